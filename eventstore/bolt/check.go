@@ -1,0 +1,100 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/batonhq/baton/eventstore"
+)
+
+// CheckReport summarises a full check of the data file.
+type CheckReport struct {
+	Events  uint64
+	Streams uint64
+}
+
+// Check reads the whole file in one read transaction and verifies bbolt's
+// page structure and Baton's invariants: gapless positions, every record
+// readable and where it claims to be, and the stream, revision and id indexes
+// agreeing with the records. It is what `baton store check` runs.
+func (s *Store) Check(ctx context.Context) (rep CheckReport, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverCorrupt(&err, s.path)
+	err = s.view(ctx, func(tx *bbolt.Tx) error {
+		var errs []error
+		for e := range tx.Check() {
+			errs = append(errs, e)
+			if len(errs) == 10 {
+				break
+			}
+		}
+		if len(errs) > 0 {
+			return fmt.Errorf("%w: %s: page structure: %v", eventstore.ErrCorrupt, s.path, errors.Join(errs...))
+		}
+		corrupt := func(format string, args ...any) error {
+			return fmt.Errorf("%w: %s: %s", eventstore.ErrCorrupt, s.path, fmt.Sprintf(format, args...))
+		}
+		events, revs, ids, streams := tx.Bucket(bucketEvents), tx.Bucket(bucketRevs), tx.Bucket(bucketIDs), tx.Bucket(bucketStreams)
+
+		perStream := map[string]uint64{} // events seen per stream
+		want := uint64(1)
+		c := events.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if want%4096 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			pos, err := positionKey(k)
+			if err != nil {
+				return err
+			}
+			if pos != want {
+				return corrupt("global feed jumps from %d to %d", want-1, pos)
+			}
+			ev, err := decodeRecord(v)
+			if err != nil || ev.Position.Commit != pos {
+				return corrupt("event at position %d: %v", pos, err)
+			}
+			if pv := revs.Get(revKey(ev.StreamID, ev.Revision)); !bytes.Equal(pv, k) {
+				return corrupt("stream index for %q revision %d does not point at position %d", ev.StreamID, ev.Revision, pos)
+			}
+			if pv := ids.Get(ev.ID[:]); !bytes.Equal(pv, k) {
+				return corrupt("id index for %s does not point at position %d", ev.ID, pos)
+			}
+			perStream[ev.StreamID]++
+			want++
+		}
+		rep.Events = want - 1
+		if n := uint64(revs.Stats().KeyN); n != rep.Events {
+			return corrupt("stream index holds %d entries for %d events", n, rep.Events)
+		}
+		if n := uint64(ids.Stats().KeyN); n != rep.Events {
+			return corrupt("id index holds %d entries for %d events", n, rep.Events)
+		}
+		sc := streams.Cursor()
+		for k, v := sc.First(); k != nil; k, v = sc.Next() {
+			if len(v) != 8 {
+				return corrupt("stream %q has a malformed head", k)
+			}
+			// Every event has its own index entry, so a stream with last+1
+			// events whose head is last has revisions 0..last, no gaps.
+			if last := binary.BigEndian.Uint64(v); perStream[string(k)] != last+1 {
+				return corrupt("stream %q head is revision %d but it holds %d events", k, last, perStream[string(k)])
+			}
+			delete(perStream, string(k))
+			rep.Streams++
+		}
+		for st := range perStream {
+			return corrupt("stream %q has events but no head", st)
+		}
+		return nil
+	})
+	return rep, err
+}

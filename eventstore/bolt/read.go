@@ -1,0 +1,196 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/batonhq/baton/eventstore"
+)
+
+// DefaultPageSize is used when a read asks for limit <= 0.
+const DefaultPageSize = 1000
+
+// ReadStream implements eventstore.Store with one short read transaction.
+func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limit int) (out []eventstore.RecordedEvent, err error) {
+	if err := eventstore.ValidateStreamID(stream); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = DefaultPageSize
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverCorrupt(&err, s.path)
+	err = s.view(ctx, func(tx *bbolt.Tx) error {
+		events := tx.Bucket(bucketEvents)
+		prefix := revKey(stream, 0)[:len(stream)+1]
+		c := tx.Bucket(bucketRevs).Cursor()
+		want := from
+		for k, pv := c.Seek(revKey(stream, from)); k != nil && bytes.HasPrefix(k, prefix) && len(out) < limit; k, pv = c.Next() {
+			if len(k) != len(prefix)+8 || binary.BigEndian.Uint64(k[len(prefix):]) != want {
+				return fmt.Errorf("%w: %s: stream %q index is broken at revision %d", eventstore.ErrCorrupt, s.path, stream, want)
+			}
+			ev, err := s.load(events, pv)
+			if err != nil {
+				return err
+			}
+			if ev.StreamID != stream || ev.Revision != want {
+				return fmt.Errorf("%w: %s: stream %q revision %d points at %q revision %d", eventstore.ErrCorrupt, s.path, stream, want, ev.StreamID, ev.Revision)
+			}
+			out = append(out, ev)
+			want++
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ReadAll implements eventstore.Store. Positions are gapless, so a gap or a
+// record that names another position is corruption, never something to skip.
+func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, limit int) (out []eventstore.RecordedEvent, err error) {
+	if limit <= 0 {
+		limit = DefaultPageSize
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverCorrupt(&err, s.path)
+	err = s.view(ctx, func(tx *bbolt.Tx) error {
+		want := after.Commit + 1
+		c := tx.Bucket(bucketEvents).Cursor()
+		out = make([]eventstore.RecordedEvent, 0, min(limit, 256))
+		for k, v := c.Seek(binary.BigEndian.AppendUint64(nil, want)); k != nil && len(out) < limit; k, v = c.Next() {
+			pos, err := positionKey(k)
+			if err != nil {
+				return err
+			}
+			if pos != want {
+				return fmt.Errorf("%w: %s: global feed jumps from %d to %d", eventstore.ErrCorrupt, s.path, want-1, pos)
+			}
+			ev, err := decodeRecord(v)
+			if err != nil || ev.Position.Commit != pos {
+				return fmt.Errorf("%w: %s: event at position %d: %v", eventstore.ErrCorrupt, s.path, pos, err)
+			}
+			out = append(out, ev)
+			want++
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (s *Store) view(ctx context.Context, fn func(*bbolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	closed := s.closed
+	s.mu.RUnlock()
+	if closed {
+		return eventstore.ErrClosed
+	}
+	return s.db.View(fn)
+}
+
+func (s *Store) load(events *bbolt.Bucket, pv []byte) (eventstore.RecordedEvent, error) {
+	pos, err := positionKey(pv)
+	if err != nil {
+		return eventstore.RecordedEvent{}, err
+	}
+	v := events.Get(pv)
+	if v == nil {
+		return eventstore.RecordedEvent{}, fmt.Errorf("%w: %s: index names position %d, which is missing", eventstore.ErrCorrupt, s.path, pos)
+	}
+	ev, err := decodeRecord(v)
+	if err != nil || ev.Position.Commit != pos {
+		return eventstore.RecordedEvent{}, fmt.Errorf("%w: %s: event at position %d: %v", eventstore.ErrCorrupt, s.path, pos, err)
+	}
+	return ev, nil
+}
+
+func positionKey(k []byte) (uint64, error) {
+	if len(k) != 8 {
+		return 0, fmt.Errorf("%w: position key of %d bytes", eventstore.ErrCorrupt, len(k))
+	}
+	return binary.BigEndian.Uint64(k), nil
+}
+
+// SubscribeAll implements eventstore.Store. The subscription holds no
+// goroutine: Recv reads a page when its buffer is empty and waits for the
+// next commit when it has caught up, so a slow reader holds back only itself.
+func (s *Store) SubscribeAll(ctx context.Context, after eventstore.Position) (eventstore.Subscription, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	return &subscription{s: s, ctx: ctx, cancel: cancel, after: after}, nil
+}
+
+// subscriptionPage is how many events a subscription reads per transaction.
+const subscriptionPage = 512
+
+type subscription struct {
+	s      *Store
+	ctx    context.Context
+	cancel context.CancelFunc
+	after  eventstore.Position
+
+	closed atomic.Bool
+	mu     sync.Mutex // one Recv at a time
+	buf    []eventstore.RecordedEvent
+}
+
+func (sub *subscription) Recv() (eventstore.RecordedEvent, error) {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	for {
+		if sub.closed.Load() {
+			return eventstore.RecordedEvent{}, eventstore.ErrSubscriptionClosed
+		}
+		if len(sub.buf) > 0 {
+			ev := sub.buf[0]
+			sub.buf = sub.buf[1:]
+			sub.after = ev.Position
+			return ev, nil
+		}
+		if err := sub.ctx.Err(); err != nil {
+			if sub.closed.Load() {
+				return eventstore.RecordedEvent{}, eventstore.ErrSubscriptionClosed
+			}
+			return eventstore.RecordedEvent{}, err
+		}
+		// Take the wake-up channel before reading, so a commit that lands
+		// between the read and the wait still wakes us.
+		changed := sub.s.changed()
+		evs, err := sub.s.ReadAll(sub.ctx, sub.after, subscriptionPage)
+		if err != nil {
+			if sub.closed.Load() {
+				return eventstore.RecordedEvent{}, eventstore.ErrSubscriptionClosed
+			}
+			return eventstore.RecordedEvent{}, err
+		}
+		if len(evs) > 0 {
+			sub.buf = evs
+			continue
+		}
+		sub.mu.Unlock()
+		select {
+		case <-changed:
+		case <-sub.ctx.Done():
+		case <-sub.s.stop:
+			sub.mu.Lock()
+			return eventstore.RecordedEvent{}, eventstore.ErrClosed
+		}
+		sub.mu.Lock()
+	}
+}
+
+func (sub *subscription) Close() error {
+	sub.closed.Store(true)
+	sub.cancel()
+	return nil
+}

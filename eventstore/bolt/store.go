@@ -1,0 +1,258 @@
+// Package bolt is Baton's embedded event store: one bbolt file under the data
+// directory, no server. Appends are durable (fsync) before they are
+// acknowledged; concurrent appends share one commit (group commit) through a
+// single writer goroutine. See docs/eventstore.md for the file layout.
+package bolt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/batonhq/baton/eventstore"
+)
+
+// FileName is the data file inside the data directory.
+const FileName = "events.db"
+
+// formatTag identifies a Baton event file and its layout version.
+const formatTag = "baton-eventstore/1"
+
+var (
+	bucketMeta    = []byte("meta")
+	bucketEvents  = []byte("events")
+	bucketStreams = []byte("streams")
+	bucketRevs    = []byte("revs")
+	bucketIDs     = []byte("ids")
+	keyFormat     = []byte("format")
+)
+
+// Options tune a Store. The zero value is what `baton serve` uses.
+type Options struct {
+	// LockTimeout is how long Open waits for another process to release the
+	// data file before failing with ErrLocked. Default 500ms.
+	LockTimeout time.Duration
+	// MaxBatch caps how many appends share one commit. Default 1024.
+	MaxBatch int
+	// Now stamps RecordedAt on events that arrive without one. Default
+	// time.Now; tests pass a fake clock.
+	Now func() time.Time
+	// MaxSize caps the data file in bytes (0: no cap). A write that would
+	// grow the file past it fails like a full disk.
+	MaxSize int
+}
+
+// Store is the bbolt-backed eventstore.Store.
+type Store struct {
+	db   *bbolt.DB
+	path string
+	opts Options
+
+	mu     sync.RWMutex // guards closed against concurrent Append/Close
+	closed bool
+	reqs   chan *appendReq
+	done   chan struct{} // closed when the writer has exited
+	stop   chan struct{} // closed by Close: wakes subscriptions
+
+	failed atomic.Pointer[error]
+
+	notifyMu sync.Mutex
+	notify   chan struct{} // closed and replaced after every commit
+	head     atomic.Uint64
+}
+
+var _ eventstore.Store = (*Store)(nil)
+
+// Open opens or creates the store in dir. A second process (or a second Open
+// in this one) on the same dir fails with eventstore.ErrLocked.
+func Open(dir string, opts Options) (s *Store, err error) {
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = 500 * time.Millisecond
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 1024
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("eventstore: data directory %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, FileName)
+	if err := checkFile(path); err != nil {
+		return nil, err
+	}
+
+	// A truncated or mangled file can fault or panic inside bbolt while it
+	// maps the file; both become ErrCorrupt instead of a crash.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverCorrupt(&err, path)
+
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
+		Timeout:         opts.LockTimeout,
+		NoFreelistSync:  true, // the freelist is rebuilt at open; commits write less
+		FreelistType:    bbolt.FreelistMapType,
+		InitialMmapSize: 1 << 30, // readers never wait for a remap below 1 GiB
+		MaxSize:         opts.MaxSize,
+	})
+	if err != nil {
+		return nil, openError(path, err)
+	}
+	s = &Store{
+		db:     db,
+		path:   path,
+		opts:   opts,
+		reqs:   make(chan *appendReq, 4*opts.MaxBatch),
+		done:   make(chan struct{}),
+		stop:   make(chan struct{}),
+		notify: make(chan struct{}),
+	}
+	if err := s.init(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	go s.writer()
+	return s, nil
+}
+
+// checkFile turns the common ways a data file is unusable into messages that
+// say what to do, before bbolt sees the file.
+func checkFile(path string) error {
+	st, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("eventstore: data file %s: %w", path, err)
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("eventstore: data file %s is not a regular file", path)
+	}
+	if st.Size() == 0 {
+		return fmt.Errorf("%w: %s is empty (a crash before the first commit, or a truncated copy); move it away to start a new store", eventstore.ErrCorrupt, path)
+	}
+	return nil
+}
+
+func openError(path string, err error) error {
+	switch {
+	case errors.Is(err, berrors.ErrTimeout):
+		return fmt.Errorf("%w: %s is held by another process (is another baton serving this data directory?)", eventstore.ErrLocked, path)
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
+		errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrInvalidMapping):
+		return fmt.Errorf("%w: %s: %v", eventstore.ErrCorrupt, path, err)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("eventstore: cannot open %s: permission denied (the data directory must be readable and writable by this user)", path)
+	}
+	return fmt.Errorf("eventstore: open %s: %w", path, err)
+}
+
+// init creates the buckets on a new file, checks the format tag on an old one,
+// and checks that the newest record is readable and where it claims to be.
+func (s *Store) init() error {
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			if tx.Bucket(bucketEvents) != nil {
+				return fmt.Errorf("%w: %s has events but no meta bucket", eventstore.ErrCorrupt, s.path)
+			}
+			var err error
+			if meta, err = tx.CreateBucket(bucketMeta); err != nil {
+				return err
+			}
+			if err := meta.Put(keyFormat, []byte(formatTag)); err != nil {
+				return err
+			}
+		}
+		if got := string(meta.Get(keyFormat)); got != formatTag {
+			return fmt.Errorf("%w: %s has format %q, this build reads %q", eventstore.ErrCorrupt, s.path, got, formatTag)
+		}
+		for _, name := range [][]byte{bucketEvents, bucketStreams, bucketRevs, bucketIDs} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return s.db.View(func(tx *bbolt.Tx) error {
+		k, v := tx.Bucket(bucketEvents).Cursor().Last()
+		if k == nil {
+			return nil
+		}
+		pos, err := positionKey(k)
+		if err != nil {
+			return err
+		}
+		ev, err := decodeRecord(v)
+		if err != nil || ev.Position.Commit != pos {
+			return fmt.Errorf("%w: %s: newest event at position %d is unreadable", eventstore.ErrCorrupt, s.path, pos)
+		}
+		s.head.Store(pos)
+		return nil
+	})
+}
+
+// Path is the data file.
+func (s *Store) Path() string { return s.path }
+
+// Close commits what is already queued, stops the writer, ends subscriptions
+// and closes the file.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.reqs)
+	s.mu.Unlock()
+	<-s.done
+	close(s.stop)
+	return s.db.Close()
+}
+
+// Head returns the position of the newest committed event.
+func (s *Store) Head(ctx context.Context) (eventstore.Position, error) {
+	if err := ctx.Err(); err != nil {
+		return eventstore.Position{}, err
+	}
+	h := s.head.Load()
+	return eventstore.Position{Commit: h, Prepare: h}, nil
+}
+
+// changed returns a channel that is closed at the next commit.
+func (s *Store) changed() <-chan struct{} {
+	s.notifyMu.Lock()
+	defer s.notifyMu.Unlock()
+	return s.notify
+}
+
+func (s *Store) publish(head uint64) {
+	s.notifyMu.Lock()
+	s.head.Store(head)
+	close(s.notify)
+	s.notify = make(chan struct{})
+	s.notifyMu.Unlock()
+}
+
+// recoverCorrupt converts a panic or memory fault raised while reading the
+// mapped file into ErrCorrupt. Baton's own invariants never panic on a read
+// path, so what lands here is bbolt meeting bytes it cannot make sense of.
+func recoverCorrupt(err *error, path string) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w: %s: %v", eventstore.ErrCorrupt, path, r)
+	}
+}

@@ -1,0 +1,140 @@
+// Package eventstore defines the append-only event store every part of Baton
+// stands on: streams of immutable events guarded by explicit expected
+// revisions, and one global feed in commit order that projections follow.
+//
+// Backends live in subpackages named after what they adapt to (bolt, kurrent);
+// storetest holds the conformance suite every backend must pass.
+package eventstore
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Store is the contract the rest of Baton uses. All methods are safe for
+// concurrent use.
+type Store interface {
+	// Append writes events to the end of stream atomically, provided the
+	// stream matches expected. The expected revision is mandatory: the zero
+	// ExpectedRevision is refused with ErrNoExpectedRevision.
+	//
+	// Appending events whose ids are already in that stream at the position
+	// the expectation names is idempotent: the original result is returned
+	// and nothing is written twice.
+	//
+	// A mismatch returns a *WrongExpectedRevisionError (errors.Is ErrConflict).
+	// If ctx ends after the append was handed to the store the outcome is
+	// unknown; retrying with the same event ids is safe.
+	Append(ctx context.Context, stream string, expected ExpectedRevision, events ...EventData) (AppendResult, error)
+
+	// ReadStream returns up to limit events of stream with revision >= from,
+	// in revision order. A stream that does not exist reads as empty.
+	ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]RecordedEvent, error)
+
+	// ReadAll returns up to limit events of the global feed strictly after
+	// position after, in commit order. Start reads from the beginning.
+	ReadAll(ctx context.Context, after Position, limit int) ([]RecordedEvent, error)
+
+	// SubscribeAll follows the global feed strictly after position after:
+	// first the events already stored (catch-up), then new ones as they
+	// commit. The subscriber pulls; a slow subscriber slows only itself.
+	// The subscription ends when ctx ends or Close is called.
+	SubscribeAll(ctx context.Context, after Position) (Subscription, error)
+
+	// Head returns the position of the last committed event (Start when the
+	// store is empty).
+	Head(ctx context.Context) (Position, error)
+
+	Close() error
+}
+
+// Subscription is a pull-based follower of the global feed.
+type Subscription interface {
+	// Recv blocks until the next event is available, the subscription's
+	// context ends (its error is returned) or Close is called
+	// (ErrSubscriptionClosed).
+	Recv() (RecordedEvent, error)
+	Close() error
+}
+
+// EventData is an event proposed for appending.
+type EventData struct {
+	// ID identifies the event; it is also the idempotency key of the append.
+	// Time-ordered ids (uuid.NewV7) keep the store's id index compact.
+	ID       uuid.UUID
+	Type     string
+	Data     json.RawMessage
+	Metadata Metadata
+}
+
+// Metadata travels with every event.
+type Metadata struct {
+	Tenant        string `json:"tenant,omitempty"`
+	Actor         string `json:"actor,omitempty"`
+	RequestID     string `json:"requestId,omitempty"`
+	CausationID   string `json:"causationId,omitempty"`
+	SchemaVersion uint32 `json:"schemaVersion,omitempty"`
+	// RecordedAt is set by the store at commit when the caller leaves it
+	// zero. Callers that hash events (the handoff ledger) set it themselves.
+	RecordedAt time.Time `json:"recordedAt"`
+	// PrevHash and Hash chain the events of a ledger stream; the store keeps
+	// them verbatim.
+	PrevHash string `json:"prevHash,omitempty"`
+	Hash     string `json:"hash,omitempty"`
+}
+
+// RecordedEvent is an event as stored.
+type RecordedEvent struct {
+	StreamID string
+	Revision uint64 // 0 for the first event of a stream
+	Position Position
+	EventData
+}
+
+// AppendResult tells where the last event of an append landed.
+type AppendResult struct {
+	NextRevision uint64   // revision of the last event written
+	Position     Position // global position of the last event written
+}
+
+// Position is a point in the global feed. It is opaque to callers but totally
+// ordered: the embedded store uses a gapless sequence number (Commit ==
+// Prepare), KurrentDB its commit/prepare log positions.
+type Position struct {
+	Commit  uint64 `json:"commit"`
+	Prepare uint64 `json:"prepare"`
+}
+
+// Start is the position before the first event.
+var Start = Position{}
+
+// Less reports whether p comes before q in the global feed.
+func (p Position) Less(q Position) bool {
+	if p.Commit != q.Commit {
+		return p.Commit < q.Commit
+	}
+	return p.Prepare < q.Prepare
+}
+
+// Compare returns -1, 0 or +1 as p is before, equal to or after q.
+func (p Position) Compare(q Position) int {
+	switch {
+	case p.Less(q):
+		return -1
+	case q.Less(p):
+		return 1
+	}
+	return 0
+}
+
+// Limits shared by every backend so that behaviour does not depend on the
+// store in use.
+const (
+	MaxStreamIDLen   = 255
+	MaxEventTypeLen  = 255
+	MaxEventSize     = 4 << 20 // data plus metadata, per event
+	MaxEventsPerCall = 10_000
+)
