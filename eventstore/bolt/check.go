@@ -17,6 +17,9 @@ import (
 type CheckReport struct {
 	Events  uint64
 	Streams uint64
+	// Bytes is the part of the file in use: the high-water mark of pages.
+	// The file itself is longer; it grows ahead in 16 MiB steps.
+	Bytes int64
 }
 
 // Check reads the whole file in one read transaction and verifies bbolt's
@@ -27,16 +30,6 @@ func (s *Store) Check(ctx context.Context) (rep CheckReport, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer recoverCorrupt(&err, s.path)
 	err = s.view(ctx, func(tx *bbolt.Tx) error {
-		var errs []error
-		for e := range tx.Check() {
-			errs = append(errs, e)
-			if len(errs) == 10 {
-				break
-			}
-		}
-		if len(errs) > 0 {
-			return fmt.Errorf("%w: %s: page structure: %v", eventstore.ErrCorrupt, s.path, errors.Join(errs...))
-		}
 		corrupt := func(format string, args ...any) error {
 			return fmt.Errorf("%w: %s: %s", eventstore.ErrCorrupt, s.path, fmt.Sprintf(format, args...))
 		}
@@ -72,6 +65,7 @@ func (s *Store) Check(ctx context.Context) (rep CheckReport, err error) {
 			want++
 		}
 		rep.Events = want - 1
+		rep.Bytes = tx.Size()
 		if n := uint64(revs.Stats().KeyN); n != rep.Events {
 			return corrupt("stream index holds %d entries for %d events", n, rep.Events)
 		}
@@ -93,6 +87,16 @@ func (s *Store) Check(ctx context.Context) (rep CheckReport, err error) {
 		}
 		for st := range perStream {
 			return corrupt("stream %q has events but no head", st)
+		}
+		// bbolt's own page accounting last: it walks the pages on a goroutine
+		// of its own, where a fault could not be recovered, so it runs only
+		// once the walk above has read every page safely.
+		var errs []error
+		for e := range tx.Check() {
+			errs = append(errs, e)
+		}
+		if len(errs) > 0 {
+			return corrupt("page structure: %v", errors.Join(errs[:min(len(errs), 10)]...))
 		}
 		return nil
 	})

@@ -116,7 +116,7 @@ func childLimitedWriter(dir string) error {
 	}
 	defer s.Close()
 	var mu sync.Mutex
-	big := make([]byte, 2000)
+	big := make([]byte, 16<<10)
 	for i := range big {
 		big[i] = 'x'
 	}

@@ -49,7 +49,11 @@ func encodeRecord(dst []byte, ev *eventstore.RecordedEvent) []byte {
 	dst = appendStr(dst, m.Hash)
 	dst = binary.AppendUvarint(dst, uint64(len(ev.Data)))
 	dst = append(dst, ev.Data...)
-	return binary.BigEndian.AppendUint32(dst, crc32.Checksum(dst, castagnoli))
+	return appendChecksum(dst)
+}
+
+func appendChecksum(b []byte) []byte {
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
 func appendStr(dst []byte, s string) []byte {

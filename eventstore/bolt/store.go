@@ -99,8 +99,11 @@ func Open(dir string, opts Options) (s *Store, err error) {
 	defer recoverCorrupt(&err, path)
 
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
-		Timeout:         opts.LockTimeout,
-		NoFreelistSync:  true, // the freelist is rebuilt at open; commits write less
+		Timeout: opts.LockTimeout,
+		// The freelist is written at every commit: rebuilding it at open
+		// (NoFreelistSync) walks every page on a goroutine of bbolt's own,
+		// where a damaged page would crash the process, not return an error.
+		NoFreelistSync:  false,
 		FreelistType:    bbolt.FreelistMapType,
 		InitialMmapSize: 1 << 30, // readers never wait for a remap below 1 GiB
 		MaxSize:         opts.MaxSize,
@@ -123,25 +126,6 @@ func Open(dir string, opts Options) (s *Store, err error) {
 	}
 	go s.writer()
 	return s, nil
-}
-
-// checkFile turns the common ways a data file is unusable into messages that
-// say what to do, before bbolt sees the file.
-func checkFile(path string) error {
-	st, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("eventstore: data file %s: %w", path, err)
-	}
-	if !st.Mode().IsRegular() {
-		return fmt.Errorf("eventstore: data file %s is not a regular file", path)
-	}
-	if st.Size() == 0 {
-		return fmt.Errorf("%w: %s is empty (a crash before the first commit, or a truncated copy); move it away to start a new store", eventstore.ErrCorrupt, path)
-	}
-	return nil
 }
 
 func openError(path string, err error) error {
