@@ -110,7 +110,7 @@ func (s *Store) commit(batch []*appendReq) {
 	err := func() (err error) {
 		defer recoverCorrupt(&err, s.path)
 		return s.db.Update(func(tx *bbolt.Tx) error {
-			w := newTxWriter(tx)
+			w := newTxWriter(tx, s.path)
 			now := s.opts.Now().UTC()
 			for i, r := range batch {
 				if err := r.ctx.Err(); err != nil {
@@ -148,16 +148,16 @@ func (s *Store) commit(batch []*appendReq) {
 
 // txWriter applies appends inside one write transaction.
 type txWriter struct {
-	events, streams, revs, ids *bbolt.Bucket
-	pos                        uint64 // last assigned global position
+	events, ids *bbolt.Bucket
+	index       streamIndex
+	pos         uint64 // last assigned global position
 }
 
-func newTxWriter(tx *bbolt.Tx) *txWriter {
+func newTxWriter(tx *bbolt.Tx, path string) *txWriter {
 	w := &txWriter{
-		events:  tx.Bucket(bucketEvents),
-		streams: tx.Bucket(bucketStreams),
-		revs:    tx.Bucket(bucketRevs),
-		ids:     tx.Bucket(bucketIDs),
+		events: tx.Bucket(bucketEvents),
+		ids:    tx.Bucket(bucketIDs),
+		index:  streamIndex{path: path, streams: tx.Bucket(bucketStreams), revs: tx.Bucket(bucketRevs)},
 	}
 	// Positions only ever grow at the end; full pages make the feed compact.
 	w.events.FillPercent = 1.0
@@ -179,17 +179,19 @@ func (w *txWriter) append(r *appendReq, now time.Time) (res eventstore.AppendRes
 			return res, w.duplicate(ev, pv), nil
 		}
 	}
-	last, exists := w.lastRevision(r.stream)
-	if !r.expected.Matches(last, exists) {
-		return res, &eventstore.WrongExpectedRevisionError{Stream: r.stream, Expected: r.expected, Actual: last, Exists: exists}, nil
+	head, err := w.index.head(r.stream)
+	if err != nil {
+		return res, nil, err
 	}
-	rev := uint64(0)
-	if exists {
-		rev = last + 1
+	if !r.expected.Matches(head.last, head.exists) {
+		return res, &eventstore.WrongExpectedRevisionError{Stream: r.stream, Expected: r.expected, Actual: head.last, Exists: head.exists}, nil
 	}
 	for i := range r.events {
-		ev := eventstore.RecordedEvent{StreamID: r.stream, Revision: rev, EventData: r.events[i]}
 		w.pos++
+		if err := w.index.add(r.stream, &head, w.pos); err != nil {
+			return res, nil, err
+		}
+		ev := eventstore.RecordedEvent{StreamID: r.stream, Revision: head.last, EventData: r.events[i]}
 		ev.Position = eventstore.Position{Commit: w.pos, Prepare: w.pos}
 		if ev.Metadata.RecordedAt.IsZero() {
 			ev.Metadata.RecordedAt = now
@@ -198,18 +200,14 @@ func (w *txWriter) append(r *appendReq, now time.Time) (res eventstore.AppendRes
 		if err := w.events.Put(key, encodeRecord(make([]byte, 0, 96+len(r.stream)+len(ev.Type)+len(ev.Data)+metadataSize(&ev.Metadata)), &ev)); err != nil {
 			return res, nil, err
 		}
-		if err := w.revs.Put(revKey(r.stream, rev), key); err != nil {
-			return res, nil, err
-		}
 		if err := w.ids.Put(append([]byte(nil), ev.ID[:]...), key); err != nil {
 			return res, nil, err
 		}
-		rev++
 	}
-	if err := w.streams.Put([]byte(r.stream), binary.BigEndian.AppendUint64(make([]byte, 0, 8), rev-1)); err != nil {
+	if err := w.index.putHead(r.stream, &head); err != nil {
 		return res, nil, err
 	}
-	return eventstore.AppendResult{NextRevision: rev - 1, Position: eventstore.Position{Commit: w.pos, Prepare: w.pos}}, nil, nil
+	return eventstore.AppendResult{NextRevision: head.last, Position: eventstore.Position{Commit: w.pos, Prepare: w.pos}}, nil, nil
 }
 
 // replay answers an append whose first event is already stored. If the whole
@@ -220,8 +218,11 @@ func (w *txWriter) replay(r *appendReq, firstPos []byte) (eventstore.AppendResul
 	if err != nil {
 		return eventstore.AppendResult{}, fmt.Errorf("%w: event %s: %v", eventstore.ErrCorrupt, r.events[0].ID, err)
 	}
-	last, exists := w.lastRevision(r.stream)
-	conflict := &eventstore.WrongExpectedRevisionError{Stream: r.stream, Expected: r.expected, Actual: last, Exists: exists}
+	head, err := w.index.head(r.stream)
+	if err != nil {
+		return eventstore.AppendResult{}, err
+	}
+	conflict := &eventstore.WrongExpectedRevisionError{Stream: r.stream, Expected: r.expected, Actual: head.last, Exists: head.exists}
 	if first.StreamID != r.stream {
 		return eventstore.AppendResult{}, &eventstore.DuplicateEventError{ID: first.ID.String(), Stream: first.StreamID, Revision: first.Revision}
 	}
@@ -231,19 +232,20 @@ func (w *txWriter) replay(r *appendReq, firstPos []byte) (eventstore.AppendResul
 	if v, ok := r.expected.Value(); ok && first.Revision != v+1 {
 		return eventstore.AppendResult{}, conflict
 	}
-	var lastPos []byte
+	ps, err := w.index.positions(r.stream, first.Revision, len(r.events))
+	if err != nil {
+		return eventstore.AppendResult{}, err
+	}
+	if len(ps) != len(r.events) {
+		return eventstore.AppendResult{}, conflict
+	}
 	for i, ev := range r.events {
-		pv := w.revs.Get(revKey(r.stream, first.Revision+uint64(i)))
-		if pv == nil {
-			return eventstore.AppendResult{}, conflict
-		}
-		rec := w.events.Get(pv)
+		rec := w.events.Get(binary.BigEndian.AppendUint64(nil, ps[i]))
 		if len(rec) < 17 || !bytes.Equal(rec[1:17], ev.ID[:]) {
 			return eventstore.AppendResult{}, conflict
 		}
-		lastPos = pv
 	}
-	p := binary.BigEndian.Uint64(lastPos)
+	p := ps[len(ps)-1]
 	return eventstore.AppendResult{
 		NextRevision: first.Revision + uint64(len(r.events)) - 1,
 		Position:     eventstore.Position{Commit: p, Prepare: p},
@@ -258,20 +260,3 @@ func (w *txWriter) duplicate(ev eventstore.EventData, pv []byte) error {
 	return &eventstore.DuplicateEventError{ID: ev.ID.String(), Stream: rec.StreamID, Revision: rec.Revision}
 }
 
-func (w *txWriter) lastRevision(stream string) (uint64, bool) {
-	v := w.streams.Get([]byte(stream))
-	if len(v) != 8 {
-		return 0, false
-	}
-	return binary.BigEndian.Uint64(v), true
-}
-
-// revKey is the key of a stream's revision in the revs bucket: the stream id,
-// a zero byte (stream ids hold no control characters) and the revision,
-// big-endian, so one stream's revisions sort together and in order.
-func revKey(stream string, rev uint64) []byte {
-	k := make([]byte, 0, len(stream)+9)
-	k = append(k, stream...)
-	k = append(k, 0)
-	return binary.BigEndian.AppendUint64(k, rev)
-}

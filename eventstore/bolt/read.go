@@ -1,7 +1,6 @@
 package bolt
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -29,22 +28,21 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limi
 	defer recoverCorrupt(&err, s.path)
 	err = s.view(ctx, func(tx *bbolt.Tx) error {
 		events := tx.Bucket(bucketEvents)
-		prefix := revKey(stream, 0)[:len(stream)+1]
-		c := tx.Bucket(bucketRevs).Cursor()
-		want := from
-		for k, pv := c.Seek(revKey(stream, from)); k != nil && bytes.HasPrefix(k, prefix) && len(out) < limit; k, pv = c.Next() {
-			if len(k) != len(prefix)+8 || binary.BigEndian.Uint64(k[len(prefix):]) != want {
-				return fmt.Errorf("%w: %s: stream %q index is broken at revision %d", eventstore.ErrCorrupt, s.path, stream, want)
-			}
-			ev, err := s.load(events, pv)
+		index := streamIndex{path: s.path, streams: tx.Bucket(bucketStreams), revs: tx.Bucket(bucketRevs)}
+		ps, err := index.positions(stream, from, limit)
+		if err != nil {
+			return err
+		}
+		out = make([]eventstore.RecordedEvent, 0, len(ps))
+		for i, p := range ps {
+			ev, err := s.load(events, binary.BigEndian.AppendUint64(nil, p))
 			if err != nil {
 				return err
 			}
-			if ev.StreamID != stream || ev.Revision != want {
+			if want := from + uint64(i); ev.StreamID != stream || ev.Revision != want {
 				return fmt.Errorf("%w: %s: stream %q revision %d points at %q revision %d", eventstore.ErrCorrupt, s.path, stream, want, ev.StreamID, ev.Revision)
 			}
 			out = append(out, ev)
-			want++
 		}
 		return nil
 	})

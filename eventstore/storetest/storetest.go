@@ -39,6 +39,7 @@ func Run(t *testing.T, newStorage NewStorage) {
 		{"MetadataRoundTrip", testMetadataRoundTrip},
 		{"Ordering", testOrdering},
 		{"Paging", testPaging},
+		{"LongStreamReadsFromEveryRevision", testLongStream},
 		{"MissingStreamReadsEmpty", testMissingStream},
 		{"CatchUpWhileWriting", testCatchUpWhileWriting},
 		{"ResumeFromCheckpointWhileWriting", testResumeFromCheckpoint},
@@ -405,6 +406,69 @@ func testPaging(t *testing.T, open Opener) {
 	if fmt.Sprint(sizes) != "[7 7 7 4 0]" {
 		t.Fatalf("global page sizes = %v, want [7 7 7 4 0]", sizes)
 	}
+}
+
+func testLongStream(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	ctx := context.Background()
+	var ids []uuid.UUID
+	exp := eventstore.NoStream()
+	// Appends of awkward sizes, interleaved with another stream, so that
+	// any internal grouping of revisions is crossed in every way.
+	for i, n := range []int{1, 31, 32, 33, 1, 100, 7, 64, 2, 229} {
+		evs := make([]eventstore.EventData, n)
+		for j := range evs {
+			evs[j] = Event("L", len(ids)+j)
+			ids = append(ids, evs[j].ID)
+		}
+		res := mustAppend(t, s, "long-1", exp, evs...)
+		exp = eventstore.Revision(res.NextRevision)
+		other := eventstore.NoStream()
+		if i > 0 {
+			other = eventstore.Revision(uint64(i - 1))
+		}
+		mustAppend(t, s, "long-2", other, Event("O", i))
+	}
+	if got := readStream(t, s, "long-1"); len(got) != len(ids) {
+		t.Fatalf("read %d events, want %d", len(got), len(ids))
+	}
+	for _, from := range []uint64{0, 1, 30, 31, 32, 33, 63, 64, 65, 200, 499, 500} {
+		for _, limit := range []int{1, 5, 32, 33, 1000} {
+			got, err := s.ReadStream(ctx, "long-1", from, limit)
+			if err != nil {
+				t.Fatalf("from %d limit %d: %v", from, limit, err)
+			}
+			want := max(0, min(limit, len(ids)-int(from)))
+			if len(got) != want {
+				t.Fatalf("from %d limit %d: %d events, want %d", from, limit, len(got), want)
+			}
+			for i, ev := range got {
+				if ev.Revision != from+uint64(i) || ev.ID != ids[from+uint64(i)] {
+					t.Fatalf("from %d limit %d: event %d is revision %d %s", from, limit, i, ev.Revision, ev.ID)
+				}
+			}
+		}
+	}
+	// A retry of an append that spans several groups is still idempotent.
+	res, err := s.Append(ctx, "long-1", eventstore.Revision(32), eventstoreData(t, s, "long-1", 33, 100)...)
+	if err != nil || res.NextRevision != 132 {
+		t.Fatalf("retry across groups = %+v, %v; want revision 132", res, err)
+	}
+}
+
+// eventstoreData returns the stored events of stream from revision from as
+// appendable data, for retry tests.
+func eventstoreData(t *testing.T, s eventstore.Store, stream string, from uint64, n int) []eventstore.EventData {
+	t.Helper()
+	evs, err := s.ReadStream(context.Background(), stream, from, n)
+	if err != nil || len(evs) != n {
+		t.Fatalf("read back %d of %d: %v", len(evs), n, err)
+	}
+	out := make([]eventstore.EventData, n)
+	for i := range evs {
+		out[i] = evs[i].EventData
+	}
+	return out
 }
 
 func testMissingStream(t *testing.T, open Opener) {

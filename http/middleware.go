@@ -1,0 +1,136 @@
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/gorilla/mux"
+)
+
+type ctxKey int
+
+const requestIDKey ctxKey = iota
+
+// RequestID returns the request id the front assigned to r.
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// withRequestID gives every request an id, answered in x-request-id. A
+// caller's own id is kept when it is short and printable, so traces join up.
+func (s *Server) withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("x-request-id")
+		if !printable(id) {
+			id = "req_" + uuid.Must(uuid.NewV7()).String()
+		}
+		w.Header().Set("x-request-id", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+	})
+}
+
+func printable(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Flush keeps server-sent events working through the recorder.
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// withAccessLog writes one structured line per request: id, route, status,
+// duration. Never a key, a body or a prompt.
+func (s *Server) withAccessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		route := r.URL.Path
+		if m := mux.CurrentRoute(r); m != nil {
+			if tpl, err := m.GetPathTemplate(); err == nil {
+				route = tpl
+			}
+		}
+		s.log.Info().
+			Str("requestId", RequestID(r.Context())).
+			Str("method", r.Method).
+			Str("route", route).
+			Int("status", rec.status).
+			Dur("duration", time.Since(start)).
+			Msg("request")
+	})
+}
+
+func (s *Server) withRecover(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error().Str("requestId", RequestID(r.Context())).Interface("panic", v).Msg("handler panicked")
+				writeProblem(w, r, http.StatusInternalServerError, "internal_error", "The server failed on this request; it has been logged.")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Problem is an RFC 9457 problem document with a stable machine code.
+type Problem struct {
+	Type      string `json:"type"`
+	Title     string `json:"title"`
+	Status    int    `json:"status"`
+	Code      string `json:"code"`
+	Detail    string `json:"detail,omitempty"`
+	Instance  string `json:"instance,omitempty"`
+	RequestID string `json:"requestId,omitempty"`
+}
+
+func writeProblem(w http.ResponseWriter, r *http.Request, status int, code, detail string) {
+	p := Problem{
+		Type:      "urn:baton:problem:" + code,
+		Title:     http.StatusText(status),
+		Status:    status,
+		Code:      code,
+		Detail:    detail,
+		Instance:  r.URL.Path,
+		RequestID: RequestID(r.Context()),
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(p)
+}
