@@ -259,4 +259,3 @@ func (w *txWriter) duplicate(ev eventstore.EventData, pv []byte) error {
 	}
 	return &eventstore.DuplicateEventError{ID: ev.ID.String(), Stream: rec.StreamID, Revision: rec.Revision}
 }
-
