@@ -1,4 +1,5 @@
 # Baton. `make run` serves on the embedded store; `make test` runs every test.
+SHELL     := bash
 GO        ?= go
 DATA      ?= ./data
 ADDR      ?= 127.0.0.1:8080
@@ -16,8 +17,14 @@ build:
 
 # Every test, race detector on. Fuzz targets run their seed corpora here;
 # `make fuzz` explores further.
+# Prints each top-level test's result (subtests and logs stay in
+# test.log unless something fails) and a closing tally.
 test: vet fmt-check
-	$(GO) test -race -count=1 -timeout 15m ./...
+	@set -o pipefail; $(GO) test -race -count=1 -timeout 15m -v ./... > test.log 2>&1; rc=$$?; \
+	grep -E '^(--- (PASS|FAIL|SKIP)|    --- (PASS|FAIL|SKIP): TestConformance\/[^/ ]+ |ok |FAIL|panic:|.*summary: )' test.log; \
+	if [ $$rc -ne 0 ]; then echo "--- full log of the failing run:"; grep -vE '^(=== (RUN|PAUSE|CONT)|    --- PASS)' test.log | tail -200; fi; \
+	echo "$$(grep -cE '^\s*--- PASS' test.log) passed, $$(grep -cE '^\s*--- FAIL' test.log) failed, $$(grep -cE '^\s*--- SKIP' test.log) skipped"; \
+	exit $$rc
 
 vet:
 	$(GO) vet ./...

@@ -188,7 +188,7 @@ func TestDamagedPagesNeverReadSilently(t *testing.T) {
 		}
 		unharmed++
 	}
-	t.Logf("%d damaged copies: %d reported as corrupt, %d read back intact", seeds, reported, unharmed)
+	t.Logf("summary: %d damaged copies: %d reported as corrupt, %d read back intact", seeds, reported, unharmed)
 }
 
 func openAndRead(dir string) ([]eventstore.RecordedEvent, error) {
@@ -309,7 +309,7 @@ func TestFullDiskRefusesAndKeepsAcknowledged(t *testing.T) {
 		t.Fatalf("the next append said %q, want the store to refuse writes", after)
 	}
 	verifyAfterCrash(t, dir, acks)
-	t.Logf("%d acknowledged before the limit; failing append: %s", len(acks), full)
+	t.Logf("summary: full disk: %d acknowledged before the limit, all present after reopen; failing append: %s", len(acks), full)
 }
 
 func TestMaxSizeActsLikeAFullDisk(t *testing.T) {

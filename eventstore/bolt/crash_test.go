@@ -95,7 +95,7 @@ func TestCrashKeepsAcknowledgedAppends(t *testing.T) {
 		verifyAfterCrash(t, dir, acks)
 		t.Logf("round %d: killed after %v, %d acknowledged events all present", round, delay, len(acks))
 	}
-	t.Logf("%d rounds, %d acknowledged events checked", rounds, total)
+	t.Logf("summary: crash test: %d SIGKILL rounds, %d acknowledged events all present after reopen", rounds, total)
 }
 
 func verifyAfterCrash(t *testing.T, dir string, acks []ackLine) {
