@@ -57,6 +57,10 @@ type Subscription interface {
 	// context ends (its error is returned) or Close is called
 	// (ErrSubscriptionClosed).
 	Recv() (RecordedEvent, error)
+	// RecvBatch blocks like Recv for the first event, then adds up to max-1
+	// events that are already available without waiting, so a follower can
+	// apply a burst in one transaction.
+	RecvBatch(max int) ([]RecordedEvent, error)
 	Close() error
 }
 

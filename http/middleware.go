@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
+
+	"github.com/batonhq/baton/domain"
 )
 
 type ctxKey int
@@ -48,6 +50,7 @@ func printable(s string) bool {
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
+	tenant string // set by auth, for the access log
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
@@ -88,6 +91,7 @@ func (s *Server) withAccessLog(next http.Handler) http.Handler {
 			Str("requestId", RequestID(r.Context())).
 			Str("method", r.Method).
 			Str("route", route).
+			Str("tenant", rec.tenant).
 			Int("status", rec.status).
 			Dur("duration", time.Since(start)).
 			Msg("request")
@@ -111,26 +115,41 @@ func (s *Server) withRecover(next http.Handler) http.Handler {
 
 // Problem is an RFC 9457 problem document with a stable machine code.
 type Problem struct {
-	Type      string `json:"type"`
-	Title     string `json:"title"`
-	Status    int    `json:"status"`
-	Code      string `json:"code"`
-	Detail    string `json:"detail,omitempty"`
-	Instance  string `json:"instance,omitempty"`
-	RequestID string `json:"requestId,omitempty"`
+	Type      string                 `json:"type"`
+	Title     string                 `json:"title"`
+	Status    int                    `json:"status"`
+	Code      string                 `json:"code"`
+	Detail    string                 `json:"detail,omitempty"`
+	Instance  string                 `json:"instance,omitempty"`
+	RequestID string                 `json:"requestId,omitempty"`
+	Fields    []domain.FieldError    `json:"fields,omitempty"`
+	Findings  []domain.SecretFinding `json:"findings,omitempty"`
 }
 
-func writeProblem(w http.ResponseWriter, r *http.Request, status int, code, detail string) {
-	p := Problem{
+func newProblem(r *http.Request, status int, code, detail string) Problem {
+	title := http.StatusText(status)
+	if title == "" {
+		title = "Client Closed Request"
+	}
+	return Problem{
 		Type:      "urn:baton:problem:" + code,
-		Title:     http.StatusText(status),
+		Title:     title,
 		Status:    status,
 		Code:      code,
 		Detail:    detail,
 		Instance:  r.URL.Path,
 		RequestID: RequestID(r.Context()),
 	}
+}
+
+func writeProblem(w http.ResponseWriter, r *http.Request, status int, code, detail string) {
+	writeProblemDoc(w, newProblem(r, status, code, detail))
+}
+
+func writeProblemDoc(w http.ResponseWriter, p Problem) {
 	w.Header().Set("Content-Type", "application/problem+json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(p)
+	w.WriteHeader(p.Status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(p)
 }

@@ -1,6 +1,6 @@
 // Package http is Baton's HTTP front: the gorilla/mux router, request ids,
-// access logs, error rendering and the handlers. Handlers stay thin: decode,
-// call the domain or gateway, encode.
+// access logs, authentication, error rendering and the handlers. Handlers
+// stay thin: decode, call the domain or gateway, encode.
 package http
 
 import (
@@ -12,27 +12,72 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/rs/zerolog"
 
+	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/projections"
 )
+
+// SecretScanner finds secrets in a JSON body under the given pointer
+// prefixes, naming rule and place, never the secret.
+type SecretScanner interface {
+	Scan(doc []byte, roots ...string) ([]domain.SecretFinding, error)
+}
+
+// Config is what the front needs.
+type Config struct {
+	Store       eventstore.Store
+	Projections *projections.Runner
+	Scanner     SecretScanner
+	Log         zerolog.Logger
+	Version     string
+	MaxBody     int64            // request body limit; DefaultMaxBody when 0
+	Now         func() time.Time // the ledger's clock; time.Now when nil
+}
 
 // Server holds what the handlers need.
 type Server struct {
 	store   eventstore.Store
+	proj    *projections.Runner
+	scanner SecretScanner
 	log     zerolog.Logger
 	version string
+	maxBody int64
+	ledger  *ledger
 	router  *mux.Router
 }
 
 // NewServer builds the router.
-func NewServer(store eventstore.Store, log zerolog.Logger, version string) *Server {
-	s := &Server{store: store, log: log, version: version, router: mux.NewRouter()}
-	s.router.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+func NewServer(cfg Config) *Server {
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{
+		store: cfg.Store, proj: cfg.Projections, scanner: cfg.Scanner, log: cfg.Log, version: cfg.Version,
+		maxBody: cfg.MaxBody, ledger: &ledger{store: cfg.Store, now: cfg.Now}, router: mux.NewRouter(),
+	}
+	rt := s.router
+	rt.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, http.StatusNotFound, "not_found", "No route for "+r.Method+" "+r.URL.Path+".")
 	})
-	s.router.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	rt.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed on "+r.URL.Path+".")
 	})
-	s.router.HandleFunc("/healthz", s.health).Methods(http.MethodGet)
+	rt.HandleFunc("/healthz", s.health).Methods(http.MethodGet)
+
+	rt.HandleFunc("/v1/executor-protocol", s.withKey(anyKey, s.executorProtocol)).Methods(http.MethodGet)
+	rt.HandleFunc("/v1/handoff/preview", s.withKey(anyKey, s.handoffPreview)).Methods(http.MethodPost)
+	rt.HandleFunc("/v1/handoff/contracts", s.withKey(anyKey, s.createContract)).Methods(http.MethodPost)
+	rt.HandleFunc("/v1/handoff/contracts", s.withKey(anyKey, s.listContracts)).Methods(http.MethodGet)
+	rt.HandleFunc("/v1/handoff/contracts/{handoffId}", s.withKey(anyKey, s.getContract)).Methods(http.MethodGet)
+	rt.HandleFunc("/v1/executions/{handoffId}/approval", s.withKey(anyKey, s.approval())).Methods(http.MethodPost)
+	rt.HandleFunc("/v1/executions/{handoffId}/proof", s.withKey(anyKey, s.proof())).Methods(http.MethodPost)
+	rt.HandleFunc("/v1/executions/{handoffId}/result", s.withKey(anyKey, s.result())).Methods(http.MethodPost)
+	rt.HandleFunc("/v1/executions/{handoffId}/review", s.withKey(adminOnly, s.review())).Methods(http.MethodPost)
+	rt.HandleFunc("/v1/executions/{handoffId}/ledger", s.withKey(anyKey, s.getLedger)).Methods(http.MethodGet)
+	rt.HandleFunc("/v1/admin/keys", s.withKey(adminOnly, s.createKey)).Methods(http.MethodPost)
 	return s
 }
 
@@ -49,7 +94,11 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, http.StatusServiceUnavailable, "store_unavailable", "The event store is not answering.")
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": s.version, "storeHead": head})
+	body := map[string]any{"status": "ok", "version": s.version, "storeHead": head}
+	if s.proj != nil {
+		body["readModelCheckpoint"] = s.proj.Checkpoint()
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/batonhq/baton/eventstore/bolt"
 	batonhttp "github.com/batonhq/baton/http"
+	"github.com/batonhq/baton/projections"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -28,6 +30,9 @@ const usage = `baton: coordination ledger, model gateway and structured generati
 
 Usage:
   baton serve [--addr :8080] [--data ./data]   serve the HTTP API on the embedded store
+  baton keys create --tenant NAME [--admin]    create an API key (server stopped), print it once
+  baton ledger verify [--data DIR | --url URL] [HANDOFF_ID...]
+                                               recompute the hash chains; exit 1 naming the first break
   baton store check [--data ./data]            verify the data file, page by page
   baton bench [--out docs/benchmarks.md]       measure the store, write the figures
   baton version                                print the version
@@ -35,7 +40,9 @@ Usage:
 
 func main() {
 	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "baton:", err)
+		if !errors.Is(err, errChainBroken) {
+			fmt.Fprintln(os.Stderr, "baton:", err)
+		}
 		os.Exit(1)
 	}
 }
@@ -48,6 +55,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], stderr)
+	case "keys":
+		if len(args) < 2 || args[1] != "create" {
+			return errors.New("usage: baton keys create --tenant NAME [--admin] [--data DIR]")
+		}
+		return keysCreate(ctx, args[2:], stdout)
+	case "ledger":
+		if len(args) < 2 || args[1] != "verify" {
+			return errors.New("usage: baton ledger verify [--data DIR | --url URL --key KEY] [HANDOFF_ID...]")
+		}
+		return ledgerVerify(ctx, args[2:], stdout)
 	case "store":
 		if len(args) < 2 || args[1] != "check" {
 			return errors.New("usage: baton store check [--data DIR]")
@@ -77,6 +94,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	addr := fs.String("addr", envOr("BATON_ADDR", "127.0.0.1:8080"), "listen address")
 	data := fs.String("data", dataDirDefault(), "data directory of the embedded store")
+	maxBody := fs.Int64("max-body", envInt("BATON_MAX_BODY_BYTES", batonhttp.DefaultMaxBody), "request body limit in bytes")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -87,16 +105,37 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer store.Close()
+	proj, err := projections.OpenOrRebuild(filepath.Join(*data, "readmodel.db"), store, projections.Handoffs{}, projections.Keys{})
+	if err != nil {
+		return err
+	}
+	defer proj.Close()
+	if err := proj.CatchUp(ctx); err != nil {
+		return fmt.Errorf("read models: %w", err)
+	}
+	if err := bootstrapKey(ctx, store, proj, stderr); err != nil {
+		return err
+	}
+	scanner, err := newScanner()
+	if err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           batonhttp.NewServer(store, log, version).Handler(),
+		Handler: batonhttp.NewServer(batonhttp.Config{
+			Store: store, Projections: proj, Scanner: scanner, Log: log, Version: version, MaxBody: *maxBody,
+		}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 	}
+	runCtx, stopRunner := context.WithCancel(ctx)
+	runnerDone := make(chan error, 1)
+	go func() { runnerDone <- proj.Run(runCtx) }()
+	defer func() { stopRunner(); <-runnerDone }()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
@@ -106,6 +145,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	select {
 	case err := <-errc:
 		return err
+	case err := <-runnerDone:
+		runnerDone <- err
+		return fmt.Errorf("read models stopped: %w", err)
 	case <-ctx.Done():
 	}
 	log.Info().Msg("shutting down")
@@ -130,6 +172,33 @@ func storeCheck(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: ok, %d events in %d streams, %d bytes in use\n", store.Path(), rep.Events, rep.Streams, rep.Bytes)
+	return nil
+}
+
+func envInt(key string, def int64) int64 {
+	var n int64
+	if _, err := fmt.Sscan(os.Getenv(key), &n); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// bootstrapKey creates the first admin key on a store that has none and
+// prints it once, outside the structured log, so `make run` on a fresh
+// machine hands the newcomer a working key.
+func bootstrapKey(ctx context.Context, store *bolt.Store, proj *projections.Runner, stderr io.Writer) error {
+	n, err := proj.KeyCount()
+	if err != nil || n > 0 {
+		return err
+	}
+	k, err := batonhttp.CreateKey(ctx, store, "default", true, "bootstrap", "baton:first-start")
+	if err != nil {
+		return err
+	}
+	if err := proj.CatchUp(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "\n  No API keys existed, so Baton created an admin key for tenant %q.\n  It is shown only this once (Baton stores its hash):\n\n    export BATON_API_KEY=%s\n\n  Create more with POST /v1/admin/keys, or `baton keys create --tenant NAME` while stopped.\n\n", k.Tenant, k.Key)
 	return nil
 }
 

@@ -187,6 +187,27 @@ func (sub *subscription) Recv() (eventstore.RecordedEvent, error) {
 	}
 }
 
+func (sub *subscription) RecvBatch(max int) ([]eventstore.RecordedEvent, error) {
+	first, err := sub.Recv()
+	if err != nil {
+		return nil, err
+	}
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	n := min(max-1, len(sub.buf))
+	if n < 0 {
+		n = 0
+	}
+	out := make([]eventstore.RecordedEvent, 0, n+1)
+	out = append(out, first)
+	out = append(out, sub.buf[:n]...)
+	sub.buf = sub.buf[n:]
+	if n > 0 {
+		sub.after = out[len(out)-1].Position
+	}
+	return out, nil
+}
+
 func (sub *subscription) Close() error {
 	sub.closed.Store(true)
 	sub.cancel()

@@ -552,12 +552,21 @@ func testCatchUpWhileWriting(t *testing.T, open Opener) {
 	}()
 	want := len(wantBefore) + 8*50
 	got := make([]eventstore.RecordedEvent, 0, want)
-	for len(got) < want {
-		ev, err := sub.Recv()
-		if err != nil {
-			t.Fatalf("recv after %d of %d: %v", len(got), want, err)
+	for i := 0; len(got) < want; i++ {
+		// Alternate single and batched receives: both must see every event.
+		if i%2 == 0 {
+			ev, err := sub.Recv()
+			if err != nil {
+				t.Fatalf("recv after %d of %d: %v", len(got), want, err)
+			}
+			got = append(got, ev)
+			continue
 		}
-		got = append(got, ev)
+		evs, err := sub.RecvBatch(7)
+		if err != nil || len(evs) == 0 || len(evs) > 7 {
+			t.Fatalf("recv batch after %d of %d: %d events, %v", len(got), want, len(evs), err)
+		}
+		got = append(got, evs...)
 	}
 	<-done
 	if writeErr != nil {

@@ -1,0 +1,104 @@
+package domain
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// GenesisHash is the prevHash of a handoff's first event: derived from the
+// handoff id, so a chain cannot be moved onto another handoff.
+func GenesisHash(handoffID string) string {
+	sum := sha256.Sum256([]byte("baton.handoff.v1:" + handoffID))
+	return hex.EncodeToString(sum[:])
+}
+
+// canonicalEvent is what the hash covers, in this field order.
+type canonicalEvent struct {
+	HandoffID  string          `json:"handoffId"`
+	Seq        uint64          `json:"seq"`
+	Type       string          `json:"type"`
+	Actor      string          `json:"actor"`
+	RecordedAt string          `json:"recordedAt"`
+	Data       json.RawMessage `json:"data"`
+}
+
+// Canonical renders an event deterministically: fixed field order, the time
+// in RFC 3339 UTC with nanoseconds, and data with object keys sorted and no
+// insignificant whitespace (numbers are kept as written).
+func Canonical(handoffID string, seq uint64, typ, actor string, recordedAt time.Time, data []byte) ([]byte, error) {
+	cd, err := CanonicalJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(canonicalEvent{
+		HandoffID: handoffID, Seq: seq, Type: typ, Actor: actor,
+		RecordedAt: recordedAt.UTC().Format(time.RFC3339Nano), Data: cd,
+	})
+}
+
+// CanonicalJSON re-encodes a JSON document with sorted keys and no
+// insignificant whitespace.
+func CanonicalJSON(data []byte) ([]byte, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return []byte("null"), nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("canonical JSON: %w", err)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// ChainHash is SHA-256(prevHash || canonical event), hex encoded.
+func ChainHash(prevHash string, canonical []byte) string {
+	h := sha256.New()
+	h.Write([]byte(prevHash))
+	h.Write(canonical)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ChainBreak names the first event whose hash does not match.
+type ChainBreak struct {
+	HandoffID string
+	Seq       uint64
+	Type      string
+	Reason    string
+}
+
+func (b *ChainBreak) Error() string {
+	return fmt.Sprintf("handoff %s: event %d (%s): %s", b.HandoffID, b.Seq, b.Type, b.Reason)
+}
+
+// VerifyChain recomputes a handoff's chain and returns the first break.
+func VerifyChain(handoffID string, events []Recorded) *ChainBreak {
+	prev := GenesisHash(handoffID)
+	for i, ev := range events {
+		if ev.Seq != uint64(i)+1 {
+			return &ChainBreak{handoffID, ev.Seq, ev.Type, fmt.Sprintf("seq %d where %d was expected", ev.Seq, i+1)}
+		}
+		if ev.PrevHash != prev {
+			return &ChainBreak{handoffID, ev.Seq, ev.Type, "prevHash does not match the previous event's hash"}
+		}
+		c, err := Canonical(handoffID, ev.Seq, ev.Type, ev.Actor, ev.RecordedAt, ev.Data)
+		if err != nil {
+			return &ChainBreak{handoffID, ev.Seq, ev.Type, err.Error()}
+		}
+		if got := ChainHash(prev, c); got != ev.Hash {
+			return &ChainBreak{handoffID, ev.Seq, ev.Type, "hash does not match the event's content"}
+		}
+		prev = ev.Hash
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package domain
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Kind classifies an error; http maps each kind to one status code in one
+// place.
+type Kind uint8
+
+const (
+	KindOther        Kind = iota
+	KindInvalid           // a well-formed request that breaks a rule (422)
+	KindNotFound          // unknown id, or another tenant's (404)
+	KindConflict          // refused by the lifecycle (409)
+	KindForbidden         // authenticated, not allowed (403)
+	KindUnauthorized      // no valid credential (401)
+	KindUnavailable       // a dependency is not answering (503)
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindInvalid:
+		return "invalid"
+	case KindNotFound:
+		return "not found"
+	case KindConflict:
+		return "conflict"
+	case KindForbidden:
+		return "forbidden"
+	case KindUnauthorized:
+		return "unauthorized"
+	case KindUnavailable:
+		return "unavailable"
+	}
+	return "error"
+}
+
+// Error is a domain error: where it happened, what class it is, a stable
+// machine code, a message for people, and the offending fields.
+type Error struct {
+	Op      string // the operation, e.g. "handoff.proof"
+	Kind    Kind
+	Code    string // stable, snake_case, e.g. "approval_pending"
+	Message string
+	Fields  []FieldError // for KindInvalid: each failing field
+	// Findings name secrets found in a callback: rule and place, never
+	// the secret.
+	Findings []SecretFinding
+	Err      error // the cause, if any
+}
+
+// FieldError names one failing field by JSON pointer.
+type FieldError struct {
+	Pointer string `json:"pointer"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string {
+	msg := e.Message
+	if e.Op != "" {
+		msg = e.Op + ": " + msg
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// E builds an error.
+func E(op string, kind Kind, code, format string, args ...any) *Error {
+	return &Error{Op: op, Kind: kind, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Invalid builds a KindInvalid error from field errors.
+func Invalid(op string, fields ...FieldError) *Error {
+	msg := "the request breaks a rule"
+	if len(fields) == 1 {
+		msg = fields[0].Pointer + ": " + fields[0].Message
+	} else if len(fields) > 1 {
+		msg = fmt.Sprintf("%d fields are invalid; see fields", len(fields))
+	}
+	return &Error{Op: op, Kind: KindInvalid, Code: "validation_failed", Message: msg, Fields: fields}
+}
+
+// KindOf returns the kind of the first *Error in err's chain.
+func KindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return KindOther
+}
+
+// SecretFinding is a secret found in a request: which rule matched where.
+type SecretFinding struct {
+	RuleID  string `json:"ruleId"`
+	Pointer string `json:"pointer"`
+}

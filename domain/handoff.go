@@ -1,0 +1,363 @@
+package domain
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Protocol identifiers, exactly as the specification spells them.
+const (
+	ProtocolVersion = "svc.agent_os.v1"
+	SchemaVersion   = "svc.handoff.v1"
+)
+
+// State is a handoff lifecycle stage.
+type State string
+
+// The lifecycle stages in the specification's order.
+const (
+	StateContractCreated State = "contract_created"
+	StateApprovalDecided State = "approval_decided"
+	StateExecutorStarted State = "executor_started"
+	StateProofReceived   State = "proof_received"
+	StateProofReviewed   State = "proof_reviewed"
+	StateResultReceived  State = "result_received"
+	StateLedgerClosed    State = "ledger_closed"
+)
+
+// States lists every stage in order.
+var States = []State{StateContractCreated, StateApprovalDecided, StateExecutorStarted,
+	StateProofReceived, StateProofReviewed, StateResultReceived, StateLedgerClosed}
+
+// Event types of a handoff stream, one per lifecycle step.
+const (
+	EventContractCreated = "ContractCreated"
+	EventApprovalDecided = "ApprovalDecided"
+	EventExecutorStarted = "ExecutorStarted"
+	EventProofReceived   = "ProofReceived"
+	EventProofReviewed   = "ProofReviewed"
+	EventResultReceived  = "ResultReceived"
+	EventLedgerClosed    = "LedgerClosed"
+)
+
+// Status sets.
+const (
+	ApprovalPending  = "PENDING_APPROVAL"
+	ApprovalApproved = "APPROVED"
+	ApprovalRejected = "REJECTED"
+
+	RunRunning   = "RUNNING"
+	RunSucceeded = "SUCCEEDED"
+	RunFailed    = "FAILED"
+	RunCanceled  = "CANCELED"
+
+	VerdictVerified    = "verified"
+	VerdictNeedsReview = "needs_review"
+	VerdictRejected    = "rejected"
+
+	ApprovalModeManual = "manual"
+	ApprovalModeAuto   = "auto"
+)
+
+// Status sets as the protocol description publishes them.
+var (
+	ApprovalStatuses    = []string{ApprovalPending, ApprovalApproved, ApprovalRejected}
+	ProofStatuses       = []string{RunRunning, RunSucceeded, RunFailed}
+	ResultStatuses      = []string{RunSucceeded, RunFailed, RunCanceled}
+	ReviewVerdicts      = []string{VerdictVerified, VerdictNeedsReview, VerdictRejected}
+	RiskLevels          = []string{"low", "medium", "high", "critical"}
+	ApprovalModes       = []string{ApprovalModeManual, ApprovalModeAuto}
+	AutoApprovalPolicy  = "policy:auto-approve-up-to-medium"
+	autoApprovableRisks = map[string]bool{"low": true, "medium": true}
+)
+
+// StreamID is the event stream of a handoff.
+func StreamID(handoffID string) string { return "handoff-" + handoffID }
+
+// ApprovalPolicy is the approval part of a contract.
+type ApprovalPolicy struct {
+	Mode      string     `json:"mode"`
+	Status    string     `json:"status"`
+	DecidedBy string     `json:"decidedBy,omitempty"`
+	Reason    string     `json:"reason,omitempty"`
+	DecidedAt *time.Time `json:"decidedAt,omitempty"`
+}
+
+// ProofPolicy says whether proof is required and of which artifact types.
+type ProofPolicy struct {
+	Required      bool     `json:"required"`
+	ArtifactTypes []string `json:"artifactTypes"`
+}
+
+// Artifact is one piece of proof.
+type Artifact struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// Proof is what an executor sends to show its work.
+type Proof struct {
+	Summary   string     `json:"summary"`
+	Artifacts []Artifact `json:"artifacts"`
+}
+
+// Result is the executor's final outcome.
+type Result struct {
+	Summary string `json:"summary"`
+	Output  string `json:"output"`
+}
+
+// RequestRef identifies the callback that caused an event, so a retried
+// callback is recognised and answered from the ledger.
+type RequestRef struct {
+	Kind           string `json:"kind"` // approval, proof, result, review
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	BodySHA256     string `json:"bodySha256"`
+}
+
+// Event payloads. Field names are part of the hash chain: renaming one is a
+// schema change.
+type (
+	ContractCreated struct {
+		HandoffID        string         `json:"handoffId"`
+		Tenant           string         `json:"tenant"`
+		Objective        string         `json:"objective"`
+		TargetExecutor   string         `json:"targetExecutor"`
+		ExecutorProtocol string         `json:"executorProtocol"`
+		RiskLevel        string         `json:"riskLevel"`
+		ApprovalMode     string         `json:"approvalMode"`
+		ProofPolicy      ProofPolicy    `json:"proofPolicy"`
+		PlanID           string         `json:"planId,omitempty"`
+		Metadata         map[string]any `json:"metadata,omitempty"`
+	}
+	ApprovalDecided struct {
+		Status    string      `json:"status"`
+		DecidedBy string      `json:"decidedBy"`
+		Reason    string      `json:"reason,omitempty"`
+		Automatic bool        `json:"automatic,omitempty"`
+		Request   *RequestRef `json:"request,omitempty"`
+	}
+	ExecutorStarted struct {
+		ExecutorRunID string `json:"executorRunId"`
+		ExecutorType  string `json:"executorType,omitempty"`
+	}
+	ProofReceived struct {
+		ExecutorRunID string      `json:"executorRunId"`
+		Status        string      `json:"status"`
+		Proof         Proof       `json:"proof"`
+		Request       *RequestRef `json:"request,omitempty"`
+	}
+	ProofReviewed struct {
+		Verdict  string      `json:"verdict"`
+		Reviewer string      `json:"reviewer"`
+		Notes    string      `json:"notes,omitempty"`
+		Request  *RequestRef `json:"request,omitempty"`
+	}
+	ResultReceived struct {
+		ExecutorRunID string      `json:"executorRunId"`
+		Status        string      `json:"status"`
+		Result        Result      `json:"result"`
+		Request       *RequestRef `json:"request,omitempty"`
+	}
+	LedgerClosed struct {
+		Reason      string `json:"reason"`
+		FinalStatus string `json:"finalStatus"`
+	}
+)
+
+// Event is a domain event about to be recorded: a type and its payload.
+type Event struct {
+	Type string
+	Data any
+}
+
+// Recorded is a handoff event as stored, with its place in the ledger.
+type Recorded struct {
+	Seq        uint64          `json:"seq"` // 1-based; the stream revision + 1
+	Type       string          `json:"type"`
+	Data       json.RawMessage `json:"data"`
+	Actor      string          `json:"actor"`
+	RecordedAt time.Time       `json:"recordedAt"`
+	PrevHash   string          `json:"prevHash"`
+	Hash       string          `json:"hash"`
+}
+
+// LedgerHead is the receipt every callback answer carries.
+type LedgerHead struct {
+	Seq  uint64 `json:"seq"`
+	Hash string `json:"hash"`
+}
+
+// ProofRecord is one proof callback as folded.
+type ProofRecord struct {
+	Seq        uint64    `json:"seq"`
+	Status     string    `json:"status"`
+	Proof      Proof     `json:"proof"`
+	ReceivedAt time.Time `json:"receivedAt"`
+}
+
+// Review is the verifier's latest verdict.
+type Review struct {
+	Seq        uint64    `json:"seq"`
+	Verdict    string    `json:"verdict"`
+	Reviewer   string    `json:"reviewer"`
+	Notes      string    `json:"notes,omitempty"`
+	ReviewedAt time.Time `json:"reviewedAt"`
+}
+
+// ResultRecord is the executor's result as folded.
+type ResultRecord struct {
+	Seq        uint64    `json:"seq"`
+	Status     string    `json:"status"`
+	Result     Result    `json:"result"`
+	ReceivedAt time.Time `json:"receivedAt"`
+}
+
+// AnsweredRequest remembers a callback the ledger accepted: which events it
+// produced, so a retry gets the same answer.
+type AnsweredRequest struct {
+	RequestRef
+	Seq uint64 // the last event the callback appended
+}
+
+// Handoff is the aggregate folded from a handoff stream.
+type Handoff struct {
+	ID               string
+	Tenant           string
+	Objective        string
+	TargetExecutor   string
+	ExecutorProtocol string
+	RiskLevel        string
+	PlanID           string
+	Metadata         map[string]any
+	Approval         ApprovalPolicy
+	ProofPolicy      ProofPolicy
+	State            State
+	ExecutorRunID    string
+	ExecutorType     string
+	Proofs           []ProofRecord
+	Review           *Review
+	Result           *ResultRecord
+	ClosedReason     string
+	FinalStatus      string
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	ClosedAt         *time.Time
+	Head             LedgerHead
+	Answered         []AnsweredRequest
+	// StateAfter[i] is the state after event seq i+1, for the ledger view.
+	StateAfter []State
+}
+
+// Fold builds a handoff from its recorded events, in order.
+func Fold(events []Recorded) (*Handoff, error) {
+	h := &Handoff{}
+	for _, ev := range events {
+		if err := h.Apply(ev); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// Apply folds one recorded event into h.
+func (h *Handoff) Apply(ev Recorded) error {
+	if ev.Seq != h.Head.Seq+1 {
+		return fmt.Errorf("handoff %s: event seq %d follows %d", h.ID, ev.Seq, h.Head.Seq)
+	}
+	at := ev.RecordedAt
+	var req *RequestRef
+	switch ev.Type {
+	case EventContractCreated:
+		var d ContractCreated
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		h.ID, h.Tenant, h.Objective = d.HandoffID, d.Tenant, d.Objective
+		h.TargetExecutor, h.ExecutorProtocol, h.RiskLevel = d.TargetExecutor, d.ExecutorProtocol, d.RiskLevel
+		h.PlanID, h.Metadata = d.PlanID, d.Metadata
+		h.Approval = ApprovalPolicy{Mode: d.ApprovalMode, Status: ApprovalPending}
+		h.ProofPolicy = d.ProofPolicy
+		if h.ProofPolicy.ArtifactTypes == nil {
+			h.ProofPolicy.ArtifactTypes = []string{}
+		}
+		h.State = StateContractCreated
+		h.CreatedAt = at
+	case EventApprovalDecided:
+		var d ApprovalDecided
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		h.Approval.Status, h.Approval.DecidedBy, h.Approval.Reason = d.Status, d.DecidedBy, d.Reason
+		t := at
+		h.Approval.DecidedAt = &t
+		h.State = StateApprovalDecided
+		req = d.Request
+	case EventExecutorStarted:
+		var d ExecutorStarted
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		h.ExecutorRunID, h.ExecutorType = d.ExecutorRunID, d.ExecutorType
+		h.State = StateExecutorStarted
+	case EventProofReceived:
+		var d ProofReceived
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		h.Proofs = append(h.Proofs, ProofRecord{Seq: ev.Seq, Status: d.Status, Proof: d.Proof, ReceivedAt: at})
+		h.State = StateProofReceived
+		req = d.Request
+	case EventProofReviewed:
+		var d ProofReviewed
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		h.Review = &Review{Seq: ev.Seq, Verdict: d.Verdict, Reviewer: d.Reviewer, Notes: d.Notes, ReviewedAt: at}
+		h.State = StateProofReviewed
+		req = d.Request
+	case EventResultReceived:
+		var d ResultReceived
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		h.Result = &ResultRecord{Seq: ev.Seq, Status: d.Status, Result: d.Result, ReceivedAt: at}
+		h.State = StateResultReceived
+		req = d.Request
+	case EventLedgerClosed:
+		var d LedgerClosed
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		h.ClosedReason, h.FinalStatus = d.Reason, d.FinalStatus
+		t := at
+		h.ClosedAt = &t
+		h.State = StateLedgerClosed
+	default:
+		return fmt.Errorf("handoff %s: unknown event type %q at seq %d", h.ID, ev.Type, ev.Seq)
+	}
+	if req != nil {
+		// A callback may append several events; its answer is the state
+		// after the last of them, so later events of the same append
+		// update the seq below.
+		h.Answered = append(h.Answered, AnsweredRequest{RequestRef: *req, Seq: ev.Seq})
+	} else if n := len(h.Answered); n > 0 && h.Answered[n-1].Seq == ev.Seq-1 && ev.Type == EventLedgerClosed {
+		h.Answered[n-1].Seq = ev.Seq
+	}
+	h.UpdatedAt = at
+	h.Head = LedgerHead{Seq: ev.Seq, Hash: ev.Hash}
+	h.StateAfter = append(h.StateAfter, h.State)
+	return nil
+}
+
+// ProofTypesSeen returns the artifact types of every proof received.
+func (h *Handoff) ProofTypesSeen() map[string]bool {
+	seen := map[string]bool{}
+	for _, p := range h.Proofs {
+		for _, a := range p.Proof.Artifacts {
+			seen[a.Type] = true
+		}
+	}
+	return seen
+}

@@ -1,0 +1,521 @@
+package domain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/looplab/fsm"
+)
+
+// Machine transitions. One looplab/fsm machine, built at the handoff's
+// current state, guards every step a command takes; a command is a sequence
+// of these steps and is refused whole if any step is not allowed.
+const (
+	stepApprove = "approve"
+	stepReject  = "reject"
+	stepStart   = "start"
+	stepProof   = "proof"
+	stepReview  = "review"
+	stepResult  = "result"
+	stepClose   = "close"
+)
+
+var transitions = fsm.Events{
+	{Name: stepApprove, Src: []string{string(StateContractCreated)}, Dst: string(StateApprovalDecided)},
+	{Name: stepReject, Src: []string{string(StateContractCreated)}, Dst: string(StateApprovalDecided)},
+	{Name: stepStart, Src: []string{string(StateApprovalDecided)}, Dst: string(StateExecutorStarted)},
+	{Name: stepProof, Src: []string{string(StateExecutorStarted), string(StateProofReceived), string(StateProofReviewed)}, Dst: string(StateProofReceived)},
+	{Name: stepReview, Src: []string{string(StateProofReceived), string(StateProofReviewed), string(StateResultReceived)}, Dst: string(StateProofReviewed)},
+	{Name: stepResult, Src: []string{string(StateExecutorStarted), string(StateProofReceived), string(StateProofReviewed)}, Dst: string(StateResultReceived)},
+	{Name: stepClose, Src: []string{string(StateApprovalDecided), string(StateResultReceived), string(StateProofReviewed)}, Dst: string(StateLedgerClosed)},
+}
+
+// Transition is one row of the machine, for the protocol description.
+type Transition struct {
+	Step string   `json:"step"`
+	From []string `json:"from"`
+	To   string   `json:"to"`
+}
+
+// Transitions returns the machine's transitions.
+func Transitions() []Transition {
+	out := make([]Transition, len(transitions))
+	for i, t := range transitions {
+		out[i] = Transition{Step: t.Name, From: slices.Clone(t.Src), To: t.Dst}
+	}
+	return out
+}
+
+// machine walks steps from a state.
+type machine struct{ f *fsm.FSM }
+
+func newMachine(s State) machine { return machine{fsm.NewFSM(string(s), transitions, nil)} }
+
+func (m machine) step(op, name string) error {
+	if !m.f.Can(name) {
+		return E(op, KindConflict, "transition_not_allowed", "step %q is not allowed in state %s", name, m.f.Current())
+	}
+	err := m.f.Event(context.Background(), name)
+	var same fsm.NoTransitionError
+	if errors.As(err, &same) {
+		return nil // a self-transition (more proof, another review) is allowed
+	}
+	return err
+}
+
+// Command kinds, also the callback names.
+const (
+	KindApproval = "approval"
+	KindProof    = "proof"
+	KindResult   = "result"
+	KindReview   = "review"
+)
+
+// Command is a callback or operator action on a handoff.
+type Command interface {
+	kind() string
+	request() RequestRef
+	validate(op string) error
+}
+
+// ApprovalCommand is POST /v1/executions/{id}/approval.
+type ApprovalCommand struct {
+	Status     string
+	ApprovedBy string
+	Reason     string
+	Request    RequestRef
+}
+
+// ProofCommand is POST /v1/executions/{id}/proof.
+type ProofCommand struct {
+	ExecutorType  string
+	ExecutorRunID string
+	Status        string
+	Proof         *Proof
+	Request       RequestRef
+}
+
+// ResultCommand is POST /v1/executions/{id}/result; Proof may come with it.
+type ResultCommand struct {
+	ExecutorType  string
+	ExecutorRunID string
+	Status        string
+	Result        *Result
+	Proof         *Proof
+	Request       RequestRef
+}
+
+// ReviewCommand is POST /v1/executions/{id}/review (verifiers only).
+type ReviewCommand struct {
+	Verdict  string
+	Reviewer string
+	Notes    string
+	Request  RequestRef
+}
+
+func (c ApprovalCommand) kind() string { return KindApproval }
+func (c ProofCommand) kind() string    { return KindProof }
+func (c ResultCommand) kind() string   { return KindResult }
+func (c ReviewCommand) kind() string   { return KindReview }
+
+func (c ApprovalCommand) request() RequestRef { return c.Request }
+func (c ProofCommand) request() RequestRef    { return c.Request }
+func (c ResultCommand) request() RequestRef   { return c.Request }
+func (c ReviewCommand) request() RequestRef   { return c.Request }
+
+// Limits on free text, so a ledger stays a ledger.
+const (
+	maxShort     = 200
+	maxText      = 4000
+	maxOutput    = 256 << 10
+	maxArtifacts = 100
+	maxArtifact  = 64 << 10
+)
+
+type fieldCheck struct{ errs []FieldError }
+
+func (c *fieldCheck) add(ptr, code, format string, args ...any) {
+	c.errs = append(c.errs, FieldError{Pointer: ptr, Code: code, Message: fmt.Sprintf(format, args...)})
+}
+
+func (c *fieldCheck) required(ptr, v string, max int) {
+	switch {
+	case strings.TrimSpace(v) == "":
+		c.add(ptr, "required", "is required")
+	case utf8.RuneCountInString(v) > max:
+		c.add(ptr, "too_long", "is longer than %d characters", max)
+	}
+}
+
+func (c *fieldCheck) optional(ptr, v string, max int) {
+	if utf8.RuneCountInString(v) > max {
+		c.add(ptr, "too_long", "is longer than %d characters", max)
+	}
+}
+
+func (c *fieldCheck) oneOf(ptr, v string, allowed []string) {
+	if v == "" {
+		c.add(ptr, "required", "is required; one of %s", strings.Join(allowed, ", "))
+	} else if !slices.Contains(allowed, v) {
+		c.add(ptr, "invalid_enum", "must be one of %s", strings.Join(allowed, ", "))
+	}
+}
+
+func (c *fieldCheck) proof(ptr string, p *Proof) {
+	if p == nil {
+		c.add(ptr, "required", "is required")
+		return
+	}
+	c.optional(ptr+"/summary", p.Summary, maxText)
+	if strings.TrimSpace(p.Summary) == "" && len(p.Artifacts) == 0 {
+		c.add(ptr, "empty_proof", "needs a summary or at least one artifact")
+	}
+	if len(p.Artifacts) > maxArtifacts {
+		c.add(ptr+"/artifacts", "too_many", "holds more than %d artifacts", maxArtifacts)
+	}
+	for i, a := range p.Artifacts {
+		ap := fmt.Sprintf("%s/artifacts/%d", ptr, i)
+		c.required(ap+"/type", a.Type, 64)
+		c.required(ap+"/text", a.Text, maxArtifact)
+	}
+}
+
+func (c *fieldCheck) err(op string) error {
+	if len(c.errs) == 0 {
+		return nil
+	}
+	return Invalid(op, c.errs...)
+}
+
+func (c ApprovalCommand) validate(op string) error {
+	var v fieldCheck
+	switch c.Status {
+	case ApprovalApproved, ApprovalRejected:
+	case ApprovalPending:
+		v.add("/status", "invalid_enum", "an approval callback decides: APPROVED or REJECTED; a handoff starts as PENDING_APPROVAL")
+	default:
+		v.oneOf("/status", c.Status, []string{ApprovalApproved, ApprovalRejected})
+	}
+	v.required("/approvedBy", c.ApprovedBy, maxShort)
+	if c.Status == ApprovalRejected && strings.TrimSpace(c.Reason) == "" {
+		v.add("/reason", "reason_required", "a rejection needs a reason")
+	}
+	v.optional("/reason", c.Reason, maxText)
+	return v.err(op)
+}
+
+func (c ProofCommand) validate(op string) error {
+	var v fieldCheck
+	v.required("/executorRunId", c.ExecutorRunID, maxShort)
+	v.optional("/executorType", c.ExecutorType, maxShort)
+	v.oneOf("/status", c.Status, ProofStatuses)
+	v.proof("/proof", c.Proof)
+	return v.err(op)
+}
+
+func (c ResultCommand) validate(op string) error {
+	var v fieldCheck
+	v.required("/executorRunId", c.ExecutorRunID, maxShort)
+	v.optional("/executorType", c.ExecutorType, maxShort)
+	v.oneOf("/status", c.Status, ResultStatuses)
+	if c.Result == nil {
+		v.add("/result", "required", "is required")
+	} else {
+		v.required("/result/summary", c.Result.Summary, maxText)
+		v.optional("/result/output", c.Result.Output, maxOutput)
+	}
+	if c.Proof != nil {
+		v.proof("/proof", c.Proof)
+	}
+	return v.err(op)
+}
+
+func (c ReviewCommand) validate(op string) error {
+	var v fieldCheck
+	v.oneOf("/verdict", c.Verdict, ReviewVerdicts)
+	v.required("/reviewer", c.Reviewer, maxShort)
+	v.optional("/notes", c.Notes, maxText)
+	return v.err(op)
+}
+
+// Replay looks for an earlier accepted callback that this one repeats. It
+// returns the seq whose state answers it, or an error when the idempotency
+// key was used with another body.
+func (h *Handoff) Replay(op string, kind string, ref RequestRef) (uint64, bool, error) {
+	for _, a := range h.Answered {
+		if a.Kind != kind {
+			continue
+		}
+		if ref.IdempotencyKey != "" && a.IdempotencyKey == ref.IdempotencyKey {
+			if a.BodySHA256 != ref.BodySHA256 {
+				return 0, false, E(op, KindInvalid, "idempotency_key_reused",
+					"Idempotency-Key %q was already used on this handoff's %s callback with a different body", ref.IdempotencyKey, kind)
+			}
+			return a.Seq, true, nil
+		}
+	}
+	for _, a := range h.Answered {
+		if a.Kind == kind && a.BodySHA256 == ref.BodySHA256 {
+			return a.Seq, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// Decide checks cmd against the handoff and returns the events it records.
+// It does not change h.
+func (h *Handoff) Decide(cmd Command) ([]Event, error) {
+	op := "handoff." + cmd.kind()
+	if err := cmd.validate(op); err != nil {
+		return nil, err
+	}
+	if h.State == StateLedgerClosed {
+		return nil, E(op, KindConflict, "ledger_closed", "handoff %s is closed (%s); a closed ledger never reopens", h.ID, h.ClosedReason)
+	}
+	m := newMachine(h.State)
+	req := cmd.request()
+	req.Kind = cmd.kind()
+	switch c := cmd.(type) {
+	case ApprovalCommand:
+		return h.decideApproval(op, m, c, &req)
+	case ProofCommand:
+		return h.decideProof(op, m, c, &req)
+	case ResultCommand:
+		return h.decideResult(op, m, c, &req)
+	case ReviewCommand:
+		return h.decideReview(op, m, c, &req)
+	}
+	return nil, E(op, KindInvalid, "unknown_command", "unknown command")
+}
+
+func (h *Handoff) decideApproval(op string, m machine, c ApprovalCommand, req *RequestRef) ([]Event, error) {
+	if h.Approval.Status != ApprovalPending {
+		return nil, E(op, KindConflict, "approval_already_decided", "approval was already decided: %s by %s", h.Approval.Status, h.Approval.DecidedBy)
+	}
+	ev := ApprovalDecided{Status: c.Status, DecidedBy: c.ApprovedBy, Reason: c.Reason, Request: req}
+	if c.Status == ApprovalApproved {
+		if err := m.step(op, stepApprove); err != nil {
+			return nil, err
+		}
+		return []Event{{EventApprovalDecided, ev}}, nil
+	}
+	if err := m.step(op, stepReject); err != nil {
+		return nil, err
+	}
+	if err := m.step(op, stepClose); err != nil {
+		return nil, err
+	}
+	return []Event{{EventApprovalDecided, ev}, {EventLedgerClosed, LedgerClosed{Reason: "approval_rejected", FinalStatus: ApprovalRejected}}}, nil
+}
+
+// executorGate holds the checks proof and result callbacks share.
+func (h *Handoff) executorGate(op, runID string) error {
+	switch h.Approval.Status {
+	case ApprovalPending:
+		return E(op, KindConflict, "approval_pending", "approval is PENDING_APPROVAL: the executor must not act, and nothing was recorded")
+	case ApprovalRejected:
+		return E(op, KindConflict, "approval_rejected", "approval was REJECTED: the executor must not act")
+	}
+	if h.Result != nil {
+		return E(op, KindConflict, "result_already_received", "the result was already received (%s)", h.Result.Status)
+	}
+	if h.ExecutorRunID != "" && h.ExecutorRunID != runID {
+		return E(op, KindConflict, "executor_run_mismatch", "this handoff belongs to executorRunId %q; another run may not report on it", h.ExecutorRunID)
+	}
+	return nil
+}
+
+func (h *Handoff) start(op string, m machine, runID, typ string) ([]Event, error) {
+	if h.State != StateApprovalDecided {
+		return nil, nil
+	}
+	if err := m.step(op, stepStart); err != nil {
+		return nil, err
+	}
+	return []Event{{EventExecutorStarted, ExecutorStarted{ExecutorRunID: runID, ExecutorType: typ}}}, nil
+}
+
+func (h *Handoff) decideProof(op string, m machine, c ProofCommand, req *RequestRef) ([]Event, error) {
+	if err := h.executorGate(op, c.ExecutorRunID); err != nil {
+		return nil, err
+	}
+	evs, err := h.start(op, m, c.ExecutorRunID, c.ExecutorType)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.step(op, stepProof); err != nil {
+		return nil, err
+	}
+	return append(evs, Event{EventProofReceived, ProofReceived{ExecutorRunID: c.ExecutorRunID, Status: c.Status, Proof: *c.Proof, Request: req}}), nil
+}
+
+func (h *Handoff) decideResult(op string, m machine, c ResultCommand, req *RequestRef) ([]Event, error) {
+	if err := h.executorGate(op, c.ExecutorRunID); err != nil {
+		return nil, err
+	}
+	evs, err := h.start(op, m, c.ExecutorRunID, c.ExecutorType)
+	if err != nil {
+		return nil, err
+	}
+	lastProofSeq := uint64(0)
+	if n := len(h.Proofs); n > 0 {
+		lastProofSeq = h.Proofs[n-1].Seq
+	}
+	if c.Proof != nil {
+		if err := m.step(op, stepProof); err != nil {
+			return nil, err
+		}
+		status := RunSucceeded
+		if c.Status != RunSucceeded {
+			status = RunFailed
+		}
+		evs = append(evs, Event{EventProofReceived, ProofReceived{ExecutorRunID: c.ExecutorRunID, Status: status, Proof: *c.Proof}})
+		lastProofSeq = ^uint64(0) // newer than any review
+	}
+	if c.Status == RunSucceeded && h.ProofPolicy.Required {
+		seen := h.ProofTypesSeen()
+		if c.Proof != nil {
+			for _, a := range c.Proof.Artifacts {
+				seen[a.Type] = true
+			}
+		}
+		if len(h.Proofs) == 0 && c.Proof == nil {
+			return nil, E(op, KindConflict, "proof_required", "the proof policy requires proof (%s) before or with a SUCCEEDED result", strings.Join(h.ProofPolicy.ArtifactTypes, ", "))
+		}
+		var missing []string
+		for _, t := range h.ProofPolicy.ArtifactTypes {
+			if !seen[t] {
+				missing = append(missing, t)
+			}
+		}
+		if len(missing) > 0 {
+			sort.Strings(missing)
+			return nil, E(op, KindConflict, "proof_incomplete", "the proof policy requires artifacts of type %s, not received yet", strings.Join(missing, ", "))
+		}
+	}
+	if err := m.step(op, stepResult); err != nil {
+		return nil, err
+	}
+	evs = append(evs, Event{EventResultReceived, ResultReceived{ExecutorRunID: c.ExecutorRunID, Status: c.Status, Result: *c.Result, Request: req}})
+
+	reviewed := h.Review != nil && h.Review.Verdict != VerdictNeedsReview && h.Review.Seq > lastProofSeq
+	var closing *LedgerClosed
+	switch {
+	case c.Status != RunSucceeded:
+		closing = &LedgerClosed{Reason: "result_received", FinalStatus: c.Status}
+	case !h.ProofPolicy.Required:
+		closing = &LedgerClosed{Reason: "result_received", FinalStatus: c.Status}
+	case reviewed:
+		closing = &LedgerClosed{Reason: "result_and_review_in", FinalStatus: c.Status}
+	}
+	if closing != nil {
+		if err := m.step(op, stepClose); err != nil {
+			return nil, err
+		}
+		evs = append(evs, Event{EventLedgerClosed, *closing})
+	}
+	return evs, nil
+}
+
+func (h *Handoff) decideReview(op string, m machine, c ReviewCommand, req *RequestRef) ([]Event, error) {
+	if len(h.Proofs) == 0 {
+		return nil, E(op, KindConflict, "no_proof", "there is no proof to review yet")
+	}
+	if err := m.step(op, stepReview); err != nil {
+		return nil, err
+	}
+	evs := []Event{{EventProofReviewed, ProofReviewed{Verdict: c.Verdict, Reviewer: c.Reviewer, Notes: c.Notes, Request: req}}}
+	if h.Result != nil && c.Verdict != VerdictNeedsReview {
+		if err := m.step(op, stepClose); err != nil {
+			return nil, err
+		}
+		evs = append(evs, Event{EventLedgerClosed, LedgerClosed{Reason: "result_and_review_in", FinalStatus: h.Result.Status}})
+	}
+	return evs, nil
+}
+
+// CreateContract is POST /v1/handoff/contracts.
+type CreateContract struct {
+	HandoffID        string
+	Tenant           string
+	Objective        string
+	TargetExecutor   string
+	ExecutorProtocol string
+	RiskLevel        string
+	ApprovalMode     string
+	ProofRequired    []string
+	PlanID           string
+}
+
+var (
+	executorProtocolRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}\.v[1-9][0-9]{0,3}$`)
+	artifactTypeRE     = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
+)
+
+// Validate checks a contract request; it also fills the default approval
+// mode (manual).
+func (c *CreateContract) Validate() error {
+	var v fieldCheck
+	v.required("/objective", c.Objective, maxText)
+	v.required("/targetExecutor", c.TargetExecutor, maxShort)
+	if c.ExecutorProtocol == "" {
+		v.add("/executorProtocol", "required", "is required, of the form <executor_name>.v1")
+	} else if !executorProtocolRE.MatchString(c.ExecutorProtocol) {
+		v.add("/executorProtocol", "invalid_format", "must have the form <executor_name>.v<N>, e.g. browser_agent.v1")
+	}
+	v.oneOf("/riskLevel", c.RiskLevel, RiskLevels)
+	if c.ApprovalMode == "" {
+		c.ApprovalMode = ApprovalModeManual
+	}
+	if !slices.Contains(ApprovalModes, c.ApprovalMode) {
+		v.add("/approvalMode", "invalid_enum", "must be one of %s", strings.Join(ApprovalModes, ", "))
+	}
+	if len(c.ProofRequired) > 20 {
+		v.add("/proofRequired", "too_many", "lists more than 20 artifact types")
+	}
+	seen := map[string]bool{}
+	for i, t := range c.ProofRequired {
+		if !artifactTypeRE.MatchString(t) {
+			v.add(fmt.Sprintf("/proofRequired/%d", i), "invalid_format", "artifact types are 1-64 lowercase letters, digits, '_', '.', '-'")
+		}
+		if seen[t] {
+			v.add(fmt.Sprintf("/proofRequired/%d", i), "duplicate", "%q is listed twice", t)
+		}
+		seen[t] = true
+	}
+	return v.err("handoff.create")
+}
+
+// DecideCreate returns the events that open a handoff: the contract and,
+// under the auto policy for low and medium risk, the automatic approval.
+func DecideCreate(c CreateContract) ([]Event, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	types := slices.Clone(c.ProofRequired)
+	if types == nil {
+		types = []string{}
+	}
+	evs := []Event{{EventContractCreated, ContractCreated{
+		HandoffID: c.HandoffID, Tenant: c.Tenant, Objective: c.Objective, TargetExecutor: c.TargetExecutor,
+		ExecutorProtocol: c.ExecutorProtocol, RiskLevel: c.RiskLevel, ApprovalMode: c.ApprovalMode,
+		ProofPolicy: ProofPolicy{Required: len(types) > 0, ArtifactTypes: types}, PlanID: c.PlanID,
+	}}}
+	if c.ApprovalMode == ApprovalModeAuto && autoApprovableRisks[c.RiskLevel] {
+		m := newMachine(StateContractCreated)
+		if err := m.step("handoff.create", stepApprove); err != nil {
+			return nil, err
+		}
+		evs = append(evs, Event{EventApprovalDecided, ApprovalDecided{
+			Status: ApprovalApproved, DecidedBy: AutoApprovalPolicy, Automatic: true,
+			Reason: fmt.Sprintf("risk %s is within the automatic approval policy (low and medium)", c.RiskLevel),
+		}})
+	}
+	return evs, nil
+}

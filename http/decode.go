@@ -1,0 +1,88 @@
+package http
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/batonhq/baton/domain"
+)
+
+// DefaultMaxBody is the default request body limit.
+const DefaultMaxBody = 1 << 20
+
+// errBodyTooLarge and errMalformed are rendered as 413 and 400.
+type decodeError struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (e *decodeError) Error() string { return e.msg }
+
+// readBody reads the whole body under the limit.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return nil, &decodeError{http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the request body is larger than %d bytes", limit)}
+	}
+	if err != nil {
+		return nil, &decodeError{http.StatusBadRequest, "unreadable_body", "the request body could not be read"}
+	}
+	return body, nil
+}
+
+// decodeBody parses a JSON object body into dst. Unknown fields are
+// ignored, so additive changes stay compatible. Malformed JSON is a 400;
+// JSON of the wrong shape is a 422 naming the field.
+func decodeBody(body []byte, dst any) error {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return &decodeError{http.StatusBadRequest, "malformed_json", "the request body is empty; send a JSON object"}
+	}
+	if !json.Valid(trimmed) {
+		return &decodeError{http.StatusBadRequest, "malformed_json", "the request body is not valid JSON"}
+	}
+	if trimmed[0] != '{' {
+		return domain.Invalid("decode", domain.FieldError{Pointer: "", Code: "invalid_type", Message: "the body must be a JSON object"})
+	}
+	if err := json.Unmarshal(trimmed, dst); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			ptr := "/" + strings.ReplaceAll(te.Field, ".", "/")
+			return domain.Invalid("decode", domain.FieldError{Pointer: ptr, Code: "invalid_type", Message: fmt.Sprintf("must be %s, not %s", jsonKind(te.Type.Kind().String()), te.Value)})
+		}
+		return domain.Invalid("decode", domain.FieldError{Pointer: "", Code: "invalid_body", Message: err.Error()})
+	}
+	return nil
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "slice", "array":
+		return "an array"
+	case "struct", "map", "ptr":
+		return "an object"
+	case "int", "int64", "int32", "uint", "uint64", "uint32", "float64", "float32":
+		return "a number"
+	}
+	return goKind
+}
+
+func (s *Server) writeDecodeError(w http.ResponseWriter, r *http.Request, err error) {
+	var de *decodeError
+	if errors.As(err, &de) {
+		writeProblem(w, r, de.status, de.code, de.msg)
+		return
+	}
+	s.writeError(w, r, err)
+}

@@ -1,0 +1,200 @@
+package http_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/batonhq/baton/eventstore/bolt"
+	batonhttp "github.com/batonhq/baton/http"
+	"github.com/batonhq/baton/projections"
+)
+
+// env is a whole Baton front on a real store, real read models and real
+// HTTP, with an admin key and two tenants' keys.
+type env struct {
+	t        *testing.T
+	srv      *httptest.Server
+	store    *bolt.Store
+	proj     *projections.Runner
+	dir      string
+	admin    string
+	tenantA  string
+	tenantA2 string // a second key of tenant a
+	tenantB  string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	dir := t.TempDir()
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proj, err := projections.Open(filepath.Join(dir, "readmodel.db"), store, projections.Handoffs{}, projections.Keys{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { proj.Run(ctx); close(done) }()
+	scanner, err := newTestScanner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := batonhttp.NewServer(batonhttp.Config{Store: store, Projections: proj, Scanner: scanner, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel), Version: "test", MaxBody: 64 << 10})
+	srv := httptest.NewServer(front.Handler())
+	e := &env{t: t, srv: srv, store: store, proj: proj, dir: dir}
+	t.Cleanup(func() {
+		srv.Close()
+		cancel()
+		<-done
+		proj.Close()
+		store.Close()
+	})
+	mk := func(tenant string, admin bool) string {
+		k, err := batonhttp.CreateKey(context.Background(), store, tenant, admin, "", "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k.Key
+	}
+	e.admin, e.tenantA, e.tenantA2, e.tenantB = mk("ops", true), mk("a", false), mk("a", false), mk("b", false)
+	return e
+}
+
+// response is an answer with its decoded body.
+type response struct {
+	status int
+	header http.Header
+	raw    []byte
+	body   map[string]any
+}
+
+func (r response) str(path string) string {
+	var cur any = r.body
+	for _, p := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return ""
+		}
+		cur = m[p]
+	}
+	switch v := cur.(type) {
+	case string:
+		return v
+	case nil:
+		return ""
+	default:
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+}
+
+func (e *env) do(method, path, key string, body any, headers ...string) response {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, _ := json.Marshal(b)
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("x-api-key", key)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	out := response{status: resp.StatusCode, header: resp.Header, raw: raw}
+	json.Unmarshal(raw, &out.body)
+	return out
+}
+
+func (e *env) must(r response, status int) response {
+	e.t.Helper()
+	if r.status != status {
+		e.t.Fatalf("status %d, want %d: %s", r.status, status, r.raw)
+	}
+	return r
+}
+
+// contract creates a manual-approval contract requiring a "log" artifact.
+func (e *env) contract(key string, extra map[string]any) string {
+	e.t.Helper()
+	body := map[string]any{
+		"objective": "Rotate the staging TLS certificate", "targetExecutor": "ops-bot",
+		"executorProtocol": "ops_bot.v1", "riskLevel": "medium", "approvalMode": "manual",
+		"proofRequired": []string{"log"},
+	}
+	for k, v := range extra {
+		body[k] = v
+	}
+	r := e.must(e.do("POST", "/v1/handoff/contracts", key, body), 201)
+	return r.str("handoffId")
+}
+
+var nonce int
+
+func next() int { nonce++; return nonce }
+
+func approveBody() map[string]any {
+	return map[string]any{"status": "APPROVED", "approvedBy": fmt.Sprintf("alice-%d", next())}
+}
+func rejectBody() map[string]any {
+	return map[string]any{"status": "REJECTED", "approvedBy": "alice", "reason": fmt.Sprintf("not this week %d", next())}
+}
+func proofBody(run string) map[string]any {
+	return map[string]any{"executorType": "ops-bot", "executorRunId": run, "status": "RUNNING",
+		"proof": map[string]any{"summary": fmt.Sprintf("renewed %d", next()), "artifacts": []any{map[string]any{"type": "log", "text": "certbot renew: ok"}}}}
+}
+func resultBody(run string) map[string]any {
+	return map[string]any{"executorType": "ops-bot", "executorRunId": run, "status": "SUCCEEDED",
+		"result": map[string]any{"summary": fmt.Sprintf("done %d", next()), "output": "cert valid until 2027-02-20"}}
+}
+func reviewBody(verdict string) map[string]any {
+	return map[string]any{"verdict": verdict, "reviewer": "verifier-1", "notes": fmt.Sprintf("checked %d", next())}
+}
+
+func (e *env) post(id, cb, key string, body any, headers ...string) response {
+	e.t.Helper()
+	return e.do("POST", "/v1/executions/"+id+"/"+cb, key, body, headers...)
+}
+
+// ledger reads the trail.
+func (e *env) ledger(id, key string) response {
+	e.t.Helper()
+	return e.must(e.do("GET", "/v1/executions/"+id+"/ledger", key, nil), 200)
+}
+
+func (e *env) events(id string) int {
+	e.t.Helper()
+	evs, err := e.store.ReadStream(context.Background(), "handoff-"+id, 0, 1000)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return len(evs)
+}

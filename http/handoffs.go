@@ -1,0 +1,285 @@
+package http
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gorilla/mux"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/projections"
+)
+
+// readWait bounds how long a read waits for the read models to include
+// every write committed before it (read-your-writes).
+const readWait = 2 * time.Second
+
+type createContractRequest struct {
+	Objective        string   `json:"objective"`
+	TargetExecutor   string   `json:"targetExecutor"`
+	ExecutorProtocol string   `json:"executorProtocol"`
+	RiskLevel        string   `json:"riskLevel"`
+	ApprovalMode     string   `json:"approvalMode"`
+	ProofRequired    []string `json:"proofRequired"`
+	PlanID           string   `json:"planId"`
+}
+
+type approvalRequest struct {
+	Status     string `json:"status"`
+	ApprovedBy string `json:"approvedBy"`
+	Reason     string `json:"reason"`
+}
+
+type proofRequest struct {
+	ExecutorType  string        `json:"executorType"`
+	ExecutorRunID string        `json:"executorRunId"`
+	Status        string        `json:"status"`
+	Proof         *domain.Proof `json:"proof"`
+}
+
+type resultRequest struct {
+	ExecutorType  string         `json:"executorType"`
+	ExecutorRunID string         `json:"executorRunId"`
+	Status        string         `json:"status"`
+	Result        *domain.Result `json:"result"`
+	Proof         *domain.Proof  `json:"proof"`
+}
+
+type reviewRequest struct {
+	Verdict  string `json:"verdict"`
+	Reviewer string `json:"reviewer"`
+	Notes    string `json:"notes"`
+}
+
+func (s *Server) createContract(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r, s.maxBody)
+	if err != nil {
+		s.writeDecodeError(w, r, err)
+		return
+	}
+	var req createContractRequest
+	if err := decodeBody(body, &req); err != nil {
+		s.writeDecodeError(w, r, err)
+		return
+	}
+	if err := s.scan(body, "/objective"); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	h, err := s.ledger.create(r.Context(), domain.CreateContract{
+		Objective: req.Objective, TargetExecutor: req.TargetExecutor, ExecutorProtocol: req.ExecutorProtocol,
+		RiskLevel: req.RiskLevel, ApprovalMode: req.ApprovalMode, ProofRequired: req.ProofRequired, PlanID: req.PlanID,
+	}, principalOf(r.Context()), RequestID(r.Context()))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/handoff/contracts/"+h.ID)
+	writeJSON(w, http.StatusCreated, h.View())
+}
+
+// scan refuses a body holding a secret under any of roots.
+func (s *Server) scan(body []byte, roots ...string) error {
+	if s.scanner == nil {
+		return nil
+	}
+	found, err := s.scanner.Scan(body, roots...)
+	if err != nil {
+		return err
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	e := domain.E("secrets", domain.KindInvalid, "secret_detected",
+		"the body holds what looks like a secret (%s at %s); executors must not send secrets, credentials or customer tokens. Nothing was recorded.", found[0].RuleID, found[0].Pointer)
+	e.Findings = found
+	return e
+}
+
+// callback decodes, scans and runs one executor or verifier callback.
+func (s *Server) callback(kind string, roots []string, build func(body []byte, ref domain.RequestRef) (domain.Command, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := mux.Vars(r)["handoffId"]
+		key := r.Header.Get("Idempotency-Key")
+		if utf8.RuneCountInString(key) > 255 {
+			s.writeError(w, r, domain.Invalid("handoff."+kind, domain.FieldError{Pointer: "header:Idempotency-Key", Code: "too_long", Message: "is longer than 255 characters"}))
+			return
+		}
+		body, err := readBody(w, r, s.maxBody)
+		if err != nil {
+			s.writeDecodeError(w, r, err)
+			return
+		}
+		ref := domain.RequestRef{Kind: kind, IdempotencyKey: key, BodySHA256: bodyHash(body)}
+		cmd, err := build(body, ref)
+		if err != nil {
+			s.writeDecodeError(w, r, err)
+			return
+		}
+		if err := s.scan(body, roots...); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		out, err := s.ledger.execute(r.Context(), id, principalOf(r.Context()), RequestID(r.Context()), kind, ref, cmd)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if out.replayed {
+			w.Header().Set("Idempotent-Replayed", "true")
+		}
+		writeJSON(w, http.StatusOK, out.h.View())
+	}
+}
+
+func (s *Server) approval() http.HandlerFunc {
+	return s.callback(domain.KindApproval, []string{"/reason", "/approvedBy"}, func(body []byte, ref domain.RequestRef) (domain.Command, error) {
+		var req approvalRequest
+		if err := decodeBody(body, &req); err != nil {
+			return nil, err
+		}
+		return domain.ApprovalCommand{Status: req.Status, ApprovedBy: req.ApprovedBy, Reason: req.Reason, Request: ref}, nil
+	})
+}
+
+func (s *Server) proof() http.HandlerFunc {
+	return s.callback(domain.KindProof, []string{"/proof"}, func(body []byte, ref domain.RequestRef) (domain.Command, error) {
+		var req proofRequest
+		if err := decodeBody(body, &req); err != nil {
+			return nil, err
+		}
+		return domain.ProofCommand{ExecutorType: req.ExecutorType, ExecutorRunID: req.ExecutorRunID, Status: req.Status, Proof: req.Proof, Request: ref}, nil
+	})
+}
+
+func (s *Server) result() http.HandlerFunc {
+	return s.callback(domain.KindResult, []string{"/result", "/proof"}, func(body []byte, ref domain.RequestRef) (domain.Command, error) {
+		var req resultRequest
+		if err := decodeBody(body, &req); err != nil {
+			return nil, err
+		}
+		return domain.ResultCommand{ExecutorType: req.ExecutorType, ExecutorRunID: req.ExecutorRunID, Status: req.Status, Result: req.Result, Proof: req.Proof, Request: ref}, nil
+	})
+}
+
+func (s *Server) review() http.HandlerFunc {
+	return s.callback(domain.KindReview, []string{"/notes"}, func(body []byte, ref domain.RequestRef) (domain.Command, error) {
+		var req reviewRequest
+		if err := decodeBody(body, &req); err != nil {
+			return nil, err
+		}
+		return domain.ReviewCommand{Verdict: req.Verdict, Reviewer: req.Reviewer, Notes: req.Notes, Request: ref}, nil
+	})
+}
+
+// visibleContract reads a contract through the read model after it has
+// caught up with every write committed before this request.
+func (s *Server) visibleContract(r *http.Request, id string) (json.RawMessage, error) {
+	if err := s.proj.WaitForHead(r.Context(), readWait); err != nil {
+		return nil, err
+	}
+	view, tenant, ok, err := s.proj.Contract(id)
+	if err != nil {
+		return nil, err
+	}
+	p := principalOf(r.Context())
+	if !ok || (!p.Admin && tenant != p.Tenant) {
+		// Another tenant's handoff is as absent as an unknown one.
+		return nil, domain.E("handoff.get", domain.KindNotFound, "handoff_not_found", "no handoff %s", id)
+	}
+	return view, nil
+}
+
+func (s *Server) getContract(w http.ResponseWriter, r *http.Request) {
+	view, err := s.visibleContract(r, mux.Vars(r)["handoffId"])
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(append(view, '\n'))
+}
+
+func (s *Server) listContracts(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := projections.ContractFilter{State: q.Get("state"), ApprovalStatus: q.Get("approvalStatus"), TargetExecutor: q.Get("targetExecutor"), After: q.Get("cursor"), Limit: 20}
+	var bad []domain.FieldError
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			bad = append(bad, domain.FieldError{Pointer: "query:limit", Code: "out_of_range", Message: "must be an integer from 1 to 100"})
+		}
+		f.Limit = n
+	}
+	if f.State != "" && !contains(domain.States, domain.State(f.State)) {
+		bad = append(bad, domain.FieldError{Pointer: "query:state", Code: "invalid_enum", Message: "is not a lifecycle state"})
+	}
+	if f.ApprovalStatus != "" && !contains(domain.ApprovalStatuses, f.ApprovalStatus) {
+		bad = append(bad, domain.FieldError{Pointer: "query:approvalStatus", Code: "invalid_enum", Message: "must be PENDING_APPROVAL, APPROVED or REJECTED"})
+	}
+	if len(bad) > 0 {
+		s.writeError(w, r, domain.Invalid("handoff.list", bad...))
+		return
+	}
+	if err := s.proj.WaitForHead(r.Context(), readWait); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	items, next, err := s.proj.ListContracts(principalOf(r.Context()).Tenant, f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if items == nil {
+		items = []json.RawMessage{}
+	}
+	resp := map[string]any{"object": "list", "data": items, "hasMore": next != ""}
+	if next != "" {
+		resp["nextCursor"] = next
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func contains[T comparable](xs []T, x T) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) getLedger(w http.ResponseWriter, r *http.Request) {
+	id := mux.Vars(r)["handoffId"]
+	view, err := s.visibleContract(r, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	entries, err := s.proj.Ledger(id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var v struct {
+		State      domain.State      `json:"state"`
+		LedgerHead domain.LedgerHead `json:"ledgerHead"`
+	}
+	json.Unmarshal(view, &v)
+	recs := make([]domain.Recorded, len(entries))
+	for i, e := range entries {
+		raw, _ := e.Data.(json.RawMessage)
+		recs[i] = domain.Recorded{Seq: e.Seq, Type: e.Type, Data: raw, Actor: e.Actor, RecordedAt: e.RecordedAt, PrevHash: e.PrevHash, Hash: e.Hash}
+	}
+	chain := map[string]any{"intact": true}
+	if br := domain.VerifyChain(id, recs); br != nil {
+		chain = map[string]any{"intact": false, "firstBreak": map[string]any{"seq": br.Seq, "type": br.Type, "reason": br.Reason}}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"handoffId": id, "state": v.State, "events": entries, "head": v.LedgerHead, "chain": chain,
+		"genesisHash": domain.GenesisHash(id),
+	})
+}

@@ -1,0 +1,81 @@
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/google/uuid"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
+)
+
+// NewKey is a key as shown to its owner, once.
+type NewKey struct {
+	Key     string `json:"key"`
+	KeyID   string `json:"keyId"`
+	Tenant  string `json:"tenant"`
+	Admin   bool   `json:"admin"`
+	Display string `json:"display"`
+	Label   string `json:"label,omitempty"`
+	Notice  string `json:"notice"`
+}
+
+// CreateKey records a new key in the keys stream and returns its secret.
+// Only the key's SHA-256 is stored. `baton keys create` and the admin
+// endpoint both use it.
+func CreateKey(ctx context.Context, store eventstore.Store, tenant string, admin bool, label, actor string) (NewKey, error) {
+	secret, ev, err := domain.NewKey(tenant, admin, label)
+	if err != nil {
+		return NewKey{}, err
+	}
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return NewKey{}, err
+	}
+	e := eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: domain.EventKeyCreated, Data: data,
+		Metadata: eventstore.Metadata{Tenant: tenant, Actor: actor, SchemaVersion: 1}}
+	// Key creation depends on no earlier key, so the expectation is only
+	// "first key" or "not the first key".
+	_, err = store.Append(ctx, domain.KeysStream, eventstore.NoStream(), e)
+	if errors.Is(err, eventstore.ErrConflict) {
+		_, err = store.Append(ctx, domain.KeysStream, eventstore.StreamExists(), e)
+	}
+	if err != nil {
+		return NewKey{}, err
+	}
+	return NewKey{Key: secret, KeyID: ev.KeyID, Tenant: ev.Tenant, Admin: ev.Admin, Display: ev.Display, Label: label,
+		Notice: "Store this key now: Baton keeps only its hash and cannot show it again."}, nil
+}
+
+type createKeyRequest struct {
+	Tenant string `json:"tenant"`
+	Admin  bool   `json:"admin"`
+	Label  string `json:"label"`
+}
+
+func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r, s.maxBody)
+	if err != nil {
+		s.writeDecodeError(w, r, err)
+		return
+	}
+	var req createKeyRequest
+	if err := decodeBody(body, &req); err != nil {
+		s.writeDecodeError(w, r, err)
+		return
+	}
+	if len(req.Label) > 200 {
+		s.writeError(w, r, domain.Invalid("keys.create", domain.FieldError{Pointer: "/label", Code: "too_long", Message: "is longer than 200 characters"}))
+		return
+	}
+	k, err := CreateKey(r.Context(), s.store, req.Tenant, req.Admin, req.Label, principalOf(r.Context()).Actor())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, k)
+}

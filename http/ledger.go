@@ -1,0 +1,191 @@
+package http
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/projections"
+)
+
+// maxConflictRetries bounds the load-decide-append loop. Each retry means
+// another writer moved the handoff first; the retry sees that write.
+const maxConflictRetries = 50
+
+// ledger runs handoff commands against the store: load the stream, fold it,
+// let the domain decide, append with the expected revision, and start over
+// on a conflict.
+type ledger struct {
+	store eventstore.Store
+	now   func() time.Time
+}
+
+// loaded is a handoff with its recorded events.
+type loaded struct {
+	h      *domain.Handoff
+	events []domain.Recorded
+}
+
+func (l *ledger) load(ctx context.Context, id string) (*loaded, error) {
+	var recs []domain.Recorded
+	for from := uint64(0); ; {
+		page, err := l.store.ReadStream(ctx, domain.StreamID(id), from, 1000)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range page {
+			recs = append(recs, projections.RecordedFrom(ev))
+		}
+		if len(page) < 1000 {
+			break
+		}
+		from = page[len(page)-1].Revision + 1
+	}
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	h, err := domain.Fold(recs)
+	if err != nil {
+		return nil, err
+	}
+	return &loaded{h: h, events: recs}, nil
+}
+
+// record turns domain events into chained store events following head.
+func (l *ledger) record(id string, head domain.LedgerHead, evs []domain.Event, meta eventstore.Metadata) ([]eventstore.EventData, error) {
+	prev := head.Hash
+	if head.Seq == 0 {
+		prev = domain.GenesisHash(id)
+	}
+	// Microseconds: every backend stores them exactly, and the hash covers
+	// the time.
+	now := l.now().UTC().Truncate(time.Microsecond)
+	out := make([]eventstore.EventData, len(evs))
+	for i, ev := range evs {
+		data, err := json.Marshal(ev.Data)
+		if err != nil {
+			return nil, err
+		}
+		seq := head.Seq + uint64(i) + 1
+		c, err := domain.Canonical(id, seq, ev.Type, meta.Actor, now, data)
+		if err != nil {
+			return nil, err
+		}
+		hash := domain.ChainHash(prev, c)
+		m := meta
+		m.SchemaVersion = 1
+		m.RecordedAt = now
+		m.PrevHash, m.Hash = prev, hash
+		out[i] = eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: ev.Type, Data: data, Metadata: m}
+		prev = hash
+	}
+	return out, nil
+}
+
+// create opens a new handoff.
+func (l *ledger) create(ctx context.Context, c domain.CreateContract, p Principal, requestID string) (*domain.Handoff, error) {
+	c.HandoffID = uuid.Must(uuid.NewV7()).String()
+	c.Tenant = p.Tenant
+	evs, err := domain.DecideCreate(c)
+	if err != nil {
+		return nil, err
+	}
+	meta := eventstore.Metadata{Tenant: p.Tenant, Actor: p.Actor(), RequestID: requestID, CausationID: requestID}
+	data, err := l.record(c.HandoffID, domain.LedgerHead{}, evs[:1], meta)
+	if err != nil {
+		return nil, err
+	}
+	if len(evs) > 1 {
+		// The automatic approval is the policy's act, not the caller's.
+		h, err := foldData(c.HandoffID, data)
+		if err != nil {
+			return nil, err
+		}
+		pm := meta
+		pm.Actor = domain.AutoApprovalPolicy
+		more, err := l.record(c.HandoffID, h.Head, evs[1:], pm)
+		if err != nil {
+			return nil, err
+		}
+		data = append(data, more...)
+	}
+	if _, err := l.store.Append(ctx, domain.StreamID(c.HandoffID), eventstore.NoStream(), data...); err != nil {
+		return nil, err
+	}
+	return foldData(c.HandoffID, data)
+}
+
+// foldData folds events that were just built (not yet read back).
+func foldData(id string, data []eventstore.EventData) (*domain.Handoff, error) {
+	recs := make([]domain.Recorded, len(data))
+	for i, d := range data {
+		recs[i] = domain.Recorded{Seq: uint64(i) + 1, Type: d.Type, Data: d.Data, Actor: d.Metadata.Actor,
+			RecordedAt: d.Metadata.RecordedAt, PrevHash: d.Metadata.PrevHash, Hash: d.Metadata.Hash}
+	}
+	return domain.Fold(recs)
+}
+
+// outcome is a command's answer: the handoff as of the callback's last
+// event, and whether it was a replay of an earlier identical callback.
+type outcome struct {
+	h        *domain.Handoff
+	replayed bool
+}
+
+// execute runs a command with optimistic concurrency.
+func (l *ledger) execute(ctx context.Context, id string, p Principal, requestID string, kind string, ref domain.RequestRef, cmd domain.Command) (outcome, error) {
+	op := "handoff." + kind
+	for attempt := 0; ; attempt++ {
+		cur, err := l.load(ctx, id)
+		if err != nil {
+			return outcome{}, err
+		}
+		if cur == nil || (!p.Admin && cur.h.Tenant != p.Tenant) {
+			return outcome{}, domain.E(op, domain.KindNotFound, "handoff_not_found", "no handoff %s", id)
+		}
+		if seq, ok, err := cur.h.Replay(op, kind, ref); err != nil {
+			return outcome{}, err
+		} else if ok {
+			h, err := domain.Fold(cur.events[:seq])
+			return outcome{h: h, replayed: true}, err
+		}
+		evs, err := cur.h.Decide(cmd)
+		if err != nil {
+			return outcome{}, err
+		}
+		meta := eventstore.Metadata{Tenant: cur.h.Tenant, Actor: p.Actor(), RequestID: requestID, CausationID: requestID}
+		data, err := l.record(id, cur.h.Head, evs, meta)
+		if err != nil {
+			return outcome{}, err
+		}
+		_, err = l.store.Append(ctx, domain.StreamID(id), eventstore.Revision(cur.h.Head.Seq-1), data...)
+		if errors.Is(err, eventstore.ErrConflict) && attempt < maxConflictRetries {
+			continue // someone else moved the handoff: decide again on what they wrote
+		}
+		if err != nil {
+			return outcome{}, err
+		}
+		next, base := cur.h, cur.h.Head.Seq
+		for i, d := range data {
+			rec := domain.Recorded{Seq: base + uint64(i) + 1, Type: d.Type, Data: d.Data, Actor: d.Metadata.Actor,
+				RecordedAt: d.Metadata.RecordedAt, PrevHash: d.Metadata.PrevHash, Hash: d.Metadata.Hash}
+			if err := next.Apply(rec); err != nil {
+				return outcome{}, err
+			}
+		}
+		return outcome{h: next}, nil
+	}
+}
+
+// bodyHash identifies a callback body for retries.
+func bodyHash(body []byte) string {
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
+}

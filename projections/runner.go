@@ -1,0 +1,230 @@
+package projections
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/batonhq/baton/eventstore"
+)
+
+// Projector turns events into a read model inside the runner's transaction.
+type Projector interface {
+	// Buckets lists the top-level buckets the projector owns.
+	Buckets() [][]byte
+	// Apply folds one event into the read model. It must be deterministic:
+	// the same events give the same bytes, so a rebuild is byte-identical.
+	Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error
+}
+
+var (
+	bucketCheckpoint = []byte("checkpoint")
+	keyPosition      = []byte("position")
+)
+
+// batchSize caps how many events one read-model transaction applies.
+const batchSize = 1024
+
+// Runner follows the store's global feed and applies each burst of events to
+// every projector in one bbolt transaction, together with the checkpoint, so
+// the read models and the checkpoint never disagree.
+type Runner struct {
+	db         *bbolt.DB
+	store      eventstore.Store
+	projectors []Projector
+
+	pos      atomic.Pointer[eventstore.Position]
+	notifyMu sync.Mutex
+	notify   chan struct{}
+	failed   atomic.Pointer[error]
+}
+
+// Open opens (or creates) the read-model file at path. The file is
+// disposable: deleting it and starting again rebuilds it from position zero.
+func Open(path string, store eventstore.Store, projectors ...Projector) (*Runner, error) {
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 500 * time.Millisecond, FreelistType: bbolt.FreelistMapType, InitialMmapSize: 256 << 20})
+	if err != nil {
+		return nil, fmt.Errorf("projections: open %s: %w", path, err)
+	}
+	r := &Runner{db: db, store: store, projectors: projectors, notify: make(chan struct{})}
+	var pos eventstore.Position
+	err = db.Update(func(tx *bbolt.Tx) error {
+		cp, err := tx.CreateBucketIfNotExists(bucketCheckpoint)
+		if err != nil {
+			return err
+		}
+		for _, p := range projectors {
+			for _, b := range p.Buckets() {
+				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+					return err
+				}
+			}
+		}
+		if v := cp.Get(keyPosition); v != nil {
+			if len(v) != 16 {
+				return fmt.Errorf("projections: %s: malformed checkpoint", path)
+			}
+			pos = eventstore.Position{Commit: binary.BigEndian.Uint64(v), Prepare: binary.BigEndian.Uint64(v[8:])}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	r.pos.Store(&pos)
+	return r, nil
+}
+
+// OpenOrRebuild opens the read models, and if the file is unreadable moves
+// it aside and starts from zero: read models are derived data.
+func OpenOrRebuild(path string, store eventstore.Store, projectors ...Projector) (*Runner, error) {
+	r, err := Open(path, store, projectors...)
+	if err == nil || errors.Is(err, os.ErrPermission) {
+		return r, err
+	}
+	if rerr := os.Rename(path, path+".broken"); rerr != nil {
+		return nil, fmt.Errorf("%w (and moving it aside failed: %v)", err, rerr)
+	}
+	return Open(path, store, projectors...)
+}
+
+// Close closes the read-model file. Stop Run first.
+func (r *Runner) Close() error { return r.db.Close() }
+
+// Checkpoint is the position of the last event applied.
+func (r *Runner) Checkpoint() eventstore.Position { return *r.pos.Load() }
+
+// Run follows the feed until ctx ends.
+func (r *Runner) Run(ctx context.Context) error {
+	sub, err := r.store.SubscribeAll(ctx, r.Checkpoint())
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	for {
+		evs, err := sub.RecvBatch(batchSize)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			r.failed.Store(&err)
+			r.wake()
+			return err
+		}
+		if err := r.apply(evs); err != nil {
+			r.failed.Store(&err)
+			r.wake()
+			return err
+		}
+	}
+}
+
+// CatchUp applies everything already in the store, then returns. It is what
+// a rebuild and the command-line tools use.
+func (r *Runner) CatchUp(ctx context.Context) error {
+	for {
+		evs, err := r.store.ReadAll(ctx, r.Checkpoint(), batchSize)
+		if err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			return nil
+		}
+		if err := r.apply(evs); err != nil {
+			return err
+		}
+	}
+}
+
+func (r *Runner) apply(evs []eventstore.RecordedEvent) error {
+	last := evs[len(evs)-1].Position
+	err := r.db.Update(func(tx *bbolt.Tx) error {
+		for _, ev := range evs {
+			for _, p := range r.projectors {
+				if err := p.Apply(tx, ev); err != nil {
+					return fmt.Errorf("projections: event %s at %+v: %w", ev.ID, ev.Position, err)
+				}
+			}
+		}
+		v := binary.BigEndian.AppendUint64(make([]byte, 0, 16), last.Commit)
+		v = binary.BigEndian.AppendUint64(v, last.Prepare)
+		return tx.Bucket(bucketCheckpoint).Put(keyPosition, v)
+	})
+	if err != nil {
+		return err
+	}
+	r.pos.Store(&last)
+	r.wake()
+	return nil
+}
+
+func (r *Runner) wake() {
+	r.notifyMu.Lock()
+	close(r.notify)
+	r.notify = make(chan struct{})
+	r.notifyMu.Unlock()
+}
+
+// ErrBehind is returned by WaitFor when the read models did not reach the
+// position in time.
+var ErrBehind = errors.New("projections: read models are behind the store")
+
+// WaitFor blocks until the read models include pos, ctx ends, or the runner
+// has failed. It is how a reader gets to read its own writes.
+func (r *Runner) WaitFor(ctx context.Context, pos eventstore.Position) error {
+	for {
+		r.notifyMu.Lock()
+		ch := r.notify
+		r.notifyMu.Unlock()
+		if !r.Checkpoint().Less(pos) {
+			return nil
+		}
+		if p := r.failed.Load(); p != nil {
+			return fmt.Errorf("%w: %v", ErrBehind, *p)
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: at %+v, waiting for %+v", ErrBehind, r.Checkpoint(), pos)
+		}
+	}
+}
+
+// WaitForHead waits until the read models include everything the store had
+// committed when it was called, bounded by timeout.
+func (r *Runner) WaitForHead(ctx context.Context, timeout time.Duration) error {
+	head, err := r.store.Head(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return r.WaitFor(ctx, head)
+}
+
+// View runs fn in a read transaction over the read models.
+func (r *Runner) View(fn func(tx *bbolt.Tx) error) error { return r.db.View(fn) }
+
+// Dump writes every key and value of every bucket, sorted, for the rebuild
+// test and for debugging.
+func (r *Runner) Dump() ([]byte, error) {
+	var buf bytes.Buffer
+	err := r.db.View(func(tx *bbolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
+			return b.ForEach(func(k, v []byte) error {
+				fmt.Fprintf(&buf, "%s\t%x\t%x\n", name, k, v)
+				return nil
+			})
+		})
+	})
+	return buf.Bytes(), err
+}
