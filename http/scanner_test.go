@@ -1,5 +1,20 @@
 package http_test
 
-import batonhttp "github.com/batonhq/baton/http"
+import (
+	"sync"
 
-func newTestScanner() (batonhttp.SecretScanner, error) { return nil, nil }
+	"github.com/batonhq/baton/domain/secrets"
+	batonhttp "github.com/batonhq/baton/http"
+)
+
+var (
+	scannerOnce sync.Once
+	sharedScan  *secrets.Scanner
+	scanErr     error
+)
+
+// newTestScanner builds the real scanner once per test binary.
+func newTestScanner() (batonhttp.SecretScanner, error) {
+	scannerOnce.Do(func() { sharedScan, scanErr = secrets.New() })
+	return sharedScan, scanErr
+}

@@ -19,6 +19,7 @@ const module = "github.com/batonhq/baton"
 // eventstore import nothing of ours.
 var allowed = map[string][]string{
 	"domain":                {},
+	"domain/secrets":        {"domain"},
 	"eventstore":            {},
 	"eventstore/bolt":       {"eventstore"},
 	"eventstore/kurrent":    {"eventstore"},

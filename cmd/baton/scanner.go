@@ -1,5 +1,8 @@
 package main
 
-import batonhttp "github.com/batonhq/baton/http"
+import (
+	"github.com/batonhq/baton/domain/secrets"
+	batonhttp "github.com/batonhq/baton/http"
+)
 
-func newScanner() (batonhttp.SecretScanner, error) { return nil, nil }
+func newScanner() (batonhttp.SecretScanner, error) { return secrets.New() }

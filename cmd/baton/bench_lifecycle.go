@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/batonhq/baton/eventstore/bolt"
+	batonhttp "github.com/batonhq/baton/http"
+	"github.com/batonhq/baton/projections"
+)
+
+// lifecycleResult is one concurrency level of the end-to-end benchmark.
+type lifecycleResult struct {
+	Executors  int
+	Lifecycles int
+	Calls      int
+	Callbacks  int
+	Elapsed    time.Duration
+	P50, P99   map[string]time.Duration
+	All50      time.Duration
+	All99      time.Duration
+}
+
+var lifecycleCalls = []string{"create", "approval", "proof", "review", "result"}
+
+// benchLifecycles serves Baton on loopback over real TCP, on a durable
+// store in dir, and runs executors full handoff lifecycles (create, approve,
+// proof, review, result) concurrently for about d.
+func benchLifecycles(ctx context.Context, dir string, executors int, d time.Duration) (lifecycleResult, error) {
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		return lifecycleResult{}, err
+	}
+	defer store.Close()
+	proj, err := projections.Open(filepath.Join(dir, "readmodel.db"), store, projections.Handoffs{}, projections.Keys{})
+	if err != nil {
+		return lifecycleResult{}, err
+	}
+	defer proj.Close()
+	rctx, cancel := context.WithCancel(ctx)
+	runDone := make(chan struct{})
+	go func() { proj.Run(rctx); close(runDone) }()
+	defer func() { cancel(); <-runDone }()
+	scanner, err := newScanner()
+	if err != nil {
+		return lifecycleResult{}, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return lifecycleResult{}, err
+	}
+	srv := &http.Server{Handler: batonhttp.NewServer(batonhttp.Config{Store: store, Projections: proj, Scanner: scanner, Log: zerolog.Nop()}).Handler()}
+	go srv.Serve(ln)
+	defer srv.Close()
+	base := "http://" + ln.Addr().String()
+	admin, err := batonhttp.CreateKey(ctx, store, "bench", true, "", "bench")
+	if err != nil {
+		return lifecycleResult{}, err
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}, Timeout: 30 * time.Second}
+	call := func(path string, body []byte) ([]byte, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(body))
+		req.Header.Set("x-api-key", admin.Key)
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode >= 300 {
+			err = fmt.Errorf("POST %s: %s: %s", path, resp.Status, b)
+		}
+		return b, err
+	}
+
+	var (
+		mu    sync.Mutex
+		lats  = map[string][]time.Duration{}
+		n     int
+		first error
+	)
+	deadline := time.Now().Add(d)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for x := 0; x < executors; x++ {
+		wg.Add(1)
+		go func(x int) {
+			defer wg.Done()
+			local := map[string][]time.Duration{}
+			done := 0
+			for i := 0; time.Now().Before(deadline); i++ {
+				run := fmt.Sprintf("run-%d-%d", x, i)
+				steps := []struct {
+					name string
+					path func(id string) string
+					body string
+				}{
+					{"create", func(string) string { return "/v1/handoff/contracts" }, `{"objective":"Rotate the staging TLS certificate","targetExecutor":"ops-bot","executorProtocol":"ops_bot.v1","riskLevel":"medium","proofRequired":["log"]}`},
+					{"approval", func(id string) string { return "/v1/executions/" + id + "/approval" }, `{"status":"APPROVED","approvedBy":"alice"}`},
+					{"proof", func(id string) string { return "/v1/executions/" + id + "/proof" }, `{"executorRunId":"` + run + `","status":"RUNNING","proof":{"summary":"renewed","artifacts":[{"type":"log","text":"certbot renew: success, deployed to 3 hosts"}]}}`},
+					{"review", func(id string) string { return "/v1/executions/" + id + "/review" }, `{"verdict":"verified","reviewer":"verifier-1"}`},
+					{"result", func(id string) string { return "/v1/executions/" + id + "/result" }, `{"executorRunId":"` + run + `","status":"SUCCEEDED","result":{"summary":"rotated","output":"valid until 2027-02-20"}}`},
+				}
+				id := ""
+				for _, st := range steps {
+					t0 := time.Now()
+					b, err := call(st.path(id), []byte(st.body))
+					if err != nil {
+						mu.Lock()
+						if first == nil {
+							first = err
+						}
+						mu.Unlock()
+						return
+					}
+					local[st.name] = append(local[st.name], time.Since(t0))
+					if id == "" {
+						var c struct {
+							HandoffID string `json:"handoffId"`
+						}
+						json.Unmarshal(b, &c)
+						id = c.HandoffID
+					}
+				}
+				done++
+			}
+			mu.Lock()
+			for k, v := range local {
+				lats[k] = append(lats[k], v...)
+			}
+			n += done
+			mu.Unlock()
+		}(x)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if first != nil {
+		return lifecycleResult{}, first
+	}
+	res := lifecycleResult{Executors: executors, Lifecycles: n, Elapsed: elapsed, P50: map[string]time.Duration{}, P99: map[string]time.Duration{}}
+	var all []time.Duration
+	for k, v := range lats {
+		slices.Sort(v)
+		res.P50[k], res.P99[k] = pct(v, 0.5), pct(v, 0.99)
+		res.Calls += len(v)
+		if k != "create" {
+			res.Callbacks += len(v)
+		}
+		all = append(all, v...)
+	}
+	slices.Sort(all)
+	res.All50, res.All99 = pct(all, 0.5), pct(all, 0.99)
+	return res, nil
+}
+
+func pct(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(float64(len(sorted))*p))]
+}

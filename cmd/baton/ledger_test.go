@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/batonhq/baton/eventstore/bolt"
+	batonhttp "github.com/batonhq/baton/http"
+	"github.com/batonhq/baton/projections"
+)
+
+// runHandoffs drives two handoffs through the API on a store in dir.
+func runHandoffs(t *testing.T, dir string) (ids []string) {
+	t.Helper()
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	proj, err := projections.Open(filepath.Join(dir, "readmodel.db"), store, projections.Handoffs{}, projections.Keys{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proj.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { proj.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	srv := httptest.NewServer(batonhttp.NewServer(batonhttp.Config{Store: store, Projections: proj, Log: zerolog.Nop()}).Handler())
+	defer srv.Close()
+	k, err := batonhttp.CreateKey(context.Background(), store, "t", true, "", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(path, body string) string {
+		req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
+		req.Header.Set("x-api-key", k.Key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var buf bytes.Buffer
+		buf.ReadFrom(resp.Body)
+		if resp.StatusCode >= 300 {
+			t.Fatalf("POST %s: %d %s", path, resp.StatusCode, buf.String())
+		}
+		s := buf.String()
+		i := strings.Index(s, `"handoffId":"`)
+		return s[i+13 : i+13+36]
+	}
+	for i := 0; i < 2; i++ {
+		id := post("/v1/handoff/contracts", fmt.Sprintf(`{"objective":"Rotate certificate %d","targetExecutor":"ops","executorProtocol":"ops.v1","riskLevel":"low"}`, i))
+		post("/v1/executions/"+id+"/approval", `{"status":"APPROVED","approvedBy":"alice"}`)
+		post("/v1/executions/"+id+"/result", `{"executorRunId":"r1","status":"SUCCEEDED","result":{"summary":"done","output":"ok"}}`)
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func TestLedgerVerifyCatchesAlteredEvent(t *testing.T) {
+	dir := t.TempDir()
+	ids := runHandoffs(t, dir)
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"ledger", "verify", "--data", dir}, &out, &out); err != nil {
+		t.Fatalf("intact ledger: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "2 handoffs, 10 events, 0 broken") {
+		t.Fatalf("intact ledger said:\n%s", out.String())
+	}
+
+	// Someone with access to the file rewrites the second handoff's objective
+	// and fixes the record checksum, so the store itself sees nothing wrong.
+	db, err := bbolt.Open(filepath.Join(dir, bolt.FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket([]byte("events"))
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if i := bytes.Index(v, []byte("Rotate certificate 1")); i >= 0 {
+				rec := bytes.Clone(v)
+				copy(rec[i:], "Rotate certificate 9")
+				body := rec[:len(rec)-4]
+				binary.BigEndian.PutUint32(rec[len(rec)-4:], crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
+				return b.Put(bytes.Clone(k), rec)
+			}
+		}
+		return errors.New("event to alter not found")
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"store", "check", "--data", dir}, &out, &out); err != nil {
+		t.Fatalf("store check should pass on a well-formed forgery: %v", err)
+	}
+	out.Reset()
+	err = run(context.Background(), []string{"ledger", "verify", "--data", dir}, &out, &out)
+	if !errors.Is(err, errChainBroken) {
+		t.Fatalf("verify of an altered ledger = %v\n%s", err, out.String())
+	}
+	want := fmt.Sprintf("BROKEN handoff %s: event 1 (ContractCreated): hash does not match", ids[1])
+	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "ok "+ids[0]) {
+		t.Fatalf("verify said:\n%s\nwant a line with %q", out.String(), want)
+	}
+	// One handoff by id.
+	out.Reset()
+	if err := run(context.Background(), []string{"ledger", "verify", "--data", dir, ids[0]}, &out, &out); err != nil {
+		t.Fatalf("verify of the intact handoff: %v", err)
+	}
+}
