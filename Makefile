@@ -42,6 +42,8 @@ bench:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeRecord -fuzztime $(FUZZTIME) ./eventstore/bolt
 	$(GO) test -run '^$$' -fuzz FuzzDecodeHead -fuzztime $(FUZZTIME) ./eventstore/bolt
+	$(GO) test -run '^$$' -fuzz FuzzScanJSON -fuzztime $(FUZZTIME) ./domain/secrets
+	$(GO) test -run '^$$' -fuzz FuzzCallbackBodies -fuzztime $(FUZZTIME) ./http
 
 clean:
 	rm -rf baton $(DATA)

@@ -22,7 +22,7 @@ import (
 // env is a whole Baton front on a real store, real read models and real
 // HTTP, with an admin key and two tenants' keys.
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	srv      *httptest.Server
 	store    *bolt.Store
 	proj     *projections.Runner
@@ -33,7 +33,7 @@ type env struct {
 	tenantB  string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	dir := t.TempDir()
 	store, err := bolt.Open(dir, bolt.Options{})
