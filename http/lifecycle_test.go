@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/rs/zerolog"
 
 	"github.com/batonhq/baton/domain"
 	batonhttp "github.com/batonhq/baton/http"
@@ -471,3 +474,43 @@ func TestReadModelRebuildIsByteIdentical(t *testing.T) {
 		t.Fatalf("rebuilt read models differ (%d vs %d bytes)", len(live), len(rebuilt))
 	}
 }
+
+// TestAccessLog checks one line per request with the route template, tenant
+// and status, and never the key or the body.
+func TestAccessLog(t *testing.T) {
+	e := newEnv(t)
+	var buf syncBuffer
+	front := batonhttp.NewServer(batonhttp.Config{Store: e.store, Projections: e.proj, Log: zerolog.New(&buf)})
+	srv := httptest.NewServer(front.Handler())
+	defer srv.Close()
+	e.srv = srv
+	id := e.contract(e.tenantA, nil)
+	e.must(e.post(id, "approval", e.tenantA, map[string]any{"status": "APPROVED", "approvedBy": "secret-approver-name"}), 200)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want one line per request, got %d:\n%s", len(lines), buf.String())
+	}
+	var l struct {
+		Route, Tenant, RequestID string
+		Status                   int
+	}
+	json.Unmarshal([]byte(lines[1]), &l)
+	if l.Route != "/v1/executions/{handoffId}/approval" || l.Tenant != "a" || l.Status != 200 || l.RequestID == "" {
+		t.Fatalf("log line: %s", lines[1])
+	}
+	if strings.Contains(buf.String(), e.tenantA) || strings.Contains(buf.String(), "secret-approver-name") || strings.Contains(buf.String(), id) {
+		t.Fatalf("the log holds a key, a body or an id:\n%s", buf.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

@@ -51,6 +51,7 @@ type statusRecorder struct {
 	http.ResponseWriter
 	status int
 	tenant string // set by auth, for the access log
+	route  string // the matched route template, set inside the router
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
@@ -81,11 +82,9 @@ func (s *Server) withAccessLog(next http.Handler) http.Handler {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
-		route := r.URL.Path
-		if m := mux.CurrentRoute(r); m != nil {
-			if tpl, err := m.GetPathTemplate(); err == nil {
-				route = tpl
-			}
+		route := rec.route
+		if route == "" {
+			route = "unmatched"
 		}
 		s.log.Info().
 			Str("requestId", RequestID(r.Context())).
@@ -95,6 +94,19 @@ func (s *Server) withAccessLog(next http.Handler) http.Handler {
 			Int("status", rec.status).
 			Dur("duration", time.Since(start)).
 			Msg("request")
+	})
+}
+
+// recordRoute runs inside the router, where the matched route is known, and
+// hands its template (never the ids in the path) to the access log.
+func recordRoute(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rec, ok := w.(*statusRecorder); ok {
+			if m := mux.CurrentRoute(r); m != nil {
+				rec.route, _ = m.GetPathTemplate()
+			}
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 

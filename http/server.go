@@ -65,6 +65,7 @@ func NewServer(cfg Config) *Server {
 	rt.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed on "+r.URL.Path+".")
 	})
+	rt.Use(recordRoute)
 	rt.HandleFunc("/healthz", s.health).Methods(http.MethodGet)
 
 	rt.HandleFunc("/v1/executor-protocol", s.withKey(anyKey, s.executorProtocol)).Methods(http.MethodGet)
