@@ -24,6 +24,8 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	readN := fs.Int("read-events", 1_000_000, "events in the global-feed read benchmark")
 	base := fs.String("dir", os.TempDir(), "directory for the benchmark stores (its disk is what is measured)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	blockprofile := fs.String("blockprofile", "", "write a blocking profile to this file")
+	only := fs.String("only", "", "run one part: store or lifecycle (prints figures, writes no file)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -53,6 +55,29 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 		return d, err
 	}
 
+	if *blockprofile != "" {
+		runtime.SetBlockProfileRate(10_000) // one sample per 10 us blocked
+		defer func() {
+			if f, err := os.Create(*blockprofile); err == nil {
+				pprof.Lookup("block").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
+	}
+	if *only == "lifecycle" {
+		for _, x := range []int{1, 64} {
+			dir, err := tmp(fmt.Sprintf("lifecycle-%d", x))
+			if err != nil {
+				return err
+			}
+			r, err := benchLifecycles(ctx, dir, x, *dur)
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(stdout, lifecycleReport([]lifecycleResult{r}))
+		}
+		return nil
+	}
 	dir, err := tmp("fsync")
 	if err != nil {
 		return err
