@@ -45,13 +45,19 @@ func decodeBody(body []byte, dst any) error {
 	if len(trimmed) == 0 {
 		return &decodeError{http.StatusBadRequest, "malformed_json", "the request body is empty; send a JSON object"}
 	}
-	if !json.Valid(trimmed) {
-		return &decodeError{http.StatusBadRequest, "malformed_json", "the request body is not valid JSON"}
-	}
 	if trimmed[0] != '{' {
+		if !json.Valid(trimmed) {
+			return &decodeError{http.StatusBadRequest, "malformed_json", "the request body is not valid JSON"}
+		}
 		return domain.Invalid("decode", domain.FieldError{Pointer: "", Code: "invalid_type", Message: "the body must be a JSON object"})
 	}
+	// Unmarshal checks the whole document before decoding: a syntax error
+	// means nothing was decoded.
 	if err := json.Unmarshal(trimmed, dst); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return &decodeError{http.StatusBadRequest, "malformed_json", fmt.Sprintf("the request body is not valid JSON (at byte %d)", se.Offset)}
+		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			ptr := "/" + strings.ReplaceAll(te.Field, ".", "/")

@@ -458,7 +458,7 @@ func TestReadModelRebuildIsByteIdentical(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := projections.Open(filepath.Join(t.TempDir(), "rebuilt.db"), e.store, projections.Handoffs{}, projections.Keys{})
+	fresh, err := projections.Open(filepath.Join(t.TempDir(), "rebuilt.db"), e.store, projections.NewHandoffs(), projections.Keys{})
 	if err != nil {
 		t.Fatal(err)
 	}

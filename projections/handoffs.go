@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/tidwall/gjson"
 	bbolt "go.etcd.io/bbolt"
@@ -22,10 +23,51 @@ var (
 )
 
 // Handoffs projects handoff streams into the contracts and ledger read
-// models.
-type Handoffs struct{}
+// models. It keeps recently folded handoffs in memory so that an event does
+// not re-read and re-fold its whole handoff; the cache is only a shortcut to
+// the same fold, so the read models are the same bytes with or without it.
+type Handoffs struct {
+	mu    sync.Mutex
+	cache map[string]*domain.Handoff
+}
 
-func (Handoffs) Buckets() [][]byte {
+// NewHandoffs returns the projector.
+func NewHandoffs() *Handoffs { return &Handoffs{cache: map[string]*domain.Handoff{}} }
+
+// cacheLimit bounds the folded handoffs kept; past it the cache starts over.
+const cacheLimit = 10_000
+
+func (p *Handoffs) cached(id string, seq uint64) *domain.Handoff {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if h := p.cache[id]; h != nil && h.Head.Seq == seq {
+		return h
+	}
+	return nil
+}
+
+func (p *Handoffs) keep(h *domain.Handoff) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cache == nil || len(p.cache) >= cacheLimit {
+		p.cache = map[string]*domain.Handoff{}
+	}
+	if h.State == domain.StateLedgerClosed {
+		delete(p.cache, h.ID) // closed: no more events
+		return
+	}
+	p.cache[h.ID] = h
+}
+
+// Forget drops the cache; the runner calls it when a transaction fails, as
+// the cache may then be ahead of the file.
+func (p *Handoffs) Forget() {
+	p.mu.Lock()
+	p.cache = map[string]*domain.Handoff{}
+	p.mu.Unlock()
+}
+
+func (*Handoffs) Buckets() [][]byte {
 	return [][]byte{bucketContracts, bucketByTenant, bucketLedger, bucketTenantOf}
 }
 
@@ -48,11 +90,31 @@ func ledgerKey(id string, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(append([]byte(id), 0), seq)
 }
 
-func (Handoffs) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
+func (p *Handoffs) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
 	id, ok := strings.CutPrefix(ev.StreamID, "handoff-")
 	if !ok {
 		return nil
 	}
+	rec := RecordedFrom(ev)
+	h := p.cached(id, rec.Seq-1)
+	if h != nil {
+		if err := h.Apply(rec); err != nil {
+			return err
+		}
+	} else {
+		var err error
+		if h, err = p.foldFromRows(tx, id, rec); h == nil || err != nil {
+			return err
+		}
+	}
+	p.keep(h)
+	return p.write(tx, id, rec, h)
+}
+
+// foldFromRows folds a handoff from its stored ledger rows plus rec. It
+// returns nil when rec was applied already (a replay from an older
+// checkpoint).
+func (p *Handoffs) foldFromRows(tx *bbolt.Tx, id string, rec domain.Recorded) (*domain.Handoff, error) {
 	ledger := tx.Bucket(bucketLedger)
 	var rows []domain.Recorded
 	prefix := append([]byte(id), 0)
@@ -60,22 +122,22 @@ func (Handoffs) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		var row ledgerRow
 		if err := json.Unmarshal(v, &row); err != nil {
-			return err
+			return nil, err
 		}
 		rows = append(rows, row.Recorded)
 	}
-	rec := RecordedFrom(ev)
 	if rec.Seq != uint64(len(rows))+1 {
 		// Already applied (a replay from an older checkpoint) or a gap.
 		if rec.Seq <= uint64(len(rows)) {
-			return nil
+			return nil, nil
 		}
-		return fmt.Errorf("handoff %s: event seq %d after %d", id, rec.Seq, len(rows))
+		return nil, fmt.Errorf("handoff %s: event seq %d after %d", id, rec.Seq, len(rows))
 	}
-	h, err := domain.Fold(append(rows, rec))
-	if err != nil {
-		return err
-	}
+	return domain.Fold(append(rows, rec))
+}
+
+func (p *Handoffs) write(tx *bbolt.Tx, id string, rec domain.Recorded, h *domain.Handoff) error {
+	ledger := tx.Bucket(bucketLedger)
 	row, err := json.Marshal(ledgerRow{Recorded: rec, StateAfter: h.State})
 	if err != nil {
 		return err

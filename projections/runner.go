@@ -160,6 +160,11 @@ func (r *Runner) apply(evs []eventstore.RecordedEvent) error {
 		return tx.Bucket(bucketCheckpoint).Put(keyPosition, v)
 	})
 	if err != nil {
+		for _, p := range r.projectors {
+			if f, ok := p.(interface{ Forget() }); ok {
+				f.Forget()
+			}
+		}
 		return err
 	}
 	r.pos.Store(&last)

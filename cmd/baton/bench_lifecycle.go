@@ -43,7 +43,7 @@ func benchLifecycles(ctx context.Context, dir string, executors int, d time.Dura
 		return lifecycleResult{}, err
 	}
 	defer store.Close()
-	proj, err := projections.Open(filepath.Join(dir, "readmodel.db"), store, projections.Handoffs{}, projections.Keys{})
+	proj, err := projections.Open(filepath.Join(dir, "readmodel.db"), store, projections.NewHandoffs(), projections.Keys{})
 	if err != nil {
 		return lifecycleResult{}, err
 	}

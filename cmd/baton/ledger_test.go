@@ -29,7 +29,7 @@ func runHandoffs(t *testing.T, dir string) (ids []string) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	proj, err := projections.Open(filepath.Join(dir, "readmodel.db"), store, projections.Handoffs{}, projections.Keys{})
+	proj, err := projections.Open(filepath.Join(dir, "readmodel.db"), store, projections.NewHandoffs(), projections.Keys{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,7 +105,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer store.Close()
-	proj, err := projections.OpenOrRebuild(filepath.Join(*data, "readmodel.db"), store, projections.Handoffs{}, projections.Keys{})
+	proj, err := projections.OpenOrRebuild(filepath.Join(*data, "readmodel.db"), store, projections.NewHandoffs(), projections.Keys{})
 	if err != nil {
 		return err
 	}
