@@ -1,3 +1,155 @@
 // Package gateway routes model calls to providers: the catalog, pricing,
-// routing, usage and cost control, and structured generation.
+// provider adapters (OpenAI, Anthropic, any OpenAI-compatible server, and
+// the offline local development provider), usage and cost.
+//
+// Both fronts (OpenAI chat completions, Anthropic messages) are decoded into
+// one request shape here, so either front reaches any provider.
 package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role    string  // user or assistant
+	Content []Block // text, tool_use, tool_result
+}
+
+// Block is a piece of message content.
+type Block struct {
+	Type      string          `json:"type"` // text, tool_use, tool_result
+	Text      string          `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`    // tool_use id
+	Name      string          `json:"name,omitempty"`  // tool_use name
+	Input     json.RawMessage `json:"input,omitempty"` // tool_use arguments
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+}
+
+// Tool is a function the model may call.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"input_schema,omitempty"`
+}
+
+// Request is a model call in the gateway's own terms.
+type Request struct {
+	Model         string // the model name within its provider
+	System        string
+	Messages      []Message
+	MaxTokens     int
+	Temperature   *float64
+	StopSequences []string
+	Tools         []Tool
+}
+
+// Stop reasons, in Anthropic's vocabulary (the OpenAI front maps them).
+const (
+	StopEndTurn      = "end_turn"
+	StopMaxTokens    = "max_tokens"
+	StopSequence     = "stop_sequence"
+	StopToolUse      = "tool_use"
+	StopUnknownValue = "unknown"
+)
+
+// Usage counts tokens the way Anthropic reports them: InputTokens excludes
+// cache reads and writes, which are counted apart.
+type Usage struct {
+	InputTokens      int `json:"input_tokens"`
+	OutputTokens     int `json:"output_tokens"`
+	CacheReadTokens  int `json:"cache_read_input_tokens,omitempty"`
+	CacheWriteTokens int `json:"cache_creation_input_tokens,omitempty"`
+}
+
+// Response is a finished model call.
+type Response struct {
+	ID         string
+	Model      string
+	Content    []Block
+	StopReason string // canonical, see Stop*
+	NativeStop string // what the provider said
+	Usage      Usage
+}
+
+// Text joins the text blocks.
+func (r *Response) Text() string {
+	s := ""
+	for _, b := range r.Content {
+		if b.Type == "text" {
+			s += b.Text
+		}
+	}
+	return s
+}
+
+// Delta is one streamed event.
+type Delta struct {
+	Text       string // text appended to the current text block
+	StopReason string // set on the last delta
+	NativeStop string
+	Usage      *Usage // cumulative usage when the provider reports it
+}
+
+// Stream yields deltas; Next returns io.EOF after the last one.
+type Stream interface {
+	Next() (Delta, error)
+	Close() error
+}
+
+// Provider is one upstream.
+type Provider interface {
+	Name() string
+	Kind() string
+	Configured() bool
+	Complete(ctx context.Context, req Request) (*Response, error)
+	Stream(ctx context.Context, req Request) (Stream, error)
+	ListModels(ctx context.Context) ([]string, error)
+}
+
+// UpstreamError is a provider's refusal or failure, with what the fronts
+// need to map it.
+type UpstreamError struct {
+	Provider   string
+	Status     int    // the upstream status, 0 for transport errors
+	Type       string // the upstream error type, if any
+	Message    string
+	RetryAfter string
+	Timeout    bool
+	cause      error // kept for logs, not shown to callers
+}
+
+// Unwrap exposes the transport cause to logs.
+func (e *UpstreamError) Unwrap() error { return e.cause }
+
+func (e *UpstreamError) Error() string {
+	msg := e.Public()
+	if e.cause != nil {
+		msg += ": " + e.cause.Error()
+	}
+	return msg
+}
+
+// Public is the error as callers may see it: no transport internals.
+func (e *UpstreamError) Public() string {
+	if e.Status == 0 {
+		return fmt.Sprintf("provider %s: %s", e.Provider, e.Message)
+	}
+	return fmt.Sprintf("provider %s answered %d: %s", e.Provider, e.Status, e.Message)
+}
+
+// Retryable reports whether another provider may take over: 429, 5xx,
+// timeouts and connection errors.
+func (e *UpstreamError) Retryable() bool {
+	return e.Status == 0 || e.Status == 429 || e.Status >= 500
+}
+
+// ErrUnknownModel means the model id is not in the catalog.
+var ErrUnknownModel = errors.New("gateway: unknown model")
+
+// DefaultTimeout bounds a whole non-streaming upstream call.
+const DefaultTimeout = 120 * time.Second

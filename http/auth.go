@@ -78,17 +78,22 @@ const (
 // withKey guards a handler: 401 without a valid key, 403 for a tenant key on
 // an admin route.
 func (s *Server) withKey(a access, h http.HandlerFunc) http.HandlerFunc {
+	return s.withKeyAs(a, problemErrors, h)
+}
+
+// withKeyAs is withKey answering errors in a wire format's shape.
+func (s *Server) withKeyAs(a access, f errFormat, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.authenticate(r)
 		if err != nil {
 			if domain.KindOf(err) == domain.KindUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="baton"`)
 			}
-			s.writeError(w, r, err)
+			s.writeErrorAs(w, r, f, err)
 			return
 		}
 		if a == adminOnly && !p.Admin {
-			s.writeError(w, r, domain.E("auth", domain.KindForbidden, "admin_key_required", "this endpoint needs an admin key"))
+			s.writeErrorAs(w, r, f, domain.E("auth", domain.KindForbidden, "admin_key_required", "this endpoint needs an admin key"))
 			return
 		}
 		if rec, ok := w.(*statusRecorder); ok {

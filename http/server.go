@@ -14,6 +14,7 @@ import (
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/projections"
 )
 
@@ -28,6 +29,7 @@ type Config struct {
 	Store       eventstore.Store
 	Projections *projections.Runner
 	Scanner     SecretScanner
+	Catalog     *gateway.Catalog // model gateway; nil disables the gateway routes
 	Log         zerolog.Logger
 	Version     string
 	MaxBody     int64            // request body limit; DefaultMaxBody when 0
@@ -39,6 +41,7 @@ type Server struct {
 	store   eventstore.Store
 	proj    *projections.Runner
 	scanner SecretScanner
+	catalog *gateway.Catalog
 	log     zerolog.Logger
 	version string
 	maxBody int64
@@ -55,7 +58,7 @@ func NewServer(cfg Config) *Server {
 		cfg.Now = time.Now
 	}
 	s := &Server{
-		store: cfg.Store, proj: cfg.Projections, scanner: cfg.Scanner, log: cfg.Log, version: cfg.Version,
+		store: cfg.Store, proj: cfg.Projections, scanner: cfg.Scanner, catalog: cfg.Catalog, log: cfg.Log, version: cfg.Version,
 		maxBody: cfg.MaxBody, ledger: &ledger{store: cfg.Store, now: cfg.Now}, router: mux.NewRouter(),
 	}
 	rt := s.router
@@ -79,6 +82,11 @@ func NewServer(cfg Config) *Server {
 	rt.HandleFunc("/v1/executions/{handoffId}/review", s.withKey(adminOnly, s.review())).Methods(http.MethodPost)
 	rt.HandleFunc("/v1/executions/{handoffId}/ledger", s.withKey(anyKey, s.getLedger)).Methods(http.MethodGet)
 	rt.HandleFunc("/v1/admin/keys", s.withKey(adminOnly, s.createKey)).Methods(http.MethodPost)
+	if s.catalog != nil {
+		rt.HandleFunc("/v1/models", s.withKeyAs(anyKey, openaiErrors, s.listModels)).Methods(http.MethodGet)
+		rt.HandleFunc("/v1/chat/completions", s.withKeyAs(anyKey, openaiErrors, s.chatCompletions)).Methods(http.MethodPost)
+		rt.HandleFunc("/v1/messages", s.withKeyAs(anyKey, anthropicErrors, s.messages)).Methods(http.MethodPost)
+	}
 	return s
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/batonhq/baton/eventstore/bolt"
+	"github.com/batonhq/baton/gateway"
 	batonhttp "github.com/batonhq/baton/http"
 	"github.com/batonhq/baton/projections"
 )
@@ -94,6 +95,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	addr := fs.String("addr", envOr("BATON_ADDR", "127.0.0.1:8080"), "listen address")
 	data := fs.String("data", dataDirDefault(), "data directory of the embedded store")
+	providers := fs.String("providers", envOr("BATON_PROVIDERS_FILE", "providers.json"), "providers file (JSON); skipped when absent")
 	maxBody := fs.Int64("max-body", envInt("BATON_MAX_BODY_BYTES", batonhttp.DefaultMaxBody), "request body limit in bytes")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -120,6 +122,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	catalog, err := gateway.NewCatalog(gateway.Config{ProvidersFile: *providers})
+	if err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -127,7 +133,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	srv := &http.Server{
 		Handler: batonhttp.NewServer(batonhttp.Config{
-			Store: store, Projections: proj, Scanner: scanner, Log: log, Version: version, MaxBody: *maxBody,
+			Store: store, Projections: proj, Scanner: scanner, Catalog: catalog, Log: log, Version: version, MaxBody: *maxBody,
 		}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,

@@ -1,0 +1,223 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// AnthropicVersion is the API version header Baton speaks.
+const AnthropicVersion = "2023-06-01"
+
+// Anthropic speaks the Messages API.
+type Anthropic struct {
+	name    string
+	baseURL string
+	key     string
+	client  *http.Client
+}
+
+// NewAnthropic builds an adapter.
+func NewAnthropic(name, baseURL, key string, client *http.Client) *Anthropic {
+	if client == nil {
+		client = NewHTTPClient()
+	}
+	return &Anthropic{name: name, baseURL: strings.TrimRight(baseURL, "/"), key: key, client: client}
+}
+
+func (p *Anthropic) Name() string     { return p.name }
+func (p *Anthropic) Kind() string     { return "anthropic" }
+func (p *Anthropic) Configured() bool { return p.baseURL != "" && p.key != "" }
+
+type anMessage struct {
+	Role    string  `json:"role"`
+	Content []Block `json:"content"`
+}
+
+type anRequest struct {
+	Model         string      `json:"model"`
+	System        string      `json:"system,omitempty"`
+	Messages      []anMessage `json:"messages"`
+	MaxTokens     int         `json:"max_tokens"`
+	Temperature   *float64    `json:"temperature,omitempty"`
+	StopSequences []string    `json:"stop_sequences,omitempty"`
+	Stream        bool        `json:"stream,omitempty"`
+	Tools         []Tool      `json:"tools,omitempty"`
+}
+
+type anUsage struct {
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+}
+
+func (u anUsage) usage() Usage {
+	return Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}
+}
+
+func (p *Anthropic) body(req Request, stream bool) ([]byte, error) {
+	r := anRequest{Model: req.Model, System: req.System, MaxTokens: req.MaxTokens, Temperature: req.Temperature, StopSequences: req.StopSequences, Stream: stream, Tools: req.Tools}
+	if r.MaxTokens <= 0 {
+		r.MaxTokens = 4096 // the Messages API requires a cap; chat completion clients may send none
+	}
+	for _, m := range req.Messages {
+		r.Messages = append(r.Messages, anMessage{Role: m.Role, Content: m.Content})
+	}
+	return json.Marshal(r)
+}
+
+func (p *Anthropic) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, p.baseURL+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-api-key", p.key)
+	req.Header.Set("anthropic-version", AnthropicVersion)
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return nil, transportError(p.name, err)
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		return nil, readUpstreamError(p.name, resp)
+	}
+	return resp, nil
+}
+
+// Complete implements Provider.
+func (p *Anthropic) Complete(ctx context.Context, req Request) (*Response, error) {
+	body, err := p.body(req, false)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.do(ctx, http.MethodPost, "/v1/messages", body)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var r struct {
+		ID         string  `json:"id"`
+		Model      string  `json:"model"`
+		Content    []Block `json:"content"`
+		StopReason string  `json:"stop_reason"`
+		Usage      anUsage `json:"usage"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&r); err != nil {
+		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: " + err.Error()}
+	}
+	return &Response{ID: r.ID, Model: r.Model, Content: r.Content, StopReason: r.StopReason, NativeStop: r.StopReason, Usage: r.Usage.usage()}, nil
+}
+
+// Stream implements Provider.
+func (p *Anthropic) Stream(ctx context.Context, req Request) (Stream, error) {
+	body, err := p.body(req, true)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.do(ctx, http.MethodPost, "/v1/messages", body)
+	if err != nil {
+		return nil, err
+	}
+	return &anStream{name: p.name, body: resp.Body, sse: newSSEReader(resp.Body)}, nil
+}
+
+type anStream struct {
+	name  string
+	body  io.ReadCloser
+	sse   *sseReader
+	usage Usage
+	stop  string
+	done  bool
+}
+
+type anEvent struct {
+	Type    string `json:"type"`
+	Message struct {
+		Usage anUsage `json:"usage"`
+	} `json:"message"`
+	Delta struct {
+		Type       string `json:"type"`
+		Text       string `json:"text"`
+		StopReason string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage *anUsage `json:"usage"`
+	Error *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func (s *anStream) Next() (Delta, error) {
+	for {
+		if s.done {
+			return Delta{}, io.EOF
+		}
+		ev, err := s.sse.Next()
+		if errors.Is(err, io.EOF) {
+			return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "stream ended without message_stop"}
+		}
+		if err != nil {
+			return Delta{}, transportError(s.name, err)
+		}
+		var e anEvent
+		if err := json.Unmarshal(ev.Data, &e); err != nil {
+			return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "malformed stream event"}
+		}
+		switch e.Type {
+		case "message_start":
+			s.usage = e.Message.Usage.usage()
+		case "content_block_delta":
+			if e.Delta.Type == "text_delta" && e.Delta.Text != "" {
+				return Delta{Text: e.Delta.Text}, nil
+			}
+		case "message_delta":
+			if e.Delta.StopReason != "" {
+				s.stop = e.Delta.StopReason
+			}
+			if e.Usage != nil {
+				// message_delta usage is cumulative for output tokens.
+				s.usage.OutputTokens = e.Usage.OutputTokens
+			}
+		case "message_stop":
+			s.done = true
+			u := s.usage
+			return Delta{StopReason: orDefault(s.stop, StopEndTurn), NativeStop: s.stop, Usage: &u}, nil
+		case "error":
+			msg := "upstream stream error"
+			if e.Error != nil {
+				msg = e.Error.Type + ": " + e.Error.Message
+			}
+			return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: msg}
+		}
+	}
+}
+
+func (s *anStream) Close() error { return s.body.Close() }
+
+// ListModels implements Provider.
+func (p *Anthropic) ListModels(ctx context.Context) ([]string, error) {
+	resp, err := p.do(ctx, http.MethodGet, "/v1/models?limit=1000", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var l struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&l); err != nil {
+		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed model list"}
+	}
+	out := make([]string, len(l.Data))
+	for i, m := range l.Data {
+		out[i] = m.ID
+	}
+	return out, nil
+}

@@ -1,0 +1,249 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Price is USD per million tokens.
+type Price struct {
+	InputPerMTok      float64 `json:"inputPerMTok"`
+	OutputPerMTok     float64 `json:"outputPerMTok"`
+	CacheReadPerMTok  float64 `json:"cacheReadPerMTok"`
+	CacheWritePerMTok float64 `json:"cacheWritePerMTok"`
+	Source            string  `json:"source"`
+}
+
+// Cost prices usage. Cache reads and writes are billed at their own rates,
+// as both providers bill them.
+func (p *Price) Cost(u Usage) float64 {
+	return (float64(u.InputTokens)*p.InputPerMTok + float64(u.OutputTokens)*p.OutputPerMTok +
+		float64(u.CacheReadTokens)*p.CacheReadPerMTok + float64(u.CacheWriteTokens)*p.CacheWritePerMTok) / 1e6
+}
+
+// ModelSpec declares a model: in the built-in table or a providers file.
+type ModelSpec struct {
+	Name          string   `json:"name"`
+	ContextTokens int      `json:"contextTokens"`
+	SupportsJSON  bool     `json:"supportsJson"`
+	SupportsTools bool     `json:"supportsTools"`
+	Modes         []string `json:"modes"`
+	Pricing       *Price   `json:"pricing,omitempty"`
+}
+
+// ProviderSpec declares a provider in the providers file.
+type ProviderSpec struct {
+	Name    string      `json:"name"`
+	Kind    string      `json:"kind"` // openai, anthropic, openai-compatible
+	BaseURL string      `json:"baseUrl"`
+	KeyEnv  string      `json:"keyEnv,omitempty"`
+	Models  []ModelSpec `json:"models"`
+}
+
+// Health is the last probe of a model.
+type Health struct {
+	OK        bool       `json:"ok"`
+	TestedAt  *time.Time `json:"testedAt"`
+	LatencyMs *int64     `json:"latencyMs"`
+}
+
+// Model is a catalog entry; its JSON is the specification's model object.
+type Model struct {
+	ID            string   `json:"id"`
+	Object        string   `json:"object"`
+	Created       int64    `json:"created"`
+	OwnedBy       string   `json:"owned_by"`
+	Provider      string   `json:"provider"`
+	Model         string   `json:"model"`
+	Modes         []string `json:"modes"`
+	ContextTokens int      `json:"contextTokens"`
+	SupportsJSON  bool     `json:"supportsJson"`
+	SupportsTools bool     `json:"supportsTools"`
+	Configured    bool     `json:"configured"`
+	Available     bool     `json:"available"`
+	HasPricing    bool     `json:"hasPricing"`
+	Pricing       *Price   `json:"pricing,omitempty"`
+	Health        Health   `json:"health"`
+	Development   bool     `json:"development,omitempty"`
+	Description   string   `json:"description,omitempty"`
+}
+
+// pricesAsOf is the date of the built-in prices; a providers file overrides
+// any of them.
+const pricesAsOf = "list prices as published by the provider, 2025-06"
+
+// builtin are the models Baton knows without a providers file.
+var builtin = map[string][]ModelSpec{
+	"openai": {
+		{Name: "gpt-4o-mini", ContextTokens: 128000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
+			Pricing: &Price{InputPerMTok: 0.15, OutputPerMTok: 0.60, CacheReadPerMTok: 0.075, Source: pricesAsOf}},
+		{Name: "gpt-4o", ContextTokens: 128000, SupportsJSON: true, SupportsTools: true, Modes: []string{"premium", "auto"},
+			Pricing: &Price{InputPerMTok: 2.50, OutputPerMTok: 10.00, CacheReadPerMTok: 1.25, Source: pricesAsOf}},
+		{Name: "gpt-4.1-mini", ContextTokens: 1047576, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
+			Pricing: &Price{InputPerMTok: 0.40, OutputPerMTok: 1.60, CacheReadPerMTok: 0.10, Source: pricesAsOf}},
+	},
+	"anthropic": {
+		{Name: "claude-3-5-haiku-latest", ContextTokens: 200000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
+			Pricing: &Price{InputPerMTok: 0.80, OutputPerMTok: 4.00, CacheReadPerMTok: 0.08, CacheWritePerMTok: 1.00, Source: pricesAsOf}},
+		{Name: "claude-sonnet-4-0", ContextTokens: 200000, SupportsJSON: true, SupportsTools: true, Modes: []string{"balanced", "premium", "auto"},
+			Pricing: &Price{InputPerMTok: 3.00, OutputPerMTok: 15.00, CacheReadPerMTok: 0.30, CacheWritePerMTok: 3.75, Source: pricesAsOf}},
+	},
+}
+
+// Catalog maps `<provider>:<model>` ids to providers and model entries.
+type Catalog struct {
+	mu        sync.RWMutex
+	providers map[string]Provider
+	models    map[string]*Model
+}
+
+// Config is where providers come from.
+type Config struct {
+	Getenv        func(string) string
+	ProvidersFile string // optional JSON file: {"providers":[ProviderSpec...]}
+	Client        *http.Client
+}
+
+// NewCatalog builds the catalog: local always, OpenAI and Anthropic from
+// OPENAI_* and ANTHROPIC_* variables, and whatever the providers file adds
+// or overrides.
+func NewCatalog(cfg Config) (*Catalog, error) {
+	if cfg.Getenv == nil {
+		cfg.Getenv = os.Getenv
+	}
+	c := &Catalog{providers: map[string]Provider{}, models: map[string]*Model{}}
+	c.add(Local{}, []ModelSpec{{Name: LocalModel, ContextTokens: 1 << 20, Modes: []string{"cheap", "balanced", "premium", "auto"},
+		Pricing: &Price{Source: "free: runs inside Baton"}}}, true)
+
+	openaiURL := orDefault(cfg.Getenv("OPENAI_BASE_URL"), "https://api.openai.com/v1")
+	c.add(NewOpenAI("openai", "openai", openaiURL, cfg.Getenv("OPENAI_API_KEY"), cfg.Client), builtin["openai"], false)
+	anthropicURL := orDefault(cfg.Getenv("ANTHROPIC_BASE_URL"), "https://api.anthropic.com")
+	c.add(NewAnthropic("anthropic", anthropicURL, cfg.Getenv("ANTHROPIC_API_KEY"), cfg.Client), builtin["anthropic"], false)
+
+	if cfg.ProvidersFile != "" {
+		b, err := os.ReadFile(cfg.ProvidersFile)
+		if errors.Is(err, fs.ErrNotExist) {
+			return c, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("gateway: providers file: %w", err)
+		}
+		var f struct {
+			Providers []ProviderSpec `json:"providers"`
+		}
+		dec := json.NewDecoder(strings.NewReader(string(b)))
+		dec.DisallowUnknownFields() // a typo in a config file should not pass silently
+		if err := dec.Decode(&f); err != nil {
+			return nil, fmt.Errorf("gateway: providers file %s: %w", cfg.ProvidersFile, err)
+		}
+		for _, p := range f.Providers {
+			if err := c.addSpec(p, cfg); err != nil {
+				return nil, fmt.Errorf("gateway: providers file %s: %w", cfg.ProvidersFile, err)
+			}
+		}
+	}
+	return c, nil
+}
+
+func (c *Catalog) addSpec(p ProviderSpec, cfg Config) error {
+	if p.Name == "" || strings.ContainsAny(p.Name, ": /") || p.Name == "local" {
+		return fmt.Errorf("provider name %q: use letters, digits, '-' or '_' (and not local)", p.Name)
+	}
+	key := ""
+	if p.KeyEnv != "" {
+		key = cfg.Getenv(p.KeyEnv)
+	}
+	var prov Provider
+	switch p.Kind {
+	case "openai", "openai-compatible":
+		if p.BaseURL == "" {
+			return fmt.Errorf("provider %s: baseUrl is required", p.Name)
+		}
+		prov = NewOpenAI(p.Name, p.Kind, p.BaseURL, key, cfg.Client)
+	case "anthropic":
+		prov = NewAnthropic(p.Name, orDefault(p.BaseURL, "https://api.anthropic.com"), key, cfg.Client)
+	default:
+		return fmt.Errorf("provider %s: kind %q is not openai, anthropic or openai-compatible", p.Name, p.Kind)
+	}
+	for _, m := range p.Models {
+		if m.Name == "" {
+			return fmt.Errorf("provider %s: a model has no name", p.Name)
+		}
+	}
+	c.mu.Lock()
+	for id, m := range c.models {
+		if m.Provider == p.Name {
+			delete(c.models, id)
+		}
+	}
+	c.mu.Unlock()
+	c.add(prov, p.Models, false)
+	return nil
+}
+
+func (c *Catalog) add(p Provider, specs []ModelSpec, dev bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.providers[p.Name()] = p
+	for _, s := range specs {
+		m := &Model{
+			ID: p.Name() + ":" + s.Name, Object: "model", OwnedBy: p.Name(), Provider: p.Name(), Model: s.Name,
+			Modes: s.Modes, ContextTokens: s.ContextTokens, SupportsJSON: s.SupportsJSON, SupportsTools: s.SupportsTools,
+			Configured: p.Configured(), Available: p.Configured(), HasPricing: s.Pricing != nil, Pricing: s.Pricing,
+			Development: dev,
+		}
+		if m.Modes == nil {
+			m.Modes = []string{}
+		}
+		if dev {
+			m.Description = "offline development provider: echoes the prompt, no language model behind it"
+			now := time.Now().UTC()
+			var zero int64
+			m.Health = Health{OK: true, TestedAt: &now, LatencyMs: &zero}
+		}
+		c.models[m.ID] = m
+	}
+}
+
+// Resolve finds the provider and entry of a `<provider>:<model>` id. A
+// configured provider also serves models the catalog does not list (they
+// are unpriced).
+func (c *Catalog) Resolve(id string) (Provider, *Model, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	provName, name, ok := strings.Cut(id, ":")
+	if !ok || provName == "" || name == "" {
+		return nil, nil, fmt.Errorf("%w: %q is not of the form <provider>:<model>", ErrUnknownModel, id)
+	}
+	p := c.providers[provName]
+	if p == nil {
+		return nil, nil, fmt.Errorf("%w: no provider %q", ErrUnknownModel, provName)
+	}
+	if m := c.models[id]; m != nil {
+		return p, m, nil
+	}
+	if provName == "local" {
+		return nil, nil, fmt.Errorf("%w: the local provider serves only %s", ErrUnknownModel, "local:"+LocalModel)
+	}
+	return p, &Model{ID: id, Object: "model", Provider: provName, Model: name, Modes: []string{}, Configured: p.Configured(), Available: p.Configured()}, nil
+}
+
+// List returns every model, sorted by id.
+func (c *Catalog) List() []Model {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]Model, 0, len(c.models))
+	for _, m := range c.models {
+		out = append(out, *m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}

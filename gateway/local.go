@@ -1,0 +1,105 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Local is the offline development provider: no key, no network, no model.
+// It answers deterministically from the prompt so that `make run` and the
+// tests have a provider on any machine. The catalog labels it; it is never a
+// stand-in for a real adapter.
+type Local struct{}
+
+// LocalModel is the one model the local provider serves.
+const LocalModel = "echo"
+
+func (Local) Name() string     { return "local" }
+func (Local) Kind() string     { return "local" }
+func (Local) Configured() bool { return true }
+
+// answer is what the local model says: the last user message, echoed, cut
+// to the token cap (one token per word here).
+func (Local) answer(req Request) (words []string, stop string, usage Usage) {
+	last := ""
+	for _, m := range req.Messages {
+		if m.Role != "user" {
+			continue
+		}
+		for _, b := range m.Content {
+			if b.Type == "text" {
+				last = b.Text
+			}
+		}
+	}
+	in := countWords(req.System)
+	for _, m := range req.Messages {
+		for _, b := range m.Content {
+			in += countWords(b.Text)
+		}
+	}
+	words = strings.Fields("[local development model] You said: " + last)
+	stop = StopEndTurn
+	if req.MaxTokens > 0 && len(words) > req.MaxTokens {
+		words, stop = words[:req.MaxTokens], StopMaxTokens
+	}
+	return words, stop, Usage{InputTokens: in, OutputTokens: len(words)}
+}
+
+func countWords(s string) int {
+	return len(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) }))
+}
+
+// Complete implements Provider.
+func (l Local) Complete(ctx context.Context, req Request) (*Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	words, stop, u := l.answer(req)
+	return &Response{ID: fmt.Sprintf("local-%d", time.Now().UnixNano()), Model: LocalModel,
+		Content: []Block{{Type: "text", Text: strings.Join(words, " ")}}, StopReason: stop, NativeStop: stop, Usage: u}, nil
+}
+
+// Stream implements Provider: one word per delta.
+func (l Local) Stream(ctx context.Context, req Request) (Stream, error) {
+	words, stop, u := l.answer(req)
+	return &localStream{ctx: ctx, words: words, stop: stop, usage: u}, nil
+}
+
+type localStream struct {
+	ctx   context.Context
+	words []string
+	i     int
+	stop  string
+	usage Usage
+	done  bool
+}
+
+func (s *localStream) Next() (Delta, error) {
+	if err := s.ctx.Err(); err != nil {
+		return Delta{}, err
+	}
+	if s.i < len(s.words) {
+		w := s.words[s.i]
+		if s.i > 0 {
+			w = " " + w
+		}
+		s.i++
+		return Delta{Text: w}, nil
+	}
+	if s.done {
+		return Delta{}, io.EOF
+	}
+	s.done = true
+	u := s.usage
+	return Delta{StopReason: s.stop, NativeStop: s.stop, Usage: &u}, nil
+}
+
+func (s *localStream) Close() error { return nil }
+
+// ListModels implements Provider.
+func (Local) ListModels(context.Context) ([]string, error) { return []string{LocalModel}, nil }

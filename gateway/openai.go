@@ -1,0 +1,377 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// OpenAI speaks the chat completions wire format: OpenAI itself, or any
+// OpenAI-compatible server (Ollama, vLLM, Groq, OpenRouter...).
+type OpenAI struct {
+	name        string
+	kind        string // openai or openai-compatible
+	baseURL     string
+	key         string
+	client      *http.Client
+	newTokenCap bool // send max_completion_tokens (OpenAI) instead of max_tokens
+}
+
+// NewOpenAI builds an adapter. kind is "openai" or "openai-compatible".
+func NewOpenAI(name, kind, baseURL, key string, client *http.Client) *OpenAI {
+	if client == nil {
+		client = NewHTTPClient()
+	}
+	return &OpenAI{name: name, kind: kind, baseURL: strings.TrimRight(baseURL, "/"), key: key, client: client, newTokenCap: kind == "openai"}
+}
+
+// NewHTTPClient is the pooled client every adapter uses by default: bounded
+// dial and header timeouts, connection reuse, no overall timeout (streams may
+// be long; contexts bound calls).
+func NewHTTPClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   128,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 60 * time.Second,
+		ForceAttemptHTTP2:     true,
+	}}
+}
+
+func (p *OpenAI) Name() string { return p.name }
+func (p *OpenAI) Kind() string { return p.kind }
+func (p *OpenAI) Configured() bool {
+	return p.baseURL != "" && (p.key != "" || p.kind == "openai-compatible")
+}
+
+type oaMessage struct {
+	Role       string       `json:"role"`
+	Content    any          `json:"content"`
+	ToolCalls  []oaToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string       `json:"tool_call_id,omitempty"`
+}
+
+type oaToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type oaRequest struct {
+	Model               string         `json:"model"`
+	Messages            []oaMessage    `json:"messages"`
+	MaxTokens           int            `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
+	Temperature         *float64       `json:"temperature,omitempty"`
+	Stop                []string       `json:"stop,omitempty"`
+	Stream              bool           `json:"stream,omitempty"`
+	StreamOptions       map[string]any `json:"stream_options,omitempty"`
+	Tools               []any          `json:"tools,omitempty"`
+}
+
+type oaUsage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+// usage converts OpenAI's counts, where prompt tokens include cached ones.
+func (u oaUsage) usage() Usage {
+	cached := min(u.PromptTokensDetails.CachedTokens, u.PromptTokens)
+	return Usage{InputTokens: u.PromptTokens - cached, OutputTokens: u.CompletionTokens, CacheReadTokens: cached}
+}
+
+type oaResponse struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Message struct {
+			Content   *string      `json:"content"`
+			ToolCalls []oaToolCall `json:"tool_calls"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *oaUsage `json:"usage"`
+}
+
+// StopFromOpenAI maps a finish_reason to the canonical stop reason.
+func StopFromOpenAI(fr string) string {
+	switch fr {
+	case "stop":
+		return StopEndTurn
+	case "length":
+		return StopMaxTokens
+	case "tool_calls", "function_call":
+		return StopToolUse
+	case "":
+		return ""
+	}
+	return StopUnknownValue
+}
+
+func (p *OpenAI) body(req Request, stream bool) ([]byte, error) {
+	r := oaRequest{Model: req.Model, Temperature: req.Temperature, Stop: req.StopSequences, Stream: stream}
+	if p.newTokenCap {
+		r.MaxCompletionTokens = req.MaxTokens
+	} else {
+		r.MaxTokens = req.MaxTokens
+	}
+	if stream {
+		r.StreamOptions = map[string]any{"include_usage": true}
+	}
+	if req.System != "" {
+		r.Messages = append(r.Messages, oaMessage{Role: "system", Content: req.System})
+	}
+	for _, m := range req.Messages {
+		var text strings.Builder
+		var calls []oaToolCall
+		for _, b := range m.Content {
+			switch b.Type {
+			case "text":
+				text.WriteString(b.Text)
+			case "tool_use":
+				c := oaToolCall{ID: b.ID, Type: "function"}
+				c.Function.Name, c.Function.Arguments = b.Name, string(b.Input)
+				calls = append(calls, c)
+			case "tool_result":
+				r.Messages = append(r.Messages, oaMessage{Role: "tool", Content: b.Text, ToolCallID: b.ToolUseID})
+			}
+		}
+		if text.Len() > 0 || len(calls) > 0 {
+			om := oaMessage{Role: m.Role, Content: text.String(), ToolCalls: calls}
+			if text.Len() == 0 {
+				om.Content = nil
+			}
+			r.Messages = append(r.Messages, om)
+		}
+	}
+	for _, t := range req.Tools {
+		r.Tools = append(r.Tools, map[string]any{"type": "function", "function": map[string]any{"name": t.Name, "description": t.Description, "parameters": t.Schema}})
+	}
+	return json.Marshal(r)
+}
+
+func (p *OpenAI) post(ctx context.Context, path string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if p.key != "" {
+		req.Header.Set("Authorization", "Bearer "+p.key)
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return nil, transportError(p.name, err)
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		return nil, readUpstreamError(p.name, resp)
+	}
+	return resp, nil
+}
+
+// Complete implements Provider.
+func (p *OpenAI) Complete(ctx context.Context, req Request) (*Response, error) {
+	body, err := p.body(req, false)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.post(ctx, "/chat/completions", body)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var r oaResponse
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&r); err != nil {
+		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: " + err.Error()}
+	}
+	if len(r.Choices) == 0 {
+		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "response has no choices"}
+	}
+	c := r.Choices[0]
+	out := &Response{ID: r.ID, Model: r.Model, NativeStop: c.FinishReason, StopReason: StopFromOpenAI(c.FinishReason)}
+	if c.Message.Content != nil && *c.Message.Content != "" {
+		out.Content = append(out.Content, Block{Type: "text", Text: *c.Message.Content})
+	}
+	for _, tc := range c.Message.ToolCalls {
+		out.Content = append(out.Content, Block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: json.RawMessage(orEmptyObject(tc.Function.Arguments))})
+	}
+	if r.Usage != nil {
+		out.Usage = r.Usage.usage()
+	}
+	return out, nil
+}
+
+func orEmptyObject(s string) string {
+	if strings.TrimSpace(s) == "" || !json.Valid([]byte(s)) {
+		return "{}"
+	}
+	return s
+}
+
+// Stream implements Provider.
+func (p *OpenAI) Stream(ctx context.Context, req Request) (Stream, error) {
+	body, err := p.body(req, true)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.post(ctx, "/chat/completions", body)
+	if err != nil {
+		return nil, err
+	}
+	return &oaStream{name: p.name, body: resp.Body, sse: newSSEReader(resp.Body)}, nil
+}
+
+type oaStream struct {
+	name    string
+	body    io.ReadCloser
+	sse     *sseReader
+	stop    string
+	native  string
+	usage   *Usage
+	done    bool
+	pending []Delta
+}
+
+type oaChunk struct {
+	Choices []struct {
+		Delta struct {
+			Content *string `json:"content"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *oaUsage  `json:"usage"`
+	Error *struct { // some servers send errors in-stream
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func (s *oaStream) Next() (Delta, error) {
+	for {
+		if s.done {
+			return Delta{}, io.EOF
+		}
+		ev, err := s.sse.Next()
+		if errors.Is(err, io.EOF) {
+			return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "stream ended without [DONE]"}
+		}
+		if err != nil {
+			return Delta{}, transportError(s.name, err)
+		}
+		if string(ev.Data) == "[DONE]" {
+			s.done = true
+			return Delta{StopReason: orDefault(s.stop, StopEndTurn), NativeStop: s.native, Usage: s.usage}, nil
+		}
+		var c oaChunk
+		if err := json.Unmarshal(ev.Data, &c); err != nil {
+			return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "malformed stream chunk"}
+		}
+		if c.Error != nil {
+			return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: c.Error.Message}
+		}
+		if c.Usage != nil {
+			u := c.Usage.usage()
+			s.usage = &u
+		}
+		var d Delta
+		for _, ch := range c.Choices {
+			if ch.Delta.Content != nil {
+				d.Text += *ch.Delta.Content
+			}
+			if ch.FinishReason != nil && *ch.FinishReason != "" {
+				s.native = *ch.FinishReason
+				s.stop = StopFromOpenAI(*ch.FinishReason)
+			}
+		}
+		if d.Text != "" {
+			return d, nil
+		}
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func (s *oaStream) Close() error { return s.body.Close() }
+
+// ListModels implements Provider.
+func (p *OpenAI) ListModels(ctx context.Context) ([]string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.baseURL+"/models", nil)
+	if err != nil {
+		return nil, err
+	}
+	if p.key != "" {
+		req.Header.Set("Authorization", "Bearer "+p.key)
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return nil, transportError(p.name, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		return nil, readUpstreamError(p.name, resp)
+	}
+	var l struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&l); err != nil {
+		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed model list"}
+	}
+	out := make([]string, len(l.Data))
+	for i, m := range l.Data {
+		out[i] = m.ID
+	}
+	return out, nil
+}
+
+func transportError(provider string, err error) error {
+	var ne net.Error
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return &UpstreamError{Provider: provider, Message: "timed out", Timeout: true}
+	}
+	return &UpstreamError{Provider: provider, Message: "could not reach the provider", cause: err}
+}
+
+// readUpstreamError reads an error body in either provider's shape.
+func readUpstreamError(provider string, resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+		} `json:"error"`
+	}
+	msg := strings.TrimSpace(string(b))
+	if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
+		msg = e.Error.Message
+	}
+	if len(msg) > 500 {
+		msg = msg[:500]
+	}
+	return &UpstreamError{Provider: provider, Status: resp.StatusCode, Type: e.Error.Type, Message: fmt.Sprintf("%s", msg), RetryAfter: resp.Header.Get("Retry-After")}
+}
