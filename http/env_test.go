@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/batonhq/baton/eventstore/bolt"
+	"github.com/batonhq/baton/gateway"
 	batonhttp "github.com/batonhq/baton/http"
 	"github.com/batonhq/baton/projections"
 )
@@ -33,7 +34,10 @@ type env struct {
 	tenantB  string
 }
 
-func newEnv(t testing.TB) *env {
+func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
+
+// newEnvWith also serves the model gateway with the given catalog.
+func newEnvWith(t testing.TB, catalog *gateway.Catalog) *env {
 	t.Helper()
 	dir := t.TempDir()
 	store, err := bolt.Open(dir, bolt.Options{})
@@ -51,7 +55,7 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	front := batonhttp.NewServer(batonhttp.Config{Store: store, Projections: proj, Scanner: scanner, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel), Version: "test", MaxBody: 64 << 10})
+	front := batonhttp.NewServer(batonhttp.Config{Store: store, Projections: proj, Scanner: scanner, Catalog: catalog, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel), Version: "test", MaxBody: 64 << 10})
 	srv := httptest.NewServer(front.Handler())
 	e := &env{t: t, srv: srv, store: store, proj: proj, dir: dir}
 	t.Cleanup(func() {

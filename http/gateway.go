@@ -315,7 +315,15 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c gatewayCal
 	deltas, pumpDone := pump(ctx, st)
 	defer func() { cancel(); st.Close(); <-pumpDone }()
 	var sent gateway.Usage
-	for p := range deltas {
+	for {
+		var p pumped
+		select {
+		case p = <-deltas:
+		case <-ctx.Done():
+			// The client went away; the pump stops without a last send.
+			s.recordUsage(r, c, sent, "client_gone")
+			return
+		}
 		if p.err != nil {
 			outcome := "partial"
 			if errors.Is(p.err, context.Canceled) || r.Context().Err() != nil {
@@ -548,18 +556,17 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c gateway
 	var sent gateway.Usage
 	for {
 		var p pumped
-		var ok bool
 		select {
-		case p, ok = <-deltas:
+		case p = <-deltas:
+		case <-ctx.Done():
+			s.recordUsage(r, c, sent, "client_gone")
+			return
 		case <-ticker.C:
 			if sse.event("ping", map[string]any{"type": "ping"}) != nil {
 				s.recordUsage(r, c, sent, "client_gone")
 				return
 			}
 			continue
-		}
-		if !ok {
-			return
 		}
 		if p.err != nil {
 			outcome := "partial"
