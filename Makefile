@@ -48,6 +48,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeHead -fuzztime $(FUZZTIME) ./eventstore/bolt
 	$(GO) test -run '^$$' -fuzz FuzzScanJSON -fuzztime $(FUZZTIME) ./domain/secrets
 	$(GO) test -run '^$$' -fuzz FuzzCallbackBodies -fuzztime $(FUZZTIME) ./http
+	$(GO) test -run '^$$' -fuzz FuzzGatewayBodies -fuzztime $(FUZZTIME) ./http
+	$(GO) test -run '^$$' -fuzz FuzzSSEStreams -fuzztime $(FUZZTIME) ./gateway
 
 clean:
 	rm -rf baton $(DATA)

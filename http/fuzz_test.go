@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/batonhq/baton/gateway"
 )
 
 // FuzzCallbackBodies sends arbitrary bodies to every decoder of untrusted
@@ -56,6 +58,40 @@ func FuzzCallbackBodies(f *testing.F) {
 			}
 		default:
 			t.Fatalf("%s answered %d to %q: %s", r.path, rec.Code, body, rec.Body.String())
+		}
+	})
+}
+
+// FuzzGatewayBodies sends arbitrary bodies to both gateway fronts (the local
+// provider answers): every answer is deliberate, never a 500.
+func FuzzGatewayBodies(f *testing.F) {
+	for _, seed := range []string{
+		`{"model":"local:echo","messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"local:echo","max_tokens":5,"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}]}`,
+		`{"model":"local:echo","messages":[{"role":"tool","content":null,"tool_call_id":"1"},{"role":"user","content":[{"type":"image_url"}]}]}`,
+		`{"model":"x","stop":5}`, `{`, `[]`,
+	} {
+		f.Add(false, []byte(seed))
+		f.Add(true, []byte(seed))
+	}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(string) string { return "" }})
+	if err != nil {
+		f.Fatal(err)
+	}
+	e := newEnvWith(f, cat)
+	h := e.srv.Config.Handler
+	f.Fuzz(func(t *testing.T, messages bool, body []byte) {
+		e.t = t
+		path := "/v1/chat/completions"
+		if messages {
+			path = "/v1/messages"
+		}
+		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+e.tenantA)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code >= 500 && rec.Code != 503 {
+			t.Fatalf("%s answered %d to %q: %s", path, rec.Code, body, rec.Body.String())
 		}
 	})
 }

@@ -1,0 +1,47 @@
+package gateway
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestSSEReader(t *testing.T) {
+	in := ": comment\nevent: a\ndata: 1\ndata: 2\n\n\n\ndata: [DONE]\n\nevent: tail\ndata: x"
+	r := newSSEReader(strings.NewReader(in))
+	want := []sseEvent{{"a", []byte("1\n2")}, {"", []byte("[DONE]")}, {"tail", []byte("x")}}
+	for i, w := range want {
+		got, err := r.Next()
+		if err != nil || got.Event != w.Event || string(got.Data) != string(w.Data) {
+			t.Fatalf("event %d = %q %q, %v; want %q %q", i, got.Event, got.Data, err, w.Event, w.Data)
+		}
+	}
+	if _, err := r.Next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the last event: %v", err)
+	}
+}
+
+// FuzzSSEStreams feeds arbitrary upstream bytes to both stream parsers: they
+// must end (EOF or an error) without panicking.
+func FuzzSSEStreams(f *testing.F) {
+	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n"))
+	f.Add([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3}}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"))
+	f.Add([]byte("data: {\"error\":{\"message\":\"x\"}}\n\n"))
+	f.Add([]byte("data: not json\n\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, st := range []Stream{
+			&oaStream{name: "f", body: io.NopCloser(nil), sse: newSSEReader(strings.NewReader(string(b)))},
+			&anStream{name: "f", body: io.NopCloser(nil), sse: newSSEReader(strings.NewReader(string(b)))},
+		} {
+			for i := 0; ; i++ {
+				if i > len(b)+2 {
+					t.Fatal("the parser did not end")
+				}
+				if _, err := st.Next(); err != nil {
+					break
+				}
+			}
+		}
+	})
+}
