@@ -34,19 +34,9 @@ type loaded struct {
 }
 
 func (l *ledger) load(ctx context.Context, id string) (*loaded, error) {
-	var recs []domain.Recorded
-	for from := uint64(0); ; {
-		page, err := l.store.ReadStream(ctx, domain.StreamID(id), from, 1000)
-		if err != nil {
-			return nil, err
-		}
-		for _, ev := range page {
-			recs = append(recs, projections.RecordedFrom(ev))
-		}
-		if len(page) < 1000 {
-			break
-		}
-		from = page[len(page)-1].Revision + 1
+	recs, err := projections.ReadHandoff(ctx, l.store, id)
+	if err != nil {
+		return nil, err
 	}
 	if len(recs) == 0 {
 		return nil, nil

@@ -2,6 +2,7 @@ package projections
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -83,6 +84,25 @@ func RecordedFrom(ev eventstore.RecordedEvent) domain.Recorded {
 	return domain.Recorded{
 		Seq: ev.Revision + 1, Type: ev.Type, Data: ev.Data, Actor: ev.Metadata.Actor,
 		RecordedAt: ev.Metadata.RecordedAt, PrevHash: ev.Metadata.PrevHash, Hash: ev.Metadata.Hash,
+	}
+}
+
+// ReadHandoff reads a handoff's whole stream from the store, in the
+// domain's form; a missing handoff reads as no events.
+func ReadHandoff(ctx context.Context, store eventstore.Store, id string) ([]domain.Recorded, error) {
+	var recs []domain.Recorded
+	for from := uint64(0); ; {
+		page, err := store.ReadStream(ctx, domain.StreamID(id), from, 1000)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range page {
+			recs = append(recs, RecordedFrom(ev))
+		}
+		if len(page) < 1000 {
+			return recs, nil
+		}
+		from = page[len(page)-1].Revision + 1
 	}
 }
 

@@ -64,19 +64,26 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 		}()
 	}
-	if *only == "lifecycle" {
+	lifecycleRuns := func() ([]lifecycleResult, error) {
+		var out []lifecycleResult
 		for _, x := range []int{1, 64} {
 			dir, err := tmp(fmt.Sprintf("lifecycle-%d", x))
 			if err != nil {
-				return err
+				return nil, err
 			}
 			r, err := benchLifecycles(ctx, dir, x, *dur)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			fmt.Fprint(stdout, lifecycleReport([]lifecycleResult{r}))
+			fmt.Fprintf(stdout, "lifecycles, %2d executors: %6.0f lifecycles/s, %6.0f callbacks/s, p50 %v p99 %v per call\n",
+				x, float64(r.Lifecycles)/r.Elapsed.Seconds(), float64(r.Callbacks)/r.Elapsed.Seconds(), r.All50, r.All99)
+			out = append(out, r)
 		}
-		return nil
+		return out, nil
+	}
+	if *only == "lifecycle" {
+		_, err := lifecycleRuns()
+		return err
 	}
 	dir, err := tmp("fsync")
 	if err != nil {
@@ -123,19 +130,9 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "global feed read: %d events in %v, %.0f events/s\n", read.Events, read.Elapsed.Round(time.Millisecond), read.PerSec)
 
-	var lifecycles []lifecycleResult
-	for _, x := range []int{1, 64} {
-		dir, err := tmp(fmt.Sprintf("lifecycle-%d", x))
-		if err != nil {
-			return err
-		}
-		r, err := benchLifecycles(ctx, dir, x, *dur)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "lifecycles, %2d executors: %6.0f lifecycles/s, %6.0f callbacks/s, p50 %v p99 %v per call\n",
-			x, float64(r.Lifecycles)/r.Elapsed.Seconds(), float64(r.Callbacks)/r.Elapsed.Seconds(), r.All50, r.All99)
-		lifecycles = append(lifecycles, r)
+	lifecycles, err := lifecycleRuns()
+	if err != nil {
+		return err
 	}
 
 	md := report(fsyncs, appends, read, fillTook) + lifecycleReport(lifecycles)

@@ -53,19 +53,9 @@ func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	var events, broken int
 	for _, id := range ids {
-		var recs []domain.Recorded
-		for from := uint64(0); ; {
-			page, err := store.ReadStream(ctx, domain.StreamID(id), from, 1000)
-			if err != nil {
-				return err
-			}
-			for _, ev := range page {
-				recs = append(recs, projections.RecordedFrom(ev))
-			}
-			if len(page) < 1000 {
-				break
-			}
-			from = page[len(page)-1].Revision + 1
+		recs, err := projections.ReadHandoff(ctx, store, id)
+		if err != nil {
+			return err
 		}
 		if len(recs) == 0 {
 			fmt.Fprintf(stdout, "handoff %s: not found\n", id)
