@@ -54,6 +54,9 @@ type KeyRecord struct {
 	RevokedAt *time.Time `json:"revokedAt,omitempty"`
 }
 
+// ValidTenant reports whether name is a well-formed tenant name.
+func ValidTenant(name string) bool { return tenantRE.MatchString(name) }
+
 // NewKey makes a random key (238 bits from crypto/rand) and its record.
 func NewKey(tenant string, admin bool, label string) (secret string, ev KeyCreated, err error) {
 	if !tenantRE.MatchString(tenant) {

@@ -29,8 +29,12 @@ func NewAnthropic(name, baseURL, key string, client *http.Client) *Anthropic {
 	return &Anthropic{name: name, baseURL: strings.TrimRight(baseURL, "/"), key: key, client: client}
 }
 
-func (p *Anthropic) Name() string     { return p.name }
-func (p *Anthropic) Kind() string     { return "anthropic" }
+func (p *Anthropic) Name() string { return p.name }
+func (p *Anthropic) Kind() string { return "anthropic" }
+
+// HasKey reports whether a key is set, without showing it.
+func (p *Anthropic) HasKey() bool { return p.key != "" }
+
 func (p *Anthropic) Configured() bool { return p.baseURL != "" && p.key != "" }
 
 type anMessage struct {

@@ -37,6 +37,9 @@ type ModelSpec struct {
 	SupportsTools bool     `json:"supportsTools"`
 	Modes         []string `json:"modes"`
 	Pricing       *Price   `json:"pricing,omitempty"`
+	// Fallbacks are model ids tried, in order, when this model's provider
+	// fails before the first byte reaches the client.
+	Fallbacks []string `json:"fallbacks,omitempty"`
 }
 
 // ProviderSpec declares a provider in the providers file.
@@ -74,6 +77,13 @@ type Model struct {
 	Health        Health   `json:"health"`
 	Development   bool     `json:"development,omitempty"`
 	Description   string   `json:"description,omitempty"`
+	Fallbacks     []string `json:"fallbacks,omitempty"`
+	// Listed is whether the provider's own model list (the last sync)
+	// named this model; nil before any sync.
+	Listed *bool `json:"listed,omitempty"`
+	// Discovered marks a model known only from a sync: capabilities
+	// unknown, unpriced.
+	Discovered bool `json:"discovered,omitempty"`
 }
 
 // pricesAsOf is the date of the built-in prices; a providers file overrides
@@ -100,9 +110,11 @@ var builtin = map[string][]ModelSpec{
 
 // Catalog maps `<provider>:<model>` ids to providers and model entries.
 type Catalog struct {
-	mu        sync.RWMutex
-	providers map[string]Provider
-	models    map[string]*Model
+	mu         sync.RWMutex
+	providers  map[string]Provider
+	models     map[string]*Model
+	modeChains map[string][]string // mode -> model ids, from the providers file
+	syncs      map[string]ModelsSynced
 }
 
 // Config is where providers come from.
@@ -119,7 +131,7 @@ func NewCatalog(cfg Config) (*Catalog, error) {
 	if cfg.Getenv == nil {
 		cfg.Getenv = os.Getenv
 	}
-	c := &Catalog{providers: map[string]Provider{}, models: map[string]*Model{}}
+	c := &Catalog{providers: map[string]Provider{}, models: map[string]*Model{}, modeChains: map[string][]string{}, syncs: map[string]ModelsSynced{}}
 	c.add(Local{}, []ModelSpec{{Name: LocalModel, ContextTokens: 1 << 20, Modes: []string{"cheap", "balanced", "premium", "auto"},
 		Pricing: &Price{Source: "free: runs inside Baton"}}}, true)
 
@@ -138,6 +150,9 @@ func NewCatalog(cfg Config) (*Catalog, error) {
 		}
 		var f struct {
 			Providers []ProviderSpec `json:"providers"`
+			// Modes sets the fallback chain of a routing mode: model
+			// ids in order of preference.
+			Modes map[string][]string `json:"modes"`
 		}
 		dec := json.NewDecoder(strings.NewReader(string(b)))
 		dec.DisallowUnknownFields() // a typo in a config file should not pass silently
@@ -147,6 +162,26 @@ func NewCatalog(cfg Config) (*Catalog, error) {
 		for _, p := range f.Providers {
 			if err := c.addSpec(p, cfg); err != nil {
 				return nil, fmt.Errorf("gateway: providers file %s: %w", cfg.ProvidersFile, err)
+			}
+		}
+		for mode, ids := range f.Modes {
+			if !IsMode(mode) {
+				return nil, fmt.Errorf("gateway: providers file %s: mode %q is not one of %s", cfg.ProvidersFile, mode, strings.Join(Modes, ", "))
+			}
+			c.modeChains[mode] = ids
+		}
+	}
+	for _, m := range c.models {
+		for _, id := range m.Fallbacks {
+			if _, _, err := c.Resolve(id); err != nil || id == m.ID {
+				return nil, fmt.Errorf("gateway: model %s: fallback %q is not a model of a known provider", m.ID, id)
+			}
+		}
+	}
+	for mode, ids := range c.modeChains {
+		for _, id := range ids {
+			if _, _, err := c.Resolve(id); err != nil {
+				return nil, fmt.Errorf("gateway: mode %s: %q is not a model of a known provider", mode, id)
 			}
 		}
 	}
@@ -198,7 +233,7 @@ func (c *Catalog) add(p Provider, specs []ModelSpec, dev bool) {
 			ID: p.Name() + ":" + s.Name, Object: "model", OwnedBy: p.Name(), Provider: p.Name(), Model: s.Name,
 			Modes: s.Modes, ContextTokens: s.ContextTokens, SupportsJSON: s.SupportsJSON, SupportsTools: s.SupportsTools,
 			Configured: p.Configured(), Available: p.Configured(), HasPricing: s.Pricing != nil, Pricing: s.Pricing,
-			Development: dev,
+			Development: dev, Fallbacks: s.Fallbacks,
 		}
 		if m.Modes == nil {
 			m.Modes = []string{}
@@ -228,7 +263,8 @@ func (c *Catalog) Resolve(id string) (Provider, *Model, error) {
 		return nil, nil, fmt.Errorf("%w: no provider %q", ErrUnknownModel, provName)
 	}
 	if m := c.models[id]; m != nil {
-		return p, m, nil
+		cp := *m // a copy: health and sync events update the catalog's own
+		return p, &cp, nil
 	}
 	if provName == "local" {
 		return nil, nil, fmt.Errorf("%w: the local provider serves only %s", ErrUnknownModel, "local:"+LocalModel)

@@ -50,6 +50,10 @@ func NewHTTPClient() *http.Client {
 
 func (p *OpenAI) Name() string { return p.name }
 func (p *OpenAI) Kind() string { return p.kind }
+
+// HasKey reports whether a key is set, without showing it.
+func (p *OpenAI) HasKey() bool { return p.key != "" }
+
 func (p *OpenAI) Configured() bool {
 	return p.baseURL != "" && (p.key != "" || p.kind == "openai-compatible")
 }

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"errors"
 
 	"github.com/google/uuid"
 
@@ -40,21 +39,19 @@ func CostOf(m *Model, u Usage) *float64 {
 	return &c
 }
 
-// RecordUsage appends a usage event. Usage events depend on no earlier
-// event, so the expectation is only "first" or "not first".
-func RecordUsage(ctx context.Context, store eventstore.Store, rec UsageRecord) error {
+// RecordUsage appends a usage event with the given id (uuid.Nil: a new
+// one). Usage events depend on no earlier event, so the expectation is only
+// "first" or "not first".
+func RecordUsage(ctx context.Context, store eventstore.Store, id uuid.UUID, rec UsageRecord) error {
+	if id == uuid.Nil {
+		id = uuid.Must(uuid.NewV7())
+	}
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	ev := eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: EventUsageRecorded, Data: data,
+	ev := eventstore.EventData{ID: id, Type: EventUsageRecorded, Data: data,
 		Metadata: eventstore.Metadata{Tenant: rec.Tenant, Actor: "key:" + rec.KeyID, RequestID: rec.RequestID, SchemaVersion: 1}}
-	_, err = store.Append(ctx, UsageStream(rec.Tenant), eventstore.StreamExists(), ev)
-	if errors.Is(err, eventstore.ErrConflict) {
-		_, err = store.Append(ctx, UsageStream(rec.Tenant), eventstore.NoStream(), ev)
-		if errors.Is(err, eventstore.ErrConflict) {
-			_, err = store.Append(ctx, UsageStream(rec.Tenant), eventstore.StreamExists(), ev)
-		}
-	}
+	_, err = appendUnordered(ctx, store, UsageStream(rec.Tenant), ev)
 	return err
 }

@@ -32,6 +32,8 @@ type env struct {
 	tenantA  string
 	tenantA2 string // a second key of tenant a
 	tenantB  string
+	catalog  *gateway.Catalog
+	budgets  *gateway.Budgets
 }
 
 func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
@@ -55,13 +57,25 @@ func newEnvWith(t testing.TB, catalog *gateway.Catalog) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	front := batonhttp.NewServer(batonhttp.Config{Store: store, Projections: proj, Scanner: scanner, Catalog: catalog, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel), Version: "test", MaxBody: 64 << 10})
+	budgets := gateway.NewBudgets(nil)
+	followDone := make(chan struct{})
+	if catalog != nil {
+		f := &gateway.Follower{Store: store, Appliers: []gateway.Applier{catalog, budgets}}
+		if err := f.CatchUp(ctx); err != nil {
+			t.Fatal(err)
+		}
+		go func() { f.Run(ctx); close(followDone) }()
+	} else {
+		close(followDone)
+	}
+	front := batonhttp.NewServer(batonhttp.Config{Store: store, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel), Version: "test", MaxBody: 64 << 10})
 	srv := httptest.NewServer(front.Handler())
-	e := &env{t: t, srv: srv, store: store, proj: proj, dir: dir}
+	e := &env{t: t, srv: srv, store: store, proj: proj, dir: dir, catalog: catalog, budgets: budgets}
 	t.Cleanup(func() {
 		srv.Close()
 		cancel()
 		<-done
+		<-followDone
 		proj.Close()
 		store.Close()
 	})

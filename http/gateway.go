@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,48 +26,200 @@ type svcTrace struct {
 	RequestID string `json:"requestId"`
 	Trace     struct {
 		SelectedProvider string `json:"selectedProvider"`
+		SelectedModel    string `json:"selectedModel"`
 		FallbackUsed     bool   `json:"fallbackUsed"`
 		NativeStopReason string `json:"nativeStopReason,omitempty"`
 	} `json:"trace"`
 }
 
-func newSvc(id, provider, native string) svcTrace {
+func newSvc(c *gatewayCall, native string) svcTrace {
 	var s svcTrace
-	s.RequestID = id
-	s.Trace.SelectedProvider = provider
+	s.RequestID = c.id
+	s.Trace.SelectedProvider = c.prov.Name()
+	s.Trace.SelectedModel = c.model.ID
+	s.Trace.FallbackUsed = c.fallback
 	s.Trace.NativeStopReason = native
 	return s
 }
 
-// gatewayCall is one model call in flight.
+// gatewayCall is one model call in flight: the request as decoded, and the
+// attempt under way (each model of the fallback chain is one attempt).
 type gatewayCall struct {
-	front  string
-	prov   gateway.Provider
-	model  *gateway.Model
-	req    gateway.Request
-	stream bool
-	start  time.Time
+	front    string
+	id       string // the answer's id, also svc.requestId
+	req      gateway.Request
+	stream   bool
+	start    time.Time
+	fallback bool // an earlier model of the chain failed
+
+	prov  gateway.Provider
+	model *gateway.Model
+	hold  *gateway.Reservation
 }
 
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": s.catalog.List()})
 }
 
-// recordUsage writes the usage event even when the client has gone: a
-// partial stream is billed for what was sent.
-func (s *Server) recordUsage(r *http.Request, c gatewayCall, u gateway.Usage, outcome string) *float64 {
+// begin starts an attempt on one target: the budget holds the call's worst
+// case first, so concurrent calls cannot overspend.
+func (s *Server) begin(r *http.Request, c *gatewayCall, t gateway.Target) error {
+	c.prov, c.model = t.Provider, t.Model
+	c.req.Model = t.Model.Model
+	c.start = time.Now()
+	hold, err := s.budgets.Reserve(principalOf(r.Context()).Tenant, t.Model.ID, gateway.WorstCost(c.req, t.Model))
+	c.hold = hold
+	return err
+}
+
+// settle ends an attempt: it prices the usage, releases the budget hold
+// and counts the cost, and returns the cost (nil: unpriced) and a function
+// that records the usage event. Callers write their answer first and record
+// after, so the event's fsync is not on the client's path; a partial
+// stream is billed for what was sent.
+func (s *Server) settle(r *http.Request, c *gatewayCall, u gateway.Usage, outcome string) (*float64, func()) {
 	cost := gateway.CostOf(c.model, u)
+	id := uuid.Must(uuid.NewV7())
+	c.hold.Settle(cost, id) // before the append, so a follower cannot count it first
 	p := principalOf(r.Context())
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
-	defer cancel()
-	err := gateway.RecordUsage(ctx, s.store, gateway.UsageRecord{
+	rec := gateway.UsageRecord{
 		Tenant: p.Tenant, KeyID: p.KeyID, Front: c.front, Model: c.model.ID, Provider: c.prov.Name(), Stream: c.stream,
 		Usage: u, CostUSD: cost, LatencyMs: time.Since(c.start).Milliseconds(), Outcome: outcome, RequestID: RequestID(r.Context()),
-	})
-	if err != nil {
-		s.log.Error().Str("requestId", RequestID(r.Context())).Err(err).Msg("usage not recorded")
 	}
+	return cost, func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
+		defer cancel()
+		if err := gateway.RecordUsage(ctx, s.store, id, rec); err != nil {
+			s.log.Error().Str("requestId", rec.RequestID).Err(err).Msg("usage not recorded")
+		}
+	}
+}
+
+// recordUsage settles an attempt and records its usage at once.
+func (s *Server) recordUsage(r *http.Request, c *gatewayCall, u gateway.Usage, outcome string) *float64 {
+	cost, record := s.settle(r, c, u, outcome)
+	record()
 	return cost
+}
+
+// retryable reports whether the next model of a chain may take over after
+// err: 429, 5xx, timeouts and connection errors, while the client is still
+// there.
+func retryable(r *http.Request, err error) bool {
+	var ue *gateway.UpstreamError
+	return errors.As(err, &ue) && ue.Retryable() && r.Context().Err() == nil
+}
+
+// complete runs a non-streaming call down the chain.
+func (s *Server) complete(r *http.Request, c *gatewayCall, chain []gateway.Target) (*gateway.Response, error) {
+	var last error
+	for i, t := range chain {
+		if err := s.begin(r, c, t); err != nil {
+			return nil, err
+		}
+		c.fallback = i > 0
+		resp, err := t.Provider.Complete(r.Context(), c.req)
+		if err == nil {
+			return resp, nil
+		}
+		outcome := "upstream_error"
+		if r.Context().Err() != nil {
+			outcome = "client_gone"
+		}
+		s.recordUsage(r, c, gateway.Usage{}, outcome)
+		last = err
+		if !retryable(r, err) {
+			break
+		}
+	}
+	return nil, last
+}
+
+// commitAfter is how long a stream waits for its first upstream delta
+// before it answers the client anyway (and, from then on, cannot fall back).
+var commitAfter = func() time.Duration { return pingEvery }
+
+// upstream is an open upstream stream, read on its own goroutine.
+type upstream struct {
+	st     gateway.Stream
+	deltas <-chan pumped
+	done   <-chan struct{}
+	first  *pumped // the first delta, read before anything was sent; nil if none yet
+	cancel context.CancelFunc
+}
+
+// close stops the upstream and waits for its reader.
+func (u *upstream) close() {
+	u.cancel()
+	u.st.Close()
+	<-u.done
+}
+
+// openStream tries the chain until a model's stream yields its first delta
+// (or stays silent for commitAfter). Nothing reaches the client before
+// that, so a model that fails first (429, 5xx, timeout, a broken stream)
+// hands over to the next.
+func (s *Server) openStream(r *http.Request, c *gatewayCall, chain []gateway.Target) (*upstream, error) {
+	var last error
+	for i, t := range chain {
+		if err := s.begin(r, c, t); err != nil {
+			return nil, err
+		}
+		c.fallback = i > 0
+		ctx, cancel := context.WithCancel(r.Context())
+		st, err := t.Provider.Stream(ctx, c.req)
+		if err != nil {
+			cancel()
+			s.recordUsage(r, c, gateway.Usage{}, "upstream_error")
+			last = err
+			if retryable(r, err) {
+				continue
+			}
+			return nil, err
+		}
+		deltas, done := pump(ctx, st)
+		u := &upstream{st: st, deltas: deltas, done: done, cancel: cancel}
+		timer := time.NewTimer(commitAfter())
+		select {
+		case p := <-deltas:
+			timer.Stop()
+			if p.err == nil {
+				u.first = &p
+				return u, nil
+			}
+			u.close()
+			s.recordUsage(r, c, gateway.Usage{}, "upstream_error")
+			last = p.err
+			if retryable(r, p.err) || errors.Is(p.err, io.ErrUnexpectedEOF) {
+				continue
+			}
+			return nil, p.err
+		case <-timer.C:
+			return u, nil
+		case <-r.Context().Done():
+			timer.Stop()
+			u.close()
+			s.recordUsage(r, c, gateway.Usage{}, "client_gone")
+			return nil, r.Context().Err()
+		}
+	}
+	return nil, last
+}
+
+// next returns the upstream's next delta: the one read ahead first.
+func (u *upstream) next(ctx context.Context, tick <-chan time.Time) (p pumped, ticked bool, gone bool) {
+	if u.first != nil {
+		p, u.first = *u.first, nil
+		return p, false, false
+	}
+	select {
+	case p = <-u.deltas:
+		return p, false, false
+	case <-ctx.Done():
+		return p, false, true
+	case <-tick:
+		return p, true, false
+	}
 }
 
 func badRequest(param, format string, args ...any) error {
@@ -74,20 +227,6 @@ func badRequest(param, format string, args ...any) error {
 	e := domain.Invalid("gateway", domain.FieldError{Pointer: param, Code: "invalid", Message: msg})
 	e.Message = msg
 	return e
-}
-
-// resolveModel finds the provider for a model id and refuses, before any
-// upstream call, a provider that has no credentials.
-func (s *Server) resolveModel(id string) (gateway.Provider, *gateway.Model, error) {
-	prov, model, err := s.catalog.Resolve(id)
-	if err != nil {
-		return nil, nil, err
-	}
-	if !prov.Configured() {
-		return nil, nil, domain.E("gateway", domain.KindUnavailable, "provider_not_configured",
-			"provider %s is not configured on this server (no API key); see GET /v1/models for available models", prov.Name())
-	}
-	return prov, model, nil
 }
 
 // ---- OpenAI chat completions ----
@@ -227,6 +366,39 @@ func openaiUsage(u gateway.Usage) map[string]any {
 	}
 }
 
+// plan decodes nothing: it finds the chain of models a call may try.
+// A named model whose provider has no credentials is refused before any
+// upstream call.
+func (s *Server) plan(id string, req gateway.Request) ([]gateway.Target, error) {
+	chain, err := s.catalog.Chain(id, req)
+	if err != nil {
+		return nil, err
+	}
+	if p := chain[0].Provider; !p.Configured() {
+		return nil, domain.E("gateway", domain.KindUnavailable, "provider_not_configured",
+			"provider %s is not configured on this server (no API key); see GET /v1/models for available models", p.Name())
+	}
+	return chain, nil
+}
+
+// writeAnswer writes a JSON answer with its length and flushes it, so the
+// client has all of it before the handler goes on to record usage.
+func writeAnswer(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	b = append(b, '\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	const f = openaiErrors
 	body, err := readBody(w, r, s.maxBody)
@@ -244,25 +416,24 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.writeErrorAs(w, r, f, err)
 		return
 	}
-	prov, model, err := s.resolveModel(q.Model)
+	chain, err := s.plan(q.Model, req)
 	if err != nil {
 		s.writeErrorAs(w, r, f, err)
 		return
 	}
-	req.Model = model.Model
-	c := gatewayCall{front: "chat.completions", prov: prov, model: model, req: req, stream: q.Stream, start: time.Now()}
-	id := "chatcmpl-" + strings.ReplaceAll(uuid.Must(uuid.NewV7()).String(), "-", "")
+	c := &gatewayCall{front: "chat.completions", req: req, stream: q.Stream,
+		id: "chatcmpl-" + strings.ReplaceAll(uuid.Must(uuid.NewV7()).String(), "-", "")}
 	if q.Stream {
-		s.streamChat(w, r, c, id, q.StreamOptions != nil && q.StreamOptions.IncludeUsage)
+		s.streamChat(w, r, c, chain, q.StreamOptions != nil && q.StreamOptions.IncludeUsage)
 		return
 	}
-	resp, err := prov.Complete(r.Context(), req)
+	resp, err := s.complete(r, c, chain)
 	if err != nil {
-		s.recordUsage(r, c, gateway.Usage{}, "upstream_error")
 		s.writeErrorAs(w, r, f, err)
 		return
 	}
-	cost := s.recordUsage(r, c, resp.Usage, "ok")
+	cost, record := s.settle(r, c, resp.Usage, "ok")
+	defer record()
 	msg := map[string]any{"role": "assistant", "content": resp.Text()}
 	var calls []map[string]any
 	for _, b := range resp.Content {
@@ -278,49 +449,43 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	usage := openaiUsage(resp.Usage)
 	usage["estimated_cost_usd"] = cost
-	writeJSON(w, http.StatusOK, map[string]any{
-		"id": id, "object": "chat.completion", "created": c.start.Unix(), "model": model.ID,
+	writeAnswer(w, map[string]any{
+		"id": c.id, "object": "chat.completion", "created": c.start.Unix(), "model": c.model.ID,
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finishReason(resp.StopReason), "logprobs": nil}},
 		"usage":   usage,
-		"svc":     newSvc(id, prov.Name(), resp.NativeStop),
+		"svc":     newSvc(c, resp.NativeStop),
 	})
 }
 
-func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c gatewayCall, id string, includeUsage bool) {
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	st, err := c.prov.Stream(ctx, c.req)
+func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCall, chain []gateway.Target, includeUsage bool) {
+	up, err := s.openStream(r, c, chain)
 	if err != nil {
 		// Nothing has reached the client yet: an ordinary error answer.
+		s.writeErrorAs(w, r, openaiErrors, err)
+		return
+	}
+	defer up.close()
+	sse, err := startSSE(w)
+	if err != nil {
 		s.recordUsage(r, c, gateway.Usage{}, "upstream_error")
 		s.writeErrorAs(w, r, openaiErrors, err)
 		return
 	}
-	defer st.Close()
-	sse, err := startSSE(w)
-	if err != nil {
-		s.writeErrorAs(w, r, openaiErrors, err)
-		return
-	}
 	chunk := func(delta map[string]any, finish any) map[string]any {
-		return map[string]any{"id": id, "object": "chat.completion.chunk", "created": c.start.Unix(), "model": c.model.ID,
+		return map[string]any{"id": c.id, "object": "chat.completion.chunk", "created": c.start.Unix(), "model": c.model.ID,
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}}
 	}
 	first := chunk(map[string]any{"role": "assistant", "content": ""}, nil)
-	first["svc"] = newSvc(id, c.prov.Name(), "")
+	first["svc"] = newSvc(c, "")
 	if sse.data(first) != nil {
 		s.recordUsage(r, c, gateway.Usage{}, "client_gone")
 		return
 	}
-	deltas, pumpDone := pump(ctx, st)
-	defer func() { cancel(); st.Close(); <-pumpDone }()
 	var sent gateway.Usage
 	for {
-		var p pumped
-		select {
-		case p = <-deltas:
-		case <-ctx.Done():
-			// The client went away; the pump stops without a last send.
+		p, _, gone := up.next(r.Context(), nil)
+		if gone {
+			// The client went away; the upstream is canceled on return.
 			s.recordUsage(r, c, sent, "client_gone")
 			return
 		}
@@ -348,16 +513,17 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c gatewayCal
 			if d.Usage != nil {
 				u = *d.Usage
 			}
-			cost := s.recordUsage(r, c, u, "ok")
+			cost, record := s.settle(r, c, u, "ok")
 			last := chunk(map[string]any{}, finishReason(d.StopReason))
-			last["svc"] = newSvc(id, c.prov.Name(), d.NativeStop)
+			last["svc"] = newSvc(c, d.NativeStop)
 			sse.data(last)
 			if includeUsage {
 				usage := openaiUsage(u)
 				usage["estimated_cost_usd"] = cost
-				sse.data(map[string]any{"id": id, "object": "chat.completion.chunk", "created": c.start.Unix(), "model": c.model.ID, "choices": []any{}, "usage": usage})
+				sse.data(map[string]any{"id": c.id, "object": "chat.completion.chunk", "created": c.start.Unix(), "model": c.model.ID, "choices": []any{}, "usage": usage})
 			}
 			sse.data("[DONE]")
+			record()
 			return
 		}
 	}
@@ -493,75 +659,69 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		s.writeErrorAs(w, r, f, err)
 		return
 	}
-	prov, model, err := s.resolveModel(q.Model)
+	chain, err := s.plan(q.Model, req)
 	if err != nil {
 		s.writeErrorAs(w, r, f, err)
 		return
 	}
-	req.Model = model.Model
-	c := gatewayCall{front: "messages", prov: prov, model: model, req: req, stream: q.Stream, start: time.Now()}
-	id := "msg_" + strings.ReplaceAll(uuid.Must(uuid.NewV7()).String(), "-", "")
+	c := &gatewayCall{front: "messages", req: req, stream: q.Stream,
+		id: "msg_" + strings.ReplaceAll(uuid.Must(uuid.NewV7()).String(), "-", "")}
 	if q.Stream {
-		s.streamMessage(w, r, c, id)
+		s.streamMessage(w, r, c, chain)
 		return
 	}
-	resp, err := prov.Complete(r.Context(), req)
+	resp, err := s.complete(r, c, chain)
 	if err != nil {
-		s.recordUsage(r, c, gateway.Usage{}, "upstream_error")
 		s.writeErrorAs(w, r, f, err)
 		return
 	}
-	cost := s.recordUsage(r, c, resp.Usage, "ok")
+	cost, record := s.settle(r, c, resp.Usage, "ok")
+	defer record()
 	content := resp.Content
 	if content == nil {
 		content = []gateway.Block{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"id": id, "type": "message", "role": "assistant", "model": model.ID, "provider": prov.Name(),
+	writeAnswer(w, map[string]any{
+		"id": c.id, "type": "message", "role": "assistant", "model": c.model.ID, "provider": c.prov.Name(),
 		"content": content, "stop_reason": anthropicStop(resp.StopReason), "stop_sequence": nil,
 		"usage": anthropicUsage(resp.Usage, cost),
-		"svc":   newSvc(id, prov.Name(), resp.NativeStop),
+		"svc":   newSvc(c, resp.NativeStop),
 	})
 }
 
-func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c gatewayCall, id string) {
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	st, err := c.prov.Stream(ctx, c.req)
+func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewayCall, chain []gateway.Target) {
+	up, err := s.openStream(r, c, chain)
+	if err != nil {
+		s.writeErrorAs(w, r, anthropicErrors, err)
+		return
+	}
+	defer up.close()
+	sse, err := startSSE(w)
 	if err != nil {
 		s.recordUsage(r, c, gateway.Usage{}, "upstream_error")
 		s.writeErrorAs(w, r, anthropicErrors, err)
 		return
 	}
-	defer st.Close()
-	sse, err := startSSE(w)
-	if err != nil {
-		s.writeErrorAs(w, r, anthropicErrors, err)
-		return
-	}
 	start := map[string]any{"type": "message_start", "message": map[string]any{
-		"id": id, "type": "message", "role": "assistant", "model": c.model.ID, "provider": c.prov.Name(), "content": []any{},
+		"id": c.id, "type": "message", "role": "assistant", "model": c.model.ID, "provider": c.prov.Name(), "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 0, "output_tokens": 0},
-		"svc": newSvc(id, c.prov.Name(), ""),
+		"svc": newSvc(c, ""),
 	}}
 	if sse.event("message_start", start) != nil || sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}}) != nil ||
 		sse.event("ping", map[string]any{"type": "ping"}) != nil {
 		s.recordUsage(r, c, gateway.Usage{}, "client_gone")
 		return
 	}
-	deltas, pumpDone := pump(ctx, st)
-	defer func() { cancel(); st.Close(); <-pumpDone }()
 	ticker := time.NewTicker(pingEvery)
 	defer ticker.Stop()
 	var sent gateway.Usage
 	for {
-		var p pumped
-		select {
-		case p = <-deltas:
-		case <-ctx.Done():
+		p, ticked, gone := up.next(r.Context(), ticker.C)
+		if gone {
 			s.recordUsage(r, c, sent, "client_gone")
 			return
-		case <-ticker.C:
+		}
+		if ticked {
 			if sse.event("ping", map[string]any{"type": "ping"}) != nil {
 				s.recordUsage(r, c, sent, "client_gone")
 				return
@@ -592,12 +752,13 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c gateway
 			if d.Usage != nil {
 				u = *d.Usage
 			}
-			cost := s.recordUsage(r, c, u, "ok")
+			cost, record := s.settle(r, c, u, "ok")
 			sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 			md := map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": anthropicStop(d.StopReason), "stop_sequence": nil},
-				"usage": anthropicUsage(u, cost), "svc": newSvc(id, c.prov.Name(), d.NativeStop)}
+				"usage": anthropicUsage(u, cost), "svc": newSvc(c, d.NativeStop)}
 			sse.event("message_delta", md)
 			sse.event("message_stop", map[string]any{"type": "message_stop"})
+			record()
 			return
 		}
 	}

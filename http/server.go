@@ -30,6 +30,7 @@ type Config struct {
 	Projections *projections.Runner
 	Scanner     SecretScanner
 	Catalog     *gateway.Catalog // model gateway; nil disables the gateway routes
+	Budgets     *gateway.Budgets // per-tenant spending limits; none when nil
 	Log         zerolog.Logger
 	Version     string
 	MaxBody     int64            // request body limit; DefaultMaxBody when 0
@@ -42,6 +43,7 @@ type Server struct {
 	proj    *projections.Runner
 	scanner SecretScanner
 	catalog *gateway.Catalog
+	budgets *gateway.Budgets
 	log     zerolog.Logger
 	version string
 	maxBody int64
@@ -57,8 +59,11 @@ func NewServer(cfg Config) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Budgets == nil {
+		cfg.Budgets = gateway.NewBudgets(nil)
+	}
 	s := &Server{
-		store: cfg.Store, proj: cfg.Projections, scanner: cfg.Scanner, catalog: cfg.Catalog, log: cfg.Log, version: cfg.Version,
+		budgets: cfg.Budgets, store: cfg.Store, proj: cfg.Projections, scanner: cfg.Scanner, catalog: cfg.Catalog, log: cfg.Log, version: cfg.Version,
 		maxBody: cfg.MaxBody, ledger: &ledger{store: cfg.Store, now: cfg.Now}, router: mux.NewRouter(),
 	}
 	rt := s.router
@@ -84,6 +89,13 @@ func NewServer(cfg Config) *Server {
 	rt.HandleFunc("/v1/admin/keys", s.withKey(adminOnly, s.createKey)).Methods(http.MethodPost)
 	if s.catalog != nil {
 		rt.HandleFunc("/v1/models", s.withKeyAs(anyKey, openaiErrors, s.listModels)).Methods(http.MethodGet)
+		rt.HandleFunc("/v1/models/sync", s.withKeyAs(adminOnly, openaiErrors, s.syncModels)).Methods(http.MethodPost)
+		rt.HandleFunc("/v1/models/health", s.withKeyAs(adminOnly, openaiErrors, s.healthModel)).Methods(http.MethodPost)
+		rt.HandleFunc("/v1/models/health/batch", s.withKeyAs(adminOnly, openaiErrors, s.healthBatch)).Methods(http.MethodPost)
+		rt.HandleFunc("/v1/models/route/preview", s.withKeyAs(adminOnly, openaiErrors, s.routePreview)).Methods(http.MethodPost)
+		rt.HandleFunc("/v1/models/infrastructure", s.withKeyAs(adminOnly, openaiErrors, s.infrastructure)).Methods(http.MethodGet)
+		rt.HandleFunc("/v1/admin/budgets/{tenant}", s.withKey(adminOnly, s.getBudget)).Methods(http.MethodGet)
+		rt.HandleFunc("/v1/admin/budgets/{tenant}", s.withKey(adminOnly, s.putBudget)).Methods(http.MethodPut)
 		rt.HandleFunc("/v1/chat/completions", s.withKeyAs(anyKey, openaiErrors, s.chatCompletions)).Methods(http.MethodPost)
 		rt.HandleFunc("/v1/messages", s.withKeyAs(anyKey, anthropicErrors, s.messages)).Methods(http.MethodPost)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/gateway"
@@ -34,7 +36,16 @@ type wireError struct {
 func classify(err error) wireError {
 	var de *domain.Error
 	var ue *gateway.UpstreamError
+	var be *gateway.BudgetError
 	switch {
+	case errors.As(err, &be):
+		if be.Period == "" {
+			return wireError{status: http.StatusForbidden, oaType: "invalid_request_error", anType: "permission_error", code: "unpriced_model_under_budget", param: "model", message: be.Error()}
+		}
+		retry := max(1, int(time.Until(be.ResetAt).Seconds()+0.999))
+		return wireError{status: http.StatusTooManyRequests, oaType: "insufficient_quota", anType: "rate_limit_error", code: "budget_exceeded", message: be.Error(), retryAfter: strconv.Itoa(retry)}
+	case errors.Is(err, gateway.ErrNoRoute):
+		return wireError{status: http.StatusServiceUnavailable, oaType: "api_error", anType: "overloaded_error", code: "no_route", param: "model", message: err.Error()}
 	case errors.As(err, &de):
 		w := wireError{status: statusOf(de.Kind), code: de.Code, message: de.Message}
 		if len(de.Fields) > 0 {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
 	"github.com/batonhq/baton/gateway"
 	batonhttp "github.com/batonhq/baton/http"
@@ -126,6 +127,16 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The catalog's sync and health results and the tenants' budgets and
+	// spending are events: catch up before serving, then follow.
+	budgets := gateway.NewBudgets(nil)
+	follower := &gateway.Follower{Store: store, Appliers: []gateway.Applier{catalog, budgets},
+		OnError: func(ev eventstore.RecordedEvent, err error) {
+			log.Error().Str("stream", ev.StreamID).Uint64("revision", ev.Revision).Err(err).Msg("gateway state: event skipped")
+		}}
+	if err := follower.CatchUp(ctx); err != nil {
+		return fmt.Errorf("gateway state: %w", err)
+	}
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -133,7 +144,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	srv := &http.Server{
 		Handler: batonhttp.NewServer(batonhttp.Config{
-			Store: store, Projections: proj, Scanner: scanner, Catalog: catalog, Log: log, Version: version, MaxBody: *maxBody,
+			Store: store, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, Log: log, Version: version, MaxBody: *maxBody,
 		}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
@@ -141,7 +152,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	runCtx, stopRunner := context.WithCancel(ctx)
 	runnerDone := make(chan error, 1)
 	go func() { runnerDone <- proj.Run(runCtx) }()
-	defer func() { stopRunner(); <-runnerDone }()
+	followerDone := make(chan error, 1)
+	go func() { followerDone <- follower.Run(runCtx) }()
+	defer func() { stopRunner(); <-runnerDone; <-followerDone }()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
@@ -154,6 +167,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	case err := <-runnerDone:
 		runnerDone <- err
 		return fmt.Errorf("read models stopped: %w", err)
+	case err := <-followerDone:
+		followerDone <- err
+		return fmt.Errorf("gateway state follower stopped: %w", err)
 	case <-ctx.Done():
 	}
 	log.Info().Msg("shutting down")

@@ -1,0 +1,297 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/batonhq/baton/eventstore"
+)
+
+// EventBudgetSet is the type of budget events, one stream per tenant.
+const EventBudgetSet = "BudgetSet"
+
+// BudgetStream is where a tenant's budget settings go.
+func BudgetStream(tenant string) string { return "budget-" + tenant }
+
+// Limits are a tenant's spending limits in USD; nil means no limit.
+type Limits struct {
+	DailyUSD   *float64 `json:"dailyUsd"`
+	MonthlyUSD *float64 `json:"monthlyUsd"`
+}
+
+// BudgetSet is a tenant's new limits.
+type BudgetSet struct {
+	Tenant string `json:"tenant"`
+	Limits
+}
+
+// WorstTokens bounds a request's tokens from above: every token is at least
+// one byte of the text it stands for, so the byte count of the prompt (plus
+// a few tokens of framing per message) bounds the input, and the output is
+// bounded by the request's cap, or by the model's context when the request
+// sets none.
+func WorstTokens(req Request, m *Model) (in, out int) {
+	in = len(req.System) + 8
+	for _, msg := range req.Messages {
+		in += 8
+		for _, b := range msg.Content {
+			in += len(b.Text) + len(b.Name) + len(b.Input) + len(b.ID) + len(b.ToolUseID) + 4
+		}
+	}
+	for _, t := range req.Tools {
+		in += len(t.Name) + len(t.Description) + len(t.Schema) + 16
+	}
+	out = req.MaxTokens
+	if out <= 0 && m != nil {
+		out = m.ContextTokens
+	}
+	return in, out
+}
+
+// WorstCost is the most a request can cost on a model: the input at the
+// dearer of the input and cache-write rates, the whole output cap at the
+// output rate. Nil when the model has no price.
+func WorstCost(req Request, m *Model) *float64 {
+	if m == nil || m.Pricing == nil {
+		return nil
+	}
+	in, out := WorstTokens(req, m)
+	p := m.Pricing
+	c := (float64(in)*max(p.InputPerMTok, p.CacheWritePerMTok) + float64(out)*p.OutputPerMTok) / 1e6
+	return &c
+}
+
+// BudgetError refuses a call that its tenant's budget cannot cover.
+type BudgetError struct {
+	Tenant      string
+	Period      string // day or month; "" for an unpriced model under a budget
+	LimitUSD    float64
+	SpentUSD    float64
+	ReservedUSD float64 // held by calls in flight
+	WorstUSD    float64
+	ResetAt     time.Time
+	Model       string
+}
+
+func (e *BudgetError) Error() string {
+	if e.Period == "" {
+		return fmt.Sprintf("tenant %s has a budget and model %s has no price, so its cost cannot be bounded; use a priced model", e.Tenant, e.Model)
+	}
+	return fmt.Sprintf("the %sly budget of $%.4f for tenant %s cannot cover this call: $%.6f spent, $%.6f held by calls in flight, this call may cost up to $%.6f (input bound + token cap); the budget resets at %s",
+		e.Period, e.LimitUSD, e.Tenant, e.SpentUSD, e.ReservedUSD, e.WorstUSD, e.ResetAt.Format(time.RFC3339))
+}
+
+// ErrBudget matches every *BudgetError.
+var ErrBudget = errors.New("gateway: budget exceeded")
+
+// Is makes errors.Is(err, ErrBudget) true.
+func (e *BudgetError) Is(target error) bool { return target == ErrBudget }
+
+type spend struct {
+	day, month           string // the periods the sums are for, UTC
+	daySpent, monthSpent float64
+	reserved             float64
+}
+
+// Budgets enforces per-tenant limits. Spending comes from usage events
+// (Apply), so every replica that follows the store agrees on it;
+// reservations for calls in flight are this replica's own.
+type Budgets struct {
+	mu      sync.Mutex
+	limits  map[string]Limits
+	spent   map[string]*spend
+	settled map[uuid.UUID]bool // usage events this replica already counted
+	now     func() time.Time
+}
+
+// NewBudgets returns an empty budget book; now is its clock (time.Now when nil).
+func NewBudgets(now func() time.Time) *Budgets {
+	if now == nil {
+		now = time.Now
+	}
+	return &Budgets{limits: map[string]Limits{}, spent: map[string]*spend{}, settled: map[uuid.UUID]bool{}, now: now}
+}
+
+func periods(t time.Time) (day, month string) {
+	t = t.UTC()
+	return t.Format("2006-01-02"), t.Format("2006-01")
+}
+
+// add counts a cost at time t. Costs of a period before the current one are
+// dropped; a newer period resets the sums.
+func (s *spend) add(t time.Time, cost float64) {
+	day, month := periods(t)
+	if month > s.month {
+		s.month, s.monthSpent = month, 0
+	}
+	if day > s.day {
+		s.day, s.daySpent = day, 0
+	}
+	if month == s.month {
+		s.monthSpent += cost
+	}
+	if day == s.day {
+		s.daySpent += cost
+	}
+}
+
+func (s *spend) at(t time.Time) (day, month float64) {
+	d, m := periods(t)
+	if s.day == d {
+		day = s.daySpent
+	}
+	if s.month == m {
+		month = s.monthSpent
+	}
+	return day, month
+}
+
+func (b *Budgets) book(tenant string) *spend {
+	s := b.spent[tenant]
+	if s == nil {
+		s = &spend{}
+		b.spent[tenant] = s
+	}
+	return s
+}
+
+// Apply folds a budget or usage event in; other events are ignored.
+func (b *Budgets) Apply(ev eventstore.RecordedEvent) error {
+	switch ev.Type {
+	case EventBudgetSet:
+		var s BudgetSet
+		if err := json.Unmarshal(ev.Data, &s); err != nil {
+			return fmt.Errorf("gateway: budget event %s: %w", ev.ID, err)
+		}
+		b.mu.Lock()
+		b.limits[s.Tenant] = s.Limits
+		b.mu.Unlock()
+	case EventUsageRecorded:
+		var u UsageRecord
+		if err := json.Unmarshal(ev.Data, &u); err != nil {
+			return fmt.Errorf("gateway: usage event %s: %w", ev.ID, err)
+		}
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.settled[ev.ID] {
+			delete(b.settled, ev.ID) // counted when this replica settled the call
+			return nil
+		}
+		if u.CostUSD != nil {
+			b.book(u.Tenant).add(ev.Metadata.RecordedAt, *u.CostUSD)
+		}
+	}
+	return nil
+}
+
+// Reservation holds a call's worst case against its tenant's budget until
+// the call is settled. A nil *Reservation (no budget) is valid.
+type Reservation struct {
+	b      *Budgets
+	tenant string
+	worst  float64
+	once   sync.Once
+}
+
+// Reserve holds the worst-case cost of a call, or refuses it when the
+// tenant's spent and held amounts plus this worst case would pass a limit.
+// Tenants without limits get a nil reservation.
+func (b *Budgets) Reserve(tenant, model string, worst *float64) (*Reservation, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	l, ok := b.limits[tenant]
+	if !ok || (l.DailyUSD == nil && l.MonthlyUSD == nil) {
+		return nil, nil
+	}
+	if worst == nil {
+		return nil, &BudgetError{Tenant: tenant, Model: model}
+	}
+	now := b.now().UTC()
+	s := b.book(tenant)
+	day, month := s.at(now)
+	check := func(period string, limit *float64, spent float64, reset time.Time) error {
+		if limit != nil && spent+s.reserved+*worst > *limit {
+			return &BudgetError{Tenant: tenant, Period: period, LimitUSD: *limit, SpentUSD: spent, ReservedUSD: s.reserved,
+				WorstUSD: *worst, ResetAt: reset, Model: model}
+		}
+		return nil
+	}
+	y, mo, d := now.Date()
+	if err := check("day", l.DailyUSD, day, time.Date(y, mo, d+1, 0, 0, 0, 0, time.UTC)); err != nil {
+		return nil, err
+	}
+	if err := check("month", l.MonthlyUSD, month, time.Date(y, mo+1, 1, 0, 0, 0, 0, time.UTC)); err != nil {
+		return nil, err
+	}
+	s.reserved += *worst
+	return &Reservation{b: b, tenant: tenant, worst: *worst}, nil
+}
+
+// Settle releases the hold and counts what the call cost. eventID is the
+// id of the usage event that will record it, so that applying that event
+// later does not count it twice: settle before appending the event, or a
+// follower could count it first. Settling twice does nothing.
+func (r *Reservation) Settle(cost *float64, eventID uuid.UUID) {
+	if r == nil {
+		return
+	}
+	r.once.Do(func() {
+		b := r.b
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		s := b.book(r.tenant)
+		s.reserved -= r.worst
+		if s.reserved < 1e-12 {
+			s.reserved = 0
+		}
+		if cost != nil {
+			s.add(b.now(), *cost)
+			if eventID != uuid.Nil {
+				b.settled[eventID] = true
+			}
+		}
+	})
+}
+
+// BudgetStatus is a tenant's limits and spending now.
+type BudgetStatus struct {
+	Tenant      string  `json:"tenant"`
+	Limits      Limits  `json:"limits"`
+	DaySpent    float64 `json:"daySpentUsd"`
+	MonthSpent  float64 `json:"monthSpentUsd"`
+	ReservedUSD float64 `json:"reservedUsd"`
+	Day         string  `json:"day"`
+	Month       string  `json:"month"`
+}
+
+// Status reports a tenant's budget.
+func (b *Budgets) Status(tenant string) BudgetStatus {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	s := b.book(tenant)
+	day, month := s.at(now)
+	dk, mk := periods(now)
+	return BudgetStatus{Tenant: tenant, Limits: b.limits[tenant], DaySpent: day, MonthSpent: month, ReservedUSD: s.reserved, Day: dk, Month: mk}
+}
+
+// SetBudget records a tenant's new limits as an event and applies it.
+func (b *Budgets) SetBudget(ctx context.Context, store eventstore.Store, s BudgetSet, md eventstore.Metadata) error {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	md.SchemaVersion = 1
+	ev := eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: EventBudgetSet, Data: data, Metadata: md}
+	res, err := appendUnordered(ctx, store, BudgetStream(s.Tenant), ev)
+	if err != nil {
+		return err
+	}
+	return b.Apply(eventstore.RecordedEvent{StreamID: BudgetStream(s.Tenant), Revision: res.NextRevision, Position: res.Position, EventData: ev})
+}

@@ -1,0 +1,314 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/batonhq/baton/eventstore"
+)
+
+// The catalog's changes are events in one stream, so every replica that
+// follows the store sees the same catalog: what each provider listed at its
+// last sync, and each model's last health probe.
+const (
+	CatalogStream           = "catalog"
+	EventModelsSynced       = "ModelsSynced"
+	EventModelHealthChecked = "ModelHealthChecked"
+)
+
+// ModelsSynced is one provider's model list as pulled by a sync.
+type ModelsSynced struct {
+	Provider string    `json:"provider"`
+	OK       bool      `json:"ok"`
+	Error    string    `json:"error,omitempty"` // the public upstream error when !OK
+	Models   []string  `json:"models"`          // model names the provider listed
+	SyncedAt time.Time `json:"syncedAt"`
+}
+
+// HealthChecked is one probe of one model.
+type HealthChecked struct {
+	ID        string    `json:"id"` // <provider>:<model>
+	OK        bool      `json:"ok"`
+	LatencyMs int64     `json:"latencyMs"`
+	TestedAt  time.Time `json:"testedAt"`
+	Error     string    `json:"error,omitempty"`
+}
+
+// appendCatalog appends one catalog event. The catalog stream's events
+// depend on no earlier event (each one states a fact as of its time), so
+// the expectation is only "first" or "not first".
+func appendCatalog(ctx context.Context, store eventstore.Store, typ string, v any, md eventstore.Metadata) (eventstore.RecordedEvent, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return eventstore.RecordedEvent{}, err
+	}
+	md.SchemaVersion = 1
+	ev := eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: typ, Data: data, Metadata: md}
+	res, err := appendUnordered(ctx, store, CatalogStream, ev)
+	if err != nil {
+		return eventstore.RecordedEvent{}, err
+	}
+	return eventstore.RecordedEvent{StreamID: CatalogStream, Revision: res.NextRevision, Position: res.Position, EventData: ev}, nil
+}
+
+// appendUnordered appends to a stream whose events do not depend on each
+// other: the expectation is "the stream exists", or "no stream" for the
+// first event, so a missing expectation never turns the check off.
+func appendUnordered(ctx context.Context, store eventstore.Store, stream string, ev eventstore.EventData) (eventstore.AppendResult, error) {
+	res, err := store.Append(ctx, stream, eventstore.StreamExists(), ev)
+	if errors.Is(err, eventstore.ErrConflict) {
+		res, err = store.Append(ctx, stream, eventstore.NoStream(), ev)
+		if errors.Is(err, eventstore.ErrConflict) {
+			res, err = store.Append(ctx, stream, eventstore.StreamExists(), ev)
+		}
+	}
+	return res, err
+}
+
+// Apply folds a catalog event into the catalog. Events of other streams
+// are ignored, so a follower of the whole feed can hand it everything.
+// Applying an event twice leaves the catalog as applying it once.
+func (c *Catalog) Apply(ev eventstore.RecordedEvent) error {
+	if ev.StreamID != CatalogStream {
+		return nil
+	}
+	switch ev.Type {
+	case EventModelsSynced:
+		var s ModelsSynced
+		if err := json.Unmarshal(ev.Data, &s); err != nil {
+			return fmt.Errorf("gateway: catalog event %s: %w", ev.ID, err)
+		}
+		c.applySync(s)
+	case EventModelHealthChecked:
+		var h HealthChecked
+		if err := json.Unmarshal(ev.Data, &h); err != nil {
+			return fmt.Errorf("gateway: catalog event %s: %w", ev.ID, err)
+		}
+		c.applyHealth(h)
+	}
+	return nil
+}
+
+func (c *Catalog) applySync(s ModelsSynced) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.providers[s.Provider]
+	if p == nil {
+		return // a provider this replica is not configured with
+	}
+	if prev, ok := c.syncs[s.Provider]; ok && prev.SyncedAt.After(s.SyncedAt) {
+		return
+	}
+	c.syncs[s.Provider] = s
+	if !s.OK {
+		return // a failed sync says nothing about the models
+	}
+	listed := make(map[string]bool, len(s.Models))
+	for _, name := range s.Models {
+		listed[name] = true
+		id := s.Provider + ":" + name
+		if c.models[id] == nil {
+			c.models[id] = &Model{ID: id, Object: "model", OwnedBy: s.Provider, Provider: s.Provider, Model: name,
+				Modes: []string{}, Configured: p.Configured(), Discovered: true,
+				Description: "listed by the provider; capabilities unknown, no price in Baton's table"}
+		}
+	}
+	for _, m := range c.models {
+		if m.Provider != s.Provider {
+			continue
+		}
+		in := listed[m.Model]
+		m.Listed = &in
+		m.Available = m.Configured && in
+	}
+}
+
+func (c *Catalog) applyHealth(h HealthChecked) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.models[h.ID]
+	if m == nil {
+		prov, name, _ := strings.Cut(h.ID, ":")
+		p := c.providers[prov]
+		if p == nil || name == "" {
+			return
+		}
+		m = &Model{ID: h.ID, Object: "model", OwnedBy: prov, Provider: prov, Model: name, Modes: []string{},
+			Configured: p.Configured(), Available: p.Configured(), Discovered: true}
+		c.models[h.ID] = m
+	}
+	if m.Health.TestedAt != nil && m.Health.TestedAt.After(h.TestedAt) {
+		return
+	}
+	at, lat := h.TestedAt.UTC(), h.LatencyMs
+	m.Health = Health{OK: h.OK, TestedAt: &at, LatencyMs: &lat}
+}
+
+// Provider returns a provider by name.
+func (c *Catalog) Provider(name string) Provider {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.providers[name]
+}
+
+// Providers returns every provider, sorted by name.
+func (c *Catalog) Providers() []Provider {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]Provider, 0, len(c.providers))
+	for _, p := range c.providers {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out
+}
+
+// LastSync returns a provider's last sync, if any.
+func (c *Catalog) LastSync(provider string) (ModelsSynced, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	s, ok := c.syncs[provider]
+	return s, ok
+}
+
+// SyncResult is what a sync did for one provider.
+type SyncResult struct {
+	Provider string   `json:"provider"`
+	OK       bool     `json:"ok"`
+	Skipped  string   `json:"skipped,omitempty"` // why the provider was not asked
+	Error    string   `json:"error,omitempty"`
+	Listed   int      `json:"listed"`
+	Added    []string `json:"added"`   // ids new to the catalog (unpriced)
+	Missing  []string `json:"missing"` // known ids the provider no longer lists
+}
+
+// Sync pulls every configured provider's model list, records each as an
+// event and applies it. Providers are asked concurrently; one failing does
+// not stop the others.
+func (c *Catalog) Sync(ctx context.Context, store eventstore.Store, md eventstore.Metadata) ([]SyncResult, error) {
+	provs := c.Providers()
+	out := make([]SyncResult, len(provs))
+	errs := make([]error, len(provs))
+	var wg sync.WaitGroup
+	for i, p := range provs {
+		out[i] = SyncResult{Provider: p.Name(), Added: []string{}, Missing: []string{}}
+		switch {
+		case p.Kind() == "local":
+			out[i].Skipped = "development provider: its one model is built in"
+			continue
+		case !p.Configured():
+			out[i].Skipped = "not configured (no API key)"
+			continue
+		}
+		wg.Add(1)
+		go func(i int, p Provider) {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			names, err := p.ListModels(cctx)
+			ev := ModelsSynced{Provider: p.Name(), OK: err == nil, Models: names, SyncedAt: time.Now().UTC()}
+			if ev.Models == nil {
+				ev.Models = []string{}
+			}
+			if err != nil {
+				ev.Error = publicError(err)
+			}
+			before := c.idsOf(p.Name())
+			rec, aerr := appendCatalog(ctx, store, EventModelsSynced, ev, md)
+			if aerr != nil {
+				errs[i] = aerr
+				return
+			}
+			c.Apply(rec)
+			r := &out[i]
+			r.OK, r.Error, r.Listed = ev.OK, ev.Error, len(names)
+			if !ev.OK {
+				return
+			}
+			listed := map[string]bool{}
+			for _, n := range names {
+				listed[n] = true
+				if !before[p.Name()+":"+n] {
+					r.Added = append(r.Added, p.Name()+":"+n)
+				}
+			}
+			for id := range before {
+				if !listed[strings.TrimPrefix(id, p.Name()+":")] {
+					r.Missing = append(r.Missing, id)
+				}
+			}
+			sort.Strings(r.Added)
+			sort.Strings(r.Missing)
+		}(i, p)
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+func (c *Catalog) idsOf(provider string) map[string]bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := map[string]bool{}
+	for id, m := range c.models {
+		if m.Provider == provider {
+			out[id] = true
+		}
+	}
+	return out
+}
+
+// publicError is an error as callers may see it.
+func publicError(err error) string {
+	var ue *UpstreamError
+	if errors.As(err, &ue) {
+		return ue.Public()
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timed out"
+	}
+	return "failed"
+}
+
+// ProbeTimeout bounds one health probe.
+const ProbeTimeout = 20 * time.Second
+
+// Probe checks one model with the cheapest call there is (one token out),
+// records the result as an event and applies it.
+func (c *Catalog) Probe(ctx context.Context, store eventstore.Store, id string, md eventstore.Metadata) (HealthChecked, error) {
+	p, m, err := c.Resolve(id)
+	if err != nil {
+		return HealthChecked{}, err
+	}
+	h := HealthChecked{ID: m.ID}
+	if !p.Configured() {
+		h.Error = "provider not configured (no API key)"
+		h.TestedAt = time.Now().UTC()
+	} else {
+		pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+		start := time.Now()
+		_, perr := p.Complete(pctx, Request{Model: m.Model, MaxTokens: 1,
+			Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: "ping"}}}}})
+		cancel()
+		h.LatencyMs, h.TestedAt, h.OK = time.Since(start).Milliseconds(), time.Now().UTC(), perr == nil
+		if perr != nil {
+			if ctx.Err() != nil {
+				return HealthChecked{}, ctx.Err() // the caller left: no verdict on the model
+			}
+			h.Error = publicError(perr)
+		}
+	}
+	rec, err := appendCatalog(ctx, store, EventModelHealthChecked, h, md)
+	if err != nil {
+		return HealthChecked{}, err
+	}
+	c.Apply(rec)
+	return h, nil
+}

@@ -1,0 +1,69 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+
+	"github.com/batonhq/baton/eventstore"
+)
+
+// Applier folds events of the global feed into in-memory state.
+type Applier interface {
+	Apply(ev eventstore.RecordedEvent) error
+}
+
+// Follower feeds the store's global feed to the gateway's in-memory state
+// (catalog, budgets), so that every replica following the same store
+// agrees on them. CatchUp applies what is stored; Run then follows new
+// events until its context ends.
+type Follower struct {
+	Store    eventstore.Store
+	Appliers []Applier
+	// OnError hears events that could not be applied; they are skipped.
+	OnError func(ev eventstore.RecordedEvent, err error)
+	pos     eventstore.Position
+}
+
+func (f *Follower) apply(evs []eventstore.RecordedEvent) {
+	for _, ev := range evs {
+		for _, a := range f.Appliers {
+			if err := a.Apply(ev); err != nil && f.OnError != nil {
+				f.OnError(ev, err)
+			}
+		}
+		f.pos = ev.Position
+	}
+}
+
+// CatchUp applies every event stored after the last one applied.
+func (f *Follower) CatchUp(ctx context.Context) error {
+	for {
+		evs, err := f.Store.ReadAll(ctx, f.pos, 1024)
+		if err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			return nil
+		}
+		f.apply(evs)
+	}
+}
+
+// Run follows the feed from where CatchUp stopped until ctx ends.
+func (f *Follower) Run(ctx context.Context) error {
+	sub, err := f.Store.SubscribeAll(ctx, f.pos)
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	for {
+		evs, err := sub.RecvBatch(256)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, eventstore.ErrSubscriptionClosed) {
+				return nil
+			}
+			return err
+		}
+		f.apply(evs)
+	}
+}

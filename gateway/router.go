@@ -1,0 +1,271 @@
+package gateway
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Routing modes: a request may name one instead of a `<provider>:<model>`
+// id, and Baton picks the model.
+const (
+	ModeCheap    = "cheap"
+	ModeBalanced = "balanced"
+	ModePremium  = "premium"
+	ModeAuto     = "auto"
+)
+
+// Modes lists the routing modes.
+var Modes = []string{ModeCheap, ModeBalanced, ModePremium, ModeAuto}
+
+// IsMode reports whether s names a routing mode.
+func IsMode(s string) bool { return slices.Contains(Modes, s) }
+
+// Ranking strategies of a route preview (and of the modes, see Routes).
+const (
+	StrategyCost    = "cost"
+	StrategyLatency = "latency"
+)
+
+// Needs are what a request requires of a model.
+type Needs struct {
+	JSON          bool `json:"json,omitempty"`
+	Tools         bool `json:"tools,omitempty"`
+	ContextTokens int  `json:"contextTokens,omitempty"` // worst-case input plus the output cap
+}
+
+// NeedsOf derives a request's needs: tools if it offers any, and the
+// worst-case context it could fill.
+func NeedsOf(req Request, m *Model) Needs {
+	in, out := WorstTokens(req, m)
+	return Needs{Tools: len(req.Tools) > 0, ContextTokens: in + out}
+}
+
+// Route is one candidate model for a mode, ranked.
+type Route struct {
+	Rank        int     `json:"rank"`
+	ID          string  `json:"id"`
+	Provider    string  `json:"provider"`
+	Model       string  `json:"model"`
+	BlendedUSD  float64 `json:"blendedUsdPerMTok"` // (3 x input + output) / 4, USD per million tokens
+	LatencyMs   *int64  `json:"latencyMs"`         // last health probe; null when never probed
+	Development bool    `json:"development,omitempty"`
+	Reason      string  `json:"reason"`
+}
+
+// Excluded is a model a mode could not use, and why.
+type Excluded struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
+// blended weighs input three times output, the usual shape of a chat call.
+func blended(p *Price) float64 {
+	return (3*p.InputPerMTok + p.OutputPerMTok) / 4
+}
+
+// Routes ranks the catalog's models for a mode. A model qualifies when it
+// is tagged with the mode, its provider is configured, the provider lists
+// it (or no sync has said otherwise), its last health probe did not fail,
+// it has a price, and it meets the needs. strategy "" means the mode's
+// own order:
+//
+//   - cheap, auto: lowest blended price first;
+//   - premium: highest blended price first (price stands in for capability,
+//     which Baton cannot measure);
+//   - balanced: models within twice the cheapest qualifying price first,
+//     fastest measured of those first, then by price.
+//
+// strategy cost or latency overrides the order (latency: fastest last probe
+// first, never-probed models after the measured ones, by price). Ties go to
+// the id, so a ranking is deterministic. Development models (the local
+// provider) always rank after every real one: they are chosen only when no
+// real model qualifies.
+func (c *Catalog) Routes(mode, strategy string, needs Needs) ([]Route, []Excluded, error) {
+	if !IsMode(mode) {
+		return nil, nil, fmt.Errorf("%w: mode %q is not one of %s", ErrUnknownModel, mode, strings.Join(Modes, ", "))
+	}
+	if strategy != "" && strategy != StrategyCost && strategy != StrategyLatency {
+		return nil, nil, fmt.Errorf("gateway: strategy %q is not cost or latency", strategy)
+	}
+	var ok []Model
+	var excluded []Excluded
+	for _, m := range c.List() {
+		if why := unfit(m, mode, needs); why != "" {
+			if slices.Contains(m.Modes, mode) || why != "not tagged for this mode" {
+				excluded = append(excluded, Excluded{ID: m.ID, Reason: why})
+			}
+			continue
+		}
+		ok = append(ok, m)
+	}
+	// The providers file may fix a mode's chain; its order wins.
+	c.mu.RLock()
+	chain := c.modeChains[mode]
+	c.mu.RUnlock()
+	order := map[string]int{}
+	for i, id := range chain {
+		order[id] = i + 1
+	}
+	cheapest := math.Inf(1)
+	for _, m := range ok {
+		if !m.Development {
+			cheapest = math.Min(cheapest, blended(m.Pricing))
+		}
+	}
+	latency := func(m Model) float64 {
+		if m.Health.LatencyMs == nil {
+			return math.Inf(1)
+		}
+		return float64(*m.Health.LatencyMs)
+	}
+	key := func(m Model) []float64 {
+		dev, cost := 0.0, blended(m.Pricing)
+		if m.Development {
+			dev = 1
+		}
+		fixed := math.Inf(1)
+		if n, in := order[m.ID]; in && strategy == "" {
+			fixed = float64(n)
+		}
+		switch {
+		case strategy == StrategyLatency:
+			return []float64{dev, latency(m), cost}
+		case strategy == StrategyCost:
+			return []float64{dev, cost}
+		case mode == ModePremium:
+			return []float64{dev, fixed, -cost}
+		case mode == ModeBalanced:
+			band := 1.0
+			if cost <= 2*cheapest {
+				band = 0
+			}
+			return []float64{dev, fixed, band, latency(m), cost}
+		}
+		return []float64{dev, fixed, cost}
+	}
+	sort.SliceStable(ok, func(i, j int) bool {
+		a, b := key(ok[i]), key(ok[j])
+		for k := range a {
+			if a[k] != b[k] {
+				return a[k] < b[k]
+			}
+		}
+		return ok[i].ID < ok[j].ID
+	})
+	routes := make([]Route, len(ok))
+	for i, m := range ok {
+		routes[i] = Route{Rank: i + 1, ID: m.ID, Provider: m.Provider, Model: m.Model, BlendedUSD: blended(m.Pricing),
+			LatencyMs: m.Health.LatencyMs, Development: m.Development, Reason: reason(m, mode, strategy, order[m.ID], i)}
+	}
+	return routes, excluded, nil
+}
+
+func unfit(m Model, mode string, needs Needs) string {
+	switch {
+	case !slices.Contains(m.Modes, mode):
+		return "not tagged for this mode"
+	case !m.Configured:
+		return "provider not configured (no API key)"
+	case !m.Available:
+		return "not listed by the provider at the last sync"
+	case m.Health.TestedAt != nil && !m.Health.OK:
+		return "last health probe failed at " + m.Health.TestedAt.Format("2006-01-02T15:04:05Z")
+	case m.Pricing == nil:
+		return "no price: a mode only routes to priced models"
+	case needs.Tools && !m.SupportsTools:
+		return "does not support tools"
+	case needs.JSON && !m.SupportsJSON:
+		return "does not support JSON output"
+	case needs.ContextTokens > 0 && m.ContextTokens > 0 && needs.ContextTokens > m.ContextTokens:
+		return fmt.Sprintf("context of %d tokens is smaller than the %d the request may need", m.ContextTokens, needs.ContextTokens)
+	}
+	return ""
+}
+
+func reason(m Model, mode, strategy string, fixed, i int) string {
+	price := fmt.Sprintf("$%.4g/MTok blended", blended(m.Pricing))
+	health := "never probed"
+	if m.Health.TestedAt != nil {
+		health = fmt.Sprintf("healthy, %d ms at last probe", *m.Health.LatencyMs)
+	}
+	var why string
+	switch {
+	case m.Development:
+		why = "development provider, ranked after every real model"
+	case strategy == StrategyLatency:
+		why = "ranked by last probe latency"
+	case strategy == StrategyCost:
+		why = "ranked by price"
+	case fixed > 0:
+		why = fmt.Sprintf("position %d of the %s chain in the providers file", fixed, mode)
+	case mode == ModePremium:
+		why = "ranked by price, highest first (price stands for capability)"
+	case mode == ModeBalanced:
+		why = "ranked by latency among models within twice the cheapest price, then price"
+	default:
+		why = "ranked by price, lowest first"
+	}
+	if i == 0 {
+		why = "first choice: " + why
+	} else {
+		why = "fallback: " + why
+	}
+	return fmt.Sprintf("%s; %s; %s", why, price, health)
+}
+
+// MaxChain bounds how many models one call may try.
+const MaxChain = 4
+
+// Chain is the ordered list of models a call to id tries: for a mode, its
+// ranked routes; for a model, the model then its configured fallbacks.
+// Models whose provider is not configured are left out of a model's
+// fallbacks; the model itself is always first, so a call to an
+// unconfigured model fails clearly rather than silently going elsewhere.
+func (c *Catalog) Chain(id string, req Request) ([]Target, error) {
+	if IsMode(id) {
+		routes, _, err := c.Routes(id, "", NeedsOf(req, nil))
+		if err != nil {
+			return nil, err
+		}
+		if len(routes) == 0 {
+			return nil, fmt.Errorf("%w: no configured, healthy, priced model serves mode %s with this request's needs; see POST /v1/models/route/preview", ErrNoRoute, id)
+		}
+		var out []Target
+		for _, r := range routes[:min(len(routes), MaxChain)] {
+			p, m, err := c.Resolve(r.ID)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, Target{Provider: p, Model: m})
+		}
+		return out, nil
+	}
+	p, m, err := c.Resolve(id)
+	if err != nil {
+		return nil, err
+	}
+	out := []Target{{Provider: p, Model: m}}
+	for _, fb := range m.Fallbacks {
+		if len(out) == MaxChain {
+			break
+		}
+		fp, fm, err := c.Resolve(fb)
+		if err != nil || !fp.Configured() {
+			continue
+		}
+		out = append(out, Target{Provider: fp, Model: fm})
+	}
+	return out, nil
+}
+
+// Target is one model a call may go to.
+type Target struct {
+	Provider Provider
+	Model    *Model
+}
+
+// ErrNoRoute means a mode has no model that can take the request.
+var ErrNoRoute = fmt.Errorf("gateway: no route")

@@ -1,0 +1,382 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/gateway"
+)
+
+// Admin model endpoints: sync, health, route preview, infrastructure.
+// They speak the OpenAI error shape, as /v1/models does.
+
+const (
+	defaultBatchLimit = 20
+	maxBatchLimit     = 200
+	batchConcurrency  = 4
+	defaultRoutes     = 5
+)
+
+func (s *Server) eventMeta(r *http.Request) eventstore.Metadata {
+	p := principalOf(r.Context())
+	return eventstore.Metadata{Tenant: p.Tenant, Actor: p.Actor(), RequestID: RequestID(r.Context())}
+}
+
+// decodeOptional decodes a body that may be empty (all fields optional).
+func decodeOptional(w http.ResponseWriter, r *http.Request, limit int64, dst any) error {
+	body, err := readBody(w, r, limit)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	return decodeBody(body, dst)
+}
+
+func (s *Server) syncModels(w http.ResponseWriter, r *http.Request) {
+	results, err := s.catalog.Sync(r.Context(), s.store, s.eventMeta(r))
+	if err != nil {
+		s.writeErrorAs(w, r, openaiErrors, err)
+		return
+	}
+	synced, failed := 0, 0
+	for _, res := range results {
+		switch {
+		case res.Skipped != "":
+		case res.OK:
+			synced++
+		default:
+			failed++
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"object": "catalog.sync", "syncedAt": time.Now().UTC(), "providers": results,
+		"synced": synced, "failed": failed, "models": len(s.catalog.List()),
+	})
+}
+
+// healthResult is one probe as the admin endpoints report it.
+type healthResult struct {
+	ID        string    `json:"id"`
+	Provider  string    `json:"provider"`
+	Model     string    `json:"model"`
+	OK        bool      `json:"ok"`
+	LatencyMs int64     `json:"latencyMs"`
+	TestedAt  time.Time `json:"testedAt"`
+	Error     string    `json:"error,omitempty"`
+}
+
+func toHealthResult(h gateway.HealthChecked) healthResult {
+	prov, name, _ := strings.Cut(h.ID, ":")
+	return healthResult{ID: h.ID, Provider: prov, Model: name, OK: h.OK, LatencyMs: h.LatencyMs, TestedAt: h.TestedAt, Error: h.Error}
+}
+
+func (s *Server) healthModel(w http.ResponseWriter, r *http.Request) {
+	var q struct {
+		Provider string `json:"provider"`
+		Model    string `json:"model"`
+	}
+	body, err := readBody(w, r, s.maxBody)
+	if err == nil {
+		err = decodeBody(body, &q)
+	}
+	if err != nil {
+		s.writeWireDecodeError(w, r, openaiErrors, err)
+		return
+	}
+	id := q.Model
+	switch {
+	case q.Model == "":
+		s.writeErrorAs(w, r, openaiErrors, badRequest("model", "model is required: a model name with provider, or a <provider>:<model> id"))
+		return
+	case q.Provider != "":
+		if p, _, ok := strings.Cut(q.Model, ":"); ok && p != q.Provider {
+			s.writeErrorAs(w, r, openaiErrors, badRequest("model", "model %q names provider %s, not %s", q.Model, p, q.Provider))
+			return
+		}
+		id = q.Provider + ":" + strings.TrimPrefix(q.Model, q.Provider+":")
+	}
+	h, err := s.catalog.Probe(r.Context(), s.store, id, s.eventMeta(r))
+	if err != nil {
+		s.writeErrorAs(w, r, openaiErrors, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toHealthResult(h))
+}
+
+func (s *Server) healthBatch(w http.ResponseWriter, r *http.Request) {
+	q := struct {
+		ConfiguredOnly *bool `json:"configuredOnly"`
+		Limit          *int  `json:"limit"`
+	}{}
+	if err := decodeOptional(w, r, s.maxBody, &q); err != nil {
+		s.writeWireDecodeError(w, r, openaiErrors, err)
+		return
+	}
+	configuredOnly, limit := true, defaultBatchLimit
+	if q.ConfiguredOnly != nil {
+		configuredOnly = *q.ConfiguredOnly
+	}
+	if q.Limit != nil {
+		if *q.Limit < 1 || *q.Limit > maxBatchLimit {
+			s.writeErrorAs(w, r, openaiErrors, badRequest("limit", "limit must be between 1 and %d", maxBatchLimit))
+			return
+		}
+		limit = *q.Limit
+	}
+	// Least recently probed first, so repeated batches cover the catalog.
+	var ids []string
+	models := s.catalog.List()
+	sort.SliceStable(models, func(i, j int) bool {
+		a, b := models[i].Health.TestedAt, models[j].Health.TestedAt
+		switch {
+		case a == nil || b == nil:
+			return a == nil && b != nil
+		}
+		return a.Before(*b)
+	})
+	skipped := 0
+	for _, m := range models {
+		if configuredOnly && !m.Configured {
+			skipped++
+			continue
+		}
+		if len(ids) == limit {
+			skipped++
+			continue
+		}
+		ids = append(ids, m.ID)
+	}
+	out := make([]healthResult, len(ids))
+	errs := make([]error, len(ids))
+	sem := make(chan struct{}, batchConcurrency)
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-r.Context().Done():
+				errs[i] = r.Context().Err()
+				return
+			}
+			defer func() { <-sem }()
+			h, err := s.catalog.Probe(r.Context(), s.store, id, s.eventMeta(r))
+			out[i], errs[i] = toHealthResult(h), err
+		}()
+	}
+	wg.Wait()
+	healthy, unhealthy := 0, 0
+	for i, err := range errs {
+		if err != nil {
+			s.writeErrorAs(w, r, openaiErrors, err)
+			return
+		}
+		if out[i].OK {
+			healthy++
+		} else {
+			unhealthy++
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"object": "list", "data": out, "checked": len(out), "healthy": healthy, "unhealthy": unhealthy,
+		"skipped": skipped, "configuredOnly": configuredOnly, "limit": limit, "concurrency": batchConcurrency,
+	})
+}
+
+func (s *Server) routePreview(w http.ResponseWriter, r *http.Request) {
+	q := struct {
+		Mode     string        `json:"mode"`
+		Strategy string        `json:"strategy"`
+		Limit    *int          `json:"limit"`
+		Needs    gateway.Needs `json:"needs"`
+	}{}
+	if err := decodeOptional(w, r, s.maxBody, &q); err != nil {
+		s.writeWireDecodeError(w, r, openaiErrors, err)
+		return
+	}
+	if q.Mode == "" {
+		q.Mode = gateway.ModeAuto
+	}
+	if !gateway.IsMode(q.Mode) {
+		s.writeErrorAs(w, r, openaiErrors, badRequest("mode", "mode must be one of %s", strings.Join(gateway.Modes, ", ")))
+		return
+	}
+	if q.Strategy != "" && q.Strategy != gateway.StrategyCost && q.Strategy != gateway.StrategyLatency {
+		s.writeErrorAs(w, r, openaiErrors, badRequest("strategy", "strategy must be cost or latency (or absent: the mode's own order)"))
+		return
+	}
+	limit := defaultRoutes
+	if q.Limit != nil {
+		if *q.Limit < 1 || *q.Limit > maxBatchLimit {
+			s.writeErrorAs(w, r, openaiErrors, badRequest("limit", "limit must be between 1 and %d", maxBatchLimit))
+			return
+		}
+		limit = *q.Limit
+	}
+	if q.Needs.ContextTokens < 0 {
+		s.writeErrorAs(w, r, openaiErrors, badRequest("needs/contextTokens", "must not be negative"))
+		return
+	}
+	routes, excluded, err := s.catalog.Routes(q.Mode, q.Strategy, q.Needs)
+	if err != nil {
+		s.writeErrorAs(w, r, openaiErrors, err)
+		return
+	}
+	total := len(routes)
+	routes = routes[:min(limit, len(routes))]
+	if excluded == nil {
+		excluded = []gateway.Excluded{}
+	}
+	strategy := q.Strategy
+	if strategy == "" {
+		strategy = "mode"
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"object": "route.preview", "mode": q.Mode, "strategy": strategy, "needs": q.Needs, "limit": limit,
+		"routes": routes, "candidates": total, "excluded": excluded,
+	})
+}
+
+func (s *Server) infrastructure(w http.ResponseWriter, r *http.Request) {
+	models := s.catalog.List()
+	type provInfo struct {
+		Name       string     `json:"name"`
+		Kind       string     `json:"kind"`
+		Configured bool       `json:"configured"` // has what it needs to call (a key, or none needed)
+		KeySet     bool       `json:"keySet"`     // never the key itself
+		Models     int        `json:"models"`
+		LastSync   *time.Time `json:"lastSyncAt"`
+		SyncOK     *bool      `json:"lastSyncOk"`
+	}
+	var provs []provInfo
+	for _, p := range s.catalog.Providers() {
+		pi := provInfo{Name: p.Name(), Kind: p.Kind(), Configured: p.Configured(), KeySet: keySet(p)}
+		for _, m := range models {
+			if m.Provider == p.Name() {
+				pi.Models++
+			}
+		}
+		if sy, ok := s.catalog.LastSync(p.Name()); ok {
+			at, ok := sy.SyncedAt, sy.OK
+			pi.LastSync, pi.SyncOK = &at, &ok
+		}
+		provs = append(provs, pi)
+	}
+	priced, tested, healthy, configured := 0, 0, 0, 0
+	unpriced := []string{}
+	for _, m := range models {
+		if m.HasPricing {
+			priced++
+		} else {
+			unpriced = append(unpriced, m.ID)
+		}
+		if m.Health.TestedAt != nil {
+			tested++
+			if m.Health.OK {
+				healthy++
+			}
+		}
+		if m.Configured {
+			configured++
+		}
+	}
+	ratio := func(n int) float64 {
+		if len(models) == 0 {
+			return 0
+		}
+		return math.Round(float64(n)/float64(len(models))*1000) / 1000
+	}
+	recommended := map[string]any{}
+	for _, mode := range gateway.Modes {
+		routes, _, err := s.catalog.Routes(mode, "", gateway.Needs{})
+		if err != nil {
+			s.writeErrorAs(w, r, openaiErrors, err)
+			return
+		}
+		ids := []string{}
+		for _, rt := range routes[:min(3, len(routes))] {
+			ids = append(ids, rt.ID)
+		}
+		recommended[mode] = ids
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"object":    "infrastructure",
+		"providers": provs,
+		"models":    map[string]any{"total": len(models), "configured": configured},
+		"pricing":   map[string]any{"priced": priced, "unpriced": unpriced, "coverage": ratio(priced)},
+		"health": map[string]any{"tested": tested, "healthy": healthy, "unhealthy": tested - healthy, "coverage": ratio(tested),
+			"note": "coverage is the share of catalog models with at least one probe; POST /v1/models/health/batch probes more"},
+		"recommendedRoutes": recommended,
+	})
+}
+
+// keySet reports whether a provider holds a credential, without reading it.
+func keySet(p gateway.Provider) bool {
+	if k, ok := p.(interface{ HasKey() bool }); ok {
+		return k.HasKey()
+	}
+	return false
+}
+
+// ---- budgets (admin, problem+json) ----
+
+// budgetTenant reads the tenant of a budget path; a malformed name is a
+// 404, as an unknown route would be.
+func (s *Server) budgetTenant(w http.ResponseWriter, r *http.Request) (string, bool) {
+	tenant := mux.Vars(r)["tenant"]
+	if !domain.ValidTenant(tenant) {
+		writeProblem(w, r, http.StatusNotFound, "not_found", "No tenant named "+tenant+"; tenant names are 1-63 lowercase letters, digits, '_' or '-'.")
+		return "", false
+	}
+	return tenant, true
+}
+
+func (s *Server) getBudget(w http.ResponseWriter, r *http.Request) {
+	if tenant, ok := s.budgetTenant(w, r); ok {
+		writeJSON(w, http.StatusOK, s.budgets.Status(tenant))
+	}
+}
+
+func (s *Server) putBudget(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := s.budgetTenant(w, r)
+	if !ok {
+		return
+	}
+	body, err := readBody(w, r, s.maxBody)
+	if err != nil {
+		s.writeDecodeError(w, r, err)
+		return
+	}
+	var q gateway.Limits
+	if err := decodeBody(body, &q); err != nil {
+		s.writeDecodeError(w, r, err)
+		return
+	}
+	for name, v := range map[string]*float64{"/dailyUsd": q.DailyUSD, "/monthlyUsd": q.MonthlyUSD} {
+		if v != nil && (*v < 0 || math.IsNaN(*v) || math.IsInf(*v, 0)) {
+			s.writeError(w, r, badRequest(name, "a limit is a non-negative number of USD, or null for none"))
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	if err := s.budgets.SetBudget(ctx, s.store, gateway.BudgetSet{Tenant: tenant, Limits: q}, s.eventMeta(r)); err != nil {
+		s.writeError(w, r, fmt.Errorf("budget: %w", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, s.budgets.Status(tenant))
+}
