@@ -240,9 +240,9 @@ func (c *Catalog) add(p Provider, specs []ModelSpec, dev bool) {
 		}
 		if dev {
 			m.Description = "offline development provider: echoes the prompt, no language model behind it"
-			now := time.Now().UTC()
-			var zero int64
-			m.Health = Health{OK: true, TestedAt: &now, LatencyMs: &zero}
+			// It runs in-process, so it is up; testedAt stays null until
+			// a probe, so that every replica's catalog starts the same.
+			m.Health = Health{OK: true}
 		}
 		c.models[m.ID] = m
 	}

@@ -81,8 +81,8 @@ func blended(p *Price) float64 {
 // strategy cost or latency overrides the order (latency: fastest last probe
 // first, never-probed models after the measured ones, by price). Ties go to
 // the id, so a ranking is deterministic. Development models (the local
-// provider) always rank after every real one: they are chosen only when no
-// real model qualifies.
+// provider) are candidates only when no real provider is configured, so a
+// mode never answers a real request with the echo model.
 func (c *Catalog) Routes(mode, strategy string, needs Needs) ([]Route, []Excluded, error) {
 	if !IsMode(mode) {
 		return nil, nil, fmt.Errorf("%w: mode %q is not one of %s", ErrUnknownModel, mode, strings.Join(Modes, ", "))
@@ -92,8 +92,14 @@ func (c *Catalog) Routes(mode, strategy string, needs Needs) ([]Route, []Exclude
 	}
 	var ok []Model
 	var excluded []Excluded
-	for _, m := range c.List() {
-		if why := unfit(m, mode, needs); why != "" {
+	all := c.List()
+	realConfigured := slices.ContainsFunc(all, func(m Model) bool { return !m.Development && m.Configured })
+	for _, m := range all {
+		why := unfit(m, mode, needs)
+		if why == "" && m.Development && realConfigured {
+			why = "development provider: modes use it only when no real provider is configured"
+		}
+		if why != "" {
 			if slices.Contains(m.Modes, mode) || why != "not tagged for this mode" {
 				excluded = append(excluded, Excluded{ID: m.ID, Reason: why})
 			}

@@ -2,6 +2,18 @@ package http_test
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/batonhq/baton/eventstore"
@@ -25,5 +37,362 @@ func (e *env) usageEvents(tenant string, n int) []eventstore.RecordedEvent {
 			return evs
 		}
 		time.Sleep(5 * time.Millisecond) // polling a bounded condition
+	}
+}
+
+// newRoutingEnv adds to the fake upstreams a provider "flaky" (an
+// OpenAI-compatible server, the fake OpenAI upstream under another name)
+// whose models fail, tagged premium at a high price so that modes pick it
+// first, with fallbacks.
+func newRoutingEnv(t *testing.T) (*env, *fakeUpstreams, gateway.Config) {
+	f := newFakeUpstreams(t)
+	vars := map[string]string{
+		"OPENAI_BASE_URL": f.openai.URL + "/v1", "OPENAI_API_KEY": "sk-upstream-test",
+		"ANTHROPIC_BASE_URL": f.anthropic.URL, "ANTHROPIC_API_KEY": "ak-upstream-test",
+		"FLAKY_KEY": "sk-upstream-test",
+	}
+	price := map[string]any{"inputPerMTok": 50, "outputPerMTok": 100, "source": "test"}
+	file := map[string]any{"providers": []any{map[string]any{
+		"name": "flaky", "kind": "openai-compatible", "baseUrl": f.openai.URL + "/v1", "keyEnv": "FLAKY_KEY",
+		"models": []any{
+			map[string]any{"name": "fail-500", "contextTokens": 1000, "modes": []string{"premium"}, "pricing": price,
+				"fallbacks": []string{"anthropic:claude-3-5-haiku-latest"}},
+			map[string]any{"name": "fail-429", "contextTokens": 1000, "pricing": price,
+				"fallbacks": []string{"flaky:fail-500", "openai:gpt-4o-mini"}},
+			map[string]any{"name": "cut", "contextTokens": 1000, "pricing": price, "fallbacks": []string{"openai:gpt-4o-mini"}},
+		},
+	}}}
+	path := filepath.Join(t.TempDir(), "providers.json")
+	b, _ := json.Marshal(file)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := gateway.Config{Getenv: func(k string) string { return vars[k] }, ProvidersFile: path}
+	cat, err := gateway.NewCatalog(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newEnvWith(t, cat), f, cfg
+}
+
+func chatBody(model string, stream bool) map[string]any {
+	b := map[string]any{"model": model, "max_completion_tokens": 50, "messages": []any{map[string]any{"role": "user", "content": "hello"}}}
+	if stream {
+		b["stream"] = true
+		b["stream_options"] = map[string]any{"include_usage": true}
+	}
+	return b
+}
+
+func usageOutcomes(t *testing.T, evs []eventstore.RecordedEvent) []string {
+	var out []string
+	for _, ev := range evs {
+		var u gateway.UsageRecord
+		if err := json.Unmarshal(ev.Data, &u); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, u.Model+" "+u.Outcome)
+	}
+	return out
+}
+
+func TestFallbackChains(t *testing.T) {
+	e, _, _ := newRoutingEnv(t)
+	// 429 -> the next (500) -> the next, which answers.
+	r := e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("flaky:fail-429", false)), 200)
+	if r.str("svc.trace.fallbackUsed") != "true" || r.str("svc.trace.selectedProvider") != "openai" || r.str("model") != "openai:gpt-4o-mini" {
+		t.Fatalf("fallback not used or not reported: %s", r.raw)
+	}
+	got := strings.Join(usageOutcomes(t, e.usageEvents("a", 3)), "; ")
+	if got != "flaky:fail-429 upstream_error; flaky:fail-500 upstream_error; openai:gpt-4o-mini ok" {
+		t.Fatalf("usage of the chain: %s", got)
+	}
+	// A streamed message whose first model fails before its first byte
+	// falls back too, and says so in message_start.
+	resp, evs := e.stream("/v1/messages", e.tenantB, map[string]any{"model": "flaky:fail-500", "max_tokens": 20, "stream": true,
+		"messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	if resp.StatusCode != 200 || len(evs) == 0 || evs[0][0] != "message_start" {
+		t.Fatalf("stream: %d %v", resp.StatusCode, evs)
+	}
+	if !strings.Contains(evs[0][1], `"fallbackUsed":true`) || !strings.Contains(evs[0][1], `"model":"anthropic:claude-3-5-haiku-latest"`) || evs[len(evs)-1][0] != "message_stop" {
+		t.Fatalf("streamed fallback: %v", evs)
+	}
+	// A stream that breaks after its first delta reached the client cannot
+	// fall back: the client sees the error, and the call is billed partial.
+	_, evs = e.stream("/v1/chat/completions", e.tenantB, chatBody("flaky:cut", true))
+	if len(evs) < 2 || !strings.Contains(evs[0][1], `"fallbackUsed":false`) || !strings.Contains(evs[len(evs)-1][1], `"error"`) {
+		t.Fatalf("cut stream: %v", evs)
+	}
+	got = strings.Join(usageOutcomes(t, e.usageEvents("b", 3)), "; ")
+	if got != "flaky:fail-500 upstream_error; anthropic:claude-3-5-haiku-latest ok; flaky:cut partial" {
+		t.Fatalf("usage: %s", got)
+	}
+	// Without a fallback, the upstream's error comes back in the front's
+	// shape with its status and retry-after.
+	r = e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("openai:fail-429", false))
+	if r.status != 429 || r.header.Get("Retry-After") != "7" || r.str("error.code") != "upstream_rate_limited" {
+		t.Fatalf("no fallback: %d %v %s", r.status, r.header, r.raw)
+	}
+}
+
+func TestRoutingModes(t *testing.T) {
+	e, _, _ := newRoutingEnv(t)
+	r := e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("cheap", false)), 200)
+	if r.str("model") != "openai:gpt-4o-mini" || r.str("svc.trace.fallbackUsed") != "false" {
+		t.Fatalf("cheap: %s", r.raw)
+	}
+	// premium ranks the dearest first: flaky:fail-500 fails, the mode's
+	// chain goes on to the next premium model.
+	r = e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "premium", "max_tokens": 20, "messages": []any{map[string]any{"role": "user", "content": "hi"}}}), 200)
+	if r.str("model") != "anthropic:claude-sonnet-4-0" || r.str("svc.trace.fallbackUsed") != "true" {
+		t.Fatalf("premium: %s", r.raw)
+	}
+	// A failed health probe takes the model out of the modes.
+	h := e.must(e.do("POST", "/v1/models/health", e.admin, map[string]any{"provider": "flaky", "model": "fail-500"}), 200)
+	if h.str("ok") != "false" || h.str("id") != "flaky:fail-500" || !strings.Contains(h.str("error"), "500") {
+		t.Fatalf("probe: %s", h.raw)
+	}
+	r = e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "premium", "max_tokens": 20, "messages": []any{map[string]any{"role": "user", "content": "hi"}}}), 200)
+	if r.str("model") != "anthropic:claude-sonnet-4-0" || r.str("svc.trace.fallbackUsed") != "false" {
+		t.Fatalf("premium after the probe: %s", r.raw)
+	}
+	// Needs: a request that may need more context than every premium
+	// model has finds no route (and the local development model is not
+	// used while real providers are configured).
+	r = e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "premium", "max_completion_tokens": 300000, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	if r.status != 503 || r.str("error.code") != "no_route" {
+		t.Fatalf("no route: %d %s", r.status, r.raw)
+	}
+}
+
+func TestModelAdminEndpoints(t *testing.T) {
+	e, _, cfg := newRoutingEnv(t)
+	for _, c := range []struct{ method, path string }{
+		{"POST", "/v1/models/sync"}, {"POST", "/v1/models/health"}, {"POST", "/v1/models/health/batch"},
+		{"POST", "/v1/models/route/preview"}, {"GET", "/v1/models/infrastructure"},
+	} {
+		if r := e.do(c.method, c.path, e.tenantA, map[string]any{}); r.status != 403 || r.str("error.type") == "" {
+			t.Fatalf("%s with a tenant key: %d %s", c.path, r.status, r.raw)
+		}
+		if r := e.do(c.method, c.path, "", nil); r.status != 401 {
+			t.Fatalf("%s without a key: %d", c.path, r.status)
+		}
+	}
+	head := func() eventstore.Position {
+		p, err := e.store.Head(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	before := head()
+	for _, c := range []struct {
+		path string
+		body any
+	}{
+		{"/v1/models/health", map[string]any{}},
+		{"/v1/models/health", map[string]any{"provider": "nope", "model": "x"}},
+		{"/v1/models/health", map[string]any{"provider": "openai", "model": "anthropic:x"}},
+		{"/v1/models/health/batch", map[string]any{"limit": 0}},
+		{"/v1/models/health/batch", map[string]any{"limit": "ten"}},
+		{"/v1/models/route/preview", map[string]any{"mode": "fastest"}},
+		{"/v1/models/route/preview", map[string]any{"strategy": "vibes"}},
+		{"/v1/models/route/preview", "{not json"},
+	} {
+		r := e.do("POST", c.path, e.admin, c.body)
+		if r.status < 400 || r.status >= 500 || r.str("error.message") == "" {
+			t.Fatalf("%s %v: %d %s", c.path, c.body, r.status, r.raw)
+		}
+	}
+	if head() != before {
+		t.Fatal("a refused admin request appended an event")
+	}
+
+	// Sync: the fake OpenAI lists gpt-4o-mini and "other": "other" joins
+	// the catalog unpriced, the models it no longer lists are unavailable
+	// (and out of the modes); flaky lists the same two.
+	s := e.must(e.do("POST", "/v1/models/sync", e.admin, nil), 200)
+	if !strings.Contains(string(s.raw), `"added":["openai:other"]`) || !strings.Contains(string(s.raw), `"missing":["openai:gpt-4.1-mini","openai:gpt-4o"]`) ||
+		!strings.Contains(string(s.raw), `"skipped":"development provider`) {
+		t.Fatalf("sync: %s", s.raw)
+	}
+	models := map[string]gateway.Model{}
+	for _, m := range e.catalog.List() {
+		models[m.ID] = m
+	}
+	if m := models["openai:other"]; !m.Discovered || m.HasPricing || !m.Available {
+		t.Fatalf("discovered model: %+v", m)
+	}
+	if m := models["openai:gpt-4o"]; m.Available || m.Listed == nil || *m.Listed {
+		t.Fatalf("unlisted model: %+v", m)
+	}
+	if m := models["anthropic:claude-sonnet-4-0"]; !m.Available {
+		t.Fatalf("listed anthropic model: %+v", m)
+	}
+
+	// Health batch: configured models, least recently probed first,
+	// bounded by limit.
+	b := e.must(e.do("POST", "/v1/models/health/batch", e.admin, map[string]any{"configuredOnly": true, "limit": 3}), 200)
+	if b.str("checked") != "3" || b.str("object") != "list" {
+		t.Fatalf("batch: %s", b.raw)
+	}
+	b = e.must(e.do("POST", "/v1/models/health/batch", e.admin, map[string]any{"limit": 200}), 200)
+	if b.str("unhealthy") != "2" || !strings.Contains(string(b.raw), `"error":"provider flaky answered 429: slow down"`) { // flaky's failing models
+		t.Fatalf("batch: %s", b.raw)
+	}
+
+	// Route preview: ranked, limited, with reasons; the unhealthy and
+	// unlisted models are excluded with theirs.
+	p := e.must(e.do("POST", "/v1/models/route/preview", e.admin, map[string]any{"mode": "cheap", "strategy": "cost", "limit": 2}), 200)
+	var prev struct {
+		Routes   []gateway.Route    `json:"routes"`
+		Excluded []gateway.Excluded `json:"excluded"`
+	}
+	json.Unmarshal(p.raw, &prev)
+	if len(prev.Routes) != 2 || prev.Routes[0].ID != "openai:gpt-4o-mini" || prev.Routes[1].ID != "anthropic:claude-3-5-haiku-latest" ||
+		!strings.HasPrefix(prev.Routes[0].Reason, "first choice") || !strings.HasPrefix(prev.Routes[1].Reason, "fallback") {
+		t.Fatalf("preview: %s", p.raw)
+	}
+	excluded := map[string]string{}
+	for _, x := range prev.Excluded {
+		excluded[x.ID] = x.Reason
+	}
+	if !strings.Contains(excluded["openai:gpt-4.1-mini"], "not listed") {
+		t.Fatalf("excluded: %v", excluded)
+	}
+	p = e.must(e.do("POST", "/v1/models/route/preview", e.admin, map[string]any{"mode": "premium"}), 200)
+	if !strings.Contains(string(p.raw), `"flaky:fail-500","reason":"not listed by the provider`) || !strings.Contains(string(p.raw), `"id":"anthropic:claude-sonnet-4-0","provider"`) {
+		t.Fatalf("premium preview: %s", p.raw)
+	}
+
+	// Infrastructure: which providers have keys, never the keys.
+	inf := e.must(e.do("GET", "/v1/models/infrastructure", e.admin, nil), 200)
+	if strings.Contains(string(inf.raw), "sk-upstream-test") || strings.Contains(string(inf.raw), "ak-upstream-test") {
+		t.Fatal("infrastructure shows a key")
+	}
+	if !strings.Contains(string(inf.raw), `"name":"openai","kind":"openai","configured":true,"keySet":true`) ||
+		!strings.Contains(string(inf.raw), `"cheap":["openai:gpt-4o-mini"`) || inf.str("health.tested") == "0" {
+		t.Fatalf("infrastructure: %s", inf.raw)
+	}
+
+	// Every replica sees the same catalog: a fresh catalog fed the store's
+	// events equals this one.
+	fresh, err := gateway.NewCatalog(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &gateway.Follower{Store: e.store, Appliers: []gateway.Applier{fresh}}
+	if err := f.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(e.catalog.List())
+	got, _ := json.Marshal(fresh.List())
+	if string(got) != string(want) {
+		t.Fatalf("replayed catalog differs:\n%s\n%s", got, want)
+	}
+}
+
+func TestBudgetHoldsWorstCaseUnderConcurrency(t *testing.T) {
+	// An upstream that holds every call until released.
+	var arrived atomic.Int64
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Add(1)
+		<-release
+		io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`)
+	}))
+	defer up.Close()
+	vars := map[string]string{"OPENAI_BASE_URL": up.URL + "/v1", "OPENAI_API_KEY": "k"}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, cat)
+	_, model, err := cat.Resolve("openai:gpt-4o-mini")
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst := *gateway.WorstCost(gateway.Request{MaxTokens: 50, Messages: []gateway.Message{{Role: "user", Content: []gateway.Block{{Type: "text", Text: "hello"}}}}}, model)
+	daily := 10.5 * worst
+	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": daily, "monthlyUsd": nil}), 200)
+
+	const n = 100
+	statuses := make(chan response, n)
+	for range n {
+		go func() { statuses <- e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("openai:gpt-4o-mini", false)) }()
+	}
+	// 90 are refused at once; 10 hold their worst case at the upstream.
+	var refused []response
+	for len(refused) < n-10 {
+		r := <-statuses
+		if r.status != 429 {
+			t.Fatalf("a call got %d before any was released: %s", r.status, r.raw)
+		}
+		refused = append(refused, r)
+	}
+	if r := refused[0]; r.str("error.code") != "budget_exceeded" || r.str("error.type") != "insufficient_quota" || r.header.Get("Retry-After") == "" {
+		t.Fatalf("refusal: %v %s", r.header, r.raw)
+	}
+	st := e.must(e.do("GET", "/v1/admin/budgets/a", e.admin, nil), 200)
+	if held, _ := strconv.ParseFloat(st.str("reservedUsd"), 64); math.Abs(held-10*worst) > 1e-12 {
+		t.Fatalf("held %v, want %v", held, 10*worst)
+	}
+	close(release)
+	for range 10 {
+		if r := <-statuses; r.status != 200 {
+			t.Fatalf("admitted call: %d %s", r.status, r.raw)
+		}
+	}
+	if got := arrived.Load(); got != 10 {
+		t.Fatalf("%d calls reached the upstream, want 10", got)
+	}
+	// Settled: nothing held, spent = 10 actual calls (3 in, 1 out).
+	e.usageEvents("a", 10)
+	actual := (3*0.15 + 1*0.60) / 1e6
+	st = e.must(e.do("GET", "/v1/admin/budgets/a", e.admin, nil), 200)
+	spent, _ := strconv.ParseFloat(st.str("daySpentUsd"), 64)
+	if st.str("reservedUsd") != "0" || math.Abs(spent-10*actual) > 1e-12 {
+		t.Fatalf("after settling: %s (want spent %v)", st.raw, 10*actual)
+	}
+	// A replica catching up from the store agrees on the spending.
+	b := gateway.NewBudgets(nil)
+	if err := (&gateway.Follower{Store: e.store, Appliers: []gateway.Applier{b}}).CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s := b.Status("a"); math.Abs(s.DaySpent-10*actual) > 1e-12 || s.Limits.DailyUSD == nil || *s.Limits.DailyUSD != daily {
+		t.Fatalf("replayed budget: %+v", s)
+	}
+}
+
+func TestBudgetAdminAndUnpricedModels(t *testing.T) {
+	e, _ := newGatewayEnv(t)
+	for _, c := range []struct {
+		key, tenant string
+		body        any
+		status      int
+	}{
+		{e.tenantA, "a", map[string]any{"dailyUsd": 1}, 403},
+		{e.admin, "Not A Tenant", map[string]any{"dailyUsd": 1}, 404},
+		{e.admin, "a", map[string]any{"dailyUsd": -1}, 422},
+		{e.admin, "a", map[string]any{"monthlyUsd": "lots"}, 422},
+		{e.admin, "a", "{", 400},
+	} {
+		if r := e.do("PUT", "/v1/admin/budgets/"+url.PathEscape(c.tenant), c.key, c.body); r.status != c.status {
+			t.Fatalf("%s %v: %d %s", c.tenant, c.body, r.status, r.raw)
+		}
+	}
+	if evs, _ := e.store.ReadStream(context.Background(), gateway.BudgetStream("a"), 0, 10); len(evs) != 0 {
+		t.Fatal("a refused budget request appended an event")
+	}
+	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"monthlyUsd": 5}), 200)
+	// With a budget, a model without a price cannot be bounded: refused.
+	r := e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "anthropic:some-new-model", "max_tokens": 10, "messages": []any{map[string]any{"role": "user", "content": "x"}}})
+	if r.status != 403 || r.str("error.type") != "permission_error" {
+		t.Fatalf("unpriced under budget: %d %s", r.status, r.raw)
+	}
+	// Tenant b has no budget: the same call goes through, cost unknown.
+	r = e.must(e.do("POST", "/v1/messages", e.tenantB, map[string]any{"model": "anthropic:some-new-model", "max_tokens": 10, "messages": []any{map[string]any{"role": "user", "content": "x"}}}), 200)
+	if !strings.Contains(string(r.raw), `"estimated_cost_usd":null`) {
+		t.Fatalf("%s", r.raw)
 	}
 }

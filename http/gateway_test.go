@@ -127,6 +127,10 @@ func (f *fakeUpstreams) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"type":"error","error":{"type":"authentication_error","message":"bad key"}}`)
 		return
 	}
+	if r.URL.Path == "/v1/models" {
+		io.WriteString(w, `{"data":[{"type":"model","id":"claude-3-5-haiku-latest","display_name":"Claude Haiku 3.5"},{"type":"model","id":"claude-sonnet-4-0","display_name":"Claude Sonnet 4"}],"has_more":false,"first_id":"claude-3-5-haiku-latest","last_id":"claude-sonnet-4-0"}`)
+		return
+	}
 	var req struct {
 		Model     string `json:"model"`
 		System    string `json:"system"`
