@@ -319,7 +319,9 @@ func TestBudgetHoldsWorstCaseUnderConcurrency(t *testing.T) {
 	const n = 100
 	statuses := make(chan response, n)
 	for range n {
-		go func() { statuses <- e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("openai:gpt-4o-mini", false)) }()
+		go func() {
+			statuses <- e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("openai:gpt-4o-mini", false))
+		}()
 	}
 	// 90 are refused at once; 10 hold their worst case at the upstream.
 	var refused []response
