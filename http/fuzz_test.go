@@ -2,8 +2,10 @@ package http_test
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/batonhq/baton/gateway"
@@ -91,6 +93,53 @@ func FuzzGatewayBodies(f *testing.F) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		if rec.Code >= 500 && rec.Code != 503 {
+			t.Fatalf("%s answered %d to %q: %s", path, rec.Code, body, rec.Body.String())
+		}
+	})
+}
+
+// FuzzModelAdminBodies sends arbitrary bodies to the admin model and
+// budget endpoints (the local provider is the only configured one): every
+// answer is deliberate, and a refused request appends no event.
+func FuzzModelAdminBodies(f *testing.F) {
+	paths := []string{"/v1/models/health", "/v1/models/health/batch", "/v1/models/route/preview", "/v1/admin/budgets/a"}
+	for _, seed := range []string{
+		`{"provider":"local","model":"echo"}`, `{"model":"local:echo"}`, `{"configuredOnly":false,"limit":2}`,
+		`{"mode":"cheap","strategy":"latency","limit":3,"needs":{"tools":true,"contextTokens":9}}`,
+		`{"dailyUsd":1.5,"monthlyUsd":null}`, `{"dailyUsd":-1}`, `{"limit":1e400}`, ``, `{`, `[]`,
+	} {
+		for i := range paths {
+			f.Add(uint8(i), []byte(seed))
+		}
+	}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(string) string { return "" }})
+	if err != nil {
+		f.Fatal(err)
+	}
+	e := newEnvWith(f, cat)
+	h := e.srv.Config.Handler
+	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
+		e.t = t
+		path := paths[int(which)%len(paths)]
+		method := http.MethodPost
+		if strings.HasPrefix(path, "/v1/admin/") {
+			method = http.MethodPut
+		}
+		before, err := e.store.Head(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest(method, path, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+e.admin)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		switch {
+		case rec.Code == 200:
+		case rec.Code >= 400 && rec.Code < 500:
+			if after, _ := e.store.Head(context.Background()); after != before {
+				t.Fatalf("%s answered %d to %q but appended events", path, rec.Code, body)
+			}
+		default:
 			t.Fatalf("%s answered %d to %q: %s", path, rec.Code, body, rec.Body.String())
 		}
 	})
