@@ -49,6 +49,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzScanJSON -fuzztime $(FUZZTIME) ./domain/secrets
 	$(GO) test -run '^$$' -fuzz FuzzCallbackBodies -fuzztime $(FUZZTIME) ./http
 	$(GO) test -run '^$$' -fuzz FuzzGatewayBodies -fuzztime $(FUZZTIME) ./http
+	$(GO) test -run '^$$$$' -fuzz FuzzModelAdminBodies -fuzztime $(FUZZTIME) ./http
 	$(GO) test -run '^$$' -fuzz FuzzSSEStreams -fuzztime $(FUZZTIME) ./gateway
 
 clean:

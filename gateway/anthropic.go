@@ -38,8 +38,41 @@ func (p *Anthropic) HasKey() bool { return p.key != "" }
 func (p *Anthropic) Configured() bool { return p.baseURL != "" && p.key != "" }
 
 type anMessage struct {
-	Role    string  `json:"role"`
-	Content []Block `json:"content"`
+	Role    string    `json:"role"`
+	Content []anBlock `json:"content"`
+}
+
+// anBlock is a content block as the Messages API takes it: a tool result
+// carries its text in content, a tool use always has an input object.
+type anBlock struct {
+	Type      string          `json:"type"`
+	Text      *string         `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   *string         `json:"content,omitempty"`
+}
+
+func toAnBlocks(in []Block) []anBlock {
+	out := make([]anBlock, 0, len(in))
+	for _, b := range in {
+		switch b.Type {
+		case "tool_use":
+			input := b.Input
+			if len(input) == 0 || string(input) == "null" {
+				input = json.RawMessage("{}")
+			}
+			out = append(out, anBlock{Type: b.Type, ID: b.ID, Name: b.Name, Input: input})
+		case "tool_result":
+			text := b.Text
+			out = append(out, anBlock{Type: b.Type, ToolUseID: b.ToolUseID, Content: &text})
+		default:
+			text := b.Text
+			out = append(out, anBlock{Type: b.Type, Text: &text})
+		}
+	}
+	return out
 }
 
 type anRequest struct {
@@ -70,7 +103,7 @@ func (p *Anthropic) body(req Request, stream bool) ([]byte, error) {
 		r.MaxTokens = 4096 // the Messages API requires a cap; chat completion clients may send none
 	}
 	for _, m := range req.Messages {
-		r.Messages = append(r.Messages, anMessage{Role: m.Role, Content: m.Content})
+		r.Messages = append(r.Messages, anMessage{Role: m.Role, Content: toAnBlocks(m.Content)})
 	}
 	return json.Marshal(r)
 }
@@ -96,6 +129,8 @@ func (p *Anthropic) do(ctx context.Context, method, path string, body []byte) (*
 
 // Complete implements Provider.
 func (p *Anthropic) Complete(ctx context.Context, req Request) (*Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout) // a stalled body must not hold the call forever
+	defer cancel()
 	body, err := p.body(req, false)
 	if err != nil {
 		return nil, err
@@ -167,7 +202,7 @@ func (s *anStream) Next() (Delta, error) {
 			return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "stream ended without message_stop"}
 		}
 		if err != nil {
-			return Delta{}, transportError(s.name, err)
+			return Delta{}, streamError(s.name, err)
 		}
 		var e anEvent
 		if err := json.Unmarshal(ev.Data, &e); err != nil {
@@ -193,11 +228,12 @@ func (s *anStream) Next() (Delta, error) {
 			u := s.usage
 			return Delta{StopReason: orDefault(s.stop, StopEndTurn), NativeStop: s.stop, Usage: &u}, nil
 		case "error":
-			msg := "upstream stream error"
+			ue := &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "upstream stream error"}
 			if e.Error != nil {
-				msg = e.Error.Type + ": " + e.Error.Message
+				ue.Type, ue.Message = e.Error.Type, e.Error.Message
+				ue.Status = anthropicStatus(e.Error.Type)
 			}
-			return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: msg}
+			return Delta{}, ue
 		}
 	}
 }
@@ -224,4 +260,22 @@ func (p *Anthropic) ListModels(ctx context.Context) ([]string, error) {
 		out[i] = m.ID
 	}
 	return out, nil
+}
+
+// anthropicStatus is the status Anthropic documents for an error type, for
+// errors that arrive inside a stream (after the 200).
+func anthropicStatus(typ string) int {
+	switch typ {
+	case "overloaded_error":
+		return 529
+	case "rate_limit_error":
+		return http.StatusTooManyRequests
+	case "api_error":
+		return http.StatusInternalServerError
+	case "request_too_large":
+		return http.StatusRequestEntityTooLarge
+	case "invalid_request_error":
+		return http.StatusBadRequest
+	}
+	return http.StatusBadGateway
 }

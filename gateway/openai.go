@@ -192,6 +192,8 @@ func (p *OpenAI) post(ctx context.Context, path string, body []byte) (*http.Resp
 
 // Complete implements Provider.
 func (p *OpenAI) Complete(ctx context.Context, req Request) (*Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout) // a stalled body must not hold the call forever
+	defer cancel()
 	body, err := p.body(req, false)
 	if err != nil {
 		return nil, err
@@ -263,6 +265,7 @@ type oaChunk struct {
 	Usage *oaUsage  `json:"usage"`
 	Error *struct { // some servers send errors in-stream
 		Message string `json:"message"`
+		Type    string `json:"type"`
 	} `json:"error"`
 }
 
@@ -276,7 +279,7 @@ func (s *oaStream) Next() (Delta, error) {
 			return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "stream ended without [DONE]"}
 		}
 		if err != nil {
-			return Delta{}, transportError(s.name, err)
+			return Delta{}, streamError(s.name, err)
 		}
 		if string(ev.Data) == "[DONE]" {
 			s.done = true
@@ -287,7 +290,7 @@ func (s *oaStream) Next() (Delta, error) {
 			return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "malformed stream chunk"}
 		}
 		if c.Error != nil {
-			return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: c.Error.Message}
+			return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Type: c.Error.Type, Message: c.Error.Message}
 		}
 		if c.Usage != nil {
 			u := c.Usage.usage()
@@ -359,6 +362,16 @@ func transportError(provider string, err error) error {
 		return &UpstreamError{Provider: provider, Message: "timed out", Timeout: true}
 	}
 	return &UpstreamError{Provider: provider, Message: "could not reach the provider", cause: err}
+}
+
+// streamError is a read failure of a stream that had opened: the
+// connection broke or timed out mid-stream.
+func streamError(provider string, err error) error {
+	te := transportError(provider, err)
+	if ue, ok := te.(*UpstreamError); ok && !ue.Timeout {
+		ue.Message = "stream interrupted"
+	}
+	return te
 }
 
 // readUpstreamError reads an error body in either provider's shape.
