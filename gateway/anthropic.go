@@ -173,17 +173,25 @@ type anStream struct {
 	usage Usage
 	stop  string
 	done  bool
+	tools map[int]int // content block index -> tool call ordinal
 }
 
 type anEvent struct {
 	Type    string `json:"type"`
+	Index   int    `json:"index"`
 	Message struct {
 		Usage anUsage `json:"usage"`
 	} `json:"message"`
+	ContentBlock struct {
+		Type string `json:"type"`
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	} `json:"content_block"`
 	Delta struct {
-		Type       string `json:"type"`
-		Text       string `json:"text"`
-		StopReason string `json:"stop_reason"`
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		StopReason  string `json:"stop_reason"`
 	} `json:"delta"`
 	Usage *anUsage `json:"usage"`
 	Error *struct {
@@ -211,9 +219,21 @@ func (s *anStream) Next() (Delta, error) {
 		switch e.Type {
 		case "message_start":
 			s.usage = e.Message.Usage.usage()
+		case "content_block_start":
+			if e.ContentBlock.Type == "tool_use" {
+				if s.tools == nil {
+					s.tools = map[int]int{}
+				}
+				n := len(s.tools)
+				s.tools[e.Index] = n
+				return Delta{ToolCall: &ToolCallDelta{Index: n, ID: e.ContentBlock.ID, Name: e.ContentBlock.Name}}, nil
+			}
 		case "content_block_delta":
 			if e.Delta.Type == "text_delta" && e.Delta.Text != "" {
 				return Delta{Text: e.Delta.Text}, nil
+			}
+			if n, ok := s.tools[e.Index]; ok && e.Delta.Type == "input_json_delta" && e.Delta.PartialJSON != "" {
+				return Delta{ToolCall: &ToolCallDelta{Index: n, Arguments: e.Delta.PartialJSON}}, nil
 			}
 		case "message_delta":
 			if e.Delta.StopReason != "" {

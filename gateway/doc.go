@@ -87,9 +87,19 @@ func (r *Response) Text() string {
 	return s
 }
 
+// ToolCallDelta is a streamed piece of a tool call: the first piece of a
+// call carries its ID and Name, later ones fragments of its JSON arguments.
+type ToolCallDelta struct {
+	Index     int // the call's position among this answer's tool calls, from 0
+	ID        string
+	Name      string
+	Arguments string // a fragment of the arguments' JSON text
+}
+
 // Delta is one streamed event.
 type Delta struct {
-	Text       string // text appended to the current text block
+	Text       string         // text appended to the current text block
+	ToolCall   *ToolCallDelta // a piece of a tool call
 	StopReason string // set on the last delta
 	NativeStop string
 	Usage      *Usage // cumulative usage when the provider reports it

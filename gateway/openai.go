@@ -258,7 +258,15 @@ type oaStream struct {
 type oaChunk struct {
 	Choices []struct {
 		Delta struct {
-			Content *string `json:"content"`
+			Content   *string `json:"content"`
+			ToolCalls []struct {
+				Index    int    `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
@@ -271,6 +279,11 @@ type oaChunk struct {
 
 func (s *oaStream) Next() (Delta, error) {
 	for {
+		if len(s.pending) > 0 {
+			d := s.pending[0]
+			s.pending = s.pending[1:]
+			return d, nil
+		}
 		if s.done {
 			return Delta{}, io.EOF
 		}
@@ -301,13 +314,16 @@ func (s *oaStream) Next() (Delta, error) {
 			if ch.Delta.Content != nil {
 				d.Text += *ch.Delta.Content
 			}
+			for _, tc := range ch.Delta.ToolCalls {
+				s.pending = append(s.pending, Delta{ToolCall: &ToolCallDelta{Index: tc.Index, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
+			}
 			if ch.FinishReason != nil && *ch.FinishReason != "" {
 				s.native = *ch.FinishReason
 				s.stop = StopFromOpenAI(*ch.FinishReason)
 			}
 		}
 		if d.Text != "" {
-			return d, nil
+			s.pending = append([]Delta{d}, s.pending...)
 		}
 	}
 }

@@ -255,6 +255,14 @@ type ccRequest struct {
 	} `json:"stream_options"`
 	Temperature *float64        `json:"temperature"`
 	Stop        json.RawMessage `json:"stop"`
+	Tools       []struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	} `json:"tools"`
 }
 
 // textOf reads OpenAI content: a string, or an array of text parts.
@@ -308,6 +316,19 @@ func (q *ccRequest) toGateway() (gateway.Request, error) {
 		} else if err := json.Unmarshal(q.Stop, &out.StopSequences); err != nil {
 			return out, badRequest("stop", "stop must be a string or an array of strings")
 		}
+	}
+	for i, t := range q.Tools {
+		if t.Type != "function" {
+			return out, badRequest(fmt.Sprintf("tools/%d/type", i), "tool type %q is not supported; only function", t.Type)
+		}
+		if t.Function.Name == "" {
+			return out, badRequest(fmt.Sprintf("tools/%d/function/name", i), "a function tool needs a name")
+		}
+		schema := t.Function.Parameters
+		if len(schema) == 0 || string(schema) == "null" {
+			schema = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		out.Tools = append(out.Tools, gateway.Tool{Name: t.Function.Name, Description: t.Function.Description, Schema: schema})
 	}
 	var system []string
 	for i, m := range q.Messages {
@@ -504,6 +525,18 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCa
 		if d.Text != "" {
 			sent.OutputTokens++ // a floor for billing if the stream breaks; replaced by reported usage
 			if sse.data(chunk(map[string]any{"content": d.Text}, nil)) != nil {
+				s.recordUsage(r, c, sent, "client_gone")
+				return
+			}
+		}
+		if tc := d.ToolCall; tc != nil {
+			sent.OutputTokens++
+			call := map[string]any{"index": tc.Index, "function": map[string]any{"arguments": tc.Arguments}}
+			if tc.ID != "" || tc.Name != "" {
+				call["id"], call["type"] = tc.ID, "function"
+				call["function"] = map[string]any{"name": tc.Name, "arguments": tc.Arguments}
+			}
+			if sse.data(chunk(map[string]any{"tool_calls": []any{call}}, nil)) != nil {
 				s.recordUsage(r, c, sent, "client_gone")
 				return
 			}
@@ -715,6 +748,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 	ticker := time.NewTicker(pingEvery)
 	defer ticker.Stop()
 	var sent gateway.Usage
+	blocks := contentBlocks{next: 1, text: true, tools: map[int]int{}}
 	for {
 		p, ticked, gone := up.next(r.Context(), ticker.C)
 		if gone {
@@ -740,9 +774,9 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 			return
 		}
 		d := p.d
-		if d.Text != "" {
+		if d.Text != "" || d.ToolCall != nil {
 			sent.OutputTokens++
-			if sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": d.Text}}) != nil {
+			if blocks.write(sse, d) != nil {
 				s.recordUsage(r, c, sent, "client_gone")
 				return
 			}
@@ -753,7 +787,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 				u = *d.Usage
 			}
 			cost, record := s.settle(r, c, u, "ok")
-			sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+			sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": blocks.open})
 			md := map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": anthropicStop(d.StopReason), "stop_sequence": nil},
 				"usage": anthropicUsage(u, cost), "svc": newSvc(c, d.NativeStop)}
 			sse.event("message_delta", md)
@@ -783,4 +817,55 @@ func (s *Server) writeWireDecodeError(w http.ResponseWriter, r *http.Request, f 
 		return
 	}
 	writeJSON(w, de.status, map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": de.msg}, "request_id": RequestID(r.Context())})
+}
+
+// contentBlocks numbers the content blocks of a streamed message: block 0
+// is the text block opened with message_start; each tool call opens the
+// next one (closing the one before), and text after a tool call opens a
+// new text block.
+type contentBlocks struct {
+	open  int  // the index of the open block
+	next  int  // the index the next block gets
+	text  bool // whether the open block is a text block
+	tools map[int]int
+}
+
+func (b *contentBlocks) start(sse *sseWriter, block map[string]any) error {
+	if err := sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": b.open}); err != nil {
+		return err
+	}
+	b.open = b.next
+	b.next++
+	return sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": b.open, "content_block": block})
+}
+
+func (b *contentBlocks) write(sse *sseWriter, d gateway.Delta) error {
+	if d.Text != "" {
+		if !b.text {
+			if err := b.start(sse, map[string]any{"type": "text", "text": ""}); err != nil {
+				return err
+			}
+			b.text = true
+		}
+		if err := sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": b.open, "delta": map[string]any{"type": "text_delta", "text": d.Text}}); err != nil {
+			return err
+		}
+	}
+	tc := d.ToolCall
+	if tc == nil {
+		return nil
+	}
+	idx, known := b.tools[tc.Index]
+	if !known || tc.ID != "" {
+		if err := b.start(sse, map[string]any{"type": "tool_use", "id": tc.ID, "name": tc.Name, "input": map[string]any{}}); err != nil {
+			return err
+		}
+		b.text = false
+		idx = b.open
+		b.tools[tc.Index] = idx
+	}
+	if tc.Arguments == "" {
+		return nil
+	}
+	return sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "input_json_delta", "partial_json": tc.Arguments}})
 }

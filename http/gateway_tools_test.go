@@ -1,0 +1,224 @@
+package http_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/batonhq/baton/gateway"
+)
+
+// toolUpstreams answer every call with a tool call (get_weather, city
+// Paris), in each provider's wire format, and keep the last request body.
+type toolUpstreams struct {
+	openai, anthropic *httptest.Server
+	lastOpenAI        chan []byte
+	lastAnthropic     chan []byte
+}
+
+func newToolUpstreams(t *testing.T) *toolUpstreams {
+	u := &toolUpstreams{lastOpenAI: make(chan []byte, 8), lastAnthropic: make(chan []byte, 8)}
+	u.openai = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		u.lastOpenAI <- body
+		if !strings.Contains(string(body), `"stream":true`) {
+			io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":20,"completion_tokens":9,"total_tokens":29}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, d := range []string{
+			`{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}}]}`,
+			`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]}}]}`,
+			`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]}}]}`,
+			`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+			`{"choices":[],"usage":{"prompt_tokens":20,"completion_tokens":9,"total_tokens":29}}`, `[DONE]`,
+		} {
+			sse(w, "", d)
+		}
+	}))
+	u.anthropic = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		u.lastAnthropic <- body
+		if !strings.Contains(string(body), `"stream":true`) {
+			io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"Let me check."},{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}],"stop_reason":"tool_use","usage":{"input_tokens":20,"output_tokens":9}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, ev := range [][2]string{
+			{"message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"usage":{"input_tokens":20,"output_tokens":1}}}`},
+			{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`},
+			{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Let me check."}}`},
+			{"content_block_stop", `{"type":"content_block_stop","index":0}`},
+			{"content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{}}}`},
+			{"content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"city\":"}}`},
+			{"content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"\"Paris\"}"}}`},
+			{"content_block_stop", `{"type":"content_block_stop","index":1}`},
+			{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}`},
+			{"message_stop", `{"type":"message_stop"}`},
+		} {
+			sse(w, ev[0], ev[1])
+		}
+	}))
+	t.Cleanup(func() { u.openai.Close(); u.anthropic.Close() })
+	return u
+}
+
+func newToolEnv(t *testing.T) (*env, *toolUpstreams) {
+	u := newToolUpstreams(t)
+	vars := map[string]string{"OPENAI_BASE_URL": u.openai.URL + "/v1", "OPENAI_API_KEY": "k", "ANTHROPIC_BASE_URL": u.anthropic.URL, "ANTHROPIC_API_KEY": "k"}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newEnvWith(t, cat), u
+}
+
+var weatherSchema = map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []string{"city"}}
+
+func TestToolsTranslateBothWays(t *testing.T) {
+	e, u := newToolEnv(t)
+
+	// Messages front -> OpenAI upstream: tools become functions, the tool
+	// call comes back as a tool_use block.
+	r := e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 100,
+		"tools":    []any{map[string]any{"name": "get_weather", "description": "weather now", "input_schema": weatherSchema}},
+		"messages": []any{map[string]any{"role": "user", "content": "weather in Paris?"}}}), 200)
+	sent := string(<-u.lastOpenAI)
+	if !strings.Contains(sent, `"tools":[{"function":{"description":"weather now","name":"get_weather","parameters":{"properties":{"city":{"type":"string"}},"required":["city"],"type":"object"}},"type":"function"}]`) {
+		t.Fatalf("tools sent to OpenAI: %s", sent)
+	}
+	if r.str("stop_reason") != "tool_use" || !strings.Contains(string(r.raw), `{"type":"tool_use","id":"call_1","name":"get_weather","input":{"city":"Paris"}}`) {
+		t.Fatalf("messages answer: %s", r.raw)
+	}
+
+	// Chat front -> Anthropic upstream, with a whole tool round trip in
+	// the history: functions become tools with input_schema, the
+	// assistant's tool_calls become tool_use, the tool message a
+	// tool_result carrying its text in content.
+	r = e.must(e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "max_completion_tokens": 100,
+		"tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather", "parameters": weatherSchema}}},
+		"messages": []any{
+			map[string]any{"role": "user", "content": "weather in Paris?"},
+			map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"id": "call_0", "type": "function", "function": map[string]any{"name": "get_weather", "arguments": `{"city":"Lyon"}`}}}},
+			map[string]any{"role": "tool", "tool_call_id": "call_0", "content": "18C"},
+		}}), 200)
+	sent = string(<-u.lastAnthropic)
+	for _, want := range []string{
+		`"tools":[{"name":"get_weather","input_schema":{"properties":{"city":{"type":"string"}},"required":["city"],"type":"object"}}]`,
+		`{"type":"tool_use","id":"call_0","name":"get_weather","input":{"city":"Lyon"}}`,
+		`{"type":"tool_result","tool_use_id":"call_0","content":"18C"}`,
+	} {
+		if !strings.Contains(sent, want) {
+			t.Fatalf("sent to Anthropic lacks %s:\n%s", want, sent)
+		}
+	}
+	var cc struct {
+		Choices []struct {
+			Message struct {
+				Content   *string `json:"content"`
+				ToolCalls []struct {
+					ID       string `json:"id"`
+					Type     string `json:"type"`
+					Function struct{ Name, Arguments string }
+				} `json:"tool_calls"`
+			} `json:"message"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+	}
+	json.Unmarshal(r.raw, &cc)
+	m := cc.Choices[0].Message
+	if cc.Choices[0].FinishReason != "tool_calls" || m.Content == nil || *m.Content != "Let me check." || len(m.ToolCalls) != 1 ||
+		m.ToolCalls[0].ID != "toolu_1" || m.ToolCalls[0].Function.Name != "get_weather" || m.ToolCalls[0].Function.Arguments != `{"city":"Paris"}` {
+		t.Fatalf("chat answer: %s", r.raw)
+	}
+	if r := e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "local:echo", "tools": []any{map[string]any{"type": "retrieval"}},
+		"messages": []any{map[string]any{"role": "user", "content": "x"}}}); r.status != 400 || r.str("error.param") != "tools/0/type" {
+		t.Fatalf("bad tool: %d %s", r.status, r.raw)
+	}
+}
+
+func TestStreamedToolCallsTranslateBothWays(t *testing.T) {
+	e, u := newToolEnv(t)
+	// OpenAI upstream -> Anthropic event grammar: the text block (empty
+	// here) closes, a tool_use block opens at index 1 and receives the
+	// arguments as input_json_delta.
+	_, evs := e.stream("/v1/messages", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 100, "stream": true,
+		"tools":    []any{map[string]any{"name": "get_weather", "input_schema": weatherSchema}},
+		"messages": []any{map[string]any{"role": "user", "content": "weather?"}}})
+	<-u.lastOpenAI
+	var names []string
+	var args string
+	for _, ev := range evs {
+		names = append(names, ev[0])
+		var d struct {
+			Index int `json:"index"`
+			Delta struct {
+				Type        string `json:"type"`
+				PartialJSON string `json:"partial_json"`
+			} `json:"delta"`
+			ContentBlock struct{ Type, ID, Name string } `json:"content_block"`
+		}
+		json.Unmarshal([]byte(ev[1]), &d)
+		if d.Delta.Type == "input_json_delta" {
+			if d.Index != 1 {
+				t.Fatalf("arguments to block %d: %s", d.Index, ev[1])
+			}
+			args += d.Delta.PartialJSON
+		}
+		if d.ContentBlock.Type == "tool_use" && (d.Index != 1 || d.ContentBlock.ID != "call_1" || d.ContentBlock.Name != "get_weather") {
+			t.Fatalf("tool_use block: %s", ev[1])
+		}
+	}
+	want := "message_start content_block_start ping content_block_stop content_block_start content_block_delta content_block_delta content_block_stop message_delta message_stop"
+	if strings.Join(names, " ") != want || args != `{"city":"Paris"}` || !strings.Contains(evs[len(evs)-2][1], `"stop_reason":"tool_use"`) {
+		t.Fatalf("events %v, arguments %q\n%v", names, args, evs)
+	}
+
+	// Anthropic upstream -> chat.completion.chunk tool_calls deltas: the
+	// first names the call, the rest carry argument fragments.
+	_, evs = e.stream("/v1/chat/completions", e.tenantA, map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "stream": true,
+		"tools":    []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather", "parameters": weatherSchema}}},
+		"messages": []any{map[string]any{"role": "user", "content": "weather?"}}})
+	<-u.lastAnthropic
+	text, args, finish, id, name := "", "", "", "", ""
+	for _, ev := range evs {
+		if ev[1] == "[DONE]" {
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					Content   string `json:"content"`
+					ToolCalls []struct {
+						Index    int    `json:"index"`
+						ID       string `json:"id"`
+						Function struct{ Name, Arguments string }
+					} `json:"tool_calls"`
+				} `json:"delta"`
+				FinishReason *string `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(ev[1]), &c); err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range c.Choices {
+			text += ch.Delta.Content
+			for _, tc := range ch.Delta.ToolCalls {
+				if tc.Index != 0 {
+					t.Fatalf("tool call index %d", tc.Index)
+				}
+				id, name, args = id+tc.ID, name+tc.Function.Name, args+tc.Function.Arguments
+			}
+			if ch.FinishReason != nil {
+				finish = *ch.FinishReason
+			}
+		}
+	}
+	if got := fmt.Sprintf("%s|%s|%s|%s|%s", text, id, name, args, finish); got != `Let me check.|toolu_1|get_weather|{"city":"Paris"}|tool_calls` {
+		t.Fatalf("streamed chat tool call: %s\n%v", got, evs)
+	}
+}
