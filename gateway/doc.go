@@ -100,7 +100,7 @@ type ToolCallDelta struct {
 type Delta struct {
 	Text       string         // text appended to the current text block
 	ToolCall   *ToolCallDelta // a piece of a tool call
-	StopReason string // set on the last delta
+	StopReason string         // set on the last delta
 	NativeStop string
 	Usage      *Usage // cumulative usage when the provider reports it
 }
