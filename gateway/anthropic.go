@@ -84,6 +84,7 @@ type anRequest struct {
 	StopSequences []string    `json:"stop_sequences,omitempty"`
 	Stream        bool        `json:"stream,omitempty"`
 	Tools         []Tool      `json:"tools,omitempty"`
+	ToolChoice    any         `json:"tool_choice,omitempty"`
 }
 
 type anUsage struct {
@@ -99,6 +100,12 @@ func (u anUsage) usage() Usage {
 
 func (p *Anthropic) body(req Request, stream bool) ([]byte, error) {
 	r := anRequest{Model: req.Model, System: req.System, MaxTokens: req.MaxTokens, Temperature: req.Temperature, StopSequences: req.StopSequences, Stream: stream, Tools: req.Tools}
+	if req.Output != nil {
+		// Structured output the Anthropic way: one tool whose input is the
+		// output, and the model is made to call it.
+		r.Tools = append(r.Tools, Tool{Name: req.Output.Name, Description: "Emit the answer as this tool's input.", Schema: withoutMetaKeys(req.Output.Schema)})
+		r.ToolChoice = map[string]any{"type": "tool", "name": req.Output.Name}
+	}
 	if r.MaxTokens <= 0 {
 		r.MaxTokens = 4096 // the Messages API requires a cap; chat completion clients may send none
 	}

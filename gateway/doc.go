@@ -46,6 +46,17 @@ type Request struct {
 	Temperature   *float64
 	StopSequences []string
 	Tools         []Tool
+	// Output asks for structured output: a JSON object that validates
+	// against a schema. Adapters ask natively where the provider can (an
+	// OpenAI json_schema response format, an Anthropic forced tool); the
+	// answer's text is then the JSON.
+	Output *OutputSchema
+}
+
+// OutputSchema names a JSON Schema for structured output.
+type OutputSchema struct {
+	Name   string          // letters, digits, '_' and '-'
+	Schema json.RawMessage // a JSON Schema whose root is an object
 }
 
 // Stop reasons, in Anthropic's vocabulary (the OpenAI front maps them).

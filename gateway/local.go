@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -40,6 +41,13 @@ func (Local) answer(req Request) (words []string, stop string, usage Usage) {
 	for _, m := range req.Messages {
 		for _, b := range m.Content {
 			in += countWords(b.Text)
+		}
+	}
+	if req.Output != nil {
+		var schema map[string]any
+		if json.Unmarshal(req.Output.Schema, &schema) == nil {
+			b, _ := json.Marshal(exampleOf(schema, strings.Fields(last), ""))
+			return []string{string(b)}, StopEndTurn, Usage{InputTokens: in, OutputTokens: countWords(string(b))}
 		}
 	}
 	words = strings.Fields("[local development model] You said: " + last)

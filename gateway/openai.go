@@ -84,6 +84,7 @@ type oaRequest struct {
 	Stream              bool           `json:"stream,omitempty"`
 	StreamOptions       map[string]any `json:"stream_options,omitempty"`
 	Tools               []any          `json:"tools,omitempty"`
+	ResponseFormat      map[string]any `json:"response_format,omitempty"`
 }
 
 type oaUsage struct {
@@ -130,6 +131,12 @@ func StopFromOpenAI(fr string) string {
 
 func (p *OpenAI) body(req Request, stream bool) ([]byte, error) {
 	r := oaRequest{Model: req.Model, Temperature: req.Temperature, Stop: req.StopSequences, Stream: stream}
+	if req.Output != nil && p.kind == "openai" {
+		// OpenAI's structured outputs; OpenAI-compatible servers differ in
+		// what they accept, so they get the schema in the prompt only.
+		r.ResponseFormat = map[string]any{"type": "json_schema", "json_schema": map[string]any{
+			"name": req.Output.Name, "schema": withoutMetaKeys(req.Output.Schema), "strict": false}}
+	}
 	if p.newTokenCap {
 		r.MaxCompletionTokens = req.MaxTokens
 	} else {

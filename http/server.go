@@ -15,6 +15,7 @@ import (
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/gateway"
+	"github.com/batonhq/baton/gateway/tasks"
 	"github.com/batonhq/baton/projections"
 )
 
@@ -31,6 +32,10 @@ type Config struct {
 	Scanner     SecretScanner
 	Catalog     *gateway.Catalog // model gateway; nil disables the gateway routes
 	Budgets     *gateway.Budgets // per-tenant spending limits; none when nil
+	Tasks       *tasks.Registry  // generation task types; the embedded ones when nil
+	// IdempotencyRetention is how long a generate Idempotency-Key is kept
+	// (DefaultIdempotencyRetention when 0).
+	IdempotencyRetention time.Duration
 	Log         zerolog.Logger
 	Version     string
 	MaxBody     int64            // request body limit; DefaultMaxBody when 0
@@ -44,6 +49,10 @@ type Server struct {
 	scanner SecretScanner
 	catalog *gateway.Catalog
 	budgets *gateway.Budgets
+	tasks   *tasks.Registry
+	// contextLoader renders a tenant's context packet as prompt text.
+	contextLoader func(ctx context.Context, tenant, id string) (string, error)
+	idemRetention time.Duration
 	log     zerolog.Logger
 	version string
 	maxBody int64
@@ -62,8 +71,18 @@ func NewServer(cfg Config) *Server {
 	if cfg.Budgets == nil {
 		cfg.Budgets = gateway.NewBudgets(nil)
 	}
+	if cfg.Tasks == nil {
+		reg, err := tasks.Default()
+		if err != nil {
+			panic(err) // the embedded types are checked by the tests: a broken build
+		}
+		cfg.Tasks = reg
+	}
+	if cfg.IdempotencyRetention <= 0 {
+		cfg.IdempotencyRetention = DefaultIdempotencyRetention
+	}
 	s := &Server{
-		budgets: cfg.Budgets, store: cfg.Store, proj: cfg.Projections, scanner: cfg.Scanner, catalog: cfg.Catalog, log: cfg.Log, version: cfg.Version,
+		budgets: cfg.Budgets, tasks: cfg.Tasks, idemRetention: cfg.IdempotencyRetention, store: cfg.Store, proj: cfg.Projections, scanner: cfg.Scanner, catalog: cfg.Catalog, log: cfg.Log, version: cfg.Version,
 		maxBody: cfg.MaxBody, ledger: &ledger{store: cfg.Store, now: cfg.Now}, router: mux.NewRouter(),
 	}
 	rt := s.router
@@ -94,6 +113,8 @@ func NewServer(cfg Config) *Server {
 		rt.HandleFunc("/v1/models/health/batch", s.withKeyAs(adminOnly, openaiErrors, s.healthBatch)).Methods(http.MethodPost)
 		rt.HandleFunc("/v1/models/route/preview", s.withKeyAs(adminOnly, openaiErrors, s.routePreview)).Methods(http.MethodPost)
 		rt.HandleFunc("/v1/models/infrastructure", s.withKeyAs(adminOnly, openaiErrors, s.infrastructure)).Methods(http.MethodGet)
+		rt.HandleFunc("/v1/generate", s.withKey(anyKey, s.withIdempotency("generate", s.generate))).Methods(http.MethodPost)
+		rt.HandleFunc("/v1/capabilities", s.withKey(anyKey, s.capabilities)).Methods(http.MethodGet)
 		rt.HandleFunc("/v1/admin/budgets/{tenant}", s.withKey(adminOnly, s.getBudget)).Methods(http.MethodGet)
 		rt.HandleFunc("/v1/admin/budgets/{tenant}", s.withKey(adminOnly, s.putBudget)).Methods(http.MethodPut)
 		rt.HandleFunc("/v1/chat/completions", s.withKeyAs(anyKey, openaiErrors, s.chatCompletions)).Methods(http.MethodPost)

@@ -27,7 +27,7 @@ var allowed = map[string][]string{
 	"eventstore/storebench": {"eventstore"},
 	"projections":           {"eventstore", "domain"},
 	"gateway":               {"eventstore", "domain"},
-	"http":                  {"eventstore", "domain", "projections", "gateway"},
+	"http":                  {"eventstore", "domain", "projections", "gateway", "gateway/tasks"},
 }
 
 func TestDependenciesPointInward(t *testing.T) {

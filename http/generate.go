@@ -1,0 +1,344 @@
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/gateway"
+	"github.com/batonhq/baton/gateway/tasks"
+)
+
+// Structured generation: POST /v1/generate.
+
+const (
+	defaultMaxAttempts = 2
+	maxMaxAttempts     = 5
+	maxCostUSDLimit    = 1000.0
+)
+
+type generateRequest struct {
+	Type            string          `json:"type"`
+	Input           json.RawMessage `json:"input"`
+	ContextPacketID string          `json:"contextPacketId"`
+	Options         struct {
+		TemplateVersion *int `json:"templateVersion"`
+		MaxAttempts     *int `json:"maxAttempts"`
+		LLM             struct {
+			Mode       string   `json:"mode"`
+			Model      string   `json:"model"`
+			MaxCostUSD *float64 `json:"maxCostUsd"`
+		} `json:"llm"`
+	} `json:"options"`
+}
+
+// attemptTrace is one attempt as the trace reports it.
+type attemptTrace struct {
+	Attempt int                 `json:"attempt"`
+	Model   string              `json:"model"`
+	Valid   bool                `json:"valid"`
+	Errors  []tasks.Violation   `json:"errors"`
+	Usage   gatewayUsageSummary `json:"usage"`
+}
+
+type gatewayUsageSummary struct {
+	InputTokens  int      `json:"input_tokens"`
+	OutputTokens int      `json:"output_tokens"`
+	CostUSD      *float64 `json:"estimated_cost_usd"`
+}
+
+type generateTrace struct {
+	SelectedProvider string         `json:"selectedProvider"`
+	SelectedModel    string         `json:"selectedModel"`
+	FallbackUsed     bool           `json:"fallbackUsed"`
+	Attempts         []attemptTrace `json:"attempts"`
+	StoppedBy        string         `json:"stoppedBy,omitempty"` // cost_ceiling when the ceiling stopped a retry
+}
+
+func fieldErr(pointer, code, format string, args ...any) error {
+	return domain.Invalid("generate", domain.FieldError{Pointer: pointer, Code: code, Message: fmt.Sprintf(format, args...)})
+}
+
+// generateInput checks everything about a request that needs no upstream.
+func (s *Server) generateInput(q *generateRequest) (*tasks.Type, int, int, error) {
+	if q.Type == "" {
+		return nil, 0, 0, fieldErr("/type", "required", "type is required; known types: %s", strings.Join(s.tasks.Names(), ", "))
+	}
+	t, ok := s.tasks.Get(q.Type)
+	if !ok {
+		e := domain.Invalid("generate", domain.FieldError{Pointer: "/type", Code: "unknown_task_type",
+			Message: fmt.Sprintf("unknown task type %q; known types: %s (GET /v1/capabilities describes them)", q.Type, strings.Join(s.tasks.Names(), ", "))})
+		e.Code = "unknown_task_type"
+		return nil, 0, 0, e
+	}
+	trimmed := strings.TrimSpace(string(q.Input))
+	if trimmed == "" || trimmed == "null" {
+		return nil, 0, 0, fieldErr("/input", "required", "input is required: an object with the fields of type %s", t.Name)
+	}
+	if trimmed[0] != '{' {
+		return nil, 0, 0, fieldErr("/input", "invalid_type", "input must be an object")
+	}
+	violations, err := t.ValidateInput(q.Input)
+	if err != nil {
+		return nil, 0, 0, fieldErr("/input", "invalid", "input is not valid JSON")
+	}
+	if len(violations) > 0 {
+		var fields []domain.FieldError
+		for _, v := range violations {
+			fields = append(fields, domain.FieldError{Pointer: "/input" + v.Pointer, Code: "schema", Message: v.Message})
+		}
+		e := domain.Invalid("generate", fields...)
+		e.Code, e.Message = "invalid_input", fmt.Sprintf("input does not match the input schema of %s (%d problems)", t.Name, len(fields))
+		return nil, 0, 0, e
+	}
+	version := 0
+	if v := q.Options.TemplateVersion; v != nil {
+		version = *v
+		if _, _, err := t.Render(version, q.Input, ""); err != nil {
+			return nil, 0, 0, fieldErr("/options/templateVersion", "unknown_version", "type %s has template versions %v", t.Name, t.Versions)
+		}
+	}
+	attempts := defaultMaxAttempts
+	if v := q.Options.MaxAttempts; v != nil {
+		if *v < 1 || *v > maxMaxAttempts {
+			return nil, 0, 0, fieldErr("/options/maxAttempts", "out_of_range", "maxAttempts must be between 1 and %d", maxMaxAttempts)
+		}
+		attempts = *v
+	}
+	if c := q.Options.LLM.MaxCostUSD; c != nil && (math.IsNaN(*c) || *c <= 0 || *c > maxCostUSDLimit) {
+		return nil, 0, 0, fieldErr("/options/llm/maxCostUsd", "out_of_range", "maxCostUsd must be more than 0 and at most %g", maxCostUSDLimit)
+	}
+	if q.Options.LLM.Mode != "" && !gateway.IsMode(q.Options.LLM.Mode) {
+		return nil, 0, 0, fieldErr("/options/llm/mode", "invalid_enum", "mode must be one of %s", strings.Join(gateway.Modes, ", "))
+	}
+	if q.Options.LLM.Mode != "" && q.Options.LLM.Model != "" {
+		return nil, 0, 0, fieldErr("/options/llm/model", "conflict", "give a mode or a model, not both")
+	}
+	return t, version, attempts, nil
+}
+
+// worstOver is the highest worst case over a chain (a fallback may be
+// dearer than the first choice); nil when any model is unpriced.
+func worstOver(chain []gateway.Target, req gateway.Request) *float64 {
+	var worst float64
+	for _, t := range chain {
+		w := gateway.WorstCost(req, t.Model)
+		if w == nil {
+			return nil
+		}
+		worst = math.Max(worst, *w)
+	}
+	return &worst
+}
+
+func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r, s.maxBody)
+	if err != nil {
+		s.writeDecodeError(w, r, err)
+		return
+	}
+	var q generateRequest
+	if err := decodeBody(body, &q); err != nil {
+		s.writeDecodeError(w, r, err)
+		return
+	}
+	t, version, maxAttempts, err := s.generateInput(&q)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var contextText string
+	if q.ContextPacketID != "" {
+		contextText, err = s.contextPrompt(r.Context(), principalOf(r.Context()).Tenant, q.ContextPacketID)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	prompt, version, err := t.Render(version, q.Input, contextText)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	model := q.Options.LLM.Model
+	if model == "" {
+		model = q.Options.LLM.Mode
+	}
+	if model == "" {
+		model = gateway.ModeAuto
+	}
+	output := &gateway.OutputSchema{Name: "emit_" + t.Name, Schema: t.Output}
+	req := gateway.Request{System: t.SystemPrompt(), MaxTokens: t.MaxTokens, Output: output,
+		Messages: []gateway.Message{{Role: "user", Content: []gateway.Block{{Type: "text", Text: prompt}}}}}
+	chain, err := s.plan(model, req)
+	if errors.Is(err, gateway.ErrUnknownModel) {
+		err = fieldErr("/options/llm/model", "unknown_model", "%s; GET /v1/models lists the models", err.Error())
+	}
+	if err != nil {
+		s.writeGatewayProblem(w, r, err, nil)
+		return
+	}
+	ceiling := q.Options.LLM.MaxCostUSD
+	if ceiling != nil {
+		worst := worstOver(chain, req)
+		if worst == nil {
+			e := domain.Invalid("generate", domain.FieldError{Pointer: "/options/llm/maxCostUsd", Code: "unpriced_model",
+				Message: "a cost ceiling needs priced models; the route includes a model without a price"})
+			e.Code = "cost_ceiling_unenforceable"
+			s.writeError(w, r, e)
+			return
+		}
+		if *worst > *ceiling {
+			e := domain.Invalid("generate", domain.FieldError{Pointer: "/options/llm/maxCostUsd", Code: "cost_ceiling_exceeded",
+				Message: fmt.Sprintf("one attempt may cost up to $%.6f (input bound + the type's token cap of %d), over the ceiling of $%.6f", *worst, t.MaxTokens, *ceiling)})
+			e.Code, e.Message = "cost_ceiling_exceeded", "even one attempt could exceed maxCostUsd"
+			s.writeError(w, r, e)
+			return
+		}
+	}
+
+	c := &gatewayCall{front: "generate", id: "gen_" + strings.ReplaceAll(uuid.Must(uuid.NewV7()).String(), "-", "")}
+	trace := generateTrace{Attempts: []attemptTrace{}}
+	var total gateway.Usage
+	var spent float64
+	costKnown := true
+	var records []func()
+	defer func() {
+		for _, rec := range records {
+			rec()
+		}
+	}()
+	var out json.RawMessage
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		if ceiling != nil && attempt > 1 {
+			if worst := worstOver(chain, req); worst == nil || spent+*worst > *ceiling {
+				trace.StoppedBy = "cost_ceiling"
+				break
+			}
+		}
+		c.req = req
+		resp, err := s.complete(r, c, chain)
+		if err != nil {
+			s.writeGatewayProblem(w, r, err, &trace)
+			return
+		}
+		trace.SelectedProvider, trace.SelectedModel = c.prov.Name(), c.model.ID
+		trace.FallbackUsed = trace.FallbackUsed || c.fallback
+		cost, record := s.settle(r, c, resp.Usage, "ok")
+		records = append(records, record)
+		total.InputTokens += resp.Usage.InputTokens + resp.Usage.CacheReadTokens + resp.Usage.CacheWriteTokens
+		total.OutputTokens += resp.Usage.OutputTokens
+		if cost == nil {
+			costKnown = false
+		} else {
+			spent += *cost
+		}
+		text := resp.StructuredText(output)
+		at := attemptTrace{Attempt: attempt, Model: c.model.ID, Errors: []tasks.Violation{},
+			Usage: gatewayUsageSummary{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, CostUSD: cost}}
+		obj, perr := tasks.ParseLenient(text)
+		if perr != nil {
+			at.Errors = append(at.Errors, tasks.Violation{Pointer: "", Message: perr.Error()})
+		} else if v, verr := t.ValidateOutput(obj); verr != nil {
+			at.Errors = append(at.Errors, tasks.Violation{Pointer: "", Message: "not JSON: " + verr.Error()})
+		} else {
+			at.Errors = append(at.Errors, v...)
+		}
+		at.Valid = len(at.Errors) == 0
+		trace.Attempts = append(trace.Attempts, at)
+		if at.Valid {
+			out = obj
+			break
+		}
+		// Re-ask with the validation errors.
+		var fix strings.Builder
+		fix.WriteString("That answer does not validate against the schema:\n")
+		for _, v := range at.Errors {
+			fix.WriteString("- " + v.String() + "\n")
+		}
+		fix.WriteString("Answer again with the corrected JSON object only.")
+		req.Messages = append(req.Messages,
+			gateway.Message{Role: "assistant", Content: []gateway.Block{{Type: "text", Text: clip(text, 8000)}}},
+			gateway.Message{Role: "user", Content: []gateway.Block{{Type: "text", Text: fix.String()}}})
+	}
+	var totalCost *float64
+	if costKnown {
+		totalCost = &spent
+	}
+	usage := gatewayUsageSummary{InputTokens: total.InputTokens, OutputTokens: total.OutputTokens, CostUSD: totalCost}
+	if out == nil {
+		p := newProblem(r, http.StatusUnprocessableEntity, "output_invalid",
+			fmt.Sprintf("no attempt produced output that validates against the output schema of %s (%d attempts)", t.Name, len(trace.Attempts)))
+		if trace.StoppedBy == "cost_ceiling" {
+			p.Detail += "; the cost ceiling stopped a further attempt"
+		}
+		writeProblemExt(w, p, map[string]any{"attempts": len(trace.Attempts), "usage": usage,
+			"svc": map[string]any{"requestId": c.id, "trace": trace}})
+		return
+	}
+	writeAnswer(w, map[string]any{
+		"id": c.id, "object": "generation", "created": time.Now().Unix(), "type": t.Name, "templateVersion": version,
+		"output": out, "model": c.model.ID, "provider": c.prov.Name(), "attempts": len(trace.Attempts), "usage": usage,
+		"svc": map[string]any{"requestId": c.id, "trace": trace},
+	})
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// writeProblemExt writes a problem document with extension members.
+func writeProblemExt(w http.ResponseWriter, p Problem, ext map[string]any) {
+	b, _ := json.Marshal(p)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	for k, v := range ext {
+		m[k] = v
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(p.Status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(m)
+}
+
+// writeGatewayProblem answers a routing, budget or upstream failure of a
+// generation as a problem document, with the trace so far.
+func (s *Server) writeGatewayProblem(w http.ResponseWriter, r *http.Request, err error, trace *generateTrace) {
+	var de *domain.Error
+	if errors.As(err, &de) {
+		s.writeError(w, r, err)
+		return
+	}
+	we := classify(err)
+	if we.status >= 500 {
+		s.log.Error().Str("requestId", RequestID(r.Context())).Err(err).Msg("generation failed")
+	}
+	if we.retryAfter != "" {
+		w.Header().Set("Retry-After", we.retryAfter)
+	}
+	ext := map[string]any{}
+	if trace != nil {
+		ext["svc"] = map[string]any{"trace": trace}
+	}
+	writeProblemExt(w, newProblem(r, we.status, we.code, we.message), ext)
+}
+
+// contextPrompt loads a context packet of the tenant as prompt text.
+func (s *Server) contextPrompt(ctx context.Context, tenant, id string) (string, error) {
+	if s.contextLoader == nil {
+		return "", fieldErr("/contextPacketId", "unsupported", "context packets are not available on this server")
+	}
+	return s.contextLoader(ctx, tenant, id)
+}

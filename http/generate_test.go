@@ -1,0 +1,297 @@
+package http_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/batonhq/baton/gateway"
+	"github.com/batonhq/baton/gateway/tasks"
+)
+
+// localEnv serves the gateway with no real provider: modes route to the
+// local development provider.
+func localEnv(t *testing.T) *env {
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newEnvWith(t, cat)
+}
+
+// sampleInputs are valid inputs of every embedded task type.
+var sampleInputs = map[string]any{
+	"business_strategy": map[string]any{"goal": "double trial-to-paid conversion", "audience": "small accounting firms"},
+	"viral_hook":        map[string]any{"topic": "event sourcing", "details": "why an append-only log beats updates in place"},
+	"agent_plan":        map[string]any{"objective": "rotate the staging TLS certificate", "targetExecutor": "ops-bot", "riskLevel": "high"},
+	"summarize":         map[string]any{"text": "Baton records every handoff step as an immutable event.", "maxWords": 20},
+	"classify":          map[string]any{"text": "my invoice is wrong", "labels": []string{"billing", "bug", "other"}},
+	"extract_fields":    map[string]any{"text": "Invoice 42 due 2026-12-01", "fields": []any{map[string]any{"name": "invoice_number", "type": "string"}}},
+	"reply_draft":       map[string]any{"message": "Where is my order?", "tone": "friendly"},
+}
+
+func TestGenerateEveryTypeWithTheLocalProvider(t *testing.T) {
+	e := localEnv(t)
+	reg, err := tasks.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reg.Names()) < 7 {
+		t.Fatalf("types: %v", reg.Names())
+	}
+	for _, name := range reg.Names() {
+		in, ok := sampleInputs[name]
+		if !ok {
+			t.Fatalf("no sample input for %s", name)
+		}
+		r := e.must(e.do("POST", "/v1/generate", e.tenantA, map[string]any{"type": name, "input": in}), 200)
+		var g struct {
+			Output          json.RawMessage `json:"output"`
+			Model           string          `json:"model"`
+			Attempts        int             `json:"attempts"`
+			TemplateVersion int             `json:"templateVersion"`
+		}
+		json.Unmarshal(r.raw, &g)
+		ty, _ := reg.Get(name)
+		if v, err := ty.ValidateOutput(g.Output); err != nil || len(v) > 0 || g.Model != "local:echo" || g.Attempts != 1 || g.TemplateVersion != ty.Latest {
+			t.Fatalf("%s: %v %v %s", name, v, err, r.raw)
+		}
+	}
+	// Older template versions stay selectable.
+	r := e.must(e.do("POST", "/v1/generate", e.tenantA, map[string]any{"type": "business_strategy", "input": sampleInputs["business_strategy"],
+		"options": map[string]any{"templateVersion": 1}}), 200)
+	if r.str("templateVersion") != "1" {
+		t.Fatalf("%s", r.raw)
+	}
+	c := e.must(e.do("GET", "/v1/capabilities", e.tenantB, nil), 200)
+	for _, name := range reg.Names() {
+		if !strings.Contains(string(c.raw), `"type":"`+name+`"`) {
+			t.Fatalf("capabilities lack %s", name)
+		}
+	}
+	if !strings.Contains(c.str("notice"), "not an execution endpoint") {
+		t.Fatalf("%s", c.raw)
+	}
+}
+
+// scriptedUpstream is an OpenAI upstream that answers the n-th call with
+// answers[n] (the last one repeats) and keeps each request body.
+type scriptedUpstream struct {
+	srv      *httptest.Server
+	calls    atomic.Int64
+	mu       sync.Mutex
+	bodies   []string
+	answers  []string
+	gate     chan struct{} // when set, every call waits for it
+	arrivals chan struct{}
+}
+
+func newScripted(t *testing.T, answers ...string) *scriptedUpstream {
+	u := &scriptedUpstream{answers: answers, arrivals: make(chan struct{}, 100)}
+	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := int(u.calls.Add(1)) - 1
+		b, _ := io.ReadAll(r.Body)
+		u.mu.Lock()
+		u.bodies = append(u.bodies, string(b))
+		u.mu.Unlock()
+		u.arrivals <- struct{}{}
+		if u.gate != nil {
+			<-u.gate
+		}
+		a := u.answers[min(n, len(u.answers)-1)]
+		fmt.Fprintf(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}],"usage":{"prompt_tokens":200,"completion_tokens":50,"total_tokens":250}}`, a)
+	}))
+	t.Cleanup(u.srv.Close)
+	return u
+}
+
+func scriptedEnv(t *testing.T, u *scriptedUpstream) *env {
+	vars := map[string]string{"OPENAI_BASE_URL": u.srv.URL + "/v1", "OPENAI_API_KEY": "k"}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newEnvWith(t, cat)
+}
+
+const validSummary = `Here you go:
+` + "```json\n" + `{"summary": "Events are immutable.", "keyPoints": ["append-only"]}` + "\n```"
+
+func genBody(extra map[string]any) map[string]any {
+	b := map[string]any{"type": "summarize", "input": map[string]any{"text": "Baton records events."},
+		"options": map[string]any{"llm": map[string]any{"model": "openai:gpt-4o-mini"}}}
+	for k, v := range extra {
+		b[k] = v
+	}
+	return b
+}
+
+func TestGenerateRetriesWithTheValidationErrors(t *testing.T) {
+	u := newScripted(t, `{"summary": 5}`, validSummary)
+	e := scriptedEnv(t, u)
+	r := e.must(e.do("POST", "/v1/generate", e.tenantA, genBody(nil)), 200)
+	if r.str("attempts") != "2" || r.str("output") != `{"keyPoints":["append-only"],"summary":"Events are immutable."}` {
+		t.Fatalf("%s", r.raw)
+	}
+	var g struct {
+		Usage struct {
+			In   int      `json:"input_tokens"`
+			Cost *float64 `json:"estimated_cost_usd"`
+		} `json:"usage"`
+		Svc struct {
+			Trace struct {
+				Attempts []struct {
+					Valid  bool              `json:"valid"`
+					Errors []tasks.Violation `json:"errors"`
+				} `json:"attempts"`
+			} `json:"trace"`
+		} `json:"svc"`
+	}
+	json.Unmarshal(r.raw, &g)
+	a := g.Svc.Trace.Attempts
+	if len(a) != 2 || a[0].Valid || !a[1].Valid || len(a[0].Errors) != 2 || g.Usage.In != 400 || g.Usage.Cost == nil {
+		t.Fatalf("trace: %s", r.raw)
+	}
+	// The first request asked for structured output natively; the second
+	// carried the first answer and its validation errors.
+	if !strings.Contains(u.bodies[0], `"response_format":{"json_schema":{"name":"emit_summarize"`) {
+		t.Fatalf("first request: %s", u.bodies[0])
+	}
+	if !strings.Contains(u.bodies[1], `does not validate`) || !strings.Contains(u.bodies[1], `/summary: got number, want string`) {
+		t.Fatalf("retry: %s", u.bodies[1])
+	}
+	e.usageEvents("a", 2)
+}
+
+func TestGenerateAlwaysInvalid(t *testing.T) {
+	u := newScripted(t, "I cannot do JSON today.")
+	e := scriptedEnv(t, u)
+	r := e.do("POST", "/v1/generate", e.tenantA, genBody(map[string]any{"options": map[string]any{"maxAttempts": 3, "llm": map[string]any{"model": "openai:gpt-4o-mini"}}}))
+	if r.status != 422 || r.str("code") != "output_invalid" || r.str("attempts") != "3" || u.calls.Load() != 3 {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	if n := strings.Count(string(r.raw), "the answer holds no JSON object"); n != 3 {
+		t.Fatalf("every attempt's error: %d in %s", n, r.raw)
+	}
+}
+
+func TestGenerateCostCeiling(t *testing.T) {
+	u := newScripted(t, `{"summary": 5}`, validSummary)
+	e := scriptedEnv(t, u)
+	_, model, _ := e.catalog.Resolve("openai:gpt-4o-mini")
+	reg, _ := tasks.Default()
+	ty, _ := reg.Get("summarize")
+	prompt, _, _ := ty.Render(0, json.RawMessage(`{"text":"Baton records events."}`), "")
+	first := *gateway.WorstCost(gateway.Request{System: ty.SystemPrompt(), MaxTokens: ty.MaxTokens,
+		Messages: []gateway.Message{{Role: "user", Content: []gateway.Block{{Type: "text", Text: prompt}}}}}, model)
+	// Below one attempt's worst case: refused up front, no upstream call,
+	// no event.
+	before, _ := e.store.Head(context.Background())
+	r := e.do("POST", "/v1/generate", e.tenantA, genBody(map[string]any{"options": map[string]any{"llm": map[string]any{"model": "openai:gpt-4o-mini", "maxCostUsd": first * 0.9}}}))
+	if after, _ := e.store.Head(context.Background()); r.status != 422 || r.str("code") != "cost_ceiling_exceeded" || u.calls.Load() != 0 || after != before {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	// Room for one attempt, not two: the ceiling stops the retry.
+	r = e.do("POST", "/v1/generate", e.tenantA, genBody(map[string]any{"options": map[string]any{"llm": map[string]any{"model": "openai:gpt-4o-mini", "maxCostUsd": first * 1.01}}}))
+	if r.status != 422 || u.calls.Load() != 1 || !strings.Contains(string(r.raw), `"stoppedBy":"cost_ceiling"`) {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+}
+
+func TestGenerateFallbackShowsInTrace(t *testing.T) {
+	e, _, _ := newRoutingEnv(t)
+	// flaky:fail-500 fails; its fallback (the fake Anthropic upstream)
+	// answers with prose, which never validates.
+	r := e.do("POST", "/v1/generate", e.tenantA, map[string]any{"type": "summarize", "input": map[string]any{"text": "x"},
+		"options": map[string]any{"maxAttempts": 1, "llm": map[string]any{"model": "flaky:fail-500"}}})
+	if r.status != 422 || !strings.Contains(string(r.raw), `"fallbackUsed":true`) || !strings.Contains(string(r.raw), `"selectedProvider":"anthropic"`) {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+}
+
+func TestGenerateBadInput(t *testing.T) {
+	e := localEnv(t)
+	before, _ := e.store.Head(context.Background())
+	for _, c := range []struct {
+		body   any
+		status int
+		want   string
+	}{
+		{map[string]any{"type": "poem", "input": map[string]any{}}, 422, "known types: agent_plan, business_strategy, classify"},
+		{map[string]any{"input": map[string]any{}}, 422, `"pointer":"/type"`},
+		{map[string]any{"type": "summarize"}, 422, `"pointer":"/input"`},
+		{map[string]any{"type": "summarize", "input": "text"}, 422, `"pointer":"/input"`},
+		{map[string]any{"type": "business_strategy", "input": map[string]any{"goal": 5}}, 422, `"pointer":"/input/goal"`},
+		{map[string]any{"type": "business_strategy", "input": map[string]any{"goal": "grow"}}, 422, `missing property 'audience'`},
+		{map[string]any{"type": "summarize", "input": map[string]any{"text": "x"}, "options": map[string]any{"maxAttempts": 0}}, 422, "/options/maxAttempts"},
+		{map[string]any{"type": "summarize", "input": map[string]any{"text": "x"}, "options": map[string]any{"maxAttempts": 99}}, 422, "/options/maxAttempts"},
+		{map[string]any{"type": "summarize", "input": map[string]any{"text": "x"}, "options": map[string]any{"llm": map[string]any{"maxCostUsd": -1}}}, 422, "/options/llm/maxCostUsd"},
+		{map[string]any{"type": "summarize", "input": map[string]any{"text": "x"}, "options": map[string]any{"templateVersion": 7}}, 422, "/options/templateVersion"},
+		{map[string]any{"type": "summarize", "input": map[string]any{"text": "x"}, "options": map[string]any{"llm": map[string]any{"mode": "fast"}}}, 422, "/options/llm/mode"},
+		{map[string]any{"type": "summarize", "input": map[string]any{"text": "x"}, "options": map[string]any{"llm": map[string]any{"model": "nope:x"}}}, 422, "/options/llm/model"},
+		{"{", 400, "malformed_json"},
+		{map[string]any{"type": "summarize", "input": map[string]any{"text": strings.Repeat("x", 70<<10)}}, 413, "body_too_large"},
+	} {
+		r := e.do("POST", "/v1/generate", e.tenantA, c.body)
+		if r.status != c.status || !strings.Contains(string(r.raw), c.want) {
+			t.Fatalf("%v: %d %s", c.body, r.status, r.raw)
+		}
+	}
+	if after, _ := e.store.Head(context.Background()); after != before {
+		t.Fatal("a refused generate appended events")
+	}
+}
+
+func TestGenerateIdempotencyKey(t *testing.T) {
+	u := newScripted(t, validSummary)
+	u.gate = make(chan struct{})
+	e := scriptedEnv(t, u)
+	body := genBody(nil)
+	const n = 50
+	answers := make(chan response, n)
+	for range n {
+		go func() { answers <- e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "order-42") }()
+	}
+	<-u.arrivals // one request reached the upstream; the others are refused while it runs
+	for range n - 1 {
+		r := <-answers
+		if r.status != 409 || r.str("code") != "idempotency_in_flight" {
+			t.Fatalf("concurrent duplicate: %d %s", r.status, r.raw)
+		}
+	}
+	close(u.gate)
+	first := <-answers
+	if first.status != 200 || u.calls.Load() != 1 {
+		t.Fatalf("first: %d %s (upstream calls %d)", first.status, first.raw, u.calls.Load())
+	}
+	// The replay is the first answer byte for byte.
+	again := e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "order-42")
+	if again.status != 200 || string(again.raw) != string(first.raw) || again.header.Get("Idempotent-Replayed") != "true" || u.calls.Load() != 1 {
+		t.Fatalf("replay: %d %v\n%s\n%s", again.status, again.header, again.raw, first.raw)
+	}
+	// Same key, another body: 422. Another tenant's same key is its own.
+	other := genBody(map[string]any{"input": map[string]any{"text": "something else"}})
+	if r := e.do("POST", "/v1/generate", e.tenantA, other, "Idempotency-Key", "order-42"); r.status != 422 || r.str("code") != "idempotency_key_reused" {
+		t.Fatalf("reuse: %d %s", r.status, r.raw)
+	}
+	if r := e.do("POST", "/v1/generate", e.tenantB, body, "Idempotency-Key", "order-42"); r.status != 200 || r.header.Get("Idempotent-Replayed") != "" || u.calls.Load() != 2 {
+		t.Fatalf("other tenant: %d %s", r.status, r.raw)
+	}
+	// An error answer is kept and replayed too.
+	bad := map[string]any{"type": "summarize", "input": map[string]any{"text": "x"}, "options": map[string]any{"maxAttempts": 0}}
+	r1 := e.do("POST", "/v1/generate", e.tenantA, bad, "Idempotency-Key", "bad-1")
+	r2 := e.do("POST", "/v1/generate", e.tenantA, bad, "Idempotency-Key", "bad-1")
+	if r1.status != 422 || r2.status != 422 || string(r1.raw) != string(r2.raw) || r2.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("error replay: %s / %s", r1.raw, r2.raw)
+	}
+	if r := e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", strings.Repeat("k", 256)); r.status != 422 || r.str("code") != "invalid_idempotency_key" {
+		t.Fatalf("long key: %d %s", r.status, r.raw)
+	}
+}

@@ -1,0 +1,244 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode"
+
+	"github.com/google/uuid"
+
+	"github.com/batonhq/baton/eventstore"
+)
+
+// Idempotency-Key on POST /v1/generate, Stripe's way: the first request's
+// final answer (success or error) is kept in the event store and replayed
+// byte for byte, with Idempotent-Replayed: true, to any later request with
+// the same key and body; the same key with another body is a 422; a
+// request while the first is still running is a 409. Keys are per tenant
+// and kept for the retention (24 hours by default).
+//
+// One stream per key, idem-<tenant>-<sha256(key)>: IdempotencyStarted is
+// appended with "no stream" (or at the revision of an expired entry), so
+// of concurrent requests exactly one runs; IdempotencyCompleted holds the
+// answer.
+
+// DefaultIdempotencyRetention is how long a key is kept.
+const DefaultIdempotencyRetention = 24 * time.Hour
+
+// idemLease bounds how long a started request holds its key: a process
+// that died mid-request leaves a Started event with no Completed; after
+// the lease another request may take the key over.
+var idemLease = 10 * time.Minute
+
+const (
+	evIdemStarted   = "IdempotencyStarted"
+	evIdemCompleted = "IdempotencyCompleted"
+	maxIdemKey      = 255
+)
+
+type idemStarted struct {
+	Endpoint  string    `json:"endpoint"`
+	BodyHash  string    `json:"bodyHash"`
+	RequestID string    `json:"requestId"`
+	StartedAt time.Time `json:"startedAt"`
+}
+
+type idemCompleted struct {
+	Status      int       `json:"status"`
+	ContentType string    `json:"contentType"`
+	Body        string    `json:"body"` // the answer's bytes (JSON text)
+	RequestID   string    `json:"requestId"`
+	CompletedAt time.Time `json:"completedAt"`
+}
+
+func idemStream(tenant, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "idem-" + tenant + "-" + hex.EncodeToString(sum[:16])
+}
+
+// recorder keeps a whole answer so it can be stored before it is sent.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+}
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.body.Write(b)
+}
+
+func validIdemKey(k string) bool {
+	if k == "" || len(k) > maxIdemKey {
+		return false
+	}
+	for _, c := range k {
+		if c > unicode.MaxASCII || !unicode.IsPrint(c) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("Idempotency-Key")
+		if key == "" {
+			h(w, r)
+			return
+		}
+		if !validIdemKey(key) {
+			writeProblem(w, r, http.StatusUnprocessableEntity, "invalid_idempotency_key", "Idempotency-Key must be 1 to 255 printable ASCII characters.")
+			return
+		}
+		body, err := readBody(w, r, s.maxBody)
+		if err != nil {
+			s.writeDecodeError(w, r, err)
+			return
+		}
+		sum := sha256.Sum256(body)
+		bodyHash := endpoint + ":" + hex.EncodeToString(sum[:])
+		p := principalOf(r.Context())
+		stream := idemStream(p.Tenant, key)
+		ctx := r.Context()
+		var startedRev uint64
+		for try := 0; ; try++ {
+			if try == 5 {
+				writeProblem(w, r, http.StatusConflict, "idempotency_in_flight", "Another request with this Idempotency-Key is being processed; retry later.")
+				return
+			}
+			evs, err := readWhole(ctx, s.store, stream)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			expected := eventstore.NoStream()
+			if n := len(evs); n > 0 {
+				last := evs[n-1]
+				started, completed, at := idemState(evs)
+				fresh := false
+				switch {
+				case completed != nil:
+					fresh = time.Since(completed.CompletedAt) < s.idemRetention
+				case started != nil:
+					fresh = time.Since(at) < idemLease
+				}
+				if fresh {
+					if started != nil && started.BodyHash != bodyHash {
+						writeProblem(w, r, http.StatusUnprocessableEntity, "idempotency_key_reused",
+							"This Idempotency-Key was used with a different request body; use a new key for a new request.")
+						return
+					}
+					if completed == nil {
+						w.Header().Set("Retry-After", "1")
+						writeProblem(w, r, http.StatusConflict, "idempotency_in_flight",
+							"A request with this Idempotency-Key is still being processed; retry after it finishes to get its answer.")
+						return
+					}
+					w.Header().Set("Content-Type", completed.ContentType)
+					w.Header().Set("Idempotent-Replayed", "true")
+					w.Header().Set("Original-Request-Id", completed.RequestID)
+					w.Header().Set("Content-Length", strconv.Itoa(len(completed.Body)))
+					w.WriteHeader(completed.Status)
+					io.WriteString(w, completed.Body)
+					return
+				}
+				expected = eventstore.Revision(last.Revision) // expired: take the key over
+			}
+			data, _ := json.Marshal(idemStarted{Endpoint: endpoint, BodyHash: bodyHash, RequestID: RequestID(ctx), StartedAt: time.Now().UTC()})
+			res, err := s.store.Append(ctx, stream, expected, eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: evIdemStarted, Data: data,
+				Metadata: eventstore.Metadata{Tenant: p.Tenant, Actor: p.Actor(), RequestID: RequestID(ctx), SchemaVersion: 1}})
+			if errors.Is(err, eventstore.ErrConflict) {
+				continue // someone else started or finished: look again
+			}
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			startedRev = res.NextRevision
+			break
+		}
+		// The request runs to its end even if the client leaves, so that
+		// its answer is kept for the retry.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), idemLease)
+		defer cancel()
+		rec := &recorder{header: http.Header{}}
+		r2 := r.WithContext(rctx)
+		r2.Body = io.NopCloser(bytes.NewReader(body))
+		h(rec, r2)
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		done := idemCompleted{Status: rec.status, ContentType: rec.header.Get("Content-Type"), Body: rec.body.String(),
+			RequestID: RequestID(ctx), CompletedAt: time.Now().UTC()}
+		data, _ := json.Marshal(done)
+		if _, err := s.store.Append(rctx, stream, eventstore.Revision(startedRev), eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: evIdemCompleted, Data: data,
+			Metadata: eventstore.Metadata{Tenant: p.Tenant, Actor: p.Actor(), RequestID: RequestID(ctx), SchemaVersion: 1}}); err != nil {
+			// The answer still goes out; a retry after the lease runs again.
+			s.log.Error().Str("requestId", RequestID(ctx)).Err(err).Msg("idempotent answer not stored")
+		}
+		for k, vs := range rec.header {
+			for _, v := range vs {
+				w.Header().Add(k, v)
+			}
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(rec.body.Len()))
+		w.WriteHeader(rec.status)
+		w.Write(rec.body.Bytes())
+	}
+}
+
+// idemState reads a key's stream: the last Started, the Completed that
+// follows it (if any), and when the last Started began.
+func idemState(evs []eventstore.RecordedEvent) (*idemStarted, *idemCompleted, time.Time) {
+	var st *idemStarted
+	var done *idemCompleted
+	var at time.Time
+	for _, ev := range evs {
+		switch ev.Type {
+		case evIdemStarted:
+			var x idemStarted
+			if json.Unmarshal(ev.Data, &x) == nil {
+				st, done, at = &x, nil, x.StartedAt
+			}
+		case evIdemCompleted:
+			var x idemCompleted
+			if json.Unmarshal(ev.Data, &x) == nil {
+				done = &x
+			}
+		}
+	}
+	return st, done, at
+}
+
+// readWhole reads a (short) stream whole.
+func readWhole(ctx context.Context, store eventstore.Store, stream string) ([]eventstore.RecordedEvent, error) {
+	var out []eventstore.RecordedEvent
+	for from := uint64(0); ; {
+		evs, err := store.ReadStream(ctx, stream, from, 256)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, evs...)
+		if len(evs) < 256 {
+			return out, nil
+		}
+		from = evs[len(evs)-1].Revision + 1
+	}
+}
