@@ -36,10 +36,10 @@ type Config struct {
 	// IdempotencyRetention is how long a generate Idempotency-Key is kept
 	// (DefaultIdempotencyRetention when 0).
 	IdempotencyRetention time.Duration
-	Log         zerolog.Logger
-	Version     string
-	MaxBody     int64            // request body limit; DefaultMaxBody when 0
-	Now         func() time.Time // the ledger's clock; time.Now when nil
+	Log                  zerolog.Logger
+	Version              string
+	MaxBody              int64            // request body limit; DefaultMaxBody when 0
+	Now                  func() time.Time // the ledger's clock; time.Now when nil
 }
 
 // Server holds what the handlers need.
@@ -53,11 +53,11 @@ type Server struct {
 	// contextLoader renders a tenant's context packet as prompt text.
 	contextLoader func(ctx context.Context, tenant, id string) (string, error)
 	idemRetention time.Duration
-	log     zerolog.Logger
-	version string
-	maxBody int64
-	ledger  *ledger
-	router  *mux.Router
+	log           zerolog.Logger
+	version       string
+	maxBody       int64
+	ledger        *ledger
+	router        *mux.Router
 }
 
 // NewServer builds the router.
