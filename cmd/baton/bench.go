@@ -16,7 +16,8 @@ import (
 	"github.com/batonhq/baton/eventstore/storebench"
 )
 
-// bench measures the embedded store and writes the figures as Markdown.
+// bench measures the embedded store, the ledger over HTTP and the model
+// gateway, and writes the figures as Markdown.
 func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	out := fs.String("out", "docs/benchmarks.md", "Markdown file to write ('-' for stdout only)")
@@ -25,9 +26,15 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	base := fs.String("dir", os.TempDir(), "directory for the benchmark stores (its disk is what is measured)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	blockprofile := fs.String("blockprofile", "", "write a blocking profile to this file")
-	only := fs.String("only", "", "run one part: store or lifecycle (prints figures, writes no file)")
+	only := fs.String("only", "", "run one part: store, lifecycle or gateway (prints figures, writes no file)")
+	gwDur := fs.Duration("gw-duration", 4*time.Second, "gateway benchmark: length of each side (direct, through Baton) of each row")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	switch *only {
+	case "", "store", "lifecycle", "gateway":
+	default:
+		return fmt.Errorf("bench: --only %q: want store, lifecycle or gateway", *only)
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -85,6 +92,21 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 		_, err := lifecycleRuns()
 		return err
 	}
+	gatewayRun := func() (gatewayResult, error) {
+		dir, err := tmp("gateway")
+		if err != nil {
+			return gatewayResult{}, err
+		}
+		return benchGateway(ctx, dir, *gwDur, stdout)
+	}
+	if *only == "gateway" {
+		r, err := gatewayRun()
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(stdout, gatewayReport(r))
+		return nil
+	}
 	dir, err := tmp("fsync")
 	if err != nil {
 		return err
@@ -129,17 +151,24 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "global feed read: %d events in %v, %.0f events/s\n", read.Events, read.Elapsed.Round(time.Millisecond), read.PerSec)
+	if *only == "store" {
+		return nil
+	}
 
 	lifecycles, err := lifecycleRuns()
 	if err != nil {
 		return err
 	}
-
-	md := report(fsyncs, appends, read, fillTook) + lifecycleReport(lifecycles)
+	gw, err := gatewayRun()
+	if err != nil {
+		return err
+	}
+	md := report(fsyncs, appends, read, fillTook) + lifecycleReport(lifecycles) + gatewayReport(gw)
 	if *out == "-" {
 		fmt.Fprint(stdout, md)
 		return nil
 	}
+	fmt.Fprint(stdout, gatewayReport(gw))
 	return os.WriteFile(*out, []byte(md), 0o644)
 }
 

@@ -1,0 +1,710 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/batonhq/baton/eventstore/storebench"
+)
+
+// The gateway benchmark measures what Baton adds to a model call: the same
+// calls go to a loopback upstream directly and through a Baton child
+// process configured with that upstream as an openai-compatible provider.
+
+// gwStats is one side (direct or through Baton) of one cell.
+type gwStats struct {
+	N        int
+	Elapsed  time.Duration // wall time of this side's slices
+	P50, P99 time.Duration
+}
+
+func (s gwStats) perSec() float64 {
+	if s.Elapsed <= 0 {
+		return 0
+	}
+	return float64(s.N) / s.Elapsed.Seconds()
+}
+
+// gwCell is one concurrency level of one call kind. For streams, Direct and
+// Through are the time to the first SSE data line carrying content,
+// DirectAll and ThroughAll the time to the end of the stream (the response
+// body's end, after [DONE]), and DirectTail and ThroughTail the time from
+// [DONE] to that end.
+type gwCell struct {
+	Conc                    int
+	Stream                  bool
+	Direct, Through         gwStats
+	DirectAll, ThroughAll   gwStats
+	DirectTail, ThroughTail gwStats
+}
+
+func (c gwCell) added50() time.Duration { return c.Through.P50 - c.Direct.P50 }
+func (c gwCell) added99() time.Duration { return c.Through.P99 - c.Direct.P99 }
+
+// gatewayResult is the whole gateway benchmark.
+type gatewayResult struct {
+	Cells     []gwCell
+	Duration  time.Duration // per side per cell
+	Slice     time.Duration
+	StartRSS  int64 // bytes, right after Baton began serving; 0 when unknown (no /proc)
+	IdleRSS   int64 // after the warm-up calls
+	IdleAnon  int64 // of which anonymous memory (heap, stacks)
+	IdleFile  int64 // and file-backed pages (the binary, the mapped data files)
+	PeakRSS   int64 // highest VmRSS sampled during the runs
+	AfterRSS  int64 // VmRSS right after the last concurrency-64 run
+	HWM       int64 // VmHWM: the kernel's peak
+	Took      time.Duration
+	StartedAt time.Time
+}
+
+const (
+	gwModel     = "echo-fast"
+	gwProvider  = "bench-upstream"
+	gwAnswer    = "Hello from the upstream."
+	gwUserInput = "Say hello in five words."
+)
+
+var (
+	gwCompletion = []byte(`{"id":"chatcmpl-bench","object":"chat.completion","created":1700000000,"model":"echo-fast",` +
+		`"choices":[{"index":0,"message":{"role":"assistant","content":"Hello from the upstream."},"finish_reason":"stop","logprobs":null}],` +
+		`"usage":{"prompt_tokens":14,"completion_tokens":5,"total_tokens":19,"prompt_tokens_details":{"cached_tokens":0}}}` + "\n")
+	gwChunkHead = `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"echo-fast",`
+	gwChunks    = [][]byte{
+		[]byte(gwChunkHead + `"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}` + "\n\n"),
+		[]byte(gwChunkHead + `"choices":[{"index":0,"delta":{"content":"Hello"},"finish_reason":null}]}` + "\n\n"),
+		[]byte(gwChunkHead + `"choices":[{"index":0,"delta":{"content":" from the"},"finish_reason":null}]}` + "\n\n"),
+		[]byte(gwChunkHead + `"choices":[{"index":0,"delta":{"content":" upstream."},"finish_reason":null}]}` + "\n\n"),
+		[]byte(gwChunkHead + `"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n"),
+	}
+	gwUsageChunk = []byte(gwChunkHead + `"choices":[],"usage":{"prompt_tokens":14,"completion_tokens":5,"total_tokens":19}}` + "\n\n")
+	gwDone       = []byte("data: [DONE]\n\n")
+)
+
+// gwUpstream answers chat completions at once with a fixed small body:
+// JSON, or SSE chunks flushed one by one, the usage chunk when asked, and
+// [DONE].
+func gwUpstream(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil || r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+		http.Error(w, `{"error":{"message":"bad request","type":"invalid_request_error"}}`, http.StatusBadRequest)
+		return
+	}
+	if !bytes.Contains(body, []byte(`"stream":true`)) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(gwCompletion)))
+		w.Write(gwCompletion)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	f, _ := w.(http.Flusher)
+	send := func(b []byte) {
+		w.Write(b)
+		if f != nil {
+			f.Flush()
+		}
+	}
+	for _, c := range gwChunks {
+		send(c)
+	}
+	if bytes.Contains(body, []byte(`"include_usage":true`)) {
+		send(gwUsageChunk)
+	}
+	send(gwDone)
+}
+
+// gwTarget is where one side's calls go.
+type gwTarget struct {
+	url       string
+	key       string
+	plain     []byte // non-streaming request body
+	streaming []byte // streaming request body
+}
+
+func newGWTarget(base, model, key string) gwTarget {
+	msgs := `"messages":[{"role":"user","content":"` + gwUserInput + `"}],"max_tokens":16`
+	return gwTarget{
+		url: base + "/v1/chat/completions", key: key,
+		plain:     []byte(`{"model":"` + model + `",` + msgs + `}`),
+		streaming: []byte(`{"model":"` + model + `",` + msgs + `,"stream":true,"stream_options":{"include_usage":true}}`),
+	}
+}
+
+// gwCallResult is what one call measured.
+type gwCallResult struct {
+	first, all time.Duration // first content byte (streams), whole call
+	done       time.Duration // [DONE] read (streams)
+	text       string        // the content, when asked to keep it
+	usage      bool          // a usage object or chunk was seen
+}
+
+// call makes one call; keep asks it to decode and return the content (the
+// warm-up checks answers; measured calls only time them).
+func (t gwTarget) call(ctx context.Context, client *http.Client, stream, keep bool) (gwCallResult, error) {
+	var res gwCallResult
+	body := t.plain
+	if stream {
+		body = t.streaming
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
+	if err != nil {
+		return res, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+t.key)
+	t0 := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return res, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return res, fmt.Errorf("POST %s: %s: %s", t.url, resp.Status, bytes.TrimSpace(b))
+	}
+	if !stream {
+		b, err := io.ReadAll(resp.Body)
+		res.all = time.Since(t0)
+		res.first = res.all
+		if err != nil {
+			return res, err
+		}
+		if keep {
+			var r struct {
+				Choices []struct {
+					Message struct {
+						Content string `json:"content"`
+					} `json:"message"`
+				} `json:"choices"`
+				Usage *struct {
+					CompletionTokens int `json:"completion_tokens"`
+				} `json:"usage"`
+			}
+			if err := json.Unmarshal(b, &r); err != nil || len(r.Choices) == 0 {
+				return res, fmt.Errorf("POST %s: not a chat completion: %.300s", t.url, b)
+			}
+			res.text, res.usage = r.Choices[0].Message.Content, r.Usage != nil && r.Usage.CompletionTokens > 0
+		}
+		return res, nil
+	}
+	br := bufio.NewReaderSize(resp.Body, 4<<10)
+	done := false
+	var text strings.Builder
+	for {
+		line, err := br.ReadSlice('\n')
+		if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
+			data = bytes.TrimSpace(data)
+			switch {
+			case bytes.Equal(data, []byte("[DONE]")):
+				done = true
+				res.done = time.Since(t0)
+			case res.first == 0 || keep:
+				var c struct {
+					Choices []struct {
+						Delta struct {
+							Content string `json:"content"`
+						} `json:"delta"`
+					} `json:"choices"`
+					Usage json.RawMessage `json:"usage"`
+				}
+				if json.Unmarshal(data, &c) != nil {
+					return res, fmt.Errorf("POST %s: malformed SSE data line: %.300s", t.url, data)
+				}
+				if len(c.Choices) > 0 && c.Choices[0].Delta.Content != "" {
+					if res.first == 0 {
+						res.first = time.Since(t0)
+					}
+					text.WriteString(c.Choices[0].Delta.Content)
+				}
+				if len(c.Usage) > 0 && string(c.Usage) != "null" {
+					res.usage = true
+				}
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return res, err
+		}
+	}
+	res.all = time.Since(t0)
+	if res.first == 0 || !done {
+		return res, fmt.Errorf("POST %s: stream without content or without [DONE]", t.url)
+	}
+	res.text = text.String()
+	return res, nil
+}
+
+// gwSide runs conc callers against t until deadline and appends their
+// latencies.
+// Of each call it keeps: the first content byte, the whole call, and (for
+// streams) the time from [DONE] to the end of the body.
+func gwSide(ctx context.Context, client *http.Client, t gwTarget, conc int, stream bool, d time.Duration) (lat [3][]time.Duration, elapsed time.Duration, err error) {
+	var (
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		fail  atomic.Pointer[error]
+		start = time.Now()
+	)
+	deadline := start.Add(d)
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine [3][]time.Duration
+			for time.Now().Before(deadline) && fail.Load() == nil {
+				r, err := t.call(ctx, client, stream, false)
+				if err != nil {
+					fail.CompareAndSwap(nil, &err)
+					return
+				}
+				mine[0], mine[1], mine[2] = append(mine[0], r.first), append(mine[1], r.all), append(mine[2], r.all-max(r.done, r.first))
+			}
+			mu.Lock()
+			for i := range lat {
+				lat[i] = append(lat[i], mine[i]...)
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	elapsed = time.Since(start)
+	if p := fail.Load(); p != nil {
+		return lat, 0, *p
+	}
+	return lat, elapsed, nil
+}
+
+func gwSummarize(lat []time.Duration, elapsed time.Duration) gwStats {
+	slices.Sort(lat)
+	return gwStats{N: len(lat), Elapsed: elapsed, P50: pct(lat, 0.5), P99: pct(lat, 0.99)}
+}
+
+// gwRunCell measures one concurrency level: direct and through alternate in
+// slices (direct first in even rounds, Baton first in odd ones), so noise
+// from the machine falls on both alike.
+func gwRunCell(ctx context.Context, client *http.Client, direct, through gwTarget, conc int, stream bool, d, slice time.Duration) (gwCell, error) {
+	cell := gwCell{Conc: conc, Stream: stream}
+	warm := min(slice, 300*time.Millisecond)
+	for _, t := range []gwTarget{direct, through} {
+		if _, _, err := gwSide(ctx, client, t, conc, stream, warm); err != nil {
+			return cell, err
+		}
+	}
+	rounds := max(1, int(d/slice))
+	var dl, tl [3][]time.Duration
+	var de, te time.Duration
+	for i := range rounds {
+		order := []bool{false, true} // through?
+		if i%2 == 1 {
+			order = []bool{true, false}
+		}
+		for _, viaBaton := range order {
+			t := direct
+			if viaBaton {
+				t = through
+			}
+			l, el, err := gwSide(ctx, client, t, conc, stream, slice)
+			if err != nil {
+				return cell, err
+			}
+			into, sum := &dl, &de
+			if viaBaton {
+				into, sum = &tl, &te
+			}
+			for i := range l {
+				into[i] = append(into[i], l[i]...)
+			}
+			*sum += el
+		}
+	}
+	cell.Direct, cell.Through = gwSummarize(dl[0], de), gwSummarize(tl[0], te)
+	if stream {
+		cell.DirectAll, cell.ThroughAll = gwSummarize(dl[1], de), gwSummarize(tl[1], te)
+		cell.DirectTail, cell.ThroughTail = gwSummarize(dl[2], de), gwSummarize(tl[2], te)
+	}
+	return cell, nil
+}
+
+// procStatus reads a field of /proc/<pid>/status in bytes (0 when absent).
+func procStatus(pid int, field string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
+			f := strings.Fields(v)
+			if len(f) >= 1 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				if len(f) >= 2 && f[1] == "kB" {
+					n *= 1024
+				}
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr, nil
+}
+
+var bootstrapKeyRE = regexp.MustCompile(`export BATON_API_KEY=(\S+)`)
+
+// gwChild is Baton serving as a child process.
+type gwChild struct {
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	logPath string
+	base    string
+	admin   string
+}
+
+func (c *gwChild) logTail() string {
+	b, _ := os.ReadFile(c.logPath)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+func (c *gwChild) stop() {
+	select {
+	case <-c.exited:
+		return
+	default:
+	}
+	c.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-c.exited:
+	case <-time.After(15 * time.Second):
+		c.cmd.Process.Kill()
+		<-c.exited
+	}
+}
+
+// startBaton runs `baton serve` on a fresh data directory and waits until
+// it serves, reading the bootstrap admin key it prints on first start.
+func startBaton(dir, providers string) (*gwChild, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(dir, "baton.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close() // the child holds its own descriptor
+	cmd := exec.Command(exe, "serve", "--data", filepath.Join(dir, "data"), "--addr", addr, "--providers", providers)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &gwChild{cmd: cmd, exited: make(chan struct{}), logPath: logPath, base: "http://" + addr}
+	go func() { cmd.Wait(); close(c.exited) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile(logPath)
+		if m := bootstrapKeyRE.FindSubmatch(b); m != nil && bytes.Contains(b, []byte(`"baton serving"`)) {
+			c.admin = string(m[1])
+			return c, nil
+		}
+		select {
+		case <-c.exited:
+			return nil, fmt.Errorf("baton serve exited before serving: %s", c.logTail())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			c.stop()
+			return nil, fmt.Errorf("baton serve did not start within 30s: %s", c.logTail())
+		}
+	}
+}
+
+// createTenantKey asks the admin API for a tenant (non-admin) key.
+func (c *gwChild) createTenantKey(ctx context.Context, client *http.Client, tenant string) (string, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/v1/admin/keys",
+		strings.NewReader(`{"tenant":"`+tenant+`","label":"gateway benchmark"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-api-key", c.admin)
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var k struct {
+		Key   string `json:"key"`
+		Admin bool   `json:"admin"`
+	}
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &k) != nil || k.Key == "" || k.Admin {
+		return "", fmt.Errorf("POST /v1/admin/keys: %s: %s", resp.Status, b)
+	}
+	return k.Key, nil
+}
+
+// benchGateway measures direct and through-Baton calls at 1, 16 and 64
+// concurrent callers, each side for about d per cell, and Baton's memory.
+func benchGateway(ctx context.Context, dir string, d time.Duration, stdout io.Writer) (gatewayResult, error) {
+	res := gatewayResult{Duration: d, StartedAt: time.Now()}
+	res.Slice = min(max(d/8, 100*time.Millisecond), time.Second)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return res, err
+	}
+	up := &http.Server{Handler: http.HandlerFunc(gwUpstream), ReadHeaderTimeout: 10 * time.Second}
+	go up.Serve(ln)
+	defer up.Close()
+	upBase := "http://" + ln.Addr().String()
+
+	providers := filepath.Join(dir, "providers.json")
+	spec := map[string]any{"providers": []any{map[string]any{
+		"name": gwProvider, "kind": "openai-compatible", "baseUrl": upBase + "/v1", "keyEnv": "BATON_BENCH_UPSTREAM_KEY",
+		"models": []any{map[string]any{"name": gwModel, "contextTokens": 8192, "modes": []string{"cheap"},
+			"pricing": map[string]any{"inputPerMTok": 0.1, "outputPerMTok": 0.4, "source": "benchmark: made-up price"}}},
+	}}}
+	pb, _ := json.MarshalIndent(spec, "", "  ")
+	if err := os.WriteFile(providers, pb, 0o600); err != nil {
+		return res, err
+	}
+
+	child, err := startBaton(dir, providers)
+	if err != nil {
+		return res, err
+	}
+	defer child.stop()
+	pid := child.cmd.Process.Pid
+	res.StartRSS = procStatus(pid, "VmRSS")
+
+	client := &http.Client{Transport: &http.Transport{
+		MaxIdleConns: 512, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second, DisableCompression: true,
+	}, Timeout: 30 * time.Second}
+	defer client.CloseIdleConnections()
+	key, err := child.createTenantKey(ctx, client, "bench-gw")
+	if err != nil {
+		return res, fmt.Errorf("%w\n%s", err, child.logTail())
+	}
+	direct := newGWTarget(upBase, gwModel, "upstream-key-unused")
+	through := newGWTarget(child.base, gwProvider+":"+gwModel, key)
+
+	// Warm up, and check that both sides answer what the upstream says.
+	for i := range 40 {
+		for _, t := range []gwTarget{direct, through} {
+			for _, stream := range []bool{false, true} {
+				r, err := t.call(ctx, client, stream, i == 0)
+				if err != nil {
+					return res, fmt.Errorf("gateway bench warm-up: %w\n%s", err, child.logTail())
+				}
+				if i == 0 && (r.text != gwAnswer || !r.usage) {
+					return res, fmt.Errorf("gateway bench: %s (stream %v) answered %q, usage %v; want %q with usage", t.url, stream, r.text, r.usage, gwAnswer)
+				}
+			}
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	res.IdleRSS, res.IdleAnon, res.IdleFile = procStatus(pid, "VmRSS"), procStatus(pid, "RssAnon"), procStatus(pid, "RssFile")
+	fmt.Fprintf(stdout, "gateway: Baton child pid %d, RSS %s at start, %s idle after warm-up (%s anonymous, %s file-backed)\n",
+		pid, mb(res.StartRSS), mb(res.IdleRSS), mb(res.IdleAnon), mb(res.IdleFile))
+
+	var peak atomic.Int64
+	sampleDone := make(chan struct{})
+	stopSampling := make(chan struct{})
+	go func() {
+		defer close(sampleDone)
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if v := procStatus(pid, "VmRSS"); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-stopSampling:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	defer func() {
+		select {
+		case <-stopSampling:
+		default:
+			close(stopSampling)
+		}
+		<-sampleDone
+	}()
+
+	for _, stream := range []bool{false, true} {
+		for _, conc := range []int{1, 16, 64} {
+			cell, err := gwRunCell(ctx, client, direct, through, conc, stream, d, res.Slice)
+			if err != nil {
+				return res, fmt.Errorf("gateway bench, %d concurrent (stream %v): %w\n%s", conc, stream, err, child.logTail())
+			}
+			res.Cells = append(res.Cells, cell)
+			if conc == 64 {
+				res.AfterRSS = procStatus(pid, "VmRSS")
+			}
+			kind, what := "plain ", "latency"
+			if stream {
+				kind, what = "stream", "first byte"
+			}
+			fmt.Fprintf(stdout, "gateway %s, %2d concurrent: %s direct p50 %v p99 %v, through Baton p50 %v p99 %v, added p50 %s p99 %s; %.0f/s direct, %.0f/s through\n",
+				kind, conc, what, round(cell.Direct.P50), round(cell.Direct.P99), round(cell.Through.P50), round(cell.Through.P99),
+				signed(cell.added50()), signed(cell.added99()), cell.Direct.perSec(), cell.Through.perSec())
+			if stream {
+				fmt.Fprintf(stdout, "                           whole stream direct p50 %v, through p50 %v; [DONE] to end of body through p50 %v p99 %v\n",
+					round(cell.DirectAll.P50), round(cell.ThroughAll.P50), round(cell.ThroughTail.P50), round(cell.ThroughTail.P99))
+			}
+		}
+	}
+	close(stopSampling)
+	<-sampleDone
+	res.PeakRSS = peak.Load()
+	res.HWM = procStatus(pid, "VmHWM")
+	res.Took = time.Since(res.StartedAt)
+	select {
+	case <-child.exited:
+		return res, fmt.Errorf("baton serve exited during the benchmark: %s", child.logTail())
+	default:
+	}
+	return res, nil
+}
+
+func mb(b int64) string {
+	if b <= 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f MB", float64(b)/(1<<20))
+}
+
+// signed shows a difference with its sign: +312µs, -15µs.
+func signed(d time.Duration) string {
+	if d < 0 {
+		return "-" + round(-d).String()
+	}
+	return "+" + round(d).String()
+}
+
+func ratio(through, direct time.Duration) string {
+	if direct <= 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2fx", float64(through)/float64(direct))
+}
+
+func metOrNot(ok bool) string {
+	if ok {
+		return "**met**"
+	}
+	return "**not met**"
+}
+
+func (r gatewayResult) cell(stream bool, conc int) (gwCell, bool) {
+	for _, c := range r.Cells {
+		if c.Stream == stream && c.Conc == conc {
+			return c, true
+		}
+	}
+	return gwCell{}, false
+}
+
+// gatewayReport is the Markdown section of the gateway benchmark.
+func gatewayReport(r gatewayResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n## Model gateway: latency Baton adds to a model call\n\n")
+	fmt.Fprintf(&b, "- Date: %s; machine: %s, %d cores, %s/%s, %s\n\n", r.StartedAt.UTC().Format("2006-01-02 15:04 MST"), storebench.Machine(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	fmt.Fprintf(&b, "A loopback upstream inside the benchmark process speaks the OpenAI chat-completions wire format and answers at once with a fixed small body: "+
+		"a JSON completion with usage, or (streaming) %d SSE chunks flushed one by one, a usage chunk (`stream_options.include_usage`) and `[DONE]`. "+
+		"Baton runs as a child process (`baton serve` on a fresh data directory, durable store) with that upstream as an `openai-compatible` provider in its providers file; "+
+		"the calls use a tenant key from `POST /v1/admin/keys`, so every call through Baton authenticates, is priced and appends a fsynced usage event. "+
+		"The same `POST /v1/chat/completions` goes to the upstream directly and through Baton (`%s:%s`), over one shared keep-alive client. "+
+		"The two sides alternate in slices of %v (%v per side per row, after a warm-up), so the machine's noise falls on both alike. "+
+		"Load generator, upstream and Baton share the same %d cores, so at 64 concurrent callers the figures measure contention as much as Baton. "+
+		"*Added* is through minus direct, percentile by percentile.\n\n",
+		len(gwChunks)-1, gwProvider, gwModel, r.Slice, r.Duration, runtime.NumCPU())
+
+	c16, ok16 := r.cell(false, 16)
+	s1, ok1 := r.cell(true, 1)
+	s16, oks16 := r.cell(true, 16)
+	fmt.Fprintf(&b, "Goals:\n\n")
+	if ok16 {
+		fmt.Fprintf(&b, "- p99 added at most 1 ms at 16 concurrent non-streaming calls: %s (added p99 %s: %v through vs %v direct)\n",
+			metOrNot(c16.added99() <= time.Millisecond), signed(c16.added99()), round(c16.Through.P99), round(c16.Direct.P99))
+	}
+	if ok1 && oks16 {
+		worst := max(s1.added50(), s16.added50())
+		fmt.Fprintf(&b, "- streaming first byte added under 1 ms (p50, at 1 and at 16 concurrent streams): %s (added p50 %s at 1, %s at 16; p99 %s at 1, %s at 16)\n",
+			metOrNot(worst < time.Millisecond), signed(s1.added50()), signed(s16.added50()), signed(s1.added99()), signed(s16.added99()))
+	}
+	if r.IdleRSS > 0 {
+		fmt.Fprintf(&b, "- idle RSS under 40 MB: %s (%s after start and 160 warm-up calls: %s anonymous, %s file-backed; %s before any call)\n",
+			metOrNot(r.IdleRSS < 40<<20), mb(r.IdleRSS), mb(r.IdleAnon), mb(r.IdleFile), mb(r.StartRSS))
+	} else {
+		fmt.Fprintf(&b, "- idle RSS under 40 MB: not measured (no /proc on this system)\n")
+	}
+
+	fmt.Fprintf(&b, "\nNon-streaming calls (whole response read):\n\n")
+	fmt.Fprintf(&b, "| concurrent | calls direct / through | direct p50 | direct p99 | through p50 | through p99 | added p50 | added p99 | through/direct p50 | calls/s direct | calls/s through | through/direct calls/s |\n")
+	fmt.Fprintf(&b, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, c := range r.Cells {
+		if c.Stream {
+			continue
+		}
+		fmt.Fprintf(&b, "| %d | %d / %d | %v | %v | %v | %v | %s | %s | %s | %.0f | %.0f | %.2f |\n",
+			c.Conc, c.Direct.N, c.Through.N, round(c.Direct.P50), round(c.Direct.P99), round(c.Through.P50), round(c.Through.P99),
+			signed(c.added50()), signed(c.added99()), ratio(c.Through.P50, c.Direct.P50), c.Direct.perSec(), c.Through.perSec(), c.Through.perSec()/c.Direct.perSec())
+	}
+	fmt.Fprintf(&b, "\nStreaming calls: *first byte* is the time to the first SSE data line carrying content; the *whole stream* ends when the response body does, after `[DONE]`; *[DONE] to end* is the wait between the two:\n\n")
+	fmt.Fprintf(&b, "| concurrent | streams direct / through | first byte direct p50 / p99 | first byte through p50 / p99 | added p50 | added p99 | whole stream direct p50 / p99 | whole stream through p50 / p99 | [DONE] to end direct p50 / p99 | [DONE] to end through p50 / p99 | streams/s direct / through |\n")
+	fmt.Fprintf(&b, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, c := range r.Cells {
+		if !c.Stream {
+			continue
+		}
+		fmt.Fprintf(&b, "| %d | %d / %d | %v / %v | %v / %v | %s | %s | %v / %v | %v / %v | %v / %v | %v / %v | %.0f / %.0f |\n",
+			c.Conc, c.Direct.N, c.Through.N, round(c.Direct.P50), round(c.Direct.P99), round(c.Through.P50), round(c.Through.P99),
+			signed(c.added50()), signed(c.added99()), round(c.DirectAll.P50), round(c.DirectAll.P99), round(c.ThroughAll.P50), round(c.ThroughAll.P99),
+			round(c.DirectTail.P50), round(c.DirectTail.P99), round(c.ThroughTail.P50), round(c.ThroughTail.P99), c.Direct.perSec(), c.Through.perSec())
+	}
+	if c64, ok := r.cell(false, 64); ok {
+		fmt.Fprintf(&b, "\nAt saturation (64 concurrent, non-streaming) Baton passes %.0f calls/s, %.0f%% of the %.0f/s the upstream answers directly on the same cores.\n",
+			c64.Through.perSec(), 100*c64.Through.perSec()/c64.Direct.perSec(), c64.Direct.perSec())
+	}
+	fmt.Fprintf(&b, "\nMemory of the Baton process (VmRSS from /proc): idle %s; highest sampled during the runs %s; %s right after the last 64-concurrent run; kernel peak (VmHWM) %s.\n",
+		mb(r.IdleRSS), mb(r.PeakRSS), mb(r.AfterRSS), mb(r.HWM))
+	fmt.Fprintf(&b, "\nThe gateway benchmark took %v.\n", r.Took.Round(time.Second))
+	return b.String()
+}
