@@ -144,3 +144,43 @@ func FuzzModelAdminBodies(f *testing.F) {
 		}
 	})
 }
+
+// FuzzGenerateBodies sends arbitrary bodies to /v1/generate (the local
+// provider answers): every answer is deliberate, a refusal appends nothing.
+func FuzzGenerateBodies(f *testing.F) {
+	for _, seed := range []string{
+		`{"type":"summarize","input":{"text":"x"}}`,
+		`{"type":"business_strategy","input":{"goal":"grow","audience":"devs"},"options":{"templateVersion":1,"maxAttempts":2,"llm":{"mode":"cheap","maxCostUsd":0.5}}}`,
+		`{"type":"classify","input":{"text":"t","labels":["a","a"]}}`,
+		`{"type":"extract_fields","input":{"text":"t","fields":[{"name":"9x","type":"date"}]}}`,
+		`{"type":"x"}`, `{"type":"summarize","input":[]}`, `{"options":{"llm":{"maxCostUsd":1e309}}}`, `{`, `[]`, ``,
+	} {
+		f.Add([]byte(seed))
+	}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(string) string { return "" }})
+	if err != nil {
+		f.Fatal(err)
+	}
+	e := newEnvWith(f, cat)
+	h := e.srv.Config.Handler
+	f.Fuzz(func(t *testing.T, body []byte) {
+		e.t = t
+		before, err := e.store.Head(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest(http.MethodPost, "/v1/generate", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+e.tenantA)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		switch {
+		case rec.Code == 200:
+		case rec.Code >= 400 && rec.Code < 500:
+			if after, _ := e.store.Head(context.Background()); after != before && rec.Code != 422 {
+				t.Fatalf("answered %d to %q but appended events", rec.Code, body)
+			}
+		default:
+			t.Fatalf("answered %d to %q: %s", rec.Code, body, rec.Body.String())
+		}
+	})
+}
