@@ -49,8 +49,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzScanJSON -fuzztime $(FUZZTIME) ./domain/secrets
 	$(GO) test -run '^$$' -fuzz FuzzCallbackBodies -fuzztime $(FUZZTIME) ./http
 	$(GO) test -run '^$$' -fuzz FuzzGatewayBodies -fuzztime $(FUZZTIME) ./http
-	$(GO) test -run '^$$$$' -fuzz FuzzModelAdminBodies -fuzztime $(FUZZTIME) ./http
+	$(GO) test -run '^$$' -fuzz FuzzModelAdminBodies -fuzztime $(FUZZTIME) ./http
 	$(GO) test -run '^$$' -fuzz FuzzSSEStreams -fuzztime $(FUZZTIME) ./gateway
+	$(GO) test -run '^$$' -fuzz FuzzGenerateBodies -fuzztime $(FUZZTIME) ./http
+	$(GO) test -run '^$$' -fuzz FuzzParseLenient -fuzztime $(FUZZTIME) ./gateway/tasks
+	$(GO) test -run '^$$' -fuzz FuzzValidateOutput -fuzztime $(FUZZTIME) ./gateway/tasks
 
 clean:
 	rm -rf baton $(DATA)

@@ -226,6 +226,8 @@ func (s *anStream) Next() (Delta, error) {
 		switch e.Type {
 		case "message_start":
 			s.usage = e.Message.Usage.usage()
+			u := s.usage // the input side is known now: tell the caller early
+			return Delta{Usage: &u}, nil
 		case "content_block_start":
 			if e.ContentBlock.Type == "tool_use" {
 				if s.tools == nil {

@@ -113,7 +113,7 @@ type Delta struct {
 	ToolCall   *ToolCallDelta // a piece of a tool call
 	StopReason string         // set on the last delta
 	NativeStop string
-	Usage      *Usage // cumulative usage when the provider reports it
+	Usage      *Usage // cumulative usage when the provider reports it (alone: usage so far, e.g. the input side at the start)
 }
 
 // Stream yields deltas; Next returns io.EOF after the last one.

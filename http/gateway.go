@@ -57,8 +57,24 @@ type gatewayCall struct {
 	hold  *gateway.Reservation
 }
 
+// listModels answers in OpenAI's list shape, or in Anthropic's when the
+// client sends anthropic-version (as the Anthropic SDK does).
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": s.catalog.List()})
+	models := s.catalog.List()
+	if r.Header.Get("anthropic-version") == "" {
+		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": models})
+		return
+	}
+	data := make([]map[string]any, len(models))
+	for i, m := range models {
+		data[i] = map[string]any{"type": "model", "id": m.ID, "display_name": m.ID, "created_at": time.Unix(m.Created, 0).UTC().Format(time.RFC3339),
+			"provider": m.Provider, "modes": m.Modes, "contextTokens": m.ContextTokens, "available": m.Available, "hasPricing": m.HasPricing, "health": m.Health}
+	}
+	first, last := "", ""
+	if len(models) > 0 {
+		first, last = models[0].ID, models[len(models)-1].ID
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": data, "has_more": false, "first_id": first, "last_id": last})
 }
 
 // begin starts an attempt on one target: the budget holds the call's worst
@@ -522,6 +538,9 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCa
 			return
 		}
 		d := p.d
+		if d.Usage != nil && d.StopReason == "" {
+			sent = withInput(sent, *d.Usage)
+		}
 		if d.Text != "" {
 			sent.OutputTokens++ // a floor for billing if the stream breaks; replaced by reported usage
 			if sse.data(chunk(map[string]any{"content": d.Text}, nil)) != nil {
@@ -735,9 +754,14 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 		s.writeErrorAs(w, r, anthropicErrors, err)
 		return
 	}
+	var early gateway.Usage // the input side, when the upstream told it before any content
+	if up.first != nil && up.first.d.Usage != nil && up.first.d.StopReason == "" {
+		early = *up.first.d.Usage
+	}
 	start := map[string]any{"type": "message_start", "message": map[string]any{
 		"id": c.id, "type": "message", "role": "assistant", "model": c.model.ID, "provider": c.prov.Name(), "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 0, "output_tokens": 0},
+		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": early.InputTokens, "output_tokens": 0,
+			"cache_read_input_tokens": early.CacheReadTokens, "cache_creation_input_tokens": early.CacheWriteTokens},
 		"svc": newSvc(c, ""),
 	}}
 	if sse.event("message_start", start) != nil || sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}}) != nil ||
@@ -774,6 +798,9 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 			return
 		}
 		d := p.d
+		if d.Usage != nil && d.StopReason == "" {
+			sent = withInput(sent, *d.Usage)
+		}
 		if d.Text != "" || d.ToolCall != nil {
 			sent.OutputTokens++
 			if blocks.write(sse, d) != nil {
@@ -868,4 +895,12 @@ func (b *contentBlocks) write(sse *sseWriter, d gateway.Delta) error {
 		return nil
 	}
 	return sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "input_json_delta", "partial_json": tc.Arguments}})
+}
+
+// withInput takes the input side of usage reported mid-stream, keeping the
+// output count so far.
+func withInput(sent, u gateway.Usage) gateway.Usage {
+	sent.InputTokens, sent.CacheReadTokens, sent.CacheWriteTokens = u.InputTokens, u.CacheReadTokens, u.CacheWriteTokens
+	sent.OutputTokens = max(sent.OutputTokens, u.OutputTokens)
+	return sent
 }

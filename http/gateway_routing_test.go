@@ -114,7 +114,10 @@ func TestFallbackChains(t *testing.T) {
 	if resp.StatusCode != 200 || len(evs) == 0 || evs[0][0] != "message_start" {
 		t.Fatalf("stream: %d %v", resp.StatusCode, evs)
 	}
-	if !strings.Contains(evs[0][1], `"fallbackUsed":true`) || !strings.Contains(evs[0][1], `"model":"anthropic:claude-3-5-haiku-latest"`) || evs[len(evs)-1][0] != "message_stop" {
+	// message_start already carries the input side of the usage, as the
+	// Anthropic upstream reported it in its own message_start.
+	if !strings.Contains(evs[0][1], `"fallbackUsed":true`) || !strings.Contains(evs[0][1], `"model":"anthropic:claude-3-5-haiku-latest"`) ||
+		!strings.Contains(evs[0][1], `"input_tokens":10`) || !strings.Contains(evs[0][1], `"cache_read_input_tokens":90`) || evs[len(evs)-1][0] != "message_stop" {
 		t.Fatalf("streamed fallback: %v", evs)
 	}
 	// A stream that breaks after its first delta reached the client cannot

@@ -31,6 +31,7 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 			id = "req_" + uuid.Must(uuid.NewV7()).String()
 		}
 		w.Header().Set("x-request-id", id)
+		w.Header().Set("request-id", id) // where the Anthropic SDK looks
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
 	})
 }
