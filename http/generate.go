@@ -150,23 +150,55 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		s.writeDecodeError(w, r, err)
 		return
 	}
-	t, version, maxAttempts, err := s.generateInput(&q)
+	g, ok := s.runGeneration(w, r, &q)
+	if !ok {
+		return
+	}
+	defer g.record()
+	writeAnswer(w, map[string]any{
+		"id": g.id, "object": "generation", "created": time.Now().Unix(), "type": g.taskType, "templateVersion": g.templateVersion,
+		"output": g.output, "model": g.model, "provider": g.provider, "attempts": len(g.trace.Attempts), "usage": g.usage,
+		"svc": map[string]any{"requestId": g.id, "trace": g.trace},
+	})
+}
+
+// generation is a successful generation.
+type generation struct {
+	id, taskType, model, provider string
+	templateVersion               int
+	output                        json.RawMessage
+	usage                         gatewayUsageSummary
+	trace                         generateTrace
+	records                       []func() // usage events to record once the answer is out
+}
+
+func (g *generation) record() {
+	for _, rec := range g.records {
+		rec()
+	}
+}
+
+// runGeneration validates, routes and runs a generation with its retries.
+// On failure it has written the answer and returns false. The caller must
+// call the returned generation's records after answering.
+func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *generateRequest) (*generation, bool) {
+	t, version, maxAttempts, err := s.generateInput(q)
 	if err != nil {
 		s.writeError(w, r, err)
-		return
+		return nil, false
 	}
 	var contextText string
 	if q.ContextPacketID != "" {
 		contextText, err = s.contextPrompt(r.Context(), principalOf(r.Context()).Tenant, q.ContextPacketID)
 		if err != nil {
 			s.writeError(w, r, err)
-			return
+			return nil, false
 		}
 	}
 	prompt, version, err := t.Render(version, q.Input, contextText)
 	if err != nil {
 		s.writeError(w, r, err)
-		return
+		return nil, false
 	}
 	model := q.Options.LLM.Model
 	if model == "" {
@@ -184,7 +216,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.writeGatewayProblem(w, r, err, nil)
-		return
+		return nil, false
 	}
 	ceiling := q.Options.LLM.MaxCostUSD
 	if ceiling != nil {
@@ -194,14 +226,14 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 				Message: "a cost ceiling needs priced models; the route includes a model without a price"})
 			e.Code = "cost_ceiling_unenforceable"
 			s.writeError(w, r, e)
-			return
+			return nil, false
 		}
 		if *worst > *ceiling {
 			e := domain.Invalid("generate", domain.FieldError{Pointer: "/options/llm/maxCostUsd", Code: "cost_ceiling_exceeded",
 				Message: fmt.Sprintf("one attempt may cost up to $%.6f (input bound + the type's token cap of %d), over the ceiling of $%.6f", *worst, t.MaxTokens, *ceiling)})
 			e.Code, e.Message = "cost_ceiling_exceeded", "even one attempt could exceed maxCostUsd"
 			s.writeError(w, r, e)
-			return
+			return nil, false
 		}
 	}
 
@@ -211,11 +243,11 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	var spent float64
 	costKnown := true
 	var records []func()
-	defer func() {
+	recordAll := func() {
 		for _, rec := range records {
 			rec()
 		}
-	}()
+	}
 	var out json.RawMessage
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		if ceiling != nil && attempt > 1 {
@@ -227,8 +259,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		c.req = req
 		resp, err := s.complete(r, c, chain)
 		if err != nil {
+			recordAll()
 			s.writeGatewayProblem(w, r, err, &trace)
-			return
+			return nil, false
 		}
 		trace.SelectedProvider, trace.SelectedModel = c.prov.Name(), c.model.ID
 		trace.FallbackUsed = trace.FallbackUsed || c.fallback
@@ -282,14 +315,13 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		}
 		writeProblemExt(w, p, map[string]any{"attempts": len(trace.Attempts), "usage": usage,
 			"svc": map[string]any{"requestId": c.id, "trace": trace}})
-		return
+		recordAll()
+		return nil, false
 	}
-	writeAnswer(w, map[string]any{
-		"id": c.id, "object": "generation", "created": time.Now().Unix(), "type": t.Name, "templateVersion": version,
-		"output": out, "model": c.model.ID, "provider": c.prov.Name(), "attempts": len(trace.Attempts), "usage": usage,
-		"svc": map[string]any{"requestId": c.id, "trace": trace},
-	})
+	return &generation{id: c.id, taskType: t.Name, model: c.model.ID, provider: c.prov.Name(), templateVersion: version,
+		output: out, usage: usage, trace: trace, records: records}, true
 }
+
 
 func clip(s string, n int) string {
 	if len(s) <= n {

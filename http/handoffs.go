@@ -69,10 +69,15 @@ func (s *Server) createContract(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	h, err := s.ledger.create(r.Context(), domain.CreateContract{
+	c := domain.CreateContract{
 		Objective: req.Objective, TargetExecutor: req.TargetExecutor, ExecutorProtocol: req.ExecutorProtocol,
 		RiskLevel: req.RiskLevel, ApprovalMode: req.ApprovalMode, ProofRequired: req.ProofRequired, PlanID: req.PlanID,
-	}, principalOf(r.Context()), RequestID(r.Context()))
+	}
+	if err := s.fromPlan(r.Context(), &c); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	h, err := s.ledger.create(r.Context(), c, principalOf(r.Context()), RequestID(r.Context()))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

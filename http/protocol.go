@@ -161,6 +161,16 @@ func (s *Server) handoffPreview(w http.ResponseWriter, r *http.Request) {
 		ExecutorProtocol: req.ExecutorProtocol, RiskLevel: req.RiskLevel, ApprovalMode: mode,
 		ProofRequired: req.ProofRequired, PlanID: req.PlanID,
 	}
+	if req.ApprovalRequired == nil {
+		c.ApprovalMode = "" // the plan's, if any, else manual
+	}
+	if err := s.fromPlan(r.Context(), &c); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if c.ApprovalMode == "" {
+		c.ApprovalMode = domain.ApprovalModeManual
+	}
 	// The preview does not demand what only a stored contract needs.
 	if c.ExecutorProtocol == "" {
 		c.ExecutorProtocol = "executor.v1"

@@ -115,6 +115,8 @@ func NewServer(cfg Config) *Server {
 		rt.HandleFunc("/v1/models/infrastructure", s.withKeyAs(adminOnly, openaiErrors, s.infrastructure)).Methods(http.MethodGet)
 		rt.HandleFunc("/v1/generate", s.withKey(anyKey, s.withIdempotency("generate", s.generate))).Methods(http.MethodPost)
 		rt.HandleFunc("/v1/capabilities", s.withKey(anyKey, s.capabilities)).Methods(http.MethodGet)
+		rt.HandleFunc("/v1/agent-plans", s.withKey(anyKey, s.withIdempotency("agent-plans", s.createPlan))).Methods(http.MethodPost)
+		rt.HandleFunc("/v1/agent-plans/{planId}", s.withKey(anyKey, s.getPlan)).Methods(http.MethodGet)
 		rt.HandleFunc("/v1/admin/budgets/{tenant}", s.withKey(adminOnly, s.getBudget)).Methods(http.MethodGet)
 		rt.HandleFunc("/v1/admin/budgets/{tenant}", s.withKey(adminOnly, s.putBudget)).Methods(http.MethodPut)
 		rt.HandleFunc("/v1/chat/completions", s.withKeyAs(anyKey, openaiErrors, s.chatCompletions)).Methods(http.MethodPost)

@@ -1,0 +1,90 @@
+package http_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/batonhq/baton/domain"
+)
+
+func TestAgentPlansToContracts(t *testing.T) {
+	e := localEnv(t)
+	r := e.must(e.do("POST", "/v1/agent-plans", e.tenantA, map[string]any{
+		"objective": "rotate the staging TLS certificate", "constraints": []string{"no downtime"},
+		"targetExecutor": "ops-bot", "riskLevel": "high"}), 201)
+	var plan domain.Plan
+	if err := json.Unmarshal(r.raw, &plan); err != nil {
+		t.Fatal(err)
+	}
+	// The local model proposes an external action without approval; the
+	// high risk makes Baton require it, and proof of it.
+	if plan.PlanID == "" || plan.Object != "agent_plan" || len(plan.Steps) == 0 || plan.Generation.Model != "local:echo" ||
+		plan.ApprovalPolicy.Mode != "manual" || !plan.ProofPolicy.Required || strings.Join(plan.ProofPolicy.ArtifactTypes, ",") != "log" ||
+		!strings.Contains(plan.ExecutionBoundary, "never performs") {
+		t.Fatalf("plan: %s", r.raw)
+	}
+	for _, s := range plan.Steps {
+		if s.Kind == "external_action" && (!s.RequiresApproval || !strings.Contains(s.PolicyNote, "approval required")) {
+			t.Fatalf("step: %+v", s)
+		}
+	}
+	if r.header.Get("Location") != "/v1/agent-plans/"+plan.PlanID {
+		t.Fatalf("location %q", r.header.Get("Location"))
+	}
+	// Read back: the tenant and an admin see it, another tenant does not.
+	g := e.must(e.do("GET", "/v1/agent-plans/"+plan.PlanID, e.tenantA2, nil), 200)
+	if string(g.raw) != string(r.raw) {
+		t.Fatalf("read back differs:\n%s\n%s", g.raw, r.raw)
+	}
+	e.must(e.do("GET", "/v1/agent-plans/"+plan.PlanID, e.admin, nil), 200)
+	e.must(e.do("GET", "/v1/agent-plans/"+plan.PlanID, e.tenantB, nil), 404)
+	e.must(e.do("GET", "/v1/agent-plans/not-a-uuid", e.tenantA, nil), 404)
+
+	// A contract from the plan takes its objective, executor, risk,
+	// approval and proof policy.
+	c := e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA, map[string]any{"planId": plan.PlanID, "executorProtocol": "ops_bot.v1"}), 201)
+	if c.str("objective") != plan.Objective || c.str("riskLevel") != "high" || c.str("planId") != plan.PlanID ||
+		c.str("approvalPolicy.status") != "PENDING_APPROVAL" || c.str("proofPolicy.required") != "true" {
+		t.Fatalf("contract: %s", c.raw)
+	}
+	p := e.must(e.do("POST", "/v1/handoff/preview", e.tenantA, map[string]any{"planId": plan.PlanID}), 200)
+	if !strings.Contains(string(p.raw), plan.Objective) {
+		t.Fatalf("preview: %s", p.raw)
+	}
+	before, _ := e.store.Head(context.Background())
+	for _, who := range []string{e.tenantB} {
+		if r := e.do("POST", "/v1/handoff/contracts", who, map[string]any{"planId": plan.PlanID, "executorProtocol": "ops_bot.v1"}); r.status != 422 || !strings.Contains(string(r.raw), `"pointer":"/planId"`) {
+			t.Fatalf("foreign plan: %d %s", r.status, r.raw)
+		}
+	}
+	if r := e.do("POST", "/v1/handoff/contracts", e.tenantA, map[string]any{"planId": "0190d1c4-0000-7000-8000-000000000000", "executorProtocol": "ops_bot.v1"}); r.status != 422 {
+		t.Fatalf("unknown plan: %d %s", r.status, r.raw)
+	}
+	// Bad plan requests are refused before any generation.
+	for _, b := range []map[string]any{
+		{"targetExecutor": "x", "riskLevel": "low"},
+		{"objective": "do it", "targetExecutor": "x", "riskLevel": "extreme"},
+		{"objective": "do it", "riskLevel": "low"},
+		{"objective": "do it", "targetExecutor": "x", "riskLevel": "low", "options": "fast"},
+		{"objective": "deploy with key btn_sk_" + strings.Repeat("a1B2", 10), "targetExecutor": "x", "riskLevel": "low"},
+	} {
+		if r := e.do("POST", "/v1/agent-plans", e.tenantA, b); r.status != 422 {
+			t.Fatalf("%v: %d %s", b, r.status, r.raw)
+		}
+	}
+	if after, _ := e.store.Head(context.Background()); after != before {
+		t.Fatal("a refused request appended events")
+	}
+	// Low risk and no step asking for approval: the contract may be
+	// approved by the auto-approval policy.
+	low := e.must(e.do("POST", "/v1/agent-plans", e.tenantA, map[string]any{"objective": "summarise the release notes", "targetExecutor": "docs-bot", "riskLevel": "low"}), 201)
+	if low.str("approvalPolicy.mode") != "auto" {
+		t.Fatalf("low risk plan: %s", low.raw)
+	}
+	c = e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA, map[string]any{"planId": low.str("planId"), "executorProtocol": "docs_bot.v1"}), 201)
+	if c.str("approvalPolicy.status") != "APPROVED" {
+		t.Fatalf("auto-approved contract: %s", c.raw)
+	}
+}
