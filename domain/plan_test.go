@@ -14,7 +14,7 @@ func TestBuildPlanAppliesTheRiskPolicy(t *testing.T) {
 		risk, mode string
 		approvals  []bool
 	}{
-		{"low", "manual", []bool{false, false, true}},      // a step asks for approval
+		{"low", "manual", []bool{false, false, true}},     // a step asks for approval
 		{"critical", "manual", []bool{false, true, true}}, // every external action needs it
 	} {
 		p, err := BuildPlan("id", "o", nil, "x", c.risk, out)

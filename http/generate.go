@@ -322,7 +322,6 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		output: out, usage: usage, trace: trace, records: records}, true
 }
 
-
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
