@@ -98,6 +98,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	data := fs.String("data", dataDirDefault(), "data directory of the embedded store")
 	providers := fs.String("providers", envOr("BATON_PROVIDERS_FILE", "providers.json"), "providers file (JSON); skipped when absent")
 	maxBody := fs.Int64("max-body", envInt("BATON_MAX_BODY_BYTES", batonhttp.DefaultMaxBody), "request body limit in bytes")
+	idemRetention := fs.Duration("idempotency-retention", envDuration("BATON_IDEMPOTENCY_RETENTION", batonhttp.DefaultIdempotencyRetention), "how long a generate Idempotency-Key and its answer are kept")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -144,7 +145,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	srv := &http.Server{
 		Handler: batonhttp.NewServer(batonhttp.Config{
-			Store: store, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, Log: log, Version: version, MaxBody: *maxBody,
+			Store: store, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, IdempotencyRetention: *idemRetention, Log: log, Version: version, MaxBody: *maxBody,
 		}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
@@ -227,6 +228,16 @@ func bootstrapKey(ctx context.Context, store *bolt.Store, proj *projections.Runn
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {
 		return v
+	}
+	return def
+}
+
+// envDuration reads a duration from the environment (e.g. "36h").
+func envDuration(name string, def time.Duration) time.Duration {
+	if v := os.Getenv(name); v != "" {
+		if d, err := time.ParseDuration(v); err == nil && d > 0 {
+			return d
+		}
 	}
 	return def
 }
