@@ -1,0 +1,568 @@
+// Package kurrent is the KurrentDB (formerly EventStoreDB) backend of
+// eventstore.Store, on the official Go client
+// (github.com/EventStore/EventStore-Client-Go/v4/esdb).
+//
+// Open takes a KurrentDB connection string: esdb://host:2113 for one node,
+// esdb+discover://host:2113 (or several hosts) for a cluster. TLS is on
+// unless the string says tls=false, as in the client; credentials,
+// tlsCAFile, keepAliveInterval, maxDiscoverAttempts ... are the client's
+// settings.
+//
+// How the contract maps onto KurrentDB:
+//
+//   - Expected revisions map one to one: NoStream to esdb.NoStream{},
+//     Revision(n) to esdb.StreamRevision{Value: n}, StreamExists to
+//     esdb.StreamExists{}. esdb.Any is never sent: the client turns a missing
+//     expectation into Any, which switches the check off, and the store
+//     refuses an unset expectation before anything is sent.
+//   - A wrong expected version is a *eventstore.WrongExpectedRevisionError
+//     (errors.Is ErrConflict) naming the stream's actual revision, taken from
+//     the client's error (or, if its text is not in the expected form, read
+//     from the stream).
+//   - Every event is appended with its own id (EventData.ID is the KurrentDB
+//     event id), so a retried append is idempotent on the server. KurrentDB's
+//     rules: with NoStream or Revision(n) behind the stream, the events are
+//     compared one by one with those stored after the expectation; all
+//     equal is a success that writes nothing and returns the original
+//     result, a first event that differs is a conflict, and stored events
+//     followed by new ones are a conflict too. With StreamExists, ids already
+//     in the stream make the append a retry, but the server only remembers
+//     recently written ids for that. Unlike the embedded store, KurrentDB
+//     lets one id be stored in two streams; that is not a conflict here.
+//   - Metadata travels as the event's user metadata, in JSON. A RecordedAt
+//     the caller left zero is not written; reads then report the server's
+//     created time of the event (stamped at commit, 100 ns resolution), so
+//     every event read back has one and it never changes. User metadata that
+//     is not that JSON (events other clients wrote) reads as ErrCorrupt
+//     rather than as a guess.
+//   - Event types and stream ids starting with "$" are KurrentDB's own and
+//     are refused (ErrInvalidEvent): such events would never appear in the
+//     feed.
+//   - Reading a stream that does not exist is an empty read.
+//   - The global feed is $all without KurrentDB's own events (types starting
+//     with "$"): ReadAll reads forwards and skips them (the client has no
+//     server-side filter for reads), SubscribeAll uses SubscribeToAll with the
+//     server-side filter that excludes them, so checkpoints keep flowing
+//     while only system events are written. Positions are KurrentDB's
+//     commit/prepare positions; Start maps to the beginning of $all
+//     explicitly (the client's zero value is the end).
+//   - A dropped subscription is resubscribed with exponential backoff from
+//     the last event it delivered; drops and resumptions are logged.
+//   - Head reads $all backwards to the newest event that is not a system
+//     event.
+//   - KurrentDB caps one append at --max-append-size (1 MiB by default), far
+//     below the contract's 4 MiB per event. Appends above Config.MaxAppendSize
+//     are refused locally with ErrInvalidEvent; raise both together.
+//   - Config.StreamPrefix lets several stores share one database, each
+//     seeing only its own streams (the conformance run against a real server
+//     uses it).
+//
+// Known limitations of the client (v4.2.0) that the store works around or
+// lives with: it gives up on a node after maxDiscoverAttempts failed
+// discoveries and then refuses every call, so the store replaces it with a
+// new client on the next call (calls queued inside the old client at that
+// moment stay blocked there); it keeps one idle gRPC connection object each
+// time it reconnects after the server became unavailable; waiting for a
+// connection does not honour a call's context.
+package kurrent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/EventStore/EventStore-Client-Go/v4/esdb"
+	"github.com/rs/zerolog"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/batonhq/baton/eventstore"
+)
+
+// Defaults.
+const (
+	// DefaultPageSize is used when a read asks for limit <= 0.
+	DefaultPageSize = 1000
+	// DefaultMaxAppendSize is KurrentDB's default --max-append-size.
+	DefaultMaxAppendSize = 1 << 20
+	// headPage is how many events Head reads per step backwards.
+	headPage = 64
+)
+
+// Config configures Open.
+type Config struct {
+	// URL is the KurrentDB connection string (esdb:// or esdb+discover://).
+	URL string
+	// Log receives subscription drops and resubscriptions (warn/info) and
+	// the client's own log lines (debug). The zero value logs nothing.
+	Log zerolog.Logger
+	// MaxAppendSize is the server's --max-append-size: appends whose events
+	// add up to more (counted as the server counts) are refused with
+	// ErrInvalidEvent before they are sent. Default DefaultMaxAppendSize.
+	MaxAppendSize int
+	// SubscriptionBuffer is how many events a subscription reads ahead of
+	// its consumer. Default 256.
+	SubscriptionBuffer int
+	// ResubscribeMin and ResubscribeMax bound the backoff between attempts
+	// to resubscribe after a drop. Defaults 100ms and 5s.
+	ResubscribeMin, ResubscribeMax time.Duration
+	// StreamPrefix, when set, keeps this store to the streams whose
+	// KurrentDB names start with it, so that several stores (deployments,
+	// test runs) can share one database: stream ids are stored as
+	// StreamPrefix+id and read back without it, and the global feed and Head
+	// see only those streams (the subscription filters on the server, reads
+	// and Head skip other events as they go, so Head may read far back on a
+	// database where this store has written little). It must not start with
+	// "$" (KurrentDB's own streams).
+	StreamPrefix string
+}
+
+// Store is the KurrentDB-backed eventstore.Store.
+type Store struct {
+	cfg  Config
+	conf esdb.Configuration
+
+	base   context.Context // cancelled by Close: ends every call and subscription
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // calls and subscription pumps in flight
+
+	mu     sync.RWMutex
+	client *esdb.Client
+	closed bool
+}
+
+var _ eventstore.Store = (*Store)(nil)
+
+// Open connects to KurrentDB and checks the connection with one read.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.URL == "" {
+		return nil, errors.New("kurrent: no connection string")
+	}
+	if strings.HasPrefix(cfg.StreamPrefix, "$") {
+		return nil, fmt.Errorf("kurrent: stream prefix %q starts with $, which KurrentDB reserves", cfg.StreamPrefix)
+	}
+	if cfg.MaxAppendSize <= 0 {
+		cfg.MaxAppendSize = DefaultMaxAppendSize
+	}
+	if cfg.SubscriptionBuffer <= 0 {
+		cfg.SubscriptionBuffer = 256
+	}
+	if cfg.ResubscribeMin <= 0 {
+		cfg.ResubscribeMin = 100 * time.Millisecond
+	}
+	if cfg.ResubscribeMax < cfg.ResubscribeMin {
+		cfg.ResubscribeMax = max(5*time.Second, cfg.ResubscribeMin)
+	}
+	conf, err := esdb.ParseConnectionString(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("kurrent: connection string %s: %w", redact(cfg.URL), redactErr(err))
+	}
+	conf.Logger = clientLogger(cfg.Log)
+	client, err := esdb.NewClient(conf)
+	if err != nil {
+		return nil, fmt.Errorf("kurrent: %w", err)
+	}
+	s := &Store{cfg: cfg, conf: *conf, client: client}
+	s.base, s.cancel = context.WithCancel(context.Background())
+	if _, err := s.Head(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("kurrent: connect to %s: %w", redact(cfg.URL), err)
+	}
+	return s, nil
+}
+
+// Close ends every subscription, waits for calls in flight and closes the
+// connection. Later calls fail with ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	// Only now: the client panics on calls that race with its Close.
+	return s.client.Close()
+}
+
+// begin registers a call: it returns the client, a context that also ends
+// when the store closes, and the function that ends the call.
+func (s *Store) begin(ctx context.Context) (context.Context, *esdb.Client, func(), error) {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return nil, nil, nil, eventstore.ErrClosed
+	}
+	s.wg.Add(1)
+	c := s.client
+	s.mu.RUnlock()
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.base, cancel)
+	return ctx, c, func() { stop(); cancel(); s.wg.Done() }, nil
+}
+
+// renew replaces a client that has given up (esdb.ErrorCodeConnectionClosed
+// while the store is open) and returns the client to use now. The old client
+// is not closed: goroutines may be blocked inside it, and closing it would
+// make them panic.
+func (s *Store) renew(old *esdb.Client) (*esdb.Client, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, eventstore.ErrClosed
+	}
+	if s.client != old {
+		return s.client, nil
+	}
+	conf := s.conf
+	c, err := esdb.NewClient(&conf)
+	if err != nil {
+		return nil, err
+	}
+	s.cfg.Log.Warn().Msg("kurrent: the client gave up on the server; connecting with a new one")
+	s.client = c
+	return c, nil
+}
+
+// call runs fn with the current client, once more with a new client if the
+// current one has given up (nothing was sent then).
+func (s *Store) call(ctx context.Context, fn func(ctx context.Context, c *esdb.Client) error) error {
+	cctx, c, end, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+	err = fn(cctx, c)
+	if hasCode(err, esdb.ErrorCodeConnectionClosed) {
+		if c, rerr := s.renew(c); rerr == nil {
+			err = fn(cctx, c)
+		}
+	}
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			return fmt.Errorf("%w (%v)", ctx.Err(), err)
+		case s.base.Err() != nil:
+			return eventstore.ErrClosed
+		}
+	}
+	return err
+}
+
+// Append implements eventstore.Store.
+func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if err := eventstore.ValidateAppend(stream, expected, events); err != nil {
+		return eventstore.AppendResult{}, err
+	}
+	if isSystem(stream) {
+		return eventstore.AppendResult{}, fmt.Errorf("%w: stream ids starting with $ are KurrentDB's own", eventstore.ErrInvalidEvent)
+	}
+	exp, err := expectedRevision(expected)
+	if err != nil {
+		return eventstore.AppendResult{}, err
+	}
+	evs := make([]esdb.EventData, len(events))
+	size := 0
+	for i, ev := range events {
+		if isSystem(ev.Type) {
+			return eventstore.AppendResult{}, fmt.Errorf("%w: event %d: types starting with $ are KurrentDB's own and stay out of the feed", eventstore.ErrInvalidEvent, i)
+		}
+		meta, err := encodeMetadata(ev.Metadata)
+		if err != nil {
+			return eventstore.AppendResult{}, fmt.Errorf("%w: event %d metadata: %v", eventstore.ErrInvalidEvent, i, err)
+		}
+		size += eventSize(ev.Type, ev.Data, meta)
+		if len(ev.Data)+len(meta) > eventstore.MaxEventSize {
+			return eventstore.AppendResult{}, fmt.Errorf("%w: event %d is %d bytes with its metadata, at most %d", eventstore.ErrInvalidEvent, i, len(ev.Data)+len(meta), eventstore.MaxEventSize)
+		}
+		evs[i] = esdb.EventData{
+			EventID:     ev.ID,
+			EventType:   ev.Type,
+			ContentType: esdb.ContentTypeJson,
+			Data:        ev.Data,
+			Metadata:    meta,
+		}
+	}
+	if size > s.cfg.MaxAppendSize {
+		return eventstore.AppendResult{}, fmt.Errorf("%w: append of %d bytes, the server takes at most %d (--max-append-size, Config.MaxAppendSize)", eventstore.ErrInvalidEvent, size, s.cfg.MaxAppendSize)
+	}
+
+	name := s.cfg.StreamPrefix + stream
+	var res eventstore.AppendResult
+	err = s.call(ctx, func(ctx context.Context, c *esdb.Client) error {
+		wr, err := c.AppendToStream(ctx, name, esdb.AppendToStreamOptions{ExpectedRevision: exp}, evs...)
+		if err != nil {
+			return err
+		}
+		res = eventstore.AppendResult{
+			NextRevision: wr.NextExpectedVersion,
+			Position:     eventstore.Position{Commit: wr.CommitPosition, Prepare: wr.PreparePosition},
+		}
+		if res.Position == eventstore.Start {
+			// Older servers answer an idempotent retry without a position;
+			// the last event of the append has it.
+			page, err := s.readStream(ctx, c, name, res.NextRevision, 1)
+			if err == nil && len(page) == 1 && page[0].Position.Commit != unknownPosition {
+				res.Position = page[0].Position
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		return res, nil
+	}
+	var esErr *esdb.Error
+	if errors.As(err, &esErr) && esErr.Code() == esdb.ErrorCodeWrongExpectedVersion {
+		return eventstore.AppendResult{}, s.conflict(ctx, stream, name, expected, esErr)
+	}
+	if status.Code(err) == codes.InvalidArgument {
+		return eventstore.AppendResult{}, fmt.Errorf("%w: the server refused the append to %q: %v", eventstore.ErrInvalidEvent, stream, err)
+	}
+	if errors.Is(err, eventstore.ErrClosed) {
+		return eventstore.AppendResult{}, err
+	}
+	return eventstore.AppendResult{}, fmt.Errorf("kurrent: append to %q: %w", stream, err)
+}
+
+// conflict builds the store's conflict error from the client's.
+func (s *Store) conflict(ctx context.Context, stream, name string, expected eventstore.ExpectedRevision, esErr *esdb.Error) error {
+	wrong := &eventstore.WrongExpectedRevisionError{Stream: stream, Expected: expected}
+	msg := ""
+	if esErr.Err() != nil {
+		msg = esErr.Err().Error()
+	}
+	if actual, exists, ok := parseWrongVersion(msg); ok {
+		wrong.Actual, wrong.Exists = actual, exists
+		return wrong
+	}
+	// Not the client's usual text: ask the stream (the answer may be newer
+	// than the conflict, but it is still a revision the stream had).
+	_ = s.call(ctx, func(ctx context.Context, c *esdb.Client) error {
+		rs, err := c.ReadStream(ctx, name, esdb.ReadStreamOptions{Direction: esdb.Backwards, From: esdb.End{}}, 1)
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		ev, err := rs.Recv()
+		if err != nil {
+			return err
+		}
+		wrong.Actual, wrong.Exists = ev.OriginalEvent().EventNumber, true
+		return nil
+	})
+	return wrong
+}
+
+// ReadStream implements eventstore.Store.
+func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]eventstore.RecordedEvent, error) {
+	if err := eventstore.ValidateStreamID(stream); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = DefaultPageSize
+	}
+	var out []eventstore.RecordedEvent
+	err := s.call(ctx, func(ctx context.Context, c *esdb.Client) (err error) {
+		out, err = s.readStream(ctx, c, s.cfg.StreamPrefix+stream, from, limit)
+		return err
+	})
+	if err != nil && !errors.Is(err, eventstore.ErrClosed) && !errors.Is(err, eventstore.ErrCorrupt) {
+		err = fmt.Errorf("kurrent: read %q: %w", stream, err)
+	}
+	return out, err
+}
+
+// readStream reads the KurrentDB stream name.
+func (s *Store) readStream(ctx context.Context, c *esdb.Client, name string, from uint64, limit int) ([]eventstore.RecordedEvent, error) {
+	rs, err := c.ReadStream(ctx, name, esdb.ReadStreamOptions{Direction: esdb.Forwards, From: esdb.Revision(from)}, uint64(limit))
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	out := make([]eventstore.RecordedEvent, 0, min(limit, 256))
+	for {
+		ev, err := rs.Recv()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if hasCode(err, esdb.ErrorCodeResourceNotFound) {
+			return nil, nil // a stream without events reads as empty
+		}
+		if err != nil {
+			return nil, err
+		}
+		rec, err := s.toRecorded(ev.OriginalEvent())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+}
+
+// ReadAll implements eventstore.Store.
+func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, limit int) ([]eventstore.RecordedEvent, error) {
+	if limit <= 0 {
+		limit = DefaultPageSize
+	}
+	var out []eventstore.RecordedEvent
+	err := s.call(ctx, func(ctx context.Context, c *esdb.Client) error {
+		out = make([]eventstore.RecordedEvent, 0, min(limit, 1024))
+		seen := after // everything up to here is behind us
+		for len(out) < limit {
+			// A forward read of $all includes the event at its starting
+			// position, hence one more than still wanted.
+			want := uint64(limit-len(out)) + 1
+			rs, err := c.ReadAll(ctx, esdb.ReadAllOptions{Direction: esdb.Forwards, From: allPosition(seen)}, want)
+			if err != nil {
+				return err
+			}
+			read, err := s.collect(rs, &seen, &out, limit)
+			rs.Close()
+			if err != nil {
+				return err
+			}
+			if read < want {
+				return nil // the end of $all
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, eventstore.ErrClosed) && !errors.Is(err, eventstore.ErrCorrupt) {
+		err = fmt.Errorf("kurrent: read $all: %w", err)
+	}
+	return out, err
+}
+
+// collect drains one page of a forward $all read: it skips what is not after
+// *seen and system events, and stops at limit.
+func (s *Store) collect(rs *esdb.ReadStream, seen *eventstore.Position, out *[]eventstore.RecordedEvent, limit int) (uint64, error) {
+	var read uint64
+	for len(*out) < limit {
+		ev, err := rs.Recv()
+		if errors.Is(err, io.EOF) {
+			return read, nil
+		}
+		if err != nil {
+			return read, err
+		}
+		read++
+		r := ev.OriginalEvent()
+		pos := fromPosition(r.Position)
+		if !seen.Less(pos) {
+			continue
+		}
+		*seen = pos
+		if !s.own(r) {
+			continue
+		}
+		rec, err := s.toRecorded(r)
+		if err != nil {
+			return read, err
+		}
+		*out = append(*out, rec)
+	}
+	return read, nil
+}
+
+// Head implements eventstore.Store: the newest event of $all that is not a
+// system event.
+func (s *Store) Head(ctx context.Context) (eventstore.Position, error) {
+	head := eventstore.Start
+	err := s.call(ctx, func(ctx context.Context, c *esdb.Client) error {
+		var from esdb.AllPosition = esdb.End{}
+		var before *eventstore.Position
+		for {
+			rs, err := c.ReadAll(ctx, esdb.ReadAllOptions{Direction: esdb.Backwards, From: from}, headPage)
+			if err != nil {
+				return err
+			}
+			n := 0
+			found := false
+			for {
+				ev, err := rs.Recv()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					rs.Close()
+					return err
+				}
+				n++
+				r := ev.OriginalEvent()
+				pos := fromPosition(r.Position)
+				if before != nil && !pos.Less(*before) {
+					continue // a server that includes the starting event
+				}
+				before = &pos
+				if s.own(r) {
+					head, found = pos, true
+					break
+				}
+			}
+			rs.Close()
+			if found || n < headPage || before == nil {
+				return nil
+			}
+			from = esdb.Position{Commit: before.Commit, Prepare: before.Prepare}
+		}
+	})
+	if err != nil && !errors.Is(err, eventstore.ErrClosed) {
+		err = fmt.Errorf("kurrent: head: %w", err)
+	}
+	return head, err
+}
+
+// own reports whether an event of $all belongs to this store's feed: not a
+// system event, and in a stream with the store's prefix.
+func (s *Store) own(r *esdb.RecordedEvent) bool {
+	return !isSystem(r.EventType) && strings.HasPrefix(r.StreamID, s.cfg.StreamPrefix)
+}
+
+// toRecorded converts an event read from KurrentDB, without the prefix.
+func (s *Store) toRecorded(r *esdb.RecordedEvent) (eventstore.RecordedEvent, error) {
+	rec, err := toRecorded(r)
+	rec.StreamID = strings.TrimPrefix(rec.StreamID, s.cfg.StreamPrefix)
+	return rec, err
+}
+
+// hasCode reports whether err is (or wraps) a client error with code.
+func hasCode(err error, code esdb.ErrorCode) bool {
+	var esErr *esdb.Error
+	return errors.As(err, &esErr) && esErr.Code() == code
+}
+
+// clientLogger routes the client's log lines to l at debug level: the client
+// logs routine events (a subscription closed by its owner) as errors, and
+// the store logs what matters itself.
+func clientLogger(l zerolog.Logger) esdb.LoggingFunc {
+	return func(level esdb.LogLevel, format string, args ...interface{}) {
+		l.Debug().Str("component", "kurrentdb-client").Str("client_level", level).Msgf(format, args...)
+	}
+}
+
+var userinfo = regexp.MustCompile(`://[^@/]*@`)
+
+// redact hides credentials in a connection string.
+func redact(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return userinfo.ReplaceAllString(s, "://xxxxx@")
+}
+
+// redactErr keeps a password that url.Parse quoted out of an error.
+func redactErr(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %v", ue.Op, ue.Err)
+	}
+	return err
+}
