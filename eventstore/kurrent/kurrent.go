@@ -38,7 +38,10 @@
 //   - Event types and stream ids starting with "$" are KurrentDB's own and
 //     are refused (ErrInvalidEvent): such events would never appear in the
 //     feed.
-//   - Reading a stream that does not exist is an empty read.
+//   - Reading a stream that does not exist is an empty read. Events read
+//     from a stream carry the position the server reports: KurrentDB's
+//     self-committed events have theirs, older servers report none (every
+//     bit set).
 //   - The global feed is $all without KurrentDB's own events (types starting
 //     with "$"): ReadAll reads forwards and skips them (the client has no
 //     server-side filter for reads), SubscribeAll uses SubscribeToAll with the
@@ -308,7 +311,8 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 		}
 		if res.Position == eventstore.Start {
 			// Older servers answer an idempotent retry without a position;
-			// the last event of the append has it.
+			// the last event of the append has it, if the server reports
+			// positions on stream reads (else the result says Start).
 			page, err := s.readStream(ctx, c, name, res.NextRevision, 1)
 			if err == nil && len(page) == 1 && page[0].Position.Commit != unknownPosition {
 				res.Position = page[0].Position

@@ -459,6 +459,26 @@ func TestAppendLimits(t *testing.T) {
 	}
 }
 
+// TestIdempotentRetryWithoutPosition: a server that answers a retry
+// without a position still gives the original result.
+func TestIdempotentRetryWithoutPosition(t *testing.T) {
+	srv := startDouble(t, kurrenttest.Options{NoIdempotentPosition: true})
+	s := openStore(t, kurrent.Config{URL: srv.URL()})
+	ctx := context.Background()
+	a, b := ev("A"), ev("B")
+	first, err := s.Append(ctx, "retry-1", eventstore.NoStream(), a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.Append(ctx, "retry-1", eventstore.NoStream(), a, b)
+	if err != nil || again != first {
+		t.Fatalf("retry = %+v, %v; want %+v", again, err, first)
+	}
+	if c := srv.Appends(); c[1].Outcome != "idempotent" {
+		t.Fatalf("second append was %s", c[1].Outcome)
+	}
+}
+
 // TestReservedNames: $-prefixed types and streams are KurrentDB's; an event
 // of such a type would never reach the feed, so it is refused.
 func TestReservedNames(t *testing.T) {

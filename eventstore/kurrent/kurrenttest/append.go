@@ -143,7 +143,11 @@ func (s *Server) append(call *AppendCall, evs []proposed) *streams.AppendResp {
 		return wrongExpectedVersion(call, cur)
 	case commitIdempotent:
 		call.Outcome = "idempotent"
-		return success(last)
+		resp := success(last)
+		if s.opts.NoIdempotentPosition {
+			resp.GetSuccess().PositionOption = &streams.AppendResp_Success_NoPosition{NoPosition: &shared.Empty{}}
+		}
+		return resp
 	}
 	if len(evs) == 0 {
 		call.Outcome = "written"

@@ -47,7 +47,8 @@
 // include the event at the requested position; backward reads and
 // subscriptions start strictly before and strictly after it, as the server
 // does. An append reports the position of its last event, idempotent retries
-// included.
+// included (Options.NoIdempotentPosition answers those without a position, as
+// older servers did).
 //
 // Like a fresh node, the log starts with a few system events ($-prefixed types
 // in $-prefixed streams) unless Options.Empty is set, and
@@ -80,5 +81,5 @@
 // Tests can see what clients sent (Appends), drop every subscription
 // (DropSubscriptions) and restart the server on the same address with its
 // data (Restart). The Server is reusable with any listener (Serve), so it can
-// also run as a standalone process.
+// also run as a standalone process (Serve(ln, opts) is all a main needs).
 package kurrenttest

@@ -45,6 +45,10 @@ type Options struct {
 	// client appends, so that readers of $all meet system events between
 	// their own.
 	SystemEventEvery int
+	// NoIdempotentPosition answers idempotent appends without a position,
+	// as older servers did (before they reported the log position of the
+	// already written events).
+	NoIdempotentPosition bool
 	// Version is what GetSupportedMethods reports (default "24.10.0").
 	Version string
 	// Now stamps the "created" time of events (default time.Now).
@@ -131,6 +135,13 @@ func (s *Server) serveBackground(ln net.Listener) {
 		s.serve(ln, ready)
 	}()
 	<-ready
+}
+
+// Serve runs a new Server with opts on ln until the listener fails. It is the
+// whole of a standalone double: a main package needs only to listen and call
+// it.
+func Serve(ln net.Listener, opts Options) error {
+	return New(opts).Serve(ln)
 }
 
 // Serve answers gRPC on ln until Stop is called (it then returns nil). It may
