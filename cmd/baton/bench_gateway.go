@@ -687,7 +687,7 @@ func gatewayReport(r gatewayResult) string {
 			c.Conc, c.Direct.N, c.Through.N, round(c.Direct.P50), round(c.Direct.P99), round(c.Through.P50), round(c.Through.P99),
 			signed(c.added50()), signed(c.added99()), ratio(c.Through.P50, c.Direct.P50), c.Direct.perSec(), c.Through.perSec(), c.Through.perSec()/c.Direct.perSec())
 	}
-	fmt.Fprintf(&b, "\nStreaming calls: *first byte* is the time to the first SSE data line carrying content; the *whole stream* ends when the response body does, after `[DONE]`; *[DONE] to end* is the wait between the two:\n\n")
+	fmt.Fprintf(&b, "\nStreaming calls: *first byte* is the time to the first SSE data line carrying content; the *whole stream* ends when the response body does, after `[DONE]`; *[DONE] to end* is the wait between the two (through Baton the handler appends the call's usage event, fsynced, after writing `[DONE]` and before it ends the body):\n\n")
 	fmt.Fprintf(&b, "| concurrent | streams direct / through | first byte direct p50 / p99 | first byte through p50 / p99 | added p50 | added p99 | whole stream direct p50 / p99 | whole stream through p50 / p99 | [DONE] to end direct p50 / p99 | [DONE] to end through p50 / p99 | streams/s direct / through |\n")
 	fmt.Fprintf(&b, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range r.Cells {
