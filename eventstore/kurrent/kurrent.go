@@ -94,8 +94,10 @@ const (
 	DefaultPageSize = 1000
 	// DefaultMaxAppendSize is KurrentDB's default --max-append-size.
 	DefaultMaxAppendSize = 1 << 20
-	// headPage is how many events Head reads per step backwards.
-	headPage = 64
+	// headPage is how many events Head reads per step backwards; with a
+	// StreamPrefix on a shared database it may have to step far.
+	headPage       = 64
+	headPagePrefix = 512
 )
 
 // Config configures Open.
@@ -173,11 +175,31 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s := &Store{cfg: cfg, conf: *conf, client: client}
 	s.base, s.cancel = context.WithCancel(context.Background())
-	if _, err := s.Head(ctx); err != nil {
+	if err := s.ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("kurrent: connect to %s: %w", redact(cfg.URL), err)
 	}
 	return s, nil
+}
+
+// ping connects (the client connects lazily) and reads the newest event of
+// $all, which any user may read.
+func (s *Store) ping(ctx context.Context) error {
+	return s.call(ctx, func(ctx context.Context, c *esdb.Client) error {
+		rs, err := c.ReadAll(ctx, esdb.ReadAllOptions{Direction: esdb.Backwards, From: esdb.End{}}, 1)
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		for {
+			if _, err := rs.Recv(); err != nil {
+				if errors.Is(err, io.EOF) {
+					return nil
+				}
+				return err
+			}
+		}
+	})
 }
 
 // Close ends every subscription, waits for calls in flight and closes the
@@ -480,15 +502,19 @@ func (s *Store) collect(rs *esdb.ReadStream, seen *eventstore.Position, out *[]e
 // system event.
 func (s *Store) Head(ctx context.Context) (eventstore.Position, error) {
 	head := eventstore.Start
+	page := uint64(headPage)
+	if s.cfg.StreamPrefix != "" {
+		page = headPagePrefix
+	}
 	err := s.call(ctx, func(ctx context.Context, c *esdb.Client) error {
 		var from esdb.AllPosition = esdb.End{}
 		var before *eventstore.Position
 		for {
-			rs, err := c.ReadAll(ctx, esdb.ReadAllOptions{Direction: esdb.Backwards, From: from}, headPage)
+			rs, err := c.ReadAll(ctx, esdb.ReadAllOptions{Direction: esdb.Backwards, From: from}, page)
 			if err != nil {
 				return err
 			}
-			n := 0
+			var n uint64
 			found := false
 			for {
 				ev, err := rs.Recv()
@@ -512,7 +538,7 @@ func (s *Store) Head(ctx context.Context) (eventstore.Position, error) {
 				}
 			}
 			rs.Close()
-			if found || n < headPage || before == nil {
+			if found || n < page || before == nil {
 				return nil
 			}
 			from = esdb.Position{Commit: before.Commit, Prepare: before.Prepare}
