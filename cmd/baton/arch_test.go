@@ -20,6 +20,7 @@ const module = "github.com/batonhq/baton"
 var allowed = map[string][]string{
 	"domain":                {},
 	"domain/secrets":        {"domain"},
+	"domain/contextpack":    {"domain", "domain/secrets"},
 	"eventstore":            {},
 	"eventstore/bolt":       {"eventstore"},
 	"eventstore/kurrent":    {"eventstore"},
@@ -27,7 +28,7 @@ var allowed = map[string][]string{
 	"eventstore/storebench": {"eventstore"},
 	"projections":           {"eventstore", "domain"},
 	"gateway":               {"eventstore", "domain"},
-	"http":                  {"eventstore", "domain", "projections", "gateway", "gateway/tasks"},
+	"http":                  {"eventstore", "domain", "projections", "gateway", "gateway/tasks", "domain/contextpack"},
 }
 
 func TestDependenciesPointInward(t *testing.T) {

@@ -39,11 +39,15 @@
 //     reported as one.
 //
 // Passwords and parameter values that are obviously placeholders or already
-// masked (***, xxxx, ${VAR}, $VAR, <password>, {{ .Token }}, %s, REDACTED)
-// are not findings.
+// masked (***, xxxx, ${VAR}, $VAR, <password>, {{ .Token }}, %s, REDACTED,
+// and Redact's own [REDACTED:<rule-id>] markers) are not findings.
 //
 // A string value yields at most one finding per rule, ordered by where the
 // match starts in the value; values are visited in document order.
+//
+// Callers that keep the text rather than refuse it (context packets) use
+// Matches, which places every occurrence of every rule, and Redact, which
+// replaces each with [REDACTED:<rule-id>] (see redact.go).
 //
 // Cost: about 0.15 ms for a typical 2 KB callback body (BenchmarkScanJSON);
 // text dense with rule keywords runs at roughly 1 MB/s, so callers bound the
@@ -169,7 +173,7 @@ var (
 	userinfoRE = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://([^\s/?#@:]*):([^\s/?#@]+)@`)
 	urlRE      = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>\x60]+`)
 	// placeholderRE matches values that stand for a secret without being one.
-	placeholderRE = regexp.MustCompile(`(?i)^(?:\*+|x+|\.+|_+|-+|#+|•+|\$\{[^}]*\}|(?-i:\$\(?[A-Z_][A-Z0-9_]*\)?)|%[sv]|<[^<>]*>|\[[^\[\]]*\]|\{\{[^}]*\}\}|\{[A-Za-z_][A-Za-z0-9_]*\}|:[a-z_]+|redacted|masked|hidden|removed|changeme|placeholder|password|secret|token|pass|pwd|\[?filtered\]?)$`)
+	placeholderRE = regexp.MustCompile(`(?i)^(?:\*+|x+|\.+|_+|-+|#+|•+|\$\{[^}]*\}|(?-i:\$\(?[A-Z_][A-Z0-9_]*\)?)|%[sv]|<[^<>]*>|\[[^\[\]]*\]|\{\{[^}]*\}\}|\{[A-Za-z_][A-Za-z0-9_]*\}|:[a-z_]+|redacted|masked|hidden|removed|changeme|placeholder|password|secret|token|pass|pwd|\[?filtered\]?|\[redacted:[a-z0-9_.-]*\]?)$`)
 )
 
 // credentialParams are query parameters whose values are credentials,

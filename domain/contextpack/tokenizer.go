@@ -1,0 +1,106 @@
+package contextpack
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/pkoukk/tiktoken-go"
+	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
+)
+
+// Encodings Baton counts tokens with, the default first. o200k_base is the
+// encoding of OpenAI's current models (GPT-4o, GPT-4.1, o-series);
+// cl100k_base that of GPT-4 and GPT-3.5. For other providers' models the
+// count is an estimate.
+var Encodings = []string{"o200k_base", "cl100k_base"}
+
+// DefaultEncoding is the encoding used when a request names none.
+const DefaultEncoding = "o200k_base"
+
+// Tokenizer turns text into tokens and back. Build needs nothing more, so
+// tests may pass a fake.
+type Tokenizer interface {
+	Encode(text string) []int
+	Decode(tokens []int) string
+}
+
+var (
+	loaderOnce sync.Once
+	encMu      sync.Mutex
+	encCache   = map[string]*tiktoken.Tiktoken{}
+)
+
+// NewTokenizer returns the BPE tokenizer of a supported encoding. Its
+// ranks come from github.com/pkoukk/tiktoken-go-loader, which compiles the
+// .tiktoken files into the binary (go:embed): nothing is downloaded or read
+// from disk, ever. tiktoken-go's default loader would fetch the files from
+// openaipublic.blob.core.windows.net, so the offline loader is installed
+// before the first encoding is built. An encoding is built once per process
+// (a few hundred milliseconds for o200k_base) and shared; it is safe for
+// concurrent use.
+func NewTokenizer(encoding string) (Tokenizer, error) {
+	if !slices.Contains(Encodings, encoding) {
+		return nil, fmt.Errorf("contextpack: unsupported encoding %q", encoding)
+	}
+	loaderOnce.Do(func() { tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader()) })
+	encMu.Lock()
+	defer encMu.Unlock()
+	if t, ok := encCache[encoding]; ok {
+		return bpe{t}, nil
+	}
+	t, err := tiktoken.GetEncoding(encoding)
+	if err != nil {
+		return nil, fmt.Errorf("contextpack: load %s: %w", encoding, err)
+	}
+	encCache[encoding] = t
+	return bpe{t}, nil
+}
+
+// MaxRun bounds the bytes of a run without whitespace that the tokenizer
+// encodes in one go. tiktoken-go merges byte pairs in time quadratic in the
+// length of one regex piece, and a run of letters or of punctuation is one
+// piece: a megabyte of "xxxx..." would take hours. Longer runs are encoded
+// MaxRun bytes at a time (cut at a character boundary); for them the count
+// may differ from OpenAI's by about a token per cut. Prose, code, URLs and
+// ids have no such runs, and are counted exactly.
+const MaxRun = 256
+
+// bpe counts special-token text such as "<|endoftext|>" as ordinary text:
+// the content is the caller's, never a control sequence.
+type bpe struct{ t *tiktoken.Tiktoken }
+
+func (b bpe) Decode(tokens []int) string { return b.t.Decode(tokens) }
+
+func (b bpe) Encode(text string) []int {
+	var out []int
+	for _, seg := range segments(text) {
+		out = append(out, b.t.EncodeOrdinary(seg)...)
+	}
+	return out
+}
+
+// segments cuts text inside every run of more than MaxRun bytes without
+// whitespace, so that no segment holds such a run; elsewhere it is whole.
+func segments(text string) []string {
+	var segs []string
+	start, run := 0, 0 // run: bytes since the last whitespace
+	for i, r := range text {
+		if unicode.IsSpace(r) {
+			run = 0
+			continue
+		}
+		n := utf8.RuneLen(r)
+		if n < 0 {
+			n = 1 // invalid UTF-8 reads as one byte
+		}
+		if run+n > MaxRun {
+			segs = append(segs, text[start:i])
+			start, run = i, 0
+		}
+		run += n
+	}
+	return append(segs, text[start:])
+}

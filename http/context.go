@@ -1,0 +1,256 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/gorilla/mux"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/domain/contextpack"
+	"github.com/batonhq/baton/eventstore"
+)
+
+// contextPreviewRequest is the body of POST /v1/context/preview. Items are
+// kept raw so that a wrong one is named by its index.
+type contextPreviewRequest struct {
+	ThreadID         string            `json:"threadId"`
+	CustomerID       string            `json:"customerId"`
+	PolicyHints      []json.RawMessage `json:"policyHints"`
+	MemoryHints      []json.RawMessage `json:"memoryHints"`
+	RetrievalContext []json.RawMessage `json:"retrievalContext"`
+	Options          struct {
+		TokenBudget json.RawMessage `json:"tokenBudget"`
+		Encoding    string          `json:"encoding"`
+	} `json:"options"`
+}
+
+// toDomain checks the shape of every item and the budget, naming each
+// failing one by pointer.
+func (q *contextPreviewRequest) toDomain() (contextpack.Request, error) {
+	req := contextpack.Request{ThreadID: q.ThreadID, CustomerID: q.CustomerID, Encoding: q.Options.Encoding}
+	var bad []domain.FieldError
+	strs := func(section string, raws []json.RawMessage) []string {
+		out := make([]string, len(raws))
+		for i, raw := range raws {
+			if err := unmarshalString(raw, &out[i]); err != nil {
+				bad = append(bad, domain.FieldError{Pointer: fmt.Sprintf("/%s/%d", section, i), Code: "invalid_type", Message: "must be a string"})
+			}
+		}
+		return out
+	}
+	req.PolicyHints = strs(contextpack.SectionPolicy, q.PolicyHints)
+	req.MemoryHints = strs(contextpack.SectionMemory, q.MemoryHints)
+	req.RetrievalContext = make([]contextpack.Document, len(q.RetrievalContext))
+	for i, raw := range q.RetrievalContext {
+		ptr := fmt.Sprintf("/%s/%d", contextpack.SectionRetrieval, i)
+		var doc struct {
+			Title json.RawMessage `json:"title"`
+			Text  json.RawMessage `json:"text"`
+		}
+		if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' || json.Unmarshal(t, &doc) != nil {
+			bad = append(bad, domain.FieldError{Pointer: ptr, Code: "invalid_type", Message: "must be an object with title and text strings"})
+			continue
+		}
+		for _, f := range []struct {
+			name string
+			raw  json.RawMessage
+			dst  *string
+		}{{"title", doc.Title, &req.RetrievalContext[i].Title}, {"text", doc.Text, &req.RetrievalContext[i].Text}} {
+			if f.raw != nil && string(f.raw) != "null" && unmarshalString(f.raw, f.dst) != nil {
+				bad = append(bad, domain.FieldError{Pointer: ptr + "/" + f.name, Code: "invalid_type", Message: "must be a string"})
+			}
+		}
+	}
+	budget, fe := tokenBudget(q.Options.TokenBudget)
+	if fe != nil {
+		bad = append(bad, *fe)
+	}
+	req.TokenBudget = budget
+	if len(bad) > 0 {
+		return req, domain.Invalid("context.preview", bad...)
+	}
+	return req, nil
+}
+
+// unmarshalString decodes a JSON string, and nothing else (not null).
+func unmarshalString(raw json.RawMessage, dst *string) error {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '"' {
+		return errors.New("not a string")
+	}
+	return json.Unmarshal(raw, dst)
+}
+
+// tokenBudget reads options.tokenBudget: absent or null is the default; an
+// integer (1000 or 1e3 or 1000.0) is passed on for the domain to
+// range-check; anything else is refused here.
+func tokenBudget(raw json.RawMessage) (int, *domain.FieldError) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || string(t) == "null" {
+		return contextpack.DefaultTokenBudget, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(t))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return 0, &domain.FieldError{Pointer: "/options/tokenBudget", Code: "invalid_type", Message: "must be an integer"}
+	}
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, &domain.FieldError{Pointer: "/options/tokenBudget", Code: "invalid_type", Message: "must be an integer"}
+	}
+	outOfRange := &domain.FieldError{Pointer: "/options/tokenBudget", Code: "out_of_range",
+		Message: fmt.Sprintf("must be an integer from %d to %d", contextpack.MinTokenBudget, contextpack.MaxTokenBudget)}
+	if i, err := strconv.ParseInt(n.String(), 10, 64); err == nil {
+		if i < math.MinInt32 || i > math.MaxInt32 {
+			return 0, outOfRange
+		}
+		return int(i), nil
+	}
+	f, err := strconv.ParseFloat(n.String(), 64)
+	if err != nil || f != math.Trunc(f) || f < math.MinInt32 || f > math.MaxInt32 {
+		return 0, outOfRange
+	}
+	return int(f), nil
+}
+
+// contextPreview builds, stores and answers a context packet.
+func (s *Server) contextPreview(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r, s.maxBody)
+	if err != nil {
+		s.writeDecodeError(w, r, err)
+		return
+	}
+	var q contextPreviewRequest
+	if err := decodeBody(body, &q); err != nil {
+		s.writeDecodeError(w, r, err)
+		return
+	}
+	req, err := q.toDomain()
+	if err == nil {
+		err = req.Validate()
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	red, ok := s.scanner.(contextpack.Redactor)
+	if !ok {
+		// Without redaction a packet could store a secret: refuse instead.
+		writeProblem(w, r, http.StatusServiceUnavailable, "secret_scanner_unavailable", "This server has no secret scanner, so it cannot build context packets; nothing was recorded.")
+		return
+	}
+	encoding := req.Encoding
+	if encoding == "" {
+		encoding = contextpack.DefaultEncoding
+	}
+	tok, err := contextpack.NewTokenizer(encoding)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	req.PacketID = uuid.Must(uuid.NewV7()).String()
+	req.CreatedAt = s.ledger.now().UTC().Truncate(time.Microsecond)
+	packet, err := contextpack.Build(req, tok, red)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var data bytes.Buffer
+	enc := json.NewEncoder(&data)
+	enc.SetEscapeHTML(false) // "<" as one byte, not six: the event limit is in bytes
+	if err := enc.Encode(packet); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if data.Len() > eventstore.MaxEventSize-4096 { // leave room for the metadata
+		writeProblem(w, r, http.StatusRequestEntityTooLarge, "packet_too_large",
+			fmt.Sprintf("The packet would be %d bytes, more than a stored event may hold (%d); send less text. Nothing was recorded.", data.Len(), eventstore.MaxEventSize))
+		return
+	}
+	p := principalOf(r.Context())
+	rid := RequestID(r.Context())
+	if _, err := s.store.Append(r.Context(), contextpack.StreamID(packet.PacketID), eventstore.NoStream(), eventstore.EventData{
+		ID: uuid.Must(uuid.NewV7()), Type: contextpack.EventCreated, Data: bytes.TrimSpace(data.Bytes()),
+		Metadata: eventstore.Metadata{Tenant: p.Tenant, Actor: p.Actor(), RequestID: rid, CausationID: rid, SchemaVersion: 1, RecordedAt: packet.CreatedAt},
+	}); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/context/packets/"+packet.PacketID)
+	writeJSON(w, http.StatusCreated, packet)
+}
+
+func (s *Server) getContextPacket(w http.ResponseWriter, r *http.Request) {
+	p := principalOf(r.Context())
+	id := mux.Vars(r)["packetId"]
+	packet, tenant, err := readContextPacket(r.Context(), s.store, id)
+	if err == nil && !p.Admin && tenant != p.Tenant {
+		err = packetNotFound(id) // another tenant's packet is as absent as an unknown one
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, packet)
+}
+
+// contextPacketPrompt is the server's contextLoader: a tenant's packet as
+// prompt text for generate and agent-plans, where an unknown or foreign
+// packet is a wrong contextPacketId (422).
+func (s *Server) contextPacketPrompt(ctx context.Context, tenant, id string) (string, error) {
+	packet, err := LoadContextPacket(ctx, s.store, tenant, id)
+	if domain.KindOf(err) == domain.KindNotFound {
+		return "", domain.Invalid("context.load", domain.FieldError{Pointer: "/contextPacketId", Code: "not_found", Message: "no context packet " + id + " of this tenant"})
+	}
+	if err != nil {
+		return "", err
+	}
+	return packet.PromptText(), nil
+}
+
+// LoadContextPacket reads a stored context packet of tenant. An unknown id,
+// or another tenant's packet, is a KindNotFound *domain.Error. Render it
+// for a prompt with (*contextpack.Packet).PromptText.
+func LoadContextPacket(ctx context.Context, store eventstore.Store, tenant, id string) (*contextpack.Packet, error) {
+	packet, owner, err := readContextPacket(ctx, store, id)
+	if err != nil {
+		return nil, err
+	}
+	if owner != tenant {
+		return nil, packetNotFound(id)
+	}
+	return packet, nil
+}
+
+// readContextPacket reads a packet and the tenant that made it.
+func readContextPacket(ctx context.Context, store eventstore.Store, id string) (*contextpack.Packet, string, error) {
+	u, err := uuid.Parse(id)
+	if err != nil || u.String() != id {
+		return nil, "", packetNotFound(id) // only the canonical form names a stream
+	}
+	evs, err := store.ReadStream(ctx, contextpack.StreamID(id), 0, 1)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(evs) == 0 || evs[0].Type != contextpack.EventCreated {
+		return nil, "", packetNotFound(id)
+	}
+	var packet contextpack.Packet
+	if err := json.Unmarshal(evs[0].Data, &packet); err != nil {
+		return nil, "", fmt.Errorf("context packet %s: %w", id, err)
+	}
+	return &packet, evs[0].Metadata.Tenant, nil
+}
+
+func packetNotFound(id string) error {
+	return domain.E("context.get", domain.KindNotFound, "context_packet_not_found", "no context packet %s", id)
+}
