@@ -62,12 +62,12 @@ func appendCatalog(ctx context.Context, store eventstore.Store, typ string, v an
 // appendUnordered appends to a stream whose events do not depend on each
 // other: the expectation is "the stream exists", or "no stream" for the
 // first event, so a missing expectation never turns the check off.
-func appendUnordered(ctx context.Context, store eventstore.Store, stream string, ev eventstore.EventData) (eventstore.AppendResult, error) {
-	res, err := store.Append(ctx, stream, eventstore.StreamExists(), ev)
+func appendUnordered(ctx context.Context, store eventstore.Store, stream string, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	res, err := store.Append(ctx, stream, eventstore.StreamExists(), evs...)
 	if errors.Is(err, eventstore.ErrConflict) {
-		res, err = store.Append(ctx, stream, eventstore.NoStream(), ev)
+		res, err = store.Append(ctx, stream, eventstore.NoStream(), evs...)
 		if errors.Is(err, eventstore.ErrConflict) {
-			res, err = store.Append(ctx, stream, eventstore.StreamExists(), ev)
+			res, err = store.Append(ctx, stream, eventstore.StreamExists(), evs...)
 		}
 	}
 	return res, err

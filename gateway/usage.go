@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -54,4 +56,107 @@ func RecordUsage(ctx context.Context, store eventstore.Store, id uuid.UUID, rec 
 		Metadata: eventstore.Metadata{Tenant: rec.Tenant, Actor: "key:" + rec.KeyID, RequestID: rec.RequestID, SchemaVersion: 1}}
 	_, err = appendUnordered(ctx, store, UsageStream(rec.Tenant), ev)
 	return err
+}
+
+// UsageWriter appends usage events off the request path: calls hand their
+// records over and go on; one goroutine appends whatever has queued up, one
+// append per tenant stream per round, so a burst of calls costs a few
+// fsyncs instead of one each. Close drains the queue.
+type UsageWriter struct {
+	store eventstore.Store
+	in    chan usageItem
+	done  chan struct{}
+	onErr func(UsageRecord, error)
+	start sync.Once // the goroutine starts with the first record
+}
+
+type usageItem struct {
+	id  uuid.UUID
+	rec UsageRecord
+}
+
+// NewUsageWriter makes a writer; its goroutine starts with the first
+// record. onErr hears records that could not be appended (they are lost:
+// the answer has gone out).
+func NewUsageWriter(store eventstore.Store, onErr func(UsageRecord, error)) *UsageWriter {
+	return &UsageWriter{store: store, in: make(chan usageItem, 4096), done: make(chan struct{}), onErr: onErr}
+}
+
+// Record queues a usage event with the given id. It blocks only when the
+// queue is full (the store is behind): back-pressure, not loss.
+func (w *UsageWriter) Record(id uuid.UUID, rec UsageRecord) {
+	if id == uuid.Nil {
+		id = uuid.Must(uuid.NewV7())
+	}
+	w.start.Do(func() { go w.run() })
+	w.in <- usageItem{id, rec}
+}
+
+// Close appends what is queued and stops the writer. Record must not be
+// called after Close.
+func (w *UsageWriter) Close() {
+	started := true
+	w.start.Do(func() { started = false })
+	close(w.in)
+	if started {
+		<-w.done
+	}
+}
+
+func (w *UsageWriter) run() {
+	defer close(w.done)
+	for first := range w.in {
+		batch := []usageItem{first}
+	more:
+		for len(batch) < 512 {
+			select {
+			case it, ok := <-w.in:
+				if !ok {
+					break more
+				}
+				batch = append(batch, it)
+			default:
+				break more
+			}
+		}
+		w.write(batch)
+	}
+}
+
+func (w *UsageWriter) write(batch []usageItem) {
+	byTenant := map[string][]usageItem{}
+	var order []string
+	for _, it := range batch {
+		if _, ok := byTenant[it.rec.Tenant]; !ok {
+			order = append(order, it.rec.Tenant)
+		}
+		byTenant[it.rec.Tenant] = append(byTenant[it.rec.Tenant], it)
+	}
+	for _, tenant := range order {
+		items := byTenant[tenant]
+		evs := make([]eventstore.EventData, 0, len(items))
+		for _, it := range items {
+			data, err := json.Marshal(it.rec)
+			if err != nil {
+				w.fail(it.rec, err)
+				continue
+			}
+			evs = append(evs, eventstore.EventData{ID: it.id, Type: EventUsageRecorded, Data: data,
+				Metadata: eventstore.Metadata{Tenant: it.rec.Tenant, Actor: "key:" + it.rec.KeyID, RequestID: it.rec.RequestID, SchemaVersion: 1}})
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, err := appendUnordered(ctx, w.store, UsageStream(tenant), evs...)
+		cancel()
+		if err != nil {
+			for _, it := range items {
+				w.fail(it.rec, err)
+			}
+		}
+	}
+}
+
+func (w *UsageWriter) fail(rec UsageRecord, err error) {
+	if w.onErr != nil {
+		w.onErr(rec, err)
+	}
 }

@@ -73,6 +73,7 @@ func newEnvWith(t testing.TB, catalog *gateway.Catalog) *env {
 	e := &env{t: t, srv: srv, store: store, proj: proj, dir: dir, catalog: catalog, budgets: budgets}
 	t.Cleanup(func() {
 		srv.Close()
+		front.Close()
 		cancel()
 		<-done
 		<-followDone

@@ -91,8 +91,8 @@ func (s *Server) begin(r *http.Request, c *gatewayCall, t gateway.Target) error 
 // settle ends an attempt: it prices the usage, releases the budget hold
 // and counts the cost, and returns the cost (nil: unpriced) and a function
 // that records the usage event. Callers write their answer first and record
-// after, so the event's fsync is not on the client's path; a partial
-// stream is billed for what was sent.
+// after; the usage writer appends in the background, batching, so no fsync
+// is on the client's path. A partial stream is billed for what was sent.
 func (s *Server) settle(r *http.Request, c *gatewayCall, u gateway.Usage, outcome string) (*float64, func()) {
 	cost := gateway.CostOf(c.model, u)
 	id := uuid.Must(uuid.NewV7())
@@ -102,13 +102,7 @@ func (s *Server) settle(r *http.Request, c *gatewayCall, u gateway.Usage, outcom
 		Tenant: p.Tenant, KeyID: p.KeyID, Front: c.front, Model: c.model.ID, Provider: c.prov.Name(), Stream: c.stream,
 		Usage: u, CostUSD: cost, LatencyMs: time.Since(c.start).Milliseconds(), Outcome: outcome, RequestID: RequestID(r.Context()),
 	}
-	return cost, func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
-		defer cancel()
-		if err := gateway.RecordUsage(ctx, s.store, id, rec); err != nil {
-			s.log.Error().Str("requestId", rec.RequestID).Err(err).Msg("usage not recorded")
-		}
-	}
+	return cost, func() { s.usage.Record(id, rec) }
 }
 
 // recordUsage settles an attempt and records its usage at once.

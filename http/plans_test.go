@@ -53,6 +53,7 @@ func TestAgentPlansToContracts(t *testing.T) {
 	if !strings.Contains(string(p.raw), plan.Objective) {
 		t.Fatalf("preview: %s", p.raw)
 	}
+	e.usageEvents("a", 1) // the plan's generation, recorded in the background
 	before, _ := e.store.Head(context.Background())
 	for _, who := range []string{e.tenantB} {
 		if r := e.do("POST", "/v1/handoff/contracts", who, map[string]any{"planId": plan.PlanID, "executorProtocol": "ops_bot.v1"}); r.status != 422 || !strings.Contains(string(r.raw), `"pointer":"/planId"`) {

@@ -33,6 +33,9 @@ type Config struct {
 	Catalog     *gateway.Catalog // model gateway; nil disables the gateway routes
 	Budgets     *gateway.Budgets // per-tenant spending limits; none when nil
 	Tasks       *tasks.Registry  // generation task types; the embedded ones when nil
+	// Usage appends usage events off the request path; NewServer starts
+	// one when nil, and Close stops it.
+	Usage *gateway.UsageWriter
 	// IdempotencyRetention is how long a generate Idempotency-Key is kept
 	// (DefaultIdempotencyRetention when 0).
 	IdempotencyRetention time.Duration
@@ -44,12 +47,14 @@ type Config struct {
 
 // Server holds what the handlers need.
 type Server struct {
-	store   eventstore.Store
-	proj    *projections.Runner
-	scanner SecretScanner
-	catalog *gateway.Catalog
-	budgets *gateway.Budgets
-	tasks   *tasks.Registry
+	store     eventstore.Store
+	proj      *projections.Runner
+	scanner   SecretScanner
+	catalog   *gateway.Catalog
+	budgets   *gateway.Budgets
+	tasks     *tasks.Registry
+	usage     *gateway.UsageWriter
+	ownsUsage bool
 	// contextLoader renders a tenant's context packet as prompt text.
 	contextLoader func(ctx context.Context, tenant, id string) (string, error)
 	idemRetention time.Duration
@@ -71,6 +76,13 @@ func NewServer(cfg Config) *Server {
 	if cfg.Budgets == nil {
 		cfg.Budgets = gateway.NewBudgets(nil)
 	}
+	ownsUsage := cfg.Usage == nil
+	if ownsUsage {
+		log := cfg.Log
+		cfg.Usage = gateway.NewUsageWriter(cfg.Store, func(rec gateway.UsageRecord, err error) {
+			log.Error().Str("requestId", rec.RequestID).Str("tenant", rec.Tenant).Err(err).Msg("usage not recorded")
+		})
+	}
 	if cfg.Tasks == nil {
 		reg, err := tasks.Default()
 		if err != nil {
@@ -82,7 +94,7 @@ func NewServer(cfg Config) *Server {
 		cfg.IdempotencyRetention = DefaultIdempotencyRetention
 	}
 	s := &Server{
-		budgets: cfg.Budgets, tasks: cfg.Tasks, idemRetention: cfg.IdempotencyRetention, store: cfg.Store, proj: cfg.Projections, scanner: cfg.Scanner, catalog: cfg.Catalog, log: cfg.Log, version: cfg.Version,
+		budgets: cfg.Budgets, tasks: cfg.Tasks, usage: cfg.Usage, ownsUsage: ownsUsage, idemRetention: cfg.IdempotencyRetention, store: cfg.Store, proj: cfg.Projections, scanner: cfg.Scanner, catalog: cfg.Catalog, log: cfg.Log, version: cfg.Version,
 		maxBody: cfg.MaxBody, ledger: &ledger{store: cfg.Store, now: cfg.Now}, router: mux.NewRouter(),
 	}
 	rt := s.router
@@ -126,6 +138,14 @@ func NewServer(cfg Config) *Server {
 		rt.HandleFunc("/v1/messages", s.withKeyAs(anyKey, anthropicErrors, s.messages)).Methods(http.MethodPost)
 	}
 	return s
+}
+
+// Close stops what the server started (the usage writer, after appending
+// what it holds). Call it after the HTTP server has shut down.
+func (s *Server) Close() {
+	if s.ownsUsage {
+		s.usage.Close()
+	}
 }
 
 // Handler is the whole front with its middleware.

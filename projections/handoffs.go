@@ -110,6 +110,11 @@ func ledgerKey(id string, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(append([]byte(id), 0), seq)
 }
 
+// Wants: the handoff streams.
+func (p *Handoffs) Wants(ev eventstore.RecordedEvent) bool {
+	return strings.HasPrefix(ev.StreamID, "handoff-")
+}
+
 func (p *Handoffs) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
 	id, ok := strings.CutPrefix(ev.StreamID, "handoff-")
 	if !ok {

@@ -20,6 +20,9 @@ type Keys struct{}
 
 func (Keys) Buckets() [][]byte { return [][]byte{bucketKeys, bucketKeyHashe} }
 
+// Wants: the keys stream.
+func (Keys) Wants(ev eventstore.RecordedEvent) bool { return ev.StreamID == domain.KeysStream }
+
 func (Keys) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
 	if ev.StreamID != domain.KeysStream {
 		return nil

@@ -45,6 +45,7 @@ type Runner struct {
 	notifyMu sync.Mutex
 	notify   chan struct{}
 	failed   atomic.Pointer[error]
+	dirty    atomic.Bool // the position moved past the stored checkpoint
 }
 
 // Open opens (or creates) the read-model file at path. The file is
@@ -97,8 +98,9 @@ func OpenOrRebuild(path string, store eventstore.Store, projectors ...Projector)
 	return Open(path, store, projectors...)
 }
 
-// Close closes the read-model file. Stop Run first.
-func (r *Runner) Close() error { return r.db.Close() }
+// Close writes a pending checkpoint and closes the read-model file. Stop
+// Run first.
+func (r *Runner) Close() error { return errors.Join(r.Flush(), r.db.Close()) }
 
 // Checkpoint is the position of the last event applied.
 func (r *Runner) Checkpoint() eventstore.Position { return *r.pos.Load() }
@@ -137,7 +139,7 @@ func (r *Runner) CatchUp(ctx context.Context) error {
 			return err
 		}
 		if len(evs) == 0 {
-			return nil
+			return r.Flush()
 		}
 		if err := r.apply(evs); err != nil {
 			return err
@@ -145,8 +147,57 @@ func (r *Runner) CatchUp(ctx context.Context) error {
 	}
 }
 
+// Selector is an optional Projector method: whether an event concerns the
+// read model at all. When no projector wants any event of a batch (usage,
+// catalog, idempotency events...), the runner commits nothing and only moves
+// its position; the checkpoint is written with the next commit (or by
+// Flush), so the feed's other traffic costs the read models no fsync.
+type Selector interface {
+	Wants(ev eventstore.RecordedEvent) bool
+}
+
+func (r *Runner) wanted(evs []eventstore.RecordedEvent) bool {
+	for _, p := range r.projectors {
+		sel, ok := p.(Selector)
+		if !ok {
+			return true
+		}
+		for _, ev := range evs {
+			if sel.Wants(ev) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Flush writes the checkpoint if batches were skipped since the last
+// commit. Stop Run first, or call it from the goroutine that runs it.
+func (r *Runner) Flush() error {
+	if !r.dirty.Load() {
+		return nil
+	}
+	last := r.Checkpoint()
+	err := r.db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketCheckpoint).Put(keyPosition, encodePosition(last)) })
+	if err == nil {
+		r.dirty.Store(false)
+	}
+	return err
+}
+
+func encodePosition(p eventstore.Position) []byte {
+	v := binary.BigEndian.AppendUint64(make([]byte, 0, 16), p.Commit)
+	return binary.BigEndian.AppendUint64(v, p.Prepare)
+}
+
 func (r *Runner) apply(evs []eventstore.RecordedEvent) error {
 	last := evs[len(evs)-1].Position
+	if !r.wanted(evs) {
+		r.dirty.Store(true)
+		r.pos.Store(&last)
+		r.wake()
+		return nil
+	}
 	err := r.db.Update(func(tx *bbolt.Tx) error {
 		for _, ev := range evs {
 			for _, p := range r.projectors {
@@ -155,9 +206,7 @@ func (r *Runner) apply(evs []eventstore.RecordedEvent) error {
 				}
 			}
 		}
-		v := binary.BigEndian.AppendUint64(make([]byte, 0, 16), last.Commit)
-		v = binary.BigEndian.AppendUint64(v, last.Prepare)
-		return tx.Bucket(bucketCheckpoint).Put(keyPosition, v)
+		return tx.Bucket(bucketCheckpoint).Put(keyPosition, encodePosition(last))
 	})
 	if err != nil {
 		for _, p := range r.projectors {
@@ -167,6 +216,7 @@ func (r *Runner) apply(evs []eventstore.RecordedEvent) error {
 		}
 		return err
 	}
+	r.dirty.Store(false)
 	r.pos.Store(&last)
 	r.wake()
 	return nil
@@ -222,6 +272,9 @@ func (r *Runner) View(fn func(tx *bbolt.Tx) error) error { return r.db.View(fn) 
 // Dump writes every key and value of every bucket, sorted, for the rebuild
 // test and for debugging.
 func (r *Runner) Dump() ([]byte, error) {
+	if err := r.Flush(); err != nil {
+		return nil, err
+	}
 	var buf bytes.Buffer
 	err := r.db.View(func(tx *bbolt.Tx) error {
 		return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {

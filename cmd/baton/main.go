@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -139,14 +141,21 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("gateway state: %w", err)
 	}
 
+	// Start-up (rule compilation, configuration parsing, catching up)
+	// leaves garbage behind; hand it back to the OS before serving.
+	runtime.GC()
+	debug.FreeOSMemory()
+
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
+	front := batonhttp.NewServer(batonhttp.Config{
+		Store: store, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, IdempotencyRetention: *idemRetention, Log: log, Version: version, MaxBody: *maxBody,
+	})
+	defer front.Close() // after Shutdown: appends the usage events it still holds
 	srv := &http.Server{
-		Handler: batonhttp.NewServer(batonhttp.Config{
-			Store: store, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, IdempotencyRetention: *idemRetention, Log: log, Version: version, MaxBody: *maxBody,
-		}).Handler(),
+		Handler:           front.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 	}

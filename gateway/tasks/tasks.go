@@ -234,6 +234,13 @@ func validate(s *jsonschema.Schema, raw []byte) ([]Violation, error) {
 		}
 	}
 	walk(ve)
+	// The validator's order follows map iteration; callers get a stable one.
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Pointer != out[j].Pointer {
+			return out[i].Pointer < out[j].Pointer
+		}
+		return out[i].Message < out[j].Message
+	})
 	return out, nil
 }
 

@@ -65,7 +65,7 @@ func TestValidationNamesEachField(t *testing.T) {
 	for _, x := range v {
 		got = append(got, x.Pointer)
 	}
-	if strings.Join(got, " ") != "/goal /audience /constraints/1" {
+	if strings.Join(got, " ") != "/audience /constraints/1 /goal" {
 		t.Fatalf("%v", v)
 	}
 	if v, _ := ty.ValidateInput([]byte(`{"goal":"grow revenue","audience":"devs"}`)); len(v) != 0 {
