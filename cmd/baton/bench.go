@@ -32,9 +32,9 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	switch *only {
-	case "", "store", "lifecycle", "gateway":
+	case "", "store", "lifecycle", "gateway", "generate":
 	default:
-		return fmt.Errorf("bench: --only %q: want store, lifecycle or gateway", *only)
+		return fmt.Errorf("bench: --only %q: want store, lifecycle, gateway or generate", *only)
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -107,6 +107,21 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprint(stdout, gatewayReport(r))
 		return nil
 	}
+	generateRun := func() (generateResult, error) {
+		dir, err := tmp("generate")
+		if err != nil {
+			return generateResult{}, err
+		}
+		return benchGenerate(ctx, dir, *gwDur, stdout)
+	}
+	if *only == "generate" {
+		r, err := generateRun()
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(stdout, generateReport(r))
+		return nil
+	}
 	dir, err := tmp("fsync")
 	if err != nil {
 		return err
@@ -163,7 +178,11 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	md := report(fsyncs, appends, read, fillTook) + lifecycleReport(lifecycles) + gatewayReport(gw)
+	gen, err := generateRun()
+	if err != nil {
+		return err
+	}
+	md := report(fsyncs, appends, read, fillTook) + lifecycleReport(lifecycles) + gatewayReport(gw) + generateReport(gen)
 	if *out == "-" {
 		fmt.Fprint(stdout, md)
 		return nil
