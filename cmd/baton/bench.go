@@ -26,15 +26,15 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	base := fs.String("dir", os.TempDir(), "directory for the benchmark stores (its disk is what is measured)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	blockprofile := fs.String("blockprofile", "", "write a blocking profile to this file")
-	only := fs.String("only", "", "run one part: store, lifecycle or gateway (prints figures, writes no file)")
+	only := fs.String("only", "", "run one part: store, lifecycle, gateway, generate or kurrent (prints figures, writes no file)")
 	gwDur := fs.Duration("gw-duration", 4*time.Second, "gateway benchmark: length of each side (direct, through Baton) of each row")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	switch *only {
-	case "", "store", "lifecycle", "gateway", "generate":
+	case "", "store", "lifecycle", "gateway", "generate", "kurrent":
 	default:
-		return fmt.Errorf("bench: --only %q: want store, lifecycle, gateway or generate", *only)
+		return fmt.Errorf("bench: --only %q: want store, lifecycle, gateway, generate or kurrent", *only)
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -114,6 +114,14 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		return benchGenerate(ctx, dir, *gwDur, stdout)
 	}
+	if *only == "kurrent" {
+		r, err := benchKurrent(ctx, tmp, *dur, stdout)
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(stdout, kurrentReport(r))
+		return nil
+	}
 	if *only == "generate" {
 		r, err := generateRun()
 		if err != nil {
@@ -182,7 +190,11 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	md := report(fsyncs, appends, read, fillTook) + lifecycleReport(lifecycles) + gatewayReport(gw) + generateReport(gen)
+	kr, err := benchKurrent(ctx, tmp, *dur, stdout)
+	if err != nil {
+		return err
+	}
+	md := report(fsyncs, appends, read, fillTook) + lifecycleReport(lifecycles) + gatewayReport(gw) + generateReport(gen) + kurrentReport(kr)
 	if *out == "-" {
 		fmt.Fprint(stdout, md)
 		return nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
 	batonhttp "github.com/batonhq/baton/http"
 	"github.com/batonhq/baton/projections"
@@ -43,6 +44,12 @@ func benchLifecycles(ctx context.Context, dir string, executors int, d time.Dura
 		return lifecycleResult{}, err
 	}
 	defer store.Close()
+	return benchLifecyclesOn(ctx, store, dir, executors, d)
+}
+
+// benchLifecyclesOn is benchLifecycles on any store; the read models go in
+// dir.
+func benchLifecyclesOn(ctx context.Context, store eventstore.Store, dir string, executors int, d time.Duration) (lifecycleResult, error) {
 	proj, err := projections.Open(filepath.Join(dir, "readmodel.db"), store, projections.NewHandoffs(), projections.Keys{})
 	if err != nil {
 		return lifecycleResult{}, err
