@@ -145,10 +145,14 @@ func FuzzModelAdminBodies(f *testing.F) {
 	})
 }
 
-// FuzzGenerateBodies sends arbitrary bodies to /v1/generate (the local
-// provider answers): every answer is deliberate, a refusal appends nothing.
+// FuzzGenerateBodies sends arbitrary bodies to /v1/generate and
+// /v1/agent-plans (the local provider answers): every answer is
+// deliberate, a refusal appends nothing.
 func FuzzGenerateBodies(f *testing.F) {
 	for _, seed := range []string{
+		`{"objective":"rotate the cert","targetExecutor":"ops-bot","riskLevel":"high"}`,
+		`{"objective":"x","targetExecutor":"y","riskLevel":"low","constraints":["a",1],"options":{"maxAttempts":1}}`,
+		`{"objective":"x","targetExecutor":"y","riskLevel":"low","contextPacketId":"nope"}`,
 		`{"type":"summarize","input":{"text":"x"}}`,
 		`{"type":"business_strategy","input":{"goal":"grow","audience":"devs"},"options":{"templateVersion":1,"maxAttempts":2,"llm":{"mode":"cheap","maxCostUsd":0.5}}}`,
 		`{"type":"classify","input":{"text":"t","labels":["a","a"]}}`,
@@ -169,12 +173,16 @@ func FuzzGenerateBodies(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req := httptest.NewRequest(http.MethodPost, "/v1/generate", bytes.NewReader(body))
+		path := "/v1/generate"
+		if bytes.Contains(body, []byte(`"objective"`)) {
+			path = "/v1/agent-plans"
+		}
+		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+e.tenantA)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		switch {
-		case rec.Code == 200:
+		case rec.Code == 200 || rec.Code == 201:
 		case rec.Code >= 400 && rec.Code < 500:
 			// Usage events of earlier inputs are appended in the
 			// background; only this request's events count.
