@@ -77,11 +77,12 @@ func (s *Server) createContract(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	h, err := s.ledger.create(r.Context(), c, principalOf(r.Context()), RequestID(r.Context()))
+	h, pos, err := s.ledger.create(r.Context(), c, principalOf(r.Context()), RequestID(r.Context()))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	setPosition(w, pos)
 	w.Header().Set("Location", "/v1/handoff/contracts/"+h.ID)
 	writeJSON(w, http.StatusCreated, h.View())
 }
@@ -136,6 +137,7 @@ func (s *Server) callback(kind string, roots []string, build func(body []byte, r
 		if out.replayed {
 			w.Header().Set("Idempotent-Replayed", "true")
 		}
+		setPosition(w, out.pos)
 		writeJSON(w, http.StatusOK, out.h.View())
 	}
 }
@@ -181,9 +183,10 @@ func (s *Server) review() http.HandlerFunc {
 }
 
 // visibleContract reads a contract through the read model after it has
-// caught up with every write committed before this request.
-func (s *Server) visibleContract(r *http.Request, id string) (json.RawMessage, error) {
-	if err := s.proj.WaitForHead(r.Context(), readWait); err != nil {
+// caught up with every write committed before this request and with the
+// request's Baton-Read-After.
+func (s *Server) visibleContract(w http.ResponseWriter, r *http.Request, id string) (json.RawMessage, error) {
+	if err := s.waitReadable(w, r); err != nil {
 		return nil, err
 	}
 	view, tenant, ok, err := s.proj.Contract(id)
@@ -199,7 +202,7 @@ func (s *Server) visibleContract(r *http.Request, id string) (json.RawMessage, e
 }
 
 func (s *Server) getContract(w http.ResponseWriter, r *http.Request) {
-	view, err := s.visibleContract(r, mux.Vars(r)["handoffId"])
+	view, err := s.visibleContract(w, r, mux.Vars(r)["handoffId"])
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -229,7 +232,7 @@ func (s *Server) listContracts(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, domain.Invalid("handoff.list", bad...))
 		return
 	}
-	if err := s.proj.WaitForHead(r.Context(), readWait); err != nil {
+	if err := s.waitReadable(w, r); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -259,7 +262,7 @@ func contains[T comparable](xs []T, x T) bool {
 
 func (s *Server) getLedger(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["handoffId"]
-	view, err := s.visibleContract(r, id)
+	view, err := s.visibleContract(w, r, id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

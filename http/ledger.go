@@ -27,16 +27,29 @@ type ledger struct {
 	now   func() time.Time
 }
 
-// loaded is a handoff with its recorded events.
+// loaded is a handoff with its recorded events and their feed positions.
 type loaded struct {
-	h      *domain.Handoff
-	events []domain.Recorded
+	h         *domain.Handoff
+	events    []domain.Recorded
+	positions []eventstore.Position
 }
 
 func (l *ledger) load(ctx context.Context, id string) (*loaded, error) {
-	recs, err := projections.ReadHandoff(ctx, l.store, id)
-	if err != nil {
-		return nil, err
+	var recs []domain.Recorded
+	var positions []eventstore.Position
+	for from := uint64(0); ; {
+		page, err := l.store.ReadStream(ctx, domain.StreamID(id), from, 1000)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range page {
+			recs = append(recs, projections.RecordedFrom(ev))
+			positions = append(positions, ev.Position)
+		}
+		if len(page) < 1000 {
+			break
+		}
+		from = page[len(page)-1].Revision + 1
 	}
 	if len(recs) == 0 {
 		return nil, nil
@@ -45,7 +58,7 @@ func (l *ledger) load(ctx context.Context, id string) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &loaded{h: h, events: recs}, nil
+	return &loaded{h: h, events: recs, positions: positions}, nil
 }
 
 // record turns domain events into chained store events following head.
@@ -79,37 +92,40 @@ func (l *ledger) record(id string, head domain.LedgerHead, evs []domain.Event, m
 	return out, nil
 }
 
-// create opens a new handoff.
-func (l *ledger) create(ctx context.Context, c domain.CreateContract, p Principal, requestID string) (*domain.Handoff, error) {
+// create opens a new handoff. It also returns the feed position of the
+// handoff's last event (the consistency token of the answer).
+func (l *ledger) create(ctx context.Context, c domain.CreateContract, p Principal, requestID string) (*domain.Handoff, eventstore.Position, error) {
 	c.HandoffID = uuid.Must(uuid.NewV7()).String()
 	c.Tenant = p.Tenant
 	evs, err := domain.DecideCreate(c)
 	if err != nil {
-		return nil, err
+		return nil, eventstore.Position{}, err
 	}
 	meta := eventstore.Metadata{Tenant: p.Tenant, Actor: p.Actor(), RequestID: requestID, CausationID: requestID}
 	data, err := l.record(c.HandoffID, domain.LedgerHead{}, evs[:1], meta)
 	if err != nil {
-		return nil, err
+		return nil, eventstore.Position{}, err
 	}
 	if len(evs) > 1 {
 		// The automatic approval is the policy's act, not the caller's.
 		h, err := foldData(c.HandoffID, data)
 		if err != nil {
-			return nil, err
+			return nil, eventstore.Position{}, err
 		}
 		pm := meta
 		pm.Actor = domain.AutoApprovalPolicy
 		more, err := l.record(c.HandoffID, h.Head, evs[1:], pm)
 		if err != nil {
-			return nil, err
+			return nil, eventstore.Position{}, err
 		}
 		data = append(data, more...)
 	}
-	if _, err := l.store.Append(ctx, domain.StreamID(c.HandoffID), eventstore.NoStream(), data...); err != nil {
-		return nil, err
+	res, err := l.store.Append(ctx, domain.StreamID(c.HandoffID), eventstore.NoStream(), data...)
+	if err != nil {
+		return nil, eventstore.Position{}, err
 	}
-	return foldData(c.HandoffID, data)
+	h, err := foldData(c.HandoffID, data)
+	return h, res.Position, err
 }
 
 // foldData folds events that were just built (not yet read back).
@@ -123,10 +139,12 @@ func foldData(id string, data []eventstore.EventData) (*domain.Handoff, error) {
 }
 
 // outcome is a command's answer: the handoff as of the callback's last
-// event, and whether it was a replay of an earlier identical callback.
+// event, whether it was a replay of an earlier identical callback, and the
+// feed position of that last event (the consistency token of the answer).
 type outcome struct {
 	h        *domain.Handoff
 	replayed bool
+	pos      eventstore.Position
 }
 
 // execute runs a command with optimistic concurrency.
@@ -144,7 +162,7 @@ func (l *ledger) execute(ctx context.Context, id string, p Principal, requestID 
 			return outcome{}, err
 		} else if ok {
 			h, err := domain.Fold(cur.events[:seq])
-			return outcome{h: h, replayed: true}, err
+			return outcome{h: h, replayed: true, pos: cur.positions[seq-1]}, err
 		}
 		evs, err := cur.h.Decide(cmd)
 		if err != nil {
@@ -155,7 +173,7 @@ func (l *ledger) execute(ctx context.Context, id string, p Principal, requestID 
 		if err != nil {
 			return outcome{}, err
 		}
-		_, err = l.store.Append(ctx, domain.StreamID(id), eventstore.Revision(cur.h.Head.Seq-1), data...)
+		res, err := l.store.Append(ctx, domain.StreamID(id), eventstore.Revision(cur.h.Head.Seq-1), data...)
 		if errors.Is(err, eventstore.ErrConflict) && attempt < maxConflictRetries {
 			continue // someone else moved the handoff: decide again on what they wrote
 		}
@@ -170,7 +188,7 @@ func (l *ledger) execute(ctx context.Context, id string, p Principal, requestID 
 				return outcome{}, err
 			}
 		}
-		return outcome{h: next}, nil
+		return outcome{h: next, pos: res.Position}, nil
 	}
 }
 
