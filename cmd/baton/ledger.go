@@ -13,9 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
-	"github.com/batonhq/baton/eventstore/bolt"
 	batonhttp "github.com/batonhq/baton/http"
 	"github.com/batonhq/baton/projections"
 )
@@ -24,12 +25,14 @@ import (
 var errChainBroken = errors.New("ledger verification failed")
 
 // ledgerVerify recomputes hash chains, from the data directory (the server
-// must be stopped: the file is locked) or through the API (--url), where an
-// auditor checks what the server shows against its own arithmetic.
+// must be stopped: the file is locked), from KurrentDB (--store kurrent,
+// while servers run), or through the API (--url), where an auditor checks
+// what the server shows against its own arithmetic.
 func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("ledger verify", flag.ContinueOnError)
 	data := fs.String("data", dataDirDefault(), "data directory")
-	base := fs.String("url", "", "verify through a running server at this base URL instead of the data directory")
+	storeOpts := addStoreFlags(fs)
+	base := fs.String("url", "", "verify through a running server at this base URL instead of the store")
 	key := fs.String("key", os.Getenv("BATON_API_KEY"), "API key for --url (or BATON_API_KEY)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -41,12 +44,20 @@ func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if *base != "" {
 		return verifyOverHTTP(ctx, *base, *key, ids, stdout)
 	}
-	store, err := bolt.Open(*data, bolt.Options{})
+	store, err := storeOpts.open(ctx, *data, zerolog.Nop())
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	return verifyStore(ctx, store, ids, stdout)
+}
+
+// verifyStore recomputes the hash chains of the handoffs ids (every handoff
+// in the store when ids is nil), printing one line per handoff and a tally.
+// It returns errChainBroken when any chain is broken or missing.
+func verifyStore(ctx context.Context, store eventstore.Store, ids []string, stdout io.Writer) error {
 	if ids == nil {
+		var err error
 		if ids, err = allHandoffs(ctx, store); err != nil {
 			return err
 		}
@@ -161,12 +172,14 @@ func verifyOverHTTP(ctx context.Context, base, key string, ids []string, stdout 
 	return nil
 }
 
-// keysCreate prints a new key once on stdout. It opens the data directory,
-// so it runs while the server is stopped; POST /v1/admin/keys does the same
-// while it runs.
+// keysCreate prints a new key once on stdout. On the embedded store it
+// opens the data directory, so it runs while the server is stopped; on
+// KurrentDB it runs at any time. POST /v1/admin/keys does the same through
+// a running server.
 func keysCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
 	data := fs.String("data", dataDirDefault(), "data directory")
+	storeOpts := addStoreFlags(fs)
 	tenant := fs.String("tenant", "", "tenant the key belongs to (required)")
 	admin := fs.Bool("admin", false, "an admin key: may review proof, create keys, and read every tenant")
 	label := fs.String("label", "", "a note to recognise the key by")
@@ -176,7 +189,10 @@ func keysCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	if *tenant == "" {
 		return errors.New("--tenant is required")
 	}
-	store, err := bolt.Open(*data, bolt.Options{})
+	if err := storeOpts.check(); err != nil {
+		return err
+	}
+	store, err := storeOpts.open(ctx, *data, zerolog.Nop())
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,14 +13,15 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
+	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
 	"github.com/batonhq/baton/gateway"
@@ -34,12 +36,19 @@ const usage = `baton: coordination ledger, model gateway and structured generati
 
 Usage:
   baton serve [--addr :8080] [--data ./data]   serve the HTTP API on the embedded store
-  baton keys create --tenant NAME [--admin]    create an API key (server stopped), print it once
-  baton ledger verify [--data DIR | --url URL] [HANDOFF_ID...]
+        [--store kurrent --kurrentdb-url esdb://host:2113]
+                                               ... or on KurrentDB (several replicas may share it)
+  baton keys create --tenant NAME [--admin]    create an API key (embedded store: server stopped), print it once
+  baton ledger verify [--data DIR | --url URL | --store kurrent --kurrentdb-url URL] [HANDOFF_ID...]
                                                recompute the hash chains; exit 1 naming the first break
   baton store check [--data ./data]            verify the data file, page by page
   baton bench [--out docs/benchmarks.md]       measure the store, write the figures
   baton version                                print the version
+
+Development only:
+  baton dev kurrent-double [--addr 127.0.0.1:2113]
+                                               serve a TEST DOUBLE of a KurrentDB node for tests and trials:
+                                               in memory, not a database; everything is gone when it stops
 `
 
 func main() {
@@ -74,6 +83,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return errors.New("usage: baton store check [--data DIR]")
 		}
 		return storeCheck(ctx, args[2:], stdout)
+	case "dev":
+		return dev(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return bench(ctx, args[1:], stdout)
 	case "version":
@@ -97,7 +108,8 @@ func dataDirDefault() string {
 func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	addr := fs.String("addr", envOr("BATON_ADDR", "127.0.0.1:8080"), "listen address")
-	data := fs.String("data", dataDirDefault(), "data directory of the embedded store")
+	data := fs.String("data", dataDirDefault(), "data directory: the embedded store and this process's read models")
+	storeOpts := addStoreFlags(fs)
 	providers := fs.String("providers", envOr("BATON_PROVIDERS_FILE", "providers.json"), "providers file (JSON); skipped when absent")
 	maxBody := fs.Int64("max-body", envInt("BATON_MAX_BODY_BYTES", batonhttp.DefaultMaxBody), "request body limit in bytes")
 	idemRetention := fs.Duration("idempotency-retention", envDuration("BATON_IDEMPOTENCY_RETENTION", batonhttp.DefaultIdempotencyRetention), "how long a generate Idempotency-Key and its answer are kept")
@@ -105,13 +117,22 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	log := zerolog.New(stderr).With().Timestamp().Logger()
+	if err := storeOpts.check(); err != nil {
+		return err
+	}
 
-	store, err := bolt.Open(*data, bolt.Options{})
+	// With KurrentDB the events live there and --data holds only this
+	// process's read models, so several replicas can share one store.
+	store, err := storeOpts.open(ctx, *data, log)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	proj, err := projections.OpenOrRebuild(filepath.Join(*data, "readmodel.db"), store, projections.NewHandoffs(), projections.Keys{})
+	defer func() {
+		if err := store.Close(); err != nil {
+			log.Error().Err(err).Msg("closing the event store")
+		}
+	}()
+	proj, err := openReadModels(ctx, *data, *storeOpts.kind, store, log, projections.NewHandoffs(), projections.Keys{})
 	if err != nil {
 		return err
 	}
@@ -169,7 +190,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info().Str("addr", ln.Addr().String()).Str("data", store.Path()).Str("version", version).Msg("baton serving")
+	log.Info().Str("addr", ln.Addr().String()).Str("store", storeOpts.describe(*data)).Str("data", *data).Str("version", version).Msg("baton serving")
 
 	select {
 	case err := <-errc:
@@ -217,20 +238,36 @@ func envInt(key string, def int64) int64 {
 
 // bootstrapKey creates the first admin key on a store that has none and
 // prints it once, outside the structured log, so `make run` on a fresh
-// machine hands the newcomer a working key.
-func bootstrapKey(ctx context.Context, store *bolt.Store, proj *projections.Runner, stderr io.Writer) error {
+// machine hands the newcomer a working key. The key is appended only if the
+// keys stream does not exist yet: of several replicas starting together on
+// an empty store, exactly one creates (and prints) it.
+func bootstrapKey(ctx context.Context, store eventstore.Store, proj *projections.Runner, stderr io.Writer) error {
 	n, err := proj.KeyCount()
 	if err != nil || n > 0 {
 		return err
 	}
-	k, err := batonhttp.CreateKey(ctx, store, "default", true, "bootstrap", "baton:first-start")
+	const tenant = "default"
+	secret, created, err := domain.NewKey(tenant, true, "bootstrap")
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(created)
+	if err != nil {
+		return err
+	}
+	ev := eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: domain.EventKeyCreated, Data: data,
+		Metadata: eventstore.Metadata{Tenant: tenant, Actor: "baton:first-start", SchemaVersion: 1}}
+	_, err = store.Append(ctx, domain.KeysStream, eventstore.NoStream(), ev)
+	if errors.Is(err, eventstore.ErrConflict) {
+		return proj.CatchUp(ctx) // another replica, or `keys create`, was first
+	}
 	if err != nil {
 		return err
 	}
 	if err := proj.CatchUp(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "\n  No API keys existed, so Baton created an admin key for tenant %q.\n  It is shown only this once (Baton stores its hash):\n\n    export BATON_API_KEY=%s\n\n  Create more with POST /v1/admin/keys, or `baton keys create --tenant NAME` while stopped.\n\n", k.Tenant, k.Key)
+	fmt.Fprintf(stderr, "\n  No API keys existed, so Baton created an admin key for tenant %q.\n  It is shown only this once (Baton stores its hash):\n\n    export BATON_API_KEY=%s\n\n  Create more with POST /v1/admin/keys, or `baton keys create --tenant NAME` while stopped.\n\n", created.Tenant, secret)
 	return nil
 }
 

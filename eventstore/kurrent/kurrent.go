@@ -580,6 +580,10 @@ func clientLogger(l zerolog.Logger) esdb.LoggingFunc {
 
 var userinfo = regexp.MustCompile(`://[^@/]*@`)
 
+// Redact returns a connection string with its password hidden, for logs and
+// messages.
+func Redact(url string) string { return redact(url) }
+
 // redact hides credentials in a connection string.
 func redact(s string) string {
 	if u, err := url.Parse(s); err == nil && u.User != nil {

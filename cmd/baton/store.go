@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/eventstore/bolt"
+	"github.com/batonhq/baton/eventstore/kurrent"
+	"github.com/batonhq/baton/projections"
+)
+
+// Store backends `serve` and the tools can run on.
+const (
+	storeBolt    = "bolt"
+	storeKurrent = "kurrent"
+)
+
+// storeFlags are the flags that choose and reach the event store.
+type storeFlags struct {
+	kind      *string
+	url       *string
+	maxAppend *int
+}
+
+// addStoreFlags registers --store, --kurrentdb-url and
+// --kurrentdb-max-append-size (and their BATON_ variables) on fs.
+func addStoreFlags(fs *flag.FlagSet) storeFlags {
+	return storeFlags{
+		kind: fs.String("store", envOr("BATON_STORE", storeBolt), "event store: bolt (embedded, in --data) or kurrent (KurrentDB at --kurrentdb-url)"),
+		url:  fs.String("kurrentdb-url", os.Getenv("BATON_KURRENTDB_URL"), "KurrentDB connection string for --store kurrent, e.g. esdb://host:2113 or esdb+discover://h1:2113,h2:2113,h3:2113 (or BATON_KURRENTDB_URL)"),
+		maxAppend: fs.Int("kurrentdb-max-append-size", int(envInt("BATON_KURRENTDB_MAX_APPEND_SIZE", kurrent.DefaultMaxAppendSize)),
+			"the KurrentDB server's --max-append-size in bytes; set both together (or BATON_KURRENTDB_MAX_APPEND_SIZE)"),
+	}
+}
+
+func (f storeFlags) check() error {
+	switch *f.kind {
+	case storeBolt:
+		return nil
+	case storeKurrent:
+		if *f.url == "" {
+			return errors.New("--store kurrent needs --kurrentdb-url (or BATON_KURRENTDB_URL), e.g. esdb://127.0.0.1:2113?tls=false")
+		}
+		return nil
+	}
+	return fmt.Errorf("--store %q: want bolt or kurrent", *f.kind)
+}
+
+// open opens the chosen store. The embedded one lives in data; KurrentDB is
+// reached at the URL, and data then holds only this process's read models.
+func (f storeFlags) open(ctx context.Context, data string, log zerolog.Logger) (eventstore.Store, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	if *f.kind == storeBolt {
+		return bolt.Open(data, bolt.Options{})
+	}
+	return openKurrent(ctx, *f.url, *f.maxAppend, log)
+}
+
+// openKurrent connects to KurrentDB, giving up after 30 s.
+func openKurrent(ctx context.Context, url string, maxAppend int, log zerolog.Logger) (*kurrent.Store, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	// The store logs drops and resubscriptions at warn and info; the
+	// client's own chatter (debug) stays out of the log.
+	return kurrent.Open(ctx, kurrent.Config{URL: url, Log: log.Level(zerolog.InfoLevel), MaxAppendSize: maxAppend})
+}
+
+// describe names the store for logs and messages, without credentials.
+func (f storeFlags) describe(data string) string {
+	if *f.kind == storeKurrent {
+		return "KurrentDB " + kurrent.Redact(*f.url)
+	}
+	return filepath.Join(data, bolt.FileName)
+}
+
+// readModelMarker records, next to readmodel.db, which kind of store the read
+// models were built from. Positions of the embedded store and of KurrentDB
+// mean different things, so a read-model file built from one must never be
+// continued from the other (as after `baton migrate` on the same --data).
+const readModelMarker = "readmodel.store"
+
+// openReadModels opens (or rebuilds) data/readmodel.db for store. The file
+// is derived data: when it was built from another kind of store, or its
+// checkpoint lies beyond the store's head (another database, or a store
+// restored from an older backup), it is moved aside and rebuilt from the
+// beginning of the feed.
+func openReadModels(ctx context.Context, data, kind string, store eventstore.Store, log zerolog.Logger, projectors ...projections.Projector) (*projections.Runner, error) {
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(data, "readmodel.db")
+	marker := filepath.Join(data, readModelMarker)
+	prev, err := os.ReadFile(marker)
+	switch {
+	case err == nil:
+		if was := strings.TrimSpace(string(prev)); was != kind {
+			if err := moveAside(path, was); err != nil {
+				return nil, err
+			}
+			log.Warn().Str("was", was).Str("now", kind).Msg("read models were built from another kind of store; rebuilding them")
+		}
+	case errors.Is(err, os.ErrNotExist):
+		// Files from before the marker were built from the embedded store.
+		if _, serr := os.Stat(path); serr == nil && kind != storeBolt {
+			if err := moveAside(path, storeBolt); err != nil {
+				return nil, err
+			}
+			log.Warn().Str("now", kind).Msg("read models were built from the embedded store; rebuilding them")
+		}
+	default:
+		return nil, err
+	}
+	proj, err := projections.OpenOrRebuild(path, store, projectors...)
+	if err != nil {
+		return nil, err
+	}
+	head, err := store.Head(ctx)
+	if err != nil {
+		proj.Close()
+		return nil, fmt.Errorf("store head: %w", err)
+	}
+	if cp := proj.Checkpoint(); head.Less(cp) {
+		log.Warn().Uint64("checkpoint_commit", cp.Commit).Uint64("head_commit", head.Commit).
+			Msg("read models are ahead of the store (another database, or a restored backup); rebuilding them")
+		if err := proj.Close(); err != nil {
+			return nil, err
+		}
+		if err := moveAside(path, "ahead"); err != nil {
+			return nil, err
+		}
+		if proj, err = projections.OpenOrRebuild(path, store, projectors...); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.WriteFile(marker, []byte(kind+"\n"), 0o600); err != nil {
+		proj.Close()
+		return nil, err
+	}
+	return proj, nil
+}
+
+// moveAside renames a read-model file out of the way (readmodel.db.<why>),
+// replacing an earlier one of the same name.
+func moveAside(path, why string) error {
+	err := os.Rename(path, path+"."+why)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
