@@ -1,0 +1,398 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batonhttp "github.com/batonhq/baton/http"
+)
+
+// buildBaton builds this command into dir, with the race detector when the
+// test binary has it, and skips the test when it cannot be built.
+func buildBaton(t *testing.T, dir string) string {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("the replica test stops its processes with SIGINT, which Windows does not have")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("cannot build the baton binary: no go command in PATH (%v)", err)
+	}
+	bin := filepath.Join(dir, "baton")
+	args := []string{"build", "-o", bin}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "-race" && s.Value == "true" {
+				args = append(args, "-race")
+			}
+		}
+	}
+	cmd := exec.Command(goTool, append(args, ".")...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Skipf("cannot build the baton binary (go %s .): %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return bin
+}
+
+// proc is a child process whose output (stdout and stderr, line by line) the
+// test reads as it comes.
+type proc struct {
+	t    *testing.T
+	name string
+	cmd  *exec.Cmd
+
+	mu    sync.Mutex
+	lines []string
+	done  chan struct{} // closed when the process has exited and its output is read
+	err   error         // Wait's result, once done is closed
+}
+
+// startProc starts bin with args and stops it when the test ends: SIGINT
+// first, then SIGKILL if it has not exited within 15 s.
+func startProc(t *testing.T, name, bin string, args ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, name: name, cmd: exec.Command(bin, args...), done: make(chan struct{})}
+	p.cmd.Env = append(os.Environ(), "BATON_STORE=", "BATON_KURRENTDB_URL=", "BATON_DATA_DIR=", "BATON_API_KEY=")
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var readers sync.WaitGroup
+	for _, r := range []io.Reader{stdout, stderr} {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			sc := bufio.NewScanner(r)
+			sc.Buffer(make([]byte, 64<<10), 1<<20)
+			for sc.Scan() {
+				p.mu.Lock()
+				p.lines = append(p.lines, sc.Text())
+				p.mu.Unlock()
+			}
+		}()
+	}
+	go func() {
+		readers.Wait() // the pipes must be drained before Wait
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() { p.stop() })
+	return p
+}
+
+// stop ends the process (SIGINT, then SIGKILL after 15 s) and returns how
+// it exited.
+func (p *proc) stop() error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+	}
+	p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		p.t.Errorf("%s did not stop within 15 s of SIGINT; killing it", p.name)
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+	return p.err
+}
+
+func (p *proc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.lines, "\n")
+}
+
+// await waits for a line matching re and returns its submatches.
+func (p *proc) await(re *regexp.Regexp, timeout time.Duration) []string {
+	p.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for seen := 0; ; {
+		p.mu.Lock()
+		lines := p.lines[seen:]
+		seen = len(p.lines)
+		p.mu.Unlock()
+		for _, l := range lines {
+			if m := re.FindStringSubmatch(l); m != nil {
+				return m
+			}
+		}
+		select {
+		case <-p.done:
+			p.t.Fatalf("%s exited (%v) before printing %s:\n%s", p.name, p.err, re, p.output())
+		default:
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("%s did not print %s within %v:\n%s", p.name, re, timeout, p.output())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+var (
+	reDoubleURL = regexp.MustCompile(`^BATON_KURRENTDB_URL=(esdb://\S+)$`)
+	reServing   = regexp.MustCompile(`"addr":"([^"]+)".*"message":"baton serving"`)
+	reBootKey   = regexp.MustCompile(`export BATON_API_KEY=(btn_sk_[A-Za-z0-9]+)`)
+)
+
+// answer is an HTTP answer with its decoded body.
+type answer struct {
+	status int
+	header http.Header
+	raw    []byte
+	body   map[string]any
+}
+
+type apiClient struct {
+	t   *testing.T
+	c   *http.Client
+	key string
+}
+
+func (a *apiClient) do(method, url string, body any, headers ...string) answer {
+	a.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	req.Header.Set("x-api-key", a.key)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := a.c.Do(req)
+	if err != nil {
+		a.t.Errorf("%s %s: %v", method, url, err)
+		return answer{}
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	out := answer{status: resp.StatusCode, header: resp.Header, raw: raw}
+	json.Unmarshal(raw, &out.body)
+	return out
+}
+
+// TestReplicasShareKurrentDB runs the test double as a process of its own
+// (baton dev kurrent-double) and three `baton serve --store kurrent`
+// processes on it, each with its own read models. It checks that exactly
+// one replica creates the bootstrap key, that a write through one replica
+// is read through another with the consistency token, that approvals raced
+// across the replicas make exactly one transition (the ledger's
+// expected-revision appends), and that every replica stops cleanly.
+func TestReplicasShareKurrentDB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts four processes")
+	}
+	tmp := t.TempDir()
+	bin := buildBaton(t, tmp)
+
+	double := startProc(t, "kurrent-double", bin, "dev", "kurrent-double", "--addr", "127.0.0.1:0", "--system-event-every", "5")
+	url := double.await(reDoubleURL, 20*time.Second)[1]
+
+	// Three replicas start together on the empty store.
+	var replicas []*proc
+	for i := 1; i <= 3; i++ {
+		replicas = append(replicas, startProc(t, fmt.Sprintf("replica %d", i), bin, "serve",
+			"--store", "kurrent", "--kurrentdb-url", url, "--addr", "127.0.0.1:0",
+			"--data", filepath.Join(tmp, fmt.Sprintf("replica-%d", i)),
+			"--providers", filepath.Join(tmp, "no-providers.json")))
+	}
+	var base []string
+	for _, r := range replicas {
+		base = append(base, "http://"+r.await(reServing, 30*time.Second)[1])
+	}
+	key, printed := "", 0
+	for _, r := range replicas {
+		if m := reBootKey.FindStringSubmatch(r.output()); m != nil {
+			key = m[1]
+			printed++
+		}
+	}
+	if printed != 1 {
+		t.Fatalf("%d replicas printed a bootstrap key, want exactly 1", printed)
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	t.Cleanup(client.CloseIdleConnections)
+	api := &apiClient{t: t, c: client, key: key}
+	for i, b := range base {
+		// Each replica knows the key, whichever created it.
+		if r := api.do("GET", b+"/v1/handoff/contracts", nil); r.status != 200 {
+			t.Fatalf("replica %d refuses the bootstrap key: %d %s", i+1, r.status, r.raw)
+		}
+	}
+
+	position := func(r answer) string {
+		t.Helper()
+		v := r.header.Get(batonhttp.PositionHeader)
+		if _, err := batonhttp.ParsePosition(v); err != nil {
+			t.Fatalf("answer %d without a valid %s (%q): %s", r.status, batonhttp.PositionHeader, v, r.raw)
+		}
+		return v
+	}
+	create := func(via string, objective string) (id, pos string) {
+		t.Helper()
+		r := api.do("POST", via+"/v1/handoff/contracts", map[string]any{
+			"objective": objective, "targetExecutor": "ops-bot", "executorProtocol": "ops_bot.v1",
+			"riskLevel": "medium", "approvalMode": "manual",
+		})
+		if r.status != 201 {
+			t.Fatalf("create through %s: %d %s", via, r.status, r.raw)
+		}
+		return r.body["handoffId"].(string), position(r)
+	}
+
+	// A write through replica 1, read through replica 2 with its token.
+	id1, pos1 := create(base[0], "Rotate the staging TLS certificate")
+	r := api.do("GET", base[1]+"/v1/handoff/contracts/"+id1, nil, batonhttp.ReadAfterHeader, pos1)
+	if r.status != 200 || r.body["handoffId"] != id1 {
+		t.Fatalf("read through replica 2 after %s: %d %s", pos1, r.status, r.raw)
+	}
+
+	const racers = 30
+	race := func(id string, body func(i int) map[string]any, headers ...string) []answer {
+		out := make([]answer, racers)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := 0; i < racers; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				out[i] = api.do("POST", base[i%3]+"/v1/executions/"+id+"/approval", body(i), headers...)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		return out
+	}
+	// checkLedger reads the trail through every replica after pos and
+	// returns the approval events each shows.
+	checkLedger := func(id, pos string) []map[string]any {
+		t.Helper()
+		var first []map[string]any
+		for i, b := range base {
+			l := api.do("GET", b+"/v1/executions/"+id+"/ledger", nil, batonhttp.ReadAfterHeader, pos)
+			if l.status != 200 {
+				t.Fatalf("ledger through replica %d: %d %s", i+1, l.status, l.raw)
+			}
+			if chain, _ := l.body["chain"].(map[string]any); chain["intact"] != true {
+				t.Fatalf("ledger through replica %d: chain %v", i+1, l.body["chain"])
+			}
+			var approvals []map[string]any
+			evs, _ := l.body["events"].([]any)
+			for _, e := range evs {
+				if m, _ := e.(map[string]any); m["type"] == "ApprovalDecided" {
+					approvals = append(approvals, m)
+				}
+			}
+			if len(approvals) != 1 || len(evs) != 2 {
+				t.Fatalf("ledger through replica %d: %d events, %d approvals, want 2 and 1:\n%s", i+1, len(evs), len(approvals), l.raw)
+			}
+			if first == nil {
+				first = approvals
+			} else if approvals[0]["hash"] != first[0]["hash"] {
+				t.Fatalf("replica %d shows approval %v, replica 1 %v", i+1, approvals[0]["hash"], first[0]["hash"])
+			}
+		}
+		return first
+	}
+
+	// 1. The same approval, with the same Idempotency-Key, through all three
+	// replicas at once: one is recorded, the others are replays of it.
+	idA, _ := create(base[1], "Renew the production database credentials")
+	same := race(idA, func(int) map[string]any { return map[string]any{"status": "APPROVED", "approvedBy": "alice"} }, "Idempotency-Key", "approve-"+idA)
+	fresh, replayed, tokens := 0, 0, map[string]bool{}
+	for i, a := range same {
+		switch {
+		case a.status == 200 && a.header.Get("Idempotent-Replayed") == "true":
+			replayed++
+		case a.status == 200:
+			fresh++
+		default:
+			t.Fatalf("same approval %d through replica %d: %d %s", i, i%3+1, a.status, a.raw)
+		}
+		tokens[position(a)] = true
+	}
+	if fresh != 1 || replayed != racers-1 || len(tokens) != 1 {
+		t.Fatalf("same approval x%d: %d recorded, %d replayed, %d distinct positions; want 1, %d, 1", racers, fresh, replayed, len(tokens), racers-1)
+	}
+	var posA string
+	for p := range tokens {
+		posA = p
+	}
+	checkLedger(idA, posA)
+
+	// 2. Different approvers race: exactly one decides, the others are told
+	// the approval was already decided.
+	idB, _ := create(base[2], "Rotate the signing key")
+	diff := race(idB, func(i int) map[string]any {
+		return map[string]any{"status": "APPROVED", "approvedBy": fmt.Sprintf("approver-%02d", i)}
+	})
+	winners, refused := 0, 0
+	winner, posB := "", ""
+	for i, a := range diff {
+		switch {
+		case a.status == 200 && a.header.Get("Idempotent-Replayed") == "":
+			winners++
+			winner, posB = fmt.Sprintf("approver-%02d", i), position(a)
+		case a.status == 409 && a.body["code"] == "approval_already_decided":
+			refused++
+		default:
+			t.Fatalf("approval by approver-%02d through replica %d: %d %s", i, i%3+1, a.status, a.raw)
+		}
+	}
+	if winners != 1 || refused != racers-1 {
+		t.Fatalf("different approvers x%d: %d recorded, %d refused; want 1 and %d", racers, winners, refused, racers-1)
+	}
+	approvals := checkLedger(idB, posB)
+	if d, _ := approvals[0]["data"].(map[string]any); d["decidedBy"] != winner {
+		t.Fatalf("the ledger's approval %v is not the winner's (%s)", approvals[0]["data"], winner)
+	}
+
+	// The store itself, checked from outside the replicas.
+	verify := exec.Command(bin, "ledger", "verify", "--store", "kurrent", "--kurrentdb-url", url)
+	out, err := verify.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "3 handoffs, 5 events, 0 broken") {
+		t.Fatalf("ledger verify against the double: %v\n%s", err, out)
+	}
+
+	client.CloseIdleConnections()
+	for _, r := range replicas {
+		if err := r.stop(); err != nil {
+			t.Errorf("%s exited with %v:\n%s", r.name, err, r.output())
+		}
+		if o := r.output(); strings.Contains(o, "DATA RACE") || !strings.Contains(o, "shutting down") {
+			t.Errorf("%s output:\n%s", r.name, o)
+		}
+	}
+	if err := double.stop(); err != nil {
+		t.Errorf("the double exited with %v:\n%s", err, double.output())
+	}
+}
