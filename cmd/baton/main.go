@@ -42,6 +42,8 @@ Usage:
   baton ledger verify [--data DIR | --url URL | --store kurrent --kurrentdb-url URL] [HANDOFF_ID...]
                                                recompute the hash chains; exit 1 naming the first break
   baton store check [--data ./data]            verify the data file, page by page
+  baton migrate --from bolt --data DIR --to kurrent --kurrentdb-url URL
+                                               copy every event to KurrentDB (server stopped), then verify
   baton bench [--out docs/benchmarks.md]       measure the store, write the figures
   baton version                                print the version
 
@@ -83,6 +85,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return errors.New("usage: baton store check [--data DIR]")
 		}
 		return storeCheck(ctx, args[2:], stdout)
+	case "migrate":
+		return migrate(ctx, args[1:], stdout)
 	case "dev":
 		return dev(ctx, args[1:], stdout, stderr)
 	case "bench":

@@ -1,0 +1,376 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+
+	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/eventstore/bolt"
+	"github.com/batonhq/baton/eventstore/kurrent"
+	"github.com/batonhq/baton/eventstore/kurrent/kurrenttest"
+	batonhttp "github.com/batonhq/baton/http"
+	"github.com/batonhq/baton/projections"
+)
+
+// fillStore drives handoffs through the API on an embedded store in dir:
+// manual ones (approval and result each a callback of its own) and
+// automatically approved ones, whose creation appends two events at once.
+func fillStore(t *testing.T, dir string) []string {
+	t.Helper()
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	proj, err := projections.Open(filepath.Join(dir, "readmodel.db"), store, projections.NewHandoffs(), projections.Keys{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proj.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { proj.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	front := batonhttp.NewServer(batonhttp.Config{Store: store, Projections: proj, Log: zerolog.Nop()})
+	srv := httptest.NewServer(front.Handler())
+	defer front.Close()
+	defer srv.Close()
+	k, err := batonhttp.CreateKey(context.Background(), store, "t", true, "", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(path string, body string) map[string]any {
+		req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
+		req.Header.Set("x-api-key", k.Key)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		json.NewDecoder(resp.Body).Decode(&out)
+		if resp.StatusCode >= 300 {
+			t.Fatalf("POST %s: %d %v", path, resp.StatusCode, out)
+		}
+		return out
+	}
+	var ids []string
+	for i := 0; i < 6; i++ {
+		mode := "manual"
+		if i%2 == 1 {
+			mode = "auto"
+		}
+		id := post("/v1/handoff/contracts", fmt.Sprintf(`{"objective":"Rotate certificate %d","targetExecutor":"ops","executorProtocol":"ops.v1","riskLevel":"low","approvalMode":%q}`, i, mode))["handoffId"].(string)
+		if mode == "manual" {
+			post("/v1/executions/"+id+"/approval", fmt.Sprintf(`{"status":"APPROVED","approvedBy":"alice-%d"}`, i))
+		}
+		if i < 4 {
+			post("/v1/executions/"+id+"/result", `{"executorRunId":"r1","status":"SUCCEEDED","result":{"summary":"done","output":"ok"}}`)
+		}
+		ids = append(ids, id)
+	}
+	srv.Client().CloseIdleConnections()
+	return ids
+}
+
+// readFeed reads a store's whole feed.
+func readFeed(t *testing.T, s eventstore.Store) []eventstore.RecordedEvent {
+	t.Helper()
+	var out []eventstore.RecordedEvent
+	for after := eventstore.Start; ; {
+		page, err := s.ReadAll(context.Background(), after, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			return out
+		}
+		out = append(out, page...)
+		after = page[len(page)-1].Position
+	}
+}
+
+func sourceFeed(t *testing.T, dir string) []eventstore.RecordedEvent {
+	t.Helper()
+	s, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	return readFeed(t, s)
+}
+
+func openTarget(t *testing.T, url string) *kurrent.Store {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := kurrent.Open(ctx, kurrent.Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// sameFeeds checks that got is want, event for event, positions aside.
+func sameFeeds(t *testing.T, want, got []eventstore.RecordedEvent) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("the target holds %d events, the source %d", len(got), len(want))
+	}
+	for i := range want {
+		if why := sameEvent(want[i], got[i]); why != "" {
+			t.Fatalf("event %d (%s in %s): %s", i, want[i].ID, want[i].StreamID, why)
+		}
+		if got[i].Metadata.Hash != want[i].Metadata.Hash || got[i].Metadata.PrevHash != want[i].Metadata.PrevHash {
+			t.Fatalf("event %d: hashes differ", i)
+		}
+	}
+}
+
+// TestMigrateBoltToKurrent migrates in steps: a run stopped by --limit in
+// the middle of a two-event append, then a run that completes it, then a
+// run over a complete copy. Each event is written once, the copy equals
+// the source, and the ledger verifies in the target.
+func TestMigrateBoltToKurrent(t *testing.T) {
+	dir := t.TempDir()
+	ids := fillStore(t, dir)
+	src := sourceFeed(t, dir)
+
+	// Stop right after the first half of a creation with its automatic
+	// approval, which the source wrote in one append.
+	cut := -1
+	for i := 1; i < len(src); i++ {
+		if src[i].Type == "ApprovalDecided" && bytes.Contains(src[i].Data, []byte(`"automatic":true`)) && src[i].StreamID == src[i-1].StreamID {
+			cut = i
+			break
+		}
+	}
+	if cut < 0 {
+		t.Fatal("no creation with an automatic approval in the source")
+	}
+
+	double, err := kurrenttest.Start(kurrenttest.Options{SystemEventEvery: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(double.Stop)
+	url := double.URL()
+	migrateRun := func(extra ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		args := append([]string{"migrate", "--from", "bolt", "--data", dir, "--to", "kurrent", "--kurrentdb-url", url}, extra...)
+		if err := run(context.Background(), args, &out, &out); err != nil {
+			t.Fatalf("baton %s: %v\n%s", strings.Join(args, " "), err, out.String())
+		}
+		return out.String()
+	}
+
+	out := migrateRun("--limit", fmt.Sprint(cut))
+	if !strings.Contains(out, fmt.Sprintf("stopped after %d of %d events", cut, len(src))) {
+		t.Fatalf("limited run said:\n%s", out)
+	}
+	target := openTarget(t, url)
+	sameFeeds(t, src[:cut], readFeed(t, target))
+
+	out = migrateRun()
+	t.Logf("completing run:\n%s", out)
+	// The completing run proposed the stream's events from its first one
+	// again, in one append; the target held the first, so the append was
+	// refused and the rest appended after it.
+	var resumed []kurrenttest.AppendCall
+	for _, c := range double.Appends() {
+		if c.Stream == src[cut].StreamID {
+			resumed = append(resumed, c)
+		}
+	}
+	if len(resumed) != 3 || resumed[1].Outcome != "wrong_expected_version" || resumed[1].Expected != kurrenttest.ExpectNoStream ||
+		resumed[2].Outcome != "written" || resumed[2].Expected != kurrenttest.ExpectRevision || resumed[2].Revision != 0 ||
+		resumed[2].EventIDs[0] != src[cut].ID || len(resumed[1].EventIDs) != len(resumed[2].EventIDs)+1 {
+		t.Fatalf("appends to the stream cut in two: %+v", resumed)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("%d events in", len(src)),
+		fmt.Sprintf("compared %d events", len(src)),
+		fmt.Sprintf("%d handoffs, %d events, 0 broken", len(ids), countHandoffEvents(src)),
+	} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("completing run did not say %q:\n%s", want, out)
+		}
+	}
+	sameFeeds(t, src, readFeed(t, target))
+
+	// A run over a complete copy writes nothing.
+	writtenBefore := written(double)
+	out = migrateRun()
+	if !strings.Contains(out, fmt.Sprintf("compared %d events", len(src))) {
+		t.Fatalf("third run said:\n%s", out)
+	}
+	sameFeeds(t, src, readFeed(t, target))
+	if w := written(double); w != writtenBefore {
+		t.Fatalf("the third run wrote %d events", w-writtenBefore)
+	}
+
+	// Each source event was written exactly once, in one append.
+	count := map[uuid.UUID]int{}
+	for _, c := range double.Appends() {
+		if c.Outcome == "written" {
+			for _, id := range c.EventIDs {
+				count[id]++
+			}
+		}
+	}
+	for _, ev := range src {
+		if count[ev.ID] != 1 {
+			t.Fatalf("event %s (%s) was written %d times", ev.ID, ev.Type, count[ev.ID])
+		}
+	}
+
+	// The same data directory now serves from KurrentDB: the read models
+	// built from the embedded store are set aside and rebuilt.
+	proj, err := openReadModels(context.Background(), dir, storeKurrent, target, zerolog.Nop(), projections.NewHandoffs(), projections.Keys{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proj.Close()
+	if _, err := os.Stat(filepath.Join(dir, "readmodel.db.bolt")); err != nil {
+		t.Fatalf("the embedded store's read models were not set aside: %v", err)
+	}
+	if err := proj.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if _, _, ok, err := proj.Contract(id); !ok || err != nil {
+			t.Fatalf("contract %s not in the rebuilt read models (%v)", id, err)
+		}
+	}
+	if n, err := proj.KeyCount(); n != 1 || err != nil {
+		t.Fatalf("rebuilt read models hold %d keys (%v)", n, err)
+	}
+}
+
+// written counts the events the double wrote for clients.
+func written(s *kurrenttest.Server) int {
+	n := 0
+	for _, c := range s.Appends() {
+		if c.Outcome == "written" {
+			n += len(c.EventIDs)
+		}
+	}
+	return n
+}
+
+func countHandoffEvents(evs []eventstore.RecordedEvent) int {
+	n := 0
+	for _, ev := range evs {
+		if strings.HasPrefix(ev.StreamID, "handoff-") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestMigrateInterrupted cancels a copy from inside (as SIGINT does) after
+// a few appends, then copies again: the second copy confirms what the first
+// wrote and the target equals the source.
+func TestMigrateInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	fillStore(t, dir)
+	source, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer source.Close()
+	src := readFeed(t, source)
+	double, err := kurrenttest.Start(kurrenttest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(double.Stop)
+	target := openTarget(t, double.URL())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := copier{dst: target, budget: 1 << 19, progress: func(st copyStats) {
+		if st.events >= 5 {
+			cancel()
+		}
+	}}
+	st, err := c.copyAll(ctx, source, 0)
+	if err == nil || ctx.Err() == nil {
+		t.Fatalf("interrupted copy = %+v, %v", st, err)
+	}
+	if got := readFeed(t, target); len(got) < 5 || len(got) >= len(src) {
+		t.Fatalf("after the interruption the target holds %d of %d events", len(got), len(src))
+	}
+	c = copier{dst: target, budget: 1 << 19}
+	st, err = c.copyAll(context.Background(), source, 0)
+	if err != nil || st.events != len(src) {
+		t.Fatalf("second copy = %d events, %v", st.events, err)
+	}
+	sameFeeds(t, src, readFeed(t, target))
+	if n, err := compareStores(context.Background(), source, target, st.streams); err != nil || n != len(src) {
+		t.Fatalf("compare = %d, %v", n, err)
+	}
+}
+
+// TestMigrateRefusesAForeignTarget: a target whose stream holds another
+// event where the source's belongs is not overwritten or skipped.
+func TestMigrateRefusesAForeignTarget(t *testing.T) {
+	dir := t.TempDir()
+	ids := fillStore(t, dir)
+	double, err := kurrenttest.Start(kurrenttest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(double.Stop)
+	target := openTarget(t, double.URL())
+	other := eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: "ContractCreated", Data: json.RawMessage(`{}`)}
+	if _, err := target.Append(context.Background(), "handoff-"+ids[2], eventstore.NoStream(), other); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = run(context.Background(), []string{"migrate", "--data", dir, "--kurrentdb-url", double.URL()}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "holds event "+other.ID.String()) {
+		t.Fatalf("migrate onto a foreign stream = %v\n%s", err, out.String())
+	}
+}
+
+// TestReadModelsFollowTheirStore: read models whose checkpoint lies beyond
+// the store's head were built from another store; they are set aside and
+// rebuilt rather than continued.
+func TestReadModelsFollowTheirStore(t *testing.T) {
+	dir := t.TempDir()
+	fillStore(t, dir) // leaves readmodel.db with its checkpoint in dir
+	other, err := bolt.Open(t.TempDir(), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	proj, err := openReadModels(context.Background(), dir, storeBolt, other, zerolog.Nop(), projections.NewHandoffs(), projections.Keys{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proj.Close()
+	if cp := proj.Checkpoint(); cp != eventstore.Start {
+		t.Fatalf("read models of another store kept their checkpoint %+v", cp)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "readmodel.db.ahead")); err != nil {
+		t.Fatalf("the old read models were not set aside: %v", err)
+	}
+	if n, err := proj.KeyCount(); n != 0 || err != nil {
+		t.Fatalf("rebuilt read models hold %d keys (%v)", n, err)
+	}
+}
