@@ -51,6 +51,18 @@
 //     explicitly (the client's zero value is the end).
 //   - A dropped subscription is resubscribed with exponential backoff from
 //     the last event it delivered; drops and resumptions are logged.
+//   - With the client's default node preference (leader) every call says
+//     that it requires the leader ("requires-leader" header; the client
+//     means to send it but does not, see below, so the store adds it). A
+//     node that is not, or no longer, the leader then refuses the call
+//     without doing anything and names the leader; the client reconnects
+//     there and the store sends the call again (up to three times), so a
+//     leader change shows as latency, not as an error, and reads (Head
+//     included) never come from a node that lags behind the leader. With
+//     nodePreference=follower or random the header is not sent: reads may
+//     then lag behind writes made through other nodes. Other failures of an
+//     append in flight leave its outcome unknown; retrying it with the same
+//     event ids is safe.
 //   - Head reads $all backwards to the newest event that is not a system
 //     event.
 //   - KurrentDB caps one append at --max-append-size (1 MiB by default), far
@@ -61,7 +73,9 @@
 //     uses it).
 //
 // Known limitations of the client (v4.2.0) that the store works around or
-// lives with: it gives up on a node after maxDiscoverAttempts failed
+// lives with: it never sends the "requires-leader" header it builds (it
+// attaches it to the incoming metadata of the call's context), which the
+// store sends itself; it gives up on a node after maxDiscoverAttempts failed
 // discoveries and then refuses every call, so the store replaces it with a
 // new client on the next call (calls queued inside the old client at that
 // moment stay blocked there); it keeps one idle gRPC connection object each
@@ -83,6 +97,7 @@ import (
 	"github.com/EventStore/EventStore-Client-Go/v4/esdb"
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/batonhq/baton/eventstore"
@@ -231,6 +246,13 @@ func (s *Store) begin(ctx context.Context) (context.Context, *esdb.Client, func(
 	s.mu.RUnlock()
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(s.base, cancel)
+	if s.conf.NodePreference == esdb.NodePreferenceLeader {
+		// What the client means to send with its default node preference
+		// and does not (v4.2.0 puts the header on the incoming side of the
+		// context, which gRPC never sends): without it a node that lost
+		// leadership keeps serving reads from its own, possibly older, log.
+		ctx = metadata.AppendToOutgoingContext(ctx, "requires-leader", "true")
+	}
 	return ctx, c, func() { stop(); cancel(); s.wg.Done() }, nil
 }
 
@@ -257,8 +279,15 @@ func (s *Store) renew(old *esdb.Client) (*esdb.Client, error) {
 	return c, nil
 }
 
+// notLeaderRetries bounds how often a call refused by a node that is not
+// the leader is sent again.
+const notLeaderRetries = 3
+
 // call runs fn with the current client, once more with a new client if the
-// current one has given up (nothing was sent then).
+// current one has given up (nothing was sent then), and again (up to
+// notLeaderRetries times) when the node answered that it is not the leader:
+// it did nothing, and the client is already reconnecting to the leader it
+// named.
 func (s *Store) call(ctx context.Context, fn func(ctx context.Context, c *esdb.Client) error) error {
 	cctx, c, end, err := s.begin(ctx)
 	if err != nil {
@@ -270,6 +299,10 @@ func (s *Store) call(ctx context.Context, fn func(ctx context.Context, c *esdb.C
 		if c, rerr := s.renew(c); rerr == nil {
 			err = fn(cctx, c)
 		}
+	}
+	for i := 0; i < notLeaderRetries && hasCode(err, esdb.ErrorCodeNotLeader) && cctx.Err() == nil; i++ {
+		s.cfg.Log.Info().Msg("kurrent: the node is not the leader; sending the call again to the leader it named")
+		err = fn(cctx, c)
 	}
 	if err != nil {
 		switch {

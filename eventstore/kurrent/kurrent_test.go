@@ -652,3 +652,68 @@ func TestCloseEndsSubscriptions(t *testing.T) {
 		t.Fatalf("second close = %v", err)
 	}
 }
+
+// TestNotLeader: a node that is not (or no longer) the leader refuses calls
+// that need the leader and names the leader; the client reconnects there and
+// the store sends the call again, so appends, reads and subscriptions go on.
+func TestNotLeader(t *testing.T) {
+	if inChild(t) {
+		return // the client's reconnection leaves its old connection behind
+	}
+	srv := startDouble(t, kurrenttest.Options{})
+	s := openStore(t, kurrent.Config{URL: srv.URL(), Log: testLog(t), ResubscribeMin: 10 * time.Millisecond})
+	ctx := context.Background()
+
+	a := ev("A")
+	srv.AnswerNotLeader(1)
+	if _, err := s.Append(ctx, "leader-1", eventstore.NoStream(), a); err != nil {
+		t.Fatalf("append refused once by a follower: %v", err)
+	}
+	calls := srv.Appends()
+	if len(calls) != 2 || calls[0].Outcome != "not_leader" || calls[1].Outcome != "written" || calls[1].EventIDs[0] != a.ID {
+		t.Fatalf("appends seen: %+v", calls)
+	}
+	srv.AnswerNotLeader(2)
+	evs, err := s.ReadStream(ctx, "leader-1", 0, 10)
+	if err != nil || len(evs) != 1 || evs[0].ID != a.ID {
+		t.Fatalf("read refused twice by a follower = %+v, %v", evs, err)
+	}
+	srv.AnswerNotLeader(1)
+	if h, err := s.Head(ctx); err != nil || h != evs[0].Position {
+		t.Fatalf("head = %+v, %v", h, err)
+	}
+	srv.AnswerNotLeader(1)
+	sub, err := s.SubscribeAll(ctx, eventstore.Start)
+	if err != nil {
+		t.Fatalf("subscribe refused once by a follower: %v", err)
+	}
+	defer sub.Close()
+	if got := recvN(t, sub, 1); got[0].ID != a.ID {
+		t.Fatalf("subscription got %s", got[0].ID)
+	}
+	// More refusals in a row than the store retries: the caller hears it,
+	// and nothing was written.
+	srv.AnswerNotLeader(10)
+	if _, err := s.Append(ctx, "leader-1", eventstore.Revision(0), ev("B")); err == nil {
+		t.Fatal("an append refused by followers throughout succeeded")
+	}
+	srv.AnswerNotLeader(0)
+	if evs, err := s.ReadStream(ctx, "leader-1", 0, 10); err != nil || len(evs) != 1 {
+		t.Fatalf("after the refused append the stream holds %d events (%v)", len(evs), err)
+	}
+}
+
+// TestFollowerPreference: with nodePreference=follower the calls do not
+// require the leader, so a follower serves them (the double then refuses
+// nothing).
+func TestFollowerPreference(t *testing.T) {
+	srv := startDouble(t, kurrenttest.Options{})
+	s := openStore(t, kurrent.Config{URL: srv.URL() + "&nodePreference=follower"})
+	srv.AnswerNotLeader(1)
+	if _, err := s.Append(context.Background(), "follower-1", eventstore.NoStream(), ev("A")); err != nil {
+		t.Fatal(err)
+	}
+	if calls := srv.Appends(); len(calls) != 1 || calls[0].Outcome != "written" {
+		t.Fatalf("appends seen: %+v", calls)
+	}
+}

@@ -97,6 +97,9 @@ func (sub *subscription) subscribe(c *esdb.Client) (*esdb.Subscription, *esdb.Cl
 			es, err = c.SubscribeToAll(sub.ctx, opts)
 		}
 	}
+	for i := 0; i < notLeaderRetries && hasCode(err, esdb.ErrorCodeNotLeader) && sub.ctx.Err() == nil; i++ {
+		es, err = c.SubscribeToAll(sub.ctx, opts) // the client is reconnecting to the leader
+	}
 	return es, c, err
 }
 

@@ -108,6 +108,11 @@ func (a *streamsService) Append(stream streams.Streams_AppendServer) error {
 		}
 		evs = append(evs, proposed{id: id, typ: typ, ctype: ctype, data: m.GetData(), meta: m.GetCustomMetadata()})
 	}
+	if s.refuseAsFollower(stream.Context(), stream.SetTrailer) {
+		call.Outcome = "not_leader"
+		s.record(call)
+		return notLeader()
+	}
 	if call.Expected == ExpectMissing {
 		return fail(status.Error(codes.InvalidArgument, "'None' is not a valid expected stream revision"))
 	}

@@ -79,7 +79,11 @@
 //     sends it).
 //
 // Tests can see what clients sent (Appends), drop every subscription
-// (DropSubscriptions) and restart the server on the same address with its
-// data (Restart). The Server is reusable with any listener (Serve), so it can
+// (DropSubscriptions), restart the server on the same address with its
+// data (Restart), and make it answer calls that require the leader as a
+// node that just lost leadership does (AnswerNotLeader: "not-leader" with
+// the leader's endpoint, which is the double itself; there is no second
+// node, so a real election, its timing and a follower's lag are not
+// reproduced). The Server is reusable with any listener (Serve), so it can
 // also run as a standalone process (Serve(ln, opts) is all a main needs).
 package kurrenttest

@@ -25,6 +25,9 @@ const subscriptionBatch = 512
 
 func (a *streamsService) Read(req *streams.ReadReq, out streams.Streams_ReadServer) error {
 	s := a.s
+	if s.refuseAsFollower(out.Context(), out.SetTrailer) {
+		return notLeader()
+	}
 	o := req.GetOptions()
 	if o == nil {
 		return status.Error(codes.InvalidArgument, "'options' is a required argument")

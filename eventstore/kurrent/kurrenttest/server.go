@@ -15,7 +15,10 @@ import (
 	"github.com/EventStore/EventStore-Client-Go/v4/protos/streams"
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // DefaultMaxAppendSize is KurrentDB's default --max-append-size.
@@ -70,6 +73,7 @@ type Server struct {
 	calls    []AppendCall
 	subs     map[*subscription]struct{}
 	dropped  int
+	asFollow int // calls still to refuse as a follower (AnswerNotLeader)
 	serving  *grpc.Server
 	addr     string
 	stopping bool
@@ -302,6 +306,43 @@ func (s *Server) DropSubscriptions() int {
 	}
 	return n
 }
+
+// AnswerNotLeader makes the next n calls that require the leader (Append
+// and Read calls carrying the "requires-leader" header, which the client
+// sends with its default node preference) answer as a follower does after
+// the leader changed: NotFound with the "not-leader" exception and the new
+// leader's endpoint in the trailers, having done nothing. The endpoint named
+// is the double's own address, so the client reconnects to the same server.
+// Append calls refused so show the outcome "not_leader" in Appends.
+func (s *Server) AnswerNotLeader(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.asFollow = n
+}
+
+// refuseAsFollower reports whether a call must be refused (see
+// AnswerNotLeader) and if so sets the trailers that name the leader.
+func (s *Server) refuseAsFollower(ctx context.Context, setTrailer func(metadata.MD)) bool {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if v := md.Get("requires-leader"); len(v) == 0 || v[0] != "true" {
+		return false
+	}
+	s.mu.Lock()
+	if s.asFollow <= 0 {
+		s.mu.Unlock()
+		return false
+	}
+	s.asFollow--
+	addr := s.addr
+	s.mu.Unlock()
+	host, port, _ := net.SplitHostPort(addr)
+	setTrailer(metadata.Pairs("exception", "not-leader", "leader-endpoint-host", host, "leader-endpoint-port", port))
+	return true
+}
+
+// notLeader is the status a follower answers with (RpcExceptions.LeaderInfo
+// in KurrentDB); the trailers carry what matters.
+func notLeader() error { return status.Error(codes.NotFound, "Leader info available") }
 
 // Subscriptions returns how many subscriptions are open.
 func (s *Server) Subscriptions() int {
