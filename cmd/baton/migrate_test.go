@@ -373,4 +373,13 @@ func TestReadModelsFollowTheirStore(t *testing.T) {
 	if n, err := proj.KeyCount(); n != 0 || err != nil {
 		t.Fatalf("rebuilt read models hold %d keys (%v)", n, err)
 	}
+	// A second process on the same --data is refused, and the first one's
+	// file is left alone.
+	_, err = openReadModels(context.Background(), dir, storeKurrent, other, zerolog.Nop(), projections.NewHandoffs(), projections.Keys{})
+	if err == nil || !strings.Contains(err.Error(), "held by another process") {
+		t.Fatalf("second open of the read models = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "readmodel.db.bolt")); !os.IsNotExist(err) {
+		t.Fatalf("the second open moved the first one's file aside (%v)", err)
+	}
 }

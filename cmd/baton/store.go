@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
@@ -94,49 +95,61 @@ const readModelMarker = "readmodel.store"
 // is derived data: when it was built from another kind of store, or its
 // checkpoint lies beyond the store's head (another database, or a store
 // restored from an older backup), it is moved aside and rebuilt from the
-// beginning of the feed.
+// beginning of the feed. A file another process holds is an error: with
+// KurrentDB nothing else keeps two replicas from sharing a --data.
 func openReadModels(ctx context.Context, data, kind string, store eventstore.Store, log zerolog.Logger, projectors ...projections.Projector) (*projections.Runner, error) {
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(data, "readmodel.db")
+	proj, err := projections.Open(path, store, projectors...)
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("read models %s are held by another process (is another baton serving with this --data? each replica needs its own)", path)
+	}
+	if err != nil {
+		// Unreadable: moved aside to readmodel.db.broken and rebuilt.
+		if proj, err = projections.OpenOrRebuild(path, store, projectors...); err != nil {
+			return nil, err
+		}
+	}
+	// The file is ours now (bbolt holds a lock on it): decide whether it
+	// can be continued.
+	reason := ""
 	marker := filepath.Join(data, readModelMarker)
 	prev, err := os.ReadFile(marker)
 	switch {
 	case err == nil:
 		if was := strings.TrimSpace(string(prev)); was != kind {
-			if err := moveAside(path, was); err != nil {
-				return nil, err
-			}
+			reason = was
 			log.Warn().Str("was", was).Str("now", kind).Msg("read models were built from another kind of store; rebuilding them")
 		}
 	case errors.Is(err, os.ErrNotExist):
 		// Files from before the marker were built from the embedded store.
-		if _, serr := os.Stat(path); serr == nil && kind != storeBolt {
-			if err := moveAside(path, storeBolt); err != nil {
-				return nil, err
-			}
+		if kind != storeBolt && proj.Checkpoint() != eventstore.Start {
+			reason = storeBolt
 			log.Warn().Str("now", kind).Msg("read models were built from the embedded store; rebuilding them")
 		}
 	default:
-		return nil, err
-	}
-	proj, err := projections.OpenOrRebuild(path, store, projectors...)
-	if err != nil {
-		return nil, err
-	}
-	head, err := store.Head(ctx)
-	if err != nil {
 		proj.Close()
-		return nil, fmt.Errorf("store head: %w", err)
+		return nil, err
 	}
-	if cp := proj.Checkpoint(); head.Less(cp) {
-		log.Warn().Uint64("checkpoint_commit", cp.Commit).Uint64("head_commit", head.Commit).
-			Msg("read models are ahead of the store (another database, or a restored backup); rebuilding them")
+	if reason == "" {
+		head, err := store.Head(ctx)
+		if err != nil {
+			proj.Close()
+			return nil, fmt.Errorf("store head: %w", err)
+		}
+		if cp := proj.Checkpoint(); head.Less(cp) {
+			reason = "ahead"
+			log.Warn().Uint64("checkpoint_commit", cp.Commit).Uint64("head_commit", head.Commit).
+				Msg("read models are ahead of the store (another database, or a restored backup); rebuilding them")
+		}
+	}
+	if reason != "" {
 		if err := proj.Close(); err != nil {
 			return nil, err
 		}
-		if err := moveAside(path, "ahead"); err != nil {
+		if err := moveAside(path, reason); err != nil {
 			return nil, err
 		}
 		if proj, err = projections.OpenOrRebuild(path, store, projectors...); err != nil {
