@@ -46,6 +46,8 @@ bench:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeRecord -fuzztime $(FUZZTIME) ./eventstore/bolt
 	$(GO) test -run '^$$' -fuzz FuzzDecodeHead -fuzztime $(FUZZTIME) ./eventstore/bolt
+	$(GO) test -run '^$$' -fuzz FuzzDecodeMetadata -fuzztime $(FUZZTIME) ./eventstore/kurrent
+	$(GO) test -run '^$$' -fuzz FuzzParseWrongVersion -fuzztime $(FUZZTIME) ./eventstore/kurrent
 	$(GO) test -run '^$$' -fuzz FuzzScanJSON -fuzztime $(FUZZTIME) ./domain/secrets
 	$(GO) test -run '^$$' -fuzz FuzzCallbackBodies -fuzztime $(FUZZTIME) ./http
 	$(GO) test -run '^$$' -fuzz FuzzGatewayBodies -fuzztime $(FUZZTIME) ./http
