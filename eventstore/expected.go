@@ -89,6 +89,11 @@ var (
 	// reopened, because what the disk holds is then known only after a
 	// fresh open.
 	ErrFailed = errors.New("eventstore: store failed and refuses writes until reopened")
+	// ErrUnavailable means the store could not be reached or did not
+	// answer (a server store: connection lost, no leader). For an append
+	// the outcome is unknown: it may have committed. Retrying with the same
+	// event ids is safe.
+	ErrUnavailable = errors.New("eventstore: store unavailable (a write in flight may or may not have committed)")
 	// ErrSubscriptionClosed is returned by Recv after Close.
 	ErrSubscriptionClosed = errors.New("eventstore: subscription closed")
 	// ErrLocked means another process holds the data file.

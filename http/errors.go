@@ -38,6 +38,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		p.Fields = de.Fields
 		p.Findings = de.Findings
 		writeProblemDoc(w, p)
+	case errors.Is(err, eventstore.ErrUnavailable):
+		s.log.Error().Str("requestId", RequestID(r.Context())).Err(err).Msg("store unavailable")
+		w.Header().Set("Retry-After", "1")
+		writeProblem(w, r, http.StatusServiceUnavailable, "store_unavailable", "The event store did not answer; a write in flight may or may not have been recorded. Retry with the same Idempotency-Key (or the same body): a recorded write is answered from the ledger, not written twice.")
 	case errors.Is(err, eventstore.ErrFailed), errors.Is(err, eventstore.ErrClosed), errors.Is(err, projections.ErrBehind):
 		s.log.Error().Str("requestId", RequestID(r.Context())).Err(err).Msg("store unavailable")
 		writeProblem(w, r, http.StatusServiceUnavailable, "store_unavailable", "The ledger store cannot take this request now; nothing was recorded. Retry with the same Idempotency-Key.")

@@ -388,7 +388,12 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	if errors.Is(err, eventstore.ErrClosed) {
 		return eventstore.AppendResult{}, err
 	}
-	return eventstore.AppendResult{}, fmt.Errorf("kurrent: append to %q: %w", stream, err)
+	if ctx.Err() != nil {
+		return eventstore.AppendResult{}, fmt.Errorf("kurrent: append to %q: %w", stream, err)
+	}
+	// Transport failures, a node going away mid-call, no leader: the
+	// outcome is unknown, and the caller may retry with the same ids.
+	return eventstore.AppendResult{}, fmt.Errorf("kurrent: append to %q: %w: %w", stream, eventstore.ErrUnavailable, err)
 }
 
 // conflict builds the store's conflict error from the client's.

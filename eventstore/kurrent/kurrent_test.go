@@ -416,6 +416,11 @@ func TestServerRestart(t *testing.T) {
 	var appendErr error
 	waitFor(t, "an append after the restart", func() bool {
 		_, appendErr = s.Append(ctx, "restart-1", eventstore.Revision(0), second)
+		if appendErr != nil && !errors.Is(appendErr, eventstore.ErrConflict) && !errors.Is(appendErr, eventstore.ErrUnavailable) {
+			// While the server is away, an append's outcome is unknown,
+			// and the store says so (the API answers 503, retry).
+			t.Errorf("append while the server restarts: %v, want ErrUnavailable", appendErr)
+		}
 		return appendErr == nil || errors.Is(appendErr, eventstore.ErrConflict)
 	})
 	if appendErr != nil {
@@ -443,8 +448,12 @@ func TestClientGivesUp(t *testing.T) {
 	}
 	srv.Stop()
 	for i := 0; i < 4; i++ { // the connection breaks, discovery fails, the client is dead, renewed, dead again
-		if _, err := s.Append(ctx, "gives-up-1", eventstore.Revision(0), ev("B")); err == nil {
+		_, err := s.Append(ctx, "gives-up-1", eventstore.Revision(0), ev("B"))
+		if err == nil {
 			t.Fatal("append to a stopped server succeeded")
+		}
+		if !errors.Is(err, eventstore.ErrUnavailable) && !errors.Is(err, eventstore.ErrClosed) {
+			t.Fatalf("append to a stopped server: %v, want ErrUnavailable", err)
 		}
 	}
 	if err := srv.Restart(); err != nil {
