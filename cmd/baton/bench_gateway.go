@@ -649,7 +649,7 @@ func gatewayReport(r gatewayResult) string {
 	fmt.Fprintf(&b, "A loopback upstream inside the benchmark process speaks the OpenAI chat-completions wire format and answers at once with a fixed small body: "+
 		"a JSON completion with usage, or (streaming) %d SSE chunks flushed one by one, a usage chunk (`stream_options.include_usage`) and `[DONE]`. "+
 		"Baton runs as a child process (`baton serve` on a fresh data directory, durable store) with that upstream as an `openai-compatible` provider in its providers file; "+
-		"the calls use a tenant key from `POST /v1/admin/keys`, so every call through Baton authenticates, is priced and appends a fsynced usage event. "+
+		"the calls use a tenant key from `POST /v1/admin/keys`, so every call through Baton authenticates, is priced, holds and settles against its tenant's budget, and queues a usage event that a background writer appends (fsynced, batched per tenant). "+
 		"The same `POST /v1/chat/completions` goes to the upstream directly and through Baton (`%s:%s`), over one shared keep-alive client. "+
 		"The two sides alternate in slices of %v (%v per side per row, after a warm-up), so the machine's noise falls on both alike. "+
 		"Load generator, upstream and Baton share the same %d cores, so at 64 concurrent callers the figures measure contention as much as Baton. "+
@@ -687,7 +687,7 @@ func gatewayReport(r gatewayResult) string {
 			c.Conc, c.Direct.N, c.Through.N, round(c.Direct.P50), round(c.Direct.P99), round(c.Through.P50), round(c.Through.P99),
 			signed(c.added50()), signed(c.added99()), ratio(c.Through.P50, c.Direct.P50), c.Direct.perSec(), c.Through.perSec(), c.Through.perSec()/c.Direct.perSec())
 	}
-	fmt.Fprintf(&b, "\nStreaming calls: *first byte* is the time to the first SSE data line carrying content; the *whole stream* ends when the response body does, after `[DONE]`; *[DONE] to end* is the wait between the two (through Baton the handler appends the call's usage event, fsynced, after writing `[DONE]` and before it ends the body):\n\n")
+	fmt.Fprintf(&b, "\nStreaming calls: *first byte* is the time to the first SSE data line carrying content; the *whole stream* ends when the response body does, after `[DONE]`; *[DONE] to end* is the wait between the two (through Baton, the handler queues the call's usage event after writing `[DONE]`, then ends the body):\n\n")
 	fmt.Fprintf(&b, "| concurrent | streams direct / through | first byte direct p50 / p99 | first byte through p50 / p99 | added p50 | added p99 | whole stream direct p50 / p99 | whole stream through p50 / p99 | [DONE] to end direct p50 / p99 | [DONE] to end through p50 / p99 | streams/s direct / through |\n")
 	fmt.Fprintf(&b, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range r.Cells {
