@@ -186,7 +186,7 @@ func benchGenerate(ctx context.Context, dir string, d time.Duration, stdout io.W
 func generateReport(r generateResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## Structured generation: generate's own overhead\n\n")
-	fmt.Fprintf(&b, "The same loopback upstream (an OpenAI-compatible server answering at once with a valid `summarize` output) is called three ways through one Baton child process, in rotating slices of the same run: a plain chat completion (the gateway path), `POST /v1/generate` (adds input validation, templating, structured-output request, lenient parsing and output validation), and `POST /v1/generate` with a new `Idempotency-Key` each call (adds the two idempotency events, each fsynced). Added = generate − chat completion, per percentile. Goal: under 2 ms p99 added.\n\n")
+	fmt.Fprintf(&b, "The same loopback upstream (an OpenAI-compatible server answering at once with a valid `summarize` output) is called three ways through one Baton child process, in rotating slices of the same run: a plain chat completion (the gateway path), `POST /v1/generate` (adds input validation, templating, structured-output request, lenient parsing and output validation), and `POST /v1/generate` with a new `Idempotency-Key` each call (adds the two idempotency events, each fsynced: the claim before the work and the answer after it, both before the client is answered, so that a retry can never run the work twice). Added = generate − chat completion, per percentile. Goal: under 2 ms p99 added.\n\n")
 	fmt.Fprintf(&b, "| callers | call | calls | p50 | p99 | added p50 | added p99 | calls/s |\n|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	var at16 time.Duration
 	for _, row := range r.Rows {
