@@ -68,6 +68,9 @@ type UsageWriter struct {
 	done  chan struct{}
 	onErr func(UsageRecord, error)
 	start sync.Once // the goroutine starts with the first record
+
+	mu     sync.RWMutex // Close takes it whole; Record shares it
+	closed bool
 }
 
 type usageItem struct {
@@ -88,16 +91,30 @@ func (w *UsageWriter) Record(id uuid.UUID, rec UsageRecord) {
 	if id == uuid.Nil {
 		id = uuid.Must(uuid.NewV7())
 	}
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		// A call that outlived the server's shutdown: write it here.
+		w.write([]usageItem{{id, rec}})
+		return
+	}
 	w.start.Do(func() { go w.run() })
 	w.in <- usageItem{id, rec}
 }
 
-// Close appends what is queued and stops the writer. Record must not be
-// called after Close.
+// Close appends what is queued and stops the writer. A Record after Close
+// appends at once, on the caller's goroutine.
 func (w *UsageWriter) Close() {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.closed = true
 	started := true
 	w.start.Do(func() { started = false })
 	close(w.in)
+	w.mu.Unlock()
 	if started {
 		<-w.done
 	}

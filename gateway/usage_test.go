@@ -1,0 +1,47 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/batonhq/baton/eventstore/bolt"
+)
+
+// The writer appends every record, batching per tenant, drains on Close,
+// and a record that comes after Close is still appended.
+func TestUsageWriterAppendsEverything(t *testing.T) {
+	store, err := bolt.Open(t.TempDir(), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var failed []error
+	w := NewUsageWriter(store, func(_ UsageRecord, err error) { failed = append(failed, err) })
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.Record(uuid.Nil, UsageRecord{Tenant: fmt.Sprintf("t%d", i%3), KeyID: "k", Model: "local:echo", Outcome: "ok"})
+		}()
+	}
+	wg.Wait()
+	w.Close()
+	w.Record(uuid.Nil, UsageRecord{Tenant: "t0", Outcome: "late"})
+	w.Close() // twice is fine
+	total := 0
+	for i := range 3 {
+		evs, err := store.ReadStream(context.Background(), UsageStream(fmt.Sprintf("t%d", i)), 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += len(evs)
+	}
+	if total != 201 || len(failed) != 0 {
+		t.Fatalf("%d usage events, failures %v", total, failed)
+	}
+}
