@@ -47,12 +47,29 @@ func WorstTokens(req Request, m *Model) (in, out int) {
 	for _, t := range req.Tools {
 		in += len(t.Name) + len(t.Description) + len(t.Schema) + 16
 	}
+	if req.Output != nil {
+		// The schema goes upstream too (a response format, or a forced
+		// tool with the provider's own tool-use prompt around it).
+		in += len(req.Output.Name) + len(req.Output.Schema) + structuredOverhead
+	}
 	out = req.MaxTokens
 	if out <= 0 && m != nil {
 		out = m.ContextTokens
+		if out <= 0 {
+			out = unknownOutputCap // a model declared without its context size
+		}
 	}
 	return in, out
 }
+
+const (
+	// structuredOverhead bounds the tokens a provider adds around a
+	// structured-output request (Anthropic's tool-use system prompt).
+	structuredOverhead = 400
+	// unknownOutputCap is the output bound for a call with no cap to a
+	// model whose context size is not declared.
+	unknownOutputCap = 32768
+)
 
 // WorstCost is the most a request can cost on a model: the input at the
 // dearer of the input and cache-write rates, the whole output cap at the

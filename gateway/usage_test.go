@@ -45,3 +45,18 @@ func TestUsageWriterAppendsEverything(t *testing.T) {
 		t.Fatalf("%d usage events, failures %v", total, failed)
 	}
 }
+
+// The worst case covers a model without a declared context and the
+// structured-output schema.
+func TestWorstCaseBounds(t *testing.T) {
+	m := &Model{ID: "x:y", Pricing: &Price{InputPerMTok: 1, OutputPerMTok: 1}}
+	req := Request{Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: "hi"}}}}}
+	if _, out := WorstTokens(req, m); out != unknownOutputCap {
+		t.Fatalf("out %d without a cap or a context size", out)
+	}
+	in0, _ := WorstTokens(req, m)
+	req.Output = &OutputSchema{Name: "emit", Schema: make([]byte, 5000)}
+	if in1, _ := WorstTokens(req, m); in1 < in0+5000+structuredOverhead {
+		t.Fatalf("schema not counted: %d vs %d", in1, in0)
+	}
+}

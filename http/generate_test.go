@@ -190,6 +190,7 @@ func TestGenerateCostCeiling(t *testing.T) {
 	ty, _ := reg.Get("summarize")
 	prompt, _, _ := ty.Render(0, json.RawMessage(`{"text":"Baton records events."}`), "")
 	first := *gateway.WorstCost(gateway.Request{System: ty.SystemPrompt(), MaxTokens: ty.MaxTokens,
+		Output:   &gateway.OutputSchema{Name: "emit_summarize", Schema: ty.Output},
 		Messages: []gateway.Message{{Role: "user", Content: []gateway.Block{{Type: "text", Text: prompt}}}}}, model)
 	// Below one attempt's worst case: refused up front, no upstream call,
 	// no event.

@@ -55,6 +55,8 @@ type idemCompleted struct {
 	Status      int       `json:"status"`
 	ContentType string    `json:"contentType"`
 	Body        string    `json:"body"` // the answer's bytes (JSON text)
+	Location    string    `json:"location,omitempty"`
+	RetryAfter  string    `json:"retryAfter,omitempty"`
 	RequestID   string    `json:"requestId"`
 	CompletedAt time.Time `json:"completedAt"`
 }
@@ -152,6 +154,12 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 						return
 					}
 					w.Header().Set("Content-Type", completed.ContentType)
+					if completed.Location != "" {
+						w.Header().Set("Location", completed.Location)
+					}
+					if completed.RetryAfter != "" {
+						w.Header().Set("Retry-After", completed.RetryAfter)
+					}
 					w.Header().Set("Idempotent-Replayed", "true")
 					w.Header().Set("Original-Request-Id", completed.RequestID)
 					w.Header().Set("Content-Length", strconv.Itoa(len(completed.Body)))
@@ -186,6 +194,7 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 			rec.status = http.StatusOK
 		}
 		done := idemCompleted{Status: rec.status, ContentType: rec.header.Get("Content-Type"), Body: rec.body.String(),
+			Location: rec.header.Get("Location"), RetryAfter: rec.header.Get("Retry-After"),
 			RequestID: RequestID(ctx), CompletedAt: time.Now().UTC()}
 		data, _ := json.Marshal(done)
 		if _, err := s.store.Append(rctx, stream, eventstore.Revision(startedRev), eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: evIdemCompleted, Data: data,
