@@ -41,23 +41,6 @@ func CostOf(m *Model, u Usage) *float64 {
 	return &c
 }
 
-// RecordUsage appends a usage event with the given id (uuid.Nil: a new
-// one). Usage events depend on no earlier event, so the expectation is only
-// "first" or "not first".
-func RecordUsage(ctx context.Context, store eventstore.Store, id uuid.UUID, rec UsageRecord) error {
-	if id == uuid.Nil {
-		id = uuid.Must(uuid.NewV7())
-	}
-	data, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	ev := eventstore.EventData{ID: id, Type: EventUsageRecorded, Data: data,
-		Metadata: eventstore.Metadata{Tenant: rec.Tenant, Actor: "key:" + rec.KeyID, RequestID: rec.RequestID, SchemaVersion: 1}}
-	_, err = appendUnordered(ctx, store, UsageStream(rec.Tenant), ev)
-	return err
-}
-
 // UsageWriter appends usage events off the request path: calls hand their
 // records over and go on; one goroutine appends whatever has queued up, one
 // append per tenant stream per round, so a burst of calls costs a few
@@ -160,6 +143,9 @@ func (w *UsageWriter) write(batch []usageItem) {
 			}
 			evs = append(evs, eventstore.EventData{ID: it.id, Type: EventUsageRecorded, Data: data,
 				Metadata: eventstore.Metadata{Tenant: it.rec.Tenant, Actor: "key:" + it.rec.KeyID, RequestID: it.rec.RequestID, SchemaVersion: 1}})
+		}
+		if len(evs) == 0 {
+			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		_, err := appendUnordered(ctx, w.store, UsageStream(tenant), evs...)

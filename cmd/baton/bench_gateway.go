@@ -497,8 +497,7 @@ func benchGateway(ctx context.Context, dir string, d time.Duration, stdout io.Wr
 		"models": []any{map[string]any{"name": gwModel, "contextTokens": 8192, "modes": []string{"cheap"},
 			"pricing": map[string]any{"inputPerMTok": 0.1, "outputPerMTok": 0.4, "source": "benchmark: made-up price"}}},
 	}}}
-	pb, _ := json.MarshalIndent(spec, "", "  ")
-	if err := os.WriteFile(providers, pb, 0o600); err != nil {
+	if err := writeJSONFile(providers, spec); err != nil {
 		return res, err
 	}
 
@@ -713,4 +712,13 @@ func gatewayReport(r gatewayResult) string {
 		"Usage events are appended by a background writer, batched per tenant, and the read models commit nothing for batches no projector wants; before those two changes the added p50 at 1 caller was about twice as high (+900 µs on 2026-11-22). "+
 		"Idle memory: the compiled secret-scanning rules (gitleaks' default set) are about 14 MB of heap and the binary's pages about 16 MB.\n")
 	return b.String()
+}
+
+// writeJSONFile writes a benchmark's providers file.
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
 }

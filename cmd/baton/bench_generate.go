@@ -3,12 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -70,8 +68,7 @@ func benchGenerate(ctx context.Context, dir string, d time.Duration, stdout io.W
 		"models": []any{map[string]any{"name": genModel, "contextTokens": 8192, "supportsJson": true, "modes": []string{"cheap"},
 			"pricing": map[string]any{"inputPerMTok": 0.1, "outputPerMTok": 0.4, "source": "benchmark: made-up price"}}},
 	}}}
-	pb, _ := json.Marshal(spec)
-	if err := os.WriteFile(providers, pb, 0o600); err != nil {
+	if err := writeJSONFile(providers, spec); err != nil {
 		return res, err
 	}
 	child, err := startBaton(dir, providers)
