@@ -28,6 +28,7 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	blockprofile := fs.String("blockprofile", "", "write a blocking profile to this file")
 	only := fs.String("only", "", "run one part: store, lifecycle, gateway, generate or kurrent (prints figures, writes no file)")
 	gwDur := fs.Duration("gw-duration", 4*time.Second, "gateway benchmark: length of each side (direct, through Baton) of each row")
+	fs.StringVar(&childCPUProfile, "child-cpuprofile", "", "gateway and generate benchmarks: the Baton child process writes its CPU profile to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

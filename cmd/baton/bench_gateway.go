@@ -411,6 +411,9 @@ func (c *gwChild) stop() {
 	}
 }
 
+// childCPUProfile, when set, is where the Baton child writes its CPU profile.
+var childCPUProfile string
+
 // startBaton runs `baton serve` on a fresh data directory and waits until
 // it serves, reading the bootstrap admin key it prints on first start.
 func startBaton(dir, providers string) (*gwChild, error) {
@@ -428,7 +431,11 @@ func startBaton(dir, providers string) (*gwChild, error) {
 		return nil, err
 	}
 	defer logf.Close() // the child holds its own descriptor
-	cmd := exec.Command(exe, "serve", "--data", filepath.Join(dir, "data"), "--addr", addr, "--providers", providers)
+	args := []string{"serve", "--data", filepath.Join(dir, "data"), "--addr", addr, "--providers", providers}
+	if childCPUProfile != "" {
+		args = append(args, "--cpuprofile", childCPUProfile)
+	}
+	cmd := exec.Command(exe, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return nil, err
