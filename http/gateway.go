@@ -151,11 +151,11 @@ var commitAfter = func() time.Duration { return pingEvery }
 
 // upstream is an open upstream stream, read on its own goroutine.
 type upstream struct {
-	st     gateway.Stream
-	deltas <-chan pumped
-	done   <-chan struct{}
-	first  *pumped // the first delta, read before anything was sent; nil if none yet
-	cancel context.CancelFunc
+	st      gateway.Stream
+	deltas  <-chan pumped
+	done    <-chan struct{}
+	pending []pumped // deltas read before anything was sent, handed out first
+	cancel  context.CancelFunc
 }
 
 // close stops the upstream and waits for its reader.
@@ -165,10 +165,18 @@ func (u *upstream) close() {
 	<-u.done
 }
 
-// openStream tries the chain until a model's stream yields its first delta
-// (or stays silent for commitAfter). Nothing reaches the client before
-// that, so a model that fails first (429, 5xx, timeout, a broken stream)
-// hands over to the next.
+// committing reports whether a delta carries something the client must
+// see (content, a tool call, the end). A usage-only delta (Anthropic's
+// message_start) does not commit the stream: an upstream that reports its
+// input tokens and then fails (overloaded_error) still falls back.
+func committing(d gateway.Delta) bool {
+	return d.Text != "" || d.ToolCall != nil || d.StopReason != ""
+}
+
+// openStream tries the chain until a model's stream yields its first
+// content (or stays silent for commitAfter). Nothing reaches the client
+// before that, so a model that fails first (429, 5xx, timeout, a broken
+// stream, an error event after message_start) hands over to the next.
 func (s *Server) openStream(r *http.Request, c *gatewayCall, chain []gateway.Target) (*upstream, error) {
 	var last error
 	for i, t := range chain {
@@ -189,37 +197,58 @@ func (s *Server) openStream(r *http.Request, c *gatewayCall, chain []gateway.Tar
 		}
 		deltas, done := pump(ctx, st)
 		u := &upstream{st: st, deltas: deltas, done: done, cancel: cancel}
-		timer := time.NewTimer(commitAfter())
-		select {
-		case p := <-deltas:
-			timer.Stop()
-			if p.err == nil {
-				u.first = &p
-				return u, nil
-			}
-			u.close()
-			s.recordUsage(r, c, gateway.Usage{}, "upstream_error")
-			last = p.err
-			if retryable(r, p.err) || errors.Is(p.err, io.ErrUnexpectedEOF) {
-				continue
-			}
-			return nil, p.err
-		case <-timer.C:
+		if u, err = s.awaitContent(r, c, u); err == nil {
 			return u, nil
-		case <-r.Context().Done():
-			timer.Stop()
-			u.close()
-			s.recordUsage(r, c, gateway.Usage{}, "client_gone")
-			return nil, r.Context().Err()
+		}
+		last = err
+		if r.Context().Err() != nil {
+			return nil, err
+		}
+		if !retryable(r, err) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, err
 		}
 	}
 	return nil, last
 }
 
-// next returns the upstream's next delta: the one read ahead first.
+// awaitContent reads an opened stream until its first committing delta or
+// until commitAfter passes, keeping what it read for the caller. On an
+// upstream failure (or the client leaving) it closes the stream, records
+// the attempt's usage and returns the error.
+func (s *Server) awaitContent(r *http.Request, c *gatewayCall, u *upstream) (*upstream, error) {
+	timer := time.NewTimer(commitAfter())
+	defer timer.Stop()
+	var early gateway.Usage // input side told before any content
+	for {
+		select {
+		case p := <-u.deltas:
+			if p.err == nil {
+				u.pending = append(u.pending, p)
+				if committing(p.d) {
+					return u, nil
+				}
+				if p.d.Usage != nil {
+					early = withInput(early, *p.d.Usage)
+				}
+				continue
+			}
+			u.close()
+			s.recordUsage(r, c, early, "upstream_error")
+			return nil, p.err
+		case <-timer.C:
+			return u, nil
+		case <-r.Context().Done():
+			u.close()
+			s.recordUsage(r, c, early, "client_gone")
+			return nil, r.Context().Err()
+		}
+	}
+}
+
+// next returns the upstream's next delta: those read ahead first.
 func (u *upstream) next(ctx context.Context, tick <-chan time.Time) (p pumped, ticked bool, gone bool) {
-	if u.first != nil {
-		p, u.first = *u.first, nil
+	if len(u.pending) > 0 {
+		p, u.pending = u.pending[0], u.pending[1:]
 		return p, false, false
 	}
 	select {
@@ -749,8 +778,10 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 		return
 	}
 	var early gateway.Usage // the input side, when the upstream told it before any content
-	if up.first != nil && up.first.d.Usage != nil && up.first.d.StopReason == "" {
-		early = *up.first.d.Usage
+	for _, p := range up.pending {
+		if p.d.Usage != nil && p.d.StopReason == "" {
+			early = withInput(early, *p.d.Usage)
+		}
 	}
 	start := map[string]any{"type": "message_start", "message": map[string]any{
 		"id": c.id, "type": "message", "role": "assistant", "model": c.model.ID, "provider": c.prov.Name(), "content": []any{},

@@ -49,10 +49,15 @@ func newRoutingEnv(t *testing.T) (*env, *fakeUpstreams, gateway.Config) {
 	vars := map[string]string{
 		"OPENAI_BASE_URL": f.openai.URL + "/v1", "OPENAI_API_KEY": "sk-upstream-test",
 		"ANTHROPIC_BASE_URL": f.anthropic.URL, "ANTHROPIC_API_KEY": "ak-upstream-test",
-		"FLAKY_KEY": "sk-upstream-test",
+		"FLAKY_KEY": "sk-upstream-test", "ANTHRO_KEY": "ak-upstream-test",
 	}
 	price := map[string]any{"inputPerMTok": 50, "outputPerMTok": 100, "source": "test"}
 	file := map[string]any{"providers": []any{map[string]any{
+		"name": "anthro", "kind": "anthropic", "baseUrl": f.anthropic.URL, "keyEnv": "ANTHRO_KEY",
+		"models": []any{
+			map[string]any{"name": "overloaded", "contextTokens": 1000, "pricing": price, "fallbacks": []string{"openai:gpt-4o-mini"}},
+		},
+	}, map[string]any{
 		"name": "flaky", "kind": "openai-compatible", "baseUrl": f.openai.URL + "/v1", "keyEnv": "FLAKY_KEY",
 		"models": []any{
 			map[string]any{"name": "fail-500", "contextTokens": 1000, "modes": []string{"premium"}, "pricing": price,
@@ -60,6 +65,7 @@ func newRoutingEnv(t *testing.T) (*env, *fakeUpstreams, gateway.Config) {
 			map[string]any{"name": "fail-429", "contextTokens": 1000, "pricing": price,
 				"fallbacks": []string{"flaky:fail-500", "openai:gpt-4o-mini"}},
 			map[string]any{"name": "cut", "contextTokens": 1000, "pricing": price, "fallbacks": []string{"openai:gpt-4o-mini"}},
+			map[string]any{"name": "no-usage", "contextTokens": 1000, "pricing": price},
 		},
 	}}}
 	path := filepath.Join(t.TempDir(), "providers.json")
@@ -129,6 +135,29 @@ func TestFallbackChains(t *testing.T) {
 	got = strings.Join(usageOutcomes(t, e.usageEvents("b", 3)), "; ")
 	if got != "flaky:fail-500 upstream_error; anthropic:claude-3-5-haiku-latest ok; flaky:cut partial" {
 		t.Fatalf("usage: %s", got)
+	}
+	// An Anthropic upstream that opens its stream (message_start, with
+	// usage) and then fails with overloaded_error has sent no content:
+	// the next model takes over, and the client never sees the error.
+	resp, evs = e.stream("/v1/messages", e.tenantA, map[string]any{"model": "anthro:overloaded", "max_tokens": 20, "stream": true,
+		"messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	if resp.StatusCode != 200 || len(evs) == 0 || evs[0][0] != "message_start" || evs[len(evs)-1][0] != "message_stop" ||
+		!strings.Contains(evs[0][1], `"fallbackUsed":true`) || !strings.Contains(evs[0][1], `"model":"openai:gpt-4o-mini"`) {
+		t.Fatalf("overloaded after message_start did not fall back: %v", evs)
+	}
+	for _, ev := range evs {
+		if ev[0] == "error" {
+			t.Fatalf("the client saw the first model's error: %v", evs)
+		}
+	}
+	// The same through the chat front, streamed.
+	_, evs = e.stream("/v1/chat/completions", e.tenantA, chatBody("anthro:overloaded", true))
+	if len(evs) < 3 || !strings.Contains(evs[0][1], `"fallbackUsed":true`) || evs[len(evs)-1][1] != "[DONE]" {
+		t.Fatalf("chat stream did not fall back: %v", evs)
+	}
+	got = strings.Join(usageOutcomes(t, e.usageEvents("a", 7)), "; ")
+	if !strings.HasSuffix(got, "anthro:overloaded upstream_error; openai:gpt-4o-mini ok; anthro:overloaded upstream_error; openai:gpt-4o-mini ok") {
+		t.Fatalf("usage of the overloaded chain: %s", got)
 	}
 	// Without a fallback, the upstream's error comes back in the front's
 	// shape with its status and retry-after.

@@ -95,6 +95,10 @@ func (f *fakeUpstreams) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 		finish = "length"
 	}
 	if !req.Stream {
+		if req.Model == "no-usage" { // some OpenAI-compatible servers report none
+			fmt.Fprintf(w, `{"id":"chatcmpl-up","object":"chat.completion","model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":%q}]}`, req.Model, text, finish)
+			return
+		}
 		fmt.Fprintf(w, `{"id":"chatcmpl-up","object":"chat.completion","model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":%q}],"usage":{"prompt_tokens":100,"completion_tokens":5,"total_tokens":105,"prompt_tokens_details":{"cached_tokens":40}}}`, req.Model, text, finish)
 		return
 	}
@@ -116,6 +120,10 @@ func (f *fakeUpstreams) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sse(w, "", fmt.Sprintf(`{"choices":[{"index":0,"delta":{},"finish_reason":%q}]}`, finish))
+	if req.Model == "no-usage" {
+		sse(w, "", "[DONE]")
+		return
+	}
 	sse(w, "", `{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":40}}}`)
 	sse(w, "", "[DONE]")
 }
@@ -155,6 +163,11 @@ func (f *fakeUpstreams) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	sse(w, "message_start", `{"type":"message_start","message":{"id":"msg_up","type":"message","role":"assistant","content":[],"usage":{"input_tokens":10,"output_tokens":1,"cache_read_input_tokens":90}}}`)
+	if req.Model == "overloaded" {
+		// Anthropic's way of failing a stream it has already opened.
+		sse(w, "error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
+		return
+	}
 	sse(w, "content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
 	sse(w, "ping", `{"type":"ping"}`)
 	for _, word := range strings.Fields(text) {
