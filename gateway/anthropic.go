@@ -151,13 +151,19 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (*Response, error
 		ID         string  `json:"id"`
 		Model      string  `json:"model"`
 		Content    []Block `json:"content"`
-		StopReason string  `json:"stop_reason"`
-		Usage      anUsage `json:"usage"`
+		StopReason string   `json:"stop_reason"`
+		Usage      *anUsage `json:"usage"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&r); err != nil {
 		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: " + err.Error()}
 	}
-	return &Response{ID: r.ID, Model: r.Model, Content: r.Content, StopReason: r.StopReason, NativeStop: r.StopReason, Usage: r.Usage.usage()}, nil
+	out := &Response{ID: r.ID, Model: r.Model, Content: r.Content, StopReason: r.StopReason, NativeStop: r.StopReason}
+	if r.Usage != nil {
+		out.Usage = r.Usage.usage()
+	} else {
+		out.UsageMissing = true
+	}
+	return out, nil
 }
 
 // Stream implements Provider.
@@ -178,6 +184,7 @@ type anStream struct {
 	body  io.ReadCloser
 	sse   *sseReader
 	usage Usage
+	told  bool // the upstream reported usage (message_start or message_delta)
 	stop  string
 	done  bool
 	tools map[int]int // content block index -> tool call ordinal
@@ -187,7 +194,7 @@ type anEvent struct {
 	Type    string `json:"type"`
 	Index   int    `json:"index"`
 	Message struct {
-		Usage anUsage `json:"usage"`
+		Usage *anUsage `json:"usage"`
 	} `json:"message"`
 	ContentBlock struct {
 		Type string `json:"type"`
@@ -225,7 +232,10 @@ func (s *anStream) Next() (Delta, error) {
 		}
 		switch e.Type {
 		case "message_start":
-			s.usage = e.Message.Usage.usage()
+			if e.Message.Usage == nil {
+				continue
+			}
+			s.usage, s.told = e.Message.Usage.usage(), true
 			u := s.usage // the input side is known now: tell the caller early
 			return Delta{Usage: &u}, nil
 		case "content_block_start":
@@ -250,12 +260,16 @@ func (s *anStream) Next() (Delta, error) {
 			}
 			if e.Usage != nil {
 				// message_delta usage is cumulative for output tokens.
-				s.usage.OutputTokens = e.Usage.OutputTokens
+				s.usage.OutputTokens, s.told = e.Usage.OutputTokens, true
 			}
 		case "message_stop":
 			s.done = true
-			u := s.usage
-			return Delta{StopReason: orDefault(s.stop, StopEndTurn), NativeStop: s.stop, Usage: &u}, nil
+			d := Delta{StopReason: orDefault(s.stop, StopEndTurn), NativeStop: s.stop}
+			if s.told {
+				u := s.usage
+				d.Usage = &u
+			}
+			return d, nil
 		case "error":
 			ue := &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "upstream stream error"}
 			if e.Error != nil {

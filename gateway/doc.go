@@ -75,6 +75,9 @@ type Usage struct {
 	OutputTokens     int `json:"output_tokens"`
 	CacheReadTokens  int `json:"cache_read_input_tokens,omitempty"`
 	CacheWriteTokens int `json:"cache_creation_input_tokens,omitempty"`
+	// Estimated: the upstream reported no usage, so Baton counted the
+	// tokens itself (see EstimateUsage) and billed that count.
+	Estimated bool `json:"estimated,omitempty"`
 }
 
 // Response is a finished model call.
@@ -85,6 +88,9 @@ type Response struct {
 	StopReason string // canonical, see Stop*
 	NativeStop string // what the provider said
 	Usage      Usage
+	// UsageMissing: the upstream's answer carried no usage (some
+	// OpenAI-compatible servers omit it); Usage is then zero.
+	UsageMissing bool
 }
 
 // Text joins the text blocks.

@@ -227,6 +227,8 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (*Response, error) {
 	}
 	if r.Usage != nil {
 		out.Usage = r.Usage.usage()
+	} else {
+		out.UsageMissing = true
 	}
 	return out, nil
 }

@@ -163,3 +163,26 @@ func (w *UsageWriter) fail(rec UsageRecord, err error) {
 		w.onErr(rec, err)
 	}
 }
+
+// EstimateUsage counts a call's tokens when the upstream reported none:
+// the prompt as the provider would see it (system, every message's text,
+// tool calls and results, tool definitions and the output schema, plus a
+// few tokens of framing per message) and the output text, each through
+// count. Estimated is set, so answers and usage events say so; the cost
+// that follows is billed, never 0 for tokens that were used.
+func EstimateUsage(req Request, output string, count func(string) int) Usage {
+	in := count(req.System) + 3
+	for _, m := range req.Messages {
+		in += 4
+		for _, b := range m.Content {
+			in += count(b.Text) + count(b.Name) + count(string(b.Input))
+		}
+	}
+	for _, t := range req.Tools {
+		in += count(t.Name) + count(t.Description) + count(string(t.Schema))
+	}
+	if req.Output != nil {
+		in += count(req.Output.Name) + count(string(req.Output.Schema))
+	}
+	return Usage{InputTokens: in, OutputTokens: count(output), Estimated: true}
+}

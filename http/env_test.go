@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -97,6 +98,15 @@ type response struct {
 	header http.Header
 	raw    []byte
 	body   map[string]any
+}
+
+// num is the number at path, or -1 when there is none.
+func (r response) num(path string) float64 {
+	f, err := strconv.ParseFloat(r.str(path), 64)
+	if err != nil {
+		return -1
+	}
+	return f
 }
 
 func (r response) str(path string) string {

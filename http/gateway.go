@@ -9,11 +9,13 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/domain/contextpack"
 	"github.com/batonhq/baton/gateway"
 )
 
@@ -112,6 +114,77 @@ func (s *Server) recordUsage(r *http.Request, c *gatewayCall, u gateway.Usage, o
 	return cost
 }
 
+// estimator is the tokenizer that counts a call's tokens when its upstream
+// reports none; built on first use (it is only needed then).
+var estimator struct {
+	once sync.Once
+	tok  contextpack.Tokenizer
+}
+
+// countTokens counts text's tokens with o200k_base, or at four bytes a
+// token should the tokenizer be unavailable.
+func countTokens(text string) int {
+	if text == "" {
+		return 0
+	}
+	estimator.once.Do(func() { estimator.tok, _ = contextpack.NewTokenizer(contextpack.DefaultEncoding) })
+	if estimator.tok == nil {
+		return (len(text) + 3) / 4
+	}
+	return len(estimator.tok.Encode(text))
+}
+
+// outputText is what a model produced: its text and tool-call arguments.
+func outputText(content []gateway.Block) string {
+	var b strings.Builder
+	for _, bl := range content {
+		b.WriteString(bl.Text)
+		b.WriteString(bl.Name)
+		b.Write(bl.Input)
+	}
+	return b.String()
+}
+
+// streamed tracks what a stream has sent, for billing: the usage the
+// upstream reported (if it did) and the output text.
+type streamed struct {
+	told bool // the upstream reported the input side
+	u    gateway.Usage
+	out  strings.Builder
+}
+
+func (t *streamed) see(d gateway.Delta) {
+	if d.Usage != nil && d.StopReason == "" {
+		t.u, t.told = withInput(t.u, *d.Usage), true
+	}
+	if d.Text != "" || d.ToolCall != nil {
+		t.u.OutputTokens++ // a floor, one token a delta
+		t.out.WriteString(d.Text)
+		if d.ToolCall != nil {
+			t.out.WriteString(d.ToolCall.Name)
+			t.out.WriteString(d.ToolCall.Arguments)
+		}
+	}
+}
+
+// bill is the usage to charge: the upstream's final report when there is
+// one (reported); else what was sent, with whatever the upstream did not
+// report counted by Baton and marked estimated.
+func (t *streamed) bill(req gateway.Request, reported *gateway.Usage) gateway.Usage {
+	if reported != nil {
+		return *reported
+	}
+	est := gateway.EstimateUsage(req, t.out.String(), countTokens)
+	u := t.u
+	if !t.told {
+		u.InputTokens, u.Estimated = est.InputTokens, true
+	}
+	if est.OutputTokens > u.OutputTokens {
+		u.OutputTokens, u.Estimated = est.OutputTokens, true
+	}
+	return u
+}
+
 // retryable reports whether the next model of a chain may take over after
 // err: 429, 5xx, timeouts and connection errors, while the client is still
 // there.
@@ -130,6 +203,9 @@ func (s *Server) complete(r *http.Request, c *gatewayCall, chain []gateway.Targe
 		c.fallback = i > 0
 		resp, err := t.Provider.Complete(r.Context(), c.req)
 		if err == nil {
+			if resp.UsageMissing {
+				resp.Usage = gateway.EstimateUsage(c.req, outputText(resp.Content), countTokens)
+			}
 			return resp, nil
 		}
 		outcome := "upstream_error"
@@ -420,10 +496,14 @@ func finishReason(stop string) string {
 
 func openaiUsage(u gateway.Usage) map[string]any {
 	prompt := u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
-	return map[string]any{
+	m := map[string]any{
 		"prompt_tokens": prompt, "completion_tokens": u.OutputTokens, "total_tokens": prompt + u.OutputTokens,
 		"prompt_tokens_details": map[string]any{"cached_tokens": u.CacheReadTokens},
 	}
+	if u.Estimated {
+		m["estimated"] = true
+	}
+	return m
 }
 
 // plan decodes nothing: it finds the chain of models a call may try.
@@ -541,12 +621,12 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCa
 		s.recordUsage(r, c, gateway.Usage{}, "client_gone")
 		return
 	}
-	var sent gateway.Usage
+	var sent streamed
 	for {
 		p, _, gone := up.next(r.Context(), nil)
 		if gone {
 			// The client went away; the upstream is canceled on return.
-			s.recordUsage(r, c, sent, "client_gone")
+			s.recordUsage(r, c, sent.bill(c.req, nil), "client_gone")
 			return
 		}
 		if p.err != nil {
@@ -557,37 +637,30 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCa
 				we := classify(p.err)
 				sse.data(map[string]any{"error": map[string]any{"message": we.message, "type": we.oaType, "param": nil, "code": we.code}})
 			}
-			s.recordUsage(r, c, sent, outcome)
+			s.recordUsage(r, c, sent.bill(c.req, nil), outcome)
 			return
 		}
 		d := p.d
-		if d.Usage != nil && d.StopReason == "" {
-			sent = withInput(sent, *d.Usage)
-		}
+		sent.see(d)
 		if d.Text != "" {
-			sent.OutputTokens++ // a floor for billing if the stream breaks; replaced by reported usage
 			if sse.data(chunk(map[string]any{"content": d.Text}, nil)) != nil {
-				s.recordUsage(r, c, sent, "client_gone")
+				s.recordUsage(r, c, sent.bill(c.req, nil), "client_gone")
 				return
 			}
 		}
 		if tc := d.ToolCall; tc != nil {
-			sent.OutputTokens++
 			call := map[string]any{"index": tc.Index, "function": map[string]any{"arguments": tc.Arguments}}
 			if tc.ID != "" || tc.Name != "" {
 				call["id"], call["type"] = tc.ID, "function"
 				call["function"] = map[string]any{"name": tc.Name, "arguments": tc.Arguments}
 			}
 			if sse.data(chunk(map[string]any{"tool_calls": []any{call}}, nil)) != nil {
-				s.recordUsage(r, c, sent, "client_gone")
+				s.recordUsage(r, c, sent.bill(c.req, nil), "client_gone")
 				return
 			}
 		}
 		if d.StopReason != "" {
-			u := sent
-			if d.Usage != nil {
-				u = *d.Usage
-			}
+			u := sent.bill(c.req, d.Usage)
 			cost, record := s.settle(r, c, u, "ok")
 			last := chunk(map[string]any{}, finishReason(d.StopReason))
 			last["svc"] = newSvc(c, d.NativeStop)
@@ -703,8 +776,12 @@ func (q *msgRequest) toGateway() (gateway.Request, error) {
 }
 
 func anthropicUsage(u gateway.Usage, cost *float64) map[string]any {
-	return map[string]any{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
+	m := map[string]any{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
 		"cache_read_input_tokens": u.CacheReadTokens, "cache_creation_input_tokens": u.CacheWriteTokens, "estimated_cost_usd": cost}
+	if u.Estimated {
+		m["estimated"] = true
+	}
+	return m
 }
 
 // anthropicStop keeps Anthropic's vocabulary; an unknown native value is
@@ -796,17 +873,17 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 	}
 	ticker := time.NewTicker(pingEvery)
 	defer ticker.Stop()
-	var sent gateway.Usage
+	var sent streamed
 	blocks := contentBlocks{next: 1, text: true, tools: map[int]int{}}
 	for {
 		p, ticked, gone := up.next(r.Context(), ticker.C)
 		if gone {
-			s.recordUsage(r, c, sent, "client_gone")
+			s.recordUsage(r, c, sent.bill(c.req, nil), "client_gone")
 			return
 		}
 		if ticked {
 			if sse.event("ping", map[string]any{"type": "ping"}) != nil {
-				s.recordUsage(r, c, sent, "client_gone")
+				s.recordUsage(r, c, sent.bill(c.req, nil), "client_gone")
 				return
 			}
 			continue
@@ -819,25 +896,19 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 				we := classify(p.err)
 				sse.event("error", map[string]any{"type": "error", "error": map[string]any{"type": we.anType, "message": we.message}})
 			}
-			s.recordUsage(r, c, sent, outcome)
+			s.recordUsage(r, c, sent.bill(c.req, nil), outcome)
 			return
 		}
 		d := p.d
-		if d.Usage != nil && d.StopReason == "" {
-			sent = withInput(sent, *d.Usage)
-		}
+		sent.see(d)
 		if d.Text != "" || d.ToolCall != nil {
-			sent.OutputTokens++
 			if blocks.write(sse, d) != nil {
-				s.recordUsage(r, c, sent, "client_gone")
+				s.recordUsage(r, c, sent.bill(c.req, nil), "client_gone")
 				return
 			}
 		}
 		if d.StopReason != "" {
-			u := sent
-			if d.Usage != nil {
-				u = *d.Usage
-			}
+			u := sent.bill(c.req, d.Usage)
 			cost, record := s.settle(r, c, u, "ok")
 			sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": blocks.open})
 			md := map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": anthropicStop(d.StopReason), "stop_sequence": nil},

@@ -167,6 +167,40 @@ func TestFallbackChains(t *testing.T) {
 	}
 }
 
+// An upstream that reports no usage is not a free call: Baton counts the
+// tokens itself, bills that count and says it is an estimate.
+func TestMissingUsageIsEstimatedNotFree(t *testing.T) {
+	e, _, _ := newRoutingEnv(t)
+	r := e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("flaky:no-usage", false)), 200)
+	if r.str("usage.estimated") != "true" || r.num("usage.prompt_tokens") <= 0 || r.num("usage.completion_tokens") <= 0 || r.num("usage.estimated_cost_usd") <= 0 {
+		t.Fatalf("non-streamed usage: %s", r.raw)
+	}
+	_, evs := e.stream("/v1/chat/completions", e.tenantA, chatBody("flaky:no-usage", true))
+	var usage string
+	for _, ev := range evs {
+		if strings.Contains(ev[1], `"usage"`) {
+			usage = ev[1]
+		}
+	}
+	if !strings.Contains(usage, `"estimated":true`) || strings.Contains(usage, `"estimated_cost_usd":0,`) || strings.Contains(usage, `"estimated_cost_usd":null`) {
+		t.Fatalf("streamed usage: %v", evs)
+	}
+	for _, ev := range e.usageEvents("a", 2) {
+		var rec gateway.UsageRecord
+		if err := json.Unmarshal(ev.Data, &rec); err != nil {
+			t.Fatal(err)
+		}
+		if !rec.Usage.Estimated || rec.Usage.InputTokens <= 0 || rec.CostUSD == nil || *rec.CostUSD <= 0 {
+			t.Fatalf("usage event: %s", ev.Data)
+		}
+	}
+	// A reported usage is taken as it is, never marked estimated.
+	r = e.must(e.do("POST", "/v1/chat/completions", e.tenantB, chatBody("openai:gpt-4o-mini", false)), 200)
+	if r.str("usage.estimated") != "" || r.num("usage.prompt_tokens") != 100 {
+		t.Fatalf("reported usage: %s", r.raw)
+	}
+}
+
 func TestRoutingModes(t *testing.T) {
 	e, _, _ := newRoutingEnv(t)
 	r := e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("cheap", false)), 200)
