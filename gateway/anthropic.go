@@ -148,9 +148,9 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (*Response, error
 	}
 	defer resp.Body.Close()
 	var r struct {
-		ID         string  `json:"id"`
-		Model      string  `json:"model"`
-		Content    []Block `json:"content"`
+		ID         string   `json:"id"`
+		Model      string   `json:"model"`
+		Content    []Block  `json:"content"`
 		StopReason string   `json:"stop_reason"`
 		Usage      *anUsage `json:"usage"`
 	}
