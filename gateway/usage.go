@@ -41,11 +41,22 @@ func CostOf(m *Model, u Usage) *float64 {
 	return &c
 }
 
+// DefaultUsageLinger is how long the usage writer waits after a record for
+// more to join its batch.
+const DefaultUsageLinger = 10 * time.Millisecond
+
 // UsageWriter appends usage events off the request path: calls hand their
-// records over and go on; one goroutine appends whatever has queued up, one
-// append per tenant stream per round, so a burst of calls costs a few
-// fsyncs instead of one each. Close drains the queue.
+// records over and go on; one goroutine gathers the records of a short
+// window (Linger, or 512 records) and appends them, one append per tenant
+// stream, so a stream of calls costs a few commits a second instead of one
+// each. The answer has gone out before its usage is appended, so the window
+// adds nothing to any call; a crash loses at most the window's records
+// (docs/operations.md). Close drains the queue.
 type UsageWriter struct {
+	// Linger is the batching window; 0 appends whatever has queued up at
+	// once. Set it before the first Record.
+	Linger time.Duration
+
 	store eventstore.Store
 	in    chan usageItem
 	done  chan struct{}
@@ -65,7 +76,7 @@ type usageItem struct {
 // record. onErr hears records that could not be appended (they are lost:
 // the answer has gone out).
 func NewUsageWriter(store eventstore.Store, onErr func(UsageRecord, error)) *UsageWriter {
-	return &UsageWriter{store: store, in: make(chan usageItem, 4096), done: make(chan struct{}), onErr: onErr}
+	return &UsageWriter{Linger: DefaultUsageLinger, store: store, in: make(chan usageItem, 4096), done: make(chan struct{}), onErr: onErr}
 }
 
 // Record queues a usage event with the given id. It blocks only when the
@@ -105,19 +116,45 @@ func (w *UsageWriter) Close() {
 
 func (w *UsageWriter) run() {
 	defer close(w.done)
+	var window *time.Timer
+	if w.Linger > 0 {
+		window = time.NewTimer(w.Linger)
+		window.Stop()
+	}
 	for first := range w.in {
 		batch := []usageItem{first}
+		var expired <-chan time.Time
+		if window != nil {
+			window.Reset(w.Linger)
+			expired = window.C
+		}
 	more:
 		for len(batch) < 512 {
+			if expired == nil {
+				select {
+				case it, ok := <-w.in:
+					if !ok {
+						break more
+					}
+					batch = append(batch, it)
+				default:
+					break more
+				}
+				continue
+			}
 			select {
 			case it, ok := <-w.in:
 				if !ok {
-					break more
+					break more // closing: append now
 				}
 				batch = append(batch, it)
-			default:
+			case <-expired:
+				expired = nil
 				break more
 			}
+		}
+		if window != nil && expired != nil {
+			window.Stop()
 		}
 		w.write(batch)
 	}

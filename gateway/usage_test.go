@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
 )
 
@@ -58,5 +61,51 @@ func TestWorstCaseBounds(t *testing.T) {
 	req.Output = &OutputSchema{Name: "emit", Schema: make([]byte, 5000)}
 	if in1, _ := WorstTokens(req, m); in1 < in0+5000+structuredOverhead {
 		t.Fatalf("schema not counted: %d vs %d", in1, in0)
+	}
+}
+
+// countingStore counts successful appends.
+type countingStore struct {
+	eventstore.Store
+	appends atomic.Int64
+}
+
+func (c *countingStore) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	res, err := c.Store.Append(ctx, stream, expected, evs...)
+	if err == nil {
+		c.appends.Add(1)
+	}
+	return res, err
+}
+
+// Records arriving within the linger window share one append; a full
+// batch (512) does not wait for the window.
+func TestUsageWriterLingerBatches(t *testing.T) {
+	inner, err := bolt.Open(t.TempDir(), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	store := &countingStore{Store: inner}
+	w := NewUsageWriter(store, nil)
+	w.Linger = time.Hour // only a full batch or Close ends a window here
+	for range 512 + 100 {
+		w.Record(uuid.Nil, UsageRecord{Tenant: "t", Outcome: "ok"})
+	}
+	// The first 512 went out as one append without waiting for the hour.
+	deadline := time.Now().Add(10 * time.Second)
+	for store.appends.Load() < 1 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if n := store.appends.Load(); n != 1 {
+		t.Fatalf("%d appends for the first full batch, want 1", n)
+	}
+	w.Close() // ends the second window: its 100 records in one append
+	evs, err := inner.ReadStream(context.Background(), UsageStream("t"), 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := store.appends.Load(); n != 2 || len(evs) != 612 {
+		t.Fatalf("%d appends, %d events; want 2 appends of 612 events", n, len(evs))
 	}
 }
