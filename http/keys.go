@@ -7,9 +7,11 @@ import (
 	"net/http"
 
 	"github.com/google/uuid"
+	"github.com/gorilla/mux"
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/projections"
 )
 
 // NewKey is a key as shown to its owner, once.
@@ -78,4 +80,49 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusCreated, k)
+}
+
+// revokeKey ends a key: DELETE /v1/admin/keys/{keyId}. It answers the
+// key's record with revokedAt once this replica's read model has the
+// revocation, so the key is refused here from the answer on (other
+// replicas follow within their read-model lag). Revoking a revoked key
+// answers its record again and appends nothing.
+func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
+	const op = "keys.revoke"
+	id := mux.Vars(r)["keyId"]
+	rec, err := s.proj.KeyByID(id)
+	if errors.Is(err, projections.ErrNoKey) {
+		s.writeError(w, r, domain.E(op, domain.KindNotFound, "key_not_found", "no key has the id %q", id))
+		return
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if rec.RevokedAt == nil {
+		data, err := json.Marshal(domain.KeyRevoked{KeyID: id})
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		res, err := s.store.Append(r.Context(), domain.KeysStream, eventstore.StreamExists(), eventstore.EventData{
+			ID: uuid.Must(uuid.NewV7()), Type: domain.EventKeyRevoked, Data: data,
+			Metadata: eventstore.Metadata{Tenant: rec.Tenant, Actor: principalOf(r.Context()).Actor(), RequestID: RequestID(r.Context()), SchemaVersion: 1}})
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), readWait)
+		defer cancel()
+		if err := s.proj.WaitFor(ctx, res.Position); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if rec, err = s.proj.KeyByID(id); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"keyId": rec.KeyID, "tenant": rec.Tenant, "admin": rec.Admin, "display": rec.Display,
+		"label": rec.Label, "createdAt": rec.CreatedAt, "revoked": true, "revokedAt": rec.RevokedAt})
 }

@@ -3,6 +3,7 @@ package projections
 import (
 	"encoding/json"
 	"errors"
+	"sync"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -69,8 +70,63 @@ func (Keys) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
 // ErrNoKey means no live key has that hash.
 var ErrNoKey = errors.New("projections: no such key")
 
+// keyCache keeps the key records authentication has looked up, so a call
+// does not open a read transaction to find its key. Every committed batch
+// that touches the keys stream drops the whole cache (keys change rarely);
+// the generation keeps a lookup that raced with such a commit from caching
+// what it read before it.
+type keyCache struct {
+	mu   sync.Mutex
+	gen  uint64
+	recs map[string]domain.KeyRecord
+}
+
+// keyCacheMax bounds the cache; past it, it starts over.
+const keyCacheMax = 10_000
+
+func (c *keyCache) get(hash string) (domain.KeyRecord, uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rec, ok := c.recs[hash]
+	return rec, c.gen, ok
+}
+
+func (c *keyCache) put(hash string, rec domain.KeyRecord, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.gen {
+		return // the keys moved while this was read
+	}
+	if c.recs == nil || len(c.recs) >= keyCacheMax {
+		c.recs = map[string]domain.KeyRecord{}
+	}
+	c.recs[hash] = rec
+}
+
+func (c *keyCache) invalidate() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	c.recs = nil
+}
+
 // KeyByHash looks a key up by the SHA-256 of its secret.
 func (r *Runner) KeyByHash(hash string) (domain.KeyRecord, error) {
+	rec, gen, ok := r.keys.get(hash)
+	if !ok {
+		var err error
+		if rec, err = r.keyFromDB(hash); err != nil {
+			return rec, err
+		}
+		r.keys.put(hash, rec, gen)
+	}
+	if rec.RevokedAt != nil {
+		return rec, ErrNoKey
+	}
+	return rec, nil
+}
+
+func (r *Runner) keyFromDB(hash string) (domain.KeyRecord, error) {
 	var rec domain.KeyRecord
 	err := r.View(func(tx *bbolt.Tx) error {
 		v := tx.Bucket(bucketKeys).Get([]byte(hash))
@@ -79,9 +135,19 @@ func (r *Runner) KeyByHash(hash string) (domain.KeyRecord, error) {
 		}
 		return json.Unmarshal(v, &rec)
 	})
-	if err == nil && rec.RevokedAt != nil {
-		return rec, ErrNoKey
-	}
+	return rec, err
+}
+
+// KeyByID looks a key up by its id, revoked or not.
+func (r *Runner) KeyByID(keyID string) (domain.KeyRecord, error) {
+	var rec domain.KeyRecord
+	err := r.View(func(tx *bbolt.Tx) error {
+		hash := tx.Bucket(bucketKeyHashe).Get([]byte(keyID))
+		if hash == nil {
+			return ErrNoKey
+		}
+		return json.Unmarshal(tx.Bucket(bucketKeys).Get(hash), &rec)
+	})
 	return rec, err
 }
 

@@ -13,6 +13,7 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
 )
 
@@ -46,6 +47,8 @@ type Runner struct {
 	notify   chan struct{}
 	failed   atomic.Pointer[error]
 	dirty    atomic.Bool // the position moved past the stored checkpoint
+
+	keys keyCache // authentication's lookups, dropped whenever the keys stream moves
 }
 
 // Open opens (or creates) the read-model file at path. The file is
@@ -215,6 +218,12 @@ func (r *Runner) apply(evs []eventstore.RecordedEvent) error {
 			}
 		}
 		return err
+	}
+	for _, ev := range evs {
+		if ev.StreamID == domain.KeysStream {
+			r.keys.invalidate()
+			break
+		}
 	}
 	r.dirty.Store(false)
 	r.pos.Store(&last)

@@ -1,0 +1,90 @@
+package http_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/batonhq/baton/domain"
+)
+
+func (e *env) keyEvents() int {
+	e.t.Helper()
+	evs, err := e.store.ReadStream(context.Background(), domain.KeysStream, 0, 10_000)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return len(evs)
+}
+
+// A revoked key is refused from the revocation's answer on, even though
+// authentication had cached it; revoking is admin-only, idempotent and
+// appends one event.
+func TestRevokeKey(t *testing.T) {
+	e := newEnv(t)
+	k := e.must(e.do("POST", "/v1/admin/keys", e.admin, map[string]any{"tenant": "c", "label": "ci"}), 201)
+	key, id := k.str("key"), k.str("keyId")
+	for range 3 { // looked up, then served from the cache
+		e.must(e.do("GET", "/v1/executor-protocol", key, nil), 200)
+	}
+	if r := e.do("DELETE", "/v1/admin/keys/"+id, e.tenantA, nil); r.status != 403 {
+		t.Fatalf("tenant key revoking: %d %s", r.status, r.raw)
+	}
+	if r := e.do("DELETE", "/v1/admin/keys/key_nope", e.admin, nil); r.status != 404 || r.str("code") != "key_not_found" {
+		t.Fatalf("unknown key: %d %s", r.status, r.raw)
+	}
+	before := e.keyEvents()
+	r := e.must(e.do("DELETE", "/v1/admin/keys/"+id, e.admin, nil), 200)
+	if r.str("revoked") != "true" || r.str("revokedAt") == "" || r.str("tenant") != "c" || r.str("key") != "" {
+		t.Fatalf("revocation answer: %s", r.raw)
+	}
+	if r := e.do("GET", "/v1/executor-protocol", key, nil); r.status != 401 || r.str("code") != "invalid_api_key" {
+		t.Fatalf("revoked key still works: %d %s", r.status, r.raw)
+	}
+	again := e.must(e.do("DELETE", "/v1/admin/keys/"+id, e.admin, nil), 200)
+	if again.str("revokedAt") != r.str("revokedAt") || e.keyEvents() != before+1 {
+		t.Fatalf("second revocation: %s; %d events appended", again.raw, e.keyEvents()-before)
+	}
+	// Other keys are untouched, whether or not they were cached.
+	e.must(e.do("GET", "/v1/executor-protocol", e.tenantA, nil), 200)
+}
+
+// Lookups racing with a revocation never bring the revoked key back.
+func TestRevokeKeyRacingLookups(t *testing.T) {
+	e := newEnv(t)
+	k := e.must(e.do("POST", "/v1/admin/keys", e.admin, map[string]any{"tenant": "c"}), 201)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					req, _ := http.NewRequest("GET", e.srv.URL+"/v1/executor-protocol", nil)
+					req.Header.Set("x-api-key", k.str("key"))
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						t.Errorf("racing lookup: %v", err)
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}
+		}()
+	}
+	e.must(e.do("DELETE", "/v1/admin/keys/"+k.str("keyId"), e.admin, nil), 200)
+	close(stop)
+	wg.Wait()
+	for range 5 {
+		if r := e.do("GET", "/v1/executor-protocol", k.str("key"), nil); r.status != 401 {
+			t.Fatalf("revoked key answered %d after racing lookups", r.status)
+		}
+	}
+}
