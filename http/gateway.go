@@ -321,12 +321,20 @@ func (s *Server) awaitContent(r *http.Request, c *gatewayCall, u *upstream) (*up
 	}
 }
 
-// next returns the upstream's next delta: those read ahead first.
-func (u *upstream) next(ctx context.Context, tick <-chan time.Time) (p pumped, ticked bool, gone bool) {
+// next returns the upstream's next delta: those read ahead first. Before
+// it waits for one, it calls flush, so what the handler wrote leaves now,
+// and deltas that arrive together leave in one write.
+func (u *upstream) next(ctx context.Context, tick <-chan time.Time, flush func()) (p pumped, ticked bool, gone bool) {
 	if len(u.pending) > 0 {
 		p, u.pending = u.pending[0], u.pending[1:]
 		return p, false, false
 	}
+	select {
+	case p = <-u.deltas:
+		return p, false, false
+	default:
+	}
+	flush()
 	select {
 	case p = <-u.deltas:
 		return p, false, false
@@ -623,7 +631,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCa
 	}
 	var sent streamed
 	for {
-		p, _, gone := up.next(r.Context(), nil)
+		p, _, gone := up.next(r.Context(), nil, sse.flush)
 		if gone {
 			// The client went away; the upstream is canceled on return.
 			s.recordUsage(r, c, sent.bill(c.req, nil), "client_gone")
@@ -876,7 +884,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 	var sent streamed
 	blocks := contentBlocks{next: 1, text: true, tools: map[int]int{}}
 	for {
-		p, ticked, gone := up.next(r.Context(), ticker.C)
+		p, ticked, gone := up.next(r.Context(), ticker.C, sse.flush)
 		if gone {
 			s.recordUsage(r, c, sent.bill(c.req, nil), "client_gone")
 			return

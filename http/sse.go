@@ -4,20 +4,25 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/batonhq/baton/gateway"
 )
 
-// sseWriter writes server-sent events and flushes each one.
+// sseWriter writes server-sent events. Each event goes to the connection
+// in one write; flush sends what is written. Callers flush when they are
+// about to wait (for the upstream, for a ping), so events that are ready
+// together leave together, and none waits for later ones.
 type sseWriter struct {
-	w http.ResponseWriter
-	f http.Flusher
+	w   http.ResponseWriter
+	f   http.Flusher
+	buf []byte
 }
 
 var errNoFlush = errors.New("streaming unsupported by this connection")
 
+// startSSE sets the headers of an event stream. They leave with the first
+// flush.
 func startSSE(w http.ResponseWriter) (*sseWriter, error) {
 	f, ok := w.(http.Flusher)
 	if !ok {
@@ -29,40 +34,42 @@ func startSSE(w http.ResponseWriter) (*sseWriter, error) {
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	f.Flush()
-	return &sseWriter{w: w, f: f}, nil
+	return &sseWriter{w: w, f: f, buf: make([]byte, 0, 512)}, nil
 }
 
 // event writes a named event (Anthropic style).
 func (s *sseWriter) event(name string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b); err != nil {
-		return err
-	}
-	s.f.Flush()
-	return nil
+	s.buf = append(append(append(s.buf[:0], "event: "...), name...), "\ndata: "...)
+	return s.finish(v)
 }
 
-// data writes an unnamed event (OpenAI style).
+// data writes an unnamed event (OpenAI style); a string is sent as it is
+// ("[DONE]").
 func (s *sseWriter) data(v any) error {
-	var b []byte
-	if raw, ok := v.(string); ok {
-		b = []byte(raw)
-	} else {
-		var err error
-		if b, err = json.Marshal(v); err != nil {
+	s.buf = append(s.buf[:0], "data: "...)
+	return s.finish(v)
+}
+
+func (s *sseWriter) finish(v any) error {
+	switch v := v.(type) {
+	case string:
+		s.buf = append(s.buf, v...)
+	case json.RawMessage:
+		s.buf = append(s.buf, v...)
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
 			return err
 		}
+		s.buf = append(s.buf, b...)
 	}
-	if _, err := fmt.Fprintf(s.w, "data: %s\n\n", b); err != nil {
-		return err
-	}
-	s.f.Flush()
-	return nil
+	s.buf = append(s.buf, "\n\n"...)
+	_, err := s.w.Write(s.buf)
+	return err
 }
+
+// flush sends what has been written.
+func (s *sseWriter) flush() { s.f.Flush() }
 
 // pumped is one delta read from an upstream stream.
 type pumped struct {
