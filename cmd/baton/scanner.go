@@ -5,4 +5,6 @@ import (
 	batonhttp "github.com/batonhq/baton/http"
 )
 
-func newScanner() (batonhttp.SecretScanner, error) { return secrets.New() }
+// newScanner returns the secret scanner, built on its first scan: a server
+// that only proxies model calls never pays for gitleaks' compiled rules.
+func newScanner() (batonhttp.SecretScanner, error) { return secrets.NewLazy(), nil }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +17,8 @@ import (
 	"testing"
 
 	"github.com/zricethezav/gitleaks/v8/detect/codec"
+
+	"github.com/batonhq/baton/domain"
 )
 
 // Fake secrets are built at run time, from a seeded generator, so that this
@@ -572,5 +575,41 @@ func BenchmarkScanJSON(b *testing.B) {
 		if _, err := s.ScanJSON(doc, "/proof", "/result", "/reason"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// The lazy scanner finds what the scanner finds, built once however many
+// goroutines ask first.
+func TestLazyScannerMatchesScanner(t *testing.T) {
+	eager, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lazy := NewLazy()
+	doc := []byte(`{"note":"deploy with AKIAIOSFODNN7EXAMPLQ and aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY1"}`)
+	want, err := eager.Scan(doc)
+	if err != nil || len(want) == 0 {
+		t.Fatalf("eager scan: %v %v", want, err)
+	}
+	var wg sync.WaitGroup
+	got := make([][]domain.SecretFinding, 8)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], _ = lazy.Scan(doc)
+		}()
+	}
+	wg.Wait()
+	for _, g := range got {
+		if !reflect.DeepEqual(g, want) {
+			t.Fatalf("lazy %v, eager %v", g, want)
+		}
+	}
+	text := "token ghp_8kQz3VnR1pXw7LmT2yBc9dHf4GjK6sNa0eUq"
+	r1, f1 := lazy.Redact(text)
+	r2, f2 := eager.Redact(text)
+	if r1 != r2 || !reflect.DeepEqual(f1, f2) || r1 == text {
+		t.Fatalf("redact: lazy %q %v, eager %q %v", r1, f1, r2, f2)
 	}
 }
