@@ -25,7 +25,7 @@ type sseReader struct {
 
 func newSSEReader(r io.Reader) *sseReader {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), maxSSELine)
+	sc.Buffer(make([]byte, 4<<10), maxSSELine) // grows as lines need, up to maxSSELine
 	return &sseReader{sc: sc}
 }
 
