@@ -82,7 +82,7 @@ type pumped struct {
 // fails, or when ctx ends (the caller then closes the stream, which unblocks
 // a pending read); done is closed when it has returned.
 func pump(ctx context.Context, st gateway.Stream) (<-chan pumped, <-chan struct{}) {
-	ch := make(chan pumped)
+	ch := make(chan pumped, 8) // reads ahead a little: fewer hand-offs between the goroutines
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
