@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
 	"github.com/batonhq/baton/gateway"
 	batonhttp "github.com/batonhq/baton/http"
@@ -41,6 +42,13 @@ func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
 
 // newEnvWith also serves the model gateway with the given catalog.
 func newEnvWith(t testing.TB, catalog *gateway.Catalog) *env {
+	t.Helper()
+	return newEnvStore(t, catalog, nil)
+}
+
+// newEnvStore is newEnvWith with the front's store wrapped (fault
+// injection); the read models follow the store itself.
+func newEnvStore(t testing.TB, catalog *gateway.Catalog, wrap func(eventstore.Store) eventstore.Store) *env {
 	t.Helper()
 	dir := t.TempDir()
 	store, err := bolt.Open(dir, bolt.Options{})
@@ -69,7 +77,11 @@ func newEnvWith(t testing.TB, catalog *gateway.Catalog) *env {
 	} else {
 		close(followDone)
 	}
-	front := batonhttp.NewServer(batonhttp.Config{Store: store, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel), Version: "test", MaxBody: 64 << 10})
+	var frontStore eventstore.Store = store
+	if wrap != nil {
+		frontStore = wrap(store)
+	}
+	front := batonhttp.NewServer(batonhttp.Config{Store: frontStore, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel), Version: "test", MaxBody: 64 << 10})
 	srv := httptest.NewServer(front.Handler())
 	e := &env{t: t, srv: srv, store: store, proj: proj, dir: dir, catalog: catalog, budgets: budgets}
 	t.Cleanup(func() {

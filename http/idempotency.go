@@ -51,6 +51,13 @@ type idemStarted struct {
 	StartedAt time.Time `json:"startedAt"`
 }
 
+// idemAnswer is an answer sent but not yet stored: a retry on this
+// replica replays it from memory until the store has it.
+type idemAnswer struct {
+	bodyHash string
+	done     idemCompleted
+}
+
 type idemCompleted struct {
 	Status      int       `json:"status"`
 	ContentType string    `json:"contentType"`
@@ -120,6 +127,7 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 		stream := idemStream(p.Tenant, key)
 		ctx := r.Context()
 		var startedRev uint64
+		rechecked := false
 		for try := 0; ; try++ {
 			if try == 5 {
 				writeProblem(w, r, http.StatusConflict, "idempotency_in_flight", "Another request with this Idempotency-Key is being processed; retry later.")
@@ -148,23 +156,21 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 						return
 					}
 					if completed == nil {
+						if a, ok := s.idemSending.Load(stream); ok && a.(*idemAnswer).bodyHash == bodyHash {
+							replayIdem(w, &a.(*idemAnswer).done)
+							return
+						}
+						if !rechecked {
+							// Its answer may have been stored since the read.
+							rechecked = true
+							continue
+						}
 						w.Header().Set("Retry-After", "1")
 						writeProblem(w, r, http.StatusConflict, "idempotency_in_flight",
 							"A request with this Idempotency-Key is still being processed; retry after it finishes to get its answer.")
 						return
 					}
-					w.Header().Set("Content-Type", completed.ContentType)
-					if completed.Location != "" {
-						w.Header().Set("Location", completed.Location)
-					}
-					if completed.RetryAfter != "" {
-						w.Header().Set("Retry-After", completed.RetryAfter)
-					}
-					w.Header().Set("Idempotent-Replayed", "true")
-					w.Header().Set("Original-Request-Id", completed.RequestID)
-					w.Header().Set("Content-Length", strconv.Itoa(len(completed.Body)))
-					w.WriteHeader(completed.Status)
-					io.WriteString(w, completed.Body)
+					replayIdem(w, completed)
 					return
 				}
 				expected = eventstore.Revision(last.Revision) // expired: take the key over
@@ -193,15 +199,29 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
+		// The answer goes out first, then is kept, off the request's path:
+		// neither the client nor the next request on its connection waits
+		// for the second commit. Until it lands, a retry on this replica
+		// replays the answer from memory; on another replica it finds the
+		// request in flight (409 with Retry-After) for about a commit's
+		// time. Close waits for these appends.
 		done := idemCompleted{Status: rec.status, ContentType: rec.header.Get("Content-Type"), Body: rec.body.String(),
 			Location: rec.header.Get("Location"), RetryAfter: rec.header.Get("Retry-After"),
 			RequestID: RequestID(ctx), CompletedAt: time.Now().UTC()}
-		data, _ := json.Marshal(done)
-		if _, err := s.store.Append(rctx, stream, eventstore.Revision(startedRev), eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: evIdemCompleted, Data: data,
-			Metadata: eventstore.Metadata{Tenant: p.Tenant, Actor: p.Actor(), RequestID: RequestID(ctx), SchemaVersion: 1}}); err != nil {
-			// The answer still goes out; a retry after the lease runs again.
-			s.log.Error().Str("requestId", RequestID(ctx)).Err(err).Msg("idempotent answer not stored")
-		}
+		s.idemSending.Store(stream, &idemAnswer{bodyHash: bodyHash, done: done})
+		s.idemStoring.Add(1)
+		go func() {
+			defer s.idemStoring.Done()
+			defer s.idemSending.Delete(stream)
+			data, _ := json.Marshal(done)
+			ctx, cancel := context.WithTimeout(context.Background(), idemLease)
+			defer cancel()
+			if _, err := s.store.Append(ctx, stream, eventstore.Revision(startedRev), eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: evIdemCompleted, Data: data,
+				Metadata: eventstore.Metadata{Tenant: p.Tenant, Actor: p.Actor(), RequestID: done.RequestID, SchemaVersion: 1}}); err != nil {
+				// The answer has gone out; a retry after the lease runs again.
+				s.log.Error().Str("requestId", done.RequestID).Err(err).Msg("idempotent answer not stored")
+			}
+		}()
 		for k, vs := range rec.header {
 			for _, v := range vs {
 				w.Header().Add(k, v)
@@ -211,6 +231,22 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 		w.WriteHeader(rec.status)
 		w.Write(rec.body.Bytes())
 	}
+}
+
+// replayIdem writes a kept answer again, marked as a replay.
+func replayIdem(w http.ResponseWriter, completed *idemCompleted) {
+	w.Header().Set("Content-Type", completed.ContentType)
+	if completed.Location != "" {
+		w.Header().Set("Location", completed.Location)
+	}
+	if completed.RetryAfter != "" {
+		w.Header().Set("Retry-After", completed.RetryAfter)
+	}
+	w.Header().Set("Idempotent-Replayed", "true")
+	w.Header().Set("Original-Request-Id", completed.RequestID)
+	w.Header().Set("Content-Length", strconv.Itoa(len(completed.Body)))
+	w.WriteHeader(completed.Status)
+	io.WriteString(w, completed.Body)
 }
 
 // idemState reads a key's stream: the last Started, the Completed that

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -58,6 +59,8 @@ type Server struct {
 	// contextLoader renders a tenant's context packet as prompt text.
 	contextLoader func(ctx context.Context, tenant, id string) (string, error)
 	idemRetention time.Duration
+	idemSending   sync.Map       // idempotency stream -> *idemAnswer: answered, not yet stored
+	idemStoring   sync.WaitGroup // appends of answers already sent
 	log           zerolog.Logger
 	version       string
 	maxBody       int64
@@ -144,6 +147,7 @@ func NewServer(cfg Config) *Server {
 // Close stops what the server started (the usage writer, after appending
 // what it holds). Call it after the HTTP server has shut down.
 func (s *Server) Close() {
+	s.idemStoring.Wait()
 	if s.ownsUsage {
 		s.usage.Close()
 	}
