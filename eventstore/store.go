@@ -142,3 +142,11 @@ const (
 	MaxEventSize     = 4 << 20 // data plus metadata, per event
 	MaxEventsPerCall = 10_000
 )
+
+// Exclusive is implemented by a store that only this process writes (the
+// embedded store holds its file's lock). Coordination among this process's
+// requests can then stay in memory; on a shared store (several replicas
+// on one KurrentDB) it must go through appends.
+type Exclusive interface {
+	Exclusive() bool
+}

@@ -51,13 +51,6 @@ type idemStarted struct {
 	StartedAt time.Time `json:"startedAt"`
 }
 
-// idemAnswer is an answer sent but not yet stored: a retry on this
-// replica replays it from memory until the store has it.
-type idemAnswer struct {
-	bodyHash string
-	done     idemCompleted
-}
-
 type idemCompleted struct {
 	Status      int       `json:"status"`
 	ContentType string    `json:"contentType"`
@@ -65,6 +58,7 @@ type idemCompleted struct {
 	Location    string    `json:"location,omitempty"`
 	RetryAfter  string    `json:"retryAfter,omitempty"`
 	RequestID   string    `json:"requestId"`
+	BodyHash    string    `json:"bodyHash,omitempty"` // set when no Started event holds it (the claim was in memory)
 	CompletedAt time.Time `json:"completedAt"`
 }
 
@@ -126,67 +120,55 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 		p := principalOf(r.Context())
 		stream := idemStream(p.Tenant, key)
 		ctx := r.Context()
-		var startedRev uint64
-		rechecked := false
-		for try := 0; ; try++ {
-			if try == 5 {
-				writeProblem(w, r, http.StatusConflict, "idempotency_in_flight", "Another request with this Idempotency-Key is being processed; retry later.")
+
+		// Claim the key. On a store only this process writes (the embedded
+		// one), every request for the key comes here, so the claim is held
+		// in memory; on a shared store (KurrentDB, several replicas) it is
+		// an append that exactly one of racing requests wins.
+		var expected eventstore.ExpectedRevision
+		if exclusiveStore(s.store) {
+			if other, busy := s.idemInFlight.LoadOrStore(stream, bodyHash); busy {
+				idemBusy(w, r, other.(string) != bodyHash)
 				return
 			}
+			defer s.idemInFlight.Delete(stream)
 			evs, err := readWhole(ctx, s.store, stream)
 			if err != nil {
 				s.writeError(w, r, err)
 				return
 			}
-			expected := eventstore.NoStream()
-			if n := len(evs); n > 0 {
-				last := evs[n-1]
-				started, completed, at := idemState(evs)
-				fresh := false
-				switch {
-				case completed != nil:
-					fresh = time.Since(completed.CompletedAt) < s.idemRetention
-				case started != nil:
-					fresh = time.Since(at) < idemLease
-				}
-				if fresh {
-					if started != nil && started.BodyHash != bodyHash {
-						writeProblem(w, r, http.StatusUnprocessableEntity, "idempotency_key_reused",
-							"This Idempotency-Key was used with a different request body; use a new key for a new request.")
-						return
-					}
-					if completed == nil {
-						if a, ok := s.idemSending.Load(stream); ok && a.(*idemAnswer).bodyHash == bodyHash {
-							replayIdem(w, &a.(*idemAnswer).done)
-							return
-						}
-						if !rechecked {
-							// Its answer may have been stored since the read.
-							rechecked = true
-							continue
-						}
-						w.Header().Set("Retry-After", "1")
-						writeProblem(w, r, http.StatusConflict, "idempotency_in_flight",
-							"A request with this Idempotency-Key is still being processed; retry after it finishes to get its answer.")
-						return
-					}
-					replayIdem(w, completed)
-					return
-				}
-				expected = eventstore.Revision(last.Revision) // expired: take the key over
-			}
-			data, _ := json.Marshal(idemStarted{Endpoint: endpoint, BodyHash: bodyHash, RequestID: RequestID(ctx), StartedAt: time.Now().UTC()})
-			res, err := s.store.Append(ctx, stream, expected, eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: evIdemStarted, Data: data,
-				Metadata: eventstore.Metadata{Tenant: p.Tenant, Actor: p.Actor(), RequestID: RequestID(ctx), SchemaVersion: 1}})
-			if errors.Is(err, eventstore.ErrConflict) {
-				continue // someone else started or finished: look again
-			}
-			if err != nil {
-				s.writeError(w, r, err)
+			var answered bool
+			if expected, answered = s.idemLookup(w, r, evs, bodyHash); answered {
 				return
 			}
-			startedRev = res.NextRevision
-			break
+		} else {
+			for try := 0; ; try++ {
+				if try == 5 {
+					idemBusy(w, r, false)
+					return
+				}
+				evs, err := readWhole(ctx, s.store, stream)
+				if err != nil {
+					s.writeError(w, r, err)
+					return
+				}
+				exp, answered := s.idemLookup(w, r, evs, bodyHash)
+				if answered {
+					return
+				}
+				data, _ := json.Marshal(idemStarted{Endpoint: endpoint, BodyHash: bodyHash, RequestID: RequestID(ctx), StartedAt: time.Now().UTC()})
+				res, err := s.store.Append(ctx, stream, exp, eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: evIdemStarted, Data: data,
+					Metadata: eventstore.Metadata{Tenant: p.Tenant, Actor: p.Actor(), RequestID: RequestID(ctx), SchemaVersion: 1}})
+				if errors.Is(err, eventstore.ErrConflict) {
+					continue // someone else started or finished: look again
+				}
+				if err != nil {
+					s.writeError(w, r, err)
+					return
+				}
+				expected = eventstore.Revision(res.NextRevision)
+				break
+			}
 		}
 		// The request runs to its end even if the client leaves, so that
 		// its answer is kept for the retry.
@@ -199,29 +181,18 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
-		// The answer goes out first, then is kept, off the request's path:
-		// neither the client nor the next request on its connection waits
-		// for the second commit. Until it lands, a retry on this replica
-		// replays the answer from memory; on another replica it finds the
-		// request in flight (409 with Retry-After) for about a commit's
-		// time. Close waits for these appends.
+		// The answer is kept before it is sent: whoever got it, a retry
+		// gets it too.
 		done := idemCompleted{Status: rec.status, ContentType: rec.header.Get("Content-Type"), Body: rec.body.String(),
 			Location: rec.header.Get("Location"), RetryAfter: rec.header.Get("Retry-After"),
-			RequestID: RequestID(ctx), CompletedAt: time.Now().UTC()}
-		s.idemSending.Store(stream, &idemAnswer{bodyHash: bodyHash, done: done})
-		s.idemStoring.Add(1)
-		go func() {
-			defer s.idemStoring.Done()
-			defer s.idemSending.Delete(stream)
-			data, _ := json.Marshal(done)
-			ctx, cancel := context.WithTimeout(context.Background(), idemLease)
-			defer cancel()
-			if _, err := s.store.Append(ctx, stream, eventstore.Revision(startedRev), eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: evIdemCompleted, Data: data,
-				Metadata: eventstore.Metadata{Tenant: p.Tenant, Actor: p.Actor(), RequestID: done.RequestID, SchemaVersion: 1}}); err != nil {
-				// The answer has gone out; a retry after the lease runs again.
-				s.log.Error().Str("requestId", done.RequestID).Err(err).Msg("idempotent answer not stored")
-			}
-		}()
+			RequestID: RequestID(ctx), BodyHash: bodyHash, CompletedAt: time.Now().UTC()}
+		data, _ := json.Marshal(done)
+		if _, err := s.store.Append(rctx, stream, expected, eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: evIdemCompleted, Data: data,
+			Metadata: eventstore.Metadata{Tenant: p.Tenant, Actor: p.Actor(), RequestID: RequestID(ctx), SchemaVersion: 1}}); err != nil {
+			// The answer still goes out; a retry runs again (after the
+			// lease, on a shared store).
+			s.log.Error().Str("requestId", RequestID(ctx)).Err(err).Msg("idempotent answer not stored")
+		}
 		for k, vs := range rec.header {
 			for _, v := range vs {
 				w.Header().Add(k, v)
@@ -231,6 +202,61 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 		w.WriteHeader(rec.status)
 		w.Write(rec.body.Bytes())
 	}
+}
+
+// exclusiveStore reports whether only this process writes the store.
+func exclusiveStore(st eventstore.Store) bool {
+	x, ok := st.(eventstore.Exclusive)
+	return ok && x.Exclusive()
+}
+
+// idemBusy answers a request whose key another request holds: 422 when
+// the bodies differ, else 409 (retry for the answer).
+func idemBusy(w http.ResponseWriter, r *http.Request, otherBody bool) {
+	if otherBody {
+		writeProblem(w, r, http.StatusUnprocessableEntity, "idempotency_key_reused",
+			"This Idempotency-Key was used with a different request body; use a new key for a new request.")
+		return
+	}
+	w.Header().Set("Retry-After", "1")
+	writeProblem(w, r, http.StatusConflict, "idempotency_in_flight",
+		"A request with this Idempotency-Key is still being processed; retry after it finishes to get its answer.")
+}
+
+// idemLookup reads a key's stream: a live entry is answered (the replay,
+// 422 for another body, 409 while it runs) and answered is true; else
+// expected is where a new entry goes (no stream, or after an expired one).
+func (s *Server) idemLookup(w http.ResponseWriter, r *http.Request, evs []eventstore.RecordedEvent, bodyHash string) (expected eventstore.ExpectedRevision, answered bool) {
+	if len(evs) == 0 {
+		return eventstore.NoStream(), false
+	}
+	started, completed, at := idemState(evs)
+	fresh := false
+	switch {
+	case completed != nil:
+		fresh = time.Since(completed.CompletedAt) < s.idemRetention
+	case started != nil:
+		fresh = time.Since(at) < idemLease
+	}
+	if !fresh {
+		return eventstore.Revision(evs[len(evs)-1].Revision), false // expired: take the key over
+	}
+	hash := ""
+	if started != nil {
+		hash = started.BodyHash
+	} else if completed != nil {
+		hash = completed.BodyHash
+	}
+	if hash != "" && hash != bodyHash {
+		idemBusy(w, r, true)
+		return eventstore.ExpectedRevision{}, true
+	}
+	if completed == nil {
+		idemBusy(w, r, false)
+		return eventstore.ExpectedRevision{}, true
+	}
+	replayIdem(w, completed)
+	return eventstore.ExpectedRevision{}, true
 }
 
 // replayIdem writes a kept answer again, marked as a replay.

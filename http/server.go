@@ -59,8 +59,7 @@ type Server struct {
 	// contextLoader renders a tenant's context packet as prompt text.
 	contextLoader func(ctx context.Context, tenant, id string) (string, error)
 	idemRetention time.Duration
-	idemSending   sync.Map       // idempotency stream -> *idemAnswer: answered, not yet stored
-	idemStoring   sync.WaitGroup // appends of answers already sent
+	idemInFlight  sync.Map // idempotency stream -> body hash, while its request runs (exclusive stores)
 	log           zerolog.Logger
 	version       string
 	maxBody       int64
@@ -147,7 +146,6 @@ func NewServer(cfg Config) *Server {
 // Close stops what the server started (the usage writer, after appending
 // what it holds). Call it after the HTTP server has shut down.
 func (s *Server) Close() {
-	s.idemStoring.Wait()
 	if s.ownsUsage {
 		s.usage.Close()
 	}

@@ -192,6 +192,10 @@ func (s *Store) init() error {
 // Path is the data file.
 func (s *Store) Path() string { return s.path }
 
+// Exclusive implements eventstore.Exclusive: the file lock keeps other
+// processes out.
+func (s *Store) Exclusive() bool { return true }
+
 // Close commits what is already queued, stops the writer, ends subscriptions
 // and closes the file.
 func (s *Store) Close() error {
