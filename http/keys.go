@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
@@ -91,6 +92,13 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
 	const op = "keys.revoke"
 	id := mux.Vars(r)["keyId"]
 	rec, err := s.proj.KeyByID(id)
+	if errors.Is(err, projections.ErrNoKey) {
+		// A key created a moment ago (another replica, the CLI, or an
+		// answer the read model has not caught up with) is waited for.
+		if werr := s.proj.WaitForHead(r.Context(), 2*time.Second); werr == nil {
+			rec, err = s.proj.KeyByID(id)
+		}
+	}
 	if errors.Is(err, projections.ErrNoKey) {
 		s.writeError(w, r, domain.E(op, domain.KindNotFound, "key_not_found", "no key has the id %q", id))
 		return
