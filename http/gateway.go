@@ -502,18 +502,6 @@ func finishReason(stop string) string {
 	return "stop"
 }
 
-func openaiUsage(u gateway.Usage) map[string]any {
-	prompt := u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
-	m := map[string]any{
-		"prompt_tokens": prompt, "completion_tokens": u.OutputTokens, "total_tokens": prompt + u.OutputTokens,
-		"prompt_tokens_details": map[string]any{"cached_tokens": u.CacheReadTokens},
-	}
-	if u.Estimated {
-		m["estimated"] = true
-	}
-	return m
-}
-
 // plan decodes nothing: it finds the chain of models a call may try.
 // A named model whose provider has no credentials is refused before any
 // upstream call.
@@ -582,26 +570,22 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	cost, record := s.settle(r, c, resp.Usage, "ok")
 	defer record()
-	msg := map[string]any{"role": "assistant", "content": resp.Text()}
-	var calls []map[string]any
+	text := resp.Text()
+	msg := ccMessageOut{Role: "assistant", Content: &text}
 	for _, b := range resp.Content {
 		if b.Type == "tool_use" {
-			calls = append(calls, map[string]any{"id": b.ID, "type": "function", "function": map[string]any{"name": b.Name, "arguments": string(b.Input)}})
+			call := ccToolCallOut{ID: b.ID, Type: "function"}
+			call.Function.Name, call.Function.Arguments = b.Name, string(b.Input)
+			msg.ToolCalls = append(msg.ToolCalls, call)
 		}
 	}
-	if len(calls) > 0 {
-		msg["tool_calls"] = calls
-		if resp.Text() == "" {
-			msg["content"] = nil
-		}
+	if len(msg.ToolCalls) > 0 && text == "" {
+		msg.Content = nil
 	}
-	usage := openaiUsage(resp.Usage)
-	usage["estimated_cost_usd"] = cost
-	writeAnswer(w, map[string]any{
-		"id": c.id, "object": "chat.completion", "created": c.start.Unix(), "model": c.model.ID,
-		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finishReason(resp.StopReason), "logprobs": nil}},
-		"usage":   usage,
-		"svc":     newSvc(c, resp.NativeStop),
+	writeAnswer(w, ccResponseOut{ID: c.id, Object: "chat.completion", Created: c.start.Unix(), Model: c.model.ID,
+		Choices: []ccChoiceOut{{Message: msg, FinishReason: finishReason(resp.StopReason)}},
+		Usage:   openaiUsage(resp.Usage, cost),
+		Svc:     newSvc(c, resp.NativeStop),
 	})
 }
 
@@ -619,12 +603,14 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCa
 		s.writeErrorAs(w, r, openaiErrors, err)
 		return
 	}
-	chunk := func(delta map[string]any, finish any) map[string]any {
-		return map[string]any{"id": c.id, "object": "chat.completion.chunk", "created": c.start.Unix(), "model": c.model.ID,
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}}
+	chunk := func(delta ccDeltaOut, finish *string) *ccChunkOut {
+		return &ccChunkOut{ID: c.id, Object: "chat.completion.chunk", Created: c.start.Unix(), Model: c.model.ID,
+			Choices: []ccChunkChoiceOut{{Delta: delta, FinishReason: finish}}}
 	}
-	first := chunk(map[string]any{"role": "assistant", "content": ""}, nil)
-	first["svc"] = newSvc(c, "")
+	empty := ""
+	first := chunk(ccDeltaOut{Role: "assistant", Content: &empty}, nil)
+	svc := newSvc(c, "")
+	first.Svc = &svc
 	if sse.data(first) != nil {
 		s.recordUsage(r, c, gateway.Usage{}, "client_gone")
 		return
@@ -651,7 +637,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCa
 		d := p.d
 		sent.see(d)
 		if d.Text != "" {
-			if sse.data(chunk(map[string]any{"content": d.Text}, nil)) != nil {
+			if sse.data(chunk(ccDeltaOut{Content: &d.Text}, nil)) != nil {
 				s.recordUsage(r, c, sent.bill(c.req, nil), "client_gone")
 				return
 			}
@@ -662,7 +648,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCa
 				call["id"], call["type"] = tc.ID, "function"
 				call["function"] = map[string]any{"name": tc.Name, "arguments": tc.Arguments}
 			}
-			if sse.data(chunk(map[string]any{"tool_calls": []any{call}}, nil)) != nil {
+			if sse.data(chunk(ccDeltaOut{ToolCalls: []any{call}}, nil)) != nil {
 				s.recordUsage(r, c, sent.bill(c.req, nil), "client_gone")
 				return
 			}
@@ -670,13 +656,14 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCa
 		if d.StopReason != "" {
 			u := sent.bill(c.req, d.Usage)
 			cost, record := s.settle(r, c, u, "ok")
-			last := chunk(map[string]any{}, finishReason(d.StopReason))
-			last["svc"] = newSvc(c, d.NativeStop)
+			finish := finishReason(d.StopReason)
+			last := chunk(ccDeltaOut{}, &finish)
+			svc := newSvc(c, d.NativeStop)
+			last.Svc = &svc
 			sse.data(last)
 			if includeUsage {
-				usage := openaiUsage(u)
-				usage["estimated_cost_usd"] = cost
-				sse.data(map[string]any{"id": c.id, "object": "chat.completion.chunk", "created": c.start.Unix(), "model": c.model.ID, "choices": []any{}, "usage": usage})
+				usage := openaiUsage(u, cost)
+				sse.data(&ccChunkOut{ID: c.id, Object: "chat.completion.chunk", Created: c.start.Unix(), Model: c.model.ID, Choices: []ccChunkChoiceOut{}, Usage: &usage})
 			}
 			sse.data("[DONE]")
 			record()
@@ -875,7 +862,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 		"svc": newSvc(c, ""),
 	}}
 	if sse.event("message_start", start) != nil || sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}}) != nil ||
-		sse.event("ping", map[string]any{"type": "ping"}) != nil {
+		sse.event("ping", anPing) != nil {
 		s.recordUsage(r, c, gateway.Usage{}, "client_gone")
 		return
 	}
@@ -890,7 +877,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 			return
 		}
 		if ticked {
-			if sse.event("ping", map[string]any{"type": "ping"}) != nil {
+			if sse.event("ping", anPing) != nil {
 				s.recordUsage(r, c, sent.bill(c.req, nil), "client_gone")
 				return
 			}
@@ -922,7 +909,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 			md := map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": anthropicStop(d.StopReason), "stop_sequence": nil},
 				"usage": anthropicUsage(u, cost), "svc": newSvc(c, d.NativeStop)}
 			sse.event("message_delta", md)
-			sse.event("message_stop", map[string]any{"type": "message_stop"})
+			sse.event("message_stop", anMessageStop)
 			record()
 			return
 		}
@@ -978,7 +965,7 @@ func (b *contentBlocks) write(sse *sseWriter, d gateway.Delta) error {
 			}
 			b.text = true
 		}
-		if err := sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": b.open, "delta": map[string]any{"type": "text_delta", "text": d.Text}}); err != nil {
+		if err := sse.event("content_block_delta", anTextDelta(b.open, d.Text)); err != nil {
 			return err
 		}
 	}

@@ -56,6 +56,8 @@ func (s *sseWriter) finish(v any) error {
 		s.buf = append(s.buf, v...)
 	case json.RawMessage:
 		s.buf = append(s.buf, v...)
+	case []byte: // JSON text
+		s.buf = append(s.buf, v...)
 	default:
 		b, err := json.Marshal(v)
 		if err != nil {
