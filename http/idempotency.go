@@ -126,12 +126,20 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 		// in memory; on a shared store (KurrentDB, several replicas) it is
 		// an append that exactly one of racing requests wins.
 		var expected eventstore.ExpectedRevision
+		release := func() {} // frees an in-memory claim once the answer is stored
 		if exclusiveStore(s.store) {
 			if other, busy := s.idemInFlight.LoadOrStore(stream, bodyHash); busy {
 				idemBusy(w, r, other.(string) != bodyHash)
 				return
 			}
-			defer s.idemInFlight.Delete(stream)
+			released := false
+			release = func() {
+				if !released {
+					released = true
+					s.idemInFlight.Delete(stream)
+				}
+			}
+			defer release()
 			evs, err := readWhole(ctx, s.store, stream)
 			if err != nil {
 				s.writeError(w, r, err)
@@ -193,6 +201,7 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 			// lease, on a shared store).
 			s.log.Error().Str("requestId", RequestID(ctx)).Err(err).Msg("idempotent answer not stored")
 		}
+		release() // a retry from now on reads the stored answer
 		for k, vs := range rec.header {
 			for _, v := range vs {
 				w.Header().Add(k, v)
