@@ -37,17 +37,11 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	default:
 		return fmt.Errorf("bench: --only %q: want store, lifecycle, gateway, generate or kurrent", *only)
 	}
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(*cpuprofile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	open := func(dir string) (eventstore.Store, error) { return bolt.Open(dir, bolt.Options{}) }
 	var cleanup []string
 	defer func() {
