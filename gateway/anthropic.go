@@ -100,11 +100,25 @@ func (u anUsage) usage() Usage {
 
 func (p *Anthropic) body(req Request, stream bool) ([]byte, error) {
 	r := anRequest{Model: req.Model, System: req.System, MaxTokens: req.MaxTokens, Temperature: req.Temperature, StopSequences: req.StopSequences, Stream: stream, Tools: req.Tools}
+	if tc := req.ToolChoice; tc != nil {
+		choice := map[string]any{"type": tc.Mode}
+		if tc.Mode == ToolChoiceTool {
+			choice["name"] = tc.Name
+		}
+		if tc.DisableParallel && tc.Mode != ToolChoiceNone {
+			choice["disable_parallel_tool_use"] = true
+		}
+		r.ToolChoice = choice
+	}
 	if req.Output != nil {
 		// Structured output the Anthropic way: one tool whose input is the
-		// output, and the model is made to call it.
+		// output, and the model is made to call it (this overrides a tool
+		// choice of the request).
 		r.Tools = append(r.Tools, Tool{Name: req.Output.Name, Description: "Emit the answer as this tool's input.", Schema: withoutMetaKeys(req.Output.Schema)})
 		r.ToolChoice = map[string]any{"type": "tool", "name": req.Output.Name}
+	} else if req.JSONObject {
+		// No JSON mode in the Messages API: ask for it.
+		r.System = strings.TrimSpace(r.System + "\n\n" + jsonObjectInstruction)
 	}
 	if r.MaxTokens <= 0 {
 		r.MaxTokens = 4096 // the Messages API requires a cap; chat completion clients may send none

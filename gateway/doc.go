@@ -51,7 +51,35 @@ type Request struct {
 	// OpenAI json_schema response format, an Anthropic forced tool); the
 	// answer's text is then the JSON.
 	Output *OutputSchema
+	// JSONObject asks for one JSON object with no schema (OpenAI's
+	// json_object response format; for Anthropic, an instruction).
+	JSONObject bool
+	// NeedsJSON: the client requires JSON output (a response format), so a
+	// mode routes only to models that support it.
+	NeedsJSON bool
+	// ToolChoice says whether and which tool the model must call; nil
+	// leaves it to the provider's default (auto when tools are offered).
+	ToolChoice *ToolChoice
 }
+
+// Tool choice modes, in Anthropic's vocabulary (OpenAI: auto, required,
+// a named function, none).
+const (
+	ToolChoiceAuto = "auto"
+	ToolChoiceAny  = "any"
+	ToolChoiceTool = "tool"
+	ToolChoiceNone = "none"
+)
+
+// ToolChoice is a request's tool choice.
+type ToolChoice struct {
+	Mode            string // ToolChoice*
+	Name            string // the tool, with ToolChoiceTool
+	DisableParallel bool   // at most one tool call
+}
+
+// jsonObjectInstruction asks a model without a JSON mode for one object.
+const jsonObjectInstruction = "Answer with a single JSON object and nothing else: no prose, no code fences."
 
 // OutputSchema names a JSON Schema for structured output.
 type OutputSchema struct {

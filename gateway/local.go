@@ -50,6 +50,10 @@ func (Local) answer(req Request) (words []string, stop string, usage Usage) {
 			return []string{string(b)}, StopEndTurn, Usage{InputTokens: in, OutputTokens: countWords(string(b))}
 		}
 	}
+	if req.JSONObject {
+		b, _ := json.Marshal(map[string]string{"model": "local development model", "youSaid": last})
+		return []string{string(b)}, StopEndTurn, Usage{InputTokens: in, OutputTokens: countWords(string(b))}
+	}
 	words = strings.Fields("[local development model] You said: " + last)
 	stop = StopEndTurn
 	if req.MaxTokens > 0 && len(words) > req.MaxTokens {

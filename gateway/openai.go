@@ -85,6 +85,8 @@ type oaRequest struct {
 	StreamOptions       map[string]any `json:"stream_options,omitempty"`
 	Tools               []any          `json:"tools,omitempty"`
 	ResponseFormat      map[string]any `json:"response_format,omitempty"`
+	ToolChoice          any            `json:"tool_choice,omitempty"`
+	ParallelToolCalls   *bool          `json:"parallel_tool_calls,omitempty"`
 }
 
 type oaUsage struct {
@@ -131,6 +133,12 @@ func StopFromOpenAI(fr string) string {
 
 func (p *OpenAI) body(req Request, stream bool) ([]byte, error) {
 	r := oaRequest{Model: req.Model, Temperature: req.Temperature, Stop: req.StopSequences, Stream: stream}
+	if req.Output != nil && p.kind != "openai" && req.NeedsJSON {
+		// A client's json_schema response format, to a server that may not
+		// take one: JSON mode, and the schema in the instructions.
+		r.ResponseFormat = map[string]any{"type": "json_object"}
+		req.System = strings.TrimSpace(req.System + "\n\nAnswer with a single JSON object that validates against this JSON Schema, and nothing else:\n" + string(withoutMetaKeys(req.Output.Schema)))
+	}
 	if req.Output != nil && p.kind == "openai" {
 		// OpenAI's structured outputs; OpenAI-compatible servers differ in
 		// what they accept, so they get the schema in the prompt only.
@@ -173,6 +181,23 @@ func (p *OpenAI) body(req Request, stream bool) ([]byte, error) {
 	}
 	for _, t := range req.Tools {
 		r.Tools = append(r.Tools, map[string]any{"type": "function", "function": map[string]any{"name": t.Name, "description": t.Description, "parameters": t.Schema}})
+	}
+	if req.JSONObject && r.ResponseFormat == nil {
+		r.ResponseFormat = map[string]any{"type": "json_object"}
+	}
+	if tc := req.ToolChoice; tc != nil {
+		switch tc.Mode {
+		case ToolChoiceAuto, ToolChoiceNone:
+			r.ToolChoice = tc.Mode
+		case ToolChoiceAny:
+			r.ToolChoice = "required"
+		case ToolChoiceTool:
+			r.ToolChoice = map[string]any{"type": "function", "function": map[string]any{"name": tc.Name}}
+		}
+		if tc.DisableParallel && len(r.Tools) > 0 {
+			f := false
+			r.ParallelToolCalls = &f
+		}
 	}
 	return json.Marshal(r)
 }

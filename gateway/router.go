@@ -36,11 +36,11 @@ type Needs struct {
 	ContextTokens int  `json:"contextTokens,omitempty"` // worst-case input plus the output cap
 }
 
-// NeedsOf derives a request's needs: tools if it offers any, and the
-// worst-case context it could fill.
+// NeedsOf derives a request's needs: JSON if the client requires it, tools
+// if it offers any, and the worst-case context it could fill.
 func NeedsOf(req Request, m *Model) Needs {
 	in, out := WorstTokens(req, m)
-	return Needs{Tools: len(req.Tools) > 0, ContextTokens: in + out}
+	return Needs{JSON: req.NeedsJSON, Tools: len(req.Tools) > 0, ContextTokens: in + out}
 }
 
 // Route is one candidate model for a mode, ranked.

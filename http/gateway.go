@@ -386,6 +386,9 @@ type ccRequest struct {
 			Parameters  json.RawMessage `json:"parameters"`
 		} `json:"function"`
 	} `json:"tools"`
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
+	ResponseFormat    json.RawMessage `json:"response_format"`
 }
 
 // textOf reads OpenAI content: a string, or an array of text parts.
@@ -452,6 +455,14 @@ func (q *ccRequest) toGateway() (gateway.Request, error) {
 			schema = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
 		out.Tools = append(out.Tools, gateway.Tool{Name: t.Function.Name, Description: t.Function.Description, Schema: schema})
+	}
+	tc, err := chatToolChoice(q.ToolChoice, q.ParallelToolCalls, out.Tools)
+	if err != nil {
+		return out, err
+	}
+	out.ToolChoice = tc
+	if err := chatResponseFormat(q.ResponseFormat, &out); err != nil {
+		return out, err
 	}
 	var system []string
 	for i, m := range q.Messages {
@@ -570,10 +581,10 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	cost, record := s.settle(r, c, resp.Usage, "ok")
 	defer record()
-	text := resp.Text()
+	text := resp.StructuredText(c.req.Output)
 	msg := ccMessageOut{Role: "assistant", Content: &text}
 	for _, b := range resp.Content {
-		if b.Type == "tool_use" {
+		if b.Type == "tool_use" && (c.req.Output == nil || b.Name != c.req.Output.Name) {
 			call := ccToolCallOut{ID: b.ID, Type: "function"}
 			call.Function.Name, call.Function.Arguments = b.Name, string(b.Input)
 			msg.ToolCalls = append(msg.ToolCalls, call)
@@ -582,8 +593,12 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if len(msg.ToolCalls) > 0 && text == "" {
 		msg.Content = nil
 	}
+	finish := finishReason(resp.StopReason)
+	if resp.StopReason == gateway.StopToolUse && len(msg.ToolCalls) == 0 {
+		finish = "stop" // only the structured answer's tool was called
+	}
 	writeAnswer(w, ccResponseOut{ID: c.id, Object: "chat.completion", Created: c.start.Unix(), Model: c.model.ID,
-		Choices: []ccChoiceOut{{Message: msg, FinishReason: finishReason(resp.StopReason)}},
+		Choices: []ccChoiceOut{{Message: msg, FinishReason: finish}},
 		Usage:   openaiUsage(resp.Usage, cost),
 		Svc:     newSvc(c, resp.NativeStop),
 	})
@@ -616,6 +631,8 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCa
 		return
 	}
 	var sent streamed
+	var structured structuredTool
+	toolCalled := false
 	for {
 		p, _, gone := up.next(r.Context(), nil, sse.flush)
 		if gone {
@@ -642,7 +659,15 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCa
 				return
 			}
 		}
-		if tc := d.ToolCall; tc != nil {
+		if tc := d.ToolCall; tc != nil && structured.owns(c.req.Output, tc) {
+			// The answer to a json_schema response format, sent by the
+			// provider as a forced tool's input: it is the content.
+			if tc.Arguments != "" && sse.data(chunk(ccDeltaOut{Content: &tc.Arguments}, nil)) != nil {
+				s.recordUsage(r, c, sent.bill(c.req, nil), "client_gone")
+				return
+			}
+		} else if tc != nil {
+			toolCalled = true
 			call := map[string]any{"index": tc.Index, "function": map[string]any{"arguments": tc.Arguments}}
 			if tc.ID != "" || tc.Name != "" {
 				call["id"], call["type"] = tc.ID, "function"
@@ -657,6 +682,9 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCa
 			u := sent.bill(c.req, d.Usage)
 			cost, record := s.settle(r, c, u, "ok")
 			finish := finishReason(d.StopReason)
+			if d.StopReason == gateway.StopToolUse && !toolCalled {
+				finish = "stop" // only the structured answer's tool was called
+			}
 			last := chunk(ccDeltaOut{}, &finish)
 			svc := newSvc(c, d.NativeStop)
 			last.Svc = &svc
@@ -686,6 +714,7 @@ type msgRequest struct {
 	StopSequences []string        `json:"stop_sequences"`
 	Temperature   *float64        `json:"temperature"`
 	Tools         []gateway.Tool  `json:"tools"`
+	ToolChoice    json.RawMessage `json:"tool_choice"`
 	Metadata      json.RawMessage `json:"metadata"`
 }
 
@@ -748,6 +777,11 @@ func (q *msgRequest) toGateway() (gateway.Request, error) {
 		return out, badRequest("messages", "messages: at least one message is required")
 	}
 	out.MaxTokens, out.Temperature, out.StopSequences, out.Tools = *q.MaxTokens, q.Temperature, q.StopSequences, q.Tools
+	tc, err := messagesToolChoice(q.ToolChoice, out.Tools)
+	if err != nil {
+		return out, err
+	}
+	out.ToolChoice = tc
 	if len(q.System) > 0 && string(q.System) != "null" {
 		blocks, err := blocksOf(q.System, "system")
 		if err != nil {

@@ -81,11 +81,16 @@ func newRoutingEnv(t *testing.T) (*env, *fakeUpstreams, gateway.Config) {
 	return newEnvWith(t, cat), f, cfg
 }
 
-func chatBody(model string, stream bool) map[string]any {
+// chatBody is a small chat completion request; extra is more fields, as
+// name, value pairs.
+func chatBody(model string, stream bool, extra ...any) map[string]any {
 	b := map[string]any{"model": model, "max_completion_tokens": 50, "messages": []any{map[string]any{"role": "user", "content": "hello"}}}
 	if stream {
 		b["stream"] = true
 		b["stream_options"] = map[string]any{"include_usage": true}
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		b[extra[i].(string)] = extra[i+1]
 	}
 	return b
 }

@@ -222,3 +222,183 @@ func TestStreamedToolCallsTranslateBothWays(t *testing.T) {
 		t.Fatalf("streamed chat tool call: %s\n%v", got, evs)
 	}
 }
+
+func chatWithTools(model string, extra map[string]any) map[string]any {
+	b := map[string]any{"model": model, "messages": []any{map[string]any{"role": "user", "content": "weather in Paris?"}},
+		"tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather", "parameters": weatherSchema}}}}
+	for k, v := range extra {
+		b[k] = v
+	}
+	return b
+}
+
+func messagesWithTools(model string, extra map[string]any) map[string]any {
+	b := map[string]any{"model": model, "max_tokens": 100, "messages": []any{map[string]any{"role": "user", "content": "weather in Paris?"}},
+		"tools": []any{map[string]any{"name": "get_weather", "input_schema": weatherSchema}}}
+	for k, v := range extra {
+		b[k] = v
+	}
+	return b
+}
+
+// upstreamGot decodes the body an upstream received.
+func upstreamGot(t *testing.T, ch chan []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(<-ch, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func jsonOf(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// tool_choice reaches each provider in its own form, from either front.
+func TestToolChoiceTranslatesBothWays(t *testing.T) {
+	e, u := newToolEnv(t)
+	for _, c := range []struct {
+		name, path, model string
+		body              map[string]any
+		upstream          chan []byte
+		want              map[string]string // field -> its JSON upstream
+	}{
+		{"chat required, no parallel -> openai", "/v1/chat/completions", "openai:gpt-4o-mini",
+			map[string]any{"tool_choice": "required", "parallel_tool_calls": false}, u.lastOpenAI,
+			map[string]string{"tool_choice": `"required"`, "parallel_tool_calls": `false`}},
+		{"chat named function -> anthropic", "/v1/chat/completions", "anthropic:claude-3-5-haiku-latest",
+			map[string]any{"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}}, u.lastAnthropic,
+			map[string]string{"tool_choice": `{"name":"get_weather","type":"tool"}`}},
+		{"chat none -> anthropic", "/v1/chat/completions", "anthropic:claude-3-5-haiku-latest",
+			map[string]any{"tool_choice": "none"}, u.lastAnthropic, map[string]string{"tool_choice": `{"type":"none"}`}},
+		{"messages any, no parallel -> openai", "/v1/messages", "openai:gpt-4o-mini",
+			map[string]any{"tool_choice": map[string]any{"type": "any", "disable_parallel_tool_use": true}}, u.lastOpenAI,
+			map[string]string{"tool_choice": `"required"`, "parallel_tool_calls": `false`}},
+		{"messages tool -> openai", "/v1/messages", "openai:gpt-4o-mini",
+			map[string]any{"tool_choice": map[string]any{"type": "tool", "name": "get_weather"}}, u.lastOpenAI,
+			map[string]string{"tool_choice": `{"function":{"name":"get_weather"},"type":"function"}`}},
+		{"messages tool -> anthropic", "/v1/messages", "anthropic:claude-3-5-haiku-latest",
+			map[string]any{"tool_choice": map[string]any{"type": "tool", "name": "get_weather"}}, u.lastAnthropic,
+			map[string]string{"tool_choice": `{"name":"get_weather","type":"tool"}`}},
+	} {
+		body := chatWithTools(c.model, c.body)
+		if c.path == "/v1/messages" {
+			body = messagesWithTools(c.model, c.body)
+		}
+		e.must(e.do("POST", c.path, e.tenantA, body), 200)
+		got := upstreamGot(t, c.upstream)
+		for field, want := range c.want {
+			if g := jsonOf(got[field]); g != want {
+				t.Errorf("%s: upstream %s = %s, want %s", c.name, field, g, want)
+			}
+		}
+	}
+	// Without a tool choice, nothing is sent: the provider's default.
+	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chatWithTools("openai:gpt-4o-mini", nil)), 200)
+	if got := upstreamGot(t, u.lastOpenAI); got["tool_choice"] != nil || got["parallel_tool_calls"] != nil {
+		t.Errorf("no tool choice asked, upstream got %v / %v", got["tool_choice"], got["parallel_tool_calls"])
+	}
+	// Bad values are refused in each front's shape, before any upstream call.
+	for _, c := range []struct {
+		path  string
+		body  map[string]any
+		param string
+	}{
+		{"/v1/chat/completions", map[string]any{"model": "openai:gpt-4o-mini", "tool_choice": "auto", "messages": []any{map[string]any{"role": "user", "content": "hi"}}}, "tool_choice"},
+		{"/v1/chat/completions", chatWithTools("openai:gpt-4o-mini", map[string]any{"tool_choice": "always"}), "tool_choice"},
+		{"/v1/chat/completions", chatWithTools("openai:gpt-4o-mini", map[string]any{"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "get_time"}}}), "tool_choice"},
+		{"/v1/messages", messagesWithTools("openai:gpt-4o-mini", map[string]any{"tool_choice": map[string]any{"type": "tool", "name": "get_time"}}), ""},
+		{"/v1/messages", messagesWithTools("openai:gpt-4o-mini", map[string]any{"tool_choice": map[string]any{"type": "sometimes"}}), ""},
+	} {
+		r := e.do("POST", c.path, e.tenantA, c.body)
+		if r.status != 400 || (c.param != "" && r.str("error.param") != c.param) || !strings.Contains(string(r.raw), "tool_choice") {
+			t.Errorf("%s %v: %d %s", c.path, c.body["tool_choice"], r.status, r.raw)
+		}
+	}
+	if len(u.lastOpenAI) != 0 || len(u.lastAnthropic) != 0 {
+		t.Error("a refused request reached an upstream")
+	}
+}
+
+// response_format: json_object and json_schema reach OpenAI natively; for
+// Anthropic, json_object becomes an instruction and json_schema a forced
+// tool whose input comes back as the message content, streamed or not.
+func TestResponseFormat(t *testing.T) {
+	e, u := newToolEnv(t)
+	jsonObject := map[string]any{"type": "json_object"}
+	schemaFormat := map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "get_weather", "schema": weatherSchema}}
+
+	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("openai:gpt-4o-mini", false, "response_format", jsonObject)), 200)
+	if got := upstreamGot(t, u.lastOpenAI); jsonOf(got["response_format"]) != `{"type":"json_object"}` {
+		t.Errorf("json_object to openai: %v", got["response_format"])
+	}
+	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("anthropic:claude-3-5-haiku-latest", false, "response_format", jsonObject)), 200)
+	if got := upstreamGot(t, u.lastAnthropic); !strings.Contains(jsonOf(got["system"]), "single JSON object") {
+		t.Errorf("json_object to anthropic: system %v", got["system"])
+	}
+	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("openai:gpt-4o-mini", false, "response_format", schemaFormat)), 200)
+	if got := jsonOf(upstreamGot(t, u.lastOpenAI)["response_format"]); !strings.Contains(got, `"type":"json_schema"`) || !strings.Contains(got, `"name":"get_weather"`) {
+		t.Errorf("json_schema to openai: %s", got)
+	}
+	r := e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("anthropic:claude-3-5-haiku-latest", false, "response_format", schemaFormat)), 200)
+	got := upstreamGot(t, u.lastAnthropic)
+	if jsonOf(got["tool_choice"]) != `{"name":"get_weather","type":"tool"}` {
+		t.Errorf("json_schema to anthropic: tool_choice %v", got["tool_choice"])
+	}
+	var msg struct {
+		Choices []struct {
+			Message struct {
+				Content   *string `json:"content"`
+				ToolCalls []any   `json:"tool_calls"`
+			} `json:"message"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(r.raw, &msg); err != nil || msg.Choices[0].Message.Content == nil || *msg.Choices[0].Message.Content != `{"city":"Paris"}` ||
+		len(msg.Choices[0].Message.ToolCalls) != 0 || msg.Choices[0].FinishReason != "stop" {
+		t.Fatalf("structured answer from anthropic: %s", r.raw)
+	}
+	_, evs := e.stream("/v1/chat/completions", e.tenantA, chatBody("anthropic:claude-3-5-haiku-latest", true, "response_format", schemaFormat))
+	<-u.lastAnthropic
+	var content strings.Builder
+	finish := ""
+	for _, ev := range evs {
+		var ch struct {
+			Choices []struct {
+				Delta struct {
+					Content   string `json:"content"`
+					ToolCalls []any  `json:"tool_calls"`
+				} `json:"delta"`
+				FinishReason *string `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		if json.Unmarshal([]byte(ev[1]), &ch) != nil || len(ch.Choices) == 0 {
+			continue
+		}
+		if len(ch.Choices[0].Delta.ToolCalls) > 0 {
+			t.Fatalf("the structured answer was streamed as a tool call: %v", evs)
+		}
+		content.WriteString(ch.Choices[0].Delta.Content)
+		if ch.Choices[0].FinishReason != nil {
+			finish = *ch.Choices[0].FinishReason
+		}
+	}
+	// The fake streams some text before the tool; the JSON follows it.
+	if !strings.HasSuffix(content.String(), `{"city":"Paris"}`) || finish != "stop" {
+		t.Fatalf("streamed structured answer: %q, finish %q", content.String(), finish)
+	}
+	for _, bad := range []any{
+		map[string]any{"type": "xml"},
+		map[string]any{"type": "json_schema"},
+		map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "has space", "schema": weatherSchema}},
+		map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "ok", "schema": "not a schema"}},
+		"json",
+	} {
+		r := e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("openai:gpt-4o-mini", false, "response_format", bad))
+		if r.status != 400 || !strings.HasPrefix(r.str("error.param"), "response_format") {
+			t.Errorf("response_format %v: %d %s", bad, r.status, r.raw)
+		}
+	}
+	if len(u.lastOpenAI) != 0 || len(u.lastAnthropic) != 0 {
+		t.Error("a refused request reached an upstream")
+	}
+}
