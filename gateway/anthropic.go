@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -297,26 +299,56 @@ func (s *anStream) Next() (Delta, error) {
 
 func (s *anStream) Close() error { return s.body.Close() }
 
-// ListModels implements Provider.
+// ListModels implements Provider. The list is paged (up to 1,000 models a
+// page, newest first); it follows last_id while has_more says so, for at
+// most anthropicMaxModelPages pages.
 func (p *Anthropic) ListModels(ctx context.Context) ([]string, error) {
-	resp, err := p.do(ctx, http.MethodGet, "/v1/models?limit=1000", nil)
+	var out []string
+	after := ""
+	for page := 0; page < anthropicMaxModelPages; page++ {
+		path := "/v1/models?limit=1000"
+		if after != "" {
+			path += "&after_id=" + url.QueryEscape(after)
+		}
+		l, err := p.modelPage(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range l.Data {
+			out = append(out, m.ID)
+		}
+		if !l.HasMore || l.LastID == "" || l.LastID == after {
+			return out, nil
+		}
+		after = l.LastID
+	}
+	return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway,
+		Message: fmt.Sprintf("model list has more than %d pages", anthropicMaxModelPages)}
+}
+
+// anthropicMaxModelPages bounds a model list's paging (a provider that
+// always says has_more must not hold a sync forever).
+const anthropicMaxModelPages = 50
+
+type anModelPage struct {
+	Data []struct {
+		ID string `json:"id"`
+	} `json:"data"`
+	HasMore bool   `json:"has_more"`
+	LastID  string `json:"last_id"`
+}
+
+func (p *Anthropic) modelPage(ctx context.Context, path string) (*anModelPage, error) {
+	resp, err := p.do(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var l struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
+	var l anModelPage
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&l); err != nil {
 		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed model list"}
 	}
-	out := make([]string, len(l.Data))
-	for i, m := range l.Data {
-		out[i] = m.ID
-	}
-	return out, nil
+	return &l, nil
 }
 
 // anthropicStatus is the status Anthropic documents for an error type, for
