@@ -54,10 +54,15 @@ type gwCell struct {
 	Direct, Through         gwStats
 	DirectAll, ThroughAll   gwStats
 	DirectTail, ThroughTail gwStats
+	Proxy                   gwStats // through a bare reverse proxy (first byte, for streams)
 }
 
 func (c gwCell) added50() time.Duration { return c.Through.P50 - c.Direct.P50 }
 func (c gwCell) added99() time.Duration { return c.Through.P99 - c.Direct.P99 }
+
+// proxyAdded50 and proxyAdded99 are what the bare proxy adds: the floor.
+func (c gwCell) proxyAdded50() time.Duration { return c.Proxy.P50 - c.Direct.P50 }
+func (c gwCell) proxyAdded99() time.Duration { return c.Proxy.P99 - c.Direct.P99 }
 
 // gatewayResult is the whole gateway benchmark.
 type gatewayResult struct {
@@ -275,6 +280,7 @@ func gwSide(ctx context.Context, client *http.Client, t gwTarget, conc int, stre
 			for time.Now().Before(deadline) && fail.Load() == nil {
 				r, err := t.call(ctx, client, stream, false)
 				if err != nil {
+					err = fmt.Errorf("%s: %w", t.url, err)
 					fail.CompareAndSwap(nil, &err)
 					return
 				}
@@ -300,48 +306,38 @@ func gwSummarize(lat []time.Duration, elapsed time.Duration) gwStats {
 	return gwStats{N: len(lat), Elapsed: elapsed, P50: pct(lat, 0.5), P99: pct(lat, 0.99)}
 }
 
-// gwRunCell measures one concurrency level: direct and through alternate in
-// slices (direct first in even rounds, Baton first in odd ones), so noise
-// from the machine falls on both alike.
-func gwRunCell(ctx context.Context, client *http.Client, direct, through gwTarget, conc int, stream bool, d, slice time.Duration) (gwCell, error) {
+// gwRunCell measures one concurrency level: direct, through Baton and
+// through the bare proxy take turns in slices (each round starts with the
+// next one), so noise from the machine falls on all alike.
+func gwRunCell(ctx context.Context, client *http.Client, direct, through, proxy gwTarget, conc int, stream bool, d, slice time.Duration) (gwCell, error) {
 	cell := gwCell{Conc: conc, Stream: stream}
+	targets := []gwTarget{direct, through, proxy}
 	warm := min(slice, 300*time.Millisecond)
-	for _, t := range []gwTarget{direct, through} {
+	for _, t := range targets {
 		if _, _, err := gwSide(ctx, client, t, conc, stream, warm); err != nil {
 			return cell, err
 		}
 	}
 	rounds := max(1, int(d/slice))
-	var dl, tl [3][]time.Duration
-	var de, te time.Duration
+	var lat [3][3][]time.Duration // target, measure
+	var el [3]time.Duration
 	for i := range rounds {
-		order := []bool{false, true} // through?
-		if i%2 == 1 {
-			order = []bool{true, false}
-		}
-		for _, viaBaton := range order {
-			t := direct
-			if viaBaton {
-				t = through
-			}
-			l, el, err := gwSide(ctx, client, t, conc, stream, slice)
+		for j := range targets {
+			k := (i + j) % len(targets)
+			l, e, err := gwSide(ctx, client, targets[k], conc, stream, slice)
 			if err != nil {
 				return cell, err
 			}
-			into, sum := &dl, &de
-			if viaBaton {
-				into, sum = &tl, &te
+			for m := range l {
+				lat[k][m] = append(lat[k][m], l[m]...)
 			}
-			for i := range l {
-				into[i] = append(into[i], l[i]...)
-			}
-			*sum += el
+			el[k] += e
 		}
 	}
-	cell.Direct, cell.Through = gwSummarize(dl[0], de), gwSummarize(tl[0], te)
+	cell.Direct, cell.Through, cell.Proxy = gwSummarize(lat[0][0], el[0]), gwSummarize(lat[1][0], el[1]), gwSummarize(lat[2][0], el[2])
 	if stream {
-		cell.DirectAll, cell.ThroughAll = gwSummarize(dl[1], de), gwSummarize(tl[1], te)
-		cell.DirectTail, cell.ThroughTail = gwSummarize(dl[2], de), gwSummarize(tl[2], te)
+		cell.DirectAll, cell.ThroughAll = gwSummarize(lat[0][1], el[0]), gwSummarize(lat[1][1], el[1])
+		cell.DirectTail, cell.ThroughTail = gwSummarize(lat[0][2], el[0]), gwSummarize(lat[1][2], el[1])
 	}
 	return cell, nil
 }
@@ -524,16 +520,22 @@ func benchGateway(ctx context.Context, dir string, d time.Duration, stdout io.Wr
 	if err != nil {
 		return res, fmt.Errorf("%w\n%s", err, child.logTail())
 	}
+	bare, err := startBareProxy(dir, upBase)
+	if err != nil {
+		return res, err
+	}
+	defer bare.stop()
 	direct := newGWTarget(upBase, gwModel, "upstream-key-unused")
 	through := newGWTarget(child.base, gwProvider+":"+gwModel, key)
+	proxy := newGWTarget(bare.base, gwModel, "upstream-key-unused")
 
 	// Warm up, and check that both sides answer what the upstream says.
 	for i := range 40 {
-		for _, t := range []gwTarget{direct, through} {
+		for _, t := range []gwTarget{direct, through, proxy} {
 			for _, stream := range []bool{false, true} {
 				r, err := t.call(ctx, client, stream, i == 0)
 				if err != nil {
-					return res, fmt.Errorf("gateway bench warm-up: %w\n%s", err, child.logTail())
+					return res, fmt.Errorf("gateway bench warm-up, call %d to %s (stream %v): %w\nbaton: %s\nbench-proxy: %s", i, t.url, stream, err, child.logTail(), bare.logTail())
 				}
 				if i == 0 && (r.text != gwAnswer || !r.usage) {
 					return res, fmt.Errorf("gateway bench: %s (stream %v) answered %q, usage %v; want %q with usage", t.url, stream, r.text, r.usage, gwAnswer)
@@ -575,9 +577,9 @@ func benchGateway(ctx context.Context, dir string, d time.Duration, stdout io.Wr
 
 	for _, stream := range []bool{false, true} {
 		for _, conc := range []int{1, 16, 64} {
-			cell, err := gwRunCell(ctx, client, direct, through, conc, stream, d, res.Slice)
+			cell, err := gwRunCell(ctx, client, direct, through, proxy, conc, stream, d, res.Slice)
 			if err != nil {
-				return res, fmt.Errorf("gateway bench, %d concurrent (stream %v): %w\n%s", conc, stream, err, child.logTail())
+				return res, fmt.Errorf("gateway bench, %d concurrent (stream %v): %w\nbaton: %s\nbench-proxy: %s", conc, stream, err, child.logTail(), bare.logTail())
 			}
 			res.Cells = append(res.Cells, cell)
 			if conc == 64 {
@@ -587,9 +589,9 @@ func benchGateway(ctx context.Context, dir string, d time.Duration, stdout io.Wr
 			if stream {
 				kind, what = "stream", "first byte"
 			}
-			fmt.Fprintf(stdout, "gateway %s, %2d concurrent: %s direct p50 %v p99 %v, through Baton p50 %v p99 %v, added p50 %s p99 %s; %.0f/s direct, %.0f/s through\n",
+			fmt.Fprintf(stdout, "gateway %s, %2d concurrent: %s direct p50 %v p99 %v, through Baton p50 %v p99 %v, added p50 %s p99 %s (bare proxy added p50 %s p99 %s); %.0f/s direct, %.0f/s through\n",
 				kind, conc, what, round(cell.Direct.P50), round(cell.Direct.P99), round(cell.Through.P50), round(cell.Through.P99),
-				signed(cell.added50()), signed(cell.added99()), cell.Direct.perSec(), cell.Through.perSec())
+				signed(cell.added50()), signed(cell.added99()), signed(cell.proxyAdded50()), signed(cell.proxyAdded99()), cell.Direct.perSec(), cell.Through.perSec())
 			if stream {
 				fmt.Fprintf(stdout, "                           whole stream direct p50 %v, through p50 %v; [DONE] to end of body through p50 %v p99 %v\n",
 					round(cell.DirectAll.P50), round(cell.ThroughAll.P50), round(cell.ThroughTail.P50), round(cell.ThroughTail.P99))
@@ -656,10 +658,11 @@ func gatewayReport(r gatewayResult) string {
 		"a JSON completion with usage, or (streaming) %d SSE chunks flushed one by one, a usage chunk (`stream_options.include_usage`) and `[DONE]`. "+
 		"Baton runs as a child process (`baton serve` on a fresh data directory, durable store) with that upstream as an `openai-compatible` provider in its providers file; "+
 		"the calls use a tenant key from `POST /v1/admin/keys`, so every call through Baton authenticates, is priced, holds and settles against its tenant's budget, and queues a usage event that a background writer appends (fsynced, batched per tenant). "+
-		"The same `POST /v1/chat/completions` goes to the upstream directly and through Baton (`%s:%s`), over one shared keep-alive client. "+
-		"The two sides alternate in slices of %v (%v per side per row, after a warm-up), so the machine's noise falls on both alike. "+
+		"The same `POST /v1/chat/completions` goes to the upstream directly, through Baton (`%s:%s`), and through a bare reverse proxy (`baton bench-proxy`: Go's `httputil.ReverseProxy` with the HTTP client Baton's adapters use, flushing every write, also a child process), over one shared keep-alive client. "+
+		"The bare proxy does nothing but forward, so what it adds is the floor any Go HTTP proxy pays on this machine (two more loopback sockets per call and the goroutines that serve them); Baton's own cost is what it adds beyond that. "+
+		"The three sides take turns in slices of %v (%v per side per row, after a warm-up), so the machine's noise falls on all alike. "+
 		"Load generator, upstream and Baton share the same %d cores, so at 64 concurrent callers the figures measure contention as much as Baton. "+
-		"*Added* is through minus direct, percentile by percentile.\n\n",
+		"*Added* is through minus direct, percentile by percentile; *bare proxy added* the same for the bare proxy.\n\n",
 		len(gwChunks)-1, gwProvider, gwModel, r.Slice, r.Duration, runtime.NumCPU())
 
 	c16, ok16 := r.cell(false, 16)
@@ -667,13 +670,13 @@ func gatewayReport(r gatewayResult) string {
 	s16, oks16 := r.cell(true, 16)
 	fmt.Fprintf(&b, "Goals:\n\n")
 	if ok16 {
-		fmt.Fprintf(&b, "- p99 added at most 1 ms at 16 concurrent non-streaming calls: %s (added p99 %s: %v through vs %v direct)\n",
-			metOrNot(c16.added99() <= time.Millisecond), signed(c16.added99()), round(c16.Through.P99), round(c16.Direct.P99))
+		fmt.Fprintf(&b, "- p99 added at most 1 ms at 16 concurrent non-streaming calls: %s (added p99 %s: %v through vs %v direct; the bare proxy adds %s)\n",
+			metOrNot(c16.added99() <= time.Millisecond), signed(c16.added99()), round(c16.Through.P99), round(c16.Direct.P99), signed(c16.proxyAdded99()))
 	}
 	if ok1 && oks16 {
 		worst := max(s1.added50(), s16.added50())
-		fmt.Fprintf(&b, "- streaming first byte added under 1 ms (p50, at 1 and at 16 concurrent streams): %s (added p50 %s at 1, %s at 16; p99 %s at 1, %s at 16)\n",
-			metOrNot(worst < time.Millisecond), signed(s1.added50()), signed(s16.added50()), signed(s1.added99()), signed(s16.added99()))
+		fmt.Fprintf(&b, "- streaming first byte added under 1 ms (p50, at 1 and at 16 concurrent streams): %s (added p50 %s at 1, %s at 16; p99 %s at 1, %s at 16; the bare proxy adds p50 %s at 1, %s at 16)\n",
+			metOrNot(worst < time.Millisecond), signed(s1.added50()), signed(s16.added50()), signed(s1.added99()), signed(s16.added99()), signed(s1.proxyAdded50()), signed(s16.proxyAdded50()))
 	}
 	if r.IdleRSS > 0 {
 		fmt.Fprintf(&b, "- idle RSS under 40 MB: %s (%s after start and 160 warm-up calls: %s anonymous, %s file-backed; %s before any call)\n",
@@ -683,26 +686,26 @@ func gatewayReport(r gatewayResult) string {
 	}
 
 	fmt.Fprintf(&b, "\nNon-streaming calls (whole response read):\n\n")
-	fmt.Fprintf(&b, "| concurrent | calls direct / through | direct p50 | direct p99 | through p50 | through p99 | added p50 | added p99 | through/direct p50 | calls/s direct | calls/s through | through/direct calls/s |\n")
-	fmt.Fprintf(&b, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "| concurrent | calls direct / through | direct p50 | direct p99 | through p50 | through p99 | added p50 | added p99 | bare proxy added p50 / p99 | through/direct p50 | calls/s direct | calls/s through | through/direct calls/s | calls/s bare proxy |\n")
+	fmt.Fprintf(&b, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range r.Cells {
 		if c.Stream {
 			continue
 		}
-		fmt.Fprintf(&b, "| %d | %d / %d | %v | %v | %v | %v | %s | %s | %s | %.0f | %.0f | %.2f |\n",
+		fmt.Fprintf(&b, "| %d | %d / %d | %v | %v | %v | %v | %s | %s | %s / %s | %s | %.0f | %.0f | %.2f | %.0f |\n",
 			c.Conc, c.Direct.N, c.Through.N, round(c.Direct.P50), round(c.Direct.P99), round(c.Through.P50), round(c.Through.P99),
-			signed(c.added50()), signed(c.added99()), ratio(c.Through.P50, c.Direct.P50), c.Direct.perSec(), c.Through.perSec(), c.Through.perSec()/c.Direct.perSec())
+			signed(c.added50()), signed(c.added99()), signed(c.proxyAdded50()), signed(c.proxyAdded99()), ratio(c.Through.P50, c.Direct.P50), c.Direct.perSec(), c.Through.perSec(), c.Through.perSec()/c.Direct.perSec(), c.Proxy.perSec())
 	}
 	fmt.Fprintf(&b, "\nStreaming calls: *first byte* is the time to the first SSE data line carrying content; the *whole stream* ends when the response body does, after `[DONE]`; *[DONE] to end* is the wait between the two (through Baton, the handler queues the call's usage event after writing `[DONE]`, then ends the body):\n\n")
-	fmt.Fprintf(&b, "| concurrent | streams direct / through | first byte direct p50 / p99 | first byte through p50 / p99 | added p50 | added p99 | whole stream direct p50 / p99 | whole stream through p50 / p99 | [DONE] to end direct p50 / p99 | [DONE] to end through p50 / p99 | streams/s direct / through |\n")
-	fmt.Fprintf(&b, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "| concurrent | streams direct / through | first byte direct p50 / p99 | first byte through p50 / p99 | added p50 | added p99 | bare proxy added p50 / p99 | whole stream direct p50 / p99 | whole stream through p50 / p99 | [DONE] to end direct p50 / p99 | [DONE] to end through p50 / p99 | streams/s direct / through |\n")
+	fmt.Fprintf(&b, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range r.Cells {
 		if !c.Stream {
 			continue
 		}
-		fmt.Fprintf(&b, "| %d | %d / %d | %v / %v | %v / %v | %s | %s | %v / %v | %v / %v | %v / %v | %v / %v | %.0f / %.0f |\n",
+		fmt.Fprintf(&b, "| %d | %d / %d | %v / %v | %v / %v | %s | %s | %s / %s | %v / %v | %v / %v | %v / %v | %v / %v | %.0f / %.0f |\n",
 			c.Conc, c.Direct.N, c.Through.N, round(c.Direct.P50), round(c.Direct.P99), round(c.Through.P50), round(c.Through.P99),
-			signed(c.added50()), signed(c.added99()), round(c.DirectAll.P50), round(c.DirectAll.P99), round(c.ThroughAll.P50), round(c.ThroughAll.P99),
+			signed(c.added50()), signed(c.added99()), signed(c.proxyAdded50()), signed(c.proxyAdded99()), round(c.DirectAll.P50), round(c.DirectAll.P99), round(c.ThroughAll.P50), round(c.ThroughAll.P99),
 			round(c.DirectTail.P50), round(c.DirectTail.P99), round(c.ThroughTail.P50), round(c.ThroughTail.P99), c.Direct.perSec(), c.Through.perSec())
 	}
 	if c64, ok := r.cell(false, 64); ok {

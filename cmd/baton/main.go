@@ -92,6 +92,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return dev(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return bench(ctx, args[1:], stdout)
+	case "bench-proxy": // the gateway benchmark's bare reverse proxy (a child of bench)
+		return benchProxy(ctx, args[1:], stdout)
 	case "version":
 		fmt.Fprintln(stdout, "baton", version)
 		return nil

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/batonhq/baton/gateway"
+)
+
+// benchProxy serves a bare forwarding proxy in front of one upstream: it
+// reads the request, sends it with the HTTP client Baton's adapters use,
+// and copies the answer back, flushing every read. The
+// gateway benchmark runs it as a child process beside Baton: what it adds
+// over calling the upstream directly is the floor any Go HTTP proxy pays on
+// this machine (two more loopback sockets per call, the extra goroutines),
+// so Baton's own cost is what it adds beyond that.
+func benchProxy(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("bench-proxy", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:0", "listen address")
+	upstream := fs.String("upstream", "", "upstream base URL")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	u, err := url.Parse(*upstream)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return fmt.Errorf("bench-proxy: --upstream %q is not an absolute URL", *upstream)
+	}
+	base := strings.TrimRight(u.String(), "/")
+	client := gateway.NewHTTPClient()
+	forward := func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		out, err := http.NewRequestWithContext(r.Context(), r.Method, base+r.URL.RequestURI(), bytes.NewReader(body))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		for _, h := range []string{"Content-Type", "Authorization", "Accept"} {
+			if v := r.Header.Get(h); v != "" {
+				out.Header.Set(h, v)
+			}
+		}
+		resp, err := client.Do(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for _, h := range []string{"Content-Type", "Content-Length", "Cache-Control"} {
+			if v := resp.Header.Get(h); v != "" {
+				w.Header().Set(h, v)
+			}
+		}
+		w.WriteHeader(resp.StatusCode)
+		f, _ := w.(http.Flusher)
+		buf := make([]byte, 4<<10)
+		for {
+			n, err := resp.Body.Read(buf)
+			if n > 0 {
+				if _, werr := w.Write(buf[:n]); werr != nil {
+					return
+				}
+				if f != nil {
+					f.Flush()
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(forward), ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "bench-proxy serving on %s\n", ln.Addr())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// startBareProxy runs `baton bench-proxy` in front of upstream and waits
+// until it serves.
+func startBareProxy(dir, upstream string) (*gwChild, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(dir, "bench-proxy.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, "bench-proxy", "--addr", addr, "--upstream", upstream)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &gwChild{cmd: cmd, exited: make(chan struct{}), logPath: logPath, base: "http://" + addr}
+	go func() { cmd.Wait(); close(c.exited) }()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if b, _ := os.ReadFile(logPath); strings.Contains(string(b), "bench-proxy serving") {
+			return c, nil
+		}
+		select {
+		case <-c.exited:
+			return nil, fmt.Errorf("bench-proxy exited before serving: %s", c.logTail())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			c.stop()
+			return nil, fmt.Errorf("bench-proxy did not start within 15s: %s", c.logTail())
+		}
+	}
+}
