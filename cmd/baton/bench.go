@@ -122,7 +122,7 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprint(stdout, generateReport(r))
+		fmt.Fprint(stdout, generateReport(r, nil))
 		return nil
 	}
 	dir, err := tmp("fsync")
@@ -189,7 +189,7 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	md := report(fsyncs, appends, read, fillTook) + lifecycleReport(lifecycles) + gatewayReport(gw) + generateReport(gen) + kurrentReport(kr)
+	md := report(fsyncs, appends, read, fillTook) + lifecycleReport(lifecycles) + gatewayReport(gw) + generateReport(gen, appends) + kurrentReport(kr)
 	if *out == "-" {
 		fmt.Fprint(stdout, md)
 		return nil

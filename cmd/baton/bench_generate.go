@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/batonhq/baton/eventstore/storebench"
 )
 
 // The generate benchmark measures generate's own work (input validation,
@@ -180,7 +182,10 @@ func benchGenerate(ctx context.Context, dir string, d time.Duration, stdout io.W
 	return res, nil
 }
 
-func generateReport(r generateResult) string {
+// generateReport writes the generate benchmark; appends, when the store
+// benchmark ran in the same run, give the floor for the idempotency record
+// (one durable append).
+func generateReport(r generateResult, appends []storebench.AppendResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## Structured generation: generate's own overhead\n\n")
 	fmt.Fprintf(&b, "The same loopback upstream (an OpenAI-compatible server answering at once with a valid `summarize` output) is called three ways through one Baton child process, in rotating slices of the same run: a plain chat completion (the gateway path), `POST /v1/generate` (adds input validation, templating, structured-output request, lenient parsing and output validation), and `POST /v1/generate` with a new `Idempotency-Key` each call (adds a read of the key's stream, the in-memory claim, and the answer's `IdempotencyCompleted` event, appended and fsynced before the client is answered so that a retry always gets it; on the embedded store the claim needs no commit, as only this process writes the store). Added = generate − chat completion, per percentile. Goal: under 2 ms p99 added.\n\n")
@@ -201,5 +206,12 @@ func generateReport(r generateResult) string {
 		}
 	}
 	fmt.Fprintf(&b, "\nGoal (p99 added at 16 callers, with the Idempotency-Key, under 2 ms): %s, %s.\n", signed(at16), metOrNot(at16 < 2*time.Millisecond))
+	for _, a := range appends {
+		if a.Writers == 16 {
+			fmt.Fprintf(&b, "\nThe floor: the key's answer is one durable append, and in this run's store benchmark a durable append at 16 concurrent writers, with no HTTP load beside it, took p50 %v and p99 %v on its own. "+
+				"A goal under 2 ms p99 at 16 callers could only be met by answering before the record is on disk; Baton does not, because a client that got an answer and retries after a crash must get the same answer again (see `docs/api.md`, Idempotency-Key).\n",
+				round(a.P50), round(a.P99))
+		}
+	}
 	return b.String()
 }

@@ -43,7 +43,9 @@ func TestBenchProxyPassesAnswersThrough(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- benchProxy(ctx, []string{"--addr", "127.0.0.1:0", "--upstream", "http://" + ln.Addr().String()}, &out) }()
+	go func() {
+		done <- benchProxy(ctx, []string{"--addr", "127.0.0.1:0", "--upstream", "http://" + ln.Addr().String()}, &out)
+	}()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
