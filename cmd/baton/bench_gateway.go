@@ -413,6 +413,31 @@ var childCPUProfile string
 // startBaton runs `baton serve` on a fresh data directory and waits until
 // it serves, reading the bootstrap admin key it prints on first start.
 func startBaton(dir, providers string) (*gwChild, error) {
+	var admin string
+	c, err := startChild(dir, "baton.log", 30*time.Second, func(addr string) []string {
+		args := []string{"serve", "--data", filepath.Join(dir, "data"), "--addr", addr, "--providers", providers}
+		if childCPUProfile != "" {
+			args = append(args, "--cpuprofile", childCPUProfile)
+		}
+		return args
+	}, func(log []byte) bool {
+		if m := bootstrapKeyRE.FindSubmatch(log); m != nil && bytes.Contains(log, []byte(`"baton serving"`)) {
+			admin = string(m[1])
+			return true
+		}
+		return false
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.admin = admin
+	return c, nil
+}
+
+// startChild runs this binary with args(addr) on a free loopback address,
+// its output in dir/logName, and waits until ready says its log shows it
+// serving.
+func startChild(dir, logName string, within time.Duration, args func(addr string) []string, ready func(log []byte) bool) (*gwChild, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -421,38 +446,33 @@ func startBaton(dir, providers string) (*gwChild, error) {
 	if err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(dir, "baton.log")
+	logPath := filepath.Join(dir, logName)
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	defer logf.Close() // the child holds its own descriptor
-	args := []string{"serve", "--data", filepath.Join(dir, "data"), "--addr", addr, "--providers", providers}
-	if childCPUProfile != "" {
-		args = append(args, "--cpuprofile", childCPUProfile)
-	}
-	cmd := exec.Command(exe, args...)
+	argv := args(addr)
+	cmd := exec.Command(exe, argv...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	c := &gwChild{cmd: cmd, exited: make(chan struct{}), logPath: logPath, base: "http://" + addr}
 	go func() { cmd.Wait(); close(c.exited) }()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(within)
 	for {
-		b, _ := os.ReadFile(logPath)
-		if m := bootstrapKeyRE.FindSubmatch(b); m != nil && bytes.Contains(b, []byte(`"baton serving"`)) {
-			c.admin = string(m[1])
+		if b, _ := os.ReadFile(logPath); ready(b) {
 			return c, nil
 		}
 		select {
 		case <-c.exited:
-			return nil, fmt.Errorf("baton serve exited before serving: %s", c.logTail())
+			return nil, fmt.Errorf("baton %s exited before serving: %s", argv[0], c.logTail())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			c.stop()
-			return nil, fmt.Errorf("baton serve did not start within 30s: %s", c.logTail())
+			return nil, fmt.Errorf("baton %s did not start within %v: %s", argv[0], within, c.logTail())
 		}
 	}
 }

@@ -11,9 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -112,40 +110,7 @@ func benchProxy(ctx context.Context, args []string, stdout io.Writer) error {
 // startBareProxy runs `baton bench-proxy` in front of upstream and waits
 // until it serves.
 func startBareProxy(dir, upstream string) (*gwChild, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	addr, err := freeLoopbackAddr()
-	if err != nil {
-		return nil, err
-	}
-	logPath := filepath.Join(dir, "bench-proxy.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
-	cmd := exec.Command(exe, "bench-proxy", "--addr", addr, "--upstream", upstream)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	c := &gwChild{cmd: cmd, exited: make(chan struct{}), logPath: logPath, base: "http://" + addr}
-	go func() { cmd.Wait(); close(c.exited) }()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if b, _ := os.ReadFile(logPath); strings.Contains(string(b), "bench-proxy serving") {
-			return c, nil
-		}
-		select {
-		case <-c.exited:
-			return nil, fmt.Errorf("bench-proxy exited before serving: %s", c.logTail())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			c.stop()
-			return nil, fmt.Errorf("bench-proxy did not start within 15s: %s", c.logTail())
-		}
-	}
+	return startChild(dir, "bench-proxy.log", 15*time.Second, func(addr string) []string {
+		return []string{"bench-proxy", "--addr", addr, "--upstream", upstream}
+	}, func(log []byte) bool { return bytes.Contains(log, []byte("bench-proxy serving")) })
 }
