@@ -116,7 +116,11 @@ func (p *Anthropic) body(req Request, stream bool) ([]byte, error) {
 		// Structured output the Anthropic way: one tool whose input is the
 		// output, and the model is made to call it (this overrides a tool
 		// choice of the request).
-		r.Tools = append(r.Tools, Tool{Name: req.Output.Name, Description: "Emit the answer as this tool's input.", Schema: withoutMetaKeys(req.Output.Schema)})
+		desc := "Emit the answer as this tool's input."
+		if req.Output.Description != "" {
+			desc += " The answer: " + req.Output.Description
+		}
+		r.Tools = append(r.Tools, Tool{Name: req.Output.Name, Description: desc, Schema: withoutMetaKeys(req.Output.Schema)})
 		r.ToolChoice = map[string]any{"type": "tool", "name": req.Output.Name}
 	} else if req.JSONObject {
 		// No JSON mode in the Messages API: ask for it.

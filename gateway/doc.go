@@ -83,8 +83,10 @@ const jsonObjectInstruction = "Answer with a single JSON object and nothing else
 
 // OutputSchema names a JSON Schema for structured output.
 type OutputSchema struct {
-	Name   string          // letters, digits, '_' and '-'
-	Schema json.RawMessage // a JSON Schema whose root is an object
+	Name        string          // letters, digits, '_' and '-'
+	Schema      json.RawMessage // a JSON Schema whose root is an object
+	Description string          // what the output is, for the model (optional)
+	Strict      bool            // OpenAI's strict schema adherence, when the client asked for it
 }
 
 // Stop reasons, in Anthropic's vocabulary (the OpenAI front maps them).

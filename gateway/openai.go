@@ -142,8 +142,11 @@ func (p *OpenAI) body(req Request, stream bool) ([]byte, error) {
 	if req.Output != nil && p.kind == "openai" {
 		// OpenAI's structured outputs; OpenAI-compatible servers differ in
 		// what they accept, so they get the schema in the prompt only.
-		r.ResponseFormat = map[string]any{"type": "json_schema", "json_schema": map[string]any{
-			"name": req.Output.Name, "schema": withoutMetaKeys(req.Output.Schema), "strict": false}}
+		js := map[string]any{"name": req.Output.Name, "schema": withoutMetaKeys(req.Output.Schema), "strict": req.Output.Strict}
+		if req.Output.Description != "" {
+			js["description"] = req.Output.Description
+		}
+		r.ResponseFormat = map[string]any{"type": "json_schema", "json_schema": js}
 	}
 	if p.newTokenCap {
 		r.MaxCompletionTokens = req.MaxTokens

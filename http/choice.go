@@ -113,8 +113,10 @@ func chatResponseFormat(raw json.RawMessage, out *gateway.Request) error {
 	var f struct {
 		Type       string `json:"type"`
 		JSONSchema *struct {
-			Name   string          `json:"name"`
-			Schema json.RawMessage `json:"schema"`
+			Name        string          `json:"name"`
+			Schema      json.RawMessage `json:"schema"`
+			Description string          `json:"description"`
+			Strict      *bool           `json:"strict"`
 		} `json:"json_schema"`
 	}
 	if err := json.Unmarshal(raw, &f); err != nil {
@@ -137,7 +139,8 @@ func chatResponseFormat(raw json.RawMessage, out *gateway.Request) error {
 		if len(schema) == 0 || schema[0] != '{' || !json.Valid(schema) {
 			return badRequest("response_format.json_schema.schema", "json_schema.schema must be a JSON Schema object")
 		}
-		out.Output = &gateway.OutputSchema{Name: f.JSONSchema.Name, Schema: json.RawMessage(schema)}
+		out.Output = &gateway.OutputSchema{Name: f.JSONSchema.Name, Schema: json.RawMessage(schema), Description: f.JSONSchema.Description,
+			Strict: f.JSONSchema.Strict != nil && *f.JSONSchema.Strict}
 		out.NeedsJSON = true
 		return nil
 	}

@@ -1,0 +1,149 @@
+package http_test
+
+// The official SDKs' structured outputs and tool choice, through Baton to
+// both kinds of upstream (the tool-calling fakes of gateway_tools_test.go).
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+// sdkHTTP is an HTTP client for an SDK whose idle connections close with
+// the test.
+func sdkHTTP(t *testing.T) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}
+
+func weatherFormat() openai.ChatCompletionNewParamsResponseFormatUnion {
+	return openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+		JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "get_weather", Schema: weatherSchema, Strict: openai.Bool(true)},
+	}}
+}
+
+func weatherTool() openai.ChatCompletionToolUnionParam {
+	return openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+		Name: "get_weather", Description: openai.String("Weather for a city"), Parameters: shared.FunctionParameters(weatherSchema),
+	})
+}
+
+// A json_schema response format sent with the OpenAI SDK to an Anthropic
+// model comes back as the message content, plain and streamed (the SDK's
+// accumulator), with finish_reason stop and no tool call.
+func TestOpenAISDKStructuredOutputFromAnthropic(t *testing.T) {
+	e, u := newToolEnv(t)
+	client := newOpenAIClient(e, sdkHTTP(t), e.tenantA)
+	params := openai.ChatCompletionNewParams{
+		Model:          "anthropic:claude-3-5-haiku-latest",
+		Messages:       []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Paris?")},
+		ResponseFormat: weatherFormat(),
+	}
+	resp, err := client.Chat.Completions.New(testCtx(t), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := upstreamGot(t, u.lastAnthropic)
+	if jsonOf(sent["tool_choice"]) != `{"name":"get_weather","type":"tool"}` {
+		t.Fatalf("tool_choice sent to Anthropic: %v", sent["tool_choice"])
+	}
+	ch := resp.Choices[0]
+	var out struct{ City string }
+	if err := json.Unmarshal([]byte(ch.Message.Content), &out); err != nil || out.City != "Paris" || len(ch.Message.ToolCalls) != 0 || ch.FinishReason != "stop" {
+		t.Fatalf("content %q, %d tool calls, finish %q", ch.Message.Content, len(ch.Message.ToolCalls), ch.FinishReason)
+	}
+
+	stream := client.Chat.Completions.NewStreaming(testCtx(t), params)
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	stream.Close()
+	<-u.lastAnthropic
+	got := acc.Choices[0]
+	// The fake writes a sentence before the forced tool (a real model
+	// given a forced tool writes none); the JSON is what follows it.
+	if !strings.HasSuffix(got.Message.Content, `{"city":"Paris"}`) || len(got.Message.ToolCalls) != 0 || got.FinishReason != "stop" {
+		t.Fatalf("streamed: content %q, %d tool calls, finish %q", got.Message.Content, len(got.Message.ToolCalls), got.FinishReason)
+	}
+}
+
+// The OpenAI SDK's json_schema response format reaches OpenAI as its own
+// structured outputs, strict flag included.
+func TestOpenAISDKStructuredOutputToOpenAI(t *testing.T) {
+	e, u := newToolEnv(t)
+	client := newOpenAIClient(e, sdkHTTP(t), e.tenantA)
+	if _, err := client.Chat.Completions.New(testCtx(t), openai.ChatCompletionNewParams{
+		Model:          "openai:gpt-4o-mini",
+		Messages:       []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Paris?")},
+		ResponseFormat: weatherFormat(),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var rf struct {
+		Type       string `json:"type"`
+		JSONSchema struct {
+			Name   string         `json:"name"`
+			Strict bool           `json:"strict"`
+			Schema map[string]any `json:"schema"`
+		} `json:"json_schema"`
+	}
+	sent := upstreamGot(t, u.lastOpenAI)
+	if err := json.Unmarshal([]byte(jsonOf(sent["response_format"])), &rf); err != nil || rf.Type != "json_schema" || rf.JSONSchema.Name != "get_weather" ||
+		!rf.JSONSchema.Strict || rf.JSONSchema.Schema["type"] != "object" {
+		t.Fatalf("response_format sent to OpenAI: %v", sent["response_format"])
+	}
+}
+
+// Tool choice set with one SDK reaches the other kind of upstream in its
+// own vocabulary, and the tool call comes back in the SDK's.
+func TestSDKToolChoiceAcrossProviders(t *testing.T) {
+	e, u := newToolEnv(t)
+	oa := newOpenAIClient(e, sdkHTTP(t), e.tenantA)
+	resp, err := oa.Chat.Completions.New(testCtx(t), openai.ChatCompletionNewParams{
+		Model:             "anthropic:claude-3-5-haiku-latest",
+		Messages:          []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Paris?")},
+		Tools:             []openai.ChatCompletionToolUnionParam{weatherTool()},
+		ToolChoice:        openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "get_weather"}),
+		ParallelToolCalls: openai.Bool(false),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := jsonOf(upstreamGot(t, u.lastAnthropic)["tool_choice"]); got != `{"disable_parallel_tool_use":true,"name":"get_weather","type":"tool"}` {
+		t.Fatalf("tool_choice sent to Anthropic: %s", got)
+	}
+	if ch := resp.Choices[0]; len(ch.Message.ToolCalls) != 1 || ch.Message.ToolCalls[0].Function.Name != "get_weather" ||
+		ch.Message.ToolCalls[0].Function.Arguments != `{"city":"Paris"}` || ch.FinishReason != "tool_calls" {
+		t.Fatalf("tool calls %+v, finish %q", ch.Message.ToolCalls, ch.FinishReason)
+	}
+
+	an := newAnthropicClient(e, sdkHTTP(t), e.tenantA)
+	msg, err := an.Messages.New(testCtx(t), anthropic.MessageNewParams{
+		Model:     "openai:gpt-4o-mini",
+		MaxTokens: 256,
+		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Weather in Paris?"))},
+		Tools: []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{Name: "get_weather", InputSchema: anthropic.ToolInputSchemaParam{
+			Properties: weatherSchema["properties"], Required: []string{"city"}}}}},
+		ToolChoice: anthropic.ToolChoiceUnionParam{OfAny: &anthropic.ToolChoiceAnyParam{DisableParallelToolUse: anthropic.Bool(true)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := upstreamGot(t, u.lastOpenAI)
+	if jsonOf(sent["tool_choice"]) != `"required"` || jsonOf(sent["parallel_tool_calls"]) != "false" {
+		t.Fatalf("sent to OpenAI: tool_choice %v parallel_tool_calls %v", sent["tool_choice"], sent["parallel_tool_calls"])
+	}
+	if msg.StopReason != anthropic.StopReasonToolUse || len(msg.Content) != 1 || msg.Content[0].Type != "tool_use" || msg.Content[0].Name != "get_weather" {
+		t.Fatalf("message: stop %q content %+v", msg.StopReason, msg.Content)
+	}
+}
