@@ -102,29 +102,43 @@ func (u anUsage) usage() Usage {
 
 func (p *Anthropic) body(req Request, stream bool) ([]byte, error) {
 	r := anRequest{Model: req.Model, System: req.System, MaxTokens: req.MaxTokens, Temperature: req.Temperature, StopSequences: req.StopSequences, Stream: stream, Tools: req.Tools}
-	if tc := req.ToolChoice; tc != nil {
-		choice := map[string]any{"type": tc.Mode}
-		if tc.Mode == ToolChoiceTool {
-			choice["name"] = tc.Name
-		}
-		if tc.DisableParallel && tc.Mode != ToolChoiceNone {
-			choice["disable_parallel_tool_use"] = true
-		}
-		r.ToolChoice = choice
-	}
+	tc := req.ToolChoice
 	if req.Output != nil {
-		// Structured output the Anthropic way: one tool whose input is the
-		// output, and the model is made to call it (this overrides a tool
-		// choice of the request).
+		// Structured output the Anthropic way: a tool whose input is the
+		// output, and the model is made to call a tool.
 		desc := "Emit the answer as this tool's input."
 		if req.Output.Description != "" {
 			desc += " The answer: " + req.Output.Description
 		}
 		r.Tools = append(r.Tools, Tool{Name: req.Output.Name, Description: desc, Schema: withoutMetaKeys(req.Output.Schema)})
-		r.ToolChoice = map[string]any{"type": "tool", "name": req.Output.Name}
+		switch {
+		case len(req.Tools) == 0 || tc != nil && tc.Mode == ToolChoiceNone:
+			// The answer is this tool's input, exactly once.
+			tc = &ToolChoice{Mode: ToolChoiceTool, Name: req.Output.Name, DisableParallel: true}
+		case tc != nil && tc.Mode == ToolChoiceTool:
+			// The client named one of its tools: that call comes first.
+		default:
+			// The client's tools may be called first, as with OpenAI; the
+			// model answers with some tool, its own or the answer's.
+			tc = &ToolChoice{Mode: ToolChoiceAny, DisableParallel: tc != nil && tc.DisableParallel}
+		}
 	} else if req.JSONObject {
 		// No JSON mode in the Messages API: ask for it.
 		r.System = strings.TrimSpace(r.System + "\n\n" + jsonObjectInstruction)
+	}
+	if tc != nil && len(r.Tools) > 0 {
+		mode := tc.Mode
+		if mode == "" {
+			mode = ToolChoiceAuto // the type is required; auto is the default
+		}
+		choice := map[string]any{"type": mode}
+		if mode == ToolChoiceTool {
+			choice["name"] = tc.Name
+		}
+		if tc.DisableParallel && mode != ToolChoiceNone {
+			choice["disable_parallel_tool_use"] = true
+		}
+		r.ToolChoice = choice
 	}
 	if r.MaxTokens <= 0 {
 		r.MaxTokens = 4096 // the Messages API requires a cap; chat completion clients may send none

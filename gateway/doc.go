@@ -71,9 +71,12 @@ const (
 	ToolChoiceNone = "none"
 )
 
-// ToolChoice is a request's tool choice.
+// ToolChoice is a request's tool choice. An empty Mode leaves the choice to
+// the provider's default and says only DisableParallel (OpenAI's
+// parallel_tool_calls: false without a tool_choice). Adapters send no tool
+// choice with no tools: both providers refuse one.
 type ToolChoice struct {
-	Mode            string // ToolChoice*
+	Mode            string // ToolChoice*, or "" (unspecified)
 	Name            string // the tool, with ToolChoiceTool
 	DisableParallel bool   // at most one tool call
 }

@@ -188,7 +188,7 @@ func (p *OpenAI) body(req Request, stream bool) ([]byte, error) {
 	if req.JSONObject && r.ResponseFormat == nil {
 		r.ResponseFormat = map[string]any{"type": "json_object"}
 	}
-	if tc := req.ToolChoice; tc != nil {
+	if tc := req.ToolChoice; tc != nil && len(r.Tools) > 0 {
 		switch tc.Mode {
 		case ToolChoiceAuto, ToolChoiceNone:
 			r.ToolChoice = tc.Mode
@@ -197,7 +197,7 @@ func (p *OpenAI) body(req Request, stream bool) ([]byte, error) {
 		case ToolChoiceTool:
 			r.ToolChoice = map[string]any{"type": "function", "function": map[string]any{"name": tc.Name}}
 		}
-		if tc.DisableParallel && len(r.Tools) > 0 {
+		if tc.DisableParallel {
 			f := false
 			r.ParallelToolCalls = &f
 		}

@@ -76,6 +76,7 @@ func FuzzGatewayBodies(f *testing.F) {
 		`{"model":"local:echo","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f","disable_parallel_tool_use":true}}`,
 		`{"model":"local:echo","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"type":"object","properties":{"x":{"type":"string"}}}}}}`,
 		`{"model":"local:echo","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"},"tool_choice":"required"}`,
+		`{"model":"local:echo","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}}],"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[{"type":"function","function":{"name":"g"}}]}},"response_format":{"type":"json_schema","json_schema":{"name":"r","strict":true}}}`,
 	} {
 		f.Add(false, []byte(seed))
 		f.Add(true, []byte(seed))

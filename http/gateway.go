@@ -456,11 +456,11 @@ func (q *ccRequest) toGateway() (gateway.Request, error) {
 		}
 		out.Tools = append(out.Tools, gateway.Tool{Name: t.Function.Name, Description: t.Function.Description, Schema: schema})
 	}
-	tc, err := chatToolChoice(q.ToolChoice, q.ParallelToolCalls, out.Tools)
+	tc, tools, err := chatToolChoice(q.ToolChoice, q.ParallelToolCalls, out.Tools)
 	if err != nil {
 		return out, err
 	}
-	out.ToolChoice = tc
+	out.ToolChoice, out.Tools = tc, tools
 	if err := chatResponseFormat(q.ResponseFormat, &out); err != nil {
 		return out, err
 	}
@@ -631,7 +631,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCa
 		return
 	}
 	var sent streamed
-	var structured structuredTool
+	var tools toolIndexes
 	toolCalled := false
 	for {
 		p, _, gone := up.next(r.Context(), nil, sse.flush)
@@ -659,21 +659,24 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCa
 				return
 			}
 		}
-		if tc := d.ToolCall; tc != nil && structured.owns(c.req.Output, tc) {
-			// The answer to a json_schema response format, sent by the
-			// provider as a forced tool's input: it is the content.
-			if tc.Arguments != "" && sse.data(chunk(ccDeltaOut{Content: &tc.Arguments}, nil)) != nil {
-				s.recordUsage(r, c, sent.bill(c.req, nil), "client_gone")
-				return
+		if tc := d.ToolCall; tc != nil {
+			var out ccDeltaOut
+			if answer, index := tools.route(c.req.Output, tc); answer {
+				// The answer to a json_schema response format, sent by the
+				// provider as a tool's input: it is the content.
+				if tc.Arguments != "" {
+					out.Content = &tc.Arguments
+				}
+			} else {
+				toolCalled = true
+				call := map[string]any{"index": index, "function": map[string]any{"arguments": tc.Arguments}}
+				if tc.ID != "" || tc.Name != "" {
+					call["id"], call["type"] = tc.ID, "function"
+					call["function"] = map[string]any{"name": tc.Name, "arguments": tc.Arguments}
+				}
+				out.ToolCalls = []any{call}
 			}
-		} else if tc != nil {
-			toolCalled = true
-			call := map[string]any{"index": tc.Index, "function": map[string]any{"arguments": tc.Arguments}}
-			if tc.ID != "" || tc.Name != "" {
-				call["id"], call["type"] = tc.ID, "function"
-				call["function"] = map[string]any{"name": tc.Name, "arguments": tc.Arguments}
-			}
-			if sse.data(chunk(ccDeltaOut{ToolCalls: []any{call}}, nil)) != nil {
+			if (out.Content != nil || out.ToolCalls != nil) && sse.data(chunk(out, nil)) != nil {
 				s.recordUsage(r, c, sent.bill(c.req, nil), "client_gone")
 				return
 			}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,28 +44,82 @@ func newToolUpstreams(t *testing.T) *toolUpstreams {
 	u.anthropic = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		u.lastAnthropic <- body
+		calls := anthropicToolFakeCalls(body)
+		// Like the real API: a forced tool choice (any, tool) gets no
+		// text before the tool call.
+		var choice struct {
+			ToolChoice struct {
+				Type string `json:"type"`
+			} `json:"tool_choice"`
+		}
+		json.Unmarshal(body, &choice)
+		text := choice.ToolChoice.Type != "any" && choice.ToolChoice.Type != "tool"
 		if !strings.Contains(string(body), `"stream":true`) {
-			io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"Let me check."},{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}],"stop_reason":"tool_use","usage":{"input_tokens":20,"output_tokens":9}}`)
+			var content []string
+			if text {
+				content = append(content, `{"type":"text","text":"Let me check."}`)
+			}
+			for i, name := range calls {
+				content = append(content, fmt.Sprintf(`{"type":"tool_use","id":"toolu_%d","name":%q,"input":{"city":"Paris"}}`, i+1, name))
+			}
+			io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[`+strings.Join(content, ",")+`],"stop_reason":"tool_use","usage":{"input_tokens":20,"output_tokens":9}}`)
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
-		for _, ev := range [][2]string{
-			{"message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"usage":{"input_tokens":20,"output_tokens":1}}}`},
-			{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`},
-			{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Let me check."}}`},
-			{"content_block_stop", `{"type":"content_block_stop","index":0}`},
-			{"content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{}}}`},
-			{"content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"city\":"}}`},
-			{"content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"\"Paris\"}"}}`},
-			{"content_block_stop", `{"type":"content_block_stop","index":1}`},
-			{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}`},
-			{"message_stop", `{"type":"message_stop"}`},
-		} {
+		events := [][2]string{{"message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"usage":{"input_tokens":20,"output_tokens":1}}}`}}
+		block := 0
+		if text {
+			events = append(events,
+				[2]string{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`},
+				[2]string{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Let me check."}}`},
+				[2]string{"content_block_stop", `{"type":"content_block_stop","index":0}`})
+			block++
+		}
+		for i, name := range calls {
+			events = append(events,
+				[2]string{"content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"tool_use","id":"toolu_%d","name":%q,"input":{}}}`, block, i+1, name)},
+				[2]string{"content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"input_json_delta","partial_json":"{\"city\":"}}`, block)},
+				[2]string{"content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"input_json_delta","partial_json":"\"Paris\"}"}}`, block)},
+				[2]string{"content_block_stop", fmt.Sprintf(`{"type":"content_block_stop","index":%d}`, block)})
+			block++
+		}
+		events = append(events,
+			[2]string{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}`},
+			[2]string{"message_stop", `{"type":"message_stop"}`})
+		for _, ev := range events {
 			sse(w, ev[0], ev[1])
 		}
 	}))
 	t.Cleanup(func() { u.openai.Close(); u.anthropic.Close() })
 	return u
+}
+
+// anthropicToolFakeCalls is which tools the Anthropic fake calls: the one a
+// tool_choice of type tool names; else, with type any and a tool named
+// "report" offered (the tests' structured answer), "report" and then
+// get_weather, in parallel; else get_weather.
+func anthropicToolFakeCalls(body []byte) []string {
+	var req struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+		ToolChoice struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+		} `json:"tool_choice"`
+	}
+	json.Unmarshal(body, &req)
+	switch req.ToolChoice.Type {
+	case "tool":
+		return []string{req.ToolChoice.Name}
+	case "any":
+		for _, t := range req.Tools {
+			if t.Name == "report" {
+				return []string{"report", "get_weather"}
+			}
+		}
+	}
+	return []string{"get_weather"}
 }
 
 func newToolEnv(t *testing.T) (*env, *toolUpstreams) {
@@ -279,6 +334,23 @@ func TestToolChoiceTranslatesBothWays(t *testing.T) {
 		{"messages tool -> anthropic", "/v1/messages", "anthropic:claude-3-5-haiku-latest",
 			map[string]any{"tool_choice": map[string]any{"type": "tool", "name": "get_weather"}}, u.lastAnthropic,
 			map[string]string{"tool_choice": `{"name":"get_weather","type":"tool"}`}},
+		// parallel_tool_calls alone: no tool choice is made up for OpenAI
+		// (some compatible servers refuse an explicit "auto"); Anthropic
+		// needs a type, and auto is its default.
+		{"chat no parallel alone -> openai", "/v1/chat/completions", "openai:gpt-4o-mini",
+			map[string]any{"parallel_tool_calls": false}, u.lastOpenAI,
+			map[string]string{"tool_choice": `null`, "parallel_tool_calls": `false`}},
+		{"chat no parallel alone -> anthropic", "/v1/chat/completions", "anthropic:claude-3-5-haiku-latest",
+			map[string]any{"parallel_tool_calls": false}, u.lastAnthropic,
+			map[string]string{"tool_choice": `{"disable_parallel_tool_use":true,"type":"auto"}`}},
+		// allowed_tools narrows the tools; the mode is the choice.
+		{"chat allowed_tools -> anthropic", "/v1/chat/completions", "anthropic:claude-3-5-haiku-latest",
+			map[string]any{"tools": []any{
+				map[string]any{"type": "function", "function": map[string]any{"name": "get_time", "parameters": weatherSchema}},
+				map[string]any{"type": "function", "function": map[string]any{"name": "get_weather", "parameters": weatherSchema}},
+			}, "tool_choice": map[string]any{"type": "allowed_tools", "allowed_tools": map[string]any{"mode": "required",
+				"tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}}}}}, u.lastAnthropic,
+			map[string]string{"tool_choice": `{"type":"any"}`, "tools": `[{"input_schema":` + jsonOf(weatherSchema) + `,"name":"get_weather"}]`}},
 	} {
 		body := chatWithTools(c.model, c.body)
 		if c.path == "/v1/messages" {
@@ -297,6 +369,23 @@ func TestToolChoiceTranslatesBothWays(t *testing.T) {
 	if got := upstreamGot(t, u.lastOpenAI); got["tool_choice"] != nil || got["parallel_tool_calls"] != nil {
 		t.Errorf("no tool choice asked, upstream got %v / %v", got["tool_choice"], got["parallel_tool_calls"])
 	}
+	// An Anthropic-front auto or none without tools means what no choice
+	// means; neither provider takes a tool choice without tools, so none
+	// is sent.
+	for _, model := range []string{"openai:gpt-4o-mini", "anthropic:claude-3-5-haiku-latest"} {
+		for _, typ := range []string{"auto", "none"} {
+			body := map[string]any{"model": model, "max_tokens": 100, "messages": []any{map[string]any{"role": "user", "content": "hi"}},
+				"tool_choice": map[string]any{"type": typ}}
+			e.must(e.do("POST", "/v1/messages", e.tenantA, body), 200)
+			ch := u.lastOpenAI
+			if strings.HasPrefix(model, "anthropic:") {
+				ch = u.lastAnthropic
+			}
+			if got := upstreamGot(t, ch); got["tool_choice"] != nil || got["parallel_tool_calls"] != nil {
+				t.Errorf("%s with %s and no tools: upstream got tool_choice %v", model, typ, got["tool_choice"])
+			}
+		}
+	}
 	// Bad values are refused in each front's shape, before any upstream call.
 	for _, c := range []struct {
 		path  string
@@ -308,9 +397,13 @@ func TestToolChoiceTranslatesBothWays(t *testing.T) {
 		{"/v1/chat/completions", chatWithTools("openai:gpt-4o-mini", map[string]any{"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "get_time"}}}), "tool_choice"},
 		{"/v1/messages", messagesWithTools("openai:gpt-4o-mini", map[string]any{"tool_choice": map[string]any{"type": "tool", "name": "get_time"}}), ""},
 		{"/v1/messages", messagesWithTools("openai:gpt-4o-mini", map[string]any{"tool_choice": map[string]any{"type": "sometimes"}}), ""},
+		{"/v1/chat/completions", chatWithTools("openai:gpt-4o-mini", map[string]any{"tool_choice": map[string]any{"type": "allowed_tools",
+			"allowed_tools": map[string]any{"mode": "required", "tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_time"}}}}}}), "tool_choice/allowed_tools/tools/0"},
+		{"/v1/chat/completions", chatWithTools("openai:gpt-4o-mini", map[string]any{"tool_choice": map[string]any{"type": "allowed_tools",
+			"allowed_tools": map[string]any{"mode": "sometimes", "tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}}}}}), "tool_choice/allowed_tools/mode"},
 	} {
 		r := e.do("POST", c.path, e.tenantA, c.body)
-		if r.status != 400 || (c.param != "" && r.str("error.param") != c.param) || !strings.Contains(string(r.raw), "tool_choice") {
+		if r.status != 400 || !strings.HasPrefix(r.str("error.param"), c.param) || !strings.Contains(string(r.raw), "tool_choice") {
 			t.Errorf("%s %v: %d %s", c.path, c.body["tool_choice"], r.status, r.raw)
 		}
 	}
@@ -341,7 +434,7 @@ func TestResponseFormat(t *testing.T) {
 	}
 	r := e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("anthropic:claude-3-5-haiku-latest", false, "response_format", schemaFormat)), 200)
 	got := upstreamGot(t, u.lastAnthropic)
-	if jsonOf(got["tool_choice"]) != `{"name":"get_weather","type":"tool"}` {
+	if jsonOf(got["tool_choice"]) != `{"disable_parallel_tool_use":true,"name":"get_weather","type":"tool"}` {
 		t.Errorf("json_schema to anthropic: tool_choice %v", got["tool_choice"])
 	}
 	var msg struct {
@@ -382,9 +475,70 @@ func TestResponseFormat(t *testing.T) {
 			finish = *ch.Choices[0].FinishReason
 		}
 	}
-	// The fake streams some text before the tool; the JSON follows it.
-	if !strings.HasSuffix(content.String(), `{"city":"Paris"}`) || finish != "stop" {
+	if content.String() != `{"city":"Paris"}` || finish != "stop" {
 		t.Fatalf("streamed structured answer: %q, finish %q", content.String(), finish)
+	}
+	// With tools of the client's: the model may call them first (tool
+	// choice any over both), and a call to the client's tool comes back as
+	// a tool call numbered among the client's calls from 0, beside the
+	// answer in the content.
+	report := map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "report", "schema": weatherSchema}}
+	r = e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chatWithTools("anthropic:claude-3-5-haiku-latest", map[string]any{"response_format": report})), 200)
+	got = upstreamGot(t, u.lastAnthropic)
+	if jsonOf(got["tool_choice"]) != `{"type":"any"}` || !strings.Contains(jsonOf(got["tools"]), `"name":"get_weather"`) || !strings.Contains(jsonOf(got["tools"]), `"name":"report"`) {
+		t.Errorf("json_schema with client tools to anthropic: tool_choice %v, tools %v", got["tool_choice"], got["tools"])
+	}
+	var both struct {
+		Choices []struct {
+			Message struct {
+				Content   *string `json:"content"`
+				ToolCalls []struct {
+					Function struct{ Name string } `json:"function"`
+				} `json:"tool_calls"`
+			} `json:"message"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(r.raw, &both); err != nil || both.Choices[0].Message.Content == nil || *both.Choices[0].Message.Content != `{"city":"Paris"}` ||
+		len(both.Choices[0].Message.ToolCalls) != 1 || both.Choices[0].Message.ToolCalls[0].Function.Name != "get_weather" || both.Choices[0].FinishReason != "tool_calls" {
+		t.Fatalf("answer and tool call from anthropic: %s", r.raw)
+	}
+	_, evs = e.stream("/v1/chat/completions", e.tenantA, chatWithTools("anthropic:claude-3-5-haiku-latest", map[string]any{"response_format": report, "stream": true}))
+	<-u.lastAnthropic
+	content.Reset()
+	var indexes []int
+	for _, ev := range evs {
+		var ch struct {
+			Choices []struct {
+				Delta struct {
+					Content   string `json:"content"`
+					ToolCalls []struct {
+						Index int `json:"index"`
+					} `json:"tool_calls"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if json.Unmarshal([]byte(ev[1]), &ch) != nil || len(ch.Choices) == 0 {
+			continue
+		}
+		content.WriteString(ch.Choices[0].Delta.Content)
+		for _, c := range ch.Choices[0].Delta.ToolCalls {
+			indexes = append(indexes, c.Index)
+		}
+	}
+	if content.String() != `{"city":"Paris"}` || len(indexes) == 0 || slices.Max(indexes) != 0 {
+		t.Fatalf("streamed answer and tool call: content %q, tool call indexes %v", content.String(), indexes)
+	}
+	// A schema named like one of the tools would make the two one.
+	if r := e.do("POST", "/v1/chat/completions", e.tenantA, chatWithTools("anthropic:claude-3-5-haiku-latest", map[string]any{"response_format": schemaFormat})); r.status != 400 ||
+		r.str("error.param") != "response_format/json_schema/name" {
+		t.Errorf("schema named like a tool: %d %s", r.status, r.raw)
+	}
+	// json_schema without a schema: any JSON object.
+	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("anthropic:claude-3-5-haiku-latest", false, "response_format",
+		map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "anything"}})), 200)
+	if got := upstreamGot(t, u.lastAnthropic); got["tool_choice"] != nil || !strings.Contains(jsonOf(got["system"]), "single JSON object") {
+		t.Errorf("json_schema without schema to anthropic: tool_choice %v system %v", got["tool_choice"], got["system"])
 	}
 	for _, bad := range []any{
 		map[string]any{"type": "xml"},
