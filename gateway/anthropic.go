@@ -70,6 +70,9 @@ func toAnBlocks(in []Block) []anBlock {
 			text := b.Text
 			out = append(out, anBlock{Type: b.Type, ToolUseID: b.ToolUseID, Content: &text})
 		default:
+			if b.Type == "text" && b.Text == "" {
+				continue // the Messages API refuses empty text blocks (a client may send one back)
+			}
 			text := b.Text
 			out = append(out, anBlock{Type: b.Type, Text: &text})
 		}
@@ -182,16 +185,20 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (*Response, error
 	}
 	defer resp.Body.Close()
 	var r struct {
-		ID         string   `json:"id"`
-		Model      string   `json:"model"`
-		Content    []Block  `json:"content"`
-		StopReason string   `json:"stop_reason"`
-		Usage      *anUsage `json:"usage"`
+		ID           string   `json:"id"`
+		Model        string   `json:"model"`
+		Content      []Block  `json:"content"`
+		StopReason   string   `json:"stop_reason"`
+		StopSequence *string  `json:"stop_sequence"`
+		Usage        *anUsage `json:"usage"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&r); err != nil {
 		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: " + err.Error()}
 	}
-	out := &Response{ID: r.ID, Model: r.Model, Content: r.Content, StopReason: r.StopReason, NativeStop: r.StopReason}
+	out := &Response{ID: r.ID, Model: r.Model, Content: r.Content, StopReason: StopFromAnthropic(r.StopReason), NativeStop: r.StopReason}
+	if r.StopSequence != nil {
+		out.MatchedStop = *r.StopSequence
+	}
 	if r.Usage != nil {
 		out.Usage = r.Usage.usage()
 	} else {
@@ -220,6 +227,7 @@ type anStream struct {
 	usage Usage
 	told  bool // the upstream reported usage (message_start or message_delta)
 	stop  string
+	seq   string // the stop sequence hit
 	done  bool
 	tools map[int]int // content block index -> tool call ordinal
 }
@@ -236,10 +244,11 @@ type anEvent struct {
 		Name string `json:"name"`
 	} `json:"content_block"`
 	Delta struct {
-		Type        string `json:"type"`
-		Text        string `json:"text"`
-		PartialJSON string `json:"partial_json"`
-		StopReason  string `json:"stop_reason"`
+		Type         string  `json:"type"`
+		Text         string  `json:"text"`
+		PartialJSON  string  `json:"partial_json"`
+		StopReason   string  `json:"stop_reason"`
+		StopSequence *string `json:"stop_sequence"`
 	} `json:"delta"`
 	Usage *anUsage `json:"usage"`
 	Error *struct {
@@ -292,13 +301,27 @@ func (s *anStream) Next() (Delta, error) {
 			if e.Delta.StopReason != "" {
 				s.stop = e.Delta.StopReason
 			}
-			if e.Usage != nil {
-				// message_delta usage is cumulative for output tokens.
-				s.usage.OutputTokens, s.told = e.Usage.OutputTokens, true
+			if e.Delta.StopSequence != nil {
+				s.seq = *e.Delta.StopSequence
+			}
+			if u := e.Usage; u != nil {
+				// message_delta usage is cumulative; the input side is
+				// usually told at message_start, but some upstreams tell
+				// it (or correct it) here.
+				s.usage.OutputTokens, s.told = u.OutputTokens, true
+				if u.InputTokens > 0 {
+					s.usage.InputTokens = u.InputTokens
+				}
+				if u.CacheReadInputTokens > 0 {
+					s.usage.CacheReadTokens = u.CacheReadInputTokens
+				}
+				if u.CacheCreationInputTokens > 0 {
+					s.usage.CacheWriteTokens = u.CacheCreationInputTokens
+				}
 			}
 		case "message_stop":
 			s.done = true
-			d := Delta{StopReason: orDefault(s.stop, StopEndTurn), NativeStop: s.stop}
+			d := Delta{StopReason: orDefault(StopFromAnthropic(s.stop), StopEndTurn), NativeStop: s.stop, MatchedStop: s.seq}
 			if s.told {
 				u := s.usage
 				d.Usage = &u

@@ -98,8 +98,21 @@ const (
 	StopMaxTokens    = "max_tokens"
 	StopSequence     = "stop_sequence"
 	StopToolUse      = "tool_use"
+	StopRefusal      = "refusal"    // OpenAI: content_filter
+	StopPauseTurn    = "pause_turn" // Anthropic: a long turn paused, to be continued
 	StopUnknownValue = "unknown"
 )
+
+// StopFromAnthropic is the canonical stop reason for an Anthropic one.
+func StopFromAnthropic(sr string) string {
+	switch sr {
+	case StopEndTurn, StopMaxTokens, StopSequence, StopToolUse, StopRefusal, StopPauseTurn, "":
+		return sr
+	case "model_context_window_exceeded":
+		return StopMaxTokens
+	}
+	return StopUnknownValue
+}
 
 // Usage counts tokens the way Anthropic reports them: InputTokens excludes
 // cache reads and writes, which are counted apart.
@@ -120,7 +133,10 @@ type Response struct {
 	Content    []Block
 	StopReason string // canonical, see Stop*
 	NativeStop string // what the provider said
-	Usage      Usage
+	// MatchedStop is the stop sequence that ended the answer, when the
+	// provider says which (Anthropic does; OpenAI does not).
+	MatchedStop string `json:",omitempty"`
+	Usage       Usage
 	// UsageMissing: the upstream's answer carried no usage (some
 	// OpenAI-compatible servers omit it); Usage is then zero.
 	UsageMissing bool
@@ -148,11 +164,12 @@ type ToolCallDelta struct {
 
 // Delta is one streamed event.
 type Delta struct {
-	Text       string         // text appended to the current text block
-	ToolCall   *ToolCallDelta // a piece of a tool call
-	StopReason string         // set on the last delta
-	NativeStop string
-	Usage      *Usage // cumulative usage when the provider reports it (alone: usage so far, e.g. the input side at the start)
+	Text        string         // text appended to the current text block
+	ToolCall    *ToolCallDelta // a piece of a tool call
+	StopReason  string         // set on the last delta
+	NativeStop  string
+	MatchedStop string `json:",omitempty"` // with StopReason: the stop sequence hit, when known
+	Usage       *Usage // cumulative usage when the provider reports it (alone: usage so far, e.g. the input side at the start)
 }
 
 // Stream yields deltas; Next returns io.EOF after the last one.

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // OpenAI speaks the chat completions wire format: OpenAI itself, or any
@@ -125,6 +127,8 @@ func StopFromOpenAI(fr string) string {
 		return StopMaxTokens
 	case "tool_calls", "function_call":
 		return StopToolUse
+	case "content_filter":
+		return StopRefusal
 	case "":
 		return ""
 	}
@@ -251,7 +255,17 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (*Response, error) {
 		out.Content = append(out.Content, Block{Type: "text", Text: *c.Message.Content})
 	}
 	for _, tc := range c.Message.ToolCalls {
-		out.Content = append(out.Content, Block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: json.RawMessage(orEmptyObject(tc.Function.Arguments))})
+		id := tc.ID
+		if id == "" {
+			id = newCallID() // some compatible servers send none; clients match results by it
+		}
+		out.Content = append(out.Content, Block{Type: "tool_use", ID: id, Name: tc.Function.Name, Input: json.RawMessage(orEmptyObject(tc.Function.Arguments))})
+	}
+	if len(c.Message.ToolCalls) > 0 && (out.StopReason == StopEndTurn || out.StopReason == "") {
+		// Tool calls with finish_reason "stop" (OpenAI when a tool is
+		// forced, and several compatible servers) or none: the answer
+		// still ends for the tools.
+		out.StopReason = StopToolUse
 	}
 	if r.Usage != nil {
 		out.Usage = r.Usage.usage()
@@ -290,6 +304,30 @@ type oaStream struct {
 	usage   *Usage
 	done    bool
 	pending []Delta
+	calls   map[int]oaCall // the upstream's tool call index -> the call it now carries
+	ncalls  int
+}
+
+// oaCall is a streamed tool call: its ordinal among the answer's calls
+// (the index passed on) and its id.
+type oaCall struct {
+	ordinal int
+	id      string
+}
+
+// newCallID makes a tool call id for a call that came without one.
+func newCallID() string {
+	return "call_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:24]
+}
+
+// final is the last delta: the stop reason, tool_use when tool calls were
+// made and the upstream said stop or nothing.
+func (s *oaStream) final() Delta {
+	stop := orDefault(s.stop, StopEndTurn)
+	if s.ncalls > 0 && stop == StopEndTurn {
+		stop = StopToolUse
+	}
+	return Delta{StopReason: stop, NativeStop: s.native, Usage: s.usage}
 }
 
 type oaChunk struct {
@@ -326,6 +364,12 @@ func (s *oaStream) Next() (Delta, error) {
 		}
 		ev, err := s.sse.Next()
 		if errors.Is(err, io.EOF) {
+			if s.stop != "" && s.usage != nil {
+				// finish_reason and usage came, [DONE] did not (some
+				// compatible servers): the answer is whole.
+				s.done = true
+				return s.final(), nil
+			}
 			return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "stream ended without [DONE]"}
 		}
 		if err != nil {
@@ -333,7 +377,7 @@ func (s *oaStream) Next() (Delta, error) {
 		}
 		if string(ev.Data) == "[DONE]" {
 			s.done = true
-			return Delta{StopReason: orDefault(s.stop, StopEndTurn), NativeStop: s.native, Usage: s.usage}, nil
+			return s.final(), nil
 		}
 		var c oaChunk
 		if err := json.Unmarshal(ev.Data, &c); err != nil {
@@ -352,7 +396,24 @@ func (s *oaStream) Next() (Delta, error) {
 				d.Text += *ch.Delta.Content
 			}
 			for _, tc := range ch.Delta.ToolCalls {
-				s.pending = append(s.pending, Delta{ToolCall: &ToolCallDelta{Index: tc.Index, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
+				// A call starts at a new index, or at a known one with
+				// another id; some servers repeat the id (and name) in
+				// every chunk of a call, which is not a new call.
+				cur, ok := s.calls[tc.Index]
+				if ok && (tc.ID == "" || tc.ID == cur.id) {
+					s.pending = append(s.pending, Delta{ToolCall: &ToolCallDelta{Index: cur.ordinal, Arguments: tc.Function.Arguments}})
+					continue
+				}
+				if s.calls == nil {
+					s.calls = map[int]oaCall{}
+				}
+				cur = oaCall{ordinal: s.ncalls, id: tc.ID}
+				if cur.id == "" {
+					cur.id = newCallID()
+				}
+				s.ncalls++
+				s.calls[tc.Index] = cur
+				s.pending = append(s.pending, Delta{ToolCall: &ToolCallDelta{Index: cur.ordinal, ID: cur.id, Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
 			}
 			if ch.FinishReason != nil && *ch.FinishReason != "" {
 				s.native = *ch.FinishReason

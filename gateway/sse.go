@@ -17,8 +17,9 @@ type sseEvent struct {
 const maxSSELine = 4 << 20
 
 // sseReader parses a text/event-stream as the HTML standard describes it:
-// fields up to a blank line make an event; data lines join with newlines;
-// comments (lines starting with ':') are skipped.
+// lines end with CRLF, LF or CR; fields up to a blank line make an event;
+// data lines join with newlines; comments (lines starting with ':') are
+// skipped; an event whose data is empty is not delivered.
 type sseReader struct {
 	sc *bufio.Scanner
 }
@@ -26,7 +27,33 @@ type sseReader struct {
 func newSSEReader(r io.Reader) *sseReader {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 4<<10), maxSSELine) // grows as lines need, up to maxSSELine
+	var l sseLines
+	sc.Split(l.split)
 	return &sseReader{sc: sc}
+}
+
+// sseLines splits a stream into lines ending with CRLF, LF or CR. A CR
+// ends its line at once (the event it ends is not held back waiting for
+// the next byte); a LF right after it is then skipped.
+type sseLines struct{ afterCR bool }
+
+func (l *sseLines) split(data []byte, atEOF bool) (advance int, token []byte, err error) {
+	skip := 0
+	if l.afterCR && len(data) > 0 {
+		l.afterCR = false
+		if data[0] == '\n' {
+			skip = 1
+		}
+	}
+	if i := bytes.IndexAny(data[skip:], "\r\n"); i >= 0 {
+		end := skip + i
+		l.afterCR = data[end] == '\r'
+		return end + 1, data[skip:end], nil
+	}
+	if atEOF && len(data) > skip {
+		return len(data), data[skip:], nil
+	}
+	return skip, nil, nil
 }
 
 // errStreamCut means the stream ended inside an event.
@@ -44,6 +71,12 @@ func (r *sseReader) Next() (sseEvent, error) {
 				continue
 			}
 			ev.Data = bytes.Join(data, []byte("\n"))
+			if len(ev.Data) == 0 {
+				// No data (an event line alone, or an empty data line):
+				// the standard says not to dispatch it.
+				ev, data, seen = sseEvent{}, nil, false
+				continue
+			}
 			return ev, nil
 		}
 		if line[0] == ':' {
@@ -63,7 +96,7 @@ func (r *sseReader) Next() (sseEvent, error) {
 	if err := r.sc.Err(); err != nil {
 		return ev, err
 	}
-	if seen {
+	if seen && len(data) > 0 && len(bytes.Join(data, nil)) > 0 {
 		// A final event without its blank line: deliver it; a cut is
 		// detected by the caller from the protocol (no [DONE], no
 		// message_stop).

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSSEReader(t *testing.T) {
@@ -44,4 +45,51 @@ func FuzzSSEStreams(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Lines may end with CRLF, LF or CR alone; an event with no data is not
+// delivered (the HTML standard's rule).
+func TestSSEReaderLineEndsAndEmptyEvents(t *testing.T) {
+	for name, in := range map[string]string{
+		"CRLF": "event: a\r\ndata: 1\r\n\r\ndata: 2\r\n\r\n",
+		"CR":   "event: a\rdata: 1\r\rdata: 2\r\r",
+		"mixed and empty events": "event: a\ndata: 1\r\n\r" +
+			"event: nothing\n\n" + // an event with no data
+			"data:\n\n" + // an empty data line
+			"data: 2\n\n",
+	} {
+		r := newSSEReader(strings.NewReader(in))
+		for i, w := range []sseEvent{{"a", []byte("1")}, {"", []byte("2")}} {
+			got, err := r.Next()
+			if err != nil || got.Event != w.Event || string(got.Data) != string(w.Data) {
+				t.Fatalf("%s: event %d = %q %q, %v; want %q %q", name, i, got.Event, got.Data, err, w.Event, w.Data)
+			}
+		}
+		if _, err := r.Next(); !errors.Is(err, io.EOF) {
+			t.Fatalf("%s: after the last event: %v", name, err)
+		}
+	}
+}
+
+// An event ended by CR is delivered at once, not when the next byte
+// arrives (a stream may pause there for as long as the model thinks).
+func TestSSEReaderCRDoesNotWait(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go pw.Write([]byte("data: now\r\r"))
+	r := newSSEReader(pr)
+	got := make(chan sseEvent, 1)
+	go func() {
+		ev, _ := r.Next()
+		got <- ev
+	}()
+	select {
+	case ev := <-got:
+		if string(ev.Data) != "now" {
+			t.Fatalf("data %q", ev.Data)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the event was held back waiting for the byte after its CR")
+	}
+	pw.Close()
 }

@@ -509,6 +509,8 @@ func finishReason(stop string) string {
 		return "length"
 	case gateway.StopToolUse:
 		return "tool_calls"
+	case gateway.StopRefusal:
+		return "content_filter"
 	}
 	return "stop"
 }
@@ -820,10 +822,18 @@ func anthropicUsage(u gateway.Usage, cost *float64) map[string]any {
 // reported as end_turn with the native value in svc.trace.
 func anthropicStop(stop string) string {
 	switch stop {
-	case gateway.StopEndTurn, gateway.StopMaxTokens, gateway.StopSequence, gateway.StopToolUse:
+	case gateway.StopEndTurn, gateway.StopMaxTokens, gateway.StopSequence, gateway.StopToolUse, gateway.StopRefusal, gateway.StopPauseTurn:
 		return stop
 	}
 	return gateway.StopEndTurn
+}
+
+// stopSequence is a message's stop_sequence: the sequence hit, or null.
+func stopSequence(stop, matched string) any {
+	if stop != gateway.StopSequence || matched == "" {
+		return nil
+	}
+	return matched
 }
 
 func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
@@ -867,7 +877,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	writeAnswer(w, map[string]any{
 		"id": c.id, "type": "message", "role": "assistant", "model": c.model.ID, "provider": c.prov.Name(),
-		"content": content, "stop_reason": anthropicStop(resp.StopReason), "stop_sequence": nil,
+		"content": content, "stop_reason": anthropicStop(resp.StopReason), "stop_sequence": stopSequence(resp.StopReason, resp.MatchedStop),
 		"usage": anthropicUsage(resp.Usage, cost),
 		"svc":   newSvc(c, resp.NativeStop),
 	})
@@ -898,15 +908,14 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 			"cache_read_input_tokens": early.CacheReadTokens, "cache_creation_input_tokens": early.CacheWriteTokens},
 		"svc": newSvc(c, ""),
 	}}
-	if sse.event("message_start", start) != nil || sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}}) != nil ||
-		sse.event("ping", anPing) != nil {
+	if sse.event("message_start", start) != nil || sse.event("ping", anPing) != nil {
 		s.recordUsage(r, c, gateway.Usage{}, "client_gone")
 		return
 	}
 	ticker := time.NewTicker(pingEvery)
 	defer ticker.Stop()
 	var sent streamed
-	blocks := contentBlocks{next: 1, text: true, tools: map[int]int{}}
+	blocks := contentBlocks{open: -1, tools: map[int]int{}}
 	for {
 		p, ticked, gone := up.next(r.Context(), ticker.C, sse.flush)
 		if gone {
@@ -942,8 +951,8 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 		if d.StopReason != "" {
 			u := sent.bill(c.req, d.Usage)
 			cost, record := s.settle(r, c, u, "ok")
-			sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": blocks.open})
-			md := map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": anthropicStop(d.StopReason), "stop_sequence": nil},
+			blocks.stop(sse)
+			md := map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": anthropicStop(d.StopReason), "stop_sequence": stopSequence(d.StopReason, d.MatchedStop)},
 				"usage": anthropicUsage(u, cost), "svc": newSvc(c, d.NativeStop)}
 			sse.event("message_delta", md)
 			sse.event("message_stop", anMessageStop)
@@ -974,19 +983,31 @@ func (s *Server) writeWireDecodeError(w http.ResponseWriter, r *http.Request, f 
 	writeJSON(w, de.status, map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": de.msg}, "request_id": RequestID(r.Context())})
 }
 
-// contentBlocks numbers the content blocks of a streamed message: block 0
-// is the text block opened with message_start; each tool call opens the
-// next one (closing the one before), and text after a tool call opens a
-// new text block.
+// contentBlocks numbers the content blocks of a streamed message: the
+// first text opens a text block; each tool call opens the next block
+// (closing the one before), and text after a tool call opens a new text
+// block. No block is opened before there is something to put in it: an
+// empty text block would come back in the client's next request, and the
+// Messages API refuses those. The tool calls of a delta stream are
+// assumed to come one after another, as providers send them.
 type contentBlocks struct {
-	open  int  // the index of the open block
+	open  int  // the index of the open block, -1 when none is
 	next  int  // the index the next block gets
 	text  bool // whether the open block is a text block
 	tools map[int]int
 }
 
+func (b *contentBlocks) stop(sse *sseWriter) error {
+	if b.open < 0 {
+		return nil
+	}
+	err := sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": b.open})
+	b.open = -1
+	return err
+}
+
 func (b *contentBlocks) start(sse *sseWriter, block map[string]any) error {
-	if err := sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": b.open}); err != nil {
+	if err := b.stop(sse); err != nil {
 		return err
 	}
 	b.open = b.next
@@ -996,7 +1017,7 @@ func (b *contentBlocks) start(sse *sseWriter, block map[string]any) error {
 
 func (b *contentBlocks) write(sse *sseWriter, d gateway.Delta) error {
 	if d.Text != "" {
-		if !b.text {
+		if !b.text || b.open < 0 {
 			if err := b.start(sse, map[string]any{"type": "text", "text": ""}); err != nil {
 				return err
 			}
@@ -1011,7 +1032,7 @@ func (b *contentBlocks) write(sse *sseWriter, d gateway.Delta) error {
 		return nil
 	}
 	idx, known := b.tools[tc.Index]
-	if !known || tc.ID != "" {
+	if !known {
 		if err := b.start(sse, map[string]any{"type": "tool_use", "id": tc.ID, "name": tc.Name, "input": map[string]any{}}); err != nil {
 			return err
 		}

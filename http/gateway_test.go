@@ -287,7 +287,7 @@ func TestMessagesStreamFromOpenAIUpstream(t *testing.T) {
 			text += d.Delta.Text
 		}
 	}
-	if got := strings.Join(names, " "); got != "message_start content_block_start ping content_block_delta content_block_stop message_delta message_stop" {
+	if got := strings.Join(names, " "); got != "message_start ping content_block_start content_block_delta content_block_stop message_delta message_stop" {
 		t.Fatalf("event grammar: %s", got)
 	}
 	if text != "roles system,user " {

@@ -198,9 +198,10 @@ func TestToolsTranslateBothWays(t *testing.T) {
 
 func TestStreamedToolCallsTranslateBothWays(t *testing.T) {
 	e, u := newToolEnv(t)
-	// OpenAI upstream -> Anthropic event grammar: the text block (empty
-	// here) closes, a tool_use block opens at index 1 and receives the
-	// arguments as input_json_delta.
+	// OpenAI upstream -> Anthropic event grammar: no text, so no text
+	// block (an empty one would come back in the client's next request,
+	// and Anthropic refuses those); the tool_use block is block 0 and
+	// receives the arguments as input_json_delta.
 	_, evs := e.stream("/v1/messages", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 100, "stream": true,
 		"tools":    []any{map[string]any{"name": "get_weather", "input_schema": weatherSchema}},
 		"messages": []any{map[string]any{"role": "user", "content": "weather?"}}})
@@ -219,16 +220,16 @@ func TestStreamedToolCallsTranslateBothWays(t *testing.T) {
 		}
 		json.Unmarshal([]byte(ev[1]), &d)
 		if d.Delta.Type == "input_json_delta" {
-			if d.Index != 1 {
+			if d.Index != 0 {
 				t.Fatalf("arguments to block %d: %s", d.Index, ev[1])
 			}
 			args += d.Delta.PartialJSON
 		}
-		if d.ContentBlock.Type == "tool_use" && (d.Index != 1 || d.ContentBlock.ID != "call_1" || d.ContentBlock.Name != "get_weather") {
+		if d.ContentBlock.Type == "tool_use" && (d.Index != 0 || d.ContentBlock.ID != "call_1" || d.ContentBlock.Name != "get_weather") {
 			t.Fatalf("tool_use block: %s", ev[1])
 		}
 	}
-	want := "message_start content_block_start ping content_block_stop content_block_start content_block_delta content_block_delta content_block_stop message_delta message_stop"
+	want := "message_start ping content_block_start content_block_delta content_block_delta content_block_stop message_delta message_stop"
 	if strings.Join(names, " ") != want || args != `{"city":"Paris"}` || !strings.Contains(evs[len(evs)-2][1], `"stop_reason":"tool_use"`) {
 		t.Fatalf("events %v, arguments %q\n%v", names, args, evs)
 	}
