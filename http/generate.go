@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -102,7 +103,7 @@ func (s *Server) generateInput(q *generateRequest) (*tasks.Type, int, int, error
 	version := 0
 	if v := q.Options.TemplateVersion; v != nil {
 		version = *v
-		if _, _, err := t.Render(version, q.Input, ""); err != nil {
+		if _, _, err := t.Render(version, q.Input, ""); err != nil || version < 1 { // 0 would mean "the newest" to Render
 			return nil, 0, 0, fieldErr("/options/templateVersion", "unknown_version", "type %s has template versions %v", t.Name, t.Versions)
 		}
 	}
@@ -215,7 +216,7 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		err = fieldErr("/options/llm/model", "unknown_model", "%s; GET /v1/models lists the models", err.Error())
 	}
 	if err != nil {
-		s.writeGatewayProblem(w, r, err, nil)
+		s.writeGatewayProblem(w, r, err, nil, "", nil)
 		return nil, false
 	}
 	ceiling := q.Options.LLM.MaxCostUSD
@@ -260,7 +261,15 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		resp, err := s.complete(r, c, chain)
 		if err != nil {
 			recordAll()
-			s.writeGatewayProblem(w, r, err, &trace)
+			var spentSoFar *gatewayUsageSummary
+			if attempt > 1 { // earlier attempts were paid for: say so
+				u := gatewayUsageSummary{InputTokens: total.InputTokens, OutputTokens: total.OutputTokens}
+				if costKnown {
+					u.CostUSD = &spent
+				}
+				spentSoFar = &u
+			}
+			s.writeGatewayProblem(w, r, err, &trace, c.id, spentSoFar)
 			return nil, false
 		}
 		trace.SelectedProvider, trace.SelectedModel = c.prov.Name(), c.model.ID
@@ -276,7 +285,7 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		}
 		text := resp.StructuredText(output)
 		at := attemptTrace{Attempt: attempt, Model: c.model.ID, Errors: []tasks.Violation{},
-			Usage: gatewayUsageSummary{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, CostUSD: cost}}
+			Usage: gatewayUsageSummary{InputTokens: resp.Usage.InputTokens + resp.Usage.CacheReadTokens + resp.Usage.CacheWriteTokens, OutputTokens: resp.Usage.OutputTokens, CostUSD: cost}}
 		obj, perr := tasks.ParseLenient(text)
 		if perr != nil {
 			at.Errors = append(at.Errors, tasks.Violation{Pointer: "", Message: perr.Error()})
@@ -322,9 +331,13 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		output: out, usage: usage, trace: trace, records: records}, true
 }
 
+// clip cuts s to at most n bytes, on a character boundary.
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n]
 }
@@ -346,7 +359,7 @@ func writeProblemExt(w http.ResponseWriter, p Problem, ext map[string]any) {
 
 // writeGatewayProblem answers a routing, budget or upstream failure of a
 // generation as a problem document, with the trace so far.
-func (s *Server) writeGatewayProblem(w http.ResponseWriter, r *http.Request, err error, trace *generateTrace) {
+func (s *Server) writeGatewayProblem(w http.ResponseWriter, r *http.Request, err error, trace *generateTrace, id string, usage *gatewayUsageSummary) {
 	var de *domain.Error
 	if errors.As(err, &de) {
 		s.writeError(w, r, err)
@@ -361,7 +374,14 @@ func (s *Server) writeGatewayProblem(w http.ResponseWriter, r *http.Request, err
 	}
 	ext := map[string]any{}
 	if trace != nil {
-		ext["svc"] = map[string]any{"trace": trace}
+		svc := map[string]any{"trace": trace}
+		if id != "" {
+			svc["requestId"] = id
+		}
+		ext["svc"] = svc
+	}
+	if usage != nil {
+		ext["attempts"], ext["usage"] = len(trace.Attempts), usage
 	}
 	writeProblemExt(w, newProblem(r, we.status, we.code, we.message), ext)
 }

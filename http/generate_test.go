@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -107,6 +108,13 @@ func newScripted(t *testing.T, answers ...string) *scriptedUpstream {
 			<-u.gate
 		}
 		a := u.answers[min(n, len(u.answers)-1)]
+		if code, ok := strings.CutPrefix(a, "STATUS "); ok { // an upstream failure, e.g. "STATUS 503"
+			status, _ := strconv.Atoi(code)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			fmt.Fprintf(w, `{"error":{"message":"upstream says %d","type":"server_error"}}`, status)
+			return
+		}
 		fmt.Fprintf(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}],"usage":{"prompt_tokens":200,"completion_tokens":50,"total_tokens":250}}`, a)
 	}))
 	t.Cleanup(u.srv.Close)
@@ -231,7 +239,9 @@ func TestGenerateBadInput(t *testing.T) {
 		{map[string]any{"type": "summarize"}, 422, `"pointer":"/input"`},
 		{map[string]any{"type": "summarize", "input": "text"}, 422, `"pointer":"/input"`},
 		{map[string]any{"type": "business_strategy", "input": map[string]any{"goal": 5}}, 422, `"pointer":"/input/goal"`},
-		{map[string]any{"type": "business_strategy", "input": map[string]any{"goal": "grow"}}, 422, `missing property 'audience'`},
+		{map[string]any{"type": "business_strategy", "input": map[string]any{"goal": "grow"}}, 422, `"pointer":"/input/audience","code":"schema","message":"missing required property"`},
+		{map[string]any{"type": "business_strategy", "input": map[string]any{}}, 422, `[{"pointer":"/input/audience","code":"schema","message":"missing required property"},{"pointer":"/input/goal","code":"schema","message":"missing required property"}]`},
+		{map[string]any{"type": "summarize", "input": map[string]any{"text": "x"}, "options": map[string]any{"templateVersion": 0}}, 422, "/options/templateVersion"},
 		{map[string]any{"type": "summarize", "input": map[string]any{"text": "x"}, "options": map[string]any{"maxAttempts": 0}}, 422, "/options/maxAttempts"},
 		{map[string]any{"type": "summarize", "input": map[string]any{"text": "x"}, "options": map[string]any{"maxAttempts": 99}}, 422, "/options/maxAttempts"},
 		{map[string]any{"type": "summarize", "input": map[string]any{"text": "x"}, "options": map[string]any{"llm": map[string]any{"maxCostUsd": -1}}}, 422, "/options/llm/maxCostUsd"},
@@ -279,6 +289,42 @@ func TestGenerateIdempotencyKeySharedStore(t *testing.T) {
 	testIdempotency(t, e, u)
 	if n := e.countType("IdempotencyStarted"); n == 0 {
 		t.Fatal("no durable claim on a shared store")
+	}
+}
+
+// A transient failure (the upstream's 503) is answered but not kept: a
+// retry with the same key runs again and gets the real answer, on either
+// kind of store.
+func TestGenerateIdempotencyTransientFailureNotKept(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		u := newScripted(t, "STATUS 503", validSummary)
+		vars := map[string]string{"OPENAI_BASE_URL": u.srv.URL + "/v1", "OPENAI_API_KEY": "k"}
+		cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wrap := func(s eventstore.Store) eventstore.Store { return s }
+		if shared {
+			wrap = func(s eventstore.Store) eventstore.Store { return sharedStore{s} }
+		}
+		e := newEnvStore(t, cat, wrap)
+		body := genBody(nil)
+		first := e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "flaky-1")
+		if first.status < 500 || first.header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("shared %v: first: %d %s", shared, first.status, first.raw)
+		}
+		retry := e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "flaky-1")
+		if retry.status != 200 || retry.header.Get("Idempotent-Replayed") != "" || u.calls.Load() != 2 {
+			t.Fatalf("shared %v: retry after a 5xx: %d %s (upstream calls %d)", shared, retry.status, retry.raw, u.calls.Load())
+		}
+		// That success is final: kept and replayed.
+		again := e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "flaky-1")
+		if again.status != 200 || again.header.Get("Idempotent-Replayed") != "true" || string(again.raw) != string(retry.raw) || u.calls.Load() != 2 {
+			t.Fatalf("shared %v: replay: %d %s", shared, again.status, again.raw)
+		}
+		if shared && e.countType("IdempotencyReleased") != 1 {
+			t.Fatalf("the key was not released on the shared store")
+		}
 	}
 }
 
@@ -339,5 +385,33 @@ func testIdempotency(t *testing.T, e *env, u *scriptedUpstream) {
 	}
 	if r := e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", strings.Repeat("k", 256)); r.status != 422 || r.str("code") != "invalid_idempotency_key" {
 		t.Fatalf("long key: %d %s", r.status, r.raw)
+	}
+}
+
+// An upstream failure on a later attempt still tells what the earlier,
+// paid-for attempts cost, and the generation's id.
+func TestGenerateLaterAttemptFailsKeepsUsage(t *testing.T) {
+	u := newScripted(t, "no JSON here", "STATUS 503")
+	e := scriptedEnv(t, u)
+	r := e.do("POST", "/v1/generate", e.tenantA, genBody(map[string]any{"options": map[string]any{"maxAttempts": 2}}))
+	if r.status != 503 || u.calls.Load() < 2 {
+		t.Fatalf("%d %s (upstream calls %d)", r.status, r.raw, u.calls.Load())
+	}
+	var p struct {
+		Attempts int `json:"attempts"`
+		Usage    struct {
+			InputTokens int      `json:"input_tokens"`
+			CostUSD     *float64 `json:"estimated_cost_usd"`
+		} `json:"usage"`
+		Svc struct {
+			RequestID string `json:"requestId"`
+			Trace     struct {
+				Attempts []struct{ Valid bool } `json:"attempts"`
+			} `json:"trace"`
+		} `json:"svc"`
+	}
+	if err := json.Unmarshal(r.raw, &p); err != nil || p.Attempts != 1 || p.Usage.InputTokens != 200 || p.Usage.CostUSD == nil || *p.Usage.CostUSD <= 0 ||
+		!strings.HasPrefix(p.Svc.RequestID, "gen_") || len(p.Svc.Trace.Attempts) != 1 {
+		t.Fatalf("problem: %s", r.raw)
 	}
 }

@@ -29,6 +29,13 @@ import (
 // appended with "no stream" (or at the revision of an expired entry), so
 // of concurrent requests exactly one runs; IdempotencyCompleted holds the
 // answer.
+//
+// Only final answers are kept: 2xx and 4xx other than 429. A 429 or a 5xx
+// (an upstream failing or overloaded, the store unavailable, an internal
+// error) says "try again"; kept, it would answer every retry with the same
+// failure for the whole retention, and SDKs retry those with the same key.
+// Such an answer is sent but the key is freed (IdempotencyReleased on a
+// shared store), so the retry runs. A handler that panics frees it too.
 
 // DefaultIdempotencyRetention is how long a key is kept.
 const DefaultIdempotencyRetention = 24 * time.Hour
@@ -41,8 +48,14 @@ var idemLease = 10 * time.Minute
 const (
 	evIdemStarted   = "IdempotencyStarted"
 	evIdemCompleted = "IdempotencyCompleted"
+	evIdemReleased  = "IdempotencyReleased"
 	maxIdemKey      = 255
 )
+
+// idemFinal reports whether an answer is kept for the key's retries.
+func idemFinal(status int) bool {
+	return status < 500 && status != http.StatusTooManyRequests
+}
 
 type idemStarted struct {
 	Endpoint  string    `json:"endpoint"`
@@ -185,23 +198,47 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 		rec := &recorder{header: http.Header{}}
 		r2 := r.WithContext(rctx)
 		r2.Body = io.NopCloser(bytes.NewReader(body))
-		h(rec, r2)
+		meta := eventstore.Metadata{Tenant: p.Tenant, Actor: p.Actor(), RequestID: RequestID(ctx), SchemaVersion: 1}
+		// free lets the next request with the key run: in memory, or on a
+		// shared store with an event after the Started one.
+		free := func() {
+			if !exclusiveStore(s.store) {
+				if _, err := s.store.Append(rctx, stream, expected, eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: evIdemReleased,
+					Data: []byte(`{}`), Metadata: meta}); err != nil {
+					s.log.Error().Str("requestId", RequestID(ctx)).Err(err).Msg("idempotency key not released; it frees itself after the lease")
+				}
+			}
+			release()
+		}
+		func() {
+			defer func() {
+				if v := recover(); v != nil {
+					free()
+					panic(v)
+				}
+			}()
+			h(rec, r2)
+		}()
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
-		// The answer is kept before it is sent: whoever got it, a retry
-		// gets it too.
-		done := idemCompleted{Status: rec.status, ContentType: rec.header.Get("Content-Type"), Body: rec.body.String(),
-			Location: rec.header.Get("Location"), RetryAfter: rec.header.Get("Retry-After"),
-			RequestID: RequestID(ctx), BodyHash: bodyHash, CompletedAt: time.Now().UTC()}
-		data, _ := json.Marshal(done)
-		if _, err := s.store.Append(rctx, stream, expected, eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: evIdemCompleted, Data: data,
-			Metadata: eventstore.Metadata{Tenant: p.Tenant, Actor: p.Actor(), RequestID: RequestID(ctx), SchemaVersion: 1}}); err != nil {
-			// The answer still goes out; a retry runs again (after the
-			// lease, on a shared store).
-			s.log.Error().Str("requestId", RequestID(ctx)).Err(err).Msg("idempotent answer not stored")
+		if idemFinal(rec.status) {
+			// The answer is kept before it is sent: whoever got it, a
+			// retry gets it too.
+			done := idemCompleted{Status: rec.status, ContentType: rec.header.Get("Content-Type"), Body: rec.body.String(),
+				Location: rec.header.Get("Location"), RetryAfter: rec.header.Get("Retry-After"),
+				RequestID: RequestID(ctx), BodyHash: bodyHash, CompletedAt: time.Now().UTC()}
+			data, _ := json.Marshal(done)
+			if _, err := s.store.Append(rctx, stream, expected, eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: evIdemCompleted, Data: data,
+				Metadata: meta}); err != nil {
+				// The answer still goes out; a retry runs again (after the
+				// lease, on a shared store).
+				s.log.Error().Str("requestId", RequestID(ctx)).Err(err).Msg("idempotent answer not stored")
+			}
+			release() // a retry from now on reads the stored answer
+		} else {
+			free() // a retry runs again
 		}
-		release() // a retry from now on reads the stored answer
 		for k, vs := range rec.header {
 			for _, v := range vs {
 				w.Header().Add(k, v)
@@ -302,6 +339,8 @@ func idemState(evs []eventstore.RecordedEvent) (*idemStarted, *idemCompleted, ti
 			if json.Unmarshal(ev.Data, &x) == nil {
 				done = &x
 			}
+		case evIdemReleased:
+			st, done = nil, nil // the key is free again
 		}
 	}
 	return st, done, at

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -168,6 +170,27 @@ func (s *Server) fromPlan(ctx context.Context, c *domain.CreateContract) error {
 	}
 	if c.ProofRequired == nil {
 		c.ProofRequired = append([]string{}, plan.ProofPolicy.ArtifactTypes...)
+	}
+	// A contract may tighten its plan's policy, never loosen it: the plan's
+	// approval and proof follow from its risk, and a contract that set a
+	// lower risk, auto approval or less proof would step around them.
+	var fields []domain.FieldError
+	if slices.Index(domain.RiskLevels, c.RiskLevel) >= 0 && slices.Index(domain.RiskLevels, c.RiskLevel) < slices.Index(domain.RiskLevels, plan.RiskLevel) {
+		fields = append(fields, domain.FieldError{Pointer: "/riskLevel", Code: "below_plan",
+			Message: fmt.Sprintf("the plan's risk level is %s; a contract from it cannot be lower", plan.RiskLevel)})
+	}
+	if plan.ApprovalPolicy.Mode == domain.ApprovalModeManual && c.ApprovalMode != domain.ApprovalModeManual {
+		fields = append(fields, domain.FieldError{Pointer: "/approvalMode", Code: "below_plan",
+			Message: "the plan requires manual approval; a contract from it cannot approve itself"})
+	}
+	for _, typ := range plan.ProofPolicy.ArtifactTypes {
+		if !slices.Contains(c.ProofRequired, typ) {
+			fields = append(fields, domain.FieldError{Pointer: "/proofRequired", Code: "below_plan",
+				Message: fmt.Sprintf("the plan requires proof of type %q; a contract from it must require it too", typ)})
+		}
+	}
+	if len(fields) > 0 {
+		return domain.Invalid("handoff.create", fields...)
 	}
 	return nil
 }

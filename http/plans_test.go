@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/gateway"
 )
 
 func TestAgentPlansToContracts(t *testing.T) {
@@ -63,6 +66,26 @@ func TestAgentPlansToContracts(t *testing.T) {
 	if r := e.do("POST", "/v1/handoff/contracts", e.tenantA, map[string]any{"planId": "0190d1c4-0000-7000-8000-000000000000", "executorProtocol": "ops_bot.v1"}); r.status != 422 {
 		t.Fatalf("unknown plan: %d %s", r.status, r.raw)
 	}
+	// A contract may not loosen its plan's policy (high risk: manual
+	// approval, proof of type log).
+	for _, c := range []struct {
+		extra   map[string]any
+		pointer string
+	}{
+		{map[string]any{"riskLevel": "low"}, "/riskLevel"},
+		{map[string]any{"approvalMode": "auto"}, "/approvalMode"},
+		{map[string]any{"proofRequired": []string{}}, "/proofRequired"},
+	} {
+		body := map[string]any{"planId": plan.PlanID, "executorProtocol": "ops_bot.v1"}
+		for k, v := range c.extra {
+			body[k] = v
+		}
+		if r := e.do("POST", "/v1/handoff/contracts", e.tenantA, body); r.status != 422 || !strings.Contains(string(r.raw), `"pointer":"`+c.pointer+`","code":"below_plan"`) {
+			t.Fatalf("%v: %d %s", c.extra, r.status, r.raw)
+		}
+	}
+	// Tightening is fine: a critical risk on a high plan.
+	e.must(e.do("POST", "/v1/handoff/preview", e.tenantA, map[string]any{"planId": plan.PlanID, "riskLevel": "critical"}), 200)
 	// Bad plan requests are refused before any generation.
 	for _, b := range []map[string]any{
 		{"targetExecutor": "x", "riskLevel": "low"},
@@ -87,5 +110,44 @@ func TestAgentPlansToContracts(t *testing.T) {
 	c = e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA, map[string]any{"planId": low.str("planId"), "executorProtocol": "docs_bot.v1"}), 201)
 	if c.str("approvalPolicy.status") != "APPROVED" {
 		t.Fatalf("auto-approved contract: %s", c.raw)
+	}
+}
+
+// panicOnPlan is a shared store whose next PlanCreated append panics, as a
+// bug in a handler would.
+type panicOnPlan struct {
+	sharedStore
+	armed *atomic.Bool
+}
+
+func (p panicOnPlan) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if len(evs) > 0 && evs[0].Type == "PlanCreated" && p.armed.CompareAndSwap(true, false) {
+		panic("handler bug")
+	}
+	return p.sharedStore.Append(ctx, stream, expected, evs...)
+}
+
+// A handler that panics under an Idempotency-Key frees the key: the retry
+// runs, it is not told for ten minutes that the first is still running.
+func TestIdempotencyKeyFreedAfterPanic(t *testing.T) {
+	armed := &atomic.Bool{}
+	armed.Store(true)
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvStore(t, cat, func(s eventstore.Store) eventstore.Store { return panicOnPlan{sharedStore{s}, armed} })
+	body := map[string]any{"objective": "rotate the staging TLS certificate", "targetExecutor": "ops-bot", "riskLevel": "low"}
+	if r := e.do("POST", "/v1/agent-plans", e.tenantA, body, "Idempotency-Key", "plan-1"); r.status != 500 {
+		t.Fatalf("first (panics): %d %s", r.status, r.raw)
+	}
+	r := e.do("POST", "/v1/agent-plans", e.tenantA, body, "Idempotency-Key", "plan-1")
+	if r.status != 201 || r.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("retry after the panic: %d %s", r.status, r.raw)
+	}
+	again := e.do("POST", "/v1/agent-plans", e.tenantA, body, "Idempotency-Key", "plan-1")
+	if again.status != 201 || again.header.Get("Idempotent-Replayed") != "true" || string(again.raw) != string(r.raw) ||
+		again.header.Get("Location") != r.header.Get("Location") {
+		t.Fatalf("replay: %d %v %s", again.status, again.header, again.raw)
 	}
 }

@@ -124,3 +124,13 @@ func TestLedgerVerifyCatchesAlteredEvent(t *testing.T) {
 		t.Fatalf("verify of the intact handoff: %v", err)
 	}
 }
+
+// A retention under a day is refused before anything opens: a client may
+// retry a day later and must still get its answer.
+func TestServeRefusesShortIdempotencyRetention(t *testing.T) {
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--idempotency-retention", "1h"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "at least 24h") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -119,10 +119,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	storeOpts := addStoreFlags(fs)
 	providers := fs.String("providers", envOr("BATON_PROVIDERS_FILE", "providers.json"), "providers file (JSON); skipped when absent")
 	maxBody := fs.Int64("max-body", envInt("BATON_MAX_BODY_BYTES", batonhttp.DefaultMaxBody), "request body limit in bytes")
-	idemRetention := fs.Duration("idempotency-retention", envDuration("BATON_IDEMPOTENCY_RETENTION", batonhttp.DefaultIdempotencyRetention), "how long a generate Idempotency-Key and its answer are kept")
+	idemRetention := fs.Duration("idempotency-retention", envDuration("BATON_IDEMPOTENCY_RETENTION", batonhttp.DefaultIdempotencyRetention), "how long a generate Idempotency-Key and its answer are kept (at least 24h)")
 	cpuprofile := fs.String("cpuprofile", "", "diagnostics: write a CPU profile of this process to the file until it stops")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *idemRetention < batonhttp.DefaultIdempotencyRetention {
+		// A client may retry a day later and must still get its answer.
+		return fmt.Errorf("--idempotency-retention (BATON_IDEMPOTENCY_RETENTION) is %v; it must be at least %v", *idemRetention, batonhttp.DefaultIdempotencyRetention)
 	}
 	stopProfile, err := startCPUProfile(*cpuprofile)
 	if err != nil {

@@ -28,6 +28,7 @@ import (
 	"text/template"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
 
 //go:embed types
@@ -222,11 +223,28 @@ func validate(s *jsonschema.Schema, raw []byte) ([]Violation, error) {
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
-			v := Violation{Pointer: pointer(e.InstanceLocation), Message: errorMessage(e)}
-			if k := v.String(); !seen[k] {
-				seen[k] = true
-				out = append(out, v)
+			add := func(v Violation) {
+				if k := v.String(); !seen[k] {
+					seen[k] = true
+					out = append(out, v)
+				}
 			}
+			// A missing property is named by its own pointer, one
+			// violation each, not as a message on its parent.
+			var missing []string
+			switch k := e.ErrorKind.(type) {
+			case *kind.Required:
+				missing = k.Missing
+			case *kind.DependentRequired:
+				missing = k.Missing
+			}
+			if len(missing) > 0 {
+				for _, m := range missing {
+					add(Violation{Pointer: pointer(append(append([]string(nil), e.InstanceLocation...), m)), Message: "missing required property"})
+				}
+				return
+			}
+			add(Violation{Pointer: pointer(e.InstanceLocation), Message: errorMessage(e)})
 			return
 		}
 		for _, c := range e.Causes {
