@@ -133,6 +133,9 @@ type Response struct {
 	Content    []Block
 	StopReason string // canonical, see Stop*
 	NativeStop string // what the provider said
+	// Refusal is the model's refusal message, when the provider gives it
+	// apart from the content (OpenAI's message.refusal).
+	Refusal string `json:",omitempty"`
 	// MatchedStop is the stop sequence that ended the answer, when the
 	// provider says which (Anthropic does; OpenAI does not).
 	MatchedStop string `json:",omitempty"`
@@ -165,6 +168,7 @@ type ToolCallDelta struct {
 // Delta is one streamed event.
 type Delta struct {
 	Text        string         // text appended to the current text block
+	Refusal     string         `json:",omitempty"` // a piece of the model's refusal (OpenAI's delta.refusal)
 	ToolCall    *ToolCallDelta // a piece of a tool call
 	StopReason  string         // set on the last delta
 	NativeStop  string

@@ -111,6 +111,7 @@ type oaResponse struct {
 	Choices []struct {
 		Message struct {
 			Content   *string      `json:"content"`
+			Refusal   *string      `json:"refusal"`
 			ToolCalls []oaToolCall `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
@@ -254,6 +255,9 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (*Response, error) {
 	if c.Message.Content != nil && *c.Message.Content != "" {
 		out.Content = append(out.Content, Block{Type: "text", Text: *c.Message.Content})
 	}
+	if c.Message.Refusal != nil {
+		out.Refusal = *c.Message.Refusal
+	}
 	for _, tc := range c.Message.ToolCalls {
 		id := tc.ID
 		if id == "" {
@@ -334,6 +338,7 @@ type oaChunk struct {
 	Choices []struct {
 		Delta struct {
 			Content   *string `json:"content"`
+			Refusal   *string `json:"refusal"`
 			ToolCalls []struct {
 				Index    int    `json:"index"`
 				ID       string `json:"id"`
@@ -395,6 +400,9 @@ func (s *oaStream) Next() (Delta, error) {
 			if ch.Delta.Content != nil {
 				d.Text += *ch.Delta.Content
 			}
+			if ch.Delta.Refusal != nil {
+				d.Refusal += *ch.Delta.Refusal
+			}
 			for _, tc := range ch.Delta.ToolCalls {
 				// A call starts at a new index, or at a known one with
 				// another id; some servers repeat the id (and name) in
@@ -420,7 +428,7 @@ func (s *oaStream) Next() (Delta, error) {
 				s.stop = StopFromOpenAI(*ch.FinishReason)
 			}
 		}
-		if d.Text != "" {
+		if d.Text != "" || d.Refusal != "" {
 			s.pending = append([]Delta{d}, s.pending...)
 		}
 	}

@@ -157,9 +157,10 @@ func (t *streamed) see(d gateway.Delta) {
 	if d.Usage != nil && d.StopReason == "" {
 		t.u, t.told = withInput(t.u, *d.Usage), true
 	}
-	if d.Text != "" || d.ToolCall != nil {
+	if d.Text != "" || d.Refusal != "" || d.ToolCall != nil {
 		t.u.OutputTokens++ // a floor, one token a delta
 		t.out.WriteString(d.Text)
+		t.out.WriteString(d.Refusal)
 		if d.ToolCall != nil {
 			t.out.WriteString(d.ToolCall.Name)
 			t.out.WriteString(d.ToolCall.Arguments)
@@ -595,6 +596,12 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if len(msg.ToolCalls) > 0 && text == "" {
 		msg.Content = nil
 	}
+	if resp.Refusal != "" {
+		msg.Refusal = &resp.Refusal
+		if text == "" {
+			msg.Content = nil
+		}
+	}
 	finish := finishReason(resp.StopReason)
 	if resp.StopReason == gateway.StopToolUse && len(msg.ToolCalls) == 0 {
 		finish = "stop" // only the structured answer's tool was called
@@ -655,8 +662,15 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCa
 		}
 		d := p.d
 		sent.see(d)
-		if d.Text != "" {
-			if sse.data(chunk(ccDeltaOut{Content: &d.Text}, nil)) != nil {
+		if d.Text != "" || d.Refusal != "" {
+			var out ccDeltaOut
+			if d.Text != "" {
+				out.Content = &d.Text
+			}
+			if d.Refusal != "" {
+				out.Refusal = &d.Refusal
+			}
+			if sse.data(chunk(out, nil)) != nil {
 				s.recordUsage(r, c, sent.bill(c.req, nil), "client_gone")
 				return
 			}
@@ -875,9 +889,17 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	if content == nil {
 		content = []gateway.Block{}
 	}
+	stop := resp.StopReason
+	if resp.Refusal != "" {
+		// OpenAI's refusal: the message's text, with Anthropic's stop reason.
+		content = append(content, gateway.Block{Type: "text", Text: resp.Refusal})
+		if stop == gateway.StopEndTurn {
+			stop = gateway.StopRefusal
+		}
+	}
 	writeAnswer(w, map[string]any{
 		"id": c.id, "type": "message", "role": "assistant", "model": c.model.ID, "provider": c.prov.Name(),
-		"content": content, "stop_reason": anthropicStop(resp.StopReason), "stop_sequence": stopSequence(resp.StopReason, resp.MatchedStop),
+		"content": content, "stop_reason": anthropicStop(stop), "stop_sequence": stopSequence(resp.StopReason, resp.MatchedStop),
 		"usage": anthropicUsage(resp.Usage, cost),
 		"svc":   newSvc(c, resp.NativeStop),
 	})
@@ -916,6 +938,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 	defer ticker.Stop()
 	var sent streamed
 	blocks := contentBlocks{open: -1, tools: map[int]int{}}
+	refused := false
 	for {
 		p, ticked, gone := up.next(r.Context(), ticker.C, sse.flush)
 		if gone {
@@ -941,6 +964,9 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 			return
 		}
 		d := p.d
+		if d.Refusal != "" { // OpenAI's refusal: text, and the stop reason says so
+			d.Text, d.Refusal, refused = d.Text+d.Refusal, "", true
+		}
 		sent.see(d)
 		if d.Text != "" || d.ToolCall != nil {
 			if blocks.write(sse, d) != nil {
@@ -952,7 +978,11 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 			u := sent.bill(c.req, d.Usage)
 			cost, record := s.settle(r, c, u, "ok")
 			blocks.stop(sse)
-			md := map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": anthropicStop(d.StopReason), "stop_sequence": stopSequence(d.StopReason, d.MatchedStop)},
+			stop := d.StopReason
+			if refused && stop == gateway.StopEndTurn {
+				stop = gateway.StopRefusal
+			}
+			md := map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": anthropicStop(stop), "stop_sequence": stopSequence(d.StopReason, d.MatchedStop)},
 				"usage": anthropicUsage(u, cost), "svc": newSvc(c, d.NativeStop)}
 			sse.event("message_delta", md)
 			sse.event("message_stop", anMessageStop)

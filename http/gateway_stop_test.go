@@ -35,6 +35,23 @@ func newStopEnv(t *testing.T) *env {
 	}))
 	oa := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), "please refuse") { // OpenAI's refusal field, finish_reason stop
+			if !strings.Contains(string(body), `"stream":true`) {
+				io.WriteString(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":"I can't help with that."},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":6,"total_tokens":11}}`)
+				return
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			for _, d := range []string{
+				`{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"refusal":""}}]}`,
+				`{"choices":[{"index":0,"delta":{"refusal":"I can't "}}]}`,
+				`{"choices":[{"index":0,"delta":{"refusal":"help with that."}}]}`,
+				`{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+				`{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":6,"total_tokens":11}}`, `[DONE]`,
+			} {
+				sse(w, "", d)
+			}
+			return
+		}
 		if !strings.Contains(string(body), `"stream":true`) {
 			io.WriteString(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"I can't"},"finish_reason":"content_filter"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`)
 			return
@@ -103,5 +120,45 @@ func TestStopReasonsAndSequences(t *testing.T) {
 	}
 	if delta.Delta.StopReason != "refusal" || delta.Delta.StopSequence != nil {
 		t.Errorf("streamed content filter to a messages client: %+v", delta.Delta)
+	}
+}
+
+// OpenAI's refusal field passes to a chat client as refusal (plain and
+// streamed) and to a messages client as the text, with stop_reason refusal.
+func TestRefusalBothFronts(t *testing.T) {
+	e := newStopEnv(t)
+	chat := func(stream bool) map[string]any {
+		return map[string]any{"model": "openai:gpt-4o-mini", "stream": stream, "messages": []any{map[string]any{"role": "user", "content": "please refuse"}}}
+	}
+	r := e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chat(false)), 200)
+	if m := gjson.GetBytes(r.raw, "choices.0.message"); m.Get("refusal").String() != "I can't help with that." || m.Get("content").Type != gjson.Null ||
+		gjson.GetBytes(r.raw, "choices.0.finish_reason").String() != "stop" {
+		t.Errorf("chat: %s", r.raw)
+	}
+	_, evs := e.stream("/v1/chat/completions", e.tenantA, chat(true))
+	refusal := ""
+	for _, ev := range evs {
+		refusal += gjson.Get(ev[1], "choices.0.delta.refusal").String()
+	}
+	if refusal != "I can't help with that." {
+		t.Errorf("streamed chat refusal %q", refusal)
+	}
+	msg := func(stream bool) map[string]any {
+		return map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 50, "stream": stream, "messages": []any{map[string]any{"role": "user", "content": "please refuse"}}}
+	}
+	r = e.must(e.do("POST", "/v1/messages", e.tenantA, msg(false)), 200)
+	if gjson.GetBytes(r.raw, "content.0.text").String() != "I can't help with that." || r.str("stop_reason") != "refusal" {
+		t.Errorf("message: %s", r.raw)
+	}
+	_, evs = e.stream("/v1/messages", e.tenantA, msg(true))
+	text, stop := "", ""
+	for _, ev := range evs {
+		text += gjson.Get(ev[1], "delta.text").String()
+		if ev[0] == "message_delta" {
+			stop = gjson.Get(ev[1], "delta.stop_reason").String()
+		}
+	}
+	if text != "I can't help with that." || stop != "refusal" {
+		t.Errorf("streamed message: text %q stop %q", text, stop)
 	}
 }

@@ -41,6 +41,7 @@ type ccToolCallOut struct {
 type ccMessageOut struct {
 	Role      string          `json:"role"`
 	Content   *string         `json:"content"`
+	Refusal   *string         `json:"refusal"`
 	ToolCalls []ccToolCallOut `json:"tool_calls,omitempty"`
 }
 
@@ -65,6 +66,7 @@ type ccResponseOut struct {
 type ccDeltaOut struct {
 	Role      string  `json:"role,omitempty"`
 	Content   *string `json:"content,omitempty"`
+	Refusal   *string `json:"refusal,omitempty"`
 	ToolCalls []any   `json:"tool_calls,omitempty"`
 }
 
