@@ -272,6 +272,18 @@ func (c *Catalog) Resolve(id string) (Provider, *Model, error) {
 	return p, &Model{ID: id, Object: "model", Provider: provName, Model: name, Modes: []string{}, Configured: p.Configured(), Available: p.Configured()}, nil
 }
 
+// Get returns a model of the catalog by id (only listed models: unlike
+// Resolve, not any name a configured provider might serve).
+func (c *Catalog) Get(id string) (Model, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	m := c.models[id]
+	if m == nil {
+		return Model{}, false
+	}
+	return *m, true
+}
+
 // List returns every model, sorted by id.
 func (c *Catalog) List() []Model {
 	c.mu.RLock()

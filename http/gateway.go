@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/gorilla/mux"
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/domain/contextpack"
@@ -69,14 +70,43 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	}
 	data := make([]map[string]any, len(models))
 	for i, m := range models {
-		data[i] = map[string]any{"type": "model", "id": m.ID, "display_name": m.ID, "created_at": time.Unix(m.Created, 0).UTC().Format(time.RFC3339),
-			"provider": m.Provider, "modes": m.Modes, "contextTokens": m.ContextTokens, "available": m.Available, "hasPricing": m.HasPricing, "health": m.Health}
+		data[i] = anthropicModel(m)
 	}
 	first, last := "", ""
 	if len(models) > 0 {
 		first, last = models[0].ID, models[len(models)-1].ID
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"data": data, "has_more": false, "first_id": first, "last_id": last})
+}
+
+// anthropicModel is a model as Anthropic's models API shows one, with
+// Baton's catalog fields beside.
+func anthropicModel(m gateway.Model) map[string]any {
+	return map[string]any{"type": "model", "id": m.ID, "display_name": m.ID, "created_at": time.Unix(m.Created, 0).UTC().Format(time.RFC3339),
+		"provider": m.Provider, "modes": m.Modes, "contextTokens": m.ContextTokens, "available": m.Available, "hasPricing": m.HasPricing, "health": m.Health}
+}
+
+// getModel answers GET /v1/models/{id} (OpenAI's models.retrieve,
+// Anthropic's models.get, told apart by the anthropic-version header). Ids
+// may hold '/' and ':' (openrouter:meta-llama/llama-3:free): the route
+// takes the rest of the path.
+func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
+	id := mux.Vars(r)["id"]
+	m, ok := s.catalog.Get(id)
+	anthropic := r.Header.Get("anthropic-version") != ""
+	if !ok {
+		f := openaiErrors
+		if anthropic {
+			f = anthropicErrors
+		}
+		s.writeErrorAs(w, r, f, fmt.Errorf("%w: no model %q in the catalog; GET /v1/models lists them", gateway.ErrUnknownModel, id))
+		return
+	}
+	if anthropic {
+		writeJSON(w, http.StatusOK, anthropicModel(m))
+		return
+	}
+	writeJSON(w, http.StatusOK, m)
 }
 
 // begin starts an attempt on one target: the budget holds the call's worst

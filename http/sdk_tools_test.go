@@ -5,12 +5,18 @@ package http_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/batonhq/baton/gateway"
 )
 
 // sdkHTTP is an HTTP client for an SDK whose idle connections close with
@@ -142,5 +148,46 @@ func TestSDKToolChoiceAcrossProviders(t *testing.T) {
 	}
 	if msg.StopReason != anthropic.StopReasonToolUse || len(msg.Content) != 1 || msg.Content[0].Type != "tool_use" || msg.Content[0].Name != "get_weather" {
 		t.Fatalf("message: stop %q content %+v", msg.StopReason, msg.Content)
+	}
+}
+
+// Both SDKs retrieve one model by id, ids with '/' and ':' included (an
+// OpenAI-compatible provider's model), and get each API's not-found error
+// for an id the catalog does not have.
+func TestSDKModelsRetrieve(t *testing.T) {
+	providers := filepath.Join(t.TempDir(), "providers.json")
+	os.WriteFile(providers, []byte(`{"providers":[{"name":"openrouter","kind":"openai-compatible","baseUrl":"http://127.0.0.1:9/v1",
+		"models":[{"name":"meta-llama/llama-3:free","contextTokens":8192}]}]}`), 0o644)
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(string) string { return "" }, ProvidersFile: providers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, cat)
+	oa := newOpenAIClient(e, sdkHTTP(t), e.tenantA)
+	for _, id := range []string{"local:echo", "openrouter:meta-llama/llama-3:free"} {
+		m, err := oa.Models.Get(testCtx(t), id)
+		if err != nil || m.ID != id || m.Object != "model" {
+			t.Fatalf("openai-go Models.Get(%q): %+v, %v", id, m, err)
+		}
+	}
+	_, err = oa.Models.Get(testCtx(t), "openai:no-such-model")
+	var oe *openai.Error
+	if !errors.As(err, &oe) || oe.StatusCode != 404 || oe.Code != "model_not_found" {
+		t.Fatalf("unknown model through openai-go: %v", err)
+	}
+	an := newAnthropicClient(e, sdkHTTP(t), e.tenantA)
+	m, err := an.Models.Get(testCtx(t), "openrouter:meta-llama/llama-3:free", anthropic.ModelGetParams{})
+	if err != nil || m.ID != "openrouter:meta-llama/llama-3:free" {
+		t.Fatalf("anthropic-sdk-go Models.Get: %+v, %v", m, err)
+	}
+	_, err = an.Models.Get(testCtx(t), "nobody:x", anthropic.ModelGetParams{})
+	var ae *anthropic.Error
+	if !errors.As(err, &ae) || ae.StatusCode != 404 || !strings.Contains(ae.RawJSON(), "not_found_error") {
+		t.Fatalf("unknown model through anthropic-sdk-go: %v", err)
+	}
+	// Other paths and methods under /v1/models answer in OpenAI's shape.
+	r := e.do("DELETE", "/v1/models/local:echo", e.tenantA, nil)
+	if r.status != 405 || r.str("error.type") != "invalid_request_error" {
+		t.Fatalf("DELETE a model: %d %s", r.status, r.raw)
 	}
 }

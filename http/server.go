@@ -101,10 +101,10 @@ func NewServer(cfg Config) *Server {
 	}
 	rt := s.router
 	rt.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, http.StatusNotFound, "not_found", "No route for "+r.Method+" "+r.URL.Path+".")
+		s.noRoute(w, r, http.StatusNotFound, "not_found", "No route for "+r.Method+" "+r.URL.Path+".")
 	})
 	rt.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed on "+r.URL.Path+".")
+		s.noRoute(w, r, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed on "+r.URL.Path+".")
 	})
 	rt.Use(recordRoute)
 	rt.HandleFunc("/healthz", s.health).Methods(http.MethodGet)
@@ -131,6 +131,7 @@ func NewServer(cfg Config) *Server {
 		rt.HandleFunc("/v1/models/health/batch", s.withKeyAs(adminOnly, openaiErrors, s.healthBatch)).Methods(http.MethodPost)
 		rt.HandleFunc("/v1/models/route/preview", s.withKeyAs(adminOnly, openaiErrors, s.routePreview)).Methods(http.MethodPost)
 		rt.HandleFunc("/v1/models/infrastructure", s.withKeyAs(adminOnly, openaiErrors, s.infrastructure)).Methods(http.MethodGet)
+		rt.HandleFunc("/v1/models/{id:.+}", s.withKeyAs(anyKey, openaiErrors, s.getModel)).Methods(http.MethodGet) // after the fixed /v1/models/* paths
 		rt.HandleFunc("/v1/generate", s.withKey(anyKey, s.withIdempotency("generate", s.generate))).Methods(http.MethodPost)
 		rt.HandleFunc("/v1/capabilities", s.withKey(anyKey, s.capabilities)).Methods(http.MethodGet)
 		rt.HandleFunc("/v1/agent-plans", s.withKey(anyKey, s.withIdempotency("agent-plans", s.createPlan))).Methods(http.MethodPost)
