@@ -256,6 +256,13 @@ func Build(req Request, tok Tokenizer, red Redactor) (*Packet, error) {
 		case it.Tokens <= left:
 		case it.Section == SectionRetrieval && !cut && left-c.titleTokens >= MinTruncatedTokens:
 			text, n := truncate(tok, it.Text, left-c.titleTokens)
+			if text != "" {
+				// The cut can end a text on what reads as a secret (a key
+				// whose tail made it not match): scan again.
+				if clean := p.redact(red, it.Section, it.Index, "text", text); clean != text {
+					text, n = truncate(tok, clean, left-c.titleTokens)
+				}
+			}
 			if text == "" {
 				p.Dropped = append(p.Dropped, Dropped{Section: it.Section, Index: it.Index, Title: it.Title, Reason: ReasonOverBudget, Tokens: it.Tokens})
 				continue

@@ -436,3 +436,59 @@ func TestPacketJSONShape(t *testing.T) {
 		}
 	}
 }
+
+// A secret written with an invisible character inside it, or in full-width
+// letters, is still found: normalisation removes format characters and
+// folds compatibility forms before the scan.
+func TestBuildRedactsDisguisedSecrets(t *testing.T) {
+	fullWidth := func(s string) string {
+		var b strings.Builder
+		for _, r := range s {
+			if r >= '!' && r <= '~' {
+				r += 0xFEE0 // the full-width form of an ASCII character
+			}
+			b.WriteRune(r)
+		}
+		return b.String()
+	}
+	disguised := []string{
+		fakeBtn[:20] + "\u200b" + fakeBtn[20:], // zero-width space
+		fakeBtn[:20] + "\u00ad" + fakeBtn[20:], // soft hyphen
+		fakeBtn[:20] + "\u2060" + fakeBtn[20:], // word joiner
+		"\ufeff" + fakeAWS,                     // byte order mark
+		fullWidth(fakeBtn),
+	}
+	for i, d := range disguised {
+		p := build(t, Request{MemoryHints: []string{"key: " + d + " ok"}}, runes{})
+		b, _ := json.Marshal(p)
+		if len(p.Redactions) != 1 || strings.Contains(string(b), fakeBtn[8:]) || strings.Contains(string(b), fakeAWS[4:]) {
+			t.Errorf("disguise %d: redactions %+v, items %+v", i, p.Redactions, p.Items)
+		}
+	}
+}
+
+// Cutting a document to the budget can end it on what then reads as a
+// secret (a key-like run whose longer tail did not match): the cut text is
+// scanned again.
+func TestBuildRescansAfterTheCut(t *testing.T) {
+	// An AWS key id followed by more key characters is not an AWS key id;
+	// cut after its 20th character, it is.
+	long := fakeAWS + randomFrom("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 8)
+	prefix := "Deployment notes for the storage team, kept short. The access key id is "
+	text := prefix + long
+	full := build(t, Request{RetrievalContext: []Document{{"", text}}}, runes{})
+	if len(full.Redactions) != 0 {
+		t.Skipf("the scanner flags the longer run too (%+v); nothing to rescan", full.Redactions)
+	}
+	budget := len([]rune(prefix + fakeAWS)) // runes{} counts one token a rune
+	p := build(t, Request{TokenBudget: budget, RetrievalContext: []Document{{"", text}}}, runes{})
+	if len(p.Items) != 1 || !p.Items[0].Truncated {
+		t.Fatalf("items %+v", p.Items)
+	}
+	if strings.Contains(p.Items[0].Text, fakeAWS) || len(p.Redactions) != 1 || p.Redactions[0].RuleID != "aws-access-token" {
+		t.Fatalf("after the cut: %q, redactions %+v", p.Items[0].Text, p.Redactions)
+	}
+	if p.Tokens > budget {
+		t.Fatalf("%d tokens over a budget of %d", p.Tokens, budget)
+	}
+}

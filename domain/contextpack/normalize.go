@@ -15,10 +15,14 @@ import (
 //  2. CR LF, a lone CR, NEL (U+0085) and the line and paragraph separators
 //     (U+2028, U+2029) become LF; vertical tab and form feed become a space;
 //  3. the other control characters (Unicode Cc) except LF and tab are
-//     removed, as are the bidirectional embedding, override and isolate
-//     controls (U+202A-U+202E, U+2066-U+2069), which can make text read
-//     differently from what it says;
-//  4. the text is put in Unicode NFC;
+//     removed, as are the format characters (Unicode Cf: zero-width space
+//     and joiners, soft hyphen, byte order mark, the bidirectional marks,
+//     embeddings, overrides and isolates), which are invisible or can make
+//     text read differently from what it says, and would let a secret with
+//     one inside it slip past the secret scanner;
+//  4. the text is put in Unicode NFKC: compatibility forms (full-width
+//     letters, ligatures) become their plain letters, for the same reason
+//     and so that what reads the same counts and hashes the same;
 //  5. in each line, runs of whitespace (space, tab, no-break and the other
 //     Unicode spaces) become one space, and the line is trimmed;
 //  6. more than one empty line in a row becomes one, and empty lines at the
@@ -43,13 +47,13 @@ func Normalize(s string) string {
 			b.WriteByte(' ')
 		case r == '\n', r == '\t':
 			b.WriteRune(r)
-		case r < 0x20, r >= 0x7f && r <= 0x9f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		case r < 0x20, r >= 0x7f && r <= 0x9f, unicode.Is(unicode.Cf, r):
 			// dropped
 		default:
 			b.WriteRune(r) // utf8.RuneError for invalid bytes: U+FFFD
 		}
 	}
-	lines := strings.Split(norm.NFC.String(b.String()), "\n")
+	lines := strings.Split(norm.NFKC.String(b.String()), "\n")
 	out := lines[:0]
 	empty := 0
 	for _, line := range lines {

@@ -66,16 +66,20 @@ import (
 	"io"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 	"github.com/zricethezav/gitleaks/v8/config"
 	"github.com/zricethezav/gitleaks/v8/detect"
 	"github.com/zricethezav/gitleaks/v8/logging"
 	"github.com/zricethezav/gitleaks/v8/report"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/batonhq/baton/domain"
 )
@@ -196,8 +200,45 @@ type candidate struct {
 	match string
 }
 
-// ScanString scans one string value; pointer names it in the findings.
+// ScanString scans one string value; pointer names it in the findings. A
+// value with invisible format characters (zero-width space, soft hyphen,
+// ...) or compatibility forms (full-width letters) is scanned a second
+// time with those removed and folded, so that a secret cannot hide behind
+// them.
 func (s *Scanner) ScanString(pointer, value string) []Finding {
+	out := s.scanString(pointer, value)
+	if folded := fold(value); folded != value {
+		for _, f := range s.scanString(pointer, folded) {
+			if !slices.ContainsFunc(out, func(g Finding) bool { return g.RuleID == f.RuleID }) {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+// fold removes format characters (Unicode Cf) and applies NFKC; ASCII text
+// is returned as it is.
+func fold(v string) string {
+	ascii := true
+	for i := 0; i < len(v); i++ {
+		if v[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return v
+	}
+	return norm.NFKC.String(strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, v))
+}
+
+func (s *Scanner) scanString(pointer, value string) []Finding {
 	var cands []candidate
 	// Literal prefilters keep the regular expressions off ordinary text.
 	if strings.Contains(value, "PRIVATE KEY") {

@@ -162,6 +162,9 @@ func TestScanStringFindsSecrets(t *testing.T) {
 		{"base64 of a token is decoded", "config blob: " + base64.StdEncoding.EncodeToString([]byte("token: "+f["github"].token)), "github-pat"},
 		{"percent-encoded token is decoded", "q=" + percentEncode(f["github"].token), "github-pat"},
 		{"hex of a token is decoded", "dump " + hex.EncodeToString([]byte(f["github"].token)), "github-pat"},
+		{"zero-width space inside a token", "GITHUB_TOKEN=" + f["github"].token[:10] + "\u200b" + f["github"].token[10:], "github-pat"},
+		{"soft hyphen inside a baton key", "used " + f["baton"].token[:12] + "\u00ad" + f["baton"].token[12:], "baton-api-key"},
+		{"full-width token", "key " + fullWidth(f["aws"].token), "aws-access-token"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -612,4 +615,16 @@ func TestLazyScannerMatchesScanner(t *testing.T) {
 	if r1 != r2 || !reflect.DeepEqual(f1, f2) || r1 == text {
 		t.Fatalf("redact: lazy %q %v, eager %q %v", r1, f1, r2, f2)
 	}
+}
+
+// fullWidth writes ASCII in its full-width forms (U+FF01-U+FF5E).
+func fullWidth(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r >= '!' && r <= '~' {
+			r += 0xFEE0
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
