@@ -15,6 +15,10 @@ import (
 // AnthropicVersion is the API version header Baton speaks.
 const AnthropicVersion = "2023-06-01"
 
+// AnthropicDefaultMaxTokens is the max_tokens sent to Anthropic for a
+// request that sets no cap (a chat completion may not).
+const AnthropicDefaultMaxTokens = 4096
+
 // Anthropic speaks the Messages API.
 type Anthropic struct {
 	name    string
@@ -144,7 +148,7 @@ func (p *Anthropic) body(req Request, stream bool) ([]byte, error) {
 		r.ToolChoice = choice
 	}
 	if r.MaxTokens <= 0 {
-		r.MaxTokens = 4096 // the Messages API requires a cap; chat completion clients may send none
+		r.MaxTokens = AnthropicDefaultMaxTokens // the Messages API requires a cap; chat completion clients may send none
 	}
 	for _, m := range req.Messages {
 		r.Messages = append(r.Messages, anMessage{Role: m.Role, Content: toAnBlocks(m.Content)})
@@ -226,6 +230,7 @@ type anStream struct {
 	sse   *sseReader
 	usage Usage
 	told  bool // the upstream reported usage (message_start or message_delta)
+	final bool // message_delta carried usage: the output count is the upstream's
 	stop  string
 	seq   string // the stop sequence hit
 	done  bool
@@ -308,7 +313,7 @@ func (s *anStream) Next() (Delta, error) {
 				// message_delta usage is cumulative; the input side is
 				// usually told at message_start, but some upstreams tell
 				// it (or correct it) here.
-				s.usage.OutputTokens, s.told = u.OutputTokens, true
+				s.usage.OutputTokens, s.told, s.final = u.OutputTokens, true, true
 				if u.InputTokens > 0 {
 					s.usage.InputTokens = u.InputTokens
 				}
@@ -322,7 +327,10 @@ func (s *anStream) Next() (Delta, error) {
 		case "message_stop":
 			s.done = true
 			d := Delta{StopReason: orDefault(StopFromAnthropic(s.stop), StopEndTurn), NativeStop: s.stop, MatchedStop: s.seq}
-			if s.told {
+			// message_start's usage has the input side and an output count
+			// of 1 or so; without message_delta's, the caller counts the
+			// output (it was told the input side at the start).
+			if s.final {
 				u := s.usage
 				d.Usage = &u
 			}

@@ -47,12 +47,21 @@ func WorstTokens(req Request, m *Model) (in, out int) {
 	for _, t := range req.Tools {
 		in += len(t.Name) + len(t.Description) + len(t.Schema) + 16
 	}
+	if len(req.Tools) > 0 {
+		in += toolsOverhead // the provider's own tool-use instructions
+	}
+	if req.JSONObject {
+		in += len(jsonObjectInstruction) // added to the system prompt for Anthropic
+	}
 	if req.Output != nil {
 		// The schema goes upstream too (a response format, or a forced
 		// tool with the provider's own tool-use prompt around it).
 		in += len(req.Output.Name) + len(req.Output.Schema) + structuredOverhead
 	}
 	out = req.MaxTokens
+	if out <= 0 && m != nil && m.Provider == "anthropic" {
+		out = AnthropicDefaultMaxTokens // what the adapter sends when the request sets none
+	}
 	if out <= 0 && m != nil {
 		out = m.ContextTokens
 		if out <= 0 {
@@ -66,6 +75,9 @@ const (
 	// structuredOverhead bounds the tokens a provider adds around a
 	// structured-output request (Anthropic's tool-use system prompt).
 	structuredOverhead = 400
+	// toolsOverhead bounds the tokens a provider adds when tools are
+	// offered (Anthropic documents a tool-use system prompt of about 350).
+	toolsOverhead = 400
 	// unknownOutputCap is the output bound for a call with no cap to a
 	// model whose context size is not declared.
 	unknownOutputCap = 32768
@@ -92,17 +104,29 @@ type BudgetError struct {
 	SpentUSD    float64
 	ReservedUSD float64 // held by calls in flight
 	WorstUSD    float64
-	ResetAt     time.Time
+	ResetAt     time.Time // when the refusing period (the later one, if both refuse) starts again
 	Model       string
+	// HeldOnly: what is spent leaves room for this call; the holds of calls
+	// in flight do not, and they end within seconds.
+	HeldOnly bool
+	// Never: this call's worst case alone is over the limit; it cannot pass
+	// in any period unless its token cap is lowered.
+	Never bool
 }
 
 func (e *BudgetError) Error() string {
 	if e.Period == "" {
 		return fmt.Sprintf("tenant %s has a budget and model %s has no price, so its cost cannot be bounded; use a priced model", e.Tenant, e.Model)
 	}
-	return fmt.Sprintf("the %sly budget of $%.4f for tenant %s cannot cover this call: $%.6f spent, $%.6f held by calls in flight, this call may cost up to $%.6f (input bound + token cap); the budget resets at %s",
-		e.Period, e.LimitUSD, e.Tenant, e.SpentUSD, e.ReservedUSD, e.WorstUSD, e.ResetAt.Format(time.RFC3339))
+	if e.Never {
+		return fmt.Sprintf("this call may cost up to $%.6f (input bound + token cap), more than the %s budget of $%.4f for tenant %s allows even with nothing spent; set a lower max_tokens",
+			e.WorstUSD, periodly[e.Period], e.LimitUSD, e.Tenant)
+	}
+	return fmt.Sprintf("the %s budget of $%.4f for tenant %s cannot cover this call: $%.6f spent, $%.6f held by calls in flight, this call may cost up to $%.6f (input bound + token cap); the budget resets at %s",
+		periodly[e.Period], e.LimitUSD, e.Tenant, e.SpentUSD, e.ReservedUSD, e.WorstUSD, e.ResetAt.Format(time.RFC3339))
 }
+
+var periodly = map[string]string{"day": "daily", "month": "monthly"}
 
 // ErrBudget matches every *BudgetError.
 var ErrBudget = errors.New("gateway: budget exceeded")
@@ -201,7 +225,11 @@ func (b *Budgets) Apply(ev eventstore.RecordedEvent) error {
 			return nil
 		}
 		if u.CostUSD != nil {
-			b.book(u.Tenant).add(ev.Metadata.RecordedAt, *u.CostUSD)
+			at := u.At // the moment the settling replica counted it: every replica counts it in the same day
+			if at.IsZero() {
+				at = ev.Metadata.RecordedAt
+			}
+			b.book(u.Tenant).add(at, *u.CostUSD)
 		}
 	}
 	return nil
@@ -232,29 +260,44 @@ func (b *Budgets) Reserve(tenant, model string, worst *float64) (*Reservation, e
 	now := b.now().UTC()
 	s := b.book(tenant)
 	day, month := s.at(now)
-	check := func(period string, limit *float64, spent float64, reset time.Time) error {
-		if limit != nil && spent+s.reserved+*worst > *limit {
-			return &BudgetError{Tenant: tenant, Period: period, LimitUSD: *limit, SpentUSD: spent, ReservedUSD: s.reserved,
-				WorstUSD: *worst, ResetAt: reset, Model: model}
+	var refused *BudgetError
+	check := func(period string, limit *float64, spent float64, reset time.Time) {
+		if limit == nil || spent+s.reserved+*worst <= *limit {
+			return
 		}
-		return nil
+		e := &BudgetError{Tenant: tenant, Period: period, LimitUSD: *limit, SpentUSD: spent, ReservedUSD: s.reserved,
+			WorstUSD: *worst, ResetAt: reset, Model: model, HeldOnly: spent+*worst <= *limit, Never: *worst > *limit}
+		// The answer that matters most: a call that can never pass; else
+		// the period that resets last (waiting out the day does not help
+		// when the month is spent); else whatever refused.
+		switch {
+		case refused == nil, e.Never && !refused.Never:
+			refused = e
+		case refused.Never:
+		case !e.HeldOnly && (refused.HeldOnly || e.ResetAt.After(refused.ResetAt)):
+			refused = e
+		}
 	}
 	y, mo, d := now.Date()
-	if err := check("day", l.DailyUSD, day, time.Date(y, mo, d+1, 0, 0, 0, 0, time.UTC)); err != nil {
-		return nil, err
-	}
-	if err := check("month", l.MonthlyUSD, month, time.Date(y, mo+1, 1, 0, 0, 0, 0, time.UTC)); err != nil {
-		return nil, err
+	check("day", l.DailyUSD, day, time.Date(y, mo, d+1, 0, 0, 0, 0, time.UTC))
+	check("month", l.MonthlyUSD, month, time.Date(y, mo+1, 1, 0, 0, 0, 0, time.UTC))
+	if refused != nil {
+		return nil, refused
 	}
 	s.reserved += *worst
 	return &Reservation{b: b, tenant: tenant, worst: *worst}, nil
 }
 
-// Settle releases the hold and counts what the call cost. eventID is the
-// id of the usage event that will record it, so that applying that event
-// later does not count it twice: settle before appending the event, or a
-// follower could count it first. Settling twice does nothing.
-func (r *Reservation) Settle(cost *float64, eventID uuid.UUID) {
+// Now is the budget book's clock: a usage record carries this time, and
+// every replica counts its cost in that day and month.
+func (b *Budgets) Now() time.Time { return b.now().UTC() }
+
+// Settle releases the hold and counts what the call cost, at time at (the
+// time its usage record carries). eventID is the id of the usage event
+// that will record it, so that applying that event later does not count it
+// twice: settle before appending the event, or a follower could count it
+// first. Settling twice does nothing.
+func (r *Reservation) Settle(cost *float64, eventID uuid.UUID, at time.Time) {
 	if r == nil {
 		return
 	}
@@ -268,7 +311,10 @@ func (r *Reservation) Settle(cost *float64, eventID uuid.UUID) {
 			s.reserved = 0
 		}
 		if cost != nil {
-			s.add(b.now(), *cost)
+			if at.IsZero() {
+				at = b.now()
+			}
+			s.add(at, *cost)
 			if eventID != uuid.Nil {
 				b.settled[eventID] = true
 			}

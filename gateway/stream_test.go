@@ -131,3 +131,25 @@ func TestAnthropicStreamStopAndLateUsage(t *testing.T) {
 		t.Fatalf("refusal: %+v, %v", ds, err)
 	}
 }
+
+// An upstream whose message_delta carries no usage: message_start's output
+// count (1) is not the answer's; the last delta reports no usage, so the
+// caller counts the output it passed on (the input side came early).
+func TestAnthropicStreamWithoutFinalUsage(t *testing.T) {
+	ds, err := drain(t, anStreamOf(
+		`{"type":"message_start","message":{"usage":{"input_tokens":10,"output_tokens":1}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"one two three four"}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"message_delta","delta":{"stop_reason":"end_turn"}}`,
+		`{"type":"message_stop"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds[0].Usage == nil || ds[0].Usage.InputTokens != 10 {
+		t.Fatalf("early usage %+v", ds[0].Usage)
+	}
+	if last := ds[len(ds)-1]; last.StopReason != StopEndTurn || last.Usage != nil {
+		t.Fatalf("last delta %+v, usage %+v: want no usage", last, last.Usage)
+	}
+}

@@ -27,6 +27,9 @@ type UsageRecord struct {
 	LatencyMs int64    `json:"latencyMs"`
 	Outcome   string   `json:"outcome"` // ok, partial, upstream_error, client_gone
 	RequestID string   `json:"requestId"`
+	// At is when the cost counts (the settling replica's clock): the day
+	// and month it falls in for every replica, whenever the event lands.
+	At time.Time `json:"at,omitzero"`
 }
 
 // UsageStream is where a tenant's usage events go.

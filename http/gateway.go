@@ -58,6 +58,17 @@ type gatewayCall struct {
 	prov  gateway.Provider
 	model *gateway.Model
 	hold  *gateway.Reservation
+	holds []*gateway.Reservation // every attempt's, for releaseHolds
+}
+
+// releaseHolds frees any budget hold an attempt did not settle (a handler
+// that panicked between the hold and the settle): deferred by every
+// handler that makes calls, so a hold can never outlive its request.
+// Settled holds are not touched (Settle runs once).
+func (c *gatewayCall) releaseHolds() {
+	for _, h := range c.holds {
+		h.Settle(nil, uuid.Nil, time.Time{})
+	}
 }
 
 // listModels answers in OpenAI's list shape, or in Anthropic's when the
@@ -117,6 +128,9 @@ func (s *Server) begin(r *http.Request, c *gatewayCall, t gateway.Target) error 
 	c.start = time.Now()
 	hold, err := s.budgets.Reserve(principalOf(r.Context()).Tenant, t.Model.ID, gateway.WorstCost(c.req, t.Model))
 	c.hold = hold
+	if hold != nil {
+		c.holds = append(c.holds, hold)
+	}
 	return err
 }
 
@@ -128,11 +142,15 @@ func (s *Server) begin(r *http.Request, c *gatewayCall, t gateway.Target) error 
 func (s *Server) settle(r *http.Request, c *gatewayCall, u gateway.Usage, outcome string) (*float64, func()) {
 	cost := gateway.CostOf(c.model, u)
 	id := uuid.Must(uuid.NewV7())
-	c.hold.Settle(cost, id) // before the append, so a follower cannot count it first
+	at := time.Now().UTC()
+	if s.budgets != nil {
+		at = s.budgets.Now()
+	}
+	c.hold.Settle(cost, id, at) // before the append, so a follower cannot count it first
 	p := principalOf(r.Context())
 	rec := gateway.UsageRecord{
 		Tenant: p.Tenant, KeyID: p.KeyID, Front: c.front, Model: c.model.ID, Provider: c.prov.Name(), Stream: c.stream,
-		Usage: u, CostUSD: cost, LatencyMs: time.Since(c.start).Milliseconds(), Outcome: outcome, RequestID: RequestID(r.Context()),
+		Usage: u, CostUSD: cost, LatencyMs: time.Since(c.start).Milliseconds(), Outcome: outcome, RequestID: RequestID(r.Context()), At: at,
 	}
 	return cost, func() { s.usage.Record(id, rec) }
 }
@@ -263,6 +281,18 @@ type upstream struct {
 	done    <-chan struct{}
 	pending []pumped // deltas read before anything was sent, handed out first
 	cancel  context.CancelFunc
+}
+
+// readSoFar is the usage of what was read from the upstream before the
+// answer could start (the client left, or the response could not be
+// begun): the input the upstream reported (or Baton's count of it) and the
+// output read, so that the call is not recorded as free.
+func (u *upstream) readSoFar(req gateway.Request) gateway.Usage {
+	var t streamed
+	for _, p := range u.pending {
+		t.see(p.d)
+	}
+	return t.bill(req, nil)
 }
 
 // close stops the upstream and waits for its reader.
@@ -603,6 +633,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &gatewayCall{front: "chat.completions", req: req, stream: q.Stream,
 		id: "chatcmpl-" + strings.ReplaceAll(uuid.Must(uuid.NewV7()).String(), "-", "")}
+	defer c.releaseHolds()
 	if q.Stream {
 		s.streamChat(w, r, c, chain, q.StreamOptions != nil && q.StreamOptions.IncludeUsage)
 		return
@@ -653,7 +684,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCa
 	defer up.close()
 	sse, err := startSSE(w)
 	if err != nil {
-		s.recordUsage(r, c, gateway.Usage{}, "upstream_error")
+		s.recordUsage(r, c, up.readSoFar(c.req), "upstream_error")
 		s.writeErrorAs(w, r, openaiErrors, err)
 		return
 	}
@@ -666,7 +697,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCa
 	svc := newSvc(c, "")
 	first.Svc = &svc
 	if sse.data(first) != nil {
-		s.recordUsage(r, c, gateway.Usage{}, "client_gone")
+		s.recordUsage(r, c, up.readSoFar(c.req), "client_gone")
 		return
 	}
 	var sent streamed
@@ -904,6 +935,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &gatewayCall{front: "messages", req: req, stream: q.Stream,
 		id: "msg_" + strings.ReplaceAll(uuid.Must(uuid.NewV7()).String(), "-", "")}
+	defer c.releaseHolds()
 	if q.Stream {
 		s.streamMessage(w, r, c, chain)
 		return
@@ -944,7 +976,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 	defer up.close()
 	sse, err := startSSE(w)
 	if err != nil {
-		s.recordUsage(r, c, gateway.Usage{}, "upstream_error")
+		s.recordUsage(r, c, up.readSoFar(c.req), "upstream_error")
 		s.writeErrorAs(w, r, anthropicErrors, err)
 		return
 	}
@@ -961,7 +993,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 		"svc": newSvc(c, ""),
 	}}
 	if sse.event("message_start", start) != nil || sse.event("ping", anPing) != nil {
-		s.recordUsage(r, c, gateway.Usage{}, "client_gone")
+		s.recordUsage(r, c, up.readSoFar(c.req), "client_gone")
 		return
 	}
 	ticker := time.NewTicker(pingEvery)

@@ -43,7 +43,14 @@ func classify(err error) wireError {
 		if be.Period == "" {
 			return wireError{status: http.StatusForbidden, oaType: "invalid_request_error", anType: "permission_error", code: "unpriced_model_under_budget", param: "model", message: be.Error()}
 		}
+		if be.Never {
+			// Waiting does not help: the request must ask for less.
+			return wireError{status: http.StatusBadRequest, oaType: "invalid_request_error", anType: "invalid_request_error", code: "budget_too_small_for_request", param: "max_tokens", message: be.Error()}
+		}
 		retry := max(1, int(time.Until(be.ResetAt).Seconds()+0.999))
+		if be.HeldOnly {
+			retry = 1 // calls in flight hold the room; they end soon
+		}
 		return wireError{status: http.StatusTooManyRequests, oaType: "insufficient_quota", anType: "rate_limit_error", code: "budget_exceeded", message: be.Error(), retryAfter: strconv.Itoa(retry)}
 	case errors.Is(err, gateway.ErrNoRoute):
 		return wireError{status: http.StatusServiceUnavailable, oaType: "api_error", anType: "overloaded_error", code: "no_route", param: "model", message: err.Error()}

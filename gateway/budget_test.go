@@ -1,0 +1,127 @@
+package gateway
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/batonhq/baton/eventstore"
+)
+
+func limitsEvent(t *testing.T, tenant string, daily, monthly *float64) eventstore.RecordedEvent {
+	t.Helper()
+	b, _ := json.Marshal(BudgetSet{Tenant: tenant, Limits: Limits{DailyUSD: daily, MonthlyUSD: monthly}})
+	return eventstore.RecordedEvent{EventData: eventstore.EventData{ID: uuid.New(), Type: EventBudgetSet, Data: b}}
+}
+
+func usageEvent(t *testing.T, id uuid.UUID, rec UsageRecord, recordedAt time.Time) eventstore.RecordedEvent {
+	t.Helper()
+	b, _ := json.Marshal(rec)
+	return eventstore.RecordedEvent{EventData: eventstore.EventData{ID: id, Type: EventUsageRecorded, Data: b,
+		Metadata: eventstore.Metadata{RecordedAt: recordedAt}}}
+}
+
+func usd(v float64) *float64 { return &v }
+
+// A call settled just before midnight counts in that day on the replica
+// that settled it and on every other one, though its event is recorded
+// after midnight (the usage writer batches).
+func TestBudgetsAgreeAcrossMidnight(t *testing.T) {
+	clock := time.Date(2026, 11, 23, 23, 59, 59, 990e6, time.UTC)
+	a := NewBudgets(func() time.Time { return clock })
+	b := NewBudgets(func() time.Time { return clock })
+	for _, x := range []*Budgets{a, b} {
+		x.Apply(limitsEvent(t, "t", usd(10), nil))
+	}
+	hold, err := a.Reserve("t", "m", usd(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, at := uuid.New(), a.Now()
+	hold.Settle(usd(1), id, at)
+	ev := usageEvent(t, id, UsageRecord{Tenant: "t", CostUSD: usd(1), At: at}, clock.Add(20*time.Millisecond))
+	a.Apply(ev)
+	b.Apply(ev)
+	for name, x := range map[string]*Budgets{"settling replica": a, "other replica": b} {
+		if s := x.Status("t"); s.DaySpent != 1 || s.Day != "2026-11-23" {
+			t.Errorf("%s: %+v", name, s)
+		}
+	}
+}
+
+// A refusal says why, so the client knows whether and when to retry.
+func TestBudgetRefusals(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	newBook := func(daily, monthly *float64) *Budgets {
+		b := NewBudgets(func() time.Time { return now })
+		b.Apply(limitsEvent(t, "t", daily, monthly))
+		return b
+	}
+	spend := func(b *Budgets, cost float64) {
+		h, err := b.Reserve("t", "m", usd(cost))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Settle(usd(cost), uuid.Nil, time.Time{})
+	}
+	refusal := func(b *Budgets, worst float64) *BudgetError {
+		t.Helper()
+		_, err := b.Reserve("t", "m", usd(worst))
+		be, ok := err.(*BudgetError)
+		if !ok {
+			t.Fatalf("err = %v, want a *BudgetError", err)
+		}
+		return be
+	}
+
+	// Day and month both spent: the month's reset is the one to wait for.
+	b := newBook(usd(5), usd(5))
+	spend(b, 5)
+	if e := refusal(b, 1); e.Period != "month" || !e.ResetAt.Equal(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)) || e.HeldOnly || e.Never {
+		t.Errorf("both spent: %+v", e)
+	}
+	// Only the holds of calls in flight are in the way.
+	b = newBook(usd(5), nil)
+	if _, err := b.Reserve("t", "m", usd(4)); err != nil {
+		t.Fatal(err)
+	}
+	if e := refusal(b, 2); !e.HeldOnly || e.Never {
+		t.Errorf("held only: %+v", e)
+	}
+	// A worst case over the limit itself can never pass.
+	b = newBook(usd(5), usd(100))
+	if e := refusal(b, 6); !e.Never || e.Period != "day" {
+		t.Errorf("never: %+v", e)
+	}
+	if msg := refusal(newBook(usd(1), nil), 2).Error(); msg == "" || !strings.Contains(msg, "daily budget") {
+		t.Errorf("message %q", msg)
+	}
+}
+
+// The worst case counts what the provider adds (tool-use instructions, the
+// JSON-object instruction) and the output cap the adapter really sends.
+func TestWorstTokens(t *testing.T) {
+	req := Request{Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: "hi"}}}}}
+	anthropic := &Model{ID: "anthropic:m", Provider: "anthropic", ContextTokens: 200000}
+	openai := &Model{ID: "openai:m", Provider: "openai", ContextTokens: 128000}
+	in, out := WorstTokens(req, anthropic)
+	if out != AnthropicDefaultMaxTokens {
+		t.Errorf("anthropic, no cap: out %d, want %d", out, AnthropicDefaultMaxTokens)
+	}
+	if _, o := WorstTokens(req, openai); o != 128000 {
+		t.Errorf("openai, no cap: out %d, want the context", o)
+	}
+	withTool := req
+	withTool.Tools = []Tool{{Name: "f", Schema: []byte(`{"type":"object"}`)}}
+	if in2, _ := WorstTokens(withTool, anthropic); in2 < in+toolsOverhead {
+		t.Errorf("one small tool adds %d tokens to the bound, want at least %d", in2-in, toolsOverhead)
+	}
+	asJSON := req
+	asJSON.JSONObject = true
+	if in3, _ := WorstTokens(asJSON, anthropic); in3 < in+len(jsonObjectInstruction) {
+		t.Errorf("json_object adds %d", in3-in)
+	}
+}
