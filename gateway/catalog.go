@@ -202,7 +202,11 @@ func (c *Catalog) addSpec(p ProviderSpec, cfg Config) error {
 		if p.BaseURL == "" {
 			return fmt.Errorf("provider %s: baseUrl is required", p.Name)
 		}
-		prov = NewOpenAI(p.Name, p.Kind, p.BaseURL, key, cfg.Client)
+		oa := NewOpenAI(p.Name, p.Kind, p.BaseURL, key, cfg.Client)
+		if p.KeyEnv != "" {
+			oa.RequireKey(p.KeyEnv)
+		}
+		prov = oa
 	case "anthropic":
 		prov = NewAnthropic(p.Name, orDefault(p.BaseURL, "https://api.anthropic.com"), key, cfg.Client)
 	default:

@@ -289,21 +289,24 @@ func (c *Catalog) Probe(ctx context.Context, store eventstore.Store, id string, 
 	}
 	h := HealthChecked{ID: m.ID}
 	if !p.Configured() {
-		h.Error = "provider not configured (no API key)"
+		// Not a verdict on the model: another replica may have the key.
+		// Answered, not recorded, so that it does not take the model out of
+		// the modes everywhere.
+		h.Error = "provider not configured on this replica (no API key); nothing recorded"
 		h.TestedAt = time.Now().UTC()
-	} else {
-		pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
-		start := time.Now()
-		_, perr := p.Complete(pctx, Request{Model: m.Model, MaxTokens: 1,
-			Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: "ping"}}}}})
-		cancel()
-		h.LatencyMs, h.TestedAt, h.OK = time.Since(start).Milliseconds(), time.Now().UTC(), perr == nil
-		if perr != nil {
-			if ctx.Err() != nil {
-				return HealthChecked{}, ctx.Err() // the caller left: no verdict on the model
-			}
-			h.Error = publicError(perr)
+		return h, nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	start := time.Now()
+	_, perr := p.Complete(pctx, Request{Model: m.Model, MaxTokens: 1,
+		Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: "ping"}}}}})
+	cancel()
+	h.LatencyMs, h.TestedAt, h.OK = time.Since(start).Milliseconds(), time.Now().UTC(), perr == nil
+	if perr != nil {
+		if ctx.Err() != nil {
+			return HealthChecked{}, ctx.Err() // the caller left: no verdict on the model
 		}
+		h.Error = publicError(perr)
 	}
 	rec, err := appendCatalog(ctx, store, EventModelHealthChecked, h, md)
 	if err != nil {

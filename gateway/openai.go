@@ -23,7 +23,8 @@ type OpenAI struct {
 	baseURL     string
 	key         string
 	client      *http.Client
-	newTokenCap bool // send max_completion_tokens (OpenAI) instead of max_tokens
+	newTokenCap bool   // send max_completion_tokens (OpenAI) instead of max_tokens
+	keyEnv      string // a compatible server's key variable, when its providers entry names one
 }
 
 // NewOpenAI builds an adapter. kind is "openai" or "openai-compatible".
@@ -56,9 +57,15 @@ func (p *OpenAI) Kind() string { return p.kind }
 // HasKey reports whether a key is set, without showing it.
 func (p *OpenAI) HasKey() bool { return p.key != "" }
 
+// Configured: OpenAI needs its key; a compatible server needs one only
+// when its providers entry names a key variable (a local Ollama needs none).
 func (p *OpenAI) Configured() bool {
-	return p.baseURL != "" && (p.key != "" || p.kind == "openai-compatible")
+	return p.baseURL != "" && (p.key != "" || p.kind == "openai-compatible" && p.keyEnv == "")
 }
+
+// RequireKey says that this server needs the key in variable env: without
+// it the provider is not configured.
+func (p *OpenAI) RequireKey(env string) { p.keyEnv = env }
 
 type oaMessage struct {
 	Role       string       `json:"role"`

@@ -102,7 +102,10 @@ func (s *Server) healthModel(w http.ResponseWriter, r *http.Request) {
 		s.writeErrorAs(w, r, openaiErrors, badRequest("model", "model is required: a model name with provider, or a <provider>:<model> id"))
 		return
 	case q.Provider != "":
-		if p, _, ok := strings.Cut(q.Model, ":"); ok && p != q.Provider {
+		// The model may be a bare name with ':' in it
+		// (meta-llama/llama-3:free); only a known provider before the
+		// first ':' makes it an id.
+		if p, _, ok := strings.Cut(q.Model, ":"); ok && p != q.Provider && s.catalog.Provider(p) != nil {
 			s.writeErrorAs(w, r, openaiErrors, badRequest("model", "model %q names provider %s, not %s", q.Model, p, q.Provider))
 			return
 		}

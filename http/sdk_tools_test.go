@@ -156,7 +156,7 @@ func TestSDKToolChoiceAcrossProviders(t *testing.T) {
 // for an id the catalog does not have.
 func TestSDKModelsRetrieve(t *testing.T) {
 	providers := filepath.Join(t.TempDir(), "providers.json")
-	os.WriteFile(providers, []byte(`{"providers":[{"name":"openrouter","kind":"openai-compatible","baseUrl":"http://127.0.0.1:9/v1",
+	os.WriteFile(providers, []byte(`{"providers":[{"name":"openrouter","kind":"openai-compatible","baseUrl":"http://127.0.0.1:9/v1","keyEnv":"OPENROUTER_API_KEY",
 		"models":[{"name":"meta-llama/llama-3:free","contextTokens":8192}]}]}`), 0o644)
 	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(string) string { return "" }, ProvidersFile: providers})
 	if err != nil {
@@ -184,6 +184,16 @@ func TestSDKModelsRetrieve(t *testing.T) {
 	var ae *anthropic.Error
 	if !errors.As(err, &ae) || ae.StatusCode != 404 || !strings.Contains(ae.RawJSON(), "not_found_error") {
 		t.Fatalf("unknown model through anthropic-sdk-go: %v", err)
+	}
+	// A health probe names the model by its bare name, ':' and all; its
+	// provider has no key here, so the answer says so and nothing is
+	// recorded (another replica may have the key).
+	h := e.must(e.do("POST", "/v1/models/health", e.admin, map[string]any{"provider": "openrouter", "model": "meta-llama/llama-3:free"}), 200)
+	if !strings.Contains(string(h.raw), "openrouter:meta-llama/llama-3:free") || !strings.Contains(string(h.raw), "not configured") {
+		t.Fatalf("health: %s", h.raw)
+	}
+	if n := e.countType(gateway.EventModelHealthChecked); n != 0 {
+		t.Fatalf("%d health events recorded for a provider without a key", n)
 	}
 	// Other paths and methods under /v1/models answer in OpenAI's shape.
 	r := e.do("DELETE", "/v1/models/local:echo", e.tenantA, nil)

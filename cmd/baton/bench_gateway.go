@@ -516,7 +516,7 @@ func benchGateway(ctx context.Context, dir string, d time.Duration, stdout io.Wr
 
 	providers := filepath.Join(dir, "providers.json")
 	spec := map[string]any{"providers": []any{map[string]any{
-		"name": gwProvider, "kind": "openai-compatible", "baseUrl": upBase + "/v1", "keyEnv": "BATON_BENCH_UPSTREAM_KEY",
+		"name": gwProvider, "kind": "openai-compatible", "baseUrl": upBase + "/v1",
 		"models": []any{map[string]any{"name": gwModel, "contextTokens": 8192, "modes": []string{"cheap"},
 			"pricing": map[string]any{"inputPerMTok": 0.1, "outputPerMTok": 0.4, "source": "benchmark: made-up price"}}},
 	}}}
