@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -121,7 +123,10 @@ type Catalog struct {
 type Config struct {
 	Getenv        func(string) string
 	ProvidersFile string // optional JSON file: {"providers":[ProviderSpec...]}
-	Client        *http.Client
+	// ProvidersRequired: the file was named by the operator, so a missing
+	// file is an error (the default path is skipped when absent).
+	ProvidersRequired bool
+	Client            *http.Client
 }
 
 // NewCatalog builds the catalog: local always, OpenAI and Anthropic from
@@ -142,7 +147,7 @@ func NewCatalog(cfg Config) (*Catalog, error) {
 
 	if cfg.ProvidersFile != "" {
 		b, err := os.ReadFile(cfg.ProvidersFile)
-		if errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) && !cfg.ProvidersRequired {
 			return c, nil
 		}
 		if err != nil {
@@ -159,6 +164,9 @@ func NewCatalog(cfg Config) (*Catalog, error) {
 		if err := dec.Decode(&f); err != nil {
 			return nil, fmt.Errorf("gateway: providers file %s: %w", cfg.ProvidersFile, err)
 		}
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("gateway: providers file %s: something follows the JSON object", cfg.ProvidersFile)
+		}
 		for _, p := range f.Providers {
 			if err := c.addSpec(p, cfg); err != nil {
 				return nil, fmt.Errorf("gateway: providers file %s: %w", cfg.ProvidersFile, err)
@@ -171,17 +179,23 @@ func NewCatalog(cfg Config) (*Catalog, error) {
 			c.modeChains[mode] = ids
 		}
 	}
+	// Chains name declared models: a typo would otherwise route to a model
+	// nobody declared, unpriced, or be skipped without a word.
 	for _, m := range c.models {
 		for _, id := range m.Fallbacks {
-			if _, _, err := c.Resolve(id); err != nil || id == m.ID {
-				return nil, fmt.Errorf("gateway: model %s: fallback %q is not a model of a known provider", m.ID, id)
+			if c.models[id] == nil || id == m.ID {
+				return nil, fmt.Errorf("gateway: model %s: fallback %q is not a declared model (GET /v1/models lists them)", m.ID, id)
 			}
 		}
 	}
 	for mode, ids := range c.modeChains {
 		for _, id := range ids {
-			if _, _, err := c.Resolve(id); err != nil {
-				return nil, fmt.Errorf("gateway: mode %s: %q is not a model of a known provider", mode, id)
+			m := c.models[id]
+			if m == nil {
+				return nil, fmt.Errorf("gateway: modes.%s: %q is not a declared model (GET /v1/models lists them)", mode, id)
+			}
+			if !slices.Contains(m.Modes, mode) {
+				return nil, fmt.Errorf("gateway: modes.%s: %q is not tagged %s; add %q to its modes", mode, id, mode, mode)
 			}
 		}
 	}
@@ -212,10 +226,15 @@ func (c *Catalog) addSpec(p ProviderSpec, cfg Config) error {
 	default:
 		return fmt.Errorf("provider %s: kind %q is not openai, anthropic or openai-compatible", p.Name, p.Kind)
 	}
+	names := map[string]bool{}
 	for _, m := range p.Models {
 		if m.Name == "" {
 			return fmt.Errorf("provider %s: a model has no name", p.Name)
 		}
+		if names[m.Name] {
+			return fmt.Errorf("provider %s: model %q is declared twice", p.Name, m.Name)
+		}
+		names[m.Name] = true
 	}
 	c.mu.Lock()
 	for id, m := range c.models {

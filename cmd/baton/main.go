@@ -164,7 +164,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	catalog, err := gateway.NewCatalog(gateway.Config{ProvidersFile: *providers})
+	named := os.Getenv("BATON_PROVIDERS_FILE") != ""
+	fs.Visit(func(f *flag.Flag) { named = named || f.Name == "providers" })
+	catalog, err := gateway.NewCatalog(gateway.Config{ProvidersFile: *providers, ProvidersRequired: named})
 	if err != nil {
 		return err
 	}
