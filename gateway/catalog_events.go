@@ -97,6 +97,29 @@ func (c *Catalog) Apply(ev eventstore.RecordedEvent) error {
 	return nil
 }
 
+// aliasListed reports whether an alias (claude-3-5-haiku-latest,
+// claude-sonnet-4-0) stands for a dated model the provider lists
+// (claude-3-5-haiku-20241022, claude-sonnet-4-20250514): Anthropic's model
+// list holds the dated ids only, and calls by alias work.
+func aliasListed(name string, listed []string) bool {
+	var base string
+	switch {
+	case strings.HasSuffix(name, "-latest"):
+		base = strings.TrimSuffix(name, "-latest")
+	case strings.HasSuffix(name, "-0"):
+		base = strings.TrimSuffix(name, "-0")
+	default:
+		return false
+	}
+	for _, l := range listed {
+		date, ok := strings.CutPrefix(l, base+"-")
+		if ok && len(date) == 8 && strings.Trim(date, "0123456789") == "" {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *Catalog) applySync(s ModelsSynced) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -125,7 +148,7 @@ func (c *Catalog) applySync(s ModelsSynced) {
 		if m.Provider != s.Provider {
 			continue
 		}
-		in := listed[m.Model]
+		in := listed[m.Model] || aliasListed(m.Model, s.Models)
 		m.Listed = &in
 		m.Available = m.Configured && in
 	}

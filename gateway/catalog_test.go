@@ -35,3 +35,26 @@ func TestProvidersFileMistakes(t *testing.T) {
 		t.Error("a named providers file that does not exist was skipped")
 	}
 }
+
+// Anthropic lists dated model ids; the built-in aliases stand for them and
+// stay available after a sync.
+func TestSyncKeepsAliasesOfListedModels(t *testing.T) {
+	c, err := NewCatalog(Config{Getenv: func(k string) string {
+		if k == "ANTHROPIC_API_KEY" {
+			return "k"
+		}
+		return ""
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.applySync(ModelsSynced{Provider: "anthropic", OK: true, Models: []string{"claude-3-5-haiku-20241022", "claude-opus-4-20250514"}})
+	haiku, _ := c.Get("anthropic:claude-3-5-haiku-latest")
+	sonnet, _ := c.Get("anthropic:claude-sonnet-4-0")
+	if !haiku.Available || sonnet.Available {
+		t.Fatalf("haiku alias available %v (its dated id is listed), sonnet alias available %v (not listed)", haiku.Available, sonnet.Available)
+	}
+	if !aliasListed("claude-sonnet-4-0", []string{"claude-sonnet-4-20250514"}) || aliasListed("claude-sonnet-4-0", []string{"claude-sonnet-4-5-20250929"}) {
+		t.Fatal("aliasListed")
+	}
+}
