@@ -235,6 +235,16 @@ func (c *Catalog) addSpec(p ProviderSpec, cfg Config) error {
 			return fmt.Errorf("provider %s: model %q is declared twice", p.Name, m.Name)
 		}
 		names[m.Name] = true
+		if pr := m.Pricing; pr != nil {
+			if pr.InputPerMTok < 0 || pr.OutputPerMTok < 0 || pr.CacheReadPerMTok < 0 || pr.CacheWritePerMTok < 0 {
+				return fmt.Errorf("provider %s: model %s: a price is negative", p.Name, m.Name)
+			}
+			if strings.TrimSpace(pr.Source) == "" {
+				// A price without its source cannot be checked or dated;
+				// "self-hosted" is a source for a price of 0.
+				return fmt.Errorf("provider %s: model %s: pricing needs a source (where and when the price was read)", p.Name, m.Name)
+			}
+		}
 	}
 	c.mu.Lock()
 	for id, m := range c.models {

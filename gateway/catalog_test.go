@@ -17,6 +17,8 @@ func TestProvidersFileMistakes(t *testing.T) {
 		{"model twice", `{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[` + model + `,` + model + `]}]}`, "declared twice"},
 		{"fallback typo", `{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[{"name":"m1","fallbacks":["p:m2"]}]}]}`, `fallback "p:m2" is not a declared model`},
 		{"mode chain typo", `{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[` + model + `]}],"modes":{"cheap":["p:typo"]}}`, `"p:typo" is not a declared model`},
+		{"negative price", `{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[{"name":"m1","pricing":{"inputPerMTok":-1,"source":"x"}}]}]}`, "negative"},
+		{"price without source", `{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[{"name":"m1","pricing":{}}]}]}`, "needs a source"},
 		{"mode chain untagged", `{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[` + model + `]}],"modes":{"premium":["p:m1"]}}`, "is not tagged premium"},
 	} {
 		path := filepath.Join(t.TempDir(), "providers.json")
