@@ -216,13 +216,18 @@ func TestReplicasShareKurrentDB(t *testing.T) {
 	double := startProc(t, "kurrent-double", bin, "dev", "kurrent-double", "--addr", "127.0.0.1:0", "--system-event-every", "5")
 	url := double.await(reDoubleURL, 20*time.Second)[1]
 
-	// Three replicas start together on the empty store.
+	// Three replicas start together on the empty store, with no providers
+	// beyond the built-in ones (whatever file the machine has).
+	noProviders := filepath.Join(tmp, "no-providers.json")
+	if err := os.WriteFile(noProviders, []byte(`{"providers": []}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var replicas []*proc
 	for i := 1; i <= 3; i++ {
 		replicas = append(replicas, startProc(t, fmt.Sprintf("replica %d", i), bin, "serve",
 			"--store", "kurrent", "--kurrentdb-url", url, "--addr", "127.0.0.1:0",
 			"--data", filepath.Join(tmp, fmt.Sprintf("replica-%d", i)),
-			"--providers", filepath.Join(tmp, "no-providers.json")))
+			"--providers", noProviders))
 	}
 	var base []string
 	for _, r := range replicas {
