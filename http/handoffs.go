@@ -65,7 +65,7 @@ func (s *Server) createContract(w http.ResponseWriter, r *http.Request) {
 		s.writeDecodeError(w, r, err)
 		return
 	}
-	if err := s.scan(body, "/objective"); err != nil {
+	if err := s.scan(body); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -87,12 +87,15 @@ func (s *Server) createContract(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, h.View())
 }
 
-// scan refuses a body holding a secret under any of roots.
-func (s *Server) scan(body []byte, roots ...string) error {
+// scan refuses a body holding a secret in any string value, whatever its
+// field: encoding/json matches field names without regard to case, so a
+// scan of some paths only ("/proof") would let "Proof" through unscanned
+// into the ledger, where nothing can be taken out again.
+func (s *Server) scan(body []byte) error {
 	if s.scanner == nil {
 		return nil
 	}
-	found, err := s.scanner.Scan(body, roots...)
+	found, err := s.scanner.Scan(body)
 	if err != nil {
 		return err
 	}
@@ -106,7 +109,7 @@ func (s *Server) scan(body []byte, roots ...string) error {
 }
 
 // callback decodes, scans and runs one executor or verifier callback.
-func (s *Server) callback(kind string, roots []string, build func(body []byte, ref domain.RequestRef) (domain.Command, error)) http.HandlerFunc {
+func (s *Server) callback(kind string, build func(body []byte, ref domain.RequestRef) (domain.Command, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := mux.Vars(r)["handoffId"]
 		key := r.Header.Get("Idempotency-Key")
@@ -125,7 +128,7 @@ func (s *Server) callback(kind string, roots []string, build func(body []byte, r
 			s.writeDecodeError(w, r, err)
 			return
 		}
-		if err := s.scan(body, roots...); err != nil {
+		if err := s.scan(body); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -143,7 +146,7 @@ func (s *Server) callback(kind string, roots []string, build func(body []byte, r
 }
 
 func (s *Server) approval() http.HandlerFunc {
-	return s.callback(domain.KindApproval, []string{"/reason", "/approvedBy"}, func(body []byte, ref domain.RequestRef) (domain.Command, error) {
+	return s.callback(domain.KindApproval, func(body []byte, ref domain.RequestRef) (domain.Command, error) {
 		var req approvalRequest
 		if err := decodeBody(body, &req); err != nil {
 			return nil, err
@@ -153,7 +156,7 @@ func (s *Server) approval() http.HandlerFunc {
 }
 
 func (s *Server) proof() http.HandlerFunc {
-	return s.callback(domain.KindProof, []string{"/proof"}, func(body []byte, ref domain.RequestRef) (domain.Command, error) {
+	return s.callback(domain.KindProof, func(body []byte, ref domain.RequestRef) (domain.Command, error) {
 		var req proofRequest
 		if err := decodeBody(body, &req); err != nil {
 			return nil, err
@@ -163,7 +166,7 @@ func (s *Server) proof() http.HandlerFunc {
 }
 
 func (s *Server) result() http.HandlerFunc {
-	return s.callback(domain.KindResult, []string{"/result", "/proof"}, func(body []byte, ref domain.RequestRef) (domain.Command, error) {
+	return s.callback(domain.KindResult, func(body []byte, ref domain.RequestRef) (domain.Command, error) {
 		var req resultRequest
 		if err := decodeBody(body, &req); err != nil {
 			return nil, err
@@ -173,7 +176,7 @@ func (s *Server) result() http.HandlerFunc {
 }
 
 func (s *Server) review() http.HandlerFunc {
-	return s.callback(domain.KindReview, []string{"/notes"}, func(body []byte, ref domain.RequestRef) (domain.Command, error) {
+	return s.callback(domain.KindReview, func(body []byte, ref domain.RequestRef) (domain.Command, error) {
 		var req reviewRequest
 		if err := decodeBody(body, &req); err != nil {
 			return nil, err

@@ -279,6 +279,20 @@ func TestLifecycleRules(t *testing.T) {
 		if e.events(id) != n {
 			t.Fatal("a refused callback was stored")
 		}
+		// encoding/json takes "Proof" for "proof": the scan must look
+		// there too, and in every other field.
+		odd := map[string]any{"executorType": "ops-bot", "executorRunId": "run-1", "status": "RUNNING",
+			"Proof": map[string]any{"summary": "x", "artifacts": []any{map[string]any{"type": "log", "text": secret}}}}
+		if r := e.must(e.post(id, "proof", e.tenantA, odd), 422); r.str("code") != "secret_detected" || !strings.Contains(string(r.raw), "/Proof/artifacts/0/text") {
+			t.Fatalf("a secret under \"Proof\": %s", r.raw)
+		}
+		inID := proofBody(domain.KeyPrefix + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0")
+		if r := e.must(e.post(id, "proof", e.tenantA, inID), 422); r.str("code") != "secret_detected" {
+			t.Fatalf("a key as executorRunId: %s", r.raw)
+		}
+		if e.events(id) != n {
+			t.Fatal("a refused callback was stored")
+		}
 	})
 }
 

@@ -39,7 +39,7 @@ func (s *Server) createPlan(w http.ResponseWriter, r *http.Request) {
 		s.writeDecodeError(w, r, err)
 		return
 	}
-	if err := s.scan(body, "/objective", "/constraints"); err != nil {
+	if err := s.scan(body); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
