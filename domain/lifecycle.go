@@ -260,8 +260,15 @@ func (h *Handoff) Replay(op string, kind string, ref RequestRef) (uint64, bool, 
 			return a.Seq, true, nil
 		}
 	}
-	for _, a := range h.Answered {
-		if a.Kind == kind && a.BodySHA256 == ref.BodySHA256 {
+	if ref.IdempotencyKey != "" {
+		return 0, false, nil // a key not seen before: a new callback, whatever its body
+	}
+	// Without a key, a byte-identical body is a retry of the last accepted
+	// callback only. The same body after other callbacks is a new one: a
+	// verifier may send the same review again, an executor the same
+	// progress proof.
+	if n := len(h.Answered); n > 0 {
+		if a := h.Answered[n-1]; a.Kind == kind && a.BodySHA256 == ref.BodySHA256 {
 			return a.Seq, true, nil
 		}
 	}

@@ -296,6 +296,33 @@ func TestLifecycleRules(t *testing.T) {
 	})
 }
 
+// The same body sent again is a retry only when it repeats the last
+// accepted callback (without a key) or its key (with one): a verifier that
+// sends the same review after other callbacks, under a new key or none,
+// records a new review.
+func TestSameBodyLaterIsANewCallback(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	e.must(e.post(id, "approval", e.tenantA, approveBody()), 200)
+	e.must(e.post(id, "proof", e.tenantA, proofBody("run-1")), 200)
+	review := map[string]any{"verdict": "verified", "reviewer": "v"} // no unique text: the same bytes each time
+	e.must(e.post(id, "review", e.admin, review, "Idempotency-Key", "rev-1"), 200)
+	// Right after, without a key, the same body is its retry.
+	n := e.events(id)
+	if r := e.must(e.post(id, "review", e.admin, review), 200); r.header.Get("Idempotent-Replayed") != "true" || e.events(id) != n {
+		t.Fatalf("an immediate identical review was not a retry: %v, %d events (was %d)", r.header, e.events(id), n)
+	}
+	e.must(e.post(id, "proof", e.tenantA, proofBody("run-1")), 200)
+	for _, headers := range [][]string{{"Idempotency-Key", "rev-2"}, nil} {
+		n := e.events(id)
+		r := e.must(e.post(id, "review", e.admin, review, headers...), 200)
+		if r.header.Get("Idempotent-Replayed") != "" || e.events(id) != n+1 {
+			t.Fatalf("headers %v: the same review after another proof was replayed: %v, %d events (was %d)", headers, r.header, e.events(id), n)
+		}
+		e.must(e.post(id, "proof", e.tenantA, proofBody("run-1")), 200)
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	e := newEnv(t)
 	id := e.contract(e.tenantA, nil)
