@@ -265,7 +265,7 @@ func contains[T comparable](xs []T, x T) bool {
 
 func (s *Server) getLedger(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["handoffId"]
-	view, err := s.visibleContract(w, r, id)
+	view, err := s.visibleContract(w, r, id) // also the tenant check
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -275,11 +275,18 @@ func (s *Server) getLedger(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	// State and head come from the last event shown, not from the contract
+	// view, a second read that a callback landing in between could make
+	// newer than the events.
 	var v struct {
 		State      domain.State      `json:"state"`
 		LedgerHead domain.LedgerHead `json:"ledgerHead"`
 	}
 	json.Unmarshal(view, &v)
+	if n := len(entries); n > 0 {
+		last := entries[n-1]
+		v.State, v.LedgerHead = last.StateAfter, domain.LedgerHead{Seq: last.Seq, Hash: last.Hash}
+	}
 	recs := make([]domain.Recorded, len(entries))
 	for i, e := range entries {
 		raw, _ := e.Data.(json.RawMessage)
