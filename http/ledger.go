@@ -177,6 +177,12 @@ func (l *ledger) execute(ctx context.Context, id string, p Principal, requestID 
 		if errors.Is(err, eventstore.ErrConflict) && attempt < maxConflictRetries {
 			continue // someone else moved the handoff: decide again on what they wrote
 		}
+		if errors.Is(err, eventstore.ErrConflict) {
+			// Lost the race this many times: the handoff is very busy. Not
+			// an internal error; the callback is safe to retry.
+			return outcome{}, domain.E("handoff."+kind, domain.KindUnavailable, "busy",
+				"handoff %s changed %d times while this callback was decided; nothing was recorded, retry it (with the same Idempotency-Key)", id, maxConflictRetries+1)
+		}
 		if err != nil {
 			return outcome{}, err
 		}
