@@ -29,15 +29,30 @@ func principalOf(ctx context.Context) Principal {
 }
 
 // presentedKey takes the key from x-api-key or Authorization: Bearer; SDKs
-// send one or the other, and both work on every endpoint.
-func presentedKey(r *http.Request) string {
-	if k := strings.TrimSpace(r.Header.Get("x-api-key")); k != "" {
-		return k
-	}
+// send one or the other, and both work on every endpoint. When both carry
+// a key, the Baton key (btn_sk_...) is the one: a client may send a
+// provider's key in the other header. Two different Baton keys are
+// refused (conflict is true): Baton will not guess which one is meant.
+func presentedKey(r *http.Request) (key string, conflict bool) {
+	x := strings.TrimSpace(r.Header.Get("x-api-key"))
+	var bearer string
 	if auth := r.Header.Get("Authorization"); len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
-		return strings.TrimSpace(auth[7:])
+		bearer = strings.TrimSpace(auth[7:])
 	}
-	return ""
+	switch {
+	case x == "" || x == bearer:
+		return bearer, false
+	case bearer == "":
+		return x, false
+	}
+	xb, bb := strings.HasPrefix(x, domain.KeyPrefix), strings.HasPrefix(bearer, domain.KeyPrefix)
+	switch {
+	case xb && bb:
+		return "", true
+	case bb:
+		return bearer, false
+	}
+	return x, false
 }
 
 // authenticate resolves the key. An unknown key may be one created a moment
@@ -45,7 +60,10 @@ func presentedKey(r *http.Request) string {
 // given a bounded moment to catch up before the key is refused.
 func (s *Server) authenticate(r *http.Request) (Principal, error) {
 	const op = "auth"
-	key := presentedKey(r)
+	key, conflict := presentedKey(r)
+	if conflict {
+		return Principal{}, domain.E(op, domain.KindUnauthorized, "conflicting_api_keys", "x-api-key and Authorization: Bearer carry two different Baton keys; send one")
+	}
 	if key == "" {
 		return Principal{}, domain.E(op, domain.KindUnauthorized, "missing_api_key", "send your API key in the x-api-key header or as Authorization: Bearer <key>")
 	}

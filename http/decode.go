@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/batonhq/baton/domain"
 )
@@ -24,8 +25,21 @@ type decodeError struct {
 
 func (e *decodeError) Error() string { return e.msg }
 
-// readBody reads the whole body under the limit.
+// bodyReadTimeout bounds how long a request body may take to arrive: a
+// client trickling a body must not hold a goroutine and its buffer for
+// ever. (Not a server-wide ReadTimeout, which would also cut streamed
+// answers.)
+const bodyReadTimeout = 30 * time.Second
+
+// readBody reads the whole body under the limit and within bodyReadTimeout.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, &decodeError{http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the request body is larger than %d bytes", limit)}
+	}
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(bodyReadTimeout)) == nil {
+		defer rc.SetReadDeadline(time.Time{})
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {

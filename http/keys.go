@@ -123,7 +123,12 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), readWait)
 		defer cancel()
 		if err := s.proj.WaitFor(ctx, res.Position); err != nil {
-			s.writeError(w, r, err)
+			// The revocation is recorded; this replica's read model has
+			// not shown it yet. Say so (a generic 503 would read as "not
+			// done", and a retry would record it again).
+			w.Header().Set("Retry-After", "1")
+			writeProblem(w, r, http.StatusServiceUnavailable, "revocation_pending",
+				"The revocation of key "+id+" is recorded; this server's read model has not applied it yet, so the key may still be accepted here for a moment. Retrying is safe.")
 			return
 		}
 		if rec, err = s.proj.KeyByID(id); err != nil {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -381,6 +383,22 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// Both headers: the Baton key wins over a provider's key in the other
+// header; two different Baton keys are refused.
+func TestTwoKeyHeaders(t *testing.T) {
+	e := newEnv(t)
+	providerKey := "sk-" + "ant-" + strings.Repeat("x", 20)
+	if r := e.do("GET", "/v1/handoff/contracts", "", nil, "x-api-key", providerKey, "Authorization", "bearer  "+e.tenantA+" "); r.status != 200 {
+		t.Fatalf("provider key in x-api-key, Baton key as bearer: %d %s", r.status, r.raw)
+	}
+	if r := e.do("GET", "/v1/handoff/contracts", "", nil, "x-api-key", e.tenantA, "Authorization", "Bearer "+providerKey); r.status != 200 {
+		t.Fatalf("Baton key in x-api-key, provider key as bearer: %d %s", r.status, r.raw)
+	}
+	if r := e.do("GET", "/v1/handoff/contracts", "", nil, "x-api-key", e.tenantA, "Authorization", "Bearer "+e.tenantB); r.status != 401 || r.str("code") != "conflicting_api_keys" {
+		t.Fatalf("two Baton keys: %d %s", r.status, r.raw)
+	}
+}
+
 func TestBearerAndListing(t *testing.T) {
 	e := newEnv(t)
 	ids := map[string]bool{}
@@ -555,3 +573,29 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// A body over the limit announced by its Content-Length is refused before
+// it is read.
+func TestBodyOverLimitRefusedUpFront(t *testing.T) {
+	e := newEnv(t)
+	req, _ := http.NewRequest("POST", e.srv.URL+"/v1/handoff/contracts", io.LimitReader(zeroReader{}, 2<<20))
+	req.ContentLength = 2 << 20
+	req.Header.Set("x-api-key", e.tenantA)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 413 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	return len(p), nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"runtime/debug"
 	"time"
 
 	"github.com/google/uuid"
@@ -54,6 +55,10 @@ type statusRecorder struct {
 	tenant string // set by auth, for the access log
 	route  string // the matched route template, set inside the router
 }
+
+// Unwrap lets http.ResponseController reach the connection (read
+// deadlines for request bodies).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 func (r *statusRecorder) WriteHeader(code int) {
 	if r.status == 0 {
@@ -118,8 +123,14 @@ func (s *Server) withRecover(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.Error().Str("requestId", RequestID(r.Context())).Interface("panic", v).Msg("handler panicked")
-				writeProblem(w, r, http.StatusInternalServerError, "internal_error", "The server failed on this request; it has been logged.")
+				s.log.Error().Str("requestId", RequestID(r.Context())).Interface("panic", v).Str("stack", string(debug.Stack())).Msg("handler panicked")
+				if rec, ok := w.(*statusRecorder); ok && rec.status != 0 {
+					// The answer has begun (a stream): another status and a
+					// problem document would be written into it. Cut the
+					// connection; the client sees the stream break.
+					panic(http.ErrAbortHandler)
+				}
+				s.noRoute(w, r, http.StatusInternalServerError, "internal_error", "The server failed on this request; it has been logged.")
 			}
 		}()
 		next.ServeHTTP(w, r)

@@ -125,20 +125,27 @@ func (s *Server) writeErrorAs(w http.ResponseWriter, r *http.Request, f errForma
 	writeJSON(w, we.status, map[string]any{"type": "error", "error": map[string]any{"type": we.anType, "message": we.message}, "request_id": RequestID(r.Context())})
 }
 
-// noRoute answers a path or method Baton does not serve, in the shape of
-// the front the path belongs to: OpenAI's under /v1/models and /v1/chat,
+// noRoute answers a path or method Baton does not serve (or a handler's
+// panic), in the shape of the front the path belongs to: OpenAI's under /v1/models and /v1/chat,
 // Anthropic's under /v1/messages, a problem document elsewhere.
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
 	p := r.URL.Path
 	switch {
 	case p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/"):
-		typ := "not_found_error"
-		if status != http.StatusNotFound {
-			typ = "invalid_request_error"
+		typ := "invalid_request_error"
+		switch {
+		case status == http.StatusNotFound:
+			typ = "not_found_error"
+		case status >= 500:
+			typ = "api_error"
 		}
 		writeJSON(w, status, map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}, "request_id": RequestID(r.Context())})
 	case p == "/v1/models" || strings.HasPrefix(p, "/v1/models/") || strings.HasPrefix(p, "/v1/chat/"):
-		writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "param": nil, "code": code}})
+		typ := "invalid_request_error"
+		if status >= 500 {
+			typ = "api_error"
+		}
+		writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code}})
 	default:
 		writeProblem(w, r, status, code, msg)
 	}

@@ -56,6 +56,9 @@ func (Keys) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
 		if err := json.Unmarshal(keys.Get(hash), &rec); err != nil {
 			return err
 		}
+		if rec.RevokedAt != nil {
+			return nil // revoked already (a second revocation, e.g. two replicas at once): the first time stands
+		}
 		t := ev.Metadata.RecordedAt
 		rec.RevokedAt = &t
 		b, err := json.Marshal(rec)
