@@ -134,7 +134,11 @@ func (s *Store) commit(batch []*appendReq) {
 		// PostgreSQL's fsync failures).
 		s.failed.Store(&err)
 		for _, r := range batch {
-			r.done <- appendResp{err: fmt.Errorf("%w: %v", eventstore.ErrFailed, err)}
+			// bbolt may have made the batch visible (and durable) before
+			// the failing fdatasync of its meta page: to this batch's
+			// callers the outcome is unknown, and a retry with the same
+			// event ids is the safe answer (after the store is reopened).
+			r.done <- appendResp{err: fmt.Errorf("%w (outcome unknown: %w): %v", eventstore.ErrFailed, eventstore.ErrUnavailable, err)}
 		}
 		return
 	}

@@ -296,7 +296,8 @@ func (s *Store) call(ctx context.Context, fn func(ctx context.Context, c *esdb.C
 	defer end()
 	err = fn(cctx, c)
 	if hasCode(err, esdb.ErrorCodeConnectionClosed) {
-		if c, rerr := s.renew(c); rerr == nil {
+		if nc, rerr := s.renew(c); rerr == nil {
+			c = nc // the leader-change retries below go to the new client too
 			err = fn(cctx, c)
 		}
 	}
