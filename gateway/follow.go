@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 
 	"github.com/batonhq/baton/eventstore"
 )
@@ -59,10 +58,10 @@ func (f *Follower) Run(ctx context.Context) error {
 	for {
 		evs, err := sub.RecvBatch(256)
 		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, eventstore.ErrSubscriptionClosed) {
-				return nil
+			if ctx.Err() != nil {
+				return nil // asked to stop
 			}
-			return err
+			return err // the feed ended under a live server (the store closed): say why
 		}
 		f.apply(evs)
 	}
