@@ -36,7 +36,7 @@ var version = "dev"
 const usage = `baton: coordination ledger, model gateway and structured generation.
 
 Usage:
-  baton serve [--addr :8080] [--data ./data]   serve the HTTP API on the embedded store
+  baton serve [--addr 127.0.0.1:8080] [--data ./data]   serve the HTTP API on the embedded store
         [--store kurrent --kurrentdb-url esdb://host:2113]
                                                ... or on KurrentDB (several replicas may share it)
   baton keys create --tenant NAME [--admin]    create an API key (embedded store: server stopped), print it once
