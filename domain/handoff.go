@@ -163,6 +163,10 @@ type (
 	LedgerClosed struct {
 		Reason      string `json:"reason"`
 		FinalStatus string `json:"finalStatus"`
+		// ReviewVerdict is the verdict that closed a reviewed ledger
+		// (verified or rejected): finalStatus is the executor's word, the
+		// verdict the verifier's, and an auditor needs both.
+		ReviewVerdict string `json:"reviewVerdict,omitempty"`
 	}
 )
 
@@ -241,6 +245,7 @@ type Handoff struct {
 	Result           *ResultRecord
 	ClosedReason     string
 	FinalStatus      string
+	ClosedVerdict    string // the review verdict a reviewed ledger closed on
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
 	ClosedAt         *time.Time
@@ -330,7 +335,7 @@ func (h *Handoff) Apply(ev Recorded) error {
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return err
 		}
-		h.ClosedReason, h.FinalStatus = d.Reason, d.FinalStatus
+		h.ClosedReason, h.FinalStatus, h.ClosedVerdict = d.Reason, d.FinalStatus, d.ReviewVerdict
 		t := at
 		h.ClosedAt = &t
 		h.State = StateLedgerClosed

@@ -419,7 +419,7 @@ func (h *Handoff) decideResult(op string, m machine, c ResultCommand, req *Reque
 	case !h.ProofPolicy.Required:
 		closing = &LedgerClosed{Reason: "result_received", FinalStatus: c.Status}
 	case reviewed:
-		closing = &LedgerClosed{Reason: "result_and_review_in", FinalStatus: c.Status}
+		closing = &LedgerClosed{Reason: "result_and_review_in", FinalStatus: c.Status, ReviewVerdict: h.Review.Verdict}
 	}
 	if closing != nil {
 		if err := m.step(op, stepClose); err != nil {
@@ -442,7 +442,7 @@ func (h *Handoff) decideReview(op string, m machine, c ReviewCommand, req *Reque
 		if err := m.step(op, stepClose); err != nil {
 			return nil, err
 		}
-		evs = append(evs, Event{EventLedgerClosed, LedgerClosed{Reason: "result_and_review_in", FinalStatus: h.Result.Status}})
+		evs = append(evs, Event{EventLedgerClosed, LedgerClosed{Reason: "result_and_review_in", FinalStatus: h.Result.Status, ReviewVerdict: c.Verdict}})
 	}
 	return evs, nil
 }

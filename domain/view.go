@@ -23,7 +23,10 @@ type LedgerRecord struct {
 	Events       uint64     `json:"events"`
 	ClosedReason string     `json:"closedReason,omitempty"`
 	FinalStatus  string     `json:"finalStatus,omitempty"`
-	ClosedAt     *time.Time `json:"closedAt,omitempty"`
+	// ReviewVerdict: the verifier's verdict a reviewed ledger closed on
+	// (a SUCCEEDED result whose proof was rejected shows both).
+	ReviewVerdict string     `json:"reviewVerdict,omitempty"`
+	ClosedAt      *time.Time `json:"closedAt,omitempty"`
 }
 
 // ContractView is the stored handoff contract as the API shows it. It is a
@@ -70,7 +73,7 @@ func (h *Handoff) View() ContractView {
 		RiskLevel: h.RiskLevel, PlanID: h.PlanID, ApprovalPolicy: h.Approval, ProofPolicy: h.ProofPolicy,
 		Callbacks: CallbacksFor(h.ID), State: h.State, ExecutorRunID: h.ExecutorRunID, ExecutorType: h.ExecutorType,
 		Proofs: proofs, Review: h.Review, Result: h.Result,
-		Ledger:     LedgerRecord{Head: h.Head, Events: h.Head.Seq, ClosedReason: h.ClosedReason, FinalStatus: h.FinalStatus, ClosedAt: h.ClosedAt},
+		Ledger:     LedgerRecord{Head: h.Head, Events: h.Head.Seq, ClosedReason: h.ClosedReason, FinalStatus: h.FinalStatus, ReviewVerdict: h.ClosedVerdict, ClosedAt: h.ClosedAt},
 		LedgerHead: h.Head, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, Tenant: h.Tenant,
 		ExecutionBoundary: Boundary,
 	}

@@ -325,6 +325,20 @@ func TestSameBodyLaterIsANewCallback(t *testing.T) {
 	}
 }
 
+// A ledger closed on a review keeps the verdict beside the executor's
+// final status: a SUCCEEDED result whose proof was rejected shows both.
+func TestClosedLedgerKeepsTheVerdict(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	e.must(e.post(id, "approval", e.tenantA, approveBody()), 200)
+	e.must(e.post(id, "proof", e.tenantA, proofBody("run-1")), 200)
+	e.must(e.post(id, "review", e.admin, reviewBody("rejected")), 200)
+	r := e.must(e.post(id, "result", e.tenantA, resultBody("run-1")), 200)
+	if r.str("state") != "ledger_closed" || r.str("ledger.finalStatus") != "SUCCEEDED" || r.str("ledger.reviewVerdict") != "rejected" {
+		t.Fatalf("closed: %s", r.raw)
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	e := newEnv(t)
 	id := e.contract(e.tenantA, nil)
