@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/batonhq/baton/domain"
@@ -72,12 +73,13 @@ func (s *Server) authenticate(r *http.Request) (Principal, error) {
 	}
 	hash := domain.HashKey(key)
 	rec, err := s.proj.KeyByHash(hash)
-	if errors.Is(err, projections.ErrNoKey) {
+	if errors.Is(err, projections.ErrNoKey) && !s.unknownKeys.recent(hash) {
 		if werr := s.proj.WaitForHead(r.Context(), 2*time.Second); werr == nil {
 			rec, err = s.proj.KeyByHash(hash)
 		}
 	}
 	if errors.Is(err, projections.ErrNoKey) {
+		s.unknownKeys.add(hash)
 		return Principal{}, domain.E(op, domain.KindUnauthorized, "invalid_api_key", "the API key is not valid")
 	}
 	if err != nil {
@@ -119,4 +121,34 @@ func (s *Server) withKeyAs(a access, f errFormat, h http.HandlerFunc) http.Handl
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
 	}
+}
+
+// unknownKeys remembers, for a second, keys that were refused after the
+// read model had caught up: a client (or an attacker) repeating a wrong key
+// then costs a map lookup, not a store round trip and a wait each time. A
+// key created on another replica is seen once the second has passed.
+type unknownKeys struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+}
+
+const (
+	unknownKeyTTL  = time.Second
+	unknownKeysMax = 10_000
+)
+
+func (u *unknownKeys) recent(hash string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	at, ok := u.seen[hash]
+	return ok && time.Since(at) < unknownKeyTTL
+}
+
+func (u *unknownKeys) add(hash string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.seen == nil || len(u.seen) >= unknownKeysMax {
+		u.seen = map[string]time.Time{} // bounded: forget them all rather than grow
+	}
+	u.seen[hash] = time.Now()
 }

@@ -48,14 +48,15 @@ type Config struct {
 
 // Server holds what the handlers need.
 type Server struct {
-	store     eventstore.Store
-	proj      *projections.Runner
-	scanner   SecretScanner
-	catalog   *gateway.Catalog
-	budgets   *gateway.Budgets
-	tasks     *tasks.Registry
-	usage     *gateway.UsageWriter
-	ownsUsage bool
+	unknownKeys unknownKeys // keys refused a moment ago
+	store       eventstore.Store
+	proj        *projections.Runner
+	scanner     SecretScanner
+	catalog     *gateway.Catalog
+	budgets     *gateway.Budgets
+	tasks       *tasks.Registry
+	usage       *gateway.UsageWriter
+	ownsUsage   bool
 	// contextLoader renders a tenant's context packet as prompt text.
 	contextLoader func(ctx context.Context, tenant, id string) (string, error)
 	idemRetention time.Duration
