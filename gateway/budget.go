@@ -214,16 +214,19 @@ func (b *Budgets) Apply(ev eventstore.RecordedEvent) error {
 		b.limits[s.Tenant] = s.Limits
 		b.mu.Unlock()
 	case EventUsageRecorded:
+		b.mu.Lock()
+		if b.settled[ev.ID] {
+			delete(b.settled, ev.ID) // counted when this replica settled the call: no need to decode it
+			b.mu.Unlock()
+			return nil
+		}
+		b.mu.Unlock()
 		var u UsageRecord
 		if err := json.Unmarshal(ev.Data, &u); err != nil {
 			return fmt.Errorf("gateway: usage event %s: %w", ev.ID, err)
 		}
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		if b.settled[ev.ID] {
-			delete(b.settled, ev.ID) // counted when this replica settled the call
-			return nil
-		}
 		if u.CostUSD != nil {
 			at := u.At // the moment the settling replica counted it: every replica counts it in the same day
 			if at.IsZero() {
