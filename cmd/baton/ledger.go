@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,24 +39,48 @@ func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	var ids []string
-	if fs.NArg() > 0 {
-		ids = fs.Args()
+	receipts := map[string]domain.LedgerHead{}
+	for _, arg := range fs.Args() {
+		id, rc, hasReceipt := strings.Cut(arg, "@")
+		if hasReceipt {
+			seq, hash, ok := strings.Cut(rc, ":")
+			n, err := strconv.ParseUint(seq, 10, 64)
+			if !ok || err != nil || n == 0 || len(hash) != 64 {
+				return fmt.Errorf("%q: a receipt is ID@SEQ:HASH, the ledgerHead {seq, hash} a callback answered", arg)
+			}
+			receipts[id] = domain.LedgerHead{Seq: n, Hash: strings.ToLower(hash)}
+		}
+		ids = append(ids, id)
 	}
 	if *base != "" {
-		return verifyOverHTTP(ctx, *base, *key, ids, stdout)
+		return verifyOverHTTP(ctx, *base, *key, ids, receipts, stdout)
 	}
 	store, err := storeOpts.open(ctx, *data, zerolog.Nop())
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	return verifyStore(ctx, store, ids, stdout)
+	return verifyStore(ctx, store, ids, receipts, stdout)
+}
+
+// checkReceipt holds a chain to a receipt an executor kept (the ledgerHead
+// a callback answered): the event at its seq must still be there with that
+// hash. A ledger cut back, or rewritten from an earlier point and chained
+// again, fails it though its own chain is intact.
+func checkReceipt(recs []domain.Recorded, r domain.LedgerHead) string {
+	if r.Seq > uint64(len(recs)) {
+		return fmt.Sprintf("receipt %d:%s is beyond the ledger's head (%d events): events are missing", r.Seq, r.Hash, len(recs))
+	}
+	if got := recs[r.Seq-1].Hash; got != r.Hash {
+		return fmt.Sprintf("receipt %d:%s does not match event %d, whose hash is now %s: the ledger was rewritten", r.Seq, r.Hash, r.Seq, got)
+	}
+	return ""
 }
 
 // verifyStore recomputes the hash chains of the handoffs ids (every handoff
 // in the store when ids is nil), printing one line per handoff and a tally.
 // It returns errChainBroken when any chain is broken or missing.
-func verifyStore(ctx context.Context, store eventstore.Store, ids []string, stdout io.Writer) error {
+func verifyStore(ctx context.Context, store eventstore.Store, ids []string, receipts map[string]domain.LedgerHead, stdout io.Writer) error {
 	if ids == nil {
 		var err error
 		if ids, err = allHandoffs(ctx, store); err != nil {
@@ -78,6 +103,13 @@ func verifyStore(ctx context.Context, store eventstore.Store, ids []string, stdo
 			fmt.Fprintf(stdout, "BROKEN %s\n", br)
 			broken++
 			continue
+		}
+		if r, ok := receipts[id]; ok {
+			if msg := checkReceipt(recs, r); msg != "" {
+				fmt.Fprintf(stdout, "BROKEN handoff %s: %s\n", id, msg)
+				broken++
+				continue
+			}
 		}
 		fmt.Fprintf(stdout, "ok %s: %d events, head %d %s\n", id, len(recs), len(recs), recs[len(recs)-1].Hash)
 	}
@@ -109,7 +141,7 @@ func allHandoffs(ctx context.Context, store eventstore.Store) ([]string, error) 
 	}
 }
 
-func verifyOverHTTP(ctx context.Context, base, key string, ids []string, stdout io.Writer) error {
+func verifyOverHTTP(ctx context.Context, base, key string, ids []string, receipts map[string]domain.LedgerHead, stdout io.Writer) error {
 	client := &http.Client{Timeout: 30 * time.Second}
 	get := func(path string, v any) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+path, nil)
@@ -161,6 +193,13 @@ func verifyOverHTTP(ctx context.Context, base, key string, ids []string, stdout 
 			fmt.Fprintf(stdout, "BROKEN %s\n", br)
 			broken++
 			continue
+		}
+		if r, ok := receipts[id]; ok {
+			if msg := checkReceipt(l.Events, r); msg != "" {
+				fmt.Fprintf(stdout, "BROKEN handoff %s: %s\n", id, msg)
+				broken++
+				continue
+			}
 		}
 		n := len(l.Events)
 		fmt.Fprintf(stdout, "ok %s: %d events, head %d %s\n", id, n, n, l.Events[n-1].Hash)

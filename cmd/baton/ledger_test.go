@@ -123,6 +123,31 @@ func TestLedgerVerifyCatchesAlteredEvent(t *testing.T) {
 	if err := run(context.Background(), []string{"ledger", "verify", "--data", dir, ids[0]}, &out, &out); err != nil {
 		t.Fatalf("verify of the intact handoff: %v", err)
 	}
+	// With a receipt kept from a callback (ID@SEQ:HASH): it holds for the
+	// intact ledger; a receipt the ledger no longer matches, or one beyond
+	// its head, breaks it.
+	var n int
+	var head string
+	if _, err := fmt.Sscanf(out.String(), "ok "+ids[0]+": %d events, head %d %s", &n, &n, &head); err != nil {
+		t.Fatalf("reading the head from %q: %v", out.String(), err)
+	}
+	for _, c := range []struct {
+		receipt string
+		broken  string
+	}{
+		{fmt.Sprintf("%d:%s", n, head), ""},
+		{fmt.Sprintf("%d:%s", n, strings.Repeat("0", 64)), "the ledger was rewritten"},
+		{fmt.Sprintf("%d:%s", n+3, head), "beyond the ledger's head"},
+	} {
+		out.Reset()
+		err := run(context.Background(), []string{"ledger", "verify", "--data", dir, ids[0] + "@" + c.receipt}, &out, &out)
+		if c.broken == "" && err != nil || c.broken != "" && (!errors.Is(err, errChainBroken) || !strings.Contains(out.String(), c.broken)) {
+			t.Fatalf("receipt %s: %v\n%s", c.receipt, err, out.String())
+		}
+	}
+	if err := run(context.Background(), []string{"ledger", "verify", "--data", dir, ids[0] + "@x"}, &out, &out); err == nil || errors.Is(err, errChainBroken) {
+		t.Fatalf("a malformed receipt: %v", err)
+	}
 }
 
 // A retention under a day is refused before anything opens: a client may

@@ -40,7 +40,7 @@ Usage:
         [--store kurrent --kurrentdb-url esdb://host:2113]
                                                ... or on KurrentDB (several replicas may share it)
   baton keys create --tenant NAME [--admin]    create an API key (embedded store: server stopped), print it once
-  baton ledger verify [--data DIR | --url URL | --store kurrent --kurrentdb-url URL] [HANDOFF_ID...]
+  baton ledger verify [--data DIR | --url URL | --store kurrent --kurrentdb-url URL] [HANDOFF_ID[@SEQ:HASH]...]
                                                recompute the hash chains; exit 1 naming the first break
   baton store check [--data ./data]            verify the data file, page by page
   baton migrate --from bolt --data DIR --to kurrent --kurrentdb-url URL
@@ -78,7 +78,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return keysCreate(ctx, args[2:], stdout)
 	case "ledger":
 		if len(args) < 2 || args[1] != "verify" {
-			return errors.New("usage: baton ledger verify [--data DIR | --url URL --key KEY] [HANDOFF_ID...]")
+			return errors.New("usage: baton ledger verify [--data DIR | --url URL --key KEY] [HANDOFF_ID[@SEQ:HASH]...]")
 		}
 		return ledgerVerify(ctx, args[2:], stdout)
 	case "store":

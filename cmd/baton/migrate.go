@@ -99,7 +99,7 @@ func migrate(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "migrate: compared %d events: the target holds each once, in the same order, with the same id, stream, revision, type, data and metadata\n", n)
 	fmt.Fprintln(stdout, "migrate: verifying the hash chains in the target (baton ledger verify):")
-	return verifyStore(ctx, dst, nil, stdout)
+	return verifyStore(ctx, dst, nil, nil, stdout)
 }
 
 // errLimitReached ends a copy at --limit.
