@@ -68,13 +68,15 @@ func (p *OpenAI) Configured() bool {
 func (p *OpenAI) RequireKey(env string) { p.keyEnv = env }
 
 type oaMessage struct {
-	Role       string       `json:"role"`
-	Content    any          `json:"content"`
-	ToolCalls  []oaToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string       `json:"tool_call_id,omitempty"`
+	Role       string           `json:"role"`
+	Content    any              `json:"content"`
+	ToolCalls  []OpenAIToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string           `json:"tool_call_id,omitempty"`
 }
 
-type oaToolCall struct {
+// OpenAIToolCall is a tool call in OpenAI's chat completions format, as the
+// adapter sends it upstream and the chat front answers it.
+type OpenAIToolCall struct {
 	ID       string `json:"id"`
 	Type     string `json:"type"`
 	Function struct {
@@ -117,9 +119,9 @@ type oaResponse struct {
 	Model   string `json:"model"`
 	Choices []struct {
 		Message struct {
-			Content   *string      `json:"content"`
-			Refusal   *string      `json:"refusal"`
-			ToolCalls []oaToolCall `json:"tool_calls"`
+			Content   *string          `json:"content"`
+			Refusal   *string          `json:"refusal"`
+			ToolCalls []OpenAIToolCall `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
@@ -173,13 +175,13 @@ func (p *OpenAI) body(req Request, stream bool) ([]byte, error) {
 	}
 	for _, m := range req.Messages {
 		var text strings.Builder
-		var calls []oaToolCall
+		var calls []OpenAIToolCall
 		for _, b := range m.Content {
 			switch b.Type {
 			case "text":
 				text.WriteString(b.Text)
 			case "tool_use":
-				c := oaToolCall{ID: b.ID, Type: "function"}
+				c := OpenAIToolCall{ID: b.ID, Type: "function"}
 				c.Function.Name, c.Function.Arguments = b.Name, string(b.Input)
 				calls = append(calls, c)
 			case "tool_result":

@@ -29,14 +29,7 @@ func openaiUsage(u gateway.Usage, cost *float64) oaUsageOut {
 	return out
 }
 
-type ccToolCallOut struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
+type ccToolCallOut = gateway.OpenAIToolCall
 
 type ccMessageOut struct {
 	Role      string          `json:"role"`
