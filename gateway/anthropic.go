@@ -229,7 +229,6 @@ type anStream struct {
 	body  io.ReadCloser
 	sse   *sseReader
 	usage Usage
-	told  bool // the upstream reported usage (message_start or message_delta)
 	final bool // message_delta carried usage: the output count is the upstream's
 	stop  string
 	seq   string // the stop sequence hit
@@ -283,7 +282,7 @@ func (s *anStream) Next() (Delta, error) {
 			if e.Message.Usage == nil {
 				continue
 			}
-			s.usage, s.told = e.Message.Usage.usage(), true
+			s.usage = e.Message.Usage.usage()
 			u := s.usage // the input side is known now: tell the caller early
 			return Delta{Usage: &u}, nil
 		case "content_block_start":
@@ -313,7 +312,7 @@ func (s *anStream) Next() (Delta, error) {
 				// message_delta usage is cumulative; the input side is
 				// usually told at message_start, but some upstreams tell
 				// it (or correct it) here.
-				s.usage.OutputTokens, s.told, s.final = u.OutputTokens, true, true
+				s.usage.OutputTokens, s.final = u.OutputTokens, true
 				if u.InputTokens > 0 {
 					s.usage.InputTokens = u.InputTokens
 				}

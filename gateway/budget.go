@@ -59,7 +59,7 @@ func WorstTokens(req Request, m *Model) (in, out int) {
 		in += len(req.Output.Name) + len(req.Output.Schema) + structuredOverhead
 	}
 	out = req.MaxTokens
-	if out <= 0 && m != nil && m.Provider == "anthropic" {
+	if out <= 0 && m != nil && m.Kind == "anthropic" {
 		out = AnthropicDefaultMaxTokens // what the adapter sends when the request sets none
 	}
 	if out <= 0 && m != nil {

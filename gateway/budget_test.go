@@ -105,8 +105,8 @@ func TestBudgetRefusals(t *testing.T) {
 // JSON-object instruction) and the output cap the adapter really sends.
 func TestWorstTokens(t *testing.T) {
 	req := Request{Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: "hi"}}}}}
-	anthropic := &Model{ID: "anthropic:m", Provider: "anthropic", ContextTokens: 200000}
-	openai := &Model{ID: "openai:m", Provider: "openai", ContextTokens: 128000}
+	anthropic := &Model{ID: "anthropic:m", Provider: "claude", Kind: "anthropic", ContextTokens: 200000}
+	openai := &Model{ID: "anthropic:m", Provider: "anthropic", Kind: "openai-compatible", ContextTokens: 128000} // named anthropic, not of that kind
 	in, out := WorstTokens(req, anthropic)
 	if out != AnthropicDefaultMaxTokens {
 		t.Errorf("anthropic, no cap: out %d, want %d", out, AnthropicDefaultMaxTokens)

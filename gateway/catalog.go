@@ -67,6 +67,7 @@ type Model struct {
 	Created       int64    `json:"created"`
 	OwnedBy       string   `json:"owned_by"`
 	Provider      string   `json:"provider"`
+	Kind          string   `json:"-"` // the provider's adapter: openai, openai-compatible, anthropic, local
 	Model         string   `json:"model"`
 	Modes         []string `json:"modes"`
 	ContextTokens int      `json:"contextTokens"`
@@ -263,7 +264,7 @@ func (c *Catalog) add(p Provider, specs []ModelSpec, dev bool) {
 	c.providers[p.Name()] = p
 	for _, s := range specs {
 		m := &Model{
-			ID: p.Name() + ":" + s.Name, Object: "model", OwnedBy: p.Name(), Provider: p.Name(), Model: s.Name,
+			ID: p.Name() + ":" + s.Name, Object: "model", OwnedBy: p.Name(), Provider: p.Name(), Kind: p.Kind(), Model: s.Name,
 			Modes: s.Modes, ContextTokens: s.ContextTokens, SupportsJSON: s.SupportsJSON, SupportsTools: s.SupportsTools,
 			Configured: p.Configured(), Available: p.Configured(), HasPricing: s.Pricing != nil, Pricing: s.Pricing,
 			Development: dev, Fallbacks: s.Fallbacks,
@@ -302,7 +303,7 @@ func (c *Catalog) Resolve(id string) (Provider, *Model, error) {
 	if provName == "local" {
 		return nil, nil, fmt.Errorf("%w: the local provider serves only %s", ErrUnknownModel, "local:"+LocalModel)
 	}
-	return p, &Model{ID: id, Object: "model", Provider: provName, Model: name, Modes: []string{}, Configured: p.Configured(), Available: p.Configured()}, nil
+	return p, &Model{ID: id, Object: "model", Provider: provName, Kind: p.Kind(), Model: name, Modes: []string{}, Configured: p.Configured(), Available: p.Configured()}, nil
 }
 
 // Get returns a model of the catalog by id (only listed models: unlike

@@ -139,7 +139,7 @@ func (c *Catalog) applySync(s ModelsSynced) {
 		listed[name] = true
 		id := s.Provider + ":" + name
 		if c.models[id] == nil {
-			c.models[id] = &Model{ID: id, Object: "model", OwnedBy: s.Provider, Provider: s.Provider, Model: name,
+			c.models[id] = &Model{ID: id, Object: "model", OwnedBy: s.Provider, Provider: s.Provider, Kind: p.Kind(), Model: name,
 				Modes: []string{}, Configured: p.Configured(), Discovered: true,
 				Description: "listed by the provider; capabilities unknown, no price in Baton's table"}
 		}

@@ -76,10 +76,12 @@ func (s *Server) authenticate(r *http.Request) (Principal, error) {
 	if errors.Is(err, projections.ErrNoKey) && !s.unknownKeys.recent(hash) {
 		if werr := s.proj.WaitForHead(r.Context(), 2*time.Second); werr == nil {
 			rec, err = s.proj.KeyByHash(hash)
+			if errors.Is(err, projections.ErrNoKey) {
+				s.unknownKeys.add(hash) // refused with the read model caught up: remember it
+			}
 		}
 	}
 	if errors.Is(err, projections.ErrNoKey) {
-		s.unknownKeys.add(hash)
 		return Principal{}, domain.E(op, domain.KindUnauthorized, "invalid_api_key", "the API key is not valid")
 	}
 	if err != nil {

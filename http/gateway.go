@@ -307,7 +307,7 @@ func (u *upstream) close() {
 // message_start) does not commit the stream: an upstream that reports its
 // input tokens and then fails (overloaded_error) still falls back.
 func committing(d gateway.Delta) bool {
-	return d.Text != "" || d.ToolCall != nil || d.StopReason != ""
+	return d.Text != "" || d.Refusal != "" || d.ToolCall != nil || d.StopReason != ""
 }
 
 // openStream tries the chain until a model's stream yields its first
