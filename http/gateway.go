@@ -103,6 +103,13 @@ func anthropicModel(m gateway.Model) map[string]any {
 // takes the rest of the path.
 func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
+	switch id {
+	case "sync", "health", "health/batch", "route/preview":
+		// The admin endpoints under /v1/models are POSTs; this route takes
+		// every other GET below /v1/models, so it answers for them.
+		s.noRoute(w, r, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed on "+r.URL.Path+".")
+		return
+	}
 	m, ok := s.catalog.Get(id)
 	anthropic := r.Header.Get("anthropic-version") != ""
 	if !ok {

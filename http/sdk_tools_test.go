@@ -200,4 +200,7 @@ func TestSDKModelsRetrieve(t *testing.T) {
 	if r.status != 405 || r.str("error.type") != "invalid_request_error" {
 		t.Fatalf("DELETE a model: %d %s", r.status, r.raw)
 	}
+	if r := e.do("GET", "/v1/models/health", e.admin, nil); r.status != 405 {
+		t.Fatalf("GET on a POST-only admin path: %d %s", r.status, r.raw)
+	}
 }
