@@ -58,17 +58,15 @@ type gatewayCall struct {
 	prov  gateway.Provider
 	model *gateway.Model
 	hold  *gateway.Reservation
-	holds []*gateway.Reservation // every attempt's, for releaseHolds
 }
 
-// releaseHolds frees any budget hold an attempt did not settle (a handler
-// that panicked between the hold and the settle): deferred by every
-// handler that makes calls, so a hold can never outlive its request.
-// Settled holds are not touched (Settle runs once).
-func (c *gatewayCall) releaseHolds() {
-	for _, h := range c.holds {
-		h.Settle(nil, uuid.Nil, time.Time{})
-	}
+// releaseHold frees the current attempt's budget hold if it was not
+// settled (a handler that panicked between the hold and the settle):
+// deferred by every handler that makes calls, so a hold can never outlive
+// its request. Earlier attempts are settled before the next begins, and a
+// settled hold is not touched (Settle runs once).
+func (c *gatewayCall) releaseHold() {
+	c.hold.Settle(nil, uuid.Nil, time.Time{})
 }
 
 // listModels answers in OpenAI's list shape, or in Anthropic's when the
@@ -135,9 +133,6 @@ func (s *Server) begin(r *http.Request, c *gatewayCall, t gateway.Target) error 
 	c.start = time.Now()
 	hold, err := s.budgets.Reserve(principalOf(r.Context()).Tenant, t.Model.ID, gateway.WorstCost(c.req, t.Model))
 	c.hold = hold
-	if hold != nil {
-		c.holds = append(c.holds, hold)
-	}
 	return err
 }
 
@@ -640,7 +635,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &gatewayCall{front: "chat.completions", req: req, stream: q.Stream,
 		id: "chatcmpl-" + strings.ReplaceAll(uuid.Must(uuid.NewV7()).String(), "-", "")}
-	defer c.releaseHolds()
+	defer c.releaseHold()
 	if q.Stream {
 		s.streamChat(w, r, c, chain, q.StreamOptions != nil && q.StreamOptions.IncludeUsage)
 		return
@@ -942,7 +937,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &gatewayCall{front: "messages", req: req, stream: q.Stream,
 		id: "msg_" + strings.ReplaceAll(uuid.Must(uuid.NewV7()).String(), "-", "")}
-	defer c.releaseHolds()
+	defer c.releaseHold()
 	if q.Stream {
 		s.streamMessage(w, r, c, chain)
 		return

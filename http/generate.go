@@ -239,7 +239,7 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 	}
 
 	c := &gatewayCall{front: "generate", id: "gen_" + strings.ReplaceAll(uuid.Must(uuid.NewV7()).String(), "-", "")}
-	defer c.releaseHolds()
+	defer c.releaseHold()
 	trace := generateTrace{Attempts: []attemptTrace{}}
 	var total gateway.Usage
 	var spent float64
