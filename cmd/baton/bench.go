@@ -28,6 +28,7 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	blockprofile := fs.String("blockprofile", "", "write a blocking profile to this file")
 	only := fs.String("only", "", "run one part: store, lifecycle, gateway, generate or kurrent (prints figures, writes no file)")
 	gwDur := fs.Duration("gw-duration", 4*time.Second, "gateway benchmark: length of each side (direct, through Baton) of each row")
+	modelTime := fs.Duration("model-time", 20*time.Millisecond, "gateway and generate benchmarks: how long the paced upstream model takes before it answers (0: only the model answering at once; negative: only the paced model, taking its absolute value)")
 	fs.StringVar(&childCPUProfile, "child-cpuprofile", "", "gateway and generate benchmarks: the Baton child process writes its CPU profile to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -92,7 +93,7 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return gatewayResult{}, err
 		}
-		return benchGateway(ctx, dir, *gwDur, stdout)
+		return benchGateway(ctx, dir, *gwDur, *modelTime, stdout)
 	}
 	if *only == "gateway" {
 		r, err := gatewayRun()
@@ -107,7 +108,7 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return generateResult{}, err
 		}
-		return benchGenerate(ctx, dir, *gwDur, stdout)
+		return benchGenerate(ctx, dir, *gwDur, *modelTime, stdout)
 	}
 	if *only == "kurrent" {
 		r, err := benchKurrent(ctx, tmp, *dur, stdout)

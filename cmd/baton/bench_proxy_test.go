@@ -36,7 +36,7 @@ func TestBenchProxyPassesAnswersThrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	up := &http.Server{Handler: http.HandlerFunc(gwUpstream)}
+	up := &http.Server{Handler: gwUpstream(0)}
 	go up.Serve(ln)
 	defer up.Close()
 
