@@ -1,8 +1,9 @@
 # Baton. `make run` serves on the embedded store; `make test` runs every test.
 SHELL     := bash
 GO        ?= go
-DATA      ?= ./data
-ADDR      ?= 127.0.0.1:8080
+# make run ADDR=127.0.0.1:9090 (or BATON_ADDR / BATON_DATA_DIR in the environment)
+DATA      ?= $(or $(BATON_DATA_DIR),./data)
+ADDR      ?= $(or $(BATON_ADDR),127.0.0.1:8080)
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 FUZZTIME  ?= 30s

@@ -237,7 +237,7 @@ func (c *Catalog) Sync(ctx context.Context, store eventstore.Store, md eventstor
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
 			names, err := p.ListModels(cctx)
-			ev := ModelsSynced{Provider: p.Name(), OK: err == nil, Models: names, SyncedAt: time.Now().UTC()}
+			ev := ModelsSynced{Provider: p.Name(), OK: err == nil, Models: names, SyncedAt: time.Now().UTC().Truncate(time.Microsecond)}
 			if ev.Models == nil {
 				ev.Models = []string{}
 			}
@@ -316,7 +316,7 @@ func (c *Catalog) Probe(ctx context.Context, store eventstore.Store, id string, 
 		// Answered, not recorded, so that it does not take the model out of
 		// the modes everywhere.
 		h.Error = "provider not configured on this replica (no API key); nothing recorded"
-		h.TestedAt = time.Now().UTC()
+		h.TestedAt = time.Now().UTC().Truncate(time.Microsecond)
 		return h, nil
 	}
 	pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
@@ -324,7 +324,7 @@ func (c *Catalog) Probe(ctx context.Context, store eventstore.Store, id string, 
 	_, perr := p.Complete(pctx, Request{Model: m.Model, MaxTokens: 1,
 		Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: "ping"}}}}})
 	cancel()
-	h.LatencyMs, h.TestedAt, h.OK = time.Since(start).Milliseconds(), time.Now().UTC(), perr == nil
+	h.LatencyMs, h.TestedAt, h.OK = time.Since(start).Milliseconds(), time.Now().UTC().Truncate(time.Microsecond), perr == nil
 	if perr != nil {
 		if ctx.Err() != nil {
 			return HealthChecked{}, ctx.Err() // the caller left: no verdict on the model

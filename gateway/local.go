@@ -88,12 +88,17 @@ type localStream struct {
 	i     int
 	stop  string
 	usage Usage
+	told  bool // the input side was reported
 	done  bool
 }
 
 func (s *localStream) Next() (Delta, error) {
 	if err := s.ctx.Err(); err != nil {
 		return Delta{}, err
+	}
+	if !s.told { // the input side first, as Anthropic's message_start tells it
+		s.told = true
+		return Delta{Usage: &Usage{InputTokens: s.usage.InputTokens}}, nil
 	}
 	if s.i < len(s.words) {
 		w := s.words[s.i]

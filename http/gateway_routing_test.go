@@ -220,7 +220,7 @@ func TestRoutingModes(t *testing.T) {
 	}
 	// A failed health probe takes the model out of the modes.
 	h := e.must(e.do("POST", "/v1/models/health", e.admin, map[string]any{"provider": "flaky", "model": "fail-500"}), 200)
-	if h.str("ok") != "false" || h.str("id") != "flaky:fail-500" || !strings.Contains(h.str("error"), "500") {
+	if h.str("ok") != "false" || h.str("id") != "flaky:fail-500" || !strings.Contains(h.str("error"), "500") || !microTime.MatchString(h.str("testedAt")) {
 		t.Fatalf("probe: %s", h.raw)
 	}
 	r = e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "premium", "max_tokens": 20, "messages": []any{map[string]any{"role": "user", "content": "hi"}}}), 200)

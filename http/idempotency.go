@@ -177,7 +177,7 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 				if answered {
 					return
 				}
-				data, _ := json.Marshal(idemStarted{Endpoint: endpoint, BodyHash: bodyHash, RequestID: RequestID(ctx), StartedAt: time.Now().UTC()})
+				data, _ := json.Marshal(idemStarted{Endpoint: endpoint, BodyHash: bodyHash, RequestID: RequestID(ctx), StartedAt: time.Now().UTC().Truncate(time.Microsecond)})
 				res, err := s.store.Append(ctx, stream, exp, eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: evIdemStarted, Data: data,
 					Metadata: eventstore.Metadata{Tenant: p.Tenant, Actor: p.Actor(), RequestID: RequestID(ctx), SchemaVersion: 1}})
 				if errors.Is(err, eventstore.ErrConflict) {
@@ -227,7 +227,7 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 			// retry gets it too.
 			done := idemCompleted{Status: rec.status, ContentType: rec.header.Get("Content-Type"), Body: rec.body.String(),
 				Location: rec.header.Get("Location"), RetryAfter: rec.header.Get("Retry-After"),
-				RequestID: RequestID(ctx), BodyHash: bodyHash, CompletedAt: time.Now().UTC()}
+				RequestID: RequestID(ctx), BodyHash: bodyHash, CompletedAt: time.Now().UTC().Truncate(time.Microsecond)}
 			data, _ := json.Marshal(done)
 			if _, err := s.store.Append(rctx, stream, expected, eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: evIdemCompleted, Data: data,
 				Metadata: meta}); err != nil {

@@ -4,11 +4,16 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"regexp"
 	"sync"
 	"testing"
 
 	"github.com/batonhq/baton/domain"
 )
+
+// microTime matches the API's timestamps: RFC 3339, UTC, at most
+// microseconds (docs/api.md).
+var microTime = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z$`)
 
 func (e *env) keyEvents() int {
 	e.t.Helper()
@@ -37,7 +42,7 @@ func TestRevokeKey(t *testing.T) {
 	}
 	before := e.keyEvents()
 	r := e.must(e.do("DELETE", "/v1/admin/keys/"+id, e.admin, nil), 200)
-	if r.str("revoked") != "true" || r.str("revokedAt") == "" || r.str("tenant") != "c" || r.str("key") != "" {
+	if r.str("revoked") != "true" || !microTime.MatchString(r.str("revokedAt")) || !microTime.MatchString(r.str("createdAt")) || r.str("tenant") != "c" || r.str("key") != "" {
 		t.Fatalf("revocation answer: %s", r.raw)
 	}
 	if r := e.do("GET", "/v1/executor-protocol", key, nil); r.status != 401 || r.str("code") != "invalid_api_key" {

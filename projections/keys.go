@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -35,7 +36,7 @@ func (Keys) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return err
 		}
-		rec, err := json.Marshal(domain.KeyRecord{KeyID: d.KeyID, Tenant: d.Tenant, Admin: d.Admin, Display: d.Display, Label: d.Label, CreatedAt: ev.Metadata.RecordedAt})
+		rec, err := json.Marshal(domain.KeyRecord{KeyID: d.KeyID, Tenant: d.Tenant, Admin: d.Admin, Display: d.Display, Label: d.Label, CreatedAt: ev.Metadata.RecordedAt.UTC().Truncate(time.Microsecond)})
 		if err != nil {
 			return err
 		}
@@ -59,7 +60,7 @@ func (Keys) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
 		if rec.RevokedAt != nil {
 			return nil // revoked already (a second revocation, e.g. two replicas at once): the first time stands
 		}
-		t := ev.Metadata.RecordedAt
+		t := ev.Metadata.RecordedAt.UTC().Truncate(time.Microsecond)
 		rec.RevokedAt = &t
 		b, err := json.Marshal(rec)
 		if err != nil {

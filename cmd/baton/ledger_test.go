@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 	bbolt "go.etcd.io/bbolt"
@@ -157,5 +159,41 @@ func TestServeRefusesShortIdempotencyRetention(t *testing.T) {
 	err := run(context.Background(), []string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--idempotency-retention", "1h"}, &out, &out)
 	if err == nil || !strings.Contains(err.Error(), "at least 24h") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// A port already in use fails the start before the first key is made: the
+// key is printed once, and a start that fails on the address must not use
+// it up.
+func TestServeOnABusyPortMakesNoKey(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dir := t.TempDir()
+	var out bytes.Buffer
+	err = run(context.Background(), []string{"serve", "--data", dir, "--addr", ln.Addr().String()}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("err = %v; output %s", err, out.String())
+	}
+	if strings.Contains(out.String(), "BATON_API_KEY") {
+		t.Fatalf("a key was printed by a start that failed: %s", out.String())
+	}
+	// The next start on a free port makes and prints the first key.
+	ctx, cancel := context.WithCancel(context.Background())
+	var out2 syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"serve", "--data", dir, "--addr", "127.0.0.1:0"}, &out2, &out2) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(out2.String(), "baton serving") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("second start: %v", err)
+	}
+	if !strings.Contains(out2.String(), "export BATON_API_KEY=btn_sk_") {
+		t.Fatalf("second start printed no key: %s", out2.String())
 	}
 }

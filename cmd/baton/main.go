@@ -157,6 +157,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := proj.CatchUp(ctx); err != nil {
 		return fmt.Errorf("read models: %w", err)
 	}
+	// Take the address before anything is created, so that a port in use
+	// fails the start before the first key is made and printed (a newcomer
+	// who only reads the error would otherwise never see that key).
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close() // on the way out before serving; Serve closes it too
 	if err := bootstrapKey(ctx, store, proj, stderr); err != nil {
 		return err
 	}
@@ -186,10 +194,6 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	runtime.GC()
 	debug.FreeOSMemory()
 
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
 	front := batonhttp.NewServer(batonhttp.Config{
 		Store: store, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, IdempotencyRetention: *idemRetention, Log: log, Version: version, MaxBody: *maxBody,
 	})
