@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -41,14 +42,12 @@ func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	var ids []string
 	receipts := map[string]domain.LedgerHead{}
 	for _, arg := range fs.Args() {
-		id, rc, hasReceipt := strings.Cut(arg, "@")
-		if hasReceipt {
-			seq, hash, ok := strings.Cut(rc, ":")
-			n, err := strconv.ParseUint(seq, 10, 64)
-			if !ok || err != nil || n == 0 || len(hash) != 64 {
-				return fmt.Errorf("%q: a receipt is ID@SEQ:HASH, the ledgerHead {seq, hash} a callback answered", arg)
-			}
-			receipts[id] = domain.LedgerHead{Seq: n, Hash: strings.ToLower(hash)}
+		id, receipt, err := parseLedgerArg(arg)
+		if err != nil {
+			return err
+		}
+		if receipt != nil {
+			receipts[id] = *receipt
 		}
 		ids = append(ids, id)
 	}
@@ -61,6 +60,25 @@ func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer store.Close()
 	return verifyStore(ctx, store, ids, receipts, stdout)
+}
+
+// parseLedgerArg reads a ledger to verify: a handoff id, optionally with
+// the receipt an executor kept, ID@SEQ:HASH (the ledgerHead {seq, hash} a
+// callback answered; the hash is 64 hex digits, either case).
+func parseLedgerArg(arg string) (id string, receipt *domain.LedgerHead, err error) {
+	id, rc, hasReceipt := strings.Cut(arg, "@")
+	if id == "" {
+		return "", nil, fmt.Errorf("%q: want a handoff id, optionally as ID@SEQ:HASH", arg)
+	}
+	if !hasReceipt {
+		return id, nil, nil
+	}
+	seq, hash, ok := strings.Cut(rc, ":")
+	n, perr := strconv.ParseUint(seq, 10, 64)
+	if _, herr := hex.DecodeString(hash); !ok || perr != nil || n == 0 || len(hash) != 64 || herr != nil {
+		return "", nil, fmt.Errorf("%q: a receipt is ID@SEQ:HASH, the ledgerHead {seq, hash} a callback answered (SEQ from 1, HASH 64 hex digits)", arg)
+	}
+	return id, &domain.LedgerHead{Seq: n, Hash: strings.ToLower(hash)}, nil
 }
 
 // checkReceipt holds a chain to a receipt an executor kept (the ledgerHead
@@ -161,6 +179,7 @@ func verifyOverHTTP(ctx context.Context, base, key string, ids []string, receipt
 		return json.Unmarshal(body, v)
 	}
 	if ids == nil {
+		seen := map[string]bool{}
 		for cursor := ""; ; {
 			var page struct {
 				Data []struct {
@@ -177,6 +196,10 @@ func verifyOverHTTP(ctx context.Context, base, key string, ids []string, receipt
 			if page.NextCursor == "" {
 				break
 			}
+			if seen[page.NextCursor] {
+				return fmt.Errorf("GET /v1/handoff/contracts: the server gave cursor %q twice; the listing would never end", page.NextCursor)
+			}
+			seen[page.NextCursor] = true
 			cursor = page.NextCursor
 		}
 	}
@@ -189,6 +212,11 @@ func verifyOverHTTP(ctx context.Context, base, key string, ids []string, receipt
 			return err
 		}
 		events += len(l.Events)
+		if len(l.Events) == 0 { // every ledger starts with contract_created
+			fmt.Fprintf(stdout, "BROKEN handoff %s: the server shows a ledger without events\n", id)
+			broken++
+			continue
+		}
 		if br := domain.VerifyChain(id, l.Events); br != nil {
 			fmt.Fprintf(stdout, "BROKEN %s\n", br)
 			broken++

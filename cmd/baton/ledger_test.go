@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore/bolt"
 	batonhttp "github.com/batonhq/baton/http"
 	"github.com/batonhq/baton/projections"
@@ -196,4 +199,102 @@ func TestServeOnABusyPortMakesNoKey(t *testing.T) {
 	if !strings.Contains(out2.String(), "export BATON_API_KEY=btn_sk_") {
 		t.Fatalf("second start printed no key: %s", out2.String())
 	}
+}
+
+// FuzzParseLedgerArg: what parses is a non-empty id and, with a receipt, a
+// sequence from 1 and 64 lowercase hex digits; written back as
+// ID@SEQ:HASH it parses to the same.
+func FuzzParseLedgerArg(f *testing.F) {
+	h := strings.Repeat("ab", 32)
+	for _, s := range []string{"h_1", "h_1@1:" + h, "h_1@0:" + h, "@1:" + h, "h_1@1:" + strings.ToUpper(h), "h_1@1:" + strings.Repeat("zz", 32),
+		"h_1@", "h_1@1", "h_1@-1:" + h, "h_1@18446744073709551616:" + h, "a@b@1:" + h, ""} {
+		f.Add(s)
+	}
+	hexDigits := regexp.MustCompile(`^[0-9a-f]{64}$`)
+	f.Fuzz(func(t *testing.T, arg string) {
+		id, rc, err := parseLedgerArg(arg)
+		if err != nil {
+			return
+		}
+		if id == "" || strings.Contains(id, "@") {
+			t.Fatalf("%q: id %q", arg, id)
+		}
+		if rc == nil {
+			if id != arg {
+				t.Fatalf("%q: id %q without a receipt", arg, id)
+			}
+			return
+		}
+		if rc.Seq == 0 || !hexDigits.MatchString(rc.Hash) {
+			t.Fatalf("%q: receipt %+v", arg, *rc)
+		}
+		id2, rc2, err := parseLedgerArg(fmt.Sprintf("%s@%d:%s", id, rc.Seq, rc.Hash))
+		if err != nil || id2 != id || rc2 == nil || *rc2 != *rc {
+			t.Fatalf("%q: written back, parses to %q %+v, %v", arg, id2, rc2, err)
+		}
+	})
+}
+
+// FuzzVerifyOverHTTP serves arbitrary answers to `baton ledger verify
+// --url`: the contract listing and one ledger. It never panics or loops,
+// and it says "ok" only for a ledger that has events and whose chain
+// verifies.
+func FuzzVerifyOverHTTP(f *testing.F) {
+	const id = "h_fuzz"
+	at := time.Date(2026, 11, 23, 10, 0, 0, 123456000, time.UTC)
+	data := json.RawMessage(`{"objective":"x"}`)
+	c, err := domain.Canonical(id, 1, "contract_created", "tenant:a", at, data)
+	if err != nil {
+		f.Fatal(err)
+	}
+	ev := domain.Recorded{Seq: 1, Type: "contract_created", Data: data, Actor: "tenant:a", RecordedAt: at, PrevHash: domain.GenesisHash(id)}
+	ev.Hash = domain.ChainHash(ev.PrevHash, c)
+	good, _ := json.Marshal(map[string]any{"events": []domain.Recorded{ev}})
+	listing := []byte(`{"object":"list","data":[{"handoffId":"` + id + `"}],"hasMore":false}`)
+	for _, s := range [][2][]byte{
+		{listing, good},
+		{listing, []byte(`{"events":[]}`)},
+		{listing, []byte(`{}`)},
+		{[]byte(`{"data":[{"handoffId":"` + id + `"}],"nextCursor":"c1"}`), good},
+		{[]byte(`{"data":[]}`), good},
+		{listing, bytes.Replace(good, []byte(`"seq":1`), []byte(`"seq":2`), 1)},
+		{listing, []byte(`{"events":[{"seq":1,"recordedAt":"x"}]}`)},
+		{[]byte(`[`), good},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, list, ledger []byte) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/v1/handoff/contracts" {
+				w.Write(list)
+				return
+			}
+			w.Write(ledger)
+		}))
+		defer srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var out bytes.Buffer
+		err := verifyOverHTTP(ctx, srv.URL, "btn_sk_x", nil, nil, &out)
+		if ctx.Err() != nil {
+			t.Fatalf("verification did not end: %v", err)
+		}
+		var l struct {
+			Events []domain.Recorded `json:"events"`
+		}
+		decoded := json.Unmarshal(ledger, &l) == nil
+		for _, line := range strings.Split(out.String(), "\n") {
+			okID, found := strings.CutPrefix(line, "ok ")
+			if !found {
+				continue
+			}
+			okID = okID[:strings.LastIndex(okID, ": ")]
+			if !decoded || len(l.Events) == 0 || domain.VerifyChain(okID, l.Events) != nil {
+				t.Fatalf("said ok for %q, ledger %q: %s", okID, ledger, out.String())
+			}
+		}
+		if err == nil && strings.Contains(out.String(), "BROKEN") {
+			t.Fatalf("reported a break but succeeded: %s", out.String())
+		}
+	})
 }
