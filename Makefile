@@ -44,19 +44,14 @@ lint: vet fmt-check
 bench:
 	$(GO) run ./cmd/baton bench --out docs/benchmarks.md
 
+# Every native fuzz target in the tree, found by name, FUZZTIME each.
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecodeRecord -fuzztime $(FUZZTIME) ./eventstore/bolt
-	$(GO) test -run '^$$' -fuzz FuzzDecodeHead -fuzztime $(FUZZTIME) ./eventstore/bolt
-	$(GO) test -run '^$$' -fuzz FuzzDecodeMetadata -fuzztime $(FUZZTIME) ./eventstore/kurrent
-	$(GO) test -run '^$$' -fuzz FuzzParseWrongVersion -fuzztime $(FUZZTIME) ./eventstore/kurrent
-	$(GO) test -run '^$$' -fuzz FuzzScanJSON -fuzztime $(FUZZTIME) ./domain/secrets
-	$(GO) test -run '^$$' -fuzz FuzzCallbackBodies -fuzztime $(FUZZTIME) ./http
-	$(GO) test -run '^$$' -fuzz FuzzGatewayBodies -fuzztime $(FUZZTIME) ./http
-	$(GO) test -run '^$$' -fuzz FuzzModelAdminBodies -fuzztime $(FUZZTIME) ./http
-	$(GO) test -run '^$$' -fuzz FuzzSSEStreams -fuzztime $(FUZZTIME) ./gateway
-	$(GO) test -run '^$$' -fuzz FuzzGenerateBodies -fuzztime $(FUZZTIME) ./http
-	$(GO) test -run '^$$' -fuzz FuzzParseLenient -fuzztime $(FUZZTIME) ./gateway/tasks
-	$(GO) test -run '^$$' -fuzz FuzzValidateOutput -fuzztime $(FUZZTIME) ./gateway/tasks
+	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
+	  d=$$(dirname $$f); \
+	  for n in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+	    echo "== $$d $$n"; $(GO) test -run '^$$' -fuzz "^$$n\$$" -fuzztime $(FUZZTIME) $$d; \
+	  done; \
+	done
 
 clean:
 	rm -rf baton $(DATA)
