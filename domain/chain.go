@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -41,16 +43,22 @@ func Canonical(handoffID string, seq uint64, typ, actor string, recordedAt time.
 }
 
 // CanonicalJSON re-encodes a JSON document with sorted keys and no
-// insignificant whitespace.
+// insignificant whitespace. It refuses what has no single meaning: an
+// object with a key twice (decoders disagree on which one counts, so the
+// hash could cover one value while a fold reads another) and anything
+// after the document.
 func CanonicalJSON(data []byte) ([]byte, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return []byte("null"), nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := strictValue(dec)
+	if err != nil {
 		return nil, fmt.Errorf("canonical JSON: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("canonical JSON: data after the document")
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -59,6 +67,50 @@ func CanonicalJSON(data []byte) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// strictValue reads one JSON value token by token, refusing duplicate keys.
+func strictValue(dec *json.Decoder) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			obj := map[string]any{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				k, _ := kt.(string)
+				if _, dup := obj[k]; dup {
+					return nil, fmt.Errorf("key %q appears twice in an object", k)
+				}
+				if obj[k], err = strictValue(dec); err != nil {
+					return nil, err
+				}
+			}
+			_, err := dec.Token() // '}'
+			return obj, err
+		case '[':
+			arr := []any{}
+			for dec.More() {
+				v, err := strictValue(dec)
+				if err != nil {
+					return nil, err
+				}
+				arr = append(arr, v)
+			}
+			_, err := dec.Token() // ']'
+			return arr, err
+		}
+		return nil, fmt.Errorf("unexpected %v", t)
+	default:
+		return tok, nil // string, json.Number, bool or nil
+	}
 }
 
 // ChainHash is SHA-256(prevHash || canonical event), hex encoded.

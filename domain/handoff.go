@@ -266,10 +266,16 @@ func Fold(events []Recorded) (*Handoff, error) {
 	return h, nil
 }
 
-// Apply folds one recorded event into h.
+// Apply folds one recorded event into h. The event must be one the state
+// machine allows from h's state: a ledger written by anything else than
+// Baton's own decisions (a shared store, a tampered file) does not fold
+// into a state Baton would never have reached.
 func (h *Handoff) Apply(ev Recorded) error {
 	if ev.Seq != h.Head.Seq+1 {
 		return fmt.Errorf("handoff %s: event seq %d follows %d", h.ID, ev.Seq, h.Head.Seq)
+	}
+	if from, known := eventFrom[ev.Type]; known && !from[h.State] {
+		return fmt.Errorf("handoff %s: event %s at seq %d is not allowed in state %q", h.ID, ev.Type, ev.Seq, h.State)
 	}
 	at := ev.RecordedAt
 	var req *RequestRef

@@ -36,6 +36,28 @@ var transitions = fsm.Events{
 	{Name: stepClose, Src: []string{string(StateApprovalDecided), string(StateResultReceived), string(StateProofReviewed)}, Dst: string(StateLedgerClosed)},
 }
 
+// eventFrom is, for each event type, the states it may follow: the
+// sources of the machine's step that records it (a contract is created
+// from no state).
+var eventFrom = func() map[string]map[State]bool {
+	stepOf := map[string]string{
+		EventApprovalDecided: stepApprove, EventExecutorStarted: stepStart, EventProofReceived: stepProof,
+		EventProofReviewed: stepReview, EventResultReceived: stepResult, EventLedgerClosed: stepClose,
+	}
+	m := map[string]map[State]bool{EventContractCreated: {"": true}}
+	for ev, step := range stepOf {
+		m[ev] = map[State]bool{}
+		for _, t := range transitions {
+			if t.Name == step {
+				for _, src := range t.Src {
+					m[ev][State(src)] = true
+				}
+			}
+		}
+	}
+	return m
+}()
+
 // Transition is one row of the machine, for the protocol description.
 type Transition struct {
 	Step string   `json:"step"`

@@ -2,9 +2,11 @@ package domain
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -119,7 +121,15 @@ func BuildPlan(id, objective string, constraints []string, target, risk string, 
 	}
 	types := map[string]bool{}
 	anyApproval, anyExternal := false, false
+	if len(out.Steps) == 0 {
+		return nil, errors.New("plan: agent_plan output has no steps")
+	}
 	for i, s := range out.Steps {
+		// The output schema says as much; the policy below depends on it,
+		// so it is checked here too.
+		if strings.TrimSpace(s.Title) == "" || (s.Kind != StepExternalAction && s.Kind != StepAnalysis) {
+			return nil, fmt.Errorf("plan: agent_plan output: step %d needs a title and a kind of %s or %s", i+1, StepExternalAction, StepAnalysis)
+		}
 		st := PlanStep{Index: i + 1, Title: s.Title, Description: s.Description, Kind: s.Kind, RequiresApproval: s.RequiresApproval, Proof: s.Proof}
 		if st.Proof == nil {
 			st.Proof = []string{}

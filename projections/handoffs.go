@@ -47,17 +47,18 @@ func (p *Handoffs) cached(id string, seq uint64) *domain.Handoff {
 	return nil
 }
 
-func (p *Handoffs) keep(h *domain.Handoff) {
+// keep caches h under its stream's id (never an id its events name).
+func (p *Handoffs) keep(id string, h *domain.Handoff) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cache == nil || len(p.cache) >= cacheLimit {
 		p.cache = map[string]*domain.Handoff{}
 	}
 	if h.State == domain.StateLedgerClosed {
-		delete(p.cache, h.ID) // closed: no more events
+		delete(p.cache, id) // closed: no more events
 		return
 	}
-	p.cache[h.ID] = h
+	p.cache[id] = h
 }
 
 // Forget drops the cache; the runner calls it when a transaction fails, as
@@ -132,7 +133,13 @@ func (p *Handoffs) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
 			return err
 		}
 	}
-	p.keep(h)
+	if h.ID != id {
+		// The contract on this stream names another handoff: folding it
+		// would show one handoff's events as another's.
+		p.Forget()
+		return fmt.Errorf("handoff stream %s: its contract names handoff %q", ev.StreamID, h.ID)
+	}
+	p.keep(id, h)
 	return p.write(tx, id, rec, h)
 }
 
