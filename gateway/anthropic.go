@@ -104,7 +104,9 @@ type anUsage struct {
 }
 
 func (u anUsage) usage() Usage {
-	return Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}
+	// Negative counts are dropped: they would lower the tenant's spending.
+	return Usage{InputTokens: max(u.InputTokens, 0), OutputTokens: max(u.OutputTokens, 0),
+		CacheReadTokens: max(u.CacheReadInputTokens, 0), CacheWriteTokens: max(u.CacheCreationInputTokens, 0)}
 }
 
 func (p *Anthropic) body(req Request, stream bool) ([]byte, error) {
@@ -189,6 +191,7 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (*Response, error
 	}
 	defer resp.Body.Close()
 	var r struct {
+		Type         string   `json:"type"`
 		ID           string   `json:"id"`
 		Model        string   `json:"model"`
 		Content      []Block  `json:"content"`
@@ -196,8 +199,11 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (*Response, error
 		StopSequence *string  `json:"stop_sequence"`
 		Usage        *anUsage `json:"usage"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&r); err != nil {
+	if err := decodeWhole(io.LimitReader(resp.Body, 64<<20), &r); err != nil {
 		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: " + err.Error()}
+	}
+	if r.Type != "message" {
+		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: fmt.Sprintf("malformed response: type %q where a message was expected", r.Type)}
 	}
 	out := &Response{ID: r.ID, Model: r.Model, Content: r.Content, StopReason: StopFromAnthropic(r.StopReason), NativeStop: r.StopReason}
 	if r.StopSequence != nil {
@@ -362,8 +368,10 @@ func (p *Anthropic) ListModels(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, m := range l.Data {
-			out = append(out, m.ID)
+		for _, m := range *l.Data {
+			if m.ID != "" {
+				out = append(out, m.ID)
+			}
 		}
 		if !l.HasMore || l.LastID == "" || l.LastID == after {
 			return out, nil
@@ -379,7 +387,7 @@ func (p *Anthropic) ListModels(ctx context.Context) ([]string, error) {
 const anthropicMaxModelPages = 50
 
 type anModelPage struct {
-	Data []struct {
+	Data *[]struct { // nil: no data array, so not a list
 		ID string `json:"id"`
 	} `json:"data"`
 	HasMore bool   `json:"has_more"`
@@ -393,7 +401,7 @@ func (p *Anthropic) modelPage(ctx context.Context, path string) (*anModelPage, e
 	}
 	defer resp.Body.Close()
 	var l anModelPage
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&l); err != nil {
+	if err := decodeWhole(io.LimitReader(resp.Body, 16<<20), &l); err != nil || l.Data == nil {
 		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed model list"}
 	}
 	return &l, nil

@@ -227,7 +227,7 @@ func (b *Budgets) Apply(ev eventstore.RecordedEvent) error {
 		}
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		if u.CostUSD != nil {
+		if u.CostUSD != nil && *u.CostUSD > 0 { // a negative cost (a foreign writer) must not lower the spending
 			at := u.At // the moment the settling replica counted it: every replica counts it in the same day
 			if at.IsZero() {
 				at = ev.Metadata.RecordedAt

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -160,7 +161,12 @@ func NewCatalog(cfg Config) (*Catalog, error) {
 			// ids in order of preference.
 			Modes map[string][]string `json:"modes"`
 		}
-		dec := json.NewDecoder(strings.NewReader(string(b)))
+		if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
+			// null, a list, a string: decoding would leave an empty
+			// catalog and say nothing.
+			return nil, fmt.Errorf("gateway: providers file %s: want a JSON object {\"providers\": [...]}", cfg.ProvidersFile)
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields() // a typo in a config file should not pass silently
 		if err := dec.Decode(&f); err != nil {
 			return nil, fmt.Errorf("gateway: providers file %s: %w", cfg.ProvidersFile, err)

@@ -136,6 +136,9 @@ func (c *Catalog) applySync(s ModelsSynced) {
 	}
 	listed := make(map[string]bool, len(s.Models))
 	for _, name := range s.Models {
+		if name == "" {
+			continue // no model: "<provider>:" resolves to nothing
+		}
 		listed[name] = true
 		id := s.Provider + ":" + name
 		if c.models[id] == nil {
@@ -164,7 +167,7 @@ func (c *Catalog) applyHealth(h HealthChecked) {
 		if p == nil || name == "" {
 			return
 		}
-		m = &Model{ID: h.ID, Object: "model", OwnedBy: prov, Provider: prov, Model: name, Modes: []string{},
+		m = &Model{ID: h.ID, Object: "model", OwnedBy: prov, Provider: prov, Kind: p.Kind(), Model: name, Modes: []string{},
 			Configured: p.Configured(), Available: p.Configured(), Discovered: true}
 		c.models[h.ID] = m
 	}

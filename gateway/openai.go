@@ -110,8 +110,9 @@ type oaUsage struct {
 
 // usage converts OpenAI's counts, where prompt tokens include cached ones.
 func (u oaUsage) usage() Usage {
-	cached := min(u.PromptTokensDetails.CachedTokens, u.PromptTokens)
-	return Usage{InputTokens: u.PromptTokens - cached, OutputTokens: u.CompletionTokens, CacheReadTokens: cached}
+	prompt := max(u.PromptTokens, 0) // a negative count would lower the tenant's spending
+	cached := min(max(u.PromptTokensDetails.CachedTokens, 0), prompt)
+	return Usage{InputTokens: prompt - cached, OutputTokens: max(u.CompletionTokens, 0), CacheReadTokens: cached}
 }
 
 type oaResponse struct {
@@ -253,13 +254,18 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (*Response, error) {
 	}
 	defer resp.Body.Close()
 	var r oaResponse
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&r); err != nil {
+	if err := decodeWhole(io.LimitReader(resp.Body, 64<<20), &r); err != nil {
 		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: " + err.Error()}
 	}
 	if len(r.Choices) == 0 {
 		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "response has no choices"}
 	}
 	c := r.Choices[0]
+	if c.FinishReason == "" && c.Message.Content == nil && c.Message.Refusal == nil && len(c.Message.ToolCalls) == 0 {
+		// Not an answer, not even an empty one: no message and no reason
+		// for it to end.
+		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: the choice has no message and no finish_reason"}
+	}
 	out := &Response{ID: r.ID, Model: r.Model, NativeStop: c.FinishReason, StopReason: StopFromOpenAI(c.FinishReason)}
 	if c.Message.Content != nil && *c.Message.Content != "" {
 		out.Content = append(out.Content, Block{Type: "text", Text: *c.Message.Content})
@@ -470,18 +476,35 @@ func (p *OpenAI) ListModels(ctx context.Context) ([]string, error) {
 		return nil, readUpstreamError(p.name, resp)
 	}
 	var l struct {
-		Data []struct {
+		Data *[]struct {
 			ID string `json:"id"`
 		} `json:"data"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&l); err != nil {
+	if err := decodeWhole(io.LimitReader(resp.Body, 16<<20), &l); err != nil || l.Data == nil {
+		// Without a data array this is not a list, and taking it for an
+		// empty one would mark every model of the provider unavailable.
 		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed model list"}
 	}
-	out := make([]string, len(l.Data))
-	for i, m := range l.Data {
-		out[i] = m.ID
+	out := make([]string, 0, len(*l.Data))
+	for _, m := range *l.Data {
+		if m.ID != "" {
+			out = append(out, m.ID)
+		}
 	}
 	return out, nil
+}
+
+// decodeWhole decodes one JSON document and refuses anything after it: an
+// answer with trailing bytes is not one the provider meant.
+func decodeWhole(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("data after the JSON document")
+	}
+	return nil
 }
 
 func transportError(provider string, err error) error {
@@ -519,7 +542,16 @@ func readUpstreamError(provider string, resp *http.Response) error {
 		msg = e.Error.Message
 	}
 	if len(msg) > 500 {
-		msg = msg[:500]
+		// Cut at the start of a character, not inside one: the message
+		// goes out in JSON answers and logs.
+		cut := 0
+		for i := range msg { // i steps from one character's start to the next
+			if i > 500 {
+				break
+			}
+			cut = i
+		}
+		msg = msg[:cut]
 	}
 	return &UpstreamError{Provider: provider, Status: resp.StatusCode, Type: e.Error.Type, Message: fmt.Sprintf("%s", msg), RetryAfter: resp.Header.Get("Retry-After")}
 }

@@ -1,0 +1,509 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/batonhq/baton/eventstore"
+)
+
+// fuzzUpstream answers every request with one status and body. "$N" in the
+// body becomes the request's number, so that a fuzzed model list can page
+// on with a fresh cursor.
+type fuzzUpstream struct {
+	mu     sync.Mutex
+	status int
+	body   []byte
+	served [][]byte // the bodies sent since the last reset, in order
+}
+
+func (u *fuzzUpstream) reset(status int, body []byte) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.status, u.body, u.served = status, body, nil
+}
+
+func (u *fuzzUpstream) bodies() [][]byte {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.served)
+}
+
+func (u *fuzzUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u.mu.Lock()
+	status := u.status
+	body := bytes.ReplaceAll(u.body, []byte("$N"), []byte(strconv.Itoa(len(u.served))))
+	if status == http.StatusNoContent || status == http.StatusNotModified {
+		body = nil // these carry no body; net/http drops it
+	}
+	u.served = append(u.served, body) // before answering: the client may ask again at once
+	u.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// within fails the test when call has not returned after d: a decoder that
+// loops on some input must fail the fuzzer, not hang it.
+func within(t *testing.T, d time.Duration, call func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		call()
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("the call has not returned after %v", d)
+	}
+}
+
+// listsModels reports whether b is a JSON object whose data is an array, the
+// shape of both providers' model lists.
+func listsModels(b []byte) bool {
+	var l struct {
+		Data json.RawMessage `json:"data"`
+	}
+	return json.Unmarshal(b, &l) == nil && bytes.HasPrefix(l.Data, []byte("["))
+}
+
+// FuzzUpstreamAnswers has an upstream answer a non-streamed call or a model
+// list with any status and body. Whatever it answers, the call returns in
+// bounded time; a refusal is an *UpstreamError with the upstream's status
+// and a message that stays valid UTF-8; a 2xx that is not an answer is an
+// error, never an empty success; usage is never negative.
+func FuzzUpstreamAnswers(f *testing.F) {
+	const (
+		oaAnswer   = `{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"Paris.","refusal":null},"finish_reason":"stop"}],"usage":{"prompt_tokens":$T,"completion_tokens":8,"prompt_tokens_details":{"cached_tokens":16}}}`
+		oaTools    = `{"id":"chatcmpl-2","model":"m","choices":[{"message":{"content":null,"tool_calls":[{"id":"","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},"finish_reason":"stop"}]}`
+		anAnswer   = `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-20250514","content":[{"type":"text","text":"Paris."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":27,"cache_creation_input_tokens":3,"cache_read_input_tokens":4,"output_tokens":$T}}`
+		oaModels   = `{"object":"list","data":[{"id":"gpt-4o-mini","object":"model"},{"id":"gpt-4o","object":"model"}]}`
+		anModels   = `{"data":[{"type":"model","id":"claude-sonnet-4-20250514"}],"has_more":false,"first_id":"claude-sonnet-4-20250514","last_id":"claude-sonnet-4-20250514"}`
+		anEndless  = `{"data":[{"type":"model","id":"m-$N"}],"has_more":true,"last_id":"m-$N"}`
+		anSameLast = `{"data":[{"type":"model","id":"m"}],"has_more":true,"last_id":"m"}`
+		oaError    = `{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`
+		anError    = `{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed the rate limit."}}`
+	)
+	// Calls, by a fuzzed index: 0-2 Complete, 3-5 ListModels, on an OpenAI,
+	// an OpenAI-compatible and an Anthropic adapter.
+	const (
+		oaComplete, compatComplete, anComplete = 0, 1, 2
+		oaList, compatList, anList             = 3, 4, 5
+	)
+	for _, s := range []struct {
+		calls  []uint8
+		status uint16
+		tokens int64
+		body   string
+	}{
+		{[]uint8{oaComplete, compatComplete}, 200, 31, oaAnswer},
+		{[]uint8{oaComplete, compatComplete}, 200, 0, oaTools},
+		{[]uint8{anComplete}, 200, 10, anAnswer},
+		{[]uint8{oaList, compatList, anList}, 200, 0, oaModels},
+		{[]uint8{oaList, compatList, anList}, 200, 0, anModels},
+		{[]uint8{anList}, 200, 0, anEndless},
+		{[]uint8{anList}, 200, 0, anSameLast},
+		{[]uint8{0, 1, 2, 3, 4, 5}, 200, 0, `{"id":"x","choices":[`},
+		{[]uint8{0, 1, 2, 3, 4, 5}, 200, 0, ``},
+		{[]uint8{0, 1, 2, 3, 4, 5}, 200, 0, `[]`},
+		{[]uint8{0, 1, 2, 3, 4, 5}, 204, 0, ``},
+		{[]uint8{0, 1, 2, 3, 4, 5}, 301, 0, `moved`},
+		{[]uint8{0, 1, 2, 3, 4, 5}, 500, 0, oaError},
+		{[]uint8{0, 1, 2, 3, 4, 5}, 429, 0, anError},
+		{[]uint8{0, 1, 2, 3, 4, 5}, 502, 0, "<html><body>Bad Gateway</body></html>\n"},
+		// Over 500 bytes of three-byte characters: the message is cut,
+		// and not inside a character.
+		{[]uint8{0, 1, 2, 3, 4, 5}, 503, 0, strings.Repeat("€", 200)},
+		{[]uint8{0, 1, 2, 3, 4, 5}, 400, 0, `{"error":{"type":"invalid_request_error","message":"` + strings.Repeat("語", 200) + `"}}`},
+		// Found by this target: negative counts, which would lower a
+		// tenant's spending; answers that are not answers; lists without
+		// a data array, which a sync would take for "no models".
+		{[]uint8{oaComplete, compatComplete}, 200, 0, `{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":-13,"completion_tokens":-2,"prompt_tokens_details":{"cached_tokens":-4}}}`},
+		{[]uint8{anComplete}, 200, -5, anAnswer},
+		{[]uint8{anComplete}, 200, 0, `{}`},
+		{[]uint8{oaComplete, compatComplete}, 200, 0, `{"ChoiCes":[{}]}00`},
+		{[]uint8{oaComplete, compatComplete}, 200, 0, `{"choices":[{}]}`},
+		{[]uint8{oaList, compatList, anList}, 200, 0, `{}`},
+		{[]uint8{oaList, compatList, anList}, 200, 0, `null`},
+		{[]uint8{oaList, compatList, anList}, 200, 0, `{"data":null}`},
+		{[]uint8{oaList, compatList, anList}, 200, 0, `{"data":[{"id":""}]}`},
+	} {
+		for _, c := range s.calls {
+			f.Add(c, s.status, s.tokens, []byte(s.body))
+		}
+	}
+
+	up := &fuzzUpstream{}
+	srv := httptest.NewServer(up)
+	f.Cleanup(srv.Close)
+	oa := NewOpenAI("openai", "openai", srv.URL, "k", srv.Client())
+	compat := NewOpenAI("compat", "openai-compatible", srv.URL, "", srv.Client())
+	an := NewAnthropic("anthropic", srv.URL, "k", srv.Client())
+	providers := []Provider{oa, compat, an}
+	req := Request{Model: "m", MaxTokens: 16, Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: "hi"}}}}}
+
+	f.Fuzz(func(t *testing.T, call uint8, status uint16, tokens int64, body []byte) {
+		code := int(status)
+		if code < 200 || code > 999 {
+			code = 200 + code%800 // net/http sends 200-999; 1xx are interim answers
+		}
+		call %= 6
+		p := providers[call%3]
+		// "$T" is a token count the fuzzer sets as a number, which it
+		// changes far more readily than the digits of a body.
+		body = bytes.ReplaceAll(body, []byte("$T"), []byte(strconv.FormatInt(tokens, 10)))
+		up.reset(code, body)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var (
+			resp   *Response
+			models []string
+			err    error
+		)
+		within(t, 15*time.Second, func() {
+			if call < 3 {
+				resp, err = p.Complete(ctx, req)
+			} else {
+				models, err = p.ListModels(ctx)
+			}
+		})
+		served := up.bodies()
+		what := p.Name() + " Complete"
+		if call >= 3 {
+			what = p.Name() + " ListModels"
+		}
+		maxPages := 1
+		if call == anList {
+			maxPages = anthropicMaxModelPages
+		}
+		if len(served) == 0 || len(served) > maxPages {
+			t.Fatalf("%s asked %d times, want 1 to %d", what, len(served), maxPages)
+		}
+		last := served[len(served)-1]
+
+		if err != nil {
+			var ue *UpstreamError
+			if !errors.As(err, &ue) {
+				t.Fatalf("%s: error %v (%T) is not an *UpstreamError", what, err, err)
+			}
+			want := code
+			if code < 300 {
+				want = http.StatusBadGateway // a 2xx that is not an answer
+			}
+			if ue.Status != want {
+				t.Fatalf("%s: status %d, want %d (upstream said %d): %v", what, ue.Status, want, code, err)
+			}
+			if utf8.Valid(last) && !utf8.ValidString(ue.Message) {
+				t.Fatalf("%s: message %q is not valid UTF-8; the upstream's body was", what, ue.Message)
+			}
+			if code >= 300 {
+				if len(ue.Message) > 500 {
+					t.Fatalf("%s: message of %d bytes, want at most 500", what, len(ue.Message))
+				}
+				// Not JSON: the message is the body itself, cut short.
+				trimmed := strings.TrimSpace(string(last))
+				if !json.Valid(last) && (!strings.HasPrefix(trimmed, ue.Message) || len(ue.Message) < min(len(trimmed), 500-(utf8.UTFMax-1))) {
+					t.Fatalf("%s: message %q is not the start of the body %q", what, ue.Message, trimmed)
+				}
+			}
+			return
+		}
+
+		if code >= 300 {
+			t.Fatalf("%s succeeded on a %d", what, code)
+		}
+		if call >= 3 {
+			for i, b := range served {
+				if !listsModels(b) {
+					t.Fatalf("%s: page %d %q is not a model list, yet the call answered %q", what, i, b, models)
+				}
+			}
+			return
+		}
+		if resp == nil {
+			t.Fatalf("%s: no answer and no error", what)
+		}
+		if !json.Valid(last) {
+			t.Fatalf("%s: body %q is not JSON, yet the call answered %+v", what, last, resp)
+		}
+		if resp.ID == "" && resp.Model == "" && len(resp.Content) == 0 && resp.StopReason == "" && resp.Refusal == "" && resp.UsageMissing {
+			t.Fatalf("%s: body %q made an empty answer %+v", what, last, resp)
+		}
+		if u := resp.Usage; u.InputTokens < 0 || u.OutputTokens < 0 || u.CacheReadTokens < 0 || u.CacheWriteTokens < 0 {
+			t.Fatalf("%s: body %q made negative usage %+v", what, last, u)
+		}
+	})
+}
+
+// fuzzEnv is the environment of the fuzzed catalogs: every key variable is
+// set, so that keyEnv names configure their providers, and nothing else is,
+// so that the machine's environment does not change the outcome.
+func fuzzEnv(k string) string {
+	if strings.HasSuffix(k, "_KEY") {
+		return "k"
+	}
+	return ""
+}
+
+// checkCatalog fails the test when a model of the catalog does not resolve
+// by its own id, or its kind is not its provider's.
+func checkCatalog(t *testing.T, c *Catalog) {
+	t.Helper()
+	for _, m := range c.List() {
+		p, got, err := c.Resolve(m.ID)
+		if err != nil {
+			t.Fatalf("model %q is listed but does not resolve: %v", m.ID, err)
+		}
+		if got.ID != m.ID || p.Name() != m.Provider {
+			t.Fatalf("model %q resolves to %q of provider %q", m.ID, got.ID, p.Name())
+		}
+		if m.Kind != p.Kind() {
+			t.Fatalf("model %q has kind %q, its provider %s is %q", m.ID, m.Kind, p.Name(), p.Kind())
+		}
+	}
+}
+
+// FuzzProvidersFile builds the catalog from any providers file, as the
+// server does at start. A file it accepts is one JSON object, and the
+// catalog keeps the file's promises: every model resolves, fallbacks and
+// mode chains name declared models (tagged with the mode), prices are not
+// negative and name their source.
+func FuzzProvidersFile(f *testing.F) {
+	model := `{"name":"m1","contextTokens":8192,"modes":["cheap"],"pricing":{"inputPerMTok":1,"outputPerMTok":2,"source":"test"}}`
+	for _, seed := range []string{
+		// As documented.
+		`{"providers": [{"name": "ollama", "kind": "openai-compatible", "baseUrl": "http://127.0.0.1:11434/v1",
+		  "keyEnv": "", "models": [{"name": "llama3.2", "contextTokens": 131072, "supportsJson": true,
+		  "modes": ["cheap"], "pricing": {"inputPerMTok": 0, "outputPerMTok": 0, "source": "self-hosted"}}]}]}`,
+		`{"providers":[{"name":"tiny","kind":"openai-compatible","baseUrl":"http://127.0.0.1:9/v1","keyEnv":"TINY_KEY","models":[
+		  {"name":"tiny-1","contextTokens":8192,"supportsJson":true,"supportsTools":true,"modes":["cheap","auto"],
+		   "pricing":{"inputPerMTok":0.1,"outputPerMTok":0.2,"cacheReadPerMTok":0.01,"source":"test"},"fallbacks":["openai:gpt-4o-mini","tiny:tiny-2"]},
+		  {"name":"tiny-2","modes":["cheap"],"fallbacks":["anthropic:claude-3-5-haiku-latest"]}]},
+		 {"name":"anthropic","kind":"anthropic","keyEnv":"ANTHROPIC_API_KEY","models":[
+		  {"name":"claude-3-5-haiku-latest","modes":["cheap","premium"],"pricing":{"inputPerMTok":0.8,"outputPerMTok":4,"cacheWritePerMTok":1,"source":"list price"}}]}],
+		 "modes":{"cheap":["tiny:tiny-1","openai:gpt-4o-mini"],"premium":["anthropic:claude-3-5-haiku-latest"]}}`,
+		`{"providers":[{"name":"openai","kind":"openai","baseUrl":"https://example.com/v1","models":[]}],"modes":{}}`,
+		`{}`,
+		`{"providers":[]}` + "\n",
+		// The mistakes TestProvidersFileMistakes names.
+		`{"providers":[]} }}} garbage`,
+		`{"providers":[],"mode":{}}`,
+		`{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[` + model + `,` + model + `]}]}`,
+		`{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[{"name":"m1","fallbacks":["p:m2"]}]}]}`,
+		`{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[` + model + `]}],"modes":{"cheap":["p:typo"]}}`,
+		`{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[{"name":"m1","pricing":{"inputPerMTok":-1,"source":"x"}}]}]}`,
+		`{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[{"name":"m1","pricing":{}}]}]}`,
+		`{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[` + model + `]}],"modes":{"premium":["p:m1"]}}`,
+		// And a few more.
+		`{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[{"name":"m1","fallbacks":["p:m1"]}]}]}`,
+		`{"providers":[{"name":"local","kind":"openai","baseUrl":"http://x/v1"}]}`,
+		`{"providers":[{"name":"p:q","kind":"openai","baseUrl":"http://x/v1"}]}`,
+		`{"providers":[{"name":"p","kind":"grpc","baseUrl":"http://x/v1"}]}`,
+		`{"modes":{"fastest":[]}}`,
+		// Not one JSON object.
+		``, `[]`, `"providers"`, `1`, `null`, ` null `,
+	} {
+		f.Add([]byte(seed))
+	}
+	path := filepath.Join(f.TempDir(), "providers.json")
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := NewCatalog(Config{Getenv: fuzzEnv, ProvidersFile: path, ProvidersRequired: true})
+		if err != nil {
+			return
+		}
+		if !json.Valid(data) || !bytes.HasPrefix(bytes.TrimLeft(data, " \t\r\n"), []byte("{")) {
+			t.Fatalf("accepted %q, which is not one JSON object", data)
+		}
+		checkCatalog(t, c)
+		for _, m := range c.List() {
+			if pr := m.Pricing; pr != nil {
+				if pr.InputPerMTok < 0 || pr.OutputPerMTok < 0 || pr.CacheReadPerMTok < 0 || pr.CacheWritePerMTok < 0 {
+					t.Fatalf("model %s has a negative price: %+v", m.ID, *pr)
+				}
+				if strings.TrimSpace(pr.Source) == "" {
+					t.Fatalf("model %s has a price without a source: %+v", m.ID, *pr)
+				}
+			}
+			for _, id := range m.Fallbacks {
+				if _, ok := c.Get(id); !ok || id == m.ID {
+					t.Fatalf("model %s falls back to %q, which is not another declared model", m.ID, id)
+				}
+			}
+		}
+		c.mu.RLock()
+		chains := maps.Clone(c.modeChains)
+		c.mu.RUnlock()
+		for mode, ids := range chains {
+			if !IsMode(mode) {
+				t.Fatalf("mode chain for %q, which is not a mode", mode)
+			}
+			for _, id := range ids {
+				m, ok := c.Get(id)
+				if !ok || !slices.Contains(m.Modes, mode) {
+					t.Fatalf("modes.%s names %q, which is not a declared model tagged %s", mode, id, mode)
+				}
+			}
+		}
+	})
+}
+
+// catalogState is what the catalog's events change: its models and the
+// last sync of each provider.
+type catalogState struct {
+	Models []Model
+	Syncs  map[string]ModelsSynced
+}
+
+func stateOfCatalog(c *Catalog) catalogState {
+	c.mu.RLock()
+	syncs := maps.Clone(c.syncs)
+	c.mu.RUnlock()
+	return catalogState{Models: c.List(), Syncs: syncs}
+}
+
+// budgetState is what budget and usage events change: the limits and the
+// spending of every tenant.
+type budgetState struct {
+	Limits map[string]Limits
+	Spent  map[string]spend
+}
+
+func stateOfBudgets(b *Budgets) budgetState {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := budgetState{Limits: maps.Clone(b.limits), Spent: map[string]spend{}}
+	for tenant, sp := range b.spent {
+		s.Spent[tenant] = *sp
+	}
+	return s
+}
+
+// FuzzStateEvents hands the catalog and the budgets (as the follower does:
+// every event to both) an event of any type, stream and payload. An event
+// an applier does not take, or one whose payload does not decode, leaves
+// its state as it was; a catalog event applied twice leaves the catalog as
+// applying it once; every model of the catalog still resolves by its id; a
+// usage event without a cost spends nothing.
+func FuzzStateEvents(f *testing.F) {
+	types := []string{EventModelsSynced, EventModelHealthChecked, EventBudgetSet, EventUsageRecorded, "SomethingElse"}
+	streams := []string{CatalogStream, "budget-", "usage-"} // a tenant's streams get the tenant's name
+	pick := func(typ, stream int) uint8 { return uint8(stream*len(types) + typ) }
+	at := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+	for _, s := range []struct {
+		pick   uint8
+		tenant string
+		data   string
+	}{
+		{pick(0, 0), "", `{"provider":"openai","ok":true,"models":["gpt-4o-mini","gpt-5"],"syncedAt":"2026-03-14T13:00:00Z"}`},
+		{pick(0, 0), "", `{"provider":"anthropic","ok":true,"models":["claude-3-5-haiku-20241022"],"syncedAt":"2026-03-14T13:00:00Z"}`},
+		{pick(0, 0), "", `{"provider":"openai","ok":false,"error":"provider openai answered 500","models":[],"syncedAt":"2026-03-14T13:00:00Z"}`},
+		{pick(0, 0), "", `{"provider":"openai","ok":true,"models":["gpt-4o"],"syncedAt":"2020-01-01T00:00:00Z"}`},
+		{pick(0, 0), "", `{"provider":"nobody","ok":true,"models":["x"],"syncedAt":"2026-03-14T13:00:00Z"}`},
+		{pick(0, 0), "", `{"provider":"openai","models":"gpt-4o"}`},
+		{pick(1, 0), "", `{"id":"openai:gpt-4o","ok":false,"latencyMs":20000,"testedAt":"2026-03-14T13:00:00Z","error":"timed out"}`},
+		{pick(1, 0), "", `{"id":"anthropic:claude-sonnet-4-0","ok":true,"latencyMs":5,"testedAt":"2020-01-01T00:00:00Z"}`},
+		{pick(1, 0), "", `{"id":"no-colon","ok":true}`},
+		{pick(1, 0), "", `{"id":"openai:gpt-4o","testedAt":"yesterday"}`},
+		{pick(0, 1), "t", `{"provider":"openai","ok":true,"models":[],"syncedAt":"2026-03-14T13:00:00Z"}`},
+		{pick(2, 1), "t", `{"tenant":"t","dailyUsd":1.5,"monthlyUsd":null}`},
+		{pick(2, 1), "u", `{"tenant":"u","dailyUsd":null,"monthlyUsd":20}`},
+		{pick(2, 1), "t", `{"tenant":"t","dailyUsd":"1.5"}`},
+		{pick(3, 2), "t", `{"tenant":"t","model":"openai:gpt-4o","usage":{"input_tokens":10,"output_tokens":5},"costUsd":0.25,"outcome":"ok","at":"2026-03-14T11:00:00Z"}`},
+		{pick(3, 2), "t", `{"tenant":"t","model":"x:y","costUsd":null,"outcome":"ok"}`},
+		{pick(3, 2), "t", `{"tenant":"t","costUsd":0.25}`},
+		{pick(3, 2), "t", `{"tenant":"t","costUsd":"0.25"}`},
+		{pick(4, 2), "t", `{}`},
+		// Found by this target: an empty model name, a probe of a model
+		// the catalog does not know, a negative cost.
+		{pick(0, 0), "", `{"provider":"anthropic","ok":true,"models":[""],"syncedAt":"2026-03-14T13:00:00Z"}`},
+		{pick(1, 0), "", `{"id":"openai:0","ok":true,"testedAt":"2026-03-14T13:00:00Z"}`},
+		{pick(3, 2), "t", `{"tenant":"t","model":"openai:gpt-4o","costUsd":-0.25,"outcome":"ok","at":"2026-03-14T11:00:00Z"}`},
+		{pick(0, 0), "", `null`},
+		{pick(3, 2), "t", ``},
+	} {
+		f.Add(s.pick, s.tenant, []byte(s.data))
+	}
+
+	f.Fuzz(func(t *testing.T, which uint8, tenant string, data []byte) {
+		typ := types[int(which)%len(types)]
+		stream := streams[int(which)/len(types)%len(streams)]
+		if stream != CatalogStream {
+			stream += tenant
+		}
+		ev := eventstore.RecordedEvent{StreamID: stream, EventData: eventstore.EventData{
+			ID: uuid.MustParse("0195f5a0-0000-7000-8000-000000000001"), Type: typ, Data: data,
+			Metadata: eventstore.Metadata{Tenant: tenant, RecordedAt: at},
+		}}
+
+		// A catalog with both built-in providers configured, one sync and
+		// one probe behind it.
+		c, err := NewCatalog(Config{Getenv: fuzzEnv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.applySync(ModelsSynced{Provider: "openai", OK: true, Models: []string{"gpt-4o-mini", "gpt-4o"}, SyncedAt: at})
+		c.applyHealth(HealthChecked{ID: "anthropic:claude-sonnet-4-0", OK: true, LatencyMs: 900, TestedAt: at})
+		before := stateOfCatalog(c)
+		err = c.Apply(ev)
+		after := stateOfCatalog(c)
+		catalogTakes := stream == CatalogStream && (typ == EventModelsSynced || typ == EventModelHealthChecked)
+		switch {
+		case !catalogTakes && err != nil:
+			t.Fatalf("catalog: %s event on stream %q: %v, want it ignored", typ, stream, err)
+		case (!catalogTakes || err != nil) && !reflect.DeepEqual(before, after):
+			t.Fatalf("catalog: %s event %q (%v) changed the catalog\nbefore %+v\nafter  %+v", typ, data, err, before, after)
+		case err == nil:
+			if err := c.Apply(ev); err != nil {
+				t.Fatalf("catalog: the same event failed the second time: %v", err)
+			}
+			if again := stateOfCatalog(c); !reflect.DeepEqual(after, again) {
+				t.Fatalf("catalog: %s event %q applied twice\nonce  %+v\ntwice %+v", typ, data, after, again)
+			}
+		}
+		checkCatalog(t, c)
+
+		// Budgets with limits for tenant t and some of its spending.
+		b := NewBudgets(func() time.Time { return at })
+		if err := b.Apply(limitsEvent(t, "t", usd(10), usd(100))); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Apply(usageEvent(t, uuid.New(), UsageRecord{Tenant: "t", CostUSD: usd(2), At: at}, at)); err != nil {
+			t.Fatal(err)
+		}
+		bBefore := stateOfBudgets(b)
+		err = b.Apply(ev)
+		bAfter := stateOfBudgets(b)
+		budgetsTake := typ == EventBudgetSet || typ == EventUsageRecorded
+		var rec UsageRecord
+		costless := typ == EventUsageRecorded && json.Unmarshal(data, &rec) == nil && rec.CostUSD == nil
+		switch {
+		case !budgetsTake && err != nil:
+			t.Fatalf("budgets: %s event: %v, want it ignored", typ, err)
+		case (!budgetsTake || err != nil || costless) && !reflect.DeepEqual(bBefore, bAfter):
+			t.Fatalf("budgets: %s event %q (%v) changed the budgets\nbefore %+v\nafter  %+v", typ, data, err, bBefore, bAfter)
+		}
+		b.Status(tenant)
+	})
+}
