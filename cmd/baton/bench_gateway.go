@@ -759,7 +759,8 @@ func gatewayReport(r gatewayResult) string {
 		"The bare proxy does nothing but forward, so what it adds is the floor any Go HTTP proxy pays on this machine (two more loopback sockets per call and the goroutines that serve them); Baton's own cost is what it adds beyond that. "+
 		"The three sides take turns in slices of %v (%v per side per row, after a warm-up), so the machine's noise falls on all alike. "+
 		"Load generator, upstream and Baton share the same %d cores. "+
-		"*Added* is through minus direct, percentile by percentile; *bare proxy added* the same for the bare proxy.\n\n",
+		"*Added* is through minus direct, percentile by percentile; *bare proxy added* the same for the bare proxy. "+
+		"With the paced model one caller makes only about 48 calls a second, so a row at 1 caller holds a couple of hundred calls per side and its p99 is close to its slowest call: read those p99s as noise.\n\n",
 		len(gwChunks)-1, gwModel, gwPaced, r.ModelTime, r.ModelTime/20, r.ModelTime, gwProvider, r.Slice, r.Duration, runtime.NumCPU())
 
 	fmt.Fprintf(&b, "Goals:\n\n")
@@ -836,7 +837,7 @@ func gatewayReport(r gatewayResult) string {
 			signed(c1.proxyAdded50()), signed(c1.added50()), signed(c1.added50()-c1.proxyAdded50()),
 			signed(c16.proxyAdded99()), signed(c16.added99()), c16.Proxy.perSec(), c16.Through.perSec(), c16.Proxy.perSec()/c16.Through.perSec())
 		if p16, ok := r.cell(r.ModelTime, false, 16); ok && r.ModelTime > 0 {
-			fmt.Fprintf(&b, " With a model taking %v, 16 callers make %.0f calls/s, which the cores carry without a queue, and Baton adds p50 %s and p99 %s (the bare proxy %s and %s).",
+			fmt.Fprintf(&b, " With a model taking %v, 16 callers make %.0f calls/s, a load the cores carry with room to spare, and Baton adds p50 %s and p99 %s (the bare proxy %s and %s): the p50s say what a call costs, and the p99s, a few thousand calls per side, move by a millisecond from run to run on this virtual machine, the bare proxy's included.",
 				r.ModelTime, p16.Through.perSec(), signed(p16.added50()), signed(p16.added99()), signed(p16.proxyAdded50()), signed(p16.proxyAdded99()))
 		}
 		fmt.Fprintf(&b, "\n\n")
