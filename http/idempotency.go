@@ -335,8 +335,11 @@ func idemState(evs []eventstore.RecordedEvent) (*idemStarted, *idemCompleted, ti
 				st, done, at = &x, nil, x.StartedAt
 			}
 		case evIdemCompleted:
+			// An answer that could not be written again (no status an
+			// HTTP answer can carry, no body hash to match a retry
+			// against) is not one: the key is not taken by it.
 			var x idemCompleted
-			if json.Unmarshal(ev.Data, &x) == nil {
+			if json.Unmarshal(ev.Data, &x) == nil && x.Status >= 100 && x.Status <= 599 && (st != nil && st.BodyHash != "" || x.BodyHash != "") {
 				done = &x
 			}
 		case evIdemReleased:
