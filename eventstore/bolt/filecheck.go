@@ -61,8 +61,10 @@ func checkFile(path string) error {
 	if !ok {
 		return fmt.Errorf("%w: %s has no valid bbolt meta page (not a Baton data file, or both meta pages are damaged)", eventstore.ErrCorrupt, path)
 	}
-	if need := int64(meta.pgid) * int64(meta.pageSize); st.Size() < need {
-		return fmt.Errorf("%w: %s is truncated: %d bytes, but its last commit uses %d", eventstore.ErrCorrupt, path, st.Size(), need)
+	// pgid pages of pageSize bytes, compared without multiplying: a
+	// damaged pgid could overflow the product and pass.
+	if pages := uint64(st.Size()) / uint64(meta.pageSize); meta.pgid > pages {
+		return fmt.Errorf("%w: %s is truncated: %d bytes, but its last commit uses %d pages of %d", eventstore.ErrCorrupt, path, st.Size(), meta.pgid, meta.pageSize)
 	}
 	return nil
 }
