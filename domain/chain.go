@@ -53,7 +53,7 @@ func CanonicalJSON(data []byte) ([]byte, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	v, err := strictValue(dec)
+	v, err := strictValue(dec, 0)
 	if err != nil {
 		return nil, fmt.Errorf("canonical JSON: %w", err)
 	}
@@ -69,8 +69,16 @@ func CanonicalJSON(data []byte) ([]byte, error) {
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
+// maxDepth bounds nesting as encoding/json's own decoder does: deeper
+// documents are refused rather than walked (a tampered event must not
+// exhaust the stack of the tool that reports it).
+const maxDepth = 10000
+
 // strictValue reads one JSON value token by token, refusing duplicate keys.
-func strictValue(dec *json.Decoder) (any, error) {
+func strictValue(dec *json.Decoder, depth int) (any, error) {
+	if depth >= maxDepth {
+		return nil, fmt.Errorf("nested deeper than %d", maxDepth)
+	}
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, err
@@ -89,7 +97,7 @@ func strictValue(dec *json.Decoder) (any, error) {
 				if _, dup := obj[k]; dup {
 					return nil, fmt.Errorf("key %q appears twice in an object", k)
 				}
-				if obj[k], err = strictValue(dec); err != nil {
+				if obj[k], err = strictValue(dec, depth+1); err != nil {
 					return nil, err
 				}
 			}
@@ -98,7 +106,7 @@ func strictValue(dec *json.Decoder) (any, error) {
 		case '[':
 			arr := []any{}
 			for dec.More() {
-				v, err := strictValue(dec)
+				v, err := strictValue(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}

@@ -368,11 +368,11 @@ func (p *Anthropic) ListModels(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, m := range *l.Data {
-			if m.ID != "" {
-				out = append(out, m.ID)
-			}
+		ids, err := modelIDs(l.Data)
+		if err != nil {
+			return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed model list: " + err.Error()}
 		}
+		out = append(out, ids...)
 		if !l.HasMore || l.LastID == "" || l.LastID == after {
 			return out, nil
 		}
@@ -387,11 +387,9 @@ func (p *Anthropic) ListModels(ctx context.Context) ([]string, error) {
 const anthropicMaxModelPages = 50
 
 type anModelPage struct {
-	Data *[]struct { // nil: no data array, so not a list
-		ID string `json:"id"`
-	} `json:"data"`
-	HasMore bool   `json:"has_more"`
-	LastID  string `json:"last_id"`
+	Data    json.RawMessage `json:"data"` // see modelIDs
+	HasMore bool            `json:"has_more"`
+	LastID  string          `json:"last_id"`
 }
 
 func (p *Anthropic) modelPage(ctx context.Context, path string) (*anModelPage, error) {
@@ -401,7 +399,7 @@ func (p *Anthropic) modelPage(ctx context.Context, path string) (*anModelPage, e
 	}
 	defer resp.Body.Close()
 	var l anModelPage
-	if err := decodeWhole(io.LimitReader(resp.Body, 16<<20), &l); err != nil || l.Data == nil {
+	if err := decodeWhole(io.LimitReader(resp.Body, 16<<20), &l); err != nil {
 		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed model list"}
 	}
 	return &l, nil

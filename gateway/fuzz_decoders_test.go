@@ -82,7 +82,8 @@ func listsModels(b []byte) bool {
 	var l struct {
 		Data json.RawMessage `json:"data"`
 	}
-	return json.Unmarshal(b, &l) == nil && bytes.HasPrefix(l.Data, []byte("["))
+	// An array, or null: Ollama with no model pulled sends "data":null.
+	return json.Unmarshal(b, &l) == nil && (bytes.HasPrefix(l.Data, []byte("[")) || string(l.Data) == "null")
 }
 
 // FuzzUpstreamAnswers has an upstream answer a non-streamed call or a model
@@ -506,4 +507,32 @@ func FuzzStateEvents(f *testing.F) {
 		}
 		b.Status(tenant)
 	})
+}
+
+// A model list is an object with a data key: an array, or null, which
+// Ollama sends when no model is pulled (every model is then unlisted); an
+// object without the key is not a list.
+func TestModelListShapes(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		want []string
+		ok   bool
+	}{
+		{`{"object":"list","data":[{"id":"a"},{"id":""},{"id":"b"}]}`, []string{"a", "b"}, true},
+		{`{"object":"list","data":null}`, []string{}, true},
+		{`{"object":"list","data":[]}`, []string{}, true},
+		{`{"object":"list"}`, nil, false},
+		{`{"data":{"id":"a"}}`, nil, false},
+	} {
+		var l struct {
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(c.body), &l); err != nil {
+			t.Fatal(err)
+		}
+		got, err := modelIDs(l.Data)
+		if (err == nil) != c.ok || (c.ok && !slices.Equal(got, c.want)) {
+			t.Fatalf("%s: %q, %v; want %q (ok %v)", c.body, got, err, c.want, c.ok)
+		}
+	}
 }

@@ -476,17 +476,34 @@ func (p *OpenAI) ListModels(ctx context.Context) ([]string, error) {
 		return nil, readUpstreamError(p.name, resp)
 	}
 	var l struct {
-		Data *[]struct {
-			ID string `json:"id"`
-		} `json:"data"`
+		Data json.RawMessage `json:"data"`
 	}
-	if err := decodeWhole(io.LimitReader(resp.Body, 16<<20), &l); err != nil || l.Data == nil {
-		// Without a data array this is not a list, and taking it for an
-		// empty one would mark every model of the provider unavailable.
+	if err := decodeWhole(io.LimitReader(resp.Body, 16<<20), &l); err != nil {
 		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed model list"}
 	}
-	out := make([]string, 0, len(*l.Data))
-	for _, m := range *l.Data {
+	ids, err := modelIDs(l.Data)
+	if err != nil {
+		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed model list: " + err.Error()}
+	}
+	return ids, nil
+}
+
+// modelIDs reads a model list's data: an array of {id}, or null (Ollama
+// with no model pulled sends that). Without the key this is not a list,
+// and taking it for an empty one would mark every model of the provider
+// unavailable.
+func modelIDs(data json.RawMessage) ([]string, error) {
+	if len(data) == 0 {
+		return nil, errors.New("no data array")
+	}
+	var l []struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(data, &l); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(l))
+	for _, m := range l {
 		if m.ID != "" {
 			out = append(out, m.ID)
 		}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/gateway"
@@ -50,6 +51,9 @@ func FuzzRequestHeaders(f *testing.F) {
 		{1, e.tenantA, "Bearer sk-provider", "gen-1", "", "", ""},
 		{1, e.tenantA, "", strings.Repeat("k", 256), "", "", ""},
 		{1, e.tenantA, "", "caf\u00e9", "", "", ""},
+		{3, e.tenantA, "", "caf\u00e9", "", "", ""},
+		{3, e.tenantA, "", "caf\xe9", "", "", ""},
+		{3, e.tenantA, "", "a\tb", "", "", ""},
 		{2, "", "Bearer " + e.tenantA, "", "", "x\u00ff", "2023-06-01"},
 		{2, e.tenantA, "Bearer " + e.admin, "", "", "", "bogus"},
 		{3, e.tenantA, "", "proof-1", "", "", ""},
@@ -62,15 +66,20 @@ func FuzzRequestHeaders(f *testing.F) {
 	h := e.srv.Config.Handler
 	known := map[string]bool{e.tenantA: true, e.tenantA2: true, e.tenantB: true, e.admin: true}
 	proof := `{"executorRunId":"run-1","status":"RUNNING","proof":{"summary":"s","artifacts":[{"type":"log","text":"t"}]}}`
+	// idem: which Idempotency-Key rule the route applies (api.md): generate's
+	// (1 to 255 printable ASCII) or the callbacks' (up to 255 characters of
+	// UTF-8).
+	const generateKeys, callbackKeys = 1, 2
 	routes := []struct {
 		method, path, body string
-		idem, reads        bool
+		idem               int
+		reads              bool
 	}{
-		{http.MethodGet, "/v1/handoff/contracts/" + id, "", false, true},
-		{http.MethodPost, "/v1/generate", `{"type":"summarize","input":{"text":"Baton records every step."}}`, true, false},
-		{http.MethodPost, "/v1/messages", `{"model":"local:echo","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`, false, false},
-		{http.MethodPost, "/v1/executions/" + id + "/proof", proof, true, false},
-		{http.MethodGet, "/v1/models/local:echo", "", false, false},
+		{http.MethodGet, "/v1/handoff/contracts/" + id, "", 0, true},
+		{http.MethodPost, "/v1/generate", `{"type":"summarize","input":{"text":"Baton records every step."}}`, generateKeys, false},
+		{http.MethodPost, "/v1/messages", `{"model":"local:echo","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`, 0, false},
+		{http.MethodPost, "/v1/executions/" + id + "/proof", proof, callbackKeys, false},
+		{http.MethodGet, "/v1/models/local:echo", "", 0, false},
 	}
 	f.Fuzz(func(t *testing.T, route uint8, xKey, auth, idem, after, reqID, version string) {
 		e.t = t
@@ -113,7 +122,8 @@ func FuzzRequestHeaders(f *testing.F) {
 		if got == "" || len(got) > 128 || !headerValue(got) || strings.ContainsAny(got, " \t") {
 			t.Fatalf("x-request-id %q", got)
 		}
-		if rec.Code < 300 && r.idem && idem != "" && !validIdem(idem) {
+		if rec.Code < 300 && idem != "" && (r.idem == generateKeys && !validIdem(idem) ||
+			r.idem == callbackKeys && (!utf8.ValidString(idem) || utf8.RuneCountInString(idem) > 255)) {
 			t.Fatalf("served %d with Idempotency-Key %q", rec.Code, idem)
 		}
 		if rec.Code < 300 && r.reads && after != "" {

@@ -117,6 +117,13 @@ func (s *Server) callback(kind string, build func(body []byte, ref domain.Reques
 			s.writeError(w, r, domain.Invalid("handoff."+kind, domain.FieldError{Pointer: "header:Idempotency-Key", Code: "too_long", Message: "is longer than 255 characters"}))
 			return
 		}
+		if !utf8.ValidString(key) {
+			// The ledger stores the key as JSON text, where invalid UTF-8
+			// becomes U+FFFD: a retry with the same bytes would no longer
+			// match it, and would be recorded again.
+			s.writeError(w, r, domain.Invalid("handoff."+kind, domain.FieldError{Pointer: "header:Idempotency-Key", Code: "invalid_utf8", Message: "is not valid UTF-8"}))
+			return
+		}
 		body, err := readBody(w, r, s.maxBody)
 		if err != nil {
 			s.writeDecodeError(w, r, err)

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/rs/zerolog"
 
@@ -67,7 +68,7 @@ func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 // callback answered; the hash is 64 hex digits, either case).
 func parseLedgerArg(arg string) (id string, receipt *domain.LedgerHead, err error) {
 	id, rc, hasReceipt := strings.Cut(arg, "@")
-	if id == "" {
+	if !printableID(id) {
 		return "", nil, fmt.Errorf("%q: want a handoff id, optionally as ID@SEQ:HASH", arg)
 	}
 	if !hasReceipt {
@@ -79,6 +80,12 @@ func parseLedgerArg(arg string) (id string, receipt *domain.LedgerHead, err erro
 		return "", nil, fmt.Errorf("%q: a receipt is ID@SEQ:HASH, the ledgerHead {seq, hash} a callback answered (SEQ from 1, HASH 64 hex digits)", arg)
 	}
 	return id, &domain.LedgerHead{Seq: n, Hash: strings.ToLower(hash)}, nil
+}
+
+// printableID reports whether a handoff id can be printed in a report
+// line as it is: not empty, no control characters.
+func printableID(id string) bool {
+	return id != "" && !strings.ContainsFunc(id, unicode.IsControl)
 }
 
 // checkReceipt holds a chain to a receipt an executor kept (the ledgerHead
@@ -191,6 +198,11 @@ func verifyOverHTTP(ctx context.Context, base, key string, ids []string, receipt
 				return err
 			}
 			for _, c := range page.Data {
+				if !printableID(c.HandoffID) {
+					// Printed as is, such an id could forge an "ok" line
+					// in this report.
+					return fmt.Errorf("GET /v1/handoff/contracts: the server listed the handoff id %q, which is empty or holds control characters", c.HandoffID)
+				}
 				ids = append(ids, c.HandoffID)
 			}
 			if page.NextCursor == "" {

@@ -260,6 +260,8 @@ func FuzzVerifyOverHTTP(f *testing.F) {
 		{listing, bytes.Replace(good, []byte(`"seq":1`), []byte(`"seq":2`), 1)},
 		{listing, []byte(`{"events":[{"seq":1,"recordedAt":"x"}]}`)},
 		{[]byte(`[`), good},
+		{[]byte(`{"data":[{"handoffId":"x\nok y"}]}`), []byte(`{"events":[]}`)},
+		{[]byte(`{"data":[{"handoffId":"a\nok b\nc"}]}`), good},
 	} {
 		f.Add(s[0], s[1])
 	}
@@ -288,7 +290,11 @@ func FuzzVerifyOverHTTP(f *testing.F) {
 			if !found {
 				continue
 			}
-			okID = okID[:strings.LastIndex(okID, ": ")]
+			cut := strings.LastIndex(okID, ": ")
+			if cut < 0 {
+				t.Fatalf("an ok line without its figures: %q in %s", line, out.String())
+			}
+			okID = okID[:cut]
 			if !decoded || len(l.Events) == 0 || domain.VerifyChain(okID, l.Events) != nil {
 				t.Fatalf("said ok for %q, ledger %q: %s", okID, ledger, out.String())
 			}
