@@ -266,12 +266,12 @@ func (r *Runner) WaitFor(ctx context.Context, pos eventstore.Position) error {
 // WaitForHead waits until the read models include everything the store had
 // committed when it was called, bounded by timeout.
 func (r *Runner) WaitForHead(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout) // the head's read too: a store that does not answer must not hold the caller
+	defer cancel()
 	head, err := r.store.Head(ctx)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	return r.WaitFor(ctx, head)
 }
 

@@ -36,7 +36,7 @@ func migrate(ctx context.Context, args []string, stdout io.Writer) error {
 	to := fs.String("to", storeKurrent, "target store: kurrent")
 	url := fs.String("kurrentdb-url", os.Getenv("BATON_KURRENTDB_URL"), "KurrentDB connection string of the target (or BATON_KURRENTDB_URL)")
 	maxAppend := fs.Int("kurrentdb-max-append-size", int(envInt("BATON_KURRENTDB_MAX_APPEND_SIZE", kurrent.DefaultMaxAppendSize)), "the target server's --max-append-size in bytes")
-	limit := fs.Int("limit", 0, "copy at most this many events, then stop (a later run continues); 0 copies everything")
+	limit := fs.Int("limit", 0, "stop after the first this many events of the feed (copied now or confirmed from an earlier run); a run with a larger limit, or none, continues; 0 copies everything")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -68,6 +68,9 @@ func migrate(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	// The embedded store numbers its events 1, 2, 3... without gaps.
 	total := int(head.Commit)
+	if err := sameStart(ctx, src, dst); err != nil {
+		return err
+	}
 	fmt.Fprintf(stdout, "migrate: %d events from %s to KurrentDB %s\n", total, src.Path(), kurrent.Redact(*url))
 
 	start := time.Now()
@@ -81,7 +84,7 @@ func migrate(ctx context.Context, args []string, stdout io.Writer) error {
 	}}
 	st, err := c.copyAll(ctx, src, *limit)
 	if errors.Is(err, errLimitReached) {
-		fmt.Fprintf(stdout, "migrate: stopped after %d of %d events (--limit %d); run it again to copy the rest: events already copied are confirmed, not written twice\n", st.events, total, *limit)
+		fmt.Fprintf(stdout, "migrate: stopped after the first %d of %d events (--limit %d counts from the start of the feed); run it again with a larger --limit, or without one, to copy the rest: events already copied are confirmed, not written twice\n", st.events, total, *limit)
 		return nil
 	}
 	if err != nil {
@@ -100,6 +103,28 @@ func migrate(ctx context.Context, args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "migrate: compared %d events: the target holds each once, in the same order, with the same id, stream, revision, type, data and metadata\n", n)
 	fmt.Fprintln(stdout, "migrate: verifying the hash chains in the target (baton ledger verify):")
 	return verifyStore(ctx, dst, nil, nil, stdout)
+}
+
+// sameStart refuses, before anything is written, a target whose feed does
+// not start with the source's first event: one that other writers used (a
+// Baton that started on it and created its first key), which the copy
+// would otherwise fill in part before it met a stream in its way.
+func sameStart(ctx context.Context, src, dst eventstore.Store) error {
+	there, err := dst.ReadAll(ctx, eventstore.Start, 1)
+	if err != nil {
+		return fmt.Errorf("migrate: reading the target: %w", err)
+	}
+	if len(there) == 0 {
+		return nil // empty: a first run
+	}
+	here, err := src.ReadAll(ctx, eventstore.Start, 1)
+	if err != nil {
+		return err
+	}
+	if len(here) == 0 || here[0].ID != there[0].ID {
+		return fmt.Errorf("migrate: the target is not empty and does not start with this store's first event (it holds %s %s in stream %q first): it is not a copy of this store; nothing was written", there[0].Type, there[0].ID, there[0].StreamID)
+	}
+	return nil
 }
 
 // errLimitReached ends a copy at --limit.

@@ -179,7 +179,7 @@ func TestMigrateBoltToKurrent(t *testing.T) {
 	}
 
 	out := migrateRun("--limit", fmt.Sprint(cut))
-	if !strings.Contains(out, fmt.Sprintf("stopped after %d of %d events", cut, len(src))) {
+	if !strings.Contains(out, fmt.Sprintf("stopped after the first %d of %d events", cut, len(src))) {
 		t.Fatalf("limited run said:\n%s", out)
 	}
 	target := openTarget(t, url)
@@ -341,8 +341,34 @@ func TestMigrateRefusesAForeignTarget(t *testing.T) {
 	if _, err := target.Append(context.Background(), "handoff-"+ids[2], eventstore.NoStream(), other); err != nil {
 		t.Fatal(err)
 	}
+	// A target that other writers used is refused before anything is
+	// written.
 	var out bytes.Buffer
 	err = run(context.Background(), []string{"migrate", "--data", dir, "--kurrentdb-url", double.URL()}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "nothing was written") {
+		t.Fatalf("migrate onto a used target = %v\n%s", err, out.String())
+	}
+	if got := readFeed(t, target); len(got) != 1 {
+		t.Fatalf("the refused migration left %d events in the target", len(got))
+	}
+
+	// A target that is a copy in part, with a foreign event where a later
+	// stream belongs: the copy stops at that stream, naming it.
+	double2, err := kurrenttest.Start(kurrenttest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(double2.Stop)
+	out.Reset()
+	if err := run(context.Background(), []string{"migrate", "--data", dir, "--kurrentdb-url", double2.URL(), "--limit", "1"}, &out, &out); err != nil {
+		t.Fatalf("first event: %v\n%s", err, out.String())
+	}
+	target2 := openTarget(t, double2.URL())
+	if _, err := target2.Append(context.Background(), "handoff-"+ids[2], eventstore.NoStream(), other); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	err = run(context.Background(), []string{"migrate", "--data", dir, "--kurrentdb-url", double2.URL()}, &out, &out)
 	if err == nil || !strings.Contains(err.Error(), "holds event "+other.ID.String()) {
 		t.Fatalf("migrate onto a foreign stream = %v\n%s", err, out.String())
 	}

@@ -439,10 +439,37 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limi
 		out, err = s.readStream(ctx, c, s.cfg.StreamPrefix+stream, from, limit)
 		return err
 	})
-	if err != nil && !errors.Is(err, eventstore.ErrClosed) && !errors.Is(err, eventstore.ErrCorrupt) {
-		err = fmt.Errorf("kurrent: read %q: %w", stream, err)
+	return out, readError(ctx, fmt.Sprintf("read %q", stream), err)
+}
+
+// readError wraps a failed read. A server that cannot be reached, a node
+// going away, a deadline, no leader: the read may succeed later, so the
+// error is ErrUnavailable (the API answers 503 with Retry-After, not 500).
+func readError(ctx context.Context, what string, err error) error {
+	if err == nil || errors.Is(err, eventstore.ErrClosed) || errors.Is(err, eventstore.ErrCorrupt) {
+		return err
 	}
-	return out, err
+	if ctx.Err() == nil && transient(err) {
+		return fmt.Errorf("kurrent: %s: %w: %w", what, eventstore.ErrUnavailable, err)
+	}
+	return fmt.Errorf("kurrent: %s: %w", what, err)
+}
+
+// transient reports whether err is a failure of the connection or of the
+// cluster rather than of the request.
+func transient(err error) bool {
+	var esErr *esdb.Error
+	if errors.As(err, &esErr) {
+		switch esErr.Code() {
+		case esdb.ErrorCodeConnectionClosed, esdb.ErrorCodeDeadlineExceeded, esdb.ErrorCodeNotLeader, esdb.ErrorCodeInternalServer, esdb.ErrorAborted, esdb.ErrorUnavailable:
+			return true
+		}
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.ResourceExhausted:
+		return true
+	}
+	return false
 }
 
 // readStream reads the KurrentDB stream name.
@@ -500,10 +527,7 @@ func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, limit in
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, eventstore.ErrClosed) && !errors.Is(err, eventstore.ErrCorrupt) {
-		err = fmt.Errorf("kurrent: read $all: %w", err)
-	}
-	return out, err
+	return out, readError(ctx, "read $all", err)
 }
 
 // collect drains one page of a forward $all read: it skips what is not after
@@ -583,10 +607,7 @@ func (s *Store) Head(ctx context.Context) (eventstore.Position, error) {
 			from = esdb.Position{Commit: before.Commit, Prepare: before.Prepare}
 		}
 	})
-	if err != nil && !errors.Is(err, eventstore.ErrClosed) {
-		err = fmt.Errorf("kurrent: head: %w", err)
-	}
-	return head, err
+	return head, readError(ctx, "head", err)
 }
 
 // own reports whether an event of $all belongs to this store's feed: not a
