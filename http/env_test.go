@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -39,6 +40,10 @@ type env struct {
 }
 
 func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
+
+// envStreamIdle is the front's StreamIdle for the envs a test builds (0:
+// the default); tests that set it restore it.
+var envStreamIdle time.Duration
 
 // newEnvWith also serves the model gateway with the given catalog.
 func newEnvWith(t testing.TB, catalog *gateway.Catalog) *env {
@@ -81,7 +86,7 @@ func newEnvStore(t testing.TB, catalog *gateway.Catalog, wrap func(eventstore.St
 	if wrap != nil {
 		frontStore = wrap(store)
 	}
-	front := batonhttp.NewServer(batonhttp.Config{Store: frontStore, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel), Version: "test", MaxBody: 64 << 10})
+	front := batonhttp.NewServer(batonhttp.Config{Store: frontStore, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel), Version: "test", MaxBody: 64 << 10, StreamIdle: envStreamIdle})
 	srv := httptest.NewServer(front.Handler())
 	e := &env{t: t, srv: srv, store: store, proj: proj, dir: dir, catalog: catalog, budgets: budgets}
 	t.Cleanup(func() {

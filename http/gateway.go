@@ -323,18 +323,27 @@ func (s *Server) openStream(r *http.Request, c *gatewayCall, chain []gateway.Tar
 			return nil, err
 		}
 		c.fallback = i > 0
+		// ctx ends the pump (upstream.close); sctx, under it, the upstream
+		// read alone, which the pump ends when the upstream stalls, so the
+		// stall's error still reaches the handler.
 		ctx, cancel := context.WithCancel(r.Context())
-		st, err := t.Provider.Stream(ctx, c.req)
+		sctx, scancel := context.WithCancel(ctx)
+		st, err := t.Provider.Stream(sctx, c.req)
 		if err != nil {
+			scancel()
 			cancel()
-			s.recordUsage(r, c, gateway.Usage{}, "upstream_error")
+			outcome := "upstream_error"
+			if r.Context().Err() != nil {
+				outcome = "client_gone" // it left before the upstream answered
+			}
+			s.recordUsage(r, c, gateway.Usage{}, outcome)
 			last = err
 			if retryable(r, err) {
 				continue
 			}
 			return nil, err
 		}
-		deltas, done := pump(ctx, st)
+		deltas, done := pump(ctx, scancel, st, s.streamIdle, t.Provider.Name())
 		u := &upstream{st: st, deltas: deltas, done: done, cancel: cancel}
 		if u, err = s.awaitContent(r, c, u); err == nil {
 			return u, nil
@@ -702,6 +711,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCa
 		s.recordUsage(r, c, up.readSoFar(c.req), "client_gone")
 		return
 	}
+	sse.flush() // the headers and the first chunk leave now: a stream, even a short one, is sent as one (no Content-Length)
 	var sent streamed
 	var tools toolIndexes
 	toolCalled := false
@@ -998,6 +1008,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 		s.recordUsage(r, c, up.readSoFar(c.req), "client_gone")
 		return
 	}
+	sse.flush() // the headers and message_start leave now: a stream, even a short one, is sent as one (no Content-Length)
 	ticker := time.NewTicker(pingEvery)
 	defer ticker.Stop()
 	var sent streamed

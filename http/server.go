@@ -44,7 +44,19 @@ type Config struct {
 	Version              string
 	MaxBody              int64            // request body limit; DefaultMaxBody when 0
 	Now                  func() time.Time // the ledger's clock; time.Now when nil
+	// StreamIdle ends a streamed model call whose upstream sends nothing
+	// for this long (DefaultStreamIdle when 0): before the first byte the
+	// next model of the chain takes over, after it the client gets the
+	// stream's error event.
+	StreamIdle time.Duration
 }
+
+// DefaultStreamIdle is the longest a streamed call waits between two
+// deltas from its upstream: as long as the OpenAI SDKs wait for a whole
+// call, so a model that thinks for minutes before its first token is not
+// cut, while a stalled connection does not hold a stream (and its budget
+// hold) forever.
+const DefaultStreamIdle = 10 * time.Minute
 
 // Server holds what the handlers need.
 type Server struct {
@@ -64,6 +76,7 @@ type Server struct {
 	log           zerolog.Logger
 	version       string
 	maxBody       int64
+	streamIdle    time.Duration
 	ledger        *ledger
 	router        *mux.Router
 }
@@ -96,9 +109,12 @@ func NewServer(cfg Config) *Server {
 	if cfg.IdempotencyRetention <= 0 {
 		cfg.IdempotencyRetention = DefaultIdempotencyRetention
 	}
+	if cfg.StreamIdle <= 0 {
+		cfg.StreamIdle = DefaultStreamIdle
+	}
 	s := &Server{
 		budgets: cfg.Budgets, tasks: cfg.Tasks, usage: cfg.Usage, ownsUsage: ownsUsage, idemRetention: cfg.IdempotencyRetention, store: cfg.Store, proj: cfg.Projections, scanner: cfg.Scanner, catalog: cfg.Catalog, log: cfg.Log, version: cfg.Version,
-		maxBody: cfg.MaxBody, ledger: &ledger{store: cfg.Store, now: cfg.Now}, router: mux.NewRouter(),
+		maxBody: cfg.MaxBody, streamIdle: cfg.StreamIdle, ledger: &ledger{store: cfg.Store, now: cfg.Now}, router: mux.NewRouter(),
 	}
 	rt := s.router
 	rt.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,143 @@
+package http_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/gateway"
+)
+
+// An upstream that sends one token and then nothing, with the connection
+// open, is given up after StreamIdle: the client's stream ends with the
+// stream's error (Anthropic's error event; for chat completions an error
+// chunk, no [DONE]), the call is billed for what was sent and its budget
+// hold is released. Before anything was sent, the next model of the chain
+// takes over.
+func TestStalledUpstreamIsGivenUp(t *testing.T) {
+	envStreamIdle = 300 * time.Millisecond
+	t.Cleanup(func() { envStreamIdle = 0 })
+	stall := func(w http.ResponseWriter, r *http.Request, first func()) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		first()
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // until Baton gives up
+	}
+	an := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		stall(w, r, func() {
+			sse(w, "message_start", `{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"usage":{"input_tokens":10,"output_tokens":1}}}`)
+			sse(w, "content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+			sse(w, "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}`)
+		})
+	}))
+	oa := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		stall(w, r, func() { sse(w, "", `{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"}}]}`) })
+	}))
+	t.Cleanup(func() { an.CloseClientConnections(); oa.CloseClientConnections(); an.Close(); oa.Close() })
+	vars := map[string]string{"OPENAI_BASE_URL": oa.URL + "/v1", "OPENAI_API_KEY": "k", "ANTHROPIC_BASE_URL": an.URL, "ANTHROPIC_API_KEY": "k"}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, cat)
+	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": 100}), 200)
+	for _, tc := range []struct{ path, model, last string }{
+		{"/v1/messages", "anthropic:claude-3-5-haiku-latest", `"type":"error"`},
+		{"/v1/chat/completions", "openai:gpt-4o-mini", `"error"`},
+	} {
+		body, _ := json.Marshal(map[string]any{"model": tc.model, "max_tokens": 50, "stream": true, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+		req, _ := http.NewRequest("POST", e.srv.URL+tc.path, strings.NewReader(string(body)))
+		req.Header.Set("Authorization", "Bearer "+e.tenantA)
+		client := &http.Client{Timeout: 30 * time.Second} // far beyond StreamIdle: Baton must end the stream, not the client
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if l := sc.Text(); l != "" {
+				lines = append(lines, l)
+			}
+		}
+		resp.Body.Close()
+		if sc.Err() != nil || len(lines) == 0 {
+			t.Fatalf("%s: the stream did not end by itself: %v, %q", tc.path, sc.Err(), lines)
+		}
+		all := strings.Join(lines, "\n")
+		if last := lines[len(lines)-1]; !strings.Contains(last, tc.last) || !strings.Contains(last, "sent nothing for") || strings.Contains(all, "[DONE]") {
+			t.Fatalf("%s: the stream ended with %q", tc.path, last)
+		}
+	}
+	for _, ev := range e.usageEvents("a", 2) {
+		var u gateway.UsageRecord
+		if err := json.Unmarshal(ev.Data, &u); err != nil || u.Usage.OutputTokens == 0 {
+			t.Fatalf("usage of a stalled stream: %s (%v)", ev.Data, err)
+		}
+	}
+	if held := e.budgets.Status("a").ReservedUSD; held != 0 {
+		t.Fatalf("%g USD still held after both streams ended", held)
+	}
+}
+
+// A client that leaves before the upstream has answered its headers is
+// recorded as client_gone, not as an upstream error.
+func TestClientGoneBeforeUpstreamHeaders(t *testing.T) {
+	oa := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // (the server notices a closed connection only once the body is read)
+		<-r.Context().Done()        // no headers until the call is given up
+	}))
+	t.Cleanup(func() { oa.CloseClientConnections(); oa.Close() })
+	vars := map[string]string{"OPENAI_BASE_URL": oa.URL + "/v1", "OPENAI_API_KEY": "k"}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, cat)
+	body, _ := json.Marshal(map[string]any{"model": "openai:gpt-4o-mini", "stream": true, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", e.srv.URL+"/v1/chat/completions", strings.NewReader(string(body)))
+	req.Header.Set("Authorization", "Bearer "+e.tenantA)
+	go func() {
+		time.Sleep(200 * time.Millisecond) // the call is waiting on the upstream by then
+		cancel()
+	}()
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+	}
+	var u gateway.UsageRecord
+	if err := json.Unmarshal(e.usageEvents("a", 1)[0].Data, &u); err != nil || u.Outcome != "client_gone" {
+		t.Fatalf("recorded %+v (%v)", u, err)
+	}
+}
+
+// A stream is sent as one even when the whole answer is ready at once (the
+// local model): chunked, no Content-Length.
+func TestShortStreamsHaveNoContentLength(t *testing.T) {
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, cat)
+	for _, path := range []string{"/v1/messages", "/v1/chat/completions"} {
+		body, _ := json.Marshal(map[string]any{"model": "local:echo", "max_tokens": 20, "stream": true, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+		req, _ := http.NewRequest("POST", e.srv.URL+path, strings.NewReader(string(body)))
+		req.Header.Set("Authorization", "Bearer "+e.tenantA)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.ContentLength != -1 || resp.Header.Get("Content-Type") != "text/event-stream" || len(b) == 0 {
+			t.Fatalf("%s: Content-Length %d, Content-Type %q, %d bytes", path, resp.ContentLength, resp.Header.Get("Content-Type"), len(b))
+		}
+	}
+}
