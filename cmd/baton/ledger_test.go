@@ -304,3 +304,12 @@ func FuzzVerifyOverHTTP(f *testing.F) {
 		}
 	})
 }
+
+// A stream-idle under a second is refused before anything opens.
+func TestServeRefusesTinyStreamIdle(t *testing.T) {
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--stream-idle", "10ms"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "at least 1s") {
+		t.Fatalf("err = %v", err)
+	}
+}

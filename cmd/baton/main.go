@@ -119,10 +119,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	storeOpts := addStoreFlags(fs)
 	providers := fs.String("providers", envOr("BATON_PROVIDERS_FILE", "providers.json"), "providers file (JSON); skipped when absent")
 	maxBody := fs.Int64("max-body", envInt("BATON_MAX_BODY_BYTES", batonhttp.DefaultMaxBody), "request body limit in bytes")
+	streamIdle := fs.Duration("stream-idle", envDuration("BATON_STREAM_IDLE", batonhttp.DefaultStreamIdle), "give up a streamed model call whose upstream sends nothing for this long")
 	idemRetention := fs.Duration("idempotency-retention", envDuration("BATON_IDEMPOTENCY_RETENTION", batonhttp.DefaultIdempotencyRetention), "how long a generate Idempotency-Key and its answer are kept (at least 24h)")
 	cpuprofile := fs.String("cpuprofile", "", "diagnostics: write a CPU profile of this process to the file until it stops")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *streamIdle < time.Second {
+		return fmt.Errorf("--stream-idle (BATON_STREAM_IDLE) is %v; it must be at least 1s", *streamIdle)
 	}
 	if *idemRetention < batonhttp.DefaultIdempotencyRetention {
 		// A client may retry a day later and must still get its answer.
@@ -195,7 +199,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	debug.FreeOSMemory()
 
 	front := batonhttp.NewServer(batonhttp.Config{
-		Store: store, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, IdempotencyRetention: *idemRetention, Log: log, Version: version, MaxBody: *maxBody,
+		Store: store, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, IdempotencyRetention: *idemRetention, StreamIdle: *streamIdle, Log: log, Version: version, MaxBody: *maxBody,
 	})
 	defer front.Close() // after Shutdown: appends the usage events it still holds
 	srv := &http.Server{
