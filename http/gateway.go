@@ -1012,7 +1012,8 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 	ticker := time.NewTicker(pingEvery)
 	defer ticker.Stop()
 	var sent streamed
-	blocks := contentBlocks{open: -1, tools: map[int]int{}}
+	// Anthropic upstreams send each tool call as its own block already.
+	blocks := contentBlocks{open: -1, tools: map[int]int{}, buffer: c.prov.Kind() != "anthropic"}
 	refused := false
 	for {
 		p, ticked, gone := up.next(r.Context(), ticker.C, sse.flush)
@@ -1052,7 +1053,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 		if d.StopReason != "" {
 			u := sent.bill(c.req, d.Usage)
 			cost, record := s.settle(r, c, u, "ok")
-			blocks.stop(sse)
+			blocks.finish(sse)
 			stop := d.StopReason
 			if refused && stop == gateway.StopEndTurn {
 				stop = gateway.StopRefusal
@@ -1100,6 +1101,44 @@ type contentBlocks struct {
 	next  int  // the index the next block gets
 	text  bool // whether the open block is a text block
 	tools map[int]int
+	// buffer holds tool calls back until something else comes (text, the
+	// end): OpenAI-shaped upstreams may send the arguments of parallel
+	// calls interleaved, while a messages client must get each call as
+	// one block, start to stop.
+	buffer  bool
+	pending []*pendingCall
+}
+
+// pendingCall is a tool call held back, its arguments gathered.
+type pendingCall struct {
+	upstream int // the upstream's index of the call
+	id, name string
+	args     strings.Builder
+}
+
+// flushTools sends the calls held back, each a whole block.
+func (b *contentBlocks) flushTools(sse *sseWriter) error {
+	for _, pc := range b.pending {
+		if err := b.start(sse, map[string]any{"type": "tool_use", "id": pc.id, "name": pc.name, "input": map[string]any{}}); err != nil {
+			return err
+		}
+		b.text = false
+		if pc.args.Len() > 0 {
+			if err := sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": b.open, "delta": map[string]any{"type": "input_json_delta", "partial_json": pc.args.String()}}); err != nil {
+				return err
+			}
+		}
+	}
+	b.pending = nil
+	return nil
+}
+
+// finish sends what is held back and closes the open block.
+func (b *contentBlocks) finish(sse *sseWriter) error {
+	if err := b.flushTools(sse); err != nil {
+		return err
+	}
+	return b.stop(sse)
 }
 
 func (b *contentBlocks) stop(sse *sseWriter) error {
@@ -1122,6 +1161,9 @@ func (b *contentBlocks) start(sse *sseWriter, block map[string]any) error {
 
 func (b *contentBlocks) write(sse *sseWriter, d gateway.Delta) error {
 	if d.Text != "" {
+		if err := b.flushTools(sse); err != nil {
+			return err
+		}
 		if !b.text || b.open < 0 {
 			if err := b.start(sse, map[string]any{"type": "text", "text": ""}); err != nil {
 				return err
@@ -1134,6 +1176,26 @@ func (b *contentBlocks) write(sse *sseWriter, d gateway.Delta) error {
 	}
 	tc := d.ToolCall
 	if tc == nil {
+		return nil
+	}
+	if b.buffer {
+		var pc *pendingCall
+		for _, p := range b.pending {
+			if p.upstream == tc.Index {
+				pc = p
+			}
+		}
+		if pc == nil {
+			pc = &pendingCall{upstream: tc.Index}
+			b.pending = append(b.pending, pc)
+		}
+		if pc.id == "" {
+			pc.id = tc.ID
+		}
+		if pc.name == "" {
+			pc.name = tc.Name
+		}
+		pc.args.WriteString(tc.Arguments)
 		return nil
 	}
 	idx, known := b.tools[tc.Index]

@@ -141,3 +141,70 @@ func TestShortStreamsHaveNoContentLength(t *testing.T) {
 		}
 	}
 }
+
+// Parallel tool calls whose argument deltas an OpenAI-compatible server
+// interleaves reach a messages client as one whole block per call, each
+// with its own arguments, in the grammar's order.
+func TestInterleavedToolCallsToMessages(t *testing.T) {
+	oa := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, d := range []string{
+			`{"choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"get_weather","arguments":""}}]}}]}`,
+			`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"get_time","arguments":""}}]}}]}`,
+			`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]}}]}`,
+			`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{\"tz\":\"CET\"}"}}]}}]}`,
+			`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]}}]}`,
+			`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+			`{"choices":[],"usage":{"prompt_tokens":20,"completion_tokens":9}}`,
+			`[DONE]`,
+		} {
+			sse(w, "", d)
+		}
+	}))
+	t.Cleanup(oa.Close)
+	vars := map[string]string{"OPENAI_BASE_URL": oa.URL + "/v1", "OPENAI_API_KEY": "k"}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, cat)
+	tool := func(name string) map[string]any {
+		return map[string]any{"name": name, "input_schema": map[string]any{"type": "object"}}
+	}
+	_, evs := e.stream("/v1/messages", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 100, "stream": true,
+		"tools": []any{tool("get_weather"), tool("get_time")}, "messages": []any{map[string]any{"role": "user", "content": "weather and time?"}}})
+	var names []string
+	open := -1
+	args := map[int]string{}
+	ids := map[int]string{}
+	for _, ev := range evs {
+		names = append(names, ev[0])
+		var d struct {
+			Index int `json:"index"`
+			Delta struct {
+				Type        string `json:"type"`
+				PartialJSON string `json:"partial_json"`
+			} `json:"delta"`
+			ContentBlock struct{ Type, ID, Name string } `json:"content_block"`
+		}
+		json.Unmarshal([]byte(ev[1]), &d)
+		switch ev[0] {
+		case "content_block_start":
+			if open != -1 {
+				t.Fatalf("block %d started while %d is open: %v", d.Index, open, names)
+			}
+			open, ids[d.Index] = d.Index, d.ContentBlock.ID
+		case "content_block_delta":
+			if d.Index != open {
+				t.Fatalf("a delta for block %d while %d is open: %v", d.Index, open, names)
+			}
+			args[d.Index] += d.Delta.PartialJSON
+		case "content_block_stop":
+			open = -1
+		}
+	}
+	if ids[0] != "call_a" || ids[1] != "call_b" || args[0] != `{"city":"Paris"}` || args[1] != `{"tz":"CET"}` {
+		t.Fatalf("blocks %v, arguments %v\n%v", ids, args, names)
+	}
+}
