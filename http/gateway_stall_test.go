@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -206,5 +208,54 @@ func TestInterleavedToolCallsToMessages(t *testing.T) {
 	}
 	if ids[0] != "call_a" || ids[1] != "call_b" || args[0] != `{"city":"Paris"}` || args[1] != `{"tz":"CET"}` {
 		t.Fatalf("blocks %v, arguments %v\n%v", ids, args, names)
+	}
+}
+
+// An upstream that answers its headers and then nothing, before any
+// content, is given up after StreamIdle and the next model of the chain
+// answers the stream.
+func TestStalledUpstreamFallsBackBeforeTheFirstByte(t *testing.T) {
+	envStreamIdle = 300 * time.Millisecond
+	t.Cleanup(func() { envStreamIdle = 0 })
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		sse(w, "", `{"choices":[{"index":0,"delta":{"role":"assistant","content":"hi there"}}]}`)
+		sse(w, "", `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`)
+		sse(w, "", `[DONE]`)
+	}))
+	t.Cleanup(func() { silent.CloseClientConnections(); silent.Close(); good.Close() })
+	price := map[string]any{"inputPerMTok": 1, "outputPerMTok": 2, "source": "test"}
+	file := map[string]any{"providers": []any{
+		map[string]any{"name": "stalls", "kind": "openai-compatible", "baseUrl": silent.URL + "/v1",
+			"models": []any{map[string]any{"name": "m", "pricing": price, "fallbacks": []string{"answers:m"}}}},
+		map[string]any{"name": "answers", "kind": "openai-compatible", "baseUrl": good.URL + "/v1",
+			"models": []any{map[string]any{"name": "m", "pricing": price}}},
+	}}
+	path := filepath.Join(t.TempDir(), "providers.json")
+	b, _ := json.Marshal(file)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(string) string { return "" }, ProvidersFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, cat)
+	_, evs := e.stream("/v1/messages", e.tenantA, map[string]any{"model": "stalls:m", "max_tokens": 20, "stream": true,
+		"messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	if len(evs) == 0 || !strings.Contains(evs[0][1], `"fallbackUsed":true`) || !strings.Contains(evs[0][1], `"model":"answers:m"`) ||
+		evs[len(evs)-1][0] != "message_stop" {
+		t.Fatalf("events: %v", evs)
+	}
+	got := strings.Join(usageOutcomes(t, e.usageEvents("a", 2)), "; ")
+	if got != "stalls:m upstream_error; answers:m ok" {
+		t.Fatalf("usage: %s", got)
 	}
 }
