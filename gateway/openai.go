@@ -5,12 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -561,14 +561,11 @@ func readUpstreamError(provider string, resp *http.Response) error {
 	if len(msg) > 500 {
 		// Cut at the start of a character, not inside one: the message
 		// goes out in JSON answers and logs.
-		cut := 0
-		for i := range msg { // i steps from one character's start to the next
-			if i > 500 {
-				break
-			}
-			cut = i
+		cut := 500
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
 		}
 		msg = msg[:cut]
 	}
-	return &UpstreamError{Provider: provider, Status: resp.StatusCode, Type: e.Error.Type, Message: fmt.Sprintf("%s", msg), RetryAfter: resp.Header.Get("Retry-After")}
+	return &UpstreamError{Provider: provider, Status: resp.StatusCode, Type: e.Error.Type, Message: msg, RetryAfter: resp.Header.Get("Retry-After")}
 }

@@ -236,6 +236,15 @@ func (t *streamed) bill(req gateway.Request, reported *gateway.Usage) gateway.Us
 	return u
 }
 
+// failed is the outcome of an attempt that got no answer: the client left
+// (before the upstream answered), or the upstream failed.
+func failed(r *http.Request) string {
+	if r.Context().Err() != nil {
+		return "client_gone"
+	}
+	return "upstream_error"
+}
+
 // retryable reports whether the next model of a chain may take over after
 // err: 429, 5xx, timeouts and connection errors, while the client is still
 // there.
@@ -259,11 +268,7 @@ func (s *Server) complete(r *http.Request, c *gatewayCall, chain []gateway.Targe
 			}
 			return resp, nil
 		}
-		outcome := "upstream_error"
-		if r.Context().Err() != nil {
-			outcome = "client_gone"
-		}
-		s.recordUsage(r, c, gateway.Usage{}, outcome)
+		s.recordUsage(r, c, gateway.Usage{}, failed(r))
 		last = err
 		if !retryable(r, err) {
 			break
@@ -332,11 +337,7 @@ func (s *Server) openStream(r *http.Request, c *gatewayCall, chain []gateway.Tar
 		if err != nil {
 			scancel()
 			cancel()
-			outcome := "upstream_error"
-			if r.Context().Err() != nil {
-				outcome = "client_gone" // it left before the upstream answered
-			}
-			s.recordUsage(r, c, gateway.Usage{}, outcome)
+			s.recordUsage(r, c, gateway.Usage{}, failed(r))
 			last = err
 			if retryable(r, err) {
 				continue

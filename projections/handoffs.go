@@ -135,8 +135,8 @@ func (p *Handoffs) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
 	}
 	if h.ID != id {
 		// The contract on this stream names another handoff: folding it
-		// would show one handoff's events as another's.
-		p.Forget()
+		// would show one handoff's events as another's. (The runner drops
+		// the cache when the transaction fails.)
 		return fmt.Errorf("handoff stream %s: its contract names handoff %q", ev.StreamID, h.ID)
 	}
 	p.keep(id, h)

@@ -588,18 +588,16 @@ func benchGateway(ctx context.Context, dir string, d, modelTime time.Duration, s
 			newGWTarget(bare.base, model, "upstream-key-unused"),
 		}
 	}
-	series := []struct {
+	type serie struct {
 		modelTime time.Duration
 		t         [3]gwTarget
-	}{{0, sides(gwModel)}}
+	}
+	series := []serie{{0, sides(gwModel)}}
 	if pacedOnly {
 		series = series[:0]
 	}
 	if modelTime > 0 {
-		series = append(series, struct {
-			modelTime time.Duration
-			t         [3]gwTarget
-		}{modelTime, sides(gwPaced)})
+		series = append(series, serie{modelTime, sides(gwPaced)})
 	}
 
 	// Warm up, and check that both sides answer what the upstream says.
