@@ -182,15 +182,7 @@ func TestInterleavedToolCallsToMessages(t *testing.T) {
 	ids := map[int]string{}
 	for _, ev := range evs {
 		names = append(names, ev[0])
-		var d struct {
-			Index int `json:"index"`
-			Delta struct {
-				Type        string `json:"type"`
-				PartialJSON string `json:"partial_json"`
-			} `json:"delta"`
-			ContentBlock struct{ Type, ID, Name string } `json:"content_block"`
-		}
-		json.Unmarshal([]byte(ev[1]), &d)
+		d := blockEventOf(ev[1])
 		switch ev[0] {
 		case "content_block_start":
 			if open != -1 {

@@ -212,15 +212,7 @@ func TestStreamedToolCallsTranslateBothWays(t *testing.T) {
 	var args string
 	for _, ev := range evs {
 		names = append(names, ev[0])
-		var d struct {
-			Index int `json:"index"`
-			Delta struct {
-				Type        string `json:"type"`
-				PartialJSON string `json:"partial_json"`
-			} `json:"delta"`
-			ContentBlock struct{ Type, ID, Name string } `json:"content_block"`
-		}
-		json.Unmarshal([]byte(ev[1]), &d)
+		d := blockEventOf(ev[1])
 		if d.Delta.Type == "input_json_delta" {
 			if d.Index != 0 {
 				t.Fatalf("arguments to block %d: %s", d.Index, ev[1])
@@ -558,4 +550,20 @@ func TestResponseFormat(t *testing.T) {
 	if len(u.lastOpenAI) != 0 || len(u.lastAnthropic) != 0 {
 		t.Error("a refused request reached an upstream")
 	}
+}
+
+// blockEvent is the part of an Anthropic stream event the tool tests read.
+type blockEvent struct {
+	Index int `json:"index"`
+	Delta struct {
+		Type        string `json:"type"`
+		PartialJSON string `json:"partial_json"`
+	} `json:"delta"`
+	ContentBlock struct{ Type, ID, Name string } `json:"content_block"`
+}
+
+func blockEventOf(data string) blockEvent {
+	var d blockEvent
+	json.Unmarshal([]byte(data), &d)
+	return d
 }
