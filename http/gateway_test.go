@@ -184,6 +184,12 @@ func (f *fakeUpstreams) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 
 func newGatewayEnv(t *testing.T) (*env, *fakeUpstreams) {
 	f := newFakeUpstreams(t)
+	return newEnvWith(t, gatewayCatalog(t, f)), f
+}
+
+// gatewayCatalog is the built-in catalog with the openai and anthropic
+// providers pointed at f.
+func gatewayCatalog(t testing.TB, f *fakeUpstreams) *gateway.Catalog {
 	vars := map[string]string{
 		"OPENAI_BASE_URL": f.openai.URL + "/v1", "OPENAI_API_KEY": "sk-upstream-test",
 		"ANTHROPIC_BASE_URL": f.anthropic.URL, "ANTHROPIC_API_KEY": "ak-upstream-test",
@@ -192,7 +198,7 @@ func newGatewayEnv(t *testing.T) (*env, *fakeUpstreams) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newEnvWith(t, cat), f
+	return cat
 }
 
 // sseEvents reads a whole event stream into (event, data) pairs.

@@ -293,7 +293,11 @@ func (t gwTarget) call(ctx context.Context, client *http.Client, stream, keep bo
 // latencies.
 // Of each call it keeps: the first content byte, the whole call, and (for
 // streams) the time from [DONE] to the end of the body.
-func gwSide(ctx context.Context, client *http.Client, t gwTarget, conc int, stream bool, d time.Duration) (lat [3][]time.Duration, elapsed time.Duration, err error) {
+// With spread > 0, caller i makes its first call i/conc of spread after the
+// start, so callers of a model that takes spread to answer arrive spread
+// out, as independent clients do, instead of all in the same microsecond
+// at the start of every slice (a burst the benchmark would make up).
+func gwSide(ctx context.Context, client *http.Client, t gwTarget, conc int, stream bool, d, spread time.Duration) (lat [3][]time.Duration, elapsed time.Duration, err error) {
 	var (
 		mu    sync.Mutex
 		wg    sync.WaitGroup
@@ -301,11 +305,14 @@ func gwSide(ctx context.Context, client *http.Client, t gwTarget, conc int, stre
 		start = time.Now()
 	)
 	deadline := start.Add(d)
-	for range conc {
+	for i := range conc {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var mine [3][]time.Duration
+			if spread > 0 && i > 0 {
+				time.Sleep(spread * time.Duration(i) / time.Duration(conc))
+			}
 			for time.Now().Before(deadline) && fail.Load() == nil {
 				r, err := t.call(ctx, client, stream, false)
 				if err != nil {
@@ -338,12 +345,12 @@ func gwSummarize(lat []time.Duration, elapsed time.Duration) gwStats {
 // gwRunCell measures one concurrency level: direct, through Baton and
 // through the bare proxy take turns in slices (each round starts with the
 // next one), so noise from the machine falls on all alike.
-func gwRunCell(ctx context.Context, client *http.Client, direct, through, proxy gwTarget, conc int, stream bool, d, slice time.Duration) (gwCell, error) {
+func gwRunCell(ctx context.Context, client *http.Client, direct, through, proxy gwTarget, conc int, stream bool, d, slice, spread time.Duration) (gwCell, error) {
 	cell := gwCell{Conc: conc, Stream: stream}
 	targets := []gwTarget{direct, through, proxy}
 	warm := min(slice, 300*time.Millisecond)
 	for _, t := range targets {
-		if _, _, err := gwSide(ctx, client, t, conc, stream, warm); err != nil {
+		if _, _, err := gwSide(ctx, client, t, conc, stream, warm, spread); err != nil {
 			return cell, err
 		}
 	}
@@ -353,7 +360,7 @@ func gwRunCell(ctx context.Context, client *http.Client, direct, through, proxy 
 	for i := range rounds {
 		for j := range targets {
 			k := (i + j) % len(targets)
-			l, e, err := gwSide(ctx, client, targets[k], conc, stream, slice)
+			l, e, err := gwSide(ctx, client, targets[k], conc, stream, slice, spread)
 			if err != nil {
 				return cell, err
 			}
@@ -668,7 +675,11 @@ func benchGateway(ctx context.Context, dir string, d, modelTime time.Duration, s
 	for _, se := range series {
 		for _, stream := range []bool{false, true} {
 			for _, conc := range []int{1, 16, 64} {
-				cell, err := gwRunCell(ctx, client, se.t[0], se.t[1], se.t[2], conc, stream, d, res.Slice)
+				dur := d
+				if se.modelTime > 0 {
+					dur = 2 * d // calls are few: more of them for steadier percentiles
+				}
+				cell, err := gwRunCell(ctx, client, se.t[0], se.t[1], se.t[2], conc, stream, dur, res.Slice, se.modelTime)
 				if err != nil {
 					return res, fmt.Errorf("gateway bench, model time %v, %d concurrent (stream %v): %w\nbaton: %s\nbench-proxy: %s", se.modelTime, conc, stream, err, child.logTail(), bare.logTail())
 				}
@@ -755,10 +766,12 @@ func gatewayReport(r gatewayResult) string {
 		"the calls use a tenant key from `POST /v1/admin/keys`, so every call through Baton authenticates, is priced, holds and settles against its tenant's budget, and queues a usage event that a background writer appends (fsynced, batched per tenant). "+
 		"The same `POST /v1/chat/completions` goes to the upstream directly, through Baton (`%s:<model>`), and through a bare forwarding proxy (`baton bench-proxy`: a handler that reads the request, sends it with the HTTP client Baton's adapters use and copies the answer back, flushing every read; also a child process), over one shared keep-alive client. "+
 		"The bare proxy does nothing but forward, so what it adds is the floor any Go HTTP proxy pays on this machine (two more loopback sockets per call and the goroutines that serve them); Baton's own cost is what it adds beyond that. "+
-		"The three sides take turns in slices of %v (%v per side per row, after a warm-up), so the machine's noise falls on all alike. "+
+		"The three sides take turns in slices of %v (%v per side per row, twice that with the paced model, after a warm-up), so the machine's noise falls on all alike. "+
+		"Callers of the paced model start spread over one model time (caller i of n waits i/n of it before its first call), as independent clients arrive; "+
+		"started all in the same microsecond at every slice, as they were until 2026-11-23, they stayed in step and hit the proxies in bursts of 16 every 20 ms, a load no set of independent clients makes, which alone made even the bare proxy add about 2.5 ms at p99. "+
 		"Load generator, upstream and Baton share the same %d cores. "+
 		"*Added* is through minus direct, percentile by percentile; *bare proxy added* the same for the bare proxy. "+
-		"With the paced model one caller makes only about 48 calls a second, so a row at 1 caller holds a couple of hundred calls per side and its p99 is close to its slowest call: read those p99s as noise.\n\n",
+		"With the paced model one caller makes only about 48 calls a second, so a row at 1 caller holds a few hundred calls per side and its p99 is close to its slowest call: read those p99s as noise.\n\n",
 		len(gwChunks)-1, gwModel, gwPaced, r.ModelTime, r.ModelTime/20, r.ModelTime, gwProvider, r.Slice, r.Duration, runtime.NumCPU())
 
 	fmt.Fprintf(&b, "Goals:\n\n")
