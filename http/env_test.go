@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -86,7 +87,7 @@ func newEnvStore(t testing.TB, catalog *gateway.Catalog, wrap func(eventstore.St
 	if wrap != nil {
 		frontStore = wrap(store)
 	}
-	front := batonhttp.NewServer(batonhttp.Config{Store: frontStore, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel), Version: "test", MaxBody: 64 << 10, StreamIdle: envStreamIdle})
+	front := batonhttp.NewServer(batonhttp.Config{Store: frontStore, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, Log: zerolog.New(testLogWriter(t)).Level(zerolog.ErrorLevel), Version: "test", MaxBody: 64 << 10, StreamIdle: envStreamIdle})
 	srv := httptest.NewServer(front.Handler())
 	e := &env{t: t, srv: srv, store: store, proj: proj, dir: dir, catalog: catalog, budgets: budgets}
 	t.Cleanup(func() {
@@ -107,6 +108,16 @@ func newEnvStore(t testing.TB, catalog *gateway.Catalog, wrap func(eventstore.St
 	}
 	e.admin, e.tenantA, e.tenantA2, e.tenantB = mk("ops", true), mk("a", false), mk("a", false), mk("b", false)
 	return e
+}
+
+// testLogWriter is where the front of a test logs: the test's log, or for
+// a fuzz target (whose *testing.F must not log from inside the target)
+// standard error.
+func testLogWriter(t testing.TB) io.Writer {
+	if _, fuzz := t.(*testing.F); fuzz {
+		return os.Stderr
+	}
+	return zerolog.NewTestWriter(t)
 }
 
 // response is an answer with its decoded body.
