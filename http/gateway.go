@@ -367,7 +367,6 @@ func (s *Server) openStream(r *http.Request, c *gatewayCall, chain []gateway.Tar
 func (s *Server) awaitContent(r *http.Request, c *gatewayCall, u *upstream) (*upstream, error) {
 	timer := time.NewTimer(commitAfter())
 	defer timer.Stop()
-	var early gateway.Usage // input side told before any content
 	for {
 		select {
 		case p := <-u.deltas:
@@ -376,22 +375,31 @@ func (s *Server) awaitContent(r *http.Request, c *gatewayCall, u *upstream) (*up
 				if committing(p.d) {
 					return u, nil
 				}
-				if p.d.Usage != nil {
-					early = withInput(early, *p.d.Usage)
-				}
 				continue
 			}
 			u.close()
-			s.recordUsage(r, c, early, "upstream_error")
+			s.recordUsage(r, c, u.told(), "upstream_error")
 			return nil, p.err
 		case <-timer.C:
 			return u, nil
 		case <-r.Context().Done():
 			u.close()
-			s.recordUsage(r, c, early, "client_gone")
+			s.recordUsage(r, c, u.told(), "client_gone")
 			return nil, r.Context().Err()
 		}
 	}
+}
+
+// told is the input side of usage the upstream reported before any
+// content (Anthropic's message_start), from the deltas read ahead.
+func (u *upstream) told() gateway.Usage {
+	var early gateway.Usage
+	for _, p := range u.pending {
+		if p.d.Usage != nil && p.d.StopReason == "" {
+			early = withInput(early, *p.d.Usage)
+		}
+	}
+	return early
 }
 
 // next returns the upstream's next delta: those read ahead first. Before
@@ -993,12 +1001,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 		s.writeErrorAs(w, r, anthropicErrors, err)
 		return
 	}
-	var early gateway.Usage // the input side, when the upstream told it before any content
-	for _, p := range up.pending {
-		if p.d.Usage != nil && p.d.StopReason == "" {
-			early = withInput(early, *p.d.Usage)
-		}
-	}
+	early := up.told() // the input side, when the upstream told it before any content
 	start := map[string]any{"type": "message_start", "message": map[string]any{
 		"id": c.id, "type": "message", "role": "assistant", "model": c.model.ID, "provider": c.prov.Name(), "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": early.InputTokens, "output_tokens": 0,
