@@ -4,6 +4,8 @@ GO        ?= go
 # make run ADDR=127.0.0.1:9090 (or BATON_ADDR / BATON_DATA_DIR in the environment)
 DATA      ?= $(or $(BATON_DATA_DIR),./data)
 ADDR      ?= $(or $(BATON_ADDR),127.0.0.1:8080)
+# make run PROVIDERS=my-providers.json (or BATON_PROVIDERS_FILE; default ./providers.json when present)
+PROVIDERS ?= $(BATON_PROVIDERS_FILE)
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 FUZZTIME  ?= 30s
@@ -14,7 +16,7 @@ RACE      ?= $(shell command -v gcc >/dev/null 2>&1 && echo -race)
 .PHONY: run build test vet fmt-check lint bench fuzz clean
 
 run:
-	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/baton serve --data $(DATA) --addr $(ADDR)
+	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/baton serve --data $(DATA) --addr $(ADDR) $(if $(PROVIDERS),--providers $(PROVIDERS))
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o baton ./cmd/baton

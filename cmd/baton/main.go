@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"syscall"
 	"time"
 
@@ -217,7 +218,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info().Str("addr", ln.Addr().String()).Str("store", storeOpts.describe(*data)).Str("data", *data).Str("version", version).Msg("baton serving")
+	log.Info().Str("addr", ln.Addr().String()).Str("store", storeOpts.describe(*data)).Str("data", *data).Str("version", version).
+		Str("providersFile", providersFileUsed(*providers)).Strs("modelProviders", configuredProviders(catalog)).Msg("baton serving")
 
 	select {
 	case err := <-errc:
@@ -313,6 +315,29 @@ func envDuration(name string, def time.Duration) time.Duration {
 		}
 	}
 	return def
+}
+
+// providersFileUsed names the providers file that was read, or says none
+// was (the default path is skipped when absent).
+func providersFileUsed(path string) string {
+	if _, err := os.Stat(path); err != nil {
+		return "none"
+	}
+	return path
+}
+
+// configuredProviders lists the providers whose models can be called
+// (keys set, or no key needed), so an operator sees at start which ones
+// Baton will route to.
+func configuredProviders(c *gateway.Catalog) []string {
+	var names []string
+	for _, m := range c.List() {
+		if m.Configured && !slices.Contains(names, m.Provider) {
+			names = append(names, m.Provider)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // startCPUProfile profiles this process into path until stop is called;
