@@ -494,7 +494,7 @@ func (c *CreateContract) Validate() error {
 	v.required("/objective", c.Objective, maxText)
 	v.required("/targetExecutor", c.TargetExecutor, maxShort)
 	if c.ExecutorProtocol == "" {
-		v.add("/executorProtocol", "required", "is required, of the form <executor_name>.v1")
+		v.add("/executorProtocol", "required", "is required, of the form <executor_name>.v<N>, e.g. ops_bot.v1")
 	} else if !executorProtocolRE.MatchString(c.ExecutorProtocol) {
 		v.add("/executorProtocol", "invalid_format", "must have the form <executor_name>.v<N>, e.g. browser_agent.v1")
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"net/http"
 	"os"
 	"slices"
@@ -27,9 +28,17 @@ type Price struct {
 
 // Cost prices usage. Cache reads and writes are billed at their own rates,
 // as both providers bill them.
+//
+// The sum is rounded to 1e-12 USD, so that float arithmetic's last-digit
+// noise (1 token at $0.1 a million and 3 at $0.2 making
+// 7.000000000000001e-07) does not reach the answers.
 func (p *Price) Cost(u Usage) float64 {
-	return (float64(u.InputTokens)*p.InputPerMTok + float64(u.OutputTokens)*p.OutputPerMTok +
+	c := (float64(u.InputTokens)*p.InputPerMTok + float64(u.OutputTokens)*p.OutputPerMTok +
 		float64(u.CacheReadTokens)*p.CacheReadPerMTok + float64(u.CacheWriteTokens)*p.CacheWritePerMTok) / 1e6
+	if c < 1e3 { // below that the scaled value is exact in a float64
+		c = math.Round(c*1e12) / 1e12
+	}
+	return c
 }
 
 // ModelSpec declares a model: in the built-in table or a providers file.

@@ -60,3 +60,14 @@ func TestSyncKeepsAliasesOfListedModels(t *testing.T) {
 		t.Fatal("aliasListed")
 	}
 }
+
+func TestCostHasNoFloatNoise(t *testing.T) {
+	p := &Price{InputPerMTok: 0.1, OutputPerMTok: 0.2}
+	if c := p.Cost(Usage{InputTokens: 1, OutputTokens: 3}); c != 7e-07 {
+		t.Fatalf("cost %v, want 7e-07", c)
+	}
+	big := &Price{InputPerMTok: 15, OutputPerMTok: 75}
+	if c := big.Cost(Usage{InputTokens: 1_000_000, OutputTokens: 200_000}); c != 30 {
+		t.Fatalf("cost %v, want 30", c)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -319,7 +320,7 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 	usage := gatewayUsageSummary{InputTokens: total.InputTokens, OutputTokens: total.OutputTokens, CostUSD: totalCost}
 	if out == nil {
 		p := newProblem(r, http.StatusUnprocessableEntity, "output_invalid",
-			fmt.Sprintf("no attempt produced output that validates against the output schema of %s (%d attempts)", t.Name, len(trace.Attempts)))
+			fmt.Sprintf("no attempt produced output that validates against the output schema of %s (%s)", t.Name, plural(len(trace.Attempts), "attempt")))
 		if trace.StoppedBy == "cost_ceiling" {
 			p.Detail += "; the cost ceiling stopped a further attempt"
 		}
@@ -393,4 +394,12 @@ func (s *Server) contextPrompt(ctx context.Context, tenant, id string) (string, 
 		return "", fieldErr("/contextPacketId", "unsupported", "context packets are not available on this server")
 	}
 	return s.contextLoader(ctx, tenant, id)
+}
+
+// plural is "1 attempt", "2 attempts".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
