@@ -368,6 +368,12 @@ func testIdempotency(t *testing.T, e *env, u *scriptedUpstream) {
 	if again.status != 200 || string(again.raw) != string(first.raw) || again.header.Get("Idempotent-Replayed") != "true" || u.calls.Load() != 1 {
 		t.Fatalf("replay: %d %v\n%s\n%s", again.status, again.header, again.raw, first.raw)
 	}
+	// The same JSON written another way (key order, spaces) is the same
+	// request, as Stripe compares parameters, not bytes.
+	reordered := "{ \"options\": {\"llm\": {\"model\": \"openai:gpt-4o-mini\"}},\n  \"input\": {\"text\": \"Baton records events.\"}, \"type\": \"summarize\" }"
+	if r := e.do("POST", "/v1/generate", e.tenantA, reordered, "Idempotency-Key", "order-42"); r.status != 200 || string(r.raw) != string(first.raw) || r.header.Get("Idempotent-Replayed") != "true" || u.calls.Load() != 1 {
+		t.Fatalf("reordered replay: %d %s", r.status, r.raw)
+	}
 	// Same key, another body: 422. Another tenant's same key is its own.
 	other := genBody(map[string]any{"input": map[string]any{"text": "something else"}})
 	if r := e.do("POST", "/v1/generate", e.tenantA, other, "Idempotency-Key", "order-42"); r.status != 422 || r.str("code") != "idempotency_key_reused" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
 )
 
@@ -128,8 +129,7 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 			s.writeDecodeError(w, r, err)
 			return
 		}
-		sum := sha256.Sum256(body)
-		bodyHash := endpoint + ":" + hex.EncodeToString(sum[:])
+		bodyHash, rawHash := idemBodyHashes(endpoint, body)
 		p := principalOf(r.Context())
 		stream := idemStream(p.Tenant, key)
 		ctx := r.Context()
@@ -159,7 +159,7 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 				return
 			}
 			var answered bool
-			if expected, answered = s.idemLookup(w, r, evs, bodyHash); answered {
+			if expected, answered = s.idemLookup(w, r, evs, bodyHash, rawHash); answered {
 				return
 			}
 		} else {
@@ -173,7 +173,7 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 					s.writeError(w, r, err)
 					return
 				}
-				exp, answered := s.idemLookup(w, r, evs, bodyHash)
+				exp, answered := s.idemLookup(w, r, evs, bodyHash, rawHash)
 				if answered {
 					return
 				}
@@ -250,6 +250,22 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 	}
 }
 
+// idemBodyHashes names a request body for comparing it with the first
+// request of its key. A JSON body is compared as JSON, as Stripe compares
+// parameters: its canonical form (keys sorted, no insignificant space), so a
+// client whose JSON encoder orders keys differently on a retry is the same
+// request. Other bodies are compared byte for byte. rawHash is the byte
+// hash, which answers kept by earlier versions were stored under.
+func idemBodyHashes(endpoint string, body []byte) (hash, rawHash string) {
+	sum := sha256.Sum256(body)
+	rawHash = endpoint + ":" + hex.EncodeToString(sum[:])
+	if c, err := domain.CanonicalJSON(body); err == nil {
+		sum = sha256.Sum256(c)
+		return endpoint + ":json:" + hex.EncodeToString(sum[:]), rawHash
+	}
+	return rawHash, rawHash
+}
+
 // exclusiveStore reports whether only this process writes the store.
 func exclusiveStore(st eventstore.Store) bool {
 	x, ok := st.(eventstore.Exclusive)
@@ -272,7 +288,7 @@ func idemBusy(w http.ResponseWriter, r *http.Request, otherBody bool) {
 // idemLookup reads a key's stream: a live entry is answered (the replay,
 // 422 for another body, 409 while it runs) and answered is true; else
 // expected is where a new entry goes (no stream, or after an expired one).
-func (s *Server) idemLookup(w http.ResponseWriter, r *http.Request, evs []eventstore.RecordedEvent, bodyHash string) (expected eventstore.ExpectedRevision, answered bool) {
+func (s *Server) idemLookup(w http.ResponseWriter, r *http.Request, evs []eventstore.RecordedEvent, bodyHash, rawHash string) (expected eventstore.ExpectedRevision, answered bool) {
 	if len(evs) == 0 {
 		return eventstore.NoStream(), false
 	}
@@ -293,7 +309,7 @@ func (s *Server) idemLookup(w http.ResponseWriter, r *http.Request, evs []events
 	} else if completed != nil {
 		hash = completed.BodyHash
 	}
-	if hash != "" && hash != bodyHash {
+	if hash != "" && hash != bodyHash && hash != rawHash {
 		idemBusy(w, r, true)
 		return eventstore.ExpectedRevision{}, true
 	}

@@ -57,3 +57,28 @@ func FuzzIdemState(f *testing.F) {
 		replayIdem(httptest.NewRecorder(), completed)
 	})
 }
+
+// Answers kept before bodies were compared as JSON carry the byte hash: a
+// byte-identical retry still replays them, another body is still refused.
+func TestIdemLookupKeepsByteHashedAnswers(t *testing.T) {
+	body := []byte(`{"type":"summarize","input":{"text":"x"}}`)
+	hash, raw := idemBodyHashes("generate", body)
+	if hash == raw {
+		t.Fatal("a JSON body is hashed as bytes")
+	}
+	done, _ := json.Marshal(idemCompleted{Status: 200, ContentType: "application/json", Body: `{"ok":true}`, RequestID: "r1", BodyHash: raw, CompletedAt: time.Now().UTC()})
+	evs := []eventstore.RecordedEvent{{StreamID: "idem-t-x", EventData: eventstore.EventData{Type: evIdemCompleted, Data: done}}}
+	s := &Server{idemRetention: time.Hour}
+	w := httptest.NewRecorder()
+	if _, answered := s.idemLookup(w, httptest.NewRequest("POST", "/v1/generate", nil), evs, hash, raw); !answered || w.Code != 200 || w.Header().Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("byte-identical retry of an old answer: answered %v, %d %s", answered, w.Code, w.Body)
+	}
+	otherHash, otherRaw := idemBodyHashes("generate", []byte(`{"type":"summarize","input":{"text":"y"}}`))
+	w = httptest.NewRecorder()
+	if _, answered := s.idemLookup(w, httptest.NewRequest("POST", "/v1/generate", nil), evs, otherHash, otherRaw); !answered || w.Code != 422 {
+		t.Fatalf("another body against an old answer: answered %v, %d %s", answered, w.Code, w.Body)
+	}
+	if h, r := idemBodyHashes("generate", []byte("not json")); h != r {
+		t.Fatal("a body that is not JSON is not compared byte for byte")
+	}
+}
