@@ -29,6 +29,7 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	only := fs.String("only", "", "run one part: store, lifecycle, gateway, generate or kurrent (prints figures, writes no file)")
 	gwDur := fs.Duration("gw-duration", 4*time.Second, "gateway benchmark: length of each side (direct, through Baton) of each row")
 	modelTime := fs.Duration("model-time", 20*time.Millisecond, "gateway and generate benchmarks: how long the paced upstream model takes before it answers (0: only the model answering at once; negative: only the paced model, taking its absolute value)")
+	fs.BoolVar(&benchPin, "pin", false, "gateway benchmark: also run the paced model's rows at 1 and 16 callers with Baton and the bare proxy on CPU 1 and the load generator and upstream on CPU 0 (Linux, 2 or more CPUs)")
 	fs.StringVar(&childCPUProfile, "child-cpuprofile", "", "gateway and generate benchmarks: the Baton child process writes its CPU profile to this file")
 	if err := fs.Parse(args); err != nil {
 		return err

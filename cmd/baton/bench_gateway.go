@@ -50,6 +50,7 @@ func (s gwStats) perSec() float64 {
 // [DONE] to that end.
 type gwCell struct {
 	ModelTime               time.Duration // how long the upstream takes before it answers (0: at once)
+	Pinned                  bool          // Baton and the bare proxy on one core, load generator and upstream on the other
 	Conc                    int
 	Stream                  bool
 	Direct, Through         gwStats
@@ -80,6 +81,8 @@ type gatewayResult struct {
 	HWM       int64 // VmHWM: the kernel's peak
 	Took      time.Duration
 	StartedAt time.Time
+	Pinned    bool   // the pinned rows ran
+	PinErr    string // why they did not
 }
 
 const (
@@ -443,6 +446,10 @@ func (c *gwChild) stop() {
 	}
 }
 
+// benchPin (baton bench --pin) adds the paced rows with Baton on a core of
+// its own.
+var benchPin bool
+
 // childCPUProfile, when set, is where the Baton child writes its CPU profile.
 var childCPUProfile string
 
@@ -598,13 +605,17 @@ func benchGateway(ctx context.Context, dir string, d, modelTime time.Duration, s
 	type serie struct {
 		modelTime time.Duration
 		t         [3]gwTarget
+		pinned    bool
 	}
-	series := []serie{{0, sides(gwModel)}}
+	series := []serie{{0, sides(gwModel), false}}
 	if pacedOnly {
 		series = series[:0]
 	}
 	if modelTime > 0 {
-		series = append(series, serie{modelTime, sides(gwPaced)})
+		series = append(series, serie{modelTime, sides(gwPaced), false})
+		if benchPin && runtime.NumCPU() >= 2 {
+			series = append(series, serie{modelTime, sides(gwPaced), true})
+		}
 	}
 
 	// Warm up, and check that both sides answer what the upstream says.
@@ -672,9 +683,36 @@ func benchGateway(ctx context.Context, dir string, d, modelTime time.Duration, s
 		<-sampleDone
 	}()
 
+	// pin puts this process (load generator and upstream) on cpuSelf and
+	// Baton and the bare proxy on cpuChild (nil: every CPU).
+	pin := func(cpuSelf, cpuChild []int) error {
+		for _, p := range []struct {
+			pid  int
+			cpus []int
+		}{{os.Getpid(), cpuSelf}, {pid, cpuChild}, {bare.cmd.Process.Pid, cpuChild}} {
+			if err := pinTo(p.pid, p.cpus); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	defer pin(nil, nil)
 	for _, se := range series {
+		concs := []int{1, 16, 64}
+		if se.pinned {
+			// Baton (and, in its turn, the bare proxy) on CPU 1, the load
+			// generator and the upstream in this process on CPU 0.
+			if err := pin([]int{0}, []int{1}); err != nil {
+				res.PinErr = err.Error()
+				pin(nil, nil)
+				continue
+			}
+			time.Sleep(1500 * time.Millisecond) // the Go runtimes lower GOMAXPROCS to their one CPU
+			res.Pinned = true
+			concs = []int{1, 16}
+		}
 		for _, stream := range []bool{false, true} {
-			for _, conc := range []int{1, 16, 64} {
+			for _, conc := range concs {
 				dur := d
 				if se.modelTime > 0 {
 					dur = 2 * d // calls are few: more of them for steadier percentiles
@@ -683,7 +721,7 @@ func benchGateway(ctx context.Context, dir string, d, modelTime time.Duration, s
 				if err != nil {
 					return res, fmt.Errorf("gateway bench, model time %v, %d concurrent (stream %v): %w\nbaton: %s\nbench-proxy: %s", se.modelTime, conc, stream, err, child.logTail(), bare.logTail())
 				}
-				cell.ModelTime = se.modelTime
+				cell.ModelTime, cell.Pinned = se.modelTime, se.pinned
 				res.Cells = append(res.Cells, cell)
 				if conc == 64 && se.modelTime == 0 {
 					res.AfterRSS = procStatus(pid, "VmRSS")
@@ -691,6 +729,9 @@ func benchGateway(ctx context.Context, dir string, d, modelTime time.Duration, s
 				kind, what := "plain ", "latency"
 				if stream {
 					kind, what = "stream", "first byte"
+				}
+				if se.pinned {
+					kind += " (pinned)"
 				}
 				fmt.Fprintf(stdout, "gateway %s, model time %v, %2d concurrent: %s direct p50 %v p99 %v, through Baton p50 %v p99 %v, added p50 %s p99 %s (bare proxy added p50 %s p99 %s); %.0f/s direct, %.0f/s through\n",
 					kind, se.modelTime, conc, what, round(cell.Direct.P50), round(cell.Direct.P99), round(cell.Through.P50), round(cell.Through.P99),
@@ -745,8 +786,12 @@ func metOrNot(ok bool) string {
 }
 
 func (r gatewayResult) cell(modelTime time.Duration, stream bool, conc int) (gwCell, bool) {
+	return r.cellOf(modelTime, false, stream, conc)
+}
+
+func (r gatewayResult) cellOf(modelTime time.Duration, pinned, stream bool, conc int) (gwCell, bool) {
 	for _, c := range r.Cells {
-		if c.ModelTime == modelTime && c.Stream == stream && c.Conc == conc {
+		if c.ModelTime == modelTime && c.Pinned == pinned && c.Stream == stream && c.Conc == conc {
 			return c, true
 		}
 	}
@@ -775,10 +820,10 @@ func gatewayReport(r gatewayResult) string {
 		len(gwChunks)-1, gwModel, gwPaced, r.ModelTime, r.ModelTime/20, r.ModelTime, gwProvider, r.Slice, r.Duration, runtime.NumCPU())
 
 	fmt.Fprintf(&b, "Goals:\n\n")
-	goals := func(mt time.Duration, label string) {
-		c16, ok16 := r.cell(mt, false, 16)
-		s1, ok1 := r.cell(mt, true, 1)
-		s16, oks16 := r.cell(mt, true, 16)
+	goals := func(mt time.Duration, pinned bool, label string) {
+		c16, ok16 := r.cellOf(mt, pinned, false, 16)
+		s1, ok1 := r.cellOf(mt, pinned, true, 1)
+		s16, oks16 := r.cellOf(mt, pinned, true, 16)
 		if ok16 {
 			fmt.Fprintf(&b, "- p99 added at most 1 ms at 16 concurrent non-streaming calls, %s: %s (added p99 %s: %v through vs %v direct; the bare proxy adds %s)\n",
 				label, metOrNot(c16.added99() <= time.Millisecond), signed(c16.added99()), round(c16.Through.P99), round(c16.Direct.P99), signed(c16.proxyAdded99()))
@@ -790,9 +835,12 @@ func gatewayReport(r gatewayResult) string {
 		}
 	}
 	if r.ModelTime > 0 {
-		goals(r.ModelTime, fmt.Sprintf("model taking %v", r.ModelTime))
+		goals(r.ModelTime, false, fmt.Sprintf("model taking %v", r.ModelTime))
+		if r.Pinned {
+			goals(r.ModelTime, true, fmt.Sprintf("model taking %v, Baton on its own core", r.ModelTime))
+		}
 	}
-	goals(0, "model answering at once (cores saturated)")
+	goals(0, false, "model answering at once (cores saturated)")
 	if r.IdleRSS > 0 {
 		fmt.Fprintf(&b, "- idle RSS under 40 MB: %s (%s after start and 160 warm-up calls: %s anonymous, %s file-backed; %s before any call)\n",
 			metOrNot(r.IdleRSS < 40<<20), mb(r.IdleRSS), mb(r.IdleAnon), mb(r.IdleFile), mb(r.StartRSS))
@@ -800,12 +848,12 @@ func gatewayReport(r gatewayResult) string {
 		fmt.Fprintf(&b, "- idle RSS under 40 MB: not measured (no /proc on this system)\n")
 	}
 
-	tables := func(mt time.Duration) {
+	tables := func(mt time.Duration, pinned bool) {
 		fmt.Fprintf(&b, "\nNon-streaming calls (whole response read):\n\n")
 		fmt.Fprintf(&b, "| concurrent | calls direct / through | direct p50 | direct p99 | through p50 | through p99 | added p50 | added p99 | bare proxy added p50 / p99 | through/direct p50 | calls/s direct | calls/s through | through/direct calls/s | calls/s bare proxy |\n")
 		fmt.Fprintf(&b, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, c := range r.Cells {
-			if c.Stream || c.ModelTime != mt {
+			if c.Stream || c.ModelTime != mt || c.Pinned != pinned {
 				continue
 			}
 			fmt.Fprintf(&b, "| %d | %d / %d | %v | %v | %v | %v | %s | %s | %s / %s | %s | %.0f | %.0f | %.2f | %.0f |\n",
@@ -816,7 +864,7 @@ func gatewayReport(r gatewayResult) string {
 		fmt.Fprintf(&b, "| concurrent | streams direct / through | first byte direct p50 / p99 | first byte through p50 / p99 | added p50 | added p99 | bare proxy added p50 / p99 | whole stream direct p50 / p99 | whole stream through p50 / p99 | [DONE] to end direct p50 / p99 | [DONE] to end through p50 / p99 | streams/s direct / through |\n")
 		fmt.Fprintf(&b, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, c := range r.Cells {
-			if !c.Stream || c.ModelTime != mt {
+			if !c.Stream || c.ModelTime != mt || c.Pinned != pinned {
 				continue
 			}
 			fmt.Fprintf(&b, "| %d | %d / %d | %v / %v | %v / %v | %s | %s | %s / %s | %v / %v | %v / %v | %v / %v | %v / %v | %.0f / %.0f |\n",
@@ -827,10 +875,25 @@ func gatewayReport(r gatewayResult) string {
 	}
 	if r.ModelTime > 0 {
 		fmt.Fprintf(&b, "\n### A model taking %v (`%s`)\n", r.ModelTime, gwPaced)
-		tables(r.ModelTime)
+		tables(r.ModelTime, false)
+		if benchPin {
+			fmt.Fprintf(&b, "\n### A model taking %v, Baton on its own core\n\n", r.ModelTime)
+		}
+		switch {
+		case !benchPin:
+		case r.Pinned:
+			fmt.Fprintf(&b, "The same calls, with the CPU affinity of every thread set (sched_setaffinity) so that the benchmark process (load generator and upstream) runs on CPU 0 and Baton and the bare proxy on CPU 1, their Go runtimes using one core each; "+
+				"as a gateway is deployed, on cores its clients and the model server do not use. What is added is then Baton's own path (two more loopback sockets, its work) rather than its turns on cores shared with the load generator; the direct calls run on CPU 0 alone. "+
+				"At 1 and 16 callers only (64 callers of a model taking %v need more than one core's worth of loopback work).\n", r.ModelTime)
+			tables(r.ModelTime, true)
+		case r.PinErr != "":
+			fmt.Fprintf(&b, "Not measured: setting the CPU affinity failed (%s).\n", r.PinErr)
+		default:
+			fmt.Fprintf(&b, "Not measured: this machine has one CPU.\n")
+		}
 	}
 	fmt.Fprintf(&b, "\n### A model answering at once (`%s`): the cores saturated\n", gwModel)
-	tables(0)
+	tables(0, false)
 	if c64, ok := r.cell(0, false, 64); ok {
 		fmt.Fprintf(&b, "\nAt saturation (64 concurrent, non-streaming, model answering at once) Baton passes %.0f calls/s, %.0f%% of the %.0f/s the upstream answers directly on the same cores.\n",
 			c64.Through.perSec(), 100*c64.Through.perSec()/c64.Direct.perSec(), c64.Direct.perSec())
