@@ -2,6 +2,7 @@ package http
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -200,15 +201,28 @@ func (s *Server) visibleContract(w http.ResponseWriter, r *http.Request, id stri
 		return nil, err
 	}
 	view, tenant, ok, err := s.proj.Contract(id)
-	if err != nil {
+	var q *projections.QuarantinedError
+	if err != nil && !errors.As(err, &q) {
 		return nil, err
 	}
 	p := principalOf(r.Context())
+	if q != nil && (p.Admin || (ok && tenant == p.Tenant)) {
+		return nil, quarantinedProblem(q)
+	}
 	if !ok || (!p.Admin && tenant != p.Tenant) {
 		// Another tenant's handoff is as absent as an unknown one.
 		return nil, domain.E("handoff.get", domain.KindNotFound, "handoff_not_found", "no handoff %s", id)
 	}
 	return view, nil
+}
+
+// quarantinedProblem answers for a handoff whose stream holds an event the
+// read models cannot apply: a 500 that names the event, so that the client
+// never takes the state before it for the handoff's state.
+func quarantinedProblem(q *projections.QuarantinedError) error {
+	return domain.E("handoff.get", domain.KindOther, "handoff_quarantined",
+		"event %d (%s, id %s) of handoff %s cannot be applied (%s); the handoff's views stop before it, every other handoff is served. Run `baton ledger verify` on it (docs/operations.md)",
+		q.Seq, q.Type, q.EventID, q.HandoffID, q.Reason)
 }
 
 func (s *Server) getContract(w http.ResponseWriter, r *http.Request) {

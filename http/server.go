@@ -185,6 +185,11 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	body := map[string]any{"status": "ok", "version": s.version, "storeHead": head}
 	if s.proj != nil {
 		body["readModelCheckpoint"] = s.proj.Checkpoint()
+		// Handoffs whose stream holds an event the read models cannot
+		// apply: served as errors, the rest as usual.
+		if _, n, err := s.proj.Quarantined(0); err == nil && n > 0 {
+			body["status"], body["quarantinedHandoffs"] = "degraded", n
+		}
 	}
 	writeJSON(w, http.StatusOK, body)
 }

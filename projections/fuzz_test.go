@@ -89,9 +89,18 @@ func (m *readModel) apply(evs ...eventstore.RecordedEvent) error {
 // dump renders the projectors' buckets (not the checkpoint).
 func (m *readModel) dump(tb testing.TB) string {
 	tb.Helper()
+	return m.dumpExcept(tb, nil)
+}
+
+// dumpExcept is dump without one bucket.
+func (m *readModel) dumpExcept(tb testing.TB, except []byte) string {
+	tb.Helper()
 	var b strings.Builder
 	err := m.r.View(func(tx *bbolt.Tx) error {
 		for _, name := range m.buckets() {
+			if string(name) == string(except) {
+				continue
+			}
 			err := tx.Bucket(name).ForEach(func(k, v []byte) error {
 				fmt.Fprintf(&b, "%s %q %q\n", name, k, v)
 				return nil
@@ -204,10 +213,12 @@ func (m *readModel) readHandoff(tb testing.TB, id string) string {
 
 // FuzzHandoffsApply feeds one handoff (A) an event of any type with a fuzzed
 // payload, between another handoff's (B) events, as the global feed
-// interleaves streams. A payload that does not decode is refused and
-// changes nothing; a successful apply leaves A readable; B reads as if A
-// never existed; and the read models are the same bytes with the cache and
-// when every event is folded again from the stored rows.
+// interleaves streams. The read models never stop on it: an event that does
+// not decode or apply quarantines A (its views stay as they were, reads of A
+// name the event, A's later events are skipped); a successful apply leaves
+// A readable; B reads as if A never existed; and the read models are the
+// same bytes with the cache and when every event is folded again from the
+// stored rows.
 func FuzzHandoffsApply(f *testing.F) {
 	a, b := handoffEvents(f, "A", "acme"), handoffEvents(f, "B", "beta")
 	for i, ev := range a {
@@ -231,34 +242,59 @@ func FuzzHandoffsApply(f *testing.F) {
 		fuzzed.Revision, fuzzed.Type, fuzzed.Data = uint64(k), tp.name, data
 		undecodable := tp.payload == nil || json.Unmarshal(data, tp.payload()) != nil
 
-		run := func(m *readModel) (string, error) {
+		run := func(m *readModel) (string, bool) {
 			m.reset(t)
 			if err := m.apply(slices.Concat(b[:1], a[:k])...); err != nil {
 				t.Fatalf("valid events refused: %v", err)
 			}
-			before := m.dump(t)
-			err := m.apply(fuzzed)
-			switch {
-			case undecodable && err == nil:
-				t.Fatalf("%s %q at seq %d does not decode, yet it was applied", tp.name, data, k+1)
-			case err != nil && m.dump(t) != before:
-				t.Fatalf("refused %s %q changed the read models", tp.name, data)
+			before := m.dumpExcept(t, bucketQuarantine)
+			if err := m.apply(fuzzed); err != nil {
+				t.Fatalf("%s %q stopped the read models (it should quarantine its handoff): %v", tp.name, data, err)
 			}
-			if err := m.apply(b[1:]...); err != nil {
+			_, _, _, cerr := m.r.Contract("A")
+			var q *QuarantinedError
+			refused := errors.As(cerr, &q)
+			switch {
+			case cerr != nil && !refused:
+				t.Fatalf("contract A: %v", cerr)
+			case undecodable && !refused:
+				t.Fatalf("%s %q at seq %d does not decode, yet it was applied", tp.name, data, k+1)
+			case refused && m.dumpExcept(t, bucketQuarantine) != before:
+				t.Fatalf("refused %s %q changed the read models", tp.name, data)
+			case refused && (q.Seq != uint64(k)+1 || q.Type != tp.name):
+				t.Fatalf("quarantine of A names seq %d %s, want %d %s", q.Seq, q.Type, k+1, tp.name)
+			}
+			// B goes on; after a quarantine, A's later events are counted,
+			// not applied.
+			rest := b[1:]
+			if refused {
+				rest = slices.Concat(a[min(k+1, len(a)):], rest)
+			}
+			if err := m.apply(rest...); err != nil {
 				t.Fatalf("handoff B refused after A's %s %q: %v", tp.name, data, err)
 			}
-			if err == nil || k > 0 {
+			if refused {
+				if _, err := m.r.Ledger("A"); !errors.As(err, &q) {
+					t.Fatalf("ledger of quarantined A: %v", err)
+				}
+				if k > 0 {
+					list, _, err := m.r.ListContracts("acme", ContractFilter{Limit: 10})
+					if err != nil || len(list) != 1 || !json.Valid(list[0]) || !strings.HasPrefix(string(list[0]), `{"quarantined":{`) {
+						t.Fatalf("listing of quarantined A: %s, %v", list, err)
+					}
+				}
+			} else {
 				m.readHandoff(t, "A")
 			}
 			if got := m.readHandoff(t, "B"); got != wantB {
 				t.Fatalf("handoff A's event %s %q changed handoff B:\n got %s\nwant %s", tp.name, data, got, wantB)
 			}
-			return m.dump(t), err
+			return m.dump(t), refused
 		}
-		withCache, err1 := run(cached)
-		without, err2 := run(refolded)
-		if (err1 == nil) != (err2 == nil) || withCache != without {
-			t.Fatalf("the cache changed the outcome of %s %q: errors %v and %v, same bytes %v", tp.name, data, err1, err2, withCache == without)
+		withCache, r1 := run(cached)
+		without, r2 := run(refolded)
+		if r1 != r2 || withCache != without {
+			t.Fatalf("the cache changed the outcome of %s %q: quarantined %v and %v, same bytes %v", tp.name, data, r1, r2, withCache == without)
 		}
 	})
 }

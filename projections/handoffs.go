@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -21,13 +22,50 @@ var (
 	bucketByTenant  = []byte("contracts_by_tenant") // tenant 0x00 handoffId -> empty
 	bucketLedger    = []byte("ledger")              // handoffId 0x00 seq -> ledgerRow JSON
 	bucketTenantOf  = []byte("contract_tenant")     // handoffId -> tenant
+	// handoffId -> Quarantine JSON: handoffs whose stream holds an event the
+	// projection cannot apply.
+	bucketQuarantine = []byte("handoffs_quarantined")
 )
+
+// Quarantine records why a handoff's read model stopped: the first event of
+// its stream that could not be applied (a payload that does not decode, a
+// step the state machine does not allow, a contract naming another handoff,
+// a gap). Its read model stays as it was before that event and later events
+// of the stream are counted, not applied; every other handoff goes on.
+type Quarantine struct {
+	Seq      uint64              `json:"seq"`
+	EventID  string              `json:"eventId"`
+	Type     string              `json:"type"`
+	Position eventstore.Position `json:"position"`
+	Reason   string              `json:"reason"`
+	Skipped  uint64              `json:"skipped"` // later events of the stream not applied
+}
+
+// QuarantinedError is what reads of a quarantined handoff return.
+type QuarantinedError struct {
+	HandoffID string
+	Quarantine
+}
+
+func (e *QuarantinedError) Error() string {
+	return fmt.Sprintf("handoff %s: event %d (%s, id %s) cannot be applied: %s", e.HandoffID, e.Seq, e.Type, e.EventID, e.Reason)
+}
+
+// refusal marks an error of the event itself (as opposed to the read-model
+// file's): the handoff is quarantined, the feed goes on.
+type refusal struct{ error }
+
+func (r refusal) Unwrap() error { return r.error }
 
 // Handoffs projects handoff streams into the contracts and ledger read
 // models. It keeps recently folded handoffs in memory so that an event does
 // not re-read and re-fold its whole handoff; the cache is only a shortcut to
 // the same fold, so the read models are the same bytes with or without it.
 type Handoffs struct {
+	// OnQuarantine, when set, hears each handoff the projection quarantines
+	// (to log it); it runs inside the read models' transaction.
+	OnQuarantine func(id string, q Quarantine)
+
 	mu    sync.Mutex
 	cache map[string]*domain.Handoff
 }
@@ -70,7 +108,7 @@ func (p *Handoffs) Forget() {
 }
 
 func (*Handoffs) Buckets() [][]byte {
-	return [][]byte{bucketContracts, bucketByTenant, bucketLedger, bucketTenantOf}
+	return [][]byte{bucketContracts, bucketByTenant, bucketLedger, bucketTenantOf, bucketQuarantine}
 }
 
 // ledgerRow is the stored form of one ledger event: the recorded event with
@@ -121,26 +159,71 @@ func (p *Handoffs) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
 	if !ok {
 		return nil
 	}
+	quarantine := tx.Bucket(bucketQuarantine)
+	if v := quarantine.Get([]byte(id)); v != nil {
+		var q Quarantine
+		if err := json.Unmarshal(v, &q); err != nil {
+			return err
+		}
+		if ev.Revision+1 <= q.Seq {
+			return nil // a replay from an older checkpoint
+		}
+		q.Skipped++
+		b, err := json.Marshal(q)
+		if err != nil {
+			return err
+		}
+		return quarantine.Put([]byte(id), b)
+	}
 	rec := RecordedFrom(ev)
+	h, err := p.fold(tx, id, rec)
+	var bad refusal
+	if errors.As(err, &bad) {
+		p.drop(id) // Apply may have changed the cached fold before refusing
+		q := Quarantine{Seq: rec.Seq, EventID: ev.ID.String(), Type: ev.Type, Position: ev.Position, Reason: bad.Error()}
+		b, err := json.Marshal(q)
+		if err != nil {
+			return err
+		}
+		if p.OnQuarantine != nil {
+			p.OnQuarantine(id, q)
+		}
+		return quarantine.Put([]byte(id), b)
+	}
+	if h == nil || err != nil {
+		return err
+	}
+	p.keep(id, h)
+	return p.write(tx, id, rec, h)
+}
+
+// fold is the handoff after rec: from the cache, or folded from the stored
+// rows (nil when rec was applied already). Errors of the event itself are
+// refusals.
+func (p *Handoffs) fold(tx *bbolt.Tx, id string, rec domain.Recorded) (*domain.Handoff, error) {
 	h := p.cached(id, rec.Seq-1)
 	if h != nil {
 		if err := h.Apply(rec); err != nil {
-			return err
+			return nil, refusal{err}
 		}
 	} else {
 		var err error
 		if h, err = p.foldFromRows(tx, id, rec); h == nil || err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if h.ID != id {
 		// The contract on this stream names another handoff: folding it
-		// would show one handoff's events as another's. (The runner drops
-		// the cache when the transaction fails.)
-		return fmt.Errorf("handoff stream %s: its contract names handoff %q", ev.StreamID, h.ID)
+		// would show one handoff's events as another's.
+		return nil, refusal{fmt.Errorf("its contract names handoff %q", h.ID)}
 	}
-	p.keep(id, h)
-	return p.write(tx, id, rec, h)
+	return h, nil
+}
+
+func (p *Handoffs) drop(id string) {
+	p.mu.Lock()
+	delete(p.cache, id)
+	p.mu.Unlock()
 }
 
 // foldFromRows folds a handoff from its stored ledger rows plus rec. It
@@ -163,9 +246,13 @@ func (p *Handoffs) foldFromRows(tx *bbolt.Tx, id string, rec domain.Recorded) (*
 		if rec.Seq <= uint64(len(rows)) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("handoff %s: event seq %d after %d", id, rec.Seq, len(rows))
+		return nil, refusal{fmt.Errorf("event seq %d after %d", rec.Seq, len(rows))}
 	}
-	return domain.Fold(append(rows, rec))
+	h, err := domain.Fold(append(rows, rec))
+	if err != nil {
+		return nil, refusal{err}
+	}
+	return h, nil
 }
 
 func (p *Handoffs) write(tx *bbolt.Tx, id string, rec domain.Recorded, h *domain.Handoff) error {
@@ -235,7 +322,17 @@ func (r *Runner) ListContracts(tenant string, f ContractFilter) ([]json.RawMessa
 				next = gjson.GetBytes(out[len(out)-1], "handoffId").String()
 				return nil
 			}
-			out = append(out, append(json.RawMessage(nil), v...))
+			item := append(json.RawMessage(nil), v...)
+			if q := tx.Bucket(bucketQuarantine).Get(id); q != nil && len(item) > 1 && item[0] == '{' {
+				// The view stops before an event it could not apply: say so
+				// in the listing (a read of the handoff itself is an error).
+				rest := item[1:]
+				if len(bytes.TrimSpace(rest)) > 1 { // more than the closing brace
+					rest = append([]byte{','}, rest...)
+				}
+				item = append(append([]byte(`{"quarantined":`), q...), rest...)
+			}
+			out = append(out, item)
 		}
 		return nil
 	})
@@ -249,15 +346,52 @@ func (r *Runner) Contract(id string) (view json.RawMessage, tenant string, found
 			view = append(json.RawMessage(nil), v...)
 			tenant = string(tx.Bucket(bucketTenantOf).Get([]byte(id)))
 		}
-		return nil
+		return quarantined(tx, id)
 	})
 	return view, tenant, view != nil, err
+}
+
+// quarantined is a QuarantinedError when handoff id is quarantined.
+func quarantined(tx *bbolt.Tx, id string) error {
+	v := tx.Bucket(bucketQuarantine).Get([]byte(id))
+	if v == nil {
+		return nil
+	}
+	e := &QuarantinedError{HandoffID: id}
+	if err := json.Unmarshal(v, &e.Quarantine); err != nil {
+		return err
+	}
+	return e
+}
+
+// Quarantined lists the quarantined handoffs (at most limit), by id.
+func (r *Runner) Quarantined(limit int) (map[string]Quarantine, int, error) {
+	out := map[string]Quarantine{}
+	n := 0
+	err := r.View(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketQuarantine).ForEach(func(k, v []byte) error {
+			n++
+			if len(out) >= limit {
+				return nil
+			}
+			var q Quarantine
+			if err := json.Unmarshal(v, &q); err != nil {
+				return err
+			}
+			out[string(k)] = q
+			return nil
+		})
+	})
+	return out, n, err
 }
 
 // Ledger returns a handoff's trail as auditors read it.
 func (r *Runner) Ledger(id string) ([]domain.LedgerEntry, error) {
 	var out []domain.LedgerEntry
 	err := r.View(func(tx *bbolt.Tx) error {
+		if err := quarantined(tx, id); err != nil {
+			return err
+		}
 		prefix := append([]byte(id), 0)
 		c := tx.Bucket(bucketLedger).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {

@@ -154,7 +154,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 			log.Error().Err(err).Msg("closing the event store")
 		}
 	}()
-	proj, err := openReadModels(ctx, *data, *storeOpts.kind, store, log, projections.NewHandoffs(), projections.Keys{})
+	handoffs := projections.NewHandoffs()
+	handoffs.OnQuarantine = func(id string, q projections.Quarantine) {
+		log.Error().Str("handoffId", id).Uint64("seq", q.Seq).Str("eventId", q.EventID).Str("type", q.Type).Str("reason", q.Reason).
+			Msg("handoff quarantined: an event of its stream cannot be applied; its views stop before it, other handoffs go on (run baton ledger verify on it)")
+	}
+	proj, err := openReadModels(ctx, *data, *storeOpts.kind, store, log, handoffs, projections.Keys{})
 	if err != nil {
 		return err
 	}
