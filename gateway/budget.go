@@ -344,7 +344,7 @@ func (b *Budgets) Status(tenant string) BudgetStatus {
 	s := b.book(tenant)
 	day, month := s.at(now)
 	dk, mk := periods(now)
-	return BudgetStatus{Tenant: tenant, Limits: b.limits[tenant], DaySpent: day, MonthSpent: month, ReservedUSD: s.reserved, Day: dk, Month: mk}
+	return BudgetStatus{Tenant: tenant, Limits: b.limits[tenant], DaySpent: RoundUSD(day), MonthSpent: RoundUSD(month), ReservedUSD: RoundUSD(s.reserved), Day: dk, Month: mk}
 }
 
 // SetBudget records a tenant's new limits as an event and applies it.

@@ -33,10 +33,16 @@ type Price struct {
 // noise (1 token at $0.1 a million and 3 at $0.2 making
 // 7.000000000000001e-07) does not reach the answers.
 func (p *Price) Cost(u Usage) float64 {
-	c := (float64(u.InputTokens)*p.InputPerMTok + float64(u.OutputTokens)*p.OutputPerMTok +
-		float64(u.CacheReadTokens)*p.CacheReadPerMTok + float64(u.CacheWriteTokens)*p.CacheWritePerMTok) / 1e6
-	if c < 1e3 { // below that the scaled value is exact in a float64
-		c = math.Round(c*1e12) / 1e12
+	return RoundUSD((float64(u.InputTokens)*p.InputPerMTok + float64(u.OutputTokens)*p.OutputPerMTok +
+		float64(u.CacheReadTokens)*p.CacheReadPerMTok + float64(u.CacheWriteTokens)*p.CacheWritePerMTok) / 1e6)
+}
+
+// RoundUSD rounds an amount to 1e-12 USD: costs, and sums of costs, are
+// shown without float arithmetic's last-digit noise. At $1000 and above the
+// amount is returned as it is (the scaled value would no longer be exact).
+func RoundUSD(c float64) float64 {
+	if c > -1e3 && c < 1e3 {
+		return math.Round(c*1e12) / 1e12
 	}
 	return c
 }

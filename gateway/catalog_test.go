@@ -66,6 +66,10 @@ func TestCostHasNoFloatNoise(t *testing.T) {
 	if c := p.Cost(Usage{InputTokens: 1, OutputTokens: 3}); c != 7e-07 {
 		t.Fatalf("cost %v, want 7e-07", c)
 	}
+	// Sums of costs too (two generate attempts on gpt-4o-mini's prices).
+	if sum := RoundUSD(3.03e-05 + 3.135e-05); sum != 6.165e-05 {
+		t.Fatalf("sum %v, want 6.165e-05", sum)
+	}
 	big := &Price{InputPerMTok: 15, OutputPerMTok: 75}
 	if c := big.Cost(Usage{InputTokens: 1_000_000, OutputTokens: 200_000}); c != 30 {
 		t.Fatalf("cost %v, want 30", c)

@@ -283,7 +283,7 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		if cost == nil {
 			costKnown = false
 		} else {
-			spent += *cost
+			spent = gateway.RoundUSD(spent + *cost)
 		}
 		text := resp.StructuredText(output)
 		at := attemptTrace{Attempt: attempt, Model: c.model.ID, Errors: []tasks.Violation{},

@@ -59,10 +59,11 @@ func idemFinal(status int) bool {
 }
 
 type idemStarted struct {
-	Endpoint  string    `json:"endpoint"`
-	BodyHash  string    `json:"bodyHash"`
-	RequestID string    `json:"requestId"`
-	StartedAt time.Time `json:"startedAt"`
+	Endpoint     string    `json:"endpoint"`
+	BodyHash     string    `json:"bodyHash"`               // of the body's bytes
+	BodyJSONHash string    `json:"bodyJsonHash,omitempty"` // of its canonical JSON, when it has one
+	RequestID    string    `json:"requestId"`
+	StartedAt    time.Time `json:"startedAt"`
 }
 
 type idemCompleted struct {
@@ -72,8 +73,10 @@ type idemCompleted struct {
 	Location    string    `json:"location,omitempty"`
 	RetryAfter  string    `json:"retryAfter,omitempty"`
 	RequestID   string    `json:"requestId"`
-	BodyHash    string    `json:"bodyHash,omitempty"` // set when no Started event holds it (the claim was in memory)
-	CompletedAt time.Time `json:"completedAt"`
+	// Set when no Started event holds them (the claim was in memory).
+	BodyHash     string    `json:"bodyHash,omitempty"`
+	BodyJSONHash string    `json:"bodyJsonHash,omitempty"`
+	CompletedAt  time.Time `json:"completedAt"`
 }
 
 func idemStream(tenant, key string) string {
@@ -129,7 +132,7 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 			s.writeDecodeError(w, r, err)
 			return
 		}
-		bodyHash, rawHash := idemBodyHashes(endpoint, body)
+		hashes := idemBodyHashes(endpoint, body)
 		p := principalOf(r.Context())
 		stream := idemStream(p.Tenant, key)
 		ctx := r.Context()
@@ -141,8 +144,9 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 		var expected eventstore.ExpectedRevision
 		release := func() {} // frees an in-memory claim once the answer is stored
 		if exclusiveStore(s.store) {
-			if other, busy := s.idemInFlight.LoadOrStore(stream, bodyHash); busy {
-				idemBusy(w, r, other.(string) != bodyHash)
+			if other, busy := s.idemInFlight.LoadOrStore(stream, hashes); busy {
+				o := other.(idemHashes)
+				idemBusy(w, r, !hashes.match(o.raw, o.json))
 				return
 			}
 			released := false
@@ -159,7 +163,7 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 				return
 			}
 			var answered bool
-			if expected, answered = s.idemLookup(w, r, evs, bodyHash, rawHash); answered {
+			if expected, answered = s.idemLookup(w, r, evs, hashes); answered {
 				return
 			}
 		} else {
@@ -173,11 +177,11 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 					s.writeError(w, r, err)
 					return
 				}
-				exp, answered := s.idemLookup(w, r, evs, bodyHash, rawHash)
+				exp, answered := s.idemLookup(w, r, evs, hashes)
 				if answered {
 					return
 				}
-				data, _ := json.Marshal(idemStarted{Endpoint: endpoint, BodyHash: bodyHash, RequestID: RequestID(ctx), StartedAt: time.Now().UTC().Truncate(time.Microsecond)})
+				data, _ := json.Marshal(idemStarted{Endpoint: endpoint, BodyHash: hashes.raw, BodyJSONHash: hashes.json, RequestID: RequestID(ctx), StartedAt: time.Now().UTC().Truncate(time.Microsecond)})
 				res, err := s.store.Append(ctx, stream, exp, eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: evIdemStarted, Data: data,
 					Metadata: eventstore.Metadata{Tenant: p.Tenant, Actor: p.Actor(), RequestID: RequestID(ctx), SchemaVersion: 1}})
 				if errors.Is(err, eventstore.ErrConflict) {
@@ -227,7 +231,7 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 			// retry gets it too.
 			done := idemCompleted{Status: rec.status, ContentType: rec.header.Get("Content-Type"), Body: rec.body.String(),
 				Location: rec.header.Get("Location"), RetryAfter: rec.header.Get("Retry-After"),
-				RequestID: RequestID(ctx), BodyHash: bodyHash, CompletedAt: time.Now().UTC().Truncate(time.Microsecond)}
+				RequestID: RequestID(ctx), BodyHash: hashes.raw, BodyJSONHash: hashes.json, CompletedAt: time.Now().UTC().Truncate(time.Microsecond)}
 			data, _ := json.Marshal(done)
 			if _, err := s.store.Append(rctx, stream, expected, eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: evIdemCompleted, Data: data,
 				Metadata: meta}); err != nil {
@@ -250,20 +254,88 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 	}
 }
 
-// idemBodyHashes names a request body for comparing it with the first
-// request of its key. A JSON body is compared as JSON, as Stripe compares
-// parameters: its canonical form (keys sorted, no insignificant space), so a
-// client whose JSON encoder orders keys differently on a retry is the same
-// request. Other bodies are compared byte for byte. rawHash is the byte
-// hash, which answers kept by earlier versions were stored under.
-func idemBodyHashes(endpoint string, body []byte) (hash, rawHash string) {
+// idemHashes name a request body for comparing it with the first request
+// of its key: the hash of its bytes, and of its canonical JSON when it has
+// one (keys sorted, no insignificant space). A JSON body is compared as
+// JSON, as Stripe compares parameters, so a retry from a client whose
+// encoder orders keys differently is the same request. The byte hash stays
+// in bodyHash, where versions before the JSON comparison look for it, so a
+// byte-identical retry that reaches one of those (a rolling deploy) is still
+// the same request there.
+type idemHashes struct{ raw, json string }
+
+// match reports whether a body stored with hashes raw and canon (canon ""
+// for none) is this one.
+func (h idemHashes) match(raw, canon string) bool {
+	return raw == h.raw || (canon != "" && canon == h.json)
+}
+
+// idemCanonicalMax bounds the bodies compared as JSON: canonicalizing walks
+// every token, and a key holder must not buy much CPU with one header.
+// Larger bodies are compared byte for byte.
+const idemCanonicalMax = 64 << 10
+
+func idemBodyHashes(endpoint string, body []byte) idemHashes {
 	sum := sha256.Sum256(body)
-	rawHash = endpoint + ":" + hex.EncodeToString(sum[:])
-	if c, err := domain.CanonicalJSON(body); err == nil {
-		sum = sha256.Sum256(c)
-		return endpoint + ":json:" + hex.EncodeToString(sum[:]), rawHash
+	h := idemHashes{raw: endpoint + ":" + hex.EncodeToString(sum[:])}
+	if len(body) > idemCanonicalMax || len(bytes.TrimSpace(body)) == 0 {
+		return h // an empty body is not the JSON null
 	}
-	return rawHash, rawHash
+	c, err := domain.CanonicalJSON(body)
+	if err != nil || !unambiguousKeys(c) {
+		return h
+	}
+	sum = sha256.Sum256(c)
+	h.json = endpoint + ":json:" + hex.EncodeToString(sum[:])
+	return h
+}
+
+// unambiguousKeys reports whether no object in the JSON text data has two
+// keys that encoding/json would take for the same field (it matches names
+// ignoring case: {"Type":"a","type":"b"} decodes by the order of its keys,
+// so two orders of it are two requests).
+func unambiguousKeys(data []byte) bool {
+	var v any
+	if json.Unmarshal(data, &v) != nil {
+		return false
+	}
+	var walk func(v any) bool
+	walk = func(v any) bool {
+		switch v := v.(type) {
+		case map[string]any:
+			seen := make(map[string]bool, len(v))
+			for k, x := range v {
+				f := foldKey(k)
+				if seen[f] || !walk(x) {
+					return false
+				}
+				seen[f] = true
+			}
+		case []any:
+			for _, x := range v {
+				if !walk(x) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return walk(v)
+}
+
+// foldKey maps k to one representative of the keys equal to it under
+// Unicode simple case folding (what strings.EqualFold compares): each rune
+// becomes the smallest rune of its folding orbit.
+func foldKey(k string) string {
+	b := make([]rune, 0, len(k))
+	for _, r := range k {
+		m := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			m = min(m, f)
+		}
+		b = append(b, m)
+	}
+	return string(b)
 }
 
 // exclusiveStore reports whether only this process writes the store.
@@ -288,7 +360,7 @@ func idemBusy(w http.ResponseWriter, r *http.Request, otherBody bool) {
 // idemLookup reads a key's stream: a live entry is answered (the replay,
 // 422 for another body, 409 while it runs) and answered is true; else
 // expected is where a new entry goes (no stream, or after an expired one).
-func (s *Server) idemLookup(w http.ResponseWriter, r *http.Request, evs []eventstore.RecordedEvent, bodyHash, rawHash string) (expected eventstore.ExpectedRevision, answered bool) {
+func (s *Server) idemLookup(w http.ResponseWriter, r *http.Request, evs []eventstore.RecordedEvent, hashes idemHashes) (expected eventstore.ExpectedRevision, answered bool) {
 	if len(evs) == 0 {
 		return eventstore.NoStream(), false
 	}
@@ -303,13 +375,13 @@ func (s *Server) idemLookup(w http.ResponseWriter, r *http.Request, evs []events
 	if !fresh {
 		return eventstore.Revision(evs[len(evs)-1].Revision), false // expired: take the key over
 	}
-	hash := ""
+	raw, canon := "", ""
 	if started != nil {
-		hash = started.BodyHash
+		raw, canon = started.BodyHash, started.BodyJSONHash
 	} else if completed != nil {
-		hash = completed.BodyHash
+		raw, canon = completed.BodyHash, completed.BodyJSONHash
 	}
-	if hash != "" && hash != bodyHash && hash != rawHash {
+	if raw != "" && !hashes.match(raw, canon) {
 		idemBusy(w, r, true)
 		return eventstore.ExpectedRevision{}, true
 	}

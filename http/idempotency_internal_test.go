@@ -3,6 +3,7 @@ package http
 import (
 	"encoding/json"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,27 +59,62 @@ func FuzzIdemState(f *testing.F) {
 	})
 }
 
-// Answers kept before bodies were compared as JSON carry the byte hash: a
-// byte-identical retry still replays them, another body is still refused.
+// Answers kept before bodies were compared as JSON carry only the byte
+// hash: a byte-identical retry still replays them, another body is still
+// refused. New answers keep the byte hash where those versions look for it.
 func TestIdemLookupKeepsByteHashedAnswers(t *testing.T) {
 	body := []byte(`{"type":"summarize","input":{"text":"x"}}`)
-	hash, raw := idemBodyHashes("generate", body)
-	if hash == raw {
-		t.Fatal("a JSON body is hashed as bytes")
+	h := idemBodyHashes("generate", body)
+	if h.json == "" || h.json == h.raw {
+		t.Fatalf("a JSON body has no JSON hash: %+v", h)
 	}
-	done, _ := json.Marshal(idemCompleted{Status: 200, ContentType: "application/json", Body: `{"ok":true}`, RequestID: "r1", BodyHash: raw, CompletedAt: time.Now().UTC()})
+	done, _ := json.Marshal(idemCompleted{Status: 200, ContentType: "application/json", Body: `{"ok":true}`, RequestID: "r1", BodyHash: h.raw, CompletedAt: time.Now().UTC()})
 	evs := []eventstore.RecordedEvent{{StreamID: "idem-t-x", EventData: eventstore.EventData{Type: evIdemCompleted, Data: done}}}
 	s := &Server{idemRetention: time.Hour}
 	w := httptest.NewRecorder()
-	if _, answered := s.idemLookup(w, httptest.NewRequest("POST", "/v1/generate", nil), evs, hash, raw); !answered || w.Code != 200 || w.Header().Get("Idempotent-Replayed") != "true" {
+	if _, answered := s.idemLookup(w, httptest.NewRequest("POST", "/v1/generate", nil), evs, h); !answered || w.Code != 200 || w.Header().Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("byte-identical retry of an old answer: answered %v, %d %s", answered, w.Code, w.Body)
 	}
-	otherHash, otherRaw := idemBodyHashes("generate", []byte(`{"type":"summarize","input":{"text":"y"}}`))
+	// The same JSON written another way does not match an answer that has
+	// no JSON hash (it was kept by a version that compared bytes).
 	w = httptest.NewRecorder()
-	if _, answered := s.idemLookup(w, httptest.NewRequest("POST", "/v1/generate", nil), evs, otherHash, otherRaw); !answered || w.Code != 422 {
+	if _, answered := s.idemLookup(w, httptest.NewRequest("POST", "/v1/generate", nil), evs, idemBodyHashes("generate", []byte(`{"input":{"text":"x"},"type":"summarize"}`))); !answered || w.Code != 422 {
+		t.Fatalf("reordered body against a byte-hashed answer: answered %v, %d %s", answered, w.Code, w.Body)
+	}
+	w = httptest.NewRecorder()
+	if _, answered := s.idemLookup(w, httptest.NewRequest("POST", "/v1/generate", nil), evs, idemBodyHashes("generate", []byte(`{"type":"summarize","input":{"text":"y"}}`))); !answered || w.Code != 422 {
 		t.Fatalf("another body against an old answer: answered %v, %d %s", answered, w.Code, w.Body)
 	}
-	if h, r := idemBodyHashes("generate", []byte("not json")); h != r {
-		t.Fatal("a body that is not JSON is not compared byte for byte")
+}
+
+// Bodies that are the same JSON for the handlers hash alike; bodies the
+// handlers could read differently, or that are not JSON, fall back to
+// their bytes.
+func TestIdemBodyHashes(t *testing.T) {
+	same := func(a, b string) bool {
+		x, y := idemBodyHashes("generate", []byte(a)), idemBodyHashes("generate", []byte(b))
+		return x.match(y.raw, y.json)
+	}
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{`{"a":1,"b":[1,2]}`, "{ \"b\" : [1, 2],\n \"a\": 1 }", true},
+		{`{"a":1}`, `{"a":1.0}`, false}, // numbers as written
+		{`{"a":"x"}`, `{"a":"y"}`, false},
+		{`{"Type":"x","type":"summarize"}`, `{"type":"summarize","Type":"x"}`, false}, // encoding/json folds case: last one wins
+		{`{"o":{"K":1,"\u212a":2}}`, `{"o":{"\u212a":2,"K":1}}`, false},               // the Kelvin sign folds to k
+		{"", "null", false},
+		{" ", "", false},
+		{`not json`, `not json`, true},
+		{`{"a":1,"a":1}`, `{"a":1, "a":1}`, false}, // duplicate keys: bytes
+	} {
+		if got := same(c.a, c.b); got != c.same {
+			t.Errorf("%q and %q: same %v, want %v", c.a, c.b, got, c.same)
+		}
+	}
+	big := []byte(`{"text":"` + strings.Repeat("x", idemCanonicalMax) + `"}`)
+	if h := idemBodyHashes("generate", big); h.json != "" {
+		t.Fatal("a body over the cap was canonicalized")
 	}
 }
