@@ -683,28 +683,46 @@ func benchGateway(ctx context.Context, dir string, d, modelTime time.Duration, s
 		<-sampleDone
 	}()
 
-	// pin puts this process (load generator and upstream) on cpuSelf and
-	// Baton and the bare proxy on cpuChild (nil: every CPU).
-	pin := func(cpuSelf, cpuChild []int) error {
+	// pin puts this process (load generator and upstream) on CPU 0 and
+	// Baton and the bare proxy on CPU 1; unpin gives each the affinity it
+	// had.
+	var restores []func() error
+	unpin := func() error {
+		var errs []error
+		for i := len(restores) - 1; i >= 0; i-- {
+			errs = append(errs, restores[i]())
+		}
+		restores = nil
+		return errors.Join(errs...)
+	}
+	pin := func() error {
 		for _, p := range []struct {
 			pid  int
 			cpus []int
-		}{{os.Getpid(), cpuSelf}, {pid, cpuChild}, {bare.cmd.Process.Pid, cpuChild}} {
-			if err := pinTo(p.pid, p.cpus); err != nil {
-				return err
+		}{{os.Getpid(), []int{0}}, {pid, []int{1}}, {bare.cmd.Process.Pid, []int{1}}} {
+			restore, err := pinTo(p.pid, p.cpus)
+			if err != nil {
+				return errors.Join(err, unpin())
 			}
+			restores = append(restores, restore)
 		}
 		return nil
 	}
-	defer pin(nil, nil)
+	defer func() {
+		if len(restores) > 0 {
+			if err := unpin(); err != nil {
+				fmt.Fprintf(stdout, "gateway: giving the processes their CPUs back failed: %v\n", err)
+			}
+			time.Sleep(1500 * time.Millisecond) // GOMAXPROCS follows
+		}
+	}()
 	for _, se := range series {
 		concs := []int{1, 16, 64}
 		if se.pinned {
 			// Baton (and, in its turn, the bare proxy) on CPU 1, the load
 			// generator and the upstream in this process on CPU 0.
-			if err := pin([]int{0}, []int{1}); err != nil {
+			if err := pin(); err != nil {
 				res.PinErr = err.Error()
-				pin(nil, nil)
 				continue
 			}
 			time.Sleep(1500 * time.Millisecond) // the Go runtimes lower GOMAXPROCS to their one CPU

@@ -4,4 +4,4 @@ package main
 
 import "errors"
 
-func pinTo(pid int, cpus []int) error { return errors.ErrUnsupported }
+func pinTo(pid int, cpus []int) (restore func() error, err error) { return nil, errors.ErrUnsupported }
