@@ -67,12 +67,12 @@ type idemStarted struct {
 }
 
 type idemCompleted struct {
-	Status      int       `json:"status"`
-	ContentType string    `json:"contentType"`
-	Body        string    `json:"body"` // the answer's bytes (JSON text)
-	Location    string    `json:"location,omitempty"`
-	RetryAfter  string    `json:"retryAfter,omitempty"`
-	RequestID   string    `json:"requestId"`
+	Status      int    `json:"status"`
+	ContentType string `json:"contentType"`
+	Body        string `json:"body"` // the answer's bytes (JSON text)
+	Location    string `json:"location,omitempty"`
+	RetryAfter  string `json:"retryAfter,omitempty"`
+	RequestID   string `json:"requestId"`
 	// Set when no Started event holds them (the claim was in memory).
 	BodyHash     string    `json:"bodyHash,omitempty"`
 	BodyJSONHash string    `json:"bodyJsonHash,omitempty"`
