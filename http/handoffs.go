@@ -292,6 +292,10 @@ func (s *Server) getLedger(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	entries, err := s.proj.Ledger(id)
+	var q *projections.QuarantinedError
+	if errors.As(err, &q) {
+		err = quarantinedProblem(q) // quarantined since visibleContract read it
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -37,6 +38,7 @@ type loaded struct {
 func (l *ledger) load(ctx context.Context, id string) (*loaded, error) {
 	var recs []domain.Recorded
 	var positions []eventstore.Position
+	var tenants, ids []string
 	for from := uint64(0); ; {
 		page, err := l.store.ReadStream(ctx, domain.StreamID(id), from, 1000)
 		if err != nil {
@@ -45,6 +47,7 @@ func (l *ledger) load(ctx context.Context, id string) (*loaded, error) {
 		for _, ev := range page {
 			recs = append(recs, projections.RecordedFrom(ev))
 			positions = append(positions, ev.Position)
+			tenants, ids = append(tenants, ev.Metadata.Tenant), append(ids, ev.ID.String())
 		}
 		if len(page) < 1000 {
 			break
@@ -54,11 +57,41 @@ func (l *ledger) load(ctx context.Context, id string) (*loaded, error) {
 	if len(recs) == 0 {
 		return nil, nil
 	}
-	h, err := domain.Fold(recs)
-	if err != nil {
-		return nil, err
+	h := &domain.Handoff{}
+	for i, rec := range recs {
+		err := h.Apply(rec)
+		if err == nil && h.ID != id {
+			err = fmt.Errorf("its contract names handoff %q", h.ID)
+		}
+		if err != nil {
+			// Written around Baton (a shared store): nothing is decided on
+			// it. Its owner (and admins) learn which event; others, as for
+			// any handoff not theirs, that there is none.
+			return nil, &unfoldable{id: id, tenant: tenants[0], seq: rec.Seq, typ: rec.Type, eventID: ids[i], reason: err.Error()}
+		}
 	}
 	return &loaded{h: h, events: recs, positions: positions}, nil
+}
+
+// unfoldable is a handoff whose stream holds an event the state machine
+// cannot apply.
+type unfoldable struct {
+	id, tenant, typ, eventID, reason string
+	seq                              uint64
+}
+
+func (u *unfoldable) Error() string {
+	return fmt.Sprintf("handoff %s: event %d (%s) cannot be applied: %s", u.id, u.seq, u.typ, u.reason)
+}
+
+// problem is the answer for p: 404 unless the handoff is p's (or p is an
+// admin), else 500 handoff_quarantined naming the event, as reads answer.
+func (u *unfoldable) problem(op string, p Principal) error {
+	if !p.Admin && u.tenant != p.Tenant {
+		return domain.E(op, domain.KindNotFound, "handoff_not_found", "no handoff %s", u.id)
+	}
+	return quarantinedProblem(&projections.QuarantinedError{HandoffID: u.id,
+		Quarantine: projections.Quarantine{Seq: u.seq, Type: u.typ, EventID: u.eventID, Reason: u.reason}})
 }
 
 // record turns domain events into chained store events following head.
@@ -152,6 +185,10 @@ func (l *ledger) execute(ctx context.Context, id string, p Principal, requestID 
 	op := "handoff." + kind
 	for attempt := 0; ; attempt++ {
 		cur, err := l.load(ctx, id)
+		var bad *unfoldable
+		if errors.As(err, &bad) {
+			return outcome{}, bad.problem(op, p)
+		}
 		if err != nil {
 			return outcome{}, err
 		}

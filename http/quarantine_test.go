@@ -34,8 +34,14 @@ func TestBadEventQuarantinesItsHandoffOnly(t *testing.T) {
 			t.Fatalf("another tenant's GET %s: %d %s", path, r.status, r.raw)
 		}
 	}
-	if r := e.do("POST", "/v1/executions/"+bad+"/approval", e.tenantA, approveBody()); r.status < 500 || e.events(bad) != 2 {
+	// Callbacks decide on the stream itself and fail on the same event:
+	// nothing recorded; the owner learns why, another tenant that there is
+	// no such handoff.
+	if r := e.do("POST", "/v1/executions/"+bad+"/approval", e.tenantA, approveBody()); r.status != 500 || r.str("code") != "handoff_quarantined" || e.events(bad) != 2 {
 		t.Fatalf("approval of a quarantined handoff: %d %s, %d events", r.status, r.raw, e.events(bad))
+	}
+	if r := e.do("POST", "/v1/executions/"+bad+"/approval", e.tenantB, approveBody()); r.status != 404 || e.events(bad) != 2 {
+		t.Fatalf("another tenant's approval of a quarantined handoff: %d %s", r.status, r.raw)
 	}
 	list := e.must(e.do("GET", "/v1/handoff/contracts", e.tenantA, nil), 200)
 	if !strings.Contains(string(list.raw), `"quarantined":{"seq":2,`) {
@@ -53,5 +59,28 @@ func TestBadEventQuarantinesItsHandoffOnly(t *testing.T) {
 	}
 	if r := e.must(e.do("GET", "/v1/handoff/contracts/"+good, e.tenantA, nil), 200); r.str("approvalPolicy.status") != "APPROVED" {
 		t.Fatalf("the other handoff: %s", r.raw)
+	}
+}
+
+// A contract on one handoff's stream that names another handoff is never
+// decided on: the callback would otherwise record on the wrong handoff.
+func TestStreamWhoseContractNamesAnotherHandoff(t *testing.T) {
+	e := newEnv(t)
+	real := e.contract(e.tenantA, nil)
+	evs, err := e.store.ReadStream(context.Background(), domain.StreamID(real), 0, 1)
+	if err != nil || len(evs) != 1 {
+		t.Fatal(err, len(evs))
+	}
+	other := uuid.Must(uuid.NewV7()).String()
+	copied := evs[0].EventData
+	copied.ID = uuid.Must(uuid.NewV7())
+	if _, err := e.store.Append(context.Background(), domain.StreamID(other), eventstore.NoStream(), copied); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.do("POST", "/v1/executions/"+other+"/approval", e.tenantA, approveBody()); r.status != 500 || r.str("code") != "handoff_quarantined" || e.events(other) != 1 || e.events(real) != 1 {
+		t.Fatalf("approval on the copied stream: %d %s; events %d and %d", r.status, r.raw, e.events(other), e.events(real))
+	}
+	if r := e.do("GET", "/v1/handoff/contracts/"+other, e.admin, nil); r.status != 500 || r.str("code") != "handoff_quarantined" {
+		t.Fatalf("admin read of the copied stream: %d %s", r.status, r.raw)
 	}
 }

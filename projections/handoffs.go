@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -39,6 +40,7 @@ type Quarantine struct {
 	Position eventstore.Position `json:"position"`
 	Reason   string              `json:"reason"`
 	Skipped  uint64              `json:"skipped"` // later events of the stream not applied
+	LastSeq  uint64              `json:"lastSeq"` // the last of them (a re-delivered one is not counted again)
 }
 
 // QuarantinedError is what reads of a quarantined handoff return.
@@ -62,12 +64,18 @@ func (r refusal) Unwrap() error { return r.error }
 // not re-read and re-fold its whole handoff; the cache is only a shortcut to
 // the same fold, so the read models are the same bytes with or without it.
 type Handoffs struct {
-	// OnQuarantine, when set, hears each handoff the projection quarantines
-	// (to log it); it runs inside the read models' transaction.
+	// OnQuarantine, when set, hears each handoff the projection quarantined,
+	// after the read models' transaction that recorded it has committed.
 	OnQuarantine func(id string, q Quarantine)
 
-	mu    sync.Mutex
-	cache map[string]*domain.Handoff
+	mu      sync.Mutex
+	cache   map[string]*domain.Handoff
+	pending []pendingQuarantine // recorded in the open transaction
+}
+
+type pendingQuarantine struct {
+	id string
+	q  Quarantine
 }
 
 // NewHandoffs returns the projector.
@@ -100,11 +108,27 @@ func (p *Handoffs) keep(id string, h *domain.Handoff) {
 }
 
 // Forget drops the cache; the runner calls it when a transaction fails, as
-// the cache may then be ahead of the file.
+// the cache may then be ahead of the file. Quarantines of that transaction
+// were not recorded.
 func (p *Handoffs) Forget() {
 	p.mu.Lock()
 	p.cache = map[string]*domain.Handoff{}
+	p.pending = nil
 	p.mu.Unlock()
+}
+
+// Committed tells OnQuarantine of the quarantines the runner's last
+// transaction recorded.
+func (p *Handoffs) Committed() {
+	p.mu.Lock()
+	done := p.pending
+	p.pending = nil
+	p.mu.Unlock()
+	if p.OnQuarantine != nil {
+		for _, d := range done {
+			p.OnQuarantine(d.id, d.q)
+		}
+	}
 }
 
 func (*Handoffs) Buckets() [][]byte {
@@ -165,10 +189,10 @@ func (p *Handoffs) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
 		if err := json.Unmarshal(v, &q); err != nil {
 			return err
 		}
-		if ev.Revision+1 <= q.Seq {
+		if ev.Revision+1 <= max(q.Seq, q.LastSeq) {
 			return nil // a replay from an older checkpoint
 		}
-		q.Skipped++
+		q.Skipped, q.LastSeq = q.Skipped+1, ev.Revision+1
 		b, err := json.Marshal(q)
 		if err != nil {
 			return err
@@ -185,9 +209,9 @@ func (p *Handoffs) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
 		if err != nil {
 			return err
 		}
-		if p.OnQuarantine != nil {
-			p.OnQuarantine(id, q)
-		}
+		p.mu.Lock()
+		p.pending = append(p.pending, pendingQuarantine{id, q})
+		p.mu.Unlock()
 		return quarantine.Put([]byte(id), b)
 	}
 	if h == nil || err != nil {
@@ -242,14 +266,21 @@ func (p *Handoffs) foldFromRows(tx *bbolt.Tx, id string, rec domain.Recorded) (*
 		rows = append(rows, row.Recorded)
 	}
 	if rec.Seq != uint64(len(rows))+1 {
-		// Already applied (a replay from an older checkpoint) or a gap.
+		// Already applied (a replay from an older checkpoint), or a gap:
+		// the feed delivers a stream's events in order, so rows are missing
+		// from the file (or its checkpoint is wrong), the file's fault.
 		if rec.Seq <= uint64(len(rows)) {
 			return nil, nil
 		}
-		return nil, refusal{fmt.Errorf("event seq %d after %d", rec.Seq, len(rows))}
+		return nil, fmt.Errorf("handoff %s: the read models hold %d events of it, the feed delivers seq %d: the read-model file is damaged or older than its checkpoint (delete it to rebuild)", id, len(rows), rec.Seq)
 	}
-	h, err := domain.Fold(append(rows, rec))
+	// The stored rows folded before; if they no longer do, the file is
+	// damaged: that stops the read models rather than blaming rec.
+	h, err := domain.Fold(rows)
 	if err != nil {
+		return nil, fmt.Errorf("handoff %s: its stored rows no longer fold (the read-model file is damaged; delete it to rebuild): %w", id, err)
+	}
+	if err := h.Apply(rec); err != nil {
 		return nil, refusal{err}
 	}
 	return h, nil
@@ -407,4 +438,74 @@ func (r *Runner) Ledger(id string) ([]domain.LedgerEntry, error) {
 		return nil
 	})
 	return out, err
+}
+
+// Recheck folds every quarantined handoff again from the store, up to the
+// read models' checkpoint (the feed brings the rest). One that folds now (a
+// newer Baton knows an event type an older one refused, or the stream was
+// replaced) gets its views rebuilt and leaves the quarantine; the others
+// stay. Run it before Run, at start: it returns the handoffs it released.
+func (r *Runner) Recheck(ctx context.Context, p *Handoffs) ([]string, error) {
+	all, n, err := r.Quarantined(1 << 30)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	cp := r.Checkpoint()
+	var released []string
+	for id := range all {
+		var evs []eventstore.RecordedEvent
+		for from := uint64(0); ; {
+			page, err := r.store.ReadStream(ctx, domain.StreamID(id), from, 1000)
+			if err != nil {
+				return released, err
+			}
+			for _, ev := range page {
+				if !cp.Less(ev.Position) {
+					evs = append(evs, ev)
+				}
+			}
+			if len(page) < 1000 {
+				break
+			}
+			from = page[len(page)-1].Revision + 1
+		}
+		h := &domain.Handoff{}
+		ok := len(evs) > 0
+		for _, ev := range evs {
+			if err := h.Apply(RecordedFrom(ev)); err != nil || h.ID != id {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		err := r.db.Update(func(tx *bbolt.Tx) error {
+			prefix := append([]byte(id), 0)
+			c := tx.Bucket(bucketLedger).Cursor()
+			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+				if err := c.Delete(); err != nil {
+					return err
+				}
+			}
+			h := &domain.Handoff{}
+			for _, ev := range evs {
+				rec := RecordedFrom(ev)
+				if err := h.Apply(rec); err != nil {
+					return err
+				}
+				if err := p.write(tx, id, rec, h); err != nil {
+					return err
+				}
+			}
+			return tx.Bucket(bucketQuarantine).Delete([]byte(id))
+		})
+		if err != nil {
+			return released, err
+		}
+		p.drop(id)
+		released = append(released, id)
+	}
+	slices.Sort(released)
+	return released, nil
 }

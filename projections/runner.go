@@ -219,6 +219,11 @@ func (r *Runner) apply(evs []eventstore.RecordedEvent) error {
 		}
 		return err
 	}
+	for _, p := range r.projectors {
+		if c, ok := p.(interface{ Committed() }); ok {
+			c.Committed()
+		}
+	}
 	for _, ev := range evs {
 		if ev.StreamID == domain.KeysStream {
 			r.keys.invalidate()

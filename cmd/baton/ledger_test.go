@@ -17,10 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
 	batonhttp "github.com/batonhq/baton/http"
 	"github.com/batonhq/baton/projections"
@@ -311,5 +313,40 @@ func TestServeRefusesTinyStreamIdle(t *testing.T) {
 	err := run(context.Background(), []string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--stream-idle", "10ms"}, &out, &out)
 	if err == nil || !strings.Contains(err.Error(), "at least 1s") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// A correctly chained event that Baton's state machine does not allow (a
+// writer around Baton can recompute the chain) is reported, not "ok".
+func TestLedgerVerifyReportsAnEventTheStateMachineRefuses(t *testing.T) {
+	dir := t.TempDir()
+	ids := runHandoffs(t, dir)
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	recs, err := projections.ReadHandoff(ctx, store, ids[1])
+	if err != nil || len(recs) != 5 {
+		t.Fatal(err, len(recs))
+	}
+	last := recs[len(recs)-1]
+	at := time.Now().UTC().Truncate(time.Microsecond)
+	data := []byte(`{"verdict":"verified","reviewer":"mallory"}`)
+	c, err := domain.Canonical(ids[1], last.Seq+1, domain.EventProofReviewed, "elsewhere", at, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = store.Append(ctx, domain.StreamID(ids[1]), eventstore.Revision(last.Seq-1), eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: domain.EventProofReviewed, Data: data,
+		Metadata: eventstore.Metadata{Tenant: "t", Actor: "elsewhere", RecordedAt: at, PrevHash: last.Hash, Hash: domain.ChainHash(last.Hash, c), SchemaVersion: 1}})
+	store.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = run(ctx, []string{"ledger", "verify", "--data", dir}, &out, &out)
+	want := fmt.Sprintf("BROKEN handoff %s: event 6 (%s) is not a step Baton allows", ids[1], domain.EventProofReviewed)
+	if !errors.Is(err, errChainBroken) || !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "ok "+ids[0]) {
+		t.Fatalf("verify = %v, said:\n%s\nwant a line with %q", err, out.String(), want)
 	}
 }

@@ -164,8 +164,20 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer proj.Close()
+	// Quarantined handoffs are folded again first: a newer Baton may apply
+	// what an older one refused.
+	released, err := proj.Recheck(ctx, handoffs)
+	if err != nil {
+		return fmt.Errorf("read models: rechecking quarantined handoffs: %w", err)
+	}
+	for _, id := range released {
+		log.Info().Str("handoffId", id).Msg("handoff released from quarantine: its stream folds now")
+	}
 	if err := proj.CatchUp(ctx); err != nil {
 		return fmt.Errorf("read models: %w", err)
+	}
+	if _, n, err := proj.Quarantined(0); err == nil && n > 0 {
+		log.Warn().Int("quarantinedHandoffs", n).Msg("handoffs quarantined: events of their streams cannot be applied (docs/operations.md)")
 	}
 	// Take the address before anything is created, so that a port in use
 	// fails the start before the first key is made and printed (a newcomer
