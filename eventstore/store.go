@@ -150,3 +150,21 @@ const (
 type Exclusive interface {
 	Exclusive() bool
 }
+
+// ReadWholeStream reads every event of stream, page by page, in revision
+// order; a stream that does not exist reads as empty.
+func ReadWholeStream(ctx context.Context, s Store, stream string) ([]RecordedEvent, error) {
+	const page = 1000
+	var out []RecordedEvent
+	for from := uint64(0); ; {
+		evs, err := s.ReadStream(ctx, stream, from, page)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, evs...)
+		if len(evs) < page {
+			return out, nil
+		}
+		from = evs[len(evs)-1].Revision + 1
+	}
+}

@@ -157,7 +157,7 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 				}
 			}
 			defer release()
-			evs, err := readWhole(ctx, s.store, stream)
+			evs, err := eventstore.ReadWholeStream(ctx, s.store, stream)
 			if err != nil {
 				s.writeError(w, r, err)
 				return
@@ -172,7 +172,7 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 					idemBusy(w, r, false)
 					return
 				}
-				evs, err := readWhole(ctx, s.store, stream)
+				evs, err := eventstore.ReadWholeStream(ctx, s.store, stream)
 				if err != nil {
 					s.writeError(w, r, err)
 					return
@@ -435,20 +435,4 @@ func idemState(evs []eventstore.RecordedEvent) (*idemStarted, *idemCompleted, ti
 		}
 	}
 	return st, done, at
-}
-
-// readWhole reads a (short) stream whole.
-func readWhole(ctx context.Context, store eventstore.Store, stream string) ([]eventstore.RecordedEvent, error) {
-	var out []eventstore.RecordedEvent
-	for from := uint64(0); ; {
-		evs, err := store.ReadStream(ctx, stream, from, 256)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, evs...)
-		if len(evs) < 256 {
-			return out, nil
-		}
-		from = evs[len(evs)-1].Revision + 1
-	}
 }

@@ -36,23 +36,15 @@ type loaded struct {
 }
 
 func (l *ledger) load(ctx context.Context, id string) (*loaded, error) {
-	var recs []domain.Recorded
-	var positions []eventstore.Position
-	var tenants, ids []string
-	for from := uint64(0); ; {
-		page, err := l.store.ReadStream(ctx, domain.StreamID(id), from, 1000)
-		if err != nil {
-			return nil, err
-		}
-		for _, ev := range page {
-			recs = append(recs, projections.RecordedFrom(ev))
-			positions = append(positions, ev.Position)
-			tenants, ids = append(tenants, ev.Metadata.Tenant), append(ids, ev.ID.String())
-		}
-		if len(page) < 1000 {
-			break
-		}
-		from = page[len(page)-1].Revision + 1
+	evs, err := eventstore.ReadWholeStream(ctx, l.store, domain.StreamID(id))
+	if err != nil {
+		return nil, err
+	}
+	recs := make([]domain.Recorded, 0, len(evs))
+	positions := make([]eventstore.Position, 0, len(evs))
+	for _, ev := range evs {
+		recs = append(recs, projections.RecordedFrom(ev))
+		positions = append(positions, ev.Position)
 	}
 	if len(recs) == 0 {
 		return nil, nil
@@ -67,7 +59,7 @@ func (l *ledger) load(ctx context.Context, id string) (*loaded, error) {
 			// Written around Baton (a shared store): nothing is decided on
 			// it. Its owner (and admins) learn which event; others, as for
 			// any handoff not theirs, that there is none.
-			return nil, &unfoldable{id: id, tenant: tenants[0], seq: rec.Seq, typ: rec.Type, eventID: ids[i], reason: err.Error()}
+			return nil, &unfoldable{id: id, tenant: evs[0].Metadata.Tenant, seq: rec.Seq, typ: rec.Type, eventID: evs[i].ID.String(), reason: err.Error()}
 		}
 	}
 	return &loaded{h: h, events: recs, positions: positions}, nil

@@ -153,20 +153,15 @@ func RecordedFrom(ev eventstore.RecordedEvent) domain.Recorded {
 // ReadHandoff reads a handoff's whole stream from the store, in the
 // domain's form; a missing handoff reads as no events.
 func ReadHandoff(ctx context.Context, store eventstore.Store, id string) ([]domain.Recorded, error) {
-	var recs []domain.Recorded
-	for from := uint64(0); ; {
-		page, err := store.ReadStream(ctx, domain.StreamID(id), from, 1000)
-		if err != nil {
-			return nil, err
-		}
-		for _, ev := range page {
-			recs = append(recs, RecordedFrom(ev))
-		}
-		if len(page) < 1000 {
-			return recs, nil
-		}
-		from = page[len(page)-1].Revision + 1
+	evs, err := eventstore.ReadWholeStream(ctx, store, domain.StreamID(id))
+	if err != nil {
+		return nil, err
 	}
+	recs := make([]domain.Recorded, 0, len(evs))
+	for _, ev := range evs {
+		recs = append(recs, RecordedFrom(ev))
+	}
+	return recs, nil
 }
 
 func ledgerKey(id string, seq uint64) []byte {
@@ -453,21 +448,15 @@ func (r *Runner) Recheck(ctx context.Context, p *Handoffs) ([]string, error) {
 	cp := r.Checkpoint()
 	var released []string
 	for id := range all {
+		stored, err := eventstore.ReadWholeStream(ctx, r.store, domain.StreamID(id))
+		if err != nil {
+			return released, err
+		}
 		var evs []eventstore.RecordedEvent
-		for from := uint64(0); ; {
-			page, err := r.store.ReadStream(ctx, domain.StreamID(id), from, 1000)
-			if err != nil {
-				return released, err
+		for _, ev := range stored {
+			if !cp.Less(ev.Position) {
+				evs = append(evs, ev) // the feed brings the later ones
 			}
-			for _, ev := range page {
-				if !cp.Less(ev.Position) {
-					evs = append(evs, ev)
-				}
-			}
-			if len(page) < 1000 {
-				break
-			}
-			from = page[len(page)-1].Revision + 1
 		}
 		h := &domain.Handoff{}
 		ok := len(evs) > 0
@@ -480,7 +469,7 @@ func (r *Runner) Recheck(ctx context.Context, p *Handoffs) ([]string, error) {
 		if !ok {
 			continue
 		}
-		err := r.db.Update(func(tx *bbolt.Tx) error {
+		err = r.db.Update(func(tx *bbolt.Tx) error {
 			prefix := append([]byte(id), 0)
 			c := tx.Bucket(bucketLedger).Cursor()
 			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
