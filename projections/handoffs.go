@@ -30,8 +30,8 @@ var (
 
 // Quarantine records why a handoff's read model stopped: the first event of
 // its stream that could not be applied (a payload that does not decode, a
-// step the state machine does not allow, a contract naming another handoff,
-// a gap). Its read model stays as it was before that event and later events
+// step the state machine does not allow, a contract naming another
+// handoff). Its read model stays as it was before that event and later events
 // of the stream are counted, not applied; every other handoff goes on.
 type Quarantine struct {
 	Seq      uint64              `json:"seq"`
@@ -435,6 +435,8 @@ func (r *Runner) Ledger(id string) ([]domain.LedgerEntry, error) {
 	return out, err
 }
 
+var errStillRefused = errors.New("the stream still does not fold")
+
 // Recheck folds every quarantined handoff again from the store, up to the
 // read models' checkpoint (the feed brings the rest). One that folds now (a
 // newer Baton knows an event type an older one refused, or the stream was
@@ -458,17 +460,8 @@ func (r *Runner) Recheck(ctx context.Context, p *Handoffs) ([]string, error) {
 				evs = append(evs, ev) // the feed brings the later ones
 			}
 		}
-		h := &domain.Handoff{}
-		ok := len(evs) > 0
-		for _, ev := range evs {
-			if err := h.Apply(RecordedFrom(ev)); err != nil || h.ID != id {
-				ok = false
-				break
-			}
-		}
-		if !ok {
-			continue
-		}
+		// Rebuilt in one transaction, which a refusal rolls back: the
+		// handoff then stays as it was.
 		err = r.db.Update(func(tx *bbolt.Tx) error {
 			prefix := append([]byte(id), 0)
 			c := tx.Bucket(bucketLedger).Cursor()
@@ -478,10 +471,13 @@ func (r *Runner) Recheck(ctx context.Context, p *Handoffs) ([]string, error) {
 				}
 			}
 			h := &domain.Handoff{}
+			if len(evs) == 0 {
+				return errStillRefused
+			}
 			for _, ev := range evs {
 				rec := RecordedFrom(ev)
-				if err := h.Apply(rec); err != nil {
-					return err
+				if err := h.Apply(rec); err != nil || h.ID != id {
+					return errStillRefused
 				}
 				if err := p.write(tx, id, rec, h); err != nil {
 					return err
@@ -489,6 +485,9 @@ func (r *Runner) Recheck(ctx context.Context, p *Handoffs) ([]string, error) {
 			}
 			return tx.Bucket(bucketQuarantine).Delete([]byte(id))
 		})
+		if errors.Is(err, errStillRefused) {
+			continue
+		}
 		if err != nil {
 			return released, err
 		}
