@@ -59,31 +59,28 @@ func (l *ledger) load(ctx context.Context, id string) (*loaded, error) {
 			// Written around Baton (a shared store): nothing is decided on
 			// it. Its owner (and admins) learn which event; others, as for
 			// any handoff not theirs, that there is none.
-			return nil, &unfoldable{id: id, tenant: evs[0].Metadata.Tenant, seq: rec.Seq, typ: rec.Type, eventID: evs[i].ID.String(), reason: err.Error()}
+			return nil, &unfoldable{tenant: evs[0].Metadata.Tenant, QuarantinedError: projections.QuarantinedError{HandoffID: id,
+				Quarantine: projections.Quarantine{Seq: rec.Seq, Type: rec.Type, EventID: evs[i].ID.String(), Position: evs[i].Position, Reason: err.Error()}}}
 		}
 	}
 	return &loaded{h: h, events: recs, positions: positions}, nil
 }
 
 // unfoldable is a handoff whose stream holds an event the state machine
-// cannot apply.
+// cannot apply, as the read models' quarantine would name it, and the
+// tenant of its first event.
 type unfoldable struct {
-	id, tenant, typ, eventID, reason string
-	seq                              uint64
-}
-
-func (u *unfoldable) Error() string {
-	return fmt.Sprintf("handoff %s: event %d (%s) cannot be applied: %s", u.id, u.seq, u.typ, u.reason)
+	projections.QuarantinedError
+	tenant string
 }
 
 // problem is the answer for p: 404 unless the handoff is p's (or p is an
 // admin), else 500 handoff_quarantined naming the event, as reads answer.
 func (u *unfoldable) problem(op string, p Principal) error {
 	if !p.Admin && u.tenant != p.Tenant {
-		return domain.E(op, domain.KindNotFound, "handoff_not_found", "no handoff %s", u.id)
+		return domain.E(op, domain.KindNotFound, "handoff_not_found", "no handoff %s", u.HandoffID)
 	}
-	return quarantinedProblem(&projections.QuarantinedError{HandoffID: u.id,
-		Quarantine: projections.Quarantine{Seq: u.seq, Type: u.typ, EventID: u.eventID, Reason: u.reason}})
+	return quarantinedProblem(&u.QuarantinedError)
 }
 
 // record turns domain events into chained store events following head.
