@@ -57,9 +57,15 @@ func (l *ledger) load(ctx context.Context, id string) (*loaded, error) {
 		}
 		if err != nil {
 			// Written around Baton (a shared store): nothing is decided on
-			// it. Its owner (and admins) learn which event; others, as for
-			// any handoff not theirs, that there is none.
-			return nil, &unfoldable{tenant: evs[0].Metadata.Tenant, QuarantinedError: projections.QuarantinedError{HandoffID: id,
+			// it. Its owner, the tenant its contract names (as reads take
+			// it), and admins learn which event; others, as for any handoff
+			// not theirs, that there is none. Without a contract of its own
+			// (the first event is the bad one) only admins learn it.
+			owner := ""
+			if i > 0 {
+				owner = h.Tenant
+			}
+			return nil, &unfoldable{tenant: owner, QuarantinedError: projections.QuarantinedError{HandoffID: id,
 				Quarantine: projections.Quarantine{Seq: rec.Seq, Type: rec.Type, EventID: evs[i].ID.String(), Position: evs[i].Position, Reason: err.Error()}}}
 		}
 	}
@@ -68,7 +74,7 @@ func (l *ledger) load(ctx context.Context, id string) (*loaded, error) {
 
 // unfoldable is a handoff whose stream holds an event the state machine
 // cannot apply, as the read models' quarantine would name it, and the
-// tenant of its first event.
+// tenant its contract names ("" when it has none).
 type unfoldable struct {
 	projections.QuarantinedError
 	tenant string
@@ -77,7 +83,7 @@ type unfoldable struct {
 // problem is the answer for p: 404 unless the handoff is p's (or p is an
 // admin), else 500 handoff_quarantined naming the event, as reads answer.
 func (u *unfoldable) problem(op string, p Principal) error {
-	if !p.Admin && u.tenant != p.Tenant {
+	if !p.Admin && (u.tenant == "" || u.tenant != p.Tenant) {
 		return domain.E(op, domain.KindNotFound, "handoff_not_found", "no handoff %s", u.HandoffID)
 	}
 	return quarantinedProblem(&u.QuarantinedError)

@@ -435,49 +435,59 @@ func (r *Runner) Ledger(id string) ([]domain.LedgerEntry, error) {
 	return out, err
 }
 
-var errStillRefused = errors.New("the stream still does not fold")
-
-// Recheck folds every quarantined handoff again from the store, up to the
-// read models' checkpoint (the feed brings the rest). One that folds now (a
-// newer Baton knows an event type an older one refused, or the stream was
-// replaced) gets its views rebuilt and leaves the quarantine; the others
-// stay. Run it before Run, at start: it returns the handoffs it released.
+// Recheck folds every quarantined handoff again from the store, as far as
+// the feed has delivered it (the quarantine's last seq; the feed brings the
+// rest). Each one's views are rebuilt as a rebuild from zero would make
+// them: one that folds now (a newer Baton applies an event type an older
+// one refused) leaves the quarantine; one that still does not stays, its
+// quarantine naming the first event that fails now; one whose stream is
+// gone (removed with the store's tools) is removed. Run it before Run, at
+// start: it returns the handoffs that left the quarantine.
 func (r *Runner) Recheck(ctx context.Context, p *Handoffs) ([]string, error) {
 	all, n, err := r.Quarantined(1 << 30)
 	if err != nil || n == 0 {
 		return nil, err
 	}
-	cp := r.Checkpoint()
 	var released []string
-	for id := range all {
+	for id, q := range all {
 		stored, err := eventstore.ReadWholeStream(ctx, r.store, domain.StreamID(id))
 		if err != nil {
 			return released, err
 		}
+		// Revisions, not positions: some KurrentDB servers report no
+		// position on stream reads.
+		last := max(q.Seq, q.LastSeq, q.Seq+q.Skipped)
 		var evs []eventstore.RecordedEvent
 		for _, ev := range stored {
-			if !cp.Less(ev.Position) {
-				evs = append(evs, ev) // the feed brings the later ones
+			if ev.Revision+1 <= last {
+				evs = append(evs, ev)
 			}
 		}
-		// Rebuilt in one transaction, which a refusal rolls back: the
-		// handoff then stays as it was.
+		var still *Quarantine
 		err = r.db.Update(func(tx *bbolt.Tx) error {
-			prefix := append([]byte(id), 0)
-			c := tx.Bucket(bucketLedger).Cursor()
-			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
-				if err := c.Delete(); err != nil {
-					return err
-				}
+			if err := forgetHandoff(tx, id, len(evs) == 0); err != nil {
+				return err
 			}
 			h := &domain.Handoff{}
-			if len(evs) == 0 {
-				return errStillRefused
-			}
 			for _, ev := range evs {
 				rec := RecordedFrom(ev)
-				if err := h.Apply(rec); err != nil || h.ID != id {
-					return errStillRefused
+				err := h.Apply(rec)
+				if err == nil && h.ID != id {
+					err = fmt.Errorf("its contract names handoff %q", h.ID)
+				}
+				if err != nil {
+					if rec.Seq == 1 {
+						if err := forgetHandoff(tx, id, true); err != nil {
+							return err
+						}
+					}
+					still = &Quarantine{Seq: rec.Seq, EventID: ev.ID.String(), Type: ev.Type, Position: ev.Position, Reason: err.Error(),
+						Skipped: last - rec.Seq, LastSeq: last}
+					b, err := json.Marshal(still)
+					if err != nil {
+						return err
+					}
+					return tx.Bucket(bucketQuarantine).Put([]byte(id), b)
 				}
 				if err := p.write(tx, id, rec, h); err != nil {
 					return err
@@ -485,15 +495,38 @@ func (r *Runner) Recheck(ctx context.Context, p *Handoffs) ([]string, error) {
 			}
 			return tx.Bucket(bucketQuarantine).Delete([]byte(id))
 		})
-		if errors.Is(err, errStillRefused) {
-			continue
-		}
 		if err != nil {
 			return released, err
 		}
 		p.drop(id)
-		released = append(released, id)
+		if still == nil {
+			released = append(released, id)
+		}
 	}
 	slices.Sort(released)
 	return released, nil
+}
+
+// forgetHandoff deletes a handoff's ledger rows and, with all, its view and
+// tenant entries too.
+func forgetHandoff(tx *bbolt.Tx, id string, all bool) error {
+	prefix := append([]byte(id), 0)
+	c := tx.Bucket(bucketLedger).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+		if err := c.Delete(); err != nil {
+			return err
+		}
+	}
+	if !all {
+		return nil
+	}
+	if tenant := tx.Bucket(bucketTenantOf).Get([]byte(id)); tenant != nil {
+		if err := tx.Bucket(bucketByTenant).Delete(append(append(append([]byte(nil), tenant...), 0), id...)); err != nil {
+			return err
+		}
+	}
+	if err := tx.Bucket(bucketTenantOf).Delete([]byte(id)); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketContracts).Delete([]byte(id))
 }

@@ -217,7 +217,7 @@ func verifyOverHTTP(ctx context.Context, base, key string, ids []string, receipt
 			}
 			json.Unmarshal(body, &p)
 			return &answerError{status: resp.StatusCode, code: p.Code, detail: p.Detail,
-				msg: fmt.Sprintf("GET %s: %s: %s", path, resp.Status, strings.TrimSpace(string(body)))}
+				msg: fmt.Sprintf("GET %s: %s: %q", path, resp.Status, strings.TrimSpace(string(body)))} // quoted: the text is the server's
 		}
 		return json.Unmarshal(body, v)
 	}

@@ -171,7 +171,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("read models: rechecking quarantined handoffs: %w", err)
 	}
 	for _, id := range released {
-		log.Info().Str("handoffId", id).Msg("handoff released from quarantine: its stream folds now")
+		log.Info().Str("handoffId", id).Msg("handoff released from quarantine: its stream folds now, or is gone")
 	}
 	if err := proj.CatchUp(ctx); err != nil {
 		return fmt.Errorf("read models: %w", err)
