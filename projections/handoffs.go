@@ -195,7 +195,16 @@ func (p *Handoffs) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
 		return quarantine.Put([]byte(id), b)
 	}
 	rec := RecordedFrom(ev)
-	h, err := p.fold(tx, id, rec)
+	var h *domain.Handoff
+	err := eventstore.ValidateStreamID(ev.StreamID)
+	if err != nil {
+		// A name only a writer around Baton can make (a shared store):
+		// Baton cannot read the stream back, and an id with a 0 byte would
+		// reach into another handoff's ledger rows (keyed id 0x00 seq).
+		err = refusal{fmt.Errorf("stream name %q: %w", ev.StreamID, err)}
+	} else {
+		h, err = p.fold(tx, id, rec)
+	}
 	var bad refusal
 	if errors.As(err, &bad) {
 		p.drop(id) // Apply may have changed the cached fold before refusing
@@ -266,6 +275,12 @@ func (p *Handoffs) foldFromRows(tx *bbolt.Tx, id string, rec domain.Recorded) (*
 		// from the file (or its checkpoint is wrong), the file's fault.
 		if rec.Seq <= uint64(len(rows)) {
 			return nil, nil
+		}
+		if len(rows) == 0 {
+			// Nothing of the handoff here and it starts past seq 1: its
+			// earlier events are not in the store (a stream removed and
+			// written again keeps counting revisions).
+			return nil, refusal{fmt.Errorf("the stream starts at seq %d: its earlier events are not in the store (removed?)", rec.Seq)}
 		}
 		return nil, fmt.Errorf("handoff %s: the read models hold %d events of it, the feed delivers seq %d: the read-model file is damaged or older than its checkpoint (delete it to rebuild)", id, len(rows), rec.Seq)
 	}
@@ -451,6 +466,9 @@ func (r *Runner) Recheck(ctx context.Context, p *Handoffs) ([]string, error) {
 	var released []string
 	for id, q := range all {
 		stored, err := eventstore.ReadWholeStream(ctx, r.store, domain.StreamID(id))
+		if errors.Is(err, eventstore.ErrInvalidEvent) {
+			continue // a name Baton cannot read back: it stays quarantined
+		}
 		if err != nil {
 			return released, err
 		}
@@ -476,7 +494,7 @@ func (r *Runner) Recheck(ctx context.Context, p *Handoffs) ([]string, error) {
 					err = fmt.Errorf("its contract names handoff %q", h.ID)
 				}
 				if err != nil {
-					if rec.Seq == 1 {
+					if h.Head.Seq == 0 { // nothing of it folds: no view
 						if err := forgetHandoff(tx, id, true); err != nil {
 							return err
 						}
@@ -499,8 +517,11 @@ func (r *Runner) Recheck(ctx context.Context, p *Handoffs) ([]string, error) {
 			return released, err
 		}
 		p.drop(id)
-		if still == nil {
+		switch {
+		case still == nil:
 			released = append(released, id)
+		case still.Seq != q.Seq && p.OnQuarantine != nil:
+			p.OnQuarantine(id, *still) // it now fails at another event
 		}
 	}
 	slices.Sort(released)
