@@ -16,16 +16,24 @@ import (
 	"github.com/batonhq/baton/eventstore/bolt"
 )
 
-// Batches no projector wants move the position without a commit; the
-// checkpoint catches up with the next commit, Flush or Close, and a reopen
-// resumes from it.
-func TestUnwantedBatchesMoveThePositionOnly(t *testing.T) {
+// tempStore is an embedded store in a fresh directory, closed after the
+// test.
+func tempStore(t *testing.T) (string, *bolt.Store) {
+	t.Helper()
 	dir := t.TempDir()
 	store, err := bolt.Open(dir, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	t.Cleanup(func() { store.Close() })
+	return dir, store
+}
+
+// Batches no projector wants move the position without a commit; the
+// checkpoint catches up with the next commit, Flush or Close, and a reopen
+// resumes from it.
+func TestUnwantedBatchesMoveThePositionOnly(t *testing.T) {
+	dir, store := tempStore(t)
 	ctx := context.Background()
 	appendOne := func(stream, typ string, data any) eventstore.Position {
 		b, _ := json.Marshal(data)
@@ -82,12 +90,7 @@ func TestUnwantedBatchesMoveThePositionOnly(t *testing.T) {
 // type would have) is released; one that still fails stays, naming the event
 // that fails now; one whose stream is gone is removed.
 func TestRecheckReleasesHandoffsThatFoldNow(t *testing.T) {
-	dir := t.TempDir()
-	store, err := bolt.Open(dir, bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	dir, store := tempStore(t)
 	ctx := context.Background()
 	put := func(stream string, evs ...eventstore.RecordedEvent) {
 		for _, ev := range evs {
@@ -178,12 +181,7 @@ func TestRecheckReleasesHandoffsThatFoldNow(t *testing.T) {
 // and a stream that starts past seq 1 (removed and written again). A
 // recheck keeps a quarantine whose stream it cannot read back.
 func TestOddStreamsAreQuarantined(t *testing.T) {
-	dir := t.TempDir()
-	store, err := bolt.Open(dir, bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	dir, store := tempStore(t)
 	h := NewHandoffs()
 	r, err := Open(filepath.Join(dir, "readmodel.db"), store, h, Keys{})
 	if err != nil {
