@@ -3,6 +3,7 @@ package domain
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -284,6 +285,11 @@ func (h *Handoff) Apply(ev Recorded) error {
 		var d ContractCreated
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return err
+		}
+		if len(d.Tenant) > 255 || strings.ContainsFunc(d.Tenant, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			// Baton's tenants are short names; this one could not even be
+			// a read-model key.
+			return fmt.Errorf("handoff %s: contract tenant is over 255 bytes or holds a control character", d.HandoffID)
 		}
 		h.ID, h.Tenant, h.Objective = d.HandoffID, d.Tenant, d.Objective
 		h.TargetExecutor, h.ExecutorProtocol, h.RiskLevel = d.TargetExecutor, d.ExecutorProtocol, d.RiskLevel

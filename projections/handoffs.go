@@ -43,6 +43,28 @@ type Quarantine struct {
 	LastSeq  uint64              `json:"lastSeq"` // the last of them (a re-delivered one is not counted again)
 }
 
+// newQuarantine records ev as the event a handoff's views stop before.
+// Skipped counts the stream's later events the feed delivered, up to
+// lastSeq; was, when set, is the quarantine this one replaces (its position
+// is kept when it names the same event: stream reads on some KurrentDB
+// servers carry no position, the feed's does).
+func newQuarantine(ev eventstore.RecordedEvent, reason string, skipped uint64, was *Quarantine) Quarantine {
+	q := Quarantine{Seq: ev.Revision + 1, EventID: ev.ID.String(), Type: ev.Type, Position: ev.Position, Reason: reason, Skipped: skipped}
+	if skipped > 0 {
+		q.LastSeq = q.Seq + skipped
+	}
+	if was != nil && was.EventID == q.EventID {
+		q.Position = was.Position
+	}
+	return q
+}
+
+// startsLate is the refusal of a stream whose first event Baton sees is
+// past seq 1.
+func startsLate(seq uint64) error {
+	return fmt.Errorf("the stream starts at seq %d: its earlier events are not in the store (removed?)", seq)
+}
+
 // QuarantinedError is what reads of a quarantined handoff return.
 type QuarantinedError struct {
 	HandoffID string
@@ -175,8 +197,8 @@ func (p *Handoffs) Wants(ev eventstore.RecordedEvent) bool {
 
 func (p *Handoffs) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
 	id, ok := strings.CutPrefix(ev.StreamID, "handoff-")
-	if !ok {
-		return nil
+	if !ok || id == "" {
+		return nil // "handoff-" alone names no handoff any reader could ask for
 	}
 	quarantine := tx.Bucket(bucketQuarantine)
 	if v := quarantine.Get([]byte(id)); v != nil {
@@ -208,7 +230,7 @@ func (p *Handoffs) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
 	var bad refusal
 	if errors.As(err, &bad) {
 		p.drop(id) // Apply may have changed the cached fold before refusing
-		q := Quarantine{Seq: rec.Seq, EventID: ev.ID.String(), Type: ev.Type, Position: ev.Position, Reason: bad.Error()}
+		q := newQuarantine(ev, bad.Error(), 0, nil)
 		b, err := json.Marshal(q)
 		if err != nil {
 			return err
@@ -280,7 +302,7 @@ func (p *Handoffs) foldFromRows(tx *bbolt.Tx, id string, rec domain.Recorded) (*
 			// Nothing of the handoff here and it starts past seq 1: its
 			// earlier events are not in the store (a stream removed and
 			// written again keeps counting revisions).
-			return nil, refusal{fmt.Errorf("the stream starts at seq %d: its earlier events are not in the store (removed?)", rec.Seq)}
+			return nil, refusal{startsLate(rec.Seq)}
 		}
 		return nil, fmt.Errorf("handoff %s: the read models hold %d events of it, the feed delivers seq %d: the read-model file is damaged or older than its checkpoint (delete it to rebuild)", id, len(rows), rec.Seq)
 	}
@@ -466,11 +488,11 @@ func (r *Runner) Recheck(ctx context.Context, p *Handoffs) ([]string, error) {
 	var released []string
 	for id, q := range all {
 		stored, err := eventstore.ReadWholeStream(ctx, r.store, domain.StreamID(id))
-		if errors.Is(err, eventstore.ErrInvalidEvent) {
-			continue // a name Baton cannot read back: it stays quarantined
+		if errors.Is(err, eventstore.ErrUnavailable) || ctx.Err() != nil {
+			return released, err
 		}
 		if err != nil {
-			return released, err
+			continue // a stream Baton cannot read back (its name, its events): it stays quarantined
 		}
 		// Revisions, not positions: some KurrentDB servers report no
 		// position on stream reads.
@@ -481,6 +503,9 @@ func (r *Runner) Recheck(ctx context.Context, p *Handoffs) ([]string, error) {
 				evs = append(evs, ev)
 			}
 		}
+		if n := len(evs); n > 0 && evs[n-1].Revision+1 < last {
+			continue // the read lags what the feed delivered (a follower node): next start
+		}
 		var still *Quarantine
 		err = r.db.Update(func(tx *bbolt.Tx) error {
 			if err := forgetHandoff(tx, id, len(evs) == 0); err != nil {
@@ -489,8 +514,10 @@ func (r *Runner) Recheck(ctx context.Context, p *Handoffs) ([]string, error) {
 			h := &domain.Handoff{}
 			for _, ev := range evs {
 				rec := RecordedFrom(ev)
-				err := h.Apply(rec)
-				if err == nil && h.ID != id {
+				var err error
+				if h.Head.Seq == 0 && rec.Seq > 1 {
+					err = startsLate(rec.Seq) // as Apply says it
+				} else if err = h.Apply(rec); err == nil && h.ID != id {
 					err = fmt.Errorf("its contract names handoff %q", h.ID)
 				}
 				if err != nil {
@@ -499,8 +526,8 @@ func (r *Runner) Recheck(ctx context.Context, p *Handoffs) ([]string, error) {
 							return err
 						}
 					}
-					still = &Quarantine{Seq: rec.Seq, EventID: ev.ID.String(), Type: ev.Type, Position: ev.Position, Reason: err.Error(),
-						Skipped: last - rec.Seq, LastSeq: last}
+					nq := newQuarantine(ev, err.Error(), last-rec.Seq, &q)
+					still = &nq
 					b, err := json.Marshal(still)
 					if err != nil {
 						return err

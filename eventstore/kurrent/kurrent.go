@@ -485,8 +485,8 @@ func (s *Store) readStream(ctx context.Context, c *esdb.Client, name string, fro
 		if errors.Is(err, io.EOF) {
 			return out, nil
 		}
-		if hasCode(err, esdb.ErrorCodeResourceNotFound) {
-			return nil, nil // a stream without events reads as empty
+		if hasCode(err, esdb.ErrorCodeResourceNotFound) || hasCode(err, esdb.ErrorCodeStreamDeleted) {
+			return nil, nil // a stream without events, or deleted for good (tombstoned), reads as empty
 		}
 		if err != nil {
 			return nil, err
