@@ -96,6 +96,12 @@ type RecordedEvent struct {
 	Revision uint64 // 0 for the first event of a stream
 	Position Position
 	EventData
+	// Unreadable, when set, says why the store could not decode the event's
+	// metadata (an event written around Baton on a shared store); Metadata
+	// is then empty. Readers refuse such an event where they need its
+	// metadata (a handoff is quarantined, the keys stop the read models);
+	// the feed goes on past it.
+	Unreadable string
 }
 
 // AppendResult tells where the last event of an append landed.

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 
 	"github.com/batonhq/baton/eventstore"
 )
@@ -25,6 +26,15 @@ type Follower struct {
 
 func (f *Follower) apply(evs []eventstore.RecordedEvent) {
 	for _, ev := range evs {
+		if ev.Unreadable != "" {
+			// Written around Baton, without metadata Baton can read: not
+			// applied (no catalog or spending change from it), said.
+			if f.OnError != nil {
+				f.OnError(ev, errors.New(ev.Unreadable))
+			}
+			f.pos = ev.Position
+			continue
+		}
 		for _, a := range f.Appliers {
 			if err := a.Apply(ev); err != nil && f.OnError != nil {
 				f.OnError(ev, err)

@@ -76,3 +76,22 @@ func TestFollowerCatchesUpFollowsAndSkipsBadEvents(t *testing.T) {
 	}
 	cancel()
 }
+
+type countingApplier struct{ n int }
+
+func (c *countingApplier) Apply(eventstore.RecordedEvent) error { c.n++; return nil }
+
+// An event delivered without readable metadata (written around Baton) is
+// reported and not applied: no catalog or spending change comes from it.
+func TestFollowerSkipsUnreadableEvents(t *testing.T) {
+	var reported []string
+	a := &countingApplier{}
+	f := &Follower{Appliers: []Applier{a}, OnError: func(ev eventstore.RecordedEvent, err error) { reported = append(reported, err.Error()) }}
+	f.apply([]eventstore.RecordedEvent{
+		{StreamID: "usage-a", Position: eventstore.Position{Commit: 1, Prepare: 1}, Unreadable: "metadata: not JSON"},
+		{StreamID: "usage-a", Position: eventstore.Position{Commit: 2, Prepare: 2}},
+	})
+	if a.n != 1 || len(reported) != 1 || reported[0] != "metadata: not JSON" || f.pos.Commit != 2 {
+		t.Fatalf("applied %d, reported %v, at %+v", a.n, reported, f.pos)
+	}
+}

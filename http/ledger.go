@@ -51,8 +51,10 @@ func (l *ledger) load(ctx context.Context, id string) (*loaded, error) {
 	}
 	h := &domain.Handoff{}
 	for i, rec := range recs {
-		err := h.Apply(rec)
-		if err == nil && h.ID != id {
+		var err error
+		if evs[i].Unreadable != "" {
+			err = errors.New(evs[i].Unreadable)
+		} else if err = h.Apply(rec); err == nil && h.ID != id {
 			err = fmt.Errorf("its contract names handoff %q", h.ID)
 		}
 		if err != nil {

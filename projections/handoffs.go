@@ -219,12 +219,16 @@ func (p *Handoffs) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
 	rec := RecordedFrom(ev)
 	var h *domain.Handoff
 	err := eventstore.ValidateStreamID(ev.StreamID)
-	if err != nil {
+	switch {
+	case err != nil:
 		// A name only a writer around Baton can make (a shared store):
 		// Baton cannot read the stream back, and an id with a 0 byte would
 		// reach into another handoff's ledger rows (keyed id 0x00 seq).
 		err = refusal{fmt.Errorf("stream name %q: %w", ev.StreamID, err)}
-	} else {
+	case ev.Unreadable != "":
+		// No actor, time or hash chain to record it with.
+		err = refusal{errors.New(ev.Unreadable)}
+	default:
 		h, err = p.fold(tx, id, rec)
 	}
 	var bad refusal
@@ -515,7 +519,9 @@ func (r *Runner) Recheck(ctx context.Context, p *Handoffs) ([]string, error) {
 			for _, ev := range evs {
 				rec := RecordedFrom(ev)
 				var err error
-				if h.Head.Seq == 0 && rec.Seq > 1 {
+				if ev.Unreadable != "" {
+					err = errors.New(ev.Unreadable) // as Apply says it
+				} else if h.Head.Seq == 0 && rec.Seq > 1 {
 					err = startsLate(rec.Seq) // as Apply says it
 				} else if err = h.Apply(rec); err == nil && h.ID != id {
 					err = fmt.Errorf("its contract names handoff %q", h.ID)

@@ -3,6 +3,7 @@ package projections
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -28,6 +29,9 @@ func (Keys) Wants(ev eventstore.RecordedEvent) bool { return ev.StreamID == doma
 func (Keys) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
 	if ev.StreamID != domain.KeysStream {
 		return nil
+	}
+	if ev.Unreadable != "" {
+		return fmt.Errorf("keys: %s", ev.Unreadable) // authentication does not go on on a guess
 	}
 	keys, byID := tx.Bucket(bucketKeys), tx.Bucket(bucketKeyHashe)
 	switch ev.Type {

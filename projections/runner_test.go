@@ -226,3 +226,27 @@ func TestOddStreamsAreQuarantined(t *testing.T) {
 		t.Fatalf("after the recheck: %d quarantined, %v", n, q)
 	}
 }
+
+// An event delivered without readable metadata (a KurrentDB event written
+// around Baton) quarantines its handoff; on the keys stream it stops the
+// read models, as authentication cannot go on on a guess.
+func TestUnreadableMetadata(t *testing.T) {
+	m := openReadModel(t, false)
+	a := handoffEvents(t, "A", "acme")
+	if err := m.apply(a[:2]...); err != nil {
+		t.Fatal(err)
+	}
+	odd := a[2]
+	odd.Metadata, odd.Unreadable = eventstore.Metadata{}, "metadata: not JSON"
+	if err := m.apply(odd); err != nil {
+		t.Fatalf("stopped the read models: %v", err)
+	}
+	var qe *QuarantinedError
+	if _, err := m.r.Ledger("A"); !errors.As(err, &qe) || qe.Seq != 3 || !strings.Contains(qe.Reason, "not JSON") {
+		t.Fatalf("A: %v", err)
+	}
+	key := eventstore.RecordedEvent{StreamID: domain.KeysStream, EventData: eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: "KeyCreated", Data: []byte(`{}`)}, Unreadable: "metadata: not JSON"}
+	if err := m.apply(key); err == nil {
+		t.Fatal("an unreadable key event was applied")
+	}
+}

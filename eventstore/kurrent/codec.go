@@ -63,19 +63,22 @@ func decodeMetadata(b []byte, created time.Time) (eventstore.Metadata, error) {
 
 // toRecorded converts an event read from KurrentDB.
 func toRecorded(r *esdb.RecordedEvent) (eventstore.RecordedEvent, error) {
+	// Metadata Baton cannot decode (written around it) does not stop the
+	// feed: the event is delivered marked, and each reader decides.
+	unreadable := ""
 	md, err := decodeMetadata(r.UserMetadata, r.CreatedDate)
 	if err != nil {
-		return eventstore.RecordedEvent{}, fmt.Errorf("%w: event %s at revision %d of %q: metadata: %v",
-			eventstore.ErrCorrupt, r.EventID, r.EventNumber, r.StreamID, err)
+		md, unreadable = eventstore.Metadata{}, fmt.Sprintf("event %s at revision %d of %q: metadata: %v", r.EventID, r.EventNumber, r.StreamID, err)
 	}
 	var data json.RawMessage
 	if len(r.Data) > 0 {
 		data = r.Data
 	}
 	return eventstore.RecordedEvent{
-		StreamID: r.StreamID,
-		Revision: r.EventNumber,
-		Position: fromPosition(r.Position),
+		Unreadable: unreadable,
+		StreamID:   r.StreamID,
+		Revision:   r.EventNumber,
+		Position:   fromPosition(r.Position),
 		EventData: eventstore.EventData{
 			ID:       r.EventID,
 			Type:     r.EventType,
