@@ -244,6 +244,9 @@ func readContextPacket(ctx context.Context, store eventstore.Store, id string) (
 	if len(evs) == 0 || evs[0].Type != contextpack.EventCreated {
 		return nil, "", packetNotFound(id)
 	}
+	if evs[0].Unreadable != "" {
+		return nil, "", fmt.Errorf("context packet %s: %s", id, evs[0].Unreadable) // no tenant to check it against
+	}
 	var packet contextpack.Packet
 	if err := json.Unmarshal(evs[0].Data, &packet); err != nil {
 		return nil, "", fmt.Errorf("context packet %s: %w", id, err)

@@ -120,6 +120,9 @@ func (s *Server) loadPlan(ctx context.Context, id string) (*domain.Plan, error) 
 	if len(evs) == 0 || evs[0].Type != domain.EventPlanCreated {
 		return nil, notFound
 	}
+	if evs[0].Unreadable != "" {
+		return nil, fmt.Errorf("plan %s: %s", id, evs[0].Unreadable) // no tenant to check it against
+	}
 	p := principalOf(ctx)
 	if evs[0].Metadata.Tenant != p.Tenant && !p.Admin {
 		return nil, notFound
