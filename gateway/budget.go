@@ -232,6 +232,9 @@ func (b *Budgets) Apply(ev eventstore.RecordedEvent) error {
 			if at.IsZero() {
 				at = ev.Metadata.RecordedAt
 			}
+			if at.IsZero() { // neither (metadata unreadable, written around Baton): count it now, not never
+				at = b.Now()
+			}
 			b.book(u.Tenant).add(at, *u.CostUSD)
 		}
 	}

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 
 	"github.com/batonhq/baton/eventstore"
 )
@@ -26,15 +25,9 @@ type Follower struct {
 
 func (f *Follower) apply(evs []eventstore.RecordedEvent) {
 	for _, ev := range evs {
-		if ev.Unreadable != "" {
-			// Written around Baton, without metadata Baton can read: not
-			// applied (no catalog or spending change from it), said.
-			if f.OnError != nil {
-				f.OnError(ev, errors.New(ev.Unreadable))
-			}
-			f.pos = ev.Position
-			continue
-		}
+		// An event with unreadable metadata (written around Baton) is
+		// applied too: the gateway's events carry what they mean in their
+		// data, and skipping a usage event would under-count spending.
 		for _, a := range f.Appliers {
 			if err := a.Apply(ev); err != nil && f.OnError != nil {
 				f.OnError(ev, err)

@@ -77,21 +77,20 @@ func TestFollowerCatchesUpFollowsAndSkipsBadEvents(t *testing.T) {
 	cancel()
 }
 
-type countingApplier struct{ n int }
-
-func (c *countingApplier) Apply(eventstore.RecordedEvent) error { c.n++; return nil }
-
 // An event delivered without readable metadata (written around Baton) is
-// reported and not applied: no catalog or spending change comes from it.
-func TestFollowerSkipsUnreadableEvents(t *testing.T) {
-	var reported []string
-	a := &countingApplier{}
-	f := &Follower{Appliers: []Applier{a}, OnError: func(ev eventstore.RecordedEvent, err error) { reported = append(reported, err.Error()) }}
+// applied like any other: a usage event's spending is in its data, and a
+// budget must not let calls through because the metadata could not be read.
+func TestUnreadableUsageStillCounts(t *testing.T) {
+	b := NewBudgets(nil)
+	one, spent, call := 1.0, 0.9, 0.5
+	set, _ := json.Marshal(BudgetSet{Tenant: "a", Limits: Limits{DailyUSD: &one}})
+	usage, _ := json.Marshal(UsageRecord{Tenant: "a", Model: "x:y", CostUSD: &spent, Outcome: "ok"})
+	f := &Follower{Appliers: []Applier{b}, OnError: func(ev eventstore.RecordedEvent, err error) { t.Errorf("%s: %v", ev.Type, err) }}
 	f.apply([]eventstore.RecordedEvent{
-		{StreamID: "usage-a", Position: eventstore.Position{Commit: 1, Prepare: 1}, Unreadable: "metadata: not JSON"},
-		{StreamID: "usage-a", Position: eventstore.Position{Commit: 2, Prepare: 2}},
+		{StreamID: BudgetStream("a"), EventData: eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: EventBudgetSet, Data: set}, Unreadable: "metadata: not JSON"},
+		{StreamID: UsageStream("a"), EventData: eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: EventUsageRecorded, Data: usage}, Unreadable: "metadata: not JSON"},
 	})
-	if a.n != 1 || len(reported) != 1 || reported[0] != "metadata: not JSON" || f.pos.Commit != 2 {
-		t.Fatalf("applied %d, reported %v, at %+v", a.n, reported, f.pos)
+	if _, err := b.Reserve("a", "x:y", &call); err == nil {
+		t.Fatal("a $0.50 call got through a $1 budget with $0.90 spent by an event whose metadata was unreadable")
 	}
 }

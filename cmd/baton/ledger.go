@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -139,7 +140,7 @@ func verifyStore(ctx context.Context, store eventstore.Store, ids []string, rece
 	}
 	var events, broken int
 	for _, id := range ids {
-		recs, err := projections.ReadHandoff(ctx, store, id)
+		evs, err := eventstore.ReadWholeStream(ctx, store, domain.StreamID(id))
 		if errors.Is(err, eventstore.ErrInvalidEvent) {
 			// A stream name only a writer around Baton can make.
 			fmt.Fprintf(stdout, "BROKEN handoff %q: its stream name cannot be read back: %v\n", id, err)
@@ -148,6 +149,16 @@ func verifyStore(ctx context.Context, store eventstore.Store, ids []string, rece
 		}
 		if err != nil {
 			return err
+		}
+		if i := slices.IndexFunc(evs, func(ev eventstore.RecordedEvent) bool { return ev.Unreadable != "" }); i >= 0 {
+			fmt.Fprintf(stdout, "BROKEN handoff %s: event %d (%s): its metadata cannot be read: %q\n", id, i+1, evs[i].Type, evs[i].Unreadable)
+			events += len(evs)
+			broken++
+			continue
+		}
+		recs := make([]domain.Recorded, 0, len(evs))
+		for _, ev := range evs {
+			recs = append(recs, projections.RecordedFrom(ev))
 		}
 		if len(recs) == 0 {
 			fmt.Fprintf(stdout, "handoff %s: not found\n", id)

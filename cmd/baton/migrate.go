@@ -186,6 +186,11 @@ func (c *copier) copyAll(ctx context.Context, src eventstore.Store, limit int) (
 			return st, flush()
 		}
 		for _, ev := range page {
+			if ev.Unreadable != "" {
+				// Copied, it would be written without metadata and read back
+				// as an ordinary event stamped with the target's time.
+				return st, fmt.Errorf("%s@%d: the source cannot read its metadata (%s); nothing of it was copied", ev.StreamID, ev.Revision, ev.Unreadable)
+			}
 			if limit > 0 && st.events+len(group) == limit {
 				if err := flush(); err != nil {
 					return st, err

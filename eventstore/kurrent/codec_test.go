@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/EventStore/EventStore-Client-Go/v4/esdb"
+	"github.com/google/uuid"
 
 	"github.com/batonhq/baton/eventstore"
 )
@@ -65,7 +66,13 @@ func FuzzDecodeMetadata(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// What the adapter delivers: never an error; marked unreadable, with
+		// empty metadata, exactly when the metadata does not decode.
+		rec, rerr := toRecorded(&esdb.RecordedEvent{EventID: uuid.New(), EventType: "T", StreamID: "s", UserMetadata: b, CreatedDate: created})
 		m, err := decodeMetadata(b, created)
+		if rerr != nil || (rec.Unreadable != "") != (err != nil) || (err != nil && rec.Metadata != (eventstore.Metadata{})) || (err == nil && rec.Metadata.RecordedAt.IsZero()) {
+			t.Fatalf("%q: delivered %+v, %v (decode error %v)", b, rec, rerr, err)
+		}
 		if err != nil {
 			return
 		}

@@ -32,9 +32,10 @@
 //   - Metadata travels as the event's user metadata, in JSON. A RecordedAt
 //     the caller left zero is not written; reads then report the server's
 //     created time of the event (stamped at commit, 100 ns resolution), so
-//     every event read back has one and it never changes. User metadata that
-//     is not that JSON (events other clients wrote) reads as ErrCorrupt
-//     rather than as a guess.
+//     every event Baton wrote reads back with one and it never changes. User
+//     metadata that is not that JSON (events other clients wrote) is never
+//     guessed at: the event reads with empty metadata (no recordedAt) and
+//     RecordedEvent.Unreadable saying why, and each reader decides.
 //   - Event types and stream ids starting with "$" are KurrentDB's own and
 //     are refused (ErrInvalidEvent): such events would never appear in the
 //     feed.

@@ -84,6 +84,16 @@ func mustAppend(t *testing.T, s eventstore.Store, stream string, exp eventstore.
 	return res
 }
 
+// noneUnreadable: events the suite wrote itself always read back whole.
+func noneUnreadable(t *testing.T, evs []eventstore.RecordedEvent) {
+	t.Helper()
+	for _, ev := range evs {
+		if ev.Unreadable != "" {
+			t.Fatalf("%s@%d reads as unreadable: %s", ev.StreamID, ev.Revision, ev.Unreadable)
+		}
+	}
+}
+
 func readStream(t *testing.T, s eventstore.Store, stream string) []eventstore.RecordedEvent {
 	t.Helper()
 	var out []eventstore.RecordedEvent
@@ -92,6 +102,7 @@ func readStream(t *testing.T, s eventstore.Store, stream string) []eventstore.Re
 		if err != nil {
 			t.Fatalf("read %s: %v", stream, err)
 		}
+		noneUnreadable(t, page)
 		if len(page) == 0 {
 			return out
 		}
@@ -108,6 +119,7 @@ func readAll(t *testing.T, s eventstore.Store, after eventstore.Position) []even
 		if err != nil {
 			t.Fatalf("read all: %v", err)
 		}
+		noneUnreadable(t, page)
 		if len(page) == 0 {
 			return out
 		}
