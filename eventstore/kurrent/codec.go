@@ -61,8 +61,8 @@ func decodeMetadata(b []byte, created time.Time) (eventstore.Metadata, error) {
 	return m, nil
 }
 
-// toRecorded converts an event read from KurrentDB.
-func toRecorded(r *esdb.RecordedEvent) (eventstore.RecordedEvent, error) {
+// toRecorded converts an event read from KurrentDB; it never fails.
+func toRecorded(r *esdb.RecordedEvent) eventstore.RecordedEvent {
 	// Metadata Baton cannot decode (written around it) does not stop the
 	// feed: the event is delivered marked, and each reader decides.
 	unreadable := ""
@@ -85,7 +85,7 @@ func toRecorded(r *esdb.RecordedEvent) (eventstore.RecordedEvent, error) {
 			Data:     data,
 			Metadata: md,
 		},
-	}, nil
+	}
 }
 
 func fromPosition(p esdb.Position) eventstore.Position {

@@ -492,11 +492,7 @@ func (s *Store) readStream(ctx context.Context, c *esdb.Client, name string, fro
 		if err != nil {
 			return nil, err
 		}
-		rec, err := s.toRecorded(ev.OriginalEvent())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rec)
+		out = append(out, s.toRecorded(ev.OriginalEvent()))
 	}
 }
 
@@ -553,11 +549,7 @@ func (s *Store) collect(rs *esdb.ReadStream, seen *eventstore.Position, out *[]e
 		if !s.own(r) {
 			continue
 		}
-		rec, err := s.toRecorded(r)
-		if err != nil {
-			return read, err
-		}
-		*out = append(*out, rec)
+		*out = append(*out, s.toRecorded(r))
 	}
 	return read, nil
 }
@@ -618,10 +610,10 @@ func (s *Store) own(r *esdb.RecordedEvent) bool {
 }
 
 // toRecorded converts an event read from KurrentDB, without the prefix.
-func (s *Store) toRecorded(r *esdb.RecordedEvent) (eventstore.RecordedEvent, error) {
-	rec, err := toRecorded(r)
+func (s *Store) toRecorded(r *esdb.RecordedEvent) eventstore.RecordedEvent {
+	rec := toRecorded(r)
 	rec.StreamID = strings.TrimPrefix(rec.StreamID, s.cfg.StreamPrefix)
-	return rec, err
+	return rec
 }
 
 // hasCode reports whether err is (or wraps) a client error with code.

@@ -2,7 +2,6 @@ package kurrent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -114,10 +113,6 @@ func (sub *subscription) run(es *esdb.Subscription, c *esdb.Client) {
 		if sub.ctx.Err() != nil {
 			return
 		}
-		if errors.Is(err, eventstore.ErrCorrupt) {
-			sub.hand(item{err: err})
-			return
-		}
 		if progressed {
 			backoff = sub.s.cfg.ResubscribeMin
 		}
@@ -170,11 +165,7 @@ func (sub *subscription) forward(es *esdb.Subscription) (progressed bool, err er
 			if !sub.s.own(r) || !sub.after.Less(pos) {
 				continue
 			}
-			rec, err := sub.s.toRecorded(r)
-			if err != nil {
-				return progressed, err
-			}
-			if !sub.hand(item{ev: rec}) {
+			if !sub.hand(item{ev: sub.s.toRecorded(r)}) {
 				return progressed, sub.ctx.Err()
 			}
 			sub.after = pos
