@@ -46,12 +46,22 @@ lint: vet fmt-check
 bench:
 	$(GO) run ./cmd/baton bench --out docs/benchmarks.md
 
-# Every native fuzz target in the tree, found by name, FUZZTIME each.
+# Every native fuzz target in the tree, found by name, FUZZTIME each. A run
+# that fails having written no failing input and printing only "context
+# deadline exceeded" hit a race in Go's fuzzing coordinator at the end of
+# -fuzztime (golang/go#51484), not a finding: that target is run once more.
 fuzz:
 	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
 	  d=$$(dirname $$f); \
 	  for n in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
-	    echo "== $$d $$n"; $(GO) test -run '^$$' -fuzz "^$$n\$$" -fuzztime $(FUZZTIME) $$d; \
+	    for try in 1 2; do \
+	      echo "== $$d $$n"; \
+	      if out=$$($(GO) test -run '^$$' -fuzz "^$$n\$$" -fuzztime $(FUZZTIME) $$d 2>&1); then echo "$$out" | tail -1; break; fi; \
+	      echo "$$out" | tail -30; \
+	      if [ $$try = 1 ] && ! echo "$$out" | grep -q 'Failing input written' && echo "$$out" | grep -q 'context deadline exceeded'; then \
+	        echo "(no failing input written: the fuzzing coordinator's end-of-run race, golang/go#51484; running it again)"; continue; fi; \
+	      exit 1; \
+	    done; \
 	  done; \
 	done
 
