@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -51,13 +50,7 @@ func (l *ledger) load(ctx context.Context, id string) (*loaded, error) {
 	}
 	h := &domain.Handoff{}
 	for i, rec := range recs {
-		var err error
-		if evs[i].Unreadable != "" {
-			err = errors.New(evs[i].Unreadable)
-		} else if err = h.Apply(rec); err == nil && h.ID != id {
-			err = fmt.Errorf("its contract names handoff %q", h.ID)
-		}
-		if err != nil {
+		if err := projections.ApplyStored(h, id, evs[i]); err != nil {
 			// Written around Baton (a shared store): nothing is decided on
 			// it. Its owner, the tenant its contract names (as reads take
 			// it), and admins learn which event; others, as for any handoff

@@ -216,20 +216,15 @@ func (p *Handoffs) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
 		}
 		return quarantine.Put([]byte(id), b)
 	}
-	rec := RecordedFrom(ev)
 	var h *domain.Handoff
 	err := eventstore.ValidateStreamID(ev.StreamID)
-	switch {
-	case err != nil:
+	if err != nil {
 		// A name only a writer around Baton can make (a shared store):
 		// Baton cannot read the stream back, and an id with a 0 byte would
 		// reach into another handoff's ledger rows (keyed id 0x00 seq).
 		err = refusal{fmt.Errorf("stream name %q: %w", ev.StreamID, err)}
-	case ev.Unreadable != "":
-		// No actor, time or hash chain to record it with.
-		err = refusal{errors.New(ev.Unreadable)}
-	default:
-		h, err = p.fold(tx, id, rec)
+	} else {
+		h, err = p.fold(tx, id, ev)
 	}
 	var bad refusal
 	if errors.As(err, &bad) {
@@ -248,28 +243,45 @@ func (p *Handoffs) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
 		return err
 	}
 	p.keep(id, h)
-	return p.write(tx, id, rec, h)
+	return p.write(tx, id, RecordedFrom(ev), h)
 }
 
-// fold is the handoff after rec: from the cache, or folded from the stored
-// rows (nil when rec was applied already). Errors of the event itself are
+// ApplyStored folds one stored event of handoff id's stream onto h, with
+// the checks every reader of a stream written by others makes: metadata it
+// can read, a stream that starts at seq 1, a step the state machine allows,
+// a contract naming this handoff. The projection, its start-up recheck and
+// the write side all fold stored events through it, so they refuse the
+// same events for the same reasons.
+func ApplyStored(h *domain.Handoff, id string, ev eventstore.RecordedEvent) error {
+	switch {
+	case ev.Unreadable != "":
+		return errors.New(ev.Unreadable) // no actor, time or hash chain to record it with
+	case h.Head.Seq == 0 && ev.Revision > 0:
+		return startsLate(ev.Revision + 1)
+	}
+	if err := h.Apply(RecordedFrom(ev)); err != nil {
+		return err
+	}
+	if h.ID != id {
+		// Folding it would show one handoff's events as another's.
+		return fmt.Errorf("its contract names handoff %q", h.ID)
+	}
+	return nil
+}
+
+// fold is the handoff after ev: from the cache, or folded from the stored
+// rows (nil when ev was applied already). Errors of the event itself are
 // refusals.
-func (p *Handoffs) fold(tx *bbolt.Tx, id string, rec domain.Recorded) (*domain.Handoff, error) {
-	h := p.cached(id, rec.Seq-1)
-	if h != nil {
-		if err := h.Apply(rec); err != nil {
-			return nil, refusal{err}
-		}
-	} else {
+func (p *Handoffs) fold(tx *bbolt.Tx, id string, ev eventstore.RecordedEvent) (*domain.Handoff, error) {
+	h := p.cached(id, ev.Revision)
+	if h == nil {
 		var err error
-		if h, err = p.foldFromRows(tx, id, rec); h == nil || err != nil {
+		if h, err = p.foldFromRows(tx, id, ev.Revision+1); h == nil || err != nil {
 			return nil, err
 		}
 	}
-	if h.ID != id {
-		// The contract on this stream names another handoff: folding it
-		// would show one handoff's events as another's.
-		return nil, refusal{fmt.Errorf("its contract names handoff %q", h.ID)}
+	if err := ApplyStored(h, id, ev); err != nil {
+		return nil, refusal{err}
 	}
 	return h, nil
 }
@@ -280,10 +292,10 @@ func (p *Handoffs) drop(id string) {
 	p.mu.Unlock()
 }
 
-// foldFromRows folds a handoff from its stored ledger rows plus rec. It
-// returns nil when rec was applied already (a replay from an older
-// checkpoint).
-func (p *Handoffs) foldFromRows(tx *bbolt.Tx, id string, rec domain.Recorded) (*domain.Handoff, error) {
+// foldFromRows folds a handoff from its stored ledger rows, before the
+// event at seq. It returns nil when that event was applied already (a
+// replay from an older checkpoint).
+func (p *Handoffs) foldFromRows(tx *bbolt.Tx, id string, seq uint64) (*domain.Handoff, error) {
 	ledger := tx.Bucket(bucketLedger)
 	var rows []domain.Recorded
 	prefix := append([]byte(id), 0)
@@ -295,29 +307,21 @@ func (p *Handoffs) foldFromRows(tx *bbolt.Tx, id string, rec domain.Recorded) (*
 		}
 		rows = append(rows, row.Recorded)
 	}
-	if rec.Seq != uint64(len(rows))+1 {
-		// Already applied (a replay from an older checkpoint), or a gap:
-		// the feed delivers a stream's events in order, so rows are missing
-		// from the file (or its checkpoint is wrong), the file's fault.
-		if rec.Seq <= uint64(len(rows)) {
-			return nil, nil
-		}
-		if len(rows) == 0 {
-			// Nothing of the handoff here and it starts past seq 1: its
-			// earlier events are not in the store (a stream removed and
-			// written again keeps counting revisions).
-			return nil, refusal{startsLate(rec.Seq)}
-		}
-		return nil, fmt.Errorf("handoff %s: the read models hold %d events of it, the feed delivers seq %d: the read-model file is damaged or older than its checkpoint (delete it to rebuild)", id, len(rows), rec.Seq)
+	if seq <= uint64(len(rows)) {
+		return nil, nil // applied already: a replay from an older checkpoint
+	}
+	if len(rows) > 0 && seq != uint64(len(rows))+1 {
+		// A gap: the feed delivers a stream's events in order, so rows are
+		// missing from the file (or its checkpoint is wrong), the file's
+		// fault. (With no rows at all, a stream that starts past seq 1 is
+		// the event's fault: ApplyStored refuses it.)
+		return nil, fmt.Errorf("handoff %s: the read models hold %d events of it, the feed delivers seq %d: the read-model file is damaged or older than its checkpoint (delete it to rebuild)", id, len(rows), seq)
 	}
 	// The stored rows folded before; if they no longer do, the file is
-	// damaged: that stops the read models rather than blaming rec.
+	// damaged: that stops the read models rather than blaming the event.
 	h, err := domain.Fold(rows)
 	if err != nil {
 		return nil, fmt.Errorf("handoff %s: its stored rows no longer fold (the read-model file is damaged; delete it to rebuild): %w", id, err)
-	}
-	if err := h.Apply(rec); err != nil {
-		return nil, refusal{err}
 	}
 	return h, nil
 }
@@ -518,15 +522,7 @@ func (r *Runner) Recheck(ctx context.Context, p *Handoffs) ([]string, error) {
 			h := &domain.Handoff{}
 			for _, ev := range evs {
 				rec := RecordedFrom(ev)
-				var err error
-				if ev.Unreadable != "" {
-					err = errors.New(ev.Unreadable) // as Apply says it
-				} else if h.Head.Seq == 0 && rec.Seq > 1 {
-					err = startsLate(rec.Seq) // as Apply says it
-				} else if err = h.Apply(rec); err == nil && h.ID != id {
-					err = fmt.Errorf("its contract names handoff %q", h.ID)
-				}
-				if err != nil {
+				if err := ApplyStored(h, id, ev); err != nil {
 					if h.Head.Seq == 0 { // nothing of it folds: no view
 						if err := forgetHandoff(tx, id, true); err != nil {
 							return err
