@@ -112,17 +112,14 @@ type answerError struct {
 
 func (e *answerError) Error() string { return e.msg }
 
-// unfoldable says which event of an intact chain Baton's state machine does
-// not allow (written around Baton: the chain can be recomputed by anyone
-// who writes the store), or "" when the whole ledger folds.
-func unfoldable(id string, recs []domain.Recorded) string {
+// unfoldable says which event of an intact chain Baton does not fold (a
+// writer around Baton can recompute the chain), by the rule its projection
+// and write side use, or "" when the whole ledger folds.
+func unfoldable(id string, evs []eventstore.RecordedEvent) string {
 	h := &domain.Handoff{}
-	for _, rec := range recs {
-		if err := h.Apply(rec); err != nil {
-			return fmt.Sprintf("event %d (%s) is not a step Baton allows: %v", rec.Seq, rec.Type, err)
-		}
-		if h.ID != id {
-			return fmt.Sprintf("its contract names handoff %q", h.ID)
+	for _, ev := range evs {
+		if err := projections.ApplyStored(h, id, ev); err != nil {
+			return fmt.Sprintf("event %d (%s) is not a step Baton allows: %v", ev.Revision+1, ev.Type, err)
 		}
 	}
 	return ""
@@ -171,7 +168,7 @@ func verifyStore(ctx context.Context, store eventstore.Store, ids []string, rece
 			broken++
 			continue
 		}
-		if msg := unfoldable(id, recs); msg != "" {
+		if msg := unfoldable(id, evs); msg != "" {
 			fmt.Fprintf(stdout, "BROKEN handoff %s: %s\n", id, msg)
 			broken++
 			continue
