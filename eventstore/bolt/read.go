@@ -60,7 +60,10 @@ func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, limit in
 	err = s.view(ctx, func(tx *bbolt.Tx) error {
 		want := after.Commit + 1
 		c := tx.Bucket(bucketEvents).Cursor()
-		out = make([]eventstore.RecordedEvent, 0, min(limit, 256))
+		// out grows as events are found: a follower woken by each commit
+		// reads one or two events, or none, and a slice sized for a page
+		// (tens of KB, zeroed) per read was most of the garbage a server
+		// made between requests.
 		for k, v := c.Seek(binary.BigEndian.AppendUint64(nil, want)); k != nil && len(out) < limit; k, v = c.Next() {
 			pos, err := positionKey(k)
 			if err != nil {
