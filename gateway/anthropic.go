@@ -166,15 +166,7 @@ func (p *Anthropic) do(ctx context.Context, method, path string, body []byte) (*
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("x-api-key", p.key)
 	req.Header.Set("anthropic-version", AnthropicVersion)
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return nil, transportError(p.name, err)
-	}
-	if resp.StatusCode >= 300 {
-		defer resp.Body.Close()
-		return nil, readUpstreamError(p.name, resp)
-	}
-	return resp, nil
+	return send(p.client, p.name, req)
 }
 
 // Complete implements Provider.

@@ -220,24 +220,18 @@ func (p *OpenAI) body(req Request, stream bool) ([]byte, error) {
 	return json.Marshal(r)
 }
 
-func (p *OpenAI) post(ctx context.Context, path string, body []byte) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+path, bytes.NewReader(body))
+func (p *OpenAI) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, p.baseURL+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if p.key != "" {
 		req.Header.Set("Authorization", "Bearer "+p.key)
 	}
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return nil, transportError(p.name, err)
-	}
-	if resp.StatusCode >= 300 {
-		defer resp.Body.Close()
-		return nil, readUpstreamError(p.name, resp)
-	}
-	return resp, nil
+	return send(p.client, p.name, req)
 }
 
 // Complete implements Provider.
@@ -248,7 +242,7 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.post(ctx, "/chat/completions", body)
+	resp, err := p.do(ctx, http.MethodPost, "/chat/completions", body)
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +301,7 @@ func (p *OpenAI) Stream(ctx context.Context, req Request) (Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.post(ctx, "/chat/completions", body)
+	resp, err := p.do(ctx, http.MethodPost, "/chat/completions", body)
 	if err != nil {
 		return nil, err
 	}
@@ -460,21 +454,11 @@ func (s *oaStream) Close() error { return s.body.Close() }
 
 // ListModels implements Provider.
 func (p *OpenAI) ListModels(ctx context.Context) ([]string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.baseURL+"/models", nil)
+	resp, err := p.do(ctx, http.MethodGet, "/models", nil)
 	if err != nil {
 		return nil, err
 	}
-	if p.key != "" {
-		req.Header.Set("Authorization", "Bearer "+p.key)
-	}
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return nil, transportError(p.name, err)
-	}
 	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		return nil, readUpstreamError(p.name, resp)
-	}
 	var l struct {
 		Data json.RawMessage `json:"data"`
 	}
@@ -522,6 +506,20 @@ func decodeWhole(r io.Reader, v any) error {
 		return errors.New("data after the JSON document")
 	}
 	return nil
+}
+
+// send does req. A transport failure, or an answer outside 2xx (its body
+// read and closed), comes back as the provider's error.
+func send(client *http.Client, provider string, req *http.Request) (*http.Response, error) {
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, transportError(provider, err)
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		return nil, readUpstreamError(provider, resp)
+	}
+	return resp, nil
 }
 
 func transportError(provider string, err error) error {

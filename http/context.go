@@ -124,14 +124,8 @@ func tokenBudget(raw json.RawMessage) (int, *domain.FieldError) {
 
 // contextPreview builds, stores and answers a context packet.
 func (s *Server) contextPreview(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r, s.maxBody)
-	if err != nil {
-		s.writeDecodeError(w, r, err)
-		return
-	}
 	var q contextPreviewRequest
-	if err := decodeBody(body, &q); err != nil {
-		s.writeDecodeError(w, r, err)
+	if _, ok := s.readJSON(w, r, &q); !ok {
 		return
 	}
 	req, err := q.toDomain()

@@ -54,6 +54,20 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 // decodeBody parses a JSON object body into dst. Unknown fields are
 // ignored, so additive changes stay compatible. Malformed JSON is a 400;
 // JSON of the wrong shape is a 422 naming the field.
+// readJSON reads the request's body and decodes it into dst. When either
+// fails it has answered with Baton's error shape and ok is false.
+func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, dst any) (body []byte, ok bool) {
+	body, err := readBody(w, r, s.maxBody)
+	if err == nil {
+		err = decodeBody(body, dst)
+	}
+	if err != nil {
+		s.writeDecodeError(w, r, err)
+		return nil, false
+	}
+	return body, true
+}
+
 func decodeBody(body []byte, dst any) error {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {

@@ -629,26 +629,43 @@ func writeAnswer(w http.ResponseWriter, v any) {
 	}
 }
 
+// wireRequest is a gateway front's request body: chat completions or
+// messages.
+type wireRequest interface {
+	toGateway() (gateway.Request, error)
+	requestedModel() string // the model or mode asked for
+}
+
+func (q *ccRequest) requestedModel() string  { return q.Model }
+func (q *msgRequest) requestedModel() string { return q.Model }
+
+// prepareCall reads and decodes a gateway front's request into q, converts
+// it to the gateway's request and plans its route. When any step fails it
+// has answered in the front's error shape and ok is false.
+func (s *Server) prepareCall(w http.ResponseWriter, r *http.Request, f errFormat, q wireRequest) (req gateway.Request, chain []gateway.Target, ok bool) {
+	body, err := readBody(w, r, s.maxBody)
+	if err == nil {
+		err = decodeBody(body, q)
+	}
+	if err != nil {
+		s.writeWireDecodeError(w, r, f, err)
+		return req, nil, false
+	}
+	if req, err = q.toGateway(); err == nil {
+		chain, err = s.plan(q.requestedModel(), req)
+	}
+	if err != nil {
+		s.writeErrorAs(w, r, f, err)
+		return req, nil, false
+	}
+	return req, chain, true
+}
+
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	const f = openaiErrors
-	body, err := readBody(w, r, s.maxBody)
-	if err != nil {
-		s.writeWireDecodeError(w, r, f, err)
-		return
-	}
 	var q ccRequest
-	if err := decodeBody(body, &q); err != nil {
-		s.writeWireDecodeError(w, r, f, err)
-		return
-	}
-	req, err := q.toGateway()
-	if err != nil {
-		s.writeErrorAs(w, r, f, err)
-		return
-	}
-	chain, err := s.plan(q.Model, req)
-	if err != nil {
-		s.writeErrorAs(w, r, f, err)
+	req, chain, ok := s.prepareCall(w, r, f, &q)
+	if !ok {
 		return
 	}
 	c := &gatewayCall{front: "chat.completions", req: req, stream: q.Stream,
@@ -934,24 +951,9 @@ func stopSequence(stop, matched string) any {
 
 func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	const f = anthropicErrors
-	body, err := readBody(w, r, s.maxBody)
-	if err != nil {
-		s.writeWireDecodeError(w, r, f, err)
-		return
-	}
 	var q msgRequest
-	if err := decodeBody(body, &q); err != nil {
-		s.writeWireDecodeError(w, r, f, err)
-		return
-	}
-	req, err := q.toGateway()
-	if err != nil {
-		s.writeErrorAs(w, r, f, err)
-		return
-	}
-	chain, err := s.plan(q.Model, req)
-	if err != nil {
-		s.writeErrorAs(w, r, f, err)
+	req, chain, ok := s.prepareCall(w, r, f, &q)
+	if !ok {
 		return
 	}
 	c := &gatewayCall{front: "messages", req: req, stream: q.Stream,

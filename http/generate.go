@@ -142,14 +142,8 @@ func worstOver(chain []gateway.Target, req gateway.Request) *float64 {
 }
 
 func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r, s.maxBody)
-	if err != nil {
-		s.writeDecodeError(w, r, err)
-		return
-	}
 	var q generateRequest
-	if err := decodeBody(body, &q); err != nil {
-		s.writeDecodeError(w, r, err)
+	if _, ok := s.readJSON(w, r, &q); !ok {
 		return
 	}
 	g, ok := s.runGeneration(w, r, &q)

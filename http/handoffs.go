@@ -56,14 +56,9 @@ type reviewRequest struct {
 }
 
 func (s *Server) createContract(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r, s.maxBody)
-	if err != nil {
-		s.writeDecodeError(w, r, err)
-		return
-	}
 	var req createContractRequest
-	if err := decodeBody(body, &req); err != nil {
-		s.writeDecodeError(w, r, err)
+	body, ok := s.readJSON(w, r, &req)
+	if !ok {
 		return
 	}
 	if err := s.scan(body); err != nil {

@@ -60,14 +60,8 @@ type createKeyRequest struct {
 }
 
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r, s.maxBody)
-	if err != nil {
-		s.writeDecodeError(w, r, err)
-		return
-	}
 	var req createKeyRequest
-	if err := decodeBody(body, &req); err != nil {
-		s.writeDecodeError(w, r, err)
+	if _, ok := s.readJSON(w, r, &req); !ok {
 		return
 	}
 	if len(req.Label) > 200 {

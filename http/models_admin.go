@@ -359,14 +359,8 @@ func (s *Server) putBudget(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	body, err := readBody(w, r, s.maxBody)
-	if err != nil {
-		s.writeDecodeError(w, r, err)
-		return
-	}
 	var q gateway.Limits
-	if err := decodeBody(body, &q); err != nil {
-		s.writeDecodeError(w, r, err)
+	if _, ok := s.readJSON(w, r, &q); !ok {
 		return
 	}
 	for name, v := range map[string]*float64{"/dailyUsd": q.DailyUSD, "/monthlyUsd": q.MonthlyUSD} {

@@ -29,14 +29,9 @@ type planRequest struct {
 // createPlan generates a plan through the agent_plan task, applies the
 // policy of its risk level and stores it.
 func (s *Server) createPlan(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r, s.maxBody)
-	if err != nil {
-		s.writeDecodeError(w, r, err)
-		return
-	}
 	var q planRequest
-	if err := decodeBody(body, &q); err != nil {
-		s.writeDecodeError(w, r, err)
+	body, ok := s.readJSON(w, r, &q)
+	if !ok {
 		return
 	}
 	if err := s.scan(body); err != nil {

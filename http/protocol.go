@@ -142,14 +142,8 @@ type previewRequest struct {
 
 // handoffPreview answers what an executor would receive, storing nothing.
 func (s *Server) handoffPreview(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r, s.maxBody)
-	if err != nil {
-		s.writeDecodeError(w, r, err)
-		return
-	}
 	var req previewRequest
-	if err := decodeBody(body, &req); err != nil {
-		s.writeDecodeError(w, r, err)
+	if _, ok := s.readJSON(w, r, &req); !ok {
 		return
 	}
 	mode := domain.ApprovalModeManual
