@@ -237,7 +237,7 @@ func (c *Catalog) Chain(id string, req Request) ([]Target, error) {
 			return nil, err
 		}
 		if len(routes) == 0 {
-			return nil, fmt.Errorf("%w: no configured, healthy, priced model serves mode %s with this request's needs; see POST /v1/models/route/preview", ErrNoRoute, id)
+			return nil, fmt.Errorf("%w: no configured, healthy, priced model serves mode %s with this request's needs (a model serves the modes listed in its modes, see GET /v1/models); name a model (<provider>:<model>) instead, or see POST /v1/models/route/preview", ErrNoRoute, id)
 		}
 		var out []Target
 		for _, r := range routes[:min(len(routes), MaxChain)] {
