@@ -153,7 +153,15 @@ func (p *Anthropic) body(req Request, stream bool) ([]byte, error) {
 		r.MaxTokens = AnthropicDefaultMaxTokens // the Messages API requires a cap; chat completion clients may send none
 	}
 	for _, m := range req.Messages {
-		r.Messages = append(r.Messages, anMessage{Role: m.Role, Content: toAnBlocks(m.Content)})
+		blocks := toAnBlocks(m.Content)
+		if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == m.Role {
+			// The Messages API takes turns that alternate: the results of
+			// parallel tool calls (one tool message each, from a chat
+			// completion) go together in the one user turn after the calls.
+			r.Messages[n-1].Content = append(r.Messages[n-1].Content, blocks...)
+			continue
+		}
+		r.Messages = append(r.Messages, anMessage{Role: m.Role, Content: blocks})
 	}
 	return json.Marshal(r)
 }
@@ -231,7 +239,8 @@ type anStream struct {
 	stop  string
 	seq   string // the stop sequence hit
 	done  bool
-	tools map[int]int // content block index -> tool call ordinal
+	tools map[int]int  // content block index -> tool call ordinal
+	args  map[int]bool // content block index -> some of its input JSON has come
 }
 
 type anEvent struct {
@@ -297,7 +306,22 @@ func (s *anStream) Next() (Delta, error) {
 				return Delta{Text: e.Delta.Text}, nil
 			}
 			if n, ok := s.tools[e.Index]; ok && e.Delta.Type == "input_json_delta" && e.Delta.PartialJSON != "" {
+				if s.args == nil {
+					s.args = map[int]bool{}
+				}
+				s.args[e.Index] = true
 				return Delta{ToolCall: &ToolCallDelta{Index: n, Arguments: e.Delta.PartialJSON}}, nil
+			}
+		case "content_block_stop":
+			if n, ok := s.tools[e.Index]; ok && !s.args[e.Index] {
+				// A tool called with no input streams none (or only empty
+				// fragments); its arguments are the empty object, as OpenAI
+				// streams them and as a client parsing them as JSON needs.
+				if s.args == nil {
+					s.args = map[int]bool{}
+				}
+				s.args[e.Index] = true
+				return Delta{ToolCall: &ToolCallDelta{Index: n, Arguments: "{}"}}, nil
 			}
 		case "message_delta":
 			if e.Delta.StopReason != "" {

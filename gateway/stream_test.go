@@ -153,3 +153,32 @@ func TestAnthropicStreamWithoutFinalUsage(t *testing.T) {
 		t.Fatalf("last delta %+v, usage %+v: want no usage", last, last.Usage)
 	}
 }
+
+// A tool called with no input streams no input JSON (or only empty
+// fragments): its arguments come out as the empty object, so a client
+// that parses the arguments it accumulated gets {}; a tool whose input
+// did stream gets nothing more.
+func TestAnthropicStreamToolWithoutInput(t *testing.T) {
+	ds, err := drain(t, anStreamOf(
+		`{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"now","input":{}}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_2","name":"weather","input":{}}}`,
+		`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"city\":\"Paris\"}"}}`,
+		`{"type":"content_block_stop","index":1}`,
+		`{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":7}}`,
+		`{"type":"message_stop"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := map[int]string{}
+	for _, d := range ds {
+		if d.ToolCall != nil {
+			args[d.ToolCall.Index] += d.ToolCall.Arguments
+		}
+	}
+	if args[0] != "{}" || args[1] != `{"city":"Paris"}` || len(args) != 2 {
+		t.Fatalf("arguments %v", args)
+	}
+}

@@ -190,6 +190,44 @@ func TestToolsTranslateBothWays(t *testing.T) {
 		m.ToolCalls[0].ID != "toolu_1" || m.ToolCalls[0].Function.Name != "get_weather" || m.ToolCalls[0].Function.Arguments != `{"city":"Paris"}` {
 		t.Fatalf("chat answer: %s", r.raw)
 	}
+	// Parallel tool calls: their results, one tool message each, go to
+	// Anthropic together in the one user turn after the calls, and a user
+	// message after them joins that turn (the Messages API alternates).
+	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "max_completion_tokens": 100,
+		"tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather", "parameters": weatherSchema}}},
+		"messages": []any{
+			map[string]any{"role": "user", "content": "weather in Paris and Lyon?"},
+			map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{
+				map[string]any{"id": "c1", "type": "function", "function": map[string]any{"name": "get_weather", "arguments": `{"city":"Paris"}`}},
+				map[string]any{"id": "c2", "type": "function", "function": map[string]any{"name": "get_weather", "arguments": `{"city":"Lyon"}`}}}},
+			map[string]any{"role": "tool", "tool_call_id": "c1", "content": "20C"},
+			map[string]any{"role": "tool", "tool_call_id": "c2", "content": "18C"},
+			map[string]any{"role": "user", "content": "which is warmer?"},
+		}}), 200)
+	var turns struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content []struct {
+				Type      string `json:"type"`
+				ToolUseID string `json:"tool_use_id"`
+			} `json:"content"`
+		} `json:"messages"`
+	}
+	sent = string(<-u.lastAnthropic)
+	if err := json.Unmarshal([]byte(sent), &turns); err != nil {
+		t.Fatal(err)
+	}
+	var shape []string
+	for _, m := range turns.Messages {
+		var blocks []string
+		for _, b := range m.Content {
+			blocks = append(blocks, b.Type+b.ToolUseID)
+		}
+		shape = append(shape, m.Role+":"+strings.Join(blocks, ","))
+	}
+	if got := strings.Join(shape, " "); got != "user:text assistant:tool_use,tool_use user:tool_resultc1,tool_resultc2,text" {
+		t.Fatalf("turns sent to Anthropic: %s\n%s", got, sent)
+	}
 	if r := e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "local:echo", "tools": []any{map[string]any{"type": "retrieval"}},
 		"messages": []any{map[string]any{"role": "user", "content": "x"}}}); r.status != 400 || r.str("error.param") != "tools/0/type" {
 		t.Fatalf("bad tool: %d %s", r.status, r.raw)
