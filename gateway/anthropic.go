@@ -90,10 +90,17 @@ type anRequest struct {
 	Messages      []anMessage `json:"messages"`
 	MaxTokens     int         `json:"max_tokens"`
 	Temperature   *float64    `json:"temperature,omitempty"`
+	TopP          *float64    `json:"top_p,omitempty"`
+	TopK          *int        `json:"top_k,omitempty"`
+	Metadata      *anMetadata `json:"metadata,omitempty"`
 	StopSequences []string    `json:"stop_sequences,omitempty"`
 	Stream        bool        `json:"stream,omitempty"`
 	Tools         []Tool      `json:"tools,omitempty"`
 	ToolChoice    any         `json:"tool_choice,omitempty"`
+}
+
+type anMetadata struct {
+	UserID string `json:"user_id"`
 }
 
 type anUsage struct {
@@ -110,7 +117,11 @@ func (u anUsage) usage() Usage {
 }
 
 func (p *Anthropic) body(req Request, stream bool) ([]byte, error) {
-	r := anRequest{Model: req.Model, System: req.System, MaxTokens: req.MaxTokens, Temperature: req.Temperature, StopSequences: req.StopSequences, Stream: stream, Tools: req.Tools}
+	r := anRequest{Model: req.Model, System: req.System, MaxTokens: req.MaxTokens, Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK,
+		StopSequences: req.StopSequences, Stream: stream, Tools: req.Tools}
+	if req.User != "" {
+		r.Metadata = &anMetadata{UserID: req.User}
+	}
 	tc := req.ToolChoice
 	if req.Output != nil {
 		// Structured output the Anthropic way: a tool whose input is the

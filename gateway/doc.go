@@ -44,8 +44,22 @@ type Request struct {
 	Messages      []Message
 	MaxTokens     int
 	Temperature   *float64
+	TopP          *float64
 	StopSequences []string
 	Tools         []Tool
+	// User is the caller's end-user id: OpenAI's user, Anthropic's
+	// metadata.user_id.
+	User string
+	// TopK is Anthropic's; OpenAI-shaped upstreams have none and do
+	// without it.
+	TopK *int
+	// OpenAI's sampling controls: OpenAI-shaped upstreams get them,
+	// Anthropic has none and does without them.
+	Seed             *int
+	PresencePenalty  *float64
+	FrequencyPenalty *float64
+	LogitBias        json.RawMessage
+	ReasoningEffort  string
 	// Output asks for structured output: a JSON object that validates
 	// against a schema. Adapters ask natively where the provider can (an
 	// OpenAI json_schema response format, an Anthropic forced tool); the

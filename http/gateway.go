@@ -470,6 +470,19 @@ type ccRequest struct {
 	ToolChoice        json.RawMessage `json:"tool_choice"`
 	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
 	ResponseFormat    json.RawMessage `json:"response_format"`
+	// Sampling and attribution: passed on (see gateway.Request for which
+	// provider takes which).
+	TopP             *float64        `json:"top_p"`
+	Seed             *int            `json:"seed"`
+	PresencePenalty  *float64        `json:"presence_penalty"`
+	FrequencyPenalty *float64        `json:"frequency_penalty"`
+	LogitBias        json.RawMessage `json:"logit_bias"`
+	ReasoningEffort  string          `json:"reasoning_effort"`
+	User             string          `json:"user"`
+	// Not served: refused rather than silently answered without.
+	N           *int  `json:"n"`
+	Logprobs    *bool `json:"logprobs"`
+	TopLogprobs *int  `json:"top_logprobs"`
 }
 
 // textOf reads OpenAI content: a string, or an array of text parts.
@@ -515,7 +528,20 @@ func (q *ccRequest) toGateway() (gateway.Request, error) {
 	if (q.MaxCompletionTokens != nil || q.MaxTokens != nil) && out.MaxTokens < 1 {
 		return out, badRequest("max_completion_tokens", "must be at least 1")
 	}
-	out.Temperature = q.Temperature
+	out.Temperature, out.TopP, out.User = q.Temperature, q.TopP, q.User
+	out.Seed, out.PresencePenalty, out.FrequencyPenalty, out.ReasoningEffort = q.Seed, q.PresencePenalty, q.FrequencyPenalty, q.ReasoningEffort
+	if len(q.LogitBias) > 0 && string(q.LogitBias) != "null" {
+		if q.LogitBias[0] != '{' {
+			return out, badRequest("logit_bias", "logit_bias must be an object of token ids to numbers")
+		}
+		out.LogitBias = q.LogitBias
+	}
+	if q.N != nil && *q.N != 1 {
+		return out, badRequest("n", "n: only 1 choice per request is supported through this gateway")
+	}
+	if q.Logprobs != nil && *q.Logprobs || q.TopLogprobs != nil {
+		return out, badRequest("logprobs", "logprobs and top_logprobs are not supported through this gateway")
+	}
 	if len(q.Stop) > 0 && string(q.Stop) != "null" {
 		var one string
 		if json.Unmarshal(q.Stop, &one) == nil {
@@ -831,9 +857,24 @@ type msgRequest struct {
 	Stream        bool            `json:"stream"`
 	StopSequences []string        `json:"stop_sequences"`
 	Temperature   *float64        `json:"temperature"`
-	Tools         []gateway.Tool  `json:"tools"`
+	Tools         []msgTool       `json:"tools"`
 	ToolChoice    json.RawMessage `json:"tool_choice"`
-	Metadata      json.RawMessage `json:"metadata"`
+	Metadata      *struct {
+		UserID string `json:"user_id"`
+	} `json:"metadata"`
+	TopP     *float64        `json:"top_p"`
+	TopK     *int            `json:"top_k"`
+	Thinking json.RawMessage `json:"thinking"`
+}
+
+// msgTool is a tool of a messages request: a custom tool (no type, or
+// type custom) is a name, a description and an input schema. Anthropic's
+// own tools (web search, code execution, bash...) carry a versioned type
+// and run on Anthropic's side; they are refused, not sent on as custom
+// tools without a schema.
+type msgTool struct {
+	Type string `json:"type"`
+	gateway.Tool
 }
 
 // blocksOf reads Anthropic content: a string or an array of blocks.
@@ -894,7 +935,25 @@ func (q *msgRequest) toGateway() (gateway.Request, error) {
 	if len(q.Messages) == 0 {
 		return out, badRequest("messages", "messages: at least one message is required")
 	}
-	out.MaxTokens, out.Temperature, out.StopSequences, out.Tools = *q.MaxTokens, q.Temperature, q.StopSequences, q.Tools
+	out.MaxTokens, out.Temperature, out.StopSequences, out.TopP, out.TopK = *q.MaxTokens, q.Temperature, q.StopSequences, q.TopP, q.TopK
+	if q.Metadata != nil {
+		out.User = q.Metadata.UserID
+	}
+	if len(q.Thinking) > 0 && string(q.Thinking) != "null" {
+		var th struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(q.Thinking, &th) != nil || th.Type != "disabled" {
+			return out, badRequest("thinking", "thinking: extended thinking is not supported through this gateway; leave it out or set {\"type\":\"disabled\"}")
+		}
+	}
+	for i, t := range q.Tools {
+		if t.Type != "" && t.Type != "custom" {
+			return out, badRequest(fmt.Sprintf("tools/%d/type", i),
+				"tools.%d.type: tool type %q is not supported through this gateway: only custom tools (a name and an input_schema) are; Anthropic's server and client tools are not", i, t.Type)
+		}
+		out.Tools = append(out.Tools, t.Tool)
+	}
 	tc, err := messagesToolChoice(q.ToolChoice, out.Tools)
 	if err != nil {
 		return out, err

@@ -232,6 +232,26 @@ func TestToolsTranslateBothWays(t *testing.T) {
 		"messages": []any{map[string]any{"role": "user", "content": "x"}}}); r.status != 400 || r.str("error.param") != "tools/0/type" {
 		t.Fatalf("bad tool: %d %s", r.status, r.raw)
 	}
+	// An Anthropic server tool on the messages front: refused by name,
+	// not sent on as a custom tool without a schema; a typed custom tool
+	// passes.
+	if r := e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "max_tokens": 50,
+		"tools":    []any{map[string]any{"type": "web_search_20250305", "name": "web_search", "max_uses": 3}},
+		"messages": []any{map[string]any{"role": "user", "content": "x"}}}); r.status != 400 || r.str("type") != "error" ||
+		!strings.Contains(r.str("error.message"), `tools.0.type: tool type "web_search_20250305" is not supported`) {
+		t.Fatalf("server tool: %d %s", r.status, r.raw)
+	}
+	select {
+	case b := <-u.lastAnthropic:
+		t.Fatalf("a refused request reached the upstream: %s", b)
+	default:
+	}
+	e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "max_tokens": 50,
+		"tools":    []any{map[string]any{"type": "custom", "name": "get_weather", "input_schema": weatherSchema}},
+		"messages": []any{map[string]any{"role": "user", "content": "x"}}}), 200)
+	if sent := string(<-u.lastAnthropic); !strings.Contains(sent, `"tools":[{"name":"get_weather","input_schema":`) {
+		t.Fatalf("typed custom tool sent as %s", sent)
+	}
 }
 
 func TestStreamedToolCallsTranslateBothWays(t *testing.T) {
@@ -604,4 +624,65 @@ func blockEventOf(data string) blockEvent {
 	var d blockEvent
 	json.Unmarshal([]byte(data), &d)
 	return d
+}
+
+// Sampling and attribution fields reach the upstream that takes them;
+// what the gateway cannot serve (several choices, log probabilities,
+// extended thinking) is refused, not silently answered without.
+func TestSamplingFieldsPassOn(t *testing.T) {
+	e, u := newToolEnv(t)
+	msgs := []any{map[string]any{"role": "user", "content": "x"}}
+	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "messages": msgs,
+		"top_p": 0.5, "seed": 7, "presence_penalty": 0.1, "frequency_penalty": 0.2, "logit_bias": map[string]any{"50256": -100},
+		"reasoning_effort": "low", "user": "end-user-1", "n": 1}), 200)
+	sent := string(<-u.lastOpenAI)
+	for _, want := range []string{`"top_p":0.5`, `"seed":7`, `"presence_penalty":0.1`, `"frequency_penalty":0.2`, `"logit_bias":{"50256":-100}`, `"reasoning_effort":"low"`, `"user":"end-user-1"`} {
+		if !strings.Contains(sent, want) {
+			t.Fatalf("sent to OpenAI lacks %s:\n%s", want, sent)
+		}
+	}
+	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "messages": msgs,
+		"top_p": 0.5, "seed": 7, "user": "end-user-1"}), 200)
+	sent = string(<-u.lastAnthropic)
+	if !strings.Contains(sent, `"top_p":0.5`) || !strings.Contains(sent, `"metadata":{"user_id":"end-user-1"}`) || strings.Contains(sent, `"seed"`) {
+		t.Fatalf("sent to Anthropic: %s", sent)
+	}
+	e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "max_tokens": 20, "messages": msgs,
+		"top_p": 0.9, "top_k": 40, "metadata": map[string]any{"user_id": "u-2"}, "thinking": map[string]any{"type": "disabled"}}), 200)
+	sent = string(<-u.lastAnthropic)
+	for _, want := range []string{`"top_p":0.9`, `"top_k":40`, `"metadata":{"user_id":"u-2"}`} {
+		if !strings.Contains(sent, want) {
+			t.Fatalf("sent to Anthropic lacks %s:\n%s", want, sent)
+		}
+	}
+	e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 20, "messages": msgs,
+		"top_p": 0.9, "top_k": 40, "metadata": map[string]any{"user_id": "u-2"}}), 200)
+	sent = string(<-u.lastOpenAI)
+	if !strings.Contains(sent, `"top_p":0.9`) || !strings.Contains(sent, `"user":"u-2"`) || strings.Contains(sent, `top_k`) {
+		t.Fatalf("sent to OpenAI: %s", sent)
+	}
+	for _, c := range []struct {
+		path  string
+		body  map[string]any
+		param string
+	}{
+		{"/v1/chat/completions", map[string]any{"model": "openai:gpt-4o-mini", "messages": msgs, "n": 2}, "n"},
+		{"/v1/chat/completions", map[string]any{"model": "openai:gpt-4o-mini", "messages": msgs, "logprobs": true}, "logprobs"},
+		{"/v1/chat/completions", map[string]any{"model": "openai:gpt-4o-mini", "messages": msgs, "logit_bias": []any{1}}, "logit_bias"},
+		{"/v1/messages", map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "max_tokens": 2000, "messages": msgs,
+			"thinking": map[string]any{"type": "enabled", "budget_tokens": 1024}}, "thinking"},
+	} {
+		r := e.do("POST", c.path, e.tenantA, c.body)
+		msg := r.str("error.message")
+		if r.status != 400 || !strings.Contains(msg, c.param) || c.path == "/v1/chat/completions" && r.str("error.param") != c.param {
+			t.Fatalf("%s %v: %d %s", c.path, c.body, r.status, r.raw)
+		}
+	}
+	select {
+	case b := <-u.lastOpenAI:
+		t.Fatalf("a refused request reached OpenAI: %s", b)
+	case b := <-u.lastAnthropic:
+		t.Fatalf("a refused request reached Anthropic: %s", b)
+	default:
+	}
 }
