@@ -345,7 +345,7 @@ func (s *anStream) Next() (Delta, error) {
 				// message_delta usage is cumulative; the input side is
 				// usually told at message_start, but some upstreams tell
 				// it (or correct it) here.
-				s.usage.OutputTokens, s.final = u.OutputTokens, true
+				s.usage.OutputTokens, s.final = max(u.OutputTokens, 0), true // negative counts count as 0, as in usage()
 				if u.InputTokens > 0 {
 					s.usage.InputTokens = u.InputTokens
 				}

@@ -56,7 +56,7 @@ func WorstTokens(req Request, m *Model) (in, out int) {
 	if req.Output != nil {
 		// The schema goes upstream too (a response format, or a forced
 		// tool with the provider's own tool-use prompt around it).
-		in += len(req.Output.Name) + len(req.Output.Schema) + structuredOverhead
+		in += len(req.Output.Name) + len(req.Output.Description) + len(req.Output.Schema) + structuredOverhead
 	}
 	out = req.MaxTokens
 	if out <= 0 && m != nil && m.Kind == "anthropic" {
@@ -135,10 +135,15 @@ var ErrBudget = errors.New("gateway: budget exceeded")
 func (e *BudgetError) Is(target error) bool { return target == ErrBudget }
 
 type spend struct {
-	day, month           string // the periods the sums are for, UTC
-	daySpent, monthSpent float64
-	reserved             float64
+	// Sums per UTC day and month, the latest few of each: a usage event
+	// dated in the next period (a replica whose clock runs ahead at
+	// midnight) starts that period's sum without wiping the current one.
+	days, months map[string]float64
+	reserved     float64
 }
+
+// keptPeriods is how many days (and months) of sums a tenant's book keeps.
+const keptPeriods = 3
 
 // Budgets enforces per-tenant limits. Spending comes from usage events
 // (Apply), so every replica that follows the store agrees on it;
@@ -164,33 +169,35 @@ func periods(t time.Time) (day, month string) {
 	return t.Format("2006-01-02"), t.Format("2006-01")
 }
 
-// add counts a cost at time t. Costs of a period before the current one are
-// dropped; a newer period resets the sums.
+// add counts a cost at time t, in t's UTC day and month.
 func (s *spend) add(t time.Time, cost float64) {
 	day, month := periods(t)
-	if month > s.month {
-		s.month, s.monthSpent = month, 0
+	if s.days == nil {
+		s.days, s.months = map[string]float64{}, map[string]float64{}
 	}
-	if day > s.day {
-		s.day, s.daySpent = day, 0
-	}
-	if month == s.month {
-		s.monthSpent += cost
-	}
-	if day == s.day {
-		s.daySpent += cost
+	s.days[day] += cost
+	s.months[month] += cost
+	prune(s.days)
+	prune(s.months)
+}
+
+// prune drops the earliest periods beyond the latest keptPeriods.
+func prune(m map[string]float64) {
+	for len(m) > keptPeriods {
+		first := ""
+		for k := range m {
+			if first == "" || k < first {
+				first = k
+			}
+		}
+		delete(m, first)
 	}
 }
 
+// at is what was spent in t's UTC day and month.
 func (s *spend) at(t time.Time) (day, month float64) {
 	d, m := periods(t)
-	if s.day == d {
-		day = s.daySpent
-	}
-	if s.month == m {
-		month = s.monthSpent
-	}
-	return day, month
+	return s.days[d], s.months[m]
 }
 
 func (b *Budgets) book(tenant string) *spend {
@@ -268,11 +275,13 @@ func (b *Budgets) Reserve(tenant, model string, worst *float64) (*Reservation, e
 	day, month := s.at(now)
 	var refused *BudgetError
 	check := func(period string, limit *float64, spent float64, reset time.Time) {
-		if limit == nil || spent+s.reserved+*worst <= *limit {
+		// Within 1e-12 USD (costs are rounded to it): 0.2 + 0.1 spent
+		// against a limit of 0.3 is at the limit, not over it.
+		if limit == nil || spent+s.reserved+*worst <= *limit+1e-12 {
 			return
 		}
 		e := &BudgetError{Tenant: tenant, Period: period, LimitUSD: *limit, SpentUSD: spent, ReservedUSD: s.reserved,
-			WorstUSD: *worst, ResetAt: reset, Model: model, HeldOnly: spent+*worst <= *limit, Never: *worst > *limit}
+			WorstUSD: *worst, ResetAt: reset, Model: model, HeldOnly: spent+*worst <= *limit+1e-12, Never: *worst > *limit+1e-12}
 		// The answer that matters most: a call that can never pass; else
 		// the period that resets last (waiting out the day does not help
 		// when the month is spent); else whatever refused.
@@ -316,7 +325,7 @@ func (r *Reservation) Settle(cost *float64, eventID uuid.UUID, at time.Time) {
 		if s.reserved < 1e-12 {
 			s.reserved = 0
 		}
-		if cost != nil {
+		if cost != nil && *cost > 0 { // a negative cost (a misreporting upstream) must not lower the spending, as in Apply
 			if at.IsZero() {
 				at = b.now()
 			}

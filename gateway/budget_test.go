@@ -125,3 +125,74 @@ func TestWorstTokens(t *testing.T) {
 		t.Errorf("json_object adds %d", in3-in)
 	}
 }
+
+// A budget covers exactly what it covers: three calls of $0.1 fit $0.3,
+// though 0.1+0.1+0.1 is not 0.3 in floating point.
+func TestBudgetExactFit(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	b := NewBudgets(func() time.Time { return now })
+	b.Apply(limitsEvent(t, "t", usd(0.3), nil))
+	for i := range 3 {
+		if _, err := b.Reserve("t", "m", usd(0.1)); err != nil {
+			t.Fatalf("call %d refused: %v", i+1, err)
+		}
+	}
+	if _, err := b.Reserve("t", "m", usd(0.1)); err == nil {
+		t.Fatal("a fourth $0.1 call passed a $0.3 budget")
+	}
+	b2 := NewBudgets(func() time.Time { return now })
+	b2.Apply(limitsEvent(t, "t", usd(0.3), nil))
+	h, _ := b2.Reserve("t", "m", usd(0.2))
+	h.Settle(usd(0.2), uuid.New(), now)
+	if _, err := b2.Reserve("t", "m", usd(0.1)); err != nil {
+		t.Fatalf("$0.1 after $0.2 spent of $0.3: %v", err)
+	}
+}
+
+// A usage event dated in the next day (another replica's clock runs ahead
+// at midnight) counts in that day and leaves today's spending as it was.
+func TestBudgetEventFromTheNextDay(t *testing.T) {
+	now := time.Date(2026, 11, 30, 23, 59, 59, 0, time.UTC)
+	b := NewBudgets(func() time.Time { return now })
+	b.Apply(limitsEvent(t, "t", usd(1), usd(100)))
+	b.Apply(usageEvent(t, uuid.New(), UsageRecord{Tenant: "t", CostUSD: usd(0.9), At: now}, now))
+	ahead := now.Add(2 * time.Second) // 2026-12-01: the next day and the next month
+	b.Apply(usageEvent(t, uuid.New(), UsageRecord{Tenant: "t", CostUSD: usd(0.01), At: ahead}, ahead))
+	if s := b.Status("t"); s.DaySpent != 0.9 || s.MonthSpent != 0.9 {
+		t.Fatalf("today after an event dated tomorrow: %+v", s)
+	}
+	if _, err := b.Reserve("t", "m", usd(0.9)); err == nil {
+		t.Fatal("a $0.9 call passed with $0.9 of $1 spent today")
+	}
+	now = ahead
+	if s := b.Status("t"); s.DaySpent != 0.01 || s.MonthSpent != 0.01 {
+		t.Fatalf("tomorrow: %+v", s)
+	}
+}
+
+// A negative cost (an upstream reporting negative tokens) settles as
+// nothing: it must not make room in the budget.
+func TestBudgetNegativeCostIgnored(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	b := NewBudgets(func() time.Time { return now })
+	b.Apply(limitsEvent(t, "t", usd(1), nil))
+	h, _ := b.Reserve("t", "m", usd(0.5))
+	h.Settle(usd(0.5), uuid.New(), now)
+	h, _ = b.Reserve("t", "m", usd(0.1))
+	h.Settle(usd(-1.5), uuid.New(), now)
+	if s := b.Status("t"); s.DaySpent != 0.5 || s.ReservedUSD != 0 {
+		t.Fatalf("after a negative cost: %+v", s)
+	}
+}
+
+// A json_schema description goes upstream (OpenAI's description, the
+// Anthropic tool's), so it counts in the worst case a budget holds.
+func TestWorstTokensCountsTheSchemaDescription(t *testing.T) {
+	req := Request{MaxTokens: 10, Output: &OutputSchema{Name: "a", Schema: json.RawMessage(`{"type":"object"}`)}}
+	in0, _ := WorstTokens(req, nil)
+	req.Output.Description = strings.Repeat("x", 500_000)
+	in1, _ := WorstTokens(req, nil)
+	if in1-in0 < 500_000 {
+		t.Fatalf("a 500,000-byte description added %d to the input bound", in1-in0)
+	}
+}

@@ -182,3 +182,18 @@ func TestAnthropicStreamToolWithoutInput(t *testing.T) {
 		t.Fatalf("arguments %v", args)
 	}
 }
+
+// A negative output count in message_delta counts as 0, as it does in a
+// whole message: it must not make a call's cost negative.
+func TestAnthropicStreamNegativeUsage(t *testing.T) {
+	ds, err := drain(t, anStreamOf(
+		`{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}`,
+		`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":-100000}}`,
+		`{"type":"message_stop"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := ds[len(ds)-1].Usage; u == nil || u.OutputTokens != 0 || u.InputTokens != 5 {
+		t.Fatalf("usage %+v", u)
+	}
+}
