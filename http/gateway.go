@@ -383,8 +383,11 @@ func (s *Server) awaitContent(r *http.Request, c *gatewayCall, u *upstream) (*up
 		case <-timer.C:
 			return u, nil
 		case <-r.Context().Done():
+			// The upstream took the request (its stream is open) and was
+			// working on it: bill the input, as when the client leaves
+			// after the stream began, not nothing.
 			u.close()
-			s.recordUsage(r, c, u.told(), "client_gone")
+			s.recordUsage(r, c, u.readSoFar(c.req), "client_gone")
 			return nil, r.Context().Err()
 		}
 	}

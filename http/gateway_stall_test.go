@@ -120,6 +120,43 @@ func TestClientGoneBeforeUpstreamHeaders(t *testing.T) {
 	}
 }
 
+// A client that leaves after the upstream opened its stream but before any
+// content is billed for its input, as it is when it leaves a moment later:
+// the upstream took the prompt and was working on it.
+func TestClientGoneBeforeContentBillsTheInput(t *testing.T) {
+	oa := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // thinking, until the call is given up
+	}))
+	t.Cleanup(func() { oa.CloseClientConnections(); oa.Close() })
+	vars := map[string]string{"OPENAI_BASE_URL": oa.URL + "/v1", "OPENAI_API_KEY": "k"}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, cat)
+	body, _ := json.Marshal(map[string]any{"model": "openai:gpt-4o-mini", "stream": true,
+		"messages": []any{map[string]any{"role": "user", "content": strings.Repeat("a long prompt ", 200)}}})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", e.srv.URL+"/v1/chat/completions", strings.NewReader(string(body)))
+	req.Header.Set("Authorization", "Bearer "+e.tenantA)
+	go func() {
+		time.Sleep(300 * time.Millisecond) // the stream is open and silent by then
+		cancel()
+	}()
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+	}
+	var u gateway.UsageRecord
+	if err := json.Unmarshal(e.usageEvents("a", 1)[0].Data, &u); err != nil || u.Outcome != "client_gone" ||
+		u.Usage.InputTokens < 100 || u.CostUSD == nil || *u.CostUSD <= 0 {
+		t.Fatalf("recorded %+v (%v)", u, err)
+	}
+}
+
 // A stream is sent as one even when the whole answer is ready at once (the
 // local model): chunked, no Content-Length.
 func TestShortStreamsHaveNoContentLength(t *testing.T) {
