@@ -97,12 +97,7 @@ func TestClientGoneBeforeUpstreamHeaders(t *testing.T) {
 		<-r.Context().Done()        // no headers until the call is given up
 	}))
 	t.Cleanup(func() { oa.CloseClientConnections(); oa.Close() })
-	vars := map[string]string{"OPENAI_BASE_URL": oa.URL + "/v1", "OPENAI_API_KEY": "k"}
-	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnvWith(t, cat)
+	e := newOpenAIEnv(t, oa)
 	body, _ := json.Marshal(map[string]any{"model": "openai:gpt-4o-mini", "stream": true, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "POST", e.srv.URL+"/v1/chat/completions", strings.NewReader(string(body)))
@@ -132,12 +127,7 @@ func TestClientGoneBeforeContentBillsTheInput(t *testing.T) {
 		<-r.Context().Done() // thinking, until the call is given up
 	}))
 	t.Cleanup(func() { oa.CloseClientConnections(); oa.Close() })
-	vars := map[string]string{"OPENAI_BASE_URL": oa.URL + "/v1", "OPENAI_API_KEY": "k"}
-	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnvWith(t, cat)
+	e := newOpenAIEnv(t, oa)
 	body, _ := json.Marshal(map[string]any{"model": "openai:gpt-4o-mini", "stream": true,
 		"messages": []any{map[string]any{"role": "user", "content": strings.Repeat("a long prompt ", 200)}}})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -202,12 +192,7 @@ func TestInterleavedToolCallsToMessages(t *testing.T) {
 		}
 	}))
 	t.Cleanup(oa.Close)
-	vars := map[string]string{"OPENAI_BASE_URL": oa.URL + "/v1", "OPENAI_API_KEY": "k"}
-	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnvWith(t, cat)
+	e := newOpenAIEnv(t, oa)
 	tool := func(name string) map[string]any {
 		return map[string]any{"name": name, "input_schema": map[string]any{"type": "object"}}
 	}
@@ -287,4 +272,15 @@ func TestStalledUpstreamFallsBackBeforeTheFirstByte(t *testing.T) {
 	if got != "stalls:m upstream_error; answers:m ok" {
 		t.Fatalf("usage: %s", got)
 	}
+}
+
+// newOpenAIEnv is a test front whose OpenAI provider is the server oa.
+func newOpenAIEnv(t *testing.T, oa *httptest.Server) *env {
+	t.Helper()
+	vars := map[string]string{"OPENAI_BASE_URL": oa.URL + "/v1", "OPENAI_API_KEY": "k"}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newEnvWith(t, cat)
 }
