@@ -251,7 +251,7 @@ type anStream struct {
 	seq   string // the stop sequence hit
 	done  bool
 	tools map[int]int  // content block index -> tool call ordinal
-	args  map[int]bool // content block index -> some of its input JSON has come
+	args  map[int]bool // content block index -> some of its input JSON has come (made with tools)
 }
 
 type anEvent struct {
@@ -306,7 +306,7 @@ func (s *anStream) Next() (Delta, error) {
 		case "content_block_start":
 			if e.ContentBlock.Type == "tool_use" {
 				if s.tools == nil {
-					s.tools = map[int]int{}
+					s.tools, s.args = map[int]int{}, map[int]bool{}
 				}
 				n := len(s.tools)
 				s.tools[e.Index] = n
@@ -317,9 +317,6 @@ func (s *anStream) Next() (Delta, error) {
 				return Delta{Text: e.Delta.Text}, nil
 			}
 			if n, ok := s.tools[e.Index]; ok && e.Delta.Type == "input_json_delta" && e.Delta.PartialJSON != "" {
-				if s.args == nil {
-					s.args = map[int]bool{}
-				}
 				s.args[e.Index] = true
 				return Delta{ToolCall: &ToolCallDelta{Index: n, Arguments: e.Delta.PartialJSON}}, nil
 			}
@@ -328,9 +325,6 @@ func (s *anStream) Next() (Delta, error) {
 				// A tool called with no input streams none (or only empty
 				// fragments); its arguments are the empty object, as OpenAI
 				// streams them and as a client parsing them as JSON needs.
-				if s.args == nil {
-					s.args = map[int]bool{}
-				}
 				s.args[e.Index] = true
 				return Delta{ToolCall: &ToolCallDelta{Index: n, Arguments: "{}"}}, nil
 			}

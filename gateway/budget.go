@@ -275,13 +275,14 @@ func (b *Budgets) Reserve(tenant, model string, worst *float64) (*Reservation, e
 	day, month := s.at(now)
 	var refused *BudgetError
 	check := func(period string, limit *float64, spent float64, reset time.Time) {
-		// Within 1e-12 USD (costs are rounded to it): 0.2 + 0.1 spent
+		// Within usdUnit (costs are rounded to it): 0.2 + 0.1 spent
 		// against a limit of 0.3 is at the limit, not over it.
-		if limit == nil || spent+s.reserved+*worst <= *limit+1e-12 {
+		fits := func(amount float64) bool { return amount <= *limit+usdUnit }
+		if limit == nil || fits(spent+s.reserved+*worst) {
 			return
 		}
 		e := &BudgetError{Tenant: tenant, Period: period, LimitUSD: *limit, SpentUSD: spent, ReservedUSD: s.reserved,
-			WorstUSD: *worst, ResetAt: reset, Model: model, HeldOnly: spent+*worst <= *limit+1e-12, Never: *worst > *limit+1e-12}
+			WorstUSD: *worst, ResetAt: reset, Model: model, HeldOnly: fits(spent + *worst), Never: !fits(*worst)}
 		// The answer that matters most: a call that can never pass; else
 		// the period that resets last (waiting out the day does not help
 		// when the month is spent); else whatever refused.
@@ -322,7 +323,7 @@ func (r *Reservation) Settle(cost *float64, eventID uuid.UUID, at time.Time) {
 		defer b.mu.Unlock()
 		s := b.book(r.tenant)
 		s.reserved -= r.worst
-		if s.reserved < 1e-12 {
+		if s.reserved < usdUnit {
 			s.reserved = 0
 		}
 		if cost != nil && *cost > 0 { // a negative cost (a misreporting upstream) must not lower the spending, as in Apply

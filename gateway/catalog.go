@@ -37,6 +37,9 @@ func (p *Price) Cost(u Usage) float64 {
 		float64(u.CacheReadTokens)*p.CacheReadPerMTok + float64(u.CacheWriteTokens)*p.CacheWritePerMTok) / 1e6)
 }
 
+// usdUnit is the amount RoundUSD rounds to; budgets compare within it.
+const usdUnit = 1e-12
+
 // RoundUSD rounds an amount to 1e-12 USD: costs, and sums of costs, are
 // shown without float arithmetic's last-digit noise. At $1000 and above the
 // amount is returned as it is (the scaled value would no longer be exact).

@@ -37,6 +37,17 @@ type Tool struct {
 	Schema      json.RawMessage `json:"input_schema,omitempty"`
 }
 
+// OpenAISampling is OpenAI's sampling controls, as the chat completions
+// request names them: OpenAI-shaped upstreams get them as sent, Anthropic
+// has none and does without them.
+type OpenAISampling struct {
+	Seed             *int            `json:"seed,omitempty"`
+	PresencePenalty  *float64        `json:"presence_penalty,omitempty"`
+	FrequencyPenalty *float64        `json:"frequency_penalty,omitempty"`
+	LogitBias        json.RawMessage `json:"logit_bias,omitempty"`
+	ReasoningEffort  string          `json:"reasoning_effort,omitempty"`
+}
+
 // Request is a model call in the gateway's own terms.
 type Request struct {
 	Model         string // the model name within its provider
@@ -53,13 +64,7 @@ type Request struct {
 	// TopK is Anthropic's; OpenAI-shaped upstreams have none and do
 	// without it.
 	TopK *int
-	// OpenAI's sampling controls: OpenAI-shaped upstreams get them,
-	// Anthropic has none and does without them.
-	Seed             *int
-	PresencePenalty  *float64
-	FrequencyPenalty *float64
-	LogitBias        json.RawMessage
-	ReasoningEffort  string
+	OpenAISampling
 	// Output asks for structured output: a JSON object that validates
 	// against a schema. Adapters ask natively where the provider can (an
 	// OpenAI json_schema response format, an Anthropic forced tool); the

@@ -86,25 +86,21 @@ type OpenAIToolCall struct {
 }
 
 type oaRequest struct {
-	Model               string          `json:"model"`
-	Messages            []oaMessage     `json:"messages"`
-	MaxTokens           int             `json:"max_tokens,omitempty"`
-	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
-	Temperature         *float64        `json:"temperature,omitempty"`
-	TopP                *float64        `json:"top_p,omitempty"`
-	Seed                *int            `json:"seed,omitempty"`
-	PresencePenalty     *float64        `json:"presence_penalty,omitempty"`
-	FrequencyPenalty    *float64        `json:"frequency_penalty,omitempty"`
-	LogitBias           json.RawMessage `json:"logit_bias,omitempty"`
-	ReasoningEffort     string          `json:"reasoning_effort,omitempty"`
-	User                string          `json:"user,omitempty"`
-	Stop                []string        `json:"stop,omitempty"`
-	Stream              bool            `json:"stream,omitempty"`
-	StreamOptions       map[string]any  `json:"stream_options,omitempty"`
-	Tools               []any           `json:"tools,omitempty"`
-	ResponseFormat      map[string]any  `json:"response_format,omitempty"`
-	ToolChoice          any             `json:"tool_choice,omitempty"`
-	ParallelToolCalls   *bool           `json:"parallel_tool_calls,omitempty"`
+	Model               string      `json:"model"`
+	Messages            []oaMessage `json:"messages"`
+	MaxTokens           int         `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int         `json:"max_completion_tokens,omitempty"`
+	Temperature         *float64    `json:"temperature,omitempty"`
+	TopP                *float64    `json:"top_p,omitempty"`
+	OpenAISampling
+	User              string         `json:"user,omitempty"`
+	Stop              []string       `json:"stop,omitempty"`
+	Stream            bool           `json:"stream,omitempty"`
+	StreamOptions     map[string]any `json:"stream_options,omitempty"`
+	Tools             []any          `json:"tools,omitempty"`
+	ResponseFormat    map[string]any `json:"response_format,omitempty"`
+	ToolChoice        any            `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool          `json:"parallel_tool_calls,omitempty"`
 }
 
 type oaUsage struct {
@@ -155,8 +151,7 @@ func StopFromOpenAI(fr string) string {
 
 func (p *OpenAI) body(req Request, stream bool) ([]byte, error) {
 	r := oaRequest{Model: req.Model, Temperature: req.Temperature, TopP: req.TopP, Stop: req.StopSequences, Stream: stream,
-		Seed: req.Seed, PresencePenalty: req.PresencePenalty, FrequencyPenalty: req.FrequencyPenalty, LogitBias: req.LogitBias,
-		ReasoningEffort: req.ReasoningEffort, User: req.User}
+		OpenAISampling: req.OpenAISampling, User: req.User}
 	if req.Output != nil && p.kind != "openai" && req.NeedsJSON {
 		// A client's json_schema response format, to a server that may not
 		// take one: JSON mode, and the schema in the instructions.

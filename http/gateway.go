@@ -475,13 +475,9 @@ type ccRequest struct {
 	ResponseFormat    json.RawMessage `json:"response_format"`
 	// Sampling and attribution: passed on (see gateway.Request for which
 	// provider takes which).
-	TopP             *float64        `json:"top_p"`
-	Seed             *int            `json:"seed"`
-	PresencePenalty  *float64        `json:"presence_penalty"`
-	FrequencyPenalty *float64        `json:"frequency_penalty"`
-	LogitBias        json.RawMessage `json:"logit_bias"`
-	ReasoningEffort  string          `json:"reasoning_effort"`
-	User             string          `json:"user"`
+	TopP *float64 `json:"top_p"`
+	User string   `json:"user"`
+	gateway.OpenAISampling
 	// Not served: refused rather than silently answered without.
 	N           *int  `json:"n"`
 	Logprobs    *bool `json:"logprobs"`
@@ -532,12 +528,12 @@ func (q *ccRequest) toGateway() (gateway.Request, error) {
 		return out, badRequest("max_completion_tokens", "must be at least 1")
 	}
 	out.Temperature, out.TopP, out.User = q.Temperature, q.TopP, q.User
-	out.Seed, out.PresencePenalty, out.FrequencyPenalty, out.ReasoningEffort = q.Seed, q.PresencePenalty, q.FrequencyPenalty, q.ReasoningEffort
-	if len(q.LogitBias) > 0 && string(q.LogitBias) != "null" {
-		if q.LogitBias[0] != '{' {
-			return out, badRequest("logit_bias", "logit_bias must be an object of token ids to numbers")
-		}
-		out.LogitBias = q.LogitBias
+	out.OpenAISampling = q.OpenAISampling
+	if string(out.LogitBias) == "null" {
+		out.LogitBias = nil
+	}
+	if len(out.LogitBias) > 0 && out.LogitBias[0] != '{' {
+		return out, badRequest("logit_bias", "logit_bias must be an object of token ids to numbers")
 	}
 	if q.N != nil && *q.N != 1 {
 		return out, badRequest("n", "n: only 1 choice per request is supported through this gateway")
