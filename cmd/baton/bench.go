@@ -30,9 +30,16 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	gwDur := fs.Duration("gw-duration", 4*time.Second, "gateway benchmark: length of each side (direct, through Baton) of each row")
 	modelTime := fs.Duration("model-time", 20*time.Millisecond, "gateway and generate benchmarks: how long the paced upstream model takes before it answers (0: only the model answering at once; negative: only the paced model, taking its absolute value)")
 	fs.BoolVar(&benchPin, "pin", false, "gateway benchmark: also run the paced model's rows at 1 and 16 callers with Baton and the bare proxy on CPU 1 and the load generator and upstream on CPU 0 (Linux, 2 or more CPUs)")
+	fs.IntVar(&gwRows.conc, "gw-conc", 0, "gateway benchmark: only this many concurrent callers (0: 1, 16 and 64)")
+	fs.StringVar(&gwRows.kind, "gw-kind", "", "gateway benchmark: only plain or only stream calls (empty: both)")
 	fs.StringVar(&childCPUProfile, "child-cpuprofile", "", "gateway and generate benchmarks: the Baton child process writes its CPU profile to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	switch gwRows.kind {
+	case "", "plain", "stream":
+	default:
+		return fmt.Errorf("bench: --gw-kind %q: want plain or stream", gwRows.kind)
 	}
 	switch *only {
 	case "", "store", "lifecycle", "gateway", "generate", "kurrent":

@@ -57,6 +57,28 @@ type gwCell struct {
 	DirectAll, ThroughAll   gwStats
 	DirectTail, ThroughTail gwStats
 	Proxy                   gwStats // through a bare reverse proxy (first byte, for streams)
+	// CPU time (user and system, all threads, from /proc) that the Baton
+	// child and the bare proxy spent during the cell's measured rounds,
+	// background work included; 0 where unknown.
+	CPUThrough, CPUProxy time.Duration
+}
+
+// cpuPerCall is a process's CPU time per call it served in the cell.
+func cpuPerCall(cpu time.Duration, s gwStats) time.Duration {
+	if cpu <= 0 || s.N == 0 {
+		return 0
+	}
+	return cpu / time.Duration(s.N)
+}
+
+// cpuPerCallText says Baton's and the bare proxy's CPU per call and their
+// ratio, or "n/a" where /proc is missing.
+func (c gwCell) cpuPerCallText() string {
+	b, p := cpuPerCall(c.CPUThrough, c.Through), cpuPerCall(c.CPUProxy, c.Proxy)
+	if b == 0 || p == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%dµs / %dµs (%.2fx)", b.Microseconds(), p.Microseconds(), float64(b)/float64(p))
 }
 
 func (c gwCell) added50() time.Duration { return c.Through.P50 - c.Direct.P50 }
@@ -348,7 +370,9 @@ func gwSummarize(lat []time.Duration, elapsed time.Duration) gwStats {
 // gwRunCell measures one concurrency level: direct, through Baton and
 // through the bare proxy take turns in slices (each round starts with the
 // next one), so noise from the machine falls on all alike.
-func gwRunCell(ctx context.Context, client *http.Client, direct, through, proxy gwTarget, conc int, stream bool, d, slice, spread time.Duration) (gwCell, error) {
+// cpu[k], when not nil, reads the CPU time of the process serving
+// target k; the difference over the measured rounds is charged to it.
+func gwRunCell(ctx context.Context, client *http.Client, direct, through, proxy gwTarget, cpu [3]func() time.Duration, conc int, stream bool, d, slice, spread time.Duration) (gwCell, error) {
 	cell := gwCell{Conc: conc, Stream: stream}
 	targets := []gwTarget{direct, through, proxy}
 	warm := min(slice, 300*time.Millisecond)
@@ -360,6 +384,12 @@ func gwRunCell(ctx context.Context, client *http.Client, direct, through, proxy 
 	rounds := max(1, int(d/slice))
 	var lat [3][3][]time.Duration // target, measure
 	var el [3]time.Duration
+	var cpuAt [3]time.Duration
+	for k, f := range cpu {
+		if f != nil {
+			cpuAt[k] = f()
+		}
+	}
 	for i := range rounds {
 		for j := range targets {
 			k := (i + j) % len(targets)
@@ -373,6 +403,14 @@ func gwRunCell(ctx context.Context, client *http.Client, direct, through, proxy 
 			el[k] += e
 		}
 	}
+	for k, f := range cpu {
+		if f != nil && cpuAt[k] > 0 {
+			cpuAt[k] = f() - cpuAt[k]
+		} else {
+			cpuAt[k] = 0
+		}
+	}
+	cell.CPUThrough, cell.CPUProxy = cpuAt[1], cpuAt[2]
 	cell.Direct, cell.Through, cell.Proxy = gwSummarize(lat[0][0], el[0]), gwSummarize(lat[1][0], el[1]), gwSummarize(lat[2][0], el[2])
 	if stream {
 		cell.DirectAll, cell.ThroughAll = gwSummarize(lat[0][1], el[0]), gwSummarize(lat[1][1], el[1])
@@ -400,6 +438,32 @@ func procStatus(pid int, field string) int64 {
 		}
 	}
 	return 0
+}
+
+// procCPU is the CPU time a process has used, user and system, all its
+// threads (/proc/<pid>/stat, in USER_HZ ticks of 10 ms); 0 when unknown.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) is in parentheses and may hold spaces:
+	// count the fields after its closing one. utime and stime are fields
+	// 14 and 15, the 12th and 13th after it.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(u+s) * 10 * time.Millisecond
 }
 
 func freeLoopbackAddr() (string, error) {
@@ -449,6 +513,14 @@ func (c *gwChild) stop() {
 // benchPin (baton bench --pin) adds the paced rows with Baton on a core of
 // its own.
 var benchPin bool
+
+// gwRows narrows the gateway benchmark to one concurrency (conc > 0) and
+// one kind of call ("plain" or "stream"), for looking at one row while
+// changing the code (bench --gw-conc, --gw-kind).
+var gwRows struct {
+	conc int
+	kind string
+}
 
 // childCPUProfile, when set, is where the Baton child writes its CPU profile.
 var childCPUProfile string
@@ -716,6 +788,7 @@ func benchGateway(ctx context.Context, dir string, d, modelTime time.Duration, s
 			time.Sleep(1500 * time.Millisecond) // GOMAXPROCS follows
 		}
 	}()
+	cpuOf := [3]func() time.Duration{nil, func() time.Duration { return procCPU(pid) }, func() time.Duration { return procCPU(bare.cmd.Process.Pid) }}
 	for _, se := range series {
 		concs := []int{1, 16, 64}
 		if se.pinned {
@@ -729,7 +802,17 @@ func benchGateway(ctx context.Context, dir string, d, modelTime time.Duration, s
 			res.Pinned = true
 			concs = []int{1, 16}
 		}
-		for _, stream := range []bool{false, true} {
+		streams := []bool{false, true}
+		if gwRows.conc > 0 {
+			concs = []int{gwRows.conc}
+		}
+		switch gwRows.kind {
+		case "plain":
+			streams = streams[:1]
+		case "stream":
+			streams = streams[1:]
+		}
+		for _, stream := range streams {
 			for _, conc := range concs {
 				dur := d
 				if se.modelTime > 0 {
@@ -740,7 +823,7 @@ func benchGateway(ctx context.Context, dir string, d, modelTime time.Duration, s
 						dur = 4 * d
 					}
 				}
-				cell, err := gwRunCell(ctx, client, se.t[0], se.t[1], se.t[2], conc, stream, dur, res.Slice, se.modelTime)
+				cell, err := gwRunCell(ctx, client, se.t[0], se.t[1], se.t[2], cpuOf, conc, stream, dur, res.Slice, se.modelTime)
 				if err != nil {
 					return res, fmt.Errorf("gateway bench, model time %v, %d concurrent (stream %v): %w\nbaton: %s\nbench-proxy: %s", se.modelTime, conc, stream, err, child.logTail(), bare.logTail())
 				}
@@ -756,9 +839,9 @@ func benchGateway(ctx context.Context, dir string, d, modelTime time.Duration, s
 				if se.pinned {
 					kind += " (pinned)"
 				}
-				fmt.Fprintf(stdout, "gateway %s, model time %v, %2d concurrent: %s direct p50 %v p99 %v, through Baton p50 %v p99 %v, added p50 %s p99 %s (bare proxy added p50 %s p99 %s); %.0f/s direct, %.0f/s through\n",
+				fmt.Fprintf(stdout, "gateway %s, model time %v, %2d concurrent: %s direct p50 %v p99 %v, through Baton p50 %v p99 %v, added p50 %s p99 %s (bare proxy added p50 %s p99 %s); %.0f/s direct, %.0f/s through; CPU per call Baton / bare proxy %s\n",
 					kind, se.modelTime, conc, what, round(cell.Direct.P50), round(cell.Direct.P99), round(cell.Through.P50), round(cell.Through.P99),
-					signed(cell.added50()), signed(cell.added99()), signed(cell.proxyAdded50()), signed(cell.proxyAdded99()), cell.Direct.perSec(), cell.Through.perSec())
+					signed(cell.added50()), signed(cell.added99()), signed(cell.proxyAdded50()), signed(cell.proxyAdded99()), cell.Direct.perSec(), cell.Through.perSec(), cell.cpuPerCallText())
 				if stream {
 					fmt.Fprintf(stdout, "                           whole stream direct p50 %v, through p50 %v; [DONE] to end of body through p50 %v p99 %v\n",
 						round(cell.DirectAll.P50), round(cell.ThroughAll.P50), round(cell.ThroughTail.P50), round(cell.ThroughTail.P99))
@@ -839,7 +922,8 @@ func gatewayReport(r gatewayResult) string {
 		"started all in the same microsecond at every slice, as they were until 2026-11-23, they stayed in step and hit the proxies in bursts of 16 every 20 ms, a load no set of independent clients makes, which alone made even the bare proxy add about 2.5 ms at p99. "+
 		"Load generator, upstream and Baton share the same %d cores. "+
 		"*Added* is through minus direct, percentile by percentile; *bare proxy added* the same for the bare proxy. "+
-		"With the paced model one caller makes only about 48 calls a second, so a row at 1 caller holds a few hundred calls per side and its p99 is close to its slowest call: read those p99s as noise.\n\n",
+		"With the paced model one caller makes only about 48 calls a second, so a row at 1 caller holds a few hundred calls per side and its p99 is close to its slowest call: read those p99s as noise. "+
+		"*CPU per call* is the CPU time (user and system, all threads, from `/proc/<pid>/stat`) the Baton child and the bare proxy used over the row's measured rounds, divided by the calls each served: Baton's includes its background work (the usage writer's commits, the feed followers, the collector). Unlike the p99s it moves by a few percent from run to run, and a call's tail grows with it.\n\n",
 		len(gwChunks)-1, gwModel, gwPaced, r.ModelTime, r.ModelTime/20, r.ModelTime, gwProvider, r.Slice, r.Duration, runtime.NumCPU())
 
 	fmt.Fprintf(&b, "Goals:\n\n")
@@ -873,27 +957,27 @@ func gatewayReport(r gatewayResult) string {
 
 	tables := func(mt time.Duration, pinned bool) {
 		fmt.Fprintf(&b, "\nNon-streaming calls (whole response read):\n\n")
-		fmt.Fprintf(&b, "| concurrent | calls direct / through | direct p50 | direct p99 | through p50 | through p99 | added p50 | added p99 | bare proxy added p50 / p99 | through/direct p50 | calls/s direct | calls/s through | through/direct calls/s | calls/s bare proxy |\n")
-		fmt.Fprintf(&b, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		fmt.Fprintf(&b, "| concurrent | calls direct / through | direct p50 | direct p99 | through p50 | through p99 | added p50 | added p99 | bare proxy added p50 / p99 | through/direct p50 | calls/s direct | calls/s through | through/direct calls/s | calls/s bare proxy | CPU per call Baton / bare proxy |\n")
+		fmt.Fprintf(&b, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, c := range r.Cells {
 			if c.Stream || c.ModelTime != mt || c.Pinned != pinned {
 				continue
 			}
-			fmt.Fprintf(&b, "| %d | %d / %d | %v | %v | %v | %v | %s | %s | %s / %s | %s | %.0f | %.0f | %.2f | %.0f |\n",
+			fmt.Fprintf(&b, "| %d | %d / %d | %v | %v | %v | %v | %s | %s | %s / %s | %s | %.0f | %.0f | %.2f | %.0f | %s |\n",
 				c.Conc, c.Direct.N, c.Through.N, round(c.Direct.P50), round(c.Direct.P99), round(c.Through.P50), round(c.Through.P99),
-				signed(c.added50()), signed(c.added99()), signed(c.proxyAdded50()), signed(c.proxyAdded99()), ratio(c.Through.P50, c.Direct.P50), c.Direct.perSec(), c.Through.perSec(), c.Through.perSec()/c.Direct.perSec(), c.Proxy.perSec())
+				signed(c.added50()), signed(c.added99()), signed(c.proxyAdded50()), signed(c.proxyAdded99()), ratio(c.Through.P50, c.Direct.P50), c.Direct.perSec(), c.Through.perSec(), c.Through.perSec()/c.Direct.perSec(), c.Proxy.perSec(), c.cpuPerCallText())
 		}
 		fmt.Fprintf(&b, "\nStreaming calls: *first byte* is the time to the first SSE data line carrying content; the *whole stream* ends when the response body does, after `[DONE]`; *[DONE] to end* is the wait between the two (through Baton, the handler queues the call's usage event after writing `[DONE]`, then ends the body):\n\n")
-		fmt.Fprintf(&b, "| concurrent | streams direct / through | first byte direct p50 / p99 | first byte through p50 / p99 | added p50 | added p99 | bare proxy added p50 / p99 | whole stream direct p50 / p99 | whole stream through p50 / p99 | [DONE] to end direct p50 / p99 | [DONE] to end through p50 / p99 | streams/s direct / through |\n")
-		fmt.Fprintf(&b, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		fmt.Fprintf(&b, "| concurrent | streams direct / through | first byte direct p50 / p99 | first byte through p50 / p99 | added p50 | added p99 | bare proxy added p50 / p99 | whole stream direct p50 / p99 | whole stream through p50 / p99 | [DONE] to end direct p50 / p99 | [DONE] to end through p50 / p99 | streams/s direct / through | CPU per stream Baton / bare proxy |\n")
+		fmt.Fprintf(&b, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, c := range r.Cells {
 			if !c.Stream || c.ModelTime != mt || c.Pinned != pinned {
 				continue
 			}
-			fmt.Fprintf(&b, "| %d | %d / %d | %v / %v | %v / %v | %s | %s | %s / %s | %v / %v | %v / %v | %v / %v | %v / %v | %.0f / %.0f |\n",
+			fmt.Fprintf(&b, "| %d | %d / %d | %v / %v | %v / %v | %s | %s | %s / %s | %v / %v | %v / %v | %v / %v | %v / %v | %.0f / %.0f | %s |\n",
 				c.Conc, c.Direct.N, c.Through.N, round(c.Direct.P50), round(c.Direct.P99), round(c.Through.P50), round(c.Through.P99),
 				signed(c.added50()), signed(c.added99()), signed(c.proxyAdded50()), signed(c.proxyAdded99()), round(c.DirectAll.P50), round(c.DirectAll.P99), round(c.ThroughAll.P50), round(c.ThroughAll.P99),
-				round(c.DirectTail.P50), round(c.DirectTail.P99), round(c.ThroughTail.P50), round(c.ThroughTail.P99), c.Direct.perSec(), c.Through.perSec())
+				round(c.DirectTail.P50), round(c.DirectTail.P99), round(c.ThroughTail.P50), round(c.ThroughTail.P99), c.Direct.perSec(), c.Through.perSec(), c.cpuPerCallText())
 		}
 	}
 	if r.ModelTime > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -75,5 +76,25 @@ func TestBenchProxyPassesAnswersThrough(t *testing.T) {
 		if r.text != gwAnswer || !r.usage {
 			t.Fatalf("call %d (stream %v): %q, usage %v; want %q with usage", i, stream, r.text, r.usage, gwAnswer)
 		}
+	}
+}
+
+// procCPU reads this process's CPU time, which grows while it computes.
+func TestProcCPUGrowsWithWork(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc on this system")
+	}
+	before := procCPU(os.Getpid())
+	x := uint64(1)
+	for start := time.Now(); procCPU(os.Getpid())-before < 50*time.Millisecond; {
+		if time.Since(start) > 20*time.Second {
+			t.Fatalf("CPU time stayed at %v while computing for 20s (x=%d)", procCPU(os.Getpid()), x)
+		}
+		for range 100000 {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+	}
+	if procCPU(-1) != 0 {
+		t.Fatal("a process that does not exist has CPU time")
 	}
 }
