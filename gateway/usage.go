@@ -45,8 +45,16 @@ func CostOf(m *Model, u Usage) *float64 {
 }
 
 // DefaultUsageLinger is how long the usage writer waits after a record for
-// more to join its batch.
-const DefaultUsageLinger = 10 * time.Millisecond
+// more to join its batch. Each commit costs two fdatasyncs and a pass of
+// every feed follower, whatever it holds: at a model's pace (a few hundred
+// calls a second) a 10 ms window cost Baton about 12% more CPU per call
+// than 50 ms (docs/benchmarks.md). A crash loses at most one window's
+// records (docs/operations.md); serve --usage-linger sets it.
+const DefaultUsageLinger = 50 * time.Millisecond
+
+// MaxUsageLinger bounds the window an operator may set: what a crash may
+// lose, and how late other replicas see a call's spending.
+const MaxUsageLinger = time.Second
 
 // UsageWriter appends usage events off the request path: calls hand their
 // records over and go on; one goroutine gathers the records of a short

@@ -49,6 +49,9 @@ type Config struct {
 	// next model of the chain takes over, after it the client gets the
 	// stream's error event.
 	StreamIdle time.Duration
+	// UsageLinger is the usage writer's batching window
+	// (gateway.DefaultUsageLinger when 0) when NewServer starts the writer.
+	UsageLinger time.Duration
 }
 
 // DefaultStreamIdle is the longest a streamed call waits between two
@@ -98,6 +101,9 @@ func NewServer(cfg Config) *Server {
 		cfg.Usage = gateway.NewUsageWriter(cfg.Store, func(rec gateway.UsageRecord, err error) {
 			log.Error().Str("requestId", rec.RequestID).Str("tenant", rec.Tenant).Err(err).Msg("usage not recorded")
 		})
+		if cfg.UsageLinger > 0 {
+			cfg.Usage.Linger = cfg.UsageLinger
+		}
 	}
 	if cfg.Tasks == nil {
 		reg, err := tasks.Default()

@@ -316,6 +316,17 @@ func TestServeRefusesTinyStreamIdle(t *testing.T) {
 	}
 }
 
+// A usage window outside 1ms..1s is refused before anything opens.
+func TestServeRefusesUsageLingerOutOfRange(t *testing.T) {
+	for _, v := range []string{"0s", "500us", "2s"} {
+		var out bytes.Buffer
+		err := run(context.Background(), []string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--usage-linger", v}, &out, &out)
+		if err == nil || !strings.Contains(err.Error(), "from 1ms to 1s") {
+			t.Fatalf("--usage-linger %s: err = %v", v, err)
+		}
+	}
+}
+
 // A correctly chained event that Baton's state machine does not allow (a
 // writer around Baton can recompute the chain) is reported, not "ok".
 func TestLedgerVerifyReportsAnEventTheStateMachineRefuses(t *testing.T) {

@@ -122,12 +122,16 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	maxBody := fs.Int64("max-body", envInt("BATON_MAX_BODY_BYTES", batonhttp.DefaultMaxBody), "request body limit in bytes")
 	streamIdle := fs.Duration("stream-idle", envDuration("BATON_STREAM_IDLE", batonhttp.DefaultStreamIdle), "give up a streamed model call whose upstream sends nothing for this long")
 	idemRetention := fs.Duration("idempotency-retention", envDuration("BATON_IDEMPOTENCY_RETENTION", batonhttp.DefaultIdempotencyRetention), "how long a generate Idempotency-Key and its answer are kept (at least 24h)")
+	usageLinger := fs.Duration("usage-linger", envDuration("BATON_USAGE_LINGER", gateway.DefaultUsageLinger), "how long the usage writer gathers calls' usage events into one commit (a crash loses at most this window's records)")
 	cpuprofile := fs.String("cpuprofile", "", "diagnostics: write a CPU profile of this process to the file until it stops")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *streamIdle < time.Second {
 		return fmt.Errorf("--stream-idle (BATON_STREAM_IDLE) is %v; it must be at least 1s", *streamIdle)
+	}
+	if *usageLinger < time.Millisecond || *usageLinger > gateway.MaxUsageLinger {
+		return fmt.Errorf("--usage-linger (BATON_USAGE_LINGER) is %v; it must be from 1ms to %v", *usageLinger, gateway.MaxUsageLinger)
 	}
 	if *idemRetention < batonhttp.DefaultIdempotencyRetention {
 		// A client may retry a day later and must still get its answer.
@@ -217,7 +221,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	debug.FreeOSMemory()
 
 	front := batonhttp.NewServer(batonhttp.Config{
-		Store: store, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, IdempotencyRetention: *idemRetention, StreamIdle: *streamIdle, Log: log, Version: version, MaxBody: *maxBody,
+		Store: store, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, IdempotencyRetention: *idemRetention, StreamIdle: *streamIdle, UsageLinger: *usageLinger, Log: log, Version: version, MaxBody: *maxBody,
 	})
 	defer front.Close() // after Shutdown: appends the usage events it still holds
 	srv := &http.Server{
