@@ -249,7 +249,10 @@ func (b *Budgets) Apply(ev eventstore.RecordedEvent) error {
 }
 
 // Reservation holds a call's worst case against its tenant's budget until
-// the call is settled. A nil *Reservation (no budget) is valid.
+// the call is settled. A tenant without limits holds nothing, but its
+// reservation still counts the cost at Settle, so that this replica never
+// decodes its own usage events again when the follower brings them. A nil
+// *Reservation is valid and does nothing.
 type Reservation struct {
 	b      *Budgets
 	tenant string
@@ -259,13 +262,13 @@ type Reservation struct {
 
 // Reserve holds the worst-case cost of a call, or refuses it when the
 // tenant's spent and held amounts plus this worst case would pass a limit.
-// Tenants without limits get a nil reservation.
+// Tenants without limits are never refused and hold nothing.
 func (b *Budgets) Reserve(tenant, model string, worst *float64) (*Reservation, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	l, ok := b.limits[tenant]
 	if !ok || (l.DailyUSD == nil && l.MonthlyUSD == nil) {
-		return nil, nil
+		return &Reservation{b: b, tenant: tenant}, nil
 	}
 	if worst == nil {
 		return nil, &BudgetError{Tenant: tenant, Model: model}
@@ -331,9 +334,9 @@ func (r *Reservation) Settle(cost *float64, eventID uuid.UUID, at time.Time) {
 				at = b.now()
 			}
 			s.add(at, *cost)
-			if eventID != uuid.Nil {
-				b.settled[eventID] = true
-			}
+		}
+		if eventID != uuid.Nil {
+			b.settled[eventID] = true // counted (or nothing to count): Apply skips its event
 		}
 	})
 }

@@ -196,3 +196,41 @@ func TestWorstTokensCountsTheSchemaDescription(t *testing.T) {
 		t.Fatalf("a 500,000-byte description added %d to the input bound", in1-in0)
 	}
 }
+
+// A call of a tenant without limits is counted when it settles, once: the
+// follower, bringing the call's own usage event back, skips it without
+// decoding it (its data is not even read), and a limit set later starts
+// from the spending so far. A free call's event is skipped the same way.
+func TestSettleCountsTenantsWithoutLimits(t *testing.T) {
+	b := NewBudgets(nil)
+	hold, err := b.Reserve("free-tenant", "m", usd(5))
+	if err != nil || hold == nil {
+		t.Fatalf("hold %v, err %v", hold, err)
+	}
+	id, at := uuid.New(), b.Now()
+	hold.Settle(usd(0.25), id, at)
+	if s := b.Status("free-tenant"); s.DaySpent != 0.25 || s.ReservedUSD != 0 {
+		t.Fatalf("after settle: %+v", s)
+	}
+	own := eventstore.RecordedEvent{EventData: eventstore.EventData{ID: id, Type: EventUsageRecorded, Data: []byte("not json")}}
+	if err := b.Apply(own); err != nil {
+		t.Fatalf("own event decoded: %v", err)
+	}
+	// Another replica's event for the tenant still counts.
+	if err := b.Apply(usageEvent(t, uuid.New(), UsageRecord{Tenant: "free-tenant", CostUSD: usd(0.5), At: at}, at)); err != nil {
+		t.Fatal(err)
+	}
+	if s := b.Status("free-tenant"); s.DaySpent != 0.75 {
+		t.Fatalf("own event counted twice or the other's lost: %+v", s)
+	}
+	b.Apply(limitsEvent(t, "free-tenant", usd(1), nil))
+	if _, err := b.Reserve("free-tenant", "m", usd(0.5)); err == nil {
+		t.Fatal("a limit set later ignores the 0.75 spent before it")
+	}
+	free := uuid.New()
+	h, _ := b.Reserve("other", "m", usd(0))
+	h.Settle(usd(0), free, at)
+	if err := b.Apply(eventstore.RecordedEvent{EventData: eventstore.EventData{ID: free, Type: EventUsageRecorded, Data: []byte("{")}}); err != nil {
+		t.Fatalf("a free call's own event decoded: %v", err)
+	}
+}
