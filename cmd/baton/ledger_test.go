@@ -316,6 +316,21 @@ func TestServeRefusesTinyStreamIdle(t *testing.T) {
 	}
 }
 
+// serve runs the collector at DefaultServeGOGC unless GOGC says otherwise.
+func TestServeGCPercent(t *testing.T) {
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	if pct, ok := serveGCPercent(getenv); !ok || pct != DefaultServeGOGC {
+		t.Fatalf("no GOGC: %d %v", pct, ok)
+	}
+	for _, v := range []string{"100", "off", "50"} {
+		env["GOGC"] = v
+		if _, ok := serveGCPercent(getenv); ok {
+			t.Fatalf("GOGC=%s overridden", v)
+		}
+	}
+}
+
 // A usage window outside 1ms..1s is refused before anything opens.
 func TestServeRefusesUsageLingerOutOfRange(t *testing.T) {
 	for _, v := range []string{"0s", "500us", "2s"} {
