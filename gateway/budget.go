@@ -254,11 +254,19 @@ func (b *Budgets) Apply(ev eventstore.RecordedEvent) error {
 // decodes its own usage events again when the follower brings them. A nil
 // *Reservation is valid and does nothing.
 type Reservation struct {
-	b      *Budgets
-	tenant string
-	worst  float64
-	once   sync.Once
+	b       *Budgets
+	tenant  string
+	worst   float64
+	limited bool // the tenant had limits when the call was reserved
+	once    sync.Once
 }
+
+// maxSettledUnlimited bounds the events of tenants without limits that
+// wait, counted, for the follower to bring them back. The follower empties
+// it as it goes; while it cannot (a shared store out of reach), further
+// calls of such tenants are left for it to count, so memory stays bounded.
+// A tenant with limits is always counted at once: its limit depends on it.
+const maxSettledUnlimited = 100_000
 
 // Reserve holds the worst-case cost of a call, or refuses it when the
 // tenant's spent and held amounts plus this worst case would pass a limit.
@@ -268,7 +276,7 @@ func (b *Budgets) Reserve(tenant, model string, worst *float64) (*Reservation, e
 	defer b.mu.Unlock()
 	l, ok := b.limits[tenant]
 	if !ok || (l.DailyUSD == nil && l.MonthlyUSD == nil) {
-		return &Reservation{b: b, tenant: tenant}, nil
+		return &Reservation{b: b, tenant: tenant}, nil // holds nothing; Settle counts the cost
 	}
 	if worst == nil {
 		return nil, &BudgetError{Tenant: tenant, Model: model}
@@ -304,7 +312,7 @@ func (b *Budgets) Reserve(tenant, model string, worst *float64) (*Reservation, e
 		return nil, refused
 	}
 	s.reserved += *worst
-	return &Reservation{b: b, tenant: tenant, worst: *worst}, nil
+	return &Reservation{b: b, tenant: tenant, worst: *worst, limited: true}, nil
 }
 
 // Now is the budget book's clock: a usage record carries this time, and
@@ -324,6 +332,9 @@ func (r *Reservation) Settle(cost *float64, eventID uuid.UUID, at time.Time) {
 		b := r.b
 		b.mu.Lock()
 		defer b.mu.Unlock()
+		if !r.limited && (eventID == uuid.Nil || len(b.settled) >= maxSettledUnlimited) {
+			return // nothing was held; the follower counts the call from its event
+		}
 		s := b.book(r.tenant)
 		s.reserved -= r.worst
 		if s.reserved < usdUnit {

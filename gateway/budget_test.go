@@ -234,3 +234,41 @@ func TestSettleCountsTenantsWithoutLimits(t *testing.T) {
 		t.Fatalf("a free call's own event decoded: %v", err)
 	}
 }
+
+// Calls of tenants without limits wait, counted, for their events only up
+// to maxSettledUnlimited; past that the follower counts them, once.
+func TestSettledUnlimitedIsBounded(t *testing.T) {
+	b := NewBudgets(nil)
+	at := b.Now()
+	for range maxSettledUnlimited {
+		h, _ := b.Reserve("free", "m", usd(1))
+		h.Settle(usd(0), uuid.New(), at)
+	}
+	h, _ := b.Reserve("free", "m", usd(1))
+	over := uuid.New()
+	h.Settle(usd(2), over, at)
+	if n := len(b.settled); n != maxSettledUnlimited {
+		t.Fatalf("%d waiting, bound %d", n, maxSettledUnlimited)
+	}
+	if s := b.Status("free"); s.DaySpent != 0 {
+		t.Fatalf("counted at settle past the bound: %+v", s)
+	}
+	if err := b.Apply(usageEvent(t, over, UsageRecord{Tenant: "free", CostUSD: usd(2), At: at}, at)); err != nil {
+		t.Fatal(err)
+	}
+	if s := b.Status("free"); s.DaySpent != 2 {
+		t.Fatalf("the follower did not count it: %+v", s)
+	}
+	// A tenant with limits is counted at settle whatever the bound.
+	b.Apply(limitsEvent(t, "capped", usd(10), nil))
+	hc, err := b.Reserve("capped", "m", usd(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := uuid.New()
+	hc.Settle(usd(1), id, at)
+	b.Apply(usageEvent(t, id, UsageRecord{Tenant: "capped", CostUSD: usd(1), At: at}, at))
+	if s := b.Status("capped"); s.DaySpent != 1 {
+		t.Fatalf("limited tenant: %+v", s)
+	}
+}
