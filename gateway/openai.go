@@ -502,14 +502,14 @@ func modelIDs(data json.RawMessage) ([]string, error) {
 // decodeWhole decodes one JSON document and refuses anything after it: an
 // answer with trailing bytes is not one the provider meant.
 func decodeWhole(r io.Reader, v any) error {
-	dec := json.NewDecoder(r)
-	if err := dec.Decode(v); err != nil {
+	// Read, then decode: json.Unmarshal refuses anything after the
+	// document and allocates only what v keeps, where a json.Decoder grew
+	// a buffer by refills, then read on to look for more.
+	b, err := io.ReadAll(r)
+	if err != nil {
 		return err
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("data after the JSON document")
-	}
-	return nil
+	return json.Unmarshal(b, v)
 }
 
 // send does req. A transport failure, or an answer outside 2xx (its body

@@ -522,8 +522,9 @@ var gwRows struct {
 	kind string
 }
 
-// childCPUProfile, when set, is where the Baton child writes its CPU profile.
-var childCPUProfile string
+// childCPUProfile and childMemProfile, when set, are where the Baton
+// child writes its CPU and heap profiles.
+var childCPUProfile, childMemProfile string
 
 // startBaton runs `baton serve` on a fresh data directory and waits until
 // it serves, reading the bootstrap admin key it prints on first start.
@@ -533,6 +534,9 @@ func startBaton(dir, providers string) (*gwChild, error) {
 		args := []string{"serve", "--data", filepath.Join(dir, "data"), "--addr", addr, "--providers", providers}
 		if childCPUProfile != "" {
 			args = append(args, "--cpuprofile", childCPUProfile)
+		}
+		if childMemProfile != "" {
+			args = append(args, "--memprofile", childMemProfile)
 		}
 		return args
 	}, func(log []byte) bool {

@@ -124,6 +124,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	idemRetention := fs.Duration("idempotency-retention", envDuration("BATON_IDEMPOTENCY_RETENTION", batonhttp.DefaultIdempotencyRetention), "how long a generate Idempotency-Key and its answer are kept (at least 24h)")
 	usageLinger := fs.Duration("usage-linger", envDuration("BATON_USAGE_LINGER", gateway.DefaultUsageLinger), "how long the usage writer gathers calls' usage events into one commit (a crash loses at most this window's records)")
 	cpuprofile := fs.String("cpuprofile", "", "diagnostics: write a CPU profile of this process to the file until it stops")
+	memprofile := fs.String("memprofile", "", "diagnostics: write a heap profile (what was allocated, and where, since start) to the file when it stops")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -142,6 +143,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer stopProfile()
+	if *memprofile != "" {
+		defer writeHeapProfile(*memprofile, stderr)
+	}
 	log := zerolog.New(stderr).With().Timestamp().Logger()
 	if err := storeOpts.check(); err != nil {
 		return err
@@ -397,4 +401,16 @@ func serveGCPercent(getenv func(string) string) (int, bool) {
 		return 0, false
 	}
 	return DefaultServeGOGC, true
+}
+
+// writeHeapProfile writes the heap profile (allocations since start) to
+// path; a failure is only reported, as the server has already stopped.
+func writeHeapProfile(path string, stderr io.Writer) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = errors.Join(pprof.Lookup("allocs").WriteTo(f, 0), f.Close())
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "memprofile: %v\n", err)
+	}
 }
