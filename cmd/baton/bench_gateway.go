@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/batonhq/baton/eventstore/bolt"
 	"github.com/batonhq/baton/eventstore/storebench"
 )
 
@@ -90,21 +91,26 @@ func (c gwCell) proxyAdded99() time.Duration { return c.Proxy.P99 - c.Direct.P99
 
 // gatewayResult is the whole gateway benchmark.
 type gatewayResult struct {
-	Cells     []gwCell
-	ModelTime time.Duration // the paced model's time before it answers (0: no paced rows)
-	Duration  time.Duration // per side per cell
-	Slice     time.Duration
-	StartRSS  int64 // bytes, right after Baton began serving; 0 when unknown (no /proc)
-	IdleRSS   int64 // after the warm-up calls
-	IdleAnon  int64 // of which anonymous memory (heap, stacks)
-	IdleFile  int64 // and file-backed pages (the binary, the mapped data files)
-	PeakRSS   int64 // highest VmRSS sampled during the runs
-	AfterRSS  int64 // VmRSS right after the last concurrency-64 run
-	HWM       int64 // VmHWM: the kernel's peak
-	Took      time.Duration
-	StartedAt time.Time
-	Pinned    bool   // the pinned rows ran
-	PinErr    string // why they did not
+	Cells      []gwCell
+	ModelTime  time.Duration // the paced model's time before it answers (0: no paced rows)
+	Duration   time.Duration // per side per cell
+	Slice      time.Duration
+	StartRSS   int64 // bytes, right after Baton began serving; 0 when unknown (no /proc)
+	IdleRSS    int64 // after the warm-up calls
+	IdleAnon   int64 // of which anonymous memory (heap, stacks)
+	IdleFile   int64 // and file-backed pages (the binary, the mapped data files)
+	PeakRSS    int64 // highest VmRSS sampled during the runs
+	PeakAnon   int64 // anonymous memory at that sample (heap, stacks)
+	PeakFile   int64 // file-backed pages at that sample
+	AfterRSS   int64 // VmRSS right after the last concurrency-64 run
+	AfterAnon  int64 // of which anonymous memory
+	AfterFile  int64 // and file-backed pages: mostly the store's file, mapped, growing with every usage event
+	HWM        int64 // VmHWM: the kernel's peak
+	StoreBytes int64 // size of Baton's event store file at the end
+	Took       time.Duration
+	StartedAt  time.Time
+	Pinned     bool   // the pinned rows ran
+	PinErr     string // why they did not
 }
 
 const (
@@ -732,7 +738,7 @@ func benchGateway(ctx context.Context, dir string, d, modelTime time.Duration, s
 		}
 	}
 
-	var peak atomic.Int64
+	var peak, peakAnon, peakFile atomic.Int64 // the last two at the peak's sample
 	sampleDone := make(chan struct{})
 	stopSampling := make(chan struct{})
 	go func() {
@@ -742,6 +748,8 @@ func benchGateway(ctx context.Context, dir string, d, modelTime time.Duration, s
 		for {
 			if v := procStatus(pid, "VmRSS"); v > peak.Load() {
 				peak.Store(v)
+				peakAnon.Store(procStatus(pid, "RssAnon"))
+				peakFile.Store(procStatus(pid, "RssFile"))
 			}
 			select {
 			case <-stopSampling:
@@ -834,7 +842,7 @@ func benchGateway(ctx context.Context, dir string, d, modelTime time.Duration, s
 				cell.ModelTime, cell.Pinned = se.modelTime, se.pinned
 				res.Cells = append(res.Cells, cell)
 				if conc == 64 && se.modelTime == 0 {
-					res.AfterRSS = procStatus(pid, "VmRSS")
+					res.AfterRSS, res.AfterAnon, res.AfterFile = procStatus(pid, "VmRSS"), procStatus(pid, "RssAnon"), procStatus(pid, "RssFile")
 				}
 				kind, what := "plain ", "latency"
 				if stream {
@@ -855,8 +863,11 @@ func benchGateway(ctx context.Context, dir string, d, modelTime time.Duration, s
 	}
 	close(stopSampling)
 	<-sampleDone
-	res.PeakRSS = peak.Load()
+	res.PeakRSS, res.PeakAnon, res.PeakFile = peak.Load(), peakAnon.Load(), peakFile.Load()
 	res.HWM = procStatus(pid, "VmHWM")
+	if fi, err := os.Stat(filepath.Join(dir, "data", bolt.FileName)); err == nil {
+		res.StoreBytes = fi.Size()
+	}
 	res.Took = time.Since(res.StartedAt)
 	select {
 	case <-child.exited:
@@ -1009,8 +1020,8 @@ func gatewayReport(r gatewayResult) string {
 		fmt.Fprintf(&b, "\nAt saturation (64 concurrent, non-streaming, model answering at once) Baton passes %.0f calls/s, %.0f%% of the %.0f/s the upstream answers directly on the same cores.\n",
 			c64.Through.perSec(), 100*c64.Through.perSec()/c64.Direct.perSec(), c64.Direct.perSec())
 	}
-	fmt.Fprintf(&b, "\nMemory of the Baton process (VmRSS from /proc): idle %s; highest sampled during the runs %s; %s right after the last 64-concurrent run on the model answering at once; kernel peak (VmHWM) %s.\n",
-		mb(r.IdleRSS), mb(r.PeakRSS), mb(r.AfterRSS), mb(r.HWM))
+	fmt.Fprintf(&b, "\nMemory of the Baton process (VmRSS from /proc): idle %s; highest sampled during the runs %s (%s anonymous: heap and stacks; %s file-backed: the binary and the pages of the store's file it mapped and read, which grows with every usage event, %s by the end); %s right after the last 64-concurrent run on the model answering at once (%s anonymous, %s file-backed); kernel peak (VmHWM) %s.\n",
+		mb(r.IdleRSS), mb(r.PeakRSS), mb(r.PeakAnon), mb(r.PeakFile), mb(r.StoreBytes), mb(r.AfterRSS), mb(r.AfterAnon), mb(r.AfterFile), mb(r.HWM))
 	fmt.Fprintf(&b, "\nThe gateway benchmark took %v.\n", r.Took.Round(time.Second))
 	fmt.Fprintf(&b, "\n### Where the gateway's added time goes\n\n")
 	c1, ok1 := r.cell(0, false, 1)
