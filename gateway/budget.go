@@ -263,10 +263,11 @@ type Reservation struct {
 
 // maxSettledUnlimited bounds the events of tenants without limits that
 // wait, counted, for the follower to bring them back. The follower empties
-// it as it goes; while it cannot (a shared store out of reach), further
-// calls of such tenants are left for it to count, so memory stays bounded.
-// A tenant with limits is always counted at once: its limit depends on it.
-const maxSettledUnlimited = 100_000
+// it as it goes (and Forget, when an event could not be appended); while
+// it falls behind, further calls of such tenants are left for it to count,
+// so memory stays bounded. A tenant with limits is always counted at once:
+// its limit depends on it.
+const maxSettledUnlimited = 10_000
 
 // Reserve holds the worst-case cost of a call, or refuses it when the
 // tenant's spent and held amounts plus this worst case would pass a limit.
@@ -350,6 +351,25 @@ func (r *Reservation) Settle(cost *float64, eventID uuid.UUID, at time.Time) {
 			b.settled[eventID] = true // counted (or nothing to count): Apply skips its event
 		}
 	})
+}
+
+// Forget drops what Settle noted for the usage event eventID, when that
+// event could not be appended and so will never be applied. The call stays
+// counted here. Should the append's outcome have been unknown and the event
+// land after all, a tenant with limits would have it counted twice: more
+// spending than there was, never less.
+func (b *Budgets) Forget(eventID uuid.UUID) {
+	b.mu.Lock()
+	delete(b.settled, eventID)
+	b.mu.Unlock()
+}
+
+// Waiting is how many settled calls' usage events this replica has yet to
+// see come back through the follower.
+func (b *Budgets) Waiting() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.settled)
 }
 
 // BudgetStatus is a tenant's limits and spending now.

@@ -71,7 +71,7 @@ type UsageWriter struct {
 	store eventstore.Store
 	in    chan usageItem
 	done  chan struct{}
-	onErr func(UsageRecord, error)
+	onErr func(uuid.UUID, UsageRecord, error)
 	start sync.Once // the goroutine starts with the first record
 
 	mu     sync.RWMutex // Close takes it whole; Record shares it
@@ -84,9 +84,9 @@ type usageItem struct {
 }
 
 // NewUsageWriter makes a writer; its goroutine starts with the first
-// record. onErr hears records that could not be appended (they are lost:
-// the answer has gone out).
-func NewUsageWriter(store eventstore.Store, onErr func(UsageRecord, error)) *UsageWriter {
+// record. onErr hears records that could not be appended, with their
+// event ids (they are lost: the answer has gone out).
+func NewUsageWriter(store eventstore.Store, onErr func(uuid.UUID, UsageRecord, error)) *UsageWriter {
 	return &UsageWriter{Linger: DefaultUsageLinger, store: store, in: make(chan usageItem, 4096), done: make(chan struct{}), onErr: onErr}
 }
 
@@ -186,7 +186,7 @@ func (w *UsageWriter) write(batch []usageItem) {
 		for _, it := range items {
 			data, err := json.Marshal(it.rec)
 			if err != nil {
-				w.fail(it.rec, err)
+				w.fail(it, err)
 				continue
 			}
 			evs = append(evs, eventstore.EventData{ID: it.id, Type: EventUsageRecorded, Data: data,
@@ -200,15 +200,15 @@ func (w *UsageWriter) write(batch []usageItem) {
 		cancel()
 		if err != nil {
 			for _, it := range items {
-				w.fail(it.rec, err)
+				w.fail(it, err)
 			}
 		}
 	}
 }
 
-func (w *UsageWriter) fail(rec UsageRecord, err error) {
+func (w *UsageWriter) fail(it usageItem, err error) {
 	if w.onErr != nil {
-		w.onErr(rec, err)
+		w.onErr(it.id, it.rec, err)
 	}
 }
 

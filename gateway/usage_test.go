@@ -23,7 +23,7 @@ func TestUsageWriterAppendsEverything(t *testing.T) {
 	}
 	defer store.Close()
 	var failed []error
-	w := NewUsageWriter(store, func(_ UsageRecord, err error) { failed = append(failed, err) })
+	w := NewUsageWriter(store, func(_ uuid.UUID, _ UsageRecord, err error) { failed = append(failed, err) })
 	var wg sync.WaitGroup
 	for i := range 200 {
 		wg.Add(1)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/gorilla/mux"
 	"github.com/rs/zerolog"
 
@@ -97,8 +98,9 @@ func NewServer(cfg Config) *Server {
 	}
 	ownsUsage := cfg.Usage == nil
 	if ownsUsage {
-		log := cfg.Log
-		cfg.Usage = gateway.NewUsageWriter(cfg.Store, func(rec gateway.UsageRecord, err error) {
+		log, budgets := cfg.Log, cfg.Budgets
+		cfg.Usage = gateway.NewUsageWriter(cfg.Store, func(id uuid.UUID, rec gateway.UsageRecord, err error) {
+			budgets.Forget(id) // the event will not come back: nothing to skip
 			log.Error().Str("requestId", rec.RequestID).Str("tenant", rec.Tenant).Err(err).Msg("usage not recorded")
 		})
 		if cfg.UsageLinger > 0 {
