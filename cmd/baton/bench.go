@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -41,6 +42,13 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	case "", "plain", "stream":
 	default:
 		return fmt.Errorf("bench: --gw-kind %q: want plain or stream", gwRows.kind)
+	}
+	if gwRows.conc < 0 {
+		return fmt.Errorf("bench: --gw-conc %d: want a number of callers, or 0 for 1, 16 and 64", gwRows.conc)
+	}
+	if (gwRows.conc != 0 || gwRows.kind != "") && *only != "gateway" {
+		// A partial gateway section must not overwrite docs/benchmarks.md.
+		return errors.New("bench: --gw-conc and --gw-kind go with --only gateway")
 	}
 	switch *only {
 	case "", "store", "lifecycle", "gateway", "generate", "kurrent":

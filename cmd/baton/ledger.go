@@ -35,10 +35,14 @@ var errChainBroken = errors.New("ledger verification failed")
 func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("ledger verify", flag.ContinueOnError)
 	data := fs.String("data", dataDirDefault(), "data directory")
-	storeOpts := addStoreFlags(fs)
+	var env envVars
+	storeOpts := addStoreFlags(fs, &env)
 	base := fs.String("url", "", "verify through a running server at this base URL instead of the store")
 	key := fs.String("key", os.Getenv("BATON_API_KEY"), "API key for --url (or BATON_API_KEY)")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := env.err(); err != nil {
 		return err
 	}
 	var ids []string
@@ -316,11 +320,15 @@ func verifyOverHTTP(ctx context.Context, base, key string, ids []string, receipt
 func keysCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
 	data := fs.String("data", dataDirDefault(), "data directory")
-	storeOpts := addStoreFlags(fs)
+	var env envVars
+	storeOpts := addStoreFlags(fs, &env)
 	tenant := fs.String("tenant", "", "tenant the key belongs to (required)")
 	admin := fs.Bool("admin", false, "an admin key: may review proof, create keys, and read every tenant")
 	label := fs.String("label", "", "a note to recognise the key by")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := env.err(); err != nil {
 		return err
 	}
 	if *tenant == "" {

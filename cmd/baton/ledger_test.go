@@ -331,6 +331,31 @@ func TestServeGCPercent(t *testing.T) {
 	}
 }
 
+// A BATON_ variable whose value cannot be used is refused, named, before
+// anything opens, rather than quietly replaced by the default.
+func TestCommandsRefuseUnusableEnvironment(t *testing.T) {
+	cases := []struct {
+		name, value string
+		args        []string
+	}{
+		{"BATON_USAGE_LINGER", "50", []string{"serve", "--addr", "127.0.0.1:0"}},
+		{"BATON_STREAM_IDLE", "0s", []string{"serve", "--addr", "127.0.0.1:0"}},
+		{"BATON_MAX_BODY_BYTES", "1MB", []string{"serve", "--addr", "127.0.0.1:0"}},
+		{"BATON_KURRENTDB_MAX_APPEND_SIZE", "-1", []string{"keys", "create", "--tenant", "t"}},
+		{"BATON_KURRENTDB_MAX_APPEND_SIZE", "big", []string{"ledger", "verify"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name+"="+c.value, func(t *testing.T) {
+			t.Setenv(c.name, c.value)
+			var out bytes.Buffer
+			err := run(context.Background(), append(c.args, "--data", t.TempDir()), &out, &out)
+			if err == nil || !strings.Contains(err.Error(), c.name) {
+				t.Fatalf("%v: err = %v", c.args, err)
+			}
+		})
+	}
+}
+
 // A usage window outside 1ms..1s is refused before anything opens.
 func TestServeRefusesUsageLingerOutOfRange(t *testing.T) {
 	for _, v := range []string{"0s", "500us", "2s"} {

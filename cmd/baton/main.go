@@ -17,6 +17,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -115,17 +116,21 @@ func dataDirDefault() string {
 
 func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var env envVars
 	addr := fs.String("addr", envOr("BATON_ADDR", "127.0.0.1:8080"), "listen address")
 	data := fs.String("data", dataDirDefault(), "data directory: the embedded store and this process's read models")
-	storeOpts := addStoreFlags(fs)
+	storeOpts := addStoreFlags(fs, &env)
 	providers := fs.String("providers", envOr("BATON_PROVIDERS_FILE", "providers.json"), "providers file (JSON); skipped when absent")
-	maxBody := fs.Int64("max-body", envInt("BATON_MAX_BODY_BYTES", batonhttp.DefaultMaxBody), "request body limit in bytes")
-	streamIdle := fs.Duration("stream-idle", envDuration("BATON_STREAM_IDLE", batonhttp.DefaultStreamIdle), "give up a streamed model call whose upstream sends nothing for this long")
-	idemRetention := fs.Duration("idempotency-retention", envDuration("BATON_IDEMPOTENCY_RETENTION", batonhttp.DefaultIdempotencyRetention), "how long a generate Idempotency-Key and its answer are kept (at least 24h)")
-	usageLinger := fs.Duration("usage-linger", envDuration("BATON_USAGE_LINGER", gateway.DefaultUsageLinger), "how long the usage writer gathers calls' usage events into one commit (a crash loses at most this window's records)")
+	maxBody := fs.Int64("max-body", env.integer("BATON_MAX_BODY_BYTES", batonhttp.DefaultMaxBody), "request body limit in bytes")
+	streamIdle := fs.Duration("stream-idle", env.duration("BATON_STREAM_IDLE", batonhttp.DefaultStreamIdle), "give up a streamed model call whose upstream sends nothing for this long")
+	idemRetention := fs.Duration("idempotency-retention", env.duration("BATON_IDEMPOTENCY_RETENTION", batonhttp.DefaultIdempotencyRetention), "how long a generate Idempotency-Key and its answer are kept (at least 24h)")
+	usageLinger := fs.Duration("usage-linger", env.duration("BATON_USAGE_LINGER", gateway.DefaultUsageLinger), "how long the usage writer gathers calls' usage events into one commit (a crash loses at most this window's records)")
 	cpuprofile := fs.String("cpuprofile", "", "diagnostics: write a CPU profile of this process to the file until it stops")
 	memprofile := fs.String("memprofile", "", "diagnostics: write a heap profile (what was allocated, and where, since start) to the file when it stops")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := env.err(); err != nil {
 		return err
 	}
 	if *streamIdle < time.Second {
@@ -285,14 +290,6 @@ func storeCheck(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-func envInt(key string, def int64) int64 {
-	var n int64
-	if _, err := fmt.Sscan(os.Getenv(key), &n); err == nil && n > 0 {
-		return n
-	}
-	return def
-}
-
 // bootstrapKey creates the first admin key on a store that has none and
 // prints it once, outside the structured log, so `make run` on a fresh
 // machine hands the newcomer a working key. The key is appended only if the
@@ -335,15 +332,41 @@ func envOr(key, def string) string {
 	return def
 }
 
-// envDuration reads a duration from the environment (e.g. "36h").
-func envDuration(name string, def time.Duration) time.Duration {
-	if v := os.Getenv(name); v != "" {
-		if d, err := time.ParseDuration(v); err == nil && d > 0 {
-			return d
-		}
+// envVars gives flags their defaults from BATON_ variables and keeps the
+// values it could not use: the command refuses them (err) rather than run
+// on a default its operator did not choose.
+type envVars struct{ bad []error }
+
+// duration reads a positive duration (e.g. "50ms", "36h").
+func (e *envVars) duration(name string, def time.Duration) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
 	}
-	return def
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		e.bad = append(e.bad, fmt.Errorf("%s=%q is not a positive duration with its unit (such as 50ms, 10m or 36h)", name, v))
+		return def
+	}
+	return d
 }
+
+// integer reads a positive whole number.
+func (e *envVars) integer(name string, def int64) int64 {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		e.bad = append(e.bad, fmt.Errorf("%s=%q is not a positive whole number", name, v))
+		return def
+	}
+	return n
+}
+
+// err names every variable that could not be used.
+func (e *envVars) err() error { return errors.Join(e.bad...) }
 
 // providersFileUsed names the providers file that was read, or says none
 // was (the default path is skipped when absent).
@@ -406,6 +429,7 @@ func serveGCPercent(getenv func(string) string) (int, bool) {
 // writeHeapProfile writes the heap profile (allocations since start) to
 // path; a failure is only reported, as the server has already stopped.
 func writeHeapProfile(path string, stderr io.Writer) {
+	runtime.GC() // the profile counts what the last collection saw
 	f, err := os.Create(path)
 	if err == nil {
 		err = errors.Join(pprof.Lookup("allocs").WriteTo(f, 0), f.Close())

@@ -35,9 +35,13 @@ func migrate(ctx context.Context, args []string, stdout io.Writer) error {
 	data := fs.String("data", dataDirDefault(), "data directory of the source store (no baton may be serving it)")
 	to := fs.String("to", storeKurrent, "target store: kurrent")
 	url := fs.String("kurrentdb-url", os.Getenv("BATON_KURRENTDB_URL"), "KurrentDB connection string of the target (or BATON_KURRENTDB_URL)")
-	maxAppend := fs.Int("kurrentdb-max-append-size", int(envInt("BATON_KURRENTDB_MAX_APPEND_SIZE", kurrent.DefaultMaxAppendSize)), "the target server's --max-append-size in bytes")
+	var env envVars
+	maxAppend := fs.Int("kurrentdb-max-append-size", int(env.integer("BATON_KURRENTDB_MAX_APPEND_SIZE", kurrent.DefaultMaxAppendSize)), "the target server's --max-append-size in bytes")
 	limit := fs.Int("limit", 0, "stop after the first this many events of the feed (copied now or confirmed from an earlier run); a run with a larger limit, or none, continues; 0 copies everything")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := env.err(); err != nil {
 		return err
 	}
 	if *from != storeBolt || *to != storeKurrent {
