@@ -1038,7 +1038,7 @@ func gatewayReport(r gatewayResult) string {
 		}
 		fmt.Fprintf(&b, "\n\n")
 	}
-	fmt.Fprintf(&b, "What the CPU-per-call column showed on 2026-11-25 (added that day; Intel Xeon, 2 cores; the figures of 2026-11-23 above this section's history were on an AMD EPYC machine with a disk 2.4 times slower, so compare days only as ratios to their own bare proxy): "+
+	fmt.Fprintf(&b, "What the CPU-per-call column showed on 2026-11-25 (added that day, on an Intel Xeon with 2 cores; the history below, of 2026-11-23, was measured on an AMD EPYC machine with a disk 2.4 times slower, so compare days only as ratios to their own bare proxy): "+
 		"at a model's pace a call costs each proxy two to four times the CPU it costs at saturation (Baton about 360 µs against 105 µs, the bare proxy about 200 µs against 48 µs at 16 callers), the price of waking threads and polling on cores that are mostly idle, which this virtual machine charges heavily. "+
 		"With the usage events switched off (a throwaway build, not kept), Baton's CPU per paced call fell from about 360 to 260 µs: the usage pipeline, not the request path, was most of what Baton added to the floor. "+
 		"Of that, each commit's fixed cost (two fdatasyncs, the system CPU they take here, and a pass of every feed follower) weighed most: with the writer's window at 50 ms instead of 10 ms, 295 to 318 µs against 344 to 346 µs in three runs each, and no further gain at 200 ms. "+
