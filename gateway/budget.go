@@ -354,10 +354,9 @@ func (r *Reservation) Settle(cost *float64, eventID uuid.UUID, at time.Time) {
 }
 
 // Forget drops what Settle noted for the usage event eventID, when that
-// event could not be appended and so will never be applied. The call stays
-// counted here. Should the append's outcome have been unknown and the event
-// land after all, a tenant with limits would have it counted twice: more
-// spending than there was, never less.
+// event certainly was not appended and so will never be applied (see
+// AppendNotDone: after an append of unknown outcome the note stays, as the
+// event may still land). The call stays counted here.
 func (b *Budgets) Forget(eventID uuid.UUID) {
 	b.mu.Lock()
 	delete(b.settled, eventID)

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 
@@ -183,12 +184,14 @@ func (w *UsageWriter) write(batch []usageItem) {
 	for _, tenant := range order {
 		items := byTenant[tenant]
 		evs := make([]eventstore.EventData, 0, len(items))
+		sent := items[:0:0] // the items whose events go in the append
 		for _, it := range items {
 			data, err := json.Marshal(it.rec)
 			if err != nil {
 				w.fail(it, err)
 				continue
 			}
+			sent = append(sent, it)
 			evs = append(evs, eventstore.EventData{ID: it.id, Type: EventUsageRecorded, Data: data,
 				Metadata: eventstore.Metadata{Tenant: it.rec.Tenant, Actor: "key:" + it.rec.KeyID, RequestID: it.rec.RequestID, SchemaVersion: 1}})
 		}
@@ -199,11 +202,20 @@ func (w *UsageWriter) write(batch []usageItem) {
 		_, err := appendUnordered(ctx, w.store, UsageStream(tenant), evs...)
 		cancel()
 		if err != nil {
-			for _, it := range items {
+			for _, it := range sent { // each failed record is reported once
 				w.fail(it, err)
 			}
 		}
 	}
+}
+
+// AppendNotDone reports whether a failed append certainly wrote nothing:
+// not when the store says the outcome is unknown (a commit or a connection
+// failing mid-write, a deadline passing during it), where the event may
+// still land.
+func AppendNotDone(err error) bool {
+	return err != nil && !errors.Is(err, eventstore.ErrUnavailable) &&
+		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled)
 }
 
 func (w *UsageWriter) fail(it usageItem, err error) {

@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -107,5 +109,34 @@ func TestUsageWriterLingerBatches(t *testing.T) {
 	}
 	if n := store.appends.Load(); n != 2 || len(evs) != 612 {
 		t.Fatalf("%d appends, %d events; want 2 appends of 612 events", n, len(evs))
+	}
+}
+
+// refusingStore refuses every append.
+type refusingStore struct{ eventstore.Store }
+
+func (refusingStore) Append(context.Context, string, eventstore.ExpectedRevision, ...eventstore.EventData) (eventstore.AppendResult, error) {
+	return eventstore.AppendResult{}, errors.New("refused")
+}
+
+// Each record that could not be appended is reported once, with its id,
+// also when it could not even be encoded (a NaN cost) and the append of
+// the others failed too.
+func TestUsageWriterReportsEachFailureOnce(t *testing.T) {
+	inner, err := bolt.Open(t.TempDir(), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	reported := map[uuid.UUID]int{}
+	w := NewUsageWriter(refusingStore{inner}, func(id uuid.UUID, _ UsageRecord, _ error) { reported[id]++ })
+	w.Linger = time.Hour
+	nan := math.NaN()
+	bad, good := uuid.New(), uuid.New()
+	w.Record(bad, UsageRecord{Tenant: "t", CostUSD: &nan})
+	w.Record(good, UsageRecord{Tenant: "t"})
+	w.Close()
+	if reported[bad] != 1 || reported[good] != 1 || len(reported) != 2 {
+		t.Fatalf("reports %v", reported)
 	}
 }

@@ -100,7 +100,9 @@ func NewServer(cfg Config) *Server {
 	if ownsUsage {
 		log, budgets := cfg.Log, cfg.Budgets
 		cfg.Usage = gateway.NewUsageWriter(cfg.Store, func(id uuid.UUID, rec gateway.UsageRecord, err error) {
-			budgets.Forget(id) // the event will not come back: nothing to skip
+			if gateway.AppendNotDone(err) {
+				budgets.Forget(id) // the event will not come back: nothing to skip
+			}
 			log.Error().Str("requestId", rec.RequestID).Str("tenant", rec.Tenant).Err(err).Msg("usage not recorded")
 		})
 		if cfg.UsageLinger > 0 {

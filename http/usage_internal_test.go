@@ -3,6 +3,7 @@ package http
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -30,38 +31,53 @@ func TestUsageLingerReachesTheWriter(t *testing.T) {
 	}
 }
 
-// failingStore refuses every append.
-type failingStore struct{ eventstore.Store }
-
-func (failingStore) Append(context.Context, string, eventstore.ExpectedRevision, ...eventstore.EventData) (eventstore.AppendResult, error) {
-	return eventstore.AppendResult{}, errors.New("disk on fire")
+// failingStore refuses every append with err.
+type failingStore struct {
+	eventstore.Store
+	err error
 }
 
-// A usage event that could not be appended will never come back through the
-// follower: what settling noted for it is dropped, so the set of events
-// waiting for the follower does not grow with failures.
+func (f failingStore) Append(context.Context, string, eventstore.ExpectedRevision, ...eventstore.EventData) (eventstore.AppendResult, error) {
+	return eventstore.AppendResult{}, f.err
+}
+
+// A usage event that certainly was not appended will never come back
+// through the follower: what settling noted for it is dropped, so the set
+// of events waiting for the follower does not grow with failures. After an
+// append of unknown outcome the note stays: the event may still land, and
+// the follower must not count it a second time.
 func TestFailedUsageAppendIsForgotten(t *testing.T) {
 	store, err := bolt.Open(t.TempDir(), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	budgets := gateway.NewBudgets(nil)
-	s := NewServer(Config{Store: failingStore{store}, Budgets: budgets, UsageLinger: time.Millisecond})
-	for range 3 {
-		hold, err := budgets.Reserve("t", "m", nil)
-		if err != nil {
-			t.Fatal(err)
+	for _, c := range []struct {
+		err     error
+		waiting int
+	}{
+		{errors.New("disk on fire"), 0},
+		{fmt.Errorf("%w: connection reset", eventstore.ErrUnavailable), 3},
+		{context.DeadlineExceeded, 3},
+	} {
+		budgets := gateway.NewBudgets(nil)
+		s := NewServer(Config{Store: failingStore{store, c.err}, Budgets: budgets, UsageLinger: time.Millisecond})
+		at := budgets.Now()
+		for range 3 {
+			hold, err := budgets.Reserve("t", "m", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, cost := uuid.New(), 0.5
+			hold.Settle(&cost, id, at)
+			s.usage.Record(id, gateway.UsageRecord{Tenant: "t", Outcome: "ok"})
 		}
-		id, cost := uuid.New(), 0.5
-		hold.Settle(&cost, id, budgets.Now())
-		s.usage.Record(id, gateway.UsageRecord{Tenant: "t", Outcome: "ok"})
-	}
-	s.Close() // drains the writer: every append has failed by now
-	if n := budgets.Waiting(); n != 0 {
-		t.Fatalf("%d settled events still wait for a follower after their appends failed", n)
-	}
-	if got := budgets.Status("t").DaySpent; got != 1.5 {
-		t.Fatalf("spending %v, want 1.5 (the calls stay counted)", got)
+		s.Close() // drains the writer: every append has failed by now
+		if n := budgets.Waiting(); n != c.waiting {
+			t.Errorf("append error %v: %d settled events wait for the follower, want %d", c.err, n, c.waiting)
+		}
+		if got := budgets.Status("t"); got.Day == at.Format("2006-01-02") && got.DaySpent != 1.5 {
+			t.Errorf("append error %v: spending %v, want 1.5 (the calls stay counted)", c.err, got.DaySpent)
+		}
 	}
 }

@@ -42,7 +42,7 @@ func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := env.err(); err != nil {
+	if err := env.err(fs); err != nil {
 		return err
 	}
 	var ids []string
@@ -328,7 +328,7 @@ func keysCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := env.err(); err != nil {
+	if err := env.err(fs); err != nil {
 		return err
 	}
 	if *tenant == "" {

@@ -356,6 +356,20 @@ func TestCommandsRefuseUnusableEnvironment(t *testing.T) {
 	}
 }
 
+// A flag given on the command line wins over its unusable variable: the
+// command runs (here, keys create on a fresh store) instead of stopping.
+func TestFlagWinsOverUnusableEnvironment(t *testing.T) {
+	t.Setenv("BATON_KURRENTDB_MAX_APPEND_SIZE", "big")
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"keys", "create", "--tenant", "t", "--kurrentdb-max-append-size", "1000", "--data", t.TempDir()}, &out, &out)
+	if err != nil {
+		t.Fatalf("err = %v", err)
+	}
+	if !strings.Contains(out.String(), "btn_sk_") {
+		t.Fatalf("no key printed: %s", out.String())
+	}
+}
+
 // A usage window outside 1ms..1s is refused before anything opens.
 func TestServeRefusesUsageLingerOutOfRange(t *testing.T) {
 	for _, v := range []string{"0s", "500us", "2s"} {

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -121,16 +122,16 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	data := fs.String("data", dataDirDefault(), "data directory: the embedded store and this process's read models")
 	storeOpts := addStoreFlags(fs, &env)
 	providers := fs.String("providers", envOr("BATON_PROVIDERS_FILE", "providers.json"), "providers file (JSON); skipped when absent")
-	maxBody := fs.Int64("max-body", env.integer("BATON_MAX_BODY_BYTES", batonhttp.DefaultMaxBody), "request body limit in bytes")
-	streamIdle := fs.Duration("stream-idle", env.duration("BATON_STREAM_IDLE", batonhttp.DefaultStreamIdle), "give up a streamed model call whose upstream sends nothing for this long")
-	idemRetention := fs.Duration("idempotency-retention", env.duration("BATON_IDEMPOTENCY_RETENTION", batonhttp.DefaultIdempotencyRetention), "how long a generate Idempotency-Key and its answer are kept (at least 24h)")
-	usageLinger := fs.Duration("usage-linger", env.duration("BATON_USAGE_LINGER", gateway.DefaultUsageLinger), "how long the usage writer gathers calls' usage events into one commit (a crash loses at most this window's records)")
+	maxBody := fs.Int64("max-body", env.integer("max-body", "BATON_MAX_BODY_BYTES", batonhttp.DefaultMaxBody), "request body limit in bytes")
+	streamIdle := fs.Duration("stream-idle", env.duration("stream-idle", "BATON_STREAM_IDLE", batonhttp.DefaultStreamIdle), "give up a streamed model call whose upstream sends nothing for this long")
+	idemRetention := fs.Duration("idempotency-retention", env.duration("idempotency-retention", "BATON_IDEMPOTENCY_RETENTION", batonhttp.DefaultIdempotencyRetention), "how long a generate Idempotency-Key and its answer are kept (at least 24h)")
+	usageLinger := fs.Duration("usage-linger", env.duration("usage-linger", "BATON_USAGE_LINGER", gateway.DefaultUsageLinger), "how long the usage writer gathers calls' usage events into one commit (a crash loses at most this window's records)")
 	cpuprofile := fs.String("cpuprofile", "", "diagnostics: write a CPU profile of this process to the file until it stops")
 	memprofile := fs.String("memprofile", "", "diagnostics: write a heap profile (what was allocated, and where, since start) to the file when it stops")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := env.err(); err != nil {
+	if err := env.err(fs); err != nil {
 		return err
 	}
 	if *streamIdle < time.Second {
@@ -334,39 +335,57 @@ func envOr(key, def string) string {
 
 // envVars gives flags their defaults from BATON_ variables and keeps the
 // values it could not use: the command refuses them (err) rather than run
-// on a default its operator did not choose.
-type envVars struct{ bad []error }
+// on a default its operator did not choose, unless the flag was given.
+type envVars struct{ bad map[string]error } // by flag name
 
-// duration reads a positive duration (e.g. "50ms", "36h").
-func (e *envVars) duration(name string, def time.Duration) time.Duration {
-	v := os.Getenv(name)
+func (e *envVars) refuse(flagName string, err error) {
+	if e.bad == nil {
+		e.bad = map[string]error{}
+	}
+	e.bad[flagName] = err
+}
+
+// duration reads a positive duration (e.g. "50ms", "36h") for flagName.
+func (e *envVars) duration(flagName, variable string, def time.Duration) time.Duration {
+	v := os.Getenv(variable)
 	if v == "" {
 		return def
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
-		e.bad = append(e.bad, fmt.Errorf("%s=%q is not a positive duration with its unit (such as 50ms, 10m or 36h)", name, v))
+		e.refuse(flagName, fmt.Errorf("%s=%q is not a positive duration with its unit (such as 50ms, 10m or 36h); fix it, unset it or give --%s", variable, v, flagName))
 		return def
 	}
 	return d
 }
 
-// integer reads a positive whole number.
-func (e *envVars) integer(name string, def int64) int64 {
-	v := os.Getenv(name)
+// integer reads a positive whole number for flagName.
+func (e *envVars) integer(flagName, variable string, def int64) int64 {
+	v := os.Getenv(variable)
 	if v == "" {
 		return def
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n <= 0 {
-		e.bad = append(e.bad, fmt.Errorf("%s=%q is not a positive whole number", name, v))
+		e.refuse(flagName, fmt.Errorf("%s=%q is not a positive whole number; fix it, unset it or give --%s", variable, v, flagName))
 		return def
 	}
 	return n
 }
 
-// err names every variable that could not be used.
-func (e *envVars) err() error { return errors.Join(e.bad...) }
+// err names every variable that could not be used and whose flag fs did
+// not get: a flag given on the command line wins over its variable.
+func (e *envVars) err(fs *flag.FlagSet) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(e.bad)) {
+		if !given[name] {
+			errs = append(errs, e.bad[name])
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // providersFileUsed names the providers file that was read, or says none
 // was (the default path is skipped when absent).
