@@ -95,18 +95,12 @@ type gatewayResult struct {
 	ModelTime  time.Duration // the paced model's time before it answers (0: no paced rows)
 	Duration   time.Duration // per side per cell
 	Slice      time.Duration
-	StartRSS   int64 // bytes, right after Baton began serving; 0 when unknown (no /proc)
-	IdleRSS    int64 // after the warm-up calls
-	IdleAnon   int64 // of which anonymous memory (heap, stacks)
-	IdleFile   int64 // and file-backed pages (the binary, the mapped data files)
-	PeakRSS    int64 // highest VmRSS sampled during the runs
-	PeakAnon   int64 // anonymous memory at that sample (heap, stacks)
-	PeakFile   int64 // file-backed pages at that sample
-	AfterRSS   int64 // VmRSS right after the last concurrency-64 run
-	AfterAnon  int64 // of which anonymous memory
-	AfterFile  int64 // and file-backed pages: mostly the store's file, mapped, growing with every usage event
-	HWM        int64 // VmHWM: the kernel's peak
-	StoreBytes int64 // size of Baton's event store file at the end
+	StartRSS   int64   // bytes, right after Baton began serving; 0 when unknown (no /proc)
+	Idle       procMem // after the warm-up calls
+	Peak       procMem // the sample with the highest VmRSS during the runs
+	After      procMem // right after the last concurrency-64 run
+	HWM        int64   // VmHWM: the kernel's peak
+	StoreBytes int64   // size of Baton's event store file at the end
 	Took       time.Duration
 	StartedAt  time.Time
 	Pinned     bool   // the pinned rows ran
@@ -425,25 +419,39 @@ func gwRunCell(ctx context.Context, client *http.Client, direct, through, proxy 
 	return cell, nil
 }
 
-// procStatus reads a field of /proc/<pid>/status in bytes (0 when absent).
-func procStatus(pid int, field string) int64 {
+// procStatus reads fields of /proc/<pid>/status in bytes (0 for a field
+// that is absent), from one read of the file.
+func procStatus(pid int, fields ...string) []int64 {
+	out := make([]int64, len(fields))
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0
+		return out
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, field+":"); ok {
-			f := strings.Fields(v)
-			if len(f) >= 1 {
-				n, _ := strconv.ParseInt(f[0], 10, 64)
-				if len(f) >= 2 && f[1] == "kB" {
-					n *= 1024
-				}
-				return n
+		name, v, ok := strings.Cut(l, ":")
+		i := slices.Index(fields, name)
+		if !ok || i < 0 {
+			continue
+		}
+		if f := strings.Fields(v); len(f) >= 1 {
+			n, _ := strconv.ParseInt(f[0], 10, 64)
+			if len(f) >= 2 && f[1] == "kB" {
+				n *= 1024
 			}
+			out[i] = n
 		}
 	}
-	return 0
+	return out
+}
+
+// procMem is a process's resident memory: all of it (VmRSS), anonymous
+// (heap, stacks) and file-backed pages (the binary, mapped files such as
+// the store's).
+type procMem struct{ RSS, Anon, File int64 }
+
+func procMemory(pid int) procMem {
+	v := procStatus(pid, "VmRSS", "RssAnon", "RssFile")
+	return procMem{v[0], v[1], v[2]}
 }
 
 // procCPU is the CPU time a process has used, user and system, all its
@@ -661,7 +669,7 @@ func benchGateway(ctx context.Context, dir string, d, modelTime time.Duration, s
 	}
 	defer child.stop()
 	pid := child.cmd.Process.Pid
-	res.StartRSS = procStatus(pid, "VmRSS")
+	res.StartRSS = procMemory(pid).RSS
 
 	client := &http.Client{Transport: &http.Transport{
 		MaxIdleConns: 512, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second, DisableCompression: true,
@@ -722,9 +730,9 @@ func benchGateway(ctx context.Context, dir string, d, modelTime time.Duration, s
 		}
 	}
 	time.Sleep(300 * time.Millisecond)
-	res.IdleRSS, res.IdleAnon, res.IdleFile = procStatus(pid, "VmRSS"), procStatus(pid, "RssAnon"), procStatus(pid, "RssFile")
+	res.Idle = procMemory(pid)
 	fmt.Fprintf(stdout, "gateway: Baton child pid %d, RSS %s at start, %s idle after warm-up (%s anonymous, %s file-backed)\n",
-		pid, mb(res.StartRSS), mb(res.IdleRSS), mb(res.IdleAnon), mb(res.IdleFile))
+		pid, mb(res.StartRSS), mb(res.Idle.RSS), mb(res.Idle.Anon), mb(res.Idle.File))
 	for _, se := range series {
 		if se.modelTime == 0 {
 			continue
@@ -738,7 +746,8 @@ func benchGateway(ctx context.Context, dir string, d, modelTime time.Duration, s
 		}
 	}
 
-	var peak, peakAnon, peakFile atomic.Int64 // the last two at the peak's sample
+	var peak atomic.Pointer[procMem]
+	peak.Store(&procMem{})
 	sampleDone := make(chan struct{})
 	stopSampling := make(chan struct{})
 	go func() {
@@ -746,10 +755,8 @@ func benchGateway(ctx context.Context, dir string, d, modelTime time.Duration, s
 		t := time.NewTicker(50 * time.Millisecond)
 		defer t.Stop()
 		for {
-			if v := procStatus(pid, "VmRSS"); v > peak.Load() {
-				peak.Store(v)
-				peakAnon.Store(procStatus(pid, "RssAnon"))
-				peakFile.Store(procStatus(pid, "RssFile"))
+			if m := procMemory(pid); m.RSS > peak.Load().RSS {
+				peak.Store(&m)
 			}
 			select {
 			case <-stopSampling:
@@ -842,7 +849,7 @@ func benchGateway(ctx context.Context, dir string, d, modelTime time.Duration, s
 				cell.ModelTime, cell.Pinned = se.modelTime, se.pinned
 				res.Cells = append(res.Cells, cell)
 				if conc == 64 && se.modelTime == 0 {
-					res.AfterRSS, res.AfterAnon, res.AfterFile = procStatus(pid, "VmRSS"), procStatus(pid, "RssAnon"), procStatus(pid, "RssFile")
+					res.After = procMemory(pid)
 				}
 				kind, what := "plain ", "latency"
 				if stream {
@@ -863,8 +870,8 @@ func benchGateway(ctx context.Context, dir string, d, modelTime time.Duration, s
 	}
 	close(stopSampling)
 	<-sampleDone
-	res.PeakRSS, res.PeakAnon, res.PeakFile = peak.Load(), peakAnon.Load(), peakFile.Load()
-	res.HWM = procStatus(pid, "VmHWM")
+	res.Peak = *peak.Load()
+	res.HWM = procStatus(pid, "VmHWM")[0]
 	if fi, err := os.Stat(filepath.Join(dir, "data", bolt.FileName)); err == nil {
 		res.StoreBytes = fi.Size()
 	}
@@ -963,9 +970,9 @@ func gatewayReport(r gatewayResult) string {
 		}
 	}
 	goals(0, false, "model answering at once (cores saturated)")
-	if r.IdleRSS > 0 {
+	if r.Idle.RSS > 0 {
 		fmt.Fprintf(&b, "- idle RSS under 40 MB: %s (%s after start and 160 warm-up calls: %s anonymous, %s file-backed; %s before any call)\n",
-			metOrNot(r.IdleRSS < 40<<20), mb(r.IdleRSS), mb(r.IdleAnon), mb(r.IdleFile), mb(r.StartRSS))
+			metOrNot(r.Idle.RSS < 40<<20), mb(r.Idle.RSS), mb(r.Idle.Anon), mb(r.Idle.File), mb(r.StartRSS))
 	} else {
 		fmt.Fprintf(&b, "- idle RSS under 40 MB: not measured (no /proc on this system)\n")
 	}
@@ -1021,7 +1028,7 @@ func gatewayReport(r gatewayResult) string {
 			c64.Through.perSec(), 100*c64.Through.perSec()/c64.Direct.perSec(), c64.Direct.perSec())
 	}
 	fmt.Fprintf(&b, "\nMemory of the Baton process (VmRSS from /proc): idle %s; highest sampled during the runs %s (%s anonymous: heap and stacks; %s file-backed: the binary and the pages of the store's file it mapped and read, which grows with every usage event, %s by the end); %s right after the last 64-concurrent run on the model answering at once (%s anonymous, %s file-backed); kernel peak (VmHWM) %s.\n",
-		mb(r.IdleRSS), mb(r.PeakRSS), mb(r.PeakAnon), mb(r.PeakFile), mb(r.StoreBytes), mb(r.AfterRSS), mb(r.AfterAnon), mb(r.AfterFile), mb(r.HWM))
+		mb(r.Idle.RSS), mb(r.Peak.RSS), mb(r.Peak.Anon), mb(r.Peak.File), mb(r.StoreBytes), mb(r.After.RSS), mb(r.After.Anon), mb(r.After.File), mb(r.HWM))
 	fmt.Fprintf(&b, "\nThe gateway benchmark took %v.\n", r.Took.Round(time.Second))
 	fmt.Fprintf(&b, "\n### Where the gateway's added time goes\n\n")
 	c1, ok1 := r.cell(0, false, 1)
