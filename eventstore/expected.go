@@ -1,6 +1,7 @@
 package eventstore
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -184,4 +185,12 @@ func ValidateStreamID(stream string) error {
 		}
 	}
 	return nil
+}
+
+// MayHaveCommitted reports whether an append that returned err may still
+// have committed: the store was unavailable mid-write (ErrUnavailable), or
+// the caller's context ended while the append waited for its commit. Any
+// other error means nothing was written.
+func MayHaveCommitted(err error) bool {
+	return errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }

@@ -354,9 +354,9 @@ func (r *Reservation) Settle(cost *float64, eventID uuid.UUID, at time.Time) {
 }
 
 // Forget drops what Settle noted for the usage event eventID, when that
-// event certainly was not appended and so will never be applied (see
-// AppendNotDone: after an append of unknown outcome the note stays, as the
-// event may still land). The call stays counted here.
+// event certainly was not appended and so will never be applied (after
+// an append that may have committed, eventstore.MayHaveCommitted, the note
+// stays, as the event may still land). The call stays counted here.
 func (b *Budgets) Forget(eventID uuid.UUID) {
 	b.mu.Lock()
 	delete(b.settled, eventID)

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sync"
 	"time"
 
@@ -207,15 +206,6 @@ func (w *UsageWriter) write(batch []usageItem) {
 			}
 		}
 	}
-}
-
-// AppendNotDone reports whether a failed append certainly wrote nothing:
-// not when the store says the outcome is unknown (a commit or a connection
-// failing mid-write, a deadline passing during it), where the event may
-// still land.
-func AppendNotDone(err error) bool {
-	return err != nil && !errors.Is(err, eventstore.ErrUnavailable) &&
-		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled)
 }
 
 func (w *UsageWriter) fail(it usageItem, err error) {

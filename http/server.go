@@ -100,7 +100,7 @@ func NewServer(cfg Config) *Server {
 	if ownsUsage {
 		log, budgets := cfg.Log, cfg.Budgets
 		cfg.Usage = gateway.NewUsageWriter(cfg.Store, func(id uuid.UUID, rec gateway.UsageRecord, err error) {
-			if gateway.AppendNotDone(err) {
+			if !eventstore.MayHaveCommitted(err) {
 				budgets.Forget(id) // the event will not come back: nothing to skip
 			}
 			log.Error().Str("requestId", rec.RequestID).Str("tenant", rec.Tenant).Err(err).Msg("usage not recorded")
