@@ -39,10 +39,7 @@ func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	storeOpts := addStoreFlags(fs, &env)
 	base := fs.String("url", "", "verify through a running server at this base URL instead of the store")
 	key := fs.String("key", os.Getenv("BATON_API_KEY"), "API key for --url (or BATON_API_KEY)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := env.err(fs); err != nil {
+	if err := env.parse(fs, args); err != nil {
 		return err
 	}
 	var ids []string
@@ -325,10 +322,7 @@ func keysCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	tenant := fs.String("tenant", "", "tenant the key belongs to (required)")
 	admin := fs.Bool("admin", false, "an admin key: may review proof, create keys, and read every tenant")
 	label := fs.String("label", "", "a note to recognise the key by")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := env.err(fs); err != nil {
+	if err := env.parse(fs, args); err != nil {
 		return err
 	}
 	if *tenant == "" {

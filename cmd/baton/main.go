@@ -128,10 +128,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	usageLinger := fs.Duration("usage-linger", env.duration("usage-linger", "BATON_USAGE_LINGER", gateway.DefaultUsageLinger), "how long the usage writer gathers calls' usage events into one commit (a crash loses at most this window's records)")
 	cpuprofile := fs.String("cpuprofile", "", "diagnostics: write a CPU profile of this process to the file until it stops")
 	memprofile := fs.String("memprofile", "", "diagnostics: write a heap profile (what was allocated, and where, since start) to the file when it stops")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := env.err(fs); err != nil {
+	if err := env.parse(fs, args); err != nil {
 		return err
 	}
 	if *streamIdle < time.Second {
@@ -371,6 +368,15 @@ func (e *envVars) integer(flagName, variable string, def int64) int64 {
 		return def
 	}
 	return n
+}
+
+// parse parses args into fs, then refuses the variables that could not
+// be used (err).
+func (e *envVars) parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return e.err(fs)
 }
 
 // err names every variable that could not be used and whose flag fs did

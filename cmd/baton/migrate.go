@@ -38,10 +38,7 @@ func migrate(ctx context.Context, args []string, stdout io.Writer) error {
 	var env envVars
 	maxAppend := fs.Int("kurrentdb-max-append-size", int(env.integer("kurrentdb-max-append-size", "BATON_KURRENTDB_MAX_APPEND_SIZE", kurrent.DefaultMaxAppendSize)), "the target server's --max-append-size in bytes")
 	limit := fs.Int("limit", 0, "stop after the first this many events of the feed (copied now or confirmed from an earlier run); a run with a larger limit, or none, continues; 0 copies everything")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := env.err(fs); err != nil {
+	if err := env.parse(fs, args); err != nil {
 		return err
 	}
 	if *from != storeBolt || *to != storeKurrent {
