@@ -72,10 +72,11 @@ func metadataSize(m *eventstore.Metadata) int {
 	return len(m.Tenant) + len(m.Actor) + len(m.RequestID) + len(m.CausationID) + len(m.PrevHash) + len(m.Hash)
 }
 
-// writer is the only goroutine that writes. It takes every append waiting in
-// the queue (up to MaxBatch) and commits them in one transaction: one fsync
-// for the lot. A lone append finds the queue empty and commits at once; no
-// timer ever holds it back.
+// writer is the only goroutine that places events. It takes every append
+// waiting in the queue (up to MaxBatch), checks and places them, and writes
+// them to the journal with one fdatasync for the lot: a group commit. A
+// lone append finds the queue empty and commits at once; no timer ever
+// holds it back.
 func (s *Store) writer() {
 	defer close(s.done)
 	debug.SetPanicOnFault(true)
@@ -98,135 +99,252 @@ func (s *Store) writer() {
 	}
 }
 
+// maxPendingBytes bounds the records waiting for the indexer: past it the
+// writer waits for the indexer before it places more.
+const maxPendingBytes = 64 << 20
+
 func (s *Store) commit(batch []*appendReq) {
+	fail := func(err error) {
+		for _, r := range batch {
+			r.done <- appendResp{err: err}
+		}
+	}
 	if p := s.failed.Load(); p != nil {
-		for _, r := range batch {
-			r.done <- appendResp{err: fmt.Errorf("%w: %v", eventstore.ErrFailed, *p)}
-		}
+		fail(fmt.Errorf("%w: %v", eventstore.ErrFailed, *p))
 		return
 	}
+	if s.pend.size() > maxPendingBytes {
+		if err := s.waitIndexed(context.Background(), s.head.Load()); err != nil {
+			fail(fmt.Errorf("%w: %v", eventstore.ErrFailed, err))
+			return
+		}
+	}
+	head := s.head.Load()
 	resps := make([]appendResp, len(batch))
-	var head uint64
-	err := func() (err error) {
-		defer recoverCorrupt(&err, s.path)
-		return s.db.Update(func(tx *bbolt.Tx) error {
-			w := newTxWriter(tx, s.path)
-			now := s.opts.Now().UTC()
-			for i, r := range batch {
-				if err := r.ctx.Err(); err != nil {
-					resps[i].err = err // the caller has gone; write nothing for it
-					continue
-				}
-				res, refused, err := w.append(r, now)
-				if err != nil {
-					return err
-				}
-				resps[i] = appendResp{res: res, err: refused}
-			}
-			head = w.pos
-			return nil
-		})
-	}()
+	s.frames.reset()
+	last, err := s.place(batch, resps, head)
+	if err == nil && last != head {
+		err = s.journalWrite(s.frames.bytes())
+	}
 	if err != nil {
-		// Nothing of this batch is committed. bbolt rolled back, but what the
-		// OS holds for the file after a failed write or fsync is unknowable
-		// until it is reopened, so the store stops writing (the lesson of
-		// PostgreSQL's fsync failures).
-		s.failed.Store(&err)
-		for _, r := range batch {
-			// bbolt may have made the batch visible (and durable) before
-			// the failing fdatasync of its meta page: to this batch's
-			// callers the outcome is unknown, and a retry with the same
-			// event ids is the safe answer (after the store is reopened).
-			r.done <- appendResp{err: fmt.Errorf("%w (outcome unknown: %w): %v", eventstore.ErrFailed, eventstore.ErrUnavailable, err)}
-		}
+		s.pend.mu.Lock()
+		s.pend.dropFrom(head + 1)
+		s.pend.mu.Unlock()
+		// What the OS holds for the journal after a failed write or fsync
+		// is unknowable until the store is reopened, so the store stops
+		// writing (the lesson of PostgreSQL's fsync failures). The frames
+		// may have reached the disk all the same: to this batch's callers
+		// the outcome is unknown, and a retry with the same event ids is
+		// the safe answer (after the store is reopened).
+		s.setFailed(err)
+		fail(fmt.Errorf("%w (outcome unknown: %w): %v", eventstore.ErrFailed, eventstore.ErrUnavailable, err))
 		return
 	}
-	if head != s.head.Load() {
-		s.publish(head)
+	if last != head {
+		s.publish(last)
+		s.wakeIndexer(false)
 	}
 	for i, r := range batch {
 		r.done <- resps[i]
 	}
 }
 
-// txWriter applies appends inside one write transaction.
-type txWriter struct {
+// place checks the batch's appends against the bbolt file and the pending
+// events, places the accepted ones after position head in pending (not yet
+// visible: readers see events up to the store's head only) and lays out
+// their journal frames. It returns the last position placed.
+func (s *Store) place(batch []*appendReq, resps []appendResp, head uint64) (last uint64, err error) {
+	defer recoverCorrupt(&err, s.path)
+	s.pend.mu.Lock()
+	defer s.pend.mu.Unlock()
+	// The read transaction starts under the lock: whatever the indexer has
+	// dropped from pending is in the bbolt file it shows.
+	tx, err := s.db.Begin(false)
+	if err != nil {
+		return head, err
+	}
+	defer tx.Rollback()
+	w := &placer{
+		p:      s.pend,
+		frames: &s.frames,
+		events: tx.Bucket(bucketEvents),
+		ids:    tx.Bucket(bucketIDs),
+		index:  streamIndex{path: s.path, streams: tx.Bucket(bucketStreams), revs: tx.Bucket(bucketRevs)},
+		pos:    head,
+		path:   s.path,
+	}
+	now := s.opts.Now().UTC()
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			resps[i].err = err // the caller has gone; write nothing for it
+			continue
+		}
+		res, refused, err := w.append(r, now)
+		if err != nil {
+			return head, err
+		}
+		resps[i] = appendResp{res: res, err: refused}
+	}
+	return w.pos, nil
+}
+
+// journalWrite writes a group commit's frames, making room first: at the
+// end of what is prepared, else from the start again once everything
+// journaled is in the bbolt file, else in a larger file.
+func (s *Store) journalWrite(frames []byte) error {
+	j, n := s.jn, int64(len(frames))
+	if j.off+n > j.cap {
+		switch {
+		case n <= j.cap && s.indexed.Load() == s.head.Load():
+			j.off = 0
+		case j.cap < journalWrapCap || n > j.cap:
+			if err := j.extend(max(2*j.cap, j.off+n)); err != nil {
+				return err
+			}
+		default:
+			// Full: wait for the indexer to move everything over, then
+			// start again from the beginning.
+			if err := s.waitIndexed(context.Background(), s.head.Load()); err != nil {
+				return err
+			}
+			j.off = 0
+		}
+	}
+	return j.write(frames)
+}
+
+// placer checks and places appends for one group commit. It reads the
+// bbolt file through a read transaction and the pending events (the caller
+// holds pending's lock for writing).
+type placer struct {
+	p           *pending
+	frames      *frameBuilder
 	events, ids *bbolt.Bucket
 	index       streamIndex
 	pos         uint64 // last assigned global position
+	path        string
 }
 
-func newTxWriter(tx *bbolt.Tx, path string) *txWriter {
-	w := &txWriter{
-		events: tx.Bucket(bucketEvents),
-		ids:    tx.Bucket(bucketIDs),
-		index:  streamIndex{path: path, streams: tx.Bucket(bucketStreams), revs: tx.Bucket(bucketRevs)},
+func posKey(pos uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, 8), pos) }
+
+// idPos finds an event id among the pending events, then in the file.
+func (w *placer) idPos(id [16]byte) (uint64, bool, error) {
+	if pos, ok := w.p.ids[id]; ok {
+		return pos, true, nil
 	}
-	// Positions only ever grow at the end; full pages make the feed compact.
-	w.events.FillPercent = 1.0
-	if k, _ := w.events.Cursor().Last(); k != nil {
-		w.pos = binary.BigEndian.Uint64(k)
+	pv := w.ids.Get(id[:])
+	if pv == nil {
+		return 0, false, nil
 	}
-	return w
+	pos, err := positionKey(pv)
+	return pos, err == nil, err
+}
+
+// record returns the stored record at pos.
+func (w *placer) record(pos uint64) ([]byte, error) {
+	if e := w.p.at(pos); e != nil {
+		return e.rec, nil
+	}
+	if v := w.events.Get(posKey(pos)); v != nil {
+		return v, nil
+	}
+	return nil, fmt.Errorf("%w: %s: index names position %d, which is missing", eventstore.ErrCorrupt, w.path, pos)
+}
+
+// head returns the stream's last revision, pending events included.
+func (w *placer) head(stream string) (last uint64, exists bool, err error) {
+	if rev, ok := w.p.last(stream); ok {
+		return rev, true, nil
+	}
+	h, err := w.index.head(stream)
+	return h.last, h.exists, err
+}
+
+// positions returns the positions of up to n revisions of the stream from
+// revision from: the file's first, then the pending ones that follow.
+func (w *placer) positions(stream string, from uint64, n int) ([]uint64, error) {
+	ps, err := w.index.positions(stream, from, n)
+	if err != nil {
+		return nil, err
+	}
+	next := from + uint64(len(ps))
+	for _, pos := range w.p.streams[stream] {
+		if len(ps) >= n {
+			break
+		}
+		switch e := w.p.at(pos); {
+		case e.rev < next: // also in the file, not yet dropped from pending
+		case e.rev == next:
+			ps = append(ps, pos)
+			next++
+		default:
+			return nil, fmt.Errorf("%w: %s: stream %q continues at revision %d after %d", eventstore.ErrCorrupt, w.path, stream, e.rev, next-1)
+		}
+	}
+	return ps, nil
 }
 
 // append returns the result, or refused (the caller's error, nothing
-// written), or err (storage failure: the whole transaction must roll back).
-func (w *txWriter) append(r *appendReq, now time.Time) (res eventstore.AppendResult, refused, err error) {
-	if pv := w.ids.Get(r.events[0].ID[:]); pv != nil {
-		res, refused = w.replay(r, pv)
+// placed), or err (the file could not be read: the group commit fails).
+func (w *placer) append(r *appendReq, now time.Time) (res eventstore.AppendResult, refused, err error) {
+	if pos, ok, err := w.idPos(r.events[0].ID); err != nil || ok {
+		if err != nil {
+			return res, nil, err
+		}
+		res, refused = w.replay(r, pos)
 		return res, refused, nil
 	}
 	for _, ev := range r.events[1:] {
-		if pv := w.ids.Get(ev.ID[:]); pv != nil {
-			return res, w.duplicate(ev, pv), nil
+		if pos, ok, err := w.idPos(ev.ID); err != nil || ok {
+			if err != nil {
+				return res, nil, err
+			}
+			return res, w.duplicate(ev, pos), nil
 		}
 	}
-	head, err := w.index.head(r.stream)
+	last, exists, err := w.head(r.stream)
 	if err != nil {
 		return res, nil, err
 	}
-	if !r.expected.Matches(head.last, head.exists) {
-		return res, &eventstore.WrongExpectedRevisionError{Stream: r.stream, Expected: r.expected, Actual: head.last, Exists: head.exists}, nil
+	if !r.expected.Matches(last, exists) {
+		return res, &eventstore.WrongExpectedRevisionError{Stream: r.stream, Expected: r.expected, Actual: last, Exists: exists}, nil
 	}
 	for i := range r.events {
 		w.pos++
-		if err := w.index.add(r.stream, &head, w.pos); err != nil {
-			return res, nil, err
+		if exists {
+			last++
+		} else {
+			exists, last = true, 0
 		}
-		ev := eventstore.RecordedEvent{StreamID: r.stream, Revision: head.last, EventData: r.events[i]}
+		ev := eventstore.RecordedEvent{StreamID: r.stream, Revision: last, EventData: r.events[i]}
 		ev.Position = eventstore.Position{Commit: w.pos, Prepare: w.pos}
 		if ev.Metadata.RecordedAt.IsZero() {
 			ev.Metadata.RecordedAt = now
 		}
-		key := binary.BigEndian.AppendUint64(make([]byte, 0, 8), w.pos)
-		if err := w.events.Put(key, encodeRecord(make([]byte, 0, 96+len(r.stream)+len(ev.Type)+len(ev.Data)+metadataSize(&ev.Metadata)), &ev)); err != nil {
-			return res, nil, err
-		}
-		if err := w.ids.Put(append([]byte(nil), ev.ID[:]...), key); err != nil {
-			return res, nil, err
-		}
+		rec := encodeRecord(make([]byte, 0, 96+len(r.stream)+len(ev.Type)+len(ev.Data)+metadataSize(&ev.Metadata)), &ev)
+		w.p.add(pendingEvent{pos: w.pos, rev: last, stream: r.stream, id: ev.ID, rec: rec})
+		w.frames.add(rec)
 	}
-	if err := w.index.putHead(r.stream, &head); err != nil {
-		return res, nil, err
-	}
-	return eventstore.AppendResult{NextRevision: head.last, Position: eventstore.Position{Commit: w.pos, Prepare: w.pos}}, nil, nil
+	return eventstore.AppendResult{NextRevision: last, Position: eventstore.Position{Commit: w.pos, Prepare: w.pos}}, nil, nil
 }
 
 // replay answers an append whose first event is already stored. If the whole
 // batch sits in this stream where the expectation puts it, the append is a
 // retry and gets the original result; anything else is a conflict.
-func (w *txWriter) replay(r *appendReq, firstPos []byte) (eventstore.AppendResult, error) {
-	first, err := decodeRecord(w.events.Get(firstPos))
-	if err != nil {
-		return eventstore.AppendResult{}, fmt.Errorf("%w: event %s: %v", eventstore.ErrCorrupt, r.events[0].ID, err)
-	}
-	head, err := w.index.head(r.stream)
+func (w *placer) replay(r *appendReq, firstPos uint64) (eventstore.AppendResult, error) {
+	b, err := w.record(firstPos)
 	if err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	conflict := &eventstore.WrongExpectedRevisionError{Stream: r.stream, Expected: r.expected, Actual: head.last, Exists: head.exists}
+	first, err := decodeRecord(b)
+	if err != nil {
+		return eventstore.AppendResult{}, fmt.Errorf("%w: event %s: %v", eventstore.ErrCorrupt, r.events[0].ID, err)
+	}
+	last, exists, err := w.head(r.stream)
+	if err != nil {
+		return eventstore.AppendResult{}, err
+	}
+	conflict := &eventstore.WrongExpectedRevisionError{Stream: r.stream, Expected: r.expected, Actual: last, Exists: exists}
 	if first.StreamID != r.stream {
 		return eventstore.AppendResult{}, &eventstore.DuplicateEventError{ID: first.ID.String(), Stream: first.StreamID, Revision: first.Revision}
 	}
@@ -236,7 +354,7 @@ func (w *txWriter) replay(r *appendReq, firstPos []byte) (eventstore.AppendResul
 	if v, ok := r.expected.Value(); ok && first.Revision != v+1 {
 		return eventstore.AppendResult{}, conflict
 	}
-	ps, err := w.index.positions(r.stream, first.Revision, len(r.events))
+	ps, err := w.positions(r.stream, first.Revision, len(r.events))
 	if err != nil {
 		return eventstore.AppendResult{}, err
 	}
@@ -244,7 +362,10 @@ func (w *txWriter) replay(r *appendReq, firstPos []byte) (eventstore.AppendResul
 		return eventstore.AppendResult{}, conflict
 	}
 	for i, ev := range r.events {
-		rec := w.events.Get(binary.BigEndian.AppendUint64(nil, ps[i]))
+		rec, err := w.record(ps[i])
+		if err != nil {
+			return eventstore.AppendResult{}, err
+		}
 		if len(rec) < 17 || !bytes.Equal(rec[1:17], ev.ID[:]) {
 			return eventstore.AppendResult{}, conflict
 		}
@@ -256,8 +377,12 @@ func (w *txWriter) replay(r *appendReq, firstPos []byte) (eventstore.AppendResul
 	}, nil
 }
 
-func (w *txWriter) duplicate(ev eventstore.EventData, pv []byte) error {
-	rec, err := decodeRecord(w.events.Get(pv))
+func (w *placer) duplicate(ev eventstore.EventData, pos uint64) error {
+	b, err := w.record(pos)
+	if err != nil {
+		return err
+	}
+	rec, err := decodeRecord(b)
 	if err != nil {
 		return fmt.Errorf("%w: event %s: %v", eventstore.ErrCorrupt, ev.ID, err)
 	}

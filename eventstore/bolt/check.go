@@ -27,6 +27,11 @@ type CheckReport struct {
 // readable and where it claims to be, and the stream, revision and id indexes
 // agreeing with the records. It is what `baton store check` runs.
 func (s *Store) Check(ctx context.Context) (rep CheckReport, err error) {
+	// Everything acknowledged is checked: the journaled events go into the
+	// file first.
+	if err := s.waitIndexed(ctx, s.head.Load()); err != nil {
+		return rep, err
+	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer recoverCorrupt(&err, s.path)
 	err = s.view(ctx, func(tx *bbolt.Tx) error {

@@ -16,7 +16,8 @@ import (
 // DefaultPageSize is used when a read asks for limit <= 0.
 const DefaultPageSize = 1000
 
-// ReadStream implements eventstore.Store with one short read transaction.
+// ReadStream implements eventstore.Store with one short read transaction,
+// and the stream's events not yet in the bbolt file from pending.
 func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limit int) (out []eventstore.RecordedEvent, err error) {
 	if err := eventstore.ValidateStreamID(stream); err != nil {
 		return nil, err
@@ -24,6 +25,12 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limi
 	if limit <= 0 {
 		limit = DefaultPageSize
 	}
+	// pending first, then the file: an event dropped from pending before
+	// this look is in the file the transaction below shows.
+	head := s.head.Load()
+	s.pend.mu.RLock()
+	pend := s.pend.streamAfter(stream, from, head, limit)
+	s.pend.mu.RUnlock()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer recoverCorrupt(&err, s.path)
 	err = s.view(ctx, func(tx *bbolt.Tx) error {
@@ -33,7 +40,7 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limi
 		if err != nil {
 			return err
 		}
-		out = make([]eventstore.RecordedEvent, 0, len(ps))
+		out = make([]eventstore.RecordedEvent, 0, len(ps)+len(pend))
 		for i, p := range ps {
 			ev, err := s.load(events, binary.BigEndian.AppendUint64(nil, p))
 			if err != nil {
@@ -46,7 +53,38 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limi
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	next := from + uint64(len(out))
+	for _, e := range pend {
+		if len(out) >= limit {
+			break
+		}
+		if e.rev < next {
+			continue // in the file too
+		}
+		if e.rev != next {
+			return nil, fmt.Errorf("%w: %s: stream %q jumps from revision %d to %d", eventstore.ErrCorrupt, s.path, stream, next-1, e.rev)
+		}
+		ev, err := s.decodePending(e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+		next++
+	}
+	return out, nil
+}
+
+// decodePending reads a pending event's record: a copy, like a read from
+// the file.
+func (s *Store) decodePending(e pendingEvent) (eventstore.RecordedEvent, error) {
+	ev, err := decodeRecord(e.rec)
+	if err != nil {
+		return ev, fmt.Errorf("%w: %s: pending event at position %d: %v", eventstore.ErrCorrupt, s.path, e.pos, err)
+	}
+	return ev, nil
 }
 
 // ReadAll implements eventstore.Store. Positions are gapless, so a gap or a
@@ -54,6 +92,13 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limi
 func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, limit int) (out []eventstore.RecordedEvent, err error) {
 	if limit <= 0 {
 		limit = DefaultPageSize
+	}
+	head := s.head.Load()
+	var pend []pendingEvent
+	if after.Commit < head {
+		s.pend.mu.RLock()
+		pend = s.pend.feedAfter(after.Commit, head, limit)
+		s.pend.mu.RUnlock()
 	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer recoverCorrupt(&err, s.path)
@@ -81,7 +126,28 @@ func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, limit in
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	next := after.Commit + 1 + uint64(len(out))
+	for _, e := range pend {
+		if len(out) >= limit {
+			break
+		}
+		if e.pos < next {
+			continue // in the file too
+		}
+		if e.pos != next {
+			return nil, fmt.Errorf("%w: %s: global feed jumps from %d to %d", eventstore.ErrCorrupt, s.path, next-1, e.pos)
+		}
+		ev, err := s.decodePending(e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+		next++
+	}
+	return out, nil
 }
 
 func (s *Store) view(ctx context.Context, fn func(*bbolt.Tx) error) error {

@@ -1,7 +1,9 @@
-// Package bolt is Baton's embedded event store: one bbolt file under the data
-// directory, no server. Appends are durable (fsync) before they are
-// acknowledged; concurrent appends share one commit (group commit) through a
-// single writer goroutine. See docs/eventstore.md for the file layout.
+// Package bolt is Baton's embedded event store: one bbolt file and its
+// journal under the data directory, no server. Appends are durable (in the
+// journal, fdatasynced) before they are acknowledged; concurrent appends
+// share one journal write (group commit) through a single writer goroutine,
+// and an indexer moves them into the bbolt file in the background. See
+// docs/eventstore.md for the file layout.
 package bolt
 
 import (
@@ -50,6 +52,10 @@ type Options struct {
 	// MaxSize caps the data file in bytes (0: no cap). A write that would
 	// grow the file past it fails like a full disk.
 	MaxSize int
+	// IndexDelay is how long journaled events gather before the indexer
+	// commits them to the bbolt file. Default DefaultIndexDelay; negative:
+	// no delay.
+	IndexDelay time.Duration
 }
 
 // Store is the bbolt-backed eventstore.Store.
@@ -68,7 +74,18 @@ type Store struct {
 
 	notifyMu sync.Mutex
 	notify   chan struct{} // closed and replaced after every commit
-	head     atomic.Uint64
+	head     atomic.Uint64 // newest position in the journal: what readers see
+
+	jn      *journal
+	frames  frameBuilder // the writer's
+	pend    *pending
+	indexed atomic.Uint64 // newest position in the bbolt file
+
+	indexWake, indexNow chan struct{} // buffered 1: work for the indexer
+	indexStop           chan struct{} // closed by Close once the writer is done
+	indexDone           chan struct{} // closed when the indexer has exited
+	progressMu          sync.Mutex
+	progress            chan struct{} // closed and replaced when the indexer advances or fails
 }
 
 var _ eventstore.Store = (*Store)(nil)
@@ -84,6 +101,9 @@ func Open(dir string, opts Options) (s *Store, err error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.IndexDelay == 0 {
+		opts.IndexDelay = DefaultIndexDelay
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("eventstore: data directory %s: %w", dir, err)
@@ -112,19 +132,36 @@ func Open(dir string, opts Options) (s *Store, err error) {
 		return nil, openError(path, err)
 	}
 	s = &Store{
-		db:     db,
-		path:   path,
-		opts:   opts,
-		reqs:   make(chan *appendReq, 4*opts.MaxBatch),
-		done:   make(chan struct{}),
-		stop:   make(chan struct{}),
-		notify: make(chan struct{}),
+		db:        db,
+		path:      path,
+		opts:      opts,
+		reqs:      make(chan *appendReq, 4*opts.MaxBatch),
+		done:      make(chan struct{}),
+		stop:      make(chan struct{}),
+		notify:    make(chan struct{}),
+		pend:      newPending(),
+		indexWake: make(chan struct{}, 1),
+		indexNow:  make(chan struct{}, 1),
+		indexStop: make(chan struct{}),
+		indexDone: make(chan struct{}),
+		progress:  make(chan struct{}),
 	}
+	s.frames.reset()
 	if err := s.init(); err != nil {
 		db.Close()
 		return nil, err
 	}
+	if s.jn, err = openJournal(dir); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := s.recoverJournal(); err != nil {
+		s.jn.close()
+		db.Close()
+		return nil, err
+	}
 	go s.writer()
+	go s.indexer()
 	return s, nil
 }
 
@@ -185,8 +222,76 @@ func (s *Store) init() error {
 			return fmt.Errorf("%w: %s: newest event at position %d is unreadable", eventstore.ErrCorrupt, s.path, pos)
 		}
 		s.head.Store(pos)
+		s.indexed.Store(pos)
 		return nil
 	})
+}
+
+// recoverJournal moves into the bbolt file the journaled events it lacks:
+// appends acknowledged before a crash that the indexer had not committed.
+// The journal then starts again at offset 0.
+func (s *Store) recoverJournal() (err error) {
+	defer recoverCorrupt(&err, s.path)
+	data, err := s.jn.readAll()
+	if err != nil {
+		return err
+	}
+	evs, err := journalEvents(data, s.indexed.Load())
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", eventstore.ErrCorrupt, s.jn.path, err)
+	}
+	if len(evs) > 0 {
+		if err := s.db.Update(func(tx *bbolt.Tx) error { return s.indexTx(tx, evs) }); err != nil {
+			return fmt.Errorf("eventstore: moving %d journaled events into %s: %w", len(evs), s.path, err)
+		}
+		last := evs[len(evs)-1].pos
+		s.head.Store(last)
+		s.indexed.Store(last)
+	}
+	s.jn.off = 0
+	return nil
+}
+
+// journalEvents reads the run of frames at the start of data and returns
+// the events after position after. The run ends at the first frame that
+// fails its checksum or does not continue the positions (left from before
+// the journal last started again at 0); its events must then continue the
+// file's, else events are missing.
+func journalEvents(data []byte, after uint64) ([]pendingEvent, error) {
+	var out []pendingEvent
+	var next uint64 // position the run continues at; 0: not started
+	for len(data) > 0 {
+		recs, n, ok := nextFrame(data)
+		if !ok {
+			break
+		}
+		frame := make([]pendingEvent, 0, len(recs))
+		for _, rec := range recs {
+			ev, err := decodeRecord(rec)
+			if err != nil {
+				return nil, err
+			}
+			e := pendingEvent{pos: ev.Position.Commit, rev: ev.Revision, stream: ev.StreamID, id: ev.ID, rec: rec}
+			if len(frame) > 0 && e.pos != frame[len(frame)-1].pos+1 {
+				return nil, fmt.Errorf("frame jumps from position %d to %d", frame[len(frame)-1].pos, e.pos)
+			}
+			frame = append(frame, e)
+		}
+		if next != 0 && frame[0].pos != next {
+			break // a frame from before the journal started again
+		}
+		next = frame[len(frame)-1].pos + 1
+		for _, e := range frame {
+			if e.pos > after {
+				out = append(out, e)
+			}
+		}
+		data = data[n:]
+	}
+	if len(out) > 0 && out[0].pos != after+1 {
+		return nil, fmt.Errorf("journal continues at position %d, but the data file ends at %d", out[0].pos, after)
+	}
+	return out, nil
 }
 
 // Path is the data file.
@@ -208,11 +313,13 @@ func (s *Store) Close() error {
 	close(s.reqs)
 	s.mu.Unlock()
 	<-s.done
+	close(s.indexStop)
+	<-s.indexDone
 	close(s.stop)
-	return s.db.Close()
+	return errors.Join(s.db.Close(), s.jn.close())
 }
 
-// Head returns the position of the newest committed event.
+// Head returns the position of the newest committed (journaled) event.
 func (s *Store) Head(ctx context.Context) (eventstore.Position, error) {
 	if err := ctx.Err(); err != nil {
 		return eventstore.Position{}, err
