@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
@@ -36,6 +37,8 @@ func runChild() bool {
 		err = childWriter(dir, os.Getenv(childTagEnv))
 	case "limited-writer":
 		err = childLimitedWriter(dir)
+	case "journal-writer":
+		err = childJournalWriter(dir)
 	case "open":
 		var s *bolt.Store
 		if s, err = bolt.Open(dir, bolt.Options{}); err == nil {
@@ -134,4 +137,30 @@ func childLimitedWriter(dir string) error {
 		ack(&mu, "fill", res.NextRevision, ev)
 		exp = eventstore.Revision(res.NextRevision)
 	}
+}
+
+// childJournalWriter appends with the indexer held back for an hour, so
+// every acknowledged event is in the journal only, says "done" and waits to
+// be killed.
+func childJournalWriter(dir string) error {
+	s, err := bolt.Open(dir, bolt.Options{IndexDelay: time.Hour})
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	for i := 0; i < 200; i++ {
+		stream := fmt.Sprintf("journal-%d", i%4)
+		ev := storetest.Event("Tick", map[string]any{"i": i})
+		exp := eventstore.NoStream()
+		if i >= 4 {
+			exp = eventstore.Revision(uint64(i/4 - 1))
+		}
+		res, err := s.Append(context.Background(), stream, exp, ev)
+		if err != nil {
+			return err
+		}
+		ack(&mu, stream, res.NextRevision, ev)
+	}
+	fmt.Println("done")
+	select {} // until killed
 }

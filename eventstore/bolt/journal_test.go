@@ -1,0 +1,178 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/batonhq/baton/eventstore"
+)
+
+// record makes the stored record of one event.
+func record(t testing.TB, stream string, rev, pos uint64) []byte {
+	t.Helper()
+	ev := eventstore.RecordedEvent{StreamID: stream, Revision: rev, Position: eventstore.Position{Commit: pos, Prepare: pos},
+		EventData: eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: "Tick", Data: []byte(`{"n":1}`)}}
+	return encodeRecord(nil, &ev)
+}
+
+func frames(recs ...[]byte) []byte {
+	var b frameBuilder
+	b.reset()
+	for _, r := range recs {
+		b.add(r)
+	}
+	return b.bytes()
+}
+
+func TestFramesReadBack(t *testing.T) {
+	a, b, c := record(t, "s", 0, 1), record(t, "s", 1, 2), record(t, "t", 0, 3)
+	data := append(frames(a, b), frames(c)...)
+	data = append(data, make([]byte, 64)...) // the zeros after the run
+	evs, err := journalEvents(data, 0)
+	if err != nil || len(evs) != 3 {
+		t.Fatalf("read %d events, %v", len(evs), err)
+	}
+	for i, want := range [][]byte{a, b, c} {
+		if !bytes.Equal(evs[i].rec, want) || evs[i].pos != uint64(i+1) {
+			t.Fatalf("event %d: position %d, record differs: %v", i, evs[i].pos, !bytes.Equal(evs[i].rec, want))
+		}
+	}
+	if evs[2].stream != "t" || evs[1].rev != 1 {
+		t.Fatalf("stream/revision not read: %+v", evs)
+	}
+	// Events the file holds already are skipped.
+	if evs, err := journalEvents(data, 2); err != nil || len(evs) != 1 || evs[0].pos != 3 {
+		t.Fatalf("after 2: %d events, %v", len(evs), err)
+	}
+	// A torn last frame ends the run: its append was never acknowledged.
+	torn := append(frames(a, b), frames(c)...)
+	torn[len(torn)-3] ^= 0xff
+	if evs, err := journalEvents(torn, 0); err != nil || len(evs) != 2 {
+		t.Fatalf("torn: %d events, %v", len(evs), err)
+	}
+	// A frame from before the journal started again (positions that do
+	// not continue) ends the run too.
+	stale := append(frames(record(t, "s", 5, 9)), frames(record(t, "s", 1, 2))...)
+	if evs, err := journalEvents(stale, 8); err != nil || len(evs) != 1 || evs[0].pos != 9 {
+		t.Fatalf("stale: %d events, %v", len(evs), err)
+	}
+}
+
+func TestJournalGapIsCorruption(t *testing.T) {
+	// The journal holds position 3 but the file ends at 1: position 2,
+	// acknowledged once, is missing.
+	if _, err := journalEvents(frames(record(t, "s", 0, 3)), 1); err == nil || !strings.Contains(err.Error(), "continues at position 3") {
+		t.Fatalf("gap = %v", err)
+	}
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(context.Background(), "s", eventstore.NoStream(), eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: "Tick"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, JournalFileName), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(frames(record(t, "s", 2, 3)), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := Open(dir, Options{}); !errors.Is(err, eventstore.ErrCorrupt) {
+		t.Fatalf("open with a gap in the journal = %v, want ErrCorrupt", err)
+	}
+}
+
+// TestJournalStartsAgain writes several times the journal's largest size:
+// the journal stops growing and starts again at offset 0, and every event
+// is there after a reopen.
+func TestJournalStartsAgain(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	pad := `"` + strings.Repeat("x", 8000) + `"`
+	const appends, per = 500, 10 // about 40 MB of records
+	exp := eventstore.NoStream()
+	for i := 0; i < appends; i++ {
+		evs := make([]eventstore.EventData, per)
+		for j := range evs {
+			evs[j] = eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: "Fill", Data: []byte(pad)}
+		}
+		res, err := s.Append(ctx, "fill", exp, evs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exp = eventstore.Revision(res.NextRevision)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(dir, JournalFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() != journalWrapCap {
+		t.Fatalf("journal is %d bytes, want it to stop growing at %d", st.Size(), journalWrapCap)
+	}
+	s, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var n int
+	for from := uint64(0); ; {
+		evs, err := s.ReadStream(ctx, "fill", from, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) == 0 {
+			break
+		}
+		n += len(evs)
+		from = evs[len(evs)-1].Revision + 1
+	}
+	if n != appends*per {
+		t.Fatalf("read %d events after reopen, want %d", n, appends*per)
+	}
+	if _, err := s.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FuzzJournalEvents feeds the journal reader arbitrary files: it never
+// panics, and what it returns continues the file's positions.
+func FuzzJournalEvents(f *testing.F) {
+	f.Add(frames(record(f, "s", 0, 1), record(f, "s", 1, 2)), uint64(0))
+	f.Add(append(frames(record(f, "s", 0, 1)), frames(record(f, "t", 0, 2))...), uint64(1))
+	f.Add(make([]byte, 32), uint64(0))
+	f.Add([]byte{0, 0, 0, 9, 1, 2, 3, 4, 5}, uint64(3))
+	f.Fuzz(func(t *testing.T, data []byte, after uint64) {
+		evs, err := journalEvents(data, after)
+		if err != nil {
+			return
+		}
+		for i, e := range evs {
+			if e.pos != after+1+uint64(i) {
+				t.Fatalf("event %d at position %d after %d", i, e.pos, after)
+			}
+			if _, err := decodeRecord(e.rec); err != nil {
+				t.Fatalf("event %d: %v", i, err)
+			}
+		}
+	})
+}
