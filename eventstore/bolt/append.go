@@ -74,15 +74,17 @@ func metadataSize(m *eventstore.Metadata) int {
 
 // writer is the only goroutine that places events. It takes every append
 // waiting in the queue (up to MaxBatch), checks and places them, and writes
-// them to the journal with one fdatasync for the lot: a group commit. A
-// lone append finds the queue empty and commits at once; no timer ever
-// holds it back.
+// them to the journal: a group commit, made durable by one fdatasync. A lone
+// append finds the queue empty and commits at once; no timer ever holds it
+// back. The writer does not wait for the fdatasync: it goes on with the next
+// group while up to maxSyncing run, and the completer answers the groups in
+// order as their fdatasyncs end.
 func (s *Store) writer() {
-	defer close(s.done)
+	defer close(s.groups)
 	debug.SetPanicOnFault(true)
-	batch := make([]*appendReq, 0, s.opts.MaxBatch)
+	placed := s.head.Load() // the last position placed
 	for first := range s.reqs {
-		batch = append(batch[:0], first)
+		batch := append(make([]*appendReq, 0, 8), first)
 	drain:
 		for len(batch) < s.opts.MaxBatch {
 			select {
@@ -95,57 +97,113 @@ func (s *Store) writer() {
 				break drain
 			}
 		}
-		s.commit(batch)
+		placed = s.commit(batch, placed)
 	}
 }
+
+// maxSyncing is how many group commits may wait for their fdatasync at
+// once. A second fdatasync started while one runs overlaps it on this
+// disk: two in flight took p50 170 us each, against 145 us one at a time
+// (frames on pages of their own, see frameBuilder).
+const maxSyncing = 2
 
 // maxPendingBytes bounds the records waiting for the indexer: past it the
 // writer waits for the indexer before it places more.
 const maxPendingBytes = 64 << 20
 
-func (s *Store) commit(batch []*appendReq) {
-	fail := func(err error) {
-		for _, r := range batch {
-			r.done <- appendResp{err: err}
-		}
-	}
+// group is one group commit on its way to its callers.
+type group struct {
+	batch       []*appendReq
+	resps       []appendResp
+	first, last uint64 // positions placed; last == first-1 when none
+	refused     error  // for every caller: the store had failed before
+	err         error  // placing, writing or syncing failed
+	synced      chan struct{}
+}
+
+// commit places a group after position placed, writes it to the journal,
+// starts its fdatasync and hands it to the completer. It returns the last
+// position placed.
+func (s *Store) commit(batch []*appendReq, placed uint64) uint64 {
+	g := &group{batch: batch, resps: make([]appendResp, len(batch)), first: placed + 1, last: placed, synced: make(chan struct{})}
+	defer func() { s.groups <- g }() // blocks while maxSyncing groups wait
 	if p := s.failed.Load(); p != nil {
-		fail(fmt.Errorf("%w: %v", eventstore.ErrFailed, *p))
-		return
+		g.refused = fmt.Errorf("%w: %v", eventstore.ErrFailed, *p)
+		close(g.synced)
+		return placed
 	}
 	if s.pend.size() > maxPendingBytes {
-		if err := s.waitIndexed(context.Background(), s.head.Load()); err != nil {
-			fail(fmt.Errorf("%w: %v", eventstore.ErrFailed, err))
-			return
+		if err := s.waitIndexed(context.Background(), placed); err != nil {
+			g.refused = fmt.Errorf("%w: %v", eventstore.ErrFailed, err)
+			close(g.synced)
+			return placed
 		}
 	}
-	head := s.head.Load()
-	resps := make([]appendResp, len(batch))
 	s.frames.reset()
-	last, err := s.place(batch, resps, head)
-	if err == nil && last != head {
-		err = s.journalWrite(s.frames.bytes())
+	g.last, g.err = s.place(batch, g.resps, placed)
+	if g.err == nil && g.last != placed {
+		g.err = s.journalWrite(s.frames.bytes(), placed)
 	}
-	if err != nil {
-		s.pend.mu.Lock()
-		s.pend.dropFrom(head + 1)
-		s.pend.mu.Unlock()
-		// What the OS holds for the journal after a failed write or fsync
-		// is unknowable until the store is reopened, so the store stops
-		// writing (the lesson of PostgreSQL's fsync failures). The frames
-		// may have reached the disk all the same: to this batch's callers
-		// the outcome is unknown, and a retry with the same event ids is
-		// the safe answer (after the store is reopened).
-		s.setFailed(err)
-		fail(fmt.Errorf("%w (outcome unknown: %w): %v", eventstore.ErrFailed, eventstore.ErrUnavailable, err))
-		return
+	if g.err != nil {
+		s.setFailed(g.err) // later groups are refused at once
+		close(g.synced)
+		return placed
 	}
-	if last != head {
-		s.publish(last)
-		s.wakeIndexer(false)
+	if g.last == placed {
+		close(g.synced) // nothing placed: every append refused or replayed
+		return placed
 	}
-	for i, r := range batch {
-		r.done <- resps[i]
+	go func() {
+		if err := fdatasync(s.jn.f); err != nil {
+			g.err = fmt.Errorf("eventstore: journal %s: %w", s.jn.path, err)
+		}
+		close(g.synced)
+	}()
+	return g.last
+}
+
+// completer answers the group commits in the order they were placed, each
+// once its fdatasync has ended (a later one's fdatasync covers an earlier
+// one's writes too, but not the other way round): the head moves, the
+// readers and the indexer are told, and the callers get their results.
+func (s *Store) completer() {
+	defer close(s.done)
+	for g := range s.groups {
+		<-g.synced
+		if g.refused != nil {
+			for _, r := range g.batch {
+				r.done <- appendResp{err: g.refused}
+			}
+			continue
+		}
+		err := g.err
+		if p := s.failed.Load(); err == nil && p != nil && g.last >= g.first {
+			err = *p // placed on top of a group that failed
+		}
+		if err != nil {
+			// What the OS holds for the journal after a failed write or
+			// fsync is unknowable until the store is reopened, so the
+			// store stops writing (the lesson of PostgreSQL's fsync
+			// failures). The frames may have reached the disk all the
+			// same: to this group's callers the outcome is unknown, and
+			// a retry with the same event ids is the safe answer (after
+			// the store is reopened).
+			s.setFailed(err)
+			s.pend.mu.Lock()
+			s.pend.dropFrom(g.first)
+			s.pend.mu.Unlock()
+			for _, r := range g.batch {
+				r.done <- appendResp{err: fmt.Errorf("%w (outcome unknown: %w): %v", eventstore.ErrFailed, eventstore.ErrUnavailable, err)}
+			}
+			continue
+		}
+		if g.last >= g.first {
+			s.publish(g.last)
+			s.wakeIndexer(false)
+		}
+		for i, r := range g.batch {
+			r.done <- g.resps[i]
+		}
 	}
 }
 
@@ -157,6 +215,9 @@ func (s *Store) place(batch []*appendReq, resps []appendResp, head uint64) (last
 	defer recoverCorrupt(&err, s.path)
 	s.pend.mu.Lock()
 	defer s.pend.mu.Unlock()
+	if p := s.failed.Load(); p != nil {
+		return head, *p // a group in flight failed: its placements are being dropped
+	}
 	// The read transaction starts under the lock: whatever the indexer has
 	// dropped from pending is in the bbolt file it shows.
 	tx, err := s.db.Begin(false)
@@ -188,23 +249,24 @@ func (s *Store) place(batch []*appendReq, resps []appendResp, head uint64) (last
 	return w.pos, nil
 }
 
-// journalWrite writes a group commit's frames, making room first: at the
-// end of what is prepared, else from the start again once everything
-// journaled is in the bbolt file, else in a larger file.
-func (s *Store) journalWrite(frames []byte) error {
+// journalWrite writes a group commit's frames (not yet fsynced), making
+// room first: at the end of what is prepared, else from the start again
+// once everything journaled is in the bbolt file, else in a larger file.
+// placed is the last position placed before this group.
+func (s *Store) journalWrite(frames []byte, placed uint64) error {
 	j, n := s.jn, int64(len(frames))
 	if j.off+n > j.cap {
 		switch {
-		case n <= j.cap && s.indexed.Load() == s.head.Load():
+		case n <= j.cap && s.indexed.Load() == placed:
 			j.off = 0
 		case j.cap < journalWrapCap || n > j.cap:
 			if err := j.extend(max(2*j.cap, j.off+n)); err != nil {
 				return err
 			}
 		default:
-			// Full: wait for the indexer to move everything over, then
-			// start again from the beginning.
-			if err := s.waitIndexed(context.Background(), s.head.Load()); err != nil {
+			// Full: wait for the groups in flight and the indexer to move
+			// everything over, then start again from the beginning.
+			if err := s.waitIndexed(context.Background(), placed); err != nil {
 				return err
 			}
 			j.off = 0

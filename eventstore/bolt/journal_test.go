@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -53,7 +55,7 @@ func TestFramesReadBack(t *testing.T) {
 	}
 	// A torn last frame ends the run: its append was never acknowledged.
 	torn := append(frames(a, b), frames(c)...)
-	torn[len(torn)-3] ^= 0xff
+	torn[len(frames(a, b))+frameHeader+5] ^= 0xff
 	if evs, err := journalEvents(torn, 0); err != nil || len(evs) != 2 {
 		t.Fatalf("torn: %d events, %v", len(evs), err)
 	}
@@ -65,9 +67,10 @@ func TestFramesReadBack(t *testing.T) {
 	}
 }
 
+// TestJournalGapIsCorruption: the journal's first frame is the first
+// written after everything before it was in the file, so a run that starts
+// past the file's newest event means acknowledged events are missing.
 func TestJournalGapIsCorruption(t *testing.T) {
-	// The journal holds position 3 but the file ends at 1: position 2,
-	// acknowledged once, is missing.
 	if _, err := journalEvents(frames(record(t, "s", 0, 3)), 1); err == nil || !strings.Contains(err.Error(), "continues at position 3") {
 		t.Fatalf("gap = %v", err)
 	}
@@ -92,6 +95,43 @@ func TestJournalGapIsCorruption(t *testing.T) {
 	f.Close()
 	if _, err := Open(dir, Options{}); !errors.Is(err, eventstore.ErrCorrupt) {
 		t.Fatalf("open with a gap in the journal = %v, want ErrCorrupt", err)
+	}
+	// A frame whose checksum holds but whose records do not parse is
+	// damage, not a torn write.
+	bad := frames(append(record(t, "s", 1, 2)[:5], 0xff))
+	if _, err := journalEvents(bad, 1); err == nil {
+		t.Fatal("a frame with a bad record read as events")
+	}
+}
+
+// TestJournalZeroedAtOpen: once its events are in the file, the journal
+// holds nothing from before, so no old frame can pass for a continuation
+// of the frames this run of the store writes.
+func TestJournalZeroedAtOpen(t *testing.T) {
+	dir := t.TempDir()
+	for i := 0; i < 2; i++ {
+		s, err := Open(dir, Options{IndexDelay: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The first run writes three frames, the second one.
+		for k := 0; k < 3-2*i; k++ {
+			if _, err := s.Append(context.Background(), fmt.Sprintf("s%d-%d", i, k), eventstore.NoStream(), eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: "Tick"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i == 0 {
+			s.Close()
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, JournalFileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, n, ok := nextFrame(b); !ok || !bytes.Equal(b[n:], make([]byte, len(b)-n)) {
+			t.Fatal("the journal holds more than the one frame written since the open")
+		}
+		s.Close()
 	}
 }
 

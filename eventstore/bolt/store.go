@@ -67,7 +67,8 @@ type Store struct {
 	mu     sync.RWMutex // guards closed against concurrent Append/Close
 	closed bool
 	reqs   chan *appendReq
-	done   chan struct{} // closed when the writer has exited
+	groups chan *group   // from the writer to the completer
+	done   chan struct{} // closed when the writer and the completer have exited
 	stop   chan struct{} // closed by Close: wakes subscriptions
 
 	failed atomic.Pointer[error]
@@ -136,6 +137,10 @@ func Open(dir string, opts Options) (s *Store, err error) {
 		path:      path,
 		opts:      opts,
 		reqs:      make(chan *appendReq, 4*opts.MaxBatch),
+		// Unbuffered: the completer waits on one group's fdatasync while
+		// the writer, having started the next one's, waits to hand it
+		// over. Two in flight: maxSyncing.
+		groups:    make(chan *group),
 		done:      make(chan struct{}),
 		stop:      make(chan struct{}),
 		notify:    make(chan struct{}),
@@ -161,6 +166,7 @@ func Open(dir string, opts Options) (s *Store, err error) {
 		return nil, err
 	}
 	go s.writer()
+	go s.completer()
 	go s.indexer()
 	return s, nil
 }
@@ -229,7 +235,8 @@ func (s *Store) init() error {
 
 // recoverJournal moves into the bbolt file the journaled events it lacks:
 // appends acknowledged before a crash that the indexer had not committed.
-// The journal then starts again at offset 0.
+// The journal is then zeroed and starts again at offset 0, so that no frame
+// of this run of the store can be taken for the continuation of the next.
 func (s *Store) recoverJournal() (err error) {
 	defer recoverCorrupt(&err, s.path)
 	data, err := s.jn.readAll()
@@ -247,6 +254,11 @@ func (s *Store) recoverJournal() (err error) {
 		last := evs[len(evs)-1].pos
 		s.head.Store(last)
 		s.indexed.Store(last)
+	}
+	if !s.jn.fresh {
+		if err := s.jn.zero(0, s.jn.cap); err != nil {
+			return err
+		}
 	}
 	s.jn.off = 0
 	return nil
@@ -289,6 +301,8 @@ func journalEvents(data []byte, after uint64) ([]pendingEvent, error) {
 		data = data[n:]
 	}
 	if len(out) > 0 && out[0].pos != after+1 {
+		// The run starts with the first frame written after the journal
+		// last started again, when everything before it was in the file.
 		return nil, fmt.Errorf("journal continues at position %d, but the data file ends at %d", out[0].pos, after)
 	}
 	return out, nil
