@@ -133,10 +133,10 @@ func Open(dir string, opts Options) (s *Store, err error) {
 		return nil, openError(path, err)
 	}
 	s = &Store{
-		db:        db,
-		path:      path,
-		opts:      opts,
-		reqs:      make(chan *appendReq, 4*opts.MaxBatch),
+		db:   db,
+		path: path,
+		opts: opts,
+		reqs: make(chan *appendReq, 4*opts.MaxBatch),
 		// Unbuffered: the completer waits on one group's fdatasync while
 		// the writer, having started the next one's, waits to hand it
 		// over. Two in flight: maxSyncing.
