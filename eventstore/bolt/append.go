@@ -105,6 +105,12 @@ func (s *Store) writer() {
 // once. A second fdatasync started while one runs overlaps it on this
 // disk: two in flight took p50 170 us each, against 145 us one at a time
 // (frames on pages of their own, see frameBuilder).
+//
+// Each runs on a file descriptor of its own (journal.syncFDs): Linux
+// reports a writeback error to one fsync per open file description, so two
+// fdatasyncs sharing a descriptor could give the error to the later group
+// and a clean return to the earlier one, whose frame did not reach the
+// disk.
 const maxSyncing = 2
 
 // maxPendingBytes bounds the records waiting for the indexer: past it the
@@ -119,6 +125,7 @@ type group struct {
 	refused     error  // for every caller: the store had failed before
 	err         error  // placing, writing or syncing failed
 	synced      chan struct{}
+	placedOnly  bool // err: the limit refused it before anything was written
 }
 
 // commit places a group after position placed, writes it to the journal,
@@ -126,7 +133,10 @@ type group struct {
 // position placed.
 func (s *Store) commit(batch []*appendReq, placed uint64) uint64 {
 	g := &group{batch: batch, resps: make([]appendResp, len(batch)), first: placed + 1, last: placed, synced: make(chan struct{})}
-	defer func() { s.groups <- g }() // blocks while maxSyncing groups wait
+	defer func() {
+		s.groupsPlaced.Add(1)
+		s.groups <- g // blocks while the completer waits for an earlier group
+	}()
 	if p := s.failed.Load(); p != nil {
 		g.refused = fmt.Errorf("%w: %v", eventstore.ErrFailed, *p)
 		close(g.synced)
@@ -140,7 +150,17 @@ func (s *Store) commit(batch []*appendReq, placed uint64) uint64 {
 		}
 	}
 	s.frames.reset()
-	g.last, g.err = s.place(batch, g.resps, placed)
+	var used int64
+	g.last, used, g.err = s.place(batch, g.resps, placed)
+	if g.err == nil && g.last != placed && s.opts.MaxSize > 0 {
+		// The journal must never hold what the data file cannot take: the
+		// open that moves it over would fail. Twice the records is a
+		// generous bound on the pages they take there.
+		if need := used + 2*int64(s.pend.size()) + 64<<10; need > int64(s.opts.MaxSize) {
+			g.err = fmt.Errorf("eventstore: %s would pass its maximum size (%d bytes)", s.path, s.opts.MaxSize)
+			g.placedOnly = true
+		}
+	}
 	if g.err == nil && g.last != placed {
 		g.err = s.journalWrite(s.frames.bytes(), placed)
 	}
@@ -153,10 +173,12 @@ func (s *Store) commit(batch []*appendReq, placed uint64) uint64 {
 		close(g.synced) // nothing placed: every append refused or replayed
 		return placed
 	}
+	slot := <-s.slots // waits while maxSyncing run
 	go func() {
-		if err := fdatasync(s.jn.f); err != nil {
+		if err := s.syncJournal(s.jn.syncFDs[slot]); err != nil {
 			g.err = fmt.Errorf("eventstore: journal %s: %w", s.jn.path, err)
 		}
+		s.slots <- slot
 		close(g.synced)
 	}()
 	return g.last
@@ -168,19 +190,38 @@ func (s *Store) commit(batch []*appendReq, placed uint64) uint64 {
 // readers and the indexer are told, and the callers get their results.
 func (s *Store) completer() {
 	defer close(s.done)
+	var failed error // the first group, in order, whose write failed
 	for g := range s.groups {
 		<-g.synced
-		if g.refused != nil {
+		if g.refused != nil { // nothing placed, nothing read
 			for _, r := range g.batch {
 				r.done <- appendResp{err: g.refused}
 			}
 			continue
 		}
 		err := g.err
-		if p := s.failed.Load(); err == nil && p != nil && g.last >= g.first {
-			err = *p // placed on top of a group that failed
+		if failed != nil {
+			// Every later group was checked against the failed one's
+			// events, replays and refusals included: none of its
+			// answers holds.
+			err = failed
+		}
+		if g.placedOnly && failed == nil {
+			// Refused by the size limit before any byte was written.
+			s.setFailed(err)
+			failed = err
+			s.pend.mu.Lock()
+			s.pend.dropFrom(g.first)
+			s.pend.mu.Unlock()
+			for _, r := range g.batch {
+				r.done <- appendResp{err: fmt.Errorf("%w: %v", eventstore.ErrFailed, err)}
+			}
+			continue
 		}
 		if err != nil {
+			if failed == nil {
+				failed = err
+			}
 			// What the OS holds for the journal after a failed write or
 			// fsync is unknowable until the store is reopened, so the
 			// store stops writing (the lesson of PostgreSQL's fsync
@@ -210,19 +251,20 @@ func (s *Store) completer() {
 // place checks the batch's appends against the bbolt file and the pending
 // events, places the accepted ones after position head in pending (not yet
 // visible: readers see events up to the store's head only) and lays out
-// their journal frames. It returns the last position placed.
-func (s *Store) place(batch []*appendReq, resps []appendResp, head uint64) (last uint64, err error) {
+// their journal frames. It returns the last position placed and the bytes
+// the data file uses.
+func (s *Store) place(batch []*appendReq, resps []appendResp, head uint64) (last uint64, used int64, err error) {
 	defer recoverCorrupt(&err, s.path)
 	s.pend.mu.Lock()
 	defer s.pend.mu.Unlock()
 	if p := s.failed.Load(); p != nil {
-		return head, *p // a group in flight failed: its placements are being dropped
+		return head, 0, *p // a group in flight failed: its placements are being dropped
 	}
 	// The read transaction starts under the lock: whatever the indexer has
 	// dropped from pending is in the bbolt file it shows.
 	tx, err := s.db.Begin(false)
 	if err != nil {
-		return head, err
+		return head, 0, err
 	}
 	defer tx.Rollback()
 	w := &placer{
@@ -242,11 +284,11 @@ func (s *Store) place(batch []*appendReq, resps []appendResp, head uint64) (last
 		}
 		res, refused, err := w.append(r, now)
 		if err != nil {
-			return head, err
+			return head, 0, err
 		}
 		resps[i] = appendResp{res: res, err: refused}
 	}
-	return w.pos, nil
+	return w.pos, tx.Size(), nil
 }
 
 // journalWrite writes a group commit's frames (not yet fsynced), making

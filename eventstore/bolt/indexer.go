@@ -25,13 +25,15 @@ func (s *Store) indexer() {
 	debug.SetPanicOnFault(true)
 	stopping := false
 	for {
+		urgent := false
 		select {
 		case <-s.indexWake:
 		case <-s.indexNow:
+			urgent = true // someone waits: no delay
 		case <-s.indexStop:
 			stopping = true
 		}
-		if !stopping && s.opts.IndexDelay > 0 {
+		if !stopping && !urgent && s.opts.IndexDelay > 0 {
 			t := time.NewTimer(s.opts.IndexDelay)
 			select {
 			case <-t.C:

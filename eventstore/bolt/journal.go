@@ -61,11 +61,12 @@ const (
 var errFrame = errors.New("malformed journal frame")
 
 type journal struct {
-	f     *os.File
-	path  string
-	off   int64 // where the next frame goes
-	cap   int64 // the file's size: zeros prepared ahead of off
-	fresh bool  // created by this open: zeros throughout
+	f       *os.File // writes, growth and zeroing
+	syncFDs [maxSyncing]*os.File
+	path    string
+	off     int64 // where the next frame goes
+	cap     int64 // the file's size: zeros prepared ahead of off
+	fresh   bool  // created by this open: zeros throughout
 }
 
 // openJournal opens dir's journal, creating it (zero-filled, fsynced, with
@@ -94,6 +95,12 @@ func openJournal(dir string) (*journal, error) {
 		if err := syncDir(dir); err != nil {
 			f.Close()
 			return nil, err
+		}
+	}
+	for i := range j.syncFDs {
+		if j.syncFDs[i], err = os.OpenFile(path, os.O_RDWR, 0); err != nil {
+			j.close()
+			return nil, fmt.Errorf("eventstore: journal %s: %w", path, err)
 		}
 	}
 	return j, nil
@@ -169,7 +176,15 @@ func fdatasync(f *os.File) error {
 	}
 }
 
-func (j *journal) close() error { return j.f.Close() }
+func (j *journal) close() error {
+	errs := []error{j.f.Close()}
+	for _, f := range j.syncFDs {
+		if f != nil {
+			errs = append(errs, f.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // frameBuilder lays out the frames of one group commit.
 type frameBuilder struct {

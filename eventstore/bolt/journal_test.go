@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -215,4 +216,89 @@ func FuzzJournalEvents(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReplayAfterAFailedSyncFails: a retry of an append whose group is
+// still waiting for its fdatasync is answered from that group's events; when
+// the fdatasync then fails, the retry must fail too, not succeed with an
+// event that never reached the disk.
+func TestReplayAfterAFailedSyncFails(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{MaxBatch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var syncs atomic.Int32
+	s.syncJournal = func(*os.File) error {
+		syncs.Add(1)
+		<-release
+		return errors.New("injected fdatasync failure")
+	}
+	ctx := context.Background()
+	ev := eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: "Tick"}
+	first, retry := make(chan error, 1), make(chan error, 1)
+	go func() { _, err := s.Append(ctx, "s", eventstore.NoStream(), ev); first <- err }()
+	waitFor(t, func() bool { return syncs.Load() == 1 }) // the first group waits for its fdatasync
+	go func() { _, err := s.Append(ctx, "s", eventstore.NoStream(), ev); retry <- err }()
+	waitFor(t, func() bool { return s.groupsPlaced.Load() == 2 }) // the retry is answered from pending, behind it
+	close(release)
+	if err := <-first; !errors.Is(err, eventstore.ErrUnavailable) {
+		t.Fatalf("first append = %v, want outcome unknown", err)
+	}
+	if err := <-retry; err == nil {
+		t.Fatal("the retry succeeded although its event's fdatasync failed")
+	}
+	if evs, err := s.ReadStream(ctx, "s", 0, 0); err != nil || len(evs) != 0 {
+		t.Fatalf("read %d events, %v", len(evs), err)
+	}
+	s.Close()
+}
+
+// TestMaxSizeReopens: with a size cap, the journal never holds what the
+// data file cannot take, so the store opens again with the same cap and
+// holds every acknowledged append.
+func TestMaxSizeReopens(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{MaxSize: 1 << 20}
+	s, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	pad := []byte(`"` + strings.Repeat("x", 4000) + `"`)
+	exp := eventstore.NoStream()
+	acked := 0
+	for {
+		res, err := s.Append(ctx, "max", exp, eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: "Fill", Data: pad})
+		if err != nil {
+			if !errors.Is(err, eventstore.ErrFailed) || !strings.Contains(err.Error(), "maximum size") {
+				t.Fatalf("append at the limit = %v", err)
+			}
+			break
+		}
+		exp = eventstore.Revision(res.NextRevision)
+		acked++
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	s, err = Open(dir, opts)
+	if err != nil {
+		t.Fatalf("reopen with the same cap: %v", err)
+	}
+	defer s.Close()
+	evs, err := s.ReadStream(ctx, "max", 0, 0)
+	if err != nil || len(evs) != acked {
+		t.Fatalf("after reopen: %d of %d acknowledged events, %v", len(evs), acked, err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 5s")
+		}
+	}
 }

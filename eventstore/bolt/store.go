@@ -68,6 +68,7 @@ type Store struct {
 	closed bool
 	reqs   chan *appendReq
 	groups chan *group   // from the writer to the completer
+	slots  chan int      // free sync descriptors (journal.syncFDs)
 	done   chan struct{} // closed when the writer and the completer have exited
 	stop   chan struct{} // closed by Close: wakes subscriptions
 
@@ -82,9 +83,11 @@ type Store struct {
 	pend    *pending
 	indexed atomic.Uint64 // newest position in the bbolt file
 
-	indexWake, indexNow chan struct{} // buffered 1: work for the indexer
-	indexStop           chan struct{} // closed by Close once the writer is done
-	indexDone           chan struct{} // closed when the indexer has exited
+	indexWake, indexNow chan struct{}        // buffered 1: work for the indexer
+	indexStop           chan struct{}        // closed by Close once the writer is done
+	indexDone           chan struct{}        // closed when the indexer has exited
+	syncJournal         func(*os.File) error // fdatasync; tests make it fail
+	groupsPlaced        atomic.Int64         // group commits handed to the completer (tests wait on it)
 	progressMu          sync.Mutex
 	progress            chan struct{} // closed and replaced when the indexer advances or fails
 }
@@ -141,6 +144,7 @@ func Open(dir string, opts Options) (s *Store, err error) {
 		// the writer, having started the next one's, waits to hand it
 		// over. Two in flight: maxSyncing.
 		groups:    make(chan *group),
+		slots:     make(chan int, maxSyncing),
 		done:      make(chan struct{}),
 		stop:      make(chan struct{}),
 		notify:    make(chan struct{}),
@@ -152,6 +156,10 @@ func Open(dir string, opts Options) (s *Store, err error) {
 		progress:  make(chan struct{}),
 	}
 	s.frames.reset()
+	for i := range maxSyncing {
+		s.slots <- i
+	}
+	s.syncJournal = fdatasync
 	if err := s.init(); err != nil {
 		db.Close()
 		return nil, err
@@ -330,7 +338,13 @@ func (s *Store) Close() error {
 	close(s.indexStop)
 	<-s.indexDone
 	close(s.stop)
-	return errors.Join(s.db.Close(), s.jn.close())
+	var lag error
+	if h, x, p := s.head.Load(), s.indexed.Load(), s.failed.Load(); h > x && p != nil {
+		// The indexer failed: what it could not move is safe in the
+		// journal, and the next open moves it (or says why it cannot).
+		lag = fmt.Errorf("eventstore: %s: events %d to %d are in the journal only (moved into the data file at the next open): %v", s.path, x+1, h, *p)
+	}
+	return errors.Join(lag, s.db.Close(), s.jn.close())
 }
 
 // Head returns the position of the newest committed (journaled) event.
