@@ -77,8 +77,8 @@ func metadataSize(m *eventstore.Metadata) int {
 // them to the journal: a group commit, made durable by one fdatasync. A lone
 // append finds the queue empty and commits at once; no timer ever holds it
 // back. The writer does not wait for the fdatasync: it goes on with the next
-// group while up to maxSyncing run, and the completer answers the groups in
-// order as their fdatasyncs end.
+// group (placing it and writing its frame) while up to maxSyncing run, and
+// the completer answers the groups in order as their fdatasyncs end.
 func (s *Store) writer() {
 	defer close(s.groups)
 	debug.SetPanicOnFault(true)
@@ -102,16 +102,20 @@ func (s *Store) writer() {
 }
 
 // maxSyncing is how many group commits may wait for their fdatasync at
-// once. A second fdatasync started while one runs overlaps it on this
-// disk: two in flight took p50 170 us each, against 145 us one at a time
-// (frames on pages of their own, see frameBuilder).
+// once. One: the writer places and writes the next group while a group's
+// fdatasync runs, and starts the next fdatasync when it ends. Two in
+// flight overlap on this disk (p50 170 us each, against 145 us one at a
+// time) and made the store benchmark at 16 writers about 20% faster, but
+// generate with an Idempotency-Key at 16 paced callers slower: p99 added
+// median +2.39 ms over 15 runs against +1.87 ms over 8 with one, p50
+// about 120 us worse (docs/benchmarks.md).
 //
-// Each runs on a file descriptor of its own (journal.syncFDs): Linux
+// Each slot has a file descriptor of its own (journal.syncFDs): Linux
 // reports a writeback error to one fsync per open file description, so two
 // fdatasyncs sharing a descriptor could give the error to the later group
 // and a clean return to the earlier one, whose frame did not reach the
 // disk.
-const maxSyncing = 2
+const maxSyncing = 1
 
 // maxPendingBytes bounds the records waiting for the indexer: past it the
 // writer waits for the indexer before it places more.
