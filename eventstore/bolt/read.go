@@ -56,35 +56,34 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limi
 	if err != nil {
 		return nil, err
 	}
-	next := from + uint64(len(out))
-	for _, e := range pend {
+	return s.continuePending(out, pend, from+uint64(len(out)), limit,
+		func(e *pendingEvent) uint64 { return e.rev }, fmt.Sprintf("stream %q's revisions", stream))
+}
+
+// continuePending continues out, read from the file, with the pending
+// events that follow it, up to limit events in all. seq numbers them (by
+// revision or by position) and next is the number out's successor must
+// have: events the file also held are skipped, a jump is corruption.
+// Records are decoded into copies, as reads from the file are.
+func (s *Store) continuePending(out []eventstore.RecordedEvent, pend []pendingEvent, next uint64, limit int, seq func(*pendingEvent) uint64, what string) ([]eventstore.RecordedEvent, error) {
+	for i := range pend {
 		if len(out) >= limit {
 			break
 		}
-		if e.rev < next {
+		switch n := seq(&pend[i]); {
+		case n < next:
 			continue // in the file too
+		case n > next:
+			return nil, fmt.Errorf("%w: %s: %s jump from %d to %d", eventstore.ErrCorrupt, s.path, what, next-1, n)
 		}
-		if e.rev != next {
-			return nil, fmt.Errorf("%w: %s: stream %q jumps from revision %d to %d", eventstore.ErrCorrupt, s.path, stream, next-1, e.rev)
-		}
-		ev, err := s.decodePending(e)
+		ev, err := decodeRecord(pend[i].rec)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %s: pending event at position %d: %v", eventstore.ErrCorrupt, s.path, pend[i].pos, err)
 		}
 		out = append(out, ev)
 		next++
 	}
 	return out, nil
-}
-
-// decodePending reads a pending event's record: a copy, like a read from
-// the file.
-func (s *Store) decodePending(e pendingEvent) (eventstore.RecordedEvent, error) {
-	ev, err := decodeRecord(e.rec)
-	if err != nil {
-		return ev, fmt.Errorf("%w: %s: pending event at position %d: %v", eventstore.ErrCorrupt, s.path, e.pos, err)
-	}
-	return ev, nil
 }
 
 // ReadAll implements eventstore.Store. Positions are gapless, so a gap or a
@@ -129,25 +128,8 @@ func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, limit in
 	if err != nil {
 		return nil, err
 	}
-	next := after.Commit + 1 + uint64(len(out))
-	for _, e := range pend {
-		if len(out) >= limit {
-			break
-		}
-		if e.pos < next {
-			continue // in the file too
-		}
-		if e.pos != next {
-			return nil, fmt.Errorf("%w: %s: global feed jumps from %d to %d", eventstore.ErrCorrupt, s.path, next-1, e.pos)
-		}
-		ev, err := s.decodePending(e)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ev)
-		next++
-	}
-	return out, nil
+	return s.continuePending(out, pend, after.Commit+1+uint64(len(out)), limit,
+		func(e *pendingEvent) uint64 { return e.pos }, "the global feed's positions")
 }
 
 func (s *Store) view(ctx context.Context, fn func(*bbolt.Tx) error) error {
