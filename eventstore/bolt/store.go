@@ -140,9 +140,9 @@ func Open(dir string, opts Options) (s *Store, err error) {
 		path: path,
 		opts: opts,
 		reqs: make(chan *appendReq, 4*opts.MaxBatch),
-		// Unbuffered: the completer waits on one group's fdatasync while
-		// the writer, having started the next one's, waits to hand it
-		// over. Two in flight: maxSyncing.
+		// Unbuffered: the completer holds one group while the writer
+		// prepares the next; the slots bound the fdatasyncs that run
+		// (maxSyncing).
 		groups:    make(chan *group),
 		slots:     make(chan int, maxSyncing),
 		done:      make(chan struct{}),
