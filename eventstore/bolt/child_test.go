@@ -21,6 +21,7 @@ const (
 	childDirEnv = "BATON_STORE_TEST_DIR"
 	childTagEnv = "BATON_STORE_TEST_TAG"
 	childFSize  = "BATON_STORE_TEST_FSIZE"
+	childSmall  = "BATON_STORE_TEST_SMALL_JOURNAL"
 )
 
 // runChild runs the child job named in the environment, if any, and reports
@@ -31,6 +32,9 @@ func runChild() bool {
 		return false
 	}
 	dir := os.Getenv(childDirEnv)
+	if os.Getenv(childSmall) != "" {
+		bolt.SmallJournal()
+	}
 	var err error
 	switch job {
 	case "writer":

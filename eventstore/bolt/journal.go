@@ -48,17 +48,16 @@ const (
 	// never touches a page whose fdatasync is still running (measured with
 	// two in flight: p99 324 us aligned, 751 us sharing pages).
 	frameAlign = 4096
-	// journalMinCap is the journal's first size; it doubles up to
-	// journalWrapCap, past which the writer waits for the indexer and
-	// starts over at offset 0 instead of growing.
-	journalMinCap  = 1 << 20
-	journalWrapCap = 16 << 20
 	// maxFrame bounds one frame's payload (the length field is 32 bits);
 	// a group commit larger than this writes several frames.
 	maxFrame = 1 << 30
 )
 
-var errFrame = errors.New("malformed journal frame")
+// journalMinCap is the journal's first size; it doubles up to
+// journalWrapCap, past which the writer waits for the indexer and starts
+// over at offset 0 instead of growing. Variables so that a test can make
+// the journal start over often.
+var journalMinCap, journalWrapCap int64 = 1 << 20, 16 << 20
 
 type journal struct {
 	f       *os.File // writes, growth and zeroing
