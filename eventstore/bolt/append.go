@@ -160,7 +160,7 @@ func (s *Store) commit(batch []*appendReq, placed uint64) uint64 {
 		// The journal must never hold what the data file cannot take: the
 		// open that moves it over would fail. Twice the records is a
 		// generous bound on the pages they take there.
-		if need := used + 2*int64(s.pend.size()) + 64<<10; need > int64(s.opts.MaxSize) {
+		if need := boltGrowth(used + 2*int64(s.pend.size()) + 64<<10); need > int64(s.opts.MaxSize) {
 			g.err = fmt.Errorf("eventstore: %s would pass its maximum size (%d bytes)", s.path, s.opts.MaxSize)
 			g.placedOnly = true
 		}
@@ -495,4 +495,17 @@ func (w *placer) duplicate(ev eventstore.EventData, pos uint64) error {
 		return fmt.Errorf("%w: event %s: %v", eventstore.ErrCorrupt, ev.ID, err)
 	}
 	return &eventstore.DuplicateEventError{ID: ev.ID.String(), Stream: rec.StreamID, Revision: rec.Revision}
+}
+
+// boltGrowth is the file size bbolt asks for to hold size bytes: the next
+// power of two below 16 MiB, 16 MiB more above it.
+func boltGrowth(size int64) int64 {
+	if size >= 16<<20 {
+		return size + 16<<20
+	}
+	n := int64(1)
+	for n < size {
+		n <<= 1
+	}
+	return n
 }

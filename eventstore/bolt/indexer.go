@@ -165,6 +165,7 @@ func (s *Store) progressCh() <-chan struct{} {
 func (s *Store) waitIndexed(ctx context.Context, target uint64) error {
 	for {
 		ch := s.progressCh()
+		moved := s.changed() // a group answered: the indexer has more to do
 		if s.indexed.Load() >= target {
 			return nil
 		}
@@ -174,6 +175,7 @@ func (s *Store) waitIndexed(ctx context.Context, target uint64) error {
 		s.wakeIndexer(true)
 		select {
 		case <-ch:
+		case <-moved:
 		case <-s.indexDone:
 			if s.indexed.Load() >= target {
 				return nil

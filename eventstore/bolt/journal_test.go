@@ -260,8 +260,14 @@ func TestReplayAfterAFailedSyncFails(t *testing.T) {
 // data file cannot take, so the store opens again with the same cap and
 // holds every acknowledged append.
 func TestMaxSizeReopens(t *testing.T) {
+	for _, max := range []int{1 << 20, 3 << 19} { // a power of two, and 1.5 MiB
+		t.Run(fmt.Sprint(max), func(t *testing.T) { maxSizeReopens(t, max) })
+	}
+}
+
+func maxSizeReopens(t *testing.T, max int) {
 	dir := t.TempDir()
-	opts := Options{MaxSize: 1 << 20}
+	opts := Options{MaxSize: max}
 	s, err := Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
