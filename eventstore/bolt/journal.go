@@ -65,7 +65,6 @@ type journal struct {
 	path    string
 	off     int64 // where the next frame goes
 	cap     int64 // the file's size: zeros prepared ahead of off
-	fresh   bool  // created by this open: zeros throughout
 }
 
 // openJournal opens dir's journal, creating it (zero-filled, fsynced, with
@@ -83,9 +82,6 @@ func openJournal(dir string) (*journal, error) {
 		return nil, fmt.Errorf("eventstore: journal %s: %w", path, err)
 	}
 	j.cap = st.Size()
-	if j.cap == 0 {
-		j.fresh = true
-	}
 	if j.cap < journalMinCap {
 		if err := j.extend(journalMinCap); err != nil {
 			f.Close()

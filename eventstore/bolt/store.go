@@ -7,6 +7,7 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -263,8 +264,11 @@ func (s *Store) recoverJournal() (err error) {
 		s.head.Store(last)
 		s.indexed.Store(last)
 	}
-	if !s.jn.fresh {
-		if err := s.jn.zero(0, s.jn.cap); err != nil {
+	// Only the part that holds anything is zeroed: after a clean stop that
+	// is the frames written since the journal last started again, not the
+	// whole file, and a new journal has none.
+	if end := int64(len(bytes.TrimRight(data, "\x00"))); end > 0 {
+		if err := s.jn.zero(0, min(int64(alignUp(int(end))), s.jn.cap)); err != nil {
 			return err
 		}
 	}
