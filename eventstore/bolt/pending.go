@@ -73,15 +73,7 @@ func (p *pending) last(stream string) (rev uint64, ok bool) {
 func (p *pending) dropThrough(pos uint64) {
 	n := 0
 	for n < len(p.events) && p.events[n].pos <= pos {
-		e := &p.events[n]
-		ps := p.streams[e.stream]
-		if len(ps) <= 1 {
-			delete(p.streams, e.stream)
-		} else {
-			p.streams[e.stream] = ps[1:]
-		}
-		delete(p.ids, e.id)
-		p.bytes -= len(e.rec)
+		p.forget(&p.events[n], true)
 		n++
 	}
 	// Copy the rest down rather than reslice, so the array does not keep
@@ -96,14 +88,7 @@ func (p *pending) dropThrough(pos uint64) {
 func (p *pending) dropFrom(pos uint64) {
 	for len(p.events) > 0 && p.events[len(p.events)-1].pos >= pos {
 		e := &p.events[len(p.events)-1]
-		ps := p.streams[e.stream]
-		if len(ps) <= 1 {
-			delete(p.streams, e.stream)
-		} else {
-			p.streams[e.stream] = ps[:len(ps)-1]
-		}
-		delete(p.ids, e.id)
-		p.bytes -= len(e.rec)
+		p.forget(e, false)
 		*e = pendingEvent{}
 		p.events = p.events[:len(p.events)-1]
 	}
@@ -144,4 +129,19 @@ func (p *pending) feedAfter(after, head uint64, limit int) []pendingEvent {
 		out = append(out, e)
 	}
 	return out
+}
+
+// forget takes e out of the stream and id indexes and the byte count: it is
+// its stream's oldest pending event (first) or its newest.
+func (p *pending) forget(e *pendingEvent, first bool) {
+	switch ps := p.streams[e.stream]; {
+	case len(ps) <= 1:
+		delete(p.streams, e.stream)
+	case first:
+		p.streams[e.stream] = ps[1:]
+	default:
+		p.streams[e.stream] = ps[:len(ps)-1]
+	}
+	delete(p.ids, e.id)
+	p.bytes -= len(e.rec)
 }
