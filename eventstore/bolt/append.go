@@ -74,13 +74,14 @@ func metadataSize(m *eventstore.Metadata) int {
 
 // writer is the only goroutine that places events. It takes every append
 // waiting in the queue (up to MaxBatch), checks and places them, and writes
-// them to the journal: a group commit, made durable by one fdatasync. A lone
-// append finds the queue empty and commits at once; no timer ever holds it
-// back. The writer does not wait for the fdatasync: it goes on with the next
-// group (placing it and writing its frame) while up to maxSyncing run, and
-// the completer answers the groups in order as their fdatasyncs end.
+// them to the journal as one frame: a group commit. A lone append finds the
+// queue empty and commits at once; no timer ever holds it back. The writer
+// does not wait for the disk: it hands the group to the syncer and goes on
+// with the next, writing its frame while an fdatasync runs, and the
+// completer answers the groups in order as the fdatasyncs covering them end.
 func (s *Store) writer() {
 	defer close(s.groups)
+	defer close(s.syncWake)
 	debug.SetPanicOnFault(true)
 	placed := s.head.Load() // the last position placed
 	for first := range s.reqs {
@@ -101,21 +102,42 @@ func (s *Store) writer() {
 	}
 }
 
-// maxSyncing is how many group commits may wait for their fdatasync at
-// once. One: the writer places and writes the next group while a group's
-// fdatasync runs, and starts the next fdatasync when it ends. Two in
-// flight overlap on this disk (p50 170 us each, against 145 us one at a
-// time) and made the store benchmark at 16 writers about 20% faster, but
-// generate with an Idempotency-Key at 16 paced callers slower: p99 added
-// median +2.39 ms over 15 runs against +1.87 ms over 8 with one, p50
-// about 120 us worse (docs/benchmarks.md).
-//
-// Each slot has a file descriptor of its own (journal.syncFDs): Linux
-// reports a writeback error to one fsync per open file description, so two
-// fdatasyncs sharing a descriptor could give the error to the later group
-// and a clean return to the earlier one, whose frame did not reach the
-// disk.
-const maxSyncing = 1
+// syncer makes the journal durable: one fdatasync at a time, each covering
+// every frame written before it starts, so the groups written while one
+// runs all wait for the next and no longer. The writer would otherwise
+// stop behind the running fdatasync with its next group written, and the
+// appends arriving meanwhile would wait for a third (the store benchmark at
+// 16 writers: p50 713 us, about five fdatasyncs, before this). It exits
+// when the writer has (syncWake closed) and every group handed over is
+// synced.
+func (s *Store) syncer() {
+	var batch []*group
+	for {
+		_, more := <-s.syncWake
+		s.syncMu.Lock()
+		batch, s.toSync = s.toSync, batch[:0]
+		s.syncMu.Unlock()
+		if len(batch) > 0 {
+			var err error
+			if e := s.syncJournal(s.jn.syncFD); e != nil {
+				err = fmt.Errorf("eventstore: journal %s: %w", s.jn.path, e)
+			}
+			for _, g := range batch {
+				g.err = err
+				close(g.synced)
+			}
+			clear(batch)
+		}
+		if !more {
+			return
+		}
+	}
+}
+
+// maxGroupsAhead bounds the group commits written but not yet answered:
+// how far the writer may run ahead of the completer while fdatasyncs run.
+// Each takes a page of the journal at least.
+const maxGroupsAhead = 64
 
 // maxPendingBytes bounds the records waiting for the indexer: past it the
 // writer waits for the indexer before it places more.
@@ -132,14 +154,14 @@ type group struct {
 	placedOnly  bool // err: the limit refused it before anything was written
 }
 
-// commit places a group after position placed, writes it to the journal,
-// starts its fdatasync and hands it to the completer. It returns the last
+// commit places a group after position placed, writes it to the journal
+// and hands it to the syncer and the completer. It returns the last
 // position placed.
 func (s *Store) commit(batch []*appendReq, placed uint64) uint64 {
 	g := &group{batch: batch, resps: make([]appendResp, len(batch)), first: placed + 1, last: placed, synced: make(chan struct{})}
 	defer func() {
 		s.groupsPlaced.Add(1)
-		s.groups <- g // blocks while the completer waits for an earlier group
+		s.groups <- g // blocks while maxGroupsAhead wait for the completer
 	}()
 	if p := s.failed.Load(); p != nil {
 		g.refused = fmt.Errorf("%w: %v", eventstore.ErrFailed, *p)
@@ -177,14 +199,13 @@ func (s *Store) commit(batch []*appendReq, placed uint64) uint64 {
 		close(g.synced) // nothing placed: every append refused or replayed
 		return placed
 	}
-	slot := <-s.slots // waits while maxSyncing run
-	go func() {
-		if err := s.syncJournal(s.jn.syncFDs[slot]); err != nil {
-			g.err = fmt.Errorf("eventstore: journal %s: %w", s.jn.path, err)
-		}
-		s.slots <- slot
-		close(g.synced)
-	}()
+	s.syncMu.Lock()
+	s.toSync = append(s.toSync, g)
+	s.syncMu.Unlock()
+	select {
+	case s.syncWake <- struct{}{}:
+	default: // the syncer is already told
+	}
 	return g.last
 }
 

@@ -38,8 +38,8 @@ import (
 // Reading stops at the first frame that does not continue the positions, or
 // whose checksum fails: a torn write, or a write that did not reach the
 // disk while a later one did. Neither, nor anything after them, was
-// acknowledged: groups are answered in order, each once its own fdatasync
-// and every earlier group's have ended.
+// acknowledged: groups are answered in order, each once an fdatasync that
+// began after its write (and every earlier group's) has ended.
 const JournalFileName = "events.journal"
 
 const (
@@ -60,11 +60,11 @@ const (
 var journalMinCap, journalWrapCap int64 = 1 << 20, 16 << 20
 
 type journal struct {
-	f       *os.File // writes, growth and zeroing
-	syncFDs [maxSyncing]*os.File
-	path    string
-	off     int64 // where the next frame goes
-	cap     int64 // the file's size: zeros prepared ahead of off
+	f      *os.File // writes, growth and zeroing
+	syncFD *os.File // the syncer's: fdatasync reports a writeback error once per open file description
+	path   string
+	off    int64 // where the next frame goes
+	cap    int64 // the file's size: zeros prepared ahead of off
 }
 
 // openJournal opens dir's journal, creating it (zero-filled, fsynced, with
@@ -92,11 +92,9 @@ func openJournal(dir string) (*journal, error) {
 			return nil, err
 		}
 	}
-	for i := range j.syncFDs {
-		if j.syncFDs[i], err = os.OpenFile(path, os.O_RDWR, 0); err != nil {
-			j.close()
-			return nil, fmt.Errorf("eventstore: journal %s: %w", path, err)
-		}
+	if j.syncFD, err = os.OpenFile(path, os.O_RDWR, 0); err != nil {
+		j.close()
+		return nil, fmt.Errorf("eventstore: journal %s: %w", path, err)
 	}
 	return j, nil
 }
@@ -173,10 +171,8 @@ func fdatasync(f *os.File) error {
 
 func (j *journal) close() error {
 	errs := []error{j.f.Close()}
-	for _, f := range j.syncFDs {
-		if f != nil {
-			errs = append(errs, f.Close())
-		}
+	if j.syncFD != nil {
+		errs = append(errs, j.syncFD.Close())
 	}
 	return errors.Join(errs...)
 }

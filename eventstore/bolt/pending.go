@@ -39,6 +39,14 @@ func (p *pending) size() int {
 }
 
 // at returns the event at pos, or nil. The caller holds mu.
+// count returns how many events wait for the indexer (placed ones whose
+// group is still syncing included).
+func (p *pending) count() int {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return len(p.events)
+}
+
 func (p *pending) at(pos uint64) *pendingEvent {
 	if len(p.events) == 0 || pos < p.events[0].pos {
 		return nil

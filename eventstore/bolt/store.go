@@ -54,8 +54,9 @@ type Options struct {
 	// grow the file past it fails like a full disk.
 	MaxSize int
 	// IndexDelay is how long journaled events gather before the indexer
-	// commits them to the bbolt file. Default DefaultIndexDelay; negative:
-	// no delay.
+	// commits them to the bbolt file; with fewer than 32 waiting it lets
+	// them gather longer, up to ten times as long. Default
+	// DefaultIndexDelay; negative: no delay.
 	IndexDelay time.Duration
 }
 
@@ -69,9 +70,12 @@ type Store struct {
 	closed bool
 	reqs   chan *appendReq
 	groups chan *group   // from the writer to the completer
-	slots  chan int      // free sync descriptors (journal.syncFDs)
 	done   chan struct{} // closed when the writer and the completer have exited
-	stop   chan struct{} // closed by Close: wakes subscriptions
+
+	syncMu   sync.Mutex
+	toSync   []*group      // written by the writer, for the syncer's next fdatasync
+	syncWake chan struct{} // buffered 1: toSync has groups; closed when the writer exits
+	stop     chan struct{} // closed by Close: wakes subscriptions
 
 	failed atomic.Pointer[error]
 
@@ -137,15 +141,12 @@ func Open(dir string, opts Options) (s *Store, err error) {
 		return nil, openError(path, err)
 	}
 	s = &Store{
-		db:   db,
-		path: path,
-		opts: opts,
-		reqs: make(chan *appendReq, 4*opts.MaxBatch),
-		// Unbuffered: the completer holds one group while the writer
-		// prepares the next; the slots bound the fdatasyncs that run
-		// (maxSyncing).
-		groups:    make(chan *group),
-		slots:     make(chan int, maxSyncing),
+		db:        db,
+		path:      path,
+		opts:      opts,
+		reqs:      make(chan *appendReq, 4*opts.MaxBatch),
+		groups:    make(chan *group, maxGroupsAhead),
+		syncWake:  make(chan struct{}, 1),
 		done:      make(chan struct{}),
 		stop:      make(chan struct{}),
 		notify:    make(chan struct{}),
@@ -157,9 +158,6 @@ func Open(dir string, opts Options) (s *Store, err error) {
 		progress:  make(chan struct{}),
 	}
 	s.frames.reset()
-	for i := range maxSyncing {
-		s.slots <- i
-	}
 	s.syncJournal = fdatasync
 	if err := s.init(); err != nil {
 		db.Close()
@@ -175,6 +173,7 @@ func Open(dir string, opts Options) (s *Store, err error) {
 		return nil, err
 	}
 	go s.writer()
+	go s.syncer()
 	go s.completer()
 	go s.indexer()
 	return s, nil
