@@ -256,6 +256,61 @@ func TestReplayAfterAFailedSyncFails(t *testing.T) {
 	s.Close()
 }
 
+// TestOneFdatasyncCoversTheGroupsWrittenMeanwhile: while an fdatasync
+// runs, the writer goes on writing groups, and the next fdatasync covers
+// all of them: ten appends made one group each (MaxBatch 1) behind a held
+// fdatasync take two fdatasyncs, not eleven. A failure of the second fails
+// all ten.
+func TestOneFdatasyncCoversTheGroupsWrittenMeanwhile(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ok", true: "failing"}[fail], func(t *testing.T) {
+			s, err := Open(t.TempDir(), Options{MaxBatch: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			release := make(chan struct{})
+			free := sync.OnceFunc(func() { close(release) })
+			defer free() // before Close, should the test fail holding it
+			var syncs atomic.Int32
+			s.syncJournal = func(*os.File) error {
+				if syncs.Add(1) == 1 {
+					<-release
+					return nil
+				}
+				if fail {
+					return errors.New("injected fdatasync failure")
+				}
+				return nil
+			}
+			ctx := context.Background()
+			held, errs := make(chan error, 1), make(chan error, 10)
+			appendOne := func(stream string, to chan<- error) {
+				_, err := s.Append(ctx, stream, eventstore.NoStream(), eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: "Tick"})
+				to <- err
+			}
+			go appendOne("held", held)
+			waitFor(t, func() bool { return syncs.Load() == 1 })
+			for i := range 10 {
+				go appendOne(fmt.Sprintf("s%d", i), errs)
+			}
+			waitFor(t, func() bool { return s.groupsPlaced.Load() == 11 })
+			free()
+			if err := <-held; err != nil {
+				t.Fatalf("the held append: %v", err)
+			}
+			for range 10 {
+				if err := <-errs; (err != nil) != fail {
+					t.Fatalf("append behind the held fdatasync: %v (failing: %v)", err, fail)
+				}
+			}
+			if n := syncs.Load(); n != 2 {
+				t.Fatalf("%d fdatasyncs, want 2", n)
+			}
+		})
+	}
+}
+
 // TestMaxSizeReopens: with a size cap, the journal never holds what the
 // data file cannot take, so the store opens again with the same cap and
 // holds every acknowledged append.
