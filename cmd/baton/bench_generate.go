@@ -262,18 +262,23 @@ func generateReport(r generateResult, appends []storebench.AppendResult) string 
 			fmt.Fprintf(&b, "| %s | %d | %s | %d | %v | %v | %s | %s | %.0f | %v |\n", model, row.Conc, k, s.N, round(s.P50), round(s.P99), a50, a99, s.perSec(), round(row.CPU[k]))
 		}
 	}
-	fmt.Fprintf(&b, "\nGoal (p99 added at 16 callers under 2 ms):\n\n")
+	fmt.Fprintf(&b, "\nGoal (p99 added at 16 callers under 2 ms), held to the paced model's rows as in the gateway benchmark (*Which rows the goals hold to*), with the saturated rows beside it:\n\n")
 	for _, mt := range []time.Duration{r.ModelTime, 0} {
 		v, ok := at16[mt]
 		if !ok {
 			continue
 		}
-		label := "model answering at once (cores saturated)"
+		label, verdict := "model answering at once (cores saturated; reported, not the goal's row)", func(ok bool) string {
+			if ok {
+				return "within 2 ms"
+			}
+			return "over 2 ms"
+		}
 		if mt > 0 {
-			label = "model taking " + mt.String()
+			label, verdict = "model taking "+mt.String(), metOrNot
 		}
 		fmt.Fprintf(&b, "- %s: generate %s, %s; generate with an Idempotency-Key %s, %s\n", label,
-			signed(v[0]), metOrNot(v[0] < 2*time.Millisecond), signed(v[1]), metOrNot(v[1] < 2*time.Millisecond))
+			signed(v[0]), verdict(v[0] < 2*time.Millisecond), signed(v[1]), verdict(v[1] < 2*time.Millisecond))
 	}
 	for _, a := range appends {
 		if a.Writers == 16 {
@@ -287,6 +292,7 @@ func generateReport(r generateResult, appends []storebench.AppendResult) string 
 		"Inside Baton at 16 paced callers (throwaway timers, not kept) the append then took p50 465 µs, p99 2.1 to 2.3 ms, and the journal's fdatasync alone p50 310 µs, p99 1.1 to 1.2 ms: this virtual disk's fdatasync has a tail of over a millisecond when the machine is not idle (one page written and fdatasynced in a loop: p99 235 µs; with 0.2 to 1 ms pauses between: p50 220 to 240 µs, p99 520 to 600 µs). "+
 		"With two fdatasyncs in flight the p99 added at 16 paced callers was +1.31 to +2.78 ms over 15 runs, median +2.39 ms; with one at a time (kept) +1.27 to +2.35 ms over 8, median +1.87 ms, and p50 about 120 µs lower (the store benchmark at 16 writers is about 20%% slower with one, above its goals either way). "+
 		"Tried and not kept, none better than the run-to-run spread: the indexer every 50, 100 or 250 ms instead of 10 (Baton's CPU per paced call 515 to 555 µs against 617 to 624 µs, but the saturated rows' p99 0.5 to 1.5 ms worse: its commits come in larger bursts); no indexing during the run at all (the journal's fdatasync tail did not shrink, so the bbolt commits beside it are not what makes it); answering each group from its fdatasync's goroutine instead of a completer (the store benchmark 15%% slower); the completer running the fdatasync itself instead of a goroutine per group (the store benchmark at 16 writers 18%% faster, the paced p50 added about 50 µs higher, its p99 within the spread: three runs each). "+
-		"At saturation the key costs Baton about 150 µs of CPU per call more than generate without it (about 275 against 130 µs): per call, from a CPU profile, the journal's fdatasync about 23 µs of system time, the indexer about 20 µs, hashing the body (bytes and canonical JSON, for the 422 on a reused key) about 23 µs, waking the two feed subscribers about 13 µs, the writer and the append's queue about 20 µs; that work, not the disk, is the added latency of the saturated row.\n")
+		"At saturation the key costs Baton about 150 µs of CPU per call more than generate without it (about 275 against 130 µs): per call, from a CPU profile, the journal's fdatasync about 23 µs of system time, the indexer about 20 µs, hashing the body (bytes and canonical JSON, for the 422 on a reused key) about 23 µs, waking the two feed subscribers about 13 µs, the writer and the append's queue about 20 µs; that work, not the disk, is the added latency of the saturated row. "+
+		"Later that day the writer stopped waiting behind the running fdatasync (one syncer's fdatasync now covers every frame written before it starts: the store benchmark at 16 writers from about 23,600 to 37,000 appends/s) and the indexer waits for 32 events, up to 100 ms, before a commit: Baton's CPU per key call went from about 510 to 480 µs at 16 paced callers and from 259 to 233 to 245 µs at saturation; the key's p99 added at 16 callers was then +1.53 to +1.81 ms paced over six runs (+1.63 and +1.79 ms in two runs before the change, the same spread) and +1.99 to +2.65 ms at saturation over six.\n")
 	return b.String()
 }
