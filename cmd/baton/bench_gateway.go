@@ -1001,7 +1001,7 @@ func gatewayReport(r gatewayResult) string {
 	if c16, ok := r.cell(0, false, 16); ok {
 		fmt.Fprintf(&b, " (the bare proxy, at 16 callers: %s in this run; +975 µs, +1.17 and +1.39 ms in three runs on 2026-11-25)", signed(c16.proxyAdded99()))
 	}
-	fmt.Fprintf(&b, ". A gateway's added latency is measured against a provider that takes time to answer, on a machine with cores to spare, so that the gateway is not starved of CPU; on two shared cores the paced model is what leaves cores to spare, and its rows hold the goals (decided 2026-11-25). "+
+	fmt.Fprintf(&b, ". A gateway's added latency is measured against a provider that takes time to answer, on a machine with cores to spare (Bifrost's published figures, for one: mocked OpenAI calls answering in seconds, at a fixed 5,000 requests/s), so that the gateway is not starved of CPU; on two shared cores the paced model is what leaves cores to spare, and its rows hold the goals (decided 2026-11-25). "+
 		"The saturated rows stay here as the measure of Baton's CPU per call and its throughput against the bare proxy's, with whether they come under the goal's figure.\n")
 
 	tables := func(mt time.Duration, pinned bool) {
