@@ -1063,7 +1063,7 @@ func gatewayReport(r gatewayResult) string {
 	if ok1 && ok16 {
 		fmt.Fprintf(&b, "Against the floor, with the model answering at once: at 1 caller the bare proxy adds p50 %s and Baton %s, so Baton's own work (authentication, routing, pricing, the budget hold, translation, the usage event, the access log) costs about %s a call; "+
 			"at 16 callers the bare proxy adds p99 %s and Baton %s, and on the same cores the bare proxy passes %.0f calls/s to Baton's %.0f (Baton spends about %.2fx the bare proxy's CPU per call). "+
-			"With the cores saturated, a call's latency is mostly its wait for a core, so what any proxy adds grows with the CPU it spends per call: at 16 callers even the bare proxy adds more than 1 ms at p99 on this 2-core machine, where load generator, upstream and proxy take turns on the same cores.",
+			"With the cores saturated, a call's latency is mostly its wait for a core, so what any proxy adds grows with the CPU it spends per call: at 16 callers even the bare proxy adds about 1 ms at p99 or more on this 2-core machine, where load generator, upstream and proxy take turns on the same cores.",
 			signed(c1.proxyAdded50()), signed(c1.added50()), signed(c1.added50()-c1.proxyAdded50()),
 			signed(c16.proxyAdded99()), signed(c16.added99()), c16.Proxy.perSec(), c16.Through.perSec(), c16.Proxy.perSec()/c16.Through.perSec())
 		if p16, ok := r.cell(r.ModelTime, false, 16); ok && r.ModelTime > 0 {
