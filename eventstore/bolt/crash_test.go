@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -65,7 +66,18 @@ func TestCrashWithASmallJournal(t *testing.T) {
 
 func crashRounds(t *testing.T, rounds int, env ...string) {
 	dir := t.TempDir()
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	// The kill moments come from seed; CRASH_SEED=n gives a failed run's
+	// moments again (the child's progress at each moment still varies).
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("CRASH_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("CRASH_SEED=%q: %v", v, err)
+		}
+		seed = n
+	}
+	t.Logf("kill moments from seed %d (CRASH_SEED=%d replays them)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 7))
 	var total int
 	for round := 0; round < rounds; round++ {
 		cmd, out := startChild(t, "writer", dir, append(env, fmt.Sprintf("%s=r%d", childTagEnv, round))...)

@@ -49,6 +49,7 @@ func (s *Store) indexer() {
 				break
 			}
 			if err := s.index(target); err != nil {
+				s.indexErr = err // read by Close after indexDone
 				s.setFailed(err)
 				return
 			}
@@ -105,7 +106,7 @@ func (s *Store) index(target uint64) (err error) {
 	}
 	err = func() (err error) {
 		defer recoverCorrupt(&err, s.path)
-		return s.db.Update(func(tx *bbolt.Tx) error { return s.indexTx(tx, evs) })
+		return s.db.Update(func(tx *bbolt.Tx) error { return s.indexCommit(tx, evs) })
 	}()
 	if err != nil {
 		return err

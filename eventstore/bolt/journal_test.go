@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/batonhq/baton/eventstore"
 )
@@ -478,4 +479,41 @@ func TestJournalStartsAgainUnderLoad(t *testing.T) {
 		t.Fatalf("check: %d events, %v", rep.Events, err)
 	}
 	t.Logf("summary: %d appends, up to %d KiB of frames through a %d KiB journal", len(all), len(all)*frameAlign/1024, journalWrapCap/1024)
+}
+
+// TestCloseNamesWhyEventsWaitInTheJournal: when the indexer cannot move
+// acknowledged events into the bbolt file, Close says which events wait in
+// the journal and why; when the store had failed for another reason first
+// (a journal fdatasync), it names both.
+func TestCloseNamesWhyEventsWaitInTheJournal(t *testing.T) {
+	indexFailure := errors.New("injected index failure")
+	syncFailure := errors.New("injected fdatasync failure")
+	for _, alsoSync := range []bool{false, true} {
+		t.Run(map[bool]string{false: "indexer", true: "fdatasync, then indexer"}[alsoSync], func(t *testing.T) {
+			s, err := Open(t.TempDir(), Options{IndexDelay: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.indexCommit = func(*bbolt.Tx, []pendingEvent) error { return indexFailure }
+			ctx := context.Background()
+			for i := range 3 {
+				if _, err := s.Append(ctx, fmt.Sprintf("s%d", i), eventstore.NoStream(), eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: "Tick"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if alsoSync {
+				s.syncJournal = func(*os.File) error { return syncFailure }
+				if _, err := s.Append(ctx, "s3", eventstore.NoStream(), eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: "Tick"}); !errors.Is(err, eventstore.ErrFailed) {
+					t.Fatalf("append with a failing fdatasync: %v", err)
+				}
+			}
+			err = s.Close()
+			if err == nil || !strings.Contains(err.Error(), "events 1 to 3 are in the journal only") || !errors.Is(err, indexFailure) {
+				t.Fatalf("Close = %v, want events 1 to 3 in the journal only, because of the index failure", err)
+			}
+			if alsoSync != strings.Contains(err.Error(), syncFailure.Error()) {
+				t.Fatalf("Close = %v; the fdatasync failure named: %v, want %v", err, !alsoSync, alsoSync)
+			}
+		})
+	}
 }

@@ -88,11 +88,13 @@ type Store struct {
 	pend    *pending
 	indexed atomic.Uint64 // newest position in the bbolt file
 
-	indexWake, indexNow chan struct{}        // buffered 1: work for the indexer
-	indexStop           chan struct{}        // closed by Close once the writer is done
-	indexDone           chan struct{}        // closed when the indexer has exited
-	syncJournal         func(*os.File) error // fdatasync; tests make it fail
-	groupsPlaced        atomic.Int64         // group commits handed to the completer (tests wait on it)
+	indexWake, indexNow chan struct{}                         // buffered 1: work for the indexer
+	indexStop           chan struct{}                         // closed by Close once the writer is done
+	indexDone           chan struct{}                         // closed when the indexer has exited
+	indexErr            error                                 // why the indexer stopped, if it failed (set before indexDone)
+	syncJournal         func(*os.File) error                  // fdatasync; tests make it fail
+	indexCommit         func(*bbolt.Tx, []pendingEvent) error // indexTx; tests make it fail
+	groupsPlaced        atomic.Int64                          // group commits handed to the completer (tests wait on it)
 	progressMu          sync.Mutex
 	progress            chan struct{} // closed and replaced when the indexer advances or fails
 }
@@ -159,6 +161,7 @@ func Open(dir string, opts Options) (s *Store, err error) {
 	}
 	s.frames.reset()
 	s.syncJournal = fdatasync
+	s.indexCommit = s.indexTx
 	if err := s.init(); err != nil {
 		db.Close()
 		return nil, err
@@ -343,9 +346,15 @@ func (s *Store) Close() error {
 	close(s.stop)
 	var lag error
 	if h, x, p := s.head.Load(), s.indexed.Load(), s.failed.Load(); h > x && p != nil {
-		// The indexer failed: what it could not move is safe in the
-		// journal, and the next open moves it (or says why it cannot).
-		lag = fmt.Errorf("eventstore: %s: events %d to %d are in the journal only (moved into the data file at the next open): %v", s.path, x+1, h, *p)
+		// The indexer failed, or stopped at an earlier failure: what it
+		// could not move is safe in the journal, and the next open moves
+		// it (or says why it cannot). Both causes are named when they
+		// differ.
+		why := *p
+		if s.indexErr != nil && s.indexErr != why {
+			why = fmt.Errorf("%v; the indexer: %w", why, s.indexErr)
+		}
+		lag = fmt.Errorf("eventstore: %s: events %d to %d are in the journal only (moved into the data file at the next open): %w", s.path, x+1, h, why)
 	}
 	return errors.Join(lag, s.db.Close(), s.jn.close())
 }
