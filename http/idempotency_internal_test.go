@@ -1,11 +1,13 @@
 package http
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
@@ -161,4 +163,99 @@ func FuzzIdemBodyHashes(f *testing.F) {
 			t.Fatalf("the canonical form of %q hashes differently", body)
 		}
 	})
+}
+
+// idemCanonicalOracle is what idemCanonical replaced, kept as its oracle:
+// domain.CanonicalJSON (a token walk that refuses equal keys), then a
+// second decode to refuse keys equal under case folding, each rune folded
+// through its whole orbit.
+func idemCanonicalOracle(body []byte) ([]byte, bool) {
+	c, err := domain.CanonicalJSON(body)
+	if err != nil {
+		return nil, false
+	}
+	// (The replaced code decoded numbers as float64 here, so a body with a
+	// number past float64's range fell back to its bytes; numbers are
+	// compared as written, so such a body has a canonical form too.)
+	dec := json.NewDecoder(bytes.NewReader(c))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil, false
+	}
+	fold := func(k string) string {
+		b := make([]rune, 0, len(k))
+		for _, r := range k {
+			m := r
+			for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+				m = min(m, f)
+			}
+			b = append(b, m)
+		}
+		return string(b)
+	}
+	var walk func(v any) bool
+	walk = func(v any) bool {
+		switch v := v.(type) {
+		case map[string]any:
+			seen := map[string]bool{}
+			for k, x := range v {
+				if seen[fold(k)] || !walk(x) {
+					return false
+				}
+				seen[fold(k)] = true
+			}
+		case []any:
+			for _, x := range v {
+				if !walk(x) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return c, walk(v)
+}
+
+// FuzzIdemCanonical: the one-decode canonical form is the oracle's, byte
+// for byte, and refuses what it refuses.
+func FuzzIdemCanonical(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"summarize","input":{"text":"x"},"options":{"maxAttempts":2,"llm":{"mode":"cheap","maxCostUsd":0.5}}}`,
+		`{"a":1,"a":1}`, `{"a":1,"\u0061":2}`, `{"Type":"x","type":"y"}`, `{"o":{"K":1,"\u212a":2}}`, `{"s":1,"\u017f":2}`,
+		`{"a":[{"b":1,"b":2}]}`, `{"a":"b:c","d":"\"e\":"}`, `{"a" : 1 , "b":{"c" :[1,{"d":null}]}}`, `{"a":1} {"b":2}`, `{"a":1} x`,
+		`{"a":"\ud800"}`, "{\"a\":\"\xff\"}", `[1.0,1e2,-0,12345678901234567890]`, `"<&>"`, `null`, `[]`, `{}`, `{"":1,"":2}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if len(bytes.TrimSpace(body)) == 0 {
+			return // idemBodyHashes keeps blank bodies off JSON (not the JSON null)
+		}
+		want, wantOK := idemCanonicalOracle(body)
+		got, ok := idemCanonical(body)
+		if ok != wantOK || (ok && string(got) != string(want)) {
+			t.Fatalf("%q: got %q %v, the oracle %q %v", body, got, ok, want, wantOK)
+		}
+	})
+}
+
+// BenchmarkIdemCanonical: the canonical form of a generate body, by one
+// decode and by the token walk it replaced.
+func BenchmarkIdemCanonical(b *testing.B) {
+	body := []byte(`{"type":"business_strategy","input":{"goal":"Grow paid seats 20% next quarter","audience":"mid-market ops teams"},` +
+		`"options":{"maxAttempts":2,"llm":{"mode":"balanced","maxCostUsd":0.05}}}`)
+	for _, c := range []struct {
+		name string
+		f    func([]byte) ([]byte, bool)
+	}{{"one decode", idemCanonical}, {"token walk, replaced", idemCanonicalOracle}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok := c.f(body); !ok {
+					b.Fatal("no canonical form")
+				}
+			}
+		})
+	}
 }
