@@ -111,6 +111,7 @@ func (s *Store) writer() {
 // when the writer has (syncWake closed) and every group handed over is
 // synced.
 func (s *Store) syncer() {
+	defer close(s.syncDone)
 	var batch []*group
 	for {
 		_, more := <-s.syncWake

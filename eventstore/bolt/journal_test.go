@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -514,6 +515,134 @@ func TestCloseNamesWhyEventsWaitInTheJournal(t *testing.T) {
 			if alsoSync != strings.Contains(err.Error(), syncFailure.Error()) {
 				t.Fatalf("Close = %v; the fdatasync failure named: %v, want %v", err, !alsoSync, alsoSync)
 			}
+		})
+	}
+}
+
+// TestAcknowledgedOnlyAfterACoveringFdatasync: every acknowledged position
+// was in the journal file when an fdatasync that then succeeded began, and
+// no append at or after the first position a failed fdatasync was to cover
+// is acknowledged. Twelve writers, groups of up to four, a journal that
+// starts over every 256 KiB, fdatasyncs of random length, and in every
+// other round one fdatasync fails. (The SIGKILL crash tests cannot catch
+// an acknowledgement that came too early: the page cache outlives a killed
+// process.)
+func TestAcknowledgedOnlyAfterACoveringFdatasync(t *testing.T) {
+	defer func(a, b int64) { journalMinCap, journalWrapCap = a, b }(journalMinCap, journalWrapCap)
+	journalMinCap, journalWrapCap = 64<<10, 256<<10
+	for round := 0; round < 6; round++ {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := Open(dir, Options{IndexDelay: time.Millisecond, MaxBatch: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var (
+				mu        sync.Mutex
+				durable   = map[uint64]bool{} // positions present at the start of a successful sync
+				nsync     atomic.Int64
+				failAt    = int64(20 + rand.IntN(200))
+				failed    atomic.Bool
+				failFloor atomic.Uint64
+			)
+			failFloor.Store(1 << 62)
+			if round%2 == 0 {
+				failAt = 1 << 60
+			}
+			s.syncJournal = func(f *os.File) error {
+				data, err := os.ReadFile(f.Name()) // the frames written before this fdatasync
+				if err != nil {
+					return err
+				}
+				var seen []uint64
+				for b := data; len(b) > 0; {
+					recs, n, ok := nextFrame(b)
+					if !ok {
+						if len(b) <= frameAlign {
+							break
+						}
+						b = b[frameAlign:]
+						continue
+					}
+					for _, r := range recs {
+						ev, err := decodeRecord(r)
+						if err == nil {
+							seen = append(seen, ev.Position.Commit)
+						}
+					}
+					b = b[n:]
+				}
+				time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
+				if nsync.Add(1) == failAt {
+					mu.Lock()
+					floor := uint64(1 << 62)
+					for _, p := range seen {
+						if !durable[p] && p < floor {
+							floor = p
+						}
+					}
+					failFloor.Store(floor)
+					mu.Unlock()
+					failed.Store(true)
+					return errors.New("injected")
+				}
+				if err := fdatasync(f); err != nil {
+					return err
+				}
+				mu.Lock()
+				for _, p := range seen {
+					durable[p] = true
+				}
+				mu.Unlock()
+				return nil
+			}
+			ctx := context.Background()
+			var wg sync.WaitGroup
+			var maxAck atomic.Uint64
+			errc := make(chan error, 100)
+			for w := 0; w < 12; w++ {
+				wg.Add(1)
+				go func(w int) {
+					defer wg.Done()
+					exp := eventstore.NoStream()
+					for i := 0; i < 150; i++ {
+						ev := eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: "T", Data: []byte(`{"x":1}`)}
+						res, err := s.Append(ctx, fmt.Sprintf("w%d", w), exp, ev)
+						if err != nil {
+							if !errors.Is(err, eventstore.ErrFailed) {
+								errc <- err
+							}
+							return
+						}
+						p := res.Position.Commit
+						mu.Lock()
+						ok := durable[p]
+						mu.Unlock()
+						if p >= failFloor.Load() {
+							errc <- fmt.Errorf("position %d acknowledged at or after the failed fdatasync's first new position %d", p, failFloor.Load())
+							return
+						}
+						if !ok {
+							errc <- fmt.Errorf("position %d acknowledged but not in the journal at the start of a successful fdatasync", p)
+							return
+						}
+						for {
+							m := maxAck.Load()
+							if p <= m || maxAck.CompareAndSwap(m, p) {
+								break
+							}
+						}
+						exp = eventstore.Revision(res.NextRevision)
+					}
+				}(w)
+			}
+			wg.Wait()
+			close(errc)
+			for err := range errc {
+				t.Fatal(err)
+			}
+			s.Close()
+			t.Logf("syncs %d, failed %v, max acked %d", nsync.Load(), failed.Load(), maxAck.Load())
 		})
 	}
 }

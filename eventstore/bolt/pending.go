@@ -38,7 +38,6 @@ func (p *pending) size() int {
 	return p.bytes
 }
 
-// at returns the event at pos, or nil. The caller holds mu.
 // count returns how many events wait for the indexer (placed ones whose
 // group is still syncing included).
 func (p *pending) count() int {
@@ -47,6 +46,7 @@ func (p *pending) count() int {
 	return len(p.events)
 }
 
+// at returns the event at pos, or nil. The caller holds mu.
 func (p *pending) at(pos uint64) *pendingEvent {
 	if len(p.events) == 0 || pos < p.events[0].pos {
 		return nil

@@ -75,6 +75,7 @@ type Store struct {
 	syncMu   sync.Mutex
 	toSync   []*group      // written by the writer, for the syncer's next fdatasync
 	syncWake chan struct{} // buffered 1: toSync has groups; closed when the writer exits
+	syncDone chan struct{} // closed when the syncer has exited
 	stop     chan struct{} // closed by Close: wakes subscriptions
 
 	failed atomic.Pointer[error]
@@ -149,6 +150,7 @@ func Open(dir string, opts Options) (s *Store, err error) {
 		reqs:      make(chan *appendReq, 4*opts.MaxBatch),
 		groups:    make(chan *group, maxGroupsAhead),
 		syncWake:  make(chan struct{}, 1),
+		syncDone:  make(chan struct{}),
 		done:      make(chan struct{}),
 		stop:      make(chan struct{}),
 		notify:    make(chan struct{}),
@@ -341,6 +343,7 @@ func (s *Store) Close() error {
 	close(s.reqs)
 	s.mu.Unlock()
 	<-s.done
+	<-s.syncDone
 	close(s.indexStop)
 	<-s.indexDone
 	close(s.stop)
