@@ -242,6 +242,7 @@ func generateReport(r generateResult, appends []storebench.AppendResult) string 
 		genModel, r.ModelTime, genPaced)
 	fmt.Fprintf(&b, "| model | callers | call | calls | p50 | p99 | added p50 | added p99 | calls/s | Baton CPU per call |\n|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	at16 := map[time.Duration][2]time.Duration{} // p99 added at 16 callers: generate, with the key
+	at1 := map[time.Duration][2]time.Duration{}  // the same at 1 caller
 	for _, row := range r.Rows {
 		base := row.Stats[r.Kinds[0]]
 		model := "at once"
@@ -253,17 +254,23 @@ func generateReport(r generateResult, appends []storebench.AppendResult) string 
 			a50, a99 := "", ""
 			if i > 0 {
 				a50, a99 = signed(s.P50-base.P50), signed(s.P99-base.P99)
-				if row.Conc == 16 {
-					v := at16[row.ModelTime]
-					v[i-1] = s.P99 - base.P99
-					at16[row.ModelTime] = v
+				for conc, m := range map[int]map[time.Duration][2]time.Duration{16: at16, 1: at1} {
+					if row.Conc == conc {
+						v := m[row.ModelTime]
+						v[i-1] = s.P99 - base.P99
+						m[row.ModelTime] = v
+					}
 				}
 			}
 			fmt.Fprintf(&b, "| %s | %d | %s | %d | %v | %v | %s | %s | %.0f | %v |\n", model, row.Conc, k, s.N, round(s.P50), round(s.P99), a50, a99, s.perSec(), round(row.CPU[k]))
 		}
 	}
-	fmt.Fprintf(&b, "\nGoal (p99 added at 16 callers under 2 ms), held to the paced model's rows as in the gateway benchmark (*Which rows the goals hold to*), with the saturated rows beside it:\n\n")
-	for _, mt := range []time.Duration{r.ModelTime, 0} {
+	fmt.Fprintf(&b, "\nGoal (p99 added at 1 and at 16 callers under 2 ms), held to the paced model's rows as in the gateway benchmark (*Which rows the goals hold to*), with the saturated rows beside it:\n\n")
+	mts := []time.Duration{0}
+	if r.ModelTime > 0 {
+		mts = []time.Duration{r.ModelTime, 0} // the goal's row first
+	}
+	for _, mt := range mts {
 		v, ok := at16[mt]
 		if !ok {
 			continue
@@ -277,8 +284,14 @@ func generateReport(r generateResult, appends []storebench.AppendResult) string 
 		if mt > 0 {
 			label, verdict = "model taking "+mt.String(), metOrNot
 		}
-		fmt.Fprintf(&b, "- %s: generate %s, %s; generate with an Idempotency-Key %s, %s\n", label,
-			signed(v[0]), verdict(v[0] < 2*time.Millisecond), signed(v[1]), verdict(v[1] < 2*time.Millisecond))
+		w, has1 := at1[mt]
+		under := func(k int) bool { return v[k] < 2*time.Millisecond && (!has1 || w[k] < 2*time.Millisecond) }
+		fmt.Fprintf(&b, "- %s: generate %s, %s; generate with an Idempotency-Key %s, %s", label,
+			signed(v[0]), verdict(under(0)), signed(v[1]), verdict(under(1)))
+		if has1 {
+			fmt.Fprintf(&b, " (at 1 caller: %s and %s)", signed(w[0]), signed(w[1]))
+		}
+		fmt.Fprintf(&b, "\n")
 	}
 	for _, a := range appends {
 		if a.Writers == 16 {
