@@ -160,19 +160,21 @@ type group struct {
 // position placed.
 func (s *Store) commit(batch []*appendReq, placed uint64) uint64 {
 	g := &group{batch: batch, resps: make([]appendResp, len(batch)), first: placed + 1, last: placed, synced: make(chan struct{})}
+	syncing := false // handed to the syncer, which closes synced
 	defer func() {
+		if !syncing {
+			close(g.synced) // nothing to wait for
+		}
 		s.groupsPlaced.Add(1)
 		s.groups <- g // blocks while maxGroupsAhead wait for the completer
 	}()
 	if p := s.failed.Load(); p != nil {
 		g.refused = fmt.Errorf("%w: %v", eventstore.ErrFailed, *p)
-		close(g.synced)
 		return placed
 	}
 	if s.pend.size() > maxPendingBytes {
 		if err := s.waitIndexed(context.Background(), placed); err != nil {
 			g.refused = fmt.Errorf("%w: %v", eventstore.ErrFailed, err)
-			close(g.synced)
 			return placed
 		}
 	}
@@ -193,13 +195,12 @@ func (s *Store) commit(batch []*appendReq, placed uint64) uint64 {
 	}
 	if g.err != nil {
 		s.setFailed(g.err) // later groups are refused at once
-		close(g.synced)
 		return placed
 	}
 	if g.last == placed {
-		close(g.synced) // nothing placed: every append refused or replayed
-		return placed
+		return placed // nothing placed: every append refused or replayed
 	}
+	syncing = true
 	s.syncMu.Lock()
 	s.toSync = append(s.toSync, g)
 	s.syncMu.Unlock()
@@ -232,35 +233,30 @@ func (s *Store) completer() {
 			// answers holds.
 			err = failed
 		}
-		if g.placedOnly && failed == nil {
-			// Refused by the size limit before any byte was written.
-			s.setFailed(err)
-			failed = err
-			s.pend.mu.Lock()
-			s.pend.dropFrom(g.first)
-			s.pend.mu.Unlock()
-			for _, r := range g.batch {
-				r.done <- appendResp{err: fmt.Errorf("%w: %v", eventstore.ErrFailed, err)}
-			}
-			continue
-		}
 		if err != nil {
-			if failed == nil {
-				failed = err
-			}
 			// What the OS holds for the journal after a failed write or
 			// fsync is unknowable until the store is reopened, so the
 			// store stops writing (the lesson of PostgreSQL's fsync
 			// failures). The frames may have reached the disk all the
 			// same: to this group's callers the outcome is unknown, and
 			// a retry with the same event ids is the safe answer (after
-			// the store is reopened).
+			// the store is reopened). Only a group the size limit refused
+			// before any byte was written, with none failed before it,
+			// knows it wrote nothing.
+			written := !(g.placedOnly && failed == nil)
+			if failed == nil {
+				failed = err
+			}
 			s.setFailed(err)
 			s.pend.mu.Lock()
 			s.pend.dropFrom(g.first)
 			s.pend.mu.Unlock()
+			answer := fmt.Errorf("%w: %v", eventstore.ErrFailed, err)
+			if written {
+				answer = fmt.Errorf("%w (outcome unknown: %w): %v", eventstore.ErrFailed, eventstore.ErrUnavailable, err)
+			}
 			for _, r := range g.batch {
-				r.done <- appendResp{err: fmt.Errorf("%w (outcome unknown: %w): %v", eventstore.ErrFailed, eventstore.ErrUnavailable, err)}
+				r.done <- appendResp{err: answer}
 			}
 			continue
 		}

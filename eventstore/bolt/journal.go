@@ -222,9 +222,9 @@ func (b *frameBuilder) bytes() []byte {
 }
 
 // nextFrame reads the frame at the start of b: its records (sub-slices of
-// b) and its length in b, padding to the next page included. ok is false at the end of the run: a zero or
-// impossible length, a checksum that fails, or a payload that does not
-// parse. It never panics on any input.
+// b) and its length in b, padding to the next page included. ok is false
+// at the end of the run: a zero or impossible length, a checksum that
+// fails, or a payload that does not parse. It never panics on any input.
 func nextFrame(b []byte) (recs [][]byte, n int, ok bool) {
 	if len(b) < frameHeader {
 		return nil, 0, false
