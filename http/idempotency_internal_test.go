@@ -239,23 +239,3 @@ func FuzzIdemCanonical(f *testing.F) {
 		}
 	})
 }
-
-// BenchmarkIdemCanonical: the canonical form of a generate body, by one
-// decode and by the token walk it replaced.
-func BenchmarkIdemCanonical(b *testing.B) {
-	body := []byte(`{"type":"business_strategy","input":{"goal":"Grow paid seats 20% next quarter","audience":"mid-market ops teams"},` +
-		`"options":{"maxAttempts":2,"llm":{"mode":"balanced","maxCostUsd":0.05}}}`)
-	for _, c := range []struct {
-		name string
-		f    func([]byte) ([]byte, bool)
-	}{{"one decode", idemCanonical}, {"token walk, replaced", idemCanonicalOracle}} {
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, ok := c.f(body); !ok {
-					b.Fatal("no canonical form")
-				}
-			}
-		})
-	}
-}
