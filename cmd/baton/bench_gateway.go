@@ -913,6 +913,18 @@ func metOrNot(ok bool) string {
 	return "**not met**"
 }
 
+// verdict names a measure against its goal's figure: met or not on the
+// goal's rows, within or over the figure on the rows reported beside them.
+func verdict(ok, goalRow bool) string {
+	switch {
+	case goalRow:
+		return metOrNot(ok)
+	case ok:
+		return "within the goal's figure"
+	}
+	return "over the goal's figure"
+}
+
 func (r gatewayResult) cell(modelTime time.Duration, stream bool, conc int) (gwCell, bool) {
 	return r.cellOf(modelTime, false, stream, conc)
 }
@@ -948,17 +960,6 @@ func gatewayReport(r gatewayResult) string {
 		"*CPU per call* is the CPU time (user and system, all threads, from `/proc/<pid>/stat`) the Baton child and the bare proxy used over the row's measured rounds, divided by the calls each served: Baton's includes its background work (the usage writer's commits, the feed followers, the collector). Unlike the p99s it moves by a few percent from run to run, and a call's tail grows with it.\n\n",
 		len(gwChunks)-1, gwModel, gwPaced, r.ModelTime, r.ModelTime/20, r.ModelTime, gwProvider, r.Slice, r.Duration, runtime.NumCPU())
 
-	// verdict names a measure against the goal's figure: met or not on
-	// the goal's rows, within or over it on the saturated ones.
-	verdict := func(ok, goal bool) string {
-		switch {
-		case goal:
-			return metOrNot(ok)
-		case ok:
-			return "within the goal's figure"
-		}
-		return "over the goal's figure"
-	}
 	goals := func(mt time.Duration, pinned bool, label string) {
 		goal := mt > 0
 		c16, ok16 := r.cellOf(mt, pinned, false, 16)
@@ -983,15 +984,12 @@ func gatewayReport(r gatewayResult) string {
 	} else {
 		fmt.Fprintf(&b, "Goals: not measured (the goals hold to the rows with a paced model, and this run had none).\n\n")
 	}
-	idleRSS := func() {
-		if r.Idle.RSS > 0 {
-			fmt.Fprintf(&b, "- idle RSS under 40 MB: %s (%s after start and 160 warm-up calls: %s anonymous, %s file-backed; %s before any call)\n",
-				metOrNot(r.Idle.RSS < 40<<20), mb(r.Idle.RSS), mb(r.Idle.Anon), mb(r.Idle.File), mb(r.StartRSS))
-		} else {
-			fmt.Fprintf(&b, "- idle RSS under 40 MB: not measured (no /proc on this system)\n")
-		}
+	if r.Idle.RSS > 0 {
+		fmt.Fprintf(&b, "- idle RSS under 40 MB: %s (%s after start and 160 warm-up calls: %s anonymous, %s file-backed; %s before any call)\n",
+			metOrNot(r.Idle.RSS < 40<<20), mb(r.Idle.RSS), mb(r.Idle.Anon), mb(r.Idle.File), mb(r.StartRSS))
+	} else {
+		fmt.Fprintf(&b, "- idle RSS under 40 MB: not measured (no /proc on this system)\n")
 	}
-	idleRSS()
 	if _, ok := r.cell(0, false, 16); ok {
 		fmt.Fprintf(&b, "\nThe same measures with the model answering at once, the cores saturated (reported, not the goals' rows):\n\n")
 		goals(0, false, "model answering at once")

@@ -241,8 +241,8 @@ func generateReport(r generateResult, appends []storebench.AppendResult) string 
 	fmt.Fprintf(&b, "The same loopback upstream (an OpenAI-compatible server answering with a valid `summarize` output, at once (`%s`) or after %v (`%s`), as in the gateway benchmark) is called three ways through one Baton child process, in rotating slices of the same run: a plain chat completion (the gateway path), `POST /v1/generate` (adds input validation, templating, structured-output request, lenient parsing and output validation), and `POST /v1/generate` with a new `Idempotency-Key` each call (adds a read of the key's stream, the in-memory claim, and the answer's `IdempotencyCompleted` event, appended and fsynced before the client is answered so that a retry always gets it; on the embedded store the claim needs no commit, as only this process writes the store). Callers of the paced model start spread over one model time, as in the gateway benchmark. Added = generate − chat completion, per percentile; Baton's CPU per call is its user and system time over the slices of that call kind (from `/proc/<pid>/stat`), divided by their calls; at 1 caller with the paced model each call kind has under 200 calls, so those p99s are noise; the paced row at 16 callers, the goal's, runs four times as long as the others. Goal: under 2 ms p99 added.\n\n",
 		genModel, r.ModelTime, genPaced)
 	fmt.Fprintf(&b, "| model | callers | call | calls | p50 | p99 | added p50 | added p99 | calls/s | Baton CPU per call |\n|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
-	at16 := map[time.Duration][2]time.Duration{} // p99 added at 16 callers: generate, with the key
-	at1 := map[time.Duration][2]time.Duration{}  // the same at 1 caller
+	// p99 added by callers and model time: generate, with the key.
+	added := map[int]map[time.Duration][2]time.Duration{1: {}, 16: {}}
 	for _, row := range r.Rows {
 		base := row.Stats[r.Kinds[0]]
 		model := "at once"
@@ -254,12 +254,10 @@ func generateReport(r generateResult, appends []storebench.AppendResult) string 
 			a50, a99 := "", ""
 			if i > 0 {
 				a50, a99 = signed(s.P50-base.P50), signed(s.P99-base.P99)
-				for conc, m := range map[int]map[time.Duration][2]time.Duration{16: at16, 1: at1} {
-					if row.Conc == conc {
-						v := m[row.ModelTime]
-						v[i-1] = s.P99 - base.P99
-						m[row.ModelTime] = v
-					}
+				if m, ok := added[row.Conc]; ok {
+					v := m[row.ModelTime]
+					v[i-1] = s.P99 - base.P99
+					m[row.ModelTime] = v
 				}
 			}
 			fmt.Fprintf(&b, "| %s | %d | %s | %d | %v | %v | %s | %s | %.0f | %v |\n", model, row.Conc, k, s.N, round(s.P50), round(s.P99), a50, a99, s.perSec(), round(row.CPU[k]))
@@ -271,23 +269,18 @@ func generateReport(r generateResult, appends []storebench.AppendResult) string 
 		mts = []time.Duration{r.ModelTime, 0} // the goal's row first
 	}
 	for _, mt := range mts {
-		v, ok := at16[mt]
+		v, ok := added[16][mt]
 		if !ok {
 			continue
 		}
-		label, verdict := "model answering at once (cores saturated; reported, not the goal's row)", func(ok bool) string {
-			if ok {
-				return "within 2 ms"
-			}
-			return "over 2 ms"
-		}
+		label := "model answering at once (cores saturated; reported, not the goal's row)"
 		if mt > 0 {
-			label, verdict = "model taking "+mt.String(), metOrNot
+			label = "model taking " + mt.String()
 		}
-		w, has1 := at1[mt]
+		w, has1 := added[1][mt]
 		under := func(k int) bool { return v[k] < 2*time.Millisecond && (!has1 || w[k] < 2*time.Millisecond) }
 		fmt.Fprintf(&b, "- %s: generate %s, %s; generate with an Idempotency-Key %s, %s", label,
-			signed(v[0]), verdict(under(0)), signed(v[1]), verdict(under(1)))
+			signed(v[0]), verdict(under(0), mt > 0), signed(v[1]), verdict(under(1), mt > 0))
 		if has1 {
 			fmt.Fprintf(&b, " (at 1 caller: %s and %s)", signed(w[0]), signed(w[1]))
 		}
