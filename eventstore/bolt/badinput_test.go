@@ -319,21 +319,8 @@ func TestMaxSizeActsLikeAFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	ctx := context.Background()
-	exp := eventstore.NoStream()
-	var appended int
-	for {
-		res, err := s.Append(ctx, "max", exp, storetest.Event("Fill", strings.Repeat("x", 4000)))
-		if err != nil {
-			if !errors.Is(err, eventstore.ErrFailed) || !strings.Contains(err.Error(), "maximum size") {
-				t.Fatalf("append at the limit = %v", err)
-			}
-			break
-		}
-		exp = eventstore.Revision(res.NextRevision)
-		appended++
-	}
-	evs, err := s.ReadStream(ctx, "max", 0, 0)
+	appended := bolt.FillToMaxSize(t, s, "max")
+	evs, err := s.ReadStream(context.Background(), "max", 0, 0)
 	if err != nil || len(evs) != min(appended, bolt.DefaultPageSize) {
 		t.Fatalf("after the limit: read %d of %d, %v", len(evs), appended, err)
 	}

@@ -329,21 +329,7 @@ func maxSizeReopens(t *testing.T, max int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	pad := []byte(`"` + strings.Repeat("x", 4000) + `"`)
-	exp := eventstore.NoStream()
-	acked := 0
-	for {
-		res, err := s.Append(ctx, "max", exp, eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: "Fill", Data: pad})
-		if err != nil {
-			if !errors.Is(err, eventstore.ErrFailed) || !strings.Contains(err.Error(), "maximum size") {
-				t.Fatalf("append at the limit = %v", err)
-			}
-			break
-		}
-		exp = eventstore.Revision(res.NextRevision)
-		acked++
-	}
+	acked := FillToMaxSize(t, s, "max")
 	if err := s.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
@@ -352,7 +338,7 @@ func maxSizeReopens(t *testing.T, max int) {
 		t.Fatalf("reopen with the same cap: %v", err)
 	}
 	defer s.Close()
-	evs, err := s.ReadStream(ctx, "max", 0, 0)
+	evs, err := s.ReadStream(context.Background(), "max", 0, 0)
 	if err != nil || len(evs) != acked {
 		t.Fatalf("after reopen: %d of %d acknowledged events, %v", len(evs), acked, err)
 	}
