@@ -346,6 +346,11 @@ func foldKey(k string) string {
 		}
 		return strings.ToUpper(k)
 	}
+	return foldOrbits(k)
+}
+
+// foldOrbits is foldKey rune by rune through each rune's whole orbit.
+func foldOrbits(k string) string {
 	b := make([]rune, 0, len(k))
 	for _, r := range k {
 		m := r
