@@ -359,8 +359,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // is readable as soon as it is acknowledged, the feed stays gapless, and
 // after a reopen every acknowledged event is there.
 func TestJournalStartsAgainUnderLoad(t *testing.T) {
-	defer func(a, b int64) { journalMinCap, journalWrapCap = a, b }(journalMinCap, journalWrapCap)
-	journalMinCap, journalWrapCap = 64<<10, 256<<10
+	defer SmallJournal()()
 	dir := t.TempDir()
 	s, err := Open(dir, Options{IndexDelay: time.Millisecond})
 	if err != nil {
@@ -514,8 +513,7 @@ func TestCloseNamesWhyEventsWaitInTheJournal(t *testing.T) {
 // an acknowledgement that came too early: the page cache outlives a killed
 // process.)
 func TestAcknowledgedOnlyAfterACoveringFdatasync(t *testing.T) {
-	defer func(a, b int64) { journalMinCap, journalWrapCap = a, b }(journalMinCap, journalWrapCap)
-	journalMinCap, journalWrapCap = 64<<10, 256<<10
+	defer SmallJournal()()
 	for round := 0; round < 6; round++ {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
 			dir := t.TempDir()
