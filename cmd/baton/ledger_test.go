@@ -341,6 +341,8 @@ func TestCommandsRefuseUnusableEnvironment(t *testing.T) {
 		{"BATON_USAGE_LINGER", "50", []string{"serve", "--addr", "127.0.0.1:0"}},
 		{"BATON_STREAM_IDLE", "0s", []string{"serve", "--addr", "127.0.0.1:0"}},
 		{"BATON_MAX_BODY_BYTES", "1MB", []string{"serve", "--addr", "127.0.0.1:0"}},
+		{"BATON_GC_HEAP_FLOOR_MB", "-1", []string{"serve", "--addr", "127.0.0.1:0"}},
+		{"BATON_GC_HEAP_FLOOR_MB", "64MB", []string{"serve", "--addr", "127.0.0.1:0"}},
 		{"BATON_KURRENTDB_MAX_APPEND_SIZE", "-1", []string{"keys", "create", "--tenant", "t"}},
 		{"BATON_KURRENTDB_MAX_APPEND_SIZE", "big", []string{"ledger", "verify"}},
 	}
@@ -367,6 +369,15 @@ func TestFlagWinsOverUnusableEnvironment(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "btn_sk_") {
 		t.Fatalf("no key printed: %s", out.String())
+	}
+}
+
+// A negative heap floor is refused before anything opens.
+func TestServeRefusesNegativeHeapFloor(t *testing.T) {
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--gc-heap-floor-mb", "-1"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "--gc-heap-floor-mb is -1") {
+		t.Fatalf("err = %v", err)
 	}
 }
 

@@ -127,9 +127,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	idemRetention := fs.Duration("idempotency-retention", env.duration("idempotency-retention", "BATON_IDEMPOTENCY_RETENTION", batonhttp.DefaultIdempotencyRetention), "how long a generate Idempotency-Key and its answer are kept (at least 24h)")
 	usageLinger := fs.Duration("usage-linger", env.duration("usage-linger", "BATON_USAGE_LINGER", gateway.DefaultUsageLinger), "how long the usage writer gathers calls' usage events into one commit (a crash loses at most this window's records)")
 	cpuprofile := fs.String("cpuprofile", "", "diagnostics: write a CPU profile of this process to the file until it stops")
+	heapFloorMB := fs.Int64("gc-heap-floor-mb", env.integerFrom("gc-heap-floor-mb", "BATON_GC_HEAP_FLOOR_MB", DefaultHeapFloorMB, 0), "the collector does not run before the heap reaches this many MiB (0: Go's GOGC alone)")
 	memprofile := fs.String("memprofile", "", "diagnostics: write a heap profile (what was allocated, and where, since start) to the file when it stops")
 	if err := env.parse(fs, args); err != nil {
 		return err
+	}
+	if *heapFloorMB < 0 {
+		return fmt.Errorf("--gc-heap-floor-mb is %d; it must be 0 or more", *heapFloorMB)
 	}
 	if *streamIdle < time.Second {
 		return fmt.Errorf("--stream-idle (BATON_STREAM_IDLE) is %v; it must be at least 1s", *streamIdle)
@@ -229,6 +233,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if pct, ok := serveGCPercent(os.Getenv); ok {
 		debug.SetGCPercent(pct)
 	}
+	stopHeapFloor := startHeapFloor(uint64(*heapFloorMB)<<20, currentGCPercent())
+	defer stopHeapFloor()
 
 	front := batonhttp.NewServer(batonhttp.Config{
 		Store: store, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, IdempotencyRetention: *idemRetention, StreamIdle: *streamIdle, UsageLinger: *usageLinger, Log: log, Version: version, MaxBody: *maxBody,
@@ -358,13 +364,22 @@ func (e *envVars) duration(flagName, variable string, def time.Duration) time.Du
 
 // integer reads a positive whole number for flagName.
 func (e *envVars) integer(flagName, variable string, def int64) int64 {
+	return e.integerFrom(flagName, variable, def, 1)
+}
+
+// integerFrom is integer for numbers from least up.
+func (e *envVars) integerFrom(flagName, variable string, def, least int64) int64 {
 	v := os.Getenv(variable)
 	if v == "" {
 		return def
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n <= 0 {
-		e.refuse(flagName, fmt.Errorf("%s=%q is not a positive whole number; fix it, unset it or give --%s", variable, v, flagName))
+	if err != nil || n < least {
+		what := "a positive whole number"
+		if least == 0 {
+			what = "a whole number (0 or more)"
+		}
+		e.refuse(flagName, fmt.Errorf("%s=%q is not %s; fix it, unset it or give --%s", variable, v, what, flagName))
 		return def
 	}
 	return n
@@ -449,6 +464,13 @@ func serveGCPercent(getenv func(string) string) (int, bool) {
 		return 0, false
 	}
 	return DefaultServeGOGC, true
+}
+
+// currentGCPercent is the collector's percent now (negative: off).
+func currentGCPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
 }
 
 // writeHeapProfile writes the heap profile (allocations since start) to
