@@ -1070,6 +1070,10 @@ func gatewayReport(r gatewayResult) string {
 		}
 		fmt.Fprintf(&b, "\n\n")
 	}
+	fmt.Fprintf(&b, "The tail at 16 paced callers, later on 2026-11-25: over fourteen runs of the whole benchmark that day Baton's p99 added there was +0.44 to +1.17 ms (over 1 ms in two), the bare proxy's +0.28 to +1.02 ms. "+
+		"With the collector traced (`GODEBUG=gctrace=1`), Baton collected about three times a second while it served that row (a live heap of about 3 MB, about 25 KB allocated per call, `GOGC=200`), and the first stop of the world took 0.3 to 0.97 ms in half of the collections: on two busy cores the runtime waits for every thread, and one may be off its core. "+
+		"With the collector off in all three processes the through-Baton tail flattened (p99.9 added +484 µs against +1.18 ms). "+
+		"Kept: a heap floor, no collection before the heap reaches 64 MiB (`--gc-heap-floor-mb`, docs/operations.md). In two alternating runs each of that row: p99 added +630 and +447 µs with it against +840 and +742 µs without, p99.9 added +625 and +418 µs against +28 and +12.7 ms, CPU per call unchanged, highest RSS in the row 96 MB against 44 MB.\n\n")
 	fmt.Fprintf(&b, "What the CPU-per-call column showed on 2026-11-25 (added that day, on an Intel Xeon with 2 cores; the history below, of 2026-11-23, was measured on an AMD EPYC machine with a disk 2.4 times slower, so compare days only as ratios to their own bare proxy): "+
 		"at a model's pace a call costs each proxy two to four times the CPU it costs at saturation (Baton about 360 µs against 105 µs, the bare proxy about 200 µs against 48 µs at 16 callers), the price of waking threads and polling on cores that are mostly idle, which this virtual machine charges heavily. "+
 		"With the usage events switched off (a throwaway build, not kept), Baton's CPU per paced call fell from about 360 to 260 µs: the usage pipeline, not the request path, was most of what Baton added to the floor. "+
