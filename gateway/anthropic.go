@@ -211,7 +211,7 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (*Response, error
 		Usage        *anUsage `json:"usage"`
 	}
 	if err := decodeWhole(io.LimitReader(resp.Body, 64<<20), &r); err != nil {
-		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: " + err.Error()}
+		return nil, answerError(p.name, "malformed response", err, true)
 	}
 	if r.Type != "message" {
 		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: fmt.Sprintf("malformed response: type %q where a message was expected", r.Type)}
@@ -421,7 +421,7 @@ func (p *Anthropic) modelPage(ctx context.Context, path string) (*anModelPage, e
 	defer resp.Body.Close()
 	var l anModelPage
 	if err := decodeWhole(io.LimitReader(resp.Body, 16<<20), &l); err != nil {
-		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed model list"}
+		return nil, answerError(p.name, "malformed model list", err, false)
 	}
 	return &l, nil
 }

@@ -253,7 +253,7 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (*Response, error) {
 	defer resp.Body.Close()
 	var r oaResponse
 	if err := decodeWhole(io.LimitReader(resp.Body, 64<<20), &r); err != nil {
-		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: " + err.Error()}
+		return nil, answerError(p.name, "malformed response", err, true)
 	}
 	if len(r.Choices) == 0 {
 		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "response has no choices"}
@@ -467,7 +467,7 @@ func (p *OpenAI) ListModels(ctx context.Context) ([]string, error) {
 		Data json.RawMessage `json:"data"`
 	}
 	if err := decodeWhole(io.LimitReader(resp.Body, 16<<20), &l); err != nil {
-		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed model list"}
+		return nil, answerError(p.name, "malformed model list", err, false)
 	}
 	ids, err := modelIDs(l.Data)
 	if err != nil {
@@ -499,17 +499,48 @@ func modelIDs(data json.RawMessage) ([]string, error) {
 	return out, nil
 }
 
-// decodeWhole decodes one JSON document and refuses anything after it: an
-// answer with trailing bytes is not one the provider meant.
+// decodeWhole reads a whole answer body and decodes one JSON document
+// from it, refusing anything after the document. The error says which
+// failed: a read (a timeout, a connection broken mid-body) comes back as
+// a *bodyReadError, a body that does not decode as encoding/json's error.
 func decodeWhole(r io.Reader, v any) error {
 	// Read, then decode: json.Unmarshal refuses anything after the
 	// document and allocates only what v keeps, where a json.Decoder grew
 	// a buffer by refills, then read on to look for more.
 	b, err := io.ReadAll(r)
 	if err != nil {
-		return err
+		return &bodyReadError{err}
 	}
 	return json.Unmarshal(b, v)
+}
+
+// bodyReadError is a failure to read an answer's body after its headers.
+type bodyReadError struct{ err error }
+
+func (e *bodyReadError) Error() string { return "reading the answer: " + e.err.Error() }
+func (e *bodyReadError) Unwrap() error { return e.err }
+
+// answerError is the provider's error for an answer body decodeWhole
+// refused. A body that stopped arriving is the transport's failure, as
+// before the headers: a timeout (504, retryable), the caller gone
+// (context.Canceled), or a connection broken mid-body (retryable). A body
+// that arrived and does not decode is a malformed answer, named by what
+// (502, retryable); detail adds the decoder's words to the message.
+func answerError(provider, what string, err error, detail bool) error {
+	if re, ok := errors.AsType[*bodyReadError](err); ok {
+		te := transportError(provider, re.err)
+		if ue, ok := te.(*UpstreamError); ok && !ue.Timeout {
+			ue.Message = "connection broken while it sent its answer"
+		} else if ok {
+			ue.Message = "timed out while it sent its answer"
+		}
+		return te
+	}
+	msg := what
+	if detail {
+		msg += ": " + err.Error()
+	}
+	return &UpstreamError{Provider: provider, Status: http.StatusBadGateway, Message: msg}
 }
 
 // send does req. A transport failure, or an answer outside 2xx (its body
