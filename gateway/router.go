@@ -43,6 +43,28 @@ func NeedsOf(req Request, m *Model) Needs {
 	return Needs{JSON: req.NeedsJSON, Tools: len(req.Tools) > 0, ContextTokens: in + out}
 }
 
+// routeNeeds are a request's needs for choosing among a mode's models. The
+// context starts as NeedsOf's bound (a token is at least a byte); only
+// when that bound is more than some model's context, so that it could
+// turn a model away, is the input counted (EstimateInputTokens): most
+// prompts are far smaller than every context and are never tokenized.
+func (c *Catalog) routeNeeds(req Request) Needs {
+	needs := NeedsOf(req, nil)
+	c.mu.RLock()
+	smallest := needs.ContextTokens
+	for _, m := range c.models {
+		if m.ContextTokens > 0 {
+			smallest = min(smallest, m.ContextTokens)
+		}
+	}
+	c.mu.RUnlock()
+	if needs.ContextTokens > smallest {
+		_, out := WorstTokens(req, nil)
+		needs.ContextTokens = EstimateInputTokens(req) + out
+	}
+	return needs
+}
+
 // Route is one candidate model for a mode, ranked.
 type Route struct {
 	Rank        int     `json:"rank"`
@@ -232,7 +254,7 @@ const MaxChain = 4
 // unconfigured model fails clearly rather than silently going elsewhere.
 func (c *Catalog) Chain(id string, req Request) ([]Target, error) {
 	if IsMode(id) {
-		routes, _, err := c.Routes(id, "", NeedsOf(req, nil))
+		routes, _, err := c.Routes(id, "", c.routeNeeds(req))
 		if err != nil {
 			return nil, err
 		}

@@ -27,7 +27,7 @@ var allowed = map[string][]string{
 	"eventstore/storetest":  {"eventstore"},
 	"eventstore/storebench": {"eventstore"},
 	"projections":           {"eventstore", "domain"},
-	"gateway":               {"eventstore", "domain"},
+	"gateway":               {"eventstore", "domain", "domain/contextpack"},
 	"http":                  {"eventstore", "domain", "projections", "gateway", "gateway/tasks", "domain/contextpack"},
 }
 

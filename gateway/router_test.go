@@ -1,0 +1,72 @@
+package gateway
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// prose is n bytes of English text (a sentence of 45 bytes, 10 tokens in
+// o200k_base, repeated).
+func prose(n int) string {
+	const s = "The quick brown fox jumps over the lazy dog. "
+	return strings.Repeat(s, n/len(s)+1)[:n]
+}
+
+func userText(text string) Request {
+	return Request{Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: text}}}}, MaxTokens: 256}
+}
+
+// A mode routes a prompt by its estimated tokens, not its bytes: 20 KB of
+// prose (about 4,500 tokens) fits a model with 8,192 tokens of context,
+// though its byte count, the budget's bound, does not; 60 KB (about
+// 13,500 tokens) does not fit, and the mode has no route.
+func TestModeRoutesByEstimatedTokens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "providers.json")
+	err := os.WriteFile(path, []byte(`{"providers":[{"name":"small","kind":"openai-compatible","baseUrl":"http://127.0.0.1:1/v1",
+		"models":[{"name":"ctx-8k","contextTokens":8192,"modes":["cheap"],"pricing":{"inputPerMTok":0.1,"outputPerMTok":0.2,"source":"test"}}]}]}`), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCatalog(Config{Getenv: func(string) string { return "" }, ProvidersFile: path, ProvidersRequired: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fits := userText(prose(20 << 10))
+	if in, _ := WorstTokens(fits, nil); in <= 8192 {
+		t.Fatalf("the test's premise: the byte bound %d should exceed the context", in)
+	}
+	chain, err := c.Chain("cheap", fits)
+	if err != nil {
+		t.Fatalf("20 KB of prose to mode cheap: %v", err)
+	}
+	if chain[0].Model.ID != "small:ctx-8k" {
+		t.Fatalf("20 KB of prose routed to %s", chain[0].Model.ID)
+	}
+	if _, err := c.Chain("cheap", userText(prose(60<<10))); !errors.Is(err, ErrNoRoute) {
+		t.Fatalf("60 KB of prose to an 8k model: err = %v, want no route", err)
+	}
+}
+
+// The estimate lies between the o200k_base count and the byte bound, and
+// carries the framing the bound adds.
+func TestEstimateInputTokens(t *testing.T) {
+	for _, n := range []int{0, 100, 20 << 10} {
+		req := userText(prose(n))
+		req.System = "Answer briefly."
+		est := EstimateInputTokens(req)
+		bound, _ := WorstTokens(req, nil)
+		count, ok := CountTokens(req.System + "\n" + prose(n))
+		if !ok {
+			t.Fatal("no tokenizer")
+		}
+		if est < count || est > bound {
+			t.Errorf("%d bytes: estimate %d, want between the count %d and the bound %d", n, est, count, bound)
+		}
+		if n == 20<<10 && est > bound/2 {
+			t.Errorf("%d bytes of prose: estimate %d is more than half the byte bound %d", n, est, bound)
+		}
+	}
+}
