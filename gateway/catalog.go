@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -108,8 +109,8 @@ type Model struct {
 	Discovered bool `json:"discovered,omitempty"`
 }
 
-// pricesAsOf is the date of the built-in prices; a providers file overrides
-// any of them.
+// pricesAsOf is the date of the built-in prices; a providers file's
+// pricing object overrides any of them (overridePrices).
 const pricesAsOf = "list prices as published by the provider, 2025-06"
 
 // builtin are the models Baton knows without a providers file.
@@ -142,7 +143,7 @@ type Catalog struct {
 // Config is where providers come from.
 type Config struct {
 	Getenv        func(string) string
-	ProvidersFile string // optional JSON file: {"providers":[ProviderSpec...]}
+	ProvidersFile string // optional JSON file: {"providers":[ProviderSpec...], "modes":{...}, "pricing":{...}}
 	// ProvidersRequired: the file was named by the operator, so a missing
 	// file is an error (the default path is skipped when absent).
 	ProvidersRequired bool
@@ -178,6 +179,10 @@ func NewCatalog(cfg Config) (*Catalog, error) {
 			// Modes sets the fallback chain of a routing mode: model
 			// ids in order of preference.
 			Modes map[string][]string `json:"modes"`
+			// Pricing overrides the price of models of the catalog,
+			// built-in or declared above, by id; null marks one
+			// unpriced.
+			Pricing map[string]*Price `json:"pricing"`
 		}
 		if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
 			// null, a list, a string: decoding would leave an empty
@@ -196,6 +201,12 @@ func NewCatalog(cfg Config) (*Catalog, error) {
 			if err := c.addSpec(p, cfg); err != nil {
 				return nil, fmt.Errorf("gateway: providers file %s: %w", cfg.ProvidersFile, err)
 			}
+		}
+		// After the providers: a provider declared in the file replaces
+		// its built-in models, and the override is of the catalog's
+		// final model.
+		if err := c.overridePrices(f.Pricing); err != nil {
+			return nil, fmt.Errorf("gateway: providers file %s: %w", cfg.ProvidersFile, err)
 		}
 		for mode, ids := range f.Modes {
 			if !IsMode(mode) {
@@ -260,14 +271,9 @@ func (c *Catalog) addSpec(p ProviderSpec, cfg Config) error {
 			return fmt.Errorf("provider %s: model %q is declared twice", p.Name, m.Name)
 		}
 		names[m.Name] = true
-		if pr := m.Pricing; pr != nil {
-			if pr.InputPerMTok < 0 || pr.OutputPerMTok < 0 || pr.CacheReadPerMTok < 0 || pr.CacheWritePerMTok < 0 {
-				return fmt.Errorf("provider %s: model %s: a price is negative", p.Name, m.Name)
-			}
-			if strings.TrimSpace(pr.Source) == "" {
-				// A price without its source cannot be checked or dated;
-				// "self-hosted" is a source for a price of 0.
-				return fmt.Errorf("provider %s: model %s: pricing needs a source (where and when the price was read)", p.Name, m.Name)
+		if m.Pricing != nil {
+			if err := checkPrice(m.Pricing); err != nil {
+				return fmt.Errorf("provider %s: model %s: %w", p.Name, m.Name, err)
 			}
 		}
 	}
@@ -279,6 +285,61 @@ func (c *Catalog) addSpec(p ProviderSpec, cfg Config) error {
 	}
 	c.mu.Unlock()
 	c.add(prov, p.Models, false)
+	return nil
+}
+
+// checkPrice refuses a price no bill could come from: a negative rate, or
+// no source.
+func checkPrice(p *Price) error {
+	for _, r := range []struct {
+		field string
+		v     float64
+	}{{"inputPerMTok", p.InputPerMTok}, {"outputPerMTok", p.OutputPerMTok}, {"cacheReadPerMTok", p.CacheReadPerMTok}, {"cacheWritePerMTok", p.CacheWritePerMTok}} {
+		if r.v < 0 {
+			return fmt.Errorf("a price is negative (%s %v)", r.field, r.v)
+		}
+	}
+	if strings.TrimSpace(p.Source) == "" {
+		// A price without its source cannot be checked or dated;
+		// "self-hosted" is a source for a price of 0.
+		return errors.New("pricing needs a source (where and when the price was read)")
+	}
+	return nil
+}
+
+// overridePrices applies the providers file's pricing object: each id's
+// price replaces the model's (built-in or declared), and null leaves the
+// model unpriced (hasPricing false, its cost unknown). Only models the
+// catalog has at start may be named, so that a typo stops the start
+// instead of leaving the intended model at its old price.
+//
+// Prices are configuration, never events: a sync or a probe does not touch
+// a model's price, so every replica started with the same providers file
+// serves the same prices whatever catalog events it has read.
+func (c *Catalog) overridePrices(prices map[string]*Price) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := slices.Sorted(maps.Keys(prices)) // the first mistake in id order, every time
+	for _, id := range ids {
+		if c.models[id] == nil {
+			hint := "override a built-in model or one this file declares; a model known only from a sync must be declared to be priced"
+			if prov, name, ok := strings.Cut(id, ":"); !ok || prov == "" || name == "" {
+				hint = "ids are <provider>:<model>"
+			}
+			return fmt.Errorf("pricing: %q is not a model in the catalog (%s)", id, hint)
+		}
+		if p := prices[id]; p != nil {
+			if err := checkPrice(p); err != nil {
+				return fmt.Errorf("pricing: %s: %w", id, err)
+			}
+		}
+	}
+	for _, id := range ids {
+		// A new *Price, never a change to the one the model points at:
+		// the built-in table's prices are shared by every catalog.
+		m := c.models[id]
+		m.Pricing, m.HasPricing = prices[id], prices[id] != nil
+	}
 	return nil
 }
 

@@ -120,6 +120,12 @@ func aliasListed(name string, listed []string) bool {
 	return false
 }
 
+// applySync records which models a provider listed. It never touches a
+// price: prices come from the built-in table and the providers file (its
+// pricing object included) when the catalog is built, and an event carries
+// none, so an override stays in force across syncs, and a replica that
+// reads the event ends with the prices of the replica that synced. A model
+// the sync discovers is unpriced.
 func (c *Catalog) applySync(s ModelsSynced) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

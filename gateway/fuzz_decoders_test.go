@@ -313,6 +313,13 @@ func FuzzProvidersFile(f *testing.F) {
 		`{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[{"name":"m1","pricing":{"inputPerMTok":-1,"source":"x"}}]}]}`,
 		`{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[{"name":"m1","pricing":{}}]}]}`,
 		`{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[` + model + `]}],"modes":{"premium":["p:m1"]}}`,
+		// Price overrides: of a built-in and a declared model, null, and the
+		// mistakes TestPricingOverrideMistakes names.
+		`{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[` + model + `]}],
+		 "pricing":{"openai:gpt-4o":{"inputPerMTok":2,"outputPerMTok":8,"source":"contract"},"p:m1":{"inputPerMTok":0,"source":"self-hosted"},"anthropic:claude-sonnet-4-0":null}}`,
+		`{"pricing":{"openai:gpt-4o-typo":{"inputPerMTok":1,"source":"x"}}}`,
+		`{"pricing":{"openai:gpt-4o":{"inputPerMTok":-1,"source":"x"}}}`,
+		`{"pricing":{"openai:gpt-4o":{"inputPerMTok":1}}}`,
 		// And a few more.
 		`{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[{"name":"m1","fallbacks":["p:m1"]}]}]}`,
 		`{"providers":[{"name":"local","kind":"openai","baseUrl":"http://x/v1"}]}`,
@@ -339,6 +346,9 @@ func FuzzProvidersFile(f *testing.F) {
 		}
 		checkCatalog(t, c)
 		for _, m := range c.List() {
+			if m.HasPricing != (m.Pricing != nil) {
+				t.Fatalf("model %s: hasPricing %v with pricing %+v", m.ID, m.HasPricing, m.Pricing)
+			}
 			if pr := m.Pricing; pr != nil {
 				if pr.InputPerMTok < 0 || pr.OutputPerMTok < 0 || pr.CacheReadPerMTok < 0 || pr.CacheWritePerMTok < 0 {
 					t.Fatalf("model %s has a negative price: %+v", m.ID, *pr)
