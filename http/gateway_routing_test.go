@@ -3,6 +3,7 @@ package http_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -12,12 +13,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/gateway"
+	batonhttp "github.com/batonhq/baton/http"
 )
 
 // usageEvents waits for a tenant's usage stream to hold n events (usage is
@@ -360,6 +363,82 @@ func TestModelAdminEndpoints(t *testing.T) {
 	got, _ := json.Marshal(fresh.List())
 	if string(got) != string(want) {
 		t.Fatalf("replayed catalog differs:\n%s\n%s", got, want)
+	}
+}
+
+// POST /v1/models/health/batch probes at most BatchConcurrency models at
+// once: an upstream serving three times as many models, each probe held a
+// moment so that probes overlap, never has more probes in flight than
+// that, and every configured model is probed, once. (Counted, not timed.)
+func TestHealthBatchBoundsConcurrency(t *testing.T) {
+	bound := batonhttp.BatchConcurrency
+	var mu sync.Mutex
+	inFlight, most := 0, 0 // probes the upstream is answering; the most at once
+	probed := map[string]int{}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model string `json:"model"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		probed[req.Model]++
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond) // a small wait, so that the probes overlap
+		// Out of flight before the answer is written: a probe keeps its
+		// place in the batch until it has read the answer, so the count
+		// never runs ahead of the batch's own.
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"length"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	}))
+	t.Cleanup(up.Close)
+	var specs []gateway.ModelSpec
+	for i := range 3 * bound {
+		specs = append(specs, gateway.ModelSpec{Name: fmt.Sprintf("m%02d", i), Modes: []string{}})
+	}
+	// An OpenAI-compatible server without a key variable is configured; the
+	// built-in providers have no keys here and are skipped. The local model
+	// is configured too, and probed without an upstream.
+	e := newEnvWith(t, catalogWith(t, nil, gateway.ProviderSpec{Name: "counted", Kind: "openai-compatible", BaseURL: up.URL + "/v1", Models: specs}))
+	b := e.must(e.do("POST", "/v1/models/health/batch", e.admin, map[string]any{"configuredOnly": true, "limit": 200}), 200)
+	var body struct {
+		Data []struct {
+			ID string
+			OK bool
+		} `json:"data"`
+		Checked     int `json:"checked"`
+		Healthy     int `json:"healthy"`
+		Concurrency int `json:"concurrency"`
+	}
+	if err := json.Unmarshal(b.raw, &body); err != nil {
+		t.Fatal(err)
+	}
+	if body.Concurrency != bound || body.Checked != len(specs)+1 || body.Healthy != body.Checked {
+		t.Fatalf("batch: concurrency %d checked %d healthy %d, want %d, %d, all: %s", body.Concurrency, body.Checked, body.Healthy, bound, len(specs)+1, b.raw)
+	}
+	answered := map[string]bool{}
+	for _, h := range body.Data {
+		answered[h.ID] = h.OK
+	}
+	if !answered["local:echo"] {
+		t.Fatalf("local:echo not probed ok: %s", b.raw)
+	}
+	mu.Lock() // (every probe has been answered: the batch waits for them all)
+	defer mu.Unlock()
+	for _, m := range specs {
+		if probed[m.Name] != 1 || !answered["counted:"+m.Name] {
+			t.Fatalf("%s: probed %d times upstream, answered ok %v; want once, ok (upstream saw %v)", m.Name, probed[m.Name], answered["counted:"+m.Name], probed)
+		}
+	}
+	if len(probed) != len(specs) {
+		t.Fatalf("the upstream was probed for %v, want the %d models of the provider", probed, len(specs))
+	}
+	t.Logf("at most %d probes in flight (bound %d)", most, bound)
+	if most > bound {
+		t.Fatalf("%d probes in flight at once, bound %d", most, bound)
 	}
 }
 

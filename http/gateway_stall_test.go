@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/gateway"
+	batonhttp "github.com/batonhq/baton/http"
 )
 
 // An upstream that sends one token and then nothing, with the connection
@@ -271,6 +273,81 @@ func TestStalledUpstreamFallsBackBeforeTheFirstByte(t *testing.T) {
 	got := strings.Join(usageOutcomes(t, e.usageEvents("a", 2)), "; ")
 	if got != "stalls:m upstream_error; answers:m ok" {
 		t.Fatalf("usage: %s", got)
+	}
+}
+
+// A streamed message whose upstream pauses mid-stream keeps sending ping
+// while it waits, not only the one right after message_start: with the
+// interval shortened and the upstream pausing many intervals before each
+// word but the first, pings come between the content_block_delta events,
+// and the stream still ends with message_delta and message_stop.
+func TestMessagesStreamPingsWhileUpstreamPauses(t *testing.T) {
+	const every = 20 * time.Millisecond
+	t.Cleanup(batonhttp.SetPingEvery(every)) // registered first, so it runs once the front has stopped
+	words := []string{"Hel", "lo ", "world"}
+	oa := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i, word := range words {
+			if i > 0 {
+				select {
+				case <-time.After(20 * every): // the pause: many ping intervals
+				case <-r.Context().Done():
+					return
+				}
+			}
+			sse(w, "", fmt.Sprintf(`{"choices":[{"index":0,"delta":{"content":%q}}]}`, word))
+		}
+		sse(w, "", `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`)
+		sse(w, "", `{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":3}}`)
+		sse(w, "", `[DONE]`)
+	}))
+	t.Cleanup(func() { oa.CloseClientConnections(); oa.Close() })
+	e := newOpenAIEnv(t, oa)
+	_, evs := e.stream("/v1/messages", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 50, "stream": true,
+		"messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	var names, grammar []string // every event; the events but pings
+	var text string
+	pings := 0         // pings since the last content_block_delta
+	deltas := 0        // content_block_delta events so far
+	pingedBetween := 0 // gaps between two deltas that had a ping
+	for _, ev := range evs {
+		names = append(names, ev[0])
+		switch ev[0] {
+		case "ping":
+			if ev[1] != `{"type":"ping"}` {
+				t.Fatalf("ping %s", ev[1])
+			}
+			pings++
+			continue
+		case "content_block_delta":
+			if deltas > 0 && pings > 0 {
+				pingedBetween++
+			}
+			deltas++
+			pings = 0
+			var d struct {
+				Delta struct{ Text string } `json:"delta"`
+			}
+			json.Unmarshal([]byte(ev[1]), &d)
+			text += d.Delta.Text
+		}
+		grammar = append(grammar, ev[0])
+	}
+	if len(names) < 2 || names[0] != "message_start" || names[1] != "ping" {
+		t.Fatalf("the stream does not open with message_start and ping: %v", names)
+	}
+	if got := strings.Join(grammar, " "); got != "message_start content_block_start content_block_delta content_block_delta content_block_delta content_block_stop message_delta message_stop" {
+		t.Fatalf("events but pings: %s\nall: %v", got, names)
+	}
+	if text != strings.Join(words, "") {
+		t.Fatalf("text %q", text)
+	}
+	if pingedBetween != len(words)-1 {
+		t.Fatalf("%d of the %d pauses between content_block_delta events had a ping: %v", pingedBetween, len(words)-1, names)
+	}
+	if n := len(names); names[n-2] != "message_delta" || names[n-1] != "message_stop" {
+		t.Fatalf("the stream ends with %v", names[n-2:])
 	}
 }
 

@@ -9,7 +9,12 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,6 +30,13 @@ type fakeUpstreams struct {
 	openai, anthropic *httptest.Server
 	canceled          chan string // models whose upstream request was canceled
 	calls             atomic.Int64
+
+	mu sync.Mutex
+	// caps is the token cap of each chat completions request the OpenAI
+	// fake took, as field=value, space-separated if there are both ("" for
+	// none): OpenAI itself takes max_completion_tokens, OpenAI-compatible
+	// servers max_tokens.
+	caps []string
 }
 
 func newFakeUpstreams(t testing.TB) *fakeUpstreams {
@@ -71,7 +83,8 @@ func (f *fakeUpstreams) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Model               string `json:"model"`
 		Stream              bool   `json:"stream"`
-		MaxCompletionTokens int    `json:"max_completion_tokens"`
+		MaxCompletionTokens *int   `json:"max_completion_tokens"`
+		MaxTokens           *int   `json:"max_tokens"` // what OpenAI-compatible servers take
 		Messages            []struct {
 			Role    string `json:"role"`
 			Content any    `json:"content"`
@@ -81,6 +94,18 @@ func (f *fakeUpstreams) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 		} `json:"stream_options"`
 	}
 	json.NewDecoder(r.Body).Decode(&req)
+	var caps []string
+	for _, c := range []struct {
+		field string
+		v     *int
+	}{{"max_completion_tokens", req.MaxCompletionTokens}, {"max_tokens", req.MaxTokens}} {
+		if c.v != nil {
+			caps = append(caps, c.field+"="+strconv.Itoa(*c.v))
+		}
+	}
+	f.mu.Lock()
+	f.caps = append(f.caps, strings.Join(caps, " "))
+	f.mu.Unlock()
 	if f.fail(w, req.Model) {
 		return
 	}
@@ -91,7 +116,7 @@ func (f *fakeUpstreams) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 	}
 	text := "roles " + strings.Join(roles, ",")
 	finish := "stop"
-	if req.MaxCompletionTokens == 3 {
+	if req.MaxCompletionTokens != nil && *req.MaxCompletionTokens == 3 || req.MaxTokens != nil && *req.MaxTokens == 3 {
 		finish = "length"
 	}
 	if !req.Stream {
@@ -126,6 +151,14 @@ func (f *fakeUpstreams) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 	}
 	sse(w, "", `{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":40}}}`)
 	sse(w, "", "[DONE]")
+}
+
+// tokenCaps is the token cap of each chat completions request the OpenAI
+// fake has taken, in order.
+func (f *fakeUpstreams) tokenCaps() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.caps)
 }
 
 func (f *fakeUpstreams) serveAnthropic(w http.ResponseWriter, r *http.Request) {
@@ -188,13 +221,28 @@ func newGatewayEnv(t *testing.T) (*env, *fakeUpstreams) {
 }
 
 // gatewayCatalog is the built-in catalog with the openai and anthropic
-// providers pointed at f.
-func gatewayCatalog(t testing.TB, f *fakeUpstreams) *gateway.Catalog {
-	vars := map[string]string{
+// providers pointed at f, plus the providers given (see catalogWith);
+// their keyEnv may be COMPAT_API_KEY, which holds the OpenAI fake's key.
+func gatewayCatalog(t testing.TB, f *fakeUpstreams, providers ...gateway.ProviderSpec) *gateway.Catalog {
+	return catalogWith(t, map[string]string{
 		"OPENAI_BASE_URL": f.openai.URL + "/v1", "OPENAI_API_KEY": "sk-upstream-test",
 		"ANTHROPIC_BASE_URL": f.anthropic.URL, "ANTHROPIC_API_KEY": "ak-upstream-test",
+		"COMPAT_API_KEY": "sk-upstream-test",
+	}, providers...)
+}
+
+// catalogWith is the catalog configured by the environment vars, with the
+// providers given declared in a providers file.
+func catalogWith(t testing.TB, vars map[string]string, providers ...gateway.ProviderSpec) *gateway.Catalog {
+	cfg := gateway.Config{Getenv: func(k string) string { return vars[k] }}
+	if len(providers) > 0 {
+		b, _ := json.Marshal(map[string]any{"providers": providers})
+		cfg.ProvidersFile = filepath.Join(t.TempDir(), "providers.json")
+		if err := os.WriteFile(cfg.ProvidersFile, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
+	cat, err := gateway.NewCatalog(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

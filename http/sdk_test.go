@@ -1,10 +1,13 @@
 package http_test
 
 // The official OpenAI and Anthropic Go SDKs, unchanged, as clients of Baton:
-// each test points an SDK at Baton's base URL and calls through Baton to the
-// fake upstreams of gateway_test.go, one openai-kind and one anthropic-kind,
-// so that both fronts are exercised with and without translation. The
-// expected values are what those fakes send, as Baton passes them on.
+// each test points an SDK at Baton's base URL and calls through Baton to
+// each kind of upstream: the fake upstreams of gateway_test.go, one
+// openai-kind and one anthropic-kind, the OpenAI fake again as an
+// openai-compatible provider declared in a providers file, and the local
+// development model (no upstream), so that both fronts are exercised with
+// and without translation. The expected values are what those upstreams
+// send, as Baton passes them on.
 //
 // Every subtest runs on its own Baton and checks, after everything it
 // started has been closed, that no goroutine it started is still running.
@@ -15,6 +18,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,10 +29,12 @@ import (
 	openaioption "github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"go.uber.org/goleak"
+
+	"github.com/batonhq/baton/gateway"
 )
 
 // upstreamCase is one kind of upstream behind Baton and what the fake of
-// that kind answers to sdkConversation.
+// that kind (or the local model) answers to sdkConversation.
 type upstreamCase struct {
 	name     string // subtest name
 	provider string // svc.trace.selectedProvider
@@ -36,7 +42,8 @@ type upstreamCase struct {
 	text     string // the non-streamed answer
 	// The fakes stream their answer word by word, each word followed by a
 	// space, so the streamed text is the answer's words, space-separated,
-	// plus a trailing space.
+	// plus a trailing space. (The local model puts the space before each
+	// word but the first.)
 	streamed []string
 	// Usage as the chat completions front reports it (prompt tokens
 	// include cached ones).
@@ -44,9 +51,60 @@ type upstreamCase struct {
 	// Usage as the messages front reports it (input tokens exclude cache
 	// reads).
 	inputTokens, outputTokens, cacheReadTokens int64
+	// capField is the field of the upstream's chat completions request that
+	// carries the token cap: max_completion_tokens for OpenAI itself,
+	// max_tokens for an OpenAI-compatible server; "" when the upstream is
+	// not OpenAI-shaped.
+	capField string
+	// local: no upstream at all (the local development model), so no
+	// upstream errors either.
+	local bool
+	// capped is the answer at the token cap of 3 when it differs from the
+	// answer without (the local model cuts its answer there; the fakes
+	// only report the stop reason).
+	capped *upstreamCase
 }
 
 func (u upstreamCase) streamedText() string { return strings.Join(u.streamed, "") }
+
+// at is what the upstream answers under the token cap maxTokens.
+func (u upstreamCase) at(maxTokens int64) upstreamCase {
+	if maxTokens == 3 && u.capped != nil {
+		return *u.capped
+	}
+	return u
+}
+
+// checkTokenCaps checks what reached the upstreams of a call made with
+// the token cap maxTokens (0: none): every request the OpenAI-shaped fake
+// took carried the cap in up.capField, and in no other field; an upstream
+// that is not OpenAI-shaped took none of them, and the local model no
+// request at all.
+func checkTokenCaps(t *testing.T, f *fakeUpstreams, up upstreamCase, maxTokens int64) {
+	t.Helper()
+	got := f.tokenCaps()
+	if up.local && f.calls.Load() != 0 {
+		t.Fatalf("the local model called an upstream %d times", f.calls.Load())
+	}
+	if up.capField == "" {
+		if len(got) != 0 {
+			t.Fatalf("%s: the OpenAI fake took %d requests (token caps %q)", up.name, len(got), got)
+		}
+		return
+	}
+	want := ""
+	if maxTokens > 0 {
+		want = up.capField + "=" + strconv.FormatInt(maxTokens, 10)
+	}
+	if len(got) == 0 {
+		t.Fatalf("%s: no request reached the OpenAI fake", up.name)
+	}
+	for _, c := range got {
+		if c != want {
+			t.Fatalf("%s: the upstream took the token cap as %q, want %q (every request: %q)", up.name, c, want, got)
+		}
+	}
+}
 
 var sdkUpstreams = []upstreamCase{
 	{
@@ -59,6 +117,7 @@ var sdkUpstreams = []upstreamCase{
 		streamed:     []string{"roles ", "system,user,assistant,user "},
 		promptTokens: 100, completionTokens: 5, cachedTokens: 40,
 		inputTokens: 60, outputTokens: 5, cacheReadTokens: 40,
+		capField: "max_completion_tokens",
 	},
 	{
 		// The Anthropic fake answers with the system prompt and the number
@@ -70,10 +129,48 @@ var sdkUpstreams = []upstreamCase{
 		promptTokens: 100, completionTokens: 4, cachedTokens: 90,
 		inputTokens: 10, outputTokens: 4, cacheReadTokens: 90,
 	},
+	{
+		// The OpenAI fake again, as a server of kind openai-compatible
+		// declared in a providers file (sdkCompat): the same answer, but the
+		// token cap goes up as max_tokens.
+		name: "openai-compatible upstream", provider: "compat", model: "compat:llama-3.1-8b",
+		text:         "roles system,user,assistant,user",
+		streamed:     []string{"roles ", "system,user,assistant,user "},
+		promptTokens: 100, completionTokens: 5, cachedTokens: 40,
+		inputTokens: 60, outputTokens: 5, cacheReadTokens: 40,
+		capField: "max_tokens",
+	},
+	{
+		// The local development model echoes the last user turn, one
+		// token a word, cut at the token cap. Usage: one input token a
+		// word of the prompt (2 of system, 1+1+2 of turns), no cache.
+		name: "local model", provider: "local", model: "local:echo",
+		text:         "[local development model] You said: and now?",
+		streamed:     []string{"[local", " development", " model]", " You", " said:", " and", " now?"},
+		promptTokens: 6, completionTokens: 7,
+		inputTokens: 6, outputTokens: 7,
+		local: true,
+		capped: &upstreamCase{
+			name: "local model", provider: "local", model: "local:echo",
+			text:         "[local development model]",
+			streamed:     []string{"[local", " development", " model]"},
+			promptTokens: 6, completionTokens: 3,
+			inputTokens: 6, outputTokens: 3,
+			local: true,
+		},
+	},
 }
 
-// capCase is a token cap and the stop reason the fakes answer for it: both
-// fakes stop for length when the cap is 3.
+// sdkCompat declares the openai-compatible upstream of sdkUpstreams: the
+// OpenAI fake under another name and kind.
+func sdkCompat(f *fakeUpstreams) gateway.ProviderSpec {
+	return gateway.ProviderSpec{Name: "compat", Kind: "openai-compatible", BaseURL: f.openai.URL + "/v1", KeyEnv: "COMPAT_API_KEY",
+		Models: []gateway.ModelSpec{{Name: "llama-3.1-8b", ContextTokens: 8192, Modes: []string{},
+			Pricing: &gateway.Price{InputPerMTok: 0.05, OutputPerMTok: 0.08, Source: "test"}}}}
+}
+
+// capCase is a token cap and the stop reason the upstreams answer for it:
+// the fakes and the local model stop for length when the cap is 3.
 type capCase struct {
 	name       string
 	maxTokens  int64 // 0: none (the chat front), 1024 (the messages front)
@@ -107,14 +204,16 @@ func anthropicConversation() ([]anthropic.TextBlockParam, []anthropic.MessagePar
 	}
 }
 
-// sdkEnv starts Baton with its fake upstreams for one (sub)test and checks,
-// once the test and every cleanup of Baton, the fakes and the SDK's HTTP
-// client have run, that no goroutine started since is left running.
+// sdkEnv starts Baton with its fake upstreams (and the openai-compatible
+// provider sdkCompat) for one (sub)test and checks, once the test and
+// every cleanup of Baton, the fakes and the SDK's HTTP client have run,
+// that no goroutine started since is left running.
 func sdkEnv(t *testing.T) (*env, *fakeUpstreams, *http.Client) {
 	t.Helper()
 	before := goleak.IgnoreCurrent()
 	t.Cleanup(func() { verifyNoNewGoroutines(t, before) }) // runs last
-	e, f := newGatewayEnv(t)
+	f := newFakeUpstreams(t)
+	e := newEnvWith(t, gatewayCatalog(t, f, sdkCompat(f)))
 	// The SDKs' default clients clone http.DefaultTransport, whose idle
 	// keep-alive connections a test cannot close; the SDKs are given a
 	// transport of the test's own instead, closed before Baton stops.
@@ -196,11 +295,13 @@ func TestOpenAISDKModelsList(t *testing.T) {
 		t.Fatalf("object %q, want list", page.Object)
 	}
 	var got []string
+	owner := map[string]string{}
 	for _, m := range page.Data {
 		if m.Object != "model" || m.OwnedBy == "" || !strings.HasPrefix(m.ID, m.OwnedBy+":") {
 			t.Fatalf("model %+v: want object model, owned_by its provider", m)
 		}
 		got = append(got, m.ID)
+		owner[m.ID] = m.OwnedBy
 	}
 	var want []string
 	for _, m := range e.catalog.List() {
@@ -211,9 +312,10 @@ func TestOpenAISDKModelsList(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("SDK listed %v, catalog has %v", got, want)
 	}
-	for _, id := range []string{"local:echo", "openai:gpt-4o-mini", "anthropic:claude-3-5-haiku-latest"} {
-		if !slices.Contains(got, id) {
-			t.Fatalf("%s missing from %v", id, got)
+	// A model of each kind of upstream, the providers file's included.
+	for _, up := range sdkUpstreams {
+		if owner[up.model] != up.provider {
+			t.Fatalf("%s: %s listed as owned by %q, want %q: %v", up.name, up.model, owner[up.model], up.provider, got)
 		}
 	}
 }
@@ -222,7 +324,8 @@ func TestOpenAISDKChatCompletion(t *testing.T) {
 	for _, up := range sdkUpstreams {
 		for _, cc := range sdkCaps {
 			t.Run(up.name+"/"+cc.name, func(t *testing.T) {
-				e, _, hc := sdkEnv(t)
+				up := up.at(cc.maxTokens)
+				e, f, hc := sdkEnv(t)
 				client := newOpenAIClient(e, hc, e.tenantA)
 				params := openai.ChatCompletionNewParams{Model: openai.ChatModel(up.model), Messages: openaiConversation()}
 				if cc.maxTokens > 0 {
@@ -232,6 +335,7 @@ func TestOpenAISDKChatCompletion(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				checkTokenCaps(t, f, up, cc.maxTokens)
 				if !strings.HasPrefix(resp.ID, "chatcmpl-") || resp.Object != "chat.completion" || resp.Model != up.model || resp.Created == 0 {
 					t.Fatalf("id %q object %q model %q created %d", resp.ID, resp.Object, resp.Model, resp.Created)
 				}
@@ -269,7 +373,8 @@ func TestOpenAISDKChatCompletionStream(t *testing.T) {
 	for _, up := range sdkUpstreams {
 		for _, sc := range cases {
 			t.Run(up.name+"/"+sc.name, func(t *testing.T) {
-				e, _, hc := sdkEnv(t)
+				up := up.at(sc.maxTokens)
+				e, f, hc := sdkEnv(t)
 				client := newOpenAIClient(e, hc, e.tenantA)
 				ctx := testCtx(t)
 				params := openai.ChatCompletionNewParams{Model: openai.ChatModel(up.model), Messages: openaiConversation()}
@@ -320,6 +425,7 @@ func TestOpenAISDKChatCompletionStream(t *testing.T) {
 				if err := stream.Err(); err != nil {
 					t.Fatal(err)
 				}
+				checkTokenCaps(t, f, up, sc.maxTokens)
 				if !strings.HasPrefix(acc.ID, "chatcmpl-") || acc.ID == whole.ID {
 					t.Fatalf("stream id %q (the whole answer's %q)", acc.ID, whole.ID)
 				}
@@ -375,8 +481,13 @@ func TestOpenAISDKErrors(t *testing.T) {
 	cases := []errCase{
 		{"unknown model", "nobody:x", tenant, 404, "invalid_request_error", "model_not_found", "model", `no provider "nobody"`, ""},
 		{"bad key", "openai:gpt-4o-mini", func(*env) string { return "not-a-key" }, 401, "invalid_request_error", "invalid_api_key", "", "not valid", ""},
+		// The local model has no upstream to fail: Baton's own refusal.
+		{"local model unknown", "local:other", tenant, 404, "invalid_request_error", "model_not_found", "model", "the local provider serves only local:echo", ""},
 	}
 	for _, up := range sdkUpstreams {
+		if up.local {
+			continue
+		}
 		cases = append(cases,
 			errCase{up.name + " 429", up.provider + ":fail-429", tenant, 429, "rate_limit_error", "upstream_rate_limited", "", "provider " + up.provider + " answered 429: slow down", "7"},
 			errCase{up.name + " 500", up.provider + ":fail-500", tenant, 502, "api_error", "upstream_error", "", "provider " + up.provider + " answered 500: boom", ""},
@@ -429,6 +540,8 @@ func TestOpenAISDKStreamCutMidway(t *testing.T) {
 		{sdkUpstreams[0], "upstream_error", "provider openai"},
 		// The Anthropic fake sends an overloaded_error event.
 		{sdkUpstreams[1], "upstream_overloaded", "Overloaded"},
+		// The OpenAI fake as an openai-compatible server: as OpenAI.
+		{sdkUpstreams[2], "upstream_error", "provider compat"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.up.name, func(t *testing.T) {
@@ -471,11 +584,51 @@ func TestOpenAISDKStreamCutMidway(t *testing.T) {
 
 // ---- anthropic-sdk-go ----
 
+// The Anthropic SDK lists the same catalog, in the Models API's shape (the
+// SDK sends anthropic-version), a model of each kind of upstream included
+// with its provider beside.
+func TestAnthropicSDKModelsList(t *testing.T) {
+	e, _, hc := sdkEnv(t)
+	client := newAnthropicClient(e, hc, e.tenantB)
+	page, err := client.Models.List(testCtx(t), anthropic.ModelListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.HasMore || len(page.Data) == 0 || page.FirstID != page.Data[0].ID || page.LastID != page.Data[len(page.Data)-1].ID {
+		t.Fatalf("page: has_more %v first %q last %q of %d", page.HasMore, page.FirstID, page.LastID, len(page.Data))
+	}
+	var got []string
+	provider := map[string]string{}
+	for _, m := range page.Data {
+		var p string
+		if err := json.Unmarshal([]byte(m.JSON.ExtraFields["provider"].Raw()), &p); err != nil || m.Type != "model" || m.DisplayName == "" || !strings.HasPrefix(m.ID, p+":") {
+			t.Fatalf("model %s: want type model, a display name and its provider (%v)", m.RawJSON(), err)
+		}
+		got = append(got, m.ID)
+		provider[m.ID] = p
+	}
+	var want []string
+	for _, m := range e.catalog.List() {
+		want = append(want, m.ID)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("SDK listed %v, catalog has %v", got, want)
+	}
+	for _, up := range sdkUpstreams {
+		if provider[up.model] != up.provider {
+			t.Fatalf("%s: %s listed with provider %q, want %q: %v", up.name, up.model, provider[up.model], up.provider, got)
+		}
+	}
+}
+
 func TestAnthropicSDKMessage(t *testing.T) {
 	for _, up := range sdkUpstreams {
 		for _, cc := range sdkCaps {
 			t.Run(up.name+"/"+cc.name, func(t *testing.T) {
-				e, _, hc := sdkEnv(t)
+				up := up.at(cc.maxTokens)
+				e, f, hc := sdkEnv(t)
 				client := newAnthropicClient(e, hc, e.tenantA)
 				system, msgs := anthropicConversation()
 				maxTokens := orCap(cc.maxTokens, 1024)
@@ -483,6 +636,7 @@ func TestAnthropicSDKMessage(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				checkTokenCaps(t, f, up, maxTokens)
 				if !strings.HasPrefix(msg.ID, "msg_") || msg.Type != "message" || msg.Role != "assistant" || string(msg.Model) != up.model {
 					t.Fatalf("id %q type %q role %q model %q", msg.ID, msg.Type, msg.Role, msg.Model)
 				}
@@ -515,7 +669,8 @@ func TestAnthropicSDKMessageStream(t *testing.T) {
 	for _, up := range sdkUpstreams {
 		for _, cc := range sdkCaps {
 			t.Run(up.name+"/"+cc.name, func(t *testing.T) {
-				e, _, hc := sdkEnv(t)
+				up := up.at(cc.maxTokens)
+				e, f, hc := sdkEnv(t)
 				client := newAnthropicClient(e, hc, e.tenantA)
 				ctx := testCtx(t)
 				system, msgs := anthropicConversation()
@@ -546,6 +701,7 @@ func TestAnthropicSDKMessageStream(t *testing.T) {
 				if err := stream.Err(); err != nil {
 					t.Fatal(err)
 				}
+				checkTokenCaps(t, f, up, params.MaxTokens)
 				// The SDK drops pings; the rest is the Messages grammar.
 				if got := strings.Join(events, " "); got != "message_start content_block_start content_block_delta content_block_stop message_delta message_stop" {
 					t.Fatalf("events: %s", got)
@@ -587,8 +743,14 @@ func TestAnthropicSDKErrors(t *testing.T) {
 		{"unknown model", "nobody:x", 10, tenant, 404, anthropic.ErrorTypeNotFoundError, `no provider "nobody"`, ""},
 		{"bad key", "anthropic:claude-3-5-haiku-latest", 10, func(*env) string { return "not-a-key" }, 401, anthropic.ErrorTypeAuthenticationError, "not valid", ""},
 		{"max_tokens 0", "anthropic:claude-3-5-haiku-latest", 0, tenant, 400, anthropic.ErrorTypeInvalidRequestError, "max_tokens: must be at least 1", ""},
+		// The local model has no upstream to fail: Baton's own refusals.
+		{"local model unknown", "local:other", 10, tenant, 404, anthropic.ErrorTypeNotFoundError, "the local provider serves only local:echo", ""},
+		{"local model max_tokens 0", "local:echo", 0, tenant, 400, anthropic.ErrorTypeInvalidRequestError, "max_tokens: must be at least 1", ""},
 	}
 	for _, up := range sdkUpstreams {
+		if up.local {
+			continue
+		}
 		cases = append(cases,
 			errCase{up.name + " 429", up.provider + ":fail-429", 10, tenant, 429, anthropic.ErrorTypeRateLimitError, "provider " + up.provider + " answered 429: slow down", "7"},
 			errCase{up.name + " 500", up.provider + ":fail-500", 10, tenant, 502, anthropic.ErrorTypeAPIError, "provider " + up.provider + " answered 500: boom", ""},
@@ -648,6 +810,8 @@ func TestAnthropicSDKStreamCutMidway(t *testing.T) {
 		{sdkUpstreams[0], anthropic.ErrorTypeAPIError, "provider openai"},
 		// The Anthropic fake's overloaded_error event keeps its type.
 		{sdkUpstreams[1], anthropic.ErrorTypeOverloadedError, "Overloaded"},
+		// The OpenAI fake as an openai-compatible server: as OpenAI.
+		{sdkUpstreams[2], anthropic.ErrorTypeAPIError, "provider compat"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.up.name, func(t *testing.T) {

@@ -1,0 +1,18 @@
+package http
+
+import "time"
+
+// Hooks for the tests of package http_test.
+
+// BatchConcurrency is how many probes POST /v1/models/health/batch runs
+// at once.
+const BatchConcurrency = batchConcurrency
+
+// SetPingEvery sets how often a streamed message sends ping while it waits
+// for the upstream, for one test (not a parallel one), and returns the
+// function that restores it: call it once the test's front has stopped.
+func SetPingEvery(d time.Duration) (restore func()) {
+	old := pingEvery
+	pingEvery = d
+	return func() { pingEvery = old }
+}
