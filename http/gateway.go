@@ -9,14 +9,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
 
 	"github.com/batonhq/baton/domain"
-	"github.com/batonhq/baton/domain/contextpack"
 	"github.com/batonhq/baton/gateway"
 )
 
@@ -164,24 +162,17 @@ func (s *Server) recordUsage(r *http.Request, c *gatewayCall, u gateway.Usage, o
 	return cost
 }
 
-// estimator is the tokenizer that counts a call's tokens when its upstream
-// reports none; built on first use (it is only needed then).
-var estimator struct {
-	once sync.Once
-	tok  contextpack.Tokenizer
-}
-
-// countTokens counts text's tokens with o200k_base, or at four bytes a
+// countTokens counts a call's tokens when its upstream reports none: with
+// o200k_base (gateway.CountTokens, built on first use), or at four bytes a
 // token should the tokenizer be unavailable.
 func countTokens(text string) int {
 	if text == "" {
 		return 0
 	}
-	estimator.once.Do(func() { estimator.tok, _ = contextpack.NewTokenizer(contextpack.DefaultEncoding) })
-	if estimator.tok == nil {
-		return (len(text) + 3) / 4
+	if n, ok := gateway.CountTokens(text); ok {
+		return n
 	}
-	return len(estimator.tok.Encode(text))
+	return (len(text) + 3) / 4
 }
 
 // outputText is what a model produced: its text and tool-call arguments.
@@ -518,14 +509,16 @@ func (q *ccRequest) toGateway() (gateway.Request, error) {
 	if len(q.Messages) == 0 {
 		return out, badRequest("messages", "messages must hold at least one message")
 	}
+	capField := ""
 	switch {
 	case q.MaxCompletionTokens != nil:
-		out.MaxTokens = *q.MaxCompletionTokens
+		out.MaxTokens, capField = *q.MaxCompletionTokens, "max_completion_tokens"
 	case q.MaxTokens != nil:
-		out.MaxTokens = *q.MaxTokens
+		out.MaxTokens, capField = *q.MaxTokens, "max_tokens"
 	}
-	if (q.MaxCompletionTokens != nil || q.MaxTokens != nil) && out.MaxTokens < 1 {
-		return out, badRequest("max_completion_tokens", "must be at least 1")
+	if capField != "" && out.MaxTokens < 1 {
+		// Named as the client sent it: the newer field wins when both are.
+		return out, badRequest(capField, "%s must be at least 1", capField)
 	}
 	out.Temperature, out.TopP, out.User = q.Temperature, q.TopP, q.User
 	out.OpenAISampling = q.OpenAISampling

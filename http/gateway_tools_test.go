@@ -669,6 +669,11 @@ func TestSamplingFieldsPassOn(t *testing.T) {
 		{"/v1/chat/completions", map[string]any{"model": "openai:gpt-4o-mini", "messages": msgs, "n": 2}, "n"},
 		{"/v1/chat/completions", map[string]any{"model": "openai:gpt-4o-mini", "messages": msgs, "logprobs": true}, "logprobs"},
 		{"/v1/chat/completions", map[string]any{"model": "openai:gpt-4o-mini", "messages": msgs, "logit_bias": []any{1}}, "logit_bias"},
+		// A cap below 1 is named as the client sent it; the newer field
+		// wins when both are.
+		{"/v1/chat/completions", map[string]any{"model": "openai:gpt-4o-mini", "messages": msgs, "max_tokens": 0}, "max_tokens"},
+		{"/v1/chat/completions", map[string]any{"model": "openai:gpt-4o-mini", "messages": msgs, "max_completion_tokens": -1}, "max_completion_tokens"},
+		{"/v1/chat/completions", map[string]any{"model": "openai:gpt-4o-mini", "messages": msgs, "max_tokens": 10, "max_completion_tokens": 0}, "max_completion_tokens"},
 		{"/v1/messages", map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "max_tokens": 2000, "messages": msgs,
 			"thinking": map[string]any{"type": "enabled", "budget_tokens": 1024}}, "thinking"},
 	} {
