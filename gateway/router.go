@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 )
 
 // Routing modes: a request may name one instead of a `<provider>:<model>`
@@ -45,25 +46,31 @@ func NeedsOf(req Request, m *Model) Needs {
 
 // routeNeeds are a request's needs for choosing among a mode's models. The
 // context starts as NeedsOf's bound (a token is at least a byte); only
-// when that bound is more than some model's context, so that it could
-// turn a model away, is the input counted (EstimateInputTokens): most
-// prompts are far smaller than every context and are never tokenized.
-func (c *Catalog) routeNeeds(req Request) Needs {
+// when that bound is more than the context of a model the mode could
+// take (tagged with it, its provider configured), so that it could turn
+// that model away, is the input counted (EstimateInputTokens, about a
+// quarter of a second of CPU per MiB of prose): most prompts are far
+// smaller than every context and are never tokenized.
+func (c *Catalog) routeNeeds(mode string, req Request) Needs {
 	needs := NeedsOf(req, nil)
 	c.mu.RLock()
 	smallest := needs.ContextTokens
 	for _, m := range c.models {
-		if m.ContextTokens > 0 {
+		if m.ContextTokens > 0 && m.Configured && slices.Contains(m.Modes, mode) {
 			smallest = min(smallest, m.ContextTokens)
 		}
 	}
 	c.mu.RUnlock()
 	if needs.ContextTokens > smallest {
+		routeEstimates.Add(1)
 		_, out := WorstTokens(req, nil)
 		needs.ContextTokens = EstimateInputTokens(req) + out
 	}
 	return needs
 }
+
+// routeEstimates counts the prompts routeNeeds tokenized (for its tests).
+var routeEstimates atomic.Int64
 
 // Route is one candidate model for a mode, ranked.
 type Route struct {
@@ -254,7 +261,7 @@ const MaxChain = 4
 // unconfigured model fails clearly rather than silently going elsewhere.
 func (c *Catalog) Chain(id string, req Request) ([]Target, error) {
 	if IsMode(id) {
-		routes, _, err := c.Routes(id, "", c.routeNeeds(req))
+		routes, _, err := c.Routes(id, "", c.routeNeeds(id, req))
 		if err != nil {
 			return nil, err
 		}

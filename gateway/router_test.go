@@ -48,6 +48,26 @@ func TestModeRoutesByEstimatedTokens(t *testing.T) {
 	if _, err := c.Chain("cheap", userText(prose(60<<10))); !errors.Is(err, ErrNoRoute) {
 		t.Fatalf("60 KB of prose to an 8k model: err = %v, want no route", err)
 	}
+
+	// Only a model the mode could take decides whether the prompt is
+	// counted: with no provider configured but the local one (a context of
+	// 1 Mi tokens), the built-in 128k models do not make a 200 KB prompt
+	// worth tokenizing.
+	local, err := NewCatalog(Config{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := routeEstimates.Load()
+	chain, err = local.Chain("cheap", userText(prose(200<<10)))
+	if err != nil || chain[0].Model.ID != "local:echo" {
+		t.Fatalf("200 KB to mode cheap with only the local provider: %v", err)
+	}
+	if n := routeEstimates.Load() - before; n != 0 {
+		t.Fatalf("the prompt was tokenized %d times, though no model the mode could take has a smaller context than its bytes", n)
+	}
+	if _, err := c.Chain("cheap", fits); err != nil || routeEstimates.Load()-before != 1 {
+		t.Fatalf("20 KB to the 8k model: err %v, tokenized %d times, want once", err, routeEstimates.Load()-before)
+	}
 }
 
 // The estimate lies between the o200k_base count and the byte bound, and
