@@ -7,8 +7,11 @@ import (
 	"sync"
 )
 
-// DefaultHeapFloorMB is the heap size, in MiB, below which `baton serve`
-// does not start a collection (--gc-heap-floor-mb).
+// DefaultHeapFloorMB is the smallest heap goal, in MiB, `baton serve`
+// lets the collector aim at (--gc-heap-floor-mb). The runtime starts a
+// collection somewhat before the heap reaches its goal (at 0.7 to 0.95 of
+// the way from the live heap to it), so a collection starts at about
+// 45 to 60 MiB.
 //
 // Baton's live heap is a few MB and each model call allocates about 25 KB,
 // so with the collector's percent alone (GOGC=200: collect when the heap
@@ -22,6 +25,10 @@ import (
 // collections ten or more times rarer at the price of that much memory
 // under load; idle, the heap stays where it is.
 const DefaultHeapFloorMB = 64
+
+// MaxHeapFloorMB bounds --gc-heap-floor-mb (1 TiB), far above any heap
+// Baton needs and far below where the MiB would overflow in bytes.
+const MaxHeapFloorMB = 1 << 20
 
 // maxFloorPercent bounds the percent the floor sets: a nearly empty heap
 // would otherwise ask for an absurd one.

@@ -83,12 +83,16 @@ func TestHeapFloorFollowsTheLiveHeap(t *testing.T) {
 	stop := startHeapFloor(64<<20, 100)
 	defer stop()
 	runtime.GC()
-	// The finalizer runs on its own goroutine after the collection.
+	// The finalizer runs on its own goroutine after the collection. The
+	// percent is read from runtime/metrics: reading it by setting it
+	// (currentGCPercent) could undo the finalizer's setting in between.
+	gogc := []metrics.Sample{{Name: "/gc/gogc:percent"}}
 	waitPercent := func(want int) {
 		t.Helper()
 		var got int
 		for range 500 {
-			if got = currentGCPercent(); got == want {
+			metrics.Read(gogc)
+			if got = int(gogc[0].Value.Uint64()); got == want {
 				return
 			}
 			runtime.Gosched()

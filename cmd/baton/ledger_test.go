@@ -372,11 +372,17 @@ func TestFlagWinsOverUnusableEnvironment(t *testing.T) {
 	}
 }
 
-// A negative heap floor is refused before anything opens.
-func TestServeRefusesNegativeHeapFloor(t *testing.T) {
+// A negative heap floor, or one too large to count in bytes, is refused
+// before anything opens.
+func TestServeRefusesHeapFloorOutOfRange(t *testing.T) {
 	var out bytes.Buffer
 	err := run(context.Background(), []string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--gc-heap-floor-mb", "-1"}, &out, &out)
 	if err == nil || !strings.Contains(err.Error(), "--gc-heap-floor-mb is -1") {
+		t.Fatalf("err = %v", err)
+	}
+	// A floor whose bytes would overflow is refused, not wrapped to 0.
+	err = run(context.Background(), []string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--gc-heap-floor-mb", "17592186044416"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "it must be from 0 to 1048576") {
 		t.Fatalf("err = %v", err)
 	}
 }

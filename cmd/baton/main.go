@@ -127,13 +127,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	idemRetention := fs.Duration("idempotency-retention", env.duration("idempotency-retention", "BATON_IDEMPOTENCY_RETENTION", batonhttp.DefaultIdempotencyRetention), "how long a generate Idempotency-Key and its answer are kept (at least 24h)")
 	usageLinger := fs.Duration("usage-linger", env.duration("usage-linger", "BATON_USAGE_LINGER", gateway.DefaultUsageLinger), "how long the usage writer gathers calls' usage events into one commit (a crash loses at most this window's records)")
 	cpuprofile := fs.String("cpuprofile", "", "diagnostics: write a CPU profile of this process to the file until it stops")
-	heapFloorMB := fs.Int64("gc-heap-floor-mb", env.integerFrom("gc-heap-floor-mb", "BATON_GC_HEAP_FLOOR_MB", DefaultHeapFloorMB, 0), "the collector does not run before the heap reaches this many MiB (0: Go's GOGC alone)")
+	heapFloorMB := fs.Int64("gc-heap-floor-mb", env.integerFrom("gc-heap-floor-mb", "BATON_GC_HEAP_FLOOR_MB", DefaultHeapFloorMB, 0), "the smallest heap goal of the collector in MiB: no collection until the heap nears it (0: Go's GOGC alone)")
 	memprofile := fs.String("memprofile", "", "diagnostics: write a heap profile (what was allocated, and where, since start) to the file when it stops")
 	if err := env.parse(fs, args); err != nil {
 		return err
 	}
-	if *heapFloorMB < 0 {
-		return fmt.Errorf("--gc-heap-floor-mb is %d; it must be 0 or more", *heapFloorMB)
+	if *heapFloorMB < 0 || *heapFloorMB > MaxHeapFloorMB {
+		return fmt.Errorf("--gc-heap-floor-mb is %d; it must be from 0 to %d", *heapFloorMB, MaxHeapFloorMB)
 	}
 	if *streamIdle < time.Second {
 		return fmt.Errorf("--stream-idle (BATON_STREAM_IDLE) is %v; it must be at least 1s", *streamIdle)
