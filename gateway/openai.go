@@ -528,13 +528,7 @@ func (e *bodyReadError) Unwrap() error { return e.err }
 // (502, retryable); detail adds the decoder's words to the message.
 func answerError(provider, what string, err error, detail bool) error {
 	if re, ok := errors.AsType[*bodyReadError](err); ok {
-		te := transportError(provider, re.err)
-		if ue, ok := te.(*UpstreamError); ok && !ue.Timeout {
-			ue.Message = "connection broken while it sent its answer"
-		} else if ok {
-			ue.Message = "timed out while it sent its answer"
-		}
-		return te
+		return midAnswerError(provider, re.err, "connection broken while it sent its answer", "timed out while it sent its answer")
 	}
 	msg := what
 	if detail {
@@ -571,9 +565,22 @@ func transportError(provider string, err error) error {
 // streamError is a read failure of a stream that had opened: the
 // connection broke or timed out mid-stream.
 func streamError(provider string, err error) error {
+	return midAnswerError(provider, err, "stream interrupted", "")
+}
+
+// midAnswerError is transportError for a read that failed after the
+// answer's headers: a broken connection is named broken, a timeout (still
+// a timeout, 504) timedOut unless that is empty; the caller gone stays
+// context.Canceled.
+func midAnswerError(provider string, err error, broken, timedOut string) error {
 	te := transportError(provider, err)
-	if ue, ok := te.(*UpstreamError); ok && !ue.Timeout {
-		ue.Message = "stream interrupted"
+	if ue, ok := te.(*UpstreamError); ok {
+		switch {
+		case !ue.Timeout:
+			ue.Message = broken
+		case timedOut != "":
+			ue.Message = timedOut
+		}
 	}
 	return te
 }
