@@ -75,3 +75,14 @@ func TestCostHasNoFloatNoise(t *testing.T) {
 		t.Fatalf("cost %v, want 30", c)
 	}
 }
+
+// catalogFromFile builds a catalog from a providers file holding file,
+// with the given environment.
+func catalogFromFile(t *testing.T, file string, env map[string]string) (*Catalog, error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "providers.json")
+	if err := os.WriteFile(path, []byte(file), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return NewCatalog(Config{Getenv: func(k string) string { return env[k] }, ProvidersFile: path, ProvidersRequired: true})
+}

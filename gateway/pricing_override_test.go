@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -16,17 +14,6 @@ import (
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
 )
-
-// pricingCatalog builds a catalog from a providers file holding file, with
-// the given environment.
-func pricingCatalog(t *testing.T, file string, env map[string]string) (*Catalog, error) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "providers.json")
-	if err := os.WriteFile(path, []byte(file), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return NewCatalog(Config{Getenv: func(k string) string { return env[k] }, ProvidersFile: path, ProvidersRequired: true})
-}
 
 // listed is a model as GET /v1/models shows it: the handler answers
 // {"object":"list","data":catalog.List()}, so this is the JSON of the
@@ -78,7 +65,7 @@ func callCost(t *testing.T, c *Catalog, id string, u Usage) *float64 {
 // at it, the provider keeps its key and its other models their built-in
 // prices, and no other catalog sees the change.
 func TestPricingOverridesBuiltinModel(t *testing.T) {
-	c, err := pricingCatalog(t, `{"pricing":{"openai:gpt-4o":{"inputPerMTok":2,"outputPerMTok":8,"cacheReadPerMTok":0.5,"cacheWritePerMTok":0,"source":"contract price, 2025-09-01"}}}`,
+	c, err := catalogFromFile(t, `{"pricing":{"openai:gpt-4o":{"inputPerMTok":2,"outputPerMTok":8,"cacheReadPerMTok":0.5,"cacheWritePerMTok":0,"source":"contract price, 2025-09-01"}}}`,
 		map[string]string{"OPENAI_API_KEY": "sk-test"})
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +100,7 @@ func TestPricingOverridesBuiltinModel(t *testing.T) {
 // price (it is applied after the providers), and prices a model declared
 // without one.
 func TestPricingOverridesDeclaredModel(t *testing.T) {
-	c, err := pricingCatalog(t, `{
+	c, err := catalogFromFile(t, `{
 		"providers":[{"name":"tiny","kind":"openai-compatible","baseUrl":"http://tiny.invalid/v1","models":[
 			{"name":"t1","modes":["cheap"],"pricing":{"inputPerMTok":1,"outputPerMTok":2,"source":"declared"}},
 			{"name":"t2"}]}],
@@ -142,7 +129,7 @@ func TestPricingOverridesDeclaredModel(t *testing.T) {
 // null in the pricing object marks a model unpriced: hasPricing false, no
 // pricing in the list, a call's cost unknown (nil), never 0.
 func TestPricingOverrideNullUnprices(t *testing.T) {
-	c, err := pricingCatalog(t, `{"pricing":{"anthropic:claude-sonnet-4-0":null}}`, nil)
+	c, err := catalogFromFile(t, `{"pricing":{"anthropic:claude-sonnet-4-0":null}}`, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +178,7 @@ func TestPricingOverrideMistakes(t *testing.T) {
 		{"misspelt field", `{"pricing":{"openai:gpt-4o":{"inputPerMillion":1,"source":"x"}}}`,
 			`unknown field "inputPerMillion"`},
 	} {
-		_, err := pricingCatalog(t, c.file, nil)
+		_, err := catalogFromFile(t, c.file, nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "gateway: providers file ") {
 			t.Errorf("%s: err = %v, want %q", c.name, err, c.want)
 		}
@@ -242,7 +229,7 @@ func TestPricingOverrideSurvivesSync(t *testing.T) {
 		}
 	}
 
-	a, err := pricingCatalog(t, file, env)
+	a, err := catalogFromFile(t, file, env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +264,7 @@ func TestPricingOverrideSurvivesSync(t *testing.T) {
 	check("after a probe and the sync again", a)
 
 	// Another replica, same providers file, reading the events.
-	b, err := pricingCatalog(t, file, env)
+	b, err := catalogFromFile(t, file, env)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -24,13 +22,8 @@ func userText(text string) Request {
 // though its byte count, the budget's bound, does not; 60 KB (about
 // 13,500 tokens) does not fit, and the mode has no route.
 func TestModeRoutesByEstimatedTokens(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "providers.json")
-	err := os.WriteFile(path, []byte(`{"providers":[{"name":"small","kind":"openai-compatible","baseUrl":"http://127.0.0.1:1/v1",
-		"models":[{"name":"ctx-8k","contextTokens":8192,"modes":["cheap"],"pricing":{"inputPerMTok":0.1,"outputPerMTok":0.2,"source":"test"}}]}]}`), 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := NewCatalog(Config{Getenv: func(string) string { return "" }, ProvidersFile: path, ProvidersRequired: true})
+	c, err := catalogFromFile(t, `{"providers":[{"name":"small","kind":"openai-compatible","baseUrl":"http://127.0.0.1:1/v1",
+		"models":[{"name":"ctx-8k","contextTokens":8192,"modes":["cheap"],"pricing":{"inputPerMTok":0.1,"outputPerMTok":0.2,"source":"test"}}]}]}`, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
