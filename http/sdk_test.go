@@ -106,19 +106,30 @@ func checkTokenCaps(t *testing.T, f *fakeUpstreams, up upstreamCase, maxTokens i
 	}
 }
 
+// openaiUpstream is the OpenAI fake, which answers with the roles it
+// received: system first (Baton sends the system prompt as a system
+// message), then the turns. Usage: 100 prompt tokens of which 40 cached,
+// 5 completion tokens, in the stream too.
+var openaiUpstream = upstreamCase{
+	name: "openai upstream", provider: "openai", model: "openai:gpt-4o-mini",
+	text:         "roles system,user,assistant,user",
+	streamed:     []string{"roles ", "system,user,assistant,user "},
+	promptTokens: 100, completionTokens: 5, cachedTokens: 40,
+	inputTokens: 60, outputTokens: 5, cacheReadTokens: 40,
+	capField: "max_completion_tokens",
+}
+
+// compatibleUpstream is the OpenAI fake again, as a server of kind
+// openai-compatible declared in a providers file (sdkCompat): the same
+// answer, but the token cap goes up as max_tokens.
+func compatibleUpstream() upstreamCase {
+	u := openaiUpstream
+	u.name, u.provider, u.model, u.capField = "openai-compatible upstream", "compat", "compat:llama-3.1-8b", "max_tokens"
+	return u
+}
+
 var sdkUpstreams = []upstreamCase{
-	{
-		// The OpenAI fake answers with the roles it received: system
-		// first (Baton sends the system prompt as a system message), then
-		// the turns. Usage: 100 prompt tokens of which 40 cached, 5
-		// completion tokens, in the stream too.
-		name: "openai upstream", provider: "openai", model: "openai:gpt-4o-mini",
-		text:         "roles system,user,assistant,user",
-		streamed:     []string{"roles ", "system,user,assistant,user "},
-		promptTokens: 100, completionTokens: 5, cachedTokens: 40,
-		inputTokens: 60, outputTokens: 5, cacheReadTokens: 40,
-		capField: "max_completion_tokens",
-	},
+	openaiUpstream,
 	{
 		// The Anthropic fake answers with the system prompt and the number
 		// of turns it received. Usage: 10 input tokens plus 90 cache reads,
@@ -129,17 +140,7 @@ var sdkUpstreams = []upstreamCase{
 		promptTokens: 100, completionTokens: 4, cachedTokens: 90,
 		inputTokens: 10, outputTokens: 4, cacheReadTokens: 90,
 	},
-	{
-		// The OpenAI fake again, as a server of kind openai-compatible
-		// declared in a providers file (sdkCompat): the same answer, but the
-		// token cap goes up as max_tokens.
-		name: "openai-compatible upstream", provider: "compat", model: "compat:llama-3.1-8b",
-		text:         "roles system,user,assistant,user",
-		streamed:     []string{"roles ", "system,user,assistant,user "},
-		promptTokens: 100, completionTokens: 5, cachedTokens: 40,
-		inputTokens: 60, outputTokens: 5, cacheReadTokens: 40,
-		capField: "max_tokens",
-	},
+	compatibleUpstream(),
 	{
 		// The local development model echoes the last user turn, one
 		// token a word, cut at the token cap. Usage: one input token a
