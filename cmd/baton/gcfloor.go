@@ -30,14 +30,15 @@ const DefaultHeapFloorMB = 64
 // Baton needs and far below where the MiB would overflow in bytes.
 const MaxHeapFloorMB = 1 << 20
 
-// maxFloorPercent bounds the percent the floor sets: a nearly empty heap
-// would otherwise ask for an absurd one.
+// maxFloorPercent bounds the percent the floor sets. The runtime's minimum
+// goal already bounds it at floor*100/4 MiB, so this bites only for floors
+// over about 3.9 GiB.
 const maxFloorPercent = 100_000
 
 // heapFloor keeps the collector from running while the heap is small.
-// After each collection it sets the GC percent so that the next one
-// starts when the heap reaches floor bytes, or base percent over what is
-// live if that is more: a floor under the heap goal, as GOMEMLIMIT is a
+// After each collection it sets the GC percent so that the heap goal is
+// floor bytes, or base percent over what is live if that is more (the
+// next collection starts somewhat before the goal): a floor under the heap goal, as GOMEMLIMIT is a
 // ceiling over it. (Go has no setting for it; GOGC alone scales with the
 // live heap, however small.)
 type heapFloor struct {
