@@ -17,6 +17,13 @@ const (
 	KindForbidden         // authenticated, not allowed (403)
 	KindUnauthorized      // no valid credential (401)
 	KindUnavailable       // a dependency is not answering (503)
+	KindMalformed         // the request cannot be parsed at all (400)
+	KindTooLarge          // the request is larger than allowed (413)
+	KindRateLimited       // too many requests, or a budget spent (429)
+	KindUpstream          // a model provider failed (502)
+	KindTimeout           // a model provider did not answer in time (504)
+	KindCanceled          // the client went away (499)
+	KindInternal          // Baton failed; the detail is logged (500)
 )
 
 func (k Kind) String() string {
@@ -33,6 +40,20 @@ func (k Kind) String() string {
 		return "unauthorized"
 	case KindUnavailable:
 		return "unavailable"
+	case KindMalformed:
+		return "malformed"
+	case KindTooLarge:
+		return "too large"
+	case KindRateLimited:
+		return "rate limited"
+	case KindUpstream:
+		return "upstream"
+	case KindTimeout:
+		return "timeout"
+	case KindCanceled:
+		return "canceled"
+	case KindInternal:
+		return "internal"
 	}
 	return "error"
 }
@@ -48,7 +69,9 @@ type Error struct {
 	// Findings name secrets found in a callback: rule and place, never
 	// the secret.
 	Findings []SecretFinding
-	Err      error // the cause, if any
+	// RetryAfter, when above 0, is how many seconds to wait before a retry.
+	RetryAfter int
+	Err        error // the cause, if any
 }
 
 // FieldError names one failing field by JSON pointer.

@@ -181,3 +181,45 @@ func joinNote(a, b string) string {
 	}
 	return a + "; " + b
 }
+
+// FromPlan fills a contract's missing fields from its plan (objective,
+// target executor, risk level, approval mode, proof types) and refuses a
+// contract that would loosen the plan's policy: its approval and proof
+// follow from its risk, and a lower risk, auto approval or less proof would
+// step around them. A contract may tighten them.
+func (c *CreateContract) FromPlan(plan *Plan) error {
+	if c.Objective == "" {
+		c.Objective = plan.Objective
+	}
+	if c.TargetExecutor == "" {
+		c.TargetExecutor = plan.TargetExecutor
+	}
+	if c.RiskLevel == "" {
+		c.RiskLevel = plan.RiskLevel
+	}
+	if c.ApprovalMode == "" {
+		c.ApprovalMode = plan.ApprovalPolicy.Mode
+	}
+	if c.ProofRequired == nil {
+		c.ProofRequired = append([]string{}, plan.ProofPolicy.ArtifactTypes...)
+	}
+	var fields []FieldError
+	if i := slices.Index(RiskLevels, c.RiskLevel); i >= 0 && i < slices.Index(RiskLevels, plan.RiskLevel) {
+		fields = append(fields, FieldError{Pointer: "/riskLevel", Code: "below_plan",
+			Message: fmt.Sprintf("the plan's risk level is %s; a contract from it cannot be lower", plan.RiskLevel)})
+	}
+	if plan.ApprovalPolicy.Mode == ApprovalModeManual && c.ApprovalMode != ApprovalModeManual {
+		fields = append(fields, FieldError{Pointer: "/approvalMode", Code: "below_plan",
+			Message: "the plan requires manual approval; a contract from it cannot approve itself"})
+	}
+	for _, typ := range plan.ProofPolicy.ArtifactTypes {
+		if !slices.Contains(c.ProofRequired, typ) {
+			fields = append(fields, FieldError{Pointer: "/proofRequired", Code: "below_plan",
+				Message: fmt.Sprintf("the plan requires proof of type %q; a contract from it must require it too", typ)})
+		}
+	}
+	if len(fields) > 0 {
+		return Invalid("handoff.create", fields...)
+	}
+	return nil
+}

@@ -74,6 +74,16 @@ type EventData struct {
 	Metadata Metadata
 }
 
+// SchemaVersion is the metadata schema every event is written with.
+const SchemaVersion = 1
+
+// NewEvent is an event to append with a fresh time-ordered id and the
+// current schema version in its metadata.
+func NewEvent(typ string, data json.RawMessage, meta Metadata) EventData {
+	meta.SchemaVersion = SchemaVersion
+	return EventData{ID: uuid.Must(uuid.NewV7()), Type: typ, Data: data, Metadata: meta}
+}
+
 // Metadata travels with every event.
 type Metadata struct {
 	Tenant        string `json:"tenant,omitempty"`

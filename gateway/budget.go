@@ -399,8 +399,7 @@ func (b *Budgets) SetBudget(ctx context.Context, store eventstore.Store, s Budge
 	if err != nil {
 		return err
 	}
-	md.SchemaVersion = 1
-	ev := eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: EventBudgetSet, Data: data, Metadata: md}
+	ev := eventstore.NewEvent(EventBudgetSet, data, md)
 	res, err := appendUnordered(ctx, store, BudgetStream(s.Tenant), ev)
 	if err != nil {
 		return err

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/batonhq/baton/eventstore"
 )
 
@@ -50,8 +48,7 @@ func appendCatalog(ctx context.Context, store eventstore.Store, typ string, v an
 	if err != nil {
 		return eventstore.RecordedEvent{}, err
 	}
-	md.SchemaVersion = 1
-	ev := eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: typ, Data: data, Metadata: md}
+	ev := eventstore.NewEvent(typ, data, md)
 	res, err := appendUnordered(ctx, store, CatalogStream, ev)
 	if err != nil {
 		return eventstore.RecordedEvent{}, err

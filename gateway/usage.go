@@ -192,7 +192,7 @@ func (w *UsageWriter) write(batch []usageItem) {
 			}
 			sent = append(sent, it)
 			evs = append(evs, eventstore.EventData{ID: it.id, Type: EventUsageRecorded, Data: data,
-				Metadata: eventstore.Metadata{Tenant: it.rec.Tenant, Actor: "key:" + it.rec.KeyID, RequestID: it.rec.RequestID, SchemaVersion: 1}})
+				Metadata: eventstore.Metadata{Tenant: it.rec.Tenant, Actor: "key:" + it.rec.KeyID, RequestID: it.rec.RequestID, SchemaVersion: eventstore.SchemaVersion}})
 		}
 		if len(evs) == 0 {
 			continue

@@ -9,23 +9,14 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore/ledger"
 	"github.com/batonhq/baton/projections"
 )
 
-// Principal is who a request acts for.
-type Principal struct {
-	KeyID  string
-	Tenant string
-	Admin  bool
-}
-
-// Actor is how the ledger names a principal.
-func (p Principal) Actor() string { return "key:" + p.KeyID }
-
 const principalKey ctxKey = iota + 100
 
-func principalOf(ctx context.Context) Principal {
-	p, _ := ctx.Value(principalKey).(Principal)
+func principalOf(ctx context.Context) domain.Principal {
+	p, _ := ctx.Value(principalKey).(domain.Principal)
 	return p
 }
 
@@ -59,17 +50,17 @@ func presentedKey(r *http.Request) (key string, conflict bool) {
 // authenticate resolves the key. An unknown key may be one created a moment
 // ago through another path (the CLI, another replica): the read model is
 // given a bounded moment to catch up before the key is refused.
-func (s *Server) authenticate(r *http.Request) (Principal, error) {
+func (s *Server) authenticate(r *http.Request) (domain.Principal, error) {
 	const op = "auth"
 	key, conflict := presentedKey(r)
 	if conflict {
-		return Principal{}, domain.E(op, domain.KindUnauthorized, "conflicting_api_keys", "x-api-key and Authorization: Bearer carry two different Baton keys; send one")
+		return domain.Principal{}, domain.E(op, domain.KindUnauthorized, "conflicting_api_keys", "x-api-key and Authorization: Bearer carry two different Baton keys; send one")
 	}
 	if key == "" {
-		return Principal{}, domain.E(op, domain.KindUnauthorized, "missing_api_key", "send your API key in the x-api-key header or as Authorization: Bearer <key>")
+		return domain.Principal{}, domain.E(op, domain.KindUnauthorized, "missing_api_key", "send your API key in the x-api-key header or as Authorization: Bearer <key>")
 	}
 	if !domain.LooksLikeKey(key) {
-		return Principal{}, domain.E(op, domain.KindUnauthorized, "invalid_api_key", "the API key is not valid")
+		return domain.Principal{}, domain.E(op, domain.KindUnauthorized, "invalid_api_key", "the API key is not valid")
 	}
 	hash := domain.HashKey(key)
 	rec, err := s.proj.KeyByHash(hash)
@@ -82,12 +73,12 @@ func (s *Server) authenticate(r *http.Request) (Principal, error) {
 		}
 	}
 	if errors.Is(err, projections.ErrNoKey) {
-		return Principal{}, domain.E(op, domain.KindUnauthorized, "invalid_api_key", "the API key is not valid")
+		return domain.Principal{}, domain.E(op, domain.KindUnauthorized, "invalid_api_key", "the API key is not valid")
 	}
 	if err != nil {
-		return Principal{}, err
+		return domain.Principal{}, err
 	}
-	return Principal{KeyID: rec.KeyID, Tenant: rec.Tenant, Admin: rec.Admin}, nil
+	return domain.Principal{KeyID: rec.KeyID, Tenant: rec.Tenant, Admin: rec.Admin}, nil
 }
 
 type access int
@@ -153,4 +144,9 @@ func (u *unknownKeys) add(hash string) {
 		u.seen = map[string]time.Time{} // bounded: forget them all rather than grow
 	}
 	u.seen[hash] = time.Now()
+}
+
+// callOf is who a command runs for: the request's principal and id.
+func callOf(r *http.Request) ledger.Call {
+	return ledger.Call{Principal: principalOf(r.Context()), RequestID: RequestID(r.Context())}
 }

@@ -29,7 +29,7 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 				"llm.maxCostUsd":  map[string]any{"exclusiveMin": 0, "max": maxCostUSDLimit},
 				"templateVersion": "one of the type's templateVersions; the highest by default",
 			},
-			"idempotency": map[string]any{"header": "Idempotency-Key", "maxLength": maxIdemKey, "retention": s.idemRetention.String()},
+			"idempotency": map[string]any{"header": "Idempotency-Key", "maxLength": maxIdemKey, "retention": s.ledger.Idempotency.Retention().String()},
 		},
 		"coordination": []map[string]any{
 			{"name": "agent_plans", "endpoint": "POST /v1/agent-plans", "description": "a plan for an external executor, generated through the agent_plan task, with the approval and proof policy its risk level implies"},

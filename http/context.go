@@ -9,14 +9,11 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"time"
 
-	"github.com/google/uuid"
 	"github.com/gorilla/mux"
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/domain/contextpack"
-	"github.com/batonhq/baton/eventstore"
 )
 
 // contextPreviewRequest is the body of POST /v1/context/preview. Items are
@@ -129,53 +126,12 @@ func (s *Server) contextPreview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, err := q.toDomain()
-	if err == nil {
-		err = req.Validate()
-	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	red, ok := s.scanner.(contextpack.Redactor)
-	if !ok {
-		// Without redaction a packet could store a secret: refuse instead.
-		writeProblem(w, r, http.StatusServiceUnavailable, "secret_scanner_unavailable", "This server has no secret scanner, so it cannot build context packets; nothing was recorded.")
-		return
-	}
-	encoding := req.Encoding
-	if encoding == "" {
-		encoding = contextpack.DefaultEncoding
-	}
-	tok, err := contextpack.NewTokenizer(encoding)
+	packet, err := s.ledger.Packets.Create(r.Context(), callOf(r), req)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	req.PacketID = uuid.Must(uuid.NewV7()).String()
-	req.CreatedAt = s.ledger.now().UTC().Truncate(time.Microsecond)
-	packet, err := contextpack.Build(req, tok, red)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var data bytes.Buffer
-	enc := json.NewEncoder(&data)
-	enc.SetEscapeHTML(false) // "<" as one byte, not six: the event limit is in bytes
-	if err := enc.Encode(packet); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if data.Len() > eventstore.MaxEventSize-4096 { // leave room for the metadata
-		writeProblem(w, r, http.StatusRequestEntityTooLarge, "packet_too_large",
-			fmt.Sprintf("The packet would be %d bytes, more than a stored event may hold (%d); send less text. Nothing was recorded.", data.Len(), eventstore.MaxEventSize))
-		return
-	}
-	p := principalOf(r.Context())
-	rid := RequestID(r.Context())
-	if _, err := s.store.Append(r.Context(), contextpack.StreamID(packet.PacketID), eventstore.NoStream(), eventstore.EventData{
-		ID: uuid.Must(uuid.NewV7()), Type: contextpack.EventCreated, Data: bytes.TrimSpace(data.Bytes()),
-		Metadata: eventstore.Metadata{Tenant: p.Tenant, Actor: p.Actor(), RequestID: rid, CausationID: rid, SchemaVersion: 1, RecordedAt: packet.CreatedAt},
-	}); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -184,12 +140,7 @@ func (s *Server) contextPreview(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getContextPacket(w http.ResponseWriter, r *http.Request) {
-	p := principalOf(r.Context())
-	id := mux.Vars(r)["packetId"]
-	packet, tenant, err := readContextPacket(r.Context(), s.store, id)
-	if err == nil && !p.Admin && tenant != p.Tenant {
-		err = packetNotFound(id) // another tenant's packet is as absent as an unknown one
-	}
+	packet, err := s.ledger.Packets.Get(r.Context(), principalOf(r.Context()), mux.Vars(r)["packetId"])
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -201,7 +152,7 @@ func (s *Server) getContextPacket(w http.ResponseWriter, r *http.Request) {
 // prompt text for generate and agent-plans, where an unknown or foreign
 // packet is a wrong contextPacketId (422).
 func (s *Server) contextPacketPrompt(ctx context.Context, tenant, id string) (string, error) {
-	packet, err := LoadContextPacket(ctx, s.store, tenant, id)
+	packet, err := s.ledger.Packets.Load(ctx, tenant, id)
 	if domain.KindOf(err) == domain.KindNotFound {
 		return "", domain.Invalid("context.load", domain.FieldError{Pointer: "/contextPacketId", Code: "not_found", Message: "no context packet " + id + " of this tenant"})
 	}
@@ -209,45 +160,4 @@ func (s *Server) contextPacketPrompt(ctx context.Context, tenant, id string) (st
 		return "", err
 	}
 	return packet.PromptText(), nil
-}
-
-// LoadContextPacket reads a stored context packet of tenant. An unknown id,
-// or another tenant's packet, is a KindNotFound *domain.Error. Render it
-// for a prompt with (*contextpack.Packet).PromptText.
-func LoadContextPacket(ctx context.Context, store eventstore.Store, tenant, id string) (*contextpack.Packet, error) {
-	packet, owner, err := readContextPacket(ctx, store, id)
-	if err != nil {
-		return nil, err
-	}
-	if owner != tenant {
-		return nil, packetNotFound(id)
-	}
-	return packet, nil
-}
-
-// readContextPacket reads a packet and the tenant that made it.
-func readContextPacket(ctx context.Context, store eventstore.Store, id string) (*contextpack.Packet, string, error) {
-	u, err := uuid.Parse(id)
-	if err != nil || u.String() != id {
-		return nil, "", packetNotFound(id) // only the canonical form names a stream
-	}
-	evs, err := store.ReadStream(ctx, contextpack.StreamID(id), 0, 1)
-	if err != nil {
-		return nil, "", err
-	}
-	if len(evs) == 0 || evs[0].Type != contextpack.EventCreated {
-		return nil, "", packetNotFound(id)
-	}
-	if evs[0].Unreadable != "" {
-		return nil, "", fmt.Errorf("context packet %s: %s", id, evs[0].Unreadable) // no tenant to check it against
-	}
-	var packet contextpack.Packet
-	if err := json.Unmarshal(evs[0].Data, &packet); err != nil {
-		return nil, "", fmt.Errorf("context packet %s: %w", id, err)
-	}
-	return &packet, evs[0].Metadata.Tenant, nil
-}
-
-func packetNotFound(id string) error {
-	return domain.E("context.get", domain.KindNotFound, "context_packet_not_found", "no context packet %s", id)
 }

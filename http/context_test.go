@@ -17,7 +17,7 @@ import (
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/domain/contextpack"
 	"github.com/batonhq/baton/eventstore"
-	batonhttp "github.com/batonhq/baton/http"
+	"github.com/batonhq/baton/eventstore/ledger"
 )
 
 // Fake secrets are built at run time so that no file holds a literal a
@@ -153,11 +153,11 @@ func TestContextPacketsAreTenantIsolated(t *testing.T) {
 
 	// The Go entry point for generate and agent-plans.
 	ctx := context.Background()
-	p, err := batonhttp.LoadContextPacket(ctx, e.store, "a", id)
+	p, err := ledger.NewPackets(e.store, nil, nil).Load(ctx, "a", id)
 	if err != nil || p.PacketID != id || !strings.Contains(p.PromptText(), "# Policies\n- Never promise a refund date.\n") {
 		t.Fatalf("load: %v %+v", err, p)
 	}
-	if _, err := batonhttp.LoadContextPacket(ctx, e.store, "b", id); domain.KindOf(err) != domain.KindNotFound {
+	if _, err := ledger.NewPackets(e.store, nil, nil).Load(ctx, "b", id); domain.KindOf(err) != domain.KindNotFound {
 		t.Fatalf("another tenant loaded it: %v", err)
 	}
 }

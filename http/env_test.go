@@ -19,6 +19,7 @@ import (
 
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
+	"github.com/batonhq/baton/eventstore/ledger"
 	"github.com/batonhq/baton/gateway"
 	batonhttp "github.com/batonhq/baton/http"
 	"github.com/batonhq/baton/projections"
@@ -100,7 +101,7 @@ func newEnvStore(t testing.TB, catalog *gateway.Catalog, wrap func(eventstore.St
 		store.Close()
 	})
 	mk := func(tenant string, admin bool) string {
-		k, err := batonhttp.CreateKey(context.Background(), store, tenant, admin, "", "test")
+		k, err := ledger.NewKeys(store).Create(context.Background(), "test", "", tenant, admin, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,8 @@
 package http
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -11,6 +13,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore/ledger"
 	"github.com/batonhq/baton/projections"
 )
 
@@ -69,15 +72,12 @@ func (s *Server) createContract(w http.ResponseWriter, r *http.Request) {
 		Objective: req.Objective, TargetExecutor: req.TargetExecutor, ExecutorProtocol: req.ExecutorProtocol,
 		RiskLevel: req.RiskLevel, ApprovalMode: req.ApprovalMode, ProofRequired: req.ProofRequired, PlanID: req.PlanID,
 	}
-	if err := s.fromPlan(r.Context(), &c); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	h, pos, err := s.ledger.create(r.Context(), c, principalOf(r.Context()), RequestID(r.Context()))
+	out, err := s.ledger.Handoffs.Create(r.Context(), callOf(r), c)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	h, pos := out.Handoff, out.Position
 	setPosition(w, pos)
 	w.Header().Set("Location", "/v1/handoff/contracts/"+h.ID)
 	writeJSON(w, http.StatusCreated, h.View())
@@ -135,16 +135,16 @@ func (s *Server) callback(kind string, build func(body []byte, ref domain.Reques
 			s.writeError(w, r, err)
 			return
 		}
-		out, err := s.ledger.execute(r.Context(), id, principalOf(r.Context()), RequestID(r.Context()), kind, ref, cmd)
+		out, err := s.ledger.Handoffs.Handle(r.Context(), callOf(r), id, cmd)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		if out.replayed {
+		if out.Replayed {
 			w.Header().Set("Idempotent-Replayed", "true")
 		}
-		setPosition(w, out.pos)
-		writeJSON(w, http.StatusOK, out.h.View())
+		setPosition(w, out.Position)
+		writeJSON(w, http.StatusOK, out.Handoff.View())
 	}
 }
 
@@ -201,10 +201,10 @@ func (s *Server) visibleContract(w http.ResponseWriter, r *http.Request, id stri
 		return nil, err
 	}
 	p := principalOf(r.Context())
-	if q != nil && (p.Admin || (ok && tenant == p.Tenant)) {
+	if q != nil && (p.Admin || (ok && p.CanSee(tenant))) {
 		return nil, quarantinedProblem(q)
 	}
-	if !ok || (!p.Admin && tenant != p.Tenant) {
+	if !ok || !p.CanSee(tenant) {
 		// Another tenant's handoff is as absent as an unknown one.
 		return nil, domain.E("handoff.get", domain.KindNotFound, "handoff_not_found", "no handoff %s", id)
 	}
@@ -215,9 +215,7 @@ func (s *Server) visibleContract(w http.ResponseWriter, r *http.Request, id stri
 // read models cannot apply: a 500 that names the event, so that the client
 // never takes the state before it for the handoff's state.
 func quarantinedProblem(q *projections.QuarantinedError) error {
-	return domain.E("handoff.get", domain.KindOther, "handoff_quarantined",
-		"event %d (%s, id %s) of handoff %s cannot be applied (%s); the handoff's views stop before it, every other handoff is served. Run `baton ledger verify` on it (docs/operations.md)",
-		q.Seq, q.Type, q.EventID, q.HandoffID, q.Reason)
+	return ledger.Quarantined(q.HandoffID, q.Seq, q.Type, q.EventID, q.Reason)
 }
 
 func (s *Server) getContract(w http.ResponseWriter, r *http.Request) {
@@ -268,6 +266,12 @@ func (s *Server) listContracts(w http.ResponseWriter, r *http.Request) {
 		resp["nextCursor"] = next
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// bodyHash identifies a callback body for retries.
+func bodyHash(body []byte) string {
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
 }
 
 func contains[T comparable](xs []T, x T) bool {

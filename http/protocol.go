@@ -158,7 +158,7 @@ func (s *Server) handoffPreview(w http.ResponseWriter, r *http.Request) {
 	if req.ApprovalRequired == nil {
 		c.ApprovalMode = "" // the plan's, if any, else manual
 	}
-	if err := s.fromPlan(r.Context(), &c); err != nil {
+	if err := s.ledger.Handoffs.FromPlan(r.Context(), principalOf(r.Context()), &c); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,7 +14,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/domain/contextpack"
 	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/eventstore/ledger"
 	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/tasks"
 	"github.com/batonhq/baton/projections"
@@ -29,7 +30,9 @@ type SecretScanner interface {
 
 // Config is what the front needs.
 type Config struct {
-	Store       eventstore.Store
+	Store eventstore.Store
+	// Ledger is the command side; NewServer builds it on Store when nil.
+	Ledger      *ledger.Services
 	Projections *projections.Runner
 	Scanner     SecretScanner
 	Catalog     *gateway.Catalog // model gateway; nil disables the gateway routes
@@ -75,13 +78,11 @@ type Server struct {
 	ownsUsage   bool
 	// contextLoader renders a tenant's context packet as prompt text.
 	contextLoader func(ctx context.Context, tenant, id string) (string, error)
-	idemRetention time.Duration
-	idemInFlight  sync.Map // idempotency stream -> body hash, while its request runs (exclusive stores)
 	log           zerolog.Logger
 	version       string
 	maxBody       int64
 	streamIdle    time.Duration
-	ledger        *ledger
+	ledger        *ledger.Services
 	router        *mux.Router
 }
 
@@ -116,15 +117,16 @@ func NewServer(cfg Config) *Server {
 		}
 		cfg.Tasks = reg
 	}
-	if cfg.IdempotencyRetention <= 0 {
-		cfg.IdempotencyRetention = DefaultIdempotencyRetention
+	if cfg.Ledger == nil {
+		red, _ := cfg.Scanner.(contextpack.Redactor)
+		cfg.Ledger = ledger.New(cfg.Store, ledger.Options{Now: cfg.Now, Redactor: red, IdempotencyRetention: cfg.IdempotencyRetention})
 	}
 	if cfg.StreamIdle <= 0 {
 		cfg.StreamIdle = DefaultStreamIdle
 	}
 	s := &Server{
-		budgets: cfg.Budgets, tasks: cfg.Tasks, usage: cfg.Usage, ownsUsage: ownsUsage, idemRetention: cfg.IdempotencyRetention, store: cfg.Store, proj: cfg.Projections, scanner: cfg.Scanner, catalog: cfg.Catalog, log: cfg.Log, version: cfg.Version,
-		maxBody: cfg.MaxBody, streamIdle: cfg.StreamIdle, ledger: &ledger{store: cfg.Store, now: cfg.Now}, router: mux.NewRouter(),
+		budgets: cfg.Budgets, tasks: cfg.Tasks, usage: cfg.Usage, ownsUsage: ownsUsage, store: cfg.Store, proj: cfg.Projections, scanner: cfg.Scanner, catalog: cfg.Catalog, log: cfg.Log, version: cfg.Version,
+		maxBody: cfg.MaxBody, streamIdle: cfg.StreamIdle, ledger: cfg.Ledger, router: mux.NewRouter(),
 	}
 	rt := s.router
 	rt.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/eventstore/records"
 )
 
 // fuzzAt is the time every fuzzed event is recorded at.
@@ -143,7 +144,7 @@ func handoffEvents(tb testing.TB, id, tenant string) []eventstore.RecordedEvent 
 			rec := eventstore.RecordedEvent{StreamID: domain.StreamID(id), Revision: rev, EventData: eventstore.EventData{
 				Type: ev.Type, Data: data, Metadata: eventstore.Metadata{Tenant: tenant, Actor: "ops", RecordedAt: fuzzAt,
 					PrevHash: prev, Hash: domain.ChainHash(prev, c)}}}
-			if err := h.Apply(RecordedFrom(rec)); err != nil {
+			if err := h.Apply(records.Recorded(rec)); err != nil {
 				tb.Fatal(err)
 			}
 			out, prev = append(out, rec), rec.Metadata.Hash

@@ -16,6 +16,7 @@ import (
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/eventstore/records"
 )
 
 var (
@@ -57,12 +58,6 @@ func newQuarantine(ev eventstore.RecordedEvent, reason string, skipped uint64, w
 		q.Position = was.Position
 	}
 	return q
-}
-
-// startsLate is the refusal of a stream whose first event Baton sees is
-// past seq 1.
-func startsLate(seq uint64) error {
-	return fmt.Errorf("the stream starts at seq %d: its earlier events are not in the store (removed?)", seq)
 }
 
 // QuarantinedError is what reads of a quarantined handoff return.
@@ -164,28 +159,6 @@ type ledgerRow struct {
 	StateAfter domain.State `json:"stateAfter"`
 }
 
-// RecordedFrom converts a stored handoff event to the domain's form.
-func RecordedFrom(ev eventstore.RecordedEvent) domain.Recorded {
-	return domain.Recorded{
-		Seq: ev.Revision + 1, Type: ev.Type, Data: ev.Data, Actor: ev.Metadata.Actor,
-		RecordedAt: ev.Metadata.RecordedAt, PrevHash: ev.Metadata.PrevHash, Hash: ev.Metadata.Hash,
-	}
-}
-
-// ReadHandoff reads a handoff's whole stream from the store, in the
-// domain's form; a missing handoff reads as no events.
-func ReadHandoff(ctx context.Context, store eventstore.Store, id string) ([]domain.Recorded, error) {
-	evs, err := eventstore.ReadWholeStream(ctx, store, domain.StreamID(id))
-	if err != nil {
-		return nil, err
-	}
-	recs := make([]domain.Recorded, 0, len(evs))
-	for _, ev := range evs {
-		recs = append(recs, RecordedFrom(ev))
-	}
-	return recs, nil
-}
-
 func ledgerKey(id string, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(append([]byte(id), 0), seq)
 }
@@ -243,30 +216,7 @@ func (p *Handoffs) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
 		return err
 	}
 	p.keep(id, h)
-	return p.write(tx, id, RecordedFrom(ev), h)
-}
-
-// ApplyStored folds one stored event of handoff id's stream onto h, with
-// the checks every reader of a stream written by others makes: metadata it
-// can read, a stream that starts at seq 1, a step the state machine allows,
-// a contract naming this handoff. The projection, its start-up recheck and
-// the write side all fold stored events through it, so they refuse the
-// same events for the same reasons.
-func ApplyStored(h *domain.Handoff, id string, ev eventstore.RecordedEvent) error {
-	switch {
-	case ev.Unreadable != "":
-		return errors.New(ev.Unreadable) // no actor, time or hash chain to record it with
-	case h.Head.Seq == 0 && ev.Revision > 0:
-		return startsLate(ev.Revision + 1)
-	}
-	if err := h.Apply(RecordedFrom(ev)); err != nil {
-		return err
-	}
-	if h.ID != id {
-		// Folding it would show one handoff's events as another's.
-		return fmt.Errorf("its contract names handoff %q", h.ID)
-	}
-	return nil
+	return p.write(tx, id, records.Recorded(ev), h)
 }
 
 // fold is the handoff after ev: from the cache, or folded from the stored
@@ -280,7 +230,7 @@ func (p *Handoffs) fold(tx *bbolt.Tx, id string, ev eventstore.RecordedEvent) (*
 			return nil, err
 		}
 	}
-	if err := ApplyStored(h, id, ev); err != nil {
+	if err := records.ApplyHandoff(h, id, ev); err != nil {
 		return nil, refusal{err}
 	}
 	return h, nil
@@ -314,7 +264,7 @@ func (p *Handoffs) foldFromRows(tx *bbolt.Tx, id string, seq uint64) (*domain.Ha
 		// A gap: the feed delivers a stream's events in order, so rows are
 		// missing from the file (or its checkpoint is wrong), the file's
 		// fault. (With no rows at all, a stream that starts past seq 1 is
-		// the event's fault: ApplyStored refuses it.)
+		// the event's fault: records.ApplyHandoff refuses it.)
 		return nil, fmt.Errorf("handoff %s: the read models hold %d events of it, the feed delivers seq %d: the read-model file is damaged or older than its checkpoint (delete it to rebuild)", id, len(rows), seq)
 	}
 	// The stored rows folded before; if they no longer do, the file is
@@ -521,8 +471,8 @@ func (r *Runner) Recheck(ctx context.Context, p *Handoffs) ([]string, error) {
 			}
 			h := &domain.Handoff{}
 			for _, ev := range evs {
-				rec := RecordedFrom(ev)
-				if err := ApplyStored(h, id, ev); err != nil {
+				rec := records.Recorded(ev)
+				if err := records.ApplyHandoff(h, id, ev); err != nil {
 					if h.Head.Seq == 0 { // nothing of it folds: no view
 						if err := forgetHandoff(tx, id, true); err != nil {
 							return err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
+	"github.com/batonhq/baton/eventstore/ledger"
 	batonhttp "github.com/batonhq/baton/http"
 	"github.com/batonhq/baton/projections"
 )
@@ -71,7 +72,7 @@ func benchLifecyclesOn(ctx context.Context, store eventstore.Store, dir string, 
 	go srv.Serve(ln)
 	defer srv.Close()
 	base := "http://" + ln.Addr().String()
-	admin, err := batonhttp.CreateKey(ctx, store, "bench", true, "", "bench")
+	admin, err := ledger.NewKeys(store).Create(ctx, "bench", "", "bench", true, "")
 	if err != nil {
 		return lifecycleResult{}, err
 	}

@@ -21,8 +21,8 @@ import (
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
-	batonhttp "github.com/batonhq/baton/http"
-	"github.com/batonhq/baton/projections"
+	"github.com/batonhq/baton/eventstore/ledger"
+	"github.com/batonhq/baton/eventstore/records"
 )
 
 // errChainBroken makes `baton ledger verify` exit 1 after printing the break.
@@ -119,7 +119,7 @@ func (e *answerError) Error() string { return e.msg }
 func unfoldable(id string, evs []eventstore.RecordedEvent) string {
 	h := &domain.Handoff{}
 	for _, ev := range evs {
-		if err := projections.ApplyStored(h, id, ev); err != nil {
+		if err := records.ApplyHandoff(h, id, ev); err != nil {
 			return fmt.Sprintf("event %d (%s) is not a step Baton allows: %v", ev.Revision+1, ev.Type, err)
 		}
 	}
@@ -156,7 +156,7 @@ func verifyStore(ctx context.Context, store eventstore.Store, ids []string, rece
 		}
 		recs := make([]domain.Recorded, 0, len(evs))
 		for _, ev := range evs {
-			recs = append(recs, projections.RecordedFrom(ev))
+			recs = append(recs, records.Recorded(ev))
 		}
 		if len(recs) == 0 {
 			fmt.Fprintf(stdout, "handoff %s: not found\n", id)
@@ -336,7 +336,7 @@ func keysCreate(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer store.Close()
-	k, err := batonhttp.CreateKey(ctx, store, *tenant, *admin, *label, "cli:keys-create")
+	k, err := ledger.NewKeys(store).Create(ctx, "cli:keys-create", "", *tenant, *admin, *label)
 	if err != nil {
 		return err
 	}

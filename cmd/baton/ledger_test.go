@@ -24,6 +24,8 @@ import (
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
+	"github.com/batonhq/baton/eventstore/ledger"
+	"github.com/batonhq/baton/eventstore/records"
 	batonhttp "github.com/batonhq/baton/http"
 	"github.com/batonhq/baton/projections"
 )
@@ -47,7 +49,7 @@ func runHandoffs(t *testing.T, dir string) (ids []string) {
 	defer func() { cancel(); <-done }()
 	srv := httptest.NewServer(batonhttp.NewServer(batonhttp.Config{Store: store, Projections: proj, Log: zerolog.Nop()}).Handler())
 	defer srv.Close()
-	k, err := batonhttp.CreateKey(context.Background(), store, "t", true, "", "test")
+	k, err := ledger.NewKeys(store).Create(context.Background(), "test", "", "t", true, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,7 +410,7 @@ func TestLedgerVerifyReportsAnEventTheStateMachineRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	recs, err := projections.ReadHandoff(ctx, store, ids[1])
+	recs, err := records.ReadHandoff(ctx, store, ids[1])
 	if err != nil || len(recs) != 5 {
 		t.Fatal(err, len(recs))
 	}

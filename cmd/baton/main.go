@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,12 +21,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
-	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
+	"github.com/batonhq/baton/eventstore/ledger"
 	"github.com/batonhq/baton/gateway"
 	batonhttp "github.com/batonhq/baton/http"
 	"github.com/batonhq/baton/projections"
@@ -124,7 +122,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	providers := fs.String("providers", envOr("BATON_PROVIDERS_FILE", "providers.json"), "providers file (JSON); skipped when absent")
 	maxBody := fs.Int64("max-body", env.integer("max-body", "BATON_MAX_BODY_BYTES", batonhttp.DefaultMaxBody), "request body limit in bytes")
 	streamIdle := fs.Duration("stream-idle", env.duration("stream-idle", "BATON_STREAM_IDLE", batonhttp.DefaultStreamIdle), "give up a streamed model call whose upstream sends nothing for this long")
-	idemRetention := fs.Duration("idempotency-retention", env.duration("idempotency-retention", "BATON_IDEMPOTENCY_RETENTION", batonhttp.DefaultIdempotencyRetention), "how long a generate Idempotency-Key and its answer are kept (at least 24h)")
+	idemRetention := fs.Duration("idempotency-retention", env.duration("idempotency-retention", "BATON_IDEMPOTENCY_RETENTION", ledger.DefaultIdempotencyRetention), "how long a generate Idempotency-Key and its answer are kept (at least 24h)")
 	usageLinger := fs.Duration("usage-linger", env.duration("usage-linger", "BATON_USAGE_LINGER", gateway.DefaultUsageLinger), "how long the usage writer gathers calls' usage events into one commit (a crash loses at most this window's records)")
 	cpuprofile := fs.String("cpuprofile", "", "diagnostics: write a CPU profile of this process to the file until it stops")
 	heapFloorMB := fs.Int64("gc-heap-floor-mb", env.integerFrom("gc-heap-floor-mb", "BATON_GC_HEAP_FLOOR_MB", DefaultHeapFloorMB, 0), "the smallest heap goal of the collector in MiB: no collection until the heap nears it (0: Go's GOGC alone)")
@@ -141,9 +139,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if *usageLinger < time.Millisecond || *usageLinger > gateway.MaxUsageLinger {
 		return fmt.Errorf("--usage-linger (BATON_USAGE_LINGER) is %v; it must be from 1ms to %v", *usageLinger, gateway.MaxUsageLinger)
 	}
-	if *idemRetention < batonhttp.DefaultIdempotencyRetention {
+	if *idemRetention < ledger.DefaultIdempotencyRetention {
 		// A client may retry a day later and must still get its answer.
-		return fmt.Errorf("--idempotency-retention (BATON_IDEMPOTENCY_RETENTION) is %v; it must be at least %v", *idemRetention, batonhttp.DefaultIdempotencyRetention)
+		return fmt.Errorf("--idempotency-retention (BATON_IDEMPOTENCY_RETENTION) is %v; it must be at least %v", *idemRetention, ledger.DefaultIdempotencyRetention)
 	}
 	stopProfile, err := startCPUProfile(*cpuprofile)
 	if err != nil {
@@ -202,7 +200,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer ln.Close() // on the way out before serving; Serve closes it too
-	if err := bootstrapKey(ctx, store, proj, stderr); err != nil {
+	if err := bootstrapKey(ctx, ledger.NewKeys(store), proj, stderr); err != nil {
 		return err
 	}
 	scanner, err := newScanner()
@@ -236,8 +234,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	stopHeapFloor := startHeapFloor(uint64(*heapFloorMB)<<20, currentGCPercent())
 	defer stopHeapFloor()
 
+	services := ledger.New(store, ledger.Options{Redactor: scanner, IdempotencyRetention: *idemRetention})
 	front := batonhttp.NewServer(batonhttp.Config{
-		Store: store, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, IdempotencyRetention: *idemRetention, StreamIdle: *streamIdle, UsageLinger: *usageLinger, Log: log, Version: version, MaxBody: *maxBody,
+		Store: store, Ledger: services, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, StreamIdle: *streamIdle, UsageLinger: *usageLinger, Log: log, Version: version, MaxBody: *maxBody,
 	})
 	defer front.Close() // after Shutdown: appends the usage events it still holds
 	srv := &http.Server{
@@ -299,33 +298,19 @@ func storeCheck(ctx context.Context, args []string, stdout io.Writer) error {
 // machine hands the newcomer a working key. The key is appended only if the
 // keys stream does not exist yet: of several replicas starting together on
 // an empty store, exactly one creates (and prints) it.
-func bootstrapKey(ctx context.Context, store eventstore.Store, proj *projections.Runner, stderr io.Writer) error {
+func bootstrapKey(ctx context.Context, keys *ledger.Keys, proj *projections.Runner, stderr io.Writer) error {
 	n, err := proj.KeyCount()
 	if err != nil || n > 0 {
 		return err
 	}
-	const tenant = "default"
-	secret, created, err := domain.NewKey(tenant, true, "bootstrap")
+	k, created, err := keys.Bootstrap(ctx)
 	if err != nil {
 		return err
 	}
-	data, err := json.Marshal(created)
-	if err != nil {
+	if err := proj.CatchUp(ctx); err != nil || !created {
 		return err
 	}
-	ev := eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: domain.EventKeyCreated, Data: data,
-		Metadata: eventstore.Metadata{Tenant: tenant, Actor: "baton:first-start", SchemaVersion: 1}}
-	_, err = store.Append(ctx, domain.KeysStream, eventstore.NoStream(), ev)
-	if errors.Is(err, eventstore.ErrConflict) {
-		return proj.CatchUp(ctx) // another replica, or `keys create`, was first
-	}
-	if err != nil {
-		return err
-	}
-	if err := proj.CatchUp(ctx); err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "\n  No API keys existed, so Baton created an admin key for tenant %q.\n  It is shown only this once (Baton stores its hash):\n\n    export BATON_API_KEY=%s\n\n  Create more with POST /v1/admin/keys, or `baton keys create --tenant NAME` while stopped.\n\n", created.Tenant, secret)
+	fmt.Fprintf(stderr, "\n  No API keys existed, so Baton created an admin key for tenant %q.\n  It is shown only this once (Baton stores its hash):\n\n    export BATON_API_KEY=%s\n\n  Create more with POST /v1/admin/keys, or `baton keys create --tenant NAME` while stopped.\n\n", k.Tenant, k.Key)
 	return nil
 }
 

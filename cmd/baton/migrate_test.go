@@ -20,6 +20,7 @@ import (
 	"github.com/batonhq/baton/eventstore/bolt"
 	"github.com/batonhq/baton/eventstore/kurrent"
 	"github.com/batonhq/baton/eventstore/kurrent/kurrenttest"
+	"github.com/batonhq/baton/eventstore/ledger"
 	batonhttp "github.com/batonhq/baton/http"
 	"github.com/batonhq/baton/projections"
 )
@@ -47,7 +48,7 @@ func fillStore(t *testing.T, dir string) []string {
 	srv := httptest.NewServer(front.Handler())
 	defer front.Close()
 	defer srv.Close()
-	k, err := batonhttp.CreateKey(context.Background(), store, "t", true, "", "test")
+	k, err := ledger.NewKeys(store).Create(context.Background(), "test", "", "t", true, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,7 @@
 package main
 
-import (
-	"github.com/batonhq/baton/domain/secrets"
-	batonhttp "github.com/batonhq/baton/http"
-)
+import "github.com/batonhq/baton/domain/secrets"
 
 // newScanner returns the secret scanner, built on its first scan: a server
 // that only proxies model calls never pays for gitleaks' compiled rules.
-func newScanner() (batonhttp.SecretScanner, error) { return secrets.NewLazy(), nil }
+func newScanner() (*secrets.Lazy, error) { return secrets.NewLazy(), nil }

@@ -1,0 +1,20 @@
+package domain
+
+// Principal is who a request or a command acts for: one API key, of one
+// tenant, admin or not.
+type Principal struct {
+	KeyID  string
+	Tenant string
+	Admin  bool
+}
+
+// Actor is how the ledger names a principal.
+func (p Principal) Actor() string { return "key:" + p.KeyID }
+
+// CanSee is the tenant rule: a principal sees what its tenant owns, an
+// admin sees everything. Something that names no owner is an admin's only.
+// What a principal may not see is answered as absent (404), never 403, so
+// that ids of other tenants leak nothing.
+func (p Principal) CanSee(owner string) bool {
+	return p.Admin || (owner != "" && owner == p.Tenant)
+}

@@ -1,0 +1,41 @@
+// Package ledger is Baton's command side: store-agnostic services that
+// load an aggregate's stream, fold it, let the domain decide, append with
+// the expected revision and retry on a conflict. Handoffs, keys, plans,
+// context packets and idempotency records are written here and nowhere
+// else; the HTTP front and the CLI call these services, and the read side
+// (projections) follows what they append.
+package ledger
+
+import (
+	"time"
+
+	"github.com/batonhq/baton/domain/contextpack"
+	"github.com/batonhq/baton/eventstore"
+)
+
+// Services are the command side's services on one store.
+type Services struct {
+	Handoffs    *Handoffs
+	Keys        *Keys
+	Plans       *Plans
+	Packets     *Packets
+	Idempotency *Idempotency
+}
+
+// Options tune New; the zero value is the defaults.
+type Options struct {
+	Now                  func() time.Time     // the ledger's clock; time.Now when nil
+	Redactor             contextpack.Redactor // for context packets; none are built without it
+	IdempotencyRetention time.Duration        // DefaultIdempotencyRetention when 0
+}
+
+// New builds every service on store.
+func New(store eventstore.Store, o Options) *Services {
+	return &Services{
+		Handoffs:    NewHandoffs(store, o.Now),
+		Keys:        NewKeys(store),
+		Plans:       NewPlans(store),
+		Packets:     NewPackets(store, o.Redactor, o.Now),
+		Idempotency: NewIdempotency(store, o.IdempotencyRetention),
+	}
+}

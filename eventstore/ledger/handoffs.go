@@ -1,0 +1,259 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/eventstore/records"
+)
+
+// maxConflictRetries bounds the load-decide-append loop. Each retry means
+// another writer moved the handoff first; the retry sees that write.
+const maxConflictRetries = 50
+
+// Handoffs runs handoff commands against the store.
+type Handoffs struct {
+	store eventstore.Store
+	plans *Plans
+	now   func() time.Time
+}
+
+// NewHandoffs is the handoff service on store; now is the ledger's clock
+// (time.Now when nil).
+func NewHandoffs(store eventstore.Store, now func() time.Time) *Handoffs {
+	if now == nil {
+		now = time.Now
+	}
+	return &Handoffs{store: store, plans: NewPlans(store), now: now}
+}
+
+// Now is the ledger's clock.
+func (s *Handoffs) Now() time.Time { return s.now() }
+
+// Call says who runs a command and on behalf of which request.
+type Call struct {
+	Principal domain.Principal
+	RequestID string
+}
+
+// Outcome is a command's answer: the handoff as of the command's last
+// event, whether it replayed an earlier identical command, and the feed
+// position of that last event (the consistency token of the answer).
+type Outcome struct {
+	Handoff  *domain.Handoff
+	Replayed bool
+	Position eventstore.Position
+}
+
+// loaded is a handoff with its recorded events and their feed positions.
+type loaded struct {
+	h         *domain.Handoff
+	events    []domain.Recorded
+	positions []eventstore.Position
+}
+
+func handoffNotFound(op, id string) error {
+	return domain.E(op, domain.KindNotFound, "handoff_not_found", "no handoff %s", id)
+}
+
+// load folds a handoff's stream; nil when it has none. A stream holding an
+// event the state machine cannot apply (written around Baton on a shared
+// store) is refused: its owner and admins learn which event, anyone else
+// that there is no such handoff.
+func (s *Handoffs) load(ctx context.Context, op, id string, p domain.Principal) (*loaded, error) {
+	evs, err := eventstore.ReadWholeStream(ctx, s.store, domain.StreamID(id))
+	if err != nil || len(evs) == 0 {
+		return nil, err
+	}
+	recs := make([]domain.Recorded, 0, len(evs))
+	positions := make([]eventstore.Position, 0, len(evs))
+	h := &domain.Handoff{}
+	for i, ev := range evs {
+		rec := records.Recorded(ev)
+		if err := records.ApplyHandoff(h, id, ev); err != nil {
+			// Without a contract of its own (the first event is the bad
+			// one) only admins learn it.
+			owner := ""
+			if i > 0 {
+				owner = h.Tenant
+			}
+			if !p.CanSee(owner) {
+				return nil, handoffNotFound(op, id)
+			}
+			return nil, Quarantined(id, rec.Seq, rec.Type, ev.ID.String(), err.Error())
+		}
+		recs = append(recs, rec)
+		positions = append(positions, ev.Position)
+	}
+	return &loaded{h: h, events: recs, positions: positions}, nil
+}
+
+// Quarantined is the error for a handoff whose stream holds an event that
+// cannot be applied: it names the event, so that a client never takes the
+// state before it for the handoff's state.
+func Quarantined(handoffID string, seq uint64, typ, eventID, reason string) error {
+	return domain.E("handoff.get", domain.KindInternal, "handoff_quarantined",
+		"event %d (%s, id %s) of handoff %s cannot be applied (%s); the handoff's views stop before it, every other handoff is served. Run `baton ledger verify` on it (docs/operations.md)",
+		seq, typ, eventID, handoffID, reason)
+}
+
+// record turns domain events into chained store events following head.
+func (s *Handoffs) record(id string, head domain.LedgerHead, evs []domain.Event, meta eventstore.Metadata) ([]eventstore.EventData, error) {
+	prev := head.Hash
+	if head.Seq == 0 {
+		prev = domain.GenesisHash(id)
+	}
+	// Microseconds: every backend stores them exactly, and the hash covers
+	// the time.
+	now := s.now().UTC().Truncate(time.Microsecond)
+	out := make([]eventstore.EventData, len(evs))
+	for i, ev := range evs {
+		data, err := json.Marshal(ev.Data)
+		if err != nil {
+			return nil, err
+		}
+		seq := head.Seq + uint64(i) + 1
+		c, err := domain.Canonical(id, seq, ev.Type, meta.Actor, now, data)
+		if err != nil {
+			return nil, err
+		}
+		hash := domain.ChainHash(prev, c)
+		m := meta
+		m.RecordedAt = now
+		m.PrevHash, m.Hash = prev, hash
+		out[i] = eventstore.NewEvent(ev.Type, data, m)
+		prev = hash
+	}
+	return out, nil
+}
+
+// Create opens a new handoff, from its plan when it names one. Its
+// answer's position is that of the handoff's last event.
+func (s *Handoffs) Create(ctx context.Context, call Call, c domain.CreateContract) (Outcome, error) {
+	if err := s.FromPlan(ctx, call.Principal, &c); err != nil {
+		return Outcome{}, err
+	}
+	c.HandoffID = uuid.Must(uuid.NewV7()).String()
+	c.Tenant = call.Principal.Tenant
+	evs, err := domain.DecideCreate(c)
+	if err != nil {
+		return Outcome{}, err
+	}
+	meta := eventstore.Metadata{Tenant: c.Tenant, Actor: call.Principal.Actor(), RequestID: call.RequestID, CausationID: call.RequestID}
+	data, err := s.record(c.HandoffID, domain.LedgerHead{}, evs[:1], meta)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if len(evs) > 1 {
+		// The automatic approval is the policy's act, not the caller's.
+		h, err := foldData(data)
+		if err != nil {
+			return Outcome{}, err
+		}
+		pm := meta
+		pm.Actor = domain.AutoApprovalPolicy
+		more, err := s.record(c.HandoffID, h.Head, evs[1:], pm)
+		if err != nil {
+			return Outcome{}, err
+		}
+		data = append(data, more...)
+	}
+	res, err := s.store.Append(ctx, domain.StreamID(c.HandoffID), eventstore.NoStream(), data...)
+	if err != nil {
+		return Outcome{}, err
+	}
+	h, err := foldData(data)
+	return Outcome{Handoff: h, Position: res.Position}, err
+}
+
+// FromPlan fills a contract's missing fields from the plan it names, if
+// any, and holds it to the plan's policy (domain.CreateContract.FromPlan).
+// A plan p cannot see is a wrong planId.
+func (s *Handoffs) FromPlan(ctx context.Context, p domain.Principal, c *domain.CreateContract) error {
+	if c.PlanID == "" {
+		return nil
+	}
+	plan, err := s.plans.Get(ctx, p, c.PlanID)
+	if domain.KindOf(err) == domain.KindNotFound {
+		return domain.Invalid("handoff.create", domain.FieldError{Pointer: "/planId", Code: "unknown_plan", Message: "no plan with this id for this tenant; create one with POST /v1/agent-plans"})
+	}
+	if err != nil {
+		return err
+	}
+	return c.FromPlan(plan)
+}
+
+// foldData folds events that were just built (not yet read back).
+func foldData(data []eventstore.EventData) (*domain.Handoff, error) {
+	recs := make([]domain.Recorded, len(data))
+	for i, d := range data {
+		recs[i] = recordedData(uint64(i)+1, d)
+	}
+	return domain.Fold(recs)
+}
+
+func recordedData(seq uint64, d eventstore.EventData) domain.Recorded {
+	return domain.Recorded{Seq: seq, Type: d.Type, Data: d.Data, Actor: d.Metadata.Actor,
+		RecordedAt: d.Metadata.RecordedAt, PrevHash: d.Metadata.PrevHash, Hash: d.Metadata.Hash}
+}
+
+// Handle runs one callback or review on handoff id with optimistic
+// concurrency: load, replay or decide, append at the expected revision,
+// and start over when another writer moved the handoff first.
+func (s *Handoffs) Handle(ctx context.Context, call Call, id string, cmd domain.Command) (Outcome, error) {
+	kind, ref := domain.CommandKind(cmd), domain.CommandRequest(cmd)
+	op := "handoff." + kind
+	if eventstore.ValidateStreamID(domain.StreamID(id)) != nil {
+		return Outcome{}, handoffNotFound(op, id) // no stream can have such a name
+	}
+	for attempt := 0; ; attempt++ {
+		cur, err := s.load(ctx, op, id, call.Principal)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if cur == nil || !call.Principal.CanSee(cur.h.Tenant) {
+			return Outcome{}, handoffNotFound(op, id)
+		}
+		if seq, ok, err := cur.h.Replay(op, kind, ref); err != nil {
+			return Outcome{}, err
+		} else if ok {
+			h, err := domain.Fold(cur.events[:seq])
+			return Outcome{Handoff: h, Replayed: true, Position: cur.positions[seq-1]}, err
+		}
+		evs, err := cur.h.Decide(cmd)
+		if err != nil {
+			return Outcome{}, err
+		}
+		meta := eventstore.Metadata{Tenant: cur.h.Tenant, Actor: call.Principal.Actor(), RequestID: call.RequestID, CausationID: call.RequestID}
+		data, err := s.record(id, cur.h.Head, evs, meta)
+		if err != nil {
+			return Outcome{}, err
+		}
+		res, err := s.store.Append(ctx, domain.StreamID(id), eventstore.Revision(cur.h.Head.Seq-1), data...)
+		if errors.Is(err, eventstore.ErrConflict) {
+			if attempt < maxConflictRetries {
+				continue // decide again on what the other writer wrote
+			}
+			// Not an internal error: the handoff is very busy, and the
+			// callback is safe to retry.
+			return Outcome{}, domain.E(op, domain.KindUnavailable, "busy",
+				"handoff %s changed %d times while this callback was decided; nothing was recorded, retry it (with the same Idempotency-Key)", id, maxConflictRetries+1)
+		}
+		if err != nil {
+			return Outcome{}, err
+		}
+		next, base := cur.h, cur.h.Head.Seq
+		for i, d := range data {
+			if err := next.Apply(recordedData(base+uint64(i)+1, d)); err != nil {
+				return Outcome{}, err
+			}
+		}
+		return Outcome{Handoff: next, Position: res.Position}, nil
+	}
+}

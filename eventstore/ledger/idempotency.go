@@ -1,0 +1,375 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
+)
+
+// Idempotency keeps the answers of requests sent with an Idempotency-Key,
+// Stripe's way; docs/api.md describes the rules and docs/idempotency.md the
+// design. One stream per tenant and key: IdempotencyStarted claims the key
+// (of racing requests exactly one appends it), IdempotencyCompleted holds
+// the answer, IdempotencyReleased frees the key for a retry.
+type Idempotency struct {
+	store     eventstore.Store
+	retention time.Duration
+	// Lease bounds how long a started request holds its key: a process
+	// that died mid-request leaves a Started event with no Completed.
+	Lease    time.Duration
+	inFlight sync.Map // stream -> Hashes, while its request runs (exclusive stores)
+	now      func() time.Time
+}
+
+// DefaultIdempotencyRetention is how long a key and its answer are kept.
+const DefaultIdempotencyRetention = 24 * time.Hour
+
+// DefaultIdempotencyLease is how long a started request holds its key.
+const DefaultIdempotencyLease = 10 * time.Minute
+
+const (
+	evIdemStarted   = "IdempotencyStarted"
+	evIdemCompleted = "IdempotencyCompleted"
+	evIdemReleased  = "IdempotencyReleased"
+)
+
+// NewIdempotency is the idempotency record service on store, keeping
+// answers for retention (DefaultIdempotencyRetention when 0).
+func NewIdempotency(store eventstore.Store, retention time.Duration) *Idempotency {
+	if retention <= 0 {
+		retention = DefaultIdempotencyRetention
+	}
+	return &Idempotency{store: store, retention: retention, Lease: DefaultIdempotencyLease, now: time.Now}
+}
+
+// Answer is a kept answer, written again to every retry.
+type Answer struct {
+	Status      int    `json:"status"`
+	ContentType string `json:"contentType"`
+	Body        string `json:"body"` // the answer's bytes (JSON text)
+	Location    string `json:"location,omitempty"`
+	RetryAfter  string `json:"retryAfter,omitempty"`
+	RequestID   string `json:"requestId"`
+}
+
+type idemStarted struct {
+	Endpoint     string    `json:"endpoint"`
+	BodyHash     string    `json:"bodyHash"`               // of the body's bytes
+	BodyJSONHash string    `json:"bodyJsonHash,omitempty"` // of its canonical JSON, when it has one
+	RequestID    string    `json:"requestId"`
+	StartedAt    time.Time `json:"startedAt"`
+}
+
+type idemCompleted struct {
+	Answer
+	// Set when no Started event holds them (the claim was in memory).
+	BodyHash     string    `json:"bodyHash,omitempty"`
+	BodyJSONHash string    `json:"bodyJsonHash,omitempty"`
+	CompletedAt  time.Time `json:"completedAt"`
+}
+
+func idemStream(tenant, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "idem-" + tenant + "-" + hex.EncodeToString(sum[:16])
+}
+
+// Claim is a key held by the request that runs; Complete or Release ends it.
+type Claim struct {
+	s        *Idempotency
+	stream   string
+	expected eventstore.ExpectedRevision
+	meta     eventstore.Metadata
+	hashes   Hashes
+	memory   bool // held in inFlight, not by a Started event
+	done     bool
+}
+
+// ErrKeyReused and the in-flight error are the answers for a key another
+// request holds or held with another body.
+func keyReused() error {
+	return domain.E("idempotency", domain.KindInvalid, "idempotency_key_reused",
+		"This Idempotency-Key was used with a different request body; use a new key for a new request.")
+}
+
+func keyInFlight() error {
+	e := domain.E("idempotency", domain.KindConflict, "idempotency_in_flight",
+		"A request with this Idempotency-Key is still being processed; retry after it finishes to get its answer.")
+	e.RetryAfter = 1
+	return e
+}
+
+// Begin claims key for a request of endpoint with body. When the key holds
+// a kept answer for the same body, that answer is returned (and no claim);
+// a key held or kept for another body, or still running, is an error.
+func (s *Idempotency) Begin(ctx context.Context, call Call, endpoint, key string, body []byte) (*Claim, *Answer, error) {
+	hashes := BodyHashes(endpoint, body)
+	stream := idemStream(call.Principal.Tenant, key)
+	c := &Claim{s: s, stream: stream, hashes: hashes,
+		meta: eventstore.Metadata{Tenant: call.Principal.Tenant, Actor: call.Principal.Actor(), RequestID: call.RequestID}}
+	// On a store only this process writes (the embedded one), every
+	// request for the key comes here, so the claim is held in memory; on a
+	// shared store (several replicas) it is an append that exactly one of
+	// racing requests wins.
+	if exclusive(s.store) {
+		if other, busy := s.inFlight.LoadOrStore(stream, hashes); busy {
+			o := other.(Hashes)
+			if !hashes.match(o.Raw, o.JSON) {
+				return nil, nil, keyReused()
+			}
+			return nil, nil, keyInFlight()
+		}
+		c.memory = true
+		evs, err := eventstore.ReadWholeStream(ctx, s.store, stream)
+		if err == nil {
+			var kept *Answer
+			c.expected, kept, err = s.lookup(evs, hashes)
+			if err == nil && kept == nil {
+				return c, nil, nil
+			}
+			c.release()
+			return nil, kept, err
+		}
+		c.release()
+		return nil, nil, err
+	}
+	for try := 0; ; try++ {
+		if try == 5 {
+			return nil, nil, keyInFlight()
+		}
+		evs, err := eventstore.ReadWholeStream(ctx, s.store, stream)
+		if err != nil {
+			return nil, nil, err
+		}
+		exp, kept, err := s.lookup(evs, hashes)
+		if err != nil || kept != nil {
+			return nil, kept, err
+		}
+		data, _ := json.Marshal(idemStarted{Endpoint: endpoint, BodyHash: hashes.Raw, BodyJSONHash: hashes.JSON, RequestID: call.RequestID, StartedAt: s.stamp()})
+		res, err := s.store.Append(ctx, stream, exp, eventstore.NewEvent(evIdemStarted, data, c.meta))
+		if errors.Is(err, eventstore.ErrConflict) {
+			continue // someone else started or finished: look again
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		c.expected = eventstore.Revision(res.NextRevision)
+		return c, nil, nil
+	}
+}
+
+func (s *Idempotency) stamp() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+func (c *Claim) release() {
+	if c.memory && !c.done {
+		c.s.inFlight.Delete(c.stream)
+	}
+	c.done = true
+}
+
+// Complete keeps a final answer for the key's retries and frees the claim.
+// A failed write is returned; the answer may still be sent (a retry then
+// runs again, after the lease on a shared store).
+func (c *Claim) Complete(ctx context.Context, a Answer) error {
+	if c.done {
+		return nil
+	}
+	defer c.release()
+	data, err := json.Marshal(idemCompleted{Answer: a, BodyHash: c.hashes.Raw, BodyJSONHash: c.hashes.JSON, CompletedAt: c.s.stamp()})
+	if err != nil {
+		return err
+	}
+	_, err = c.s.store.Append(ctx, c.stream, c.expected, eventstore.NewEvent(evIdemCompleted, data, c.meta))
+	return err
+}
+
+// Release frees the key without keeping an answer, so that a retry runs
+// again. A failed write is returned; the key then frees itself after the
+// lease.
+func (c *Claim) Release(ctx context.Context) error {
+	if c.done {
+		return nil
+	}
+	defer c.release()
+	if c.memory {
+		return nil
+	}
+	_, err := c.s.store.Append(ctx, c.stream, c.expected, eventstore.NewEvent(evIdemReleased, []byte(`{}`), c.meta))
+	return err
+}
+
+// lookup reads a key's stream: a live entry is answered (the kept answer,
+// or an error for another body or a request still running); else expected
+// is where a new entry goes (no stream, or after an expired one).
+func (s *Idempotency) lookup(evs []eventstore.RecordedEvent, hashes Hashes) (eventstore.ExpectedRevision, *Answer, error) {
+	if len(evs) == 0 {
+		return eventstore.NoStream(), nil, nil
+	}
+	started, completed, at := idemState(evs)
+	fresh := false
+	switch {
+	case completed != nil:
+		fresh = s.now().Sub(completed.CompletedAt) < s.retention
+	case started != nil:
+		fresh = s.now().Sub(at) < s.Lease
+	}
+	if !fresh {
+		return eventstore.Revision(evs[len(evs)-1].Revision), nil, nil // expired: take the key over
+	}
+	raw, canon := "", ""
+	if started != nil {
+		raw, canon = started.BodyHash, started.BodyJSONHash
+	} else if completed != nil {
+		raw, canon = completed.BodyHash, completed.BodyJSONHash
+	}
+	if raw != "" && !hashes.match(raw, canon) {
+		return eventstore.ExpectedRevision{}, nil, keyReused()
+	}
+	if completed == nil {
+		return eventstore.ExpectedRevision{}, nil, keyInFlight()
+	}
+	return eventstore.ExpectedRevision{}, &completed.Answer, nil
+}
+
+// idemState reads a key's stream: the last Started, the Completed that
+// follows it (if any), and when the last Started began.
+func idemState(evs []eventstore.RecordedEvent) (*idemStarted, *idemCompleted, time.Time) {
+	var st *idemStarted
+	var done *idemCompleted
+	var at time.Time
+	for _, ev := range evs {
+		switch ev.Type {
+		case evIdemStarted:
+			var x idemStarted
+			if json.Unmarshal(ev.Data, &x) == nil {
+				st, done, at = &x, nil, x.StartedAt
+			}
+		case evIdemCompleted:
+			// An answer that could not be written again (no status an
+			// HTTP answer can carry, no body hash to match a retry
+			// against) is not one: the key is not taken by it.
+			var x idemCompleted
+			if json.Unmarshal(ev.Data, &x) == nil && x.Status >= 100 && x.Status <= 599 && (st != nil && st.BodyHash != "" || x.BodyHash != "") {
+				done = &x
+			}
+		case evIdemReleased:
+			st, done = nil, nil // the key is free again
+		}
+	}
+	return st, done, at
+}
+
+// exclusive reports whether only this process writes the store.
+func exclusive(st eventstore.Store) bool {
+	x, ok := st.(eventstore.Exclusive)
+	return ok && x.Exclusive()
+}
+
+// Hashes name a request body for comparing it with the first request of
+// its key: the hash of its bytes, and of its canonical JSON when it has one.
+// docs/idempotency.md explains why both.
+type Hashes struct{ Raw, JSON string }
+
+func (h Hashes) match(raw, canon string) bool {
+	return raw == h.Raw || (canon != "" && canon == h.JSON)
+}
+
+// canonicalMax bounds the bodies compared as JSON: canonicalizing walks
+// every token, and a key holder must not buy much CPU with one header.
+const canonicalMax = 64 << 10
+
+// BodyHashes are body's hashes for endpoint.
+func BodyHashes(endpoint string, body []byte) Hashes {
+	sum := sha256.Sum256(body)
+	h := Hashes{Raw: endpoint + ":" + hex.EncodeToString(sum[:])}
+	if len(body) > canonicalMax || len(bytes.TrimSpace(body)) == 0 {
+		return h // an empty body is not the JSON null
+	}
+	c, ok := Canonical(body)
+	if !ok {
+		return h
+	}
+	sum = sha256.Sum256(c)
+	h.JSON = endpoint + ":json:" + hex.EncodeToString(sum[:])
+	return h
+}
+
+// Canonical returns body's canonical JSON (domain.CanonicalJSON's), or
+// false when it has none or when an object in it has two keys that
+// encoding/json would take for the same field.
+func Canonical(body []byte) ([]byte, bool) {
+	c, v, err := domain.CanonicalValue(body)
+	if err != nil || !foldDistinct(v) {
+		return nil, false
+	}
+	return c, true
+}
+
+// foldDistinct reports whether no object in v has two keys that
+// encoding/json would take for the same field (it matches names ignoring
+// case, so {"Type":"a","type":"b"} decodes by the order of its keys).
+func foldDistinct(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		seen := make(map[string]struct{}, len(v))
+		for k, x := range v {
+			f := FoldKey(k)
+			if _, dup := seen[f]; dup || !foldDistinct(x) {
+				return false
+			}
+			seen[f] = struct{}{}
+		}
+	case []any:
+		for _, x := range v {
+			if !foldDistinct(x) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// FoldKey maps k to one representative of the keys equal to it under
+// Unicode simple case folding (what strings.EqualFold compares): each rune
+// becomes the smallest rune of its folding orbit.
+func FoldKey(k string) string {
+	ascii, upper := true, true
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		ascii = ascii && c < utf8.RuneSelf
+		upper = upper && !('a' <= c && c <= 'z')
+	}
+	if ascii {
+		if upper {
+			return k
+		}
+		return strings.ToUpper(k)
+	}
+	return FoldOrbits(k)
+}
+
+// FoldOrbits is FoldKey rune by rune through each rune's whole orbit.
+func FoldOrbits(k string) string {
+	b := make([]rune, 0, len(k))
+	for _, r := range k {
+		m := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			m = min(m, f)
+		}
+		b = append(b, m)
+	}
+	return string(b)
+}
+
+// Retention is how long a key and its answer are kept.
+func (s *Idempotency) Retention() time.Duration { return s.retention }

@@ -1,0 +1,183 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
+)
+
+// FuzzIdemState reads a key's stream made of arbitrary events (a shared
+// store may hold what another writer put there): it never panics, and an
+// answer it finds can be written again: a real HTTP status, a body hash to
+// match retries against.
+func FuzzIdemState(f *testing.F) {
+	started, _ := json.Marshal(idemStarted{Endpoint: "generate", BodyHash: "h1", RequestID: "r1", StartedAt: time.Unix(1_800_000_000, 0).UTC()})
+	done, _ := json.Marshal(idemCompleted{Answer: Answer{Status: 200, ContentType: "application/json", Body: `{"ok":true}`, RequestID: "r1"}, BodyHash: "h1", CompletedAt: time.Unix(1_800_000_001, 0).UTC()})
+	for _, s := range []struct {
+		types string // one letter an event: s(tarted), c(ompleted), r(eleased), x (other)
+		a, b  []byte
+	}{
+		{"sc", started, done},
+		{"c", done, nil},
+		{"src", started, done},
+		{"c", []byte(`{}`), nil},
+		{"c", []byte(`{"status":0,"bodyHash":"h"}`), nil},
+		{"c", []byte(`{"status":1000,"bodyHash":"h"}`), nil},
+		{"sc", []byte(`{"bodyHash":""}`), []byte(`{"status":200}`)},
+		{"xs", []byte(`null`), []byte(`[`)},
+	} {
+		f.Add(s.types, s.a, s.b)
+	}
+	typeOf := map[rune]string{'s': evIdemStarted, 'c': evIdemCompleted, 'r': evIdemReleased, 'x': "Other"}
+	f.Fuzz(func(t *testing.T, types string, a, b []byte) {
+		var evs []eventstore.RecordedEvent
+		for i, c := range []rune(types) {
+			if i >= 16 {
+				break
+			}
+			data := a
+			if i%2 == 1 {
+				data = b
+			}
+			evs = append(evs, eventstore.RecordedEvent{StreamID: "idem-t-x", Revision: uint64(i), EventData: eventstore.EventData{Type: typeOf[c], Data: data}})
+		}
+		st, completed, _ := idemState(evs)
+		if completed == nil {
+			return
+		}
+		if completed.Status < 100 || completed.Status > 599 {
+			t.Fatalf("an answer with status %d", completed.Status)
+		}
+		if completed.BodyHash == "" && (st == nil || st.BodyHash == "") {
+			t.Fatalf("an answer with nothing to match a retry's body against: %+v", completed)
+		}
+	})
+}
+
+// Answers kept before bodies were compared as JSON carry only the byte
+// hash: a byte-identical retry still replays them, another body is still
+// refused. New answers keep the byte hash where those versions look for it.
+func TestIdemLookupKeepsByteHashedAnswers(t *testing.T) {
+	body := []byte(`{"type":"summarize","input":{"text":"x"}}`)
+	h := BodyHashes("generate", body)
+	if h.JSON == "" || h.JSON == h.Raw {
+		t.Fatalf("a JSON body has no JSON hash: %+v", h)
+	}
+	done, _ := json.Marshal(idemCompleted{Answer: Answer{Status: 200, ContentType: "application/json", Body: `{"ok":true}`, RequestID: "r1"}, BodyHash: h.Raw, CompletedAt: time.Now().UTC()})
+	evs := []eventstore.RecordedEvent{{StreamID: "idem-t-x", EventData: eventstore.EventData{Type: evIdemCompleted, Data: done}}}
+	s := NewIdempotency(nil, time.Hour)
+	if _, kept, err := s.lookup(evs, h); err != nil || kept == nil || kept.Status != 200 {
+		t.Fatalf("byte-identical retry of an old answer: %+v, %v", kept, err)
+	}
+	// The same JSON written another way does not match an answer that has
+	// no JSON hash (it was kept by a version that compared bytes).
+	if _, _, err := s.lookup(evs, BodyHashes("generate", []byte(`{"input":{"text":"x"},"type":"summarize"}`))); domain.KindOf(err) != domain.KindInvalid {
+		t.Fatalf("reordered body against a byte-hashed answer: %v", err)
+	}
+	if _, _, err := s.lookup(evs, BodyHashes("generate", []byte(`{"type":"summarize","input":{"text":"y"}}`))); domain.KindOf(err) != domain.KindInvalid {
+		t.Fatalf("another body against an old answer: %v", err)
+	}
+}
+
+// Bodies that are the same JSON for the handlers hash alike; bodies the
+// handlers could read differently, or that are not JSON, fall back to
+// their bytes.
+func TestIdemBodyHashes(t *testing.T) {
+	same := func(a, b string) bool {
+		x, y := BodyHashes("generate", []byte(a)), BodyHashes("generate", []byte(b))
+		return x.match(y.Raw, y.JSON)
+	}
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{`{"a":1,"b":[1,2]}`, "{ \"b\" : [1, 2],\n \"a\": 1 }", true},
+		{`{"a":1}`, `{"a":1.0}`, false}, // numbers as written
+		{`{"a":"x"}`, `{"a":"y"}`, false},
+		{`{"Type":"x","type":"summarize"}`, `{"type":"summarize","Type":"x"}`, false}, // encoding/json folds case: last one wins
+		{`{"o":{"K":1,"\u212a":2}}`, `{"o":{"\u212a":2,"K":1}}`, false},               // the Kelvin sign folds to k
+		{"", "null", false},
+		{" ", "", false},
+		{`not json`, `not json`, true},
+		{`{"a":1,"a":1}`, `{"a":1, "a":1}`, false}, // duplicate keys: bytes
+	} {
+		if got := same(c.a, c.b); got != c.same {
+			t.Errorf("%q and %q: same %v, want %v", c.a, c.b, got, c.same)
+		}
+	}
+	big := []byte(`{"text":"` + strings.Repeat("x", canonicalMax) + `"}`)
+	if h := BodyHashes("generate", big); h.JSON != "" {
+		t.Fatal("a body over the cap was canonicalized")
+	}
+}
+
+// canonicalOracle is what idemCanonical replaced, kept as its oracle:
+// domain.CanonicalJSON (which domain's own fuzz test holds to the token
+// walk), then a second decode to refuse keys equal under case folding,
+// each rune folded through its whole orbit (foldKey's ASCII shortcut
+// skipped).
+func canonicalOracle(body []byte) ([]byte, bool) {
+	c, err := domain.CanonicalJSON(body)
+	if err != nil {
+		return nil, false
+	}
+	// (The replaced code decoded numbers as float64 here, so a body with a
+	// number past float64's range fell back to its bytes; numbers are
+	// compared as written, so such a body has a canonical form too.)
+	dec := json.NewDecoder(bytes.NewReader(c))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil, false
+	}
+	fold := FoldOrbits // every key through the orbits, ASCII ones too
+	var walk func(v any) bool
+	walk = func(v any) bool {
+		switch v := v.(type) {
+		case map[string]any:
+			seen := map[string]bool{}
+			for k, x := range v {
+				if seen[fold(k)] || !walk(x) {
+					return false
+				}
+				seen[fold(k)] = true
+			}
+		case []any:
+			for _, x := range v {
+				if !walk(x) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return c, walk(v)
+}
+
+// FuzzIdemCanonical: the one-decode canonical form is the oracle's, byte
+// for byte, and refuses what it refuses.
+func FuzzIdemCanonical(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"summarize","input":{"text":"x"},"options":{"maxAttempts":2,"llm":{"mode":"cheap","maxCostUsd":0.5}}}`,
+		`{"a":1,"a":1}`, `{"a":1,"\u0061":2}`, `{"Type":"x","type":"y"}`, `{"o":{"K":1,"\u212a":2}}`, `{"s":1,"\u017f":2}`,
+		`{"a":[{"b":1,"b":2}]}`, `{"a":"b:c","d":"\"e\":"}`, `{"a" : 1 , "b":{"c" :[1,{"d":null}]}}`, `{"a":1} {"b":2}`, `{"a":1} x`,
+		`{"a":"\ud800"}`, "{\"a\":\"\xff\"}", `[1.0,1e2,-0,12345678901234567890]`, `"<&>"`, `null`, `[]`, `{}`, `{"":1,"":2}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if len(bytes.TrimSpace(body)) == 0 {
+			return // BodyHashes keeps blank bodies off JSON (not the JSON null)
+		}
+		want, wantOK := canonicalOracle(body)
+		got, ok := Canonical(body)
+		if ok != wantOK || (ok && string(got) != string(want)) {
+			t.Fatalf("%q: got %q %v, the oracle %q %v", body, got, ok, want, wantOK)
+		}
+	})
+}
