@@ -1,5 +1,6 @@
 // Command baton is the one Baton binary: it serves the HTTP front and carries
-// the operator's tools (store check, bench, version).
+// the operator's tools (keys, ledger verify, store check, migrate, version).
+// The benchmark harness is cmd/baton-bench.
 package main
 
 import (
@@ -25,6 +26,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
+	"github.com/batonhq/baton/cmd/internal/profile"
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
@@ -48,7 +50,6 @@ Usage:
   baton store check [--data ./data]            verify the data file, page by page
   baton migrate --from bolt --data DIR --to kurrent --kurrentdb-url URL
                                                copy every event to KurrentDB (server stopped), then verify
-  baton bench [--out docs/benchmarks.md]       measure the store, write the figures
   baton version                                print the version
 
 Development only:
@@ -93,10 +94,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return migrate(ctx, args[1:], stdout)
 	case "dev":
 		return dev(ctx, args[1:], stdout, stderr)
-	case "bench":
-		return bench(ctx, args[1:], stdout)
-	case "bench-proxy": // the gateway benchmark's bare reverse proxy (a child of bench)
-		return benchProxy(ctx, args[1:], stdout)
 	case "version":
 		fmt.Fprintln(stdout, "baton", version)
 		return nil
@@ -145,7 +142,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		// A client may retry a day later and must still get its answer.
 		return fmt.Errorf("--idempotency-retention (BATON_IDEMPOTENCY_RETENTION) is %v; it must be at least %v", *idemRetention, batonhttp.DefaultIdempotencyRetention)
 	}
-	stopProfile, err := startCPUProfile(*cpuprofile)
+	stopProfile, err := profile.StartCPU(*cpuprofile)
 	if err != nil {
 		return err
 	}
@@ -429,23 +426,6 @@ func configuredProviders(c *gateway.Catalog) []string {
 	}
 	slices.Sort(names)
 	return names
-}
-
-// startCPUProfile profiles this process into path until stop is called;
-// with an empty path it does nothing.
-func startCPUProfile(path string) (stop func(), err error) {
-	if path == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // DefaultServeGOGC is the collector's target a server runs with unless
