@@ -52,10 +52,10 @@ Usage:
                                                copy every event to KurrentDB (server stopped), then verify
   baton version                                print the version
 
-Development only:
-  baton dev kurrent-double [--addr 127.0.0.1:2113]
-                                               serve a TEST DOUBLE of a KurrentDB node for tests and trials:
+Development only, commands of their own:
+  baton-kurrent-double [--addr 127.0.0.1:2113] serve a TEST DOUBLE of a KurrentDB node for tests and trials:
                                                in memory, not a database; everything is gone when it stops
+  baton-bench [--out docs/benchmarks.md]       measure Baton, write the figures (make bench)
 `
 
 func main() {
@@ -92,8 +92,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return storeCheck(ctx, args[2:], stdout)
 	case "migrate":
 		return migrate(ctx, args[1:], stdout)
-	case "dev":
-		return dev(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "baton", version)
 		return nil
