@@ -67,7 +67,23 @@ func main() {
 	}
 }
 
+// run runs the command args[0] names. `baton COMMAND -h` (or --help) prints
+// that command's usage and flags and succeeds; a bad flag prints them on
+// stderr before the error.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	err := runCommand(ctx, args, stdout, stderr)
+	var fe *flagError
+	if errors.As(err, &fe) {
+		if errors.Is(err, flag.ErrHelp) {
+			printCommandUsage(stdout, fe.fs)
+			return nil
+		}
+		printCommandUsage(stderr, fe.fs)
+	}
+	return err
+}
+
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return errors.New("no command given")
@@ -77,22 +93,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return serve(ctx, args[1:], stderr)
 	case "keys":
 		if len(args) < 2 || args[1] != "create" {
-			return errors.New("usage: baton keys create --tenant NAME [--admin] [--data DIR]")
+			return missingSubcommand(args, "keys create", "usage: baton keys create --tenant NAME [--admin] [--data DIR]", stdout)
 		}
 		return keysCreate(ctx, args[2:], stdout)
 	case "ledger":
 		if len(args) < 2 || args[1] != "verify" {
-			return errors.New("usage: baton ledger verify [--data DIR | --url URL --key KEY] [HANDOFF_ID[@SEQ:HASH]...]")
+			return missingSubcommand(args, "ledger verify", "usage: baton ledger verify [--data DIR | --url URL --key KEY] [HANDOFF_ID[@SEQ:HASH]...]", stdout)
 		}
 		return ledgerVerify(ctx, args[2:], stdout)
 	case "store":
 		if len(args) < 2 || args[1] != "check" {
-			return errors.New("usage: baton store check [--data DIR]")
+			return missingSubcommand(args, "store check", "usage: baton store check [--data DIR]", stdout)
 		}
 		return storeCheck(ctx, args[2:], stdout)
 	case "migrate":
 		return migrate(ctx, args[1:], stdout)
 	case "version":
+		if err := parseFlags(flag.NewFlagSet("version", flag.ContinueOnError), args[1:]); err != nil {
+			return err
+		}
 		fmt.Fprintln(stdout, "baton", version)
 		return nil
 	case "help", "-h", "--help":
@@ -273,7 +292,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 func storeCheck(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("store check", flag.ContinueOnError)
 	data := fs.String("data", dataDirDefault(), "data directory")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	store, err := bolt.Open(*data, bolt.Options{})
@@ -383,7 +402,7 @@ func (e *envVars) integerFrom(flagName, variable string, def, least int64) int64
 // parse parses args into fs, then refuses the variables that could not
 // be used (err).
 func (e *envVars) parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	return e.err(fs)
