@@ -42,17 +42,20 @@ func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := env.parse(fs, args); err != nil {
 		return err
 	}
+	// Each handoff is verified once, against every receipt given for it.
 	var ids []string
-	receipts := map[string]domain.LedgerHead{}
+	receipts := map[string][]domain.LedgerHead{}
 	for _, arg := range fs.Args() {
 		id, receipt, err := parseLedgerArg(arg)
 		if err != nil {
 			return err
 		}
-		if receipt != nil {
-			receipts[id] = *receipt
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
 		}
-		ids = append(ids, id)
+		if receipt != nil {
+			receipts[id] = append(receipts[id], *receipt)
+		}
 	}
 	if *base != "" {
 		return verifyOverHTTP(ctx, *base, *key, ids, receipts, stdout)
@@ -90,16 +93,19 @@ func printableID(id string) bool {
 	return id != "" && !strings.ContainsFunc(id, unicode.IsControl)
 }
 
-// checkReceipt holds a chain to a receipt an executor kept (the ledgerHead
-// a callback answered): the event at its seq must still be there with that
-// hash. A ledger cut back, or rewritten from an earlier point and chained
-// again, fails it though its own chain is intact.
-func checkReceipt(recs []domain.Recorded, r domain.LedgerHead) string {
-	if r.Seq > uint64(len(recs)) {
-		return fmt.Sprintf("receipt %d:%s is beyond the ledger's head (%d events): events are missing", r.Seq, r.Hash, len(recs))
-	}
-	if got := recs[r.Seq-1].Hash; got != r.Hash {
-		return fmt.Sprintf("receipt %d:%s does not match event %d, whose hash is now %s: the ledger was rewritten", r.Seq, r.Hash, r.Seq, got)
+// checkReceipts holds a chain to the receipts an executor kept (the
+// ledgerHead a callback answered): the event at each one's seq must still
+// be there with that hash. A ledger cut back, or rewritten from an earlier
+// point and chained again, fails it though its own chain is intact. It
+// names the first receipt, in the order given, that does not hold.
+func checkReceipts(recs []domain.Recorded, receipts []domain.LedgerHead) string {
+	for _, r := range receipts {
+		if r.Seq > uint64(len(recs)) {
+			return fmt.Sprintf("receipt %d:%s is beyond the ledger's head (%d events): events are missing", r.Seq, r.Hash, len(recs))
+		}
+		if got := recs[r.Seq-1].Hash; got != r.Hash {
+			return fmt.Sprintf("receipt %d:%s does not match event %d, whose hash is now %s: the ledger was rewritten", r.Seq, r.Hash, r.Seq, got)
+		}
 	}
 	return ""
 }
@@ -129,7 +135,7 @@ func unfoldable(id string, evs []eventstore.RecordedEvent) string {
 // verifyStore recomputes the hash chains of the handoffs ids (every handoff
 // in the store when ids is nil), printing one line per handoff and a tally.
 // It returns errChainBroken when any chain is broken or missing.
-func verifyStore(ctx context.Context, store eventstore.Store, ids []string, receipts map[string]domain.LedgerHead, stdout io.Writer) error {
+func verifyStore(ctx context.Context, store eventstore.Store, ids []string, receipts map[string][]domain.LedgerHead, stdout io.Writer) error {
 	if ids == nil {
 		var err error
 		if ids, err = allHandoffs(ctx, store); err != nil {
@@ -174,12 +180,10 @@ func verifyStore(ctx context.Context, store eventstore.Store, ids []string, rece
 			broken++
 			continue
 		}
-		if r, ok := receipts[id]; ok {
-			if msg := checkReceipt(recs, r); msg != "" {
-				fmt.Fprintf(stdout, "BROKEN handoff %s: %s\n", id, msg)
-				broken++
-				continue
-			}
+		if msg := checkReceipts(recs, receipts[id]); msg != "" {
+			fmt.Fprintf(stdout, "BROKEN handoff %s: %s\n", id, msg)
+			broken++
+			continue
 		}
 		fmt.Fprintf(stdout, "ok %s: %d events, head %d %s\n", id, len(recs), len(recs), recs[len(recs)-1].Hash)
 	}
@@ -211,7 +215,7 @@ func allHandoffs(ctx context.Context, store eventstore.Store) ([]string, error) 
 	}
 }
 
-func verifyOverHTTP(ctx context.Context, base, key string, ids []string, receipts map[string]domain.LedgerHead, stdout io.Writer) error {
+func verifyOverHTTP(ctx context.Context, base, key string, ids []string, receipts map[string][]domain.LedgerHead, stdout io.Writer) error {
 	client := &http.Client{Timeout: 30 * time.Second}
 	get := func(path string, v any) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+path, nil)
@@ -293,12 +297,10 @@ func verifyOverHTTP(ctx context.Context, base, key string, ids []string, receipt
 			broken++
 			continue
 		}
-		if r, ok := receipts[id]; ok {
-			if msg := checkReceipt(l.Events, r); msg != "" {
-				fmt.Fprintf(stdout, "BROKEN handoff %s: %s\n", id, msg)
-				broken++
-				continue
-			}
+		if msg := checkReceipts(l.Events, receipts[id]); msg != "" {
+			fmt.Fprintf(stdout, "BROKEN handoff %s: %s\n", id, msg)
+			broken++
+			continue
 		}
 		n := len(l.Events)
 		fmt.Fprintf(stdout, "ok %s: %d events, head %d %s\n", id, n, n, l.Events[n-1].Hash)
