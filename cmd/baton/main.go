@@ -445,13 +445,9 @@ func configuredProviders(c *gateway.Catalog) []string {
 	return names
 }
 
-// DefaultServeGOGC is the collector's target a server runs with unless
-// GOGC is set: the heap may grow to three times what is live between
-// collections instead of twice. Baton's live heap is a few MB, so at Go's
-// default of 100 it collected every few tens of milliseconds under load,
-// about a quarter of its CPU at saturation; the measured trade (less CPU
-// per call, a higher peak RSS, idle memory unchanged) is in
-// docs/operations.md.
+// DefaultServeGOGC is the GC percent `baton serve` runs with unless GOGC is
+// set: the heap may grow to three times what is live, not twice, as Go's
+// default collected Baton's small heap too often (docs/operations.md, Memory).
 const DefaultServeGOGC = 200
 
 // serveGCPercent is the GC percent serve sets: DefaultServeGOGC, unless
