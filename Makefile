@@ -44,7 +44,7 @@ lint: vet fmt-check
 
 # Measures and rewrites docs/benchmarks.md (machine and date included).
 bench:
-	$(GO) run ./cmd/baton bench --out docs/benchmarks.md
+	$(GO) run ./cmd/baton-bench --out docs/benchmarks.md
 
 # Every native fuzz target in the tree, found by name, FUZZTIME each. A run
 # that fails having written no failing input and printing only "context

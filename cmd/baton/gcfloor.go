@@ -7,23 +7,10 @@ import (
 	"sync"
 )
 
-// DefaultHeapFloorMB is the smallest heap goal, in MiB, `baton serve`
-// lets the collector aim at (--gc-heap-floor-mb). The runtime starts a
-// collection somewhat before the heap reaches its goal (at 0.7 to 0.95 of
-// the way from the live heap to it), so a collection starts at about
-// 45 to 60 MiB.
-//
-// Baton's live heap is a few MB and each model call allocates about 25 KB,
-// so with the collector's percent alone (GOGC=200: collect when the heap
-// reaches three times what is live) it collected several times a second
-// under a modest load. Each collection stops the world twice; on a busy
-// machine the first stop took up to a millisecond (the runtime waits for
-// every thread, and one may be off its core), and the calls that needed a
-// core then waited behind it: on 2 cores at 16 callers of a 20 ms model,
-// those collections were most of Baton's p99 latency above the bare
-// proxy's (docs/benchmarks.md). Letting the heap reach 64 MiB first makes
-// collections ten or more times rarer at the price of that much memory
-// under load; idle, the heap stays where it is.
+// DefaultHeapFloorMB is the smallest heap goal, in MiB, `baton serve` lets
+// the collector aim at (--gc-heap-floor-mb): with its few MB live, Baton
+// otherwise collected several times a second under load, and those stops
+// were most of its p99 (docs/operations.md, Memory).
 const DefaultHeapFloorMB = 64
 
 // MaxHeapFloorMB bounds --gc-heap-floor-mb (1 TiB), far above any heap
@@ -35,12 +22,9 @@ const MaxHeapFloorMB = 1 << 20
 // over about 3.9 GiB.
 const maxFloorPercent = 100_000
 
-// heapFloor keeps the collector from running while the heap is small.
-// After each collection it sets the GC percent so that the heap goal is
-// floor bytes, or base percent over what is live if that is more (the
-// next collection starts somewhat before the goal): a floor under the heap goal, as GOMEMLIMIT is a
-// ceiling over it. (Go has no setting for it; GOGC alone scales with the
-// live heap, however small.)
+// heapFloor keeps the collector from running while the heap is small: after
+// each collection it sets the GC percent for a heap goal of floor bytes, or
+// base percent over what is live if that is more. Go has no such setting.
 type heapFloor struct {
 	floor uint64 // bytes
 	base  int    // the GC percent when the live heap is large

@@ -22,7 +22,6 @@ import (
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/ledger"
-	"github.com/batonhq/baton/eventstore/records"
 )
 
 // errChainBroken makes `baton ledger verify` exit 1 after printing the break.
@@ -42,17 +41,20 @@ func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := env.parse(fs, args); err != nil {
 		return err
 	}
+	// Each handoff is verified once, against every receipt given for it.
 	var ids []string
-	receipts := map[string]domain.LedgerHead{}
+	receipts := map[string][]domain.LedgerHead{}
 	for _, arg := range fs.Args() {
 		id, receipt, err := parseLedgerArg(arg)
 		if err != nil {
 			return err
 		}
-		if receipt != nil {
-			receipts[id] = *receipt
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
 		}
-		ids = append(ids, id)
+		if receipt != nil {
+			receipts[id] = append(receipts[id], *receipt)
+		}
 	}
 	if *base != "" {
 		return verifyOverHTTP(ctx, *base, *key, ids, receipts, stdout)
@@ -90,20 +92,6 @@ func printableID(id string) bool {
 	return id != "" && !strings.ContainsFunc(id, unicode.IsControl)
 }
 
-// checkReceipt holds a chain to a receipt an executor kept (the ledgerHead
-// a callback answered): the event at its seq must still be there with that
-// hash. A ledger cut back, or rewritten from an earlier point and chained
-// again, fails it though its own chain is intact.
-func checkReceipt(recs []domain.Recorded, r domain.LedgerHead) string {
-	if r.Seq > uint64(len(recs)) {
-		return fmt.Sprintf("receipt %d:%s is beyond the ledger's head (%d events): events are missing", r.Seq, r.Hash, len(recs))
-	}
-	if got := recs[r.Seq-1].Hash; got != r.Hash {
-		return fmt.Sprintf("receipt %d:%s does not match event %d, whose hash is now %s: the ledger was rewritten", r.Seq, r.Hash, r.Seq, got)
-	}
-	return ""
-}
-
 // answerError is a server's answer other than 200 to ledger verify --url.
 type answerError struct {
 	status       int
@@ -113,105 +101,45 @@ type answerError struct {
 
 func (e *answerError) Error() string { return e.msg }
 
-// unfoldable says which event of an intact chain Baton does not fold (a
-// writer around Baton can recompute the chain), by the rule its projection
-// and write side use, or "" when the whole ledger folds.
-func unfoldable(id string, evs []eventstore.RecordedEvent) string {
-	h := &domain.Handoff{}
-	for _, ev := range evs {
-		if err := records.ApplyHandoff(h, id, ev); err != nil {
-			return fmt.Sprintf("event %d (%s) is not a step Baton allows: %v", ev.Revision+1, ev.Type, err)
-		}
+// verifyStore verifies the ledgers of the handoffs ids (every handoff in
+// the store when ids is nil), printing one line per handoff and a tally.
+// It returns errChainBroken when any ledger is broken or missing.
+func verifyStore(ctx context.Context, store eventstore.Store, ids []string, receipts map[string][]domain.LedgerHead, stdout io.Writer) error {
+	var t tally
+	if err := ledger.VerifyHandoffs(ctx, store, ids, receipts, func(r ledger.ChainReport) { t.print(stdout, r) }); err != nil {
+		return err
 	}
-	return ""
+	return t.close(stdout)
 }
 
-// verifyStore recomputes the hash chains of the handoffs ids (every handoff
-// in the store when ids is nil), printing one line per handoff and a tally.
-// It returns errChainBroken when any chain is broken or missing.
-func verifyStore(ctx context.Context, store eventstore.Store, ids []string, receipts map[string]domain.LedgerHead, stdout io.Writer) error {
-	if ids == nil {
-		var err error
-		if ids, err = allHandoffs(ctx, store); err != nil {
-			return err
-		}
+// tally prints the report of each handoff and counts them.
+type tally struct{ handoffs, events, broken int }
+
+func (t *tally) print(w io.Writer, r ledger.ChainReport) {
+	t.handoffs++
+	t.events += r.Events
+	switch r.Status {
+	case ledger.ChainIntact:
+		fmt.Fprintf(w, "ok %s: %d events, head %d %s\n", r.HandoffID, r.Events, r.Head.Seq, r.Head.Hash)
+		return
+	case ledger.ChainMissing:
+		fmt.Fprintf(w, "handoff %s: not found\n", r.HandoffID)
+	default:
+		fmt.Fprintf(w, "BROKEN %s\n", r.Break)
 	}
-	var events, broken int
-	for _, id := range ids {
-		evs, err := eventstore.ReadWholeStream(ctx, store, domain.StreamID(id))
-		if errors.Is(err, eventstore.ErrInvalidEvent) {
-			// A stream name only a writer around Baton can make.
-			fmt.Fprintf(stdout, "BROKEN handoff %q: its stream name cannot be read back: %v\n", id, err)
-			broken++
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if i := slices.IndexFunc(evs, func(ev eventstore.RecordedEvent) bool { return ev.Unreadable != "" }); i >= 0 {
-			fmt.Fprintf(stdout, "BROKEN handoff %s: event %d (%s): its metadata cannot be read: %q\n", id, i+1, evs[i].Type, evs[i].Unreadable)
-			events += len(evs)
-			broken++
-			continue
-		}
-		recs := make([]domain.Recorded, 0, len(evs))
-		for _, ev := range evs {
-			recs = append(recs, records.Recorded(ev))
-		}
-		if len(recs) == 0 {
-			fmt.Fprintf(stdout, "handoff %s: not found\n", id)
-			broken++
-			continue
-		}
-		events += len(recs)
-		if br := domain.VerifyChain(id, recs); br != nil {
-			fmt.Fprintf(stdout, "BROKEN %s\n", br)
-			broken++
-			continue
-		}
-		if msg := unfoldable(id, evs); msg != "" {
-			fmt.Fprintf(stdout, "BROKEN handoff %s: %s\n", id, msg)
-			broken++
-			continue
-		}
-		if r, ok := receipts[id]; ok {
-			if msg := checkReceipt(recs, r); msg != "" {
-				fmt.Fprintf(stdout, "BROKEN handoff %s: %s\n", id, msg)
-				broken++
-				continue
-			}
-		}
-		fmt.Fprintf(stdout, "ok %s: %d events, head %d %s\n", id, len(recs), len(recs), recs[len(recs)-1].Hash)
-	}
-	fmt.Fprintf(stdout, "%d handoffs, %d events, %d broken\n", len(ids), events, broken)
-	if broken > 0 {
+	t.broken++
+}
+
+// close prints the closing line; errChainBroken when a ledger was not ok.
+func (t *tally) close(w io.Writer) error {
+	fmt.Fprintf(w, "%d handoffs, %d events, %d broken\n", t.handoffs, t.events, t.broken)
+	if t.broken > 0 {
 		return errChainBroken
 	}
 	return nil
 }
 
-func allHandoffs(ctx context.Context, store eventstore.Store) ([]string, error) {
-	var ids []string
-	seen := map[string]bool{}
-	for after := eventstore.Start; ; {
-		page, err := store.ReadAll(ctx, after, 5000)
-		if err != nil {
-			return nil, err
-		}
-		if len(page) == 0 {
-			return ids, nil
-		}
-		for _, ev := range page {
-			if id, ok := strings.CutPrefix(ev.StreamID, "handoff-"); ok && !seen[id] {
-				seen[id] = true
-				ids = append(ids, id)
-			}
-		}
-		after = page[len(page)-1].Position
-	}
-}
-
-func verifyOverHTTP(ctx context.Context, base, key string, ids []string, receipts map[string]domain.LedgerHead, stdout io.Writer) error {
+func verifyOverHTTP(ctx context.Context, base, key string, ids []string, receipts map[string][]domain.LedgerHead, stdout io.Writer) error {
 	client := &http.Client{Timeout: 30 * time.Second}
 	get := func(path string, v any) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+path, nil)
@@ -266,7 +194,7 @@ func verifyOverHTTP(ctx context.Context, base, key string, ids []string, receipt
 			cursor = page.NextCursor
 		}
 	}
-	var events, broken int
+	var t tally
 	for _, id := range ids {
 		var l struct {
 			Events []domain.Recorded `json:"events"`
@@ -275,39 +203,20 @@ func verifyOverHTTP(ctx context.Context, base, key string, ids []string, receipt
 		if ae := (*answerError)(nil); errors.As(err, &ae) && ae.code == "handoff_quarantined" {
 			// The server holds an event of it that it cannot apply: report
 			// it (quoted: the text is the server's) and go on with the rest.
-			fmt.Fprintf(stdout, "BROKEN handoff %s: quarantined by the server: %q\n", id, ae.detail)
-			broken++
+			t.print(stdout, ledger.ChainReport{HandoffID: id, Status: ledger.ChainBroken,
+				Break: fmt.Sprintf("handoff %s: quarantined by the server: %q", id, ae.detail)})
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		events += len(l.Events)
-		if len(l.Events) == 0 { // every ledger starts with contract_created
-			fmt.Fprintf(stdout, "BROKEN handoff %s: the server shows a ledger without events\n", id)
-			broken++
-			continue
+		r := ledger.CheckChain(id, l.Events, receipts[id])
+		if r.Status == ledger.ChainMissing { // every ledger starts with contract_created
+			r.Status, r.Break = ledger.ChainBroken, fmt.Sprintf("handoff %s: the server shows a ledger without events", id)
 		}
-		if br := domain.VerifyChain(id, l.Events); br != nil {
-			fmt.Fprintf(stdout, "BROKEN %s\n", br)
-			broken++
-			continue
-		}
-		if r, ok := receipts[id]; ok {
-			if msg := checkReceipt(l.Events, r); msg != "" {
-				fmt.Fprintf(stdout, "BROKEN handoff %s: %s\n", id, msg)
-				broken++
-				continue
-			}
-		}
-		n := len(l.Events)
-		fmt.Fprintf(stdout, "ok %s: %d events, head %d %s\n", id, n, n, l.Events[n-1].Hash)
+		t.print(stdout, r)
 	}
-	fmt.Fprintf(stdout, "%d handoffs, %d events, %d broken\n", len(ids), events, broken)
-	if broken > 0 {
-		return errChainBroken
-	}
-	return nil
+	return t.close(stdout)
 }
 
 // keysCreate prints a new key once on stdout. On the embedded store it

@@ -245,15 +245,7 @@ func FuzzParseLedgerArg(f *testing.F) {
 // verifies.
 func FuzzVerifyOverHTTP(f *testing.F) {
 	const id = "h_fuzz"
-	at := time.Date(2026, 11, 23, 10, 0, 0, 123456000, time.UTC)
-	data := json.RawMessage(`{"objective":"x"}`)
-	c, err := domain.Canonical(id, 1, "contract_created", "tenant:a", at, data)
-	if err != nil {
-		f.Fatal(err)
-	}
-	ev := domain.Recorded{Seq: 1, Type: "contract_created", Data: data, Actor: "tenant:a", RecordedAt: at, PrevHash: domain.GenesisHash(id)}
-	ev.Hash = domain.ChainHash(ev.PrevHash, c)
-	good, _ := json.Marshal(map[string]any{"events": []domain.Recorded{ev}})
+	good, _ := json.Marshal(map[string]any{"events": []domain.Recorded{chainedEvent(f, id)}})
 	listing := []byte(`{"object":"list","data":[{"handoffId":"` + id + `"}],"hasMore":false}`)
 	for _, s := range [][2][]byte{
 		{listing, good},
@@ -307,6 +299,80 @@ func FuzzVerifyOverHTTP(f *testing.F) {
 			t.Fatalf("reported a break but succeeded: %s", out.String())
 		}
 	})
+}
+
+// chainedEvent is the first event of handoff id's ledger, correctly
+// chained, as a server shows it.
+func chainedEvent(t testing.TB, id string) domain.Recorded {
+	t.Helper()
+	at := time.Date(2026, 11, 23, 10, 0, 0, 123456000, time.UTC)
+	data := json.RawMessage(`{"objective":"x"}`)
+	c, err := domain.Canonical(id, 1, "contract_created", "tenant:a", at, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := domain.Recorded{Seq: 1, Type: "contract_created", Data: data, Actor: "tenant:a", RecordedAt: at, PrevHash: domain.GenesisHash(id)}
+	ev.Hash = domain.ChainHash(ev.PrevHash, c)
+	return ev
+}
+
+// Every receipt given for a handoff is checked, not only the last one: a
+// receipt the ledger does not match fails the verification wherever it
+// stands among the others, on the store and through the API alike. A
+// handoff named twice is verified (and counted) once.
+func TestLedgerVerifyChecksEveryReceipt(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	ids := runHandoffs(t, dir)
+	var out bytes.Buffer
+	if err := run(ctx, []string{"ledger", "verify", "--data", dir, ids[0]}, &out, &out); err != nil {
+		t.Fatalf("verify of an intact handoff: %v\n%s", err, out.String())
+	}
+	var n int
+	var head string
+	if _, err := fmt.Sscanf(out.String(), "ok "+ids[0]+": %d events, head %d %s", &n, &n, &head); err != nil {
+		t.Fatalf("reading the head from %q: %v", out.String(), err)
+	}
+	good := fmt.Sprintf("%s@%d:%s", ids[0], n, head)
+	wrong := fmt.Sprintf("%s@%d:%s", ids[0], n, strings.Repeat("0", 64))
+
+	const id = "h_receipts"
+	ev := chainedEvent(t, id)
+	ledger, _ := json.Marshal(map[string]any{"events": []domain.Recorded{ev}})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(ledger) }))
+	defer srv.Close()
+	goodURL := fmt.Sprintf("%s@1:%s", id, ev.Hash)
+	wrongURL := fmt.Sprintf("%s@1:%s", id, strings.Repeat("0", 64))
+
+	store := []string{"ledger", "verify", "--data", dir}
+	api := []string{"ledger", "verify", "--url", srv.URL, "--key", "btn_sk_x"}
+	tests := []struct {
+		name   string
+		args   []string
+		broken bool
+	}{
+		{"store, wrong then right", append(store[:4:4], wrong, good), true},
+		{"store, right then wrong", append(store[:4:4], good, wrong), true},
+		{"store, both right", append(store[:4:4], good, good), false},
+		{"api, wrong then right", append(api[:6:6], wrongURL, goodURL), true},
+		{"api, right then wrong", append(api[:6:6], goodURL, wrongURL), true},
+		{"api, both right", append(api[:6:6], goodURL, goodURL), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(ctx, tt.args, &out, &out)
+			if !tt.broken {
+				if err != nil || !strings.Contains(out.String(), "1 handoffs, ") {
+					t.Fatalf("verify = %v, said:\n%s", err, out.String())
+				}
+				return
+			}
+			if !errors.Is(err, errChainBroken) || !strings.Contains(out.String(), "the ledger was rewritten") || strings.Contains(out.String(), "\nok ") || strings.HasPrefix(out.String(), "ok ") {
+				t.Fatalf("verify = %v, said:\n%s", err, out.String())
+			}
+		})
+	}
 }
 
 // A stream-idle under a second is refused before anything opens.

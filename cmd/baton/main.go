@@ -1,5 +1,6 @@
 // Command baton is the one Baton binary: it serves the HTTP front and carries
-// the operator's tools (store check, bench, version).
+// the operator's tools (keys, ledger verify, store check, migrate, version).
+// The benchmark harness is cmd/baton-bench.
 package main
 
 import (
@@ -23,6 +24,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/batonhq/baton/cmd/internal/profile"
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
 	"github.com/batonhq/baton/eventstore/ledger"
@@ -46,13 +48,12 @@ Usage:
   baton store check [--data ./data]            verify the data file, page by page
   baton migrate --from bolt --data DIR --to kurrent --kurrentdb-url URL
                                                copy every event to KurrentDB (server stopped), then verify
-  baton bench [--out docs/benchmarks.md]       measure the store, write the figures
   baton version                                print the version
 
-Development only:
-  baton dev kurrent-double [--addr 127.0.0.1:2113]
-                                               serve a TEST DOUBLE of a KurrentDB node for tests and trials:
+Development only, commands of their own:
+  baton-kurrent-double [--addr 127.0.0.1:2113] serve a TEST DOUBLE of a KurrentDB node for tests and trials:
                                                in memory, not a database; everything is gone when it stops
+  baton-bench [--out docs/benchmarks.md]       measure Baton, write the figures (make bench)
 `
 
 func main() {
@@ -64,7 +65,23 @@ func main() {
 	}
 }
 
+// run runs the command args[0] names. `baton COMMAND -h` (or --help) prints
+// that command's usage and flags and succeeds; a bad flag prints them on
+// stderr before the error.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	err := runCommand(ctx, args, stdout, stderr)
+	var fe *flagError
+	if errors.As(err, &fe) {
+		if errors.Is(err, flag.ErrHelp) {
+			printCommandUsage(stdout, fe.fs)
+			return nil
+		}
+		printCommandUsage(stderr, fe.fs)
+	}
+	return err
+}
+
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return errors.New("no command given")
@@ -74,28 +91,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return serve(ctx, args[1:], stderr)
 	case "keys":
 		if len(args) < 2 || args[1] != "create" {
-			return errors.New("usage: baton keys create --tenant NAME [--admin] [--data DIR]")
+			return missingSubcommand(args, "keys create", "usage: baton keys create --tenant NAME [--admin] [--data DIR]", stdout)
 		}
 		return keysCreate(ctx, args[2:], stdout)
 	case "ledger":
 		if len(args) < 2 || args[1] != "verify" {
-			return errors.New("usage: baton ledger verify [--data DIR | --url URL --key KEY] [HANDOFF_ID[@SEQ:HASH]...]")
+			return missingSubcommand(args, "ledger verify", "usage: baton ledger verify [--data DIR | --url URL --key KEY] [HANDOFF_ID[@SEQ:HASH]...]", stdout)
 		}
 		return ledgerVerify(ctx, args[2:], stdout)
 	case "store":
 		if len(args) < 2 || args[1] != "check" {
-			return errors.New("usage: baton store check [--data DIR]")
+			return missingSubcommand(args, "store check", "usage: baton store check [--data DIR]", stdout)
 		}
 		return storeCheck(ctx, args[2:], stdout)
 	case "migrate":
 		return migrate(ctx, args[1:], stdout)
-	case "dev":
-		return dev(ctx, args[1:], stdout, stderr)
-	case "bench":
-		return bench(ctx, args[1:], stdout)
-	case "bench-proxy": // the gateway benchmark's bare reverse proxy (a child of bench)
-		return benchProxy(ctx, args[1:], stdout)
 	case "version":
+		if err := parseFlags(flag.NewFlagSet("version", flag.ContinueOnError), args[1:]); err != nil {
+			return err
+		}
 		fmt.Fprintln(stdout, "baton", version)
 		return nil
 	case "help", "-h", "--help":
@@ -143,7 +157,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		// A client may retry a day later and must still get its answer.
 		return fmt.Errorf("--idempotency-retention (BATON_IDEMPOTENCY_RETENTION) is %v; it must be at least %v", *idemRetention, ledger.DefaultIdempotencyRetention)
 	}
-	stopProfile, err := startCPUProfile(*cpuprofile)
+	stopProfile, err := profile.StartCPU(*cpuprofile)
 	if err != nil {
 		return err
 	}
@@ -277,7 +291,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 func storeCheck(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("store check", flag.ContinueOnError)
 	data := fs.String("data", dataDirDefault(), "data directory")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	store, err := bolt.Open(*data, bolt.Options{})
@@ -373,7 +387,7 @@ func (e *envVars) integerFrom(flagName, variable string, def, least int64) int64
 // parse parses args into fs, then refuses the variables that could not
 // be used (err).
 func (e *envVars) parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	return e.err(fs)
@@ -416,30 +430,9 @@ func configuredProviders(c *gateway.Catalog) []string {
 	return names
 }
 
-// startCPUProfile profiles this process into path until stop is called;
-// with an empty path it does nothing.
-func startCPUProfile(path string) (stop func(), err error) {
-	if path == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
-}
-
-// DefaultServeGOGC is the collector's target a server runs with unless
-// GOGC is set: the heap may grow to three times what is live between
-// collections instead of twice. Baton's live heap is a few MB, so at Go's
-// default of 100 it collected every few tens of milliseconds under load,
-// about a quarter of its CPU at saturation; the measured trade (less CPU
-// per call, a higher peak RSS, idle memory unchanged) is in
-// docs/operations.md.
+// DefaultServeGOGC is the GC percent `baton serve` runs with unless GOGC is
+// set: the heap may grow to three times what is live, not twice, as Go's
+// default collected Baton's small heap too often (docs/operations.md, Memory).
 const DefaultServeGOGC = 200
 
 // serveGCPercent is the GC percent serve sets: DefaultServeGOGC, unless

@@ -21,18 +21,22 @@ import (
 	batonhttp "github.com/batonhq/baton/http"
 )
 
-// buildBaton builds this command into dir, with the race detector when the
-// test binary has it, and skips the test when it cannot be built.
-func buildBaton(t *testing.T, dir string) string {
+// buildCommand builds the command in the package folder pkg (relative to
+// this one) into dir, with the race detector when the test binary has it,
+// and skips the test when it cannot be built.
+func buildCommand(t *testing.T, dir, pkg string) string {
 	t.Helper()
 	if runtime.GOOS == "windows" {
 		t.Skip("the replica test stops its processes with SIGINT, which Windows does not have")
 	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		t.Skipf("cannot build the baton binary: no go command in PATH (%v)", err)
+		t.Skipf("cannot build %s: no go command in PATH (%v)", pkg, err)
 	}
-	bin := filepath.Join(dir, "baton")
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	if pkg == "." {
+		bin = filepath.Join(dir, "baton")
+	}
 	args := []string{"build", "-o", bin}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
@@ -41,9 +45,9 @@ func buildBaton(t *testing.T, dir string) string {
 			}
 		}
 	}
-	cmd := exec.Command(goTool, append(args, ".")...)
+	cmd := exec.Command(goTool, append(args, pkg)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Skipf("cannot build the baton binary (go %s .): %v\n%s", strings.Join(args, " "), err, out)
+		t.Skipf("cannot build %s (go %s %s): %v\n%s", pkg, strings.Join(args, " "), pkg, err, out)
 	}
 	return bin
 }
@@ -200,7 +204,7 @@ func (a *apiClient) do(method, url string, body any, headers ...string) answer {
 }
 
 // TestReplicasShareKurrentDB runs the test double as a process of its own
-// (baton dev kurrent-double) and three `baton serve --store kurrent`
+// (baton-kurrent-double) and three `baton serve --store kurrent`
 // processes on it, each with its own read models. It checks that exactly
 // one replica creates the bootstrap key, that a write through one replica
 // is read through another with the consistency token, that approvals raced
@@ -211,9 +215,10 @@ func TestReplicasShareKurrentDB(t *testing.T) {
 		t.Skip("starts four processes")
 	}
 	tmp := t.TempDir()
-	bin := buildBaton(t, tmp)
+	bin := buildCommand(t, tmp, ".")
+	doubleBin := buildCommand(t, tmp, "../baton-kurrent-double")
 
-	double := startProc(t, "kurrent-double", bin, "dev", "kurrent-double", "--addr", "127.0.0.1:0", "--system-event-every", "5")
+	double := startProc(t, "kurrent-double", doubleBin, "--addr", "127.0.0.1:0", "--system-event-every", "5")
 	url := double.await(reDoubleURL, 20*time.Second)[1]
 
 	// Three replicas start together on the empty store, with no providers

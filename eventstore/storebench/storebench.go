@@ -1,5 +1,5 @@
 // Package storebench measures an eventstore backend: durable appends at
-// several concurrency levels and global-feed read throughput. `baton bench`
+// several concurrency levels and global-feed read throughput. `baton-bench`
 // runs it and writes docs/benchmarks.md; timings are reported, never
 // asserted, and compared as ratios within one run.
 package storebench

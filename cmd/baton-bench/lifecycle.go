@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/batonhq/baton/domain/secrets"
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
 	"github.com/batonhq/baton/eventstore/ledger"
@@ -60,10 +61,7 @@ func benchLifecyclesOn(ctx context.Context, store eventstore.Store, dir string, 
 	runDone := make(chan struct{})
 	go func() { proj.Run(rctx); close(runDone) }()
 	defer func() { cancel(); <-runDone }()
-	scanner, err := newScanner()
-	if err != nil {
-		return lifecycleResult{}, err
-	}
+	scanner := secrets.NewLazy() // as baton serve's
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return lifecycleResult{}, err

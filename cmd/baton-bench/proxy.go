@@ -19,15 +19,16 @@ import (
 	"github.com/batonhq/baton/gateway"
 )
 
-// benchProxy serves a bare forwarding proxy in front of one upstream: it
-// reads the request, sends it with the HTTP client Baton's adapters use,
-// and copies the answer back, flushing every read. The
+// benchProxy (baton-bench proxy) serves a bare forwarding proxy in front
+// of one upstream: it reads the request, sends it with the HTTP client
+// Baton's adapters use, and copies the answer back, flushing every read. The
 // gateway benchmark runs it as a child process beside Baton: what it adds
 // over calling the upstream directly is the floor any Go HTTP proxy pays on
 // this machine (two more loopback sockets per call, the extra goroutines),
 // so Baton's own cost is what it adds beyond that.
-func benchProxy(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("bench-proxy", flag.ContinueOnError)
+func benchProxy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("baton-bench proxy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
 	upstream := fs.String("upstream", "", "upstream base URL")
 	if err := fs.Parse(args); err != nil {
@@ -107,10 +108,14 @@ func benchProxy(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-// startBareProxy runs `baton bench-proxy` in front of upstream and waits
-// until it serves.
+// startBareProxy runs `baton-bench proxy` (this binary) in front of
+// upstream and waits until it serves.
 func startBareProxy(dir, upstream string) (*gwChild, error) {
-	return startChild(dir, "bench-proxy.log", 15*time.Second, func(addr string) []string {
-		return []string{"bench-proxy", "--addr", addr, "--upstream", upstream}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return startChild(self, dir, "bench-proxy.log", 15*time.Second, func(addr string) []string {
+		return []string{"proxy", "--addr", addr, "--upstream", upstream}
 	}, func(log []byte) bool { return bytes.Contains(log, []byte("bench-proxy serving")) })
 }

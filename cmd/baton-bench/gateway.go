@@ -524,13 +524,13 @@ func (c *gwChild) stop() {
 	}
 }
 
-// benchPin (baton bench --pin) adds the paced rows with Baton on a core of
+// benchPin (--pin) adds the paced rows with Baton on a core of
 // its own.
 var benchPin bool
 
 // gwRows narrows the gateway benchmark to one concurrency (conc > 0) and
 // one kind of call ("plain" or "stream"), for looking at one row while
-// changing the code (bench --gw-conc, --gw-kind).
+// changing the code (--gw-conc, --gw-kind).
 var gwRows struct {
 	conc int
 	kind string
@@ -540,11 +540,15 @@ var gwRows struct {
 // child writes its CPU and heap profiles.
 var childCPUProfile, childMemProfile string
 
+// batonBinary is the baton command the Baton child runs (--baton, or built
+// at the start of the run).
+var batonBinary string
+
 // startBaton runs `baton serve` on a fresh data directory and waits until
 // it serves, reading the bootstrap admin key it prints on first start.
 func startBaton(dir, providers string) (*gwChild, error) {
 	var admin string
-	c, err := startChild(dir, "baton.log", 30*time.Second, func(addr string) []string {
+	c, err := startChild(batonBinary, dir, "baton.log", 30*time.Second, func(addr string) []string {
 		args := []string{"serve", "--data", filepath.Join(dir, "data"), "--addr", addr, "--providers", providers}
 		if childCPUProfile != "" {
 			args = append(args, "--cpuprofile", childCPUProfile)
@@ -567,14 +571,10 @@ func startBaton(dir, providers string) (*gwChild, error) {
 	return c, nil
 }
 
-// startChild runs this binary with args(addr) on a free loopback address,
-// its output in dir/logName, and waits until ready says its log shows it
+// startChild runs exe with args(addr) on a free loopback address, its
+// output in dir/logName, and waits until ready says its log shows it
 // serving.
-func startChild(dir, logName string, within time.Duration, args func(addr string) []string, ready func(log []byte) bool) (*gwChild, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
+func startChild(exe, dir, logName string, within time.Duration, args func(addr string) []string, ready func(log []byte) bool) (*gwChild, error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, err
@@ -600,12 +600,12 @@ func startChild(dir, logName string, within time.Duration, args func(addr string
 		}
 		select {
 		case <-c.exited:
-			return nil, fmt.Errorf("baton %s exited before serving: %s", argv[0], c.logTail())
+			return nil, fmt.Errorf("%s %s exited before serving: %s", filepath.Base(exe), argv[0], c.logTail())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			c.stop()
-			return nil, fmt.Errorf("baton %s did not start within %v: %s", argv[0], within, c.logTail())
+			return nil, fmt.Errorf("%s %s did not start within %v: %s", filepath.Base(exe), argv[0], within, c.logTail())
 		}
 	}
 }
@@ -949,7 +949,7 @@ func gatewayReport(r gatewayResult) string {
 		"`%s` waits %v before it answers (before its first chunk, when streaming, then %v between chunks), as a model takes time to think: %v is far quicker than any hosted model, yet with it 16 callers no longer saturate the cores, so the figures measure what Baton adds to a call at that load rather than how long a call waits for a core. "+
 		"Baton runs as a child process (`baton serve` on a fresh data directory, durable store) with that upstream as an `openai-compatible` provider in its providers file; "+
 		"the calls use a tenant key from `POST /v1/admin/keys`, so every call through Baton authenticates, is priced, holds and settles against its tenant's budget, and queues a usage event that a background writer appends (fsynced, batched per tenant). "+
-		"The same `POST /v1/chat/completions` goes to the upstream directly, through Baton (`%s:<model>`), and through a bare forwarding proxy (`baton bench-proxy`: a handler that reads the request, sends it with the HTTP client Baton's adapters use and copies the answer back, flushing every read; also a child process), over one shared keep-alive client. "+
+		"The same `POST /v1/chat/completions` goes to the upstream directly, through Baton (`%s:<model>`), and through a bare forwarding proxy (`baton-bench proxy`: a handler that reads the request, sends it with the HTTP client Baton's adapters use and copies the answer back, flushing every read; also a child process), over one shared keep-alive client. "+
 		"The bare proxy does nothing but forward, so what it adds is the floor any Go HTTP proxy pays on this machine (two more loopback sockets per call and the goroutines that serve them); Baton's own cost is what it adds beyond that. "+
 		"The three sides take turns in slices of %v (%v per side per row, twice that with the paced model and four times at its 16 callers, the goal's row, after a warm-up), so the machine's noise falls on all alike. "+
 		"Callers of the paced model start spread over one model time (caller i of n waits i/n of it before its first call), as independent clients arrive; "+

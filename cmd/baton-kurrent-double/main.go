@@ -1,3 +1,7 @@
+// Command baton-kurrent-double serves the KurrentDB TEST DOUBLE
+// (eventstore/kurrent/kurrenttest) as a process of its own, so that several
+// baton processes can share it in tests and trials. It is kept out of the
+// baton binary: it is not a database.
 package main
 
 import (
@@ -14,36 +18,38 @@ import (
 	"github.com/batonhq/baton/eventstore/kurrent/kurrenttest"
 )
 
-const devUsage = `usage: baton dev kurrent-double [--addr 127.0.0.1:2113] [--empty] [--system-event-every N] [--max-append-size BYTES]
+const usage = `usage: baton-kurrent-double [--addr 127.0.0.1:2113] [--empty] [--system-event-every N] [--max-append-size BYTES]
 
-Development only. kurrent-double serves the KurrentDB TEST DOUBLE
+Development only. baton-kurrent-double serves the KurrentDB TEST DOUBLE
 (eventstore/kurrent/kurrenttest) as a process of its own, so that several
 baton processes can share it in tests and trials. It is NOT a database:
 everything lives in memory and is gone when it stops; no TLS, no
 authentication, one node. Use a real KurrentDB for anything you want to keep.`
 
-// dev runs development helpers.
-func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "kurrent-double" {
-		fmt.Fprintln(stderr, devUsage)
-		return errors.New("usage: baton dev kurrent-double [--addr HOST:PORT]")
+func main() {
+	err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "baton-kurrent-double:", err)
+		os.Exit(1)
 	}
-	return kurrentDouble(ctx, args[1:], stdout, stderr)
 }
 
-// kurrentDouble serves the test double until SIGINT or SIGTERM (or ctx
-// ends). It prints the address it listens on and the connection string to
-// use, so that callers may ask for port 0.
-func kurrentDouble(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("dev kurrent-double", flag.ContinueOnError)
+// run serves the test double until SIGINT or SIGTERM (or ctx ends). It
+// prints the address it listens on and the connection string to use, so
+// that callers may ask for port 0.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("baton-kurrent-double", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintln(stderr, devUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprintln(stderr, usage); fs.PrintDefaults() }
 	addr := fs.String("addr", "127.0.0.1:2113", "listen address (port 0 picks a free one)")
 	empty := fs.Bool("empty", false, "start with an empty log, without the system events a fresh node has")
 	sysEvery := fs.Int("system-event-every", 0, "write a system event after every N appends, as a busy node's $all has them")
 	maxAppend := fs.Int("max-append-size", kurrenttest.DefaultMaxAppendSize, "refuse appends larger than this, as the server's --max-append-size")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (it takes flags only)", fs.Arg(0))
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

@@ -1,3 +1,9 @@
+// Command baton-bench is Baton's benchmark harness (`make bench`). It
+// measures the embedded store, whole handoff lifecycles over HTTP, what the
+// model gateway and generate add to a model call, and the KurrentDB adapter,
+// and writes docs/benchmarks.md. The gateway and generate benchmarks run
+// `baton serve` as a child process, with this binary's bare forwarding
+// proxy (`baton-bench proxy`) beside it as the floor.
 package main
 
 import (
@@ -7,20 +13,66 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strings"
 	"time"
 
+	"github.com/batonhq/baton/cmd/internal/profile"
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
 	"github.com/batonhq/baton/eventstore/storebench"
 )
 
+const usage = `usage: baton-bench [--out docs/benchmarks.md] [--only store|lifecycle|gateway|generate|kurrent] [flags]
+       baton-bench proxy --upstream URL [--addr 127.0.0.1:0]
+
+baton-bench measures Baton and writes the figures as Markdown (make bench).
+proxy is the gateway benchmark's bare forwarding proxy, run as its child.
+`
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "baton-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var err error
+	if len(args) > 0 && args[0] == "proxy" {
+		err = benchProxy(ctx, args[1:], stdout, stderr)
+	} else {
+		err = bench(ctx, args, stdout, stderr)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // the usage is printed
+	}
+	return err
+}
+
+// batonModule is the package the gateway and generate benchmarks build
+// their child process from, unless --baton names a binary.
+const batonModule = "github.com/batonhq/baton/cmd/baton"
+
+// buildBaton builds the baton command into dir with the go command.
+func buildBaton(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "baton")
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, batonModule).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("building %s (run from the module's folder, or give --baton PATH): %w\n%s", batonModule, err, out)
+	}
+	return bin, nil
+}
+
 // bench measures the embedded store, the ledger over HTTP and the model
 // gateway, and writes the figures as Markdown.
-func bench(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("baton-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage+"\nflags:\n"); fs.PrintDefaults() }
 	out := fs.String("out", "docs/benchmarks.md", "Markdown file to write ('-' for stdout only)")
 	dur := fs.Duration("duration", 5*time.Second, "length of each append run")
 	readN := fs.Int("read-events", 1_000_000, "events in the global-feed read benchmark")
@@ -35,6 +87,7 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&gwRows.kind, "gw-kind", "", "gateway benchmark: only plain or only stream calls (empty: both)")
 	fs.StringVar(&childCPUProfile, "child-cpuprofile", "", "gateway and generate benchmarks: the Baton child process writes its CPU profile to this file")
 	fs.StringVar(&childMemProfile, "child-memprofile", "", "gateway and generate benchmarks: the Baton child process writes its heap profile (allocations) to this file when it stops")
+	fs.StringVar(&batonBinary, "baton", "", "gateway and generate benchmarks: the baton binary to serve with (default: built from "+batonModule+" with go build)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -55,7 +108,7 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	default:
 		return fmt.Errorf("bench: --only %q: want store, lifecycle, gateway, generate or kurrent", *only)
 	}
-	stopProfile, err := startCPUProfile(*cpuprofile)
+	stopProfile, err := profile.StartCPU(*cpuprofile)
 	if err != nil {
 		return err
 	}
@@ -73,6 +126,18 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 			cleanup = append(cleanup, d)
 		}
 		return d, err
+	}
+
+	if batonBinary == "" && (*only == "" || *only == "gateway" || *only == "generate") {
+		// Built before anything is measured, so the compiler's work
+		// falls on no figure.
+		dir, err := tmp("bin")
+		if err != nil {
+			return err
+		}
+		if batonBinary, err = buildBaton(ctx, dir); err != nil {
+			return err
+		}
 	}
 
 	if *blockprofile != "" {
@@ -218,7 +283,7 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 
 func report(fsyncs float64, appends []storebench.AppendResult, read storebench.ReadResult, fillTook time.Duration) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Benchmarks\n\nWritten by `make bench` (`baton bench`). Figures from one run; compare them as\nratios within the run, since these machines are noisy. Unit tests never assert timings.\n\n")
+	fmt.Fprintf(&b, "# Benchmarks\n\nWritten by `make bench` (`baton-bench`). Figures from one run; compare them as\nratios within the run, since these machines are noisy. Unit tests never assert timings.\n\n")
 	fmt.Fprintf(&b, "- Date: %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "- Machine: %s, %d cores, %s/%s, %s\n", storebench.Machine(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	fmt.Fprintf(&b, "- Disk: %.0f write+fsync pairs per second on the benchmark directory's file system (the ceiling for commits one after another)\n\n", fsyncs)

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// flagError is a command's flags failing to parse, or -h / --help: run
+// prints the command's usage, on stdout for help (exit 0), on stderr
+// before the error otherwise.
+type flagError struct {
+	fs  *flag.FlagSet
+	err error
+}
+
+func (e *flagError) Error() string { return e.err.Error() }
+func (e *flagError) Unwrap() error { return e.err }
+
+// parseFlags parses a command's flags. The flag package prints nothing:
+// run prints the usage and main the error, once each.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		return &flagError{fs: fs, err: err}
+	}
+	return nil
+}
+
+// printCommandUsage writes the command's lines of the usage text and its
+// flags.
+func printCommandUsage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "Usage:\n%s", commandUsage(fs.Name()))
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		fmt.Fprintf(w, "\nFlags:\n")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+}
+
+// commandUsage is the usage text's entry for the command name ("serve",
+// "keys create"): its line and the indented lines that continue it.
+func commandUsage(name string) string {
+	var b strings.Builder
+	in := false
+	for _, line := range strings.Split(usage, "\n") {
+		switch {
+		case line == "  baton "+name || strings.HasPrefix(line, "  baton "+name+" "):
+			in = true
+		case in && strings.HasPrefix(line, "        "): // continues the entry
+		default:
+			in = false
+		}
+		if in {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
+}
+
+// missingSubcommand answers a command group (keys, ledger, store) called
+// without its one subcommand sub: with -h or --help, the usage of sub on
+// stdout; else the error msg.
+func missingSubcommand(args []string, sub, msg string, stdout io.Writer) error {
+	if len(args) == 2 && isHelp(args[1]) {
+		fmt.Fprintf(stdout, "Usage:\n%s\n`baton %s --help` lists its flags.\n", commandUsage(sub), sub)
+		return nil
+	}
+	return errors.New(msg)
+}
+
+func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// syncBuffer is a goroutine-safe strings.Builder.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// The KurrentDB test double is not a database: it is a command of its own
+// (cmd/baton-kurrent-double), never linked into the baton binary.
+func TestBinaryLeavesOutTheTestDouble(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command in PATH: %v", err)
+	}
+	out, err := exec.Command(goTool, "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.HasSuffix(pkg, "/kurrenttest") {
+			t.Fatalf("the baton binary links %s", pkg)
+		}
+	}
+}
+
+// `baton COMMAND -h` and `--help` print that command's usage on stdout and
+// succeed, for every command and subcommand, without running it.
+func TestEveryCommandPrintsItsHelp(t *testing.T) {
+	tests := []struct {
+		args  []string
+		usage string // a line the help must hold
+		flag  string // a flag it must list ("" for none)
+	}{
+		{[]string{"serve"}, "  baton serve [--addr", "-addr"},
+		{[]string{"keys", "create"}, "  baton keys create --tenant NAME", "-tenant"},
+		{[]string{"ledger", "verify"}, "  baton ledger verify [--data DIR", "-url"},
+		{[]string{"store", "check"}, "  baton store check [--data ./data]", "-data"},
+		{[]string{"migrate"}, "  baton migrate --from bolt", "-kurrentdb-url"},
+		{[]string{"version"}, "  baton version ", ""},
+		{[]string{"help"}, "  baton serve [--addr", ""},
+		{[]string{"keys"}, "  baton keys create --tenant NAME", ""},
+		{[]string{"ledger"}, "  baton ledger verify [--data DIR", ""},
+		{[]string{"store"}, "  baton store check [--data ./data]", ""},
+	}
+	for _, tt := range tests {
+		for _, h := range []string{"-h", "--help"} {
+			args := append(append([]string{}, tt.args...), h)
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				var stdout, stderr bytes.Buffer
+				// A data directory that cannot be opened: a command that
+				// ran instead of printing its help would fail.
+				t.Setenv("BATON_DATA_DIR", "/nonexistent/baton-help-test")
+				if err := run(context.Background(), args, &stdout, &stderr); err != nil {
+					t.Fatalf("exit status 1: %v\nstderr: %s", err, stderr.String())
+				}
+				out := stdout.String()
+				if !strings.Contains(out, tt.usage) {
+					t.Fatalf("no usage line %q in:\n%s", tt.usage, out)
+				}
+				if tt.flag != "" && !strings.Contains(out, "  "+tt.flag+" ") {
+					t.Fatalf("flag %s not listed in:\n%s", tt.flag, out)
+				}
+				if stderr.Len() > 0 {
+					t.Fatalf("help wrote to stderr: %s", stderr.String())
+				}
+			})
+		}
+	}
+}
+
+// A flag a command does not have fails it, with the command's usage on
+// stderr and nothing on stdout.
+func TestUnknownFlagPrintsUsageAndFails(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"store", "check", "--bogus"}, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "-bogus") {
+		t.Fatalf("err = %v", err)
+	}
+	if stdout.Len() > 0 || !strings.Contains(stderr.String(), "  baton store check") {
+		t.Fatalf("stdout %q, stderr %q", stdout.String(), stderr.String())
+	}
+}
