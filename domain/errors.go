@@ -17,13 +17,14 @@ const (
 	KindForbidden         // authenticated, not allowed (403)
 	KindUnauthorized      // no valid credential (401)
 	KindUnavailable       // a dependency is not answering (503)
-	KindMalformed         // the request cannot be parsed at all (400)
+	KindBadRequest        // the request cannot be carried out as sent: not JSON, refused upstream (400)
 	KindTooLarge          // the request is larger than allowed (413)
 	KindRateLimited       // too many requests, or a budget spent (429)
 	KindUpstream          // a model provider failed (502)
 	KindTimeout           // a model provider did not answer in time (504)
 	KindCanceled          // the client went away (499)
 	KindInternal          // Baton failed; the detail is logged (500)
+	KindNotAllowed        // no such operation on this resource (405)
 )
 
 func (k Kind) String() string {
@@ -40,8 +41,8 @@ func (k Kind) String() string {
 		return "unauthorized"
 	case KindUnavailable:
 		return "unavailable"
-	case KindMalformed:
-		return "malformed"
+	case KindBadRequest:
+		return "bad request"
 	case KindTooLarge:
 		return "too large"
 	case KindRateLimited:
@@ -54,6 +55,8 @@ func (k Kind) String() string {
 		return "canceled"
 	case KindInternal:
 		return "internal"
+	case KindNotAllowed:
+		return "not allowed"
 	}
 	return "error"
 }

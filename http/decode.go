@@ -16,14 +16,13 @@ import (
 // DefaultMaxBody is the default request body limit.
 const DefaultMaxBody = 1 << 20
 
-// errBodyTooLarge and errMalformed are rendered as 413 and 400.
-type decodeError struct {
-	status int
-	code   string
-	msg    string
+func tooLarge(limit int64) error {
+	return domain.E("decode", domain.KindTooLarge, "body_too_large", "the request body is larger than %d bytes", limit)
 }
 
-func (e *decodeError) Error() string { return e.msg }
+func malformed(format string, args ...any) error {
+	return domain.E("decode", domain.KindBadRequest, "malformed_json", format, args...)
+}
 
 // bodyReadTimeout bounds how long a request body may take to arrive: a
 // client trickling a body must not hold a goroutine and its buffer for
@@ -34,19 +33,19 @@ const bodyReadTimeout = 30 * time.Second
 // readBody reads the whole body under the limit and within bodyReadTimeout.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if r.ContentLength > limit {
-		return nil, &decodeError{http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the request body is larger than %d bytes", limit)}
+		return nil, tooLarge(limit)
 	}
 	rc := http.NewResponseController(w)
 	if rc.SetReadDeadline(time.Now().Add(bodyReadTimeout)) == nil {
 		defer rc.SetReadDeadline(time.Time{})
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		return nil, &decodeError{http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the request body is larger than %d bytes", limit)}
+	var over *http.MaxBytesError
+	if errors.As(err, &over) {
+		return nil, tooLarge(limit)
 	}
 	if err != nil {
-		return nil, &decodeError{http.StatusBadRequest, "unreadable_body", "the request body could not be read"}
+		return nil, domain.E("decode", domain.KindBadRequest, "unreadable_body", "the request body could not be read")
 	}
 	return body, nil
 }
@@ -71,11 +70,11 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, dst any) (body
 func decodeBody(body []byte, dst any) error {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
-		return &decodeError{http.StatusBadRequest, "malformed_json", "the request body is empty; send a JSON object"}
+		return malformed("the request body is empty; send a JSON object")
 	}
 	if trimmed[0] != '{' {
 		if !json.Valid(trimmed) {
-			return &decodeError{http.StatusBadRequest, "malformed_json", "the request body is not valid JSON"}
+			return malformed("the request body is not valid JSON")
 		}
 		return domain.Invalid("decode", domain.FieldError{Pointer: "", Code: "invalid_type", Message: "the body must be a JSON object"})
 	}
@@ -84,7 +83,7 @@ func decodeBody(body []byte, dst any) error {
 	if err := json.Unmarshal(trimmed, dst); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			return &decodeError{http.StatusBadRequest, "malformed_json", fmt.Sprintf("the request body is not valid JSON (at byte %d)", se.Offset)}
+			return malformed("the request body is not valid JSON (at byte %d)", se.Offset)
 		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
@@ -113,10 +112,5 @@ func jsonKind(goKind string) string {
 }
 
 func (s *Server) writeDecodeError(w http.ResponseWriter, r *http.Request, err error) {
-	var de *decodeError
-	if errors.As(err, &de) {
-		writeProblem(w, r, de.status, de.code, de.msg)
-		return
-	}
 	s.writeError(w, r, err)
 }

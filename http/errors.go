@@ -1,54 +1,171 @@
 package http
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/projections"
 )
 
-// statusOf is the one place where an error's kind becomes a status code.
+// errorKind is how one kind of error is answered: its status in a problem
+// document, its status on the gateway fronts (which answer validation
+// errors with 400, as the providers they imitate do), and the OpenAI and
+// Anthropic error types.
+type errorKind struct {
+	problem, wire int
+	openai        string
+	anthropic     string
+}
+
+// errorTable is the one place where an error's kind becomes a status code
+// and a wire error type. Every answer that is an error goes through it.
+var errorTable = map[domain.Kind]errorKind{
+	domain.KindBadRequest:   {http.StatusBadRequest, http.StatusBadRequest, "invalid_request_error", "invalid_request_error"},
+	domain.KindInvalid:      {http.StatusUnprocessableEntity, http.StatusBadRequest, "invalid_request_error", "invalid_request_error"},
+	domain.KindUnauthorized: {http.StatusUnauthorized, http.StatusUnauthorized, "invalid_request_error", "authentication_error"},
+	domain.KindForbidden:    {http.StatusForbidden, http.StatusForbidden, "invalid_request_error", "permission_error"},
+	domain.KindNotFound:     {http.StatusNotFound, http.StatusNotFound, "invalid_request_error", "not_found_error"},
+	domain.KindNotAllowed:   {http.StatusMethodNotAllowed, http.StatusMethodNotAllowed, "invalid_request_error", "invalid_request_error"},
+	domain.KindConflict:     {http.StatusConflict, http.StatusConflict, "api_error", "api_error"},
+	domain.KindTooLarge:     {http.StatusRequestEntityTooLarge, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large"},
+	domain.KindRateLimited:  {http.StatusTooManyRequests, http.StatusTooManyRequests, "rate_limit_error", "rate_limit_error"},
+	domain.KindCanceled:     {499, 499, "api_error", "api_error"},
+	domain.KindInternal:     {http.StatusInternalServerError, http.StatusInternalServerError, "api_error", "api_error"},
+	domain.KindUpstream:     {http.StatusBadGateway, http.StatusBadGateway, "api_error", "api_error"},
+	domain.KindUnavailable:  {http.StatusServiceUnavailable, http.StatusServiceUnavailable, "api_error", "api_error"},
+	domain.KindTimeout:      {http.StatusGatewayTimeout, http.StatusGatewayTimeout, "api_error", "api_error"},
+}
+
+// codeTypes are the codes whose wire types differ from their kind's, as
+// the providers name those conditions.
+var codeTypes = map[string]struct{ openai, anthropic string }{
+	"budget_exceeded":     {"insufficient_quota", "rate_limit_error"},
+	"no_route":            {"api_error", "overloaded_error"},
+	"upstream_overloaded": {"api_error", "overloaded_error"},
+}
+
+// statusOf is a kind's status in a problem document.
 func statusOf(kind domain.Kind) int {
-	switch kind {
-	case domain.KindInvalid:
-		return http.StatusUnprocessableEntity
-	case domain.KindNotFound:
-		return http.StatusNotFound
-	case domain.KindConflict:
-		return http.StatusConflict
-	case domain.KindForbidden:
-		return http.StatusForbidden
-	case domain.KindUnauthorized:
-		return http.StatusUnauthorized
-	case domain.KindUnavailable:
-		return http.StatusServiceUnavailable
+	if k, ok := errorTable[kind]; ok {
+		return k.problem
 	}
 	return http.StatusInternalServerError
 }
 
-// problemFor renders any error as a problem document. Errors that are not
-// the domain's are logged and answered without their text.
-func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+// described is any error as the fronts answer it: a domain error (kind,
+// code, message, fields), the request parameter it is about, and whether
+// its cause is Baton's to log.
+type described struct {
+	*domain.Error
+	param string
+	log   bool
+}
+
+// describe turns any error into a domain error. Errors of the store, the
+// read models and the gateway get their kinds here; anything else is an
+// internal error, answered without its text.
+func describe(r *http.Request, err error) described {
 	var de *domain.Error
+	var ue *gateway.UpstreamError
+	var be *gateway.BudgetError
 	switch {
+	case errors.As(err, &be):
+		if be.Period == "" {
+			return described{Error: domain.E("gateway", domain.KindForbidden, "unpriced_model_under_budget", "%s", be.Error()), param: "model"}
+		}
+		if be.Never {
+			// Waiting does not help: the request must ask for less.
+			e := domain.E("gateway", domain.KindBadRequest, "budget_too_small_for_request", "%s", be.Error())
+			return described{Error: e, param: "max_tokens"}
+		}
+		e := domain.E("gateway", domain.KindRateLimited, "budget_exceeded", "%s", be.Error())
+		e.RetryAfter = max(1, int(time.Until(be.ResetAt).Seconds()+0.999))
+		if be.HeldOnly {
+			e.RetryAfter = 1 // calls in flight hold the room; they end soon
+		}
+		return described{Error: e}
+	case errors.Is(err, gateway.ErrNoRoute):
+		return described{Error: domain.E("gateway", domain.KindUnavailable, "no_route", "%s", err.Error()), param: "model", log: true}
 	case errors.As(err, &de):
-		p := newProblem(r, statusOf(de.Kind), de.Code, de.Message)
-		p.Fields = de.Fields
-		p.Findings = de.Findings
-		writeProblemDoc(w, p)
+		d := described{Error: de, log: statusOf(de.Kind) >= 500}
+		if len(de.Fields) > 0 {
+			d.param = de.Fields[0].Pointer
+		}
+		return d
+	case errors.Is(err, gateway.ErrUnknownModel):
+		return described{Error: domain.E("gateway", domain.KindNotFound, "model_not_found", "%s", err.Error()), param: "model"}
+	case errors.As(err, &ue):
+		e := domain.E("gateway", domain.KindUpstream, "upstream_error", "%s", ue.Public())
+		e.RetryAfter, _ = strconv.Atoi(ue.RetryAfter)
+		switch {
+		case ue.Timeout:
+			e.Kind, e.Code = domain.KindTimeout, "upstream_timeout"
+		case ue.Status == http.StatusTooManyRequests:
+			e.Kind, e.Code = domain.KindRateLimited, "upstream_rate_limited"
+		case ue.Status == 529 || ue.Status == http.StatusServiceUnavailable:
+			e.Kind, e.Code = domain.KindUnavailable, "upstream_overloaded"
+		case ue.Status == http.StatusBadRequest || ue.Status == http.StatusUnprocessableEntity || ue.Status == http.StatusNotFound:
+			// The upstream refused the request itself: the caller's to fix.
+			e.Kind, e.Code = domain.KindBadRequest, "upstream_rejected_request"
+		}
+		// Otherwise (5xx, connection failures, and upstream 401/403, which
+		// are Baton's credentials, not the caller's) a bad gateway.
+		return described{Error: e, log: true}
 	case errors.Is(err, eventstore.ErrUnavailable):
-		s.log.Error().Str("requestId", RequestID(r.Context())).Err(err).Msg("store unavailable")
-		w.Header().Set("Retry-After", "1")
-		writeProblem(w, r, http.StatusServiceUnavailable, "store_unavailable", "The event store did not answer; a write in flight may or may not have been recorded. Retry with the same Idempotency-Key (or the same body): a recorded write is answered from the ledger, not written twice.")
+		e := domain.E("store", domain.KindUnavailable, "store_unavailable", "The event store did not answer; a write in flight may or may not have been recorded. Retry with the same Idempotency-Key (or the same body): a recorded write is answered from the ledger, not written twice.")
+		e.RetryAfter = 1
+		return described{Error: e, log: true}
 	case errors.Is(err, eventstore.ErrFailed), errors.Is(err, eventstore.ErrClosed), errors.Is(err, projections.ErrBehind):
-		s.log.Error().Str("requestId", RequestID(r.Context())).Err(err).Msg("store unavailable")
-		writeProblem(w, r, http.StatusServiceUnavailable, "store_unavailable", "The ledger store cannot take this request now; nothing was recorded. Retry with the same Idempotency-Key.")
-	case errors.Is(err, r.Context().Err()) && r.Context().Err() != nil:
-		writeProblem(w, r, 499, "client_closed_request", "The client went away.")
-	default:
-		s.log.Error().Str("requestId", RequestID(r.Context())).Err(err).Msg("request failed")
-		writeProblem(w, r, http.StatusInternalServerError, "internal_error", "The server failed on this request; it has been logged.")
+		return described{Error: domain.E("store", domain.KindUnavailable, "store_unavailable", "The ledger store cannot take this request now; nothing was recorded. Retry with the same Idempotency-Key."), log: true}
+	case errors.Is(err, context.Canceled), r.Context().Err() != nil && errors.Is(err, r.Context().Err()):
+		return described{Error: domain.E("request", domain.KindCanceled, "client_closed_request", "The client went away.")}
 	}
+	return described{Error: domain.E("request", domain.KindInternal, "internal_error", "The server failed on this request; it has been logged."), log: true}
+}
+
+// types are d's OpenAI and Anthropic error types.
+func (d described) types() (openai, anthropic string) {
+	if t, ok := codeTypes[d.Code]; ok {
+		return t.openai, t.anthropic
+	}
+	k, ok := errorTable[d.Kind]
+	if !ok {
+		k = errorTable[domain.KindInternal]
+	}
+	return k.openai, k.anthropic
+}
+
+// wireStatus is d's status on the gateway fronts.
+func (d described) wireStatus() int {
+	if k, ok := errorTable[d.Kind]; ok {
+		return k.wire
+	}
+	return http.StatusInternalServerError
+}
+
+// writeError renders any error as a problem document.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	writeProblemDoc(w, s.problemFor(w, r, err))
+}
+
+// problemFor describes err as a problem document, logging what is Baton's
+// to fix and setting Retry-After when the error says when to retry.
+func (s *Server) problemFor(w http.ResponseWriter, r *http.Request, err error) Problem {
+	d := describe(r, err)
+	if d.log {
+		s.log.Error().Str("requestId", RequestID(r.Context())).Err(err).Msg("request failed")
+	}
+	if d.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(d.RetryAfter))
+	}
+	p := newProblem(r, statusOf(d.Kind), d.Code, d.Message)
+	p.Fields = d.Fields
+	p.Findings = d.Findings
+	return p
 }

@@ -103,7 +103,7 @@ func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
 	case "sync", "health", "health/batch", "route/preview":
 		// The admin endpoints under /v1/models are POSTs; this route takes
 		// every other GET below /v1/models, so it answers for them.
-		s.noRoute(w, r, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed on "+r.URL.Path+".")
+		s.noRoute(w, r, notAllowed(r))
 		return
 	}
 	m, ok := s.catalog.Get(id)
@@ -634,8 +634,7 @@ func (s *Server) plan(id string, req gateway.Request) ([]gateway.Target, error) 
 func writeAnswer(w http.ResponseWriter, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		w.WriteHeader(http.StatusInternalServerError)
-		return
+		panic(err) // Baton's own answer types always encode; withRecover answers 500
 	}
 	b = append(b, '\n')
 	w.Header().Set("Content-Type", "application/json")
@@ -771,8 +770,9 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCa
 			if errors.Is(p.err, context.Canceled) || r.Context().Err() != nil {
 				outcome = "client_gone"
 			} else {
-				we := classify(p.err)
-				sse.data(map[string]any{"error": map[string]any{"message": we.message, "type": we.oaType, "param": nil, "code": we.code}})
+				d := describe(r, p.err)
+				oa, _ := d.types()
+				sse.data(map[string]any{"error": map[string]any{"message": d.Message, "type": oa, "param": nil, "code": d.Code}})
 			}
 			s.recordUsage(r, c, sent.bill(c.req, nil), outcome)
 			return
@@ -1090,8 +1090,9 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 			if errors.Is(p.err, context.Canceled) || r.Context().Err() != nil || errors.Is(p.err, io.ErrClosedPipe) {
 				outcome = "client_gone"
 			} else {
-				we := classify(p.err)
-				sse.event("error", map[string]any{"type": "error", "error": map[string]any{"type": we.anType, "message": we.message}})
+				d := describe(r, p.err)
+				_, an := d.types()
+				sse.event("error", map[string]any{"type": "error", "error": map[string]any{"type": an, "message": d.Message}})
 			}
 			s.recordUsage(r, c, sent.bill(c.req, nil), outcome)
 			return
@@ -1128,22 +1129,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 // writeWireDecodeError answers body-level failures (too large, not JSON)
 // in a front's error shape.
 func (s *Server) writeWireDecodeError(w http.ResponseWriter, r *http.Request, f errFormat, err error) {
-	var de *decodeError
-	if !errors.As(err, &de) {
-		s.writeErrorAs(w, r, f, err)
-		return
-	}
-	typ := "invalid_request_error"
-	if de.status == http.StatusRequestEntityTooLarge {
-		if f == anthropicErrors {
-			typ = "request_too_large"
-		}
-	}
-	if f == openaiErrors {
-		writeJSON(w, de.status, map[string]any{"error": map[string]any{"message": de.msg, "type": typ, "param": nil, "code": de.code}})
-		return
-	}
-	writeJSON(w, de.status, map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": de.msg}, "request_id": RequestID(r.Context())})
+	s.writeErrorAs(w, r, f, err)
 }
 
 // contentBlocks numbers the content blocks of a streamed message: the

@@ -361,13 +361,7 @@ func (s *Server) writeGatewayProblem(w http.ResponseWriter, r *http.Request, err
 		s.writeError(w, r, err)
 		return
 	}
-	we := classify(err)
-	if we.status >= 500 {
-		s.log.Error().Str("requestId", RequestID(r.Context())).Err(err).Msg("generation failed")
-	}
-	if we.retryAfter != "" {
-		w.Header().Set("Retry-After", we.retryAfter)
-	}
+	p := s.problemFor(w, r, err)
 	ext := map[string]any{}
 	if trace != nil {
 		svc := map[string]any{"trace": trace}
@@ -379,7 +373,7 @@ func (s *Server) writeGatewayProblem(w http.ResponseWriter, r *http.Request, err
 	if usage != nil {
 		ext["attempts"], ext["usage"] = len(trace.Attempts), usage
 	}
-	writeProblemExt(w, newProblem(r, we.status, we.code, we.message), ext)
+	writeProblemExt(w, p, ext)
 }
 
 // contextPrompt loads a context packet of the tenant as prompt text.

@@ -130,7 +130,7 @@ func (s *Server) withRecover(next http.Handler) http.Handler {
 					// connection; the client sees the stream break.
 					panic(http.ErrAbortHandler)
 				}
-				s.noRoute(w, r, http.StatusInternalServerError, "internal_error", "The server failed on this request; it has been logged.")
+				s.noRoute(w, r, domain.E("request", domain.KindInternal, "internal_error", "The server failed on this request; it has been logged."))
 			}
 		}()
 		next.ServeHTTP(w, r)
@@ -164,10 +164,6 @@ func newProblem(r *http.Request, status int, code, detail string) Problem {
 		Instance:  r.URL.Path,
 		RequestID: RequestID(r.Context()),
 	}
-}
-
-func writeProblem(w http.ResponseWriter, r *http.Request, status int, code, detail string) {
-	writeProblemDoc(w, newProblem(r, status, code, detail))
 }
 
 func writeProblemDoc(w http.ResponseWriter, p Problem) {

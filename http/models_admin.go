@@ -342,7 +342,7 @@ func keySet(p gateway.Provider) bool {
 func (s *Server) budgetTenant(w http.ResponseWriter, r *http.Request) (string, bool) {
 	tenant := mux.Vars(r)["tenant"]
 	if !domain.ValidTenant(tenant) {
-		writeProblem(w, r, http.StatusNotFound, "not_found", "No tenant named "+tenant+"; tenant names are 1-63 lowercase letters, digits, '_' or '-'.")
+		s.writeError(w, r, domain.E("budgets", domain.KindNotFound, "not_found", "No tenant named %s; tenant names are 1-63 lowercase letters, digits, '_' or '-'.", tenant))
 		return "", false
 	}
 	return tenant, true

@@ -130,10 +130,10 @@ func NewServer(cfg Config) *Server {
 	}
 	rt := s.router
 	rt.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.noRoute(w, r, http.StatusNotFound, "not_found", "No route for "+r.Method+" "+r.URL.Path+".")
+		s.noRoute(w, r, domain.E("route", domain.KindNotFound, "not_found", "No route for %s %s.", r.Method, r.URL.Path))
 	})
 	rt.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.noRoute(w, r, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed on "+r.URL.Path+".")
+		s.noRoute(w, r, notAllowed(r))
 	})
 	rt.Use(recordRoute)
 	rt.HandleFunc("/healthz", s.health).Methods(http.MethodGet)
@@ -191,7 +191,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	head, err := s.store.Head(ctx)
 	if err != nil {
-		writeProblem(w, r, http.StatusServiceUnavailable, "store_unavailable", "The event store is not answering.")
+		s.writeError(w, r, domain.E("health", domain.KindUnavailable, "store_unavailable", "The event store is not answering."))
 		return
 	}
 	body := map[string]any{"status": "ok", "version": s.version, "storeHead": head}
@@ -204,6 +204,11 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, body)
+}
+
+// notAllowed is the error for a method a path does not take.
+func notAllowed(r *http.Request) error {
+	return domain.E("route", domain.KindNotAllowed, "method_not_allowed", "%s is not allowed on %s.", r.Method, r.URL.Path)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
