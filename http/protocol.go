@@ -6,9 +6,9 @@ import (
 	"github.com/batonhq/baton/domain"
 )
 
-// Cell is one entry of the transition table: what a command does in a
-// state. The table is published by GET /v1/executor-protocol, printed in
-// docs/protocol.md, and walked cell by cell by a test.
+// Cell is one entry of the transition table as GET /v1/executor-protocol
+// publishes it and docs/protocol.md prints it: the domain's cell with its
+// answer's status code.
 type Cell struct {
 	State   domain.State `json:"state"`
 	Command string       `json:"command"`
@@ -17,62 +17,20 @@ type Cell struct {
 	Next    domain.State `json:"next,omitempty"` // the resting state when allowed
 }
 
-// Commands of the table, in column order.
-var TableCommands = []string{"approve", "reject", "proof", "result", "review"}
-
-// TransitionTable is every resting state × every command. executor_started
-// is never a resting state: it is entered and left inside the first proof or
-// result callback, so its row is that of approval_decided's successors.
+// TransitionTable is domain.TransitionTable in HTTP terms: an allowed
+// command answers 200, a refused one the status of its error's kind.
 func TransitionTable() []Cell {
-	const ok = http.StatusOK
-	const conflict = http.StatusConflict
-	c := func(s domain.State, cmd string, status int, code string, next domain.State) Cell {
-		return Cell{State: s, Command: cmd, Status: status, Code: code, Next: next}
+	cells := domain.TransitionTable()
+	out := make([]Cell, len(cells))
+	for i, c := range cells {
+		if c.Allowed {
+			out[i] = Cell{State: c.State, Command: c.Command, Status: http.StatusOK, Next: c.Next}
+		} else {
+			out[i] = Cell{State: c.State, Command: c.Command, Status: statusOf(c.Kind), Code: c.Code}
+		}
 	}
-	cc, ad, pr, pv, rr, lc := domain.StateContractCreated, domain.StateApprovalDecided, domain.StateProofReceived,
-		domain.StateProofReviewed, domain.StateResultReceived, domain.StateLedgerClosed
-	return []Cell{
-		c(cc, "approve", ok, "", ad),
-		c(cc, "reject", ok, "", lc),
-		c(cc, "proof", conflict, "approval_pending", ""),
-		c(cc, "result", conflict, "approval_pending", ""),
-		c(cc, "review", conflict, "no_proof", ""),
-
-		c(ad, "approve", conflict, "approval_already_decided", ""),
-		c(ad, "reject", conflict, "approval_already_decided", ""),
-		c(ad, "proof", ok, "", pr),
-		c(ad, "result", conflict, "proof_required", ""),
-		c(ad, "review", conflict, "no_proof", ""),
-
-		c(pr, "approve", conflict, "approval_already_decided", ""),
-		c(pr, "reject", conflict, "approval_already_decided", ""),
-		c(pr, "proof", ok, "", pr),
-		c(pr, "result", ok, "", rr),
-		c(pr, "review", ok, "", pv),
-
-		c(pv, "approve", conflict, "approval_already_decided", ""),
-		c(pv, "reject", conflict, "approval_already_decided", ""),
-		c(pv, "proof", ok, "", pr),
-		c(pv, "result", ok, "", lc),
-		c(pv, "review", ok, "", pv),
-
-		c(rr, "approve", conflict, "approval_already_decided", ""),
-		c(rr, "reject", conflict, "approval_already_decided", ""),
-		c(rr, "proof", conflict, "result_already_received", ""),
-		c(rr, "result", conflict, "result_already_received", ""),
-		c(rr, "review", ok, "", lc),
-
-		c(lc, "approve", conflict, "ledger_closed", ""),
-		c(lc, "reject", conflict, "ledger_closed", ""),
-		c(lc, "proof", conflict, "ledger_closed", ""),
-		c(lc, "result", conflict, "ledger_closed", ""),
-		c(lc, "review", conflict, "ledger_closed", ""),
-	}
+	return out
 }
-
-// The table assumes a contract whose proof policy requires proof, a result
-// callback that carries no proof of its own, and a review verdict of
-// verified; docs/protocol.md spells out the variations.
 
 var certificationChecklist = []string{
 	"Read protocolVersion and schemaVersion before processing.",

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/batonhq/baton/domain"
 	batonhttp "github.com/batonhq/baton/http"
 )
 
@@ -13,18 +14,18 @@ import (
 func renderTable() string {
 	var b strings.Builder
 	b.WriteString("| state |")
-	for _, c := range batonhttp.TableCommands {
+	for _, c := range domain.TableCommands {
 		b.WriteString(" " + c + " |")
 	}
 	b.WriteString("\n|---|")
-	for range batonhttp.TableCommands {
+	for range domain.TableCommands {
 		b.WriteString("---|")
 	}
 	b.WriteString("\n")
 	cells := batonhttp.TransitionTable()
-	for i := 0; i < len(cells); i += len(batonhttp.TableCommands) {
+	for i := 0; i < len(cells); i += len(domain.TableCommands) {
 		fmt.Fprintf(&b, "| `%s` |", cells[i].State)
-		for _, c := range cells[i : i+len(batonhttp.TableCommands)] {
+		for _, c := range cells[i : i+len(domain.TableCommands)] {
 			if c.Code == "" {
 				fmt.Fprintf(&b, " %d → `%s` |", c.Status, c.Next)
 			} else {
@@ -37,7 +38,8 @@ func renderTable() string {
 }
 
 // TestProtocolDocShowsTheTable keeps docs/protocol.md true: the table there
-// is the one the API publishes and TestTransitionTable walks.
+// is the one the API publishes, TestPublishedTableOverHTTP walks over HTTP
+// and domain's TestTransitionTable walks through Decide.
 func TestProtocolDocShowsTheTable(t *testing.T) {
 	doc, err := os.ReadFile("../docs/protocol.md")
 	if err != nil {
