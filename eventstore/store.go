@@ -3,7 +3,8 @@
 // revisions, and one global feed in commit order that projections follow.
 //
 // Backends live in subpackages named after what they adapt to (bolt, kurrent);
-// storetest holds the conformance suite every backend must pass.
+// storetest holds the conformance suite every backend must pass; migrate
+// copies one store into another.
 package eventstore
 
 import (

@@ -41,6 +41,7 @@ var rules = map[string]rule{
 	"eventstore/storetest":           {ours: []string{"eventstore"}, thirdParty: []string{"github.com/google/uuid"}},
 	"eventstore/storebench":          {ours: []string{"eventstore"}, thirdParty: []string{"github.com/google/uuid"}},
 	"eventstore/records":             {ours: []string{"eventstore", "domain"}},
+	"eventstore/migrate":             {ours: []string{"eventstore"}},
 	"eventstore/ledger":              {ours: []string{"eventstore", "eventstore/records", "domain", "domain/contextpack"}, thirdParty: []string{"github.com/google/uuid"}},
 
 	"projections": {ours: []string{"eventstore", "eventstore/records", "domain"}, thirdParty: []string{"go.etcd.io/bbolt", "github.com/tidwall/gjson"}},
@@ -51,8 +52,8 @@ var rules = map[string]rule{
 	"docs": {},
 
 	// The binaries wire; none links a test double.
-	"cmd/baton": {ours: []string{"domain", "domain/secrets", "domain/secrets/gitleaks", "eventstore", "eventstore/bolt", "eventstore/kurrent", "eventstore/ledger", "eventstore/records",
-		"projections", "gateway", "http", "cmd/internal/profile"}, thirdParty: []string{"github.com/rs/zerolog", "go.etcd.io/bbolt"}},
+	"cmd/baton": {ours: []string{"domain", "domain/secrets", "domain/secrets/gitleaks", "eventstore", "eventstore/bolt", "eventstore/kurrent", "eventstore/ledger", "eventstore/migrate",
+		"eventstore/records", "projections", "gateway", "http", "cmd/internal/profile"}, thirdParty: []string{"github.com/rs/zerolog", "go.etcd.io/bbolt"}},
 	"cmd/baton-bench": {ours: []string{"domain", "domain/secrets", "domain/secrets/gitleaks", "eventstore", "eventstore/bolt", "eventstore/kurrent", "eventstore/kurrent/kurrenttest",
 		"eventstore/ledger", "eventstore/storebench", "projections", "gateway", "http", "cmd/internal/profile"}, thirdParty: []string{"github.com/rs/zerolog", "golang.org/x/sys"}},
 	"cmd/baton-kurrent-double": {ours: []string{"eventstore/kurrent/kurrenttest"}},
@@ -130,6 +131,8 @@ func TestDependencyRulesBite(t *testing.T) {
 		{"http", module + "/eventstore/bolt", false},
 		{"eventstore/ledger", module + "/projections", false},
 		{"projections", module + "/eventstore/ledger", false},
+		{"eventstore/migrate", module + "/eventstore", true},
+		{"eventstore/migrate", module + "/eventstore/kurrent", false},
 		{"cmd/baton", module + "/eventstore/kurrent/kurrenttest", false},
 		{"cmd/baton", module + "/eventstore/storetest", false},
 		{"cmd/baton", "github.com/gorilla/mux", false},

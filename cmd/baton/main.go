@@ -105,7 +105,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		return storeCheck(ctx, args[2:], stdout)
 	case "migrate":
-		return migrate(ctx, args[1:], stdout)
+		return migrateStore(ctx, args[1:], stdout)
 	case "version":
 		if err := parseFlags(flag.NewFlagSet("version", flag.ContinueOnError), args[1:]); err != nil {
 			return err
