@@ -73,12 +73,10 @@ func metadataSize(m *eventstore.Metadata) int {
 }
 
 // writer is the only goroutine that places events. It takes every append
-// waiting in the queue (up to MaxBatch), checks and places them, and writes
-// them to the journal as one frame: a group commit. A lone append finds the
-// queue empty and commits at once; no timer ever holds it back. The writer
-// does not wait for the disk: it hands the group to the syncer and goes on
-// with the next, writing its frame while an fdatasync runs, and the
-// completer answers the groups in order as the fdatasyncs covering them end.
+// waiting in the queue (up to MaxBatch), checks and places them, writes them
+// to the journal as one frame (a group commit) and hands the group to the
+// syncer without waiting for the disk. docs/eventstore.md ("Group commit")
+// describes the whole path.
 func (s *Store) writer() {
 	defer close(s.groups)
 	defer close(s.syncWake)
@@ -104,12 +102,9 @@ func (s *Store) writer() {
 
 // syncer makes the journal durable: one fdatasync at a time, each covering
 // every frame written before it starts, so the groups written while one
-// runs all wait for the next and no longer. The writer would otherwise
-// stop behind the running fdatasync with its next group written, and the
-// appends arriving meanwhile would wait for a third (the store benchmark at
-// 16 writers: p50 713 us, about five fdatasyncs, before this). It exits
-// when the writer has (syncWake closed) and every group handed over is
-// synced.
+// runs all wait for the next and no longer (why, measured: docs/eventstore.md,
+// "Group commit"). It exits when the writer has (syncWake closed) and every
+// group handed over is synced.
 func (s *Store) syncer() {
 	defer close(s.syncDone)
 	var batch []*group
@@ -234,15 +229,11 @@ func (s *Store) completer() {
 			err = failed
 		}
 		if err != nil {
-			// What the OS holds for the journal after a failed write or
-			// fsync is unknowable until the store is reopened, so the
-			// store stops writing (the lesson of PostgreSQL's fsync
-			// failures). The frames may have reached the disk all the
-			// same: to this group's callers the outcome is unknown, and
-			// a retry with the same event ids is the safe answer (after
-			// the store is reopened). Only a group the size limit refused
-			// before any byte was written, with none failed before it,
-			// knows it wrote nothing.
+			// After a failed write or fsync the store stops writing, and
+			// to this group's callers the outcome is unknown (the frames
+			// may have reached the disk; docs/eventstore.md, "Failure
+			// behaviour"). Only a group the size limit refused before any
+			// byte was written, with none failed before it, wrote nothing.
 			written := !(g.placedOnly && failed == nil)
 			if failed == nil {
 				failed = err

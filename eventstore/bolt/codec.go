@@ -20,17 +20,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // where the record came from.
 var errRecord = errors.New("malformed event record")
 
-// encodeRecord lays an event out as stored in the events bucket:
-//
-//	version(1) id(16) uvarint(position) uvarint(revision)
-//	str(stream) str(type) varint(recordedAt unix ns)
-//	str(tenant) str(actor) str(requestId) str(causationId)
-//	uvarint(schemaVersion) str(prevHash) str(hash) bytes(data)
-//	crc32c(4, of everything before it)
-//
-// where str and bytes are a uvarint length followed by the bytes. The record
-// repeats its position, stream and revision so that a misplaced or mangled
-// page cannot pass as another event.
+// encodeRecord lays an event out as stored in the events bucket and the
+// journal (the layout: docs/eventstore.md, "The event record"). The record
+// repeats its position, stream and revision, and ends with a crc32c, so that
+// a misplaced or mangled page cannot pass as another event.
 func encodeRecord(dst []byte, ev *eventstore.RecordedEvent) []byte {
 	m := &ev.Metadata
 	dst = append(dst, recordVersion)

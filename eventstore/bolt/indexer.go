@@ -17,10 +17,8 @@ import (
 const DefaultIndexDelay = 10 * time.Millisecond
 
 // indexBatch is how many events the indexer waits for past its delay, up
-// to ten delays: a commit costs about the same for one event as for
-// dozens (some 450 us of CPU here, most of it fixed), and at a few hundred
-// appends a second committing every 10 ms made it most of what an append
-// cost. Above about 3,200 appends a second the delay alone decides.
+// to ten delays: a commit costs about the same for one event as for dozens
+// (measured: docs/eventstore.md).
 const indexBatch = 32
 
 // indexer moves journaled events into the bbolt file, in position order,

@@ -9,15 +9,11 @@ import (
 	"github.com/batonhq/baton/eventstore"
 )
 
-// chunkSize is how many revisions of a stream one index chunk holds.
-//
-// A stream's index maps its revisions to global positions. The open chunk
-// (the stream's newest revisions) lives inline in the stream's head record in
-// the streams bucket, so that concurrent appends to many streams dirty the
-// few pages that hold the heads instead of one index page per stream. A full
-// chunk is sealed into the revs bucket under (stream, chunk number). Keeping
-// one key per revision instead cut group-commit throughput at 64 writers by
-// more than half (measured: see docs/eventstore.md).
+// chunkSize is how many revisions of a stream one index chunk holds. The
+// open chunk (the newest revisions) lives inline in the stream's head record,
+// so appends to many streams dirty the few pages of the heads, not a page per
+// stream; a full chunk is sealed into the revs bucket under (stream, chunk
+// number). Why, measured: docs/eventstore.md.
 const chunkSize = 32
 
 // streamHead is a stream's head record: its last revision and the positions

@@ -3,85 +3,11 @@
 // (github.com/EventStore/EventStore-Client-Go/v4/esdb).
 //
 // Open takes a KurrentDB connection string: esdb://host:2113 for one node,
-// esdb+discover://host:2113 (or several hosts) for a cluster. TLS is on
-// unless the string says tls=false, as in the client; credentials,
-// tlsCAFile, keepAliveInterval, maxDiscoverAttempts ... are the client's
-// settings.
-//
-// How the contract maps onto KurrentDB:
-//
-//   - Expected revisions map one to one: NoStream to esdb.NoStream{},
-//     Revision(n) to esdb.StreamRevision{Value: n}, StreamExists to
-//     esdb.StreamExists{}. esdb.Any is never sent: the client turns a missing
-//     expectation into Any, which switches the check off, and the store
-//     refuses an unset expectation before anything is sent.
-//   - A wrong expected version is a *eventstore.WrongExpectedRevisionError
-//     (errors.Is ErrConflict) naming the stream's actual revision, taken from
-//     the client's error (or, if its text is not in the expected form, read
-//     from the stream).
-//   - Every event is appended with its own id (EventData.ID is the KurrentDB
-//     event id), so a retried append is idempotent on the server. KurrentDB's
-//     rules: with NoStream or Revision(n) behind the stream, the events are
-//     compared one by one with those stored after the expectation; all
-//     equal is a success that writes nothing and returns the original
-//     result, a first event that differs is a conflict, and stored events
-//     followed by new ones are a conflict too. With StreamExists, ids already
-//     in the stream make the append a retry, but the server only remembers
-//     recently written ids for that. Unlike the embedded store, KurrentDB
-//     lets one id be stored in two streams; that is not a conflict here.
-//   - Metadata travels as the event's user metadata, in JSON. A RecordedAt
-//     the caller left zero is not written; reads then report the server's
-//     created time of the event (stamped at commit, 100 ns resolution), so
-//     every event Baton wrote reads back with one and it never changes. User
-//     metadata that is not that JSON (events other clients wrote) is never
-//     guessed at: the event reads with empty metadata (no recordedAt) and
-//     RecordedEvent.Unreadable saying why, and each reader decides.
-//   - Event types and stream ids starting with "$" are KurrentDB's own and
-//     are refused (ErrInvalidEvent): such events would never appear in the
-//     feed.
-//   - Reading a stream that does not exist is an empty read. Events read
-//     from a stream carry the position the server reports: KurrentDB's
-//     self-committed events have theirs, older servers report none (every
-//     bit set).
-//   - The global feed is $all without KurrentDB's own events (types starting
-//     with "$"): ReadAll reads forwards and skips them (the client has no
-//     server-side filter for reads), SubscribeAll uses SubscribeToAll with the
-//     server-side filter that excludes them, so checkpoints keep flowing
-//     while only system events are written. Positions are KurrentDB's
-//     commit/prepare positions; Start maps to the beginning of $all
-//     explicitly (the client's zero value is the end).
-//   - A dropped subscription is resubscribed with exponential backoff from
-//     the last event it delivered; drops and resumptions are logged.
-//   - With the client's default node preference (leader) every call says
-//     that it requires the leader ("requires-leader" header; the client
-//     means to send it but does not, see below, so the store adds it). A
-//     node that is not, or no longer, the leader then refuses the call
-//     without doing anything and names the leader; the client reconnects
-//     there and the store sends the call again (up to three times), so a
-//     leader change shows as latency, not as an error, and reads (Head
-//     included) never come from a node that lags behind the leader. With
-//     nodePreference=follower or random the header is not sent: reads may
-//     then lag behind writes made through other nodes. Other failures of an
-//     append in flight leave its outcome unknown; retrying it with the same
-//     event ids is safe.
-//   - Head reads $all backwards to the newest event that is not a system
-//     event.
-//   - KurrentDB caps one append at --max-append-size (1 MiB by default), far
-//     below the contract's 4 MiB per event. Appends above Config.MaxAppendSize
-//     are refused locally with ErrInvalidEvent; raise both together.
-//   - Config.StreamPrefix lets several stores share one database, each
-//     seeing only its own streams (the conformance run against a real server
-//     uses it).
-//
-// Known limitations of the client (v4.2.0) that the store works around or
-// lives with: it never sends the "requires-leader" header it builds (it
-// attaches it to the incoming metadata of the call's context), which the
-// store sends itself; it gives up on a node after maxDiscoverAttempts failed
-// discoveries and then refuses every call, so the store replaces it with a
-// new client on the next call (calls queued inside the old client at that
-// moment stay blocked there); it keeps one idle gRPC connection object each
-// time it reconnects after the server became unavailable; waiting for a
-// connection does not honour a call's context.
+// esdb+discover://host:2113 (or several hosts) for a cluster; TLS is on
+// unless it says tls=false. Revisions, ids and metadata map one to one, so
+// retries are idempotent and hash chains verify as on the embedded store.
+// docs/eventstore.md ("The KurrentDB backend") lists every rule of the
+// mapping and the client's limitations the store works around.
 package kurrent
 
 import (
@@ -134,13 +60,9 @@ type Config struct {
 	// to resubscribe after a drop. Defaults 100ms and 5s.
 	ResubscribeMin, ResubscribeMax time.Duration
 	// StreamPrefix, when set, keeps this store to the streams whose
-	// KurrentDB names start with it, so that several stores (deployments,
-	// test runs) can share one database: stream ids are stored as
-	// StreamPrefix+id and read back without it, and the global feed and Head
-	// see only those streams (the subscription filters on the server, reads
-	// and Head skip other events as they go, so Head may read far back on a
-	// database where this store has written little). It must not start with
-	// "$" (KurrentDB's own streams).
+	// KurrentDB names start with it (stored as StreamPrefix+id, read back
+	// without it), so that several stores can share one database. It must
+	// not start with "$" (KurrentDB's own streams).
 	StreamPrefix string
 }
 

@@ -307,13 +307,11 @@ func (s *Server) DropSubscriptions() int {
 	return n
 }
 
-// AnswerNotLeader makes the next n calls that require the leader (Append
-// and Read calls carrying the "requires-leader" header, which the client
-// sends with its default node preference) answer as a follower does after
-// the leader changed: NotFound with the "not-leader" exception and the new
-// leader's endpoint in the trailers, having done nothing. The endpoint named
-// is the double's own address, so the client reconnects to the same server.
-// Append calls refused so show the outcome "not_leader" in Appends.
+// AnswerNotLeader makes the next n calls that require the leader (those
+// carrying the "requires-leader" header) answer as a follower does after the
+// leader changed: NotFound with the "not-leader" exception and the leader's
+// endpoint, the double's own, in the trailers, having done nothing. Appends
+// refused so show the outcome "not_leader" in Appends.
 func (s *Server) AnswerNotLeader(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
