@@ -92,16 +92,10 @@ type planOutput struct {
 }
 
 // BuildPlan turns the agent_plan output into a plan and applies the policy
-// of its risk level, which the model cannot loosen:
-//
-//   - high and critical: every external action needs approval, and the
-//     contract's approval is manual;
-//   - low and medium: a contract may be approved automatically (the
-//     ledger's auto-approval policy covers up to medium) unless a step asks
-//     for approval;
-//   - an external action always leaves proof ("log" when the model named
-//     none); proof is required when any step is an external action or the
-//     risk is high or critical, of the types the steps name.
+// of its risk level, which the model cannot loosen: at high and critical
+// every external action needs approval and the approval is manual, and an
+// external action always leaves proof. docs/api.md ("Agent plans") has the
+// whole policy.
 func BuildPlan(id, objective string, constraints []string, target, risk string, output json.RawMessage) (*Plan, error) {
 	if !slices.Contains(RiskLevels, risk) {
 		return nil, Invalid("plan", FieldError{Pointer: "/riskLevel", Code: "invalid_enum", Message: fmt.Sprintf("riskLevel must be one of %v", RiskLevels)})

@@ -28,12 +28,10 @@ type Cell struct {
 }
 
 // TransitionTable is every resting state × every command, rows in the
-// order of States. executor_started is never a resting state: the first
-// proof or result callback enters and leaves it, so it has no row.
-//
-// The table assumes a contract whose proof policy requires a log artifact,
-// a result callback without proof of its own, and a review verdict of
-// verified; docs/protocol.md spells out the variations.
+// order of States (executor_started, which the first proof or result
+// callback enters and leaves, has none). It assumes a proof policy that
+// requires a log, a result without proof of its own and a verified review;
+// docs/protocol.md spells out the variations.
 func TransitionTable() []Cell {
 	ok := func(s State, cmd string, next State, events ...string) Cell {
 		return Cell{State: s, Command: cmd, Allowed: true, Events: events, Next: next}

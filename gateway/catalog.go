@@ -308,14 +308,10 @@ func checkPrice(p *Price) error {
 }
 
 // overridePrices applies the providers file's pricing object: each id's
-// price replaces the model's (built-in or declared), and null leaves the
-// model unpriced (hasPricing false, its cost unknown). Only models the
-// catalog has at start may be named, so that a typo stops the start
-// instead of leaving the intended model at its old price.
-//
-// Prices are configuration, never events: a sync or a probe does not touch
-// a model's price, so every replica started with the same providers file
-// serves the same prices whatever catalog events it has read.
+// price replaces the model's, and null leaves the model unpriced. Only
+// models the catalog has at start may be named, so that a typo stops the
+// start instead of leaving the intended model at its old price. Prices are
+// configuration, never events (docs/operations.md, providers file).
 func (c *Catalog) overridePrices(prices map[string]*Price) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -45,12 +45,10 @@ func NeedsOf(req Request, m *Model) Needs {
 }
 
 // routeNeeds are a request's needs for choosing among a mode's models. The
-// context starts as NeedsOf's bound (a token is at least a byte); only
-// when that bound is more than the context of a model the mode could
-// take (tagged with it, its provider configured), so that it could turn
-// that model away, is the input counted (EstimateInputTokens, about a
-// quarter of a second of CPU per MiB of prose): most prompts are far
-// smaller than every context and are never tokenized.
+// context starts as NeedsOf's byte bound; the input is counted
+// (EstimateInputTokens) only when that bound could turn away a model the
+// mode could take, as most prompts are far smaller than every context
+// (docs/api.md, Routing).
 func (c *Catalog) routeNeeds(mode string, req Request) Needs {
 	needs := NeedsOf(req, nil)
 	c.mu.RLock()
@@ -95,23 +93,11 @@ func blended(p *Price) float64 {
 	return (3*p.InputPerMTok + p.OutputPerMTok) / 4
 }
 
-// Routes ranks the catalog's models for a mode. A model qualifies when it
-// is tagged with the mode, its provider is configured, the provider lists
-// it (or no sync has said otherwise), its last health probe did not fail,
-// it has a price, and it meets the needs. strategy "" means the mode's
-// own order:
-//
-//   - cheap, auto: lowest blended price first;
-//   - premium: highest blended price first (price stands in for capability,
-//     which Baton cannot measure);
-//   - balanced: models within twice the cheapest qualifying price first,
-//     fastest measured of those first, then by price.
-//
-// strategy cost or latency overrides the order (latency: fastest last probe
-// first, never-probed models after the measured ones, by price). Ties go to
-// the id, so a ranking is deterministic. Development models (the local
-// provider) are candidates only when no real provider is configured, so a
-// mode never answers a real request with the echo model.
+// Routes ranks the catalog's models for a mode: those that qualify (tagged
+// with it, configured, listed, not failing their last probe, priced, meeting
+// the needs) in the mode's order, or by strategy (cost or latency) when one
+// is given; ties go to the id. It also returns the models it excluded and
+// why. The rules: docs/api.md (Model gateway, Routing).
 func (c *Catalog) Routes(mode, strategy string, needs Needs) ([]Route, []Excluded, error) {
 	if !IsMode(mode) {
 		return nil, nil, fmt.Errorf("%w: mode %q is not one of %s", ErrUnknownModel, mode, strings.Join(Modes, ", "))

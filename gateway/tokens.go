@@ -40,11 +40,9 @@ const otherTokenizerMargin = 1.25
 // EstimateInputTokens estimates the tokens of a request's input for
 // routing: every text the provider reads (system prompt, messages, tool
 // calls and results, tool and output schemas), counted with o200k_base and
-// widened by otherTokenizerMargin, plus the same framing and overheads
-// WorstTokens adds. Unlike WorstTokens it is an estimate, not a bound: it
-// decides which models a prompt fits, where counting every byte as a
-// token would turn a 30,000-token prompt away from a 128,000-token model.
-// Without the tokenizer it is WorstTokens' input, the bound.
+// widened by otherTokenizerMargin, plus WorstTokens' framing and overheads.
+// Unlike WorstTokens it is an estimate, not a bound (docs/api.md, Routing);
+// without the tokenizer it is WorstTokens' input.
 func EstimateInputTokens(req Request) int {
 	bound, _ := WorstTokens(req, nil)
 	var b strings.Builder

@@ -56,13 +56,11 @@ const DefaultUsageLinger = 50 * time.Millisecond
 // lose, and how late other replicas see a call's spending.
 const MaxUsageLinger = time.Second
 
-// UsageWriter appends usage events off the request path: calls hand their
-// records over and go on; one goroutine gathers the records of a short
-// window (Linger, or 512 records) and appends them, one append per tenant
-// stream, so a stream of calls costs a few commits a second instead of one
-// each. The answer has gone out before its usage is appended, so the window
-// adds nothing to any call; a crash loses at most the window's records
-// (docs/operations.md). Close drains the queue.
+// UsageWriter appends usage events off the request path: one goroutine
+// gathers the records of a short window (Linger, or 512 records) and
+// appends them, one append per tenant stream, so a stream of calls costs a
+// few commits a second instead of one each. A crash loses at most the
+// window's records (docs/operations.md). Close drains the queue.
 type UsageWriter struct {
 	// Linger is the batching window; 0 appends whatever has queued up at
 	// once. Set it before the first Record.

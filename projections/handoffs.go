@@ -431,13 +431,11 @@ func (r *Runner) Ledger(id string) ([]domain.LedgerEntry, error) {
 }
 
 // Recheck folds every quarantined handoff again from the store, as far as
-// the feed has delivered it (the quarantine's last seq; the feed brings the
-// rest). Each one's views are rebuilt as a rebuild from zero would make
-// them: one that folds now (a newer Baton applies an event type an older
-// one refused) leaves the quarantine; one that still does not stays, its
-// quarantine naming the first event that fails now; one whose stream is
-// gone (removed with the store's tools) is removed. Run it before Run, at
-// start: it returns the handoffs that left the quarantine.
+// the feed has delivered it, rebuilding its views as a rebuild from zero
+// would: one that folds now leaves the quarantine, one that still fails
+// stays, naming the event that fails now, and one whose stream is gone is
+// removed (docs/operations.md, Failures). Run it at start, before Run; it
+// returns the handoffs that left the quarantine.
 func (r *Runner) Recheck(ctx context.Context, p *Handoffs) ([]string, error) {
 	all, n, err := r.Quarantined(1 << 30)
 	if err != nil || n == 0 {

@@ -315,13 +315,10 @@ func (t gwTarget) call(ctx context.Context, client *http.Client, stream, keep bo
 }
 
 // gwSide runs conc callers against t until deadline and appends their
-// latencies.
-// Of each call it keeps: the first content byte, the whole call, and (for
-// streams) the time from [DONE] to the end of the body.
-// With spread > 0, caller i makes its first call i/conc of spread after the
-// start, so callers of a model that takes spread to answer arrive spread
-// out, as independent clients do, instead of all in the same microsecond
-// at the start of every slice (a burst the benchmark would make up).
+// latencies: the first content byte, the whole call, and (for streams) the
+// time from [DONE] to the end of the body. With spread > 0, caller i makes
+// its first call i/conc of spread after the start, so callers arrive spread
+// out as independent clients do (why: docs/benchmarks.md, model gateway).
 func gwSide(ctx context.Context, client *http.Client, t gwTarget, conc int, stream bool, d, spread time.Duration) (lat [3][]time.Duration, elapsed time.Duration, err error) {
 	var (
 		mu    sync.Mutex

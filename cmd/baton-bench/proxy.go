@@ -20,12 +20,10 @@ import (
 )
 
 // benchProxy (baton-bench proxy) serves a bare forwarding proxy in front
-// of one upstream: it reads the request, sends it with the HTTP client
-// Baton's adapters use, and copies the answer back, flushing every read. The
-// gateway benchmark runs it as a child process beside Baton: what it adds
-// over calling the upstream directly is the floor any Go HTTP proxy pays on
-// this machine (two more loopback sockets per call, the extra goroutines),
-// so Baton's own cost is what it adds beyond that.
+// of one upstream, with the HTTP client Baton's adapters use, flushing every
+// read. What it adds over calling the upstream directly is the floor any Go
+// HTTP proxy pays here, the baseline of the gateway benchmark
+// (docs/benchmarks.md).
 func benchProxy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("baton-bench proxy", flag.ContinueOnError)
 	fs.SetOutput(stderr)

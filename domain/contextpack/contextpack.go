@@ -5,20 +5,10 @@
 //
 // Building is pure: the tokenizer and the secret redactor are passed in,
 // the packet id and time come with the request, and nothing is read or
-// written. The steps, for each item in priority order (policyHints, then
-// memoryHints, then retrievalContext, each in the order given):
-//
-//  1. Normalize the title and text (NFC, control characters, whitespace);
-//  2. replace every secret with [REDACTED:<rule-id>] and note the rule;
-//  3. drop the item if its text is empty, or if the same text came before
-//     (naming the first);
-//  4. count its tokens (title plus text);
-//  5. keep it if it fits in what is left of the budget, else drop it and go
-//     on with the next (a later, smaller item may still fit). A retrieval
-//     document that does not fit is instead cut at a token boundary to what
-//     is left, if at least MinTruncatedTokens of its text would remain, and
-//     marked truncated; at most one is cut (nothing is left after it).
-//     Hints are never cut: half an instruction can mean its opposite.
+// written. Each item, in priority order, is normalized, redacted, dropped
+// when empty or a duplicate, counted, and kept if it fits what is left of
+// the budget; one retrieval document may be cut to fit, hints never are.
+// The rules: docs/api.md ("Context packets").
 package contextpack
 
 import (

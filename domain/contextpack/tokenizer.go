@@ -33,14 +33,11 @@ var (
 	encCache   = map[string]*tiktoken.Tiktoken{}
 )
 
-// NewTokenizer returns the BPE tokenizer of a supported encoding. Its
-// ranks come from github.com/pkoukk/tiktoken-go-loader, which compiles the
-// .tiktoken files into the binary (go:embed): nothing is downloaded or read
-// from disk, ever. tiktoken-go's default loader would fetch the files from
-// openaipublic.blob.core.windows.net, so the offline loader is installed
-// before the first encoding is built. An encoding is built once per process
-// (a few hundred milliseconds for o200k_base) and shared; it is safe for
-// concurrent use.
+// NewTokenizer returns the BPE tokenizer of a supported encoding. Its ranks
+// are compiled into the binary (tiktoken-go-loader's offline loader,
+// installed before the first encoding is built, as tiktoken-go's default
+// downloads them): nothing is fetched, ever. An encoding is built once per
+// process and shared; it is safe for concurrent use.
 func NewTokenizer(encoding string) (Tokenizer, error) {
 	if !slices.Contains(Encodings, encoding) {
 		return nil, fmt.Errorf("contextpack: unsupported encoding %q", encoding)
@@ -60,12 +57,9 @@ func NewTokenizer(encoding string) (Tokenizer, error) {
 }
 
 // MaxRun bounds the bytes of a run without whitespace that the tokenizer
-// encodes in one go. tiktoken-go merges byte pairs in time quadratic in the
-// length of one regex piece, and a run of letters or of punctuation is one
-// piece: a megabyte of "xxxx..." would take hours. Longer runs are encoded
-// MaxRun bytes at a time (cut at a character boundary); for them the count
-// may differ from OpenAI's by about a token per cut. Prose, code, URLs and
-// ids have no such runs, and are counted exactly.
+// encodes in one go: tiktoken-go's merge is quadratic in a run's length.
+// Longer runs are encoded MaxRun bytes at a time, cut at a character
+// boundary (docs/api.md, "Context packets": what that does to the count).
 const MaxRun = 256
 
 // bpe counts special-token text such as "<|endoftext|>" as ordinary text:
