@@ -1,0 +1,244 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/eventstore/bolt"
+	"github.com/batonhq/baton/eventstore/ledger"
+)
+
+// The services run on a real store with no HTTP in between: what the CLI
+// and the server share.
+func openStore(t *testing.T) *bolt.Store {
+	t.Helper()
+	st, err := bolt.Open(t.TempDir(), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+var (
+	tenantA = ledger.Call{Principal: domain.Principal{KeyID: "a1", Tenant: "a"}, RequestID: "req-a"}
+	tenantB = ledger.Call{Principal: domain.Principal{KeyID: "b1", Tenant: "b"}, RequestID: "req-b"}
+	admin   = ledger.Call{Principal: domain.Principal{KeyID: "ops", Tenant: "ops", Admin: true}, RequestID: "req-ops"}
+)
+
+func contract() domain.CreateContract {
+	return domain.CreateContract{Objective: "Rotate the staging TLS certificate", TargetExecutor: "ops-bot", ExecutorProtocol: "ops_bot.v1",
+		RiskLevel: "medium", ApprovalMode: domain.ApprovalModeManual, ProofRequired: []string{"log"}}
+}
+
+func approve(by, key string) domain.ApprovalCommand {
+	return domain.ApprovalCommand{Status: domain.ApprovalApproved, ApprovedBy: by,
+		Request: domain.RequestRef{Kind: domain.KindApproval, IdempotencyKey: key, BodySHA256: "body-" + by}}
+}
+
+func streamLen(t *testing.T, st eventstore.Store, id string) int {
+	t.Helper()
+	evs, err := eventstore.ReadWholeStream(context.Background(), st, domain.StreamID(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(evs)
+}
+
+// Racing approvals on one handoff: exactly one is recorded, every other is
+// refused by the lifecycle (409 approval_already_decided), none is lost to
+// a conflict.
+func TestRacingCallbacksMakeOneTransition(t *testing.T) {
+	st := openStore(t)
+	s := ledger.NewHandoffs(st, nil)
+	ctx := context.Background()
+	out, err := s.Create(ctx, tenantA, contract())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := out.Handoff.ID
+	const n = 16
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = s.Handle(ctx, tenantA, id, approve(fmt.Sprintf("approver-%d", i), ""))
+		}()
+	}
+	wg.Wait()
+	won := 0
+	for _, err := range errs {
+		var de *domain.Error
+		switch {
+		case err == nil:
+			won++
+		case errors.As(err, &de) && de.Kind == domain.KindConflict && de.Code == "approval_already_decided":
+		default:
+			t.Errorf("approval: %v", err)
+		}
+	}
+	if won != 1 || streamLen(t, st, id) != 2 {
+		t.Fatalf("%d approvals won, %d events; want 1 and 2", won, streamLen(t, st, id))
+	}
+}
+
+// The same callback sent by many at once (one Idempotency-Key, one body)
+// is recorded once; every answer is that callback's.
+func TestRacingRetriesRecordOnce(t *testing.T) {
+	st := openStore(t)
+	s := ledger.NewHandoffs(st, nil)
+	ctx := context.Background()
+	out, err := s.Create(ctx, tenantA, contract())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := out.Handoff.ID
+	const n = 12
+	var wg sync.WaitGroup
+	outs := make([]ledger.Outcome, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], errs[i] = s.Handle(ctx, tenantA, id, approve("alice", "approve-1"))
+		}()
+	}
+	wg.Wait()
+	replays := 0
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("retry %d: %v", i, errs[i])
+		}
+		if outs[i].Handoff.Head != outs[0].Handoff.Head {
+			t.Fatalf("answers differ: %+v and %+v", outs[i].Handoff.Head, outs[0].Handoff.Head)
+		}
+		if outs[i].Replayed {
+			replays++
+		}
+	}
+	if replays != n-1 || streamLen(t, st, id) != 2 {
+		t.Fatalf("%d replays of %d, %d events; want %d and 2", replays, n, streamLen(t, st, id), n-1)
+	}
+}
+
+// The tenant rule: another tenant's handoff is not found, for a callback
+// as for anything else; an admin may act on it. Nothing is appended for a
+// refused command.
+func TestHandoffsTenantRule(t *testing.T) {
+	st := openStore(t)
+	s := ledger.NewHandoffs(st, nil)
+	ctx := context.Background()
+	out, err := s.Create(ctx, tenantA, contract())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := out.Handoff.ID
+	if _, err := s.Handle(ctx, tenantB, id, approve("mallory", "")); domain.KindOf(err) != domain.KindNotFound {
+		t.Fatalf("another tenant's approval: %v", err)
+	}
+	if n := streamLen(t, st, id); n != 1 {
+		t.Fatalf("a refused command appended: %d events", n)
+	}
+	if _, err := s.Handle(ctx, admin, id, approve("ops", "")); err != nil {
+		t.Fatalf("admin approval: %v", err)
+	}
+	for _, bad := range []string{string(make([]byte, 300)), "x\x00y", "unknown"} {
+		if _, err := s.Handle(ctx, tenantA, bad, approve("a", "")); domain.KindOf(err) != domain.KindNotFound {
+			t.Errorf("handoff %q: %v", bad, err)
+		}
+	}
+}
+
+// A contract from a plan takes the plan's policy and may not loosen it;
+// another tenant's plan is an unknown planId.
+func TestCreateFromPlan(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	plans := ledger.NewPlans(st)
+	plan := &domain.Plan{PlanID: "0193a000-0000-7000-8000-000000000001", Objective: "o", TargetExecutor: "t", RiskLevel: "high",
+		ApprovalPolicy: domain.PlanApprovalPolicy{Mode: domain.ApprovalModeManual}, ProofPolicy: domain.ProofPolicy{ArtifactTypes: []string{"log"}},
+		CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
+	if err := plans.Create(ctx, tenantA, plan); err != nil {
+		t.Fatal(err)
+	}
+	s := ledger.NewHandoffs(st, nil)
+	out, err := s.Create(ctx, tenantA, domain.CreateContract{PlanID: plan.PlanID, ExecutorProtocol: "x.v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := out.Handoff; h.Objective != "o" || h.RiskLevel != "high" {
+		t.Fatalf("contract from plan: %+v", h)
+	}
+	var de *domain.Error
+	if _, err := s.Create(ctx, tenantA, domain.CreateContract{PlanID: plan.PlanID, ExecutorProtocol: "x.v1", ApprovalMode: domain.ApprovalModeAuto}); !errors.As(err, &de) || de.Fields[0].Code != "below_plan" {
+		t.Fatalf("a looser contract: %v", err)
+	}
+	if _, err := s.Create(ctx, tenantB, domain.CreateContract{PlanID: plan.PlanID, ExecutorProtocol: "x.v1"}); !errors.As(err, &de) || de.Fields[0].Code != "unknown_plan" {
+		t.Fatalf("another tenant's plan: %v", err)
+	}
+	if _, err := plans.Get(ctx, tenantB.Principal, plan.PlanID); domain.KindOf(err) != domain.KindNotFound {
+		t.Fatalf("another tenant read the plan: %v", err)
+	}
+}
+
+// Keys: the first admin key is made once however many start together;
+// revoking twice records one revocation.
+func TestKeys(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	keys := ledger.NewKeys(st)
+	var wg sync.WaitGroup
+	created := make([]bool, 8)
+	for i := range created {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, ok, err := keys.Bootstrap(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			created[i] = ok
+		}()
+	}
+	wg.Wait()
+	n := 0
+	for _, ok := range created {
+		if ok {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d first keys created", n)
+	}
+	k, err := keys.Create(ctx, "test", "", "acme", false, "ci")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keys.Create(ctx, "test", "", "acme", false, string(make([]byte, 201))); domain.KindOf(err) != domain.KindInvalid {
+		t.Fatalf("a 201-byte label: %v", err)
+	}
+	r1, err := keys.Revoke(ctx, admin, k.KeyID)
+	if err != nil || !r1.Recorded {
+		t.Fatalf("revoke: %+v %v", r1, err)
+	}
+	r2, err := keys.Revoke(ctx, admin, k.KeyID)
+	if err != nil || r2.Recorded || r2.Position != r1.Position {
+		t.Fatalf("revoke again: %+v %v (first %+v)", r2, err, r1)
+	}
+	if _, err := keys.Revoke(ctx, admin, "key_unknown"); domain.KindOf(err) != domain.KindNotFound {
+		t.Fatalf("revoke an unknown key: %v", err)
+	}
+	evs, err := eventstore.ReadWholeStream(ctx, st, domain.KeysStream)
+	if err != nil || len(evs) != 3 {
+		t.Fatalf("keys stream: %d events, %v; want 3", len(evs), err)
+	}
+}
