@@ -201,7 +201,7 @@ func (s *Server) visibleContract(w http.ResponseWriter, r *http.Request, id stri
 		return nil, err
 	}
 	p := principalOf(r.Context())
-	if q != nil && (p.Admin || (ok && p.CanSee(tenant))) {
+	if q != nil && (p.Admin || ok && p.CanSee(tenant)) {
 		return nil, quarantinedProblem(q)
 	}
 	if !ok || !p.CanSee(tenant) {

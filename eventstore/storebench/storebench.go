@@ -48,7 +48,7 @@ func event(i int) eventstore.EventData {
 		Type: "ProofReceived",
 		Data: payload,
 		Metadata: eventstore.Metadata{
-			Tenant: "bench", Actor: "key:bench", RequestID: fmt.Sprintf("req-%d", i), SchemaVersion: 1,
+			Tenant: "bench", Actor: "key:bench", RequestID: fmt.Sprintf("req-%d", i), SchemaVersion: eventstore.SchemaVersion,
 		},
 	}
 }
