@@ -89,8 +89,9 @@ func newEnvStore(t testing.TB, catalog *gateway.Catalog, wrap func(eventstore.St
 		frontStore = wrap(store)
 	}
 	front := batonhttp.NewServer(batonhttp.Config{Store: frontStore, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, Log: zerolog.New(testLogWriter(t)).Level(zerolog.ErrorLevel), Version: "test", MaxBody: 64 << 10, StreamIdle: envStreamIdle})
-	srv := httptest.NewServer(front.Handler())
-	e := &env{t: t, srv: srv, store: store, proj: proj, dir: dir, catalog: catalog, budgets: budgets}
+	var e *env
+	srv := httptest.NewServer(checkOpenAPI(func() testing.TB { return e.t }, front.Handler()))
+	e = &env{t: t, srv: srv, store: store, proj: proj, dir: dir, catalog: catalog, budgets: budgets}
 	t.Cleanup(func() {
 		srv.Close()
 		front.Close()

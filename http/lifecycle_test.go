@@ -573,7 +573,7 @@ func TestAccessLog(t *testing.T) {
 	e := newEnv(t)
 	var buf syncBuffer
 	front := batonhttp.NewServer(batonhttp.Config{Store: e.store, Projections: e.proj, Log: zerolog.New(&buf)})
-	srv := httptest.NewServer(front.Handler())
+	srv := httptest.NewServer(checkOpenAPI(func() testing.TB { return t }, front.Handler()))
 	defer srv.Close()
 	e.srv = srv
 	id := e.contract(e.tenantA, nil)

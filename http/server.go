@@ -137,6 +137,7 @@ func NewServer(cfg Config) *Server {
 	})
 	rt.Use(recordRoute)
 	rt.HandleFunc("/healthz", s.health).Methods(http.MethodGet)
+	rt.HandleFunc("/v1/openapi.json", s.openAPI).Methods(http.MethodGet)
 
 	rt.HandleFunc("/v1/executor-protocol", s.withKey(anyKey, s.executorProtocol)).Methods(http.MethodGet)
 	rt.HandleFunc("/v1/handoff/preview", s.withKey(anyKey, s.handoffPreview)).Methods(http.MethodPost)
