@@ -19,8 +19,7 @@ var openAPIJSON, openAPIErr = yamlToJSON(docs.OpenAPIYAML)
 // openAPI serves the OpenAPI document: GET /v1/openapi.json, no key.
 func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
 	if openAPIErr != nil {
-		s.log.Error().Err(openAPIErr).Msg("the embedded OpenAPI document does not convert to JSON")
-		writeProblem(w, r, http.StatusInternalServerError, "internal_error", "The server failed on this request; it has been logged.")
+		s.writeError(w, r, fmt.Errorf("the embedded OpenAPI document does not convert to JSON: %w", openAPIErr))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
