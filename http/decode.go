@@ -25,20 +25,19 @@ type decodeError struct {
 
 func (e *decodeError) Error() string { return e.msg }
 
-// bodyReadTimeout bounds how long a request body may take to arrive: a
-// client trickling a body must not hold a goroutine and its buffer for
-// ever. (Not a server-wide ReadTimeout, which would also cut streamed
-// answers.)
-const bodyReadTimeout = 30 * time.Second
+// bodyReadTimeout bounds how long a request body may take to arrive,
+// counted from the end of the headers: a client trickling a body, or
+// stopping half-way, must not hold a connection, a goroutine and a buffer
+// for ever. (Not a server-wide ReadTimeout, which would also cut streamed
+// answers.) A variable for the tests.
+var bodyReadTimeout = 30 * time.Second
 
-// readBody reads the whole body under the limit and within bodyReadTimeout.
+// readBody reads the whole body under the limit. The deadline for it to
+// arrive (bodyReadTimeout) is set and lifted by withBodyDeadline: lifted
+// here, it would be gone for the rest of a body not read to its end.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, &decodeError{http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the request body is larger than %d bytes", limit)}
-	}
-	rc := http.NewResponseController(w)
-	if rc.SetReadDeadline(time.Now().Add(bodyReadTimeout)) == nil {
-		defer rc.SetReadDeadline(time.Time{})
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooLarge *http.MaxBytesError

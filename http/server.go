@@ -181,7 +181,7 @@ func (s *Server) Close() {
 
 // Handler is the whole front with its middleware.
 func (s *Server) Handler() http.Handler {
-	return s.withRequestID(s.withAccessLog(s.withRecover(s.router)))
+	return withBodyDeadline(s.withRequestID(s.withAccessLog(s.withRecover(s.router))))
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
