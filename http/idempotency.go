@@ -52,7 +52,6 @@ const (
 	evIdemStarted   = "IdempotencyStarted"
 	evIdemCompleted = "IdempotencyCompleted"
 	evIdemReleased  = "IdempotencyReleased"
-	maxIdemKey      = 255
 )
 
 // idemFinal reports whether an answer is kept for the key's retries.
@@ -106,18 +105,6 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return r.body.Write(b)
 }
 
-func validIdemKey(k string) bool {
-	if k == "" || len(k) > maxIdemKey {
-		return false
-	}
-	for _, c := range k {
-		if c > unicode.MaxASCII || !unicode.IsPrint(c) {
-			return false
-		}
-	}
-	return true
-}
-
 func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("Idempotency-Key")
@@ -125,8 +112,8 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 			h(w, r)
 			return
 		}
-		if !validIdemKey(key) {
-			writeProblem(w, r, http.StatusUnprocessableEntity, "invalid_idempotency_key", "Idempotency-Key must be 1 to 255 printable ASCII characters.")
+		if err := s.checkIdempotencyKey("idempotency."+endpoint, key); err != nil {
+			s.writeError(w, r, err)
 			return
 		}
 		body, err := readBody(w, r, s.maxBody)

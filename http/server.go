@@ -22,9 +22,11 @@ import (
 )
 
 // SecretScanner finds secrets in a JSON body under the given pointer
-// prefixes, naming rule and place, never the secret.
+// prefixes, naming rule and place, never the secret; ScanText in one
+// header's value, naming the rule.
 type SecretScanner interface {
 	Scan(doc []byte, roots ...string) ([]domain.SecretFinding, error)
+	ScanText(s string) (ruleID string, found bool)
 }
 
 // Config is what the front needs.
