@@ -9,6 +9,7 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/gorilla/mux v1.8.1
 	github.com/looplab/fsm v1.0.3
+	github.com/mtibben/confusables v0.0.0-20210201002637-9d1b0723b659
 	github.com/openai/openai-go/v3 v3.96.0
 	github.com/pkoukk/tiktoken-go v0.1.8
 	github.com/pkoukk/tiktoken-go-loader v0.0.2

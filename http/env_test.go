@@ -47,6 +47,10 @@ func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
 // the default); tests that set it restore it.
 var envStreamIdle time.Duration
 
+// envLog, when set, is where the envs a test builds log, at every level
+// (the access log included); tests that set it restore it.
+var envLog io.Writer
+
 // newEnvWith also serves the model gateway with the given catalog.
 func newEnvWith(t testing.TB, catalog *gateway.Catalog) *env {
 	t.Helper()
@@ -88,7 +92,11 @@ func newEnvStore(t testing.TB, catalog *gateway.Catalog, wrap func(eventstore.St
 	if wrap != nil {
 		frontStore = wrap(store)
 	}
-	front := batonhttp.NewServer(batonhttp.Config{Store: frontStore, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, Log: zerolog.New(testLogWriter(t)).Level(zerolog.ErrorLevel), Version: "test", MaxBody: 64 << 10, StreamIdle: envStreamIdle})
+	log := zerolog.New(testLogWriter(t)).Level(zerolog.ErrorLevel)
+	if envLog != nil {
+		log = zerolog.New(envLog)
+	}
+	front := batonhttp.NewServer(batonhttp.Config{Store: frontStore, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, Log: log, Version: "test", MaxBody: 64 << 10, StreamIdle: envStreamIdle})
 	var e *env
 	srv := httptest.NewServer(checkOpenAPI(func() testing.TB { return e.t }, front.Handler()))
 	e = &env{t: t, srv: srv, store: store, proj: proj, dir: dir, catalog: catalog, budgets: budgets}

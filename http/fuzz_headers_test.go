@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/batonhq/baton/eventstore"
@@ -31,8 +32,9 @@ func headerValue(v string) bool {
 // x-request-id, anthropic-version) to the routes that read them. Every
 // answer is deliberate (never a 500); nothing is served unless one of the
 // headers carries a real key; a refused Idempotency-Key or read position is
-// a 422; the request id echoed is always printable; a refused request
-// appends nothing.
+// a 422; the request id echoed is always printable and never one the
+// secret scanner takes for a credential; a refused request appends
+// nothing.
 func FuzzRequestHeaders(f *testing.F) {
 	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(string) string { return "" }})
 	if err != nil {
@@ -60,26 +62,31 @@ func FuzzRequestHeaders(f *testing.F) {
 		{3, e.tenantA, "", " ", "", "", ""},
 		{4, "btn_sk_0000", "", "", "", strings.Repeat("r", 129), "2023-06-01"},
 		{4, "", "Basic abc", "", "", "", ""},
+		{1, e.tenantA, "", ctxFakeGitHub, "", ctxFakeBtn, ""},
+		{3, e.tenantA, "", "a\u0085b", "", "api_key=" + ctxRandom(ctxAlnum, 32), ""},
+		{3, e.tenantA, "", ctxFakeAWS, "", ctxFakeGitHub, ""},
 	} {
 		f.Add(s.route, s.xKey, s.auth, s.idem, s.after, s.reqID, s.v)
 	}
 	h := e.srv.Config.Handler
 	known := map[string]bool{e.tenantA: true, e.tenantA2: true, e.tenantB: true, e.admin: true}
 	proof := `{"executorRunId":"run-1","status":"RUNNING","proof":{"summary":"s","artifacts":[{"type":"log","text":"t"}]}}`
-	// idem: which Idempotency-Key rule the route applies (api.md): generate's
-	// (1 to 255 printable ASCII) or the callbacks' (up to 255 characters of
-	// UTF-8).
-	const generateKeys, callbackKeys = 1, 2
+	scanner, err := newTestScanner()
+	if err != nil {
+		f.Fatal(err)
+	}
+	// idem: whether the route reads Idempotency-Key (one rule for all of
+	// them, api.md).
 	routes := []struct {
 		method, path, body string
-		idem               int
+		idem               bool
 		reads              bool
 	}{
-		{http.MethodGet, "/v1/handoff/contracts/" + id, "", 0, true},
-		{http.MethodPost, "/v1/generate", `{"type":"summarize","input":{"text":"Baton records every step."}}`, generateKeys, false},
-		{http.MethodPost, "/v1/messages", `{"model":"local:echo","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`, 0, false},
-		{http.MethodPost, "/v1/executions/" + id + "/proof", proof, callbackKeys, false},
-		{http.MethodGet, "/v1/models/local:echo", "", 0, false},
+		{http.MethodGet, "/v1/handoff/contracts/" + id, "", false, true},
+		{http.MethodPost, "/v1/generate", `{"type":"summarize","input":{"text":"Baton records every step."}}`, true, false},
+		{http.MethodPost, "/v1/messages", `{"model":"local:echo","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`, false, false},
+		{http.MethodPost, "/v1/executions/" + id + "/proof", proof, true, false},
+		{http.MethodGet, "/v1/models/local:echo", "", false, false},
 	}
 	f.Fuzz(func(t *testing.T, route uint8, xKey, auth, idem, after, reqID, version string) {
 		e.t = t
@@ -122,8 +129,10 @@ func FuzzRequestHeaders(f *testing.F) {
 		if got == "" || len(got) > 128 || !headerValue(got) || strings.ContainsAny(got, " \t") {
 			t.Fatalf("x-request-id %q", got)
 		}
-		if rec.Code < 300 && idem != "" && (r.idem == generateKeys && !validIdem(idem) ||
-			r.idem == callbackKeys && (!utf8.ValidString(idem) || utf8.RuneCountInString(idem) > 255)) {
+		if rule, found := scanner.ScanText(got); found {
+			t.Fatalf("x-request-id %q looks like a credential (%s)", got, rule)
+		}
+		if rec.Code < 300 && idem != "" && r.idem && !validIdem(scanner, idem) {
 			t.Fatalf("served %d with Idempotency-Key %q", rec.Code, idem)
 		}
 		if rec.Code < 300 && r.reads && after != "" {
@@ -144,17 +153,18 @@ func FuzzRequestHeaders(f *testing.F) {
 }
 
 // validIdem is the documented rule for Idempotency-Key: 1 to 255
-// printable ASCII characters.
-func validIdem(k string) bool {
-	if k == "" || len(k) > 255 {
+// characters of UTF-8, no control characters, not a credential.
+func validIdem(scanner batonhttp.SecretScanner, k string) bool {
+	if k == "" || !utf8.ValidString(k) || utf8.RuneCountInString(k) > 255 {
 		return false
 	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 0x20 || k[i] > 0x7e {
+	for _, r := range k {
+		if unicode.IsControl(r) {
 			return false
 		}
 	}
-	return true
+	_, secret := scanner.ScanText(k)
+	return !secret
 }
 
 // FuzzParsePosition: a token that parses formats back to itself (up to

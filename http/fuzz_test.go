@@ -26,6 +26,10 @@ func FuzzCallbackBodies(f *testing.F) {
 		`{"tenant":"t","admin":true}`,
 		`{"proof":{"artifacts":[{"type":5}]}}`,
 		`[]`, `null`, `"x"`, `{`, ``, `{"a":{"b":{"c":[1,2,{"d":null}]}}}`,
+		// Unicode spaces that are not JSON whitespace around a valid body.
+		`{"status":"APPROVED","approvedBy":"a"}` + "\u00a0", "\u2028" + `{"verdict":"verified","reviewer":"v"}`,
+		`{"executorRunId":"r","status":"RUNNING","proof":{"summary":"s","artifacts":[{"type":"log","text":"t"}]}}` + "\v",
+		`{"objective":"x","targetExecutor":"y","executorProtocol":"y.v1","riskLevel":"low"}` + "\u3000",
 	} {
 		for route := uint8(0); route < 7; route++ {
 			f.Add(route, []byte(seed))

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gorilla/mux"
 
@@ -109,15 +108,8 @@ func (s *Server) callback(kind string, build func(body []byte, ref domain.Reques
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := mux.Vars(r)["handoffId"]
 		key := r.Header.Get("Idempotency-Key")
-		if utf8.RuneCountInString(key) > 255 {
-			s.writeError(w, r, domain.Invalid("handoff."+kind, domain.FieldError{Pointer: "header:Idempotency-Key", Code: "too_long", Message: "is longer than 255 characters"}))
-			return
-		}
-		if !utf8.ValidString(key) {
-			// The ledger stores the key as JSON text, where invalid UTF-8
-			// becomes U+FFFD: a retry with the same bytes would no longer
-			// match it, and would be recorded again.
-			s.writeError(w, r, domain.Invalid("handoff."+kind, domain.FieldError{Pointer: "header:Idempotency-Key", Code: "invalid_utf8", Message: "is not valid UTF-8"}))
+		if err := s.checkIdempotencyKey("handoff."+kind, key); err != nil {
+			s.writeError(w, r, err)
 			return
 		}
 		body, err := readBody(w, r, s.maxBody)

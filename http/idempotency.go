@@ -6,9 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"unicode"
 
-	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore/ledger"
 )
 
@@ -19,8 +17,6 @@ import (
 
 // DefaultIdempotencyRetention is how long a key is kept.
 const DefaultIdempotencyRetention = ledger.DefaultIdempotencyRetention
-
-const maxIdemKey = 255
 
 // idemFinal reports whether an answer is kept for the key's retries: a 429
 // or a 5xx says "try again", and kept it would answer every retry with the
@@ -49,18 +45,6 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return r.body.Write(b)
 }
 
-func validIdemKey(k string) bool {
-	if k == "" || len(k) > maxIdemKey {
-		return false
-	}
-	for _, c := range k {
-		if c > unicode.MaxASCII || !unicode.IsPrint(c) {
-			return false
-		}
-	}
-	return true
-}
-
 func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("Idempotency-Key")
@@ -68,8 +52,8 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 			h(w, r)
 			return
 		}
-		if !validIdemKey(key) {
-			s.writeError(w, r, domain.E("idempotency", domain.KindInvalid, "invalid_idempotency_key", "Idempotency-Key must be 1 to 255 printable ASCII characters."))
+		if err := s.checkIdempotencyKey("idempotency."+endpoint, key); err != nil {
+			s.writeError(w, r, err)
 			return
 		}
 		body, err := readBody(w, r, s.maxBody)

@@ -384,7 +384,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown handoff read", "GET", "/v1/handoff/contracts/nope", e.tenantA, nil, 404, "handoff_not_found", ""},
 		{"bad approval status", "POST", "/v1/executions/" + id + "/approval", e.tenantA, `{"status":"MAYBE","approvedBy":"x"}`, 422, "validation_failed", "/status"},
 		{"nested wrong type", "POST", "/v1/executions/" + id + "/proof", e.tenantA, `{"executorRunId":"r","status":"RUNNING","proof":{"summary":"s","artifacts":"none"}}`, 422, "validation_failed", "/proof/artifacts"},
-		{"overlong idempotency key", "POST", "/v1/executions/" + id + "/approval", e.tenantA, approveBody(), 422, "validation_failed", "header:Idempotency-Key"},
+		{"overlong idempotency key", "POST", "/v1/executions/" + id + "/approval", e.tenantA, approveBody(), 422, "invalid_idempotency_key", "header:Idempotency-Key"},
 		{"bad list filter", "GET", "/v1/handoff/contracts?state=done", e.tenantA, nil, 422, "validation_failed", "query:state"},
 		{"tenant key on admin route", "POST", "/v1/admin/keys", e.tenantA, `{"tenant":"c"}`, 403, "admin_key_required", ""},
 	}

@@ -24,17 +24,30 @@ func RequestID(ctx context.Context) string {
 }
 
 // withRequestID gives every request an id, answered in x-request-id. A
-// caller's own id is kept when it is short and printable, so traces join up.
+// caller's own id is kept when it is short and printable, so traces join up,
+// unless it looks like a credential: the id goes to the access log, the
+// answer and every event the request appends, where a token could never be
+// taken out again.
 func (s *Server) withRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("x-request-id")
-		if !printable(id) {
+		if !printable(id) || s.credentialLike(id) {
 			id = "req_" + uuid.Must(uuid.NewV7()).String()
 		}
 		w.Header().Set("x-request-id", id)
 		w.Header().Set("request-id", id) // where the Anthropic SDK looks
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
 	})
+}
+
+// credentialLike reports whether the secret scanner's rules take v for a
+// credential.
+func (s *Server) credentialLike(v string) bool {
+	if s.scanner == nil {
+		return false
+	}
+	_, found := s.scanner.ScanText(v)
+	return found
 }
 
 func printable(s string) bool {

@@ -23,9 +23,11 @@ import (
 )
 
 // SecretScanner finds secrets in a JSON body under the given pointer
-// prefixes, naming rule and place, never the secret.
+// prefixes, naming rule and place, never the secret; ScanText in one
+// header's value, naming the rule.
 type SecretScanner interface {
 	Scan(doc []byte, roots ...string) ([]domain.SecretFinding, error)
+	ScanText(s string) (ruleID string, found bool)
 }
 
 // Config is what the front needs.
@@ -184,7 +186,7 @@ func (s *Server) Close() {
 
 // Handler is the whole front with its middleware.
 func (s *Server) Handler() http.Handler {
-	return s.withRequestID(s.withAccessLog(s.withRecover(s.router)))
+	return withBodyDeadline(s.withRequestID(s.withAccessLog(s.withRecover(s.router))))
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {

@@ -11,7 +11,6 @@ import (
 	"io"
 	"maps"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
@@ -253,11 +252,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		Store: store, Ledger: services, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, StreamIdle: *streamIdle, UsageLinger: *usageLinger, Log: log, Version: version, MaxBody: *maxBody,
 	})
 	defer front.Close() // after Shutdown: appends the usage events it still holds
-	srv := &http.Server{
-		Handler:           front.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-	}
+	srv := newHTTPServer(front.Handler())
 	runCtx, stopRunner := context.WithCancel(ctx)
 	runnerDone := make(chan error, 1)
 	go func() { runnerDone <- proj.Run(runCtx) }()

@@ -195,7 +195,7 @@ func secretSpan(value, secret string, at, end int) (int, int) {
 // raw value.
 func queryCredentialMatches(value string) []Match {
 	var out []Match
-	for _, loc := range urlRE.FindAllStringIndex(value, -1) {
+	for _, loc := range urlSpans(value) {
 		raw := value[loc[0]:loc[1]]
 		q := strings.IndexAny(raw, "?#")
 		if q < 0 {

@@ -45,13 +45,23 @@
 // A string value yields at most one finding per rule, ordered by where the
 // match starts in the value; values are visited in document order.
 //
+// A value with anything but ASCII is scanned a second time folded: format
+// characters and combining marks removed, NFKC, and every other character
+// whose Unicode confusable skeleton (UTS #39, through
+// github.com/mtibben/confusables, Unicode 13.0 data) is ASCII replaced by it,
+// so Cyrillic р reads as p. Then a document's strings are scanned once more
+// joined, folded and without line breaks, those of one field across an
+// array's elements side by side (joined.go): a token wrapped over two lines
+// or cut across two artifacts is found, named by the pointer of the string
+// where its match starts. That pass does not decode encoded text.
+//
 // Callers that keep the text rather than refuse it (context packets) use
 // Matches, which places every occurrence of every rule, and Redact, which
 // replaces each with [REDACTED:<rule-id>] (see redact.go).
 //
-// Cost: about 0.15 ms for a typical 2 KB callback body (BenchmarkScanJSON);
-// text dense with rule keywords runs at roughly 1 MB/s, so callers bound the
-// body size.
+// Cost: about 0.15 ms for a typical 2 KB callback body (BenchmarkScanJSON;
+// the joined pass adds about a quarter to it); text dense with rule keywords
+// runs at roughly 1 MB/s, so callers bound the body size.
 //
 // The package does no I/O: the rules come from the configuration compiled
 // into the gitleaks module. gitleaks' detect package does link in code for
@@ -71,15 +81,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 	"github.com/zricethezav/gitleaks/v8/config"
 	"github.com/zricethezav/gitleaks/v8/detect"
 	"github.com/zricethezav/gitleaks/v8/logging"
 	"github.com/zricethezav/gitleaks/v8/report"
-	"golang.org/x/text/unicode/norm"
 
 	"github.com/batonhq/baton/domain"
 )
@@ -201,13 +208,18 @@ type candidate struct {
 }
 
 // ScanString scans one string value; pointer names it in the findings. A
-// value with invisible format characters (zero-width space, soft hyphen,
-// ...) or compatibility forms (full-width letters) is scanned a second
-// time with those removed and folded, so that a secret cannot hide behind
-// them.
+// value with anything but ASCII is scanned a second time folded (see
+// fold): invisible format characters and combining marks removed,
+// compatibility forms and look-alike letters replaced by the ASCII they
+// imitate, so that a secret cannot hide behind them.
 func (s *Scanner) ScanString(pointer, value string) []Finding {
+	return s.scanFolded(pointer, value, fold(value))
+}
+
+// scanFolded is ScanString with value's fold already made.
+func (s *Scanner) scanFolded(pointer, value, folded string) []Finding {
 	out := s.scanString(pointer, value)
-	if folded := fold(value); folded != value {
+	if folded != value {
 		for _, f := range s.scanString(pointer, folded) {
 			if !slices.ContainsFunc(out, func(g Finding) bool { return g.RuleID == f.RuleID }) {
 				out = append(out, f)
@@ -217,28 +229,37 @@ func (s *Scanner) ScanString(pointer, value string) []Finding {
 	return out
 }
 
-// fold removes format characters (Unicode Cf) and applies NFKC; ASCII text
-// is returned as it is.
-func fold(v string) string {
-	ascii := true
-	for i := 0; i < len(v); i++ {
-		if v[i] >= utf8.RuneSelf {
-			ascii = false
-			break
-		}
+func (s *Scanner) scanString(pointer, value string) []Finding {
+	cands := s.candidates(value)
+	if len(cands) == 0 {
+		return nil
 	}
-	if ascii {
-		return v
-	}
-	return norm.NFKC.String(strings.Map(func(r rune) rune {
-		if unicode.Is(unicode.Cf, r) {
-			return -1
+	out := make([]Finding, 0, len(cands))
+	seen := make(map[string]bool, len(cands))
+	for _, c := range cands {
+		if seen[c.rule] {
+			continue
 		}
-		return r
-	}, v))
+		seen[c.rule] = true
+		out = append(out, Finding{RuleID: c.rule, Pointer: pointer, Description: c.desc})
+	}
+	return out
 }
 
-func (s *Scanner) scanString(pointer, value string) []Finding {
+// candidates finds the secrets in value: every gitleaks finding and the
+// first match of each of Baton's rules, ordered by where they start, then
+// by rule id. Encoded text is decoded and scanned again when it may hold
+// some (mayBeEncoded).
+func (s *Scanner) candidates(value string) []candidate {
+	d := s.plain
+	if mayBeEncoded(value) {
+		d = s.gitleaks
+	}
+	return s.candidatesWith(d, value)
+}
+
+// candidatesWith is candidates with gitleaks' rules run by d.
+func (s *Scanner) candidatesWith(d *detect.Detector, value string) []candidate {
 	var cands []candidate
 	// Literal prefilters keep the regular expressions off ordinary text.
 	if strings.Contains(value, "PRIVATE KEY") {
@@ -267,18 +288,11 @@ func (s *Scanner) scanString(pointer, value string) []Finding {
 		}
 	}
 	ours := len(cands)
-	d := s.plain
-	if mayBeEncoded(value) {
-		d = s.gitleaks
-	}
 	for _, f := range d.DetectString(value) {
 		if generic(f.RuleID) && coveredBy(f.Secret, cands[:ours]) {
 			continue // as gitleaks does: a specific rule beats a generic one
 		}
 		cands = append(cands, candidate{offset(value, f), f.RuleID, f.Description, f.Secret})
-	}
-	if len(cands) == 0 {
-		return nil
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		if cands[i].at != cands[j].at {
@@ -286,16 +300,7 @@ func (s *Scanner) scanString(pointer, value string) []Finding {
 		}
 		return cands[i].rule < cands[j].rule
 	})
-	out := make([]Finding, 0, len(cands))
-	seen := make(map[string]bool, len(cands))
-	for _, c := range cands {
-		if seen[c.rule] {
-			continue
-		}
-		seen[c.rule] = true
-		out = append(out, Finding{RuleID: c.rule, Pointer: pointer, Description: c.desc})
-	}
-	return out
+	return cands
 }
 
 func generic(ruleID string) bool { return strings.Contains(strings.ToLower(ruleID), "generic") }
@@ -340,7 +345,7 @@ func placeholder(v string) bool {
 // queryCredential finds the first query or fragment parameter, in any URL of
 // value, that is named like a credential and holds a credential-like value.
 func queryCredential(value string) (candidate, bool) {
-	for _, loc := range urlRE.FindAllStringIndex(value, -1) {
+	for _, loc := range urlSpans(value) {
 		raw := value[loc[0]:loc[1]]
 		q := strings.IndexAny(raw, "?#")
 		if q < 0 {
@@ -410,24 +415,31 @@ func (s *Scanner) Scan(doc []byte, roots ...string) ([]domain.SecretFinding, err
 
 // ScanJSON walks every string value of a JSON document, in document order,
 // and reports findings. With roots, only values at or under those pointer
-// prefixes are scanned (e.g. "/proof", "/result"). A document that is not
-// exactly one JSON value is an error; the error never quotes the document.
+// prefixes are scanned (e.g. "/proof", "/result"). Then the strings are
+// scanned once more joined end to end, folded and without line breaks, the
+// same field of every element of an array side by side (see joined); what
+// only that pass finds follows, named by the pointer of the string its
+// match starts in. A document that is not exactly one JSON value is an
+// error; the error never quotes the document.
 func (s *Scanner) ScanJSON(doc []byte, roots ...string) ([]Finding, error) {
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
 	var out []Finding
-	w := walker{dec: dec, visit: func(ptr, v string) {
+	var all joined
+	w := walker{dec: dec, visit: func(ptr, shape, v string) {
 		if under(ptr, roots) {
-			out = append(out, s.ScanString(ptr, v)...)
+			f := fold(v)
+			out = append(out, s.scanFolded(ptr, v, f)...)
+			all.add(ptr, shape, f)
 		}
 	}}
-	if err := w.walk("", 0); err != nil {
+	if err := w.walk("", "", 0); err != nil {
 		return nil, invalid(dec, err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("secrets: invalid JSON: data after the document at byte %d", dec.InputOffset())
 	}
-	return out, nil
+	return s.scanJoined(&all, out), nil
 }
 
 // invalid describes a JSON error by offset only, so that no part of the
@@ -470,11 +482,13 @@ func escape(key string) string {
 
 type walker struct {
 	dec   *json.Decoder
-	visit func(ptr, v string)
+	visit func(ptr, shape, v string)
 }
 
-// walk reads the next JSON value, calling visit for every string in it.
-func (w *walker) walk(ptr string, depth int) error {
+// walk reads the next JSON value, calling visit for every string in it
+// with its pointer and its shape: the pointer with "*" for every array
+// index, the same for a field in every element of an array.
+func (w *walker) walk(ptr, shape string, depth int) error {
 	tok, err := w.dec.Token()
 	if err != nil {
 		return err
@@ -495,13 +509,13 @@ func (w *walker) walk(ptr string, depth int) error {
 				if !ok {
 					return errors.New("object key is not a string")
 				}
-				if err := w.walk(ptr+"/"+escape(key), depth+1); err != nil {
+				if err := w.walk(ptr+"/"+escape(key), shape+"/"+escape(key), depth+1); err != nil {
 					return err
 				}
 			}
 		case '[':
 			for i := 0; w.dec.More(); i++ {
-				if err := w.walk(ptr+"/"+strconv.Itoa(i), depth+1); err != nil {
+				if err := w.walk(ptr+"/"+strconv.Itoa(i), shape+"/*", depth+1); err != nil {
 					return err
 				}
 			}
@@ -511,7 +525,7 @@ func (w *walker) walk(ptr string, depth int) error {
 		_, err := w.dec.Token() // the closing '}' or ']'
 		return err
 	case string:
-		w.visit(ptr, t)
+		w.visit(ptr, shape, t)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -427,14 +428,19 @@ func FuzzMayBeEncoded(f *testing.F) {
 }
 
 // FuzzScanJSON: never panics; rejects what encoding/json rejects; every
-// finding's pointer names a string of the document that, scanned alone,
-// yields that finding.
+// string that, scanned alone, yields a finding yields it in the document
+// too; every other finding comes from the pass over the strings joined
+// (rebuilt here from the document: grouped by shape, folded, without line
+// breaks), and names a string in which a match of its rule starts there.
 func FuzzScanJSON(f *testing.F) {
 	s := newScanner(f)
 	f.Add([]byte(`{"proof":{"summary":"ok","artifacts":[{"type":"log","text":"x"}]}}`))
 	f.Add([]byte(`{"a/b":{"~":["https://u:` + `p4ssw0rdxyz@h.example/x"]}}`))
 	f.Add([]byte(`{"a":"https://h.example/?token=` + `Ab12Cd34Ef","a":1}`))
 	f.Add([]byte(`["btn_sk_` + strings.Repeat("aZ9", 13) + `a"]`))
+	f.Add([]byte(`["btn_sk_` + strings.Repeat("aZ9", 6) + `","` + strings.Repeat("aZ9", 7) + `a"]`))
+	f.Add([]byte(`{"t":"btn_sk_` + strings.Repeat("aZ9", 6) + `\n` + strings.Repeat("aZ9", 7) + `a"}`))
+	f.Add([]byte(`{"a":[{"type":"log","text":"gh` + `\u0440_` + strings.Repeat("aZ9", 6) + `"},{"type":"log","text":"` + strings.Repeat("aZ9", 6) + `"}]}`))
 	f.Add([]byte(`"-----BEGIN EC PRIV` + `ATE KEY-----"`))
 	f.Add([]byte(`{"t":"\u00e9\ud800 https://x:` + `y@z"}`))
 	f.Add([]byte(`"plain"`))
@@ -447,48 +453,101 @@ func FuzzScanJSON(f *testing.F) {
 		if err != nil {
 			return
 		}
-		values := stringsByPointer(t, doc)
+		strs := documentStrings(t, doc)
+		alone := map[Finding]bool{}
+		for _, d := range strs {
+			for _, fd := range s.ScanString(d.ptr, d.v) {
+				alone[fd] = true
+				if !slices.Contains(found, fd) {
+					t.Fatalf("%+v: found in its string alone, not in the document", fd)
+				}
+			}
+		}
+		var text string
+		var ends []int
+		var ptrs []string
 		for _, fd := range found {
-			vs, ok := values[fd.Pointer]
-			if !ok {
-				t.Fatalf("pointer %q names no string in %q", fd.Pointer, doc)
+			if alone[fd] {
+				continue
+			}
+			if text == "" {
+				text, ends, ptrs = joinedText(strs)
 			}
 			hit := false
-			for _, v := range vs {
-				hit = hit || slices.Contains(s.ScanString(fd.Pointer, v), fd)
+			for _, c := range s.candidatesWith(s.plain, text) {
+				i := min(sort.SearchInts(ends, c.at+1), len(ptrs)-1) // the string the match starts in (or, on a line between groups, the next)
+				hit = hit || c.rule == fd.RuleID && ptrs[i] == fd.Pointer
 			}
 			if !hit {
-				t.Fatalf("%+v: no string at that pointer yields it", fd)
+				t.Fatalf("%+v: neither a string at that pointer nor the joined strings yield it", fd)
 			}
 		}
 	})
 }
 
-// stringsByPointer maps the pointer of every string value of doc to the
-// value(s) there (more than one where an object repeats a key). It walks the
-// tokens with an explicit stack, apart from the package's own walker.
-func stringsByPointer(t *testing.T, doc []byte) map[string][]string {
+// docString is a string value of a document: pointer, shape (the pointer
+// with "*" for array indices) and value.
+type docString struct{ ptr, shape, v string }
+
+// joinedText is what the pass over the whole document scans, built apart
+// from the package's code: strings grouped by shape in order of first
+// appearance, a line between groups, folded and without line breaks, and
+// without the groups of one string holding no line break; with where each
+// string ends and its pointer.
+func joinedText(strs []docString) (string, []int, []string) {
+	var order []string
+	groups := map[string][]docString{}
+	for _, d := range strs {
+		if _, ok := groups[d.shape]; !ok {
+			order = append(order, d.shape)
+		}
+		groups[d.shape] = append(groups[d.shape], d)
+	}
+	lineBreaks := strings.NewReplacer("\n", "", "\r", "", "\v", "", "\f", "", "\u0085", "", "\u2028", "", "\u2029", "")
+	var b strings.Builder
+	var ends []int
+	var ptrs []string
+	for _, sh := range order {
+		g := groups[sh]
+		if f := fold(g[0].v); len(g) == 1 && lineBreaks.Replace(f) == f {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		for _, d := range g {
+			b.WriteString(lineBreaks.Replace(fold(d.v)))
+			ends, ptrs = append(ends, b.Len()), append(ptrs, d.ptr)
+		}
+	}
+	return b.String(), ends, ptrs
+}
+
+// documentStrings lists every string value of doc in document order, with
+// its pointer and shape. It walks the tokens with an explicit stack, apart
+// from the package's own walker.
+func documentStrings(t *testing.T, doc []byte) []docString {
 	type frame struct {
-		ptr   string
-		array bool
-		index int
-		key   string
-		atKey bool
+		ptr, shape string
+		array      bool
+		index      int
+		key        string
+		atKey      bool
 	}
 	esc := strings.NewReplacer("~", "~0", "/", "~1")
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
-	out := map[string][]string{}
+	var out []docString
 	var stack []*frame
-	here := func() string { // pointer of the value about to be read
+	here := func() (string, string) { // pointer and shape of the value about to be read
 		if len(stack) == 0 {
-			return ""
+			return "", ""
 		}
 		top := stack[len(stack)-1]
 		if top.array {
-			return top.ptr + "/" + strconv.Itoa(top.index)
+			return top.ptr + "/" + strconv.Itoa(top.index), top.shape + "/*"
 		}
-		return top.ptr + "/" + esc.Replace(top.key)
+		return top.ptr + "/" + esc.Replace(top.key), top.shape + "/" + esc.Replace(top.key)
 	}
 	done := func() { // a value was read
 		if len(stack) == 0 {
@@ -517,7 +576,8 @@ func stringsByPointer(t *testing.T, doc []byte) map[string][]string {
 		}
 		switch tok {
 		case json.Delim('{'), json.Delim('['):
-			stack = append(stack, &frame{ptr: here(), array: tok == json.Delim('['), atKey: true})
+			ptr, shape := here()
+			stack = append(stack, &frame{ptr: ptr, shape: shape, array: tok == json.Delim('['), atKey: true})
 			continue
 		case json.Delim('}'), json.Delim(']'):
 			stack = stack[:len(stack)-1]
@@ -525,7 +585,8 @@ func stringsByPointer(t *testing.T, doc []byte) map[string][]string {
 			continue
 		}
 		if v, ok := tok.(string); ok {
-			out[here()] = append(out[here()], v)
+			ptr, shape := here()
+			out = append(out, docString{ptr, shape, v})
 		}
 		done()
 	}

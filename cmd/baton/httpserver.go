@@ -1,0 +1,24 @@
+package main
+
+import (
+	"net/http"
+	"time"
+)
+
+// Connection timeouts of `baton serve` (docs/operations.md, Limits). The
+// body's own deadline is the front's (30 s, set per request and lifted once
+// the body is read). There is no ReadTimeout or WriteTimeout: either would
+// cut a streamed model answer that runs for minutes.
+const (
+	readHeaderTimeout = 10 * time.Second  // a client that stops inside its headers
+	idleTimeout       = 120 * time.Second // a kept-alive connection with no next request
+)
+
+// newHTTPServer is the HTTP server serve runs the front on.
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+	}
+}
