@@ -30,7 +30,7 @@ type rule struct {
 var rules = map[string]rule{
 	"domain":             {thirdParty: []string{"github.com/looplab/fsm"}},
 	"domain/contextpack": {ours: []string{"domain", "domain/secrets"}, thirdParty: []string{"github.com/pkoukk/tiktoken-go", "github.com/pkoukk/tiktoken-go-loader", "golang.org/x/text"}},
-	"domain/secrets":     {ours: []string{"domain"}, thirdParty: []string{"golang.org/x/text"}},
+	"domain/secrets":     {ours: []string{"domain"}, thirdParty: []string{"golang.org/x/text", "github.com/mtibben/confusables"}},
 	// The gitleaks binding: the only domain folder that links gitleaks.
 	"domain/secrets/gitleaks": {ours: []string{"domain", "domain/secrets"}, thirdParty: []string{"github.com/zricethezav/gitleaks/v8", "github.com/rs/zerolog", "golang.org/x/text"}},
 

@@ -67,13 +67,13 @@ func (s *Scanner) Matches(value string) []Match {
 	}
 	d := s.plain
 	if mayBeEncoded(value) {
-		d = s.gitleaks
+		d = s.decoding
 	}
-	for _, f := range d.DetectString(value) {
+	for _, f := range d.Detect(value) {
 		if generic(f.RuleID) && coveredBy(f.Secret, ours) {
 			continue // as in ScanString: a specific rule beats a generic one
 		}
-		start, end := secretSpan(value, f.Secret, offset(value, f), endOffset(value, f.EndLine, f.EndColumn))
+		start, end := secretSpan(value, f.Secret, offset(value, f.StartLine, f.StartColumn), endOffset(value, f.EndLine, f.EndColumn))
 		ms = append(ms, Match{f.RuleID, f.Description, start, end})
 	}
 	sort.SliceStable(ms, func(i, j int) bool {

@@ -82,13 +82,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/rs/zerolog"
-	"github.com/zricethezav/gitleaks/v8/config"
-	"github.com/zricethezav/gitleaks/v8/detect"
-	"github.com/zricethezav/gitleaks/v8/logging"
-	"github.com/zricethezav/gitleaks/v8/report"
-
 	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/domain/secrets/gitleaks"
 )
 
 // Finding is one secret found. It never holds the secret itself.
@@ -111,46 +106,21 @@ const (
 
 // Scanner is safe for concurrent use; build it once.
 type Scanner struct {
-	gitleaks *detect.Detector // decodes encoded text, DecodeDepth levels
-	plain    *detect.Detector // the same rules, no decoding passes
-}
-
-var (
-	loadOnce sync.Once
-	loadCfg  config.Config
-	loadErr  error
-)
-
-// defaultConfig loads gitleaks' embedded default rules once per process.
-func defaultConfig() (config.Config, error) {
-	loadOnce.Do(func() {
-		// gitleaks logs matches, secrets included, at debug and trace
-		// level through this global; Baton never logs a secret.
-		logging.Logger = zerolog.Nop()
-		// NewDetectorDefaultConfig parses the embedded gitleaks.toml through
-		// viper's global instance: do it once, and keep only the rules.
-		d, err := detect.NewDetectorDefaultConfig()
-		if err != nil {
-			loadErr = err
-			return
-		}
-		loadCfg = d.Config
-	})
-	return loadCfg, loadErr
+	decoding *gitleaks.Detector // decodes encoded text, DecodeDepth levels
+	plain    *gitleaks.Detector // the same rules, no decoding passes
 }
 
 // New builds a scanner with gitleaks' default rules and Baton's own.
 func New() (*Scanner, error) {
-	cfg, err := defaultConfig()
+	d, err := gitleaks.New(DecodeDepth)
 	if err != nil {
 		return nil, fmt.Errorf("secrets: gitleaks default rules: %w", err)
 	}
-	d := detect.NewDetector(cfg)
-	d.IgnoreGitleaksAllow = true
-	d.MaxDecodeDepth = DecodeDepth
-	p := detect.NewDetector(cfg)
-	p.IgnoreGitleaksAllow = true
-	return &Scanner{gitleaks: d, plain: p}, nil
+	p, err := gitleaks.New(0)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: gitleaks default rules: %w", err)
+	}
+	return &Scanner{decoding: d, plain: p}, nil
 }
 
 // mayBeEncoded reports whether gitleaks' decoder could find an encoded
@@ -253,13 +223,13 @@ func (s *Scanner) scanString(pointer, value string) []Finding {
 func (s *Scanner) candidates(value string) []candidate {
 	d := s.plain
 	if mayBeEncoded(value) {
-		d = s.gitleaks
+		d = s.decoding
 	}
 	return s.candidatesWith(d, value)
 }
 
 // candidatesWith is candidates with gitleaks' rules run by d.
-func (s *Scanner) candidatesWith(d *detect.Detector, value string) []candidate {
+func (s *Scanner) candidatesWith(d *gitleaks.Detector, value string) []candidate {
 	var cands []candidate
 	// Literal prefilters keep the regular expressions off ordinary text.
 	if strings.Contains(value, "PRIVATE KEY") {
@@ -288,11 +258,11 @@ func (s *Scanner) candidatesWith(d *detect.Detector, value string) []candidate {
 		}
 	}
 	ours := len(cands)
-	for _, f := range d.DetectString(value) {
+	for _, f := range d.Detect(value) {
 		if generic(f.RuleID) && coveredBy(f.Secret, cands[:ours]) {
 			continue // as gitleaks does: a specific rule beats a generic one
 		}
-		cands = append(cands, candidate{offset(value, f), f.RuleID, f.Description, f.Secret})
+		cands = append(cands, candidate{offset(value, f.StartLine, f.StartColumn), f.RuleID, f.Description, f.Secret})
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		if cands[i].at != cands[j].at {
@@ -317,11 +287,11 @@ func coveredBy(secret string, cands []candidate) bool {
 // offset turns a gitleaks finding's 0-based line and 1-based column back
 // into a byte offset of value (gitleaks counts a column after the first line
 // from the newline that ends the line before).
-func offset(value string, f report.Finding) int {
-	at := f.StartColumn - 1
-	if f.StartLine > 0 {
+func offset(value string, line, col int) int {
+	at := col - 1
+	if line > 0 {
 		n, i := 0, -1
-		for n < f.StartLine {
+		for n < line {
 			j := strings.IndexByte(value[i+1:], '\n')
 			if j < 0 {
 				break
