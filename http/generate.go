@@ -313,11 +313,12 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 	}
 	usage := gatewayUsageSummary{InputTokens: total.InputTokens, OutputTokens: total.OutputTokens, CostUSD: totalCost}
 	if out == nil {
-		p := newProblem(r, http.StatusUnprocessableEntity, "output_invalid",
-			fmt.Sprintf("no attempt produced output that validates against the output schema of %s (%s)", t.Name, plural(len(trace.Attempts), "attempt")))
+		e := domain.E("generate", domain.KindInvalid, "output_invalid",
+			"no attempt produced output that validates against the output schema of %s (%s)", t.Name, plural(len(trace.Attempts), "attempt"))
 		if trace.StoppedBy == "cost_ceiling" {
-			p.Detail += "; the cost ceiling stopped a further attempt"
+			e.Message += "; the cost ceiling stopped a further attempt"
 		}
+		p := s.problemFor(w, r, e)
 		writeProblemExt(w, p, map[string]any{"attempts": len(trace.Attempts), "usage": usage,
 			"svc": map[string]any{"requestId": c.id, "trace": trace}})
 		recordAll()
