@@ -6,17 +6,11 @@ import (
 	"time"
 )
 
-// withBodyDeadline gives a request with a body bodyReadTimeout, from the
-// end of its headers, for the body to arrive, and lifts the deadline once
-// the body has been read to its end. It runs before anything else, so the
-// deadline also bounds what net/http reads after a handler that answered
-// without reading the body (401, 403, 404, 405, 413): to reuse a kept-alive
-// connection the server discards the rest of the body first, and a client
-// that stopped sending would otherwise hold the connection for ever.
-// Lifting it at the end of the body keeps it off the rest of the request:
-// net/http then watches the connection for the client leaving, and a
-// deadline left on it would cancel a long streamed answer (net/http lifts
-// it there too since golang/go#70834; this does not depend on that).
+// withBodyDeadline gives a request's body bodyReadTimeout from the end of
+// its headers to arrive, and lifts the deadline once the body is read to its
+// end: the deadline also bounds what net/http discards after an answer that
+// did not read the body, and a streamed answer must not be cut by it.
+// docs/operations.md (Connection timeouts) has the whole story.
 func withBodyDeadline(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody {

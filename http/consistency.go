@@ -12,16 +12,10 @@ import (
 	"github.com/batonhq/baton/projections"
 )
 
-// Consistency tokens. Several Baton replicas may share one event store
-// (KurrentDB), each with read models of its own that follow the store's
-// global feed. A write answers with the global position of the last event it
-// wrote (PositionHeader); a read that carries such a position
-// (ReadAfterHeader) is served only once this replica's read models include
-// it, so a client reads its own writes through any replica. Reads also wait
-// for the store's head as it was when they started, as before; the token
-// makes read-your-writes independent of which node answers that question
-// (a follower may lag behind the leader) and gives monotonic reads across
-// replicas when a client carries forward the highest position it has seen.
+// Consistency tokens (docs/api.md): a write answers with the global
+// position of its last event, and a read that names one is served once this
+// replica's read models include it, so a client reads its own writes
+// through any replica of a shared store.
 const (
 	// PositionHeader is on the answers of writes (contract creation and
 	// callbacks, replays included) and of reads from the read models:
