@@ -16,6 +16,8 @@ import (
 // DefaultMaxBody is the default request body limit.
 const DefaultMaxBody = 1 << 20
 
+// tooLarge and malformed are the body errors: 413, and 400 for a body that
+// is not JSON.
 func tooLarge(limit int64) error {
 	return domain.E("decode", domain.KindTooLarge, "body_too_large", "the request body is larger than %d bytes", limit)
 }
@@ -60,7 +62,7 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, dst any) (body
 		err = decodeBody(body, dst)
 	}
 	if err != nil {
-		s.writeDecodeError(w, r, err)
+		s.writeError(w, r, err)
 		return nil, false
 	}
 	return body, true
@@ -116,8 +118,4 @@ func jsonKind(goKind string) string {
 		return "a number"
 	}
 	return goKind
-}
-
-func (s *Server) writeDecodeError(w http.ResponseWriter, r *http.Request, err error) {
-	s.writeError(w, r, err)
 }

@@ -665,7 +665,7 @@ func (s *Server) prepareCall(w http.ResponseWriter, r *http.Request, f errFormat
 		err = decodeBody(body, q)
 	}
 	if err != nil {
-		s.writeWireDecodeError(w, r, f, err)
+		s.writeErrorAs(w, r, f, err)
 		return req, nil, false
 	}
 	if req, err = q.toGateway(); err == nil {
@@ -1124,12 +1124,6 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 			return
 		}
 	}
-}
-
-// writeWireDecodeError answers body-level failures (too large, not JSON)
-// in a front's error shape.
-func (s *Server) writeWireDecodeError(w http.ResponseWriter, r *http.Request, f errFormat, err error) {
-	s.writeErrorAs(w, r, f, err)
 }
 
 // contentBlocks numbers the content blocks of a streamed message: the

@@ -114,13 +114,13 @@ func (s *Server) callback(kind string, build func(body []byte, ref domain.Reques
 		}
 		body, err := readBody(w, r, s.maxBody)
 		if err != nil {
-			s.writeDecodeError(w, r, err)
+			s.writeError(w, r, err)
 			return
 		}
 		ref := domain.RequestRef{Kind: kind, IdempotencyKey: key, BodySHA256: bodyHash(body)}
 		cmd, err := build(body, ref)
 		if err != nil {
-			s.writeDecodeError(w, r, err)
+			s.writeError(w, r, err)
 			return
 		}
 		if err := s.scan(body); err != nil {

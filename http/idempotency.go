@@ -58,7 +58,7 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 		}
 		body, err := readBody(w, r, s.maxBody)
 		if err != nil {
-			s.writeDecodeError(w, r, err)
+			s.writeError(w, r, err)
 			return
 		}
 		ctx := r.Context()

@@ -93,7 +93,7 @@ func (s *Server) healthModel(w http.ResponseWriter, r *http.Request) {
 		err = decodeBody(body, &q)
 	}
 	if err != nil {
-		s.writeWireDecodeError(w, r, openaiErrors, err)
+		s.writeErrorAs(w, r, openaiErrors, err)
 		return
 	}
 	id := q.Model
@@ -125,7 +125,7 @@ func (s *Server) healthBatch(w http.ResponseWriter, r *http.Request) {
 		Limit          *int  `json:"limit"`
 	}{}
 	if err := decodeOptional(w, r, s.maxBody, &q); err != nil {
-		s.writeWireDecodeError(w, r, openaiErrors, err)
+		s.writeErrorAs(w, r, openaiErrors, err)
 		return
 	}
 	configuredOnly, limit := true, defaultBatchLimit
@@ -208,7 +208,7 @@ func (s *Server) routePreview(w http.ResponseWriter, r *http.Request) {
 		Needs    gateway.Needs `json:"needs"`
 	}{}
 	if err := decodeOptional(w, r, s.maxBody, &q); err != nil {
-		s.writeWireDecodeError(w, r, openaiErrors, err)
+		s.writeErrorAs(w, r, openaiErrors, err)
 		return
 	}
 	if q.Mode == "" {
