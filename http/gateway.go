@@ -107,16 +107,11 @@ func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m, ok := s.catalog.Get(id)
-	anthropic := r.Header.Get("anthropic-version") != ""
 	if !ok {
-		f := openaiErrors
-		if anthropic {
-			f = anthropicErrors
-		}
-		s.writeErrorAs(w, r, f, fmt.Errorf("%w: no model %q in the catalog; GET /v1/models lists them", gateway.ErrUnknownModel, id))
+		s.writeErrorAs(w, r, modelErrors, fmt.Errorf("%w: no model %q in the catalog; GET /v1/models lists them", gateway.ErrUnknownModel, id))
 		return
 	}
-	if anthropic {
+	if r.Header.Get("anthropic-version") != "" {
 		writeJSON(w, http.StatusOK, anthropicModel(m))
 		return
 	}

@@ -157,13 +157,13 @@ func NewServer(cfg Config) *Server {
 	rt.HandleFunc("/v1/context/packets/{packetId}", s.withKey(anyKey, s.getContextPacket)).Methods(http.MethodGet)
 	s.contextLoader = s.contextPacketPrompt // generate and agent-plans attach packets by contextPacketId
 	if s.catalog != nil {
-		rt.HandleFunc("/v1/models", s.withKeyAs(anyKey, openaiErrors, s.listModels)).Methods(http.MethodGet)
+		rt.HandleFunc("/v1/models", s.withKeyAs(anyKey, modelErrors, s.listModels)).Methods(http.MethodGet)
 		rt.HandleFunc("/v1/models/sync", s.withKeyAs(adminOnly, openaiErrors, s.syncModels)).Methods(http.MethodPost)
 		rt.HandleFunc("/v1/models/health", s.withKeyAs(adminOnly, openaiErrors, s.healthModel)).Methods(http.MethodPost)
 		rt.HandleFunc("/v1/models/health/batch", s.withKeyAs(adminOnly, openaiErrors, s.healthBatch)).Methods(http.MethodPost)
 		rt.HandleFunc("/v1/models/route/preview", s.withKeyAs(adminOnly, openaiErrors, s.routePreview)).Methods(http.MethodPost)
 		rt.HandleFunc("/v1/models/infrastructure", s.withKeyAs(adminOnly, openaiErrors, s.infrastructure)).Methods(http.MethodGet)
-		rt.HandleFunc("/v1/models/{id:.+}", s.withKeyAs(anyKey, openaiErrors, s.getModel)).Methods(http.MethodGet) // after the fixed /v1/models/* paths
+		rt.HandleFunc("/v1/models/{id:.+}", s.withKeyAs(anyKey, modelErrors, s.getModel)).Methods(http.MethodGet) // after the fixed /v1/models/* paths
 		rt.HandleFunc("/v1/generate", s.withKey(anyKey, s.withIdempotency("generate", s.generate))).Methods(http.MethodPost)
 		rt.HandleFunc("/v1/capabilities", s.withKey(anyKey, s.capabilities)).Methods(http.MethodGet)
 		rt.HandleFunc("/v1/agent-plans", s.withKey(anyKey, s.withIdempotency("agent-plans", s.createPlan))).Methods(http.MethodPost)

@@ -14,9 +14,24 @@ const (
 	problemErrors   errFormat = iota // RFC 9457
 	openaiErrors                     // {"error":{message,type,param,code}}
 	anthropicErrors                  // {"type":"error","error":{type,message}}
+	// modelErrors is the models routes' shape, which both SDKs call:
+	// Anthropic's when the request has anthropic-version, else OpenAI's.
+	modelErrors
 )
 
+// resolve is the shape f takes for r.
+func (f errFormat) resolve(r *http.Request) errFormat {
+	if f != modelErrors {
+		return f
+	}
+	if r.Header.Get("anthropic-version") != "" {
+		return anthropicErrors
+	}
+	return openaiErrors
+}
+
 func (s *Server) writeErrorAs(w http.ResponseWriter, r *http.Request, f errFormat, err error) {
+	f = f.resolve(r)
 	if f == problemErrors {
 		s.writeError(w, r, err)
 		return
@@ -53,7 +68,9 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/"):
 		s.writeErrorAs(w, r, anthropicErrors, err)
-	case p == "/v1/models" || strings.HasPrefix(p, "/v1/models/") || strings.HasPrefix(p, "/v1/chat/"):
+	case p == "/v1/models" || strings.HasPrefix(p, "/v1/models/"):
+		s.writeErrorAs(w, r, modelErrors, err)
+	case strings.HasPrefix(p, "/v1/chat/"):
 		s.writeErrorAs(w, r, openaiErrors, err)
 	default:
 		s.writeError(w, r, err)
