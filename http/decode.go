@@ -16,6 +16,11 @@ import (
 // DefaultMaxBody is the default request body limit.
 const DefaultMaxBody = 1 << 20
 
+// DefaultMaxModelBody is the default body limit of the model calls: as
+// much as Anthropic's Messages API takes (32 MB), so that a long coding
+// session's history goes through.
+const DefaultMaxModelBody = 32 << 20
+
 // tooLarge and malformed are the body errors: 413, and 400 for a body that
 // is not JSON.
 func tooLarge(limit int64) error {

@@ -655,7 +655,7 @@ func (q *msgRequest) requestedModel() string { return q.Model }
 // it to the gateway's request and plans its route. When any step fails it
 // has answered in the front's error shape and ok is false.
 func (s *Server) prepareCall(w http.ResponseWriter, r *http.Request, f errFormat, q wireRequest) (req gateway.Request, chain []gateway.Target, ok bool) {
-	body, err := readBody(w, r, s.maxBody)
+	body, err := readBody(w, r, s.maxModelBody)
 	if err == nil {
 		err = decodeBody(body, q)
 	}

@@ -48,8 +48,12 @@ type Config struct {
 	IdempotencyRetention time.Duration
 	Log                  zerolog.Logger
 	Version              string
-	MaxBody              int64            // request body limit; DefaultMaxBody when 0
-	Now                  func() time.Time // the ledger's clock; time.Now when nil
+	MaxBody              int64 // request body limit; DefaultMaxBody when 0
+	// MaxModelBody is the body limit of the model calls (chat completions,
+	// messages): a long agent session sends megabytes of history.
+	// DefaultMaxModelBody when 0.
+	MaxModelBody int64
+	Now          func() time.Time // the ledger's clock; time.Now when nil
 	// StreamIdle ends a streamed model call whose upstream sends nothing
 	// for this long (DefaultStreamIdle when 0): before the first byte the
 	// next model of the chain takes over, after it the client gets the
@@ -83,6 +87,7 @@ type Server struct {
 	log           zerolog.Logger
 	version       string
 	maxBody       int64
+	maxModelBody  int64
 	streamIdle    time.Duration
 	ledger        *ledger.Services
 	router        *mux.Router
@@ -92,6 +97,9 @@ type Server struct {
 func NewServer(cfg Config) *Server {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.MaxModelBody <= 0 {
+		cfg.MaxModelBody = DefaultMaxModelBody
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -128,7 +136,7 @@ func NewServer(cfg Config) *Server {
 	}
 	s := &Server{
 		budgets: cfg.Budgets, tasks: cfg.Tasks, usage: cfg.Usage, ownsUsage: ownsUsage, store: cfg.Store, proj: cfg.Projections, scanner: cfg.Scanner, catalog: cfg.Catalog, log: cfg.Log, version: cfg.Version,
-		maxBody: cfg.MaxBody, streamIdle: cfg.StreamIdle, ledger: cfg.Ledger, router: mux.NewRouter(),
+		maxBody: cfg.MaxBody, maxModelBody: cfg.MaxModelBody, streamIdle: cfg.StreamIdle, ledger: cfg.Ledger, router: mux.NewRouter(),
 	}
 	rt := s.router
 	rt.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

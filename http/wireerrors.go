@@ -59,10 +59,25 @@ func wireErrorBody(r *http.Request, f errFormat, d described) map[string]any {
 	return map[string]any{"type": "error", "error": map[string]any{"type": an, "message": d.Message}, "request_id": RequestID(r.Context())}
 }
 
+// openaiAPIs are the roots of OpenAI's API: an OpenAI client that calls
+// one Baton does not serve gets an answer in the shape its SDK parses.
+var openaiAPIs = []string{"/v1/chat", "/v1/responses", "/v1/completions", "/v1/embeddings", "/v1/images", "/v1/audio",
+	"/v1/moderations", "/v1/files", "/v1/uploads", "/v1/batches", "/v1/assistants", "/v1/threads", "/v1/vector_stores",
+	"/v1/fine_tuning", "/v1/realtime", "/v1/conversations", "/v1/evals", "/v1/containers"}
+
+func openaiPath(p string) bool {
+	for _, a := range openaiAPIs {
+		if p == a || strings.HasPrefix(p, a+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 // noRoute answers err for a path or method Baton does not serve (or a
-// handler's panic) in the shape of the front the path belongs to: OpenAI's
-// under /v1/models and /v1/chat, Anthropic's under /v1/messages, a problem
-// document elsewhere.
+// handler's panic) in the shape of the front the path belongs to:
+// Anthropic's under /v1/messages, the caller's on the models routes,
+// OpenAI's under OpenAI's API roots, a problem document elsewhere.
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request, err error) {
 	p := r.URL.Path
 	switch {
@@ -70,7 +85,7 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request, err error) {
 		s.writeErrorAs(w, r, anthropicErrors, err)
 	case p == "/v1/models" || strings.HasPrefix(p, "/v1/models/"):
 		s.writeErrorAs(w, r, modelErrors, err)
-	case strings.HasPrefix(p, "/v1/chat/"):
+	case openaiPath(p):
 		s.writeErrorAs(w, r, openaiErrors, err)
 	default:
 		s.writeError(w, r, err)
