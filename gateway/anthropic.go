@@ -443,3 +443,39 @@ func anthropicStatus(typ string) int {
 	}
 	return http.StatusBadGateway
 }
+
+// CountTokens asks Anthropic's token counter (POST /v1/messages/count_tokens)
+// how many input tokens body, a Messages request, holds with its model
+// named model. The body goes as the client wrote it otherwise, so fields
+// Baton does not know (thinking, images, tools) are counted too.
+func (p *Anthropic) CountTokens(ctx context.Context, model string, body []byte) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
+	defer cancel()
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return 0, err
+	}
+	m, _ := json.Marshal(model)
+	fields["model"] = m
+	delete(fields, "stream") // count_tokens takes no stream or max_tokens
+	delete(fields, "max_tokens")
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := p.do(ctx, http.MethodPost, "/v1/messages/count_tokens", out)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var r struct {
+		InputTokens *int `json:"input_tokens"`
+	}
+	if err := decodeWhole(io.LimitReader(resp.Body, 1<<20), &r); err != nil {
+		return 0, answerError(p.name, "malformed response", err, true)
+	}
+	if r.InputTokens == nil || *r.InputTokens < 0 {
+		return 0, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: no input_tokens count"}
+	}
+	return *r.InputTokens, nil
+}

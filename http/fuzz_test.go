@@ -82,8 +82,9 @@ func FuzzGatewayBodies(f *testing.F) {
 		`{"model":"local:echo","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"},"tool_choice":"required"}`,
 		`{"model":"local:echo","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}}],"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[{"type":"function","function":{"name":"g"}}]}},"response_format":{"type":"json_schema","json_schema":{"name":"r","strict":true}}}`,
 	} {
-		f.Add(false, []byte(seed))
-		f.Add(true, []byte(seed))
+		for which := range uint8(3) {
+			f.Add(which, []byte(seed))
+		}
 	}
 	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(string) string { return "" }})
 	if err != nil {
@@ -91,12 +92,10 @@ func FuzzGatewayBodies(f *testing.F) {
 	}
 	e := newEnvWith(f, cat)
 	h := e.srv.Config.Handler
-	f.Fuzz(func(t *testing.T, messages bool, body []byte) {
+	paths := []string{"/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens"}
+	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
 		e.t = t
-		path := "/v1/chat/completions"
-		if messages {
-			path = "/v1/messages"
-		}
+		path := paths[int(which)%len(paths)]
 		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+e.tenantA)
 		rec := httptest.NewRecorder()

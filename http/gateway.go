@@ -1252,3 +1252,44 @@ func withInput(sent, u gateway.Usage) gateway.Usage {
 	sent.OutputTokens = max(sent.OutputTokens, u.OutputTokens)
 	return sent
 }
+
+// countTokens answers POST /v1/messages/count_tokens: Anthropic's own count
+// for a model of an Anthropic provider, else a local estimate, marked as one
+// (svc.estimate). Counting is free: no budget hold, no usage event.
+func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
+	const f = anthropicErrors
+	var q msgRequest
+	body, err := readBody(w, r, s.maxModelBody)
+	if err == nil {
+		err = decodeBody(body, &q)
+	}
+	if err != nil {
+		s.writeErrorAs(w, r, f, err)
+		return
+	}
+	if q.MaxTokens == nil {
+		one := 1 // the counter takes no max_tokens; the request shape needs one
+		q.MaxTokens = &one
+	}
+	req, err := q.toGateway()
+	var chain []gateway.Target
+	if err == nil {
+		chain, err = s.plan(q.requestedModel(), req)
+	}
+	if err != nil {
+		s.writeErrorAs(w, r, f, err)
+		return
+	}
+	t := chain[0]
+	if an, ok := t.Provider.(*gateway.Anthropic); ok {
+		n, err := an.CountTokens(r.Context(), t.Model.Model, body)
+		if err != nil {
+			s.writeErrorAs(w, r, f, err)
+			return
+		}
+		writeAnswer(w, map[string]any{"input_tokens": n})
+		return
+	}
+	writeAnswer(w, map[string]any{"input_tokens": gateway.EstimateInputTokens(req),
+		"svc": map[string]any{"estimate": true, "model": t.Model.ID}})
+}

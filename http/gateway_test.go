@@ -168,6 +168,21 @@ func (f *fakeUpstreams) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"type":"error","error":{"type":"authentication_error","message":"bad key"}}`)
 		return
 	}
+	if r.URL.Path == "/v1/messages/count_tokens" {
+		// Counts turns, so a test can tell the upstream's count from an
+		// estimate; refuses what the real counter refuses.
+		var q map[string]json.RawMessage
+		json.NewDecoder(r.Body).Decode(&q)
+		var msgs []json.RawMessage
+		json.Unmarshal(q["messages"], &msgs)
+		if _, ok := q["max_tokens"]; ok || string(q["model"]) != `"claude-3-5-haiku-latest"` {
+			w.WriteHeader(400)
+			fmt.Fprintf(w, `{"type":"error","error":{"type":"invalid_request_error","message":"model %s, max_tokens %s"}}`, q["model"], q["max_tokens"])
+			return
+		}
+		fmt.Fprintf(w, `{"input_tokens":%d}`, 1000+len(msgs))
+		return
+	}
 	if r.URL.Path == "/v1/models" {
 		io.WriteString(w, `{"data":[{"type":"model","id":"claude-3-5-haiku-latest","display_name":"Claude Haiku 3.5"},{"type":"model","id":"claude-sonnet-4-0","display_name":"Claude Sonnet 4"}],"has_more":false,"first_id":"claude-3-5-haiku-latest","last_id":"claude-sonnet-4-0"}`)
 		return

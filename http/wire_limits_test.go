@@ -19,7 +19,7 @@ func TestUnknownPathsAnswerInTheirAPIsShape(t *testing.T) {
 		{"POST", "/v1/embeddings", "openai", 404},
 		{"POST", "/v1/completions", "openai", 404},
 		{"POST", "/v1/chat/nope", "openai", 404},
-		{"POST", "/v1/messages/count_tokens", "anthropic", 404},
+		{"POST", "/v1/messages/batches", "anthropic", 404},
 		{"GET", "/v1/messages", "anthropic", 405},
 		{"GET", "/v1/nothing-here", "problem", 404},
 		{"POST", "/v1/responsesx", "problem", 404},
