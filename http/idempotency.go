@@ -15,9 +15,6 @@ import (
 // Idempotency) and written again, with Idempotent-Replayed: true, to any
 // later request with the same key and body. docs/api.md has the rules.
 
-// DefaultIdempotencyRetention is how long a key is kept.
-const DefaultIdempotencyRetention = ledger.DefaultIdempotencyRetention
-
 // idemFinal reports whether an answer is kept for the key's retries: a 429
 // or a 5xx says "try again", and kept it would answer every retry with the
 // same failure for the whole retention.

@@ -42,18 +42,14 @@ type Config struct {
 	Tasks       *tasks.Registry  // generation task types; the embedded ones when nil
 	// Usage appends usage events off the request path; NewServer starts
 	// one when nil, and Close stops it.
-	Usage *gateway.UsageWriter
-	// IdempotencyRetention is how long a generate Idempotency-Key is kept
-	// (DefaultIdempotencyRetention when 0).
-	IdempotencyRetention time.Duration
-	Log                  zerolog.Logger
-	Version              string
-	MaxBody              int64 // request body limit; DefaultMaxBody when 0
+	Usage   *gateway.UsageWriter
+	Log     zerolog.Logger
+	Version string
+	MaxBody int64 // request body limit; DefaultMaxBody when 0
 	// MaxModelBody is the body limit of the model calls (chat completions,
 	// messages): a long agent session sends megabytes of history.
 	// DefaultMaxModelBody when 0.
 	MaxModelBody int64
-	Now          func() time.Time // the ledger's clock; time.Now when nil
 	// StreamIdle ends a streamed model call whose upstream sends nothing
 	// for this long (DefaultStreamIdle when 0): before the first byte the
 	// next model of the chain takes over, after it the client gets the
@@ -101,9 +97,6 @@ func NewServer(cfg Config) *Server {
 	if cfg.MaxModelBody <= 0 {
 		cfg.MaxModelBody = DefaultMaxModelBody
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
 	if cfg.Budgets == nil {
 		cfg.Budgets = gateway.NewBudgets(nil)
 	}
@@ -129,7 +122,7 @@ func NewServer(cfg Config) *Server {
 	}
 	if cfg.Ledger == nil {
 		red, _ := cfg.Scanner.(contextpack.Redactor)
-		cfg.Ledger = ledger.New(cfg.Store, ledger.Options{Now: cfg.Now, Redactor: red, IdempotencyRetention: cfg.IdempotencyRetention})
+		cfg.Ledger = ledger.New(cfg.Store, ledger.Options{Redactor: red})
 	}
 	if cfg.StreamIdle <= 0 {
 		cfg.StreamIdle = DefaultStreamIdle

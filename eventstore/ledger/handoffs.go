@@ -33,9 +33,6 @@ func NewHandoffs(store eventstore.Store, now func() time.Time) *Handoffs {
 	return &Handoffs{store: store, plans: NewPlans(store), now: now}
 }
 
-// Now is the ledger's clock.
-func (s *Handoffs) Now() time.Time { return s.now() }
-
 // Call says who runs a command and on behalf of which request.
 type Call struct {
 	Principal domain.Principal

@@ -295,7 +295,7 @@ func BodyHashes(endpoint string, body []byte) Hashes {
 	if len(body) > canonicalMax || len(bytes.TrimSpace(body)) == 0 {
 		return h // an empty body is not the JSON null
 	}
-	c, ok := Canonical(body)
+	c, ok := canonical(body)
 	if !ok {
 		return h
 	}
@@ -304,10 +304,10 @@ func BodyHashes(endpoint string, body []byte) Hashes {
 	return h
 }
 
-// Canonical returns body's canonical JSON (domain.CanonicalJSON's), or
+// canonical returns body's canonical JSON (domain.CanonicalJSON's), or
 // false when it has none or when an object in it has two keys that
 // encoding/json would take for the same field.
-func Canonical(body []byte) ([]byte, bool) {
+func canonical(body []byte) ([]byte, bool) {
 	c, v, err := domain.CanonicalValue(body)
 	if err != nil || !foldDistinct(v) {
 		return nil, false
@@ -323,7 +323,7 @@ func foldDistinct(v any) bool {
 	case map[string]any:
 		seen := make(map[string]struct{}, len(v))
 		for k, x := range v {
-			f := FoldKey(k)
+			f := foldKey(k)
 			if _, dup := seen[f]; dup || !foldDistinct(x) {
 				return false
 			}
@@ -339,10 +339,10 @@ func foldDistinct(v any) bool {
 	return true
 }
 
-// FoldKey maps k to one representative of the keys equal to it under
+// foldKey maps k to one representative of the keys equal to it under
 // Unicode simple case folding (what strings.EqualFold compares): each rune
 // becomes the smallest rune of its folding orbit.
-func FoldKey(k string) string {
+func foldKey(k string) string {
 	ascii, upper := true, true
 	for i := 0; i < len(k); i++ {
 		c := k[i]
@@ -355,11 +355,11 @@ func FoldKey(k string) string {
 		}
 		return strings.ToUpper(k)
 	}
-	return FoldOrbits(k)
+	return foldOrbits(k)
 }
 
-// FoldOrbits is FoldKey rune by rune through each rune's whole orbit.
-func FoldOrbits(k string) string {
+// foldOrbits is foldKey rune by rune through each rune's whole orbit.
+func foldOrbits(k string) string {
 	b := make([]rune, 0, len(k))
 	for _, r := range k {
 		m := r

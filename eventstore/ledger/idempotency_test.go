@@ -135,7 +135,7 @@ func canonicalOracle(body []byte) ([]byte, bool) {
 	if dec.Decode(&v) != nil {
 		return nil, false
 	}
-	fold := FoldOrbits // every key through the orbits, ASCII ones too
+	fold := foldOrbits // every key through the orbits, ASCII ones too
 	var walk func(v any) bool
 	walk = func(v any) bool {
 		switch v := v.(type) {
@@ -175,7 +175,7 @@ func FuzzIdemCanonical(f *testing.F) {
 			return // BodyHashes keeps blank bodies off JSON (not the JSON null)
 		}
 		want, wantOK := canonicalOracle(body)
-		got, ok := Canonical(body)
+		got, ok := canonical(body)
 		if ok != wantOK || (ok && string(got) != string(want)) {
 			t.Fatalf("%q: got %q %v, the oracle %q %v", body, got, ok, want, wantOK)
 		}
