@@ -5,25 +5,27 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"go.yaml.in/yaml/v4"
 
 	"github.com/batonhq/baton/docs"
 )
 
-// openAPIJSON is docs/openapi.yaml as JSON, converted once when the
-// program starts; openAPIErr is why it could not be (a broken build: the
-// tests load the document).
-var openAPIJSON, openAPIErr = yamlToJSON(docs.OpenAPIYAML)
+// openAPIJSON is docs/openapi.yaml as JSON, converted on the first request
+// for it rather than in every process that links http (the CLI's commands
+// too); an error means a broken build, which the tests would catch.
+var openAPIJSON = sync.OnceValues(func() ([]byte, error) { return yamlToJSON(docs.OpenAPIYAML) })
 
 // openAPI serves the OpenAPI document: GET /v1/openapi.json, no key.
 func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
-	if openAPIErr != nil {
-		s.writeError(w, r, fmt.Errorf("the embedded OpenAPI document does not convert to JSON: %w", openAPIErr))
+	doc, err := openAPIJSON()
+	if err != nil {
+		s.writeError(w, r, fmt.Errorf("the embedded OpenAPI document does not convert to JSON: %w", err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Write(openAPIJSON)
+	w.Write(doc)
 }
 
 // yamlToJSON converts a YAML document to JSON, keeping the order of its
