@@ -652,31 +652,32 @@ func (q *ccRequest) requestedModel() string  { return q.Model }
 func (q *msgRequest) requestedModel() string { return q.Model }
 
 // prepareCall reads and decodes a gateway front's request into q, converts
-// it to the gateway's request and plans its route. When any step fails it
-// has answered in the front's error shape and ok is false.
-func (s *Server) prepareCall(w http.ResponseWriter, r *http.Request, f errFormat, q wireRequest) (req gateway.Request, chain []gateway.Target, ok bool) {
+// it to the gateway's request and plans its route; body is the request's
+// body as sent. When any step fails it has answered in the front's error
+// shape and ok is false.
+func (s *Server) prepareCall(w http.ResponseWriter, r *http.Request, f errFormat, q wireRequest) (req gateway.Request, chain []gateway.Target, body []byte, ok bool) {
 	body, err := readBody(w, r, s.maxModelBody)
 	if err == nil {
 		err = decodeBody(body, q)
 	}
 	if err != nil {
 		s.writeErrorAs(w, r, f, err)
-		return req, nil, false
+		return req, nil, nil, false
 	}
 	if req, err = q.toGateway(); err == nil {
 		chain, err = s.plan(q.requestedModel(), req)
 	}
 	if err != nil {
 		s.writeErrorAs(w, r, f, err)
-		return req, nil, false
+		return req, nil, nil, false
 	}
-	return req, chain, true
+	return req, chain, body, true
 }
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	const f = openaiErrors
 	var q ccRequest
-	req, chain, ok := s.prepareCall(w, r, f, &q)
+	req, chain, _, ok := s.prepareCall(w, r, f, &q)
 	if !ok {
 		return
 	}
@@ -998,7 +999,7 @@ func stopSequence(stop, matched string) any {
 func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	const f = anthropicErrors
 	var q msgRequest
-	req, chain, ok := s.prepareCall(w, r, f, &q)
+	req, chain, _, ok := s.prepareCall(w, r, f, &q)
 	if !ok {
 		return
 	}
@@ -1253,31 +1254,26 @@ func withInput(sent, u gateway.Usage) gateway.Usage {
 	return sent
 }
 
+// countRequest is a count_tokens body: a messages request without
+// max_tokens, which the counter does not take.
+type countRequest struct{ msgRequest }
+
+func (q *countRequest) toGateway() (gateway.Request, error) {
+	if q.MaxTokens == nil {
+		one := 1 // the gateway's request needs a cap; nothing is generated
+		q.MaxTokens = &one
+	}
+	return q.msgRequest.toGateway()
+}
+
 // countTokens answers POST /v1/messages/count_tokens: Anthropic's own count
 // for a model of an Anthropic provider, else a local estimate, marked as one
 // (svc.estimate). Counting is free: no budget hold, no usage event.
 func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 	const f = anthropicErrors
-	var q msgRequest
-	body, err := readBody(w, r, s.maxModelBody)
-	if err == nil {
-		err = decodeBody(body, &q)
-	}
-	if err != nil {
-		s.writeErrorAs(w, r, f, err)
-		return
-	}
-	if q.MaxTokens == nil {
-		one := 1 // the counter takes no max_tokens; the request shape needs one
-		q.MaxTokens = &one
-	}
-	req, err := q.toGateway()
-	var chain []gateway.Target
-	if err == nil {
-		chain, err = s.plan(q.requestedModel(), req)
-	}
-	if err != nil {
-		s.writeErrorAs(w, r, f, err)
+	var q countRequest
+	req, chain, body, ok := s.prepareCall(w, r, f, &q)
+	if !ok {
 		return
 	}
 	t := chain[0]
