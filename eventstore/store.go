@@ -10,6 +10,7 @@ package eventstore
 import (
 	"context"
 	"encoding/json"
+	"iter"
 	"time"
 
 	"github.com/google/uuid"
@@ -183,5 +184,23 @@ func ReadWholeStream(ctx context.Context, s Store, stream string) ([]RecordedEve
 			return out, nil
 		}
 		from = evs[len(evs)-1].Revision + 1
+	}
+}
+
+// FeedPages yields s's global feed from the start in pages of up to page
+// events; a failed read is yielded as the last error.
+func FeedPages(ctx context.Context, s Store, page int) iter.Seq2[[]RecordedEvent, error] {
+	return func(yield func([]RecordedEvent, error) bool) {
+		for after := Start; ; {
+			evs, err := s.ReadAll(ctx, after, page)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if len(evs) == 0 || !yield(evs, nil) {
+				return
+			}
+			after = evs[len(evs)-1].Position
+		}
 	}
 }

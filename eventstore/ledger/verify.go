@@ -161,13 +161,9 @@ func handoffsInFeed(ctx context.Context, store eventstore.Store) ([]string, erro
 	var ids []string
 	seen := map[string]bool{}
 	prefix := domain.StreamID("")
-	for after := eventstore.Start; ; {
-		page, err := store.ReadAll(ctx, after, 5000)
+	for page, err := range eventstore.FeedPages(ctx, store, 5000) {
 		if err != nil {
 			return nil, err
-		}
-		if len(page) == 0 {
-			return ids, nil
 		}
 		for _, ev := range page {
 			if id, ok := strings.CutPrefix(ev.StreamID, prefix); ok && !seen[id] {
@@ -175,6 +171,6 @@ func handoffsInFeed(ctx context.Context, store eventstore.Store) ([]string, erro
 				ids = append(ids, id)
 			}
 		}
-		after = page[len(page)-1].Position
 	}
+	return ids, nil
 }

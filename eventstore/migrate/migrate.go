@@ -93,13 +93,9 @@ func (c *copier) copyAll(ctx context.Context, src eventstore.Store, limit int) (
 		group, size = group[:0], 0
 		return err
 	}
-	for after := eventstore.Start; ; {
-		page, err := src.ReadAll(ctx, after, 1000)
+	for page, err := range eventstore.FeedPages(ctx, src, 1000) {
 		if err != nil {
 			return st, err
-		}
-		if len(page) == 0 {
-			return st, flush()
 		}
 		for _, ev := range page {
 			if ev.Unreadable != "" {
@@ -126,8 +122,8 @@ func (c *copier) copyAll(ctx context.Context, src eventstore.Store, limit int) (
 			size += n
 			st.Streams[ev.StreamID] = true
 		}
-		after = page[len(page)-1].Position
 	}
+	return st, flush()
 }
 
 // estimateSize is about what KurrentDB counts against --max-append-size:

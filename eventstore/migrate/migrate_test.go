@@ -75,17 +75,13 @@ func target(t *testing.T) (*kurrent.Store, *kurrenttest.Server) {
 func readFeed(t *testing.T, s eventstore.Store) []eventstore.RecordedEvent {
 	t.Helper()
 	var out []eventstore.RecordedEvent
-	for after := eventstore.Start; ; {
-		page, err := s.ReadAll(context.Background(), after, 100)
+	for page, err := range eventstore.FeedPages(context.Background(), s, 100) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(page) == 0 {
-			return out
-		}
 		out = append(out, page...)
-		after = page[len(page)-1].Position
 	}
+	return out
 }
 
 // sameFeeds checks that got is want, event for event, positions aside.
