@@ -23,7 +23,7 @@ func withBodyDeadline(next http.Handler) http.Handler {
 			return
 		}
 		r = r.WithContext(r.Context()) // a copy: the caller's request stays as it was
-		r.Body = &deadlineBody{ReadCloser: r.Body, lift: func() { rc.SetReadDeadline(time.Time{}) }}
+		r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
 		next.ServeHTTP(w, r)
 	})
 }
@@ -31,7 +31,7 @@ func withBodyDeadline(next http.Handler) http.Handler {
 // deadlineBody lifts the read deadline when its body reaches its end.
 type deadlineBody struct {
 	io.ReadCloser
-	lift   func()
+	rc     *http.ResponseController
 	lifted bool
 }
 
@@ -39,7 +39,7 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err == io.EOF && !b.lifted {
 		b.lifted = true
-		b.lift()
+		b.rc.SetReadDeadline(time.Time{})
 	}
 	return n, err
 }

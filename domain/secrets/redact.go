@@ -65,11 +65,7 @@ func (s *Scanner) Matches(value string) []Match {
 	for i, m := range ms {
 		ours[i] = candidate{at: m.Start, rule: m.RuleID, match: value[m.Start:m.End]}
 	}
-	d := s.plain
-	if mayBeEncoded(value) {
-		d = s.decoding
-	}
-	for _, f := range d.Detect(value) {
+	for _, f := range s.detectorFor(value).Detect(value) {
 		if generic(f.RuleID) && coveredBy(f.Secret, ours) {
 			continue // as in ScanString: a specific rule beats a generic one
 		}

@@ -221,11 +221,16 @@ func (s *Scanner) scanString(pointer, value string) []Finding {
 // by rule id. Encoded text is decoded and scanned again when it may hold
 // some (mayBeEncoded).
 func (s *Scanner) candidates(value string) []candidate {
-	d := s.plain
+	return s.candidatesWith(s.detectorFor(value), value)
+}
+
+// detectorFor is the detector value needs: the decoding one only when an
+// encoded segment may be in it (mayBeEncoded).
+func (s *Scanner) detectorFor(value string) *gitleaks.Detector {
 	if mayBeEncoded(value) {
-		d = s.decoding
+		return s.decoding
 	}
-	return s.candidatesWith(d, value)
+	return s.plain
 }
 
 // candidatesWith is candidates with gitleaks' rules run by d.
