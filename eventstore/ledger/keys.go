@@ -36,11 +36,7 @@ func (s *Keys) Create(ctx context.Context, actor, requestID, tenant string, admi
 	if len(label) > maxKeyLabel {
 		return NewKey{}, domain.Invalid("keys.create", domain.FieldError{Pointer: "/label", Code: "too_long", Message: "is longer than 200 characters"})
 	}
-	secret, ev, err := domain.NewKey(tenant, admin, label)
-	if err != nil {
-		return NewKey{}, err
-	}
-	e, err := keyEvent(domain.EventKeyCreated, ev, eventstore.Metadata{Tenant: tenant, Actor: actor, RequestID: requestID})
+	k, e, err := mint(tenant, admin, label, eventstore.Metadata{Tenant: tenant, Actor: actor, RequestID: requestID})
 	if err != nil {
 		return NewKey{}, err
 	}
@@ -53,12 +49,21 @@ func (s *Keys) Create(ctx context.Context, actor, requestID, tenant string, admi
 	if err != nil {
 		return NewKey{}, err
 	}
-	return shown(secret, ev), nil
+	return k, nil
 }
 
-func shown(secret string, ev domain.KeyCreated) NewKey {
+// mint makes a key and the event that records it (its hash, never the key).
+func mint(tenant string, admin bool, label string, meta eventstore.Metadata) (NewKey, eventstore.EventData, error) {
+	secret, ev, err := domain.NewKey(tenant, admin, label)
+	if err != nil {
+		return NewKey{}, eventstore.EventData{}, err
+	}
+	e, err := keyEvent(domain.EventKeyCreated, ev, meta)
+	if err != nil {
+		return NewKey{}, eventstore.EventData{}, err
+	}
 	return NewKey{Key: secret, KeyID: ev.KeyID, Tenant: ev.Tenant, Admin: ev.Admin, Display: ev.Display, Label: ev.Label,
-		Notice: "Store this key now: Baton keeps only its hash and cannot show it again."}
+		Notice: "Store this key now: Baton keeps only its hash and cannot show it again."}, e, nil
 }
 
 func keyEvent(typ string, v any, meta eventstore.Metadata) (eventstore.EventData, error) {
@@ -76,11 +81,7 @@ const BootstrapTenant = "default"
 // yet: of several replicas starting together on an empty store, exactly
 // one creates it (created is false for the others).
 func (s *Keys) Bootstrap(ctx context.Context) (key NewKey, created bool, err error) {
-	secret, ev, err := domain.NewKey(BootstrapTenant, true, "bootstrap")
-	if err != nil {
-		return NewKey{}, false, err
-	}
-	e, err := keyEvent(domain.EventKeyCreated, ev, eventstore.Metadata{Tenant: BootstrapTenant, Actor: "baton:first-start"})
+	k, e, err := mint(BootstrapTenant, true, "bootstrap", eventstore.Metadata{Tenant: BootstrapTenant, Actor: "baton:first-start"})
 	if err != nil {
 		return NewKey{}, false, err
 	}
@@ -91,7 +92,7 @@ func (s *Keys) Bootstrap(ctx context.Context) (key NewKey, created bool, err err
 	if err != nil {
 		return NewKey{}, false, err
 	}
-	return shown(secret, ev), true, nil
+	return k, true, nil
 }
 
 // Revocation is the answer to Revoke: where the key's revocation sits in
