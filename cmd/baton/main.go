@@ -254,7 +254,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	})
 	defer front.Close() // after Shutdown: appends the usage events it still holds
 	srv := newHTTPServer(front.Handler())
-	runCtx, stopRunner := context.WithCancel(ctx)
+	// The read models and the follower stop after the HTTP server has shut
+	// down (the deferred stopRunner), not with ctx: stopped with it, they
+	// could end first and a clean stop would read as their failure.
+	runCtx, stopRunner := context.WithCancel(context.WithoutCancel(ctx))
 	runnerDone := make(chan error, 1)
 	go func() { runnerDone <- proj.Run(runCtx) }()
 	followerDone := make(chan error, 1)
