@@ -162,6 +162,8 @@ type Response struct {
 	// UsageMissing: the upstream's answer carried no usage (some
 	// OpenAI-compatible servers omit it); Usage is then zero.
 	UsageMissing bool
+	// Raw is the upstream's answer as it was sent (passthrough).
+	Raw []byte `json:"-"`
 }
 
 // Text joins the text blocks.
@@ -193,6 +195,13 @@ type Delta struct {
 	NativeStop  string
 	MatchedStop string `json:",omitempty"` // with StopReason: the stop sequence hit, when known
 	Usage       *Usage // cumulative usage when the provider reports it (alone: usage so far, e.g. the input side at the start)
+	// Raw is the upstream's event as it was sent (a passthrough stream's
+	// deltas), to be forwarded as it is; the fields above then summarize
+	// it for billing and fallback.
+	Raw []byte `json:"-"`
+	// Commit: the event carries something the client must see, though no
+	// field above says so (a thinking block, a passthrough event).
+	Commit bool `json:"-"`
 }
 
 // Stream yields deltas; Next returns io.EOF after the last one.
@@ -253,3 +262,10 @@ var ErrUnknownModel = errors.New("gateway: unknown model")
 
 // DefaultTimeout bounds a whole non-streaming upstream call.
 const DefaultTimeout = 120 * time.Second
+
+// DefaultStreamIdle is the longest a streamed call waits between two
+// deltas from its upstream: as long as the OpenAI SDKs wait for a whole
+// call, so a model that thinks for minutes before its first token is not
+// cut, while a stalled connection does not hold a stream (and its budget
+// hold) forever.
+const DefaultStreamIdle = 10 * time.Minute

@@ -33,38 +33,22 @@ type svcTrace struct {
 	} `json:"trace"`
 }
 
-func newSvc(c *gatewayCall, native string) svcTrace {
+func newSvc(c *gateway.Call, native string) svcTrace {
 	var s svcTrace
-	s.RequestID = c.id
-	s.Trace.SelectedProvider = c.prov.Name()
-	s.Trace.SelectedModel = c.model.ID
-	s.Trace.FallbackUsed = c.fallback
+	s.RequestID = c.ID
+	s.Trace.SelectedProvider = c.Provider.Name()
+	s.Trace.SelectedModel = c.Model.ID
+	s.Trace.FallbackUsed = c.Fallback
 	s.Trace.NativeStopReason = native
 	return s
 }
 
-// gatewayCall is one model call in flight: the request as decoded, and the
-// attempt under way (each model of the fallback chain is one attempt).
-type gatewayCall struct {
-	front    string
-	id       string // the answer's id, also svc.requestId
-	req      gateway.Request
-	stream   bool
-	start    time.Time
-	fallback bool // an earlier model of the chain failed
-
-	prov  gateway.Provider
-	model *gateway.Model
-	hold  *gateway.Reservation
-}
-
-// releaseHold frees the current attempt's budget hold if it was not
-// settled (a handler that panicked between the hold and the settle):
-// deferred by every handler that makes calls, so a hold can never outlive
-// its request. Earlier attempts are settled before the next begins, and a
-// settled hold is not touched (Settle runs once).
-func (c *gatewayCall) releaseHold() {
-	c.hold.Settle(nil, uuid.Nil, time.Time{})
+// newCall starts a model call of the request's principal; the answer's id
+// is prefix and a fresh UUIDv7's hex.
+func (s *Server) newCall(r *http.Request, front, prefix string, req gateway.Request, stream bool) *gateway.Call {
+	p := principalOf(r.Context())
+	return &gateway.Call{ID: prefix + strings.ReplaceAll(uuid.Must(uuid.NewV7()).String(), "-", ""), Front: front,
+		Tenant: p.Tenant, KeyID: p.KeyID, RequestID: RequestID(r.Context()), Req: req, Stream: stream}
 }
 
 // listModels answers in OpenAI's list shape, or in Anthropic's when the
@@ -116,303 +100,6 @@ func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, m)
-}
-
-// begin starts an attempt on one target: the budget holds the call's worst
-// case first, so concurrent calls cannot overspend.
-func (s *Server) begin(r *http.Request, c *gatewayCall, t gateway.Target) error {
-	c.prov, c.model = t.Provider, t.Model
-	c.req.Model = t.Model.Model
-	c.start = time.Now()
-	hold, err := s.budgets.Reserve(principalOf(r.Context()).Tenant, t.Model.ID, gateway.WorstCost(c.req, t.Model))
-	c.hold = hold
-	return err
-}
-
-// settle ends an attempt: it prices the usage, releases the budget hold
-// and counts the cost, and returns the cost (nil: unpriced) and a function
-// that records the usage event. Callers write their answer first and record
-// after; the usage writer appends in the background, batching, so no fsync
-// is on the client's path. A partial stream is billed for what was sent.
-func (s *Server) settle(r *http.Request, c *gatewayCall, u gateway.Usage, outcome string) (*float64, func()) {
-	cost := gateway.CostOf(c.model, u)
-	id := uuid.Must(uuid.NewV7())
-	at := time.Now().UTC()
-	if s.budgets != nil {
-		at = s.budgets.Now()
-	}
-	c.hold.Settle(cost, id, at) // before the append, so a follower cannot count it first
-	p := principalOf(r.Context())
-	rec := gateway.UsageRecord{
-		Tenant: p.Tenant, KeyID: p.KeyID, Front: c.front, Model: c.model.ID, Provider: c.prov.Name(), Stream: c.stream,
-		Usage: u, CostUSD: cost, LatencyMs: time.Since(c.start).Milliseconds(), Outcome: outcome, RequestID: RequestID(r.Context()), At: at,
-	}
-	return cost, func() { s.usage.Record(id, rec) }
-}
-
-// recordUsage settles an attempt and records its usage at once.
-func (s *Server) recordUsage(r *http.Request, c *gatewayCall, u gateway.Usage, outcome string) *float64 {
-	cost, record := s.settle(r, c, u, outcome)
-	record()
-	return cost
-}
-
-// countTokens counts a call's tokens when its upstream reports none: with
-// o200k_base (gateway.CountTokens, built on first use), or at four bytes a
-// token should the tokenizer be unavailable.
-func countTokens(text string) int {
-	if text == "" {
-		return 0
-	}
-	if n, ok := gateway.CountTokens(text); ok {
-		return n
-	}
-	return (len(text) + 3) / 4
-}
-
-// outputText is what a model produced: its text and tool-call arguments.
-func outputText(content []gateway.Block) string {
-	var b strings.Builder
-	for _, bl := range content {
-		b.WriteString(bl.Text)
-		b.WriteString(bl.Name)
-		b.Write(bl.Input)
-	}
-	return b.String()
-}
-
-// streamed tracks what a stream has sent, for billing: the usage the
-// upstream reported (if it did) and the output text.
-type streamed struct {
-	told bool // the upstream reported the input side
-	u    gateway.Usage
-	out  strings.Builder
-}
-
-func (t *streamed) see(d gateway.Delta) {
-	if d.Usage != nil && d.StopReason == "" {
-		t.u, t.told = withInput(t.u, *d.Usage), true
-	}
-	if d.Text != "" || d.Refusal != "" || d.ToolCall != nil {
-		t.u.OutputTokens++ // a floor, one token a delta
-		t.out.WriteString(d.Text)
-		t.out.WriteString(d.Refusal)
-		if d.ToolCall != nil {
-			t.out.WriteString(d.ToolCall.Name)
-			t.out.WriteString(d.ToolCall.Arguments)
-		}
-	}
-}
-
-// bill is the usage to charge: the upstream's final report when there is
-// one (reported); else what was sent, with whatever the upstream did not
-// report counted by Baton and marked estimated.
-func (t *streamed) bill(req gateway.Request, reported *gateway.Usage) gateway.Usage {
-	if reported != nil {
-		return *reported
-	}
-	est := gateway.EstimateUsage(req, t.out.String(), countTokens)
-	u := t.u
-	if !t.told {
-		u.InputTokens, u.Estimated = est.InputTokens, true
-	}
-	if est.OutputTokens > u.OutputTokens {
-		u.OutputTokens, u.Estimated = est.OutputTokens, true
-	}
-	return u
-}
-
-// failed is the outcome of an attempt that got no answer: the client left
-// (before the upstream answered), or the upstream failed.
-func failed(r *http.Request) string {
-	if r.Context().Err() != nil {
-		return "client_gone"
-	}
-	return "upstream_error"
-}
-
-// retryable reports whether the next model of a chain may take over after
-// err: 429, 5xx, timeouts and connection errors, while the client is still
-// there.
-func retryable(r *http.Request, err error) bool {
-	var ue *gateway.UpstreamError
-	return errors.As(err, &ue) && ue.Retryable() && r.Context().Err() == nil
-}
-
-// complete runs a non-streaming call down the chain.
-func (s *Server) complete(r *http.Request, c *gatewayCall, chain []gateway.Target) (*gateway.Response, error) {
-	var last error
-	for i, t := range chain {
-		if err := s.begin(r, c, t); err != nil {
-			return nil, err
-		}
-		c.fallback = i > 0
-		resp, err := t.Provider.Complete(r.Context(), c.req)
-		if err == nil {
-			if resp.UsageMissing {
-				resp.Usage = gateway.EstimateUsage(c.req, outputText(resp.Content), countTokens)
-			}
-			return resp, nil
-		}
-		s.recordUsage(r, c, gateway.Usage{}, failed(r))
-		last = err
-		if !retryable(r, err) {
-			break
-		}
-	}
-	return nil, last
-}
-
-// commitAfter is how long a stream waits for its first upstream delta
-// before it answers the client anyway (and, from then on, cannot fall back).
-var commitAfter = func() time.Duration { return pingEvery }
-
-// upstream is an open upstream stream, read on its own goroutine.
-type upstream struct {
-	st      gateway.Stream
-	deltas  <-chan pumped
-	done    <-chan struct{}
-	pending []pumped // deltas read before anything was sent, handed out first
-	cancel  context.CancelFunc
-}
-
-// readSoFar is the usage of what was read from the upstream before the
-// answer could start (the client left, or the response could not be
-// begun): the input the upstream reported (or Baton's count of it) and the
-// output read, so that the call is not recorded as free.
-func (u *upstream) readSoFar(req gateway.Request) gateway.Usage {
-	var t streamed
-	for _, p := range u.pending {
-		t.see(p.d)
-	}
-	return t.bill(req, nil)
-}
-
-// close stops the upstream and waits for its reader.
-func (u *upstream) close() {
-	u.cancel()
-	u.st.Close()
-	<-u.done
-}
-
-// committing reports whether a delta carries something the client must
-// see (content, a tool call, the end). A usage-only delta (Anthropic's
-// message_start) does not commit the stream: an upstream that reports its
-// input tokens and then fails (overloaded_error) still falls back.
-func committing(d gateway.Delta) bool {
-	return d.Text != "" || d.Refusal != "" || d.ToolCall != nil || d.StopReason != ""
-}
-
-// openStream tries the chain until a model's stream yields its first
-// content (or stays silent for commitAfter). Nothing reaches the client
-// before that, so a model that fails first (429, 5xx, timeout, a broken
-// stream, an error event after message_start) hands over to the next.
-func (s *Server) openStream(r *http.Request, c *gatewayCall, chain []gateway.Target) (*upstream, error) {
-	var last error
-	for i, t := range chain {
-		if err := s.begin(r, c, t); err != nil {
-			return nil, err
-		}
-		c.fallback = i > 0
-		// ctx ends the pump (upstream.close); sctx, under it, the upstream
-		// read alone, which the pump ends when the upstream stalls, so the
-		// stall's error still reaches the handler.
-		ctx, cancel := context.WithCancel(r.Context())
-		sctx, scancel := context.WithCancel(ctx)
-		st, err := t.Provider.Stream(sctx, c.req)
-		if err != nil {
-			scancel()
-			cancel()
-			s.recordUsage(r, c, gateway.Usage{}, failed(r))
-			last = err
-			if retryable(r, err) {
-				continue
-			}
-			return nil, err
-		}
-		deltas, done := pump(ctx, scancel, st, s.streamIdle, t.Provider.Name())
-		u := &upstream{st: st, deltas: deltas, done: done, cancel: cancel}
-		if u, err = s.awaitContent(r, c, u); err == nil {
-			return u, nil
-		}
-		last = err
-		if r.Context().Err() != nil {
-			return nil, err
-		}
-		if !retryable(r, err) && !errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, err
-		}
-	}
-	return nil, last
-}
-
-// awaitContent reads an opened stream until its first committing delta or
-// until commitAfter passes, keeping what it read for the caller. On an
-// upstream failure (or the client leaving) it closes the stream, records
-// the attempt's usage and returns the error.
-func (s *Server) awaitContent(r *http.Request, c *gatewayCall, u *upstream) (*upstream, error) {
-	timer := time.NewTimer(commitAfter())
-	defer timer.Stop()
-	for {
-		select {
-		case p := <-u.deltas:
-			if p.err == nil {
-				u.pending = append(u.pending, p)
-				if committing(p.d) {
-					return u, nil
-				}
-				continue
-			}
-			u.close()
-			s.recordUsage(r, c, u.told(), "upstream_error")
-			return nil, p.err
-		case <-timer.C:
-			return u, nil
-		case <-r.Context().Done():
-			// The upstream took the request (its stream is open) and was
-			// working on it: bill the input, as when the client leaves
-			// after the stream began, not nothing.
-			u.close()
-			s.recordUsage(r, c, u.readSoFar(c.req), "client_gone")
-			return nil, r.Context().Err()
-		}
-	}
-}
-
-// told is the input side of usage the upstream reported before any
-// content (Anthropic's message_start), from the deltas read ahead.
-func (u *upstream) told() gateway.Usage {
-	var early gateway.Usage
-	for _, p := range u.pending {
-		if p.d.Usage != nil && p.d.StopReason == "" {
-			early = withInput(early, *p.d.Usage)
-		}
-	}
-	return early
-}
-
-// next returns the upstream's next delta: those read ahead first. Before
-// it waits for one, it calls flush, so what the handler wrote leaves now,
-// and deltas that arrive together leave in one write.
-func (u *upstream) next(ctx context.Context, tick <-chan time.Time, flush func()) (p pumped, ticked bool, gone bool) {
-	if len(u.pending) > 0 {
-		p, u.pending = u.pending[0], u.pending[1:]
-		return p, false, false
-	}
-	select {
-	case p = <-u.deltas:
-		return p, false, false
-	default:
-	}
-	flush()
-	select {
-	case p = <-u.deltas:
-		return p, false, false
-	case <-ctx.Done():
-		return p, false, true
-	case <-tick:
-		return p, true, false
-	}
 }
 
 func badRequest(param, format string, args ...any) error {
@@ -681,24 +368,23 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	c := &gatewayCall{front: "chat.completions", req: req, stream: q.Stream,
-		id: "chatcmpl-" + strings.ReplaceAll(uuid.Must(uuid.NewV7()).String(), "-", "")}
-	defer c.releaseHold()
+	c := s.newCall(r, "chat.completions", "chatcmpl-", req, q.Stream)
+	defer c.ReleaseHold()
 	if q.Stream {
 		s.streamChat(w, r, c, chain, q.StreamOptions != nil && q.StreamOptions.IncludeUsage)
 		return
 	}
-	resp, err := s.complete(r, c, chain)
+	resp, err := s.caller.Complete(r.Context(), c, chain)
 	if err != nil {
 		s.writeErrorAs(w, r, f, err)
 		return
 	}
-	cost, record := s.settle(r, c, resp.Usage, "ok")
+	cost, record := s.caller.Settle(c, resp.Usage, "ok")
 	defer record()
-	text := resp.StructuredText(c.req.Output)
+	text := resp.StructuredText(c.Req.Output)
 	msg := ccMessageOut{Role: "assistant", Content: &text}
 	for _, b := range resp.Content {
-		if b.Type == "tool_use" && (c.req.Output == nil || b.Name != c.req.Output.Name) {
+		if b.Type == "tool_use" && (c.Req.Output == nil || b.Name != c.Req.Output.Name) {
 			call := ccToolCallOut{ID: b.ID, Type: "function"}
 			call.Function.Name, call.Function.Arguments = b.Name, string(b.Input)
 			msg.ToolCalls = append(msg.ToolCalls, call)
@@ -717,29 +403,29 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if resp.StopReason == gateway.StopToolUse && len(msg.ToolCalls) == 0 {
 		finish = "stop" // only the structured answer's tool was called
 	}
-	writeAnswer(w, ccResponseOut{ID: c.id, Object: "chat.completion", Created: c.start.Unix(), Model: c.model.ID,
+	writeAnswer(w, ccResponseOut{ID: c.ID, Object: "chat.completion", Created: c.Start.Unix(), Model: c.Model.ID,
 		Choices: []ccChoiceOut{{Message: msg, FinishReason: finish}},
 		Usage:   openaiUsage(resp.Usage, cost),
 		Svc:     newSvc(c, resp.NativeStop),
 	})
 }
 
-func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCall, chain []gateway.Target, includeUsage bool) {
-	up, err := s.openStream(r, c, chain)
+func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.Call, chain []gateway.Target, includeUsage bool) {
+	up, err := s.caller.Open(r.Context(), c, chain)
 	if err != nil {
 		// Nothing has reached the client yet: an ordinary error answer.
 		s.writeErrorAs(w, r, openaiErrors, err)
 		return
 	}
-	defer up.close()
+	defer up.Close()
 	sse, err := startSSE(w)
 	if err != nil {
-		s.recordUsage(r, c, up.readSoFar(c.req), "upstream_error")
+		s.caller.Record(c, up.ReadSoFar(c.Req), "upstream_error")
 		s.writeErrorAs(w, r, openaiErrors, err)
 		return
 	}
 	chunk := func(delta ccDeltaOut, finish *string) *ccChunkOut {
-		return &ccChunkOut{ID: c.id, Object: "chat.completion.chunk", Created: c.start.Unix(), Model: c.model.ID,
+		return &ccChunkOut{ID: c.ID, Object: "chat.completion.chunk", Created: c.Start.Unix(), Model: c.Model.ID,
 			Choices: []ccChunkChoiceOut{{Delta: delta, FinishReason: finish}}}
 	}
 	empty := ""
@@ -747,34 +433,34 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCa
 	svc := newSvc(c, "")
 	first.Svc = &svc
 	if sse.data(first) != nil {
-		s.recordUsage(r, c, up.readSoFar(c.req), "client_gone")
+		s.caller.Record(c, up.ReadSoFar(c.Req), "client_gone")
 		return
 	}
 	sse.flush() // the headers and the first chunk leave now: a stream, even a short one, is sent as one (no Content-Length)
-	var sent streamed
+	var sent gateway.Tally
 	var tools toolIndexes
 	toolCalled := false
 	for {
-		p, _, gone := up.next(r.Context(), nil, sse.flush)
+		p, _, gone := up.Next(r.Context(), nil, sse.flush)
 		if gone {
 			// The client went away; the upstream is canceled on return.
-			s.recordUsage(r, c, sent.bill(c.req, nil), "client_gone")
+			s.caller.Record(c, sent.Bill(c.Req, nil), "client_gone")
 			return
 		}
-		if p.err != nil {
+		if p.Err != nil {
 			outcome := "partial"
-			if errors.Is(p.err, context.Canceled) || r.Context().Err() != nil {
+			if errors.Is(p.Err, context.Canceled) || r.Context().Err() != nil {
 				outcome = "client_gone"
 			} else {
-				d := describe(r, p.err)
+				d := describe(r, p.Err)
 				oa, _ := d.types()
 				sse.data(map[string]any{"error": map[string]any{"message": d.Message, "type": oa, "param": nil, "code": d.Code}})
 			}
-			s.recordUsage(r, c, sent.bill(c.req, nil), outcome)
+			s.caller.Record(c, sent.Bill(c.Req, nil), outcome)
 			return
 		}
-		d := p.d
-		sent.see(d)
+		d := p.D
+		sent.See(d)
 		if d.Text != "" || d.Refusal != "" {
 			var out ccDeltaOut
 			if d.Text != "" {
@@ -784,13 +470,13 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCa
 				out.Refusal = &d.Refusal
 			}
 			if sse.data(chunk(out, nil)) != nil {
-				s.recordUsage(r, c, sent.bill(c.req, nil), "client_gone")
+				s.caller.Record(c, sent.Bill(c.Req, nil), "client_gone")
 				return
 			}
 		}
 		if tc := d.ToolCall; tc != nil {
 			var out ccDeltaOut
-			if answer, index := tools.route(c.req.Output, tc); answer {
+			if answer, index := tools.route(c.Req.Output, tc); answer {
 				// The answer to a json_schema response format, sent by the
 				// provider as a tool's input: it is the content.
 				if tc.Arguments != "" {
@@ -806,13 +492,13 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCa
 				out.ToolCalls = []any{call}
 			}
 			if (out.Content != nil || out.ToolCalls != nil) && sse.data(chunk(out, nil)) != nil {
-				s.recordUsage(r, c, sent.bill(c.req, nil), "client_gone")
+				s.caller.Record(c, sent.Bill(c.Req, nil), "client_gone")
 				return
 			}
 		}
 		if d.StopReason != "" {
-			u := sent.bill(c.req, d.Usage)
-			cost, record := s.settle(r, c, u, "ok")
+			u := sent.Bill(c.Req, d.Usage)
+			cost, record := s.caller.Settle(c, u, "ok")
 			finish := finishReason(d.StopReason)
 			if d.StopReason == gateway.StopToolUse && !toolCalled {
 				finish = "stop" // only the structured answer's tool was called
@@ -823,7 +509,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gatewayCa
 			sse.data(last)
 			if includeUsage {
 				usage := openaiUsage(u, cost)
-				sse.data(&ccChunkOut{ID: c.id, Object: "chat.completion.chunk", Created: c.start.Unix(), Model: c.model.ID, Choices: []ccChunkChoiceOut{}, Usage: &usage})
+				sse.data(&ccChunkOut{ID: c.ID, Object: "chat.completion.chunk", Created: c.Start.Unix(), Model: c.Model.ID, Choices: []ccChunkChoiceOut{}, Usage: &usage})
 			}
 			sse.data("[DONE]")
 			record()
@@ -1003,19 +689,18 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	c := &gatewayCall{front: "messages", req: req, stream: q.Stream,
-		id: "msg_" + strings.ReplaceAll(uuid.Must(uuid.NewV7()).String(), "-", "")}
-	defer c.releaseHold()
+	c := s.newCall(r, "messages", "msg_", req, q.Stream)
+	defer c.ReleaseHold()
 	if q.Stream {
 		s.streamMessage(w, r, c, chain)
 		return
 	}
-	resp, err := s.complete(r, c, chain)
+	resp, err := s.caller.Complete(r.Context(), c, chain)
 	if err != nil {
 		s.writeErrorAs(w, r, f, err)
 		return
 	}
-	cost, record := s.settle(r, c, resp.Usage, "ok")
+	cost, record := s.caller.Settle(c, resp.Usage, "ok")
 	defer record()
 	content := resp.Content
 	if content == nil {
@@ -1030,83 +715,83 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeAnswer(w, map[string]any{
-		"id": c.id, "type": "message", "role": "assistant", "model": c.model.ID, "provider": c.prov.Name(),
+		"id": c.ID, "type": "message", "role": "assistant", "model": c.Model.ID, "provider": c.Provider.Name(),
 		"content": content, "stop_reason": anthropicStop(stop), "stop_sequence": stopSequence(resp.StopReason, resp.MatchedStop),
 		"usage": anthropicUsage(resp.Usage, cost),
 		"svc":   newSvc(c, resp.NativeStop),
 	})
 }
 
-func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewayCall, chain []gateway.Target) {
-	up, err := s.openStream(r, c, chain)
+func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gateway.Call, chain []gateway.Target) {
+	up, err := s.caller.Open(r.Context(), c, chain)
 	if err != nil {
 		s.writeErrorAs(w, r, anthropicErrors, err)
 		return
 	}
-	defer up.close()
+	defer up.Close()
 	sse, err := startSSE(w)
 	if err != nil {
-		s.recordUsage(r, c, up.readSoFar(c.req), "upstream_error")
+		s.caller.Record(c, up.ReadSoFar(c.Req), "upstream_error")
 		s.writeErrorAs(w, r, anthropicErrors, err)
 		return
 	}
-	early := up.told() // the input side, when the upstream told it before any content
+	early := up.Told() // the input side, when the upstream told it before any content
 	start := map[string]any{"type": "message_start", "message": map[string]any{
-		"id": c.id, "type": "message", "role": "assistant", "model": c.model.ID, "provider": c.prov.Name(), "content": []any{},
+		"id": c.ID, "type": "message", "role": "assistant", "model": c.Model.ID, "provider": c.Provider.Name(), "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": early.InputTokens, "output_tokens": 0,
 			"cache_read_input_tokens": early.CacheReadTokens, "cache_creation_input_tokens": early.CacheWriteTokens},
 		"svc": newSvc(c, ""),
 	}}
 	if sse.event("message_start", start) != nil || sse.event("ping", anPing) != nil {
-		s.recordUsage(r, c, up.readSoFar(c.req), "client_gone")
+		s.caller.Record(c, up.ReadSoFar(c.Req), "client_gone")
 		return
 	}
 	sse.flush() // the headers and message_start leave now: a stream, even a short one, is sent as one (no Content-Length)
 	ticker := time.NewTicker(pingEvery)
 	defer ticker.Stop()
-	var sent streamed
+	var sent gateway.Tally
 	// Anthropic upstreams send each tool call as its own block already.
-	blocks := contentBlocks{open: -1, tools: map[int]int{}, buffer: c.prov.Kind() != "anthropic"}
+	blocks := contentBlocks{open: -1, tools: map[int]int{}, buffer: c.Provider.Kind() != "anthropic"}
 	refused := false
 	for {
-		p, ticked, gone := up.next(r.Context(), ticker.C, sse.flush)
+		p, ticked, gone := up.Next(r.Context(), ticker.C, sse.flush)
 		if gone {
-			s.recordUsage(r, c, sent.bill(c.req, nil), "client_gone")
+			s.caller.Record(c, sent.Bill(c.Req, nil), "client_gone")
 			return
 		}
 		if ticked {
 			if sse.event("ping", anPing) != nil {
-				s.recordUsage(r, c, sent.bill(c.req, nil), "client_gone")
+				s.caller.Record(c, sent.Bill(c.Req, nil), "client_gone")
 				return
 			}
 			continue
 		}
-		if p.err != nil {
+		if p.Err != nil {
 			outcome := "partial"
-			if errors.Is(p.err, context.Canceled) || r.Context().Err() != nil || errors.Is(p.err, io.ErrClosedPipe) {
+			if errors.Is(p.Err, context.Canceled) || r.Context().Err() != nil || errors.Is(p.Err, io.ErrClosedPipe) {
 				outcome = "client_gone"
 			} else {
-				d := describe(r, p.err)
+				d := describe(r, p.Err)
 				_, an := d.types()
 				sse.event("error", map[string]any{"type": "error", "error": map[string]any{"type": an, "message": d.Message}})
 			}
-			s.recordUsage(r, c, sent.bill(c.req, nil), outcome)
+			s.caller.Record(c, sent.Bill(c.Req, nil), outcome)
 			return
 		}
-		d := p.d
+		d := p.D
 		if d.Refusal != "" { // OpenAI's refusal: text, and the stop reason says so
 			d.Text, d.Refusal, refused = d.Text+d.Refusal, "", true
 		}
-		sent.see(d)
+		sent.See(d)
 		if d.Text != "" || d.ToolCall != nil {
 			if blocks.write(sse, d) != nil {
-				s.recordUsage(r, c, sent.bill(c.req, nil), "client_gone")
+				s.caller.Record(c, sent.Bill(c.Req, nil), "client_gone")
 				return
 			}
 		}
 		if d.StopReason != "" {
-			u := sent.bill(c.req, d.Usage)
-			cost, record := s.settle(r, c, u, "ok")
+			u := sent.Bill(c.Req, d.Usage)
+			cost, record := s.caller.Settle(c, u, "ok")
 			blocks.finish(sse)
 			stop := d.StopReason
 			if refused && stop == gateway.StopEndTurn {
@@ -1244,14 +929,6 @@ func (b *contentBlocks) write(sse *sseWriter, d gateway.Delta) error {
 		return nil
 	}
 	return sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "input_json_delta", "partial_json": tc.Arguments}})
-}
-
-// withInput takes the input side of usage reported mid-stream, keeping the
-// output count so far.
-func withInput(sent, u gateway.Usage) gateway.Usage {
-	sent.InputTokens, sent.CacheReadTokens, sent.CacheWriteTokens = u.InputTokens, u.CacheReadTokens, u.CacheWriteTokens
-	sent.OutputTokens = max(sent.OutputTokens, u.OutputTokens)
-	return sent
 }
 
 // countRequest is a count_tokens body: a messages request without

@@ -12,8 +12,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
-
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/tasks"
@@ -233,8 +231,8 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		}
 	}
 
-	c := &gatewayCall{front: "generate", id: "gen_" + strings.ReplaceAll(uuid.Must(uuid.NewV7()).String(), "-", "")}
-	defer c.releaseHold()
+	c := s.newCall(r, "generate", "gen_", req, false)
+	defer c.ReleaseHold()
 	trace := generateTrace{Attempts: []attemptTrace{}}
 	var total gateway.Usage
 	var spent float64
@@ -253,8 +251,8 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 				break
 			}
 		}
-		c.req = req
-		resp, err := s.complete(r, c, chain)
+		c.Req = req
+		resp, err := s.caller.Complete(r.Context(), c, chain)
 		if err != nil {
 			recordAll()
 			var spentSoFar *gatewayUsageSummary
@@ -265,12 +263,12 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 				}
 				spentSoFar = &u
 			}
-			s.writeGatewayProblem(w, r, err, &trace, c.id, spentSoFar)
+			s.writeGatewayProblem(w, r, err, &trace, c.ID, spentSoFar)
 			return nil, false
 		}
-		trace.SelectedProvider, trace.SelectedModel = c.prov.Name(), c.model.ID
-		trace.FallbackUsed = trace.FallbackUsed || c.fallback
-		cost, record := s.settle(r, c, resp.Usage, "ok")
+		trace.SelectedProvider, trace.SelectedModel = c.Provider.Name(), c.Model.ID
+		trace.FallbackUsed = trace.FallbackUsed || c.Fallback
+		cost, record := s.caller.Settle(c, resp.Usage, "ok")
 		records = append(records, record)
 		total.InputTokens += resp.Usage.InputTokens + resp.Usage.CacheReadTokens + resp.Usage.CacheWriteTokens
 		total.OutputTokens += resp.Usage.OutputTokens
@@ -280,7 +278,7 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 			spent = gateway.RoundUSD(spent + *cost)
 		}
 		text := resp.StructuredText(output)
-		at := attemptTrace{Attempt: attempt, Model: c.model.ID, Errors: []tasks.Violation{},
+		at := attemptTrace{Attempt: attempt, Model: c.Model.ID, Errors: []tasks.Violation{},
 			Usage: gatewayUsageSummary{InputTokens: resp.Usage.InputTokens + resp.Usage.CacheReadTokens + resp.Usage.CacheWriteTokens, OutputTokens: resp.Usage.OutputTokens, CostUSD: cost}}
 		obj, perr := tasks.ParseLenient(text)
 		if perr != nil {
@@ -320,11 +318,11 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		}
 		p := s.problemFor(w, r, e)
 		writeProblemExt(w, p, map[string]any{"attempts": len(trace.Attempts), "usage": usage,
-			"svc": map[string]any{"requestId": c.id, "trace": trace}})
+			"svc": map[string]any{"requestId": c.ID, "trace": trace}})
 		recordAll()
 		return nil, false
 	}
-	return &generation{id: c.id, taskType: t.Name, model: c.model.ID, provider: c.prov.Name(), templateVersion: version,
+	return &generation{id: c.ID, taskType: t.Name, model: c.Model.ID, provider: c.Provider.Name(), templateVersion: version,
 		output: out, usage: usage, trace: trace, records: records}, true
 }
 

@@ -60,12 +60,8 @@ type Config struct {
 	UsageLinger time.Duration
 }
 
-// DefaultStreamIdle is the longest a streamed call waits between two
-// deltas from its upstream: as long as the OpenAI SDKs wait for a whole
-// call, so a model that thinks for minutes before its first token is not
-// cut, while a stalled connection does not hold a stream (and its budget
-// hold) forever.
-const DefaultStreamIdle = 10 * time.Minute
+// DefaultStreamIdle is gateway.DefaultStreamIdle.
+const DefaultStreamIdle = gateway.DefaultStreamIdle
 
 // Server holds what the handlers need.
 type Server struct {
@@ -77,6 +73,7 @@ type Server struct {
 	budgets     *gateway.Budgets
 	tasks       *tasks.Registry
 	usage       *gateway.UsageWriter
+	caller      *gateway.Caller
 	ownsUsage   bool
 	// contextLoader renders a tenant's context packet as prompt text.
 	contextLoader func(ctx context.Context, tenant, id string) (string, error)
@@ -131,6 +128,7 @@ func NewServer(cfg Config) *Server {
 		budgets: cfg.Budgets, tasks: cfg.Tasks, usage: cfg.Usage, ownsUsage: ownsUsage, store: cfg.Store, proj: cfg.Projections, scanner: cfg.Scanner, catalog: cfg.Catalog, log: cfg.Log, version: cfg.Version,
 		maxBody: cfg.MaxBody, maxModelBody: cfg.MaxModelBody, streamIdle: cfg.StreamIdle, ledger: cfg.Ledger, router: mux.NewRouter(),
 	}
+	s.caller = &gateway.Caller{Budgets: cfg.Budgets, Usage: cfg.Usage, StreamIdle: cfg.StreamIdle, CommitAfter: func() time.Duration { return pingEvery }}
 	rt := s.router
 	rt.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.noRoute(w, r, domain.E("route", domain.KindNotFound, "not_found", "No route for %s %s.", r.Method, r.URL.Path))

@@ -1,15 +1,9 @@
 package http
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"sync/atomic"
-	"time"
-
-	"github.com/batonhq/baton/gateway"
 )
 
 // sseWriter writes server-sent events. Each event goes to the connection
@@ -75,44 +69,3 @@ func (s *sseWriter) finish(v any) error {
 
 // flush sends what has been written.
 func (s *sseWriter) flush() { s.f.Flush() }
-
-// pumped is one delta read from an upstream stream.
-type pumped struct {
-	d   gateway.Delta
-	err error
-}
-
-// pump reads the upstream stream on its own goroutine, so the handler can
-// send pings while it waits. The goroutine ends when the stream ends or
-// fails, or when ctx ends (the caller then closes the stream, which unblocks
-// a pending read); done is closed when it has returned. An upstream that
-// sends nothing for idle is given up: cancel (the stream's own context,
-// under ctx) ends its read, and the stream fails with a retryable timeout
-// of provider.
-func pump(ctx context.Context, cancel context.CancelFunc, st gateway.Stream, idle time.Duration, provider string) (<-chan pumped, <-chan struct{}) {
-	ch := make(chan pumped, 8) // reads ahead a little: fewer hand-offs between the goroutines
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		var stalled atomic.Bool
-		timer := time.AfterFunc(idle, func() { stalled.Store(true); cancel() })
-		defer timer.Stop()
-		for {
-			d, err := st.Next()
-			if stalled.Load() {
-				d, err = gateway.Delta{}, &gateway.UpstreamError{Provider: provider, Timeout: true,
-					Message: fmt.Sprintf("sent nothing for %v", idle)}
-			}
-			timer.Reset(idle)
-			select {
-			case ch <- pumped{d, err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return ch, done
-}

@@ -1,0 +1,462 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Call is one model call: who makes it, what was asked (decoded, and as the
+// client wrote it), and the attempt under way. Each model of a fallback
+// chain is one attempt; the Caller sets the attempt's fields.
+type Call struct {
+	ID        string // the answer's id, also svc.requestId
+	Front     string // chat.completions, messages, responses, generate
+	Tenant    string
+	KeyID     string
+	RequestID string
+	Req       Request
+	Stream    bool
+	// Native is the client's body in its own wire format, for providers
+	// that speak that format (passthrough); nil when there is none.
+	Native *Native
+
+	// The attempt under way.
+	Provider    Provider
+	Model       *Model
+	Fallback    bool // an earlier model of the chain failed
+	Passthrough bool // this attempt forwards Native as it is
+	Start       time.Time
+	hold        *Reservation
+}
+
+// Wire formats a front speaks and a provider may take as they are.
+const (
+	FormatAnthropic = "anthropic" // /v1/messages
+	FormatChat      = "chat"      // OpenAI /v1/chat/completions
+)
+
+// Native is a request body as the client wrote it, in one wire format.
+type Native struct {
+	Format string
+	Body   []byte
+	// Header holds the client's protocol headers a provider of the same
+	// format takes as they are (anthropic-version, anthropic-beta); never
+	// credentials.
+	Header http.Header
+	// Query is the client's query string (Claude Code's ?beta=true).
+	Query string
+}
+
+// Forwarder is a provider that takes a wire format's bodies as they are,
+// with only the model rewritten.
+type Forwarder interface {
+	Speaks(format string) bool
+	// Forward sends n with model as the model. A finished answer has its
+	// upstream body in Response.Raw; a stream's deltas carry each upstream
+	// event in Delta.Raw.
+	Forward(ctx context.Context, n *Native, model string, stream bool) (*Response, Stream, error)
+}
+
+// Caller runs model calls: routing down a chain, fallback before the
+// first byte, the budget hold and its settle, usage events. The fronts
+// decode and encode; everything between is here.
+type Caller struct {
+	Budgets *Budgets // nil: no budgets
+	Usage   *UsageWriter
+	// StreamIdle gives up on an upstream stream that sends nothing for
+	// this long.
+	StreamIdle time.Duration
+	// CommitAfter is how long a stream waits for its first upstream delta
+	// before it answers the client anyway (and from then on cannot fall
+	// back).
+	CommitAfter func() time.Duration
+}
+
+// ReleaseHold frees the current attempt's budget hold if it was not
+// settled (a handler that panicked between the hold and the settle):
+// deferred by every caller, so a hold can never outlive its request.
+// Earlier attempts are settled before the next begins, and a settled hold
+// is not touched (Settle runs once).
+func (c *Call) ReleaseHold() {
+	c.hold.Settle(nil, uuid.Nil, time.Time{})
+}
+
+// begin starts an attempt on one target: the budget holds the call's worst
+// case first, so concurrent calls cannot overspend.
+func (k *Caller) begin(c *Call, t Target) error {
+	c.Provider, c.Model = t.Provider, t.Model
+	c.Req.Model = t.Model.Model
+	c.Passthrough = false
+	if f, ok := t.Provider.(Forwarder); ok && c.Native != nil && f.Speaks(c.Native.Format) {
+		c.Passthrough = true
+	}
+	c.Start = time.Now()
+	if k.Budgets == nil {
+		return nil
+	}
+	hold, err := k.Budgets.Reserve(c.Tenant, t.Model.ID, WorstCost(c.Req, t.Model))
+	c.hold = hold
+	return err
+}
+
+// Settle ends an attempt: it prices the usage, releases the budget hold and
+// counts the cost, and returns the cost (nil: unpriced) and a function that
+// records the usage event. Callers write their answer first and record
+// after; the usage writer appends in the background, batching, so no fsync
+// is on the client's path. A partial stream is billed for what was sent.
+func (k *Caller) Settle(c *Call, u Usage, outcome string) (*float64, func()) {
+	cost := CostOf(c.Model, u)
+	id := uuid.Must(uuid.NewV7())
+	at := time.Now().UTC()
+	if k.Budgets != nil {
+		at = k.Budgets.Now()
+	}
+	c.hold.Settle(cost, id, at) // before the append, so a follower cannot count it first
+	rec := UsageRecord{
+		Tenant: c.Tenant, KeyID: c.KeyID, Front: c.Front, Model: c.Model.ID, Provider: c.Provider.Name(), Stream: c.Stream,
+		Usage: u, CostUSD: cost, LatencyMs: time.Since(c.Start).Milliseconds(), Outcome: outcome, RequestID: c.RequestID, At: at,
+	}
+	return cost, func() {
+		if k.Usage != nil {
+			k.Usage.Record(id, rec)
+		}
+	}
+}
+
+// Record settles an attempt and records its usage at once.
+func (k *Caller) Record(c *Call, u Usage, outcome string) *float64 {
+	cost, record := k.Settle(c, u, outcome)
+	record()
+	return cost
+}
+
+// countOr4 counts a call's tokens when its upstream reports none: with
+// o200k_base, or at four bytes a token should the tokenizer be unavailable.
+func countOr4(text string) int {
+	if text == "" {
+		return 0
+	}
+	if n, ok := CountTokens(text); ok {
+		return n
+	}
+	return (len(text) + 3) / 4
+}
+
+// outputText is what a model produced: its text and tool-call arguments.
+func outputText(content []Block) string {
+	var b strings.Builder
+	for _, bl := range content {
+		b.WriteString(bl.Text)
+		b.WriteString(bl.Name)
+		b.Write(bl.Input)
+	}
+	return b.String()
+}
+
+// failed is the outcome of an attempt that got no answer: the client left
+// (before the upstream answered), or the upstream failed.
+func failed(ctx context.Context) string {
+	if ctx.Err() != nil {
+		return "client_gone"
+	}
+	return "upstream_error"
+}
+
+// retryable reports whether the next model of a chain may take over after
+// err: 429, 5xx, timeouts and connection errors, while the client is still
+// there.
+func retryable(ctx context.Context, err error) bool {
+	var ue *UpstreamError
+	return errors.As(err, &ue) && ue.Retryable() && ctx.Err() == nil
+}
+
+// Complete runs a non-streaming call down the chain. The caller settles
+// the answer (Settle); failed attempts are recorded here.
+func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Response, error) {
+	var last error
+	for i, t := range chain {
+		if err := k.begin(c, t); err != nil {
+			return nil, err
+		}
+		c.Fallback = i > 0
+		var resp *Response
+		var err error
+		if c.Passthrough {
+			resp, _, err = t.Provider.(Forwarder).Forward(ctx, c.Native, t.Model.Model, false)
+		} else {
+			resp, err = t.Provider.Complete(ctx, c.Req)
+		}
+		if err == nil {
+			if resp.UsageMissing {
+				resp.Usage = EstimateUsage(c.Req, outputText(resp.Content), countOr4)
+			}
+			return resp, nil
+		}
+		k.Record(c, Usage{}, failed(ctx))
+		last = err
+		if !retryable(ctx, err) {
+			break
+		}
+	}
+	return nil, last
+}
+
+// Tally tracks what a stream has sent, for billing: the usage the upstream
+// reported (if it did) and the output text.
+type Tally struct {
+	told bool // the upstream reported the input side
+	u    Usage
+	out  strings.Builder
+}
+
+// See counts a delta that was sent.
+func (t *Tally) See(d Delta) {
+	if d.Usage != nil && d.StopReason == "" {
+		t.u, t.told = WithInput(t.u, *d.Usage), true
+	}
+	if d.Text != "" || d.Refusal != "" || d.ToolCall != nil {
+		t.u.OutputTokens++ // a floor, one token a delta
+		t.out.WriteString(d.Text)
+		t.out.WriteString(d.Refusal)
+		if d.ToolCall != nil {
+			t.out.WriteString(d.ToolCall.Name)
+			t.out.WriteString(d.ToolCall.Arguments)
+		}
+	}
+}
+
+// Bill is the usage to charge: the upstream's final report when there is
+// one (reported); else what was sent, with whatever the upstream did not
+// report counted by Baton and marked estimated.
+func (t *Tally) Bill(req Request, reported *Usage) Usage {
+	if reported != nil {
+		return *reported
+	}
+	est := EstimateUsage(req, t.out.String(), countOr4)
+	u := t.u
+	if !t.told {
+		u.InputTokens, u.Estimated = est.InputTokens, true
+	}
+	if est.OutputTokens > u.OutputTokens {
+		u.OutputTokens, u.Estimated = est.OutputTokens, true
+	}
+	return u
+}
+
+// WithInput takes the input side of usage reported mid-stream, keeping the
+// output count so far.
+func WithInput(sent, u Usage) Usage {
+	sent.InputTokens, sent.CacheReadTokens, sent.CacheWriteTokens = u.InputTokens, u.CacheReadTokens, u.CacheWriteTokens
+	sent.OutputTokens = max(sent.OutputTokens, u.OutputTokens)
+	return sent
+}
+
+// Pumped is one delta read from an upstream stream.
+type Pumped struct {
+	D   Delta
+	Err error
+}
+
+// Upstream is an open upstream stream, read on its own goroutine.
+type Upstream struct {
+	st      Stream
+	deltas  <-chan Pumped
+	done    <-chan struct{}
+	pending []Pumped // deltas read before anything was sent, handed out first
+	cancel  context.CancelFunc
+}
+
+// ReadSoFar is the usage of what was read from the upstream before the
+// answer could start (the client left, or the response could not be
+// begun): the input the upstream reported (or Baton's count of it) and the
+// output read, so that the call is not recorded as free.
+func (u *Upstream) ReadSoFar(req Request) Usage {
+	var t Tally
+	for _, p := range u.pending {
+		t.See(p.D)
+	}
+	return t.Bill(req, nil)
+}
+
+// Close stops the upstream and waits for its reader.
+func (u *Upstream) Close() {
+	u.cancel()
+	u.st.Close()
+	<-u.done
+}
+
+// committing reports whether a delta carries something the client must
+// see (content, a tool call, the end). A usage-only delta (Anthropic's
+// message_start) does not commit the stream: an upstream that reports its
+// input tokens and then fails (overloaded_error) still falls back.
+func committing(d Delta) bool {
+	return d.Text != "" || d.Refusal != "" || d.ToolCall != nil || d.StopReason != "" || d.Commit
+}
+
+// Open tries the chain until a model's stream yields its first content (or
+// stays silent for CommitAfter). Nothing reaches the client before that, so
+// a model that fails first (429, 5xx, timeout, a broken stream, an error
+// event after message_start) hands over to the next.
+func (k *Caller) Open(ctx context.Context, c *Call, chain []Target) (*Upstream, error) {
+	var last error
+	for i, t := range chain {
+		if err := k.begin(c, t); err != nil {
+			return nil, err
+		}
+		c.Fallback = i > 0
+		// pctx ends the pump (Upstream.Close); sctx, under it, the upstream
+		// read alone, which the pump ends when the upstream stalls, so the
+		// stall's error still reaches the caller.
+		pctx, cancel := context.WithCancel(ctx)
+		sctx, scancel := context.WithCancel(pctx)
+		var st Stream
+		var err error
+		if c.Passthrough {
+			_, st, err = t.Provider.(Forwarder).Forward(sctx, c.Native, t.Model.Model, true)
+		} else {
+			st, err = t.Provider.Stream(sctx, c.Req)
+		}
+		if err != nil {
+			scancel()
+			cancel()
+			k.Record(c, Usage{}, failed(ctx))
+			last = err
+			if retryable(ctx, err) {
+				continue
+			}
+			return nil, err
+		}
+		deltas, done := pump(pctx, scancel, st, k.StreamIdle, t.Provider.Name())
+		u := &Upstream{st: st, deltas: deltas, done: done, cancel: cancel}
+		if u, err = k.awaitContent(ctx, c, u); err == nil {
+			return u, nil
+		}
+		last = err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		if !retryable(ctx, err) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, err
+		}
+	}
+	return nil, last
+}
+
+// awaitContent reads an opened stream until its first committing delta or
+// until CommitAfter passes, keeping what it read for the caller. On an
+// upstream failure (or the client leaving) it closes the stream, records
+// the attempt's usage and returns the error.
+func (k *Caller) awaitContent(ctx context.Context, c *Call, u *Upstream) (*Upstream, error) {
+	wait := 5 * time.Second
+	if k.CommitAfter != nil {
+		wait = k.CommitAfter()
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		select {
+		case p := <-u.deltas:
+			if p.Err == nil {
+				u.pending = append(u.pending, p)
+				if committing(p.D) {
+					return u, nil
+				}
+				continue
+			}
+			u.Close()
+			k.Record(c, u.Told(), "upstream_error")
+			return nil, p.Err
+		case <-timer.C:
+			return u, nil
+		case <-ctx.Done():
+			// The upstream took the request (its stream is open) and was
+			// working on it: bill the input, as when the client leaves
+			// after the stream began, not nothing.
+			u.Close()
+			k.Record(c, u.ReadSoFar(c.Req), "client_gone")
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// Told is the input side of usage the upstream reported before any
+// content (Anthropic's message_start), from the deltas read ahead.
+func (u *Upstream) Told() Usage {
+	var early Usage
+	for _, p := range u.pending {
+		if p.D.Usage != nil && p.D.StopReason == "" {
+			early = WithInput(early, *p.D.Usage)
+		}
+	}
+	return early
+}
+
+// Next returns the upstream's next delta: those read ahead first. Before
+// it waits for one, it calls flush, so what the caller wrote leaves now,
+// and deltas that arrive together leave in one write.
+func (u *Upstream) Next(ctx context.Context, tick <-chan time.Time, flush func()) (p Pumped, ticked bool, gone bool) {
+	if len(u.pending) > 0 {
+		p, u.pending = u.pending[0], u.pending[1:]
+		return p, false, false
+	}
+	select {
+	case p = <-u.deltas:
+		return p, false, false
+	default:
+	}
+	flush()
+	select {
+	case p = <-u.deltas:
+		return p, false, false
+	case <-ctx.Done():
+		return p, false, true
+	case <-tick:
+		return p, true, false
+	}
+}
+
+// pump reads the upstream stream on its own goroutine, so the caller can
+// send pings while it waits. The goroutine ends when the stream ends or
+// fails, or when ctx ends (the caller then closes the stream, which
+// unblocks a pending read); done is closed when it has returned. An
+// upstream that sends nothing for idle is given up: cancel (the stream's
+// own context, under ctx) ends its read, and the stream fails with a
+// retryable timeout of provider.
+func pump(ctx context.Context, cancel context.CancelFunc, st Stream, idle time.Duration, provider string) (<-chan Pumped, <-chan struct{}) {
+	if idle <= 0 {
+		idle = DefaultStreamIdle
+	}
+	ch := make(chan Pumped, 8) // reads ahead a little: fewer hand-offs between the goroutines
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var stalled atomic.Bool
+		timer := time.AfterFunc(idle, func() { stalled.Store(true); cancel() })
+		defer timer.Stop()
+		for {
+			d, err := st.Next()
+			if stalled.Load() {
+				d, err = Delta{}, &UpstreamError{Provider: provider, Timeout: true,
+					Message: fmt.Sprintf("sent nothing for %v", idle)}
+			}
+			timer.Reset(idle)
+			select {
+			case ch <- Pumped{d, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return ch, done
+}
