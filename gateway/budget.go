@@ -38,6 +38,14 @@ type BudgetSet struct {
 // sets none.
 func WorstTokens(req Request, m *Model) (in, out int) {
 	in = len(req.System) + 8
+	if len(req.Body) > 0 {
+		// A passed-through body, not decoded: its bytes bound every text in
+		// it, framing included.
+		in = len(req.Body)
+		if req.NeedsJSON {
+			in += structuredOverhead
+		}
+	}
 	for _, msg := range req.Messages {
 		in += 8
 		for _, b := range msg.Content {

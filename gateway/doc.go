@@ -79,6 +79,10 @@ type Request struct {
 	// ToolChoice says whether and which tool the model must call; nil
 	// leaves it to the provider's default (auto when tools are offered).
 	ToolChoice *ToolChoice
+	// Body is a body passed through rather than decoded (Messages and
+	// Tools then hold only what routing needs): its size bounds the input,
+	// and its text is what an estimate of the input counts.
+	Body []byte
 }
 
 // Tool choice modes, in Anthropic's vocabulary (OpenAI: auto, required,
@@ -199,6 +203,8 @@ type Delta struct {
 	// deltas), to be forwarded as it is; the fields above then summarize
 	// it for billing and fallback.
 	Raw []byte `json:"-"`
+	// Event is a passed-through event's name (Anthropic's event: line).
+	Event string `json:"-"`
 	// Commit: the event carries something the client must see, though no
 	// field above says so (a thinking block, a passthrough event).
 	Commit bool `json:"-"`

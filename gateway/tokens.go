@@ -45,6 +45,13 @@ const otherTokenizerMargin = 1.25
 // without the tokenizer it is WorstTokens' input.
 func EstimateInputTokens(req Request) int {
 	bound, _ := WorstTokens(req, nil)
+	if len(req.Body) > 0 {
+		// The body as sent: its JSON syntax counts too, so this errs high.
+		if n, ok := CountTokens(string(req.Body)); ok {
+			return min(n, bound)
+		}
+		return bound
+	}
 	var b strings.Builder
 	b.WriteString(req.System)
 	for _, msg := range req.Messages {

@@ -220,6 +220,9 @@ func (w *UsageWriter) fail(it usageItem, err error) {
 // that follows is billed, never 0 for tokens that were used.
 func EstimateUsage(req Request, output string, count func(string) int) Usage {
 	in := count(req.System) + 3
+	if len(req.Body) > 0 {
+		in = count(string(req.Body)) // passed through: the body as sent, its JSON syntax with it
+	}
 	for _, m := range req.Messages {
 		in += 4
 		for _, b := range m.Content {

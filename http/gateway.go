@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
+	"github.com/tidwall/gjson"
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/gateway"
@@ -338,40 +340,92 @@ type wireRequest interface {
 func (q *ccRequest) requestedModel() string  { return q.Model }
 func (q *msgRequest) requestedModel() string { return q.Model }
 
-// prepareCall reads and decodes a gateway front's request into q, converts
-// it to the gateway's request and plans its route; body is the request's
-// body as sent. When any step fails it has answered in the front's error
-// shape and ok is false.
-func (s *Server) prepareCall(w http.ResponseWriter, r *http.Request, f errFormat, q wireRequest) (req gateway.Request, chain []gateway.Target, body []byte, ok bool) {
+// prepareCall reads a gateway front's request and plans its route. When
+// the chain's models all take the front's wire format (format; "" for
+// none) the body is skimmed, not decoded, and passed through as it is
+// (native); else it is decoded into q and converted to the gateway's
+// request, and native still goes to the models that take it. A body that
+// cannot be translated goes only to those models, or is refused when there
+// are none. When any step fails it has answered in the front's error shape
+// and ok is false.
+func (s *Server) prepareCall(w http.ResponseWriter, r *http.Request, f errFormat, q wireRequest, format string) (req gateway.Request, chain []gateway.Target, native *gateway.Native, ok bool) {
+	fail := func(err error) (gateway.Request, []gateway.Target, *gateway.Native, bool) {
+		s.writeErrorAs(w, r, f, err)
+		return gateway.Request{}, nil, nil, false
+	}
 	body, err := readBody(w, r, s.maxModelBody)
-	if err == nil {
-		err = decodeBody(body, q)
+	if err != nil {
+		return fail(err)
+	}
+	decode := func() (gateway.Request, error) {
+		if err := decodeBody(body, q); err != nil {
+			return gateway.Request{}, err
+		}
+		return q.toGateway()
+	}
+	if format == "" {
+		if req, err = decode(); err == nil {
+			chain, err = s.plan(q.requestedModel(), req)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		return req, chain, &gateway.Native{Body: body}, true // the body, for count_tokens
+	}
+	var sk skimmed
+	switch format {
+	case gateway.FormatAnthropic:
+		sk, err = skimMessages(body)
+	case gateway.FormatChat:
+		sk, err = skimChat(body)
 	}
 	if err != nil {
-		s.writeErrorAs(w, r, f, err)
-		return req, nil, nil, false
+		return fail(err)
 	}
-	if req, err = q.toGateway(); err == nil {
-		chain, err = s.plan(q.requestedModel(), req)
+	native = nativeOf(r, format, body)
+	if !gateway.IsMode(sk.model) {
+		if chain, err = s.plan(sk.model, sk.req); err != nil {
+			return fail(err)
+		}
+		if speaksAll(chain, format) {
+			return sk.req, chain, native, true
+		}
 	}
-	if err != nil {
-		s.writeErrorAs(w, r, f, err)
-		return req, nil, nil, false
+	full, derr := decode()
+	if derr == nil {
+		if gateway.IsMode(sk.model) {
+			if chain, err = s.plan(sk.model, full); err != nil {
+				return fail(err)
+			}
+		}
+		return full, chain, native, true
 	}
-	return req, chain, body, true
+	// Not translatable: only the models that take it as it is.
+	if gateway.IsMode(sk.model) {
+		if chain, err = s.plan(sk.model, sk.req); err != nil {
+			return fail(derr)
+		}
+	}
+	chain = slices.DeleteFunc(chain, func(t gateway.Target) bool { return !speaks(t, format) })
+	if len(chain) == 0 {
+		return fail(derr)
+	}
+	return sk.req, chain, native, true
 }
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	const f = openaiErrors
 	var q ccRequest
-	req, chain, _, ok := s.prepareCall(w, r, f, &q)
+	req, chain, native, ok := s.prepareCall(w, r, f, &q, gateway.FormatChat)
 	if !ok {
 		return
 	}
-	c := s.newCall(r, "chat.completions", "chatcmpl-", req, q.Stream)
+	stream := gjson.GetBytes(native.Body, "stream").Bool()
+	c := s.newCall(r, "chat.completions", "chatcmpl-", req, stream)
+	c.Native = native
 	defer c.ReleaseHold()
-	if q.Stream {
-		s.streamChat(w, r, c, chain, q.StreamOptions != nil && q.StreamOptions.IncludeUsage)
+	if stream {
+		s.streamChat(w, r, c, chain, gjson.GetBytes(native.Body, "stream_options.include_usage").Bool())
 		return
 	}
 	resp, err := s.caller.Complete(r.Context(), c, chain)
@@ -381,6 +435,14 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	cost, record := s.caller.Settle(c, resp.Usage, "ok")
 	defer record()
+	if c.Passthrough {
+		raw := resp.Raw
+		if resp.Usage.Estimated {
+			raw = withSvc(raw, "usage", openaiUsage(resp.Usage, nil), "", nil) // the upstream sent none: Baton's count, marked estimated
+		}
+		writeRaw(w, withSvc(raw, "svc", newSvc(c, resp.NativeStop), "usage", cost))
+		return
+	}
 	text := resp.StructuredText(c.Req.Output)
 	msg := ccMessageOut{Role: "assistant", Content: &text}
 	for _, b := range resp.Content {
@@ -415,6 +477,10 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.C
 	if err != nil {
 		// Nothing has reached the client yet: an ordinary error answer.
 		s.writeErrorAs(w, r, openaiErrors, err)
+		return
+	}
+	if c.Passthrough {
+		s.pipe(w, r, c, up, openaiErrors)
 		return
 	}
 	defer up.Close()
@@ -685,13 +751,15 @@ func stopSequence(stop, matched string) any {
 func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	const f = anthropicErrors
 	var q msgRequest
-	req, chain, _, ok := s.prepareCall(w, r, f, &q)
+	req, chain, native, ok := s.prepareCall(w, r, f, &q, gateway.FormatAnthropic)
 	if !ok {
 		return
 	}
-	c := s.newCall(r, "messages", "msg_", req, q.Stream)
+	stream := gjson.GetBytes(native.Body, "stream").Bool()
+	c := s.newCall(r, "messages", "msg_", req, stream)
+	c.Native = native
 	defer c.ReleaseHold()
-	if q.Stream {
+	if stream {
 		s.streamMessage(w, r, c, chain)
 		return
 	}
@@ -702,6 +770,14 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	cost, record := s.caller.Settle(c, resp.Usage, "ok")
 	defer record()
+	if c.Passthrough {
+		raw := resp.Raw
+		if resp.Usage.Estimated {
+			raw = withSvc(raw, "usage", anthropicUsage(resp.Usage, nil), "", nil) // the upstream sent none: Baton's count, marked estimated
+		}
+		writeRaw(w, withSvc(raw, "svc", newSvc(c, resp.NativeStop), "usage", cost))
+		return
+	}
 	content := resp.Content
 	if content == nil {
 		content = []gateway.Block{}
@@ -726,6 +802,10 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 	up, err := s.caller.Open(r.Context(), c, chain)
 	if err != nil {
 		s.writeErrorAs(w, r, anthropicErrors, err)
+		return
+	}
+	if c.Passthrough {
+		s.pipe(w, r, c, up, anthropicErrors)
 		return
 	}
 	defer up.Close()
@@ -949,13 +1029,13 @@ func (q *countRequest) toGateway() (gateway.Request, error) {
 func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 	const f = anthropicErrors
 	var q countRequest
-	req, chain, body, ok := s.prepareCall(w, r, f, &q)
+	req, chain, sent, ok := s.prepareCall(w, r, f, &q, "")
 	if !ok {
 		return
 	}
 	t := chain[0]
 	if an, ok := t.Provider.(*gateway.Anthropic); ok {
-		n, err := an.CountTokens(r.Context(), t.Model.Model, body)
+		n, err := an.CountTokens(r.Context(), t.Model.Model, sent.Body)
 		if err != nil {
 			s.writeErrorAs(w, r, f, err)
 			return

@@ -114,7 +114,7 @@ func TestFallbackChains(t *testing.T) {
 	e, _, _ := newRoutingEnv(t)
 	// 429 -> the next (500) -> the next, which answers.
 	r := e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("flaky:fail-429", false)), 200)
-	if r.str("svc.trace.fallbackUsed") != "true" || r.str("svc.trace.selectedProvider") != "openai" || r.str("model") != "openai:gpt-4o-mini" {
+	if r.str("svc.trace.fallbackUsed") != "true" || r.str("svc.trace.selectedProvider") != "openai" || r.str("svc.trace.selectedModel") != "openai:gpt-4o-mini" {
 		t.Fatalf("fallback not used or not reported: %s", r.raw)
 	}
 	got := strings.Join(usageOutcomes(t, e.usageEvents("a", 3)), "; ")
@@ -130,7 +130,7 @@ func TestFallbackChains(t *testing.T) {
 	}
 	// message_start already carries the input side of the usage, as the
 	// Anthropic upstream reported it in its own message_start.
-	if !strings.Contains(evs[0][1], `"fallbackUsed":true`) || !strings.Contains(evs[0][1], `"model":"anthropic:claude-3-5-haiku-latest"`) ||
+	if !strings.Contains(evs[0][1], `"fallbackUsed":true`) || !strings.Contains(evs[0][1], `"selectedModel":"anthropic:claude-3-5-haiku-latest"`) ||
 		!strings.Contains(evs[0][1], `"input_tokens":10`) || !strings.Contains(evs[0][1], `"cache_read_input_tokens":90`) || evs[len(evs)-1][0] != "message_stop" {
 		t.Fatalf("streamed fallback: %v", evs)
 	}
@@ -212,13 +212,13 @@ func TestMissingUsageIsEstimatedNotFree(t *testing.T) {
 func TestRoutingModes(t *testing.T) {
 	e, _, _ := newRoutingEnv(t)
 	r := e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("cheap", false)), 200)
-	if r.str("model") != "openai:gpt-4o-mini" || r.str("svc.trace.fallbackUsed") != "false" {
+	if r.str("svc.trace.selectedModel") != "openai:gpt-4o-mini" || r.str("svc.trace.fallbackUsed") != "false" {
 		t.Fatalf("cheap: %s", r.raw)
 	}
 	// premium ranks the dearest first: flaky:fail-500 fails, the mode's
 	// chain goes on to the next premium model.
 	r = e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "premium", "max_tokens": 20, "messages": []any{map[string]any{"role": "user", "content": "hi"}}}), 200)
-	if r.str("model") != "anthropic:claude-sonnet-4-0" || r.str("svc.trace.fallbackUsed") != "true" {
+	if r.str("svc.trace.selectedModel") != "anthropic:claude-sonnet-4-0" || r.str("svc.trace.fallbackUsed") != "true" {
 		t.Fatalf("premium: %s", r.raw)
 	}
 	// A failed health probe takes the model out of the modes.
@@ -227,7 +227,7 @@ func TestRoutingModes(t *testing.T) {
 		t.Fatalf("probe: %s", h.raw)
 	}
 	r = e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "premium", "max_tokens": 20, "messages": []any{map[string]any{"role": "user", "content": "hi"}}}), 200)
-	if r.str("model") != "anthropic:claude-sonnet-4-0" || r.str("svc.trace.fallbackUsed") != "false" {
+	if r.str("svc.trace.selectedModel") != "anthropic:claude-sonnet-4-0" || r.str("svc.trace.fallbackUsed") != "false" {
 		t.Fatalf("premium after the probe: %s", r.raw)
 	}
 	// Needs: a request that may need more context than every premium
@@ -462,7 +462,9 @@ func TestBudgetHoldsWorstCaseUnderConcurrency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	worst := *gateway.WorstCost(gateway.Request{MaxTokens: 50, Messages: []gateway.Message{{Role: "user", Content: []gateway.Block{{Type: "text", Text: "hello"}}}}}, model)
+	// The body goes to OpenAI as it is: its bytes bound the input.
+	body, _ := json.Marshal(chatBody("openai:gpt-4o-mini", false))
+	worst := *gateway.WorstCost(gateway.Request{MaxTokens: 50, Body: body}, model)
 	daily := 10.5 * worst
 	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": daily, "monthlyUsd": nil}), 200)
 

@@ -121,10 +121,10 @@ func (f *fakeUpstreams) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 	}
 	if !req.Stream {
 		if req.Model == "no-usage" { // some OpenAI-compatible servers report none
-			fmt.Fprintf(w, `{"id":"chatcmpl-up","object":"chat.completion","model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":%q}]}`, req.Model, text, finish)
+			fmt.Fprintf(w, `{"id":"chatcmpl-up","object":"chat.completion","created":1700000000,"model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":%q}]}`, req.Model, text, finish)
 			return
 		}
-		fmt.Fprintf(w, `{"id":"chatcmpl-up","object":"chat.completion","model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":%q}],"usage":{"prompt_tokens":100,"completion_tokens":5,"total_tokens":105,"prompt_tokens_details":{"cached_tokens":40}}}`, req.Model, text, finish)
+		fmt.Fprintf(w, `{"id":"chatcmpl-up","object":"chat.completion","created":1700000000,"model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":%q}],"usage":{"prompt_tokens":100,"completion_tokens":5,"total_tokens":105,"prompt_tokens_details":{"cached_tokens":40}}}`, req.Model, text, finish)
 		return
 	}
 	if !req.StreamOptions.IncludeUsage {
@@ -132,9 +132,14 @@ func (f *fakeUpstreams) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
-	sse(w, "", `{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`)
+	// Every chunk carries the completion's id, object, created and model,
+	// as OpenAI's do.
+	chunk := func(rest string) string {
+		return fmt.Sprintf(`{"id":"chatcmpl-up%d","object":"chat.completion.chunk","created":1700000000,"model":%q,%s}`, f.calls.Load(), req.Model, rest)
+	}
+	sse(w, "", chunk(`"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]`))
 	for _, word := range strings.Fields(text) {
-		sse(w, "", fmt.Sprintf(`{"choices":[{"index":0,"delta":{"content":%q}}]}`, word+" "))
+		sse(w, "", chunk(fmt.Sprintf(`"choices":[{"index":0,"delta":{"content":%q}}]`, word+" ")))
 		if req.Model == "cut" {
 			return // the connection ends mid-stream
 		}
@@ -144,12 +149,12 @@ func (f *fakeUpstreams) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	sse(w, "", fmt.Sprintf(`{"choices":[{"index":0,"delta":{},"finish_reason":%q}]}`, finish))
+	sse(w, "", chunk(fmt.Sprintf(`"choices":[{"index":0,"delta":{},"finish_reason":%q}]`, finish)))
 	if req.Model == "no-usage" {
 		sse(w, "", "[DONE]")
 		return
 	}
-	sse(w, "", `{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":40}}}`)
+	sse(w, "", chunk(`"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":5,"total_tokens":105,"prompt_tokens_details":{"cached_tokens":40}}`))
 	sse(w, "", "[DONE]")
 }
 
@@ -188,10 +193,10 @@ func (f *fakeUpstreams) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req struct {
-		Model     string `json:"model"`
-		System    string `json:"system"`
-		MaxTokens int    `json:"max_tokens"`
-		Stream    bool   `json:"stream"`
+		Model     string          `json:"model"`
+		System    json.RawMessage `json:"system"`
+		MaxTokens int             `json:"max_tokens"`
+		Stream    bool            `json:"stream"`
 		Messages  []struct {
 			Role string `json:"role"`
 		} `json:"messages"`
@@ -200,17 +205,29 @@ func (f *fakeUpstreams) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 	if f.fail(w, req.Model) {
 		return
 	}
-	text := fmt.Sprintf("system=%q turns=%d", req.System, len(req.Messages))
+	// The system prompt is a string or text blocks, as the API takes it.
+	var system string
+	if json.Unmarshal(req.System, &system) != nil {
+		var blocks []struct {
+			Text string `json:"text"`
+		}
+		json.Unmarshal(req.System, &blocks)
+		for _, b := range blocks {
+			system += b.Text
+		}
+	}
+	text := fmt.Sprintf("system=%q turns=%d", system, len(req.Messages))
 	stop := "end_turn"
 	if req.MaxTokens == 3 {
 		stop = "max_tokens"
 	}
+	id := fmt.Sprintf("msg_up%d", f.calls.Load()) // each answer its own id, as Anthropic's
 	if !req.Stream {
-		fmt.Fprintf(w, `{"id":"msg_up","type":"message","role":"assistant","model":%q,"content":[{"type":"text","text":%q}],"stop_reason":%q,"usage":{"input_tokens":10,"output_tokens":4,"cache_read_input_tokens":90,"cache_creation_input_tokens":0}}`, req.Model, text, stop)
+		fmt.Fprintf(w, `{"id":%q,"type":"message","role":"assistant","model":%q,"content":[{"type":"text","text":%q}],"stop_reason":%q,"usage":{"input_tokens":10,"output_tokens":4,"cache_read_input_tokens":90,"cache_creation_input_tokens":0}}`, id, req.Model, text, stop)
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
-	sse(w, "message_start", `{"type":"message_start","message":{"id":"msg_up","type":"message","role":"assistant","content":[],"usage":{"input_tokens":10,"output_tokens":1,"cache_read_input_tokens":90}}}`)
+	sse(w, "message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":%q,"type":"message","role":"assistant","model":%q,"content":[],"stop_reason":null,"usage":{"input_tokens":10,"output_tokens":1,"cache_read_input_tokens":90}}}`, id, req.Model))
 	if req.Model == "overloaded" {
 		// Anthropic's way of failing a stream it has already opened.
 		sse(w, "error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)

@@ -232,24 +232,29 @@ func TestToolsTranslateBothWays(t *testing.T) {
 		"messages": []any{map[string]any{"role": "user", "content": "x"}}}); r.status != 400 || r.str("error.param") != "tools/0/type" {
 		t.Fatalf("bad tool: %d %s", r.status, r.raw)
 	}
-	// An Anthropic server tool on the messages front: refused by name,
-	// not sent on as a custom tool without a schema; a typed custom tool
-	// passes.
-	if r := e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "max_tokens": 50,
-		"tools":    []any{map[string]any{"type": "web_search_20250305", "name": "web_search", "max_uses": 3}},
-		"messages": []any{map[string]any{"role": "user", "content": "x"}}}); r.status != 400 || r.str("type") != "error" ||
+	// An Anthropic server tool goes to Anthropic as it is (passthrough);
+	// to another provider it cannot cross, and is refused by name.
+	serverTool := []any{map[string]any{"type": "web_search_20250305", "name": "web_search", "max_uses": 3}}
+	e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "max_tokens": 50,
+		"tools": serverTool, "messages": []any{map[string]any{"role": "user", "content": "x"}}}), 200)
+	if b := <-u.lastAnthropic; !strings.Contains(string(b), `"type":"web_search_20250305"`) || !strings.Contains(string(b), `"max_uses":3`) {
+		t.Fatalf("server tool not passed through: %s", b)
+	}
+	if r := e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 50,
+		"tools": serverTool, "messages": []any{map[string]any{"role": "user", "content": "x"}}}); r.status != 400 || r.str("type") != "error" ||
 		!strings.Contains(r.str("error.message"), `tools.0.type: tool type "web_search_20250305" is not supported`) {
 		t.Fatalf("server tool: %d %s", r.status, r.raw)
 	}
 	select {
-	case b := <-u.lastAnthropic:
+	case b := <-u.lastOpenAI:
 		t.Fatalf("a refused request reached the upstream: %s", b)
 	default:
 	}
 	e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "max_tokens": 50,
 		"tools":    []any{map[string]any{"type": "custom", "name": "get_weather", "input_schema": weatherSchema}},
 		"messages": []any{map[string]any{"role": "user", "content": "x"}}}), 200)
-	if sent := string(<-u.lastAnthropic); !strings.Contains(sent, `"tools":[{"name":"get_weather","input_schema":`) {
+	// Passed through: the tool as the client wrote it, its type with it.
+	if sent := string(<-u.lastAnthropic); !strings.Contains(sent, `"type":"custom"`) || !strings.Contains(sent, `"name":"get_weather"`) {
 		t.Fatalf("typed custom tool sent as %s", sent)
 	}
 }
@@ -423,9 +428,9 @@ func TestToolChoiceTranslatesBothWays(t *testing.T) {
 		t.Errorf("no tool choice asked, upstream got %v / %v", got["tool_choice"], got["parallel_tool_calls"])
 	}
 	// An Anthropic-front auto or none without tools means what no choice
-	// means; neither provider takes a tool choice without tools, so none
-	// is sent.
-	for _, model := range []string{"openai:gpt-4o-mini", "anthropic:claude-3-5-haiku-latest"} {
+	// means; OpenAI takes no tool choice without tools, so none is sent.
+	// (To Anthropic the body goes as it was sent.)
+	for _, model := range []string{"openai:gpt-4o-mini"} {
 		for _, typ := range []string{"auto", "none"} {
 			body := map[string]any{"model": model, "max_tokens": 100, "messages": []any{map[string]any{"role": "user", "content": "hi"}},
 				"tool_choice": map[string]any{"type": typ}}
@@ -439,20 +444,22 @@ func TestToolChoiceTranslatesBothWays(t *testing.T) {
 			}
 		}
 	}
-	// Bad values are refused in each front's shape, before any upstream call.
+	// Bad values are refused in each front's shape, before any upstream call,
+	// when the request is translated (to a provider of the same format it
+	// goes as it was sent, and the provider judges it).
 	for _, c := range []struct {
 		path  string
 		body  map[string]any
 		param string
 	}{
-		{"/v1/chat/completions", map[string]any{"model": "openai:gpt-4o-mini", "tool_choice": "auto", "messages": []any{map[string]any{"role": "user", "content": "hi"}}}, "tool_choice"},
-		{"/v1/chat/completions", chatWithTools("openai:gpt-4o-mini", map[string]any{"tool_choice": "always"}), "tool_choice"},
-		{"/v1/chat/completions", chatWithTools("openai:gpt-4o-mini", map[string]any{"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "get_time"}}}), "tool_choice"},
+		{"/v1/chat/completions", map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "tool_choice": "auto", "messages": []any{map[string]any{"role": "user", "content": "hi"}}}, "tool_choice"},
+		{"/v1/chat/completions", chatWithTools("anthropic:claude-3-5-haiku-latest", map[string]any{"tool_choice": "always"}), "tool_choice"},
+		{"/v1/chat/completions", chatWithTools("anthropic:claude-3-5-haiku-latest", map[string]any{"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "get_time"}}}), "tool_choice"},
 		{"/v1/messages", messagesWithTools("openai:gpt-4o-mini", map[string]any{"tool_choice": map[string]any{"type": "tool", "name": "get_time"}}), ""},
 		{"/v1/messages", messagesWithTools("openai:gpt-4o-mini", map[string]any{"tool_choice": map[string]any{"type": "sometimes"}}), ""},
-		{"/v1/chat/completions", chatWithTools("openai:gpt-4o-mini", map[string]any{"tool_choice": map[string]any{"type": "allowed_tools",
+		{"/v1/chat/completions", chatWithTools("anthropic:claude-3-5-haiku-latest", map[string]any{"tool_choice": map[string]any{"type": "allowed_tools",
 			"allowed_tools": map[string]any{"mode": "required", "tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_time"}}}}}}), "tool_choice/allowed_tools/tools/0"},
-		{"/v1/chat/completions", chatWithTools("openai:gpt-4o-mini", map[string]any{"tool_choice": map[string]any{"type": "allowed_tools",
+		{"/v1/chat/completions", chatWithTools("anthropic:claude-3-5-haiku-latest", map[string]any{"tool_choice": map[string]any{"type": "allowed_tools",
 			"allowed_tools": map[string]any{"mode": "sometimes", "tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}}}}}), "tool_choice/allowed_tools/mode"},
 	} {
 		r := e.do("POST", c.path, e.tenantA, c.body)
@@ -600,7 +607,7 @@ func TestResponseFormat(t *testing.T) {
 		map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "ok", "schema": "not a schema"}},
 		"json",
 	} {
-		r := e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("openai:gpt-4o-mini", false, "response_format", bad))
+		r := e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("anthropic:claude-3-5-haiku-latest", false, "response_format", bad))
 		if r.status != 400 || !strings.HasPrefix(r.str("error.param"), "response_format") {
 			t.Errorf("response_format %v: %d %s", bad, r.status, r.raw)
 		}
@@ -666,15 +673,15 @@ func TestSamplingFieldsPassOn(t *testing.T) {
 		body  map[string]any
 		param string
 	}{
-		{"/v1/chat/completions", map[string]any{"model": "openai:gpt-4o-mini", "messages": msgs, "n": 2}, "n"},
-		{"/v1/chat/completions", map[string]any{"model": "openai:gpt-4o-mini", "messages": msgs, "logprobs": true}, "logprobs"},
-		{"/v1/chat/completions", map[string]any{"model": "openai:gpt-4o-mini", "messages": msgs, "logit_bias": []any{1}}, "logit_bias"},
+		{"/v1/chat/completions", map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "messages": msgs, "n": 2}, "n"},
+		{"/v1/chat/completions", map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "messages": msgs, "logprobs": true}, "logprobs"},
+		{"/v1/chat/completions", map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "messages": msgs, "logit_bias": []any{1}}, "logit_bias"},
 		// A cap below 1 is named as the client sent it; the newer field
 		// wins when both are.
 		{"/v1/chat/completions", map[string]any{"model": "openai:gpt-4o-mini", "messages": msgs, "max_tokens": 0}, "max_tokens"},
 		{"/v1/chat/completions", map[string]any{"model": "openai:gpt-4o-mini", "messages": msgs, "max_completion_tokens": -1}, "max_completion_tokens"},
 		{"/v1/chat/completions", map[string]any{"model": "openai:gpt-4o-mini", "messages": msgs, "max_tokens": 10, "max_completion_tokens": 0}, "max_completion_tokens"},
-		{"/v1/messages", map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "max_tokens": 2000, "messages": msgs,
+		{"/v1/messages", map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 2000, "messages": msgs,
 			"thinking": map[string]any{"type": "enabled", "budget_tokens": 1024}}, "thinking"},
 	} {
 		r := e.do("POST", c.path, e.tenantA, c.body)

@@ -108,7 +108,7 @@ func TestOpenAPIValidatorReports(t *testing.T) {
 			contentType: "application/json", body: `{"handoffId":"01a204b7-8b62-7bab-bcd2-379a918f5f57"}`, want: "answered 201: answer:"},
 		{name: "stream event off the schema", method: "POST", path: "/v1/chat/completions",
 			reqBody: `{"model":"local:echo","stream":true,"messages":[{"role":"user","content":"hi"}]}`, status: 200, contentType: "text/event-stream",
-			body: "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[],\"extra\":1}\n\ndata: [DONE]\n\n",
+			body: "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":\"none\"}\n\ndata: [DONE]\n\n",
 			want: "answered 200: answer: event 0:"},
 		{name: "documented stream", method: "POST", path: "/v1/chat/completions",
 			reqBody: `{"model":"local:echo","stream":true,"messages":[{"role":"user","content":"hi"}]}`, status: 200, contentType: "text/event-stream",
