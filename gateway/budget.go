@@ -147,21 +147,27 @@ type spend struct {
 	// dated in the next period (a replica whose clock runs ahead at
 	// midnight) starts that period's sum without wiping the current one.
 	days, months map[string]float64
-	reserved     float64
 }
 
 // keptPeriods is how many days (and months) of sums a tenant's book keeps.
 const keptPeriods = 3
 
 // Budgets enforces per-tenant limits. Spending comes from usage events
-// (Apply), so every replica that follows the store agrees on it;
-// reservations for calls in flight are this replica's own.
+// (Apply), so every replica that follows the store agrees on it. Holds for
+// calls in flight are this process's own unless UseStore shares them
+// through the store (reserve.go).
 type Budgets struct {
-	mu      sync.Mutex
-	limits  map[string]Limits
-	spent   map[string]*spend
-	settled map[uuid.UUID]bool // usage events this replica already counted
-	now     func() time.Time
+	mu       sync.Mutex
+	limits   map[string]Limits
+	spent    map[string]*spend
+	holds    map[string]*holdBook  // per tenant: held worst cases and the budget stream's revision
+	awaiting map[uuid.UUID]holdRef // usage event id -> the shared hold that event releases
+	settled  map[uuid.UUID]bool    // usage events this replica already counted
+	now      func() time.Time
+
+	store   eventstore.Store // nil: holds stay in this process
+	onError func(error)
+	holdTTL time.Duration
 }
 
 // NewBudgets returns an empty budget book; now is its clock (time.Now when nil).
@@ -169,7 +175,8 @@ func NewBudgets(now func() time.Time) *Budgets {
 	if now == nil {
 		now = time.Now
 	}
-	return &Budgets{limits: map[string]Limits{}, spent: map[string]*spend{}, settled: map[uuid.UUID]bool{}, now: now}
+	return &Budgets{limits: map[string]Limits{}, spent: map[string]*spend{}, holds: map[string]*holdBook{},
+		awaiting: map[uuid.UUID]holdRef{}, settled: map[uuid.UUID]bool{}, now: now, holdTTL: DefaultHoldTTL}
 }
 
 func periods(t time.Time) (day, month string) {
@@ -220,14 +227,8 @@ func (b *Budgets) book(tenant string) *spend {
 // Apply folds a budget or usage event in; other events are ignored.
 func (b *Budgets) Apply(ev eventstore.RecordedEvent) error {
 	switch ev.Type {
-	case EventBudgetSet:
-		var s BudgetSet
-		if err := json.Unmarshal(ev.Data, &s); err != nil {
-			return fmt.Errorf("gateway: budget event %s: %w", ev.ID, err)
-		}
-		b.mu.Lock()
-		b.limits[s.Tenant] = s.Limits
-		b.mu.Unlock()
+	case EventBudgetSet, EventBudgetHeld, EventBudgetHoldRenewed, EventBudgetHoldReleased:
+		return b.applyBudgetEvent(ev)
 	case EventUsageRecorded:
 		b.mu.Lock()
 		if b.settled[ev.ID] {
@@ -235,13 +236,17 @@ func (b *Budgets) Apply(ev eventstore.RecordedEvent) error {
 			b.mu.Unlock()
 			return nil
 		}
+		ref, releases := b.awaiting[ev.ID]
 		b.mu.Unlock()
 		var u UsageRecord
 		if err := json.Unmarshal(ev.Data, &u); err != nil {
-			return fmt.Errorf("gateway: usage event %s: %w", ev.ID, err)
+			return fmt.Errorf("gateway: usage event %s: %w", ev.ID, err) // a hold it would release expires instead
 		}
 		b.mu.Lock()
 		defer b.mu.Unlock()
+		if releases {
+			b.dropHoldLocked(ref.tenant, ref.hold) // with the count below, in one step: never neither
+		}
 		if u.CostUSD != nil && *u.CostUSD > 0 { // a negative cost (a foreign writer) must not lower the spending
 			at := u.At // the moment the settling replica counted it: every replica counts it in the same day
 			if at.IsZero() {
@@ -265,8 +270,15 @@ type Reservation struct {
 	b       *Budgets
 	tenant  string
 	worst   float64
-	limited bool // the tenant had limits when the call was reserved
+	limited bool      // the tenant had limits when the call was reserved
+	hold    uuid.UUID // the hold's id; on a shared store, its event's id
+	usage   uuid.UUID // the usage event id to record the call under (UsageID)
+	shared  bool      // the hold is in the store: other replicas count it
 	once    sync.Once
+
+	mu      sync.Mutex // guards the renewal timer against Settle
+	renewal *time.Timer
+	done    bool
 }
 
 // maxSettledUnlimited bounds the events of tenants without limits that
@@ -277,32 +289,56 @@ type Reservation struct {
 // its limit depends on it.
 const maxSettledUnlimited = 10_000
 
+func limited(l Limits) bool { return l.DailyUSD != nil || l.MonthlyUSD != nil }
+
 // Reserve holds the worst-case cost of a call, or refuses it when the
 // tenant's spent and held amounts plus this worst case would pass a limit.
-// Tenants without limits are never refused and hold nothing.
-func (b *Budgets) Reserve(tenant, model string, worst *float64) (*Reservation, error) {
+// Tenants without limits are never refused, hold nothing and cost no store
+// round trip. With a shared store (UseStore) the hold is an event appended
+// at the budget stream's revision the check saw; an error other than a
+// *BudgetError means the store could not take the hold.
+func (b *Budgets) Reserve(ctx context.Context, tenant, model string, worst *float64) (*Reservation, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	l, ok := b.limits[tenant]
-	if !ok || (l.DailyUSD == nil && l.MonthlyUSD == nil) {
+	l := b.limits[tenant]
+	if !limited(l) {
+		b.mu.Unlock()
 		return &Reservation{b: b, tenant: tenant}, nil // holds nothing; Settle counts the cost
 	}
 	if worst == nil {
+		b.mu.Unlock()
 		return nil, &BudgetError{Tenant: tenant, Model: model}
 	}
+	hb := b.holdBook(tenant)
+	if e := b.refusalLocked(tenant, model, l, hb, *worst); e != nil || b.store != nil {
+		b.mu.Unlock()
+		if e != nil {
+			return nil, e // refused on what this replica knows: no store round trip
+		}
+		return b.reserveShared(ctx, tenant, model, *worst)
+	}
+	defer b.mu.Unlock()
+	id := uuid.New()
+	hb.add(b, id, hold{worst: *worst})
+	return &Reservation{b: b, tenant: tenant, worst: *worst, limited: true, hold: id}, nil
+}
+
+// refusalLocked says why a call of worst case worst does not fit the
+// tenant's limits now, or nil when it fits.
+func (b *Budgets) refusalLocked(tenant, model string, l Limits, hb *holdBook, worst float64) *BudgetError {
 	now := b.now().UTC()
 	s := b.book(tenant)
 	day, month := s.at(now)
+	held := hb.held(b, now)
 	var refused *BudgetError
 	check := func(period string, limit *float64, spent float64, reset time.Time) {
 		// Within usdUnit (costs are rounded to it): 0.2 + 0.1 spent
 		// against a limit of 0.3 is at the limit, not over it.
 		fits := func(amount float64) bool { return amount <= *limit+usdUnit }
-		if limit == nil || fits(spent+s.reserved+*worst) {
+		if limit == nil || fits(spent+held+worst) {
 			return
 		}
-		e := &BudgetError{Tenant: tenant, Period: period, LimitUSD: *limit, SpentUSD: spent, ReservedUSD: s.reserved,
-			WorstUSD: *worst, ResetAt: reset, Model: model, HeldOnly: fits(spent + *worst), Never: !fits(*worst)}
+		e := &BudgetError{Tenant: tenant, Period: period, LimitUSD: *limit, SpentUSD: spent, ReservedUSD: held,
+			WorstUSD: worst, ResetAt: reset, Model: model, HeldOnly: fits(spent + worst), Never: !fits(worst)}
 		// The answer that matters most: a call that can never pass; else
 		// the period that resets last (waiting out the day does not help
 		// when the month is spent); else whatever refused.
@@ -317,11 +353,7 @@ func (b *Budgets) Reserve(tenant, model string, worst *float64) (*Reservation, e
 	y, mo, d := now.Date()
 	check("day", l.DailyUSD, day, time.Date(y, mo, d+1, 0, 0, 0, 0, time.UTC))
 	check("month", l.MonthlyUSD, month, time.Date(y, mo+1, 1, 0, 0, 0, 0, time.UTC))
-	if refused != nil {
-		return nil, refused
-	}
-	s.reserved += *worst
-	return &Reservation{b: b, tenant: tenant, worst: *worst, limited: true}, nil
+	return refused
 }
 
 // Now is the budget book's clock: a usage record carries this time, and
@@ -333,32 +365,53 @@ func (b *Budgets) Now() time.Time { return b.now().UTC() }
 // that will record it, so that applying that event later does not count it
 // twice: settle before appending the event, or a follower could count it
 // first. Settling twice does nothing.
+//
+// On a shared store the usage event releases the hold on other replicas
+// when eventID is UsageID(); any other id (uuid.Nil: no event follows)
+// costs a release event, appended here, before the usage event can be.
 func (r *Reservation) Settle(cost *float64, eventID uuid.UUID, at time.Time) {
 	if r == nil {
 		return
 	}
 	r.once.Do(func() {
+		if r.shared {
+			r.stopRenewal()
+		}
 		b := r.b
 		b.mu.Lock()
-		defer b.mu.Unlock()
 		if !r.limited && (eventID == uuid.Nil || len(b.settled) >= maxSettledUnlimited) {
+			b.mu.Unlock()
 			return // nothing was held; the follower counts the call from its event
 		}
-		s := b.book(r.tenant)
-		s.reserved -= r.worst
-		if s.reserved < usdUnit {
-			s.reserved = 0
+		if r.limited {
+			b.dropHoldLocked(r.tenant, r.hold)
 		}
 		if cost != nil && *cost > 0 { // a negative cost (a misreporting upstream) must not lower the spending, as in Apply
 			if at.IsZero() {
 				at = b.now()
 			}
-			s.add(at, *cost)
+			b.book(r.tenant).add(at, *cost)
 		}
 		if eventID != uuid.Nil {
 			b.settled[eventID] = true // counted (or nothing to count): Apply skips its event
 		}
+		b.mu.Unlock()
+		if r.shared && eventID != r.usage {
+			b.releaseShared(r, eventID)
+		}
 	})
+}
+
+// UsageID is the id to give the call's usage event. On a shared store the
+// hold names it, so that event alone releases the hold on every replica.
+func (r *Reservation) UsageID() uuid.UUID {
+	if r == nil {
+		return uuid.Must(uuid.NewV7())
+	}
+	if r.usage == uuid.Nil {
+		r.usage = uuid.Must(uuid.NewV7())
+	}
+	return r.usage
 }
 
 // Forget drops what Settle noted for the usage event eventID, when that
@@ -398,19 +451,20 @@ func (b *Budgets) Status(tenant string) BudgetStatus {
 	s := b.book(tenant)
 	day, month := s.at(now)
 	dk, mk := periods(now)
-	return BudgetStatus{Tenant: tenant, Limits: b.limits[tenant], DaySpent: RoundUSD(day), MonthSpent: RoundUSD(month), ReservedUSD: RoundUSD(s.reserved), Day: dk, Month: mk}
+	held := b.holdBook(tenant).held(b, now)
+	return BudgetStatus{Tenant: tenant, Limits: b.limits[tenant], DaySpent: RoundUSD(day), MonthSpent: RoundUSD(month), ReservedUSD: RoundUSD(held), Day: dk, Month: mk}
 }
 
-// SetBudget records a tenant's new limits as an event and applies it.
+// SetBudget records a tenant's new limits as an event and applies it,
+// with whatever else the budget stream gained before it (in order).
 func (b *Budgets) SetBudget(ctx context.Context, store eventstore.Store, s BudgetSet, md eventstore.Metadata) error {
 	data, err := json.Marshal(s)
 	if err != nil {
 		return err
 	}
 	ev := eventstore.NewEvent(EventBudgetSet, data, md)
-	res, err := appendUnordered(ctx, store, BudgetStream(s.Tenant), ev)
-	if err != nil {
+	if _, err := appendUnordered(ctx, store, BudgetStream(s.Tenant), ev); err != nil {
 		return err
 	}
-	return b.Apply(eventstore.RecordedEvent{StreamID: BudgetStream(s.Tenant), Revision: res.NextRevision, Position: res.Position, EventData: ev})
+	return b.catchUp(ctx, store, s.Tenant)
 }

@@ -36,7 +36,7 @@ func TestBudgetsAgreeAcrossMidnight(t *testing.T) {
 	for _, x := range []*Budgets{a, b} {
 		x.Apply(limitsEvent(t, "t", usd(10), nil))
 	}
-	hold, err := a.Reserve("t", "m", usd(1))
+	hold, err := a.Reserve(t.Context(), "t", "m", usd(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestBudgetRefusals(t *testing.T) {
 		return b
 	}
 	spend := func(b *Budgets, cost float64) {
-		h, err := b.Reserve("t", "m", usd(cost))
+		h, err := b.Reserve(t.Context(), "t", "m", usd(cost))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func TestBudgetRefusals(t *testing.T) {
 	}
 	refusal := func(b *Budgets, worst float64) *BudgetError {
 		t.Helper()
-		_, err := b.Reserve("t", "m", usd(worst))
+		_, err := b.Reserve(t.Context(), "t", "m", usd(worst))
 		be, ok := err.(*BudgetError)
 		if !ok {
 			t.Fatalf("err = %v, want a *BudgetError", err)
@@ -85,7 +85,7 @@ func TestBudgetRefusals(t *testing.T) {
 	}
 	// Only the holds of calls in flight are in the way.
 	b = newBook(usd(5), nil)
-	if _, err := b.Reserve("t", "m", usd(4)); err != nil {
+	if _, err := b.Reserve(t.Context(), "t", "m", usd(4)); err != nil {
 		t.Fatal(err)
 	}
 	if e := refusal(b, 2); !e.HeldOnly || e.Never {
@@ -133,18 +133,18 @@ func TestBudgetExactFit(t *testing.T) {
 	b := NewBudgets(func() time.Time { return now })
 	b.Apply(limitsEvent(t, "t", usd(0.3), nil))
 	for i := range 3 {
-		if _, err := b.Reserve("t", "m", usd(0.1)); err != nil {
+		if _, err := b.Reserve(t.Context(), "t", "m", usd(0.1)); err != nil {
 			t.Fatalf("call %d refused: %v", i+1, err)
 		}
 	}
-	if _, err := b.Reserve("t", "m", usd(0.1)); err == nil {
+	if _, err := b.Reserve(t.Context(), "t", "m", usd(0.1)); err == nil {
 		t.Fatal("a fourth $0.1 call passed a $0.3 budget")
 	}
 	b2 := NewBudgets(func() time.Time { return now })
 	b2.Apply(limitsEvent(t, "t", usd(0.3), nil))
-	h, _ := b2.Reserve("t", "m", usd(0.2))
+	h, _ := b2.Reserve(t.Context(), "t", "m", usd(0.2))
 	h.Settle(usd(0.2), uuid.New(), now)
-	if _, err := b2.Reserve("t", "m", usd(0.1)); err != nil {
+	if _, err := b2.Reserve(t.Context(), "t", "m", usd(0.1)); err != nil {
 		t.Fatalf("$0.1 after $0.2 spent of $0.3: %v", err)
 	}
 }
@@ -161,7 +161,7 @@ func TestBudgetEventFromTheNextDay(t *testing.T) {
 	if s := b.Status("t"); s.DaySpent != 0.9 || s.MonthSpent != 0.9 {
 		t.Fatalf("today after an event dated tomorrow: %+v", s)
 	}
-	if _, err := b.Reserve("t", "m", usd(0.9)); err == nil {
+	if _, err := b.Reserve(t.Context(), "t", "m", usd(0.9)); err == nil {
 		t.Fatal("a $0.9 call passed with $0.9 of $1 spent today")
 	}
 	now = ahead
@@ -176,9 +176,9 @@ func TestBudgetNegativeCostIgnored(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	b := NewBudgets(func() time.Time { return now })
 	b.Apply(limitsEvent(t, "t", usd(1), nil))
-	h, _ := b.Reserve("t", "m", usd(0.5))
+	h, _ := b.Reserve(t.Context(), "t", "m", usd(0.5))
 	h.Settle(usd(0.5), uuid.New(), now)
-	h, _ = b.Reserve("t", "m", usd(0.1))
+	h, _ = b.Reserve(t.Context(), "t", "m", usd(0.1))
 	h.Settle(usd(-1.5), uuid.New(), now)
 	if s := b.Status("t"); s.DaySpent != 0.5 || s.ReservedUSD != 0 {
 		t.Fatalf("after a negative cost: %+v", s)
@@ -203,7 +203,7 @@ func TestWorstTokensCountsTheSchemaDescription(t *testing.T) {
 // from the spending so far. A free call's event is skipped the same way.
 func TestSettleCountsTenantsWithoutLimits(t *testing.T) {
 	b := NewBudgets(nil)
-	hold, err := b.Reserve("free-tenant", "m", usd(5))
+	hold, err := b.Reserve(t.Context(), "free-tenant", "m", usd(5))
 	if err != nil || hold == nil {
 		t.Fatalf("hold %v, err %v", hold, err)
 	}
@@ -224,11 +224,11 @@ func TestSettleCountsTenantsWithoutLimits(t *testing.T) {
 		t.Fatalf("own event counted twice or the other's lost: %+v", s)
 	}
 	b.Apply(limitsEvent(t, "free-tenant", usd(1), nil))
-	if _, err := b.Reserve("free-tenant", "m", usd(0.5)); err == nil {
+	if _, err := b.Reserve(t.Context(), "free-tenant", "m", usd(0.5)); err == nil {
 		t.Fatal("a limit set later ignores the 0.75 spent before it")
 	}
 	free := uuid.New()
-	h, _ := b.Reserve("other", "m", usd(0))
+	h, _ := b.Reserve(t.Context(), "other", "m", usd(0))
 	h.Settle(usd(0), free, at)
 	if err := b.Apply(eventstore.RecordedEvent{EventData: eventstore.EventData{ID: free, Type: EventUsageRecorded, Data: []byte("{")}}); err != nil {
 		t.Fatalf("a free call's own event decoded: %v", err)
@@ -241,10 +241,10 @@ func TestSettledUnlimitedIsBounded(t *testing.T) {
 	b := NewBudgets(nil)
 	at := b.Now()
 	for range maxSettledUnlimited {
-		h, _ := b.Reserve("free", "m", usd(1))
+		h, _ := b.Reserve(t.Context(), "free", "m", usd(1))
 		h.Settle(usd(0), uuid.New(), at)
 	}
-	h, _ := b.Reserve("free", "m", usd(1))
+	h, _ := b.Reserve(t.Context(), "free", "m", usd(1))
 	over := uuid.New()
 	h.Settle(usd(2), over, at)
 	if n := len(b.settled); n != maxSettledUnlimited {
@@ -261,7 +261,7 @@ func TestSettledUnlimitedIsBounded(t *testing.T) {
 	}
 	// A tenant with limits is counted at settle whatever the bound.
 	b.Apply(limitsEvent(t, "capped", usd(10), nil))
-	hc, err := b.Reserve("capped", "m", usd(1))
+	hc, err := b.Reserve(t.Context(), "capped", "m", usd(1))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func TestUnreadableUsageStillCounts(t *testing.T) {
 		{StreamID: BudgetStream("a"), EventData: eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: EventBudgetSet, Data: set}, Unreadable: "metadata: not JSON"},
 		{StreamID: UsageStream("a"), EventData: eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: EventUsageRecorded, Data: usage}, Unreadable: "metadata: not JSON"},
 	})
-	if _, err := b.Reserve("a", "x:y", &call); err == nil {
+	if _, err := b.Reserve(t.Context(), "a", "x:y", &call); err == nil {
 		t.Fatal("a $0.50 call got through a $1 budget with $0.90 spent by an event whose metadata was unreadable")
 	}
 }

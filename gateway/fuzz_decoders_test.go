@@ -394,19 +394,25 @@ func stateOfCatalog(c *Catalog) catalogState {
 	return catalogState{Models: c.List(), Syncs: syncs}
 }
 
-// budgetState is what budget and usage events change: the limits and the
-// spending of every tenant.
+// budgetState is what budget and usage events change: the limits, the
+// spending and the holds of every tenant.
 type budgetState struct {
 	Limits map[string]Limits
 	Spent  map[string]spend
+	Held   map[string]float64
 }
 
 func stateOfBudgets(b *Budgets) budgetState {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := budgetState{Limits: maps.Clone(b.limits), Spent: map[string]spend{}}
+	s := budgetState{Limits: maps.Clone(b.limits), Spent: map[string]spend{}, Held: map[string]float64{}}
 	for tenant, sp := range b.spent {
 		s.Spent[tenant] = *sp
+	}
+	for tenant, hb := range b.holds {
+		if len(hb.holds) > 0 {
+			s.Held[tenant] = hb.sum
+		}
 	}
 	return s
 }
@@ -418,7 +424,8 @@ func stateOfBudgets(b *Budgets) budgetState {
 // applying it once; every model of the catalog still resolves by its id; a
 // usage event without a cost spends nothing.
 func FuzzStateEvents(f *testing.F) {
-	types := []string{EventModelsSynced, EventModelHealthChecked, EventBudgetSet, EventUsageRecorded, "SomethingElse"}
+	types := []string{EventModelsSynced, EventModelHealthChecked, EventBudgetSet, EventUsageRecorded, "SomethingElse",
+		EventBudgetHeld, EventBudgetHoldRenewed, EventBudgetHoldReleased}
 	streams := []string{CatalogStream, "budget-", "usage-"} // a tenant's streams get the tenant's name
 	pick := func(typ, stream int) uint8 { return uint8(stream*len(types) + typ) }
 	at := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
@@ -453,6 +460,13 @@ func FuzzStateEvents(f *testing.F) {
 		{pick(3, 2), "t", `{"tenant":"t","model":"openai:gpt-4o","costUsd":-0.25,"outcome":"ok","at":"2026-03-14T11:00:00Z"}`},
 		{pick(0, 0), "", `null`},
 		{pick(3, 2), "t", ``},
+		{pick(5, 1), "t", `{"tenant":"t","model":"m","worstUsd":0.5,"expiresAt":"2026-03-14T12:02:00Z","usageEvent":"0195f5a0-0000-7000-8000-000000000002"}`},
+		{pick(5, 1), "t", `{"tenant":"t","worstUsd":-1,"expiresAt":"2026-03-14T12:02:00Z"}`},
+		{pick(5, 1), "t", `{"worstUsd":"0.5"}`},
+		{pick(5, 2), "t", `{"tenant":"t","worstUsd":0.5,"expiresAt":"2026-03-14T12:02:00Z"}`},
+		{pick(6, 1), "t", `{"hold":"0195f5a0-0000-7000-8000-000000000001","expiresAt":"2026-03-14T13:00:00Z"}`},
+		{pick(7, 1), "t", `{"hold":"0195f5a0-0000-7000-8000-000000000001","usageEvent":"00000000-0000-0000-0000-000000000000"}`},
+		{pick(7, 1), "t", `{"hold":"not a uuid"}`},
 	} {
 		f.Add(s.pick, s.tenant, []byte(s.data))
 	}
@@ -506,7 +520,8 @@ func FuzzStateEvents(f *testing.F) {
 		bBefore := stateOfBudgets(b)
 		err = b.Apply(ev)
 		bAfter := stateOfBudgets(b)
-		budgetsTake := typ == EventBudgetSet || typ == EventUsageRecorded
+		budgetsTake := typ == EventBudgetSet || typ == EventUsageRecorded ||
+			(strings.HasPrefix(stream, "budget-") && (typ == EventBudgetHeld || typ == EventBudgetHoldRenewed || typ == EventBudgetHoldReleased))
 		var rec UsageRecord
 		costless := typ == EventUsageRecorded && json.Unmarshal(data, &rec) == nil && rec.CostUSD == nil
 		switch {

@@ -230,6 +230,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	// The catalog's sync and health results and the tenants' budgets and
 	// spending are events: catch up before serving, then follow.
 	budgets := gateway.NewBudgets(nil)
+	if ex, ok := store.(eventstore.Exclusive); !ok || !ex.Exclusive() {
+		// Other replicas share this store: budget holds go through it.
+		budgets.UseStore(store, func(err error) { log.Warn().Err(err).Msg("budget hold") })
+	}
 	follower := &gateway.Follower{Store: store, Appliers: []gateway.Applier{catalog, budgets},
 		OnError: func(ev eventstore.RecordedEvent, err error) {
 			log.Error().Str("stream", ev.StreamID).Uint64("revision", ev.Revision).Err(err).Msg("gateway state: event skipped")
