@@ -91,7 +91,7 @@ func (c *Call) ReleaseHold() {
 
 // begin starts an attempt on one target: the budget holds the call's worst
 // case first, so concurrent calls cannot overspend.
-func (k *Caller) begin(c *Call, t Target) error {
+func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 	c.Provider, c.Model = t.Provider, t.Model
 	c.Req.Model = t.Model.Model
 	c.Passthrough = false
@@ -102,7 +102,7 @@ func (k *Caller) begin(c *Call, t Target) error {
 	if k.Budgets == nil {
 		return nil
 	}
-	hold, err := k.Budgets.Reserve(c.Tenant, t.Model.ID, WorstCost(c.Req, t.Model))
+	hold, err := k.Budgets.Reserve(ctx, c.Tenant, t.Model.ID, WorstCost(c.Req, t.Model))
 	c.hold = hold
 	return err
 }
@@ -114,7 +114,7 @@ func (k *Caller) begin(c *Call, t Target) error {
 // is on the client's path. A partial stream is billed for what was sent.
 func (k *Caller) Settle(c *Call, u Usage, outcome string) (*float64, func()) {
 	cost := CostOf(c.Model, u)
-	id := uuid.Must(uuid.NewV7())
+	id := c.hold.UsageID() // on a shared store, this event releases the hold
 	at := time.Now().UTC()
 	if k.Budgets != nil {
 		at = k.Budgets.Now()
@@ -183,7 +183,7 @@ func retryable(ctx context.Context, err error) bool {
 func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Response, error) {
 	var last error
 	for i, t := range chain {
-		if err := k.begin(c, t); err != nil {
+		if err := k.begin(ctx, c, t); err != nil {
 			return nil, err
 		}
 		c.Fallback = i > 0
@@ -308,7 +308,7 @@ func committing(d Delta) bool {
 func (k *Caller) Open(ctx context.Context, c *Call, chain []Target) (*Upstream, error) {
 	var last error
 	for i, t := range chain {
-		if err := k.begin(c, t); err != nil {
+		if err := k.begin(ctx, c, t); err != nil {
 			return nil, err
 		}
 		c.Fallback = i > 0

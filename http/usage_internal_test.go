@@ -64,7 +64,7 @@ func TestFailedUsageAppendIsForgotten(t *testing.T) {
 		s := NewServer(Config{Store: failingStore{store, c.err}, Budgets: budgets, UsageLinger: time.Millisecond})
 		at := budgets.Now()
 		for range 3 {
-			hold, err := budgets.Reserve("t", "m", nil)
+			hold, err := budgets.Reserve(context.Background(), "t", "m", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
