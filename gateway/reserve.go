@@ -306,7 +306,12 @@ func (b *Budgets) reserveShared(ctx context.Context, tenant, model string, worst
 			r.mu.Unlock()
 			return r, nil
 		}
-		if !errors.Is(err, eventstore.ErrConflict) || attempt == maxHoldAttempts {
+		if attempt == maxHoldAttempts && errors.Is(err, eventstore.ErrConflict) {
+			// Contended past all reason: the store is busy for this
+			// tenant; the caller may retry in a moment.
+			return nil, fmt.Errorf("gateway: budget hold for tenant %s: %w (%v)", tenant, eventstore.ErrUnavailable, err)
+		}
+		if !errors.Is(err, eventstore.ErrConflict) {
 			// An append that may have committed holds until it expires.
 			return nil, fmt.Errorf("gateway: budget hold for tenant %s: %w", tenant, err)
 		}
