@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -158,6 +159,10 @@ func DecodeResponsesRequest(body []byte) (*ResponsesCall, error) {
 	if trimmed[0] != '{' {
 		return nil, invalid("", "the body must be a JSON object")
 	}
+	trimmed, err := withoutFoldedKeys(trimmed)
+	if err != nil {
+		return nil, err
+	}
 	c := &ResponsesCall{}
 	q := &c.Wire
 	if err := json.Unmarshal(trimmed, q); err != nil {
@@ -174,6 +179,7 @@ func DecodeResponsesRequest(body []byte) (*ResponsesCall, error) {
 		return nil, err
 	}
 	out := &c.Request
+	out.Model = q.Model // the id asked for, until routing names the provider's model
 	if q.Instructions != nil {
 		c.instructions = *q.Instructions
 	}
@@ -229,6 +235,41 @@ func DecodeResponsesRequest(body []byte) (*ResponsesCall, error) {
 	out.Messages, c.system = conv.msgs, conv.system
 	out.System = joinSystem(c.instructions, c.system)
 	return c, nil
+}
+
+// requestFields are the top-level fields ResponsesRequest reads.
+var requestFields = func() []string {
+	var names []string
+	t := reflect.TypeFor[ResponsesRequest]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		names = append(names, name)
+	}
+	return names
+}()
+
+// withoutFoldedKeys drops the top-level keys that encoding/json would take
+// for a field of another case ("Input", "ſtore" for "store"): to OpenAI they
+// are unknown fields, and so they are ignored here too, not read as the
+// field they resemble.
+func withoutFoldedKeys(body []byte) ([]byte, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return body, nil // a type error, reported by the caller's decode
+	}
+	folded := false
+	for k := range top {
+		for _, f := range requestFields {
+			if k != f && strings.EqualFold(k, f) {
+				delete(top, k)
+				folded = true
+			}
+		}
+	}
+	if !folded {
+		return body, nil
+	}
+	return json.Marshal(top)
 }
 
 // refuseUncarried refuses what asks for a feature of OpenAI's own service:
