@@ -407,6 +407,11 @@ func TestResponsesStreaming(t *testing.T) {
 	if text != "[local development model] You said: stream this" || final.OutputText() != text || final.Status != "completed" || final.Usage.OutputTokens != 7 {
 		t.Fatalf("text %q, final %s", text, final.RawJSON())
 	}
+	// From Anthropic's event grammar to the Responses one.
+	types, text, final = streamTypes(t, client, responses.ResponseNewParams{Model: "anthropic:claude-3-5-haiku-latest", Input: textInput("hi"), Instructions: openai.String("be brief")})
+	if !slices.Equal(types, want) || text != `system="be brief" turns=1 ` || final.OutputText() != text || final.Usage.InputTokens != 100 || final.Usage.OutputTokens != 4 {
+		t.Fatalf("from anthropic: %q %q %s", types, text, final.RawJSON())
+	}
 	// The token cap: an incomplete response.
 	types, _, final = streamTypes(t, client, responses.ResponseNewParams{Model: "local:echo", Input: textInput("stream this"), MaxOutputTokens: openai.Int(3)})
 	if types[len(types)-1] != "response.incomplete" || final.Status != "incomplete" || final.IncompleteDetails.Reason != "max_output_tokens" || final.OutputText() != "[local development model]" {
