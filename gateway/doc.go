@@ -2,8 +2,8 @@
 // provider adapters (OpenAI, Anthropic, any OpenAI-compatible server, and
 // the offline local development provider), usage and cost.
 //
-// Both fronts (OpenAI chat completions, Anthropic messages) are decoded into
-// one request shape here, so either front reaches any provider.
+// Every front (OpenAI chat completions and Responses, Anthropic messages) is
+// decoded into one request shape here, so any front reaches any provider.
 package gateway
 
 import (

@@ -18,7 +18,7 @@ const EventUsageRecorded = "UsageRecorded"
 type UsageRecord struct {
 	Tenant    string   `json:"tenant"`
 	KeyID     string   `json:"keyId"`
-	Front     string   `json:"front"` // chat.completions or messages
+	Front     string   `json:"front"` // chat.completions, messages or responses
 	Model     string   `json:"model"` // <provider>:<model>
 	Provider  string   `json:"provider"`
 	Stream    bool     `json:"stream"`

@@ -68,7 +68,7 @@ func FuzzCallbackBodies(f *testing.F) {
 	})
 }
 
-// FuzzGatewayBodies sends arbitrary bodies to both gateway fronts (the local
+// FuzzGatewayBodies sends arbitrary bodies to the gateway fronts (the local
 // provider answers): every answer is deliberate, never a 500.
 func FuzzGatewayBodies(f *testing.F) {
 	for _, seed := range []string{
@@ -81,8 +81,11 @@ func FuzzGatewayBodies(f *testing.F) {
 		`{"model":"local:echo","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"type":"object","properties":{"x":{"type":"string"}}}}}}`,
 		`{"model":"local:echo","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"},"tool_choice":"required"}`,
 		`{"model":"local:echo","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}}],"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[{"type":"function","function":{"name":"g"}}]}},"response_format":{"type":"json_schema","json_schema":{"name":"r","strict":true}}}`,
+		`{"model":"local:echo","input":"hi","instructions":"s","stream":true}`,
+		`{"model":"local:echo","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"r"}],"tools":[{"type":"function","name":"f"}],"text":{"format":{"type":"json_schema","name":"a","schema":{"type":"object"}}}}`,
+		`{"model":"local:echo","input":"x","previous_response_id":"resp_00000000000000000000000000000000","store":false}`,
 	} {
-		for which := range uint8(3) {
+		for which := range uint8(4) {
 			f.Add(which, []byte(seed))
 		}
 	}
@@ -92,7 +95,7 @@ func FuzzGatewayBodies(f *testing.F) {
 	}
 	e := newEnvWith(f, cat)
 	h := e.srv.Config.Handler
-	paths := []string{"/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens"}
+	paths := []string{"/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens", "/v1/responses"}
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
 		e.t = t
 		path := paths[int(which)%len(paths)]

@@ -170,6 +170,8 @@ func NewServer(cfg Config) *Server {
 		rt.HandleFunc("/v1/admin/budgets/{tenant}", s.withKey(adminOnly, s.getBudget)).Methods(http.MethodGet)
 		rt.HandleFunc("/v1/admin/budgets/{tenant}", s.withKey(adminOnly, s.putBudget)).Methods(http.MethodPut)
 		rt.HandleFunc("/v1/chat/completions", s.withKeyAs(anyKey, openaiErrors, s.chatCompletions)).Methods(http.MethodPost)
+		rt.HandleFunc("/v1/responses", s.withKeyAs(anyKey, openaiErrors, s.responses)).Methods(http.MethodPost)
+		rt.HandleFunc("/v1/responses/{id}", s.withKeyAs(anyKey, openaiErrors, s.getResponse)).Methods(http.MethodGet)
 		rt.HandleFunc("/v1/messages", s.withKeyAs(anyKey, anthropicErrors, s.messages)).Methods(http.MethodPost)
 		rt.HandleFunc("/v1/messages/count_tokens", s.withKeyAs(anyKey, anthropicErrors, s.countTokens)).Methods(http.MethodPost)
 	}

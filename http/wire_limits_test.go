@@ -14,8 +14,8 @@ func TestUnknownPathsAnswerInTheirAPIsShape(t *testing.T) {
 		method, path, shape string
 		status              int
 	}{
-		{"POST", "/v1/responses", "openai", 404},
-		{"GET", "/v1/responses/resp_123", "openai", 404},
+		{"GET", "/v1/responses/resp_123/input_items", "openai", 404},
+		{"DELETE", "/v1/responses/resp_123", "openai", 405},
 		{"POST", "/v1/embeddings", "openai", 404},
 		{"POST", "/v1/completions", "openai", 404},
 		{"POST", "/v1/chat/nope", "openai", 404},

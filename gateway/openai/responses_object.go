@@ -1,0 +1,243 @@
+package openai
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/batonhq/baton/gateway"
+)
+
+// Response statuses.
+const (
+	ResponsesInProgress = "in_progress"
+	ResponsesCompleted  = "completed"
+	ResponsesIncomplete = "incomplete"
+	ResponsesFailed     = "failed"
+)
+
+// ResponsesObject is a response as the Responses API answers it, with
+// Baton's svc beside, as the other fronts add it.
+type ResponsesObject struct {
+	ID                 string                      `json:"id"`
+	Object             string                      `json:"object"`
+	CreatedAt          int64                       `json:"created_at"`
+	CompletedAt        *int64                      `json:"completed_at"`
+	Status             string                      `json:"status"`
+	Error              *ResponsesError             `json:"error"`
+	IncompleteDetails  *ResponsesIncompleteDetails `json:"incomplete_details"`
+	Instructions       *string                     `json:"instructions"`
+	MaxOutputTokens    *int                        `json:"max_output_tokens"`
+	Model              string                      `json:"model"`
+	Output             []any                       `json:"output"`
+	ParallelToolCalls  bool                        `json:"parallel_tool_calls"`
+	PreviousResponseID *string                     `json:"previous_response_id"`
+	Reasoning          ResponsesReasoningOut       `json:"reasoning"`
+	Store              bool                        `json:"store"`
+	Temperature        *float64                    `json:"temperature"`
+	Text               ResponsesTextOut            `json:"text"`
+	ToolChoice         json.RawMessage             `json:"tool_choice"`
+	Tools              []json.RawMessage           `json:"tools"`
+	TopP               *float64                    `json:"top_p"`
+	Truncation         string                      `json:"truncation"`
+	Usage              *ResponsesUsage             `json:"usage"`
+	User               *string                     `json:"user"`
+	Metadata           map[string]string           `json:"metadata"`
+	Svc                any                         `json:"svc,omitempty"`
+}
+
+// ResponsesReasoningOut is a response's reasoning options.
+type ResponsesReasoningOut struct {
+	Effort  *string `json:"effort"`
+	Summary *string `json:"summary"`
+}
+
+// ResponsesTextOut is a response's text options: the format asked for.
+type ResponsesTextOut struct {
+	Format ResponsesTextFormat `json:"format"`
+}
+
+// ResponsesError is a failed response's error.
+type ResponsesError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// ResponsesIncompleteDetails says why a response is incomplete:
+// max_output_tokens or content_filter.
+type ResponsesIncompleteDetails struct {
+	Reason string `json:"reason"`
+}
+
+// ResponsesUsage is usage in the Responses convention, where input tokens
+// include cached ones, with Baton's cost.
+type ResponsesUsage struct {
+	InputTokens        int `json:"input_tokens"`
+	InputTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"input_tokens_details"`
+	OutputTokens        int `json:"output_tokens"`
+	OutputTokensDetails struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+	TotalTokens      int      `json:"total_tokens"`
+	Estimated        bool     `json:"estimated,omitempty"` // Baton counted the tokens (the upstream reported none)
+	EstimatedCostUSD *float64 `json:"estimated_cost_usd"`  // null: the model has no price
+}
+
+// NewResponsesUsage converts the gateway's usage. The gateway counts no
+// reasoning tokens apart: they are in the output tokens.
+func NewResponsesUsage(u gateway.Usage, cost *float64) *ResponsesUsage {
+	in := u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
+	out := &ResponsesUsage{InputTokens: in, OutputTokens: u.OutputTokens, TotalTokens: in + u.OutputTokens, Estimated: u.Estimated, EstimatedCostUSD: cost}
+	out.InputTokensDetails.CachedTokens = u.CacheReadTokens
+	return out
+}
+
+// Output items and their content parts.
+type (
+	// ResponsesMessage is an output message item.
+	ResponsesMessage struct {
+		Type    string `json:"type"` // message
+		ID      string `json:"id"`
+		Status  string `json:"status"`
+		Role    string `json:"role"`
+		Content []any  `json:"content"` // ResponsesOutputText, ResponsesRefusal
+	}
+	// ResponsesOutputText is a message's text.
+	ResponsesOutputText struct {
+		Type        string `json:"type"` // output_text
+		Text        string `json:"text"`
+		Annotations []any  `json:"annotations"`
+		Logprobs    []any  `json:"logprobs"`
+	}
+	// ResponsesRefusal is a message's refusal.
+	ResponsesRefusal struct {
+		Type    string `json:"type"` // refusal
+		Refusal string `json:"refusal"`
+	}
+	// ResponsesFunctionCall is a function call item.
+	ResponsesFunctionCall struct {
+		Type      string `json:"type"` // function_call
+		ID        string `json:"id"`
+		CallID    string `json:"call_id"`
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+		Status    string `json:"status"`
+	}
+)
+
+func newOutputText(text string) ResponsesOutputText {
+	return ResponsesOutputText{Type: "output_text", Text: text, Annotations: []any{}, Logprobs: []any{}}
+}
+
+// NewResponsesID is a new response id (resp_...).
+func NewResponsesID() string { return "resp_" + hexID() }
+
+func hexID() string { return strings.ReplaceAll(uuid.Must(uuid.NewV7()).String(), "-", "") }
+
+// Object is the response to the call as it begins: in progress, no output,
+// the request's options echoed.
+func (c *ResponsesCall) Object(id string, created time.Time, model string) *ResponsesObject {
+	q := &c.Wire
+	o := &ResponsesObject{ID: id, Object: "response", CreatedAt: created.Unix(), Status: ResponsesInProgress, Instructions: q.Instructions,
+		MaxOutputTokens: q.MaxOutputTokens, Model: model, Output: []any{}, ParallelToolCalls: q.ParallelToolCalls == nil || *q.ParallelToolCalls,
+		PreviousResponseID: q.PreviousResponseID, Store: q.StoreRequested(), Temperature: q.Temperature, ToolChoice: q.ToolChoice,
+		Tools: c.Tools, TopP: q.TopP, Truncation: "disabled", Metadata: q.Metadata}
+	if q.Reasoning != nil {
+		o.Reasoning.Effort = q.Reasoning.Effort
+	}
+	o.Text.Format.Type = "text"
+	if q.Text != nil && q.Text.Format != nil {
+		o.Text.Format = *q.Text.Format
+	}
+	if absent(o.ToolChoice) {
+		o.ToolChoice = json.RawMessage(`"auto"`)
+	}
+	if o.Tools == nil {
+		o.Tools = []json.RawMessage{}
+	}
+	if o.Metadata == nil {
+		o.Metadata = map[string]string{}
+	}
+	if u := c.Request.User; u != "" {
+		o.User = &u
+	}
+	return o
+}
+
+// statusOf is a finished response's status for the gateway's stop reason:
+// cut at the token cap or by a content filter, it is incomplete.
+func statusOf(stop string) (string, *ResponsesIncompleteDetails) {
+	switch stop {
+	case gateway.StopMaxTokens:
+		return ResponsesIncomplete, &ResponsesIncompleteDetails{Reason: "max_output_tokens"}
+	case gateway.StopRefusal:
+		return ResponsesIncomplete, &ResponsesIncompleteDetails{Reason: "content_filter"}
+	}
+	return ResponsesCompleted, nil
+}
+
+// finish sets what a finished response has: its status, output and usage.
+func (o *ResponsesObject) finish(stop string, output []any, usage *ResponsesUsage, at time.Time) {
+	o.Status, o.IncompleteDetails = statusOf(stop)
+	if o.Status == ResponsesIncomplete {
+		// The last message is the one that was cut.
+		for i := len(output) - 1; i >= 0; i-- {
+			if m, ok := output[i].(ResponsesMessage); ok {
+				m.Status = ResponsesIncomplete
+				output[i] = m
+				break
+			}
+		}
+	}
+	o.Output, o.Usage = output, usage
+	done := at.Unix()
+	o.CompletedAt = &done
+}
+
+// Complete fills the response from a finished call: a message of the
+// text (the structured answer when text.format asked for one, whichever
+// way the provider gave it) and the refusal, and a function_call item for
+// each of the client's tool calls, in the order the model made them.
+func (o *ResponsesObject) Complete(resp *gateway.Response, out *gateway.OutputSchema, usage *ResponsesUsage, at time.Time) {
+	output := []any{}
+	msgAt := -1 // the message being filled, -1 when none is
+	part := func(p any) {
+		if msgAt < 0 {
+			output = append(output, ResponsesMessage{Type: "message", ID: "msg_" + hexID(), Status: ResponsesCompleted, Role: "assistant"})
+			msgAt = len(output) - 1
+		}
+		m := output[msgAt].(ResponsesMessage)
+		m.Content = append(m.Content, p)
+		output[msgAt] = m
+	}
+	structured := out != nil && slices.ContainsFunc(resp.Content, func(b gateway.Block) bool {
+		return b.Type == "tool_use" && b.Name == out.Name && len(b.Input) > 0
+	})
+	if structured {
+		// The provider answered with the schema's tool: its input is the
+		// answer, as the chat front sends it.
+		part(newOutputText(resp.StructuredText(out)))
+	}
+	for _, b := range resp.Content {
+		switch {
+		case b.Type == "text" && !structured && b.Text != "":
+			part(newOutputText(b.Text))
+		case b.Type == "tool_use" && (out == nil || b.Name != out.Name):
+			msgAt = -1
+			args := string(b.Input)
+			if args == "" {
+				args = "{}"
+			}
+			output = append(output, ResponsesFunctionCall{Type: "function_call", ID: "fc_" + hexID(), CallID: b.ID, Name: b.Name, Arguments: args, Status: ResponsesCompleted})
+		}
+	}
+	if resp.Refusal != "" {
+		part(ResponsesRefusal{Type: "refusal", Refusal: resp.Refusal})
+	}
+	o.finish(resp.StopReason, output, usage, at)
+}

@@ -1,0 +1,610 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/gateway"
+)
+
+// ResponsesRequest is the body of POST /v1/responses as far as Baton reads
+// it. Fields it does not list are ignored, as everywhere in Baton; those it
+// lists but cannot carry to a translated provider are refused by name.
+type ResponsesRequest struct {
+	Model              string              `json:"model"`
+	Instructions       *string             `json:"instructions"`
+	Input              json.RawMessage     `json:"input"` // a string, or an array of items
+	Tools              []json.RawMessage   `json:"tools"`
+	ToolChoice         json.RawMessage     `json:"tool_choice"`
+	Text               *ResponsesText      `json:"text"`
+	MaxOutputTokens    *int                `json:"max_output_tokens"`
+	Temperature        *float64            `json:"temperature"`
+	TopP               *float64            `json:"top_p"`
+	ParallelToolCalls  *bool               `json:"parallel_tool_calls"`
+	Reasoning          *ResponsesReasoning `json:"reasoning"`
+	Metadata           map[string]string   `json:"metadata"`
+	Store              *bool               `json:"store"`
+	Stream             bool                `json:"stream"`
+	PreviousResponseID *string             `json:"previous_response_id"`
+	User               string              `json:"user"`
+	SafetyIdentifier   string              `json:"safety_identifier"`
+	Include            []string            `json:"include"`
+
+	// Features of OpenAI's own service that no translated provider has:
+	// refused when they ask for something.
+	Background        *bool           `json:"background"`
+	Conversation      json.RawMessage `json:"conversation"`
+	Prompt            json.RawMessage `json:"prompt"`
+	Truncation        *string         `json:"truncation"`
+	TopLogprobs       *int            `json:"top_logprobs"`
+	ServiceTier       *string         `json:"service_tier"`
+	ContextManagement json.RawMessage `json:"context_management"`
+}
+
+// ResponsesText is a request's text options.
+type ResponsesText struct {
+	Format    *ResponsesTextFormat `json:"format"`
+	Verbosity *string              `json:"verbosity"`
+}
+
+// ResponsesTextFormat is text.format: text, json_object or json_schema
+// (its name, schema, description and strict flat beside the type).
+type ResponsesTextFormat struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name,omitempty"`
+	Schema      json.RawMessage `json:"schema,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
+}
+
+// ResponsesReasoning is a request's reasoning options.
+type ResponsesReasoning struct {
+	Effort          *string `json:"effort"`
+	Summary         *string `json:"summary"`
+	GenerateSummary *string `json:"generate_summary"`
+}
+
+// StoreRequested is the request's store flag: true unless it says false.
+func (q *ResponsesRequest) StoreRequested() bool { return q.Store == nil || *q.Store }
+
+// Previous is the response the request continues, "" for none.
+func (q *ResponsesRequest) Previous() string {
+	if q.PreviousResponseID == nil {
+		return ""
+	}
+	return *q.PreviousResponseID
+}
+
+// ResponsesCall is a decoded Responses request: the body as sent, the
+// gateway request it becomes, and its input as items (what a stored
+// response keeps for previous_response_id).
+type ResponsesCall struct {
+	Wire    ResponsesRequest
+	Request gateway.Request
+	Input   []json.RawMessage
+	// Tools are the request's tools as sent, echoed in the response.
+	Tools []json.RawMessage
+
+	instructions string
+	system       []string // system and developer items of the input
+}
+
+// ResponsesHistory is the conversation a previous_response_id names: the
+// inputs and outputs of that response and of those it continued, oldest
+// first. Their instructions are not part of it, as with OpenAI.
+type ResponsesHistory struct {
+	Messages []gateway.Message
+	System   []string // system and developer items of those inputs
+}
+
+// Continue puts the history before the call's own input.
+func (c *ResponsesCall) Continue(h ResponsesHistory) {
+	c.Request.Messages = append(slices.Clip(h.Messages), c.Request.Messages...)
+	c.Request.System = joinSystem(c.instructions, h.System, c.system)
+}
+
+func joinSystem(instructions string, parts ...[]string) string {
+	var all []string
+	if instructions != "" {
+		all = append(all, instructions)
+	}
+	for _, p := range parts {
+		all = append(all, p...)
+	}
+	return strings.Join(all, "\n\n")
+}
+
+// invalid is a 400 naming the field at fault (a JSON pointer without its
+// leading '/'), as the other fronts answer.
+func invalid(param, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	e := domain.Invalid("responses", domain.FieldError{Pointer: param, Code: "invalid", Message: msg})
+	e.Message = msg
+	return e
+}
+
+// refused is a 400 for a field Baton understands but cannot carry to a
+// translated provider: named, never dropped.
+func refused(param, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	e := domain.Invalid("responses", domain.FieldError{Pointer: param, Code: "unsupported", Message: msg})
+	e.Message = msg
+	return e
+}
+
+func absent(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+// DecodeResponsesRequest reads a Responses request body into the gateway's
+// request. Malformed JSON is a 400 (malformed_json); a field of the wrong
+// type, a missing one, or one that cannot be carried across is a 400
+// naming it.
+func DecodeResponsesRequest(body []byte) (*ResponsesCall, error) {
+	trimmed := bytes.Trim(body, " \t\n\r")
+	if len(trimmed) == 0 {
+		return nil, domain.E("decode", domain.KindBadRequest, "malformed_json", "the request body is empty; send a JSON object")
+	}
+	if !json.Valid(trimmed) {
+		return nil, domain.E("decode", domain.KindBadRequest, "malformed_json", "the request body is not valid JSON")
+	}
+	if trimmed[0] != '{' {
+		return nil, invalid("", "the body must be a JSON object")
+	}
+	trimmed, err := withoutFoldedKeys(trimmed)
+	if err != nil {
+		return nil, err
+	}
+	c := &ResponsesCall{}
+	q := &c.Wire
+	if err := json.Unmarshal(trimmed, q); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, invalid(strings.ReplaceAll(te.Field, ".", "/"), "%s must not be a JSON %s", te.Field, te.Value)
+		}
+		return nil, invalid("", "%s", err.Error())
+	}
+	if q.Model == "" {
+		return nil, invalid("model", "model is required, as <provider>:<model> or a mode")
+	}
+	if err := q.refuseUncarried(); err != nil {
+		return nil, err
+	}
+	out := &c.Request
+	out.Model = q.Model // the id asked for, until routing names the provider's model
+	if q.Instructions != nil {
+		c.instructions = *q.Instructions
+	}
+	if q.MaxOutputTokens != nil {
+		if *q.MaxOutputTokens < 1 {
+			return nil, invalid("max_output_tokens", "max_output_tokens must be at least 1")
+		}
+		out.MaxTokens = *q.MaxOutputTokens
+	}
+	out.Temperature, out.TopP = q.Temperature, q.TopP
+	out.User = q.User
+	if out.User == "" {
+		out.User = q.SafetyIdentifier
+	} else if q.SafetyIdentifier != "" && q.SafetyIdentifier != q.User {
+		return nil, invalid("safety_identifier", "user and safety_identifier name different end users; send one")
+	}
+	if q.Reasoning != nil && q.Reasoning.Effort != nil {
+		out.ReasoningEffort = *q.Reasoning.Effort
+	}
+	for i, raw := range q.Tools {
+		t, err := decodeTool(raw, fmt.Sprintf("tools/%d", i))
+		if err != nil {
+			return nil, err
+		}
+		if hasTool(out.Tools, t.Name) {
+			return nil, invalid(fmt.Sprintf("tools/%d/name", i), "two tools are named %q", t.Name)
+		}
+		out.Tools = append(out.Tools, t)
+	}
+	c.Tools = q.Tools
+	tc, tools, err := decodeToolChoice(q.ToolChoice, q.ParallelToolCalls, out.Tools)
+	if err != nil {
+		return nil, err
+	}
+	out.ToolChoice, out.Tools = tc, tools
+	if q.Text != nil && q.Text.Format != nil {
+		if err := decodeFormat(q.Text.Format, out); err != nil {
+			return nil, err
+		}
+	}
+	items, err := inputItems(q.Input)
+	if err != nil {
+		return nil, err
+	}
+	c.Input = items
+	var conv conversation
+	if err := conv.items(items, "input"); err != nil {
+		return nil, err
+	}
+	if len(conv.msgs) == 0 {
+		return nil, invalid("input", "input must hold at least one user, assistant or tool item")
+	}
+	out.Messages, c.system = conv.msgs, conv.system
+	out.System = joinSystem(c.instructions, c.system)
+	return c, nil
+}
+
+// requestFields are the top-level fields ResponsesRequest reads.
+var requestFields = func() []string {
+	var names []string
+	t := reflect.TypeFor[ResponsesRequest]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		names = append(names, name)
+	}
+	return names
+}()
+
+// withoutFoldedKeys drops the top-level keys that encoding/json would take
+// for a field of another case ("Input", "ſtore" for "store"): to OpenAI they
+// are unknown fields, and so they are ignored here too, not read as the
+// field they resemble.
+func withoutFoldedKeys(body []byte) ([]byte, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return body, nil // a type error, reported by the caller's decode
+	}
+	folded := false
+	for k := range top {
+		for _, f := range requestFields {
+			if k != f && strings.EqualFold(k, f) {
+				delete(top, k)
+				folded = true
+			}
+		}
+	}
+	if !folded {
+		return body, nil
+	}
+	return json.Marshal(top)
+}
+
+// refuseUncarried refuses what asks for a feature of OpenAI's own service:
+// no translated provider has it, and answering without it would be wrong.
+func (q *ResponsesRequest) refuseUncarried() error {
+	switch {
+	case q.Background != nil && *q.Background:
+		return refused("background", "background responses are not supported through this gateway; send the request without background and wait for its answer (or stream it)")
+	case !absent(q.Conversation):
+		return refused("conversation", "conversations are not supported through this gateway; continue a response with previous_response_id")
+	case !absent(q.Prompt):
+		return refused("prompt", "prompt templates are not supported through this gateway; send instructions and input")
+	case q.Truncation != nil && *q.Truncation != "disabled":
+		return refused("truncation", "truncation %q is not supported through this gateway: only \"disabled\", where an input too long for the model is an error", *q.Truncation)
+	case q.TopLogprobs != nil && *q.TopLogprobs > 0:
+		return refused("top_logprobs", "logprobs are not supported through this gateway")
+	case q.ServiceTier != nil && *q.ServiceTier != "auto" && *q.ServiceTier != "default":
+		return refused("service_tier", "service_tier %q is not supported through this gateway: only auto or default", *q.ServiceTier)
+	case !absent(q.ContextManagement):
+		return refused("context_management", "context_management is not supported through this gateway")
+	case q.Text != nil && q.Text.Verbosity != nil:
+		return refused("text/verbosity", "text.verbosity is not supported through this gateway: no translated provider has it")
+	case q.Reasoning != nil && (q.Reasoning.Summary != nil || q.Reasoning.GenerateSummary != nil):
+		return refused("reasoning/summary", "reasoning summaries are not supported through this gateway: answers carry no reasoning items")
+	}
+	for i, inc := range q.Include {
+		switch inc {
+		case "reasoning.encrypted_content", "message.input_image.image_url", "file_search_call.results", "web_search_call.results",
+			"web_search_call.action.sources", "computer_call_output.output.image_url", "code_interpreter_call.outputs":
+			// What these include never appears in an answer through Baton
+			// (no reasoning items, no images, no built-in tools): vacuous.
+		case "message.output_text.logprobs":
+			return refused(fmt.Sprintf("include/%d", i), "logprobs are not supported through this gateway")
+		default:
+			return refused(fmt.Sprintf("include/%d", i), "include %q is not supported through this gateway", inc)
+		}
+	}
+	return nil
+}
+
+func hasTool(tools []gateway.Tool, name string) bool {
+	return slices.ContainsFunc(tools, func(t gateway.Tool) bool { return t.Name == name })
+}
+
+var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// decodeTool reads a function tool. OpenAI's built-in tools (web search,
+// file search, computer use, code interpreter, MCP, ...) run on OpenAI's
+// side: they are refused, not sent on as functions without a schema.
+func decodeTool(raw json.RawMessage, param string) (gateway.Tool, error) {
+	var t struct {
+		Type           string          `json:"type"`
+		Name           string          `json:"name"`
+		Description    string          `json:"description"`
+		Parameters     json.RawMessage `json:"parameters"`
+		Strict         *bool           `json:"strict"`
+		Async          *bool           `json:"async"`
+		DeferLoading   *bool           `json:"defer_loading"`
+		AllowedCallers []string        `json:"allowed_callers"`
+		OutputSchema   json.RawMessage `json:"output_schema"`
+	}
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return gateway.Tool{}, invalid(param, "a tool must be an object with a type")
+	}
+	if t.Type != "function" {
+		return gateway.Tool{}, refused(param+"/type", "tool type %q is not supported through this gateway: only function tools are; OpenAI's built-in tools run on OpenAI's side", t.Type)
+	}
+	if !toolNameRE.MatchString(t.Name) {
+		return gateway.Tool{}, invalid(param+"/name", "a function tool needs a name of 1 to 64 letters, digits, '_' or '-'")
+	}
+	switch {
+	case t.Async != nil && *t.Async:
+		return gateway.Tool{}, refused(param+"/async", "async function tools are not supported through this gateway")
+	case t.DeferLoading != nil && *t.DeferLoading:
+		return gateway.Tool{}, refused(param+"/defer_loading", "deferred tool loading is not supported through this gateway")
+	case len(t.AllowedCallers) > 0:
+		return gateway.Tool{}, refused(param+"/allowed_callers", "allowed_callers is not supported through this gateway")
+	case !absent(t.OutputSchema):
+		return gateway.Tool{}, refused(param+"/output_schema", "a tool's output_schema is not supported through this gateway")
+	}
+	schema := bytes.TrimSpace(t.Parameters)
+	if absent(schema) {
+		schema = []byte(`{"type":"object","properties":{}}`)
+	} else if schema[0] != '{' {
+		return gateway.Tool{}, invalid(param+"/parameters", "parameters must be a JSON Schema object")
+	}
+	return gateway.Tool{Name: t.Name, Description: t.Description, Schema: json.RawMessage(schema)}, nil
+}
+
+// decodeToolChoice reads the Responses tool_choice ("none", "auto",
+// "required", {"type":"function","name"}, {"type":"allowed_tools","mode",
+// "tools"}) and parallel_tool_calls. allowed_tools narrows the tools sent:
+// no provider has that choice, and fewer tools is the same thing.
+func decodeToolChoice(raw json.RawMessage, parallel *bool, tools []gateway.Tool) (*gateway.ToolChoice, []gateway.Tool, error) {
+	noParallel := parallel != nil && !*parallel && len(tools) > 0
+	if absent(raw) {
+		if noParallel {
+			return &gateway.ToolChoice{DisableParallel: true}, tools, nil
+		}
+		return nil, tools, nil
+	}
+	tc := &gateway.ToolChoice{DisableParallel: noParallel}
+	var mode string
+	if json.Unmarshal(raw, &mode) == nil {
+		switch mode {
+		case "none":
+			tc.Mode = gateway.ToolChoiceNone
+		case "auto":
+			tc.Mode = gateway.ToolChoiceAuto
+		case "required":
+			if len(tools) == 0 {
+				return nil, nil, invalid("tool_choice", "tool_choice \"required\" needs tools")
+			}
+			tc.Mode = gateway.ToolChoiceAny
+		default:
+			return nil, nil, invalid("tool_choice", "tool_choice %q is not none, auto or required", mode)
+		}
+		if len(tools) == 0 {
+			return nil, nil, nil // nothing to choose from: no provider takes a choice without tools
+		}
+		return tc, tools, nil
+	}
+	var obj struct {
+		Type  string `json:"type"`
+		Name  string `json:"name"`
+		Mode  string `json:"mode"`
+		Tools []struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, nil, invalid("tool_choice", `tool_choice must be "none", "auto", "required", {"type":"function","name":"..."} or {"type":"allowed_tools",...}`)
+	}
+	switch obj.Type {
+	case "function":
+		if !hasTool(tools, obj.Name) {
+			return nil, nil, invalid("tool_choice/name", "tool_choice names function %q, which is not among the tools", obj.Name)
+		}
+		tc.Mode, tc.Name = gateway.ToolChoiceTool, obj.Name
+		return tc, tools, nil
+	case "allowed_tools":
+		switch obj.Mode {
+		case "auto":
+			tc.Mode = gateway.ToolChoiceAuto
+		case "required":
+			tc.Mode = gateway.ToolChoiceAny
+		default:
+			return nil, nil, invalid("tool_choice/mode", "allowed_tools mode %q is not auto or required", obj.Mode)
+		}
+		if len(obj.Tools) == 0 {
+			return nil, nil, invalid("tool_choice/tools", "allowed_tools needs at least one tool")
+		}
+		var allowed []gateway.Tool
+		for i, t := range obj.Tools {
+			param := fmt.Sprintf("tool_choice/tools/%d", i)
+			if t.Type != "function" {
+				return nil, nil, refused(param+"/type", "allowed tool type %q is not supported through this gateway; only function", t.Type)
+			}
+			j := slices.IndexFunc(tools, func(x gateway.Tool) bool { return x.Name == t.Name })
+			if j < 0 {
+				return nil, nil, invalid(param+"/name", "allowed tool %q is not among the tools", t.Name)
+			}
+			if !hasTool(allowed, t.Name) {
+				allowed = append(allowed, tools[j])
+			}
+		}
+		return tc, allowed, nil
+	}
+	return nil, nil, refused("tool_choice/type", "tool_choice type %q is not supported through this gateway: only none, auto, required, a function or allowed_tools", obj.Type)
+}
+
+// decodeFormat reads text.format into the gateway's structured output.
+func decodeFormat(f *ResponsesTextFormat, out *gateway.Request) error {
+	switch f.Type {
+	case "text":
+		return nil
+	case "json_object":
+		out.JSONObject, out.NeedsJSON = true, true
+		return nil
+	case "json_schema":
+		if !toolNameRE.MatchString(f.Name) {
+			return invalid("text/format/name", "text.format.name must be 1 to 64 letters, digits, '_' or '-'")
+		}
+		if hasTool(out.Tools, f.Name) {
+			return invalid("text/format/name", "text.format.name %q is also the name of a tool; give the schema another name", f.Name)
+		}
+		if absent(f.Schema) {
+			out.JSONObject, out.NeedsJSON = true, true
+			return nil
+		}
+		schema := bytes.TrimSpace(f.Schema)
+		if schema[0] != '{' {
+			return invalid("text/format/schema", "text.format.schema must be a JSON Schema object")
+		}
+		out.Output = &gateway.OutputSchema{Name: f.Name, Schema: json.RawMessage(schema), Description: f.Description, Strict: f.Strict != nil && *f.Strict}
+		out.NeedsJSON = true
+		return nil
+	}
+	return invalid("text/format/type", "text.format type %q is not text, json_object or json_schema", f.Type)
+}
+
+// inputItems is the input as items: a string is one user message.
+func inputItems(raw json.RawMessage) ([]json.RawMessage, error) {
+	if absent(raw) {
+		return nil, invalid("input", "input is required: a string or an array of items")
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		item, _ := json.Marshal(map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": s}}})
+		return []json.RawMessage{item}, nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, invalid("input", "input must be a string or an array of items")
+	}
+	return items, nil
+}
+
+// conversation gathers items into the gateway's turns: consecutive items
+// of one role make one message (an assistant's text and its function
+// calls are one turn, as both providers want them).
+type conversation struct {
+	msgs   []gateway.Message
+	system []string
+}
+
+func (c *conversation) add(role string, b gateway.Block) {
+	if n := len(c.msgs); n > 0 && c.msgs[n-1].Role == role {
+		c.msgs[n-1].Content = append(c.msgs[n-1].Content, b)
+		return
+	}
+	c.msgs = append(c.msgs, gateway.Message{Role: role, Content: []gateway.Block{b}})
+}
+
+// responsesItem is an input or output item, the fields of every kind Baton
+// takes together.
+type responsesItem struct {
+	Type      string          `json:"type"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments *string         `json:"arguments"`
+	Output    json.RawMessage `json:"output"`
+}
+
+// items reads input items (or a stored response's output items, which are
+// input items too) into the conversation.
+func (c *conversation) items(items []json.RawMessage, param string) error {
+	for i, raw := range items {
+		p := fmt.Sprintf("%s/%d", param, i)
+		var it responsesItem
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return invalid(p, "an input item must be an object with a type (or a role)")
+		}
+		switch it.Type {
+		case "", "message":
+			text, err := partsText(it.Content, p+"/content")
+			if err != nil {
+				return err
+			}
+			switch it.Role {
+			case "user":
+				c.add("user", gateway.Block{Type: "text", Text: text})
+			case "assistant":
+				if text != "" {
+					c.add("assistant", gateway.Block{Type: "text", Text: text})
+				}
+			case "system", "developer":
+				c.system = append(c.system, text)
+			default:
+				return invalid(p+"/role", "role %q is not user, assistant, system or developer", it.Role)
+			}
+		case "function_call":
+			if it.CallID == "" || it.Name == "" {
+				return invalid(p, "a function_call item needs a call_id and a name")
+			}
+			args := "{}"
+			if it.Arguments != nil && strings.TrimSpace(*it.Arguments) != "" {
+				args = *it.Arguments
+			}
+			if !json.Valid([]byte(args)) {
+				return invalid(p+"/arguments", "arguments must be JSON text")
+			}
+			c.add("assistant", gateway.Block{Type: "tool_use", ID: it.CallID, Name: it.Name, Input: json.RawMessage(args)})
+		case "function_call_output":
+			if it.CallID == "" {
+				return invalid(p+"/call_id", "a function_call_output item needs the call_id of its call")
+			}
+			text, err := partsText(it.Output, p+"/output")
+			if err != nil {
+				return err
+			}
+			c.add("user", gateway.Block{Type: "tool_result", ToolUseID: it.CallID, Text: text})
+		case "reasoning":
+			return refused(p+"/type", "reasoning items cannot be carried to a translated provider: leave them out of the input")
+		case "item_reference":
+			return refused(p+"/type", "item references are not supported through this gateway: send the item itself, or continue with previous_response_id")
+		default:
+			return refused(p+"/type", "input item type %q is not supported through this gateway: only message, function_call and function_call_output", it.Type)
+		}
+	}
+	return nil
+}
+
+// partsText reads content as text: a string, or an array of text parts
+// (input_text, output_text, and a refusal's words). Images, files and
+// audio are refused: no block of the gateway carries them.
+func partsText(raw json.RawMessage, param string) (string, error) {
+	if absent(raw) {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type    string `json:"type"`
+		Text    string `json:"text"`
+		Refusal string `json:"refusal"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", invalid(param, "content must be a string or an array of content parts")
+	}
+	var b strings.Builder
+	for j, pt := range parts {
+		switch pt.Type {
+		case "input_text", "output_text", "text":
+			b.WriteString(pt.Text)
+		case "refusal":
+			b.WriteString(pt.Refusal)
+		default:
+			return "", refused(fmt.Sprintf("%s/%d/type", param, j), "content part type %q is not supported through this gateway: only text", pt.Type)
+		}
+	}
+	return b.String(), nil
+}

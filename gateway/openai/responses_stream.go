@@ -1,0 +1,299 @@
+package openai
+
+import (
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton/gateway"
+)
+
+// ResponsesEmit writes one event of a stream: its name (the SSE event
+// line) and its data.
+type ResponsesEmit func(event string, data any) error
+
+// ResponsesStream turns the gateway's deltas into the Responses event
+// grammar: response.created and response.in_progress; for each output
+// item response.output_item.added, then its parts (a message's
+// response.content_part.added, response.output_text.delta or
+// response.refusal.delta, their .done and response.content_part.done) or
+// its arguments (response.function_call_arguments.delta and .done), then
+// response.output_item.done; last response.completed (or
+// response.incomplete), or on a failure an error event and
+// response.failed. Every event carries its sequence_number, from 0.
+type ResponsesStream struct {
+	emit ResponsesEmit
+	obj  *ResponsesObject
+	out  *gateway.OutputSchema
+	seq  int
+
+	output  []any // the items so far, in output order
+	msg     *streamMessage
+	calls   []*streamCall // the open function calls
+	byIndex map[int]*streamCall
+	answer  map[int]bool // upstream tool calls that carry the structured answer
+}
+
+// streamMessage is the message item being streamed.
+type streamMessage struct {
+	at    int
+	id    string
+	parts []any
+	kind  string // the open part's type (output_text, refusal), "" when none is open
+	text  strings.Builder
+}
+
+// streamCall is a function call item being streamed.
+type streamCall struct {
+	at               int
+	id, callID, name string
+	args             strings.Builder
+}
+
+// NewResponsesStream streams the response obj (as Object made it); out is
+// the structured output asked for, whose tool calls are the message text.
+func NewResponsesStream(obj *ResponsesObject, out *gateway.OutputSchema, emit ResponsesEmit) *ResponsesStream {
+	return &ResponsesStream{emit: emit, obj: obj, out: out, byIndex: map[int]*streamCall{}, answer: map[int]bool{}}
+}
+
+// responsesTextDelta is the most frequent event, as a struct: cheaper to
+// encode than a map.
+type responsesTextDelta struct {
+	Type           string `json:"type"`
+	SequenceNumber int    `json:"sequence_number"`
+	ItemID         string `json:"item_id"`
+	OutputIndex    int    `json:"output_index"`
+	ContentIndex   int    `json:"content_index"`
+	Delta          string `json:"delta"`
+	Logprobs       []any  `json:"logprobs"`
+}
+
+var noLogprobs = []any{}
+
+func (s *ResponsesStream) event(name string, fields map[string]any) error {
+	fields["type"] = name
+	fields["sequence_number"] = s.seq
+	s.seq++
+	return s.emit(name, fields)
+}
+
+// Start sends response.created and response.in_progress.
+func (s *ResponsesStream) Start() error {
+	if err := s.event("response.created", map[string]any{"response": s.obj}); err != nil {
+		return err
+	}
+	return s.event("response.in_progress", map[string]any{"response": s.obj})
+}
+
+// Delta sends what one delta adds. Usage and the stop reason are the
+// caller's: Close takes them.
+func (s *ResponsesStream) Delta(d gateway.Delta) error {
+	if d.Text != "" {
+		if err := s.write("output_text", d.Text); err != nil {
+			return err
+		}
+	}
+	if d.Refusal != "" {
+		if err := s.write("refusal", d.Refusal); err != nil {
+			return err
+		}
+	}
+	if tc := d.ToolCall; tc != nil {
+		return s.toolCall(tc)
+	}
+	return nil
+}
+
+// write adds text to the open message's part of the given kind, opening
+// the message and the part as needed.
+func (s *ResponsesStream) write(kind, text string) error {
+	if err := s.closeCalls(); err != nil {
+		return err
+	}
+	if s.msg == nil {
+		s.msg = &streamMessage{at: len(s.output), id: "msg_" + hexID()}
+		item := ResponsesMessage{Type: "message", ID: s.msg.id, Status: ResponsesInProgress, Role: "assistant", Content: []any{}}
+		s.output = append(s.output, item)
+		if err := s.event("response.output_item.added", map[string]any{"output_index": s.msg.at, "item": item}); err != nil {
+			return err
+		}
+	}
+	m := s.msg
+	if m.kind != kind {
+		if err := s.closePart(); err != nil {
+			return err
+		}
+		m.kind = kind
+		if err := s.event("response.content_part.added", map[string]any{"item_id": m.id, "output_index": m.at, "content_index": len(m.parts), "part": part(kind, "")}); err != nil {
+			return err
+		}
+	}
+	m.text.WriteString(text)
+	if kind == "refusal" {
+		return s.event("response.refusal.delta", map[string]any{"item_id": m.id, "output_index": m.at, "content_index": len(m.parts), "delta": text})
+	}
+	ev := responsesTextDelta{Type: "response.output_text.delta", SequenceNumber: s.seq, ItemID: m.id, OutputIndex: m.at, ContentIndex: len(m.parts), Delta: text, Logprobs: noLogprobs}
+	s.seq++
+	return s.emit(ev.Type, ev)
+}
+
+func part(kind, text string) any {
+	if kind == "refusal" {
+		return ResponsesRefusal{Type: "refusal", Refusal: text}
+	}
+	return newOutputText(text)
+}
+
+// closePart ends the open message's open part.
+func (s *ResponsesStream) closePart() error {
+	m := s.msg
+	if m == nil || m.kind == "" {
+		return nil
+	}
+	text, idx := m.text.String(), len(m.parts)
+	p := part(m.kind, text)
+	var err error
+	if m.kind == "refusal" {
+		err = s.event("response.refusal.done", map[string]any{"item_id": m.id, "output_index": m.at, "content_index": idx, "refusal": text})
+	} else {
+		err = s.event("response.output_text.done", map[string]any{"item_id": m.id, "output_index": m.at, "content_index": idx, "text": text, "logprobs": noLogprobs})
+	}
+	m.parts = append(m.parts, p)
+	m.kind = ""
+	m.text.Reset()
+	if err != nil {
+		return err
+	}
+	return s.event("response.content_part.done", map[string]any{"item_id": m.id, "output_index": m.at, "content_index": idx, "part": p})
+}
+
+// closeMessage ends the open message.
+func (s *ResponsesStream) closeMessage(status string) error {
+	m := s.msg
+	if m == nil {
+		return nil
+	}
+	if err := s.closePart(); err != nil {
+		return err
+	}
+	s.msg = nil
+	item := ResponsesMessage{Type: "message", ID: m.id, Status: status, Role: "assistant", Content: m.parts}
+	s.output[m.at] = item
+	return s.event("response.output_item.done", map[string]any{"output_index": m.at, "item": item})
+}
+
+// toolCall streams a piece of a tool call: the structured answer's calls
+// as message text, the client's as function_call items. An OpenAI-shaped
+// upstream may interleave the arguments of parallel calls: each delta
+// names its item, so the calls stay open together until text or the end.
+func (s *ResponsesStream) toolCall(tc *gateway.ToolCallDelta) error {
+	if tc.Name != "" && s.out != nil && tc.Name == s.out.Name {
+		s.answer[tc.Index] = true
+	}
+	if s.answer[tc.Index] {
+		if tc.Arguments == "" {
+			return nil
+		}
+		return s.write("output_text", tc.Arguments)
+	}
+	c := s.byIndex[tc.Index]
+	if c == nil {
+		if err := s.closeMessage(ResponsesCompleted); err != nil {
+			return err
+		}
+		c = &streamCall{at: len(s.output), id: "fc_" + hexID(), callID: tc.ID, name: tc.Name}
+		if c.callID == "" {
+			c.callID = "call_" + hexID()
+		}
+		s.byIndex[tc.Index] = c
+		s.calls = append(s.calls, c)
+		item := ResponsesFunctionCall{Type: "function_call", ID: c.id, CallID: c.callID, Name: c.name, Arguments: "", Status: ResponsesInProgress}
+		s.output = append(s.output, item)
+		if err := s.event("response.output_item.added", map[string]any{"output_index": c.at, "item": item}); err != nil {
+			return err
+		}
+	}
+	if tc.Arguments == "" {
+		return nil
+	}
+	c.args.WriteString(tc.Arguments)
+	return s.event("response.function_call_arguments.delta", map[string]any{"item_id": c.id, "output_index": c.at, "delta": tc.Arguments})
+}
+
+// closeCalls ends the open function calls, in the order they began.
+func (s *ResponsesStream) closeCalls() error {
+	calls := s.calls
+	s.calls, s.byIndex = nil, map[int]*streamCall{}
+	for _, c := range calls {
+		args := c.args.String()
+		if strings.TrimSpace(args) == "" {
+			args = "{}" // a call without arguments, as OpenAI sends one
+		}
+		item := ResponsesFunctionCall{Type: "function_call", ID: c.id, CallID: c.callID, Name: c.name, Arguments: args, Status: ResponsesCompleted}
+		s.output[c.at] = item
+		if err := s.event("response.function_call_arguments.done", map[string]any{"item_id": c.id, "output_index": c.at, "name": c.name, "arguments": args}); err != nil {
+			return err
+		}
+		if err := s.event("response.output_item.done", map[string]any{"output_index": c.at, "item": item}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close ends the open items and returns the finished response, with its
+// status for stop, its output and usage; Terminal then sends it. (The
+// caller stores it in between, so that a previous_response_id sent as
+// soon as the client has it finds it.)
+func (s *ResponsesStream) Close(stop string, usage *ResponsesUsage, at time.Time) (*ResponsesObject, error) {
+	status, _ := statusOf(stop)
+	err := s.closeCalls()
+	if err == nil {
+		err = s.closeMessage(status)
+	}
+	output := s.output
+	if output == nil {
+		output = []any{}
+	}
+	s.obj.finish(stop, output, usage, at)
+	return s.obj, err
+}
+
+// Terminal sends response.completed, or response.incomplete when the
+// answer was cut.
+func (s *ResponsesStream) Terminal() error {
+	name := "response.completed"
+	if s.obj.Status == ResponsesIncomplete {
+		name = "response.incomplete"
+	}
+	return s.event(name, map[string]any{"response": s.obj})
+}
+
+// Fail ends a stream that broke after it began: an error event (code and
+// message as the front's errors give them), then response.failed with what
+// was sent so far, unfinished items marked incomplete. It is not stored.
+func (s *ResponsesStream) Fail(code, message string, usage *ResponsesUsage) error {
+	if s.msg != nil {
+		m := s.msg
+		parts := m.parts
+		if m.kind != "" {
+			parts = append(parts, part(m.kind, m.text.String()))
+		}
+		s.output[m.at] = ResponsesMessage{Type: "message", ID: m.id, Status: ResponsesIncomplete, Role: "assistant", Content: parts}
+	}
+	for _, c := range s.calls {
+		s.output[c.at] = ResponsesFunctionCall{Type: "function_call", ID: c.id, CallID: c.callID, Name: c.name, Arguments: c.args.String(), Status: ResponsesIncomplete}
+	}
+	failed := "server_error"
+	if strings.Contains(code, "rate_limit") {
+		failed = "rate_limit_exceeded"
+	}
+	s.obj.Status, s.obj.Error, s.obj.Usage = ResponsesFailed, &ResponsesError{Code: failed, Message: message}, usage
+	s.obj.Store = false // a failed response is not kept
+	if s.output != nil {
+		s.obj.Output = s.output
+	}
+	if err := s.event("error", map[string]any{"code": code, "message": message, "param": nil}); err != nil {
+		return err
+	}
+	return s.event("response.failed", map[string]any{"response": s.obj})
+}

@@ -1,0 +1,300 @@
+package openai
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/gateway"
+)
+
+// param is the field a decode error names ("" when none).
+func param(err error) string {
+	var de *domain.Error
+	if errors.As(err, &de) && len(de.Fields) > 0 {
+		return de.Fields[0].Pointer
+	}
+	return ""
+}
+
+func TestDecodeResponsesRequest(t *testing.T) {
+	c, err := DecodeResponsesRequest([]byte(`{
+		"model": "anthropic:claude-3-5-haiku-latest", "instructions": "be brief", "max_output_tokens": 64, "temperature": 0.2,
+		"user": "u1", "reasoning": {"effort": "low"}, "parallel_tool_calls": false,
+		"tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}, "strict": true}],
+		"tool_choice": {"type": "function", "name": "get_weather"},
+		"input": [
+			{"role": "developer", "content": "answer in French"},
+			{"role": "user", "content": [{"type": "input_text", "text": "weather "}, {"type": "input_text", "text": "in Paris?"}]},
+			{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Let me look.", "annotations": []}]},
+			{"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": "{\"city\":\"Paris\"}"},
+			{"type": "function_call_output", "call_id": "call_1", "output": "sunny"}
+		]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Request
+	if r.System != "be brief\n\nanswer in French" || r.MaxTokens != 64 || *r.Temperature != 0.2 || r.User != "u1" || r.ReasoningEffort != "low" {
+		t.Fatalf("request %+v", r)
+	}
+	if r.ToolChoice == nil || r.ToolChoice.Mode != gateway.ToolChoiceTool || r.ToolChoice.Name != "get_weather" || !r.ToolChoice.DisableParallel {
+		t.Fatalf("tool choice %+v", r.ToolChoice)
+	}
+	// The assistant's text and its call are one turn; the result a user turn.
+	if len(r.Messages) != 3 || r.Messages[0].Content[0].Text != "weather in Paris?" || len(r.Messages[1].Content) != 2 ||
+		r.Messages[1].Content[1].Type != "tool_use" || r.Messages[1].Content[1].ID != "call_1" ||
+		r.Messages[2].Content[0].Type != "tool_result" || r.Messages[2].Content[0].ToolUseID != "call_1" || r.Messages[2].Content[0].Text != "sunny" {
+		t.Fatalf("messages %+v", r.Messages)
+	}
+	if len(c.Input) != 5 {
+		t.Fatalf("input items %d", len(c.Input))
+	}
+	// Continuing: the history goes first, its system items after the
+	// instructions, before the call's own.
+	c.Continue(ResponsesHistory{Messages: []gateway.Message{{Role: "user", Content: []gateway.Block{{Type: "text", Text: "earlier"}}}}, System: []string{"old rule"}})
+	if c.Request.Messages[0].Content[0].Text != "earlier" || len(c.Request.Messages) != 4 || c.Request.System != "be brief\n\nold rule\n\nanswer in French" {
+		t.Fatalf("continued %+v", c.Request)
+	}
+}
+
+func TestDecodeResponsesRequestFormats(t *testing.T) {
+	c, err := DecodeResponsesRequest([]byte(`{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"reply","schema":{"type":"object"},"strict":true}}}`))
+	if err != nil || c.Request.Output == nil || c.Request.Output.Name != "reply" || !c.Request.Output.Strict || !c.Request.NeedsJSON {
+		t.Fatalf("json_schema: %+v %v", c, err)
+	}
+	c, err = DecodeResponsesRequest([]byte(`{"model":"m","input":"x","text":{"format":{"type":"json_object"}}}`))
+	if err != nil || !c.Request.JSONObject {
+		t.Fatalf("json_object: %v", err)
+	}
+}
+
+func TestDecodeResponsesRequestRefusals(t *testing.T) {
+	for _, tc := range []struct{ body, param string }{
+		{`{"input":"x"}`, "model"},
+		{`{"model":"m"}`, "input"},
+		{`{"model":"m","input":[{"role":"system","content":"only rules"}]}`, "input"},
+		{`{"model":"m","input":"x","tools":[{"type":"file_search","vector_store_ids":["vs_1"]}]}`, "tools/0/type"},
+		{`{"model":"m","input":"x","tools":[{"type":"computer_use_preview"}]}`, "tools/0/type"},
+		{`{"model":"m","input":"x","tools":[{"type":"function","name":"f","defer_loading":true}]}`, "tools/0/defer_loading"},
+		{`{"model":"m","input":"x","background":true}`, "background"},
+		{`{"model":"m","input":"x","prompt":{"id":"pmpt_1"}}`, "prompt"},
+		{`{"model":"m","input":"x","truncation":"auto"}`, "truncation"},
+		{`{"model":"m","input":"x","top_logprobs":2}`, "top_logprobs"},
+		{`{"model":"m","input":"x","service_tier":"flex"}`, "service_tier"},
+		{`{"model":"m","input":"x","text":{"verbosity":"low"}}`, "text/verbosity"},
+		{`{"model":"m","input":"x","reasoning":{"summary":"auto"}}`, "reasoning/summary"},
+		{`{"model":"m","input":"x","include":["something.new"]}`, "include/0"},
+		{`{"model":"m","input":"x","tool_choice":{"type":"web_search_preview"},"tools":[{"type":"function","name":"f"}]}`, "tool_choice/type"},
+		{`{"model":"m","input":"x","tool_choice":"required"}`, "tool_choice"},
+		{`{"model":"m","input":[{"role":"user","content":[{"type":"input_file","file_id":"file_1"}]}]}`, "input/0/content/0/type"},
+		{`{"model":"m","input":[{"type":"item_reference","id":"msg_1"}]}`, "input/0/type"},
+		{`{"model":"m","input":[{"type":"web_search_call","id":"ws_1"}]}`, "input/0/type"},
+		{`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{oops"}]}`, "input/0/arguments"},
+		{`{"model":"m","input":[{"type":"function_call_output","output":"x"}]}`, "input/0/call_id"},
+		{`{"model":"m","input":[{"role":"robot","content":"x"}]}`, "input/0/role"},
+		{`{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"bad name","schema":{}}}}`, "text/format/name"},
+		{`{"model":"m","input":"x","max_output_tokens":0}`, "max_output_tokens"},
+		{`{"model":"m","input":"x","metadata":{"k":1}}`, "metadata"},
+	} {
+		_, err := DecodeResponsesRequest([]byte(tc.body))
+		if err == nil || param(err) != tc.param || domain.KindOf(err) != domain.KindInvalid {
+			t.Errorf("%s: %v (param %q, want %q)", tc.body, err, param(err), tc.param)
+		}
+	}
+	for _, body := range []string{``, `{`, `nope`, `{"model":"m",}`} {
+		if _, err := DecodeResponsesRequest([]byte(body)); domain.KindOf(err) != domain.KindBadRequest {
+			t.Errorf("%q: %v, want a malformed_json error", body, err)
+		}
+	}
+	// What is vacuous through Baton is accepted: nothing it includes can
+	// appear in an answer.
+	if _, err := DecodeResponsesRequest([]byte(`{"model":"m","input":"x","include":["reasoning.encrypted_content"],"truncation":"disabled","service_tier":"auto","store":false}`)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// collect is a stream's events, as name and decoded data.
+type collect struct{ events []map[string]any }
+
+func (c *collect) emit(name string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	if m["type"] != name {
+		return errors.New("event name and data type differ: " + name)
+	}
+	c.events = append(c.events, m)
+	return nil
+}
+
+func (c *collect) types() []string {
+	var out []string
+	for _, e := range c.events {
+		out = append(out, e["type"].(string))
+	}
+	return out
+}
+
+func newTestStream(t *testing.T, body string) (*ResponsesStream, *collect) {
+	t.Helper()
+	call, err := DecodeResponsesRequest([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &collect{}
+	return NewResponsesStream(call.Object("resp_1", time.Unix(1, 0), "p:m"), call.Request.Output, c.emit), c
+}
+
+// Text, then two interleaved tool calls (as an OpenAI-shaped upstream may
+// send them), then more text: each item opens, streams and closes in the
+// grammar, and sequence numbers count every event.
+func TestResponsesStreamGrammar(t *testing.T) {
+	s, c := newTestStream(t, `{"model":"p:m","input":"x","tools":[{"type":"function","name":"a"},{"type":"function","name":"b"}]}`)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.Start())
+	must(s.Delta(gateway.Delta{Text: "Hi"}))
+	must(s.Delta(gateway.Delta{Text: " there"}))
+	must(s.Delta(gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: 0, ID: "call_a", Name: "a"}}))
+	must(s.Delta(gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: 1, ID: "call_b", Name: "b", Arguments: `{"y":`}}))
+	must(s.Delta(gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: 0, Arguments: `{"x":1}`}}))
+	must(s.Delta(gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: 1, Arguments: `2}`}}))
+	must(s.Delta(gateway.Delta{Refusal: "no"}))
+	final, err := s.Close(gateway.StopEndTurn, NewResponsesUsage(gateway.Usage{InputTokens: 3, OutputTokens: 4, CacheReadTokens: 5}, nil), time.Unix(2, 0))
+	must(err)
+	must(s.Terminal())
+	want := []string{"response.created", "response.in_progress",
+		"response.output_item.added", "response.content_part.added", "response.output_text.delta", "response.output_text.delta",
+		"response.output_text.done", "response.content_part.done", "response.output_item.done",
+		"response.output_item.added", "response.output_item.added", "response.function_call_arguments.delta",
+		"response.function_call_arguments.delta", "response.function_call_arguments.delta",
+		"response.function_call_arguments.done", "response.output_item.done", "response.function_call_arguments.done", "response.output_item.done",
+		"response.output_item.added", "response.content_part.added", "response.refusal.delta", "response.refusal.done",
+		"response.content_part.done", "response.output_item.done", "response.completed"}
+	if got := c.types(); !slices.Equal(got, want) {
+		t.Fatalf("events\n%q\nwant\n%q", got, want)
+	}
+	for i, e := range c.events {
+		if e["sequence_number"] != float64(i) {
+			t.Fatalf("event %d: sequence_number %v", i, e["sequence_number"])
+		}
+	}
+	if len(final.Output) != 4 || final.Status != ResponsesCompleted || final.Usage.InputTokens != 8 || final.Usage.TotalTokens != 12 {
+		t.Fatalf("final %+v", final)
+	}
+	a, b := final.Output[1].(ResponsesFunctionCall), final.Output[2].(ResponsesFunctionCall)
+	if a.Arguments != `{"x":1}` || b.Arguments != `{"y":2}` || a.CallID != "call_a" || b.Status != ResponsesCompleted {
+		t.Fatalf("calls %+v %+v", a, b)
+	}
+	if m := final.Output[0].(ResponsesMessage); m.Content[0].(ResponsesOutputText).Text != "Hi there" {
+		t.Fatalf("message %+v", m)
+	}
+}
+
+// A structured answer sent as the schema's tool (Anthropic) streams as
+// the message's text.
+func TestResponsesStreamStructuredAnswer(t *testing.T) {
+	s, c := newTestStream(t, `{"model":"p:m","input":"x","text":{"format":{"type":"json_schema","name":"reply","schema":{"type":"object"}}}}`)
+	s.Start()
+	s.Delta(gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: 0, ID: "toolu_1", Name: "reply"}})
+	s.Delta(gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: 0, Arguments: `{"a":`}})
+	s.Delta(gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: 0, Arguments: `1}`}})
+	final, _ := s.Close(gateway.StopToolUse, nil, time.Unix(2, 0))
+	if got := strings.Join(c.types(), " "); strings.Contains(got, "function_call") {
+		t.Fatalf("the answer's tool streamed as a call: %s", got)
+	}
+	if len(final.Output) != 1 || final.Output[0].(ResponsesMessage).Content[0].(ResponsesOutputText).Text != `{"a":1}` {
+		t.Fatalf("final %+v", final.Output)
+	}
+}
+
+func TestResponsesStreamFail(t *testing.T) {
+	s, c := newTestStream(t, `{"model":"p:m","input":"x"}`)
+	s.Start()
+	s.Delta(gateway.Delta{Text: "partial"})
+	if err := s.Fail("upstream_rate_limited", "slow down", nil); err != nil {
+		t.Fatal(err)
+	}
+	got := c.types()
+	if got[len(got)-2] != "error" || got[len(got)-1] != "response.failed" {
+		t.Fatalf("events %q", got)
+	}
+	resp := c.events[len(c.events)-1]["response"].(map[string]any)
+	if resp["status"] != "failed" || resp["error"].(map[string]any)["code"] != "rate_limit_exceeded" || resp["store"] != false {
+		t.Fatalf("failed response %v", resp)
+	}
+}
+
+// A finished call's output: text, the client's calls, the structured
+// answer's tool as text; a cut answer is incomplete.
+func TestResponsesObjectComplete(t *testing.T) {
+	call, _ := DecodeResponsesRequest([]byte(`{"model":"p:m","input":"x","metadata":{"k":"v"}}`))
+	o := call.Object("resp_1", time.Unix(1, 0), "p:m")
+	o.Complete(&gateway.Response{Content: []gateway.Block{{Type: "text", Text: "let me see"}, {Type: "tool_use", ID: "c1", Name: "f", Input: json.RawMessage(`{}`)}},
+		StopReason: gateway.StopToolUse}, nil, nil, time.Unix(2, 0))
+	if len(o.Output) != 2 || o.Status != ResponsesCompleted || o.Output[1].(ResponsesFunctionCall).CallID != "c1" || o.Metadata["k"] != "v" {
+		t.Fatalf("%+v", o)
+	}
+	o = call.Object("resp_2", time.Unix(1, 0), "p:m")
+	o.Complete(&gateway.Response{Content: []gateway.Block{{Type: "text", Text: "cut"}}, StopReason: gateway.StopMaxTokens}, nil, nil, time.Unix(2, 0))
+	if o.Status != ResponsesIncomplete || o.IncompleteDetails.Reason != "max_output_tokens" || o.Output[0].(ResponsesMessage).Status != ResponsesIncomplete {
+		t.Fatalf("%+v", o)
+	}
+	out := &gateway.OutputSchema{Name: "reply", Schema: json.RawMessage(`{"type":"object"}`)}
+	o = call.Object("resp_3", time.Unix(1, 0), "p:m")
+	o.Complete(&gateway.Response{Content: []gateway.Block{{Type: "tool_use", ID: "t", Name: "reply", Input: json.RawMessage(`{"a":1}`)}}, StopReason: gateway.StopToolUse}, out, nil, time.Unix(2, 0))
+	if len(o.Output) != 1 || o.Output[0].(ResponsesMessage).Content[0].(ResponsesOutputText).Text != `{"a":1}` {
+		t.Fatalf("%+v", o.Output)
+	}
+}
+
+// FuzzDecodeResponsesRequest: no body makes the decoder panic, every
+// refusal is a domain error, and an accepted body yields a request with a
+// model and at least one message, each with content.
+func FuzzDecodeResponsesRequest(f *testing.F) {
+	for _, seed := range []string{
+		`{"model":"local:echo","input":"hello"}`,
+		`{"model":"m","instructions":"i","input":[{"role":"user","content":[{"type":"input_text","text":"a"}]}],"stream":true,"store":false}`,
+		`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"r"}]}]}`,
+		`{"model":"m","input":"x","tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"tool_choice":{"type":"allowed_tools","mode":"required","tools":[{"type":"function","name":"f"}]},"parallel_tool_calls":false}`,
+		`{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"n","schema":{"type":"object"}}},"previous_response_id":"resp_0"}`,
+		`{"model":"m","input":[{"role":"assistant","content":[{"type":"refusal","refusal":"no"}]},{"role":"user","content":""}]}`,
+		`{"model":"m","input":[{"type":"reasoning"}]}`,
+		`{"model":"m","input":7}`,
+		`[]`, `null`, `{}`, ``,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		c, err := DecodeResponsesRequest(body)
+		if err != nil {
+			var de *domain.Error
+			if !errors.As(err, &de) {
+				t.Fatalf("%q: an error that is not a domain error: %v", body, err)
+			}
+			return
+		}
+		if c.Request.Model == "" || c.Request.Model != c.Wire.Model || len(c.Request.Messages) == 0 || len(c.Input) == 0 {
+			t.Fatalf("%q: accepted without a model or messages: %+v", body, c.Request)
+		}
+		for _, m := range c.Request.Messages {
+			if (m.Role != "user" && m.Role != "assistant") || len(m.Content) == 0 {
+				t.Fatalf("%q: message %+v", body, m)
+			}
+		}
+		if _, err := json.Marshal(c.Object(NewResponsesID(), time.Now(), c.Wire.Model)); err != nil {
+			t.Fatalf("%q: the response object does not encode: %v", body, err)
+		}
+	})
+}
