@@ -24,18 +24,50 @@ type Price struct {
 	OutputPerMTok     float64 `json:"outputPerMTok"`
 	CacheReadPerMTok  float64 `json:"cacheReadPerMTok"`
 	CacheWritePerMTok float64 `json:"cacheWritePerMTok"`
-	Source            string  `json:"source"`
+	// LongPrompt, when set, prices a call whose prompt is longer than its
+	// threshold: OpenAI (over 272K input tokens) and Anthropic (Claude
+	// Haiku 5.5, over 100K) bill every token of such a call, output
+	// included, at higher rates.
+	LongPrompt *LongPromptPrice `json:"longPrompt,omitempty"`
+	Source     string           `json:"source"`
+}
+
+// LongPromptPrice holds the rates of a call whose prompt (input, cache
+// reads and cache writes together) is over PromptTokens.
+type LongPromptPrice struct {
+	PromptTokens      int     `json:"promptTokens"`
+	InputPerMTok      float64 `json:"inputPerMTok"`
+	OutputPerMTok     float64 `json:"outputPerMTok"`
+	CacheReadPerMTok  float64 `json:"cacheReadPerMTok"`
+	CacheWritePerMTok float64 `json:"cacheWritePerMTok"`
+}
+
+// At returns the flat rates of a call whose prompt has promptTokens tokens:
+// the long-prompt rates past the threshold, else the base ones. Given a
+// bound on the prompt, it gives the rates of the worst case.
+func (p *Price) At(promptTokens int) Price {
+	if l := p.LongPrompt; l != nil && promptTokens > l.PromptTokens {
+		return Price{InputPerMTok: l.InputPerMTok, OutputPerMTok: l.OutputPerMTok,
+			CacheReadPerMTok: l.CacheReadPerMTok, CacheWritePerMTok: l.CacheWritePerMTok, Source: p.Source}
+	}
+	flat := *p
+	flat.LongPrompt = nil
+	return flat
 }
 
 // Cost prices usage. Cache reads and writes are billed at their own rates,
-// as both providers bill them.
+// as both providers bill them; a prompt past the long-prompt threshold
+// moves the whole call to the long-prompt rates. Reasoning and thinking
+// tokens are output tokens: both providers count them in the output and
+// bill them at the output rate.
 //
 // The sum is rounded to 1e-12 USD, so that float arithmetic's last-digit
 // noise (1 token at $0.1 a million and 3 at $0.2 making
 // 7.000000000000001e-07) does not reach the answers.
 func (p *Price) Cost(u Usage) float64 {
-	return RoundUSD((float64(u.InputTokens)*p.InputPerMTok + float64(u.OutputTokens)*p.OutputPerMTok +
-		float64(u.CacheReadTokens)*p.CacheReadPerMTok + float64(u.CacheWriteTokens)*p.CacheWritePerMTok) / 1e6)
+	r := p.At(u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens)
+	return RoundUSD((float64(u.InputTokens)*r.InputPerMTok + float64(u.OutputTokens)*r.OutputPerMTok +
+		float64(u.CacheReadTokens)*r.CacheReadPerMTok + float64(u.CacheWriteTokens)*r.CacheWritePerMTok) / 1e6)
 }
 
 // usdUnit is the amount RoundUSD rounds to; budgets compare within it.
@@ -109,26 +141,73 @@ type Model struct {
 	Discovered bool `json:"discovered,omitempty"`
 }
 
-// pricesAsOf is the date of the built-in prices; a providers file's
-// pricing object overrides any of them (overridePrices).
-const pricesAsOf = "list prices as published by the provider, 2025-06"
-
-// builtin are the models Baton knows without a providers file.
+// The built-in table: the providers' lineups and list prices as of
+// 2026-11-26 (docs/operations.md, Built-in catalog). Each price's source
+// names the page it was read from and the newest date it is known to hold;
+// a providers file's pricing object overrides any of them (overridePrices).
+//
+// supportsTools and supportsJson say what works through Baton's adapters,
+// which a mode relies on: OpenAI's models are called on Chat Completions,
+// and Anthropic's structured output is a forced tool call. Cache writes are
+// priced at the default cache lifetime's rate (OpenAI's 30 minutes,
+// Anthropic's 5): Baton asks for no longer one.
 var builtin = map[string][]ModelSpec{
 	"openai": {
+		// The GPT-6 family takes function tools on Chat Completions only
+		// at reasoning effort none, which gpt-6.2-sol refuses and which is
+		// not gpt-6-luna's default.
+		{Name: "gpt-6.2-sol", ContextTokens: 1050000, SupportsJSON: true, Modes: []string{"balanced", "premium", "auto"},
+			Pricing: &Price{InputPerMTok: 2, OutputPerMTok: 10, CacheReadPerMTok: 0.10, CacheWritePerMTok: 2.50,
+				LongPrompt: openAILongPrompt(2, 10, 0.10, 2.50),
+				Source:     "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-6.2-sol, as of 2026-11-18"}},
+		{Name: "gpt-6-luna", ContextTokens: 1050000, SupportsJSON: true, Modes: []string{"cheap", "balanced", "auto"},
+			Pricing: &Price{InputPerMTok: 0.10, OutputPerMTok: 0.50, CacheReadPerMTok: 0.01, CacheWritePerMTok: 0.125,
+				LongPrompt: openAILongPrompt(0.10, 0.50, 0.01, 0.125),
+				Source:     "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-6-luna, as of 2026-10"}},
+		// Deprecated: shut down on 2027-01-14, gpt-6-luna their replacement
+		// (https://developers.openai.com/api/docs/deprecations). Kept until
+		// then, and out of premium, which ranks the dearest first; they
+		// still take tools on Chat Completions.
 		{Name: "gpt-4o-mini", ContextTokens: 128000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
-			Pricing: &Price{InputPerMTok: 0.15, OutputPerMTok: 0.60, CacheReadPerMTok: 0.075, Source: pricesAsOf}},
-		{Name: "gpt-4o", ContextTokens: 128000, SupportsJSON: true, SupportsTools: true, Modes: []string{"premium", "auto"},
-			Pricing: &Price{InputPerMTok: 2.50, OutputPerMTok: 10.00, CacheReadPerMTok: 1.25, Source: pricesAsOf}},
+			Pricing: &Price{InputPerMTok: 0.15, OutputPerMTok: 0.60, CacheReadPerMTok: 0.075, Source: openAIPricing}},
+		{Name: "gpt-4o", ContextTokens: 128000, SupportsJSON: true, SupportsTools: true, Modes: []string{"auto"},
+			Pricing: &Price{InputPerMTok: 2.50, OutputPerMTok: 10.00, CacheReadPerMTok: 1.25, Source: openAIPricing}},
 		{Name: "gpt-4.1-mini", ContextTokens: 1047576, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
-			Pricing: &Price{InputPerMTok: 0.40, OutputPerMTok: 1.60, CacheReadPerMTok: 0.10, Source: pricesAsOf}},
+			Pricing: &Price{InputPerMTok: 0.40, OutputPerMTok: 1.60, CacheReadPerMTok: 0.10, Source: openAIPricing}},
 	},
 	"anthropic": {
-		{Name: "claude-3-5-haiku-latest", ContextTokens: 200000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
-			Pricing: &Price{InputPerMTok: 0.80, OutputPerMTok: 4.00, CacheReadPerMTok: 0.08, CacheWritePerMTok: 1.00, Source: pricesAsOf}},
-		{Name: "claude-sonnet-4-0", ContextTokens: 200000, SupportsJSON: true, SupportsTools: true, Modes: []string{"balanced", "premium", "auto"},
-			Pricing: &Price{InputPerMTok: 3.00, OutputPerMTok: 15.00, CacheReadPerMTok: 0.30, CacheWritePerMTok: 3.75, Source: pricesAsOf}},
+		// Claude Fable 5.1, Opus 5.5 and Sonnet 5.5 refuse a forced tool
+		// call (tool_choice any or tool), Baton's way of asking Anthropic
+		// for structured output; Fable 5.2 and Haiku 5.5 are not known to
+		// take one.
+		{Name: "claude-fable-5-2", ContextTokens: 1000000, SupportsTools: true, Modes: []string{"premium", "auto"},
+			Pricing: &Price{InputPerMTok: 8, OutputPerMTok: 40, CacheReadPerMTok: 0.20, CacheWritePerMTok: 10,
+				Source: "Anthropic list price, https://platform.claude.com/docs/en/about-claude/pricing, as of 2026-11-10"}},
+		{Name: "claude-opus-5-5", ContextTokens: 1000000, SupportsTools: true, Modes: []string{"premium", "auto"},
+			Pricing: &Price{InputPerMTok: 4, OutputPerMTok: 20, CacheReadPerMTok: 0.20, CacheWritePerMTok: 5, Source: anthropicPricing}},
+		{Name: "claude-sonnet-5-5", ContextTokens: 1000000, SupportsTools: true, Modes: []string{"balanced", "premium", "auto"},
+			Pricing: &Price{InputPerMTok: 2, OutputPerMTok: 10, CacheReadPerMTok: 0.10, CacheWritePerMTok: 2.50, Source: anthropicPricing}},
+		{Name: "claude-haiku-5-5", ContextTokens: 1000000, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
+			Pricing: &Price{InputPerMTok: 0.10, OutputPerMTok: 0.50, CacheReadPerMTok: 0.01, CacheWritePerMTok: 0.125,
+				LongPrompt: &LongPromptPrice{PromptTokens: 100000, InputPerMTok: 0.50, OutputPerMTok: 2.50, CacheReadPerMTok: 0.05, CacheWritePerMTok: 0.625},
+				Source:     anthropicPricing}},
+		{Name: "claude-haiku-4-5", ContextTokens: 200000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
+			Pricing: &Price{InputPerMTok: 1, OutputPerMTok: 5, CacheReadPerMTok: 0.10, CacheWritePerMTok: 1.25, Source: anthropicPricing}},
 	},
+}
+
+// Sources shared by several built-in prices.
+const (
+	openAIPricing    = "OpenAI list price, https://developers.openai.com/api/docs/pricing, as of 2026-08-21"
+	anthropicPricing = "Anthropic list price, https://platform.claude.com/docs/en/about-claude/pricing, as of 2026-10-24"
+)
+
+// openAILongPrompt is OpenAI's long-prompt rule for the GPT-5.6 family and
+// later: past 272K input tokens, input and cache rates double and output
+// costs 1.5 times as much, for the whole call.
+func openAILongPrompt(in, out, cacheRead, cacheWrite float64) *LongPromptPrice {
+	return &LongPromptPrice{PromptTokens: 272000, InputPerMTok: 2 * in, OutputPerMTok: 1.5 * out,
+		CacheReadPerMTok: 2 * cacheRead, CacheWritePerMTok: 2 * cacheWrite}
 }
 
 // Catalog maps `<provider>:<model>` ids to providers and model entries.
@@ -288,21 +367,36 @@ func (c *Catalog) addSpec(p ProviderSpec, cfg Config) error {
 	return nil
 }
 
-// checkPrice refuses a price no bill could come from: a negative rate, or
-// no source.
+// checkPrice refuses a price no bill could come from: a negative rate, a
+// long-prompt threshold that is not a token count, or no source.
 func checkPrice(p *Price) error {
-	for _, r := range []struct {
-		field string
-		v     float64
-	}{{"inputPerMTok", p.InputPerMTok}, {"outputPerMTok", p.OutputPerMTok}, {"cacheReadPerMTok", p.CacheReadPerMTok}, {"cacheWritePerMTok", p.CacheWritePerMTok}} {
-		if r.v < 0 {
-			return fmt.Errorf("a price is negative (%s %v)", r.field, r.v)
+	if err := negativeRate("", p.InputPerMTok, p.OutputPerMTok, p.CacheReadPerMTok, p.CacheWritePerMTok); err != nil {
+		return err
+	}
+	if l := p.LongPrompt; l != nil {
+		if l.PromptTokens <= 0 {
+			return fmt.Errorf("longPrompt.promptTokens must be above 0 (%d): its rates apply to prompts longer than it", l.PromptTokens)
+		}
+		if err := negativeRate("longPrompt.", l.InputPerMTok, l.OutputPerMTok, l.CacheReadPerMTok, l.CacheWritePerMTok); err != nil {
+			return err
 		}
 	}
 	if strings.TrimSpace(p.Source) == "" {
 		// A price without its source cannot be checked or dated;
 		// "self-hosted" is a source for a price of 0.
 		return errors.New("pricing needs a source (where and when the price was read)")
+	}
+	return nil
+}
+
+func negativeRate(prefix string, in, out, cacheRead, cacheWrite float64) error {
+	for _, r := range []struct {
+		field string
+		v     float64
+	}{{"inputPerMTok", in}, {"outputPerMTok", out}, {"cacheReadPerMTok", cacheRead}, {"cacheWritePerMTok", cacheWrite}} {
+		if r.v < 0 {
+			return fmt.Errorf("a price is negative (%s%s %v)", prefix, r.field, r.v)
+		}
 	}
 	return nil
 }

@@ -94,24 +94,24 @@ func (c *Catalog) Apply(ev eventstore.RecordedEvent) error {
 	return nil
 }
 
-// aliasListed reports whether an alias (claude-3-5-haiku-latest,
-// claude-sonnet-4-0) stands for a dated model the provider lists
-// (claude-3-5-haiku-20241022, claude-sonnet-4-20250514): Anthropic's model
-// list holds the dated ids only, and calls by alias work.
+// aliasListed reports whether an alias (claude-haiku-4-5,
+// claude-3-5-haiku-latest, claude-sonnet-4-0) stands for a dated model the
+// provider lists (claude-haiku-4-5-20251001, claude-3-5-haiku-20241022,
+// claude-sonnet-4-20250514): Anthropic's model list holds the dated ids
+// only, and calls by alias work.
 func aliasListed(name string, listed []string) bool {
-	var base string
-	switch {
-	case strings.HasSuffix(name, "-latest"):
-		base = strings.TrimSuffix(name, "-latest")
-	case strings.HasSuffix(name, "-0"):
-		base = strings.TrimSuffix(name, "-0")
-	default:
-		return false
+	bases := []string{name}
+	for _, suffix := range []string{"-latest", "-0"} {
+		if base, ok := strings.CutSuffix(name, suffix); ok {
+			bases = append(bases, base)
+		}
 	}
 	for _, l := range listed {
-		date, ok := strings.CutPrefix(l, base+"-")
-		if ok && len(date) == 8 && strings.Trim(date, "0123456789") == "" {
-			return true
+		for _, base := range bases {
+			date, ok := strings.CutPrefix(l, base+"-")
+			if ok && len(date) == 8 && strings.Trim(date, "0123456789") == "" {
+				return true
+			}
 		}
 	}
 	return false
@@ -270,7 +270,9 @@ func (c *Catalog) Sync(ctx context.Context, store eventstore.Store, md eventstor
 				}
 			}
 			for id := range before {
-				if !listed[strings.TrimPrefix(id, p.Name()+":")] {
+				// An alias of a listed dated id is not missing (applySync
+				// keeps it available).
+				if name := strings.TrimPrefix(id, p.Name()+":"); !listed[name] && !aliasListed(name, names) {
 					r.Missing = append(r.Missing, id)
 				}
 			}

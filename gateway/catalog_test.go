@@ -50,14 +50,28 @@ func TestSyncKeepsAliasesOfListedModels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.applySync(ModelsSynced{Provider: "anthropic", OK: true, Models: []string{"claude-3-5-haiku-20241022", "claude-opus-4-20250514"}})
-	haiku, _ := c.Get("anthropic:claude-3-5-haiku-latest")
-	sonnet, _ := c.Get("anthropic:claude-sonnet-4-0")
-	if !haiku.Available || sonnet.Available {
-		t.Fatalf("haiku alias available %v (its dated id is listed), sonnet alias available %v (not listed)", haiku.Available, sonnet.Available)
+	c.applySync(ModelsSynced{Provider: "anthropic", OK: true, Models: []string{"claude-haiku-4-5-20251001", "claude-sonnet-5-5"}})
+	haiku, _ := c.Get("anthropic:claude-haiku-4-5")
+	sonnet, _ := c.Get("anthropic:claude-sonnet-5-5")
+	opus, _ := c.Get("anthropic:claude-opus-5-5")
+	if !haiku.Available || !sonnet.Available || opus.Available {
+		t.Fatalf("haiku alias available %v (its dated id is listed), sonnet %v (listed), opus %v (not listed)", haiku.Available, sonnet.Available, opus.Available)
 	}
-	if !aliasListed("claude-sonnet-4-0", []string{"claude-sonnet-4-20250514"}) || aliasListed("claude-sonnet-4-0", []string{"claude-sonnet-4-5-20250929"}) {
-		t.Fatal("aliasListed")
+	for _, c := range []struct {
+		name   string
+		listed []string
+		want   bool
+	}{
+		{"claude-haiku-4-5", []string{"claude-haiku-4-5-20251001"}, true},
+		{"claude-sonnet-4-0", []string{"claude-sonnet-4-20250514"}, true},
+		{"claude-3-5-haiku-latest", []string{"claude-3-5-haiku-20241022"}, true},
+		{"claude-sonnet-4-0", []string{"claude-sonnet-4-5-20250929"}, false},
+		{"claude-haiku-4", []string{"claude-haiku-4-5-20251001"}, false},
+		{"claude-haiku-4-5", []string{"claude-haiku-4-5-2025"}, false},
+	} {
+		if got := aliasListed(c.name, c.listed); got != c.want {
+			t.Errorf("aliasListed(%q, %q) = %v, want %v", c.name, c.listed, got, c.want)
+		}
 	}
 }
 

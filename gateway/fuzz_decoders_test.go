@@ -316,7 +316,9 @@ func FuzzProvidersFile(f *testing.F) {
 		// Price overrides: of a built-in and a declared model, null, and the
 		// mistakes TestPricingOverrideMistakes names.
 		`{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[` + model + `]}],
-		 "pricing":{"openai:gpt-4o":{"inputPerMTok":2,"outputPerMTok":8,"source":"contract"},"p:m1":{"inputPerMTok":0,"source":"self-hosted"},"anthropic:claude-sonnet-4-0":null}}`,
+		 "pricing":{"openai:gpt-4o":{"inputPerMTok":2,"outputPerMTok":8,"source":"contract"},"p:m1":{"inputPerMTok":0,"source":"self-hosted"},"anthropic:claude-sonnet-5-5":null}}`,
+		`{"pricing":{"openai:gpt-6-luna":{"inputPerMTok":0.1,"source":"x","longPrompt":{"promptTokens":272000,"inputPerMTok":0.2,"outputPerMTok":0.75}}}}`,
+		`{"pricing":{"openai:gpt-6-luna":{"inputPerMTok":0.1,"source":"x","longPrompt":{"promptTokens":0}}}}`,
 		`{"pricing":{"openai:gpt-4o-typo":{"inputPerMTok":1,"source":"x"}}}`,
 		`{"pricing":{"openai:gpt-4o":{"inputPerMTok":-1,"source":"x"}}}`,
 		`{"pricing":{"openai:gpt-4o":{"inputPerMTok":1}}}`,
@@ -352,6 +354,9 @@ func FuzzProvidersFile(f *testing.F) {
 			if pr := m.Pricing; pr != nil {
 				if pr.InputPerMTok < 0 || pr.OutputPerMTok < 0 || pr.CacheReadPerMTok < 0 || pr.CacheWritePerMTok < 0 {
 					t.Fatalf("model %s has a negative price: %+v", m.ID, *pr)
+				}
+				if l := pr.LongPrompt; l != nil && (l.PromptTokens <= 0 || l.InputPerMTok < 0 || l.OutputPerMTok < 0 || l.CacheReadPerMTok < 0 || l.CacheWritePerMTok < 0) {
+					t.Fatalf("model %s has a long-prompt price no bill could come from: %+v", m.ID, *l)
 				}
 				if strings.TrimSpace(pr.Source) == "" {
 					t.Fatalf("model %s has a price without a source: %+v", m.ID, *pr)

@@ -129,22 +129,22 @@ func TestPricingOverridesDeclaredModel(t *testing.T) {
 // null in the pricing object marks a model unpriced: hasPricing false, no
 // pricing in the list, a call's cost unknown (nil), never 0.
 func TestPricingOverrideNullUnprices(t *testing.T) {
-	c, err := catalogFromFile(t, `{"pricing":{"anthropic:claude-sonnet-4-0":null}}`, nil)
+	c, err := catalogFromFile(t, `{"pricing":{"anthropic:claude-sonnet-5-5":null}}`, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := listed(t, c, "anthropic:claude-sonnet-4-0")
+	m := listed(t, c, "anthropic:claude-sonnet-5-5")
 	if m["hasPricing"] != false {
 		t.Fatalf("hasPricing %v, want false", m["hasPricing"])
 	}
 	if p, ok := m["pricing"]; ok {
 		t.Fatalf("pricing %v listed for an unpriced model", p)
 	}
-	if cost := callCost(t, c, "anthropic:claude-sonnet-4-0", Usage{InputTokens: 10, OutputTokens: 10}); cost != nil {
+	if cost := callCost(t, c, "anthropic:claude-sonnet-5-5", Usage{InputTokens: 10, OutputTokens: 10}); cost != nil {
 		t.Fatalf("cost %v, want unknown (nil)", *cost)
 	}
 	// The other models keep their prices.
-	if h, _ := c.Get("anthropic:claude-3-5-haiku-latest"); !h.HasPricing {
+	if h, _ := c.Get("anthropic:claude-haiku-4-5"); !h.HasPricing {
 		t.Fatal("null unpriced another model")
 	}
 }

@@ -1,0 +1,287 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/eventstore/bolt"
+)
+
+// sourceDate is the date a built-in price's source gives: YYYY-MM or
+// YYYY-MM-DD.
+var sourceDate = regexp.MustCompile(`\b(20\d\d-[01]\d)(-[0-3]\d)?\b`)
+
+// Every built-in model is priced, and every price says where it was read
+// and when: a price without them cannot be checked against the provider.
+// The dates are of the current table (no older than 2026-08), so a table
+// of mid-2025 prices coming back fails here.
+func TestBuiltinModelsArePricedSourcedAndDated(t *testing.T) {
+	seen := map[string]bool{}
+	for prov, specs := range builtin {
+		for _, s := range specs {
+			id := prov + ":" + s.Name
+			if seen[id] {
+				t.Errorf("%s is in the table twice", id)
+			}
+			seen[id] = true
+			if s.Pricing == nil {
+				t.Errorf("%s has no price", id)
+				continue
+			}
+			if err := checkPrice(s.Pricing); err != nil {
+				t.Errorf("%s: %v", id, err)
+			}
+			src := s.Pricing.Source
+			d := sourceDate.FindStringSubmatch(src)
+			if !strings.Contains(src, "https://") || d == nil {
+				t.Errorf("%s: source %q names no page (https://…) or no date", id, src)
+			} else if d[1] < "2026-08" {
+				t.Errorf("%s: source %q is dated before the current table", id, src)
+			}
+			if s.ContextTokens <= 0 {
+				t.Errorf("%s has no context size", id)
+			}
+			// docs/api.md: the built-in models take part in auto.
+			if !slices.Contains(s.Modes, ModeAuto) {
+				t.Errorf("%s is not tagged auto: %v", id, s.Modes)
+			}
+		}
+	}
+	if len(seen) < 8 {
+		t.Fatalf("the table has %d models", len(seen))
+	}
+}
+
+// A few prices exactly as the providers publish them (sources in the
+// table), so a slip in the table shows.
+func TestBuiltinPricesAsSourced(t *testing.T) {
+	c, err := NewCatalog(Config{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := func(tokens int, in, out, read, write float64) *LongPromptPrice {
+		return &LongPromptPrice{PromptTokens: tokens, InputPerMTok: in, OutputPerMTok: out, CacheReadPerMTok: read, CacheWritePerMTok: write}
+	}
+	for _, w := range []struct {
+		id                   string
+		in, out, read, write float64
+		long                 *LongPromptPrice
+		context              int
+		json, tools          bool
+	}{
+		{"openai:gpt-6.2-sol", 2, 10, 0.10, 2.50, long(272000, 4, 15, 0.20, 5), 1050000, true, false},
+		{"openai:gpt-6-luna", 0.10, 0.50, 0.01, 0.125, long(272000, 0.20, 0.75, 0.02, 0.25), 1050000, true, false},
+		{"openai:gpt-4o-mini", 0.15, 0.60, 0.075, 0, nil, 128000, true, true},
+		{"openai:gpt-4o", 2.50, 10, 1.25, 0, nil, 128000, true, true},
+		{"openai:gpt-4.1-mini", 0.40, 1.60, 0.10, 0, nil, 1047576, true, true},
+		{"anthropic:claude-fable-5-2", 8, 40, 0.20, 10, nil, 1000000, false, true},
+		{"anthropic:claude-opus-5-5", 4, 20, 0.20, 5, nil, 1000000, false, true},
+		{"anthropic:claude-sonnet-5-5", 2, 10, 0.10, 2.50, nil, 1000000, false, true},
+		{"anthropic:claude-haiku-5-5", 0.10, 0.50, 0.01, 0.125, long(100000, 0.50, 2.50, 0.05, 0.625), 1000000, false, true},
+		{"anthropic:claude-haiku-4-5", 1, 5, 0.10, 1.25, nil, 200000, true, true},
+	} {
+		m, ok := c.Get(w.id)
+		if !ok || m.Pricing == nil {
+			t.Errorf("%s: not a priced built-in model", w.id)
+			continue
+		}
+		p := m.Pricing
+		if p.InputPerMTok != w.in || p.OutputPerMTok != w.out || p.CacheReadPerMTok != w.read || p.CacheWritePerMTok != w.write {
+			t.Errorf("%s: %v / %v, cache read %v, cache write %v; want %v / %v, %v, %v",
+				w.id, p.InputPerMTok, p.OutputPerMTok, p.CacheReadPerMTok, p.CacheWritePerMTok, w.in, w.out, w.read, w.write)
+		}
+		if !reflect.DeepEqual(p.LongPrompt, w.long) {
+			t.Errorf("%s: long-prompt price %+v, want %+v", w.id, p.LongPrompt, w.long)
+		}
+		if m.ContextTokens != w.context || m.SupportsJSON != w.json || m.SupportsTools != w.tools {
+			t.Errorf("%s: context %d, json %v, tools %v; want %d, %v, %v", w.id, m.ContextTokens, m.SupportsJSON, m.SupportsTools, w.context, w.json, w.tools)
+		}
+	}
+}
+
+// Models the providers have retired are not in the table: a call to one
+// fails upstream, and a mode would route to it.
+func TestRetiredModelsAreNotBuiltIn(t *testing.T) {
+	c, err := NewCatalog(Config{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Claude Haiku 3.5 retired on 2026-02-19, Claude Sonnet 4 on 2026-06-15.
+	for _, id := range []string{"anthropic:claude-3-5-haiku-latest", "anthropic:claude-sonnet-4-0"} {
+		if _, ok := c.Get(id); ok {
+			t.Errorf("%s is built in", id)
+		}
+	}
+}
+
+// A prompt over the long-prompt threshold bills the whole call, output
+// included, at the long-prompt rates; a prompt at the threshold does not.
+// The prompt is the input with the cache reads and writes.
+func TestLongPromptPricing(t *testing.T) {
+	c, err := NewCatalog(Config{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		id   string
+		u    Usage
+		want float64
+	}{
+		// Claude Haiku 5.5: $0.10 / $0.50, cache $0.01 / $0.125 up to 100K; $0.50 / $2.50, $0.05 / $0.625 over.
+		{"anthropic:claude-haiku-5-5", Usage{InputTokens: 60_000, CacheReadTokens: 30_000, CacheWriteTokens: 10_000, OutputTokens: 1_000},
+			(60_000*0.10 + 30_000*0.01 + 10_000*0.125 + 1_000*0.50) / 1e6},
+		{"anthropic:claude-haiku-5-5", Usage{InputTokens: 60_001, CacheReadTokens: 30_000, CacheWriteTokens: 10_000, OutputTokens: 1_000},
+			(60_001*0.50 + 30_000*0.05 + 10_000*0.625 + 1_000*2.50) / 1e6},
+		// gpt-6.2-sol: over 272K input tokens (cached ones count), input and cache double, output 1.5x.
+		{"openai:gpt-6.2-sol", Usage{InputTokens: 200_000, CacheReadTokens: 72_000, OutputTokens: 2_000},
+			(200_000*2 + 72_000*0.10 + 2_000*10) / 1e6},
+		{"openai:gpt-6.2-sol", Usage{InputTokens: 200_001, CacheReadTokens: 72_000, OutputTokens: 2_000},
+			(200_001*4 + 72_000*0.20 + 2_000*15) / 1e6},
+		// No threshold: one rate at any length.
+		{"openai:gpt-4.1-mini", Usage{InputTokens: 900_000, OutputTokens: 1_000}, (900_000*0.40 + 1_000*1.60) / 1e6},
+	} {
+		got := callCost(t, c, w.id, w.u)
+		if got == nil || *got != RoundUSD(w.want) {
+			t.Errorf("%s %+v: cost %s, want %v", w.id, w.u, costText(got), RoundUSD(w.want))
+		}
+	}
+	m, _ := c.Get("anthropic:claude-haiku-5-5")
+	if r := m.Pricing.At(100_001); r.InputPerMTok != 0.50 || r.LongPrompt != nil || r.Source != m.Pricing.Source {
+		t.Fatalf("rates over the threshold: %+v", r)
+	}
+	if r := m.Pricing.At(100_000); r.InputPerMTok != 0.10 || r.LongPrompt != nil {
+		t.Fatalf("rates at the threshold: %+v", r)
+	}
+}
+
+// A providers file prices long prompts too; a threshold that is not a
+// token count or a negative long-prompt rate stops the start.
+func TestProvidersFileLongPromptPrice(t *testing.T) {
+	c, err := catalogFromFile(t, `{"pricing":{"openai:gpt-4o":{"inputPerMTok":2,"outputPerMTok":8,"source":"contract, 2026-11-01",
+		"longPrompt":{"promptTokens":128,"inputPerMTok":4,"outputPerMTok":12}}}}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := listed(t, c, "openai:gpt-4o")
+	want := map[string]any{"promptTokens": 128.0, "inputPerMTok": 4.0, "outputPerMTok": 12.0, "cacheReadPerMTok": 0.0, "cacheWritePerMTok": 0.0}
+	if got := m["pricing"].(map[string]any)["longPrompt"]; !reflect.DeepEqual(got, want) {
+		t.Fatalf("listed longPrompt %v, want %v", got, want)
+	}
+	if cost := callCost(t, c, "openai:gpt-4o", Usage{InputTokens: 129, OutputTokens: 10}); cost == nil || *cost != RoundUSD((129*4.0+10*12.0)/1e6) {
+		t.Fatalf("a long prompt costs %s", costText(cost))
+	}
+	for _, c := range []struct{ file, want string }{
+		{`{"pricing":{"openai:gpt-4o":{"inputPerMTok":1,"source":"x","longPrompt":{"inputPerMTok":2}}}}`, "longPrompt.promptTokens must be above 0"},
+		{`{"pricing":{"openai:gpt-4o":{"inputPerMTok":1,"source":"x","longPrompt":{"promptTokens":10,"cacheReadPerMTok":-1}}}}`, "a price is negative (longPrompt.cacheReadPerMTok -1)"},
+		{`{"pricing":{"openai:gpt-4o":{"inputPerMTok":1,"source":"x","longPrompt":{"promptTokens":10,"threshold":5}}}}`, `unknown field "threshold"`},
+	} {
+		if _, err := catalogFromFile(t, c.file, nil); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want %q", c.file, err, c.want)
+		}
+	}
+}
+
+// The usage the adapters read is billed as the providers bill it: OpenAI's
+// reasoning tokens are inside completion_tokens and its cached tokens inside
+// prompt_tokens; Anthropic's thinking is inside output_tokens and its cache
+// reads and writes are apart from input_tokens.
+func TestUsageIsBilledAsTheProvidersBill(t *testing.T) {
+	c, err := NewCatalog(Config{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var oa oaUsage
+	if err := json.Unmarshal([]byte(`{"prompt_tokens":1000,"completion_tokens":500,"total_tokens":1500,
+		"prompt_tokens_details":{"cached_tokens":600},"completion_tokens_details":{"reasoning_tokens":400}}`), &oa); err != nil {
+		t.Fatal(err)
+	}
+	u := oa.usage()
+	if u != (Usage{InputTokens: 400, OutputTokens: 500, CacheReadTokens: 600}) {
+		t.Fatalf("OpenAI usage %+v", u)
+	}
+	// gpt-6-luna: 400 uncached at $0.10, 600 cached at $0.01, 500 out (400 of them reasoning) at $0.50.
+	if cost := callCost(t, c, "openai:gpt-6-luna", u); cost == nil || *cost != RoundUSD((400*0.10+600*0.01+500*0.50)/1e6) {
+		t.Fatalf("OpenAI call cost %s", costText(cost))
+	}
+	var an anUsage
+	if err := json.Unmarshal([]byte(`{"input_tokens":100,"cache_read_input_tokens":2000,"cache_creation_input_tokens":300,"output_tokens":700}`), &an); err != nil {
+		t.Fatal(err)
+	}
+	u = an.usage()
+	if u != (Usage{InputTokens: 100, OutputTokens: 700, CacheReadTokens: 2000, CacheWriteTokens: 300}) {
+		t.Fatalf("Anthropic usage %+v", u)
+	}
+	// claude-sonnet-5-5: $2 in, $0.10 cache read, $2.50 cache write, $10 out (thinking included).
+	if cost := callCost(t, c, "anthropic:claude-sonnet-5-5", u); cost == nil || *cost != RoundUSD((100*2+2000*0.10+300*2.50+700*10)/1e6) {
+		t.Fatalf("Anthropic call cost %s", costText(cost))
+	}
+}
+
+// POST /v1/models/sync adds what a provider lists: a model new to the
+// catalog joins it unpriced (a dated id too: the alias that stands for it
+// keeps the price), a built-in alias whose dated id is listed stays
+// available and is not reported missing, and the built-in models the list
+// leaves out are reported missing and leave the modes.
+func TestSyncAddsWhatAnthropicLists(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/models" || r.Header.Get("x-api-key") != "ak-test" {
+			http.Error(w, "unexpected request", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"data":[{"type":"model","id":"claude-new-1"},{"type":"model","id":"claude-sonnet-5-5"},
+			{"type":"model","id":"claude-opus-5-5"},{"type":"model","id":"claude-haiku-4-5-20251001"}],"has_more":false}`))
+	}))
+	defer up.Close()
+	store, err := bolt.Open(t.TempDir(), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	env := map[string]string{"ANTHROPIC_API_KEY": "ak-test", "ANTHROPIC_BASE_URL": up.URL}
+	c, err := NewCatalog(Config{Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Sync(context.Background(), store, eventstore.Metadata{Actor: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var an *SyncResult
+	for i := range res {
+		if res[i].Provider == "anthropic" {
+			an = &res[i]
+		}
+	}
+	if an == nil || !an.OK || an.Listed != 4 ||
+		!slices.Equal(an.Added, []string{"anthropic:claude-haiku-4-5-20251001", "anthropic:claude-new-1"}) ||
+		!slices.Equal(an.Missing, []string{"anthropic:claude-fable-5-2", "anthropic:claude-haiku-5-5"}) {
+		t.Fatalf("anthropic sync: %+v", an)
+	}
+	if m, _ := c.Get("anthropic:claude-new-1"); !m.Discovered || m.HasPricing || !m.Available {
+		t.Fatalf("discovered model: %+v", m)
+	}
+	if m, _ := c.Get("anthropic:claude-haiku-4-5"); !m.Available || m.Listed == nil || !*m.Listed {
+		t.Fatalf("alias of a listed dated id: %+v", m)
+	}
+	routes, excluded, err := c.Routes(ModePremium, "", Needs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(routes) == 0 || routes[0].ID != "anthropic:claude-opus-5-5" {
+		t.Fatalf("premium after the sync: %+v", routes)
+	}
+	if !slices.ContainsFunc(excluded, func(x Excluded) bool {
+		return x.ID == "anthropic:claude-fable-5-2" && strings.Contains(x.Reason, "not listed")
+	}) {
+		t.Fatalf("excluded: %+v", excluded)
+	}
+}
