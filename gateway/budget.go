@@ -99,7 +99,7 @@ func WorstCost(req Request, m *Model) *float64 {
 		return nil
 	}
 	in, out := WorstTokens(req, m)
-	p := m.Pricing
+	p := m.Pricing.At(in) // a long prompt is billed at its own rates
 	c := (float64(in)*max(p.InputPerMTok, p.CacheWritePerMTok) + float64(out)*p.OutputPerMTok) / 1e6
 	return &c
 }

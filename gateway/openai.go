@@ -107,7 +107,8 @@ type oaUsage struct {
 	PromptTokens        int `json:"prompt_tokens"`
 	CompletionTokens    int `json:"completion_tokens"`
 	PromptTokensDetails struct {
-		CachedTokens int `json:"cached_tokens"`
+		CachedTokens     int `json:"cached_tokens"`
+		CacheWriteTokens int `json:"cache_write_tokens"`
 	} `json:"prompt_tokens_details"`
 }
 
@@ -115,7 +116,8 @@ type oaUsage struct {
 func (u oaUsage) usage() Usage {
 	prompt := max(u.PromptTokens, 0) // a negative count would lower the tenant's spending
 	cached := min(max(u.PromptTokensDetails.CachedTokens, 0), prompt)
-	return Usage{InputTokens: prompt - cached, OutputTokens: max(u.CompletionTokens, 0), CacheReadTokens: cached}
+	written := min(max(u.PromptTokensDetails.CacheWriteTokens, 0), prompt-cached) // billed at the cache-write rate where a model has one
+	return Usage{InputTokens: prompt - cached - written, OutputTokens: max(u.CompletionTokens, 0), CacheReadTokens: cached, CacheWriteTokens: written}
 }
 
 type oaResponse struct {

@@ -266,7 +266,8 @@ func (p *OpenAI) Forward(ctx context.Context, n *Native, model string, stream bo
 func openaiUsageOf(u gjson.Result) Usage {
 	prompt := max(int(u.Get("prompt_tokens").Int()), 0)
 	cached := min(max(int(u.Get("prompt_tokens_details.cached_tokens").Int()), 0), prompt)
-	return Usage{InputTokens: prompt - cached, OutputTokens: max(int(u.Get("completion_tokens").Int()), 0), CacheReadTokens: cached}
+	written := min(max(int(u.Get("prompt_tokens_details.cache_write_tokens").Int()), 0), prompt-cached)
+	return Usage{InputTokens: prompt - cached - written, OutputTokens: max(int(u.Get("completion_tokens").Int()), 0), CacheReadTokens: cached, CacheWriteTokens: written}
 }
 
 // oaRawStream is a chat completions chunk stream passed through.

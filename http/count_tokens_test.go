@@ -20,7 +20,7 @@ func TestCountTokens(t *testing.T) {
 		anthropic.NewAssistantMessage(anthropic.NewTextBlock("hello")),
 		anthropic.NewUserMessage(anthropic.NewTextBlock("count me")),
 	}
-	got, err := client.Messages.CountTokens(testCtx(t), anthropic.MessageCountTokensParams{Model: "anthropic:claude-3-5-haiku-latest", Messages: msgs})
+	got, err := client.Messages.CountTokens(testCtx(t), anthropic.MessageCountTokensParams{Model: "anthropic:claude-haiku-4-5", Messages: msgs})
 	if err != nil {
 		t.Fatal(err)
 	}

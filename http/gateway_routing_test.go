@@ -64,7 +64,7 @@ func newRoutingEnv(t *testing.T) (*env, *fakeUpstreams, gateway.Config) {
 		"name": "flaky", "kind": "openai-compatible", "baseUrl": f.openai.URL + "/v1", "keyEnv": "FLAKY_KEY",
 		"models": []any{
 			map[string]any{"name": "fail-500", "contextTokens": 1000, "modes": []string{"premium"}, "pricing": price,
-				"fallbacks": []string{"anthropic:claude-3-5-haiku-latest"}},
+				"fallbacks": []string{"anthropic:claude-haiku-4-5"}},
 			map[string]any{"name": "fail-429", "contextTokens": 1000, "pricing": price,
 				"fallbacks": []string{"flaky:fail-500", "openai:gpt-4o-mini"}},
 			map[string]any{"name": "cut", "contextTokens": 1000, "pricing": price, "fallbacks": []string{"openai:gpt-4o-mini"}},
@@ -130,7 +130,7 @@ func TestFallbackChains(t *testing.T) {
 	}
 	// message_start already carries the input side of the usage, as the
 	// Anthropic upstream reported it in its own message_start.
-	if !strings.Contains(evs[0][1], `"fallbackUsed":true`) || !strings.Contains(evs[0][1], `"selectedModel":"anthropic:claude-3-5-haiku-latest"`) ||
+	if !strings.Contains(evs[0][1], `"fallbackUsed":true`) || !strings.Contains(evs[0][1], `"selectedModel":"anthropic:claude-haiku-4-5"`) ||
 		!strings.Contains(evs[0][1], `"input_tokens":10`) || !strings.Contains(evs[0][1], `"cache_read_input_tokens":90`) || evs[len(evs)-1][0] != "message_stop" {
 		t.Fatalf("streamed fallback: %v", evs)
 	}
@@ -141,7 +141,7 @@ func TestFallbackChains(t *testing.T) {
 		t.Fatalf("cut stream: %v", evs)
 	}
 	got = strings.Join(usageOutcomes(t, e.usageEvents("b", 3)), "; ")
-	if got != "flaky:fail-500 upstream_error; anthropic:claude-3-5-haiku-latest ok; flaky:cut partial" {
+	if got != "flaky:fail-500 upstream_error; anthropic:claude-haiku-4-5 ok; flaky:cut partial" {
 		t.Fatalf("usage: %s", got)
 	}
 	// An Anthropic upstream that opens its stream (message_start, with
@@ -212,13 +212,14 @@ func TestMissingUsageIsEstimatedNotFree(t *testing.T) {
 func TestRoutingModes(t *testing.T) {
 	e, _, _ := newRoutingEnv(t)
 	r := e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("cheap", false)), 200)
-	if r.str("svc.trace.selectedModel") != "openai:gpt-4o-mini" || r.str("svc.trace.fallbackUsed") != "false" {
+	// cheap ranks the cheapest first; ties go to the id.
+	if r.str("svc.trace.selectedModel") != "anthropic:claude-haiku-5-5" || r.str("svc.trace.fallbackUsed") != "false" {
 		t.Fatalf("cheap: %s", r.raw)
 	}
 	// premium ranks the dearest first: flaky:fail-500 fails, the mode's
 	// chain goes on to the next premium model.
 	r = e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "premium", "max_tokens": 20, "messages": []any{map[string]any{"role": "user", "content": "hi"}}}), 200)
-	if r.str("svc.trace.selectedModel") != "anthropic:claude-sonnet-4-0" || r.str("svc.trace.fallbackUsed") != "true" {
+	if r.str("svc.trace.selectedModel") != "anthropic:claude-fable-5-2" || r.str("svc.trace.fallbackUsed") != "true" {
 		t.Fatalf("premium: %s", r.raw)
 	}
 	// A failed health probe takes the model out of the modes.
@@ -227,13 +228,13 @@ func TestRoutingModes(t *testing.T) {
 		t.Fatalf("probe: %s", h.raw)
 	}
 	r = e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "premium", "max_tokens": 20, "messages": []any{map[string]any{"role": "user", "content": "hi"}}}), 200)
-	if r.str("svc.trace.selectedModel") != "anthropic:claude-sonnet-4-0" || r.str("svc.trace.fallbackUsed") != "false" {
+	if r.str("svc.trace.selectedModel") != "anthropic:claude-fable-5-2" || r.str("svc.trace.fallbackUsed") != "false" {
 		t.Fatalf("premium after the probe: %s", r.raw)
 	}
 	// Needs: a request that may need more context than every premium
 	// model has finds no route (and the local development model is not
 	// used while real providers are configured).
-	r = e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "premium", "max_completion_tokens": 300000, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	r = e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "premium", "max_completion_tokens": 2000000, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
 	if r.status != 503 || r.str("error.code") != "no_route" {
 		t.Fatalf("no route: %d %s", r.status, r.raw)
 	}
@@ -286,7 +287,7 @@ func TestModelAdminEndpoints(t *testing.T) {
 	// the catalog unpriced, the models it no longer lists are unavailable
 	// (and out of the modes); flaky lists the same two.
 	s := e.must(e.do("POST", "/v1/models/sync", e.admin, nil), 200)
-	if !strings.Contains(string(s.raw), `"added":["openai:other"]`) || !strings.Contains(string(s.raw), `"missing":["openai:gpt-4.1-mini","openai:gpt-4o"]`) ||
+	if !strings.Contains(string(s.raw), `"added":["openai:other"]`) || !strings.Contains(string(s.raw), `"missing":["openai:gpt-4.1-mini","openai:gpt-4o","openai:gpt-6-luna","openai:gpt-6.2-sol"]`) ||
 		!strings.Contains(string(s.raw), `"skipped":"development provider`) {
 		t.Fatalf("sync: %s", s.raw)
 	}
@@ -300,7 +301,7 @@ func TestModelAdminEndpoints(t *testing.T) {
 	if m := models["openai:gpt-4o"]; m.Available || m.Listed == nil || *m.Listed {
 		t.Fatalf("unlisted model: %+v", m)
 	}
-	if m := models["anthropic:claude-sonnet-4-0"]; !m.Available {
+	if m := models["anthropic:claude-sonnet-5-5"]; !m.Available {
 		t.Fatalf("listed anthropic model: %+v", m)
 	}
 
@@ -323,7 +324,7 @@ func TestModelAdminEndpoints(t *testing.T) {
 		Excluded []gateway.Excluded `json:"excluded"`
 	}
 	json.Unmarshal(p.raw, &prev)
-	if len(prev.Routes) != 2 || prev.Routes[0].ID != "openai:gpt-4o-mini" || prev.Routes[1].ID != "anthropic:claude-3-5-haiku-latest" ||
+	if len(prev.Routes) != 2 || prev.Routes[0].ID != "openai:gpt-4o-mini" || prev.Routes[1].ID != "anthropic:claude-haiku-4-5" ||
 		!strings.HasPrefix(prev.Routes[0].Reason, "first choice") || !strings.HasPrefix(prev.Routes[1].Reason, "fallback") {
 		t.Fatalf("preview: %s", p.raw)
 	}
@@ -335,7 +336,7 @@ func TestModelAdminEndpoints(t *testing.T) {
 		t.Fatalf("excluded: %v", excluded)
 	}
 	p = e.must(e.do("POST", "/v1/models/route/preview", e.admin, map[string]any{"mode": "premium"}), 200)
-	if !strings.Contains(string(p.raw), `"flaky:fail-500","reason":"not listed by the provider`) || !strings.Contains(string(p.raw), `"id":"anthropic:claude-sonnet-4-0","provider"`) {
+	if !strings.Contains(string(p.raw), `"flaky:fail-500","reason":"not listed by the provider`) || !strings.Contains(string(p.raw), `"id":"anthropic:claude-sonnet-5-5","provider"`) {
 		t.Fatalf("premium preview: %s", p.raw)
 	}
 

@@ -53,7 +53,7 @@ func TestStalledUpstreamIsGivenUp(t *testing.T) {
 	e := newEnvWith(t, cat)
 	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": 100}), 200)
 	for _, tc := range []struct{ path, model, last string }{
-		{"/v1/messages", "anthropic:claude-3-5-haiku-latest", `"type":"error"`},
+		{"/v1/messages", "anthropic:claude-haiku-4-5", `"type":"error"`},
 		{"/v1/chat/completions", "openai:gpt-4o-mini", `"error"`},
 	} {
 		body, _ := json.Marshal(map[string]any{"model": tc.model, "max_tokens": 50, "stream": true, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})

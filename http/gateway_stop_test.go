@@ -83,11 +83,11 @@ func TestStopReasonsAndSequences(t *testing.T) {
 		return map[string]any{"model": model, "max_tokens": 50, "stream": stream, "stop_sequences": []string{"END"},
 			"messages": []any{map[string]any{"role": "user", "content": "count"}}}
 	}
-	r := e.must(e.do("POST", "/v1/messages", e.tenantA, msg("anthropic:claude-3-5-haiku-latest", false)), 200)
+	r := e.must(e.do("POST", "/v1/messages", e.tenantA, msg("anthropic:claude-haiku-4-5", false)), 200)
 	if r.str("stop_reason") != "stop_sequence" || r.str("stop_sequence") != "END" {
 		t.Errorf("message: %s", r.raw)
 	}
-	_, evs := e.stream("/v1/messages", e.tenantA, msg("anthropic:claude-3-5-haiku-latest", true))
+	_, evs := e.stream("/v1/messages", e.tenantA, msg("anthropic:claude-haiku-4-5", true))
 	var delta struct {
 		Delta struct {
 			StopReason   string  `json:"stop_reason"`

@@ -180,7 +180,7 @@ func (f *fakeUpstreams) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 		json.NewDecoder(r.Body).Decode(&q)
 		var msgs []json.RawMessage
 		json.Unmarshal(q["messages"], &msgs)
-		if _, ok := q["max_tokens"]; ok || string(q["model"]) != `"claude-3-5-haiku-latest"` {
+		if _, ok := q["max_tokens"]; ok || string(q["model"]) != `"claude-haiku-4-5"` {
 			w.WriteHeader(400)
 			fmt.Fprintf(w, `{"type":"error","error":{"type":"invalid_request_error","message":"model %s, max_tokens %s"}}`, q["model"], q["max_tokens"])
 			return
@@ -189,7 +189,7 @@ func (f *fakeUpstreams) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.Path == "/v1/models" {
-		io.WriteString(w, `{"data":[{"type":"model","id":"claude-3-5-haiku-latest","display_name":"Claude Haiku 3.5"},{"type":"model","id":"claude-sonnet-4-0","display_name":"Claude Sonnet 4"}],"has_more":false,"first_id":"claude-3-5-haiku-latest","last_id":"claude-sonnet-4-0"}`)
+		io.WriteString(w, `{"data":[{"type":"model","id":"claude-haiku-4-5-20251001","display_name":"Claude Haiku 4.5"},{"type":"model","id":"claude-sonnet-5-5","display_name":"Claude Sonnet 5.5"}],"has_more":false,"first_id":"claude-haiku-4-5-20251001","last_id":"claude-sonnet-5-5"}`)
 		return
 	}
 	var req struct {
@@ -388,7 +388,7 @@ func TestMessagesStreamFromOpenAIUpstream(t *testing.T) {
 func TestChatStreamFromAnthropicUpstream(t *testing.T) {
 	e, _ := newGatewayEnv(t)
 	_, evs := e.stream("/v1/chat/completions", e.tenantA, map[string]any{
-		"model": "anthropic:claude-3-5-haiku-latest", "stream": true, "stream_options": map[string]any{"include_usage": true},
+		"model": "anthropic:claude-haiku-4-5", "stream": true, "stream_options": map[string]any{"include_usage": true},
 		"max_completion_tokens": 3,
 		"messages":              []any{map[string]any{"role": "system", "content": "S"}, map[string]any{"role": "user", "content": "a"}, map[string]any{"role": "assistant", "content": "b"}, map[string]any{"role": "user", "content": "c"}},
 	})

@@ -154,7 +154,7 @@ func TestToolsTranslateBothWays(t *testing.T) {
 	// the history: functions become tools with input_schema, the
 	// assistant's tool_calls become tool_use, the tool message a
 	// tool_result carrying its text in content.
-	r = e.must(e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "max_completion_tokens": 100,
+	r = e.must(e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5", "max_completion_tokens": 100,
 		"tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather", "parameters": weatherSchema}}},
 		"messages": []any{
 			map[string]any{"role": "user", "content": "weather in Paris?"},
@@ -193,7 +193,7 @@ func TestToolsTranslateBothWays(t *testing.T) {
 	// Parallel tool calls: their results, one tool message each, go to
 	// Anthropic together in the one user turn after the calls, and a user
 	// message after them joins that turn (the Messages API alternates).
-	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "max_completion_tokens": 100,
+	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5", "max_completion_tokens": 100,
 		"tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather", "parameters": weatherSchema}}},
 		"messages": []any{
 			map[string]any{"role": "user", "content": "weather in Paris and Lyon?"},
@@ -235,7 +235,7 @@ func TestToolsTranslateBothWays(t *testing.T) {
 	// An Anthropic server tool goes to Anthropic as it is (passthrough);
 	// to another provider it cannot cross, and is refused by name.
 	serverTool := []any{map[string]any{"type": "web_search_20250305", "name": "web_search", "max_uses": 3}}
-	e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "max_tokens": 50,
+	e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5", "max_tokens": 50,
 		"tools": serverTool, "messages": []any{map[string]any{"role": "user", "content": "x"}}}), 200)
 	if b := <-u.lastAnthropic; !strings.Contains(string(b), `"type":"web_search_20250305"`) || !strings.Contains(string(b), `"max_uses":3`) {
 		t.Fatalf("server tool not passed through: %s", b)
@@ -250,7 +250,7 @@ func TestToolsTranslateBothWays(t *testing.T) {
 		t.Fatalf("a refused request reached the upstream: %s", b)
 	default:
 	}
-	e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "max_tokens": 50,
+	e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5", "max_tokens": 50,
 		"tools":    []any{map[string]any{"type": "custom", "name": "get_weather", "input_schema": weatherSchema}},
 		"messages": []any{map[string]any{"role": "user", "content": "x"}}}), 200)
 	// Passed through: the tool as the client wrote it, its type with it.
@@ -293,7 +293,7 @@ func TestStreamedToolCallsTranslateBothWays(t *testing.T) {
 
 	// Anthropic upstream -> chat.completion.chunk tool_calls deltas: the
 	// first names the call, the rest carry argument fragments.
-	_, evs = e.stream("/v1/chat/completions", e.tenantA, map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "stream": true,
+	_, evs = e.stream("/v1/chat/completions", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5", "stream": true,
 		"tools":    []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather", "parameters": weatherSchema}}},
 		"messages": []any{map[string]any{"role": "user", "content": "weather?"}}})
 	<-u.lastAnthropic
@@ -378,10 +378,10 @@ func TestToolChoiceTranslatesBothWays(t *testing.T) {
 		{"chat required, no parallel -> openai", "/v1/chat/completions", "openai:gpt-4o-mini",
 			map[string]any{"tool_choice": "required", "parallel_tool_calls": false}, u.lastOpenAI,
 			map[string]string{"tool_choice": `"required"`, "parallel_tool_calls": `false`}},
-		{"chat named function -> anthropic", "/v1/chat/completions", "anthropic:claude-3-5-haiku-latest",
+		{"chat named function -> anthropic", "/v1/chat/completions", "anthropic:claude-haiku-4-5",
 			map[string]any{"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}}, u.lastAnthropic,
 			map[string]string{"tool_choice": `{"name":"get_weather","type":"tool"}`}},
-		{"chat none -> anthropic", "/v1/chat/completions", "anthropic:claude-3-5-haiku-latest",
+		{"chat none -> anthropic", "/v1/chat/completions", "anthropic:claude-haiku-4-5",
 			map[string]any{"tool_choice": "none"}, u.lastAnthropic, map[string]string{"tool_choice": `{"type":"none"}`}},
 		{"messages any, no parallel -> openai", "/v1/messages", "openai:gpt-4o-mini",
 			map[string]any{"tool_choice": map[string]any{"type": "any", "disable_parallel_tool_use": true}}, u.lastOpenAI,
@@ -389,7 +389,7 @@ func TestToolChoiceTranslatesBothWays(t *testing.T) {
 		{"messages tool -> openai", "/v1/messages", "openai:gpt-4o-mini",
 			map[string]any{"tool_choice": map[string]any{"type": "tool", "name": "get_weather"}}, u.lastOpenAI,
 			map[string]string{"tool_choice": `{"function":{"name":"get_weather"},"type":"function"}`}},
-		{"messages tool -> anthropic", "/v1/messages", "anthropic:claude-3-5-haiku-latest",
+		{"messages tool -> anthropic", "/v1/messages", "anthropic:claude-haiku-4-5",
 			map[string]any{"tool_choice": map[string]any{"type": "tool", "name": "get_weather"}}, u.lastAnthropic,
 			map[string]string{"tool_choice": `{"name":"get_weather","type":"tool"}`}},
 		// parallel_tool_calls alone: no tool choice is made up for OpenAI
@@ -398,11 +398,11 @@ func TestToolChoiceTranslatesBothWays(t *testing.T) {
 		{"chat no parallel alone -> openai", "/v1/chat/completions", "openai:gpt-4o-mini",
 			map[string]any{"parallel_tool_calls": false}, u.lastOpenAI,
 			map[string]string{"tool_choice": `null`, "parallel_tool_calls": `false`}},
-		{"chat no parallel alone -> anthropic", "/v1/chat/completions", "anthropic:claude-3-5-haiku-latest",
+		{"chat no parallel alone -> anthropic", "/v1/chat/completions", "anthropic:claude-haiku-4-5",
 			map[string]any{"parallel_tool_calls": false}, u.lastAnthropic,
 			map[string]string{"tool_choice": `{"disable_parallel_tool_use":true,"type":"auto"}`}},
 		// allowed_tools narrows the tools; the mode is the choice.
-		{"chat allowed_tools -> anthropic", "/v1/chat/completions", "anthropic:claude-3-5-haiku-latest",
+		{"chat allowed_tools -> anthropic", "/v1/chat/completions", "anthropic:claude-haiku-4-5",
 			map[string]any{"tools": []any{
 				map[string]any{"type": "function", "function": map[string]any{"name": "get_time", "parameters": weatherSchema}},
 				map[string]any{"type": "function", "function": map[string]any{"name": "get_weather", "parameters": weatherSchema}},
@@ -452,14 +452,14 @@ func TestToolChoiceTranslatesBothWays(t *testing.T) {
 		body  map[string]any
 		param string
 	}{
-		{"/v1/chat/completions", map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "tool_choice": "auto", "messages": []any{map[string]any{"role": "user", "content": "hi"}}}, "tool_choice"},
-		{"/v1/chat/completions", chatWithTools("anthropic:claude-3-5-haiku-latest", map[string]any{"tool_choice": "always"}), "tool_choice"},
-		{"/v1/chat/completions", chatWithTools("anthropic:claude-3-5-haiku-latest", map[string]any{"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "get_time"}}}), "tool_choice"},
+		{"/v1/chat/completions", map[string]any{"model": "anthropic:claude-haiku-4-5", "tool_choice": "auto", "messages": []any{map[string]any{"role": "user", "content": "hi"}}}, "tool_choice"},
+		{"/v1/chat/completions", chatWithTools("anthropic:claude-haiku-4-5", map[string]any{"tool_choice": "always"}), "tool_choice"},
+		{"/v1/chat/completions", chatWithTools("anthropic:claude-haiku-4-5", map[string]any{"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "get_time"}}}), "tool_choice"},
 		{"/v1/messages", messagesWithTools("openai:gpt-4o-mini", map[string]any{"tool_choice": map[string]any{"type": "tool", "name": "get_time"}}), ""},
 		{"/v1/messages", messagesWithTools("openai:gpt-4o-mini", map[string]any{"tool_choice": map[string]any{"type": "sometimes"}}), ""},
-		{"/v1/chat/completions", chatWithTools("anthropic:claude-3-5-haiku-latest", map[string]any{"tool_choice": map[string]any{"type": "allowed_tools",
+		{"/v1/chat/completions", chatWithTools("anthropic:claude-haiku-4-5", map[string]any{"tool_choice": map[string]any{"type": "allowed_tools",
 			"allowed_tools": map[string]any{"mode": "required", "tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_time"}}}}}}), "tool_choice/allowed_tools/tools/0"},
-		{"/v1/chat/completions", chatWithTools("anthropic:claude-3-5-haiku-latest", map[string]any{"tool_choice": map[string]any{"type": "allowed_tools",
+		{"/v1/chat/completions", chatWithTools("anthropic:claude-haiku-4-5", map[string]any{"tool_choice": map[string]any{"type": "allowed_tools",
 			"allowed_tools": map[string]any{"mode": "sometimes", "tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}}}}}), "tool_choice/allowed_tools/mode"},
 	} {
 		r := e.do("POST", c.path, e.tenantA, c.body)
@@ -484,7 +484,7 @@ func TestResponseFormat(t *testing.T) {
 	if got := upstreamGot(t, u.lastOpenAI); jsonOf(got["response_format"]) != `{"type":"json_object"}` {
 		t.Errorf("json_object to openai: %v", got["response_format"])
 	}
-	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("anthropic:claude-3-5-haiku-latest", false, "response_format", jsonObject)), 200)
+	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("anthropic:claude-haiku-4-5", false, "response_format", jsonObject)), 200)
 	if got := upstreamGot(t, u.lastAnthropic); !strings.Contains(jsonOf(got["system"]), "single JSON object") {
 		t.Errorf("json_object to anthropic: system %v", got["system"])
 	}
@@ -492,7 +492,7 @@ func TestResponseFormat(t *testing.T) {
 	if got := jsonOf(upstreamGot(t, u.lastOpenAI)["response_format"]); !strings.Contains(got, `"type":"json_schema"`) || !strings.Contains(got, `"name":"get_weather"`) {
 		t.Errorf("json_schema to openai: %s", got)
 	}
-	r := e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("anthropic:claude-3-5-haiku-latest", false, "response_format", schemaFormat)), 200)
+	r := e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("anthropic:claude-haiku-4-5", false, "response_format", schemaFormat)), 200)
 	got := upstreamGot(t, u.lastAnthropic)
 	if jsonOf(got["tool_choice"]) != `{"disable_parallel_tool_use":true,"name":"get_weather","type":"tool"}` {
 		t.Errorf("json_schema to anthropic: tool_choice %v", got["tool_choice"])
@@ -510,7 +510,7 @@ func TestResponseFormat(t *testing.T) {
 		len(msg.Choices[0].Message.ToolCalls) != 0 || msg.Choices[0].FinishReason != "stop" {
 		t.Fatalf("structured answer from anthropic: %s", r.raw)
 	}
-	_, evs := e.stream("/v1/chat/completions", e.tenantA, chatBody("anthropic:claude-3-5-haiku-latest", true, "response_format", schemaFormat))
+	_, evs := e.stream("/v1/chat/completions", e.tenantA, chatBody("anthropic:claude-haiku-4-5", true, "response_format", schemaFormat))
 	<-u.lastAnthropic
 	var content strings.Builder
 	finish := ""
@@ -543,7 +543,7 @@ func TestResponseFormat(t *testing.T) {
 	// a tool call numbered among the client's calls from 0, beside the
 	// answer in the content.
 	report := map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "report", "schema": weatherSchema}}
-	r = e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chatWithTools("anthropic:claude-3-5-haiku-latest", map[string]any{"response_format": report})), 200)
+	r = e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chatWithTools("anthropic:claude-haiku-4-5", map[string]any{"response_format": report})), 200)
 	got = upstreamGot(t, u.lastAnthropic)
 	if jsonOf(got["tool_choice"]) != `{"type":"any"}` || !strings.Contains(jsonOf(got["tools"]), `"name":"get_weather"`) || !strings.Contains(jsonOf(got["tools"]), `"name":"report"`) {
 		t.Errorf("json_schema with client tools to anthropic: tool_choice %v, tools %v", got["tool_choice"], got["tools"])
@@ -563,7 +563,7 @@ func TestResponseFormat(t *testing.T) {
 		len(both.Choices[0].Message.ToolCalls) != 1 || both.Choices[0].Message.ToolCalls[0].Function.Name != "get_weather" || both.Choices[0].FinishReason != "tool_calls" {
 		t.Fatalf("answer and tool call from anthropic: %s", r.raw)
 	}
-	_, evs = e.stream("/v1/chat/completions", e.tenantA, chatWithTools("anthropic:claude-3-5-haiku-latest", map[string]any{"response_format": report, "stream": true}))
+	_, evs = e.stream("/v1/chat/completions", e.tenantA, chatWithTools("anthropic:claude-haiku-4-5", map[string]any{"response_format": report, "stream": true}))
 	<-u.lastAnthropic
 	content.Reset()
 	var indexes []int
@@ -590,12 +590,12 @@ func TestResponseFormat(t *testing.T) {
 		t.Fatalf("streamed answer and tool call: content %q, tool call indexes %v", content.String(), indexes)
 	}
 	// A schema named like one of the tools would make the two one.
-	if r := e.do("POST", "/v1/chat/completions", e.tenantA, chatWithTools("anthropic:claude-3-5-haiku-latest", map[string]any{"response_format": schemaFormat})); r.status != 400 ||
+	if r := e.do("POST", "/v1/chat/completions", e.tenantA, chatWithTools("anthropic:claude-haiku-4-5", map[string]any{"response_format": schemaFormat})); r.status != 400 ||
 		r.str("error.param") != "response_format/json_schema/name" {
 		t.Errorf("schema named like a tool: %d %s", r.status, r.raw)
 	}
 	// json_schema without a schema: any JSON object.
-	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("anthropic:claude-3-5-haiku-latest", false, "response_format",
+	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("anthropic:claude-haiku-4-5", false, "response_format",
 		map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "anything"}})), 200)
 	if got := upstreamGot(t, u.lastAnthropic); got["tool_choice"] != nil || !strings.Contains(jsonOf(got["system"]), "single JSON object") {
 		t.Errorf("json_schema without schema to anthropic: tool_choice %v system %v", got["tool_choice"], got["system"])
@@ -607,7 +607,7 @@ func TestResponseFormat(t *testing.T) {
 		map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "ok", "schema": "not a schema"}},
 		"json",
 	} {
-		r := e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("anthropic:claude-3-5-haiku-latest", false, "response_format", bad))
+		r := e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("anthropic:claude-haiku-4-5", false, "response_format", bad))
 		if r.status != 400 || !strings.HasPrefix(r.str("error.param"), "response_format") {
 			t.Errorf("response_format %v: %d %s", bad, r.status, r.raw)
 		}
@@ -648,13 +648,13 @@ func TestSamplingFieldsPassOn(t *testing.T) {
 			t.Fatalf("sent to OpenAI lacks %s:\n%s", want, sent)
 		}
 	}
-	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "messages": msgs,
+	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5", "messages": msgs,
 		"top_p": 0.5, "seed": 7, "user": "end-user-1"}), 200)
 	sent = string(<-u.lastAnthropic)
 	if !strings.Contains(sent, `"top_p":0.5`) || !strings.Contains(sent, `"metadata":{"user_id":"end-user-1"}`) || strings.Contains(sent, `"seed"`) {
 		t.Fatalf("sent to Anthropic: %s", sent)
 	}
-	e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "max_tokens": 20, "messages": msgs,
+	e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5", "max_tokens": 20, "messages": msgs,
 		"top_p": 0.9, "top_k": 40, "metadata": map[string]any{"user_id": "u-2"}, "thinking": map[string]any{"type": "disabled"}}), 200)
 	sent = string(<-u.lastAnthropic)
 	for _, want := range []string{`"top_p":0.9`, `"top_k":40`, `"metadata":{"user_id":"u-2"}`} {
@@ -673,9 +673,9 @@ func TestSamplingFieldsPassOn(t *testing.T) {
 		body  map[string]any
 		param string
 	}{
-		{"/v1/chat/completions", map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "messages": msgs, "n": 2}, "n"},
-		{"/v1/chat/completions", map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "messages": msgs, "logprobs": true}, "logprobs"},
-		{"/v1/chat/completions", map[string]any{"model": "anthropic:claude-3-5-haiku-latest", "messages": msgs, "logit_bias": []any{1}}, "logit_bias"},
+		{"/v1/chat/completions", map[string]any{"model": "anthropic:claude-haiku-4-5", "messages": msgs, "n": 2}, "n"},
+		{"/v1/chat/completions", map[string]any{"model": "anthropic:claude-haiku-4-5", "messages": msgs, "logprobs": true}, "logprobs"},
+		{"/v1/chat/completions", map[string]any{"model": "anthropic:claude-haiku-4-5", "messages": msgs, "logit_bias": []any{1}}, "logit_bias"},
 		// A cap below 1 is named as the client sent it; the newer field
 		// wins when both are.
 		{"/v1/chat/completions", map[string]any{"model": "openai:gpt-4o-mini", "messages": msgs, "max_tokens": 0}, "max_tokens"},

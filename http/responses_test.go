@@ -201,7 +201,7 @@ func TestResponsesPlainTextAndInstructions(t *testing.T) {
 	}
 	// Through Anthropic: the instructions are the system prompt; usage in
 	// the Responses convention (input includes the 90 cache reads).
-	resp, err = client.Responses.New(ctx, responses.ResponseNewParams{Model: "anthropic:claude-3-5-haiku-latest", Input: textInput("hi"), Instructions: openai.String("be brief")})
+	resp, err = client.Responses.New(ctx, responses.ResponseNewParams{Model: "anthropic:claude-haiku-4-5", Input: textInput("hi"), Instructions: openai.String("be brief")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestResponsesPlainTextAndInstructions(t *testing.T) {
 	evs := e.usageEvents("a", 2)
 	var u gateway.UsageRecord
 	json.Unmarshal(evs[len(evs)-1].Data, &u)
-	if u.Front != "responses" || u.Model != "anthropic:claude-3-5-haiku-latest" || u.Outcome != "ok" {
+	if u.Front != "responses" || u.Model != "anthropic:claude-haiku-4-5" || u.Outcome != "ok" {
 		t.Fatalf("usage record %+v", u)
 	}
 }
@@ -408,7 +408,7 @@ func TestResponsesStreaming(t *testing.T) {
 		t.Fatalf("text %q, final %s", text, final.RawJSON())
 	}
 	// From Anthropic's event grammar to the Responses one.
-	types, text, final = streamTypes(t, client, responses.ResponseNewParams{Model: "anthropic:claude-3-5-haiku-latest", Input: textInput("hi"), Instructions: openai.String("be brief")})
+	types, text, final = streamTypes(t, client, responses.ResponseNewParams{Model: "anthropic:claude-haiku-4-5", Input: textInput("hi"), Instructions: openai.String("be brief")})
 	if !slices.Equal(types, want) || text != `system="be brief" turns=1 ` || final.OutputText() != text || final.Usage.InputTokens != 100 || final.Usage.OutputTokens != 4 {
 		t.Fatalf("from anthropic: %q %q %s", types, text, final.RawJSON())
 	}

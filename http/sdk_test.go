@@ -134,7 +134,7 @@ var sdkUpstreams = []upstreamCase{
 		// The Anthropic fake answers with the system prompt and the number
 		// of turns it received. Usage: 10 input tokens plus 90 cache reads,
 		// 4 output tokens (message_delta's cumulative count when streamed).
-		name: "anthropic upstream", provider: "anthropic", model: "anthropic:claude-3-5-haiku-latest",
+		name: "anthropic upstream", provider: "anthropic", model: "anthropic:claude-haiku-4-5",
 		text:         `system="be brief" turns=3`,
 		streamed:     []string{`system="be `, `brief" `, `turns=3 `},
 		promptTokens: 100, completionTokens: 4, cachedTokens: 90,
@@ -742,8 +742,8 @@ func TestAnthropicSDKErrors(t *testing.T) {
 	tenant := func(e *env) string { return e.tenantA }
 	cases := []errCase{
 		{"unknown model", "nobody:x", 10, tenant, 404, anthropic.ErrorTypeNotFoundError, `no provider "nobody"`, ""},
-		{"bad key", "anthropic:claude-3-5-haiku-latest", 10, func(*env) string { return "not-a-key" }, 401, anthropic.ErrorTypeAuthenticationError, "not valid", ""},
-		{"max_tokens 0", "anthropic:claude-3-5-haiku-latest", 0, tenant, 400, anthropic.ErrorTypeInvalidRequestError, "max_tokens: must be at least 1", ""},
+		{"bad key", "anthropic:claude-haiku-4-5", 10, func(*env) string { return "not-a-key" }, 401, anthropic.ErrorTypeAuthenticationError, "not valid", ""},
+		{"max_tokens 0", "anthropic:claude-haiku-4-5", 0, tenant, 400, anthropic.ErrorTypeInvalidRequestError, "max_tokens: must be at least 1", ""},
 		// The local model has no upstream to fail: Baton's own refusals.
 		{"local model unknown", "local:other", 10, tenant, 404, anthropic.ErrorTypeNotFoundError, "the local provider serves only local:echo", ""},
 		{"local model max_tokens 0", "local:echo", 0, tenant, 400, anthropic.ErrorTypeInvalidRequestError, "max_tokens: must be at least 1", ""},

@@ -46,7 +46,7 @@ func TestOpenAISDKStructuredOutputFromAnthropic(t *testing.T) {
 	e, u := newToolEnv(t)
 	client := newOpenAIClient(e, sdkHTTP(t), e.tenantA)
 	params := openai.ChatCompletionNewParams{
-		Model:          "anthropic:claude-3-5-haiku-latest",
+		Model:          "anthropic:claude-haiku-4-5",
 		Messages:       []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Paris?")},
 		ResponseFormat: weatherFormat(),
 	}
@@ -113,7 +113,7 @@ func TestSDKToolChoiceAcrossProviders(t *testing.T) {
 	e, u := newToolEnv(t)
 	oa := newOpenAIClient(e, sdkHTTP(t), e.tenantA)
 	resp, err := oa.Chat.Completions.New(testCtx(t), openai.ChatCompletionNewParams{
-		Model:             "anthropic:claude-3-5-haiku-latest",
+		Model:             "anthropic:claude-haiku-4-5",
 		Messages:          []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Paris?")},
 		Tools:             []openai.ChatCompletionToolUnionParam{weatherTool()},
 		ToolChoice:        openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "get_weather"}),
