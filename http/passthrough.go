@@ -160,8 +160,8 @@ func speaks(t gateway.Target, format string) bool {
 func nativeOf(r *http.Request, format string, body []byte) *gateway.Native {
 	n := &gateway.Native{Format: format, Body: body, Query: r.URL.RawQuery, Header: http.Header{}}
 	for _, h := range []string{"anthropic-version", "anthropic-beta"} {
-		if vs := r.Header.Values(h); len(vs) > 0 {
-			n.Header[h] = vs
+		for _, v := range r.Header.Values(h) {
+			n.Header.Add(h, v)
 		}
 	}
 	return n
