@@ -7,8 +7,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/batonhq/baton/domain"
 )
@@ -84,6 +90,7 @@ func decodeBody(body []byte, dst any) error {
 		}
 		return domain.Invalid("decode", domain.FieldError{Pointer: "", Code: "invalid_type", Message: "the body must be a JSON object"})
 	}
+	trimmed = withoutFoldedKeys(trimmed, dst)
 	// Unmarshal checks the whole document before decoding: a syntax error
 	// means nothing was decoded.
 	if err := json.Unmarshal(trimmed, dst); err != nil {
@@ -107,6 +114,71 @@ func decodeBody(body []byte, dst any) error {
 // scanner, which parses the body as sent.
 func trimJSONSpace(b []byte) []byte {
 	return bytes.Trim(b, " \t\n\r")
+}
+
+// fieldNames caches the JSON names of a struct's fields, embedded ones'
+// included.
+var fieldNames sync.Map // reflect.Type -> []string
+
+func jsonFields(t reflect.Type) []string {
+	if v, ok := fieldNames.Load(t); ok {
+		return v.([]string)
+	}
+	var names []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == "-" {
+			continue
+		}
+		if f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct {
+			names = append(names, jsonFields(f.Type)...)
+			continue
+		}
+		if tag == "" {
+			tag = f.Name
+		}
+		names = append(names, tag)
+	}
+	fieldNames.Store(t, names)
+	return names
+}
+
+// withoutFoldedKeys drops the top-level keys that encoding/json would take
+// for a field of another case ("Model", "ſtream"): the wire formats Baton
+// speaks name their fields exactly, so such a key is an unknown field,
+// ignored as unknown fields are, not read as the field it resembles.
+func withoutFoldedKeys(body []byte, dst any) []byte {
+	t := reflect.TypeOf(dst)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return body
+	}
+	names := jsonFields(t)
+	var drop []string
+	gjson.ParseBytes(body).ForEach(func(k, _ gjson.Result) bool {
+		if slices.Contains(names, k.Str) {
+			return true
+		}
+		for _, f := range names {
+			if strings.EqualFold(k.Str, f) {
+				drop = append(drop, k.Str)
+				break
+			}
+		}
+		return true
+	})
+	if len(drop) == 0 || !gjson.ValidBytes(body) {
+		return body // (a body that is not JSON is refused by Unmarshal, at its offset)
+	}
+	for _, k := range drop {
+		if out, err := sjson.DeleteBytes(body, k); err == nil {
+			body = out
+		}
+	}
+	return body
 }
 
 func jsonKind(goKind string) string {
