@@ -8,7 +8,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
-	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -116,15 +116,20 @@ func trimJSONSpace(b []byte) []byte {
 	return bytes.Trim(b, " \t\n\r")
 }
 
-// fieldNames caches the JSON names of a struct's fields, embedded ones'
-// included.
-var fieldNames sync.Map // reflect.Type -> []string
+// jsonField is a struct field as encoding/json names it.
+type jsonField struct {
+	name string
+	typ  reflect.Type
+}
 
-func jsonFields(t reflect.Type) []string {
+// fieldNames caches the JSON fields of a struct, embedded ones' included.
+var fieldNames sync.Map // reflect.Type -> []jsonField
+
+func jsonFields(t reflect.Type) []jsonField {
 	if v, ok := fieldNames.Load(t); ok {
-		return v.([]string)
+		return v.([]jsonField)
 	}
-	var names []string
+	var fields []jsonField
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -132,49 +137,69 @@ func jsonFields(t reflect.Type) []string {
 			continue
 		}
 		if f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct {
-			names = append(names, jsonFields(f.Type)...)
+			fields = append(fields, jsonFields(f.Type)...)
 			continue
 		}
 		if tag == "" {
 			tag = f.Name
 		}
-		names = append(names, tag)
+		fields = append(fields, jsonField{tag, f.Type})
 	}
-	fieldNames.Store(t, names)
-	return names
+	fieldNames.Store(t, fields)
+	return fields
 }
 
-// withoutFoldedKeys drops the top-level keys that encoding/json would take
-// for a field of another case ("Model", "ſtream"): the wire formats Baton
-// speaks name their fields exactly, so such a key is an unknown field,
-// ignored as unknown fields are, not read as the field it resembles.
-func withoutFoldedKeys(body []byte, dst any) []byte {
-	t := reflect.TypeOf(dst)
-	for t != nil && t.Kind() == reflect.Pointer {
+// foldedKeys collects the paths of the keys in v that encoding/json would
+// take for a field of t of another case.
+func foldedKeys(v gjson.Result, t reflect.Type, prefix string, out *[]string) {
+	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t == nil || t.Kind() != reflect.Struct {
+	switch {
+	case t.Kind() == reflect.Struct && v.IsObject():
+		fields := jsonFields(t)
+		v.ForEach(func(k, val gjson.Result) bool {
+			for _, f := range fields {
+				if k.Str == f.name {
+					foldedKeys(val, f.typ, prefix+k.Str+".", out)
+					return true
+				}
+			}
+			for _, f := range fields {
+				if strings.EqualFold(k.Str, f.name) {
+					*out = append(*out, prefix+k.Str)
+					break
+				}
+			}
+			return true
+		})
+	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && t.Elem().Kind() != reflect.Uint8 && v.IsArray():
+		i := 0
+		v.ForEach(func(_, val gjson.Result) bool {
+			foldedKeys(val, t.Elem(), prefix+strconv.Itoa(i)+".", out)
+			i++
+			return true
+		})
+	}
+}
+
+// withoutFoldedKeys drops the keys that encoding/json would take for a
+// field of another case ("Model", "ſtream", a message's "Content"): the
+// wire formats Baton speaks name their fields exactly, so such a key is an
+// unknown field, ignored as unknown fields are, not read as the field it
+// resembles.
+func withoutFoldedKeys(body []byte, dst any) []byte {
+	t := reflect.TypeOf(dst)
+	if t == nil {
 		return body
 	}
-	names := jsonFields(t)
 	var drop []string
-	gjson.ParseBytes(body).ForEach(func(k, _ gjson.Result) bool {
-		if slices.Contains(names, k.Str) {
-			return true
-		}
-		for _, f := range names {
-			if strings.EqualFold(k.Str, f) {
-				drop = append(drop, k.Str)
-				break
-			}
-		}
-		return true
-	})
+	foldedKeys(gjson.ParseBytes(body), t, "", &drop)
 	if len(drop) == 0 || !gjson.ValidBytes(body) {
 		return body // (a body that is not JSON is refused by Unmarshal, at its offset)
 	}
-	for _, k := range drop {
-		if out, err := sjson.DeleteBytes(body, k); err == nil {
+	for i := len(drop) - 1; i >= 0; i-- { // the last first: earlier array indexes stay right
+		if out, err := sjson.DeleteBytes(body, drop[i]); err == nil {
 			body = out
 		}
 	}

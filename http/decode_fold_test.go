@@ -23,3 +23,14 @@ func TestDecodeIgnoresCaseFoldedKeys(t *testing.T) {
 		t.Fatal("a cut body was taken")
 	}
 }
+
+func TestDecodeIgnoresNestedCaseFoldedKeys(t *testing.T) {
+	var q msgRequest
+	if err := decodeBody([]byte(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"a"},{"ROLE":"x","role":"assistant","Content":"b"}]}`), &q); err != nil {
+		t.Fatal(err)
+	}
+	if len(q.Messages) != 2 || q.Messages[1].Role != "assistant" || len(q.Messages[1].Content) != 0 || string(q.Messages[0].Content) != `"a"` {
+		b, _ := json.Marshal(q)
+		t.Fatalf("decoded %s", b)
+	}
+}
