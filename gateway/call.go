@@ -41,6 +41,7 @@ type Call struct {
 const (
 	FormatAnthropic = "anthropic" // /v1/messages
 	FormatChat      = "chat"      // OpenAI /v1/chat/completions
+	FormatResponses = "responses" // OpenAI /v1/responses
 )
 
 // Native is a request body as the client wrote it, in one wire format.

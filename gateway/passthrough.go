@@ -193,13 +193,19 @@ func (s *anRawStream) Next() (Delta, error) {
 func (s *anRawStream) Close() error { return s.body.Close() }
 
 // Speaks implements Forwarder: chat completions, for OpenAI and any
-// OpenAI-compatible server.
-func (p *OpenAI) Speaks(format string) bool { return format == FormatChat }
+// OpenAI-compatible server; the Responses API, for OpenAI only (few
+// compatible servers have it).
+func (p *OpenAI) Speaks(format string) bool {
+	return format == FormatChat || format == FormatResponses && p.kind == "openai"
+}
 
 // Forward implements Forwarder. A stream asks the upstream for its usage
 // (stream_options.include_usage), which billing needs; when the client did
 // not ask for it, the usage chunk is not passed on.
 func (p *OpenAI) Forward(ctx context.Context, n *Native, model string, stream bool) (*Response, Stream, error) {
+	if n.Format == FormatResponses {
+		return p.forwardResponses(ctx, n, model, stream)
+	}
 	body, err := withModel(n.Body, model)
 	if err != nil {
 		return nil, nil, err

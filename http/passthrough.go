@@ -2,10 +2,12 @@ package http
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -62,6 +64,20 @@ func skimCap(g gjson.Result, param, sep string) (n int, set bool, err error) {
 }
 
 func skimCommon(g gjson.Result, body []byte, modelMsg string) (skimmed, error) {
+	s, err := skimModel(g, body, modelMsg)
+	if err != nil {
+		return s, err
+	}
+	msgs := g.Get("messages")
+	if msgs.Exists() && !msgs.IsArray() {
+		return s, typeErr("messages", "an array")
+	}
+	return s, nil
+}
+
+// skimModel reads what every front's body has: the model, stream and the
+// tools' names.
+func skimModel(g gjson.Result, body []byte, modelMsg string) (skimmed, error) {
 	var s skimmed
 	m := g.Get("model")
 	if m.Exists() && m.Type != gjson.String {
@@ -75,10 +91,6 @@ func skimCommon(g gjson.Result, body []byte, modelMsg string) (skimmed, error) {
 			return s, typeErr("stream", "a boolean")
 		}
 		s.stream = st.Bool()
-	}
-	msgs := g.Get("messages")
-	if msgs.Exists() && !msgs.IsArray() {
-		return s, typeErr("messages", "an array")
 	}
 	s.req.Body = body
 	g.Get("tools").ForEach(func(_, t gjson.Result) bool {
@@ -145,6 +157,25 @@ func skimChat(body []byte) (skimmed, error) {
 	return s, nil
 }
 
+// skimResponses reads a Responses API body. Nothing else is checked: a
+// body passed through is OpenAI's to judge.
+func skimResponses(body []byte) (skimmed, error) {
+	g, err := skimObject(body)
+	if err != nil {
+		return skimmed{}, err
+	}
+	s, err := skimModel(g, body, "model is required, as <provider>:<model> or a mode")
+	if err != nil {
+		return s, err
+	}
+	if s.req.MaxTokens, _, err = skimCap(g, "max_output_tokens", " "); err != nil {
+		return s, err
+	}
+	f := g.Get("text.format.type").Str
+	s.req.NeedsJSON = f == "json_schema" || f == "json_object"
+	return s, nil
+}
+
 // speaksAll reports whether every target takes the format as it is.
 func speaksAll(chain []gateway.Target, format string) bool {
 	return !slices.ContainsFunc(chain, func(t gateway.Target) bool { return !speaks(t, format) })
@@ -194,21 +225,51 @@ func writeRaw(w http.ResponseWriter, raw []byte) {
 	}
 }
 
-// pipe passes an upstream stream through to the client event by event,
+// pipeWire is how a front's stream is passed through: where Baton's
+// fields go and how a failure is told.
+type pipeWire struct {
+	f        errFormat
+	named    bool   // event: lines
+	ping     bool   // Anthropic's ping while the upstream is silent
+	firstSvc string // svc in the first event
+	stopSvc  string // svc in the event that ends the answer
+	usage    string // the usage object of the event with the final usage
+	// responses: the Responses API's stream (svc only where there is a
+	// response object; a failure told with the next sequence numbers).
+	responses bool
+}
+
+var (
+	chatPipe      = pipeWire{f: openaiErrors, firstSvc: "svc", stopSvc: "svc", usage: "usage"}
+	messagesPipe  = pipeWire{f: anthropicErrors, named: true, ping: true, firstSvc: "message.svc", stopSvc: "svc", usage: "usage"}
+	responsesPipe = pipeWire{f: openaiErrors, named: true, firstSvc: "response.svc", stopSvc: "response.svc", usage: "response.usage", responses: true}
+)
+
+// pipe passes a chat completions or messages stream through.
+func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, up *gateway.Upstream, f errFormat) {
+	wire := chatPipe
+	if f == anthropicErrors {
+		wire = messagesPipe
+	}
+	s.pipeAs(w, r, c, up, wire)
+}
+
+// pipeAs passes an upstream stream through to the client event by event,
 // adding Baton's fields to the first event and to the one that reports the
 // final usage, and settles the call when that usage comes (or, without
-// one, at the end, on what was sent). named: Anthropic's event: lines.
-func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, up *gateway.Upstream, f errFormat) {
+// one, at the end, on what was sent).
+func (s *Server) pipeAs(w http.ResponseWriter, r *http.Request, c *gateway.Call, up *gateway.Upstream, wire pipeWire) {
 	defer up.Close()
+	f := wire.f
 	sse, err := startSSE(w)
 	if err != nil {
 		s.caller.Record(c, up.ReadSoFar(c.Req), "upstream_error")
 		s.writeErrorAs(w, r, f, err)
 		return
 	}
-	named := f == anthropicErrors
+	named := wire.named
 	var tick <-chan time.Time
-	if named {
+	if wire.ping {
 		ticker := time.NewTicker(pingEvery)
 		defer ticker.Stop()
 		tick = ticker.C
@@ -216,6 +277,7 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 	var sent gateway.Tally
 	var record func()
 	settled, first, stopSeen := false, true, false
+	seq, created := int64(-1), []byte(nil) // the Responses stream's last sequence number and response object
 	defer func() {
 		if record != nil {
 			record()
@@ -256,7 +318,9 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 			} else {
 				d := describe(r, p.Err)
 				oa, an := d.types()
-				if named {
+				if wire.responses {
+					failResponse(sse, seq, created, d.Code, d.Message)
+				} else if named {
 					sse.event("error", map[string]any{"type": "error", "error": map[string]any{"type": an, "message": d.Message}})
 				} else {
 					sse.data(map[string]any{"error": map[string]any{"message": d.Message, "type": oa, "param": nil, "code": d.Code}})
@@ -268,24 +332,30 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 		d := p.D
 		sent.See(d)
 		raw := d.Raw
+		if wire.responses && raw != nil {
+			g := gjson.ParseBytes(raw)
+			if n := g.Get("sequence_number"); n.Exists() {
+				seq = n.Int()
+			}
+			if created == nil && g.Get("response").IsObject() {
+				created = []byte(g.Get("response").Raw)
+			}
+		}
 		if raw != nil && d.StopReason != "" && !stopSeen {
 			// The event that ends the answer (message_delta, the finish
-			// chunk) says how: svc with the native stop reason.
+			// chunk, response.completed) says how: svc with the native
+			// stop reason.
 			stopSeen = true
-			raw = withSvc(raw, "svc", newSvc(c, d.NativeStop), "", nil)
-		} else if raw != nil && first && string(raw) != "[DONE]" {
-			path := "svc"
-			if named {
-				path = "message.svc"
-			}
-			raw = withSvc(raw, path, newSvc(c, ""), "", nil)
+			raw = withSvc(raw, wire.stopSvc, newSvc(c, d.NativeStop), "", nil)
+		} else if raw != nil && first && string(raw) != "[DONE]" && (!wire.responses || gjson.GetBytes(raw, "response").IsObject()) {
+			raw = withSvc(raw, wire.firstSvc, newSvc(c, ""), "", nil)
 		}
 		if !settled && d.Usage != nil && d.StopReason != "" {
 			var cost *float64
 			cost, record = s.caller.Settle(c, *d.Usage, "ok")
 			settled = true
 			if raw != nil {
-				raw = withSvc(raw, "", nil, "usage", cost)
+				raw = withSvc(raw, "", nil, wire.usage, cost)
 			}
 		}
 		if raw == nil {
@@ -316,4 +386,26 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 			return
 		}
 	}
+}
+
+// failResponse ends a passed-through Responses stream that broke after it
+// began, as the translated stream does: an error event, then
+// response.failed with the response the stream created, numbered after
+// the upstream's last event.
+func failResponse(sse *sseWriter, seq int64, created []byte, code, message string) {
+	if sse.event("error", map[string]any{"type": "error", "sequence_number": seq + 1, "code": code, "message": message, "param": nil}) != nil || created == nil {
+		return
+	}
+	failed := "server_error"
+	if strings.Contains(code, "rate_limit") {
+		failed = "rate_limit_exceeded"
+	}
+	resp, err := sjson.SetBytes(created, "status", "failed")
+	if err == nil {
+		resp, err = sjson.SetBytes(resp, "error", map[string]string{"code": failed, "message": message})
+	}
+	if err != nil {
+		return
+	}
+	sse.event("response.failed", map[string]any{"type": "response.failed", "sequence_number": seq + 2, "response": json.RawMessage(resp)})
 }

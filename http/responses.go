@@ -6,9 +6,13 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/gorilla/mux"
+	"github.com/tidwall/gjson"
+
+	"github.com/batonhq/baton/domain"
 
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/gateway"
@@ -26,50 +30,142 @@ func (s *Server) storedResponses() openai.ResponsesStore {
 	return openai.ResponsesStore{Store: s.store}
 }
 
-// responses answers POST /v1/responses: the request is translated to the
-// gateway's and goes down the same call path as the other fronts, to
-// whatever provider the model routes to.
+// responses answers POST /v1/responses: passed through to the models
+// that speak the Responses API (OpenAI), translated to the gateway's
+// request for the others, down the same call path as the other fronts.
 func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	const f = openaiErrors
 	created := time.Now()
-	body, err := readBody(w, r, s.maxModelBody)
-	var call *openai.ResponsesCall
-	if err == nil {
-		call, err = openai.DecodeResponsesRequest(body)
-	}
-	if err == nil && call.Wire.Previous() != "" {
-		var h openai.ResponsesHistory
-		if h, err = s.storedResponses().History(r.Context(), principalOf(r.Context()).Tenant, call.Wire.Previous()); err == nil {
-			call.Continue(h)
-		}
-	}
-	var chain []gateway.Target
-	if err == nil {
-		chain, err = s.plan(call.Wire.Model, call.Request)
-	}
+	p, err := s.prepareResponses(w, r)
 	if err != nil {
 		s.writeErrorAs(w, r, f, err)
 		return
 	}
-	c := s.newCall(r, "responses", "", call.Request, call.Wire.Stream)
+	c := s.newCall(r, "responses", "", p.req, p.stream)
 	c.ID = openai.NewResponsesID()
+	c.Native = p.native
 	defer c.ReleaseHold()
-	if call.Wire.Stream {
-		s.streamResponse(w, r, c, chain, call, created)
+	if p.stream {
+		s.streamResponse(w, r, c, p.chain, p.call, created)
 		return
 	}
-	resp, err := s.caller.Complete(r.Context(), c, chain)
+	resp, err := s.caller.Complete(r.Context(), c, p.chain)
 	if err != nil {
 		s.writeErrorAs(w, r, f, err)
 		return
 	}
 	cost, record := s.caller.Settle(c, resp.Usage, "ok")
 	defer record()
+	if c.Passthrough {
+		raw := resp.Raw
+		if resp.Usage.Estimated {
+			raw = withSvc(raw, "usage", openai.NewResponsesUsage(resp.Usage, nil), "", nil) // the upstream sent none
+		}
+		writeRaw(w, withSvc(raw, "svc", newSvc(c, resp.NativeStop), "usage", cost))
+		return
+	}
+	call := p.call
 	obj := call.Object(c.ID, created, c.Model.ID)
 	obj.Complete(resp, c.Req.Output, openai.NewResponsesUsage(resp.Usage, cost), time.Now())
 	obj.Svc = newSvc(c, resp.NativeStop)
 	s.storeResponse(r, call, obj)
 	writeAnswer(w, obj)
+}
+
+// responsesPlan is a Responses request read and routed. call is nil when
+// every model of the chain takes the body as it is; native is nil when
+// none may (a continuation of a response Baton stored).
+type responsesPlan struct {
+	call   *openai.ResponsesCall
+	req    gateway.Request
+	chain  []gateway.Target
+	native *gateway.Native
+	stream bool
+}
+
+// prepareResponses reads a Responses request and plans its route, as
+// prepareCall does for the other fronts: when every model of the chain
+// speaks the Responses API the body is skimmed, not decoded, and passed
+// through; else it is translated, and still passed through to the models
+// that speak it. A body that cannot be translated goes only to those.
+// A previous_response_id that Baton stored is continued from the store
+// (translated, to any model); any other id is the provider's own and goes
+// as it is, only to the models that speak the API.
+func (s *Server) prepareResponses(w http.ResponseWriter, r *http.Request) (p responsesPlan, err error) {
+	body, err := readBody(w, r, s.maxModelBody)
+	if err != nil {
+		return p, err
+	}
+	sk, err := skimResponses(body)
+	if err != nil {
+		if _, derr := openai.DecodeResponsesRequest(body); derr != nil {
+			return p, derr // in this front's words
+		}
+		return p, err
+	}
+	p.stream, p.native = sk.stream, nativeOf(r, gateway.FormatResponses, body)
+	var hist *openai.ResponsesHistory
+	var notOurs error // the provider's previous response: Baton's 404 for the others
+	if prev := gjson.GetBytes(body, "previous_response_id"); prev.Type == gjson.String && prev.Str != "" {
+		h, herr := s.storedResponses().History(r.Context(), principalOf(r.Context()).Tenant, prev.Str)
+		switch {
+		case herr == nil:
+			hist, p.native = &h, nil
+		case isPreviousNotFound(herr):
+			notOurs = herr
+		default:
+			return p, herr
+		}
+	}
+	if p.native != nil && !gateway.IsMode(sk.model) {
+		if p.chain, err = s.plan(sk.model, sk.req); err != nil {
+			return p, err
+		}
+		if speaksAll(p.chain, gateway.FormatResponses) {
+			p.req = sk.req
+			return p, nil
+		}
+	}
+	onlyNative := func(fail error) error {
+		p.chain = slices.DeleteFunc(p.chain, func(t gateway.Target) bool { return !speaks(t, gateway.FormatResponses) })
+		if len(p.chain) == 0 {
+			return fail
+		}
+		p.call, p.req = nil, sk.req
+		return nil
+	}
+	call, derr := openai.DecodeResponsesRequest(body)
+	if derr == nil {
+		if hist != nil {
+			call.Continue(*hist)
+		}
+		if p.chain == nil {
+			if p.chain, err = s.plan(call.Wire.Model, call.Request); err != nil {
+				return p, err
+			}
+		}
+		p.call, p.req = call, call.Request
+		if notOurs != nil {
+			return p, onlyNative(notOurs)
+		}
+		return p, nil
+	}
+	if p.native == nil {
+		return p, derr
+	}
+	if p.chain == nil {
+		if p.chain, err = s.plan(sk.model, sk.req); err != nil {
+			return p, derr
+		}
+	}
+	return p, onlyNative(derr)
+}
+
+// isPreviousNotFound reports whether err says the previous_response_id
+// itself is not one of Baton's stored responses.
+func isPreviousNotFound(err error) bool {
+	var de *domain.Error
+	return errors.As(err, &de) && de.Code == "response_not_found" && len(de.Fields) > 0 && de.Fields[0].Pointer == "previous_response_id"
 }
 
 // storeResponse keeps a finished response for previous_response_id and
@@ -101,6 +197,10 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, c *gatew
 	up, err := s.caller.Open(r.Context(), c, chain)
 	if err != nil {
 		s.writeErrorAs(w, r, openaiErrors, err)
+		return
+	}
+	if c.Passthrough {
+		s.pipeAs(w, r, c, up, responsesPipe)
 		return
 	}
 	defer up.Close()

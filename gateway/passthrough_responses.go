@@ -1,0 +1,194 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// OpenAI's Responses API passed through: the body goes to /responses as
+// the client wrote it (store, include, reasoning, custom tools, input
+// items Baton does not know), only the model rewritten.
+
+func (p *OpenAI) forwardResponses(ctx context.Context, n *Native, model string, stream bool) (*Response, Stream, error) {
+	body, err := withModel(n.Body, model)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !stream {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+		defer cancel()
+	}
+	path := "/responses"
+	if n.Query != "" {
+		path += "?" + n.Query
+	}
+	resp, err := p.do(ctx, http.MethodPost, path, body)
+	if err != nil {
+		return nil, nil, err
+	}
+	if stream {
+		return nil, &respRawStream{name: p.name, body: resp.Body, sse: newSSEReader(resp.Body)}, nil
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return nil, nil, midAnswerError(p.name, err, "answer interrupted", "")
+	}
+	if !gjson.ValidBytes(raw) || gjson.GetBytes(raw, "object").Str != "response" {
+		return nil, nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: not a response"}
+	}
+	g := gjson.ParseBytes(raw)
+	if g.Get("status").Str == "failed" {
+		return nil, nil, responsesFailure(p.name, g.Get("error"))
+	}
+	stop, native := responsesStop(g)
+	out := &Response{Raw: raw, ID: g.Get("id").Str, Model: g.Get("model").Str, StopReason: stop, NativeStop: native}
+	if u := g.Get("usage"); u.IsObject() {
+		out.Usage = responsesUsageOf(u)
+	} else {
+		out.UsageMissing = true
+		g.Get("output").ForEach(func(_, it gjson.Result) bool {
+			text := it.Get("arguments").Str + it.Get("input").Str
+			it.Get("content").ForEach(func(_, c gjson.Result) bool {
+				text += c.Get("text").Str + c.Get("refusal").Str
+				return true
+			})
+			out.Content = append(out.Content, Block{Type: "text", Text: text})
+			return true
+		})
+	}
+	return out, nil, nil
+}
+
+// responsesUsageOf reads a Responses usage object: input tokens include
+// the cached ones (and those written to the cache), billed apart; output
+// tokens include reasoning.
+func responsesUsageOf(u gjson.Result) Usage {
+	in := max(int(u.Get("input_tokens").Int()), 0)
+	cached := min(max(int(u.Get("input_tokens_details.cached_tokens").Int()), 0), in)
+	written := min(max(int(u.Get("input_tokens_details.cache_write_tokens").Int()), 0), in-cached)
+	return Usage{InputTokens: in - cached - written, OutputTokens: max(int(u.Get("output_tokens").Int()), 0), CacheReadTokens: cached, CacheWriteTokens: written}
+}
+
+// responsesStop is a response's stop reason, canonical and native: its
+// status, or why it is incomplete.
+func responsesStop(r gjson.Result) (string, string) {
+	switch status := r.Get("status").Str; status {
+	case "completed":
+		for _, it := range r.Get("output").Array() {
+			if t := it.Get("type").Str; t == "function_call" || t == "custom_tool_call" {
+				return StopToolUse, status
+			}
+		}
+		return StopEndTurn, status
+	case "incomplete":
+		reason := r.Get("incomplete_details.reason").Str
+		switch reason {
+		case "max_output_tokens":
+			return StopMaxTokens, reason
+		case "content_filter":
+			return StopRefusal, reason
+		}
+		return StopUnknownValue, orDefault(reason, status)
+	default:
+		return "", status
+	}
+}
+
+// responsesFailure is a response.failed's or an error event's error.
+func responsesFailure(provider string, e gjson.Result) error {
+	code := e.Get("code").Str
+	if code == "" {
+		code = e.Get("type").Str
+	}
+	status := http.StatusBadGateway
+	switch {
+	case strings.Contains(code, "rate_limit"):
+		status = http.StatusTooManyRequests
+	case strings.Contains(code, "overloaded"):
+		status = http.StatusServiceUnavailable
+	case strings.Contains(code, "invalid") || strings.Contains(code, "context_length"):
+		status = http.StatusBadRequest
+	}
+	return &UpstreamError{Provider: provider, Status: status, Type: code, Message: orDefault(e.Get("message").Str, "response failed")}
+}
+
+// respRawStream is a Responses event stream passed through: each event is
+// a delta whose Raw is its data and Event its name. response.completed
+// (or response.incomplete) ends it with the usage; response.failed and
+// error events fail it (before anything was sent, the next model of the
+// chain takes over).
+type respRawStream struct {
+	name string
+	body io.ReadCloser
+	sse  *sseReader
+	done bool
+}
+
+func (s *respRawStream) Next() (Delta, error) {
+	if s.done {
+		return Delta{}, io.EOF
+	}
+	ev, err := s.sse.Next()
+	if errors.Is(err, io.EOF) || err == nil && string(ev.Data) == "[DONE]" {
+		return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "stream ended before response.completed"}
+	}
+	if err != nil {
+		return Delta{}, streamError(s.name, err)
+	}
+	if !gjson.ValidBytes(ev.Data) {
+		return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "malformed stream event"}
+	}
+	g := gjson.ParseBytes(ev.Data)
+	typ := g.Get("type").Str
+	d := Delta{Raw: ev.Data, Event: ev.Event}
+	if d.Event == "" {
+		d.Event = typ
+	}
+	switch typ {
+	case "response.created", "response.in_progress", "response.queued":
+		// Before any content: a failure after them still falls back.
+	case "response.output_text.delta", "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
+		d.Text, d.Commit = g.Get("delta").Str, true
+	case "response.refusal.delta":
+		d.Refusal, d.Commit = g.Get("delta").Str, true
+	case "response.function_call_arguments.delta", "response.custom_tool_call_input.delta":
+		d.ToolCall = &ToolCallDelta{Index: int(g.Get("output_index").Int()), Arguments: g.Get("delta").Str}
+		d.Commit = true
+	case "response.output_item.added":
+		d.Commit = true
+		if it := g.Get("item"); it.Get("type").Str == "function_call" || it.Get("type").Str == "custom_tool_call" {
+			d.ToolCall = &ToolCallDelta{Index: int(g.Get("output_index").Int()), ID: it.Get("call_id").Str, Name: it.Get("name").Str}
+		}
+	case "response.completed", "response.incomplete":
+		s.done = true
+		r := g.Get("response")
+		d.StopReason, d.NativeStop = responsesStop(r)
+		if d.StopReason == "" {
+			d.StopReason = StopEndTurn
+		}
+		if u := r.Get("usage"); u.IsObject() {
+			final := responsesUsageOf(u)
+			d.Usage = &final
+		}
+	case "response.failed":
+		return Delta{}, responsesFailure(s.name, g.Get("response.error"))
+	case "error":
+		e := g
+		if g.Get("error").IsObject() {
+			e = g.Get("error")
+		}
+		return Delta{}, responsesFailure(s.name, e)
+	default:
+		d.Commit = true // any other event is the client's
+	}
+	return d, nil
+}
+
+func (s *respRawStream) Close() error { return s.body.Close() }
