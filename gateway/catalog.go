@@ -464,6 +464,30 @@ func (c *Catalog) Resolve(id string) (Provider, *Model, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	provName, name, ok := strings.Cut(id, ":")
+	if !ok && id != "" {
+		// A bare name (what a client sends by default: Codex's gpt-6-luna,
+		// the Agents SDK's default) is the one configured model of that
+		// name, when there is exactly one.
+		var found []*Model
+		for _, m := range c.models {
+			if m.Model == id && m.Configured {
+				found = append(found, m)
+			}
+		}
+		switch len(found) {
+		case 1:
+			cp := *found[0]
+			return c.providers[cp.Provider], &cp, nil
+		case 0:
+			return nil, nil, fmt.Errorf("%w: %q is not of the form <provider>:<model>, and no configured provider lists a model of that name", ErrUnknownModel, id)
+		}
+		ids := make([]string, len(found))
+		for i, m := range found {
+			ids[i] = m.ID
+		}
+		slices.Sort(ids)
+		return nil, nil, fmt.Errorf("%w: %q names a model of several providers (%s); name one as <provider>:<model>", ErrUnknownModel, id, strings.Join(ids, ", "))
+	}
 	if !ok || provName == "" || name == "" {
 		return nil, nil, fmt.Errorf("%w: %q is not of the form <provider>:<model>", ErrUnknownModel, id)
 	}

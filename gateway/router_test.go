@@ -83,3 +83,28 @@ func TestEstimateInputTokens(t *testing.T) {
 		}
 	}
 }
+
+// A bare model name is the one configured model of that name; names that
+// several providers list, or none, are refused with what to send instead.
+func TestBareModelNames(t *testing.T) {
+	env := map[string]string{"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}
+	c, err := NewCatalog(Config{Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, m, err := c.Resolve("gpt-4o-mini")
+	if err != nil || p.Name() != "openai" || m.ID != "openai:gpt-4o-mini" {
+		t.Fatalf("gpt-4o-mini: %v %v %v", p, m, err)
+	}
+	if _, m, err := c.Resolve("claude-haiku-4-5"); err != nil || m.ID != "anthropic:claude-haiku-4-5" {
+		t.Fatalf("claude-haiku-4-5: %v %v", m, err)
+	}
+	if _, _, err := c.Resolve("no-such-model"); !errors.Is(err, ErrUnknownModel) || !strings.Contains(err.Error(), "no configured provider") {
+		t.Fatalf("unknown bare name: %v", err)
+	}
+	// Unconfigured providers' models are not taken for a bare name.
+	bare, _ := NewCatalog(Config{Getenv: func(string) string { return "" }})
+	if _, _, err := bare.Resolve("gpt-4o-mini"); !errors.Is(err, ErrUnknownModel) {
+		t.Fatalf("a bare name resolved to an unconfigured provider: %v", err)
+	}
+}
