@@ -200,20 +200,83 @@ func nativeOf(r *http.Request, format string, body []byte) *gateway.Native {
 
 // withSvc adds Baton's fields to a passed-through JSON answer or event: svc
 // at path, and the estimated cost in the usage object at usage (when it
-// has one).
+// has one). Each is spliced into its object in place (one copy of the
+// answer, no re-encoding); sjson does it where the splice cannot (the
+// field already there, a path with no object).
 func withSvc(raw []byte, path string, svc any, usage string, cost *float64) []byte {
 	if svc != nil {
-		if out, err := sjson.SetBytes(raw, path, svc); err == nil {
-			raw = out
-		}
+		raw = setField(raw, path, svc)
 	}
 	if usage != "" && gjson.GetBytes(raw, usage).IsObject() {
-		if out, err := sjson.SetBytes(raw, usage+".estimated_cost_usd", cost); err == nil {
-			raw = out
-		}
+		raw = setField(raw, usage+".estimated_cost_usd", cost)
 	}
 	return raw
 }
+
+// setField sets the field at path (parent.key) to v's JSON.
+func setField(raw []byte, path string, v any) []byte {
+	val, err := json.Marshal(v)
+	if err != nil {
+		return raw
+	}
+	parent, key := "", path
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		parent, key = path[:i], path[i+1:]
+	}
+	if out, ok := spliceField(raw, parent, key, val); ok {
+		return out
+	}
+	if out, err := sjson.SetRawBytes(raw, path, val); err == nil {
+		return out
+	}
+	return raw
+}
+
+// spliceField adds "key":val at the end of the object at parent ("" for
+// the top), when that object exists and has no such key.
+func spliceField(raw []byte, parent, key string, val []byte) ([]byte, bool) {
+	start, end := 0, len(raw)-1
+	for start <= end && isJSONSpace(raw[start]) {
+		start++
+	}
+	for end >= start && isJSONSpace(raw[end]) {
+		end--
+	}
+	if parent != "" {
+		obj := gjson.GetBytes(raw, parent)
+		if !obj.IsObject() || obj.Index <= 0 || obj.Index+len(obj.Raw) > len(raw) {
+			return nil, false
+		}
+		start, end = obj.Index, obj.Index+len(obj.Raw)-1
+		if gjson.GetBytes(raw, parent+"."+key).Exists() {
+			return nil, false
+		}
+	} else if gjson.GetBytes(raw, key).Exists() {
+		return nil, false
+	}
+	if start >= end || raw[start] != '{' || raw[end] != '}' {
+		return nil, false
+	}
+	empty := true
+	for _, b := range raw[start+1 : end] {
+		if !isJSONSpace(b) {
+			empty = false
+			break
+		}
+	}
+	out := make([]byte, 0, len(raw)+len(key)+len(val)+4)
+	out = append(out, raw[:end]...)
+	if !empty {
+		out = append(out, ',')
+	}
+	out = append(out, '"')
+	out = append(out, key...)
+	out = append(out, '"', ':')
+	out = append(out, val...)
+	return append(out, raw[end:]...), true
+}
+
+func isJSONSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }
 
 // writeRaw writes a passed-through JSON answer and flushes it.
 func writeRaw(w http.ResponseWriter, raw []byte) {

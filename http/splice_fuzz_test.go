@@ -1,0 +1,45 @@
+package http
+
+import (
+	"encoding/json"
+	"reflect"
+	"regexp"
+	"testing"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+var plainPath = regexp.MustCompile(`^[a-z_]+(\.[a-z_]+)*$`)
+
+// FuzzSetField: Baton's fields spliced into an upstream's answer (any bytes
+// a provider may send) give what sjson's full edit gives, and never a body
+// that is not JSON when the answer was.
+func FuzzSetField(f *testing.F) {
+	for _, s := range []string{`{}`, ` { } `, `{"a":1}`, `{"usage":{}}`, `{"usage":{"x":1},"svc":2}`, `{"message":{"id":"m"}}`,
+		`{"message":[1]}`, `[1]`, `"x"`, `{"a":"}"}`, `{"usage":{"estimated_cost_usd":1}}`, "{\"a\":1}\n"} {
+		f.Add([]byte(s), "svc")
+		f.Add([]byte(s), "usage.estimated_cost_usd")
+		f.Add([]byte(s), "message.svc")
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, path string) {
+		if !gjson.ValidBytes(raw) || !plainPath.MatchString(path) {
+			return // Baton's paths are plain names (svc, message.svc, usage.estimated_cost_usd)
+		}
+		got := setField(raw, path, map[string]any{"requestId": "r"})
+		if json.Valid(raw) && !json.Valid(got) {
+			t.Fatalf("%s -> not JSON: %s", raw, got)
+		}
+		want, err := sjson.SetRawBytes(raw, path, []byte(`{"requestId":"r"}`))
+		if err != nil {
+			return
+		}
+		var a, b any
+		if json.Unmarshal(got, &a) != nil || json.Unmarshal(want, &b) != nil {
+			return
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("%s at %q: spliced %s, sjson %s", raw, path, got, want)
+		}
+	})
+}
