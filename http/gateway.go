@@ -1079,7 +1079,7 @@ type contentBlocks struct {
 	next     int  // the index the next block gets
 	text     bool // whether the open block is a text block
 	thinking bool // whether the open block is a thinking block
-	tools map[int]int
+	tools    map[int]int
 	// buffer holds tool calls back until something else comes (text, the
 	// end): OpenAI-shaped upstreams may send the arguments of parallel
 	// calls interleaved, while a messages client must get each call as
