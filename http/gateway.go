@@ -871,20 +871,6 @@ func thinkingOf(content []gateway.Block) string {
 	return b.String()
 }
 
-// answerBlocks is a translated answer's content for a messages client: the
-// structured answer's tool call (an Anthropic forced tool) becomes the
-// text it answers with.
-func answerBlocks(content []gateway.Block, o *gateway.OutputSchema) []gateway.Block {
-	out := make([]gateway.Block, 0, len(content))
-	for _, b := range content {
-		if o != nil && b.Type == "tool_use" && b.Name == o.Name {
-			b = gateway.Block{Type: "text", Text: string(b.Input)}
-		}
-		out = append(out, b)
-	}
-	return out
-}
-
 func anthropicUsage(u gateway.Usage, cost *float64) map[string]any {
 	m := map[string]any{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
 		"cache_read_input_tokens": u.CacheReadTokens, "cache_creation_input_tokens": u.CacheWriteTokens, "estimated_cost_usd": cost}
@@ -942,11 +928,11 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		writeRaw(w, withSvc(raw, "svc", newSvc(c, resp.NativeStop), "usage", cost))
 		return
 	}
-	content := answerBlocks(resp.Content, c.Req.Output)
-	stop := resp.StopReason
-	if c.Req.Output != nil && stop == gateway.StopToolUse && !slices.ContainsFunc(content, func(b gateway.Block) bool { return b.Type == "tool_use" }) {
-		stop = gateway.StopEndTurn // only the structured answer's tool was called
+	content := resp.Content
+	if content == nil {
+		content = []gateway.Block{}
 	}
+	stop := resp.StopReason
 	if resp.Refusal != "" {
 		// OpenAI's refusal: the message's text, with Anthropic's stop reason.
 		content = append(content, gateway.Block{Type: "text", Text: resp.Refusal})
@@ -996,8 +982,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 	var sent gateway.Tally
 	// Anthropic upstreams send each tool call as its own block already.
 	blocks := contentBlocks{open: -1, tools: map[int]int{}, buffer: c.Provider.Kind() != "anthropic"}
-	var routes toolIndexes
-	refused, toolCalled := false, false
+	refused := false
 	for {
 		p, ticked, gone := up.Next(r.Context(), ticker.C, sse.flush)
 		if gone {
@@ -1028,19 +1013,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 			d.Text, d.Refusal, refused = d.Text+d.Refusal, "", true
 		}
 		sent.See(d)
-		if tc := d.ToolCall; tc != nil {
-			// The structured answer's tool (an Anthropic forced tool): its
-			// input is the message's text.
-			if answer, index := routes.route(c.Req.Output, tc); answer {
-				d.Text, d.ToolCall = d.Text+tc.Arguments, nil
-			} else {
-				toolCalled = true
-				call := *tc
-				call.Index = index
-				d.ToolCall = &call
-			}
-		}
-		if d.Text != "" || d.Thinking != "" || d.Signature != "" || d.ToolCall != nil {
+		if d.Text != "" || d.ToolCall != nil {
 			if blocks.write(sse, d) != nil {
 				s.caller.Record(c, sent.Bill(c.Req, nil), "client_gone")
 				return
@@ -1053,9 +1026,6 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 			stop := d.StopReason
 			if refused && stop == gateway.StopEndTurn {
 				stop = gateway.StopRefusal
-			}
-			if c.Req.Output != nil && stop == gateway.StopToolUse && !toolCalled {
-				stop = gateway.StopEndTurn // only the structured answer's tool was called
 			}
 			md := map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": anthropicStop(stop), "stop_sequence": stopSequence(d.StopReason, d.MatchedStop)},
 				"usage": anthropicUsage(u, cost), "svc": newSvc(c, d.NativeStop)}
@@ -1075,11 +1045,10 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 // Messages API refuses those. The tool calls of a delta stream are
 // assumed to come one after another, as providers send them.
 type contentBlocks struct {
-	open     int  // the index of the open block, -1 when none is
-	next     int  // the index the next block gets
-	text     bool // whether the open block is a text block
-	thinking bool // whether the open block is a thinking block
-	tools    map[int]int
+	open  int  // the index of the open block, -1 when none is
+	next  int  // the index the next block gets
+	text  bool // whether the open block is a text block
+	tools map[int]int
 	// buffer holds tool calls back until something else comes (text, the
 	// end): OpenAI-shaped upstreams may send the arguments of parallel
 	// calls interleaved, while a messages client must get each call as
@@ -1135,32 +1104,10 @@ func (b *contentBlocks) start(sse *sseWriter, block map[string]any) error {
 	}
 	b.open = b.next
 	b.next++
-	b.text, b.thinking = false, false
 	return sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": b.open, "content_block": block})
 }
 
 func (b *contentBlocks) write(sse *sseWriter, d gateway.Delta) error {
-	if d.Thinking != "" || d.Signature != "" {
-		if err := b.flushTools(sse); err != nil {
-			return err
-		}
-		if !b.thinking || b.open < 0 {
-			if err := b.start(sse, map[string]any{"type": "thinking", "thinking": "", "signature": ""}); err != nil {
-				return err
-			}
-			b.thinking = true
-		}
-		if d.Thinking != "" {
-			if err := sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": b.open, "delta": map[string]any{"type": "thinking_delta", "thinking": d.Thinking}}); err != nil {
-				return err
-			}
-		}
-		if d.Signature != "" {
-			if err := sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": b.open, "delta": map[string]any{"type": "signature_delta", "signature": d.Signature}}); err != nil {
-				return err
-			}
-		}
-	}
 	if d.Text != "" {
 		if err := b.flushTools(sse); err != nil {
 			return err
