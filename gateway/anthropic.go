@@ -58,6 +58,17 @@ type anBlock struct {
 	Input     json.RawMessage `json:"input,omitempty"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   *string         `json:"content,omitempty"`
+	Source    *anSource       `json:"source,omitempty"`
+	Thinking  *string         `json:"thinking,omitempty"`
+	Signature *string         `json:"signature,omitempty"`
+}
+
+// anSource is an image's source: base64 data, or a URL.
+type anSource struct {
+	Type      string `json:"type"` // base64 or url
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
 }
 
 func toAnBlocks(in []Block) []anBlock {
@@ -73,6 +84,15 @@ func toAnBlocks(in []Block) []anBlock {
 		case "tool_result":
 			text := b.Text
 			out = append(out, anBlock{Type: b.Type, ToolUseID: b.ToolUseID, Content: &text})
+		case "image":
+			src := &anSource{Type: "url", URL: b.URL}
+			if b.URL == "" {
+				src = &anSource{Type: "base64", MediaType: b.MediaType, Data: b.Data}
+			}
+			out = append(out, anBlock{Type: "image", Source: src})
+		case "thinking":
+			th, sig := b.Thinking, b.Signature
+			out = append(out, anBlock{Type: "thinking", Thinking: &th, Signature: &sig})
 		default:
 			if b.Type == "text" && b.Text == "" {
 				continue // the Messages API refuses empty text blocks (a client may send one back)
@@ -97,6 +117,14 @@ type anRequest struct {
 	Stream        bool        `json:"stream,omitempty"`
 	Tools         []Tool      `json:"tools,omitempty"`
 	ToolChoice    any         `json:"tool_choice,omitempty"`
+	Thinking      *Thinking   `json:"thinking,omitempty"`
+	OutputConfig  *anOutput   `json:"output_config,omitempty"`
+}
+
+// anOutput is output_config: the effort, and a structured output's format.
+type anOutput struct {
+	Effort string         `json:"effort,omitempty"`
+	Format map[string]any `json:"format,omitempty"`
 }
 
 type anMetadata struct {
@@ -122,8 +150,25 @@ func (p *Anthropic) body(req Request, stream bool) ([]byte, error) {
 	if req.User != "" {
 		r.Metadata = &anMetadata{UserID: req.User}
 	}
+	// The Messages API requires a cap; chat completion clients may send none.
+	r.Thinking, r.MaxTokens = req.Thinking, AnthropicMaxTokens(req)
+	effort := req.Effort
+	if req.Thinking == nil && req.Effort == "" {
+		r.Thinking, effort, r.MaxTokens = anthropicReasoning(req)
+	}
+	if effort != "" {
+		r.OutputConfig = &anOutput{Effort: effort}
+	}
+	thinking := r.Thinking != nil && r.Thinking.Type != "disabled"
 	tc := req.ToolChoice
-	if req.Output != nil {
+	switch {
+	case req.Output != nil && thinking:
+		// Thinking takes no forced tool: the native structured output.
+		if r.OutputConfig == nil {
+			r.OutputConfig = &anOutput{}
+		}
+		r.OutputConfig.Format = map[string]any{"type": "json_schema", "schema": withoutMetaKeys(req.Output.Schema)}
+	case req.Output != nil:
 		// Structured output the Anthropic way: a tool whose input is the
 		// output, and the model is made to call a tool.
 		desc := "Emit the answer as this tool's input."
@@ -142,7 +187,7 @@ func (p *Anthropic) body(req Request, stream bool) ([]byte, error) {
 			// model answers with some tool, its own or the answer's.
 			tc = &ToolChoice{Mode: ToolChoiceAny, DisableParallel: tc != nil && tc.DisableParallel}
 		}
-	} else if req.JSONObject {
+	case req.JSONObject:
 		// No JSON mode in the Messages API: ask for it.
 		r.System = strings.TrimSpace(r.System + "\n\n" + jsonObjectInstruction)
 	}
@@ -159,9 +204,6 @@ func (p *Anthropic) body(req Request, stream bool) ([]byte, error) {
 			choice["disable_parallel_tool_use"] = true
 		}
 		r.ToolChoice = choice
-	}
-	if r.MaxTokens <= 0 {
-		r.MaxTokens = AnthropicDefaultMaxTokens // the Messages API requires a cap; chat completion clients may send none
 	}
 	for _, m := range req.Messages {
 		blocks := toAnBlocks(m.Content)
@@ -268,6 +310,8 @@ type anEvent struct {
 	Delta struct {
 		Type         string  `json:"type"`
 		Text         string  `json:"text"`
+		Thinking     string  `json:"thinking"`
+		Signature    string  `json:"signature"`
 		PartialJSON  string  `json:"partial_json"`
 		StopReason   string  `json:"stop_reason"`
 		StopSequence *string `json:"stop_sequence"`
@@ -315,6 +359,12 @@ func (s *anStream) Next() (Delta, error) {
 		case "content_block_delta":
 			if e.Delta.Type == "text_delta" && e.Delta.Text != "" {
 				return Delta{Text: e.Delta.Text}, nil
+			}
+			if e.Delta.Type == "thinking_delta" && e.Delta.Thinking != "" {
+				return Delta{Thinking: e.Delta.Thinking}, nil
+			}
+			if e.Delta.Type == "signature_delta" && e.Delta.Signature != "" {
+				return Delta{Signature: e.Delta.Signature}, nil
 			}
 			if n, ok := s.tools[e.Index]; ok && e.Delta.Type == "input_json_delta" && e.Delta.PartialJSON != "" {
 				s.args[e.Index] = true

@@ -49,7 +49,10 @@ func WorstTokens(req Request, m *Model) (in, out int) {
 	for _, msg := range req.Messages {
 		in += 8
 		for _, b := range msg.Content {
-			in += len(b.Text) + len(b.Name) + len(b.Input) + len(b.ID) + len(b.ToolUseID) + 4
+			in += len(b.Text) + len(b.Name) + len(b.Input) + len(b.ID) + len(b.ToolUseID) + len(b.Thinking) + 4
+			if b.Type == "image" {
+				in += ImageTokens + len(b.URL) // not the image's bytes: providers scale it down
+			}
 		}
 	}
 	for _, t := range req.Tools {
@@ -67,8 +70,9 @@ func WorstTokens(req Request, m *Model) (in, out int) {
 		in += len(req.Output.Name) + len(req.Output.Description) + len(req.Output.Schema) + structuredOverhead
 	}
 	out = req.MaxTokens
-	if out <= 0 && m != nil && m.Kind == "anthropic" {
-		out = AnthropicDefaultMaxTokens // what the adapter sends when the request sets none
+	if m != nil && m.Kind == "anthropic" {
+		req.Model = m.Model
+		out = AnthropicMaxTokens(req) // what the adapter sends (a thinking budget may raise a missing cap)
 	}
 	if out <= 0 && m != nil {
 		out = m.ContextTokens

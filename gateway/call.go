@@ -156,6 +156,7 @@ func outputText(content []Block) string {
 	var b strings.Builder
 	for _, bl := range content {
 		b.WriteString(bl.Text)
+		b.WriteString(bl.Thinking)
 		b.WriteString(bl.Name)
 		b.Write(bl.Input)
 	}
@@ -223,9 +224,10 @@ func (t *Tally) See(d Delta) {
 	if d.Usage != nil && d.StopReason == "" {
 		t.u, t.told = WithInput(t.u, *d.Usage), true
 	}
-	if d.Text != "" || d.Refusal != "" || d.ToolCall != nil {
+	if d.Text != "" || d.Thinking != "" || d.Refusal != "" || d.ToolCall != nil {
 		t.u.OutputTokens++ // a floor, one token a delta
 		t.out.WriteString(d.Text)
+		t.out.WriteString(d.Thinking)
 		t.out.WriteString(d.Refusal)
 		if d.ToolCall != nil {
 			t.out.WriteString(d.ToolCall.Name)
@@ -299,7 +301,7 @@ func (u *Upstream) Close() {
 // message_start) does not commit the stream: an upstream that reports its
 // input tokens and then fails (overloaded_error) still falls back.
 func committing(d Delta) bool {
-	return d.Text != "" || d.Refusal != "" || d.ToolCall != nil || d.StopReason != "" || d.Commit
+	return d.Text != "" || d.Thinking != "" || d.Signature != "" || d.Refusal != "" || d.ToolCall != nil || d.StopReason != "" || d.Commit
 }
 
 // Open tries the chain until a model's stream yields its first content (or

@@ -17,18 +17,33 @@ import (
 // Message is one turn of a conversation.
 type Message struct {
 	Role    string  // user or assistant
-	Content []Block // text, tool_use, tool_result
+	Content []Block // text, image, tool_use, tool_result, thinking
 }
 
 // Block is a piece of message content.
 type Block struct {
-	Type      string          `json:"type"` // text, tool_use, tool_result
+	Type      string          `json:"type"` // text, image, tool_use, tool_result, thinking
 	Text      string          `json:"text,omitempty"`
 	ID        string          `json:"id,omitempty"`    // tool_use id
 	Name      string          `json:"name,omitempty"`  // tool_use name
 	Input     json.RawMessage `json:"input,omitempty"` // tool_use arguments
 	ToolUseID string          `json:"tool_use_id,omitempty"`
+	// An image is either Data (base64) of MediaType, or a URL the
+	// provider fetches.
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
+	// A thinking block: the model's reasoning and Anthropic's signature
+	// over it (which Anthropic needs back in later turns).
+	Thinking  string `json:"thinking,omitempty"`
+	Signature string `json:"signature,omitempty"`
 }
+
+// ImageTokens bounds the tokens one image costs as input: both providers
+// scale an image down to a bounded size first (about 1,600 tokens for
+// Anthropic, at most a few thousand for OpenAI's patch-based models).
+// Budgets and routing count it, not the image's bytes.
+const ImageTokens = 5000
 
 // Tool is a function the model may call.
 type Tool struct {
@@ -76,6 +91,14 @@ type Request struct {
 	// NeedsJSON: the client requires JSON output (a response format), so a
 	// mode routes only to models that support it.
 	NeedsJSON bool
+	// Thinking is Anthropic's thinking parameter as a messages client
+	// sent it, and Effort its output_config.effort; an Anthropic upstream
+	// gets them as they are. An OpenAI-shaped upstream gets
+	// ReasoningEffort, which the messages front derives from them
+	// (ReasoningFromThinking); from a chat client, ReasoningEffort alone,
+	// which the Anthropic adapter turns into thinking.
+	Thinking *Thinking
+	Effort   string
 	// ToolChoice says whether and which tool the model must call; nil
 	// leaves it to the provider's default (auto when tools are offered).
 	ToolChoice *ToolChoice
@@ -83,6 +106,12 @@ type Request struct {
 	// Tools then hold only what routing needs): its size bounds the input,
 	// and its text is what an estimate of the input counts.
 	Body []byte
+}
+
+// Thinking is Anthropic's thinking parameter.
+type Thinking struct {
+	Type         string `json:"type"` // enabled, adaptive or disabled
+	BudgetTokens int    `json:"budget_tokens,omitempty"`
 }
 
 // Tool choice modes, in Anthropic's vocabulary (OpenAI: auto, required,
@@ -193,6 +222,8 @@ type ToolCallDelta struct {
 // Delta is one streamed event.
 type Delta struct {
 	Text        string         // text appended to the current text block
+	Thinking    string         `json:",omitempty"` // reasoning text appended to the current thinking block
+	Signature   string         `json:",omitempty"` // the current thinking block's signature (Anthropic)
 	Refusal     string         `json:",omitempty"` // a piece of the model's refusal (OpenAI's delta.refusal)
 	ToolCall    *ToolCallDelta // a piece of a tool call
 	StopReason  string         // set on the last delta

@@ -118,6 +118,7 @@ func FuzzUpstreamAnswers(f *testing.F) {
 		{[]uint8{oaComplete, compatComplete}, 200, 31, oaAnswer},
 		{[]uint8{oaComplete, compatComplete}, 200, 0, oaTools},
 		{[]uint8{anComplete}, 200, 10, anAnswer},
+		{[]uint8{anComplete}, 200, 10, `{"id":"msg_2","type":"message","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"redacted_thinking","data":"e"},{"type":"text","text":"x"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":$T}}`},
 		{[]uint8{oaList, compatList, anList}, 200, 0, oaModels},
 		{[]uint8{oaList, compatList, anList}, 200, 0, anModels},
 		{[]uint8{anList}, 200, 0, anEndless},

@@ -182,11 +182,27 @@ func (p *OpenAI) body(req Request, stream bool) ([]byte, error) {
 	}
 	for _, m := range req.Messages {
 		var text strings.Builder
+		var parts []map[string]any // with an image: the content as parts, in order
 		var calls []OpenAIToolCall
 		for _, b := range m.Content {
 			switch b.Type {
 			case "text":
 				text.WriteString(b.Text)
+				if parts != nil {
+					parts = append(parts, map[string]any{"type": "text", "text": b.Text})
+				}
+			case "image":
+				if parts == nil {
+					parts = []map[string]any{}
+					if text.Len() > 0 {
+						parts = append(parts, map[string]any{"type": "text", "text": text.String()})
+					}
+				}
+				url := b.URL
+				if url == "" {
+					url = "data:" + b.MediaType + ";base64," + b.Data
+				}
+				parts = append(parts, map[string]any{"type": "image_url", "image_url": map[string]any{"url": url}})
 			case "tool_use":
 				c := OpenAIToolCall{ID: b.ID, Type: "function"}
 				c.Function.Name, c.Function.Arguments = b.Name, string(b.Input)
@@ -194,8 +210,11 @@ func (p *OpenAI) body(req Request, stream bool) ([]byte, error) {
 			case "tool_result":
 				r.Messages = append(r.Messages, oaMessage{Role: "tool", Content: b.Text, ToolCallID: b.ToolUseID})
 			}
+			// thinking: the chat API takes no reasoning back (docs/api.md, Translation).
 		}
-		if text.Len() > 0 || len(calls) > 0 {
+		if parts != nil {
+			r.Messages = append(r.Messages, oaMessage{Role: m.Role, Content: parts, ToolCalls: calls})
+		} else if text.Len() > 0 || len(calls) > 0 {
 			om := oaMessage{Role: m.Role, Content: text.String(), ToolCalls: calls}
 			if text.Len() == 0 {
 				om.Content = nil

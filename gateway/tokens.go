@@ -58,6 +58,7 @@ func EstimateInputTokens(req Request) int {
 		for _, bl := range msg.Content {
 			b.WriteByte('\n')
 			b.WriteString(bl.Text)
+			b.WriteString(bl.Thinking)
 			b.WriteString(bl.Name)
 			b.Write(bl.Input)
 		}

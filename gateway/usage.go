@@ -226,7 +226,10 @@ func EstimateUsage(req Request, output string, count func(string) int) Usage {
 	for _, m := range req.Messages {
 		in += 4
 		for _, b := range m.Content {
-			in += count(b.Text) + count(b.Name) + count(string(b.Input))
+			in += count(b.Text) + count(b.Thinking) + count(b.Name) + count(string(b.Input))
+			if b.Type == "image" {
+				in += ImageTokens
+			}
 		}
 	}
 	for _, t := range req.Tools {

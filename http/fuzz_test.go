@@ -82,6 +82,11 @@ func FuzzGatewayBodies(f *testing.F) {
 		`{"model":"local:echo","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"},"tool_choice":"required"}`,
 		`{"model":"local:echo","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}}],"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[{"type":"function","function":{"name":"g"}}]}},"response_format":{"type":"json_schema","json_schema":{"name":"r","strict":true}}}`,
 		`{"model":"local:echo","input":"hi","instructions":"s","stream":true}`,
+		// Translated content: images, system messages in a messages list,
+		// thinking, output_config, context editing.
+		`{"model":"local:echo","messages":[{"role":"user","content":[{"type":"text","text":"x"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}},{"type":"image_url","image_url":{"url":"https://x/y.png","detail":"low"}}]}],"reasoning_effort":"high"}`,
+		`{"model":"local:echo","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}},{"type":"image","source":{"type":"url","url":"https://x/y.png"}}]},{"role":"system","content":"s"},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"text","text":"a"}]}],"thinking":{"type":"enabled","budget_tokens":1024},"output_config":{"effort":"high","format":{"type":"json_schema","schema":{"type":"object"}}},"context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]}}`,
+		`{"model":"local:echo","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"image","source":{"type":"file"}}]},{"type":"document"}]}],"container":"c","mcp_servers":[]}`,
 		`{"model":"local:echo","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"r"}],"tools":[{"type":"function","name":"f"}],"text":{"format":{"type":"json_schema","name":"a","schema":{"type":"object"}}}}`,
 		`{"model":"local:echo","input":"x","previous_response_id":"resp_00000000000000000000000000000000","store":false}`,
 	} {

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -159,30 +160,91 @@ type ccRequest struct {
 	TopLogprobs *int  `json:"top_logprobs"`
 }
 
+// ccPart is a content part of a chat message.
+type ccPart struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	ImageURL *struct {
+		URL string `json:"url"`
+		// detail (auto, low, high) is a resolution hint with no
+		// Anthropic equivalent: accepted, not carried (docs/api.md,
+		// Translation).
+	} `json:"image_url"`
+}
+
 // textOf reads OpenAI content: a string, or an array of text parts.
 func textOf(raw json.RawMessage, param string) (string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
+	blocks, err := partsOf(raw, param, false)
+	if err != nil {
+		return "", err
+	}
+	if len(blocks) == 0 {
 		return "", nil
+	}
+	return blocks[0].Text, nil
+}
+
+// partsOf reads OpenAI content as blocks: a string, or an array of text
+// parts and, when images is set (a user message), image_url parts.
+// Consecutive text parts make one text block.
+func partsOf(raw json.RawMessage, param string, images bool) ([]gateway.Block, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
+		return []gateway.Block{{Type: "text", Text: s}}, nil
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
+	var parts []ccPart
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", badRequest(param, "content must be a string or an array of content parts")
+		return nil, badRequest(param, "content must be a string or an array of content parts")
 	}
-	var b strings.Builder
+	var out []gateway.Block
 	for i, p := range parts {
-		if p.Type != "text" {
-			return "", badRequest(fmt.Sprintf("%s/%d", param, i), "content part type %q is not supported; only text", p.Type)
+		switch {
+		case p.Type == "text":
+			if n := len(out); n > 0 && out[n-1].Type == "text" {
+				out[n-1].Text += p.Text
+				continue
+			}
+			out = append(out, gateway.Block{Type: "text", Text: p.Text})
+		case p.Type == "image_url" && images:
+			b, err := imageOfURL(p, fmt.Sprintf("%s/%d/image_url/url", param, i))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, b)
+		case p.Type == "image_url":
+			return nil, badRequest(fmt.Sprintf("%s/%d/type", param, i), "%s/%d/type: image parts are taken in user messages only", param, i)
+		default:
+			return nil, badRequest(fmt.Sprintf("%s/%d/type", param, i), "%s/%d/type: content part type %q has no equivalent across providers; text and image_url are translated", param, i, p.Type)
 		}
-		b.WriteString(p.Text)
 	}
-	return b.String(), nil
+	if len(out) == 0 {
+		out = []gateway.Block{{Type: "text"}}
+	}
+	return out, nil
+}
+
+// imageOfURL reads an image_url part: a base64 data: URL, or an http(s)
+// URL the provider fetches.
+func imageOfURL(p ccPart, param string) (gateway.Block, error) {
+	if p.ImageURL == nil || p.ImageURL.URL == "" {
+		return gateway.Block{}, badRequest(param, "%s: an image_url part needs a url", param)
+	}
+	u := p.ImageURL.URL
+	if rest, ok := strings.CutPrefix(u, "data:"); ok {
+		meta, data, found := strings.Cut(rest, ",")
+		media, b64 := strings.CutSuffix(meta, ";base64")
+		if !found || !b64 || media == "" || data == "" {
+			return gateway.Block{}, badRequest(param, "%s: a data URL must be data:<media type>;base64,<data>", param)
+		}
+		return gateway.Block{Type: "image", MediaType: media, Data: data}, nil
+	}
+	if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
+		return gateway.Block{}, badRequest(param, "%s: an image URL must be https://, http:// or a base64 data: URL", param)
+	}
+	return gateway.Block{Type: "image", URL: u}, nil
 }
 
 func (q *ccRequest) toGateway() (gateway.Request, error) {
@@ -250,6 +312,17 @@ func (q *ccRequest) toGateway() (gateway.Request, error) {
 	var system []string
 	for i, m := range q.Messages {
 		param := fmt.Sprintf("messages/%d/content", i)
+		if m.Role == "user" {
+			blocks, err := partsOf(m.Content, param, true)
+			if err != nil {
+				return out, err
+			}
+			if blocks == nil {
+				blocks = []gateway.Block{{Type: "text"}}
+			}
+			out.Messages = append(out.Messages, gateway.Message{Role: "user", Content: blocks})
+			continue
+		}
 		text, err := textOf(m.Content, param)
 		if err != nil {
 			return out, err
@@ -257,8 +330,6 @@ func (q *ccRequest) toGateway() (gateway.Request, error) {
 		switch m.Role {
 		case "system", "developer":
 			system = append(system, text)
-		case "user":
-			out.Messages = append(out.Messages, gateway.Message{Role: "user", Content: []gateway.Block{{Type: "text", Text: text}}})
 		case "assistant":
 			msg := gateway.Message{Role: "assistant"}
 			if text != "" {
@@ -445,6 +516,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	text := resp.StructuredText(c.Req.Output)
 	msg := ccMessageOut{Role: "assistant", Content: &text}
+	if th := thinkingOf(resp.Content); th != "" {
+		msg.ReasoningContent = &th
+	}
 	for _, b := range resp.Content {
 		if b.Type == "tool_use" && (c.Req.Output == nil || b.Name != c.Req.Output.Name) {
 			call := ccToolCallOut{ID: b.ID, Type: "function"}
@@ -527,6 +601,12 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.C
 		}
 		d := p.D
 		sent.See(d)
+		if d.Thinking != "" {
+			if sse.data(chunk(ccDeltaOut{ReasoningContent: &d.Thinking}, nil)) != nil {
+				s.caller.Record(c, sent.Bill(c.Req, nil), "client_gone")
+				return
+			}
+		}
 		if d.Text != "" || d.Refusal != "" {
 			var out ccDeltaOut
 			if d.Text != "" {
@@ -592,6 +672,9 @@ type msgRequest struct {
 	Messages []struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
+		// A system message's own output_config (Anthropic's
+		// mid-conversation system messages): not carried, refused.
+		OutputConfig json.RawMessage `json:"output_config"`
 	} `json:"messages"`
 	MaxTokens     *int            `json:"max_tokens"`
 	Stream        bool            `json:"stream"`
@@ -605,6 +688,11 @@ type msgRequest struct {
 	TopP     *float64        `json:"top_p"`
 	TopK     *int            `json:"top_k"`
 	Thinking json.RawMessage `json:"thinking"`
+	// Read to translate them or to refuse them by name (translate.go).
+	OutputConfig      map[string]json.RawMessage `json:"output_config"`
+	ContextManagement json.RawMessage            `json:"context_management"`
+	Container         json.RawMessage            `json:"container"`
+	MCPServers        json.RawMessage            `json:"mcp_servers"`
 }
 
 // msgTool is a tool of a messages request: a custom tool (no type, or
@@ -617,8 +705,10 @@ type msgTool struct {
 	gateway.Tool
 }
 
-// blocksOf reads Anthropic content: a string or an array of blocks.
-func blocksOf(raw json.RawMessage, param string) ([]gateway.Block, error) {
+// blocksOf reads Anthropic content: a string or an array of blocks. Images
+// are taken where images is set (message content, not the system prompt
+// or a tool result: chat completions has no image there).
+func blocksOf(raw json.RawMessage, param string, images bool) ([]gateway.Block, error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return []gateway.Block{{Type: "text", Text: s}}, nil
@@ -631,31 +721,51 @@ func blocksOf(raw json.RawMessage, param string) ([]gateway.Block, error) {
 		Input     json.RawMessage `json:"input"`
 		ToolUseID string          `json:"tool_use_id"`
 		Content   json.RawMessage `json:"content"`
+		Source    *imageSource    `json:"source"`
+		Thinking  string          `json:"thinking"`
+		Signature string          `json:"signature"`
+		// cache_control, a caching hint, is accepted and not carried
+		// (docs/api.md, Translation).
 	}
 	if err := json.Unmarshal(raw, &blocks); err != nil {
 		return nil, badRequest(param, "content must be a string or an array of content blocks")
 	}
 	var out []gateway.Block
 	for i, b := range blocks {
+		at := fmt.Sprintf("%s/%d", param, i)
 		switch b.Type {
 		case "text":
 			out = append(out, gateway.Block{Type: "text", Text: b.Text})
+		case "image":
+			if !images {
+				return nil, badRequest(at+"/type", "%s/type: an image here has no equivalent in chat completions (images are translated in message content only)", at)
+			}
+			img, err := b.Source.block(at + "/source")
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, img)
+		case "thinking":
+			out = append(out, gateway.Block{Type: "thinking", Thinking: b.Thinking, Signature: b.Signature})
 		case "tool_use":
 			out = append(out, gateway.Block{Type: "tool_use", ID: b.ID, Name: b.Name, Input: b.Input})
 		case "tool_result":
 			text := ""
 			if len(b.Content) > 0 {
-				inner, err := blocksOf(b.Content, fmt.Sprintf("%s/%d/content", param, i))
+				inner, err := blocksOf(b.Content, at+"/content", false)
 				if err != nil {
 					return nil, err
 				}
 				for _, ib := range inner {
+					if ib.Type != "text" {
+						return nil, badRequest(at+"/content", "%s/content: a tool result carries text only through this gateway", at)
+					}
 					text += ib.Text
 				}
 			}
 			out = append(out, gateway.Block{Type: "tool_result", ToolUseID: b.ToolUseID, Text: text})
 		default:
-			return nil, badRequest(fmt.Sprintf("%s/%d/type", param, i), "content block type %q is not supported", b.Type)
+			return nil, badRequest(at+"/type", "%s/type: content block type %q has no equivalent at this provider; text, image, tool_use, tool_result and thinking are translated", at, b.Type)
 		}
 	}
 	return out, nil
@@ -679,13 +789,8 @@ func (q *msgRequest) toGateway() (gateway.Request, error) {
 	if q.Metadata != nil {
 		out.User = q.Metadata.UserID
 	}
-	if len(q.Thinking) > 0 && string(q.Thinking) != "null" {
-		var th struct {
-			Type string `json:"type"`
-		}
-		if json.Unmarshal(q.Thinking, &th) != nil || th.Type != "disabled" {
-			return out, badRequest("thinking", "thinking: extended thinking is not supported through this gateway; leave it out or set {\"type\":\"disabled\"}")
-		}
+	if err := q.untranslatable(); err != nil {
+		return out, err
 	}
 	for i, t := range q.Tools {
 		if t.Type != "" && t.Type != "custom" {
@@ -699,8 +804,14 @@ func (q *msgRequest) toGateway() (gateway.Request, error) {
 		return out, err
 	}
 	out.ToolChoice = tc
+	if err := q.reasoning(&out); err != nil {
+		return out, err
+	}
+	if err := q.outputFormat(&out); err != nil {
+		return out, err
+	}
 	if len(q.System) > 0 && string(q.System) != "null" {
-		blocks, err := blocksOf(q.System, "system")
+		blocks, err := blocksOf(q.System, "system", false)
 		if err != nil {
 			return out, err
 		}
@@ -709,16 +820,55 @@ func (q *msgRequest) toGateway() (gateway.Request, error) {
 		}
 	}
 	for i, m := range q.Messages {
-		if m.Role != "user" && m.Role != "assistant" {
-			return out, badRequest(fmt.Sprintf("messages/%d/role", i), "role must be user or assistant (the system prompt is the top-level system field)")
+		param := fmt.Sprintf("messages/%d/content", i)
+		switch m.Role {
+		case "user", "assistant":
+		case "system", "developer":
+			// A system message inside the list: merged into the system
+			// prompt, in order (no other provider has one mid-conversation).
+			if !absent(m.OutputConfig) && string(bytes.TrimSpace(m.OutputConfig)) != "{}" {
+				return out, badRequest(fmt.Sprintf("messages/%d/output_config", i), "messages/%d/output_config: a system message's own output_config has no equivalent at this provider", i)
+			}
+			blocks, err := blocksOf(m.Content, param, false)
+			if err != nil {
+				return out, err
+			}
+			for j, b := range blocks {
+				if b.Type != "text" {
+					return out, badRequest(fmt.Sprintf("%s/%d/type", param, j), "%s/%d/type: a system message carries text only", param, j)
+				}
+				if out.System != "" && j == 0 {
+					out.System += "\n\n"
+				}
+				out.System += b.Text
+			}
+			continue
+		default:
+			return out, badRequest(fmt.Sprintf("messages/%d/role", i), "messages/%d/role: role must be user, assistant or system", i)
 		}
-		blocks, err := blocksOf(m.Content, fmt.Sprintf("messages/%d/content", i))
+		blocks, err := blocksOf(m.Content, param, true)
 		if err != nil {
 			return out, err
 		}
 		out.Messages = append(out.Messages, gateway.Message{Role: m.Role, Content: blocks})
 	}
+	if len(out.Messages) == 0 {
+		return out, badRequest("messages", "messages: at least one user or assistant message is required")
+	}
 	return out, nil
+}
+
+// thinkingOf is an answer's reasoning text: a chat client gets it as
+// reasoning_content, as many OpenAI-compatible servers send it; the
+// signature, which only Anthropic reads back, is not sent.
+func thinkingOf(content []gateway.Block) string {
+	var b strings.Builder
+	for _, bl := range content {
+		if bl.Type == "thinking" {
+			b.WriteString(bl.Thinking)
+		}
+	}
+	return b.String()
 }
 
 func anthropicUsage(u gateway.Usage, cost *float64) map[string]any {

@@ -635,7 +635,7 @@ func blockEventOf(data string) blockEvent {
 
 // Sampling and attribution fields reach the upstream that takes them;
 // what the gateway cannot serve (several choices, log probabilities,
-// extended thinking) is refused, not silently answered without.
+// an Anthropic container) is refused, not silently answered without.
 func TestSamplingFieldsPassOn(t *testing.T) {
 	e, u := newToolEnv(t)
 	msgs := []any{map[string]any{"role": "user", "content": "x"}}
@@ -682,7 +682,7 @@ func TestSamplingFieldsPassOn(t *testing.T) {
 		{"/v1/chat/completions", map[string]any{"model": "openai:gpt-4o-mini", "messages": msgs, "max_completion_tokens": -1}, "max_completion_tokens"},
 		{"/v1/chat/completions", map[string]any{"model": "openai:gpt-4o-mini", "messages": msgs, "max_tokens": 10, "max_completion_tokens": 0}, "max_completion_tokens"},
 		{"/v1/messages", map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 2000, "messages": msgs,
-			"thinking": map[string]any{"type": "enabled", "budget_tokens": 1024}}, "thinking"},
+			"container": "container_1"}, "container"},
 	} {
 		r := e.do("POST", c.path, e.tenantA, c.body)
 		msg := r.str("error.message")

@@ -36,6 +36,9 @@ type ccMessageOut struct {
 	Content   *string         `json:"content"`
 	Refusal   *string         `json:"refusal"`
 	ToolCalls []ccToolCallOut `json:"tool_calls,omitempty"`
+	// ReasoningContent is the model's thinking text, where the provider
+	// returns it (Anthropic); OpenAI's chat has no field for it.
+	ReasoningContent *string `json:"reasoning_content,omitempty"`
 }
 
 type ccChoiceOut struct {
@@ -57,10 +60,11 @@ type ccResponseOut struct {
 }
 
 type ccDeltaOut struct {
-	Role      string  `json:"role,omitempty"`
-	Content   *string `json:"content,omitempty"`
-	Refusal   *string `json:"refusal,omitempty"`
-	ToolCalls []any   `json:"tool_calls,omitempty"`
+	Role             string  `json:"role,omitempty"`
+	ReasoningContent *string `json:"reasoning_content,omitempty"`
+	Content          *string `json:"content,omitempty"`
+	Refusal          *string `json:"refusal,omitempty"`
+	ToolCalls        []any   `json:"tool_calls,omitempty"`
 }
 
 type ccChunkChoiceOut struct {

@@ -1,0 +1,366 @@
+package http_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/batonhq/baton/gateway"
+)
+
+// Translation between the formats (docs/api.md, Translation): what the
+// other provider receives, for bodies real clients sent
+// (testdata/clients), and what is refused by name.
+
+// captured is the body of the nth request with a body in a client capture.
+func captured(t *testing.T, file string, n int) map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "testdata", "clients", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Exchanges []struct {
+			Body map[string]any `json:"body"`
+		} `json:"exchanges"`
+	}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range c.Exchanges {
+		if ex.Body == nil {
+			continue
+		}
+		if n == 0 {
+			return ex.Body
+		}
+		n--
+	}
+	t.Fatalf("%s: no request %d with a body", file, n)
+	return nil
+}
+
+// as is a captured body sent to another model, not streamed.
+func as(body map[string]any, model string) map[string]any {
+	body["model"] = model
+	delete(body, "stream")
+	delete(body, "stream_options")
+	return body
+}
+
+func TestTranslateSystemMessagesInMessagesList(t *testing.T) {
+	e, u := newToolEnv(t)
+	e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 50,
+		"system": []any{map[string]any{"type": "text", "text": "top", "cache_control": map[string]any{"type": "ephemeral"}}},
+		"messages": []any{
+			map[string]any{"role": "user", "content": "hi"},
+			map[string]any{"role": "system", "content": "mid"},
+			map[string]any{"role": "system", "content": []any{map[string]any{"type": "text", "text": "late"}}},
+		}}), 200)
+	got := upstreamGot(t, u.lastOpenAI)
+	if g := jsonOf(got["messages"]); g != `[{"content":"top\n\nmid\n\nlate","role":"system"},{"content":"hi","role":"user"}]` {
+		t.Fatalf("OpenAI got messages %s", g)
+	}
+	// Only system messages: nothing to answer.
+	r := e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 50,
+		"messages": []any{map[string]any{"role": "system", "content": "x"}}})
+	if r.status != 400 || !strings.Contains(r.str("error.message"), "messages") {
+		t.Fatalf("only system messages: %d %s", r.status, r.raw)
+	}
+	r = e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 50,
+		"messages": []any{map[string]any{"role": "user", "content": "x"}, map[string]any{"role": "system", "content": "y", "output_config": map[string]any{"effort": "low"}}}})
+	if r.status != 400 || !strings.Contains(r.str("error.message"), "messages/1/output_config") {
+		t.Fatalf("a system message's output_config: %d %s", r.status, r.raw)
+	}
+}
+
+// A Claude Code turn (25 tools, thinking adaptive, effort high, a system
+// message in the list, cache_control, a keep-all clear_thinking edit,
+// metadata.user_id) translates whole to an OpenAI model.
+func TestTranslateClaudeCodeTurnToOpenAI(t *testing.T) {
+	e, u := newToolEnv(t)
+	body := captured(t, "claude-code-turn.json", 0)
+	system := body["messages"].([]any)[1].(map[string]any)["content"].(string)
+	userID := body["metadata"].(map[string]any)["user_id"].(string)
+	e.must(e.do("POST", "/v1/messages", e.tenantA, as(body, "openai:gpt-4o-mini")), 200)
+	got := upstreamGot(t, u.lastOpenAI)
+	msgs := got["messages"].([]any)
+	first := msgs[0].(map[string]any)
+	if first["role"] != "system" || !strings.HasPrefix(first["content"].(string), "x-anthropic-billing-header") || !strings.HasSuffix(first["content"].(string), "\n\n"+system) {
+		t.Fatalf("system prompt: %.300v", first)
+	}
+	if len(msgs) != 2 || msgs[1].(map[string]any)["role"] != "user" {
+		t.Fatalf("messages: %d", len(msgs))
+	}
+	if got["reasoning_effort"] != "high" || got["user"] != userID || len(got["tools"].([]any)) != 25 || got["max_completion_tokens"] != 64000.0 {
+		t.Fatalf("OpenAI got reasoning_effort %v, user %v, %d tools, cap %v", got["reasoning_effort"], got["user"], len(got["tools"].([]any)), got["max_completion_tokens"])
+	}
+	for _, k := range []string{"thinking", "output_config", "context_management", "metadata"} {
+		if got[k] != nil {
+			t.Errorf("OpenAI got Anthropic's %s", k)
+		}
+	}
+	if strings.Contains(jsonOf(got), `"cache_control"`) {
+		t.Error("OpenAI got cache_control")
+	}
+	// The tool loop: tool_use and its tool_result (with cache_control).
+	body = captured(t, "claude-code-tool-turn.json", 2)
+	e.must(e.do("POST", "/v1/messages", e.tenantA, as(body, "openai:gpt-4o-mini")), 200)
+	got = upstreamGot(t, u.lastOpenAI)
+	msgs = got["messages"].([]any)
+	if tool := msgs[len(msgs)-1].(map[string]any); tool["role"] != "tool" || tool["tool_call_id"] != "toolu_rec000002" || !strings.Contains(tool["content"].(string), "hello from demo") {
+		t.Fatalf("tool result: %v", tool)
+	}
+	// Its title request: structured output with thinking disabled, so no
+	// reasoning_effort.
+	body = captured(t, "claude-code-tool-turn.json", 0)
+	e.must(e.do("POST", "/v1/messages", e.tenantA, as(body, "openai:gpt-4o-mini")), 200)
+	got = upstreamGot(t, u.lastOpenAI)
+	want := `{"json_schema":{"name":"structured_output","schema":{"additionalProperties":false,"properties":{"title":{"type":"string"}},"required":["title"],"type":"object"},"strict":true},"type":"json_schema"}`
+	if g := jsonOf(got["response_format"]); g != want || got["reasoning_effort"] != nil {
+		t.Fatalf("title request: response_format %s, reasoning_effort %v", g, got["reasoning_effort"])
+	}
+}
+
+func TestTranslateImages(t *testing.T) {
+	e, u := newToolEnv(t)
+	const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+	// The AI SDK's Anthropic image request, to OpenAI.
+	e.must(e.do("POST", "/v1/messages", e.tenantA, as(captured(t, "ai-sdk-anthropic-image.json", 0), "openai:gpt-4o-mini")), 200)
+	got := upstreamGot(t, u.lastOpenAI)
+	want := `[{"content":[{"text":"What is in these images?","type":"text"},{"image_url":{"url":"data:image/png;base64,` + png + `"},"type":"image_url"},{"image_url":{"url":"https://example.com/cat.png"},"type":"image_url"}],"role":"user"}]`
+	if g := jsonOf(got["messages"]); g != want {
+		t.Fatalf("OpenAI got %s\nwant %s", g, want)
+	}
+	// The AI SDK's chat image request, to Anthropic.
+	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, as(captured(t, "ai-sdk-openai-chat-image.json", 0), "anthropic:claude-haiku-4-5")), 200)
+	got = upstreamGot(t, u.lastAnthropic)
+	want = `[{"content":[{"text":"What is in these images?","type":"text"},{"source":{"data":"` + png + `","media_type":"image/png","type":"base64"},"type":"image"},{"source":{"type":"url","url":"https://example.com/cat.png"},"type":"image"}],"role":"user"}]`
+	if g := jsonOf(got["messages"]); g != want {
+		t.Fatalf("Anthropic got %s\nwant %s", g, want)
+	}
+}
+
+func TestTranslateStructuredOutputFromMessages(t *testing.T) {
+	e, u := newToolEnv(t)
+	body := captured(t, "ai-sdk-anthropic-generate-object.json", 0)
+	schema := body["output_config"].(map[string]any)["format"].(map[string]any)["schema"].(map[string]any)
+	r := e.must(e.do("POST", "/v1/messages", e.tenantA, as(body, "openai:gpt-4o-mini")), 200)
+	got := upstreamGot(t, u.lastOpenAI)
+	delete(schema, "$schema") // a schema's identity is not sent
+	js := got["response_format"].(map[string]any)["json_schema"].(map[string]any)
+	if got["response_format"].(map[string]any)["type"] != "json_schema" || js["name"] != "structured_output" || js["strict"] != true || jsonOf(js["schema"]) != jsonOf(schema) {
+		t.Fatalf("OpenAI got response_format %s", jsonOf(got["response_format"]))
+	}
+	if r.str("type") != "message" {
+		t.Fatalf("answer: %s", r.raw)
+	}
+	// A format other than json_schema, or a schema that is not one.
+	for _, f := range []map[string]any{{"type": "text"}, {"type": "json_schema", "schema": "x"}} {
+		r := e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 10,
+			"messages": []any{map[string]any{"role": "user", "content": "x"}}, "output_config": map[string]any{"format": f}})
+		if r.status != 400 || !strings.Contains(r.str("error.message"), "output_config/format/") {
+			t.Fatalf("format %v: %d %s", f, r.status, r.raw)
+		}
+	}
+}
+
+func TestTranslateReasoning(t *testing.T) {
+	e, u := newToolEnv(t)
+	msgs := []any{map[string]any{"role": "user", "content": "x"}}
+	// Messages front -> OpenAI: reasoning_effort.
+	for _, c := range []struct {
+		extra map[string]any
+		want  any
+	}{
+		{map[string]any{"thinking": map[string]any{"type": "enabled", "budget_tokens": 31999}}, "high"},
+		{map[string]any{"thinking": map[string]any{"type": "enabled", "budget_tokens": 8000}}, "medium"},
+		{map[string]any{"thinking": map[string]any{"type": "enabled", "budget_tokens": 2000}}, "low"},
+		{map[string]any{"thinking": map[string]any{"type": "adaptive"}}, nil},
+		{map[string]any{"thinking": map[string]any{"type": "adaptive"}, "output_config": map[string]any{"effort": "medium"}}, "medium"},
+		{map[string]any{"output_config": map[string]any{"effort": "max"}}, "xhigh"},
+		{map[string]any{"thinking": map[string]any{"type": "disabled"}, "output_config": map[string]any{"effort": "high"}}, nil},
+	} {
+		body := map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 64000, "messages": msgs}
+		for k, v := range c.extra {
+			body[k] = v
+		}
+		e.must(e.do("POST", "/v1/messages", e.tenantA, body), 200)
+		if got := upstreamGot(t, u.lastOpenAI); got["reasoning_effort"] != c.want {
+			t.Errorf("%v: reasoning_effort %v, want %v", c.extra, got["reasoning_effort"], c.want)
+		}
+	}
+	// Chat front -> Anthropic: a fixed budget below the cap for the models
+	// that take one, adaptive thinking and an effort for later ones.
+	for _, c := range []struct {
+		model string
+		extra map[string]any
+		want  string // thinking, output_config, max_tokens
+	}{
+		{"anthropic:claude-haiku-4-5", map[string]any{"reasoning_effort": "high", "max_completion_tokens": 20000}, `{"budget_tokens":16384,"type":"enabled"} null 20000`},
+		{"anthropic:claude-haiku-4-5", map[string]any{"reasoning_effort": "high", "max_tokens": 5000}, `{"budget_tokens":4999,"type":"enabled"} null 5000`},
+		{"anthropic:claude-haiku-4-5", map[string]any{"reasoning_effort": "medium"}, `{"budget_tokens":8192,"type":"enabled"} null 12288`},
+		{"anthropic:claude-haiku-4-5", map[string]any{"reasoning_effort": "low", "max_tokens": 1000}, `null null 1000`},
+		{"anthropic:claude-haiku-4-5", map[string]any{"reasoning_effort": "none"}, `null null 4096`},
+		{"anthropic:claude-sonnet-5-5", map[string]any{"reasoning_effort": "minimal"}, `{"type":"adaptive"} {"effort":"low"} 4096`},
+		{"anthropic:claude-sonnet-5-5", map[string]any{"reasoning_effort": "high", "max_tokens": 900}, `{"type":"adaptive"} {"effort":"high"} 900`},
+	} {
+		body := map[string]any{"model": c.model, "messages": msgs}
+		for k, v := range c.extra {
+			body[k] = v
+		}
+		e.must(e.do("POST", "/v1/chat/completions", e.tenantA, body), 200)
+		got := upstreamGot(t, u.lastAnthropic)
+		if g := jsonOf(got["thinking"]) + " " + jsonOf(got["output_config"]) + " " + jsonOf(got["max_tokens"]); g != c.want {
+			t.Errorf("%s %v: Anthropic got %s, want %s", c.model, c.extra, g, c.want)
+		}
+	}
+	// Structured output with thinking on: the native format, no forced tool.
+	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "anthropic:claude-sonnet-5-5", "messages": msgs, "reasoning_effort": "low",
+		"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "report", "schema": weatherSchema}}}), 200)
+	got := upstreamGot(t, u.lastAnthropic)
+	if g := jsonOf(got["output_config"]); g != `{"effort":"low","format":{"schema":`+jsonOf(weatherSchema)+`,"type":"json_schema"}}` || got["tool_choice"] != nil || got["tools"] != nil {
+		t.Fatalf("structured with thinking: output_config %s, tool_choice %v, tools %v", g, got["tool_choice"], got["tools"])
+	}
+	for _, c := range []struct {
+		extra map[string]any
+		param string
+	}{
+		{map[string]any{"thinking": map[string]any{"type": "enabled"}}, "thinking/budget_tokens"},
+		{map[string]any{"thinking": map[string]any{"type": "sometimes"}}, "thinking/type"},
+		{map[string]any{"output_config": map[string]any{"effort": "extreme"}}, "output_config/effort"},
+		{map[string]any{"output_config": map[string]any{"task_budget": map[string]any{"total": 10}}}, "output_config/task_budget"},
+	} {
+		body := map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 64000, "messages": msgs}
+		for k, v := range c.extra {
+			body[k] = v
+		}
+		if r := e.do("POST", "/v1/messages", e.tenantA, body); r.status != 400 || !strings.Contains(r.str("error.message"), c.param) {
+			t.Errorf("%v: %d %s", c.extra, r.status, r.raw)
+		}
+	}
+}
+
+// Anthropic's thinking reaches a chat client as reasoning_content,
+// whole or streamed; earlier thinking in a messages history is not sent
+// to OpenAI, whose chat API takes no reasoning back.
+func TestTranslateThinkingAnswers(t *testing.T) {
+	an := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if !strings.Contains(string(body), `"stream":true`) {
+			io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"thinking","thinking":"Let me think.","signature":"sig"},{"type":"text","text":"Four."}],"stop_reason":"end_turn","usage":{"input_tokens":5,"output_tokens":9}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, ev := range [][2]string{
+			{"message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"usage":{"input_tokens":5,"output_tokens":1}}}`},
+			{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`},
+			{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Let me think."}}`},
+			{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig"}}`},
+			{"content_block_stop", `{"type":"content_block_stop","index":0}`},
+			{"content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`},
+			{"content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Four."}}`},
+			{"content_block_stop", `{"type":"content_block_stop","index":1}`},
+			{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}}`},
+			{"message_stop", `{"type":"message_stop"}`},
+		} {
+			sse(w, ev[0], ev[1])
+		}
+	}))
+	defer an.Close()
+	vars := map[string]string{"ANTHROPIC_BASE_URL": an.URL, "ANTHROPIC_API_KEY": "k"}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, cat)
+	body := map[string]any{"model": "anthropic:claude-sonnet-5-5", "reasoning_effort": "high", "messages": []any{map[string]any{"role": "user", "content": "2+2?"}}}
+	r := e.must(e.do("POST", "/v1/chat/completions", e.tenantA, body), 200)
+	msg := r.body["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	if msg["reasoning_content"] != "Let me think." || msg["content"] != "Four." {
+		t.Fatalf("answer: %s", r.raw)
+	}
+	body["stream"] = true
+	r = e.must(e.do("POST", "/v1/chat/completions", e.tenantA, body), 200)
+	if !strings.Contains(string(r.raw), `"reasoning_content":"Let me think."`) || !strings.Contains(string(r.raw), `"content":"Four."`) || strings.Contains(string(r.raw), "sig") {
+		t.Fatalf("stream: %s", r.raw)
+	}
+
+	e2, u := newToolEnv(t)
+	e2.must(e2.do("POST", "/v1/messages", e2.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 50, "messages": []any{
+		map[string]any{"role": "user", "content": "2+2?"},
+		map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "thinking", "thinking": "Let me think.", "signature": "sig"}, map[string]any{"type": "text", "text": "Four."}}},
+		map[string]any{"role": "user", "content": "and 3+3?"},
+	}}), 200)
+	if g := jsonOf(upstreamGot(t, u.lastOpenAI)["messages"]); g != `[{"content":"2+2?","role":"user"},{"content":"Four.","role":"assistant"},{"content":"and 3+3?","role":"user"}]` {
+		t.Fatalf("OpenAI got %s", g)
+	}
+}
+
+// What has no equivalent is refused with 400 naming it, before any
+// upstream call.
+func TestTranslateRefusesByName(t *testing.T) {
+	e, u := newToolEnv(t)
+	user := func(content ...any) []any { return []any{map[string]any{"role": "user", "content": content}} }
+	text := map[string]any{"type": "text", "text": "x"}
+	for _, c := range []struct {
+		body  map[string]any
+		param string
+	}{
+		{map[string]any{"messages": user(text, map[string]any{"type": "document", "source": map[string]any{"type": "text", "media_type": "text/plain", "data": "x"}})}, "messages/0/content/1/type"},
+		{map[string]any{"messages": user(text, map[string]any{"type": "search_result"})}, "messages/0/content/1/type"},
+		{map[string]any{"messages": user(map[string]any{"type": "image", "source": map[string]any{"type": "file", "file_id": "f"}})}, "messages/0/content/0/source/type"},
+		{map[string]any{"messages": user(map[string]any{"type": "image", "source": map[string]any{"type": "url", "url": "ftp://x"}})}, "messages/0/content/0/source/url"},
+		{map[string]any{"messages": user(map[string]any{"type": "tool_result", "tool_use_id": "t", "content": []any{map[string]any{"type": "image", "source": map[string]any{"type": "url", "url": "https://x/y.png"}}}})}, "messages/0/content/0/content/0/type"},
+		{map[string]any{"messages": []any{map[string]any{"role": "user", "content": "x"}, map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "redacted_thinking", "data": "e"}}}}}, "messages/1/content/0/type"},
+		{map[string]any{"messages": user(text), "container": "c"}, "container"},
+		{map[string]any{"messages": user(text), "mcp_servers": []any{map[string]any{"type": "url", "url": "https://m", "name": "m"}}}, "mcp_servers"},
+		{map[string]any{"messages": user(text), "context_management": map[string]any{"edits": []any{map[string]any{"type": "clear_tool_uses_20250919"}}}}, "context_management/edits/0"},
+		{map[string]any{"messages": user(text), "context_management": map[string]any{"edits": []any{map[string]any{"type": "clear_thinking_20251015", "keep": map[string]any{"type": "thinking_turns", "value": 1}}}}}, "context_management/edits/0"},
+		{map[string]any{"messages": user(text), "tools": []any{map[string]any{"type": "web_search_20250305", "name": "web_search"}}}, "tools.0.type"},
+	} {
+		c.body["model"], c.body["max_tokens"] = "openai:gpt-4o-mini", 10
+		r := e.do("POST", "/v1/messages", e.tenantA, c.body)
+		if r.status != 400 || !strings.Contains(r.str("error.message"), c.param) {
+			t.Errorf("messages %s: %d %s", c.param, r.status, r.raw)
+		}
+	}
+	userParts := func(parts ...any) []any { return []any{map[string]any{"role": "user", "content": parts}} }
+	for _, c := range []struct {
+		msgs  []any
+		param string
+	}{
+		{userParts(map[string]any{"type": "text", "text": "x"}, map[string]any{"type": "input_audio", "input_audio": map[string]any{"data": "x", "format": "wav"}}), "messages/0/content/1/type"},
+		{userParts(map[string]any{"type": "file", "file": map[string]any{"file_id": "f"}}), "messages/0/content/0/type"},
+		{userParts(map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png,xyz"}}), "messages/0/content/0/image_url/url"},
+		{userParts(map[string]any{"type": "image_url", "image_url": map[string]any{"url": "file:///etc/passwd"}}), "messages/0/content/0/image_url/url"},
+		{[]any{map[string]any{"role": "system", "content": []any{map[string]any{"type": "image_url", "image_url": map[string]any{"url": "https://x/y.png"}}}}, map[string]any{"role": "user", "content": "x"}}, "messages/0/content/0/type"},
+	} {
+		r := e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5", "messages": c.msgs})
+		if r.status != 400 || r.str("error.param") != c.param || !strings.Contains(r.str("error.message"), c.param) {
+			t.Errorf("chat %s: %d %s", c.param, r.status, r.raw)
+		}
+	}
+	if len(u.lastOpenAI) != 0 || len(u.lastAnthropic) != 0 {
+		t.Error("a refused request reached an upstream")
+	}
+}
+
+// Stop sequences cross both ways.
+func TestTranslateStopSequences(t *testing.T) {
+	e, u := newToolEnv(t)
+	msgs := []any{map[string]any{"role": "user", "content": "x"}}
+	e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 10, "messages": msgs, "stop_sequences": []string{"END", "STOP"}}), 200)
+	if g := jsonOf(upstreamGot(t, u.lastOpenAI)["stop"]); g != `["END","STOP"]` {
+		t.Errorf("OpenAI got stop %s", g)
+	}
+	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5", "messages": msgs, "stop": "END"}), 200)
+	if g := jsonOf(upstreamGot(t, u.lastAnthropic)["stop_sequences"]); g != `["END"]` {
+		t.Errorf("Anthropic got stop_sequences %s", g)
+	}
+}
