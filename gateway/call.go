@@ -54,6 +54,9 @@ type Native struct {
 	Header http.Header
 	// Query is the client's query string (Claude Code's ?beta=true).
 	Query string
+	// Stream: the client asked for a stream; StreamUsage: for the usage
+	// too (chat's stream_options.include_usage). Read once, by the front.
+	Stream, StreamUsage bool
 }
 
 // Forwarder is a provider that takes a wire format's bodies as they are,

@@ -221,7 +221,7 @@ func (p *OpenAI) Forward(ctx context.Context, n *Native, model string, stream bo
 			}
 		}
 	}
-	wantUsage := gjson.GetBytes(n.Body, "stream_options.include_usage").Bool()
+	wantUsage := n.StreamUsage
 	if stream && !wantUsage {
 		if body, err = sjson.SetBytes(body, "stream_options.include_usage", true); err != nil {
 			return nil, nil, &UpstreamError{Provider: "baton", Status: http.StatusBadRequest, Message: "stream_options cannot be set: " + err.Error()}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
-	"github.com/tidwall/gjson"
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/gateway"
@@ -454,6 +453,7 @@ func (s *Server) prepareCall(w http.ResponseWriter, r *http.Request, f errFormat
 		return fail(err)
 	}
 	native = nativeOf(r, format, body)
+	native.Stream, native.StreamUsage = sk.stream, sk.streamUsage
 	if !gateway.IsMode(sk.model) {
 		if chain, err = s.plan(sk.model, sk.req); err != nil {
 			return fail(err)
@@ -491,12 +491,12 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	stream := gjson.GetBytes(native.Body, "stream").Bool()
+	stream := native.Stream
 	c := s.newCall(r, "chat.completions", "chatcmpl-", req, stream)
 	c.Native = native
 	defer c.ReleaseHold()
 	if stream {
-		s.streamChat(w, r, c, chain, gjson.GetBytes(native.Body, "stream_options.include_usage").Bool())
+		s.streamChat(w, r, c, chain, native.StreamUsage)
 		return
 	}
 	resp, err := s.caller.Complete(r.Context(), c, chain)
@@ -905,7 +905,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	stream := gjson.GetBytes(native.Body, "stream").Bool()
+	stream := native.Stream
 	c := s.newCall(r, "messages", "msg_", req, stream)
 	c.Native = native
 	defer c.ReleaseHold()

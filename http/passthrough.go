@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,23 +25,63 @@ import (
 
 // skimmed is what a front reads of a body it may pass through.
 type skimmed struct {
-	model  string
-	stream bool
-	req    gateway.Request // the cap, the tools' names, the body's size
+	model       string
+	stream      bool
+	streamUsage bool            // chat's stream_options.include_usage
+	req         gateway.Request // the cap, the tools' names, the body's size
+}
+
+// skimDoc is a body's top-level fields, read in one pass: each skim
+// looks a field up here rather than scanning the body again.
+type skimDoc struct {
+	keys []string
+	vals []gjson.Result
+}
+
+// Get is gjson's Get for a path whose first name is a top-level field.
+func (d *skimDoc) Get(path string) gjson.Result {
+	first, rest, nested := strings.Cut(path, ".")
+	for i, k := range d.keys {
+		if k == first {
+			if nested {
+				return d.vals[i].Get(rest)
+			}
+			return d.vals[i]
+		}
+	}
+	return gjson.Result{}
 }
 
 // skimObject checks that body is one JSON object, answering as decodeBody
-// does when it is not.
-func skimObject(body []byte) (gjson.Result, error) {
+// does when it is not, and reads its top-level fields (the first of a
+// repeated name, as gjson takes it).
+func skimObject(body []byte) (*skimDoc, error) {
 	trimmed := trimJSONSpace(body)
 	if len(trimmed) == 0 || trimmed[0] != '{' || !gjson.ValidBytes(trimmed) {
 		var v struct{}
 		if err := decodeBody(body, &v); err != nil {
-			return gjson.Result{}, err
+			return nil, err
 		}
-		return gjson.Result{}, malformed("the request body is not valid JSON")
+		return nil, malformed("the request body is not valid JSON")
 	}
-	return gjson.ParseBytes(trimmed), nil
+	d := &skimDoc{keys: make([]string, 0, 16), vals: make([]gjson.Result, 0, 16)}
+	gjson.ParseBytes(trimmed).ForEach(func(k, v gjson.Result) bool {
+		if slices.Contains(d.keys, k.Str) {
+			return true
+		}
+		d.keys, d.vals = append(d.keys, k.Str), append(d.vals, v)
+		return true
+	})
+	return d, nil
+}
+
+// nonEmptyArray reports whether v is an array with an element.
+func nonEmptyArray(v gjson.Result) bool {
+	some := false
+	if v.IsArray() {
+		v.ForEach(func(_, _ gjson.Result) bool { some = true; return false })
+	}
+	return some
 }
 
 func typeErr(param, want string) error {
@@ -49,7 +90,7 @@ func typeErr(param, want string) error {
 
 // skimCap reads a token cap: absent, or an integer of at least 1. sep
 // joins the field's name to the message, in the front's own style.
-func skimCap(g gjson.Result, param, sep string) (n int, set bool, err error) {
+func skimCap(g *skimDoc, param, sep string) (n int, set bool, err error) {
 	v := g.Get(param)
 	if !v.Exists() || v.Type == gjson.Null {
 		return 0, false, nil
@@ -63,7 +104,7 @@ func skimCap(g gjson.Result, param, sep string) (n int, set bool, err error) {
 	return int(v.Num), true, nil
 }
 
-func skimCommon(g gjson.Result, body []byte, modelMsg string) (skimmed, error) {
+func skimCommon(g *skimDoc, body []byte, modelMsg string) (skimmed, error) {
 	s, err := skimModel(g, body, modelMsg)
 	if err != nil {
 		return s, err
@@ -77,7 +118,7 @@ func skimCommon(g gjson.Result, body []byte, modelMsg string) (skimmed, error) {
 
 // skimModel reads what every front's body has: the model, stream and the
 // tools' names.
-func skimModel(g gjson.Result, body []byte, modelMsg string) (skimmed, error) {
+func skimModel(g *skimDoc, body []byte, modelMsg string) (skimmed, error) {
 	var s skimmed
 	m := g.Get("model")
 	if m.Exists() && m.Type != gjson.String {
@@ -121,7 +162,7 @@ func skimMessages(body []byte) (skimmed, error) {
 	if !set {
 		return s, badRequest("max_tokens", "max_tokens: Field required")
 	}
-	if len(g.Get("messages").Array()) == 0 {
+	if !nonEmptyArray(g.Get("messages")) {
 		return s, badRequest("messages", "messages: at least one message is required")
 	}
 	s.req.MaxTokens = n
@@ -139,7 +180,7 @@ func skimChat(body []byte) (skimmed, error) {
 	if err != nil {
 		return s, err
 	}
-	if !g.Get("messages").IsArray() || len(g.Get("messages").Array()) == 0 {
+	if !nonEmptyArray(g.Get("messages")) {
 		return s, badRequest("messages", "messages must hold at least one message")
 	}
 	for _, param := range []string{"max_completion_tokens", "max_tokens"} {
@@ -154,6 +195,7 @@ func skimChat(body []byte) (skimmed, error) {
 	}
 	rf := g.Get("response_format.type").Str
 	s.req.NeedsJSON = rf == "json_schema" || rf == "json_object"
+	s.streamUsage = g.Get("stream_options.include_usage").Bool()
 	return s, nil
 }
 
@@ -215,9 +257,14 @@ func withSvc(raw []byte, path string, svc any, usage string, cost *float64) []by
 
 // setField sets the field at path (parent.key) to v's JSON.
 func setField(raw []byte, path string, v any) []byte {
-	val, err := json.Marshal(v)
-	if err != nil {
-		return raw
+	var val []byte
+	if svc, ok := v.(svcTrace); ok {
+		val = svc.appendJSON(make([]byte, 0, 192)) // on every answer: without reflection
+	} else {
+		var err error
+		if val, err = json.Marshal(v); err != nil {
+			return raw
+		}
 	}
 	parent, key := "", path
 	if i := strings.LastIndexByte(path, '.'); i >= 0 {
@@ -280,7 +327,9 @@ func isJSONSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b =
 
 // writeRaw writes a passed-through JSON answer and flushes it.
 func writeRaw(w http.ResponseWriter, raw []byte) {
+	// With its length the answer leaves in one write, not as chunks.
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(raw)))
 	w.WriteHeader(http.StatusOK)
 	w.Write(raw)
 	if f, ok := w.(http.Flusher); ok {
@@ -431,7 +480,7 @@ func (s *Server) pipeAs(w http.ResponseWriter, r *http.Request, c *gateway.Call,
 			var cost *float64
 			cost, record = s.caller.Settle(c, u, "ok")
 			settled = true
-			if gjson.GetBytes(c.Native.Body, "stream_options.include_usage").Bool() {
+			if c.Native.StreamUsage {
 				usage := openaiUsage(u, cost)
 				if sse.data(map[string]any{"id": c.ID, "object": "chat.completion.chunk", "created": c.Start.Unix(), "model": c.Model.ID, "choices": []any{}, "usage": usage}) != nil {
 					return
@@ -471,4 +520,34 @@ func failResponse(sse *sseWriter, seq int64, created []byte, code, message strin
 		return
 	}
 	sse.event("response.failed", map[string]any{"type": "response.failed", "sequence_number": seq + 2, "response": json.RawMessage(resp)})
+}
+
+// appendJSON is json.Marshal's encoding of s.
+func (s svcTrace) appendJSON(b []byte) []byte {
+	b = append(b, `{"requestId":`...)
+	b = appendJSONString(b, s.RequestID)
+	b = append(b, `,"trace":{"selectedProvider":`...)
+	b = appendJSONString(b, s.Trace.SelectedProvider)
+	b = append(b, `,"selectedModel":`...)
+	b = appendJSONString(b, s.Trace.SelectedModel)
+	b = append(b, `,"fallbackUsed":`...)
+	b = strconv.AppendBool(b, s.Trace.FallbackUsed)
+	if s.Trace.NativeStopReason != "" {
+		b = append(b, `,"nativeStopReason":`...)
+		b = appendJSONString(b, s.Trace.NativeStopReason)
+	}
+	return append(b, "}}"...)
+}
+
+// appendJSONString appends s as a JSON string, as json.Marshal writes it.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }

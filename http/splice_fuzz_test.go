@@ -43,3 +43,17 @@ func FuzzSetField(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSvcJSON: svc written by hand is what json.Marshal writes.
+func FuzzSvcJSON(f *testing.F) {
+	f.Add("chatcmpl-1", "openai", "openai:gpt-4o-mini", true, "stop")
+	f.Add("a\"b", "<p>", "x\u2028y", false, "")
+	f.Fuzz(func(t *testing.T, id, prov, model string, fb bool, stop string) {
+		var s svcTrace
+		s.RequestID, s.Trace.SelectedProvider, s.Trace.SelectedModel, s.Trace.FallbackUsed, s.Trace.NativeStopReason = id, prov, model, fb, stop
+		want, _ := json.Marshal(s)
+		if got := s.appendJSON(nil); string(got) != string(want) {
+			t.Fatalf("%s, want %s", got, want)
+		}
+	})
+}
