@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/anthropics/anthropic-sdk-go"
+	anthropicoption "github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
@@ -356,5 +358,65 @@ func TestClientsPassThroughToOpenAI(t *testing.T) {
 	}
 	if u.Usage != (gateway.Usage{InputTokens: 56, OutputTokens: 9, CacheReadTokens: 64}) || u.Outcome != "ok" {
 		t.Fatalf("usage recorded %+v", u)
+	}
+}
+
+// The official Anthropic SDK through Baton to an Anthropic provider, with
+// extended thinking, an image and a beta: its stream accumulates the
+// provider's thinking block, signature included, and the provider gets the
+// image and the thinking budget as the SDK sent them.
+func TestAnthropicSDKPassesThinkingAndImages(t *testing.T) {
+	up := &recordingUpstream{answer: func(stream bool) (string, string) {
+		if stream {
+			return "text/event-stream", anthropicThinkingStream
+		}
+		return "application/json", anthropicThinkingMessage
+	}}
+	srv := httptest.NewServer(up)
+	defer srv.Close()
+	vars := map[string]string{"ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": "provider-key"}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, cat)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	client := newAnthropicClient(e, &http.Client{Transport: tr}, e.tenantA)
+	const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+	params := anthropic.MessageNewParams{
+		Model: "anthropic:claude-haiku-4-5", MaxTokens: 16000,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("What is this?"), anthropic.NewImageBlockBase64("image/png", png))},
+		Thinking: anthropic.ThinkingConfigParamOfEnabled(4096),
+	}
+	stream := client.Messages.NewStreaming(testCtx(t), params, anthropicoption.WithHeader("anthropic-beta", "interleaved-thinking-2025-05-14"))
+	var msg anthropic.Message
+	for stream.Next() {
+		if err := msg.Accumulate(stream.Current()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(msg.Content) != 2 || msg.Content[0].Type != "thinking" || msg.Content[0].Thinking != "The user says hi." ||
+		msg.Content[0].Signature != "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxDdxyv" || msg.Content[1].Text != "Hi!" {
+		t.Fatalf("accumulated %s", msg.RawJSON())
+	}
+	if msg.Usage.CacheReadInputTokens != 4000 || msg.Usage.OutputTokens != 57 {
+		t.Fatalf("usage %+v", msg.Usage)
+	}
+	got := up.last(t)
+	if gjson.GetBytes(got.body, "thinking.budget_tokens").Int() != 4096 || gjson.GetBytes(got.body, "messages.0.content.1.source.data").Str != png ||
+		got.header.Get("anthropic-beta") != "interleaved-thinking-2025-05-14" {
+		t.Fatalf("the provider got %s (beta %q)", got.body, got.header.Get("anthropic-beta"))
+	}
+	// Not streamed: the thinking block comes back whole.
+	whole, err := client.Messages.New(testCtx(t), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole.Content[0].Type != "thinking" || whole.Content[0].Signature != "EqQBCgIYAhIM" || whole.Usage.CacheCreationInputTokens != 300 {
+		t.Fatalf("whole %s", whole.RawJSON())
 	}
 }
