@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/batonhq/baton/gateway/internal/sse"
 )
 
 // AnthropicVersion is the API version header Baton speaks.
@@ -154,7 +156,7 @@ func (p *Anthropic) body(req Request, stream bool) ([]byte, error) {
 	r.Thinking, r.MaxTokens = req.Thinking, AnthropicMaxTokens(req)
 	effort := req.Effort
 	if req.Thinking == nil && req.Effort == "" {
-		r.Thinking, effort, r.MaxTokens = anthropicReasoning(req)
+		r.Thinking, effort, r.MaxTokens = AnthropicReasoning(req)
 	}
 	if effort != "" {
 		r.OutputConfig = &anOutput{Effort: effort}
@@ -167,7 +169,7 @@ func (p *Anthropic) body(req Request, stream bool) ([]byte, error) {
 		if r.OutputConfig == nil {
 			r.OutputConfig = &anOutput{}
 		}
-		r.OutputConfig.Format = map[string]any{"type": "json_schema", "schema": withoutMetaKeys(req.Output.Schema)}
+		r.OutputConfig.Format = map[string]any{"type": "json_schema", "schema": WithoutMetaKeys(req.Output.Schema)}
 	case req.Output != nil:
 		// Structured output the Anthropic way: a tool whose input is the
 		// output, and the model is made to call a tool.
@@ -175,7 +177,7 @@ func (p *Anthropic) body(req Request, stream bool) ([]byte, error) {
 		if req.Output.Description != "" {
 			desc += " The answer: " + req.Output.Description
 		}
-		r.Tools = append(r.Tools, Tool{Name: req.Output.Name, Description: desc, Schema: withoutMetaKeys(req.Output.Schema)})
+		r.Tools = append(r.Tools, Tool{Name: req.Output.Name, Description: desc, Schema: WithoutMetaKeys(req.Output.Schema)})
 		switch {
 		case len(req.Tools) == 0 || tc != nil && tc.Mode == ToolChoiceNone:
 			// The answer is this tool's input, exactly once.
@@ -189,7 +191,7 @@ func (p *Anthropic) body(req Request, stream bool) ([]byte, error) {
 		}
 	case req.JSONObject:
 		// No JSON mode in the Messages API: ask for it.
-		r.System = strings.TrimSpace(r.System + "\n\n" + jsonObjectInstruction)
+		r.System = strings.TrimSpace(r.System + "\n\n" + JSONObjectInstruction)
 	}
 	if tc != nil && len(r.Tools) > 0 {
 		mode := tc.Mode
@@ -227,7 +229,7 @@ func (p *Anthropic) do(ctx context.Context, method, path string, body []byte) (*
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("x-api-key", p.key)
 	req.Header.Set("anthropic-version", AnthropicVersion)
-	return send(p.client, p.name, req)
+	return Send(p.client, p.name, req)
 }
 
 // Complete implements Provider.
@@ -252,8 +254,8 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (*Response, error
 		StopSequence *string  `json:"stop_sequence"`
 		Usage        *anUsage `json:"usage"`
 	}
-	if err := decodeWhole(io.LimitReader(resp.Body, 64<<20), &r); err != nil {
-		return nil, answerError(p.name, "malformed response", err, true)
+	if err := DecodeWhole(io.LimitReader(resp.Body, 64<<20), &r); err != nil {
+		return nil, AnswerError(p.name, "malformed response", err, true)
 	}
 	if r.Type != "message" {
 		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: fmt.Sprintf("malformed response: type %q where a message was expected", r.Type)}
@@ -280,13 +282,13 @@ func (p *Anthropic) Stream(ctx context.Context, req Request) (Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &anStream{name: p.name, body: resp.Body, sse: newSSEReader(resp.Body)}, nil
+	return &anStream{name: p.name, body: resp.Body, sse: sse.NewReader(resp.Body)}, nil
 }
 
 type anStream struct {
 	name  string
 	body  io.ReadCloser
-	sse   *sseReader
+	sse   *sse.Reader
 	usage Usage
 	final bool // message_delta carried usage: the output count is the upstream's
 	stop  string
@@ -333,7 +335,7 @@ func (s *anStream) Next() (Delta, error) {
 			return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "stream ended without message_stop"}
 		}
 		if err != nil {
-			return Delta{}, streamError(s.name, err)
+			return Delta{}, StreamError(s.name, err)
 		}
 		var e anEvent
 		if err := json.Unmarshal(ev.Data, &e); err != nil {
@@ -439,7 +441,7 @@ func (p *Anthropic) ListModels(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		ids, err := modelIDs(l.Data)
+		ids, err := ModelIDs(l.Data)
 		if err != nil {
 			return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed model list: " + err.Error()}
 		}
@@ -470,8 +472,8 @@ func (p *Anthropic) modelPage(ctx context.Context, path string) (*anModelPage, e
 	}
 	defer resp.Body.Close()
 	var l anModelPage
-	if err := decodeWhole(io.LimitReader(resp.Body, 16<<20), &l); err != nil {
-		return nil, answerError(p.name, "malformed model list", err, false)
+	if err := DecodeWhole(io.LimitReader(resp.Body, 16<<20), &l); err != nil {
+		return nil, AnswerError(p.name, "malformed model list", err, false)
 	}
 	return &l, nil
 }
@@ -521,8 +523,8 @@ func (p *Anthropic) CountTokens(ctx context.Context, model string, body []byte) 
 	var r struct {
 		InputTokens *int `json:"input_tokens"`
 	}
-	if err := decodeWhole(io.LimitReader(resp.Body, 1<<20), &r); err != nil {
-		return 0, answerError(p.name, "malformed response", err, true)
+	if err := DecodeWhole(io.LimitReader(resp.Body, 1<<20), &r); err != nil {
+		return 0, AnswerError(p.name, "malformed response", err, true)
 	}
 	if r.InputTokens == nil || *r.InputTokens < 0 {
 		return 0, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: no input_tokens count"}

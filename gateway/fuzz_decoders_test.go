@@ -561,7 +561,7 @@ func TestModelListShapes(t *testing.T) {
 		if err := json.Unmarshal([]byte(c.body), &l); err != nil {
 			t.Fatal(err)
 		}
-		got, err := modelIDs(l.Data)
+		got, err := ModelIDs(l.Data)
 		if (err == nil) != c.ok || (c.ok && !slices.Equal(got, c.want)) {
 			t.Fatalf("%s: %q, %v; want %q (ok %v)", c.body, got, err, c.want, c.ok)
 		}

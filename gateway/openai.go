@@ -6,13 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/batonhq/baton/gateway/internal/sse"
 )
 
 // OpenAI speaks the chat completions wire format: OpenAI itself, or any
@@ -33,22 +32,6 @@ func NewOpenAI(name, kind, baseURL, key string, client *http.Client) *OpenAI {
 		client = NewHTTPClient()
 	}
 	return &OpenAI{name: name, kind: kind, baseURL: strings.TrimRight(baseURL, "/"), key: key, client: client, newTokenCap: kind == "openai"}
-}
-
-// NewHTTPClient is the pooled client every adapter uses by default: bounded
-// dial and header timeouts, connection reuse, no overall timeout (streams may
-// be long; contexts bound calls).
-func NewHTTPClient() *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   128,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: 60 * time.Second,
-		ForceAttemptHTTP2:     true,
-	}}
 }
 
 func (p *OpenAI) Name() string { return p.name }
@@ -158,12 +141,12 @@ func (p *OpenAI) body(req Request, stream bool) ([]byte, error) {
 		// A client's json_schema response format, to a server that may not
 		// take one: JSON mode, and the schema in the instructions.
 		r.ResponseFormat = map[string]any{"type": "json_object"}
-		req.System = strings.TrimSpace(req.System + "\n\nAnswer with a single JSON object that validates against this JSON Schema, and nothing else:\n" + string(withoutMetaKeys(req.Output.Schema)))
+		req.System = strings.TrimSpace(req.System + "\n\nAnswer with a single JSON object that validates against this JSON Schema, and nothing else:\n" + string(WithoutMetaKeys(req.Output.Schema)))
 	}
 	if req.Output != nil && p.kind == "openai" {
 		// OpenAI's structured outputs; OpenAI-compatible servers differ in
 		// what they accept, so they get the schema in the prompt only.
-		js := map[string]any{"name": req.Output.Name, "schema": withoutMetaKeys(req.Output.Schema), "strict": req.Output.Strict}
+		js := map[string]any{"name": req.Output.Name, "schema": WithoutMetaKeys(req.Output.Schema), "strict": req.Output.Strict}
 		if req.Output.Description != "" {
 			js["description"] = req.Output.Description
 		}
@@ -256,7 +239,7 @@ func (p *OpenAI) do(ctx context.Context, method, path string, body []byte) (*htt
 	if p.key != "" {
 		req.Header.Set("Authorization", "Bearer "+p.key)
 	}
-	return send(p.client, p.name, req)
+	return Send(p.client, p.name, req)
 }
 
 // Complete implements Provider.
@@ -273,8 +256,8 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (*Response, error) {
 	}
 	defer resp.Body.Close()
 	var r oaResponse
-	if err := decodeWhole(io.LimitReader(resp.Body, 64<<20), &r); err != nil {
-		return nil, answerError(p.name, "malformed response", err, true)
+	if err := DecodeWhole(io.LimitReader(resp.Body, 64<<20), &r); err != nil {
+		return nil, AnswerError(p.name, "malformed response", err, true)
 	}
 	if len(r.Choices) == 0 {
 		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "response has no choices"}
@@ -330,13 +313,13 @@ func (p *OpenAI) Stream(ctx context.Context, req Request) (Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &oaStream{name: p.name, body: resp.Body, sse: newSSEReader(resp.Body)}, nil
+	return &oaStream{name: p.name, body: resp.Body, sse: sse.NewReader(resp.Body)}, nil
 }
 
 type oaStream struct {
 	name    string
 	body    io.ReadCloser
-	sse     *sseReader
+	sse     *sse.Reader
 	stop    string
 	native  string
 	usage   *Usage
@@ -412,7 +395,7 @@ func (s *oaStream) Next() (Delta, error) {
 			return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "stream ended without [DONE]"}
 		}
 		if err != nil {
-			return Delta{}, streamError(s.name, err)
+			return Delta{}, StreamError(s.name, err)
 		}
 		if string(ev.Data) == "[DONE]" {
 			s.done = true
@@ -468,13 +451,6 @@ func (s *oaStream) Next() (Delta, error) {
 	}
 }
 
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
 func (s *oaStream) Close() error { return s.body.Close() }
 
 // ListModels implements Provider.
@@ -487,146 +463,12 @@ func (p *OpenAI) ListModels(ctx context.Context) ([]string, error) {
 	var l struct {
 		Data json.RawMessage `json:"data"`
 	}
-	if err := decodeWhole(io.LimitReader(resp.Body, 16<<20), &l); err != nil {
-		return nil, answerError(p.name, "malformed model list", err, false)
+	if err := DecodeWhole(io.LimitReader(resp.Body, 16<<20), &l); err != nil {
+		return nil, AnswerError(p.name, "malformed model list", err, false)
 	}
-	ids, err := modelIDs(l.Data)
+	ids, err := ModelIDs(l.Data)
 	if err != nil {
 		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed model list: " + err.Error()}
 	}
 	return ids, nil
-}
-
-// modelIDs reads a model list's data: an array of {id}, or null (Ollama
-// with no model pulled sends that). Without the key this is not a list,
-// and taking it for an empty one would mark every model of the provider
-// unavailable.
-func modelIDs(data json.RawMessage) ([]string, error) {
-	if len(data) == 0 {
-		return nil, errors.New("no data array")
-	}
-	var l []struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal(data, &l); err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(l))
-	for _, m := range l {
-		if m.ID != "" {
-			out = append(out, m.ID)
-		}
-	}
-	return out, nil
-}
-
-// decodeWhole reads a whole answer body and decodes one JSON document
-// from it, refusing anything after the document. The error says which
-// failed: a read (a timeout, a connection broken mid-body) comes back as
-// a *bodyReadError, a body that does not decode as encoding/json's error.
-func decodeWhole(r io.Reader, v any) error {
-	// Read, then decode: json.Unmarshal refuses anything after the
-	// document and allocates only what v keeps, where a json.Decoder grew
-	// a buffer by refills, then read on to look for more.
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return &bodyReadError{err}
-	}
-	return json.Unmarshal(b, v)
-}
-
-// bodyReadError is a failure to read an answer's body after its headers.
-type bodyReadError struct{ err error }
-
-func (e *bodyReadError) Error() string { return "reading the answer: " + e.err.Error() }
-func (e *bodyReadError) Unwrap() error { return e.err }
-
-// answerError is the provider's error for an answer body decodeWhole
-// refused. A body that stopped arriving is the transport's failure, as
-// before the headers: a timeout (504, retryable), the caller gone
-// (context.Canceled), or a connection broken mid-body (retryable). A body
-// that arrived and does not decode is a malformed answer, named by what
-// (502, retryable); detail adds the decoder's words to the message.
-func answerError(provider, what string, err error, detail bool) error {
-	if re, ok := errors.AsType[*bodyReadError](err); ok {
-		return midAnswerError(provider, re.err, "connection broken while it sent its answer", "timed out while it sent its answer")
-	}
-	msg := what
-	if detail {
-		msg += ": " + err.Error()
-	}
-	return &UpstreamError{Provider: provider, Status: http.StatusBadGateway, Message: msg}
-}
-
-// send does req. A transport failure, or an answer outside 2xx (its body
-// read and closed), comes back as the provider's error.
-func send(client *http.Client, provider string, req *http.Request) (*http.Response, error) {
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, transportError(provider, err)
-	}
-	if resp.StatusCode >= 300 {
-		defer resp.Body.Close()
-		return nil, readUpstreamError(provider, resp)
-	}
-	return resp, nil
-}
-
-func transportError(provider string, err error) error {
-	var ne net.Error
-	if errors.Is(err, context.Canceled) {
-		return err
-	}
-	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return &UpstreamError{Provider: provider, Message: "timed out", Timeout: true}
-	}
-	return &UpstreamError{Provider: provider, Message: "could not reach the provider", cause: err}
-}
-
-// streamError is a read failure of a stream that had opened: the
-// connection broke or timed out mid-stream.
-func streamError(provider string, err error) error {
-	return midAnswerError(provider, err, "stream interrupted", "")
-}
-
-// midAnswerError is transportError for a read that failed after the
-// answer's headers: a broken connection is named broken, a timeout (still
-// a timeout, 504) timedOut unless that is empty; the caller gone stays
-// context.Canceled.
-func midAnswerError(provider string, err error, broken, timedOut string) error {
-	te := transportError(provider, err)
-	if ue, ok := te.(*UpstreamError); ok {
-		switch {
-		case !ue.Timeout:
-			ue.Message = broken
-		case timedOut != "":
-			ue.Message = timedOut
-		}
-	}
-	return te
-}
-
-// readUpstreamError reads an error body in either provider's shape.
-func readUpstreamError(provider string, resp *http.Response) error {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var e struct {
-		Error struct {
-			Message string `json:"message"`
-			Type    string `json:"type"`
-		} `json:"error"`
-	}
-	msg := strings.TrimSpace(string(b))
-	if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-		msg = e.Error.Message
-	}
-	if len(msg) > 500 {
-		// Cut at the start of a character, not inside one: the message
-		// goes out in JSON answers and logs.
-		cut := 500
-		for cut > 0 && !utf8.RuneStart(msg[cut]) {
-			cut--
-		}
-		msg = msg[:cut]
-	}
-	return &UpstreamError{Provider: provider, Status: resp.StatusCode, Type: e.Error.Type, Message: msg, RetryAfter: resp.Header.Get("Retry-After")}
 }

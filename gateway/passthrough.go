@@ -9,33 +9,16 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/batonhq/baton/gateway/internal/sse"
 )
-
-// Passthrough: a body in the provider's own wire format goes upstream as the
-// client wrote it, only the model rewritten; the answer comes back as the
-// provider sent it. Baton reads what billing and fallback need with gjson
-// and never decodes the whole body, so fields it does not know (thinking,
-// cache_control, images, betas, tomorrow's) are never lost.
-
-// maxAnswer bounds a finished answer read into memory.
-const maxAnswer = 64 << 20
-
-// withModel is body with its top-level model set; body is not changed (a
-// fallback forwards it again).
-func withModel(body []byte, model string) ([]byte, error) {
-	out, err := sjson.SetBytes(body, "model", model)
-	if err != nil {
-		return nil, &UpstreamError{Provider: "baton", Status: http.StatusBadRequest, Message: "the body's model cannot be set: " + err.Error()}
-	}
-	return out, nil
-}
 
 // Speaks implements Forwarder: the Messages API.
 func (p *Anthropic) Speaks(format string) bool { return format == FormatAnthropic }
 
 // Forward implements Forwarder.
 func (p *Anthropic) Forward(ctx context.Context, n *Native, model string, stream bool) (*Response, Stream, error) {
-	body, err := withModel(n.Body, model)
+	body, err := WithModel(n.Body, model)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -61,17 +44,17 @@ func (p *Anthropic) Forward(ctx context.Context, n *Native, model string, stream
 	for _, v := range n.Header.Values("anthropic-beta") {
 		req.Header.Add("anthropic-beta", v)
 	}
-	resp, err := send(p.client, p.name, req)
+	resp, err := Send(p.client, p.name, req)
 	if err != nil {
 		return nil, nil, err
 	}
 	if stream {
-		return nil, &anRawStream{name: p.name, body: resp.Body, sse: newSSEReader(resp.Body)}, nil
+		return nil, &anRawStream{name: p.name, body: resp.Body, sse: sse.NewReader(resp.Body)}, nil
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswer))
 	if err != nil {
-		return nil, nil, midAnswerError(p.name, err, "answer interrupted", "")
+		return nil, nil, MidAnswerError(p.name, err, "answer interrupted", "")
 	}
 	if !gjson.ValidBytes(raw) || gjson.GetBytes(raw, "type").Str != "message" {
 		return nil, nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: not a message"}
@@ -105,7 +88,7 @@ func anthropicUsageOf(u gjson.Result) Usage {
 type anRawStream struct {
 	name  string
 	body  io.ReadCloser
-	sse   *sseReader
+	sse   *sse.Reader
 	usage Usage
 	stop  string
 	done  bool
@@ -120,7 +103,7 @@ func (s *anRawStream) Next() (Delta, error) {
 		return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "stream ended without message_stop"}
 	}
 	if err != nil {
-		return Delta{}, streamError(s.name, err)
+		return Delta{}, StreamError(s.name, err)
 	}
 	if !gjson.ValidBytes(ev.Data) {
 		return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "malformed stream event"}
@@ -206,7 +189,7 @@ func (p *OpenAI) Forward(ctx context.Context, n *Native, model string, stream bo
 	if n.Format == FormatResponses {
 		return p.forwardResponses(ctx, n, model, stream)
 	}
-	body, err := withModel(n.Body, model)
+	body, err := WithModel(n.Body, model)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -241,12 +224,12 @@ func (p *OpenAI) Forward(ctx context.Context, n *Native, model string, stream bo
 		return nil, nil, err
 	}
 	if stream {
-		return nil, &oaRawStream{name: p.name, body: resp.Body, sse: newSSEReader(resp.Body), passUsage: wantUsage}, nil
+		return nil, &oaRawStream{name: p.name, body: resp.Body, sse: sse.NewReader(resp.Body), passUsage: wantUsage}, nil
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswer))
 	if err != nil {
-		return nil, nil, midAnswerError(p.name, err, "answer interrupted", "")
+		return nil, nil, MidAnswerError(p.name, err, "answer interrupted", "")
 	}
 	if !gjson.ValidBytes(raw) || !gjson.GetBytes(raw, "choices").IsArray() {
 		return nil, nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: no choices"}
@@ -280,7 +263,7 @@ func openaiUsageOf(u gjson.Result) Usage {
 type oaRawStream struct {
 	name      string
 	body      io.ReadCloser
-	sse       *sseReader
+	sse       *sse.Reader
 	passUsage bool // the client asked for the usage chunk
 	stop      string
 	done      bool
@@ -300,7 +283,7 @@ func (s *oaRawStream) Next() (Delta, error) {
 		return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "stream ended before the answer did"}
 	}
 	if err != nil {
-		return Delta{}, streamError(s.name, err)
+		return Delta{}, StreamError(s.name, err)
 	}
 	if string(bytes.TrimSpace(ev.Data)) == "[DONE]" {
 		s.done = true

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/batonhq/baton/gateway/internal/sse"
 )
 
 // OpenAI's Responses API passed through: the body goes to /responses as
@@ -15,7 +17,7 @@ import (
 // items Baton does not know), only the model rewritten.
 
 func (p *OpenAI) forwardResponses(ctx context.Context, n *Native, model string, stream bool) (*Response, Stream, error) {
-	body, err := withModel(n.Body, model)
+	body, err := WithModel(n.Body, model)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -33,12 +35,12 @@ func (p *OpenAI) forwardResponses(ctx context.Context, n *Native, model string, 
 		return nil, nil, err
 	}
 	if stream {
-		return nil, &respRawStream{name: p.name, body: resp.Body, sse: newSSEReader(resp.Body)}, nil
+		return nil, &respRawStream{name: p.name, body: resp.Body, sse: sse.NewReader(resp.Body)}, nil
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswer))
 	if err != nil {
-		return nil, nil, midAnswerError(p.name, err, "answer interrupted", "")
+		return nil, nil, MidAnswerError(p.name, err, "answer interrupted", "")
 	}
 	if !gjson.ValidBytes(raw) || gjson.GetBytes(raw, "object").Str != "response" {
 		return nil, nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: not a response"}
@@ -127,7 +129,7 @@ func responsesFailure(provider string, e gjson.Result) error {
 type respRawStream struct {
 	name string
 	body io.ReadCloser
-	sse  *sseReader
+	sse  *sse.Reader
 	done bool
 }
 
@@ -140,7 +142,7 @@ func (s *respRawStream) Next() (Delta, error) {
 		return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "stream ended before response.completed"}
 	}
 	if err != nil {
-		return Delta{}, streamError(s.name, err)
+		return Delta{}, StreamError(s.name, err)
 	}
 	if !gjson.ValidBytes(ev.Data) {
 		return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "malformed stream event"}

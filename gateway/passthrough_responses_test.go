@@ -7,11 +7,13 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/batonhq/baton/gateway/internal/sse"
 )
 
 func respStream(events ...string) *respRawStream {
 	body := io.NopCloser(strings.NewReader(strings.Join(events, "")))
-	return &respRawStream{name: "openai", body: body, sse: newSSEReader(body)}
+	return &respRawStream{name: "openai", body: body, sse: sse.NewReader(body)}
 }
 
 func respEvent(typ, rest string) string {

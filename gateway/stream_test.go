@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/batonhq/baton/gateway/internal/sse"
 )
 
 // drain reads a stream to its end.
@@ -29,7 +31,7 @@ func oaStreamOf(chunks ...string) *oaStream {
 	for _, c := range chunks {
 		b.WriteString("data: " + c + "\n\n")
 	}
-	return &oaStream{name: "t", body: io.NopCloser(nil), sse: newSSEReader(strings.NewReader(b.String()))}
+	return &oaStream{name: "t", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(b.String()))}
 }
 
 func anStreamOf(events ...string) *anStream {
@@ -37,7 +39,7 @@ func anStreamOf(events ...string) *anStream {
 	for _, e := range events {
 		b.WriteString("data: " + e + "\n\n")
 	}
-	return &anStream{name: "t", body: io.NopCloser(nil), sse: newSSEReader(strings.NewReader(b.String()))}
+	return &anStream{name: "t", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(b.String()))}
 }
 
 // Some OpenAI-compatible servers repeat a tool call's id and name in every
@@ -196,4 +198,28 @@ func TestAnthropicStreamNegativeUsage(t *testing.T) {
 	if u := ds[len(ds)-1].Usage; u == nil || u.OutputTokens != 0 || u.InputTokens != 5 {
 		t.Fatalf("usage %+v", u)
 	}
+}
+
+// FuzzSSEStreams feeds arbitrary upstream bytes to both stream parsers: they
+// must end (EOF or an error) without panicking.
+func FuzzSSEStreams(f *testing.F) {
+	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n"))
+	f.Add([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3}}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"))
+	f.Add([]byte("data: {\"error\":{\"message\":\"x\"}}\n\n"))
+	f.Add([]byte("data: not json\n\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, st := range []Stream{
+			&oaStream{name: "f", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(string(b)))},
+			&anStream{name: "f", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(string(b)))},
+		} {
+			for i := 0; ; i++ {
+				if i > len(b)+2 {
+					t.Fatal("the parser did not end")
+				}
+				if _, err := st.Next(); err != nil {
+					break
+				}
+			}
+		}
+	})
 }

@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// withoutMetaKeys drops the root's "$schema" and "$id": providers take a
+// WithoutMetaKeys drops the root's "$schema" and "$id": providers take a
 // schema's body, not its identity.
-func withoutMetaKeys(schema json.RawMessage) json.RawMessage {
+func WithoutMetaKeys(schema json.RawMessage) json.RawMessage {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(schema, &m) != nil {
 		return schema
