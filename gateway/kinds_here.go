@@ -1,0 +1,24 @@
+package gateway
+
+import "errors"
+
+// The kinds whose adapters are still in this package.
+func init() {
+	RegisterKind("local", Kind{New: func(Endpoint) (Provider, error) { return Local{}, nil }, Builtin: true, Development: true})
+	RegisterKind("openai", Kind{New: newOpenAIKind, Builtin: true, DefaultURL: "https://api.openai.com/v1", BaseURLEnv: "OPENAI_BASE_URL", KeyEnv: "OPENAI_API_KEY"})
+	RegisterKind("openai-compatible", Kind{New: newOpenAIKind})
+	RegisterKind("anthropic", Kind{New: func(e Endpoint) (Provider, error) {
+		return NewAnthropic(e.Name, orDefault(e.BaseURL, "https://api.anthropic.com"), e.Key, e.Client), nil
+	}, Builtin: true, DefaultURL: "https://api.anthropic.com", BaseURLEnv: "ANTHROPIC_BASE_URL", KeyEnv: "ANTHROPIC_API_KEY"})
+}
+
+func newOpenAIKind(e Endpoint) (Provider, error) {
+	if e.BaseURL == "" {
+		return nil, errors.New("baseUrl is required")
+	}
+	p := NewOpenAI(e.Name, e.Kind, e.BaseURL, e.Key, e.Client)
+	if e.KeyEnv != "" {
+		p.RequireKey(e.KeyEnv)
+	}
+	return p, nil
+}
