@@ -196,6 +196,9 @@ var builtin = map[string][]ModelSpec{
 	},
 }
 
+// LocalModel is the one model the local development provider serves.
+const LocalModel = "echo"
+
 // localModels are the development provider's.
 var localModels = []ModelSpec{{Name: LocalModel, ContextTokens: 1 << 20, Modes: []string{"cheap", "balanced", "premium", "auto"},
 	Pricing: &Price{Source: "free: runs inside Baton"}}}

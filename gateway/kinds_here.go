@@ -4,7 +4,6 @@ import "errors"
 
 // The kinds whose adapters are still in this package.
 func init() {
-	RegisterKind("local", Kind{New: func(Endpoint) (Provider, error) { return Local{}, nil }, Builtin: true, Development: true})
 	RegisterKind("openai", Kind{New: newOpenAIKind, Builtin: true, DefaultURL: "https://api.openai.com/v1", BaseURLEnv: "OPENAI_BASE_URL", KeyEnv: "OPENAI_API_KEY"})
 	RegisterKind("openai-compatible", Kind{New: newOpenAIKind})
 	RegisterKind("anthropic", Kind{New: func(e Endpoint) (Provider, error) {
