@@ -66,6 +66,12 @@ type Forwarder interface {
 	Forward(ctx context.Context, n *Native, model string, stream bool) (*Response, Stream, error)
 }
 
+// TokenCounter is a provider that counts a Messages request's input tokens
+// upstream (POST /v1/messages/count_tokens), with model as its model.
+type TokenCounter interface {
+	CountTokens(ctx context.Context, model string, body []byte) (int, error)
+}
+
 // Caller runs model calls: routing down a chain, fallback before the
 // first byte, the budget hold and its settle, usage events. The fronts
 // decode and encode; everything between is here.

@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/gateway"
+	"github.com/batonhq/baton/gateway/anthropic"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -306,7 +307,7 @@ func newAdapter(provider string, spec caseSpec, baseURL string, client *http.Cli
 			return nil, fmt.Errorf("case.json: adapter.kind is for the openai adapter")
 		}
 		// Anthropic's base URL has no version: https://api.anthropic.com.
-		return gateway.NewAnthropic(name, baseURL, key, client), nil
+		return anthropic.New(name, baseURL, key, client), nil
 	}
 	return nil, fmt.Errorf("no adapter for provider directory %q", provider)
 }

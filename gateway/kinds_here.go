@@ -6,9 +6,6 @@ import "errors"
 func init() {
 	RegisterKind("openai", Kind{New: newOpenAIKind, Builtin: true, DefaultURL: "https://api.openai.com/v1", BaseURLEnv: "OPENAI_BASE_URL", KeyEnv: "OPENAI_API_KEY"})
 	RegisterKind("openai-compatible", Kind{New: newOpenAIKind})
-	RegisterKind("anthropic", Kind{New: func(e Endpoint) (Provider, error) {
-		return NewAnthropic(e.Name, orDefault(e.BaseURL, "https://api.anthropic.com"), e.Key, e.Client), nil
-	}, Builtin: true, DefaultURL: "https://api.anthropic.com", BaseURLEnv: "ANTHROPIC_BASE_URL", KeyEnv: "ANTHROPIC_API_KEY"})
 }
 
 func newOpenAIKind(e Endpoint) (Provider, error) {

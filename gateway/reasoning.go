@@ -5,6 +5,10 @@ import "regexp"
 // Reasoning across the formats (docs/api.md, Translation): Anthropic's
 // thinking and output_config.effort, OpenAI's reasoning_effort.
 
+// AnthropicDefaultMaxTokens is the max_tokens sent to Anthropic for a
+// request that sets no cap (a chat completion may not).
+const AnthropicDefaultMaxTokens = 4096
+
 // Efforts are the reasoning_effort values the fronts take.
 var Efforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
 

@@ -34,14 +34,6 @@ func oaStreamOf(chunks ...string) *oaStream {
 	return &oaStream{name: "t", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(b.String()))}
 }
 
-func anStreamOf(events ...string) *anStream {
-	var b strings.Builder
-	for _, e := range events {
-		b.WriteString("data: " + e + "\n\n")
-	}
-	return &anStream{name: "t", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(b.String()))}
-}
-
 // Some OpenAI-compatible servers repeat a tool call's id and name in every
 // chunk of it; others send none. Either way each call is one call, with an
 // id, numbered by its order in the answer; a second call at index 0 with
@@ -108,99 +100,7 @@ func TestOpenAIStreamEnds(t *testing.T) {
 	}
 }
 
-// Anthropic: the stop sequence hit is kept; input tokens told only in
-// message_delta count; refusal is a stop reason of its own.
-func TestAnthropicStreamStopAndLateUsage(t *testing.T) {
-	ds, err := drain(t, anStreamOf(
-		`{"type":"message_start","message":{"usage":{"input_tokens":0,"output_tokens":1}}}`,
-		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
-		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"one two"}}`,
-		`{"type":"content_block_stop","index":0}`,
-		`{"type":"message_delta","delta":{"stop_reason":"stop_sequence","stop_sequence":"END"},"usage":{"input_tokens":9,"cache_read_input_tokens":4,"output_tokens":2}}`,
-		`{"type":"message_stop"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	last := ds[len(ds)-1]
-	if last.StopReason != StopSequence || last.MatchedStop != "END" || last.Usage == nil || last.Usage.InputTokens != 9 || last.Usage.CacheReadTokens != 4 || last.Usage.OutputTokens != 2 {
-		t.Fatalf("last delta %+v usage %+v", last, last.Usage)
-	}
-	ds, err = drain(t, anStreamOf(
-		`{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}`,
-		`{"type":"message_delta","delta":{"stop_reason":"refusal"},"usage":{"output_tokens":1}}`,
-		`{"type":"message_stop"}`))
-	if err != nil || ds[len(ds)-1].StopReason != StopRefusal {
-		t.Fatalf("refusal: %+v, %v", ds, err)
-	}
-}
-
-// An upstream whose message_delta carries no usage: message_start's output
-// count (1) is not the answer's; the last delta reports no usage, so the
-// caller counts the output it passed on (the input side came early).
-func TestAnthropicStreamWithoutFinalUsage(t *testing.T) {
-	ds, err := drain(t, anStreamOf(
-		`{"type":"message_start","message":{"usage":{"input_tokens":10,"output_tokens":1}}}`,
-		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
-		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"one two three four"}}`,
-		`{"type":"content_block_stop","index":0}`,
-		`{"type":"message_delta","delta":{"stop_reason":"end_turn"}}`,
-		`{"type":"message_stop"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ds[0].Usage == nil || ds[0].Usage.InputTokens != 10 {
-		t.Fatalf("early usage %+v", ds[0].Usage)
-	}
-	if last := ds[len(ds)-1]; last.StopReason != StopEndTurn || last.Usage != nil {
-		t.Fatalf("last delta %+v, usage %+v: want no usage", last, last.Usage)
-	}
-}
-
-// A tool called with no input streams no input JSON (or only empty
-// fragments): its arguments come out as the empty object, so a client
-// that parses the arguments it accumulated gets {}; a tool whose input
-// did stream gets nothing more.
-func TestAnthropicStreamToolWithoutInput(t *testing.T) {
-	ds, err := drain(t, anStreamOf(
-		`{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}`,
-		`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"now","input":{}}}`,
-		`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}`,
-		`{"type":"content_block_stop","index":0}`,
-		`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_2","name":"weather","input":{}}}`,
-		`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"city\":\"Paris\"}"}}`,
-		`{"type":"content_block_stop","index":1}`,
-		`{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":7}}`,
-		`{"type":"message_stop"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := map[int]string{}
-	for _, d := range ds {
-		if d.ToolCall != nil {
-			args[d.ToolCall.Index] += d.ToolCall.Arguments
-		}
-	}
-	if args[0] != "{}" || args[1] != `{"city":"Paris"}` || len(args) != 2 {
-		t.Fatalf("arguments %v", args)
-	}
-}
-
-// A negative output count in message_delta counts as 0, as it does in a
-// whole message: it must not make a call's cost negative.
-func TestAnthropicStreamNegativeUsage(t *testing.T) {
-	ds, err := drain(t, anStreamOf(
-		`{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}`,
-		`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":-100000}}`,
-		`{"type":"message_stop"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if u := ds[len(ds)-1].Usage; u == nil || u.OutputTokens != 0 || u.InputTokens != 5 {
-		t.Fatalf("usage %+v", u)
-	}
-}
-
-// FuzzSSEStreams feeds arbitrary upstream bytes to both stream parsers: they
+// FuzzSSEStreams feeds arbitrary upstream bytes to the chat completions stream parser: they
 // must end (EOF or an error) without panicking.
 func FuzzSSEStreams(f *testing.F) {
 	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n"))
@@ -210,7 +110,6 @@ func FuzzSSEStreams(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, st := range []Stream{
 			&oaStream{name: "f", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(string(b)))},
-			&anStream{name: "f", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(string(b)))},
 		} {
 			for i := 0; ; i++ {
 				if i > len(b)+2 {

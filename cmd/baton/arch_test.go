@@ -57,6 +57,8 @@ var rules = map[string]rule{
 	// Every kind, for whoever builds a catalog.
 	"gateway/kinds":        {ours: []string{"gateway/openai", "gateway/anthropic", "gateway/local"}},
 	"gateway/internal/sse": {},
+	// The fuzz tests' upstream (imported by tests only).
+	"gateway/internal/upstreamtest": {},
 	"http": {ours: []string{"eventstore", "eventstore/ledger", "domain", "domain/contextpack", "projections", "gateway", "gateway/openai", "gateway/tasks", "docs"},
 		thirdParty: []string{"github.com/google/uuid", "github.com/gorilla/mux", "github.com/rs/zerolog", "github.com/tidwall/gjson", "github.com/tidwall/sjson", "go.yaml.in/yaml/v4"},
 		noAppend:   true},

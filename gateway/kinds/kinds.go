@@ -3,5 +3,6 @@
 package kinds
 
 import (
+	_ "github.com/batonhq/baton/gateway/anthropic"
 	_ "github.com/batonhq/baton/gateway/local"
 )
