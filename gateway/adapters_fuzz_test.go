@@ -16,6 +16,7 @@ import (
 	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/anthropic"
 	"github.com/batonhq/baton/gateway/internal/upstreamtest"
+	"github.com/batonhq/baton/gateway/openai"
 )
 
 // listsModels reports whether b is a JSON object whose data is an array, the
@@ -98,8 +99,8 @@ func FuzzUpstreamAnswers(f *testing.F) {
 	up := &upstreamtest.Upstream{}
 	srv := httptest.NewServer(up)
 	f.Cleanup(srv.Close)
-	oa := gateway.NewOpenAI("openai", "openai", srv.URL, "k", srv.Client())
-	compat := gateway.NewOpenAI("compat", "openai-compatible", srv.URL, "", srv.Client())
+	oa := openai.New("openai", "openai", srv.URL, "k", srv.Client())
+	compat := openai.New("compat", "openai-compatible", srv.URL, "", srv.Client())
 	an := anthropic.New("anthropic", srv.URL, "k", srv.Client())
 	providers := []gateway.Provider{oa, compat, an}
 	req := gateway.Request{Model: "m", MaxTokens: 16, Messages: []gateway.Message{{Role: "user", Content: []gateway.Block{{Type: "text", Text: "hi"}}}}}

@@ -302,11 +302,11 @@ func (u *Upstream) Close() {
 	<-u.done
 }
 
-// committing reports whether a delta carries something the client must
-// see (content, a tool call, the end). A usage-only delta (Anthropic's
+// Commits reports whether a delta carries something the client must see
+// (content, a tool call, the end). A usage-only delta (Anthropic's
 // message_start) does not commit the stream: an upstream that reports its
 // input tokens and then fails (overloaded_error) still falls back.
-func committing(d Delta) bool {
+func (d Delta) Commits() bool {
 	return d.Text != "" || d.Thinking != "" || d.Signature != "" || d.Refusal != "" || d.ToolCall != nil || d.StopReason != "" || d.Commit
 }
 
@@ -375,7 +375,7 @@ func (k *Caller) awaitContent(ctx context.Context, c *Call, u *Upstream) (*Upstr
 		case p := <-u.deltas:
 			if p.Err == nil {
 				u.pending = append(u.pending, p)
-				if committing(p.D) {
+				if p.D.Commits() {
 					return u, nil
 				}
 				continue

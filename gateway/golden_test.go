@@ -44,6 +44,7 @@ import (
 
 	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/anthropic"
+	"github.com/batonhq/baton/gateway/openai"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -301,7 +302,7 @@ func newAdapter(provider string, spec caseSpec, baseURL string, client *http.Cli
 			kind = "openai"
 		}
 		// OpenAI's base URL carries the version: https://api.openai.com/v1.
-		return gateway.NewOpenAI(name, kind, baseURL+"/v1", key, client), nil
+		return openai.New(name, kind, baseURL+"/v1", key, client), nil
 	case "anthropic":
 		if spec.Adapter.Kind != "" {
 			return nil, fmt.Errorf("case.json: adapter.kind is for the openai adapter")

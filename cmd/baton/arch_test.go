@@ -47,7 +47,7 @@ var rules = map[string]rule{
 
 	"projections": {ours: []string{"eventstore", "eventstore/records", "domain"}, thirdParty: []string{"go.etcd.io/bbolt", "github.com/tidwall/gjson"}},
 	// The gateway knows no provider kind: the kinds' folders register with it.
-	"gateway": {ours: []string{"eventstore", "domain", "domain/contextpack", "gateway/internal/sse"}, thirdParty: []string{"github.com/google/uuid", "github.com/tidwall/gjson", "github.com/tidwall/sjson", "github.com/santhosh-tekuri/jsonschema/v6"},
+	"gateway": {ours: []string{"eventstore", "domain", "domain/contextpack"}, thirdParty: []string{"github.com/google/uuid", "github.com/tidwall/gjson", "github.com/tidwall/sjson", "github.com/santhosh-tekuri/jsonschema/v6"},
 		closed: true},
 	// One folder per provider kind: its adapter, passthrough and wire
 	// formats, registered with gateway; none knows another.

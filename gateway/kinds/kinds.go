@@ -5,4 +5,5 @@ package kinds
 import (
 	_ "github.com/batonhq/baton/gateway/anthropic"
 	_ "github.com/batonhq/baton/gateway/local"
+	_ "github.com/batonhq/baton/gateway/openai"
 )

@@ -1,7 +1,8 @@
-package gateway
+package openai
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -10,24 +11,25 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/internal/sse"
 )
 
-// Speaks implements Forwarder: chat completions, for OpenAI and any
+// Speaks implements gateway.Forwarder: chat completions, for OpenAI and any
 // OpenAI-compatible server; the Responses API, for OpenAI only (few
 // compatible servers have it).
-func (p *OpenAI) Speaks(format string) bool {
-	return format == FormatChat || format == FormatResponses && p.kind == "openai"
+func (p *Provider) Speaks(format string) bool {
+	return format == gateway.FormatChat || format == gateway.FormatResponses && p.kind == "openai"
 }
 
-// Forward implements Forwarder. A stream asks the upstream for its usage
+// Forward implements gateway.Forwarder. A stream asks the upstream for its usage
 // (stream_options.include_usage), which billing needs; when the client did
 // not ask for it, the usage chunk is not passed on.
-func (p *OpenAI) Forward(ctx context.Context, n *Native, model string, stream bool) (*Response, Stream, error) {
-	if n.Format == FormatResponses {
+func (p *Provider) Forward(ctx context.Context, n *gateway.Native, model string, stream bool) (*gateway.Response, gateway.Stream, error) {
+	if n.Format == gateway.FormatResponses {
 		return p.forwardResponses(ctx, n, model, stream)
 	}
-	body, err := WithModel(n.Body, model)
+	body, err := gateway.WithModel(n.Body, model)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -45,12 +47,12 @@ func (p *OpenAI) Forward(ctx context.Context, n *Native, model string, stream bo
 	wantUsage := gjson.GetBytes(n.Body, "stream_options.include_usage").Bool()
 	if stream && !wantUsage {
 		if body, err = sjson.SetBytes(body, "stream_options.include_usage", true); err != nil {
-			return nil, nil, &UpstreamError{Provider: "baton", Status: http.StatusBadRequest, Message: "stream_options cannot be set: " + err.Error()}
+			return nil, nil, &gateway.UpstreamError{Provider: "baton", Status: http.StatusBadRequest, Message: "stream_options cannot be set: " + err.Error()}
 		}
 	}
 	if !stream {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+		ctx, cancel = context.WithTimeout(ctx, gateway.DefaultTimeout)
 		defer cancel()
 	}
 	path := "/chat/completions"
@@ -65,36 +67,36 @@ func (p *OpenAI) Forward(ctx context.Context, n *Native, model string, stream bo
 		return nil, &oaRawStream{name: p.name, body: resp.Body, sse: sse.NewReader(resp.Body), passUsage: wantUsage}, nil
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswer))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, gateway.MaxAnswer))
 	if err != nil {
-		return nil, nil, MidAnswerError(p.name, err, "answer interrupted", "")
+		return nil, nil, gateway.MidAnswerError(p.name, err, "answer interrupted", "")
 	}
 	if !gjson.ValidBytes(raw) || !gjson.GetBytes(raw, "choices").IsArray() {
-		return nil, nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: no choices"}
+		return nil, nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: no choices"}
 	}
 	g := gjson.ParseBytes(raw)
 	fr := g.Get("choices.0.finish_reason").Str
-	out := &Response{Raw: raw, ID: g.Get("id").Str, Model: g.Get("model").Str, StopReason: StopFromOpenAI(fr), NativeStop: fr}
+	out := &gateway.Response{Raw: raw, ID: g.Get("id").Str, Model: g.Get("model").Str, StopReason: ChatStop(fr), NativeStop: fr}
 	if u := g.Get("usage"); u.IsObject() {
-		out.Usage = openaiUsageOf(u)
+		out.Usage = usageOf(u)
 	} else {
 		out.UsageMissing = true
 		g.Get("choices").ForEach(func(_, c gjson.Result) bool {
 			m := c.Get("message")
-			out.Content = append(out.Content, Block{Type: "text", Text: m.Get("content").Str + m.Get("refusal").Str + m.Get("tool_calls").Raw})
+			out.Content = append(out.Content, gateway.Block{Type: "text", Text: m.Get("content").Str + m.Get("refusal").Str + m.Get("tool_calls").Raw})
 			return true
 		})
 	}
 	return out, nil, nil
 }
 
-// openaiUsageOf reads a chat completions usage object: prompt tokens
+// usageOf reads a chat completions usage object: prompt tokens
 // include the cached ones, which are billed apart.
-func openaiUsageOf(u gjson.Result) Usage {
+func usageOf(u gjson.Result) gateway.Usage {
 	prompt := max(int(u.Get("prompt_tokens").Int()), 0)
 	cached := min(max(int(u.Get("prompt_tokens_details.cached_tokens").Int()), 0), prompt)
 	written := min(max(int(u.Get("prompt_tokens_details.cache_write_tokens").Int()), 0), prompt-cached)
-	return Usage{InputTokens: prompt - cached - written, OutputTokens: max(int(u.Get("completion_tokens").Int()), 0), CacheReadTokens: cached, CacheWriteTokens: written}
+	return gateway.Usage{InputTokens: prompt - cached - written, OutputTokens: max(int(u.Get("completion_tokens").Int()), 0), CacheReadTokens: cached, CacheWriteTokens: written}
 }
 
 // oaRawStream is a chat completions chunk stream passed through.
@@ -107,50 +109,50 @@ type oaRawStream struct {
 	done      bool
 }
 
-func (s *oaRawStream) Next() (Delta, error) {
+func (s *oaRawStream) Next() (gateway.Delta, error) {
 	if s.done {
-		return Delta{}, io.EOF
+		return gateway.Delta{}, io.EOF
 	}
 	ev, err := s.sse.Next()
 	if errors.Is(err, io.EOF) {
 		if s.stop != "" {
 			// Some compatible servers end without [DONE]: the answer was whole.
 			s.done = true
-			return Delta{Raw: []byte("[DONE]"), Commit: true}, nil
+			return gateway.Delta{Raw: []byte("[DONE]"), Commit: true}, nil
 		}
-		return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "stream ended before the answer did"}
+		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "stream ended before the answer did"}
 	}
 	if err != nil {
-		return Delta{}, StreamError(s.name, err)
+		return gateway.Delta{}, gateway.StreamError(s.name, err)
 	}
 	if string(bytes.TrimSpace(ev.Data)) == "[DONE]" {
 		s.done = true
-		return Delta{Raw: []byte("[DONE]"), Commit: true}, nil
+		return gateway.Delta{Raw: []byte("[DONE]"), Commit: true}, nil
 	}
 	if !gjson.ValidBytes(ev.Data) {
-		return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "malformed stream chunk"}
+		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "malformed stream chunk"}
 	}
 	g := gjson.ParseBytes(ev.Data)
 	if e := g.Get("error"); e.Exists() {
-		return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Type: e.Get("type").Str, Message: orDefault(e.Get("message").Str, "error event")}
+		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Type: e.Get("type").Str, Message: cmp.Or(e.Get("message").Str, "error event")}
 	}
-	d := Delta{Raw: ev.Data}
+	d := gateway.Delta{Raw: ev.Data}
 	choice := g.Get("choices.0")
 	delta := choice.Get("delta")
 	d.Text = delta.Get("content").Str
 	d.Refusal = delta.Get("refusal").Str
 	if tc := delta.Get("tool_calls.0"); tc.Exists() {
-		d.ToolCall = &ToolCallDelta{Index: int(tc.Get("index").Int()), ID: tc.Get("id").Str, Name: tc.Get("function.name").Str, Arguments: tc.Get("function.arguments").Str}
+		d.ToolCall = &gateway.ToolCallDelta{Index: int(tc.Get("index").Int()), ID: tc.Get("id").Str, Name: tc.Get("function.name").Str, Arguments: tc.Get("function.arguments").Str}
 	}
 	if fr := choice.Get("finish_reason").Str; fr != "" {
 		s.stop = fr
-		d.StopReason, d.NativeStop = StopFromOpenAI(fr), fr
+		d.StopReason, d.NativeStop = ChatStop(fr), fr
 	}
 	if u := g.Get("usage"); u.IsObject() {
-		final := openaiUsageOf(u)
+		final := usageOf(u)
 		d.Usage = &final
 		if s.stop != "" {
-			d.StopReason, d.NativeStop = StopFromOpenAI(s.stop), s.stop
+			d.StopReason, d.NativeStop = ChatStop(s.stop), s.stop
 		}
 		if !s.passUsage {
 			d.Raw = nil // asked for billing, not by the client

@@ -1,4 +1,4 @@
-package gateway
+package openai
 
 import (
 	"errors"
@@ -6,11 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/internal/sse"
 )
 
 // drain reads a stream to its end.
-func drain(t *testing.T, st Stream) (ds []Delta, err error) {
+func drain(t *testing.T, st gateway.Stream) (ds []gateway.Delta, err error) {
 	t.Helper()
 	for i := 0; i < 1000; i++ {
 		d, err := st.Next()
@@ -66,7 +67,7 @@ func TestOpenAIStreamToolCallIDs(t *testing.T) {
 	if strings.Join(got, ",") != "f,g,h" || args[0] != `{"a":1}` || args[1] != "{}" || args[2] != "{}" {
 		t.Fatalf("calls %v, arguments %v", got, args)
 	}
-	var h *ToolCallDelta
+	var h *gateway.ToolCallDelta
 	for _, d := range ds {
 		if d.ToolCall != nil && d.ToolCall.Name == "h" {
 			h = d.ToolCall
@@ -76,7 +77,7 @@ func TestOpenAIStreamToolCallIDs(t *testing.T) {
 		t.Fatalf("a call without an id was given none: %+v", h)
 	}
 	// Tool calls with finish_reason "stop": the answer ends for the tools.
-	if last := ds[len(ds)-1]; last.StopReason != StopToolUse || last.NativeStop != "stop" {
+	if last := ds[len(ds)-1]; last.StopReason != gateway.StopToolUse || last.NativeStop != "stop" {
 		t.Fatalf("stop %q (native %q), want tool_use (stop)", last.StopReason, last.NativeStop)
 	}
 }
@@ -91,7 +92,7 @@ func TestOpenAIStreamEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := ds[len(ds)-1]
-	if last.StopReason != StopRefusal || last.NativeStop != "content_filter" || last.Usage == nil || last.Usage.InputTokens != 3 {
+	if last.StopReason != gateway.StopRefusal || last.NativeStop != "content_filter" || last.Usage == nil || last.Usage.InputTokens != 3 {
 		t.Fatalf("last delta %+v", last)
 	}
 	// Without a finish_reason, the same end is a cut.
@@ -108,7 +109,7 @@ func FuzzSSEStreams(f *testing.F) {
 	f.Add([]byte("data: {\"error\":{\"message\":\"x\"}}\n\n"))
 	f.Add([]byte("data: not json\n\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, st := range []Stream{
+		for _, st := range []gateway.Stream{
 			&oaStream{name: "f", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(string(b)))},
 		} {
 			for i := 0; ; i++ {
