@@ -62,7 +62,7 @@ func WorstTokens(req Request, m *Model) (in, out int) {
 		in += toolsOverhead // the provider's own tool-use instructions
 	}
 	if req.JSONObject {
-		in += len(jsonObjectInstruction) // added to the system prompt for Anthropic
+		in += len(JSONObjectInstruction) // added to the system prompt for Anthropic
 	}
 	if req.Output != nil {
 		// The schema goes upstream too (a response format, or a forced

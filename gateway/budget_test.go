@@ -121,7 +121,7 @@ func TestWorstTokens(t *testing.T) {
 	}
 	asJSON := req
 	asJSON.JSONObject = true
-	if in3, _ := WorstTokens(asJSON, anthropic); in3 < in+len(jsonObjectInstruction) {
+	if in3, _ := WorstTokens(asJSON, anthropic); in3 < in+len(JSONObjectInstruction) {
 		t.Errorf("json_object adds %d", in3-in)
 	}
 }

@@ -69,6 +69,12 @@ type Forwarder interface {
 	Forward(ctx context.Context, n *Native, model string, stream bool) (*Response, Stream, error)
 }
 
+// TokenCounter is a provider that counts a Messages request's input tokens
+// upstream (POST /v1/messages/count_tokens), with model as its model.
+type TokenCounter interface {
+	CountTokens(ctx context.Context, model string, body []byte) (int, error)
+}
+
 // Caller runs model calls: routing down a chain, fallback before the
 // first byte, the budget hold and its settle, usage events. The fronts
 // decode and encode; everything between is here.
@@ -299,11 +305,11 @@ func (u *Upstream) Close() {
 	<-u.done
 }
 
-// committing reports whether a delta carries something the client must
-// see (content, a tool call, the end). A usage-only delta (Anthropic's
+// Commits reports whether a delta carries something the client must see
+// (content, a tool call, the end). A usage-only delta (Anthropic's
 // message_start) does not commit the stream: an upstream that reports its
 // input tokens and then fails (overloaded_error) still falls back.
-func committing(d Delta) bool {
+func (d Delta) Commits() bool {
 	return d.Text != "" || d.Thinking != "" || d.Signature != "" || d.Refusal != "" || d.ToolCall != nil || d.StopReason != "" || d.Commit
 }
 
@@ -372,7 +378,7 @@ func (k *Caller) awaitContent(ctx context.Context, c *Call, u *Upstream) (*Upstr
 		case p := <-u.deltas:
 			if p.Err == nil {
 				u.pending = append(u.pending, p)
-				if committing(p.D) {
+				if p.D.Commits() {
 					return u, nil
 				}
 				continue

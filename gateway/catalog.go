@@ -196,6 +196,13 @@ var builtin = map[string][]ModelSpec{
 	},
 }
 
+// LocalModel is the one model the local development provider serves.
+const LocalModel = "echo"
+
+// localModels are the development provider's.
+var localModels = []ModelSpec{{Name: LocalModel, ContextTokens: 1 << 20, Modes: []string{"cheap", "balanced", "premium", "auto"},
+	Pricing: &Price{Source: "free: runs inside Baton"}}}
+
 // Sources shared by several built-in prices.
 const (
 	openAIPricing    = "OpenAI list price, https://developers.openai.com/api/docs/pricing, as of 2026-08-21"
@@ -229,21 +236,39 @@ type Config struct {
 	Client            *http.Client
 }
 
-// NewCatalog builds the catalog: local always, OpenAI and Anthropic from
-// OPENAI_* and ANTHROPIC_* variables, and whatever the providers file adds
-// or overrides.
+// NewCatalog builds the catalog: the registered kinds' built-in providers
+// (local always, OpenAI and Anthropic from OPENAI_* and ANTHROPIC_*
+// variables), and whatever the providers file adds or overrides.
 func NewCatalog(cfg Config) (*Catalog, error) {
 	if cfg.Getenv == nil {
 		cfg.Getenv = os.Getenv
 	}
 	c := &Catalog{providers: map[string]Provider{}, models: map[string]*Model{}, modeChains: map[string][]string{}, syncs: map[string]ModelsSynced{}}
-	c.add(Local{}, []ModelSpec{{Name: LocalModel, ContextTokens: 1 << 20, Modes: []string{"cheap", "balanced", "premium", "auto"},
-		Pricing: &Price{Source: "free: runs inside Baton"}}}, true)
-
-	openaiURL := orDefault(cfg.Getenv("OPENAI_BASE_URL"), "https://api.openai.com/v1")
-	c.add(NewOpenAI("openai", "openai", openaiURL, cfg.Getenv("OPENAI_API_KEY"), cfg.Client), builtin["openai"], false)
-	anthropicURL := orDefault(cfg.Getenv("ANTHROPIC_BASE_URL"), "https://api.anthropic.com")
-	c.add(NewAnthropic("anthropic", anthropicURL, cfg.Getenv("ANTHROPIC_API_KEY"), cfg.Client), builtin["anthropic"], false)
+	if _, ok := lookupKind("local"); !ok {
+		return nil, errors.New(`gateway: provider kind "local" is not registered (import github.com/batonhq/baton/gateway/kinds)`)
+	}
+	for _, name := range Kinds() {
+		k, _ := lookupKind(name)
+		if !k.Builtin {
+			continue
+		}
+		e := Endpoint{Name: name, Kind: name, BaseURL: k.DefaultURL, Client: cfg.Client}
+		if k.BaseURLEnv != "" {
+			e.BaseURL = orDefault(cfg.Getenv(k.BaseURLEnv), k.DefaultURL)
+		}
+		if k.KeyEnv != "" {
+			e.Key = cfg.Getenv(k.KeyEnv)
+		}
+		p, err := k.New(e)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: built-in provider %s: %w", name, err)
+		}
+		specs := builtin[name]
+		if k.Development {
+			specs = localModels
+		}
+		c.add(p, specs, k.Development)
+	}
 
 	if cfg.ProvidersFile != "" {
 		b, err := os.ReadFile(cfg.ProvidersFile)
@@ -325,21 +350,13 @@ func (c *Catalog) addSpec(p ProviderSpec, cfg Config) error {
 	if p.KeyEnv != "" {
 		key = cfg.Getenv(p.KeyEnv)
 	}
-	var prov Provider
-	switch p.Kind {
-	case "openai", "openai-compatible":
-		if p.BaseURL == "" {
-			return fmt.Errorf("provider %s: baseUrl is required", p.Name)
-		}
-		oa := NewOpenAI(p.Name, p.Kind, p.BaseURL, key, cfg.Client)
-		if p.KeyEnv != "" {
-			oa.RequireKey(p.KeyEnv)
-		}
-		prov = oa
-	case "anthropic":
-		prov = NewAnthropic(p.Name, orDefault(p.BaseURL, "https://api.anthropic.com"), key, cfg.Client)
-	default:
-		return fmt.Errorf("provider %s: kind %q is not openai, anthropic or openai-compatible", p.Name, p.Kind)
+	k, ok := lookupKind(p.Kind)
+	if !ok || k.Development {
+		return fmt.Errorf("provider %s: %w", p.Name, unknownKind(p.Kind))
+	}
+	prov, err := k.New(Endpoint{Name: p.Name, Kind: p.Kind, BaseURL: p.BaseURL, Key: key, KeyEnv: p.KeyEnv, Client: cfg.Client})
+	if err != nil {
+		return fmt.Errorf("provider %s: %w", p.Name, err)
 	}
 	names := map[string]bool{}
 	for _, m := range p.Models {

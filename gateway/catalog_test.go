@@ -100,3 +100,14 @@ func catalogFromFile(t *testing.T, file string, env map[string]string) (*Catalog
 	}
 	return NewCatalog(Config{Getenv: func(k string) string { return env[k] }, ProvidersFile: path, ProvidersRequired: true})
 }
+
+// A providers entry of a kind no folder registered stops the start, naming
+// the kind; the development kind cannot be declared.
+func TestUnregisteredKind(t *testing.T) {
+	for _, kind := range []string{"bedrock", "local", ""} {
+		_, err := catalogFromFile(t, `{"providers":[{"name":"p","kind":"`+kind+`","baseUrl":"http://x","models":[]}]}`, nil)
+		if err == nil || !strings.Contains(err.Error(), `kind "`+kind+`" is not one of anthropic, openai, openai-compatible`) {
+			t.Errorf("kind %q: err = %v", kind, err)
+		}
+	}
+}

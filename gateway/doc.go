@@ -133,8 +133,8 @@ type ToolChoice struct {
 	DisableParallel bool   // at most one tool call
 }
 
-// jsonObjectInstruction asks a model without a JSON mode for one object.
-const jsonObjectInstruction = "Answer with a single JSON object and nothing else: no prose, no code fences."
+// JSONObjectInstruction asks a model without a JSON mode for one object.
+const JSONObjectInstruction = "Answer with a single JSON object and nothing else: no prose, no code fences."
 
 // OutputSchema names a JSON Schema for structured output.
 type OutputSchema struct {

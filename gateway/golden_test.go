@@ -43,6 +43,8 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/gateway"
+	"github.com/batonhq/baton/gateway/anthropic"
+	"github.com/batonhq/baton/gateway/openai"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -300,13 +302,13 @@ func newAdapter(provider string, spec caseSpec, baseURL string, client *http.Cli
 			kind = "openai"
 		}
 		// OpenAI's base URL carries the version: https://api.openai.com/v1.
-		return gateway.NewOpenAI(name, kind, baseURL+"/v1", key, client), nil
+		return openai.New(name, kind, baseURL+"/v1", key, client), nil
 	case "anthropic":
 		if spec.Adapter.Kind != "" {
 			return nil, fmt.Errorf("case.json: adapter.kind is for the openai adapter")
 		}
 		// Anthropic's base URL has no version: https://api.anthropic.com.
-		return gateway.NewAnthropic(name, baseURL, key, client), nil
+		return anthropic.New(name, baseURL, key, client), nil
 	}
 	return nil, fmt.Errorf("no adapter for provider directory %q", provider)
 }

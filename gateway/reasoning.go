@@ -5,6 +5,10 @@ import "regexp"
 // Reasoning across the formats (docs/api.md, Translation): Anthropic's
 // thinking and output_config.effort, OpenAI's reasoning_effort.
 
+// AnthropicDefaultMaxTokens is the max_tokens sent to Anthropic for a
+// request that sets no cap (a chat completion may not).
+const AnthropicDefaultMaxTokens = 4096
+
 // Efforts are the reasoning_effort values the fronts take.
 var Efforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
 
@@ -71,12 +75,12 @@ func anthropicEffort(effort string) string {
 // fixed budget with a 400.
 var fixedBudgetModel = regexp.MustCompile(`^claude-(3-.*|(opus|sonnet|haiku)-4(-[015])?(-[0-9]{8})?)$`)
 
-// anthropicReasoning is what an Anthropic upstream gets for a chat
+// AnthropicReasoning is what an Anthropic upstream gets for a chat
 // client's reasoning_effort, and the max_tokens to send with it: a fixed
 // budget below the cap (at least 1,024 tokens, else none fits and the
 // model answers without thinking), or adaptive thinking and an effort.
 // A request without a cap gets the default cap plus the budget.
-func anthropicReasoning(req Request) (t *Thinking, effort string, maxTokens int) {
+func AnthropicReasoning(req Request) (t *Thinking, effort string, maxTokens int) {
 	maxTokens = req.MaxTokens
 	eff := req.ReasoningEffort
 	if eff == "" || eff == "none" || thinkingBudget(eff) == 0 {
@@ -109,6 +113,6 @@ func AnthropicMaxTokens(req Request) int {
 		}
 		return AnthropicDefaultMaxTokens
 	}
-	_, _, n := anthropicReasoning(req)
+	_, _, n := AnthropicReasoning(req)
 	return n
 }

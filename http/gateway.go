@@ -1184,7 +1184,7 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t := chain[0]
-	if an, ok := t.Provider.(*gateway.Anthropic); ok {
+	if an, ok := t.Provider.(gateway.TokenCounter); ok {
 		n, err := an.CountTokens(r.Context(), t.Model.Model, sent.Body)
 		if err != nil {
 			s.writeErrorAs(w, r, f, err)

@@ -1,6 +1,9 @@
 package http
 
-import "github.com/batonhq/baton/gateway"
+import (
+	"github.com/batonhq/baton/gateway"
+	"github.com/batonhq/baton/gateway/openai"
+)
 
 // The answers the gateway writes on every call, as structs: encoding a
 // struct is several times cheaper than encoding the same map, and these go
@@ -29,7 +32,7 @@ func openaiUsage(u gateway.Usage, cost *float64) oaUsageOut {
 	return out
 }
 
-type ccToolCallOut = gateway.OpenAIToolCall
+type ccToolCallOut = openai.ChatToolCall
 
 type ccMessageOut struct {
 	Role      string          `json:"role"`

@@ -22,6 +22,7 @@ type rule struct {
 	ours       []string
 	thirdParty []string
 	noAppend   bool // may not call Append: it never writes to the store
+	closed     bool // its own subfolders too only as listed in ours
 }
 
 // Dependencies point inward: domain knows nothing of Baton's I/O; the
@@ -45,9 +46,19 @@ var rules = map[string]rule{
 	"eventstore/ledger":              {ours: []string{"eventstore", "eventstore/records", "domain", "domain/contextpack"}, thirdParty: []string{"github.com/google/uuid"}},
 
 	"projections": {ours: []string{"eventstore", "eventstore/records", "domain"}, thirdParty: []string{"go.etcd.io/bbolt", "github.com/tidwall/gjson"}},
-	"gateway":     {ours: []string{"eventstore", "domain", "domain/contextpack"}, thirdParty: []string{"github.com/google/uuid", "github.com/tidwall/gjson", "github.com/tidwall/sjson", "github.com/santhosh-tekuri/jsonschema/v6"}},
-	// OpenAI's wire formats, on the gateway's request shape.
-	"gateway/openai": {ours: []string{"gateway", "eventstore", "domain"}, thirdParty: []string{"github.com/google/uuid", "github.com/tidwall/gjson", "github.com/tidwall/sjson"}},
+	// The gateway knows no provider kind: the kinds' folders register with it.
+	"gateway": {ours: []string{"eventstore", "domain", "domain/contextpack"}, thirdParty: []string{"github.com/google/uuid", "github.com/tidwall/gjson", "github.com/tidwall/sjson", "github.com/santhosh-tekuri/jsonschema/v6"},
+		closed: true},
+	// One folder per provider kind: its adapter, passthrough and wire
+	// formats, registered with gateway; none knows another.
+	"gateway/openai":    {ours: []string{"gateway", "gateway/internal/sse", "eventstore", "domain"}, thirdParty: []string{"github.com/google/uuid", "github.com/tidwall/gjson", "github.com/tidwall/sjson"}},
+	"gateway/anthropic": {ours: []string{"gateway", "gateway/internal/sse"}, thirdParty: []string{"github.com/tidwall/gjson"}},
+	"gateway/local":     {ours: []string{"gateway"}},
+	// Every kind, for whoever builds a catalog.
+	"gateway/kinds":        {ours: []string{"gateway/openai", "gateway/anthropic", "gateway/local"}},
+	"gateway/internal/sse": {},
+	// The fuzz tests' upstream (imported by tests only).
+	"gateway/internal/upstreamtest": {},
 	"http": {ours: []string{"eventstore", "eventstore/ledger", "domain", "domain/contextpack", "projections", "gateway", "gateway/openai", "gateway/tasks", "docs"},
 		thirdParty: []string{"github.com/google/uuid", "github.com/gorilla/mux", "github.com/rs/zerolog", "github.com/tidwall/gjson", "github.com/tidwall/sjson", "go.yaml.in/yaml/v4"},
 		noAppend:   true},
@@ -55,7 +66,7 @@ var rules = map[string]rule{
 
 	// The binaries wire; none links a test double.
 	"cmd/baton": {ours: []string{"domain", "domain/secrets", "domain/secrets/gitleaks", "eventstore", "eventstore/bolt", "eventstore/kurrent", "eventstore/ledger", "eventstore/migrate",
-		"eventstore/records", "projections", "gateway", "http", "cmd/internal/profile"}, thirdParty: []string{"github.com/rs/zerolog", "go.etcd.io/bbolt"}},
+		"eventstore/records", "projections", "gateway", "gateway/kinds", "http", "cmd/internal/profile"}, thirdParty: []string{"github.com/rs/zerolog", "go.etcd.io/bbolt"}},
 	"cmd/baton-bench": {ours: []string{"domain", "domain/secrets", "domain/secrets/gitleaks", "eventstore", "eventstore/bolt", "eventstore/kurrent", "eventstore/kurrent/kurrenttest",
 		"eventstore/ledger", "eventstore/storebench", "projections", "gateway", "http", "cmd/internal/profile"}, thirdParty: []string{"github.com/rs/zerolog", "golang.org/x/sys"}},
 	"cmd/baton-kurrent-double": {ours: []string{"eventstore/kurrent/kurrenttest"}},
@@ -138,6 +149,11 @@ func TestDependencyRulesBite(t *testing.T) {
 		{"cmd/baton", module + "/eventstore/kurrent/kurrenttest", false},
 		{"cmd/baton", module + "/eventstore/storetest", false},
 		{"cmd/baton", "github.com/gorilla/mux", false},
+		{"cmd/baton", module + "/gateway/kinds", true},
+		{"http", module + "/gateway/anthropic", false},
+		{"http", module + "/gateway/kinds", false},
+		{"gateway", module + "/gateway/openai", false},
+		{"gateway/anthropic", module + "/gateway/openai", false},
 	} {
 		r, ok := ruleFor(c.from)
 		if !ok {
@@ -171,7 +187,7 @@ func ruleFor(dir string) (rule, bool) {
 
 func permitted(from, imp string, r rule) bool {
 	if dep, ours := strings.CutPrefix(imp, module+"/"); ours {
-		if dep == from || strings.HasPrefix(dep, from+"/") && !strings.HasSuffix(dep, "test") {
+		if dep == from || !r.closed && strings.HasPrefix(dep, from+"/") && !strings.HasSuffix(dep, "test") {
 			return true // its own subpackages, test doubles aside
 		}
 		for _, a := range r.ours {

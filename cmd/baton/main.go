@@ -28,6 +28,7 @@ import (
 	"github.com/batonhq/baton/eventstore/bolt"
 	"github.com/batonhq/baton/eventstore/ledger"
 	"github.com/batonhq/baton/gateway"
+	_ "github.com/batonhq/baton/gateway/kinds" // every provider kind
 	batonhttp "github.com/batonhq/baton/http"
 	"github.com/batonhq/baton/projections"
 )

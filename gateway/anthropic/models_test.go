@@ -1,4 +1,4 @@
-package gateway_test
+package anthropic_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/gateway"
+	"github.com/batonhq/baton/gateway/anthropic"
 )
 
 // pagedModels serves Anthropic's paged model list: pageSize models a page,
@@ -81,7 +82,7 @@ func pagedModels(t *testing.T, total, pageSize int, endless bool) (*httptest.Ser
 
 func TestAnthropicListModelsFollowsPages(t *testing.T) {
 	srv, cursors := pagedModels(t, 7, 3, false)
-	p := gateway.NewAnthropic("anthropic", srv.URL, "k", srv.Client())
+	p := anthropic.New("anthropic", srv.URL, "k", srv.Client())
 	got, err := p.ListModels(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +98,7 @@ func TestAnthropicListModelsFollowsPages(t *testing.T) {
 
 func TestAnthropicListModelsOnePage(t *testing.T) {
 	srv, cursors := pagedModels(t, 2, 1000, false)
-	p := gateway.NewAnthropic("anthropic", srv.URL, "k", srv.Client())
+	p := anthropic.New("anthropic", srv.URL, "k", srv.Client())
 	got, err := p.ListModels(context.Background())
 	if err != nil || len(got) != 2 || len(*cursors) != 1 {
 		t.Fatalf("models %v, err %v, %d requests; want 2 models from 1 request", got, err, len(*cursors))
@@ -106,7 +107,7 @@ func TestAnthropicListModelsOnePage(t *testing.T) {
 
 func TestAnthropicListModelsBoundsPaging(t *testing.T) {
 	srv, cursors := pagedModels(t, 0, 0, true)
-	p := gateway.NewAnthropic("anthropic", srv.URL, "k", srv.Client())
+	p := anthropic.New("anthropic", srv.URL, "k", srv.Client())
 	_, err := p.ListModels(context.Background())
 	var ue *gateway.UpstreamError
 	if !errors.As(err, &ue) || ue.Status != http.StatusBadGateway {

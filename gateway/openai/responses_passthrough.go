@@ -1,6 +1,7 @@
-package gateway
+package openai
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -8,20 +9,23 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/batonhq/baton/gateway"
+	"github.com/batonhq/baton/gateway/internal/sse"
 )
 
 // OpenAI's Responses API passed through: the body goes to /responses as
 // the client wrote it (store, include, reasoning, custom tools, input
 // items Baton does not know), only the model rewritten.
 
-func (p *OpenAI) forwardResponses(ctx context.Context, n *Native, model string, stream bool) (*Response, Stream, error) {
-	body, err := withModel(n.Body, model)
+func (p *Provider) forwardResponses(ctx context.Context, n *gateway.Native, model string, stream bool) (*gateway.Response, gateway.Stream, error) {
+	body, err := gateway.WithModel(n.Body, model)
 	if err != nil {
 		return nil, nil, err
 	}
 	if !stream {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+		ctx, cancel = context.WithTimeout(ctx, gateway.DefaultTimeout)
 		defer cancel()
 	}
 	path := "/responses"
@@ -33,22 +37,22 @@ func (p *OpenAI) forwardResponses(ctx context.Context, n *Native, model string, 
 		return nil, nil, err
 	}
 	if stream {
-		return nil, &respRawStream{name: p.name, body: resp.Body, sse: newSSEReader(resp.Body)}, nil
+		return nil, &respRawStream{name: p.name, body: resp.Body, sse: sse.NewReader(resp.Body)}, nil
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, gateway.MaxAnswer))
 	if err != nil {
-		return nil, nil, midAnswerError(p.name, err, "answer interrupted", "")
+		return nil, nil, gateway.MidAnswerError(p.name, err, "answer interrupted", "")
 	}
 	if !gjson.ValidBytes(raw) || gjson.GetBytes(raw, "object").Str != "response" {
-		return nil, nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: not a response"}
+		return nil, nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: not a response"}
 	}
 	g := gjson.ParseBytes(raw)
 	if g.Get("status").Str == "failed" {
 		return nil, nil, responsesFailure(p.name, g.Get("error"))
 	}
 	stop, native := responsesStop(g)
-	out := &Response{Raw: raw, ID: g.Get("id").Str, Model: g.Get("model").Str, StopReason: stop, NativeStop: native}
+	out := &gateway.Response{Raw: raw, ID: g.Get("id").Str, Model: g.Get("model").Str, StopReason: stop, NativeStop: native}
 	if u := g.Get("usage"); u.IsObject() {
 		out.Usage = responsesUsageOf(u)
 	} else {
@@ -59,7 +63,7 @@ func (p *OpenAI) forwardResponses(ctx context.Context, n *Native, model string, 
 				text += c.Get("text").Str + c.Get("refusal").Str
 				return true
 			})
-			out.Content = append(out.Content, Block{Type: "text", Text: text})
+			out.Content = append(out.Content, gateway.Block{Type: "text", Text: text})
 			return true
 		})
 	}
@@ -69,11 +73,11 @@ func (p *OpenAI) forwardResponses(ctx context.Context, n *Native, model string, 
 // responsesUsageOf reads a Responses usage object: input tokens include
 // the cached ones (and those written to the cache), billed apart; output
 // tokens include reasoning.
-func responsesUsageOf(u gjson.Result) Usage {
+func responsesUsageOf(u gjson.Result) gateway.Usage {
 	in := max(int(u.Get("input_tokens").Int()), 0)
 	cached := min(max(int(u.Get("input_tokens_details.cached_tokens").Int()), 0), in)
 	written := min(max(int(u.Get("input_tokens_details.cache_write_tokens").Int()), 0), in-cached)
-	return Usage{InputTokens: in - cached - written, OutputTokens: max(int(u.Get("output_tokens").Int()), 0), CacheReadTokens: cached, CacheWriteTokens: written}
+	return gateway.Usage{InputTokens: in - cached - written, OutputTokens: max(int(u.Get("output_tokens").Int()), 0), CacheReadTokens: cached, CacheWriteTokens: written}
 }
 
 // responsesStop is a response's stop reason, canonical and native: its
@@ -83,19 +87,19 @@ func responsesStop(r gjson.Result) (string, string) {
 	case "completed":
 		for _, it := range r.Get("output").Array() {
 			if t := it.Get("type").Str; t == "function_call" || t == "custom_tool_call" {
-				return StopToolUse, status
+				return gateway.StopToolUse, status
 			}
 		}
-		return StopEndTurn, status
+		return gateway.StopEndTurn, status
 	case "incomplete":
 		reason := r.Get("incomplete_details.reason").Str
 		switch reason {
 		case "max_output_tokens":
-			return StopMaxTokens, reason
+			return gateway.StopMaxTokens, reason
 		case "content_filter":
-			return StopRefusal, reason
+			return gateway.StopRefusal, reason
 		}
-		return StopUnknownValue, orDefault(reason, status)
+		return gateway.StopUnknownValue, cmp.Or(reason, status)
 	default:
 		return "", status
 	}
@@ -116,7 +120,7 @@ func responsesFailure(provider string, e gjson.Result) error {
 	case strings.Contains(code, "invalid") || strings.Contains(code, "context_length"):
 		status = http.StatusBadRequest
 	}
-	return &UpstreamError{Provider: provider, Status: status, Type: code, Message: orDefault(e.Get("message").Str, "response failed")}
+	return &gateway.UpstreamError{Provider: provider, Status: status, Type: code, Message: cmp.Or(e.Get("message").Str, "response failed")}
 }
 
 // respRawStream is a Responses event stream passed through: each event is
@@ -127,27 +131,27 @@ func responsesFailure(provider string, e gjson.Result) error {
 type respRawStream struct {
 	name string
 	body io.ReadCloser
-	sse  *sseReader
+	sse  *sse.Reader
 	done bool
 }
 
-func (s *respRawStream) Next() (Delta, error) {
+func (s *respRawStream) Next() (gateway.Delta, error) {
 	if s.done {
-		return Delta{}, io.EOF
+		return gateway.Delta{}, io.EOF
 	}
 	ev, err := s.sse.Next()
 	if errors.Is(err, io.EOF) || err == nil && string(ev.Data) == "[DONE]" {
-		return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "stream ended before response.completed"}
+		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "stream ended before response.completed"}
 	}
 	if err != nil {
-		return Delta{}, streamError(s.name, err)
+		return gateway.Delta{}, gateway.StreamError(s.name, err)
 	}
 	if !gjson.ValidBytes(ev.Data) {
-		return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "malformed stream event"}
+		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "malformed stream event"}
 	}
 	g := gjson.ParseBytes(ev.Data)
 	typ := g.Get("type").Str
-	d := Delta{Raw: ev.Data, Event: ev.Event}
+	d := gateway.Delta{Raw: ev.Data, Event: ev.Event}
 	if d.Event == "" {
 		d.Event = typ
 	}
@@ -159,32 +163,32 @@ func (s *respRawStream) Next() (Delta, error) {
 	case "response.refusal.delta":
 		d.Refusal, d.Commit = g.Get("delta").Str, true
 	case "response.function_call_arguments.delta", "response.custom_tool_call_input.delta":
-		d.ToolCall = &ToolCallDelta{Index: int(g.Get("output_index").Int()), Arguments: g.Get("delta").Str}
+		d.ToolCall = &gateway.ToolCallDelta{Index: int(g.Get("output_index").Int()), Arguments: g.Get("delta").Str}
 		d.Commit = true
 	case "response.output_item.added":
 		d.Commit = true
 		if it := g.Get("item"); it.Get("type").Str == "function_call" || it.Get("type").Str == "custom_tool_call" {
-			d.ToolCall = &ToolCallDelta{Index: int(g.Get("output_index").Int()), ID: it.Get("call_id").Str, Name: it.Get("name").Str}
+			d.ToolCall = &gateway.ToolCallDelta{Index: int(g.Get("output_index").Int()), ID: it.Get("call_id").Str, Name: it.Get("name").Str}
 		}
 	case "response.completed", "response.incomplete":
 		s.done = true
 		r := g.Get("response")
 		d.StopReason, d.NativeStop = responsesStop(r)
 		if d.StopReason == "" {
-			d.StopReason = StopEndTurn
+			d.StopReason = gateway.StopEndTurn
 		}
 		if u := r.Get("usage"); u.IsObject() {
 			final := responsesUsageOf(u)
 			d.Usage = &final
 		}
 	case "response.failed":
-		return Delta{}, responsesFailure(s.name, g.Get("response.error"))
+		return gateway.Delta{}, responsesFailure(s.name, g.Get("response.error"))
 	case "error":
 		e := g
 		if g.Get("error").IsObject() {
 			e = g.Get("error")
 		}
-		return Delta{}, responsesFailure(s.name, e)
+		return gateway.Delta{}, responsesFailure(s.name, e)
 	default:
 		d.Commit = true // any other event is the client's
 	}

@@ -1,4 +1,4 @@
-package gateway
+package openai
 
 import (
 	"errors"
@@ -7,11 +7,14 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/batonhq/baton/gateway"
+	"github.com/batonhq/baton/gateway/internal/sse"
 )
 
 func respStream(events ...string) *respRawStream {
 	body := io.NopCloser(strings.NewReader(strings.Join(events, "")))
-	return &respRawStream{name: "openai", body: body, sse: newSSEReader(body)}
+	return &respRawStream{name: "openai", body: body, sse: sse.NewReader(body)}
 }
 
 func respEvent(typ, rest string) string {
@@ -29,11 +32,11 @@ func TestResponsesRawStream(t *testing.T) {
 	if err != nil || len(ds) != 5 {
 		t.Fatalf("%d deltas, %v", len(ds), err)
 	}
-	if committing(ds[0]) || !committing(ds[1]) || ds[1].ToolCall.ID != "call_1" || ds[2].ToolCall.Arguments != "{}" || ds[3].Text != "hi" || ds[4].Event != "response.incomplete" {
+	if ds[0].Commits() || !ds[1].Commits() || ds[1].ToolCall.ID != "call_1" || ds[2].ToolCall.Arguments != "{}" || ds[3].Text != "hi" || ds[4].Event != "response.incomplete" {
 		t.Fatalf("deltas %+v", ds)
 	}
-	if u := ds[4].Usage; u == nil || *u != (Usage{InputTokens: 20, CacheReadTokens: 20, CacheWriteTokens: 10, OutputTokens: 7}) ||
-		ds[4].StopReason != StopMaxTokens || ds[4].NativeStop != "max_output_tokens" {
+	if u := ds[4].Usage; u == nil || *u != (gateway.Usage{InputTokens: 20, CacheReadTokens: 20, CacheWriteTokens: 10, OutputTokens: 7}) ||
+		ds[4].StopReason != gateway.StopMaxTokens || ds[4].NativeStop != "max_output_tokens" {
 		t.Fatalf("end: %+v %+v", ds[4], ds[4].Usage)
 	}
 	// Failures: retryable before anything was sent, as their code says.
@@ -47,7 +50,7 @@ func TestResponsesRawStream(t *testing.T) {
 		{"", 502}, // the stream ended before response.completed
 	} {
 		_, err := drain(t, respStream(respEvent("response.created", `,"response":{}`), tc.ev))
-		var ue *UpstreamError
+		var ue *gateway.UpstreamError
 		if !errors.As(err, &ue) || ue.Status != tc.status {
 			t.Errorf("%q: %v", tc.ev, err)
 		}
@@ -56,9 +59,9 @@ func TestResponsesRawStream(t *testing.T) {
 
 func TestResponsesStopOf(t *testing.T) {
 	for raw, want := range map[string]string{
-		`{"status":"completed","output":[{"type":"message"}]}`:                            StopEndTurn,
-		`{"status":"completed","output":[{"type":"reasoning"},{"type":"function_call"}]}`: StopToolUse,
-		`{"status":"incomplete","incomplete_details":{"reason":"content_filter"}}`:        StopRefusal,
+		`{"status":"completed","output":[{"type":"message"}]}`:                            gateway.StopEndTurn,
+		`{"status":"completed","output":[{"type":"reasoning"},{"type":"function_call"}]}`: gateway.StopToolUse,
+		`{"status":"incomplete","incomplete_details":{"reason":"content_filter"}}`:        gateway.StopRefusal,
 	} {
 		if got, _ := responsesStop(gjson.Parse(raw)); got != want {
 			t.Errorf("%s: %s, want %s", raw, got, want)
@@ -67,8 +70,8 @@ func TestResponsesStopOf(t *testing.T) {
 }
 
 func TestOpenAISpeaksResponses(t *testing.T) {
-	if !NewOpenAI("openai", "openai", "http://x/v1", "k", nil).Speaks(FormatResponses) ||
-		NewOpenAI("ollama", "openai-compatible", "http://x/v1", "", nil).Speaks(FormatResponses) {
+	if !New("openai", "openai", "http://x/v1", "k", nil).Speaks(gateway.FormatResponses) ||
+		New("ollama", "openai-compatible", "http://x/v1", "", nil).Speaks(gateway.FormatResponses) {
 		t.Fatal("only OpenAI itself speaks the Responses API")
 	}
 }

@@ -1,4 +1,4 @@
-package gateway
+package anthropic
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/batonhq/baton/gateway"
+	"github.com/batonhq/baton/gateway/internal/upstreamtest"
 )
 
 // FuzzAnthropicCountTokens: whatever the upstream answers to a count, the
@@ -23,29 +26,29 @@ func FuzzAnthropicCountTokens(f *testing.F) {
 	} {
 		f.Add(s.status, []byte(s.body))
 	}
-	up := &fuzzUpstream{}
+	up := &upstreamtest.Upstream{}
 	srv := httptest.NewServer(up)
 	f.Cleanup(srv.Close)
-	an := NewAnthropic("anthropic", srv.URL, "k", srv.Client())
+	an := New("anthropic", srv.URL, "k", srv.Client())
 	body := []byte(`{"model":"anthropic:m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`)
 	f.Fuzz(func(t *testing.T, status uint16, answer []byte) {
 		code := int(status)
 		if code < 200 || code > 999 {
 			code = 200 + code%800
 		}
-		up.reset(code, answer)
+		up.Reset(code, answer)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		var n int
 		var err error
-		within(t, 15*time.Second, func() { n, err = an.CountTokens(ctx, "m", body) })
+		upstreamtest.Within(t, 15*time.Second, func() { n, err = an.CountTokens(ctx, "m", body) })
 		if err == nil {
 			if n < 0 || code >= 300 {
 				t.Fatalf("count %d from a %d answer %q", n, code, answer)
 			}
 			return
 		}
-		var ue *UpstreamError
+		var ue *gateway.UpstreamError
 		if !errors.As(err, &ue) {
 			t.Fatalf("error %v (%T) is not an *UpstreamError", err, err)
 		}

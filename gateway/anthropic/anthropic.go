@@ -1,7 +1,11 @@
-package gateway
+// Package anthropic is the provider kind anthropic: the Messages API, as
+// an adapter (translated calls), a passthrough (Messages bodies as they
+// are), token counting and model listing.
+package anthropic
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,38 +14,46 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/batonhq/baton/gateway"
+	"github.com/batonhq/baton/gateway/internal/sse"
 )
 
-// AnthropicVersion is the API version header Baton speaks.
-const AnthropicVersion = "2023-06-01"
+// Version is the API version header Baton speaks.
+const Version = "2023-06-01"
 
-// AnthropicDefaultMaxTokens is the max_tokens sent to Anthropic for a
-// request that sets no cap (a chat completion may not).
-const AnthropicDefaultMaxTokens = 4096
+func init() {
+	gateway.RegisterKind("anthropic", gateway.Kind{New: func(e gateway.Endpoint) (gateway.Provider, error) {
+		return New(e.Name, cmp.Or(e.BaseURL, DefaultURL), e.Key, e.Client), nil
+	}, Builtin: true, DefaultURL: DefaultURL, BaseURLEnv: "ANTHROPIC_BASE_URL", KeyEnv: "ANTHROPIC_API_KEY"})
+}
 
-// Anthropic speaks the Messages API.
-type Anthropic struct {
+// DefaultURL is Anthropic's API.
+const DefaultURL = "https://api.anthropic.com"
+
+// Provider speaks the Messages API.
+type Provider struct {
 	name    string
 	baseURL string
 	key     string
 	client  *http.Client
 }
 
-// NewAnthropic builds an adapter.
-func NewAnthropic(name, baseURL, key string, client *http.Client) *Anthropic {
+// New builds an adapter.
+func New(name, baseURL, key string, client *http.Client) *Provider {
 	if client == nil {
-		client = NewHTTPClient()
+		client = gateway.NewHTTPClient()
 	}
-	return &Anthropic{name: name, baseURL: strings.TrimRight(baseURL, "/"), key: key, client: client}
+	return &Provider{name: name, baseURL: strings.TrimRight(baseURL, "/"), key: key, client: client}
 }
 
-func (p *Anthropic) Name() string { return p.name }
-func (p *Anthropic) Kind() string { return "anthropic" }
+func (p *Provider) Name() string { return p.name }
+func (p *Provider) Kind() string { return "anthropic" }
 
 // HasKey reports whether a key is set, without showing it.
-func (p *Anthropic) HasKey() bool { return p.key != "" }
+func (p *Provider) HasKey() bool { return p.key != "" }
 
-func (p *Anthropic) Configured() bool { return p.baseURL != "" && p.key != "" }
+func (p *Provider) Configured() bool { return p.baseURL != "" && p.key != "" }
 
 type anMessage struct {
 	Role    string    `json:"role"`
@@ -71,7 +83,7 @@ type anSource struct {
 	URL       string `json:"url,omitempty"`
 }
 
-func toAnBlocks(in []Block) []anBlock {
+func toAnBlocks(in []gateway.Block) []anBlock {
 	out := make([]anBlock, 0, len(in))
 	for _, b := range in {
 		switch b.Type {
@@ -105,20 +117,20 @@ func toAnBlocks(in []Block) []anBlock {
 }
 
 type anRequest struct {
-	Model         string      `json:"model"`
-	System        string      `json:"system,omitempty"`
-	Messages      []anMessage `json:"messages"`
-	MaxTokens     int         `json:"max_tokens"`
-	Temperature   *float64    `json:"temperature,omitempty"`
-	TopP          *float64    `json:"top_p,omitempty"`
-	TopK          *int        `json:"top_k,omitempty"`
-	Metadata      *anMetadata `json:"metadata,omitempty"`
-	StopSequences []string    `json:"stop_sequences,omitempty"`
-	Stream        bool        `json:"stream,omitempty"`
-	Tools         []Tool      `json:"tools,omitempty"`
-	ToolChoice    any         `json:"tool_choice,omitempty"`
-	Thinking      *Thinking   `json:"thinking,omitempty"`
-	OutputConfig  *anOutput   `json:"output_config,omitempty"`
+	Model         string            `json:"model"`
+	System        string            `json:"system,omitempty"`
+	Messages      []anMessage       `json:"messages"`
+	MaxTokens     int               `json:"max_tokens"`
+	Temperature   *float64          `json:"temperature,omitempty"`
+	TopP          *float64          `json:"top_p,omitempty"`
+	TopK          *int              `json:"top_k,omitempty"`
+	Metadata      *anMetadata       `json:"metadata,omitempty"`
+	StopSequences []string          `json:"stop_sequences,omitempty"`
+	Stream        bool              `json:"stream,omitempty"`
+	Tools         []gateway.Tool    `json:"tools,omitempty"`
+	ToolChoice    any               `json:"tool_choice,omitempty"`
+	Thinking      *gateway.Thinking `json:"thinking,omitempty"`
+	OutputConfig  *anOutput         `json:"output_config,omitempty"`
 }
 
 // anOutput is output_config: the effort, and a structured output's format.
@@ -138,23 +150,23 @@ type anUsage struct {
 	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
 }
 
-func (u anUsage) usage() Usage {
+func (u anUsage) usage() gateway.Usage {
 	// Negative counts are dropped: they would lower the tenant's spending.
-	return Usage{InputTokens: max(u.InputTokens, 0), OutputTokens: max(u.OutputTokens, 0),
+	return gateway.Usage{InputTokens: max(u.InputTokens, 0), OutputTokens: max(u.OutputTokens, 0),
 		CacheReadTokens: max(u.CacheReadInputTokens, 0), CacheWriteTokens: max(u.CacheCreationInputTokens, 0)}
 }
 
-func (p *Anthropic) body(req Request, stream bool) ([]byte, error) {
+func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 	r := anRequest{Model: req.Model, System: req.System, MaxTokens: req.MaxTokens, Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK,
 		StopSequences: req.StopSequences, Stream: stream, Tools: req.Tools}
 	if req.User != "" {
 		r.Metadata = &anMetadata{UserID: req.User}
 	}
 	// The Messages API requires a cap; chat completion clients may send none.
-	r.Thinking, r.MaxTokens = req.Thinking, AnthropicMaxTokens(req)
+	r.Thinking, r.MaxTokens = req.Thinking, gateway.AnthropicMaxTokens(req)
 	effort := req.Effort
 	if req.Thinking == nil && req.Effort == "" {
-		r.Thinking, effort, r.MaxTokens = anthropicReasoning(req)
+		r.Thinking, effort, r.MaxTokens = gateway.AnthropicReasoning(req)
 	}
 	if effort != "" {
 		r.OutputConfig = &anOutput{Effort: effort}
@@ -167,7 +179,7 @@ func (p *Anthropic) body(req Request, stream bool) ([]byte, error) {
 		if r.OutputConfig == nil {
 			r.OutputConfig = &anOutput{}
 		}
-		r.OutputConfig.Format = map[string]any{"type": "json_schema", "schema": withoutMetaKeys(req.Output.Schema)}
+		r.OutputConfig.Format = map[string]any{"type": "json_schema", "schema": gateway.WithoutMetaKeys(req.Output.Schema)}
 	case req.Output != nil:
 		// Structured output the Anthropic way: a tool whose input is the
 		// output, and the model is made to call a tool.
@@ -175,32 +187,32 @@ func (p *Anthropic) body(req Request, stream bool) ([]byte, error) {
 		if req.Output.Description != "" {
 			desc += " The answer: " + req.Output.Description
 		}
-		r.Tools = append(r.Tools, Tool{Name: req.Output.Name, Description: desc, Schema: withoutMetaKeys(req.Output.Schema)})
+		r.Tools = append(r.Tools, gateway.Tool{Name: req.Output.Name, Description: desc, Schema: gateway.WithoutMetaKeys(req.Output.Schema)})
 		switch {
-		case len(req.Tools) == 0 || tc != nil && tc.Mode == ToolChoiceNone:
+		case len(req.Tools) == 0 || tc != nil && tc.Mode == gateway.ToolChoiceNone:
 			// The answer is this tool's input, exactly once.
-			tc = &ToolChoice{Mode: ToolChoiceTool, Name: req.Output.Name, DisableParallel: true}
-		case tc != nil && tc.Mode == ToolChoiceTool:
+			tc = &gateway.ToolChoice{Mode: gateway.ToolChoiceTool, Name: req.Output.Name, DisableParallel: true}
+		case tc != nil && tc.Mode == gateway.ToolChoiceTool:
 			// The client named one of its tools: that call comes first.
 		default:
 			// The client's tools may be called first, as with OpenAI; the
 			// model answers with some tool, its own or the answer's.
-			tc = &ToolChoice{Mode: ToolChoiceAny, DisableParallel: tc != nil && tc.DisableParallel}
+			tc = &gateway.ToolChoice{Mode: gateway.ToolChoiceAny, DisableParallel: tc != nil && tc.DisableParallel}
 		}
 	case req.JSONObject:
 		// No JSON mode in the Messages API: ask for it.
-		r.System = strings.TrimSpace(r.System + "\n\n" + jsonObjectInstruction)
+		r.System = strings.TrimSpace(r.System + "\n\n" + gateway.JSONObjectInstruction)
 	}
 	if tc != nil && len(r.Tools) > 0 {
 		mode := tc.Mode
 		if mode == "" {
-			mode = ToolChoiceAuto // the type is required; auto is the default
+			mode = gateway.ToolChoiceAuto // the type is required; auto is the default
 		}
 		choice := map[string]any{"type": mode}
-		if mode == ToolChoiceTool {
+		if mode == gateway.ToolChoiceTool {
 			choice["name"] = tc.Name
 		}
-		if tc.DisableParallel && mode != ToolChoiceNone {
+		if tc.DisableParallel && mode != gateway.ToolChoiceNone {
 			choice["disable_parallel_tool_use"] = true
 		}
 		r.ToolChoice = choice
@@ -219,20 +231,20 @@ func (p *Anthropic) body(req Request, stream bool) ([]byte, error) {
 	return json.Marshal(r)
 }
 
-func (p *Anthropic) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+func (p *Provider) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, p.baseURL+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("x-api-key", p.key)
-	req.Header.Set("anthropic-version", AnthropicVersion)
-	return send(p.client, p.name, req)
+	req.Header.Set("anthropic-version", Version)
+	return gateway.Send(p.client, p.name, req)
 }
 
-// Complete implements Provider.
-func (p *Anthropic) Complete(ctx context.Context, req Request) (*Response, error) {
-	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout) // a stalled body must not hold the call forever
+// Complete implements gateway.Provider.
+func (p *Provider) Complete(ctx context.Context, req gateway.Request) (*gateway.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, gateway.DefaultTimeout) // a stalled body must not hold the call forever
 	defer cancel()
 	body, err := p.body(req, false)
 	if err != nil {
@@ -244,21 +256,21 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (*Response, error
 	}
 	defer resp.Body.Close()
 	var r struct {
-		Type         string   `json:"type"`
-		ID           string   `json:"id"`
-		Model        string   `json:"model"`
-		Content      []Block  `json:"content"`
-		StopReason   string   `json:"stop_reason"`
-		StopSequence *string  `json:"stop_sequence"`
-		Usage        *anUsage `json:"usage"`
+		Type         string          `json:"type"`
+		ID           string          `json:"id"`
+		Model        string          `json:"model"`
+		Content      []gateway.Block `json:"content"`
+		StopReason   string          `json:"stop_reason"`
+		StopSequence *string         `json:"stop_sequence"`
+		Usage        *anUsage        `json:"usage"`
 	}
-	if err := decodeWhole(io.LimitReader(resp.Body, 64<<20), &r); err != nil {
-		return nil, answerError(p.name, "malformed response", err, true)
+	if err := gateway.DecodeWhole(io.LimitReader(resp.Body, 64<<20), &r); err != nil {
+		return nil, gateway.AnswerError(p.name, "malformed response", err, true)
 	}
 	if r.Type != "message" {
-		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: fmt.Sprintf("malformed response: type %q where a message was expected", r.Type)}
+		return nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: fmt.Sprintf("malformed response: type %q where a message was expected", r.Type)}
 	}
-	out := &Response{ID: r.ID, Model: r.Model, Content: r.Content, StopReason: StopFromAnthropic(r.StopReason), NativeStop: r.StopReason}
+	out := &gateway.Response{ID: r.ID, Model: r.Model, Content: r.Content, StopReason: gateway.StopFromAnthropic(r.StopReason), NativeStop: r.StopReason}
 	if r.StopSequence != nil {
 		out.MatchedStop = *r.StopSequence
 	}
@@ -270,8 +282,8 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (*Response, error
 	return out, nil
 }
 
-// Stream implements Provider.
-func (p *Anthropic) Stream(ctx context.Context, req Request) (Stream, error) {
+// Stream implements gateway.Provider.
+func (p *Provider) Stream(ctx context.Context, req gateway.Request) (gateway.Stream, error) {
 	body, err := p.body(req, true)
 	if err != nil {
 		return nil, err
@@ -280,14 +292,14 @@ func (p *Anthropic) Stream(ctx context.Context, req Request) (Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &anStream{name: p.name, body: resp.Body, sse: newSSEReader(resp.Body)}, nil
+	return &anStream{name: p.name, body: resp.Body, sse: sse.NewReader(resp.Body)}, nil
 }
 
 type anStream struct {
 	name  string
 	body  io.ReadCloser
-	sse   *sseReader
-	usage Usage
+	sse   *sse.Reader
+	usage gateway.Usage
 	final bool // message_delta carried usage: the output count is the upstream's
 	stop  string
 	seq   string // the stop sequence hit
@@ -323,21 +335,21 @@ type anEvent struct {
 	} `json:"error"`
 }
 
-func (s *anStream) Next() (Delta, error) {
+func (s *anStream) Next() (gateway.Delta, error) {
 	for {
 		if s.done {
-			return Delta{}, io.EOF
+			return gateway.Delta{}, io.EOF
 		}
 		ev, err := s.sse.Next()
 		if errors.Is(err, io.EOF) {
-			return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "stream ended without message_stop"}
+			return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "stream ended without message_stop"}
 		}
 		if err != nil {
-			return Delta{}, streamError(s.name, err)
+			return gateway.Delta{}, gateway.StreamError(s.name, err)
 		}
 		var e anEvent
 		if err := json.Unmarshal(ev.Data, &e); err != nil {
-			return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "malformed stream event"}
+			return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "malformed stream event"}
 		}
 		switch e.Type {
 		case "message_start":
@@ -346,7 +358,7 @@ func (s *anStream) Next() (Delta, error) {
 			}
 			s.usage = e.Message.Usage.usage()
 			u := s.usage // the input side is known now: tell the caller early
-			return Delta{Usage: &u}, nil
+			return gateway.Delta{Usage: &u}, nil
 		case "content_block_start":
 			if e.ContentBlock.Type == "tool_use" {
 				if s.tools == nil {
@@ -354,21 +366,21 @@ func (s *anStream) Next() (Delta, error) {
 				}
 				n := len(s.tools)
 				s.tools[e.Index] = n
-				return Delta{ToolCall: &ToolCallDelta{Index: n, ID: e.ContentBlock.ID, Name: e.ContentBlock.Name}}, nil
+				return gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: n, ID: e.ContentBlock.ID, Name: e.ContentBlock.Name}}, nil
 			}
 		case "content_block_delta":
 			if e.Delta.Type == "text_delta" && e.Delta.Text != "" {
-				return Delta{Text: e.Delta.Text}, nil
+				return gateway.Delta{Text: e.Delta.Text}, nil
 			}
 			if e.Delta.Type == "thinking_delta" && e.Delta.Thinking != "" {
-				return Delta{Thinking: e.Delta.Thinking}, nil
+				return gateway.Delta{Thinking: e.Delta.Thinking}, nil
 			}
 			if e.Delta.Type == "signature_delta" && e.Delta.Signature != "" {
-				return Delta{Signature: e.Delta.Signature}, nil
+				return gateway.Delta{Signature: e.Delta.Signature}, nil
 			}
 			if n, ok := s.tools[e.Index]; ok && e.Delta.Type == "input_json_delta" && e.Delta.PartialJSON != "" {
 				s.args[e.Index] = true
-				return Delta{ToolCall: &ToolCallDelta{Index: n, Arguments: e.Delta.PartialJSON}}, nil
+				return gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: n, Arguments: e.Delta.PartialJSON}}, nil
 			}
 		case "content_block_stop":
 			if n, ok := s.tools[e.Index]; ok && !s.args[e.Index] {
@@ -376,7 +388,7 @@ func (s *anStream) Next() (Delta, error) {
 				// fragments); its arguments are the empty object, as OpenAI
 				// streams them and as a client parsing them as JSON needs.
 				s.args[e.Index] = true
-				return Delta{ToolCall: &ToolCallDelta{Index: n, Arguments: "{}"}}, nil
+				return gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: n, Arguments: "{}"}}, nil
 			}
 		case "message_delta":
 			if e.Delta.StopReason != "" {
@@ -402,7 +414,7 @@ func (s *anStream) Next() (Delta, error) {
 			}
 		case "message_stop":
 			s.done = true
-			d := Delta{StopReason: orDefault(StopFromAnthropic(s.stop), StopEndTurn), NativeStop: s.stop, MatchedStop: s.seq}
+			d := gateway.Delta{StopReason: cmp.Or(gateway.StopFromAnthropic(s.stop), gateway.StopEndTurn), NativeStop: s.stop, MatchedStop: s.seq}
 			// message_start's usage has the input side and an output count
 			// of 1 or so; without message_delta's, the caller counts the
 			// output (it was told the input side at the start).
@@ -412,25 +424,25 @@ func (s *anStream) Next() (Delta, error) {
 			}
 			return d, nil
 		case "error":
-			ue := &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "upstream stream error"}
+			ue := &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "upstream stream error"}
 			if e.Error != nil {
 				ue.Type, ue.Message = e.Error.Type, e.Error.Message
 				ue.Status = anthropicStatus(e.Error.Type)
 			}
-			return Delta{}, ue
+			return gateway.Delta{}, ue
 		}
 	}
 }
 
 func (s *anStream) Close() error { return s.body.Close() }
 
-// ListModels implements Provider. The list is paged (up to 1,000 models a
+// ListModels implements gateway.Provider. The list is paged (up to 1,000 models a
 // page, newest first); it follows last_id while has_more says so, for at
-// most anthropicMaxModelPages pages.
-func (p *Anthropic) ListModels(ctx context.Context) ([]string, error) {
+// most MaxModelPages pages.
+func (p *Provider) ListModels(ctx context.Context) ([]string, error) {
 	var out []string
 	after := ""
-	for page := 0; page < anthropicMaxModelPages; page++ {
+	for page := 0; page < MaxModelPages; page++ {
 		path := "/v1/models?limit=1000"
 		if after != "" {
 			path += "&after_id=" + url.QueryEscape(after)
@@ -439,9 +451,9 @@ func (p *Anthropic) ListModels(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		ids, err := modelIDs(l.Data)
+		ids, err := gateway.ModelIDs(l.Data)
 		if err != nil {
-			return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed model list: " + err.Error()}
+			return nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed model list: " + err.Error()}
 		}
 		out = append(out, ids...)
 		if !l.HasMore || l.LastID == "" || l.LastID == after {
@@ -449,13 +461,13 @@ func (p *Anthropic) ListModels(ctx context.Context) ([]string, error) {
 		}
 		after = l.LastID
 	}
-	return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway,
-		Message: fmt.Sprintf("model list has more than %d pages", anthropicMaxModelPages)}
+	return nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway,
+		Message: fmt.Sprintf("model list has more than %d pages", MaxModelPages)}
 }
 
-// anthropicMaxModelPages bounds a model list's paging (a provider that
+// MaxModelPages bounds a model list's paging (a provider that
 // always says has_more must not hold a sync forever).
-const anthropicMaxModelPages = 50
+const MaxModelPages = 50
 
 type anModelPage struct {
 	Data    json.RawMessage `json:"data"` // see modelIDs
@@ -463,15 +475,15 @@ type anModelPage struct {
 	LastID  string          `json:"last_id"`
 }
 
-func (p *Anthropic) modelPage(ctx context.Context, path string) (*anModelPage, error) {
+func (p *Provider) modelPage(ctx context.Context, path string) (*anModelPage, error) {
 	resp, err := p.do(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
 	var l anModelPage
-	if err := decodeWhole(io.LimitReader(resp.Body, 16<<20), &l); err != nil {
-		return nil, answerError(p.name, "malformed model list", err, false)
+	if err := gateway.DecodeWhole(io.LimitReader(resp.Body, 16<<20), &l); err != nil {
+		return nil, gateway.AnswerError(p.name, "malformed model list", err, false)
 	}
 	return &l, nil
 }
@@ -498,8 +510,8 @@ func anthropicStatus(typ string) int {
 // how many input tokens body, a Messages request, holds with its model
 // named model. The body goes as the client wrote it otherwise, so fields
 // Baton does not know (thinking, images, tools) are counted too.
-func (p *Anthropic) CountTokens(ctx context.Context, model string, body []byte) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
+func (p *Provider) CountTokens(ctx context.Context, model string, body []byte) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, gateway.DefaultTimeout)
 	defer cancel()
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil {
@@ -521,11 +533,11 @@ func (p *Anthropic) CountTokens(ctx context.Context, model string, body []byte) 
 	var r struct {
 		InputTokens *int `json:"input_tokens"`
 	}
-	if err := decodeWhole(io.LimitReader(resp.Body, 1<<20), &r); err != nil {
-		return 0, answerError(p.name, "malformed response", err, true)
+	if err := gateway.DecodeWhole(io.LimitReader(resp.Body, 1<<20), &r); err != nil {
+		return 0, gateway.AnswerError(p.name, "malformed response", err, true)
 	}
 	if r.InputTokens == nil || *r.InputTokens < 0 {
-		return 0, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: no input_tokens count"}
+		return 0, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: no input_tokens count"}
 	}
 	return *r.InputTokens, nil
 }

@@ -1,4 +1,5 @@
-package gateway
+// Package sse reads server-sent event streams, as the providers send them.
+package sse
 
 import (
 	"bufio"
@@ -7,37 +8,38 @@ import (
 	"io"
 )
 
-// sseEvent is one server-sent event.
-type sseEvent struct {
+// Event is one server-sent event.
+type Event struct {
 	Event string
 	Data  []byte
 }
 
-// maxSSELine bounds one line of an upstream stream.
-const maxSSELine = 4 << 20
+// maxLine bounds one line of an upstream stream.
+const maxLine = 4 << 20
 
-// sseReader parses a text/event-stream as the HTML standard describes it:
+// Reader parses a text/event-stream as the HTML standard describes it:
 // lines end with CRLF, LF or CR; fields up to a blank line make an event;
 // data lines join with newlines; comments (lines starting with ':') are
 // skipped; an event whose data is empty is not delivered.
-type sseReader struct {
+type Reader struct {
 	sc *bufio.Scanner
 }
 
-func newSSEReader(r io.Reader) *sseReader {
+// NewReader reads events from r.
+func NewReader(r io.Reader) *Reader {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 4<<10), maxSSELine) // grows as lines need, up to maxSSELine
-	var l sseLines
+	sc.Buffer(make([]byte, 4<<10), maxLine) // grows as lines need, up to maxLine
+	var l lines
 	sc.Split(l.split)
-	return &sseReader{sc: sc}
+	return &Reader{sc: sc}
 }
 
-// sseLines splits a stream into lines ending with CRLF, LF or CR. A CR
+// lines splits a stream into lines ending with CRLF, LF or CR. A CR
 // ends its line at once (the event it ends is not held back waiting for
 // the next byte); a LF right after it is then skipped.
-type sseLines struct{ afterCR bool }
+type lines struct{ afterCR bool }
 
-func (l *sseLines) split(data []byte, atEOF bool) (advance int, token []byte, err error) {
+func (l *lines) split(data []byte, atEOF bool) (advance int, token []byte, err error) {
 	skip := 0
 	if l.afterCR && len(data) > 0 {
 		l.afterCR = false
@@ -60,8 +62,8 @@ func (l *sseLines) split(data []byte, atEOF bool) (advance int, token []byte, er
 var errStreamCut = errors.New("stream ended in the middle of an event")
 
 // Next returns the next event, io.EOF at a clean end.
-func (r *sseReader) Next() (sseEvent, error) {
-	var ev sseEvent
+func (r *Reader) Next() (Event, error) {
+	var ev Event
 	var data [][]byte
 	seen := false
 	for r.sc.Scan() {
@@ -74,7 +76,7 @@ func (r *sseReader) Next() (sseEvent, error) {
 			if len(ev.Data) == 0 {
 				// No data (an event line alone, or an empty data line):
 				// the standard says not to dispatch it.
-				ev, data, seen = sseEvent{}, nil, false
+				ev, data, seen = Event{}, nil, false
 				continue
 			}
 			return ev, nil

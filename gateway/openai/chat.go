@@ -1,23 +1,44 @@
-package gateway
+package openai
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/batonhq/baton/gateway"
+	"github.com/batonhq/baton/gateway/internal/sse"
 )
 
-// OpenAI speaks the chat completions wire format: OpenAI itself, or any
-// OpenAI-compatible server (Ollama, vLLM, Groq, OpenRouter...).
-type OpenAI struct {
+func init() {
+	gateway.RegisterKind("openai", gateway.Kind{New: newKind, Builtin: true, DefaultURL: DefaultURL, BaseURLEnv: "OPENAI_BASE_URL", KeyEnv: "OPENAI_API_KEY"})
+	gateway.RegisterKind("openai-compatible", gateway.Kind{New: newKind})
+}
+
+// DefaultURL is OpenAI's API.
+const DefaultURL = "https://api.openai.com/v1"
+
+func newKind(e gateway.Endpoint) (gateway.Provider, error) {
+	if e.BaseURL == "" {
+		return nil, errors.New("baseUrl is required")
+	}
+	p := New(e.Name, e.Kind, e.BaseURL, e.Key, e.Client)
+	if e.KeyEnv != "" {
+		p.RequireKey(e.KeyEnv)
+	}
+	return p, nil
+}
+
+// Provider speaks the chat completions wire format (kinds openai and
+// openai-compatible): OpenAI itself, or any OpenAI-compatible server
+// (Ollama, vLLM, Groq, OpenRouter...).
+type Provider struct {
 	name        string
 	kind        string // openai or openai-compatible
 	baseURL     string
@@ -27,56 +48,40 @@ type OpenAI struct {
 	keyEnv      string // a compatible server's key variable, when its providers entry names one
 }
 
-// NewOpenAI builds an adapter. kind is "openai" or "openai-compatible".
-func NewOpenAI(name, kind, baseURL, key string, client *http.Client) *OpenAI {
+// New builds an adapter. kind is "openai" or "openai-compatible".
+func New(name, kind, baseURL, key string, client *http.Client) *Provider {
 	if client == nil {
-		client = NewHTTPClient()
+		client = gateway.NewHTTPClient()
 	}
-	return &OpenAI{name: name, kind: kind, baseURL: strings.TrimRight(baseURL, "/"), key: key, client: client, newTokenCap: kind == "openai"}
+	return &Provider{name: name, kind: kind, baseURL: strings.TrimRight(baseURL, "/"), key: key, client: client, newTokenCap: kind == "openai"}
 }
 
-// NewHTTPClient is the pooled client every adapter uses by default: bounded
-// dial and header timeouts, connection reuse, no overall timeout (streams may
-// be long; contexts bound calls).
-func NewHTTPClient() *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   128,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: 60 * time.Second,
-		ForceAttemptHTTP2:     true,
-	}}
-}
-
-func (p *OpenAI) Name() string { return p.name }
-func (p *OpenAI) Kind() string { return p.kind }
+func (p *Provider) Name() string { return p.name }
+func (p *Provider) Kind() string { return p.kind }
 
 // HasKey reports whether a key is set, without showing it.
-func (p *OpenAI) HasKey() bool { return p.key != "" }
+func (p *Provider) HasKey() bool { return p.key != "" }
 
 // Configured: OpenAI needs its key; a compatible server needs one only
 // when its providers entry names a key variable (a local Ollama needs none).
-func (p *OpenAI) Configured() bool {
+func (p *Provider) Configured() bool {
 	return p.baseURL != "" && (p.key != "" || p.kind == "openai-compatible" && p.keyEnv == "")
 }
 
 // RequireKey says that this server needs the key in variable env: without
 // it the provider is not configured.
-func (p *OpenAI) RequireKey(env string) { p.keyEnv = env }
+func (p *Provider) RequireKey(env string) { p.keyEnv = env }
 
 type oaMessage struct {
-	Role       string           `json:"role"`
-	Content    any              `json:"content"`
-	ToolCalls  []OpenAIToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string           `json:"tool_call_id,omitempty"`
+	Role       string         `json:"role"`
+	Content    any            `json:"content"`
+	ToolCalls  []ChatToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
 }
 
-// OpenAIToolCall is a tool call in OpenAI's chat completions format, as the
+// ChatToolCall is a tool call in the chat completions format, as the
 // adapter sends it upstream and the chat front answers it.
-type OpenAIToolCall struct {
+type ChatToolCall struct {
 	ID       string `json:"id"`
 	Type     string `json:"type"`
 	Function struct {
@@ -92,7 +97,7 @@ type oaRequest struct {
 	MaxCompletionTokens int         `json:"max_completion_tokens,omitempty"`
 	Temperature         *float64    `json:"temperature,omitempty"`
 	TopP                *float64    `json:"top_p,omitempty"`
-	OpenAISampling
+	gateway.OpenAISampling
 	User              string         `json:"user,omitempty"`
 	Stop              []string       `json:"stop,omitempty"`
 	Stream            bool           `json:"stream,omitempty"`
@@ -113,11 +118,11 @@ type oaUsage struct {
 }
 
 // usage converts OpenAI's counts, where prompt tokens include cached ones.
-func (u oaUsage) usage() Usage {
+func (u oaUsage) usage() gateway.Usage {
 	prompt := max(u.PromptTokens, 0) // a negative count would lower the tenant's spending
 	cached := min(max(u.PromptTokensDetails.CachedTokens, 0), prompt)
 	written := min(max(u.PromptTokensDetails.CacheWriteTokens, 0), prompt-cached) // billed at the cache-write rate where a model has one
-	return Usage{InputTokens: prompt - cached - written, OutputTokens: max(u.CompletionTokens, 0), CacheReadTokens: cached, CacheWriteTokens: written}
+	return gateway.Usage{InputTokens: prompt - cached - written, OutputTokens: max(u.CompletionTokens, 0), CacheReadTokens: cached, CacheWriteTokens: written}
 }
 
 type oaResponse struct {
@@ -125,45 +130,46 @@ type oaResponse struct {
 	Model   string `json:"model"`
 	Choices []struct {
 		Message struct {
-			Content   *string          `json:"content"`
-			Refusal   *string          `json:"refusal"`
-			ToolCalls []OpenAIToolCall `json:"tool_calls"`
+			Content   *string        `json:"content"`
+			Refusal   *string        `json:"refusal"`
+			ToolCalls []ChatToolCall `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage *oaUsage `json:"usage"`
 }
 
-// StopFromOpenAI maps a finish_reason to the canonical stop reason.
-func StopFromOpenAI(fr string) string {
+// ChatStop maps a chat completions finish_reason to the canonical stop
+// reason.
+func ChatStop(fr string) string {
 	switch fr {
 	case "stop":
-		return StopEndTurn
+		return gateway.StopEndTurn
 	case "length":
-		return StopMaxTokens
+		return gateway.StopMaxTokens
 	case "tool_calls", "function_call":
-		return StopToolUse
+		return gateway.StopToolUse
 	case "content_filter":
-		return StopRefusal
+		return gateway.StopRefusal
 	case "":
 		return ""
 	}
-	return StopUnknownValue
+	return gateway.StopUnknownValue
 }
 
-func (p *OpenAI) body(req Request, stream bool) ([]byte, error) {
+func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 	r := oaRequest{Model: req.Model, Temperature: req.Temperature, TopP: req.TopP, Stop: req.StopSequences, Stream: stream,
 		OpenAISampling: req.OpenAISampling, User: req.User}
 	if req.Output != nil && p.kind != "openai" && req.NeedsJSON {
 		// A client's json_schema response format, to a server that may not
 		// take one: JSON mode, and the schema in the instructions.
 		r.ResponseFormat = map[string]any{"type": "json_object"}
-		req.System = strings.TrimSpace(req.System + "\n\nAnswer with a single JSON object that validates against this JSON Schema, and nothing else:\n" + string(withoutMetaKeys(req.Output.Schema)))
+		req.System = strings.TrimSpace(req.System + "\n\nAnswer with a single JSON object that validates against this JSON Schema, and nothing else:\n" + string(gateway.WithoutMetaKeys(req.Output.Schema)))
 	}
 	if req.Output != nil && p.kind == "openai" {
 		// OpenAI's structured outputs; OpenAI-compatible servers differ in
 		// what they accept, so they get the schema in the prompt only.
-		js := map[string]any{"name": req.Output.Name, "schema": withoutMetaKeys(req.Output.Schema), "strict": req.Output.Strict}
+		js := map[string]any{"name": req.Output.Name, "schema": gateway.WithoutMetaKeys(req.Output.Schema), "strict": req.Output.Strict}
 		if req.Output.Description != "" {
 			js["description"] = req.Output.Description
 		}
@@ -183,7 +189,7 @@ func (p *OpenAI) body(req Request, stream bool) ([]byte, error) {
 	for _, m := range req.Messages {
 		var text strings.Builder
 		var parts []map[string]any // with an image: the content as parts, in order
-		var calls []OpenAIToolCall
+		var calls []ChatToolCall
 		for _, b := range m.Content {
 			switch b.Type {
 			case "text":
@@ -204,7 +210,7 @@ func (p *OpenAI) body(req Request, stream bool) ([]byte, error) {
 				}
 				parts = append(parts, map[string]any{"type": "image_url", "image_url": map[string]any{"url": url}})
 			case "tool_use":
-				c := OpenAIToolCall{ID: b.ID, Type: "function"}
+				c := ChatToolCall{ID: b.ID, Type: "function"}
 				c.Function.Name, c.Function.Arguments = b.Name, string(b.Input)
 				calls = append(calls, c)
 			case "tool_result":
@@ -230,11 +236,11 @@ func (p *OpenAI) body(req Request, stream bool) ([]byte, error) {
 	}
 	if tc := req.ToolChoice; tc != nil && len(r.Tools) > 0 {
 		switch tc.Mode {
-		case ToolChoiceAuto, ToolChoiceNone:
+		case gateway.ToolChoiceAuto, gateway.ToolChoiceNone:
 			r.ToolChoice = tc.Mode
-		case ToolChoiceAny:
+		case gateway.ToolChoiceAny:
 			r.ToolChoice = "required"
-		case ToolChoiceTool:
+		case gateway.ToolChoiceTool:
 			r.ToolChoice = map[string]any{"type": "function", "function": map[string]any{"name": tc.Name}}
 		}
 		if tc.DisableParallel {
@@ -245,7 +251,7 @@ func (p *OpenAI) body(req Request, stream bool) ([]byte, error) {
 	return json.Marshal(r)
 }
 
-func (p *OpenAI) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+func (p *Provider) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, p.baseURL+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -256,12 +262,12 @@ func (p *OpenAI) do(ctx context.Context, method, path string, body []byte) (*htt
 	if p.key != "" {
 		req.Header.Set("Authorization", "Bearer "+p.key)
 	}
-	return send(p.client, p.name, req)
+	return gateway.Send(p.client, p.name, req)
 }
 
-// Complete implements Provider.
-func (p *OpenAI) Complete(ctx context.Context, req Request) (*Response, error) {
-	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout) // a stalled body must not hold the call forever
+// Complete implements gateway.Provider.
+func (p *Provider) Complete(ctx context.Context, req gateway.Request) (*gateway.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, gateway.DefaultTimeout) // a stalled body must not hold the call forever
 	defer cancel()
 	body, err := p.body(req, false)
 	if err != nil {
@@ -273,21 +279,21 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (*Response, error) {
 	}
 	defer resp.Body.Close()
 	var r oaResponse
-	if err := decodeWhole(io.LimitReader(resp.Body, 64<<20), &r); err != nil {
-		return nil, answerError(p.name, "malformed response", err, true)
+	if err := gateway.DecodeWhole(io.LimitReader(resp.Body, 64<<20), &r); err != nil {
+		return nil, gateway.AnswerError(p.name, "malformed response", err, true)
 	}
 	if len(r.Choices) == 0 {
-		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "response has no choices"}
+		return nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "response has no choices"}
 	}
 	c := r.Choices[0]
 	if c.FinishReason == "" && c.Message.Content == nil && c.Message.Refusal == nil && len(c.Message.ToolCalls) == 0 {
 		// Not an answer, not even an empty one: no message and no reason
 		// for it to end.
-		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: the choice has no message and no finish_reason"}
+		return nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: the choice has no message and no finish_reason"}
 	}
-	out := &Response{ID: r.ID, Model: r.Model, NativeStop: c.FinishReason, StopReason: StopFromOpenAI(c.FinishReason)}
+	out := &gateway.Response{ID: r.ID, Model: r.Model, NativeStop: c.FinishReason, StopReason: ChatStop(c.FinishReason)}
 	if c.Message.Content != nil && *c.Message.Content != "" {
-		out.Content = append(out.Content, Block{Type: "text", Text: *c.Message.Content})
+		out.Content = append(out.Content, gateway.Block{Type: "text", Text: *c.Message.Content})
 	}
 	if c.Message.Refusal != nil {
 		out.Refusal = *c.Message.Refusal
@@ -297,13 +303,13 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (*Response, error) {
 		if id == "" {
 			id = newCallID() // some compatible servers send none; clients match results by it
 		}
-		out.Content = append(out.Content, Block{Type: "tool_use", ID: id, Name: tc.Function.Name, Input: json.RawMessage(orEmptyObject(tc.Function.Arguments))})
+		out.Content = append(out.Content, gateway.Block{Type: "tool_use", ID: id, Name: tc.Function.Name, Input: json.RawMessage(orEmptyObject(tc.Function.Arguments))})
 	}
-	if len(c.Message.ToolCalls) > 0 && (out.StopReason == StopEndTurn || out.StopReason == "") {
+	if len(c.Message.ToolCalls) > 0 && (out.StopReason == gateway.StopEndTurn || out.StopReason == "") {
 		// Tool calls with finish_reason "stop" (OpenAI when a tool is
 		// forced, and several compatible servers) or none: the answer
 		// still ends for the tools.
-		out.StopReason = StopToolUse
+		out.StopReason = gateway.StopToolUse
 	}
 	if r.Usage != nil {
 		out.Usage = r.Usage.usage()
@@ -320,8 +326,8 @@ func orEmptyObject(s string) string {
 	return s
 }
 
-// Stream implements Provider.
-func (p *OpenAI) Stream(ctx context.Context, req Request) (Stream, error) {
+// Stream implements gateway.Provider.
+func (p *Provider) Stream(ctx context.Context, req gateway.Request) (gateway.Stream, error) {
 	body, err := p.body(req, true)
 	if err != nil {
 		return nil, err
@@ -330,18 +336,18 @@ func (p *OpenAI) Stream(ctx context.Context, req Request) (Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &oaStream{name: p.name, body: resp.Body, sse: newSSEReader(resp.Body)}, nil
+	return &oaStream{name: p.name, body: resp.Body, sse: sse.NewReader(resp.Body)}, nil
 }
 
 type oaStream struct {
 	name    string
 	body    io.ReadCloser
-	sse     *sseReader
+	sse     *sse.Reader
 	stop    string
 	native  string
-	usage   *Usage
+	usage   *gateway.Usage
 	done    bool
-	pending []Delta
+	pending []gateway.Delta
 	calls   map[int]oaCall // the upstream's tool call index -> the call it now carries
 	ncalls  int
 }
@@ -360,12 +366,12 @@ func newCallID() string {
 
 // final is the last delta: the stop reason, tool_use when tool calls were
 // made and the upstream said stop or nothing.
-func (s *oaStream) final() Delta {
-	stop := orDefault(s.stop, StopEndTurn)
-	if s.ncalls > 0 && stop == StopEndTurn {
-		stop = StopToolUse
+func (s *oaStream) final() gateway.Delta {
+	stop := cmp.Or(s.stop, gateway.StopEndTurn)
+	if s.ncalls > 0 && stop == gateway.StopEndTurn {
+		stop = gateway.StopToolUse
 	}
-	return Delta{StopReason: stop, NativeStop: s.native, Usage: s.usage}
+	return gateway.Delta{StopReason: stop, NativeStop: s.native, Usage: s.usage}
 }
 
 type oaChunk struct {
@@ -391,7 +397,7 @@ type oaChunk struct {
 	} `json:"error"`
 }
 
-func (s *oaStream) Next() (Delta, error) {
+func (s *oaStream) Next() (gateway.Delta, error) {
 	for {
 		if len(s.pending) > 0 {
 			d := s.pending[0]
@@ -399,7 +405,7 @@ func (s *oaStream) Next() (Delta, error) {
 			return d, nil
 		}
 		if s.done {
-			return Delta{}, io.EOF
+			return gateway.Delta{}, io.EOF
 		}
 		ev, err := s.sse.Next()
 		if errors.Is(err, io.EOF) {
@@ -409,10 +415,10 @@ func (s *oaStream) Next() (Delta, error) {
 				s.done = true
 				return s.final(), nil
 			}
-			return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "stream ended without [DONE]"}
+			return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "stream ended without [DONE]"}
 		}
 		if err != nil {
-			return Delta{}, streamError(s.name, err)
+			return gateway.Delta{}, gateway.StreamError(s.name, err)
 		}
 		if string(ev.Data) == "[DONE]" {
 			s.done = true
@@ -420,16 +426,16 @@ func (s *oaStream) Next() (Delta, error) {
 		}
 		var c oaChunk
 		if err := json.Unmarshal(ev.Data, &c); err != nil {
-			return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "malformed stream chunk"}
+			return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "malformed stream chunk"}
 		}
 		if c.Error != nil {
-			return Delta{}, &UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Type: c.Error.Type, Message: c.Error.Message}
+			return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Type: c.Error.Type, Message: c.Error.Message}
 		}
 		if c.Usage != nil {
 			u := c.Usage.usage()
 			s.usage = &u
 		}
-		var d Delta
+		var d gateway.Delta
 		for _, ch := range c.Choices {
 			if ch.Delta.Content != nil {
 				d.Text += *ch.Delta.Content
@@ -443,7 +449,7 @@ func (s *oaStream) Next() (Delta, error) {
 				// every chunk of a call, which is not a new call.
 				cur, ok := s.calls[tc.Index]
 				if ok && (tc.ID == "" || tc.ID == cur.id) {
-					s.pending = append(s.pending, Delta{ToolCall: &ToolCallDelta{Index: cur.ordinal, Arguments: tc.Function.Arguments}})
+					s.pending = append(s.pending, gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: cur.ordinal, Arguments: tc.Function.Arguments}})
 					continue
 				}
 				if s.calls == nil {
@@ -455,30 +461,23 @@ func (s *oaStream) Next() (Delta, error) {
 				}
 				s.ncalls++
 				s.calls[tc.Index] = cur
-				s.pending = append(s.pending, Delta{ToolCall: &ToolCallDelta{Index: cur.ordinal, ID: cur.id, Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
+				s.pending = append(s.pending, gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: cur.ordinal, ID: cur.id, Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
 			}
 			if ch.FinishReason != nil && *ch.FinishReason != "" {
 				s.native = *ch.FinishReason
-				s.stop = StopFromOpenAI(*ch.FinishReason)
+				s.stop = ChatStop(*ch.FinishReason)
 			}
 		}
 		if d.Text != "" || d.Refusal != "" {
-			s.pending = append([]Delta{d}, s.pending...)
+			s.pending = append([]gateway.Delta{d}, s.pending...)
 		}
 	}
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 func (s *oaStream) Close() error { return s.body.Close() }
 
-// ListModels implements Provider.
-func (p *OpenAI) ListModels(ctx context.Context) ([]string, error) {
+// ListModels implements gateway.Provider.
+func (p *Provider) ListModels(ctx context.Context) ([]string, error) {
 	resp, err := p.do(ctx, http.MethodGet, "/models", nil)
 	if err != nil {
 		return nil, err
@@ -487,146 +486,12 @@ func (p *OpenAI) ListModels(ctx context.Context) ([]string, error) {
 	var l struct {
 		Data json.RawMessage `json:"data"`
 	}
-	if err := decodeWhole(io.LimitReader(resp.Body, 16<<20), &l); err != nil {
-		return nil, answerError(p.name, "malformed model list", err, false)
+	if err := gateway.DecodeWhole(io.LimitReader(resp.Body, 16<<20), &l); err != nil {
+		return nil, gateway.AnswerError(p.name, "malformed model list", err, false)
 	}
-	ids, err := modelIDs(l.Data)
+	ids, err := gateway.ModelIDs(l.Data)
 	if err != nil {
-		return nil, &UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed model list: " + err.Error()}
+		return nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed model list: " + err.Error()}
 	}
 	return ids, nil
-}
-
-// modelIDs reads a model list's data: an array of {id}, or null (Ollama
-// with no model pulled sends that). Without the key this is not a list,
-// and taking it for an empty one would mark every model of the provider
-// unavailable.
-func modelIDs(data json.RawMessage) ([]string, error) {
-	if len(data) == 0 {
-		return nil, errors.New("no data array")
-	}
-	var l []struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal(data, &l); err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(l))
-	for _, m := range l {
-		if m.ID != "" {
-			out = append(out, m.ID)
-		}
-	}
-	return out, nil
-}
-
-// decodeWhole reads a whole answer body and decodes one JSON document
-// from it, refusing anything after the document. The error says which
-// failed: a read (a timeout, a connection broken mid-body) comes back as
-// a *bodyReadError, a body that does not decode as encoding/json's error.
-func decodeWhole(r io.Reader, v any) error {
-	// Read, then decode: json.Unmarshal refuses anything after the
-	// document and allocates only what v keeps, where a json.Decoder grew
-	// a buffer by refills, then read on to look for more.
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return &bodyReadError{err}
-	}
-	return json.Unmarshal(b, v)
-}
-
-// bodyReadError is a failure to read an answer's body after its headers.
-type bodyReadError struct{ err error }
-
-func (e *bodyReadError) Error() string { return "reading the answer: " + e.err.Error() }
-func (e *bodyReadError) Unwrap() error { return e.err }
-
-// answerError is the provider's error for an answer body decodeWhole
-// refused. A body that stopped arriving is the transport's failure, as
-// before the headers: a timeout (504, retryable), the caller gone
-// (context.Canceled), or a connection broken mid-body (retryable). A body
-// that arrived and does not decode is a malformed answer, named by what
-// (502, retryable); detail adds the decoder's words to the message.
-func answerError(provider, what string, err error, detail bool) error {
-	if re, ok := errors.AsType[*bodyReadError](err); ok {
-		return midAnswerError(provider, re.err, "connection broken while it sent its answer", "timed out while it sent its answer")
-	}
-	msg := what
-	if detail {
-		msg += ": " + err.Error()
-	}
-	return &UpstreamError{Provider: provider, Status: http.StatusBadGateway, Message: msg}
-}
-
-// send does req. A transport failure, or an answer outside 2xx (its body
-// read and closed), comes back as the provider's error.
-func send(client *http.Client, provider string, req *http.Request) (*http.Response, error) {
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, transportError(provider, err)
-	}
-	if resp.StatusCode >= 300 {
-		defer resp.Body.Close()
-		return nil, readUpstreamError(provider, resp)
-	}
-	return resp, nil
-}
-
-func transportError(provider string, err error) error {
-	var ne net.Error
-	if errors.Is(err, context.Canceled) {
-		return err
-	}
-	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return &UpstreamError{Provider: provider, Message: "timed out", Timeout: true}
-	}
-	return &UpstreamError{Provider: provider, Message: "could not reach the provider", cause: err}
-}
-
-// streamError is a read failure of a stream that had opened: the
-// connection broke or timed out mid-stream.
-func streamError(provider string, err error) error {
-	return midAnswerError(provider, err, "stream interrupted", "")
-}
-
-// midAnswerError is transportError for a read that failed after the
-// answer's headers: a broken connection is named broken, a timeout (still
-// a timeout, 504) timedOut unless that is empty; the caller gone stays
-// context.Canceled.
-func midAnswerError(provider string, err error, broken, timedOut string) error {
-	te := transportError(provider, err)
-	if ue, ok := te.(*UpstreamError); ok {
-		switch {
-		case !ue.Timeout:
-			ue.Message = broken
-		case timedOut != "":
-			ue.Message = timedOut
-		}
-	}
-	return te
-}
-
-// readUpstreamError reads an error body in either provider's shape.
-func readUpstreamError(provider string, resp *http.Response) error {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var e struct {
-		Error struct {
-			Message string `json:"message"`
-			Type    string `json:"type"`
-		} `json:"error"`
-	}
-	msg := strings.TrimSpace(string(b))
-	if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-		msg = e.Error.Message
-	}
-	if len(msg) > 500 {
-		// Cut at the start of a character, not inside one: the message
-		// goes out in JSON answers and logs.
-		cut := 500
-		for cut > 0 && !utf8.RuneStart(msg[cut]) {
-			cut--
-		}
-		msg = msg[:cut]
-	}
-	return &UpstreamError{Provider: provider, Status: resp.StatusCode, Type: e.Error.Type, Message: msg, RetryAfter: resp.Header.Get("Retry-After")}
 }

@@ -1,0 +1,179 @@
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/batonhq/baton/gateway"
+	"github.com/batonhq/baton/gateway/internal/sse"
+)
+
+// Passthrough: a Messages body goes upstream as the client wrote it, only
+// the model rewritten (gateway.WithModel); the answer comes back as sent.
+
+// Speaks implements gateway.Forwarder: the Messages API.
+func (p *Provider) Speaks(format string) bool { return format == gateway.FormatAnthropic }
+
+// Forward implements gateway.Forwarder.
+func (p *Provider) Forward(ctx context.Context, n *gateway.Native, model string, stream bool) (*gateway.Response, gateway.Stream, error) {
+	body, err := gateway.WithModel(n.Body, model)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !stream {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, gateway.DefaultTimeout) // a stalled body must not hold the call forever
+		defer cancel()
+	}
+	path := "/v1/messages"
+	if n.Query != "" {
+		path += "?" + n.Query
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-api-key", p.key)
+	req.Header.Set("anthropic-version", Version)
+	if v := n.Header.Get("anthropic-version"); v != "" {
+		req.Header.Set("anthropic-version", v)
+	}
+	for _, v := range n.Header.Values("anthropic-beta") {
+		req.Header.Add("anthropic-beta", v)
+	}
+	resp, err := gateway.Send(p.client, p.name, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	if stream {
+		return nil, &anRawStream{name: p.name, body: resp.Body, sse: sse.NewReader(resp.Body)}, nil
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, gateway.MaxAnswer))
+	if err != nil {
+		return nil, nil, gateway.MidAnswerError(p.name, err, "answer interrupted", "")
+	}
+	if !gjson.ValidBytes(raw) || gjson.GetBytes(raw, "type").Str != "message" {
+		return nil, nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: not a message"}
+	}
+	g := gjson.ParseBytes(raw)
+	sr := g.Get("stop_reason").Str
+	out := &gateway.Response{Raw: raw, ID: g.Get("id").Str, Model: g.Get("model").Str, StopReason: gateway.StopFromAnthropic(sr), NativeStop: sr,
+		MatchedStop: g.Get("stop_sequence").Str}
+	if u := g.Get("usage"); u.IsObject() {
+		out.Usage = usageOf(u)
+	} else {
+		out.UsageMissing = true
+		g.Get("content").ForEach(func(_, b gjson.Result) bool {
+			out.Content = append(out.Content, gateway.Block{Type: "text", Text: b.Get("text").Str + b.Get("thinking").Str + b.Get("input").Raw})
+			return true
+		})
+	}
+	return out, nil, nil
+}
+
+// usageOf reads a Messages usage object; negative counts are
+// dropped, as they would lower the tenant's spending.
+func usageOf(u gjson.Result) gateway.Usage {
+	return gateway.Usage{InputTokens: max(int(u.Get("input_tokens").Int()), 0), OutputTokens: max(int(u.Get("output_tokens").Int()), 0),
+		CacheReadTokens: max(int(u.Get("cache_read_input_tokens").Int()), 0), CacheWriteTokens: max(int(u.Get("cache_creation_input_tokens").Int()), 0)}
+}
+
+// anRawStream is an Anthropic event stream passed through: each event is a
+// delta whose Raw is the event's data and Event its name, summarized for
+// billing (text, tool input) and fallback (what commits the stream).
+type anRawStream struct {
+	name  string
+	body  io.ReadCloser
+	sse   *sse.Reader
+	usage gateway.Usage
+	stop  string
+	done  bool
+}
+
+func (s *anRawStream) Next() (gateway.Delta, error) {
+	if s.done {
+		return gateway.Delta{}, io.EOF
+	}
+	ev, err := s.sse.Next()
+	if errors.Is(err, io.EOF) {
+		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "stream ended without message_stop"}
+	}
+	if err != nil {
+		return gateway.Delta{}, gateway.StreamError(s.name, err)
+	}
+	if !gjson.ValidBytes(ev.Data) {
+		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "malformed stream event"}
+	}
+	g := gjson.ParseBytes(ev.Data)
+	d := gateway.Delta{Raw: ev.Data, Event: ev.Event}
+	typ := g.Get("type").Str
+	if d.Event == "" {
+		d.Event = typ
+	}
+	switch typ {
+	case "message_start":
+		if u := g.Get("message.usage"); u.IsObject() {
+			s.usage = usageOf(u)
+			early := s.usage
+			d.Usage = &early
+		}
+	case "content_block_start":
+		d.Commit = true
+		if b := g.Get("content_block"); b.Get("type").Str == "tool_use" {
+			d.ToolCall = &gateway.ToolCallDelta{ID: b.Get("id").Str, Name: b.Get("name").Str}
+		}
+	case "content_block_delta":
+		d.Commit = true
+		delta := g.Get("delta")
+		switch delta.Get("type").Str {
+		case "text_delta":
+			d.Text = delta.Get("text").Str
+		case "input_json_delta":
+			d.ToolCall = &gateway.ToolCallDelta{Arguments: delta.Get("partial_json").Str}
+		case "thinking_delta":
+			d.Text = delta.Get("thinking").Str
+		}
+	case "message_delta":
+		d.Commit = true
+		if sr := g.Get("delta.stop_reason").Str; sr != "" {
+			s.stop = sr
+		}
+		if u := g.Get("usage"); u.IsObject() {
+			// Cumulative; the input side is usually told at message_start,
+			// but some upstreams tell it (or correct it) here.
+			s.usage.OutputTokens = max(int(u.Get("output_tokens").Int()), 0)
+			if in := u.Get("input_tokens"); in.Exists() {
+				s.usage.InputTokens = max(int(in.Int()), 0)
+			}
+			if c := u.Get("cache_read_input_tokens"); c.Exists() {
+				s.usage.CacheReadTokens = max(int(c.Int()), 0)
+			}
+			if c := u.Get("cache_creation_input_tokens"); c.Exists() {
+				s.usage.CacheWriteTokens = max(int(c.Int()), 0)
+			}
+			final := s.usage
+			d.Usage = &final
+		}
+		d.StopReason, d.NativeStop = gateway.StopFromAnthropic(s.stop), s.stop
+		if d.StopReason == "" {
+			d.StopReason = gateway.StopEndTurn
+		}
+		d.MatchedStop = g.Get("delta.stop_sequence").Str
+	case "message_stop":
+		d.Commit = true
+		s.done = true
+	case "error":
+		typ := g.Get("error.type").Str
+		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: anthropicStatus(typ), Type: typ, Message: g.Get("error.message").Str}
+	}
+	return d, nil
+}
+
+func (s *anRawStream) Close() error { return s.body.Close() }

@@ -1,0 +1,66 @@
+// Package upstreamtest is an upstream for the adapters' fuzz tests.
+package upstreamtest
+
+import (
+	"bytes"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Upstream answers every request with one status and body. "$N" in the
+// body becomes the request's number, so that a fuzzed model list can page
+// on with a fresh cursor.
+type Upstream struct {
+	mu     sync.Mutex
+	status int
+	body   []byte
+	served [][]byte // the bodies sent since the last reset, in order
+}
+
+// Reset sets the answer and forgets the bodies served.
+func (u *Upstream) Reset(status int, body []byte) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.status, u.body, u.served = status, body, nil
+}
+
+// Bodies are the bodies served since the last Reset.
+func (u *Upstream) Bodies() [][]byte {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.served)
+}
+
+func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u.mu.Lock()
+	status := u.status
+	body := bytes.ReplaceAll(u.body, []byte("$N"), []byte(strconv.Itoa(len(u.served))))
+	if status == http.StatusNoContent || status == http.StatusNotModified {
+		body = nil // these carry no body; net/http drops it
+	}
+	u.served = append(u.served, body) // before answering: the client may ask again at once
+	u.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// Within fails the test when call has not returned after d: a decoder that
+// loops on some input must fail the fuzzer, not hang it.
+func Within(t *testing.T, d time.Duration, call func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		call()
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("the call has not returned after %v", d)
+	}
+}

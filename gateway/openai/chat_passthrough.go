@@ -1,0 +1,167 @@
+package openai
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/batonhq/baton/gateway"
+	"github.com/batonhq/baton/gateway/internal/sse"
+)
+
+// Speaks implements gateway.Forwarder: chat completions, for OpenAI and any
+// OpenAI-compatible server; the Responses API, for OpenAI only (few
+// compatible servers have it).
+func (p *Provider) Speaks(format string) bool {
+	return format == gateway.FormatChat || format == gateway.FormatResponses && p.kind == "openai"
+}
+
+// Forward implements gateway.Forwarder. A stream asks the upstream for its usage
+// (stream_options.include_usage), which billing needs; when the client did
+// not ask for it, the usage chunk is not passed on.
+func (p *Provider) Forward(ctx context.Context, n *gateway.Native, model string, stream bool) (*gateway.Response, gateway.Stream, error) {
+	if n.Format == gateway.FormatResponses {
+		return p.forwardResponses(ctx, n, model, stream)
+	}
+	body, err := gateway.WithModel(n.Body, model)
+	if err != nil {
+		return nil, nil, err
+	}
+	if p.kind == "openai-compatible" {
+		// Many compatible servers know only the older max_tokens (as the
+		// translating adapter sends it): the one rename besides the model.
+		if mct := gjson.GetBytes(body, "max_completion_tokens"); mct.Exists() && !gjson.GetBytes(body, "max_tokens").Exists() {
+			if b, err := sjson.SetRawBytes(body, "max_tokens", []byte(mct.Raw)); err == nil {
+				if b, err = sjson.DeleteBytes(b, "max_completion_tokens"); err == nil {
+					body = b
+				}
+			}
+		}
+	}
+	wantUsage := n.StreamUsage
+	if stream && !wantUsage {
+		if body, err = sjson.SetBytes(body, "stream_options.include_usage", true); err != nil {
+			return nil, nil, &gateway.UpstreamError{Provider: "baton", Status: http.StatusBadRequest, Message: "stream_options cannot be set: " + err.Error()}
+		}
+	}
+	if !stream {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, gateway.DefaultTimeout)
+		defer cancel()
+	}
+	path := "/chat/completions"
+	if n.Query != "" {
+		path += "?" + n.Query
+	}
+	resp, err := p.do(ctx, http.MethodPost, path, body)
+	if err != nil {
+		return nil, nil, err
+	}
+	if stream {
+		return nil, &oaRawStream{name: p.name, body: resp.Body, sse: sse.NewReader(resp.Body), passUsage: wantUsage}, nil
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, gateway.MaxAnswer))
+	if err != nil {
+		return nil, nil, gateway.MidAnswerError(p.name, err, "answer interrupted", "")
+	}
+	if !gjson.ValidBytes(raw) || !gjson.GetBytes(raw, "choices").IsArray() {
+		return nil, nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: no choices"}
+	}
+	g := gjson.ParseBytes(raw)
+	fr := g.Get("choices.0.finish_reason").Str
+	out := &gateway.Response{Raw: raw, ID: g.Get("id").Str, Model: g.Get("model").Str, StopReason: ChatStop(fr), NativeStop: fr}
+	if u := g.Get("usage"); u.IsObject() {
+		out.Usage = usageOf(u)
+	} else {
+		out.UsageMissing = true
+		g.Get("choices").ForEach(func(_, c gjson.Result) bool {
+			m := c.Get("message")
+			out.Content = append(out.Content, gateway.Block{Type: "text", Text: m.Get("content").Str + m.Get("refusal").Str + m.Get("tool_calls").Raw})
+			return true
+		})
+	}
+	return out, nil, nil
+}
+
+// usageOf reads a chat completions usage object: prompt tokens
+// include the cached ones, which are billed apart.
+func usageOf(u gjson.Result) gateway.Usage {
+	prompt := max(int(u.Get("prompt_tokens").Int()), 0)
+	cached := min(max(int(u.Get("prompt_tokens_details.cached_tokens").Int()), 0), prompt)
+	written := min(max(int(u.Get("prompt_tokens_details.cache_write_tokens").Int()), 0), prompt-cached)
+	return gateway.Usage{InputTokens: prompt - cached - written, OutputTokens: max(int(u.Get("completion_tokens").Int()), 0), CacheReadTokens: cached, CacheWriteTokens: written}
+}
+
+// oaRawStream is a chat completions chunk stream passed through.
+type oaRawStream struct {
+	name      string
+	body      io.ReadCloser
+	sse       *sse.Reader
+	passUsage bool // the client asked for the usage chunk
+	stop      string
+	done      bool
+}
+
+func (s *oaRawStream) Next() (gateway.Delta, error) {
+	if s.done {
+		return gateway.Delta{}, io.EOF
+	}
+	ev, err := s.sse.Next()
+	if errors.Is(err, io.EOF) {
+		if s.stop != "" {
+			// Some compatible servers end without [DONE]: the answer was whole.
+			s.done = true
+			return gateway.Delta{Raw: []byte("[DONE]"), Commit: true}, nil
+		}
+		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "stream ended before the answer did"}
+	}
+	if err != nil {
+		return gateway.Delta{}, gateway.StreamError(s.name, err)
+	}
+	if string(bytes.TrimSpace(ev.Data)) == "[DONE]" {
+		s.done = true
+		return gateway.Delta{Raw: []byte("[DONE]"), Commit: true}, nil
+	}
+	if !gjson.ValidBytes(ev.Data) {
+		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "malformed stream chunk"}
+	}
+	g := gjson.ParseBytes(ev.Data)
+	if e := g.Get("error"); e.Exists() {
+		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Type: e.Get("type").Str, Message: cmp.Or(e.Get("message").Str, "error event")}
+	}
+	d := gateway.Delta{Raw: ev.Data}
+	choice := g.Get("choices.0")
+	delta := choice.Get("delta")
+	d.Text = delta.Get("content").Str
+	d.Refusal = delta.Get("refusal").Str
+	if tc := delta.Get("tool_calls.0"); tc.Exists() {
+		d.ToolCall = &gateway.ToolCallDelta{Index: int(tc.Get("index").Int()), ID: tc.Get("id").Str, Name: tc.Get("function.name").Str, Arguments: tc.Get("function.arguments").Str}
+	}
+	if fr := choice.Get("finish_reason").Str; fr != "" {
+		s.stop = fr
+		d.StopReason, d.NativeStop = ChatStop(fr), fr
+	}
+	if u := g.Get("usage"); u.IsObject() {
+		final := usageOf(u)
+		d.Usage = &final
+		if s.stop != "" {
+			d.StopReason, d.NativeStop = ChatStop(s.stop), s.stop
+		}
+		if !s.passUsage {
+			d.Raw = nil // asked for billing, not by the client
+		}
+	}
+	if !choice.Exists() && d.Usage == nil {
+		d.Commit = true // a chunk of another kind: still the client's
+	}
+	return d, nil
+}
+
+func (s *oaRawStream) Close() error { return s.body.Close() }

@@ -1,0 +1,125 @@
+package openai
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/batonhq/baton/gateway"
+	"github.com/batonhq/baton/gateway/internal/sse"
+)
+
+// drain reads a stream to its end.
+func drain(t *testing.T, st gateway.Stream) (ds []gateway.Delta, err error) {
+	t.Helper()
+	for i := 0; i < 1000; i++ {
+		d, err := st.Next()
+		if errors.Is(err, io.EOF) {
+			return ds, nil
+		}
+		if err != nil {
+			return ds, err
+		}
+		ds = append(ds, d)
+	}
+	t.Fatal("the stream did not end")
+	return nil, nil
+}
+
+func oaStreamOf(chunks ...string) *oaStream {
+	var b strings.Builder
+	for _, c := range chunks {
+		b.WriteString("data: " + c + "\n\n")
+	}
+	return &oaStream{name: "t", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(b.String()))}
+}
+
+// Some OpenAI-compatible servers repeat a tool call's id and name in every
+// chunk of it; others send none. Either way each call is one call, with an
+// id, numbered by its order in the answer; a second call at index 0 with
+// another id is a second call.
+func TestOpenAIStreamToolCallIDs(t *testing.T) {
+	ds, err := drain(t, oaStreamOf(
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":""}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":"1}"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c2","type":"function","function":{"name":"g","arguments":"{}"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"name":"h","arguments":"{}"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+		`[DONE]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	args := map[int]string{}
+	for _, d := range ds {
+		if tc := d.ToolCall; tc != nil {
+			if tc.ID != "" {
+				got = append(got, tc.Name)
+				if tc.Index != len(got)-1 {
+					t.Errorf("call %s has index %d, want %d", tc.Name, tc.Index, len(got)-1)
+				}
+			}
+			args[tc.Index] += tc.Arguments
+		}
+	}
+	if strings.Join(got, ",") != "f,g,h" || args[0] != `{"a":1}` || args[1] != "{}" || args[2] != "{}" {
+		t.Fatalf("calls %v, arguments %v", got, args)
+	}
+	var h *gateway.ToolCallDelta
+	for _, d := range ds {
+		if d.ToolCall != nil && d.ToolCall.Name == "h" {
+			h = d.ToolCall
+		}
+	}
+	if h == nil || !strings.HasPrefix(h.ID, "call_") {
+		t.Fatalf("a call without an id was given none: %+v", h)
+	}
+	// Tool calls with finish_reason "stop": the answer ends for the tools.
+	if last := ds[len(ds)-1]; last.StopReason != gateway.StopToolUse || last.NativeStop != "stop" {
+		t.Fatalf("stop %q (native %q), want tool_use (stop)", last.StopReason, last.NativeStop)
+	}
+}
+
+func TestOpenAIStreamEnds(t *testing.T) {
+	// finish_reason and usage, then the body ends without [DONE]: whole.
+	ds, err := drain(t, oaStreamOf(
+		`{"choices":[{"index":0,"delta":{"content":"hi"}}]}`,
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"content_filter"}]}`,
+		`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := ds[len(ds)-1]
+	if last.StopReason != gateway.StopRefusal || last.NativeStop != "content_filter" || last.Usage == nil || last.Usage.InputTokens != 3 {
+		t.Fatalf("last delta %+v", last)
+	}
+	// Without a finish_reason, the same end is a cut.
+	if _, err := drain(t, oaStreamOf(`{"choices":[{"index":0,"delta":{"content":"hi"}}]}`, `{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}`)); err == nil {
+		t.Fatal("a stream cut before its finish_reason ended cleanly")
+	}
+}
+
+// FuzzSSEStreams feeds arbitrary upstream bytes to the chat completions stream parser: they
+// must end (EOF or an error) without panicking.
+func FuzzSSEStreams(f *testing.F) {
+	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n"))
+	f.Add([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3}}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"))
+	f.Add([]byte("data: {\"error\":{\"message\":\"x\"}}\n\n"))
+	f.Add([]byte("data: not json\n\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, st := range []gateway.Stream{
+			&oaStream{name: "f", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(string(b)))},
+		} {
+			for i := 0; ; i++ {
+				if i > len(b)+2 {
+					t.Fatal("the parser did not end")
+				}
+				if _, err := st.Next(); err != nil {
+					break
+				}
+			}
+		}
+	})
+}

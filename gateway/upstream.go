@@ -1,0 +1,194 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tidwall/sjson"
+)
+
+// What every provider kind needs to call its upstream: the HTTP client,
+// and the upstream's failures as *UpstreamError.
+
+// NewHTTPClient is the pooled client every adapter uses by default: bounded
+// dial and header timeouts, connection reuse, no overall timeout (streams may
+// be long; contexts bound calls).
+func NewHTTPClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   128,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 60 * time.Second,
+		ForceAttemptHTTP2:     true,
+	}}
+}
+
+// ModelIDs reads a model list's data: an array of {id}, or null (Ollama
+// with no model pulled sends that). Without the key this is not a list,
+// and taking it for an empty one would mark every model of the provider
+// unavailable.
+func ModelIDs(data json.RawMessage) ([]string, error) {
+	if len(data) == 0 {
+		return nil, errors.New("no data array")
+	}
+	var l []struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(data, &l); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(l))
+	for _, m := range l {
+		if m.ID != "" {
+			out = append(out, m.ID)
+		}
+	}
+	return out, nil
+}
+
+// DecodeWhole reads a whole answer body and decodes one JSON document
+// from it, refusing anything after the document. The error says which
+// failed: a read (a timeout, a connection broken mid-body) comes back as
+// a *bodyReadError, a body that does not decode as encoding/json's error.
+func DecodeWhole(r io.Reader, v any) error {
+	// Read, then decode: json.Unmarshal refuses anything after the
+	// document and allocates only what v keeps, where a json.Decoder grew
+	// a buffer by refills, then read on to look for more.
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return &bodyReadError{err}
+	}
+	return json.Unmarshal(b, v)
+}
+
+// bodyReadError is a failure to read an answer's body after its headers.
+type bodyReadError struct{ err error }
+
+func (e *bodyReadError) Error() string { return "reading the answer: " + e.err.Error() }
+func (e *bodyReadError) Unwrap() error { return e.err }
+
+// AnswerError is the provider's error for an answer body DecodeWhole
+// refused. A body that stopped arriving is the transport's failure, as
+// before the headers: a timeout (504, retryable), the caller gone
+// (context.Canceled), or a connection broken mid-body (retryable). A body
+// that arrived and does not decode is a malformed answer, named by what
+// (502, retryable); detail adds the decoder's words to the message.
+func AnswerError(provider, what string, err error, detail bool) error {
+	if re, ok := errors.AsType[*bodyReadError](err); ok {
+		return MidAnswerError(provider, re.err, "connection broken while it sent its answer", "timed out while it sent its answer")
+	}
+	msg := what
+	if detail {
+		msg += ": " + err.Error()
+	}
+	return &UpstreamError{Provider: provider, Status: http.StatusBadGateway, Message: msg}
+}
+
+// Send does req. A transport failure, or an answer outside 2xx (its body
+// read and closed), comes back as the provider's error.
+func Send(client *http.Client, provider string, req *http.Request) (*http.Response, error) {
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, transportError(provider, err)
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		return nil, readUpstreamError(provider, resp)
+	}
+	return resp, nil
+}
+
+func transportError(provider string, err error) error {
+	var ne net.Error
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return &UpstreamError{Provider: provider, Message: "timed out", Timeout: true}
+	}
+	return &UpstreamError{Provider: provider, Message: "could not reach the provider", cause: err}
+}
+
+// StreamError is a read failure of a stream that had opened: the
+// connection broke or timed out mid-stream.
+func StreamError(provider string, err error) error {
+	return MidAnswerError(provider, err, "stream interrupted", "")
+}
+
+// MidAnswerError is transportError for a read that failed after the
+// answer's headers: a broken connection is named broken, a timeout (still
+// a timeout, 504) timedOut unless that is empty; the caller gone stays
+// context.Canceled.
+func MidAnswerError(provider string, err error, broken, timedOut string) error {
+	te := transportError(provider, err)
+	if ue, ok := te.(*UpstreamError); ok {
+		switch {
+		case !ue.Timeout:
+			ue.Message = broken
+		case timedOut != "":
+			ue.Message = timedOut
+		}
+	}
+	return te
+}
+
+// readUpstreamError reads an error body in either provider's shape.
+func readUpstreamError(provider string, resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+		} `json:"error"`
+	}
+	msg := strings.TrimSpace(string(b))
+	if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
+		msg = e.Error.Message
+	}
+	if len(msg) > 500 {
+		// Cut at the start of a character, not inside one: the message
+		// goes out in JSON answers and logs.
+		cut := 500
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut]
+	}
+	return &UpstreamError{Provider: provider, Status: resp.StatusCode, Type: e.Error.Type, Message: msg, RetryAfter: resp.Header.Get("Retry-After")}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Passthrough: a body in the provider's own wire format goes upstream as the
+// client wrote it, only the model rewritten; the answer comes back as the
+// provider sent it. Baton reads what billing and fallback need with gjson
+// and never decodes the whole body, so fields it does not know (thinking,
+// cache_control, images, betas, tomorrow's) are never lost.
+
+// MaxAnswer bounds a finished answer read into memory.
+const MaxAnswer = 64 << 20
+
+// WithModel is body with its top-level model set; body is not changed (a
+// fallback forwards it again).
+func WithModel(body []byte, model string) ([]byte, error) {
+	out, err := sjson.SetBytes(body, "model", model)
+	if err != nil {
+		return nil, &UpstreamError{Provider: "baton", Status: http.StatusBadRequest, Message: "the body's model cannot be set: " + err.Error()}
+	}
+	return out, nil
+}
