@@ -511,7 +511,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		if resp.Usage.Estimated {
 			raw = withSvc(raw, "usage", openaiUsage(resp.Usage, nil), "", nil) // the upstream sent none: Baton's count, marked estimated
 		}
-		writeRaw(w, withSvc(raw, "svc", newSvc(c, resp.NativeStop), "usage", cost))
+		writeRaw(w, withSvcAndCost(raw, newSvc(c, resp.NativeStop), cost))
 		return
 	}
 	text := resp.StructuredText(c.Req.Output)
@@ -925,7 +925,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		if resp.Usage.Estimated {
 			raw = withSvc(raw, "usage", anthropicUsage(resp.Usage, nil), "", nil) // the upstream sent none: Baton's count, marked estimated
 		}
-		writeRaw(w, withSvc(raw, "svc", newSvc(c, resp.NativeStop), "usage", cost))
+		writeRaw(w, withSvcAndCost(raw, newSvc(c, resp.NativeStop), cost))
 		return
 	}
 	content := resp.Content

@@ -255,6 +255,63 @@ func withSvc(raw []byte, path string, svc any, usage string, cost *float64) []by
 	return raw
 }
 
+// withSvcAndCost is withSvc for a finished answer's top-level svc and
+// usage: one pass over its top-level fields and one copy, as it runs on
+// every passed-through answer.
+func withSvcAndCost(raw []byte, svc svcTrace, cost *float64) []byte {
+	t := trimJSONSpace(raw)
+	if len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}' {
+		return withSvc(raw, "svc", svc, "usage", cost)
+	}
+	var usage gjson.Result
+	plain := true
+	gjson.ParseBytes(t).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "svc":
+			plain = false
+		case "usage":
+			if usage.Exists() || v.IsObject() && v.Get("estimated_cost_usd").Exists() {
+				plain = false // a repeated usage, or one that has the field: sjson decides
+			}
+			usage = v
+		}
+		return plain
+	})
+	end := usage.Index + len(usage.Raw) - 1
+	if !plain || usage.IsObject() && (usage.Index <= 0 || end >= len(t) || t[end] != '}') {
+		return withSvc(raw, "svc", svc, "usage", cost)
+	}
+	costJSON, _ := json.Marshal(cost)
+	out := make([]byte, 0, len(t)+len(costJSON)+256)
+	rest := t[:len(t)-1]
+	if usage.IsObject() {
+		out = append(out, t[:end]...)
+		if !emptyObject(usage.Raw) {
+			out = append(out, ',')
+		}
+		out = append(out, `"estimated_cost_usd":`...)
+		out = append(out, costJSON...)
+		rest = t[end : len(t)-1]
+	}
+	out = append(out, rest...)
+	if !emptyObject(string(t)) {
+		out = append(out, ',')
+	}
+	out = append(out, `"svc":`...)
+	out = svc.appendJSON(out)
+	return append(out, '}')
+}
+
+// emptyObject reports whether a JSON object's text has no member.
+func emptyObject(obj string) bool {
+	for i := 1; i < len(obj)-1; i++ {
+		if !isJSONSpace(obj[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // setField sets the field at path (parent.key) to v's JSON.
 func setField(raw []byte, path string, v any) []byte {
 	var val []byte

@@ -61,7 +61,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		if resp.Usage.Estimated {
 			raw = withSvc(raw, "usage", openai.NewResponsesUsage(resp.Usage, nil), "", nil) // the upstream sent none
 		}
-		writeRaw(w, withSvc(raw, "svc", newSvc(c, resp.NativeStop), "usage", cost))
+		writeRaw(w, withSvcAndCost(raw, newSvc(c, resp.NativeStop), cost))
 		return
 	}
 	call := p.call

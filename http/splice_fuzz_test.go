@@ -57,3 +57,35 @@ func FuzzSvcJSON(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSvcAndCost: the one-pass splice of a finished answer's svc and cost
+// gives what the general edit gives.
+func FuzzSvcAndCost(f *testing.F) {
+	for _, s := range []string{`{}`, ` {"id":"x"} `, `{"usage":{}}`, `{"usage":{"a":1},"x":[1,{"usage":2}]}`, `{"usage":3}`,
+		`{"svc":1}`, `{"usage":{"estimated_cost_usd":1}}`, `{"usage":{},"usage":{"b":2}}`, `[1]`, `{"a":"}"}`} {
+		f.Add([]byte(s), 0.25, true)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, c float64, priced bool) {
+		if !json.Valid(raw) {
+			return
+		}
+		var cost *float64
+		if priced {
+			cost = &c
+		}
+		var s svcTrace
+		s.RequestID = "r"
+		got := withSvcAndCost(raw, s, cost)
+		want := withSvc(raw, "svc", s, "usage", cost)
+		var a, b any
+		if err := json.Unmarshal(got, &a); err != nil {
+			t.Fatalf("%s -> not JSON: %s", raw, got)
+		}
+		if json.Unmarshal(want, &b) != nil {
+			return
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("%s: spliced %s, general %s", raw, got, want)
+		}
+	})
+}
