@@ -420,3 +420,39 @@ func TestAnthropicSDKPassesThinkingAndImages(t *testing.T) {
 		t.Fatalf("whole %s", whole.RawJSON())
 	}
 }
+
+// Claude Code with no --model sends its own default name, which no
+// provider lists: a bare name goes to the provider of the front's format,
+// and the body reaches it exactly as the client wrote it.
+func TestBareDefaultModelGoesToTheFrontsProvider(t *testing.T) {
+	up := &recordingUpstream{answer: func(stream bool) (string, string) {
+		if stream {
+			return "text/event-stream", anthropicThinkingStream
+		}
+		return "application/json", anthropicThinkingMessage
+	}}
+	srv := httptest.NewServer(up)
+	defer srv.Close()
+	vars := map[string]string{"ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": "k", "OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_API_KEY": "k"}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, cat)
+	c := capturedCalls(t, "claude-code-turn.json", "/v1/messages")[0]
+	if m := gjson.GetBytes(c.body, "model").Str; m != "claude-opus-4-8" {
+		t.Fatalf("the capture's model is %q", m)
+	}
+	r := e.do("POST", c.path, e.tenantA, c.body, "anthropic-version", "2023-06-01")
+	if r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	if got := up.last(t); !bytes.Equal(got.body, c.body) || got.path != "/v1/messages" {
+		t.Fatalf("the provider got %s %s", got.path, got.body)
+	}
+	// A name that no provider lists, on the chat front: OpenAI's.
+	r = e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "gpt-5.6-luna", "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	if got := up.last(t); got.path != "/v1/chat/completions" || gjson.GetBytes(got.body, "model").Str != "gpt-5.6-luna" {
+		t.Fatalf("the provider got %s %s (Baton answered %d)", got.path, got.body, r.status)
+	}
+}

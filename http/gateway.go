@@ -383,6 +383,22 @@ func (s *Server) plan(id string, req gateway.Request) ([]gateway.Target, error) 
 	return chain, nil
 }
 
+// nativeProvider is the built-in provider of each wire format: a bare model
+// name that no provider lists goes to it (the clients' default names:
+// the Agents SDK's, Claude Code's), as a model it serves unpriced.
+var nativeProvider = map[string]string{gateway.FormatAnthropic: "anthropic", gateway.FormatChat: "openai", gateway.FormatResponses: "openai"}
+
+// planFor is plan for a front of the given wire format.
+func (s *Server) planFor(format, id string, req gateway.Request) ([]gateway.Target, error) {
+	chain, err := s.plan(id, req)
+	if err != nil && errors.Is(err, gateway.ErrUnknownModel) && !strings.Contains(id, ":") && !gateway.IsMode(id) && nativeProvider[format] != "" {
+		if fb, ferr := s.plan(nativeProvider[format]+":"+id, req); ferr == nil {
+			return fb, nil
+		}
+	}
+	return chain, err
+}
+
 // writeAnswer writes a JSON answer with its length and flushes it, so the
 // client has all of it before the handler goes on to record usage.
 func writeAnswer(w http.ResponseWriter, v any) {
@@ -455,7 +471,7 @@ func (s *Server) prepareCall(w http.ResponseWriter, r *http.Request, f errFormat
 	native = nativeOf(r, format, body)
 	native.Stream, native.StreamUsage = sk.stream, sk.streamUsage
 	if !gateway.IsMode(sk.model) {
-		if chain, err = s.plan(sk.model, sk.req); err != nil {
+		if chain, err = s.planFor(format, sk.model, sk.req); err != nil {
 			return fail(err)
 		}
 		if speaksAll(chain, format) {
@@ -465,7 +481,7 @@ func (s *Server) prepareCall(w http.ResponseWriter, r *http.Request, f errFormat
 	full, derr := decode()
 	if derr == nil {
 		if gateway.IsMode(sk.model) {
-			if chain, err = s.plan(sk.model, full); err != nil {
+			if chain, err = s.planFor(format, sk.model, full); err != nil {
 				return fail(err)
 			}
 		}
@@ -473,7 +489,7 @@ func (s *Server) prepareCall(w http.ResponseWriter, r *http.Request, f errFormat
 	}
 	// Not translatable: only the models that take it as it is.
 	if gateway.IsMode(sk.model) {
-		if chain, err = s.plan(sk.model, sk.req); err != nil {
+		if chain, err = s.planFor(format, sk.model, sk.req); err != nil {
 			return fail(derr)
 		}
 	}

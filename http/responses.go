@@ -118,7 +118,7 @@ func (s *Server) prepareResponses(w http.ResponseWriter, r *http.Request) (p res
 		}
 	}
 	if p.native != nil && !gateway.IsMode(sk.model) {
-		if p.chain, err = s.plan(sk.model, sk.req); err != nil {
+		if p.chain, err = s.planFor(gateway.FormatResponses, sk.model, sk.req); err != nil {
 			return p, err
 		}
 		if speaksAll(p.chain, gateway.FormatResponses) {
@@ -140,7 +140,7 @@ func (s *Server) prepareResponses(w http.ResponseWriter, r *http.Request) (p res
 			call.Continue(*hist)
 		}
 		if p.chain == nil {
-			if p.chain, err = s.plan(call.Wire.Model, call.Request); err != nil {
+			if p.chain, err = s.planFor(gateway.FormatResponses, call.Wire.Model, call.Request); err != nil {
 				return p, err
 			}
 		}
@@ -154,7 +154,7 @@ func (s *Server) prepareResponses(w http.ResponseWriter, r *http.Request) (p res
 		return p, derr
 	}
 	if p.chain == nil {
-		if p.chain, err = s.plan(sk.model, sk.req); err != nil {
+		if p.chain, err = s.planFor(gateway.FormatResponses, sk.model, sk.req); err != nil {
 			return p, derr
 		}
 	}
