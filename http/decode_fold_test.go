@@ -3,13 +3,15 @@ package http
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/batonhq/baton/gateway/openai"
 )
 
 // A key that differs from a field only in case is an unknown field, as the
 // wire formats name their fields exactly: encoding/json alone would read
 // "Model" as model.
 func TestDecodeIgnoresCaseFoldedKeys(t *testing.T) {
-	var q ccRequest
+	var q openai.ChatRequest
 	if err := decodeBody([]byte(`{"Model":"a","model":"b","MESSAGES":[{"role":"user","content":"x"}],"ſtream":true,"seed":3,"SEED":4}`), &q); err != nil {
 		t.Fatal(err)
 	}

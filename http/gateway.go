@@ -18,6 +18,7 @@ import (
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/gateway"
+	"github.com/batonhq/baton/gateway/openai"
 )
 
 // pingEvery is how often a streamed message sends `ping` while it waits
@@ -104,268 +105,9 @@ func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, m)
 }
 
+// badRequest is a 400 naming the request field at fault.
 func badRequest(param, format string, args ...any) error {
-	msg := fmt.Sprintf(format, args...)
-	e := domain.Invalid("gateway", domain.FieldError{Pointer: param, Code: "invalid", Message: msg})
-	e.Message = msg
-	return e
-}
-
-// ---- OpenAI chat completions ----
-
-type ccMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolCallID string          `json:"tool_call_id"`
-	ToolCalls  []struct {
-		ID       string `json:"id"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-	} `json:"tool_calls"`
-}
-
-type ccRequest struct {
-	Model               string      `json:"model"`
-	Messages            []ccMessage `json:"messages"`
-	MaxCompletionTokens *int        `json:"max_completion_tokens"`
-	MaxTokens           *int        `json:"max_tokens"`
-	Stream              bool        `json:"stream"`
-	StreamOptions       *struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options"`
-	Temperature *float64        `json:"temperature"`
-	Stop        json.RawMessage `json:"stop"`
-	Tools       []struct {
-		Type     string `json:"type"`
-		Function struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
-		} `json:"function"`
-	} `json:"tools"`
-	ToolChoice        json.RawMessage `json:"tool_choice"`
-	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
-	ResponseFormat    json.RawMessage `json:"response_format"`
-	// Sampling and attribution: passed on (see gateway.Request for which
-	// provider takes which).
-	TopP *float64 `json:"top_p"`
-	User string   `json:"user"`
-	gateway.OpenAISampling
-	// Not served: refused rather than silently answered without.
-	N           *int  `json:"n"`
-	Logprobs    *bool `json:"logprobs"`
-	TopLogprobs *int  `json:"top_logprobs"`
-}
-
-// ccPart is a content part of a chat message.
-type ccPart struct {
-	Type     string `json:"type"`
-	Text     string `json:"text"`
-	ImageURL *struct {
-		URL string `json:"url"`
-		// detail (auto, low, high) is a resolution hint with no
-		// Anthropic equivalent: accepted, not carried (docs/api.md,
-		// Translation).
-	} `json:"image_url"`
-}
-
-// textOf reads OpenAI content: a string, or an array of text parts.
-func textOf(raw json.RawMessage, param string) (string, error) {
-	blocks, err := partsOf(raw, param, false)
-	if err != nil {
-		return "", err
-	}
-	if len(blocks) == 0 {
-		return "", nil
-	}
-	return blocks[0].Text, nil
-}
-
-// partsOf reads OpenAI content as blocks: a string, or an array of text
-// parts and, when images is set (a user message), image_url parts.
-// Consecutive text parts make one text block.
-func partsOf(raw json.RawMessage, param string, images bool) ([]gateway.Block, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return []gateway.Block{{Type: "text", Text: s}}, nil
-	}
-	var parts []ccPart
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return nil, badRequest(param, "content must be a string or an array of content parts")
-	}
-	var out []gateway.Block
-	for i, p := range parts {
-		switch {
-		case p.Type == "text":
-			if n := len(out); n > 0 && out[n-1].Type == "text" {
-				out[n-1].Text += p.Text
-				continue
-			}
-			out = append(out, gateway.Block{Type: "text", Text: p.Text})
-		case p.Type == "image_url" && images:
-			b, err := imageOfURL(p, fmt.Sprintf("%s/%d/image_url/url", param, i))
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, b)
-		case p.Type == "image_url":
-			return nil, badRequest(fmt.Sprintf("%s/%d/type", param, i), "%s/%d/type: image parts are taken in user messages only", param, i)
-		default:
-			return nil, badRequest(fmt.Sprintf("%s/%d/type", param, i), "%s/%d/type: content part type %q has no equivalent across providers; text and image_url are translated", param, i, p.Type)
-		}
-	}
-	if len(out) == 0 {
-		out = []gateway.Block{{Type: "text"}}
-	}
-	return out, nil
-}
-
-// imageOfURL reads an image_url part: a base64 data: URL, or an http(s)
-// URL the provider fetches.
-func imageOfURL(p ccPart, param string) (gateway.Block, error) {
-	if p.ImageURL == nil || p.ImageURL.URL == "" {
-		return gateway.Block{}, badRequest(param, "%s: an image_url part needs a url", param)
-	}
-	u := p.ImageURL.URL
-	if rest, ok := strings.CutPrefix(u, "data:"); ok {
-		meta, data, found := strings.Cut(rest, ",")
-		media, b64 := strings.CutSuffix(meta, ";base64")
-		if !found || !b64 || media == "" || data == "" {
-			return gateway.Block{}, badRequest(param, "%s: a data URL must be data:<media type>;base64,<data>", param)
-		}
-		return gateway.Block{Type: "image", MediaType: media, Data: data}, nil
-	}
-	if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
-		return gateway.Block{}, badRequest(param, "%s: an image URL must be https://, http:// or a base64 data: URL", param)
-	}
-	return gateway.Block{Type: "image", URL: u}, nil
-}
-
-func (q *ccRequest) toGateway() (gateway.Request, error) {
-	var out gateway.Request
-	if q.Model == "" {
-		return out, badRequest("model", "model is required, as <provider>:<model>")
-	}
-	if len(q.Messages) == 0 {
-		return out, badRequest("messages", "messages must hold at least one message")
-	}
-	capField := ""
-	switch {
-	case q.MaxCompletionTokens != nil:
-		out.MaxTokens, capField = *q.MaxCompletionTokens, "max_completion_tokens"
-	case q.MaxTokens != nil:
-		out.MaxTokens, capField = *q.MaxTokens, "max_tokens"
-	}
-	if capField != "" && out.MaxTokens < 1 {
-		// Named as the client sent it: the newer field wins when both are.
-		return out, badRequest(capField, "%s must be at least 1", capField)
-	}
-	out.Temperature, out.TopP, out.User = q.Temperature, q.TopP, q.User
-	out.OpenAISampling = q.OpenAISampling
-	if string(out.LogitBias) == "null" {
-		out.LogitBias = nil
-	}
-	if len(out.LogitBias) > 0 && out.LogitBias[0] != '{' {
-		return out, badRequest("logit_bias", "logit_bias must be an object of token ids to numbers")
-	}
-	if q.N != nil && *q.N != 1 {
-		return out, badRequest("n", "n: only 1 choice per request is supported through this gateway")
-	}
-	if q.Logprobs != nil && *q.Logprobs || q.TopLogprobs != nil {
-		return out, badRequest("logprobs", "logprobs and top_logprobs are not supported through this gateway")
-	}
-	if len(q.Stop) > 0 && string(q.Stop) != "null" {
-		var one string
-		if json.Unmarshal(q.Stop, &one) == nil {
-			out.StopSequences = []string{one}
-		} else if err := json.Unmarshal(q.Stop, &out.StopSequences); err != nil {
-			return out, badRequest("stop", "stop must be a string or an array of strings")
-		}
-	}
-	for i, t := range q.Tools {
-		if t.Type != "function" {
-			return out, badRequest(fmt.Sprintf("tools/%d/type", i), "tool type %q is not supported; only function", t.Type)
-		}
-		if t.Function.Name == "" {
-			return out, badRequest(fmt.Sprintf("tools/%d/function/name", i), "a function tool needs a name")
-		}
-		schema := t.Function.Parameters
-		if len(schema) == 0 || string(schema) == "null" {
-			schema = json.RawMessage(`{"type":"object","properties":{}}`)
-		}
-		out.Tools = append(out.Tools, gateway.Tool{Name: t.Function.Name, Description: t.Function.Description, Schema: schema})
-	}
-	tc, tools, err := chatToolChoice(q.ToolChoice, q.ParallelToolCalls, out.Tools)
-	if err != nil {
-		return out, err
-	}
-	out.ToolChoice, out.Tools = tc, tools
-	if err := chatResponseFormat(q.ResponseFormat, &out); err != nil {
-		return out, err
-	}
-	var system []string
-	for i, m := range q.Messages {
-		param := fmt.Sprintf("messages/%d/content", i)
-		if m.Role == "user" {
-			blocks, err := partsOf(m.Content, param, true)
-			if err != nil {
-				return out, err
-			}
-			if blocks == nil {
-				blocks = []gateway.Block{{Type: "text"}}
-			}
-			out.Messages = append(out.Messages, gateway.Message{Role: "user", Content: blocks})
-			continue
-		}
-		text, err := textOf(m.Content, param)
-		if err != nil {
-			return out, err
-		}
-		switch m.Role {
-		case "system", "developer":
-			system = append(system, text)
-		case "assistant":
-			msg := gateway.Message{Role: "assistant"}
-			if text != "" {
-				msg.Content = append(msg.Content, gateway.Block{Type: "text", Text: text})
-			}
-			for _, tc := range m.ToolCalls {
-				args := tc.Function.Arguments
-				if !json.Valid([]byte(args)) {
-					args = "{}"
-				}
-				msg.Content = append(msg.Content, gateway.Block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: json.RawMessage(args)})
-			}
-			out.Messages = append(out.Messages, msg)
-		case "tool":
-			out.Messages = append(out.Messages, gateway.Message{Role: "user", Content: []gateway.Block{{Type: "tool_result", ToolUseID: m.ToolCallID, Text: text}}})
-		default:
-			return out, badRequest(fmt.Sprintf("messages/%d/role", i), "role %q is not system, developer, user, assistant or tool", m.Role)
-		}
-	}
-	out.System = strings.Join(system, "\n\n")
-	if len(out.Messages) == 0 {
-		return out, badRequest("messages", "messages must hold at least one user or assistant message")
-	}
-	return out, nil
-}
-
-// finishReason maps a canonical stop reason to OpenAI's.
-func finishReason(stop string) string {
-	switch stop {
-	case gateway.StopMaxTokens:
-		return "length"
-	case gateway.StopToolUse:
-		return "tool_calls"
-	case gateway.StopRefusal:
-		return "content_filter"
-	}
-	return "stop"
+	return gateway.BadRequest(param, format, args...)
 }
 
 // plan decodes nothing: it finds the chain of models a call may try.
@@ -419,12 +161,11 @@ func writeAnswer(w http.ResponseWriter, v any) {
 // wireRequest is a gateway front's request body: chat completions or
 // messages.
 type wireRequest interface {
-	toGateway() (gateway.Request, error)
-	requestedModel() string // the model or mode asked for
+	ToGateway() (gateway.Request, error)
+	RequestedModel() string // the model or mode asked for
 }
 
-func (q *ccRequest) requestedModel() string  { return q.Model }
-func (q *msgRequest) requestedModel() string { return q.Model }
+func (q *msgRequest) RequestedModel() string { return q.Model }
 
 // prepareCall reads a gateway front's request and plans its route. When
 // the chain's models all take the front's wire format (format; "" for
@@ -447,11 +188,11 @@ func (s *Server) prepareCall(w http.ResponseWriter, r *http.Request, f errFormat
 		if err := decodeBody(body, q); err != nil {
 			return gateway.Request{}, err
 		}
-		return q.toGateway()
+		return q.ToGateway()
 	}
 	if format == "" {
 		if req, err = decode(); err == nil {
-			chain, err = s.plan(q.requestedModel(), req)
+			chain, err = s.plan(q.RequestedModel(), req)
 		}
 		if err != nil {
 			return fail(err)
@@ -502,7 +243,7 @@ func (s *Server) prepareCall(w http.ResponseWriter, r *http.Request, f errFormat
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	const f = openaiErrors
-	var q ccRequest
+	var q openai.ChatRequest
 	req, chain, native, ok := s.prepareCall(w, r, f, &q, gateway.FormatChat)
 	if !ok {
 		return
@@ -525,19 +266,19 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if c.Passthrough {
 		raw := resp.Raw
 		if resp.Usage.Estimated {
-			raw = withSvc(raw, "usage", openaiUsage(resp.Usage, nil), "", nil) // the upstream sent none: Baton's count, marked estimated
+			raw = withSvc(raw, "usage", openai.NewChatUsage(resp.Usage, nil), "", nil) // the upstream sent none: Baton's count, marked estimated
 		}
 		writeRaw(w, withSvcAndCost(raw, newSvc(c, resp.NativeStop), cost))
 		return
 	}
 	text := resp.StructuredText(c.Req.Output)
-	msg := ccMessageOut{Role: "assistant", Content: &text}
+	msg := openai.ChatAnswerMessage{Role: "assistant", Content: &text}
 	if th := thinkingOf(resp.Content); th != "" {
 		msg.ReasoningContent = &th
 	}
 	for _, b := range resp.Content {
 		if b.Type == "tool_use" && (c.Req.Output == nil || b.Name != c.Req.Output.Name) {
-			call := ccToolCallOut{ID: b.ID, Type: "function"}
+			call := openai.ChatToolCall{ID: b.ID, Type: "function"}
 			call.Function.Name, call.Function.Arguments = b.Name, string(b.Input)
 			msg.ToolCalls = append(msg.ToolCalls, call)
 		}
@@ -551,13 +292,13 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			msg.Content = nil
 		}
 	}
-	finish := finishReason(resp.StopReason)
+	finish := openai.ChatFinishReason(resp.StopReason)
 	if resp.StopReason == gateway.StopToolUse && len(msg.ToolCalls) == 0 {
 		finish = "stop" // only the structured answer's tool was called
 	}
-	writeAnswer(w, ccResponseOut{ID: c.ID, Object: "chat.completion", Created: c.Start.Unix(), Model: c.Model.ID,
-		Choices: []ccChoiceOut{{Message: msg, FinishReason: finish}},
-		Usage:   openaiUsage(resp.Usage, cost),
+	writeAnswer(w, openai.ChatCompletion{ID: c.ID, Object: "chat.completion", Created: c.Start.Unix(), Model: c.Model.ID,
+		Choices: []openai.ChatChoice{{Message: msg, FinishReason: finish}},
+		Usage:   openai.NewChatUsage(resp.Usage, cost),
 		Svc:     newSvc(c, resp.NativeStop),
 	})
 }
@@ -580,12 +321,12 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.C
 		s.writeErrorAs(w, r, openaiErrors, err)
 		return
 	}
-	chunk := func(delta ccDeltaOut, finish *string) *ccChunkOut {
-		return &ccChunkOut{ID: c.ID, Object: "chat.completion.chunk", Created: c.Start.Unix(), Model: c.Model.ID,
-			Choices: []ccChunkChoiceOut{{Delta: delta, FinishReason: finish}}}
+	chunk := func(delta openai.ChatDelta, finish *string) *openai.ChatChunk {
+		return &openai.ChatChunk{ID: c.ID, Object: "chat.completion.chunk", Created: c.Start.Unix(), Model: c.Model.ID,
+			Choices: []openai.ChatChunkChoice{{Delta: delta, FinishReason: finish}}}
 	}
 	empty := ""
-	first := chunk(ccDeltaOut{Role: "assistant", Content: &empty}, nil)
+	first := chunk(openai.ChatDelta{Role: "assistant", Content: &empty}, nil)
 	svc := newSvc(c, "")
 	first.Svc = &svc
 	if sse.data(first) != nil {
@@ -594,7 +335,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.C
 	}
 	sse.flush() // the headers and the first chunk leave now: a stream, even a short one, is sent as one (no Content-Length)
 	var sent gateway.Tally
-	var tools toolIndexes
+	var tools openai.ChatToolIndexes
 	toolCalled := false
 	for {
 		p, _, gone := up.Next(r.Context(), nil, sse.flush)
@@ -618,13 +359,13 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.C
 		d := p.D
 		sent.See(d)
 		if d.Thinking != "" {
-			if sse.data(chunk(ccDeltaOut{ReasoningContent: &d.Thinking}, nil)) != nil {
+			if sse.data(chunk(openai.ChatDelta{ReasoningContent: &d.Thinking}, nil)) != nil {
 				s.caller.Record(c, sent.Bill(c.Req, nil), "client_gone")
 				return
 			}
 		}
 		if d.Text != "" || d.Refusal != "" {
-			var out ccDeltaOut
+			var out openai.ChatDelta
 			if d.Text != "" {
 				out.Content = &d.Text
 			}
@@ -637,8 +378,8 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.C
 			}
 		}
 		if tc := d.ToolCall; tc != nil {
-			var out ccDeltaOut
-			if answer, index := tools.route(c.Req.Output, tc); answer {
+			var out openai.ChatDelta
+			if answer, index := tools.Route(c.Req.Output, tc); answer {
 				// The answer to a json_schema response format, sent by the
 				// provider as a tool's input: it is the content.
 				if tc.Arguments != "" {
@@ -661,17 +402,17 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.C
 		if d.StopReason != "" {
 			u := sent.Bill(c.Req, d.Usage)
 			cost, record := s.caller.Settle(c, u, "ok")
-			finish := finishReason(d.StopReason)
+			finish := openai.ChatFinishReason(d.StopReason)
 			if d.StopReason == gateway.StopToolUse && !toolCalled {
 				finish = "stop" // only the structured answer's tool was called
 			}
-			last := chunk(ccDeltaOut{}, &finish)
+			last := chunk(openai.ChatDelta{}, &finish)
 			svc := newSvc(c, d.NativeStop)
 			last.Svc = &svc
 			sse.data(last)
 			if includeUsage {
-				usage := openaiUsage(u, cost)
-				sse.data(&ccChunkOut{ID: c.ID, Object: "chat.completion.chunk", Created: c.Start.Unix(), Model: c.Model.ID, Choices: []ccChunkChoiceOut{}, Usage: &usage})
+				usage := openai.NewChatUsage(u, cost)
+				sse.data(&openai.ChatChunk{ID: c.ID, Object: "chat.completion.chunk", Created: c.Start.Unix(), Model: c.Model.ID, Choices: []openai.ChatChunkChoice{}, Usage: &usage})
 			}
 			sse.data("[DONE]")
 			record()
@@ -787,7 +528,7 @@ func blocksOf(raw json.RawMessage, param string, images bool) ([]gateway.Block, 
 	return out, nil
 }
 
-func (q *msgRequest) toGateway() (gateway.Request, error) {
+func (q *msgRequest) ToGateway() (gateway.Request, error) {
 	var out gateway.Request
 	if q.Model == "" {
 		return out, badRequest("model", "model: Field required")
@@ -1181,12 +922,12 @@ func (b *contentBlocks) write(sse *sseWriter, d gateway.Delta) error {
 // max_tokens, which the counter does not take.
 type countRequest struct{ msgRequest }
 
-func (q *countRequest) toGateway() (gateway.Request, error) {
+func (q *countRequest) ToGateway() (gateway.Request, error) {
 	if q.MaxTokens == nil {
 		one := 1 // the gateway's request needs a cap; nothing is generated
 		q.MaxTokens = &one
 	}
-	return q.msgRequest.toGateway()
+	return q.msgRequest.ToGateway()
 }
 
 // countTokens answers POST /v1/messages/count_tokens: Anthropic's own count

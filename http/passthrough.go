@@ -16,6 +16,7 @@ import (
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/gateway"
+	"github.com/batonhq/baton/gateway/openai"
 )
 
 // A front's body goes to a provider of its own wire format as it is
@@ -538,7 +539,7 @@ func (s *Server) pipeAs(w http.ResponseWriter, r *http.Request, c *gateway.Call,
 			cost, record = s.caller.Settle(c, u, "ok")
 			settled = true
 			if c.Native.StreamUsage {
-				usage := openaiUsage(u, cost)
+				usage := openai.NewChatUsage(u, cost)
 				if sse.data(map[string]any{"id": c.ID, "object": "chat.completion.chunk", "created": c.Start.Unix(), "model": c.Model.ID, "choices": []any{}, "usage": usage}) != nil {
 					return
 				}

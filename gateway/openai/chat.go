@@ -157,6 +157,34 @@ func ChatStop(fr string) string {
 	return gateway.StopUnknownValue
 }
 
+// ChatFinishReason maps a canonical stop reason to OpenAI's.
+func ChatFinishReason(stop string) string {
+	switch stop {
+	case gateway.StopMaxTokens:
+		return "length"
+	case gateway.StopToolUse:
+		return "tool_calls"
+	case gateway.StopRefusal:
+		return "content_filter"
+	}
+	return "stop"
+}
+
+// chatToolModes is the chat completions tool_choice vocabulary: its string
+// choices and the gateway's modes they are, read by the front and written
+// by the adapter.
+var chatToolModes = map[string]string{"none": gateway.ToolChoiceNone, "auto": gateway.ToolChoiceAuto, "required": gateway.ToolChoiceAny}
+
+// chatToolMode is the string choice of a gateway mode, "" for tool.
+func chatToolMode(mode string) string {
+	for w, m := range chatToolModes {
+		if m == mode {
+			return w
+		}
+	}
+	return ""
+}
+
 func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 	r := oaRequest{Model: req.Model, Temperature: req.Temperature, TopP: req.TopP, Stop: req.StopSequences, Stream: stream,
 		OpenAISampling: req.OpenAISampling, User: req.User}
@@ -236,10 +264,8 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 	}
 	if tc := req.ToolChoice; tc != nil && len(r.Tools) > 0 {
 		switch tc.Mode {
-		case gateway.ToolChoiceAuto, gateway.ToolChoiceNone:
-			r.ToolChoice = tc.Mode
-		case gateway.ToolChoiceAny:
-			r.ToolChoice = "required"
+		case gateway.ToolChoiceAuto, gateway.ToolChoiceNone, gateway.ToolChoiceAny:
+			r.ToolChoice = chatToolMode(tc.Mode)
 		case gateway.ToolChoiceTool:
 			r.ToolChoice = map[string]any{"type": "function", "function": map[string]any{"name": tc.Name}}
 		}

@@ -2,7 +2,11 @@
 // OpenAI's wire formats, written once for the adapter and the fronts:
 //
 //   - chat completions: the adapter (Provider, New) that translates the
-//     gateway's request, and its passthrough (Forward);
+//     gateway's request, and its passthrough (Forward); as a front, the
+//     request (ChatRequest, converted by ToGateway) and the answers
+//     (ChatCompletion, ChatChunk), with one tool call type (ChatToolCall),
+//     finish_reason map (ChatStop, ChatFinishReason) and tool_choice
+//     vocabulary for both;
 //   - the Responses API (POST /v1/responses): forwarded as it is to OpenAI,
 //     and as a front decoded into the gateway's request so that any
 //     provider can answer it; its response object and stream event

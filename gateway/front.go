@@ -1,0 +1,38 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/batonhq/baton/domain"
+)
+
+// What the fronts' request decoders (in the kinds' folders: each wire
+// format is decoded where it is written) share.
+
+// BadRequest is a 400 naming the request field at fault: param is a JSON
+// pointer without its leading '/' ("messages/0/content"), the message is
+// the client's to read.
+func BadRequest(param, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	e := domain.Invalid("gateway", domain.FieldError{Pointer: param, Code: "invalid", Message: msg})
+	e.Message = msg
+	return e
+}
+
+// Absent says whether a raw JSON field was left out or sent as null.
+func Absent(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+// HasTool says whether one of the tools has the name.
+func HasTool(tools []Tool, name string) bool {
+	for _, t := range tools {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}

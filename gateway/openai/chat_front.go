@@ -1,0 +1,437 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/batonhq/baton/gateway"
+)
+
+// The chat completions front (POST /v1/chat/completions): its request,
+// decoded into the gateway's request so that any provider can answer it.
+// The answers it writes are in chat_answer.go.
+
+// ChatMessage is a message of a chat completions request.
+type ChatMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCallID string          `json:"tool_call_id"`
+	ToolCalls  []struct {
+		ID       string `json:"id"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	} `json:"tool_calls"`
+}
+
+// ChatRequest is the body of POST /v1/chat/completions as far as Baton
+// reads it; ToGateway converts it. Fields it does not list are ignored;
+// those it lists but cannot serve are refused by name.
+type ChatRequest struct {
+	Model               string        `json:"model"`
+	Messages            []ChatMessage `json:"messages"`
+	MaxCompletionTokens *int          `json:"max_completion_tokens"`
+	MaxTokens           *int          `json:"max_tokens"`
+	Stream              bool          `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	Temperature *float64        `json:"temperature"`
+	Stop        json.RawMessage `json:"stop"`
+	Tools       []struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	} `json:"tools"`
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
+	ResponseFormat    json.RawMessage `json:"response_format"`
+	// Sampling and attribution: passed on (see gateway.Request for which
+	// provider takes which).
+	TopP *float64 `json:"top_p"`
+	User string   `json:"user"`
+	gateway.OpenAISampling
+	// Not served: refused rather than silently answered without.
+	N           *int  `json:"n"`
+	Logprobs    *bool `json:"logprobs"`
+	TopLogprobs *int  `json:"top_logprobs"`
+}
+
+// chatPart is a content part of a chat message.
+type chatPart struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	ImageURL *struct {
+		URL string `json:"url"`
+		// detail (auto, low, high) is a resolution hint with no
+		// Anthropic equivalent: accepted, not carried (docs/api.md,
+		// Translation).
+	} `json:"image_url"`
+}
+
+// chatText reads OpenAI content: a string, or an array of text parts.
+func chatText(raw json.RawMessage, param string) (string, error) {
+	blocks, err := chatParts(raw, param, false)
+	if err != nil {
+		return "", err
+	}
+	if len(blocks) == 0 {
+		return "", nil
+	}
+	return blocks[0].Text, nil
+}
+
+// chatParts reads OpenAI content as blocks: a string, or an array of text
+// parts and, when images is set (a user message), image_url parts.
+// Consecutive text parts make one text block.
+func chatParts(raw json.RawMessage, param string, images bool) ([]gateway.Block, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []gateway.Block{{Type: "text", Text: s}}, nil
+	}
+	var parts []chatPart
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return nil, gateway.BadRequest(param, "content must be a string or an array of content parts")
+	}
+	var out []gateway.Block
+	for i, p := range parts {
+		switch {
+		case p.Type == "text":
+			if n := len(out); n > 0 && out[n-1].Type == "text" {
+				out[n-1].Text += p.Text
+				continue
+			}
+			out = append(out, gateway.Block{Type: "text", Text: p.Text})
+		case p.Type == "image_url" && images:
+			b, err := chatImage(p, fmt.Sprintf("%s/%d/image_url/url", param, i))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, b)
+		case p.Type == "image_url":
+			return nil, gateway.BadRequest(fmt.Sprintf("%s/%d/type", param, i), "%s/%d/type: image parts are taken in user messages only", param, i)
+		default:
+			return nil, gateway.BadRequest(fmt.Sprintf("%s/%d/type", param, i), "%s/%d/type: content part type %q has no equivalent across providers; text and image_url are translated", param, i, p.Type)
+		}
+	}
+	if len(out) == 0 {
+		out = []gateway.Block{{Type: "text"}}
+	}
+	return out, nil
+}
+
+// chatImage reads an image_url part: a base64 data: URL, or an http(s)
+// URL the provider fetches.
+func chatImage(p chatPart, param string) (gateway.Block, error) {
+	if p.ImageURL == nil || p.ImageURL.URL == "" {
+		return gateway.Block{}, gateway.BadRequest(param, "%s: an image_url part needs a url", param)
+	}
+	u := p.ImageURL.URL
+	if rest, ok := strings.CutPrefix(u, "data:"); ok {
+		meta, data, found := strings.Cut(rest, ",")
+		media, b64 := strings.CutSuffix(meta, ";base64")
+		if !found || !b64 || media == "" || data == "" {
+			return gateway.Block{}, gateway.BadRequest(param, "%s: a data URL must be data:<media type>;base64,<data>", param)
+		}
+		return gateway.Block{Type: "image", MediaType: media, Data: data}, nil
+	}
+	if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
+		return gateway.Block{}, gateway.BadRequest(param, "%s: an image URL must be https://, http:// or a base64 data: URL", param)
+	}
+	return gateway.Block{Type: "image", URL: u}, nil
+}
+
+// RequestedModel is the model or mode the request asks for.
+func (q *ChatRequest) RequestedModel() string { return q.Model }
+
+// ToGateway converts a decoded request into the gateway's request. A field
+// that is missing, malformed or cannot be carried is a 400 naming it
+// (gateway.BadRequest).
+func (q *ChatRequest) ToGateway() (gateway.Request, error) {
+	var out gateway.Request
+	if q.Model == "" {
+		return out, gateway.BadRequest("model", "model is required, as <provider>:<model>")
+	}
+	if len(q.Messages) == 0 {
+		return out, gateway.BadRequest("messages", "messages must hold at least one message")
+	}
+	capField := ""
+	switch {
+	case q.MaxCompletionTokens != nil:
+		out.MaxTokens, capField = *q.MaxCompletionTokens, "max_completion_tokens"
+	case q.MaxTokens != nil:
+		out.MaxTokens, capField = *q.MaxTokens, "max_tokens"
+	}
+	if capField != "" && out.MaxTokens < 1 {
+		// Named as the client sent it: the newer field wins when both are.
+		return out, gateway.BadRequest(capField, "%s must be at least 1", capField)
+	}
+	out.Temperature, out.TopP, out.User = q.Temperature, q.TopP, q.User
+	out.OpenAISampling = q.OpenAISampling
+	if string(out.LogitBias) == "null" {
+		out.LogitBias = nil
+	}
+	if len(out.LogitBias) > 0 && out.LogitBias[0] != '{' {
+		return out, gateway.BadRequest("logit_bias", "logit_bias must be an object of token ids to numbers")
+	}
+	if q.N != nil && *q.N != 1 {
+		return out, gateway.BadRequest("n", "n: only 1 choice per request is supported through this gateway")
+	}
+	if q.Logprobs != nil && *q.Logprobs || q.TopLogprobs != nil {
+		return out, gateway.BadRequest("logprobs", "logprobs and top_logprobs are not supported through this gateway")
+	}
+	if len(q.Stop) > 0 && string(q.Stop) != "null" {
+		var one string
+		if json.Unmarshal(q.Stop, &one) == nil {
+			out.StopSequences = []string{one}
+		} else if err := json.Unmarshal(q.Stop, &out.StopSequences); err != nil {
+			return out, gateway.BadRequest("stop", "stop must be a string or an array of strings")
+		}
+	}
+	for i, t := range q.Tools {
+		if t.Type != "function" {
+			return out, gateway.BadRequest(fmt.Sprintf("tools/%d/type", i), "tool type %q is not supported; only function", t.Type)
+		}
+		if t.Function.Name == "" {
+			return out, gateway.BadRequest(fmt.Sprintf("tools/%d/function/name", i), "a function tool needs a name")
+		}
+		schema := t.Function.Parameters
+		if len(schema) == 0 || string(schema) == "null" {
+			schema = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		out.Tools = append(out.Tools, gateway.Tool{Name: t.Function.Name, Description: t.Function.Description, Schema: schema})
+	}
+	tc, tools, err := chatToolChoice(q.ToolChoice, q.ParallelToolCalls, out.Tools)
+	if err != nil {
+		return out, err
+	}
+	out.ToolChoice, out.Tools = tc, tools
+	if err := chatResponseFormat(q.ResponseFormat, &out); err != nil {
+		return out, err
+	}
+	var system []string
+	for i, m := range q.Messages {
+		param := fmt.Sprintf("messages/%d/content", i)
+		if m.Role == "user" {
+			blocks, err := chatParts(m.Content, param, true)
+			if err != nil {
+				return out, err
+			}
+			if blocks == nil {
+				blocks = []gateway.Block{{Type: "text"}}
+			}
+			out.Messages = append(out.Messages, gateway.Message{Role: "user", Content: blocks})
+			continue
+		}
+		text, err := chatText(m.Content, param)
+		if err != nil {
+			return out, err
+		}
+		switch m.Role {
+		case "system", "developer":
+			system = append(system, text)
+		case "assistant":
+			msg := gateway.Message{Role: "assistant"}
+			if text != "" {
+				msg.Content = append(msg.Content, gateway.Block{Type: "text", Text: text})
+			}
+			for _, tc := range m.ToolCalls {
+				args := tc.Function.Arguments
+				if !json.Valid([]byte(args)) {
+					args = "{}"
+				}
+				msg.Content = append(msg.Content, gateway.Block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: json.RawMessage(args)})
+			}
+			out.Messages = append(out.Messages, msg)
+		case "tool":
+			out.Messages = append(out.Messages, gateway.Message{Role: "user", Content: []gateway.Block{{Type: "tool_result", ToolUseID: m.ToolCallID, Text: text}}})
+		default:
+			return out, gateway.BadRequest(fmt.Sprintf("messages/%d/role", i), "role %q is not system, developer, user, assistant or tool", m.Role)
+		}
+	}
+	out.System = strings.Join(system, "\n\n")
+	if len(out.Messages) == 0 {
+		return out, gateway.BadRequest("messages", "messages must hold at least one user or assistant message")
+	}
+	return out, nil
+}
+
+// chatToolChoice reads OpenAI's tool_choice ("none", "auto", "required",
+// {"type":"function","function":{"name":...}} or {"type":"allowed_tools",
+// "allowed_tools":{"mode":"auto"|"required","tools":[...]}}) and
+// parallel_tool_calls. It returns the tools the model may call: allowed_tools
+// narrows them (no provider has that choice; fewer tools is the same thing).
+func chatToolChoice(raw json.RawMessage, parallel *bool, tools []gateway.Tool) (*gateway.ToolChoice, []gateway.Tool, error) {
+	noParallel := parallel != nil && !*parallel
+	if gateway.Absent(raw) {
+		if noParallel && len(tools) > 0 {
+			return &gateway.ToolChoice{DisableParallel: true}, tools, nil
+		}
+		return nil, tools, nil
+	}
+	if len(tools) == 0 {
+		return nil, nil, gateway.BadRequest("tool_choice", "'tool_choice' is only allowed when 'tools' are specified")
+	}
+	tc := &gateway.ToolChoice{DisableParallel: noParallel}
+	var mode string
+	if json.Unmarshal(raw, &mode) == nil {
+		m, ok := chatToolModes[mode]
+		if !ok {
+			return nil, nil, gateway.BadRequest("tool_choice", "tool_choice %q is not none, auto or required", mode)
+		}
+		tc.Mode = m
+		return tc, tools, nil
+	}
+	var named struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+		AllowedTools *struct {
+			Mode  string `json:"mode"`
+			Tools []struct {
+				Type     string `json:"type"`
+				Function struct {
+					Name string `json:"name"`
+				} `json:"function"`
+			} `json:"tools"`
+		} `json:"allowed_tools"`
+	}
+	shape := `tool_choice must be "none", "auto", "required", {"type":"function","function":{"name":"..."}} or {"type":"allowed_tools","allowed_tools":{...}}`
+	if err := json.Unmarshal(raw, &named); err != nil {
+		return nil, nil, gateway.BadRequest("tool_choice", "%s", shape)
+	}
+	switch named.Type {
+	case "function":
+		if named.Function.Name == "" {
+			return nil, nil, gateway.BadRequest("tool_choice/function/name", "tool_choice names no function")
+		}
+		if !gateway.HasTool(tools, named.Function.Name) {
+			return nil, nil, gateway.BadRequest("tool_choice/function/name", "tool_choice names function %q, which is not among the tools", named.Function.Name)
+		}
+		tc.Mode, tc.Name = gateway.ToolChoiceTool, named.Function.Name
+		return tc, tools, nil
+	case "allowed_tools":
+		a := named.AllowedTools
+		if a == nil || len(a.Tools) == 0 {
+			return nil, nil, gateway.BadRequest("tool_choice/allowed_tools/tools", "allowed_tools needs at least one tool")
+		}
+		m, ok := chatToolModes[a.Mode]
+		if !ok || m == gateway.ToolChoiceNone {
+			return nil, nil, gateway.BadRequest("tool_choice/allowed_tools/mode", "allowed_tools mode %q is not auto or required", a.Mode)
+		}
+		tc.Mode = m
+		var allowed []gateway.Tool
+		for i, t := range a.Tools {
+			param := fmt.Sprintf("tool_choice/allowed_tools/tools/%d", i)
+			if t.Type != "function" {
+				return nil, nil, gateway.BadRequest(param+"/type", "allowed tool type %q is not supported; only function", t.Type)
+			}
+			j := slices.IndexFunc(tools, func(x gateway.Tool) bool { return x.Name == t.Function.Name })
+			if j < 0 {
+				return nil, nil, gateway.BadRequest(param+"/function/name", "allowed tool %q is not among the tools", t.Function.Name)
+			}
+			if !gateway.HasTool(allowed, t.Function.Name) {
+				allowed = append(allowed, tools[j])
+			}
+		}
+		return tc, allowed, nil
+	}
+	return nil, nil, gateway.BadRequest("tool_choice/type", "%s", shape)
+}
+
+var chatSchemaNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// chatResponseFormat reads OpenAI's response_format: {"type":"text"},
+// {"type":"json_object"} or {"type":"json_schema","json_schema":{"name",
+// "schema","description","strict"}}. A json_schema without a schema asks
+// for any JSON object, as json_object does.
+func chatResponseFormat(raw json.RawMessage, out *gateway.Request) error {
+	if gateway.Absent(raw) {
+		return nil
+	}
+	var f struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Name        string          `json:"name"`
+			Schema      json.RawMessage `json:"schema"`
+			Description string          `json:"description"`
+			Strict      *bool           `json:"strict"`
+		} `json:"json_schema"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return gateway.BadRequest("response_format", "response_format must be an object with a type")
+	}
+	switch f.Type {
+	case "text":
+		return nil
+	case "json_object":
+		out.JSONObject, out.NeedsJSON = true, true
+		return nil
+	case "json_schema":
+		if f.JSONSchema == nil {
+			return gateway.BadRequest("response_format/json_schema", "response_format of type json_schema needs json_schema")
+		}
+		if !chatSchemaNameRE.MatchString(f.JSONSchema.Name) {
+			return gateway.BadRequest("response_format/json_schema/name", "json_schema.name must be 1 to 64 letters, digits, '_' or '-'")
+		}
+		if gateway.HasTool(out.Tools, f.JSONSchema.Name) {
+			return gateway.BadRequest("response_format/json_schema/name", "json_schema.name %q is also the name of a tool; give the schema another name", f.JSONSchema.Name)
+		}
+		if gateway.Absent(f.JSONSchema.Schema) {
+			out.JSONObject, out.NeedsJSON = true, true
+			return nil
+		}
+		schema := bytes.TrimSpace(f.JSONSchema.Schema)
+		if schema[0] != '{' || !json.Valid(schema) {
+			return gateway.BadRequest("response_format/json_schema/schema", "json_schema.schema must be a JSON Schema object")
+		}
+		out.Output = &gateway.OutputSchema{Name: f.JSONSchema.Name, Schema: json.RawMessage(schema), Description: f.JSONSchema.Description,
+			Strict: f.JSONSchema.Strict != nil && *f.JSONSchema.Strict}
+		out.NeedsJSON = true
+		return nil
+	}
+	return gateway.BadRequest("response_format/type", "response_format type %q is not text, json_object or json_schema", f.Type)
+}
+
+// ChatToolIndexes follows, in a stream, the tool calls a provider makes. Calls
+// to the structured answer's tool (a json_schema response format asked of
+// a provider that answers it as a tool) carry the content; the others are
+// the client's tool calls, numbered from 0 among themselves as OpenAI's
+// clients expect. A call's first delta names its tool; later ones carry
+// only the provider's index.
+type ChatToolIndexes struct {
+	answer map[int]bool
+	client map[int]int
+}
+
+// route says whether a tool-call delta belongs to the structured answer,
+// and else the index the client sees.
+func (t *ChatToolIndexes) Route(o *gateway.OutputSchema, tc *gateway.ToolCallDelta) (answer bool, index int) {
+	if t.answer == nil {
+		t.answer, t.client = map[int]bool{}, map[int]int{}
+	}
+	if tc.Name != "" && o != nil && tc.Name == o.Name {
+		t.answer[tc.Index] = true
+	}
+	if t.answer[tc.Index] {
+		return true, 0
+	}
+	i, ok := t.client[tc.Index]
+	if !ok {
+		i = len(t.client)
+		t.client[tc.Index] = i
+	}
+	return false, i
+}
