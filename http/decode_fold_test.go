@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/batonhq/baton/gateway/anthropic"
 	"github.com/batonhq/baton/gateway/openai"
 )
 
@@ -27,7 +28,7 @@ func TestDecodeIgnoresCaseFoldedKeys(t *testing.T) {
 }
 
 func TestDecodeIgnoresNestedCaseFoldedKeys(t *testing.T) {
-	var q msgRequest
+	var q anthropic.MessagesRequest
 	if err := decodeBody([]byte(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"a"},{"ROLE":"x","role":"assistant","Content":"b"}]}`), &q); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package http
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/gateway"
+	"github.com/batonhq/baton/gateway/anthropic"
 	"github.com/batonhq/baton/gateway/openai"
 )
 
@@ -164,8 +164,6 @@ type wireRequest interface {
 	ToGateway() (gateway.Request, error)
 	RequestedModel() string // the model or mode asked for
 }
-
-func (q *msgRequest) RequestedModel() string { return q.Model }
 
 // prepareCall reads a gateway front's request and plans its route. When
 // the chain's models all take the front's wire format (format; "" for
@@ -421,200 +419,6 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.C
 	}
 }
 
-// ---- Anthropic messages ----
-
-type msgRequest struct {
-	Model    string          `json:"model"`
-	System   json.RawMessage `json:"system"`
-	Messages []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-		// A system message's own output_config (Anthropic's
-		// mid-conversation system messages): not carried, refused.
-		OutputConfig json.RawMessage `json:"output_config"`
-	} `json:"messages"`
-	MaxTokens     *int            `json:"max_tokens"`
-	Stream        bool            `json:"stream"`
-	StopSequences []string        `json:"stop_sequences"`
-	Temperature   *float64        `json:"temperature"`
-	Tools         []msgTool       `json:"tools"`
-	ToolChoice    json.RawMessage `json:"tool_choice"`
-	Metadata      *struct {
-		UserID string `json:"user_id"`
-	} `json:"metadata"`
-	TopP     *float64        `json:"top_p"`
-	TopK     *int            `json:"top_k"`
-	Thinking json.RawMessage `json:"thinking"`
-	// Read to translate them or to refuse them by name (translate.go).
-	OutputConfig      map[string]json.RawMessage `json:"output_config"`
-	ContextManagement json.RawMessage            `json:"context_management"`
-	Container         json.RawMessage            `json:"container"`
-	MCPServers        json.RawMessage            `json:"mcp_servers"`
-}
-
-// msgTool is a tool of a messages request: a custom tool (no type, or
-// type custom) is a name, a description and an input schema. Anthropic's
-// own tools (web search, code execution, bash...) carry a versioned type
-// and run on Anthropic's side; they are refused, not sent on as custom
-// tools without a schema.
-type msgTool struct {
-	Type string `json:"type"`
-	gateway.Tool
-}
-
-// blocksOf reads Anthropic content: a string or an array of blocks. Images
-// are taken where images is set (message content, not the system prompt
-// or a tool result: chat completions has no image there).
-func blocksOf(raw json.RawMessage, param string, images bool) ([]gateway.Block, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return []gateway.Block{{Type: "text", Text: s}}, nil
-	}
-	var blocks []struct {
-		Type      string          `json:"type"`
-		Text      string          `json:"text"`
-		ID        string          `json:"id"`
-		Name      string          `json:"name"`
-		Input     json.RawMessage `json:"input"`
-		ToolUseID string          `json:"tool_use_id"`
-		Content   json.RawMessage `json:"content"`
-		Source    *imageSource    `json:"source"`
-		Thinking  string          `json:"thinking"`
-		Signature string          `json:"signature"`
-		// cache_control, a caching hint, is accepted and not carried
-		// (docs/api.md, Translation).
-	}
-	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return nil, badRequest(param, "content must be a string or an array of content blocks")
-	}
-	var out []gateway.Block
-	for i, b := range blocks {
-		at := fmt.Sprintf("%s/%d", param, i)
-		switch b.Type {
-		case "text":
-			out = append(out, gateway.Block{Type: "text", Text: b.Text})
-		case "image":
-			if !images {
-				return nil, badRequest(at+"/type", "%s/type: an image here has no equivalent in chat completions (images are translated in message content only)", at)
-			}
-			img, err := b.Source.block(at + "/source")
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, img)
-		case "thinking":
-			out = append(out, gateway.Block{Type: "thinking", Thinking: b.Thinking, Signature: b.Signature})
-		case "tool_use":
-			out = append(out, gateway.Block{Type: "tool_use", ID: b.ID, Name: b.Name, Input: b.Input})
-		case "tool_result":
-			text := ""
-			if len(b.Content) > 0 {
-				inner, err := blocksOf(b.Content, at+"/content", false)
-				if err != nil {
-					return nil, err
-				}
-				for _, ib := range inner {
-					if ib.Type != "text" {
-						return nil, badRequest(at+"/content", "%s/content: a tool result carries text only through this gateway", at)
-					}
-					text += ib.Text
-				}
-			}
-			out = append(out, gateway.Block{Type: "tool_result", ToolUseID: b.ToolUseID, Text: text})
-		default:
-			return nil, badRequest(at+"/type", "%s/type: content block type %q has no equivalent at this provider; text, image, tool_use, tool_result and thinking are translated", at, b.Type)
-		}
-	}
-	return out, nil
-}
-
-func (q *msgRequest) ToGateway() (gateway.Request, error) {
-	var out gateway.Request
-	if q.Model == "" {
-		return out, badRequest("model", "model: Field required")
-	}
-	if q.MaxTokens == nil {
-		return out, badRequest("max_tokens", "max_tokens: Field required")
-	}
-	if *q.MaxTokens < 1 {
-		return out, badRequest("max_tokens", "max_tokens: must be at least 1")
-	}
-	if len(q.Messages) == 0 {
-		return out, badRequest("messages", "messages: at least one message is required")
-	}
-	out.MaxTokens, out.Temperature, out.StopSequences, out.TopP, out.TopK = *q.MaxTokens, q.Temperature, q.StopSequences, q.TopP, q.TopK
-	if q.Metadata != nil {
-		out.User = q.Metadata.UserID
-	}
-	if err := q.untranslatable(); err != nil {
-		return out, err
-	}
-	for i, t := range q.Tools {
-		if t.Type != "" && t.Type != "custom" {
-			return out, badRequest(fmt.Sprintf("tools/%d/type", i),
-				"tools.%d.type: tool type %q is not supported through this gateway: only custom tools (a name and an input_schema) are; Anthropic's server and client tools are not", i, t.Type)
-		}
-		out.Tools = append(out.Tools, t.Tool)
-	}
-	tc, err := messagesToolChoice(q.ToolChoice, out.Tools)
-	if err != nil {
-		return out, err
-	}
-	out.ToolChoice = tc
-	if err := q.reasoning(&out); err != nil {
-		return out, err
-	}
-	if err := q.outputFormat(&out); err != nil {
-		return out, err
-	}
-	if len(q.System) > 0 && string(q.System) != "null" {
-		blocks, err := blocksOf(q.System, "system", false)
-		if err != nil {
-			return out, err
-		}
-		for _, b := range blocks {
-			out.System += b.Text
-		}
-	}
-	for i, m := range q.Messages {
-		param := fmt.Sprintf("messages/%d/content", i)
-		switch m.Role {
-		case "user", "assistant":
-		case "system", "developer":
-			// A system message inside the list: merged into the system
-			// prompt, in order (no other provider has one mid-conversation).
-			if !absent(m.OutputConfig) && string(bytes.TrimSpace(m.OutputConfig)) != "{}" {
-				return out, badRequest(fmt.Sprintf("messages/%d/output_config", i), "messages/%d/output_config: a system message's own output_config has no equivalent at this provider", i)
-			}
-			blocks, err := blocksOf(m.Content, param, false)
-			if err != nil {
-				return out, err
-			}
-			for j, b := range blocks {
-				if b.Type != "text" {
-					return out, badRequest(fmt.Sprintf("%s/%d/type", param, j), "%s/%d/type: a system message carries text only", param, j)
-				}
-				if out.System != "" && j == 0 {
-					out.System += "\n\n"
-				}
-				out.System += b.Text
-			}
-			continue
-		default:
-			return out, badRequest(fmt.Sprintf("messages/%d/role", i), "messages/%d/role: role must be user, assistant or system", i)
-		}
-		blocks, err := blocksOf(m.Content, param, true)
-		if err != nil {
-			return out, err
-		}
-		out.Messages = append(out.Messages, gateway.Message{Role: m.Role, Content: blocks})
-	}
-	if len(out.Messages) == 0 {
-		return out, badRequest("messages", "messages: at least one user or assistant message is required")
-	}
-	return out, nil
-}
-
 // thinkingOf is an answer's reasoning text: a chat client gets it as
 // reasoning_content, as many OpenAI-compatible servers send it; the
 // signature, which only Anthropic reads back, is not sent.
@@ -628,36 +432,9 @@ func thinkingOf(content []gateway.Block) string {
 	return b.String()
 }
 
-func anthropicUsage(u gateway.Usage, cost *float64) map[string]any {
-	m := map[string]any{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
-		"cache_read_input_tokens": u.CacheReadTokens, "cache_creation_input_tokens": u.CacheWriteTokens, "estimated_cost_usd": cost}
-	if u.Estimated {
-		m["estimated"] = true
-	}
-	return m
-}
-
-// anthropicStop keeps Anthropic's vocabulary; an unknown native value is
-// reported as end_turn with the native value in svc.trace.
-func anthropicStop(stop string) string {
-	switch stop {
-	case gateway.StopEndTurn, gateway.StopMaxTokens, gateway.StopSequence, gateway.StopToolUse, gateway.StopRefusal, gateway.StopPauseTurn:
-		return stop
-	}
-	return gateway.StopEndTurn
-}
-
-// stopSequence is a message's stop_sequence: the sequence hit, or null.
-func stopSequence(stop, matched string) any {
-	if stop != gateway.StopSequence || matched == "" {
-		return nil
-	}
-	return matched
-}
-
 func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	const f = anthropicErrors
-	var q msgRequest
+	var q anthropic.MessagesRequest
 	req, chain, native, ok := s.prepareCall(w, r, f, &q, gateway.FormatAnthropic)
 	if !ok {
 		return
@@ -680,7 +457,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	if c.Passthrough {
 		raw := resp.Raw
 		if resp.Usage.Estimated {
-			raw = withSvc(raw, "usage", anthropicUsage(resp.Usage, nil), "", nil) // the upstream sent none: Baton's count, marked estimated
+			raw = withSvc(raw, "usage", anthropic.Usage(resp.Usage, nil), "", nil) // the upstream sent none: Baton's count, marked estimated
 		}
 		writeRaw(w, withSvcAndCost(raw, newSvc(c, resp.NativeStop), cost))
 		return
@@ -699,8 +476,8 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	writeAnswer(w, map[string]any{
 		"id": c.ID, "type": "message", "role": "assistant", "model": c.Model.ID, "provider": c.Provider.Name(),
-		"content": content, "stop_reason": anthropicStop(stop), "stop_sequence": stopSequence(resp.StopReason, resp.MatchedStop),
-		"usage": anthropicUsage(resp.Usage, cost),
+		"content": content, "stop_reason": anthropic.StopReason(stop), "stop_sequence": anthropic.StopSequence(resp.StopReason, resp.MatchedStop),
+		"usage": anthropic.Usage(resp.Usage, cost),
 		"svc":   newSvc(c, resp.NativeStop),
 	})
 }
@@ -738,7 +515,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 	defer ticker.Stop()
 	var sent gateway.Tally
 	// Anthropic upstreams send each tool call as its own block already.
-	blocks := contentBlocks{open: -1, tools: map[int]int{}, buffer: c.Provider.Kind() != "anthropic"}
+	blocks := anthropic.NewBlocks(c.Provider.Kind() != "anthropic")
 	refused := false
 	for {
 		p, ticked, gone := up.Next(r.Context(), ticker.C, sse.flush)
@@ -771,7 +548,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 		}
 		sent.See(d)
 		if d.Text != "" || d.ToolCall != nil {
-			if blocks.write(sse, d) != nil {
+			if blocks.Write(sse, d) != nil {
 				s.caller.Record(c, sent.Bill(c.Req, nil), "client_gone")
 				return
 			}
@@ -779,13 +556,13 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 		if d.StopReason != "" {
 			u := sent.Bill(c.Req, d.Usage)
 			cost, record := s.caller.Settle(c, u, "ok")
-			blocks.finish(sse)
+			blocks.Finish(sse)
 			stop := d.StopReason
 			if refused && stop == gateway.StopEndTurn {
 				stop = gateway.StopRefusal
 			}
-			md := map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": anthropicStop(stop), "stop_sequence": stopSequence(d.StopReason, d.MatchedStop)},
-				"usage": anthropicUsage(u, cost), "svc": newSvc(c, d.NativeStop)}
+			md := map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": anthropic.StopReason(stop), "stop_sequence": anthropic.StopSequence(d.StopReason, d.MatchedStop)},
+				"usage": anthropic.Usage(u, cost), "svc": newSvc(c, d.NativeStop)}
 			sse.event("message_delta", md)
 			sse.event("message_stop", anMessageStop)
 			record()
@@ -794,148 +571,12 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 	}
 }
 
-// contentBlocks numbers the content blocks of a streamed message: the
-// first text opens a text block; each tool call opens the next block
-// (closing the one before), and text after a tool call opens a new text
-// block. No block is opened before there is something to put in it: an
-// empty text block would come back in the client's next request, and the
-// Messages API refuses those. The tool calls of a delta stream are
-// assumed to come one after another, as providers send them.
-type contentBlocks struct {
-	open  int  // the index of the open block, -1 when none is
-	next  int  // the index the next block gets
-	text  bool // whether the open block is a text block
-	tools map[int]int
-	// buffer holds tool calls back until something else comes (text, the
-	// end): OpenAI-shaped upstreams may send the arguments of parallel
-	// calls interleaved, while a messages client must get each call as
-	// one block, start to stop.
-	buffer  bool
-	pending []*pendingCall
-}
-
-// pendingCall is a tool call held back, its arguments gathered.
-type pendingCall struct {
-	upstream int // the upstream's index of the call
-	id, name string
-	args     strings.Builder
-}
-
-// flushTools sends the calls held back, each a whole block.
-func (b *contentBlocks) flushTools(sse *sseWriter) error {
-	for _, pc := range b.pending {
-		if err := b.start(sse, map[string]any{"type": "tool_use", "id": pc.id, "name": pc.name, "input": map[string]any{}}); err != nil {
-			return err
-		}
-		b.text = false
-		if pc.args.Len() > 0 {
-			if err := sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": b.open, "delta": map[string]any{"type": "input_json_delta", "partial_json": pc.args.String()}}); err != nil {
-				return err
-			}
-		}
-	}
-	b.pending = nil
-	return nil
-}
-
-// finish sends what is held back and closes the open block.
-func (b *contentBlocks) finish(sse *sseWriter) error {
-	if err := b.flushTools(sse); err != nil {
-		return err
-	}
-	return b.stop(sse)
-}
-
-func (b *contentBlocks) stop(sse *sseWriter) error {
-	if b.open < 0 {
-		return nil
-	}
-	err := sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": b.open})
-	b.open = -1
-	return err
-}
-
-func (b *contentBlocks) start(sse *sseWriter, block map[string]any) error {
-	if err := b.stop(sse); err != nil {
-		return err
-	}
-	b.open = b.next
-	b.next++
-	return sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": b.open, "content_block": block})
-}
-
-func (b *contentBlocks) write(sse *sseWriter, d gateway.Delta) error {
-	if d.Text != "" {
-		if err := b.flushTools(sse); err != nil {
-			return err
-		}
-		if !b.text || b.open < 0 {
-			if err := b.start(sse, map[string]any{"type": "text", "text": ""}); err != nil {
-				return err
-			}
-			b.text = true
-		}
-		if err := sse.event("content_block_delta", anTextDelta(b.open, d.Text)); err != nil {
-			return err
-		}
-	}
-	tc := d.ToolCall
-	if tc == nil {
-		return nil
-	}
-	if b.buffer {
-		var pc *pendingCall
-		for _, p := range b.pending {
-			if p.upstream == tc.Index {
-				pc = p
-			}
-		}
-		if pc == nil {
-			pc = &pendingCall{upstream: tc.Index}
-			b.pending = append(b.pending, pc)
-		}
-		if pc.id == "" {
-			pc.id = tc.ID
-		}
-		if pc.name == "" {
-			pc.name = tc.Name
-		}
-		pc.args.WriteString(tc.Arguments)
-		return nil
-	}
-	idx, known := b.tools[tc.Index]
-	if !known {
-		if err := b.start(sse, map[string]any{"type": "tool_use", "id": tc.ID, "name": tc.Name, "input": map[string]any{}}); err != nil {
-			return err
-		}
-		b.text = false
-		idx = b.open
-		b.tools[tc.Index] = idx
-	}
-	if tc.Arguments == "" {
-		return nil
-	}
-	return sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "input_json_delta", "partial_json": tc.Arguments}})
-}
-
-// countRequest is a count_tokens body: a messages request without
-// max_tokens, which the counter does not take.
-type countRequest struct{ msgRequest }
-
-func (q *countRequest) ToGateway() (gateway.Request, error) {
-	if q.MaxTokens == nil {
-		one := 1 // the gateway's request needs a cap; nothing is generated
-		q.MaxTokens = &one
-	}
-	return q.msgRequest.ToGateway()
-}
-
 // countTokens answers POST /v1/messages/count_tokens: Anthropic's own count
 // for a model of an Anthropic provider, else a local estimate, marked as one
 // (svc.estimate). Counting is free: no budget hold, no usage event.
 func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 	const f = anthropicErrors
-	var q countRequest
+	var q anthropic.CountRequest
 	req, chain, sent, ok := s.prepareCall(w, r, f, &q, "")
 	if !ok {
 		return

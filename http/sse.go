@@ -40,6 +40,9 @@ func (s *sseWriter) event(name string, v any) error {
 	return s.finish(v)
 }
 
+// Event is event, for the kinds' stream writers (anthropic.EventWriter).
+func (s *sseWriter) Event(name string, v any) error { return s.event(name, v) }
+
 // data writes an unnamed event (OpenAI style); a string is sent as it is
 // ("[DONE]").
 func (s *sseWriter) data(v any) error {

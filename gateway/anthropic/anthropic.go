@@ -70,13 +70,14 @@ type anBlock struct {
 	Input     json.RawMessage `json:"input,omitempty"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   *string         `json:"content,omitempty"`
-	Source    *anSource       `json:"source,omitempty"`
+	Source    *ImageSource    `json:"source,omitempty"`
 	Thinking  *string         `json:"thinking,omitempty"`
 	Signature *string         `json:"signature,omitempty"`
 }
 
-// anSource is an image's source: base64 data, or a URL.
-type anSource struct {
+// ImageSource is an image block's source: base64 data, or a URL. The
+// adapter writes it; the messages front reads it.
+type ImageSource struct {
 	Type      string `json:"type"` // base64 or url
 	MediaType string `json:"media_type,omitempty"`
 	Data      string `json:"data,omitempty"`
@@ -97,9 +98,9 @@ func toAnBlocks(in []gateway.Block) []anBlock {
 			text := b.Text
 			out = append(out, anBlock{Type: b.Type, ToolUseID: b.ToolUseID, Content: &text})
 		case "image":
-			src := &anSource{Type: "url", URL: b.URL}
+			src := &ImageSource{Type: "url", URL: b.URL}
 			if b.URL == "" {
-				src = &anSource{Type: "base64", MediaType: b.MediaType, Data: b.Data}
+				src = &ImageSource{Type: "base64", MediaType: b.MediaType, Data: b.Data}
 			}
 			out = append(out, anBlock{Type: "image", Source: src})
 		case "thinking":

@@ -1,0 +1,389 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/batonhq/baton/gateway"
+)
+
+// The messages front (POST /v1/messages, and count_tokens): its request,
+// decoded into the gateway's request so that any provider can answer it.
+// What it carries beyond messages and tools is translated for a provider
+// of another format or refused by name (docs/api.md, Translation). The
+// answers it writes are in messages_answer.go.
+
+// MessagesRequest is the body of POST /v1/messages as far as Baton reads
+// it; ToGateway converts it. Fields it does not list are ignored; those it
+// lists but no other provider has are refused by name.
+type MessagesRequest struct {
+	Model    string          `json:"model"`
+	System   json.RawMessage `json:"system"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+		// A system message's own output_config (Anthropic's
+		// mid-conversation system messages): not carried, refused.
+		OutputConfig json.RawMessage `json:"output_config"`
+	} `json:"messages"`
+	MaxTokens     *int            `json:"max_tokens"`
+	Stream        bool            `json:"stream"`
+	StopSequences []string        `json:"stop_sequences"`
+	Temperature   *float64        `json:"temperature"`
+	Tools         []MessagesTool  `json:"tools"`
+	ToolChoice    json.RawMessage `json:"tool_choice"`
+	Metadata      *struct {
+		UserID string `json:"user_id"`
+	} `json:"metadata"`
+	TopP     *float64        `json:"top_p"`
+	TopK     *int            `json:"top_k"`
+	Thinking json.RawMessage `json:"thinking"`
+	// Read to translate them or to refuse them by name.
+	OutputConfig      map[string]json.RawMessage `json:"output_config"`
+	ContextManagement json.RawMessage            `json:"context_management"`
+	Container         json.RawMessage            `json:"container"`
+	MCPServers        json.RawMessage            `json:"mcp_servers"`
+}
+
+// MessagesTool is a tool of a messages request: a custom tool (no type, or
+// type custom) is a name, a description and an input schema. Anthropic's
+// own tools (web search, code execution, bash...) carry a versioned type
+// and run on Anthropic's side; they are refused, not sent on as custom
+// tools without a schema.
+type MessagesTool struct {
+	Type string `json:"type"`
+	gateway.Tool
+}
+
+// messagesBlocks reads Anthropic content: a string or an array of blocks. Images
+// are taken where images is set (message content, not the system prompt
+// or a tool result: chat completions has no image there).
+func messagesBlocks(raw json.RawMessage, param string, images bool) ([]gateway.Block, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []gateway.Block{{Type: "text", Text: s}}, nil
+	}
+	var blocks []struct {
+		Type      string          `json:"type"`
+		Text      string          `json:"text"`
+		ID        string          `json:"id"`
+		Name      string          `json:"name"`
+		Input     json.RawMessage `json:"input"`
+		ToolUseID string          `json:"tool_use_id"`
+		Content   json.RawMessage `json:"content"`
+		Source    *ImageSource    `json:"source"`
+		Thinking  string          `json:"thinking"`
+		Signature string          `json:"signature"`
+		// cache_control, a caching hint, is accepted and not carried
+		// (docs/api.md, Translation).
+	}
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return nil, gateway.BadRequest(param, "content must be a string or an array of content blocks")
+	}
+	var out []gateway.Block
+	for i, b := range blocks {
+		at := fmt.Sprintf("%s/%d", param, i)
+		switch b.Type {
+		case "text":
+			out = append(out, gateway.Block{Type: "text", Text: b.Text})
+		case "image":
+			if !images {
+				return nil, gateway.BadRequest(at+"/type", "%s/type: an image here has no equivalent in chat completions (images are translated in message content only)", at)
+			}
+			img, err := b.Source.block(at + "/source")
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, img)
+		case "thinking":
+			out = append(out, gateway.Block{Type: "thinking", Thinking: b.Thinking, Signature: b.Signature})
+		case "tool_use":
+			out = append(out, gateway.Block{Type: "tool_use", ID: b.ID, Name: b.Name, Input: b.Input})
+		case "tool_result":
+			text := ""
+			if len(b.Content) > 0 {
+				inner, err := messagesBlocks(b.Content, at+"/content", false)
+				if err != nil {
+					return nil, err
+				}
+				for _, ib := range inner {
+					if ib.Type != "text" {
+						return nil, gateway.BadRequest(at+"/content", "%s/content: a tool result carries text only through this gateway", at)
+					}
+					text += ib.Text
+				}
+			}
+			out = append(out, gateway.Block{Type: "tool_result", ToolUseID: b.ToolUseID, Text: text})
+		default:
+			return nil, gateway.BadRequest(at+"/type", "%s/type: content block type %q has no equivalent at this provider; text, image, tool_use, tool_result and thinking are translated", at, b.Type)
+		}
+	}
+	return out, nil
+}
+
+// RequestedModel is the model or mode the request asks for.
+func (q *MessagesRequest) RequestedModel() string { return q.Model }
+
+// ToGateway converts a decoded request into the gateway's request. A field
+// that is missing, malformed or cannot be carried is a 400 naming it
+// (gateway.BadRequest).
+func (q *MessagesRequest) ToGateway() (gateway.Request, error) {
+	var out gateway.Request
+	if q.Model == "" {
+		return out, gateway.BadRequest("model", "model: Field required")
+	}
+	if q.MaxTokens == nil {
+		return out, gateway.BadRequest("max_tokens", "max_tokens: Field required")
+	}
+	if *q.MaxTokens < 1 {
+		return out, gateway.BadRequest("max_tokens", "max_tokens: must be at least 1")
+	}
+	if len(q.Messages) == 0 {
+		return out, gateway.BadRequest("messages", "messages: at least one message is required")
+	}
+	out.MaxTokens, out.Temperature, out.StopSequences, out.TopP, out.TopK = *q.MaxTokens, q.Temperature, q.StopSequences, q.TopP, q.TopK
+	if q.Metadata != nil {
+		out.User = q.Metadata.UserID
+	}
+	if err := q.untranslatable(); err != nil {
+		return out, err
+	}
+	for i, t := range q.Tools {
+		if t.Type != "" && t.Type != "custom" {
+			return out, gateway.BadRequest(fmt.Sprintf("tools/%d/type", i),
+				"tools.%d.type: tool type %q is not supported through this gateway: only custom tools (a name and an input_schema) are; Anthropic's server and client tools are not", i, t.Type)
+		}
+		out.Tools = append(out.Tools, t.Tool)
+	}
+	tc, err := messagesToolChoice(q.ToolChoice, out.Tools)
+	if err != nil {
+		return out, err
+	}
+	out.ToolChoice = tc
+	if err := q.reasoning(&out); err != nil {
+		return out, err
+	}
+	if err := q.outputFormat(&out); err != nil {
+		return out, err
+	}
+	if len(q.System) > 0 && string(q.System) != "null" {
+		blocks, err := messagesBlocks(q.System, "system", false)
+		if err != nil {
+			return out, err
+		}
+		for _, b := range blocks {
+			out.System += b.Text
+		}
+	}
+	for i, m := range q.Messages {
+		param := fmt.Sprintf("messages/%d/content", i)
+		switch m.Role {
+		case "user", "assistant":
+		case "system", "developer":
+			// A system message inside the list: merged into the system
+			// prompt, in order (no other provider has one mid-conversation).
+			if !gateway.Absent(m.OutputConfig) && string(bytes.TrimSpace(m.OutputConfig)) != "{}" {
+				return out, gateway.BadRequest(fmt.Sprintf("messages/%d/output_config", i), "messages/%d/output_config: a system message's own output_config has no equivalent at this provider", i)
+			}
+			blocks, err := messagesBlocks(m.Content, param, false)
+			if err != nil {
+				return out, err
+			}
+			for j, b := range blocks {
+				if b.Type != "text" {
+					return out, gateway.BadRequest(fmt.Sprintf("%s/%d/type", param, j), "%s/%d/type: a system message carries text only", param, j)
+				}
+				if out.System != "" && j == 0 {
+					out.System += "\n\n"
+				}
+				out.System += b.Text
+			}
+			continue
+		default:
+			return out, gateway.BadRequest(fmt.Sprintf("messages/%d/role", i), "messages/%d/role: role must be user, assistant or system", i)
+		}
+		blocks, err := messagesBlocks(m.Content, param, true)
+		if err != nil {
+			return out, err
+		}
+		out.Messages = append(out.Messages, gateway.Message{Role: m.Role, Content: blocks})
+	}
+	if len(out.Messages) == 0 {
+		return out, gateway.BadRequest("messages", "messages: at least one user or assistant message is required")
+	}
+	return out, nil
+}
+
+// CountRequest is a count_tokens body: a messages request without
+// max_tokens, which the counter does not take.
+type CountRequest struct{ MessagesRequest }
+
+// ToGateway converts the request, with a cap of 1 when it has none.
+func (q *CountRequest) ToGateway() (gateway.Request, error) {
+	if q.MaxTokens == nil {
+		one := 1 // the gateway's request needs a cap; nothing is generated
+		q.MaxTokens = &one
+	}
+	return q.MessagesRequest.ToGateway()
+}
+
+// messagesToolChoice reads Anthropic's tool_choice: {"type": "auto" | "any"
+// | "tool" | "none", "name", "disable_parallel_tool_use"}.
+func messagesToolChoice(raw json.RawMessage, tools []gateway.Tool) (*gateway.ToolChoice, error) {
+	if gateway.Absent(raw) {
+		return nil, nil
+	}
+	var c struct {
+		Type                   string `json:"type"`
+		Name                   string `json:"name"`
+		DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
+	}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, gateway.BadRequest("tool_choice", "tool_choice: Input should be an object with a type")
+	}
+	tc := &gateway.ToolChoice{Mode: c.Type, DisableParallel: c.DisableParallelToolUse}
+	switch c.Type {
+	case gateway.ToolChoiceAuto, gateway.ToolChoiceNone:
+	case gateway.ToolChoiceAny:
+		if len(tools) == 0 {
+			return nil, gateway.BadRequest("tool_choice", "tool_choice: type any requires tools")
+		}
+	case gateway.ToolChoiceTool:
+		if c.Name == "" || !gateway.HasTool(tools, c.Name) {
+			return nil, gateway.BadRequest("tool_choice/name", "tool_choice: name %q is not among the tools", c.Name)
+		}
+		tc.Name = c.Name
+	default:
+		return nil, gateway.BadRequest("tool_choice/type", "tool_choice: type %q is not auto, any, tool or none", c.Type)
+	}
+	return tc, nil
+}
+
+// block is the image a source names.
+func (s *ImageSource) block(param string) (gateway.Block, error) {
+	if s == nil {
+		return gateway.Block{}, gateway.BadRequest(param, "%s: an image block needs a source", param)
+	}
+	switch s.Type {
+	case "base64":
+		if s.MediaType == "" || s.Data == "" {
+			return gateway.Block{}, gateway.BadRequest(param, "%s: a base64 source needs media_type and data", param)
+		}
+		return gateway.Block{Type: "image", MediaType: s.MediaType, Data: s.Data}, nil
+	case "url":
+		if !strings.HasPrefix(s.URL, "https://") && !strings.HasPrefix(s.URL, "http://") {
+			return gateway.Block{}, gateway.BadRequest(param+"/url", "%s/url: an image URL must be https:// or http://", param)
+		}
+		return gateway.Block{Type: "image", URL: s.URL}, nil
+	}
+	return gateway.Block{}, gateway.BadRequest(param+"/type", "%s/type: image source type %q has no equivalent at this provider; base64 and url are translated", param, s.Type)
+}
+
+// untranslatable refuses, by name, the request fields no other provider
+// has. context_management is taken only when it changes nothing: edits
+// that clear earlier thinking while keeping all of it.
+func (q *MessagesRequest) untranslatable() error {
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"container", q.Container}, {"mcp_servers", q.MCPServers}} {
+		if !gateway.Absent(f.raw) {
+			return gateway.BadRequest(f.name, "%s: has no equivalent at this provider; it is served by Anthropic providers only", f.name)
+		}
+	}
+	if gateway.Absent(q.ContextManagement) {
+		return nil
+	}
+	var cm struct {
+		Edits []struct {
+			Type string          `json:"type"`
+			Keep json.RawMessage `json:"keep"`
+		} `json:"edits"`
+	}
+	if json.Unmarshal(q.ContextManagement, &cm) != nil {
+		return gateway.BadRequest("context_management", "context_management: must be an object with edits")
+	}
+	for i, e := range cm.Edits {
+		if !strings.HasPrefix(e.Type, "clear_thinking_") || string(bytes.TrimSpace(e.Keep)) != `"all"` {
+			return gateway.BadRequest(fmt.Sprintf("context_management/edits/%d", i),
+				"context_management/edits/%d: context editing has no equivalent at this provider (only a clear_thinking edit with keep \"all\", which clears nothing, is taken)", i)
+		}
+	}
+	return nil
+}
+
+// reasoning reads thinking and output_config.effort: an Anthropic
+// upstream gets them as they are, an OpenAI-shaped one the
+// reasoning_effort they map to.
+func (q *MessagesRequest) reasoning(out *gateway.Request) error {
+	if !gateway.Absent(q.Thinking) {
+		var th struct {
+			Type         string `json:"type"`
+			BudgetTokens *int   `json:"budget_tokens"`
+		}
+		if json.Unmarshal(q.Thinking, &th) != nil {
+			return gateway.BadRequest("thinking", "thinking: must be an object with a type")
+		}
+		switch th.Type {
+		case "enabled":
+			if th.BudgetTokens == nil || *th.BudgetTokens < 1024 {
+				return gateway.BadRequest("thinking/budget_tokens", "thinking/budget_tokens: thinking of type enabled needs budget_tokens of at least 1024")
+			}
+			out.Thinking = &gateway.Thinking{Type: th.Type, BudgetTokens: *th.BudgetTokens}
+		case "adaptive", "disabled":
+			out.Thinking = &gateway.Thinking{Type: th.Type}
+		default:
+			return gateway.BadRequest("thinking/type", "thinking/type: %q is not enabled, adaptive or disabled", th.Type)
+		}
+	}
+	for k := range q.OutputConfig {
+		if k != "effort" && k != "format" {
+			return gateway.BadRequest("output_config/"+k, "output_config/%s: has no equivalent at this provider", k)
+		}
+	}
+	if raw := q.OutputConfig["effort"]; !gateway.Absent(raw) {
+		if json.Unmarshal(raw, &out.Effort) != nil || !slices.Contains(gateway.AnthropicEfforts, out.Effort) {
+			return gateway.BadRequest("output_config/effort", "output_config/effort: must be one of %s", strings.Join(gateway.AnthropicEfforts, ", "))
+		}
+	}
+	out.ReasoningEffort = gateway.ReasoningFromThinking(out.Thinking, out.Effort)
+	return nil
+}
+
+// structuredName names a messages request's structured output, which
+// Anthropic leaves unnamed: OpenAI's json_schema needs a name, and
+// Anthropic's forced tool one that is not a client tool's.
+func structuredName(tools []gateway.Tool) string {
+	name := "structured_output"
+	for gateway.HasTool(tools, name) {
+		name += "_"
+	}
+	return name
+}
+
+// outputFormat reads output_config.format ({type: json_schema, schema}):
+// Anthropic's structured output, an OpenAI json_schema response format
+// (strict, as Anthropic's output is constrained to the schema).
+func (q *MessagesRequest) outputFormat(out *gateway.Request) error {
+	raw := q.OutputConfig["format"]
+	if gateway.Absent(raw) {
+		return nil
+	}
+	var f struct {
+		Type   string          `json:"type"`
+		Schema json.RawMessage `json:"schema"`
+	}
+	if json.Unmarshal(raw, &f) != nil || f.Type != "json_schema" {
+		return gateway.BadRequest("output_config/format/type", "output_config/format/type: only json_schema is translated")
+	}
+	schema := bytes.TrimSpace(f.Schema)
+	if len(schema) == 0 || schema[0] != '{' || !json.Valid(schema) {
+		return gateway.BadRequest("output_config/format/schema", "output_config/format/schema: must be a JSON Schema object")
+	}
+	out.Output = &gateway.OutputSchema{Name: structuredName(out.Tools), Schema: json.RawMessage(schema), Strict: true}
+	out.NeedsJSON = true
+	return nil
+}
