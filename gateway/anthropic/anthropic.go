@@ -1,6 +1,9 @@
 // Package anthropic is the provider kind anthropic: the Messages API, as
 // an adapter (translated calls), a passthrough (Messages bodies as they
-// are), token counting and model listing.
+// are), token counting and model listing; and as the messages front, its
+// request (MessagesRequest, CountRequest, converted by ToGateway) and what
+// it answers (Usage, StopReason, StopSequence, and Blocks for a stream
+// translated from another provider), written once for both.
 package anthropic
 
 import (
