@@ -300,7 +300,8 @@ func (q *ResponsesRequest) refuseUncarried() error {
 		case "reasoning.encrypted_content", "message.input_image.image_url", "file_search_call.results", "web_search_call.results",
 			"web_search_call.action.sources", "computer_call_output.output.image_url", "code_interpreter_call.outputs":
 			// What these include never appears in an answer through Baton
-			// (no reasoning items, no images, no built-in tools): vacuous.
+			// (no reasoning items, no input items, no built-in tools):
+			// vacuous.
 		case "message.output_text.logprobs":
 			return refused(fmt.Sprintf("include/%d", i), "logprobs are not supported through this gateway")
 		default:
@@ -528,13 +529,24 @@ func (c *conversation) items(items []json.RawMessage, param string) error {
 		}
 		switch it.Type {
 		case "", "message":
+			if it.Role == "user" {
+				blocks, err := partsBlocks(it.Content, p+"/content", true)
+				if err != nil {
+					return err
+				}
+				if len(blocks) == 0 {
+					blocks = []gateway.Block{{Type: "text"}}
+				}
+				for _, b := range blocks {
+					c.add("user", b)
+				}
+				continue
+			}
 			text, err := partsText(it.Content, p+"/content")
 			if err != nil {
 				return err
 			}
 			switch it.Role {
-			case "user":
-				c.add("user", gateway.Block{Type: "text", Text: text})
 			case "assistant":
 				if text != "" {
 					c.add("assistant", gateway.Block{Type: "text", Text: text})
@@ -577,34 +589,97 @@ func (c *conversation) items(items []json.RawMessage, param string) error {
 }
 
 // partsText reads content as text: a string, or an array of text parts
-// (input_text, output_text, and a refusal's words). Images, files and
-// audio are refused: no block of the gateway carries them.
+// (input_text, output_text, and a refusal's words). Other parts are
+// refused: only a user message carries images.
 func partsText(raw json.RawMessage, param string) (string, error) {
+	blocks, err := partsBlocks(raw, param, false)
+	if err != nil || len(blocks) == 0 {
+		return "", err
+	}
+	return blocks[0].Text, nil
+}
+
+// contentPart is a content part of an input item.
+type contentPart struct {
+	Type     string  `json:"type"`
+	Text     string  `json:"text"`
+	Refusal  string  `json:"refusal"`
+	ImageURL *string `json:"image_url"`
+	FileID   *string `json:"file_id"`
+	// detail (auto, low, high) is a resolution hint no other provider
+	// has: accepted, not carried (docs/api.md, Translation).
+}
+
+// partsBlocks reads content as blocks: consecutive text parts make one
+// text block; with images set (a user message), an input_image part is an
+// image block. Files and audio are refused: no block carries them.
+func partsBlocks(raw json.RawMessage, param string, images bool) ([]gateway.Block, error) {
 	if absent(raw) {
-		return "", nil
+		return nil, nil
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
+		return []gateway.Block{{Type: "text", Text: s}}, nil
 	}
-	var parts []struct {
-		Type    string `json:"type"`
-		Text    string `json:"text"`
-		Refusal string `json:"refusal"`
-	}
+	var parts []contentPart
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", invalid(param, "content must be a string or an array of content parts")
+		return nil, invalid(param, "content must be a string or an array of content parts")
 	}
-	var b strings.Builder
+	var out []gateway.Block
+	text := func(t string) {
+		if n := len(out); n > 0 && out[n-1].Type == "text" {
+			out[n-1].Text += t
+			return
+		}
+		out = append(out, gateway.Block{Type: "text", Text: t})
+	}
 	for j, pt := range parts {
+		p := fmt.Sprintf("%s/%d", param, j)
 		switch pt.Type {
 		case "input_text", "output_text", "text":
-			b.WriteString(pt.Text)
+			text(pt.Text)
 		case "refusal":
-			b.WriteString(pt.Refusal)
+			text(pt.Refusal)
+		case "input_image":
+			if !images {
+				return nil, refused(p+"/type", "image parts are taken in user messages only")
+			}
+			b, err := imageOf(pt, p)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, b)
 		default:
-			return "", refused(fmt.Sprintf("%s/%d/type", param, j), "content part type %q is not supported through this gateway: only text", pt.Type)
+			return nil, refused(p+"/type", "content part type %q is not supported through this gateway: only text and input_image", pt.Type)
 		}
 	}
-	return b.String(), nil
+	if len(out) == 0 {
+		out = []gateway.Block{{Type: "text"}}
+	}
+	return out, nil
+}
+
+// imageOf reads an input_image part: image_url as a base64 data: URL or an
+// http(s) URL the provider fetches. An uploaded file (file_id) is
+// OpenAI's own: refused.
+func imageOf(pt contentPart, param string) (gateway.Block, error) {
+	if pt.FileID != nil && *pt.FileID != "" {
+		return gateway.Block{}, refused(param+"/file_id", "an input_image by file_id is not supported through this gateway: send image_url, a base64 data: URL or an http(s) URL")
+	}
+	if pt.ImageURL == nil || *pt.ImageURL == "" {
+		return gateway.Block{}, invalid(param+"/image_url", "an input_image part needs an image_url")
+	}
+	u := *pt.ImageURL
+	if rest, ok := strings.CutPrefix(u, "data:"); ok {
+		meta, data, found := strings.Cut(rest, ",")
+		media, b64 := strings.CutSuffix(meta, ";base64")
+		if !found || !b64 || media == "" || data == "" {
+			return gateway.Block{}, invalid(param+"/image_url", "a data URL must be data:<media type>;base64,<data>")
+		}
+		return gateway.Block{Type: "image", MediaType: media, Data: data}, nil
+	}
+	if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
+		return gateway.Block{}, invalid(param+"/image_url", "an image_url must be https://, http:// or a base64 data: URL")
+	}
+	return gateway.Block{Type: "image", URL: u}, nil
 }

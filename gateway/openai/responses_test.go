@@ -61,6 +61,22 @@ func TestDecodeResponsesRequest(t *testing.T) {
 	}
 }
 
+// input_image parts of a user message are image blocks: a data: URL's
+// media type and data, or the URL; detail is not carried.
+func TestDecodeResponsesRequestImages(t *testing.T) {
+	c, err := DecodeResponsesRequest([]byte(`{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"what"},{"type":"input_text","text":" is it?"},
+		{"type":"input_image","image_url":"data:image/png;base64,AAAA","detail":"high"},{"type":"input_image","image_url":"https://x/y.png"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []gateway.Block{{Type: "text", Text: "what is it?"}, {Type: "image", MediaType: "image/png", Data: "AAAA"}, {Type: "image", URL: "https://x/y.png"}}
+	if m := c.Request.Messages; len(m) != 1 || !slices.EqualFunc(m[0].Content, want, func(a, b gateway.Block) bool {
+		return a.Type == b.Type && a.Text == b.Text && a.MediaType == b.MediaType && a.Data == b.Data && a.URL == b.URL
+	}) {
+		t.Fatalf("messages %+v", m)
+	}
+}
+
 func TestDecodeResponsesRequestFormats(t *testing.T) {
 	c, err := DecodeResponsesRequest([]byte(`{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"reply","schema":{"type":"object"},"strict":true}}}`))
 	if err != nil || c.Request.Output == nil || c.Request.Output.Name != "reply" || !c.Request.Output.Strict || !c.Request.NeedsJSON {
@@ -91,6 +107,10 @@ func TestDecodeResponsesRequestRefusals(t *testing.T) {
 		{`{"model":"m","input":"x","tool_choice":{"type":"web_search_preview"},"tools":[{"type":"function","name":"f"}]}`, "tool_choice/type"},
 		{`{"model":"m","input":"x","tool_choice":"required"}`, "tool_choice"},
 		{`{"model":"m","input":[{"role":"user","content":[{"type":"input_file","file_id":"file_1"}]}]}`, "input/0/content/0/type"},
+		{`{"model":"m","input":[{"role":"user","content":[{"type":"input_image","file_id":"file_1"}]}]}`, "input/0/content/0/file_id"},
+		{`{"model":"m","input":[{"role":"user","content":[{"type":"input_image","image_url":"ftp://x/y.png"}]}]}`, "input/0/content/0/image_url"},
+		{`{"model":"m","input":[{"role":"user","content":[{"type":"input_image","image_url":"data:image/png,abc"}]}]}`, "input/0/content/0/image_url"},
+		{`{"model":"m","input":[{"role":"assistant","content":[{"type":"input_image","image_url":"https://x/y.png"}]}]}`, "input/0/content/0/type"},
 		{`{"model":"m","input":[{"type":"item_reference","id":"msg_1"}]}`, "input/0/type"},
 		{`{"model":"m","input":[{"type":"web_search_call","id":"ws_1"}]}`, "input/0/type"},
 		{`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{oops"}]}`, "input/0/arguments"},
@@ -271,6 +291,7 @@ func FuzzDecodeResponsesRequest(f *testing.F) {
 		`{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"n","schema":{"type":"object"}}},"previous_response_id":"resp_0"}`,
 		`{"model":"m","input":[{"role":"assistant","content":[{"type":"refusal","refusal":"no"}]},{"role":"user","content":""}]}`,
 		`{"model":"m","input":[{"type":"reasoning"}]}`,
+		`{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"a"},{"type":"input_image","image_url":"data:image/png;base64,AAAA","detail":"low"},{"type":"input_image","image_url":"https://x/y.png"}]}]}`,
 		`{"model":"m","input":7}`,
 		`[]`, `null`, `{}`, ``,
 	} {
