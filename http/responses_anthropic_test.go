@@ -10,9 +10,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/batonhq/baton/gateway"
 )
@@ -140,5 +144,84 @@ func TestResponsesImageToAnthropic(t *testing.T) {
 	body["input"] = []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "input_image", "file_id": "file_1"}}}}
 	if r := e.do("POST", "/v1/responses", e.tenantA, body); r.status != 400 || r.str("error.param") != "input/0/content/0/file_id" {
 		t.Fatalf("file_id: %d %s", r.status, r.raw)
+	}
+}
+
+// codexBody is Codex's request (codex-exec-tool-turn.json, turn i) for
+// model, with the tools keep accepts.
+func codexBody(t *testing.T, i int, model string, keep func(tool map[string]any) bool) map[string]any {
+	t.Helper()
+	body := clientBodies(t, "codex-exec-tool-turn.json")[i]
+	body["model"] = model
+	var tools []any
+	for _, tool := range body["tools"].([]any) {
+		if keep(tool.(map[string]any)) {
+			tools = append(tools, tool)
+		}
+	}
+	body["tools"] = tools
+	return body
+}
+
+func onlyFunctions(tool map[string]any) bool { return tool["type"] == "function" }
+
+// Codex's reasoning options to Anthropic: effort as adaptive thinking and
+// an effort, the summary accepted; the thinking comes back as a reasoning
+// item (streamed in the summary events), and the item Codex sends back in
+// the next turn reaches Anthropic as the thinking block it was.
+func TestResponsesCodexReasoningToAnthropic(t *testing.T) {
+	a := newAnRecorder(t, `[{"type":"thinking","thinking":"The user wants the file.","signature":"sig-1"},{"type":"text","text":"Here it is."}]`, "end_turn")
+	e := anEnv(t, a)
+	client := newOpenAIClient(e, http.DefaultClient, e.tenantA)
+	body := codexBody(t, 0, "anthropic:claude-sonnet-5-5", onlyFunctions)
+	body["reasoning"] = map[string]any{"effort": "low", "summary": "auto"}
+	stream := client.Responses.NewStreaming(testCtx(t), responses.ResponseNewParams{}, option.WithRequestBody("application/json", []byte(jsonOf(body))))
+	var types []string
+	var final responses.Response
+	for stream.Next() {
+		ev := stream.Current()
+		types = append(types, ev.Type)
+		if ev.Type == "response.completed" {
+			final = ev.Response
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	stream.Close()
+	got := a.last(t)
+	if jsonOf(got["thinking"]) != `{"type":"adaptive"}` || jsonOf(got["output_config"]) != `{"effort":"low"}` {
+		t.Fatalf("Anthropic got thinking %v, output_config %v", got["thinking"], got["output_config"])
+	}
+	want := []string{"response.created", "response.in_progress", "response.output_item.added", "response.reasoning_summary_part.added",
+		"response.reasoning_summary_text.delta", "response.reasoning_summary_text.done", "response.reasoning_summary_part.done", "response.output_item.done",
+		"response.output_item.added", "response.content_part.added", "response.output_text.delta", "response.output_text.done",
+		"response.content_part.done", "response.output_item.done", "response.completed"}
+	if !slices.Equal(types, want) {
+		t.Fatalf("events %q", types)
+	}
+	if len(final.Output) != 2 || final.Output[0].Type != "reasoning" || final.Output[0].Summary[0].Text != "The user wants the file." ||
+		final.Output[0].EncryptedContent != "sig-1" || final.OutputText() != "Here it is." || final.Reasoning.Summary != "auto" {
+		t.Fatalf("final %s", final.RawJSON())
+	}
+	// The next turn, as Codex sends it (store: false): the items it got,
+	// then the user's.
+	next := codexBody(t, 0, "anthropic:claude-sonnet-5-5", onlyFunctions)
+	next["stream"] = false
+	var items []any
+	for _, it := range final.Output {
+		var m map[string]any
+		json.Unmarshal([]byte(it.RawJSON()), &m)
+		items = append(items, m)
+	}
+	next["input"] = append(append(next["input"].([]any), items...), map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "thanks"}}})
+	r := e.must(e.do("POST", "/v1/responses", e.tenantA, next), 200)
+	msgs := a.last(t)["messages"].([]any)
+	if g := jsonOf(msgs[len(msgs)-2]); g != `{"content":[{"signature":"sig-1","thinking":"The user wants the file.","type":"thinking"},{"text":"Here it is.","type":"text"}],"role":"assistant"}` {
+		t.Fatalf("Anthropic got %s", g)
+	}
+	// Without an effort there is no thinking: none is asked for.
+	if _, ok := a.last(t)["thinking"]; ok || !strings.Contains(string(r.raw), `"type":"reasoning"`) {
+		t.Fatalf("Anthropic got thinking %v; answer %s", a.last(t)["thinking"], r.raw)
 	}
 }

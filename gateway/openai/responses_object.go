@@ -119,6 +119,20 @@ type (
 		Type    string `json:"type"` // refusal
 		Refusal string `json:"refusal"`
 	}
+	// ResponsesReasoning is a reasoning item: the provider's thinking as
+	// its summary, and its signature as encrypted_content, so that the
+	// item sent back is a thinking block again.
+	ResponsesReasoningItem struct {
+		Type             string             `json:"type"` // reasoning
+		ID               string             `json:"id"`
+		Summary          []ResponsesSummary `json:"summary"`
+		EncryptedContent *string            `json:"encrypted_content,omitempty"`
+	}
+	// ResponsesSummary is a reasoning item's summary part.
+	ResponsesSummary struct {
+		Type string `json:"type"` // summary_text
+		Text string `json:"text"`
+	}
 	// ResponsesFunctionCall is a function call item.
 	ResponsesFunctionCall struct {
 		Type      string `json:"type"` // function_call
@@ -148,7 +162,10 @@ func (c *ResponsesCall) Object(id string, created time.Time, model string) *Resp
 		PreviousResponseID: q.PreviousResponseID, Store: q.StoreRequested(), Temperature: q.Temperature, ToolChoice: q.ToolChoice,
 		Tools: c.Tools, TopP: q.TopP, Truncation: "disabled", Metadata: q.Metadata}
 	if q.Reasoning != nil {
-		o.Reasoning.Effort = q.Reasoning.Effort
+		o.Reasoning.Effort, o.Reasoning.Summary = q.Reasoning.Effort, q.Reasoning.Summary
+		if o.Reasoning.Summary == nil {
+			o.Reasoning.Summary = q.Reasoning.GenerateSummary
+		}
 	}
 	o.Text.Format.Type = "text"
 	if q.Text != nil && q.Text.Format != nil {
@@ -225,6 +242,9 @@ func (o *ResponsesObject) Complete(resp *gateway.Response, out *gateway.OutputSc
 	}
 	for _, b := range resp.Content {
 		switch {
+		case b.Type == "thinking" && b.Thinking != "":
+			msgAt = -1
+			output = append(output, newReasoning("rs_"+hexID(), b.Thinking, b.Signature))
 		case b.Type == "text" && !structured && b.Text != "":
 			part(newOutputText(b.Text))
 		case b.Type == "tool_use" && (out == nil || b.Name != out.Name):
@@ -240,4 +260,15 @@ func (o *ResponsesObject) Complete(resp *gateway.Response, out *gateway.OutputSc
 		part(ResponsesRefusal{Type: "refusal", Refusal: resp.Refusal})
 	}
 	o.finish(resp.StopReason, output, usage, at)
+}
+
+func newReasoning(id, text, signature string) ResponsesReasoningItem {
+	r := ResponsesReasoningItem{Type: "reasoning", ID: id, Summary: []ResponsesSummary{}}
+	if text != "" {
+		r.Summary = append(r.Summary, ResponsesSummary{Type: "summary_text", Text: text})
+	}
+	if signature != "" {
+		r.EncryptedContent = &signature
+	}
+	return r
 }

@@ -292,16 +292,14 @@ func (q *ResponsesRequest) refuseUncarried() error {
 		return refused("context_management", "context_management is not supported through this gateway")
 	case q.Text != nil && q.Text.Verbosity != nil:
 		return refused("text/verbosity", "text.verbosity is not supported through this gateway: no translated provider has it")
-	case q.Reasoning != nil && (q.Reasoning.Summary != nil || q.Reasoning.GenerateSummary != nil):
-		return refused("reasoning/summary", "reasoning summaries are not supported through this gateway: answers carry no reasoning items")
 	}
 	for i, inc := range q.Include {
 		switch inc {
 		case "reasoning.encrypted_content", "message.input_image.image_url", "file_search_call.results", "web_search_call.results",
 			"web_search_call.action.sources", "computer_call_output.output.image_url", "code_interpreter_call.outputs":
 			// What these include never appears in an answer through Baton
-			// (no reasoning items, no input items, no built-in tools):
-			// vacuous.
+			// (no input items, no built-in tools; a reasoning item always
+			// has its encrypted_content): vacuous.
 		case "message.output_text.logprobs":
 			return refused(fmt.Sprintf("include/%d", i), "logprobs are not supported through this gateway")
 		default:
@@ -516,6 +514,9 @@ type responsesItem struct {
 	Name      string          `json:"name"`
 	Arguments *string         `json:"arguments"`
 	Output    json.RawMessage `json:"output"`
+	// A reasoning item's summary and the provider's signature over it.
+	Summary          []contentPart `json:"summary"`
+	EncryptedContent *string       `json:"encrypted_content"`
 }
 
 // items reads input items (or a stored response's output items, which are
@@ -578,7 +579,20 @@ func (c *conversation) items(items []json.RawMessage, param string) error {
 			}
 			c.add("user", gateway.Block{Type: "tool_result", ToolUseID: it.CallID, Text: text})
 		case "reasoning":
-			return refused(p+"/type", "reasoning items cannot be carried to a translated provider: leave them out of the input")
+			// Baton's own reasoning item: the thinking as its summary, the
+			// provider's signature as encrypted_content, a thinking block
+			// again. Another's (no signature) cannot be carried.
+			if it.EncryptedContent == nil || *it.EncryptedContent == "" {
+				return refused(p+"/encrypted_content", "a reasoning item without encrypted_content cannot be carried to a translated provider: leave it out of the input")
+			}
+			var text strings.Builder
+			for j, part := range it.Summary {
+				if part.Type != "summary_text" {
+					return invalid(fmt.Sprintf("%s/summary/%d/type", p, j), "a reasoning summary part must be summary_text")
+				}
+				text.WriteString(part.Text)
+			}
+			c.add("assistant", gateway.Block{Type: "thinking", Thinking: text.String(), Signature: *it.EncryptedContent})
 		case "item_reference":
 			return refused(p+"/type", "item references are not supported through this gateway: send the item itself, or continue with previous_response_id")
 		default:

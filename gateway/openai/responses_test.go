@@ -102,7 +102,8 @@ func TestDecodeResponsesRequestRefusals(t *testing.T) {
 		{`{"model":"m","input":"x","top_logprobs":2}`, "top_logprobs"},
 		{`{"model":"m","input":"x","service_tier":"flex"}`, "service_tier"},
 		{`{"model":"m","input":"x","text":{"verbosity":"low"}}`, "text/verbosity"},
-		{`{"model":"m","input":"x","reasoning":{"summary":"auto"}}`, "reasoning/summary"},
+		{`{"model":"m","input":[{"type":"reasoning","summary":[]},{"role":"user","content":"x"}]}`, "input/0/encrypted_content"},
+		{`{"model":"m","input":[{"type":"reasoning","summary":[{"type":"other"}],"encrypted_content":"s"}]}`, "input/0/summary/0/type"},
 		{`{"model":"m","input":"x","include":["something.new"]}`, "include/0"},
 		{`{"model":"m","input":"x","tool_choice":{"type":"web_search_preview"},"tools":[{"type":"function","name":"f"}]}`, "tool_choice/type"},
 		{`{"model":"m","input":"x","tool_choice":"required"}`, "tool_choice"},
@@ -222,6 +223,44 @@ func TestResponsesStreamGrammar(t *testing.T) {
 	}
 }
 
+// Thinking streams as a reasoning item, its summary the thinking and its
+// encrypted_content the signature; the text after it as a message.
+func TestResponsesStreamReasoning(t *testing.T) {
+	s, c := newTestStream(t, `{"model":"p:m","input":"x","reasoning":{"effort":"low","summary":"auto"}}`)
+	s.Start()
+	s.Delta(gateway.Delta{Thinking: "Let me "})
+	s.Delta(gateway.Delta{Thinking: "think."})
+	s.Delta(gateway.Delta{Signature: "sig"})
+	s.Delta(gateway.Delta{Text: "Four."})
+	final, err := s.Close(gateway.StopEndTurn, nil, time.Unix(2, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"response.created", "response.in_progress",
+		"response.output_item.added", "response.reasoning_summary_part.added", "response.reasoning_summary_text.delta", "response.reasoning_summary_text.delta",
+		"response.reasoning_summary_text.done", "response.reasoning_summary_part.done", "response.output_item.done",
+		"response.output_item.added", "response.content_part.added", "response.output_text.delta", "response.output_text.done",
+		"response.content_part.done", "response.output_item.done"}
+	if got := c.types(); !slices.Equal(got, want) {
+		t.Fatalf("events\n%q\nwant\n%q", got, want)
+	}
+	if got := jsonText(t, c.events[8]["item"]); !strings.HasPrefix(got, `{"encrypted_content":"sig","id":"rs_`) || !strings.HasSuffix(got, `,"summary":[{"text":"Let me think.","type":"summary_text"}],"type":"reasoning"}`) {
+		t.Fatalf("reasoning item %s", got)
+	}
+	if len(final.Output) != 2 || final.Output[0].(ResponsesReasoningItem).Summary[0].Text != "Let me think." || *final.Reasoning.Summary != "auto" {
+		t.Fatalf("final %+v", final)
+	}
+}
+
+func jsonText(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // A structured answer sent as the schema's tool (Anthropic) streams as
 // the message's text.
 func TestResponsesStreamStructuredAnswer(t *testing.T) {
@@ -266,6 +305,18 @@ func TestResponsesObjectComplete(t *testing.T) {
 	if len(o.Output) != 2 || o.Status != ResponsesCompleted || o.Output[1].(ResponsesFunctionCall).CallID != "c1" || o.Metadata["k"] != "v" {
 		t.Fatalf("%+v", o)
 	}
+	// Thinking is a reasoning item; a reasoning item sent back is the
+	// thinking block again.
+	o = call.Object("resp_r", time.Unix(1, 0), "p:m")
+	o.Complete(&gateway.Response{Content: []gateway.Block{{Type: "thinking", Thinking: "hmm", Signature: "sig"}, {Type: "text", Text: "ok"}}, StopReason: gateway.StopEndTurn}, nil, nil, time.Unix(2, 0))
+	item := jsonText(t, o.Output[0])
+	if len(o.Output) != 2 || !strings.Contains(item, `"summary":[{"type":"summary_text","text":"hmm"}],"encrypted_content":"sig"`) {
+		t.Fatalf("%s", jsonText(t, o.Output))
+	}
+	back, err := DecodeResponsesRequest([]byte(`{"model":"m","input":[{"role":"user","content":"x"},` + item + `,{"role":"user","content":"y"}]}`))
+	if err != nil || len(back.Request.Messages) != 3 || jsonText(t, back.Request.Messages[1].Content) != `[{"type":"thinking","thinking":"hmm","signature":"sig"}]` {
+		t.Fatalf("sent back: %+v %v", back, err)
+	}
 	o = call.Object("resp_2", time.Unix(1, 0), "p:m")
 	o.Complete(&gateway.Response{Content: []gateway.Block{{Type: "text", Text: "cut"}}, StopReason: gateway.StopMaxTokens}, nil, nil, time.Unix(2, 0))
 	if o.Status != ResponsesIncomplete || o.IncompleteDetails.Reason != "max_output_tokens" || o.Output[0].(ResponsesMessage).Status != ResponsesIncomplete {
@@ -291,6 +342,7 @@ func FuzzDecodeResponsesRequest(f *testing.F) {
 		`{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"n","schema":{"type":"object"}}},"previous_response_id":"resp_0"}`,
 		`{"model":"m","input":[{"role":"assistant","content":[{"type":"refusal","refusal":"no"}]},{"role":"user","content":""}]}`,
 		`{"model":"m","input":[{"type":"reasoning"}]}`,
+		`{"model":"m","reasoning":{"effort":"low","summary":"auto"},"include":["reasoning.encrypted_content"],"input":[{"role":"user","content":"x"},{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"t"}],"encrypted_content":"sig"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a"}]}]}`,
 		`{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"a"},{"type":"input_image","image_url":"data:image/png;base64,AAAA","detail":"low"},{"type":"input_image","image_url":"https://x/y.png"}]}]}`,
 		`{"model":"m","input":7}`,
 		`[]`, `null`, `{}`, ``,
