@@ -225,3 +225,81 @@ func TestResponsesCodexReasoningToAnthropic(t *testing.T) {
 		t.Fatalf("Anthropic got thinking %v; answer %s", a.last(t)["thinking"], r.raw)
 	}
 }
+
+// Codex's tools to Anthropic: the multi_agent_v1 namespace's functions as
+// plain tools named multi_agent_v1__<name>; Anthropic's call of one comes
+// back as the function_call Codex expects (its namespace and own name),
+// and Codex's next turn, that call and its output, reaches Anthropic as
+// the same tool use and result.
+func TestResponsesCodexNamespaceToAnthropic(t *testing.T) {
+	a := newAnRecorder(t, `[{"type":"tool_use","id":"toolu_1","name":"multi_agent_v1__spawn_agent","input":{"message":"read notes.txt"}}]`, "tool_use")
+	e := anEnv(t, a)
+	client := newOpenAIClient(e, http.DefaultClient, e.tenantA)
+	noWebSearch := func(tool map[string]any) bool { return tool["type"] != "web_search" }
+	body := codexBody(t, 0, "anthropic:claude-sonnet-5-5", noWebSearch)
+	stream := client.Responses.NewStreaming(testCtx(t), responses.ResponseNewParams{}, option.WithRequestBody("application/json", []byte(jsonOf(body))))
+	var final responses.Response
+	var added responses.ResponseOutputItemUnion
+	for stream.Next() {
+		switch ev := stream.Current(); ev.Type {
+		case "response.output_item.added":
+			added = ev.Item
+		case "response.completed":
+			final = ev.Response
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	stream.Close()
+	got := a.last(t)
+	var names []string
+	for _, tool := range got["tools"].([]any) {
+		names = append(names, tool.(map[string]any)["name"].(string))
+	}
+	want := []string{"exec_command", "write_stdin", "request_user_input", "view_image", "multi_agent_v1__close_agent", "multi_agent_v1__resume_agent",
+		"multi_agent_v1__send_input", "multi_agent_v1__spawn_agent", "multi_agent_v1__wait_agent", "get_goal", "create_goal", "update_goal"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("Anthropic got tools %q", names)
+	}
+	spawn := got["tools"].([]any)[7].(map[string]any)
+	if d := spawn["description"].(string); !strings.HasSuffix(d, "\n\n(multi_agent_v1: Tools for spawning and managing sub-agents.)") || spawn["input_schema"] == nil {
+		t.Fatalf("spawn_agent: %s", jsonOf(spawn))
+	}
+	if jsonOf(got["tool_choice"]) != `{"type":"auto"}` || got["thinking"] != nil || len(got["messages"].([]any)) != 1 ||
+		!strings.HasPrefix(got["system"].(string), "You are a coding agent running in the Codex CLI") {
+		t.Fatalf("Anthropic got tool_choice %v, thinking %v, %d messages", got["tool_choice"], got["thinking"], len(got["messages"].([]any)))
+	}
+	if added.Type != "function_call" || added.Name != "spawn_agent" || added.Namespace != "multi_agent_v1" {
+		t.Fatalf("item added %s", added.RawJSON())
+	}
+	fc := final.Output[0]
+	if len(final.Output) != 1 || fc.Type != "function_call" || fc.Name != "spawn_agent" || fc.Namespace != "multi_agent_v1" || fc.CallID != "toolu_1" ||
+		fc.Arguments.OfString != `{"message":"read notes.txt"}` {
+		t.Fatalf("final %s", final.RawJSON())
+	}
+	// The next turn, as Codex sends it: the call it got, then its output.
+	next := codexBody(t, 0, "anthropic:claude-sonnet-5-5", noWebSearch)
+	var call map[string]any
+	json.Unmarshal([]byte(fc.RawJSON()), &call)
+	next["input"] = append(next["input"].([]any), call, map[string]any{"type": "function_call_output", "call_id": "toolu_1", "output": "agent started"})
+	a.reply, a.stop = `[{"type":"text","text":"Started."}]`, "end_turn"
+	e.must(e.do("POST", "/v1/responses", e.tenantA, next), 200)
+	msgs := a.last(t)["messages"].([]any)
+	if g := jsonOf(msgs[1:]); g != `[{"content":[{"id":"toolu_1","input":{"message":"read notes.txt"},"name":"multi_agent_v1__spawn_agent","type":"tool_use"}],"role":"assistant"},`+
+		`{"content":[{"content":"agent started","tool_use_id":"toolu_1","type":"tool_result"}],"role":"user"}]` {
+		t.Fatalf("Anthropic got %s", g)
+	}
+	// Codex's second request as captured (exec_command's call and output).
+	turn := codexBody(t, 1, "anthropic:claude-sonnet-5-5", noWebSearch)
+	e.must(e.do("POST", "/v1/responses", e.tenantA, turn), 200)
+	msgs = a.last(t)["messages"].([]any)
+	if g := jsonOf(msgs[len(msgs)-2]); g != `{"content":[{"id":"call_rec000002","input":{"cmd":"cat notes.txt"},"name":"exec_command","type":"tool_use"}],"role":"assistant"}` {
+		t.Fatalf("Anthropic got %s", g)
+	}
+	// Codex's default web_search (cached only) has no equivalent: refused.
+	all := codexBody(t, 0, "anthropic:claude-sonnet-5-5", func(map[string]any) bool { return true })
+	if r := e.do("POST", "/v1/responses", e.tenantA, all); r.status != 400 || r.str("error.param") != "tools/8/type" || !strings.Contains(r.str("error.message"), "web_search") {
+		t.Fatalf("web_search: %d %s", r.status, r.raw)
+	}
+}

@@ -47,6 +47,8 @@ type ResponsesObject struct {
 	User               *string                     `json:"user"`
 	Metadata           map[string]string           `json:"metadata"`
 	Svc                any                         `json:"svc,omitempty"`
+
+	namespaced map[string]nsName // the request's namespaced functions, by flat name
 }
 
 // ResponsesReasoningOut is a response's reasoning options.
@@ -139,6 +141,7 @@ type (
 		ID        string `json:"id"`
 		CallID    string `json:"call_id"`
 		Name      string `json:"name"`
+		Namespace string `json:"namespace,omitempty"` // the function's namespace tool, if any
 		Arguments string `json:"arguments"`
 		Status    string `json:"status"`
 	}
@@ -160,7 +163,7 @@ func (c *ResponsesCall) Object(id string, created time.Time, model string) *Resp
 	o := &ResponsesObject{ID: id, Object: "response", CreatedAt: created.Unix(), Status: ResponsesInProgress, Instructions: q.Instructions,
 		MaxOutputTokens: q.MaxOutputTokens, Model: model, Output: []any{}, ParallelToolCalls: q.ParallelToolCalls == nil || *q.ParallelToolCalls,
 		PreviousResponseID: q.PreviousResponseID, Store: q.StoreRequested(), Temperature: q.Temperature, ToolChoice: q.ToolChoice,
-		Tools: c.Tools, TopP: q.TopP, Truncation: "disabled", Metadata: q.Metadata}
+		Tools: c.Tools, TopP: q.TopP, Truncation: "disabled", Metadata: q.Metadata, namespaced: c.namespaced}
 	if q.Reasoning != nil {
 		o.Reasoning.Effort, o.Reasoning.Summary = q.Reasoning.Effort, q.Reasoning.Summary
 		if o.Reasoning.Summary == nil {
@@ -253,7 +256,7 @@ func (o *ResponsesObject) Complete(resp *gateway.Response, out *gateway.OutputSc
 			if args == "" {
 				args = "{}"
 			}
-			output = append(output, ResponsesFunctionCall{Type: "function_call", ID: "fc_" + hexID(), CallID: b.ID, Name: b.Name, Arguments: args, Status: ResponsesCompleted})
+			output = append(output, o.functionCall("fc_"+hexID(), b.ID, b.Name, args, ResponsesCompleted))
 		}
 	}
 	if resp.Refusal != "" {
@@ -271,4 +274,14 @@ func newReasoning(id, text, signature string) ResponsesReasoningItem {
 		r.EncryptedContent = &signature
 	}
 	return r
+}
+
+// functionCall is a function_call item for the provider's call of name:
+// a namespace's function as its namespace and own name.
+func (o *ResponsesObject) functionCall(id, callID, name, args, status string) ResponsesFunctionCall {
+	fc := ResponsesFunctionCall{Type: "function_call", ID: id, CallID: callID, Name: name, Arguments: args, Status: status}
+	if n, ok := o.namespaced[name]; ok {
+		fc.Namespace, fc.Name = n.namespace, n.name
+	}
+	return fc
 }

@@ -94,6 +94,19 @@ type ResponsesCall struct {
 
 	instructions string
 	system       []string // system and developer items of the input
+	// namespaced are the functions of namespace tools, by the flat name
+	// the provider knows them by.
+	namespaced map[string]nsName
+}
+
+// nsName is a function of a namespace tool.
+type nsName struct{ namespace, name string }
+
+// flatName is the name a namespace's function goes to the provider by, as
+// Codex flattens one: namespace "__" name (stray underscores around the
+// "__" trimmed). Which function it is comes from the request's tools.
+func flatName(namespace, name string) string {
+	return strings.TrimRight(namespace, "_") + "__" + strings.TrimLeft(name, "_")
 }
 
 // ResponsesHistory is the conversation a previous_response_id names: the
@@ -200,14 +213,17 @@ func DecodeResponsesRequest(body []byte) (*ResponsesCall, error) {
 		out.ReasoningEffort = *q.Reasoning.Effort
 	}
 	for i, raw := range q.Tools {
-		t, err := decodeTool(raw, fmt.Sprintf("tools/%d", i))
+		param := fmt.Sprintf("tools/%d", i)
+		ts, err := c.decodeTools(raw, param)
 		if err != nil {
 			return nil, err
 		}
-		if hasTool(out.Tools, t.Name) {
-			return nil, invalid(fmt.Sprintf("tools/%d/name", i), "two tools are named %q", t.Name)
+		for _, t := range ts {
+			if hasTool(out.Tools, t.Name) {
+				return nil, invalid(param+"/name", "two tools are named %q", t.Name)
+			}
+			out.Tools = append(out.Tools, t)
 		}
-		out.Tools = append(out.Tools, t)
 	}
 	c.Tools = q.Tools
 	tc, tools, err := decodeToolChoice(q.ToolChoice, q.ParallelToolCalls, out.Tools)
@@ -315,6 +331,49 @@ func hasTool(tools []gateway.Tool, name string) bool {
 
 var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
+// decodeTools reads a tool: a function, or a namespace of functions (as
+// Codex groups them), each then a function of its flat name.
+func (c *ResponsesCall) decodeTools(raw json.RawMessage, param string) ([]gateway.Tool, error) {
+	var ns struct {
+		Type        string            `json:"type"`
+		Name        string            `json:"name"`
+		Description string            `json:"description"`
+		Tools       []json.RawMessage `json:"tools"`
+	}
+	if json.Unmarshal(raw, &ns) != nil || ns.Type != "namespace" {
+		t, err := decodeTool(raw, param)
+		return []gateway.Tool{t}, err
+	}
+	if !toolNameRE.MatchString(ns.Name) {
+		return nil, invalid(param+"/name", "a namespace needs a name of 1 to 64 letters, digits, '_' or '-'")
+	}
+	if len(ns.Tools) == 0 {
+		return nil, invalid(param+"/tools", "a namespace needs at least one tool")
+	}
+	var out []gateway.Tool
+	for j, member := range ns.Tools {
+		p := fmt.Sprintf("%s/tools/%d", param, j)
+		t, err := decodeTool(member, p)
+		if err != nil {
+			return nil, err
+		}
+		flat := flatName(ns.Name, t.Name)
+		if !toolNameRE.MatchString(flat) {
+			return nil, invalid(p+"/name", "%s goes to the provider as %q, over 64 characters; shorten the namespace or the name", t.Name, flat)
+		}
+		if ns.Description != "" {
+			t.Description = strings.TrimSpace(t.Description + "\n\n(" + ns.Name + ": " + ns.Description + ")")
+		}
+		if c.namespaced == nil {
+			c.namespaced = map[string]nsName{}
+		}
+		c.namespaced[flat] = nsName{ns.Name, t.Name}
+		t.Name = flat
+		out = append(out, t)
+	}
+	return out, nil
+}
+
 // decodeTool reads a function tool. OpenAI's built-in tools (web search,
 // file search, computer use, code interpreter, MCP, ...) run on OpenAI's
 // side: they are refused, not sent on as functions without a schema.
@@ -392,16 +451,26 @@ func decodeToolChoice(raw json.RawMessage, parallel *bool, tools []gateway.Tool)
 		return tc, tools, nil
 	}
 	var obj struct {
-		Type  string `json:"type"`
-		Name  string `json:"name"`
-		Mode  string `json:"mode"`
-		Tools []struct {
-			Type string `json:"type"`
-			Name string `json:"name"`
+		Type      string `json:"type"`
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+		Mode      string `json:"mode"`
+		Tools     []struct {
+			Type      string `json:"type"`
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
 		} `json:"tools"`
 	}
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil, nil, invalid("tool_choice", `tool_choice must be "none", "auto", "required", {"type":"function","name":"..."} or {"type":"allowed_tools",...}`)
+	}
+	if obj.Namespace != "" {
+		obj.Name = flatName(obj.Namespace, obj.Name)
+	}
+	for i, t := range obj.Tools {
+		if t.Namespace != "" {
+			obj.Tools[i].Name = flatName(t.Namespace, t.Name)
+		}
 	}
 	switch obj.Type {
 	case "function":
@@ -512,6 +581,7 @@ type responsesItem struct {
 	Content   json.RawMessage `json:"content"`
 	CallID    string          `json:"call_id"`
 	Name      string          `json:"name"`
+	Namespace string          `json:"namespace"` // a function_call's, when its function is in a namespace
 	Arguments *string         `json:"arguments"`
 	Output    json.RawMessage `json:"output"`
 	// A reasoning item's summary and the provider's signature over it.
@@ -568,7 +638,11 @@ func (c *conversation) items(items []json.RawMessage, param string) error {
 			if !json.Valid([]byte(args)) {
 				return invalid(p+"/arguments", "arguments must be JSON text")
 			}
-			c.add("assistant", gateway.Block{Type: "tool_use", ID: it.CallID, Name: it.Name, Input: json.RawMessage(args)})
+			name := it.Name
+			if it.Namespace != "" {
+				name = flatName(it.Namespace, it.Name)
+			}
+			c.add("assistant", gateway.Block{Type: "tool_use", ID: it.CallID, Name: name, Input: json.RawMessage(args)})
 		case "function_call_output":
 			if it.CallID == "" {
 				return invalid(p+"/call_id", "a function_call_output item needs the call_id of its call")

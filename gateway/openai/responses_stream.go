@@ -284,7 +284,7 @@ func (s *ResponsesStream) toolCall(tc *gateway.ToolCallDelta) error {
 		}
 		s.byIndex[tc.Index] = c
 		s.calls = append(s.calls, c)
-		item := ResponsesFunctionCall{Type: "function_call", ID: c.id, CallID: c.callID, Name: c.name, Arguments: "", Status: ResponsesInProgress}
+		item := s.obj.functionCall(c.id, c.callID, c.name, "", ResponsesInProgress)
 		s.output = append(s.output, item)
 		if err := s.event("response.output_item.added", map[string]any{"output_index": c.at, "item": item}); err != nil {
 			return err
@@ -306,9 +306,9 @@ func (s *ResponsesStream) closeCalls() error {
 		if strings.TrimSpace(args) == "" {
 			args = "{}" // a call without arguments, as OpenAI sends one
 		}
-		item := ResponsesFunctionCall{Type: "function_call", ID: c.id, CallID: c.callID, Name: c.name, Arguments: args, Status: ResponsesCompleted}
+		item := s.obj.functionCall(c.id, c.callID, c.name, args, ResponsesCompleted)
 		s.output[c.at] = item
-		if err := s.event("response.function_call_arguments.done", map[string]any{"item_id": c.id, "output_index": c.at, "name": c.name, "arguments": args}); err != nil {
+		if err := s.event("response.function_call_arguments.done", map[string]any{"item_id": c.id, "output_index": c.at, "name": item.Name, "arguments": args}); err != nil {
 			return err
 		}
 		if err := s.event("response.output_item.done", map[string]any{"output_index": c.at, "item": item}); err != nil {
@@ -365,7 +365,7 @@ func (s *ResponsesStream) Fail(code, message string, usage *ResponsesUsage) erro
 		s.output[m.at] = ResponsesMessage{Type: "message", ID: m.id, Status: ResponsesIncomplete, Role: "assistant", Content: parts}
 	}
 	for _, c := range s.calls {
-		s.output[c.at] = ResponsesFunctionCall{Type: "function_call", ID: c.id, CallID: c.callID, Name: c.name, Arguments: c.args.String(), Status: ResponsesIncomplete}
+		s.output[c.at] = s.obj.functionCall(c.id, c.callID, c.name, c.args.String(), ResponsesIncomplete)
 	}
 	failed := "server_error"
 	if strings.Contains(code, "rate_limit") {

@@ -77,6 +77,49 @@ func TestDecodeResponsesRequestImages(t *testing.T) {
 	}
 }
 
+// A namespace's functions go to the provider as plain functions named
+// namespace__name; a call of one comes back as a function_call with its
+// namespace and own name, and such a call sent back is the same tool use.
+func TestResponsesNamespaceTools(t *testing.T) {
+	c, err := DecodeResponsesRequest([]byte(`{"model":"m","tools":[{"type":"function","name":"exec"},
+		{"type":"namespace","name":"multi_agent_v1","description":"Sub-agents.","tools":[{"type":"function","name":"spawn_agent","description":"Spawn one.","parameters":{"type":"object"}}]}],
+		"tool_choice":{"type":"function","name":"spawn_agent","namespace":"multi_agent_v1"},
+		"input":[{"role":"user","content":"go"},{"type":"function_call","call_id":"c1","namespace":"multi_agent_v1","name":"spawn_agent","arguments":"{}"},
+		{"type":"function_call_output","call_id":"c1","output":"ok"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Request
+	if len(r.Tools) != 2 || r.Tools[1].Name != "multi_agent_v1__spawn_agent" || r.Tools[1].Description != "Spawn one.\n\n(multi_agent_v1: Sub-agents.)" ||
+		r.ToolChoice.Name != "multi_agent_v1__spawn_agent" || r.Messages[1].Content[0].Name != "multi_agent_v1__spawn_agent" {
+		t.Fatalf("request %+v", r)
+	}
+	o := c.Object("resp_1", time.Unix(1, 0), "p:m")
+	o.Complete(&gateway.Response{Content: []gateway.Block{{Type: "tool_use", ID: "c2", Name: "multi_agent_v1__spawn_agent", Input: json.RawMessage(`{"a":1}`)},
+		{Type: "tool_use", ID: "c3", Name: "exec"}}, StopReason: gateway.StopToolUse}, nil, nil, time.Unix(2, 0))
+	a, b := o.Output[0].(ResponsesFunctionCall), o.Output[1].(ResponsesFunctionCall)
+	if a.Name != "spawn_agent" || a.Namespace != "multi_agent_v1" || b.Name != "exec" || b.Namespace != "" || strings.Contains(jsonText(t, b), "namespace") {
+		t.Fatalf("output %s", jsonText(t, o.Output))
+	}
+	s := NewResponsesStream(c.Object("resp_2", time.Unix(1, 0), "p:m"), nil, (&collect{}).emit)
+	s.Delta(gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: 0, ID: "c4", Name: "multi_agent_v1__spawn_agent", Arguments: "{}"}})
+	final, _ := s.Close(gateway.StopToolUse, nil, time.Unix(2, 0))
+	if fc := final.Output[0].(ResponsesFunctionCall); fc.Name != "spawn_agent" || fc.Namespace != "multi_agent_v1" {
+		t.Fatalf("streamed %+v", fc)
+	}
+	for _, tc := range []struct{ body, param string }{
+		{`{"model":"m","input":"x","tools":[{"type":"namespace","name":"ns","tools":[{"type":"custom","name":"exec"}]}]}`, "tools/0/tools/0/type"},
+		{`{"model":"m","input":"x","tools":[{"type":"namespace","name":"ns","tools":[]}]}`, "tools/0/tools"},
+		{`{"model":"m","input":"x","tools":[{"type":"namespace","name":"n.s","tools":[{"type":"function","name":"f"}]}]}`, "tools/0/name"},
+		{`{"model":"m","input":"x","tools":[{"type":"namespace","name":"` + strings.Repeat("n", 40) + `","tools":[{"type":"function","name":"` + strings.Repeat("f", 30) + `"}]}]}`, "tools/0/tools/0/name"},
+		{`{"model":"m","input":"x","tools":[{"type":"function","name":"ns__f"},{"type":"namespace","name":"ns","tools":[{"type":"function","name":"f"}]}]}`, "tools/1/name"},
+	} {
+		if _, err := DecodeResponsesRequest([]byte(tc.body)); err == nil || param(err) != tc.param {
+			t.Errorf("%s: %v (param %q, want %q)", tc.body, err, param(err), tc.param)
+		}
+	}
+}
+
 func TestDecodeResponsesRequestFormats(t *testing.T) {
 	c, err := DecodeResponsesRequest([]byte(`{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"reply","schema":{"type":"object"},"strict":true}}}`))
 	if err != nil || c.Request.Output == nil || c.Request.Output.Name != "reply" || !c.Request.Output.Strict || !c.Request.NeedsJSON {
@@ -342,6 +385,7 @@ func FuzzDecodeResponsesRequest(f *testing.F) {
 		`{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"n","schema":{"type":"object"}}},"previous_response_id":"resp_0"}`,
 		`{"model":"m","input":[{"role":"assistant","content":[{"type":"refusal","refusal":"no"}]},{"role":"user","content":""}]}`,
 		`{"model":"m","input":[{"type":"reasoning"}]}`,
+		`{"model":"m","input":[{"type":"function_call","call_id":"c","namespace":"ns","name":"f","arguments":"{}"}],"tools":[{"type":"namespace","name":"ns","description":"d","tools":[{"type":"function","name":"f"}]}],"tool_choice":{"type":"function","namespace":"ns","name":"f"}}`,
 		`{"model":"m","reasoning":{"effort":"low","summary":"auto"},"include":["reasoning.encrypted_content"],"input":[{"role":"user","content":"x"},{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"t"}],"encrypted_content":"sig"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a"}]}]}`,
 		`{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"a"},{"type":"input_image","image_url":"data:image/png;base64,AAAA","detail":"low"},{"type":"input_image","image_url":"https://x/y.png"}]}]}`,
 		`{"model":"m","input":7}`,
