@@ -47,6 +47,8 @@ type ResponsesObject struct {
 	User               *string                     `json:"user"`
 	Metadata           map[string]string           `json:"metadata"`
 	Svc                any                         `json:"svc,omitempty"`
+
+	namespaced map[string]nsName // the request's namespaced functions, by flat name
 }
 
 // ResponsesReasoningOut is a response's reasoning options.
@@ -119,12 +121,27 @@ type (
 		Type    string `json:"type"` // refusal
 		Refusal string `json:"refusal"`
 	}
+	// ResponsesReasoning is a reasoning item: the provider's thinking as
+	// its summary, and its signature as encrypted_content, so that the
+	// item sent back is a thinking block again.
+	ResponsesReasoningItem struct {
+		Type             string             `json:"type"` // reasoning
+		ID               string             `json:"id"`
+		Summary          []ResponsesSummary `json:"summary"`
+		EncryptedContent *string            `json:"encrypted_content,omitempty"`
+	}
+	// ResponsesSummary is a reasoning item's summary part.
+	ResponsesSummary struct {
+		Type string `json:"type"` // summary_text
+		Text string `json:"text"`
+	}
 	// ResponsesFunctionCall is a function call item.
 	ResponsesFunctionCall struct {
 		Type      string `json:"type"` // function_call
 		ID        string `json:"id"`
 		CallID    string `json:"call_id"`
 		Name      string `json:"name"`
+		Namespace string `json:"namespace,omitempty"` // the function's namespace tool, if any
 		Arguments string `json:"arguments"`
 		Status    string `json:"status"`
 	}
@@ -146,9 +163,12 @@ func (c *ResponsesCall) Object(id string, created time.Time, model string) *Resp
 	o := &ResponsesObject{ID: id, Object: "response", CreatedAt: created.Unix(), Status: ResponsesInProgress, Instructions: q.Instructions,
 		MaxOutputTokens: q.MaxOutputTokens, Model: model, Output: []any{}, ParallelToolCalls: q.ParallelToolCalls == nil || *q.ParallelToolCalls,
 		PreviousResponseID: q.PreviousResponseID, Store: q.StoreRequested(), Temperature: q.Temperature, ToolChoice: q.ToolChoice,
-		Tools: c.Tools, TopP: q.TopP, Truncation: "disabled", Metadata: q.Metadata}
+		Tools: c.Tools, TopP: q.TopP, Truncation: "disabled", Metadata: q.Metadata, namespaced: c.namespaced}
 	if q.Reasoning != nil {
-		o.Reasoning.Effort = q.Reasoning.Effort
+		o.Reasoning.Effort, o.Reasoning.Summary = q.Reasoning.Effort, q.Reasoning.Summary
+		if o.Reasoning.Summary == nil {
+			o.Reasoning.Summary = q.Reasoning.GenerateSummary
+		}
 	}
 	o.Text.Format.Type = "text"
 	if q.Text != nil && q.Text.Format != nil {
@@ -225,6 +245,9 @@ func (o *ResponsesObject) Complete(resp *gateway.Response, out *gateway.OutputSc
 	}
 	for _, b := range resp.Content {
 		switch {
+		case b.Type == "thinking" && b.Thinking != "":
+			msgAt = -1
+			output = append(output, newReasoning("rs_"+hexID(), b.Thinking, b.Signature))
 		case b.Type == "text" && !structured && b.Text != "":
 			part(newOutputText(b.Text))
 		case b.Type == "tool_use" && (out == nil || b.Name != out.Name):
@@ -233,11 +256,32 @@ func (o *ResponsesObject) Complete(resp *gateway.Response, out *gateway.OutputSc
 			if args == "" {
 				args = "{}"
 			}
-			output = append(output, ResponsesFunctionCall{Type: "function_call", ID: "fc_" + hexID(), CallID: b.ID, Name: b.Name, Arguments: args, Status: ResponsesCompleted})
+			output = append(output, o.functionCall("fc_"+hexID(), b.ID, b.Name, args, ResponsesCompleted))
 		}
 	}
 	if resp.Refusal != "" {
 		part(ResponsesRefusal{Type: "refusal", Refusal: resp.Refusal})
 	}
 	o.finish(resp.StopReason, output, usage, at)
+}
+
+func newReasoning(id, text, signature string) ResponsesReasoningItem {
+	r := ResponsesReasoningItem{Type: "reasoning", ID: id, Summary: []ResponsesSummary{}}
+	if text != "" {
+		r.Summary = append(r.Summary, ResponsesSummary{Type: "summary_text", Text: text})
+	}
+	if signature != "" {
+		r.EncryptedContent = &signature
+	}
+	return r
+}
+
+// functionCall is a function_call item for the provider's call of name:
+// a namespace's function as its namespace and own name.
+func (o *ResponsesObject) functionCall(id, callID, name, args, status string) ResponsesFunctionCall {
+	fc := ResponsesFunctionCall{Type: "function_call", ID: id, CallID: callID, Name: name, Arguments: args, Status: status}
+	if n, ok := o.namespaced[name]; ok {
+		fc.Namespace, fc.Name = n.namespace, n.name
+	}
+	return fc
 }

@@ -94,6 +94,19 @@ type ResponsesCall struct {
 
 	instructions string
 	system       []string // system and developer items of the input
+	// namespaced are the functions of namespace tools, by the flat name
+	// the provider knows them by.
+	namespaced map[string]nsName
+}
+
+// nsName is a function of a namespace tool.
+type nsName struct{ namespace, name string }
+
+// flatName is the name a namespace's function goes to the provider by, as
+// Codex flattens one: namespace "__" name (stray underscores around the
+// "__" trimmed). Which function it is comes from the request's tools.
+func flatName(namespace, name string) string {
+	return strings.TrimRight(namespace, "_") + "__" + strings.TrimLeft(name, "_")
 }
 
 // ResponsesHistory is the conversation a previous_response_id names: the
@@ -200,14 +213,17 @@ func DecodeResponsesRequest(body []byte) (*ResponsesCall, error) {
 		out.ReasoningEffort = *q.Reasoning.Effort
 	}
 	for i, raw := range q.Tools {
-		t, err := decodeTool(raw, fmt.Sprintf("tools/%d", i))
+		param := fmt.Sprintf("tools/%d", i)
+		ts, err := c.decodeTools(raw, param)
 		if err != nil {
 			return nil, err
 		}
-		if hasTool(out.Tools, t.Name) {
-			return nil, invalid(fmt.Sprintf("tools/%d/name", i), "two tools are named %q", t.Name)
+		for _, t := range ts {
+			if hasTool(out.Tools, t.Name) {
+				return nil, invalid(param+"/name", "two tools are named %q", t.Name)
+			}
+			out.Tools = append(out.Tools, t)
 		}
-		out.Tools = append(out.Tools, t)
 	}
 	c.Tools = q.Tools
 	tc, tools, err := decodeToolChoice(q.ToolChoice, q.ParallelToolCalls, out.Tools)
@@ -292,15 +308,14 @@ func (q *ResponsesRequest) refuseUncarried() error {
 		return refused("context_management", "context_management is not supported through this gateway")
 	case q.Text != nil && q.Text.Verbosity != nil:
 		return refused("text/verbosity", "text.verbosity is not supported through this gateway: no translated provider has it")
-	case q.Reasoning != nil && (q.Reasoning.Summary != nil || q.Reasoning.GenerateSummary != nil):
-		return refused("reasoning/summary", "reasoning summaries are not supported through this gateway: answers carry no reasoning items")
 	}
 	for i, inc := range q.Include {
 		switch inc {
 		case "reasoning.encrypted_content", "message.input_image.image_url", "file_search_call.results", "web_search_call.results",
 			"web_search_call.action.sources", "computer_call_output.output.image_url", "code_interpreter_call.outputs":
 			// What these include never appears in an answer through Baton
-			// (no reasoning items, no images, no built-in tools): vacuous.
+			// (no input items, no built-in tools; a reasoning item always
+			// has its encrypted_content): vacuous.
 		case "message.output_text.logprobs":
 			return refused(fmt.Sprintf("include/%d", i), "logprobs are not supported through this gateway")
 		default:
@@ -315,6 +330,49 @@ func hasTool(tools []gateway.Tool, name string) bool {
 }
 
 var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// decodeTools reads a tool: a function, or a namespace of functions (as
+// Codex groups them), each then a function of its flat name.
+func (c *ResponsesCall) decodeTools(raw json.RawMessage, param string) ([]gateway.Tool, error) {
+	var ns struct {
+		Type        string            `json:"type"`
+		Name        string            `json:"name"`
+		Description string            `json:"description"`
+		Tools       []json.RawMessage `json:"tools"`
+	}
+	if json.Unmarshal(raw, &ns) != nil || ns.Type != "namespace" {
+		t, err := decodeTool(raw, param)
+		return []gateway.Tool{t}, err
+	}
+	if !toolNameRE.MatchString(ns.Name) {
+		return nil, invalid(param+"/name", "a namespace needs a name of 1 to 64 letters, digits, '_' or '-'")
+	}
+	if len(ns.Tools) == 0 {
+		return nil, invalid(param+"/tools", "a namespace needs at least one tool")
+	}
+	var out []gateway.Tool
+	for j, member := range ns.Tools {
+		p := fmt.Sprintf("%s/tools/%d", param, j)
+		t, err := decodeTool(member, p)
+		if err != nil {
+			return nil, err
+		}
+		flat := flatName(ns.Name, t.Name)
+		if !toolNameRE.MatchString(flat) {
+			return nil, invalid(p+"/name", "%s goes to the provider as %q, over 64 characters; shorten the namespace or the name", t.Name, flat)
+		}
+		if ns.Description != "" {
+			t.Description = strings.TrimSpace(t.Description + "\n\n(" + ns.Name + ": " + ns.Description + ")")
+		}
+		if c.namespaced == nil {
+			c.namespaced = map[string]nsName{}
+		}
+		c.namespaced[flat] = nsName{ns.Name, t.Name}
+		t.Name = flat
+		out = append(out, t)
+	}
+	return out, nil
+}
 
 // decodeTool reads a function tool. OpenAI's built-in tools (web search,
 // file search, computer use, code interpreter, MCP, ...) run on OpenAI's
@@ -393,16 +451,26 @@ func decodeToolChoice(raw json.RawMessage, parallel *bool, tools []gateway.Tool)
 		return tc, tools, nil
 	}
 	var obj struct {
-		Type  string `json:"type"`
-		Name  string `json:"name"`
-		Mode  string `json:"mode"`
-		Tools []struct {
-			Type string `json:"type"`
-			Name string `json:"name"`
+		Type      string `json:"type"`
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+		Mode      string `json:"mode"`
+		Tools     []struct {
+			Type      string `json:"type"`
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
 		} `json:"tools"`
 	}
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil, nil, invalid("tool_choice", `tool_choice must be "none", "auto", "required", {"type":"function","name":"..."} or {"type":"allowed_tools",...}`)
+	}
+	if obj.Namespace != "" {
+		obj.Name = flatName(obj.Namespace, obj.Name)
+	}
+	for i, t := range obj.Tools {
+		if t.Namespace != "" {
+			obj.Tools[i].Name = flatName(t.Namespace, t.Name)
+		}
 	}
 	switch obj.Type {
 	case "function":
@@ -513,8 +581,12 @@ type responsesItem struct {
 	Content   json.RawMessage `json:"content"`
 	CallID    string          `json:"call_id"`
 	Name      string          `json:"name"`
+	Namespace string          `json:"namespace"` // a function_call's, when its function is in a namespace
 	Arguments *string         `json:"arguments"`
 	Output    json.RawMessage `json:"output"`
+	// A reasoning item's summary and the provider's signature over it.
+	Summary          []contentPart `json:"summary"`
+	EncryptedContent *string       `json:"encrypted_content"`
 }
 
 // items reads input items (or a stored response's output items, which are
@@ -528,13 +600,24 @@ func (c *conversation) items(items []json.RawMessage, param string) error {
 		}
 		switch it.Type {
 		case "", "message":
+			if it.Role == "user" {
+				blocks, err := partsBlocks(it.Content, p+"/content", true)
+				if err != nil {
+					return err
+				}
+				if len(blocks) == 0 {
+					blocks = []gateway.Block{{Type: "text"}}
+				}
+				for _, b := range blocks {
+					c.add("user", b)
+				}
+				continue
+			}
 			text, err := partsText(it.Content, p+"/content")
 			if err != nil {
 				return err
 			}
 			switch it.Role {
-			case "user":
-				c.add("user", gateway.Block{Type: "text", Text: text})
 			case "assistant":
 				if text != "" {
 					c.add("assistant", gateway.Block{Type: "text", Text: text})
@@ -555,7 +638,11 @@ func (c *conversation) items(items []json.RawMessage, param string) error {
 			if !json.Valid([]byte(args)) {
 				return invalid(p+"/arguments", "arguments must be JSON text")
 			}
-			c.add("assistant", gateway.Block{Type: "tool_use", ID: it.CallID, Name: it.Name, Input: json.RawMessage(args)})
+			name := it.Name
+			if it.Namespace != "" {
+				name = flatName(it.Namespace, it.Name)
+			}
+			c.add("assistant", gateway.Block{Type: "tool_use", ID: it.CallID, Name: name, Input: json.RawMessage(args)})
 		case "function_call_output":
 			if it.CallID == "" {
 				return invalid(p+"/call_id", "a function_call_output item needs the call_id of its call")
@@ -566,7 +653,20 @@ func (c *conversation) items(items []json.RawMessage, param string) error {
 			}
 			c.add("user", gateway.Block{Type: "tool_result", ToolUseID: it.CallID, Text: text})
 		case "reasoning":
-			return refused(p+"/type", "reasoning items cannot be carried to a translated provider: leave them out of the input")
+			// Baton's own reasoning item: the thinking as its summary, the
+			// provider's signature as encrypted_content, a thinking block
+			// again. Another's (no signature) cannot be carried.
+			if it.EncryptedContent == nil || *it.EncryptedContent == "" {
+				return refused(p+"/encrypted_content", "a reasoning item without encrypted_content cannot be carried to a translated provider: leave it out of the input")
+			}
+			var text strings.Builder
+			for j, part := range it.Summary {
+				if part.Type != "summary_text" {
+					return invalid(fmt.Sprintf("%s/summary/%d/type", p, j), "a reasoning summary part must be summary_text")
+				}
+				text.WriteString(part.Text)
+			}
+			c.add("assistant", gateway.Block{Type: "thinking", Thinking: text.String(), Signature: *it.EncryptedContent})
 		case "item_reference":
 			return refused(p+"/type", "item references are not supported through this gateway: send the item itself, or continue with previous_response_id")
 		default:
@@ -577,34 +677,97 @@ func (c *conversation) items(items []json.RawMessage, param string) error {
 }
 
 // partsText reads content as text: a string, or an array of text parts
-// (input_text, output_text, and a refusal's words). Images, files and
-// audio are refused: no block of the gateway carries them.
+// (input_text, output_text, and a refusal's words). Other parts are
+// refused: only a user message carries images.
 func partsText(raw json.RawMessage, param string) (string, error) {
+	blocks, err := partsBlocks(raw, param, false)
+	if err != nil || len(blocks) == 0 {
+		return "", err
+	}
+	return blocks[0].Text, nil
+}
+
+// contentPart is a content part of an input item.
+type contentPart struct {
+	Type     string  `json:"type"`
+	Text     string  `json:"text"`
+	Refusal  string  `json:"refusal"`
+	ImageURL *string `json:"image_url"`
+	FileID   *string `json:"file_id"`
+	// detail (auto, low, high) is a resolution hint no other provider
+	// has: accepted, not carried (docs/api.md, Translation).
+}
+
+// partsBlocks reads content as blocks: consecutive text parts make one
+// text block; with images set (a user message), an input_image part is an
+// image block. Files and audio are refused: no block carries them.
+func partsBlocks(raw json.RawMessage, param string, images bool) ([]gateway.Block, error) {
 	if absent(raw) {
-		return "", nil
+		return nil, nil
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
+		return []gateway.Block{{Type: "text", Text: s}}, nil
 	}
-	var parts []struct {
-		Type    string `json:"type"`
-		Text    string `json:"text"`
-		Refusal string `json:"refusal"`
-	}
+	var parts []contentPart
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", invalid(param, "content must be a string or an array of content parts")
+		return nil, invalid(param, "content must be a string or an array of content parts")
 	}
-	var b strings.Builder
+	var out []gateway.Block
+	text := func(t string) {
+		if n := len(out); n > 0 && out[n-1].Type == "text" {
+			out[n-1].Text += t
+			return
+		}
+		out = append(out, gateway.Block{Type: "text", Text: t})
+	}
 	for j, pt := range parts {
+		p := fmt.Sprintf("%s/%d", param, j)
 		switch pt.Type {
 		case "input_text", "output_text", "text":
-			b.WriteString(pt.Text)
+			text(pt.Text)
 		case "refusal":
-			b.WriteString(pt.Refusal)
+			text(pt.Refusal)
+		case "input_image":
+			if !images {
+				return nil, refused(p+"/type", "image parts are taken in user messages only")
+			}
+			b, err := imageOf(pt, p)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, b)
 		default:
-			return "", refused(fmt.Sprintf("%s/%d/type", param, j), "content part type %q is not supported through this gateway: only text", pt.Type)
+			return nil, refused(p+"/type", "content part type %q is not supported through this gateway: only text and input_image", pt.Type)
 		}
 	}
-	return b.String(), nil
+	if len(out) == 0 {
+		out = []gateway.Block{{Type: "text"}}
+	}
+	return out, nil
+}
+
+// imageOf reads an input_image part: image_url as a base64 data: URL or an
+// http(s) URL the provider fetches. An uploaded file (file_id) is
+// OpenAI's own: refused.
+func imageOf(pt contentPart, param string) (gateway.Block, error) {
+	if pt.FileID != nil && *pt.FileID != "" {
+		return gateway.Block{}, refused(param+"/file_id", "an input_image by file_id is not supported through this gateway: send image_url, a base64 data: URL or an http(s) URL")
+	}
+	if pt.ImageURL == nil || *pt.ImageURL == "" {
+		return gateway.Block{}, invalid(param+"/image_url", "an input_image part needs an image_url")
+	}
+	u := *pt.ImageURL
+	if rest, ok := strings.CutPrefix(u, "data:"); ok {
+		meta, data, found := strings.Cut(rest, ",")
+		media, b64 := strings.CutSuffix(meta, ";base64")
+		if !found || !b64 || media == "" || data == "" {
+			return gateway.Block{}, invalid(param+"/image_url", "a data URL must be data:<media type>;base64,<data>")
+		}
+		return gateway.Block{Type: "image", MediaType: media, Data: data}, nil
+	}
+	if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
+		return gateway.Block{}, invalid(param+"/image_url", "an image_url must be https://, http:// or a base64 data: URL")
+	}
+	return gateway.Block{Type: "image", URL: u}, nil
 }

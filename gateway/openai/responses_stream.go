@@ -16,7 +16,10 @@ type ResponsesEmit func(event string, data any) error
 // item response.output_item.added, then its parts (a message's
 // response.content_part.added, response.output_text.delta or
 // response.refusal.delta, their .done and response.content_part.done) or
-// its arguments (response.function_call_arguments.delta and .done), then
+// its arguments (response.function_call_arguments.delta and .done) or a
+// reasoning item's summary (response.reasoning_summary_part.added,
+// response.reasoning_summary_text.delta and .done,
+// response.reasoning_summary_part.done), then
 // response.output_item.done; last response.completed (or
 // response.incomplete), or on a failure an error event and
 // response.failed. Every event carries its sequence_number, from 0.
@@ -27,6 +30,7 @@ type ResponsesStream struct {
 	seq  int
 
 	output  []any // the items so far, in output order
+	reason  *streamReasoning
 	msg     *streamMessage
 	calls   []*streamCall // the open function calls
 	byIndex map[int]*streamCall
@@ -40,6 +44,14 @@ type streamMessage struct {
 	parts []any
 	kind  string // the open part's type (output_text, refusal), "" when none is open
 	text  strings.Builder
+}
+
+// streamReasoning is the reasoning item being streamed: a thinking block.
+type streamReasoning struct {
+	at   int
+	id   string
+	text strings.Builder
+	sig  string
 }
 
 // streamCall is a function call item being streamed.
@@ -87,6 +99,14 @@ func (s *ResponsesStream) Start() error {
 // Delta sends what one delta adds. Usage and the stop reason are the
 // caller's: Close takes them.
 func (s *ResponsesStream) Delta(d gateway.Delta) error {
+	if d.Thinking != "" {
+		if err := s.think(d.Thinking); err != nil {
+			return err
+		}
+	}
+	if d.Signature != "" && s.reason != nil {
+		s.reason.sig += d.Signature
+	}
 	if d.Text != "" {
 		if err := s.write("output_text", d.Text); err != nil {
 			return err
@@ -103,9 +123,64 @@ func (s *ResponsesStream) Delta(d gateway.Delta) error {
 	return nil
 }
 
+// think adds thinking to the open reasoning item, opening it as needed
+// (a thinking block whose signature came is done: another opens).
+func (s *ResponsesStream) think(text string) error {
+	if s.reason != nil && s.reason.sig != "" {
+		if err := s.closeReasoning(); err != nil {
+			return err
+		}
+	}
+	if s.reason == nil {
+		if err := s.closeCalls(); err != nil {
+			return err
+		}
+		if err := s.closeMessage(ResponsesCompleted); err != nil {
+			return err
+		}
+		r := &streamReasoning{at: len(s.output), id: "rs_" + hexID()}
+		s.reason = r
+		item := newReasoning(r.id, "", "")
+		s.output = append(s.output, item)
+		if err := s.event("response.output_item.added", map[string]any{"output_index": r.at, "item": item}); err != nil {
+			return err
+		}
+		if err := s.event("response.reasoning_summary_part.added", map[string]any{"item_id": r.id, "output_index": r.at, "summary_index": 0,
+			"part": ResponsesSummary{Type: "summary_text", Text: ""}}); err != nil {
+			return err
+		}
+	}
+	r := s.reason
+	r.text.WriteString(text)
+	return s.event("response.reasoning_summary_text.delta", map[string]any{"item_id": r.id, "output_index": r.at, "summary_index": 0, "delta": text})
+}
+
+// closeReasoning ends the open reasoning item.
+func (s *ResponsesStream) closeReasoning() error {
+	r := s.reason
+	if r == nil {
+		return nil
+	}
+	s.reason = nil
+	text := r.text.String()
+	item := newReasoning(r.id, text, r.sig)
+	s.output[r.at] = item
+	if err := s.event("response.reasoning_summary_text.done", map[string]any{"item_id": r.id, "output_index": r.at, "summary_index": 0, "text": text}); err != nil {
+		return err
+	}
+	if err := s.event("response.reasoning_summary_part.done", map[string]any{"item_id": r.id, "output_index": r.at, "summary_index": 0,
+		"part": ResponsesSummary{Type: "summary_text", Text: text}}); err != nil {
+		return err
+	}
+	return s.event("response.output_item.done", map[string]any{"output_index": r.at, "item": item})
+}
+
 // write adds text to the open message's part of the given kind, opening
 // the message and the part as needed.
 func (s *ResponsesStream) write(kind, text string) error {
+	if err := s.closeReasoning(); err != nil {
+		return err
+	}
 	if err := s.closeCalls(); err != nil {
 		return err
 	}
@@ -197,6 +272,9 @@ func (s *ResponsesStream) toolCall(tc *gateway.ToolCallDelta) error {
 	}
 	c := s.byIndex[tc.Index]
 	if c == nil {
+		if err := s.closeReasoning(); err != nil {
+			return err
+		}
 		if err := s.closeMessage(ResponsesCompleted); err != nil {
 			return err
 		}
@@ -206,7 +284,7 @@ func (s *ResponsesStream) toolCall(tc *gateway.ToolCallDelta) error {
 		}
 		s.byIndex[tc.Index] = c
 		s.calls = append(s.calls, c)
-		item := ResponsesFunctionCall{Type: "function_call", ID: c.id, CallID: c.callID, Name: c.name, Arguments: "", Status: ResponsesInProgress}
+		item := s.obj.functionCall(c.id, c.callID, c.name, "", ResponsesInProgress)
 		s.output = append(s.output, item)
 		if err := s.event("response.output_item.added", map[string]any{"output_index": c.at, "item": item}); err != nil {
 			return err
@@ -228,9 +306,9 @@ func (s *ResponsesStream) closeCalls() error {
 		if strings.TrimSpace(args) == "" {
 			args = "{}" // a call without arguments, as OpenAI sends one
 		}
-		item := ResponsesFunctionCall{Type: "function_call", ID: c.id, CallID: c.callID, Name: c.name, Arguments: args, Status: ResponsesCompleted}
+		item := s.obj.functionCall(c.id, c.callID, c.name, args, ResponsesCompleted)
 		s.output[c.at] = item
-		if err := s.event("response.function_call_arguments.done", map[string]any{"item_id": c.id, "output_index": c.at, "name": c.name, "arguments": args}); err != nil {
+		if err := s.event("response.function_call_arguments.done", map[string]any{"item_id": c.id, "output_index": c.at, "name": item.Name, "arguments": args}); err != nil {
 			return err
 		}
 		if err := s.event("response.output_item.done", map[string]any{"output_index": c.at, "item": item}); err != nil {
@@ -246,7 +324,10 @@ func (s *ResponsesStream) closeCalls() error {
 // soon as the client has it finds it.)
 func (s *ResponsesStream) Close(stop string, usage *ResponsesUsage, at time.Time) (*ResponsesObject, error) {
 	status, _ := statusOf(stop)
-	err := s.closeCalls()
+	err := s.closeReasoning()
+	if err == nil {
+		err = s.closeCalls()
+	}
 	if err == nil {
 		err = s.closeMessage(status)
 	}
@@ -272,6 +353,9 @@ func (s *ResponsesStream) Terminal() error {
 // message as the front's errors give them), then response.failed with what
 // was sent so far, unfinished items marked incomplete. It is not stored.
 func (s *ResponsesStream) Fail(code, message string, usage *ResponsesUsage) error {
+	if r := s.reason; r != nil {
+		s.output[r.at] = newReasoning(r.id, r.text.String(), r.sig)
+	}
 	if s.msg != nil {
 		m := s.msg
 		parts := m.parts
@@ -281,7 +365,7 @@ func (s *ResponsesStream) Fail(code, message string, usage *ResponsesUsage) erro
 		s.output[m.at] = ResponsesMessage{Type: "message", ID: m.id, Status: ResponsesIncomplete, Role: "assistant", Content: parts}
 	}
 	for _, c := range s.calls {
-		s.output[c.at] = ResponsesFunctionCall{Type: "function_call", ID: c.id, CallID: c.callID, Name: c.name, Arguments: c.args.String(), Status: ResponsesIncomplete}
+		s.output[c.at] = s.obj.functionCall(c.id, c.callID, c.name, c.args.String(), ResponsesIncomplete)
 	}
 	failed := "server_error"
 	if strings.Contains(code, "rate_limit") {

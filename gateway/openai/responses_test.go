@@ -61,6 +61,65 @@ func TestDecodeResponsesRequest(t *testing.T) {
 	}
 }
 
+// input_image parts of a user message are image blocks: a data: URL's
+// media type and data, or the URL; detail is not carried.
+func TestDecodeResponsesRequestImages(t *testing.T) {
+	c, err := DecodeResponsesRequest([]byte(`{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"what"},{"type":"input_text","text":" is it?"},
+		{"type":"input_image","image_url":"data:image/png;base64,AAAA","detail":"high"},{"type":"input_image","image_url":"https://x/y.png"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []gateway.Block{{Type: "text", Text: "what is it?"}, {Type: "image", MediaType: "image/png", Data: "AAAA"}, {Type: "image", URL: "https://x/y.png"}}
+	if m := c.Request.Messages; len(m) != 1 || !slices.EqualFunc(m[0].Content, want, func(a, b gateway.Block) bool {
+		return a.Type == b.Type && a.Text == b.Text && a.MediaType == b.MediaType && a.Data == b.Data && a.URL == b.URL
+	}) {
+		t.Fatalf("messages %+v", m)
+	}
+}
+
+// A namespace's functions go to the provider as plain functions named
+// namespace__name; a call of one comes back as a function_call with its
+// namespace and own name, and such a call sent back is the same tool use.
+func TestResponsesNamespaceTools(t *testing.T) {
+	c, err := DecodeResponsesRequest([]byte(`{"model":"m","tools":[{"type":"function","name":"exec"},
+		{"type":"namespace","name":"multi_agent_v1","description":"Sub-agents.","tools":[{"type":"function","name":"spawn_agent","description":"Spawn one.","parameters":{"type":"object"}}]}],
+		"tool_choice":{"type":"function","name":"spawn_agent","namespace":"multi_agent_v1"},
+		"input":[{"role":"user","content":"go"},{"type":"function_call","call_id":"c1","namespace":"multi_agent_v1","name":"spawn_agent","arguments":"{}"},
+		{"type":"function_call_output","call_id":"c1","output":"ok"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Request
+	if len(r.Tools) != 2 || r.Tools[1].Name != "multi_agent_v1__spawn_agent" || r.Tools[1].Description != "Spawn one.\n\n(multi_agent_v1: Sub-agents.)" ||
+		r.ToolChoice.Name != "multi_agent_v1__spawn_agent" || r.Messages[1].Content[0].Name != "multi_agent_v1__spawn_agent" {
+		t.Fatalf("request %+v", r)
+	}
+	o := c.Object("resp_1", time.Unix(1, 0), "p:m")
+	o.Complete(&gateway.Response{Content: []gateway.Block{{Type: "tool_use", ID: "c2", Name: "multi_agent_v1__spawn_agent", Input: json.RawMessage(`{"a":1}`)},
+		{Type: "tool_use", ID: "c3", Name: "exec"}}, StopReason: gateway.StopToolUse}, nil, nil, time.Unix(2, 0))
+	a, b := o.Output[0].(ResponsesFunctionCall), o.Output[1].(ResponsesFunctionCall)
+	if a.Name != "spawn_agent" || a.Namespace != "multi_agent_v1" || b.Name != "exec" || b.Namespace != "" || strings.Contains(jsonText(t, b), "namespace") {
+		t.Fatalf("output %s", jsonText(t, o.Output))
+	}
+	s := NewResponsesStream(c.Object("resp_2", time.Unix(1, 0), "p:m"), nil, (&collect{}).emit)
+	s.Delta(gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: 0, ID: "c4", Name: "multi_agent_v1__spawn_agent", Arguments: "{}"}})
+	final, _ := s.Close(gateway.StopToolUse, nil, time.Unix(2, 0))
+	if fc := final.Output[0].(ResponsesFunctionCall); fc.Name != "spawn_agent" || fc.Namespace != "multi_agent_v1" {
+		t.Fatalf("streamed %+v", fc)
+	}
+	for _, tc := range []struct{ body, param string }{
+		{`{"model":"m","input":"x","tools":[{"type":"namespace","name":"ns","tools":[{"type":"custom","name":"exec"}]}]}`, "tools/0/tools/0/type"},
+		{`{"model":"m","input":"x","tools":[{"type":"namespace","name":"ns","tools":[]}]}`, "tools/0/tools"},
+		{`{"model":"m","input":"x","tools":[{"type":"namespace","name":"n.s","tools":[{"type":"function","name":"f"}]}]}`, "tools/0/name"},
+		{`{"model":"m","input":"x","tools":[{"type":"namespace","name":"` + strings.Repeat("n", 40) + `","tools":[{"type":"function","name":"` + strings.Repeat("f", 30) + `"}]}]}`, "tools/0/tools/0/name"},
+		{`{"model":"m","input":"x","tools":[{"type":"function","name":"ns__f"},{"type":"namespace","name":"ns","tools":[{"type":"function","name":"f"}]}]}`, "tools/1/name"},
+	} {
+		if _, err := DecodeResponsesRequest([]byte(tc.body)); err == nil || param(err) != tc.param {
+			t.Errorf("%s: %v (param %q, want %q)", tc.body, err, param(err), tc.param)
+		}
+	}
+}
+
 func TestDecodeResponsesRequestFormats(t *testing.T) {
 	c, err := DecodeResponsesRequest([]byte(`{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"reply","schema":{"type":"object"},"strict":true}}}`))
 	if err != nil || c.Request.Output == nil || c.Request.Output.Name != "reply" || !c.Request.Output.Strict || !c.Request.NeedsJSON {
@@ -86,11 +145,16 @@ func TestDecodeResponsesRequestRefusals(t *testing.T) {
 		{`{"model":"m","input":"x","top_logprobs":2}`, "top_logprobs"},
 		{`{"model":"m","input":"x","service_tier":"flex"}`, "service_tier"},
 		{`{"model":"m","input":"x","text":{"verbosity":"low"}}`, "text/verbosity"},
-		{`{"model":"m","input":"x","reasoning":{"summary":"auto"}}`, "reasoning/summary"},
+		{`{"model":"m","input":[{"type":"reasoning","summary":[]},{"role":"user","content":"x"}]}`, "input/0/encrypted_content"},
+		{`{"model":"m","input":[{"type":"reasoning","summary":[{"type":"other"}],"encrypted_content":"s"}]}`, "input/0/summary/0/type"},
 		{`{"model":"m","input":"x","include":["something.new"]}`, "include/0"},
 		{`{"model":"m","input":"x","tool_choice":{"type":"web_search_preview"},"tools":[{"type":"function","name":"f"}]}`, "tool_choice/type"},
 		{`{"model":"m","input":"x","tool_choice":"required"}`, "tool_choice"},
 		{`{"model":"m","input":[{"role":"user","content":[{"type":"input_file","file_id":"file_1"}]}]}`, "input/0/content/0/type"},
+		{`{"model":"m","input":[{"role":"user","content":[{"type":"input_image","file_id":"file_1"}]}]}`, "input/0/content/0/file_id"},
+		{`{"model":"m","input":[{"role":"user","content":[{"type":"input_image","image_url":"ftp://x/y.png"}]}]}`, "input/0/content/0/image_url"},
+		{`{"model":"m","input":[{"role":"user","content":[{"type":"input_image","image_url":"data:image/png,abc"}]}]}`, "input/0/content/0/image_url"},
+		{`{"model":"m","input":[{"role":"assistant","content":[{"type":"input_image","image_url":"https://x/y.png"}]}]}`, "input/0/content/0/type"},
 		{`{"model":"m","input":[{"type":"item_reference","id":"msg_1"}]}`, "input/0/type"},
 		{`{"model":"m","input":[{"type":"web_search_call","id":"ws_1"}]}`, "input/0/type"},
 		{`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{oops"}]}`, "input/0/arguments"},
@@ -202,6 +266,44 @@ func TestResponsesStreamGrammar(t *testing.T) {
 	}
 }
 
+// Thinking streams as a reasoning item, its summary the thinking and its
+// encrypted_content the signature; the text after it as a message.
+func TestResponsesStreamReasoning(t *testing.T) {
+	s, c := newTestStream(t, `{"model":"p:m","input":"x","reasoning":{"effort":"low","summary":"auto"}}`)
+	s.Start()
+	s.Delta(gateway.Delta{Thinking: "Let me "})
+	s.Delta(gateway.Delta{Thinking: "think."})
+	s.Delta(gateway.Delta{Signature: "sig"})
+	s.Delta(gateway.Delta{Text: "Four."})
+	final, err := s.Close(gateway.StopEndTurn, nil, time.Unix(2, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"response.created", "response.in_progress",
+		"response.output_item.added", "response.reasoning_summary_part.added", "response.reasoning_summary_text.delta", "response.reasoning_summary_text.delta",
+		"response.reasoning_summary_text.done", "response.reasoning_summary_part.done", "response.output_item.done",
+		"response.output_item.added", "response.content_part.added", "response.output_text.delta", "response.output_text.done",
+		"response.content_part.done", "response.output_item.done"}
+	if got := c.types(); !slices.Equal(got, want) {
+		t.Fatalf("events\n%q\nwant\n%q", got, want)
+	}
+	if got := jsonText(t, c.events[8]["item"]); !strings.HasPrefix(got, `{"encrypted_content":"sig","id":"rs_`) || !strings.HasSuffix(got, `,"summary":[{"text":"Let me think.","type":"summary_text"}],"type":"reasoning"}`) {
+		t.Fatalf("reasoning item %s", got)
+	}
+	if len(final.Output) != 2 || final.Output[0].(ResponsesReasoningItem).Summary[0].Text != "Let me think." || *final.Reasoning.Summary != "auto" {
+		t.Fatalf("final %+v", final)
+	}
+}
+
+func jsonText(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // A structured answer sent as the schema's tool (Anthropic) streams as
 // the message's text.
 func TestResponsesStreamStructuredAnswer(t *testing.T) {
@@ -246,6 +348,18 @@ func TestResponsesObjectComplete(t *testing.T) {
 	if len(o.Output) != 2 || o.Status != ResponsesCompleted || o.Output[1].(ResponsesFunctionCall).CallID != "c1" || o.Metadata["k"] != "v" {
 		t.Fatalf("%+v", o)
 	}
+	// Thinking is a reasoning item; a reasoning item sent back is the
+	// thinking block again.
+	o = call.Object("resp_r", time.Unix(1, 0), "p:m")
+	o.Complete(&gateway.Response{Content: []gateway.Block{{Type: "thinking", Thinking: "hmm", Signature: "sig"}, {Type: "text", Text: "ok"}}, StopReason: gateway.StopEndTurn}, nil, nil, time.Unix(2, 0))
+	item := jsonText(t, o.Output[0])
+	if len(o.Output) != 2 || !strings.Contains(item, `"summary":[{"type":"summary_text","text":"hmm"}],"encrypted_content":"sig"`) {
+		t.Fatalf("%s", jsonText(t, o.Output))
+	}
+	back, err := DecodeResponsesRequest([]byte(`{"model":"m","input":[{"role":"user","content":"x"},` + item + `,{"role":"user","content":"y"}]}`))
+	if err != nil || len(back.Request.Messages) != 3 || jsonText(t, back.Request.Messages[1].Content) != `[{"type":"thinking","thinking":"hmm","signature":"sig"}]` {
+		t.Fatalf("sent back: %+v %v", back, err)
+	}
 	o = call.Object("resp_2", time.Unix(1, 0), "p:m")
 	o.Complete(&gateway.Response{Content: []gateway.Block{{Type: "text", Text: "cut"}}, StopReason: gateway.StopMaxTokens}, nil, nil, time.Unix(2, 0))
 	if o.Status != ResponsesIncomplete || o.IncompleteDetails.Reason != "max_output_tokens" || o.Output[0].(ResponsesMessage).Status != ResponsesIncomplete {
@@ -271,6 +385,9 @@ func FuzzDecodeResponsesRequest(f *testing.F) {
 		`{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"n","schema":{"type":"object"}}},"previous_response_id":"resp_0"}`,
 		`{"model":"m","input":[{"role":"assistant","content":[{"type":"refusal","refusal":"no"}]},{"role":"user","content":""}]}`,
 		`{"model":"m","input":[{"type":"reasoning"}]}`,
+		`{"model":"m","input":[{"type":"function_call","call_id":"c","namespace":"ns","name":"f","arguments":"{}"}],"tools":[{"type":"namespace","name":"ns","description":"d","tools":[{"type":"function","name":"f"}]}],"tool_choice":{"type":"function","namespace":"ns","name":"f"}}`,
+		`{"model":"m","reasoning":{"effort":"low","summary":"auto"},"include":["reasoning.encrypted_content"],"input":[{"role":"user","content":"x"},{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"t"}],"encrypted_content":"sig"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a"}]}]}`,
+		`{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"a"},{"type":"input_image","image_url":"data:image/png;base64,AAAA","detail":"low"},{"type":"input_image","image_url":"https://x/y.png"}]}]}`,
 		`{"model":"m","input":7}`,
 		`[]`, `null`, `{}`, ``,
 	} {
