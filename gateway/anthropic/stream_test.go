@@ -137,6 +137,8 @@ func FuzzSSEStreams(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, st := range []gateway.Stream{
 			&anStream{name: "f", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(string(b)))},
+			// The passthrough parser reads the same untrusted bytes.
+			&anRawStream{name: "f", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(string(b)))},
 		} {
 			for i := 0; ; i++ {
 				if i > len(b)+2 {

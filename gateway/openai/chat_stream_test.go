@@ -108,9 +108,13 @@ func FuzzSSEStreams(f *testing.F) {
 	f.Add([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3}}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"))
 	f.Add([]byte("data: {\"error\":{\"message\":\"x\"}}\n\n"))
 	f.Add([]byte("data: not json\n\n"))
+	f.Add([]byte("event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0}\n\nevent: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"hi\"}\n\nevent: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"status\":\"completed\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, st := range []gateway.Stream{
 			&oaStream{name: "f", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(string(b)))},
+			// The passthrough parsers read the same untrusted bytes.
+			&oaRawStream{name: "f", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(string(b)))},
+			&respRawStream{name: "f", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(string(b)))},
 		} {
 			for i := 0; ; i++ {
 				if i > len(b)+2 {
