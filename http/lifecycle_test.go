@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -592,6 +593,33 @@ func TestAccessLog(t *testing.T) {
 	}
 	if strings.Contains(buf.String(), e.tenantA) || strings.Contains(buf.String(), "secret-approver-name") || strings.Contains(buf.String(), id) {
 		t.Fatalf("the log holds a key, a body or an id:\n%s", buf.String())
+	}
+}
+
+// TestModelFrontRoutes: the model fronts' POSTs, served before the
+// router, are logged with their route as the router's are; another method
+// on their path, or the path with a trailing slash, is still the router's.
+func TestModelFrontRoutes(t *testing.T) {
+	var logs syncBuffer
+	envLog = &logs
+	t.Cleanup(func() { envLog = nil })
+	e := localEnv(t)
+	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"messages": []any{}}), 400)
+	e.must(e.do("GET", "/v1/chat/completions", e.tenantA, nil), 405)
+	e.must(e.do("POST", "/v1/messages/", e.tenantA, map[string]any{}), 404)
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var l struct {
+			Message, Route, Tenant string
+			Status                 int
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Message == "request" {
+			got = append(got, fmt.Sprintf("%s %s %d", l.Route, l.Tenant, l.Status))
+		}
+	}
+	want := []string{"/v1/chat/completions a 400", "unmatched  405", "unmatched  404"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("access log %q, want %q", got, want)
 	}
 }
 

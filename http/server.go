@@ -84,6 +84,10 @@ type Server struct {
 	streamIdle    time.Duration
 	ledger        *ledger.Services
 	router        *mux.Router
+	// posts holds the model fronts' POST paths, served without the
+	// router's walk over every route: that walk cost about 30 µs of a
+	// call's first byte on an idle core.
+	posts map[string]http.Handler
 }
 
 // NewServer builds the router.
@@ -127,6 +131,7 @@ func NewServer(cfg Config) *Server {
 	s := &Server{
 		budgets: cfg.Budgets, tasks: cfg.Tasks, usage: cfg.Usage, ownsUsage: ownsUsage, store: cfg.Store, proj: cfg.Projections, scanner: cfg.Scanner, catalog: cfg.Catalog, log: cfg.Log, version: cfg.Version,
 		maxBody: cfg.MaxBody, maxModelBody: cfg.MaxModelBody, streamIdle: cfg.StreamIdle, ledger: cfg.Ledger, router: mux.NewRouter(),
+		posts: map[string]http.Handler{},
 	}
 	s.caller = &gateway.Caller{Budgets: cfg.Budgets, Usage: cfg.Usage, StreamIdle: cfg.StreamIdle, CommitAfter: func() time.Duration { return pingEvery }}
 	rt := s.router
@@ -137,6 +142,10 @@ func NewServer(cfg Config) *Server {
 		s.noRoute(w, r, notAllowed(r))
 	})
 	rt.Use(recordRoute)
+	post := func(path string, h http.HandlerFunc) {
+		rt.HandleFunc(path, h).Methods(http.MethodPost)
+		s.posts[path] = h
+	}
 	rt.HandleFunc("/healthz", s.health).Methods(http.MethodGet)
 	rt.HandleFunc("/v1/openapi.json", s.openAPI).Methods(http.MethodGet)
 
@@ -163,17 +172,17 @@ func NewServer(cfg Config) *Server {
 		rt.HandleFunc("/v1/models/route/preview", s.withKeyAs(adminOnly, openaiErrors, s.routePreview)).Methods(http.MethodPost)
 		rt.HandleFunc("/v1/models/infrastructure", s.withKeyAs(adminOnly, openaiErrors, s.infrastructure)).Methods(http.MethodGet)
 		rt.HandleFunc("/v1/models/{id:.+}", s.withKeyAs(anyKey, modelErrors, s.getModel)).Methods(http.MethodGet) // after the fixed /v1/models/* paths
-		rt.HandleFunc("/v1/generate", s.withKey(anyKey, s.withIdempotency("generate", s.generate))).Methods(http.MethodPost)
+		post("/v1/generate", s.withKey(anyKey, s.withIdempotency("generate", s.generate)))
 		rt.HandleFunc("/v1/capabilities", s.withKey(anyKey, s.capabilities)).Methods(http.MethodGet)
 		rt.HandleFunc("/v1/agent-plans", s.withKey(anyKey, s.withIdempotency("agent-plans", s.createPlan))).Methods(http.MethodPost)
 		rt.HandleFunc("/v1/agent-plans/{planId}", s.withKey(anyKey, s.getPlan)).Methods(http.MethodGet)
 		rt.HandleFunc("/v1/admin/budgets/{tenant}", s.withKey(adminOnly, s.getBudget)).Methods(http.MethodGet)
 		rt.HandleFunc("/v1/admin/budgets/{tenant}", s.withKey(adminOnly, s.putBudget)).Methods(http.MethodPut)
-		rt.HandleFunc("/v1/chat/completions", s.withKeyAs(anyKey, openaiErrors, s.chatCompletions)).Methods(http.MethodPost)
-		rt.HandleFunc("/v1/responses", s.withKeyAs(anyKey, openaiErrors, s.responses)).Methods(http.MethodPost)
+		post("/v1/chat/completions", s.withKeyAs(anyKey, openaiErrors, s.chatCompletions))
+		post("/v1/responses", s.withKeyAs(anyKey, openaiErrors, s.responses))
 		rt.HandleFunc("/v1/responses/{id}", s.withKeyAs(anyKey, openaiErrors, s.getResponse)).Methods(http.MethodGet)
-		rt.HandleFunc("/v1/messages", s.withKeyAs(anyKey, anthropicErrors, s.messages)).Methods(http.MethodPost)
-		rt.HandleFunc("/v1/messages/count_tokens", s.withKeyAs(anyKey, anthropicErrors, s.countTokens)).Methods(http.MethodPost)
+		post("/v1/messages", s.withKeyAs(anyKey, anthropicErrors, s.messages))
+		post("/v1/messages/count_tokens", s.withKeyAs(anyKey, anthropicErrors, s.countTokens))
 	}
 	return s
 }
@@ -188,7 +197,23 @@ func (s *Server) Close() {
 
 // Handler is the whole front with its middleware.
 func (s *Server) Handler() http.Handler {
-	return withBodyDeadline(s.withRequestID(s.withAccessLog(s.withRecover(s.router))))
+	return withBodyDeadline(s.withRequestID(s.withAccessLog(s.withRecover(http.HandlerFunc(s.route)))))
+}
+
+// route serves the model fronts' POSTs at once and the rest through the
+// router. Their paths are fixed, so a path the router would clean or
+// redirect, or another method, still goes to the router.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost {
+		if h, ok := s.posts[r.URL.Path]; ok {
+			if rec, ok := w.(*statusRecorder); ok {
+				rec.route = r.URL.Path // as recordRoute sets it: the template is the path
+			}
+			h.ServeHTTP(w, r)
+			return
+		}
+	}
+	s.router.ServeHTTP(w, r)
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
