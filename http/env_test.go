@@ -32,6 +32,7 @@ type env struct {
 	srv      *httptest.Server
 	store    *bolt.Store
 	proj     *projections.Runner
+	front    *batonhttp.Server
 	dir      string
 	admin    string
 	tenantA  string
@@ -99,7 +100,7 @@ func newEnvStore(t testing.TB, catalog *gateway.Catalog, wrap func(eventstore.St
 	front := batonhttp.NewServer(batonhttp.Config{Store: frontStore, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, Log: log, Version: "test", MaxBody: 64 << 10, StreamIdle: envStreamIdle})
 	var e *env
 	srv := httptest.NewServer(checkOpenAPI(func() testing.TB { return e.t }, front.Handler()))
-	e = &env{t: t, srv: srv, store: store, proj: proj, dir: dir, catalog: catalog, budgets: budgets}
+	e = &env{t: t, srv: srv, store: store, proj: proj, front: front, dir: dir, catalog: catalog, budgets: budgets}
 	t.Cleanup(func() {
 		srv.Close()
 		front.Close()

@@ -16,3 +16,12 @@ func SetPingEvery(d time.Duration) (restore func()) {
 	pingEvery = d
 	return func() { pingEvery = old }
 }
+
+// SetLedgerWaitHook sets what runs each time a ledger read found nothing new
+// and is about to wait, for one test (not a parallel one), and returns the
+// function that restores it.
+func SetLedgerWaitHook(f func()) (restore func()) {
+	old := ledgerWaitHook
+	ledgerWaitHook = f
+	return func() { ledgerWaitHook = old }
+}

@@ -275,23 +275,108 @@ func contains[T comparable](xs []T, x T) bool {
 	return false
 }
 
+// maxLedgerWait caps GET .../ledger?wait=: a longer hold is more likely cut
+// by a proxy than answered.
+const maxLedgerWait = 60 * time.Second
+
+// ledgerWaitHook, when set (tests only), runs each time a ledger read found
+// nothing past after and is about to wait.
+var ledgerWaitHook func()
+
+// ledgerQuery reads after (the last seq the client has) and wait (a Go
+// duration, or whole seconds).
+func ledgerQuery(r *http.Request) (after uint64, wait time.Duration, err error) {
+	q := r.URL.Query()
+	var bad []domain.FieldError
+	if v := q.Get("after"); v != "" {
+		n, perr := strconv.ParseUint(v, 10, 64)
+		if perr != nil {
+			bad = append(bad, domain.FieldError{Pointer: "query:after", Code: "invalid_integer", Message: "must be a non-negative integer: the last seq the client has"})
+		}
+		after = n
+	}
+	if v := q.Get("wait"); v != "" {
+		d, perr := time.ParseDuration(v)
+		if n, aerr := strconv.Atoi(v); aerr == nil {
+			d, perr = time.Duration(n)*time.Second, nil
+		}
+		switch {
+		case perr != nil:
+			bad = append(bad, domain.FieldError{Pointer: "query:wait", Code: "invalid_duration", Message: "must be a duration such as 30s, or whole seconds"})
+		case d < 0 || d > maxLedgerWait:
+			bad = append(bad, domain.FieldError{Pointer: "query:wait", Code: "out_of_range", Message: "must be from 0 to " + maxLedgerWait.String()})
+		}
+		wait = d
+	}
+	if len(bad) > 0 {
+		msg := bad[0].Pointer + ": " + bad[0].Message
+		if len(bad) > 1 {
+			msg = "2 query parameters are invalid; see fields"
+		}
+		return 0, 0, &domain.Error{Op: "ledger.read", Kind: domain.KindBadRequest, Code: "invalid_query", Message: msg, Fields: bad}
+	}
+	return after, wait, nil
+}
+
 func (s *Server) getLedger(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["handoffId"]
-	view, err := s.visibleContract(w, r, id) // also the tenant check
+	after, wait, err := ledgerQuery(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	entries, err := s.proj.Ledger(id)
-	var q *projections.QuarantinedError
-	if errors.As(err, &q) {
-		err = quarantinedProblem(q) // quarantined since visibleContract read it
-	}
+	view, err := s.visibleContract(w, r, id) // also the tenant check, before any wait
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	// State and head come from the last event shown, not from the contract
+	var deadline <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		deadline = t.C
+	}
+	last := wait == 0 // answer what this read finds
+	for {
+		// Subscribe before reading: an event applied between the read and
+		// the wait closes changed, so it is never missed.
+		changed := s.proj.Changed()
+		pos := s.proj.Checkpoint()
+		entries, err := s.proj.Ledger(id)
+		var q *projections.QuarantinedError
+		if errors.As(err, &q) {
+			err = quarantinedProblem(q) // quarantined since visibleContract read it
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if last || len(entries) > 0 && entries[len(entries)-1].Seq > after {
+			if wait > 0 {
+				setPosition(w, pos) // the read models moved while it waited
+			}
+			writeLedger(w, id, view, entries, after)
+			return
+		}
+		if ledgerWaitHook != nil {
+			ledgerWaitHook()
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			last = true // one more read, then answer, empty or not
+		case <-s.stopWaits:
+			last = true
+		case <-r.Context().Done():
+			return // the client is gone: nobody to answer
+		}
+	}
+}
+
+// writeLedger answers the trail: state, head and chain from the whole trail,
+// events only those past after.
+func writeLedger(w http.ResponseWriter, id string, view json.RawMessage, entries []domain.LedgerEntry, after uint64) {
+	// State and head come from the trail's last event, not from the contract
 	// view, a second read that a callback landing in between could make
 	// newer than the events.
 	var v struct {
@@ -312,8 +397,17 @@ func (s *Server) getLedger(w http.ResponseWriter, r *http.Request) {
 	if br := domain.VerifyChain(id, recs); br != nil {
 		chain = map[string]any{"intact": false, "firstBreak": map[string]any{"seq": br.Seq, "type": br.Type, "reason": br.Reason}}
 	}
+	shown := entries
+	if after > 0 {
+		shown = []domain.LedgerEntry{}
+		for _, e := range entries {
+			if e.Seq > after {
+				shown = append(shown, e)
+			}
+		}
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"handoffId": id, "state": v.State, "events": entries, "head": v.LedgerHead, "chain": chain,
+		"handoffId": id, "state": v.State, "events": shown, "head": v.LedgerHead, "chain": chain,
 		"genesisHash": domain.GenesisHash(id),
 	})
 }

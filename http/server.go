@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -88,6 +89,10 @@ type Server struct {
 	// router's walk over every route: that walk cost about 30 µs of a
 	// call's first byte on an idle core.
 	posts map[string]http.Handler
+	// stopWaits is closed at shutdown: waiting ledger reads answer at once
+	// rather than hold the server's shutdown for their whole wait.
+	stopWaits chan struct{}
+	stopOnce  sync.Once
 }
 
 // NewServer builds the router.
@@ -128,7 +133,7 @@ func NewServer(cfg Config) *Server {
 	if cfg.StreamIdle <= 0 {
 		cfg.StreamIdle = DefaultStreamIdle
 	}
-	s := &Server{
+	s := &Server{stopWaits: make(chan struct{}),
 		budgets: cfg.Budgets, tasks: cfg.Tasks, usage: cfg.Usage, ownsUsage: ownsUsage, store: cfg.Store, proj: cfg.Projections, scanner: cfg.Scanner, catalog: cfg.Catalog, log: cfg.Log, version: cfg.Version,
 		maxBody: cfg.MaxBody, maxModelBody: cfg.MaxModelBody, streamIdle: cfg.StreamIdle, ledger: cfg.Ledger, router: mux.NewRouter(),
 		posts: map[string]http.Handler{},
@@ -186,6 +191,11 @@ func NewServer(cfg Config) *Server {
 	}
 	return s
 }
+
+// StopWaits ends every waiting ledger read (GET .../ledger?wait=): each
+// answers what it has. Register it with http.Server.RegisterOnShutdown, as
+// Shutdown does not cancel the requests it waits for.
+func (s *Server) StopWaits() { s.stopOnce.Do(func() { close(s.stopWaits) }) }
 
 // Close stops what the server started (the usage writer, after appending
 // what it holds). Call it after the HTTP server has shut down.

@@ -243,6 +243,15 @@ func (r *Runner) wake() {
 	r.notifyMu.Unlock()
 }
 
+// Changed returns a channel closed when the read models next move (or the
+// runner fails). Take it before reading: a commit that lands after the read
+// still closes it, so a waiting reader cannot miss it.
+func (r *Runner) Changed() <-chan struct{} {
+	r.notifyMu.Lock()
+	defer r.notifyMu.Unlock()
+	return r.notify
+}
+
 // ErrBehind is returned by WaitFor when the read models did not reach the
 // position in time.
 var ErrBehind = errors.New("projections: read models are behind the store")

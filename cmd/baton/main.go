@@ -259,6 +259,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	})
 	defer front.Close() // after Shutdown: appends the usage events it still holds
 	srv := newHTTPServer(front.Handler())
+	srv.RegisterOnShutdown(front.StopWaits)
 	// The read models and the follower stop after the HTTP server has shut
 	// down (the deferred stopRunner), not with ctx: stopped with it, they
 	// could end first and a clean stop would read as their failure.

@@ -1,0 +1,284 @@
+package http_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	batonhttp "github.com/batonhq/baton/http"
+)
+
+// guard bounds a request that should answer long before its wait ends: a
+// failure guard only, never a timing assertion.
+const guard = 30 * time.Second
+
+// waitLedger GETs the ledger with the query, failing (not hanging) when the
+// answer does not come within guard. Safe off the test goroutine.
+func waitLedger(e *env, id, key, query string) (response, error) {
+	req, err := http.NewRequest("GET", e.srv.URL+"/v1/executions/"+id+"/ledger?"+query, nil)
+	if err != nil {
+		return response{}, err
+	}
+	req.Header.Set("x-api-key", key)
+	resp, err := (&http.Client{Timeout: guard}).Do(req)
+	if err != nil {
+		return response{}, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	out := response{status: resp.StatusCode, header: resp.Header, raw: raw}
+	json.Unmarshal(raw, &out.body)
+	return out, err
+}
+
+// seqs lists the seq of each event answered.
+func seqs(r response) []int {
+	evs, _ := r.body["events"].([]any)
+	out := []int{}
+	for _, ev := range evs {
+		m, _ := ev.(map[string]any)
+		f, _ := m["seq"].(float64)
+		out = append(out, int(f))
+	}
+	return out
+}
+
+// approve posts an approval without the test's *testing.T, so that a
+// handler's hook may call it; it returns the Baton-Position answered.
+func approve(e *env, id, key string) (string, error) {
+	b, _ := json.Marshal(approveBody())
+	req, _ := http.NewRequest("POST", e.srv.URL+"/v1/executions/"+id+"/approval", bytes.NewReader(b))
+	req.Header.Set("x-api-key", key)
+	resp, err := (&http.Client{Timeout: guard}).Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != 200 {
+		return "", fmt.Errorf("approval: status %d", resp.StatusCode)
+	}
+	return resp.Header.Get(batonhttp.PositionHeader), nil
+}
+
+// mustLedger fails the test unless the read answered 200.
+func mustLedger(t *testing.T) func(response, error) response {
+	return func(r response, err error) response {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.status != 200 {
+			t.Fatalf("status %d: %s", r.status, r.raw)
+		}
+		return r
+	}
+}
+
+// TestLedgerWaitAlreadyThere: events past after answer at once; without
+// wait, after only filters.
+func TestLedgerWaitAlreadyThere(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	r := mustLedger(t)(waitLedger(e, id, e.tenantA, "after=0&wait=60s"))
+	if got := seqs(r); len(got) != 1 || got[0] != 1 || r.str("head.seq") != "1" {
+		t.Fatalf("after=0: events %v, head %s", got, r.str("head"))
+	}
+	r = mustLedger(t)(waitLedger(e, id, e.tenantA, "after=1"))
+	if got := seqs(r); len(got) != 0 || r.str("head.seq") != "1" || r.str("chain.intact") != "true" {
+		t.Fatalf("after=1 without wait: events %v, head %s, chain %s", got, r.str("head"), r.str("chain"))
+	}
+	if _, err := approve(e, id, e.tenantA); err != nil {
+		t.Fatal(err)
+	}
+	r = mustLedger(t)(waitLedger(e, id, e.tenantA, "after=1&wait=60"))
+	if got := seqs(r); len(got) != 1 || got[0] != 2 || r.str("head.seq") != "2" || r.str("state") != "approval_decided" {
+		t.Fatalf("after=1: events %v, head %s, state %s", got, r.str("head"), r.str("state"))
+	}
+	// Another tenant's handoff is absent at once, before any wait.
+	if r, err := waitLedger(e, id, e.tenantB, "after=5&wait=60s"); err != nil || r.status != 404 {
+		t.Fatalf("other tenant: %d %v", r.status, err)
+	}
+}
+
+// TestLedgerWaitWokenByCallback: a callback posted while the read waits
+// wakes it with the new event.
+func TestLedgerWaitWokenByCallback(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	waiting := make(chan struct{}, 1)
+	defer batonhttp.SetLedgerWaitHook(func() {
+		select {
+		case waiting <- struct{}{}:
+		default:
+		}
+	})()
+	type answer struct {
+		r   response
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		r, err := waitLedger(e, id, e.tenantA, "after=1&wait=60s")
+		done <- answer{r, err}
+	}()
+	select {
+	case <-waiting:
+	case a := <-done:
+		t.Fatalf("answered before waiting: %d %s %v", a.r.status, a.r.raw, a.err)
+	case <-time.After(guard):
+		t.Fatal("the read never waited")
+	}
+	if _, err := approve(e, id, e.tenantA); err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	r := mustLedger(t)(a.r, a.err)
+	if got := seqs(r); len(got) != 1 || got[0] != 2 || r.str("head.seq") != "2" {
+		t.Fatalf("woken read: events %v, head %s", got, r.str("head"))
+	}
+}
+
+// TestLedgerWaitRace: an event applied after the handler's read and before
+// its wait still wakes it (the wait is registered before the read).
+func TestLedgerWaitRace(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	var once sync.Once
+	var hookErr error
+	defer batonhttp.SetLedgerWaitHook(func() {
+		once.Do(func() {
+			tok, err := approve(e, id, e.tenantA)
+			if err == nil {
+				p, perr := batonhttp.ParsePosition(tok)
+				if perr != nil {
+					err = perr
+				} else {
+					ctx, cancel := context.WithTimeout(context.Background(), guard)
+					err = e.proj.WaitFor(ctx, p) // applied before the handler waits
+					cancel()
+				}
+			}
+			hookErr = err
+		})
+	})()
+	r := mustLedger(t)(waitLedger(e, id, e.tenantA, "after=1&wait=60s"))
+	if hookErr != nil {
+		t.Fatal(hookErr)
+	}
+	if got := seqs(r); len(got) != 1 || got[0] != 2 {
+		t.Fatalf("events %v: the event landed between read and wait was missed", got)
+	}
+}
+
+// TestLedgerWaitTimeout: nothing new within the wait answers the head and
+// no events.
+func TestLedgerWaitTimeout(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	r := mustLedger(t)(waitLedger(e, id, e.tenantA, "after=1&wait=300ms"))
+	if got := seqs(r); len(got) != 0 || r.str("head.seq") != "1" || r.str("state") != "contract_created" {
+		t.Fatalf("timed out read: events %v, head %s, state %s", got, r.str("head"), r.str("state"))
+	}
+	if r.str("events") != "[]" {
+		t.Fatalf("events = %s, want []", r.str("events"))
+	}
+}
+
+// serveWaiting runs a waiting ledger read straight through the handler and
+// returns once it waits, with the channel closed when the handler returns.
+func serveWaiting(t *testing.T, e *env, ctx context.Context, id string) (*httptest.ResponseRecorder, chan struct{}) {
+	t.Helper()
+	waiting := make(chan struct{}, 1)
+	t.Cleanup(batonhttp.SetLedgerWaitHook(func() {
+		select {
+		case waiting <- struct{}{}:
+		default:
+		}
+	}))
+	req := httptest.NewRequestWithContext(ctx, "GET", "/v1/executions/"+id+"/ledger?after=1&wait=60s", nil)
+	req.Header.Set("x-api-key", e.tenantA)
+	rec := httptest.NewRecorder()
+	done := make(chan struct{})
+	go func() { e.front.Handler().ServeHTTP(rec, req); close(done) }()
+	select {
+	case <-waiting:
+	case <-done:
+		t.Fatalf("answered before waiting: %d %s", rec.Code, rec.Body)
+	case <-time.After(guard):
+		t.Fatal("the read never waited")
+	}
+	return rec, done
+}
+
+// TestLedgerWaitClientGone: a client that goes away frees the handler.
+func TestLedgerWaitClientGone(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	_, done := serveWaiting(t, e, ctx, id)
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(guard):
+		t.Fatal("the handler still waits for a client that is gone")
+	}
+}
+
+// TestLedgerWaitShutdown: StopWaits answers a waiting read with what it has.
+func TestLedgerWaitShutdown(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	rec, done := serveWaiting(t, e, context.Background(), id)
+	e.front.StopWaits()
+	select {
+	case <-done:
+	case <-time.After(guard):
+		t.Fatal("the handler still waits after StopWaits")
+	}
+	var body struct {
+		Events []any          `json:"events"`
+		Head   map[string]any `json:"head"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); rec.Code != 200 || err != nil || body.Events == nil || len(body.Events) != 0 || body.Head["seq"] != 1.0 {
+		t.Fatalf("at shutdown: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestLedgerWaitBadParameters: a malformed or out-of-range after or wait is
+// a 400 naming it.
+func TestLedgerWaitBadParameters(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	for _, c := range []struct{ query, pointer string }{
+		{"after=-1", "query:after"},
+		{"after=1.5", "query:after"},
+		{"after=x&wait=1s", "query:after"},
+		{"wait=61s", "query:wait"},
+		{"wait=61", "query:wait"},
+		{"wait=2m", "query:wait"},
+		{"wait=-1s", "query:wait"},
+		{"wait=soon", "query:wait"},
+		{"wait=1.5", "query:wait"},
+	} {
+		r, err := waitLedger(e, id, e.tenantA, c.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fields, _ := r.body["fields"].([]any)
+		var ptr any
+		if len(fields) > 0 {
+			ptr = fields[0].(map[string]any)["pointer"]
+		}
+		if r.status != 400 || r.header.Get("Content-Type") != "application/problem+json" || ptr != c.pointer {
+			t.Errorf("%s: %d %s %s", c.query, r.status, r.header.Get("Content-Type"), r.raw)
+		}
+	}
+}
