@@ -309,11 +309,8 @@ func ledgerQuery(r *http.Request) (after uint64, wait time.Duration, err error) 
 		wait = d
 	}
 	if len(bad) > 0 {
-		msg := bad[0].Pointer + ": " + bad[0].Message
-		if len(bad) > 1 {
-			msg = "2 query parameters are invalid; see fields"
-		}
-		return 0, 0, &domain.Error{Op: "ledger.read", Kind: domain.KindBadRequest, Code: "invalid_query", Message: msg, Fields: bad}
+		// 422 validation_failed, as the listing's query parameters answer.
+		return 0, 0, domain.Invalid("ledger.read", bad...)
 	}
 	return after, wait, nil
 }

@@ -253,7 +253,7 @@ func TestLedgerWaitShutdown(t *testing.T) {
 }
 
 // TestLedgerWaitBadParameters: a malformed or out-of-range after or wait is
-// a 400 naming it.
+// a 422 naming it, as the listing's query parameters answer.
 func TestLedgerWaitBadParameters(t *testing.T) {
 	e := newEnv(t)
 	id := e.contract(e.tenantA, nil)
@@ -277,7 +277,7 @@ func TestLedgerWaitBadParameters(t *testing.T) {
 		if len(fields) > 0 {
 			ptr = fields[0].(map[string]any)["pointer"]
 		}
-		if r.status != 400 || r.header.Get("Content-Type") != "application/problem+json" || ptr != c.pointer {
+		if r.status != 422 || r.header.Get("Content-Type") != "application/problem+json" || ptr != c.pointer {
 			t.Errorf("%s: %d %s %s", c.query, r.status, r.header.Get("Content-Type"), r.raw)
 		}
 	}
