@@ -192,3 +192,31 @@ func WithModel(body []byte, model string) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// PostNative sends a passed-through body with do, at path with the
+// client's query. A stream's body comes back open; a finished answer is
+// read whole, its call bounded by DefaultTimeout (a stalled body must not
+// hold it for ever).
+func PostNative(ctx context.Context, provider, path, query string, body []byte, stream bool,
+	do func(ctx context.Context, path string, body []byte) (*http.Response, error)) (raw []byte, open io.ReadCloser, err error) {
+	if query != "" {
+		path += "?" + query
+	}
+	if !stream {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+		defer cancel()
+	}
+	resp, err := do(ctx, path, body)
+	if err != nil {
+		return nil, nil, err
+	}
+	if stream {
+		return nil, resp.Body, nil
+	}
+	defer resp.Body.Close()
+	if raw, err = io.ReadAll(io.LimitReader(resp.Body, MaxAnswer)); err != nil {
+		return nil, nil, MidAnswerError(provider, err, "answer interrupted", "")
+	}
+	return raw, nil, nil
+}

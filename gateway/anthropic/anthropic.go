@@ -235,14 +235,20 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 	return json.Marshal(r)
 }
 
-func (p *Provider) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+// do calls the API with Baton's key. client holds the client's own
+// protocol headers, for a passed-through body: its anthropic-version
+// instead of Baton's, and its betas.
+func (p *Provider) do(ctx context.Context, method, path string, body []byte, client http.Header) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, p.baseURL+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("x-api-key", p.key)
-	req.Header.Set("anthropic-version", Version)
+	req.Header.Set("anthropic-version", cmp.Or(client.Get("anthropic-version"), Version))
+	for _, v := range client.Values("anthropic-beta") {
+		req.Header.Add("anthropic-beta", v)
+	}
 	return gateway.Send(p.client, p.name, req)
 }
 
@@ -254,7 +260,7 @@ func (p *Provider) Complete(ctx context.Context, req gateway.Request) (*gateway.
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.do(ctx, http.MethodPost, "/v1/messages", body)
+	resp, err := p.do(ctx, http.MethodPost, "/v1/messages", body, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +298,7 @@ func (p *Provider) Stream(ctx context.Context, req gateway.Request) (gateway.Str
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.do(ctx, http.MethodPost, "/v1/messages", body)
+	resp, err := p.do(ctx, http.MethodPost, "/v1/messages", body, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -480,7 +486,7 @@ type anModelPage struct {
 }
 
 func (p *Provider) modelPage(ctx context.Context, path string) (*anModelPage, error) {
-	resp, err := p.do(ctx, http.MethodGet, path, nil)
+	resp, err := p.do(ctx, http.MethodGet, path, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -529,7 +535,7 @@ func (p *Provider) CountTokens(ctx context.Context, model string, body []byte) (
 	if err != nil {
 		return 0, err
 	}
-	resp, err := p.do(ctx, http.MethodPost, "/v1/messages/count_tokens", out)
+	resp, err := p.do(ctx, http.MethodPost, "/v1/messages/count_tokens", out, nil)
 	if err != nil {
 		return 0, err
 	}

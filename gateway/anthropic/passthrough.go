@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -25,39 +24,15 @@ func (p *Provider) Forward(ctx context.Context, n *gateway.Native, model string,
 	if err != nil {
 		return nil, nil, err
 	}
-	if !stream {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, gateway.DefaultTimeout) // a stalled body must not hold the call forever
-		defer cancel()
+	post := func(ctx context.Context, path string, body []byte) (*http.Response, error) {
+		return p.do(ctx, http.MethodPost, path, body, n.Header)
 	}
-	path := "/v1/messages"
-	if n.Query != "" {
-		path += "?" + n.Query
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("x-api-key", p.key)
-	req.Header.Set("anthropic-version", Version)
-	if v := n.Header.Get("anthropic-version"); v != "" {
-		req.Header.Set("anthropic-version", v)
-	}
-	for _, v := range n.Header.Values("anthropic-beta") {
-		req.Header.Add("anthropic-beta", v)
-	}
-	resp, err := gateway.Send(p.client, p.name, req)
+	raw, open, err := gateway.PostNative(ctx, p.name, "/v1/messages", n.Query, body, stream, post)
 	if err != nil {
 		return nil, nil, err
 	}
 	if stream {
-		return nil, &anRawStream{name: p.name, body: resp.Body, sse: sse.NewReader(resp.Body)}, nil
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, gateway.MaxAnswer))
-	if err != nil {
-		return nil, nil, gateway.MidAnswerError(p.name, err, "answer interrupted", "")
+		return nil, &anRawStream{name: p.name, body: open, sse: sse.NewReader(open)}, nil
 	}
 	if !gjson.ValidBytes(raw) || gjson.GetBytes(raw, "type").Str != "message" {
 		return nil, nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: not a message"}

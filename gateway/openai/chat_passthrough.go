@@ -50,26 +50,12 @@ func (p *Provider) Forward(ctx context.Context, n *gateway.Native, model string,
 			return nil, nil, &gateway.UpstreamError{Provider: "baton", Status: http.StatusBadRequest, Message: "stream_options cannot be set: " + err.Error()}
 		}
 	}
-	if !stream {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, gateway.DefaultTimeout)
-		defer cancel()
-	}
-	path := "/chat/completions"
-	if n.Query != "" {
-		path += "?" + n.Query
-	}
-	resp, err := p.do(ctx, http.MethodPost, path, body)
+	raw, open, err := gateway.PostNative(ctx, p.name, "/chat/completions", n.Query, body, stream, p.post)
 	if err != nil {
 		return nil, nil, err
 	}
 	if stream {
-		return nil, &oaRawStream{name: p.name, body: resp.Body, sse: sse.NewReader(resp.Body), passUsage: wantUsage}, nil
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, gateway.MaxAnswer))
-	if err != nil {
-		return nil, nil, gateway.MidAnswerError(p.name, err, "answer interrupted", "")
+		return nil, &oaRawStream{name: p.name, body: open, sse: sse.NewReader(open), passUsage: wantUsage}, nil
 	}
 	if !gjson.ValidBytes(raw) || !gjson.GetBytes(raw, "choices").IsArray() {
 		return nil, nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: no choices"}
@@ -165,3 +151,8 @@ func (s *oaRawStream) Next() (gateway.Delta, error) {
 }
 
 func (s *oaRawStream) Close() error { return s.body.Close() }
+
+// post is do's POST, for gateway.PostNative.
+func (p *Provider) post(ctx context.Context, path string, body []byte) (*http.Response, error) {
+	return p.do(ctx, http.MethodPost, path, body)
+}

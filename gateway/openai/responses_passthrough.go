@@ -23,26 +23,12 @@ func (p *Provider) forwardResponses(ctx context.Context, n *gateway.Native, mode
 	if err != nil {
 		return nil, nil, err
 	}
-	if !stream {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, gateway.DefaultTimeout)
-		defer cancel()
-	}
-	path := "/responses"
-	if n.Query != "" {
-		path += "?" + n.Query
-	}
-	resp, err := p.do(ctx, http.MethodPost, path, body)
+	raw, open, err := gateway.PostNative(ctx, p.name, "/responses", n.Query, body, stream, p.post)
 	if err != nil {
 		return nil, nil, err
 	}
 	if stream {
-		return nil, &respRawStream{name: p.name, body: resp.Body, sse: sse.NewReader(resp.Body)}, nil
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, gateway.MaxAnswer))
-	if err != nil {
-		return nil, nil, gateway.MidAnswerError(p.name, err, "answer interrupted", "")
+		return nil, &respRawStream{name: p.name, body: open, sse: sse.NewReader(open)}, nil
 	}
 	if !gjson.ValidBytes(raw) || gjson.GetBytes(raw, "object").Str != "response" {
 		return nil, nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: not a response"}
