@@ -302,23 +302,11 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.Call, chain []gateway.Target, includeUsage bool) {
-	up, err := s.caller.Open(r.Context(), c, chain)
-	if err != nil {
-		// Nothing has reached the client yet: an ordinary error answer.
-		s.writeErrorAs(w, r, openaiErrors, err)
-		return
-	}
-	if c.Passthrough {
-		s.pipe(w, r, c, up, openaiErrors)
+	up, sse, done := s.openStream(w, r, c, chain, chatPipe)
+	if done {
 		return
 	}
 	defer up.Close()
-	sse, err := startSSE(w)
-	if err != nil {
-		s.caller.Record(c, up.ReadSoFar(c.Req), "upstream_error")
-		s.writeErrorAs(w, r, openaiErrors, err)
-		return
-	}
 	chunk := func(delta openai.ChatDelta, finish *string) *openai.ChatChunk {
 		return &openai.ChatChunk{ID: c.ID, Object: "chat.completion.chunk", Created: c.Start.Unix(), Model: c.Model.ID,
 			Choices: []openai.ChatChunkChoice{{Delta: delta, FinishReason: finish}}}
@@ -483,22 +471,11 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gateway.Call, chain []gateway.Target) {
-	up, err := s.caller.Open(r.Context(), c, chain)
-	if err != nil {
-		s.writeErrorAs(w, r, anthropicErrors, err)
-		return
-	}
-	if c.Passthrough {
-		s.pipe(w, r, c, up, anthropicErrors)
+	up, sse, done := s.openStream(w, r, c, chain, messagesPipe)
+	if done {
 		return
 	}
 	defer up.Close()
-	sse, err := startSSE(w)
-	if err != nil {
-		s.caller.Record(c, up.ReadSoFar(c.Req), "upstream_error")
-		s.writeErrorAs(w, r, anthropicErrors, err)
-		return
-	}
 	early := up.Told() // the input side, when the upstream told it before any content
 	start := map[string]any{"type": "message_start", "message": map[string]any{
 		"id": c.ID, "type": "message", "role": "assistant", "model": c.Model.ID, "provider": c.Provider.Name(), "content": []any{},

@@ -415,28 +415,35 @@ var (
 	responsesPipe = pipeWire{f: openaiErrors, named: true, firstSvc: "response.svc", stopSvc: "response.svc", usage: "response.usage", responses: true}
 )
 
-// pipe passes a chat completions or messages stream through.
-func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, up *gateway.Upstream, f errFormat) {
-	wire := chatPipe
-	if f == anthropicErrors {
-		wire = messagesPipe
+// openStream opens a streamed call's upstream and starts the event stream.
+// A passed-through stream is piped to its end here (done); otherwise the
+// caller writes the front's own events, and closes up.
+func (s *Server) openStream(w http.ResponseWriter, r *http.Request, c *gateway.Call, chain []gateway.Target, wire pipeWire) (up *gateway.Upstream, sse *sseWriter, done bool) {
+	up, err := s.caller.Open(r.Context(), c, chain)
+	if err != nil {
+		// Nothing has reached the client yet: an ordinary error answer.
+		s.writeErrorAs(w, r, wire.f, err)
+		return nil, nil, true
 	}
-	s.pipeAs(w, r, c, up, wire)
+	if sse, err = startSSE(w); err != nil {
+		s.caller.Record(c, up.ReadSoFar(c.Req), "upstream_error")
+		up.Close()
+		s.writeErrorAs(w, r, wire.f, err)
+		return nil, nil, true
+	}
+	if c.Passthrough {
+		s.pipe(w, r, c, up, sse, wire)
+		return nil, nil, true
+	}
+	return up, sse, false
 }
 
-// pipeAs passes an upstream stream through to the client event by event,
+// pipe passes an upstream stream through to the client event by event,
 // adding Baton's fields to the first event and to the one that reports the
 // final usage, and settles the call when that usage comes (or, without
 // one, at the end, on what was sent).
-func (s *Server) pipeAs(w http.ResponseWriter, r *http.Request, c *gateway.Call, up *gateway.Upstream, wire pipeWire) {
+func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, up *gateway.Upstream, sse *sseWriter, wire pipeWire) {
 	defer up.Close()
-	f := wire.f
-	sse, err := startSSE(w)
-	if err != nil {
-		s.caller.Record(c, up.ReadSoFar(c.Req), "upstream_error")
-		s.writeErrorAs(w, r, f, err)
-		return
-	}
 	named := wire.named
 	var tick <-chan time.Time
 	if wire.ping {
@@ -546,6 +553,7 @@ func (s *Server) pipeAs(w http.ResponseWriter, r *http.Request, c *gateway.Call,
 			}
 		}
 		first = false
+		var err error
 		if named {
 			err = sse.event(d.Event, raw)
 		} else {

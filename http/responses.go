@@ -194,22 +194,11 @@ func (s *Server) storeResponse(r *http.Request, call *openai.ResponsesCall, obj 
 // on the other fronts, nothing is sent before the upstream's first
 // content, so a failing model still hands over to the next of the chain.
 func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, c *gateway.Call, chain []gateway.Target, call *openai.ResponsesCall, created time.Time) {
-	up, err := s.caller.Open(r.Context(), c, chain)
-	if err != nil {
-		s.writeErrorAs(w, r, openaiErrors, err)
-		return
-	}
-	if c.Passthrough {
-		s.pipeAs(w, r, c, up, responsesPipe)
+	up, sse, done := s.openStream(w, r, c, chain, responsesPipe)
+	if done {
 		return
 	}
 	defer up.Close()
-	sse, err := startSSE(w)
-	if err != nil {
-		s.caller.Record(c, up.ReadSoFar(c.Req), "upstream_error")
-		s.writeErrorAs(w, r, openaiErrors, err)
-		return
-	}
 	obj := call.Object(c.ID, created, c.Model.ID)
 	obj.Svc = newSvc(c, "")
 	rs := openai.NewResponsesStream(obj, c.Req.Output, sse.event)
