@@ -351,7 +351,8 @@ func chatToolChoice(raw json.RawMessage, parallel *bool, tools []gateway.Tool) (
 	return nil, nil, gateway.BadRequest("tool_choice/type", "%s", shape)
 }
 
-var chatSchemaNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+// nameRE is the names OpenAI takes for tools and schemas.
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // chatResponseFormat reads OpenAI's response_format: {"type":"text"},
 // {"type":"json_object"} or {"type":"json_schema","json_schema":{"name",
@@ -383,7 +384,7 @@ func chatResponseFormat(raw json.RawMessage, out *gateway.Request) error {
 		if f.JSONSchema == nil {
 			return gateway.BadRequest("response_format/json_schema", "response_format of type json_schema needs json_schema")
 		}
-		if !chatSchemaNameRE.MatchString(f.JSONSchema.Name) {
+		if !nameRE.MatchString(f.JSONSchema.Name) {
 			return gateway.BadRequest("response_format/json_schema/name", "json_schema.name must be 1 to 64 letters, digits, '_' or '-'")
 		}
 		if gateway.HasTool(out.Tools, f.JSONSchema.Name) {

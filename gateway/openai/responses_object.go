@@ -174,7 +174,7 @@ func (c *ResponsesCall) Object(id string, created time.Time, model string) *Resp
 	if q.Text != nil && q.Text.Format != nil {
 		o.Text.Format = *q.Text.Format
 	}
-	if absent(o.ToolChoice) {
+	if gateway.Absent(o.ToolChoice) {
 		o.ToolChoice = json.RawMessage(`"auto"`)
 	}
 	if o.Tools == nil {

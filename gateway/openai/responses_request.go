@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -152,11 +151,6 @@ func refused(param, format string, args ...any) error {
 	return e
 }
 
-func absent(raw json.RawMessage) bool {
-	raw = bytes.TrimSpace(raw)
-	return len(raw) == 0 || string(raw) == "null"
-}
-
 // DecodeResponsesRequest reads a Responses request body into the gateway's
 // request. Malformed JSON is a 400 (malformed_json); a field of the wrong
 // type, a missing one, or one that cannot be carried across is a 400
@@ -219,7 +213,7 @@ func DecodeResponsesRequest(body []byte) (*ResponsesCall, error) {
 			return nil, err
 		}
 		for _, t := range ts {
-			if hasTool(out.Tools, t.Name) {
+			if gateway.HasTool(out.Tools, t.Name) {
 				return nil, invalid(param+"/name", "two tools are named %q", t.Name)
 			}
 			out.Tools = append(out.Tools, t)
@@ -294,9 +288,9 @@ func (q *ResponsesRequest) refuseUncarried() error {
 	switch {
 	case q.Background != nil && *q.Background:
 		return refused("background", "background responses are not supported through this gateway; send the request without background and wait for its answer (or stream it)")
-	case !absent(q.Conversation):
+	case !gateway.Absent(q.Conversation):
 		return refused("conversation", "conversations are not supported through this gateway; continue a response with previous_response_id")
-	case !absent(q.Prompt):
+	case !gateway.Absent(q.Prompt):
 		return refused("prompt", "prompt templates are not supported through this gateway; send instructions and input")
 	case q.Truncation != nil && *q.Truncation != "disabled":
 		return refused("truncation", "truncation %q is not supported through this gateway: only \"disabled\", where an input too long for the model is an error", *q.Truncation)
@@ -304,7 +298,7 @@ func (q *ResponsesRequest) refuseUncarried() error {
 		return refused("top_logprobs", "logprobs are not supported through this gateway")
 	case q.ServiceTier != nil && *q.ServiceTier != "auto" && *q.ServiceTier != "default":
 		return refused("service_tier", "service_tier %q is not supported through this gateway: only auto or default", *q.ServiceTier)
-	case !absent(q.ContextManagement):
+	case !gateway.Absent(q.ContextManagement):
 		return refused("context_management", "context_management is not supported through this gateway")
 	case q.Text != nil && q.Text.Verbosity != nil:
 		return refused("text/verbosity", "text.verbosity is not supported through this gateway: no translated provider has it")
@@ -325,12 +319,6 @@ func (q *ResponsesRequest) refuseUncarried() error {
 	return nil
 }
 
-func hasTool(tools []gateway.Tool, name string) bool {
-	return slices.ContainsFunc(tools, func(t gateway.Tool) bool { return t.Name == name })
-}
-
-var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
 // decodeTools reads a tool: a function, or a namespace of functions (as
 // Codex groups them), each then a function of its flat name.
 func (c *ResponsesCall) decodeTools(raw json.RawMessage, param string) ([]gateway.Tool, error) {
@@ -344,7 +332,7 @@ func (c *ResponsesCall) decodeTools(raw json.RawMessage, param string) ([]gatewa
 		t, err := decodeTool(raw, param)
 		return []gateway.Tool{t}, err
 	}
-	if !toolNameRE.MatchString(ns.Name) {
+	if !nameRE.MatchString(ns.Name) {
 		return nil, invalid(param+"/name", "a namespace needs a name of 1 to 64 letters, digits, '_' or '-'")
 	}
 	if len(ns.Tools) == 0 {
@@ -358,7 +346,7 @@ func (c *ResponsesCall) decodeTools(raw json.RawMessage, param string) ([]gatewa
 			return nil, err
 		}
 		flat := flatName(ns.Name, t.Name)
-		if !toolNameRE.MatchString(flat) {
+		if !nameRE.MatchString(flat) {
 			return nil, invalid(p+"/name", "%s goes to the provider as %q, over 64 characters; shorten the namespace or the name", t.Name, flat)
 		}
 		if ns.Description != "" {
@@ -395,7 +383,7 @@ func decodeTool(raw json.RawMessage, param string) (gateway.Tool, error) {
 	if t.Type != "function" {
 		return gateway.Tool{}, refused(param+"/type", "tool type %q is not supported through this gateway: only function tools are; OpenAI's built-in tools run on OpenAI's side", t.Type)
 	}
-	if !toolNameRE.MatchString(t.Name) {
+	if !nameRE.MatchString(t.Name) {
 		return gateway.Tool{}, invalid(param+"/name", "a function tool needs a name of 1 to 64 letters, digits, '_' or '-'")
 	}
 	switch {
@@ -405,11 +393,11 @@ func decodeTool(raw json.RawMessage, param string) (gateway.Tool, error) {
 		return gateway.Tool{}, refused(param+"/defer_loading", "deferred tool loading is not supported through this gateway")
 	case len(t.AllowedCallers) > 0:
 		return gateway.Tool{}, refused(param+"/allowed_callers", "allowed_callers is not supported through this gateway")
-	case !absent(t.OutputSchema):
+	case !gateway.Absent(t.OutputSchema):
 		return gateway.Tool{}, refused(param+"/output_schema", "a tool's output_schema is not supported through this gateway")
 	}
 	schema := bytes.TrimSpace(t.Parameters)
-	if absent(schema) {
+	if gateway.Absent(schema) {
 		schema = []byte(`{"type":"object","properties":{}}`)
 	} else if schema[0] != '{' {
 		return gateway.Tool{}, invalid(param+"/parameters", "parameters must be a JSON Schema object")
@@ -423,7 +411,7 @@ func decodeTool(raw json.RawMessage, param string) (gateway.Tool, error) {
 // no provider has that choice, and fewer tools is the same thing.
 func decodeToolChoice(raw json.RawMessage, parallel *bool, tools []gateway.Tool) (*gateway.ToolChoice, []gateway.Tool, error) {
 	noParallel := parallel != nil && !*parallel && len(tools) > 0
-	if absent(raw) {
+	if gateway.Absent(raw) {
 		if noParallel {
 			return &gateway.ToolChoice{DisableParallel: true}, tools, nil
 		}
@@ -474,7 +462,7 @@ func decodeToolChoice(raw json.RawMessage, parallel *bool, tools []gateway.Tool)
 	}
 	switch obj.Type {
 	case "function":
-		if !hasTool(tools, obj.Name) {
+		if !gateway.HasTool(tools, obj.Name) {
 			return nil, nil, invalid("tool_choice/name", "tool_choice names function %q, which is not among the tools", obj.Name)
 		}
 		tc.Mode, tc.Name = gateway.ToolChoiceTool, obj.Name
@@ -501,7 +489,7 @@ func decodeToolChoice(raw json.RawMessage, parallel *bool, tools []gateway.Tool)
 			if j < 0 {
 				return nil, nil, invalid(param+"/name", "allowed tool %q is not among the tools", t.Name)
 			}
-			if !hasTool(allowed, t.Name) {
+			if !gateway.HasTool(allowed, t.Name) {
 				allowed = append(allowed, tools[j])
 			}
 		}
@@ -519,13 +507,13 @@ func decodeFormat(f *ResponsesTextFormat, out *gateway.Request) error {
 		out.JSONObject, out.NeedsJSON = true, true
 		return nil
 	case "json_schema":
-		if !toolNameRE.MatchString(f.Name) {
+		if !nameRE.MatchString(f.Name) {
 			return invalid("text/format/name", "text.format.name must be 1 to 64 letters, digits, '_' or '-'")
 		}
-		if hasTool(out.Tools, f.Name) {
+		if gateway.HasTool(out.Tools, f.Name) {
 			return invalid("text/format/name", "text.format.name %q is also the name of a tool; give the schema another name", f.Name)
 		}
-		if absent(f.Schema) {
+		if gateway.Absent(f.Schema) {
 			out.JSONObject, out.NeedsJSON = true, true
 			return nil
 		}
@@ -542,7 +530,7 @@ func decodeFormat(f *ResponsesTextFormat, out *gateway.Request) error {
 
 // inputItems is the input as items: a string is one user message.
 func inputItems(raw json.RawMessage) ([]json.RawMessage, error) {
-	if absent(raw) {
+	if gateway.Absent(raw) {
 		return nil, invalid("input", "input is required: a string or an array of items")
 	}
 	var s string
@@ -702,7 +690,7 @@ type contentPart struct {
 // text block; with images set (a user message), an input_image part is an
 // image block. Files and audio are refused: no block carries them.
 func partsBlocks(raw json.RawMessage, param string, images bool) ([]gateway.Block, error) {
-	if absent(raw) {
+	if gateway.Absent(raw) {
 		return nil, nil
 	}
 	var s string
