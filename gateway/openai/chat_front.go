@@ -137,19 +137,39 @@ func chatImage(p chatPart, param string) (gateway.Block, error) {
 	if p.ImageURL == nil || p.ImageURL.URL == "" {
 		return gateway.Block{}, gateway.BadRequest(param, "%s: an image_url part needs a url", param)
 	}
-	u := p.ImageURL.URL
+	switch b, bad := imageFromURL(p.ImageURL.URL); bad {
+	case badDataURL:
+		return gateway.Block{}, gateway.BadRequest(param, "%s: a data URL must be data:<media type>;base64,<data>", param)
+	case badScheme:
+		return gateway.Block{}, gateway.BadRequest(param, "%s: an image URL must be https://, http:// or a base64 data: URL", param)
+	default:
+		return b, nil
+	}
+}
+
+// What imageFromURL finds wrong with an image URL.
+const (
+	badDataURL = iota + 1 // not data:<media type>;base64,<data>
+	badScheme             // neither data: nor http(s)
+)
+
+// imageFromURL reads an image URL as OpenAI's wire formats take it (chat's
+// image_url, the Responses API's input_image): a base64 data: URL, or an
+// http(s) URL the provider fetches; bad says what is wrong with it, if
+// anything.
+func imageFromURL(u string) (b gateway.Block, bad int) {
 	if rest, ok := strings.CutPrefix(u, "data:"); ok {
 		meta, data, found := strings.Cut(rest, ",")
 		media, b64 := strings.CutSuffix(meta, ";base64")
 		if !found || !b64 || media == "" || data == "" {
-			return gateway.Block{}, gateway.BadRequest(param, "%s: a data URL must be data:<media type>;base64,<data>", param)
+			return gateway.Block{}, badDataURL
 		}
-		return gateway.Block{Type: "image", MediaType: media, Data: data}, nil
+		return gateway.Block{Type: "image", MediaType: media, Data: data}, 0
 	}
 	if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
-		return gateway.Block{}, gateway.BadRequest(param, "%s: an image URL must be https://, http:// or a base64 data: URL", param)
+		return gateway.Block{}, badScheme
 	}
-	return gateway.Block{Type: "image", URL: u}, nil
+	return gateway.Block{Type: "image", URL: u}, 0
 }
 
 // RequestedModel is the model or mode the request asks for.

@@ -745,17 +745,12 @@ func imageOf(pt contentPart, param string) (gateway.Block, error) {
 	if pt.ImageURL == nil || *pt.ImageURL == "" {
 		return gateway.Block{}, invalid(param+"/image_url", "an input_image part needs an image_url")
 	}
-	u := *pt.ImageURL
-	if rest, ok := strings.CutPrefix(u, "data:"); ok {
-		meta, data, found := strings.Cut(rest, ",")
-		media, b64 := strings.CutSuffix(meta, ";base64")
-		if !found || !b64 || media == "" || data == "" {
-			return gateway.Block{}, invalid(param+"/image_url", "a data URL must be data:<media type>;base64,<data>")
-		}
-		return gateway.Block{Type: "image", MediaType: media, Data: data}, nil
-	}
-	if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
+	switch b, bad := imageFromURL(*pt.ImageURL); bad {
+	case badDataURL:
+		return gateway.Block{}, invalid(param+"/image_url", "a data URL must be data:<media type>;base64,<data>")
+	case badScheme:
 		return gateway.Block{}, invalid(param+"/image_url", "an image_url must be https://, http:// or a base64 data: URL")
+	default:
+		return b, nil
 	}
-	return gateway.Block{Type: "image", URL: u}, nil
 }
