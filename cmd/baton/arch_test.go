@@ -58,7 +58,7 @@ var rules = map[string]rule{
 	"gateway/kinds":        {ours: []string{"gateway/openai", "gateway/anthropic", "gateway/local"}},
 	"gateway/internal/sse": {},
 	// The fuzz tests' upstream (imported by tests only).
-	"gateway/internal/upstreamtest": {},
+	"gateway/internal/upstreamtest": {ours: []string{"gateway"}},
 	// http takes the kinds' folders for their fronts' wire (decoders,
 	// answer types, stream grammar), never gateway/kinds: the binaries
 	// choose which kinds are linked.

@@ -1,31 +1,14 @@
 package anthropic
 
 import (
-	"errors"
 	"io"
 	"strings"
 	"testing"
 
 	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/internal/sse"
+	"github.com/batonhq/baton/gateway/internal/upstreamtest"
 )
-
-// drain reads a stream to its end.
-func drain(t *testing.T, st gateway.Stream) (ds []gateway.Delta, err error) {
-	t.Helper()
-	for i := 0; i < 1000; i++ {
-		d, err := st.Next()
-		if errors.Is(err, io.EOF) {
-			return ds, nil
-		}
-		if err != nil {
-			return ds, err
-		}
-		ds = append(ds, d)
-	}
-	t.Fatal("the stream did not end")
-	return nil, nil
-}
 
 func anStreamOf(events ...string) *anStream {
 	var b strings.Builder
@@ -38,7 +21,7 @@ func anStreamOf(events ...string) *anStream {
 // Anthropic: the stop sequence hit is kept; input tokens told only in
 // message_delta count; refusal is a stop reason of its own.
 func TestAnthropicStreamStopAndLateUsage(t *testing.T) {
-	ds, err := drain(t, anStreamOf(
+	ds, err := upstreamtest.Drain(t, anStreamOf(
 		`{"type":"message_start","message":{"usage":{"input_tokens":0,"output_tokens":1}}}`,
 		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
 		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"one two"}}`,
@@ -52,7 +35,7 @@ func TestAnthropicStreamStopAndLateUsage(t *testing.T) {
 	if last.StopReason != gateway.StopSequence || last.MatchedStop != "END" || last.Usage == nil || last.Usage.InputTokens != 9 || last.Usage.CacheReadTokens != 4 || last.Usage.OutputTokens != 2 {
 		t.Fatalf("last delta %+v usage %+v", last, last.Usage)
 	}
-	ds, err = drain(t, anStreamOf(
+	ds, err = upstreamtest.Drain(t, anStreamOf(
 		`{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}`,
 		`{"type":"message_delta","delta":{"stop_reason":"refusal"},"usage":{"output_tokens":1}}`,
 		`{"type":"message_stop"}`))
@@ -65,7 +48,7 @@ func TestAnthropicStreamStopAndLateUsage(t *testing.T) {
 // count (1) is not the answer's; the last delta reports no usage, so the
 // caller counts the output it passed on (the input side came early).
 func TestAnthropicStreamWithoutFinalUsage(t *testing.T) {
-	ds, err := drain(t, anStreamOf(
+	ds, err := upstreamtest.Drain(t, anStreamOf(
 		`{"type":"message_start","message":{"usage":{"input_tokens":10,"output_tokens":1}}}`,
 		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
 		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"one two three four"}}`,
@@ -88,7 +71,7 @@ func TestAnthropicStreamWithoutFinalUsage(t *testing.T) {
 // that parses the arguments it accumulated gets {}; a tool whose input
 // did stream gets nothing more.
 func TestAnthropicStreamToolWithoutInput(t *testing.T) {
-	ds, err := drain(t, anStreamOf(
+	ds, err := upstreamtest.Drain(t, anStreamOf(
 		`{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}`,
 		`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"now","input":{}}}`,
 		`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}`,
@@ -115,7 +98,7 @@ func TestAnthropicStreamToolWithoutInput(t *testing.T) {
 // A negative output count in message_delta counts as 0, as it does in a
 // whole message: it must not make a call's cost negative.
 func TestAnthropicStreamNegativeUsage(t *testing.T) {
-	ds, err := drain(t, anStreamOf(
+	ds, err := upstreamtest.Drain(t, anStreamOf(
 		`{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}`,
 		`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":-100000}}`,
 		`{"type":"message_stop"}`))
@@ -140,14 +123,7 @@ func FuzzSSEStreams(f *testing.F) {
 			// The passthrough parser reads the same untrusted bytes.
 			&anRawStream{name: "f", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(string(b)))},
 		} {
-			for i := 0; ; i++ {
-				if i > len(b)+2 {
-					t.Fatal("the parser did not end")
-				}
-				if _, err := st.Next(); err != nil {
-					break
-				}
-			}
+			upstreamtest.Ends(t, st, len(b))
 		}
 	})
 }

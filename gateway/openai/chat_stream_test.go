@@ -1,31 +1,14 @@
 package openai
 
 import (
-	"errors"
 	"io"
 	"strings"
 	"testing"
 
 	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/internal/sse"
+	"github.com/batonhq/baton/gateway/internal/upstreamtest"
 )
-
-// drain reads a stream to its end.
-func drain(t *testing.T, st gateway.Stream) (ds []gateway.Delta, err error) {
-	t.Helper()
-	for i := 0; i < 1000; i++ {
-		d, err := st.Next()
-		if errors.Is(err, io.EOF) {
-			return ds, nil
-		}
-		if err != nil {
-			return ds, err
-		}
-		ds = append(ds, d)
-	}
-	t.Fatal("the stream did not end")
-	return nil, nil
-}
 
 func oaStreamOf(chunks ...string) *oaStream {
 	var b strings.Builder
@@ -40,7 +23,7 @@ func oaStreamOf(chunks ...string) *oaStream {
 // id, numbered by its order in the answer; a second call at index 0 with
 // another id is a second call.
 func TestOpenAIStreamToolCallIDs(t *testing.T) {
-	ds, err := drain(t, oaStreamOf(
+	ds, err := upstreamtest.Drain(t, oaStreamOf(
 		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":""}}]}}]}`,
 		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]}}]}`,
 		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":"1}"}}]}}]}`,
@@ -84,7 +67,7 @@ func TestOpenAIStreamToolCallIDs(t *testing.T) {
 
 func TestOpenAIStreamEnds(t *testing.T) {
 	// finish_reason and usage, then the body ends without [DONE]: whole.
-	ds, err := drain(t, oaStreamOf(
+	ds, err := upstreamtest.Drain(t, oaStreamOf(
 		`{"choices":[{"index":0,"delta":{"content":"hi"}}]}`,
 		`{"choices":[{"index":0,"delta":{},"finish_reason":"content_filter"}]}`,
 		`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}`))
@@ -96,7 +79,7 @@ func TestOpenAIStreamEnds(t *testing.T) {
 		t.Fatalf("last delta %+v", last)
 	}
 	// Without a finish_reason, the same end is a cut.
-	if _, err := drain(t, oaStreamOf(`{"choices":[{"index":0,"delta":{"content":"hi"}}]}`, `{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}`)); err == nil {
+	if _, err := upstreamtest.Drain(t, oaStreamOf(`{"choices":[{"index":0,"delta":{"content":"hi"}}]}`, `{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}`)); err == nil {
 		t.Fatal("a stream cut before its finish_reason ended cleanly")
 	}
 }
@@ -116,14 +99,7 @@ func FuzzSSEStreams(f *testing.F) {
 			&oaRawStream{name: "f", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(string(b)))},
 			&respRawStream{name: "f", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(string(b)))},
 		} {
-			for i := 0; ; i++ {
-				if i > len(b)+2 {
-					t.Fatal("the parser did not end")
-				}
-				if _, err := st.Next(); err != nil {
-					break
-				}
-			}
+			upstreamtest.Ends(t, st, len(b))
 		}
 	})
 }

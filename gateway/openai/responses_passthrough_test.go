@@ -10,6 +10,7 @@ import (
 
 	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/internal/sse"
+	"github.com/batonhq/baton/gateway/internal/upstreamtest"
 )
 
 func respStream(events ...string) *respRawStream {
@@ -23,7 +24,7 @@ func respEvent(typ, rest string) string {
 
 func TestResponsesRawStream(t *testing.T) {
 	usage := `,"response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[],"usage":{"input_tokens":50,"input_tokens_details":{"cached_tokens":20,"cache_write_tokens":10},"output_tokens":7,"output_tokens_details":{"reasoning_tokens":5}}}`
-	ds, err := drain(t, respStream(
+	ds, err := upstreamtest.Drain(t, respStream(
 		respEvent("response.created", `,"response":{}`),
 		respEvent("response.output_item.added", `,"output_index":0,"item":{"type":"function_call","call_id":"call_1","name":"f"}`),
 		respEvent("response.function_call_arguments.delta", `,"output_index":0,"delta":"{}"`),
@@ -49,7 +50,7 @@ func TestResponsesRawStream(t *testing.T) {
 		{respEvent("error", `,"error":{"type":"invalid_request_error","code":"context_length_exceeded","message":"too long"}`), 400},
 		{"", 502}, // the stream ended before response.completed
 	} {
-		_, err := drain(t, respStream(respEvent("response.created", `,"response":{}`), tc.ev))
+		_, err := upstreamtest.Drain(t, respStream(respEvent("response.created", `,"response":{}`), tc.ev))
 		var ue *gateway.UpstreamError
 		if !errors.As(err, &ue) || ue.Status != tc.status {
 			t.Errorf("%q: %v", tc.ev, err)

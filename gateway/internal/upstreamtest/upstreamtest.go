@@ -1,14 +1,19 @@
-// Package upstreamtest is an upstream for the adapters' fuzz tests.
+// Package upstreamtest is what the adapters' tests share: an upstream for
+// their fuzz tests, and readers of their streams.
 package upstreamtest
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/batonhq/baton/gateway"
 )
 
 // Upstream answers every request with one status and body. "$N" in the
@@ -62,5 +67,38 @@ func Within(t *testing.T, d time.Duration, call func()) {
 	case <-done:
 	case <-time.After(d):
 		t.Fatalf("the call has not returned after %v", d)
+	}
+}
+
+// Drain reads a stream to its end: its deltas, and the error that ended it
+// (nil at io.EOF).
+func Drain(t *testing.T, st gateway.Stream) (ds []gateway.Delta, err error) {
+	t.Helper()
+	for i := 0; i < 1000; i++ {
+		d, err := st.Next()
+		if errors.Is(err, io.EOF) {
+			return ds, nil
+		}
+		if err != nil {
+			return ds, err
+		}
+		ds = append(ds, d)
+	}
+	t.Fatal("the stream did not end")
+	return nil, nil
+}
+
+// Ends reads a stream parsing n bytes of arbitrary input and fails the test
+// if it yields more deltas than the input could hold: a parser must end
+// (EOF or an error), whatever it reads.
+func Ends(t *testing.T, st gateway.Stream, n int) {
+	t.Helper()
+	for i := 0; ; i++ {
+		if i > n+2 {
+			t.Fatal("the parser did not end")
+		}
+		if _, err := st.Next(); err != nil {
+			return
+		}
 	}
 }
