@@ -140,6 +140,31 @@ data: {"type":"message_stop"}
 
 const anthropicThinkingMessage = `{"id":"msg_gold","type":"message","role":"assistant","model":"claude-haiku-4-5-20251001","content":[{"type":"thinking","thinking":"The user says hi.","signature":"EqQBCgIYAhIM"},{"type":"text","text":"Hi!"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":12,"cache_creation_input_tokens":300,"cache_read_input_tokens":4000,"output_tokens":57,"service_tier":"standard"}}`
 
+// goldenEnv is a Baton whose providers of kinds ("anthropic", "openai" or
+// "both") call one recording upstream answering with stream or whole.
+func goldenEnv(t *testing.T, stream, whole, kinds string) (*env, *recordingUpstream) {
+	up := &recordingUpstream{answer: func(s bool) (string, string) {
+		if s {
+			return "text/event-stream", stream
+		}
+		return "application/json", whole
+	}}
+	srv := httptest.NewServer(up)
+	t.Cleanup(srv.Close)
+	vars := map[string]string{}
+	if kinds != "openai" {
+		vars["ANTHROPIC_BASE_URL"], vars["ANTHROPIC_API_KEY"] = srv.URL, "provider-key"
+	}
+	if kinds != "anthropic" {
+		vars["OPENAI_BASE_URL"], vars["OPENAI_API_KEY"] = srv.URL+"/v1", "provider-key"
+	}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newEnvWith(t, cat), up
+}
+
 // sseRaw splits an event stream into its events' (name, data) pairs.
 func sseRaw(t *testing.T, r io.Reader) [][2]string {
 	t.Helper()
@@ -175,20 +200,7 @@ func withoutBaton(t *testing.T, data string) string {
 }
 
 func TestClientsPassThroughToAnthropic(t *testing.T) {
-	up := &recordingUpstream{answer: func(stream bool) (string, string) {
-		if stream {
-			return "text/event-stream", anthropicThinkingStream
-		}
-		return "application/json", anthropicThinkingMessage
-	}}
-	srv := httptest.NewServer(up)
-	defer srv.Close()
-	vars := map[string]string{"ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": "provider-key"}
-	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnvWith(t, cat)
+	e, up := goldenEnv(t, anthropicThinkingStream, anthropicThinkingMessage, "anthropic")
 	var calls []capturedCall
 	for _, f := range []string{"claude-code-turn.json", "claude-code-turn-sonnet-4-5.json", "claude-code-tool-turn.json",
 		"ai-sdk-anthropic-generate-object.json", "ai-sdk-anthropic-image.json", "langchain-anthropic-structured.json"} {
@@ -292,20 +304,7 @@ data: [DONE]
 const openaiCompletion = `{"id":"chatcmpl-gold","object":"chat.completion","created":1764000000,"model":"gpt-4o-mini-2024-07-18","choices":[{"index":0,"message":{"role":"assistant","content":"{\"name\":\"Ada\"}","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":120,"completion_tokens":9,"total_tokens":129,"prompt_tokens_details":{"cached_tokens":64,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}},"service_tier":"default","system_fingerprint":"fp_1"}`
 
 func TestClientsPassThroughToOpenAI(t *testing.T) {
-	up := &recordingUpstream{answer: func(stream bool) (string, string) {
-		if stream {
-			return "text/event-stream", openaiChunkStream
-		}
-		return "application/json", openaiCompletion
-	}}
-	srv := httptest.NewServer(up)
-	defer srv.Close()
-	vars := map[string]string{"OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_API_KEY": "provider-key"}
-	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnvWith(t, cat)
+	e, up := goldenEnv(t, openaiChunkStream, openaiCompletion, "openai")
 	var calls []capturedCall
 	for _, f := range []string{"ai-sdk-openai-chat-generate-object.json", "ai-sdk-openai-chat-image.json", "ai-sdk-openai-chat-stream-text.json",
 		"langchain-openai-structured.json"} {
@@ -366,20 +365,7 @@ func TestClientsPassThroughToOpenAI(t *testing.T) {
 // provider's thinking block, signature included, and the provider gets the
 // image and the thinking budget as the SDK sent them.
 func TestAnthropicSDKPassesThinkingAndImages(t *testing.T) {
-	up := &recordingUpstream{answer: func(stream bool) (string, string) {
-		if stream {
-			return "text/event-stream", anthropicThinkingStream
-		}
-		return "application/json", anthropicThinkingMessage
-	}}
-	srv := httptest.NewServer(up)
-	defer srv.Close()
-	vars := map[string]string{"ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": "provider-key"}
-	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnvWith(t, cat)
+	e, up := goldenEnv(t, anthropicThinkingStream, anthropicThinkingMessage, "anthropic")
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(tr.CloseIdleConnections)
 	client := newAnthropicClient(e, &http.Client{Transport: tr}, e.tenantA)
@@ -425,20 +411,7 @@ func TestAnthropicSDKPassesThinkingAndImages(t *testing.T) {
 // provider lists: a bare name goes to the provider of the front's format,
 // and the body reaches it exactly as the client wrote it.
 func TestBareDefaultModelGoesToTheFrontsProvider(t *testing.T) {
-	up := &recordingUpstream{answer: func(stream bool) (string, string) {
-		if stream {
-			return "text/event-stream", anthropicThinkingStream
-		}
-		return "application/json", anthropicThinkingMessage
-	}}
-	srv := httptest.NewServer(up)
-	defer srv.Close()
-	vars := map[string]string{"ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": "k", "OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_API_KEY": "k"}
-	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnvWith(t, cat)
+	e, up := goldenEnv(t, anthropicThinkingStream, anthropicThinkingMessage, "both")
 	c := capturedCalls(t, "claude-code-turn.json", "/v1/messages")[0]
 	if m := gjson.GetBytes(c.body, "model").Str; m != "claude-opus-4-8" {
 		t.Fatalf("the capture's model is %q", m)
