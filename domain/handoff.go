@@ -63,7 +63,7 @@ const (
 
 // Status sets as the protocol description publishes them.
 var (
-	ApprovalStatuses    = []string{ApprovalPending, ApprovalApproved, ApprovalRejected}
+	ApprovalStatuses    = []string{ApprovalPending, ApprovalApproved, ApprovalRejected, ApprovalExpiredStatus}
 	ProofStatuses       = []string{RunRunning, RunSucceeded, RunFailed}
 	ResultStatuses      = []string{RunSucceeded, RunFailed, RunCanceled}
 	ReviewVerdicts      = []string{VerdictVerified, VerdictNeedsReview, VerdictRejected}
@@ -131,6 +131,9 @@ type (
 		ProofPolicy      ProofPolicy    `json:"proofPolicy"`
 		PlanID           string         `json:"planId,omitempty"`
 		Metadata         map[string]any `json:"metadata,omitempty"`
+		// Timing's fields sit at the top level, each omitted when zero: a
+		// contract without deadlines hashes as it always did.
+		Timing
 	}
 	ApprovalDecided struct {
 		Status    string      `json:"status"`
@@ -238,20 +241,27 @@ type Handoff struct {
 	Metadata         map[string]any
 	Approval         ApprovalPolicy
 	ProofPolicy      ProofPolicy
-	State            State
-	ExecutorRunID    string
-	ExecutorType     string
-	Proofs           []ProofRecord
-	Review           *Review
-	Result           *ResultRecord
-	ClosedReason     string
-	FinalStatus      string
-	ClosedVerdict    string // the review verdict a reviewed ledger closed on
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
-	ClosedAt         *time.Time
-	Head             LedgerHead
-	Answered         []AnsweredRequest
+	Timing           Timing
+	// LeaseFrom is when the executor's lease was last renewed (approval,
+	// any executor callback, a heartbeat, a release).
+	LeaseFrom time.Time
+	// ReleasedRuns are runs that missed their lease under release: their
+	// callbacks are refused.
+	ReleasedRuns  []string
+	State         State
+	ExecutorRunID string
+	ExecutorType  string
+	Proofs        []ProofRecord
+	Review        *Review
+	Result        *ResultRecord
+	ClosedReason  string
+	FinalStatus   string
+	ClosedVerdict string // the review verdict a reviewed ledger closed on
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	ClosedAt      *time.Time
+	Head          LedgerHead
+	Answered      []AnsweredRequest
 	// StateAfter[i] is the state after event seq i+1, for the ledger view.
 	StateAfter []State
 }
@@ -296,6 +306,7 @@ func (h *Handoff) Apply(ev Recorded) error {
 		h.PlanID, h.Metadata = d.PlanID, d.Metadata
 		h.Approval = ApprovalPolicy{Mode: d.ApprovalMode, Status: ApprovalPending}
 		h.ProofPolicy = d.ProofPolicy
+		h.Timing = d.Timing
 		if h.ProofPolicy.ArtifactTypes == nil {
 			h.ProofPolicy.ArtifactTypes = []string{}
 		}
@@ -310,13 +321,41 @@ func (h *Handoff) Apply(ev Recorded) error {
 		t := at
 		h.Approval.DecidedAt = &t
 		h.State = StateApprovalDecided
+		h.LeaseFrom = at
 		req = d.Request
+	case EventApprovalExpired:
+		var d ApprovalExpired
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		t := at
+		h.Approval.Status, h.Approval.DecidedAt = ApprovalExpiredStatus, &t
+		h.Approval.Reason = fmt.Sprintf("no decision within approvalTimeoutSeconds (%d)", d.TimeoutSeconds)
+		h.State = StateApprovalDecided
+	case EventExecutorHeartbeat:
+		var d ExecutorHeartbeat
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		h.LeaseFrom = at
+	case EventExecutorTimedOut:
+		var d ExecutorTimedOut
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		if d.Action == OnTimeoutRelease && d.ExecutorRunID != "" {
+			h.ReleasedRuns = append(h.ReleasedRuns, d.ExecutorRunID)
+		}
+		h.ExecutorRunID, h.ExecutorType = "", ""
+		h.LeaseFrom = at
+		h.State = StateApprovalDecided
 	case EventExecutorStarted:
 		var d ExecutorStarted
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return err
 		}
 		h.ExecutorRunID, h.ExecutorType = d.ExecutorRunID, d.ExecutorType
+		h.LeaseFrom = at
 		h.State = StateExecutorStarted
 	case EventProofReceived:
 		var d ProofReceived
@@ -324,6 +363,7 @@ func (h *Handoff) Apply(ev Recorded) error {
 			return err
 		}
 		h.Proofs = append(h.Proofs, ProofRecord{Seq: ev.Seq, Status: d.Status, Proof: d.Proof, ReceivedAt: at})
+		h.LeaseFrom = at
 		h.State = StateProofReceived
 		req = d.Request
 	case EventProofReviewed:

@@ -24,6 +24,11 @@ const (
 	stepReview  = "review"
 	stepResult  = "result"
 	stepClose   = "close"
+	// A timer's steps: approval that never came, and a run whose lease or
+	// result deadline passed (back to approved-and-unstarted; close follows
+	// unless the run is released to another).
+	stepExpire  = "expire"
+	stepTimeout = "timeout"
 )
 
 var transitions = fsm.Events{
@@ -34,6 +39,8 @@ var transitions = fsm.Events{
 	{Name: stepReview, Src: []string{string(StateProofReceived), string(StateProofReviewed), string(StateResultReceived)}, Dst: string(StateProofReviewed)},
 	{Name: stepResult, Src: []string{string(StateExecutorStarted), string(StateProofReceived), string(StateProofReviewed)}, Dst: string(StateResultReceived)},
 	{Name: stepClose, Src: []string{string(StateApprovalDecided), string(StateResultReceived), string(StateProofReviewed)}, Dst: string(StateLedgerClosed)},
+	{Name: stepExpire, Src: []string{string(StateContractCreated)}, Dst: string(StateApprovalDecided)},
+	{Name: stepTimeout, Src: []string{string(StateApprovalDecided), string(StateExecutorStarted), string(StateProofReceived), string(StateProofReviewed)}, Dst: string(StateApprovalDecided)},
 }
 
 // eventFrom is, for each event type, the states it may follow: the
@@ -43,8 +50,11 @@ var eventFrom = func() map[string]map[State]bool {
 	stepOf := map[string]string{
 		EventApprovalDecided: stepApprove, EventExecutorStarted: stepStart, EventProofReceived: stepProof,
 		EventProofReviewed: stepReview, EventResultReceived: stepResult, EventLedgerClosed: stepClose,
+		EventApprovalExpired: stepExpire, EventExecutorTimedOut: stepTimeout,
 	}
-	m := map[string]map[State]bool{EventContractCreated: {"": true}}
+	m := map[string]map[State]bool{EventContractCreated: {"": true},
+		// A heartbeat changes no state: it renews a started run's lease.
+		EventExecutorHeartbeat: {StateExecutorStarted: true, StateProofReceived: true, StateProofReviewed: true}}
 	for ev, step := range stepOf {
 		m[ev] = map[State]bool{}
 		for _, t := range transitions {
@@ -319,6 +329,8 @@ func (h *Handoff) Decide(cmd Command) ([]Event, error) {
 		return h.decideResult(op, m, c, &req)
 	case ReviewCommand:
 		return h.decideReview(op, m, c, &req)
+	case HeartbeatCommand:
+		return h.decideHeartbeat(op, m, c)
 	}
 	return nil, E(op, KindInvalid, "unknown_command", "unknown command")
 }
@@ -350,6 +362,11 @@ func (h *Handoff) executorGate(op, runID string) error {
 		return E(op, KindConflict, "approval_pending", "approval is PENDING_APPROVAL: the executor must not act, and nothing was recorded")
 	case ApprovalRejected:
 		return E(op, KindConflict, "approval_rejected", "approval was REJECTED: the executor must not act")
+	case ApprovalExpiredStatus:
+		return E(op, KindConflict, "approval_expired", "approval EXPIRED before anyone decided: the executor must not act")
+	}
+	if slices.Contains(h.ReleasedRuns, runID) {
+		return E(op, KindConflict, "executor_run_released", "executorRunId %q missed its lease and was released; another run may take the handoff over, this one may not report on it", runID)
 	}
 	if h.Result != nil {
 		return E(op, KindConflict, "result_already_received", "the result was already received (%s)", h.Result.Status)
@@ -480,6 +497,7 @@ type CreateContract struct {
 	ApprovalMode     string
 	ProofRequired    []string
 	PlanID           string
+	Timing           Timing
 }
 
 var (
@@ -518,6 +536,7 @@ func (c *CreateContract) Validate() error {
 		}
 		seen[t] = true
 	}
+	v.timing(&c.Timing)
 	return v.err("handoff.create")
 }
 
@@ -535,6 +554,7 @@ func DecideCreate(c CreateContract) ([]Event, error) {
 		HandoffID: c.HandoffID, Tenant: c.Tenant, Objective: c.Objective, TargetExecutor: c.TargetExecutor,
 		ExecutorProtocol: c.ExecutorProtocol, RiskLevel: c.RiskLevel, ApprovalMode: c.ApprovalMode,
 		ProofPolicy: ProofPolicy{Required: len(types) > 0, ArtifactTypes: types}, PlanID: c.PlanID,
+		Timing: c.Timing,
 	}}}
 	if c.ApprovalMode == ApprovalModeAuto && autoApprovableRisks[c.RiskLevel] {
 		m := newMachine(StateContractCreated)

@@ -43,6 +43,7 @@ type ContractView struct {
 	PlanID            string         `json:"planId,omitempty"`
 	ApprovalPolicy    ApprovalPolicy `json:"approvalPolicy"`
 	ProofPolicy       ProofPolicy    `json:"proofPolicy"`
+	Deadlines         *LeaseView     `json:"deadlines,omitempty"`
 	Callbacks         Callbacks      `json:"callbacks"`
 	State             State          `json:"state"`
 	ExecutorRunID     string         `json:"executorRunId,omitempty"`
@@ -71,7 +72,7 @@ func (h *Handoff) View() ContractView {
 		HandoffID: h.ID, ProtocolVersion: ProtocolVersion, SchemaVersion: SchemaVersion,
 		Objective: h.Objective, TargetExecutor: h.TargetExecutor, ExecutorProtocol: h.ExecutorProtocol,
 		RiskLevel: h.RiskLevel, PlanID: h.PlanID, ApprovalPolicy: h.Approval, ProofPolicy: h.ProofPolicy,
-		Callbacks: CallbacksFor(h.ID), State: h.State, ExecutorRunID: h.ExecutorRunID, ExecutorType: h.ExecutorType,
+		Deadlines: h.deadlinesView(), Callbacks: CallbacksFor(h.ID), State: h.State, ExecutorRunID: h.ExecutorRunID, ExecutorType: h.ExecutorType,
 		Proofs: proofs, Review: h.Review, Result: h.Result,
 		Ledger:     LedgerRecord{Head: h.Head, Events: h.Head.Seq, ClosedReason: h.ClosedReason, FinalStatus: h.FinalStatus, ReviewVerdict: h.ClosedVerdict, ClosedAt: h.ClosedAt},
 		LedgerHead: h.Head, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, Tenant: h.Tenant,

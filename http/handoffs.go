@@ -28,6 +28,12 @@ type createContractRequest struct {
 	ApprovalMode     string   `json:"approvalMode"`
 	ProofRequired    []string `json:"proofRequired"`
 	PlanID           string   `json:"planId"`
+	domain.Timing
+}
+
+type heartbeatRequest struct {
+	ExecutorType  string `json:"executorType"`
+	ExecutorRunID string `json:"executorRunId"`
 }
 
 type approvalRequest struct {
@@ -70,6 +76,7 @@ func (s *Server) createContract(w http.ResponseWriter, r *http.Request) {
 	c := domain.CreateContract{
 		Objective: req.Objective, TargetExecutor: req.TargetExecutor, ExecutorProtocol: req.ExecutorProtocol,
 		RiskLevel: req.RiskLevel, ApprovalMode: req.ApprovalMode, ProofRequired: req.ProofRequired, PlanID: req.PlanID,
+		Timing: req.Timing,
 	}
 	out, err := s.ledger.Handoffs.Create(r.Context(), callOf(r), c)
 	if err != nil {
@@ -167,6 +174,18 @@ func (s *Server) result() http.HandlerFunc {
 			return nil, err
 		}
 		return domain.ResultCommand{ExecutorType: req.ExecutorType, ExecutorRunID: req.ExecutorRunID, Status: req.Status, Result: req.Result, Proof: req.Proof, Request: ref}, nil
+	})
+}
+
+// heartbeat renews the run's lease; it is recorded every time (a renewal is
+// never a retry of an earlier one).
+func (s *Server) heartbeat() http.HandlerFunc {
+	return s.callback(domain.KindHeartbeat, func(body []byte, ref domain.RequestRef) (domain.Command, error) {
+		var req heartbeatRequest
+		if err := decodeBody(body, &req); err != nil {
+			return nil, err
+		}
+		return domain.HeartbeatCommand{ExecutorType: req.ExecutorType, ExecutorRunID: req.ExecutorRunID, Request: ref}, nil
 	})
 }
 

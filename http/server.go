@@ -161,6 +161,7 @@ func NewServer(cfg Config) *Server {
 	rt.HandleFunc("/v1/handoff/contracts/{handoffId}", s.withKey(anyKey, s.getContract)).Methods(http.MethodGet)
 	rt.HandleFunc("/v1/executions/{handoffId}/approval", s.withKey(anyKey, s.approval())).Methods(http.MethodPost)
 	rt.HandleFunc("/v1/executions/{handoffId}/proof", s.withKey(anyKey, s.proof())).Methods(http.MethodPost)
+	rt.HandleFunc("/v1/executions/{handoffId}/heartbeat", s.withKey(anyKey, s.heartbeat())).Methods(http.MethodPost)
 	rt.HandleFunc("/v1/executions/{handoffId}/result", s.withKey(anyKey, s.result())).Methods(http.MethodPost)
 	rt.HandleFunc("/v1/executions/{handoffId}/review", s.withKey(adminOnly, s.review())).Methods(http.MethodPost)
 	rt.HandleFunc("/v1/executions/{handoffId}/ledger", s.withKey(anyKey, s.getLedger)).Methods(http.MethodGet)

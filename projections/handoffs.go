@@ -149,7 +149,7 @@ func (p *Handoffs) Committed() {
 }
 
 func (*Handoffs) Buckets() [][]byte {
-	return [][]byte{bucketContracts, bucketByTenant, bucketLedger, bucketTenantOf, bucketQuarantine}
+	return [][]byte{bucketContracts, bucketByTenant, bucketLedger, bucketTenantOf, bucketQuarantine, bucketTimers, bucketTimerOf}
 }
 
 // ledgerRow is the stored form of one ledger event: the recorded event with
@@ -210,6 +210,9 @@ func (p *Handoffs) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
 		p.mu.Lock()
 		p.pending = append(p.pending, pendingQuarantine{id, q})
 		p.mu.Unlock()
+		if err := dropTimer(tx, id); err != nil {
+			return err
+		}
 		return quarantine.Put([]byte(id), b)
 	}
 	if h == nil || err != nil {
@@ -290,6 +293,9 @@ func (p *Handoffs) write(tx *bbolt.Tx, id string, rec domain.Recorded, h *domain
 		return err
 	}
 	if err := tx.Bucket(bucketContracts).Put([]byte(id), view); err != nil {
+		return err
+	}
+	if err := putTimer(tx, id, h); err != nil {
 		return err
 	}
 	if rec.Seq == 1 {
@@ -524,6 +530,9 @@ func forgetHandoff(tx *bbolt.Tx, id string, all bool) error {
 		}
 	}
 	if err := tx.Bucket(bucketTenantOf).Delete([]byte(id)); err != nil {
+		return err
+	}
+	if err := dropTimer(tx, id); err != nil {
 		return err
 	}
 	return tx.Bucket(bucketContracts).Delete([]byte(id))

@@ -268,7 +268,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	go func() { runnerDone <- proj.Run(runCtx) }()
 	followerDone := make(chan error, 1)
 	go func() { followerDone <- follower.Run(runCtx) }()
-	defer func() { stopRunner(); <-runnerDone; <-followerDone }()
+	timersDone := make(chan struct{})
+	go func() { defer close(timersDone); timerLoop(services.Handoffs, proj, log).Run(runCtx) }()
+	defer func() { stopRunner(); <-runnerDone; <-followerDone; <-timersDone }()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
@@ -291,6 +293,25 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	return srv.Shutdown(shutdownCtx)
+}
+
+// timerLoop fires the handoffs' deadlines from this replica's read models.
+func timerLoop(h *ledger.Handoffs, proj *projections.Runner, log zerolog.Logger) *ledger.TimerLoop {
+	return &ledger.TimerLoop{
+		Handoffs: h,
+		Due: func(now time.Time, limit int) ([]string, time.Time, error) {
+			due, next, err := proj.DueTimers(now, limit)
+			ids := make([]string, len(due))
+			for i, d := range due {
+				ids[i] = d.HandoffID
+			}
+			return ids, next, err
+		},
+		Changed: proj.Changed,
+		Now:     time.Now,
+		OnFired: func(id, kind string) { log.Info().Str("handoffId", id).Str("timer", kind).Msg("deadline recorded") },
+		OnError: func(id string, err error) { log.Error().Str("handoffId", id).Err(err).Msg("deadline not recorded; retrying") },
+	}
 }
 
 func storeCheck(ctx context.Context, args []string, stdout io.Writer) error {

@@ -223,6 +223,9 @@ func (s *Handoffs) Handle(ctx context.Context, call Call, id string, cmd domain.
 			h, err := domain.Fold(cur.events[:seq])
 			return Outcome{Handoff: h, Replayed: true, Position: cur.positions[seq-1]}, err
 		}
+		if err := cur.h.Overdue(op, s.now()); err != nil {
+			return Outcome{}, err
+		}
 		evs, err := cur.h.Decide(cmd)
 		if err != nil {
 			return Outcome{}, err
