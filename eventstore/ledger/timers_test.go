@@ -1,0 +1,281 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/eventstore/ledger"
+	"github.com/batonhq/baton/projections"
+)
+
+// fakeClock is a settable clock shared by a test's services and loops.
+type fakeClock struct{ ns atomic.Int64 }
+
+func newFakeClock(t time.Time) *fakeClock {
+	c := &fakeClock{}
+	c.ns.Store(t.UnixNano())
+	return c
+}
+func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// replica is one replica's ledger service, read models and timer loop on a
+// shared store.
+type replica struct {
+	h     *ledger.Handoffs
+	proj  *projections.Runner
+	loop  *ledger.TimerLoop
+	fired atomic.Int64
+}
+
+func newReplica(t *testing.T, store eventstore.Store, clock *fakeClock, name string) *replica {
+	t.Helper()
+	proj, err := projections.Open(filepath.Join(t.TempDir(), name+".db"), store, projections.NewHandoffs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { proj.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; proj.Close() })
+	r := &replica{h: ledger.NewHandoffs(store, clock.Now), proj: proj}
+	r.loop = &ledger.TimerLoop{
+		Handoffs: r.h,
+		Due: func(now time.Time, limit int) ([]string, time.Time, error) {
+			due, next, err := proj.DueTimers(now, limit)
+			ids := make([]string, len(due))
+			for i, d := range due {
+				ids[i] = d.HandoffID
+			}
+			return ids, next, err
+		},
+		Changed: proj.Changed,
+		Now:     clock.Now,
+		OnFired: func(string, string) { r.fired.Add(1) },
+		OnError: func(id string, err error) { t.Errorf("timer of %s: %v", id, err) },
+	}
+	return r
+}
+
+func countTypes(t *testing.T, store eventstore.Store, id string) map[string]int {
+	t.Helper()
+	evs, err := eventstore.ReadWholeStream(context.Background(), store, domain.StreamID(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, ev := range evs {
+		n[ev.Type]++
+	}
+	return n
+}
+
+// TestTimersFireOnceAcrossReplicas runs three replicas' timer loops, each
+// over its own read models, on one store, all firing at once: every
+// deadline is recorded exactly once.
+func TestTimersFireOnceAcrossReplicas(t *testing.T) {
+	store := openStore(t)
+	t0 := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+	clock := newFakeClock(t0)
+	reps := []*replica{newReplica(t, store, clock, "r1"), newReplica(t, store, clock, "r2"), newReplica(t, store, clock, "r3")}
+	ctx := context.Background()
+
+	const n = 20
+	var ids []string
+	for i := 0; i < n; i++ {
+		c := contract()
+		switch i % 3 {
+		case 0:
+			c.Timing = domain.Timing{ApprovalTimeoutSeconds: 20}
+		case 1:
+			c.Timing = domain.Timing{HeartbeatSeconds: 10}
+		case 2:
+			c.Timing = domain.Timing{ResultTimeoutSeconds: 15}
+		}
+		out, err := reps[i%3].h.Create(ctx, tenantA, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := out.Handoff.ID
+		if i%3 != 0 {
+			if _, err := reps[0].h.Handle(ctx, tenantA, id, domain.ApprovalCommand{Status: domain.ApprovalApproved, ApprovedBy: "ann"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ids = append(ids, id)
+	}
+	catchUp(t, store, reps)
+	for _, r := range reps {
+		if due, next, err := r.proj.DueTimers(clock.Now(), 100); err != nil || len(due) != 0 || !next.Equal(t0.Add(10*time.Second)) {
+			t.Fatalf("before any deadline: due %v, next %s, err %v", due, next, err)
+		}
+	}
+	clock.Advance(time.Minute)
+	for round := 0; round < 3; round++ {
+		var wg sync.WaitGroup
+		for _, r := range reps {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := r.loop.FireDue(ctx); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		catchUp(t, store, reps)
+	}
+	var fired int64
+	for _, r := range reps {
+		fired += r.fired.Load()
+	}
+	if fired != n {
+		t.Fatalf("the replicas recorded %d timers for %d deadlines", fired, n)
+	}
+	for i, id := range ids {
+		got := countTypes(t, store, id)
+		want := domain.EventExecutorTimedOut
+		if i%3 == 0 {
+			want = domain.EventApprovalExpired
+		}
+		if got[want] != 1 || got[domain.EventLedgerClosed] != 1 {
+			t.Fatalf("handoff %d: %v, want one %s and one close", i, got, want)
+		}
+	}
+	for _, r := range reps {
+		if due, next, err := r.proj.DueTimers(clock.Now().Add(time.Hour), 100); err != nil || len(due) != 0 || !next.IsZero() {
+			t.Fatalf("after the timers: due %v, next %s, err %v", due, next, err)
+		}
+	}
+}
+
+// TestTimerRacesCallbacks races a heartbeat against the lease's timer at
+// the deadline, many times: the timer wins (a heartbeat after the lease ran
+// out is refused), and exactly one ExecutorTimedOut is recorded.
+func TestTimerRacesCallbacks(t *testing.T) {
+	store := openStore(t)
+	clock := newFakeClock(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC))
+	reps := []*replica{newReplica(t, store, clock, "r1"), newReplica(t, store, clock, "r2")}
+	ctx := context.Background()
+	for i := 0; i < 10; i++ {
+		c := contract()
+		c.Timing = domain.Timing{HeartbeatSeconds: 5, OnExecutorTimeout: domain.OnTimeoutRelease}
+		out, err := reps[0].h.Create(ctx, tenantA, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := out.Handoff.ID
+		if _, err := reps[0].h.Handle(ctx, tenantA, id, domain.ApprovalCommand{Status: domain.ApprovalApproved, ApprovedBy: "ann"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := reps[1].h.Handle(ctx, tenantA, id, domain.HeartbeatCommand{ExecutorRunID: "run-1"}); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(5 * time.Second)
+		var wg sync.WaitGroup
+		var accepted atomic.Int64
+		for j := 0; j < 4; j++ {
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				_, err := reps[j%2].h.Handle(ctx, tenantA, id, domain.HeartbeatCommand{ExecutorRunID: "run-1"})
+				if err == nil {
+					accepted.Add(1)
+				} else if de := (*domain.Error)(nil); !errors.As(err, &de) || de.Code != "lease_expired" && de.Code != "executor_run_released" {
+					t.Errorf("heartbeat after the lease: %v", err)
+				}
+			}()
+			go func() {
+				defer wg.Done()
+				if _, err := reps[j%2].h.Fire(ctx, id, clock.Now()); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		if accepted.Load() != 0 {
+			t.Fatalf("%d heartbeats after the lease ran out were recorded", accepted.Load())
+		}
+		if got := countTypes(t, store, id); got[domain.EventExecutorTimedOut] != 1 {
+			t.Fatalf("%v, want one ExecutorTimedOut", got)
+		}
+		// Released: another run takes over, and its lease runs anew.
+		if _, err := reps[1].h.Handle(ctx, tenantA, id, domain.HeartbeatCommand{ExecutorRunID: "run-2"}); err != nil {
+			t.Fatalf("run-2 cannot take over: %v", err)
+		}
+	}
+}
+
+// TestTimerLoopRunsOnItsOwn starts loops with Run on a real clock and a
+// one-second approval deadline, and a restart: a deadline that passed while
+// no replica ran is recorded when one starts.
+func TestTimerLoopRunsOnItsOwn(t *testing.T) {
+	store := openStore(t)
+	ctx := context.Background()
+	h := ledger.NewHandoffs(store, nil)
+	c := contract()
+	c.Timing = domain.Timing{ApprovalTimeoutSeconds: 1}
+	out, err := h.Create(ctx, tenantA, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // the deadline passes with no loop running
+
+	proj, err := projections.Open(filepath.Join(t.TempDir(), "r.db"), store, projections.NewHandoffs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proj.Close()
+	fired := make(chan string, 4)
+	loop := &ledger.TimerLoop{Handoffs: h, Changed: proj.Changed, Now: time.Now,
+		Due: func(now time.Time, limit int) ([]string, time.Time, error) {
+			due, next, err := proj.DueTimers(now, limit)
+			var ids []string
+			for _, d := range due {
+				ids = append(ids, d.HandoffID)
+			}
+			return ids, next, err
+		},
+		OnFired: func(id, kind string) { fired <- kind },
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); proj.Run(runCtx) }()
+	go func() { defer wg.Done(); loop.Run(runCtx) }()
+	defer func() { cancel(); wg.Wait() }()
+	select {
+	case kind := <-fired:
+		if kind != domain.TimerApproval {
+			t.Fatalf("fired %s", kind)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the passed deadline was not recorded after the start")
+	}
+	if got := countTypes(t, store, out.Handoff.ID); got[domain.EventApprovalExpired] != 1 {
+		t.Fatalf("%v", got)
+	}
+}
+
+func catchUp(t *testing.T, store eventstore.Store, reps []*replica) {
+	t.Helper()
+	head, err := store.Head(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reps {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := r.proj.WaitFor(ctx, head)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
