@@ -209,7 +209,8 @@ func (a *apiClient) do(method, url string, body any, headers ...string) answer {
 // one replica creates the bootstrap key, that a write through one replica
 // is read through another with the consistency token, that approvals raced
 // across the replicas make exactly one transition (the ledger's
-// expected-revision appends), and that every replica stops cleanly.
+// expected-revision appends), that each deadline is recorded once though
+// every replica runs a timer loop, and that every replica stops cleanly.
 func TestReplicasShareKurrentDB(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four processes")
@@ -386,10 +387,62 @@ func TestReplicasShareKurrentDB(t *testing.T) {
 		t.Fatalf("the ledger's approval %v is not the winner's (%s)", approvals[0]["data"], winner)
 	}
 
+	// 3. Deadlines: every replica runs a timer loop over its own read
+	// models; each deadline is recorded once, by whichever fires first.
+	var timed []string
+	for i := 0; i < 3; i++ {
+		r := api.do("POST", base[i]+"/v1/handoff/contracts", map[string]any{
+			"objective": "Left alone", "targetExecutor": "ops-bot", "executorProtocol": "ops_bot.v1",
+			"riskLevel": "high", "approvalTimeoutSeconds": 1,
+		})
+		if r.status != 201 {
+			t.Fatalf("create with a deadline: %d %s", r.status, r.raw)
+		}
+		timed = append(timed, r.body["handoffId"].(string))
+	}
+	var idL string
+	if r := api.do("POST", base[1]+"/v1/handoff/contracts", map[string]any{
+		"objective": "An executor that never calls back", "targetExecutor": "ops-bot", "executorProtocol": "ops_bot.v1",
+		"riskLevel": "high", "heartbeatSeconds": 1,
+	}); r.status != 201 {
+		t.Fatalf("create with a lease: %d %s", r.status, r.raw)
+	} else {
+		idL = r.body["handoffId"].(string)
+	}
+	if r := api.do("POST", base[2]+"/v1/executions/"+idL+"/approval", map[string]any{"status": "APPROVED", "approvedBy": "alice"}); r.status != 200 {
+		t.Fatalf("approve: %d %s", r.status, r.raw)
+	}
+	timed = append(timed, idL)
+	for _, id := range timed {
+		for i, b := range base {
+			l := api.do("GET", b+"/v1/executions/"+id+"/ledger?after=2&wait=20s", nil)
+			if l.status != 200 || l.body["state"] != "ledger_closed" {
+				t.Fatalf("ledger of %s through replica %d: %d %s", id, i+1, l.status, l.raw)
+			}
+			l = api.do("GET", b+"/v1/executions/"+id+"/ledger", nil)
+			n := map[string]int{}
+			evs, _ := l.body["events"].([]any)
+			for _, e := range evs {
+				m, _ := e.(map[string]any)
+				n[m["type"].(string)]++
+			}
+			if n["ApprovalExpired"]+n["ExecutorTimedOut"] != 1 || n["LedgerClosed"] != 1 {
+				t.Fatalf("ledger of %s through replica %d: %v", id, i+1, n)
+			}
+		}
+	}
+	fired := 0
+	for _, r := range replicas {
+		fired += strings.Count(r.output(), "deadline recorded")
+	}
+	if fired != len(timed) {
+		t.Fatalf("the replicas recorded %d deadlines for %d handoffs", fired, len(timed))
+	}
+
 	// The store itself, checked from outside the replicas.
 	verify := exec.Command(bin, "ledger", "verify", "--store", "kurrent", "--kurrentdb-url", url)
 	out, err := verify.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "3 handoffs, 5 events, 0 broken") {
+	if err != nil || !strings.Contains(string(out), "7 handoffs, 18 events, 0 broken") {
 		t.Fatalf("ledger verify against the double: %v\n%s", err, out)
 	}
 
