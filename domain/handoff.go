@@ -83,6 +83,10 @@ type ApprovalPolicy struct {
 	DecidedBy string     `json:"decidedBy,omitempty"`
 	Reason    string     `json:"reason,omitempty"`
 	DecidedAt *time.Time `json:"decidedAt,omitempty"`
+	// The opt-in policy and its progress, each omitted when unused.
+	ApprovalRules
+	Approvals   []ApprovalRecord `json:"approvals,omitempty"`
+	EscalatedAt *time.Time       `json:"escalatedAt,omitempty"`
 }
 
 // ProofPolicy says whether proof is required and of which artifact types.
@@ -131,9 +135,10 @@ type (
 		ProofPolicy      ProofPolicy    `json:"proofPolicy"`
 		PlanID           string         `json:"planId,omitempty"`
 		Metadata         map[string]any `json:"metadata,omitempty"`
-		// Timing's fields sit at the top level, each omitted when zero: a
-		// contract without deadlines hashes as it always did.
+		// Timing's and ApprovalRules' fields sit at the top level, each
+		// omitted when zero: a contract without them hashes as it always did.
 		Timing
+		ApprovalRules
 	}
 	ApprovalDecided struct {
 		Status    string      `json:"status"`
@@ -141,6 +146,9 @@ type (
 		Reason    string      `json:"reason,omitempty"`
 		Automatic bool        `json:"automatic,omitempty"`
 		Request   *RequestRef `json:"request,omitempty"`
+		// Approver is the key or person whose approval completed a policy
+		// of several approvers.
+		Approver string `json:"approver,omitempty"`
 	}
 	ExecutorStarted struct {
 		ExecutorRunID string `json:"executorRunId"`
@@ -226,7 +234,8 @@ type ResultRecord struct {
 // produced, so a retry gets the same answer.
 type AnsweredRequest struct {
 	RequestRef
-	Seq uint64 // the last event the callback appended
+	Seq   uint64 // the last event the callback appended
+	Actor string // who sent it
 }
 
 // Handoff is the aggregate folded from a handoff stream.
@@ -242,6 +251,7 @@ type Handoff struct {
 	Approval         ApprovalPolicy
 	ProofPolicy      ProofPolicy
 	Timing           Timing
+	CreatedBy        string // the actor of the contract's event
 	// LeaseFrom is when the executor's lease was last renewed (approval,
 	// any executor callback, a heartbeat, a release).
 	LeaseFrom time.Time
@@ -304,7 +314,8 @@ func (h *Handoff) Apply(ev Recorded) error {
 		h.ID, h.Tenant, h.Objective = d.HandoffID, d.Tenant, d.Objective
 		h.TargetExecutor, h.ExecutorProtocol, h.RiskLevel = d.TargetExecutor, d.ExecutorProtocol, d.RiskLevel
 		h.PlanID, h.Metadata = d.PlanID, d.Metadata
-		h.Approval = ApprovalPolicy{Mode: d.ApprovalMode, Status: ApprovalPending}
+		h.Approval = ApprovalPolicy{Mode: d.ApprovalMode, Status: ApprovalPending, ApprovalRules: d.ApprovalRules}
+		h.CreatedBy = ev.Actor
 		h.ProofPolicy = d.ProofPolicy
 		h.Timing = d.Timing
 		if h.ProofPolicy.ArtifactTypes == nil {
@@ -318,11 +329,28 @@ func (h *Handoff) Apply(ev Recorded) error {
 			return err
 		}
 		h.Approval.Status, h.Approval.DecidedBy, h.Approval.Reason = d.Status, d.DecidedBy, d.Reason
+		if d.Approver != "" && d.Status == ApprovalApproved {
+			h.Approval.Approvals = append(h.Approval.Approvals, ApprovalRecord{Approver: d.Approver, ApprovedBy: d.DecidedBy, Reason: d.Reason, ApprovedAt: at})
+		}
 		t := at
 		h.Approval.DecidedAt = &t
 		h.State = StateApprovalDecided
 		h.LeaseFrom = at
 		req = d.Request
+	case EventApprovalGranted:
+		var d ApprovalGranted
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		h.Approval.Approvals = append(h.Approval.Approvals, ApprovalRecord{Approver: d.Approver, ApprovedBy: d.ApprovedBy, Reason: d.Reason, ApprovedAt: at})
+		req = d.Request
+	case EventApprovalEscalated:
+		var d ApprovalEscalated
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		t := at
+		h.Approval.EscalatedAt = &t
 	case EventApprovalExpired:
 		var d ApprovalExpired
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
@@ -398,7 +426,7 @@ func (h *Handoff) Apply(ev Recorded) error {
 		// A callback may append several events; its answer is the state
 		// after the last of them, so later events of the same append
 		// update the seq below.
-		h.Answered = append(h.Answered, AnsweredRequest{RequestRef: *req, Seq: ev.Seq})
+		h.Answered = append(h.Answered, AnsweredRequest{RequestRef: *req, Seq: ev.Seq, Actor: ev.Actor})
 	} else if n := len(h.Answered); n > 0 && h.Answered[n-1].Seq == ev.Seq-1 && ev.Type == EventLedgerClosed {
 		h.Answered[n-1].Seq = ev.Seq
 	}

@@ -53,6 +53,8 @@ var eventFrom = func() map[string]map[State]bool {
 		EventApprovalExpired: stepExpire, EventExecutorTimedOut: stepTimeout,
 	}
 	m := map[string]map[State]bool{EventContractCreated: {"": true},
+		// Neither changes the state: an approval of several, an escalation.
+		EventApprovalGranted: {StateContractCreated: true}, EventApprovalEscalated: {StateContractCreated: true},
 		// A heartbeat changes no state: it renews a started run's lease.
 		EventExecutorHeartbeat: {StateExecutorStarted: true, StateProofReceived: true, StateProofReviewed: true}}
 	for ev, step := range stepOf {
@@ -280,8 +282,18 @@ func (c ReviewCommand) validate(op string) error {
 // returns the seq whose state answers it, or an error when the idempotency
 // key was used with another body.
 func (h *Handoff) Replay(op string, kind string, ref RequestRef) (uint64, bool, error) {
+	return h.ReplayAs(op, kind, ref, "")
+}
+
+// ReplayAs is Replay for a callback sent by actor. Under a policy of
+// several approvers, an approval repeats only the same approver's: two
+// approvers may well send byte-identical bodies.
+func (h *Handoff) ReplayAs(op string, kind string, ref RequestRef, actor string) (uint64, bool, error) {
+	mine := func(a AnsweredRequest) bool {
+		return a.Kind == kind && (kind != KindApproval || h.required() < 2 || actor == "" || a.Actor == actor)
+	}
 	for _, a := range h.Answered {
-		if a.Kind != kind {
+		if !mine(a) {
 			continue
 		}
 		if ref.IdempotencyKey != "" && a.IdempotencyKey == ref.IdempotencyKey {
@@ -300,7 +312,7 @@ func (h *Handoff) Replay(op string, kind string, ref RequestRef) (uint64, bool, 
 	// verifier may send the same review again, an executor the same
 	// progress proof.
 	if n := len(h.Answered); n > 0 {
-		if a := h.Answered[n-1]; a.Kind == kind && a.BodySHA256 == ref.BodySHA256 {
+		if a := h.Answered[n-1]; mine(a) && a.BodySHA256 == ref.BodySHA256 {
 			return a.Seq, true, nil
 		}
 	}
@@ -309,7 +321,12 @@ func (h *Handoff) Replay(op string, kind string, ref RequestRef) (uint64, bool, 
 
 // Decide checks cmd against the handoff and returns the events it records.
 // It does not change h.
-func (h *Handoff) Decide(cmd Command) ([]Event, error) {
+func (h *Handoff) Decide(cmd Command) ([]Event, error) { return h.DecideAs(cmd, "") }
+
+// DecideAs is Decide for a command sent by actor (how the ledger names
+// the key or person): approval policies count distinct approvers and
+// separate duties by it.
+func (h *Handoff) DecideAs(cmd Command, actor string) ([]Event, error) {
 	op := "handoff." + cmd.kind()
 	if err := cmd.validate(op); err != nil {
 		return nil, err
@@ -320,9 +337,14 @@ func (h *Handoff) Decide(cmd Command) ([]Event, error) {
 	m := newMachine(h.State)
 	req := cmd.request()
 	req.Kind = cmd.kind()
+	if cmd.kind() != KindApproval || approves(cmd) {
+		if err := h.dutyGate(op, cmd.kind(), actor); err != nil {
+			return nil, err
+		}
+	}
 	switch c := cmd.(type) {
 	case ApprovalCommand:
-		return h.decideApproval(op, m, c, &req)
+		return h.decideApproval(op, m, c, &req, actor)
 	case ProofCommand:
 		return h.decideProof(op, m, c, &req)
 	case ResultCommand:
@@ -335,11 +357,23 @@ func (h *Handoff) Decide(cmd Command) ([]Event, error) {
 	return nil, E(op, KindInvalid, "unknown_command", "unknown command")
 }
 
-func (h *Handoff) decideApproval(op string, m machine, c ApprovalCommand, req *RequestRef) ([]Event, error) {
+func approves(cmd Command) bool {
+	c, ok := cmd.(ApprovalCommand)
+	return ok && c.Status == ApprovalApproved
+}
+
+func (h *Handoff) decideApproval(op string, m machine, c ApprovalCommand, req *RequestRef, actor string) ([]Event, error) {
 	if h.Approval.Status != ApprovalPending {
 		return nil, E(op, KindConflict, "approval_already_decided", "approval was already decided: %s by %s", h.Approval.Status, h.Approval.DecidedBy)
 	}
 	ev := ApprovalDecided{Status: c.Status, DecidedBy: c.ApprovedBy, Reason: c.Reason, Request: req}
+	if c.Status == ApprovalApproved && h.required() > 1 {
+		evs, granted, err := h.grant(op, c, actor, req)
+		if err != nil || granted {
+			return evs, err
+		}
+		ev.Approver = actor
+	}
 	if c.Status == ApprovalApproved {
 		if err := m.step(op, stepApprove); err != nil {
 			return nil, err
@@ -498,6 +532,7 @@ type CreateContract struct {
 	ProofRequired    []string
 	PlanID           string
 	Timing           Timing
+	ApprovalRules    ApprovalRules
 }
 
 var (
@@ -537,6 +572,7 @@ func (c *CreateContract) Validate() error {
 		seen[t] = true
 	}
 	v.timing(&c.Timing)
+	v.approvalRules(&c.ApprovalRules, c.ApprovalMode)
 	return v.err("handoff.create")
 }
 
@@ -554,7 +590,7 @@ func DecideCreate(c CreateContract) ([]Event, error) {
 		HandoffID: c.HandoffID, Tenant: c.Tenant, Objective: c.Objective, TargetExecutor: c.TargetExecutor,
 		ExecutorProtocol: c.ExecutorProtocol, RiskLevel: c.RiskLevel, ApprovalMode: c.ApprovalMode,
 		ProofPolicy: ProofPolicy{Required: len(types) > 0, ArtifactTypes: types}, PlanID: c.PlanID,
-		Timing: c.Timing,
+		Timing: c.Timing, ApprovalRules: c.ApprovalRules,
 	}}}
 	if c.ApprovalMode == ApprovalModeAuto && autoApprovableRisks[c.RiskLevel] {
 		m := newMachine(StateContractCreated)

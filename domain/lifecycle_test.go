@@ -42,7 +42,22 @@ func open(t *testing.T, c domain.CreateContract) *ledger {
 }
 
 // record chains evs onto the stream and applies them to the handoff.
-func (l *ledger) record(evs []domain.Event) {
+func (l *ledger) record(evs []domain.Event) { l.t.Helper(); l.recordAs("ops", evs) }
+
+// openAs is open with the contract recorded by actor.
+func openAs(t *testing.T, actor string, c domain.CreateContract) *ledger {
+	t.Helper()
+	evs, err := domain.DecideCreate(c)
+	if err != nil {
+		t.Fatalf("DecideCreate: %v", err)
+	}
+	l := &ledger{t: t, id: c.HandoffID, h: &domain.Handoff{}}
+	l.recordAs(actor, evs)
+	return l
+}
+
+// recordAs is record for events sent by actor.
+func (l *ledger) recordAs(actor string, evs []domain.Event) {
 	l.t.Helper()
 	prev := domain.GenesisHash(l.id)
 	if n := len(l.recs); n > 0 {
@@ -55,11 +70,11 @@ func (l *ledger) record(evs []domain.Event) {
 		}
 		seq := uint64(len(l.recs)) + 1
 		at := t0.Add(time.Duration(seq-1) * time.Second)
-		c, err := domain.Canonical(l.id, seq, ev.Type, "ops", at, data)
+		c, err := domain.Canonical(l.id, seq, ev.Type, actor, at, data)
 		if err != nil {
 			l.t.Fatal(err)
 		}
-		rec := domain.Recorded{Seq: seq, Type: ev.Type, Data: data, Actor: "ops", RecordedAt: at, PrevHash: prev, Hash: domain.ChainHash(prev, c)}
+		rec := domain.Recorded{Seq: seq, Type: ev.Type, Data: data, Actor: actor, RecordedAt: at, PrevHash: prev, Hash: domain.ChainHash(prev, c)}
 		if err := l.h.Apply(rec); err != nil {
 			l.t.Fatalf("Apply(%s): %v", ev.Type, err)
 		}

@@ -109,6 +109,9 @@ func (h *Handoff) Timers() []Timer {
 		if t.ApprovalTimeoutSeconds > 0 {
 			add(TimerApproval, h.CreatedAt.Add(seconds(t.ApprovalTimeoutSeconds)))
 		}
+		if e, ok := h.escalationTimer(); ok {
+			add(e.Kind, e.At)
+		}
 		return out
 	}
 	if h.Approval.Status != ApprovalApproved || h.Result != nil || h.Approval.DecidedAt == nil {
@@ -134,7 +137,12 @@ func seconds(n int) time.Duration { return time.Duration(n) * time.Second }
 // timer's event is what happens next, whichever replica records it, so a
 // late approval or a heartbeat after the lease ran out is not recorded.
 func (h *Handoff) Overdue(op string, now time.Time) error {
-	ts := h.Timers()
+	var ts []Timer
+	for _, t := range h.Timers() {
+		if t.Kind != TimerEscalation { // an escalation adds approvers, it refuses no one
+			ts = append(ts, t)
+		}
+	}
 	if len(ts) == 0 || ts[0].At.After(now) {
 		return nil
 	}
@@ -164,6 +172,8 @@ func (h *Handoff) DecideTimers(now time.Time) ([]Event, string, error) {
 	due := ts[0]
 	m := newMachine(h.State)
 	switch due.Kind {
+	case TimerEscalation:
+		return h.decideEscalation(due), due.Kind, nil
 	case TimerApproval:
 		if err := m.step(op, stepExpire); err != nil {
 			return nil, "", err

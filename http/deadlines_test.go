@@ -85,6 +85,7 @@ func TestApprovalExpiresOverHTTP(t *testing.T) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 
 	id := e.contract(e.tenantA, map[string]any{"approvalTimeoutSeconds": 1})
+	esc := e.contract(e.tenantA, map[string]any{"escalateAfterSeconds": 1, "escalateTo": "sre-leads", "requiredApprovals": 2})
 	if r := e.must(e.do("GET", "/v1/handoff/contracts/"+id, e.tenantA, nil), 200); r.str("deadlines.approvalExpiresAt") == "" {
 		t.Fatalf("no approvalExpiresAt: %s", r.raw)
 	}
@@ -104,4 +105,15 @@ func TestApprovalExpiresOverHTTP(t *testing.T) {
 	if r := e.post(id, "approval", e.tenantA, approveBody()); r.status != 409 || r.str("code") != "ledger_closed" {
 		t.Fatalf("late approval: %d %s", r.status, r.raw)
 	}
+
+	// An escalation is recorded once, and the approval stays open to the
+	// next group.
+	r = mustLedger(t)(waitLedger(e, esc, e.tenantA, "after=1&wait=20s"))
+	if evs := r.body["events"].([]any); len(evs) != 1 || evs[0].(map[string]any)["type"] != "ApprovalEscalated" || r.str("state") != "contract_created" {
+		t.Fatalf("escalation trail: %s", r.raw)
+	}
+	if d := r.body["events"].([]any)[0].(map[string]any)["data"].(map[string]any); d["to"] != "sre-leads" {
+		t.Fatalf("escalated to %v", d["to"])
+	}
+	e.must(e.post(esc, "approval", e.tenantA2, approveBody()), 200)
 }

@@ -29,6 +29,7 @@ type createContractRequest struct {
 	ProofRequired    []string `json:"proofRequired"`
 	PlanID           string   `json:"planId"`
 	domain.Timing
+	domain.ApprovalRules
 }
 
 type heartbeatRequest struct {
@@ -76,7 +77,7 @@ func (s *Server) createContract(w http.ResponseWriter, r *http.Request) {
 	c := domain.CreateContract{
 		Objective: req.Objective, TargetExecutor: req.TargetExecutor, ExecutorProtocol: req.ExecutorProtocol,
 		RiskLevel: req.RiskLevel, ApprovalMode: req.ApprovalMode, ProofRequired: req.ProofRequired, PlanID: req.PlanID,
-		Timing: req.Timing,
+		Timing: req.Timing, ApprovalRules: req.ApprovalRules,
 	}
 	out, err := s.ledger.Handoffs.Create(r.Context(), callOf(r), c)
 	if err != nil {

@@ -217,7 +217,7 @@ func (s *Handoffs) Handle(ctx context.Context, call Call, id string, cmd domain.
 		if cur == nil || !call.Principal.CanSee(cur.h.Tenant) {
 			return Outcome{}, handoffNotFound(op, id)
 		}
-		if seq, ok, err := cur.h.Replay(op, kind, ref); err != nil {
+		if seq, ok, err := cur.h.ReplayAs(op, kind, ref, call.Principal.Actor()); err != nil {
 			return Outcome{}, err
 		} else if ok {
 			h, err := domain.Fold(cur.events[:seq])
@@ -226,7 +226,7 @@ func (s *Handoffs) Handle(ctx context.Context, call Call, id string, cmd domain.
 		if err := cur.h.Overdue(op, s.now()); err != nil {
 			return Outcome{}, err
 		}
-		evs, err := cur.h.Decide(cmd)
+		evs, err := cur.h.DecideAs(cmd, call.Principal.Actor())
 		if err != nil {
 			return Outcome{}, err
 		}

@@ -1,0 +1,152 @@
+package domain_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/domain"
+)
+
+// decideAs decides cmd for actor, checking it left the handoff alone.
+func (l *ledger) decideAs(cmd domain.Command, actor string) ([]domain.Event, error) {
+	l.t.Helper()
+	before := len(l.recs)
+	evs, err := l.h.DecideAs(cmd, actor)
+	if len(l.recs) != before {
+		l.t.Fatal("DecideAs recorded events")
+	}
+	return evs, err
+}
+
+func (l *ledger) doAs(actor string, cmds ...domain.Command) {
+	l.t.Helper()
+	for _, cmd := range cmds {
+		evs, err := l.decideAs(cmd, actor)
+		if err != nil {
+			l.t.Fatalf("setup %T as %s in %s: %v", cmd, actor, l.h.State, err)
+		}
+		l.recordAs(actor, evs)
+	}
+}
+
+func ruled(r domain.ApprovalRules) domain.CreateContract {
+	c := contract("log")
+	c.ApprovalRules = r
+	return c
+}
+
+func TestTwoApproversNeeded(t *testing.T) {
+	l := openAs(t, "key:creator", ruled(domain.ApprovalRules{RequiredApprovals: 2}))
+	if !l.h.Approval.SeparationOfDuties {
+		t.Fatal("separation of duties is not on by itself with two approvers")
+	}
+	// The key that created the contract cannot approve it.
+	evs, err := l.decideAs(approve(), "key:creator")
+	refusal(t, evs, err, domain.KindConflict, "separation_of_duties")
+	// But it may reject it: refusing is always allowed.
+	if evs, err := l.decideAs(reject(), "key:creator"); err != nil || len(evs) != 2 {
+		t.Fatalf("the creator's rejection: %v %v", eventTypes(evs), err)
+	}
+
+	l.doAs("key:ann", approve())
+	if l.h.Approval.Status != domain.ApprovalPending || l.h.State != domain.StateContractCreated || len(l.h.Approval.Approvals) != 1 {
+		t.Fatalf("one approval of two: %s %s %+v", l.h.Approval.Status, l.h.State, l.h.Approval.Approvals)
+	}
+	if got := l.recs[len(l.recs)-1].Type; got != domain.EventApprovalGranted {
+		t.Fatalf("recorded %s", got)
+	}
+	// The same key again is not a second approver, whatever name it gives.
+	again := approve()
+	again.ApprovedBy, again.Request.BodySHA256 = "ann-again", "other"
+	evs, err = l.decideAs(again, "key:ann")
+	refusal(t, evs, err, domain.KindConflict, "duplicate_approver")
+	// A byte-identical body from another approver is theirs, not a retry.
+	if _, replay, _ := l.h.ReplayAs("handoff.approval", domain.KindApproval, approve().Request, "key:bob"); replay {
+		t.Fatal("another approver's identical body was taken for a retry")
+	}
+	if seq, replay, _ := l.h.ReplayAs("handoff.approval", domain.KindApproval, approve().Request, "key:ann"); !replay || seq != 2 {
+		t.Fatalf("ann's retry: replay %v at %d", replay, seq)
+	}
+	// The executor cannot act on one approval of two.
+	evs, err = l.decideAs(proof("run-1"), "key:exec")
+	refusal(t, evs, err, domain.KindConflict, "approval_pending")
+
+	l.doAs("key:bob", approve())
+	if l.h.Approval.Status != domain.ApprovalApproved || l.h.State != domain.StateApprovalDecided || len(l.h.Approval.Approvals) != 2 {
+		t.Fatalf("two approvals: %s %s %+v", l.h.Approval.Status, l.h.State, l.h.Approval.Approvals)
+	}
+	// An approver cannot act as the executor, nor review.
+	evs, err = l.decideAs(proof("run-1"), "key:ann")
+	refusal(t, evs, err, domain.KindConflict, "separation_of_duties")
+	l.doAs("key:exec", proof("run-1"))
+	evs, err = l.decideAs(review(domain.VerdictVerified), "key:bob")
+	refusal(t, evs, err, domain.KindConflict, "separation_of_duties")
+	l.doAs("key:verifier", review(domain.VerdictVerified))
+}
+
+func TestOneRejectionRejects(t *testing.T) {
+	l := openAs(t, "key:creator", ruled(domain.ApprovalRules{RequiredApprovals: 3}))
+	l.doAs("key:ann", approve())
+	l.doAs("key:bob", reject())
+	if l.h.Approval.Status != domain.ApprovalRejected || l.h.State != domain.StateLedgerClosed {
+		t.Fatalf("after a rejection: %s %s", l.h.Approval.Status, l.h.State)
+	}
+}
+
+func TestSeparationOfDutiesAlone(t *testing.T) {
+	l := openAs(t, "key:creator", ruled(domain.ApprovalRules{SeparationOfDuties: true}))
+	evs, err := l.decideAs(approve(), "key:creator")
+	refusal(t, evs, err, domain.KindConflict, "separation_of_duties")
+	l.doAs("key:ann", approve()) // one approver is enough
+	if l.h.State != domain.StateApprovalDecided {
+		t.Fatalf("state %s", l.h.State)
+	}
+	// Without the policy, the creator approves as before.
+	l2 := openAs(t, "key:creator", contract("log"))
+	l2.doAs("key:creator", approve())
+}
+
+func TestEscalation(t *testing.T) {
+	l := openAs(t, "key:creator", ruled(domain.ApprovalRules{EscalateAfterSeconds: 60, EscalateTo: "sre-leads"}))
+	at := t0.Add(time.Minute)
+	if ts := l.h.Timers(); len(ts) != 1 || ts[0].Kind != domain.TimerEscalation || !ts[0].At.Equal(at) {
+		t.Fatalf("timers %+v", ts)
+	}
+	if err := l.h.Overdue("handoff.approval", at.Add(time.Hour)); err != nil {
+		t.Fatalf("an escalation refuses an approval: %v", err)
+	}
+	kind, evs := l.fire(at)
+	if kind != domain.TimerEscalation || !slices.Equal(evs, []string{domain.EventApprovalEscalated}) {
+		t.Fatalf("fired %q %v", kind, evs)
+	}
+	if l.h.Approval.EscalatedAt == nil || l.h.State != domain.StateContractCreated || l.h.Approval.Status != domain.ApprovalPending {
+		t.Fatalf("after escalation: %+v %s", l.h.Approval, l.h.State)
+	}
+	if kind, _ := l.fire(at.Add(time.Hour)); kind != "" {
+		t.Fatalf("escalated twice: %s", kind)
+	}
+	l.doAs("key:lead", approve())
+}
+
+func TestApprovalRulesValidation(t *testing.T) {
+	bad := []struct {
+		rules domain.ApprovalRules
+		mode  string
+		ptr   string
+		code  string
+	}{
+		{domain.ApprovalRules{RequiredApprovals: 11}, "", "/requiredApprovals", "out_of_range"},
+		{domain.ApprovalRules{RequiredApprovals: 2}, domain.ApprovalModeAuto, "/requiredApprovals", "requires_manual"},
+		{domain.ApprovalRules{EscalateAfterSeconds: 30}, "", "/escalateTo", "required"},
+		{domain.ApprovalRules{EscalateTo: "leads"}, "", "/escalateAfterSeconds", "required"},
+	}
+	for _, b := range bad {
+		c := ruled(b.rules)
+		if b.mode != "" {
+			c.ApprovalMode = b.mode
+		}
+		_, err := domain.DecideCreate(c)
+		wantFields(b.ptr, b.code)(t, nil, refusal(t, nil, err, domain.KindInvalid, "validation_failed"))
+	}
+}
