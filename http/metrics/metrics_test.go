@@ -4,7 +4,9 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,4 +97,30 @@ func counted(c prometheus.Counter) float64 {
 		return -1
 	}
 	return m.GetCounter().GetValue()
+}
+
+// Requests of one route counted from many goroutines, each status first
+// seen by several of them at once, are all counted, in one series each.
+func TestRouteCountsConcurrently(t *testing.T) {
+	m := New()
+	r := m.Route("/v1/y", "POST")
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 1000 {
+				r.Observe(200+(g+i)%4, time.Microsecond)
+			}
+		}()
+	}
+	wg.Wait()
+	for code := 200; code < 204; code++ {
+		if got := counted(m.requests.WithLabelValues("/v1/y", "POST", strconv.Itoa(code))); got != 2000 {
+			t.Errorf("code %d counted %v, want 2000", code, got)
+		}
+	}
+	if n := len(*r.codes.Load()); n != 4 {
+		t.Errorf("%d cached counters, want 4", n)
+	}
 }
