@@ -117,16 +117,22 @@ func (f logFunc) Println(v ...any) {
 // ObserveAppend records one append's duration; eventstore/timed calls it.
 func (m *Metrics) ObserveAppend(d time.Duration) { m.appends.Observe(d.Seconds()) }
 
-// Route is the request metrics of one route and method, resolved once when
-// the route is registered: counting a request is then a few atomic
-// operations, no label lookup.
+// Route is the request metrics of one route and method, taken when the
+// route is registered. Its series are resolved at its first request (a
+// route never called adds nothing to a scrape), then counting a request is
+// a few atomic operations, no label lookup.
 type Route struct {
-	requests      *prometheus.CounterVec
+	m             *Metrics
 	route, method string
-	latency       prometheus.Observer
 
-	mu    sync.Mutex
-	codes atomic.Pointer[[]codeCounter] // copied on write: read without the lock
+	mu       sync.Mutex
+	resolved atomic.Pointer[resolved] // copied on write: read without the lock
+}
+
+// resolved is a route's series: its latency and a counter per status seen.
+type resolved struct {
+	latency prometheus.Observer
+	codes   []codeCounter
 }
 
 type codeCounter struct {
@@ -143,7 +149,7 @@ func (m *Metrics) Route(template, method string) *Route {
 	if r := m.routes[k]; r != nil {
 		return r
 	}
-	r := &Route{requests: m.requests, route: template, method: method, latency: m.latency.WithLabelValues(template, method)}
+	r := &Route{m: m, route: template, method: method}
 	m.routes[k] = r
 	return r
 }
@@ -164,35 +170,43 @@ func (r *Route) Observe(code int, d time.Duration) {
 	if code == 0 {
 		code = http.StatusOK
 	}
-	r.latency.Observe(d.Seconds())
-	r.counter(code).Inc()
+	if p := r.resolved.Load(); p != nil {
+		// The codes a route answers are a handful: a scan beats a map.
+		for _, c := range p.codes {
+			if c.code == code {
+				p.latency.Observe(d.Seconds())
+				c.c.Inc()
+				return
+			}
+		}
+	}
+	p := r.resolve(code)
+	p.latency.Observe(d.Seconds())
+	for _, c := range p.codes {
+		if c.code == code {
+			c.c.Inc()
+		}
+	}
 }
 
-// counter is the route's counter for code; the codes a route answers are a
-// handful, so a scan of them beats a map.
-func (r *Route) counter(code int) prometheus.Counter {
-	if p := r.codes.Load(); p != nil {
-		for _, c := range *p {
-			if c.code == code {
-				return c.c
-			}
-		}
-	}
+// resolve adds code's counter (and at the first request, the latency) to
+// the route's series.
+func (r *Route) resolve(code int) *resolved {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var cur []codeCounter
-	if p := r.codes.Load(); p != nil {
-		cur = *p
-		for _, c := range cur {
-			if c.code == code {
-				return c.c
-			}
+	cur := r.resolved.Load()
+	if cur == nil {
+		cur = &resolved{latency: r.m.latency.WithLabelValues(r.route, r.method)}
+	}
+	for _, c := range cur.codes {
+		if c.code == code {
+			return cur // resolved by another request meanwhile
 		}
 	}
-	c := r.requests.WithLabelValues(r.route, r.method, strconv.Itoa(code))
-	next := append(append(make([]codeCounter, 0, len(cur)+1), cur...), codeCounter{code, c})
-	r.codes.Store(&next)
-	return c
+	next := &resolved{latency: cur.latency, codes: append(append(make([]codeCounter, 0, len(cur.codes)+1), cur.codes...),
+		codeCounter{code, r.m.requests.WithLabelValues(r.route, r.method, strconv.Itoa(code))})}
+	r.resolved.Store(next)
+	return next
 }
 
 // Store is the store whose head the read models' lag is measured from.

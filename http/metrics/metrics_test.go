@@ -72,6 +72,7 @@ func TestScrapeWithoutTheStore(t *testing.T) {
 	m.Store(headStore{err: eventstore.ErrUnavailable})
 	m.ReadModel("r", func() eventstore.Position { return eventstore.Start })
 	m.ObserveAppend(3 * time.Millisecond)
+	m.Route("/v1/never", "GET")
 	var logged []error
 	rec := httptest.NewRecorder()
 	m.Handler(func(err error) { logged = append(logged, err) }).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -81,6 +82,9 @@ func TestScrapeWithoutTheStore(t *testing.T) {
 	}
 	if len(logged) == 0 {
 		t.Fatal("the failed collector was not logged")
+	}
+	if strings.Contains(body, "/v1/never") || strings.Contains(body, "unmatched") {
+		t.Fatal("a route never called is in the scrape")
 	}
 
 	m.Store(headStore{head: eventstore.Position{Commit: 5, Prepare: 5}})
@@ -120,7 +124,7 @@ func TestRouteCountsConcurrently(t *testing.T) {
 			t.Errorf("code %d counted %v, want 2000", code, got)
 		}
 	}
-	if n := len(*r.codes.Load()); n != 4 {
+	if n := len(r.resolved.Load().codes); n != 4 {
 		t.Errorf("%d cached counters, want 4", n)
 	}
 }
