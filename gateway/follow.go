@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/batonhq/baton/eventstore"
 )
@@ -21,6 +22,16 @@ type Follower struct {
 	// OnError hears events that could not be applied; they are skipped.
 	OnError func(ev eventstore.RecordedEvent, err error)
 	pos     eventstore.Position
+	applied atomic.Pointer[eventstore.Position] // pos, for readers on other goroutines
+}
+
+// Position is the position of the last event applied (Start before the
+// first), for the metrics' lag; safe to call while Run follows the feed.
+func (f *Follower) Position() eventstore.Position {
+	if p := f.applied.Load(); p != nil {
+		return *p
+	}
+	return eventstore.Start
 }
 
 func (f *Follower) apply(evs []eventstore.RecordedEvent) {
@@ -34,6 +45,10 @@ func (f *Follower) apply(evs []eventstore.RecordedEvent) {
 			}
 		}
 		f.pos = ev.Position
+	}
+	if len(evs) > 0 {
+		pos := f.pos
+		f.applied.Store(&pos)
 	}
 }
 

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/gorilla/mux"
 
 	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/http/metrics"
 )
 
 type ctxKey int
@@ -67,6 +67,9 @@ type statusRecorder struct {
 	status int
 	tenant string // set by auth, for the access log
 	route  string // the matched route template, set inside the router
+	// metrics is the matched route's, set with route; nil when no route
+	// took the request.
+	metrics *metrics.Route
 }
 
 // Unwrap lets http.ResponseController reach the connection (read
@@ -95,12 +98,19 @@ func (r *statusRecorder) Flush() {
 }
 
 // withAccessLog writes one structured line per request: id, route, status,
-// duration. Never a key, a body or a prompt.
+// duration. Never a key, a body or a prompt. It counts the request in the
+// metrics too.
 func (s *Server) withAccessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
+		took := time.Since(start)
+		m := rec.metrics
+		if m == nil {
+			m = s.metrics.Unmatched(r.Method)
+		}
+		m.Observe(rec.status, took)
 		route := rec.route
 		if route == "" {
 			route = "unmatched"
@@ -111,19 +121,18 @@ func (s *Server) withAccessLog(next http.Handler) http.Handler {
 			Str("route", route).
 			Str("tenant", rec.tenant).
 			Int("status", rec.status).
-			Dur("duration", time.Since(start)).
+			Dur("duration", took).
 			Msg("request")
 	})
 }
 
-// recordRoute runs inside the router, where the matched route is known, and
-// hands its template (never the ids in the path) to the access log.
-func recordRoute(next http.Handler) http.Handler {
+// instrumented wraps a route's handler: inside the router, where the
+// matched route is known, it hands the route's template (never the ids in
+// the path) and metrics to the access log.
+func instrumented(template string, m *metrics.Route, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if rec, ok := w.(*statusRecorder); ok {
-			if m := mux.CurrentRoute(r); m != nil {
-				rec.route, _ = m.GetPathTemplate()
-			}
+			rec.route, rec.metrics = template, m
 		}
 		next.ServeHTTP(w, r)
 	})

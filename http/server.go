@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/batonhq/baton/eventstore/ledger"
 	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/tasks"
+	"github.com/batonhq/baton/http/metrics"
 	"github.com/batonhq/baton/projections"
 )
 
@@ -59,6 +61,12 @@ type Config struct {
 	// UsageLinger is the usage writer's batching window
 	// (gateway.DefaultUsageLinger when 0) when NewServer starts the writer.
 	UsageLinger time.Duration
+	// Metrics is the registry GET /metrics serves and the requests are
+	// counted in; NewServer builds one when nil. It serves one Server.
+	Metrics *metrics.Metrics
+	// MetricsPublic serves /metrics without a key (a scraper on a private
+	// network); otherwise it takes an admin key.
+	MetricsPublic bool
 }
 
 // DefaultStreamIdle is gateway.DefaultStreamIdle.
@@ -79,6 +87,7 @@ type Server struct {
 	// contextLoader renders a tenant's context packet as prompt text.
 	contextLoader func(ctx context.Context, tenant, id string) (string, error)
 	log           zerolog.Logger
+	metrics       *metrics.Metrics
 	version       string
 	maxBody       int64
 	maxModelBody  int64
@@ -88,7 +97,7 @@ type Server struct {
 	// posts holds the model fronts' POST paths, served without the
 	// router's walk over every route: that walk cost about 30 µs of a
 	// call's first byte on an idle core.
-	posts map[string]http.Handler
+	posts map[string]postRoute
 	// stopWaits is closed at shutdown: waiting ledger reads answer at once
 	// rather than hold the server's shutdown for their whole wait.
 	stopWaits chan struct{}
@@ -133,10 +142,17 @@ func NewServer(cfg Config) *Server {
 	if cfg.StreamIdle <= 0 {
 		cfg.StreamIdle = DefaultStreamIdle
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
+	cfg.Metrics.Store(cfg.Store)
+	if cfg.Projections != nil {
+		cfg.Metrics.Projections(cfg.Projections)
+	}
 	s := &Server{stopWaits: make(chan struct{}),
 		budgets: cfg.Budgets, tasks: cfg.Tasks, usage: cfg.Usage, ownsUsage: ownsUsage, store: cfg.Store, proj: cfg.Projections, scanner: cfg.Scanner, catalog: cfg.Catalog, log: cfg.Log, version: cfg.Version,
 		maxBody: cfg.MaxBody, maxModelBody: cfg.MaxModelBody, streamIdle: cfg.StreamIdle, ledger: cfg.Ledger, router: mux.NewRouter(),
-		posts: map[string]http.Handler{},
+		posts: map[string]postRoute{}, metrics: cfg.Metrics,
 	}
 	s.caller = &gateway.Caller{Budgets: cfg.Budgets, Usage: cfg.Usage, StreamIdle: cfg.StreamIdle, CommitAfter: func() time.Duration { return pingEvery }}
 	rt := s.router
@@ -146,12 +162,12 @@ func NewServer(cfg Config) *Server {
 	rt.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.noRoute(w, r, notAllowed(r))
 	})
-	rt.Use(recordRoute)
 	post := func(path string, h http.HandlerFunc) {
 		rt.HandleFunc(path, h).Methods(http.MethodPost)
-		s.posts[path] = h
+		s.posts[path] = postRoute{h, s.metrics.Route(path, http.MethodPost)}
 	}
 	rt.HandleFunc("/healthz", s.health).Methods(http.MethodGet)
+	rt.Handle("/metrics", s.metricsHandler(cfg.MetricsPublic)).Methods(http.MethodGet)
 	rt.HandleFunc("/v1/openapi.json", s.openAPI).Methods(http.MethodGet)
 
 	rt.HandleFunc("/v1/executor-protocol", s.withKey(anyKey, s.executorProtocol)).Methods(http.MethodGet)
@@ -190,7 +206,24 @@ func NewServer(cfg Config) *Server {
 		post("/v1/messages", s.withKeyAs(anyKey, anthropicErrors, s.messages))
 		post("/v1/messages/count_tokens", s.withKeyAs(anyKey, anthropicErrors, s.countTokens))
 	}
+	// Each route's metrics are resolved now, once, rather than looked up by
+	// label on every request.
+	rt.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
+		tpl, err := route.GetPathTemplate()
+		if err != nil {
+			return nil
+		}
+		methods, _ := route.GetMethods()
+		route.Handler(instrumented(tpl, s.metrics.Route(tpl, strings.Join(methods, ",")), route.GetHandler()))
+		return nil
+	})
 	return s
+}
+
+// postRoute is a model front's POST handler and its metrics.
+type postRoute struct {
+	h http.Handler
+	m *metrics.Route
 }
 
 // StopWaits ends every waiting ledger read (GET .../ledger?wait=): each
@@ -216,11 +249,11 @@ func (s *Server) Handler() http.Handler {
 // redirect, or another method, still goes to the router.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
-		if h, ok := s.posts[r.URL.Path]; ok {
+		if p, ok := s.posts[r.URL.Path]; ok {
 			if rec, ok := w.(*statusRecorder); ok {
-				rec.route = r.URL.Path // as recordRoute sets it: the template is the path
+				rec.route, rec.metrics = r.URL.Path, p.m // as instrumented sets them: the template is the path
 			}
-			h.ServeHTTP(w, r)
+			p.h.ServeHTTP(w, r)
 			return
 		}
 	}
@@ -258,4 +291,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.Encode(v)
+}
+
+// metricsHandler serves the Prometheus scrape: to an admin key, or to
+// anyone when public.
+func (s *Server) metricsHandler(public bool) http.Handler {
+	h := s.metrics.Handler(func(err error) {
+		s.log.Warn().Err(err).Msg("metrics: a collector failed; the scrape goes on without it")
+	})
+	if public {
+		return h
+	}
+	return s.withKey(adminOnly, h.ServeHTTP)
 }

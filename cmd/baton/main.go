@@ -27,9 +27,11 @@ import (
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
 	"github.com/batonhq/baton/eventstore/ledger"
+	"github.com/batonhq/baton/eventstore/timed"
 	"github.com/batonhq/baton/gateway"
 	_ "github.com/batonhq/baton/gateway/kinds" // every provider kind
 	batonhttp "github.com/batonhq/baton/http"
+	"github.com/batonhq/baton/http/metrics"
 	"github.com/batonhq/baton/projections"
 )
 
@@ -141,6 +143,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	usageLinger := fs.Duration("usage-linger", env.duration("usage-linger", "BATON_USAGE_LINGER", gateway.DefaultUsageLinger), "how long the usage writer gathers calls' usage events into one commit (a crash loses at most this window's records)")
 	cpuprofile := fs.String("cpuprofile", "", "diagnostics: write a CPU profile of this process to the file until it stops")
 	heapFloorMB := fs.Int64("gc-heap-floor-mb", env.integerFrom("gc-heap-floor-mb", "BATON_GC_HEAP_FLOOR_MB", DefaultHeapFloorMB, 0), "the smallest heap goal of the collector in MiB: no collection until the heap nears it (0: Go's GOGC alone)")
+	metricsPublic := fs.Bool("metrics-public", env.boolean("metrics-public", "BATON_METRICS_PUBLIC", false), "serve GET /metrics without a key (a scraper on a private network); otherwise it takes an admin key")
 	memprofile := fs.String("memprofile", "", "diagnostics: write a heap profile (what was allocated, and where, since start) to the file when it stops")
 	if err := env.parse(fs, args); err != nil {
 		return err
@@ -182,6 +185,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 			log.Error().Err(err).Msg("closing the event store")
 		}
 	}()
+	// Every append is timed for the metrics: the wrapper sits where the
+	// store is opened, so no writer needs to know of it.
+	mx := metrics.New()
+	store = timed.New(store, mx.ObserveAppend)
 	handoffs := projections.NewHandoffs()
 	handoffs.OnQuarantine = func(id string, q projections.Quarantine) {
 		log.Error().Str("handoffId", id).Uint64("seq", q.Seq).Str("eventId", q.EventID).Str("type", q.Type).Str("reason", q.Reason).
@@ -242,6 +249,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := follower.CatchUp(ctx); err != nil {
 		return fmt.Errorf("gateway state: %w", err)
 	}
+	mx.ReadModel("gateway", follower.Position)
 
 	// Start-up (rule compilation, configuration parsing, catching up)
 	// leaves garbage behind; hand it back to the OS before serving.
@@ -256,6 +264,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	services := ledger.New(store, ledger.Options{Redactor: scanner, IdempotencyRetention: *idemRetention})
 	front := batonhttp.NewServer(batonhttp.Config{
 		Store: store, Ledger: services, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, StreamIdle: *streamIdle, UsageLinger: *usageLinger, Log: log, Version: version, MaxBody: *maxBody, MaxModelBody: *maxModelBody,
+		Metrics: mx, MetricsPublic: *metricsPublic,
 	})
 	defer front.Close() // after Shutdown: appends the usage events it still holds
 	srv := newHTTPServer(front.Handler())
@@ -385,6 +394,20 @@ func (e *envVars) duration(flagName, variable string, def time.Duration) time.Du
 		return def
 	}
 	return d
+}
+
+// boolean reads true or false (1, t, TRUE, 0, f, False...) for flagName.
+func (e *envVars) boolean(flagName, variable string, def bool) bool {
+	v := os.Getenv(variable)
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		e.refuse(flagName, fmt.Errorf("%s=%q is not true or false; fix it, unset it or give --%s", variable, v, flagName))
+		return def
+	}
+	return b
 }
 
 // integer reads a positive whole number for flagName.
