@@ -318,7 +318,10 @@ func timerLoop(h *ledger.Handoffs, proj *projections.Runner, log zerolog.Logger)
 		},
 		Changed: proj.Changed,
 		Now:     time.Now,
-		OnFired: func(id, kind string) { log.Info().Str("handoffId", id).Str("timer", kind).Msg("deadline recorded") },
+		OnFired: func(id, kind string) {
+			metrics.TimerFired(kind)
+			log.Info().Str("handoffId", id).Str("timer", kind).Msg("deadline recorded")
+		},
 		OnError: func(id string, err error) { log.Error().Str("handoffId", id).Err(err).Msg("deadline not recorded; retrying") },
 	}
 }
