@@ -48,6 +48,14 @@ func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
 // the default); tests that set it restore it.
 var envStreamIdle time.Duration
 
+// envEventsPing and envEventStreams are the front's EventsPing and
+// EventStreams for the envs a test builds (0: the defaults); tests that set
+// them restore them.
+var (
+	envEventsPing   time.Duration
+	envEventStreams int
+)
+
 // envLog, when set, is where the envs a test builds log, at every level
 // (the access log included); tests that set it restore it.
 var envLog io.Writer
@@ -97,7 +105,8 @@ func newEnvStore(t testing.TB, catalog *gateway.Catalog, wrap func(eventstore.St
 	if envLog != nil {
 		log = zerolog.New(envLog)
 	}
-	front := batonhttp.NewServer(batonhttp.Config{Store: frontStore, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, Log: log, Version: "test", MaxBody: 64 << 10, StreamIdle: envStreamIdle})
+	front := batonhttp.NewServer(batonhttp.Config{Store: frontStore, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, Log: log, Version: "test", MaxBody: 64 << 10, StreamIdle: envStreamIdle,
+		EventsPing: envEventsPing, EventStreams: envEventStreams})
 	var e *env
 	srv := httptest.NewServer(checkOpenAPI(func() testing.TB { return e.t }, front.Handler()))
 	e = &env{t: t, srv: srv, store: store, proj: proj, front: front, dir: dir, catalog: catalog, budgets: budgets}
