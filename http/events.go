@@ -291,10 +291,6 @@ func (s *Server) acquireStream(tenant string) (release func(), err error) {
 	}, nil
 }
 
-// eventsHook, when set (tests only), runs after each event a stream reads
-// from the feed, sent or not.
-var eventsHook func()
-
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	q, err := parseEventsQuery(r.URL.Query(), r.Header.Get(LastEventIDHeader), len(r.Header.Values(LastEventIDHeader)) > 0)
 	if err != nil {
@@ -397,9 +393,6 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 				sse.flush()
 				ping.Reset(s.eventsPing) // a ping only after a quiet interval
 			}
-		}
-		if eventsHook != nil {
-			eventsHook()
 		}
 	}
 }

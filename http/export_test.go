@@ -26,15 +26,6 @@ func SetLedgerWaitHook(f func()) (restore func()) {
 	return func() { ledgerWaitHook = old }
 }
 
-// SetEventsHook sets what runs after each event an event stream reads from
-// the feed, sent or not, for one test (not a parallel one), and returns the
-// function that restores it.
-func SetEventsHook(f func()) (restore func()) {
-	old := eventsHook
-	eventsHook = f
-	return func() { eventsHook = old }
-}
-
 // OpenEventStreams is how many event streams tenant holds open on s.
 func OpenEventStreams(s *Server, tenant string) int {
 	s.streamsMu.Lock()
