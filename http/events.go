@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -361,6 +362,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	}()
 	ping := time.NewTicker(s.eventsPing)
 	defer ping.Stop()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
 	for {
 		var ev eventstore.RecordedEvent
 		select {
@@ -381,7 +385,10 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if e, ok := s.entryFor(ctx, p, &q, ev); ok {
-			b, err := json.Marshal(e)
+			// As the ledger read writes it: <, > and & as they are.
+			buf.Reset()
+			err := enc.Encode(e)
+			b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 			if err != nil {
 				// Data that is not JSON: an event written around Baton.
 				s.log.Warn().Str("requestId", RequestID(r.Context())).Str("stream", ev.StreamID).Uint64("revision", ev.Revision).Err(err).Msg("event stream: event skipped")
