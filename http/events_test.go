@@ -491,3 +491,76 @@ func TestEventsShutdown(t *testing.T) {
 		t.Fatalf("%d streams still open", n)
 	}
 }
+
+// feedFault is a store whose feed fails on demand: SubscribeAll refuses
+// when refuse is set, and a subscription's Recv fails once cut is closed.
+type feedFault struct {
+	eventstore.Store
+	mu     sync.Mutex
+	refuse bool
+	cut    chan struct{}
+}
+
+// set arms the fault for the subscriptions to come.
+func (f *feedFault) set(refuse bool, cut chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refuse, f.cut = refuse, cut
+}
+
+func (f *feedFault) SubscribeAll(ctx context.Context, after eventstore.Position) (eventstore.Subscription, error) {
+	f.mu.Lock()
+	refuse, cut := f.refuse, f.cut
+	f.mu.Unlock()
+	if refuse {
+		return nil, eventstore.ErrUnavailable
+	}
+	sub, err := f.Store.SubscribeAll(ctx, after)
+	if err != nil {
+		return nil, err
+	}
+	return &cutSubscription{Subscription: sub, cut: cut}, nil
+}
+
+type cutSubscription struct {
+	eventstore.Subscription
+	cut chan struct{}
+}
+
+func (s *cutSubscription) Recv() (eventstore.RecordedEvent, error) {
+	select {
+	case <-s.cut:
+		return eventstore.RecordedEvent{}, eventstore.ErrUnavailable
+	default:
+	}
+	return s.Subscription.Recv()
+}
+
+// TestEventsFeedFails: a feed that cannot start is 503 store_unavailable
+// with Retry-After; one that fails mid-stream ends the stream, freeing its
+// slot, and the client resumes after the last event it has.
+func TestEventsFeedFails(t *testing.T) {
+	f := &feedFault{refuse: true}
+	e := newEnvStore(t, nil, func(s eventstore.Store) eventstore.Store { f.Store = s; return f })
+	_, r := openEvents(t, e.srv.URL, e.tenantA, "")
+	if r.status != 503 || r.str("code") != "store_unavailable" || r.header.Get("Retry-After") != "1" {
+		t.Fatalf("refused feed: %d %v %s", r.status, r.header, r.raw)
+	}
+	cut := make(chan struct{})
+	f.set(false, cut)
+	s := mustOpen(t, e.srv.URL, e.tenantA, "")
+	id := e.contract(e.tenantA, nil)
+	got := s.expect(t, id+"#1 ContractCreated")
+	close(cut)
+	e.must(e.post(id, "approval", e.tenantA, approveBody()), 200) // wakes the Recv that waits
+	select {
+	case <-s.done:
+	case <-time.After(guard):
+		t.Fatal("the stream outlived its feed")
+	}
+	if n := batonhttp.OpenEventStreams(e.front, "a"); n != 0 {
+		t.Fatalf("%d streams still open", n)
+	}
+	f.set(false, make(chan struct{}))
+	mustOpen(t, e.srv.URL, e.tenantA, "", "Last-Event-ID", got[0].id).expect(t, id+"#2 ApprovalDecided")
+}
