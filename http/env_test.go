@@ -51,6 +51,13 @@ var envStreamIdle time.Duration
 // envMetricsPublic serves /metrics without a key in the envs a test
 // builds; tests that set it restore it.
 var envMetricsPublic bool
+// envEventsPing and envEventStreams are the front's EventsPing and
+// EventStreams for the envs a test builds (0: the defaults); tests that set
+// them restore them.
+var (
+	envEventsPing   time.Duration
+	envEventStreams int
+)
 
 // envLog, when set, is where the envs a test builds log, at every level
 // (the access log included); tests that set it restore it.
@@ -101,7 +108,8 @@ func newEnvStore(t testing.TB, catalog *gateway.Catalog, wrap func(eventstore.St
 	if envLog != nil {
 		log = zerolog.New(envLog)
 	}
-	front := batonhttp.NewServer(batonhttp.Config{Store: frontStore, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, Log: log, Version: "test", MaxBody: 64 << 10, StreamIdle: envStreamIdle, MetricsPublic: envMetricsPublic})
+	front := batonhttp.NewServer(batonhttp.Config{Store: frontStore, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, Log: log, Version: "test", MaxBody: 64 << 10, StreamIdle: envStreamIdle,
+		EventsPing: envEventsPing, EventStreams: envEventStreams, MetricsPublic: envMetricsPublic})
 	var e *env
 	srv := httptest.NewServer(checkOpenAPI(func() testing.TB { return e.t }, front.Handler()))
 	e = &env{t: t, srv: srv, store: store, proj: proj, front: front, dir: dir, catalog: catalog, budgets: budgets}

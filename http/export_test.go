@@ -25,3 +25,10 @@ func SetLedgerWaitHook(f func()) (restore func()) {
 	ledgerWaitHook = f
 	return func() { ledgerWaitHook = old }
 }
+
+// OpenEventStreams is how many event streams tenant holds open on s.
+func OpenEventStreams(s *Server, tenant string) int {
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	return s.streams[tenant]
+}

@@ -384,9 +384,9 @@ func presentedCredential(_ context.Context, in *openapi3filter.AuthenticationInp
 	return in.NewError(nil)
 }
 
-// streamEvents reads server-sent events as {event, data}: the event's name
-// when it has one, its data parsed as JSON (the literal [DONE] as a
-// string).
+// streamEvents reads server-sent events as {id, event, data}: the event's
+// id and name when it has them, its data parsed as JSON (the literal [DONE]
+// as a string); comment lines (heartbeats) are skipped.
 func streamEvents(body []byte) ([]any, error) {
 	var out []any
 	for block := range strings.SplitSeq(strings.TrimSpace(string(body)), "\n\n") {
@@ -398,6 +398,9 @@ func streamEvents(body []byte) ([]any, error) {
 			field, value, _ := strings.Cut(line, ":")
 			value = strings.TrimPrefix(value, " ")
 			switch field {
+			case "": // a comment (a heartbeat)
+			case "id":
+				ev["id"] = value
 			case "event":
 				ev["event"] = value
 			case "data":
@@ -413,6 +416,9 @@ func streamEvents(body []byte) ([]any, error) {
 			default:
 				return nil, fmt.Errorf("unexpected line %q in the stream", line)
 			}
+		}
+		if len(ev) == 0 {
+			continue // comments only
 		}
 		out = append(out, ev)
 	}

@@ -67,6 +67,13 @@ type Config struct {
 	// MetricsPublic serves /metrics without a key (a scraper on a private
 	// network); otherwise it takes an admin key.
 	MetricsPublic bool
+	// EventsPing is how often GET /v1/events sends a heartbeat comment on
+	// a stream with nothing to send (DefaultEventsPing when 0).
+	EventsPing time.Duration
+	// EventStreams is how many GET /v1/events streams one tenant may hold
+	// open on this server at once (DefaultEventStreams when 0); past it,
+	// 429 too_many_streams.
+	EventStreams int
 }
 
 // DefaultStreamIdle is gateway.DefaultStreamIdle.
@@ -102,6 +109,16 @@ type Server struct {
 	// rather than hold the server's shutdown for their whole wait.
 	stopWaits chan struct{}
 	stopOnce  sync.Once
+	// stopCtx ends with stopWaits: the event streams end at shutdown.
+	stopCtx context.Context
+	stopAll context.CancelFunc
+	// The event streams (GET /v1/events): heartbeat interval, per-tenant
+	// bound, open streams by tenant, and the contracts they have met.
+	eventsPing   time.Duration
+	eventStreams int
+	streamsMu    sync.Mutex
+	streams      map[string]int
+	contracts    contractCache
 }
 
 // NewServer builds the router.
@@ -149,11 +166,18 @@ func NewServer(cfg Config) *Server {
 	if cfg.Projections != nil {
 		cfg.Metrics.Projections(cfg.Projections)
 	}
-	s := &Server{stopWaits: make(chan struct{}),
+	if cfg.EventsPing <= 0 {
+		cfg.EventsPing = DefaultEventsPing
+	}
+	if cfg.EventStreams <= 0 {
+		cfg.EventStreams = DefaultEventStreams
+	}
+	s := &Server{stopWaits: make(chan struct{}), eventsPing: cfg.EventsPing, eventStreams: cfg.EventStreams, streams: map[string]int{},
 		budgets: cfg.Budgets, tasks: cfg.Tasks, usage: cfg.Usage, ownsUsage: ownsUsage, store: cfg.Store, proj: cfg.Projections, scanner: cfg.Scanner, catalog: cfg.Catalog, log: cfg.Log, version: cfg.Version,
 		maxBody: cfg.MaxBody, maxModelBody: cfg.MaxModelBody, streamIdle: cfg.StreamIdle, ledger: cfg.Ledger, router: mux.NewRouter(),
 		posts: map[string]postRoute{}, metrics: cfg.Metrics,
 	}
+	s.stopCtx, s.stopAll = context.WithCancel(context.Background())
 	s.caller = &gateway.Caller{Budgets: cfg.Budgets, Usage: cfg.Usage, StreamIdle: cfg.StreamIdle, CommitAfter: func() time.Duration { return pingEvery }}
 	rt := s.router
 	rt.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -181,6 +205,7 @@ func NewServer(cfg Config) *Server {
 	rt.HandleFunc("/v1/executions/{handoffId}/result", s.withKey(anyKey, s.result())).Methods(http.MethodPost)
 	rt.HandleFunc("/v1/executions/{handoffId}/review", s.withKey(adminOnly, s.review())).Methods(http.MethodPost)
 	rt.HandleFunc("/v1/executions/{handoffId}/ledger", s.withKey(anyKey, s.getLedger)).Methods(http.MethodGet)
+	rt.HandleFunc("/v1/events", s.withKey(anyKey, s.streamEvents)).Methods(http.MethodGet)
 	rt.HandleFunc("/v1/admin/keys", s.withKey(adminOnly, s.createKey)).Methods(http.MethodPost)
 	rt.HandleFunc("/v1/admin/keys/{keyId}", s.withKey(adminOnly, s.revokeKey)).Methods(http.MethodDelete)
 	rt.HandleFunc("/v1/context/preview", s.withKey(anyKey, s.contextPreview)).Methods(http.MethodPost)
@@ -227,9 +252,16 @@ type postRoute struct {
 }
 
 // StopWaits ends every waiting ledger read (GET .../ledger?wait=): each
-// answers what it has. Register it with http.Server.RegisterOnShutdown, as
-// Shutdown does not cancel the requests it waits for.
-func (s *Server) StopWaits() { s.stopOnce.Do(func() { close(s.stopWaits) }) }
+// answers what it has; and every event stream (GET /v1/events), whose
+// clients resume elsewhere with Last-Event-ID. Register it with
+// http.Server.RegisterOnShutdown, as Shutdown does not cancel the requests
+// it waits for.
+func (s *Server) StopWaits() {
+	s.stopOnce.Do(func() {
+		close(s.stopWaits)
+		s.stopAll()
+	})
+}
 
 // Close stops what the server started (the usage writer, after appending
 // what it holds). Call it after the HTTP server has shut down.

@@ -72,3 +72,21 @@ func (s *sseWriter) finish(v any) error {
 
 // flush sends what has been written.
 func (s *sseWriter) flush() { s.f.Flush() }
+
+// send writes an event with an id and a name; data is JSON text on one
+// line.
+func (s *sseWriter) send(id, name string, data []byte) error {
+	s.buf = append(append(append(s.buf[:0], "id: "...), id...), "\nevent: "...)
+	s.buf = append(append(append(s.buf, name...), "\ndata: "...), data...)
+	s.buf = append(s.buf, "\n\n"...)
+	_, err := s.w.Write(s.buf)
+	return err
+}
+
+// comment writes a comment line (": text"), which clients ignore: a
+// heartbeat.
+func (s *sseWriter) comment(text string) error {
+	s.buf = append(append(append(s.buf[:0], ": "...), text...), "\n\n"...)
+	_, err := s.w.Write(s.buf)
+	return err
+}

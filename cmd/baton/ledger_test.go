@@ -384,6 +384,18 @@ func TestServeRefusesTinyStreamIdle(t *testing.T) {
 	}
 }
 
+// An event-streams bound outside 1 to maxEventStreams is refused before
+// anything opens.
+func TestServeRefusesEventStreamsOutOfRange(t *testing.T) {
+	for _, v := range []string{"0", "10001"} {
+		var out bytes.Buffer
+		err := run(context.Background(), []string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--event-streams", v}, &out, &out)
+		if err == nil || !strings.Contains(err.Error(), "--event-streams") {
+			t.Fatalf("--event-streams %s: err = %v", v, err)
+		}
+	}
+}
+
 // serve runs the collector at DefaultServeGOGC unless GOGC says otherwise.
 func TestServeGCPercent(t *testing.T) {
 	env := map[string]string{}

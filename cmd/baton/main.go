@@ -35,6 +35,10 @@ import (
 	"github.com/batonhq/baton/projections"
 )
 
+// maxEventStreams bounds --event-streams: each stream holds a connection
+// and reads the whole feed.
+const maxEventStreams = 10_000
+
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
@@ -142,6 +146,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	idemRetention := fs.Duration("idempotency-retention", env.duration("idempotency-retention", "BATON_IDEMPOTENCY_RETENTION", ledger.DefaultIdempotencyRetention), "how long a generate Idempotency-Key and its answer are kept (at least 24h)")
 	usageLinger := fs.Duration("usage-linger", env.duration("usage-linger", "BATON_USAGE_LINGER", gateway.DefaultUsageLinger), "how long the usage writer gathers calls' usage events into one commit (a crash loses at most this window's records)")
 	cpuprofile := fs.String("cpuprofile", "", "diagnostics: write a CPU profile of this process to the file until it stops")
+	eventStreams := fs.Int64("event-streams", env.integer("event-streams", "BATON_EVENT_STREAMS", batonhttp.DefaultEventStreams), "how many GET /v1/events streams one tenant may hold open on this server at once")
 	heapFloorMB := fs.Int64("gc-heap-floor-mb", env.integerFrom("gc-heap-floor-mb", "BATON_GC_HEAP_FLOOR_MB", DefaultHeapFloorMB, 0), "the smallest heap goal of the collector in MiB: no collection until the heap nears it (0: Go's GOGC alone)")
 	metricsPublic := fs.Bool("metrics-public", env.boolean("metrics-public", "BATON_METRICS_PUBLIC", false), "serve GET /metrics without a key (a scraper on a private network); otherwise it takes an admin key")
 	memprofile := fs.String("memprofile", "", "diagnostics: write a heap profile (what was allocated, and where, since start) to the file when it stops")
@@ -150,6 +155,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if *heapFloorMB < 0 || *heapFloorMB > MaxHeapFloorMB {
 		return fmt.Errorf("--gc-heap-floor-mb is %d; it must be from 0 to %d", *heapFloorMB, MaxHeapFloorMB)
+	}
+	if *eventStreams < 1 || *eventStreams > maxEventStreams {
+		return fmt.Errorf("--event-streams (BATON_EVENT_STREAMS) is %d; it must be from 1 to %d", *eventStreams, maxEventStreams)
 	}
 	if *streamIdle < time.Second {
 		return fmt.Errorf("--stream-idle (BATON_STREAM_IDLE) is %v; it must be at least 1s", *streamIdle)
@@ -263,7 +271,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 
 	services := ledger.New(store, ledger.Options{Redactor: scanner, IdempotencyRetention: *idemRetention})
 	front := batonhttp.NewServer(batonhttp.Config{
-		Store: store, Ledger: services, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, StreamIdle: *streamIdle, UsageLinger: *usageLinger, Log: log, Version: version, MaxBody: *maxBody, MaxModelBody: *maxModelBody,
+		Store: store, Ledger: services, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, StreamIdle: *streamIdle, UsageLinger: *usageLinger, EventStreams: int(*eventStreams), Log: log, Version: version, MaxBody: *maxBody, MaxModelBody: *maxModelBody,
 		Metrics: mx, MetricsPublic: *metricsPublic,
 	})
 	defer front.Close() // after Shutdown: appends the usage events it still holds
