@@ -63,7 +63,7 @@ var rules = map[string]rule{
 	// http takes the kinds' folders for their fronts' wire (decoders,
 	// answer types, stream grammar), never gateway/kinds: the binaries
 	// choose which kinds are linked.
-	"http": {ours: []string{"eventstore", "eventstore/ledger", "domain", "domain/contextpack", "projections", "gateway", "gateway/openai", "gateway/anthropic", "gateway/tasks", "docs"},
+	"http": {ours: []string{"eventstore", "eventstore/ledger", "eventstore/records", "domain", "domain/contextpack", "projections", "gateway", "gateway/openai", "gateway/anthropic", "gateway/tasks", "docs"},
 		thirdParty: []string{"github.com/google/uuid", "github.com/gorilla/mux", "github.com/rs/zerolog", "github.com/tidwall/gjson", "github.com/tidwall/sjson", "go.yaml.in/yaml/v4"},
 		noAppend:   true},
 	// The Prometheus registry: the front's request metrics and the
@@ -78,6 +78,8 @@ var rules = map[string]rule{
 	"cmd/baton-bench": {ours: []string{"domain", "domain/secrets", "domain/secrets/gitleaks", "eventstore", "eventstore/bolt", "eventstore/kurrent", "eventstore/kurrent/kurrenttest",
 		"eventstore/ledger", "eventstore/storebench", "projections", "gateway", "http", "cmd/internal/profile"}, thirdParty: []string{"github.com/rs/zerolog", "golang.org/x/sys"}},
 	"cmd/baton-kurrent-double": {ours: []string{"eventstore/kurrent/kurrenttest"}},
+	// The reference executor is a client of the HTTP API only.
+	"cmd/baton-executor": {ours: []string{"domain"}, thirdParty: []string{"github.com/google/uuid", "github.com/rs/zerolog"}},
 	"cmd/internal":             {},
 }
 

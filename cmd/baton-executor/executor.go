@@ -1,0 +1,560 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+
+	"github.com/batonhq/baton/domain"
+)
+
+// Protocol is what the executor runs for one executorProtocol.
+type Protocol struct {
+	// Command is the program and its arguments. It gets the contract as
+	// JSON on standard input and BATON_HANDOFF_ID, BATON_EXECUTOR_RUN_ID,
+	// BATON_OBJECTIVE and BATON_EXECUTOR_PROTOCOL in its environment.
+	Command []string `json:"command"`
+	// ArtifactType is the type of the proof artifact that carries the
+	// command's output ("log" when empty).
+	ArtifactType string `json:"artifactType"`
+}
+
+// Config is the executor's configuration file.
+type Config struct {
+	Executor  string              `json:"executor"` // the targetExecutor it takes handoffs for
+	Protocols map[string]Protocol `json:"protocols"`
+}
+
+// Executor takes the handoffs targeted at it, and carries each approved one
+// from approval to its result.
+type Executor struct {
+	Base   string // Baton's URL
+	Key    string
+	Config Config
+	State  *State
+	Log    zerolog.Logger
+	Client *http.Client
+	// Backoff is the first wait after a failed request or a dropped
+	// stream; it doubles up to a minute.
+	Backoff time.Duration
+
+	mu      sync.Mutex
+	running map[string]bool
+	wg      sync.WaitGroup
+}
+
+// maxOutput bounds the output kept of a command: the tail, which holds the
+// outcome. It stays under Baton's limit on one artifact.
+const maxOutput = 60 << 10
+
+// Run works until ctx ends: it carries on the runs a previous start left
+// unfinished, then follows the event stream, taking every handoff approved
+// for it. It returns when ctx ends and every run it started has stopped.
+func (e *Executor) Run(ctx context.Context) error {
+	if e.Client == nil {
+		e.Client = &http.Client{}
+	}
+	if e.Backoff <= 0 {
+		e.Backoff = time.Second
+	}
+	e.running = map[string]bool{}
+	defer e.wg.Wait()
+	for _, r := range e.State.Unfinished() {
+		e.Log.Info().Str("handoffId", r.HandoffID).Str("executorRunId", r.ExecutorRunID).Str("phase", r.Phase).Msg("resuming a run")
+		e.start(ctx, r.HandoffID)
+	}
+	wait := e.Backoff
+	for ctx.Err() == nil {
+		err := e.follow(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		e.Log.Warn().Err(err).Dur("retryIn", wait).Msg("event stream interrupted")
+		if !sleep(ctx, wait) {
+			break
+		}
+		wait = min(wait*2, time.Minute)
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// follow reads the event stream of the handoffs targeted at this executor,
+// from where the last one stopped; a first start also lists the handoffs
+// approved before its stream began.
+func (e *Executor) follow(ctx context.Context) error {
+	q := url.Values{"targetExecutor": {e.Config.Executor}, "type": {domain.EventApprovalDecided}}
+	req, err := http.NewRequestWithContext(ctx, "GET", e.Base+"/v1/events?"+q.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("x-api-key", e.Key)
+	req.Header.Set("Accept", "text/event-stream")
+	last := e.State.LastEventID()
+	if last != "" {
+		req.Header.Set("Last-Event-ID", last)
+	}
+	resp, err := e.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return fmt.Errorf("GET /v1/events: %d %s", resp.StatusCode, b)
+	}
+	if last == "" {
+		// The stream starts at the store's head: what was approved before
+		// it is in the listing, what comes after in the stream.
+		if pos := resp.Header.Get("Baton-Position"); pos != "" {
+			if err := e.State.SetLastEventID(pos); err != nil {
+				return err
+			}
+		}
+		if err := e.catchUp(ctx); err != nil {
+			return err
+		}
+	}
+	e.Log.Info().Str("executor", e.Config.Executor).Msg("following the event stream")
+	sse := newSSEReader(resp.Body)
+	for {
+		ev, err := sse.Next()
+		if err != nil {
+			return err
+		}
+		var d struct {
+			HandoffID string `json:"handoffId"`
+		}
+		if json.Unmarshal([]byte(ev.Data), &d) == nil && d.HandoffID != "" {
+			e.consider(ctx, d.HandoffID)
+		}
+		if ev.ID != "" {
+			if err := e.State.SetLastEventID(ev.ID); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// catchUp takes the approved handoffs no run has started yet.
+func (e *Executor) catchUp(ctx context.Context) error {
+	cursor := ""
+	for {
+		q := url.Values{"targetExecutor": {e.Config.Executor}, "approvalStatus": {domain.ApprovalApproved},
+			"state": {string(domain.StateApprovalDecided)}, "limit": {"100"}}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		var page struct {
+			Data []struct {
+				HandoffID string `json:"handoffId"`
+			} `json:"data"`
+			NextCursor string `json:"nextCursor"`
+		}
+		status, raw, err := e.call(ctx, "GET", "/v1/handoff/contracts?"+q.Encode(), "", nil)
+		if err != nil {
+			return err
+		}
+		if status != 200 || json.Unmarshal(raw, &page) != nil {
+			return fmt.Errorf("listing handoffs: %d %s", status, raw)
+		}
+		for _, c := range page.Data {
+			e.consider(ctx, c.HandoffID)
+		}
+		if page.NextCursor == "" {
+			return nil
+		}
+		cursor = page.NextCursor
+	}
+}
+
+// contract is what the executor reads of a handoff contract.
+type contract struct {
+	HandoffID        string `json:"handoffId"`
+	ProtocolVersion  string `json:"protocolVersion"`
+	SchemaVersion    string `json:"schemaVersion"`
+	Objective        string `json:"objective"`
+	TargetExecutor   string `json:"targetExecutor"`
+	ExecutorProtocol string `json:"executorProtocol"`
+	State            string `json:"state"`
+	ExecutorRunID    string `json:"executorRunId"`
+	ApprovalPolicy   struct {
+		Status string `json:"status"`
+	} `json:"approvalPolicy"`
+	Deadlines *struct {
+		HeartbeatSeconds int `json:"heartbeatSeconds"`
+	} `json:"deadlines"`
+	raw []byte
+}
+
+// why says why the executor will not act on c ("" when it will).
+func (e *Executor) why(c contract) string {
+	switch {
+	case c.ProtocolVersion != domain.ProtocolVersion || c.SchemaVersion != domain.SchemaVersion:
+		return fmt.Sprintf("protocolVersion %q / schemaVersion %q: this executor speaks %s / %s", c.ProtocolVersion, c.SchemaVersion, domain.ProtocolVersion, domain.SchemaVersion)
+	case c.TargetExecutor != e.Config.Executor:
+		return fmt.Sprintf("targeted at %q, not this executor", c.TargetExecutor)
+	case c.ApprovalPolicy.Status != domain.ApprovalApproved:
+		return fmt.Sprintf("approval is %s: the executor acts only on APPROVED", c.ApprovalPolicy.Status)
+	case c.State != string(domain.StateApprovalDecided):
+		return fmt.Sprintf("state %s: another run has it, or it is done", c.State)
+	}
+	if _, ok := e.Config.Protocols[c.ExecutorProtocol]; !ok {
+		return fmt.Sprintf("no command is configured for executorProtocol %q", c.ExecutorProtocol)
+	}
+	return ""
+}
+
+func (e *Executor) readContract(ctx context.Context, id string) (contract, error) {
+	status, raw, err := e.call(ctx, "GET", "/v1/handoff/contracts/"+url.PathEscape(id), "", nil)
+	if err != nil {
+		return contract{}, err
+	}
+	var c contract
+	if status != 200 || json.Unmarshal(raw, &c) != nil {
+		return contract{}, fmt.Errorf("reading handoff %s: %d %s", id, status, raw)
+	}
+	c.raw = raw
+	return c, nil
+}
+
+// consider starts a run for handoff id when the executor should act on it.
+func (e *Executor) consider(ctx context.Context, id string) {
+	if _, ok := e.State.Run(id); ok {
+		return // taken before: its run goes on or is done
+	}
+	c, err := e.readContract(ctx, id)
+	if err != nil {
+		e.Log.Error().Err(err).Str("handoffId", id).Msg("cannot read the contract")
+		return
+	}
+	if why := e.why(c); why != "" {
+		e.Log.Info().Str("handoffId", id).Str("reason", why).Msg("not acting")
+		return
+	}
+	run := Run{HandoffID: id, ExecutorRunID: "run-" + uuid.Must(uuid.NewV7()).String(), Protocol: c.ExecutorProtocol, Phase: phaseRunning}
+	// The ids are stored before the first callback: a restart goes on
+	// with the same run.
+	if err := e.State.Put(run); err != nil {
+		e.Log.Error().Err(err).Msg("cannot write the state file")
+		return
+	}
+	e.start(ctx, id)
+}
+
+func (e *Executor) start(ctx context.Context, id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.running[id] {
+		return
+	}
+	e.running[id] = true
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		defer func() { e.mu.Lock(); delete(e.running, id); e.mu.Unlock() }()
+		e.carry(ctx, id)
+	}()
+}
+
+// carry takes a run from where its state says to its reported result.
+func (e *Executor) carry(ctx context.Context, id string) {
+	run, ok := e.State.Run(id)
+	if !ok {
+		return
+	}
+	log := e.Log.With().Str("handoffId", id).Str("executorRunId", run.ExecutorRunID).Logger()
+	c, err := e.readContract(ctx, id)
+	if err != nil {
+		log.Error().Err(err).Msg("cannot read the contract")
+		return
+	}
+	if run.Phase == phaseRunning {
+		// The first heartbeat starts the run (ExecutorStarted) before the
+		// command acts: a handoff another run took is refused here.
+		status, raw, err := e.call(ctx, "POST", "/v1/executions/"+id+"/heartbeat", "", map[string]any{"executorRunId": run.ExecutorRunID, "executorType": e.Config.Executor})
+		if err != nil {
+			return // ctx ended
+		}
+		if status != 200 {
+			e.abandon(run, fmt.Sprintf("heartbeat refused: %d %s", status, raw))
+			return
+		}
+		run, ok = e.execute(ctx, c, run, log)
+		if !ok {
+			return
+		}
+	}
+	if run.Phase == phaseFinished {
+		e.report(ctx, run, log)
+	}
+}
+
+// abandon records that the run stops without a result of its own.
+func (e *Executor) abandon(run Run, note string) {
+	run.Phase, run.Note = phaseReported, note
+	e.Log.Warn().Str("handoffId", run.HandoffID).Str("executorRunId", run.ExecutorRunID).Str("note", note).Msg("run abandoned")
+	e.State.Put(run)
+}
+
+// execute runs the command, heartbeating while it runs. It returns false
+// when ctx ended first: the run stays "running", and the next start runs
+// the command again under the same run id.
+func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog.Logger) (Run, bool) {
+	p := e.Config.Protocols[run.Protocol]
+	if len(p.Command) == 0 {
+		run.Phase, run.ExitCode, run.Output = phaseFinished, -1, "no command configured for "+run.Protocol
+		return run, e.State.Put(run) == nil
+	}
+	cmd := exec.CommandContext(ctx, p.Command[0], p.Command[1:]...)
+	cmd.Stdin = bytes.NewReader(c.raw)
+	cmd.Env = append(os.Environ(), "BATON_HANDOFF_ID="+run.HandoffID, "BATON_EXECUTOR_RUN_ID="+run.ExecutorRunID,
+		"BATON_OBJECTIVE="+c.Objective, "BATON_EXECUTOR_PROTOCOL="+c.ExecutorProtocol)
+	out := &tail{max: maxOutput}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.WaitDelay = 5 * time.Second
+	log.Info().Strs("command", p.Command).Msg("running")
+	if err := cmd.Start(); err != nil {
+		run.Phase, run.ExitCode, run.Output = phaseFinished, -1, "could not start the command: "+err.Error()
+		return run, e.State.Put(run) == nil
+	}
+	stopBeats := e.heartbeats(ctx, c, run, log)
+	err := cmd.Wait()
+	stopBeats()
+	if ctx.Err() != nil {
+		log.Info().Msg("stopped mid-run; the next start runs it again under the same executorRunId")
+		return run, false
+	}
+	run.Phase, run.ExitCode, run.Output = phaseFinished, 0, out.String()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		run.ExitCode = exit.ExitCode()
+	} else if err != nil {
+		run.ExitCode, run.Output = -1, run.Output+"\n"+err.Error()
+	}
+	if err := e.State.Put(run); err != nil {
+		log.Error().Err(err).Msg("cannot write the state file")
+		return run, false
+	}
+	return run, true
+}
+
+// heartbeats renews the lease while the command runs, at a third of the
+// contract's heartbeatSeconds; none without one.
+func (e *Executor) heartbeats(ctx context.Context, c contract, run Run, log zerolog.Logger) func() {
+	if c.Deadlines == nil || c.Deadlines.HeartbeatSeconds <= 0 {
+		return func() {}
+	}
+	every := max(time.Duration(c.Deadlines.HeartbeatSeconds)*time.Second/3, 200*time.Millisecond)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			status, raw, err := e.call(ctx, "POST", "/v1/executions/"+run.HandoffID+"/heartbeat", "", map[string]any{"executorRunId": run.ExecutorRunID})
+			if err == nil && status != 200 {
+				log.Warn().Int("status", status).RawJSON("problem", raw).Msg("heartbeat refused")
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// report posts the run's proof and result, each with its own idempotency
+// key, so a report repeated after a restart is answered from the ledger.
+func (e *Executor) report(ctx context.Context, run Run, log zerolog.Logger) {
+	p := e.Config.Protocols[run.Protocol]
+	typ := p.ArtifactType
+	if typ == "" {
+		typ = "log"
+	}
+	status := domain.RunSucceeded
+	if run.ExitCode != 0 {
+		status = domain.RunFailed
+	}
+	summary := "exit status " + strconv.Itoa(run.ExitCode)
+	text := run.Output
+	if text == "" {
+		text = "(no output)"
+	}
+	proofBody := func(text string) map[string]any {
+		return map[string]any{"executorType": e.Config.Executor, "executorRunId": run.ExecutorRunID, "status": status,
+			"proof": map[string]any{"summary": summary, "artifacts": []any{map[string]any{"type": typ, "text": text}}}}
+	}
+	withheld := false
+	st, raw, err := e.call(ctx, "POST", "/v1/executions/"+run.HandoffID+"/proof", "proof-"+run.ExecutorRunID, proofBody(text))
+	if err != nil {
+		return
+	}
+	if st == 422 && problemCode(raw) == "secret_detected" {
+		// The output holds what looks like a credential: it never goes
+		// to the ledger; the proof says so instead.
+		withheld = true
+		st, raw, err = e.call(ctx, "POST", "/v1/executions/"+run.HandoffID+"/proof", "proof-"+run.ExecutorRunID+"-withheld",
+			proofBody("(output withheld: Baton found what looks like a secret in it)"))
+		if err != nil {
+			return
+		}
+	}
+	if st != 200 {
+		e.abandon(run, fmt.Sprintf("proof refused: %d %s", st, raw))
+		return
+	}
+	run.Receipts = append(run.Receipts, receipt("proof", raw))
+	output := run.Output
+	if withheld {
+		output = "(withheld: it holds what looks like a secret)"
+	}
+	resultBody := map[string]any{"executorType": e.Config.Executor, "executorRunId": run.ExecutorRunID, "status": status,
+		"result": map[string]any{"summary": summary, "output": output}}
+	st, raw, err = e.call(ctx, "POST", "/v1/executions/"+run.HandoffID+"/result", "result-"+run.ExecutorRunID, resultBody)
+	if err != nil {
+		return
+	}
+	if st == 409 && (problemCode(raw) == "proof_incomplete" || problemCode(raw) == "proof_required") {
+		// The proof policy asks for artifact types the command does not
+		// produce: the run cannot be reported as a success.
+		resultBody["status"] = domain.RunFailed
+		resultBody["result"] = map[string]any{"summary": summary + "; the proof policy asks for more than this executor's " + typ + " artifact", "output": output}
+		st, raw, err = e.call(ctx, "POST", "/v1/executions/"+run.HandoffID+"/result", "result-"+run.ExecutorRunID+"-failed", resultBody)
+		if err != nil {
+			return
+		}
+	}
+	if st != 200 {
+		e.abandon(run, fmt.Sprintf("result refused: %d %s", st, raw))
+		return
+	}
+	run.Receipts = append(run.Receipts, receipt("result", raw))
+	run.Phase = phaseReported
+	if err := e.State.Put(run); err != nil {
+		log.Error().Err(err).Msg("cannot write the state file")
+		return
+	}
+	var after struct {
+		State string `json:"state"`
+	}
+	json.Unmarshal(raw, &after)
+	log.Info().Int("exitCode", run.ExitCode).Str("state", after.State).Msg("reported")
+}
+
+func receipt(kind string, raw []byte) string {
+	var v struct {
+		LedgerHead domain.LedgerHead `json:"ledgerHead"`
+	}
+	json.Unmarshal(raw, &v)
+	return fmt.Sprintf("%s %d %s", kind, v.LedgerHead.Seq, v.LedgerHead.Hash)
+}
+
+func problemCode(raw []byte) string {
+	var p struct {
+		Code string `json:"code"`
+	}
+	json.Unmarshal(raw, &p)
+	return p.Code
+}
+
+// call makes one request, retrying what a retry may fix (no answer, 429,
+// 5xx) with the same body and idempotency key until ctx ends. It returns
+// the final status and body; err only when ctx ended.
+func (e *Executor) call(ctx context.Context, method, path, idemKey string, body any) (int, []byte, error) {
+	var b []byte
+	if body != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
+			return 0, nil, err
+		}
+	}
+	wait := e.Backoff
+	for {
+		req, err := http.NewRequestWithContext(ctx, method, e.Base+path, bytes.NewReader(b))
+		if err != nil {
+			return 0, nil, err
+		}
+		req.Header.Set("x-api-key", e.Key)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if idemKey != "" {
+			req.Header.Set("Idempotency-Key", idemKey)
+		}
+		resp, err := e.Client.Do(req)
+		if err == nil {
+			raw, rerr := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+			resp.Body.Close()
+			if rerr == nil && resp.StatusCode != 429 && resp.StatusCode < 500 {
+				return resp.StatusCode, raw, nil
+			}
+			if s, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil && s > 0 {
+				wait = max(wait, time.Duration(min(s, 60))*time.Second)
+			}
+			err = fmt.Errorf("%s %s: %d", method, path, resp.StatusCode)
+		}
+		if ctx.Err() != nil {
+			return 0, nil, ctx.Err()
+		}
+		e.Log.Warn().Err(err).Dur("retryIn", wait).Msg("retrying")
+		if !sleep(ctx, wait) {
+			return 0, nil, ctx.Err()
+		}
+		wait = min(wait*2, time.Minute)
+	}
+}
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+	cut bool
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+		t.cut = true
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cut {
+		return "(earlier output cut)\n" + string(t.buf)
+	}
+	return string(t.buf)
+}

@@ -1,0 +1,105 @@
+// Command baton-executor is Baton's reference executor: it takes the
+// handoffs targeted at it from Baton's event stream, acts only on approved
+// ones, runs the command its configuration maps the handoff's
+// executorProtocol to, heartbeats while it runs, and reports the command's
+// output as proof and its exit status as the result. docs/executor.md
+// describes it.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+const usage = `baton-executor: Baton's reference executor.
+
+Usage:
+  baton-executor --config executor.json [--url http://127.0.0.1:8080] [--key btn_sk_...] [--state ./baton-executor-state.json]
+
+The key may come from BATON_API_KEY and the URL from BATON_URL. The configuration
+names the targetExecutor this executor takes handoffs for, and the command each
+executorProtocol runs:
+
+  {"executor": "ops-bot",
+   "protocols": {"ops_bot.v1": {"command": ["sh", "-c", "certbot renew"], "artifactType": "log"}}}
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "baton-executor:", err)
+		os.Exit(2)
+	}
+}
+
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("baton-executor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	base := fs.String("url", envOr("BATON_URL", "http://127.0.0.1:8080"), "Baton's URL")
+	key := fs.String("key", os.Getenv("BATON_API_KEY"), "an API key of the tenant whose handoffs it takes")
+	configPath := fs.String("config", "", "the configuration file (JSON)")
+	statePath := fs.String("state", "baton-executor-state.json", "where the executor remembers its runs across restarts")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *key == "" {
+		return errors.New("no key: pass --key or set BATON_API_KEY")
+	}
+	if *configPath == "" {
+		return errors.New("no configuration: pass --config executor.json")
+	}
+	cfg, err := readConfig(*configPath)
+	if err != nil {
+		return err
+	}
+	state, err := openState(*statePath)
+	if err != nil {
+		return err
+	}
+	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly}).With().Timestamp().Logger()
+	e := &Executor{Base: *base, Key: *key, Config: cfg, State: state, Log: log}
+	log.Info().Str("url", *base).Str("executor", cfg.Executor).Int("protocols", len(cfg.Protocols)).Msg("baton-executor started")
+	return e.Run(ctx)
+}
+
+func readConfig(path string) (Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, err
+	}
+	var c Config
+	if err := json.Unmarshal(b, &c); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if c.Executor == "" {
+		return Config{}, fmt.Errorf("%s: \"executor\" (the targetExecutor to take handoffs for) is required", path)
+	}
+	for name, p := range c.Protocols {
+		if len(p.Command) == 0 {
+			return Config{}, fmt.Errorf("%s: protocol %q has no command", path, name)
+		}
+	}
+	return c, nil
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

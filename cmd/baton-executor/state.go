@@ -1,0 +1,138 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// Run phases, as the state file records them.
+const (
+	phaseRunning  = "running"  // the command was started (or is to be started again)
+	phaseFinished = "finished" // the command ended; its outcome is to be reported
+	phaseReported = "reported" // the result was recorded
+)
+
+// Run is one handoff this executor took: what it must remember across a
+// restart to go on with the same executorRunId and idempotency keys.
+type Run struct {
+	HandoffID     string   `json:"handoffId"`
+	ExecutorRunID string   `json:"executorRunId"`
+	Protocol      string   `json:"executorProtocol"`
+	Phase         string   `json:"phase"`
+	ExitCode      int      `json:"exitCode"`
+	Output        string   `json:"output,omitempty"`
+	Receipts      []string `json:"receipts,omitempty"` // "<callback> <seq> <hash>" of each answer
+	Note          string   `json:"note,omitempty"`
+}
+
+// State is the executor's memory: its runs and where its event stream
+// stopped. It is written to one JSON file, replaced atomically on every
+// change, so a crash leaves the last whole state.
+type State struct {
+	path string
+	mu   sync.Mutex
+	data struct {
+		LastEventID string          `json:"lastEventId,omitempty"`
+		Runs        map[string]*Run `json:"runs"`
+	}
+}
+
+func openState(path string) (*State, error) {
+	s := &State{path: path}
+	s.data.Runs = map[string]*Run{}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &s.data); err != nil {
+		return nil, fmt.Errorf("state file %s: %w", path, err)
+	}
+	if s.data.Runs == nil {
+		s.data.Runs = map[string]*Run{}
+	}
+	return s, nil
+}
+
+func (s *State) save() error {
+	b, err := json.MarshalIndent(&s.data, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(s.path), ".state-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), s.path)
+}
+
+// Run returns a copy of the run of handoff id, if this executor took it.
+func (s *State) Run(id string) (Run, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.data.Runs[id]
+	if !ok {
+		return Run{}, false
+	}
+	return *r, true
+}
+
+// Put records r and writes the file before returning.
+func (s *State) Put(r Run) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.data.Runs[r.HandoffID] = &r
+	return s.save()
+}
+
+// Unfinished lists the runs not yet reported.
+func (s *State) Unfinished() []Run {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Run
+	for _, r := range s.data.Runs {
+		if r.Phase != phaseReported {
+			out = append(out, *r)
+		}
+	}
+	return out
+}
+
+// LastEventID is where the event stream resumes.
+func (s *State) LastEventID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.data.LastEventID
+}
+
+// SetLastEventID records the id of the last event handled.
+func (s *State) SetLastEventID(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.data.LastEventID == id {
+		return nil
+	}
+	s.data.LastEventID = id
+	return s.save()
+}
