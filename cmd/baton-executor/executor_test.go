@@ -1,0 +1,391 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// These tests run the executor against a real `baton serve` on the
+// embedded store, over real HTTP: each certification point of the
+// executor protocol (GET /v1/executor-protocol) is checked by one of them.
+
+var (
+	reServing = regexp.MustCompile(`"addr":"([^"]+)".*"message":"baton serving"`)
+	reBootKey = regexp.MustCompile(`export BATON_API_KEY=(btn_sk_[A-Za-z0-9]+)`)
+)
+
+// server is a running `baton serve` and a key of its default tenant.
+type server struct {
+	t     *testing.T
+	base  string
+	admin string // the bootstrap key: creates, approves, reviews
+	key   string // the executor's own key
+}
+
+var buildOnce = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "baton-executor-test")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "baton")
+	out, err := exec.Command("go", "build", "-o", bin, "../baton").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+func startServer(t *testing.T) *server {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts baton serve")
+	}
+	bin, err := buildOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	providers := filepath.Join(dir, "providers.json")
+	os.WriteFile(providers, []byte(`{"providers": []}`), 0o644)
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"), "--providers", providers)
+	cmd.Env = append(os.Environ(), "BATON_STORE=", "BATON_API_KEY=")
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait(); pw.Close() })
+	s := &server{t: t}
+	found := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			line := sc.Text()
+			if m := reBootKey.FindStringSubmatch(line); m != nil {
+				s.admin = m[1]
+			}
+			if m := reServing.FindStringSubmatch(line); m != nil && s.base == "" {
+				s.base = "http://" + m[1]
+				close(found)
+			}
+		}
+	}()
+	select {
+	case <-found:
+	case <-time.After(60 * time.Second):
+		t.Fatal("baton serve did not start")
+	}
+	r := s.do("POST", "/v1/admin/keys", s.admin, map[string]any{"tenant": "default", "admin": false}, 201)
+	s.key = r["key"].(string)
+	return s
+}
+
+func (s *server) do(method, path, key string, body any, want int) map[string]any {
+	s.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, s.base+path, rd)
+	req.Header.Set("x-api-key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		s.t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, raw, want)
+	}
+	var out map[string]any
+	json.Unmarshal(raw, &out)
+	return out
+}
+
+func (s *server) create(extra map[string]any) string {
+	s.t.Helper()
+	body := map[string]any{"objective": "Rotate the staging TLS certificate", "targetExecutor": "ops-bot",
+		"executorProtocol": "ops_bot.v1", "riskLevel": "high", "proofRequired": []string{"log"}}
+	for k, v := range extra {
+		body[k] = v
+	}
+	return s.do("POST", "/v1/handoff/contracts", s.admin, body, 201)["handoffId"].(string)
+}
+
+func (s *server) approve(id string) {
+	s.t.Helper()
+	s.do("POST", "/v1/executions/"+id+"/approval", s.admin, map[string]any{"status": "APPROVED", "approvedBy": "alice"}, 200)
+}
+
+// trail waits (long poll) until handoff id's ledger rests in state (any
+// state when ""), or a guard passes, and returns its events.
+func (s *server) trail(id, state string) []map[string]any {
+	s.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	after := 0
+	for {
+		l := s.do("GET", fmt.Sprintf("/v1/executions/%s/ledger?after=%d&wait=2s", id, after), s.admin, nil, 200)
+		full := s.do("GET", "/v1/executions/"+id+"/ledger", s.admin, nil, 200)
+		var evs []map[string]any
+		for _, e := range full["events"].([]any) {
+			evs = append(evs, e.(map[string]any))
+		}
+		after = len(evs)
+		if state == "" || l["state"] == state {
+			return evs
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("handoff %s did not reach %s: %v", id, state, types(evs))
+		}
+	}
+}
+
+// closeWithReview waits for the result, has a verifier review the proof and
+// returns the closed trail.
+func (s *server) closeWithReview(id string) []map[string]any {
+	s.t.Helper()
+	s.trail(id, "result_received")
+	s.do("POST", "/v1/executions/"+id+"/review", s.admin, map[string]any{"verdict": "verified", "reviewer": "vic"}, 200)
+	return s.trail(id, "ledger_closed")
+}
+
+func types(evs []map[string]any) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e["type"].(string))
+	}
+	return out
+}
+
+// executor runs an executor until the test ends (or stop is called).
+func (s *server) executor(dir string, protocols map[string]Protocol) (e *Executor, stop func()) {
+	s.t.Helper()
+	state, err := openState(filepath.Join(dir, "state.json"))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	e = &Executor{Base: s.base, Key: s.key, Config: Config{Executor: "ops-bot", Protocols: protocols}, State: state,
+		Log: zerolog.New(zerolog.NewTestWriter(s.t)), Backoff: 50 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	s.t.Cleanup(stop)
+	return e, stop
+}
+
+func shell(script string) Protocol { return Protocol{Command: []string{"sh", "-c", script}} }
+
+// Certification points 1-5, 7 and 8: the executor acts only on approved
+// handoffs targeted at it, keeps handoffId and executorRunId, heartbeats,
+// returns the command's output as proof and its exit status as the result,
+// with idempotency keys; the command runs on the executor's side.
+func TestExecutorCarriesApprovedHandoffs(t *testing.T) {
+	s := startServer(t)
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "acted")
+	// Approved before the executor starts: it finds it by the listing.
+	early := s.create(nil)
+	s.approve(early)
+
+	e, _ := s.executor(dir, map[string]Protocol{"ops_bot.v1": shell(`echo "renewed $BATON_HANDOFF_ID"; echo "$BATON_HANDOFF_ID" >> ` + marker + `; sleep 1`)})
+	pending := s.create(map[string]any{"heartbeatSeconds": 2})
+	rejected := s.create(nil)
+	other := s.create(map[string]any{"targetExecutor": "browser-agent"})
+	unknown := s.create(map[string]any{"executorProtocol": "ops_bot.v2"})
+	s.do("POST", "/v1/executions/"+rejected+"/approval", s.admin, map[string]any{"status": "REJECTED", "approvedBy": "alice", "reason": "not now"}, 200)
+	for _, id := range []string{other, unknown} {
+		s.approve(id)
+	}
+	evs := s.closeWithReview(early)
+	if got := strings.Join(types(evs), ","); got != "ContractCreated,ApprovalDecided,ExecutorStarted,ProofReceived,ResultReceived,ProofReviewed,LedgerClosed" {
+		t.Fatalf("early handoff trail: %s", got)
+	}
+	// Still pending: nothing was done on it.
+	if got := types(s.trail(pending, "")); len(got) != 1 {
+		t.Fatalf("the executor acted on a pending handoff: %v", got)
+	}
+	s.approve(pending)
+	evs = s.closeWithReview(pending)
+	var run string
+	for _, ev := range evs {
+		d := ev["data"].(map[string]any)
+		switch ev["type"] {
+		case "ExecutorStarted":
+			run = d["executorRunId"].(string)
+		case "ProofReceived":
+			text := d["proof"].(map[string]any)["artifacts"].([]any)[0].(map[string]any)["text"].(string)
+			if !strings.Contains(text, "renewed "+pending) || d["executorRunId"] != run {
+				t.Fatalf("proof %v", d)
+			}
+		case "ResultReceived":
+			if d["status"] != "SUCCEEDED" || d["executorRunId"] != run || d["request"].(map[string]any)["idempotencyKey"] != "result-"+run {
+				t.Fatalf("result %v", d)
+			}
+		case "LedgerClosed":
+			if d["finalStatus"] != "SUCCEEDED" {
+				t.Fatalf("closed %v", d)
+			}
+		}
+	}
+	if r, ok := e.State.Run(pending); !ok || r.ExecutorRunID != run || r.Phase != phaseReported || len(r.Receipts) != 2 {
+		t.Fatalf("state of the run: %+v", r)
+	}
+	// The command ran here, on the executor's side, once per handoff.
+	acted, _ := os.ReadFile(marker)
+	if got := strings.Fields(string(acted)); len(got) != 2 || got[0] != early || got[1] != pending {
+		t.Fatalf("the command acted for %v", got)
+	}
+	for _, id := range []string{rejected, other, unknown} {
+		if got := types(s.trail(id, "")); strings.Contains(strings.Join(got, ","), "Executor") {
+			t.Fatalf("handoff %s: the executor acted: %v", id, got)
+		}
+	}
+}
+
+// Certification point 5 with a failure, and heartbeats: a command that
+// fails is reported FAILED; while it runs longer than the lease, its
+// heartbeats keep the lease.
+func TestExecutorHeartbeatsAndFailure(t *testing.T) {
+	s := startServer(t)
+	s.executor(t.TempDir(), map[string]Protocol{"ops_bot.v1": shell(`sleep 3; echo "disk full" >&2; exit 3`)})
+	id := s.create(map[string]any{"heartbeatSeconds": 1})
+	s.approve(id)
+	evs := s.trail(id, "ledger_closed") // a FAILED result closes at once
+	n := 0
+	for _, ev := range evs {
+		if ev["type"] == "ExecutorHeartbeat" {
+			n++
+		}
+		if ev["type"] == "ExecutorTimedOut" {
+			t.Fatalf("the lease ran out under heartbeats: %v", types(evs))
+		}
+	}
+	last := evs[len(evs)-1]["data"].(map[string]any)
+	if n < 3 || last["finalStatus"] != "FAILED" {
+		t.Fatalf("%d heartbeats, closed %v: %v", n, last, types(evs))
+	}
+}
+
+// Certification point 6: output holding a credential never reaches the
+// ledger; the proof says it was withheld.
+func TestExecutorWithholdsSecrets(t *testing.T) {
+	s := startServer(t)
+	s.executor(t.TempDir(), map[string]Protocol{"ops_bot.v1": shell(`echo "key used: btn_sk_Q7fR2mX9kLp4Ws8Tz1Vb6Nc3Hd5Jg0Ye7Ua2Io9P"`)})
+	id := s.create(nil)
+	s.approve(id)
+	evs := s.closeWithReview(id)
+	raw, _ := json.Marshal(evs)
+	if strings.Contains(string(raw), "Q7fR2mX9kLp4") || !strings.Contains(string(raw), "output withheld") {
+		t.Fatalf("trail: %s", raw)
+	}
+}
+
+// Certification points 2 and 8 across a restart: stopped mid-run, the
+// executor goes on with the same executorRunId; a report repeated after a
+// crash is answered from the ledger (Idempotent-Replayed) and records
+// nothing twice.
+func TestExecutorSurvivesRestart(t *testing.T) {
+	s := startServer(t)
+	dir := t.TempDir()
+	started := filepath.Join(dir, "started")
+	proto := map[string]Protocol{"ops_bot.v1": shell(`echo x >> ` + started + `; sleep 2; echo done`)}
+	e, stop := s.executor(dir, proto)
+	id := s.create(nil)
+	s.approve(id)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if b, _ := os.ReadFile(started); len(b) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	first, _ := e.State.Run(id)
+	stop() // mid-run
+	if r, _ := e.State.Run(id); r.Phase != phaseRunning {
+		t.Fatalf("stopped mid-run, the state says %+v", r)
+	}
+	e2, stop2 := s.executor(dir, proto)
+	evs := s.closeWithReview(id)
+	stop2()
+	if r, _ := e2.State.Run(id); r.ExecutorRunID != first.ExecutorRunID || r.Phase != phaseReported {
+		t.Fatalf("after the restart: %+v, first run %s", r, first.ExecutorRunID)
+	}
+	starts := 0
+	for _, ev := range evs {
+		if ev["type"] == "ExecutorStarted" {
+			starts++
+		}
+	}
+	if starts != 1 {
+		t.Fatalf("trail %v", types(evs))
+	}
+
+	// A crash after the result was recorded but before the state said so:
+	// the next start reports again, with the same keys.
+	r, _ := e2.State.Run(id)
+	r.Phase = phaseFinished
+	e2.State.Put(r)
+	_, stop3 := s.executor(dir, proto)
+	time.Sleep(500 * time.Millisecond)
+	for i := 0; i < 100; i++ {
+		if rr, _ := e2.State.Run(id); rr.Phase == phaseReported {
+			break
+		}
+		st, _ := openState(filepath.Join(dir, "state.json"))
+		if rr, _ := st.Run(id); rr.Phase == phaseReported {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop3()
+	if again := s.trail(id, ""); len(again) != len(evs) {
+		t.Fatalf("the repeated report recorded more: %v", types(again))
+	}
+}
+
+// Certification point 1: the executor reads protocolVersion and
+// schemaVersion before anything else, and does not act on others.
+func TestExecutorChecksVersions(t *testing.T) {
+	e := &Executor{Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": shell("true")}}}
+	c := contract{ProtocolVersion: "svc.agent_os.v1", SchemaVersion: "svc.handoff.v1", TargetExecutor: "ops-bot", ExecutorProtocol: "ops_bot.v1", State: "approval_decided"}
+	c.ApprovalPolicy.Status = "APPROVED"
+	if why := e.why(c); why != "" {
+		t.Fatalf("refused a good contract: %s", why)
+	}
+	for name, mutate := range map[string]func(*contract){
+		"protocol v2":    func(c *contract) { c.ProtocolVersion = "svc.agent_os.v2" },
+		"schema v2":      func(c *contract) { c.SchemaVersion = "svc.handoff.v2" },
+		"pending":        func(c *contract) { c.ApprovalPolicy.Status = "PENDING_APPROVAL" },
+		"expired":        func(c *contract) { c.ApprovalPolicy.Status = "EXPIRED" },
+		"started":        func(c *contract) { c.State = "proof_received" },
+		"other target":   func(c *contract) { c.TargetExecutor = "browser-agent" },
+		"no command for": func(c *contract) { c.ExecutorProtocol = "ops_bot.v9" },
+	} {
+		bad := c
+		mutate(&bad)
+		if e.why(bad) == "" {
+			t.Errorf("%s: acted", name)
+		}
+	}
+}
