@@ -20,6 +20,7 @@ run:
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o baton ./cmd/baton
+	$(GO) build -o baton-executor ./cmd/baton-executor
 
 # Every test, race detector on. Fuzz targets run their seed corpora here;
 # `make fuzz` explores further.
