@@ -68,6 +68,12 @@ var payloads = map[string]func() any{
 	EventProofReviewed:   func() any { return new(ProofReviewed) },
 	EventResultReceived:  func() any { return new(ResultReceived) },
 	EventLedgerClosed:    func() any { return new(LedgerClosed) },
+	// Deadlines and approval policies.
+	EventApprovalExpired:   func() any { return new(ApprovalExpired) },
+	EventExecutorHeartbeat: func() any { return new(ExecutorHeartbeat) },
+	EventExecutorTimedOut:  func() any { return new(ExecutorTimedOut) },
+	EventApprovalGranted:   func() any { return new(ApprovalGranted) },
+	EventApprovalEscalated: func() any { return new(ApprovalEscalated) },
 }
 
 // machinePath says why states is not a walk of the lifecycle machine from
@@ -114,6 +120,11 @@ func FuzzHandoffReplay(f *testing.F) {
 	f.Add(uint8(4), EventProofReceived, []byte(base[4].Data))
 	f.Add(uint8(6), "LedgerReopened", []byte(base[6].Data))
 	f.Add(uint8(2), "", []byte(`null`))
+	f.Add(uint8(1), EventApprovalExpired, []byte(`{"deadline":"2025-03-04T05:06:27Z","timeoutSeconds":20}`))
+	f.Add(uint8(3), EventExecutorHeartbeat, []byte(`{"executorRunId":"run-1"}`))
+	f.Add(uint8(3), EventExecutorTimedOut, []byte(`{"executorRunId":"run-1","reason":"heartbeat_missed","deadline":"2025-03-04T05:06:27Z","action":"release"}`))
+	f.Add(uint8(1), EventApprovalGranted, []byte(`{"approver":"key:a","approvedBy":"ann","count":1,"required":2}`))
+	f.Add(uint8(1), EventApprovalEscalated, []byte(`{"to":"leads","deadline":"2025-03-04T05:06:27Z"}`))
 	f.Add(uint8(5), "", []byte(``))
 	f.Add(uint8(0), "", []byte(`{"metadata":{"b":[1,2.50,{"c":null}],"a":"\u00e9"}}`))
 	f.Fuzz(func(t *testing.T, at uint8, typ string, data []byte) {

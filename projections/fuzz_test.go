@@ -177,6 +177,11 @@ var handoffTypes = []struct {
 	{domain.EventProofReviewed, func() any { return new(domain.ProofReviewed) }},
 	{domain.EventResultReceived, func() any { return new(domain.ResultReceived) }},
 	{domain.EventLedgerClosed, func() any { return new(domain.LedgerClosed) }},
+	{domain.EventApprovalExpired, func() any { return new(domain.ApprovalExpired) }},
+	{domain.EventExecutorHeartbeat, func() any { return new(domain.ExecutorHeartbeat) }},
+	{domain.EventExecutorTimedOut, func() any { return new(domain.ExecutorTimedOut) }},
+	{domain.EventApprovalGranted, func() any { return new(domain.ApprovalGranted) }},
+	{domain.EventApprovalEscalated, func() any { return new(domain.ApprovalEscalated) }},
 	{"HandoffArchived", nil},
 }
 
