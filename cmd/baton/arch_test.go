@@ -65,11 +65,14 @@ var rules = map[string]rule{
 	"http": {ours: []string{"eventstore", "eventstore/ledger", "domain", "domain/contextpack", "projections", "gateway", "gateway/openai", "gateway/anthropic", "gateway/tasks", "docs"},
 		thirdParty: []string{"github.com/google/uuid", "github.com/gorilla/mux", "github.com/rs/zerolog", "github.com/tidwall/gjson", "github.com/tidwall/sjson", "go.yaml.in/yaml/v4"},
 		noAppend:   true},
-	"docs": {},
+	// The webhook dispatcher and sender: it records through the ledger's
+	// webhook service, never by appending itself.
+	"http/webhook": {ours: []string{"domain", "eventstore", "eventstore/ledger"}, thirdParty: []string{"github.com/rs/zerolog"}, noAppend: true},
+	"docs":         {},
 
 	// The binaries wire; none links a test double.
 	"cmd/baton": {ours: []string{"domain", "domain/secrets", "domain/secrets/gitleaks", "eventstore", "eventstore/bolt", "eventstore/kurrent", "eventstore/ledger", "eventstore/migrate",
-		"eventstore/records", "projections", "gateway", "gateway/kinds", "http", "cmd/internal/profile"}, thirdParty: []string{"github.com/rs/zerolog", "go.etcd.io/bbolt"}},
+		"eventstore/records", "projections", "gateway", "gateway/kinds", "http", "http/webhook", "cmd/internal/profile"}, thirdParty: []string{"github.com/rs/zerolog", "go.etcd.io/bbolt"}},
 	"cmd/baton-bench": {ours: []string{"domain", "domain/secrets", "domain/secrets/gitleaks", "eventstore", "eventstore/bolt", "eventstore/kurrent", "eventstore/kurrent/kurrenttest",
 		"eventstore/ledger", "eventstore/storebench", "projections", "gateway", "http", "cmd/internal/profile"}, thirdParty: []string{"github.com/rs/zerolog", "golang.org/x/sys"}},
 	"cmd/baton-kurrent-double": {ours: []string{"eventstore/kurrent/kurrenttest"}},
@@ -145,6 +148,9 @@ func TestDependencyRulesBite(t *testing.T) {
 		{"domain/secrets/gitleaks", "github.com/zricethezav/gitleaks/v8/detect", true},
 		{"http", module + "/eventstore/ledger", true},
 		{"http", module + "/eventstore/bolt", false},
+		{"http/webhook", module + "/eventstore/ledger", true},
+		{"http/webhook", module + "/projections", false},
+		{"cmd/baton", module + "/http/webhook", true},
 		{"eventstore/ledger", module + "/projections", false},
 		{"projections", module + "/eventstore/ledger", false},
 		{"eventstore/migrate", module + "/eventstore", true},

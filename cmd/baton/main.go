@@ -30,6 +30,7 @@ import (
 	"github.com/batonhq/baton/gateway"
 	_ "github.com/batonhq/baton/gateway/kinds" // every provider kind
 	batonhttp "github.com/batonhq/baton/http"
+	"github.com/batonhq/baton/http/webhook"
 	"github.com/batonhq/baton/projections"
 )
 
@@ -42,6 +43,7 @@ Usage:
   baton serve [--addr 127.0.0.1:8080] [--data ./data]   serve the HTTP API on the embedded store
         [--store kurrent --kurrentdb-url esdb://host:2113]
                                                ... or on KurrentDB (several replicas may share it)
+        [--webhook-allow-private]              let webhooks go to private and loopback addresses
   baton keys create --tenant NAME [--admin]    create an API key (embedded store: server stopped), print it once
   baton ledger verify [--data DIR | --url URL | --store kurrent --kurrentdb-url URL] [HANDOFF_ID[@SEQ:HASH]...]
                                                recompute the hash chains; exit 1 naming the first break
@@ -141,6 +143,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	usageLinger := fs.Duration("usage-linger", env.duration("usage-linger", "BATON_USAGE_LINGER", gateway.DefaultUsageLinger), "how long the usage writer gathers calls' usage events into one commit (a crash loses at most this window's records)")
 	cpuprofile := fs.String("cpuprofile", "", "diagnostics: write a CPU profile of this process to the file until it stops")
 	heapFloorMB := fs.Int64("gc-heap-floor-mb", env.integerFrom("gc-heap-floor-mb", "BATON_GC_HEAP_FLOOR_MB", DefaultHeapFloorMB, 0), "the smallest heap goal of the collector in MiB: no collection until the heap nears it (0: Go's GOGC alone)")
+	webhookAllowPrivate := fs.Bool("webhook-allow-private", env.boolean("webhook-allow-private", "BATON_WEBHOOK_ALLOW_PRIVATE", false), "let webhook endpoints be private, loopback, link-local and other internal addresses (development; off, such deliveries are refused at connect time)")
 	memprofile := fs.String("memprofile", "", "diagnostics: write a heap profile (what was allocated, and where, since start) to the file when it stops")
 	if err := env.parse(fs, args); err != nil {
 		return err
@@ -187,7 +190,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		log.Error().Str("handoffId", id).Uint64("seq", q.Seq).Str("eventId", q.EventID).Str("type", q.Type).Str("reason", q.Reason).
 			Msg("handoff quarantined: an event of its stream cannot be applied; its views stop before it, other handoffs go on (run baton ledger verify on it)")
 	}
-	proj, err := openReadModels(ctx, *data, *storeOpts.kind, store, log, handoffs, projections.Keys{})
+	proj, err := openReadModels(ctx, *data, *storeOpts.kind, store, log, handoffs, projections.Keys{}, projections.WebhookDeliveries{})
 	if err != nil {
 		return err
 	}
@@ -253,7 +256,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	stopHeapFloor := startHeapFloor(uint64(*heapFloorMB)<<20, currentGCPercent())
 	defer stopHeapFloor()
 
-	services := ledger.New(store, ledger.Options{Redactor: scanner, IdempotencyRetention: *idemRetention})
+	services := ledger.New(store, ledger.Options{Redactor: scanner, IdempotencyRetention: *idemRetention, WebhookAllowPrivate: *webhookAllowPrivate})
 	front := batonhttp.NewServer(batonhttp.Config{
 		Store: store, Ledger: services, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, StreamIdle: *streamIdle, UsageLinger: *usageLinger, Log: log, Version: version, MaxBody: *maxBody, MaxModelBody: *maxModelBody,
 	})
@@ -268,7 +271,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	go func() { runnerDone <- proj.Run(runCtx) }()
 	followerDone := make(chan error, 1)
 	go func() { followerDone <- follower.Run(runCtx) }()
-	defer func() { stopRunner(); <-runnerDone; <-followerDone }()
+	// Webhook deliveries: every replica runs a dispatcher; the claims in
+	// each delivery's stream make one of them send each attempt.
+	dispatcher := webhook.New(webhook.Config{Store: store, Webhooks: services.Webhooks, AllowPrivate: *webhookAllowPrivate, Log: log})
+	dispatcherDone := make(chan error, 1)
+	go func() { dispatcherDone <- dispatcher.Run(runCtx) }()
+	defer func() { stopRunner(); <-runnerDone; <-followerDone; <-dispatcherDone }()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
@@ -285,6 +293,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	case err := <-followerDone:
 		followerDone <- err
 		return fmt.Errorf("gateway state follower stopped: %w", err)
+	case err := <-dispatcherDone:
+		dispatcherDone <- err
+		return fmt.Errorf("webhook dispatcher stopped: %w", err)
 	case <-ctx.Done():
 	}
 	log.Info().Msg("shutting down")
@@ -364,6 +375,20 @@ func (e *envVars) duration(flagName, variable string, def time.Duration) time.Du
 		return def
 	}
 	return d
+}
+
+// boolean reads true or false (as strconv.ParseBool does) for flagName.
+func (e *envVars) boolean(flagName, variable string, def bool) bool {
+	v := os.Getenv(variable)
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		e.refuse(flagName, fmt.Errorf("%s=%q is not true or false; fix it, unset it or give --%s", variable, v, flagName))
+		return def
+	}
+	return b
 }
 
 // integer reads a positive whole number for flagName.

@@ -375,32 +375,6 @@ func (s *Webhooks) Record(ctx context.Context, c AttemptClaim, rec domain.Webhoo
 	}
 }
 
-// Cancel ends a delivery without sending it (its endpoint is disabled or
-// deleted), if it is still due.
-func (s *Webhooks) Cancel(ctx context.Context, id, reason string) error {
-	d, last, err := s.Delivery(ctx, id)
-	now := s.clock()
-	if err != nil || d == nil || d.Final() {
-		return err
-	}
-	// A claim with its outcome, as one append: the attempt that was not made.
-	attempt := len(d.Attempts) + 1
-	meta := eventstore.Metadata{Tenant: d.Tenant, Actor: WebhookActor}
-	claim, err := event(domain.EventWebhookAttemptClaimed, domain.WebhookAttemptClaimed{DeliveryID: id, Attempt: attempt, Claimant: WebhookActor, ClaimedAt: now, LeaseUntil: now}, meta)
-	if err != nil {
-		return err
-	}
-	out, err := event(domain.EventWebhookAttemptRecorded, domain.WebhookAttemptRecorded{DeliveryID: id, Attempt: attempt, Outcome: domain.WebhookCanceled, Error: reason, At: now}, meta)
-	if err != nil {
-		return err
-	}
-	_, err = s.store.Append(ctx, domain.WebhookDeliveryStream(id), eventstore.Revision(last), claim, out)
-	if errors.Is(err, eventstore.ErrConflict) {
-		return nil // another replica moved it: the feed brings what it did
-	}
-	return err
-}
-
 // Redeliver starts a new round of attempts of delivery deliveryID of
 // endpoint webhookID, due at once, with the whole retry schedule again.
 func (s *Webhooks) Redeliver(ctx context.Context, call Call, webhookID, deliveryID string) (*domain.WebhookDelivery, error) {
