@@ -190,7 +190,9 @@ func (e *env) awaitDelivery(key, id string, i int, status string, attempts int) 
 	}
 }
 
-func attempt(d map[string]any, i int) map[string]any { return d["attempts"].([]any)[i].(map[string]any) }
+func attempt(d map[string]any, i int) map[string]any {
+	return d["attempts"].([]any)[i].(map[string]any)
+}
 
 func verifier(t *testing.T, secret string) *standardwebhooks.Webhook {
 	t.Helper()
@@ -306,10 +308,10 @@ func TestWebhookDeliverySignedAndFiltered(t *testing.T) {
 	w := e.registerWebhook(e.tenantA, rc.srv.URL+"/hook", []string{"ContractCreated"}, "ops-bot")
 	id, secret := w.str("webhookId"), w.str("secret")
 
-	handoff := e.contract(e.tenantA, nil)                                      // delivered
+	handoff := e.contract(e.tenantA, nil)                                       // delivered
 	e.contract(e.tenantA, map[string]any{"targetExecutor": "another-executor"}) // not this webhook's executor
-	e.contract(e.tenantB, nil)                                                 // another tenant's
-	e.must(e.post(handoff, "approval", e.tenantA, approveBody()), 200)         // not a type it wants
+	e.contract(e.tenantB, nil)                                                  // another tenant's
+	e.must(e.post(handoff, "approval", e.tenantA, approveBody()), 200)          // not a type it wants
 	got := rc.await(t, 1)
 	rc.quiet(t, 1)
 
