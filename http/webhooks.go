@@ -97,8 +97,8 @@ func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	limit := 20
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
+	if q.Has("limit") { // present and empty is refused too, as the document says
+		n, err := strconv.Atoi(q.Get("limit"))
 		if err != nil || n < 1 || n > 100 {
 			s.writeError(w, r, domain.Invalid(op, domain.FieldError{Pointer: "query:limit", Code: "out_of_range", Message: "must be an integer from 1 to 100"}))
 			return
