@@ -22,18 +22,19 @@ var deliveryIDRE = regexp.MustCompile(`^msg_[0-9a-f]{32}$`)
 // ValidWebhookDeliveryID reports whether id has the delivery id format.
 func ValidWebhookDeliveryID(id string) bool { return deliveryIDRE.MatchString(id) }
 
-// WebhookDeliveryScheduled opens a delivery: what is sent (Body, the
-// exact bytes every attempt signs and sends) and when first.
+// WebhookDeliveryScheduled opens a delivery: which event (EventID, the
+// event at Seq of the handoff's stream), to which endpoint, and when
+// first. The body is not copied: every attempt builds the same bytes from
+// the stored event.
 type WebhookDeliveryScheduled struct {
-	DeliveryID string          `json:"deliveryId"`
-	WebhookID  string          `json:"webhookId"`
-	Tenant     string          `json:"tenant"`
-	EventID    string          `json:"eventId"`
-	EventType  string          `json:"eventType"`
-	HandoffID  string          `json:"handoffId"`
-	Seq        uint64          `json:"seq"`
-	Body       json.RawMessage `json:"body"`
-	DueAt      time.Time       `json:"dueAt"`
+	DeliveryID string    `json:"deliveryId"`
+	WebhookID  string    `json:"webhookId"`
+	Tenant     string    `json:"tenant"`
+	EventID    string    `json:"eventId"`
+	EventType  string    `json:"eventType"`
+	HandoffID  string    `json:"handoffId"`
+	Seq        uint64    `json:"seq"`
+	DueAt      time.Time `json:"dueAt"`
 }
 
 // WebhookAttemptClaimed says which replica makes attempt Attempt. Its
@@ -109,9 +110,8 @@ type WebhookDelivery struct {
 	NextAttemptAt *time.Time       `json:"nextAttemptAt,omitempty"`
 	Attempts      []WebhookAttempt `json:"attempts"`
 
-	Tenant     string          `json:"-"`
-	Body       json.RawMessage `json:"-"`
-	LeaseUntil time.Time       `json:"-"`
+	Tenant     string    `json:"-"`
+	LeaseUntil time.Time `json:"-"`
 	// RoundStart is the number of attempts made before the current round
 	// (the last redelivery): the retry schedule counts from it.
 	RoundStart int `json:"-"`
@@ -147,7 +147,7 @@ func (d *WebhookDelivery) Apply(typ string, data []byte) error {
 		}
 		due := e.DueAt
 		*d = WebhookDelivery{DeliveryID: e.DeliveryID, WebhookID: e.WebhookID, Tenant: e.Tenant, EventID: e.EventID, EventType: e.EventType,
-			HandoffID: e.HandoffID, Seq: e.Seq, Body: e.Body, Status: DeliveryPending, CreatedAt: e.DueAt, NextAttemptAt: &due, Attempts: []WebhookAttempt{}}
+			HandoffID: e.HandoffID, Seq: e.Seq, Status: DeliveryPending, CreatedAt: e.DueAt, NextAttemptAt: &due, Attempts: []WebhookAttempt{}}
 	case EventWebhookAttemptClaimed:
 		var e WebhookAttemptClaimed
 		if err := json.Unmarshal(data, &e); err != nil {

@@ -15,7 +15,7 @@ func scheduledDelivery(t *testing.T, s *ledger.Webhooks, now time.Time) string {
 	t.Helper()
 	id := domain.WebhookDeliveryID("wh_0123456789abcdef", "event-1")
 	e := domain.WebhookDeliveryScheduled{DeliveryID: id, WebhookID: "wh_0123456789abcdef", Tenant: "a", EventID: "event-1",
-		EventType: "ContractCreated", HandoffID: "h", Seq: 1, Body: []byte(`{}`), DueAt: now}
+		EventType: "ContractCreated", HandoffID: "h", Seq: 1, DueAt: now}
 	for i := range 3 {
 		ok, err := s.Schedule(context.Background(), e)
 		if err != nil || ok != (i == 0) {

@@ -292,7 +292,6 @@ func (d *Dispatcher) applyHandoff(ctx context.Context, ev eventstore.RecordedEve
 		d.targets[id] = c.TargetExecutor
 	}
 	tenant := ev.Metadata.Tenant
-	var body json.RawMessage
 	for _, w := range d.hooks {
 		if w.Tenant != tenant || w.Status != domain.WebhookStatusActive {
 			continue
@@ -304,12 +303,9 @@ func (d *Dispatcher) applyHandoff(ctx context.Context, ev eventstore.RecordedEve
 		if !w.Wants(ev.Type, target) {
 			continue
 		}
-		if body == nil {
-			body = payload(id, ev)
-		}
 		d.wanted = append(d.wanted, domain.WebhookDeliveryScheduled{
 			DeliveryID: domain.WebhookDeliveryID(w.WebhookID, ev.ID.String()), WebhookID: w.WebhookID, Tenant: tenant,
-			EventID: ev.ID.String(), EventType: ev.Type, HandoffID: id, Seq: ev.Revision + 1, Body: body,
+			EventID: ev.ID.String(), EventType: ev.Type, HandoffID: id, Seq: ev.Revision + 1,
 		})
 	}
 }
@@ -330,6 +326,23 @@ func (d *Dispatcher) target(ctx context.Context, id string) string {
 	json.Unmarshal(evs[0].Data, &c)
 	d.targets[id] = c.TargetExecutor
 	return c.TargetExecutor
+}
+
+// body reads the delivery's event from its handoff's stream and builds
+// the body every attempt sends; gone says the event is not there (any
+// more), which no retry mends.
+func (d *Dispatcher) body(ctx context.Context, del *domain.WebhookDelivery) (b []byte, gone bool, err error) {
+	if del.Seq == 0 {
+		return nil, true, fmt.Errorf("event %s: no place in its handoff's stream", del.EventID)
+	}
+	evs, err := d.cfg.Store.ReadStream(ctx, handoffPrefix+del.HandoffID, del.Seq-1, 1)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(evs) == 0 || evs[0].ID.String() != del.EventID || evs[0].Unreadable != "" {
+		return nil, true, fmt.Errorf("event %s (seq %d of handoff %s) is no longer readable in the store", del.EventID, del.Seq, del.HandoffID)
+	}
+	return payload(del.HandoffID, evs[0]), false, nil
 }
 
 // payload is the body of every attempt of a delivery of ev:
@@ -421,9 +434,17 @@ func (d *Dispatcher) attempt(ctx context.Context, id string) {
 	rec := domain.WebhookAttemptRecorded{}
 	if hook == nil || hook.Status != domain.WebhookStatusActive {
 		rec.Outcome, rec.Error = domain.WebhookCanceled, "not sent: the webhook is disabled or deleted"
+	} else if body, gone, berr := d.body(ctx, del); berr != nil {
+		if !gone {
+			if ctx.Err() == nil {
+				log.Error().Err(berr).Msg("webhooks: reading a delivery's event failed; the attempt will be made again")
+			}
+			return // the lease runs out; the attempt is made again
+		}
+		rec.Outcome, rec.Error = domain.WebhookFailed, berr.Error()
 	} else {
 		start := time.Now()
-		status, retryAfter, hasRetryAfter, serr := d.send(ctx, hook, del)
+		status, retryAfter, hasRetryAfter, serr := d.send(ctx, hook, del, body)
 		if ctx.Err() != nil {
 			return // stopping: the lease runs out and the attempt is made again
 		}
@@ -501,16 +522,16 @@ func Sign(secrets []string, id string, ts int64, body []byte) (string, error) {
 
 // send makes one attempt: POST the delivery's body to the endpoint,
 // signed with every secret that signs now.
-func (d *Dispatcher) send(ctx context.Context, hook *domain.Webhook, del *domain.WebhookDelivery) (status int, retryAfter time.Duration, hasRetryAfter bool, err error) {
+func (d *Dispatcher) send(ctx context.Context, hook *domain.Webhook, del *domain.WebhookDelivery, body []byte) (status int, retryAfter time.Duration, hasRetryAfter bool, err error) {
 	now := d.cfg.Now()
 	ts := now.Unix()
-	sig, err := Sign(hook.Secrets(now), del.DeliveryID, ts, del.Body)
+	sig, err := Sign(hook.Secrets(now), del.DeliveryID, ts, body)
 	if err != nil {
 		return 0, 0, false, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, hook.URL, bytes.NewReader(del.Body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, hook.URL, bytes.NewReader(body))
 	if err != nil {
 		return 0, 0, false, err
 	}
