@@ -146,15 +146,21 @@ var deliveryPrefix = domain.WebhookDeliveryStream("")
 // out and the attempt is made again (at least once).
 func (d *Dispatcher) Run(ctx context.Context) error {
 	defer d.workers.Wait()
+	stopped := func(err error) error {
+		if ctx.Err() != nil {
+			return nil // asked to stop
+		}
+		return fmt.Errorf("webhooks: reading the feed: %w", err)
+	}
 	head, err := d.cfg.Store.Head(ctx)
 	if err != nil {
-		return err
+		return stopped(err)
 	}
 	after := eventstore.Start
 	for after.Less(head) {
 		evs, err := d.cfg.Store.ReadAll(ctx, after, 1000)
 		if err != nil {
-			return err
+			return stopped(err)
 		}
 		if len(evs) == 0 {
 			break
@@ -168,7 +174,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	sub, err := d.cfg.Store.SubscribeAll(ctx, after)
 	if err != nil {
-		return err
+		return stopped(err)
 	}
 	defer sub.Close()
 	type batch struct {
@@ -199,10 +205,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			return nil
 		case b := <-feed:
 			if b.err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return fmt.Errorf("webhooks: following the feed: %w", b.err)
+				return stopped(b.err)
 			}
 			d.mu.Lock()
 			for _, ev := range b.evs {
