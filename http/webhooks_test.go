@@ -657,3 +657,38 @@ func TestWebhookDispatchersDeliverOnce(t *testing.T) {
 		t.Fatalf("the dispatchers made %d attempts, want %d", a, n)
 	}
 }
+
+// A replica that stops in the middle of an attempt leaves a claim with no
+// outcome: another replica makes the attempt again once the claim's lease
+// (the request timeout and its margin) has run out, and not before.
+func TestWebhookAbandonedClaimIsTakenOver(t *testing.T) {
+	e, clock := webhookEnv(t, true)
+	rc := newReceiver(t)
+	rc.setAnswer(func(n int, w http.ResponseWriter) {
+		if n == 1 {
+			select { // the first attempt hangs until its sender is gone
+			case <-rc.release:
+			case <-time.After(5 * time.Second):
+			}
+		}
+	})
+	lease := func(c *webhook.Config) { c.Timeout, c.LeaseMargin = 2*time.Second, 3*time.Second }
+	stopA := dispatch(t, e, clock, lease)
+	id := e.registerWebhook(e.tenantA, rc.srv.URL, []string{"*"}).str("webhookId")
+	e.contract(e.tenantA, nil)
+	rc.await(t, 1)
+	stopA()
+	d := e.awaitDelivery(e.tenantA, id, 0, "sending", 1)
+	if a := attempt(d, 0); a["outcome"] != nil {
+		t.Fatalf("the abandoned attempt has an outcome: %v", a)
+	}
+	dispatch(t, e, clock, lease)
+	clock.Advance(4 * time.Second)
+	rc.quiet(t, 1)
+	clock.Advance(time.Second)
+	got := rc.await(t, 2)
+	d = e.awaitDelivery(e.tenantA, id, 0, "succeeded", 2)
+	if attempt(d, 0)["outcome"] != nil || attempt(d, 1)["outcome"] != "succeeded" || got[0].header.Get("webhook-id") != got[1].header.Get("webhook-id") {
+		t.Fatalf("delivery %v", d)
+	}
+}
