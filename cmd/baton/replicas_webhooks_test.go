@@ -5,9 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,16 +22,6 @@ func TestReplicasDeliverWebhooksOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four processes")
 	}
-	tmp := t.TempDir()
-	bin := buildCommand(t, tmp, ".")
-	doubleBin := buildCommand(t, tmp, "../baton-kurrent-double")
-	double := startProc(t, "kurrent-double", doubleBin, "--addr", "127.0.0.1:0")
-	url := double.await(reDoubleURL, 20*time.Second)[1]
-	noProviders := filepath.Join(tmp, "no-providers.json")
-	if err := os.WriteFile(noProviders, []byte(`{"providers": []}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-
 	type hit struct {
 		id     string
 		header http.Header
@@ -60,19 +47,10 @@ func TestReplicasDeliverWebhooksOnce(t *testing.T) {
 	}))
 	defer rcv.Close()
 
-	var replicas []*proc
-	for i := 1; i <= 3; i++ {
-		replicas = append(replicas, startProc(t, fmt.Sprintf("replica %d", i), bin, "serve",
-			"--store", "kurrent", "--kurrentdb-url", url, "--addr", "127.0.0.1:0",
-			"--data", filepath.Join(tmp, fmt.Sprintf("replica-%d", i)),
-			"--providers", noProviders, "--webhook-allow-private"))
-	}
-	var base []string
-	for _, r := range replicas {
-		base = append(base, "http://"+r.await(reServing, 30*time.Second)[1])
-	}
+	set := startReplicaSet(t, []string{"--system-event-every", "5"}, "--webhook-allow-private")
+	base := set.base
 	key := ""
-	for _, r := range replicas {
+	for _, r := range set.replicas {
 		if m := reBootKey.FindStringSubmatch(r.output()); m != nil {
 			key = m[1]
 		}
@@ -154,15 +132,5 @@ func TestReplicasDeliverWebhooksOnce(t *testing.T) {
 	}
 
 	client.CloseIdleConnections()
-	for _, r := range replicas {
-		if err := r.stop(); err != nil {
-			t.Errorf("%s exited with %v:\n%s", r.name, err, r.output())
-		}
-		if o := r.output(); strings.Contains(o, "DATA RACE") || !strings.Contains(o, "shutting down") {
-			t.Errorf("%s output:\n%s", r.name, o)
-		}
-	}
-	if err := double.stop(); err != nil {
-		t.Errorf("the double exited with %v:\n%s", err, double.output())
-	}
+	set.stop()
 }
