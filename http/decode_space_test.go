@@ -39,6 +39,7 @@ func TestBodyPaddedWithNonJSONSpaceIs400(t *testing.T) {
 		{"result", "/v1/executions/" + id + "/result", e.tenantA, string(result)},
 		{"review", "/v1/executions/" + id + "/review", e.admin, string(review)},
 		{"agent plan", "/v1/agent-plans", e.tenantA, plan},
+		{"webhook", "/v1/webhooks", e.tenantA, `{"url":"https://hooks.example.com/baton","eventTypes":["*"]}`},
 	}
 	for _, rt := range routes {
 		for _, sp := range notJSONSpace {

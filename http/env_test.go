@@ -17,6 +17,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/batonhq/baton/domain/contextpack"
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
 	"github.com/batonhq/baton/eventstore/ledger"
@@ -40,6 +41,7 @@ type env struct {
 	tenantB  string
 	catalog  *gateway.Catalog
 	budgets  *gateway.Budgets
+	services *ledger.Services // the front's command side when envLedgerOptions set it
 }
 
 func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
@@ -51,6 +53,7 @@ var envStreamIdle time.Duration
 // envMetricsPublic serves /metrics without a key in the envs a test
 // builds; tests that set it restore it.
 var envMetricsPublic bool
+
 // envEventsPing and envEventStreams are the front's EventsPing and
 // EventStreams for the envs a test builds (0: the defaults); tests that set
 // them restore them.
@@ -58,6 +61,11 @@ var (
 	envEventsPing   time.Duration
 	envEventStreams int
 )
+
+// envLedgerOptions, when set, builds the front's command side with these
+// options (the webhook tests' clock and private addresses); tests that set
+// it restore it.
+var envLedgerOptions *ledger.Options
 
 // envLog, when set, is where the envs a test builds log, at every level
 // (the access log included); tests that set it restore it.
@@ -78,7 +86,7 @@ func newEnvStore(t testing.TB, catalog *gateway.Catalog, wrap func(eventstore.St
 	if err != nil {
 		t.Fatal(err)
 	}
-	proj, err := projections.Open(filepath.Join(dir, "readmodel.db"), store, projections.NewHandoffs(), projections.Keys{})
+	proj, err := projections.Open(filepath.Join(dir, "readmodel.db"), store, projections.NewHandoffs(), projections.Keys{}, projections.WebhookDeliveries{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,11 +116,17 @@ func newEnvStore(t testing.TB, catalog *gateway.Catalog, wrap func(eventstore.St
 	if envLog != nil {
 		log = zerolog.New(envLog)
 	}
-	front := batonhttp.NewServer(batonhttp.Config{Store: frontStore, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, Log: log, Version: "test", MaxBody: 64 << 10, StreamIdle: envStreamIdle,
+	var services *ledger.Services
+	if envLedgerOptions != nil {
+		o := *envLedgerOptions
+		o.Redactor, _ = scanner.(contextpack.Redactor)
+		services = ledger.New(frontStore, o)
+	}
+	front := batonhttp.NewServer(batonhttp.Config{Store: frontStore, Ledger: services, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, Log: log, Version: "test", MaxBody: 64 << 10, StreamIdle: envStreamIdle,
 		EventsPing: envEventsPing, EventStreams: envEventStreams, MetricsPublic: envMetricsPublic})
 	var e *env
 	srv := httptest.NewServer(checkOpenAPI(func() testing.TB { return e.t }, front.Handler()))
-	e = &env{t: t, srv: srv, store: store, proj: proj, front: front, dir: dir, catalog: catalog, budgets: budgets}
+	e = &env{t: t, srv: srv, store: store, proj: proj, front: front, dir: dir, catalog: catalog, budgets: budgets, services: services}
 	t.Cleanup(func() {
 		srv.Close()
 		front.Close()

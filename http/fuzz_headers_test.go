@@ -193,7 +193,8 @@ func FuzzParsePosition(f *testing.F) {
 // FuzzPathsAndQueries sends arbitrary path segments and query strings to
 // the routes that parse them: contract listing (limit, state,
 // approvalStatus, cursor), a model, a context packet, a plan, a contract
-// and its ledger by id, and key revocation. Every answer is deliberate;
+// and its ledger by id, key revocation, and a webhook and its deliveries
+// (limit, cursor). Every answer is deliberate;
 // nothing is appended except by the one revocation of the key made for it.
 func FuzzPathsAndQueries(f *testing.F) {
 	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(string) string { return "" }})
@@ -204,6 +205,7 @@ func FuzzPathsAndQueries(f *testing.F) {
 	id := e.contract(e.tenantA, nil)
 	e.contract(e.tenantA, nil)
 	spare := e.must(e.do("POST", "/v1/admin/keys", e.admin, map[string]any{"tenant": "spare"}), 201).str("keyId")
+	hook := e.must(e.do("POST", "/v1/webhooks", e.tenantA, map[string]any{"url": "https://hooks.example.com/baton", "eventTypes": []string{"*"}}), 201).str("webhookId")
 	for _, s := range []struct {
 		route      uint8
 		seg, query string
@@ -214,6 +216,8 @@ func FuzzPathsAndQueries(f *testing.F) {
 		{2, "00000000-0000-0000-0000-000000000000", ""}, {2, "../keys", ""},
 		{3, "not-a-uuid", ""}, {4, id, ""}, {4, "h_" + strings.Repeat("9", 300), ""},
 		{5, id, "from=3"}, {6, "key_0000000000000000", ""}, {6, spare, ""}, {6, "", ""},
+		{7, hook, "limit=1"}, {7, hook, "cursor=msg_0123456789abcdef0123456789abcdef"}, {7, hook, "limit=abc&cursor=%00"},
+		{8, hook, ""}, {8, "wh_../keys", ""}, {8, strings.ToUpper(hook), ""},
 	} {
 		f.Add(s.route, s.seg, s.query)
 	}
@@ -228,6 +232,8 @@ func FuzzPathsAndQueries(f *testing.F) {
 		{http.MethodGet, "/v1/handoff/contracts/", "", e.tenantA},
 		{http.MethodGet, "/v1/executions/", "/ledger", e.tenantA},
 		{http.MethodDelete, "/v1/admin/keys/", "", e.admin},
+		{http.MethodGet, "/v1/webhooks/", "/deliveries", e.tenantA},
+		{http.MethodGet, "/v1/webhooks/", "", e.tenantA},
 	}
 	f.Fuzz(func(t *testing.T, route uint8, seg, query string) {
 		e.t = t

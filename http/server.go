@@ -210,6 +210,13 @@ func NewServer(cfg Config) *Server {
 	rt.HandleFunc("/v1/admin/keys/{keyId}", s.withKey(adminOnly, s.revokeKey)).Methods(http.MethodDelete)
 	rt.HandleFunc("/v1/context/preview", s.withKey(anyKey, s.contextPreview)).Methods(http.MethodPost)
 	rt.HandleFunc("/v1/context/packets/{packetId}", s.withKey(anyKey, s.getContextPacket)).Methods(http.MethodGet)
+	rt.HandleFunc("/v1/webhooks", s.withKey(anyKey, s.createWebhook)).Methods(http.MethodPost)
+	rt.HandleFunc("/v1/webhooks", s.withKey(anyKey, s.listWebhooks)).Methods(http.MethodGet)
+	rt.HandleFunc("/v1/webhooks/{webhookId}", s.withKey(anyKey, s.getWebhook)).Methods(http.MethodGet)
+	rt.HandleFunc("/v1/webhooks/{webhookId}", s.withKey(anyKey, s.deleteWebhook)).Methods(http.MethodDelete)
+	rt.HandleFunc("/v1/webhooks/{webhookId}/rotate", s.withKey(anyKey, s.rotateWebhook)).Methods(http.MethodPost)
+	rt.HandleFunc("/v1/webhooks/{webhookId}/deliveries", s.withKey(anyKey, s.listWebhookDeliveries)).Methods(http.MethodGet)
+	rt.HandleFunc("/v1/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver", s.withKey(anyKey, s.redeliverWebhook)).Methods(http.MethodPost)
 	s.contextLoader = s.contextPacketPrompt // generate and agent-plans attach packets by contextPacketId
 	if s.catalog != nil {
 		rt.HandleFunc("/v1/models", s.withKeyAs(anyKey, modelErrors, s.listModels)).Methods(http.MethodGet)

@@ -70,17 +70,20 @@ var rules = map[string]rule{
 	// counters other parts call. It reads the store and the read models,
 	// never writes.
 	"http/metrics": {ours: []string{"eventstore", "projections"}, thirdParty: []string{"github.com/prometheus/client_golang"}, noAppend: true},
+	// The webhook dispatcher and sender: it records through the ledger's
+	// webhook service, never by appending itself.
+	"http/webhook": {ours: []string{"domain", "eventstore", "eventstore/ledger"}, thirdParty: []string{"github.com/rs/zerolog"}, noAppend: true},
 	"docs":         {},
 
 	// The binaries wire; none links a test double.
 	"cmd/baton": {ours: []string{"domain", "domain/secrets", "domain/secrets/gitleaks", "eventstore", "eventstore/bolt", "eventstore/kurrent", "eventstore/ledger", "eventstore/migrate",
-		"eventstore/records", "eventstore/timed", "projections", "gateway", "gateway/kinds", "http", "http/metrics", "cmd/internal/profile"}, thirdParty: []string{"github.com/rs/zerolog", "go.etcd.io/bbolt"}},
+		"eventstore/records", "eventstore/timed", "projections", "gateway", "gateway/kinds", "http", "http/metrics", "http/webhook", "cmd/internal/profile"}, thirdParty: []string{"github.com/rs/zerolog", "go.etcd.io/bbolt"}},
 	"cmd/baton-bench": {ours: []string{"domain", "domain/secrets", "domain/secrets/gitleaks", "eventstore", "eventstore/bolt", "eventstore/kurrent", "eventstore/kurrent/kurrenttest",
 		"eventstore/ledger", "eventstore/storebench", "projections", "gateway", "http", "cmd/internal/profile"}, thirdParty: []string{"github.com/rs/zerolog", "golang.org/x/sys"}},
 	"cmd/baton-kurrent-double": {ours: []string{"eventstore/kurrent/kurrenttest"}},
 	// The reference executor is a client of the HTTP API only.
 	"cmd/baton-executor": {ours: []string{"domain"}, thirdParty: []string{"github.com/google/uuid", "github.com/rs/zerolog"}},
-	"cmd/internal":             {},
+	"cmd/internal":       {},
 }
 
 func TestDependenciesPointInward(t *testing.T) {
@@ -156,6 +159,9 @@ func TestDependencyRulesBite(t *testing.T) {
 		{"http/metrics", "github.com/prometheus/client_golang/prometheus", true},
 		{"http/metrics", module + "/eventstore/ledger", false},
 		{"http", "github.com/prometheus/client_golang/prometheus", false},
+		{"http/webhook", module + "/eventstore/ledger", true},
+		{"http/webhook", module + "/projections", false},
+		{"cmd/baton", module + "/http/webhook", true},
 		{"eventstore/ledger", module + "/projections", false},
 		{"projections", module + "/eventstore/ledger", false},
 		{"eventstore/migrate", module + "/eventstore", true},

@@ -424,6 +424,7 @@ func TestCommandsRefuseUnusableEnvironment(t *testing.T) {
 		{"BATON_GC_HEAP_FLOOR_MB", "-1", []string{"serve", "--addr", "127.0.0.1:0"}},
 		{"BATON_GC_HEAP_FLOOR_MB", "64MB", []string{"serve", "--addr", "127.0.0.1:0"}},
 		{"BATON_METRICS_PUBLIC", "yes", []string{"serve", "--addr", "127.0.0.1:0"}},
+		{"BATON_WEBHOOK_ALLOW_PRIVATE", "yes", []string{"serve", "--addr", "127.0.0.1:0"}},
 		{"BATON_KURRENTDB_MAX_APPEND_SIZE", "-1", []string{"keys", "create", "--tenant", "t"}},
 		{"BATON_KURRENTDB_MAX_APPEND_SIZE", "big", []string{"ledger", "verify"}},
 	}

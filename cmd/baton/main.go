@@ -32,6 +32,7 @@ import (
 	_ "github.com/batonhq/baton/gateway/kinds" // every provider kind
 	batonhttp "github.com/batonhq/baton/http"
 	"github.com/batonhq/baton/http/metrics"
+	"github.com/batonhq/baton/http/webhook"
 	"github.com/batonhq/baton/projections"
 )
 
@@ -48,6 +49,7 @@ Usage:
   baton serve [--addr 127.0.0.1:8080] [--data ./data]   serve the HTTP API on the embedded store
         [--store kurrent --kurrentdb-url esdb://host:2113]
                                                ... or on KurrentDB (several replicas may share it)
+        [--webhook-allow-private]              let webhooks go to private and loopback addresses
   baton keys create --tenant NAME [--admin]    create an API key (embedded store: server stopped), print it once
   baton ledger verify [--data DIR | --url URL | --store kurrent --kurrentdb-url URL] [HANDOFF_ID[@SEQ:HASH]...]
                                                recompute the hash chains; exit 1 naming the first break
@@ -149,6 +151,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	eventStreams := fs.Int64("event-streams", env.integer("event-streams", "BATON_EVENT_STREAMS", batonhttp.DefaultEventStreams), "how many GET /v1/events streams one tenant may hold open on this server at once")
 	heapFloorMB := fs.Int64("gc-heap-floor-mb", env.integerFrom("gc-heap-floor-mb", "BATON_GC_HEAP_FLOOR_MB", DefaultHeapFloorMB, 0), "the smallest heap goal of the collector in MiB: no collection until the heap nears it (0: Go's GOGC alone)")
 	metricsPublic := fs.Bool("metrics-public", env.boolean("metrics-public", "BATON_METRICS_PUBLIC", false), "serve GET /metrics without a key (a scraper on a private network); otherwise it takes an admin key")
+	webhookAllowPrivate := fs.Bool("webhook-allow-private", env.boolean("webhook-allow-private", "BATON_WEBHOOK_ALLOW_PRIVATE", false), "let webhook endpoints be private, loopback, link-local and other internal addresses (development; off, such deliveries are refused at connect time)")
 	memprofile := fs.String("memprofile", "", "diagnostics: write a heap profile (what was allocated, and where, since start) to the file when it stops")
 	if err := env.parse(fs, args); err != nil {
 		return err
@@ -202,7 +205,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		log.Error().Str("handoffId", id).Uint64("seq", q.Seq).Str("eventId", q.EventID).Str("type", q.Type).Str("reason", q.Reason).
 			Msg("handoff quarantined: an event of its stream cannot be applied; its views stop before it, other handoffs go on (run baton ledger verify on it)")
 	}
-	proj, err := openReadModels(ctx, *data, *storeOpts.kind, store, log, handoffs, projections.Keys{})
+	proj, err := openReadModels(ctx, *data, *storeOpts.kind, store, log, handoffs, projections.Keys{}, projections.WebhookDeliveries{})
 	if err != nil {
 		return err
 	}
@@ -269,7 +272,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	stopHeapFloor := startHeapFloor(uint64(*heapFloorMB)<<20, currentGCPercent())
 	defer stopHeapFloor()
 
-	services := ledger.New(store, ledger.Options{Redactor: scanner, IdempotencyRetention: *idemRetention})
+	services := ledger.New(store, ledger.Options{Redactor: scanner, IdempotencyRetention: *idemRetention, WebhookAllowPrivate: *webhookAllowPrivate})
 	front := batonhttp.NewServer(batonhttp.Config{
 		Store: store, Ledger: services, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, StreamIdle: *streamIdle, UsageLinger: *usageLinger, EventStreams: int(*eventStreams), Log: log, Version: version, MaxBody: *maxBody, MaxModelBody: *maxModelBody,
 		Metrics: mx, MetricsPublic: *metricsPublic,
@@ -287,7 +290,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	go func() { followerDone <- follower.Run(runCtx) }()
 	timersDone := make(chan struct{})
 	go func() { defer close(timersDone); timerLoop(services.Handoffs, proj, log).Run(runCtx) }()
-	defer func() { stopRunner(); <-runnerDone; <-followerDone; <-timersDone }()
+	// Webhook deliveries: every replica runs a dispatcher; the claims in
+	// each delivery's stream make one of them send each attempt.
+	dispatcher := webhook.New(webhook.Config{Store: store, Webhooks: services.Webhooks, AllowPrivate: *webhookAllowPrivate, Log: log, OnAttempt: metrics.WebhookAttempt})
+	dispatcherDone := make(chan error, 1)
+	go func() { dispatcherDone <- dispatcher.Run(runCtx) }()
+	defer func() { stopRunner(); <-runnerDone; <-followerDone; <-timersDone; <-dispatcherDone }()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
@@ -304,6 +312,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	case err := <-followerDone:
 		followerDone <- err
 		return fmt.Errorf("gateway state follower stopped: %w", err)
+	case err := <-dispatcherDone:
+		dispatcherDone <- err
+		return fmt.Errorf("webhook dispatcher stopped: %w", err)
 	case <-ctx.Done():
 	}
 	log.Info().Msg("shutting down")
@@ -330,7 +341,9 @@ func timerLoop(h *ledger.Handoffs, proj *projections.Runner, log zerolog.Logger)
 			metrics.TimerFired(kind)
 			log.Info().Str("handoffId", id).Str("timer", kind).Msg("deadline recorded")
 		},
-		OnError: func(id string, err error) { log.Error().Str("handoffId", id).Err(err).Msg("deadline not recorded; retrying") },
+		OnError: func(id string, err error) {
+			log.Error().Str("handoffId", id).Err(err).Msg("deadline not recorded; retrying")
+		},
 	}
 }
 

@@ -215,32 +215,10 @@ func TestReplicasShareKurrentDB(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four processes")
 	}
-	tmp := t.TempDir()
-	bin := buildCommand(t, tmp, ".")
-	doubleBin := buildCommand(t, tmp, "../baton-kurrent-double")
-
-	double := startProc(t, "kurrent-double", doubleBin, "--addr", "127.0.0.1:0", "--system-event-every", "5")
-	url := double.await(reDoubleURL, 20*time.Second)[1]
-
-	// Three replicas start together on the empty store, with no providers
-	// beyond the built-in ones (whatever file the machine has).
-	noProviders := filepath.Join(tmp, "no-providers.json")
-	if err := os.WriteFile(noProviders, []byte(`{"providers": []}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var replicas []*proc
-	for i := 1; i <= 3; i++ {
-		replicas = append(replicas, startProc(t, fmt.Sprintf("replica %d", i), bin, "serve",
-			"--store", "kurrent", "--kurrentdb-url", url, "--addr", "127.0.0.1:0",
-			"--data", filepath.Join(tmp, fmt.Sprintf("replica-%d", i)),
-			"--providers", noProviders))
-	}
-	var base []string
-	for _, r := range replicas {
-		base = append(base, "http://"+r.await(reServing, 30*time.Second)[1])
-	}
+	set := startReplicaSet(t, []string{"--system-event-every", "5"})
+	bin, url, base := set.bin, set.url, set.base
 	key, printed := "", 0
-	for _, r := range replicas {
+	for _, r := range set.replicas {
 		if m := reBootKey.FindStringSubmatch(r.output()); m != nil {
 			key = m[1]
 			printed++
@@ -432,7 +410,7 @@ func TestReplicasShareKurrentDB(t *testing.T) {
 		}
 	}
 	fired := 0
-	for _, r := range replicas {
+	for _, r := range set.replicas {
 		fired += strings.Count(r.output(), "deadline recorded")
 	}
 	if fired != len(timed) {
@@ -447,7 +425,50 @@ func TestReplicasShareKurrentDB(t *testing.T) {
 	}
 
 	client.CloseIdleConnections()
-	for _, r := range replicas {
+	set.stop()
+}
+
+// replicaSet is the KurrentDB test double, as a process of its own, and
+// three `baton serve --store kurrent` processes on it, each with its own
+// read models, started together on the empty store with no providers
+// beyond the built-in ones (whatever file the machine has).
+type replicaSet struct {
+	t        *testing.T
+	bin, url string // the baton binary; the double's URL
+	double   *proc
+	replicas []*proc
+	base     []string // each replica's http://host:port
+}
+
+// startReplicaSet starts the set; the double takes doubleArgs, every
+// replica serveArgs too.
+func startReplicaSet(t *testing.T, doubleArgs []string, serveArgs ...string) *replicaSet {
+	t.Helper()
+	tmp := t.TempDir()
+	set := &replicaSet{t: t, bin: buildCommand(t, tmp, ".")}
+	doubleBin := buildCommand(t, tmp, "../baton-kurrent-double")
+	set.double = startProc(t, "kurrent-double", doubleBin, append([]string{"--addr", "127.0.0.1:0"}, doubleArgs...)...)
+	set.url = set.double.await(reDoubleURL, 20*time.Second)[1]
+	noProviders := filepath.Join(tmp, "no-providers.json")
+	if err := os.WriteFile(noProviders, []byte(`{"providers": []}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		args := append([]string{"serve", "--store", "kurrent", "--kurrentdb-url", set.url, "--addr", "127.0.0.1:0",
+			"--data", filepath.Join(tmp, fmt.Sprintf("replica-%d", i)), "--providers", noProviders}, serveArgs...)
+		set.replicas = append(set.replicas, startProc(t, fmt.Sprintf("replica %d", i), set.bin, args...))
+	}
+	for _, r := range set.replicas {
+		set.base = append(set.base, "http://"+r.await(reServing, 30*time.Second)[1])
+	}
+	return set
+}
+
+// stop stops every replica, then the double, and checks each stopped
+// cleanly, without a race report.
+func (set *replicaSet) stop() {
+	t := set.t
+	for _, r := range set.replicas {
 		if err := r.stop(); err != nil {
 			t.Errorf("%s exited with %v:\n%s", r.name, err, r.output())
 		}
@@ -455,7 +476,7 @@ func TestReplicasShareKurrentDB(t *testing.T) {
 			t.Errorf("%s output:\n%s", r.name, o)
 		}
 	}
-	if err := double.stop(); err != nil {
-		t.Errorf("the double exited with %v:\n%s", err, double.output())
+	if err := set.double.stop(); err != nil {
+		t.Errorf("the double exited with %v:\n%s", err, set.double.output())
 	}
 }

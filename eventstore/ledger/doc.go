@@ -1,7 +1,8 @@
 // Package ledger is Baton's command side: store-agnostic services that
 // load an aggregate's stream, fold it, let the domain decide, append with
 // the expected revision and retry on a conflict. Handoffs, keys, plans,
-// context packets and idempotency records are written here and nowhere
+// context packets, idempotency records and webhook endpoints and
+// deliveries are written here and nowhere
 // else; the HTTP front and the CLI call these services, and the read side
 // (projections) follows what they append.
 package ledger
@@ -20,6 +21,7 @@ type Services struct {
 	Plans       *Plans
 	Packets     *Packets
 	Idempotency *Idempotency
+	Webhooks    *Webhooks
 }
 
 // Options tune New; the zero value is the defaults.
@@ -27,6 +29,9 @@ type Options struct {
 	Now                  func() time.Time     // the ledger's clock; time.Now when nil
 	Redactor             contextpack.Redactor // for context packets; none are built without it
 	IdempotencyRetention time.Duration        // DefaultIdempotencyRetention when 0
+	// WebhookAllowPrivate lets webhook endpoints name private, loopback
+	// and other internal addresses.
+	WebhookAllowPrivate bool
 }
 
 // New builds every service on store.
@@ -37,5 +42,6 @@ func New(store eventstore.Store, o Options) *Services {
 		Plans:       NewPlans(store),
 		Packets:     NewPackets(store, o.Redactor, o.Now),
 		Idempotency: NewIdempotency(store, o.IdempotencyRetention),
+		Webhooks:    NewWebhooks(store, WebhookOptions{Now: o.Now, AllowPrivate: o.WebhookAllowPrivate}),
 	}
 }

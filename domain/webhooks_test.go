@@ -1,0 +1,100 @@
+package domain
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// A delivery's fold: claims, outcomes (a late one included), the end of a
+// round and a redelivery's new round.
+func TestWebhookDeliveryFold(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	d := &WebhookDelivery{}
+	apply := func(typ string, v any) {
+		t.Helper()
+		if err := d.Apply(typ, mustJSON(v)); err != nil {
+			t.Fatalf("%s: %v", typ, err)
+		}
+	}
+	apply(EventWebhookDeliveryScheduled, WebhookDeliveryScheduled{DeliveryID: "msg_1", WebhookID: "wh_1", DueAt: t0})
+	if !d.Due(t0) || d.Status != DeliveryPending {
+		t.Fatalf("scheduled: %+v", d)
+	}
+	apply(EventWebhookAttemptClaimed, WebhookAttemptClaimed{DeliveryID: "msg_1", Attempt: 1, ClaimedAt: t0, LeaseUntil: t0.Add(30 * time.Second)})
+	if d.Due(t0.Add(29*time.Second)) || !d.Due(t0.Add(30*time.Second)) {
+		t.Fatal("a claim holds for its lease, and no longer")
+	}
+	next := t0.Add(time.Minute)
+	apply(EventWebhookAttemptRecorded, WebhookAttemptRecorded{Attempt: 1, Outcome: WebhookRetrying, StatusCode: 500, NextAttemptAt: &next})
+	if d.Status != DeliveryPending || !d.NextAttemptAt.Equal(next) || d.RoundAttempts() != 1 {
+		t.Fatalf("after a failure: %+v", d)
+	}
+	apply(EventWebhookAttemptClaimed, WebhookAttemptClaimed{Attempt: 2, ClaimedAt: next, LeaseUntil: next.Add(30 * time.Second)})
+	apply(EventWebhookAttemptRecorded, WebhookAttemptRecorded{Attempt: 2, Outcome: WebhookFailed, StatusCode: 500})
+	if !d.Final() || d.Status != DeliveryFailed {
+		t.Fatalf("spent: %+v", d)
+	}
+	// A late outcome of attempt 1 changes its record, not the state.
+	apply(EventWebhookAttemptRecorded, WebhookAttemptRecorded{Attempt: 1, Outcome: WebhookSucceeded, StatusCode: 200})
+	if d.Status != DeliveryFailed || d.Attempts[0].StatusCode != 200 {
+		t.Fatalf("late outcome: %+v", d)
+	}
+	apply(EventWebhookRedeliveryRequested, WebhookRedeliveryRequested{At: t0.Add(time.Hour)})
+	if d.Status != DeliveryPending || d.RoundAttempts() != 0 || !d.Due(t0.Add(time.Hour)) {
+		t.Fatalf("redelivery: %+v", d)
+	}
+	if err := d.Apply(EventWebhookAttemptRecorded, mustJSON(WebhookAttemptRecorded{Attempt: 9, Outcome: WebhookSucceeded})); err == nil {
+		t.Fatal("the outcome of an attempt never claimed was folded")
+	}
+}
+
+func TestWebhookWantsAndSecrets(t *testing.T) {
+	hooks := map[string]*Webhook{}
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	for _, e := range []struct {
+		typ string
+		v   any
+	}{
+		{EventWebhookRegistered, WebhookRegistered{WebhookID: "wh_1", Tenant: "a", URL: "https://h/", EventTypes: []string{"ContractCreated"}, TargetExecutors: []string{"ops-bot"}, Secret: "whsec_old"}},
+		{EventWebhookRegistered, WebhookRegistered{WebhookID: "wh_2", Tenant: "a", URL: "https://h/", EventTypes: []string{"*"}, Secret: "whsec_x"}},
+		{EventWebhookSecretRotated, WebhookSecretRotated{WebhookID: "wh_1", Secret: "whsec_new", PreviousExpiresAt: t0.Add(24 * time.Hour), RotatedAt: t0}},
+		{EventWebhookDisabled, WebhookDisabled{WebhookID: "wh_2", Reason: "410"}},
+	} {
+		if err := ApplyWebhookEvent(hooks, e.typ, mustJSON(e.v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w1, w2 := hooks["wh_1"], hooks["wh_2"]
+	if !w1.Wants("ContractCreated", "ops-bot") || w1.Wants("ContractCreated", "other") || w1.Wants("ApprovalDecided", "ops-bot") {
+		t.Fatal("wh_1's filters")
+	}
+	if w2.Wants("ApprovalExpired", "") || w2.Status != WebhookStatusDisabled {
+		t.Fatal("a disabled endpoint wants nothing")
+	}
+	if s := w1.Secrets(t0.Add(time.Hour)); len(s) != 2 || s[0] != "whsec_new" || s[1] != "whsec_old" {
+		t.Fatalf("within the grace period: %v", s)
+	}
+	if s := w1.Secrets(t0.Add(24 * time.Hour)); len(s) != 1 || s[0] != "whsec_new" {
+		t.Fatalf("after it: %v", s)
+	}
+}
+
+func TestNewWebhookSecret(t *testing.T) {
+	s, err := NewWebhookSecret()
+	if err != nil || len(s) != len("whsec_")+44 || s[:6] != "whsec_" {
+		t.Fatalf("%q %v", s, err)
+	}
+	id, _ := NewWebhookID()
+	if !ValidWebhookID(id) || !ValidWebhookDeliveryID(WebhookDeliveryID(id, "e")) || WebhookDeliveryID(id, "e") != WebhookDeliveryID(id, "e") || WebhookDeliveryID(id, "e") == WebhookDeliveryID(id, "f") {
+		t.Fatal("ids")
+	}
+}

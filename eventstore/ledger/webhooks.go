@@ -1,0 +1,418 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
+)
+
+// DefaultWebhookSecretGrace is how long a rotated-out signing secret keeps
+// signing deliveries beside the new one.
+const DefaultWebhookSecretGrace = 24 * time.Hour
+
+// WebhookActor is the actor of what the delivery machinery records
+// (schedules, claims, outcomes, an endpoint disabled by a 410).
+const WebhookActor = "baton:webhooks"
+
+// Webhooks registers webhook endpoints (the webhooks stream) and records
+// their deliveries (one stream per delivery). The signing secrets are in
+// the webhooks stream's events: whoever can read the event store can read
+// them; the HTTP front shows a secret only in the answer that creates it.
+type Webhooks struct {
+	store        eventstore.Store
+	now          func() time.Time
+	allowPrivate bool
+	grace        time.Duration
+}
+
+// WebhookOptions tune NewWebhooks.
+type WebhookOptions struct {
+	Now func() time.Time // time.Now when nil
+	// AllowPrivate lets endpoints name private, loopback and other
+	// internal addresses (the operator's --webhook-allow-private).
+	AllowPrivate bool
+	SecretGrace  time.Duration // DefaultWebhookSecretGrace when 0
+}
+
+// NewWebhooks is the webhook service on store.
+func NewWebhooks(store eventstore.Store, o WebhookOptions) *Webhooks {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.SecretGrace <= 0 {
+		o.SecretGrace = DefaultWebhookSecretGrace
+	}
+	return &Webhooks{store: store, now: o.Now, allowPrivate: o.AllowPrivate, grace: o.SecretGrace}
+}
+
+// AllowPrivate reports whether endpoints may name internal addresses.
+func (s *Webhooks) AllowPrivate() bool { return s.allowPrivate }
+
+func (s *Webhooks) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// webhookSet is the webhooks stream folded: the endpoints in registration
+// order and the stream's last revision.
+type webhookSet struct {
+	hooks  map[string]*domain.Webhook
+	order  []string
+	last   uint64
+	exists bool
+}
+
+func (s *Webhooks) load(ctx context.Context) (*webhookSet, error) {
+	evs, err := eventstore.ReadWholeStream(ctx, s.store, domain.WebhooksStream)
+	if err != nil {
+		return nil, err
+	}
+	set := &webhookSet{hooks: map[string]*domain.Webhook{}}
+	for _, ev := range evs {
+		if ev.Unreadable != "" {
+			return nil, fmt.Errorf("webhooks stream, revision %d: %s", ev.Revision, ev.Unreadable)
+		}
+		before := len(set.hooks)
+		if err := domain.ApplyWebhookEvent(set.hooks, ev.Type, ev.Data); err != nil {
+			return nil, fmt.Errorf("webhooks stream, revision %d (%s): %w", ev.Revision, ev.Type, err)
+		}
+		if len(set.hooks) > before {
+			var e domain.WebhookRegistered
+			json.Unmarshal(ev.Data, &e)
+			set.order = append(set.order, e.WebhookID)
+		}
+		set.last, set.exists = ev.Revision, true
+	}
+	return set, nil
+}
+
+func (set *webhookSet) expected() eventstore.ExpectedRevision {
+	if !set.exists {
+		return eventstore.NoStream()
+	}
+	return eventstore.Revision(set.last)
+}
+
+func webhookNotFound(op, id string) error {
+	return domain.E(op, domain.KindNotFound, "webhook_not_found", "no webhook %s", id)
+}
+
+// visible is endpoint id if p may see it and it is not deleted.
+func (set *webhookSet) visible(op string, p domain.Principal, id string) (*domain.Webhook, error) {
+	w := set.hooks[id]
+	if w == nil || w.Status == domain.WebhookStatusDeleted || !p.CanSee(w.Tenant) {
+		return nil, webhookNotFound(op, id)
+	}
+	return w, nil
+}
+
+func event(typ string, v any, meta eventstore.Metadata) (eventstore.EventData, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return eventstore.EventData{}, err
+	}
+	return eventstore.NewEvent(typ, data, meta), nil
+}
+
+// NewWebhook is a registered endpoint with its secret, shown once.
+type NewWebhook struct {
+	*domain.Webhook
+	Secret string `json:"secret"`
+}
+
+// Register records an endpoint for call's tenant with a fresh secret.
+func (s *Webhooks) Register(ctx context.Context, call Call, reg domain.WebhookRegistration) (NewWebhook, error) {
+	if err := reg.Validate(s.allowPrivate); err != nil {
+		return NewWebhook{}, err
+	}
+	id, err := domain.NewWebhookID()
+	if err != nil {
+		return NewWebhook{}, err
+	}
+	secret, err := domain.NewWebhookSecret()
+	if err != nil {
+		return NewWebhook{}, err
+	}
+	e := domain.WebhookRegistered{WebhookID: id, Tenant: call.Principal.Tenant, URL: reg.URL, EventTypes: reg.EventTypes,
+		TargetExecutors: reg.TargetExecutors, Secret: secret, CreatedAt: s.clock()}
+	ev, err := event(domain.EventWebhookRegistered, e, eventstore.Metadata{Tenant: e.Tenant, Actor: call.Principal.Actor(), RequestID: call.RequestID, RecordedAt: e.CreatedAt})
+	if err != nil {
+		return NewWebhook{}, err
+	}
+	// A registration depends on no other: "first event" or "not the first".
+	_, err = s.store.Append(ctx, domain.WebhooksStream, eventstore.NoStream(), ev)
+	if errors.Is(err, eventstore.ErrConflict) {
+		_, err = s.store.Append(ctx, domain.WebhooksStream, eventstore.StreamExists(), ev)
+	}
+	if err != nil {
+		return NewWebhook{}, err
+	}
+	hooks := map[string]*domain.Webhook{}
+	if err := domain.ApplyWebhookEvent(hooks, ev.Type, ev.Data); err != nil {
+		return NewWebhook{}, err
+	}
+	return NewWebhook{Webhook: hooks[id], Secret: secret}, nil
+}
+
+// List is the endpoints p may see (not deleted), oldest first.
+func (s *Webhooks) List(ctx context.Context, p domain.Principal) ([]*domain.Webhook, error) {
+	set, err := s.load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []*domain.Webhook{}
+	for _, id := range set.order {
+		if w, err := set.visible("webhooks.list", p, id); err == nil {
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+// Get is endpoint id if p may see it.
+func (s *Webhooks) Get(ctx context.Context, p domain.Principal, id string) (*domain.Webhook, error) {
+	if !domain.ValidWebhookID(id) {
+		return nil, webhookNotFound("webhooks.get", id)
+	}
+	set, err := s.load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return set.visible("webhooks.get", p, id)
+}
+
+// Endpoint is endpoint id with its secrets, for the sender; nil when it
+// was never registered.
+func (s *Webhooks) Endpoint(ctx context.Context, id string) (*domain.Webhook, error) {
+	set, err := s.load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return set.hooks[id], nil
+}
+
+// change appends the event build makes for endpoint id (which p must see),
+// retrying when the stream moved meanwhile.
+func (s *Webhooks) change(ctx context.Context, op string, p domain.Principal, id string, build func(w *domain.Webhook) (any, string, eventstore.Metadata, error)) (*domain.Webhook, error) {
+	if !domain.ValidWebhookID(id) {
+		return nil, webhookNotFound(op, id)
+	}
+	for attempt := 0; ; attempt++ {
+		set, err := s.load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		w, err := set.visible(op, p, id)
+		if err != nil {
+			return nil, err
+		}
+		v, typ, meta, err := build(w)
+		if err != nil || v == nil {
+			return w, err
+		}
+		meta.Tenant = w.Tenant
+		ev, err := event(typ, v, meta)
+		if err != nil {
+			return nil, err
+		}
+		_, err = s.store.Append(ctx, domain.WebhooksStream, set.expected(), ev)
+		if errors.Is(err, eventstore.ErrConflict) && attempt < maxConflictRetries {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := domain.ApplyWebhookEvent(set.hooks, ev.Type, ev.Data); err != nil {
+			return nil, err
+		}
+		return set.hooks[id], nil
+	}
+}
+
+// Delete removes endpoint id: nothing more is delivered to it.
+func (s *Webhooks) Delete(ctx context.Context, call Call, id string) error {
+	_, err := s.change(ctx, "webhooks.delete", call.Principal, id, func(w *domain.Webhook) (any, string, eventstore.Metadata, error) {
+		return domain.WebhookDeleted{WebhookID: id, DeletedAt: s.clock()}, domain.EventWebhookDeleted,
+			eventstore.Metadata{Actor: call.Principal.Actor(), RequestID: call.RequestID}, nil
+	})
+	return err
+}
+
+// Rotation is a new secret, shown once, and when the old one stops
+// signing.
+type Rotation struct {
+	WebhookID         string    `json:"webhookId"`
+	Secret            string    `json:"secret"`
+	PreviousExpiresAt time.Time `json:"previousSecretExpiresAt"`
+}
+
+// Rotate gives endpoint id a new secret; the current one keeps signing
+// (beside the new one) for the grace period. Rotating again within it
+// ends the oldest secret at once: two secrets sign at most.
+func (s *Webhooks) Rotate(ctx context.Context, call Call, id string) (Rotation, error) {
+	secret, err := domain.NewWebhookSecret()
+	if err != nil {
+		return Rotation{}, err
+	}
+	var rot Rotation
+	_, err = s.change(ctx, "webhooks.rotate", call.Principal, id, func(w *domain.Webhook) (any, string, eventstore.Metadata, error) {
+		now := s.clock()
+		rot = Rotation{WebhookID: id, Secret: secret, PreviousExpiresAt: now.Add(s.grace)}
+		return domain.WebhookSecretRotated{WebhookID: id, Secret: secret, PreviousExpiresAt: rot.PreviousExpiresAt, RotatedAt: now}, domain.EventWebhookSecretRotated,
+			eventstore.Metadata{Actor: call.Principal.Actor(), RequestID: call.RequestID}, nil
+	})
+	return rot, err
+}
+
+// Disable stops deliveries to endpoint id (its receiver answered 410
+// Gone during delivery deliveryID). Disabling an endpoint that is not
+// active records nothing.
+func (s *Webhooks) Disable(ctx context.Context, id, reason string, status int, deliveryID string) error {
+	_, err := s.change(ctx, "webhooks.disable", domain.Principal{Admin: true}, id, func(w *domain.Webhook) (any, string, eventstore.Metadata, error) {
+		if w.Status != domain.WebhookStatusActive {
+			return nil, "", eventstore.Metadata{}, nil
+		}
+		return domain.WebhookDisabled{WebhookID: id, Reason: reason, StatusCode: status, DeliveryID: deliveryID, DisabledAt: s.clock()},
+			domain.EventWebhookDisabled, eventstore.Metadata{Actor: WebhookActor}, nil
+	})
+	if domain.KindOf(err) == domain.KindNotFound {
+		return nil // deleted meanwhile
+	}
+	return err
+}
+
+// Schedule opens a delivery. Of several replicas scheduling the same
+// delivery, one appends it; for the others scheduled is false.
+func (s *Webhooks) Schedule(ctx context.Context, e domain.WebhookDeliveryScheduled) (scheduled bool, err error) {
+	ev, err := event(domain.EventWebhookDeliveryScheduled, e, eventstore.Metadata{Tenant: e.Tenant, Actor: WebhookActor})
+	if err != nil {
+		return false, err
+	}
+	_, err = s.store.Append(ctx, domain.WebhookDeliveryStream(e.DeliveryID), eventstore.NoStream(), ev)
+	if errors.Is(err, eventstore.ErrConflict) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Delivery folds delivery id's stream; nil when it has none.
+func (s *Webhooks) Delivery(ctx context.Context, id string) (*domain.WebhookDelivery, uint64, error) {
+	evs, err := eventstore.ReadWholeStream(ctx, s.store, domain.WebhookDeliveryStream(id))
+	if err != nil || len(evs) == 0 {
+		return nil, 0, err
+	}
+	d := &domain.WebhookDelivery{}
+	for _, ev := range evs {
+		if ev.Unreadable != "" {
+			return nil, 0, fmt.Errorf("delivery %s, revision %d: %s", id, ev.Revision, ev.Unreadable)
+		}
+		if err := d.Apply(ev.Type, ev.Data); err != nil {
+			return nil, 0, fmt.Errorf("delivery %s, revision %d (%s): %w", id, ev.Revision, ev.Type, err)
+		}
+	}
+	return d, evs[len(evs)-1].Revision, nil
+}
+
+// AttemptClaim is an attempt this replica won: it sends, then records.
+type AttemptClaim struct {
+	Delivery *domain.WebhookDelivery // as of the claim
+	Attempt  int
+	revision uint64 // the claim's revision in the delivery's stream
+}
+
+// Claim claims the next attempt of delivery id if it is due: ok is false
+// when it is not (any more), or another replica's claim landed first.
+// The claim holds until now+lease; after that, with no outcome recorded,
+// another replica may claim the next attempt.
+func (s *Webhooks) Claim(ctx context.Context, id, claimant string, lease time.Duration) (c AttemptClaim, ok bool, err error) {
+	d, last, err := s.Delivery(ctx, id)
+	now := s.clock()
+	if err != nil || d == nil || !d.Due(now) {
+		return AttemptClaim{}, false, err
+	}
+	attempt := len(d.Attempts) + 1
+	ev, err := event(domain.EventWebhookAttemptClaimed, domain.WebhookAttemptClaimed{DeliveryID: id, Attempt: attempt, Claimant: claimant, ClaimedAt: now, LeaseUntil: now.Add(lease)},
+		eventstore.Metadata{Tenant: d.Tenant, Actor: WebhookActor})
+	if err != nil {
+		return AttemptClaim{}, false, err
+	}
+	res, err := s.store.Append(ctx, domain.WebhookDeliveryStream(id), eventstore.Revision(last), ev)
+	if errors.Is(err, eventstore.ErrConflict) {
+		return AttemptClaim{}, false, nil
+	}
+	if err != nil {
+		return AttemptClaim{}, false, err
+	}
+	if err := d.Apply(ev.Type, ev.Data); err != nil {
+		return AttemptClaim{}, false, err
+	}
+	return AttemptClaim{Delivery: d, Attempt: attempt, revision: res.NextRevision}, true, nil
+}
+
+// Record records the outcome of a claimed attempt. An outcome that comes
+// after another replica claimed again (the lease ran out) is recorded
+// too, as what happened; the later claim decides the delivery's state.
+func (s *Webhooks) Record(ctx context.Context, c AttemptClaim, rec domain.WebhookAttemptRecorded) error {
+	rec.DeliveryID, rec.Attempt = c.Delivery.DeliveryID, c.Attempt
+	ev, err := event(domain.EventWebhookAttemptRecorded, rec, eventstore.Metadata{Tenant: c.Delivery.Tenant, Actor: WebhookActor})
+	if err != nil {
+		return err
+	}
+	stream := domain.WebhookDeliveryStream(c.Delivery.DeliveryID)
+	expected := c.revision
+	for attempt := 0; ; attempt++ {
+		_, err = s.store.Append(ctx, stream, eventstore.Revision(expected), ev)
+		if !errors.Is(err, eventstore.ErrConflict) || attempt >= maxConflictRetries {
+			return err
+		}
+		_, last, rerr := s.Delivery(ctx, c.Delivery.DeliveryID)
+		if rerr != nil {
+			return rerr
+		}
+		expected = last
+	}
+}
+
+// Redeliver starts a new round of attempts of delivery deliveryID of
+// endpoint webhookID, due at once, with the whole retry schedule again.
+func (s *Webhooks) Redeliver(ctx context.Context, call Call, webhookID, deliveryID string) (*domain.WebhookDelivery, error) {
+	const op = "webhooks.redeliver"
+	w, err := s.Get(ctx, call.Principal, webhookID)
+	if err != nil {
+		return nil, err
+	}
+	notFound := domain.E(op, domain.KindNotFound, "delivery_not_found", "no delivery %s of webhook %s", deliveryID, webhookID)
+	if !domain.ValidWebhookDeliveryID(deliveryID) {
+		return nil, notFound
+	}
+	if w.Status != domain.WebhookStatusActive {
+		return nil, domain.E(op, domain.KindConflict, "webhook_not_active", "webhook %s is %s (%s); register the endpoint again to receive deliveries", webhookID, w.Status, w.DisabledReason)
+	}
+	for attempt := 0; ; attempt++ {
+		d, last, err := s.Delivery(ctx, deliveryID)
+		if err != nil {
+			return nil, err
+		}
+		if d == nil || d.WebhookID != webhookID {
+			return nil, notFound
+		}
+		if d.Status == domain.DeliverySending && !d.Due(s.clock()) {
+			return nil, domain.E(op, domain.KindConflict, "delivery_in_progress", "an attempt of delivery %s is being made; redeliver once it has an outcome", deliveryID)
+		}
+		ev, err := event(domain.EventWebhookRedeliveryRequested, domain.WebhookRedeliveryRequested{DeliveryID: deliveryID, RequestedBy: call.Principal.Actor(), At: s.clock()},
+			eventstore.Metadata{Tenant: d.Tenant, Actor: call.Principal.Actor(), RequestID: call.RequestID})
+		if err != nil {
+			return nil, err
+		}
+		_, err = s.store.Append(ctx, domain.WebhookDeliveryStream(deliveryID), eventstore.Revision(last), ev)
+		if errors.Is(err, eventstore.ErrConflict) && attempt < maxConflictRetries {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return d, d.Apply(ev.Type, ev.Data)
+	}
+}

@@ -1,0 +1,577 @@
+// Package webhook sends the handoff ledger's events to the endpoints
+// tenants registered, signed as Standard Webhooks specifies
+// (https://www.standardwebhooks.com). It never writes to the store
+// itself: schedules, claims and outcomes go through the ledger's webhook
+// service (eventstore/ledger), which appends them to each delivery's
+// stream with an expected revision, so that of several replicas on one
+// store exactly one makes each attempt.
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/eventstore/ledger"
+)
+
+// DefaultSchedule is the wait before each retry after a failed attempt
+// (Svix's schedule): 8 attempts over about 27 hours.
+var DefaultSchedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour}
+
+// Defaults of Config.
+const (
+	DefaultTimeout       = 15 * time.Second
+	DefaultLeaseMargin   = 15 * time.Second
+	DefaultMaxRetryAfter = time.Hour
+	DefaultPoll          = time.Second
+	DefaultWorkers       = 8
+)
+
+// Config is what the dispatcher needs.
+type Config struct {
+	Store    eventstore.Store
+	Webhooks *ledger.Webhooks
+	// Now is the dispatcher's clock for due times and webhook-timestamp
+	// (time.Now when nil). The request timeout runs on real time.
+	Now func() time.Time
+	// Schedule is the wait before each retry (DefaultSchedule when nil):
+	// a delivery gets len(Schedule)+1 attempts per round.
+	Schedule []time.Duration
+	Timeout  time.Duration // one attempt's request (DefaultTimeout when 0)
+	// LeaseMargin is added to Timeout to make a claim's lease: a claim
+	// with no outcome after it may be claimed again by another replica.
+	LeaseMargin time.Duration
+	// MaxRetryAfter bounds the Retry-After of a 429 or 503 that is
+	// honoured instead of the schedule's wait (DefaultMaxRetryAfter when 0).
+	MaxRetryAfter time.Duration
+	Poll          time.Duration // how often due attempts are looked for (DefaultPoll when 0)
+	Workers       int           // attempts in flight at once (DefaultWorkers when 0)
+	// Claimant names this process in its claims (host/pid/random when "").
+	Claimant string
+	// Client sends the requests; NewClient(AllowPrivate) when nil.
+	Client       *http.Client
+	AllowPrivate bool
+	// OnAttempt, when set, is called with each attempt's outcome
+	// (domain.WebhookSucceeded, WebhookRetrying, WebhookFailed,
+	// WebhookGone, WebhookCanceled): the hook for a metrics counter.
+	OnAttempt func(outcome string)
+	Log       zerolog.Logger
+}
+
+// Dispatcher follows the global feed, schedules a delivery for each
+// handoff event an endpoint wants and makes the attempts that are due.
+type Dispatcher struct {
+	cfg Config
+
+	mu       sync.Mutex
+	hooks    map[string]*domain.Webhook // as of the feed position applied
+	targets  map[string]string          // handoff id -> target executor
+	wanted   []domain.WebhookDeliveryScheduled
+	pending  map[string]*due // open deliveries by id
+	inflight map[string]bool
+	workers  sync.WaitGroup
+}
+
+// due is what the dispatcher keeps of an open delivery: when an attempt
+// may be claimed next, and the last attempt claimed.
+type due struct {
+	at          time.Time
+	lastAttempt int
+}
+
+// New builds a dispatcher; Run starts it.
+func New(cfg Config) *Dispatcher {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Schedule == nil {
+		cfg.Schedule = DefaultSchedule
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.LeaseMargin <= 0 {
+		cfg.LeaseMargin = DefaultLeaseMargin
+	}
+	if cfg.MaxRetryAfter <= 0 {
+		cfg.MaxRetryAfter = DefaultMaxRetryAfter
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = DefaultPoll
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	if cfg.Claimant == "" {
+		host, _ := os.Hostname()
+		b := make([]byte, 4)
+		rand.Read(b)
+		cfg.Claimant = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b))
+	}
+	if cfg.Client == nil {
+		cfg.Client = NewClient(cfg.AllowPrivate)
+	}
+	return &Dispatcher{cfg: cfg, hooks: map[string]*domain.Webhook{}, targets: map[string]string{},
+		pending: map[string]*due{}, inflight: map[string]bool{}}
+}
+
+const handoffPrefix = "handoff-"
+
+var deliveryPrefix = domain.WebhookDeliveryStream("")
+
+// Run follows the feed until ctx ends. It starts from the beginning of the
+// feed every time: the endpoints, the open deliveries and which events
+// still need a delivery are all recomputed from recorded events, so a
+// restart loses nothing and needs no checkpoint of its own. Attempts in
+// flight when ctx ends are abandoned unrecorded: their claims' leases run
+// out and the attempt is made again (at least once).
+func (d *Dispatcher) Run(ctx context.Context) error {
+	defer d.workers.Wait()
+	stopped := func(err error) error {
+		if ctx.Err() != nil {
+			return nil // asked to stop
+		}
+		return fmt.Errorf("webhooks: reading the feed: %w", err)
+	}
+	head, err := d.cfg.Store.Head(ctx)
+	if err != nil {
+		return stopped(err)
+	}
+	after := eventstore.Start
+	for after.Less(head) {
+		evs, err := d.cfg.Store.ReadAll(ctx, after, 1000)
+		if err != nil {
+			return stopped(err)
+		}
+		if len(evs) == 0 {
+			break
+		}
+		d.mu.Lock()
+		for _, ev := range evs {
+			d.apply(ctx, ev)
+		}
+		d.mu.Unlock()
+		after = evs[len(evs)-1].Position
+	}
+	sub, err := d.cfg.Store.SubscribeAll(ctx, after)
+	if err != nil {
+		return stopped(err)
+	}
+	defer sub.Close()
+	type batch struct {
+		evs []eventstore.RecordedEvent
+		err error
+	}
+	feed := make(chan batch)
+	go func() {
+		for {
+			evs, err := sub.RecvBatch(256)
+			select {
+			case feed <- batch{evs, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	tick := time.NewTicker(d.cfg.Poll)
+	defer tick.Stop()
+	for {
+		d.schedule(ctx)
+		d.dispatch(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case b := <-feed:
+			if b.err != nil {
+				return stopped(b.err)
+			}
+			d.mu.Lock()
+			for _, ev := range b.evs {
+				d.apply(ctx, ev)
+			}
+			d.mu.Unlock()
+		case <-tick.C:
+		}
+	}
+}
+
+// apply folds one feed event into the dispatcher's state. Hold d.mu.
+func (d *Dispatcher) apply(ctx context.Context, ev eventstore.RecordedEvent) {
+	if ev.Unreadable != "" {
+		return
+	}
+	switch {
+	case ev.StreamID == domain.WebhooksStream:
+		if err := domain.ApplyWebhookEvent(d.hooks, ev.Type, ev.Data); err != nil {
+			d.cfg.Log.Error().Err(err).Uint64("revision", ev.Revision).Msg("webhooks: endpoint event skipped")
+		}
+	case strings.HasPrefix(ev.StreamID, deliveryPrefix):
+		d.applyDelivery(strings.TrimPrefix(ev.StreamID, deliveryPrefix), ev)
+	case strings.HasPrefix(ev.StreamID, handoffPrefix):
+		d.applyHandoff(ctx, ev)
+	}
+}
+
+func (d *Dispatcher) applyDelivery(id string, ev eventstore.RecordedEvent) {
+	switch ev.Type {
+	case domain.EventWebhookDeliveryScheduled:
+		var e domain.WebhookDeliveryScheduled
+		if json.Unmarshal(ev.Data, &e) != nil {
+			return
+		}
+		d.pending[id] = &due{at: e.DueAt}
+		for i, w := range d.wanted {
+			if w.DeliveryID == id {
+				d.wanted = append(d.wanted[:i], d.wanted[i+1:]...)
+				break
+			}
+		}
+	case domain.EventWebhookAttemptClaimed:
+		var e domain.WebhookAttemptClaimed
+		if p := d.pending[id]; p != nil && json.Unmarshal(ev.Data, &e) == nil {
+			p.at, p.lastAttempt = e.LeaseUntil, e.Attempt
+		}
+	case domain.EventWebhookAttemptRecorded:
+		var e domain.WebhookAttemptRecorded
+		p := d.pending[id]
+		if p == nil || json.Unmarshal(ev.Data, &e) != nil || e.Attempt != p.lastAttempt {
+			return
+		}
+		if e.Outcome == domain.WebhookRetrying && e.NextAttemptAt != nil {
+			p.at = *e.NextAttemptAt
+		} else {
+			delete(d.pending, id)
+		}
+	case domain.EventWebhookRedeliveryRequested:
+		var e domain.WebhookRedeliveryRequested
+		if json.Unmarshal(ev.Data, &e) != nil {
+			return
+		}
+		p := d.pending[id]
+		if p == nil {
+			p = &due{lastAttempt: -1}
+			d.pending[id] = p
+		}
+		p.at = e.At
+	}
+}
+
+// maxTargets bounds the handoff -> target executor cache; past it, it
+// starts over and misses read the handoff's first event.
+const maxTargets = 100_000
+
+func (d *Dispatcher) applyHandoff(ctx context.Context, ev eventstore.RecordedEvent) {
+	id := strings.TrimPrefix(ev.StreamID, handoffPrefix)
+	if ev.Type == domain.EventContractCreated {
+		var c struct {
+			TargetExecutor string `json:"targetExecutor"`
+		}
+		json.Unmarshal(ev.Data, &c)
+		if len(d.targets) >= maxTargets {
+			d.targets = map[string]string{}
+		}
+		d.targets[id] = c.TargetExecutor
+	}
+	tenant := ev.Metadata.Tenant
+	for _, w := range d.hooks {
+		if w.Tenant != tenant || w.Status != domain.WebhookStatusActive {
+			continue
+		}
+		target := ""
+		if len(w.TargetExecutors) > 0 {
+			target = d.target(ctx, id)
+		}
+		if !w.Wants(ev.Type, target) {
+			continue
+		}
+		d.wanted = append(d.wanted, domain.WebhookDeliveryScheduled{
+			DeliveryID: domain.WebhookDeliveryID(w.WebhookID, ev.ID.String()), WebhookID: w.WebhookID, Tenant: tenant,
+			EventID: ev.ID.String(), EventType: ev.Type, HandoffID: id, Seq: ev.Revision + 1,
+		})
+	}
+}
+
+// target is handoff id's target executor, from the cache or its first
+// event.
+func (d *Dispatcher) target(ctx context.Context, id string) string {
+	if t, ok := d.targets[id]; ok {
+		return t
+	}
+	evs, err := d.cfg.Store.ReadStream(ctx, handoffPrefix+id, 0, 1)
+	if err != nil || len(evs) == 0 {
+		return ""
+	}
+	var c struct {
+		TargetExecutor string `json:"targetExecutor"`
+	}
+	json.Unmarshal(evs[0].Data, &c)
+	d.targets[id] = c.TargetExecutor
+	return c.TargetExecutor
+}
+
+// body reads the delivery's event from its handoff's stream and builds
+// the body every attempt sends; gone says the event is not there (any
+// more), which no retry mends.
+func (d *Dispatcher) body(ctx context.Context, del *domain.WebhookDelivery) (b []byte, gone bool, err error) {
+	if del.Seq == 0 {
+		return nil, true, fmt.Errorf("event %s: no place in its handoff's stream", del.EventID)
+	}
+	evs, err := d.cfg.Store.ReadStream(ctx, handoffPrefix+del.HandoffID, del.Seq-1, 1)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(evs) == 0 || evs[0].ID.String() != del.EventID || evs[0].Unreadable != "" {
+		return nil, true, fmt.Errorf("event %s (seq %d of handoff %s) is no longer readable in the store", del.EventID, del.Seq, del.HandoffID)
+	}
+	return payload(del.HandoffID, evs[0]), false, nil
+}
+
+// payload is the body of every attempt of a delivery of ev:
+// {type, timestamp, data}, data the event as the ledger shows it.
+func payload(handoffID string, ev eventstore.RecordedEvent) json.RawMessage {
+	at := ev.Metadata.RecordedAt.UTC()
+	b, _ := json.Marshal(map[string]any{
+		"type":      ev.Type,
+		"timestamp": at.Format(time.RFC3339Nano),
+		"data": map[string]any{
+			"handoffId": handoffID, "eventId": ev.ID.String(), "seq": ev.Revision + 1, "type": ev.Type, "data": json.RawMessage(ev.Data),
+			"actor": ev.Metadata.Actor, "recordedAt": at, "prevHash": ev.Metadata.PrevHash, "hash": ev.Metadata.Hash,
+		},
+	})
+	return b
+}
+
+// schedule opens the deliveries the feed asked for: of several replicas
+// one appends each, the others are told it exists.
+func (d *Dispatcher) schedule(ctx context.Context) {
+	d.mu.Lock()
+	wanted := d.wanted
+	d.wanted = nil
+	d.mu.Unlock()
+	var failed []domain.WebhookDeliveryScheduled
+	for i, w := range wanted {
+		d.mu.Lock()
+		hook := d.hooks[w.WebhookID]
+		d.mu.Unlock()
+		if hook == nil || hook.Status != domain.WebhookStatusActive {
+			continue // deleted or disabled since the event
+		}
+		w.DueAt = d.cfg.Now().UTC().Truncate(time.Microsecond)
+		if _, err := d.cfg.Webhooks.Schedule(ctx, w); err != nil {
+			if ctx.Err() == nil {
+				d.cfg.Log.Error().Err(err).Str("deliveryId", w.DeliveryID).Msg("webhooks: scheduling a delivery failed; retrying")
+			}
+			failed = append(failed, wanted[i:]...)
+			break
+		}
+	}
+	if len(failed) > 0 {
+		d.mu.Lock()
+		d.wanted = append(failed, d.wanted...)
+		d.mu.Unlock()
+	}
+}
+
+// dispatch starts an attempt of each due delivery, up to Workers at once.
+func (d *Dispatcher) dispatch(ctx context.Context) {
+	now := d.cfg.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for id, p := range d.pending {
+		if len(d.inflight) >= d.cfg.Workers {
+			return
+		}
+		if d.inflight[id] || p.at.After(now) {
+			continue
+		}
+		d.inflight[id] = true
+		d.workers.Add(1)
+		go func() {
+			defer d.workers.Done()
+			d.attempt(ctx, id)
+			d.mu.Lock()
+			delete(d.inflight, id)
+			d.mu.Unlock()
+		}()
+	}
+}
+
+// attempt claims delivery id's next attempt and, if this replica won it,
+// makes it and records the outcome.
+func (d *Dispatcher) attempt(ctx context.Context, id string) {
+	log := d.cfg.Log.With().Str("deliveryId", id).Logger()
+	c, ok, err := d.cfg.Webhooks.Claim(ctx, id, d.cfg.Claimant, d.cfg.Timeout+d.cfg.LeaseMargin)
+	if err != nil || !ok {
+		if err != nil && ctx.Err() == nil {
+			log.Error().Err(err).Msg("webhooks: claiming an attempt failed")
+		}
+		return
+	}
+	del := c.Delivery
+	hook, err := d.cfg.Webhooks.Endpoint(ctx, del.WebhookID)
+	if err != nil {
+		return // the lease runs out; the attempt is made again
+	}
+	rec := domain.WebhookAttemptRecorded{}
+	if hook == nil || hook.Status != domain.WebhookStatusActive {
+		rec.Outcome, rec.Error = domain.WebhookCanceled, "not sent: the webhook is disabled or deleted"
+	} else if body, gone, berr := d.body(ctx, del); berr != nil {
+		if !gone {
+			if ctx.Err() == nil {
+				log.Error().Err(berr).Msg("webhooks: reading a delivery's event failed; the attempt will be made again")
+			}
+			return // the lease runs out; the attempt is made again
+		}
+		rec.Outcome, rec.Error = domain.WebhookFailed, berr.Error()
+	} else {
+		start := time.Now()
+		status, retryAfter, hasRetryAfter, serr := d.send(ctx, hook, del, body)
+		if ctx.Err() != nil {
+			return // stopping: the lease runs out and the attempt is made again
+		}
+		rec.DurationMs = time.Since(start).Milliseconds()
+		rec.StatusCode = status
+		switch {
+		case serr == nil && status >= 200 && status < 300:
+			rec.Outcome = domain.WebhookSucceeded
+		case serr == nil && status == http.StatusGone:
+			rec.Outcome, rec.Error = domain.WebhookGone, "the receiver answered 410 Gone: the webhook is disabled"
+		default:
+			if serr != nil {
+				rec.Error = serr.Error()
+			} else {
+				rec.Error = fmt.Sprintf("the receiver answered %d", status)
+			}
+			wait, again := NextWait(del.RoundAttempts(), d.cfg.Schedule, retryAfter, hasRetryAfter, d.cfg.MaxRetryAfter)
+			if again {
+				next := d.cfg.Now().UTC().Truncate(time.Microsecond).Add(wait)
+				rec.Outcome, rec.NextAttemptAt = domain.WebhookRetrying, &next
+			} else {
+				rec.Outcome = domain.WebhookFailed
+			}
+		}
+	}
+	rec.At = d.cfg.Now().UTC().Truncate(time.Microsecond)
+	if err := d.cfg.Webhooks.Record(ctx, c, rec); err != nil {
+		if ctx.Err() == nil {
+			log.Error().Err(err).Msg("webhooks: recording an attempt's outcome failed; it will be made again")
+		}
+		return
+	}
+	if rec.Outcome == domain.WebhookGone {
+		if err := d.cfg.Webhooks.Disable(ctx, hook.WebhookID, "the receiver answered 410 Gone", http.StatusGone, id); err != nil {
+			log.Error().Err(err).Str("webhookId", hook.WebhookID).Msg("webhooks: disabling an endpoint that answered 410 failed")
+		}
+	}
+	if d.cfg.OnAttempt != nil {
+		d.cfg.OnAttempt(rec.Outcome)
+	}
+}
+
+// NextWait is the wait before the next attempt after the round's attempt
+// number made (1-based) failed: the schedule's, or a 429's or 503's
+// Retry-After bounded by maxRetryAfter. again is false when the
+// schedule is spent.
+func NextWait(made int, schedule []time.Duration, retryAfter time.Duration, hasRetryAfter bool, maxRetryAfter time.Duration) (wait time.Duration, again bool) {
+	if made < 1 || made > len(schedule) {
+		return 0, false
+	}
+	wait = schedule[made-1]
+	if hasRetryAfter {
+		wait = min(max(retryAfter, 0), maxRetryAfter)
+	}
+	return wait, true
+}
+
+// Sign is the webhook-signature value for a message: one "v1,<base64
+// HMAC-SHA256>" per secret, space-separated, over id.timestamp.body
+// with the secret's bytes (the base64 after whsec_).
+func Sign(secrets []string, id string, ts int64, body []byte) (string, error) {
+	var sigs []string
+	for _, s := range secrets {
+		key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(s, domain.WebhookSecretPrefix))
+		if err != nil {
+			return "", errors.New("webhook: a signing secret is not base64")
+		}
+		mac := hmac.New(sha256.New, key)
+		fmt.Fprintf(mac, "%s.%d.", id, ts)
+		mac.Write(body)
+		sigs = append(sigs, "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+	}
+	return strings.Join(sigs, " "), nil
+}
+
+// send makes one attempt: POST the delivery's body to the endpoint,
+// signed with every secret that signs now.
+func (d *Dispatcher) send(ctx context.Context, hook *domain.Webhook, del *domain.WebhookDelivery, body []byte) (status int, retryAfter time.Duration, hasRetryAfter bool, err error) {
+	now := d.cfg.Now()
+	ts := now.Unix()
+	sig, err := Sign(hook.Secrets(now), del.DeliveryID, ts, body)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, hook.URL, bytes.NewReader(body))
+	if err != nil {
+		return 0, 0, false, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "Baton-Webhooks/1")
+	req.Header.Set("webhook-id", del.DeliveryID)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	req.Header.Set("webhook-signature", sig)
+	resp, err := d.cfg.Client.Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			return 0, 0, false, fmt.Errorf("no answer within %v", d.cfg.Timeout)
+		}
+		return 0, 0, false, err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		retryAfter, hasRetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), now)
+	}
+	return resp.StatusCode, retryAfter, hasRetryAfter, nil
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+		if n > 1<<31 {
+			n = 1 << 31
+		}
+		return time.Duration(n) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}

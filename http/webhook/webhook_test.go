@@ -1,0 +1,117 @@
+package webhook
+
+import (
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/batonhq/baton/domain"
+)
+
+func TestGuardRefusesInternalAddresses(t *testing.T) {
+	for _, c := range []struct {
+		addr    string
+		blocked bool
+	}{
+		{"127.0.0.1:80", true}, {"127.5.6.7:443", true}, {"[::1]:443", true},
+		{"10.0.0.1:443", true}, {"172.16.3.4:443", true}, {"192.168.1.1:443", true},
+		{"169.254.169.254:80", true}, {"[fe80::1%eth0]:443", true},
+		{"0.0.0.0:80", true}, {"[::]:80", true}, {"224.0.0.1:80", true}, {"[ff02::1]:80", true},
+		{"100.64.0.1:443", true}, {"100.127.255.254:443", true}, {"[fc00::1]:443", true}, {"[fd12:3456::1]:443", true},
+		{"[::ffff:127.0.0.1]:443", true}, {"[::ffff:10.0.0.1]:443", true}, {"[64:ff9b::a00:1]:443", true}, {"[2002:7f00:1::]:443", true},
+		{"255.255.255.255:80", true}, {"198.18.0.1:80", true}, {"240.0.0.1:80", true},
+		{"93.184.215.14:443", false}, {"1.1.1.1:443", false}, {"100.128.0.1:443", false}, {"[2606:4700::1111]:443", false},
+		{"[::ffff:93.184.215.14]:443", false}, {"[64:ff9b::5db8:d70e]:443", false},
+		{"not-an-address:80", true}, {"garbage", true},
+	} {
+		err := guardControl("tcp", c.addr, nil)
+		if got := err != nil; got != c.blocked {
+			t.Errorf("%s: blocked %v, want %v (%v)", c.addr, got, c.blocked, err)
+		}
+		if err != nil && !errors.Is(err, ErrBlockedAddress) {
+			t.Errorf("%s: %v is not ErrBlockedAddress", c.addr, err)
+		}
+	}
+	if domain.BlockedWebhookAddr(netip.MustParseAddr("8.8.8.8")) {
+		t.Fatal("a public address is blocked")
+	}
+}
+
+// Sign agrees with the Standard Webhooks reference library, one signature
+// per secret.
+func TestSignMatchesTheReferenceLibrary(t *testing.T) {
+	a, b := "whsec_"+base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")), "whsec_"+base64.StdEncoding.EncodeToString([]byte("another secret of 24 byte"))
+	body := []byte(`{"type":"ContractCreated","timestamp":"2026-01-01T00:00:00Z","data":{}}`)
+	now := time.Now()
+	sig, err := Sign([]string{a, b}, "msg_1", now.Unix(), body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.Header{}
+	h.Set("webhook-id", "msg_1")
+	h.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
+	h.Set("webhook-signature", sig)
+	for _, s := range []string{a, b} {
+		wh, err := standardwebhooks.NewWebhook(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wh.Verify(body, h); err != nil {
+			t.Fatalf("%s: %v (signature %q)", s, err, sig)
+		}
+		want, _ := wh.Sign("msg_1", time.Unix(now.Unix(), 0), body)
+		if got, _ := Sign([]string{s}, "msg_1", now.Unix(), body); got != want {
+			t.Fatalf("Sign %q, the library %q", got, want)
+		}
+	}
+}
+
+func TestNextWait(t *testing.T) {
+	sched := []time.Duration{5 * time.Second, 5 * time.Minute}
+	for _, c := range []struct {
+		made   int
+		ra     time.Duration
+		hasRA  bool
+		wait   time.Duration
+		again  bool
+		reason string
+	}{
+		{1, 0, false, 5 * time.Second, true, "the first retry"},
+		{2, 0, false, 5 * time.Minute, true, "the second"},
+		{3, 0, false, 0, false, "spent"},
+		{1, 42 * time.Second, true, 42 * time.Second, true, "Retry-After instead of the schedule"},
+		{1, 48 * time.Hour, true, time.Hour, true, "Retry-After bounded"},
+		{3, time.Second, true, 0, false, "Retry-After does not extend a spent schedule"},
+	} {
+		w, again := NextWait(c.made, sched, c.ra, c.hasRA, time.Hour)
+		if w != c.wait || again != c.again {
+			t.Errorf("%s: %v %v, want %v %v", c.reason, w, again, c.wait, c.again)
+		}
+	}
+	if len(DefaultSchedule) != 7 || DefaultSchedule[0] != 5*time.Second || DefaultSchedule[6] != 10*time.Hour {
+		t.Fatalf("DefaultSchedule %v", DefaultSchedule)
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	for v, want := range map[string]time.Duration{
+		"7": 7 * time.Second, "0": 0, now.Add(90 * time.Second).Format(http.TimeFormat): 90 * time.Second,
+		now.Add(-time.Hour).Format(http.TimeFormat): 0,
+	} {
+		if got, ok := parseRetryAfter(v, now); !ok || got != want {
+			t.Errorf("%q: %v %v, want %v", v, got, ok, want)
+		}
+	}
+	for _, v := range []string{"", "soon", "-3", "1.5"} {
+		if _, ok := parseRetryAfter(v, now); ok {
+			t.Errorf("%q read as a Retry-After", v)
+		}
+	}
+}

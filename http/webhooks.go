@@ -1,0 +1,140 @@
+package http
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/gorilla/mux"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/projections"
+)
+
+// webhookRequest is the body of POST /v1/webhooks.
+type webhookRequest struct {
+	URL             string   `json:"url"`
+	EventTypes      []string `json:"eventTypes"`
+	TargetExecutors []string `json:"targetExecutors"`
+}
+
+// decodeWebhookRequest reads and checks a registration body.
+func decodeWebhookRequest(body []byte, allowPrivate bool) (domain.WebhookRegistration, error) {
+	var q webhookRequest
+	if err := decodeBody(body, &q); err != nil {
+		return domain.WebhookRegistration{}, err
+	}
+	reg := domain.WebhookRegistration{URL: q.URL, EventTypes: q.EventTypes, TargetExecutors: q.TargetExecutors}
+	return reg, reg.Validate(allowPrivate)
+}
+
+func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r, s.maxBody)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	reg, err := decodeWebhookRequest(body, s.ledger.Webhooks.AllowPrivate())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	hook, err := s.ledger.Webhooks.Register(r.Context(), callOf(r), reg)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Location", "/v1/webhooks/"+hook.WebhookID)
+	writeJSON(w, http.StatusCreated, hook)
+}
+
+func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) {
+	hooks, err := s.ledger.Webhooks.List(r.Context(), principalOf(r.Context()))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": hooks, "hasMore": false})
+}
+
+func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) {
+	hook, err := s.ledger.Webhooks.Get(r.Context(), principalOf(r.Context()), mux.Vars(r)["webhookId"])
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, hook)
+}
+
+func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) {
+	if err := s.ledger.Webhooks.Delete(r.Context(), callOf(r), mux.Vars(r)["webhookId"]); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) rotateWebhook(w http.ResponseWriter, r *http.Request) {
+	rot, err := s.ledger.Webhooks.Rotate(r.Context(), callOf(r), mux.Vars(r)["webhookId"])
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, rot)
+}
+
+// listWebhookDeliveries pages through a webhook's deliveries (oldest
+// first) with their attempts, from this replica's read model.
+func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) {
+	const op = "webhooks.deliveries"
+	hook, err := s.ledger.Webhooks.Get(r.Context(), principalOf(r.Context()), mux.Vars(r)["webhookId"])
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	limit := 20
+	if q.Has("limit") { // present and empty is refused too, as the document says
+		n, err := strconv.Atoi(q.Get("limit"))
+		if err != nil || n < 1 || n > 100 {
+			s.writeError(w, r, domain.Invalid(op, domain.FieldError{Pointer: "query:limit", Code: "out_of_range", Message: "must be an integer from 1 to 100"}))
+			return
+		}
+		limit = n
+	}
+	if err := s.waitReadable(w, r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	items, next, err := s.proj.WebhookDeliveries(hook.WebhookID, q.Get("cursor"), limit)
+	if errors.Is(err, projections.ErrBadCursor) {
+		err = domain.Invalid(op, domain.FieldError{Pointer: "query:cursor", Code: "unknown_cursor", Message: "is not a delivery of this webhook; pass the nextCursor of the previous page"})
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if items == nil {
+		items = []json.RawMessage{}
+	}
+	resp := map[string]any{"object": "list", "data": items, "hasMore": next != ""}
+	if next != "" {
+		resp["nextCursor"] = next
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// redeliverWebhook starts a new round of attempts of one delivery, due
+// at once; the dispatcher sends it with the same webhook-id.
+func (s *Server) redeliverWebhook(w http.ResponseWriter, r *http.Request) {
+	v := mux.Vars(r)
+	d, err := s.ledger.Webhooks.Redeliver(r.Context(), callOf(r), v["webhookId"], v["deliveryId"])
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, d)
+}

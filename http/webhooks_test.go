@@ -1,0 +1,694 @@
+package http_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/batonhq/baton/eventstore/ledger"
+	"github.com/batonhq/baton/http/webhook"
+)
+
+// fakeClock is the ledger's and the dispatcher's clock in the webhook
+// tests: it starts at the real time (receivers check webhook-timestamp)
+// and moves only when the test moves it.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// received is one request a receiver got.
+type received struct {
+	header http.Header
+	body   []byte
+}
+
+// receiver is a loopback webhook endpoint whose answer the test chooses
+// per request (n counts from 1).
+type receiver struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	got     []received
+	answer  func(n int, w http.ResponseWriter)
+	release chan struct{} // closed at cleanup: frees answers that hang
+}
+
+func newReceiver(t *testing.T) *receiver {
+	rc := &receiver{release: make(chan struct{})}
+	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		rc.mu.Lock()
+		rc.got = append(rc.got, received{header: r.Header.Clone(), body: body})
+		n, answer := len(rc.got), rc.answer
+		rc.mu.Unlock()
+		if answer == nil {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		answer(n, w)
+	}))
+	t.Cleanup(func() { close(rc.release); rc.srv.Close() })
+	return rc
+}
+
+func (rc *receiver) setAnswer(f func(n int, w http.ResponseWriter)) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.answer = f
+}
+
+func (rc *receiver) requests() []received {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]received(nil), rc.got...)
+}
+
+// await waits until the receiver has n requests and returns them.
+func (rc *receiver) await(t *testing.T, n int) []received {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := rc.requests()
+		if len(got) >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the receiver got %d requests, want %d", len(got), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// quiet checks that the receiver still has n requests after a few of the
+// dispatchers' polls.
+func (rc *receiver) quiet(t *testing.T, n int) {
+	t.Helper()
+	time.Sleep(150 * time.Millisecond)
+	if got := rc.requests(); len(got) != n {
+		t.Fatalf("the receiver got %d requests, want %d", len(got), n)
+	}
+}
+
+// webhookEnv is an env whose command side runs on a fake clock and lets
+// endpoints be loopback addresses (allowPrivate), with no dispatcher yet.
+func webhookEnv(t *testing.T, allowPrivate bool) (*env, *fakeClock) {
+	t.Helper()
+	clock := &fakeClock{t: time.Now().UTC().Truncate(time.Second)}
+	envLedgerOptions = &ledger.Options{Now: clock.Now, WebhookAllowPrivate: allowPrivate}
+	defer func() { envLedgerOptions = nil }()
+	return newEnv(t), clock
+}
+
+// dispatch starts a dispatcher on e's store until the returned stop (or
+// the test's end).
+func dispatch(t *testing.T, e *env, clock *fakeClock, tune func(*webhook.Config)) (stop func()) {
+	t.Helper()
+	cfg := webhook.Config{Store: e.store, Webhooks: e.services.Webhooks, Now: clock.Now, Schedule: []time.Duration{time.Minute, 2 * time.Minute},
+		Poll: 5 * time.Millisecond, Timeout: 2 * time.Second, AllowPrivate: true}
+	if tune != nil {
+		tune(&cfg)
+	}
+	d := webhook.New(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("dispatcher: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func (e *env) registerWebhook(key, url string, eventTypes []string, targets ...string) response {
+	e.t.Helper()
+	body := map[string]any{"url": url, "eventTypes": eventTypes}
+	if targets != nil {
+		body["targetExecutors"] = targets
+	}
+	return e.must(e.do("POST", "/v1/webhooks", key, body), 201)
+}
+
+// deliveries lists a webhook's deliveries (one page of up to 100).
+func (e *env) deliveries(key, id string) []map[string]any {
+	e.t.Helper()
+	r := e.must(e.do("GET", "/v1/webhooks/"+id+"/deliveries?limit=100", key, nil), 200)
+	var out []map[string]any
+	for _, d := range r.body["data"].([]any) {
+		out = append(out, d.(map[string]any))
+	}
+	return out
+}
+
+// awaitDelivery waits until the listing shows delivery i of webhook id
+// with the status and number of attempts wanted, and returns it.
+func (e *env) awaitDelivery(key, id string, i int, status string, attempts int) map[string]any {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ds := e.deliveries(key, id)
+		if len(ds) > i {
+			d := ds[i]
+			if d["status"] == status && len(d["attempts"].([]any)) == attempts {
+				return d
+			}
+			if time.Now().After(deadline) {
+				e.t.Fatalf("delivery %d: %v, want %s after %d attempts", i, d, status, attempts)
+			}
+		} else if time.Now().After(deadline) {
+			e.t.Fatalf("%d deliveries, want delivery %d", len(ds), i)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func attempt(d map[string]any, i int) map[string]any {
+	return d["attempts"].([]any)[i].(map[string]any)
+}
+
+func verifier(t *testing.T, secret string) *standardwebhooks.Webhook {
+	t.Helper()
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wh
+}
+
+func TestWebhookRegistration(t *testing.T) {
+	e, clock := webhookEnv(t, false)
+	r := e.registerWebhook(e.tenantA, "https://hooks.example.com/baton", []string{"ContractCreated", "ApprovalExpired", "ContractCreated"}, "ops-bot")
+	id, secret := r.str("webhookId"), r.str("secret")
+	if r.header.Get("Location") != "/v1/webhooks/"+id || r.header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("headers %v", r.header)
+	}
+	raw, ok := strings.CutPrefix(secret, "whsec_")
+	if b, err := base64.StdEncoding.DecodeString(raw); !ok || err != nil || len(b) < 24 || len(b) > 32 {
+		t.Fatalf("secret %q", secret)
+	}
+	if r.str("eventTypes") != `["ContractCreated","ApprovalExpired"]` || r.str("targetExecutors") != `["ops-bot"]` || r.str("tenant") != "a" || r.str("status") != "active" {
+		t.Fatalf("registration: %s", r.raw)
+	}
+	// The secret is never shown again.
+	got := e.must(e.do("GET", "/v1/webhooks/"+id, e.tenantA2, nil), 200)
+	list := e.must(e.do("GET", "/v1/webhooks", e.tenantA, nil), 200)
+	for _, a := range []response{got, list} {
+		if strings.Contains(string(a.raw), secret) || strings.Contains(string(a.raw), `"secret"`) {
+			t.Fatalf("a read shows the secret: %s", a.raw)
+		}
+	}
+	if n := len(list.body["data"].([]any)); n != 1 {
+		t.Fatalf("tenant a lists %d webhooks", n)
+	}
+	// Another tenant's webhook does not exist for tenant b.
+	if n := len(e.must(e.do("GET", "/v1/webhooks", e.tenantB, nil), 200).body["data"].([]any)); n != 0 {
+		t.Fatalf("tenant b lists %d webhooks", n)
+	}
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/v1/webhooks/" + id}, {"DELETE", "/v1/webhooks/" + id}, {"POST", "/v1/webhooks/" + id + "/rotate"},
+		{"GET", "/v1/webhooks/" + id + "/deliveries"}, {"POST", "/v1/webhooks/" + id + "/deliveries/msg_0123456789abcdef0123456789abcdef/redeliver"},
+	} {
+		a := e.do(c.method, c.path, e.tenantB, nil)
+		if a.status != 404 || a.str("code") != "webhook_not_found" {
+			t.Fatalf("tenant b: %s %s: %d %s", c.method, c.path, a.status, a.raw)
+		}
+	}
+	// Rotation: a new secret, the old one signs for 24 more hours.
+	rot := e.must(e.do("POST", "/v1/webhooks/"+id+"/rotate", e.tenantA, nil), 200)
+	if s := rot.str("secret"); !strings.HasPrefix(s, "whsec_") || s == secret {
+		t.Fatalf("rotation: %s", rot.raw)
+	}
+	if exp, _ := time.Parse(time.RFC3339Nano, rot.str("previousSecretExpiresAt")); !exp.Equal(clock.Now().Add(24 * time.Hour)) {
+		t.Fatalf("previous secret expires at %v, want %v", exp, clock.Now().Add(24*time.Hour))
+	}
+	e.must(e.do("DELETE", "/v1/webhooks/"+id, e.tenantA, nil), 204)
+	e.must(e.do("GET", "/v1/webhooks/"+id, e.tenantA, nil), 404)
+	e.must(e.do("DELETE", "/v1/webhooks/"+id, e.tenantA, nil), 404)
+	if n := len(e.must(e.do("GET", "/v1/webhooks", e.tenantA, nil), 200).body["data"].([]any)); n != 0 {
+		t.Fatalf("a deleted webhook is listed")
+	}
+	e.must(e.do("GET", "/v1/webhooks/wh_nothex", e.tenantA, nil), 404)
+}
+
+func TestWebhookRegistrationRefusesBadInput(t *testing.T) {
+	e, _ := webhookEnv(t, false)
+	for _, c := range []struct {
+		body     string
+		pointers []string
+		code     string
+	}{
+		{`{}`, []string{"/url", "/eventTypes"}, "required"},
+		{`{"url":"ftp://hooks.example.com/x","eventTypes":["*"]}`, []string{"/url"}, "invalid_scheme"},
+		{`{"url":"/relative","eventTypes":["*"]}`, []string{"/url"}, "invalid_url"},
+		{`{"url":"https://user:pw@hooks.example.com/","eventTypes":["*"]}`, []string{"/url"}, "credentials_in_url"},
+		{`{"url":"http://127.0.0.1:9000/hook","eventTypes":["*"]}`, []string{"/url"}, "private_address"},
+		{`{"url":"http://[::ffff:10.1.2.3]/hook","eventTypes":["*"]}`, []string{"/url"}, "private_address"},
+		{`{"url":"https://100.64.0.7/hook","eventTypes":["*"]}`, []string{"/url"}, "private_address"},
+		{`{"url":"https://[fd00::1]/hook","eventTypes":["*"]}`, []string{"/url"}, "private_address"},
+		{`{"url":"http://169.254.169.254/latest/meta-data","eventTypes":["*"]}`, []string{"/url"}, "private_address"},
+		{`{"url":"http://localhost:8080/","eventTypes":["*"]}`, []string{"/url"}, "private_address"},
+		{`{"url":"https://hooks.example.com/","eventTypes":[]}`, []string{"/eventTypes"}, "empty"},
+		{`{"url":"https://hooks.example.com/","eventTypes":["contract created"]}`, []string{"/eventTypes/0"}, "invalid_format"},
+		{`{"url":"https://hooks.example.com/","eventTypes":["*"],"targetExecutors":["ok", ""]}`, []string{"/targetExecutors/1"}, "invalid_format"},
+		{`{"url":"https://hooks.example.com/","eventTypes":"ContractCreated"}`, []string{"/eventTypes"}, "invalid_type"},
+	} {
+		r := e.do("POST", "/v1/webhooks", e.tenantA, c.body)
+		if r.status != 422 || r.str("code") != "validation_failed" {
+			t.Fatalf("%s: %d %s", c.body, r.status, r.raw)
+		}
+		fields, _ := r.body["fields"].([]any)
+		var ptrs []string
+		for _, f := range fields {
+			ptrs = append(ptrs, f.(map[string]any)["pointer"].(string))
+		}
+		if strings.Join(ptrs, " ") != strings.Join(c.pointers, " ") || fields[0].(map[string]any)["code"] != c.code {
+			t.Fatalf("%s: fields %v, want pointers %v and code %s", c.body, fields, c.pointers, c.code)
+		}
+	}
+	e.must(e.do("POST", "/v1/webhooks", e.tenantA, `{"url":`), 400)
+	e.must(e.do("POST", "/v1/webhooks", "", `{}`), 401)
+}
+
+func TestWebhookDeliverySignedAndFiltered(t *testing.T) {
+	e, clock := webhookEnv(t, true)
+	rc := newReceiver(t)
+	var outcomes []string
+	var mu sync.Mutex
+	dispatch(t, e, clock, func(c *webhook.Config) {
+		c.OnAttempt = func(o string) { mu.Lock(); outcomes = append(outcomes, o); mu.Unlock() }
+	})
+	w := e.registerWebhook(e.tenantA, rc.srv.URL+"/hook", []string{"ContractCreated"}, "ops-bot")
+	id, secret := w.str("webhookId"), w.str("secret")
+
+	handoff := e.contract(e.tenantA, nil)                                       // delivered
+	e.contract(e.tenantA, map[string]any{"targetExecutor": "another-executor"}) // not this webhook's executor
+	e.contract(e.tenantB, nil)                                                  // another tenant's
+	e.must(e.post(handoff, "approval", e.tenantA, approveBody()), 200)          // not a type it wants
+	got := rc.await(t, 1)
+	rc.quiet(t, 1)
+
+	req := got[0]
+	wh := verifier(t, secret)
+	if err := wh.Verify(req.body, req.header); err != nil {
+		t.Fatalf("the reference library refuses the signature: %v (headers %v)", err, req.header)
+	}
+	var body struct {
+		Type      string    `json:"type"`
+		Timestamp time.Time `json:"timestamp"`
+		Data      struct {
+			HandoffID string          `json:"handoffId"`
+			Seq       uint64          `json:"seq"`
+			Type      string          `json:"type"`
+			Actor     string          `json:"actor"`
+			Hash      string          `json:"hash"`
+			PrevHash  string          `json:"prevHash"`
+			Data      json.RawMessage `json:"data"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(req.body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if body.Type != "ContractCreated" || body.Data.HandoffID != handoff || body.Data.Seq != 1 || body.Data.Type != "ContractCreated" ||
+		body.Data.Hash == "" || body.Data.PrevHash == "" || !strings.HasPrefix(body.Data.Actor, "key:") || body.Timestamp.IsZero() ||
+		!strings.Contains(string(body.Data.Data), `"targetExecutor":"ops-bot"`) {
+		t.Fatalf("body %s", req.body)
+	}
+	// The ledger shows the same event.
+	l := e.ledger(handoff, e.tenantA)
+	if first := l.body["events"].([]any)[0].(map[string]any); first["hash"] != body.Data.Hash {
+		t.Fatalf("the ledger's first event %v, the delivery's hash %s", first, body.Data.Hash)
+	}
+	d := e.awaitDelivery(e.tenantA, id, 0, "succeeded", 1)
+	if req.header.Get("webhook-id") != d["deliveryId"] || attempt(d, 0)["statusCode"] != float64(204) || attempt(d, 0)["outcome"] != "succeeded" {
+		t.Fatalf("delivery %v, webhook-id %s", d, req.header.Get("webhook-id"))
+	}
+	// A forged signature, a changed body or another secret is refused.
+	forged := req.header.Clone()
+	forged.Set("webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(make([]byte, 32)))
+	if err := wh.Verify(req.body, forged); err == nil {
+		t.Fatal("a forged signature was accepted")
+	}
+	if err := wh.Verify(append([]byte(" "), req.body...), req.header); err == nil {
+		t.Fatal("a changed body was accepted")
+	}
+	if err := verifier(t, "whsec_"+base64.StdEncoding.EncodeToString(make([]byte, 32))).Verify(req.body, req.header); err == nil {
+		t.Fatal("another secret verified the signature")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(outcomes, ",") != "succeeded" {
+		t.Fatalf("OnAttempt saw %v", outcomes)
+	}
+}
+
+func TestWebhookRotationSignsWithBothSecrets(t *testing.T) {
+	e, clock := webhookEnv(t, true)
+	rc := newReceiver(t)
+	dispatch(t, e, clock, nil)
+	w := e.registerWebhook(e.tenantA, rc.srv.URL, []string{"*"})
+	id, old := w.str("webhookId"), w.str("secret")
+	rot := e.must(e.do("POST", "/v1/webhooks/"+id+"/rotate", e.tenantA, nil), 200)
+	fresh := rot.str("secret")
+
+	e.contract(e.tenantA, nil)
+	req := rc.await(t, 1)[0]
+	if sigs := strings.Fields(req.header.Get("webhook-signature")); len(sigs) != 2 {
+		t.Fatalf("during the grace period: signatures %q, want the new and the old", req.header.Get("webhook-signature"))
+	}
+	for name, s := range map[string]string{"new": fresh, "old": old} {
+		if err := verifier(t, s).Verify(req.body, req.header); err != nil {
+			t.Fatalf("the %s secret does not verify a delivery during the grace period: %v", name, err)
+		}
+	}
+	// After the grace period only the new secret signs.
+	clock.Advance(24*time.Hour + time.Second)
+	e.contract(e.tenantA, nil)
+	req = rc.await(t, 2)[1]
+	if sigs := strings.Fields(req.header.Get("webhook-signature")); len(sigs) != 1 {
+		t.Fatalf("after the grace period: signatures %q", req.header.Get("webhook-signature"))
+	}
+	if err := verifier(t, fresh).VerifyIgnoringTimestamp(req.body, req.header); err != nil {
+		t.Fatalf("the new secret: %v", err)
+	}
+	if err := verifier(t, old).VerifyIgnoringTimestamp(req.body, req.header); err == nil {
+		t.Fatal("the old secret still verifies after its grace period")
+	}
+}
+
+func TestWebhookRetriesOnScheduleAcrossRestartAndRedelivery(t *testing.T) {
+	e, clock := webhookEnv(t, true)
+	rc := newReceiver(t)
+	failing := true
+	var mu sync.Mutex
+	rc.setAnswer(func(n int, w http.ResponseWriter) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing {
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+	})
+	stop := dispatch(t, e, clock, nil) // schedule: 1m, 2m (3 attempts a round)
+	id := e.registerWebhook(e.tenantA, rc.srv.URL, []string{"ContractCreated"}).str("webhookId")
+	t0 := clock.Now()
+	e.contract(e.tenantA, nil)
+	rc.await(t, 1)
+	d := e.awaitDelivery(e.tenantA, id, 0, "pending", 1)
+	if a := attempt(d, 0); a["outcome"] != "retrying" || a["statusCode"] != float64(500) || a["nextAttemptAt"] != t0.Add(time.Minute).Format(time.RFC3339) {
+		t.Fatalf("first attempt %v, want retrying at %v", a, t0.Add(time.Minute))
+	}
+	// A restart loses nothing: the next dispatcher finds the due time in
+	// the recorded events.
+	stop()
+	dispatch(t, e, clock, nil)
+	clock.Advance(59 * time.Second)
+	rc.quiet(t, 1)
+	clock.Advance(time.Second)
+	rc.await(t, 2)
+	e.awaitDelivery(e.tenantA, id, 0, "pending", 2)
+	clock.Advance(2 * time.Minute)
+	rc.await(t, 3)
+	d = e.awaitDelivery(e.tenantA, id, 0, "failed", 3)
+	if a := attempt(d, 2); a["outcome"] != "failed" || a["nextAttemptAt"] != nil {
+		t.Fatalf("last attempt %v", a)
+	}
+	clock.Advance(10 * time.Hour)
+	rc.quiet(t, 3)
+
+	// Redelivery: the same webhook-id, a new round.
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	r := e.must(e.do("POST", "/v1/webhooks/"+id+"/deliveries/"+d["deliveryId"].(string)+"/redeliver", e.tenantA, nil), 202)
+	if r.str("status") != "pending" {
+		t.Fatalf("redeliver: %s", r.raw)
+	}
+	got := rc.await(t, 4)
+	e.awaitDelivery(e.tenantA, id, 0, "succeeded", 4)
+	for i, g := range got {
+		if g.header.Get("webhook-id") != d["deliveryId"] {
+			t.Fatalf("attempt %d has webhook-id %q, want %v", i+1, g.header.Get("webhook-id"), d["deliveryId"])
+		}
+	}
+	e.must(e.do("POST", "/v1/webhooks/"+id+"/deliveries/msg_0123456789abcdef0123456789abcdef/redeliver", e.tenantA, nil), 404)
+}
+
+func TestWebhookHonoursRetryAfter(t *testing.T) {
+	e, clock := webhookEnv(t, true)
+	rc := newReceiver(t)
+	rc.setAnswer(func(n int, w http.ResponseWriter) {
+		switch n {
+		case 1:
+			w.Header().Set("Retry-After", "7")
+			w.WriteHeader(http.StatusTooManyRequests)
+		case 2:
+			w.Header().Set("Retry-After", "100000") // bounded to MaxRetryAfter
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})
+	dispatch(t, e, clock, func(c *webhook.Config) {
+		c.Schedule = []time.Duration{time.Hour, time.Hour, time.Hour}
+		c.MaxRetryAfter = 30 * time.Second
+	})
+	id := e.registerWebhook(e.tenantA, rc.srv.URL, []string{"*"}).str("webhookId")
+	t0 := clock.Now()
+	e.contract(e.tenantA, nil)
+	rc.await(t, 1)
+	d := e.awaitDelivery(e.tenantA, id, 0, "pending", 1)
+	if got := d["nextAttemptAt"]; got != t0.Add(7*time.Second).Format(time.RFC3339) {
+		t.Fatalf("after a 429 with Retry-After: 7 the next attempt is at %v, want %v", got, t0.Add(7*time.Second))
+	}
+	clock.Advance(6 * time.Second)
+	rc.quiet(t, 1)
+	clock.Advance(time.Second)
+	rc.await(t, 2)
+	d = e.awaitDelivery(e.tenantA, id, 0, "pending", 2)
+	if got := d["nextAttemptAt"]; got != t0.Add(37*time.Second).Format(time.RFC3339) {
+		t.Fatalf("after a 503 with Retry-After: 100000 the next attempt is at %v, want %v (bounded to 30s)", got, t0.Add(37*time.Second))
+	}
+	clock.Advance(30 * time.Second)
+	rc.await(t, 3)
+	e.awaitDelivery(e.tenantA, id, 0, "succeeded", 3)
+}
+
+func TestWebhookGoneDisablesTheEndpoint(t *testing.T) {
+	e, clock := webhookEnv(t, true)
+	rc := newReceiver(t)
+	rc.setAnswer(func(n int, w http.ResponseWriter) { w.WriteHeader(http.StatusGone) })
+	dispatch(t, e, clock, nil)
+	id := e.registerWebhook(e.tenantA, rc.srv.URL, []string{"*"}).str("webhookId")
+	e.contract(e.tenantA, nil)
+	rc.await(t, 1)
+	d := e.awaitDelivery(e.tenantA, id, 0, "failed", 1)
+	if a := attempt(d, 0); a["outcome"] != "gone" || a["statusCode"] != float64(410) {
+		t.Fatalf("attempt %v", a)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		w := e.must(e.do("GET", "/v1/webhooks/"+id, e.tenantA, nil), 200)
+		if w.str("status") == "disabled" && w.str("disabledReason") != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a 410: %s", w.raw)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	e.contract(e.tenantA, nil)
+	clock.Advance(time.Hour)
+	rc.quiet(t, 1)
+	if n := len(e.deliveries(e.tenantA, id)); n != 1 {
+		t.Fatalf("%d deliveries to a disabled endpoint", n)
+	}
+	r := e.do("POST", "/v1/webhooks/"+id+"/deliveries/"+d["deliveryId"].(string)+"/redeliver", e.tenantA, nil)
+	if r.status != 409 || r.str("code") != "webhook_not_active" {
+		t.Fatalf("redeliver to a disabled endpoint: %d %s", r.status, r.raw)
+	}
+}
+
+func TestWebhookTimeout(t *testing.T) {
+	e, clock := webhookEnv(t, true)
+	rc := newReceiver(t)
+	rc.setAnswer(func(n int, w http.ResponseWriter) {
+		select {
+		case <-time.After(5 * time.Second):
+		case <-rc.release:
+		}
+	})
+	dispatch(t, e, clock, func(c *webhook.Config) { c.Timeout = 100 * time.Millisecond })
+	id := e.registerWebhook(e.tenantA, rc.srv.URL, []string{"*"}).str("webhookId")
+	e.contract(e.tenantA, nil)
+	d := e.awaitDelivery(e.tenantA, id, 0, "pending", 1)
+	a := attempt(d, 0)
+	if a["outcome"] != "retrying" || !strings.Contains(fmt.Sprint(a["error"]), "no answer within 100ms") || a["statusCode"] != nil {
+		t.Fatalf("attempt %v", a)
+	}
+	if ms := a["durationMs"].(float64); ms < 100 || ms > 2000 {
+		t.Fatalf("the attempt took %vms", ms)
+	}
+}
+
+func TestWebhookRefusesPrivateAddressesAtConnect(t *testing.T) {
+	// Registration lets the loopback endpoint in; the sender does not.
+	e, clock := webhookEnv(t, true)
+	rc := newReceiver(t)
+	dispatch(t, e, clock, func(c *webhook.Config) { c.AllowPrivate = false })
+	id := e.registerWebhook(e.tenantA, rc.srv.URL, []string{"*"}).str("webhookId")
+	e.contract(e.tenantA, nil)
+	d := e.awaitDelivery(e.tenantA, id, 0, "pending", 1)
+	if a := attempt(d, 0); !strings.Contains(fmt.Sprint(a["error"]), "refusing to connect") {
+		t.Fatalf("attempt %v", a)
+	}
+	rc.quiet(t, 0)
+	// A host name that resolves to loopback is refused the same way.
+	id = e.registerWebhook(e.tenantA, strings.Replace(rc.srv.URL, "127.0.0.1", "localhost", 1), []string{"*"}).str("webhookId")
+	e.contract(e.tenantA, nil)
+	d = e.awaitDelivery(e.tenantA, id, 0, "pending", 1)
+	if a := attempt(d, 0); !strings.Contains(fmt.Sprint(a["error"]), "refusing to connect") {
+		t.Fatalf("attempt %v", a)
+	}
+	rc.quiet(t, 0)
+}
+
+func TestWebhookRedirectIsNotFollowed(t *testing.T) {
+	e, clock := webhookEnv(t, true)
+	rc := newReceiver(t)
+	target := newReceiver(t)
+	rc.setAnswer(func(n int, w http.ResponseWriter) {
+		w.Header().Set("Location", target.srv.URL)
+		w.WriteHeader(http.StatusTemporaryRedirect)
+	})
+	dispatch(t, e, clock, nil)
+	id := e.registerWebhook(e.tenantA, rc.srv.URL, []string{"*"}).str("webhookId")
+	e.contract(e.tenantA, nil)
+	d := e.awaitDelivery(e.tenantA, id, 0, "pending", 1)
+	if a := attempt(d, 0); a["statusCode"] != float64(307) || a["outcome"] != "retrying" {
+		t.Fatalf("attempt %v", a)
+	}
+	target.quiet(t, 0)
+}
+
+func TestWebhookDeliveriesPaged(t *testing.T) {
+	e, clock := webhookEnv(t, true)
+	rc := newReceiver(t)
+	dispatch(t, e, clock, nil)
+	id := e.registerWebhook(e.tenantA, rc.srv.URL, []string{"ContractCreated"}).str("webhookId")
+	var handoffs []string
+	for range 3 {
+		handoffs = append(handoffs, e.contract(e.tenantA, nil))
+	}
+	rc.await(t, 3)
+	e.awaitDelivery(e.tenantA, id, 2, "succeeded", 1)
+	var seen []string
+	cursor := ""
+	for page := 0; ; page++ {
+		r := e.must(e.do("GET", "/v1/webhooks/"+id+"/deliveries?limit=2&cursor="+cursor, e.tenantA, nil), 200)
+		for _, d := range r.body["data"].([]any) {
+			seen = append(seen, d.(map[string]any)["handoffId"].(string))
+		}
+		if r.body["hasMore"] != true {
+			break
+		}
+		cursor = r.str("nextCursor")
+	}
+	if strings.Join(seen, ",") != strings.Join(handoffs, ",") {
+		t.Fatalf("pages list %v, want %v", seen, handoffs)
+	}
+	for _, q := range []string{"?limit=0", "?limit=101", "?cursor=msg_0123456789abcdef0123456789abcdef"} {
+		if r := e.do("GET", "/v1/webhooks/"+id+"/deliveries"+q, e.tenantA, nil); r.status != 422 {
+			t.Fatalf("%s: %d %s", q, r.status, r.raw)
+		}
+	}
+}
+
+// Several dispatchers on one store (replicas) make each attempt once.
+func TestWebhookDispatchersDeliverOnce(t *testing.T) {
+	e, clock := webhookEnv(t, true)
+	rc := newReceiver(t)
+	var attempts atomic.Int64
+	for i := range 3 {
+		dispatch(t, e, clock, func(c *webhook.Config) {
+			c.Claimant = fmt.Sprintf("replica-%d", i)
+			c.OnAttempt = func(string) { attempts.Add(1) }
+		})
+	}
+	e.registerWebhook(e.tenantA, rc.srv.URL, []string{"*"})
+	const n = 10
+	for range n {
+		e.contract(e.tenantA, nil)
+	}
+	got := rc.await(t, n)
+	rc.quiet(t, n)
+	ids := map[string]bool{}
+	for _, g := range got {
+		ids[g.header.Get("webhook-id")] = true
+	}
+	if len(ids) != n {
+		t.Fatalf("%d requests carry %d distinct webhook-ids", len(got), len(ids))
+	}
+	if a := attempts.Load(); a != n {
+		t.Fatalf("the dispatchers made %d attempts, want %d", a, n)
+	}
+}
+
+// A replica that stops in the middle of an attempt leaves a claim with no
+// outcome: another replica makes the attempt again once the claim's lease
+// (the request timeout and its margin) has run out, and not before.
+func TestWebhookAbandonedClaimIsTakenOver(t *testing.T) {
+	e, clock := webhookEnv(t, true)
+	rc := newReceiver(t)
+	rc.setAnswer(func(n int, w http.ResponseWriter) {
+		if n == 1 {
+			select { // the first attempt hangs until its sender is gone
+			case <-rc.release:
+			case <-time.After(5 * time.Second):
+			}
+		}
+	})
+	lease := func(c *webhook.Config) { c.Timeout, c.LeaseMargin = 2*time.Second, 3*time.Second }
+	stopA := dispatch(t, e, clock, lease)
+	id := e.registerWebhook(e.tenantA, rc.srv.URL, []string{"*"}).str("webhookId")
+	e.contract(e.tenantA, nil)
+	rc.await(t, 1)
+	stopA()
+	d := e.awaitDelivery(e.tenantA, id, 0, "sending", 1)
+	if a := attempt(d, 0); a["outcome"] != nil {
+		t.Fatalf("the abandoned attempt has an outcome: %v", a)
+	}
+	dispatch(t, e, clock, lease)
+	clock.Advance(4 * time.Second)
+	rc.quiet(t, 1)
+	clock.Advance(time.Second)
+	got := rc.await(t, 2)
+	d = e.awaitDelivery(e.tenantA, id, 0, "succeeded", 2)
+	if attempt(d, 0)["outcome"] != nil || attempt(d, 1)["outcome"] != "succeeded" || got[0].header.Get("webhook-id") != got[1].header.Get("webhook-id") {
+		t.Fatalf("delivery %v", d)
+	}
+}
