@@ -210,7 +210,7 @@ func FuzzPathsAndQueries(f *testing.F) {
 		route      uint8
 		seg, query string
 	}{
-		{0, "", "limit=1"}, {0, "", "limit=0"}, {0, "", "limit=-5&state=PENDING_APPROVAL"}, {0, "", "cursor=%ff%00&limit=99999999999999999999"},
+		{0, "", "limit=1"}, {0, "", "limit="}, {0, "", "limit=0"}, {0, "", "limit=-5&state=PENDING_APPROVAL"}, {0, "", "cursor=%ff%00&limit=99999999999999999999"},
 		{0, "", "approvalStatus=pending&state=bogus"}, {0, "", "cursor=" + url.QueryEscape(id)},
 		{1, "local:echo", ""}, {1, "openai:gpt-4o/..", ""}, {1, ":", ""}, {1, "a%2Fb", ""},
 		{2, "00000000-0000-0000-0000-000000000000", ""}, {2, "../keys", ""},

@@ -244,8 +244,8 @@ func (s *Server) listContracts(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := projections.ContractFilter{State: q.Get("state"), ApprovalStatus: q.Get("approvalStatus"), TargetExecutor: q.Get("targetExecutor"), After: q.Get("cursor"), Limit: 20}
 	var bad []domain.FieldError
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
+	if q.Has("limit") { // an empty limit= is a wrong limit, not none
+		n, err := strconv.Atoi(q.Get("limit"))
 		if err != nil || n < 1 || n > 100 {
 			bad = append(bad, domain.FieldError{Pointer: "query:limit", Code: "out_of_range", Message: "must be an integer from 1 to 100"})
 		}
@@ -308,14 +308,15 @@ var ledgerWaitHook func()
 func ledgerQuery(r *http.Request) (after uint64, wait time.Duration, err error) {
 	q := r.URL.Query()
 	var bad []domain.FieldError
-	if v := q.Get("after"); v != "" {
-		n, perr := strconv.ParseUint(v, 10, 64)
+	if q.Has("after") {
+		n, perr := strconv.ParseUint(q.Get("after"), 10, 64)
 		if perr != nil {
 			bad = append(bad, domain.FieldError{Pointer: "query:after", Code: "invalid_integer", Message: "must be a non-negative integer: the last seq the client has"})
 		}
 		after = n
 	}
-	if v := q.Get("wait"); v != "" {
+	if q.Has("wait") {
+		v := q.Get("wait")
 		d, perr := time.ParseDuration(v)
 		if n, aerr := strconv.Atoi(v); aerr == nil {
 			d, perr = time.Duration(n)*time.Second, nil
