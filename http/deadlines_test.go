@@ -69,14 +69,7 @@ func TestApprovalExpiresOverHTTP(t *testing.T) {
 	e := newEnv(t)
 	loop := &ledger.TimerLoop{
 		Handoffs: ledger.NewHandoffs(e.store, nil), Changed: e.proj.Changed, Now: time.Now,
-		Due: func(now time.Time, limit int) ([]string, time.Time, error) {
-			due, next, err := e.proj.DueTimers(now, limit)
-			var ids []string
-			for _, d := range due {
-				ids = append(ids, d.HandoffID)
-			}
-			return ids, next, err
-		},
+		Due: e.proj.DueHandoffs,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

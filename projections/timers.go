@@ -92,3 +92,13 @@ func (r *Runner) DueTimers(now time.Time, limit int) ([]DueTimer, time.Time, err
 	})
 	return due, next, err
 }
+
+// DueHandoffs is DueTimers as the timer loop takes it: the ids only.
+func (r *Runner) DueHandoffs(now time.Time, limit int) ([]string, time.Time, error) {
+	due, next, err := r.DueTimers(now, limit)
+	ids := make([]string, len(due))
+	for i, d := range due {
+		ids[i] = d.HandoffID
+	}
+	return ids, next, err
+}

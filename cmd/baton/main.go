@@ -327,16 +327,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 func timerLoop(h *ledger.Handoffs, proj *projections.Runner, log zerolog.Logger) *ledger.TimerLoop {
 	return &ledger.TimerLoop{
 		Handoffs: h,
-		Due: func(now time.Time, limit int) ([]string, time.Time, error) {
-			due, next, err := proj.DueTimers(now, limit)
-			ids := make([]string, len(due))
-			for i, d := range due {
-				ids[i] = d.HandoffID
-			}
-			return ids, next, err
-		},
-		Changed: proj.Changed,
-		Now:     time.Now,
+		Due:      proj.DueHandoffs,
+		Changed:  proj.Changed,
+		Now:      time.Now,
 		OnFired: func(id, kind string) {
 			metrics.TimerFired(kind)
 			log.Info().Str("handoffId", id).Str("timer", kind).Msg("deadline recorded")

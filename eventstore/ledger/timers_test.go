@@ -48,18 +48,11 @@ func newReplica(t *testing.T, store eventstore.Store, clock *fakeClock, name str
 	r := &replica{h: ledger.NewHandoffs(store, clock.Now), proj: proj}
 	r.loop = &ledger.TimerLoop{
 		Handoffs: r.h,
-		Due: func(now time.Time, limit int) ([]string, time.Time, error) {
-			due, next, err := proj.DueTimers(now, limit)
-			ids := make([]string, len(due))
-			for i, d := range due {
-				ids[i] = d.HandoffID
-			}
-			return ids, next, err
-		},
-		Changed: proj.Changed,
-		Now:     clock.Now,
-		OnFired: func(string, string) { r.fired.Add(1) },
-		OnError: func(id string, err error) { t.Errorf("timer of %s: %v", id, err) },
+		Due:      proj.DueHandoffs,
+		Changed:  proj.Changed,
+		Now:      clock.Now,
+		OnFired:  func(string, string) { r.fired.Add(1) },
+		OnError:  func(id string, err error) { t.Errorf("timer of %s: %v", id, err) },
 	}
 	return r
 }
@@ -235,14 +228,7 @@ func TestTimerLoopRunsOnItsOwn(t *testing.T) {
 	defer proj.Close()
 	fired := make(chan string, 4)
 	loop := &ledger.TimerLoop{Handoffs: h, Changed: proj.Changed, Now: time.Now,
-		Due: func(now time.Time, limit int) ([]string, time.Time, error) {
-			due, next, err := proj.DueTimers(now, limit)
-			var ids []string
-			for _, d := range due {
-				ids = append(ids, d.HandoffID)
-			}
-			return ids, next, err
-		},
+		Due:     proj.DueHandoffs,
 		OnFired: func(id, kind string) { fired <- kind },
 	}
 	runCtx, cancel := context.WithCancel(ctx)
