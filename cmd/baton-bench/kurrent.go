@@ -61,7 +61,7 @@ func benchKurrent(ctx context.Context, tmp func(string) (string, error), d time.
 		if err != nil {
 			return res, err
 		}
-		r, err := benchLifecyclesOn(ctx, store, dir, x, d)
+		r, err := benchLifecyclesOn(ctx, store, dir, x, d, false)
 		store.Close()
 		if err != nil {
 			return res, err

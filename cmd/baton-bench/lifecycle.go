@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -20,12 +22,21 @@ import (
 	"github.com/batonhq/baton/eventstore/bolt"
 	"github.com/batonhq/baton/eventstore/ledger"
 	batonhttp "github.com/batonhq/baton/http"
+	"github.com/batonhq/baton/http/webhook"
 	"github.com/batonhq/baton/projections"
 )
 
 // lifecycleResult is one concurrency level of the end-to-end benchmark.
 type lifecycleResult struct {
-	Executors  int
+	Executors int
+	// Active: the contracts carry deadlines and a lease (the timer loop
+	// runs over them) and a webhook endpoint takes every event.
+	Active    bool
+	Delivered int // webhook requests the endpoint received during the run
+	// Drain is how long after the load stopped the endpoint had every
+	// handoff event of the run (0 when not active; -1 when it never did
+	// within a minute).
+	Drain      time.Duration
 	Lifecycles int
 	Calls      int
 	Callbacks  int
@@ -40,18 +51,18 @@ var lifecycleCalls = []string{"create", "approval", "proof", "review", "result"}
 // benchLifecycles serves Baton on loopback over real TCP, on a durable
 // store in dir, and runs executors full handoff lifecycles (create, approve,
 // proof, review, result) concurrently for about d.
-func benchLifecycles(ctx context.Context, dir string, executors int, d time.Duration) (lifecycleResult, error) {
+func benchLifecycles(ctx context.Context, dir string, executors int, d time.Duration, active bool) (lifecycleResult, error) {
 	store, err := bolt.Open(dir, bolt.Options{})
 	if err != nil {
 		return lifecycleResult{}, err
 	}
 	defer store.Close()
-	return benchLifecyclesOn(ctx, store, dir, executors, d)
+	return benchLifecyclesOn(ctx, store, dir, executors, d, active)
 }
 
 // benchLifecyclesOn is benchLifecycles on any store; the read models go in
 // dir.
-func benchLifecyclesOn(ctx context.Context, store eventstore.Store, dir string, executors int, d time.Duration) (lifecycleResult, error) {
+func benchLifecyclesOn(ctx context.Context, store eventstore.Store, dir string, executors int, d time.Duration, active bool) (lifecycleResult, error) {
 	proj, err := projections.Open(filepath.Join(dir, "readmodel.db"), store, projections.NewHandoffs(), projections.Keys{})
 	if err != nil {
 		return lifecycleResult{}, err
@@ -66,13 +77,52 @@ func benchLifecyclesOn(ctx context.Context, store eventstore.Store, dir string, 
 	if err != nil {
 		return lifecycleResult{}, err
 	}
-	srv := &http.Server{Handler: batonhttp.NewServer(batonhttp.Config{Store: store, Projections: proj, Scanner: scanner, Log: zerolog.Nop()}).Handler()}
+	services := ledger.New(store, ledger.Options{Redactor: scanner, WebhookAllowPrivate: active})
+	srv := &http.Server{Handler: batonhttp.NewServer(batonhttp.Config{Store: store, Ledger: services, Projections: proj, Scanner: scanner, Log: zerolog.Nop()}).Handler()}
 	go srv.Serve(ln)
 	defer srv.Close()
 	base := "http://" + ln.Addr().String()
 	admin, err := ledger.NewKeys(store).Create(ctx, "bench", "", "bench", true, "")
 	if err != nil {
 		return lifecycleResult{}, err
+	}
+	var delivered atomic.Int64
+	timing := ""
+	if active {
+		// As baton serve runs them: the timer loop over the read models'
+		// timer index, and a webhook dispatcher with one endpoint taking
+		// every event (on loopback, hence private addresses allowed).
+		loop := &ledger.TimerLoop{Handoffs: services.Handoffs, Due: proj.DueHandoffs, Changed: proj.Changed, Now: time.Now}
+		dispatcher := webhook.New(webhook.Config{Store: store, Webhooks: services.Webhooks, AllowPrivate: true, Log: zerolog.Nop()})
+		actx, stopActive := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); loop.Run(actx) }()
+		go func() { defer wg.Done(); dispatcher.Run(actx) }()
+		defer func() { stopActive(); wg.Wait() }()
+		hookLn, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return lifecycleResult{}, err
+		}
+		hook := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			delivered.Add(1)
+			w.WriteHeader(http.StatusNoContent)
+		})}
+		go hook.Serve(hookLn)
+		defer hook.Close()
+		reg, _ := json.Marshal(map[string]any{"url": "http://" + hookLn.Addr().String() + "/hook", "eventTypes": []string{"*"}})
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/webhooks", bytes.NewReader(reg))
+		req.Header.Set("x-api-key", admin.Key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return lifecycleResult{}, err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			return lifecycleResult{}, fmt.Errorf("registering the webhook endpoint: %s", resp.Status)
+		}
+		timing = `,"approvalTimeoutSeconds":3600,"heartbeatSeconds":600,"resultTimeoutSeconds":3600`
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}, Timeout: 30 * time.Second}
 	call := func(path string, body []byte) ([]byte, error) {
@@ -112,7 +162,7 @@ func benchLifecyclesOn(ctx context.Context, store eventstore.Store, dir string, 
 					path func(id string) string
 					body string
 				}{
-					{"create", func(string) string { return "/v1/handoff/contracts" }, `{"objective":"Rotate the staging TLS certificate","targetExecutor":"ops-bot","executorProtocol":"ops_bot.v1","riskLevel":"medium","proofRequired":["log"]}`},
+					{"create", func(string) string { return "/v1/handoff/contracts" }, `{"objective":"Rotate the staging TLS certificate","targetExecutor":"ops-bot","executorProtocol":"ops_bot.v1","riskLevel":"medium","proofRequired":["log"]` + timing + `}`},
 					{"approval", func(id string) string { return "/v1/executions/" + id + "/approval" }, `{"status":"APPROVED","approvedBy":"alice"}`},
 					{"proof", func(id string) string { return "/v1/executions/" + id + "/proof" }, `{"executorRunId":"` + run + `","status":"RUNNING","proof":{"summary":"renewed","artifacts":[{"type":"log","text":"certbot renew: success, deployed to 3 hosts"}]}}`},
 					{"review", func(id string) string { return "/v1/executions/" + id + "/review" }, `{"verdict":"verified","reviewer":"verifier-1"}`},
@@ -154,7 +204,33 @@ func benchLifecyclesOn(ctx context.Context, store eventstore.Store, dir string, 
 	if first != nil {
 		return lifecycleResult{}, first
 	}
-	res := lifecycleResult{Executors: executors, Lifecycles: n, Elapsed: elapsed, P50: map[string]time.Duration{}, P99: map[string]time.Duration{}}
+	during := int(delivered.Load())
+	var drain time.Duration
+	if active {
+		events := 0
+		for evs, err := range eventstore.FeedPages(ctx, store, 1000) {
+			if err != nil {
+				return lifecycleResult{}, err
+			}
+			for _, ev := range evs {
+				if strings.HasPrefix(ev.StreamID, "handoff-") {
+					events++
+				}
+			}
+		}
+		stopped := time.Now()
+		for int(delivered.Load()) < events {
+			if time.Since(stopped) > time.Minute {
+				drain = -1
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if drain == 0 {
+			drain = time.Since(stopped)
+		}
+	}
+	res := lifecycleResult{Executors: executors, Active: active, Delivered: during, Drain: drain, Lifecycles: n, Elapsed: elapsed, P50: map[string]time.Duration{}, P99: map[string]time.Duration{}}
 	var all []time.Duration
 	for k, v := range lats {
 		slices.Sort(v)

@@ -89,6 +89,9 @@ type Dispatcher struct {
 	pending  map[string]*due // open deliveries by id
 	inflight map[string]bool
 	workers  sync.WaitGroup
+	// wake is signalled when an attempt ends, so that a free worker takes
+	// the next due delivery without waiting for the feed or the poll.
+	wake chan struct{}
 }
 
 // due is what the dispatcher keeps of an open delivery: when an attempt
@@ -131,7 +134,7 @@ func New(cfg Config) *Dispatcher {
 		cfg.Client = NewClient(cfg.AllowPrivate)
 	}
 	return &Dispatcher{cfg: cfg, hooks: map[string]*domain.Webhook{}, targets: map[string]string{},
-		pending: map[string]*due{}, inflight: map[string]bool{}}
+		pending: map[string]*due{}, inflight: map[string]bool{}, wake: make(chan struct{}, 1)}
 }
 
 const handoffPrefix = "handoff-"
@@ -213,6 +216,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			}
 			d.mu.Unlock()
 		case <-tick.C:
+		case <-d.wake:
 		}
 	}
 }
@@ -365,13 +369,23 @@ func payload(handoffID string, ev eventstore.RecordedEvent) json.RawMessage {
 
 // schedule opens the deliveries the feed asked for: of several replicas
 // one appends each, the others are told it exists.
+// scheduleAtOnce bounds the deliveries scheduled concurrently: each is an
+// append of its own stream, and concurrent appends share the store's
+// commits, where one after another each waits for its own.
+const scheduleAtOnce = 32
+
 func (d *Dispatcher) schedule(ctx context.Context) {
 	d.mu.Lock()
 	wanted := d.wanted
 	d.wanted = nil
 	d.mu.Unlock()
-	var failed []domain.WebhookDeliveryScheduled
-	for i, w := range wanted {
+	var (
+		wg     sync.WaitGroup
+		failMu sync.Mutex
+		failed []domain.WebhookDeliveryScheduled
+		slots  = make(chan struct{}, scheduleAtOnce)
+	)
+	for _, w := range wanted {
 		d.mu.Lock()
 		hook := d.hooks[w.WebhookID]
 		d.mu.Unlock()
@@ -379,14 +393,21 @@ func (d *Dispatcher) schedule(ctx context.Context) {
 			continue // deleted or disabled since the event
 		}
 		w.DueAt = d.cfg.Now().UTC().Truncate(time.Microsecond)
-		if _, err := d.cfg.Webhooks.Schedule(ctx, w); err != nil {
-			if ctx.Err() == nil {
-				d.cfg.Log.Error().Err(err).Str("deliveryId", w.DeliveryID).Msg("webhooks: scheduling a delivery failed; retrying")
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			if _, err := d.cfg.Webhooks.Schedule(ctx, w); err != nil {
+				if ctx.Err() == nil {
+					d.cfg.Log.Error().Err(err).Str("deliveryId", w.DeliveryID).Msg("webhooks: scheduling a delivery failed; retrying")
+				}
+				failMu.Lock()
+				failed = append(failed, w)
+				failMu.Unlock()
 			}
-			failed = append(failed, wanted[i:]...)
-			break
-		}
+		}()
 	}
+	wg.Wait()
 	if len(failed) > 0 {
 		d.mu.Lock()
 		d.wanted = append(failed, d.wanted...)
@@ -414,6 +435,10 @@ func (d *Dispatcher) dispatch(ctx context.Context) {
 			d.mu.Lock()
 			delete(d.inflight, id)
 			d.mu.Unlock()
+			select {
+			case d.wake <- struct{}{}:
+			default:
+			}
 		}()
 	}
 }
