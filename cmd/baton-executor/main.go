@@ -71,7 +71,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly}).With().Timestamp().Logger()
+	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}).With().Timestamp().Logger()
 	e := &Executor{Base: *base, Key: *key, Config: cfg, State: state, Log: log}
 	log.Info().Str("url", *base).Str("executor", cfg.Executor).Int("protocols", len(cfg.Protocols)).Msg("baton-executor started")
 	return e.Run(ctx)
@@ -95,6 +95,16 @@ func readConfig(path string) (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// isTerminal: colours only for a person watching, not in a log file.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func envOr(key, def string) string {
