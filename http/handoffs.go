@@ -270,6 +270,12 @@ func (s *Server) listContracts(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	writeList(w, items, next)
+}
+
+// writeList answers one page of a listing: next is the cursor of the next
+// page, "" when this is the last.
+func writeList(w http.ResponseWriter, items []json.RawMessage, next string) {
 	if items == nil {
 		items = []json.RawMessage{}
 	}

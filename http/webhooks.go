@@ -1,7 +1,6 @@
 package http
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -117,14 +116,7 @@ func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if items == nil {
-		items = []json.RawMessage{}
-	}
-	resp := map[string]any{"object": "list", "data": items, "hasMore": next != ""}
-	if next != "" {
-		resp["nextCursor"] = next
-	}
-	writeJSON(w, http.StatusOK, resp)
+	writeList(w, items, next)
 }
 
 // redeliverWebhook starts a new round of attempts of one delivery, due
