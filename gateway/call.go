@@ -27,6 +27,10 @@ type Call struct {
 	// Native is the client's body in its own wire format, for providers
 	// that speak that format (passthrough); nil when there is none.
 	Native *Native
+	// Dropped names what the front's decoder left out of the request
+	// because no translation keeps its meaning (Codex's cache-only web
+	// search); it applies only when the call is translated.
+	Dropped []string
 
 	// The attempt under way.
 	Provider    Provider

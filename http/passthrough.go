@@ -425,6 +425,7 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request, c *gateway.C
 		s.writeErrorAs(w, r, wire.f, err)
 		return nil, nil, true
 	}
+	droppedHeader(w, c)
 	if sse, err = startSSE(w); err != nil {
 		s.caller.Record(c, up.ReadSoFar(c.Req), "upstream_error")
 		up.Close()
@@ -436,6 +437,15 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request, c *gateway.C
 		return nil, nil, true
 	}
 	return up, sse, false
+}
+
+// DroppedToolsHeader names the tools a translated request went without.
+const DroppedToolsHeader = "Baton-Dropped-Tools"
+
+func droppedHeader(w http.ResponseWriter, c *gateway.Call) {
+	if !c.Passthrough && len(c.Dropped) > 0 {
+		w.Header().Set(DroppedToolsHeader, strings.Join(c.Dropped, ", "))
+	}
 }
 
 // pipe passes an upstream stream through to the client event by event,

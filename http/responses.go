@@ -44,6 +44,9 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	c := s.newCall(r, "responses", "", p.req, p.stream)
 	c.ID = openai.NewResponsesID()
 	c.Native = p.native
+	if p.call != nil {
+		c.Dropped = p.call.Dropped
+	}
 	defer c.ReleaseHold()
 	if p.stream {
 		s.streamResponse(w, r, c, p.chain, p.call, created)
@@ -69,6 +72,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	obj.Complete(resp, c.Req.Output, openai.NewResponsesUsage(resp.Usage, cost), time.Now())
 	obj.Svc = newSvc(c, resp.NativeStop)
 	s.storeResponse(r, call, obj)
+	droppedHeader(w, c)
 	writeAnswer(w, obj)
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/batonhq/baton/gateway"
+	batonhttp "github.com/batonhq/baton/http"
 )
 
 // anRecorder is an Anthropic upstream that keeps the bodies it takes and
@@ -297,9 +298,27 @@ func TestResponsesCodexNamespaceToAnthropic(t *testing.T) {
 	if g := jsonOf(msgs[len(msgs)-2]); g != `{"content":[{"id":"call_rec000002","input":{"cmd":"cat notes.txt"},"name":"exec_command","type":"tool_use"}],"role":"assistant"}` {
 		t.Fatalf("Anthropic got %s", g)
 	}
-	// Codex's default web_search (cached only) has no equivalent: refused.
+	// Codex's default web_search (cached only, no live fetching) has no
+	// equivalent: the translated request goes without it, and says so.
 	all := codexBody(t, 0, "anthropic:claude-sonnet-5-5", func(map[string]any) bool { return true })
+	r := e.must(e.do("POST", "/v1/responses", e.tenantA, all), 200)
+	if h := r.header.Get(batonhttp.DroppedToolsHeader); h != "web_search" {
+		t.Fatalf("%s: %q", batonhttp.DroppedToolsHeader, h)
+	}
+	names = nil
+	for _, tool := range a.last(t)["tools"].([]any) {
+		names = append(names, tool.(map[string]any)["name"].(string))
+	}
+	if !slices.Equal(names, want) {
+		t.Fatalf("with Codex's default tools Anthropic got %q", names)
+	}
+	all["stream"] = false
+	if r := e.must(e.do("POST", "/v1/responses", e.tenantA, all), 200); r.header.Get(batonhttp.DroppedToolsHeader) != "web_search" {
+		t.Fatalf("not streamed: %s %q", batonhttp.DroppedToolsHeader, r.header.Get(batonhttp.DroppedToolsHeader))
+	}
+	// A live search would widen what was asked: refused.
+	all["tools"].([]any)[8] = map[string]any{"type": "web_search", "external_web_access": true}
 	if r := e.do("POST", "/v1/responses", e.tenantA, all); r.status != 400 || r.str("error.param") != "tools/8/type" || !strings.Contains(r.str("error.message"), "web_search") {
-		t.Fatalf("web_search: %d %s", r.status, r.raw)
+		t.Fatalf("live web_search: %d %s", r.status, r.raw)
 	}
 }

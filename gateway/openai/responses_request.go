@@ -96,6 +96,9 @@ type ResponsesCall struct {
 	// namespaced are the functions of namespace tools, by the flat name
 	// the provider knows them by.
 	namespaced map[string]nsName
+	// Dropped lists the tools left out of the translated request
+	// (cacheOnlySearch).
+	Dropped []string
 }
 
 // nsName is a function of a namespace tool.
@@ -322,6 +325,10 @@ func (q *ResponsesRequest) refuseUncarried() error {
 // decodeTools reads a tool: a function, or a namespace of functions (as
 // Codex groups them), each then a function of its flat name.
 func (c *ResponsesCall) decodeTools(raw json.RawMessage, param string) ([]gateway.Tool, error) {
+	if cacheOnlySearch(raw) {
+		c.Dropped = append(c.Dropped, "web_search")
+		return nil, nil
+	}
 	var ns struct {
 		Type        string            `json:"type"`
 		Name        string            `json:"name"`
@@ -360,6 +367,20 @@ func (c *ResponsesCall) decodeTools(raw json.RawMessage, param string) ([]gatewa
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// cacheOnlySearch reports whether raw is OpenAI's web search restricted to
+// its cached index (external_web_access false), which Codex sends by
+// default. No other provider has such a search: a translated request goes
+// without it, which keeps what it asked (no live fetching) and loses only
+// cached results; a live search (external_web_access true or absent) is
+// refused like the other built-in tools.
+func cacheOnlySearch(raw json.RawMessage) bool {
+	var t struct {
+		Type              string `json:"type"`
+		ExternalWebAccess *bool  `json:"external_web_access"`
+	}
+	return json.Unmarshal(raw, &t) == nil && t.Type == "web_search" && t.ExternalWebAccess != nil && !*t.ExternalWebAccess
 }
 
 // decodeTool reads a function tool. OpenAI's built-in tools (web search,
