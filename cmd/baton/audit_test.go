@@ -292,3 +292,21 @@ func writeCheckpoint(t *testing.T, url, path string) string {
 func feedPages(s *bolt.Store) func(func([]eventstore.RecordedEvent, error) bool) {
 	return eventstore.FeedPages(context.Background(), s, 1000)
 }
+
+func FuzzSplitBundle(f *testing.F) {
+	f.Add([]byte("\x00\x01a\x00\x02bc"), 2)
+	f.Add([]byte("\x00"), 1)
+	f.Fuzz(func(t *testing.T, b []byte, w int) {
+		es, err := splitBundle(b, w)
+		if err != nil {
+			return
+		}
+		n := 0
+		for _, e := range es {
+			n += 2 + len(e)
+		}
+		if len(es) != w || n != len(b) {
+			t.Fatalf("%d entries of %d bytes from %d bytes, want %d", len(es), n, len(b), w)
+		}
+	})
+}
