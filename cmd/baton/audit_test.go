@@ -310,3 +310,71 @@ func FuzzSplitBundle(f *testing.F) {
 		}
 	})
 }
+
+// serve keeps the log with the key in DATA/log.key, and signs; with
+// --log=false it serves none of the log's routes.
+func TestServeKeepsTheLog(t *testing.T) {
+	dir := t.TempDir()
+	vkey := strings.TrimSpace(runOK(t, "log", "keygen", "--origin", "baton.test/serve", "--out", filepath.Join(dir, KeyFileName)))
+	start := func(extra ...string) (string, string, func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		var out syncBuffer
+		done := make(chan error, 1)
+		go func() {
+			done <- run(ctx, append([]string{"serve", "--data", dir, "--addr", "127.0.0.1:0", "--log-interval", "20ms"}, extra...), &out, &out)
+		}()
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.Contains(out.String(), "baton serving") && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		s := out.String()
+		i := strings.Index(s, `"addr":"`)
+		if i < 0 {
+			t.Fatalf("no address in %s", s)
+		}
+		addr, _, _ := strings.Cut(s[i+8:], `"`)
+		key := ""
+		if j := strings.Index(s, "export BATON_API_KEY="); j >= 0 {
+			key, _, _ = strings.Cut(s[j+len("export BATON_API_KEY="):], "\n")
+		}
+		return "http://" + addr, key, func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("serve: %v\n%s", err, out.String())
+			}
+		}
+	}
+	url, key, stop := start()
+	got, err := get(context.Background(), http.DefaultClient, url, "/v1/log/key", "")
+	if err != nil || strings.TrimSpace(string(got)) != vkey {
+		t.Fatalf("key %q %v", got, err)
+	}
+	req, _ := http.NewRequest("POST", url+"/v1/handoff/contracts", strings.NewReader(`{"objective":"Rotate certificate","targetExecutor":"ops","executorProtocol":"ops.v1","riskLevel":"low"}`))
+	req.Header.Set("x-api-key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 201 && resp.StatusCode != 200 {
+		t.Fatalf("contract: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		cp, err := get(context.Background(), http.DefaultClient, url, "/v1/log/checkpoint", "")
+		if err == nil && strings.HasPrefix(string(cp), "baton.test/serve\n1\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint of size 1: %q %v", cp, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	url, _, stop = start("--log=false")
+	if _, err := get(context.Background(), http.DefaultClient, url, "/v1/log/key", ""); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("with --log=false: %v", err)
+	}
+	stop()
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--log-interval", "2s"}, &out, &out); err == nil || !strings.Contains(err.Error(), "--log-interval") {
+		t.Fatalf("--log-interval 2s: %v", err)
+	}
+}
