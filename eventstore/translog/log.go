@@ -296,6 +296,9 @@ func (l *Log) apply(evs []eventstore.RecordedEvent) error {
 	pos := evs[len(evs)-1].Position
 	err := l.db.Update(func(tx *bbolt.Tx) error {
 		hb, eb, lb, cb := tx.Bucket(bucketHashes), tx.Bucket(bucketEntries), tx.Bucket(bucketLeaves), tx.Bucket(bucketCheckpoints)
+		// Hashes and entries are written in key order, only appended:
+		// full pages (bbolt's default leaves half of each split page free).
+		hb.FillPercent, eb.FillPercent = 0.95, 0.95
 		hr := hashReader(hb)
 		for _, ev := range evs {
 			if ev.StreamID == CheckpointStream {
