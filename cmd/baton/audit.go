@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -395,7 +396,8 @@ func nameDivergence(w io.Writer, dir string, size int64, hr tlog.HashReader, tr 
 				continue
 			}
 			idx := n*translog.TileWidth + int64(i)
-			fmt.Fprintf(w, "first divergence: entry %d\n", idx)
+			fmt.Fprintf(w, "first divergence: entry %d, leaf hash %s kept, %s today\n", idx,
+				base64.StdEncoding.EncodeToString(kept[32*i:32*i+32]), base64.StdEncoding.EncodeToString(today[32*i:32*i+32]))
 			if e := readMirrorEntry(dir, n, int(width), i); e != nil {
 				fmt.Fprintf(w, "  kept:  %s\n", describeEntry(e))
 			}
