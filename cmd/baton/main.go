@@ -286,6 +286,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("gateway state: %w", err)
 	}
 	mx.ReadModel("gateway", follower.Position)
+	if tl != nil {
+		mx.ReadModel("translog", tl.Position)
+	}
 
 	// Start-up (rule compilation, configuration parsing, catching up)
 	// leaves garbage behind; hand it back to the OS before serving.
