@@ -32,6 +32,9 @@ type logResult struct {
 	Rebuilt   int // events in the rebuild
 	RebuildIn time.Duration
 	RebuildMB float64 // the log file's size after the rebuild
+	// Lifecycle callbacks/s at 64 executors, the log off and on,
+	// alternated (off, on, off, on).
+	LifeOff, LifeOn []float64
 }
 
 // benchLog measures, on a durable store in dir, (1) how long after its
@@ -41,6 +44,20 @@ type logResult struct {
 // zero over a store of rebuildN handoff events.
 func benchLog(ctx context.Context, dir string, rate int, d time.Duration, rebuildN int) (logResult, error) {
 	res := logResult{Rate: rate, Interval: translog.DefaultInterval}
+	defer func() { lifecycleWithLog = false }()
+	for i, on := range []bool{false, true, false, true} {
+		lifecycleWithLog = on
+		r, err := benchLifecycles(ctx, filepath.Join(dir, fmt.Sprintf("lifecycle-%d", i)), 64, d)
+		if err != nil {
+			return res, err
+		}
+		cps := float64(r.Callbacks) / r.Elapsed.Seconds()
+		if on {
+			res.LifeOn = append(res.LifeOn, cps)
+		} else {
+			res.LifeOff = append(res.LifeOff, cps)
+		}
+	}
 	if err := benchLogIntegration(ctx, filepath.Join(dir, "integration"), rate, d, &res); err != nil {
 		return res, err
 	}
@@ -220,8 +237,8 @@ func benchLogRebuild(ctx context.Context, dir string, n int, res *logResult) err
 }
 
 func logLine(r logResult) string {
-	return fmt.Sprintf("transparency log: %d events at %d/s, commit to covering checkpoint p50 %v p99 %v max %v (%d checkpoints); rebuilt from zero over %d events in %v (%.0f events/s, %.0f MiB)\n",
-		r.Events, r.Rate, round(r.Int50), round(r.Int99), round(r.IntMax), r.Claims, r.Rebuilt, r.RebuildIn.Round(time.Millisecond), float64(r.Rebuilt)/r.RebuildIn.Seconds(), r.RebuildMB)
+	return fmt.Sprintf("transparency log: lifecycle callbacks/s at 64 executors, log off %.0f, on %.0f; %d events at %d/s, commit to covering checkpoint p50 %v p99 %v max %v (%d checkpoints); rebuilt from zero over %d events in %v (%.0f events/s, %.0f MiB)\n",
+		mean(r.LifeOff), mean(r.LifeOn), r.Events, r.Rate, round(r.Int50), round(r.Int99), round(r.IntMax), r.Claims, r.Rebuilt, r.RebuildIn.Round(time.Millisecond), float64(r.Rebuilt)/r.RebuildIn.Seconds(), r.RebuildMB)
 }
 
 func logReport(r logResult) string {
@@ -230,7 +247,29 @@ func logReport(r logResult) string {
 	fmt.Fprintf(&b, "Checkpoint integration: on a durable store, contracts are created through the ledger service (one `ContractCreated` event each) at a paced %d events/s from %d goroutines, while the log follows the feed and signs a checkpoint at most every %v (the default `--log-interval`), each claimed in the store. Latency is timed from the append's return to the moment the log takes in the first signed checkpoint that covers the event (what `GET /v1/log/checkpoint` then serves). Goal: p99 under 1 s.\n\n", r.Rate, eventsWriters, r.Interval)
 	fmt.Fprintf(&b, "| events/s | events | checkpoints | p50 | p99 | max |\n|---:|---:|---:|---:|---:|---:|\n")
 	fmt.Fprintf(&b, "| %d | %d | %d | %v | %v | %v |\n\n", r.Rate, r.Events, r.Claims, round(r.Int50), round(r.Int99), round(r.IntMax))
+	fmt.Fprintf(&b, "Lifecycle callbacks/s at 64 executors (the lifecycle benchmark above) with the log off and on (`baton serve --log=false` and the default: following the feed, signing every 500 ms, its routes served), alternated off, on, off, on. Goal: on within 10%% of off.\n\n")
+	fmt.Fprintf(&b, "| log | runs (callbacks/s) | mean | vs off |\n|---|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "| off | %s | %.0f | |\n| on | %s | %.0f | %+.1f%% |\n\n", joinRates(r.LifeOff), mean(r.LifeOff), joinRates(r.LifeOn), mean(r.LifeOn), 100*(mean(r.LifeOn)/mean(r.LifeOff)-1))
 	fmt.Fprintf(&b, "Rebuild from zero: a new log file built over a store of handoff events (a ~200-byte proof payload each; n/10,000 handoffs, appended 1,000 events at a time) with `CatchUp`, as after deleting `translog.db`.\n\n")
 	fmt.Fprintf(&b, "| events | time | events/s | log file |\n|---:|---:|---:|---:|\n| %d | %v | %.0f | %.0f MiB |\n", r.Rebuilt, r.RebuildIn.Round(time.Millisecond), float64(r.Rebuilt)/r.RebuildIn.Seconds(), r.RebuildMB)
 	return b.String()
+}
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	t := 0.0
+	for _, x := range xs {
+		t += x
+	}
+	return t / float64(len(xs))
+}
+
+func joinRates(xs []float64) string {
+	var parts []string
+	for _, x := range xs {
+		parts = append(parts, fmt.Sprintf("%.0f", x))
+	}
+	return strings.Join(parts, ", ")
 }
