@@ -205,6 +205,10 @@ func TestTransparencyLogCatchesAConsistentRewrite(t *testing.T) {
 		t.Fatal(got)
 	}
 	stop()
+	// From the data directory, the server stopped: the same bundle.
+	if got := runOK(t, "ledger", "export", "--data", dir, ids[1]); got != mustRead(t, oldBundle) {
+		t.Fatalf("export from the data directory:\n%s\nthrough the API:\n%s", got, mustRead(t, oldBundle))
+	}
 
 	// The rewrite, and a log rebuilt from zero over it; new handoffs come,
 	// and the operator's key signs the new log.
@@ -377,4 +381,13 @@ func TestServeKeepsTheLog(t *testing.T) {
 	if err := run(context.Background(), []string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--log-interval", "2s"}, &out, &out); err == nil || !strings.Contains(err.Error(), "--log-interval") {
 		t.Fatalf("--log-interval 2s: %v", err)
 	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

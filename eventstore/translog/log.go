@@ -52,7 +52,8 @@ var ErrNotFound = errors.New("translog: not found")
 // Options configure a Log.
 type Options struct {
 	// Origin is the checkpoints' first line; the signer's key name when
-	// empty, and "baton" without a signer.
+	// empty. Without either, the log takes the checkpoints the store holds
+	// whatever their origin (they are still checked against its tree).
 	Origin string
 	// SignerKey is a sumdb/note private key (PRIVATE+KEY+name+hash+key);
 	// without one the log is built and served but signs nothing.
@@ -84,15 +85,16 @@ func (f Fork) String() string {
 
 // Log is one process's copy of the transparency log.
 type Log struct {
-	db       *bbolt.DB
-	store    eventstore.Store
-	origin   string
-	signer   note.Signer
-	verifier note.Verifier
-	vkey     string
-	interval time.Duration
-	onFork   func(Fork)
-	onCP     func(Checkpoint)
+	db        *bbolt.DB
+	store     eventstore.Store
+	origin    string
+	anyOrigin bool // no origin given and no key: claims of any origin are taken
+	signer    note.Signer
+	verifier  note.Verifier
+	vkey      string
+	interval  time.Duration
+	onFork    func(Fork)
+	onCP      func(Checkpoint)
 
 	mu        sync.RWMutex
 	size      int64
@@ -144,7 +146,7 @@ func Open(path string, store eventstore.Store, opts Options) (*Log, error) {
 		l.origin = l.signer.Name()
 	}
 	if l.origin == "" {
-		l.origin = "baton"
+		l.origin, l.anyOrigin = "baton", true
 	}
 	if strings.ContainsAny(l.origin, "\n") || strings.TrimSpace(l.origin) != l.origin {
 		return nil, fmt.Errorf("transparency log: origin %q: one line without surrounding spaces", l.origin)
@@ -391,7 +393,7 @@ func (l *Log) readClaim(ev eventstore.RecordedEvent, n int64, hr tlog.HashReader
 		c, _ := ParseCheckpoint(noteText(signed))
 		return c, nil, &Fork{Checkpoint: c, Size: n, Reason: err.Error()}
 	}
-	if cp.Origin != l.origin {
+	if cp.Origin != l.origin && !l.anyOrigin {
 		return cp, nil, &Fork{Checkpoint: cp, Size: n, Reason: fmt.Sprintf("its origin is not this log's (%q)", l.origin)}
 	}
 	if cp.Size > n {

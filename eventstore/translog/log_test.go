@@ -286,3 +286,31 @@ func TestForkedCheckpointIsReported(t *testing.T) {
 		t.Fatalf("serving %s, want %s", cp.Root, root)
 	}
 }
+
+// A replica without the key (and no origin given) serves what a signing
+// replica claimed, checked against its own tree.
+func TestKeylessReplicaServesTheClaims(t *testing.T) {
+	s := openStore(t)
+	skey, _, _ := translog.GenerateKey("example.test/baton", nil)
+	appendEvents(t, s, 2, 30)
+	ctx := context.Background()
+	signer := openLog(t, s, translog.Options{SignerKey: skey})
+	if err := signer.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := signer.Root(30)
+	if _, err := signer.SignAt(ctx, translog.Checkpoint{Origin: signer.Origin(), Size: 30, Root: root}, 0); err != nil {
+		t.Fatal(err)
+	}
+	keyless := openLog(t, s, translog.Options{OnFork: func(f translog.Fork) { t.Errorf("fork: %s", f) }})
+	if err := keyless.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if signed, cp := keyless.Checkpoint(); signed == nil || cp.Size != 30 || cp.Origin != "example.test/baton" {
+		t.Fatalf("keyless replica serves %+v", cp)
+	}
+	rs, err := keyless.Receipts("h1")
+	if err != nil || len(rs) != 15 || rs[0].Proof == "" {
+		t.Fatalf("%d receipts, %v", len(rs), err)
+	}
+}
