@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -312,5 +313,33 @@ func TestKeylessReplicaServesTheClaims(t *testing.T) {
 	rs, err := keyless.Receipts("h1")
 	if err != nil || len(rs) != 15 || rs[0].Proof == "" {
 		t.Fatalf("%d receipts, %v", len(rs), err)
+	}
+}
+
+// An entry over 65,535 bytes is in the tree, but no entry bundle can
+// carry it.
+func TestLargeEntryIsInTheTreeButNotInABundle(t *testing.T) {
+	s := openStore(t)
+	appendEvents(t, s, 1, 3)
+	big := json.RawMessage(`{"output":"` + strings.Repeat("x", 70000) + `"}`)
+	if _, err := s.Append(context.Background(), domain.StreamID("h0"), eventstore.Revision(2),
+		eventstore.NewEvent("Big", big, eventstore.Metadata{Actor: "a", RecordedAt: time.Unix(9, 0)})); err != nil {
+		t.Fatal(err)
+	}
+	l := openLog(t, s, translog.Options{})
+	if err := l.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if l.Size() != 4 {
+		t.Fatalf("size %d", l.Size())
+	}
+	if _, err := l.Tile(translog.TilePath{L: 0, N: 0, W: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Tile(translog.TilePath{Entries: true, N: 0, W: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Tile(translog.TilePath{Entries: true, N: 0, W: 4}); err != translog.ErrEntryTooLarge {
+		t.Fatalf("bundle with the large entry: %v", err)
 	}
 }
