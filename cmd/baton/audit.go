@@ -209,7 +209,7 @@ func logVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("log verify", flag.ContinueOnError)
 	vkey := fs.String("log-key", os.Getenv("BATON_LOG_KEY"), "the log's verifier key, name+hash+key (or BATON_LOG_KEY)")
 	oldPath := fs.String("old", "", "a signed checkpoint kept earlier (GET /v1/log/checkpoint saved to a file)")
-	base := fs.String("url", envOr("BATON_URL", "http://127.0.0.1:8080"), "the server's base URL")
+	base := fs.String("url", "http://127.0.0.1:8080", "the server's base URL")
 	key := fs.String("key", os.Getenv("BATON_API_KEY"), "an admin API key, to read entries (naming a divergence; --mirror)")
 	mirror := fs.String("mirror", "", "a directory keeping the verified log's level-0 tiles and entries")
 	if err := parseFlags(fs, args); err != nil {
