@@ -21,6 +21,7 @@ import (
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
 	"github.com/batonhq/baton/eventstore/ledger"
+	"github.com/batonhq/baton/eventstore/translog"
 	"github.com/batonhq/baton/gateway"
 	batonhttp "github.com/batonhq/baton/http"
 	"github.com/batonhq/baton/projections"
@@ -42,6 +43,7 @@ type env struct {
 	catalog  *gateway.Catalog
 	budgets  *gateway.Budgets
 	services *ledger.Services // the front's command side when envLedgerOptions set it
+	tlog     *translog.Log    // with envLogKey
 }
 
 func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
@@ -66,6 +68,10 @@ var (
 // options (the webhook tests' clock and private addresses); tests that set
 // it restore it.
 var envLedgerOptions *ledger.Options
+
+// envLogKey, when set, gives the envs a test builds a transparency log
+// signing with this key every 20 ms; tests that set it restore it.
+var envLogKey string
 
 // envLog, when set, is where the envs a test builds log, at every level
 // (the access log included); tests that set it restore it.
@@ -116,6 +122,18 @@ func newEnvStore(t testing.TB, catalog *gateway.Catalog, wrap func(eventstore.St
 	if envLog != nil {
 		log = zerolog.New(envLog)
 	}
+	var tl *translog.Log
+	logDone := make(chan struct{}, 2)
+	if envLogKey != "" {
+		if tl, err = translog.Open(filepath.Join(dir, translog.FileName), store, translog.Options{SignerKey: envLogKey, Interval: 20 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		go func() { tl.Run(ctx); logDone <- struct{}{} }()
+		go func() { tl.RunSigner(ctx); logDone <- struct{}{} }()
+	} else {
+		logDone <- struct{}{}
+		logDone <- struct{}{}
+	}
 	var services *ledger.Services
 	if envLedgerOptions != nil {
 		o := *envLedgerOptions
@@ -123,16 +141,21 @@ func newEnvStore(t testing.TB, catalog *gateway.Catalog, wrap func(eventstore.St
 		services = ledger.New(frontStore, o)
 	}
 	front := batonhttp.NewServer(batonhttp.Config{Store: frontStore, Ledger: services, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, Log: log, Version: "test", MaxBody: 64 << 10, StreamIdle: envStreamIdle,
-		EventsPing: envEventsPing, EventStreams: envEventStreams, MetricsPublic: envMetricsPublic})
+		EventsPing: envEventsPing, EventStreams: envEventStreams, MetricsPublic: envMetricsPublic, TransparencyLog: tl})
 	var e *env
 	srv := httptest.NewServer(checkOpenAPI(func() testing.TB { return e.t }, front.Handler()))
-	e = &env{t: t, srv: srv, store: store, proj: proj, front: front, dir: dir, catalog: catalog, budgets: budgets, services: services}
+	e = &env{t: t, srv: srv, store: store, proj: proj, front: front, dir: dir, catalog: catalog, budgets: budgets, services: services, tlog: tl}
 	t.Cleanup(func() {
 		srv.Close()
 		front.Close()
 		cancel()
 		<-done
 		<-followDone
+		<-logDone
+		<-logDone
+		if tl != nil {
+			tl.Close()
+		}
 		proj.Close()
 		store.Close()
 	})

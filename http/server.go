@@ -19,6 +19,7 @@ import (
 	"github.com/batonhq/baton/domain/contextpack"
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/ledger"
+	"github.com/batonhq/baton/eventstore/translog"
 	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/tasks"
 	"github.com/batonhq/baton/http/metrics"
@@ -74,6 +75,9 @@ type Config struct {
 	// open on this server at once (DefaultEventStreams when 0); past it,
 	// 429 too_many_streams.
 	EventStreams int
+	// Log is the transparency log its routes serve (/v1/log/..., the
+	// receipts); nil leaves them out.
+	TransparencyLog *translog.Log
 }
 
 // DefaultStreamIdle is gateway.DefaultStreamIdle.
@@ -118,6 +122,7 @@ type Server struct {
 	eventStreams int
 	streamsMu    sync.Mutex
 	streams      map[string]int
+	tlog         *translog.Log // the transparency log; nil when off
 	contracts    contractCache
 }
 
@@ -206,6 +211,9 @@ func NewServer(cfg Config) *Server {
 	rt.HandleFunc("/v1/executions/{handoffId}/review", s.withKey(adminOnly, s.review())).Methods(http.MethodPost)
 	rt.HandleFunc("/v1/executions/{handoffId}/ledger", s.withKey(anyKey, s.getLedger)).Methods(http.MethodGet)
 	rt.HandleFunc("/v1/events", s.withKey(anyKey, s.streamEvents)).Methods(http.MethodGet)
+	if cfg.TransparencyLog != nil {
+		s.logRoutes(rt, cfg.TransparencyLog)
+	}
 	rt.HandleFunc("/v1/admin/keys", s.withKey(adminOnly, s.createKey)).Methods(http.MethodPost)
 	rt.HandleFunc("/v1/admin/keys/{keyId}", s.withKey(adminOnly, s.revokeKey)).Methods(http.MethodDelete)
 	rt.HandleFunc("/v1/context/preview", s.withKey(anyKey, s.contextPreview)).Methods(http.MethodPost)

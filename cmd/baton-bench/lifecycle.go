@@ -21,6 +21,7 @@ import (
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
 	"github.com/batonhq/baton/eventstore/ledger"
+	"github.com/batonhq/baton/eventstore/translog"
 	batonhttp "github.com/batonhq/baton/http"
 	"github.com/batonhq/baton/http/webhook"
 	"github.com/batonhq/baton/projections"
@@ -45,6 +46,10 @@ type lifecycleResult struct {
 	All50      time.Duration
 	All99      time.Duration
 }
+
+// lifecycleWithLog runs the lifecycle benchmark's server with the
+// transparency log on.
+var lifecycleWithLog bool
 
 var lifecycleCalls = []string{"create", "approval", "proof", "review", "result"}
 
@@ -78,7 +83,24 @@ func benchLifecyclesOn(ctx context.Context, store eventstore.Store, dir string, 
 		return lifecycleResult{}, err
 	}
 	services := ledger.New(store, ledger.Options{Redactor: scanner, WebhookAllowPrivate: active})
-	srv := &http.Server{Handler: batonhttp.NewServer(batonhttp.Config{Store: store, Ledger: services, Projections: proj, Scanner: scanner, Log: zerolog.Nop()}).Handler()}
+	var tl *translog.Log
+	if lifecycleWithLog {
+		// The transparency log as baton serve keeps it: following the
+		// feed, signing at the default interval, its routes served.
+		skey, _, err := translog.GenerateKey("bench.baton/log", nil)
+		if err != nil {
+			return lifecycleResult{}, err
+		}
+		if tl, err = translog.Open(filepath.Join(dir, translog.FileName), store, translog.Options{SignerKey: skey}); err != nil {
+			return lifecycleResult{}, err
+		}
+		defer tl.Close()
+		logDone := make(chan struct{}, 2)
+		go func() { tl.Run(rctx); logDone <- struct{}{} }()
+		go func() { tl.RunSigner(rctx); logDone <- struct{}{} }()
+		defer func() { cancel(); <-logDone; <-logDone }()
+	}
+	srv := &http.Server{Handler: batonhttp.NewServer(batonhttp.Config{Store: store, Ledger: services, Projections: proj, Scanner: scanner, Log: zerolog.Nop(), TransparencyLog: tl}).Handler()}
 	go srv.Serve(ln)
 	defer srv.Close()
 	base := "http://" + ln.Addr().String()

@@ -26,7 +26,7 @@ import (
 	"github.com/batonhq/baton/eventstore/storebench"
 )
 
-const usage = `usage: baton-bench [--out docs/benchmarks.md] [--only store|lifecycle|events|gateway|generate|kurrent] [flags]
+const usage = `usage: baton-bench [--out docs/benchmarks.md] [--only store|lifecycle|events|log|gateway|generate|kurrent] [flags]
        baton-bench proxy --upstream URL [--addr 127.0.0.1:0]
 
 baton-bench measures Baton and writes the figures as Markdown (make bench).
@@ -79,7 +79,8 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	base := fs.String("dir", os.TempDir(), "directory for the benchmark stores (its disk is what is measured)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	blockprofile := fs.String("blockprofile", "", "write a blocking profile to this file")
-	only := fs.String("only", "", "run one part: store, lifecycle, events, gateway, generate or kurrent (prints figures, writes no file)")
+	only := fs.String("only", "", "run one part: store, lifecycle, events, log, gateway, generate or kurrent (prints figures, writes no file)")
+	logN := fs.Int("log-events", 1_000_000, "events in the transparency log's rebuild from zero")
 	gwDur := fs.Duration("gw-duration", 4*time.Second, "gateway benchmark: length of each side (direct, through Baton) of each row")
 	modelTime := fs.Duration("model-time", 20*time.Millisecond, "gateway and generate benchmarks: how long the paced upstream model takes before it answers (0: only the model answering at once; negative: only the paced model, taking its absolute value)")
 	fs.BoolVar(&benchPin, "pin", false, "gateway benchmark: also run the paced model's rows at 1 and 16 callers with Baton and the bare proxy on CPU 1 and the load generator and upstream on CPU 0 (Linux, 2 or more CPUs)")
@@ -104,9 +105,9 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("bench: --gw-conc and --gw-kind go with --only gateway")
 	}
 	switch *only {
-	case "", "store", "lifecycle", "events", "gateway", "generate", "kurrent":
+	case "", "store", "lifecycle", "events", "log", "gateway", "generate", "kurrent":
 	default:
-		return fmt.Errorf("bench: --only %q: want store, lifecycle, events, gateway, generate or kurrent", *only)
+		return fmt.Errorf("bench: --only %q: want store, lifecycle, events, log, gateway, generate or kurrent", *only)
 	}
 	stopProfile, err := profile.StartCPU(*cpuprofile)
 	if err != nil {
@@ -190,6 +191,25 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprint(stdout, eventsReport(r))
+		return nil
+	}
+	logRun := func() (logResult, error) {
+		dir, err := tmp("log")
+		if err != nil {
+			return logResult{}, err
+		}
+		r, err := benchLog(ctx, dir, eventsRate, *dur, *logN)
+		if err == nil {
+			fmt.Fprint(stdout, logLine(r))
+		}
+		return r, err
+	}
+	if *only == "log" {
+		r, err := logRun()
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(stdout, logReport(r))
 		return nil
 	}
 	gatewayRun := func() (gatewayResult, error) {
@@ -286,6 +306,10 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	tlog, err := logRun()
+	if err != nil {
+		return err
+	}
 	gw, err := gatewayRun()
 	if err != nil {
 		return err
@@ -298,7 +322,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	md := report(fsyncs, appends, read, fillTook) + lifecycleReport(lifecycles) + eventsReport(events) + gatewayReport(gw) + generateReport(gen, appends) + kurrentReport(kr)
+	md := report(fsyncs, appends, read, fillTook) + lifecycleReport(lifecycles) + eventsReport(events) + logReport(tlog) + gatewayReport(gw) + generateReport(gen, appends) + kurrentReport(kr)
 	if *out == "-" {
 		fmt.Fprint(stdout, md)
 		return nil

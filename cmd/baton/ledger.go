@@ -38,8 +38,14 @@ func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	storeOpts := addStoreFlags(fs, &env)
 	base := fs.String("url", "", "verify through a running server at this base URL instead of the store")
 	key := fs.String("key", os.Getenv("BATON_API_KEY"), "API key for --url (or BATON_API_KEY)")
+	bundle := fs.String("bundle", "", "check this audit bundle (baton ledger export) offline instead: no server, no data files")
+	logKey := fs.String("log-key", os.Getenv("BATON_LOG_KEY"), "with --bundle: the transparency log's verifier key, name+hash+key (or BATON_LOG_KEY)")
+	oldBundle := fs.String("old", "", "with --bundle: a bundle of the same handoff kept earlier, whose receipts must still hold")
 	if err := env.parse(fs, args); err != nil {
 		return err
+	}
+	if *bundle != "" {
+		return verifyBundle(*bundle, *oldBundle, strings.TrimSpace(*logKey), stdout)
 	}
 	// Each handoff is verified once, against every receipt given for it.
 	var ids []string

@@ -18,6 +18,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -53,6 +54,14 @@ Usage:
   baton keys create --tenant NAME [--admin]    create an API key (embedded store: server stopped), print it once
   baton ledger verify [--data DIR | --url URL | --store kurrent --kurrentdb-url URL] [HANDOFF_ID[@SEQ:HASH]...]
                                                recompute the hash chains; exit 1 naming the first break
+  baton ledger export [--url URL --key KEY | --data DIR] HANDOFF_ID
+                                               write the handoff's audit bundle (events, receipts, checkpoint) to stdout
+  baton ledger verify --bundle FILE --log-key KEY [--old FILE]
+                                               check an audit bundle offline: chain, receipts, signed checkpoint
+  baton log keygen [--origin NAME] [--out DATA/log.key]
+                                               make the transparency log's signing key; print its verifier key
+  baton log verify --log-key KEY --old CHECKPOINT [--url URL] [--mirror DIR]
+                                               check that today's log extends a checkpoint kept earlier
   baton store check [--data ./data]            verify the data file, page by page
   baton migrate --from bolt --data DIR --to kurrent --kurrentdb-url URL
                                                copy every event to KurrentDB (server stopped), then verify
@@ -66,7 +75,7 @@ Development only, commands of their own:
 
 func main() {
 	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, errChainBroken) {
+		if !errors.Is(err, errChainBroken) && !errors.Is(err, errLogBroken) {
 			fmt.Fprintln(os.Stderr, "baton:", err)
 		}
 		os.Exit(1)
@@ -103,10 +112,21 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		return keysCreate(ctx, args[2:], stdout)
 	case "ledger":
+		if len(args) >= 2 && args[1] == "export" {
+			return ledgerExport(ctx, args[2:], stdout)
+		}
 		if len(args) < 2 || args[1] != "verify" {
 			return missingSubcommand(args, "ledger verify", "usage: baton ledger verify [--data DIR | --url URL --key KEY] [HANDOFF_ID[@SEQ:HASH]...]", stdout)
 		}
 		return ledgerVerify(ctx, args[2:], stdout)
+	case "log":
+		switch {
+		case len(args) >= 2 && args[1] == "keygen":
+			return logKeygen(args[2:], stdout)
+		case len(args) >= 2 && args[1] == "verify":
+			return logVerify(ctx, args[2:], stdout)
+		}
+		return missingSubcommand(args, "log keygen", "usage: baton log keygen [--origin NAME] [--out FILE] | baton log verify --log-key KEY --old CHECKPOINT", stdout)
 	case "store":
 		if len(args) < 2 || args[1] != "check" {
 			return missingSubcommand(args, "store check", "usage: baton store check [--data DIR]", stdout)
@@ -152,6 +172,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	heapFloorMB := fs.Int64("gc-heap-floor-mb", env.integerFrom("gc-heap-floor-mb", "BATON_GC_HEAP_FLOOR_MB", DefaultHeapFloorMB, 0), "the smallest heap goal of the collector in MiB: no collection until the heap nears it (0: Go's GOGC alone)")
 	metricsPublic := fs.Bool("metrics-public", env.boolean("metrics-public", "BATON_METRICS_PUBLIC", false), "serve GET /metrics without a key (a scraper on a private network); otherwise it takes an admin key")
 	webhookAllowPrivate := fs.Bool("webhook-allow-private", env.boolean("webhook-allow-private", "BATON_WEBHOOK_ALLOW_PRIVATE", false), "let webhook endpoints be private, loopback, link-local and other internal addresses (development; off, such deliveries are refused at connect time)")
+	logOpts := addLogFlags(fs, &env)
 	memprofile := fs.String("memprofile", "", "diagnostics: write a heap profile (what was allocated, and where, since start) to the file when it stops")
 	if err := env.parse(fs, args); err != nil {
 		return err
@@ -225,6 +246,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if _, n, err := proj.Quarantined(0); err == nil && n > 0 {
 		log.Warn().Int("quarantinedHandoffs", n).Msg("handoffs quarantined: events of their streams cannot be applied (docs/operations.md)")
 	}
+	tl, err := logOpts.open(ctx, *data, store, log)
+	if err != nil {
+		return fmt.Errorf("transparency log: %w", err)
+	}
+	if tl != nil {
+		defer tl.Close()
+	}
 	// Take the address before anything is created, so that a port in use
 	// fails the start before the first key is made and printed (a newcomer
 	// who only reads the error would otherwise never see that key).
@@ -261,6 +289,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("gateway state: %w", err)
 	}
 	mx.ReadModel("gateway", follower.Position)
+	if tl != nil {
+		mx.ReadModel("translog", tl.Position)
+	}
 
 	// Start-up (rule compilation, configuration parsing, catching up)
 	// leaves garbage behind; hand it back to the OS before serving.
@@ -275,7 +306,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	services := ledger.New(store, ledger.Options{Redactor: scanner, IdempotencyRetention: *idemRetention, WebhookAllowPrivate: *webhookAllowPrivate})
 	front := batonhttp.NewServer(batonhttp.Config{
 		Store: store, Ledger: services, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, StreamIdle: *streamIdle, UsageLinger: *usageLinger, EventStreams: int(*eventStreams), Log: log, Version: version, MaxBody: *maxBody, MaxModelBody: *maxModelBody,
-		Metrics: mx, MetricsPublic: *metricsPublic,
+		Metrics: mx, MetricsPublic: *metricsPublic, TransparencyLog: tl,
 	})
 	defer front.Close() // after Shutdown: appends the usage events it still holds
 	srv := newHTTPServer(front.Handler())
@@ -288,6 +319,24 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	go func() { runnerDone <- proj.Run(runCtx) }()
 	followerDone := make(chan error, 1)
 	go func() { followerDone <- follower.Run(runCtx) }()
+	// The log's follower and signer end with runCtx; a failure ends serve.
+	logFailed := make(chan error, 2)
+	var logWG sync.WaitGroup
+	if tl != nil {
+		logWG.Add(2)
+		go func() {
+			defer logWG.Done()
+			if err := tl.Run(runCtx); err != nil {
+				logFailed <- err
+			}
+		}()
+		go func() {
+			defer logWG.Done()
+			if err := tl.RunSigner(runCtx); err != nil {
+				logFailed <- err
+			}
+		}()
+	}
 	timersDone := make(chan struct{})
 	go func() { defer close(timersDone); timerLoop(services.Handoffs, proj, log).Run(runCtx) }()
 	// Webhook deliveries: every replica runs a dispatcher; the claims in
@@ -295,7 +344,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	dispatcher := webhook.New(webhook.Config{Store: store, Webhooks: services.Webhooks, AllowPrivate: *webhookAllowPrivate, Log: log, OnAttempt: metrics.WebhookAttempt})
 	dispatcherDone := make(chan error, 1)
 	go func() { dispatcherDone <- dispatcher.Run(runCtx) }()
-	defer func() { stopRunner(); <-runnerDone; <-followerDone; <-timersDone; <-dispatcherDone }()
+	defer func() {
+		stopRunner()
+		<-runnerDone
+		<-followerDone
+		<-timersDone
+		<-dispatcherDone
+		logWG.Wait()
+	}()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
@@ -315,6 +371,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	case err := <-dispatcherDone:
 		dispatcherDone <- err
 		return fmt.Errorf("webhook dispatcher stopped: %w", err)
+	case err := <-logFailed:
+		return fmt.Errorf("transparency log stopped: %w", err)
 	case <-ctx.Done():
 	}
 	log.Info().Msg("shutting down")

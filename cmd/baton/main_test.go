@@ -63,6 +63,10 @@ func TestEveryCommandPrintsItsHelp(t *testing.T) {
 		{[]string{"keys"}, "  baton keys create --tenant NAME", ""},
 		{[]string{"ledger"}, "  baton ledger verify [--data DIR", ""},
 		{[]string{"store"}, "  baton store check [--data ./data]", ""},
+		{[]string{"ledger", "export"}, "  baton ledger export [--url URL", "-url"},
+		{[]string{"log", "keygen"}, "  baton log keygen [--origin NAME]", "-origin"},
+		{[]string{"log", "verify"}, "  baton log verify --log-key KEY --old CHECKPOINT", "-mirror"},
+		{[]string{"log"}, "  baton log keygen [--origin NAME]", ""},
 	}
 	for _, tt := range tests {
 		for _, h := range []string{"-h", "--help"} {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -215,7 +216,13 @@ func TestReplicasShareKurrentDB(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four processes")
 	}
-	set := startReplicaSet(t, []string{"--system-event-every", "5"})
+	// Every replica holds the transparency log's key and signs.
+	logKey := filepath.Join(t.TempDir(), "log.key")
+	var kout bytes.Buffer
+	if err := run(context.Background(), []string{"log", "keygen", "--origin", "baton.test/replicas", "--out", logKey}, &kout, &kout); err != nil {
+		t.Fatal(err)
+	}
+	set := startReplicaSet(t, []string{"--system-event-every", "5"}, "--log-key-file", logKey, "--log-interval", "20ms")
 	bin, url, base := set.bin, set.url, set.base
 	key, printed := "", 0
 	for _, r := range set.replicas {
@@ -422,6 +429,30 @@ func TestReplicasShareKurrentDB(t *testing.T) {
 	out, err := verify.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "7 handoffs, 18 events, 0 broken") {
 		t.Fatalf("ledger verify against the double: %v\n%s", err, out)
+	}
+
+	// 4. The transparency log: the three replicas, each signing, come to
+	// serve the same checkpoint over all 18 events, and none saw a claim
+	// that did not match its own tree.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var cps []string
+		for _, b := range base {
+			r := api.do("GET", b+"/v1/log/checkpoint", nil)
+			cps = append(cps, string(r.raw))
+		}
+		if strings.HasPrefix(cps[0], "baton.test/replicas\n18\n") && cps[1] == cps[0] && cps[2] == cps[0] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replicas serve different checkpoints, or none over 18 events:\n%q", cps)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, r := range set.replicas {
+		if strings.Contains(r.output(), "does not match the log built") {
+			t.Fatalf("%s saw a fork:\n%s", r.name, r.output())
+		}
 	}
 
 	client.CloseIdleConnections()

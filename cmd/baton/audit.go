@@ -1,0 +1,456 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore/records"
+	"github.com/batonhq/baton/eventstore/translog"
+)
+
+// errLogBroken makes `baton log verify` exit 1 after naming the problem.
+var errLogBroken = errors.New("transparency log verification failed")
+
+// ledgerExport writes a handoff's audit bundle: through a running server
+// (--url), or from the data directory while the server is stopped.
+func ledgerExport(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("ledger export", flag.ContinueOnError)
+	data := fs.String("data", dataDirDefault(), "data directory (the server stopped)")
+	var env envVars
+	storeOpts := addStoreFlags(fs, &env)
+	base := fs.String("url", "", "export through a running server at this base URL")
+	key := fs.String("key", os.Getenv("BATON_API_KEY"), "API key for --url (or BATON_API_KEY)")
+	wait := fs.Duration("wait", 5*time.Second, "with --url, how long to wait for every event to be covered by a signed checkpoint")
+	if err := env.parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 || !printableID(fs.Arg(0)) {
+		return errors.New("usage: baton ledger export [--url URL --key KEY | --data DIR] HANDOFF_ID")
+	}
+	id := fs.Arg(0)
+	b := translog.Bundle{Format: translog.BundleFormat, HandoffID: id}
+	if *base != "" {
+		client := &http.Client{Timeout: 30 * time.Second}
+		deadline := time.Now().Add(*wait)
+		for {
+			var l struct {
+				Events []domain.Recorded `json:"events"`
+			}
+			if err := getJSON(ctx, client, *base, "/v1/executions/"+url.PathEscape(id)+"/ledger", *key, &l); err != nil {
+				return err
+			}
+			var rs struct {
+				Receipts []translog.Receipt `json:"receipts"`
+			}
+			if err := getJSON(ctx, client, *base, "/v1/executions/"+url.PathEscape(id)+"/receipts", *key, &rs); err != nil {
+				return err
+			}
+			b.Events, b.Receipts = l.Events, rs.Receipts
+			if allProved(b) || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	} else {
+		store, err := storeOpts.open(ctx, *data, zerolog.Nop())
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		if b.Events, err = records.ReadHandoff(ctx, store, id); err != nil {
+			return err
+		}
+		tl, err := translog.Open(filepath.Join(*data, translog.FileName), store, translog.Options{})
+		if err != nil {
+			return err
+		}
+		defer tl.Close()
+		if err := tl.CatchUp(ctx); err != nil {
+			return err
+		}
+		if b.Receipts, err = tl.Receipts(id); err != nil {
+			return err
+		}
+	}
+	if len(b.Events) == 0 {
+		return fmt.Errorf("handoff %s: not found", id)
+	}
+	if !allProved(b) {
+		fmt.Fprintf(os.Stderr, "warning: not every event of %s is covered by a signed checkpoint yet; export again later for a complete bundle\n", id)
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", " ")
+	return enc.Encode(b)
+}
+
+func allProved(b translog.Bundle) bool {
+	n := 0
+	for _, r := range b.Receipts {
+		if r.Proof != "" {
+			n++
+		}
+	}
+	return len(b.Events) > 0 && n == len(b.Events)
+}
+
+func getJSON(ctx context.Context, client *http.Client, base, path, key string, v any) error {
+	body, err := get(ctx, client, base, path, key)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(body, v)
+}
+
+// get fetches base+path; an answer other than 200 is an error quoting the
+// server's text.
+func get(ctx context.Context, client *http.Client, base, path, key string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if key != "" {
+		req.Header.Set("x-api-key", key)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, &answerError{status: resp.StatusCode, msg: fmt.Sprintf("GET %s: %s: %q", path, resp.Status, strings.TrimSpace(string(body)))}
+	}
+	return body, nil
+}
+
+// verifyBundle is `baton ledger verify --bundle`: offline, no server, no
+// data files.
+func verifyBundle(path, oldPath, vkey string, stdout io.Writer) error {
+	if vkey == "" {
+		return errors.New("--bundle needs --log-key (the verifier key the operator published, name+hash+key)")
+	}
+	read := func(p string) (translog.Bundle, error) {
+		f, err := os.Open(p)
+		if err != nil {
+			return translog.Bundle{}, err
+		}
+		defer f.Close()
+		b, err := translog.ReadBundle(f)
+		if err != nil {
+			return b, fmt.Errorf("%s: %w", p, err)
+		}
+		return b, nil
+	}
+	b, err := read(path)
+	if err != nil {
+		return err
+	}
+	var old *translog.Bundle
+	if oldPath != "" {
+		o, err := read(oldPath)
+		if err != nil {
+			return err
+		}
+		old = &o
+	}
+	rep, err := translog.VerifyBundle(b, vkey, old)
+	if err != nil {
+		return err
+	}
+	for _, p := range rep.Problems {
+		switch {
+		case p.Seq == 0:
+			fmt.Fprintf(stdout, "BROKEN handoff %s: %s\n", b.HandoffID, p.Detail)
+		case p.LeafIndex >= 0:
+			fmt.Fprintf(stdout, "BROKEN handoff %s: event %d, leaf %d: %s\n", b.HandoffID, p.Seq, p.LeafIndex, p.Detail)
+		default:
+			fmt.Fprintf(stdout, "BROKEN handoff %s: event %d: %s\n", b.HandoffID, p.Seq, p.Detail)
+		}
+	}
+	if len(rep.Problems) > 0 {
+		fmt.Fprintf(stdout, "handoff %s: %d events, %d proved, %d problems\n", b.HandoffID, rep.Events, rep.Proved, len(rep.Problems))
+		return errChainBroken
+	}
+	for _, cp := range rep.Checkpoints {
+		fmt.Fprintf(stdout, "checkpoint %s size %d root %s\n", cp.Origin, cp.Size, cp.Root)
+	}
+	fmt.Fprintf(stdout, "ok %s: %d events, chain intact, every event in the log\n", b.HandoffID, rep.Events)
+	return nil
+}
+
+// logVerify is `baton log verify`: today's log, read as tiles from a
+// server, must extend the checkpoint kept earlier (an RFC 6962
+// consistency proof). With --mirror, the level-0 tiles and entries of
+// each log verified are kept there, so that a later failure names the
+// first entry that differs.
+func logVerify(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("log verify", flag.ContinueOnError)
+	vkey := fs.String("log-key", os.Getenv("BATON_LOG_KEY"), "the log's verifier key, name+hash+key (or BATON_LOG_KEY)")
+	oldPath := fs.String("old", "", "a signed checkpoint kept earlier (GET /v1/log/checkpoint saved to a file)")
+	base := fs.String("url", "http://127.0.0.1:8080", "the server's base URL")
+	key := fs.String("key", os.Getenv("BATON_API_KEY"), "an admin API key, to read entries (naming a divergence; --mirror)")
+	mirror := fs.String("mirror", "", "a directory keeping the verified log's level-0 tiles and entries")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *vkey == "" || *oldPath == "" {
+		return errors.New("usage: baton log verify --log-key KEY --old CHECKPOINT [--url URL] [--key KEY] [--mirror DIR]")
+	}
+	v, err := note.NewVerifier(strings.TrimSpace(*vkey))
+	if err != nil {
+		return fmt.Errorf("--log-key: %w", err)
+	}
+	oldSigned, err := os.ReadFile(*oldPath)
+	if err != nil {
+		return err
+	}
+	old, err := translog.OpenCheckpoint(oldSigned, v)
+	if err != nil {
+		return fmt.Errorf("%s: %w", *oldPath, err)
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	newSigned, err := get(ctx, client, *base, "/v1/log/checkpoint", "")
+	if err != nil {
+		return err
+	}
+	cur, err := translog.OpenCheckpoint(newSigned, v)
+	if err != nil {
+		return fmt.Errorf("today's checkpoint: %w", err)
+	}
+	if cur.Origin != old.Origin {
+		fmt.Fprintf(stdout, "BROKEN: today's checkpoint is of log %q, the one kept of %q\n", cur.Origin, old.Origin)
+		return errLogBroken
+	}
+	if cur.Size < old.Size {
+		fmt.Fprintf(stdout, "BROKEN: today's log has %d entries, fewer than the %d of the checkpoint kept: entries were removed\n", cur.Size, old.Size)
+		return errLogBroken
+	}
+	tr := &httpTiles{ctx: ctx, client: client, base: *base, key: *key}
+	hr := tlog.TileHashReader(tlog.Tree{N: cur.Size, Hash: cur.Root}, tr)
+	var checkErr error
+	if cur.Size == old.Size {
+		if cur.Root != old.Root {
+			checkErr = fmt.Errorf("FORK: both checkpoints are of size %d, with roots %s (kept) and %s (today)", old.Size, old.Root, cur.Root)
+		}
+	} else {
+		p, err := tlog.ProveTree(cur.Size, old.Size, hr)
+		if err != nil {
+			return fmt.Errorf("reading today's tiles: %w", err)
+		}
+		if err := tlog.CheckTree(p, cur.Size, cur.Root, old.Size, old.Root); err != nil {
+			checkErr = fmt.Errorf("FORK: today's log (%d entries, root %s) does not extend the checkpoint kept (%d entries, root %s): the first %d entries were changed", cur.Size, cur.Root, old.Size, old.Root, old.Size)
+		}
+	}
+	if checkErr != nil {
+		fmt.Fprintf(stdout, "BROKEN: %s\n", checkErr)
+		if *mirror != "" {
+			nameDivergence(stdout, *mirror, old.Size, hr, tr)
+		} else {
+			fmt.Fprintln(stdout, "(a checkpoint alone cannot name the entry; keep a --mirror to have it named)")
+		}
+		return errLogBroken
+	}
+	fmt.Fprintf(stdout, "ok: today's log (%s, %d entries, root %s) extends the checkpoint kept (%d entries, root %s)\n", cur.Origin, cur.Size, cur.Root, old.Size, old.Root)
+	if *mirror != "" {
+		if err := saveMirror(*mirror, cur.Size, newSigned, hr, tr); err != nil {
+			return fmt.Errorf("--mirror: %w", err)
+		}
+		fmt.Fprintf(stdout, "kept the level-0 tiles of %d entries in %s\n", cur.Size, *mirror)
+	}
+	return nil
+}
+
+// httpTiles reads a log's tiles from a server (tlog.TileReader).
+type httpTiles struct {
+	ctx    context.Context
+	client *http.Client
+	base   string
+	key    string
+}
+
+func (h *httpTiles) Height() int { return translog.TileHeight }
+
+func (h *httpTiles) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
+	out := make([][]byte, len(tiles))
+	for i, t := range tiles {
+		b, err := get(h.ctx, h.client, h.base, "/v1/log/"+tilePath(t, false), "")
+		if err != nil {
+			return nil, err
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+func (h *httpTiles) SaveTiles([]tlog.Tile, [][]byte) {}
+
+func tilePath(t tlog.Tile, entries bool) string {
+	return translog.TilePath{Entries: entries, L: t.L, N: t.N, W: t.W}.String()
+}
+
+// entries reads the entries of the level-0 tile t.
+func (h *httpTiles) entries(t tlog.Tile) ([][]byte, error) {
+	b, err := get(h.ctx, h.client, h.base, "/v1/log/"+tilePath(t, true), h.key)
+	if err != nil {
+		return nil, err
+	}
+	return splitBundle(b, t.W)
+}
+
+// splitBundle reads an entry bundle of w entries.
+func splitBundle(b []byte, w int) ([][]byte, error) {
+	var out [][]byte
+	for len(b) > 0 {
+		if len(b) < 2 || len(b) < 2+int(binary.BigEndian.Uint16(b)) {
+			return nil, errors.New("entry bundle: truncated")
+		}
+		n := int(binary.BigEndian.Uint16(b))
+		out = append(out, b[2:2+n])
+		b = b[2+n:]
+	}
+	if len(out) != w {
+		return nil, fmt.Errorf("entry bundle: %d entries, want %d", len(out), w)
+	}
+	return out, nil
+}
+
+// saveMirror keeps the checkpoint, the level-0 tiles covering size
+// entries and, with a key, their entries.
+func saveMirror(dir string, size int64, signed []byte, hr tlog.HashReader, tr *httpTiles) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "checkpoint"), signed, 0o600); err != nil {
+		return err
+	}
+	for n := int64(0); n*translog.TileWidth < size; n++ {
+		w := min(size-n*translog.TileWidth, translog.TileWidth)
+		t := tlog.Tile{H: translog.TileHeight, L: 0, N: n, W: int(w)}
+		data, err := tlog.ReadTileData(t, hr)
+		if err != nil {
+			return err
+		}
+		if err := writeMirrorFile(dir, tilePath(t, false), data); err != nil {
+			return err
+		}
+		if tr.key != "" {
+			if b, err := get(tr.ctx, tr.client, tr.base, "/v1/log/"+tilePath(t, true), tr.key); err == nil {
+				if err := writeMirrorFile(dir, tilePath(t, true), b); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func writeMirrorFile(dir, path string, data []byte) error {
+	p := filepath.Join(dir, filepath.FromSlash(path))
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(p, data, 0o600)
+}
+
+// nameDivergence compares the mirror's leaf hashes with today's, up to
+// size, and names the first entry that differs: as the mirror kept it
+// and as the log holds it today.
+func nameDivergence(w io.Writer, dir string, size int64, hr tlog.HashReader, tr *httpTiles) {
+	for n := int64(0); n*translog.TileWidth < size; n++ {
+		width := min(size-n*translog.TileWidth, translog.TileWidth)
+		t := tlog.Tile{H: translog.TileHeight, L: 0, N: n, W: int(width)}
+		kept := readMirrorTile(dir, n, int(width))
+		if kept == nil {
+			fmt.Fprintf(w, "the mirror in %s has no tile for entries %d to %d\n", dir, n*translog.TileWidth, n*translog.TileWidth+width-1)
+			return
+		}
+		today, err := tlog.ReadTileData(t, hr)
+		if err != nil {
+			fmt.Fprintf(w, "reading today's tile %s: %v\n", tilePath(t, false), err)
+			return
+		}
+		for i := 0; i < int(width); i++ {
+			if bytes.Equal(kept[32*i:32*i+32], today[32*i:32*i+32]) {
+				continue
+			}
+			idx := n*translog.TileWidth + int64(i)
+			fmt.Fprintf(w, "first divergence: entry %d, leaf hash %s kept, %s today\n", idx,
+				base64.StdEncoding.EncodeToString(kept[32*i:32*i+32]), base64.StdEncoding.EncodeToString(today[32*i:32*i+32]))
+			if e := readMirrorEntry(dir, n, int(width), i); e != nil {
+				fmt.Fprintf(w, "  kept:  %s\n", describeEntry(e))
+			}
+			if es, err := tr.entries(t); err == nil {
+				fmt.Fprintf(w, "  today: %s\n", describeEntry(es[i]))
+			}
+			return
+		}
+	}
+	fmt.Fprintln(w, "the mirror's leaf hashes match today's: the kept checkpoint is not the mirror's")
+}
+
+// readMirrorTile reads the mirror's level-0 tile n, full or as wide as
+// needed (its first width hashes).
+func readMirrorTile(dir string, n int64, width int) []byte {
+	for _, w := range []int{translog.TileWidth, width} {
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(translog.TilePath{N: n, W: w}.String())))
+		if err == nil && len(b) == 32*w && w >= width {
+			return b[:32*width]
+		}
+	}
+	for w := translog.TileWidth - 1; w >= width; w-- {
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(translog.TilePath{N: n, W: w}.String())))
+		if err == nil && len(b) == 32*w {
+			return b[:32*width]
+		}
+	}
+	return nil
+}
+
+func readMirrorEntry(dir string, n int64, width, i int) []byte {
+	for w := translog.TileWidth; w >= width; w-- {
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(translog.TilePath{Entries: true, N: n, W: w}.String())))
+		if err != nil {
+			continue
+		}
+		if es, err := splitBundle(b, w); err == nil {
+			return es[i]
+		}
+	}
+	return nil
+}
+
+// describeEntry names an entry (canonical event bytes) by handoff, seq
+// and type; quoted, as the text is the server's.
+func describeEntry(e []byte) string {
+	var ev struct {
+		HandoffID string `json:"handoffId"`
+		Seq       uint64 `json:"seq"`
+		Type      string `json:"type"`
+	}
+	if json.Unmarshal(e, &ev) != nil {
+		return fmt.Sprintf("%q", e)
+	}
+	return fmt.Sprintf("handoff %q event %d (%q), %d bytes", ev.HandoffID, ev.Seq, ev.Type, len(e))
+}

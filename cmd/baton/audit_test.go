@@ -1,0 +1,393 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	bbolt "go.etcd.io/bbolt"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/eventstore/bolt"
+	"github.com/batonhq/baton/eventstore/ledger"
+	"github.com/batonhq/baton/eventstore/records"
+	"github.com/batonhq/baton/eventstore/translog"
+	batonhttp "github.com/batonhq/baton/http"
+	"github.com/batonhq/baton/projections"
+)
+
+// serveWithLog serves the store in dir with its transparency log signing
+// with the key file in dir, until stop, and waits until a checkpoint
+// covers every handoff event.
+func serveWithLog(t *testing.T, dir string) (url, admin string, stop func()) {
+	t.Helper()
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proj, err := projections.Open(filepath.Join(dir, "readmodel.db"), store, projections.NewHandoffs(), projections.Keys{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	skey, err := os.ReadFile(filepath.Join(dir, KeyFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := translog.Open(filepath.Join(dir, translog.FileName), store, translog.Options{SignerKey: string(skey), Interval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 3)
+	go func() { proj.Run(ctx); done <- struct{}{} }()
+	go func() { tl.Run(ctx); done <- struct{}{} }()
+	go func() { tl.RunSigner(ctx); done <- struct{}{} }()
+	srv := httptest.NewServer(batonhttp.NewServer(batonhttp.Config{Store: store, Projections: proj, Log: zerolog.Nop(), TransparencyLog: tl}).Handler())
+	k, err := ledger.NewKeys(store).Create(context.Background(), "test", "", "t", true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for page, err := range eventstoreFeed(store) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += page
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, cp := tl.Checkpoint(); cp.Size < int64(n); _, cp = tl.Checkpoint() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint covers the %d handoff events (at %d)", n, cp.Size)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return srv.URL, k.Key, func() {
+		srv.Close()
+		cancel()
+		<-done
+		<-done
+		<-done
+		tl.Close()
+		proj.Close()
+		store.Close()
+	}
+}
+
+// eventstoreFeed yields the number of handoff events in each page of the
+// store's feed.
+func eventstoreFeed(s *bolt.Store) func(func(int, error) bool) {
+	return func(yield func(int, error) bool) {
+		for page, err := range feedPages(s) {
+			n := 0
+			for _, ev := range page {
+				if _, _, ok := translog.Leaf(ev); ok {
+					n++
+				}
+			}
+			if !yield(n, err) {
+				return
+			}
+		}
+	}
+}
+
+func runOK(t *testing.T, args ...string) string {
+	t.Helper()
+	var out bytes.Buffer
+	if err := run(context.Background(), args, &out, &out); err != nil {
+		t.Fatalf("baton %s: %v\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return out.String()
+}
+
+func runBroken(t *testing.T, want error, args ...string) string {
+	t.Helper()
+	var out bytes.Buffer
+	if err := run(context.Background(), args, &out, &out); !errors.Is(err, want) {
+		t.Fatalf("baton %s = %v, want %v\n%s", strings.Join(args, " "), err, want, out.String())
+	}
+	return out.String()
+}
+
+// rewriteHandoff rewrites a handoff's whole stream in the data file as
+// someone holding the file would: the objective changed, then every
+// chain hash recomputed and every record's checksum fixed, so that the
+// store check and baton ledger verify both pass.
+func rewriteHandoff(t *testing.T, dir, id, from, to string) {
+	t.Helper()
+	edit := func(f func(v []byte) []byte) {
+		db, err := bbolt.Open(filepath.Join(dir, bolt.FileName), 0o600, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		err = db.Update(func(tx *bbolt.Tx) error {
+			b := tx.Bucket([]byte("events"))
+			c := b.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				rec := f(bytes.Clone(v))
+				if bytes.Equal(rec, v) {
+					continue
+				}
+				body := rec[:len(rec)-4]
+				binary.BigEndian.PutUint32(rec[len(rec)-4:], crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
+				if err := b.Put(bytes.Clone(k), rec); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit(func(v []byte) []byte { return bytes.ReplaceAll(v, []byte(from), []byte(to)) })
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := records.ReadHandoff(context.Background(), store, id)
+	store.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev, swap := domain.GenesisHash(id), map[string]string{}
+	for _, r := range recs {
+		c, err := domain.Canonical(id, r.Seq, r.Type, r.Actor, r.RecordedAt, r.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := domain.ChainHash(prev, c)
+		swap[r.Hash] = h
+		prev = h
+	}
+	edit(func(v []byte) []byte {
+		for old, h := range swap {
+			v = bytes.ReplaceAll(v, []byte(old), []byte(h))
+		}
+		return v
+	})
+}
+
+// The acceptance test of the transparency log: a handoff rewritten
+// consistently in the data file passes the store check and baton ledger
+// verify, but the checkpoint an auditor kept no longer holds (the first
+// divergent entry named from the auditor's mirror) and the handoff's
+// kept receipts fail, naming the event and its leaf.
+func TestTransparencyLogCatchesAConsistentRewrite(t *testing.T) {
+	dir, aud := t.TempDir(), t.TempDir()
+	vkey := strings.TrimSpace(runOK(t, "log", "keygen", "--origin", "baton.test/log", "--out", filepath.Join(dir, KeyFileName)))
+	ids := runHandoffs(t, dir)
+
+	// The auditor keeps a checkpoint, a mirror and one handoff's bundle.
+	url, admin, stop := serveWithLog(t, dir)
+	if got := runOK(t, "log", "verify", "--url", url, "--log-key", vkey, "--old", writeCheckpoint(t, url, filepath.Join(aud, "cp0"))); !strings.Contains(got, "ok: ") {
+		t.Fatal(got)
+	}
+	saved := writeCheckpoint(t, url, filepath.Join(aud, "saved.checkpoint"))
+	runOK(t, "log", "verify", "--url", url, "--log-key", vkey, "--old", saved, "--mirror", filepath.Join(aud, "mirror"), "--key", admin)
+	oldBundle := filepath.Join(aud, "old.bundle")
+	os.WriteFile(oldBundle, []byte(runOK(t, "ledger", "export", "--url", url, "--key", admin, ids[1])), 0o600)
+	if got := runOK(t, "ledger", "verify", "--bundle", oldBundle, "--log-key", vkey); !strings.Contains(got, "ok "+ids[1]) {
+		t.Fatal(got)
+	}
+	stop()
+	// From the data directory, the server stopped: the same bundle.
+	if got := runOK(t, "ledger", "export", "--data", dir, ids[1]); got != mustRead(t, oldBundle) {
+		t.Fatalf("export from the data directory:\n%s\nthrough the API:\n%s", got, mustRead(t, oldBundle))
+	}
+
+	// The rewrite, and a log rebuilt from zero over it; new handoffs come,
+	// and the operator's key signs the new log.
+	rewriteHandoff(t, dir, ids[1], "Rotate certificate 1", "Rotate certificate 7")
+	os.Remove(filepath.Join(dir, translog.FileName))
+	os.Remove(filepath.Join(dir, "readmodel.db")) // the read models too, rebuilt over the rewrite
+	runOK(t, "store", "check", "--data", dir)
+	if got := runOK(t, "ledger", "verify", "--data", dir); !strings.Contains(got, "0 broken") {
+		t.Fatal(got)
+	}
+	runHandoffs(t, dir)
+	url, admin, stop = serveWithLog(t, dir)
+	defer stop()
+
+	// The kept checkpoint: today's log does not extend it; the mirror
+	// names the entry.
+	got := runBroken(t, errLogBroken, "log", "verify", "--url", url, "--log-key", vkey, "--old", saved, "--mirror", filepath.Join(aud, "mirror"), "--key", admin)
+	if !strings.Contains(got, "FORK: today's log") || !strings.Contains(got, "first divergence: entry") ||
+		!strings.Contains(got, fmt.Sprintf("handoff %q event 1 (%q)", ids[1], domain.EventContractCreated)) {
+		t.Fatalf("log verify said:\n%s", got)
+	}
+	// The bundle exported today verifies alone (the operator holds the
+	// key), but the receipts kept earlier fail for the rewritten event.
+	newBundle := filepath.Join(aud, "new.bundle")
+	os.WriteFile(newBundle, []byte(runOK(t, "ledger", "export", "--url", url, "--key", admin, ids[1])), 0o600)
+	runOK(t, "ledger", "verify", "--bundle", newBundle, "--log-key", vkey)
+	got = runBroken(t, errChainBroken, "ledger", "verify", "--bundle", newBundle, "--log-key", vkey, "--old", oldBundle)
+	if !strings.Contains(got, fmt.Sprintf("BROKEN handoff %s: event 1, leaf ", ids[1])) || !strings.Contains(got, "the ledger was rewritten") {
+		t.Fatalf("bundle verify said:\n%s", got)
+	}
+}
+
+// Two roots signed for one size: baton log verify reports the fork, and
+// so does a bundle holding both.
+func TestTwoRootsAtOneSizeAreReportedAsAFork(t *testing.T) {
+	dir, aud := t.TempDir(), t.TempDir()
+	vkey := strings.TrimSpace(runOK(t, "log", "keygen", "--origin", "baton.test/log", "--out", filepath.Join(dir, KeyFileName)))
+	runHandoffs(t, dir)
+	url, _, stop := serveWithLog(t, dir)
+	defer stop()
+	good := writeCheckpoint(t, url, filepath.Join(aud, "good"))
+	signedGood, _ := os.ReadFile(good)
+	v, _ := note.NewVerifier(vkey)
+	cp, err := translog.OpenCheckpoint(signedGood, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	skey, _ := os.ReadFile(filepath.Join(dir, KeyFileName))
+	signer, err := note.NewSigner(strings.TrimSpace(string(skey)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := cp
+	other.Root[3] ^= 0x40
+	forged, err := note.Sign(&note.Note{Text: other.Text()}, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forkPath := filepath.Join(aud, "fork")
+	os.WriteFile(forkPath, forged, 0o600)
+	got := runBroken(t, errLogBroken, "log", "verify", "--url", url, "--log-key", vkey, "--old", forkPath)
+	if !strings.Contains(got, fmt.Sprintf("FORK: both checkpoints are of size %d", cp.Size)) {
+		t.Fatalf("log verify said:\n%s", got)
+	}
+}
+
+func writeCheckpoint(t *testing.T, url, path string) string {
+	t.Helper()
+	resp, err := http.Get(url + "/v1/log/checkpoint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	b.ReadFrom(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("checkpoint: %d %s", resp.StatusCode, b.String())
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func feedPages(s *bolt.Store) func(func([]eventstore.RecordedEvent, error) bool) {
+	return eventstore.FeedPages(context.Background(), s, 1000)
+}
+
+func FuzzSplitBundle(f *testing.F) {
+	f.Add([]byte("\x00\x01a\x00\x02bc"), 2)
+	f.Add([]byte("\x00"), 1)
+	f.Fuzz(func(t *testing.T, b []byte, w int) {
+		es, err := splitBundle(b, w)
+		if err != nil {
+			return
+		}
+		n := 0
+		for _, e := range es {
+			n += 2 + len(e)
+		}
+		if len(es) != w || n != len(b) {
+			t.Fatalf("%d entries of %d bytes from %d bytes, want %d", len(es), n, len(b), w)
+		}
+	})
+}
+
+// serve keeps the log with the key in DATA/log.key, and signs; with
+// --log=false it serves none of the log's routes.
+func TestServeKeepsTheLog(t *testing.T) {
+	dir := t.TempDir()
+	vkey := strings.TrimSpace(runOK(t, "log", "keygen", "--origin", "baton.test/serve", "--out", filepath.Join(dir, KeyFileName)))
+	start := func(extra ...string) (string, string, func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		var out syncBuffer
+		done := make(chan error, 1)
+		go func() {
+			done <- run(ctx, append([]string{"serve", "--data", dir, "--addr", "127.0.0.1:0", "--log-interval", "20ms"}, extra...), &out, &out)
+		}()
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.Contains(out.String(), "baton serving") && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		s := out.String()
+		i := strings.Index(s, `"addr":"`)
+		if i < 0 {
+			t.Fatalf("no address in %s", s)
+		}
+		addr, _, _ := strings.Cut(s[i+8:], `"`)
+		key := ""
+		if j := strings.Index(s, "export BATON_API_KEY="); j >= 0 {
+			key, _, _ = strings.Cut(s[j+len("export BATON_API_KEY="):], "\n")
+		}
+		return "http://" + addr, key, func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("serve: %v\n%s", err, out.String())
+			}
+		}
+	}
+	url, key, stop := start()
+	got, err := get(context.Background(), http.DefaultClient, url, "/v1/log/key", "")
+	if err != nil || strings.TrimSpace(string(got)) != vkey {
+		t.Fatalf("key %q %v", got, err)
+	}
+	req, _ := http.NewRequest("POST", url+"/v1/handoff/contracts", strings.NewReader(`{"objective":"Rotate certificate","targetExecutor":"ops","executorProtocol":"ops.v1","riskLevel":"low"}`))
+	req.Header.Set("x-api-key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 201 && resp.StatusCode != 200 {
+		t.Fatalf("contract: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		cp, err := get(context.Background(), http.DefaultClient, url, "/v1/log/checkpoint", "")
+		if err == nil && strings.HasPrefix(string(cp), "baton.test/serve\n1\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint of size 1: %q %v", cp, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	url, _, stop = start("--log=false")
+	if _, err := get(context.Background(), http.DefaultClient, url, "/v1/log/key", ""); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("with --log=false: %v", err)
+	}
+	stop()
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--log-interval", "2s"}, &out, &out); err == nil || !strings.Contains(err.Error(), "--log-interval") {
+		t.Fatalf("--log-interval 2s: %v", err)
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/eventstore/translog"
+)
+
+// KeyFileName is the signing key's file in the data directory, used when
+// no --log-key-file is given.
+const KeyFileName = "log.key"
+
+// logFlags are serve's transparency log flags.
+type logFlags struct {
+	on       *bool
+	keyFile  *string
+	origin   *string
+	interval *time.Duration
+}
+
+func addLogFlags(fs *flag.FlagSet, env *envVars) logFlags {
+	return logFlags{
+		on:       fs.Bool("log", env.boolean("log", "BATON_LOG", true), "keep the transparency log (docs/audit.md): its file in --data, its routes under /v1/log/ and the receipts"),
+		keyFile:  fs.String("log-key-file", os.Getenv("BATON_LOG_KEY_FILE"), "the log's signing key (baton log keygen); default DATA/log.key when that file exists. Without a key the log is built and served but this replica signs no checkpoint"),
+		origin:   fs.String("log-origin", os.Getenv("BATON_LOG_ORIGIN"), "the checkpoints' origin line (default: the signing key's name, \"baton\" without a key)"),
+		interval: fs.Duration("log-interval", env.duration("log-interval", "BATON_LOG_INTERVAL", translog.DefaultInterval), "the least time between two signed checkpoints while events arrive (at most 1s)"),
+	}
+}
+
+// signingKey reads the signing key: the file named, or DATA/log.key when
+// it exists; "" when there is none.
+func (f logFlags) signingKey(data string) (string, string, error) {
+	path := *f.keyFile
+	if path == "" {
+		path = filepath.Join(data, KeyFileName)
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return "", "", nil
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", "", fmt.Errorf("--log-key-file: %w", err)
+	}
+	return strings.TrimSpace(string(b)), path, nil
+}
+
+// openLog opens the transparency log of serve and catches it up.
+func (f logFlags) open(ctx context.Context, data string, store eventstore.Store, log zerolog.Logger) (*translog.Log, error) {
+	if !*f.on {
+		return nil, nil
+	}
+	if *f.interval < 10*time.Millisecond || *f.interval > time.Second {
+		return nil, fmt.Errorf("--log-interval (BATON_LOG_INTERVAL) is %v; it must be from 10ms to 1s", *f.interval)
+	}
+	skey, path, err := f.signingKey(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return nil, err
+	}
+	tl, err := translog.Open(filepath.Join(data, translog.FileName), store, translog.Options{
+		Origin: *f.origin, SignerKey: skey, Interval: *f.interval,
+		OnFork: func(fk translog.Fork) {
+			log.Error().Str("checkpoint", fk.String()).Int64("logSize", fk.Size).
+				Msg("transparency log: a signed checkpoint in the store does not match the log built from the feed (docs/audit.md, Forks)")
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := tl.CatchUp(ctx); err != nil {
+		tl.Close()
+		return nil, err
+	}
+	ev := log.Info().Str("origin", tl.Origin()).Int64("entries", tl.Size())
+	if tl.Signs() {
+		ev = ev.Str("keyFile", path).Str("verifierKey", tl.VerifierKey())
+	} else {
+		ev = ev.Bool("signing", false)
+	}
+	ev.Msg("transparency log")
+	return tl, nil
+}
+
+// logKeygen makes a signing key: the private key into a file (never
+// overwritten), the verifier key on stdout.
+func logKeygen(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("log keygen", flag.ContinueOnError)
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "localhost"
+	}
+	origin := fs.String("origin", "baton."+host, "the log's name: the key's name and the checkpoints' origin line (e.g. the server's host and path, baton.example.com/log)")
+	out := fs.String("out", filepath.Join(dataDirDefault(), KeyFileName), "where to write the signing key (mode 0600; an existing file is left alone)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if strings.ContainsAny(*origin, "+ \t\n") || *origin == "" {
+		return fmt.Errorf("--origin %q: a name without spaces or +", *origin)
+	}
+	skey, vkey, err := translog.GenerateKey(*origin, nil)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(*out), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("--out: %w (a key is never overwritten)", err)
+	}
+	if _, err := fmt.Fprintln(f, skey); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, vkey)
+	fmt.Fprintf(os.Stderr, "wrote the signing key to %s; the line above is its verifier key: publish it (GET /v1/log/key serves it too)\n", *out)
+	return nil
+}

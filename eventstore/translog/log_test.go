@@ -1,0 +1,345 @@
+package translog_test
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/eventstore/bolt"
+	"github.com/batonhq/baton/eventstore/translog"
+)
+
+func openStore(t *testing.T) eventstore.Store {
+	t.Helper()
+	s, err := bolt.Open(t.TempDir(), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// appendEvents appends n events, round robin over handoffs h0..h(k-1),
+// and one event of another stream every 10.
+func appendEvents(t *testing.T, s eventstore.Store, k, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("h%d", i%k)
+		rev, _ := s.ReadStream(ctx, domain.StreamID(id), 0, 100000)
+		exp := eventstore.NoStream()
+		if len(rev) > 0 {
+			exp = eventstore.Revision(rev[len(rev)-1].Revision)
+		}
+		ev := eventstore.NewEvent("Noted", json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), eventstore.Metadata{Actor: "a", RecordedAt: time.Unix(int64(i), 0)})
+		if _, err := s.Append(ctx, domain.StreamID(id), exp, ev); err != nil {
+			t.Fatal(err)
+		}
+		if i%10 == 0 {
+			if _, err := s.Append(ctx, "other-"+uuid.NewString(), eventstore.NoStream(), eventstore.NewEvent("X", json.RawMessage(`{}`), eventstore.Metadata{})); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// leaves reads the store's handoff events as the log's entries,
+// independently of the log's file.
+func leaves(t *testing.T, s eventstore.Store) [][]byte {
+	var out [][]byte
+	for page, err := range eventstore.FeedPages(context.Background(), s, 1000) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range page {
+			if _, e, ok := translog.Leaf(ev); ok {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+// memoryRoot computes the RFC 6962 root of entries in memory.
+func memoryRoot(t *testing.T, entries [][]byte) tlog.Hash {
+	var stored []tlog.Hash
+	r := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(idx))
+		for i, x := range idx {
+			out[i] = stored[x]
+		}
+		return out, nil
+	})
+	for i, e := range entries {
+		hs, err := tlog.StoredHashes(int64(i), e, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, hs...)
+	}
+	h, err := tlog.TreeHash(int64(len(entries)), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func openLog(t *testing.T, s eventstore.Store, opts translog.Options) *translog.Log {
+	t.Helper()
+	l, err := translog.Open(filepath.Join(t.TempDir(), translog.FileName), s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func TestLogBuildsTilesAndRebuildsToTheSameRoot(t *testing.T) {
+	s := openStore(t)
+	appendEvents(t, s, 3, 300)
+	l := openLog(t, s, translog.Options{})
+	if err := l.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	entries := leaves(t, s)
+	if l.Size() != 300 || len(entries) != 300 {
+		t.Fatalf("size %d, %d entries; want 300", l.Size(), len(entries))
+	}
+	root, err := l.Root(300)
+	if err != nil || root != memoryRoot(t, entries) {
+		t.Fatalf("root %s (%v), want %s", root, err, memoryRoot(t, entries))
+	}
+	// The first level-0 tile is the first 256 leaf hashes; the partial
+	// one the next 44.
+	full, err := l.Tile(translog.TilePath{L: 0, N: 0, W: 256})
+	if err != nil || len(full) != 256*32 {
+		t.Fatalf("full tile: %d bytes, %v", len(full), err)
+	}
+	for i := 0; i < 256; i++ {
+		if h := tlog.RecordHash(entries[i]); string(full[i*32:i*32+32]) != string(h[:]) {
+			t.Fatalf("tile hash %d is not the leaf hash", i)
+		}
+	}
+	if _, err := l.Tile(translog.TilePath{L: 0, N: 1, W: 44}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []translog.TilePath{{L: 0, N: 1, W: 45}, {L: 0, N: 1, W: 256}, {L: 1, N: 0, W: 2}, {L: 2, N: 0, W: 1}} {
+		if _, err := l.Tile(p); err != translog.ErrNotFound {
+			t.Errorf("%s: %v, want not found", p, err)
+		}
+	}
+	if _, err := l.Tile(translog.TilePath{L: 1, N: 0, W: 1}); err != nil {
+		t.Fatal(err)
+	}
+	bundle, err := l.Tile(translog.TilePath{Entries: true, N: 1, W: 44})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 256; i < 300; i++ {
+		n := int(binary.BigEndian.Uint16(bundle))
+		if string(bundle[2:2+n]) != string(entries[i]) {
+			t.Fatalf("bundle entry %d differs", i)
+		}
+		bundle = bundle[2+n:]
+	}
+	if len(bundle) != 0 {
+		t.Fatal("bytes after the last entry")
+	}
+	// A new file over the same store: the same root.
+	l2 := openLog(t, s, translog.Options{})
+	if err := l2.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r2, _ := l2.Root(300); r2 != root {
+		t.Fatalf("rebuilt root %s, want %s", r2, root)
+	}
+}
+
+// Replicas sharing a store sign; each size is claimed once, the sizes
+// grow, every claim verifies, and receipts prove inclusion.
+func TestReplicasSignEachSizeOnce(t *testing.T) {
+	s := openStore(t)
+	skey, vkey, err := translog.GenerateKey("example.test/baton", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var logs []*translog.Log
+	for i := 0; i < 3; i++ {
+		l := openLog(t, s, translog.Options{SignerKey: skey, Interval: 20 * time.Millisecond, OnFork: func(f translog.Fork) { t.Errorf("fork: %s", f) }})
+		logs = append(logs, l)
+		wg.Add(2)
+		go func() { defer wg.Done(); l.Run(ctx) }()
+		go func() { defer wg.Done(); l.RunSigner(ctx) }()
+	}
+	for i := 0; i < 5; i++ {
+		appendEvents(t, s, 4, 40)
+		time.Sleep(15 * time.Millisecond)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, l := range logs {
+		for {
+			_, cp := l.Checkpoint()
+			if cp.Size == 200 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no checkpoint at 200 (at %d)", cp.Size)
+			}
+			select {
+			case <-l.Changed():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	cancel()
+	wg.Wait()
+	v, err := note.NewVerifier(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, err := eventstore.ReadWholeStream(context.Background(), s, translog.CheckpointStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := int64(0)
+	for _, c := range claims {
+		var rec struct{ Checkpoint string }
+		json.Unmarshal(c.Data, &rec)
+		n, err := note.Open([]byte(rec.Checkpoint), note.VerifierList(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp, err := translog.ParseCheckpoint(n.Text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cp.Size <= last {
+			t.Fatalf("size %d claimed after %d", cp.Size, last)
+		}
+		last = cp.Size
+	}
+	signed, cp := logs[0].Checkpoint()
+	rs, err := logs[1].Receipts("h2")
+	if err != nil || len(rs) != 50 {
+		t.Fatalf("%d receipts, %v", len(rs), err)
+	}
+	entries := leaves(t, s)
+	for _, r := range rs {
+		p, err := translog.ParseProof([]byte(r.Proof))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(p.Checkpoint) != string(signed) || p.Index != r.LeafIndex {
+			t.Fatal("proof against another checkpoint")
+		}
+		if err := tlog.CheckRecord(p.Hashes, cp.Size, cp.Root, r.LeafIndex, tlog.RecordHash(entries[r.LeafIndex])); err != nil {
+			t.Fatalf("seq %d: %v", r.Seq, err)
+		}
+	}
+}
+
+// A checkpoint in the store with a root that is not the log's at its size
+// is reported, and not served.
+func TestForkedCheckpointIsReported(t *testing.T) {
+	s := openStore(t)
+	skey, _, _ := translog.GenerateKey("example.test/baton", nil)
+	appendEvents(t, s, 2, 20)
+	var forks []translog.Fork
+	l := openLog(t, s, translog.Options{SignerKey: skey, OnFork: func(f translog.Fork) { forks = append(forks, f) }})
+	ctx := context.Background()
+	if err := l.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := l.Root(20)
+	if _, err := l.SignAt(ctx, translog.Checkpoint{Origin: l.Origin(), Size: 20, Root: root}, 0); err != nil {
+		t.Fatal(err)
+	}
+	other := root
+	other[0] ^= 1
+	if _, err := l.SignAt(ctx, translog.Checkpoint{Origin: l.Origin(), Size: 20, Root: other}, 1); err != nil {
+		t.Fatal(err)
+	}
+	// Claiming with a stale expectation fails: the size was claimed.
+	if _, err := l.SignAt(ctx, translog.Checkpoint{Origin: l.Origin(), Size: 20, Root: other}, 1); err == nil {
+		t.Fatal("a second claim at the same revision was accepted")
+	}
+	if err := l.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(forks) != 1 || forks[0].Checkpoint.Root != other || forks[0].Ours != root {
+		t.Fatalf("forks %v", forks)
+	}
+	if _, cp := l.Checkpoint(); cp.Root != root {
+		t.Fatalf("serving %s, want %s", cp.Root, root)
+	}
+}
+
+// A replica without the key (and no origin given) serves what a signing
+// replica claimed, checked against its own tree.
+func TestKeylessReplicaServesTheClaims(t *testing.T) {
+	s := openStore(t)
+	skey, _, _ := translog.GenerateKey("example.test/baton", nil)
+	appendEvents(t, s, 2, 30)
+	ctx := context.Background()
+	signer := openLog(t, s, translog.Options{SignerKey: skey})
+	if err := signer.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := signer.Root(30)
+	if _, err := signer.SignAt(ctx, translog.Checkpoint{Origin: signer.Origin(), Size: 30, Root: root}, 0); err != nil {
+		t.Fatal(err)
+	}
+	keyless := openLog(t, s, translog.Options{OnFork: func(f translog.Fork) { t.Errorf("fork: %s", f) }})
+	if err := keyless.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if signed, cp := keyless.Checkpoint(); signed == nil || cp.Size != 30 || cp.Origin != "example.test/baton" {
+		t.Fatalf("keyless replica serves %+v", cp)
+	}
+	rs, err := keyless.Receipts("h1")
+	if err != nil || len(rs) != 15 || rs[0].Proof == "" {
+		t.Fatalf("%d receipts, %v", len(rs), err)
+	}
+}
+
+// An entry over 65,535 bytes is in the tree, but no entry bundle can
+// carry it.
+func TestLargeEntryIsInTheTreeButNotInABundle(t *testing.T) {
+	s := openStore(t)
+	appendEvents(t, s, 1, 3)
+	big := json.RawMessage(`{"output":"` + strings.Repeat("x", 70000) + `"}`)
+	if _, err := s.Append(context.Background(), domain.StreamID("h0"), eventstore.Revision(2),
+		eventstore.NewEvent("Big", big, eventstore.Metadata{Actor: "a", RecordedAt: time.Unix(9, 0)})); err != nil {
+		t.Fatal(err)
+	}
+	l := openLog(t, s, translog.Options{})
+	if err := l.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if l.Size() != 4 {
+		t.Fatalf("size %d", l.Size())
+	}
+	if _, err := l.Tile(translog.TilePath{L: 0, N: 0, W: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Tile(translog.TilePath{Entries: true, N: 0, W: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Tile(translog.TilePath{Entries: true, N: 0, W: 4}); err != translog.ErrEntryTooLarge {
+		t.Fatalf("bundle with the large entry: %v", err)
+	}
+}

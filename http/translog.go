@@ -1,0 +1,106 @@
+package http
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/gorilla/mux"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore/translog"
+)
+
+// The transparency log's routes (docs/audit.md). The checkpoint, the
+// verifier key and the hash tiles hold only hashes and counts: they are
+// served without a key, so anyone can mirror and check the tree. Entry
+// bundles hold every tenant's events: an admin key reads them. Receipts
+// are a handoff's, read like its ledger.
+func (s *Server) logRoutes(rt *mux.Router, l *translog.Log) {
+	s.tlog = l
+	rt.HandleFunc("/v1/log/checkpoint", s.logCheckpoint).Methods(http.MethodGet)
+	rt.HandleFunc("/v1/log/key", s.logKey).Methods(http.MethodGet)
+	rt.HandleFunc("/v1/log/tile/entries/{rest:.+}", s.withKey(adminOnly, s.logTile)).Methods(http.MethodGet)
+	rt.HandleFunc("/v1/log/tile/{rest:.+}", s.logTile).Methods(http.MethodGet)
+	rt.HandleFunc("/v1/executions/{handoffId}/receipts", s.withKey(anyKey, s.getReceipts)).Methods(http.MethodGet)
+}
+
+func (s *Server) logCheckpoint(w http.ResponseWriter, r *http.Request) {
+	signed, _ := s.tlog.Checkpoint()
+	if signed == nil {
+		s.writeError(w, r, domain.E("log.checkpoint", domain.KindNotFound, "no_checkpoint",
+			"The transparency log has no signed checkpoint yet: no replica holding the signing key has signed one."))
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "public, max-age=1") // it moves every interval
+	w.Write(signed)
+}
+
+func (s *Server) logKey(w http.ResponseWriter, r *http.Request) {
+	k := s.tlog.VerifierKey()
+	if k == "" {
+		s.writeError(w, r, domain.E("log.key", domain.KindNotFound, "no_log_key", "This server has no transparency log key."))
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	w.Write([]byte(k + "\n"))
+}
+
+func (s *Server) logTile(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path[len("/v1/log/"):]
+	p, err := translog.ParseTilePath(path)
+	if err != nil {
+		s.writeError(w, r, domain.E("log.tile", domain.KindNotFound, "no_tile", "%s is not a tile path of this log (C2SP tlog-tiles).", path))
+		return
+	}
+	data, err := s.tlog.Tile(p)
+	switch {
+	case errors.Is(err, translog.ErrNotFound):
+		s.writeError(w, r, domain.E("log.tile", domain.KindNotFound, "no_tile", "The log has no %s: it holds %d entries.", path, s.tlog.Size()))
+		return
+	case errors.Is(err, translog.ErrEntryTooLarge):
+		s.writeError(w, r, domain.E("log.tile", domain.KindInvalid, "entry_too_large",
+			"An entry of %s is longer than an entry bundle can carry (65,535 bytes); read it from the handoff's ledger.", path))
+		return
+	case err != nil:
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	// A tile never changes: a full one is final, and a partial one is
+	// the first W hashes of the full one to come.
+	if p.Full() {
+		w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	} else {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+	}
+	w.Write(data)
+}
+
+// receiptsAnswer is GET /v1/executions/{handoffId}/receipts.
+type receiptsAnswer struct {
+	HandoffID string             `json:"handoffId"`
+	LogSize   int64              `json:"logSize"`
+	Receipts  []translog.Receipt `json:"receipts"`
+}
+
+func (s *Server) getReceipts(w http.ResponseWriter, r *http.Request) {
+	id := mux.Vars(r)["handoffId"]
+	if _, err := s.visibleContract(w, r, id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	size := s.tlog.Size()
+	rs, err := s.tlog.Receipts(id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if rs == nil {
+		rs = []translog.Receipt{}
+	}
+	writeJSON(w, http.StatusOK, receiptsAnswer{HandoffID: id, LogSize: size, Receipts: rs})
+}

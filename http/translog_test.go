@@ -1,0 +1,122 @@
+package http_test
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore/translog"
+)
+
+// newLogEnv is an env whose front serves a transparency log signed with a
+// fresh key; it returns the verifier key.
+func newLogEnv(t *testing.T) (*env, string) {
+	t.Helper()
+	skey, vkey, err := translog.GenerateKey("baton.example/test", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	envLogKey = skey
+	defer func() { envLogKey = "" }()
+	return newEnv(t), vkey
+}
+
+// waitLogged waits until a signed checkpoint covers n entries.
+func (e *env) waitLogged(n int64) {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, cp := e.tlog.Checkpoint(); cp.Size >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("no checkpoint covers %d entries", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestLogRoutes(t *testing.T) {
+	e, vkey := newLogEnv(t)
+	id := e.contract(e.tenantA, nil)
+	e.must(e.post(id, "approval", e.tenantA, approveBody()), 200)
+	n := int64(e.events(id))
+	e.waitLogged(n)
+
+	r := e.must(e.do("GET", "/v1/log/key", "", nil), 200)
+	if strings.TrimSpace(string(r.raw)) != vkey {
+		t.Fatalf("key %q, want %q", r.raw, vkey)
+	}
+	r = e.must(e.do("GET", "/v1/log/checkpoint", "", nil), 200)
+	if !strings.HasPrefix(string(r.raw), "baton.example/test\n") || !strings.Contains(string(r.raw), "\n— baton.example/test ") {
+		t.Fatalf("checkpoint %q", r.raw)
+	}
+	cpText, _, _ := strings.Cut(string(r.raw), "\n\n")
+	cp, err := translog.ParseCheckpoint(cpText + "\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := translog.TilePath{L: 0, N: 0, W: int(cp.Size)}.String()
+	r = e.must(e.do("GET", "/v1/log/"+path, "", nil), 200)
+	if len(r.raw) != int(cp.Size)*32 || r.header.Get("Content-Type") != "application/octet-stream" {
+		t.Fatalf("%s: %d bytes", path, len(r.raw))
+	}
+	tile := r.raw
+	entries := translog.TilePath{Entries: true, N: 0, W: int(cp.Size)}.String()
+	e.must(e.do("GET", "/v1/log/"+entries, "", nil), 401)
+	e.must(e.do("GET", "/v1/log/"+entries, e.tenantA, nil), 403)
+	r = e.must(e.do("GET", "/v1/log/"+entries, e.admin, nil), 200)
+	b := r.raw
+	for i := 0; i < int(cp.Size); i++ {
+		l := int(binary.BigEndian.Uint16(b))
+		if h := tlog.RecordHash(b[2 : 2+l]); string(h[:]) != string(tile[32*i:32*i+32]) {
+			t.Fatalf("entry %d does not hash to its tile hash", i)
+		}
+		b = b[2+l:]
+	}
+	for _, p := range []string{"tile/0/000", "tile/0/000.p/255", "tile/1/000.p/1", "tile/0/0"} {
+		e.must(e.do("GET", "/v1/log/"+p, "", nil), 404)
+	}
+
+	// Receipts: the tenant's own, each proof against the checkpoint.
+	e.must(e.do("GET", "/v1/executions/"+id+"/receipts", e.tenantB, nil), 404)
+	r = e.must(e.do("GET", "/v1/executions/"+id+"/receipts", e.tenantA, nil), 200)
+	var ans struct {
+		Receipts []translog.Receipt `json:"receipts"`
+	}
+	if err := json.Unmarshal(r.raw, &ans); err != nil || len(ans.Receipts) != int(n) {
+		t.Fatalf("%d receipts (%v): %s", len(ans.Receipts), err, r.raw)
+	}
+	led := e.ledger(id, e.tenantA)
+	var trail struct {
+		Events []domain.Recorded `json:"events"`
+	}
+	json.Unmarshal(led.raw, &trail)
+	for i, rc := range ans.Receipts {
+		ev := trail.Events[i]
+		c, err := domain.Canonical(id, ev.Seq, ev.Type, ev.Actor, ev.RecordedAt, ev.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := translog.ParseProof([]byte(rc.Proof))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pt, _, _ := strings.Cut(string(p.Checkpoint), "\n\n")
+		pcp, _ := translog.ParseCheckpoint(pt + "\n")
+		if rc.Seq != ev.Seq || tlog.CheckRecord(p.Hashes, pcp.Size, pcp.Root, rc.LeafIndex, tlog.RecordHash(c)) != nil {
+			t.Fatalf("receipt %+v does not prove event %d", rc, ev.Seq)
+		}
+	}
+}
+
+// Without the log the routes are not served.
+func TestLogRoutesOff(t *testing.T) {
+	e := newEnv(t)
+	e.must(e.do("GET", "/v1/log/checkpoint", "", nil), 404)
+}
