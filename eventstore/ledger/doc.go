@@ -20,6 +20,7 @@ type Services struct {
 	Plans       *Plans
 	Packets     *Packets
 	Idempotency *Idempotency
+	Console     *Console
 }
 
 // Options tune New; the zero value is the defaults.
@@ -37,5 +38,6 @@ func New(store eventstore.Store, o Options) *Services {
 		Plans:       NewPlans(store),
 		Packets:     NewPackets(store, o.Redactor, o.Now),
 		Idempotency: NewIdempotency(store, o.IdempotencyRetention),
+		Console:     NewConsole(store, o.Now),
 	}
 }
