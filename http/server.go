@@ -74,6 +74,10 @@ type Config struct {
 	// open on this server at once (DefaultEventStreams when 0); past it,
 	// 429 too_many_streams.
 	EventStreams int
+	// ConsoleURL is the console's public base URL (scheme and host, as
+	// people's browsers reach it) that sign-in links start with; when
+	// empty, a link is made from the admin request's own host.
+	ConsoleURL string
 }
 
 // DefaultStreamIdle is gateway.DefaultStreamIdle.
@@ -119,6 +123,7 @@ type Server struct {
 	streamsMu    sync.Mutex
 	streams      map[string]int
 	contracts    contractCache
+	consoleURL   string
 }
 
 // NewServer builds the router.
@@ -175,7 +180,7 @@ func NewServer(cfg Config) *Server {
 	s := &Server{stopWaits: make(chan struct{}), eventsPing: cfg.EventsPing, eventStreams: cfg.EventStreams, streams: map[string]int{},
 		budgets: cfg.Budgets, tasks: cfg.Tasks, usage: cfg.Usage, ownsUsage: ownsUsage, store: cfg.Store, proj: cfg.Projections, scanner: cfg.Scanner, catalog: cfg.Catalog, log: cfg.Log, version: cfg.Version,
 		maxBody: cfg.MaxBody, maxModelBody: cfg.MaxModelBody, streamIdle: cfg.StreamIdle, ledger: cfg.Ledger, router: mux.NewRouter(),
-		posts: map[string]postRoute{}, metrics: cfg.Metrics,
+		posts: map[string]postRoute{}, metrics: cfg.Metrics, consoleURL: strings.TrimRight(cfg.ConsoleURL, "/"),
 	}
 	s.stopCtx, s.stopAll = context.WithCancel(context.Background())
 	s.caller = &gateway.Caller{Budgets: cfg.Budgets, Usage: cfg.Usage, StreamIdle: cfg.StreamIdle, CommitAfter: func() time.Duration { return pingEvery }}
@@ -208,6 +213,9 @@ func NewServer(cfg Config) *Server {
 	rt.HandleFunc("/v1/events", s.withKey(anyKey, s.streamEvents)).Methods(http.MethodGet)
 	rt.HandleFunc("/v1/admin/keys", s.withKey(adminOnly, s.createKey)).Methods(http.MethodPost)
 	rt.HandleFunc("/v1/admin/keys/{keyId}", s.withKey(adminOnly, s.revokeKey)).Methods(http.MethodDelete)
+	rt.HandleFunc("/v1/admin/console-links", s.withKey(adminOnly, s.createConsoleLink)).Methods(http.MethodPost)
+	rt.HandleFunc("/v1/admin/console-links/{linkId}", s.withKey(adminOnly, s.revokeConsoleLink)).Methods(http.MethodDelete)
+	s.routeConsole(rt)
 	rt.HandleFunc("/v1/context/preview", s.withKey(anyKey, s.contextPreview)).Methods(http.MethodPost)
 	rt.HandleFunc("/v1/context/packets/{packetId}", s.withKey(anyKey, s.getContextPacket)).Methods(http.MethodGet)
 	s.contextLoader = s.contextPacketPrompt // generate and agent-plans attach packets by contextPacketId
