@@ -51,6 +51,7 @@ var envStreamIdle time.Duration
 // envMetricsPublic serves /metrics without a key in the envs a test
 // builds; tests that set it restore it.
 var envMetricsPublic bool
+
 // envEventsPing and envEventStreams are the front's EventsPing and
 // EventStreams for the envs a test builds (0: the defaults); tests that set
 // them restore them.
