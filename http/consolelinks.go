@@ -34,7 +34,7 @@ func (s *Server) createConsoleLink(w http.ResponseWriter, r *http.Request) {
 	if req.TTLSeconds != 0 {
 		ttl = time.Duration(req.TTLSeconds) * time.Second
 	}
-	link, err := s.ledger.Console.IssueLink(r.Context(), callOf(r), req.Tenant, req.Name, req.Role, ttl)
+	link, err := s.ledger.Console.IssueLink(r.Context(), principalOf(r.Context()).Actor(), RequestID(r.Context()), req.Tenant, req.Name, req.Role, ttl)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -63,8 +63,8 @@ func consoleEvent(typ string, v any, meta eventstore.Metadata) (eventstore.Event
 }
 
 // IssueLink records a one-time link signing name in to tenant's console as
-// role, valid for ttl.
-func (c *Console) IssueLink(ctx context.Context, call Call, tenant, name, role string, ttl time.Duration) (ConsoleLink, error) {
+// role, valid for ttl, issued by actor.
+func (c *Console) IssueLink(ctx context.Context, actor, requestID, tenant, name, role string, ttl time.Duration) (ConsoleLink, error) {
 	if err := domain.ValidateConsoleLink(tenant, name, role, ttl); err != nil {
 		return ConsoleLink{}, err
 	}
@@ -74,7 +74,7 @@ func (c *Console) IssueLink(ctx context.Context, call Call, tenant, name, role s
 	}
 	exp := c.now().Add(ttl).UTC().Truncate(time.Second)
 	ev := domain.ConsoleLinkIssued{LinkID: id, Tenant: tenant, Name: name, Role: role, SecretHash: domain.HashConsoleSecret(secret), ExpiresAt: exp}
-	e, err := consoleEvent(domain.EventConsoleLinkIssued, ev, eventstore.Metadata{Tenant: tenant, Actor: call.Principal.Actor(), RequestID: call.RequestID})
+	e, err := consoleEvent(domain.EventConsoleLinkIssued, ev, eventstore.Metadata{Tenant: tenant, Actor: actor, RequestID: requestID})
 	if err != nil {
 		return ConsoleLink{}, err
 	}

@@ -19,7 +19,7 @@ func TestConsoleLinkIsUsedOnce(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
 	c := ledger.NewConsole(st, nil)
-	link, err := c.IssueLink(ctx, admin, "a", "alice@example.com", domain.RoleApprover, time.Minute)
+	link, err := c.IssueLink(ctx, admin.Principal.Actor(), "", "a", "alice@example.com", domain.RoleApprover, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestConsoleLinkAndSessionExpire(t *testing.T) {
 	st := openStore(t)
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	c := ledger.NewConsole(st, func() time.Time { return now })
-	link, err := c.IssueLink(ctx, admin, "a", "ann", domain.RoleAuditor, time.Minute)
+	link, err := c.IssueLink(ctx, admin.Principal.Actor(), "", "a", "ann", domain.RoleAuditor, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestConsoleLinkAndSessionExpire(t *testing.T) {
 	if _, err := c.Redeem(ctx, "", link.Token); err == nil || !strings.Contains(err.Error(), "expired") {
 		t.Fatalf("expired link: %v", err)
 	}
-	link, _ = c.IssueLink(ctx, admin, "a", "ann", domain.RoleAuditor, time.Minute)
+	link, _ = c.IssueLink(ctx, admin.Principal.Actor(), "", "a", "ann", domain.RoleAuditor, time.Minute)
 	s, err := c.Redeem(ctx, "", link.Token)
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func TestConsoleLinkAndSessionExpire(t *testing.T) {
 		t.Fatalf("expired session: %v", err)
 	}
 	for _, bad := range []struct{ tenant, name, role string }{{"A!", "x", "approver"}, {"a", "", "approver"}, {"a", "x", "admin"}} {
-		if _, err := c.IssueLink(ctx, admin, bad.tenant, bad.name, bad.role, time.Minute); domain.KindOf(err) != domain.KindInvalid {
+		if _, err := c.IssueLink(ctx, admin.Principal.Actor(), "", bad.tenant, bad.name, bad.role, time.Minute); domain.KindOf(err) != domain.KindInvalid {
 			t.Errorf("%v: %v", bad, err)
 		}
 	}
