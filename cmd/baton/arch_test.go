@@ -80,7 +80,7 @@ var rules = map[string]rule{
 	"cmd/baton-kurrent-double": {ours: []string{"eventstore/kurrent/kurrenttest"}},
 	// The reference executor is a client of the HTTP API only.
 	"cmd/baton-executor": {ours: []string{"domain"}, thirdParty: []string{"github.com/google/uuid", "github.com/rs/zerolog"}},
-	"cmd/internal":             {},
+	"cmd/internal":       {},
 }
 
 func TestDependenciesPointInward(t *testing.T) {

@@ -339,7 +339,9 @@ func timerLoop(h *ledger.Handoffs, proj *projections.Runner, log zerolog.Logger)
 			metrics.TimerFired(kind)
 			log.Info().Str("handoffId", id).Str("timer", kind).Msg("deadline recorded")
 		},
-		OnError: func(id string, err error) { log.Error().Str("handoffId", id).Err(err).Msg("deadline not recorded; retrying") },
+		OnError: func(id string, err error) {
+			log.Error().Str("handoffId", id).Err(err).Msg("deadline not recorded; retrying")
+		},
 	}
 }
 
