@@ -381,7 +381,7 @@ func bootstrapKey(ctx context.Context, keys *ledger.Keys, proj *projections.Runn
 	if err := proj.CatchUp(ctx); err != nil || !created {
 		return err
 	}
-	fmt.Fprintf(stderr, "\n  No API keys existed, so Baton created an admin key for tenant %q.\n  It is shown only this once (Baton stores its hash):\n\n    export BATON_API_KEY=%s\n\n  Create more with POST /v1/admin/keys, or `baton keys create --tenant NAME` while stopped.\n\n", k.Tenant, k.Key)
+	fmt.Fprintf(stderr, "\n  No API keys existed, so Baton created an admin key for tenant %q.\n  It is shown only this once (Baton stores its hash):\n\n    export BATON_API_KEY=%s\n\n  Create more with POST /v1/admin/keys, or `baton keys create --tenant NAME` while stopped.\n  Open the console (/console/) with a one-time link: make console-link NAME=you@example.com\n  (POST /v1/admin/console-links with this key; docs/console.md).\n\n", k.Tenant, k.Key)
 	return nil
 }
 
