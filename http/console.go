@@ -93,7 +93,7 @@ func (s *Server) routeConsole(rt *mux.Router) {
 	rt.Handle("/console/signin", consoleHeaders(true, http.HandlerFunc(s.consoleSignin))).Methods(http.MethodPost)
 	rt.Handle("/console/signout", consoleHeaders(true, s.withSession(s.consoleSignout))).Methods(http.MethodPost)
 	rt.Handle("/console/", consoleHeaders(true, s.withSession(s.consoleInbox))).Methods(http.MethodGet)
-	rt.Handle("/console/events", consoleHeaders(true, s.withSession(s.streamEvents))).Methods(http.MethodGet)
+	rt.Handle("/console/events", consoleHeaders(true, s.withSession(s.consoleEvents))).Methods(http.MethodGet)
 	rt.Handle("/console/handoffs/{handoffId}", consoleHeaders(true, s.withSession(s.consoleHandoff))).Methods(http.MethodGet)
 	rt.Handle("/console/handoffs/{handoffId}/trail.json", consoleHeaders(true, s.withSession(s.consoleTrail))).Methods(http.MethodGet)
 	rt.Handle("/console/handoffs/{handoffId}/actions", consoleHeaders(true, s.withSession(s.consoleAction))).Methods(http.MethodPost)
@@ -220,6 +220,34 @@ func (s *Server) checkCSRF(w http.ResponseWriter, r *http.Request, sess consoleS
 		return false
 	}
 	return true
+}
+
+// consoleSessionRecheck is how often an open console event stream checks
+// that its session still holds.
+var consoleSessionRecheck = 30 * time.Second
+
+// consoleEvents is the tenant's event stream (GET /v1/events) for a
+// session's pages; it ends once the session has ended or expired.
+func (s *Server) consoleEvents(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	token := sessionOf(ctx).Token
+	go func() {
+		t := time.NewTicker(consoleSessionRecheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := s.ledger.Console.Session(ctx, token); errors.Is(err, ledger.ErrNoSession) {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	s.streamEvents(w, r.WithContext(ctx))
 }
 
 // inboxItem is one row of the inbox.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	batonhttp "github.com/batonhq/baton/http"
 )
 
 // consoleUser is a browser without a browser: a cookie and the forms'
@@ -310,5 +312,73 @@ func TestConsoleInboxQueues(t *testing.T) {
 	_, page, _ = u.get("/console/?state=review")
 	if strings.Contains(page, high) {
 		t.Error("state filter")
+	}
+}
+
+// The console's event stream: the tenant's events for the session's
+// cookie, on a bound of its own (people's tabs never take the executors'
+// streams), ending once the session has ended.
+func TestConsoleEventStream(t *testing.T) {
+	defer batonhttp.SetConsoleSessionRecheck(50 * time.Millisecond)()
+	e := newEnv(t)
+	u := e.signIn("a", "alice", "approver")
+	req, _ := http.NewRequest("GET", e.srv.URL+"/console/events", nil)
+	req.AddCookie(&http.Cookie{Name: "baton_console", Value: u.cookie})
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("stream %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	if n := batonhttp.OpenEventStreams(e.front, "a"); n != 0 {
+		t.Fatalf("the console's stream counts against the tenant's API streams: %d", n)
+	}
+	id := e.contract(e.tenantA, nil)
+	got := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(resp.Body) // to the stream's end
+		got <- string(b)
+	}()
+	time.Sleep(200 * time.Millisecond)
+	if status, _, _ := u.post("/console/signout", url.Values{"csrf": {u.csrf()}}); status != 200 {
+		t.Fatalf("sign-out %d", status)
+	}
+	select {
+	case b := <-got:
+		if !strings.Contains(b, "event: ContractCreated") || !strings.Contains(b, id) {
+			t.Fatalf("stream held %q", b)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream outlived its session")
+	}
+}
+
+// Approvals are counted by person, and separation of duties (on by itself
+// with two required approvals) holds between people: who approved may not
+// review, whatever link they signed in with.
+func TestConsoleSeparationOfDuties(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, map[string]any{"requiredApprovals": 2})
+	alice := e.signIn("a", "alice", "approver")
+	if status, _ := alice.act(id, url.Values{"action": {"approve"}}); status != http.StatusSeeOther {
+		t.Fatalf("approve %d", status)
+	}
+	// The same person again is the same approver, whatever the link.
+	if status, page := e.signIn("a", "alice", "approver").act(id, url.Values{"action": {"approve"}, "reason": {"again"}}); status != 409 || !strings.Contains(page, "duplicate_approver") {
+		t.Fatalf("second approval by the same person: %d", status)
+	}
+	if status, _ := e.signIn("a", "carol", "approver").act(id, url.Values{"action": {"approve"}}); status != http.StatusSeeOther {
+		t.Fatalf("approve by a second person %d", status)
+	}
+	e.must(e.post(id, "proof", e.tenantA2, proofBody("run-1")), 200)
+	aliceVerifies := e.signIn("a", "alice", "verifier")
+	status, page := aliceVerifies.act(id, url.Values{"action": {"review"}, "verdict": {"verified"}})
+	if status != 409 || !strings.Contains(page, "separation_of_duties") {
+		t.Fatalf("review by the approver: %d", status)
+	}
+	if status, _ := e.signIn("a", "bob", "verifier").act(id, url.Values{"action": {"review"}, "verdict": {"verified"}}); status != http.StatusSeeOther {
+		t.Fatalf("review by another person: %d", status)
 	}
 }
