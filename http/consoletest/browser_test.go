@@ -305,6 +305,15 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	b.accessible(t, alice, "inbox")
 	screenshot(t, alice, "inbox")
 
+	// A contract created meanwhile appears in the open inbox by itself.
+	waitFor(t, alice, "the inbox's live stream", `document.body.dataset.live === "open"`)
+	eval[bool](t, alice, `window.__samePage = true`)
+	fresh := s.contract(s.ka, map[string]any{"objective": "Renew the CDN certificate", "riskLevel": "high"})
+	waitFor(t, alice, "the new contract, live", fmt.Sprintf(`document.querySelector('li[data-handoff=%q]') !== null`, fresh))
+	if !eval[bool](t, alice, `window.__samePage === true`) {
+		t.Fatal("the inbox was reloaded, not updated")
+	}
+
 	// Approve with a reason; the page answers with the new head.
 	run(t, alice, "open the handoff", chromedp.Click(item+" a.objective"), chromedp.WaitVisible("#approve"))
 	waitFor(t, alice, "the chain check", `document.getElementById("chain-check").dataset.result === "intact"`)
