@@ -382,3 +382,22 @@ func TestConsoleSeparationOfDuties(t *testing.T) {
 		t.Fatalf("review by another person: %d", status)
 	}
 }
+
+// A handoff made from a plan shows the plan's steps and the context packet
+// the plan used.
+func TestConsoleShowsPlanAndContextPacket(t *testing.T) {
+	e := localEnv(t)
+	packet := e.must(e.preview(e.tenantA, previewBody()), 201).str("packetId")
+	plan := e.must(e.do("POST", "/v1/agent-plans", e.tenantA, map[string]any{
+		"objective": "rotate the staging TLS certificate", "targetExecutor": "ops-bot", "riskLevel": "high", "contextPacketId": packet}), 201)
+	id := e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA, map[string]any{"planId": plan.str("planId"), "executorProtocol": "ops_bot.v1"}), 201).str("handoffId")
+	_, page, _ := e.signIn("a", "ann", "auditor").get("/console/handoffs/" + id)
+	for _, want := range []string{`id="s-plan"`, "Plan steps", `id="s-packet"`, packet, "thr_42"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, ctxFakeBtn) {
+		t.Error("the page shows a secret the packet redacted")
+	}
+}
