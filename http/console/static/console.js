@@ -105,7 +105,20 @@
     es.onopen = function () { document.body.dataset.live = "open"; };
   }
 
+  // Keep neither a link's token nor an action's one-time answer in the
+  // address bar and the history: the token is in the form already, and a
+  // live refresh should show the page as it now is.
+  function tidyURL() {
+    var q = new URLSearchParams(location.search);
+    if (q.has("token") || q.has("recorded")) {
+      ["token", "recorded", "seq", "hash"].forEach(function (k) { q.delete(k); });
+      var rest = q.toString();
+      history.replaceState(null, "", location.pathname + (rest ? "?" + rest : ""));
+    }
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    tidyURL();
     checkChain();
     listen();
   });
