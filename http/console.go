@@ -107,7 +107,7 @@ func consoleHeaders(private bool, h http.Handler) http.Handler {
 		hd.Set("Content-Security-Policy", consoleCSP)
 		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("X-Frame-Options", "DENY")
-		hd.Set("Referrer-Policy", "no-referrer")
+		hd.Set("Referrer-Policy", "same-origin")
 		if private {
 			hd.Set("Cache-Control", "no-store")
 		} else {
@@ -171,7 +171,24 @@ func (s *Server) consoleSigninPage(w http.ResponseWriter, r *http.Request) {
 	s.renderConsole(w, r, http.StatusOK, "signin", map[string]any{"Title": "Sign in", "Token": r.URL.Query().Get("token")})
 }
 
+// sameOrigin refuses a form posted from another site (when the browser
+// names the origin): the console's forms post to their own origin only.
+func (s *Server) sameOrigin(w http.ResponseWriter, r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	if u, err := url.Parse(o); err == nil && u.Host == r.Host {
+		return true
+	}
+	s.consoleError(w, r, domain.E("console.form", domain.KindForbidden, "cross_origin", "This form was posted from another site (%s); the console takes forms from its own pages only.", o))
+	return false
+}
+
 func (s *Server) consoleSignin(w http.ResponseWriter, r *http.Request) {
+	if !s.sameOrigin(w, r) {
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
 	token := r.PostFormValue("token")
 	sess, err := s.ledger.Console.Redeem(r.Context(), RequestID(r.Context()), token)
@@ -209,6 +226,9 @@ func (s *Server) consoleSignout(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) checkCSRF(w http.ResponseWriter, r *http.Request, sess consoleSession) bool {
+	if !s.sameOrigin(w, r) {
+		return false
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if err := r.ParseForm(); err != nil {
 		s.consoleError(w, r, domain.E("console.action", domain.KindBadRequest, "bad_form", "the form could not be read"))

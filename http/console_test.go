@@ -401,3 +401,25 @@ func TestConsoleShowsPlanAndContextPacket(t *testing.T) {
 		t.Error("the page shows a secret the packet redacted")
 	}
 }
+
+// A form posted from another site is refused, sign-in included (the
+// browser names the page's origin).
+func TestConsoleRefusesOtherOrigins(t *testing.T) {
+	e := newEnv(t)
+	u, _ := url.Parse(e.consoleLink("a", "alice", "approver", 0))
+	req, _ := http.NewRequest("POST", e.srv.URL+"/console/signin", strings.NewReader(url.Values{"token": {u.Query().Get("token")}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "https://evil.example")
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 403 {
+		t.Fatalf("cross-origin sign-in answered %d", resp.StatusCode)
+	}
+	// The link was not used up by the refused attempt.
+	if resp := e.redeem(u.String()); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in after a refused cross-origin one: %d", resp.StatusCode)
+	}
+}
