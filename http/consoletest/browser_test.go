@@ -222,10 +222,15 @@ func signIn(t *testing.T, ctx context.Context, link string) {
 // violation.
 func (b *browser) accessible(t *testing.T, ctx context.Context, page string) {
 	t.Helper()
-	if b.axe == "" {
-		t.Logf("axe-core not installed at %s (npm ci in testdata/axe); the accessibility check of the %s is skipped", axePath, page)
-		return
-	}
+	t.Run("axe-core on the "+page, func(t *testing.T) {
+		if b.axe == "" {
+			t.Skipf("axe-core is not installed at %s (cd testdata/axe && npm ci); skipped", axePath)
+		}
+		b.axeCheck(t, ctx, page)
+	})
+}
+
+func (b *browser) axeCheck(t *testing.T, ctx context.Context, page string) {
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](b.axe+";true")); err != nil {
 		t.Fatalf("injecting axe-core: %v", err)
 	}
