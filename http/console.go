@@ -145,7 +145,9 @@ func (s *Server) withSession(h http.HandlerFunc) http.HandlerFunc {
 }
 
 func (s *Server) renderConsole(w http.ResponseWriter, r *http.Request, status int, page string, data map[string]any) {
-	data["Session"] = sessionOf(r.Context())
+	if _, set := data["Session"]; !set {
+		data["Session"] = sessionOf(r.Context())
+	}
 	data["Page"] = page
 	var buf bytes.Buffer
 	if err := consoleTemplates.ExecuteTemplate(&buf, page+".html", data); err != nil {

@@ -163,8 +163,9 @@ func TestConsoleSignInAndSessions(t *testing.T) {
 		t.Fatalf("inbox %d", status)
 	}
 	// Signing out ends the session everywhere.
-	if status, _, _ := u.post("/console/signout", url.Values{"csrf": {u.csrf()}}); status != 200 {
-		t.Fatalf("sign-out %d", status)
+	status, page, h = u.post("/console/signout", url.Values{"csrf": {u.csrf()}})
+	if status != 200 || strings.Contains(page, "Sign out") || !strings.Contains(h.Get("Set-Cookie"), "Max-Age=0") {
+		t.Fatalf("sign-out %d %v: %s", status, h, page)
 	}
 	if status, _, _ := u.get("/console/"); status != 401 {
 		t.Fatalf("inbox after sign-out %d", status)
