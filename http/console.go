@@ -86,7 +86,14 @@ func (c consoleSession) CanReview() bool  { return c.Role == domain.RoleVerifier
 
 func (s *Server) routeConsole(rt *mux.Router) {
 	static, _ := fs.Sub(consoleFS, "console/static")
-	files := http.FileServer(http.FS(static))
+	fileServer := http.FileServer(http.FS(static))
+	files := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/") || r.URL.Path == "" {
+			http.NotFound(w, r) // no listings
+			return
+		}
+		fileServer.ServeHTTP(w, r)
+	})
 	rt.PathPrefix("/console/static/").Handler(consoleHeaders(false, http.StripPrefix("/console/static/", files))).Methods(http.MethodGet)
 	rt.Handle("/console", http.RedirectHandler("/console/", http.StatusMovedPermanently)).Methods(http.MethodGet)
 	rt.Handle("/console/signin", consoleHeaders(true, http.HandlerFunc(s.consoleSigninPage))).Methods(http.MethodGet)

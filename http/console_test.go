@@ -424,3 +424,20 @@ func TestConsoleRefusesOtherOrigins(t *testing.T) {
 		t.Fatalf("sign-in after a refused cross-origin one: %d", resp.StatusCode)
 	}
 }
+
+// The embedded assets are served with the console's headers, without a
+// listing of their folder.
+func TestConsoleAssets(t *testing.T) {
+	e := newEnv(t)
+	anon := &consoleUser{e: e}
+	status, body, h := anon.get("/console/static/console.js")
+	if status != 200 || !strings.Contains(body, "SubtleCrypto") && !strings.Contains(body, "crypto.subtle") || !strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
+		t.Fatalf("console.js: %d %v", status, h)
+	}
+	if status, _, _ := anon.get("/console/static/"); status != 404 {
+		t.Fatalf("listing answered %d", status)
+	}
+	if status, _, h := anon.get("/console"); status != http.StatusMovedPermanently || h.Get("Location") != "/console/" {
+		t.Fatalf("/console answered %d %v", status, h)
+	}
+}
