@@ -13,10 +13,21 @@ FUZZTIME  ?= 30s
 # machine with only Go, make test still runs every test, without -race.
 RACE      ?= $(shell command -v gcc >/dev/null 2>&1 && echo -race)
 
-.PHONY: run build test vet fmt-check lint bench fuzz clean
+.PHONY: run build test vet fmt-check lint bench fuzz clean console-link
 
 run:
 	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/baton serve --data $(DATA) --addr $(ADDR) $(if $(PROVIDERS),--providers $(PROVIDERS))
+
+# A one-time console sign-in link from the running server (make run in
+# another shell), with the admin key in BATON_API_KEY:
+#   make console-link NAME=alice@example.com ROLE=approver [TENANT=default]
+NAME   ?= you@example.com
+ROLE   ?= approver
+TENANT ?= default
+console-link:
+	@[ -n "$$BATON_API_KEY" ] || { echo "set BATON_API_KEY to an admin key (make run prints one on its first start)"; exit 1; }
+	@curl -sS -X POST http://$(ADDR)/v1/admin/console-links -H "Authorization: Bearer $$BATON_API_KEY" \
+	  -d '{"tenant":"$(TENANT)","name":"$(NAME)","role":"$(ROLE)"}' | sed -n 's/.*"url":"\([^"]*\)".*/\1/p;/"status"/p'
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o baton ./cmd/baton

@@ -299,7 +299,13 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := principalOf(r.Context())
-	release, err := s.acquireStream(p.Tenant)
+	bucket := p.Tenant
+	if p.Person != "" {
+		// The console's pages hold streams of their own bound, so that
+		// people's open tabs never take the executors' streams.
+		bucket = "console\x00" + p.Tenant
+	}
+	release, err := s.acquireStream(bucket)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

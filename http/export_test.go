@@ -32,3 +32,12 @@ func OpenEventStreams(s *Server, tenant string) int {
 	defer s.streamsMu.Unlock()
 	return s.streams[tenant]
 }
+
+// SetConsoleSessionRecheck sets how often an open console event stream
+// checks its session, for one test (not a parallel one), and returns the
+// function that restores it.
+func SetConsoleSessionRecheck(d time.Duration) (restore func()) {
+	old := consoleSessionRecheck
+	consoleSessionRecheck = d
+	return func() { consoleSessionRecheck = old }
+}

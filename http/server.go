@@ -78,6 +78,10 @@ type Config struct {
 	// Log is the transparency log its routes serve (/v1/log/..., the
 	// receipts); nil leaves them out.
 	TransparencyLog *translog.Log
+	// ConsoleURL is the console's public base URL (scheme and host, as
+	// people's browsers reach it) that sign-in links start with; when
+	// empty, a link is made from the admin request's own host.
+	ConsoleURL string
 }
 
 // DefaultStreamIdle is gateway.DefaultStreamIdle.
@@ -124,6 +128,7 @@ type Server struct {
 	streams      map[string]int
 	tlog         *translog.Log // the transparency log; nil when off
 	contracts    contractCache
+	consoleURL   string
 }
 
 // NewServer builds the router.
@@ -180,7 +185,7 @@ func NewServer(cfg Config) *Server {
 	s := &Server{stopWaits: make(chan struct{}), eventsPing: cfg.EventsPing, eventStreams: cfg.EventStreams, streams: map[string]int{},
 		budgets: cfg.Budgets, tasks: cfg.Tasks, usage: cfg.Usage, ownsUsage: ownsUsage, store: cfg.Store, proj: cfg.Projections, scanner: cfg.Scanner, catalog: cfg.Catalog, log: cfg.Log, version: cfg.Version,
 		maxBody: cfg.MaxBody, maxModelBody: cfg.MaxModelBody, streamIdle: cfg.StreamIdle, ledger: cfg.Ledger, router: mux.NewRouter(),
-		posts: map[string]postRoute{}, metrics: cfg.Metrics,
+		posts: map[string]postRoute{}, metrics: cfg.Metrics, consoleURL: strings.TrimRight(cfg.ConsoleURL, "/"),
 	}
 	s.stopCtx, s.stopAll = context.WithCancel(context.Background())
 	s.caller = &gateway.Caller{Budgets: cfg.Budgets, Usage: cfg.Usage, StreamIdle: cfg.StreamIdle, CommitAfter: func() time.Duration { return pingEvery }}
@@ -216,6 +221,9 @@ func NewServer(cfg Config) *Server {
 	}
 	rt.HandleFunc("/v1/admin/keys", s.withKey(adminOnly, s.createKey)).Methods(http.MethodPost)
 	rt.HandleFunc("/v1/admin/keys/{keyId}", s.withKey(adminOnly, s.revokeKey)).Methods(http.MethodDelete)
+	rt.HandleFunc("/v1/admin/console-links", s.withKey(adminOnly, s.createConsoleLink)).Methods(http.MethodPost)
+	rt.HandleFunc("/v1/admin/console-links/{linkId}", s.withKey(adminOnly, s.revokeConsoleLink)).Methods(http.MethodDelete)
+	s.routeConsole(rt)
 	rt.HandleFunc("/v1/context/preview", s.withKey(anyKey, s.contextPreview)).Methods(http.MethodPost)
 	rt.HandleFunc("/v1/context/packets/{packetId}", s.withKey(anyKey, s.getContextPacket)).Methods(http.MethodGet)
 	rt.HandleFunc("/v1/webhooks", s.withKey(anyKey, s.createWebhook)).Methods(http.MethodPost)

@@ -60,8 +60,12 @@ func TestHeapFloorSpacesCollections(t *testing.T) {
 	goal := s[0].Value.Uint64()
 	stop()
 	t.Logf("256 MiB of garbage: %d collections at GOGC=100, %d with a 64 MiB floor; heap goal %d MiB", without, with, goal>>20)
-	if with > 8 || with*4 > without {
-		t.Errorf("with the floor %d collections (at GOGC=100: %d); want at most 8 and a quarter as many", with, without)
+	// 256 MiB over a goal of at least 56 MiB is at most 5 collections, and
+	// a few the runtime starts on its own. How many there are without the
+	// floor depends on the live heap the package's other tests left, so
+	// it is compared with, not divided.
+	if with > 8 || with >= without {
+		t.Errorf("with the floor %d collections (at GOGC=100: %d); want at most 8, and fewer", with, without)
 	}
 	if goal < 56<<20 || goal > 72<<20 {
 		t.Errorf("heap goal with a 64 MiB floor is %d MiB", goal>>20)

@@ -52,6 +52,9 @@ Usage:
                                                ... or on KurrentDB (several replicas may share it)
         [--webhook-allow-private]              let webhooks go to private and loopback addresses
   baton keys create --tenant NAME [--admin]    create an API key (embedded store: server stopped), print it once
+  baton console link --tenant NAME --name PERSON --role approver|verifier|auditor [--ttl 15m]
+                                               print a one-time console sign-in link (embedded store: server
+                                               stopped; while serving, POST /v1/admin/console-links)
   baton ledger verify [--data DIR | --url URL | --store kurrent --kurrentdb-url URL] [HANDOFF_ID[@SEQ:HASH]...]
                                                recompute the hash chains; exit 1 naming the first break
   baton ledger export [--url URL --key KEY | --data DIR] HANDOFF_ID
@@ -111,6 +114,11 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return missingSubcommand(args, "keys create", "usage: baton keys create --tenant NAME [--admin] [--data DIR]", stdout)
 		}
 		return keysCreate(ctx, args[2:], stdout)
+	case "console":
+		if len(args) < 2 || args[1] != "link" {
+			return missingSubcommand(args, "console link", "usage: baton console link --tenant NAME --name PERSON --role approver|verifier|auditor [--ttl 15m] [--url BASE] [--data DIR]", stdout)
+		}
+		return consoleLink(ctx, args[2:], stdout)
 	case "ledger":
 		if len(args) >= 2 && args[1] == "export" {
 			return ledgerExport(ctx, args[2:], stdout)
@@ -168,6 +176,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	idemRetention := fs.Duration("idempotency-retention", env.duration("idempotency-retention", "BATON_IDEMPOTENCY_RETENTION", ledger.DefaultIdempotencyRetention), "how long a generate Idempotency-Key and its answer are kept (at least 24h)")
 	usageLinger := fs.Duration("usage-linger", env.duration("usage-linger", "BATON_USAGE_LINGER", gateway.DefaultUsageLinger), "how long the usage writer gathers calls' usage events into one commit (a crash loses at most this window's records)")
 	cpuprofile := fs.String("cpuprofile", "", "diagnostics: write a CPU profile of this process to the file until it stops")
+	consoleURL := fs.String("console-url", os.Getenv("BATON_CONSOLE_URL"), "the console's public base URL (scheme://host[:port]) that sign-in links from POST /v1/admin/console-links start with; default: the admin request's own host")
 	eventStreams := fs.Int64("event-streams", env.integer("event-streams", "BATON_EVENT_STREAMS", batonhttp.DefaultEventStreams), "how many GET /v1/events streams one tenant may hold open on this server at once")
 	heapFloorMB := fs.Int64("gc-heap-floor-mb", env.integerFrom("gc-heap-floor-mb", "BATON_GC_HEAP_FLOOR_MB", DefaultHeapFloorMB, 0), "the smallest heap goal of the collector in MiB: no collection until the heap nears it (0: Go's GOGC alone)")
 	metricsPublic := fs.Bool("metrics-public", env.boolean("metrics-public", "BATON_METRICS_PUBLIC", false), "serve GET /metrics without a key (a scraper on a private network); otherwise it takes an admin key")
@@ -305,7 +314,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 
 	services := ledger.New(store, ledger.Options{Redactor: scanner, IdempotencyRetention: *idemRetention, WebhookAllowPrivate: *webhookAllowPrivate})
 	front := batonhttp.NewServer(batonhttp.Config{
-		Store: store, Ledger: services, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, StreamIdle: *streamIdle, UsageLinger: *usageLinger, EventStreams: int(*eventStreams), Log: log, Version: version, MaxBody: *maxBody, MaxModelBody: *maxModelBody,
+		Store: store, Ledger: services, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, StreamIdle: *streamIdle, UsageLinger: *usageLinger, EventStreams: int(*eventStreams), ConsoleURL: *consoleURL, Log: log, Version: version, MaxBody: *maxBody, MaxModelBody: *maxModelBody,
 		Metrics: mx, MetricsPublic: *metricsPublic, TransparencyLog: tl,
 	})
 	defer front.Close() // after Shutdown: appends the usage events it still holds
@@ -434,7 +443,7 @@ func bootstrapKey(ctx context.Context, keys *ledger.Keys, proj *projections.Runn
 	if err := proj.CatchUp(ctx); err != nil || !created {
 		return err
 	}
-	fmt.Fprintf(stderr, "\n  No API keys existed, so Baton created an admin key for tenant %q.\n  It is shown only this once (Baton stores its hash):\n\n    export BATON_API_KEY=%s\n\n  Create more with POST /v1/admin/keys, or `baton keys create --tenant NAME` while stopped.\n\n", k.Tenant, k.Key)
+	fmt.Fprintf(stderr, "\n  No API keys existed, so Baton created an admin key for tenant %q.\n  It is shown only this once (Baton stores its hash):\n\n    export BATON_API_KEY=%s\n\n  Create more with POST /v1/admin/keys, or `baton keys create --tenant NAME` while stopped.\n  Open the console (/console/) with a one-time link: make console-link NAME=you@example.com\n  (POST /v1/admin/console-links with this key; docs/console.md).\n\n", k.Tenant, k.Key)
 	return nil
 }
 

@@ -55,6 +55,8 @@ func TestEveryCommandPrintsItsHelp(t *testing.T) {
 	}{
 		{[]string{"serve"}, "  baton serve [--addr", "-addr"},
 		{[]string{"keys", "create"}, "  baton keys create --tenant NAME", "-tenant"},
+		{[]string{"console", "link"}, "  baton console link --tenant NAME", "-role"},
+		{[]string{"console"}, "  baton console link --tenant NAME", ""},
 		{[]string{"ledger", "verify"}, "  baton ledger verify [--data DIR", "-url"},
 		{[]string{"store", "check"}, "  baton store check [--data ./data]", "-data"},
 		{[]string{"migrate"}, "  baton migrate --from bolt", "-kurrentdb-url"},

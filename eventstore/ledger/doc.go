@@ -22,6 +22,7 @@ type Services struct {
 	Packets     *Packets
 	Idempotency *Idempotency
 	Webhooks    *Webhooks
+	Console     *Console
 }
 
 // Options tune New; the zero value is the defaults.
@@ -43,5 +44,6 @@ func New(store eventstore.Store, o Options) *Services {
 		Packets:     NewPackets(store, o.Redactor, o.Now),
 		Idempotency: NewIdempotency(store, o.IdempotencyRetention),
 		Webhooks:    NewWebhooks(store, WebhookOptions{Now: o.Now, AllowPrivate: o.WebhookAllowPrivate}),
+		Console:     NewConsole(store, o.Now),
 	}
 }

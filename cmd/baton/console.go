@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore/ledger"
+	batonhttp "github.com/batonhq/baton/http"
+)
+
+// consoleLink prints a one-time console sign-in link: baton console link.
+// Like keys create, it writes to the store directly (the embedded store
+// with the server stopped; while serving, POST /v1/admin/console-links).
+func consoleLink(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("console link", flag.ContinueOnError)
+	data := fs.String("data", dataDirDefault(), "data directory")
+	var env envVars
+	storeOpts := addStoreFlags(fs, &env)
+	tenant := fs.String("tenant", "", "the tenant whose console the person signs in to (required)")
+	name := fs.String("name", "", "the person: a name or e-mail address, recorded as actor person:<name> (required)")
+	role := fs.String("role", "", "approver (approves or rejects), verifier (reviews proof) or auditor (reads) (required)")
+	ttl := fs.Duration("ttl", domain.DefaultConsoleLinkTTL, "how long the link works (at most 168h)")
+	base := fs.String("url", envOr("BATON_CONSOLE_URL", "http://"+envOr("BATON_ADDR", "127.0.0.1:8080")), "the console's base URL, as the person's browser reaches baton serve")
+	if err := env.parse(fs, args); err != nil {
+		return err
+	}
+	if *tenant == "" || *name == "" || *role == "" {
+		return errors.New("--tenant, --name and --role are required")
+	}
+	if err := storeOpts.check(); err != nil {
+		return err
+	}
+	store, err := storeOpts.open(ctx, *data, zerolog.Nop())
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	link, err := ledger.NewConsole(store, nil).IssueLink(ctx, "cli:console-link", "", *tenant, *name, *role, *ttl)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, batonhttp.ConsoleLinkURL(*base, link.Token))
+	fmt.Fprintf(os.Stderr, "one-time link %s signs %s in to tenant %q's console as %s until %s.\n", link.LinkID, link.Name, link.Tenant, link.Role, link.ExpiresAt.Format(time.RFC3339))
+	return nil
+}

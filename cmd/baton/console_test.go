@@ -1,0 +1,42 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/batonhq/baton/eventstore/bolt"
+	"github.com/batonhq/baton/eventstore/ledger"
+)
+
+// baton console link prints a link under --url whose token the console
+// redeems once.
+func TestConsoleLinkCommand(t *testing.T) {
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"console", "link", "--data", dir, "--tenant", "default", "--name", "alice@example.com",
+		"--role", "approver", "--ttl", "5m", "--url", "http://127.0.0.1:9999"}, &out, &errOut)
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut.String())
+	}
+	link := strings.TrimSpace(out.String())
+	if !strings.HasPrefix(link, "http://127.0.0.1:9999/console/signin?token=") {
+		t.Fatalf("printed %q", link)
+	}
+	u, _ := url.Parse(link)
+	st, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c := ledger.NewConsole(st, nil)
+	s, err := c.Redeem(context.Background(), "", u.Query().Get("token"))
+	if err != nil || s.Name != "alice@example.com" || s.Role != "approver" || s.Tenant != "default" {
+		t.Fatalf("redeemed %+v, %v", s, err)
+	}
+	if err := run(context.Background(), []string{"console", "link", "--data", dir, "--tenant", "default", "--name", "x", "--role", "admin"}, &out, &errOut); err == nil {
+		t.Fatal("role admin accepted")
+	}
+}

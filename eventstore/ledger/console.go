@@ -1,0 +1,241 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
+)
+
+// Console issues the console's one-time sign-in links and keeps its
+// sessions, as events in the store: every replica sharing the store honours
+// a link or a session another one issued, a link's one use is enforced by
+// an expected-revision append, and only hashes of secrets are stored.
+type Console struct {
+	store eventstore.Store
+	now   func() time.Time
+}
+
+// NewConsole is the console service on store; now is its clock (time.Now
+// when nil).
+func NewConsole(store eventstore.Store, now func() time.Time) *Console {
+	if now == nil {
+		now = time.Now
+	}
+	return &Console{store: store, now: now}
+}
+
+// ConsoleLink is an issued link: its token (shown once) and what it grants.
+type ConsoleLink struct {
+	LinkID    string    `json:"linkId"`
+	Token     string    `json:"-"`
+	Tenant    string    `json:"tenant"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// ConsoleSession is a signed-in person.
+type ConsoleSession struct {
+	SessionID string
+	Token     string // the cookie's value; set only by Redeem
+	LinkID    string
+	Tenant    string
+	Name      string
+	Role      string
+	ExpiresAt time.Time
+}
+
+// Principal is who the session acts as.
+func (s ConsoleSession) Principal() domain.Principal {
+	return domain.Principal{Tenant: s.Tenant, Person: s.Name, Role: s.Role}
+}
+
+func consoleEvent(typ string, v any, meta eventstore.Metadata) (eventstore.EventData, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return eventstore.EventData{}, err
+	}
+	return eventstore.NewEvent(typ, data, meta), nil
+}
+
+// IssueLink records a one-time link signing name in to tenant's console as
+// role, valid for ttl, issued by actor.
+func (c *Console) IssueLink(ctx context.Context, actor, requestID, tenant, name, role string, ttl time.Duration) (ConsoleLink, error) {
+	if err := domain.ValidateConsoleLink(tenant, name, role, ttl); err != nil {
+		return ConsoleLink{}, err
+	}
+	id, secret, err := domain.NewConsoleToken()
+	if err != nil {
+		return ConsoleLink{}, err
+	}
+	exp := c.now().Add(ttl).UTC().Truncate(time.Second)
+	ev := domain.ConsoleLinkIssued{LinkID: id, Tenant: tenant, Name: name, Role: role, SecretHash: domain.HashConsoleSecret(secret), ExpiresAt: exp}
+	e, err := consoleEvent(domain.EventConsoleLinkIssued, ev, eventstore.Metadata{Tenant: tenant, Actor: actor, RequestID: requestID})
+	if err != nil {
+		return ConsoleLink{}, err
+	}
+	if _, err := c.store.Append(ctx, domain.ConsoleLinkStream(id), eventstore.NoStream(), e); err != nil {
+		return ConsoleLink{}, err
+	}
+	return ConsoleLink{LinkID: id, Token: id + "." + secret, Tenant: tenant, Name: name, Role: role, ExpiresAt: exp}, nil
+}
+
+func linkRefused(format string, args ...any) error {
+	return domain.E("console.signin", domain.KindUnauthorized, "link_refused", format, args...)
+}
+
+// Redeem exchanges a link's token for a new session. A link works once:
+// its use is appended at the link's first revision, so of two redemptions
+// racing (on one replica or several) one commits and the other is refused.
+// An unknown, used, revoked or expired link is refused alike.
+func (c *Console) Redeem(ctx context.Context, requestID, token string) (ConsoleSession, error) {
+	id, secret, ok := domain.SplitConsoleToken(token)
+	if !ok {
+		return ConsoleSession{}, linkRefused("this sign-in link is not valid")
+	}
+	evs, err := eventstore.ReadWholeStream(ctx, c.store, domain.ConsoleLinkStream(id))
+	if err != nil {
+		return ConsoleSession{}, err
+	}
+	if len(evs) == 0 || evs[0].Type != domain.EventConsoleLinkIssued {
+		return ConsoleSession{}, linkRefused("this sign-in link is not valid")
+	}
+	var link domain.ConsoleLinkIssued
+	if err := json.Unmarshal(evs[0].Data, &link); err != nil {
+		return ConsoleSession{}, err
+	}
+	if !domain.ConsoleSecretMatches(secret, link.SecretHash) {
+		return ConsoleSession{}, linkRefused("this sign-in link is not valid")
+	}
+	if len(evs) > 1 {
+		return ConsoleSession{}, linkRefused("this sign-in link was already used or revoked; ask for a new one")
+	}
+	now := c.now()
+	if !now.Before(link.ExpiresAt) {
+		return ConsoleSession{}, linkRefused("this sign-in link expired at %s; ask for a new one", link.ExpiresAt.Format(time.RFC3339))
+	}
+	sid, ssecret, err := domain.NewConsoleToken()
+	if err != nil {
+		return ConsoleSession{}, err
+	}
+	meta := eventstore.Metadata{Tenant: link.Tenant, Actor: "person:" + link.Name, RequestID: requestID}
+	used, err := consoleEvent(domain.EventConsoleLinkUsed, domain.ConsoleLinkUsed{LinkID: id, SessionID: sid}, meta)
+	if err != nil {
+		return ConsoleSession{}, err
+	}
+	if _, err := c.store.Append(ctx, domain.ConsoleLinkStream(id), eventstore.Revision(evs[0].Revision), used); err != nil {
+		if errors.Is(err, eventstore.ErrConflict) {
+			return ConsoleSession{}, linkRefused("this sign-in link was already used or revoked; ask for a new one")
+		}
+		return ConsoleSession{}, err
+	}
+	exp := now.Add(domain.ConsoleSessionTTL).UTC().Truncate(time.Second)
+	started := domain.ConsoleSessionStarted{SessionID: sid, LinkID: id, Tenant: link.Tenant, Name: link.Name, Role: link.Role,
+		SecretHash: domain.HashConsoleSecret(ssecret), ExpiresAt: exp}
+	e, err := consoleEvent(domain.EventConsoleSessionStarted, started, meta)
+	if err != nil {
+		return ConsoleSession{}, err
+	}
+	if _, err := c.store.Append(ctx, domain.ConsoleSessionStream(sid), eventstore.NoStream(), e); err != nil {
+		return ConsoleSession{}, err
+	}
+	return ConsoleSession{SessionID: sid, Token: sid + "." + ssecret, LinkID: id, Tenant: link.Tenant, Name: link.Name, Role: link.Role, ExpiresAt: exp}, nil
+}
+
+// ErrNoSession is a cookie that names no live session: unknown, expired or
+// ended.
+var ErrNoSession = errors.New("console: no such session")
+
+// Session resolves a session cookie's token.
+func (c *Console) Session(ctx context.Context, token string) (ConsoleSession, error) {
+	id, secret, ok := domain.SplitConsoleToken(token)
+	if !ok {
+		return ConsoleSession{}, ErrNoSession
+	}
+	evs, err := eventstore.ReadWholeStream(ctx, c.store, domain.ConsoleSessionStream(id))
+	if err != nil {
+		return ConsoleSession{}, err
+	}
+	if len(evs) != 1 || evs[0].Type != domain.EventConsoleSessionStarted {
+		return ConsoleSession{}, ErrNoSession // none, or ended
+	}
+	var st domain.ConsoleSessionStarted
+	if err := json.Unmarshal(evs[0].Data, &st); err != nil {
+		return ConsoleSession{}, err
+	}
+	if !domain.ConsoleSecretMatches(secret, st.SecretHash) || !c.now().Before(st.ExpiresAt) {
+		return ConsoleSession{}, ErrNoSession
+	}
+	return ConsoleSession{SessionID: st.SessionID, LinkID: st.LinkID, Tenant: st.Tenant, Name: st.Name, Role: st.Role, ExpiresAt: st.ExpiresAt}, nil
+}
+
+// EndSession ends session id (sign-out, or a revocation). Ending an ended
+// session records nothing.
+func (c *Console) EndSession(ctx context.Context, call Call, id, reason string) error {
+	evs, err := eventstore.ReadWholeStream(ctx, c.store, domain.ConsoleSessionStream(id))
+	if err != nil || len(evs) != 1 {
+		return err
+	}
+	var st domain.ConsoleSessionStarted
+	if err := json.Unmarshal(evs[0].Data, &st); err != nil {
+		return err
+	}
+	e, err := consoleEvent(domain.EventConsoleSessionEnded, domain.ConsoleSessionEnded{SessionID: id, Reason: reason},
+		eventstore.Metadata{Tenant: st.Tenant, Actor: call.Principal.Actor(), RequestID: call.RequestID})
+	if err != nil {
+		return err
+	}
+	_, err = c.store.Append(ctx, domain.ConsoleSessionStream(id), eventstore.Revision(evs[0].Revision), e)
+	if errors.Is(err, eventstore.ErrConflict) {
+		return nil // ended meanwhile
+	}
+	return err
+}
+
+// RevokeLink ends link id: unused, it can no longer be redeemed; used, the
+// session it started ends.
+func (c *Console) RevokeLink(ctx context.Context, call Call, id string) error {
+	const op = "console.revoke"
+	for attempt := 0; ; attempt++ {
+		evs, err := eventstore.ReadWholeStream(ctx, c.store, domain.ConsoleLinkStream(id))
+		if err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			return domain.E(op, domain.KindNotFound, "link_not_found", "no console link has the id %q", id)
+		}
+		var link domain.ConsoleLinkIssued
+		json.Unmarshal(evs[0].Data, &link)
+		var session string
+		for _, ev := range evs[1:] {
+			switch ev.Type {
+			case domain.EventConsoleLinkRevoked:
+				return nil
+			case domain.EventConsoleLinkUsed:
+				var u domain.ConsoleLinkUsed
+				json.Unmarshal(ev.Data, &u)
+				session = u.SessionID
+			}
+		}
+		e, err := consoleEvent(domain.EventConsoleLinkRevoked, domain.ConsoleLinkRevoked{LinkID: id},
+			eventstore.Metadata{Tenant: link.Tenant, Actor: call.Principal.Actor(), RequestID: call.RequestID})
+		if err != nil {
+			return err
+		}
+		_, err = c.store.Append(ctx, domain.ConsoleLinkStream(id), eventstore.Revision(evs[len(evs)-1].Revision), e)
+		if errors.Is(err, eventstore.ErrConflict) && attempt < maxConflictRetries {
+			continue // used meanwhile: end its session too
+		}
+		if err != nil {
+			return err
+		}
+		if session != "" {
+			return c.EndSession(ctx, call, session, "revoked")
+		}
+		return nil
+	}
+}

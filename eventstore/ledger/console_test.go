@@ -1,0 +1,111 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/eventstore/ledger"
+)
+
+// A link signs one person in once: of many redemptions racing, exactly one
+// gets a session; the stream holds only hashes of the secrets.
+func TestConsoleLinkIsUsedOnce(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	c := ledger.NewConsole(st, nil)
+	link, err := c.IssueLink(ctx, admin.Principal.Actor(), "", "a", "alice@example.com", domain.RoleApprover, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var sessions []ledger.ConsoleSession
+	refused := 0
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := c.Redeem(ctx, "", link.Token)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if domain.KindOf(err) != domain.KindUnauthorized {
+					t.Errorf("refusal %v is not 401", err)
+				}
+				refused++
+				return
+			}
+			sessions = append(sessions, s)
+		}()
+	}
+	wg.Wait()
+	if len(sessions) != 1 || refused != 7 {
+		t.Fatalf("%d sessions, %d refused; want 1 and 7", len(sessions), refused)
+	}
+	s := sessions[0]
+	got, err := c.Session(ctx, s.Token)
+	if err != nil || got.Name != "alice@example.com" || got.Role != domain.RoleApprover || got.Tenant != "a" {
+		t.Fatalf("session %+v, %v", got, err)
+	}
+	if got.Principal().Actor() != "person:alice@example.com" {
+		t.Fatalf("actor %q", got.Principal().Actor())
+	}
+	// Only hashes are stored.
+	for _, stream := range []string{domain.ConsoleLinkStream(link.LinkID), domain.ConsoleSessionStream(s.SessionID)} {
+		evs, _ := eventstore.ReadWholeStream(ctx, st, stream)
+		for _, ev := range evs {
+			for _, tok := range []string{link.Token, s.Token} {
+				_, secret, _ := strings.Cut(tok, ".")
+				if strings.Contains(string(ev.Data), secret) {
+					t.Fatalf("%s holds a secret: %s", ev.Type, ev.Data)
+				}
+			}
+		}
+	}
+	// A wrong secret with the right id is no session.
+	if _, err := c.Session(ctx, s.SessionID+"."+strings.Repeat("A", 43)); !errors.Is(err, ledger.ErrNoSession) {
+		t.Fatalf("forged cookie: %v", err)
+	}
+	// Revoking the link ends its session.
+	if err := c.RevokeLink(ctx, admin, link.LinkID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Session(ctx, s.Token); !errors.Is(err, ledger.ErrNoSession) {
+		t.Fatalf("session after revocation: %v", err)
+	}
+}
+
+func TestConsoleLinkAndSessionExpire(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	c := ledger.NewConsole(st, func() time.Time { return now })
+	link, err := c.IssueLink(ctx, admin.Principal.Actor(), "", "a", "ann", domain.RoleAuditor, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Minute)
+	if _, err := c.Redeem(ctx, "", link.Token); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("expired link: %v", err)
+	}
+	link, _ = c.IssueLink(ctx, admin.Principal.Actor(), "", "a", "ann", domain.RoleAuditor, time.Minute)
+	s, err := c.Redeem(ctx, "", link.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(domain.ConsoleSessionTTL)
+	if _, err := c.Session(ctx, s.Token); !errors.Is(err, ledger.ErrNoSession) {
+		t.Fatalf("expired session: %v", err)
+	}
+	for _, bad := range []struct{ tenant, name, role string }{{"A!", "x", "approver"}, {"a", "", "approver"}, {"a", "x", "admin"}} {
+		if _, err := c.IssueLink(ctx, admin.Principal.Actor(), "", bad.tenant, bad.name, bad.role, time.Minute); domain.KindOf(err) != domain.KindInvalid {
+			t.Errorf("%v: %v", bad, err)
+		}
+	}
+}

@@ -1,0 +1,658 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/domain/contextpack"
+	"github.com/batonhq/baton/eventstore/ledger"
+	"github.com/batonhq/baton/projections"
+)
+
+// The console (docs/console.md): server-rendered pages at /console/ for
+// the people who approve, review and audit, signed in by a one-time link
+// (never an API key in the browser), acting through the same ledger
+// services as the API with themselves as the actor.
+
+//go:embed console/templates/*.html console/static/*
+var consoleFS embed.FS
+
+const (
+	consoleCookie = "baton_console"
+	// consoleCSP: no inline script or style, nothing from elsewhere, never
+	// framed.
+	consoleCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+	// inboxMax bounds the handoffs one inbox view reads.
+	inboxMax = 2000
+)
+
+var consoleTemplates = template.Must(template.New("").Funcs(template.FuncMap{
+	"ago":      ago,
+	"ts":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+	"tsp":      func(t *time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+	"short":    func(h string) string { return shortHash(h) },
+	"artifact": renderArtifact,
+	"pretty":   prettyJSON,
+	"dict":     func(now time.Time, it inboxItem) map[string]any { return map[string]any{"Now": now, "Item": it} },
+}).ParseFS(consoleFS, "console/templates/*.html"))
+
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12] + "…"
+	}
+	return h
+}
+
+// consoleSessionKey holds the request's console session.
+const consoleSessionKey ctxKey = iota + 200
+
+type consoleSession struct {
+	ledger.ConsoleSession
+	Token string // the cookie's value, for the CSRF token
+}
+
+func sessionOf(ctx context.Context) consoleSession {
+	s, _ := ctx.Value(consoleSessionKey).(consoleSession)
+	return s
+}
+
+// CSRF is the form token of the session: derived from the cookie's
+// secret, which a page of another site can neither read nor guess, so any
+// replica can check it without a key of its own.
+func (c consoleSession) CSRF() string {
+	sum := sha256.Sum256([]byte("baton.console.csrf:" + c.Token))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+func (c consoleSession) CanApprove() bool { return c.Role == domain.RoleApprover }
+func (c consoleSession) CanReview() bool  { return c.Role == domain.RoleVerifier }
+
+func (s *Server) routeConsole(rt *mux.Router) {
+	static, _ := fs.Sub(consoleFS, "console/static")
+	fileServer := http.FileServer(http.FS(static))
+	files := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/") || r.URL.Path == "" {
+			http.NotFound(w, r) // no listings
+			return
+		}
+		fileServer.ServeHTTP(w, r)
+	})
+	rt.PathPrefix("/console/static/").Handler(consoleHeaders(false, http.StripPrefix("/console/static/", files))).Methods(http.MethodGet)
+	rt.Handle("/console", http.RedirectHandler("/console/", http.StatusMovedPermanently)).Methods(http.MethodGet)
+	rt.Handle("/console/signin", consoleHeaders(true, http.HandlerFunc(s.consoleSigninPage))).Methods(http.MethodGet)
+	rt.Handle("/console/signin", consoleHeaders(true, http.HandlerFunc(s.consoleSignin))).Methods(http.MethodPost)
+	rt.Handle("/console/signout", consoleHeaders(true, s.withSession(s.consoleSignout))).Methods(http.MethodPost)
+	rt.Handle("/console/", consoleHeaders(true, s.withSession(s.consoleInbox))).Methods(http.MethodGet)
+	rt.Handle("/console/events", consoleHeaders(true, s.withSession(s.consoleEvents))).Methods(http.MethodGet)
+	rt.Handle("/console/handoffs/{handoffId}", consoleHeaders(true, s.withSession(s.consoleHandoff))).Methods(http.MethodGet)
+	rt.Handle("/console/handoffs/{handoffId}/trail.json", consoleHeaders(true, s.withSession(s.consoleTrail))).Methods(http.MethodGet)
+	rt.Handle("/console/handoffs/{handoffId}/actions", consoleHeaders(true, s.withSession(s.consoleAction))).Methods(http.MethodPost)
+}
+
+// consoleHeaders sets the console's security headers; private pages are
+// never cached.
+func consoleHeaders(private bool, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", consoleCSP)
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Referrer-Policy", "same-origin")
+		if private {
+			hd.Set("Cache-Control", "no-store")
+		} else {
+			hd.Set("Cache-Control", "public, max-age=300")
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// withSession admits a request carrying a live session cookie, with the
+// signed-in person as its principal; anyone else gets the sign-in page
+// (401), or a plain 401 on the event stream and the JSON download.
+func (s *Server) withSession(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c, err := r.Cookie(consoleCookie)
+		var sess ledger.ConsoleSession
+		if err == nil {
+			sess, err = s.ledger.Console.Session(r.Context(), c.Value)
+		}
+		if err != nil {
+			if !errors.Is(err, ledger.ErrNoSession) && !errors.Is(err, http.ErrNoCookie) {
+				s.consoleError(w, r, err)
+				return
+			}
+			s.renderConsole(w, r, http.StatusUnauthorized, "signin", map[string]any{"Title": "Sign in", "Expired": c != nil})
+			return
+		}
+		if rec, ok := w.(*statusRecorder); ok {
+			rec.tenant = sess.Tenant
+		}
+		ctx := context.WithValue(r.Context(), principalKey, sess.Principal())
+		ctx = context.WithValue(ctx, consoleSessionKey, consoleSession{ConsoleSession: sess, Token: c.Value})
+		h(w, r.WithContext(ctx))
+	}
+}
+
+func (s *Server) renderConsole(w http.ResponseWriter, r *http.Request, status int, page string, data map[string]any) {
+	if _, set := data["Session"]; !set {
+		data["Session"] = sessionOf(r.Context())
+	}
+	data["Page"] = page
+	var buf bytes.Buffer
+	if err := consoleTemplates.ExecuteTemplate(&buf, page+".html", data); err != nil {
+		s.log.Error().Str("requestId", RequestID(r.Context())).Err(err).Msg("console: template failed")
+		http.Error(w, "The page could not be rendered.", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// consoleError renders an error as a page with its status.
+func (s *Server) consoleError(w http.ResponseWriter, r *http.Request, err error) {
+	p := s.problemFor(w, r, err)
+	s.renderConsole(w, r, p.Status, "error", map[string]any{"Title": p.Title, "Problem": p})
+}
+
+// consoleSigninPage shows the link's button: the exchange is a POST, so
+// that a link previewer fetching the URL does not use the link up, and so
+// that the session cookie (SameSite=Strict) is set by a same-site request.
+func (s *Server) consoleSigninPage(w http.ResponseWriter, r *http.Request) {
+	s.renderConsole(w, r, http.StatusOK, "signin", map[string]any{"Title": "Sign in", "Token": r.URL.Query().Get("token")})
+}
+
+// sameOrigin refuses a form posted from another site (when the browser
+// names the origin): the console's forms post to their own origin only.
+func (s *Server) sameOrigin(w http.ResponseWriter, r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	if u, err := url.Parse(o); err == nil && u.Host == r.Host {
+		return true
+	}
+	s.consoleError(w, r, domain.E("console.form", domain.KindForbidden, "cross_origin", "This form was posted from another site (%s); the console takes forms from its own pages only.", o))
+	return false
+}
+
+func (s *Server) consoleSignin(w http.ResponseWriter, r *http.Request) {
+	if !s.sameOrigin(w, r) {
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4096)
+	token := r.PostFormValue("token")
+	sess, err := s.ledger.Console.Redeem(r.Context(), RequestID(r.Context()), token)
+	if err != nil {
+		if domain.KindOf(err) == domain.KindUnauthorized {
+			var de *domain.Error
+			errors.As(err, &de)
+			s.renderConsole(w, r, http.StatusUnauthorized, "signin", map[string]any{"Title": "Sign in", "Refused": de.Message})
+			return
+		}
+		s.consoleError(w, r, err)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: consoleCookie, Value: sess.Token, Path: "/console/", Expires: sess.ExpiresAt,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secureRequest(r)})
+	http.Redirect(w, r, "/console/", http.StatusSeeOther)
+}
+
+// secureRequest: the request came over TLS, here or at a proxy in front.
+func secureRequest(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+func (s *Server) consoleSignout(w http.ResponseWriter, r *http.Request) {
+	sess := sessionOf(r.Context())
+	if !s.checkCSRF(w, r, sess) {
+		return
+	}
+	if err := s.ledger.Console.EndSession(r.Context(), callOf(r), sess.SessionID, "signed out"); err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: consoleCookie, Value: "", Path: "/console/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secureRequest(r)})
+	s.renderConsole(w, r, http.StatusOK, "signin", map[string]any{"Title": "Signed out", "SignedOut": true, "Session": consoleSession{}})
+}
+
+func (s *Server) checkCSRF(w http.ResponseWriter, r *http.Request, sess consoleSession) bool {
+	if !s.sameOrigin(w, r) {
+		return false
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		s.consoleError(w, r, domain.E("console.action", domain.KindBadRequest, "bad_form", "the form could not be read"))
+		return false
+	}
+	got := r.PostForm.Get("csrf")
+	if got == "" || got != sess.CSRF() {
+		s.consoleError(w, r, domain.E("console.action", domain.KindForbidden, "csrf_failed", "This form is not from your console session (its CSRF token does not match). Reload the page and try again."))
+		return false
+	}
+	return true
+}
+
+// consoleSessionRecheck is how often an open console event stream checks
+// that its session still holds.
+var consoleSessionRecheck = 30 * time.Second
+
+// consoleEvents is the tenant's event stream (GET /v1/events) for a
+// session's pages; it ends once the session has ended or expired.
+func (s *Server) consoleEvents(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	token := sessionOf(ctx).Token
+	go func() {
+		t := time.NewTicker(consoleSessionRecheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := s.ledger.Console.Session(ctx, token); errors.Is(err, ledger.ErrNoSession) {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	s.streamEvents(w, r.WithContext(ctx))
+}
+
+// inboxItem is one row of the inbox.
+type inboxItem struct {
+	domain.ContractView
+	Queue        string // approval, review or ""
+	NeedApproval int
+	ApprovalDue  *time.Time
+	EscalateAt   *time.Time
+}
+
+// inboxFilter is the inbox's view, kept in the URL.
+type inboxFilter struct {
+	State, Risk, Executor, Since string
+}
+
+func (f inboxFilter) since() time.Duration {
+	switch f.Since {
+	case "1h":
+		return time.Hour
+	case "24h":
+		return 24 * time.Hour
+	case "7d":
+		return 7 * 24 * time.Hour
+	}
+	return 0
+}
+
+func (f inboxFilter) Query() string {
+	v := url.Values{}
+	for k, x := range map[string]string{"state": f.State, "risk": f.Risk, "executor": f.Executor, "since": f.Since} {
+		if x != "" {
+			v.Set(k, x)
+		}
+	}
+	return v.Encode()
+}
+
+func (s *Server) consoleInbox(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := inboxFilter{State: q.Get("state"), Risk: q.Get("risk"), Executor: strings.TrimSpace(q.Get("executor")), Since: q.Get("since")}
+	if err := s.waitReadable(w, r); err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	p := principalOf(r.Context())
+	pf := projections.ContractFilter{TargetExecutor: f.Executor, Limit: 100}
+	if f.State != "" && f.State != "approval" && f.State != "review" && f.State != "all" {
+		if !contains(domain.States, domain.State(f.State)) {
+			f.State = ""
+		} else {
+			pf.State = f.State
+		}
+	}
+	if f.State == "approval" {
+		pf.ApprovalStatus = domain.ApprovalPending
+	}
+	now := time.Now()
+	var approvals, reviews, others []inboxItem
+	read := 0
+	for read < inboxMax {
+		items, next, err := s.proj.ListContracts(p.Tenant, pf)
+		if err != nil {
+			s.consoleError(w, r, err)
+			return
+		}
+		read += len(items)
+		for _, raw := range items {
+			var v domain.ContractView
+			if json.Unmarshal(raw, &v) != nil {
+				continue
+			}
+			if f.Risk != "" && v.RiskLevel != f.Risk {
+				continue
+			}
+			if d := f.since(); d > 0 && now.Sub(v.CreatedAt) > d {
+				continue
+			}
+			it := inboxItem{ContractView: v}
+			switch {
+			case v.State == domain.StateContractCreated && v.ApprovalPolicy.Status == domain.ApprovalPending:
+				it.Queue = "approval"
+				need := v.ApprovalPolicy.RequiredApprovals
+				if need < 1 {
+					need = 1
+				}
+				it.NeedApproval = need - len(v.ApprovalPolicy.Approvals)
+				if v.Deadlines != nil {
+					it.ApprovalDue = v.Deadlines.ApprovalExpiresAt
+				}
+				if e := v.ApprovalPolicy.EscalateAfterSeconds; e > 0 && v.ApprovalPolicy.EscalatedAt == nil {
+					t := v.CreatedAt.Add(time.Duration(e) * time.Second)
+					it.EscalateAt = &t
+				}
+			case len(v.Proofs) > 0 && v.Review == nil && v.State != domain.StateLedgerClosed:
+				it.Queue = "review"
+			}
+			switch {
+			case it.Queue == "approval" && (f.State == "" || f.State == "approval"):
+				approvals = append(approvals, it)
+			case it.Queue == "review" && (f.State == "" || f.State == "review"):
+				reviews = append(reviews, it)
+			case f.State != "" && f.State != "approval" && f.State != "review":
+				others = append(others, it)
+			}
+		}
+		if next == "" {
+			break
+		}
+		pf.After = next
+	}
+	oldest := func(xs []inboxItem) {
+		sort.SliceStable(xs, func(i, j int) bool { return xs[i].CreatedAt.Before(xs[j].CreatedAt) })
+	}
+	oldest(approvals)
+	oldest(reviews)
+	oldest(others)
+	s.renderConsole(w, r, http.StatusOK, "inbox", map[string]any{
+		"Title": "Inbox", "Filter": f, "Approvals": approvals, "Reviews": reviews, "Others": others,
+		"ShowQueues": f.State == "" || f.State == "approval" || f.State == "review", "Now": now,
+		"States": domain.States, "Risks": []string{"low", "medium", "high", "critical"},
+	})
+}
+
+// timelineRow is one event as the handoff page shows it.
+type timelineRow struct {
+	domain.LedgerEntry
+	Pretty string
+}
+
+// handoffPage is what the handoff page and its actions read.
+type handoffPage struct {
+	View    domain.ContractView
+	Entries []domain.LedgerEntry
+	Chain   map[string]any
+	Plan    *domain.Plan
+	Packet  *contextpack.Packet
+}
+
+func (s *Server) readHandoff(w http.ResponseWriter, r *http.Request, id string) (*handoffPage, error) {
+	raw, err := s.visibleContract(w, r, id)
+	if err != nil {
+		return nil, err
+	}
+	var pg handoffPage
+	if err := json.Unmarshal(raw, &pg.View); err != nil {
+		return nil, err
+	}
+	entries, err := s.proj.Ledger(id)
+	var q *projections.QuarantinedError
+	if errors.As(err, &q) {
+		return nil, quarantinedProblem(q)
+	}
+	if err != nil {
+		return nil, err
+	}
+	pg.Entries = entries
+	pg.Chain = map[string]any{"intact": true}
+	if br := domain.VerifyChain(id, recordedOf(entries)); br != nil {
+		pg.Chain = map[string]any{"intact": false, "seq": br.Seq, "reason": br.Reason}
+	}
+	p := principalOf(r.Context())
+	if pg.View.PlanID != "" {
+		if plan, err := s.ledger.Plans.Get(r.Context(), p, pg.View.PlanID); err == nil {
+			pg.Plan = plan
+			if plan.ContextPacketID != "" && s.ledger.Packets != nil {
+				if pk, err := s.ledger.Packets.Get(r.Context(), p, plan.ContextPacketID); err == nil {
+					pg.Packet = pk
+				}
+			}
+		}
+	}
+	return &pg, nil
+}
+
+func recordedOf(entries []domain.LedgerEntry) []domain.Recorded {
+	recs := make([]domain.Recorded, len(entries))
+	for i, e := range entries {
+		raw, _ := e.Data.(json.RawMessage)
+		recs[i] = domain.Recorded{Seq: e.Seq, Type: e.Type, Data: raw, Actor: e.Actor, RecordedAt: e.RecordedAt, PrevHash: e.PrevHash, Hash: e.Hash}
+	}
+	return recs
+}
+
+func (s *Server) consoleHandoff(w http.ResponseWriter, r *http.Request) {
+	s.showHandoff(w, r, http.StatusOK, nil, "")
+}
+
+// showHandoff renders the handoff page, with a refusal (problem) or a
+// confirmation (notice) above it.
+func (s *Server) showHandoff(w http.ResponseWriter, r *http.Request, status int, problem *Problem, notice string) {
+	id := mux.Vars(r)["handoffId"]
+	pg, err := s.readHandoff(w, r, id)
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	rows := make([]timelineRow, len(pg.Entries))
+	for i, e := range pg.Entries {
+		raw, _ := e.Data.(json.RawMessage)
+		rows[i] = timelineRow{LedgerEntry: e, Pretty: prettyJSON(string(raw))}
+	}
+	q := r.URL.Query()
+	if notice == "" && q.Get("recorded") != "" {
+		// The answer to an action: the head it produced, as the trail has it.
+		seq, _ := strconv.ParseUint(q.Get("seq"), 10, 64)
+		for _, e := range pg.Entries {
+			if e.Seq == seq && e.Hash == q.Get("hash") {
+				notice = "Recorded: " + q.Get("recorded") + ". The ledger head is now event " + strconv.FormatUint(e.Seq, 10) + ", hash " + e.Hash + "."
+			}
+		}
+	}
+	v := pg.View
+	sess := sessionOf(r.Context())
+	canDecide := v.State == domain.StateContractCreated && v.ApprovalPolicy.Status == domain.ApprovalPending
+	canReview := len(v.Proofs) > 0 && v.State != domain.StateLedgerClosed
+	s.renderConsole(w, r, status, "handoff", map[string]any{
+		"Title": "Handoff " + v.HandoffID, "H": v, "Timeline": rows, "Chain": pg.Chain, "Plan": pg.Plan, "Packet": pg.Packet,
+		"GenesisHash": domain.GenesisHash(v.HandoffID), "Problem": problem, "Notice": notice,
+		"ShowApprove": canDecide && sess.CanApprove(), "ShowReview": canReview && sess.CanReview(),
+		"Nonce": newNonce(), "Verdicts": domain.ReviewVerdicts, "Closed": v.State == domain.StateLedgerClosed,
+	})
+}
+
+func newNonce() string {
+	_, secret, _ := domain.NewConsoleToken()
+	return secret[:22]
+}
+
+// trailEvent is one event of the JSON download, with the canonical bytes
+// its hash covers (base64) for the page's own check.
+type trailEvent struct {
+	domain.LedgerEntry
+	Canonical string `json:"canonical"`
+}
+
+func (s *Server) consoleTrail(w http.ResponseWriter, r *http.Request) {
+	id := mux.Vars(r)["handoffId"]
+	pg, err := s.readHandoff(w, r, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	evs := make([]trailEvent, len(pg.Entries))
+	for i, e := range pg.Entries {
+		raw, _ := e.Data.(json.RawMessage)
+		c, err := domain.Canonical(id, e.Seq, e.Type, e.Actor, e.RecordedAt, raw)
+		if err != nil {
+			c = nil
+		}
+		evs[i] = trailEvent{LedgerEntry: e, Canonical: base64.StdEncoding.EncodeToString(c)}
+	}
+	w.Header().Set("Content-Disposition", `attachment; filename="`+id+`-trail.json"`)
+	writeJSON(w, http.StatusOK, map[string]any{
+		"handoffId": id, "contract": pg.View, "state": pg.View.State, "head": pg.View.LedgerHead, "chain": pg.Chain,
+		"genesisHash": domain.GenesisHash(id), "events": evs,
+		"hashRule": "hash = hex(SHA-256(prevHash || canonical)); the first prevHash is genesisHash (docs/protocol.md)",
+	})
+}
+
+// consoleAction runs one of the page's forms: approve, reject, or review,
+// as the signed-in person. A role without the action gets 403; the
+// ledger's refusals come back as messages on the page.
+func (s *Server) consoleAction(w http.ResponseWriter, r *http.Request) {
+	sess := sessionOf(r.Context())
+	if !s.checkCSRF(w, r, sess) {
+		return
+	}
+	id := mux.Vars(r)["handoffId"]
+	form := r.PostForm
+	action := form.Get("action")
+	var cmd domain.Command
+	var done string
+	ref := domain.RequestRef{IdempotencyKey: ""}
+	if n := form.Get("nonce"); n != "" && len(n) <= 64 {
+		ref.IdempotencyKey = "console-" + n
+	}
+	fields := map[string]string{"action": action}
+	switch action {
+	case "approve", "reject":
+		if !sess.CanApprove() {
+			s.consoleError(w, r, domain.E("console.action", domain.KindForbidden, "role_forbidden", "As %s you cannot approve or reject; an approver can.", sess.Role))
+			return
+		}
+		status, reason := domain.ApprovalApproved, strings.TrimSpace(form.Get("reason"))
+		done = "approved"
+		if action == "reject" {
+			status, done = domain.ApprovalRejected, "rejected"
+		}
+		fields["reason"] = reason
+		ref.Kind = domain.KindApproval
+		cmd = domain.ApprovalCommand{Status: status, ApprovedBy: sess.Name, Reason: reason}
+	case "review":
+		if !sess.CanReview() {
+			s.consoleError(w, r, domain.E("console.action", domain.KindForbidden, "role_forbidden", "As %s you cannot review proof; a verifier can.", sess.Role))
+			return
+		}
+		verdict, notes := form.Get("verdict"), strings.TrimSpace(form.Get("notes"))
+		fields["verdict"], fields["notes"] = verdict, notes
+		ref.Kind = domain.KindReview
+		done = "review " + verdict
+		cmd = domain.ReviewCommand{Verdict: verdict, Reviewer: sess.Name, Notes: notes}
+	default:
+		s.consoleError(w, r, domain.E("console.action", domain.KindBadRequest, "unknown_action", "no such action"))
+		return
+	}
+	body, _ := json.Marshal(fields)
+	ref.BodySHA256 = bodyHash(body)
+	switch c := cmd.(type) {
+	case domain.ApprovalCommand:
+		c.Request = ref
+		cmd = c
+	case domain.ReviewCommand:
+		c.Request = ref
+		cmd = c
+	}
+	err := s.scan(body)
+	var out ledger.Outcome
+	if err == nil {
+		out, err = s.ledger.Handoffs.Handle(r.Context(), callOf(r), id, cmd)
+	}
+	if err != nil {
+		if k := domain.KindOf(err); k == domain.KindNotFound || k == domain.KindInternal || k == domain.KindUnavailable {
+			s.consoleError(w, r, err)
+			return
+		}
+		p := s.problemFor(w, r, err)
+		s.showHandoff(w, r, p.Status, &p, "")
+		return
+	}
+	// Read-your-writes: the page shown next includes this event.
+	ctx, cancel := context.WithTimeout(r.Context(), readWait)
+	defer cancel()
+	s.proj.WaitFor(ctx, out.Position)
+	head := out.Handoff.Head
+	http.Redirect(w, r, "/console/handoffs/"+url.PathEscape(id)+"?"+url.Values{"recorded": {done}, "seq": {strconv.FormatUint(head.Seq, 10)}, "hash": {head.Hash}}.Encode(), http.StatusSeeOther)
+}
+
+// ago is how long ago t was, roughly.
+func ago(now, t time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return strconv.Itoa(int(d.Seconds())) + "s"
+	case d < time.Hour:
+		return strconv.Itoa(int(d.Minutes())) + "m"
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d.Hours())) + "h"
+	}
+	return strconv.Itoa(int(d.Hours()/24)) + "d"
+}
+
+// prettyJSON indents a JSON document; anything else comes back as it was.
+// The result is text: the templates escape it.
+func prettyJSON(s string) string {
+	var out bytes.Buffer
+	if json.Indent(&out, []byte(s), "", "  ") != nil {
+		return s
+	}
+	return out.String()
+}
+
+// renderedArtifact is a proof artifact as the page shows it: a link (only
+// for http and https URLs), pretty JSON, or text. Every form is text to
+// the template, which escapes it; nothing becomes markup.
+type renderedArtifact struct {
+	Type, Kind, Text, URL string
+}
+
+func renderArtifact(a domain.Artifact) renderedArtifact {
+	t := strings.TrimSpace(a.Text)
+	if u, err := url.Parse(t); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && !strings.ContainsAny(t, " \n\t") {
+		return renderedArtifact{Type: a.Type, Kind: "url", URL: u.String(), Text: t}
+	}
+	if (strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[")) && json.Valid([]byte(t)) {
+		return renderedArtifact{Type: a.Type, Kind: "json", Text: prettyJSON(t)}
+	}
+	return renderedArtifact{Type: a.Type, Kind: "text", Text: a.Text}
+}

@@ -1,0 +1,443 @@
+package http_test
+
+import (
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	batonhttp "github.com/batonhq/baton/http"
+)
+
+// consoleUser is a browser without a browser: a cookie and the forms'
+// CSRF token, read from the pages as a browser would.
+type consoleUser struct {
+	e      *env
+	cookie string
+}
+
+// consoleLink asks for a sign-in link with the admin key.
+func (e *env) consoleLink(tenant, name, role string, ttl int) string {
+	e.t.Helper()
+	body := map[string]any{"tenant": tenant, "name": name, "role": role}
+	if ttl > 0 {
+		body["ttlSeconds"] = ttl
+	}
+	r := e.must(e.do("POST", "/v1/admin/console-links", e.admin, body), 201)
+	u := r.str("url")
+	if !strings.HasPrefix(u, e.srv.URL+"/console/signin?token=") {
+		e.t.Fatalf("link %q", u)
+	}
+	return u
+}
+
+var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// redeem posts a link's token as the sign-in page's form does.
+func (e *env) redeem(link string) *http.Response {
+	e.t.Helper()
+	u, _ := url.Parse(link)
+	resp, err := noRedirect.PostForm(e.srv.URL+"/console/signin", url.Values{"token": {u.Query().Get("token")}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+func (e *env) signIn(tenant, name, role string) *consoleUser {
+	e.t.Helper()
+	resp := e.redeem(e.consoleLink(tenant, name, role, 0))
+	if resp.StatusCode != http.StatusSeeOther {
+		e.t.Fatalf("sign-in answered %d", resp.StatusCode)
+	}
+	for _, c := range resp.Cookies() {
+		if c.Name == "baton_console" {
+			return &consoleUser{e: e, cookie: c.Value}
+		}
+	}
+	e.t.Fatal("no session cookie")
+	return nil
+}
+
+func (u *consoleUser) get(path string) (int, string, http.Header) {
+	u.e.t.Helper()
+	req, _ := http.NewRequest("GET", u.e.srv.URL+path, nil)
+	if u.cookie != "" {
+		req.AddCookie(&http.Cookie{Name: "baton_console", Value: u.cookie})
+	}
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		u.e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+func (u *consoleUser) post(path string, form url.Values) (int, string, http.Header) {
+	u.e.t.Helper()
+	req, _ := http.NewRequest("POST", u.e.srv.URL+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(&http.Cookie{Name: "baton_console", Value: u.cookie})
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		u.e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func (u *consoleUser) csrf() string {
+	u.e.t.Helper()
+	_, page, _ := u.get("/console/")
+	m := csrfRE.FindStringSubmatch(page)
+	if m == nil {
+		u.e.t.Fatalf("no CSRF token on the inbox: %s", page)
+	}
+	return m[1]
+}
+
+// act posts one of the handoff page's forms; it answers the status and
+// the page it leads to.
+func (u *consoleUser) act(id string, form url.Values) (int, string) {
+	u.e.t.Helper()
+	if form.Get("csrf") == "" {
+		form.Set("csrf", u.csrf())
+	}
+	status, body, h := u.post("/console/handoffs/"+id+"/actions", form)
+	if status == http.StatusSeeOther {
+		_, body, _ = u.get(h.Get("Location"))
+	}
+	return status, body
+}
+
+func TestConsoleSignInAndSessions(t *testing.T) {
+	e := newEnv(t)
+	link := e.consoleLink("a", "alice@example.com", "approver", 0)
+	// The link's page only shows a button: fetching it uses nothing up.
+	anon := &consoleUser{e: e}
+	status, page, h := anon.get(strings.TrimPrefix(link, e.srv.URL))
+	if status != 200 || !strings.Contains(page, `id="signin"`) {
+		t.Fatalf("link page %d: %s", status, page)
+	}
+	if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || strings.Contains(csp, "unsafe-inline") || h.Get("Cache-Control") != "no-store" {
+		t.Fatalf("headers %v", h)
+	}
+	resp := e.redeem(link)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/" {
+		t.Fatalf("sign-in %d %v", resp.StatusCode, resp.Header)
+	}
+	var c *http.Cookie
+	for _, x := range resp.Cookies() {
+		if x.Name == "baton_console" {
+			c = x
+		}
+	}
+	if c == nil || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Secure || c.Path != "/console/" {
+		t.Fatalf("cookie %+v", c)
+	}
+	// Used once: a second use is refused.
+	if resp := e.redeem(link); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("second use answered %d", resp.StatusCode)
+	}
+	// Expired: refused.
+	short := e.consoleLink("a", "bob", "auditor", 1)
+	time.Sleep(1100 * time.Millisecond)
+	if resp := e.redeem(short); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("expired link answered %d", resp.StatusCode)
+	}
+	// Without a session: the sign-in page, 401, no data.
+	if status, page, _ := anon.get("/console/"); status != 401 || strings.Contains(page, "Pending approval") {
+		t.Fatalf("anonymous inbox %d", status)
+	}
+	u := &consoleUser{e: e, cookie: c.Value}
+	if status, _, _ := u.get("/console/"); status != 200 {
+		t.Fatalf("inbox %d", status)
+	}
+	// Signing out ends the session everywhere.
+	status, page, h = u.post("/console/signout", url.Values{"csrf": {u.csrf()}})
+	if status != 200 || strings.Contains(page, "Sign out") || !strings.Contains(h.Get("Set-Cookie"), "Max-Age=0") {
+		t.Fatalf("sign-out %d %v: %s", status, h, page)
+	}
+	if status, _, _ := u.get("/console/"); status != 401 {
+		t.Fatalf("inbox after sign-out %d", status)
+	}
+	// Revoking a link ends the session it started.
+	v := e.signIn("a", "vera", "verifier")
+	linkID := e.must(e.do("POST", "/v1/admin/console-links", e.admin, map[string]any{"tenant": "a", "name": "x", "role": "auditor"}), 201).str("linkId")
+	e.must(e.do("DELETE", "/v1/admin/console-links/"+linkID, e.admin, nil), 204)
+	e.must(e.do("DELETE", "/v1/admin/console-links/"+linkID, e.admin, nil), 204)
+	e.must(e.do("DELETE", "/v1/admin/console-links/0123456789abcdef", e.admin, nil), 404)
+	if status, _, _ := v.get("/console/"); status != 200 {
+		t.Fatalf("an unrelated revocation ended a session: %d", status)
+	}
+	// Only an admin key makes links; bad requests are 422.
+	e.must(e.do("POST", "/v1/admin/console-links", e.tenantA, map[string]any{"tenant": "a", "name": "x", "role": "auditor"}), 403)
+	e.must(e.do("POST", "/v1/admin/console-links", e.admin, map[string]any{"tenant": "a", "name": "x", "role": "admin"}), 422)
+}
+
+func TestConsoleRolesAndRefusals(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, map[string]any{"riskLevel": "high"})
+	other := e.contract(e.tenantB, nil)
+
+	auditor := e.signIn("a", "audrey", "auditor")
+	status, page, _ := auditor.get("/console/handoffs/" + id)
+	if status != 200 || strings.Contains(page, `id="approve"`) {
+		t.Fatalf("auditor's page %d (approve button shown: %v)", status, strings.Contains(page, `id="approve"`))
+	}
+	// A forged POST from the auditor's session: 403, nothing recorded.
+	if status, _ := auditor.act(id, url.Values{"action": {"approve"}, "reason": {"forged"}}); status != 403 {
+		t.Fatalf("auditor approve answered %d", status)
+	}
+	if n := e.events(id); n != 1 {
+		t.Fatalf("%d events after a refused approval", n)
+	}
+	// Another tenant's handoff does not exist for this session.
+	if status, _, _ := auditor.get("/console/handoffs/" + other); status != 404 {
+		t.Fatalf("other tenant's handoff %d", status)
+	}
+	if status, _, _ := auditor.get("/console/handoffs/" + other + "/trail.json"); status != 404 {
+		t.Fatalf("other tenant's trail %d", status)
+	}
+
+	alice := e.signIn("a", "alice@example.com", "approver")
+	// A POST without the session's CSRF token: 403.
+	if status, _ := alice.act(id, url.Values{"action": {"approve"}, "csrf": {"x"}}); status != 403 {
+		t.Fatalf("no CSRF answered %d", status)
+	}
+	if status, _ := alice.act(other, url.Values{"action": {"approve"}}); status != 404 {
+		t.Fatalf("approving another tenant's handoff answered %d", status)
+	}
+	// A secret in the reason: 422 shown on the page, nothing recorded.
+	status, page = alice.act(id, url.Values{"action": {"approve"}, "reason": {"use " + ctxFakeBtn}})
+	if status != 422 || !strings.Contains(page, "secret_detected") {
+		t.Fatalf("secret in reason: %d %s", status, page)
+	}
+	status, page = alice.act(id, url.Values{"action": {"approve"}, "reason": {"change window open"}})
+	if status != http.StatusSeeOther || !strings.Contains(page, "Recorded: approved. The ledger head is now event 2") {
+		t.Fatalf("approve: %d %s", status, page)
+	}
+	led := e.ledger(id, e.tenantA)
+	evs := led.body["events"].([]any)
+	last := evs[len(evs)-1].(map[string]any)
+	if last["actor"] != "person:alice@example.com" || last["data"].(map[string]any)["decidedBy"] != "alice@example.com" {
+		t.Fatalf("approval recorded as %v", last)
+	}
+	// Approving again: the ledger's 409 as a message.
+	if status, page := alice.act(id, url.Values{"action": {"approve"}}); status != 409 || !strings.Contains(page, `id="problem"`) {
+		t.Fatalf("second approval: %d", status)
+	}
+	// Proof with hostile artifacts: escaped, links only for http(s).
+	run := "run-1"
+	e.must(e.post(id, "proof", e.tenantA, map[string]any{"executorType": "ops-bot", "executorRunId": run, "status": "RUNNING",
+		"proof": map[string]any{"summary": "<b>bold</b>", "artifacts": []any{
+			map[string]any{"type": "log", "text": `<script>document.title="pwned"</script>`},
+			map[string]any{"type": "log", "text": `<img src=x onerror="document.title='pwned'">`},
+			map[string]any{"type": "url", "text": `javascript:document.title='pwned'`},
+			map[string]any{"type": "url", "text": `https://ci.example.com/run/1`},
+			map[string]any{"type": "json", "text": `{"ok":true,"n":[1,2]}`},
+		}}}), 200)
+	if status, page := alice.act(id, url.Values{"action": {"review"}, "verdict": {"verified"}}); status != 403 {
+		t.Fatalf("an approver reviewing answered %d: %s", status, page)
+	}
+	vera := e.signIn("a", "vera", "verifier")
+	_, page, _ = vera.get("/console/handoffs/" + id)
+	for _, bad := range []string{"<script>document", "<img src", `href="javascript:`, "<b>bold"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the page holds %q unescaped", bad)
+		}
+	}
+	for _, want := range []string{`href="https://ci.example.com/run/1" rel="noopener noreferrer" target="_blank"`, "&#34;ok&#34;: true", `id="submit-review"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	status, page = vera.act(id, url.Values{"action": {"review"}, "verdict": {"verified"}, "notes": {"log matches"}})
+	if status != http.StatusSeeOther || !strings.Contains(page, "Recorded: review verified") {
+		t.Fatalf("review: %d %s", status, page)
+	}
+	led = e.ledger(id, e.tenantA)
+	evs = led.body["events"].([]any)
+	last = evs[len(evs)-1].(map[string]any)
+	if last["actor"] != "person:vera" || last["data"].(map[string]any)["reviewer"] != "vera" {
+		t.Fatalf("review recorded as %v", last)
+	}
+	e.must(e.post(id, "result", e.tenantA, resultBody(run)), 200)
+	status, page = vera.act(id, url.Values{"action": {"review"}, "verdict": {"verified"}, "notes": {"again"}})
+	if status != 409 || !strings.Contains(page, "ledger_closed") && !strings.Contains(page, "closed") {
+		t.Fatalf("review after close: %d", status)
+	}
+	// The trail download carries the canonical bytes.
+	status, trail, h := vera.get("/console/handoffs/" + id + "/trail.json")
+	if status != 200 || !strings.Contains(h.Get("Content-Disposition"), "attachment") || !strings.Contains(trail, `"canonical"`) || !strings.Contains(trail, `"intact":true`) {
+		t.Fatalf("trail %d %v %s", status, h, trail)
+	}
+}
+
+func TestConsoleInboxQueues(t *testing.T) {
+	e := newEnv(t)
+	high := e.contract(e.tenantA, map[string]any{"riskLevel": "high", "objective": "Restart the payments cluster", "requiredApprovals": 2,
+		"approvalTimeoutSeconds": 3600, "escalateAfterSeconds": 600, "escalateTo": "oncall-lead"})
+	low := e.contract(e.tenantA, map[string]any{"riskLevel": "low", "objective": "Rotate a log file"})
+	e.contract(e.tenantB, map[string]any{"objective": "Tenant b's secret plan"})
+	u := e.signIn("a", "alice", "approver")
+	_, page, _ := u.get("/console/")
+	if !strings.Contains(page, "Restart the payments cluster") || !strings.Contains(page, "Rotate a log file") || strings.Contains(page, "Tenant b") {
+		t.Fatalf("inbox: %s", page)
+	}
+	if strings.Index(page, high) > strings.Index(page, low) {
+		t.Error("the inbox is not oldest first")
+	}
+	for _, want := range []string{"oncall-lead", "Approvals needed</dt><dd>2", "Approval deadline"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("inbox lacks %q", want)
+		}
+	}
+	_, page, _ = u.get("/console/?risk=high")
+	if !strings.Contains(page, high) || strings.Contains(page, low) {
+		t.Error("risk filter")
+	}
+	_, page, _ = u.get("/console/?executor=nobody")
+	if strings.Contains(page, high) {
+		t.Error("executor filter")
+	}
+	_, page, _ = u.get("/console/?state=review")
+	if strings.Contains(page, high) {
+		t.Error("state filter")
+	}
+}
+
+// The console's event stream: the tenant's events for the session's
+// cookie, on a bound of its own (people's tabs never take the executors'
+// streams), ending once the session has ended.
+func TestConsoleEventStream(t *testing.T) {
+	defer batonhttp.SetConsoleSessionRecheck(50 * time.Millisecond)()
+	e := newEnv(t)
+	u := e.signIn("a", "alice", "approver")
+	req, _ := http.NewRequest("GET", e.srv.URL+"/console/events", nil)
+	req.AddCookie(&http.Cookie{Name: "baton_console", Value: u.cookie})
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("stream %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	if n := batonhttp.OpenEventStreams(e.front, "a"); n != 0 {
+		t.Fatalf("the console's stream counts against the tenant's API streams: %d", n)
+	}
+	id := e.contract(e.tenantA, nil)
+	got := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(resp.Body) // to the stream's end
+		got <- string(b)
+	}()
+	time.Sleep(200 * time.Millisecond)
+	if status, _, _ := u.post("/console/signout", url.Values{"csrf": {u.csrf()}}); status != 200 {
+		t.Fatalf("sign-out %d", status)
+	}
+	select {
+	case b := <-got:
+		if !strings.Contains(b, "event: ContractCreated") || !strings.Contains(b, id) {
+			t.Fatalf("stream held %q", b)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream outlived its session")
+	}
+}
+
+// Approvals are counted by person, and separation of duties (on by itself
+// with two required approvals) holds between people: who approved may not
+// review, whatever link they signed in with.
+func TestConsoleSeparationOfDuties(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, map[string]any{"requiredApprovals": 2})
+	alice := e.signIn("a", "alice", "approver")
+	if status, _ := alice.act(id, url.Values{"action": {"approve"}}); status != http.StatusSeeOther {
+		t.Fatalf("approve %d", status)
+	}
+	// The same person again is the same approver, whatever the link.
+	if status, page := e.signIn("a", "alice", "approver").act(id, url.Values{"action": {"approve"}, "reason": {"again"}}); status != 409 || !strings.Contains(page, "duplicate_approver") {
+		t.Fatalf("second approval by the same person: %d", status)
+	}
+	if status, _ := e.signIn("a", "carol", "approver").act(id, url.Values{"action": {"approve"}}); status != http.StatusSeeOther {
+		t.Fatalf("approve by a second person %d", status)
+	}
+	e.must(e.post(id, "proof", e.tenantA2, proofBody("run-1")), 200)
+	aliceVerifies := e.signIn("a", "alice", "verifier")
+	status, page := aliceVerifies.act(id, url.Values{"action": {"review"}, "verdict": {"verified"}})
+	if status != 409 || !strings.Contains(page, "separation_of_duties") {
+		t.Fatalf("review by the approver: %d", status)
+	}
+	if status, _ := e.signIn("a", "bob", "verifier").act(id, url.Values{"action": {"review"}, "verdict": {"verified"}}); status != http.StatusSeeOther {
+		t.Fatalf("review by another person: %d", status)
+	}
+}
+
+// A handoff made from a plan shows the plan's steps and the context packet
+// the plan used.
+func TestConsoleShowsPlanAndContextPacket(t *testing.T) {
+	e := localEnv(t)
+	packet := e.must(e.preview(e.tenantA, previewBody()), 201).str("packetId")
+	plan := e.must(e.do("POST", "/v1/agent-plans", e.tenantA, map[string]any{
+		"objective": "rotate the staging TLS certificate", "targetExecutor": "ops-bot", "riskLevel": "high", "contextPacketId": packet}), 201)
+	id := e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA, map[string]any{"planId": plan.str("planId"), "executorProtocol": "ops_bot.v1"}), 201).str("handoffId")
+	_, page, _ := e.signIn("a", "ann", "auditor").get("/console/handoffs/" + id)
+	for _, want := range []string{`id="s-plan"`, "Plan steps", `id="s-packet"`, packet, "thr_42"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, ctxFakeBtn) {
+		t.Error("the page shows a secret the packet redacted")
+	}
+}
+
+// A form posted from another site is refused, sign-in included (the
+// browser names the page's origin).
+func TestConsoleRefusesOtherOrigins(t *testing.T) {
+	e := newEnv(t)
+	u, _ := url.Parse(e.consoleLink("a", "alice", "approver", 0))
+	req, _ := http.NewRequest("POST", e.srv.URL+"/console/signin", strings.NewReader(url.Values{"token": {u.Query().Get("token")}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "https://evil.example")
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 403 {
+		t.Fatalf("cross-origin sign-in answered %d", resp.StatusCode)
+	}
+	// The link was not used up by the refused attempt.
+	if resp := e.redeem(u.String()); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in after a refused cross-origin one: %d", resp.StatusCode)
+	}
+}
+
+// The embedded assets are served with the console's headers, without a
+// listing of their folder.
+func TestConsoleAssets(t *testing.T) {
+	e := newEnv(t)
+	anon := &consoleUser{e: e}
+	status, body, h := anon.get("/console/static/console.js")
+	if status != 200 || !strings.Contains(body, "SubtleCrypto") && !strings.Contains(body, "crypto.subtle") || !strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
+		t.Fatalf("console.js: %d %v", status, h)
+	}
+	if status, _, _ := anon.get("/console/static/"); status != 404 {
+		t.Fatalf("listing answered %d", status)
+	}
+	if status, _, h := anon.get("/console"); status != http.StatusMovedPermanently || h.Get("Location") != "/console/" {
+		t.Fatalf("/console answered %d %v", status, h)
+	}
+}

@@ -1,0 +1,66 @@
+package http
+
+import (
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/batonhq/baton/domain"
+)
+
+type consoleLinkRequest struct {
+	Tenant     string `json:"tenant"`
+	Name       string `json:"name"`
+	Role       string `json:"role"`
+	TTLSeconds int    `json:"ttlSeconds"`
+}
+
+// ConsoleLinkURL is the sign-in address of a link token under base (the
+// console's scheme and host).
+func ConsoleLinkURL(base, token string) string {
+	return base + "/console/signin?" + url.Values{"token": {token}}.Encode()
+}
+
+// createConsoleLink issues a one-time console sign-in link:
+// POST /v1/admin/console-links.
+func (s *Server) createConsoleLink(w http.ResponseWriter, r *http.Request) {
+	var req consoleLinkRequest
+	if _, ok := s.readJSON(w, r, &req); !ok {
+		return
+	}
+	ttl := domain.DefaultConsoleLinkTTL
+	if req.TTLSeconds != 0 {
+		ttl = time.Duration(req.TTLSeconds) * time.Second
+	}
+	link, err := s.ledger.Console.IssueLink(r.Context(), principalOf(r.Context()).Actor(), RequestID(r.Context()), req.Tenant, req.Name, req.Role, ttl)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	base := s.consoleURL
+	if base == "" {
+		scheme := "http"
+		if secureRequest(r) {
+			scheme = "https"
+		}
+		base = scheme + "://" + r.Host
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, map[string]any{
+		"url": ConsoleLinkURL(base, link.Token), "linkId": link.LinkID, "tenant": link.Tenant, "name": link.Name,
+		"role": link.Role, "expiresAt": link.ExpiresAt,
+		"notice": "The link signs its person in once, until expiresAt; Baton stores only its hash.",
+	})
+}
+
+// revokeConsoleLink ends a link and the session it started:
+// DELETE /v1/admin/console-links/{linkId}.
+func (s *Server) revokeConsoleLink(w http.ResponseWriter, r *http.Request) {
+	if err := s.ledger.Console.RevokeLink(r.Context(), callOf(r), mux.Vars(r)["linkId"]); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

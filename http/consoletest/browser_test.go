@@ -1,0 +1,410 @@
+// Package consoletest drives the console in headless Chromium: sign-in by
+// link, the inbox, approving, reviewing, a result arriving live, the
+// in-browser chain check, hostile proof rendered inert, roles and tenants,
+// and axe-core's accessibility check. It is a package of its own so that
+// the browser's goroutines do not meet the http package's leak check.
+package consoletest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/rs/zerolog"
+
+	"github.com/batonhq/baton/domain/secrets"
+	"github.com/batonhq/baton/eventstore/bolt"
+	"github.com/batonhq/baton/eventstore/ledger"
+	batonhttp "github.com/batonhq/baton/http"
+	"github.com/batonhq/baton/projections"
+)
+
+const chromium = "/usr/bin/chromium"
+
+// axePath is axe-core as .ci/run installs it (npm ci in testdata/axe).
+var axePath = filepath.Join("..", "..", "testdata", "axe", "node_modules", "axe-core", "axe.min.js")
+
+// server is a whole Baton front on a real store, with an admin key and
+// keys of tenants a and b.
+type server struct {
+	t             *testing.T
+	url           string
+	admin, ka, kb string
+}
+
+func newServer(t *testing.T) *server {
+	dir := t.TempDir()
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proj, err := projections.Open(filepath.Join(dir, "readmodel.db"), store, projections.NewHandoffs(), projections.Keys{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { proj.Run(ctx); close(done) }()
+	scanner, err := secrets.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := batonhttp.NewServer(batonhttp.Config{Store: store, Projections: proj, Scanner: scanner, Log: zerolog.Nop(), Version: "test",
+		EventsPing: time.Second})
+	srv := httptest.NewServer(front.Handler())
+	t.Cleanup(func() {
+		front.StopWaits()
+		srv.CloseClientConnections()
+		srv.Close()
+		front.Close()
+		cancel()
+		<-done
+		proj.Close()
+		store.Close()
+	})
+	mk := func(tenant string, admin bool) string {
+		k, err := ledger.NewKeys(store).Create(context.Background(), "test", "", tenant, admin, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k.Key
+	}
+	return &server{t: t, url: srv.URL, admin: mk("ops", true), ka: mk("a", false), kb: mk("b", false)}
+}
+
+// api calls the JSON API with a key and wants status.
+func (s *server) api(method, path, key string, body any, status int) map[string]any {
+	s.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, s.url+path, rd)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != status {
+		s.t.Fatalf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, status, raw)
+	}
+	var out map[string]any
+	json.Unmarshal(raw, &out)
+	return out
+}
+
+func (s *server) link(tenant, name, role string, ttl int) string {
+	s.t.Helper()
+	body := map[string]any{"tenant": tenant, "name": name, "role": role}
+	if ttl > 0 {
+		body["ttlSeconds"] = ttl
+	}
+	return s.api("POST", "/v1/admin/console-links", s.admin, body, 201)["url"].(string)
+}
+
+func (s *server) contract(key string, fields map[string]any) string {
+	s.t.Helper()
+	body := map[string]any{"objective": "Rotate the staging TLS certificate", "targetExecutor": "ops-bot", "executorProtocol": "ops_bot.v1",
+		"riskLevel": "medium", "approvalMode": "manual", "proofRequired": []string{"log"}}
+	for k, v := range fields {
+		body[k] = v
+	}
+	return s.api("POST", "/v1/handoff/contracts", key, body, 201)["handoffId"].(string)
+}
+
+// browser is one headless Chromium for the whole test; each person gets a
+// browser context of their own (their own cookies).
+type browser struct {
+	t     *testing.T
+	alloc context.Context
+	axe   string
+}
+
+func newBrowser(t *testing.T) *browser {
+	if _, err := os.Stat(chromium); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is missing; .ci/run installs Debian's chromium", chromium)
+		}
+		t.Skipf("the browser tests need Debian's Chromium at %s (apt-get install chromium); skipped", chromium)
+	}
+	alloc, cancel := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 900))
+	t.Cleanup(cancel)
+	root, stop := chromedp.NewContext(alloc)
+	t.Cleanup(stop)
+	if err := chromedp.Do(root); err != nil { // starts the browser
+		t.Fatalf("starting %s: %v", chromium, err)
+	}
+	b := &browser{t: t, alloc: root}
+	if raw, err := os.ReadFile(axePath); err == nil {
+		b.axe = string(raw)
+	} else if os.Getenv("CI") != "" {
+		t.Fatalf("axe-core is missing at %s; .ci/run installs it with npm ci in testdata/axe", axePath)
+	}
+	return b
+}
+
+// person opens a tab in a browser context of its own. The first one
+// starts the browser.
+func (b *browser) person() context.Context {
+	ctx, cancel := chromedp.NewContext(b.alloc, chromedp.WithNewBrowserContext())
+	b.t.Cleanup(cancel)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+		b.t.Fatal(err)
+	}
+	return ctx
+}
+
+func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Do(c, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(c, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return v
+}
+
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(c, chromedp.Text(sel))
+	if err != nil {
+		t.Fatalf("text of %s: %v", sel, err)
+	}
+	return s
+}
+
+// waitFor polls a page expression until it is true.
+func waitFor(t *testing.T, ctx context.Context, what, expr string) {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(c, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		t.Fatalf("waiting for %s (%s): %v", what, expr, err)
+	}
+}
+
+// signIn opens a link and presses its button, as a person would.
+func signIn(t *testing.T, ctx context.Context, link string) {
+	t.Helper()
+	run(t, ctx, "sign in", chromedp.Navigate(link), chromedp.Click("#signin"), chromedp.WaitVisible("form.filters"))
+}
+
+// accessible runs axe-core in the page and fails on a serious or critical
+// violation.
+func (b *browser) accessible(t *testing.T, ctx context.Context, page string) {
+	t.Helper()
+	t.Run("axe-core on the "+page, func(t *testing.T) {
+		if b.axe == "" {
+			t.Skipf("axe-core is not installed at %s (cd testdata/axe && npm ci); skipped", axePath)
+		}
+		b.axeCheck(t, ctx, page)
+	})
+}
+
+func (b *browser) axeCheck(t *testing.T, ctx context.Context, page string) {
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](b.axe+";true")); err != nil {
+		t.Fatalf("injecting axe-core: %v", err)
+	}
+	res := eval[string](t, ctx, `axe.run(document).then(r => JSON.stringify({passes: r.passes.length,
+		bad: r.violations.filter(v => v.impact === "serious" || v.impact === "critical")
+		 .map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => n.target.join(" "))})),
+		minor: r.violations.filter(v => v.impact !== "serious" && v.impact !== "critical").map(v => v.id)}))`)
+	var got struct {
+		Passes int
+		Bad    []any
+		Minor  []string
+	}
+	if err := json.Unmarshal([]byte(res), &got); err != nil || got.Passes == 0 {
+		t.Fatalf("axe-core on the %s answered %s (%v)", page, res, err)
+	}
+	if len(got.Bad) > 0 {
+		t.Errorf("axe-core on the %s: serious or critical violations: %s", page, res)
+	}
+	t.Logf("axe-core on the %s: %d rules pass, no serious or critical violation; minor: %v", page, got.Passes, got.Minor)
+}
+
+// screenshot writes the page at desktop and phone widths into
+// $BATON_SCREENSHOTS (docs/console when making the README's pictures).
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	dir := os.Getenv("BATON_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	for _, v := range []struct {
+		suffix string
+		w, h   int64
+		mobile bool
+	}{{"desktop", 1280, 900, false}, {"phone", 390, 844, true}} {
+		opts := []chromedp.EmulateViewportOption{}
+		if v.mobile {
+			opts = append(opts, chromedp.EmulateMobile)
+		}
+		run(t, ctx, "viewport", chromedp.EmulateViewport(v.w, v.h, opts...), chromedp.Sleep(300*time.Millisecond))
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+"-"+v.suffix+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(t, ctx, "viewport", chromedp.EmulateViewport(1280, 900))
+}
+
+func TestConsoleInTheBrowser(t *testing.T) {
+	b := newBrowser(t)
+	s := newServer(t)
+	start := time.Now()
+
+	// A link that will have expired by the time it is used.
+	expiring := s.link("a", "late@example.com", "approver", 1)
+	s.contract(s.ka, map[string]any{"objective": "Rotate a log file", "riskLevel": "low"})
+	id := s.contract(s.ka, map[string]any{"objective": "Restart the payments cluster", "riskLevel": "high", "targetExecutor": "ops-bot",
+		"approvalTimeoutSeconds": 3600, "escalateAfterSeconds": 900, "escalateTo": "oncall-lead"})
+	pending := s.contract(s.ka, map[string]any{"objective": "Drop the old audit index", "riskLevel": "critical", "requiredApprovals": 2})
+	other := s.contract(s.kb, map[string]any{"objective": "Tenant b's migration"})
+
+	// The approver signs in by link; the inbox shows the high-risk handoff.
+	alice := b.person()
+	aliceLink := s.link("a", "alice@example.com", "approver", 0)
+	signIn(t, alice, aliceLink)
+	item := fmt.Sprintf(`li[data-handoff=%q]`, id)
+	if got := text(t, alice, item+" .badge.risk-high"); got != "high" {
+		t.Fatalf("risk badge %q", got)
+	}
+	if got := text(t, alice, item); !strings.Contains(got, "oncall-lead") || !strings.Contains(got, "ops-bot") {
+		t.Fatalf("inbox row: %q", got)
+	}
+	if eval[bool](t, alice, `document.body.innerText.includes("Tenant b")`) {
+		t.Fatal("the inbox shows another tenant's handoff")
+	}
+	b.accessible(t, alice, "inbox")
+	screenshot(t, alice, "inbox")
+
+	// A contract created meanwhile appears in the open inbox by itself.
+	waitFor(t, alice, "the inbox's live stream", `document.body.dataset.live === "open"`)
+	eval[bool](t, alice, `window.__samePage = true`)
+	fresh := s.contract(s.ka, map[string]any{"objective": "Renew the CDN certificate", "riskLevel": "high"})
+	waitFor(t, alice, "the new contract, live", fmt.Sprintf(`document.querySelector('li[data-handoff=%q]') !== null`, fresh))
+	if !eval[bool](t, alice, `window.__samePage === true`) {
+		t.Fatal("the inbox was reloaded, not updated")
+	}
+
+	// Approve with a reason; the page answers with the new head.
+	run(t, alice, "open the handoff", chromedp.Click(item+" a.objective"), chromedp.WaitVisible("#approve"))
+	waitFor(t, alice, "the chain check", `document.getElementById("chain-check").dataset.result === "intact"`)
+	run(t, alice, "approve", chromedp.SendKeys("#reason", "change window CHG-1042 is open"), chromedp.Click("#approve"), chromedp.WaitVisible("#notice"))
+	if got := text(t, alice, "#notice"); !strings.Contains(got, "Recorded: approved. The ledger head is now event 2, hash ") {
+		t.Fatalf("notice %q", got)
+	}
+	if got := text(t, alice, "#approval-status"); !strings.Contains(got, "APPROVED by alice@example.com") {
+		t.Fatalf("approval %q", got)
+	}
+
+	// The executor posts proof with its key, hostile artifacts among it.
+	runID := "run-7"
+	s.api("POST", "/v1/executions/"+id+"/proof", s.ka, map[string]any{"executorType": "ops-bot", "executorRunId": runID, "status": "RUNNING",
+		"proof": map[string]any{"summary": "Restarted 3 of 3 nodes", "artifacts": []any{
+			map[string]any{"type": "log", "text": "node-1 restarted\nnode-2 restarted\nnode-3 restarted"},
+			map[string]any{"type": "log", "text": `<script>window.__pwned = "script"</script>`},
+			map[string]any{"type": "log", "text": `<img src=x onerror="window.__pwned = 'img'">`},
+			map[string]any{"type": "url", "text": `javascript:window.__pwned='link'`},
+			map[string]any{"type": "url", "text": "https://ci.example.com/runs/7"},
+			map[string]any{"type": "json", "text": `{"healthy": 3, "nodes": ["n1","n2","n3"]}`},
+		}}}, 200)
+
+	// The verifier signs in, sees the proof inert, and reviews it.
+	vera := b.person()
+	signIn(t, vera, s.link("a", "vera@example.com", "verifier", 0))
+	run(t, vera, "open the handoff", chromedp.Navigate(s.url+"/console/handoffs/"+id), chromedp.WaitVisible("#submit-review"))
+	waitFor(t, vera, "the chain check", `document.getElementById("chain-check").dataset.result === "intact"`)
+	inert := eval[string](t, vera, `JSON.stringify({
+		pwned: window.__pwned || null,
+		scripts: document.querySelectorAll("main script").length,
+		imgs: document.querySelectorAll("main img").length,
+		jsLinks: [...document.querySelectorAll("a")].filter(a => a.href.toLowerCase().startsWith("javascript:")).length,
+		shownAsText: [...document.querySelectorAll("pre.artifact")].some(p => p.textContent.includes("<script>window.__pwned")),
+		link: (() => { const a = document.querySelector('a.artifact-link'); return a ? [a.href, a.rel, a.target].join(" ") : ""; })(),
+		json: [...document.querySelectorAll("pre.artifact")].some(p => p.textContent.includes('"healthy": 3,\n'))})`)
+	want := `{"pwned":null,"scripts":0,"imgs":0,"jsLinks":0,"shownAsText":true,"link":"https://ci.example.com/runs/7 noopener noreferrer _blank","json":true}`
+	if inert != want {
+		t.Fatalf("proof rendering: %s, want %s", inert, want)
+	}
+	b.accessible(t, vera, "handoff page")
+	run(t, vera, "review", chromedp.Click("#verdict-verified"), chromedp.SendKeys("#notes", "log shows all three nodes"),
+		chromedp.Click("#submit-review"), chromedp.WaitVisible("#notice"))
+	if got := text(t, vera, "#review"); !strings.Contains(got, "verified by vera@example.com") {
+		t.Fatalf("review %q", got)
+	}
+
+	// The result closes the ledger; the open page shows it without a reload.
+	waitFor(t, vera, "the live stream", `document.body.dataset.live === "open"`)
+	eval[bool](t, vera, `window.__samePage = true`)
+	s.api("POST", "/v1/executions/"+id+"/result", s.ka, map[string]any{"executorType": "ops-bot", "executorRunId": runID, "status": "SUCCEEDED",
+		"result": map[string]any{"summary": "Cluster healthy", "output": "3/3 nodes ready"}}, 200)
+	waitFor(t, vera, "the closed ledger, live", `document.getElementById("state").textContent === "ledger_closed"`)
+	if !eval[bool](t, vera, `window.__samePage === true`) {
+		t.Fatal("the page was reloaded, not updated")
+	}
+	waitFor(t, vera, "the chain check after close", `document.getElementById("chain-check").dataset.result === "intact"`)
+	if got := text(t, vera, "#chain-check"); !strings.Contains(got, "Chain intact") {
+		t.Fatalf("chain check %q", got)
+	}
+	screenshot(t, vera, "handoff-closed")
+
+	// An auditor has no approve button, and a forged POST is refused.
+	audrey := b.person()
+	signIn(t, audrey, s.link("a", "audrey@example.com", "auditor", 0))
+	run(t, audrey, "open a pending handoff", chromedp.Navigate(s.url+"/console/handoffs/"+pending), chromedp.WaitVisible("#chain-check"))
+	if eval[bool](t, audrey, `document.getElementById("approve") !== null`) {
+		t.Fatal("the auditor has an approve button")
+	}
+	forged := eval[int](t, audrey, fmt.Sprintf(`fetch("/console/handoffs/%s/actions", {method: "POST", body: new URLSearchParams({
+		csrf: document.querySelector("input[name=csrf]").value, action: "approve", reason: "forged"})}).then(r => r.status)`, pending))
+	if forged != 403 {
+		t.Fatalf("the auditor's forged approval answered %d", forged)
+	}
+	// Another tenant's handoff is not there.
+	if st := eval[int](t, audrey, fmt.Sprintf(`fetch("/console/handoffs/%s").then(r => r.status)`, other)); st != 404 {
+		t.Fatalf("another tenant's handoff answered %d", st)
+	}
+
+	// A used link and an expired one are refused.
+	stranger := b.person()
+	for _, l := range []string{aliceLink, expiring} {
+		run(t, stranger, "reuse a link", chromedp.Navigate(l), chromedp.Click("#signin"), chromedp.WaitVisible("#refused"))
+	}
+	if got := text(t, stranger, "#refused"); !strings.Contains(got, "expired") {
+		t.Fatalf("expired link: %q", got)
+	}
+	t.Logf("browser run took %s", time.Since(start).Round(time.Millisecond))
+}
