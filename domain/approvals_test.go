@@ -99,9 +99,15 @@ func TestSeparationOfDutiesAlone(t *testing.T) {
 	evs, err := l.decideAs(approve(), "key:creator")
 	refusal(t, evs, err, domain.KindConflict, "separation_of_duties")
 	l.doAs("key:ann", approve()) // one approver is enough
-	if l.h.State != domain.StateApprovalDecided {
-		t.Fatalf("state %s", l.h.State)
+	if l.h.State != domain.StateApprovalDecided || len(l.h.Approval.Approvals) != 1 {
+		t.Fatalf("state %s, approvals %+v", l.h.State, l.h.Approval.Approvals)
 	}
+	// The one approver may not act as the executor, nor review.
+	evs, err = l.decideAs(proof("run-1"), "key:ann")
+	refusal(t, evs, err, domain.KindConflict, "separation_of_duties")
+	l.doAs("key:exec", proof("run-1"))
+	evs, err = l.decideAs(review(domain.VerdictVerified), "key:ann")
+	refusal(t, evs, err, domain.KindConflict, "separation_of_duties")
 	// Without the policy, the creator approves as before.
 	l2 := openAs(t, "key:creator", contract("log"))
 	l2.doAs("key:creator", approve())

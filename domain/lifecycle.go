@@ -367,7 +367,9 @@ func (h *Handoff) decideApproval(op string, m machine, c ApprovalCommand, req *R
 		return nil, E(op, KindConflict, "approval_already_decided", "approval was already decided: %s by %s", h.Approval.Status, h.Approval.DecidedBy)
 	}
 	ev := ApprovalDecided{Status: c.Status, DecidedBy: c.ApprovedBy, Reason: c.Reason, Request: req}
-	if c.Status == ApprovalApproved && h.required() > 1 {
+	// Under a policy the approver is recorded: approvals are counted by
+	// it, and separation of duties checks it later.
+	if c.Status == ApprovalApproved && (h.required() > 1 || h.Approval.SeparationOfDuties) {
 		evs, granted, err := h.grant(op, c, actor, req)
 		if err != nil || granted {
 			return evs, err
