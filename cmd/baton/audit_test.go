@@ -391,3 +391,48 @@ func mustRead(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// A log ahead of its store (a store restored from an older backup) is
+// moved aside and rebuilt.
+func TestServeRebuildsALogAheadOfItsStore(t *testing.T) {
+	dir := t.TempDir()
+	runHandoffs(t, dir)
+	runHandoffs(t, dir)
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := translog.Open(filepath.Join(dir, translog.FileName), store, translog.Options{})
+	if err == nil {
+		err = tl.CatchUp(context.Background())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl.Close()
+	store.Close()
+	// The store from before: a fresh one with two handoffs.
+	os.Remove(filepath.Join(dir, bolt.FileName))
+	os.Remove(filepath.Join(dir, "events.journal"))
+	os.Remove(filepath.Join(dir, "readmodel.db"))
+	runHandoffs(t, dir)
+	store, err = bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var out bytes.Buffer
+	lf := logFlags{on: new(bool), keyFile: new(string), origin: new(string), interval: new(time.Duration)}
+	*lf.on, *lf.interval = true, 100*time.Millisecond
+	tl, err = lf.open(context.Background(), dir, storeBolt, store, zerolog.New(&out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	if !strings.Contains(out.String(), "moved aside and rebuilt") || tl.Size() != 10 {
+		t.Fatalf("size %d, log:\n%s", tl.Size(), out.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, translog.FileName+".ahead")); err != nil {
+		t.Fatal(err)
+	}
+}
