@@ -66,6 +66,10 @@ var (
 // signing with this key every 20 ms; tests that set it restore it.
 var envLogKey string
 
+// envLogWitnesses are the witnesses' verifier keys the envs' logs take
+// cosignatures of (with envLogKey); tests that set them restore them.
+var envLogWitnesses []string
+
 // envLog, when set, is where the envs a test builds log, at every level
 // (the access log included); tests that set it restore it.
 var envLog io.Writer
@@ -118,7 +122,7 @@ func newEnvStore(t testing.TB, catalog *gateway.Catalog, wrap func(eventstore.St
 	var tl *translog.Log
 	logDone := make(chan struct{}, 2)
 	if envLogKey != "" {
-		if tl, err = translog.Open(filepath.Join(dir, translog.FileName), store, translog.Options{SignerKey: envLogKey, Interval: 20 * time.Millisecond}); err != nil {
+		if tl, err = translog.Open(filepath.Join(dir, translog.FileName), store, translog.Options{SignerKey: envLogKey, Interval: 20 * time.Millisecond, Witnesses: envLogWitnesses}); err != nil {
 			t.Fatal(err)
 		}
 		go func() { tl.Run(ctx); logDone <- struct{}{} }()

@@ -23,18 +23,20 @@ const KeyFileName = "log.key"
 
 // logFlags are serve's transparency log flags.
 type logFlags struct {
-	on       *bool
-	keyFile  *string
-	origin   *string
-	interval *time.Duration
+	witnesses *string
+	on        *bool
+	keyFile   *string
+	origin    *string
+	interval  *time.Duration
 }
 
 func addLogFlags(fs *flag.FlagSet, env *envVars) logFlags {
 	return logFlags{
-		on:       fs.Bool("log", env.boolean("log", "BATON_LOG", true), "keep the transparency log (docs/audit.md): its file in --data, its routes under /v1/log/ and the receipts"),
-		keyFile:  fs.String("log-key-file", os.Getenv("BATON_LOG_KEY_FILE"), "the log's signing key (baton log keygen); default DATA/log.key when that file exists. Without a key the log is built and served but this replica signs no checkpoint"),
-		origin:   fs.String("log-origin", os.Getenv("BATON_LOG_ORIGIN"), "the checkpoints' origin line (default: the signing key's name, \"baton\" without a key)"),
-		interval: fs.Duration("log-interval", env.duration("log-interval", "BATON_LOG_INTERVAL", translog.DefaultInterval), "the least time between two signed checkpoints while events arrive (at most 1s)"),
+		on:        fs.Bool("log", env.boolean("log", "BATON_LOG", true), "keep the transparency log (docs/audit.md): its file in --data, its routes under /v1/log/ and the receipts"),
+		keyFile:   fs.String("log-key-file", os.Getenv("BATON_LOG_KEY_FILE"), "the log's signing key (baton log keygen); default DATA/log.key when that file exists. Without a key the log is built and served but this replica signs no checkpoint"),
+		origin:    fs.String("log-origin", os.Getenv("BATON_LOG_ORIGIN"), "the checkpoints' origin line (default: the signing key's name, \"baton\" without a key)"),
+		witnesses: fs.String("log-witnesses", os.Getenv("BATON_LOG_WITNESSES"), "comma-separated verifier keys of the witnesses whose cosignatures (C2SP tlog-cosignature, POST /v1/log/cosignature) the log takes and serves"),
+		interval:  fs.Duration("log-interval", env.duration("log-interval", "BATON_LOG_INTERVAL", translog.DefaultInterval), "the least time between two signed checkpoints while events arrive (at most 1s)"),
 	}
 }
 
@@ -76,7 +78,7 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 		return nil, err
 	}
 	opts := translog.Options{
-		Origin: *f.origin, SignerKey: skey, Interval: *f.interval,
+		Origin: *f.origin, SignerKey: skey, Interval: *f.interval, Witnesses: splitList(*f.witnesses),
 		OnFork: func(fk translog.Fork) {
 			log.Error().Str("checkpoint", fk.String()).Int64("logSize", fk.Size).
 				Msg("transparency log: a signed checkpoint in the store does not match the log built from the feed (docs/audit.md, Forks)")
@@ -170,3 +172,20 @@ func logKeygen(args []string, stdout io.Writer) error {
 	fmt.Fprintf(os.Stderr, "wrote the signing key to %s; the line above is its verifier key: publish it (GET /v1/log/key serves it too)\n", *out)
 	return nil
 }
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// stringsFlag is a flag given once per value.
+type stringsFlag []string
+
+func (s *stringsFlag) String() string     { return strings.Join(*s, ",") }
+func (s *stringsFlag) Set(v string) error { *s = append(*s, v); return nil }

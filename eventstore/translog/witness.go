@@ -130,6 +130,14 @@ type cosignRecord struct {
 	Lines []string `json:"lines"`
 }
 
+// ErrNoWitnesses: the log takes no cosignatures (no witnesses, or no
+// log key to check the checkpoint with).
+var ErrNoWitnesses = errors.New("translog: no witnesses configured")
+
+// ErrInvalidCosignature: what was offered is not a checkpoint signed by
+// the log key.
+var ErrInvalidCosignature = errors.New("translog: not a checkpoint signed by the log")
+
 // ErrNotLatest: a cosignature was offered for a checkpoint this log has
 // not taken.
 var ErrNotLatest = errors.New("translog: the cosigned checkpoint is not one this log serves")
@@ -141,11 +149,11 @@ var ErrNotLatest = errors.New("translog: the cosigned checkpoint is not one this
 // returns how many were added.
 func (l *Log) AddCosignatures(ctx context.Context, cosigned []byte) (int, error) {
 	if l.verifier == nil || len(l.witnesses) == 0 {
-		return 0, errors.New("translog: no log key or no witnesses configured")
+		return 0, ErrNoWitnesses
 	}
 	cp, lines, err := CosignatureLines(cosigned, l.verifier, l.witnesses)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("%w: %v", ErrInvalidCosignature, err)
 	}
 	for attempt := 0; ; attempt++ {
 		changed := l.Changed()
