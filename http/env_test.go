@@ -73,6 +73,10 @@ var envLedgerOptions *ledger.Options
 // signing with this key every 20 ms; tests that set it restore it.
 var envLogKey string
 
+// envLogWitnesses are the witnesses' verifier keys the envs' logs take
+// cosignatures of (with envLogKey); tests that set them restore them.
+var envLogWitnesses []string
+
 // envLog, when set, is where the envs a test builds log, at every level
 // (the access log included); tests that set it restore it.
 var envLog io.Writer
@@ -125,7 +129,7 @@ func newEnvStore(t testing.TB, catalog *gateway.Catalog, wrap func(eventstore.St
 	var tl *translog.Log
 	logDone := make(chan struct{}, 2)
 	if envLogKey != "" {
-		if tl, err = translog.Open(filepath.Join(dir, translog.FileName), store, translog.Options{SignerKey: envLogKey, Interval: 20 * time.Millisecond}); err != nil {
+		if tl, err = translog.Open(filepath.Join(dir, translog.FileName), store, translog.Options{SignerKey: envLogKey, Interval: 20 * time.Millisecond, Witnesses: envLogWitnesses}); err != nil {
 			t.Fatal(err)
 		}
 		go func() { tl.Run(ctx); logDone <- struct{}{} }()

@@ -1,7 +1,9 @@
 package http
 
 import (
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 
@@ -22,7 +24,43 @@ func (s *Server) logRoutes(rt *mux.Router, l *translog.Log) {
 	rt.HandleFunc("/v1/log/key", s.logKey).Methods(http.MethodGet)
 	rt.HandleFunc("/v1/log/tile/entries/{rest:.+}", s.withKey(adminOnly, s.logTile)).Methods(http.MethodGet)
 	rt.HandleFunc("/v1/log/tile/{rest:.+}", s.logTile).Methods(http.MethodGet)
+	rt.HandleFunc("/v1/log/cosignature", s.addCosignature).Methods(http.MethodPost)
 	rt.HandleFunc("/v1/executions/{handoffId}/receipts", s.withKey(anyKey, s.getReceipts)).Methods(http.MethodGet)
+}
+
+// addCosignature takes a witness's cosigned copy of a checkpoint (C2SP
+// tlog-cosignature). It needs no key: only the lines of the witnesses
+// the server is configured with, verifying over a checkpoint it has
+// taken, are kept.
+func (s *Server) addCosignature(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+	if err != nil {
+		s.writeError(w, r, domain.E("log.cosignature", domain.KindTooLarge, "body_too_large", "A cosigned checkpoint is at most 64 KiB."))
+		return
+	}
+	var in struct {
+		Checkpoint string `json:"checkpoint"`
+	}
+	if err := json.Unmarshal(body, &in); err != nil || in.Checkpoint == "" {
+		s.writeError(w, r, domain.E("log.cosignature", domain.KindBadRequest, "malformed_json", `The body is {"checkpoint": "<the cosigned checkpoint>"}.`))
+		return
+	}
+	n, err := s.tlog.AddCosignatures(r.Context(), []byte(in.Checkpoint))
+	switch {
+	case errors.Is(err, translog.ErrNotLatest):
+		s.writeError(w, r, domain.E("log.cosignature", domain.KindConflict, "checkpoint_unknown", "The cosigned checkpoint is not one this log has signed and taken."))
+		return
+	case errors.Is(err, translog.ErrNoWitnesses):
+		s.writeError(w, r, domain.E("log.cosignature", domain.KindNotFound, "no_witnesses", "This server takes no cosignatures: no witnesses are configured (--log-witnesses)."))
+		return
+	case errors.Is(err, translog.ErrInvalidCosignature):
+		s.writeError(w, r, domain.E("log.cosignature", domain.KindInvalid, "invalid_cosignature", "%s", err.Error()))
+		return
+	case err != nil:
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"added": n})
 }
 
 func (s *Server) logCheckpoint(w http.ResponseWriter, r *http.Request) {

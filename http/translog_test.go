@@ -1,8 +1,13 @@
 package http_test
 
 import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -119,4 +124,67 @@ func TestLogRoutes(t *testing.T) {
 func TestLogRoutesOff(t *testing.T) {
 	e := newEnv(t)
 	e.must(e.do("GET", "/v1/log/checkpoint", "", nil), 404)
+}
+
+// A witness's cosignature posted to the log is served on the checkpoint
+// and in the receipts' proofs; a stranger's is ignored.
+func TestLogTakesWitnessCosignatures(t *testing.T) {
+	w, stranger := newWitness(t, "w1.example"), newWitness(t, "w9.example")
+	envLogWitnesses = []string{w.vkey}
+	defer func() { envLogWitnesses = nil }()
+	e, _ := newLogEnv(t)
+	id := e.contract(e.tenantA, nil)
+	e.waitLogged(int64(e.events(id)))
+	signed := e.must(e.do("GET", "/v1/log/checkpoint", "", nil), 200).raw
+	// Further checkpoints may come; the cosignature is of this one.
+	r := e.must(e.do("POST", "/v1/log/cosignature", "", map[string]string{"checkpoint": string(stranger.cosign(signed))}), 200)
+	if r.str("added") != "0" {
+		t.Fatalf("a stranger's cosignature: %s", r.raw)
+	}
+	r = e.must(e.do("POST", "/v1/log/cosignature", "", map[string]string{"checkpoint": string(w.cosign(signed))}), 200)
+	if r.str("added") != "1" {
+		t.Fatalf("the witness's cosignature: %s", r.raw)
+	}
+	e.must(e.do("POST", "/v1/log/cosignature", "", map[string]string{"checkpoint": "not a checkpoint"}), 422)
+	e.must(e.do("POST", "/v1/log/cosignature", "", "[]"), 400)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		rs := e.must(e.do("GET", "/v1/executions/"+id+"/receipts", e.tenantA, nil), 200)
+		if strings.Contains(rs.str("receipts"), "— w1.example ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no receipt proves against the cosigned checkpoint: %s", rs.raw)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// testWitness cosigns as C2SP tlog-cosignature's Ed25519 cosignature/v1.
+type testWitness struct {
+	name string
+	priv ed25519.PrivateKey
+	id   uint32
+	vkey string
+}
+
+func newWitness(t *testing.T, name string) *testWitness {
+	pub, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := append([]byte{0x04}, pub...)
+	h := sha256.Sum256(append([]byte(name+"\n"), key...))
+	id := binary.BigEndian.Uint32(h[:4])
+	return &testWitness{name: name, priv: priv, id: id, vkey: fmt.Sprintf("%s+%08x+%s", name, id, base64.StdEncoding.EncodeToString(key))}
+}
+
+func (w *testWitness) cosign(signed []byte) []byte {
+	text, _, _ := strings.Cut(string(signed), "\n\n")
+	text += "\n"
+	ts := uint64(time.Now().Unix())
+	sig := ed25519.Sign(w.priv, []byte("cosignature/v1\ntime "+strconv.FormatUint(ts, 10)+"\n"+text))
+	b := binary.BigEndian.AppendUint32(nil, w.id)
+	b = binary.BigEndian.AppendUint64(b, ts)
+	return append(append([]byte(nil), signed...), "— "+w.name+" "+base64.StdEncoding.EncodeToString(append(b, sig...))+"\n"...)
 }

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
@@ -194,7 +192,7 @@ func benchLogRebuild(ctx context.Context, dir string, n int, res *logResult) err
 	revs := make([]int, handoffs)
 	ids := make([]string, handoffs)
 	for i := range ids {
-		ids[i] = uuid.NewString()
+		ids[i] = fmt.Sprintf("bench-%06d", i)
 	}
 	at := time.Now().UTC()
 	for done, k := 0, 0; done < n; k++ {

@@ -147,7 +147,7 @@ func get(ctx context.Context, client *http.Client, base, path, key string) ([]by
 
 // verifyBundle is `baton ledger verify --bundle`: offline, no server, no
 // data files.
-func verifyBundle(path, oldPath, vkey string, stdout io.Writer) error {
+func verifyBundle(path, oldPath, vkey string, witnesses []string, quorum int, stdout io.Writer) error {
 	if vkey == "" {
 		return errors.New("--bundle needs --log-key (the verifier key the operator published, name+hash+key)")
 	}
@@ -175,7 +175,7 @@ func verifyBundle(path, oldPath, vkey string, stdout io.Writer) error {
 		}
 		old = &o
 	}
-	rep, err := translog.VerifyBundle(b, vkey, old)
+	rep, err := translog.VerifyBundle(b, vkey, old, witnesses, quorum)
 	if err != nil {
 		return err
 	}
@@ -212,8 +212,14 @@ func logVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	base := fs.String("url", "http://127.0.0.1:8080", "the server's base URL")
 	key := fs.String("key", os.Getenv("BATON_API_KEY"), "an admin API key, to read entries (naming a divergence; --mirror)")
 	mirror := fs.String("mirror", "", "a directory keeping the verified log's level-0 tiles and entries")
+	var witnesses stringsFlag
+	fs.Var(&witnesses, "witness", "a witness's verifier key (C2SP tlog-cosignature); give it once per witness")
+	quorum := fs.Int("witness-quorum", 0, "how many of the --witness keys must have cosigned today's checkpoint")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *quorum < 0 || *quorum > len(witnesses) {
+		return fmt.Errorf("--witness-quorum %d: from 0 to the %d --witness keys given", *quorum, len(witnesses))
 	}
 	if *vkey == "" || *oldPath == "" {
 		return errors.New("usage: baton log verify --log-key KEY --old CHECKPOINT [--url URL] [--key KEY] [--mirror DIR]")
@@ -238,6 +244,20 @@ func logVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	cur, err := translog.OpenCheckpoint(newSigned, v)
 	if err != nil {
 		return fmt.Errorf("today's checkpoint: %w", err)
+	}
+	if *quorum > 0 {
+		var ws []note.Verifier
+		for _, w := range witnesses {
+			wv, err := translog.NewWitnessVerifier(w)
+			if err != nil {
+				return fmt.Errorf("--witness: %w", err)
+			}
+			ws = append(ws, wv)
+		}
+		if _, err := translog.Witnessed(newSigned, v, ws, *quorum); err != nil {
+			fmt.Fprintf(stdout, "BROKEN: today's %v\n", err)
+			return errLogBroken
+		}
 	}
 	if cur.Origin != old.Origin {
 		fmt.Fprintf(stdout, "BROKEN: today's checkpoint is of log %q, the one kept of %q\n", cur.Origin, old.Origin)

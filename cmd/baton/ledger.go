@@ -41,11 +41,14 @@ func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	bundle := fs.String("bundle", "", "check this audit bundle (baton ledger export) offline instead: no server, no data files")
 	logKey := fs.String("log-key", os.Getenv("BATON_LOG_KEY"), "with --bundle: the transparency log's verifier key, name+hash+key (or BATON_LOG_KEY)")
 	oldBundle := fs.String("old", "", "with --bundle: a bundle of the same handoff kept earlier, whose receipts must still hold")
+	var witnesses stringsFlag
+	fs.Var(&witnesses, "witness", "with --bundle: a witness's verifier key (C2SP tlog-cosignature); give it once per witness")
+	quorum := fs.Int("witness-quorum", 0, "with --bundle: how many of the --witness keys must have cosigned each proof's checkpoint")
 	if err := env.parse(fs, args); err != nil {
 		return err
 	}
 	if *bundle != "" {
-		return verifyBundle(*bundle, *oldBundle, strings.TrimSpace(*logKey), stdout)
+		return verifyBundle(*bundle, *oldBundle, strings.TrimSpace(*logKey), witnesses, *quorum, stdout)
 	}
 	// Each handoff is verified once, against every receipt given for it.
 	var ids []string

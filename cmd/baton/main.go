@@ -255,7 +255,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if _, n, err := proj.Quarantined(0); err == nil && n > 0 {
 		log.Warn().Int("quarantinedHandoffs", n).Msg("handoffs quarantined: events of their streams cannot be applied (docs/operations.md)")
 	}
-	tl, err := logOpts.open(ctx, *data, store, log)
+	tl, err := logOpts.open(ctx, *data, *storeOpts.kind, store, log)
 	if err != nil {
 		return fmt.Errorf("transparency log: %w", err)
 	}

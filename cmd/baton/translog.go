@@ -23,18 +23,20 @@ const KeyFileName = "log.key"
 
 // logFlags are serve's transparency log flags.
 type logFlags struct {
-	on       *bool
-	keyFile  *string
-	origin   *string
-	interval *time.Duration
+	witnesses *string
+	on        *bool
+	keyFile   *string
+	origin    *string
+	interval  *time.Duration
 }
 
 func addLogFlags(fs *flag.FlagSet, env *envVars) logFlags {
 	return logFlags{
-		on:       fs.Bool("log", env.boolean("log", "BATON_LOG", true), "keep the transparency log (docs/audit.md): its file in --data, its routes under /v1/log/ and the receipts"),
-		keyFile:  fs.String("log-key-file", os.Getenv("BATON_LOG_KEY_FILE"), "the log's signing key (baton log keygen); default DATA/log.key when that file exists. Without a key the log is built and served but this replica signs no checkpoint"),
-		origin:   fs.String("log-origin", os.Getenv("BATON_LOG_ORIGIN"), "the checkpoints' origin line (default: the signing key's name, \"baton\" without a key)"),
-		interval: fs.Duration("log-interval", env.duration("log-interval", "BATON_LOG_INTERVAL", translog.DefaultInterval), "the least time between two signed checkpoints while events arrive (at most 1s)"),
+		on:        fs.Bool("log", env.boolean("log", "BATON_LOG", true), "keep the transparency log (docs/audit.md): its file in --data, its routes under /v1/log/ and the receipts"),
+		keyFile:   fs.String("log-key-file", os.Getenv("BATON_LOG_KEY_FILE"), "the log's signing key (baton log keygen); default DATA/log.key when that file exists. Without a key the log is built and served but this replica signs no checkpoint"),
+		origin:    fs.String("log-origin", os.Getenv("BATON_LOG_ORIGIN"), "the checkpoints' origin line (default: the signing key's name, \"baton\" without a key)"),
+		witnesses: fs.String("log-witnesses", os.Getenv("BATON_LOG_WITNESSES"), "comma-separated verifier keys of the witnesses whose cosignatures (C2SP tlog-cosignature, POST /v1/log/cosignature) the log takes and serves"),
+		interval:  fs.Duration("log-interval", env.duration("log-interval", "BATON_LOG_INTERVAL", translog.DefaultInterval), "the least time between two signed checkpoints while events arrive (at most 1s)"),
 	}
 }
 
@@ -55,29 +57,67 @@ func (f logFlags) signingKey(data string) (string, string, error) {
 	return strings.TrimSpace(string(b)), path, nil
 }
 
-// openLog opens the transparency log of serve and catches it up.
-func (f logFlags) open(ctx context.Context, data string, store eventstore.Store, log zerolog.Logger) (*translog.Log, error) {
+// logMarker names the kind of store translog.db was built from.
+const logMarker = "translog.store"
+
+// openLog opens the transparency log of serve and catches it up. A log
+// built from another kind of store, or ahead of this store's head (another
+// database, a restored backup), is moved aside and rebuilt from zero.
+func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.Store, log zerolog.Logger) (*translog.Log, error) {
 	if !*f.on {
 		return nil, nil
 	}
 	if *f.interval < 10*time.Millisecond || *f.interval > time.Second {
 		return nil, fmt.Errorf("--log-interval (BATON_LOG_INTERVAL) is %v; it must be from 10ms to 1s", *f.interval)
 	}
-	skey, path, err := f.signingKey(data)
+	skey, keyPath, err := f.signingKey(data)
 	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		return nil, err
 	}
-	tl, err := translog.Open(filepath.Join(data, translog.FileName), store, translog.Options{
-		Origin: *f.origin, SignerKey: skey, Interval: *f.interval,
+	opts := translog.Options{
+		Origin: *f.origin, SignerKey: skey, Interval: *f.interval, Witnesses: splitList(*f.witnesses),
 		OnFork: func(fk translog.Fork) {
 			log.Error().Str("checkpoint", fk.String()).Int64("logSize", fk.Size).
 				Msg("transparency log: a signed checkpoint in the store does not match the log built from the feed (docs/audit.md, Forks)")
 		},
-	})
+	}
+	path := filepath.Join(data, translog.FileName)
+	tl, err := translog.Open(path, store, opts)
 	if err != nil {
+		return nil, err
+	}
+	reason := ""
+	switch prev, err := os.ReadFile(filepath.Join(data, logMarker)); {
+	case err == nil && strings.TrimSpace(string(prev)) != kind:
+		reason = strings.TrimSpace(string(prev))
+	case errors.Is(err, os.ErrNotExist) && kind != storeBolt && tl.Position() != eventstore.Start:
+		reason = storeBolt
+	}
+	if reason == "" {
+		head, err := store.Head(ctx)
+		if err != nil {
+			tl.Close()
+			return nil, fmt.Errorf("store head: %w", err)
+		}
+		if head.Less(tl.Position()) {
+			reason = "ahead"
+		}
+	}
+	if reason != "" {
+		log.Warn().Str("file", path+"."+reason).Msg("transparency log: built from another store, or ahead of this one; moved aside and rebuilt from zero")
+		tl.Close()
+		if err := os.Rename(path, path+"."+reason); err != nil {
+			return nil, err
+		}
+		if tl, err = translog.Open(path, store, opts); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(data, logMarker), []byte(kind+"\n"), 0o600); err != nil {
+		tl.Close()
 		return nil, err
 	}
 	if err := tl.CatchUp(ctx); err != nil {
@@ -86,7 +126,7 @@ func (f logFlags) open(ctx context.Context, data string, store eventstore.Store,
 	}
 	ev := log.Info().Str("origin", tl.Origin()).Int64("entries", tl.Size())
 	if tl.Signs() {
-		ev = ev.Str("keyFile", path).Str("verifierKey", tl.VerifierKey())
+		ev = ev.Str("keyFile", keyPath).Str("verifierKey", tl.VerifierKey())
 	} else {
 		ev = ev.Bool("signing", false)
 	}
@@ -132,3 +172,20 @@ func logKeygen(args []string, stdout io.Writer) error {
 	fmt.Fprintf(os.Stderr, "wrote the signing key to %s; the line above is its verifier key: publish it (GET /v1/log/key serves it too)\n", *out)
 	return nil
 }
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// stringsFlag is a flag given once per value.
+type stringsFlag []string
+
+func (s *stringsFlag) String() string     { return strings.Join(*s, ",") }
+func (s *stringsFlag) Set(v string) error { *s = append(*s, v); return nil }

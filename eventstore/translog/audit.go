@@ -88,11 +88,26 @@ type BundleReport struct {
 // With old, a bundle of the same handoff kept earlier, each of old's
 // proved receipts must still hold for the event now at its seq, and no two
 // checkpoints of one size may have different roots (a fork).
-func VerifyBundle(b Bundle, vkey string, old *Bundle) (BundleReport, error) {
+//
+// With quorum > 0, each proof's checkpoint must also carry the
+// cosignatures of at least quorum of the witnesses (verifier keys,
+// C2SP tlog-cosignature).
+func VerifyBundle(b Bundle, vkey string, old *Bundle, witnesses []string, quorum int) (BundleReport, error) {
 	rep := BundleReport{Events: len(b.Events)}
-	v, err := note.NewVerifier(vkey)
+	lv, err := note.NewVerifier(vkey)
 	if err != nil {
 		return rep, fmt.Errorf("--log-key: %w", err)
+	}
+	v := checkpointPolicy{log: lv, quorum: quorum}
+	for _, w := range witnesses {
+		wv, err := NewWitnessVerifier(w)
+		if err != nil {
+			return rep, err
+		}
+		v.witnesses = append(v.witnesses, wv)
+	}
+	if quorum > len(v.witnesses) {
+		return rep, fmt.Errorf("a quorum of %d witnesses, with %d witness keys given", quorum, len(v.witnesses))
 	}
 	add := func(seq uint64, idx int64, format string, args ...any) {
 		rep.Problems = append(rep.Problems, Problem{Seq: seq, LeafIndex: idx, Detail: fmt.Sprintf(format, args...)})
@@ -165,7 +180,7 @@ func slicesHasProblem(ps []Problem, seq uint64) bool {
 
 // proveEvent checks one receipt's proof for ev: the checkpoint's
 // signature, the index, and the inclusion of ev's canonical bytes.
-func proveEvent(id string, ev domain.Recorded, r Receipt, v note.Verifier) (Checkpoint, error) {
+func proveEvent(id string, ev domain.Recorded, r Receipt, v checkpointPolicy) (Checkpoint, error) {
 	p, err := ParseProof([]byte(r.Proof))
 	if err != nil {
 		return Checkpoint{}, err
@@ -173,7 +188,7 @@ func proveEvent(id string, ev domain.Recorded, r Receipt, v note.Verifier) (Chec
 	if p.Index != r.LeafIndex {
 		return Checkpoint{}, fmt.Errorf("the proof is for leaf %d, the receipt says %d", p.Index, r.LeafIndex)
 	}
-	cp, err := OpenCheckpoint(p.Checkpoint, v)
+	cp, err := v.open(p.Checkpoint)
 	if err != nil {
 		return Checkpoint{}, err
 	}
@@ -194,4 +209,19 @@ func OpenCheckpoint(signed []byte, v note.Verifier) (Checkpoint, error) {
 		return Checkpoint{}, fmt.Errorf("the checkpoint's signature does not verify with the log key: %v", err)
 	}
 	return ParseCheckpoint(n.Text)
+}
+
+// checkpointPolicy is what a checkpoint must carry: the log's signature
+// and, with a quorum, that many witnesses' cosignatures.
+type checkpointPolicy struct {
+	log       note.Verifier
+	witnesses []note.Verifier
+	quorum    int
+}
+
+func (p checkpointPolicy) open(signed []byte) (Checkpoint, error) {
+	if p.quorum == 0 {
+		return OpenCheckpoint(signed, p.log)
+	}
+	return Witnessed(signed, p.log, p.witnesses, p.quorum)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,7 +33,7 @@ func FuzzReadBundle(f *testing.F) {
 			}
 		}
 		// Whatever it holds, verifying it reports, never panics.
-		if _, err := VerifyBundle(bd, vkey, &bd); err != nil {
+		if _, err := VerifyBundle(bd, vkey, &bd, nil, 0); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -91,5 +92,22 @@ func FuzzCheckpointClaim(f *testing.F) {
 				t.Fatalf("took %+v", cp)
 			}
 		}
+	})
+}
+
+// FuzzWitnessVerifier: a witness key is read from flags and files; a
+// signature checked with it comes from anyone who posts one.
+func FuzzWitnessVerifier(f *testing.F) {
+	f.Add("w1.example+1a2b3c4d+BAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", []byte("text\n"), []byte("sig"))
+	f.Add("w+00000000+", []byte{}, make([]byte, 72))
+	f.Fuzz(func(t *testing.T, vkey string, msg, sig []byte) {
+		v, err := NewWitnessVerifier(vkey)
+		if err != nil {
+			return
+		}
+		if v.Name() == "" || strings.ContainsAny(v.Name(), " +\n") {
+			t.Fatalf("key %q read with name %q", vkey, v.Name())
+		}
+		v.Verify(msg, sig) // never panics
 	})
 }

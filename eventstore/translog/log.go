@@ -1,6 +1,7 @@
 package translog
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -44,6 +45,7 @@ var (
 	keyPosition       = []byte("position")
 	keyClaims         = []byte("claims") // events read from CheckpointStream
 	keyClaimed        = []byte("claimed")
+	bucketCosigs      = []byte("cosignatures") // tree size -> witnesses' signature lines
 )
 
 // ErrNotFound: the tile, entry or checkpoint does not exist (yet).
@@ -69,6 +71,9 @@ type Options struct {
 	OnFork func(Fork)
 	// OnCheckpoint is told of each checkpoint this log takes as its latest.
 	OnCheckpoint func(Checkpoint)
+	// Witnesses are the verifier keys (C2SP tlog-cosignature, type 0x04)
+	// of the witnesses whose cosignatures the log takes and serves.
+	Witnesses []string
 }
 
 // Fork is a signed checkpoint that does not match the log built here.
@@ -93,6 +98,7 @@ type Log struct {
 	verifier  note.Verifier
 	vkey      string
 	interval  time.Duration
+	witnesses []note.Verifier
 	onFork    func(Fork)
 	onCP      func(Checkpoint)
 
@@ -104,6 +110,7 @@ type Log struct {
 	claimedAt time.Time
 	latest    []byte // the signed note of the latest checkpoint matching this log
 	latestCP  Checkpoint
+	cosigs    []byte // witnesses' signature lines of the latest checkpoint
 	changed   chan struct{}
 }
 
@@ -141,6 +148,13 @@ func Open(path string, store eventstore.Store, opts Options) (*Log, error) {
 		}
 		l.verifier, l.vkey = v, opts.VerifierKey
 	}
+	for _, w := range opts.Witnesses {
+		v, err := NewWitnessVerifier(w)
+		if err != nil {
+			return nil, fmt.Errorf("transparency log: %w", err)
+		}
+		l.witnesses = append(l.witnesses, v)
+	}
 	l.origin = opts.Origin
 	if l.origin == "" && l.signer != nil {
 		l.origin = l.signer.Name()
@@ -157,7 +171,7 @@ func Open(path string, store eventstore.Store, opts Options) (*Log, error) {
 	}
 	l.db = db
 	err = db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketMeta, bucketHashes, bucketEntries, bucketLeaves, bucketCheckpoints} {
+		for _, b := range [][]byte{bucketMeta, bucketHashes, bucketEntries, bucketLeaves, bucketCheckpoints, bucketCosigs} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -171,6 +185,7 @@ func Open(path string, store eventstore.Store, opts Options) (*Log, error) {
 		}
 		if k, v := tx.Bucket(bucketCheckpoints).Cursor().Last(); k != nil {
 			l.latest = append([]byte(nil), v...)
+			l.cosigs = bytes.Clone(tx.Bucket(bucketCosigs).Get(k))
 			l.latestCP, err = l.openCheckpoint(l.latest)
 			return err
 		}
@@ -228,11 +243,15 @@ func (l *Log) Changed() <-chan struct{} {
 }
 
 // Checkpoint is the latest signed checkpoint that matches this log (its
-// signed note, verbatim), or nil before the first.
+// signed note, with the configured witnesses' cosignatures taken for it),
+// or nil before the first.
 func (l *Log) Checkpoint() ([]byte, Checkpoint) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.latest, l.latestCP
+	if l.latest == nil || len(l.cosigs) == 0 {
+		return l.latest, l.latestCP
+	}
+	return append(append([]byte(nil), l.latest...), l.cosigs...), l.latestCP
 }
 
 // Run follows the store's feed until ctx ends.
@@ -291,13 +310,13 @@ func Leaf(ev eventstore.RecordedEvent) (handoffID string, entry []byte, ok bool)
 
 func (l *Log) apply(evs []eventstore.RecordedEvent) error {
 	l.mu.RLock()
-	n, claims, claimed, latest, latestCP := l.size, l.claims, l.claimed, l.latest, l.latestCP
+	n, claims, claimed, latest, latestCP, cosigs := l.size, l.claims, l.claimed, l.latest, l.latestCP, l.cosigs
 	l.mu.RUnlock()
 	var forks []Fork
 	var seen []Checkpoint
 	pos := evs[len(evs)-1].Position
 	err := l.db.Update(func(tx *bbolt.Tx) error {
-		hb, eb, lb, cb := tx.Bucket(bucketHashes), tx.Bucket(bucketEntries), tx.Bucket(bucketLeaves), tx.Bucket(bucketCheckpoints)
+		hb, eb, lb, cb, cosb := tx.Bucket(bucketHashes), tx.Bucket(bucketEntries), tx.Bucket(bucketLeaves), tx.Bucket(bucketCheckpoints), tx.Bucket(bucketCosigs)
 		// Hashes and entries are written in key order, only appended:
 		// full pages (bbolt's default leaves half of each split page free).
 		hb.FillPercent, eb.FillPercent = 0.95, 0.95
@@ -305,6 +324,16 @@ func (l *Log) apply(evs []eventstore.RecordedEvent) error {
 		for _, ev := range evs {
 			if ev.StreamID == CheckpointStream {
 				claims = ev.Revision + 1
+				if ev.Type == EventCheckpointCosigned {
+					size, lines, err := l.readCosigned(ev, cb, cosb)
+					if err != nil {
+						return err
+					}
+					if size > 0 && size == latestCP.Size {
+						cosigs = lines
+					}
+					continue
+				}
 				cp, signed, fork := l.readClaim(ev, n, hr)
 				if cp.Size > claimed {
 					claimed = cp.Size
@@ -319,7 +348,7 @@ func (l *Log) apply(evs []eventstore.RecordedEvent) error {
 				if err := cb.Put(u64(uint64(cp.Size)), signed); err != nil {
 					return err
 				}
-				latest, latestCP = signed, cp
+				latest, latestCP, cosigs = signed, cp, nil
 				seen = append(seen, cp)
 				continue
 			}
@@ -355,8 +384,8 @@ func (l *Log) apply(evs []eventstore.RecordedEvent) error {
 		return fmt.Errorf("transparency log: %w", err)
 	}
 	l.mu.Lock()
-	grew := n != l.size || len(seen) > 0 || claims != l.claims
-	l.size, l.pos, l.claims, l.latest, l.latestCP = n, pos, claims, latest, latestCP
+	grew := n != l.size || len(seen) > 0 || claims != l.claims // cosignatures come as claims too
+	l.size, l.pos, l.claims, l.latest, l.latestCP, l.cosigs = n, pos, claims, latest, latestCP, cosigs
 	if claimed != l.claimed {
 		l.claimed, l.claimedAt = claimed, time.Now()
 	}

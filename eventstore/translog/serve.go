@@ -102,22 +102,37 @@ type Receipt struct {
 }
 
 // Receipts lists the receipts of handoff id's events the log holds, by
-// seq.
+// seq. With witnesses configured, an event's proof is against the latest
+// checkpoint they cosigned that covers it, when there is one.
 func (l *Log) Receipts(id string) ([]Receipt, error) {
 	signed, cp := l.Checkpoint()
 	var out []Receipt
 	err := l.db.View(func(tx *bbolt.Tx) error {
 		hr := hashReader(tx.Bucket(bucketHashes))
+		var wSigned []byte
+		var wCP Checkpoint
+		if len(l.witnesses) > 0 {
+			if k, lines := tx.Bucket(bucketCosigs).Cursor().Last(); k != nil {
+				if n := tx.Bucket(bucketCheckpoints).Get(k); n != nil {
+					wSigned = append(bytes.Clone(n), lines...)
+					wCP, _ = ParseCheckpoint(noteText(n))
+				}
+			}
+		}
 		prefix := append([]byte(id), 0)
 		c := tx.Bucket(bucketLeaves).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+8; k, v = c.Next() {
 			r := Receipt{Seq: binary.BigEndian.Uint64(k[len(prefix):]), LeafIndex: int64(getU64(v))}
-			if signed != nil && r.LeafIndex < cp.Size {
-				p, err := tlog.ProveRecord(cp.Size, r.LeafIndex, hr)
+			against, size := signed, cp.Size
+			if wSigned != nil && r.LeafIndex < wCP.Size {
+				against, size = wSigned, wCP.Size
+			}
+			if against != nil && r.LeafIndex < size {
+				p, err := tlog.ProveRecord(size, r.LeafIndex, hr)
 				if err != nil {
 					return err
 				}
-				r.Proof = Proof{Index: r.LeafIndex, Hashes: p, Checkpoint: signed}.Text()
+				r.Proof = Proof{Index: r.LeafIndex, Hashes: p, Checkpoint: against}.Text()
 			}
 			out = append(out, r)
 		}

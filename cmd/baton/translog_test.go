@@ -3,7 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -11,6 +15,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +34,10 @@ import (
 	"github.com/batonhq/baton/projections"
 )
 
+// serveWitnesses are the witnesses serveWithLog's log takes
+// cosignatures of; tests that set them restore them.
+var serveWitnesses []string
+
 // serveWithLog serves the store in dir with its transparency log signing
 // with the key file in dir, until stop, and waits until a checkpoint
 // covers every handoff event.
@@ -46,7 +55,7 @@ func serveWithLog(t *testing.T, dir string) (url, admin string, stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl, err := translog.Open(filepath.Join(dir, translog.FileName), store, translog.Options{SignerKey: string(skey), Interval: 10 * time.Millisecond})
+	tl, err := translog.Open(filepath.Join(dir, translog.FileName), store, translog.Options{SignerKey: string(skey), Interval: 10 * time.Millisecond, Witnesses: serveWitnesses})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,4 +399,127 @@ func mustRead(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// A log ahead of its store (a store restored from an older backup) is
+// moved aside and rebuilt.
+func TestServeRebuildsALogAheadOfItsStore(t *testing.T) {
+	dir := t.TempDir()
+	runHandoffs(t, dir)
+	runHandoffs(t, dir)
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := translog.Open(filepath.Join(dir, translog.FileName), store, translog.Options{})
+	if err == nil {
+		err = tl.CatchUp(context.Background())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl.Close()
+	store.Close()
+	// The store from before: a fresh one with two handoffs.
+	os.Remove(filepath.Join(dir, bolt.FileName))
+	os.Remove(filepath.Join(dir, "events.journal"))
+	os.Remove(filepath.Join(dir, "readmodel.db"))
+	runHandoffs(t, dir)
+	store, err = bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var out bytes.Buffer
+	lf := logFlags{on: new(bool), keyFile: new(string), origin: new(string), interval: new(time.Duration), witnesses: new(string)}
+	*lf.on, *lf.interval = true, 100*time.Millisecond
+	tl, err = lf.open(context.Background(), dir, storeBolt, store, zerolog.New(&out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	if !strings.Contains(out.String(), "moved aside and rebuilt") || tl.Size() != 10 {
+		t.Fatalf("size %d, log:\n%s", tl.Size(), out.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, translog.FileName+".ahead")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A quorum of witnesses: a bundle whose checkpoint a configured witness
+// cosigned (through POST /v1/log/cosignature) verifies with a quorum of
+// one, not of two; so does today's checkpoint in baton log verify.
+func TestWitnessQuorum(t *testing.T) {
+	dir, aud := t.TempDir(), t.TempDir()
+	vkey := strings.TrimSpace(runOK(t, "log", "keygen", "--origin", "baton.test/log", "--out", filepath.Join(dir, KeyFileName)))
+	w1, w2 := newCosigner(t, "w1.example"), newCosigner(t, "w2.example")
+	serveWitnesses = []string{w1.vkey, w2.vkey}
+	defer func() { serveWitnesses = nil }()
+	ids := runHandoffs(t, dir)
+	url, admin, stop := serveWithLog(t, dir)
+	defer stop()
+	signed, err := get(context.Background(), http.DefaultClient, url, "/v1/log/checkpoint", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]string{"checkpoint": string(w1.cosign(signed))})
+	resp, err := http.Post(url+"/v1/log/cosignature", "application/json", bytes.NewReader(body))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("cosignature: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		cp, _ := get(context.Background(), http.DefaultClient, url, "/v1/log/checkpoint", "")
+		if strings.Contains(string(cp), "— w1.example ") {
+			os.WriteFile(filepath.Join(aud, "cp"), cp, 0o600)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cosignature is not served: %q", cp)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b := filepath.Join(aud, "trail.bundle")
+	os.WriteFile(b, []byte(runOK(t, "ledger", "export", "--url", url, "--key", admin, ids[0])), 0o600)
+	runOK(t, "ledger", "verify", "--bundle", b, "--log-key", vkey, "--witness", w1.vkey, "--witness", w2.vkey, "--witness-quorum", "1")
+	got := runBroken(t, errChainBroken, "ledger", "verify", "--bundle", b, "--log-key", vkey, "--witness", w1.vkey, "--witness", w2.vkey, "--witness-quorum", "2")
+	if !strings.Contains(got, "1 of the witnesses cosigned it, 2 required") {
+		t.Fatalf("quorum 2 said:\n%s", got)
+	}
+	runOK(t, "log", "verify", "--url", url, "--log-key", vkey, "--old", filepath.Join(aud, "cp"), "--witness", w1.vkey, "--witness-quorum", "1")
+	got = runBroken(t, errLogBroken, "log", "verify", "--url", url, "--log-key", vkey, "--old", filepath.Join(aud, "cp"), "--witness", w1.vkey, "--witness", w2.vkey, "--witness-quorum", "2")
+	if !strings.Contains(got, "2 required") {
+		t.Fatalf("log verify, quorum 2 said:\n%s", got)
+	}
+}
+
+// cosigner is a witness as C2SP tlog-cosignature's Ed25519
+// cosignature/v1 describes it.
+type cosigner struct {
+	name string
+	priv ed25519.PrivateKey
+	id   uint32
+	vkey string
+}
+
+func newCosigner(t *testing.T, name string) *cosigner {
+	pub, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := append([]byte{0x04}, pub...)
+	h := sha256.Sum256(append([]byte(name+"\n"), key...))
+	id := binary.BigEndian.Uint32(h[:4])
+	return &cosigner{name: name, priv: priv, id: id, vkey: fmt.Sprintf("%s+%08x+%s", name, id, base64.StdEncoding.EncodeToString(key))}
+}
+
+func (w *cosigner) cosign(signed []byte) []byte {
+	text, _, _ := strings.Cut(string(signed), "\n\n")
+	text += "\n"
+	ts := uint64(time.Now().Unix())
+	sig := ed25519.Sign(w.priv, []byte("cosignature/v1\ntime "+strconv.FormatUint(ts, 10)+"\n"+text))
+	b := binary.BigEndian.AppendUint32(nil, w.id)
+	b = binary.BigEndian.AppendUint64(b, ts)
+	return append(append([]byte(nil), signed...), "— "+w.name+" "+base64.StdEncoding.EncodeToString(append(b, sig...))+"\n"...)
 }
