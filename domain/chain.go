@@ -48,6 +48,9 @@ func Canonical(handoffID string, seq uint64, typ, actor string, recordedAt time.
 // hash could cover one value while a fold reads another) and anything
 // after the document.
 func CanonicalJSON(data []byte) ([]byte, error) {
+	if c, ok := canonicalFast(data); ok {
+		return c, nil
+	}
 	c, _, err := CanonicalValue(data)
 	return c, err
 }

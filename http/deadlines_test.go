@@ -29,7 +29,15 @@ func TestDeadlinesOverHTTP(t *testing.T) {
 	same := map[string]any{"executorRunId": "run-1"}
 	r = e.must(e.post(id, "heartbeat", e.tenantA, same), 200)
 	r2 := e.must(e.post(id, "heartbeat", e.tenantA, same), 200)
-	if r.str("deadlines.leaseExpiresAt") <= first || r2.num("ledgerHead.seq") != r.num("ledgerHead.seq")+1 || r2.header.Get("Idempotent-Replayed") != "" {
+	at := func(s string) time.Time {
+		t.Helper()
+		v, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatalf("leaseExpiresAt %q: %v", s, err)
+		}
+		return v
+	}
+	if !at(r.str("deadlines.leaseExpiresAt")).After(at(first)) || r2.num("ledgerHead.seq") != r.num("ledgerHead.seq")+1 || r2.header.Get("Idempotent-Replayed") != "" {
 		t.Fatalf("renewals: lease %s then %s; seq %v then %v (each heartbeat is recorded)", first, r.str("deadlines.leaseExpiresAt"), r.num("ledgerHead.seq"), r2.num("ledgerHead.seq"))
 	}
 	if r := e.post(id, "heartbeat", e.tenantA, map[string]any{"executorRunId": "run-2"}); r.status != 409 || r.str("code") != "executor_run_mismatch" {

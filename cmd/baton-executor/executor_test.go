@@ -265,8 +265,10 @@ func TestExecutorCarriesApprovedHandoffs(t *testing.T) {
 // heartbeats keep the lease.
 func TestExecutorHeartbeatsAndFailure(t *testing.T) {
 	s := startServer(t)
-	s.executor(t.TempDir(), map[string]Protocol{"ops_bot.v1": shell(`sleep 3; echo "disk full" >&2; exit 3`)})
-	id := s.create(map[string]any{"heartbeatSeconds": 1})
+	s.executor(t.TempDir(), map[string]Protocol{"ops_bot.v1": shell(`sleep 5; echo "disk full" >&2; exit 3`)})
+	// A 3 s lease over a 5 s command: renewed every second, it holds
+	// however slow a loaded machine makes one renewal.
+	id := s.create(map[string]any{"heartbeatSeconds": 3})
 	s.approve(id)
 	evs := s.trail(id, "ledger_closed") // a FAILED result closes at once
 	n := 0
