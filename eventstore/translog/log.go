@@ -165,7 +165,9 @@ func Open(path string, store eventstore.Store, opts Options) (*Log, error) {
 	if strings.ContainsAny(l.origin, "\n") || strings.TrimSpace(l.origin) != l.origin {
 		return nil, fmt.Errorf("transparency log: origin %q: one line without surrounding spaces", l.origin)
 	}
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 500 * time.Millisecond, FreelistType: bbolt.FreelistMapType})
+	// The freelist is not written at each commit (bbolt rebuilds it when
+	// the file opens): the log's commits are frequent and only append.
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 500 * time.Millisecond, FreelistType: bbolt.FreelistMapType, NoFreelistSync: true})
 	if err != nil {
 		return nil, fmt.Errorf("transparency log: open %s: %w", path, err)
 	}
@@ -297,8 +299,8 @@ func (l *Log) Run(ctx context.Context) error {
 		}
 		// What arrives within applyLinger joins this batch: one file
 		// commit (and its fsync) for many events instead of one each,
-		// which under load took a quarter of the callbacks' rate. A
-		// checkpoint is signed at most every Interval anyway.
+		// which under load slowed the callbacks. A checkpoint is signed
+		// at most every Interval anyway.
 		evs := b.evs
 		var failed error
 		linger := time.NewTimer(applyLinger)
@@ -330,7 +332,7 @@ func (l *Log) Run(ctx context.Context) error {
 // applyLinger is how long the follower gathers events into one commit of
 // the log's file, and maxApply how many at most.
 const (
-	applyLinger = 25 * time.Millisecond
+	applyLinger = 100 * time.Millisecond
 	maxApply    = 10_000
 )
 
