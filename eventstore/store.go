@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -203,4 +204,34 @@ func FeedPages(ctx context.Context, s Store, page int) iter.Seq2[[]RecordedEvent
 			after = evs[len(evs)-1].Position
 		}
 	}
+}
+
+// Batch is what one Subscription.RecvBatch returned.
+type Batch struct {
+	Events []RecordedEvent
+	Err    error
+}
+
+// Batches pulls sub's batches on a goroutine of its own and hands them
+// over one at a time, so that a follower can wait on the feed and on
+// timers at once. The first error is the last batch. stop ends the
+// goroutine once sub's RecvBatch returns (close sub after calling it).
+func Batches(sub Subscription, max int) (feed <-chan Batch, stop func()) {
+	out := make(chan Batch)
+	done := make(chan struct{})
+	go func() {
+		for {
+			evs, err := sub.RecvBatch(max)
+			select {
+			case out <- Batch{evs, err}:
+			case <-done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return out, func() { once.Do(func() { close(done) }) }
 }

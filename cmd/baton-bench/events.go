@@ -127,42 +127,9 @@ func benchEvents(ctx context.Context, dir string, rate int, d time.Duration) (ev
 		readDone <- nil
 	}()
 
-	call := ledger.Call{Principal: domain.Principal{Tenant: "bench", KeyID: "bench"}}
-	contract := domain.CreateContract{Objective: "Rotate the staging TLS certificate", TargetExecutor: "ops-bot",
-		ExecutorProtocol: "ops_bot.v1", RiskLevel: "medium", ApprovalMode: domain.ApprovalModeManual, ProofRequired: []string{"log"}}
-	period := time.Second / time.Duration(rate)
-	var (
-		mu        sync.Mutex
-		committed = make(map[string]time.Time, n)
-		first     error
-		wg        sync.WaitGroup
-	)
-	start := time.Now().Add(10 * time.Millisecond)
-	for w := range eventsWriters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += eventsWriters {
-				time.Sleep(time.Until(start.Add(time.Duration(i) * period)))
-				out, err := svc.Handoffs.Create(ctx, call, contract)
-				at := time.Now()
-				mu.Lock()
-				if err != nil {
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-					return
-				}
-				committed[out.Handoff.ID] = at
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if first != nil {
-		return eventsResult{}, first
+	committed, elapsed, err := createPaced(ctx, svc, n, rate)
+	if err != nil {
+		return eventsResult{}, err
 	}
 	select {
 	case err := <-readDone:
@@ -211,4 +178,45 @@ func eventsReport(r eventsResult) string {
 		fmt.Fprintf(&b, "\n%d of the %d events reached the client before their append returned.\n", r.Early, r.Events)
 	}
 	return b.String()
+}
+
+// createPaced creates n contracts through the ledger service at rate per
+// second from eventsWriters goroutines (one ContractCreated event each)
+// and returns when each append returned, by handoff id, and how long the
+// creating took from the first one's due time.
+func createPaced(ctx context.Context, svc *ledger.Services, n, rate int) (map[string]time.Time, time.Duration, error) {
+	call := ledger.Call{Principal: domain.Principal{Tenant: "bench", KeyID: "bench"}}
+	contract := domain.CreateContract{Objective: "Rotate the staging TLS certificate", TargetExecutor: "ops-bot",
+		ExecutorProtocol: "ops_bot.v1", RiskLevel: "medium", ApprovalMode: domain.ApprovalModeManual, ProofRequired: []string{"log"}}
+	period := time.Second / time.Duration(rate)
+	var (
+		mu        sync.Mutex
+		committed = make(map[string]time.Time, n)
+		first     error
+		wg        sync.WaitGroup
+	)
+	start := time.Now().Add(10 * time.Millisecond)
+	for w := range eventsWriters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += eventsWriters {
+				time.Sleep(time.Until(start.Add(time.Duration(i) * period)))
+				out, err := svc.Handoffs.Create(ctx, call, contract)
+				at := time.Now()
+				mu.Lock()
+				if err != nil {
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					return
+				}
+				committed[out.Handoff.ID] = at
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return committed, time.Since(start), first
 }

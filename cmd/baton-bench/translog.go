@@ -102,42 +102,10 @@ func benchLogIntegration(ctx context.Context, dir string, rate int, d time.Durat
 	defer func() { cancel(); wg.Wait() }()
 
 	svc := ledger.New(store, ledger.Options{})
-	call := ledger.Call{Principal: domain.Principal{Tenant: "bench", KeyID: "bench"}}
-	contract := domain.CreateContract{Objective: "Rotate the staging TLS certificate", TargetExecutor: "ops-bot",
-		ExecutorProtocol: "ops_bot.v1", RiskLevel: "medium", ApprovalMode: domain.ApprovalModeManual, ProofRequired: []string{"log"}}
 	n := int(float64(rate) * d.Seconds())
-	period := time.Second / time.Duration(rate)
-	var (
-		mu        sync.Mutex
-		committed = make(map[string]time.Time, n)
-		first     error
-		ww        sync.WaitGroup
-	)
-	start := time.Now().Add(10 * time.Millisecond)
-	for w := range eventsWriters {
-		ww.Add(1)
-		go func() {
-			defer ww.Done()
-			for i := w; i < n; i += eventsWriters {
-				time.Sleep(time.Until(start.Add(time.Duration(i) * period)))
-				out, err := svc.Handoffs.Create(ctx, call, contract)
-				at := time.Now()
-				mu.Lock()
-				if err != nil {
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-					return
-				}
-				committed[out.Handoff.ID] = at
-				mu.Unlock()
-			}
-		}()
-	}
-	ww.Wait()
-	if first != nil {
-		return first
+	committed, _, err := createPaced(ctx, svc, n, rate)
+	if err != nil {
+		return err
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {

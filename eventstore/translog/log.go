@@ -263,24 +263,8 @@ func (l *Log) Run(ctx context.Context) error {
 		return err
 	}
 	defer sub.Close()
-	type batch struct {
-		evs []eventstore.RecordedEvent
-		err error
-	}
-	feed := make(chan batch)
-	go func() {
-		for {
-			evs, err := sub.RecvBatch(1000)
-			select {
-			case feed <- batch{evs, err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
+	feed, stop := eventstore.Batches(sub, 1000)
+	defer stop()
 	stopped := func(err error) error {
 		if ctx.Err() != nil {
 			return nil
@@ -288,31 +272,31 @@ func (l *Log) Run(ctx context.Context) error {
 		return fmt.Errorf("transparency log: %w", err)
 	}
 	for {
-		var b batch
+		var b eventstore.Batch
 		select {
 		case b = <-feed:
 		case <-ctx.Done():
 			return nil
 		}
-		if b.err != nil {
-			return stopped(b.err)
+		if b.Err != nil {
+			return stopped(b.Err)
 		}
 		// What arrives within applyLinger joins this batch: one file
 		// commit (and its fsync) for many events instead of one each,
 		// which under load slowed the callbacks. A checkpoint is signed
 		// at most every Interval anyway.
-		evs := b.evs
+		evs := b.Events
 		var failed error
 		linger := time.NewTimer(applyLinger)
 	collect:
 		for len(evs) < maxApply {
 			select {
 			case b := <-feed:
-				if b.err != nil {
-					failed = b.err
+				if b.Err != nil {
+					failed = b.Err
 					break collect
 				}
-				evs = append(evs, b.evs...)
+				evs = append(evs, b.Events...)
 			case <-linger.C:
 				break collect
 			case <-ctx.Done():

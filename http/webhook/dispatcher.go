@@ -180,24 +180,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		return stopped(err)
 	}
 	defer sub.Close()
-	type batch struct {
-		evs []eventstore.RecordedEvent
-		err error
-	}
-	feed := make(chan batch)
-	go func() {
-		for {
-			evs, err := sub.RecvBatch(256)
-			select {
-			case feed <- batch{evs, err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
+	feed, stop := eventstore.Batches(sub, 256)
+	defer stop()
 	tick := time.NewTicker(d.cfg.Poll)
 	defer tick.Stop()
 	for {
@@ -207,11 +191,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case b := <-feed:
-			if b.err != nil {
-				return stopped(b.err)
+			if b.Err != nil {
+				return stopped(b.Err)
 			}
 			d.mu.Lock()
-			for _, ev := range b.evs {
+			for _, ev := range b.Events {
 				d.apply(ctx, ev)
 			}
 			d.mu.Unlock()
