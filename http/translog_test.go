@@ -1,13 +1,8 @@
 package http_test
 
 import (
-	"crypto/ed25519"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +11,7 @@ import (
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore/translog"
+	"github.com/batonhq/baton/eventstore/translog/translogtest"
 )
 
 // newLogEnv is an env whose front serves a transparency log signed with a
@@ -130,18 +126,18 @@ func TestLogRoutesOff(t *testing.T) {
 // and in the receipts' proofs; a stranger's is ignored.
 func TestLogTakesWitnessCosignatures(t *testing.T) {
 	w, stranger := newWitness(t, "w1.example"), newWitness(t, "w9.example")
-	envLogWitnesses = []string{w.vkey}
+	envLogWitnesses = []string{w.VKey}
 	defer func() { envLogWitnesses = nil }()
 	e, _ := newLogEnv(t)
 	id := e.contract(e.tenantA, nil)
 	e.waitLogged(int64(e.events(id)))
 	signed := e.must(e.do("GET", "/v1/log/checkpoint", "", nil), 200).raw
 	// Further checkpoints may come; the cosignature is of this one.
-	r := e.must(e.do("POST", "/v1/log/cosignature", "", map[string]string{"checkpoint": string(stranger.cosign(signed))}), 200)
+	r := e.must(e.do("POST", "/v1/log/cosignature", "", map[string]string{"checkpoint": string(stranger.Cosign(signed))}), 200)
 	if r.str("added") != "0" {
 		t.Fatalf("a stranger's cosignature: %s", r.raw)
 	}
-	r = e.must(e.do("POST", "/v1/log/cosignature", "", map[string]string{"checkpoint": string(w.cosign(signed))}), 200)
+	r = e.must(e.do("POST", "/v1/log/cosignature", "", map[string]string{"checkpoint": string(w.Cosign(signed))}), 200)
 	if r.str("added") != "1" {
 		t.Fatalf("the witness's cosignature: %s", r.raw)
 	}
@@ -160,31 +156,10 @@ func TestLogTakesWitnessCosignatures(t *testing.T) {
 	}
 }
 
-// testWitness cosigns as C2SP tlog-cosignature's Ed25519 cosignature/v1.
-type testWitness struct {
-	name string
-	priv ed25519.PrivateKey
-	id   uint32
-	vkey string
-}
-
-func newWitness(t *testing.T, name string) *testWitness {
-	pub, priv, err := ed25519.GenerateKey(nil)
+func newWitness(t *testing.T, name string) *translogtest.Witness {
+	w, err := translogtest.NewWitness(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := append([]byte{0x04}, pub...)
-	h := sha256.Sum256(append([]byte(name+"\n"), key...))
-	id := binary.BigEndian.Uint32(h[:4])
-	return &testWitness{name: name, priv: priv, id: id, vkey: fmt.Sprintf("%s+%08x+%s", name, id, base64.StdEncoding.EncodeToString(key))}
-}
-
-func (w *testWitness) cosign(signed []byte) []byte {
-	text, _, _ := strings.Cut(string(signed), "\n\n")
-	text += "\n"
-	ts := uint64(time.Now().Unix())
-	sig := ed25519.Sign(w.priv, []byte("cosignature/v1\ntime "+strconv.FormatUint(ts, 10)+"\n"+text))
-	b := binary.BigEndian.AppendUint32(nil, w.id)
-	b = binary.BigEndian.AppendUint64(b, ts)
-	return append(append([]byte(nil), signed...), "— "+w.name+" "+base64.StdEncoding.EncodeToString(append(b, sig...))+"\n"...)
+	return w
 }

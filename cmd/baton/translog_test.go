@@ -3,9 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -15,7 +12,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +26,7 @@ import (
 	"github.com/batonhq/baton/eventstore/ledger"
 	"github.com/batonhq/baton/eventstore/records"
 	"github.com/batonhq/baton/eventstore/translog"
+	"github.com/batonhq/baton/eventstore/translog/translogtest"
 	batonhttp "github.com/batonhq/baton/http"
 	"github.com/batonhq/baton/projections"
 )
@@ -452,8 +449,8 @@ func TestServeRebuildsALogAheadOfItsStore(t *testing.T) {
 func TestWitnessQuorum(t *testing.T) {
 	dir, aud := t.TempDir(), t.TempDir()
 	vkey := strings.TrimSpace(runOK(t, "log", "keygen", "--origin", "baton.test/log", "--out", filepath.Join(dir, KeyFileName)))
-	w1, w2 := newCosigner(t, "w1.example"), newCosigner(t, "w2.example")
-	serveWitnesses = []string{w1.vkey, w2.vkey}
+	w1, w2 := newWitness(t, "w1.example"), newWitness(t, "w2.example")
+	serveWitnesses = []string{w1.VKey, w2.VKey}
 	defer func() { serveWitnesses = nil }()
 	ids := runHandoffs(t, dir)
 	url, admin, stop := serveWithLog(t, dir)
@@ -462,7 +459,7 @@ func TestWitnessQuorum(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := json.Marshal(map[string]string{"checkpoint": string(w1.cosign(signed))})
+	body, _ := json.Marshal(map[string]string{"checkpoint": string(w1.Cosign(signed))})
 	resp, err := http.Post(url+"/v1/log/cosignature", "application/json", bytes.NewReader(body))
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("cosignature: %v %v", resp, err)
@@ -482,44 +479,22 @@ func TestWitnessQuorum(t *testing.T) {
 	}
 	b := filepath.Join(aud, "trail.bundle")
 	os.WriteFile(b, []byte(runOK(t, "ledger", "export", "--url", url, "--key", admin, ids[0])), 0o600)
-	runOK(t, "ledger", "verify", "--bundle", b, "--log-key", vkey, "--witness", w1.vkey, "--witness", w2.vkey, "--witness-quorum", "1")
-	got := runBroken(t, errChainBroken, "ledger", "verify", "--bundle", b, "--log-key", vkey, "--witness", w1.vkey, "--witness", w2.vkey, "--witness-quorum", "2")
+	runOK(t, "ledger", "verify", "--bundle", b, "--log-key", vkey, "--witness", w1.VKey, "--witness", w2.VKey, "--witness-quorum", "1")
+	got := runBroken(t, errChainBroken, "ledger", "verify", "--bundle", b, "--log-key", vkey, "--witness", w1.VKey, "--witness", w2.VKey, "--witness-quorum", "2")
 	if !strings.Contains(got, "1 of the witnesses cosigned it, 2 required") {
 		t.Fatalf("quorum 2 said:\n%s", got)
 	}
-	runOK(t, "log", "verify", "--url", url, "--log-key", vkey, "--old", filepath.Join(aud, "cp"), "--witness", w1.vkey, "--witness-quorum", "1")
-	got = runBroken(t, errLogBroken, "log", "verify", "--url", url, "--log-key", vkey, "--old", filepath.Join(aud, "cp"), "--witness", w1.vkey, "--witness", w2.vkey, "--witness-quorum", "2")
+	runOK(t, "log", "verify", "--url", url, "--log-key", vkey, "--old", filepath.Join(aud, "cp"), "--witness", w1.VKey, "--witness-quorum", "1")
+	got = runBroken(t, errLogBroken, "log", "verify", "--url", url, "--log-key", vkey, "--old", filepath.Join(aud, "cp"), "--witness", w1.VKey, "--witness", w2.VKey, "--witness-quorum", "2")
 	if !strings.Contains(got, "2 required") {
 		t.Fatalf("log verify, quorum 2 said:\n%s", got)
 	}
 }
 
-// cosigner is a witness as C2SP tlog-cosignature's Ed25519
-// cosignature/v1 describes it.
-type cosigner struct {
-	name string
-	priv ed25519.PrivateKey
-	id   uint32
-	vkey string
-}
-
-func newCosigner(t *testing.T, name string) *cosigner {
-	pub, priv, err := ed25519.GenerateKey(nil)
+func newWitness(t *testing.T, name string) *translogtest.Witness {
+	w, err := translogtest.NewWitness(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := append([]byte{0x04}, pub...)
-	h := sha256.Sum256(append([]byte(name+"\n"), key...))
-	id := binary.BigEndian.Uint32(h[:4])
-	return &cosigner{name: name, priv: priv, id: id, vkey: fmt.Sprintf("%s+%08x+%s", name, id, base64.StdEncoding.EncodeToString(key))}
-}
-
-func (w *cosigner) cosign(signed []byte) []byte {
-	text, _, _ := strings.Cut(string(signed), "\n\n")
-	text += "\n"
-	ts := uint64(time.Now().Unix())
-	sig := ed25519.Sign(w.priv, []byte("cosignature/v1\ntime "+strconv.FormatUint(ts, 10)+"\n"+text))
-	b := binary.BigEndian.AppendUint32(nil, w.id)
-	b = binary.BigEndian.AppendUint64(b, ts)
-	return append(append([]byte(nil), signed...), "— "+w.name+" "+base64.StdEncoding.EncodeToString(append(b, sig...))+"\n"...)
+	return w
 }
