@@ -277,10 +277,7 @@ func (d *Dispatcher) applyHandoff(ctx context.Context, ev eventstore.RecordedEve
 			TargetExecutor string `json:"targetExecutor"`
 		}
 		json.Unmarshal(ev.Data, &c)
-		if len(d.targets) >= maxTargets {
-			d.targets = map[string]string{}
-		}
-		d.targets[id] = c.TargetExecutor
+		d.remember(id, c.TargetExecutor)
 	}
 	tenant := ev.Metadata.Tenant
 	for _, w := range d.hooks {
@@ -315,8 +312,16 @@ func (d *Dispatcher) target(ctx context.Context, id string) string {
 		TargetExecutor string `json:"targetExecutor"`
 	}
 	json.Unmarshal(evs[0].Data, &c)
-	d.targets[id] = c.TargetExecutor
+	d.remember(id, c.TargetExecutor)
 	return c.TargetExecutor
+}
+
+// remember keeps a handoff's target executor, within maxTargets. Hold d.mu.
+func (d *Dispatcher) remember(id, target string) {
+	if len(d.targets) >= maxTargets {
+		d.targets = map[string]string{}
+	}
+	d.targets[id] = target
 }
 
 // body reads the delivery's event from its handoff's stream and builds
