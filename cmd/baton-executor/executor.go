@@ -74,7 +74,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	defer e.wg.Wait()
 	for _, r := range e.State.Unfinished() {
 		e.Log.Info().Str("handoffId", r.HandoffID).Str("executorRunId", r.ExecutorRunID).Str("phase", r.Phase).Msg("resuming a run")
-		e.start(ctx, r.HandoffID)
+		e.start(ctx, r.HandoffID, nil)
 	}
 	wait := e.Backoff
 	for ctx.Err() == nil {
@@ -262,10 +262,12 @@ func (e *Executor) consider(ctx context.Context, id string) {
 		e.Log.Error().Err(err).Msg("cannot write the state file")
 		return
 	}
-	e.start(ctx, id)
+	e.start(ctx, id, &c)
 }
 
-func (e *Executor) start(ctx context.Context, id string) {
+// start carries handoff id's run on a goroutine of its own; c is its
+// contract when the caller has just read it.
+func (e *Executor) start(ctx context.Context, id string, c *contract) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.running[id] {
@@ -276,22 +278,26 @@ func (e *Executor) start(ctx context.Context, id string) {
 	go func() {
 		defer e.wg.Done()
 		defer func() { e.mu.Lock(); delete(e.running, id); e.mu.Unlock() }()
-		e.carry(ctx, id)
+		e.carry(ctx, id, c)
 	}()
 }
 
 // carry takes a run from where its state says to its reported result.
-func (e *Executor) carry(ctx context.Context, id string) {
+func (e *Executor) carry(ctx context.Context, id string, known *contract) {
 	run, ok := e.State.Run(id)
 	if !ok {
 		return
 	}
 	log := e.Log.With().Str("handoffId", id).Str("executorRunId", run.ExecutorRunID).Logger()
-	c, err := e.readContract(ctx, id)
-	if err != nil {
-		log.Error().Err(err).Msg("cannot read the contract")
-		return
+	if known == nil { // a run resumed after a restart
+		c, err := e.readContract(ctx, id)
+		if err != nil {
+			log.Error().Err(err).Msg("cannot read the contract")
+			return
+		}
+		known = &c
 	}
+	c := *known
 	if run.Phase == phaseRunning {
 		// The first heartbeat starts the run (ExecutorStarted) before the
 		// command acts: a handoff another run took is refused here.
