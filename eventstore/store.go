@@ -103,7 +103,9 @@ type Metadata struct {
 	Hash     string `json:"hash,omitempty"`
 }
 
-// RecordedEvent is an event as stored.
+// RecordedEvent is an event as stored. Readers must not change the bytes
+// of a read event's Data: a store may hand the same bytes to every reader
+// of an event (the embedded store does so for events it has just written).
 type RecordedEvent struct {
 	StreamID string
 	Revision uint64 // 0 for the first event of a stream

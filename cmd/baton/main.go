@@ -210,7 +210,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if *memprofile != "" {
 		defer writeHeapProfile(*memprofile, stderr)
 	}
-	log := zerolog.New(stderr).With().Timestamp().Logger()
+	// The log's lines leave in batches (logwriter.go); what is gathered
+	// goes out before serve returns.
+	lw := newLogWriter(stderr, logWindow)
+	defer lw.Flush()
+	stderr = lw
+	log := zerolog.New(lw).With().Timestamp().Logger()
 	if err := storeOpts.check(); err != nil {
 		return err
 	}

@@ -439,7 +439,7 @@ func (w *placer) append(r *appendReq, now time.Time) (res eventstore.AppendResul
 			ev.Metadata.RecordedAt = now
 		}
 		rec := encodeRecord(make([]byte, 0, 96+len(r.stream)+len(ev.Type)+len(ev.Data)+metadataSize(&ev.Metadata)), &ev)
-		w.p.add(pendingEvent{pos: w.pos, rev: last, stream: r.stream, id: ev.ID, rec: rec})
+		w.p.add(pendingEvent{pos: w.pos, rev: last, stream: r.stream, id: ev.ID, rec: rec, ev: asDecoded(ev)})
 		w.frames.add(rec)
 	}
 	return eventstore.AppendResult{NextRevision: last, Position: eventstore.Position{Commit: w.pos, Prepare: w.pos}}, nil, nil

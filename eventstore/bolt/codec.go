@@ -45,6 +45,18 @@ func encodeRecord(dst []byte, ev *eventstore.RecordedEvent) []byte {
 	return appendChecksum(dst)
 }
 
+// asDecoded returns ev as decodeRecord gives it back from its record: its
+// own copy of Data, RecordedAt to the nanosecond in UTC.
+func asDecoded(ev eventstore.RecordedEvent) *eventstore.RecordedEvent {
+	ev.Metadata.RecordedAt = time.Unix(0, ev.Metadata.RecordedAt.UnixNano()).UTC()
+	if len(ev.Data) > 0 {
+		ev.Data = append([]byte(nil), ev.Data...)
+	} else {
+		ev.Data = nil
+	}
+	return &ev
+}
+
 func appendChecksum(b []byte) []byte {
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }

@@ -2,7 +2,9 @@ package bolt
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -143,4 +145,28 @@ func FuzzDecodeHead(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A pending event is read as asDecoded made it, a stored one as
+// decodeRecord gives it back: the two must not differ.
+func TestAsDecodedIsTheRecordDecoded(t *testing.T) {
+	withZone := sampleRecord()
+	withZone.Metadata.RecordedAt = time.Now().In(time.FixedZone("X", 3600)) // a monotonic reading too
+	empty := sampleRecord()
+	empty.Data = json.RawMessage{}
+	bare := sampleRecord()
+	bare.Metadata = eventstore.Metadata{}
+	for i, ev := range []eventstore.RecordedEvent{sampleRecord(), withZone, empty, bare} {
+		got := asDecoded(ev)
+		want, err := decodeRecord(encodeRecord(nil, &ev))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(*got, want) {
+			t.Fatalf("event %d: pending %+v, stored %+v", i, *got, want)
+		}
+		if len(ev.Data) > 0 && &got.Data[0] == &ev.Data[0] {
+			t.Fatalf("event %d: the shared event must have its own Data", i)
+		}
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
+
+	"github.com/batonhq/baton/eventstore"
 )
 
 // pendingEvent is an event the writer has placed but the bbolt file does
@@ -16,6 +18,12 @@ type pendingEvent struct {
 	stream string
 	id     uuid.UUID
 	rec    []byte // the encoded record, as the events bucket stores it; never changed
+	// ev is the event as decodeRecord would give it, made once when it is
+	// placed: every follower reads each new event from here, and decoding
+	// it once per reader was most of what an event cost its readers. It
+	// is shared between them, so never changed (its Data is its own copy,
+	// not rec's).
+	ev *eventstore.RecordedEvent
 }
 
 // pending holds the placed events in position order. The writer adds at the

@@ -57,15 +57,16 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limi
 		return nil, err
 	}
 	return s.continuePending(out, pend, from+uint64(len(out)), limit,
-		func(e *pendingEvent) uint64 { return e.rev }, fmt.Sprintf("stream %q's revisions", stream))
+		func(e *pendingEvent) uint64 { return e.rev }, stream)
 }
 
 // continuePending continues out, read from the file, with the pending
 // events that follow it, up to limit events in all. seq numbers them (by
 // revision or by position) and next is the number out's successor must
 // have: events the file also held are skipped, a jump is corruption.
-// Records are decoded into copies, as reads from the file are.
-func (s *Store) continuePending(out []eventstore.RecordedEvent, pend []pendingEvent, next uint64, limit int, seq func(*pendingEvent) uint64, what string) ([]eventstore.RecordedEvent, error) {
+// stream names the stream read ("" for the feed). A pending event is
+// decoded once, when placed, and shared by its readers (Store's doc).
+func (s *Store) continuePending(out []eventstore.RecordedEvent, pend []pendingEvent, next uint64, limit int, seq func(*pendingEvent) uint64, stream string) ([]eventstore.RecordedEvent, error) {
 	for i := range pend {
 		if len(out) >= limit {
 			break
@@ -74,13 +75,13 @@ func (s *Store) continuePending(out []eventstore.RecordedEvent, pend []pendingEv
 		case n < next:
 			continue // in the file too
 		case n > next:
+			what := "the global feed's positions"
+			if stream != "" {
+				what = fmt.Sprintf("stream %q's revisions", stream)
+			}
 			return nil, fmt.Errorf("%w: %s: %s jump from %d to %d", eventstore.ErrCorrupt, s.path, what, next-1, n)
 		}
-		ev, err := decodeRecord(pend[i].rec)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: pending event at position %d: %v", eventstore.ErrCorrupt, s.path, pend[i].pos, err)
-		}
-		out = append(out, ev)
+		out = append(out, *pend[i].ev)
 		next++
 	}
 	return out, nil
@@ -129,7 +130,7 @@ func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, limit in
 		return nil, err
 	}
 	return s.continuePending(out, pend, after.Commit+1+uint64(len(out)), limit,
-		func(e *pendingEvent) uint64 { return e.pos }, "the global feed's positions")
+		func(e *pendingEvent) uint64 { return e.pos }, "")
 }
 
 func (s *Store) view(ctx context.Context, fn func(*bbolt.Tx) error) error {

@@ -299,7 +299,7 @@ func journalEvents(data []byte, after uint64) ([]pendingEvent, error) {
 			if err != nil {
 				return nil, err
 			}
-			e := pendingEvent{pos: ev.Position.Commit, rev: ev.Revision, stream: ev.StreamID, id: ev.ID, rec: rec}
+			e := pendingEvent{pos: ev.Position.Commit, rev: ev.Revision, stream: ev.StreamID, id: ev.ID, rec: rec, ev: &ev}
 			if len(frame) > 0 && e.pos != frame[len(frame)-1].pos+1 {
 				return nil, fmt.Errorf("frame jumps from position %d to %d", frame[len(frame)-1].pos, e.pos)
 			}
