@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -118,24 +119,59 @@ func (s *oaRawStream) Next() (gateway.Delta, error) {
 	if !gjson.ValidBytes(ev.Data) {
 		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "malformed stream chunk"}
 	}
-	g := gjson.ParseBytes(ev.Data)
-	if e := g.Get("error"); e.Exists() {
-		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Type: e.Get("type").Str, Message: cmp.Or(e.Get("message").Str, "error event")}
+	// One pass over the chunk's top level and one over its first choice:
+	// a gjson Get per field would scan the chunk again for each. As with
+	// Get, the first of repeated keys counts.
+	var choices, usage, failure gjson.Result
+	gjson.Parse(view(ev.Data)).ForEach(func(k, v gjson.Result) bool {
+		switch {
+		case k.Str == "choices" && !choices.Exists():
+			choices = v
+		case k.Str == "usage" && !usage.Exists():
+			usage = v
+		case k.Str == "error":
+			failure = v
+		}
+		return !failure.Exists()
+	})
+	if failure.Exists() {
+		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Type: failure.Get("type").Str, Message: cmp.Or(failure.Get("message").Str, "error event")}
 	}
 	d := gateway.Delta{Raw: ev.Data}
-	choice := g.Get("choices.0")
-	delta := choice.Get("delta")
-	d.Text = delta.Get("content").Str
-	d.Refusal = delta.Get("refusal").Str
-	if tc := delta.Get("tool_calls.0"); tc.Exists() {
+	choice := choices.Get("0")
+	var delta, finish gjson.Result
+	choice.ForEach(func(k, v gjson.Result) bool {
+		switch {
+		case k.Str == "delta" && !delta.Exists():
+			delta = v
+		case k.Str == "finish_reason" && !finish.Exists():
+			finish = v
+		}
+		return true
+	})
+	var content, refusal, calls gjson.Result
+	delta.ForEach(func(k, v gjson.Result) bool {
+		switch {
+		case k.Str == "content" && !content.Exists():
+			content = v
+		case k.Str == "refusal" && !refusal.Exists():
+			refusal = v
+		case k.Str == "tool_calls" && !calls.Exists():
+			calls = v
+		}
+		return true
+	})
+	d.Text, d.Refusal = content.Str, refusal.Str
+	if tc := calls.Get("0"); tc.Exists() {
 		d.ToolCall = &gateway.ToolCallDelta{Index: int(tc.Get("index").Int()), ID: tc.Get("id").Str, Name: tc.Get("function.name").Str, Arguments: tc.Get("function.arguments").Str}
 	}
-	if fr := choice.Get("finish_reason").Str; fr != "" {
+	fr := finish.Str
+	if fr != "" {
 		s.stop = fr
 		d.StopReason, d.NativeStop = ChatStop(fr), fr
 	}
-	if u := g.Get("usage"); u.IsObject() {
-		final := usageOf(u)
+	if usage.IsObject() {
+		final := usageOf(usage)
 		d.Usage = &final
 		if s.stop != "" {
 			d.StopReason, d.NativeStop = ChatStop(s.stop), s.stop
@@ -156,3 +192,9 @@ func (s *oaRawStream) Close() error { return s.body.Close() }
 func (p *Provider) post(ctx context.Context, path string, body []byte) (*http.Response, error) {
 	return p.do(ctx, http.MethodPost, path, body)
 }
+
+// view reads b as a string without copying it: a chunk's bytes are the
+// stream reader's own copy and never change after it is read, and the
+// strings gjson takes from them (a delta's text) live no longer than the
+// chunk they came with (Delta.Raw).
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

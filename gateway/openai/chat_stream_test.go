@@ -1,9 +1,13 @@
 package openai
 
 import (
+	"bytes"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/internal/sse"
@@ -100,6 +104,59 @@ func FuzzSSEStreams(f *testing.F) {
 			&respRawStream{name: "f", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(string(b)))},
 		} {
 			upstreamtest.Ends(t, st, len(b))
+		}
+	})
+}
+
+// referenceChunk reads a passed-through chunk one gjson Get per field, as
+// the parser did before its one-pass reading; FuzzRawChunk holds the two
+// to the same answers.
+func referenceChunk(data []byte) (gateway.Delta, bool) {
+	g := gjson.ParseBytes(data)
+	if g.Get("error").Exists() {
+		return gateway.Delta{}, true
+	}
+	var d gateway.Delta
+	choice := g.Get("choices.0")
+	delta := choice.Get("delta")
+	d.Text = delta.Get("content").Str
+	d.Refusal = delta.Get("refusal").Str
+	if tc := delta.Get("tool_calls.0"); tc.Exists() {
+		d.ToolCall = &gateway.ToolCallDelta{Index: int(tc.Get("index").Int()), ID: tc.Get("id").Str, Name: tc.Get("function.name").Str, Arguments: tc.Get("function.arguments").Str}
+	}
+	if fr := choice.Get("finish_reason").Str; fr != "" {
+		d.StopReason, d.NativeStop = ChatStop(fr), fr
+	}
+	if u := g.Get("usage"); u.IsObject() {
+		final := usageOf(u)
+		d.Usage = &final
+	}
+	return d, false
+}
+
+func FuzzRawChunk(f *testing.F) {
+	f.Add([]byte(`{"choices":[{"index":0,"delta":{"content":"hi","refusal":null}}]}`))
+	f.Add([]byte(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"c","function":{"name":"f","arguments":"{"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}`))
+	f.Add([]byte(`{"choices":[{"delta":{"content":"a"}},{"delta":{"content":"b"}}],"choices":[{"delta":{"content":"c"}}]}`))
+	f.Add([]byte(`{"usage":{"prompt_tokens":1},"error":{"type":"x","message":"y"}}`))
+	f.Add([]byte(`{"choices":[{"delta":{"cont\u0065nt":"esc"},"finish_reason":"stop"}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !gjson.ValidBytes(b) || len(bytes.TrimSpace(b)) == 0 || bytes.ContainsAny(b, "\r") || bytes.Contains(b, []byte("\n\n")) || string(bytes.TrimSpace(b)) == "[DONE]" {
+			return
+		}
+		want, failed := referenceChunk(b)
+		st := &oaRawStream{name: "f", body: io.NopCloser(nil), passUsage: true,
+			sse: sse.NewReader(strings.NewReader("data: " + strings.ReplaceAll(string(b), "\n", "\ndata: ") + "\n\n"))}
+		got, err := st.Next()
+		if failed != (err != nil) {
+			t.Fatalf("%s: error %v, reference failed %v", b, err, failed)
+		}
+		if failed {
+			return
+		}
+		got.Raw, got.Commit = nil, false
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s:\n got %+v\nwant %+v", b, got, want)
 		}
 	})
 }

@@ -72,7 +72,7 @@ func (r *Reader) Next() (Event, error) {
 			if !seen {
 				continue
 			}
-			ev.Data = bytes.Join(data, []byte("\n"))
+			ev.Data = join(data)
 			if len(ev.Data) == 0 {
 				// No data (an event line alone, or an empty data line):
 				// the standard says not to dispatch it.
@@ -88,7 +88,7 @@ func (r *Reader) Next() (Event, error) {
 		value = bytes.TrimPrefix(value, []byte(" "))
 		switch string(field) {
 		case "event":
-			ev.Event = string(value)
+			ev.Event = eventName(value)
 			seen = true
 		case "data":
 			data = append(data, append([]byte(nil), value...))
@@ -106,4 +106,35 @@ func (r *Reader) Next() (Event, error) {
 		return ev, nil
 	}
 	return ev, io.EOF
+}
+
+// join joins an event's data lines; a single line (every provider's
+// events) is already the reader's own copy.
+func join(data [][]byte) []byte {
+	if len(data) == 1 {
+		return data[0]
+	}
+	return bytes.Join(data, []byte("\n"))
+}
+
+// knownNames are the providers' event names, so that reading one does not
+// allocate.
+var knownNames = map[string]string{}
+
+func init() {
+	for _, n := range []string{
+		"message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop", "ping", "error",
+		"response.created", "response.in_progress", "response.output_item.added", "response.output_item.done",
+		"response.content_part.added", "response.content_part.done", "response.output_text.delta", "response.output_text.done",
+		"response.function_call_arguments.delta", "response.function_call_arguments.done", "response.completed",
+	} {
+		knownNames[n] = n
+	}
+}
+
+func eventName(b []byte) string {
+	if n, ok := knownNames[string(b)]; ok {
+		return n
+	}
+	return string(b)
 }
