@@ -233,6 +233,14 @@ func speaks(t gateway.Target, format string) bool {
 // a provider of its format takes.
 func nativeOf(r *http.Request, format string, body []byte) *gateway.Native {
 	n := &gateway.Native{Format: format, Body: body, Query: r.URL.RawQuery, Header: http.Header{}}
+	if format != gateway.FormatAnthropic {
+		for h, vs := range r.Header {
+			if openai.ClientHeader(h) {
+				n.Header[h] = vs // Codex's (openai.ClientHeader)
+			}
+		}
+		return n
+	}
 	for _, h := range []string{"anthropic-version", "anthropic-beta"} {
 		for _, v := range r.Header.Values(h) {
 			n.Header.Add(h, v)

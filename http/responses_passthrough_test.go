@@ -44,6 +44,7 @@ type oaResponses struct {
 
 type oaRequest struct {
 	path, auth string
+	header     http.Header
 	body       []byte
 }
 
@@ -78,7 +79,7 @@ func (f *oaResponses) requests() []oaRequest {
 func (f *oaResponses) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	f.mu.Lock()
-	f.got = append(f.got, oaRequest{path: r.URL.Path, auth: r.Header.Get("Authorization"), body: body})
+	f.got = append(f.got, oaRequest{path: r.URL.Path, auth: r.Header.Get("Authorization"), header: r.Header.Clone(), body: body})
 	f.mu.Unlock()
 	model := gjson.GetBytes(body, "model").Str
 	if model == "gpt-busy" || model == "gpt-busy-then-claude" {
