@@ -415,6 +415,9 @@ type pipeWire struct {
 	// responses: the Responses API's stream (svc only where there is a
 	// response object; a failure told with the next sequence numbers).
 	responses bool
+	// completed, when set, is given the response of the event that ends a
+	// Responses stream, as sent (after the stream, the front stores it).
+	completed func(response []byte)
 }
 
 var (
@@ -555,6 +558,9 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 		}
 		if raw == nil {
 			continue
+		}
+		if wire.completed != nil && d.StopReason != "" {
+			wire.completed([]byte(gjson.GetBytes(raw, "response").Raw))
 		}
 		if !named && !settled && string(raw) == "[DONE]" {
 			// The upstream reported no usage: Baton's count, billed and,
