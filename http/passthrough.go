@@ -233,6 +233,14 @@ func speaks(t gateway.Target, format string) bool {
 // a provider of its format takes.
 func nativeOf(r *http.Request, format string, body []byte) *gateway.Native {
 	n := &gateway.Native{Format: format, Body: body, Query: r.URL.RawQuery, Header: http.Header{}}
+	if format != gateway.FormatAnthropic {
+		for h, vs := range r.Header {
+			if openai.ClientHeader(h) {
+				n.Header[h] = vs // Codex's (openai.ClientHeader)
+			}
+		}
+		return n
+	}
 	for _, h := range []string{"anthropic-version", "anthropic-beta"} {
 		for _, v := range r.Header.Values(h) {
 			n.Header.Add(h, v)
@@ -407,6 +415,9 @@ type pipeWire struct {
 	// responses: the Responses API's stream (svc only where there is a
 	// response object; a failure told with the next sequence numbers).
 	responses bool
+	// completed, when set, is given the response of the event that ends a
+	// Responses stream, as sent (after the stream, the front stores it).
+	completed func(response []byte)
 }
 
 var (
@@ -547,6 +558,9 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 		}
 		if raw == nil {
 			continue
+		}
+		if wire.completed != nil && d.StopReason != "" {
+			wire.completed([]byte(gjson.GetBytes(raw, "response").Raw))
 		}
 		if !named && !settled && string(raw) == "[DONE]" {
 			// The upstream reported no usage: Baton's count, billed and,

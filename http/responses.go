@@ -21,9 +21,10 @@ import (
 
 // ---- OpenAI Responses ----
 
-// storeTimeout bounds the append of a stored response: the answer waits
-// for it, so that a previous_response_id sent as soon as the client has
-// the answer finds the response.
+// storeTimeout bounds the append of a stored response: a translated
+// answer waits for it, so that a previous_response_id sent as soon as the
+// client has the answer finds the response (a passed-through one is
+// stored after it is answered, storePassedThrough).
 const storeTimeout = 10 * time.Second
 
 func (s *Server) storedResponses() openai.ResponsesStore {
@@ -64,7 +65,9 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		if resp.Usage.Estimated {
 			raw = withSvc(raw, "usage", openai.NewResponsesUsage(resp.Usage, nil), "", nil) // the upstream sent none
 		}
-		writeRaw(w, withSvcAndCost(raw, newSvc(c, resp.NativeStop), cost))
+		raw = withSvcAndCost(raw, newSvc(c, resp.NativeStop), cost)
+		writeRaw(w, raw)
+		s.storePassedThrough(r, c, raw)
 		return
 	}
 	call := p.call
@@ -93,8 +96,11 @@ type responsesPlan struct {
 // through; else it is translated, and still passed through to the models
 // that speak it. A body that cannot be translated goes only to those.
 // A previous_response_id that Baton stored is continued from the store
-// (translated, to any model); any other id is the provider's own and goes
-// as it is, only to the models that speak the API.
+// (translated, to any model), unless it was passed through and its
+// provider keeps it too: then it goes on as it is to that provider's
+// models, and is continued from the store for the others. Any other id
+// is the provider's own and goes as it is, only to the models that speak
+// the API.
 func (s *Server) prepareResponses(w http.ResponseWriter, r *http.Request) (p responsesPlan, err error) {
 	body, err := readBody(w, r, s.maxModelBody)
 	if err != nil {
@@ -108,24 +114,41 @@ func (s *Server) prepareResponses(w http.ResponseWriter, r *http.Request) (p res
 		return p, err
 	}
 	p.stream, p.native = sk.stream, nativeOf(r, gateway.FormatResponses, body)
-	var hist *openai.ResponsesHistory
-	var notOurs error // the provider's previous response: Baton's 404 for the others
-	if prev := gjson.GetBytes(body, "previous_response_id"); prev.Type == gjson.String && prev.Str != "" {
-		h, herr := s.storedResponses().History(r.Context(), principalOf(r.Context()).Tenant, prev.Str)
+	tenant := principalOf(r.Context()).Tenant
+	prev := gjson.GetBytes(body, "previous_response_id")
+	var (
+		stored  *openai.ResponsesRecord // the previous response, as Baton stored it
+		holder  string                  // the provider that keeps it too
+		notOurs error                   // the provider's previous response: Baton's 404 for the others
+	)
+	if prev.Type == gjson.String && prev.Str != "" {
+		rec, lerr := s.storedResponses().Load(r.Context(), tenant, prev.Str, "previous_response_id")
 		switch {
-		case herr == nil:
-			hist, p.native = &h, nil
-		case isPreviousNotFound(herr):
-			notOurs = herr
+		case lerr == nil:
+			stored = rec
+			if rec.UpstreamStored {
+				holder = rec.Upstream
+			} else {
+				p.native = nil
+			}
+		case isPreviousNotFound(lerr):
+			notOurs = lerr
 		default:
-			return p, herr
+			return p, lerr
 		}
+	}
+	// heldBy reports whether every model of the chain that would take the
+	// body as it is can continue the previous response by its id.
+	heldBy := func() bool {
+		return holder == "" || !slices.ContainsFunc(p.chain, func(t gateway.Target) bool {
+			return speaks(t, gateway.FormatResponses) && t.Provider.Name() != holder
+		})
 	}
 	if p.native != nil && !gateway.IsMode(sk.model) {
 		if p.chain, err = s.planFor(gateway.FormatResponses, sk.model, sk.req); err != nil {
 			return p, err
 		}
-		if speaksAll(p.chain, gateway.FormatResponses) {
+		if speaksAll(p.chain, gateway.FormatResponses) && heldBy() {
 			p.req = sk.req
 			return p, nil
 		}
@@ -140,13 +163,23 @@ func (s *Server) prepareResponses(w http.ResponseWriter, r *http.Request) (p res
 	}
 	call, derr := openai.DecodeResponsesRequest(body)
 	if derr == nil {
-		if hist != nil {
-			call.Continue(*hist)
-		}
 		if p.chain == nil {
 			if p.chain, err = s.planFor(gateway.FormatResponses, call.Wire.Model, call.Request); err != nil {
 				return p, err
 			}
+		}
+		if !heldBy() {
+			p.native = nil // another provider of the API does not know the id: continued from the store
+		}
+		if stored != nil {
+			h, herr := s.storedResponses().History(r.Context(), tenant, prev.Str)
+			if herr != nil {
+				if p.native != nil && errors.As(herr, new(*domain.Error)) {
+					return p, onlyNative(herr) // an earlier turn Baton never had: only its provider goes on
+				}
+				return p, herr
+			}
+			call.Continue(h)
 		}
 		p.call, p.req = call, call.Request
 		if notOurs != nil {
@@ -161,6 +194,9 @@ func (s *Server) prepareResponses(w http.ResponseWriter, r *http.Request) (p res
 		if p.chain, err = s.planFor(gateway.FormatResponses, sk.model, sk.req); err != nil {
 			return p, derr
 		}
+	}
+	if !heldBy() {
+		return p, derr
 	}
 	return p, onlyNative(derr)
 }
@@ -194,12 +230,35 @@ func (s *Server) storeResponse(r *http.Request, call *openai.ResponsesCall, obj 
 	}
 }
 
+// storePassedThrough keeps a response passed through, as answered, as
+// storeResponse keeps a translated one, so that a previous_response_id
+// naming it can go on with any model. It runs once the answer has gone
+// out: a store that is slow or down neither delays nor fails the call.
+func (s *Server) storePassedThrough(r *http.Request, c *gateway.Call, answer []byte) {
+	rec, ok := openai.PassedThrough(c.Provider.Name(), c.Model.ID, c.Native.Body, answer)
+	if !ok {
+		return
+	}
+	p := principalOf(r.Context())
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), storeTimeout)
+	defer cancel()
+	if err := s.storedResponses().Save(ctx, p.Tenant, eventstore.Metadata{Actor: "key:" + p.KeyID, RequestID: RequestID(r.Context())}, rec); err != nil {
+		s.log.Error().Str("requestId", RequestID(r.Context())).Str("response", rec.ID).Err(err).Msg("passed-through response not stored")
+	}
+}
+
 // streamResponse streams a response in the Responses event grammar. As
 // on the other fronts, nothing is sent before the upstream's first
 // content, so a failing model still hands over to the next of the chain.
 func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, c *gateway.Call, chain []gateway.Target, call *openai.ResponsesCall, created time.Time) {
-	up, sse, done := s.openStream(w, r, c, chain, responsesPipe)
+	wire := responsesPipe
+	var completed []byte // a passed-through stream's final response, as sent
+	wire.completed = func(resp []byte) { completed = resp }
+	up, sse, done := s.openStream(w, r, c, chain, wire)
 	if done {
+		if completed != nil {
+			s.storePassedThrough(r, c, completed)
+		}
 		return
 	}
 	defer up.Close()

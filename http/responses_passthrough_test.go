@@ -44,8 +44,12 @@ type oaResponses struct {
 
 type oaRequest struct {
 	path, auth string
+	header     http.Header
 	body       []byte
 }
+
+// oaFirstID is the id of the fake's answer to its first request.
+const oaFirstID = "resp_68af0c4e5a2c8190b1c5e0c9d1a3f4e70a6b2c9d8e7f6a5b"
 
 // The fake's usage: 1200 input tokens of which 1000 cached, 300 output of
 // which 250 reasoning.
@@ -78,7 +82,8 @@ func (f *oaResponses) requests() []oaRequest {
 func (f *oaResponses) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	f.mu.Lock()
-	f.got = append(f.got, oaRequest{path: r.URL.Path, auth: r.Header.Get("Authorization"), body: body})
+	n := len(f.got)
+	f.got = append(f.got, oaRequest{path: r.URL.Path, auth: r.Header.Get("Authorization"), header: r.Header.Clone(), body: body})
 	f.mu.Unlock()
 	model := gjson.GetBytes(body, "model").Str
 	if model == "gpt-busy" || model == "gpt-busy-then-claude" {
@@ -96,10 +101,15 @@ func (f *oaResponses) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(404)
 		return
 	}
-	id := "resp_68af0c4e5a2c8190b1c5e0c9d1a3f4e70a6b2c9d8e7f6a5b"
+	// Each request's own id (the first's is oaFirstID); store as asked.
+	id := oaFirstID
+	if n > 0 {
+		id = fmt.Sprintf("%s%04d", oaFirstID[:len(oaFirstID)-4], n)
+	}
+	store := gjson.GetBytes(body, "store").Type != gjson.False
 	resp := func(status, output, usage string) string {
-		return fmt.Sprintf(`{"id":%q,"object":"response","created_at":1756300366,"status":%q,"background":false,"error":null,"incomplete_details":null,"instructions":null,"max_output_tokens":null,"model":%q,"output":[%s],"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":"low","summary":null},"store":false,"temperature":1.0,"text":{"format":{"type":"text"},"verbosity":"low"},"tool_choice":"auto","tools":[],"top_p":1.0,"truncation":"disabled","usage":%s,"user":null,"metadata":{}}`,
-			id, status, model, output, usage)
+		return fmt.Sprintf(`{"id":%q,"object":"response","created_at":1756300366,"status":%q,"background":false,"error":null,"incomplete_details":null,"instructions":null,"max_output_tokens":null,"model":%q,"output":[%s],"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":"low","summary":null},"store":%t,"temperature":1.0,"text":{"format":{"type":"text"},"verbosity":"low"},"tool_choice":"auto","tools":[],"top_p":1.0,"truncation":"disabled","usage":%s,"user":null,"metadata":{}}`,
+			id, status, model, output, store, usage)
 	}
 	reasoning := `{"id":"rs_68af0c4f1","type":"reasoning","summary":[],"encrypted_content":"gAAAAABo-opaque"}`
 	msg := func(status, text string) string {
@@ -277,7 +287,7 @@ func TestResponsesPassthroughAgentsSDK(t *testing.T) {
 		t.Fatalf("the Agents SDK's fields did not reach the upstream: %s", reqs[0].body)
 	}
 	raw := gjson.Parse(resp.RawJSON())
-	if resp.ID != "resp_68af0c4e5a2c8190b1c5e0c9d1a3f4e70a6b2c9d8e7f6a5b" || resp.OutputText() != "Hi there" || resp.Output[0].Type != "reasoning" ||
+	if resp.ID != oaFirstID || resp.OutputText() != "Hi there" || resp.Output[0].Type != "reasoning" ||
 		resp.Usage.InputTokensDetails.CachedTokens != 1000 || resp.Usage.OutputTokensDetails.ReasoningTokens != 250 ||
 		math.Abs(raw.Get("usage.estimated_cost_usd").Num-passthroughCost) > 1e-12 || raw.Get("svc.trace.selectedProvider").Str != "oai" ||
 		raw.Get("model").Str != "gpt-x" || raw.Get("text.verbosity").Str != "low" {
@@ -358,7 +368,7 @@ func TestResponsesPassthroughAndTranslation(t *testing.T) {
 // OpenAI as it is; one Baton stored is continued from its store.
 func TestResponsesPassthroughPreviousResponseID(t *testing.T) {
 	e, f, client := passthroughEnv(t)
-	theirs := "resp_68af0c4e5a2c8190b1c5e0c9d1a3f4e70a6b2c9d8e7f6a5b"
+	theirs := "resp_0123456789abcdef0123456789abcdef0123456789abcdef"
 	if _, err := client.Responses.New(testCtx(t), responses.ResponseNewParams{Model: "oai:gpt-x", Input: textInput("and then?"), PreviousResponseID: openai.String(theirs)}); err != nil {
 		t.Fatal(err)
 	}

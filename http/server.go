@@ -200,6 +200,7 @@ func NewServer(cfg Config) *Server {
 		rt.HandleFunc(path, h).Methods(http.MethodPost)
 		s.posts[path] = postRoute{h, s.metrics.Route(path, http.MethodPost)}
 	}
+	rt.HandleFunc("/", s.root).Methods(http.MethodGet, http.MethodHead)
 	rt.HandleFunc("/healthz", s.health).Methods(http.MethodGet)
 	rt.Handle("/metrics", s.metricsHandler(cfg.MetricsPublic)).Methods(http.MethodGet)
 	rt.HandleFunc("/v1/openapi.json", s.openAPI).Methods(http.MethodGet)
@@ -313,6 +314,18 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.router.ServeHTTP(w, r)
+}
+
+// root answers the base URL: HEAD, the probe Claude Code sends before its
+// first call to see that the server answers, 200 and no body; GET, where
+// to go from here. No key: it says nothing /healthz does not.
+func (s *Server) root(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodHead {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"service": "baton", "version": s.version,
+		"openapi": "/v1/openapi.json", "health": "/healthz", "console": "/console/"})
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {

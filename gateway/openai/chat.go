@@ -278,6 +278,11 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 }
 
 func (p *Provider) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	return p.doWith(ctx, method, path, body, nil)
+}
+
+// doWith is do with the client's headers of a passed-through body.
+func (p *Provider) doWith(ctx context.Context, method, path string, body []byte, client http.Header) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, p.baseURL+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -288,6 +293,7 @@ func (p *Provider) do(ctx context.Context, method, path string, body []byte) (*h
 	if p.key != "" {
 		req.Header.Set("Authorization", "Bearer "+p.key)
 	}
+	p.withClientHeaders(req, client)
 	return gateway.Send(p.client, p.name, req)
 }
 

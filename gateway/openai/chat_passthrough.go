@@ -51,7 +51,7 @@ func (p *Provider) Forward(ctx context.Context, n *gateway.Native, model string,
 			return nil, nil, &gateway.UpstreamError{Provider: "baton", Status: http.StatusBadRequest, Message: "stream_options cannot be set: " + err.Error()}
 		}
 	}
-	raw, open, err := gateway.PostNative(ctx, p.name, "/chat/completions", n.Query, body, stream, p.post)
+	raw, open, err := gateway.PostNative(ctx, p.name, "/chat/completions", n.Query, body, stream, p.post(n))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -188,9 +188,11 @@ func (s *oaRawStream) Next() (gateway.Delta, error) {
 
 func (s *oaRawStream) Close() error { return s.body.Close() }
 
-// post is do's POST, for gateway.PostNative.
-func (p *Provider) post(ctx context.Context, path string, body []byte) (*http.Response, error) {
-	return p.do(ctx, http.MethodPost, path, body)
+// post is do's POST of a passed-through body n, for gateway.PostNative.
+func (p *Provider) post(n *gateway.Native) func(ctx context.Context, path string, body []byte) (*http.Response, error) {
+	return func(ctx context.Context, path string, body []byte) (*http.Response, error) {
+		return p.doWith(ctx, http.MethodPost, path, body, n.Header)
+	}
 }
 
 // view reads b as a string without copying it: a chunk's bytes are the

@@ -23,7 +23,7 @@ func (p *Provider) forwardResponses(ctx context.Context, n *gateway.Native, mode
 	if err != nil {
 		return nil, nil, err
 	}
-	raw, open, err := gateway.PostNative(ctx, p.name, "/responses", n.Query, body, stream, p.post)
+	raw, open, err := gateway.PostNative(ctx, p.name, "/responses", n.Query, body, stream, p.post(n))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,8 +3,11 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
@@ -23,12 +26,39 @@ func ResponsesStreamName(tenant, id string) string { return "response-" + tenant
 // response object as answered (its output items, model, usage). A
 // continuation reads the chain back through Previous: each record holds
 // only its own turn, so a long conversation does not grow its events.
+// A response passed through names its provider in Upstream, and
+// UpstreamStored says that provider keeps it too (its store was on), so
+// that it can be continued there by id.
 type ResponsesRecord struct {
-	ID       string            `json:"id"`
-	Model    string            `json:"model"`
-	Previous string            `json:"previousResponseId,omitempty"`
-	Input    []json.RawMessage `json:"input"`
-	Response json.RawMessage   `json:"response"`
+	ID             string            `json:"id"`
+	Model          string            `json:"model"`
+	Previous       string            `json:"previousResponseId,omitempty"`
+	Input          []json.RawMessage `json:"input"`
+	Response       json.RawMessage   `json:"response"`
+	Upstream       string            `json:"upstream,omitempty"`
+	UpstreamStored bool              `json:"upstreamStored,omitempty"`
+}
+
+// PassedThrough is the record of a response passed through to provider
+// and answered as answer (a response object): the request's input items,
+// as a translated call keeps them, and the response it continued. ok is
+// false when there is nothing to keep: the request said store: false, or
+// the answer is not a finished response Baton can name.
+func PassedThrough(provider, model string, body, answer []byte) (rec ResponsesRecord, ok bool) {
+	req, resp := gjson.ParseBytes(body), gjson.ParseBytes(answer)
+	if req.Get("store").Type == gjson.False || resp.Get("object").Str != "response" || !responseIDRE.MatchString(resp.Get("id").Str) {
+		return rec, false
+	}
+	if st := resp.Get("status").Str; st != "completed" && st != "incomplete" {
+		return rec, false
+	}
+	input, err := inputItems(json.RawMessage(req.Get("input").Raw))
+	if err != nil {
+		input = nil // OpenAI took it; a continuation elsewhere has only the output
+	}
+	rec = ResponsesRecord{ID: resp.Get("id").Str, Model: model, Previous: req.Get("previous_response_id").Str, Input: input,
+		Response: answer, Upstream: provider, UpstreamStored: resp.Get("store").Type != gjson.False}
+	return rec, rec.Previous != rec.ID
 }
 
 // ResponsesStore keeps responses in the event store.
@@ -38,7 +68,10 @@ type ResponsesStore struct{ Store eventstore.Store }
 // conversation, a guard against a chain that never ends.
 const maxChain = 10_000
 
-var responseIDRE = regexp.MustCompile(`^resp_[0-9a-f]{32}$`)
+// responseIDRE is a response id: Baton's (resp_ and 32 hex digits) or a
+// provider's passed through (OpenAI's are longer). No '-', so that the id
+// cannot reach into the tenant's part of its stream's name.
+var responseIDRE = regexp.MustCompile(`^resp_[0-9A-Za-z]{1,200}$`)
 
 func responseNotFound(id, param string) error {
 	e := domain.E("responses", domain.KindNotFound, "response_not_found", "No response with id '%s' was found (responses sent with store: false are not kept).", id)
@@ -103,12 +136,41 @@ func (s ResponsesStore) History(ctx context.Context, tenant, id string) (Respons
 		if err := json.Unmarshal(rec.Response, &resp); err != nil {
 			return ResponsesHistory{}, fmt.Errorf("responses: stored response %s: %w", rec.ID, err)
 		}
-		if err := conv.items(rec.Input, "input"); err != nil {
-			return ResponsesHistory{}, fmt.Errorf("responses: stored input of %s: %v", rec.ID, err)
+		input, output := rec.Input, resp.Output
+		if rec.Upstream != "" {
+			input, output = withoutReasoning(input), withoutReasoning(output)
 		}
-		if err := conv.items(resp.Output, "output"); err != nil {
-			return ResponsesHistory{}, fmt.Errorf("responses: stored output of %s: %v", rec.ID, err)
+		if err := conv.items(input, "input"); err != nil {
+			return ResponsesHistory{}, storedItemError(rec, "input", err)
+		}
+		if err := conv.items(output, "output"); err != nil {
+			return ResponsesHistory{}, storedItemError(rec, "output", err)
 		}
 	}
 	return ResponsesHistory{Messages: conv.msgs, System: conv.system}, nil
+}
+
+// withoutReasoning is items without their reasoning items: a provider's
+// own reasoning passed through (OpenAI's encrypted_content) is opaque to
+// every other provider, so a conversation continued elsewhere goes on
+// without it.
+func withoutReasoning(items []json.RawMessage) []json.RawMessage {
+	out := make([]json.RawMessage, 0, len(items))
+	for _, it := range items {
+		if gjson.GetBytes(it, "type").Str != "reasoning" {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// storedItemError is why a stored response's items cannot be continued:
+// for one passed through, an item only its provider takes (a built-in
+// tool's call), a 400 naming previous_response_id; else a broken record.
+func storedItemError(rec *ResponsesRecord, part string, err error) error {
+	var de *domain.Error
+	if rec.Upstream != "" && errors.As(err, &de) {
+		return refused("previous_response_id", "response %s was answered by %s and cannot be continued on this model: its %s: %s", rec.ID, rec.Upstream, part, de.Message)
+	}
+	return fmt.Errorf("responses: stored %s of %s: %v", part, rec.ID, err)
 }

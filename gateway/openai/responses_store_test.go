@@ -1,0 +1,37 @@
+package openai
+
+import (
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+func TestPassedThroughRecord(t *testing.T) {
+	const id = "resp_68af0c4e5a2c8190b1c5e0c9d1a3f4e70a6b2c9d8e7f6a5b"
+	answer := func(id, status, store string) []byte {
+		return []byte(`{"id":"` + id + `","object":"response","status":"` + status + `","store":` + store + `,"output":[]}`)
+	}
+	tests := []struct {
+		name         string
+		body, answer []byte
+		ok, upstream bool
+	}{
+		{"kept", []byte(`{"input":"hi"}`), answer(id, "completed", "true"), true, true},
+		{"incomplete", []byte(`{"input":"hi","store":true}`), answer(id, "incomplete", "true"), true, true},
+		{"not kept by OpenAI", []byte(`{"input":"hi"}`), answer(id, "completed", "false"), true, false},
+		{"store false", []byte(`{"input":"hi","store":false}`), answer(id, "completed", "false"), false, false},
+		{"failed", []byte(`{"input":"hi"}`), answer(id, "failed", "true"), false, false},
+		{"an id Baton cannot name", []byte(`{"input":"hi"}`), answer("resp_a-b", "completed", "true"), false, false},
+		{"not a response", []byte(`{"input":"hi"}`), []byte(`{"id":"` + id + `","object":"chat.completion"}`), false, false},
+		{"continuing itself", []byte(`{"input":"hi","previous_response_id":"` + id + `"}`), answer(id, "completed", "true"), false, false},
+	}
+	for _, tc := range tests {
+		rec, ok := PassedThrough("oai", "oai:gpt-x", tc.body, tc.answer)
+		if ok != tc.ok || ok && (rec.UpstreamStored != tc.upstream || rec.Upstream != "oai" || rec.ID != id || rec.Model != "oai:gpt-x") {
+			t.Errorf("%s: %v %+v", tc.name, ok, rec)
+		}
+		if ok && (len(rec.Input) != 1 || gjson.GetBytes(rec.Input[0], "role").Str != "user" || gjson.GetBytes(rec.Input[0], "content.0.text").Str != "hi") {
+			t.Errorf("%s: input %s", tc.name, rec.Input)
+		}
+	}
+}

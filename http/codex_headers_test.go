@@ -1,0 +1,93 @@
+package http_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// Codex's own headers (testdata/clients/codex-exec.json, as recorded)
+// reach OpenAI with its passed-through body; credentials, cookies and the
+// headers of the provider's key do not.
+func TestResponsesPassthroughCodexHeaders(t *testing.T) {
+	e, f, _ := passthroughEnv(t)
+	raw, err := os.ReadFile("../testdata/clients/codex-exec.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var capture struct {
+		Exchanges []struct {
+			Method, Path string
+			Headers      map[string]string
+			Body         json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(raw, &capture); err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range capture.Exchanges {
+		if ex.Method != "POST" {
+			continue
+		}
+		body, err := sjson.SetBytes(ex.Body, "model", "oai:gpt-x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("POST", e.srv.URL+ex.Path, bytes.NewReader(body))
+		for k, v := range ex.Headers {
+			switch k {
+			case "host", "content-length", "authorization", "accept-encoding":
+			default:
+				req.Header.Set(k, v)
+			}
+		}
+		req.Header.Set("Authorization", "Bearer "+e.tenantA)
+		// What a client may also send that must stay with Baton.
+		stay := map[string]string{"OpenAI-Organization": "org-client", "OpenAI-Project": "proj_client", "Cookie": "session=1",
+			"x-api-key": e.tenantA, "X-Codex-Auth-Token": "secret", "Proxy-Authorization": "Basic eA==", "chatgpt-account-id": "acct"}
+		for k, v := range stay {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+		reqs := f.requests()
+		got := reqs[len(reqs)-1]
+		want := []string{"originator", "version", "session-id", "thread-id", "x-client-request-id", "x-codex-window-id",
+			"x-codex-turn-metadata", "x-codex-beta-features", "x-openai-internal-codex-responses-lite"}
+		for _, h := range want {
+			if ex.Headers[h] == "" {
+				t.Fatalf("the recording has no %s", h)
+			}
+			if v := got.header.Values(h); len(v) != 1 || v[0] != ex.Headers[h] {
+				t.Errorf("%s: the upstream got %q, Codex sent %q", h, v, ex.Headers[h])
+			}
+		}
+		if got.auth != "Bearer sk-upstream-test" {
+			t.Errorf("Authorization: %q", got.auth)
+		}
+		for k := range stay {
+			if v := got.header.Values(k); len(v) > 0 {
+				t.Errorf("%s reached the upstream: %q", k, v)
+			}
+		}
+		if !strings.HasPrefix(got.header.Get("Content-Type"), "application/json") || !gjson.ValidBytes(got.body) {
+			t.Errorf("the upstream got %v %s", got.header, got.body)
+		}
+		return
+	}
+	t.Fatal("codex-exec.json: no POST")
+}

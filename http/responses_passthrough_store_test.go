@@ -1,0 +1,241 @@
+package http_test
+
+// Responses passed through to OpenAI are stored as the translated ones
+// are, once answered: a conversation begun on an OpenAI model goes on with
+// previous_response_id on any model, and on OpenAI itself as it is.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/tidwall/gjson"
+	"go.uber.org/goleak"
+
+	"github.com/batonhq/baton/eventstore"
+	oai "github.com/batonhq/baton/gateway/openai"
+)
+
+// switchEnv is a Baton with the fake OpenAI as provider oai and an
+// Anthropic that answers "Ada" and keeps what it was sent; wrap wraps the
+// front's store (nil: as it is).
+func switchEnv(t *testing.T, wrap func(eventstore.Store) eventstore.Store) (*env, *oaResponses, *anRecorder, openai.Client) {
+	t.Helper()
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { verifyNoNewGoroutines(t, before) })
+	f := newOAResponses(t)
+	a := newAnRecorder(t, `[{"type":"text","text":"Ada"}]`, "end_turn")
+	cat := catalogWith(t, map[string]string{"ANTHROPIC_BASE_URL": a.srv.URL, "ANTHROPIC_API_KEY": "k", "COMPAT_API_KEY": "sk-upstream-test"}, f.spec())
+	e := newEnvStore(t, cat, wrap)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	return e, f, a, newOpenAIClient(e, &http.Client{Transport: tr}, e.tenantA)
+}
+
+// storedResponse waits for the response id of tenant a to be stored: a
+// passed-through response is stored just after it is answered.
+func (e *env) storedResponse(id string) oai.ResponsesRecord {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		evs, err := e.store.ReadStream(context.Background(), oai.ResponsesStreamName("a", id), 0, 1)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(evs) == 1 {
+			var rec oai.ResponsesRecord
+			if err := json.Unmarshal(evs[0].Data, &rec); err != nil {
+				e.t.Fatal(err)
+			}
+			return rec
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("response %s was not stored", id)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a bounded condition
+	}
+}
+
+// turns are the messages Anthropic was last sent, as role:text.
+func (a *anRecorder) turns(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	msgs, _ := a.last(t)["messages"].([]any)
+	for _, m := range msgs {
+		m := m.(map[string]any)
+		var text []string
+		switch c := m["content"].(type) {
+		case string:
+			text = append(text, c)
+		case []any:
+			for _, b := range c {
+				b := b.(map[string]any)
+				text = append(text, fmt.Sprint(b["type"], "=", b["text"]))
+			}
+		}
+		out = append(out, m["role"].(string)+":"+strings.Join(text, ","))
+	}
+	return out
+}
+
+func TestResponsesPassthroughStoredThenAnthropic(t *testing.T) {
+	e, f, a, client := switchEnv(t, nil)
+	first, err := client.Responses.New(testCtx(t), responses.ResponseNewParams{Model: "oai:gpt-x", Input: textInput("my name is Ada")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := e.storedResponse(first.ID)
+	if rec.ID != first.ID || rec.Model != "oai:gpt-x" || rec.Upstream != "oai" || !rec.UpstreamStored || rec.Previous != "" || len(rec.Input) != 1 ||
+		gjson.GetBytes(rec.Input[0], "content.0.text").Str != "my name is Ada" || !jsonEqual(rec.Response, []byte(first.RawJSON())) {
+		t.Fatalf("stored: %+v", rec)
+	}
+	if r := e.do("GET", "/v1/responses/"+first.ID, e.tenantA, nil); r.status != 200 || !jsonEqual(r.raw, []byte(first.RawJSON())) {
+		t.Fatalf("GET: %d %s", r.status, r.raw)
+	}
+	if r := e.do("GET", "/v1/responses/"+first.ID, e.tenantB, nil); r.status != 404 {
+		t.Fatalf("another tenant's GET: %d %s", r.status, r.raw)
+	}
+
+	// On Anthropic: the conversation from Baton's store, OpenAI's own
+	// reasoning item left out (no other provider can read it).
+	next, err := client.Responses.New(testCtx(t), responses.ResponseNewParams{Model: "anthropic:claude-haiku-4-5", Input: textInput("what is my name?"),
+		PreviousResponseID: openai.String(first.ID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"user:text=my name is Ada", "assistant:text=Hi there", "user:text=what is my name?"}
+	if got := a.turns(t); fmt.Sprint(got) != fmt.Sprint(want) || next.OutputText() != "Ada" || len(f.requests()) != 1 {
+		t.Fatalf("Anthropic got %q, want %q; answer %s", got, want, next.RawJSON())
+	}
+
+	// On OpenAI, which keeps it too: the id goes as it is, not expanded.
+	sent := []byte(`{"model":"oai:gpt-x","input":"and?","previous_response_id":"` + first.ID + `"}`)
+	third, err := client.Responses.New(testCtx(t), responses.ResponseNewParams{}, option.WithRequestBody("application/json", sent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := f.requests()
+	if last := reqs[len(reqs)-1]; len(reqs) != 2 || last.path != "/v1/responses" || !bytes.Equal(last.body, asForwarded(t, sent, "gpt-x")) {
+		t.Fatalf("to OpenAI: %s %s", last.path, last.body)
+	}
+	// That one continues the first: on Anthropic, the whole conversation.
+	if rec := e.storedResponse(third.ID); rec.Previous != first.ID {
+		t.Fatalf("stored: %+v", rec)
+	}
+	if _, err := client.Responses.New(testCtx(t), responses.ResponseNewParams{Model: "anthropic:claude-haiku-4-5", Input: textInput("so?"),
+		PreviousResponseID: openai.String(third.ID)}); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"user:text=my name is Ada", "assistant:text=Hi there", "user:text=and?", "assistant:text=Hi there", "user:text=so?"}
+	if got := a.turns(t); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("Anthropic got %q, want %q", got, want)
+	}
+}
+
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && fmt.Sprint(x) == fmt.Sprint(y)
+}
+
+// A stream: the response of response.completed, as it was sent, with svc
+// and the cost.
+func TestResponsesPassthroughStreamStored(t *testing.T) {
+	e, _, a, _ := switchEnv(t, nil)
+	resp, evs := e.stream("/v1/responses", e.tenantA, map[string]any{"model": "oai:gpt-x", "input": "my name is Ada", "stream": true})
+	last := evs[len(evs)-1]
+	if resp.StatusCode != 200 || last[0] != "response.completed" {
+		t.Fatalf("streamed: %v", evs)
+	}
+	sent := gjson.Get(last[1], "response")
+	rec := e.storedResponse(sent.Get("id").Str)
+	if !jsonEqual(rec.Response, []byte(sent.Raw)) || gjson.GetBytes(rec.Response, "svc.trace.selectedModel").Str != "oai:gpt-x" ||
+		!gjson.GetBytes(rec.Response, "usage.estimated_cost_usd").Exists() || rec.Upstream != "oai" {
+		t.Fatalf("stored %s, sent %s", rec.Response, sent.Raw)
+	}
+	_, evs = e.stream("/v1/responses", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5", "input": "what is my name?", "stream": true,
+		"previous_response_id": sent.Get("id").Str})
+	want := []string{"user:text=my name is Ada", "assistant:text=Hi there", "user:text=what is my name?"}
+	if got := a.turns(t); fmt.Sprint(got) != fmt.Sprint(want) || evs[len(evs)-1][0] != "response.completed" {
+		t.Fatalf("Anthropic got %q, want %q; %v", got, want, evs)
+	}
+}
+
+// store: false keeps nothing, passed through as translated.
+func TestResponsesPassthroughStoreFalse(t *testing.T) {
+	e, _, _, client := switchEnv(t, nil)
+	resp, err := client.Responses.New(testCtx(t), responses.ResponseNewParams{Model: "oai:gpt-x", Input: textInput("hi"), Store: openai.Bool(false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.usageEvents("a", 1) // recorded after the store would have been written
+	evs, err := e.store.ReadStream(context.Background(), oai.ResponsesStreamName("a", resp.ID), 0, 1)
+	if err != nil || len(evs) != 0 {
+		t.Fatalf("stored with store: false: %d %v", len(evs), err)
+	}
+	r := e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5", "input": "x", "previous_response_id": resp.ID})
+	if r.status != 404 || r.str("error.code") != "response_not_found" || r.str("error.param") != "previous_response_id" {
+		t.Fatalf("continuing it elsewhere: %d %s", r.status, r.raw)
+	}
+}
+
+// failResponses is a store that cannot take a stored response.
+type failResponses struct{ eventstore.Store }
+
+func (f failResponses) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if strings.HasPrefix(stream, "response-") {
+		return eventstore.AppendResult{}, errors.New("store down")
+	}
+	return f.Store.Append(ctx, stream, expected, evs...)
+}
+
+// A store that fails does not fail the call, whole or streamed: the
+// answer is OpenAI's as ever.
+func TestResponsesPassthroughStoreFails(t *testing.T) {
+	e, _, _, client := switchEnv(t, func(s eventstore.Store) eventstore.Store { return failResponses{s} })
+	resp, err := client.Responses.New(testCtx(t), responses.ResponseNewParams{Model: "oai:gpt-x", Input: textInput("hi")})
+	if err != nil || resp.OutputText() != "Hi there" || !gjson.Get(resp.RawJSON(), "store").Bool() {
+		t.Fatalf("answer: %v %s", err, resp.RawJSON())
+	}
+	r, evs := e.stream("/v1/responses", e.tenantA, map[string]any{"model": "oai:gpt-x", "input": "hi", "stream": true})
+	if r.StatusCode != 200 || evs[len(evs)-1][0] != "response.completed" {
+		t.Fatalf("streamed: %v", evs)
+	}
+	e.usageEvents("a", 2)
+	if r := e.do("GET", "/v1/responses/"+resp.ID, e.tenantA, nil); r.status != 404 {
+		t.Fatalf("GET: %d %s", r.status, r.raw)
+	}
+}
+
+// A passed-through response holding an item only OpenAI takes (a built-in
+// tool's call) cannot be expanded for Anthropic: a 400 naming
+// previous_response_id; OpenAI, which keeps it, still takes the id as it is.
+func TestResponsesPassthroughStoredBuiltinItem(t *testing.T) {
+	e, f, _, _ := switchEnv(t, nil)
+	const id = "resp_0123456789abcdef0123456789abcdef0123456789abcdef"
+	answer := `{"id":"` + id + `","object":"response","status":"completed","store":true,"output":[{"type":"web_search_call","id":"ws_1","status":"completed"},` +
+		`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"found"}]}]}`
+	rec, ok := oai.PassedThrough("oai", "oai:gpt-x", []byte(`{"input":"search"}`), []byte(answer))
+	if !ok {
+		t.Fatal("not a record")
+	}
+	if err := (oai.ResponsesStore{Store: e.store}).Save(context.Background(), "a", eventstore.Metadata{Actor: "test"}, rec); err != nil {
+		t.Fatal(err)
+	}
+	r := e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5", "input": "x", "previous_response_id": id})
+	if r.status != 400 || r.str("error.param") != "previous_response_id" || !strings.Contains(r.str("error.message"), "web_search_call") {
+		t.Fatalf("to Anthropic: %d %s", r.status, r.raw)
+	}
+	r = e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": "oai:gpt-x", "input": "x", "previous_response_id": id})
+	if reqs := f.requests(); r.status != 200 || len(reqs) != 1 || gjson.GetBytes(reqs[0].body, "previous_response_id").Str != id {
+		t.Fatalf("to OpenAI: %d %s", r.status, r.raw)
+	}
+}

@@ -1,0 +1,60 @@
+package http_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"testing"
+)
+
+// The base URL answers: Claude Code's probe (HEAD /, no key, as recorded
+// in testdata/clients/claude-code-turn.json) gets 200 and no body, GET /
+// says where to go; the console's routes are where they were.
+func TestRootProbe(t *testing.T) {
+	e := newEnv(t)
+	raw, err := os.ReadFile("../testdata/clients/claude-code-turn.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var capture struct {
+		Exchanges []struct {
+			Method, Path string
+			Headers      map[string]string
+		}
+	}
+	if err := json.Unmarshal(raw, &capture); err != nil {
+		t.Fatal(err)
+	}
+	probe := capture.Exchanges[0]
+	if probe.Method != "HEAD" || probe.Path != "/" {
+		t.Fatalf("the recording's first exchange is %s %s", probe.Method, probe.Path)
+	}
+	req, _ := http.NewRequest(probe.Method, e.srv.URL+probe.Path, nil)
+	for k, v := range probe.Headers {
+		if k != "host" && k != "connection" {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(body) != 0 || resp.Header.Get("x-request-id") == "" {
+		t.Fatalf("HEAD /: %d %q %v", resp.StatusCode, body, resp.Header)
+	}
+
+	r := e.do("GET", "/", "", nil)
+	if r.status != 200 || r.str("service") != "baton" || r.str("console") != "/console/" || r.str("openapi") != "/v1/openapi.json" {
+		t.Fatalf("GET /: %d %s", r.status, r.raw)
+	}
+	if r := e.do("POST", "/", "", nil); r.status != 405 {
+		t.Fatalf("POST /: %d %s", r.status, r.raw)
+	}
+	// /console goes on to /console/, which asks a person to sign in.
+	if r := e.do("GET", "/console", "", nil); r.status != 401 || r.header.Get("Content-Security-Policy") == "" {
+		t.Fatalf("GET /console: %d", r.status)
+	}
+}
