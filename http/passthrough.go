@@ -232,15 +232,19 @@ func speaks(t gateway.Target, format string) bool {
 // nativeOf is the request as the client sent it, with the protocol headers
 // a provider of its format takes.
 func nativeOf(r *http.Request, format string, body []byte) *gateway.Native {
-	n := &gateway.Native{Format: format, Body: body, Query: r.URL.RawQuery, Header: http.Header{}}
+	n := &gateway.Native{Format: format, Body: body, Query: r.URL.RawQuery}
 	if format != gateway.FormatAnthropic {
 		for h, vs := range r.Header {
 			if openai.ClientHeader(h) {
+				if n.Header == nil {
+					n.Header = http.Header{}
+				}
 				n.Header[h] = vs // Codex's (openai.ClientHeader)
 			}
 		}
 		return n
 	}
+	n.Header = http.Header{}
 	for _, h := range []string{"anthropic-version", "anthropic-beta"} {
 		for _, v := range r.Header.Values(h) {
 			n.Header.Add(h, v)

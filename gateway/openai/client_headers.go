@@ -2,6 +2,7 @@ package openai
 
 import (
 	"net/http"
+	"net/textproto"
 	"slices"
 	"strings"
 )
@@ -34,8 +35,21 @@ func ClientHeader(name string) bool {
 		low := strings.ToLower(name)
 		return !slices.ContainsFunc([]string{"auth", "key", "token", "secret", "cookie", "password", "credential"}, func(s string) bool { return strings.Contains(low, s) })
 	}
+	if clientHeaderSet[name] { // as net/http writes a received header's name
+		return true
+	}
 	return slices.ContainsFunc(clientHeaders, func(h string) bool { return strings.EqualFold(h, name) })
 }
+
+// clientHeaderSet holds clientHeaders as a server's request spells them:
+// the common case is then one lookup per header.
+var clientHeaderSet = func() map[string]bool {
+	m := map[string]bool{}
+	for _, h := range clientHeaders {
+		m[textproto.CanonicalMIMEHeaderKey(h)] = true
+	}
+	return m
+}()
 
 // withClientHeaders adds the client's headers of a passed-through body to
 // an upstream request to OpenAI itself (not to a compatible server, which
