@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -66,7 +67,10 @@ func skimObject(body []byte) (*skimDoc, error) {
 		return nil, malformed("the request body is not valid JSON")
 	}
 	d := &skimDoc{keys: make([]string, 0, 16), vals: make([]gjson.Result, 0, 16)}
-	gjson.ParseBytes(trimmed).ForEach(func(k, v gjson.Result) bool {
+	// The body is read in place, not copied (a long prompt is megabytes):
+	// the strings taken from it share its bytes, which never change, and a
+	// string kept beyond the call is cloned (the model's name).
+	gjson.Parse(unsafe.String(unsafe.SliceData(trimmed), len(trimmed))).ForEach(func(k, v gjson.Result) bool {
 		if slices.Contains(d.keys, k.Str) {
 			return true
 		}
@@ -125,7 +129,7 @@ func skimModel(g *skimDoc, body []byte, modelMsg string) (skimmed, error) {
 	if m.Exists() && m.Type != gjson.String {
 		return s, typeErr("model", "a string")
 	}
-	if s.model = m.Str; s.model == "" {
+	if s.model = strings.Clone(m.Str); s.model == "" {
 		return s, badRequest("model", "%s", modelMsg)
 	}
 	if st := g.Get("stream"); st.Exists() && st.Type != gjson.Null {

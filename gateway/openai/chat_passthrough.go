@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -58,17 +59,37 @@ func (p *Provider) Forward(ctx context.Context, n *gateway.Native, model string,
 	if stream {
 		return nil, &oaRawStream{name: p.name, body: open, sse: sse.NewReader(open), passUsage: wantUsage}, nil
 	}
-	if !gjson.ValidBytes(raw) || !gjson.GetBytes(raw, "choices").IsArray() {
+	if !gjson.ValidBytes(raw) {
 		return nil, nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: no choices"}
 	}
-	g := gjson.ParseBytes(raw)
-	fr := g.Get("choices.0.finish_reason").Str
-	out := &gateway.Response{Raw: raw, ID: g.Get("id").Str, Model: g.Get("model").Str, StopReason: ChatStop(fr), NativeStop: fr}
-	if u := g.Get("usage"); u.IsObject() {
-		out.Usage = usageOf(u)
+	// One pass over the answer's top level: a Get per field would walk
+	// the whole answer (its content) again for each.
+	var id, mod, choices, usage gjson.Result
+	gjson.Parse(view(raw)).ForEach(func(k, v gjson.Result) bool {
+		switch {
+		case k.Str == "id" && !id.Exists():
+			id = v
+		case k.Str == "model" && !mod.Exists():
+			mod = v
+		case k.Str == "choices" && !choices.Exists():
+			choices = v
+		case k.Str == "usage" && !usage.Exists():
+			usage = v
+		}
+		return true
+	})
+	if !choices.IsArray() {
+		return nil, nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: no choices"}
+	}
+	fr := choices.Get("0.finish_reason").Str
+	// Strings are cloned: the answer's bytes go on to the client while
+	// these are kept (the usage event).
+	out := &gateway.Response{Raw: raw, ID: strings.Clone(id.Str), Model: strings.Clone(mod.Str), StopReason: ChatStop(fr), NativeStop: strings.Clone(fr)}
+	if usage.IsObject() {
+		out.Usage = usageOf(usage)
 	} else {
 		out.UsageMissing = true
-		g.Get("choices").ForEach(func(_, c gjson.Result) bool {
+		choices.ForEach(func(_, c gjson.Result) bool {
 			m := c.Get("message")
 			out.Content = append(out.Content, gateway.Block{Type: "text", Text: m.Get("content").Str + m.Get("refusal").Str + m.Get("tool_calls").Raw})
 			return true
@@ -80,10 +101,37 @@ func (p *Provider) Forward(ctx context.Context, n *gateway.Native, model string,
 // usageOf reads a chat completions usage object: prompt tokens
 // include the cached ones, which are billed apart.
 func usageOf(u gjson.Result) gateway.Usage {
-	prompt := max(int(u.Get("prompt_tokens").Int()), 0)
-	cached := min(max(int(u.Get("prompt_tokens_details.cached_tokens").Int()), 0), prompt)
-	written := min(max(int(u.Get("prompt_tokens_details.cache_write_tokens").Int()), 0), prompt-cached)
-	return gateway.Usage{InputTokens: prompt - cached - written, OutputTokens: max(int(u.Get("completion_tokens").Int()), 0), CacheReadTokens: cached, CacheWriteTokens: written}
+	// One pass; as with Get, the first of repeated keys counts.
+	var prompt, completion, details, cached, written gjson.Result
+	first := func(r *gjson.Result, v gjson.Result) {
+		if !r.Exists() {
+			*r = v
+		}
+	}
+	u.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "prompt_tokens":
+			first(&prompt, v)
+		case "completion_tokens":
+			first(&completion, v)
+		case "prompt_tokens_details":
+			first(&details, v)
+		}
+		return true
+	})
+	details.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "cached_tokens":
+			first(&cached, v)
+		case "cache_write_tokens":
+			first(&written, v)
+		}
+		return true
+	})
+	in := max(int(prompt.Int()), 0)
+	c := min(max(int(cached.Int()), 0), in)
+	w := min(max(int(written.Int()), 0), in-c)
+	return gateway.Usage{InputTokens: in - c - w, OutputTokens: max(int(completion.Int()), 0), CacheReadTokens: c, CacheWriteTokens: w}
 }
 
 // oaRawStream is a chat completions chunk stream passed through.

@@ -128,10 +128,17 @@ func referenceChunk(data []byte) (gateway.Delta, bool) {
 		d.StopReason, d.NativeStop = ChatStop(fr), fr
 	}
 	if u := g.Get("usage"); u.IsObject() {
-		final := usageOf(u)
+		final := referenceUsage(u)
 		d.Usage = &final
 	}
 	return d, false
+}
+
+func referenceUsage(u gjson.Result) gateway.Usage {
+	prompt := max(int(u.Get("prompt_tokens").Int()), 0)
+	cached := min(max(int(u.Get("prompt_tokens_details.cached_tokens").Int()), 0), prompt)
+	written := min(max(int(u.Get("prompt_tokens_details.cache_write_tokens").Int()), 0), prompt-cached)
+	return gateway.Usage{InputTokens: prompt - cached - written, OutputTokens: max(int(u.Get("completion_tokens").Int()), 0), CacheReadTokens: cached, CacheWriteTokens: written}
 }
 
 func FuzzRawChunk(f *testing.F) {
@@ -140,6 +147,7 @@ func FuzzRawChunk(f *testing.F) {
 	f.Add([]byte(`{"choices":[{"delta":{"content":"a"}},{"delta":{"content":"b"}}],"choices":[{"delta":{"content":"c"}}]}`))
 	f.Add([]byte(`{"usage":{"prompt_tokens":1},"error":{"type":"x","message":"y"}}`))
 	f.Add([]byte(`{"choices":[{"delta":{"cont\u0065nt":"esc"},"finish_reason":"stop"}]}`))
+	f.Add([]byte(`{"choices":[],"usage":{"prompt_tokens":9,"prompt_tokens":2,"completion_tokens":"4","prompt_tokens_details":{"cached_tokens":3,"cache_write_tokens":2},"prompt_tokens_details":{"cached_tokens":1}}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if !gjson.ValidBytes(b) || len(bytes.TrimSpace(b)) == 0 || bytes.ContainsAny(b, "\r") || bytes.Contains(b, []byte("\n\n")) || string(bytes.TrimSpace(b)) == "[DONE]" {
 			return
