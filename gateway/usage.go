@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"math"
+	"strconv"
 	"sync"
 	"time"
 
@@ -183,7 +185,7 @@ func (w *UsageWriter) write(batch []usageItem) {
 		evs := make([]eventstore.EventData, 0, len(items))
 		sent := items[:0:0] // the items whose events go in the append
 		for _, it := range items {
-			data, err := json.Marshal(it.rec)
+			data, err := it.rec.appendJSON(make([]byte, 0, 384))
 			if err != nil {
 				w.fail(it, err)
 				continue
@@ -239,4 +241,92 @@ func EstimateUsage(req Request, output string, count func(string) int) Usage {
 		in += count(req.Output.Name) + count(string(req.Output.Schema))
 	}
 	return Usage{InputTokens: in, OutputTokens: count(output), Estimated: true}
+}
+
+// appendJSON appends json.Marshal's encoding of r without reflection: one
+// is written for every model call (FuzzUsageRecordJSON holds the two to
+// the same bytes). What it does not write itself (a string needing
+// escapes, a cost that is not finite, a time json.Marshal refuses) it
+// leaves to json.Marshal.
+func (r *UsageRecord) appendJSON(b []byte) ([]byte, error) {
+	if r.CostUSD != nil && (math.IsNaN(*r.CostUSD) || math.IsInf(*r.CostUSD, 0)) || !r.At.IsZero() && (r.At.Year() < 0 || r.At.Year() > 9999) {
+		return json.Marshal(r)
+	}
+	for _, s := range []string{r.Tenant, r.KeyID, r.Front, r.Model, r.Provider, r.Outcome, r.RequestID} {
+		if !plainJSON(s) {
+			return json.Marshal(r)
+		}
+	}
+	str := func(b []byte, key, s string) []byte {
+		b = append(b, key...)
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	b = str(b, `{"tenant":`, r.Tenant)
+	b = str(b, `,"keyId":`, r.KeyID)
+	b = str(b, `,"front":`, r.Front)
+	b = str(b, `,"model":`, r.Model)
+	b = str(b, `,"provider":`, r.Provider)
+	b = append(b, `,"stream":`...)
+	b = strconv.AppendBool(b, r.Stream)
+	u := r.Usage
+	b = append(b, `,"usage":{"input_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.InputTokens), 10)
+	b = append(b, `,"output_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.OutputTokens), 10)
+	if u.CacheReadTokens != 0 {
+		b = append(b, `,"cache_read_input_tokens":`...)
+		b = strconv.AppendInt(b, int64(u.CacheReadTokens), 10)
+	}
+	if u.CacheWriteTokens != 0 {
+		b = append(b, `,"cache_creation_input_tokens":`...)
+		b = strconv.AppendInt(b, int64(u.CacheWriteTokens), 10)
+	}
+	if u.Estimated {
+		b = append(b, `,"estimated":true`...)
+	}
+	b = append(b, `},"costUsd":`...)
+	if r.CostUSD == nil {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSONFloat(b, *r.CostUSD)
+	}
+	b = append(b, `,"latencyMs":`...)
+	b = strconv.AppendInt(b, r.LatencyMs, 10)
+	b = str(b, `,"outcome":`, r.Outcome)
+	b = str(b, `,"requestId":`, r.RequestID)
+	if !r.At.IsZero() {
+		b = append(b, `,"at":"`...)
+		b = r.At.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	return append(b, '}'), nil
+}
+
+// plainJSON reports whether s is written into JSON as it is, quoted.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// appendJSONFloat is encoding/json's encoding of a finite float64.
+func appendJSONFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 is written e-9
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }

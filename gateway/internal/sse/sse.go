@@ -28,7 +28,9 @@ type Reader struct {
 // NewReader reads events from r.
 func NewReader(r io.Reader) *Reader {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 4<<10), maxLine) // grows as lines need, up to maxLine
+	// 1 KB holds a provider's usual event; a longer line grows it, up to
+	// maxLine. One is made per stream, so it is kept small.
+	sc.Buffer(make([]byte, 1<<10), maxLine)
 	var l lines
 	sc.Split(l.split)
 	return &Reader{sc: sc}
