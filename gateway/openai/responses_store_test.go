@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -34,4 +35,23 @@ func TestPassedThroughRecord(t *testing.T) {
 			t.Errorf("%s: input %s", tc.name, rec.Input)
 		}
 	}
+}
+
+// FuzzPassedThrough reads a client's body and an upstream's answer, both
+// untrusted: it must not panic, and what it keeps must be a response
+// Baton can name, as answered.
+func FuzzPassedThrough(f *testing.F) {
+	f.Add([]byte(`{"model":"gpt-x","input":"hi","previous_response_id":"resp_a"}`), []byte(`{"id":"resp_b","object":"response","status":"completed","output":[]}`))
+	f.Add([]byte(`{"store":false,"input":[{"role":"user","content":"hi"}]}`), []byte(`{"id":"resp_b","object":"response","status":"completed"}`))
+	f.Add([]byte(`{"input":[{"type":"reasoning"}]}`), []byte(`{"id":"resp_b","object":"response","status":"incomplete","store":false}`))
+	f.Add([]byte(`not json`), []byte(`{"id":"resp_-x","object":"response","status":"completed"}`))
+	f.Fuzz(func(t *testing.T, body, answer []byte) {
+		rec, ok := PassedThrough("oai", "oai:gpt-x", body, answer)
+		if !ok {
+			return
+		}
+		if !responseIDRE.MatchString(rec.ID) || rec.ID == rec.Previous || !bytes.Equal(rec.Response, answer) || rec.Upstream != "oai" {
+			t.Fatalf("kept %+v from body %q answer %q", rec, body, answer)
+		}
+	})
 }
