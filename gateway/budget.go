@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -185,8 +186,27 @@ func NewBudgets(now func() time.Time) *Budgets {
 
 func periods(t time.Time) (day, month string) {
 	t = t.UTC()
-	return t.Format("2006-01-02"), t.Format("2006-01")
+	n := t.Unix() / 86400
+	if t.Unix() < 0 && t.Unix()%86400 != 0 {
+		n-- // days before 1970 round down too
+	}
+	if p := lastPeriods.Load(); p != nil && p.day == n {
+		return p.dayKey, p.monthKey
+	}
+	p := &dayPeriods{day: n, dayKey: t.Format("2006-01-02"), monthKey: t.Format("2006-01")}
+	lastPeriods.Store(p)
+	return p.dayKey, p.monthKey
 }
+
+// dayPeriods are one UTC day's keys. Every settled call books its cost
+// under its day and month: the keys of the day last asked for are kept, so
+// that they are not formatted again for each call.
+type dayPeriods struct {
+	day              int64 // days since 1970-01-01, UTC
+	dayKey, monthKey string
+}
+
+var lastPeriods atomic.Pointer[dayPeriods]
 
 // add counts a cost at time t, in t's UTC day and month.
 func (s *spend) add(t time.Time, cost float64) {

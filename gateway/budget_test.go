@@ -272,3 +272,25 @@ func TestSettledUnlimitedIsBounded(t *testing.T) {
 		t.Fatalf("limited tenant: %+v", s)
 	}
 }
+
+// periods' kept keys are those of the day asked for, on either side of
+// midnight and of 1970.
+func TestPeriodsFollowTheDay(t *testing.T) {
+	for _, at := range []time.Time{
+		time.Date(2026, 11, 26, 23, 59, 59, 999999999, time.UTC),
+		time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 11, 26, 12, 0, 0, 0, time.FixedZone("x", -14*3600)),
+		time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1969, 12, 31, 23, 0, 0, 0, time.UTC),
+		time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC),
+	} {
+		for range 2 {
+			d, m := periods(at)
+			if u := at.UTC(); d != u.Format("2006-01-02") || m != u.Format("2006-01") {
+				t.Fatalf("periods(%v) = %s, %s", at, d, m)
+			}
+		}
+	}
+}

@@ -38,6 +38,9 @@ type skimmed struct {
 type skimDoc struct {
 	keys []string
 	vals []gjson.Result
+	// The first fields' room, in the one allocation of the skimDoc.
+	keyRoom [16]string
+	valRoom [16]gjson.Result
 }
 
 // Get is gjson's Get for a path whose first name is a top-level field.
@@ -66,7 +69,8 @@ func skimObject(body []byte) (*skimDoc, error) {
 		}
 		return nil, malformed("the request body is not valid JSON")
 	}
-	d := &skimDoc{keys: make([]string, 0, 16), vals: make([]gjson.Result, 0, 16)}
+	d := &skimDoc{}
+	d.keys, d.vals = d.keyRoom[:0], d.valRoom[:0]
 	// The body is read in place, not copied (a long prompt is megabytes):
 	// the strings taken from it share its bytes, which never change, and a
 	// string kept beyond the call is cloned (the model's name).

@@ -136,7 +136,10 @@ func (p *pending) feedAfter(after, head uint64, limit int) []pendingEvent {
 	if after+1 > start {
 		i = after + 1 - start
 	}
-	var out []pendingEvent
+	if i >= uint64(len(p.events)) {
+		return nil
+	}
+	out := make([]pendingEvent, 0, min(uint64(limit), uint64(len(p.events))-i))
 	for ; i < uint64(len(p.events)) && len(out) < limit; i++ {
 		e := p.events[i]
 		if e.pos > head {

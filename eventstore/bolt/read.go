@@ -96,6 +96,9 @@ func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, limit in
 	head := s.head.Load()
 	var pend []pendingEvent
 	if after.Commit < head {
+		// Positions are gapless: what there is to read is known, and out
+		// is made once at that size (at most limit).
+		out = make([]eventstore.RecordedEvent, 0, min(uint64(limit), head-after.Commit))
 		s.pend.mu.RLock()
 		pend = s.pend.feedAfter(after.Commit, head, limit)
 		s.pend.mu.RUnlock()
@@ -105,10 +108,10 @@ func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, limit in
 	err = s.view(ctx, func(tx *bbolt.Tx) error {
 		want := after.Commit + 1
 		c := tx.Bucket(bucketEvents).Cursor()
-		// out grows as events are found: a follower woken by each commit
-		// reads one or two events, or none, and a slice sized for a page
-		// (tens of KB, zeroed) per read was most of the garbage a server
-		// made between requests.
+		// out was made for what there is (above), not for a page: a
+		// follower woken by each commit reads one or two events, or none,
+		// and a slice sized for a page (tens of KB, zeroed) per read was
+		// most of the garbage a server made between requests.
 		for k, v := c.Seek(binary.BigEndian.AppendUint64(nil, want)); k != nil && len(out) < limit; k, v = c.Next() {
 			pos, err := positionKey(k)
 			if err != nil {
