@@ -39,6 +39,12 @@ type capturedCall struct {
 // capturedCalls reads the recorded POSTs to path from a capture file.
 func capturedCalls(t *testing.T, file, path string) []capturedCall {
 	t.Helper()
+	return capturedRequests(t, file, "POST", path)
+}
+
+// capturedRequests reads the recorded requests of a method to path.
+func capturedRequests(t *testing.T, file, method, path string) []capturedCall {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "testdata", "clients", file))
 	if err != nil {
 		t.Fatal(err)
@@ -46,12 +52,14 @@ func capturedCalls(t *testing.T, file, path string) []capturedCall {
 	var out []capturedCall
 	gjson.GetBytes(raw, "exchanges").ForEach(func(_, ex gjson.Result) bool {
 		p, _, _ := strings.Cut(ex.Get("path").Str, "?")
-		if ex.Get("method").Str != "POST" || p != path {
+		if ex.Get("method").Str != method || p != path {
 			return true
 		}
 		var body bytes.Buffer
-		if err := json.Compact(&body, []byte(ex.Get("body").Raw)); err != nil {
-			t.Fatal(err)
+		if b := ex.Get("body"); b.Exists() {
+			if err := json.Compact(&body, []byte(b.Raw)); err != nil {
+				t.Fatal(err)
+			}
 		}
 		h := http.Header{}
 		ex.Get("headers").ForEach(func(k, v gjson.Result) bool {
@@ -62,7 +70,7 @@ func capturedCalls(t *testing.T, file, path string) []capturedCall {
 		return true
 	})
 	if len(out) == 0 {
-		t.Fatalf("%s: no POST %s recorded", file, path)
+		t.Fatalf("%s: no %s %s recorded", file, method, path)
 	}
 	return out
 }

@@ -2,10 +2,8 @@ package http_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 
@@ -18,34 +16,17 @@ import (
 // headers of the provider's key do not.
 func TestResponsesPassthroughCodexHeaders(t *testing.T) {
 	e, f, _ := passthroughEnv(t)
-	raw, err := os.ReadFile("../testdata/clients/codex-exec.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var capture struct {
-		Exchanges []struct {
-			Method, Path string
-			Headers      map[string]string
-			Body         json.RawMessage
-		}
-	}
-	if err := json.Unmarshal(raw, &capture); err != nil {
-		t.Fatal(err)
-	}
-	for _, ex := range capture.Exchanges {
-		if ex.Method != "POST" {
-			continue
-		}
-		body, err := sjson.SetBytes(ex.Body, "model", "oai:gpt-x")
+	for _, ex := range capturedCalls(t, "codex-exec.json", "/v1/responses") {
+		body, err := sjson.SetBytes(ex.body, "model", "oai:gpt-x")
 		if err != nil {
 			t.Fatal(err)
 		}
-		req, _ := http.NewRequest("POST", e.srv.URL+ex.Path, bytes.NewReader(body))
-		for k, v := range ex.Headers {
+		req, _ := http.NewRequest("POST", e.srv.URL+ex.path, bytes.NewReader(body))
+		for k, v := range ex.header {
 			switch k {
-			case "host", "content-length", "authorization", "accept-encoding":
+			case "Host", "Content-Length", "Authorization", "Accept-Encoding":
 			default:
-				req.Header.Set(k, v)
+				req.Header[k] = v
 			}
 		}
 		req.Header.Set("Authorization", "Bearer "+e.tenantA)
@@ -69,11 +50,11 @@ func TestResponsesPassthroughCodexHeaders(t *testing.T) {
 		want := []string{"originator", "version", "session-id", "thread-id", "x-client-request-id", "x-codex-window-id",
 			"x-codex-turn-metadata", "x-codex-beta-features", "x-openai-internal-codex-responses-lite"}
 		for _, h := range want {
-			if ex.Headers[h] == "" {
+			if ex.header.Get(h) == "" {
 				t.Fatalf("the recording has no %s", h)
 			}
-			if v := got.header.Values(h); len(v) != 1 || v[0] != ex.Headers[h] {
-				t.Errorf("%s: the upstream got %q, Codex sent %q", h, v, ex.Headers[h])
+			if v := got.header.Values(h); len(v) != 1 || v[0] != ex.header.Get(h) {
+				t.Errorf("%s: the upstream got %q, Codex sent %q", h, v, ex.header.Get(h))
 			}
 		}
 		if got.auth != "Bearer sk-upstream-test" {

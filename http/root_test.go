@@ -1,10 +1,8 @@
 package http_test
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"testing"
 )
 
@@ -13,27 +11,11 @@ import (
 // says where to go; the console's routes are where they were.
 func TestRootProbe(t *testing.T) {
 	e := newEnv(t)
-	raw, err := os.ReadFile("../testdata/clients/claude-code-turn.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var capture struct {
-		Exchanges []struct {
-			Method, Path string
-			Headers      map[string]string
-		}
-	}
-	if err := json.Unmarshal(raw, &capture); err != nil {
-		t.Fatal(err)
-	}
-	probe := capture.Exchanges[0]
-	if probe.Method != "HEAD" || probe.Path != "/" {
-		t.Fatalf("the recording's first exchange is %s %s", probe.Method, probe.Path)
-	}
-	req, _ := http.NewRequest(probe.Method, e.srv.URL+probe.Path, nil)
-	for k, v := range probe.Headers {
-		if k != "host" && k != "connection" {
-			req.Header.Set(k, v)
+	probe := capturedRequests(t, "claude-code-turn.json", "HEAD", "/")[0]
+	req, _ := http.NewRequest("HEAD", e.srv.URL+probe.path, nil)
+	for k, v := range probe.header {
+		if k != "Host" && k != "Connection" {
+			req.Header[k] = v
 		}
 	}
 	resp, err := http.DefaultClient.Do(req)
