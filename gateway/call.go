@@ -31,6 +31,15 @@ type Call struct {
 	// because no translation keeps its meaning (Codex's cache-only web
 	// search); it applies only when the call is translated.
 	Dropped []string
+	// Direct: a stream is read on the caller's goroutine, not on a reader
+	// goroutine of its own, for a front that sends nothing while it waits
+	// (no pings): nothing then needs to interrupt a read. The client
+	// leaving still ends it (its context is the upstream request's), and
+	// an upstream silent for StreamIdle is still given up. Nothing is
+	// answered before the first content (no CommitAfter), so the call can
+	// fall back until then. It spares the first byte a hand-off between
+	// goroutines (docs/benchmarks.md).
+	Direct bool
 
 	// The attempt under way.
 	Provider    Provider
@@ -281,13 +290,20 @@ type Pumped struct {
 	Err error
 }
 
-// Upstream is an open upstream stream, read on its own goroutine.
+// Upstream is an open upstream stream, read on its own goroutine, or on
+// the caller's (Call.Direct).
 type Upstream struct {
 	st      Stream
 	deltas  <-chan Pumped
 	done    <-chan struct{}
 	pending []Pumped // deltas read before anything was sent, handed out first
 	cancel  context.CancelFunc
+
+	direct   bool
+	idle     *time.Timer // direct: armed while a read waits; gives the upstream up
+	idleFor  time.Duration
+	stalled  atomic.Bool
+	provider string
 }
 
 // ReadSoFar is the usage of what was read from the upstream before the
@@ -306,7 +322,36 @@ func (u *Upstream) ReadSoFar(req Request) Usage {
 func (u *Upstream) Close() {
 	u.cancel()
 	u.st.Close()
+	if u.direct {
+		u.idle.Stop()
+		return
+	}
 	<-u.done
+}
+
+// newDirect is an upstream read on the caller's goroutine. cancel ends
+// the upstream request (its read included); the idle timer does, when the
+// upstream stays silent.
+func newDirect(cancel context.CancelFunc, st Stream, idle time.Duration, provider string) *Upstream {
+	if idle <= 0 {
+		idle = DefaultStreamIdle
+	}
+	u := &Upstream{st: st, cancel: cancel, direct: true, idleFor: idle, provider: provider}
+	u.idle = time.AfterFunc(idle, func() { u.stalled.Store(true); cancel() })
+	u.idle.Stop()
+	return u
+}
+
+// read reads the next delta on the caller's goroutine, the idle limit
+// counting only while it waits for the upstream.
+func (u *Upstream) read() Pumped {
+	u.idle.Reset(u.idleFor)
+	d, err := u.st.Next()
+	u.idle.Stop()
+	if u.stalled.Load() {
+		d, err = Delta{}, &UpstreamError{Provider: u.provider, Timeout: true, Message: fmt.Sprintf("sent nothing for %v", u.idleFor)}
+	}
+	return Pumped{d, err}
 }
 
 // Commits reports whether a delta carries something the client must see
@@ -350,10 +395,17 @@ func (k *Caller) Open(ctx context.Context, c *Call, chain []Target) (*Upstream, 
 			}
 			return nil, err
 		}
-		deltas, done := pump(pctx, scancel, st, k.StreamIdle, t.Provider.Name())
-		u := &Upstream{st: st, deltas: deltas, done: done, cancel: cancel}
-		if u, err = k.awaitContent(ctx, c, u); err == nil {
-			return u, nil
+		if c.Direct {
+			u := newDirect(func() { scancel(); cancel() }, st, k.StreamIdle, t.Provider.Name())
+			if u, err = k.awaitDirect(ctx, c, u); err == nil {
+				return u, nil
+			}
+		} else {
+			deltas, done := pump(pctx, scancel, st, k.StreamIdle, t.Provider.Name())
+			u := &Upstream{st: st, deltas: deltas, done: done, cancel: cancel}
+			if u, err = k.awaitContent(ctx, c, u); err == nil {
+				return u, nil
+			}
 		}
 		last = err
 		if ctx.Err() != nil {
@@ -403,6 +455,31 @@ func (k *Caller) awaitContent(ctx context.Context, c *Call, u *Upstream) (*Upstr
 	}
 }
 
+// awaitDirect is awaitContent for a stream read on the caller's
+// goroutine: it reads until the first committing delta, however long that
+// takes (the idle limit aside).
+func (k *Caller) awaitDirect(ctx context.Context, c *Call, u *Upstream) (*Upstream, error) {
+	for {
+		p := u.read()
+		if p.Err == nil {
+			u.pending = append(u.pending, p)
+			if p.D.Commits() {
+				return u, nil
+			}
+			continue
+		}
+		u.Close()
+		if ctx.Err() != nil {
+			// The client left, which ended the read: bill the input, as
+			// awaitContent does.
+			k.Record(c, u.ReadSoFar(c.Req), "client_gone")
+			return nil, ctx.Err()
+		}
+		k.Record(c, u.Told(), "upstream_error")
+		return nil, p.Err
+	}
+}
+
 // Told is the input side of usage the upstream reported before any
 // content (Anthropic's message_start), from the deltas read ahead.
 func (u *Upstream) Told() Usage {
@@ -422,6 +499,13 @@ func (u *Upstream) Next(ctx context.Context, tick <-chan time.Time, flush func()
 	if len(u.pending) > 0 {
 		p, u.pending = u.pending[0], u.pending[1:]
 		return p, false, false
+	}
+	if u.direct { // tick is not read: a direct stream's front sends no pings
+		if b, ok := u.st.(Buffered); !ok || !b.Buffered() {
+			flush()
+		}
+		p = u.read()
+		return p, false, p.Err != nil && ctx.Err() != nil
 	}
 	select {
 	case p = <-u.deltas:

@@ -247,6 +247,15 @@ type Stream interface {
 	Close() error
 }
 
+// Buffered is a Stream that can tell that its next Next returns without
+// waiting for the connection (the upstream's next event is already read
+// in whole). A stream read on the caller's goroutine (Call.Direct) sends
+// what the caller wrote only before a Next that may wait, so events that
+// arrive together leave in one write; without it, before every Next.
+type Buffered interface {
+	Buffered() bool
+}
+
 // Provider is one upstream.
 type Provider interface {
 	Name() string

@@ -247,23 +247,7 @@ func TestStalledUpstreamFallsBackBeforeTheFirstByte(t *testing.T) {
 		sse(w, "", `[DONE]`)
 	}))
 	t.Cleanup(func() { silent.CloseClientConnections(); silent.Close(); good.Close() })
-	price := map[string]any{"inputPerMTok": 1, "outputPerMTok": 2, "source": "test"}
-	file := map[string]any{"providers": []any{
-		map[string]any{"name": "stalls", "kind": "openai-compatible", "baseUrl": silent.URL + "/v1",
-			"models": []any{map[string]any{"name": "m", "pricing": price, "fallbacks": []string{"answers:m"}}}},
-		map[string]any{"name": "answers", "kind": "openai-compatible", "baseUrl": good.URL + "/v1",
-			"models": []any{map[string]any{"name": "m", "pricing": price}}},
-	}}
-	path := filepath.Join(t.TempDir(), "providers.json")
-	b, _ := json.Marshal(file)
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(string) string { return "" }, ProvidersFile: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnvWith(t, cat)
+	e := newEnvWith(t, fallbackCatalog(t, silent.URL, good.URL))
 	_, evs := e.stream("/v1/messages", e.tenantA, map[string]any{"model": "stalls:m", "max_tokens": 20, "stream": true,
 		"messages": []any{map[string]any{"role": "user", "content": "hi"}}})
 	if len(evs) == 0 || !strings.Contains(evs[0][1], `"fallbackUsed":true`) || !strings.Contains(evs[0][1], `"model":"answers:m"`) ||
@@ -360,4 +344,70 @@ func newOpenAIEnv(t *testing.T, oa *httptest.Server) *env {
 		t.Fatal(err)
 	}
 	return newEnvWith(t, cat)
+}
+
+// fallbackCatalog has stalls:m, falling back to answers:m, two
+// OpenAI-compatible servers.
+func fallbackCatalog(t *testing.T, stalls, answers string) *gateway.Catalog {
+	t.Helper()
+	price := map[string]any{"inputPerMTok": 1, "outputPerMTok": 2, "source": "test"}
+	file := map[string]any{"providers": []any{
+		map[string]any{"name": "stalls", "kind": "openai-compatible", "baseUrl": stalls + "/v1",
+			"models": []any{map[string]any{"name": "m", "pricing": price, "fallbacks": []string{"answers:m"}}}},
+		map[string]any{"name": "answers", "kind": "openai-compatible", "baseUrl": answers + "/v1",
+			"models": []any{map[string]any{"name": "m", "pricing": price}}},
+	}}
+	path := filepath.Join(t.TempDir(), "providers.json")
+	b, _ := json.Marshal(file)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(string) string { return "" }, ProvidersFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
+
+// A chat completions stream has no ping, so it is read on the handler's
+// goroutine and answers nothing before the first content, however long
+// the model is silent: an upstream that sends its role, stays silent for
+// many ping intervals and then breaks still hands over to the next model.
+// A streamed message, which pings, commits after one interval, so the
+// same break reaches its client as the stream's error.
+func TestSilentStreamFallsBackUntilItsFirstContent(t *testing.T) {
+	const every = 20 * time.Millisecond
+	t.Cleanup(batonhttp.SetPingEvery(every))
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		sse(w, "", `{"choices":[{"index":0,"delta":{"role":"assistant"}}]}`)
+		w.(http.Flusher).Flush()
+		time.Sleep(10 * every)
+		panic(http.ErrAbortHandler) // the connection breaks, the answer unfinished
+	}))
+	good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		sse(w, "", `{"choices":[{"index":0,"delta":{"role":"assistant","content":"hi there"}}]}`)
+		sse(w, "", `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`)
+		sse(w, "", `[DONE]`)
+	}))
+	t.Cleanup(func() { slow.Close(); good.Close() })
+	e := newEnvWith(t, fallbackCatalog(t, slow.URL, good.URL))
+	msgs := []any{map[string]any{"role": "user", "content": "hi"}}
+
+	_, evs := e.stream("/v1/chat/completions", e.tenantA, map[string]any{"model": "stalls:m", "stream": true, "messages": msgs})
+	if len(evs) == 0 || !strings.Contains(evs[0][1], `"fallbackUsed":true`) || !strings.Contains(evs[0][1], `"selectedModel":"answers:m"`) ||
+		evs[len(evs)-1][1] != "[DONE]" {
+		t.Fatalf("chat events: %v", evs)
+	}
+	if got := strings.Join(usageOutcomes(t, e.usageEvents("a", 2)), "; "); got != "stalls:m upstream_error; answers:m ok" {
+		t.Fatalf("chat usage: %s", got)
+	}
+
+	_, evs = e.stream("/v1/messages", e.tenantA, map[string]any{"model": "stalls:m", "max_tokens": 20, "stream": true, "messages": msgs})
+	if len(evs) == 0 || evs[len(evs)-1][0] != "error" || strings.Contains(evs[0][1], "answers:m") {
+		t.Fatalf("message events: %v", evs)
+	}
 }

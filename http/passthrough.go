@@ -442,6 +442,9 @@ var (
 // A passed-through stream is piped to its end here (done); otherwise the
 // caller writes the front's own events, and closes up.
 func (s *Server) openStream(w http.ResponseWriter, r *http.Request, c *gateway.Call, chain []gateway.Target, wire pipeWire) (up *gateway.Upstream, sse *sseWriter, done bool) {
+	// A front without pings has nothing to do while the upstream is
+	// silent: its stream is read on this goroutine (gateway.Call.Direct).
+	c.Direct = !wire.ping
 	up, err := s.caller.Open(r.Context(), c, chain)
 	if err != nil {
 		// Nothing has reached the client yet: an ordinary error answer.

@@ -152,3 +152,6 @@ func (s *anRawStream) Next() (gateway.Delta, error) {
 }
 
 func (s *anRawStream) Close() error { return s.body.Close() }
+
+// Buffered implements gateway.Buffered: each upstream event is one delta.
+func (s *anRawStream) Buffered() bool { return s.done || s.sse.Buffered() }

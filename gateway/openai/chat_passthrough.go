@@ -236,6 +236,9 @@ func (s *oaRawStream) Next() (gateway.Delta, error) {
 
 func (s *oaRawStream) Close() error { return s.body.Close() }
 
+// Buffered implements gateway.Buffered: each upstream event is one delta.
+func (s *oaRawStream) Buffered() bool { return s.done || s.sse.Buffered() }
+
 // post is do's POST of a passed-through body n, for gateway.PostNative.
 func (p *Provider) post(n *gateway.Native) func(ctx context.Context, path string, body []byte) (*http.Response, error) {
 	return func(ctx context.Context, path string, body []byte) (*http.Response, error) {

@@ -182,3 +182,6 @@ func (s *respRawStream) Next() (gateway.Delta, error) {
 }
 
 func (s *respRawStream) Close() error { return s.body.Close() }
+
+// Buffered implements gateway.Buffered: each upstream event is one delta.
+func (s *respRawStream) Buffered() bool { return s.done || s.sse.Buffered() }

@@ -23,6 +23,7 @@ const maxLine = 4 << 20
 // skipped; an event whose data is empty is not delivered.
 type Reader struct {
 	sc *bufio.Scanner
+	l  *lines
 }
 
 // NewReader reads events from r.
@@ -31,15 +32,18 @@ func NewReader(r io.Reader) *Reader {
 	// 1 KB holds a provider's usual event; a longer line grows it, up to
 	// maxLine. One is made per stream, so it is kept small.
 	sc.Buffer(make([]byte, 1<<10), maxLine)
-	var l lines
+	l := &lines{}
 	sc.Split(l.split)
-	return &Reader{sc: sc}
+	return &Reader{sc: sc, l: l}
 }
 
 // lines splits a stream into lines ending with CRLF, LF or CR. A CR
 // ends its line at once (the event it ends is not held back waiting for
 // the next byte); a LF right after it is then skipped.
-type lines struct{ afterCR bool }
+type lines struct {
+	afterCR bool
+	rest    []byte // what the scanner holds after the last line given
+}
 
 func (l *lines) split(data []byte, atEOF bool) (advance int, token []byte, err error) {
 	skip := 0
@@ -52,8 +56,10 @@ func (l *lines) split(data []byte, atEOF bool) (advance int, token []byte, err e
 	if i := bytes.IndexAny(data[skip:], "\r\n"); i >= 0 {
 		end := skip + i
 		l.afterCR = data[end] == '\r'
+		l.rest = data[end+1:]
 		return end + 1, data[skip:end], nil
 	}
+	l.rest = nil
 	if atEOF && len(data) > skip {
 		return len(data), data[skip:], nil
 	}
@@ -139,4 +145,39 @@ func eventName(b []byte) string {
 		return n
 	}
 	return string(b)
+}
+
+// Buffered reports whether the next event is already read in whole, so
+// that Next gives it without waiting for the connection: a caller that
+// sends what it wrote only before a wait (gateway.Buffered) asks it. It
+// may say false for an event that is there, never true for one that is
+// not (FuzzBuffered).
+func (r *Reader) Buffered() bool {
+	rest := r.l.rest
+	if r.l.afterCR && len(rest) > 0 && rest[0] == '\n' {
+		rest = rest[1:]
+	}
+	lines, nonEmpty := 0, false // the data lines of the event so far
+	for {
+		i := bytes.IndexAny(rest, "\r\n")
+		if i < 0 {
+			return false
+		}
+		line := rest[:i]
+		if rest[i] == '\r' && i+1 < len(rest) && rest[i+1] == '\n' {
+			i++
+		}
+		rest = rest[i+1:]
+		if len(line) == 0 {
+			if lines > 1 || nonEmpty {
+				return true
+			}
+			lines, nonEmpty = 0, false // nothing to give: Next reads on
+			continue
+		}
+		if field, value, _ := bytes.Cut(line, []byte(":")); string(field) == "data" {
+			lines++
+			nonEmpty = nonEmpty || len(bytes.TrimPrefix(value, []byte(" "))) > 0
+		}
+	}
 }

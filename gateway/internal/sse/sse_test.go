@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -68,4 +69,53 @@ func TestSSEReaderCRDoesNotWait(t *testing.T) {
 		t.Fatal("the event was held back waiting for the byte after its CR")
 	}
 	pw.Close()
+}
+
+// stopReader gives its bytes, then errStop: a read past what was there.
+type stopReader struct{ b []byte }
+
+var errStop = errors.New("read past what was there")
+
+func (s *stopReader) Read(p []byte) (int, error) {
+	if len(s.b) == 0 {
+		return 0, errStop
+	}
+	n := copy(p, s.b)
+	s.b = s.b[n:]
+	return n, nil
+}
+
+// FuzzBuffered holds Buffered to its promise: when it says the next event
+// is there, Next gives it without reading further.
+func FuzzBuffered(f *testing.F) {
+	f.Add([]byte("data: a\n\ndata: b\n\ndata: c"))
+	f.Add([]byte("data: a\r\n\r\n: keep-alive\r\n\r\ndata:\n\ndata: b\r\rdata"))
+	f.Add([]byte("event: x\ndata: a\ndata:\n\nevent: y\n\ndata: \n\n"))
+	f.Add([]byte("data: a\r"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		// Half reads: the scanner's buffer holds some of what is there.
+		r := NewReader(iotest.HalfReader(&stopReader{b: b}))
+		for range 1000 {
+			if _, err := r.Next(); err != nil {
+				return
+			}
+			if r.Buffered() {
+				if _, err := r.Next(); err != nil {
+					t.Fatalf("%q: Buffered said the next event was there; Next: %v", b, err)
+				}
+			}
+		}
+	})
+}
+
+func TestBufferedSeesTheNextEvent(t *testing.T) {
+	r := NewReader(strings.NewReader("data: a\n\n: keep-alive\n\ndata:\n\ndata: b\r\n\r\ndata: c"))
+	for i, want := range []bool{true, false} {
+		if _, err := r.Next(); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Buffered(); got != want {
+			t.Fatalf("after event %d: Buffered = %v", i, got)
+		}
+	}
 }
