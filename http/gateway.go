@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,7 +51,8 @@ func newSvc(c *gateway.Call, native string) svcTrace {
 // is prefix and a fresh UUIDv7's hex.
 func (s *Server) newCall(r *http.Request, front, prefix string, req gateway.Request, stream bool) *gateway.Call {
 	p := principalOf(r.Context())
-	return &gateway.Call{ID: prefix + strings.ReplaceAll(uuid.Must(uuid.NewV7()).String(), "-", ""), Front: front,
+	id := uuid.Must(uuid.NewV7())
+	return &gateway.Call{ID: prefix + hex.EncodeToString(id[:]), Front: front,
 		Tenant: p.Tenant, KeyID: p.KeyID, RequestID: RequestID(r.Context()), Req: req, Stream: stream}
 }
 

@@ -34,8 +34,10 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 		if !printable(id) || s.credentialLike(id) {
 			id = "req_" + uuid.Must(uuid.NewV7()).String()
 		}
-		w.Header().Set("x-request-id", id)
-		w.Header().Set("request-id", id) // where the Anthropic SDK looks
+		// Both names, in their canonical form, share the one value.
+		v := []string{id}
+		h := w.Header()
+		h["X-Request-Id"], h["Request-Id"] = v, v // request-id: where the Anthropic SDK looks
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
 	})
 }

@@ -26,10 +26,9 @@ func startSSE(w http.ResponseWriter) (*sseWriter, error) {
 		return nil, errNoFlush
 	}
 	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
+	// Set's names, already canonical: no canonicalizing on every stream.
+	h["Content-Type"], h["Cache-Control"] = []string{"text/event-stream"}, []string{"no-cache"}
+	h["Connection"], h["X-Accel-Buffering"] = []string{"keep-alive"}, []string{"no"}
 	w.WriteHeader(http.StatusOK)
 	return &sseWriter{w: w, f: f, buf: make([]byte, 0, 512)}, nil
 }
