@@ -321,7 +321,6 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.C
 		s.caller.Record(c, up.ReadSoFar(c.Req), "client_gone")
 		return
 	}
-	sse.flush() // the headers and the first chunk leave now: a stream, even a short one, is sent as one (no Content-Length)
 	var sent gateway.Tally
 	var tools openai.ChatToolIndexes
 	toolCalled := false
@@ -489,7 +488,6 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 		s.caller.Record(c, up.ReadSoFar(c.Req), "client_gone")
 		return
 	}
-	sse.flush() // the headers and message_start leave now: a stream, even a short one, is sent as one (no Content-Length)
 	ticker := time.NewTicker(pingEvery)
 	defer ticker.Stop()
 	var sent gateway.Tally

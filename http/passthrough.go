@@ -518,8 +518,7 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 			if !settled {
 				_, record = s.caller.Settle(c, sent.Bill(c.Req, nil), "ok")
 			}
-			sse.flush()
-			return
+			return // what is left leaves with the body's end, in one write
 		}
 		if p.Err != nil {
 			if settled {

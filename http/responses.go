@@ -269,7 +269,6 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, c *gatew
 		s.caller.Record(c, up.ReadSoFar(c.Req), "client_gone")
 		return
 	}
-	sse.flush() // the headers and response.created leave now
 	var sent gateway.Tally
 	for {
 		p, _, gone := up.Next(r.Context(), nil, sse.flush)

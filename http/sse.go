@@ -29,6 +29,11 @@ func startSSE(w http.ResponseWriter) (*sseWriter, error) {
 	// Set's names, already canonical: no canonicalizing on every stream.
 	h["Content-Type"], h["Cache-Control"] = []string{"text/event-stream"}, []string{"no-cache"}
 	h["Connection"], h["X-Accel-Buffering"] = []string{"keep-alive"}, []string{"no"}
+	// Chunked even when the whole stream is written before the handler
+	// returns (net/http would give it a Content-Length): so the stream's
+	// start need not be flushed on its own, and its end leaves in one
+	// write with the body's last chunk. HTTP/1.0 and HTTP/2 drop it.
+	h["Transfer-Encoding"] = []string{"chunked"}
 	w.WriteHeader(http.StatusOK)
 	return &sseWriter{w: w, f: f, buf: make([]byte, 0, 512)}, nil
 }
