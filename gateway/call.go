@@ -432,27 +432,42 @@ func (k *Caller) awaitContent(ctx context.Context, c *Call, u *Upstream) (*Upstr
 	for {
 		select {
 		case p := <-u.deltas:
-			if p.Err == nil {
-				u.pending = append(u.pending, p)
-				if p.D.Commits() {
-					return u, nil
-				}
-				continue
+			commits, err := k.keep(c, u, p)
+			if err != nil {
+				return nil, err
 			}
-			u.Close()
-			k.Record(c, u.Told(), "upstream_error")
-			return nil, p.Err
+			if commits {
+				return u, nil
+			}
 		case <-timer.C:
 			return u, nil
 		case <-ctx.Done():
-			// The upstream took the request (its stream is open) and was
-			// working on it: bill the input, as when the client leaves
-			// after the stream began, not nothing.
-			u.Close()
-			k.Record(c, u.ReadSoFar(c.Req), "client_gone")
-			return nil, ctx.Err()
+			return nil, k.clientGone(ctx, c, u)
 		}
 	}
+}
+
+// keep takes a delta read before anything was sent, and reports whether
+// it commits the stream. A failed read closes the stream and records the
+// attempt.
+func (k *Caller) keep(c *Call, u *Upstream, p Pumped) (commits bool, err error) {
+	if p.Err != nil {
+		u.Close()
+		k.Record(c, u.Told(), "upstream_error")
+		return false, p.Err
+	}
+	u.pending = append(u.pending, p)
+	return p.D.Commits(), nil
+}
+
+// clientGone closes a stream whose client left before it began. The
+// upstream took the request (its stream is open) and was working on it:
+// the input is billed, as when the client leaves after the stream began,
+// not nothing.
+func (k *Caller) clientGone(ctx context.Context, c *Call, u *Upstream) error {
+	u.Close()
+	k.Record(c, u.ReadSoFar(c.Req), "client_gone")
+	return ctx.Err()
 }
 
 // awaitDirect is awaitContent for a stream read on the caller's
@@ -461,22 +476,16 @@ func (k *Caller) awaitContent(ctx context.Context, c *Call, u *Upstream) (*Upstr
 func (k *Caller) awaitDirect(ctx context.Context, c *Call, u *Upstream) (*Upstream, error) {
 	for {
 		p := u.read()
-		if p.Err == nil {
-			u.pending = append(u.pending, p)
-			if p.D.Commits() {
-				return u, nil
-			}
-			continue
+		if p.Err != nil && ctx.Err() != nil {
+			return nil, k.clientGone(ctx, c, u) // the client left, which ended the read
 		}
-		u.Close()
-		if ctx.Err() != nil {
-			// The client left, which ended the read: bill the input, as
-			// awaitContent does.
-			k.Record(c, u.ReadSoFar(c.Req), "client_gone")
-			return nil, ctx.Err()
+		commits, err := k.keep(c, u, p)
+		if err != nil {
+			return nil, err
 		}
-		k.Record(c, u.Told(), "upstream_error")
-		return nil, p.Err
+		if commits {
+			return u, nil
+		}
 	}
 }
 

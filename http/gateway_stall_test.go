@@ -239,13 +239,7 @@ func TestStalledUpstreamFallsBackBeforeTheFirstByte(t *testing.T) {
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 	}))
-	good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		sse(w, "", `{"choices":[{"index":0,"delta":{"role":"assistant","content":"hi there"}}]}`)
-		sse(w, "", `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`)
-		sse(w, "", `[DONE]`)
-	}))
+	good := httptest.NewServer(http.HandlerFunc(answersHiThere))
 	t.Cleanup(func() { silent.CloseClientConnections(); silent.Close(); good.Close() })
 	e := newEnvWith(t, fallbackCatalog(t, silent.URL, good.URL))
 	_, evs := e.stream("/v1/messages", e.tenantA, map[string]any{"model": "stalls:m", "max_tokens": 20, "stream": true,
@@ -346,6 +340,15 @@ func newOpenAIEnv(t *testing.T, oa *httptest.Server) *env {
 	return newEnvWith(t, cat)
 }
 
+// answersHiThere is an OpenAI-compatible stream that answers at once.
+func answersHiThere(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	w.Header().Set("Content-Type", "text/event-stream")
+	sse(w, "", `{"choices":[{"index":0,"delta":{"role":"assistant","content":"hi there"}}]}`)
+	sse(w, "", `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`)
+	sse(w, "", `[DONE]`)
+}
+
 // fallbackCatalog has stalls:m, falling back to answers:m, two
 // OpenAI-compatible servers.
 func fallbackCatalog(t *testing.T, stalls, answers string) *gateway.Catalog {
@@ -386,13 +389,7 @@ func TestSilentStreamFallsBackUntilItsFirstContent(t *testing.T) {
 		time.Sleep(10 * every)
 		panic(http.ErrAbortHandler) // the connection breaks, the answer unfinished
 	}))
-	good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		sse(w, "", `{"choices":[{"index":0,"delta":{"role":"assistant","content":"hi there"}}]}`)
-		sse(w, "", `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`)
-		sse(w, "", `[DONE]`)
-	}))
+	good := httptest.NewServer(http.HandlerFunc(answersHiThere))
 	t.Cleanup(func() { slow.Close(); good.Close() })
 	e := newEnvWith(t, fallbackCatalog(t, slow.URL, good.URL))
 	msgs := []any{map[string]any{"role": "user", "content": "hi"}}
