@@ -59,29 +59,43 @@ func (p *Provider) Forward(ctx context.Context, n *gateway.Native, model string,
 	if stream {
 		return nil, &oaRawStream{name: p.name, body: open, sse: sse.NewReader(open), passUsage: wantUsage}, nil
 	}
+	out, err := readChatAnswer(p.name, raw)
+	return out, nil, err
+}
+
+// readChatAnswer reads a passed-through chat completion for billing and
+// the trace: one pass over its top level, as a Get per field would walk
+// the whole answer (its content) again for each (FuzzChatAnswer holds it
+// to the Get-per-field reading).
+func readChatAnswer(provider string, raw []byte) (*gateway.Response, error) {
 	if !gjson.ValidBytes(raw) {
-		return nil, nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: no choices"}
+		return nil, &gateway.UpstreamError{Provider: provider, Status: http.StatusBadGateway, Message: "malformed response: no choices"}
 	}
-	// One pass over the answer's top level: a Get per field would walk
-	// the whole answer (its content) again for each.
-	var id, mod, choices, usage gjson.Result
+	var id, mod, choices, finish, usage gjson.Result
 	gjson.Parse(view(raw)).ForEach(func(k, v gjson.Result) bool {
 		switch {
 		case k.Str == "id" && !id.Exists():
 			id = v
 		case k.Str == "model" && !mod.Exists():
 			mod = v
-		case k.Str == "choices" && !choices.Exists():
-			choices = v
+		case k.Str == "choices":
+			if !choices.Exists() {
+				choices = v
+			}
+			if !finish.Exists() {
+				// As the path choices.0.finish_reason finds it: in a
+				// repeated key's later array when the first has none.
+				finish = v.Get("0.finish_reason")
+			}
 		case k.Str == "usage" && !usage.Exists():
 			usage = v
 		}
 		return true
 	})
 	if !choices.IsArray() {
-		return nil, nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: no choices"}
+		return nil, &gateway.UpstreamError{Provider: provider, Status: http.StatusBadGateway, Message: "malformed response: no choices"}
 	}
-	fr := choices.Get("0.finish_reason").Str
+	fr := finish.Str
 	// Strings are cloned: the answer's bytes go on to the client while
 	// these are kept (the usage event).
 	out := &gateway.Response{Raw: raw, ID: strings.Clone(id.Str), Model: strings.Clone(mod.Str), StopReason: ChatStop(fr), NativeStop: strings.Clone(fr)}
@@ -95,42 +109,28 @@ func (p *Provider) Forward(ctx context.Context, n *gateway.Native, model string,
 			return true
 		})
 	}
-	return out, nil, nil
+	return out, nil
 }
 
 // usageOf reads a chat completions usage object: prompt tokens
 // include the cached ones, which are billed apart.
 func usageOf(u gjson.Result) gateway.Usage {
-	// One pass; as with Get, the first of repeated keys counts.
-	var prompt, completion, details, cached, written gjson.Result
-	first := func(r *gjson.Result, v gjson.Result) {
-		if !r.Exists() {
-			*r = v
-		}
-	}
+	// One pass over the usage object's fields; the nested counts through
+	// gjson's path, which reads on to a repeated key's later object when
+	// the first lacks the field (FuzzRawChunk holds both to Get's answers).
+	var prompt, completion gjson.Result
 	u.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "prompt_tokens":
-			first(&prompt, v)
-		case "completion_tokens":
-			first(&completion, v)
-		case "prompt_tokens_details":
-			first(&details, v)
-		}
-		return true
-	})
-	details.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "cached_tokens":
-			first(&cached, v)
-		case "cache_write_tokens":
-			first(&written, v)
+		switch {
+		case k.Str == "prompt_tokens" && !prompt.Exists():
+			prompt = v
+		case k.Str == "completion_tokens" && !completion.Exists():
+			completion = v
 		}
 		return true
 	})
 	in := max(int(prompt.Int()), 0)
-	c := min(max(int(cached.Int()), 0), in)
-	w := min(max(int(written.Int()), 0), in-c)
+	c := min(max(int(u.Get("prompt_tokens_details.cached_tokens").Int()), 0), in)
+	w := min(max(int(u.Get("prompt_tokens_details.cache_write_tokens").Int()), 0), in-c)
 	return gateway.Usage{InputTokens: in - c - w, OutputTokens: max(int(completion.Int()), 0), CacheReadTokens: c, CacheWriteTokens: w}
 }
 
@@ -170,11 +170,11 @@ func (s *oaRawStream) Next() (gateway.Delta, error) {
 	// One pass over the chunk's top level and one over its first choice:
 	// a gjson Get per field would scan the chunk again for each. As with
 	// Get, the first of repeated keys counts.
-	var choices, usage, failure gjson.Result
+	var choice, usage, failure gjson.Result
 	gjson.Parse(view(ev.Data)).ForEach(func(k, v gjson.Result) bool {
 		switch {
-		case k.Str == "choices" && !choices.Exists():
-			choices = v
+		case k.Str == "choices" && !choice.Exists():
+			choice = v.Get("0") // as the path choices.0 finds it: in a repeated key's later array when the first is empty
 		case k.Str == "usage" && !usage.Exists():
 			usage = v
 		case k.Str == "error":
@@ -186,7 +186,6 @@ func (s *oaRawStream) Next() (gateway.Delta, error) {
 		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Type: failure.Get("type").Str, Message: cmp.Or(failure.Get("message").Str, "error event")}
 	}
 	d := gateway.Delta{Raw: ev.Data}
-	choice := choices.Get("0")
 	var delta, finish gjson.Result
 	choice.ForEach(func(k, v gjson.Result) bool {
 		switch {
@@ -197,20 +196,20 @@ func (s *oaRawStream) Next() (gateway.Delta, error) {
 		}
 		return true
 	})
-	var content, refusal, calls gjson.Result
+	var content, refusal, call gjson.Result
 	delta.ForEach(func(k, v gjson.Result) bool {
 		switch {
 		case k.Str == "content" && !content.Exists():
 			content = v
 		case k.Str == "refusal" && !refusal.Exists():
 			refusal = v
-		case k.Str == "tool_calls" && !calls.Exists():
-			calls = v
+		case k.Str == "tool_calls" && !call.Exists():
+			call = v.Get("0")
 		}
 		return true
 	})
 	d.Text, d.Refusal = content.Str, refusal.Str
-	if tc := calls.Get("0"); tc.Exists() {
+	if tc := call; tc.Exists() {
 		d.ToolCall = &gateway.ToolCallDelta{Index: int(tc.Get("index").Int()), ID: tc.Get("id").Str, Name: tc.Get("function.name").Str, Arguments: tc.Get("function.arguments").Str}
 	}
 	fr := finish.Str

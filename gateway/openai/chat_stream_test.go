@@ -168,3 +168,42 @@ func FuzzRawChunk(f *testing.F) {
 		}
 	})
 }
+
+// referenceAnswer reads a passed-through chat completion one gjson Get
+// per field, as Forward did before readChatAnswer.
+func referenceAnswer(raw []byte) (*gateway.Response, bool) {
+	if !gjson.ValidBytes(raw) || !gjson.GetBytes(raw, "choices").IsArray() {
+		return nil, false
+	}
+	g := gjson.ParseBytes(raw)
+	fr := g.Get("choices.0.finish_reason").Str
+	out := &gateway.Response{Raw: raw, ID: g.Get("id").Str, Model: g.Get("model").Str, StopReason: ChatStop(fr), NativeStop: fr}
+	if u := g.Get("usage"); u.IsObject() {
+		out.Usage = referenceUsage(u)
+	} else {
+		out.UsageMissing = true
+		g.Get("choices").ForEach(func(_, c gjson.Result) bool {
+			m := c.Get("message")
+			out.Content = append(out.Content, gateway.Block{Type: "text", Text: m.Get("content").Str + m.Get("refusal").Str + m.Get("tool_calls").Raw})
+			return true
+		})
+	}
+	return out, true
+}
+
+func FuzzChatAnswer(f *testing.F) {
+	f.Add([]byte(`{"id":"c","model":"m","choices":[{"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":1}}}`))
+	f.Add([]byte(`{"choices":[],"choices":[{"finish_reason":"length","message":{"content":"a","refusal":"b","tool_calls":[{"id":"t"}]}}],"id":"x","id":"y"}`))
+	f.Add([]byte(`{"choices":{"0":{"finish_reason":"stop"}},"usage":null,"usage":{"prompt_tokens":2}}`))
+	f.Add([]byte(`[1,2]`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		want, ok := referenceAnswer(raw)
+		got, err := readChatAnswer("p", raw)
+		if ok != (err == nil) {
+			t.Fatalf("%s: error %v, reference ok %v", raw, err, ok)
+		}
+		if ok && !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s:\n got %+v\nwant %+v", raw, got, want)
+		}
+	})
+}
