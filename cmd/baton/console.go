@@ -35,9 +35,6 @@ func consoleLink(ctx context.Context, args []string, stdout io.Writer) error {
 	if *tenant == "" || *name == "" || *role == "" {
 		return errors.New("--tenant, --name and --role are required")
 	}
-	if err := storeOpts.check(); err != nil {
-		return err
-	}
 	store, err := storeOpts.open(ctx, *data, zerolog.Nop())
 	if err != nil {
 		return err

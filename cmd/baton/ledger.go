@@ -246,9 +246,6 @@ func keysCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	if *tenant == "" {
 		return errors.New("--tenant is required")
 	}
-	if err := storeOpts.check(); err != nil {
-		return err
-	}
 	store, err := storeOpts.open(ctx, *data, zerolog.Nop())
 	if err != nil {
 		return err

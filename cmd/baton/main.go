@@ -216,9 +216,6 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	defer lw.Flush()
 	stderr = lw
 	log := zerolog.New(lw).With().Timestamp().Logger()
-	if err := storeOpts.check(); err != nil {
-		return err
-	}
 
 	// With KurrentDB the events live there and --data holds only this
 	// process's read models, so several replicas can share one store.
