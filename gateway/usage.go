@@ -245,23 +245,14 @@ func EstimateUsage(req Request, output string, count func(string) int) Usage {
 
 // appendJSON appends json.Marshal's encoding of r without reflection: one
 // is written for every model call (FuzzUsageRecordJSON holds the two to
-// the same bytes). What it does not write itself (a string needing
-// escapes, a cost that is not finite, a time json.Marshal refuses) it
-// leaves to json.Marshal.
+// the same bytes). A record it cannot write (a cost that is not finite, a
+// time json.Marshal refuses) it leaves to json.Marshal, for its error.
 func (r *UsageRecord) appendJSON(b []byte) ([]byte, error) {
 	if r.CostUSD != nil && (math.IsNaN(*r.CostUSD) || math.IsInf(*r.CostUSD, 0)) || !r.At.IsZero() && (r.At.Year() < 0 || r.At.Year() > 9999) {
 		return json.Marshal(r)
 	}
-	for _, s := range []string{r.Tenant, r.KeyID, r.Front, r.Model, r.Provider, r.Outcome, r.RequestID} {
-		if !plainJSON(s) {
-			return json.Marshal(r)
-		}
-	}
 	str := func(b []byte, key, s string) []byte {
-		b = append(b, key...)
-		b = append(b, '"')
-		b = append(b, s...)
-		return append(b, '"')
+		return AppendJSONString(append(b, key...), s)
 	}
 	b = str(b, `{"tenant":`, r.Tenant)
 	b = str(b, `,"keyId":`, r.KeyID)
@@ -304,14 +295,18 @@ func (r *UsageRecord) appendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// plainJSON reports whether s is written into JSON as it is, quoted.
-func plainJSON(s string) bool {
+// AppendJSONString appends s as a JSON string, as json.Marshal writes it:
+// as it is, quoted, when nothing in it needs escaping.
+func AppendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
+			q, _ := json.Marshal(s)
+			return append(b, q...)
 		}
 	}
-	return true
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // appendJSONFloat is encoding/json's encoding of a finite float64.

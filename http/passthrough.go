@@ -629,29 +629,16 @@ func failResponse(sse *sseWriter, seq int64, created []byte, code, message strin
 // appendJSON is json.Marshal's encoding of s.
 func (s svcTrace) appendJSON(b []byte) []byte {
 	b = append(b, `{"requestId":`...)
-	b = appendJSONString(b, s.RequestID)
+	b = gateway.AppendJSONString(b, s.RequestID)
 	b = append(b, `,"trace":{"selectedProvider":`...)
-	b = appendJSONString(b, s.Trace.SelectedProvider)
+	b = gateway.AppendJSONString(b, s.Trace.SelectedProvider)
 	b = append(b, `,"selectedModel":`...)
-	b = appendJSONString(b, s.Trace.SelectedModel)
+	b = gateway.AppendJSONString(b, s.Trace.SelectedModel)
 	b = append(b, `,"fallbackUsed":`...)
 	b = strconv.AppendBool(b, s.Trace.FallbackUsed)
 	if s.Trace.NativeStopReason != "" {
 		b = append(b, `,"nativeStopReason":`...)
-		b = appendJSONString(b, s.Trace.NativeStopReason)
+		b = gateway.AppendJSONString(b, s.Trace.NativeStopReason)
 	}
 	return append(b, "}}"...)
-}
-
-// appendJSONString appends s as a JSON string, as json.Marshal writes it.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
