@@ -35,14 +35,12 @@ func ClientHeader(name string) bool {
 		low := strings.ToLower(name)
 		return !slices.ContainsFunc([]string{"auth", "key", "token", "secret", "cookie", "password", "credential"}, func(s string) bool { return strings.Contains(low, s) })
 	}
-	if clientHeaderSet[name] { // as net/http writes a received header's name
-		return true
-	}
-	return slices.ContainsFunc(clientHeaders, func(h string) bool { return strings.EqualFold(h, name) })
+	// A received header's name is already canonical: one lookup, and no
+	// allocation, for each header a request brings.
+	return clientHeaderSet[textproto.CanonicalMIMEHeaderKey(name)]
 }
 
-// clientHeaderSet holds clientHeaders as a server's request spells them:
-// the common case is then one lookup per header.
+// clientHeaderSet holds clientHeaders in canonical form.
 var clientHeaderSet = func() map[string]bool {
 	m := map[string]bool{}
 	for _, h := range clientHeaders {
