@@ -16,8 +16,13 @@ import (
 const principalKey ctxKey = iota + 100
 
 func principalOf(ctx context.Context) domain.Principal {
-	p, _ := ctx.Value(principalKey).(domain.Principal)
-	return p
+	if p, ok := ctx.Value(principalKey).(domain.Principal); ok {
+		return p
+	}
+	if st := stateOf(ctx); st != nil && st.authed {
+		return st.principal
+	}
+	return domain.Principal{}
 }
 
 // presentedKey takes the key from x-api-key or Authorization: Bearer; SDKs
@@ -111,6 +116,11 @@ func (s *Server) withKeyAs(a access, f errFormat, h http.HandlerFunc) http.Handl
 		}
 		if rec, ok := w.(*statusRecorder); ok {
 			rec.tenant = p.Tenant
+		}
+		if st := stateOf(r.Context()); st != nil && !st.authed {
+			st.principal, st.authed = p, true // no copy of the request for it
+			h(w, r)
+			return
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
 	}

@@ -15,19 +15,37 @@ import (
 
 type ctxKey int
 
-const requestIDKey ctxKey = iota
+const requestKey ctxKey = iota
+
+// requestState is what the front's middleware learns of a request, kept
+// in one context value: a context value and a copy of the request per
+// fact would be allocated on every call.
+type requestState struct {
+	id        string
+	principal domain.Principal
+	authed    bool // principal is set
+	body      deadlineBody
+}
+
+func stateOf(ctx context.Context) *requestState {
+	st, _ := ctx.Value(requestKey).(*requestState)
+	return st
+}
 
 // RequestID returns the request id the front assigned to r.
 func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey).(string)
-	return id
+	if st := stateOf(ctx); st != nil {
+		return st.id
+	}
+	return ""
 }
 
 // withRequestID gives every request an id, answered in x-request-id. A
 // caller's own id is kept when it is short and printable, so traces join up,
 // unless it looks like a credential: the id goes to the access log, the
 // answer and every event the request appends, where a token could never be
-// taken out again.
+// taken out again. It is the front's outermost layer: the request's one
+// copy (with its state, and the body under its deadline) is made here.
 func (s *Server) withRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("x-request-id")
@@ -38,7 +56,10 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 		v := []string{id}
 		h := w.Header()
 		h["X-Request-Id"], h["Request-Id"] = v, v // request-id: where the Anthropic SDK looks
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+		st := &requestState{id: id}
+		r = r.WithContext(context.WithValue(r.Context(), requestKey, st)) // a copy: the caller's request stays as it was
+		withBodyDeadline(w, r, &st.body)
+		next.ServeHTTP(w, r)
 	})
 }
 

@@ -297,7 +297,7 @@ func (s *Server) Close() {
 
 // Handler is the whole front with its middleware.
 func (s *Server) Handler() http.Handler {
-	return withBodyDeadline(s.withRequestID(s.withAccessLog(s.withRecover(http.HandlerFunc(s.route)))))
+	return s.withRequestID(s.withAccessLog(s.withRecover(http.HandlerFunc(s.route))))
 }
 
 // route serves the model fronts' POSTs at once and the rest through the

@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
 	"github.com/batonhq/baton/cmd/internal/profile"
@@ -77,6 +78,11 @@ Development only, commands of their own:
 `
 
 func main() {
+	// Ids (of events, calls, requests: none a secret) come from a buffer of
+	// the system's random bytes filled 256 ids at a time, not a read per id
+	// (four ids a model call). Here, before any goroutine: it is not safe
+	// beside a running generator.
+	uuid.EnableRandPool()
 	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, errChainBroken) && !errors.Is(err, errLogBroken) {
 			fmt.Fprintln(os.Stderr, "baton:", err)
