@@ -26,8 +26,10 @@ ROLE   ?= approver
 TENANT ?= default
 console-link:
 	@[ -n "$$BATON_API_KEY" ] || { echo "set BATON_API_KEY to an admin key (make run prints one on its first start)"; exit 1; }
-	@curl -sS -X POST http://$(ADDR)/v1/admin/console-links -H "Authorization: Bearer $$BATON_API_KEY" \
-	  -d '{"tenant":"$(TENANT)","name":"$(NAME)","role":"$(ROLE)"}' | sed -n 's/.*"url":"\([^"]*\)".*/\1/p;/"status"/p'
+	@out=$$(curl -sS -X POST http://$(ADDR)/v1/admin/console-links -H "Authorization: Bearer $$BATON_API_KEY" \
+	  -d '{"tenant":"$(TENANT)","name":"$(NAME)","role":"$(ROLE)"}') || exit 1; \
+	url=$$(printf '%s' "$$out" | sed -n 's/.*"url":"\([^"]*\)".*/\1/p'); \
+	if [ -n "$$url" ]; then echo "$$url"; else echo "$$out" >&2; exit 1; fi
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o baton ./cmd/baton

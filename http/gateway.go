@@ -112,6 +112,9 @@ func badRequest(param, format string, args ...any) error {
 	return gateway.BadRequest(param, format, args...)
 }
 
+// codeNotConfigured: the model's provider has no credentials here.
+const codeNotConfigured = "provider_not_configured"
+
 // plan decodes nothing: it finds the chain of models a call may try.
 // A named model whose provider has no credentials is refused before any
 // upstream call.
@@ -121,7 +124,7 @@ func (s *Server) plan(id string, req gateway.Request) ([]gateway.Target, error) 
 		return nil, err
 	}
 	if p := chain[0].Provider; !p.Configured() {
-		return nil, domain.E("gateway", domain.KindUnavailable, "provider_not_configured",
+		return nil, domain.E("gateway", domain.KindUnavailable, codeNotConfigured,
 			"provider %s is not configured on this server (no API key); see GET /v1/models for available models", p.Name())
 	}
 	return chain, nil

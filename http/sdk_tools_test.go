@@ -10,10 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
+	anthropicoption "github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/openai/openai-go/v3"
+	openaioption "github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/batonhq/baton/gateway"
@@ -202,5 +205,47 @@ func TestSDKModelsRetrieve(t *testing.T) {
 	}
 	if r := e.do("GET", "/v1/models/health", e.admin, nil); r.status != 405 {
 		t.Fatalf("GET on a POST-only admin path: %d %s", r.status, r.raw)
+	}
+}
+
+// countingTransport counts the requests a client sends.
+type countingTransport struct {
+	http.RoundTripper
+	n atomic.Int32
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.RoundTripper.RoundTrip(r)
+}
+
+// A model whose provider has no key here answers 503 with X-Should-Retry:
+// false: the SDKs, with their default retries, ask once (Claude Code would
+// otherwise retry for minutes in silence).
+func TestNotConfiguredIsNotRetried(t *testing.T) {
+	providers := filepath.Join(t.TempDir(), "providers.json")
+	os.WriteFile(providers, []byte(`{"providers":[{"name":"openrouter","kind":"openai-compatible","baseUrl":"http://127.0.0.1:9/v1","keyEnv":"OPENROUTER_API_KEY",
+		"models":[{"name":"llama","contextTokens":8192}]}]}`), 0o644)
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(string) string { return "" }, ProvidersFile: providers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, cat)
+	tr := &countingTransport{RoundTripper: sdkHTTP(t).Transport}
+	hc := &http.Client{Transport: tr}
+	an := anthropic.NewClient(anthropicoption.WithBaseURL(e.srv.URL), anthropicoption.WithAPIKey(e.tenantA), anthropicoption.WithHTTPClient(hc))
+	_, err = an.Messages.New(testCtx(t), anthropic.MessageNewParams{Model: "openrouter:llama", MaxTokens: 16,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}})
+	var ae *anthropic.Error
+	if !errors.As(err, &ae) || ae.StatusCode != 503 || !strings.Contains(ae.RawJSON(), "not configured") || tr.n.Load() != 1 {
+		t.Fatalf("anthropic-sdk-go: %v after %d requests", err, tr.n.Load())
+	}
+	tr.n.Store(0)
+	oa := openai.NewClient(openaioption.WithBaseURL(e.srv.URL+"/v1/"), openaioption.WithAPIKey(e.tenantA), openaioption.WithHTTPClient(hc))
+	_, err = oa.Chat.Completions.New(testCtx(t), openai.ChatCompletionNewParams{Model: "openrouter:llama",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+	var oe *openai.Error
+	if !errors.As(err, &oe) || oe.StatusCode != 503 || oe.Code != "provider_not_configured" || tr.n.Load() != 1 {
+		t.Fatalf("openai-go: %v after %d requests", err, tr.n.Load())
 	}
 }
