@@ -72,3 +72,31 @@ func TestResponsesPassthroughCodexHeaders(t *testing.T) {
 	}
 	t.Fatal("codex-exec.json: no POST")
 }
+
+// A body that gives a top-level field twice is refused on every front
+// before any upstream is called: Baton reads the first model (routing,
+// price, budget) where a provider's parser takes the last.
+func TestDuplicateFieldRefused(t *testing.T) {
+	e, f, _ := passthroughEnv(t)
+	head, err := e.store.Head(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, body, field string }{
+		{"/v1/chat/completions", `{"model":"oai:gpt-x","messages":[{"role":"user","content":"hi"}],"model":"gpt-5-pro"}`, "model"},
+		{"/v1/messages", `{"model":"oai:gpt-x","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"max_tokens":64000}`, "max_tokens"},
+		{"/v1/responses", `{"model":"oai:gpt-x","input":"hi","stream":false,"stream":true}`, "stream"},
+		{"/v1/responses", `{"model":"oai:gpt-x","input":"hi","mod\u0065l":"gpt-5-pro"}`, "model"},
+	} {
+		r := e.do("POST", c.path, e.tenantA, c.body)
+		if r.status != 400 || !strings.Contains(string(r.raw), `field \"`+c.field+`\" twice`) {
+			t.Errorf("%s %s: %d %s", c.path, c.body, r.status, r.raw)
+		}
+	}
+	if n := len(f.requests()); n != 0 {
+		t.Errorf("the upstream got %d requests", n)
+	}
+	if h, _ := e.store.Head(t.Context()); h != head {
+		t.Errorf("the store's head moved from %d to %d", head, h)
+	}
+}

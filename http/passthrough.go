@@ -58,8 +58,10 @@ func (d *skimDoc) Get(path string) gjson.Result {
 }
 
 // skimObject checks that body is one JSON object, answering as decodeBody
-// does when it is not, and reads its top-level fields (the first of a
-// repeated name, as gjson takes it).
+// does when it is not, and reads its top-level fields. A name given twice
+// is refused: Baton would read the first (routing, pricing and the budget
+// on one model) where the provider's parser takes the last (and runs
+// another).
 func skimObject(body []byte) (*skimDoc, error) {
 	trimmed := trimJSONSpace(body)
 	if len(trimmed) == 0 || trimmed[0] != '{' || !gjson.ValidBytes(trimmed) {
@@ -71,16 +73,21 @@ func skimObject(body []byte) (*skimDoc, error) {
 	}
 	d := &skimDoc{}
 	d.keys, d.vals = d.keyRoom[:0], d.valRoom[:0]
+	dup := ""
 	// The body is read in place, not copied (a long prompt is megabytes):
 	// the strings taken from it share its bytes, which never change, and a
 	// string kept beyond the call is cloned (the model's name).
 	gjson.Parse(unsafe.String(unsafe.SliceData(trimmed), len(trimmed))).ForEach(func(k, v gjson.Result) bool {
 		if slices.Contains(d.keys, k.Str) {
-			return true
+			dup = k.Str
+			return false
 		}
 		d.keys, d.vals = append(d.keys, k.Str), append(d.vals, v)
 		return true
 	})
+	if dup != "" {
+		return nil, badRequest(dup, "the request body gives the field %q twice; a JSON object's names must be unique", dup)
+	}
 	return d, nil
 }
 
