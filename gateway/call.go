@@ -83,9 +83,10 @@ type Forwarder interface {
 }
 
 // TokenCounter is a provider that counts a Messages request's input tokens
-// upstream (POST /v1/messages/count_tokens), with model as its model.
+// upstream (POST /v1/messages/count_tokens): n as the client sent it, its
+// protocol headers and query included, with model as its model.
 type TokenCounter interface {
-	CountTokens(ctx context.Context, model string, body []byte) (int, error)
+	CountTokens(ctx context.Context, n *Native, model string) (int, error)
 }
 
 // Caller runs model calls: routing down a chain, fallback before the

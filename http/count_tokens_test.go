@@ -1,10 +1,14 @@
 package http_test
 
 import (
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/tidwall/sjson"
 )
 
 // POST /v1/messages/count_tokens, through the official Anthropic SDK: an
@@ -51,5 +55,42 @@ func TestCountTokens(t *testing.T) {
 	}
 	if r := e.do("POST", "/v1/messages/count_tokens", "", map[string]any{"model": "local:echo"}); r.status != 401 || r.str("error.type") != "authentication_error" {
 		t.Errorf("no key: %d %s", r.status, r.raw)
+	}
+}
+
+// An Anthropic model's count goes to Anthropic as the client sent it: its
+// body byte for byte but for the model (and max_tokens, which the counter
+// refuses), server tools and documents included, with anthropic-version,
+// every anthropic-beta and the query string; a bare name is counted where
+// /v1/messages would send it.
+func TestCountTokensPassthrough(t *testing.T) {
+	type got struct {
+		uri    string
+		header http.Header
+		body   []byte
+	}
+	seen := make(chan got, 4)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		seen <- got{r.URL.RequestURI(), r.Header.Clone(), b}
+		io.WriteString(w, `{"input_tokens":77}`)
+	}))
+	t.Cleanup(up.Close)
+	e := newEnvWith(t, catalogWith(t, map[string]string{"ANTHROPIC_BASE_URL": up.URL, "ANTHROPIC_API_KEY": "ak-upstream-test"}))
+	body := `{"model":%q,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","media_type":"text/plain","data":"x"}},{"type":"text","text":"hi"}]}],` +
+		`"tools":[{"type":"web_search_20250305","name":"web_search"}],"context_management":{"edits":[{"type":"clear_tool_uses_20250919"}]},"max_tokens":1024,"thinking":{"type":"enabled","budget_tokens":1024}}`
+	for _, c := range []struct{ model, upstream string }{{"anthropic:claude-haiku-4-5", "claude-haiku-4-5"}, {"claude-opus-4-8", "claude-opus-4-8"}} {
+		r := e.do("POST", "/v1/messages/count_tokens?beta=true", e.tenantA, fmt.Sprintf(body, c.model),
+			"anthropic-version", "2023-06-01", "anthropic-beta", "token-counting-2024-11-01,context-management-2025-06-27")
+		if r.status != 200 || r.num("input_tokens") != 77 {
+			t.Fatalf("%s: %d %s", c.model, r.status, r.raw)
+		}
+		g := <-seen
+		want, _ := sjson.Delete(fmt.Sprintf(body, c.upstream), "max_tokens")
+		if g.uri != "/v1/messages/count_tokens?beta=true" || string(g.body) != want ||
+			g.header.Get("anthropic-version") != "2023-06-01" || g.header.Get("anthropic-beta") != "token-counting-2024-11-01,context-management-2025-06-27" ||
+			g.header.Get("x-api-key") != "ak-upstream-test" {
+			t.Fatalf("%s: the upstream got %s %v\n%s\nwant\n%s", c.model, g.uri, g.header, g.body, want)
+		}
 	}
 }

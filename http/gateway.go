@@ -556,19 +556,41 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 // (svc.estimate). Counting is free: no budget hold, no usage event.
 func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 	const f = anthropicErrors
-	var q anthropic.CountRequest
-	req, chain, sent, ok := s.prepareCall(w, r, f, &q, "")
-	if !ok {
+	body, err := readBody(w, r, s.maxModelBody)
+	var sk skimmed
+	if err == nil {
+		sk, err = skimCount(body)
+	}
+	var chain []gateway.Target
+	if err == nil {
+		// A bare name goes where /v1/messages sends it: Claude Code counts
+		// with its own default model.
+		chain, err = s.planFor(gateway.FormatAnthropic, sk.model, sk.req)
+	}
+	if err != nil {
+		s.writeErrorAs(w, r, f, err)
 		return
 	}
 	t := chain[0]
 	if an, ok := t.Provider.(gateway.TokenCounter); ok {
-		n, err := an.CountTokens(r.Context(), t.Model.Model, sent.Body)
+		n, err := an.CountTokens(r.Context(), nativeOf(r, gateway.FormatAnthropic, body), t.Model.Model)
 		if err != nil {
 			s.writeErrorAs(w, r, f, err)
 			return
 		}
 		writeAnswer(w, map[string]any{"input_tokens": n})
+		return
+	}
+	// Counted here, on the request as /v1/messages would translate it: what
+	// it would refuse for this model is refused here too.
+	var q anthropic.CountRequest
+	if err := decodeBody(body, &q); err != nil {
+		s.writeErrorAs(w, r, f, err)
+		return
+	}
+	req, err := q.ToGateway()
+	if err != nil {
+		s.writeErrorAs(w, r, f, err)
 		return
 	}
 	writeAnswer(w, map[string]any{"input_tokens": gateway.EstimateInputTokens(req),

@@ -186,6 +186,23 @@ func skimMessages(body []byte) (skimmed, error) {
 	return s, nil
 }
 
+// skimCount reads a count_tokens body: a Messages body without max_tokens.
+func skimCount(body []byte) (skimmed, error) {
+	g, err := skimObject(body)
+	if err != nil {
+		return skimmed{}, err
+	}
+	s, err := skimCommon(g, body, "model: Field required")
+	if err != nil {
+		return s, err
+	}
+	if !nonEmptyArray(g.Get("messages")) {
+		return s, badRequest("messages", "messages: at least one message is required")
+	}
+	s.req.NeedsJSON = g.Get("output_config.format").Exists()
+	return s, nil
+}
+
 // skimChat reads a chat completions body.
 func skimChat(body []byte) (skimmed, error) {
 	g, err := skimObject(body)

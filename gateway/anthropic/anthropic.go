@@ -18,6 +18,9 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
 	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/internal/sse"
 )
@@ -517,25 +520,31 @@ func anthropicStatus(typ string) int {
 }
 
 // CountTokens asks Anthropic's token counter (POST /v1/messages/count_tokens)
-// how many input tokens body, a Messages request, holds with its model
-// named model. The body goes as the client wrote it otherwise, so fields
-// Baton does not know (thinking, images, tools) are counted too.
-func (p *Provider) CountTokens(ctx context.Context, model string, body []byte) (int, error) {
+// how many input tokens n, a Messages request, holds with its model named
+// model. The body goes as the client wrote it otherwise, with its
+// anthropic-version, anthropic-beta and query, so fields Baton does not
+// know (thinking, images, server tools, betas) are counted too.
+func (p *Provider) CountTokens(ctx context.Context, n *gateway.Native, model string) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, gateway.DefaultTimeout)
 	defer cancel()
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		return 0, err
-	}
-	m, _ := json.Marshal(model)
-	fields["model"] = m
-	delete(fields, "stream") // count_tokens takes no stream or max_tokens
-	delete(fields, "max_tokens")
-	out, err := json.Marshal(fields)
+	// The body as the client sent it, the model rewritten in place; the
+	// fields of a Messages call that count_tokens refuses are left out.
+	out, err := gateway.WithModel(n.Body, model)
 	if err != nil {
 		return 0, err
 	}
-	resp, err := p.do(ctx, http.MethodPost, "/v1/messages/count_tokens", out, nil)
+	for _, f := range []string{"stream", "max_tokens"} {
+		if gjson.GetBytes(out, f).Exists() {
+			if out, err = sjson.DeleteBytes(out, f); err != nil {
+				return 0, err
+			}
+		}
+	}
+	path := "/v1/messages/count_tokens"
+	if n.Query != "" {
+		path += "?" + n.Query // Claude Code's ?beta=true
+	}
+	resp, err := p.do(ctx, http.MethodPost, path, out, n.Header)
 	if err != nil {
 		return 0, err
 	}
