@@ -41,7 +41,9 @@ func FuzzAnthropicCountTokens(f *testing.F) {
 		defer cancel()
 		var n int
 		var err error
-		upstreamtest.Within(t, 15*time.Second, func() { n, err = an.CountTokens(ctx, &gateway.Native{Format: gateway.FormatAnthropic, Body: body}, "m") })
+		upstreamtest.Within(t, 15*time.Second, func() {
+			n, err = an.CountTokens(ctx, &gateway.Native{Format: gateway.FormatAnthropic, Body: body}, "m")
+		})
 		if err == nil {
 			if n < 0 || code >= 300 {
 				t.Fatalf("count %d from a %d answer %q", n, code, answer)
