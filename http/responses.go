@@ -131,7 +131,7 @@ func (s *Server) prepareResponses(w http.ResponseWriter, r *http.Request) (p res
 			} else {
 				p.native = nil
 			}
-		case isPreviousNotFound(lerr):
+		case isPreviousNotFound(lerr) && !errors.Is(lerr, openai.ErrAnotherTenants):
 			notOurs = lerr
 		default:
 			return p, lerr

@@ -19,6 +19,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 	"go.uber.org/goleak"
 
 	"github.com/batonhq/baton/eventstore"
@@ -47,7 +48,7 @@ func (e *env) storedResponse(id string) oai.ResponsesRecord {
 	e.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		evs, err := e.store.ReadStream(context.Background(), oai.ResponsesStreamName("a", id), 0, 1)
+		evs, err := e.store.ReadStream(context.Background(), oai.ResponsesStreamName(id), 0, 1)
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -177,7 +178,7 @@ func TestResponsesPassthroughStoreFalse(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.usageEvents("a", 1) // recorded after the store would have been written
-	evs, err := e.store.ReadStream(context.Background(), oai.ResponsesStreamName("a", resp.ID), 0, 1)
+	evs, err := e.store.ReadStream(context.Background(), oai.ResponsesStreamName(resp.ID), 0, 1)
 	if err != nil || len(evs) != 0 {
 		t.Fatalf("stored with store: false: %d %v", len(evs), err)
 	}
@@ -237,5 +238,44 @@ func TestResponsesPassthroughStoredBuiltinItem(t *testing.T) {
 	r = e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": "oai:gpt-x", "input": "x", "previous_response_id": id})
 	if reqs := f.requests(); r.status != 200 || len(reqs) != 1 || gjson.GetBytes(reqs[0].body, "previous_response_id").Str != id {
 		t.Fatalf("to OpenAI: %d %s", r.status, r.raw)
+	}
+}
+
+// Another tenant's passed-through id is a 404 on every model, OpenAI's
+// included: sent as it is, it would continue the other tenant's
+// conversation at OpenAI, where Baton's one key holds every tenant's. A
+// response stored under its tenant's name (until 2026-11-26) still loads.
+func TestResponsesAnotherTenantsIDNotForwarded(t *testing.T) {
+	e, f, _, client := switchEnv(t, nil)
+	first, err := client.Responses.New(testCtx(t), responses.ResponseNewParams{Model: "oai:gpt-x", Input: textInput("my secret is 42")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.storedResponse(first.ID)
+	for _, model := range []string{"oai:gpt-x", "anthropic:claude-haiku-4-5"} {
+		for _, stream := range []bool{false, true} {
+			r := e.do("POST", "/v1/responses", e.tenantB, map[string]any{"model": model, "input": "what is my secret?", "previous_response_id": first.ID, "stream": stream})
+			if r.status != 404 || r.str("error.code") != "response_not_found" || r.str("error.param") != "previous_response_id" {
+				t.Fatalf("tenant b on %s (stream %v): %d %s", model, stream, r.status, r.raw)
+			}
+		}
+	}
+	if n := len(f.requests()); n != 1 {
+		t.Fatalf("OpenAI got %d requests, want the first alone", n)
+	}
+
+	legacy := e.storedResponse(first.ID)
+	legacy.ID = "resp_legacy1"
+	legacy.Response, _ = sjson.SetBytes(legacy.Response, "id", legacy.ID)
+	data, _ := json.Marshal(legacy)
+	if _, err := e.store.Append(context.Background(), "response-a-resp_legacy1", eventstore.NoStream(),
+		eventstore.NewEvent(oai.EventResponseStored, data, eventstore.Metadata{Tenant: "a"})); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.do("GET", "/v1/responses/resp_legacy1", e.tenantA, nil); r.status != 200 || r.str("id") != "resp_legacy1" {
+		t.Fatalf("a legacy record: %d %s", r.status, r.raw)
+	}
+	if r := e.do("GET", "/v1/responses/resp_legacy1", e.tenantB, nil); r.status != 404 {
+		t.Fatalf("a legacy record, tenant b: %d %s", r.status, r.raw)
 	}
 }

@@ -16,10 +16,21 @@ import (
 // EventResponseStored is the type of a stored response's event.
 const EventResponseStored = "ResponseStored"
 
-// ResponsesStreamName is where a tenant's response is stored: one stream
-// per response, named by its tenant, so that a lookup reads one stream and
-// another tenant's id is simply not there.
-func ResponsesStreamName(tenant, id string) string { return "response-" + tenant + "-" + id }
+// ResponsesStreamName is where a response is stored: one stream per
+// response, named by its id alone, so that a lookup reads one stream and
+// finds whose it is (the event's tenant). An id another tenant stored is
+// then known as such, never taken for one the provider alone holds: a
+// passed-through id goes to OpenAI under Baton's one key, where any
+// tenant's response can be continued.
+func ResponsesStreamName(id string) string { return "response-" + id }
+
+// legacyStreamName is where a tenant's response was stored until
+// 2026-11-26: named by its tenant too. Still read.
+func legacyStreamName(tenant, id string) string { return "response-" + tenant + "-" + id }
+
+// ErrAnotherTenants marks the 404 of an id Baton stored for another
+// tenant: it must not go on to a provider as that provider's own.
+var ErrAnotherTenants = errors.New("responses: the response is another tenant's")
 
 // ResponsesRecord is a stored response: its own input items (a string
 // input as one user message item), the response it continued, and the
@@ -89,22 +100,29 @@ func (s ResponsesStore) Save(ctx context.Context, tenant string, meta eventstore
 		return err
 	}
 	meta.Tenant = tenant
-	_, err = s.Store.Append(ctx, ResponsesStreamName(tenant, rec.ID), eventstore.NoStream(), eventstore.NewEvent(EventResponseStored, data, meta))
+	_, err = s.Store.Append(ctx, ResponsesStreamName(rec.ID), eventstore.NoStream(), eventstore.NewEvent(EventResponseStored, data, meta))
 	return err
 }
 
 // Load reads a stored response of tenant. Unknown, never stored or
-// another tenant's: a 404 naming param ("" for a path id).
+// another tenant's: a 404 naming param ("" for a path id); another
+// tenant's is ErrAnotherTenants too.
 func (s ResponsesStore) Load(ctx context.Context, tenant, id, param string) (*ResponsesRecord, error) {
 	if !responseIDRE.MatchString(id) {
 		return nil, responseNotFound(id, param)
 	}
-	evs, err := s.Store.ReadStream(ctx, ResponsesStreamName(tenant, id), 0, 1)
+	evs, err := s.Store.ReadStream(ctx, ResponsesStreamName(id), 0, 1)
+	if err == nil && len(evs) == 0 {
+		evs, err = s.Store.ReadStream(ctx, legacyStreamName(tenant, id), 0, 1)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if len(evs) == 0 || evs[0].Type != EventResponseStored {
 		return nil, responseNotFound(id, param)
+	}
+	if evs[0].Metadata.Tenant != tenant {
+		return nil, errors.Join(responseNotFound(id, param), ErrAnotherTenants)
 	}
 	var rec ResponsesRecord
 	if err := json.Unmarshal(evs[0].Data, &rec); err != nil {
