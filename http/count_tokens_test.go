@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
@@ -91,6 +92,26 @@ func TestCountTokensPassthrough(t *testing.T) {
 			g.header.Get("anthropic-version") != "2023-06-01" || g.header.Get("anthropic-beta") != "token-counting-2024-11-01,context-management-2025-06-27" ||
 			g.header.Get("x-api-key") != "ak-upstream-test" {
 			t.Fatalf("%s: the upstream got %s %v\n%s\nwant\n%s", c.model, g.uri, g.header, g.body, want)
+		}
+	}
+}
+
+// A field of the wrong type is named as the client wrote it, not by the Go
+// structs it was promoted from.
+func TestWrongTypeNamesTheField(t *testing.T) {
+	e := newEnvWith(t, gatewayCatalog(t, newFakeUpstreams(t)))
+	for _, c := range []struct{ path, body, param, msg string }{
+		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}],"seed":"x"}`, "/seed", ""},
+		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}],"presence_penalty":"x"}`, "/presence_penalty", ""},
+		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":1e3}`, "", "must be an integer"},
+		{"/v1/messages", `{"model":"openai:gpt-4o-mini","max_tokens":5,"system":5,"messages":[{"role":"user","content":"hi"}]}`, "", "system must be"},
+		{"/v1/messages/count_tokens", `{"model":"openai:gpt-4o-mini","system":[{"type":"text","text":5}],"messages":[{"role":"user","content":"hi"}]}`, "", "system"},
+	} {
+		r := e.do("POST", c.path, e.tenantA, c.body)
+		msg := r.str("error.message")
+		if r.status != 400 || strings.Contains(string(r.raw), "Request/") || strings.Contains(string(r.raw), "Sampling") ||
+			c.param != "" && r.str("error.param") != c.param || !strings.Contains(msg, c.msg) {
+			t.Errorf("%s %s: %d %s", c.path, c.body, r.status, r.raw)
 		}
 	}
 }

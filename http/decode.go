@@ -100,12 +100,40 @@ func decodeBody(body []byte, dst any) error {
 		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			ptr := "/" + strings.ReplaceAll(te.Field, ".", "/")
+			ptr := fieldPointer(reflect.TypeOf(dst), te.Field)
 			return domain.Invalid("decode", domain.FieldError{Pointer: ptr, Code: "invalid_type", Message: fmt.Sprintf("must be %s, not %s", jsonKind(te.Type.Kind().String()), te.Value)})
 		}
 		return domain.Invalid("decode", domain.FieldError{Pointer: "", Code: "invalid_body", Message: err.Error()})
 	}
 	return nil
+}
+
+// fieldPointer is the JSON pointer of an UnmarshalTypeError's Field, a
+// path of Go's: it names the embedded structs a field was promoted from
+// (OpenAISampling.seed), which the client never wrote; they are left out.
+func fieldPointer(t reflect.Type, field string) string {
+	var out []string
+	for seg := range strings.SplitSeq(field, ".") {
+		for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map) {
+			t = t.Elem()
+		}
+		if t != nil && t.Kind() == reflect.Struct {
+			if f, ok := t.FieldByName(seg); ok && f.Anonymous && f.Tag.Get("json") == "" {
+				t = f.Type
+				continue
+			}
+			var next reflect.Type
+			for _, jf := range jsonFields(t) {
+				if jf.name == seg {
+					next = jf.typ
+					break
+				}
+			}
+			t = next
+		}
+		out = append(out, seg)
+	}
+	return "/" + strings.Join(out, "/")
 }
 
 // trimJSONSpace trims only what JSON calls whitespace (RFC 8259: space,
@@ -216,7 +244,9 @@ func jsonKind(goKind string) string {
 		return "an array"
 	case "struct", "map", "ptr":
 		return "an object"
-	case "int", "int64", "int32", "uint", "uint64", "uint32", "float64", "float32":
+	case "int", "int64", "int32", "uint", "uint64", "uint32":
+		return "an integer"
+	case "float64", "float32":
 		return "a number"
 	}
 	return goKind

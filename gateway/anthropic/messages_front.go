@@ -81,7 +81,7 @@ func messagesBlocks(raw json.RawMessage, param string, images bool) ([]gateway.B
 		// (docs/api.md, Translation).
 	}
 	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return nil, gateway.BadRequest(param, "content must be a string or an array of content blocks")
+		return nil, gateway.BadRequest(param, "%s must be a string or an array of content blocks", param)
 	}
 	var out []gateway.Block
 	for i, b := range blocks {
