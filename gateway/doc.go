@@ -50,6 +50,9 @@ type Tool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	Schema      json.RawMessage `json:"input_schema,omitempty"`
+	// Strict: the call's input must follow Schema exactly (Anthropic's
+	// strict tool use; OpenAI's function.strict).
+	Strict bool `json:"strict,omitempty"`
 }
 
 // OpenAISampling is OpenAI's sampling controls, as the chat completions

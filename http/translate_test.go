@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/batonhq/baton/gateway"
 )
 
@@ -362,5 +364,77 @@ func TestTranslateStopSequences(t *testing.T) {
 	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5", "messages": msgs, "stop": "END"}), 200)
 	if g := jsonOf(upstreamGot(t, u.lastAnthropic)["stop_sequences"]); g != `["END"]` {
 		t.Errorf("Anthropic got stop_sequences %s", g)
+	}
+}
+
+// What only OpenAI's chat completions serves is refused, by name, when the
+// call is translated (never answered without it), before any upstream call;
+// the end user of safety_identifier is carried as user's.
+func TestChatToAnthropicRefusesOpenAIOnly(t *testing.T) {
+	f := newFakeUpstreams(t)
+	e := newEnvWith(t, gatewayCatalog(t, f))
+	const msgs = `"messages":[{"role":"user","content":"hi"}]`
+	for _, c := range []struct{ extra, param string }{
+		{`"functions":[{"name":"f"}]`, "functions"},
+		{`"function_call":"auto"`, "function_call"},
+		{`"audio":{"voice":"alloy","format":"wav"},"modalities":["text","audio"]`, "audio"},
+		{`"modalities":["text","audio"]`, "modalities"},
+		{`"web_search_options":{}`, "web_search_options"},
+		{`"verbosity":"low"`, "verbosity"},
+		{`"reasoning_effort":"bogus"`, "reasoning_effort"},
+		{`"user":"u1","safety_identifier":"u2"`, "safety_identifier"},
+	} {
+		r := e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"anthropic:claude-haiku-4-5",`+msgs+`,`+c.extra+`}`)
+		if r.status != 400 || r.str("error.param") != c.param || !strings.Contains(r.str("error.message"), c.param) {
+			t.Errorf("%s: %d %s", c.extra, r.status, r.raw)
+		}
+	}
+	for _, m := range []string{`{"role":"assistant","content":null,"function_call":{"name":"f","arguments":"{}"}}`,
+		`{"role":"assistant","audio":{"id":"audio_1"}}`, `{"role":"assistant","content":null,"refusal":"I can't"}`} {
+		r := e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"},`+m+`,{"role":"user","content":"and?"}]}`)
+		if r.status != 400 || !strings.HasPrefix(r.str("error.param"), "messages/1/") {
+			t.Errorf("%s: %d %s", m, r.status, r.raw)
+		}
+	}
+	if n := f.calls.Load(); n != 0 {
+		t.Fatalf("the upstreams got %d calls", n)
+	}
+	// Accepted: text alone, a prediction (a latency hint), the same end user twice.
+	r := e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"anthropic:claude-haiku-4-5",`+msgs+`,"modalities":["text"],"prediction":{"type":"content","content":"x"},"user":"u1","safety_identifier":"u1","reasoning_effort":"low"}`)
+	if r.status != 200 {
+		t.Fatalf("accepted fields: %d %s", r.status, r.raw)
+	}
+}
+
+// Messages to OpenAI: a strict tool stays strict; a structured output
+// schema that is not an object at its root is refused (OpenAI's format
+// takes none); and an unknown reasoning effort on the Responses front.
+func TestMessagesToOpenAIStrictAndSchema(t *testing.T) {
+	u := newToolUpstreams(t)
+	e := newEnvWith(t, gatewayCatalog(t, &fakeUpstreams{openai: u.openai, anthropic: u.anthropic}))
+	r := e.do("POST", "/v1/messages", e.tenantA, `{"model":"openai:gpt-4o-mini","max_tokens":64,"messages":[{"role":"user","content":"hi"}],`+
+		`"tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false},"strict":true}]}`)
+	if r.status != 200 {
+		t.Fatalf("strict tool: %d %s", r.status, r.raw)
+	}
+	sent := <-u.lastOpenAI
+	if !gjson.GetBytes(sent, "tools.0.function.strict").Bool() {
+		t.Fatalf("OpenAI got %s", sent)
+	}
+	r = e.do("POST", "/v1/messages", e.tenantA, `{"model":"openai:gpt-4o-mini","max_tokens":64,"messages":[{"role":"user","content":"hi"}],`+
+		`"output_config":{"format":{"type":"json_schema","schema":{"type":"array","items":{"type":"string"}}}}}`)
+	if r.status != 400 || !strings.HasPrefix(r.str("error.message"), "output_config/format/schema/type") {
+		t.Fatalf("an array schema: %d %s", r.status, r.raw)
+	}
+	r = e.do("POST", "/v1/responses", e.tenantA, `{"model":"anthropic:claude-haiku-4-5","input":"hi","reasoning":{"effort":"bogus"}}`)
+	if r.status != 400 || r.str("error.param") != "reasoning/effort" {
+		t.Fatalf("an unknown effort: %d %s", r.status, r.raw)
+	}
+	select {
+	case b := <-u.lastOpenAI:
+		t.Fatalf("OpenAI got %s", b)
+	case b := <-u.lastAnthropic:
+		t.Fatalf("Anthropic got %s", b)
+	default:
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/batonhq/baton/gateway"
 )
 
@@ -382,6 +384,10 @@ func (q *MessagesRequest) outputFormat(out *gateway.Request) error {
 	schema := bytes.TrimSpace(f.Schema)
 	if len(schema) == 0 || schema[0] != '{' || !json.Valid(schema) {
 		return gateway.BadRequest("output_config/format/schema", "output_config/format/schema: must be a JSON Schema object")
+	}
+	if t := gjson.GetBytes(schema, "type"); t.Exists() && t.Str != "object" {
+		// OpenAI's json_schema format takes an object at the root alone.
+		return gateway.BadRequest("output_config/format/schema/type", "output_config/format/schema/type: the schema must describe an object (type object) at its root")
 	}
 	out.Output = &gateway.OutputSchema{Name: structuredName(out.Tools), Schema: json.RawMessage(schema), Strict: true}
 	out.NeedsJSON = true

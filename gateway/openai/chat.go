@@ -257,7 +257,11 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		}
 	}
 	for _, t := range req.Tools {
-		r.Tools = append(r.Tools, map[string]any{"type": "function", "function": map[string]any{"name": t.Name, "description": t.Description, "parameters": t.Schema}})
+		fn := map[string]any{"name": t.Name, "description": t.Description, "parameters": t.Schema}
+		if t.Strict {
+			fn["strict"] = true
+		}
+		r.Tools = append(r.Tools, map[string]any{"type": "function", "function": fn})
 	}
 	if req.JSONObject && r.ResponseFormat == nil {
 		r.ResponseFormat = map[string]any{"type": "json_object"}

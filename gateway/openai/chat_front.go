@@ -27,6 +27,11 @@ type ChatMessage struct {
 			Arguments string `json:"arguments"`
 		} `json:"function"`
 	} `json:"tool_calls"`
+	// An assistant turn's parts that another provider has no place for:
+	// refused there.
+	Refusal      json.RawMessage `json:"refusal"`
+	Audio        json.RawMessage `json:"audio"`
+	FunctionCall json.RawMessage `json:"function_call"`
 }
 
 // ChatRequest is the body of POST /v1/chat/completions as far as Baton
@@ -59,10 +64,33 @@ type ChatRequest struct {
 	TopP *float64 `json:"top_p"`
 	User string   `json:"user"`
 	gateway.OpenAISampling
+	// SafetyIdentifier is the end user, as user was: carried as it.
+	SafetyIdentifier string `json:"safety_identifier"`
 	// Not served: refused rather than silently answered without.
 	N           *int  `json:"n"`
 	Logprobs    *bool `json:"logprobs"`
 	TopLogprobs *int  `json:"top_logprobs"`
+	// OpenAI's own: refused when translated (another provider has none).
+	// prediction, a latency hint, is not among them: accepted, not carried.
+	Functions        json.RawMessage `json:"functions"`
+	FunctionCall     json.RawMessage `json:"function_call"`
+	Audio            json.RawMessage `json:"audio"`
+	Modalities       json.RawMessage `json:"modalities"`
+	WebSearchOptions json.RawMessage `json:"web_search_options"`
+	Verbosity        json.RawMessage `json:"verbosity"`
+}
+
+// openAIOnly names the request fields only OpenAI's chat completions
+// serves, and what the client may do instead.
+var openAIOnly = []struct {
+	name, instead string
+	raw           func(q *ChatRequest) json.RawMessage
+}{
+	{"functions", "; send tools", func(q *ChatRequest) json.RawMessage { return q.Functions }},
+	{"function_call", "; send tool_choice", func(q *ChatRequest) json.RawMessage { return q.FunctionCall }},
+	{"audio", "", func(q *ChatRequest) json.RawMessage { return q.Audio }},
+	{"web_search_options", "", func(q *ChatRequest) json.RawMessage { return q.WebSearchOptions }},
+	{"verbosity", "", func(q *ChatRequest) json.RawMessage { return q.Verbosity }},
 }
 
 // chatPart is a content part of a chat message.
@@ -198,7 +226,26 @@ func (q *ChatRequest) ToGateway() (gateway.Request, error) {
 		return out, gateway.BadRequest(capField, "%s must be at least 1", capField)
 	}
 	out.Temperature, out.TopP, out.User = q.Temperature, q.TopP, q.User
+	if out.User == "" {
+		out.User = q.SafetyIdentifier
+	} else if q.SafetyIdentifier != "" && q.SafetyIdentifier != q.User {
+		return out, gateway.BadRequest("safety_identifier", "user and safety_identifier name different end users; send one")
+	}
+	for _, f := range openAIOnly {
+		if !gateway.Absent(f.raw(q)) {
+			return out, gateway.BadRequest(f.name, "%s is OpenAI's alone and has no equivalent at this provider%s", f.name, f.instead)
+		}
+	}
+	if !gateway.Absent(q.Modalities) {
+		var m []string
+		if json.Unmarshal(q.Modalities, &m) != nil || len(m) != 1 || m[0] != "text" {
+			return out, gateway.BadRequest("modalities", "modalities: only [\"text\"] has an equivalent at this provider")
+		}
+	}
 	out.OpenAISampling = q.OpenAISampling
+	if e := out.ReasoningEffort; e != "" && !slices.Contains(gateway.Efforts, e) {
+		return out, gateway.BadRequest("reasoning_effort", "reasoning_effort %q is not one of %s", e, strings.Join(gateway.Efforts, ", "))
+	}
 	if string(out.LogitBias) == "null" {
 		out.LogitBias = nil
 	}
@@ -262,6 +309,14 @@ func (q *ChatRequest) ToGateway() (gateway.Request, error) {
 		case "system", "developer":
 			system = append(system, text)
 		case "assistant":
+			for _, f := range []struct {
+				name string
+				raw  json.RawMessage
+			}{{"refusal", m.Refusal}, {"audio", m.Audio}, {"function_call", m.FunctionCall}} {
+				if !gateway.Absent(f.raw) {
+					return out, gateway.BadRequest(fmt.Sprintf("messages/%d/%s", i, f.name), "messages/%d/%s: an assistant turn's %s has no equivalent at this provider", i, f.name, f.name)
+				}
+			}
 			msg := gateway.Message{Role: "assistant"}
 			if text != "" {
 				msg.Content = append(msg.Content, gateway.Block{Type: "text", Text: text})

@@ -208,6 +208,9 @@ func DecodeResponsesRequest(body []byte) (*ResponsesCall, error) {
 	}
 	if q.Reasoning != nil && q.Reasoning.Effort != nil {
 		out.ReasoningEffort = *q.Reasoning.Effort
+		if e := out.ReasoningEffort; e != "" && !slices.Contains(gateway.Efforts, e) {
+			return nil, invalid("reasoning/effort", "reasoning.effort %q is not one of %s", e, strings.Join(gateway.Efforts, ", "))
+		}
 	}
 	for i, raw := range q.Tools {
 		param := fmt.Sprintf("tools/%d", i)
