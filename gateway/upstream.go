@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
 
@@ -189,6 +190,22 @@ func WithModel(body []byte, model string) ([]byte, error) {
 	out, err := sjson.SetBytes(body, "model", model)
 	if err != nil {
 		return nil, &UpstreamError{Provider: "baton", Status: http.StatusBadRequest, Message: "the body's model cannot be set: " + err.Error()}
+	}
+	return out, nil
+}
+
+// WithoutFields is body without the top-level fields names; body is not
+// changed, nor, when it has none of them, copied.
+func WithoutFields(body []byte, names ...string) ([]byte, error) {
+	out := body
+	for _, f := range names {
+		if !gjson.GetBytes(out, f).Exists() {
+			continue
+		}
+		var err error
+		if out, err = sjson.DeleteBytes(out, f); err != nil {
+			return nil, &UpstreamError{Provider: "baton", Status: http.StatusBadRequest, Message: "the body's " + f + " cannot be left out: " + err.Error()}
+		}
 	}
 	return out, nil
 }

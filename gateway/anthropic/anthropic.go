@@ -18,9 +18,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
-
 	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/internal/sse"
 )
@@ -530,15 +527,11 @@ func (p *Provider) CountTokens(ctx context.Context, n *gateway.Native, model str
 	// The body as the client sent it, the model rewritten in place; the
 	// fields of a Messages call that count_tokens refuses are left out.
 	out, err := gateway.WithModel(n.Body, model)
+	if err == nil {
+		out, err = gateway.WithoutFields(out, "stream", "max_tokens")
+	}
 	if err != nil {
 		return 0, err
-	}
-	for _, f := range []string{"stream", "max_tokens"} {
-		if gjson.GetBytes(out, f).Exists() {
-			if out, err = sjson.DeleteBytes(out, f); err != nil {
-				return 0, err
-			}
-		}
 	}
 	path := "/v1/messages/count_tokens"
 	if n.Query != "" {
