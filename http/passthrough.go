@@ -162,32 +162,12 @@ func skimModel(g *skimDoc, body []byte, modelMsg string) (skimmed, error) {
 }
 
 // skimMessages reads a Messages API body.
-func skimMessages(body []byte) (skimmed, error) {
-	g, err := skimObject(body)
-	if err != nil {
-		return skimmed{}, err
-	}
-	s, err := skimCommon(g, body, "model: Field required")
-	if err != nil {
-		return s, err
-	}
-	n, set, err := skimCap(g, "max_tokens", ": ")
-	if err != nil {
-		return s, err
-	}
-	if !set {
-		return s, badRequest("max_tokens", "max_tokens: Field required")
-	}
-	if !nonEmptyArray(g.Get("messages")) {
-		return s, badRequest("messages", "messages: at least one message is required")
-	}
-	s.req.MaxTokens = n
-	s.req.NeedsJSON = g.Get("output_config.format").Exists()
-	return s, nil
-}
+func skimMessages(body []byte) (skimmed, error) { return skimAnthropic(body, true) }
 
 // skimCount reads a count_tokens body: a Messages body without max_tokens.
-func skimCount(body []byte) (skimmed, error) {
+func skimCount(body []byte) (skimmed, error) { return skimAnthropic(body, false) }
+
+func skimAnthropic(body []byte, needsCap bool) (skimmed, error) {
 	g, err := skimObject(body)
 	if err != nil {
 		return skimmed{}, err
@@ -195,6 +175,16 @@ func skimCount(body []byte) (skimmed, error) {
 	s, err := skimCommon(g, body, "model: Field required")
 	if err != nil {
 		return s, err
+	}
+	if needsCap {
+		n, set, err := skimCap(g, "max_tokens", ": ")
+		if err != nil {
+			return s, err
+		}
+		if !set {
+			return s, badRequest("max_tokens", "max_tokens: Field required")
+		}
+		s.req.MaxTokens = n
 	}
 	if !nonEmptyArray(g.Get("messages")) {
 		return s, badRequest("messages", "messages: at least one message is required")
