@@ -87,6 +87,8 @@ func TestDuplicateFieldRefused(t *testing.T) {
 		{"/v1/messages", `{"model":"oai:gpt-x","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"max_tokens":64000}`, "max_tokens"},
 		{"/v1/responses", `{"model":"oai:gpt-x","input":"hi","stream":false,"stream":true}`, "stream"},
 		{"/v1/responses", `{"model":"oai:gpt-x","input":"hi","mod\u0065l":"gpt-5-pro"}`, "model"},
+		{"/v1/chat/completions", `{"model":"oai:gpt-x","messages":[{"role":"user","content":"hi"}],"Model":"gpt-5-pro"}`, "Model"},
+		{"/v1/responses", `{"model":"oai:gpt-x","input":"hi","stream":false,"\u017ftream":true}`, "\u017ftream"},
 	} {
 		r := e.do("POST", c.path, e.tenantA, c.body)
 		if r.status != 400 || !strings.Contains(string(r.raw), `field \"`+c.field+`\" twice`) {

@@ -59,9 +59,9 @@ func (d *skimDoc) Get(path string) gjson.Result {
 
 // skimObject checks that body is one JSON object, answering as decodeBody
 // does when it is not, and reads its top-level fields. A name given twice
-// is refused: Baton would read the first (routing, pricing and the budget
-// on one model) where the provider's parser takes the last (and runs
-// another).
+// (or twice but for case) is refused: Baton would read the first
+// (routing, pricing and the budget on one model) where the provider's
+// parser takes the last (and runs another).
 func skimObject(body []byte) (*skimDoc, error) {
 	trimmed := trimJSONSpace(body)
 	if len(trimmed) == 0 || trimmed[0] != '{' || !gjson.ValidBytes(trimmed) {
@@ -78,7 +78,9 @@ func skimObject(body []byte) (*skimDoc, error) {
 	// the strings taken from it share its bytes, which never change, and a
 	// string kept beyond the call is cloned (the model's name).
 	gjson.Parse(unsafe.String(unsafe.SliceData(trimmed), len(trimmed))).ForEach(func(k, v gjson.Result) bool {
-		if slices.Contains(d.keys, k.Str) {
+		// Names equal but for case count too: a Go server (encoding/json)
+		// takes "Model" for model, and the last one given.
+		if slices.ContainsFunc(d.keys, func(seen string) bool { return strings.EqualFold(seen, k.Str) }) {
 			dup = k.Str
 			return false
 		}
@@ -442,8 +444,9 @@ type pipeWire struct {
 	// response object; a failure told with the next sequence numbers).
 	responses bool
 	// completed, when set, is given the response of the event that ends a
-	// Responses stream, as sent (after the stream, the front stores it).
-	completed func(response []byte)
+	// Responses stream, as sent (after the stream, the front stores it);
+	// began, the first response object the stream sent.
+	completed, began func(response []byte)
 }
 
 var (
@@ -565,6 +568,9 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 			}
 			if created == nil && g.Get("response").IsObject() {
 				created = []byte(g.Get("response").Raw)
+				if wire.began != nil {
+					wire.began(created)
+				}
 			}
 		}
 		if raw != nil && d.StopReason != "" && !stopSeen {

@@ -234,15 +234,27 @@ func (s *Server) storeResponse(r *http.Request, call *openai.ResponsesCall, obj 
 // storeResponse keeps a translated one, so that a previous_response_id
 // naming it can go on with any model. It runs once the answer has gone
 // out: a store that is slow or down neither delays nor fails the call.
+// One it cannot keep whole (not finished: a background response, a
+// stream cut before its end) that its provider keeps is marked as the
+// tenant's, so that another tenant's previous_response_id naming it is
+// refused rather than sent on to the provider.
 func (s *Server) storePassedThrough(r *http.Request, c *gateway.Call, answer []byte) {
-	rec, ok := openai.PassedThrough(c.Provider.Name(), c.Model.ID, c.Native.Body, answer)
-	if !ok {
-		return
-	}
 	p := principalOf(r.Context())
+	meta := eventstore.Metadata{Actor: "key:" + p.KeyID, RequestID: RequestID(r.Context())}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), storeTimeout)
 	defer cancel()
-	if err := s.storedResponses().Save(ctx, p.Tenant, eventstore.Metadata{Actor: "key:" + p.KeyID, RequestID: RequestID(r.Context())}, rec); err != nil {
+	rec, ok := openai.PassedThrough(c.Provider.Name(), c.Model.ID, c.Native.Body, answer)
+	var err error
+	switch id, kept := openai.KeptUpstream(c.Native.Body, answer); {
+	case ok:
+		err = s.storedResponses().Save(ctx, p.Tenant, meta, rec)
+	case kept:
+		rec.ID = id
+		err = s.storedResponses().MarkOwned(ctx, p.Tenant, meta, id, c.Provider.Name())
+	default:
+		return
+	}
+	if err != nil {
 		s.log.Error().Str("requestId", RequestID(r.Context())).Str("response", rec.ID).Err(err).Msg("passed-through response not stored")
 	}
 }
@@ -252,10 +264,14 @@ func (s *Server) storePassedThrough(r *http.Request, c *gateway.Call, answer []b
 // content, so a failing model still hands over to the next of the chain.
 func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, c *gateway.Call, chain []gateway.Target, call *openai.ResponsesCall, created time.Time) {
 	wire := responsesPipe
-	var completed []byte // a passed-through stream's final response, as sent
+	var began, completed []byte // a passed-through stream's first and final response, as sent
+	wire.began = func(resp []byte) { began = resp }
 	wire.completed = func(resp []byte) { completed = resp }
 	up, sse, done := s.openStream(w, r, c, chain, wire)
 	if done {
+		if completed == nil {
+			completed = began // cut before its end: marked as the tenant's
+		}
 		if completed != nil {
 			s.storePassedThrough(r, c, completed)
 		}

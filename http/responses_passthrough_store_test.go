@@ -264,6 +264,36 @@ func TestResponsesAnotherTenantsIDNotForwarded(t *testing.T) {
 		t.Fatalf("OpenAI got %d requests, want the first alone", n)
 	}
 
+	// Nor one Baton does not keep whole, which OpenAI keeps: a background
+	// response (queued when answered), a stream cut before its end. Its
+	// tenant's continuation goes to OpenAI as the provider's own.
+	queued := e.do("POST", "/v1/responses", e.tenantA, `{"model":"oai:gpt-x","input":"my secret is 43","background":true}`)
+	cut := e.do("POST", "/v1/responses", e.tenantA, `{"model":"oai:gpt-cut","input":"my secret is 44","stream":true}`)
+	cutID := gjson.Get(strings.SplitN(strings.SplitN(string(cut.raw), "data: ", 2)[1], "\n", 2)[0], "response.id").Str
+	if queued.status != 200 || queued.str("status") != "queued" || cutID == "" {
+		t.Fatalf("queued %d %s; cut %s", queued.status, queued.raw, cut.raw)
+	}
+	for _, id := range []string{queued.str("id"), cutID} {
+		owned := func() bool {
+			evs, _ := e.store.ReadStream(context.Background(), oai.ResponsesStreamName(id), 0, 1)
+			return len(evs) == 1 && evs[0].Type == oai.EventResponseOwned && evs[0].Metadata.Tenant == "a"
+		}
+		for deadline := time.Now().Add(10 * time.Second); !owned(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not marked as tenant a's", id)
+			}
+		}
+		before := len(f.requests())
+		r := e.do("POST", "/v1/responses", e.tenantB, map[string]any{"model": "oai:gpt-x", "input": "what is my secret?", "previous_response_id": id})
+		if r.status != 404 || r.str("error.param") != "previous_response_id" || len(f.requests()) != before {
+			t.Fatalf("tenant b continuing %s: %d %s", id, r.status, r.raw)
+		}
+		r = e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": "oai:gpt-x", "input": "and?", "previous_response_id": id})
+		if reqs := f.requests(); r.status != 200 || len(reqs) != before+1 || gjson.GetBytes(reqs[before].body, "previous_response_id").Str != id {
+			t.Fatalf("tenant a continuing %s: %d %s", id, r.status, r.raw)
+		}
+	}
+
 	legacy := e.storedResponse(first.ID)
 	legacy.ID = "resp_legacy1"
 	legacy.Response, _ = sjson.SetBytes(legacy.Response, "id", legacy.ID)

@@ -117,6 +117,10 @@ func (f *oaResponses) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if !gjson.GetBytes(body, "stream").Bool() {
 		w.Header().Set("Content-Type", "application/json")
+		if gjson.GetBytes(body, "background").Bool() {
+			io.WriteString(w, resp("queued", "", "null")) // answered later, at OpenAI
+			return
+		}
 		io.WriteString(w, resp("completed", reasoning+","+msg("completed", "Hi there"), oaUsage))
 		return
 	}

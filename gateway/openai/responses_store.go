@@ -16,6 +16,12 @@ import (
 // EventResponseStored is the type of a stored response's event.
 const EventResponseStored = "ResponseStored"
 
+// EventResponseOwned says whose a passed-through response is that Baton
+// does not keep whole (one not finished when answered: a background
+// response, a stream cut before its end) while its provider keeps it: so
+// that no other tenant's previous_response_id reaches it there.
+const EventResponseOwned = "ResponseOwned"
+
 // ResponsesStreamName is where a response is stored: one stream per
 // response, named by its id alone, so that a lookup reads one stream and
 // finds whose it is (the event's tenant). An id another tenant stored is
@@ -72,6 +78,18 @@ func PassedThrough(provider, model string, body, answer []byte) (rec ResponsesRe
 	return rec, rec.Previous != rec.ID
 }
 
+// KeptUpstream is the id of a passed-through response object (answer, as
+// sent to the client) that its provider keeps (its store is not false);
+// ok is false when there is none.
+func KeptUpstream(body, answer []byte) (id string, ok bool) {
+	req, resp := gjson.ParseBytes(body), gjson.ParseBytes(answer)
+	id = resp.Get("id").Str
+	if req.Get("store").Type == gjson.False || resp.Get("store").Type == gjson.False || !responseIDRE.MatchString(id) {
+		return "", false
+	}
+	return id, true
+}
+
 // ResponsesStore keeps responses in the event store.
 type ResponsesStore struct{ Store eventstore.Store }
 
@@ -104,6 +122,18 @@ func (s ResponsesStore) Save(ctx context.Context, tenant string, meta eventstore
 	return err
 }
 
+// MarkOwned records that the response id, which Baton does not keep
+// whole, is tenant's (EventResponseOwned).
+func (s ResponsesStore) MarkOwned(ctx context.Context, tenant string, meta eventstore.Metadata, id, provider string) error {
+	data, err := json.Marshal(map[string]string{"id": id, "upstream": provider})
+	if err != nil {
+		return err
+	}
+	meta.Tenant = tenant
+	_, err = s.Store.Append(ctx, ResponsesStreamName(id), eventstore.NoStream(), eventstore.NewEvent(EventResponseOwned, data, meta))
+	return err
+}
+
 // Load reads a stored response of tenant. Unknown, never stored or
 // another tenant's: a 404 naming param ("" for a path id); another
 // tenant's is ErrAnotherTenants too.
@@ -118,11 +148,17 @@ func (s ResponsesStore) Load(ctx context.Context, tenant, id, param string) (*Re
 	if err != nil {
 		return nil, err
 	}
-	if len(evs) == 0 || evs[0].Type != EventResponseStored {
+	if len(evs) == 0 {
 		return nil, responseNotFound(id, param)
+	}
+	if evs[0].Unreadable != "" {
+		return nil, fmt.Errorf("responses: stored response %s: %s", id, evs[0].Unreadable)
 	}
 	if evs[0].Metadata.Tenant != tenant {
 		return nil, errors.Join(responseNotFound(id, param), ErrAnotherTenants)
+	}
+	if evs[0].Type != EventResponseStored {
+		return nil, responseNotFound(id, param) // tenant's, kept by its provider alone
 	}
 	var rec ResponsesRecord
 	if err := json.Unmarshal(evs[0].Data, &rec); err != nil {
