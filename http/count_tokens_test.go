@@ -106,6 +106,8 @@ func TestWrongTypeNamesTheField(t *testing.T) {
 		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":1e3}`, "", "must be an integer"},
 		{"/v1/messages", `{"model":"openai:gpt-4o-mini","max_tokens":5,"system":5,"messages":[{"role":"user","content":"hi"}]}`, "", "system must be"},
 		{"/v1/messages/count_tokens", `{"model":"openai:gpt-4o-mini","system":[{"type":"text","text":5}],"messages":[{"role":"user","content":"hi"}]}`, "", "system"},
+		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"a"},{"id":5}]}]}`, "/messages/1/tool_calls/1/id", ""},
+		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}],"stop":["a",7]}`, "", "must be"},
 	} {
 		r := e.do("POST", c.path, e.tenantA, c.body)
 		msg := r.str("error.message")

@@ -100,7 +100,7 @@ func decodeBody(body []byte, dst any) error {
 		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			ptr := fieldPointer(reflect.TypeOf(dst), te.Field)
+			ptr := fieldPointer(reflect.TypeOf(dst), te.Field, trimmed, te.Offset)
 			return domain.Invalid("decode", domain.FieldError{Pointer: ptr, Code: "invalid_type", Message: fmt.Sprintf("must be %s, not %s", jsonKind(te.Type.Kind().String()), te.Value)})
 		}
 		return domain.Invalid("decode", domain.FieldError{Pointer: "", Code: "invalid_body", Message: err.Error()})
@@ -108,11 +108,13 @@ func decodeBody(body []byte, dst any) error {
 	return nil
 }
 
-// fieldPointer is the JSON pointer of an UnmarshalTypeError's Field, a
-// path of Go's: it names the embedded structs a field was promoted from
-// (OpenAISampling.seed), which the client never wrote; they are left out.
-func fieldPointer(t reflect.Type, field string) string {
-	var out []string
+// fieldPointer is the JSON pointer of an UnmarshalTypeError in doc, the
+// document decoded. Its Field is a path of Go's: it names the embedded
+// structs a field was promoted from (OpenAISampling.seed), which the client
+// never wrote, and no array index; the indexes are found in doc from where
+// the decoder stopped (offset, just after the value at fault).
+func fieldPointer(t reflect.Type, field string, doc []byte, offset int64) string {
+	var names []string
 	for seg := range strings.SplitSeq(field, ".") {
 		for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map) {
 			t = t.Elem()
@@ -131,9 +133,50 @@ func fieldPointer(t reflect.Type, field string) string {
 			}
 			t = next
 		}
-		out = append(out, seg)
+		names = append(names, seg)
 	}
+	var out []string
+	cur := gjson.Parse(string(doc))
+	into := func() { // down the array elements that hold the value at fault
+		for cur.IsArray() {
+			i, at := 0, -1
+			cur.ForEach(func(_, v gjson.Result) bool {
+				if int64(v.Index) < offset && offset <= int64(v.Index+len(v.Raw)) {
+					at, cur = i, v
+					return false
+				}
+				i++
+				return true
+			})
+			if at < 0 {
+				return
+			}
+			out = append(out, strconv.Itoa(at))
+		}
+	}
+	for _, n := range names {
+		into()
+		out = append(out, n)
+		if cur.IsObject() {
+			cur = cur.Get(gjsonEscape(n))
+		} else {
+			cur = gjson.Result{}
+		}
+	}
+	into()
 	return "/" + strings.Join(out, "/")
+}
+
+// gjsonEscape escapes a field name for a gjson path.
+func gjsonEscape(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		if strings.ContainsRune(`.*?|#@!\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // trimJSONSpace trims only what JSON calls whitespace (RFC 8259: space,
