@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
 
@@ -103,7 +104,7 @@ func TestWrongTypeNamesTheField(t *testing.T) {
 	for _, c := range []struct{ path, body, param, msg string }{
 		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}],"seed":"x"}`, "/seed", ""},
 		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}],"presence_penalty":"x"}`, "/presence_penalty", ""},
-		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":1e3}`, "", "must be an integer"},
+		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":10.5}`, "", "must be an integer"},
 		{"/v1/messages", `{"model":"openai:gpt-4o-mini","max_tokens":5,"system":5,"messages":[{"role":"user","content":"hi"}]}`, "", "system must be"},
 		{"/v1/messages/count_tokens", `{"model":"openai:gpt-4o-mini","system":[{"type":"text","text":5}],"messages":[{"role":"user","content":"hi"}]}`, "", "system"},
 		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"a"},{"id":5}]}]}`, "/messages/1/tool_calls/1/id", ""},
@@ -115,5 +116,27 @@ func TestWrongTypeNamesTheField(t *testing.T) {
 			c.param != "" && r.str("error.param") != c.param || !strings.Contains(msg, c.msg) {
 			t.Errorf("%s %s: %d %s", c.path, c.body, r.status, r.raw)
 		}
+	}
+}
+
+// A whole number written otherwise (1e3, 1000.0: a Python client's float)
+// is taken for an integer field when translated, as the providers and the
+// passthrough's skim take it.
+func TestWholeNumberForAnInteger(t *testing.T) {
+	u := newToolUpstreams(t)
+	e := newEnvWith(t, gatewayCatalog(t, &fakeUpstreams{openai: u.openai, anthropic: u.anthropic}))
+	r := e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":1e3}`)
+	if r.status != 200 {
+		t.Fatalf("1e3: %d %s", r.status, r.raw)
+	}
+	if sent := <-u.lastAnthropic; gjson.GetBytes(sent, "max_tokens").Raw != "1000" {
+		t.Fatalf("1e3: Anthropic got %s", sent)
+	}
+	r = e.do("POST", "/v1/messages", e.tenantA, `{"model":"openai:gpt-4o-mini","max_tokens":1000.0,"messages":[{"role":"user","content":"hi"}]}`)
+	if r.status != 200 {
+		t.Fatalf("1000.0: %d %s", r.status, r.raw)
+	}
+	if sent := <-u.lastOpenAI; gjson.GetBytes(sent, "max_completion_tokens").Raw != "1000" && gjson.GetBytes(sent, "max_tokens").Raw != "1000" {
+		t.Fatalf("1000.0: OpenAI got %s", sent)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -93,19 +94,60 @@ func decodeBody(body []byte, dst any) error {
 	trimmed = withoutFoldedKeys(trimmed, dst)
 	// Unmarshal checks the whole document before decoding: a syntax error
 	// means nothing was decoded.
-	if err := json.Unmarshal(trimmed, dst); err != nil {
+	for fixes := 0; ; fixes++ {
+		err := json.Unmarshal(trimmed, dst)
+		if err == nil {
+			return nil
+		}
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
 			return malformed("the request body is not valid JSON (at byte %d)", se.Offset)
 		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
+			if fixed, ok := wholeNumber(trimmed, te); ok && fixes < maxNumberFixes {
+				trimmed = fixed
+				reflect.ValueOf(dst).Elem().SetZero()
+				continue
+			}
 			ptr := fieldPointer(reflect.TypeOf(dst), te.Field, trimmed, te.Offset)
 			return domain.Invalid("decode", domain.FieldError{Pointer: ptr, Code: "invalid_type", Message: fmt.Sprintf("must be %s, not %s", jsonKind(te.Type.Kind().String()), te.Value)})
 		}
 		return domain.Invalid("decode", domain.FieldError{Pointer: "", Code: "invalid_body", Message: err.Error()})
 	}
-	return nil
+}
+
+// maxNumberFixes bounds the decodes of one body that wholeNumber mends.
+const maxNumberFixes = 16
+
+// wholeNumber mends the integer a type error is about when it was written
+// as a whole number in another form (1e3, 1000.0: what a Python client's
+// float gives): the providers take it, and so does the passthrough's
+// skim, so a translated call does too. It returns doc with the number
+// written as an integer (a copy), or false.
+func wholeNumber(doc []byte, te *json.UnmarshalTypeError) ([]byte, bool) {
+	text, isNum := strings.CutPrefix(te.Value, "number ")
+	end := int(te.Offset)
+	if !isNum || !strings.ContainsAny(text, ".eE") || end < len(text) || end > len(doc) || string(doc[end-len(text):end]) != text {
+		return nil, false
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return nil, false
+	}
+	switch te.Type.Kind() {
+	case reflect.Int, reflect.Int64, reflect.Int32:
+	case reflect.Uint, reflect.Uint64, reflect.Uint32:
+		if f < 0 {
+			return nil, false
+		}
+	default:
+		return nil, false
+	}
+	out := make([]byte, 0, len(doc))
+	out = append(out, doc[:end-len(text)]...)
+	out = strconv.AppendInt(out, int64(f), 10)
+	return append(out, doc[end:]...), true
 }
 
 // fieldPointer is the JSON pointer of an UnmarshalTypeError in doc, the
