@@ -74,7 +74,10 @@ type Error struct {
 	Findings []SecretFinding
 	// RetryAfter, when above 0, is how many seconds to wait before a retry.
 	RetryAfter int
-	Err        error // the cause, if any
+	// NoRetry: a retry cannot succeed until someone acts (a 503 that lasts
+	// until the operator configures the server), whatever the status says.
+	NoRetry bool
+	Err     error // the cause, if any
 }
 
 // FieldError names one failing field by JSON pointer.

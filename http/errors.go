@@ -154,6 +154,18 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeProblemDoc(w, s.problemFor(w, r, err))
 }
 
+// retryHeaders says when to retry (Retry-After), or not to: the SDKs retry
+// a 5xx unless X-Should-Retry says false, and Claude Code, through them,
+// would wait out its retries saying nothing.
+func retryHeaders(w http.ResponseWriter, d described) {
+	if d.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(d.RetryAfter))
+	}
+	if d.NoRetry {
+		w.Header()["X-Should-Retry"] = []string{"false"}
+	}
+}
+
 // problemFor describes err as a problem document, logging what is Baton's
 // to fix and setting Retry-After when the error says when to retry.
 func (s *Server) problemFor(w http.ResponseWriter, r *http.Request, err error) Problem {
@@ -161,9 +173,7 @@ func (s *Server) problemFor(w http.ResponseWriter, r *http.Request, err error) P
 	if d.log {
 		s.log.Error().Str("requestId", RequestID(r.Context())).Err(err).Msg("request failed")
 	}
-	if d.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(d.RetryAfter))
-	}
+	retryHeaders(w, d)
 	p := newProblem(r, statusOf(d.Kind), d.Code, d.Message)
 	p.Fields = d.Fields
 	p.Findings = d.Findings

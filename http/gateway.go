@@ -112,9 +112,6 @@ func badRequest(param, format string, args ...any) error {
 	return gateway.BadRequest(param, format, args...)
 }
 
-// codeNotConfigured: the model's provider has no credentials here.
-const codeNotConfigured = "provider_not_configured"
-
 // plan decodes nothing: it finds the chain of models a call may try.
 // A named model whose provider has no credentials is refused before any
 // upstream call.
@@ -124,8 +121,10 @@ func (s *Server) plan(id string, req gateway.Request) ([]gateway.Target, error) 
 		return nil, err
 	}
 	if p := chain[0].Provider; !p.Configured() {
-		return nil, domain.E("gateway", domain.KindUnavailable, codeNotConfigured,
+		e := domain.E("gateway", domain.KindUnavailable, "provider_not_configured",
 			"provider %s is not configured on this server (no API key); see GET /v1/models for available models", p.Name())
+		e.NoRetry = true // until the operator adds the key
+		return nil, e
 	}
 	return chain, nil
 }

@@ -2,7 +2,6 @@ package http
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 )
 
@@ -40,15 +39,7 @@ func (s *Server) writeErrorAs(w http.ResponseWriter, r *http.Request, f errForma
 	if d.log {
 		s.log.Error().Str("requestId", RequestID(r.Context())).Err(err).Msg("gateway call failed")
 	}
-	if d.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(d.RetryAfter))
-	}
-	if d.Code == codeNotConfigured {
-		// The SDKs retry a 503; this one lasts until the operator acts, and
-		// Claude Code would wait out ten retries saying nothing. The official
-		// SDKs (and so Claude Code) take this header's word over the status.
-		w.Header()["X-Should-Retry"] = []string{"false"}
-	}
+	retryHeaders(w, d)
 	writeJSON(w, d.wireStatus(), wireErrorBody(r, f, d))
 }
 
