@@ -13,16 +13,22 @@ import (
 	"github.com/batonhq/baton/projections"
 )
 
-const principalKey ctxKey = iota + 100
-
 func principalOf(ctx context.Context) domain.Principal {
-	if p, ok := ctx.Value(principalKey).(domain.Principal); ok {
-		return p
-	}
-	if st := stateOf(ctx); st != nil && st.authed {
+	if st := stateOf(ctx); st != nil {
 		return st.principal
 	}
 	return domain.Principal{}
+}
+
+// withPrincipal is r as p's: its state holds p (the front made it, with
+// the request's one copy); a request that did not come through the front
+// gets a state of its own.
+func withPrincipal(r *http.Request, p domain.Principal) *http.Request {
+	if st := stateOf(r.Context()); st != nil {
+		st.principal = p
+		return r
+	}
+	return r.WithContext(context.WithValue(r.Context(), requestKey, &requestState{principal: p}))
 }
 
 // presentedKey takes the key from x-api-key or Authorization: Bearer; SDKs
@@ -117,12 +123,7 @@ func (s *Server) withKeyAs(a access, f errFormat, h http.HandlerFunc) http.Handl
 		if rec, ok := w.(*statusRecorder); ok {
 			rec.tenant = p.Tenant
 		}
-		if st := stateOf(r.Context()); st != nil && !st.authed {
-			st.principal, st.authed = p, true // no copy of the request for it
-			h(w, r)
-			return
-		}
-		h(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
+		h(w, withPrincipal(r, p))
 	}
 }
 

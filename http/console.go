@@ -145,9 +145,8 @@ func (s *Server) withSession(h http.HandlerFunc) http.HandlerFunc {
 		if rec, ok := w.(*statusRecorder); ok {
 			rec.tenant = sess.Tenant
 		}
-		ctx := context.WithValue(r.Context(), principalKey, sess.Principal())
-		ctx = context.WithValue(ctx, consoleSessionKey, consoleSession{ConsoleSession: sess, Token: c.Value})
-		h(w, r.WithContext(ctx))
+		r = withPrincipal(r, sess.Principal())
+		h(w, r.WithContext(context.WithValue(r.Context(), consoleSessionKey, consoleSession{ConsoleSession: sess, Token: c.Value})))
 	}
 }
 

@@ -22,8 +22,7 @@ const requestKey ctxKey = iota
 // fact would be allocated on every call.
 type requestState struct {
 	id        string
-	principal domain.Principal
-	authed    bool // principal is set
+	principal domain.Principal // set by authentication
 	body      deadlineBody
 }
 
