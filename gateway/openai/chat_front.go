@@ -80,19 +80,6 @@ type ChatRequest struct {
 	Verbosity        json.RawMessage `json:"verbosity"`
 }
 
-// openAIOnly names the request fields only OpenAI's chat completions
-// serves, and what the client may do instead.
-var openAIOnly = []struct {
-	name, instead string
-	raw           func(q *ChatRequest) json.RawMessage
-}{
-	{"functions", "; send tools", func(q *ChatRequest) json.RawMessage { return q.Functions }},
-	{"function_call", "; send tool_choice", func(q *ChatRequest) json.RawMessage { return q.FunctionCall }},
-	{"audio", "", func(q *ChatRequest) json.RawMessage { return q.Audio }},
-	{"web_search_options", "", func(q *ChatRequest) json.RawMessage { return q.WebSearchOptions }},
-	{"verbosity", "", func(q *ChatRequest) json.RawMessage { return q.Verbosity }},
-}
-
 // chatPart is a content part of a chat message.
 type chatPart struct {
 	Type     string `json:"type"`
@@ -231,8 +218,12 @@ func (q *ChatRequest) ToGateway() (gateway.Request, error) {
 	} else if q.SafetyIdentifier != "" && q.SafetyIdentifier != q.User {
 		return out, gateway.BadRequest("safety_identifier", "user and safety_identifier name different end users; send one")
 	}
-	for _, f := range openAIOnly {
-		if !gateway.Absent(f.raw(q)) {
+	for _, f := range []struct {
+		name, instead string
+		raw           json.RawMessage
+	}{{"functions", "; send tools", q.Functions}, {"function_call", "; send tool_choice", q.FunctionCall}, {"audio", "", q.Audio},
+		{"web_search_options", "", q.WebSearchOptions}, {"verbosity", "", q.Verbosity}} {
+		if !gateway.Absent(f.raw) {
 			return out, gateway.BadRequest(f.name, "%s is OpenAI's alone and has no equivalent at this provider%s", f.name, f.instead)
 		}
 	}

@@ -209,8 +209,8 @@ func (s *oaRawStream) Next() (gateway.Delta, error) {
 		return true
 	})
 	d.Text, d.Refusal = content.Str, refusal.Str
-	if tc := call; tc.Exists() {
-		d.ToolCall = &gateway.ToolCallDelta{Index: int(tc.Get("index").Int()), ID: tc.Get("id").Str, Name: tc.Get("function.name").Str, Arguments: tc.Get("function.arguments").Str}
+	if call.Exists() {
+		d.ToolCall = &gateway.ToolCallDelta{Index: int(call.Get("index").Int()), ID: call.Get("id").Str, Name: call.Get("function.name").Str, Arguments: call.Get("function.arguments").Str}
 	}
 	fr := finish.Str
 	if fr != "" {
