@@ -243,16 +243,12 @@ func (s *Server) storePassedThrough(r *http.Request, c *gateway.Call, answer []b
 	meta := eventstore.Metadata{Actor: "key:" + p.KeyID, RequestID: RequestID(r.Context())}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), storeTimeout)
 	defer cancel()
-	rec, ok := openai.PassedThrough(c.Provider.Name(), c.Model.ID, c.Native.Body, answer)
 	var err error
-	switch id, kept := openai.KeptUpstream(c.Native.Body, answer); {
-	case ok:
+	rec, ok := openai.PassedThrough(c.Provider.Name(), c.Model.ID, c.Native.Body, answer)
+	if ok {
 		err = s.storedResponses().Save(ctx, p.Tenant, meta, rec)
-	case kept:
-		rec.ID = id
-		err = s.storedResponses().MarkOwned(ctx, p.Tenant, meta, id, c.Provider.Name())
-	default:
-		return
+	} else if rec.ID, ok = openai.KeptUpstream(c.Native.Body, answer); ok {
+		err = s.storedResponses().MarkOwned(ctx, p.Tenant, meta, rec.ID, c.Provider.Name())
 	}
 	if err != nil {
 		s.log.Error().Str("requestId", RequestID(r.Context())).Str("response", rec.ID).Err(err).Msg("passed-through response not stored")
