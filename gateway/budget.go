@@ -185,15 +185,11 @@ func NewBudgets(now func() time.Time) *Budgets {
 }
 
 func periods(t time.Time) (day, month string) {
-	t = t.UTC()
-	n := t.Unix() / 86400
-	if t.Unix() < 0 && t.Unix()%86400 != 0 {
-		n-- // days before 1970 round down too
-	}
-	if p := lastPeriods.Load(); p != nil && p.day == n {
+	y, m, d := t.UTC().Date()
+	if p := lastPeriods.Load(); p != nil && p.y == y && p.m == m && p.d == d {
 		return p.dayKey, p.monthKey
 	}
-	p := &dayPeriods{day: n, dayKey: t.Format("2006-01-02"), monthKey: t.Format("2006-01")}
+	p := &dayPeriods{y: y, m: m, d: d, dayKey: t.UTC().Format("2006-01-02"), monthKey: t.UTC().Format("2006-01")}
 	lastPeriods.Store(p)
 	return p.dayKey, p.monthKey
 }
@@ -202,7 +198,9 @@ func periods(t time.Time) (day, month string) {
 // under its day and month: the keys of the day last asked for are kept, so
 // that they are not formatted again for each call.
 type dayPeriods struct {
-	day              int64 // days since 1970-01-01, UTC
+	y                int
+	m                time.Month
+	d                int
 	dayKey, monthKey string
 }
 
