@@ -113,24 +113,23 @@ func responseNotFound(id, param string) error {
 // Save stores a response of tenant as one event; meta carries the actor
 // and request id.
 func (s ResponsesStore) Save(ctx context.Context, tenant string, meta eventstore.Metadata, rec ResponsesRecord) error {
-	data, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	meta.Tenant = tenant
-	_, err = s.Store.Append(ctx, ResponsesStreamName(rec.ID), eventstore.NoStream(), eventstore.NewEvent(EventResponseStored, data, meta))
-	return err
+	return s.create(ctx, tenant, meta, rec.ID, EventResponseStored, rec)
 }
 
 // MarkOwned records that the response id, which Baton does not keep
 // whole, is tenant's (EventResponseOwned).
 func (s ResponsesStore) MarkOwned(ctx context.Context, tenant string, meta eventstore.Metadata, id, provider string) error {
-	data, err := json.Marshal(map[string]string{"id": id, "upstream": provider})
+	return s.create(ctx, tenant, meta, id, EventResponseOwned, map[string]string{"id": id, "upstream": provider})
+}
+
+// create starts response id's stream with one event of tenant.
+func (s ResponsesStore) create(ctx context.Context, tenant string, meta eventstore.Metadata, id, typ string, v any) error {
+	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
 	meta.Tenant = tenant
-	_, err = s.Store.Append(ctx, ResponsesStreamName(id), eventstore.NoStream(), eventstore.NewEvent(EventResponseOwned, data, meta))
+	_, err = s.Store.Append(ctx, ResponsesStreamName(id), eventstore.NoStream(), eventstore.NewEvent(typ, data, meta))
 	return err
 }
 
