@@ -210,15 +210,22 @@ func WithoutFields(body []byte, names ...string) ([]byte, error) {
 	return out, nil
 }
 
+// WithQuery is path with the client's query string, when it sent one
+// (Claude Code's ?beta=true).
+func WithQuery(path, query string) string {
+	if query == "" {
+		return path
+	}
+	return path + "?" + query
+}
+
 // PostNative sends a passed-through body with do, at path with the
 // client's query. A stream's body comes back open; a finished answer is
 // read whole, its call bounded by DefaultTimeout (a stalled body must not
 // hold it for ever).
 func PostNative(ctx context.Context, provider, path, query string, body []byte, stream bool,
 	do func(ctx context.Context, path string, body []byte) (*http.Response, error)) (raw []byte, open io.ReadCloser, err error) {
-	if query != "" {
-		path += "?" + query
-	}
+	path = WithQuery(path, query)
 	if !stream {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)

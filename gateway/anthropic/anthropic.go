@@ -533,11 +533,7 @@ func (p *Provider) CountTokens(ctx context.Context, n *gateway.Native, model str
 	if err != nil {
 		return 0, err
 	}
-	path := "/v1/messages/count_tokens"
-	if n.Query != "" {
-		path += "?" + n.Query // Claude Code's ?beta=true
-	}
-	resp, err := p.do(ctx, http.MethodPost, path, out, n.Header)
+	resp, err := p.do(ctx, http.MethodPost, gateway.WithQuery("/v1/messages/count_tokens", n.Query), out, n.Header)
 	if err != nil {
 		return 0, err
 	}
