@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -406,5 +407,68 @@ func TestSilentStreamFallsBackUntilItsFirstContent(t *testing.T) {
 	_, evs = e.stream("/v1/messages", e.tenantA, map[string]any{"model": "stalls:m", "max_tokens": 20, "stream": true, "messages": msgs})
 	if len(evs) == 0 || evs[len(evs)-1][0] != "error" || strings.Contains(evs[0][1], "answers:m") {
 		t.Fatalf("message events: %v", evs)
+	}
+}
+
+// A passed-through Anthropic stream whose upstream is silent after its
+// headers keeps the connection alive with SSE comments until the
+// upstream's message_start, as Anthropic's grammar opens with it; after
+// it, the keep-alive is Anthropic's own ping event.
+func TestPassthroughSilentStartKeepsGrammar(t *testing.T) {
+	const every = 20 * time.Millisecond
+	t.Cleanup(batonhttp.SetPingEvery(every))
+	an := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.(http.Flusher).Flush()
+		pause := func() bool {
+			select {
+			case <-time.After(10 * every):
+				return true
+			case <-r.Context().Done():
+				return false
+			}
+		}
+		if !pause() {
+			return
+		}
+		sse(w, "message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[],"stop_reason":null,"usage":{"input_tokens":5,"output_tokens":1}}}`)
+		if !pause() {
+			return
+		}
+		sse(w, "content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+		sse(w, "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}`)
+		sse(w, "content_block_stop", `{"type":"content_block_stop","index":0}`)
+		sse(w, "message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`)
+		sse(w, "message_stop", `{"type":"message_stop"}`)
+	}))
+	t.Cleanup(func() { an.CloseClientConnections(); an.Close() })
+	e := newEnvWith(t, catalogWith(t, map[string]string{"ANTHROPIC_BASE_URL": an.URL, "ANTHROPIC_API_KEY": "k"}))
+	b, _ := json.Marshal(map[string]any{"model": "anthropic:claude-haiku-4-5", "max_tokens": 20, "stream": true,
+		"messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	req, _ := http.NewRequest("POST", e.srv.URL+"/v1/messages", strings.NewReader(string(b)))
+	req.Header.Set("Authorization", "Bearer "+e.tenantA)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var seen []string // "comment" or the event's name, in order
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, ":"):
+			seen = append(seen, "comment")
+		case strings.HasPrefix(line, "event: "):
+			seen = append(seen, strings.TrimPrefix(line, "event: "))
+		}
+	}
+	start := slices.Index(seen, "message_start")
+	if start < 1 || slices.Contains(seen[:start], "ping") || !slices.Contains(seen[:start], "comment") {
+		t.Fatalf("before message_start want comments only, at least one: %v", seen)
+	}
+	if !slices.Contains(seen[start:], "ping") || slices.Contains(seen[start:], "comment") || seen[len(seen)-1] != "message_stop" {
+		t.Fatalf("after message_start want ping events, no comments, and message_stop last: %v", seen)
 	}
 }

@@ -525,7 +525,16 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 			return
 		}
 		if ticked {
-			if sse.event("ping", anPing) != nil {
+			// Anthropic's streams start with message_start; until the
+			// upstream's has come, the keep-alive is a comment, which
+			// every SSE parser skips.
+			err := error(nil)
+			if first {
+				err = sse.comment("ping")
+			} else {
+				err = sse.event("ping", anPing)
+			}
+			if err != nil {
 				gone()
 				return
 			}
