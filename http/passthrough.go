@@ -444,9 +444,12 @@ type pipeWire struct {
 	// response object; a failure told with the next sequence numbers).
 	responses bool
 	// completed, when set, is given the response of the event that ends a
-	// Responses stream, as sent (after the stream, the front stores it);
-	// began, the first response object the stream sent.
-	completed, began func(response []byte)
+	// Responses stream, as it will be sent, before it is: the front
+	// stores it, and says false when it could not (the event then says
+	// store: false). began is given the first response object the stream
+	// sent.
+	completed func(response []byte) (kept bool)
+	began     func(response []byte)
 }
 
 var (
@@ -602,8 +605,8 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 		if raw == nil {
 			continue
 		}
-		if wire.completed != nil && d.StopReason != "" {
-			wire.completed([]byte(gjson.GetBytes(raw, "response").Raw))
+		if wire.completed != nil && d.StopReason != "" && !wire.completed([]byte(gjson.GetBytes(raw, "response").Raw)) {
+			raw = notKept(raw, "response.store")
 		}
 		if !named && !settled && string(raw) == "[DONE]" {
 			// The upstream reported no usage: Baton's count, billed and,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/batonhq/baton/domain"
 
@@ -66,8 +67,10 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 			raw = withSvc(raw, "usage", openai.NewResponsesUsage(resp.Usage, nil), "", nil) // the upstream sent none
 		}
 		raw = withSvcAndCost(raw, newSvc(c, resp.NativeStop), cost)
+		if !s.storePassedThrough(r, c, raw) {
+			raw = notKept(raw, "store")
+		}
 		writeRaw(w, raw)
-		s.storePassedThrough(r, c, raw)
 		return
 	}
 	call := p.call
@@ -98,9 +101,10 @@ type responsesPlan struct {
 // A previous_response_id that Baton stored is continued from the store
 // (translated, to any model), unless it was passed through and its
 // provider keeps it too: then it goes on as it is to that provider's
-// models, and is continued from the store for the others. Any other id
-// is the provider's own and goes as it is, only to the models that speak
-// the API.
+// models, and is continued from the store for the others. One the tenant
+// owns that its provider alone keeps goes as it is, only to the models
+// that speak the API. Any other id is a 404: Baton's one provider key
+// would reach responses that are not the tenant's.
 func (s *Server) prepareResponses(w http.ResponseWriter, r *http.Request) (p responsesPlan, err error) {
 	body, err := readBody(w, r, s.maxModelBody)
 	if err != nil {
@@ -119,7 +123,7 @@ func (s *Server) prepareResponses(w http.ResponseWriter, r *http.Request) (p res
 	var (
 		stored  *openai.ResponsesRecord // the previous response, as Baton stored it
 		holder  string                  // the provider that keeps it too
-		notOurs error                   // the provider's previous response: Baton's 404 for the others
+		notOurs error                   // the tenant's, kept by the provider alone: Baton's 404 for the others
 	)
 	if prev.Type == gjson.String && prev.Str != "" {
 		rec, lerr := s.storedResponses().Load(r.Context(), tenant, prev.Str, "previous_response_id")
@@ -131,7 +135,7 @@ func (s *Server) prepareResponses(w http.ResponseWriter, r *http.Request) (p res
 			} else {
 				p.native = nil
 			}
-		case isPreviousNotFound(lerr) && !errors.Is(lerr, openai.ErrAnotherTenants):
+		case errors.Is(lerr, openai.ErrKeptUpstream):
 			notOurs = lerr
 		default:
 			return p, lerr
@@ -201,13 +205,6 @@ func (s *Server) prepareResponses(w http.ResponseWriter, r *http.Request) (p res
 	return p, onlyNative(derr)
 }
 
-// isPreviousNotFound reports whether err says the previous_response_id
-// itself is not one of Baton's stored responses.
-func isPreviousNotFound(err error) bool {
-	var de *domain.Error
-	return errors.As(err, &de) && de.Code == "response_not_found" && len(de.Fields) > 0 && de.Fields[0].Pointer == "previous_response_id"
-}
-
 // storeResponse keeps a finished response for previous_response_id and
 // GET /v1/responses/{id}, unless the request said store: false. A
 // response the store could not take is answered all the same (its call
@@ -232,27 +229,41 @@ func (s *Server) storeResponse(r *http.Request, call *openai.ResponsesCall, obj 
 
 // storePassedThrough keeps a response passed through, as answered, as
 // storeResponse keeps a translated one, so that a previous_response_id
-// naming it can go on with any model. It runs once the answer has gone
-// out: a store that is slow or down neither delays nor fails the call.
-// One it cannot keep whole (not finished: a background response, a
-// stream cut before its end) that its provider keeps is marked as the
-// tenant's, so that another tenant's previous_response_id naming it is
-// refused rather than sent on to the provider.
-func (s *Server) storePassedThrough(r *http.Request, c *gateway.Call, answer []byte) {
+// naming it can go on with any model. It runs before the answer (or the
+// stream's last event) goes out, so that a continuation sent as soon as
+// the client has it finds it, on any replica: an id Baton does not know
+// is never sent on. One it cannot keep whole (not finished: a background
+// response, a stream cut before its end) that its provider keeps is
+// marked as the tenant's, so that the tenant's continuation goes on to
+// the provider and another tenant's is refused. ok is false when the
+// store failed: the answer then says store: false, as a translated one.
+func (s *Server) storePassedThrough(r *http.Request, c *gateway.Call, answer []byte) (ok bool) {
 	p := principalOf(r.Context())
 	meta := eventstore.Metadata{Actor: "key:" + p.KeyID, RequestID: RequestID(r.Context())}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), storeTimeout)
 	defer cancel()
 	var err error
-	rec, ok := openai.PassedThrough(c.Provider.Name(), c.Model.ID, c.Native.Body, answer)
-	if ok {
+	rec, keep := openai.PassedThrough(c.Provider.Name(), c.Model.ID, c.Native.Body, answer)
+	if keep {
 		err = s.storedResponses().Save(ctx, p.Tenant, meta, rec)
-	} else if rec.ID, ok = openai.KeptUpstream(c.Native.Body, answer); ok {
+	} else if rec.ID, keep = openai.KeptUpstream(c.Native.Body, answer); keep {
 		err = s.storedResponses().MarkOwned(ctx, p.Tenant, meta, rec.ID, c.Provider.Name())
 	}
 	if err != nil {
 		s.log.Error().Str("requestId", RequestID(r.Context())).Str("response", rec.ID).Err(err).Msg("passed-through response not stored")
+		return false
 	}
+	return true
+}
+
+// notKept sets a passed-through response object's store (at path) to
+// false: Baton could not keep it, so no continuation through Baton finds
+// it.
+func notKept(raw []byte, path string) []byte {
+	if out, err := sjson.SetBytes(raw, path, false); err == nil {
+		return out
+	}
+	return raw
 }
 
 // streamResponse streams a response in the Responses event grammar. As
@@ -260,16 +271,20 @@ func (s *Server) storePassedThrough(r *http.Request, c *gateway.Call, answer []b
 // content, so a failing model still hands over to the next of the chain.
 func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, c *gateway.Call, chain []gateway.Target, call *openai.ResponsesCall, created time.Time) {
 	wire := responsesPipe
-	var began, completed []byte // a passed-through stream's first and final response, as sent
+	var began []byte // a passed-through stream's first response, as sent
+	ended := false
 	wire.began = func(resp []byte) { began = resp }
-	wire.completed = func(resp []byte) { completed = resp }
+	wire.completed = func(resp []byte) bool {
+		if ended {
+			return true // kept with the first ending event
+		}
+		ended = true
+		return s.storePassedThrough(r, c, resp)
+	}
 	up, sse, done := s.openStream(w, r, c, chain, wire)
 	if done {
-		if completed == nil {
-			completed = began // cut before its end: marked as the tenant's
-		}
-		if completed != nil {
-			s.storePassedThrough(r, c, completed)
+		if !ended && began != nil {
+			s.storePassedThrough(r, c, began) // cut before its end: marked as the tenant's
 		}
 		return
 	}

@@ -42,28 +42,22 @@ func switchEnv(t *testing.T, wrap func(eventstore.Store) eventstore.Store) (*env
 	return e, f, a, newOpenAIClient(e, &http.Client{Transport: tr}, e.tenantA)
 }
 
-// storedResponse waits for the response id of tenant a to be stored: a
-// passed-through response is stored just after it is answered.
+// storedResponse is the stored response id: a passed-through response is
+// stored before it is answered, so it is there once the client has it.
 func (e *env) storedResponse(id string) oai.ResponsesRecord {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		evs, err := e.store.ReadStream(context.Background(), oai.ResponsesStreamName(id), 0, 1)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if len(evs) == 1 {
-			var rec oai.ResponsesRecord
-			if err := json.Unmarshal(evs[0].Data, &rec); err != nil {
-				e.t.Fatal(err)
-			}
-			return rec
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("response %s was not stored", id)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a bounded condition
+	evs, err := e.store.ReadStream(context.Background(), oai.ResponsesStreamName(id), 0, 1)
+	if err != nil {
+		e.t.Fatal(err)
 	}
+	if len(evs) != 1 {
+		e.t.Fatalf("response %s is not stored", id)
+	}
+	var rec oai.ResponsesRecord
+	if err := json.Unmarshal(evs[0].Data, &rec); err != nil {
+		e.t.Fatal(err)
+	}
+	return rec
 }
 
 // turns are the messages Anthropic was last sent, as role:text.
@@ -199,20 +193,27 @@ func (f failResponses) Append(ctx context.Context, stream string, expected event
 }
 
 // A store that fails does not fail the call, whole or streamed: the
-// answer is OpenAI's as ever.
+// answer is OpenAI's, with store: false saying Baton did not keep it (as
+// for a translated one), and a continuation of it is a 404 that never
+// reaches OpenAI.
 func TestResponsesPassthroughStoreFails(t *testing.T) {
-	e, _, _, client := switchEnv(t, func(s eventstore.Store) eventstore.Store { return failResponses{s} })
+	e, f, _, client := switchEnv(t, func(s eventstore.Store) eventstore.Store { return failResponses{s} })
 	resp, err := client.Responses.New(testCtx(t), responses.ResponseNewParams{Model: "oai:gpt-x", Input: textInput("hi")})
-	if err != nil || resp.OutputText() != "Hi there" || !gjson.Get(resp.RawJSON(), "store").Bool() {
+	if err != nil || resp.OutputText() != "Hi there" || gjson.Get(resp.RawJSON(), "store").Type != gjson.False {
 		t.Fatalf("answer: %v %s", err, resp.RawJSON())
 	}
 	r, evs := e.stream("/v1/responses", e.tenantA, map[string]any{"model": "oai:gpt-x", "input": "hi", "stream": true})
-	if r.StatusCode != 200 || evs[len(evs)-1][0] != "response.completed" {
+	if last := evs[len(evs)-1]; r.StatusCode != 200 || last[0] != "response.completed" || gjson.Get(last[1], "response.store").Type != gjson.False ||
+		gjson.Get(last[1], "response.output.1.content.0.text").Str != "Hi there" {
 		t.Fatalf("streamed: %v", evs)
 	}
 	e.usageEvents("a", 2)
 	if r := e.do("GET", "/v1/responses/"+resp.ID, e.tenantA, nil); r.status != 404 {
 		t.Fatalf("GET: %d %s", r.status, r.raw)
+	}
+	before := len(f.requests())
+	if r := e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": "oai:gpt-x", "input": "and?", "previous_response_id": resp.ID}); r.status != 404 || len(f.requests()) != before {
+		t.Fatalf("continued: %d %s", r.status, r.raw)
 	}
 }
 
@@ -273,11 +274,15 @@ func TestResponsesAnotherTenantsIDNotForwarded(t *testing.T) {
 	if queued.status != 200 || queued.str("status") != "queued" || cutID == "" {
 		t.Fatalf("queued %d %s; cut %s", queued.status, queued.raw, cut.raw)
 	}
-	for _, id := range []string{queued.str("id"), cutID} {
+	for i, id := range []string{queued.str("id"), cutID} {
 		owned := func() bool {
 			evs, _ := e.store.ReadStream(context.Background(), oai.ResponsesStreamName(id), 0, 1)
 			return len(evs) == 1 && evs[0].Type == oai.EventResponseOwned && evs[0].Metadata.Tenant == "a"
 		}
+		if i == 0 && !owned() {
+			t.Fatalf("%s not marked as tenant a's before it was answered", id)
+		}
+		// A cut stream is marked once it has ended, as the handler returns.
 		for deadline := time.Now().Add(10 * time.Second); !owned(); time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s not marked as tenant a's", id)

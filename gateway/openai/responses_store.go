@@ -38,6 +38,10 @@ func legacyStreamName(tenant, id string) string { return "response-" + tenant + 
 // tenant: it must not go on to a provider as that provider's own.
 var ErrAnotherTenants = errors.New("responses: the response is another tenant's")
 
+// ErrKeptUpstream marks the 404 of an id the tenant owns that Baton does
+// not keep whole (EventResponseOwned): its provider alone can continue it.
+var ErrKeptUpstream = errors.New("responses: the response is kept by its provider alone")
+
 // ResponsesRecord is a stored response: its own input items (a string
 // input as one user message item), the response it continued, and the
 // response object as answered (its output items, model, usage). A
@@ -135,7 +139,8 @@ func (s ResponsesStore) create(ctx context.Context, tenant string, meta eventsto
 
 // Load reads a stored response of tenant. Unknown, never stored or
 // another tenant's: a 404 naming param ("" for a path id); another
-// tenant's is ErrAnotherTenants too.
+// tenant's is ErrAnotherTenants too, and the tenant's own that its
+// provider alone keeps ErrKeptUpstream.
 func (s ResponsesStore) Load(ctx context.Context, tenant, id, param string) (*ResponsesRecord, error) {
 	if !responseIDRE.MatchString(id) {
 		return nil, responseNotFound(id, param)
@@ -157,7 +162,7 @@ func (s ResponsesStore) Load(ctx context.Context, tenant, id, param string) (*Re
 		return nil, errors.Join(responseNotFound(id, param), ErrAnotherTenants)
 	}
 	if evs[0].Type != EventResponseStored {
-		return nil, responseNotFound(id, param) // tenant's, kept by its provider alone
+		return nil, errors.Join(responseNotFound(id, param), ErrKeptUpstream)
 	}
 	var rec ResponsesRecord
 	if err := json.Unmarshal(evs[0].Data, &rec); err != nil {
