@@ -64,7 +64,7 @@ func (d *skimDoc) Get(path string) gjson.Result {
 // parser takes the last (and runs another).
 func skimObject(body []byte) (*skimDoc, error) {
 	trimmed := trimJSONSpace(body)
-	if len(trimmed) == 0 || trimmed[0] != '{' || !gjson.ValidBytes(trimmed) {
+	if len(trimmed) == 0 || trimmed[0] != '{' || !gateway.ValidJSON(trimmed) {
 		var v struct{}
 		if err := decodeBody(body, &v); err != nil {
 			return nil, err

@@ -34,7 +34,7 @@ func (p *Provider) Forward(ctx context.Context, n *gateway.Native, model string,
 	if stream {
 		return nil, &anRawStream{name: p.name, body: open, sse: sse.NewReader(open)}, nil
 	}
-	if !gjson.ValidBytes(raw) || gjson.GetBytes(raw, "type").Str != "message" {
+	if !gateway.ValidJSON(raw) || gjson.GetBytes(raw, "type").Str != "message" {
 		return nil, nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: not a message"}
 	}
 	g := gjson.ParseBytes(raw)
@@ -83,7 +83,7 @@ func (s *anRawStream) Next() (gateway.Delta, error) {
 	if err != nil {
 		return gateway.Delta{}, gateway.StreamError(s.name, err)
 	}
-	if !gjson.ValidBytes(ev.Data) {
+	if !gateway.ValidJSON(ev.Data) {
 		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "malformed stream event"}
 	}
 	g := gjson.ParseBytes(ev.Data)

@@ -68,7 +68,7 @@ func (p *Provider) Forward(ctx context.Context, n *gateway.Native, model string,
 // the whole answer (its content) again for each (FuzzChatAnswer holds it
 // to the Get-per-field reading).
 func readChatAnswer(provider string, raw []byte) (*gateway.Response, error) {
-	if !gjson.ValidBytes(raw) {
+	if !gateway.ValidJSON(raw) {
 		return nil, &gateway.UpstreamError{Provider: provider, Status: http.StatusBadGateway, Message: "malformed response: no choices"}
 	}
 	var id, mod, choices, finish, usage gjson.Result
@@ -164,7 +164,7 @@ func (s *oaRawStream) Next() (gateway.Delta, error) {
 		s.done = true
 		return gateway.Delta{Raw: []byte("[DONE]"), Commit: true}, nil
 	}
-	if !gjson.ValidBytes(ev.Data) {
+	if !gateway.ValidJSON(ev.Data) {
 		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "malformed stream chunk"}
 	}
 	// One pass over the chunk's top level and one over its first choice:

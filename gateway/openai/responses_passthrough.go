@@ -30,7 +30,7 @@ func (p *Provider) forwardResponses(ctx context.Context, n *gateway.Native, mode
 	if stream {
 		return nil, &respRawStream{name: p.name, body: open, sse: sse.NewReader(open)}, nil
 	}
-	if !gjson.ValidBytes(raw) || gjson.GetBytes(raw, "object").Str != "response" {
+	if !gateway.ValidJSON(raw) || gjson.GetBytes(raw, "object").Str != "response" {
 		return nil, nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: not a response"}
 	}
 	g := gjson.ParseBytes(raw)
@@ -132,7 +132,7 @@ func (s *respRawStream) Next() (gateway.Delta, error) {
 	if err != nil {
 		return gateway.Delta{}, gateway.StreamError(s.name, err)
 	}
-	if !gjson.ValidBytes(ev.Data) {
+	if !gateway.ValidJSON(ev.Data) {
 		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "malformed stream event"}
 	}
 	g := gjson.ParseBytes(ev.Data)
