@@ -36,7 +36,7 @@ type BudgetSet struct {
 // one byte of the text it stands for, so the byte count of the prompt (plus
 // a few tokens of framing per message) bounds the input, and the output is
 // bounded by the request's cap, or by the model's context when the request
-// sets none.
+// sets none, for each of the answers it asks for.
 func WorstTokens(req Request, m *Model) (in, out int) {
 	in = len(req.System) + 8
 	if len(req.Body) > 0 {
@@ -81,7 +81,7 @@ func WorstTokens(req Request, m *Model) (in, out int) {
 			out = unknownOutputCap // a model declared without its context size
 		}
 	}
-	return in, out
+	return in, out * max(req.Choices, 1)
 }
 
 const (

@@ -105,6 +105,10 @@ type Request struct {
 	// ToolChoice says whether and which tool the model must call; nil
 	// leaves it to the provider's default (auto when tools are offered).
 	ToolChoice *ToolChoice
+	// Choices is how many answers a passed-through chat request asks for
+	// (OpenAI's n; 0 is one): each is billed its output, so the output's
+	// bound counts each.
+	Choices int
 	// Body is a body passed through rather than decoded (Messages and
 	// Tools then hold only what routing needs): its size bounds the input,
 	// and its text is what an estimate of the input counts.

@@ -37,3 +37,41 @@ func TestDeeplyNestedBodyRefused(t *testing.T) {
 		t.Errorf("the store's head moved from %d to %d", head, h)
 	}
 }
+
+// A passed-through chat request is held for its worst case: every one of
+// the n answers it asks for, and the larger of its two caps (a compatible
+// server may read max_tokens alone). Before, n=100 spent 80 times a
+// $0.01 budget in one call, and max_completion_tokens: 5 beside
+// max_tokens: 900000 was held for 5 tokens.
+func TestPassthroughChatHeldForEveryAnswer(t *testing.T) {
+	e, f, _ := passthroughEnv(t)
+	// gpt-x: $8 a million output tokens; 4,000 tokens cost $0.032.
+	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": 0.05, "monthlyUsd": nil}), 200)
+	msgs := []any{map[string]any{"role": "user", "content": "hi"}}
+	for _, c := range []struct {
+		body map[string]any
+		want int
+	}{
+		{map[string]any{"model": "oai:gpt-x", "max_tokens": 4000, "n": 2, "messages": msgs}, 400},
+		{map[string]any{"model": "oai:gpt-x", "max_completion_tokens": 5, "max_tokens": 8000, "messages": msgs}, 400},
+		{map[string]any{"model": "oai:gpt-x", "max_tokens": 8000, "max_completion_tokens": 5, "messages": msgs}, 400},
+		{map[string]any{"model": "oai:gpt-x", "max_tokens": 4000, "n": 0, "messages": msgs}, 400},
+		{map[string]any{"model": "oai:gpt-x", "max_tokens": 4000, "n": 1.5, "messages": msgs}, 400},
+	} {
+		r := e.do("POST", "/v1/chat/completions", e.tenantA, c.body)
+		if r.status != c.want {
+			t.Errorf("%v: %d %s", c.body, r.status, r.raw)
+		}
+	}
+	if n := len(f.requests()); n != 0 {
+		t.Fatalf("the upstream got %d requests", n)
+	}
+	for _, body := range []map[string]any{
+		{"model": "oai:gpt-x", "max_tokens": 4000, "n": 1, "messages": msgs},
+		{"model": "oai:gpt-x", "max_tokens": 2000, "n": 2, "messages": msgs},
+	} {
+		if r := e.do("POST", "/v1/chat/completions", e.tenantA, body); r.status != 200 {
+			t.Errorf("%v: %d %s", body, r.status, r.raw)
+		}
+	}
+}

@@ -208,15 +208,18 @@ func skimChat(body []byte) (skimmed, error) {
 	if !nonEmptyArray(g.Get("messages")) {
 		return s, badRequest("messages", "messages must hold at least one message")
 	}
+	// Both caps given: the larger bounds the budget, as an upstream may
+	// read either (OpenAI-compatible servers often max_tokens alone).
 	for _, param := range []string{"max_completion_tokens", "max_tokens"} {
-		n, set, err := skimCap(g, param, " ")
+		n, _, err := skimCap(g, param, " ")
 		if err != nil {
 			return s, err
 		}
-		if set {
-			s.req.MaxTokens = n
-			break
-		}
+		s.req.MaxTokens = max(s.req.MaxTokens, n)
+	}
+	// n answers are each billed their output.
+	if s.req.Choices, _, err = skimCap(g, "n", " "); err != nil {
+		return s, err
 	}
 	rf := g.Get("response_format.type").Str
 	s.req.NeedsJSON = rf == "json_schema" || rf == "json_object"
