@@ -75,3 +75,24 @@ func TestPassthroughChatHeldForEveryAnswer(t *testing.T) {
 		}
 	}
 }
+
+// A name given twice in an object Baton reads or edits is refused, as at
+// the top level: gjson reads the first, the provider the last.
+func TestNestedDuplicateRefused(t *testing.T) {
+	e, f, _ := passthroughEnv(t)
+	for _, c := range []struct{ path, body, field string }{
+		{"/v1/chat/completions", `{"model":"oai:gpt-x","stream":true,"stream_options":{"include_usage":true,"include_usage":false},"messages":[{"role":"user","content":"hi"}]}`, "stream_options.include_usage"},
+		{"/v1/chat/completions", `{"model":"oai:gpt-x","stream_options":{"include_usage":true,"Include_Usage":false},"messages":[{"role":"user","content":"hi"}]}`, "stream_options.Include_Usage"},
+		{"/v1/chat/completions", `{"model":"oai:gpt-x","response_format":{"type":"json_object","type":"text"},"messages":[{"role":"user","content":"hi"}]}`, "response_format.type"},
+		{"/v1/responses", `{"model":"oai:gpt-x","input":"hi","text":{"format":{"type":"json_object","type":"text"}}}`, "text.format.type"},
+		{"/v1/messages", `{"model":"oai:gpt-x","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"output_config":{"effort":"low","effort":"max"}}`, "output_config.effort"},
+	} {
+		r := e.do("POST", c.path, e.tenantA, c.body)
+		if r.status != 400 || !strings.Contains(string(r.raw), `field \"`+c.field+`\" twice`) {
+			t.Errorf("%s %s: %d %s", c.path, c.body, r.status, r.raw)
+		}
+	}
+	if n := len(f.requests()); n != 0 {
+		t.Errorf("the upstream got %d requests", n)
+	}
+}

@@ -93,6 +93,34 @@ func skimObject(body []byte) (*skimDoc, error) {
 	return d, nil
 }
 
+// uniqueNames refuses a name given twice (or equal but for case) in the
+// objects at paths, which Baton reads or edits: gjson reads the first of
+// two, a provider's parser the last, so the two would disagree (stream
+// options with include_usage true then false: no usage to bill).
+func uniqueNames(g *skimDoc, paths ...string) error {
+	for _, path := range paths {
+		v := g.Get(path)
+		if !v.IsObject() {
+			continue
+		}
+		var seen []string
+		dup := ""
+		v.ForEach(func(k, _ gjson.Result) bool {
+			if slices.ContainsFunc(seen, func(s string) bool { return strings.EqualFold(s, k.Str) }) {
+				dup = k.Str
+				return false
+			}
+			seen = append(seen, k.Str)
+			return true
+		})
+		if dup != "" {
+			field := path + "." + dup
+			return badRequest(field, "the request body gives the field %q twice; a JSON object's names must be unique", field)
+		}
+	}
+	return nil
+}
+
 // nonEmptyArray reports whether v is an array with an element.
 func nonEmptyArray(v gjson.Result) bool {
 	some := false
@@ -192,7 +220,7 @@ func skimAnthropic(body []byte, needsCap bool) (skimmed, error) {
 		return s, badRequest("messages", "messages: at least one message is required")
 	}
 	s.req.NeedsJSON = g.Get("output_config.format").Exists()
-	return s, nil
+	return s, uniqueNames(g, "output_config")
 }
 
 // skimChat reads a chat completions body.
@@ -224,7 +252,7 @@ func skimChat(body []byte) (skimmed, error) {
 	rf := g.Get("response_format.type").Str
 	s.req.NeedsJSON = rf == "json_schema" || rf == "json_object"
 	s.streamUsage = g.Get("stream_options.include_usage").Bool()
-	return s, nil
+	return s, uniqueNames(g, "stream_options", "response_format")
 }
 
 // skimResponses reads a Responses API body. Nothing else is checked: a
@@ -243,7 +271,7 @@ func skimResponses(body []byte) (skimmed, error) {
 	}
 	f := g.Get("text.format.type").Str
 	s.req.NeedsJSON = f == "json_schema" || f == "json_object"
-	return s, nil
+	return s, uniqueNames(g, "text", "text.format")
 }
 
 // speaksAll reports whether every target takes the format as it is.
