@@ -41,3 +41,12 @@ func SetConsoleSessionRecheck(d time.Duration) (restore func()) {
 	consoleSessionRecheck = d
 	return func() { consoleSessionRecheck = old }
 }
+
+// SetModelWriteStall sets how long a model stream waits for a client that
+// takes nothing, for one test (not a parallel one); restore as
+// SetPingEvery's.
+func SetModelWriteStall(d time.Duration) (restore func()) {
+	old := modelWriteStall
+	modelWriteStall = d
+	return func() { modelWriteStall = old }
+}

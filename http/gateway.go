@@ -22,6 +22,11 @@ import (
 	"github.com/batonhq/baton/gateway/openai"
 )
 
+// modelWriteStall ends a model stream whose client has taken nothing of
+// what was written for about this long (sseWriter.bound): as long as
+// events' eventsWriteStall.
+var modelWriteStall = time.Minute
+
 // pingEvery is how often a streamed message sends `ping` while it waits
 // for the upstream.
 var pingEvery = 5 * time.Second
@@ -310,6 +315,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.C
 	if done {
 		return
 	}
+	defer sse.unbound()
 	defer up.Close()
 	chunk := func(delta openai.ChatDelta, finish *string) *openai.ChatChunk {
 		return &openai.ChatChunk{ID: c.ID, Object: "chat.completion.chunk", Created: c.Start.Unix(), Model: c.Model.ID,
@@ -478,6 +484,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 	if done {
 		return
 	}
+	defer sse.unbound()
 	defer up.Close()
 	early := up.Told() // the input side, when the upstream told it before any content
 	start := map[string]any{"type": "message_start", "message": map[string]any{

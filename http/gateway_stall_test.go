@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -470,5 +471,55 @@ func TestPassthroughSilentStartKeepsGrammar(t *testing.T) {
 	}
 	if !slices.Contains(seen[start:], "ping") || slices.Contains(seen[start:], "comment") || seen[len(seen)-1] != "message_stop" {
 		t.Fatalf("after message_start want ping events, no comments, and message_stop last: %v", seen)
+	}
+}
+
+// A client that stops reading a model stream does not hold it: once it
+// has taken nothing for the write stall, the stream ends, its upstream
+// request is cancelled and the call is billed as client_gone, passed
+// through (chat completions) or translated (messages).
+func TestModelStreamEndsWhenClientStopsReading(t *testing.T) {
+	t.Cleanup(batonhttp.SetModelWriteStall(300 * time.Millisecond))
+	cancelled := make(chan struct{}, 2)
+	delta := fmt.Sprintf(`{"choices":[{"index":0,"delta":{"content":%q}}]}`, strings.Repeat("x", 32<<10))
+	oa := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		for sent := 0; sent < 256<<20; sent += len(delta) { // far beyond any socket buffers
+			if _, err := fmt.Fprintf(w, "data: %s\n\n", delta); err != nil {
+				break
+			}
+			w.(http.Flusher).Flush()
+			if r.Context().Err() != nil {
+				break
+			}
+		}
+		<-r.Context().Done()
+		cancelled <- struct{}{}
+	}))
+	t.Cleanup(func() { oa.CloseClientConnections(); oa.Close() })
+	e := newOpenAIEnv(t, oa)
+	for i, c := range []struct{ path, body string }{
+		{"/v1/chat/completions", `{"model":"openai:gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/messages", `{"model":"openai:gpt-4o-mini","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() }) // before the servers close, on failure too
+		conn.(*net.TCPConn).SetReadBuffer(4096)
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", c.path, e.tenantA, len(c.body), c.body)
+		// Read nothing: the upstream's request must end while the
+		// connection stays open.
+		select {
+		case <-cancelled:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: the upstream request is still open 20 s after the client stopped reading", c.path)
+		}
+		got := usageOutcomes(t, e.usageEvents("a", i+1))
+		if got[i] != "openai:gpt-4o-mini client_gone" {
+			t.Fatalf("%s: usage %v", c.path, got)
+		}
 	}
 }

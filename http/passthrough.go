@@ -509,11 +509,13 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request, c *gateway.C
 		s.writeErrorAs(w, r, wire.f, err)
 		return nil, nil, true
 	}
+	sse.bound(w, modelWriteStall)
 	if c.Passthrough {
+		defer sse.unbound()
 		s.pipe(w, r, c, up, sse, wire)
 		return nil, nil, true
 	}
-	return up, sse, false
+	return up, sse, false // the caller unbounds sse
 }
 
 // DroppedToolsHeader names the tools a translated request went without.

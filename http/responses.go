@@ -288,6 +288,7 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, c *gatew
 		}
 		return
 	}
+	defer sse.unbound()
 	defer up.Close()
 	obj := call.Object(c.ID, created, c.Model.ID)
 	obj.Svc = newSvc(c, "")

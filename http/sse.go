@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 )
 
 // sseWriter writes server-sent events. Each event goes to the connection
@@ -14,6 +15,12 @@ type sseWriter struct {
 	w   http.ResponseWriter
 	f   http.Flusher
 	buf []byte
+	// With a stall bound (bound), the connection's write deadline, pushed
+	// back at a flush once renew has passed: always at least half the
+	// bound ahead of any write.
+	rc    *http.ResponseController
+	stall time.Duration
+	renew time.Time
 }
 
 var errNoFlush = errors.New("streaming unsupported by this connection")
@@ -75,7 +82,39 @@ func (s *sseWriter) finish(v any) error {
 }
 
 // flush sends what has been written.
-func (s *sseWriter) flush() { s.f.Flush() }
+func (s *sseWriter) flush() {
+	if s.rc != nil {
+		if now := time.Now(); now.After(s.renew) {
+			s.extend(now)
+		}
+	}
+	s.f.Flush()
+}
+
+// bound ends the stream's writes, with an error, once its client has
+// taken nothing for between stall/2 and stall: a client that stops
+// reading does not hold the call, its upstream and its budget hold for
+// ever. unbound must follow, before the connection serves another
+// request.
+func (s *sseWriter) bound(w http.ResponseWriter, stall time.Duration) {
+	s.rc, s.stall = http.NewResponseController(w), stall
+	s.extend(time.Now())
+}
+
+func (s *sseWriter) extend(now time.Time) {
+	if s.rc.SetWriteDeadline(now.Add(s.stall)) != nil {
+		s.rc = nil // a connection without deadlines
+		return
+	}
+	s.renew = now.Add(s.stall / 2)
+}
+
+// unbound lifts bound's deadline.
+func (s *sseWriter) unbound() {
+	if s.rc != nil {
+		s.rc.SetWriteDeadline(time.Time{})
+	}
+}
 
 // send writes an event with an id and a name; data is JSON text on one
 // line.
