@@ -81,10 +81,10 @@ func TestBuiltinPricesAsSourced(t *testing.T) {
 		{"openai:gpt-4o-mini", 0.15, 0.60, 0.075, 0, nil, 128000, true, true},
 		{"openai:gpt-4o", 2.50, 10, 1.25, 0, nil, 128000, true, true},
 		{"openai:gpt-4.1-mini", 0.40, 1.60, 0.10, 0, nil, 1047576, true, true},
-		{"anthropic:claude-fable-5-2", 8, 40, 0.20, 10, nil, 1000000, false, true},
-		{"anthropic:claude-opus-5-5", 4, 20, 0.20, 5, nil, 1000000, false, true},
-		{"anthropic:claude-sonnet-5-5", 2, 10, 0.10, 2.50, nil, 1000000, false, true},
-		{"anthropic:claude-haiku-5-5", 0.10, 0.50, 0.01, 0.125, long(100000, 0.50, 2.50, 0.05, 0.625), 1000000, false, true},
+		{"anthropic:claude-fable-5-2", 8, 40, 0.20, 10, nil, 1000000, true, true},
+		{"anthropic:claude-opus-5-5", 4, 20, 0.20, 5, nil, 1000000, true, true},
+		{"anthropic:claude-sonnet-5-5", 2, 10, 0.10, 2.50, nil, 1000000, true, true},
+		{"anthropic:claude-haiku-5-5", 0.10, 0.50, 0.01, 0.125, long(100000, 0.50, 2.50, 0.05, 0.625), 1000000, true, true},
 		{"anthropic:claude-haiku-4-5", 1, 5, 0.10, 1.25, nil, 200000, true, true},
 	} {
 		m, ok := c.Get(w.id)

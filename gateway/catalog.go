@@ -177,17 +177,16 @@ var builtin = map[string][]ModelSpec{
 	},
 	"anthropic": {
 		// Claude Fable 5.1, Opus 5.5 and Sonnet 5.5 refuse a forced tool
-		// call (tool_choice any or tool), Baton's way of asking Anthropic
-		// for structured output; Fable 5.2 and Haiku 5.5 are not known to
-		// take one.
-		{Name: "claude-fable-5-2", ContextTokens: 1000000, SupportsTools: true, Modes: []string{"premium", "auto"},
+		// call (tool_choice any or tool): structured output goes to the
+		// models after the 4.5 generation as output_config.format.
+		{Name: "claude-fable-5-2", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"premium", "auto"},
 			Pricing: &Price{InputPerMTok: 8, OutputPerMTok: 40, CacheReadPerMTok: 0.20, CacheWritePerMTok: 10,
 				Source: "Anthropic list price, https://platform.claude.com/docs/en/about-claude/pricing, as of 2026-11-10"}},
-		{Name: "claude-opus-5-5", ContextTokens: 1000000, SupportsTools: true, Modes: []string{"premium", "auto"},
+		{Name: "claude-opus-5-5", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"premium", "auto"},
 			Pricing: &Price{InputPerMTok: 4, OutputPerMTok: 20, CacheReadPerMTok: 0.20, CacheWritePerMTok: 5, Source: anthropicPricing}},
-		{Name: "claude-sonnet-5-5", ContextTokens: 1000000, SupportsTools: true, Modes: []string{"balanced", "premium", "auto"},
+		{Name: "claude-sonnet-5-5", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"balanced", "premium", "auto"},
 			Pricing: &Price{InputPerMTok: 2, OutputPerMTok: 10, CacheReadPerMTok: 0.10, CacheWritePerMTok: 2.50, Source: anthropicPricing}},
-		{Name: "claude-haiku-5-5", ContextTokens: 1000000, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
+		{Name: "claude-haiku-5-5", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
 			Pricing: &Price{InputPerMTok: 0.10, OutputPerMTok: 0.50, CacheReadPerMTok: 0.01, CacheWritePerMTok: 0.125,
 				LongPrompt: &LongPromptPrice{PromptTokens: 100000, InputPerMTok: 0.50, OutputPerMTok: 2.50, CacheReadPerMTok: 0.05, CacheWritePerMTok: 0.625},
 				Source:     anthropicPricing}},

@@ -75,6 +75,12 @@ func anthropicEffort(effort string) string {
 // fixed budget with a 400.
 var fixedBudgetModel = regexp.MustCompile(`^claude-(3-.*|(opus|sonnet|haiku)-4(-[015])?(-[0-9]{8})?)$`)
 
+// AnthropicStructuredNative reports whether structured output goes to the
+// Claude model as output_config.format, Anthropic's own: for the models
+// after the 4.5 generation, several of which refuse the forced tool call
+// that the earlier ones are asked with (gateway/anthropic).
+func AnthropicStructuredNative(model string) bool { return !fixedBudgetModel.MatchString(model) }
+
 // AnthropicReasoning is what an Anthropic upstream gets for a chat
 // client's reasoning_effort, and the max_tokens to send with it: a fixed
 // budget below the cap (at least 1,024 tokens, else none fits and the

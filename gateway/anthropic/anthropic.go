@@ -178,8 +178,9 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 	thinking := r.Thinking != nil && r.Thinking.Type != "disabled"
 	tc := req.ToolChoice
 	switch {
-	case req.Output != nil && thinking:
-		// Thinking takes no forced tool: the native structured output.
+	case req.Output != nil && (thinking || gateway.AnthropicStructuredNative(req.Model)):
+		// Thinking takes no forced tool, nor do the later models: the
+		// native structured output.
 		if r.OutputConfig == nil {
 			r.OutputConfig = &anOutput{}
 		}
