@@ -383,6 +383,9 @@ func TestChatToAnthropicRefusesOpenAIOnly(t *testing.T) {
 		{`"verbosity":"low"`, "verbosity"},
 		{`"reasoning_effort":"bogus"`, "reasoning_effort"},
 		{`"user":"u1","safety_identifier":"u2"`, "safety_identifier"},
+		{`"service_tier":"priority"`, "service_tier"},
+		{`"store":true`, "store"},
+		{`"metadata":{"k":"v"}`, "metadata"},
 	} {
 		r := e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"anthropic:claude-haiku-4-5",`+msgs+`,`+c.extra+`}`)
 		if r.status != 400 || r.str("error.param") != c.param || !strings.Contains(r.str("error.message"), c.param) {
@@ -390,7 +393,9 @@ func TestChatToAnthropicRefusesOpenAIOnly(t *testing.T) {
 		}
 	}
 	for _, m := range []string{`{"role":"assistant","content":null,"function_call":{"name":"f","arguments":"{}"}}`,
-		`{"role":"assistant","audio":{"id":"audio_1"}}`, `{"role":"assistant","content":null,"refusal":"I can't"}`} {
+		`{"role":"assistant","audio":{"id":"audio_1"}}`, `{"role":"assistant","content":null,"refusal":"I can't"}`,
+		`{"role":"assistant","content":"hello","name":"alice"}`,
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"not json at all"}}]}`} {
 		r := e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"},`+m+`,{"role":"user","content":"and?"}]}`)
 		if r.status != 400 || !strings.HasPrefix(r.str("error.param"), "messages/1/") {
 			t.Errorf("%s: %d %s", m, r.status, r.raw)
@@ -399,8 +404,10 @@ func TestChatToAnthropicRefusesOpenAIOnly(t *testing.T) {
 	if n := f.calls.Load(); n != 0 {
 		t.Fatalf("the upstreams got %d calls", n)
 	}
-	// Accepted: text alone, a prediction (a latency hint), the same end user twice.
-	r := e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"anthropic:claude-haiku-4-5",`+msgs+`,"modalities":["text"],"prediction":{"type":"content","content":"x"},"user":"u1","safety_identifier":"u1","reasoning_effort":"low"}`)
+	// Accepted: text alone, a prediction (a latency hint), the same end
+	// user twice, the default tier, nothing stored or tagged.
+	r := e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"anthropic:claude-haiku-4-5",`+msgs+`,"modalities":["text"],"prediction":{"type":"content","content":"x"},"user":"u1","safety_identifier":"u1","reasoning_effort":"low",`+
+		`"service_tier":"auto","store":false,"metadata":{}}`)
 	if r.status != 200 {
 		t.Fatalf("accepted fields: %d %s", r.status, r.raw)
 	}
@@ -429,6 +436,18 @@ func TestMessagesToOpenAIStrictAndSchema(t *testing.T) {
 	r = e.do("POST", "/v1/responses", e.tenantA, `{"model":"anthropic:claude-haiku-4-5","input":"hi","reasoning":{"effort":"bogus"}}`)
 	if r.status != 400 || r.str("error.param") != "reasoning/effort" {
 		t.Fatalf("an unknown effort: %d %s", r.status, r.raw)
+	}
+	// What OpenAI has no place for, refused by name: a tier, a text's
+	// citations, a tool without a name.
+	for _, c := range []struct{ extra, param string }{
+		{`"service_tier":"standard_only","messages":[{"role":"user","content":"hi"}]`, "service_tier"},
+		{`"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"Paris","citations":[{"type":"char_location","cited_text":"Paris","document_index":0,"start_char_index":0,"end_char_index":5}]}]},{"role":"user","content":"and?"}]`, "messages/1/content/0/citations"},
+		{`"messages":[{"role":"user","content":"hi"}],"tools":[{}]`, "tools.0.name"},
+	} {
+		r := e.do("POST", "/v1/messages", e.tenantA, `{"model":"openai:gpt-4o-mini","max_tokens":64,`+c.extra+`}`)
+		if r.status != 400 || !strings.HasPrefix(r.str("error.message"), c.param) {
+			t.Errorf("%s: %d %s", c.extra, r.status, r.raw)
+		}
 	}
 	select {
 	case b := <-u.lastOpenAI:

@@ -48,6 +48,7 @@ type MessagesRequest struct {
 	ContextManagement json.RawMessage            `json:"context_management"`
 	Container         json.RawMessage            `json:"container"`
 	MCPServers        json.RawMessage            `json:"mcp_servers"`
+	ServiceTier       json.RawMessage            `json:"service_tier"`
 }
 
 // MessagesTool is a tool of a messages request: a custom tool (no type, or
@@ -79,6 +80,9 @@ func messagesBlocks(raw json.RawMessage, param string, images bool) ([]gateway.B
 		Source    *ImageSource    `json:"source"`
 		Thinking  string          `json:"thinking"`
 		Signature string          `json:"signature"`
+		// A text's citations (of documents, search results) have no
+		// equivalent elsewhere: refused.
+		Citations json.RawMessage `json:"citations"`
 		// cache_control, a caching hint, is accepted and not carried
 		// (docs/api.md, Translation).
 	}
@@ -90,6 +94,9 @@ func messagesBlocks(raw json.RawMessage, param string, images bool) ([]gateway.B
 		at := fmt.Sprintf("%s/%d", param, i)
 		switch b.Type {
 		case "text":
+			if !gateway.Absent(b.Citations) && string(b.Citations) != "[]" {
+				return nil, gateway.BadRequest(at+"/citations", "%s/citations: citations have no equivalent at this provider", at)
+			}
 			out = append(out, gateway.Block{Type: "text", Text: b.Text})
 		case "image":
 			if !images {
@@ -157,6 +164,9 @@ func (q *MessagesRequest) ToGateway() (gateway.Request, error) {
 		if t.Type != "" && t.Type != "custom" {
 			return out, gateway.BadRequest(fmt.Sprintf("tools/%d/type", i),
 				"tools.%d.type: tool type %q is not supported through this gateway: only custom tools (a name and an input_schema) are; Anthropic's server and client tools are not", i, t.Type)
+		}
+		if t.Name == "" {
+			return out, gateway.BadRequest(fmt.Sprintf("tools/%d/name", i), "tools.%d.name: Field required", i)
 		}
 		out.Tools = append(out.Tools, t.Tool)
 	}
@@ -295,6 +305,9 @@ func (q *MessagesRequest) untranslatable() error {
 		if !gateway.Absent(f.raw) {
 			return gateway.BadRequest(f.name, "%s: has no equivalent at this provider; it is served by Anthropic providers only", f.name)
 		}
+	}
+	if !gateway.Absent(q.ServiceTier) && string(q.ServiceTier) != `"auto"` {
+		return gateway.BadRequest("service_tier", "service_tier: only auto has an equivalent at this provider")
 	}
 	if gateway.Absent(q.ContextManagement) {
 		return nil

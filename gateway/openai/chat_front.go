@@ -27,8 +27,9 @@ type ChatMessage struct {
 			Arguments string `json:"arguments"`
 		} `json:"function"`
 	} `json:"tool_calls"`
-	// An assistant turn's parts that another provider has no place for:
-	// refused there.
+	// A participant's name, and an assistant turn's parts, that another
+	// provider has no place for: refused there.
+	Name         string          `json:"name"`
 	Refusal      json.RawMessage `json:"refusal"`
 	Audio        json.RawMessage `json:"audio"`
 	FunctionCall json.RawMessage `json:"function_call"`
@@ -78,6 +79,12 @@ type ChatRequest struct {
 	Modalities       json.RawMessage `json:"modalities"`
 	WebSearchOptions json.RawMessage `json:"web_search_options"`
 	Verbosity        json.RawMessage `json:"verbosity"`
+	// Stored completions and their tags, and a capacity tier: refused when
+	// they ask for something (store: true, tags, a tier other than the
+	// default).
+	Store       json.RawMessage `json:"store"`
+	Metadata    json.RawMessage `json:"metadata"`
+	ServiceTier json.RawMessage `json:"service_tier"`
 }
 
 // chatPart is a content part of a chat message.
@@ -227,6 +234,18 @@ func (q *ChatRequest) ToGateway() (gateway.Request, error) {
 			return out, gateway.BadRequest(f.name, "%s is OpenAI's alone and has no equivalent at this provider%s", f.name, f.instead)
 		}
 	}
+	if !gateway.Absent(q.Store) && string(q.Store) != "false" {
+		return out, gateway.BadRequest("store", "store: stored completions are OpenAI's alone and have no equivalent at this provider")
+	}
+	if !gateway.Absent(q.Metadata) && string(q.Metadata) != "{}" {
+		return out, gateway.BadRequest("metadata", "metadata tags OpenAI's stored completions and has no equivalent at this provider")
+	}
+	if !gateway.Absent(q.ServiceTier) {
+		var tier string
+		if json.Unmarshal(q.ServiceTier, &tier) != nil || tier != "auto" && tier != "default" {
+			return out, gateway.BadRequest("service_tier", "service_tier: only auto and default have an equivalent at this provider")
+		}
+	}
 	if !gateway.Absent(q.Modalities) {
 		var m []string
 		if json.Unmarshal(q.Modalities, &m) != nil || len(m) != 1 || m[0] != "text" {
@@ -281,6 +300,9 @@ func (q *ChatRequest) ToGateway() (gateway.Request, error) {
 	var system []string
 	for i, m := range q.Messages {
 		param := fmt.Sprintf("messages/%d/content", i)
+		if m.Name != "" {
+			return out, gateway.BadRequest(fmt.Sprintf("messages/%d/name", i), "messages/%d/name: a participant's name has no equivalent at this provider", i)
+		}
 		if m.Role == "user" {
 			blocks, err := chatParts(m.Content, param, true)
 			if err != nil {
@@ -312,10 +334,12 @@ func (q *ChatRequest) ToGateway() (gateway.Request, error) {
 			if text != "" {
 				msg.Content = append(msg.Content, gateway.Block{Type: "text", Text: text})
 			}
-			for _, tc := range m.ToolCalls {
+			for j, tc := range m.ToolCalls {
 				args := tc.Function.Arguments
-				if !json.Valid([]byte(args)) {
-					args = "{}"
+				if strings.TrimSpace(args) == "" {
+					args = "{}" // a call without arguments
+				} else if !json.Valid([]byte(args)) {
+					return out, gateway.BadRequest(fmt.Sprintf("messages/%d/tool_calls/%d/function/arguments", i, j), "messages/%d/tool_calls/%d/function/arguments must be JSON text", i, j)
 				}
 				msg.Content = append(msg.Content, gateway.Block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: json.RawMessage(args)})
 			}
