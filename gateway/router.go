@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -49,22 +51,42 @@ func NeedsOf(req Request, m *Model) Needs {
 // (EstimateInputTokens) only when that bound could turn away a model the
 // mode could take, as most prompts are far smaller than every context
 // (docs/api.md, Routing).
-func (c *Catalog) routeNeeds(mode string, req Request) Needs {
-	needs := NeedsOf(req, nil)
+func (c *Catalog) routeNeeds(mode string, req Request) (needs Needs, tooLong bool) {
+	needs = NeedsOf(req, nil)
 	c.mu.RLock()
 	smallest := needs.ContextTokens
+	largest := [2]int{} // of the real models, of the development ones
 	for _, m := range c.models {
-		if m.ContextTokens > 0 && m.Configured && slices.Contains(m.Modes, mode) {
-			smallest = min(smallest, m.ContextTokens)
+		if m.Configured && slices.Contains(m.Modes, mode) {
+			dev := 0
+			if m.Development {
+				dev = 1
+			}
+			if m.ContextTokens <= 0 {
+				largest[dev] = math.MaxInt // a model of unknown context may take any prompt
+			} else {
+				smallest, largest[dev] = min(smallest, m.ContextTokens), max(largest[dev], m.ContextTokens)
+			}
 		}
 	}
 	c.mu.RUnlock()
+	// A mode takes the development provider only when no real one serves
+	// it (Routes).
+	most := cmp.Or(largest[0], largest[1])
 	if needs.ContextTokens > smallest {
 		routeEstimates.Add(1)
 		_, out := WorstTokens(req, nil)
-		needs.ContextTokens = EstimateInputTokens(req) + out
+		// Counted only as far as the largest context: a prompt past it
+		// fits no model, however far past.
+		limit := math.MaxInt
+		if most < math.MaxInt {
+			limit = max(most-out, 0)
+		}
+		in, over := EstimateInputTokensUpTo(req, limit)
+		needs.ContextTokens = in + out
+		tooLong = over
 	}
-	return needs
+	return needs, tooLong
 }
 
 // routeEstimates counts the prompts routeNeeds tokenized (for its tests).
@@ -247,9 +269,13 @@ const MaxChain = 4
 // unconfigured model fails clearly rather than silently going elsewhere.
 func (c *Catalog) Chain(id string, req Request) ([]Target, error) {
 	if IsMode(id) {
-		routes, _, err := c.Routes(id, "", c.routeNeeds(id, req))
+		needs, tooLong := c.routeNeeds(id, req)
+		routes, _, err := c.Routes(id, "", needs)
 		if err != nil {
 			return nil, err
+		}
+		if len(routes) == 0 && tooLong {
+			return nil, fmt.Errorf("%w: the prompt and its output cap need more tokens than the largest context of mode %s's models; shorten the prompt or lower the cap", ErrPromptTooLong, id)
 		}
 		if len(routes) == 0 {
 			return nil, fmt.Errorf("%w: no configured, healthy, priced model serves mode %s with this request's needs (a model serves the modes listed in its modes, see GET /v1/models); name a model (<provider>:<model>) instead, or see POST /v1/models/route/preview", ErrNoRoute, id)
@@ -287,6 +313,10 @@ type Target struct {
 	Provider Provider
 	Model    *Model
 }
+
+// ErrPromptTooLong means a request needs more tokens than any model that
+// could take it has: the client's to change, not a passing condition.
+var ErrPromptTooLong = errors.New("gateway: prompt too long")
 
 // ErrNoRoute means a mode has no model that can take the request.
 var ErrNoRoute = fmt.Errorf("gateway: no route")

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 )
@@ -38,8 +39,15 @@ func TestModeRoutesByEstimatedTokens(t *testing.T) {
 	if chain[0].Model.ID != "small:ctx-8k" {
 		t.Fatalf("20 KB of prose routed to %s", chain[0].Model.ID)
 	}
-	if _, err := c.Chain("cheap", userText(prose(60<<10))); !errors.Is(err, ErrNoRoute) {
-		t.Fatalf("60 KB of prose to an 8k model: err = %v, want no route", err)
+	if _, err := c.Chain("cheap", userText(prose(60<<10))); !errors.Is(err, ErrPromptTooLong) {
+		t.Fatalf("60 KB of prose to an 8k model: err = %v, want the prompt too long", err)
+	}
+	// Too long for every model: counted only as far as the largest
+	// context, not to its end.
+	huge := prose(4 << 20)
+	n, over, ok := CountTokensUpTo(huge, 8192)
+	if !ok || !over || n <= 8192 || n > 8192+countChunk {
+		t.Fatalf("4 MiB counted up to 8,192: n %d, over %v", n, over)
 	}
 
 	// Only a model the mode could take decides whether the prompt is
@@ -60,6 +68,23 @@ func TestModeRoutesByEstimatedTokens(t *testing.T) {
 	}
 	if _, err := c.Chain("cheap", fits); err != nil || routeEstimates.Load()-before != 1 {
 		t.Fatalf("20 KB to the 8k model: err %v, tokenized %d times, want once", err, routeEstimates.Load()-before)
+	}
+}
+
+// Counted a piece at a time, a long text comes to its whole count within
+// a few tokens a piece (pieces end where words do), and to the same verdict.
+func TestCountTokensUpToMatchesWholeCount(t *testing.T) {
+	text := prose(2 << 20)
+	whole, ok := CountTokens(text)
+	if !ok {
+		t.Fatal("no tokenizer")
+	}
+	n, over, _ := CountTokensUpTo(text, math.MaxInt)
+	if over || n < whole-whole/1000 || n > whole+whole/1000 {
+		t.Fatalf("in pieces %d, whole %d", n, whole)
+	}
+	if _, over, _ := CountTokensUpTo(text, whole+whole/100); over {
+		t.Fatal("over a limit above the count")
 	}
 }
 

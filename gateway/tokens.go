@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"math"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/batonhq/baton/domain/contextpack"
 )
@@ -31,6 +33,45 @@ func CountTokens(text string) (n int, ok bool) {
 	return len(counter.tok.Encode(text)), true
 }
 
+// countChunk is how much text CountTokensUpTo encodes at a time: a long
+// prompt is counted a piece at a time, so that the count can stop once it
+// has passed its limit (o200k_base takes about half a second a megabyte).
+const countChunk = 256 << 10
+
+// CountTokensUpTo is CountTokens for a count that only needs to know
+// whether it passes limit: over is true, and n past limit, as soon as the
+// pieces counted so far pass it. Pieces end at a newline or a space where
+// one is near, where o200k_base's words break anyway.
+func CountTokensUpTo(text string, limit int) (n int, over, ok bool) {
+	if len(text) <= countChunk {
+		n, ok = CountTokens(text)
+		return n, ok && n > limit, ok
+	}
+	for len(text) > 0 {
+		end := min(countChunk, len(text))
+		if end < len(text) {
+			if i := strings.LastIndexAny(text[end-4096:end], "\n "); i >= 0 {
+				end = end - 4096 + i
+			}
+			for end > 0 && end < len(text) && !utf8.RuneStart(text[end]) {
+				end-- // never within a character
+			}
+			if end == 0 {
+				end = min(countChunk, len(text))
+			}
+		}
+		k, ok := CountTokens(text[:end])
+		if !ok {
+			return 0, false, false
+		}
+		if n += k; n > limit {
+			return n, true, true
+		}
+		text = text[end:]
+	}
+	return n, false, true
+}
+
 // otherTokenizerMargin widens an o200k_base count to cover providers whose
 // tokenizers cut the same text finer: Anthropic does not publish Claude's,
 // and published comparisons put its counts 5 to 30% above OpenAI's for the
@@ -44,13 +85,23 @@ const otherTokenizerMargin = 1.25
 // Unlike WorstTokens it is an estimate, not a bound (docs/api.md, Routing);
 // without the tokenizer it is WorstTokens' input.
 func EstimateInputTokens(req Request) int {
+	n, _ := EstimateInputTokensUpTo(req, math.MaxInt)
+	return n
+}
+
+// EstimateInputTokensUpTo is EstimateInputTokens for a caller that only
+// needs to know whether the estimate passes limit: the count stops once
+// it has (over), and n is then only past limit, not the estimate.
+func EstimateInputTokensUpTo(req Request, limit int) (n int, over bool) {
 	bound, _ := WorstTokens(req, nil)
 	if len(req.Body) > 0 {
-		// The body as sent: its JSON syntax counts too, so this errs high.
-		if n, ok := CountTokens(string(req.Body)); ok {
-			return min(n, bound)
+		// The body as sent: its JSON syntax counts too, so this errs high
+		// (and a token is at least a byte: never above the bound).
+		n, over, ok := CountTokensUpTo(string(req.Body), limit)
+		if !ok {
+			return bound, bound > limit
 		}
-		return bound
+		return min(n, bound), over
 	}
 	var b strings.Builder
 	b.WriteString(req.System)
@@ -75,12 +126,20 @@ func EstimateInputTokens(req Request) int {
 		b.WriteString(req.Output.Description)
 		b.Write(req.Output.Schema)
 	}
-	n, ok := CountTokens(b.String())
-	if !ok {
-		return bound
-	}
 	// The framing and overheads are what the bound adds beyond the texts'
 	// bytes; keep them as they are.
 	overhead := max(bound-b.Len(), 0)
-	return min(int(float64(n)*otherTokenizerMargin)+overhead, bound)
+	counted := math.MaxInt // the raw count past which the estimate passes limit
+	if limit < math.MaxInt {
+		counted = max(int(float64(limit-overhead)/otherTokenizerMargin), 0)
+	}
+	c, cut, ok := CountTokensUpTo(b.String(), counted)
+	if !ok {
+		return bound, bound > limit
+	}
+	n = min(int(float64(c)*otherTokenizerMargin)+overhead, bound)
+	if cut {
+		n = max(n, limit+1)
+	}
+	return n, n > limit
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/batonhq/baton/domain"
@@ -90,6 +91,8 @@ func describe(r *http.Request, err error) described {
 			e.RetryAfter = 1 // calls in flight hold the room; they end soon
 		}
 		return described{Error: e}
+	case errors.Is(err, gateway.ErrPromptTooLong):
+		return described{Error: domain.E("gateway", domain.KindBadRequest, "context_length_exceeded", "%s", strings.TrimPrefix(err.Error(), "gateway: ")), param: "messages"}
 	case errors.Is(err, gateway.ErrNoRoute):
 		return described{Error: domain.E("gateway", domain.KindUnavailable, "no_route", "%s", err.Error()), param: "model", log: true}
 	case errors.As(err, &de):

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -599,6 +600,18 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 		s.writeErrorAs(w, r, f, err)
 		return
 	}
-	writeAnswer(w, map[string]any{"input_tokens": gateway.EstimateInputTokens(req),
+	// Counted only as far as the model's context: a prompt past it is
+	// refused as the call would be, without tokenizing all of it.
+	limit := math.MaxInt
+	if t.Model.ContextTokens > 0 {
+		limit = t.Model.ContextTokens
+	}
+	n, over := gateway.EstimateInputTokensUpTo(req, limit)
+	if over {
+		s.writeErrorAs(w, r, f, domain.E("gateway", domain.KindBadRequest, "context_length_exceeded",
+			"prompt is too long: more than %d tokens, the context of %s", limit, t.Model.ID))
+		return
+	}
+	writeAnswer(w, map[string]any{"input_tokens": n,
 		"svc": map[string]any{"estimate": true, "model": t.Model.ID}})
 }

@@ -232,11 +232,15 @@ func TestRoutingModes(t *testing.T) {
 		t.Fatalf("premium after the probe: %s", r.raw)
 	}
 	// Needs: a request that may need more context than every premium
-	// model has finds no route (and the local development model is not
-	// used while real providers are configured).
+	// model has is the client's to change, a 400 (the local development
+	// model is not used while real providers are configured).
 	r = e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "premium", "max_completion_tokens": 2000000, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
-	if r.status != 503 || r.str("error.code") != "no_route" {
-		t.Fatalf("no route: %d %s", r.status, r.raw)
+	if r.status != 400 || r.str("error.code") != "context_length_exceeded" || r.str("error.param") != "messages" {
+		t.Fatalf("too long: %d %s", r.status, r.raw)
+	}
+	r = e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "premium", "max_tokens": 2000000, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	if r.status != 400 || r.str("error.type") != "invalid_request_error" || r.header.Get("X-Should-Retry") != "" {
+		t.Fatalf("too long, messages: %d %v %s", r.status, r.header, r.raw)
 	}
 }
 
