@@ -63,3 +63,18 @@ func TestModelCallsTakeLargeBodies(t *testing.T) {
 		t.Fatalf("a 2 MiB contract: %d %.300s", r.status, r.raw)
 	}
 }
+
+// The model calls' limit is 32 MiB by default, on each of the four routes,
+// and a body past it is a 413 in its API's error shape.
+func TestModelCallsLimitIs32MiB(t *testing.T) {
+	e := newEnvWith(t, gatewayCatalog(t, newFakeUpstreams(t)))
+	big := `{"model":"local:echo","max_tokens":16,"input":"x","messages":[{"role":"user","content":"` + strings.Repeat("a", 32<<20) + `"}]}`
+	for _, path := range []string{"/v1/chat/completions", "/v1/responses", "/v1/messages", "/v1/messages/count_tokens"} {
+		r := e.do("POST", path, e.tenantA, big)
+		anthropic := strings.HasPrefix(path, "/v1/messages")
+		if r.status != 413 || anthropic && (r.str("type") != "error" || r.str("error.type") != "request_too_large") ||
+			!anthropic && (r.str("error.type") != "invalid_request_error" || r.str("error.message") == "") {
+			t.Errorf("%s, 32 MiB and more: %d %.300s", path, r.status, r.raw)
+		}
+	}
+}

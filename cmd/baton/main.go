@@ -177,7 +177,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	storeOpts := addStoreFlags(fs, &env)
 	providers := fs.String("providers", envOr("BATON_PROVIDERS_FILE", "providers.json"), "providers file (JSON); skipped when absent")
 	maxBody := fs.Int64("max-body", env.integer("max-body", "BATON_MAX_BODY_BYTES", batonhttp.DefaultMaxBody), "request body limit in bytes (the ledger, generate, admin)")
-	maxModelBody := fs.Int64("max-model-body", env.integer("max-model-body", "BATON_MAX_MODEL_BODY_BYTES", batonhttp.DefaultMaxModelBody), "body limit in bytes of the model calls (/v1/chat/completions, /v1/messages)")
+	maxModelBody := fs.Int64("max-model-body", env.integer("max-model-body", "BATON_MAX_MODEL_BODY_BYTES", batonhttp.DefaultMaxModelBody), "body limit in bytes of the model calls (/v1/chat/completions, /v1/messages, /v1/messages/count_tokens, /v1/responses)")
 	streamIdle := fs.Duration("stream-idle", env.duration("stream-idle", "BATON_STREAM_IDLE", batonhttp.DefaultStreamIdle), "give up a streamed model call whose upstream sends nothing for this long")
 	idemRetention := fs.Duration("idempotency-retention", env.duration("idempotency-retention", "BATON_IDEMPOTENCY_RETENTION", ledger.DefaultIdempotencyRetention), "how long a generate Idempotency-Key and its answer are kept (at least 24h)")
 	usageLinger := fs.Duration("usage-linger", env.duration("usage-linger", "BATON_USAGE_LINGER", gateway.DefaultUsageLinger), "how long the usage writer gathers calls' usage events into one commit (a crash loses at most this window's records)")
