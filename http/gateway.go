@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,15 +71,63 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": models})
 		return
 	}
-	data := make([]map[string]any, len(models))
-	for i, m := range models {
+	page, more, err := anthropicPage(models, r.URL.Query())
+	if err != nil {
+		s.writeErrorAs(w, r, anthropicErrors, err)
+		return
+	}
+	data := make([]map[string]any, len(page))
+	for i, m := range page {
 		data[i] = anthropicModel(m)
 	}
-	first, last := "", ""
-	if len(models) > 0 {
-		first, last = models[0].ID, models[len(models)-1].ID
+	var first, last any // null on an empty page, as Anthropic's
+	if len(page) > 0 {
+		first, last = page[0].ID, page[len(page)-1].ID
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": data, "has_more": false, "first_id": first, "last_id": last})
+	writeJSON(w, http.StatusOK, map[string]any{"data": data, "has_more": more, "first_id": first, "last_id": last})
+}
+
+// anthropicPage is the page of the Models API's list that q asks for:
+// limit (1 to 1,000, default 20) models after after_id, or before
+// before_id, in the catalog's order; more says whether others lie beyond
+// it in that direction.
+func anthropicPage(models []gateway.Model, q url.Values) (page []gateway.Model, more bool, err error) {
+	limit := 20
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			return nil, false, badRequest("limit", "limit: Input should be an integer from 1 to 1000")
+		}
+		limit = n
+	}
+	after, before := q.Get("after_id"), q.Get("before_id")
+	if after != "" && before != "" {
+		return nil, false, badRequest("before_id", "before_id and after_id cannot both be given")
+	}
+	at := func(param, id string) (int, error) {
+		i := slices.IndexFunc(models, func(m gateway.Model) bool { return m.ID == id })
+		if i < 0 {
+			return 0, badRequest(param, "%s: no model with id %q", param, id)
+		}
+		return i, nil
+	}
+	switch {
+	case before != "":
+		end, err := at("before_id", before)
+		if err != nil {
+			return nil, false, err
+		}
+		start := max(end-limit, 0)
+		return models[start:end], start > 0, nil
+	case after != "":
+		i, err := at("after_id", after)
+		if err != nil {
+			return nil, false, err
+		}
+		models = models[i+1:]
+	}
+	n := min(limit, len(models))
+	return models[:n], n < len(models), nil
 }
 
 // anthropicModel is a model as Anthropic's models API shows one, with

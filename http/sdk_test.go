@@ -591,16 +591,33 @@ func TestOpenAISDKStreamCutMidway(t *testing.T) {
 func TestAnthropicSDKModelsList(t *testing.T) {
 	e, _, hc := sdkEnv(t)
 	client := newAnthropicClient(e, hc, e.tenantB)
-	page, err := client.Models.List(testCtx(t), anthropic.ModelListParams{})
+	page, err := client.Models.List(testCtx(t), anthropic.ModelListParams{Limit: anthropic.Int(3)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if page.HasMore || len(page.Data) == 0 || page.FirstID != page.Data[0].ID || page.LastID != page.Data[len(page.Data)-1].ID {
+	if !page.HasMore || len(page.Data) != 3 || page.FirstID != page.Data[0].ID || page.LastID != page.Data[2].ID {
 		t.Fatalf("page: has_more %v first %q last %q of %d", page.HasMore, page.FirstID, page.LastID, len(page.Data))
+	}
+	// The SDK's own paging (after_id, has_more) walks the whole catalog,
+	// three at a time.
+	var all []anthropic.ModelInfo
+	iter := client.Models.ListAutoPaging(testCtx(t), anthropic.ModelListParams{Limit: anthropic.Int(3)})
+	for iter.Next() {
+		all = append(all, iter.Current())
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.do("GET", "/v1/models?limit=abc", e.tenantB, nil, "anthropic-version", "2023-06-01"); r.status != 400 || r.str("error.type") != "invalid_request_error" {
+		t.Fatalf("limit=abc: %d %s", r.status, r.raw)
+	}
+	if r := e.do("GET", "/v1/models?before_id="+all[4].ID+"&limit=2", e.tenantB, nil, "anthropic-version", "2023-06-01"); r.status != 200 ||
+		r.str("first_id") != all[2].ID || r.str("last_id") != all[3].ID || r.str("has_more") != "true" {
+		t.Fatalf("before_id: %d %s", r.status, r.raw)
 	}
 	var got []string
 	provider := map[string]string{}
-	for _, m := range page.Data {
+	for _, m := range all {
 		var p string
 		if err := json.Unmarshal([]byte(m.JSON.ExtraFields["provider"].Raw()), &p); err != nil || m.Type != "model" || m.DisplayName == "" || !strings.HasPrefix(m.ID, p+":") {
 			t.Fatalf("model %s: want type model, a display name and its provider (%v)", m.RawJSON(), err)
