@@ -109,7 +109,10 @@ func E(op string, kind Kind, code, format string, args ...any) *Error {
 func Invalid(op string, fields ...FieldError) *Error {
 	msg := "the request breaks a rule"
 	if len(fields) == 1 {
-		msg = fields[0].Pointer + ": " + fields[0].Message
+		msg = fields[0].Message
+		if fields[0].Pointer != "" { // "" is the whole body
+			msg = fields[0].Pointer + ": " + msg
+		}
 	} else if len(fields) > 1 {
 		msg = fmt.Sprintf("%d fields are invalid; see fields", len(fields))
 	}

@@ -102,7 +102,7 @@ func describe(r *http.Request, err error) described {
 		}
 		return d
 	case errors.Is(err, gateway.ErrUnknownModel):
-		return described{Error: domain.E("gateway", domain.KindNotFound, "model_not_found", "%s", err.Error()), param: "model"}
+		return described{Error: domain.E("gateway", domain.KindNotFound, "model_not_found", "%s", strings.TrimPrefix(err.Error(), "gateway: ")), param: "model"}
 	case errors.As(err, &ue):
 		e := domain.E("gateway", domain.KindUpstream, "upstream_error", "%s", ue.Public())
 		e.RetryAfter, _ = strconv.Atoi(ue.RetryAfter)
