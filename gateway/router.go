@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+
+	"github.com/batonhq/baton/domain"
 )
 
 // Routing modes: a request may name one instead of a `<provider>:<model>`
@@ -320,3 +322,40 @@ var ErrPromptTooLong = errors.New("gateway: prompt too long")
 
 // ErrNoRoute means a mode has no model that can take the request.
 var ErrNoRoute = fmt.Errorf("gateway: no route")
+
+// nativeProvider is the built-in provider of each wire format: a bare model
+// name that no provider lists goes to it (the clients' default names: the
+// Agents SDK's, Claude Code's), as a model it serves unpriced.
+var nativeProvider = map[string]string{FormatAnthropic: "anthropic", FormatChat: "openai", FormatResponses: "openai"}
+
+// Plan is the chain of models a call to id (a <provider>:<model> id or a
+// mode) may try, for a request in the wire format format ("" for none,
+// as generate's). A bare name that no provider lists goes to the built-in
+// provider of the format. A model whose provider has no credentials is
+// refused before any upstream call, with an error that says not to retry:
+// it lasts until the operator adds the key. It is what every front and
+// generate use, with no HTTP request (the caller's Complete and Open take
+// its chain).
+func (c *Catalog) Plan(format, id string, req Request) ([]Target, error) {
+	chain, err := c.plan(id, req)
+	if err != nil && errors.Is(err, ErrUnknownModel) && !strings.Contains(id, ":") && !IsMode(id) && nativeProvider[format] != "" {
+		if fb, ferr := c.plan(nativeProvider[format]+":"+id, req); ferr == nil {
+			return fb, nil
+		}
+	}
+	return chain, err
+}
+
+func (c *Catalog) plan(id string, req Request) ([]Target, error) {
+	chain, err := c.Chain(id, req)
+	if err != nil {
+		return nil, err
+	}
+	if p := chain[0].Provider; !p.Configured() {
+		e := domain.E("gateway", domain.KindUnavailable, "provider_not_configured",
+			"provider %s is not configured on this server (no API key); see GET /v1/models for available models", p.Name())
+		e.NoRetry = true // until the operator adds the key
+		return nil, e
+	}
+	return chain, nil
+}

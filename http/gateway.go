@@ -167,37 +167,14 @@ func badRequest(param, format string, args ...any) error {
 	return gateway.BadRequest(param, format, args...)
 }
 
-// plan decodes nothing: it finds the chain of models a call may try.
-// A named model whose provider has no credentials is refused before any
-// upstream call.
+// plan is the catalog's plan of a call that no front's format names.
 func (s *Server) plan(id string, req gateway.Request) ([]gateway.Target, error) {
-	chain, err := s.catalog.Chain(id, req)
-	if err != nil {
-		return nil, err
-	}
-	if p := chain[0].Provider; !p.Configured() {
-		e := domain.E("gateway", domain.KindUnavailable, "provider_not_configured",
-			"provider %s is not configured on this server (no API key); see GET /v1/models for available models", p.Name())
-		e.NoRetry = true // until the operator adds the key
-		return nil, e
-	}
-	return chain, nil
+	return s.catalog.Plan("", id, req)
 }
 
-// nativeProvider is the built-in provider of each wire format: a bare model
-// name that no provider lists goes to it (the clients' default names:
-// the Agents SDK's, Claude Code's), as a model it serves unpriced.
-var nativeProvider = map[string]string{gateway.FormatAnthropic: "anthropic", gateway.FormatChat: "openai", gateway.FormatResponses: "openai"}
-
-// planFor is plan for a front of the given wire format.
+// planFor is the catalog's plan of a call in a front's wire format.
 func (s *Server) planFor(format, id string, req gateway.Request) ([]gateway.Target, error) {
-	chain, err := s.plan(id, req)
-	if err != nil && errors.Is(err, gateway.ErrUnknownModel) && !strings.Contains(id, ":") && !gateway.IsMode(id) && nativeProvider[format] != "" {
-		if fb, ferr := s.plan(nativeProvider[format]+":"+id, req); ferr == nil {
-			return fb, nil
-		}
-	}
-	return chain, err
+	return s.catalog.Plan(format, id, req)
 }
 
 // writeAnswer writes a JSON answer with its length and flushes it, so the

@@ -1,0 +1,141 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/eventstore/bolt"
+)
+
+// The gateway's caller serves a call with no HTTP request in front of it,
+// as generate and agent plans use it: the catalog plans the chain, the
+// caller holds the tenant's budget, falls back from a failing model to
+// the next before anything is answered, settles the hold on the usage
+// and queues one usage event per attempt. Whole and streamed.
+func TestCallerWithoutHTTP(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var q struct {
+			Model  string `json:"model"`
+			Stream bool   `json:"stream"`
+		}
+		b, _ := io.ReadAll(r.Body)
+		json.Unmarshal(b, &q)
+		if q.Model == "down" {
+			http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusServiceUnavailable)
+			return
+		}
+		if !q.Stream {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"up","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1000,"completion_tokens":100}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, d := range []string{`{"choices":[{"index":0,"delta":{"content":"hel"}}]}`, `{"choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":"stop"}]}`,
+			`{"choices":[],"usage":{"prompt_tokens":1000,"completion_tokens":100}}`, `[DONE]`} {
+			fmt.Fprintf(w, "data: %s\n\n", d)
+		}
+	}))
+	t.Cleanup(up.Close)
+	price := `"pricing":{"inputPerMTok":1,"outputPerMTok":10,"source":"test"}`
+	cat, err := catalogFromFile(t, `{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"`+up.URL+`/v1","keyEnv":"P_KEY","models":[`+
+		`{"name":"down","contextTokens":8192,"fallbacks":["p:up"],`+price+`},{"name":"up","contextTokens":8192,`+price+`}]}]}`, map[string]string{"P_KEY": "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := bolt.Open(t.TempDir(), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	budgets := NewBudgets(nil)
+	budgets.UseStore(store, func(err error) { t.Errorf("budget write: %v", err) })
+	limit := 1.0
+	if err := budgets.SetBudget(t.Context(), store, BudgetSet{Tenant: "t", Limits: Limits{DailyUSD: &limit}}, eventstore.Metadata{}); err != nil {
+		t.Fatal(err)
+	}
+	w := NewUsageWriter(store, func(_ uuid.UUID, _ UsageRecord, err error) { t.Errorf("usage: %v", err) })
+	w.Linger = 0
+	k := &Caller{Budgets: budgets, Usage: w, StreamIdle: time.Minute, CommitAfter: func() time.Duration { return 5 * time.Second }}
+	req := Request{Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: "hi"}}}}, MaxTokens: 200}
+	chain, err := cat.Plan("", "p:down", req)
+	if err != nil || len(chain) != 2 || chain[1].Model.ID != "p:up" {
+		t.Fatalf("plan: %v %v", chain, err)
+	}
+	const each = (1000*1.0 + 100*10.0) / 1e6
+
+	c := &Call{ID: "call1", Front: "generate", Tenant: "t", KeyID: "k1", Req: req}
+	resp, err := k.Complete(t.Context(), c, chain)
+	if err != nil || outputText(resp.Content) != "hello" || !c.Fallback || c.Model.ID != "p:up" {
+		t.Fatalf("complete: %+v %v (fallback %v, model %v)", resp, err, c.Fallback, c.Model)
+	}
+	if s := budgets.Status("t"); s.ReservedUSD <= 0 {
+		t.Fatalf("no hold while the call is open: %+v", s)
+	}
+	cost, record := k.Settle(c, resp.Usage, "ok")
+	record()
+	c.ReleaseHold()
+	if cost == nil || *cost != RoundUSD(each) {
+		t.Fatalf("cost %v, want %v", cost, each)
+	}
+
+	s := &Call{ID: "call2", Front: "generate", Tenant: "t", KeyID: "k1", Req: req, Stream: true, Direct: true}
+	u, err := k.Open(t.Context(), s, chain)
+	if err != nil || !s.Fallback {
+		t.Fatalf("open: %v (fallback %v)", err, s.Fallback)
+	}
+	var text strings.Builder
+	var usage *Usage
+	for {
+		p, _, gone := u.Next(t.Context(), nil, func() {})
+		if gone {
+			t.Fatal("gone")
+		}
+		if errors.Is(p.Err, io.EOF) {
+			break
+		}
+		if p.Err != nil {
+			t.Fatal(p.Err)
+		}
+		text.WriteString(p.D.Text)
+		if p.D.Usage != nil {
+			usage = p.D.Usage
+		}
+	}
+	u.Close()
+	if text.String() != "hello" || usage == nil {
+		t.Fatalf("stream: %q, usage %v", text.String(), usage)
+	}
+	_, record = k.Settle(s, *usage, "ok")
+	record()
+	s.ReleaseHold()
+	w.Close()
+
+	evs, err := store.ReadStream(context.Background(), UsageStream("t"), 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range evs {
+		var r UsageRecord
+		json.Unmarshal(ev.Data, &r)
+		got = append(got, fmt.Sprintf("%s %s %v", r.Model, r.Outcome, r.Stream))
+	}
+	want := "p:down upstream_error false; p:up ok false; p:down upstream_error true; p:up ok true"
+	if strings.Join(got, "; ") != want {
+		t.Fatalf("usage events: %s\nwant %s", strings.Join(got, "; "), want)
+	}
+	if st := budgets.Status("t"); st.ReservedUSD != 0 || st.DaySpent != RoundUSD(2*each) {
+		t.Fatalf("budget after both: %+v, want %v spent and nothing held", st, 2*each)
+	}
+}
