@@ -523,3 +523,43 @@ func TestModelStreamEndsWhenClientStopsReading(t *testing.T) {
 		}
 	}
 }
+
+// The stall bound is on the client, not the upstream: a client that reads
+// on gets the whole stream however long the upstream is silent between
+// events (within the idle limit), a large event after the silence too.
+func TestModelStreamSurvivesUpstreamSilence(t *testing.T) {
+	t.Cleanup(batonhttp.SetModelWriteStall(200 * time.Millisecond))
+	big := strings.Repeat("y", 48<<10) // beyond the connection's buffers, within the test's line reader
+	oa := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		sse(w, "", `{"choices":[{"index":0,"delta":{"content":"a"}}]}`)
+		select {
+		case <-time.After(time.Second): // five stall bounds
+		case <-r.Context().Done():
+			return
+		}
+		sse(w, "", fmt.Sprintf(`{"choices":[{"index":0,"delta":{"content":%q}}]}`, big))
+		sse(w, "", `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`)
+		sse(w, "", `{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":3}}`)
+		sse(w, "", `[DONE]`)
+	}))
+	t.Cleanup(func() { oa.CloseClientConnections(); oa.Close() })
+	e := newOpenAIEnv(t, oa)
+	for _, c := range []struct{ path, body string }{
+		{"/v1/chat/completions", `{"model":"openai:gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/messages", `{"model":"openai:gpt-4o-mini","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		var body map[string]any
+		json.Unmarshal([]byte(c.body), &body)
+		_, evs := e.stream(c.path, e.tenantA, body)
+		var all strings.Builder
+		for _, ev := range evs {
+			all.WriteString(ev[1])
+		}
+		last := evs[len(evs)-1]
+		if !strings.Contains(all.String(), big) || (last[1] != "[DONE]" && last[0] != "message_stop") {
+			t.Fatalf("%s: %d events, the last %.100v", c.path, len(evs), last)
+		}
+	}
+}

@@ -77,17 +77,29 @@ func (s *sseWriter) finish(v any) error {
 		s.buf = append(s.buf, b...)
 	}
 	s.buf = append(s.buf, "\n\n"...)
+	return s.write()
+}
+
+// write writes buf. A stall bound's deadline is pushed back before any
+// write, not only at a flush: after a long silence of the upstream, an
+// event larger than the connection's buffer reaches the socket here.
+func (s *sseWriter) write() error {
+	s.touch()
 	_, err := s.w.Write(s.buf)
 	return err
 }
 
-// flush sends what has been written.
-func (s *sseWriter) flush() {
+func (s *sseWriter) touch() {
 	if s.rc != nil {
 		if now := time.Now(); now.After(s.renew) {
 			s.extend(now)
 		}
 	}
+}
+
+// flush sends what has been written.
+func (s *sseWriter) flush() {
+	s.touch()
 	s.f.Flush()
 }
 
@@ -122,14 +134,12 @@ func (s *sseWriter) send(id, name string, data []byte) error {
 	s.buf = append(append(append(s.buf[:0], "id: "...), id...), "\nevent: "...)
 	s.buf = append(append(append(s.buf, name...), "\ndata: "...), data...)
 	s.buf = append(s.buf, "\n\n"...)
-	_, err := s.w.Write(s.buf)
-	return err
+	return s.write()
 }
 
 // comment writes a comment line (": text"), which clients ignore: a
 // heartbeat.
 func (s *sseWriter) comment(text string) error {
 	s.buf = append(append(append(s.buf[:0], ": "...), text...), "\n\n"...)
-	_, err := s.w.Write(s.buf)
-	return err
+	return s.write()
 }
