@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,6 +81,11 @@ func WorstTokens(req Request, m *Model) (in, out int) {
 		if out <= 0 {
 			out = unknownOutputCap // a model declared without its context size
 		}
+	}
+	// Saturating: a cap times a count of answers must not wrap (each is
+	// bounded by the fronts, not their product).
+	if n := max(req.Choices, 1); out > 0 && out > math.MaxInt32/n {
+		return in, math.MaxInt32
 	}
 	return in, out * max(req.Choices, 1)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
 )
@@ -137,5 +138,25 @@ func TestCallerWithoutHTTP(t *testing.T) {
 	}
 	if st := budgets.Status("t"); st.ReservedUSD != 0 || st.DaySpent != RoundUSD(2*each) {
 		t.Fatalf("budget after both: %+v, want %v spent and nothing held", st, 2*each)
+	}
+}
+
+// A bare name goes to the front's own provider; when that provider has no
+// key, the answer is that (provider_not_configured, not to be retried),
+// not that no provider lists the name.
+func TestPlanBareNameWithoutTheKey(t *testing.T) {
+	cat, err := NewCatalog(Config{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cat.Plan(FormatAnthropic, "claude-haiku-4-5", Request{MaxTokens: 10})
+	var de *domain.Error
+	if !errors.As(err, &de) || de.Code != "provider_not_configured" || !de.NoRetry {
+		t.Fatalf("err = %v", err)
+	}
+	// Without a front's format there is no provider to send a bare name
+	// to: unknown.
+	if _, err := cat.Plan("", "claude-haiku-4-5", Request{MaxTokens: 10}); !errors.Is(err, ErrUnknownModel) {
+		t.Fatalf("a bare name with no format: %v", err)
 	}
 }

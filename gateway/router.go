@@ -339,8 +339,9 @@ var nativeProvider = map[string]string{FormatAnthropic: "anthropic", FormatChat:
 func (c *Catalog) Plan(format, id string, req Request) ([]Target, error) {
 	chain, err := c.plan(id, req)
 	if err != nil && errors.Is(err, ErrUnknownModel) && !strings.Contains(id, ":") && !IsMode(id) && nativeProvider[format] != "" {
-		if fb, ferr := c.plan(nativeProvider[format]+":"+id, req); ferr == nil {
-			return fb, nil
+		fb, ferr := c.plan(nativeProvider[format]+":"+id, req)
+		if ferr == nil || !errors.Is(ferr, ErrUnknownModel) {
+			return fb, ferr // the provider's answer: its chain, or that it has no key
 		}
 	}
 	return chain, err

@@ -92,7 +92,11 @@ func describe(r *http.Request, err error) described {
 		}
 		return described{Error: e}
 	case errors.Is(err, gateway.ErrPromptTooLong):
-		return described{Error: domain.E("gateway", domain.KindBadRequest, "context_length_exceeded", "%s", strings.TrimPrefix(err.Error(), "gateway: ")), param: "messages"}
+		param := "messages"
+		if r != nil && r.URL.Path == "/v1/responses" {
+			param = "input"
+		}
+		return described{Error: domain.E("gateway", domain.KindBadRequest, "context_length_exceeded", "%s", strings.TrimPrefix(err.Error(), "gateway: ")), param: param}
 	case errors.Is(err, gateway.ErrNoRoute):
 		return described{Error: domain.E("gateway", domain.KindUnavailable, "no_route", "%s", err.Error()), param: "model", log: true}
 	case errors.As(err, &de):

@@ -57,6 +57,11 @@ func TestPassthroughChatHeldForEveryAnswer(t *testing.T) {
 		{map[string]any{"model": "oai:gpt-x", "max_tokens": 8000, "max_completion_tokens": 5, "messages": msgs}, 400},
 		{map[string]any{"model": "oai:gpt-x", "max_tokens": 4000, "n": 0, "messages": msgs}, 400},
 		{map[string]any{"model": "oai:gpt-x", "max_tokens": 4000, "n": 1.5, "messages": msgs}, 400},
+		// Products that wrapped to 0 in int arithmetic, and caps past 2^31.
+		{map[string]any{"model": "oai:gpt-x", "max_tokens": 2147483647, "n": 4, "messages": msgs}, 400},
+		{map[string]any{"model": "oai:gpt-x", "max_tokens": 2147483648, "n": 8589934592, "messages": msgs}, 400},
+		{map[string]any{"model": "oai:gpt-x", "max_tokens": 4611686018427387904, "n": 4, "messages": msgs}, 400},
+		{map[string]any{"model": "oai:gpt-x", "max_tokens": 1e300, "messages": msgs}, 400},
 	} {
 		r := e.do("POST", "/v1/chat/completions", e.tenantA, c.body)
 		if r.status != c.want {
@@ -94,5 +99,31 @@ func TestNestedDuplicateRefused(t *testing.T) {
 	}
 	if n := len(f.requests()); n != 0 {
 		t.Errorf("the upstream got %d requests", n)
+	}
+}
+
+// A background Responses request is answered (queued) before it runs,
+// so nothing of it could be billed or held: refused when passed through,
+// as when translated.
+func TestPassthroughBackgroundRefused(t *testing.T) {
+	e, f, _ := passthroughEnv(t)
+	r := e.do("POST", "/v1/responses", e.tenantA, `{"model":"oai:gpt-x","input":"write a novel","background":true,"max_output_tokens":16000}`)
+	if r.status != 400 || r.str("error.param") != "background" || len(f.requests()) != 0 {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+}
+
+// stream_options, which Baton edits, must be an object: a string was
+// replaced without a word, an array answered as the upstream's refusal.
+func TestStreamOptionsMustBeAnObject(t *testing.T) {
+	e, f, _ := passthroughEnv(t)
+	for _, so := range []string{`"x"`, `[]`, `1`, `true`} {
+		r := e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"oai:gpt-x","stream":true,"stream_options":`+so+`,"messages":[{"role":"user","content":"hi"}]}`)
+		if r.status != 400 || strings.TrimPrefix(r.str("error.param"), "/") != "stream_options" {
+			t.Errorf("stream_options %s: %d %s", so, r.status, r.raw)
+		}
+	}
+	if n := len(f.requests()); n != 0 {
+		t.Fatalf("the upstream got %d requests", n)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -134,6 +135,11 @@ func typeErr(param, want string) error {
 	return domain.Invalid("decode", domain.FieldError{Pointer: "/" + param, Code: "invalid_type", Message: "must be " + want})
 }
 
+// maxSkimmedCount bounds a token cap or a number of answers (2^31 - 1,
+// far above any model's): the budget's worst case multiplies them, and
+// must not wrap.
+const maxSkimmedCount = math.MaxInt32
+
 // skimCap reads a token cap: absent, or an integer of at least 1. sep
 // joins the field's name to the message, in the front's own style.
 func skimCap(g *skimDoc, param, sep string) (n int, set bool, err error) {
@@ -141,11 +147,14 @@ func skimCap(g *skimDoc, param, sep string) (n int, set bool, err error) {
 	if !v.Exists() || v.Type == gjson.Null {
 		return 0, false, nil
 	}
-	if v.Type != gjson.Number || float64(int(v.Num)) != v.Num {
+	if v.Type != gjson.Number || v.Num != math.Trunc(v.Num) {
 		return 0, false, typeErr(param, "an integer")
 	}
 	if v.Num < 1 {
 		return 0, false, badRequest(param, "%s%smust be at least 1", param, sep)
+	}
+	if v.Num > maxSkimmedCount {
+		return 0, false, badRequest(param, "%s%smust be at most %d", param, sep, maxSkimmedCount)
 	}
 	return int(v.Num), true, nil
 }
@@ -251,6 +260,9 @@ func skimChat(body []byte) (skimmed, error) {
 	}
 	rf := g.Get("response_format.type").Str
 	s.req.NeedsJSON = rf == "json_schema" || rf == "json_object"
+	if so := g.Get("stream_options"); so.Exists() && so.Type != gjson.Null && !so.IsObject() {
+		return s, typeErr("stream_options", "an object") // Baton sets include_usage in it
+	}
 	s.streamUsage = g.Get("stream_options.include_usage").Bool()
 	return s, uniqueNames(g, "stream_options", "response_format")
 }
@@ -268,6 +280,11 @@ func skimResponses(body []byte) (skimmed, error) {
 	}
 	if s.req.MaxTokens, _, err = skimCap(g, "max_output_tokens", " "); err != nil {
 		return s, err
+	}
+	// A background response is answered (queued) before it runs: nothing
+	// Baton could bill or hold the budget for. Refused, as translated.
+	if g.Get("background").Type == gjson.True {
+		return s, badRequest("background", "background responses are not supported through this gateway; send the request without background and wait for its answer (or stream it)")
 	}
 	f := g.Get("text.format.type").Str
 	s.req.NeedsJSON = f == "json_schema" || f == "json_object"
