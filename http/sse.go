@@ -16,8 +16,8 @@ type sseWriter struct {
 	f   http.Flusher
 	buf []byte
 	// With a stall bound (bound), the connection's write deadline, pushed
-	// back at a flush once renew has passed: always at least half the
-	// bound ahead of any write.
+	// back before a write or a flush once renew has passed: always at
+	// least half the bound ahead of any write.
 	rc    *http.ResponseController
 	stall time.Duration
 	renew time.Time
