@@ -43,8 +43,13 @@ const countChunk = 256 << 10
 // pieces counted so far pass it. Pieces end at a newline or a space where
 // one is near, where o200k_base's words break anyway.
 func CountTokensUpTo(text string, limit int) (n int, over, ok bool) {
+	return countUpTo(text, limit, CountTokens)
+}
+
+// countUpTo is CountTokensUpTo with any counter.
+func countUpTo(text string, limit int, count func(string) (int, bool)) (n int, over, ok bool) {
 	if len(text) <= countChunk {
-		n, ok = CountTokens(text)
+		n, ok = count(text)
 		return n, ok && n > limit, ok
 	}
 	for len(text) > 0 {
@@ -60,7 +65,7 @@ func CountTokensUpTo(text string, limit int) (n int, over, ok bool) {
 				end = min(countChunk, len(text))
 			}
 		}
-		k, ok := CountTokens(text[:end])
+		k, ok := count(text[:end])
 		if !ok {
 			return 0, false, false
 		}

@@ -240,7 +240,30 @@ func EstimateUsage(req Request, output string, count func(string) int) Usage {
 	if req.Output != nil {
 		in += count(req.Output.Name) + count(string(req.Output.Schema))
 	}
-	return Usage{InputTokens: in, OutputTokens: count(output), Estimated: true}
+	return Usage{InputTokens: in, OutputTokens: countOutput(req, output, count), Estimated: true}
+}
+
+// countOutput counts a call's output, no further than the request's cap
+// allows for each of its answers: the provider bills no more, and a
+// stream cut after megabytes would otherwise cost seconds of tokenizing.
+func countOutput(req Request, output string, count func(string) int) int {
+	limit := 0
+	if req.MaxTokens > 0 {
+		limit = req.MaxTokens
+		if n := max(req.Choices, 1); limit > math.MaxInt32/n {
+			limit = math.MaxInt32
+		} else {
+			limit *= n
+		}
+	}
+	if limit == 0 || len(output) <= limit { // a token is at least a byte
+		return count(output)
+	}
+	n, over, _ := countUpTo(output, limit, func(s string) (int, bool) { return count(s), true })
+	if over {
+		return limit
+	}
+	return n
 }
 
 // appendJSON appends json.Marshal's encoding of r without reflection: one

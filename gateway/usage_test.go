@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -138,5 +139,28 @@ func TestUsageWriterReportsEachFailureOnce(t *testing.T) {
 	w.Close()
 	if reported[bad] != 1 || reported[good] != 1 || len(reported) != 2 {
 		t.Fatalf("reports %v", reported)
+	}
+}
+
+// A cut stream's output is counted no further than the request's cap for
+// each answer: the provider bills no more.
+func TestEstimateUsageOutputBoundedByTheCap(t *testing.T) {
+	out := strings.Repeat("lorem ipsum dolor ", 60_000) // about 1 MiB, some 180,000 tokens
+	whole := EstimateUsage(Request{}, out, countOr4).OutputTokens
+	if whole < 100_000 {
+		t.Fatalf("the premise: %d tokens", whole)
+	}
+	if got := EstimateUsage(Request{MaxTokens: 1000}, out, countOr4).OutputTokens; got != 1000 {
+		t.Fatalf("capped at 1,000: %d", got)
+	}
+	if got := EstimateUsage(Request{MaxTokens: 1000, Choices: 3}, out, countOr4).OutputTokens; got != 3000 {
+		t.Fatalf("3 answers of 1,000: %d", got)
+	}
+	if got := EstimateUsage(Request{MaxTokens: 1 << 30}, out, countOr4).OutputTokens; got != whole {
+		t.Fatalf("a cap above the count: %d, want the count %d", got, whole)
+	}
+	short := "hello there"
+	if got, want := EstimateUsage(Request{MaxTokens: 100}, short, countOr4).OutputTokens, countOr4(short); got != want {
+		t.Fatalf("a cap above the text's bytes: %d, want %d", got, want)
 	}
 }
