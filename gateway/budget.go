@@ -82,12 +82,17 @@ func WorstTokens(req Request, m *Model) (in, out int) {
 			out = unknownOutputCap // a model declared without its context size
 		}
 	}
-	// Saturating: a cap times a count of answers must not wrap (each is
-	// bounded by the fronts, not their product).
-	if n := max(req.Choices, 1); out > 0 && out > math.MaxInt32/n {
-		return in, math.MaxInt32
+	return in, forEachAnswer(out, req.Choices)
+}
+
+// forEachAnswer is a per-answer token bound times the answers a request
+// asks for (choices; 0 is one), saturating at 2^31-1: each is bounded by
+// the fronts, not their product, which must not wrap.
+func forEachAnswer(tokens, choices int) int {
+	if n := max(choices, 1); tokens > math.MaxInt32/n {
+		return math.MaxInt32
 	}
-	return in, out * max(req.Choices, 1)
+	return tokens * max(choices, 1)
 }
 
 const (

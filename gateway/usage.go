@@ -247,15 +247,7 @@ func EstimateUsage(req Request, output string, count func(string) int) Usage {
 // allows for each of its answers: the provider bills no more, and a
 // stream cut after megabytes would otherwise cost seconds of tokenizing.
 func countOutput(req Request, output string, count func(string) int) int {
-	limit := 0
-	if req.MaxTokens > 0 {
-		limit = req.MaxTokens
-		if n := max(req.Choices, 1); limit > math.MaxInt32/n {
-			limit = math.MaxInt32
-		} else {
-			limit *= n
-		}
-	}
+	limit := forEachAnswer(max(req.MaxTokens, 0), req.Choices)
 	if limit == 0 || len(output) <= limit { // a token is at least a byte
 		return count(output)
 	}

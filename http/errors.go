@@ -96,7 +96,7 @@ func describe(r *http.Request, err error) described {
 		if r != nil && r.URL.Path == "/v1/responses" {
 			param = "input"
 		}
-		return described{Error: domain.E("gateway", domain.KindBadRequest, "context_length_exceeded", "%s", strings.TrimPrefix(err.Error(), "gateway: ")), param: param}
+		return described{Error: domain.E("gateway", domain.KindBadRequest, "context_length_exceeded", "%s", publicMessage(err)), param: param}
 	case errors.Is(err, gateway.ErrNoRoute):
 		return described{Error: domain.E("gateway", domain.KindUnavailable, "no_route", "%s", err.Error()), param: "model", log: true}
 	case errors.As(err, &de):
@@ -106,7 +106,7 @@ func describe(r *http.Request, err error) described {
 		}
 		return d
 	case errors.Is(err, gateway.ErrUnknownModel):
-		return described{Error: domain.E("gateway", domain.KindNotFound, "model_not_found", "%s", strings.TrimPrefix(err.Error(), "gateway: ")), param: "model"}
+		return described{Error: domain.E("gateway", domain.KindNotFound, "model_not_found", "%s", publicMessage(err)), param: "model"}
 	case errors.As(err, &ue):
 		e := domain.E("gateway", domain.KindUpstream, "upstream_error", "%s", ue.Public())
 		e.RetryAfter, _ = strconv.Atoi(ue.RetryAfter)
@@ -160,6 +160,10 @@ func (d described) wireStatus() int {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeProblemDoc(w, s.problemFor(w, r, err))
 }
+
+// publicMessage is a gateway error's message without the package's
+// prefix, which says nothing to a client.
+func publicMessage(err error) string { return strings.TrimPrefix(err.Error(), "gateway: ") }
 
 // retryHeaders says when to retry (Retry-After), or not to: the SDKs retry
 // a 5xx unless X-Should-Retry says false, and Claude Code, through them,

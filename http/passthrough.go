@@ -79,9 +79,7 @@ func skimObject(body []byte) (*skimDoc, error) {
 	// the strings taken from it share its bytes, which never change, and a
 	// string kept beyond the call is cloned (the model's name).
 	gjson.Parse(unsafe.String(unsafe.SliceData(trimmed), len(trimmed))).ForEach(func(k, v gjson.Result) bool {
-		// Names equal but for case count too: a Go server (encoding/json)
-		// takes "Model" for model, and the last one given.
-		if slices.ContainsFunc(d.keys, func(seen string) bool { return strings.EqualFold(seen, k.Str) }) {
+		if namedIn(d.keys, k.Str) {
 			dup = k.Str
 			return false
 		}
@@ -92,6 +90,12 @@ func skimObject(body []byte) (*skimDoc, error) {
 		return nil, badRequest(dup, "the request body gives the field %q twice; a JSON object's names must be unique", dup)
 	}
 	return d, nil
+}
+
+// namedIn reports whether name is among names, or equal to one but for
+// case (a Go server's encoding/json takes "Model" for model).
+func namedIn(names []string, name string) bool {
+	return slices.ContainsFunc(names, func(n string) bool { return strings.EqualFold(n, name) })
 }
 
 // uniqueNames refuses a name given twice (or equal but for case) in the
@@ -107,7 +111,7 @@ func uniqueNames(g *skimDoc, paths ...string) error {
 		var seen []string
 		dup := ""
 		v.ForEach(func(k, _ gjson.Result) bool {
-			if slices.ContainsFunc(seen, func(s string) bool { return strings.EqualFold(s, k.Str) }) {
+			if namedIn(seen, k.Str) {
 				dup = k.Str
 				return false
 			}
