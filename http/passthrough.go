@@ -495,8 +495,8 @@ type pipeWire struct {
 	// responses: the Responses API's stream (svc only where there is a
 	// response object; a failure told with the next sequence numbers).
 	responses bool
-	// completed, when set, is given the response of the event that ends a
-	// Responses stream, as it will be sent, before it is: the front
+	// completed, when set, is given the response of the first event that
+	// ends a Responses stream, as it will be sent, before it is: the front
 	// stores it, and says false when it could not (the event then says
 	// store: false). began is given the first response object the stream
 	// sent.
@@ -639,7 +639,8 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 				}
 			}
 		}
-		if raw != nil && d.StopReason != "" && !stopSeen {
+		ending := raw != nil && d.StopReason != "" && !stopSeen
+		if ending {
 			// The event that ends the answer (message_delta, the finish
 			// chunk, response.completed) says how: svc with the native
 			// stop reason.
@@ -659,7 +660,7 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 		if raw == nil {
 			continue
 		}
-		if wire.completed != nil && d.StopReason != "" && !wire.completed([]byte(gjson.GetBytes(raw, "response").Raw)) {
+		if ending && wire.completed != nil && !wire.completed([]byte(gjson.GetBytes(raw, "response").Raw)) {
 			raw = notKept(raw, "response.store")
 		}
 		if !named && !settled && string(raw) == "[DONE]" {

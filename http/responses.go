@@ -274,13 +274,7 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, c *gatew
 	var began []byte // a passed-through stream's first response, as sent
 	ended := false
 	wire.began = func(resp []byte) { began = resp }
-	wire.completed = func(resp []byte) bool {
-		if ended {
-			return true // kept with the first ending event
-		}
-		ended = true
-		return s.storePassedThrough(r, c, resp)
-	}
+	wire.completed = func(resp []byte) bool { ended = true; return s.storePassedThrough(r, c, resp) }
 	up, sse, done := s.openStream(w, r, c, chain, wire)
 	if done {
 		if !ended && began != nil {
