@@ -24,8 +24,15 @@ var sourceDate = regexp.MustCompile(`\b(20\d\d-[01]\d)(-[0-3]\d)?\b`)
 // of mid-2025 prices coming back fails here.
 func TestBuiltinModelsArePricedSourcedAndDated(t *testing.T) {
 	seen := map[string]bool{}
-	for prov, specs := range builtin {
-		for _, s := range specs {
+	for _, prov := range Kinds() {
+		k, _ := lookupKind(prov)
+		if k.Development {
+			continue // free, and no list price to source
+		}
+		if k.Builtin && len(k.Models) == 0 {
+			t.Errorf("built-in kind %s lists no models", prov)
+		}
+		for _, s := range k.Models {
 			id := prov + ":" + s.Name
 			if seen[id] {
 				t.Errorf("%s is in the table twice", id)

@@ -141,80 +141,8 @@ type Model struct {
 	Discovered bool `json:"discovered,omitempty"`
 }
 
-// The built-in table: the providers' lineups and list prices as of
-// 2026-11-26 (docs/operations.md, Built-in catalog). Each price's source
-// names the page it was read from and the newest date it is known to hold;
-// a providers file's pricing object overrides any of them (overridePrices).
-//
-// supportsTools and supportsJson say what works through Baton's adapters,
-// which a mode relies on: OpenAI's models are called on Chat Completions,
-// and Anthropic's structured output is a forced tool call. Cache writes are
-// priced at the default cache lifetime's rate (OpenAI's 30 minutes,
-// Anthropic's 5): Baton asks for no longer one.
-var builtin = map[string][]ModelSpec{
-	"openai": {
-		// The GPT-6 family takes function tools on Chat Completions only
-		// at reasoning effort none, which gpt-6.2-sol refuses and which is
-		// not gpt-6-luna's default.
-		{Name: "gpt-6.2-sol", ContextTokens: 1050000, SupportsJSON: true, Modes: []string{"balanced", "premium", "auto"},
-			Pricing: &Price{InputPerMTok: 2, OutputPerMTok: 10, CacheReadPerMTok: 0.10, CacheWritePerMTok: 2.50,
-				LongPrompt: openAILongPrompt(2, 10, 0.10, 2.50),
-				Source:     "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-6.2-sol, as of 2026-11-18"}},
-		{Name: "gpt-6-luna", ContextTokens: 1050000, SupportsJSON: true, Modes: []string{"cheap", "balanced", "auto"},
-			Pricing: &Price{InputPerMTok: 0.10, OutputPerMTok: 0.50, CacheReadPerMTok: 0.01, CacheWritePerMTok: 0.125,
-				LongPrompt: openAILongPrompt(0.10, 0.50, 0.01, 0.125),
-				Source:     "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-6-luna, as of 2026-10"}},
-		// Deprecated: shut down on 2027-01-14, gpt-6-luna their replacement
-		// (https://developers.openai.com/api/docs/deprecations). Kept until
-		// then, and out of premium, which ranks the dearest first; they
-		// still take tools on Chat Completions.
-		{Name: "gpt-4o-mini", ContextTokens: 128000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
-			Pricing: &Price{InputPerMTok: 0.15, OutputPerMTok: 0.60, CacheReadPerMTok: 0.075, Source: openAIPricing}},
-		{Name: "gpt-4o", ContextTokens: 128000, SupportsJSON: true, SupportsTools: true, Modes: []string{"auto"},
-			Pricing: &Price{InputPerMTok: 2.50, OutputPerMTok: 10.00, CacheReadPerMTok: 1.25, Source: openAIPricing}},
-		{Name: "gpt-4.1-mini", ContextTokens: 1047576, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
-			Pricing: &Price{InputPerMTok: 0.40, OutputPerMTok: 1.60, CacheReadPerMTok: 0.10, Source: openAIPricing}},
-	},
-	"anthropic": {
-		// Claude Fable 5.1, Opus 5.5 and Sonnet 5.5 refuse a forced tool
-		// call (tool_choice any or tool): structured output goes to the
-		// models after the 4.5 generation as output_config.format.
-		{Name: "claude-fable-5-2", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"premium", "auto"},
-			Pricing: &Price{InputPerMTok: 8, OutputPerMTok: 40, CacheReadPerMTok: 0.20, CacheWritePerMTok: 10,
-				Source: "Anthropic list price, https://platform.claude.com/docs/en/about-claude/pricing, as of 2026-11-10"}},
-		{Name: "claude-opus-5-5", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"premium", "auto"},
-			Pricing: &Price{InputPerMTok: 4, OutputPerMTok: 20, CacheReadPerMTok: 0.20, CacheWritePerMTok: 5, Source: anthropicPricing}},
-		{Name: "claude-sonnet-5-5", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"balanced", "premium", "auto"},
-			Pricing: &Price{InputPerMTok: 2, OutputPerMTok: 10, CacheReadPerMTok: 0.10, CacheWritePerMTok: 2.50, Source: anthropicPricing}},
-		{Name: "claude-haiku-5-5", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
-			Pricing: &Price{InputPerMTok: 0.10, OutputPerMTok: 0.50, CacheReadPerMTok: 0.01, CacheWritePerMTok: 0.125,
-				LongPrompt: &LongPromptPrice{PromptTokens: 100000, InputPerMTok: 0.50, OutputPerMTok: 2.50, CacheReadPerMTok: 0.05, CacheWritePerMTok: 0.625},
-				Source:     anthropicPricing}},
-		{Name: "claude-haiku-4-5", ContextTokens: 200000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
-			Pricing: &Price{InputPerMTok: 1, OutputPerMTok: 5, CacheReadPerMTok: 0.10, CacheWritePerMTok: 1.25, Source: anthropicPricing}},
-	},
-}
-
 // LocalModel is the one model the local development provider serves.
 const LocalModel = "echo"
-
-// localModels are the development provider's.
-var localModels = []ModelSpec{{Name: LocalModel, ContextTokens: 1 << 20, Modes: []string{"cheap", "balanced", "premium", "auto"},
-	Pricing: &Price{Source: "free: runs inside Baton"}}}
-
-// Sources shared by several built-in prices.
-const (
-	openAIPricing    = "OpenAI list price, https://developers.openai.com/api/docs/pricing, as of 2026-08-21"
-	anthropicPricing = "Anthropic list price, https://platform.claude.com/docs/en/about-claude/pricing, as of 2026-10-24"
-)
-
-// openAILongPrompt is OpenAI's long-prompt rule for the GPT-5.6 family and
-// later: past 272K input tokens, input and cache rates double and output
-// costs 1.5 times as much, for the whole call.
-func openAILongPrompt(in, out, cacheRead, cacheWrite float64) *LongPromptPrice {
-	return &LongPromptPrice{PromptTokens: 272000, InputPerMTok: 2 * in, OutputPerMTok: 1.5 * out,
-		CacheReadPerMTok: 2 * cacheRead, CacheWritePerMTok: 2 * cacheWrite}
-}
 
 // Catalog maps `<provider>:<model>` ids to providers and model entries.
 type Catalog struct {
@@ -262,11 +190,7 @@ func NewCatalog(cfg Config) (*Catalog, error) {
 		if err != nil {
 			return nil, fmt.Errorf("gateway: built-in provider %s: %w", name, err)
 		}
-		specs := builtin[name]
-		if k.Development {
-			specs = localModels
-		}
-		c.add(p, specs, k.Development)
+		c.add(p, k.Models, k.Development)
 	}
 
 	if cfg.ProvidersFile != "" {

@@ -28,6 +28,7 @@ type Kind struct {
 	// URL from BaseURLEnv (else DefaultURL), its key from KeyEnv, its
 	// models the built-in table's.
 	Builtin    bool
+	Models     []ModelSpec // a built-in provider's models and list prices
 	DefaultURL string
 	BaseURLEnv string
 	KeyEnv     string

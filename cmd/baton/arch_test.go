@@ -7,8 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -53,13 +55,8 @@ var rules = map[string]rule{
 	// The gateway knows no provider kind: the kinds' folders register with it.
 	"gateway": {ours: []string{"eventstore", "domain", "domain/contextpack"}, thirdParty: []string{"github.com/google/uuid", "github.com/tidwall/gjson", "github.com/tidwall/sjson", "github.com/santhosh-tekuri/jsonschema/v6"},
 		closed: true},
-	// One folder per provider kind: its adapter, passthrough and wire
-	// formats, registered with gateway; none knows another.
-	"gateway/openai":    {ours: []string{"gateway", "gateway/internal/sse", "eventstore", "domain"}, thirdParty: []string{"github.com/google/uuid", "github.com/tidwall/gjson", "github.com/tidwall/sjson"}},
-	"gateway/anthropic": {ours: []string{"gateway", "gateway/internal/sse"}, thirdParty: []string{"github.com/tidwall/gjson"}},
-	"gateway/local":     {ours: []string{"gateway"}},
-	// Every kind, for whoever builds a catalog.
-	"gateway/kinds":        {ours: []string{"gateway/openai", "gateway/anthropic", "gateway/local"}},
+	// gateway/kinds and each provider kind's folder: kindRules, from the
+	// folders that register a kind.
 	"gateway/internal/sse": {},
 	// The fuzz tests' upstream (imported by tests only).
 	"gateway/internal/upstreamtest": {ours: []string{"gateway"}},
@@ -178,6 +175,10 @@ func TestDependencyRulesBite(t *testing.T) {
 		{"http", module + "/gateway/kinds", false},
 		{"gateway", module + "/gateway/openai", false},
 		{"gateway/anthropic", module + "/gateway/openai", false},
+		{"gateway/openai", module + "/gateway/local", false},
+		{"gateway/local", module + "/gateway", true},
+		{"gateway/kinds", module + "/gateway/local", true},
+		{"gateway/kinds", module + "/gateway/tasks", false},
 	} {
 		r, ok := ruleFor(c.from)
 		if !ok {
@@ -186,6 +187,31 @@ func TestDependencyRulesBite(t *testing.T) {
 		if got := permitted(c.from, c.imp, r); got != c.want {
 			t.Errorf("%s importing %s: permitted %v, want %v", c.from, c.imp, got, c.want)
 		}
+	}
+}
+
+// Every kind is linked: gateway/kinds imports each folder that registers
+// one, and nothing else.
+func TestEveryKindIsLinked(t *testing.T) {
+	kinds, err := kindFolders()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kinds) < 3 {
+		t.Fatalf("kind folders found: %v; want openai, anthropic and local at least", kinds)
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), "../../gateway/kinds/kinds.go", nil, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var linked []string
+	for _, imp := range f.Imports {
+		p, _ := strconv.Unquote(imp.Path.Value)
+		linked = append(linked, strings.TrimPrefix(p, module+"/"))
+	}
+	slices.Sort(linked)
+	if !slices.Equal(linked, kinds) {
+		t.Errorf("gateway/kinds imports %v; the folders that register a kind are %v", linked, kinds)
 	}
 }
 
@@ -199,9 +225,56 @@ func exprName(e ast.Expr) string {
 	return "…"
 }
 
+// kindRule is every provider kind's folder: its adapter, passthrough and
+// wire formats, on gateway and its shared helpers; none knows another.
+var kindRule = rule{ours: []string{"gateway", "gateway/internal/sse", "eventstore", "domain"},
+	thirdParty: []string{"github.com/google/uuid", "github.com/tidwall/gjson", "github.com/tidwall/sjson"}}
+
+// kindFolders are the folders under gateway whose code calls
+// gateway.RegisterKind: a new kind is such a folder and its line in
+// gateway/kinds, with no rule to add here.
+var kindFolders = sync.OnceValues(func() ([]string, error) {
+	dirs, err := filepath.Glob("../../gateway/*/*.go")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, path := range dirs {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return nil, err
+		}
+		registers := false
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "RegisterKind" && exprName(sel.X) == "gateway" {
+				registers = true
+			}
+			return !registers
+		})
+		if dir := "gateway/" + filepath.Base(filepath.Dir(path)); registers && !slices.Contains(out, dir) {
+			out = append(out, dir)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+})
+
 // ruleFor finds the rule of a folder or of its nearest listed parent.
 func ruleFor(dir string) (rule, bool) {
+	kinds, err := kindFolders()
+	if err != nil {
+		panic(err)
+	}
 	for d := dir; d != "." && d != ""; d = filepath.ToSlash(filepath.Dir(d)) {
+		if slices.Contains(kinds, d) {
+			return kindRule, true
+		}
+		if d == "gateway/kinds" {
+			return rule{ours: kinds}, true
+		}
 		if r, ok := rules[d]; ok {
 			return r, true
 		}

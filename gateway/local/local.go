@@ -15,7 +15,8 @@ import (
 
 func init() {
 	gateway.RegisterKind("local", gateway.Kind{New: func(gateway.Endpoint) (gateway.Provider, error) { return Provider{}, nil },
-		Builtin: true, Development: true})
+		Builtin: true, Development: true, Models: []gateway.ModelSpec{{Name: gateway.LocalModel, ContextTokens: 1 << 20,
+			Modes: []string{"cheap", "balanced", "premium", "auto"}, Pricing: &gateway.Price{Source: "free: runs inside Baton"}}}})
 }
 
 // Provider is the offline development provider: no key, no network, no

@@ -1,0 +1,47 @@
+package openai
+
+import "github.com/batonhq/baton/gateway"
+
+// Models is OpenAI's built-in lineup and list prices as of 2026-11-26
+// (docs/operations.md, Built-in catalog). Each price's source names the
+// page it was read from and the newest date it is known to hold; a
+// providers file's pricing object overrides any of them.
+//
+// supportsTools and supportsJson say what works through Baton's adapter:
+// OpenAI's models are called on Chat Completions. Cache writes are priced
+// at the default cache lifetime's rate (30 minutes): Baton asks for no
+// longer one.
+var Models = []gateway.ModelSpec{
+	// The GPT-6 family takes function tools on Chat Completions only
+	// at reasoning effort none, which gpt-6.2-sol refuses and which is
+	// not gpt-6-luna's default.
+	{Name: "gpt-6.2-sol", ContextTokens: 1050000, SupportsJSON: true, Modes: []string{"balanced", "premium", "auto"},
+		Pricing: &gateway.Price{InputPerMTok: 2, OutputPerMTok: 10, CacheReadPerMTok: 0.10, CacheWritePerMTok: 2.50,
+			LongPrompt: openAILongPrompt(2, 10, 0.10, 2.50),
+			Source:     "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-6.2-sol, as of 2026-11-18"}},
+	{Name: "gpt-6-luna", ContextTokens: 1050000, SupportsJSON: true, Modes: []string{"cheap", "balanced", "auto"},
+		Pricing: &gateway.Price{InputPerMTok: 0.10, OutputPerMTok: 0.50, CacheReadPerMTok: 0.01, CacheWritePerMTok: 0.125,
+			LongPrompt: openAILongPrompt(0.10, 0.50, 0.01, 0.125),
+			Source:     "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-6-luna, as of 2026-10"}},
+	// Deprecated: shut down on 2027-01-14, gpt-6-luna their replacement
+	// (https://developers.openai.com/api/docs/deprecations). Kept until
+	// then, and out of premium, which ranks the dearest first; they
+	// still take tools on Chat Completions.
+	{Name: "gpt-4o-mini", ContextTokens: 128000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
+		Pricing: &gateway.Price{InputPerMTok: 0.15, OutputPerMTok: 0.60, CacheReadPerMTok: 0.075, Source: openAIPricing}},
+	{Name: "gpt-4o", ContextTokens: 128000, SupportsJSON: true, SupportsTools: true, Modes: []string{"auto"},
+		Pricing: &gateway.Price{InputPerMTok: 2.50, OutputPerMTok: 10.00, CacheReadPerMTok: 1.25, Source: openAIPricing}},
+	{Name: "gpt-4.1-mini", ContextTokens: 1047576, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
+		Pricing: &gateway.Price{InputPerMTok: 0.40, OutputPerMTok: 1.60, CacheReadPerMTok: 0.10, Source: openAIPricing}},
+}
+
+// openAIPricing is the source shared by several built-in prices.
+const openAIPricing = "OpenAI list price, https://developers.openai.com/api/docs/pricing, as of 2026-08-21"
+
+// openAILongPrompt is OpenAI's long-prompt rule for the GPT-5.6 family and
+// later: past 272K input tokens, input and cache rates double and output
+// costs 1.5 times as much, for the whole call.
+func openAILongPrompt(in, out, cacheRead, cacheWrite float64) *gateway.LongPromptPrice {
+	return &gateway.LongPromptPrice{PromptTokens: 272000, InputPerMTok: 2 * in, OutputPerMTok: 1.5 * out,
+		CacheReadPerMTok: 2 * cacheRead, CacheWritePerMTok: 2 * cacheWrite}
+}
