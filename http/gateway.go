@@ -498,12 +498,10 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 			stop = gateway.StopRefusal
 		}
 	}
-	writeAnswer(w, map[string]any{
-		"id": c.ID, "type": "message", "role": "assistant", "model": c.Model.ID, "provider": c.Provider.Name(),
-		"content": content, "stop_reason": anthropic.StopReason(stop), "stop_sequence": anthropic.StopSequence(resp.StopReason, resp.MatchedStop),
-		"usage": anthropic.Usage(resp.Usage, cost),
-		"svc":   newSvc(c, resp.NativeStop),
-	})
+	reason, usage := anthropic.StopReason(stop), anthropic.Usage(resp.Usage, cost)
+	writeAnswer(w, anthropic.Message{ID: c.ID, Type: "message", Role: "assistant", Model: c.Model.ID, Provider: c.Provider.Name(),
+		Content: content, StopReason: &reason, StopSequence: anthropic.StopSequence(resp.StopReason, resp.MatchedStop),
+		Usage: &usage, Svc: newSvc(c, resp.NativeStop)})
 }
 
 func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gateway.Call, chain []gateway.Target) {
@@ -513,14 +511,9 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 	}
 	defer sse.unbound()
 	defer up.Close()
-	early := up.Told() // the input side, when the upstream told it before any content
-	start := map[string]any{"type": "message_start", "message": map[string]any{
-		"id": c.ID, "type": "message", "role": "assistant", "model": c.Model.ID, "provider": c.Provider.Name(), "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": early.InputTokens, "output_tokens": 0,
-			"cache_read_input_tokens": early.CacheReadTokens, "cache_creation_input_tokens": early.CacheWriteTokens},
-		"svc": newSvc(c, ""),
-	}}
-	if sse.event("message_start", start) != nil || sse.event("ping", anPing) != nil {
+	// up.Told is the input side, when the upstream told it before any content.
+	start := anthropic.MessageStart(c.ID, c.Model.ID, c.Provider.Name(), up.Told(), newSvc(c, ""))
+	if sse.event("message_start", &start) != nil || sse.event("ping", anthropic.PingEvent) != nil {
 		s.caller.Record(c, up.ReadSoFar(c.Req), "client_gone")
 		return
 	}
@@ -537,7 +530,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 			return
 		}
 		if ticked {
-			if sse.event("ping", anPing) != nil {
+			if sse.event("ping", anthropic.PingEvent) != nil {
 				s.caller.Record(c, sent.Bill(c.Req, nil), "client_gone")
 				return
 			}
@@ -550,7 +543,8 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 			} else {
 				d := describe(r, p.Err)
 				_, an := d.types()
-				sse.event("error", map[string]any{"type": "error", "error": map[string]any{"type": an, "message": d.Message}})
+				e := anthropic.ErrorEvent(an, d.Message)
+				sse.event("error", &e)
 			}
 			s.caller.Record(c, sent.Bill(c.Req, nil), outcome)
 			return
@@ -574,10 +568,9 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 			if refused && stop == gateway.StopEndTurn {
 				stop = gateway.StopRefusal
 			}
-			md := map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": anthropic.StopReason(stop), "stop_sequence": anthropic.StopSequence(d.StopReason, d.MatchedStop)},
-				"usage": anthropic.Usage(u, cost), "svc": newSvc(c, d.NativeStop)}
-			sse.event("message_delta", md)
-			sse.event("message_stop", anMessageStop)
+			md := anthropic.MessageDelta(stop, d.MatchedStop, u, cost, newSvc(c, d.NativeStop))
+			sse.event("message_delta", &md)
+			sse.event("message_stop", anthropic.MessageStopEvent)
 			record()
 			return
 		}

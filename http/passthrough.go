@@ -18,6 +18,7 @@ import (
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/gateway"
+	"github.com/batonhq/baton/gateway/anthropic"
 	"github.com/batonhq/baton/gateway/openai"
 )
 
@@ -589,7 +590,7 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 			if first {
 				err = sse.comment("ping")
 			} else {
-				err = sse.event("ping", anPing)
+				err = sse.event("ping", anthropic.PingEvent)
 			}
 			if err != nil {
 				gone()

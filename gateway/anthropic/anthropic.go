@@ -2,8 +2,9 @@
 // an adapter (translated calls), a passthrough (Messages bodies as they
 // are), token counting and model listing; and as the messages front, its
 // request (MessagesRequest, CountRequest, converted by ToGateway) and what
-// it answers (Usage, StopReason, StopSequence, and Blocks for a stream
-// translated from another provider), written once for both.
+// it answers (Message, Usage, and for a stream translated from another
+// provider MessageStart, Blocks, MessageDelta and ErrorEvent). The answer
+// and stream types (wire.go) are the same for both.
 package anthropic
 
 import (
@@ -128,7 +129,7 @@ type anRequest struct {
 	Temperature   *float64          `json:"temperature,omitempty"`
 	TopP          *float64          `json:"top_p,omitempty"`
 	TopK          *int              `json:"top_k,omitempty"`
-	Metadata      *anMetadata       `json:"metadata,omitempty"`
+	Metadata      *Metadata         `json:"metadata,omitempty"`
 	StopSequences []string          `json:"stop_sequences,omitempty"`
 	Stream        bool              `json:"stream,omitempty"`
 	Tools         []gateway.Tool    `json:"tools,omitempty"`
@@ -143,28 +144,11 @@ type anOutput struct {
 	Format map[string]any `json:"format,omitempty"`
 }
 
-type anMetadata struct {
-	UserID string `json:"user_id"`
-}
-
-type anUsage struct {
-	InputTokens              int `json:"input_tokens"`
-	OutputTokens             int `json:"output_tokens"`
-	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
-}
-
-func (u anUsage) usage() gateway.Usage {
-	// Negative counts are dropped: they would lower the tenant's spending.
-	return gateway.Usage{InputTokens: max(u.InputTokens, 0), OutputTokens: max(u.OutputTokens, 0),
-		CacheReadTokens: max(u.CacheReadInputTokens, 0), CacheWriteTokens: max(u.CacheCreationInputTokens, 0)}
-}
-
 func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 	r := anRequest{Model: req.Model, System: req.System, MaxTokens: req.MaxTokens, Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK,
 		StopSequences: req.StopSequences, Stream: stream, Tools: req.Tools}
 	if req.User != "" {
-		r.Metadata = &anMetadata{UserID: req.User}
+		r.Metadata = &Metadata{UserID: req.User}
 	}
 	// The Messages API requires a cap; chat completion clients may send none.
 	r.Thinking, r.MaxTokens = req.Thinking, gateway.AnthropicMaxTokens(req)
@@ -266,22 +250,18 @@ func (p *Provider) Complete(ctx context.Context, req gateway.Request) (*gateway.
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var r struct {
-		Type         string          `json:"type"`
-		ID           string          `json:"id"`
-		Model        string          `json:"model"`
-		Content      []gateway.Block `json:"content"`
-		StopReason   string          `json:"stop_reason"`
-		StopSequence *string         `json:"stop_sequence"`
-		Usage        *anUsage        `json:"usage"`
-	}
+	var r Message
 	if err := gateway.DecodeWhole(io.LimitReader(resp.Body, 64<<20), &r); err != nil {
 		return nil, gateway.AnswerError(p.name, "malformed response", err, true)
 	}
 	if r.Type != "message" {
 		return nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: fmt.Sprintf("malformed response: type %q where a message was expected", r.Type)}
 	}
-	out := &gateway.Response{ID: r.ID, Model: r.Model, Content: r.Content, StopReason: gateway.StopFromAnthropic(r.StopReason), NativeStop: r.StopReason}
+	var stop string
+	if r.StopReason != nil {
+		stop = *r.StopReason
+	}
+	out := &gateway.Response{ID: r.ID, Model: r.Model, Content: r.Content, StopReason: gateway.StopFromAnthropic(stop), NativeStop: stop}
 	if r.StopSequence != nil {
 		out.MatchedStop = *r.StopSequence
 	}
@@ -319,33 +299,6 @@ type anStream struct {
 	args  map[int]bool // content block index -> some of its input JSON has come (made with tools)
 }
 
-type anEvent struct {
-	Type    string `json:"type"`
-	Index   int    `json:"index"`
-	Message struct {
-		Usage *anUsage `json:"usage"`
-	} `json:"message"`
-	ContentBlock struct {
-		Type string `json:"type"`
-		ID   string `json:"id"`
-		Name string `json:"name"`
-	} `json:"content_block"`
-	Delta struct {
-		Type         string  `json:"type"`
-		Text         string  `json:"text"`
-		Thinking     string  `json:"thinking"`
-		Signature    string  `json:"signature"`
-		PartialJSON  string  `json:"partial_json"`
-		StopReason   string  `json:"stop_reason"`
-		StopSequence *string `json:"stop_sequence"`
-	} `json:"delta"`
-	Usage *anUsage `json:"usage"`
-	Error *struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
 func (s *anStream) Next() (gateway.Delta, error) {
 	for {
 		if s.done {
@@ -358,28 +311,31 @@ func (s *anStream) Next() (gateway.Delta, error) {
 		if err != nil {
 			return gateway.Delta{}, gateway.StreamError(s.name, err)
 		}
-		var e anEvent
+		var e Event
 		if err := json.Unmarshal(ev.Data, &e); err != nil {
 			return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "malformed stream event"}
 		}
 		switch e.Type {
 		case "message_start":
-			if e.Message.Usage == nil {
+			if e.Message == nil || e.Message.Usage == nil {
 				continue
 			}
 			s.usage = e.Message.Usage.usage()
 			u := s.usage // the input side is known now: tell the caller early
 			return gateway.Delta{Usage: &u}, nil
 		case "content_block_start":
-			if e.ContentBlock.Type == "tool_use" {
+			if b := e.ContentBlock; b != nil && b.Type == "tool_use" {
 				if s.tools == nil {
 					s.tools, s.args = map[int]int{}, map[int]bool{}
 				}
 				n := len(s.tools)
 				s.tools[e.Index] = n
-				return gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: n, ID: e.ContentBlock.ID, Name: e.ContentBlock.Name}}, nil
+				return gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: n, ID: b.ID, Name: b.Name}}, nil
 			}
 		case "content_block_delta":
+			if e.Delta == nil {
+				continue
+			}
 			if e.Delta.Type == "text_delta" && e.Delta.Text != "" {
 				return gateway.Delta{Text: e.Delta.Text}, nil
 			}
@@ -402,11 +358,13 @@ func (s *anStream) Next() (gateway.Delta, error) {
 				return gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: n, Arguments: "{}"}}, nil
 			}
 		case "message_delta":
-			if e.Delta.StopReason != "" {
-				s.stop = e.Delta.StopReason
-			}
-			if e.Delta.StopSequence != nil {
-				s.seq = *e.Delta.StopSequence
+			if d := e.Delta; d != nil {
+				if d.StopReason != "" {
+					s.stop = d.StopReason
+				}
+				if d.StopSequence != nil {
+					s.seq = *d.StopSequence
+				}
 			}
 			if u := e.Usage; u != nil {
 				// message_delta usage is cumulative; the input side is

@@ -6,19 +6,16 @@ import (
 	"github.com/batonhq/baton/gateway"
 )
 
-// What the messages front writes: usage, stop reasons and, for a stream
-// translated from another provider, the content blocks.
+// What the messages front writes: usage, stop reasons, the events that
+// open and close a stream translated from another provider, and its
+// content blocks.
 
 // Usage is a message's usage as the messages front answers it: Anthropic's
 // counts, Baton's cost (estimated_cost_usd, null for an unpriced model),
 // and estimated when Baton counted the tokens.
-func Usage(u gateway.Usage, cost *float64) map[string]any {
-	m := map[string]any{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
-		"cache_read_input_tokens": u.CacheReadTokens, "cache_creation_input_tokens": u.CacheWriteTokens, "estimated_cost_usd": cost}
-	if u.Estimated {
-		m["estimated"] = true
-	}
-	return m
+func Usage(u gateway.Usage, cost *float64) MessagesUsage {
+	return MessagesUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheReadInputTokens: u.CacheReadTokens, CacheCreationInputTokens: u.CacheWriteTokens, Cost: &cost, Estimated: u.Estimated}
 }
 
 // StopReason is a canonical stop reason as the messages front answers it:
@@ -32,12 +29,34 @@ func StopReason(stop string) string {
 	return gateway.StopEndTurn
 }
 
-// StopSequence is a message's stop_sequence: the sequence hit, or null.
-func StopSequence(stop, matched string) any {
+// StopSequence is a message's stop_sequence: the sequence hit, or nil
+// (null).
+func StopSequence(stop, matched string) *string {
 	if stop != gateway.StopSequence || matched == "" {
 		return nil
 	}
-	return matched
+	return &matched
+}
+
+// MessageStart opens a streamed message: no content, no stop yet, and the
+// input side of the usage when the upstream told it early.
+func MessageStart(id, model, provider string, early gateway.Usage, svc any) Event {
+	return Event{Type: "message_start", Message: &Message{ID: id, Type: "message", Role: "assistant", Model: model, Provider: provider,
+		Content: []gateway.Block{}, Usage: &MessagesUsage{InputTokens: early.InputTokens,
+			CacheReadInputTokens: early.CacheReadTokens, CacheCreationInputTokens: early.CacheWriteTokens}, Svc: svc}}
+}
+
+// MessageDelta ends a streamed message: its stop (a canonical stop reason
+// and the sequence matched), its usage and cost.
+func MessageDelta(stop, matched string, u gateway.Usage, cost *float64, svc any) Event {
+	usage := Usage(u, cost)
+	return Event{Type: "message_delta", Delta: &EventDelta{StopReason: StopReason(stop), StopSequence: StopSequence(stop, matched)},
+		Usage: &usage, Svc: svc}
+}
+
+// ErrorEvent is a stream's error, of an Anthropic error type.
+func ErrorEvent(typ, message string) Event {
+	return Event{Type: "error", Error: &EventError{Type: typ, Message: message}}
 }
 
 // TextDelta is Anthropic's content_block_delta carrying text.

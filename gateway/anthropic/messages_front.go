@@ -37,12 +37,10 @@ type MessagesRequest struct {
 	Temperature   *float64        `json:"temperature"`
 	Tools         []MessagesTool  `json:"tools"`
 	ToolChoice    json.RawMessage `json:"tool_choice"`
-	Metadata      *struct {
-		UserID string `json:"user_id"`
-	} `json:"metadata"`
-	TopP     *float64        `json:"top_p"`
-	TopK     *int            `json:"top_k"`
-	Thinking json.RawMessage `json:"thinking"`
+	Metadata      *Metadata       `json:"metadata"`
+	TopP          *float64        `json:"top_p"`
+	TopK          *int            `json:"top_k"`
+	Thinking      json.RawMessage `json:"thinking"`
 	// Read to translate them or to refuse them by name.
 	OutputConfig      map[string]json.RawMessage `json:"output_config"`
 	ContextManagement json.RawMessage            `json:"context_management"`

@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"encoding/json"
 	"io"
 	"strings"
 	"testing"
@@ -126,4 +127,34 @@ func FuzzSSEStreams(f *testing.F) {
 			upstreamtest.Ends(t, st, len(b))
 		}
 	})
+}
+
+// What the messages front writes, the adapter reads back: a Baton behind
+// an Anthropic provider of another Baton. message_start has no cost key;
+// message_delta's is null for an unpriced model.
+func TestFrontEventsReadBack(t *testing.T) {
+	enc := func(v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	start := enc(MessageStart("msg_1", "m", "p", gateway.Usage{InputTokens: 7, CacheReadTokens: 3}, map[string]any{"requestId": "r"}))
+	end := enc(MessageDelta(gateway.StopSequence, "END", gateway.Usage{InputTokens: 7, OutputTokens: 2, CacheReadTokens: 3}, nil, nil))
+	if strings.Contains(start, "estimated_cost_usd") || !strings.Contains(end, `"estimated_cost_usd":null`) || strings.Contains(start, `"index"`) {
+		t.Fatalf("message_start %s\nmessage_delta %s", start, end)
+	}
+	ds, err := upstreamtest.Drain(t, anStreamOf(start, enc(NewTextDelta(0, "hi")), end, MessageStopEvent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := ds[len(ds)-1]
+	want := gateway.Usage{InputTokens: 7, OutputTokens: 2, CacheReadTokens: 3}
+	if ds[0].Usage == nil || ds[0].Usage.InputTokens != 7 || last.StopReason != gateway.StopSequence || last.MatchedStop != "END" || last.Usage == nil || *last.Usage != want {
+		t.Fatalf("deltas %+v", ds)
+	}
+	if _, err := upstreamtest.Drain(t, anStreamOf(enc(ErrorEvent("overloaded_error", "busy")))); err == nil || !strings.Contains(err.Error(), "busy") {
+		t.Fatalf("error event read back as %v", err)
+	}
 }

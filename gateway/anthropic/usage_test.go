@@ -11,7 +11,7 @@ import (
 // writes are apart from input_tokens: the usage is billed as it reads
 // (gateway's TestUsageIsBilledAsTheProvidersBill prices it).
 func TestUsageAsAnthropicBills(t *testing.T) {
-	var an anUsage
+	var an MessagesUsage
 	if err := json.Unmarshal([]byte(`{"input_tokens":100,"cache_read_input_tokens":2000,"cache_creation_input_tokens":300,"output_tokens":700}`), &an); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,93 @@
+package anthropic
+
+import "github.com/batonhq/baton/gateway"
+
+// The Messages API's answer and stream events, one type each: the adapter
+// decodes an upstream's with them and the messages front encodes Baton's.
+// Decoding ignores unknown fields; encoding omits what Baton does not set,
+// so each event has the keys Anthropic's has.
+
+// Message is a whole answer, and message_start's message.
+type Message struct {
+	ID    string `json:"id"`
+	Type  string `json:"type"`
+	Role  string `json:"role"`
+	Model string `json:"model"`
+	// Provider is Baton's: the provider that answered.
+	Provider string          `json:"provider,omitempty"`
+	Content  []gateway.Block `json:"content"`
+	// StopReason is null in message_start.
+	StopReason   *string `json:"stop_reason"`
+	StopSequence *string `json:"stop_sequence"`
+	// Usage is nil when an upstream sent none (Baton counts the tokens).
+	Usage *MessagesUsage `json:"usage"`
+	// Svc is Baton's trace of the call.
+	Svc any `json:"svc,omitempty"`
+}
+
+// MessagesUsage is a message's usage: Anthropic's counts and, on Baton's
+// answers, the estimated cost and whether Baton counted the tokens.
+type MessagesUsage struct {
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	// Cost is three-valued: no key (an upstream's usage, message_start's),
+	// null (an unpriced model), or the cost in USD.
+	Cost      **float64 `json:"estimated_cost_usd,omitempty"`
+	Estimated bool      `json:"estimated,omitempty"`
+}
+
+// usage is the gateway's usage. Negative counts are dropped: they would
+// lower the tenant's spending.
+func (u *MessagesUsage) usage() gateway.Usage {
+	return gateway.Usage{InputTokens: max(u.InputTokens, 0), OutputTokens: max(u.OutputTokens, 0),
+		CacheReadTokens: max(u.CacheReadInputTokens, 0), CacheWriteTokens: max(u.CacheCreationInputTokens, 0)}
+}
+
+// Event is a stream event's data. Baton builds message_start,
+// message_delta and error with it (MessageStart, MessageDelta,
+// ErrorEvent); its content block events are Blocks'.
+type Event struct {
+	Type string `json:"type"`
+	// Index is a content block's; omitted at 0 when encoded, as none of
+	// the events Baton encodes with Event has one.
+	Index        int            `json:"index,omitempty"`
+	Message      *Message       `json:"message,omitempty"`
+	ContentBlock *gateway.Block `json:"content_block,omitempty"`
+	Delta        *EventDelta    `json:"delta,omitempty"`
+	Usage        *MessagesUsage `json:"usage,omitempty"`
+	Error        *EventError    `json:"error,omitempty"`
+	// Svc is Baton's trace, on its message_delta.
+	Svc any `json:"svc,omitempty"`
+}
+
+// EventDelta is a content block's delta (typed) or message_delta's (the
+// stop, untyped: the only one Baton encodes).
+type EventDelta struct {
+	Type         string  `json:"type,omitempty"`
+	Text         string  `json:"text,omitempty"`
+	Thinking     string  `json:"thinking,omitempty"`
+	Signature    string  `json:"signature,omitempty"`
+	PartialJSON  string  `json:"partial_json,omitempty"`
+	StopReason   string  `json:"stop_reason,omitempty"`
+	StopSequence *string `json:"stop_sequence"`
+}
+
+// EventError is an error event's error.
+type EventError struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// Metadata is a request's metadata: the end user, which the adapter sends
+// and the messages front reads.
+type Metadata struct {
+	UserID string `json:"user_id"`
+}
+
+// Events with nothing variable in them, written as they are.
+const (
+	PingEvent        = `{"type":"ping"}`
+	MessageStopEvent = `{"type":"message_stop"}`
+)
