@@ -330,9 +330,10 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if resp.StopReason == gateway.StopToolUse && len(msg.ToolCalls) == 0 {
 		finish = "stop" // only the structured answer's tool was called
 	}
-	writeAnswer(w, openai.ChatCompletion{ID: c.ID, Object: "chat.completion", Created: c.Start.Unix(), Model: c.Model.ID,
+	usage := openai.NewChatUsage(resp.Usage, cost)
+	writeAnswer(w, openai.ChatCompletion{ID: c.ID, Object: "chat.completion", Created: openai.ChatTime(c.Start.Unix()), Model: c.Model.ID,
 		Choices: []openai.ChatChoice{{Message: msg, FinishReason: finish}},
-		Usage:   openai.NewChatUsage(resp.Usage, cost),
+		Usage:   &usage,
 		Svc:     newSvc(c, resp.NativeStop),
 	})
 }
@@ -345,7 +346,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.C
 	defer sse.unbound()
 	defer up.Close()
 	chunk := func(delta openai.ChatDelta, finish *string) *openai.ChatChunk {
-		return &openai.ChatChunk{ID: c.ID, Object: "chat.completion.chunk", Created: c.Start.Unix(), Model: c.Model.ID,
+		return &openai.ChatChunk{ID: c.ID, Object: "chat.completion.chunk", Created: openai.ChatTime(c.Start.Unix()), Model: c.Model.ID,
 			Choices: []openai.ChatChunkChoice{{Delta: delta, FinishReason: finish}}}
 	}
 	empty := ""
@@ -373,7 +374,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.C
 			} else {
 				d := describe(r, p.Err)
 				oa, _ := d.types()
-				sse.data(map[string]any{"error": map[string]any{"message": d.Message, "type": oa, "param": nil, "code": d.Code}})
+				sse.data(&openai.ChatChunk{Error: &openai.ChatStreamError{Message: d.Message, Type: oa, Code: d.Code}})
 			}
 			s.caller.Record(c, sent.Bill(c.Req, nil), outcome)
 			return
@@ -409,12 +410,12 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.C
 				}
 			} else {
 				toolCalled = true
-				call := map[string]any{"index": index, "function": map[string]any{"arguments": tc.Arguments}}
-				if tc.ID != "" || tc.Name != "" {
-					call["id"], call["type"] = tc.ID, "function"
-					call["function"] = map[string]any{"name": tc.Name, "arguments": tc.Arguments}
+				call := openai.ChatToolCallDelta{Index: index}
+				call.Function.Arguments = tc.Arguments
+				if tc.ID != "" || tc.Name != "" { // a call's start: its id and name, even if one is empty
+					call.ID, call.Type, call.Function.Name = &tc.ID, "function", &tc.Name
 				}
-				out.ToolCalls = []any{call}
+				out.ToolCalls = []openai.ChatToolCallDelta{call}
 			}
 			if (out.Content != nil || out.ToolCalls != nil) && sse.data(chunk(out, nil)) != nil {
 				s.caller.Record(c, sent.Bill(c.Req, nil), "client_gone")
@@ -434,7 +435,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.C
 			sse.data(last)
 			if includeUsage {
 				usage := openai.NewChatUsage(u, cost)
-				sse.data(&openai.ChatChunk{ID: c.ID, Object: "chat.completion.chunk", Created: c.Start.Unix(), Model: c.Model.ID, Choices: []openai.ChatChunkChoice{}, Usage: &usage})
+				sse.data(&openai.ChatChunk{ID: c.ID, Object: "chat.completion.chunk", Created: openai.ChatTime(c.Start.Unix()), Model: c.Model.ID, Choices: []openai.ChatChunkChoice{}, Usage: &usage})
 			}
 			sse.data("[DONE]")
 			record()

@@ -72,13 +72,6 @@ func (p *Provider) Configured() bool {
 // it the provider is not configured.
 func (p *Provider) RequireKey(env string) { p.keyEnv = env }
 
-type oaMessage struct {
-	Role       string         `json:"role"`
-	Content    any            `json:"content"`
-	ToolCalls  []ChatToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string         `json:"tool_call_id,omitempty"`
-}
-
 // ChatToolCall is a tool call in the chat completions format, as the
 // adapter sends it upstream and the chat front answers it.
 type ChatToolCall struct {
@@ -88,55 +81,6 @@ type ChatToolCall struct {
 		Name      string `json:"name"`
 		Arguments string `json:"arguments"`
 	} `json:"function"`
-}
-
-type oaRequest struct {
-	Model               string      `json:"model"`
-	Messages            []oaMessage `json:"messages"`
-	MaxTokens           int         `json:"max_tokens,omitempty"`
-	MaxCompletionTokens int         `json:"max_completion_tokens,omitempty"`
-	Temperature         *float64    `json:"temperature,omitempty"`
-	TopP                *float64    `json:"top_p,omitempty"`
-	gateway.OpenAISampling
-	User              string         `json:"user,omitempty"`
-	Stop              []string       `json:"stop,omitempty"`
-	Stream            bool           `json:"stream,omitempty"`
-	StreamOptions     map[string]any `json:"stream_options,omitempty"`
-	Tools             []any          `json:"tools,omitempty"`
-	ResponseFormat    map[string]any `json:"response_format,omitempty"`
-	ToolChoice        any            `json:"tool_choice,omitempty"`
-	ParallelToolCalls *bool          `json:"parallel_tool_calls,omitempty"`
-}
-
-type oaUsage struct {
-	PromptTokens        int `json:"prompt_tokens"`
-	CompletionTokens    int `json:"completion_tokens"`
-	PromptTokensDetails struct {
-		CachedTokens     int `json:"cached_tokens"`
-		CacheWriteTokens int `json:"cache_write_tokens"`
-	} `json:"prompt_tokens_details"`
-}
-
-// usage converts OpenAI's counts, where prompt tokens include cached ones.
-func (u oaUsage) usage() gateway.Usage {
-	prompt := max(u.PromptTokens, 0) // a negative count would lower the tenant's spending
-	cached := min(max(u.PromptTokensDetails.CachedTokens, 0), prompt)
-	written := min(max(u.PromptTokensDetails.CacheWriteTokens, 0), prompt-cached) // billed at the cache-write rate where a model has one
-	return gateway.Usage{InputTokens: prompt - cached - written, OutputTokens: max(u.CompletionTokens, 0), CacheReadTokens: cached, CacheWriteTokens: written}
-}
-
-type oaResponse struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Choices []struct {
-		Message struct {
-			Content   *string        `json:"content"`
-			Refusal   *string        `json:"refusal"`
-			ToolCalls []ChatToolCall `json:"tool_calls"`
-		} `json:"message"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *oaUsage `json:"usage"`
 }
 
 // ChatStop maps a chat completions finish_reason to the canonical stop
@@ -186,12 +130,16 @@ func chatToolMode(mode string) string {
 }
 
 func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
-	r := oaRequest{Model: req.Model, Temperature: req.Temperature, TopP: req.TopP, Stop: req.StopSequences, Stream: stream,
+	r := ChatRequest{Model: req.Model, Temperature: req.Temperature, TopP: req.TopP, Stream: stream,
 		OpenAISampling: req.OpenAISampling, User: req.User}
+	if len(req.StopSequences) > 0 {
+		r.Stop = jsonOf(req.StopSequences)
+	}
+	var format map[string]any
 	if req.Output != nil && p.kind != "openai" && req.NeedsJSON {
 		// A client's json_schema response format, to a server that may not
 		// take one: JSON mode, and the schema in the instructions.
-		r.ResponseFormat = map[string]any{"type": "json_object"}
+		format = map[string]any{"type": "json_object"}
 		req.System = strings.TrimSpace(req.System + "\n\nAnswer with a single JSON object that validates against this JSON Schema, and nothing else:\n" + string(gateway.WithoutMetaKeys(req.Output.Schema)))
 	}
 	if req.Output != nil && p.kind == "openai" {
@@ -201,18 +149,21 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		if req.Output.Description != "" {
 			js["description"] = req.Output.Description
 		}
-		r.ResponseFormat = map[string]any{"type": "json_schema", "json_schema": js}
+		format = map[string]any{"type": "json_schema", "json_schema": js}
 	}
-	if p.newTokenCap {
-		r.MaxCompletionTokens = req.MaxTokens
-	} else {
-		r.MaxTokens = req.MaxTokens
+	if req.MaxTokens != 0 { // 0: no cap, the field left out
+		n := req.MaxTokens
+		if p.newTokenCap {
+			r.MaxCompletionTokens = &n
+		} else {
+			r.MaxTokens = &n
+		}
 	}
 	if stream {
-		r.StreamOptions = map[string]any{"include_usage": true}
+		r.StreamOptions = &ChatStreamOptions{IncludeUsage: true}
 	}
 	if req.System != "" {
-		r.Messages = append(r.Messages, oaMessage{Role: "system", Content: req.System})
+		r.Messages = append(r.Messages, ChatMessage{Role: "system", Content: jsonOf(req.System)})
 	}
 	for _, m := range req.Messages {
 		var text strings.Builder
@@ -242,36 +193,47 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 				c.Function.Name, c.Function.Arguments = b.Name, string(b.Input)
 				calls = append(calls, c)
 			case "tool_result":
-				r.Messages = append(r.Messages, oaMessage{Role: "tool", Content: b.Text, ToolCallID: b.ToolUseID})
+				r.Messages = append(r.Messages, ChatMessage{Role: "tool", Content: jsonOf(b.Text), ToolCallID: b.ToolUseID})
 			}
 			// thinking: the chat API takes no reasoning back (docs/api.md, Translation).
 		}
 		if parts != nil {
-			r.Messages = append(r.Messages, oaMessage{Role: m.Role, Content: parts, ToolCalls: calls})
+			r.Messages = append(r.Messages, ChatMessage{Role: m.Role, Content: jsonOf(parts), ToolCalls: calls})
 		} else if text.Len() > 0 || len(calls) > 0 {
-			om := oaMessage{Role: m.Role, Content: text.String(), ToolCalls: calls}
-			if text.Len() == 0 {
-				om.Content = nil
+			om := ChatMessage{Role: m.Role, ToolCalls: calls} // no text: content null
+			if text.Len() > 0 {
+				om.Content = jsonOf(text.String())
 			}
 			r.Messages = append(r.Messages, om)
 		}
 	}
 	for _, t := range req.Tools {
-		fn := map[string]any{"name": t.Name, "description": t.Description, "parameters": t.Schema}
+		ct := ChatTool{Type: "function"}
+		ct.Function.Name, ct.Function.Description, ct.Function.Parameters = t.Name, t.Description, t.Schema
 		if t.Strict {
-			fn["strict"] = true
+			ct.Function.Strict = json.RawMessage("true")
 		}
-		r.Tools = append(r.Tools, map[string]any{"type": "function", "function": fn})
+		r.Tools = append(r.Tools, ct)
 	}
-	if req.JSONObject && r.ResponseFormat == nil {
-		r.ResponseFormat = map[string]any{"type": "json_object"}
+	if req.JSONObject && format == nil {
+		format = map[string]any{"type": "json_object"}
+	}
+	if format != nil {
+		var err error // a schema that is not JSON
+		if r.ResponseFormat, err = json.Marshal(format); err != nil {
+			return nil, err
+		}
 	}
 	if tc := req.ToolChoice; tc != nil && len(r.Tools) > 0 {
+		var choice any
 		switch tc.Mode {
 		case gateway.ToolChoiceAuto, gateway.ToolChoiceNone, gateway.ToolChoiceAny:
-			r.ToolChoice = chatToolMode(tc.Mode)
+			choice = chatToolMode(tc.Mode)
 		case gateway.ToolChoiceTool:
-			r.ToolChoice = map[string]any{"type": "function", "function": map[string]any{"name": tc.Name}}
+			choice = map[string]any{"type": "function", "function": map[string]any{"name": tc.Name}}
+		}
+		if choice != nil {
+			r.ToolChoice = jsonOf(choice)
 		}
 		if tc.DisableParallel {
 			f := false
@@ -279,6 +241,13 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		}
 	}
 	return json.Marshal(r)
+}
+
+// jsonOf is v as JSON text, for values made of strings only, which
+// always encode.
+func jsonOf(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
 }
 
 func (p *Provider) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
@@ -314,7 +283,7 @@ func (p *Provider) Complete(ctx context.Context, req gateway.Request) (*gateway.
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var r oaResponse
+	var r ChatCompletion
 	if err := gateway.DecodeWhole(io.LimitReader(resp.Body, 64<<20), &r); err != nil {
 		return nil, gateway.AnswerError(p.name, "malformed response", err, true)
 	}
@@ -348,7 +317,7 @@ func (p *Provider) Complete(ctx context.Context, req gateway.Request) (*gateway.
 		out.StopReason = gateway.StopToolUse
 	}
 	if r.Usage != nil {
-		out.Usage = r.Usage.usage()
+		out.Usage = r.Usage.Usage()
 	} else {
 		out.UsageMissing = true
 	}
@@ -410,29 +379,6 @@ func (s *oaStream) final() gateway.Delta {
 	return gateway.Delta{StopReason: stop, NativeStop: s.native, Usage: s.usage}
 }
 
-type oaChunk struct {
-	Choices []struct {
-		Delta struct {
-			Content   *string `json:"content"`
-			Refusal   *string `json:"refusal"`
-			ToolCalls []struct {
-				Index    int    `json:"index"`
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *oaUsage  `json:"usage"`
-	Error *struct { // some servers send errors in-stream
-		Message string `json:"message"`
-		Type    string `json:"type"`
-	} `json:"error"`
-}
-
 func (s *oaStream) Next() (gateway.Delta, error) {
 	for {
 		if len(s.pending) > 0 {
@@ -460,7 +406,7 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 			s.done = true
 			return s.final(), nil
 		}
-		var c oaChunk
+		var c ChatChunk
 		if err := json.Unmarshal(ev.Data, &c); err != nil {
 			return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Message: "malformed stream chunk"}
 		}
@@ -468,7 +414,7 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 			return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Type: c.Error.Type, Message: c.Error.Message}
 		}
 		if c.Usage != nil {
-			u := c.Usage.usage()
+			u := c.Usage.Usage()
 			s.usage = &u
 		}
 		var d gateway.Delta
@@ -483,21 +429,22 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 				// A call starts at a new index, or at a known one with
 				// another id; some servers repeat the id (and name) in
 				// every chunk of a call, which is not a new call.
+				id := deref(tc.ID)
 				cur, ok := s.calls[tc.Index]
-				if ok && (tc.ID == "" || tc.ID == cur.id) {
+				if ok && (id == "" || id == cur.id) {
 					s.pending = append(s.pending, gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: cur.ordinal, Arguments: tc.Function.Arguments}})
 					continue
 				}
 				if s.calls == nil {
 					s.calls = map[int]oaCall{}
 				}
-				cur = oaCall{ordinal: s.ncalls, id: tc.ID}
+				cur = oaCall{ordinal: s.ncalls, id: id}
 				if cur.id == "" {
 					cur.id = newCallID()
 				}
 				s.ncalls++
 				s.calls[tc.Index] = cur
-				s.pending = append(s.pending, gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: cur.ordinal, ID: cur.id, Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
+				s.pending = append(s.pending, gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: cur.ordinal, ID: cur.id, Name: deref(tc.Function.Name), Arguments: tc.Function.Arguments}})
 			}
 			if ch.FinishReason != nil && *ch.FinishReason != "" {
 				s.native = *ch.FinishReason
@@ -508,6 +455,14 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 			s.pending = append([]gateway.Delta{d}, s.pending...)
 		}
 	}
+}
+
+// deref is *p, or "" for nil.
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 func (s *oaStream) Close() error { return s.body.Close() }

@@ -1,13 +1,20 @@
 package openai
 
-import "github.com/batonhq/baton/gateway"
+import (
+	"encoding/json"
+	"math"
+	"strconv"
 
-// The answers the chat completions front writes on every call, as structs:
-// encoding a struct is several times cheaper than encoding the same map,
-// and these go out once per call or once per streamed delta. Rare events
-// (tool-call starts, errors) are built as maps where they are written. Svc
-// is Baton's own part of an answer (the call's id and route), set by the
-// front.
+	"github.com/batonhq/baton/gateway"
+)
+
+// The chat completions answers, as structs: the front encodes them (once
+// per call, or once per streamed delta: encoding a struct is several times
+// cheaper than encoding the same map) and the adapter decodes an
+// upstream's answers into them. Decoding takes what compatible servers
+// send: fields the adapter does not read accept any value where servers
+// are known to differ. Svc is Baton's own part of an answer (the call's id
+// and route), set by the front.
 
 // ChatUsage is OpenAI's usage object with Baton's cost.
 type ChatUsage struct {
@@ -16,6 +23,9 @@ type ChatUsage struct {
 	TotalTokens         int `json:"total_tokens"`
 	PromptTokensDetails struct {
 		CachedTokens int `json:"cached_tokens"`
+		// CacheWriteTokens is sent by some compatible servers; Baton's own
+		// answers count writes in prompt_tokens only.
+		CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
 	} `json:"prompt_tokens_details"`
 	Estimated        bool     `json:"estimated,omitempty"` // Baton counted the tokens (the upstream reported none)
 	EstimatedCostUSD *float64 `json:"estimated_cost_usd"`  // null: the model has no price
@@ -29,6 +39,29 @@ func NewChatUsage(u gateway.Usage, cost *float64) ChatUsage {
 		Estimated: u.Estimated, EstimatedCostUSD: cost}
 	out.PromptTokensDetails.CachedTokens = u.CacheReadTokens
 	return out
+}
+
+// Usage converts an upstream's counts, where prompt tokens include cached
+// ones.
+func (u *ChatUsage) Usage() gateway.Usage {
+	prompt := max(u.PromptTokens, 0) // a negative count would lower the tenant's spending
+	cached := min(max(u.PromptTokensDetails.CachedTokens, 0), prompt)
+	written := min(max(u.PromptTokensDetails.CacheWriteTokens, 0), prompt-cached) // billed at the cache-write rate where a model has one
+	return gateway.Usage{InputTokens: prompt - cached - written, OutputTokens: max(u.CompletionTokens, 0), CacheReadTokens: cached, CacheWriteTokens: written}
+}
+
+// ChatTime is an answer's created time in Unix seconds. It decodes any
+// JSON value, a float truncated and anything else as 0: some compatible
+// servers send fractional seconds (SambaNova) or strings, and the adapter
+// does not read it. It encodes as the integer it is.
+type ChatTime int64
+
+func (t *ChatTime) UnmarshalJSON(b []byte) error {
+	*t = 0
+	if f, err := strconv.ParseFloat(string(b), 64); err == nil && f > math.MinInt64 && f < math.MaxInt64 {
+		*t = ChatTime(f)
+	}
+	return nil
 }
 
 // ChatAnswerMessage is the message of a chat.completion.
@@ -47,28 +80,43 @@ type ChatChoice struct {
 	Index        int               `json:"index"`
 	Message      ChatAnswerMessage `json:"message"`
 	FinishReason string            `json:"finish_reason"`
-	Logprobs     *struct{}         `json:"logprobs"`
+	Logprobs     json.RawMessage   `json:"logprobs"` // null from Baton; any value from an upstream
 }
 
-// ChatCompletion is a chat.completion.
+// ChatCompletion is a chat.completion. Usage is nil when an upstream sent
+// none.
 type ChatCompletion struct {
 	ID      string       `json:"id"`
 	Object  string       `json:"object"`
-	Created int64        `json:"created"`
+	Created ChatTime     `json:"created"`
 	Model   string       `json:"model"`
 	Choices []ChatChoice `json:"choices"`
-	Usage   ChatUsage    `json:"usage"`
+	Usage   *ChatUsage   `json:"usage"`
 	Svc     any          `json:"svc"` // Baton's own part of the answer
 }
 
-// ChatDelta is a chunk's delta: tool calls are written as maps, as they
-// are rare.
+// ChatToolCallDelta is a streamed tool call: a call's first delta has its
+// id, type and name, later ones only the index and more arguments. The
+// fields are in the order of their names, so that the front writes what
+// it wrote when these were maps; ID and Name are pointers so that a first
+// delta with an empty one still carries it.
+type ChatToolCallDelta struct {
+	Function struct {
+		Arguments string  `json:"arguments"`
+		Name      *string `json:"name,omitempty"`
+	} `json:"function"`
+	ID    *string `json:"id,omitempty"`
+	Index int     `json:"index"`
+	Type  string  `json:"type,omitempty"`
+}
+
+// ChatDelta is a chunk's delta.
 type ChatDelta struct {
-	Role             string  `json:"role,omitempty"`
-	ReasoningContent *string `json:"reasoning_content,omitempty"`
-	Content          *string `json:"content,omitempty"`
-	Refusal          *string `json:"refusal,omitempty"`
-	ToolCalls        []any   `json:"tool_calls,omitempty"`
+	Role             string              `json:"role,omitempty"`
+	ReasoningContent *string             `json:"reasoning_content,omitempty"`
+	Content          *string             `json:"content,omitempty"`
+	Refusal          *string             `json:"refusal,omitempty"`
+	ToolCalls        []ChatToolCallDelta `json:"tool_calls,omitempty"`
 }
 
 // ChatChunkChoice is a chat.completion.chunk's choice.
@@ -76,16 +124,32 @@ type ChatChunkChoice struct {
 	Index        int       `json:"index"`
 	Delta        ChatDelta `json:"delta"`
 	FinishReason *string   `json:"finish_reason"`
-	Logprobs     *struct{} `json:"logprobs"`
+	// Logprobs is null from Baton, any value from an upstream; an
+	// interface, as a nil one encodes without the allocation a raw
+	// message costs on every delta.
+	Logprobs any `json:"logprobs"`
 }
 
-// ChatChunk is a chat.completion.chunk.
+// ChatStreamError is an error sent in a stream, after its start. Its
+// fields are in the order of their names, as the front wrote them as a
+// map; param and code take any value from an upstream.
+type ChatStreamError struct {
+	Code    any    `json:"code"`
+	Message string `json:"message"`
+	Param   any    `json:"param"`
+	Type    string `json:"type"`
+}
+
+// ChatChunk is a chat.completion.chunk, or an in-stream error: an error
+// chunk has nothing else, hence omitzero (the usage chunk's empty choices
+// are not zero, and still written).
 type ChatChunk struct {
-	ID      string            `json:"id"`
-	Object  string            `json:"object"`
-	Created int64             `json:"created"`
-	Model   string            `json:"model"`
-	Choices []ChatChunkChoice `json:"choices"`
+	ID      string            `json:"id,omitzero"`
+	Object  string            `json:"object,omitzero"`
+	Created ChatTime          `json:"created,omitzero"`
+	Model   string            `json:"model,omitzero"`
+	Choices []ChatChunkChoice `json:"choices,omitzero"`
 	Usage   *ChatUsage        `json:"usage,omitempty"`
 	Svc     any               `json:"svc,omitempty"`
+	Error   *ChatStreamError  `json:"error,omitempty"` // some servers send errors in-stream
 }

@@ -15,76 +15,83 @@ import (
 // decoded into the gateway's request so that any provider can answer it.
 // The answers it writes are in chat_answer.go.
 
-// ChatMessage is a message of a chat completions request.
+// ChatMessage is a message of a chat completions request: the front
+// decodes a client's, the adapter encodes its own (omitempty is for that,
+// and leaves decoding as it was).
 type ChatMessage struct {
 	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolCallID string          `json:"tool_call_id"`
-	ToolCalls  []struct {
-		ID       string `json:"id"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-	} `json:"tool_calls"`
+	Content    json.RawMessage `json:"content"` // null in an assistant turn of tool calls only
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+	ToolCalls  []ChatToolCall  `json:"tool_calls,omitempty"`
 	// A participant's name, and an assistant turn's parts, that another
 	// provider has no place for: refused there.
-	Name         string          `json:"name"`
-	Refusal      json.RawMessage `json:"refusal"`
-	Audio        json.RawMessage `json:"audio"`
-	FunctionCall json.RawMessage `json:"function_call"`
+	Name         string          `json:"name,omitempty"`
+	Refusal      json.RawMessage `json:"refusal,omitempty"`
+	Audio        json.RawMessage `json:"audio,omitempty"`
+	FunctionCall json.RawMessage `json:"function_call,omitempty"`
+}
+
+// ChatTool is a tool of a chat completions request. Its fields are in the
+// order of their names, as the adapter sent them when tools were maps.
+type ChatTool struct {
+	Function struct {
+		Description string          `json:"description"`
+		Name        string          `json:"name"`
+		Parameters  json.RawMessage `json:"parameters"`
+		// Strict is sent upstream, not read from a client: raw, so that
+		// decoding takes any value as it did before it was a field.
+		Strict json.RawMessage `json:"strict,omitempty"`
+	} `json:"function"`
+	Type string `json:"type"`
+}
+
+// ChatStreamOptions is a request's stream_options.
+type ChatStreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
 }
 
 // ChatRequest is the body of POST /v1/chat/completions as far as Baton
 // reads it; ToGateway converts it. Fields it does not list are ignored;
-// those it lists but cannot serve are refused by name.
+// those it lists but cannot serve are refused by name. The adapter sends
+// it upstream: omitempty leaves out what it does not set.
 type ChatRequest struct {
-	Model               string        `json:"model"`
-	Messages            []ChatMessage `json:"messages"`
-	MaxCompletionTokens *int          `json:"max_completion_tokens"`
-	MaxTokens           *int          `json:"max_tokens"`
-	Stream              bool          `json:"stream"`
-	StreamOptions       *struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options"`
-	Temperature *float64        `json:"temperature"`
-	Stop        json.RawMessage `json:"stop"`
-	Tools       []struct {
-		Type     string `json:"type"`
-		Function struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
-		} `json:"function"`
-	} `json:"tools"`
-	ToolChoice        json.RawMessage `json:"tool_choice"`
-	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
-	ResponseFormat    json.RawMessage `json:"response_format"`
+	Model               string             `json:"model"`
+	Messages            []ChatMessage      `json:"messages"`
+	MaxCompletionTokens *int               `json:"max_completion_tokens,omitempty"`
+	MaxTokens           *int               `json:"max_tokens,omitempty"`
+	Stream              bool               `json:"stream,omitempty"`
+	StreamOptions       *ChatStreamOptions `json:"stream_options,omitempty"`
+	Temperature         *float64           `json:"temperature,omitempty"`
+	Stop                json.RawMessage    `json:"stop,omitempty"`
+	Tools               []ChatTool         `json:"tools,omitempty"`
+	ToolChoice          json.RawMessage    `json:"tool_choice,omitempty"`
+	ParallelToolCalls   *bool              `json:"parallel_tool_calls,omitempty"`
+	ResponseFormat      json.RawMessage    `json:"response_format,omitempty"`
 	// Sampling and attribution: passed on (see gateway.Request for which
 	// provider takes which).
-	TopP *float64 `json:"top_p"`
-	User string   `json:"user"`
+	TopP *float64 `json:"top_p,omitempty"`
+	User string   `json:"user,omitempty"`
 	gateway.OpenAISampling
 	// SafetyIdentifier is the end user, as user was: carried as it.
-	SafetyIdentifier string `json:"safety_identifier"`
+	SafetyIdentifier string `json:"safety_identifier,omitempty"`
 	// Not served: refused rather than silently answered without.
-	N           *int  `json:"n"`
-	Logprobs    *bool `json:"logprobs"`
-	TopLogprobs *int  `json:"top_logprobs"`
+	N           *int  `json:"n,omitempty"`
+	Logprobs    *bool `json:"logprobs,omitempty"`
+	TopLogprobs *int  `json:"top_logprobs,omitempty"`
 	// OpenAI's own: refused when translated (another provider has none).
 	// prediction, a latency hint, is not among them: accepted, not carried.
-	Functions        json.RawMessage `json:"functions"`
-	FunctionCall     json.RawMessage `json:"function_call"`
-	Audio            json.RawMessage `json:"audio"`
-	Modalities       json.RawMessage `json:"modalities"`
-	WebSearchOptions json.RawMessage `json:"web_search_options"`
-	Verbosity        json.RawMessage `json:"verbosity"`
+	Functions        json.RawMessage `json:"functions,omitempty"`
+	FunctionCall     json.RawMessage `json:"function_call,omitempty"`
+	Audio            json.RawMessage `json:"audio,omitempty"`
+	Modalities       json.RawMessage `json:"modalities,omitempty"`
+	WebSearchOptions json.RawMessage `json:"web_search_options,omitempty"`
+	Verbosity        json.RawMessage `json:"verbosity,omitempty"`
 	// Stored completions and their tags, and a capacity tier: refused when
 	// they ask for something (store: true, tags, a tier other than the
 	// default).
-	Store       json.RawMessage `json:"store"`
-	Metadata    json.RawMessage `json:"metadata"`
-	ServiceTier json.RawMessage `json:"service_tier"`
+	Store       json.RawMessage `json:"store,omitempty"`
+	Metadata    json.RawMessage `json:"metadata,omitempty"`
+	ServiceTier json.RawMessage `json:"service_tier,omitempty"`
 }
 
 // chatPart is a content part of a chat message.

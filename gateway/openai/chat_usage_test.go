@@ -11,12 +11,12 @@ import (
 // tokens inside prompt_tokens: the usage is billed as it reads (gateway's
 // TestUsageIsBilledAsTheProvidersBill prices it).
 func TestUsageAsOpenAIBills(t *testing.T) {
-	var oa oaUsage
+	var oa ChatUsage
 	if err := json.Unmarshal([]byte(`{"prompt_tokens":1000,"completion_tokens":500,"total_tokens":1500,
 		"prompt_tokens_details":{"cached_tokens":600},"completion_tokens_details":{"reasoning_tokens":400}}`), &oa); err != nil {
 		t.Fatal(err)
 	}
-	if u := oa.usage(); u != (gateway.Usage{InputTokens: 400, OutputTokens: 500, CacheReadTokens: 600}) {
+	if u := oa.Usage(); u != (gateway.Usage{InputTokens: 400, OutputTokens: 500, CacheReadTokens: 600}) {
 		t.Fatalf("OpenAI usage %+v", u)
 	}
 }

@@ -1,0 +1,71 @@
+package openai
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/batonhq/baton/gateway"
+	"github.com/batonhq/baton/gateway/internal/upstreamtest"
+)
+
+// The adapter decodes upstream answers into the front's types: what
+// compatible servers send in fields it does not read (a fractional or
+// string created, a logprobs object, another Baton's svc) still decodes,
+// and a missing usage stays missing.
+func TestChatCompletionDecodesCompatibleAnswers(t *testing.T) {
+	for _, body := range []string{
+		`{"id":"a","created":1716313435.779,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"logprobs":{"content":[]},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":3,"cache_write_tokens":4}},"svc":{"requestId":"x"}}`,
+		`{"id":"a","created":"2025/05/16 16:29:57","model":"m","choices":[{"message":{"content":"hi"},"logprobs":[1],"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":3,"cache_write_tokens":4}}}`,
+	} {
+		var r ChatCompletion
+		if err := json.Unmarshal([]byte(body), &r); err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		if r.Usage == nil || r.Usage.Usage() != (gateway.Usage{InputTokens: 3, OutputTokens: 2, CacheReadTokens: 3, CacheWriteTokens: 4}) {
+			t.Fatalf("%s: usage %+v", body, r.Usage)
+		}
+	}
+	var r ChatCompletion
+	if err := json.Unmarshal([]byte(`{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}]}`), &r); err != nil || r.Usage != nil {
+		t.Fatalf("no usage read as %+v (%v)", r.Usage, err)
+	}
+}
+
+// An in-stream error is read whatever its code and param are.
+func TestOpenAIStreamErrorChunk(t *testing.T) {
+	_, err := upstreamtest.Drain(t, oaStreamOf(`{"choices":[{"index":0,"delta":{"content":"a"},"logprobs":{"content":[]}}],"created":1.5}`,
+		`{"error":{"message":"overloaded","type":"server_error","param":{"x":1},"code":503}}`))
+	var ue *gateway.UpstreamError
+	if !errors.As(err, &ue) || ue.Type != "server_error" || ue.Message != "overloaded" {
+		t.Fatalf("error %v", err)
+	}
+}
+
+// The front writes tool-call deltas and errors as it wrote them when they
+// were maps (sorted keys): a start with its id, type and name, even an
+// empty one; a continuation with only the index and arguments.
+func TestChatChunkEncoding(t *testing.T) {
+	id, name, empty := "call_1", "f", ""
+	start := ChatToolCallDelta{Index: 1, ID: &id, Type: "function"}
+	start.Function.Name, start.Function.Arguments = &name, ""
+	noName := start
+	noName.Function.Name = &empty
+	more := ChatToolCallDelta{Index: 1}
+	more.Function.Arguments = `{"a":"<b>"}`
+	for _, c := range []struct {
+		v    any
+		want string
+	}{
+		{start, `{"function":{"arguments":"","name":"f"},"id":"call_1","index":1,"type":"function"}`},
+		{noName, `{"function":{"arguments":"","name":""},"id":"call_1","index":1,"type":"function"}`},
+		{more, `{"function":{"arguments":"{\"a\":\"\u003cb\u003e\"}"},"index":1}`},
+		{&ChatChunk{Error: &ChatStreamError{Message: "m", Type: "server_error", Code: "upstream_error"}}, `{"error":{"code":"upstream_error","message":"m","param":null,"type":"server_error"}}`},
+		{&ChatChunk{ID: "c", Object: "chat.completion.chunk", Created: 5, Model: "m", Choices: []ChatChunkChoice{}}, `{"id":"c","object":"chat.completion.chunk","created":5,"model":"m","choices":[]}`},
+	} {
+		b, err := json.Marshal(c.v)
+		if err != nil || string(b) != c.want {
+			t.Errorf("encoded %s (%v), want %s", b, err, c.want)
+		}
+	}
+}
