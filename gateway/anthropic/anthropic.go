@@ -3,8 +3,9 @@
 // are), token counting and model listing; and as the messages front, its
 // request (MessagesRequest, CountRequest, converted by ToGateway) and what
 // it answers (Message, Usage, and for a stream translated from another
-// provider MessageStart, Blocks, MessageDelta and ErrorEvent). The answer
-// and stream types (wire.go) are the same for both.
+// provider MessageStart, Blocks, MessageDelta and ErrorEvent). The
+// request, answer and stream types are the same for both: the adapter
+// writes its upstream request as a MessagesRequest.
 package anthropic
 
 import (
@@ -59,13 +60,10 @@ func (p *Provider) HasKey() bool { return p.key != "" }
 
 func (p *Provider) Configured() bool { return p.baseURL != "" && p.key != "" }
 
-type anMessage struct {
-	Role    string    `json:"role"`
-	Content []anBlock `json:"content"`
-}
-
-// anBlock is a content block as the Messages API takes it: a tool result
+// anBlock is a content block as the adapter writes it: a tool result
 // carries its text in content, a tool use always has an input object.
+// The front reads blocks as raw JSON instead (messagesBlocks), as a tool
+// result's content may be blocks too.
 type anBlock struct {
 	Type      string          `json:"type"`
 	Text      *string         `json:"text,omitempty"`
@@ -121,54 +119,40 @@ func toAnBlocks(in []gateway.Block) []anBlock {
 	return out
 }
 
-type anRequest struct {
-	Model         string            `json:"model"`
-	System        string            `json:"system,omitempty"`
-	Messages      []anMessage       `json:"messages"`
-	MaxTokens     int               `json:"max_tokens"`
-	Temperature   *float64          `json:"temperature,omitempty"`
-	TopP          *float64          `json:"top_p,omitempty"`
-	TopK          *int              `json:"top_k,omitempty"`
-	Metadata      *Metadata         `json:"metadata,omitempty"`
-	StopSequences []string          `json:"stop_sequences,omitempty"`
-	Stream        bool              `json:"stream,omitempty"`
-	Tools         []gateway.Tool    `json:"tools,omitempty"`
-	ToolChoice    any               `json:"tool_choice,omitempty"`
-	Thinking      *gateway.Thinking `json:"thinking,omitempty"`
-	OutputConfig  *anOutput         `json:"output_config,omitempty"`
-}
-
-// anOutput is output_config: the effort, and a structured output's format.
-type anOutput struct {
-	Effort string         `json:"effort,omitempty"`
-	Format map[string]any `json:"format,omitempty"`
-}
-
 func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
-	r := anRequest{Model: req.Model, System: req.System, MaxTokens: req.MaxTokens, Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK,
-		StopSequences: req.StopSequences, Stream: stream, Tools: req.Tools}
+	r := MessagesRequest{Model: req.Model, Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK,
+		StopSequences: req.StopSequences, Stream: stream}
 	if req.User != "" {
 		r.Metadata = &Metadata{UserID: req.User}
 	}
 	// The Messages API requires a cap; chat completion clients may send none.
-	r.Thinking, r.MaxTokens = req.Thinking, gateway.AnthropicMaxTokens(req)
-	effort := req.Effort
+	thinking, effort, maxTokens := req.Thinking, req.Effort, gateway.AnthropicMaxTokens(req)
 	if req.Thinking == nil && req.Effort == "" {
-		r.Thinking, effort, r.MaxTokens = gateway.AnthropicReasoning(req)
+		thinking, effort, maxTokens = gateway.AnthropicReasoning(req)
+	}
+	r.MaxTokens = &maxTokens
+	if thinking != nil {
+		r.Thinking = jsonOf(thinking)
 	}
 	if effort != "" {
-		r.OutputConfig = &anOutput{Effort: effort}
+		r.OutputConfig = map[string]json.RawMessage{"effort": jsonOf(effort)}
 	}
-	thinking := r.Thinking != nil && r.Thinking.Type != "disabled"
-	tc := req.ToolChoice
+	for _, t := range req.Tools {
+		r.Tools = append(r.Tools, MessagesTool{Tool: t})
+	}
+	tc, system := req.ToolChoice, req.System
 	switch {
-	case req.Output != nil && (thinking || gateway.AnthropicStructuredNative(req.Model)):
+	case req.Output != nil && (thinking != nil && thinking.Type != "disabled" || gateway.AnthropicStructuredNative(req.Model)):
 		// Thinking takes no forced tool, nor do the later models: the
 		// native structured output.
-		if r.OutputConfig == nil {
-			r.OutputConfig = &anOutput{}
+		format, err := json.Marshal(map[string]any{"type": "json_schema", "schema": gateway.WithoutMetaKeys(req.Output.Schema)})
+		if err != nil { // a schema that is not JSON
+			return nil, err
 		}
-		r.OutputConfig.Format = map[string]any{"type": "json_schema", "schema": gateway.WithoutMetaKeys(req.Output.Schema)}
+		if r.OutputConfig == nil {
+			r.OutputConfig = map[string]json.RawMessage{}
+		}
+		r.OutputConfig["format"] = format
 	case req.Output != nil:
 		// Structured output the Anthropic way: a tool whose input is the
 		// output, and the model is made to call a tool.
@@ -176,7 +160,7 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		if req.Output.Description != "" {
 			desc += " The answer: " + req.Output.Description
 		}
-		r.Tools = append(r.Tools, gateway.Tool{Name: req.Output.Name, Description: desc, Schema: gateway.WithoutMetaKeys(req.Output.Schema)})
+		r.Tools = append(r.Tools, MessagesTool{Tool: gateway.Tool{Name: req.Output.Name, Description: desc, Schema: gateway.WithoutMetaKeys(req.Output.Schema)}})
 		switch {
 		case len(req.Tools) == 0 || tc != nil && tc.Mode == gateway.ToolChoiceNone:
 			// The answer is this tool's input, exactly once.
@@ -190,7 +174,10 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		}
 	case req.JSONObject:
 		// No JSON mode in the Messages API: ask for it.
-		r.System = strings.TrimSpace(r.System + "\n\n" + gateway.JSONObjectInstruction)
+		system = strings.TrimSpace(system + "\n\n" + gateway.JSONObjectInstruction)
+	}
+	if system != "" {
+		r.System = jsonOf(system)
 	}
 	if tc != nil && len(r.Tools) > 0 {
 		mode := tc.Mode
@@ -204,20 +191,35 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		if tc.DisableParallel && mode != gateway.ToolChoiceNone {
 			choice["disable_parallel_tool_use"] = true
 		}
-		r.ToolChoice = choice
+		r.ToolChoice = jsonOf(choice)
 	}
+	var contents [][]anBlock // each turn's blocks, marshalled once the turn is whole
 	for _, m := range req.Messages {
 		blocks := toAnBlocks(m.Content)
 		if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == m.Role {
 			// The Messages API takes turns that alternate: the results of
 			// parallel tool calls (one tool message each, from a chat
 			// completion) go together in the one user turn after the calls.
-			r.Messages[n-1].Content = append(r.Messages[n-1].Content, blocks...)
+			contents[n-1] = append(contents[n-1], blocks...)
 			continue
 		}
-		r.Messages = append(r.Messages, anMessage{Role: m.Role, Content: blocks})
+		r.Messages = append(r.Messages, MessagesMessage{Role: m.Role})
+		contents = append(contents, blocks)
+	}
+	for i, c := range contents {
+		var err error // a tool input that is not JSON
+		if r.Messages[i].Content, err = json.Marshal(c); err != nil {
+			return nil, err
+		}
 	}
 	return json.Marshal(r)
+}
+
+// jsonOf is v as JSON text, for values that always encode (no raw JSON
+// in them).
+func jsonOf(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
 }
 
 // do calls the API with Baton's key. client holds the client's own

@@ -20,42 +20,48 @@ import (
 
 // MessagesRequest is the body of POST /v1/messages as far as Baton reads
 // it; ToGateway converts it. Fields it does not list are ignored; those it
-// lists but no other provider has are refused by name.
+// lists but no other provider has are refused by name. The adapter writes
+// its upstream request with it too: omitempty leaves out what it does not
+// set, and the field order is the one it always sent (the same bytes).
 type MessagesRequest struct {
-	Model    string          `json:"model"`
-	System   json.RawMessage `json:"system"`
-	Messages []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-		// A system message's own output_config (Anthropic's
-		// mid-conversation system messages): not carried, refused.
-		OutputConfig json.RawMessage `json:"output_config"`
-	} `json:"messages"`
-	MaxTokens     *int            `json:"max_tokens"`
-	Stream        bool            `json:"stream"`
-	StopSequences []string        `json:"stop_sequences"`
-	Temperature   *float64        `json:"temperature"`
-	Tools         []MessagesTool  `json:"tools"`
-	ToolChoice    json.RawMessage `json:"tool_choice"`
-	Metadata      *Metadata       `json:"metadata"`
-	TopP          *float64        `json:"top_p"`
-	TopK          *int            `json:"top_k"`
-	Thinking      json.RawMessage `json:"thinking"`
+	Model         string            `json:"model"`
+	System        json.RawMessage   `json:"system,omitempty"`
+	Messages      []MessagesMessage `json:"messages"`
+	MaxTokens     *int              `json:"max_tokens"`
+	Temperature   *float64          `json:"temperature,omitempty"`
+	TopP          *float64          `json:"top_p,omitempty"`
+	TopK          *int              `json:"top_k,omitempty"`
+	Metadata      *Metadata         `json:"metadata,omitempty"`
+	StopSequences []string          `json:"stop_sequences,omitempty"`
+	Stream        bool              `json:"stream,omitempty"`
+	Tools         []MessagesTool    `json:"tools,omitempty"`
+	ToolChoice    json.RawMessage   `json:"tool_choice,omitempty"`
+	Thinking      json.RawMessage   `json:"thinking,omitempty"`
 	// Read to translate them or to refuse them by name.
-	OutputConfig      map[string]json.RawMessage `json:"output_config"`
-	ContextManagement json.RawMessage            `json:"context_management"`
-	Container         json.RawMessage            `json:"container"`
-	MCPServers        json.RawMessage            `json:"mcp_servers"`
-	ServiceTier       json.RawMessage            `json:"service_tier"`
+	OutputConfig      map[string]json.RawMessage `json:"output_config,omitempty"`
+	ContextManagement json.RawMessage            `json:"context_management,omitempty"`
+	Container         json.RawMessage            `json:"container,omitempty"`
+	MCPServers        json.RawMessage            `json:"mcp_servers,omitempty"`
+	ServiceTier       json.RawMessage            `json:"service_tier,omitempty"`
+}
+
+// MessagesMessage is a message of a messages request: its content is a
+// string or an array of blocks (messagesBlocks).
+type MessagesMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+	// A system message's own output_config (Anthropic's
+	// mid-conversation system messages): not carried, refused.
+	OutputConfig json.RawMessage `json:"output_config,omitempty"`
 }
 
 // MessagesTool is a tool of a messages request: a custom tool (no type, or
 // type custom) is a name, a description and an input schema. Anthropic's
 // own tools (web search, code execution, bash...) carry a versioned type
 // and run on Anthropic's side; they are refused, not sent on as custom
-// tools without a schema.
+// tools without a schema. The adapter sends custom tools without a type.
 type MessagesTool struct {
-	Type string `json:"type"`
+	Type string `json:"type,omitempty"`
 	gateway.Tool
 }
 
