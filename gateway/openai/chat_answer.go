@@ -41,6 +41,23 @@ func NewChatUsage(u gateway.Usage, cost *float64) ChatUsage {
 	return out
 }
 
+// UnmarshalJSON reads an upstream's usage: the counts Baton bills, as
+// typed as ever; total_tokens and Baton's own fields are not read, so a
+// compatible server's 15.0 total or another field it fills its own way
+// does not fail the answer.
+func (u *ChatUsage) UnmarshalJSON(b []byte) error {
+	type billed ChatUsage // without this method
+	var in struct {
+		*billed
+		// Shallower than billed's fields of the same names: these win.
+		TotalTokens      json.RawMessage `json:"total_tokens"`
+		Estimated        json.RawMessage `json:"estimated"`
+		EstimatedCostUSD json.RawMessage `json:"estimated_cost_usd"`
+	}
+	in.billed = (*billed)(u)
+	return json.Unmarshal(b, &in)
+}
+
 // Usage converts an upstream's counts, where prompt tokens include cached
 // ones.
 func (u *ChatUsage) Usage() gateway.Usage {

@@ -17,6 +17,8 @@ func TestChatCompletionDecodesCompatibleAnswers(t *testing.T) {
 	for _, body := range []string{
 		`{"id":"a","created":1716313435.779,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"logprobs":{"content":[]},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":3,"cache_write_tokens":4}},"svc":{"requestId":"x"}}`,
 		`{"id":"a","created":"2025/05/16 16:29:57","model":"m","choices":[{"message":{"content":"hi"},"logprobs":[1],"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":3,"cache_write_tokens":4}}}`,
+		// Usage fields Baton does not bill from, filled another way.
+		`{"id":"a","model":"m","choices":[{"message":{"content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12.0,"estimated":"no","estimated_cost_usd":"0.1","prompt_tokens_details":{"cached_tokens":3,"cache_write_tokens":4}}}`,
 	} {
 		var r ChatCompletion
 		if err := json.Unmarshal([]byte(body), &r); err != nil {
@@ -29,6 +31,10 @@ func TestChatCompletionDecodesCompatibleAnswers(t *testing.T) {
 	var r ChatCompletion
 	if err := json.Unmarshal([]byte(`{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}]}`), &r); err != nil || r.Usage != nil {
 		t.Fatalf("no usage read as %+v (%v)", r.Usage, err)
+	}
+	// The counts billed are still typed: a string is a malformed answer.
+	if err := json.Unmarshal([]byte(`{"usage":{"prompt_tokens":"10","completion_tokens":2}}`), &r); err == nil {
+		t.Fatal("a prompt_tokens string was read")
 	}
 }
 
