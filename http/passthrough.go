@@ -617,9 +617,10 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 				if wire.responses {
 					failResponse(sse, seq, created, d.Code, d.Message)
 				} else if named {
-					sse.event("error", map[string]any{"type": "error", "error": map[string]any{"type": an, "message": d.Message}})
+					e := anthropic.ErrorEvent(an, d.Message)
+					sse.event("error", &e)
 				} else {
-					sse.data(map[string]any{"error": map[string]any{"message": d.Message, "type": oa, "param": nil, "code": d.Code}})
+					sse.data(&openai.ChatChunk{Error: &openai.ChatStreamError{Message: d.Message, Type: oa, Code: d.Code}})
 				}
 			}
 			s.caller.Record(c, sent.Bill(c.Req, nil), outcome)
@@ -673,7 +674,8 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 			settled = true
 			if c.Native.StreamUsage {
 				usage := openai.NewChatUsage(u, cost)
-				if sse.data(map[string]any{"id": c.ID, "object": "chat.completion.chunk", "created": c.Start.Unix(), "model": c.Model.ID, "choices": []any{}, "usage": usage}) != nil {
+				if sse.data(&openai.ChatChunk{ID: c.ID, Object: "chat.completion.chunk", Created: openai.ChatTime(c.Start.Unix()), Model: c.Model.ID,
+					Choices: []openai.ChatChunkChoice{}, Usage: &usage}) != nil {
 					return
 				}
 			}
@@ -700,13 +702,9 @@ func failResponse(sse *sseWriter, seq int64, created []byte, code, message strin
 	if sse.event("error", map[string]any{"type": "error", "sequence_number": seq + 1, "code": code, "message": message, "param": nil}) != nil || created == nil {
 		return
 	}
-	failed := "server_error"
-	if strings.Contains(code, "rate_limit") {
-		failed = "rate_limit_exceeded"
-	}
 	resp, err := sjson.SetBytes(created, "status", "failed")
 	if err == nil {
-		resp, err = sjson.SetBytes(resp, "error", map[string]string{"code": failed, "message": message})
+		resp, err = sjson.SetBytes(resp, "error", openai.NewResponsesError(code, message))
 	}
 	if err != nil {
 		return

@@ -349,6 +349,16 @@ func (s *ResponsesStream) Terminal() error {
 	return s.event(name, map[string]any{"response": s.obj})
 }
 
+// NewResponsesError is a failed response's error, after an error of code:
+// the Responses API's codes for a failure are these two.
+func NewResponsesError(code, message string) *ResponsesError {
+	failed := "server_error"
+	if strings.Contains(code, "rate_limit") {
+		failed = "rate_limit_exceeded"
+	}
+	return &ResponsesError{Code: failed, Message: message}
+}
+
 // Fail ends a stream that broke after it began: an error event (code and
 // message as the front's errors give them), then response.failed with what
 // was sent so far, unfinished items marked incomplete. It is not stored.
@@ -367,11 +377,7 @@ func (s *ResponsesStream) Fail(code, message string, usage *ResponsesUsage) erro
 	for _, c := range s.calls {
 		s.output[c.at] = s.obj.functionCall(c.id, c.callID, c.name, c.args.String(), ResponsesIncomplete)
 	}
-	failed := "server_error"
-	if strings.Contains(code, "rate_limit") {
-		failed = "rate_limit_exceeded"
-	}
-	s.obj.Status, s.obj.Error, s.obj.Usage = ResponsesFailed, &ResponsesError{Code: failed, Message: message}, usage
+	s.obj.Status, s.obj.Error, s.obj.Usage = ResponsesFailed, NewResponsesError(code, message), usage
 	s.obj.Store = false // a failed response is not kept
 	if s.output != nil {
 		s.obj.Output = s.output
