@@ -555,7 +555,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 			d.Text, d.Refusal, refused = d.Text+d.Refusal, "", true
 		}
 		sent.See(d)
-		if d.Text != "" || d.ToolCall != nil {
+		if d.Text != "" || d.Thinking != "" || d.ToolCall != nil {
 			if blocks.Write(sse, d) != nil {
 				s.caller.Record(c, sent.Bill(c.Req, nil), "client_gone")
 				return

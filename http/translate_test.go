@@ -457,3 +457,87 @@ func TestMessagesToOpenAIStrictAndSchema(t *testing.T) {
 	default:
 	}
 }
+
+// A compatible server's reasoning (DeepSeek's reasoning_content, or
+// reasoning as OpenRouter names it) reaches a messages client as a
+// thinking block before the text, whole and streamed, and a Responses
+// client as a reasoning item.
+func TestTranslateCompatibleReasoning(t *testing.T) {
+	for _, field := range []string{"reasoning_content", "reasoning"} {
+		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			if !strings.Contains(string(body), `"stream":true`) {
+				io.WriteString(w, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","`+field+`":"Let me think.","content":"Four."},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":9}}`)
+				return
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			for _, d := range []string{
+				`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`,
+				`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"` + field + `":"Let me "}}]}`,
+				`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"` + field + `":"think."}}]}`,
+				`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Four."}}]}`,
+				`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":9}}`,
+				`[DONE]`,
+			} {
+				sse(w, "", d)
+			}
+		}))
+		defer up.Close()
+		cat := catalogWith(t, nil, gateway.ProviderSpec{Name: "ds", Kind: "openai-compatible", BaseURL: up.URL, Models: []gateway.ModelSpec{{Name: "r1"}}})
+		e := newEnvWith(t, cat)
+		body := map[string]any{"model": "ds:r1", "max_tokens": 50, "messages": []any{map[string]any{"role": "user", "content": "2+2?"}}}
+		r := e.must(e.do("POST", "/v1/messages", e.tenantA, body), 200)
+		if g := jsonOf(r.body["content"]); g != `[{"thinking":"Let me think.","type":"thinking"},{"text":"Four.","type":"text"}]` {
+			t.Fatalf("%s: content %s", field, g)
+		}
+		body["stream"] = true
+		r = e.must(e.do("POST", "/v1/messages", e.tenantA, body), 200)
+		raw := string(r.raw)
+		start := strings.Index(raw, `"content_block":{"thinking":"","type":"thinking"}`)
+		delta1, delta2 := strings.Index(raw, `{"type":"thinking_delta","thinking":"Let me "}`), strings.Index(raw, `{"type":"thinking_delta","thinking":"think."}`)
+		text := strings.Index(raw, `"text":"Four."`)
+		if start < 0 || delta1 < start || delta2 < delta1 || text < delta2 || strings.Count(raw, "event: content_block_start") != 2 {
+			t.Fatalf("%s: stream %s", field, raw)
+		}
+		r = e.must(e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": "ds:r1", "input": "2+2?"}), 200)
+		if g := jsonOf(r.body["output"]); !strings.Contains(g, `"type":"reasoning"`) || !strings.Contains(g, "Let me think.") || !strings.Contains(g, "Four.") {
+			t.Fatalf("%s: responses output %s", field, g)
+		}
+	}
+}
+
+// A function tool's strict reaches Anthropic as its strict tool use, from
+// chat and Responses clients alike (the Agents SDK sends it on every
+// tool); a strict that is not a boolean is refused by name.
+func TestStrictToolsToAnthropic(t *testing.T) {
+	u := newToolUpstreams(t)
+	e := newEnvWith(t, gatewayCatalog(t, &fakeUpstreams{openai: u.openai, anthropic: u.anthropic}))
+	schema := `{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}`
+	r := e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}],`+
+		`"tools":[{"type":"function","function":{"name":"get_weather","parameters":`+schema+`,"strict":true}},{"type":"function","function":{"name":"lax","parameters":`+schema+`}}]}`)
+	if r.status != 200 {
+		t.Fatalf("chat: %d %s", r.status, r.raw)
+	}
+	sent := <-u.lastAnthropic
+	if !gjson.GetBytes(sent, "tools.0.strict").Bool() || gjson.GetBytes(sent, "tools.1.strict").Exists() {
+		t.Fatalf("Anthropic got %s from chat", sent)
+	}
+	r = e.do("POST", "/v1/responses", e.tenantA, `{"model":"anthropic:claude-haiku-4-5","input":"hi",`+
+		`"tools":[{"type":"function","name":"get_weather","parameters":`+schema+`,"strict":true}]}`)
+	if r.status != 200 {
+		t.Fatalf("responses: %d %s", r.status, r.raw)
+	}
+	if sent = <-u.lastAnthropic; !gjson.GetBytes(sent, "tools.0.strict").Bool() {
+		t.Fatalf("Anthropic got %s from Responses", sent)
+	}
+	r = e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}],`+
+		`"tools":[{"type":"function","function":{"name":"get_weather","parameters":`+schema+`,"strict":"yes"}}]}`)
+	if r.status != 400 || r.str("error.param") != "tools/0/function/strict" {
+		t.Fatalf("a string strict: %d %s", r.status, r.raw)
+	}
+	select {
+	case b := <-u.lastAnthropic:
+		t.Fatalf("Anthropic got %s after a refusal", b)
+	default:
+	}
+}

@@ -59,6 +59,16 @@ func ErrorEvent(typ, message string) Event {
 	return Event{Type: "error", Error: &EventError{Type: typ, Message: message}}
 }
 
+// thinkingDelta is a content_block_delta carrying thinking.
+type thinkingDelta struct {
+	Type  string `json:"type"`
+	Index int    `json:"index"`
+	Delta struct {
+		Type     string `json:"type"`
+		Thinking string `json:"thinking"`
+	} `json:"delta"`
+}
+
 // TextDelta is Anthropic's content_block_delta carrying text.
 type TextDelta struct {
 	Type  string `json:"type"`
@@ -98,9 +108,9 @@ func NewBlocks(buffer bool) *Blocks {
 // Messages API refuses those. The tool calls of a delta stream are
 // assumed to come one after another, as providers send them.
 type Blocks struct {
-	open  int  // the index of the open block, -1 when none is
-	next  int  // the index the next block gets
-	text  bool // whether the open block is a text block
+	open  int    // the index of the open block, -1 when none is
+	next  int    // the index the next block gets
+	kind  string // the open block's type: text, thinking or tool_use
 	tools map[int]int
 	// buffer holds tool calls back until something else comes (text, the
 	// end): OpenAI-shaped upstreams may send the arguments of parallel
@@ -123,7 +133,7 @@ func (b *Blocks) flushTools(w EventWriter) error {
 		if err := b.start(w, map[string]any{"type": "tool_use", "id": pc.id, "name": pc.name, "input": map[string]any{}}); err != nil {
 			return err
 		}
-		b.text = false
+		b.kind = "tool_use"
 		if pc.args.Len() > 0 {
 			if err := w.Event("content_block_delta", map[string]any{"type": "content_block_delta", "index": b.open, "delta": map[string]any{"type": "input_json_delta", "partial_json": pc.args.String()}}); err != nil {
 				return err
@@ -160,17 +170,36 @@ func (b *Blocks) start(w EventWriter, block map[string]any) error {
 	return w.Event("content_block_start", map[string]any{"type": "content_block_start", "index": b.open, "content_block": block})
 }
 
-// Write sends a delta's text and tool call as content block events.
+// Write sends a delta's thinking, text and tool call as content block
+// events. Thinking from another provider has no signature: its block
+// carries none (the next turn's thinking is not sent back to that
+// provider).
 func (b *Blocks) Write(w EventWriter, d gateway.Delta) error {
+	if d.Thinking != "" {
+		if err := b.flushTools(w); err != nil {
+			return err
+		}
+		if b.kind != "thinking" || b.open < 0 {
+			if err := b.start(w, map[string]any{"type": "thinking", "thinking": ""}); err != nil {
+				return err
+			}
+			b.kind = "thinking"
+		}
+		td := thinkingDelta{Type: "content_block_delta", Index: b.open}
+		td.Delta.Type, td.Delta.Thinking = "thinking_delta", d.Thinking
+		if err := w.Event("content_block_delta", td); err != nil {
+			return err
+		}
+	}
 	if d.Text != "" {
 		if err := b.flushTools(w); err != nil {
 			return err
 		}
-		if !b.text || b.open < 0 {
+		if b.kind != "text" || b.open < 0 {
 			if err := b.start(w, map[string]any{"type": "text", "text": ""}); err != nil {
 				return err
 			}
-			b.text = true
+			b.kind = "text"
 		}
 		if err := w.Event("content_block_delta", NewTextDelta(b.open, d.Text)); err != nil {
 			return err
@@ -205,7 +234,7 @@ func (b *Blocks) Write(w EventWriter, d gateway.Delta) error {
 		if err := b.start(w, map[string]any{"type": "tool_use", "id": tc.ID, "name": tc.Name, "input": map[string]any{}}); err != nil {
 			return err
 		}
-		b.text = false
+		b.kind = "tool_use"
 		idx = b.open
 		b.tools[tc.Index] = idx
 	}

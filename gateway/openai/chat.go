@@ -297,6 +297,11 @@ func (p *Provider) Complete(ctx context.Context, req gateway.Request) (*gateway.
 		return nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: the choice has no message and no finish_reason"}
 	}
 	out := &gateway.Response{ID: r.ID, Model: r.Model, NativeStop: c.FinishReason, StopReason: ChatStop(c.FinishReason)}
+	if t := thinkingText(c.Message.ReasoningContent, c.Message.Reasoning); t != "" {
+		// A compatible server's reasoning: the thinking block a messages
+		// client gets first, and a Responses client's reasoning item.
+		out.Content = append(out.Content, gateway.Block{Type: "thinking", Thinking: t})
+	}
 	if c.Message.Content != nil && *c.Message.Content != "" {
 		out.Content = append(out.Content, gateway.Block{Type: "text", Text: *c.Message.Content})
 	}
@@ -419,6 +424,7 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 		}
 		var d gateway.Delta
 		for _, ch := range c.Choices {
+			d.Thinking += thinkingText(ch.Delta.ReasoningContent, ch.Delta.Reasoning)
 			if ch.Delta.Content != nil {
 				d.Text += *ch.Delta.Content
 			}
@@ -451,7 +457,7 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 				s.stop = ChatStop(*ch.FinishReason)
 			}
 		}
-		if d.Text != "" || d.Refusal != "" {
+		if d.Text != "" || d.Refusal != "" || d.Thinking != "" {
 			s.pending = append([]gateway.Delta{d}, s.pending...)
 		}
 	}

@@ -88,8 +88,25 @@ type ChatAnswerMessage struct {
 	Refusal   *string        `json:"refusal"`
 	ToolCalls []ChatToolCall `json:"tool_calls,omitempty"`
 	// ReasoningContent is the model's thinking text, where the provider
-	// returns it (Anthropic); OpenAI's chat has no field for it.
+	// returns it (Anthropic; DeepSeek and vLLM send it too); OpenAI's chat
+	// has no field for it.
 	ReasoningContent *string `json:"reasoning_content,omitempty"`
+	// Reasoning is the same text as other compatible servers name it
+	// (OpenRouter, later vLLM): read, never written. Raw, as its shape is
+	// theirs.
+	Reasoning json.RawMessage `json:"reasoning,omitempty"`
+}
+
+// thinkingText is a message's or delta's thinking text, under either name.
+func thinkingText(content *string, reasoning json.RawMessage) string {
+	if content != nil && *content != "" {
+		return *content
+	}
+	var s string
+	if len(reasoning) > 0 && reasoning[0] == '"' && json.Unmarshal(reasoning, &s) == nil {
+		return s
+	}
+	return ""
 }
 
 // ChatChoice is a chat.completion's choice; Baton answers one.
@@ -134,6 +151,7 @@ type ChatDelta struct {
 	Content          *string             `json:"content,omitempty"`
 	Refusal          *string             `json:"refusal,omitempty"`
 	ToolCalls        []ChatToolCallDelta `json:"tool_calls,omitempty"`
+	Reasoning        json.RawMessage     `json:"reasoning,omitempty"` // read, never written: see ChatAnswerMessage
 }
 
 // ChatChunkChoice is a chat.completion.chunk's choice.

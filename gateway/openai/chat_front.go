@@ -38,8 +38,8 @@ type ChatTool struct {
 		Description string          `json:"description"`
 		Name        string          `json:"name"`
 		Parameters  json.RawMessage `json:"parameters"`
-		// Strict is sent upstream, not read from a client: raw, so that
-		// decoding takes any value as it did before it was a field.
+		// Strict is raw so that a value of another type is refused by
+		// name, not as a malformed body.
 		Strict json.RawMessage `json:"strict,omitempty"`
 	} `json:"function"`
 	Type string `json:"type"`
@@ -294,7 +294,15 @@ func (q *ChatRequest) ToGateway() (gateway.Request, error) {
 		if len(schema) == 0 || string(schema) == "null" {
 			schema = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
-		out.Tools = append(out.Tools, gateway.Tool{Name: t.Function.Name, Description: t.Function.Description, Schema: schema})
+		strict := false
+		switch st := bytes.TrimSpace(t.Function.Strict); string(st) {
+		case "", "null", "false":
+		case "true":
+			strict = true // Anthropic's strict tool use; a model without it refuses it
+		default:
+			return out, gateway.BadRequest(fmt.Sprintf("tools/%d/function/strict", i), "tools/%d/function/strict must be a boolean", i)
+		}
+		out.Tools = append(out.Tools, gateway.Tool{Name: t.Function.Name, Description: t.Function.Description, Schema: schema, Strict: strict})
 	}
 	tc, tools, err := chatToolChoice(q.ToolChoice, q.ParallelToolCalls, out.Tools)
 	if err != nil {

@@ -426,7 +426,7 @@ func decodeTool(raw json.RawMessage, param string) (gateway.Tool, error) {
 	} else if schema[0] != '{' {
 		return gateway.Tool{}, invalid(param+"/parameters", "parameters must be a JSON Schema object")
 	}
-	return gateway.Tool{Name: t.Name, Description: t.Description, Schema: json.RawMessage(schema)}, nil
+	return gateway.Tool{Name: t.Name, Description: t.Description, Schema: json.RawMessage(schema), Strict: t.Strict != nil && *t.Strict}, nil
 }
 
 // decodeToolChoice reads the Responses tool_choice ("none", "auto",
