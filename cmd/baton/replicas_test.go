@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -519,4 +521,137 @@ func (set *replicaSet) stop() {
 	if err := set.double.stop(); err != nil {
 		t.Errorf("the double exited with %v:\n%s", err, set.double.output())
 	}
+}
+
+// TestReplicasShareABudget is #20's acceptance of budgets across replicas,
+// through real model calls: three `baton serve --store kurrent` replicas,
+// a loopback model that takes 200 ms and bills what Baton held, and a
+// tenant whose daily budget covers 10 calls. 100 concurrent calls spread
+// over the replicas: at most 10 go through (each call's hold is reserved
+// through the store), every other is refused 429 budget_exceeded before
+// any upstream call, and the spending every replica reports is the same.
+func TestReplicasShareABudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts four processes")
+	}
+	var upstreamCalls atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		upstreamCalls.Add(1)
+		io.Copy(io.Discard, r.Body)
+		time.Sleep(200 * time.Millisecond) // the calls overlap across the replicas
+		w.Header().Set("Content-Type", "application/json")
+		// The whole output cap, and a small prompt: the cost is close to
+		// the hold, so a settled call leaves no room for another.
+		io.WriteString(w, `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"length"}],"usage":{"prompt_tokens":20,"completion_tokens":100000}}`)
+	}))
+	t.Cleanup(up.Close)
+	providers := filepath.Join(t.TempDir(), "providers.json")
+	spec := fmt.Sprintf(`{"providers":[{"name":"up","kind":"openai-compatible","baseUrl":%q,"models":[{"name":"m","contextTokens":200000,`+
+		`"pricing":{"inputPerMTok":1,"outputPerMTok":10,"source":"test"}}]}]}`, up.URL)
+	if err := os.WriteFile(providers, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set := startReplicaSet(t, nil, "--providers", providers)
+	defer set.stop()
+	key := ""
+	for _, r := range set.replicas {
+		if m := reBootKey.FindStringSubmatch(r.output()); m != nil {
+			key = m[1]
+		}
+	}
+	client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 100}}
+	t.Cleanup(client.CloseIdleConnections)
+	admin := &apiClient{t: t, c: client, key: key}
+	r := admin.do("POST", set.base[0]+"/v1/admin/keys", map[string]any{"tenant": "t1"})
+	tenantKey, _ := r.body["key"].(string)
+	if r.status != 201 || tenantKey == "" {
+		t.Fatalf("tenant key: %d %s", r.status, r.raw)
+	}
+	// A call holds a little over $1 (100,000 output tokens at $10/M, its
+	// prompt's bytes at $1/M) and costs $1.00002: ten fit $10.01, an
+	// eleventh does not, held or settled.
+	if r := admin.do("PUT", set.base[1]+"/v1/admin/budgets/t1", map[string]any{"dailyUsd": 10.01}); r.status != 200 {
+		t.Fatalf("budget: %d %s", r.status, r.raw)
+	}
+	// Every replica must know the budget before the race starts.
+	for i, b := range set.base {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r := admin.do("GET", b+"/v1/admin/budgets/t1", nil)
+			if lim, _ := r.body["limits"].(map[string]any); lim != nil && lim["dailyUsd"] == 10.01 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("replica %d does not see the budget: %s", i+1, r.raw)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	statuses := make([]int, 100)
+	bodies := make([]string, 100)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			body := `{"model":"up:m","max_tokens":100000,"messages":[{"role":"user","content":"hi"}]}`
+			req, _ := http.NewRequest("POST", set.base[i%3]+"/v1/chat/completions", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+tenantKey)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := client.Do(req)
+			if err != nil {
+				bodies[i] = err.Error()
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			statuses[i], bodies[i] = resp.StatusCode, string(b)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	passed, perReplica := 0, [3]int{}
+	for i, st := range statuses {
+		switch {
+		case st == 200:
+			passed++
+			perReplica[i%3]++
+		case st == 429 && strings.Contains(bodies[i], "budget_exceeded"):
+		default:
+			t.Errorf("call %d: %d %s", i, st, bodies[i])
+		}
+	}
+	t.Logf("%d of 100 calls went through (per replica %v); the upstream took %d", passed, perReplica, upstreamCalls.Load())
+	if passed < 1 || passed > 10 {
+		t.Fatalf("%d calls went through on a budget that covers 10", passed)
+	}
+	if n := upstreamCalls.Load(); n != int64(passed) {
+		t.Fatalf("the upstream took %d calls, %d answered: a refused call reached it", n, passed)
+	}
+	// Each replica follows the others' usage: the same spending, nothing
+	// held, within the budget but for the last call's rounding.
+	want := ""
+	for i, b := range set.base {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r := admin.do("GET", b+"/v1/admin/budgets/t1", nil)
+			spent, _ := r.body["daySpentUsd"].(float64)
+			reserved, _ := r.body["reservedUsd"].(float64)
+			got := fmt.Sprintf("%.6f", spent)
+			if reserved == 0 && spent >= float64(passed)-1e-9 && (want == "" || got == want) {
+				want = got
+				if spent > 10.01+1.01 {
+					t.Fatalf("replica %d: spent %v on a budget of 10.01", i+1, spent)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("replica %d: budget %s, want %d calls' spending (%s) and nothing held", i+1, r.raw, passed, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	client.CloseIdleConnections()
 }
