@@ -847,3 +847,98 @@ func replayToolResultsToChat(t *testing.T, sent, got []byte) {
 		}
 	}
 }
+
+// The whole (non-streamed) recorded requests translated, refused by design
+// as their streamed twins are (text.verbosity on every Agents SDK turn).
+var replayWholeRefusals = map[string][]replayRefusal{
+	"agents-sdk-run.json#0": {{"text/verbosity", "text.verbosity"}},
+	"agents-sdk-run.json#1": {{"text/verbosity", "text.verbosity"}},
+}
+
+// TestClientsReplayAllWholeTranslated replays every recorded request that
+// is not streamed translated to the other kind of provider, as
+// TestClientsReplayAllStreamsTranslated does the streamed ones: the
+// client gets its own answer shape carrying the provider's text (Claude's
+// thinking too, where its front has a place for it), or a 400 naming a
+// field refused by design before any upstream call.
+func TestClientsReplayAllWholeTranslated(t *testing.T) {
+	e, u := replayEnv(t)
+	caps := replayCaptures(t)
+	used := map[string]bool{}
+	whole := 0
+	for _, file := range replayFiles(caps) {
+		for _, c := range caps[file] {
+			route, _, _ := strings.Cut(c.path, "?")
+			if route == "/v1/messages/count_tokens" || gjson.GetBytes(c.body, "stream").Bool() {
+				continue
+			}
+			whole++
+			name := fmt.Sprintf("%s#%d", c.file, c.index)
+			used[name] = true
+			t.Run(name, func(t *testing.T) {
+				replayWholeTranslated(t, e, u, c, replayRoutes[route], replayWholeRefusals[name])
+			})
+		}
+	}
+	for name := range replayWholeRefusals {
+		if !used[name] {
+			t.Errorf("replayWholeRefusals names %s, which is no whole capture", name)
+		}
+	}
+	if whole == 0 {
+		t.Fatal("no whole capture")
+	}
+}
+
+func replayWholeTranslated(t *testing.T, e *env, u *replayUpstreams, c replayExchange, format string, refusals []replayRefusal) {
+	model, up := "anthropic:claude-haiku-4-5", u.messages
+	if format == "anthropic" {
+		model, up = "openai:gpt-4o-mini", u.chat
+	}
+	body := setModel(t, c.body, model)
+	for _, r := range refusals {
+		before := u.total()
+		a := replaySend(t, e, c.capturedCall, body)
+		if a.status != 400 || replayParam(format, a.raw) != r.param {
+			t.Fatalf("want a 400 naming %s, got %d %s", r.param, a.status, a.raw)
+		}
+		if n := u.total() - before; n != 0 {
+			t.Fatalf("refused, yet the providers got %d requests", n)
+		}
+		var err error
+		if body, err = sjson.DeleteBytes(body, r.remove); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := u.total()
+	a := replaySend(t, e, c.capturedCall, body)
+	if a.status != 200 || !strings.HasPrefix(a.ct, "application/json") {
+		t.Fatalf("%d (%s) %.1000s", a.status, a.ct, a.raw)
+	}
+	if n := u.total() - before; n != 1 {
+		t.Fatalf("the providers got %d requests, want 1", n)
+	}
+	got := up.last(t)
+	if gjson.GetBytes(got.body, "stream").Bool() {
+		t.Fatalf("the provider was asked to stream: %.500s", got.body)
+	}
+	ans := gjson.ParseBytes(a.raw)
+	switch format {
+	case "anthropic":
+		if ans.Get("type").Str != "message" || ans.Get(`content.#(type=="text").text`).Str != `{"name":"Ada"}` || ans.Get("usage.input_tokens").Int() <= 0 {
+			t.Fatalf("answer %s", a.raw)
+		}
+		replayToolResultsToChat(t, body, got.body)
+	case "chat":
+		msg := ans.Get("choices.0.message")
+		if ans.Get("object").Str != "chat.completion" || msg.Get("content").Str != "Hi!" || msg.Get("reasoning_content").Str != "The user says hi." {
+			t.Fatalf("answer %s", a.raw)
+		}
+	case "responses":
+		if ans.Get("object").Str != "response" || ans.Get("status").Str != "completed" || ans.Get(`output.#(type=="message").content.0.text`).Str != "Hi!" ||
+			!strings.Contains(ans.Get(`output.#(type=="reasoning")`).Raw, "The user says hi.") {
+			t.Fatalf("answer %s", a.raw)
+		}
+		replayFunctionOutputsToAnthropic(t, body, got.body)
+	}
+}
