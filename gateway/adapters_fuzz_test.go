@@ -38,7 +38,7 @@ func FuzzUpstreamAnswers(f *testing.F) {
 	const (
 		oaAnswer   = `{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"Paris.","refusal":null},"finish_reason":"stop"}],"usage":{"prompt_tokens":$T,"completion_tokens":8,"prompt_tokens_details":{"cached_tokens":16}}}`
 		oaTools    = `{"id":"chatcmpl-2","model":"m","choices":[{"message":{"content":null,"tool_calls":[{"id":"","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},"finish_reason":"stop"}]}`
-		anAnswer   = `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-20250514","content":[{"type":"text","text":"Paris."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":27,"cache_creation_input_tokens":3,"cache_read_input_tokens":4,"output_tokens":$T}}`
+		anAnswer   = `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-20250514","content":[{"type":"text","text":"Paris."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":27,"cache_creation_input_tokens":3,"cache_read_input_tokens":4,"cache_creation":{"ephemeral_5m_input_tokens":1,"ephemeral_1h_input_tokens":$T},"output_tokens":$T}}`
 		oaModels   = `{"object":"list","data":[{"id":"gpt-4o-mini","object":"model"},{"id":"gpt-4o","object":"model"}]}`
 		anModels   = `{"data":[{"type":"model","id":"claude-sonnet-4-20250514"}],"has_more":false,"first_id":"claude-sonnet-4-20250514","last_id":"claude-sonnet-4-20250514"}`
 		anEndless  = `{"data":[{"type":"model","id":"m-$N"}],"has_more":true,"last_id":"m-$N"}`
@@ -192,7 +192,8 @@ func FuzzUpstreamAnswers(f *testing.F) {
 		if resp.ID == "" && resp.Model == "" && len(resp.Content) == 0 && resp.StopReason == "" && resp.Refusal == "" && resp.UsageMissing {
 			t.Fatalf("%s: body %q made an empty answer %+v", what, last, resp)
 		}
-		if u := resp.Usage; u.InputTokens < 0 || u.OutputTokens < 0 || u.CacheReadTokens < 0 || u.CacheWriteTokens < 0 {
+		if u := resp.Usage; u.InputTokens < 0 || u.OutputTokens < 0 || u.CacheReadTokens < 0 || u.CacheWriteTokens < 0 ||
+			u.CacheWrite1hTokens < 0 || u.CacheWrite1hTokens > u.CacheWriteTokens {
 			t.Fatalf("%s: body %q made negative usage %+v", what, last, u)
 		}
 	})

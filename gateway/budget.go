@@ -108,7 +108,8 @@ const (
 )
 
 // WorstCost is the most a request can cost on a model: the input at the
-// dearer of the input and cache-write rates, the whole output cap at the
+// dearest of the input and cache-write rates (5-minute and 1-hour: a
+// passed-through request may ask for either), the whole output cap at the
 // output rate. Nil when the model has no price.
 func WorstCost(req Request, m *Model) *float64 {
 	if m == nil || m.Pricing == nil {
@@ -116,7 +117,7 @@ func WorstCost(req Request, m *Model) *float64 {
 	}
 	in, out := WorstTokens(req, m)
 	p := m.Pricing.At(in) // a long prompt is billed at its own rates
-	c := (float64(in)*max(p.InputPerMTok, p.CacheWritePerMTok) + float64(out)*p.OutputPerMTok) / 1e6
+	c := (float64(in)*max(p.InputPerMTok, p.CacheWritePerMTok, p.CacheWrite1hRate()) + float64(out)*p.OutputPerMTok) / 1e6
 	return &c
 }
 

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -73,26 +74,26 @@ func TestBuiltinPricesAsSourced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	long := func(tokens int, in, out, read, write float64) *LongPromptPrice {
-		return &LongPromptPrice{PromptTokens: tokens, InputPerMTok: in, OutputPerMTok: out, CacheReadPerMTok: read, CacheWritePerMTok: write}
+	long := func(tokens int, in, out, read, write, write1h float64) *LongPromptPrice {
+		return &LongPromptPrice{PromptTokens: tokens, InputPerMTok: in, OutputPerMTok: out, CacheReadPerMTok: read, CacheWritePerMTok: write, CacheWrite1hPerMTok: write1h}
 	}
 	for _, w := range []struct {
-		id                   string
-		in, out, read, write float64
-		long                 *LongPromptPrice
-		context              int
-		json, tools          bool
+		id                            string
+		in, out, read, write, write1h float64
+		long                          *LongPromptPrice
+		context                       int
+		json, tools                   bool
 	}{
-		{"openai:gpt-6.2-sol", 2, 10, 0.10, 2.50, long(272000, 4, 15, 0.20, 5), 1050000, true, false},
-		{"openai:gpt-6-luna", 0.10, 0.50, 0.01, 0.125, long(272000, 0.20, 0.75, 0.02, 0.25), 1050000, true, false},
-		{"openai:gpt-4o-mini", 0.15, 0.60, 0.075, 0, nil, 128000, true, true},
-		{"openai:gpt-4o", 2.50, 10, 1.25, 0, nil, 128000, true, true},
-		{"openai:gpt-4.1-mini", 0.40, 1.60, 0.10, 0, nil, 1047576, true, true},
-		{"anthropic:claude-fable-5-2", 8, 40, 0.20, 10, nil, 1000000, true, true},
-		{"anthropic:claude-opus-5-5", 4, 20, 0.20, 5, nil, 1000000, true, true},
-		{"anthropic:claude-sonnet-5-5", 2, 10, 0.10, 2.50, nil, 1000000, true, true},
-		{"anthropic:claude-haiku-5-5", 0.10, 0.50, 0.01, 0.125, long(100000, 0.50, 2.50, 0.05, 0.625), 1000000, true, true},
-		{"anthropic:claude-haiku-4-5", 1, 5, 0.10, 1.25, nil, 200000, true, true},
+		{"openai:gpt-6.2-sol", 2, 10, 0.10, 2.50, 0, long(272000, 4, 15, 0.20, 5, 0), 1050000, true, false},
+		{"openai:gpt-6-luna", 0.10, 0.50, 0.01, 0.125, 0, long(272000, 0.20, 0.75, 0.02, 0.25, 0), 1050000, true, false},
+		{"openai:gpt-4o-mini", 0.15, 0.60, 0.075, 0, 0, nil, 128000, true, true},
+		{"openai:gpt-4o", 2.50, 10, 1.25, 0, 0, nil, 128000, true, true},
+		{"openai:gpt-4.1-mini", 0.40, 1.60, 0.10, 0, 0, nil, 1047576, true, true},
+		{"anthropic:claude-fable-5-2", 8, 40, 0.20, 10, 16, nil, 1000000, true, true},
+		{"anthropic:claude-opus-5-5", 4, 20, 0.20, 5, 8, nil, 1000000, true, true},
+		{"anthropic:claude-sonnet-5-5", 2, 10, 0.10, 2.50, 4, nil, 1000000, true, true},
+		{"anthropic:claude-haiku-5-5", 0.10, 0.50, 0.01, 0.125, 0.20, long(100000, 0.50, 2.50, 0.05, 0.625, 1), 1000000, true, true},
+		{"anthropic:claude-haiku-4-5", 1, 5, 0.10, 1.25, 2, nil, 200000, true, true},
 	} {
 		m, ok := c.Get(w.id)
 		if !ok || m.Pricing == nil {
@@ -103,6 +104,9 @@ func TestBuiltinPricesAsSourced(t *testing.T) {
 		if p.InputPerMTok != w.in || p.OutputPerMTok != w.out || p.CacheReadPerMTok != w.read || p.CacheWritePerMTok != w.write {
 			t.Errorf("%s: %v / %v, cache read %v, cache write %v; want %v / %v, %v, %v",
 				w.id, p.InputPerMTok, p.OutputPerMTok, p.CacheReadPerMTok, p.CacheWritePerMTok, w.in, w.out, w.read, w.write)
+		}
+		if p.CacheWrite1hPerMTok != w.write1h {
+			t.Errorf("%s: 1-hour cache write %v, want %v", w.id, p.CacheWrite1hPerMTok, w.write1h)
 		}
 		if !reflect.DeepEqual(p.LongPrompt, w.long) {
 			t.Errorf("%s: long-prompt price %+v, want %+v", w.id, p.LongPrompt, w.long)
@@ -280,5 +284,32 @@ func TestSyncAddsWhatAnthropicLists(t *testing.T) {
 		return x.ID == "anthropic:claude-fable-5-2" && strings.Contains(x.Reason, "not listed")
 	}) {
 		t.Fatalf("excluded: %+v", excluded)
+	}
+}
+
+// Anthropic bills a 1-hour cache write at 2x the input rate and a 5-minute
+// one at 1.25x: every built-in Anthropic price (its long-prompt rates
+// too) has both.
+func TestBuiltinAnthropicCacheWriteRates(t *testing.T) {
+	c, err := NewCatalog(Config{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, m := range c.List() {
+		if m.Kind != "anthropic" || m.Pricing == nil {
+			continue
+		}
+		n++
+		p := m.Pricing
+		if p.CacheWrite1hPerMTok != 2*p.InputPerMTok || math.Abs(p.CacheWritePerMTok-1.25*p.InputPerMTok) > 1e-12 {
+			t.Errorf("%s: cache writes %v (5m) and %v (1h) for an input rate of %v", m.ID, p.CacheWritePerMTok, p.CacheWrite1hPerMTok, p.InputPerMTok)
+		}
+		if l := p.LongPrompt; l != nil && (l.CacheWrite1hPerMTok != 2*l.InputPerMTok || math.Abs(l.CacheWritePerMTok-1.25*l.InputPerMTok) > 1e-12) {
+			t.Errorf("%s: long-prompt cache writes %v (5m) and %v (1h) for an input rate of %v", m.ID, l.CacheWritePerMTok, l.CacheWrite1hPerMTok, l.InputPerMTok)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no built-in Anthropic price")
 	}
 }

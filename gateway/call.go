@@ -281,6 +281,7 @@ func (t *Tally) Bill(req Request, reported *Usage) Usage {
 // output count so far.
 func WithInput(sent, u Usage) Usage {
 	sent.InputTokens, sent.CacheReadTokens, sent.CacheWriteTokens = u.InputTokens, u.CacheReadTokens, u.CacheWriteTokens
+	sent.CacheWrite1hTokens = u.CacheWrite1hTokens
 	sent.OutputTokens = max(sent.OutputTokens, u.OutputTokens)
 	return sent
 }

@@ -24,6 +24,12 @@ type Price struct {
 	OutputPerMTok     float64 `json:"outputPerMTok"`
 	CacheReadPerMTok  float64 `json:"cacheReadPerMTok"`
 	CacheWritePerMTok float64 `json:"cacheWritePerMTok"`
+	// CacheWrite1hPerMTok is the rate of cache writes with a one-hour
+	// lifetime (Anthropic's cache_control ttl "1h", billed at 2x the input
+	// rate; CacheWritePerMTok is then the default 5-minute lifetime's,
+	// 1.25x). 0 or absent: 1-hour writes are billed at CacheWritePerMTok,
+	// as a price that knows one cache-write rate only has them.
+	CacheWrite1hPerMTok float64 `json:"cacheWrite1hPerMTok,omitempty"`
 	// LongPrompt, when set, prices a call whose prompt is longer than its
 	// threshold: OpenAI (over 272K input tokens) and Anthropic (Claude
 	// Haiku 5.5, over 100K) bill every token of such a call, output
@@ -40,6 +46,9 @@ type LongPromptPrice struct {
 	OutputPerMTok     float64 `json:"outputPerMTok"`
 	CacheReadPerMTok  float64 `json:"cacheReadPerMTok"`
 	CacheWritePerMTok float64 `json:"cacheWritePerMTok"`
+	// CacheWrite1hPerMTok is as Price's: 0 bills 1-hour writes at
+	// CacheWritePerMTok.
+	CacheWrite1hPerMTok float64 `json:"cacheWrite1hPerMTok,omitempty"`
 }
 
 // At returns the flat rates of a call whose prompt has promptTokens tokens:
@@ -48,15 +57,27 @@ type LongPromptPrice struct {
 func (p *Price) At(promptTokens int) Price {
 	if l := p.LongPrompt; l != nil && promptTokens > l.PromptTokens {
 		return Price{InputPerMTok: l.InputPerMTok, OutputPerMTok: l.OutputPerMTok,
-			CacheReadPerMTok: l.CacheReadPerMTok, CacheWritePerMTok: l.CacheWritePerMTok, Source: p.Source}
+			CacheReadPerMTok: l.CacheReadPerMTok, CacheWritePerMTok: l.CacheWritePerMTok, CacheWrite1hPerMTok: l.CacheWrite1hPerMTok,
+			Source: p.Source}
 	}
 	flat := *p
 	flat.LongPrompt = nil
 	return flat
 }
 
+// CacheWrite1hRate is the rate of one-hour cache writes: CacheWrite1hPerMTok,
+// or CacheWritePerMTok for a price without one.
+func (p *Price) CacheWrite1hRate() float64 {
+	if p.CacheWrite1hPerMTok > 0 {
+		return p.CacheWrite1hPerMTok
+	}
+	return p.CacheWritePerMTok
+}
+
 // Cost prices usage. Cache reads and writes are billed at their own rates,
-// as both providers bill them; a prompt past the long-prompt threshold
+// as both providers bill them (the one-hour part of the writes,
+// CacheWrite1hTokens, at CacheWrite1hRate, the rest at CacheWritePerMTok);
+// a prompt past the long-prompt threshold
 // moves the whole call to the long-prompt rates. Reasoning and thinking
 // tokens are output tokens: both providers count them in the output and
 // bill them at the output rate.
@@ -66,8 +87,10 @@ func (p *Price) At(promptTokens int) Price {
 // 7.000000000000001e-07) does not reach the answers.
 func (p *Price) Cost(u Usage) float64 {
 	r := p.At(u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens)
+	w1h := min(max(u.CacheWrite1hTokens, 0), max(u.CacheWriteTokens, 0)) // a part of the writes, never more
 	return RoundUSD((float64(u.InputTokens)*r.InputPerMTok + float64(u.OutputTokens)*r.OutputPerMTok +
-		float64(u.CacheReadTokens)*r.CacheReadPerMTok + float64(u.CacheWriteTokens)*r.CacheWritePerMTok) / 1e6)
+		float64(u.CacheReadTokens)*r.CacheReadPerMTok + float64(u.CacheWriteTokens-w1h)*r.CacheWritePerMTok +
+		float64(w1h)*r.CacheWrite1hRate()) / 1e6)
 }
 
 // usdUnit is the amount RoundUSD rounds to; budgets compare within it.
@@ -310,14 +333,14 @@ func (c *Catalog) addSpec(p ProviderSpec, cfg Config) error {
 // checkPrice refuses a price no bill could come from: a negative rate, a
 // long-prompt threshold that is not a token count, or no source.
 func checkPrice(p *Price) error {
-	if err := negativeRate("", p.InputPerMTok, p.OutputPerMTok, p.CacheReadPerMTok, p.CacheWritePerMTok); err != nil {
+	if err := negativeRate("", p.InputPerMTok, p.OutputPerMTok, p.CacheReadPerMTok, p.CacheWritePerMTok, p.CacheWrite1hPerMTok); err != nil {
 		return err
 	}
 	if l := p.LongPrompt; l != nil {
 		if l.PromptTokens <= 0 {
 			return fmt.Errorf("longPrompt.promptTokens must be above 0 (%d): its rates apply to prompts longer than it", l.PromptTokens)
 		}
-		if err := negativeRate("longPrompt.", l.InputPerMTok, l.OutputPerMTok, l.CacheReadPerMTok, l.CacheWritePerMTok); err != nil {
+		if err := negativeRate("longPrompt.", l.InputPerMTok, l.OutputPerMTok, l.CacheReadPerMTok, l.CacheWritePerMTok, l.CacheWrite1hPerMTok); err != nil {
 			return err
 		}
 	}
@@ -329,11 +352,11 @@ func checkPrice(p *Price) error {
 	return nil
 }
 
-func negativeRate(prefix string, in, out, cacheRead, cacheWrite float64) error {
+func negativeRate(prefix string, in, out, cacheRead, cacheWrite, cacheWrite1h float64) error {
 	for _, r := range []struct {
 		field string
 		v     float64
-	}{{"inputPerMTok", in}, {"outputPerMTok", out}, {"cacheReadPerMTok", cacheRead}, {"cacheWritePerMTok", cacheWrite}} {
+	}{{"inputPerMTok", in}, {"outputPerMTok", out}, {"cacheReadPerMTok", cacheRead}, {"cacheWritePerMTok", cacheWrite}, {"cacheWrite1hPerMTok", cacheWrite1h}} {
 		if r.v < 0 {
 			return fmt.Errorf("a price is negative (%s%s %v)", prefix, r.field, r.v)
 		}

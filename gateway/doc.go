@@ -180,6 +180,12 @@ type Usage struct {
 	OutputTokens     int `json:"output_tokens"`
 	CacheReadTokens  int `json:"cache_read_input_tokens,omitempty"`
 	CacheWriteTokens int `json:"cache_creation_input_tokens,omitempty"`
+	// CacheWrite1hTokens is the part of CacheWriteTokens written with a
+	// one-hour lifetime (Anthropic's usage.cache_creation
+	// .ephemeral_1h_input_tokens), billed at the price's 1-hour rate;
+	// never more than CacheWriteTokens, which stays the whole of the
+	// writes (5-minute and 1-hour).
+	CacheWrite1hTokens int `json:"cache_creation_1h_input_tokens,omitempty"`
 	// Estimated: the upstream reported no usage, so Baton counted the
 	// tokens itself (see EstimateUsage) and billed that count.
 	Estimated bool `json:"estimated,omitempty"`

@@ -115,10 +115,10 @@ func FuzzProvidersFile(f *testing.F) {
 				t.Fatalf("model %s: hasPricing %v with pricing %+v", m.ID, m.HasPricing, m.Pricing)
 			}
 			if pr := m.Pricing; pr != nil {
-				if pr.InputPerMTok < 0 || pr.OutputPerMTok < 0 || pr.CacheReadPerMTok < 0 || pr.CacheWritePerMTok < 0 {
+				if pr.InputPerMTok < 0 || pr.OutputPerMTok < 0 || pr.CacheReadPerMTok < 0 || pr.CacheWritePerMTok < 0 || pr.CacheWrite1hPerMTok < 0 {
 					t.Fatalf("model %s has a negative price: %+v", m.ID, *pr)
 				}
-				if l := pr.LongPrompt; l != nil && (l.PromptTokens <= 0 || l.InputPerMTok < 0 || l.OutputPerMTok < 0 || l.CacheReadPerMTok < 0 || l.CacheWritePerMTok < 0) {
+				if l := pr.LongPrompt; l != nil && (l.PromptTokens <= 0 || l.InputPerMTok < 0 || l.OutputPerMTok < 0 || l.CacheReadPerMTok < 0 || l.CacheWritePerMTok < 0 || l.CacheWrite1hPerMTok < 0) {
 					t.Fatalf("model %s has a long-prompt price no bill could come from: %+v", m.ID, *l)
 				}
 				if strings.TrimSpace(pr.Source) == "" {

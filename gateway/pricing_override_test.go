@@ -169,6 +169,10 @@ func TestPricingOverrideMistakes(t *testing.T) {
 			`pricing: "openai:gpt-4o" is not a model in the catalog`},
 		{"negative price", `{"pricing":{"openai:gpt-4o":{"inputPerMTok":1,"cacheWritePerMTok":-0.5,"source":"x"}}}`,
 			`pricing: openai:gpt-4o: a price is negative (cacheWritePerMTok -0.5)`},
+		{"negative 1-hour cache write", `{"pricing":{"anthropic:claude-opus-5-5":{"inputPerMTok":1,"cacheWrite1hPerMTok":-2,"source":"x"}}}`,
+			`pricing: anthropic:claude-opus-5-5: a price is negative (cacheWrite1hPerMTok -2)`},
+		{"negative long-prompt 1-hour cache write", `{"pricing":{"anthropic:claude-opus-5-5":{"inputPerMTok":1,"source":"x","longPrompt":{"promptTokens":10,"cacheWrite1hPerMTok":-2}}}}`,
+			`pricing: anthropic:claude-opus-5-5: a price is negative (longPrompt.cacheWrite1hPerMTok -2)`},
 		{"no source", `{"pricing":{"openai:gpt-4o":{"inputPerMTok":1,"outputPerMTok":2}}}`,
 			`pricing: openai:gpt-4o: pricing needs a source (where and when the price was read)`},
 		{"blank source", `{"pricing":{"openai:gpt-4o":{"inputPerMTok":1,"source":"  "}}}`,
@@ -277,5 +281,44 @@ func TestPricingOverrideSurvivesSync(t *testing.T) {
 	gotJSON, _ := json.Marshal(b.List())
 	if string(gotJSON) != string(wantJSON) {
 		t.Fatalf("the replica's catalog differs from the one that synced:\n%s\n%s", gotJSON, wantJSON)
+	}
+}
+
+// The providers file's pricing object takes a 1-hour cache-write rate
+// (cacheWrite1hPerMTok, in a price and in its longPrompt): the list shows
+// it and a call's 1-hour writes are billed at it; a price without one
+// bills them at the 5-minute rate.
+func TestPricingOverrideOneHourCacheWrites(t *testing.T) {
+	c, err := catalogFromFile(t, `{"pricing":{
+		"anthropic:claude-opus-5-5":{"inputPerMTok":3,"outputPerMTok":15,"cacheReadPerMTok":0.3,"cacheWritePerMTok":3.75,"cacheWrite1hPerMTok":6,
+			"longPrompt":{"promptTokens":4500000,"inputPerMTok":6,"outputPerMTok":22.5,"cacheReadPerMTok":0.6,"cacheWritePerMTok":7.5,"cacheWrite1hPerMTok":12},
+			"source":"contract price, 2026-11-01"},
+		"anthropic:claude-sonnet-5-5":{"inputPerMTok":3,"outputPerMTok":15,"cacheReadPerMTok":0.3,"cacheWritePerMTok":3.75,"source":"contract price, 2026-11-01"}}}`,
+		map[string]string{"ANTHROPIC_API_KEY": "sk-ant-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pricing := listed(t, c, "anthropic:claude-opus-5-5")["pricing"].(map[string]any)
+	if pricing["cacheWrite1hPerMTok"] != 6.0 || pricing["longPrompt"].(map[string]any)["cacheWrite1hPerMTok"] != 12.0 {
+		t.Fatalf("listed pricing: %v", pricing)
+	}
+	// 1M input (3) + 1M output (15) + 1M reads (0.3) + 1M 5-minute writes
+	// (3.75) + 1M 1-hour writes (6): 28.05.
+	u := oneMillionEach
+	u.CacheWriteTokens, u.CacheWrite1hTokens = 2_000_000, 1_000_000
+	if cost := callCost(t, c, "anthropic:claude-opus-5-5", u); cost == nil || *cost != 28.05 {
+		t.Fatalf("opus: %v, want 28.05", costText(cost))
+	}
+	// Past the long-prompt threshold: 6 + 22.5 + 0.6 + 2*7.5 + 2*12 = 68.1.
+	long := Usage{InputTokens: 1_000_000, OutputTokens: 1_000_000, CacheReadTokens: 1_000_000, CacheWriteTokens: 4_000_000, CacheWrite1hTokens: 2_000_000}
+	if cost := callCost(t, c, "anthropic:claude-opus-5-5", long); cost == nil || *cost != 68.1 {
+		t.Fatalf("opus, long prompt: %v, want 68.1", costText(cost))
+	}
+	// No 1-hour rate: the 1-hour writes at the 5-minute one, 3+15+0.3+2*3.75.
+	if cost := callCost(t, c, "anthropic:claude-sonnet-5-5", u); cost == nil || *cost != 25.8 {
+		t.Fatalf("sonnet: %v, want 25.8", costText(cost))
+	}
+	if _, ok := listed(t, c, "anthropic:claude-sonnet-5-5")["pricing"].(map[string]any)["cacheWrite1hPerMTok"]; ok {
+		t.Fatal("a price without a 1-hour rate lists one")
 	}
 }

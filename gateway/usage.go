@@ -289,6 +289,10 @@ func (r *UsageRecord) appendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"cache_creation_input_tokens":`...)
 		b = strconv.AppendInt(b, int64(u.CacheWriteTokens), 10)
 	}
+	if u.CacheWrite1hTokens != 0 {
+		b = append(b, `,"cache_creation_1h_input_tokens":`...)
+		b = strconv.AppendInt(b, int64(u.CacheWrite1hTokens), 10)
+	}
 	if u.Estimated {
 		b = append(b, `,"estimated":true`...)
 	}

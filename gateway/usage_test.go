@@ -67,6 +67,31 @@ func TestWorstCaseBounds(t *testing.T) {
 	}
 }
 
+// The worst case prices each input token at the dearest rate it may be
+// billed at: the 1-hour cache write's, when the price has one above the
+// input and 5-minute write rates (a passed-through request may ask for a
+// 1-hour cache of its whole prompt).
+func TestWorstCostOneHourCacheWrites(t *testing.T) {
+	req := Request{MaxTokens: 100, Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: "hi"}}}}}
+	m := &Model{ID: "x:y", Pricing: &Price{InputPerMTok: 4, OutputPerMTok: 20, CacheWritePerMTok: 5, CacheWrite1hPerMTok: 8}}
+	in, out := WorstTokens(req, m)
+	if got, want := *WorstCost(req, m), (float64(in)*8+float64(out)*20)/1e6; got != want {
+		t.Fatalf("worst cost %v, want %v (the input at the 1-hour write rate)", got, want)
+	}
+	// Every input token written to a 1-hour cache costs no more than that.
+	if c := m.Pricing.Cost(Usage{CacheWriteTokens: in, CacheWrite1hTokens: in, OutputTokens: out}); c > *WorstCost(req, m)+usdUnit {
+		t.Fatalf("a call costs %v, over its worst case %v", c, *WorstCost(req, m))
+	}
+	m.Pricing.CacheWrite1hPerMTok = 0 // no 1-hour rate: the 5-minute one
+	if got, want := *WorstCost(req, m), (float64(in)*5+float64(out)*20)/1e6; got != want {
+		t.Fatalf("worst cost without a 1-hour rate %v, want %v", got, want)
+	}
+	m.Pricing.LongPrompt = &LongPromptPrice{PromptTokens: 1, InputPerMTok: 8, OutputPerMTok: 30, CacheWritePerMTok: 10, CacheWrite1hPerMTok: 16}
+	if got, want := *WorstCost(req, m), (float64(in)*16+float64(out)*30)/1e6; got != want {
+		t.Fatalf("worst cost past the long-prompt threshold %v, want %v", got, want)
+	}
+}
+
 // countingStore counts successful appends.
 type countingStore struct {
 	eventstore.Store

@@ -382,6 +382,10 @@ func (s *anStream) Next() (gateway.Delta, error) {
 				if u.CacheCreationInputTokens > 0 {
 					s.usage.CacheWriteTokens = u.CacheCreationInputTokens
 				}
+				if c := u.CacheCreation; c != nil && c.Ephemeral1hInputTokens > 0 {
+					s.usage.CacheWrite1hTokens = c.Ephemeral1hInputTokens
+				}
+				s.usage.CacheWrite1hTokens = oneHourPart(s.usage.CacheWrite1hTokens, s.usage.CacheWriteTokens)
 			}
 		case "message_stop":
 			s.done = true

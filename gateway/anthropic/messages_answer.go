@@ -15,7 +15,7 @@ import (
 // and estimated when Baton counted the tokens.
 func Usage(u gateway.Usage, cost *float64) MessagesUsage {
 	return MessagesUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
-		CacheReadInputTokens: u.CacheReadTokens, CacheCreationInputTokens: u.CacheWriteTokens, Cost: &cost, Estimated: u.Estimated}
+		CacheReadInputTokens: u.CacheReadTokens, CacheCreationInputTokens: u.CacheWriteTokens, CacheCreation: cacheCreation(u), Cost: &cost, Estimated: u.Estimated}
 }
 
 // StopReason is a canonical stop reason as the messages front answers it:
@@ -43,7 +43,8 @@ func StopSequence(stop, matched string) *string {
 func MessageStart(id, model, provider string, early gateway.Usage, svc any) Event {
 	return Event{Type: "message_start", Message: &Message{ID: id, Type: "message", Role: "assistant", Model: model, Provider: provider,
 		Content: []gateway.Block{}, Usage: &MessagesUsage{InputTokens: early.InputTokens,
-			CacheReadInputTokens: early.CacheReadTokens, CacheCreationInputTokens: early.CacheWriteTokens}, Svc: svc}}
+			CacheReadInputTokens: early.CacheReadTokens, CacheCreationInputTokens: early.CacheWriteTokens,
+			CacheCreation: cacheCreation(early)}, Svc: svc}}
 }
 
 // MessageDelta ends a streamed message: its stop (a canonical stop reason

@@ -8,25 +8,30 @@ import "github.com/batonhq/baton/gateway"
 // providers file's pricing object overrides any of them.
 //
 // supportsTools and supportsJson say what works through Baton's adapter.
-// Cache writes are priced at the default cache lifetime's rate (5
-// minutes): Baton asks for no longer one.
+// Cache writes have two rates, as Anthropic bills them: the default
+// 5-minute lifetime's (CacheWritePerMTok, 1.25x the input rate) and the
+// 1-hour lifetime's (CacheWrite1hPerMTok, 2x). Baton's adapter asks for
+// no longer lifetime than the default, but a request passed through on
+// /v1/messages keeps its cache_control, and a client (Claude Code, say)
+// may ask for ttl "1h"; the usage tells each lifetime's writes apart.
 var Models = []gateway.ModelSpec{
 	// Claude Fable 5.1, Opus 5.5 and Sonnet 5.5 refuse a forced tool
 	// call (tool_choice any or tool): structured output goes to the
 	// models after the 4.5 generation as output_config.format.
 	{Name: "claude-fable-5-2", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"premium", "auto"},
-		Pricing: &gateway.Price{InputPerMTok: 8, OutputPerMTok: 40, CacheReadPerMTok: 0.20, CacheWritePerMTok: 10,
+		Pricing: &gateway.Price{InputPerMTok: 8, OutputPerMTok: 40, CacheReadPerMTok: 0.20, CacheWritePerMTok: 10, CacheWrite1hPerMTok: 16,
 			Source: "Anthropic list price, https://platform.claude.com/docs/en/about-claude/pricing, as of 2026-11-10"}},
 	{Name: "claude-opus-5-5", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"premium", "auto"},
-		Pricing: &gateway.Price{InputPerMTok: 4, OutputPerMTok: 20, CacheReadPerMTok: 0.20, CacheWritePerMTok: 5, Source: anthropicPricing}},
+		Pricing: &gateway.Price{InputPerMTok: 4, OutputPerMTok: 20, CacheReadPerMTok: 0.20, CacheWritePerMTok: 5, CacheWrite1hPerMTok: 8, Source: anthropicPricing}},
 	{Name: "claude-sonnet-5-5", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"balanced", "premium", "auto"},
-		Pricing: &gateway.Price{InputPerMTok: 2, OutputPerMTok: 10, CacheReadPerMTok: 0.10, CacheWritePerMTok: 2.50, Source: anthropicPricing}},
+		Pricing: &gateway.Price{InputPerMTok: 2, OutputPerMTok: 10, CacheReadPerMTok: 0.10, CacheWritePerMTok: 2.50, CacheWrite1hPerMTok: 4, Source: anthropicPricing}},
 	{Name: "claude-haiku-5-5", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
-		Pricing: &gateway.Price{InputPerMTok: 0.10, OutputPerMTok: 0.50, CacheReadPerMTok: 0.01, CacheWritePerMTok: 0.125,
-			LongPrompt: &gateway.LongPromptPrice{PromptTokens: 100000, InputPerMTok: 0.50, OutputPerMTok: 2.50, CacheReadPerMTok: 0.05, CacheWritePerMTok: 0.625},
-			Source:     anthropicPricing}},
+		Pricing: &gateway.Price{InputPerMTok: 0.10, OutputPerMTok: 0.50, CacheReadPerMTok: 0.01, CacheWritePerMTok: 0.125, CacheWrite1hPerMTok: 0.20,
+			LongPrompt: &gateway.LongPromptPrice{PromptTokens: 100000, InputPerMTok: 0.50, OutputPerMTok: 2.50, CacheReadPerMTok: 0.05, CacheWritePerMTok: 0.625,
+				CacheWrite1hPerMTok: 1},
+			Source: anthropicPricing}},
 	{Name: "claude-haiku-4-5", ContextTokens: 200000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
-		Pricing: &gateway.Price{InputPerMTok: 1, OutputPerMTok: 5, CacheReadPerMTok: 0.10, CacheWritePerMTok: 1.25, Source: anthropicPricing}},
+		Pricing: &gateway.Price{InputPerMTok: 1, OutputPerMTok: 5, CacheReadPerMTok: 0.10, CacheWritePerMTok: 1.25, CacheWrite1hPerMTok: 2, Source: anthropicPricing}},
 }
 
 // anthropicPricing is the source shared by several built-in prices.

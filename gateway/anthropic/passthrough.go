@@ -54,10 +54,14 @@ func (p *Provider) Forward(ctx context.Context, n *gateway.Native, model string,
 }
 
 // usageOf reads a Messages usage object; negative counts are
-// dropped, as they would lower the tenant's spending.
+// dropped, as they would lower the tenant's spending. The 1-hour part of
+// the cache writes (cache_creation.ephemeral_1h_input_tokens) is kept
+// apart, for its rate.
 func usageOf(u gjson.Result) gateway.Usage {
-	return gateway.Usage{InputTokens: max(int(u.Get("input_tokens").Int()), 0), OutputTokens: max(int(u.Get("output_tokens").Int()), 0),
+	out := gateway.Usage{InputTokens: max(int(u.Get("input_tokens").Int()), 0), OutputTokens: max(int(u.Get("output_tokens").Int()), 0),
 		CacheReadTokens: max(int(u.Get("cache_read_input_tokens").Int()), 0), CacheWriteTokens: max(int(u.Get("cache_creation_input_tokens").Int()), 0)}
+	out.CacheWrite1hTokens = oneHourPart(int(u.Get("cache_creation.ephemeral_1h_input_tokens").Int()), out.CacheWriteTokens)
+	return out
 }
 
 // anRawStream is an Anthropic event stream passed through: each event is a
@@ -133,6 +137,10 @@ func (s *anRawStream) Next() (gateway.Delta, error) {
 			if c := u.Get("cache_creation_input_tokens"); c.Exists() {
 				s.usage.CacheWriteTokens = max(int(c.Int()), 0)
 			}
+			if c := u.Get("cache_creation.ephemeral_1h_input_tokens"); c.Exists() {
+				s.usage.CacheWrite1hTokens = int(c.Int())
+			}
+			s.usage.CacheWrite1hTokens = oneHourPart(s.usage.CacheWrite1hTokens, s.usage.CacheWriteTokens)
 			final := s.usage
 			d.Usage = &final
 		}

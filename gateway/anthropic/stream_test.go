@@ -158,3 +158,53 @@ func TestFrontEventsReadBack(t *testing.T) {
 		t.Fatalf("error event read back as %v", err)
 	}
 }
+
+// A stream's 1-hour cache writes are read from message_start and
+// message_delta, by the adapter and the passthrough alike, and kept a
+// part of the writes.
+func TestAnthropicStreamOneHourCacheWrites(t *testing.T) {
+	raw := func(events ...string) gateway.Stream {
+		var b strings.Builder
+		for _, e := range events {
+			b.WriteString("data: " + e + "\n\n")
+		}
+		return &anRawStream{name: "t", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(b.String()))}
+	}
+	for _, c := range []struct {
+		name   string
+		events []string
+		want   gateway.Usage
+	}{
+		{"told at the start", []string{
+			`{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1,"cache_creation_input_tokens":3000,"cache_creation":{"ephemeral_5m_input_tokens":1000,"ephemeral_1h_input_tokens":2000}}}}`,
+			`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":7}}`,
+			`{"type":"message_stop"}`}, gateway.Usage{InputTokens: 5, OutputTokens: 7, CacheWriteTokens: 3000, CacheWrite1hTokens: 2000}},
+		{"told at the end", []string{
+			`{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}`,
+			`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":7,"cache_creation_input_tokens":3000,"cache_creation":{"ephemeral_5m_input_tokens":1000,"ephemeral_1h_input_tokens":2000}}}`,
+			`{"type":"message_stop"}`}, gateway.Usage{InputTokens: 5, OutputTokens: 7, CacheWriteTokens: 3000, CacheWrite1hTokens: 2000}},
+		{"more than the writes", []string{
+			`{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1,"cache_creation_input_tokens":300,"cache_creation":{"ephemeral_1h_input_tokens":2000}}}}`,
+			`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":7}}`,
+			`{"type":"message_stop"}`}, gateway.Usage{InputTokens: 5, OutputTokens: 7, CacheWriteTokens: 300, CacheWrite1hTokens: 300}},
+	} {
+		for _, st := range []struct {
+			parser string
+			s      gateway.Stream
+		}{{"adapter", anStreamOf(c.events...)}, {"passthrough", raw(c.events...)}} {
+			ds, err := upstreamtest.Drain(t, st.s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var last *gateway.Usage
+			for _, d := range ds {
+				if d.Usage != nil {
+					last = d.Usage
+				}
+			}
+			if last == nil || *last != c.want {
+				t.Errorf("%s, %s: usage %+v, want %+v", c.name, st.parser, last, c.want)
+			}
+		}
+	}
+}

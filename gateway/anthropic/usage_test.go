@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/gateway"
+	"github.com/tidwall/gjson"
 )
 
 // Anthropic's thinking is inside output_tokens, and its cache reads and
@@ -17,5 +18,49 @@ func TestUsageAsAnthropicBills(t *testing.T) {
 	}
 	if u := an.usage(); u != (gateway.Usage{InputTokens: 100, OutputTokens: 700, CacheReadTokens: 2000, CacheWriteTokens: 300}) {
 		t.Fatalf("Anthropic usage %+v", u)
+	}
+}
+
+// The 1-hour part of the cache writes is read apart, for its rate, from a
+// whole answer's usage (the adapter's and the passthrough's) and kept a
+// part of the writes: negative is 0, more than the writes is the writes.
+func TestUsageOneHourCacheWrites(t *testing.T) {
+	for _, c := range []struct {
+		usage      string
+		write, w1h int
+	}{
+		{`{"input_tokens":10,"output_tokens":5,"cache_creation_input_tokens":3000,"cache_creation":{"ephemeral_5m_input_tokens":1000,"ephemeral_1h_input_tokens":2000}}`, 3000, 2000},
+		{`{"input_tokens":10,"output_tokens":5,"cache_creation_input_tokens":300}`, 300, 0},
+		{`{"input_tokens":10,"output_tokens":5,"cache_creation_input_tokens":300,"cache_creation":{"ephemeral_1h_input_tokens":-7}}`, 300, 0},
+		{`{"input_tokens":10,"output_tokens":5,"cache_creation_input_tokens":300,"cache_creation":{"ephemeral_1h_input_tokens":900}}`, 300, 300},
+		{`{"input_tokens":10,"output_tokens":5,"cache_creation_input_tokens":-5,"cache_creation":{"ephemeral_1h_input_tokens":900}}`, 0, 0},
+	} {
+		want := gateway.Usage{InputTokens: 10, OutputTokens: 5, CacheWriteTokens: c.write, CacheWrite1hTokens: c.w1h}
+		var an MessagesUsage
+		if err := json.Unmarshal([]byte(c.usage), &an); err != nil {
+			t.Fatal(err)
+		}
+		if u := an.usage(); u != want {
+			t.Errorf("adapter: %s read as %+v, want %+v", c.usage, u, want)
+		}
+		if u := usageOf(gjson.Parse(c.usage)); u != want {
+			t.Errorf("passthrough: %s read as %+v, want %+v", c.usage, u, want)
+		}
+	}
+}
+
+// Baton's own usage tells the split of the writes when some were 1-hour
+// ones, as Anthropic does, and has no cache_creation otherwise.
+func TestAnswerUsageCacheCreation(t *testing.T) {
+	b, err := json.Marshal(Usage(gateway.Usage{InputTokens: 1, CacheWriteTokens: 3000, CacheWrite1hTokens: 2000}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gjson.GetBytes(b, "cache_creation").Raw; got != `{"ephemeral_5m_input_tokens":1000,"ephemeral_1h_input_tokens":2000}` {
+		t.Fatalf("cache_creation %s in %s", got, b)
+	}
+	b, _ = json.Marshal(Usage(gateway.Usage{InputTokens: 1, CacheWriteTokens: 3000}, nil))
+	if gjson.GetBytes(b, "cache_creation").Exists() {
+		t.Fatalf("cache_creation without 1-hour writes: %s", b)
 	}
 }

@@ -32,17 +32,48 @@ type MessagesUsage struct {
 	OutputTokens             int `json:"output_tokens"`
 	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
 	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	// CacheCreation splits the cache writes by lifetime: Anthropic bills
+	// the 1-hour ones at a higher rate. Baton's answers have it when some
+	// writes were 1-hour ones.
+	CacheCreation *CacheCreation `json:"cache_creation,omitempty"`
 	// Cost is three-valued: no key (an upstream's usage, message_start's),
 	// null (an unpriced model), or the cost in USD.
 	Cost      **float64 `json:"estimated_cost_usd,omitempty"`
 	Estimated bool      `json:"estimated,omitempty"`
 }
 
+// CacheCreation is usage.cache_creation: the cache writes of each lifetime.
+type CacheCreation struct {
+	Ephemeral5mInputTokens int `json:"ephemeral_5m_input_tokens"`
+	Ephemeral1hInputTokens int `json:"ephemeral_1h_input_tokens"`
+}
+
 // usage is the gateway's usage. Negative counts are dropped: they would
 // lower the tenant's spending.
 func (u *MessagesUsage) usage() gateway.Usage {
-	return gateway.Usage{InputTokens: max(u.InputTokens, 0), OutputTokens: max(u.OutputTokens, 0),
+	out := gateway.Usage{InputTokens: max(u.InputTokens, 0), OutputTokens: max(u.OutputTokens, 0),
 		CacheReadTokens: max(u.CacheReadInputTokens, 0), CacheWriteTokens: max(u.CacheCreationInputTokens, 0)}
+	if u.CacheCreation != nil {
+		out.CacheWrite1hTokens = oneHourPart(u.CacheCreation.Ephemeral1hInputTokens, out.CacheWriteTokens)
+	}
+	return out
+}
+
+// oneHourPart is the 1-hour part of cacheWrites an upstream reported:
+// negative is 0, and it is never more than the writes (the total is what
+// Anthropic bills; the part only moves some of it to the 1-hour rate).
+func oneHourPart(oneHour, cacheWrites int) int {
+	return min(max(oneHour, 0), max(cacheWrites, 0))
+}
+
+// cacheCreation is the split of u's cache writes an answer tells: nil
+// when none of them were 1-hour ones.
+func cacheCreation(u gateway.Usage) *CacheCreation {
+	oneHour := oneHourPart(u.CacheWrite1hTokens, u.CacheWriteTokens)
+	if oneHour == 0 {
+		return nil
+	}
+	return &CacheCreation{Ephemeral5mInputTokens: u.CacheWriteTokens - oneHour, Ephemeral1hInputTokens: oneHour}
 }
 
 // Event is a stream event's data. Baton builds message_start,
