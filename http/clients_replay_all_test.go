@@ -548,35 +548,46 @@ var replayRefusals = map[string][]replayRefusal{
 // or, where Baton refuses a field by design (replayRefusals), a 400 naming
 // that field before any upstream call.
 func TestClientsReplayAllStreamsTranslated(t *testing.T) {
+	replayEachTranslated(t, true, replayRefusals, replayTranslated)
+}
+
+// replayEachTranslated runs replay on every recorded request (but
+// count_tokens) that streams or not as stream says, checking that each
+// entry of refusals names one of them.
+func replayEachTranslated(t *testing.T, stream bool, refusals map[string][]replayRefusal,
+	replay func(*testing.T, *env, *replayUpstreams, replayExchange, string, []replayRefusal)) {
 	e, u := replayEnv(t)
 	caps := replayCaptures(t)
 	used := map[string]bool{}
-	streams := 0
 	for _, file := range replayFiles(caps) {
 		for _, c := range caps[file] {
 			route, _, _ := strings.Cut(c.path, "?")
-			if route == "/v1/messages/count_tokens" || !gjson.GetBytes(c.body, "stream").Bool() {
+			if route == "/v1/messages/count_tokens" || gjson.GetBytes(c.body, "stream").Bool() != stream {
 				continue
 			}
-			streams++
 			name := fmt.Sprintf("%s#%d", c.file, c.index)
 			used[name] = true
 			t.Run(name, func(t *testing.T) {
-				replayTranslated(t, e, u, c, replayRoutes[route], replayRefusals[name])
+				replay(t, e, u, c, replayRoutes[route], refusals[name])
 			})
 		}
 	}
-	for name := range replayRefusals {
+	for name := range refusals {
 		if !used[name] {
-			t.Errorf("replayRefusals names %s, which is no streamed capture", name)
+			t.Errorf("the refusals name %s, which is no capture of this kind (streamed: %v)", name, stream)
 		}
 	}
-	if streams == 0 {
-		t.Fatal("no streamed capture")
+	if len(used) == 0 {
+		t.Fatalf("no capture (streamed: %v)", stream)
 	}
 }
 
-func replayTranslated(t *testing.T, e *env, u *replayUpstreams, c replayExchange, format string, refusals []replayRefusal) {
+// replaySendTranslated sends a capture to the other kind's model: each
+// refusal by design first (a 400 naming its field, no upstream request),
+// then the rest, which must be answered 200 in ct after one upstream
+// request. It returns the answer, the body sent and what the provider got.
+func replaySendTranslated(t *testing.T, e *env, u *replayUpstreams, c replayExchange, format string, refusals []replayRefusal, ct string) (replayAnswer, []byte, recorded) {
+	t.Helper()
 	model, up := "anthropic:claude-haiku-4-5", u.messages
 	if format == "anthropic" {
 		model, up = "openai:gpt-4o-mini", u.chat
@@ -598,16 +609,21 @@ func replayTranslated(t *testing.T, e *env, u *replayUpstreams, c replayExchange
 	}
 	before := u.total()
 	a := replaySend(t, e, c.capturedCall, body)
-	if a.status != 200 || !strings.HasPrefix(a.ct, "text/event-stream") {
+	if a.status != 200 || !strings.HasPrefix(a.ct, ct) {
 		t.Fatalf("%d (%s) %.1000s", a.status, a.ct, a.raw)
 	}
 	if n := u.total() - before; n != 1 {
 		t.Fatalf("the providers got %d requests, want 1", n)
 	}
 	got := up.last(t)
-	if !gjson.GetBytes(got.body, "stream").Bool() {
-		t.Fatalf("the provider was not asked to stream: %.500s", got.body)
+	if gjson.GetBytes(got.body, "stream").Bool() != (ct == "text/event-stream") {
+		t.Fatalf("the provider's stream flag is not the client's: %.500s", got.body)
 	}
+	return a, body, got
+}
+
+func replayTranslated(t *testing.T, e *env, u *replayUpstreams, c replayExchange, format string, refusals []replayRefusal) {
+	a, body, got := replaySendTranslated(t, e, u, c, format, refusals, "text/event-stream")
 	events := sseRaw(t, bytes.NewReader(a.raw))
 	switch format {
 	case "anthropic":
@@ -862,66 +878,11 @@ var replayWholeRefusals = map[string][]replayRefusal{
 // thinking too, where its front has a place for it), or a 400 naming a
 // field refused by design before any upstream call.
 func TestClientsReplayAllWholeTranslated(t *testing.T) {
-	e, u := replayEnv(t)
-	caps := replayCaptures(t)
-	used := map[string]bool{}
-	whole := 0
-	for _, file := range replayFiles(caps) {
-		for _, c := range caps[file] {
-			route, _, _ := strings.Cut(c.path, "?")
-			if route == "/v1/messages/count_tokens" || gjson.GetBytes(c.body, "stream").Bool() {
-				continue
-			}
-			whole++
-			name := fmt.Sprintf("%s#%d", c.file, c.index)
-			used[name] = true
-			t.Run(name, func(t *testing.T) {
-				replayWholeTranslated(t, e, u, c, replayRoutes[route], replayWholeRefusals[name])
-			})
-		}
-	}
-	for name := range replayWholeRefusals {
-		if !used[name] {
-			t.Errorf("replayWholeRefusals names %s, which is no whole capture", name)
-		}
-	}
-	if whole == 0 {
-		t.Fatal("no whole capture")
-	}
+	replayEachTranslated(t, false, replayWholeRefusals, replayWholeTranslated)
 }
 
 func replayWholeTranslated(t *testing.T, e *env, u *replayUpstreams, c replayExchange, format string, refusals []replayRefusal) {
-	model, up := "anthropic:claude-haiku-4-5", u.messages
-	if format == "anthropic" {
-		model, up = "openai:gpt-4o-mini", u.chat
-	}
-	body := setModel(t, c.body, model)
-	for _, r := range refusals {
-		before := u.total()
-		a := replaySend(t, e, c.capturedCall, body)
-		if a.status != 400 || replayParam(format, a.raw) != r.param {
-			t.Fatalf("want a 400 naming %s, got %d %s", r.param, a.status, a.raw)
-		}
-		if n := u.total() - before; n != 0 {
-			t.Fatalf("refused, yet the providers got %d requests", n)
-		}
-		var err error
-		if body, err = sjson.DeleteBytes(body, r.remove); err != nil {
-			t.Fatal(err)
-		}
-	}
-	before := u.total()
-	a := replaySend(t, e, c.capturedCall, body)
-	if a.status != 200 || !strings.HasPrefix(a.ct, "application/json") {
-		t.Fatalf("%d (%s) %.1000s", a.status, a.ct, a.raw)
-	}
-	if n := u.total() - before; n != 1 {
-		t.Fatalf("the providers got %d requests, want 1", n)
-	}
-	got := up.last(t)
-	if gjson.GetBytes(got.body, "stream").Bool() {
-		t.Fatalf("the provider was asked to stream: %.500s", got.body)
-	}
+	a, body, got := replaySendTranslated(t, e, u, c, format, refusals, "application/json")
 	ans := gjson.ParseBytes(a.raw)
 	switch format {
 	case "anthropic":
