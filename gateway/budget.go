@@ -72,9 +72,11 @@ func WorstTokens(req Request, m *Model) (in, out int) {
 		in += len(req.Output.Name) + len(req.Output.Description) + len(req.Output.Schema) + structuredOverhead
 	}
 	out = req.MaxTokens
-	if m != nil && m.Kind == "anthropic" {
-		req.Model = m.Model
-		out = AnthropicMaxTokens(req) // what the adapter sends (a thinking budget may raise a missing cap)
+	if m != nil {
+		if k, ok := lookupKind(m.Kind); ok && k.MaxTokens != nil {
+			req.Model = m.Model
+			out = k.MaxTokens(req) // what the adapter sends
+		}
 	}
 	if out <= 0 && m != nil {
 		out = m.ContextTokens

@@ -108,8 +108,8 @@ func TestWorstTokens(t *testing.T) {
 	anthropic := &Model{ID: "anthropic:m", Provider: "claude", Kind: "anthropic", ContextTokens: 200000}
 	openai := &Model{ID: "anthropic:m", Provider: "anthropic", Kind: "openai-compatible", ContextTokens: 128000} // named anthropic, not of that kind
 	in, out := WorstTokens(req, anthropic)
-	if out != AnthropicDefaultMaxTokens {
-		t.Errorf("anthropic, no cap: out %d, want %d", out, AnthropicDefaultMaxTokens)
+	if out != 4096 { // anthropic.DefaultMaxTokens, what the adapter sends
+		t.Errorf("anthropic, no cap: out %d, want %d", out, 4096)
 	}
 	if _, o := WorstTokens(req, openai); o != 128000 {
 		t.Errorf("openai, no cap: out %d, want the context", o)

@@ -32,6 +32,11 @@ type Kind struct {
 	DefaultURL string
 	BaseURLEnv string
 	KeyEnv     string
+	// MaxTokens is the output cap the kind's adapter sends for a request
+	// to one of its models, where that is not the request's own (the
+	// Messages API requires one; a thinking budget may raise it): the
+	// budget's worst case holds it. Nil: the request's cap.
+	MaxTokens func(Request) int
 	// Development: the offline provider, serving LocalModel; built in
 	// only, never declared in a providers file.
 	Development bool

@@ -30,7 +30,7 @@ const Version = "2023-06-01"
 func init() {
 	gateway.RegisterKind("anthropic", gateway.Kind{New: func(e gateway.Endpoint) (gateway.Provider, error) {
 		return New(e.Name, cmp.Or(e.BaseURL, DefaultURL), e.Key, e.Client), nil
-	}, Builtin: true, Models: Models, DefaultURL: DefaultURL, BaseURLEnv: "ANTHROPIC_BASE_URL", KeyEnv: "ANTHROPIC_API_KEY"})
+	}, Builtin: true, Models: Models, MaxTokens: MaxTokens, DefaultURL: DefaultURL, BaseURLEnv: "ANTHROPIC_BASE_URL", KeyEnv: "ANTHROPIC_API_KEY"})
 }
 
 // DefaultURL is Anthropic's API.
@@ -126,9 +126,9 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		r.Metadata = &Metadata{UserID: req.User}
 	}
 	// The Messages API requires a cap; chat completion clients may send none.
-	thinking, effort, maxTokens := req.Thinking, req.Effort, gateway.AnthropicMaxTokens(req)
+	thinking, effort, maxTokens := req.Thinking, req.Effort, MaxTokens(req)
 	if req.Thinking == nil && req.Effort == "" {
-		thinking, effort, maxTokens = gateway.AnthropicReasoning(req)
+		thinking, effort, maxTokens = Reasoning(req)
 	}
 	r.MaxTokens = &maxTokens
 	if thinking != nil {
@@ -142,7 +142,7 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 	}
 	tc, system := req.ToolChoice, req.System
 	switch {
-	case req.Output != nil && (thinking != nil && thinking.Type != "disabled" || gateway.AnthropicStructuredNative(req.Model)):
+	case req.Output != nil && (thinking != nil && thinking.Type != "disabled" || StructuredNative(req.Model)):
 		// Thinking takes no forced tool, nor do the later models: the
 		// native structured output.
 		format, err := json.Marshal(map[string]any{"type": "json_schema", "schema": gateway.WithoutMetaKeys(req.Output.Schema)})

@@ -364,11 +364,11 @@ func (q *MessagesRequest) reasoning(out *gateway.Request) error {
 		}
 	}
 	if raw := q.OutputConfig["effort"]; !gateway.Absent(raw) {
-		if json.Unmarshal(raw, &out.Effort) != nil || !slices.Contains(gateway.AnthropicEfforts, out.Effort) {
-			return gateway.BadRequest("output_config/effort", "output_config/effort: must be one of %s", strings.Join(gateway.AnthropicEfforts, ", "))
+		if json.Unmarshal(raw, &out.Effort) != nil || !slices.Contains(Efforts, out.Effort) {
+			return gateway.BadRequest("output_config/effort", "output_config/effort: must be one of %s", strings.Join(Efforts, ", "))
 		}
 	}
-	out.ReasoningEffort = gateway.ReasoningFromThinking(out.Thinking, out.Effort)
+	out.ReasoningEffort = ReasoningFromThinking(out.Thinking, out.Effort)
 	return nil
 }
 
