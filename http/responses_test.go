@@ -463,7 +463,6 @@ func TestResponsesRefusedFields(t *testing.T) {
 		{"background", map[string]any{"model": "rec:m1", "input": "x", "background": true}, "background"},
 		{"file input", map[string]any{"model": "rec:m1", "input": []any{map[string]any{"role": "user", "content": []any{
 			map[string]any{"type": "input_text", "text": "what is this?"}, map[string]any{"type": "input_file", "file_id": "file_1"}}}}}, "input/0/content/1/type"},
-		{"reasoning item", map[string]any{"model": "rec:m1", "input": []any{map[string]any{"type": "reasoning", "summary": []any{}}, map[string]any{"role": "user", "content": "x"}}}, "input/0/encrypted_content"},
 		{"conversation", map[string]any{"model": "rec:m1", "input": "x", "conversation": "conv_1"}, "conversation"},
 		{"logprobs", map[string]any{"model": "rec:m1", "input": "x", "include": []string{"message.output_text.logprobs"}}, "include/0"},
 		{"no input", map[string]any{"model": "rec:m1"}, "input"},

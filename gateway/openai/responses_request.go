@@ -667,9 +667,14 @@ func (c *conversation) items(items []json.RawMessage, param string) error {
 		case "reasoning":
 			// Baton's own reasoning item: the thinking as its summary, the
 			// provider's signature as encrypted_content, a thinking block
-			// again. Another's (no signature) cannot be carried.
+			// again. One without a signature (an OpenAI-compatible
+			// server's reasoning, as Baton answered it, or another's) is
+			// left out: no provider takes unsigned reasoning back (the chat
+			// API takes none, Anthropic refuses a thinking block without
+			// its signature), and a client replaying Baton's own output, or
+			// previous_response_id, must not be refused for it.
 			if it.EncryptedContent == nil || *it.EncryptedContent == "" {
-				return refused(p+"/encrypted_content", "a reasoning item without encrypted_content cannot be carried to a translated provider: leave it out of the input")
+				continue
 			}
 			var text strings.Builder
 			for j, part := range it.Summary {

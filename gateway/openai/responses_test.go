@@ -145,7 +145,6 @@ func TestDecodeResponsesRequestRefusals(t *testing.T) {
 		{`{"model":"m","input":"x","top_logprobs":2}`, "top_logprobs"},
 		{`{"model":"m","input":"x","service_tier":"flex"}`, "service_tier"},
 		{`{"model":"m","input":"x","text":{"verbosity":"low"}}`, "text/verbosity"},
-		{`{"model":"m","input":[{"type":"reasoning","summary":[]},{"role":"user","content":"x"}]}`, "input/0/encrypted_content"},
 		{`{"model":"m","input":[{"type":"reasoning","summary":[{"type":"other"}],"encrypted_content":"s"}]}`, "input/0/summary/0/type"},
 		{`{"model":"m","input":"x","include":["something.new"]}`, "include/0"},
 		{`{"model":"m","input":"x","tool_choice":{"type":"web_search_preview"},"tools":[{"type":"function","name":"f"}]}`, "tool_choice/type"},
@@ -172,6 +171,23 @@ func TestDecodeResponsesRequestRefusals(t *testing.T) {
 	for _, body := range []string{``, `{`, `nope`, `{"model":"m",}`} {
 		if _, err := DecodeResponsesRequest([]byte(body)); domain.KindOf(err) != domain.KindBadRequest {
 			t.Errorf("%q: %v, want a malformed_json error", body, err)
+		}
+	}
+	// A reasoning item without a signature (Baton's answer from an
+	// OpenAI-compatible server's reasoning, replayed) is left out, not
+	// refused: the turns around it go on.
+	rc, err := DecodeResponsesRequest([]byte(`{"model":"m","input":[{"role":"user","content":"hi"},{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"Let me think."}]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hello"}]},{"role":"user","content":"again"}]}`))
+	if err != nil {
+		t.Fatalf("an unsigned reasoning item: %v", err)
+	}
+	if n := len(rc.Request.Messages); n != 3 {
+		t.Fatalf("%d messages, want 3: %+v", n, rc.Request.Messages)
+	}
+	for _, m := range rc.Request.Messages {
+		for _, b := range m.Content {
+			if b.Type == "thinking" {
+				t.Errorf("an unsigned reasoning item became a thinking block: %+v", b)
+			}
 		}
 	}
 	// What is vacuous through Baton is accepted: nothing it includes can
