@@ -107,6 +107,9 @@ func toAnBlocks(in []gateway.Block) []anBlock {
 			out = append(out, anBlock{Type: "image", Source: src})
 		case "thinking":
 			th, sig := b.Thinking, b.Signature
+			if sig == "" {
+				continue // another provider's reasoning: Anthropic refuses a thinking block without its signature
+			}
 			out = append(out, anBlock{Type: "thinking", Thinking: &th, Signature: &sig})
 		default:
 			if b.Type == "text" && b.Text == "" {
@@ -196,6 +199,9 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 	var contents [][]anBlock // each turn's blocks, marshalled once the turn is whole
 	for _, m := range req.Messages {
 		blocks := toAnBlocks(m.Content)
+		if len(blocks) == 0 && len(m.Content) > 0 {
+			continue // only what Anthropic cannot take (another's reasoning): the turns around it join
+		}
 		if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == m.Role {
 			// The Messages API takes turns that alternate: the results of
 			// parallel tool calls (one tool message each, from a chat

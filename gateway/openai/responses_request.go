@@ -402,6 +402,12 @@ func decodeTool(raw json.RawMessage, param string) (gateway.Tool, error) {
 		OutputSchema   json.RawMessage `json:"output_schema"`
 	}
 	if err := json.Unmarshal(raw, &t); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			// A field of the wrong type: named, not the whole tool.
+			field := strings.ReplaceAll(te.Field, ".", "/")
+			return gateway.Tool{}, invalid(param+"/"+field, "%s must be of type %s", field, te.Type)
+		}
 		return gateway.Tool{}, invalid(param, "a tool must be an object with a type")
 	}
 	if t.Type != "function" {

@@ -139,6 +139,7 @@ func TestDecodeResponsesRequestRefusals(t *testing.T) {
 		{`{"model":"m","input":"x","tools":[{"type":"file_search","vector_store_ids":["vs_1"]}]}`, "tools/0/type"},
 		{`{"model":"m","input":"x","tools":[{"type":"computer_use_preview"}]}`, "tools/0/type"},
 		{`{"model":"m","input":"x","tools":[{"type":"function","name":"f","defer_loading":true}]}`, "tools/0/defer_loading"},
+		{`{"model":"m","input":"x","tools":[{"type":"function","name":"f","strict":"true"}]}`, "tools/0/strict"},
 		{`{"model":"m","input":"x","background":true}`, "background"},
 		{`{"model":"m","input":"x","prompt":{"id":"pmpt_1"}}`, "prompt"},
 		{`{"model":"m","input":"x","truncation":"auto"}`, "truncation"},
