@@ -192,6 +192,10 @@ func TestProvidersFileLongPromptPrice(t *testing.T) {
 		{`{"pricing":{"openai:gpt-4o":{"inputPerMTok":1,"source":"x","longPrompt":{"inputPerMTok":2}}}}`, "longPrompt.promptTokens must be above 0"},
 		{`{"pricing":{"openai:gpt-4o":{"inputPerMTok":1,"source":"x","longPrompt":{"promptTokens":10,"cacheReadPerMTok":-1}}}}`, "a price is negative (longPrompt.cacheReadPerMTok -1)"},
 		{`{"pricing":{"openai:gpt-4o":{"inputPerMTok":1,"source":"x","longPrompt":{"promptTokens":10,"threshold":5}}}}`, `unknown field "threshold"`},
+		// A rate no model has, which a long enough call would make an
+		// infinite cost of.
+		{`{"pricing":{"openai:gpt-4o":{"inputPerMTok":1e308,"source":"x"}}}`, "a price is above 1e+06 USD per million tokens (inputPerMTok 1e+308)"},
+		{`{"pricing":{"openai:gpt-4o":{"inputPerMTok":1,"source":"x","longPrompt":{"promptTokens":10,"outputPerMTok":1000001}}}}`, "a price is above 1e+06 USD per million tokens (longPrompt.outputPerMTok"},
 	} {
 		if _, err := catalogFromFile(t, c.file, nil); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err = %v, want %q", c.file, err, c.want)

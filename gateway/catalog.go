@@ -352,6 +352,10 @@ func checkPrice(p *Price) error {
 	return nil
 }
 
+// MaxRatePerMTok bounds a rate: a million dollars per million tokens, far
+// above any model's, so that no count of tokens makes a cost infinite.
+const MaxRatePerMTok = 1_000_000
+
 func negativeRate(prefix string, in, out, cacheRead, cacheWrite, cacheWrite1h float64) error {
 	for _, r := range []struct {
 		field string
@@ -359,6 +363,11 @@ func negativeRate(prefix string, in, out, cacheRead, cacheWrite, cacheWrite1h fl
 	}{{"inputPerMTok", in}, {"outputPerMTok", out}, {"cacheReadPerMTok", cacheRead}, {"cacheWritePerMTok", cacheWrite}, {"cacheWrite1hPerMTok", cacheWrite1h}} {
 		if r.v < 0 {
 			return fmt.Errorf("a price is negative (%s%s %v)", prefix, r.field, r.v)
+		}
+		if r.v > MaxRatePerMTok {
+			// A cost must stay a finite number of dollars: an event and an
+			// answer carry it, and budgets add it up.
+			return fmt.Errorf("a price is above %g USD per million tokens (%s%s %v)", float64(MaxRatePerMTok), prefix, r.field, r.v)
 		}
 	}
 	return nil
