@@ -123,6 +123,17 @@ func WorstCost(req Request, m *Model) *float64 {
 	return &c
 }
 
+// PriorityTier is OpenAI's priority processing, billed above the standard
+// rates the price table holds.
+const PriorityTier = "priority"
+
+// UnpricedTier reports whether req asks for a capacity tier the price
+// table has no rates for: its cost is unknown (nil), as an unpriced
+// model's, and a tenant with a budget cannot make the call. flex, billed
+// below the standard rates, is priced at them (the budget holds more
+// than is spent, never less).
+func UnpricedTier(req Request) bool { return req.ServiceTier == PriorityTier }
+
 // BudgetError refuses a call that its tenant's budget cannot cover.
 type BudgetError struct {
 	Tenant      string
@@ -133,6 +144,9 @@ type BudgetError struct {
 	WorstUSD    float64
 	ResetAt     time.Time // when the refusing period (the later one, if both refuse) starts again
 	Model       string
+	// Tier is the capacity tier with no price that refused the call
+	// (Period ""), when it is not the model that has none.
+	Tier string
 	// HeldOnly: what is spent leaves room for this call; the holds of calls
 	// in flight do not, and they end within seconds.
 	HeldOnly bool
@@ -142,6 +156,9 @@ type BudgetError struct {
 }
 
 func (e *BudgetError) Error() string {
+	if e.Period == "" && e.Tier != "" {
+		return fmt.Sprintf("tenant %s has a budget and service_tier %s of model %s has no price, so its cost cannot be bounded; send the request without it (or with auto, default or flex)", e.Tenant, e.Tier, e.Model)
+	}
 	if e.Period == "" {
 		return fmt.Sprintf("tenant %s has a budget and model %s has no price, so its cost cannot be bounded; use a priced model", e.Tenant, e.Model)
 	}

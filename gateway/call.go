@@ -126,7 +126,15 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 	if k.Budgets == nil {
 		return nil
 	}
-	hold, err := k.Budgets.Reserve(ctx, c.Tenant, t.Model.ID, WorstCost(c.Req, t.Model))
+	worst := WorstCost(c.Req, t.Model)
+	if UnpricedTier(c.Req) {
+		worst = nil
+	}
+	hold, err := k.Budgets.Reserve(ctx, c.Tenant, t.Model.ID, worst)
+	var be *BudgetError
+	if errors.As(err, &be) && be.Period == "" && UnpricedTier(c.Req) {
+		be.Tier = c.Req.ServiceTier
+	}
 	c.hold = hold
 	return err
 }
@@ -138,6 +146,9 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 // is on the client's path. A partial stream is billed for what was sent.
 func (k *Caller) Settle(c *Call, u Usage, outcome string) (*float64, func()) {
 	cost := CostOf(c.Model, u)
+	if UnpricedTier(c.Req) {
+		cost = nil // billed at rates Baton does not have
+	}
 	id := c.hold.UsageID() // on a shared store, this event releases the hold
 	at := time.Now().UTC()
 	if k.Budgets != nil {

@@ -109,6 +109,10 @@ type Request struct {
 	// (OpenAI's n; 0 is one): each is billed its output, so the output's
 	// bound counts each.
 	Choices int
+	// ServiceTier is the capacity tier a passed-through OpenAI-shaped
+	// request asks for (service_tier). PriorityTier is billed at rates the
+	// price table does not have: see UnpricedTier.
+	ServiceTier string
 	// Body is a body passed through rather than decoded (Messages and
 	// Tools then hold only what routing needs): its size bounds the input,
 	// and its text is what an estimate of the input counts.

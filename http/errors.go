@@ -77,6 +77,9 @@ func describe(r *http.Request, err error) described {
 	var be *gateway.BudgetError
 	switch {
 	case errors.As(err, &be):
+		if be.Period == "" && be.Tier != "" {
+			return described{Error: domain.E("gateway", domain.KindForbidden, "unpriced_service_tier_under_budget", "%s", be.Error()), param: "service_tier"}
+		}
 		if be.Period == "" {
 			return described{Error: domain.E("gateway", domain.KindForbidden, "unpriced_model_under_budget", "%s", be.Error()), param: "model"}
 		}

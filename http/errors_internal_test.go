@@ -51,6 +51,7 @@ func TestErrorMapping(t *testing.T) {
 		{"internal", domain.E("h", domain.KindInternal, "handoff_quarantined", "m"), 500, 500, "handoff_quarantined", "api_error", "api_error", "", 0},
 		{"unclassified domain error", domain.E("h", domain.KindOther, "odd", "m"), 500, 500, "odd", "api_error", "api_error", "", 0},
 		{"unpriced model under a budget", budget(gateway.BudgetError{Tenant: "t"}), 403, 403, "unpriced_model_under_budget", "invalid_request_error", "permission_error", "model", 0},
+		{"unpriced tier under a budget", budget(gateway.BudgetError{Tenant: "t", Tier: "priority"}), 403, 403, "unpriced_service_tier_under_budget", "invalid_request_error", "permission_error", "service_tier", 0},
 		{"budget never enough", budget(gateway.BudgetError{Tenant: "t", Period: "day", Never: true}), 400, 400, "budget_too_small_for_request", "invalid_request_error", "invalid_request_error", "max_tokens", 0},
 		{"budget spent", budget(gateway.BudgetError{Tenant: "t", Period: "day", ResetAt: time.Now().Add(90 * time.Second)}), 429, 429, "budget_exceeded", "insufficient_quota", "rate_limit_error", "", 90},
 		{"budget held", budget(gateway.BudgetError{Tenant: "t", Period: "day", HeldOnly: true, ResetAt: time.Now().Add(time.Hour)}), 429, 429, "budget_exceeded", "insufficient_quota", "rate_limit_error", "", 1},

@@ -3,6 +3,8 @@ package http_test
 import (
 	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
 
 // A body nested deeper than encoding/json allows is a 400 on every model
@@ -126,4 +128,43 @@ func TestStreamOptionsMustBeAnObject(t *testing.T) {
 	if n := len(f.requests()); n != 0 {
 		t.Fatalf("the upstream got %d requests", n)
 	}
+}
+
+// OpenAI's priority tier is billed above the standard rates the price
+// table holds: passed through, its cost is unknown (null, as an unpriced
+// model's), and a tenant with a budget cannot ask for it (403 before any
+// upstream call). flex, billed below them, is priced at them.
+func TestPriorityTierUnpriced(t *testing.T) {
+	e, f, _ := passthroughEnv(t)
+	msgs := []any{map[string]any{"role": "user", "content": "hi"}}
+	cost := func(path string, body map[string]any, at string) gjson.Result {
+		t.Helper()
+		r := e.must(e.do("POST", path, e.tenantA, body), 200)
+		return gjson.GetBytes(r.raw, at)
+	}
+	for _, tier := range []string{"priority", "flex", "default"} {
+		c := cost("/v1/chat/completions", map[string]any{"model": "oai:gpt-x", "service_tier": tier, "messages": msgs}, "usage.estimated_cost_usd")
+		if (c.Type == gjson.Null) != (tier == "priority") {
+			t.Errorf("chat, %s: cost %s", tier, c.Raw)
+		}
+		c = cost("/v1/responses", map[string]any{"model": "oai:gpt-x", "service_tier": tier, "input": "hi"}, "usage.estimated_cost_usd")
+		if (c.Type == gjson.Null) != (tier == "priority") {
+			t.Errorf("responses, %s: cost %s", tier, c.Raw)
+		}
+	}
+	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": 10, "monthlyUsd": nil}), 200)
+	before := len(f.requests())
+	for _, c := range []struct{ path, body string }{
+		{"/v1/chat/completions", `{"model":"oai:gpt-x","service_tier":"priority","messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/responses", `{"model":"oai:gpt-x","service_tier":"priority","input":"hi"}`},
+	} {
+		r := e.do("POST", c.path, e.tenantA, c.body)
+		if r.status != 403 || r.str("error.code") != "unpriced_service_tier_under_budget" || r.str("error.param") != "service_tier" {
+			t.Errorf("%s under a budget: %d %s", c.path, r.status, r.raw)
+		}
+	}
+	if n := len(f.requests()) - before; n != 0 {
+		t.Fatalf("refused, yet the upstream got %d requests", n)
+	}
+	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "oai:gpt-x", "service_tier": "flex", "messages": msgs}), 200)
 }

@@ -269,6 +269,7 @@ func skimChat(body []byte) (skimmed, error) {
 		return s, typeErr("stream_options", "an object") // Baton sets include_usage in it
 	}
 	s.streamUsage = g.Get("stream_options.include_usage").Bool()
+	s.req.ServiceTier = g.Get("service_tier").Str
 	return s, uniqueNames(g, "stream_options", "response_format")
 }
 
@@ -293,6 +294,7 @@ func skimResponses(body []byte) (skimmed, error) {
 	}
 	f := g.Get("text.format.type").Str
 	s.req.NeedsJSON = f == "json_schema" || f == "json_object"
+	s.req.ServiceTier = g.Get("service_tier").Str
 	return s, uniqueNames(g, "text", "text.format")
 }
 
