@@ -188,3 +188,139 @@ type ChatChunk struct {
 	Svc     any               `json:"svc,omitempty"`
 	Error   *ChatStreamError  `json:"error,omitempty"` // some servers send errors in-stream
 }
+
+// Decoding an upstream's answer reads the fields Baton does not use (an
+// object name, an index, a role, a tool call's type) whatever their JSON
+// type, as the adapter's own types did before the fronts' were shared: a
+// compatible server's odd value there must not fail an answer. Each
+// method below decodes the type as it is but for those fields, taken raw.
+
+// looseString is a raw value's string, or "" for any other JSON value.
+func looseString(raw json.RawMessage) string {
+	var s string
+	if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return ""
+}
+
+// looseText is looseString for a field that may be absent: nil unless a
+// string.
+func looseText(raw json.RawMessage) *string {
+	var s string
+	if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
+		return &s
+	}
+	return nil
+}
+
+// looseIndex is a raw value's integer, or 0.
+func looseIndex(raw json.RawMessage) int {
+	var n int
+	if json.Unmarshal(raw, &n) == nil {
+		return n
+	}
+	return 0
+}
+
+func (c *ChatCompletion) UnmarshalJSON(b []byte) error {
+	type plain ChatCompletion
+	var in struct {
+		*plain
+		Object json.RawMessage `json:"object"`
+	}
+	in.plain = (*plain)(c)
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	c.Object = looseString(in.Object)
+	return nil
+}
+
+func (c *ChatChoice) UnmarshalJSON(b []byte) error {
+	type plain ChatChoice
+	var in struct {
+		*plain
+		Index json.RawMessage `json:"index"`
+	}
+	in.plain = (*plain)(c)
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	c.Index = looseIndex(in.Index)
+	return nil
+}
+
+func (m *ChatAnswerMessage) UnmarshalJSON(b []byte) error {
+	type plain ChatAnswerMessage
+	var in struct {
+		*plain
+		Role             json.RawMessage `json:"role"`
+		ReasoningContent json.RawMessage `json:"reasoning_content"`
+	}
+	in.plain = (*plain)(m)
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	m.Role, m.ReasoningContent = looseString(in.Role), looseText(in.ReasoningContent)
+	return nil
+}
+
+func (c *ChatChunk) UnmarshalJSON(b []byte) error {
+	type plain ChatChunk
+	var in struct {
+		*plain
+		ID     json.RawMessage `json:"id"`
+		Object json.RawMessage `json:"object"`
+		Model  json.RawMessage `json:"model"`
+	}
+	in.plain = (*plain)(c)
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	c.ID, c.Object, c.Model = looseString(in.ID), looseString(in.Object), looseString(in.Model)
+	return nil
+}
+
+func (c *ChatChunkChoice) UnmarshalJSON(b []byte) error {
+	type plain ChatChunkChoice
+	var in struct {
+		*plain
+		Index json.RawMessage `json:"index"`
+	}
+	in.plain = (*plain)(c)
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	c.Index = looseIndex(in.Index)
+	return nil
+}
+
+func (d *ChatDelta) UnmarshalJSON(b []byte) error {
+	type plain ChatDelta
+	var in struct {
+		*plain
+		Role             json.RawMessage `json:"role"`
+		ReasoningContent json.RawMessage `json:"reasoning_content"`
+	}
+	in.plain = (*plain)(d)
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	d.Role, d.ReasoningContent = looseString(in.Role), looseText(in.ReasoningContent)
+	return nil
+}
+
+func (t *ChatToolCallDelta) UnmarshalJSON(b []byte) error {
+	type plain ChatToolCallDelta
+	var in struct {
+		*plain
+		Type json.RawMessage `json:"type"`
+	}
+	in.plain = (*plain)(t)
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	t.Type = looseString(in.Type)
+	return nil
+}

@@ -75,3 +75,37 @@ func TestChatChunkEncoding(t *testing.T) {
 		}
 	}
 }
+
+// The fields the adapter does not read take any JSON value, as before the
+// fronts' types were shared; those it reads stay typed.
+func TestChatDecodingLooseWhereUnread(t *testing.T) {
+	var r ChatCompletion
+	body := `{"id":"a","object":1,"model":"m","choices":[{"index":"0","message":{"role":5,"content":"hi","reasoning_content":{"text":"x"}},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":2}}`
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	if m := r.Choices[0].Message; *m.Content != "hi" || m.ReasoningContent != nil || r.Usage.Usage().OutputTokens != 2 {
+		t.Fatalf("read %+v", r)
+	}
+	d, err := upstreamtest.Drain(t, oaStreamOf(
+		`{"id":123,"object":null,"model":[],"choices":[{"index":"a","delta":{"role":{},"reasoning_content":{},"content":"Hel"}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":{"k":1},"function":{"name":"f","arguments":"{}"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":2}}`,
+		`[DONE]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, args string
+	for _, x := range d {
+		text += x.Text
+		if x.ToolCall != nil {
+			args += x.ToolCall.Arguments
+		}
+	}
+	if text != "Hel" || args != "{}" {
+		t.Fatalf("text %q, arguments %q from %+v", text, args, d)
+	}
+	if err := json.Unmarshal([]byte(`{"choices":[{"message":{"content":5}}]}`), &r); err == nil {
+		t.Fatal("a content of another type was read")
+	}
+}
