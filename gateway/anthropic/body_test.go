@@ -39,3 +39,18 @@ func TestUnsignedThinkingLeftOut(t *testing.T) {
 		t.Fatalf("Anthropic gets\n%s\nwant\n%s", got.Messages, want)
 	}
 }
+
+// An upstream message's role and provider, which the adapter does not
+// read, take any JSON value; its content stays typed.
+func TestMessageDecodingLooseWhereUnread(t *testing.T) {
+	var m Message
+	if err := json.Unmarshal([]byte(`{"type":"message","id":"m","role":5,"provider":{"x":1},"content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn"}`), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Role != "" || m.Provider != "" || len(m.Content) != 1 || m.Content[0].Text != "hi" || *m.StopReason != "end_turn" {
+		t.Fatalf("read %+v", m)
+	}
+	if err := json.Unmarshal([]byte(`{"type":"message","content":"hi"}`), &m); err == nil {
+		t.Fatal("a content of another type was read")
+	}
+}

@@ -1,6 +1,10 @@
 package anthropic
 
-import "github.com/batonhq/baton/gateway"
+import (
+	"encoding/json"
+
+	"github.com/batonhq/baton/gateway"
+)
 
 // The Messages API's answer and stream events, one type each: the adapter
 // decodes an upstream's with them and the messages front encodes Baton's.
@@ -23,6 +27,33 @@ type Message struct {
 	Usage *MessagesUsage `json:"usage"`
 	// Svc is Baton's trace of the call.
 	Svc any `json:"svc,omitempty"`
+}
+
+// UnmarshalJSON reads an upstream's message: its role and Baton's own
+// provider, which the adapter does not use, whatever their JSON type (as
+// the adapter's own type did before the front's was shared).
+func (m *Message) UnmarshalJSON(b []byte) error {
+	type plain Message
+	var in struct {
+		*plain
+		Role     json.RawMessage `json:"role"`
+		Provider json.RawMessage `json:"provider"`
+	}
+	in.plain = (*plain)(m)
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	m.Role, m.Provider = rawString(in.Role), rawString(in.Provider)
+	return nil
+}
+
+// rawString is a raw value's string, or "" for any other JSON value.
+func rawString(raw json.RawMessage) string {
+	var s string
+	if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return ""
 }
 
 // MessagesUsage is a message's usage: Anthropic's counts and, on Baton's
