@@ -112,9 +112,10 @@ const (
 // WorstCost is the most a request can cost on a model: the input at the
 // dearest of the input and cache-write rates (5-minute and 1-hour: a
 // passed-through request may ask for either), the whole output cap at the
-// output rate. Nil when the model has no price.
+// output rate. Nil when the model has no price, or the request asks for a
+// tier it has none for (UnpricedTier).
 func WorstCost(req Request, m *Model) *float64 {
-	if m == nil || m.Pricing == nil {
+	if m == nil || m.Pricing == nil || UnpricedTier(req) {
 		return nil
 	}
 	in, out := WorstTokens(req, m)

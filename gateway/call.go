@@ -126,11 +126,7 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 	if k.Budgets == nil {
 		return nil
 	}
-	worst := WorstCost(c.Req, t.Model)
-	if UnpricedTier(c.Req) {
-		worst = nil
-	}
-	hold, err := k.Budgets.Reserve(ctx, c.Tenant, t.Model.ID, worst)
+	hold, err := k.Budgets.Reserve(ctx, c.Tenant, t.Model.ID, WorstCost(c.Req, t.Model))
 	var be *BudgetError
 	if errors.As(err, &be) && be.Period == "" && UnpricedTier(c.Req) {
 		be.Tier = c.Req.ServiceTier

@@ -333,14 +333,14 @@ func (c *Catalog) addSpec(p ProviderSpec, cfg Config) error {
 // checkPrice refuses a price no bill could come from: a negative rate, a
 // long-prompt threshold that is not a token count, or no source.
 func checkPrice(p *Price) error {
-	if err := negativeRate("", p.InputPerMTok, p.OutputPerMTok, p.CacheReadPerMTok, p.CacheWritePerMTok, p.CacheWrite1hPerMTok); err != nil {
+	if err := checkRates("", p.InputPerMTok, p.OutputPerMTok, p.CacheReadPerMTok, p.CacheWritePerMTok, p.CacheWrite1hPerMTok); err != nil {
 		return err
 	}
 	if l := p.LongPrompt; l != nil {
 		if l.PromptTokens <= 0 {
 			return fmt.Errorf("longPrompt.promptTokens must be above 0 (%d): its rates apply to prompts longer than it", l.PromptTokens)
 		}
-		if err := negativeRate("longPrompt.", l.InputPerMTok, l.OutputPerMTok, l.CacheReadPerMTok, l.CacheWritePerMTok, l.CacheWrite1hPerMTok); err != nil {
+		if err := checkRates("longPrompt.", l.InputPerMTok, l.OutputPerMTok, l.CacheReadPerMTok, l.CacheWritePerMTok, l.CacheWrite1hPerMTok); err != nil {
 			return err
 		}
 	}
@@ -356,7 +356,8 @@ func checkPrice(p *Price) error {
 // above any model's, so that no count of tokens makes a cost infinite.
 const MaxRatePerMTok = 1_000_000
 
-func negativeRate(prefix string, in, out, cacheRead, cacheWrite, cacheWrite1h float64) error {
+// checkRates refuses a rate below 0 or above MaxRatePerMTok.
+func checkRates(prefix string, in, out, cacheRead, cacheWrite, cacheWrite1h float64) error {
 	for _, r := range []struct {
 		field string
 		v     float64

@@ -331,7 +331,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		finish = "stop" // only the structured answer's tool was called
 	}
 	usage := openai.NewChatUsage(resp.Usage, cost)
-	writeAnswer(w, openai.ChatCompletion{ID: c.ID, Object: "chat.completion", Created: openai.ChatTime(c.Start.Unix()), Model: c.Model.ID,
+	writeAnswer(w, openai.ChatCompletion{ID: c.ID, Object: "chat.completion", Created: gateway.LooseInt(c.Start.Unix()), Model: c.Model.ID,
 		Choices: []openai.ChatChoice{{Message: msg, FinishReason: finish}},
 		Usage:   &usage,
 		Svc:     newSvc(c, resp.NativeStop),
@@ -346,8 +346,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.C
 	defer sse.unbound()
 	defer up.Close()
 	chunk := func(delta openai.ChatDelta, finish *string) *openai.ChatChunk {
-		return &openai.ChatChunk{ID: c.ID, Object: "chat.completion.chunk", Created: openai.ChatTime(c.Start.Unix()), Model: c.Model.ID,
-			Choices: []openai.ChatChunkChoice{{Delta: delta, FinishReason: finish}}}
+		return openai.NewChatChunk(c.ID, c.Model.ID, c.Start.Unix(), []openai.ChatChunkChoice{{Delta: delta, FinishReason: finish}})
 	}
 	empty := ""
 	first := chunk(openai.ChatDelta{Role: "assistant", Content: &empty}, nil)
@@ -434,8 +433,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.C
 			last.Svc = &svc
 			sse.data(last)
 			if includeUsage {
-				usage := openai.NewChatUsage(u, cost)
-				sse.data(&openai.ChatChunk{ID: c.ID, Object: "chat.completion.chunk", Created: openai.ChatTime(c.Start.Unix()), Model: c.Model.ID, Choices: []openai.ChatChunkChoice{}, Usage: &usage})
+				sse.data(openai.UsageChunk(c.ID, c.Model.ID, c.Start.Unix(), openai.NewChatUsage(u, cost)))
 			}
 			sse.data("[DONE]")
 			record()
@@ -500,7 +498,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	reason, usage := anthropic.StopReason(stop), anthropic.Usage(resp.Usage, cost)
-	writeAnswer(w, anthropic.Message{ID: c.ID, Type: "message", Role: "assistant", Model: c.Model.ID, Provider: c.Provider.Name(),
+	writeAnswer(w, anthropic.Message{ID: c.ID, Type: "message", Role: "assistant", Model: c.Model.ID, Provider: gateway.LooseString(c.Provider.Name()),
 		Content: content, StopReason: &reason, StopSequence: anthropic.StopSequence(resp.StopReason, resp.MatchedStop),
 		Usage: &usage, Svc: newSvc(c, resp.NativeStop)})
 }

@@ -675,9 +675,7 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 			cost, record = s.caller.Settle(c, u, "ok")
 			settled = true
 			if c.Native.StreamUsage {
-				usage := openai.NewChatUsage(u, cost)
-				if sse.data(&openai.ChatChunk{ID: c.ID, Object: "chat.completion.chunk", Created: openai.ChatTime(c.Start.Unix()), Model: c.Model.ID,
-					Choices: []openai.ChatChunkChoice{}, Usage: &usage}) != nil {
+				if sse.data(openai.UsageChunk(c.ID, c.Model.ID, c.Start.Unix(), openai.NewChatUsage(u, cost))) != nil {
 					return
 				}
 			}

@@ -135,10 +135,10 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 	}
 	r.MaxTokens = &maxTokens
 	if thinking != nil {
-		r.Thinking = jsonOf(thinking)
+		r.Thinking = gateway.JSONOf(thinking)
 	}
 	if effort != "" {
-		r.OutputConfig = map[string]json.RawMessage{"effort": jsonOf(effort)}
+		r.OutputConfig = map[string]json.RawMessage{"effort": gateway.JSONOf(effort)}
 	}
 	for _, t := range req.Tools {
 		r.Tools = append(r.Tools, MessagesTool{Tool: t})
@@ -180,7 +180,7 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		system = strings.TrimSpace(system + "\n\n" + gateway.JSONObjectInstruction)
 	}
 	if system != "" {
-		r.System = jsonOf(system)
+		r.System = gateway.JSONOf(system)
 	}
 	if tc != nil && len(r.Tools) > 0 {
 		mode := tc.Mode
@@ -194,7 +194,7 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		if tc.DisableParallel && mode != gateway.ToolChoiceNone {
 			choice["disable_parallel_tool_use"] = true
 		}
-		r.ToolChoice = jsonOf(choice)
+		r.ToolChoice = gateway.JSONOf(choice)
 	}
 	var contents [][]anBlock // each turn's blocks, marshalled once the turn is whole
 	for _, m := range req.Messages {
@@ -219,13 +219,6 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		}
 	}
 	return json.Marshal(r)
-}
-
-// jsonOf is v as JSON text, for values that always encode (no raw JSON
-// in them).
-func jsonOf(v any) json.RawMessage {
-	b, _ := json.Marshal(v)
-	return b
 }
 
 // do calls the API with Baton's key. client holds the client's own

@@ -41,7 +41,7 @@ func StopSequence(stop, matched string) *string {
 // MessageStart opens a streamed message: no content, no stop yet, and the
 // input side of the usage when the upstream told it early.
 func MessageStart(id, model, provider string, early gateway.Usage, svc any) Event {
-	return Event{Type: "message_start", Message: &Message{ID: id, Type: "message", Role: "assistant", Model: model, Provider: provider,
+	return Event{Type: "message_start", Message: &Message{ID: id, Type: "message", Role: "assistant", Model: model, Provider: gateway.LooseString(provider),
 		Content: []gateway.Block{}, Usage: &MessagesUsage{InputTokens: early.InputTokens,
 			CacheReadInputTokens: early.CacheReadTokens, CacheCreationInputTokens: early.CacheWriteTokens,
 			CacheCreation: cacheCreation(early)}, Svc: svc}}
@@ -171,20 +171,28 @@ func (b *Blocks) start(w EventWriter, block map[string]any) error {
 	return w.Event("content_block_start", map[string]any{"type": "content_block_start", "index": b.open, "content_block": block})
 }
 
+// in makes the open block a text or thinking block (kind), sending the
+// tool calls held back first and opening a new block unless one of that
+// kind is open.
+func (b *Blocks) in(w EventWriter, kind string) error {
+	if err := b.flushTools(w); err != nil {
+		return err
+	}
+	if b.kind == kind && b.open >= 0 {
+		return nil
+	}
+	b.kind = kind
+	return b.start(w, map[string]any{"type": kind, kind: ""})
+}
+
 // Write sends a delta's thinking, text and tool call as content block
 // events. Thinking from another provider has no signature: its block
 // carries none (the next turn's thinking is not sent back to that
 // provider).
 func (b *Blocks) Write(w EventWriter, d gateway.Delta) error {
 	if d.Thinking != "" {
-		if err := b.flushTools(w); err != nil {
+		if err := b.in(w, "thinking"); err != nil {
 			return err
-		}
-		if b.kind != "thinking" || b.open < 0 {
-			if err := b.start(w, map[string]any{"type": "thinking", "thinking": ""}); err != nil {
-				return err
-			}
-			b.kind = "thinking"
 		}
 		td := thinkingDelta{Type: "content_block_delta", Index: b.open}
 		td.Delta.Type, td.Delta.Thinking = "thinking_delta", d.Thinking
@@ -193,14 +201,8 @@ func (b *Blocks) Write(w EventWriter, d gateway.Delta) error {
 		}
 	}
 	if d.Text != "" {
-		if err := b.flushTools(w); err != nil {
+		if err := b.in(w, "text"); err != nil {
 			return err
-		}
-		if b.kind != "text" || b.open < 0 {
-			if err := b.start(w, map[string]any{"type": "text", "text": ""}); err != nil {
-				return err
-			}
-			b.kind = "text"
 		}
 		if err := w.Event("content_block_delta", NewTextDelta(b.open, d.Text)); err != nil {
 			return err

@@ -1,10 +1,6 @@
 package anthropic
 
-import (
-	"encoding/json"
-
-	"github.com/batonhq/baton/gateway"
-)
+import "github.com/batonhq/baton/gateway"
 
 // The Messages API's answer and stream events, one type each: the adapter
 // decodes an upstream's with them and the messages front encodes Baton's.
@@ -13,13 +9,14 @@ import (
 
 // Message is a whole answer, and message_start's message.
 type Message struct {
-	ID    string `json:"id"`
-	Type  string `json:"type"`
-	Role  string `json:"role"`
-	Model string `json:"model"`
-	// Provider is Baton's: the provider that answered.
-	Provider string          `json:"provider,omitempty"`
-	Content  []gateway.Block `json:"content"`
+	ID    string              `json:"id"`
+	Type  string              `json:"type"`
+	Role  gateway.LooseString `json:"role"` // not read from an upstream
+	Model string              `json:"model"`
+	// Provider is Baton's: the provider that answered (not read from an
+	// upstream).
+	Provider gateway.LooseString `json:"provider,omitempty"`
+	Content  []gateway.Block     `json:"content"`
 	// StopReason is null in message_start.
 	StopReason   *string `json:"stop_reason"`
 	StopSequence *string `json:"stop_sequence"`
@@ -27,33 +24,6 @@ type Message struct {
 	Usage *MessagesUsage `json:"usage"`
 	// Svc is Baton's trace of the call.
 	Svc any `json:"svc,omitempty"`
-}
-
-// UnmarshalJSON reads an upstream's message: its role and Baton's own
-// provider, which the adapter does not use, whatever their JSON type (as
-// the adapter's own type did before the front's was shared).
-func (m *Message) UnmarshalJSON(b []byte) error {
-	type plain Message
-	var in struct {
-		*plain
-		Role     json.RawMessage `json:"role"`
-		Provider json.RawMessage `json:"provider"`
-	}
-	in.plain = (*plain)(m)
-	if err := json.Unmarshal(b, &in); err != nil {
-		return err
-	}
-	m.Role, m.Provider = rawString(in.Role), rawString(in.Provider)
-	return nil
-}
-
-// rawString is a raw value's string, or "" for any other JSON value.
-func rawString(raw json.RawMessage) string {
-	var s string
-	if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	return ""
 }
 
 // MessagesUsage is a message's usage: Anthropic's counts and, on Baton's

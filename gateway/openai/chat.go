@@ -133,7 +133,7 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 	r := ChatRequest{Model: req.Model, Temperature: req.Temperature, TopP: req.TopP, Stream: stream,
 		OpenAISampling: req.OpenAISampling, User: req.User}
 	if len(req.StopSequences) > 0 {
-		r.Stop = jsonOf(req.StopSequences)
+		r.Stop = gateway.JSONOf(req.StopSequences)
 	}
 	var format map[string]any
 	if req.Output != nil && p.kind != "openai" && req.NeedsJSON {
@@ -163,7 +163,7 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		r.StreamOptions = &ChatStreamOptions{IncludeUsage: true}
 	}
 	if req.System != "" {
-		r.Messages = append(r.Messages, ChatMessage{Role: "system", Content: jsonOf(req.System)})
+		r.Messages = append(r.Messages, ChatMessage{Role: "system", Content: gateway.JSONOf(req.System)})
 	}
 	for _, m := range req.Messages {
 		var text strings.Builder
@@ -193,16 +193,16 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 				c.Function.Name, c.Function.Arguments = b.Name, string(b.Input)
 				calls = append(calls, c)
 			case "tool_result":
-				r.Messages = append(r.Messages, ChatMessage{Role: "tool", Content: jsonOf(b.Text), ToolCallID: b.ToolUseID})
+				r.Messages = append(r.Messages, ChatMessage{Role: "tool", Content: gateway.JSONOf(b.Text), ToolCallID: b.ToolUseID})
 			}
 			// thinking: the chat API takes no reasoning back (docs/api.md, Translation).
 		}
 		if parts != nil {
-			r.Messages = append(r.Messages, ChatMessage{Role: m.Role, Content: jsonOf(parts), ToolCalls: calls})
+			r.Messages = append(r.Messages, ChatMessage{Role: m.Role, Content: gateway.JSONOf(parts), ToolCalls: calls})
 		} else if text.Len() > 0 || len(calls) > 0 {
 			om := ChatMessage{Role: m.Role, ToolCalls: calls} // no text: content null
 			if text.Len() > 0 {
-				om.Content = jsonOf(text.String())
+				om.Content = gateway.JSONOf(text.String())
 			}
 			r.Messages = append(r.Messages, om)
 		}
@@ -233,7 +233,7 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 			choice = map[string]any{"type": "function", "function": map[string]any{"name": tc.Name}}
 		}
 		if choice != nil {
-			r.ToolChoice = jsonOf(choice)
+			r.ToolChoice = gateway.JSONOf(choice)
 		}
 		if tc.DisableParallel {
 			f := false
@@ -241,13 +241,6 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		}
 	}
 	return json.Marshal(r)
-}
-
-// jsonOf is v as JSON text, for values made of strings only, which
-// always encode.
-func jsonOf(v any) json.RawMessage {
-	b, _ := json.Marshal(v)
-	return b
 }
 
 func (p *Provider) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {

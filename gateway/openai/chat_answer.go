@@ -2,8 +2,6 @@ package openai
 
 import (
 	"encoding/json"
-	"math"
-	"strconv"
 
 	"github.com/batonhq/baton/gateway"
 )
@@ -67,26 +65,12 @@ func (u *ChatUsage) Usage() gateway.Usage {
 	return gateway.Usage{InputTokens: prompt - cached - written, OutputTokens: max(u.CompletionTokens, 0), CacheReadTokens: cached, CacheWriteTokens: written}
 }
 
-// ChatTime is an answer's created time in Unix seconds. It decodes any
-// JSON value, a float truncated and anything else as 0: some compatible
-// servers send fractional seconds (SambaNova) or strings, and the adapter
-// does not read it. It encodes as the integer it is.
-type ChatTime int64
-
-func (t *ChatTime) UnmarshalJSON(b []byte) error {
-	*t = 0
-	if f, err := strconv.ParseFloat(string(b), 64); err == nil && f > math.MinInt64 && f < math.MaxInt64 {
-		*t = ChatTime(f)
-	}
-	return nil
-}
-
 // ChatAnswerMessage is the message of a chat.completion.
 type ChatAnswerMessage struct {
-	Role      string         `json:"role"`
-	Content   *string        `json:"content"`
-	Refusal   *string        `json:"refusal"`
-	ToolCalls []ChatToolCall `json:"tool_calls,omitempty"`
+	Role      gateway.LooseString `json:"role"`
+	Content   *string             `json:"content"`
+	Refusal   *string             `json:"refusal"`
+	ToolCalls []ChatToolCall      `json:"tool_calls,omitempty"`
 	// ReasoningContent is the model's thinking text, where the provider
 	// returns it (Anthropic; DeepSeek and vLLM send it too); OpenAI's chat
 	// has no field for it.
@@ -102,16 +86,15 @@ func thinkingText(content *string, reasoning json.RawMessage) string {
 	if content != nil && *content != "" {
 		return *content
 	}
-	var s string
-	if len(reasoning) > 0 && reasoning[0] == '"' && json.Unmarshal(reasoning, &s) == nil {
-		return s
+	if s := stringOrNil(reasoning); s != nil {
+		return *s
 	}
 	return ""
 }
 
 // ChatChoice is a chat.completion's choice; Baton answers one.
 type ChatChoice struct {
-	Index        int               `json:"index"`
+	Index        gateway.LooseInt  `json:"index"`
 	Message      ChatAnswerMessage `json:"message"`
 	FinishReason string            `json:"finish_reason"`
 	Logprobs     json.RawMessage   `json:"logprobs"` // null from Baton; any value from an upstream
@@ -120,13 +103,13 @@ type ChatChoice struct {
 // ChatCompletion is a chat.completion. Usage is nil when an upstream sent
 // none.
 type ChatCompletion struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created ChatTime     `json:"created"`
-	Model   string       `json:"model"`
-	Choices []ChatChoice `json:"choices"`
-	Usage   *ChatUsage   `json:"usage"`
-	Svc     any          `json:"svc"` // Baton's own part of the answer
+	ID      string              `json:"id"`
+	Object  gateway.LooseString `json:"object"`
+	Created gateway.LooseInt    `json:"created"`
+	Model   string              `json:"model"`
+	Choices []ChatChoice        `json:"choices"`
+	Usage   *ChatUsage          `json:"usage"`
+	Svc     any                 `json:"svc"` // Baton's own part of the answer
 }
 
 // ChatToolCallDelta is a streamed tool call: a call's first delta has its
@@ -139,14 +122,14 @@ type ChatToolCallDelta struct {
 		Arguments string  `json:"arguments"`
 		Name      *string `json:"name,omitempty"`
 	} `json:"function"`
-	ID    *string `json:"id,omitempty"`
-	Index int     `json:"index"`
-	Type  string  `json:"type,omitempty"`
+	ID    *string             `json:"id,omitempty"`
+	Index int                 `json:"index"`
+	Type  gateway.LooseString `json:"type,omitempty"`
 }
 
 // ChatDelta is a chunk's delta.
 type ChatDelta struct {
-	Role             string              `json:"role,omitempty"`
+	Role             gateway.LooseString `json:"role,omitempty"`
 	ReasoningContent *string             `json:"reasoning_content,omitempty"`
 	Content          *string             `json:"content,omitempty"`
 	Refusal          *string             `json:"refusal,omitempty"`
@@ -156,13 +139,28 @@ type ChatDelta struct {
 
 // ChatChunkChoice is a chat.completion.chunk's choice.
 type ChatChunkChoice struct {
-	Index        int       `json:"index"`
-	Delta        ChatDelta `json:"delta"`
-	FinishReason *string   `json:"finish_reason"`
+	Index        gateway.LooseInt `json:"index"`
+	Delta        ChatDelta        `json:"delta"`
+	FinishReason *string          `json:"finish_reason"`
 	// Logprobs is null from Baton, any value from an upstream; an
 	// interface, as a nil one encodes without the allocation a raw
 	// message costs on every delta.
 	Logprobs any `json:"logprobs"`
+}
+
+// NewChatChunk is a chat.completion.chunk of a call: its id, model and
+// start, and the choices.
+func NewChatChunk(id, model string, created int64, choices []ChatChunkChoice) *ChatChunk {
+	return &ChatChunk{ID: gateway.LooseString(id), Object: "chat.completion.chunk", Created: gateway.LooseInt(created),
+		Model: gateway.LooseString(model), Choices: choices}
+}
+
+// UsageChunk is the chunk that reports a stream's usage
+// (stream_options.include_usage): no choices, the usage.
+func UsageChunk(id, model string, created int64, u ChatUsage) *ChatChunk {
+	ch := NewChatChunk(id, model, created, []ChatChunkChoice{})
+	ch.Usage = &u
+	return ch
 }
 
 // ChatStreamError is an error sent in a stream, after its start. Its
@@ -179,120 +177,31 @@ type ChatStreamError struct {
 // chunk has nothing else, hence omitzero (the usage chunk's empty choices
 // are not zero, and still written).
 type ChatChunk struct {
-	ID      string            `json:"id,omitzero"`
-	Object  string            `json:"object,omitzero"`
-	Created ChatTime          `json:"created,omitzero"`
-	Model   string            `json:"model,omitzero"`
-	Choices []ChatChunkChoice `json:"choices,omitzero"`
-	Usage   *ChatUsage        `json:"usage,omitempty"`
-	Svc     any               `json:"svc,omitempty"`
-	Error   *ChatStreamError  `json:"error,omitempty"` // some servers send errors in-stream
+	ID      gateway.LooseString `json:"id,omitzero"`
+	Object  gateway.LooseString `json:"object,omitzero"`
+	Created gateway.LooseInt    `json:"created,omitzero"`
+	Model   gateway.LooseString `json:"model,omitzero"`
+	Choices []ChatChunkChoice   `json:"choices,omitzero"`
+	Usage   *ChatUsage          `json:"usage,omitempty"`
+	Svc     any                 `json:"svc,omitempty"`
+	Error   *ChatStreamError    `json:"error,omitempty"` // some servers send errors in-stream
 }
 
-// Decoding an upstream's answer reads the fields Baton does not use (an
-// object name, an index, a role, a tool call's type) whatever their JSON
-// type, as the adapter's own types did before the fronts' were shared: a
-// compatible server's odd value there must not fail an answer. Each
-// method below decodes the type as it is but for those fields, taken raw.
-
-// looseString is a raw value's string, or "" for any other JSON value.
-func looseString(raw json.RawMessage) string {
-	var s string
-	if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	return ""
-}
-
-// looseText is looseString for a field that may be absent: nil unless a
-// string.
-func looseText(raw json.RawMessage) *string {
-	var s string
-	if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
-		return &s
-	}
-	return nil
-}
-
-// looseIndex is a raw value's integer, or 0.
-func looseIndex(raw json.RawMessage) int {
-	var n int
-	if json.Unmarshal(raw, &n) == nil {
-		return n
-	}
-	return 0
-}
-
-func (c *ChatCompletion) UnmarshalJSON(b []byte) error {
-	type plain ChatCompletion
-	var in struct {
-		*plain
-		Object json.RawMessage `json:"object"`
-	}
-	in.plain = (*plain)(c)
-	if err := json.Unmarshal(b, &in); err != nil {
-		return err
-	}
-	c.Object = looseString(in.Object)
-	return nil
-}
-
-func (c *ChatChoice) UnmarshalJSON(b []byte) error {
-	type plain ChatChoice
-	var in struct {
-		*plain
-		Index json.RawMessage `json:"index"`
-	}
-	in.plain = (*plain)(c)
-	if err := json.Unmarshal(b, &in); err != nil {
-		return err
-	}
-	c.Index = looseIndex(in.Index)
-	return nil
-}
+// The thinking text is read from an upstream, as a string or not at all:
+// reasoning_content of another JSON type (which the adapter ignored
+// before it read the field) is nil, not a malformed answer.
 
 func (m *ChatAnswerMessage) UnmarshalJSON(b []byte) error {
 	type plain ChatAnswerMessage
 	var in struct {
 		*plain
-		Role             json.RawMessage `json:"role"`
 		ReasoningContent json.RawMessage `json:"reasoning_content"`
 	}
 	in.plain = (*plain)(m)
 	if err := json.Unmarshal(b, &in); err != nil {
 		return err
 	}
-	m.Role, m.ReasoningContent = looseString(in.Role), looseText(in.ReasoningContent)
-	return nil
-}
-
-func (c *ChatChunk) UnmarshalJSON(b []byte) error {
-	type plain ChatChunk
-	var in struct {
-		*plain
-		ID     json.RawMessage `json:"id"`
-		Object json.RawMessage `json:"object"`
-		Model  json.RawMessage `json:"model"`
-	}
-	in.plain = (*plain)(c)
-	if err := json.Unmarshal(b, &in); err != nil {
-		return err
-	}
-	c.ID, c.Object, c.Model = looseString(in.ID), looseString(in.Object), looseString(in.Model)
-	return nil
-}
-
-func (c *ChatChunkChoice) UnmarshalJSON(b []byte) error {
-	type plain ChatChunkChoice
-	var in struct {
-		*plain
-		Index json.RawMessage `json:"index"`
-	}
-	in.plain = (*plain)(c)
-	if err := json.Unmarshal(b, &in); err != nil {
-		return err
-	}
-	c.Index = looseIndex(in.Index)
+	m.ReasoningContent = stringOrNil(in.ReasoningContent)
 	return nil
 }
 
@@ -300,27 +209,21 @@ func (d *ChatDelta) UnmarshalJSON(b []byte) error {
 	type plain ChatDelta
 	var in struct {
 		*plain
-		Role             json.RawMessage `json:"role"`
 		ReasoningContent json.RawMessage `json:"reasoning_content"`
 	}
 	in.plain = (*plain)(d)
 	if err := json.Unmarshal(b, &in); err != nil {
 		return err
 	}
-	d.Role, d.ReasoningContent = looseString(in.Role), looseText(in.ReasoningContent)
+	d.ReasoningContent = stringOrNil(in.ReasoningContent)
 	return nil
 }
 
-func (t *ChatToolCallDelta) UnmarshalJSON(b []byte) error {
-	type plain ChatToolCallDelta
-	var in struct {
-		*plain
-		Type json.RawMessage `json:"type"`
+// stringOrNil is a raw value's string, or nil for any other JSON value.
+func stringOrNil(raw json.RawMessage) *string {
+	var s string
+	if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
+		return &s
 	}
-	in.plain = (*plain)(t)
-	if err := json.Unmarshal(b, &in); err != nil {
-		return err
-	}
-	t.Type = looseString(in.Type)
 	return nil
 }

@@ -1,0 +1,43 @@
+package gateway
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+)
+
+// LooseString and LooseInt are fields of the providers' wire types that
+// Baton writes on its own answers but does not read from an upstream's (an
+// object name, a role, an index, a creation time): they decode any JSON
+// value, another type as the zero value, so that a compatible server's odd
+// value there does not fail its answer; they encode as what they hold.
+type LooseString string
+
+// LooseInt decodes a number with a fraction truncated (SambaNova sends
+// fractional seconds), anything else as 0.
+type LooseInt int64
+
+func (s *LooseString) UnmarshalJSON(b []byte) error {
+	var v string
+	if len(b) > 0 && b[0] == '"' && json.Unmarshal(b, &v) == nil {
+		*s = LooseString(v)
+		return nil
+	}
+	*s = ""
+	return nil
+}
+
+func (n *LooseInt) UnmarshalJSON(b []byte) error {
+	*n = 0
+	if f, err := strconv.ParseFloat(string(b), 64); err == nil && f > math.MinInt64 && f < math.MaxInt64 {
+		*n = LooseInt(f)
+	}
+	return nil
+}
+
+// JSONOf is v as JSON text, for values that always encode (strings, maps
+// and slices of them), as the adapters fill a wire type's raw fields.
+func JSONOf(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
