@@ -404,14 +404,24 @@ func (k *Caller) Open(ctx context.Context, c *Call, chain []Target) (*Upstream, 
 			}
 			return nil, err
 		}
+		// The chain's last model has nothing to fall back to: its stream
+		// is answered as soon as the upstream's is, as the provider would
+		// answer it, not held until its first content.
+		final := i == len(chain)-1
 		if c.Direct {
 			u := newDirect(func() { scancel(); cancel() }, st, k.StreamIdle, t.Provider.Name())
+			if final {
+				return u, nil
+			}
 			if u, err = k.awaitDirect(ctx, c, u); err == nil {
 				return u, nil
 			}
 		} else {
 			deltas, done := pump(pctx, scancel, st, k.StreamIdle, t.Provider.Name())
 			u := &Upstream{st: st, deltas: deltas, done: done, cancel: cancel}
+			if final {
+				return u, nil
+			}
 			if u, err = k.awaitContent(ctx, c, u); err == nil {
 				return u, nil
 			}

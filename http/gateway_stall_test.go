@@ -575,3 +575,116 @@ func TestModelStreamSurvivesUpstreamSilence(t *testing.T) {
 		}
 	}
 }
+
+// The chain's last model has nothing to fall back to, so its stream is
+// answered from the upstream's first event (the role chunk, Anthropic's
+// message_start), as the provider would answer it, and not held until
+// content: the client has the headers and that event while the upstream
+// still waits. Passed through and translated; with a ping (messages) and
+// without (chat completions). After that, a break is told in the stream.
+func TestLastModelStreamAnswersFromItsFirstEvent(t *testing.T) {
+	type upstream struct {
+		release chan struct{}
+		waited  chan bool // true: released by the test, false: gave up waiting
+		breaks  bool      // break the connection instead of answering content
+	}
+	var cur *upstream
+	hold := func(w http.ResponseWriter, r *http.Request) bool {
+		w.(http.Flusher).Flush()
+		select {
+		case <-cur.release:
+			cur.waited <- true
+		case <-time.After(10 * time.Second):
+			cur.waited <- false
+		case <-r.Context().Done():
+			cur.waited <- false
+			return false
+		}
+		if cur.breaks {
+			panic(http.ErrAbortHandler)
+		}
+		return true
+	}
+	oa := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		sse(w, "", `{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`)
+		if !hold(w, r) {
+			return
+		}
+		sse(w, "", `{"choices":[{"index":0,"delta":{"content":"hi"}}]}`)
+		sse(w, "", `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`)
+		sse(w, "", `{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":1}}`)
+		sse(w, "", `[DONE]`)
+	}))
+	an := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		sse(w, "message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[],"stop_reason":null,"usage":{"input_tokens":5,"output_tokens":1}}}`)
+		if !hold(w, r) {
+			return
+		}
+		sse(w, "content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+		sse(w, "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}`)
+		sse(w, "content_block_stop", `{"type":"content_block_stop","index":0}`)
+		sse(w, "message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`)
+		sse(w, "message_stop", `{"type":"message_stop"}`)
+	}))
+	t.Cleanup(func() { oa.CloseClientConnections(); oa.Close(); an.CloseClientConnections(); an.Close() })
+	e := newEnvWith(t, catalogWith(t, map[string]string{"OPENAI_BASE_URL": oa.URL + "/v1", "OPENAI_API_KEY": "k",
+		"ANTHROPIC_BASE_URL": an.URL, "ANTHROPIC_API_KEY": "k"}))
+	msgs := []any{map[string]any{"role": "user", "content": "hi"}}
+	cases := []struct {
+		name, path, model, first, last string
+		breaks                         bool
+	}{
+		{"chat passed through", "/v1/chat/completions", "openai:gpt-4o-mini", `"role":"assistant"`, "[DONE]", false},
+		{"messages passed through", "/v1/messages", "anthropic:claude-haiku-4-5", `"type":"message_start"`, `{"type":"message_stop"}`, false},
+		{"chat translated", "/v1/chat/completions", "anthropic:claude-haiku-4-5", `"role":"assistant"`, "[DONE]", false},
+		{"messages translated", "/v1/messages", "openai:gpt-4o-mini", `"type":"message_start"`, `{"type":"message_stop"}`, false},
+		{"chat passed through, breaks", "/v1/chat/completions", "openai:gpt-4o-mini", `"role":"assistant"`, "error", true},
+		{"messages passed through, breaks", "/v1/messages", "anthropic:claude-haiku-4-5", `"type":"message_start"`, "error", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cur = &upstream{release: make(chan struct{}), waited: make(chan bool, 1), breaks: tc.breaks}
+			b, _ := json.Marshal(map[string]any{"model": tc.model, "max_tokens": 20, "stream": true, "messages": msgs})
+			req, _ := http.NewRequest("POST", e.srv.URL+tc.path, strings.NewReader(string(b)))
+			req.Header.Set("Authorization", "Bearer "+e.tenantA)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() { // the first event, while the upstream still holds
+				if line := sc.Text(); strings.HasPrefix(line, "data: ") {
+					if !strings.Contains(line, tc.first) {
+						t.Fatalf("first event %s", line)
+					}
+					break
+				}
+			}
+			close(cur.release)
+			if !<-cur.waited {
+				t.Fatal("the upstream gave up waiting: nothing reached the client before its content")
+			}
+			var last string
+			for sc.Scan() {
+				if line := sc.Text(); strings.HasPrefix(line, "data: ") {
+					last = strings.TrimPrefix(line, "data: ")
+				}
+			}
+			if tc.breaks {
+				if !strings.Contains(last, `"error"`) {
+					t.Fatalf("a break after the first event ends with %s, not an error", last)
+				}
+			} else if last != tc.last {
+				t.Fatalf("the stream ends with %s", last)
+			}
+		})
+	}
+}
