@@ -35,10 +35,10 @@ type Call struct {
 	// goroutine of its own, for a front that sends nothing while it waits
 	// (no pings): nothing then needs to interrupt a read. The client
 	// leaving still ends it (its context is the upstream request's), and
-	// an upstream silent for StreamIdle is still given up. Nothing is
-	// answered before the first content (no CommitAfter), so the call can
-	// fall back until then. It spares the first byte a hand-off between
-	// goroutines (docs/benchmarks.md).
+	// an upstream silent for StreamIdle is still given up. While a later
+	// model could take over, nothing is answered before the first content
+	// (no CommitAfter), so the call can fall back until then. It spares
+	// the first byte a hand-off between goroutines (docs/benchmarks.md).
 	Direct bool
 
 	// The attempt under way.
@@ -135,12 +135,12 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 	return err
 }
 
-// Settle ends an attempt: it prices the usage, releases the budget hold and
+// settle ends an attempt: it prices the usage, releases the budget hold and
 // counts the cost, and returns the cost (nil: unpriced) and a function that
-// records the usage event. Callers write their answer first and record
+// records the usage event. The fronts write their answer first and record
 // after; the usage writer appends in the background, batching, so no fsync
 // is on the client's path. A partial stream is billed for what was sent.
-func (k *Caller) Settle(c *Call, u Usage, outcome string) (*float64, func()) {
+func (k *Caller) settle(c *Call, u Usage, outcome string) (*float64, func()) {
 	cost := CostOf(c.Model, u)
 	if UnpricedTier(c.Req) {
 		cost = nil // billed at rates Baton does not have
@@ -162,9 +162,9 @@ func (k *Caller) Settle(c *Call, u Usage, outcome string) (*float64, func()) {
 	}
 }
 
-// Record settles an attempt and records its usage at once.
-func (k *Caller) Record(c *Call, u Usage, outcome string) *float64 {
-	cost, record := k.Settle(c, u, outcome)
+// record settles an attempt and records its usage at once.
+func (k *Caller) record(c *Call, u Usage, outcome string) *float64 {
+	cost, record := k.settle(c, u, outcome)
 	record()
 	return cost
 }
@@ -210,9 +210,17 @@ func retryable(ctx context.Context, err error) bool {
 	return errors.As(err, &ue) && ue.Retryable() && ctx.Err() == nil
 }
 
-// Complete runs a non-streaming call down the chain. The caller settles
-// the answer (Settle); failed attempts are recorded here.
-func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Response, error) {
+// Answer is a non-streamed call's answer, settled: its cost (nil:
+// unpriced) and the usage event, to be recorded once the answer is written.
+type Answer struct {
+	*Response
+	Cost   *float64
+	Record func()
+}
+
+// Complete runs a non-streaming call down the chain and settles the
+// answer; failed attempts are recorded here.
+func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer, error) {
 	var last error
 	for i, t := range chain {
 		if err := k.begin(ctx, c, t); err != nil {
@@ -230,9 +238,10 @@ func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Respon
 			if resp.UsageMissing {
 				resp.Usage = EstimateUsage(c.Req, outputText(resp.Content), countOr4)
 			}
-			return resp, nil
+			cost, record := k.settle(c, resp.Usage, "ok")
+			return &Answer{Response: resp, Cost: cost, Record: record}, nil
 		}
-		k.Record(c, Usage{}, failed(ctx))
+		k.record(c, Usage{}, failed(ctx))
 		last = err
 		if !retryable(ctx, err) {
 			break
@@ -241,16 +250,16 @@ func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Respon
 	return nil, last
 }
 
-// Tally tracks what a stream has sent, for billing: the usage the upstream
-// reported (if it did) and the output text.
-type Tally struct {
+// tally tracks what a stream has handed out, for billing: the usage the
+// upstream reported (if it did) and the output text.
+type tally struct {
 	told bool // the upstream reported the input side
 	u    Usage
 	out  strings.Builder
 }
 
 // See counts a delta that was sent.
-func (t *Tally) See(d Delta) {
+func (t *tally) See(d Delta) {
 	if d.Usage != nil && d.StopReason == "" {
 		t.u, t.told = WithInput(t.u, *d.Usage), true
 	}
@@ -269,7 +278,7 @@ func (t *Tally) See(d Delta) {
 // Bill is the usage to charge: the upstream's final report when there is
 // one (reported); else what was sent, with whatever the upstream did not
 // report counted by Baton and marked estimated.
-func (t *Tally) Bill(req Request, reported *Usage) Usage {
+func (t *tally) Bill(req Request, reported *Usage) Usage {
 	if reported != nil {
 		return *reported
 	}
@@ -300,8 +309,15 @@ type Pumped struct {
 }
 
 // Upstream is an open upstream stream, read on its own goroutine, or on
-// the caller's (Call.Direct).
+// the caller's (Call.Direct). It bills the call: the front hands it the
+// stream's end (Finish), a failure (Fail) or the client leaving (Gone),
+// and it settles the call once, on what it handed out.
 type Upstream struct {
+	k       *Caller
+	c       *Call
+	ctx     context.Context // the call's: its end is the client leaving
+	sent    tally
+	settled bool
 	st      Stream
 	deltas  <-chan Pumped
 	done    <-chan struct{}
@@ -315,16 +331,55 @@ type Upstream struct {
 	provider string
 }
 
-// ReadSoFar is the usage of what was read from the upstream before the
-// answer could start (the client left, or the response could not be
-// begun): the input the upstream reported (or Baton's count of it) and the
-// output read, so that the call is not recorded as free.
-func (u *Upstream) ReadSoFar(req Request) Usage {
-	var t Tally
-	for _, p := range u.pending {
-		t.See(p.D)
+// Finish settles the call as answered, on the upstream's final report
+// (reported) or, without one, on what was handed out. It returns the usage
+// billed, its cost (nil: unpriced) and the usage event's record, which
+// the front calls once its answer is written. A call already settled
+// (its usage came before the stream's end) returns nothing to record.
+func (u *Upstream) Finish(reported *Usage) (Usage, *float64, func()) {
+	bill := u.sent.Bill(u.c.Req, reported)
+	if u.settled {
+		return bill, nil, func() {}
 	}
-	return t.Bill(req, nil)
+	u.settled = true
+	cost, record := u.k.settle(u.c, bill, "ok")
+	return bill, cost, record
+}
+
+// Settled reports whether Finish (or an end) has settled the call.
+func (u *Upstream) Settled() bool { return u.settled }
+
+// End settles the call unfinished with outcome, on what was read from
+// the upstream (handed out or not), so that it is not recorded as free.
+// It returns the usage and its cost; a call already settled is left.
+func (u *Upstream) End(outcome string) (Usage, *float64) {
+	if u.settled {
+		return Usage{}, nil
+	}
+	u.settled = true
+	for _, p := range u.pending {
+		u.sent.See(p.D)
+	}
+	u.pending = nil
+	bill := u.sent.Bill(u.c.Req, nil)
+	return bill, u.k.record(u.c, bill, outcome)
+}
+
+// Gone ends the call as the client left it.
+func (u *Upstream) Gone() { u.End("client_gone") }
+
+// Fail ends the call on a failed read: a break of the upstream (partial,
+// which the front tells the client: tell) or the client having left.
+func (u *Upstream) Fail(err error) (bill Usage, cost *float64, tell bool) {
+	if errors.Is(err, context.Canceled) || u.ctx.Err() != nil || errors.Is(err, io.ErrClosedPipe) {
+		u.Gone()
+		return Usage{}, nil, false
+	}
+	if u.settled {
+		return Usage{}, nil, false // the answer was whole; only its tail broke
+	}
+	bill, cost = u.End("partial")
+	return bill, cost, true
 }
 
 // Close stops the upstream and waits for its reader.
@@ -374,7 +429,8 @@ func (d Delta) Commits() bool {
 // Open tries the chain until a model's stream yields its first content (or
 // stays silent for CommitAfter). Nothing reaches the client before that, so
 // a model that fails first (429, 5xx, timeout, a broken stream, an error
-// event after message_start) hands over to the next.
+// event after message_start) hands over to the next. The chain's last
+// model is answered as soon as its upstream answers.
 func (k *Caller) Open(ctx context.Context, c *Call, chain []Target) (*Upstream, error) {
 	var last error
 	for i, t := range chain {
@@ -397,7 +453,7 @@ func (k *Caller) Open(ctx context.Context, c *Call, chain []Target) (*Upstream, 
 		if err != nil {
 			scancel()
 			cancel()
-			k.Record(c, Usage{}, failed(ctx))
+			k.record(c, Usage{}, failed(ctx))
 			last = err
 			if retryable(ctx, err) {
 				continue
@@ -410,6 +466,7 @@ func (k *Caller) Open(ctx context.Context, c *Call, chain []Target) (*Upstream, 
 		final := i == len(chain)-1
 		if c.Direct {
 			u := newDirect(func() { scancel(); cancel() }, st, k.StreamIdle, t.Provider.Name())
+			u.k, u.c, u.ctx = k, c, ctx
 			if final {
 				return u, nil
 			}
@@ -418,7 +475,7 @@ func (k *Caller) Open(ctx context.Context, c *Call, chain []Target) (*Upstream, 
 			}
 		} else {
 			deltas, done := pump(pctx, scancel, st, k.StreamIdle, t.Provider.Name())
-			u := &Upstream{st: st, deltas: deltas, done: done, cancel: cancel}
+			u := &Upstream{k: k, c: c, ctx: ctx, st: st, deltas: deltas, done: done, cancel: cancel}
 			if final {
 				return u, nil
 			}
@@ -472,7 +529,7 @@ func (k *Caller) awaitContent(ctx context.Context, c *Call, u *Upstream) (*Upstr
 func (k *Caller) keep(c *Call, u *Upstream, p Pumped) (commits bool, err error) {
 	if p.Err != nil {
 		u.Close()
-		k.Record(c, u.Told(), "upstream_error")
+		k.record(c, u.Told(), "upstream_error")
 		return false, p.Err
 	}
 	u.pending = append(u.pending, p)
@@ -485,7 +542,7 @@ func (k *Caller) keep(c *Call, u *Upstream, p Pumped) (commits bool, err error) 
 // not nothing.
 func (k *Caller) clientGone(ctx context.Context, c *Call, u *Upstream) error {
 	u.Close()
-	k.Record(c, u.ReadSoFar(c.Req), "client_gone")
+	u.Gone()
 	return ctx.Err()
 }
 
@@ -524,6 +581,14 @@ func (u *Upstream) Told() Usage {
 // it waits for one, it calls flush, so what the caller wrote leaves now,
 // and deltas that arrive together leave in one write.
 func (u *Upstream) Next(ctx context.Context, tick <-chan time.Time, flush func()) (p Pumped, ticked bool, gone bool) {
+	p, ticked, gone = u.next(ctx, tick, flush)
+	if !ticked && !gone && p.Err == nil {
+		u.sent.See(p.D)
+	}
+	return p, ticked, gone
+}
+
+func (u *Upstream) next(ctx context.Context, tick <-chan time.Time, flush func()) (p Pumped, ticked bool, gone bool) {
 	if len(u.pending) > 0 {
 		p, u.pending = u.pending[0], u.pending[1:]
 		return p, false, false

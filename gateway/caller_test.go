@@ -80,14 +80,13 @@ func TestCallerWithoutHTTP(t *testing.T) {
 	if err != nil || outputText(resp.Content) != "hello" || !c.Fallback || c.Model.ID != "p:up" {
 		t.Fatalf("complete: %+v %v (fallback %v, model %v)", resp, err, c.Fallback, c.Model)
 	}
-	if s := budgets.Status("t"); s.ReservedUSD <= 0 {
-		t.Fatalf("no hold while the call is open: %+v", s)
+	if s := budgets.Status("t"); s.ReservedUSD != 0 || s.DaySpent != RoundUSD(each) {
+		t.Fatalf("the answer is not settled: %+v", s)
 	}
-	cost, record := k.Settle(c, resp.Usage, "ok")
-	record()
+	resp.Record()
 	c.ReleaseHold()
-	if cost == nil || *cost != RoundUSD(each) {
-		t.Fatalf("cost %v, want %v", cost, each)
+	if resp.Cost == nil || *resp.Cost != RoundUSD(each) {
+		t.Fatalf("cost %v, want %v", resp.Cost, each)
 	}
 
 	s := &Call{ID: "call2", Front: "generate", Tenant: "t", KeyID: "k1", Req: req, Stream: true, Direct: true}
@@ -117,8 +116,9 @@ func TestCallerWithoutHTTP(t *testing.T) {
 	if text.String() != "hello" || usage == nil {
 		t.Fatalf("stream: %q, usage %v", text.String(), usage)
 	}
-	_, record = k.Settle(s, *usage, "ok")
-	record()
+	if _, _, record := u.Finish(usage); true {
+		record()
+	}
 	s.ReleaseHold()
 	w.Close()
 
@@ -158,5 +158,122 @@ func TestPlanBareNameWithoutTheKey(t *testing.T) {
 	// to: unknown.
 	if _, err := cat.Plan("", "claude-haiku-4-5", Request{MaxTokens: 10}); !errors.Is(err, ErrUnknownModel) {
 		t.Fatalf("a bare name with no format: %v", err)
+	}
+}
+
+// sliceStream yields its deltas, then end (io.EOF or a failure).
+type sliceStream struct {
+	ds  []Delta
+	end error
+}
+
+func (s *sliceStream) Next() (Delta, error) {
+	if len(s.ds) == 0 {
+		return Delta{}, s.end
+	}
+	d := s.ds[0]
+	s.ds = s.ds[1:]
+	return d, nil
+}
+
+func (s *sliceStream) Close() error { return nil }
+
+// An open stream bills the call itself, once, on what it handed out: the
+// end (Finish) on the upstream's report or its own count, a break
+// (partial, told to the client), the client leaving (what was read, read
+// ahead included: the input the upstream told is not counted again).
+func TestUpstreamBillsWhatItHandedOut(t *testing.T) {
+	store, err := bolt.Open(t.TempDir(), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	w := NewUsageWriter(store, func(_ uuid.UUID, _ UsageRecord, err error) { t.Errorf("usage: %v", err) })
+	w.Linger = 0
+	k := &Caller{Usage: w, StreamIdle: time.Minute}
+	cat, err := NewCatalog(Config{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, ok := cat.Get("local:echo")
+	if !ok {
+		t.Fatal("no local:echo")
+	}
+	req := Request{Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: "hi"}}}}, MaxTokens: 200}
+	text := func(s string) Delta { return Delta{Text: s} }
+	told := Delta{Usage: &Usage{InputTokens: 777}}
+	open := func(ctx context.Context, id string, pending []Delta, st *sliceStream) *Upstream {
+		c := &Call{ID: id, RequestID: id, Front: "chat.completions", Tenant: "t", Req: req, Stream: true, Model: &model, Provider: cat.Provider("local")}
+		u := newDirect(func() {}, st, time.Minute, "local")
+		u.k, u.c, u.ctx = k, c, ctx
+		for _, d := range pending {
+			u.pending = append(u.pending, Pumped{D: d})
+		}
+		return u
+	}
+	drain := func(u *Upstream, n int) {
+		for range n {
+			if p, _, _ := u.Next(t.Context(), nil, func() {}); p.Err != nil {
+				t.Fatal(p.Err)
+			}
+		}
+	}
+
+	// The end without the upstream's report: Baton's count of what it handed out.
+	u := open(t.Context(), "end", nil, &sliceStream{ds: []Delta{text("hello there"), text(" friend")}, end: io.EOF})
+	drain(u, 2)
+	bill, _, record := u.Finish(nil)
+	record()
+	if !bill.Estimated || bill.OutputTokens < 2 || !u.Settled() {
+		t.Fatalf("finish: %+v", bill)
+	}
+	if _, _, again := u.Finish(nil); again == nil {
+		t.Fatal("no record func the second time")
+	}
+	if _, _, tell := u.Fail(errors.New("late")); tell {
+		t.Fatal("a break after the end is told")
+	}
+
+	// The client leaves before anything was handed out: what was read ahead.
+	u = open(t.Context(), "gone", []Delta{told, text("hi")}, &sliceStream{end: io.EOF})
+	u.Gone()
+	u.Gone()
+
+	// A break after some text: partial, told.
+	u = open(t.Context(), "partial", nil, &sliceStream{ds: []Delta{told, text("part")}, end: errors.New("broken")})
+	drain(u, 2)
+	p, _, _ := u.Next(t.Context(), nil, func() {})
+	bill, _, tell := u.Fail(p.Err)
+	if !tell || bill.InputTokens != 777 || bill.OutputTokens < 1 {
+		t.Fatalf("partial: %+v tell %v", bill, tell)
+	}
+
+	// The client's context ends: client_gone, nothing told.
+	ctx, cancel := context.WithCancel(t.Context())
+	u = open(ctx, "left", nil, &sliceStream{ds: []Delta{text("a")}, end: io.EOF})
+	drain(u, 1)
+	cancel()
+	if _, _, tell := u.Fail(context.Canceled); tell {
+		t.Fatal("told a client that left")
+	}
+	w.Close()
+
+	evs, err := store.ReadStream(context.Background(), UsageStream("t"), 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range evs {
+		var r UsageRecord
+		json.Unmarshal(ev.Data, &r)
+		in := "counted"
+		if r.Usage.InputTokens == 777 {
+			in = "told"
+		}
+		got = append(got, fmt.Sprintf("%s %s %s", r.RequestID, r.Outcome, in))
+	}
+	want := "end ok counted; gone client_gone told; partial partial told; left client_gone counted"
+	if strings.Join(got, "; ") != want {
+		t.Fatalf("usage events: %s\nwant %s", strings.Join(got, "; "), want)
 	}
 }

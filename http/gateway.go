@@ -1,12 +1,9 @@
 package http
 
 import (
-	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -295,8 +292,8 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.writeErrorAs(w, r, f, err)
 		return
 	}
-	cost, record := s.caller.Settle(c, resp.Usage, "ok")
-	defer record()
+	cost := resp.Cost
+	defer resp.Record()
 	if c.Passthrough {
 		raw := resp.Raw
 		if resp.Usage.Estimated {
@@ -353,36 +350,30 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.C
 	svc := newSvc(c, "")
 	first.Svc = &svc
 	if sse.data(first) != nil {
-		s.caller.Record(c, up.ReadSoFar(c.Req), "client_gone")
+		up.Gone()
 		return
 	}
-	var sent gateway.Tally
 	var tools openai.ChatToolIndexes
 	toolCalled := false
 	for {
 		p, _, gone := up.Next(r.Context(), nil, sse.flush)
 		if gone {
 			// The client went away; the upstream is canceled on return.
-			s.caller.Record(c, sent.Bill(c.Req, nil), "client_gone")
+			up.Gone()
 			return
 		}
 		if p.Err != nil {
-			outcome := "partial"
-			if errors.Is(p.Err, context.Canceled) || r.Context().Err() != nil {
-				outcome = "client_gone"
-			} else {
+			if _, _, tell := up.Fail(p.Err); tell {
 				d := describe(r, p.Err)
 				oa, _ := d.types()
 				sse.data(&openai.ChatChunk{Error: &openai.ChatStreamError{Message: d.Message, Type: oa, Code: d.Code}})
 			}
-			s.caller.Record(c, sent.Bill(c.Req, nil), outcome)
 			return
 		}
 		d := p.D
-		sent.See(d)
 		if d.Thinking != "" {
 			if sse.data(chunk(openai.ChatDelta{ReasoningContent: &d.Thinking}, nil)) != nil {
-				s.caller.Record(c, sent.Bill(c.Req, nil), "client_gone")
+				up.Gone()
 				return
 			}
 		}
@@ -395,7 +386,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.C
 				out.Refusal = &d.Refusal
 			}
 			if sse.data(chunk(out, nil)) != nil {
-				s.caller.Record(c, sent.Bill(c.Req, nil), "client_gone")
+				up.Gone()
 				return
 			}
 		}
@@ -417,13 +408,12 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.C
 				out.ToolCalls = []openai.ChatToolCallDelta{call}
 			}
 			if (out.Content != nil || out.ToolCalls != nil) && sse.data(chunk(out, nil)) != nil {
-				s.caller.Record(c, sent.Bill(c.Req, nil), "client_gone")
+				up.Gone()
 				return
 			}
 		}
 		if d.StopReason != "" {
-			u := sent.Bill(c.Req, d.Usage)
-			cost, record := s.caller.Settle(c, u, "ok")
+			u, cost, record := up.Finish(d.Usage)
 			finish := openai.ChatFinishReason(d.StopReason)
 			if d.StopReason == gateway.StopToolUse && !toolCalled {
 				finish = "stop" // only the structured answer's tool was called
@@ -475,8 +465,8 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		s.writeErrorAs(w, r, f, err)
 		return
 	}
-	cost, record := s.caller.Settle(c, resp.Usage, "ok")
-	defer record()
+	cost := resp.Cost
+	defer resp.Record()
 	if c.Passthrough {
 		raw := resp.Raw
 		if resp.Usage.Estimated {
@@ -513,55 +503,48 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 	// up.Told is the input side, when the upstream told it before any content.
 	start := anthropic.MessageStart(c.ID, c.Model.ID, c.Provider.Name(), up.Told(), newSvc(c, ""))
 	if sse.event("message_start", &start) != nil || sse.event("ping", anthropic.PingEvent) != nil {
-		s.caller.Record(c, up.ReadSoFar(c.Req), "client_gone")
+		up.Gone()
 		return
 	}
 	ticker := time.NewTicker(pingEvery)
 	defer ticker.Stop()
-	var sent gateway.Tally
 	// Anthropic upstreams send each tool call as its own block already.
 	blocks := anthropic.NewBlocks(c.Provider.Kind() != "anthropic")
 	refused := false
 	for {
 		p, ticked, gone := up.Next(r.Context(), ticker.C, sse.flush)
 		if gone {
-			s.caller.Record(c, sent.Bill(c.Req, nil), "client_gone")
+			up.Gone()
 			return
 		}
 		if ticked {
 			if sse.event("ping", anthropic.PingEvent) != nil {
-				s.caller.Record(c, sent.Bill(c.Req, nil), "client_gone")
+				up.Gone()
 				return
 			}
 			continue
 		}
 		if p.Err != nil {
-			outcome := "partial"
-			if errors.Is(p.Err, context.Canceled) || r.Context().Err() != nil || errors.Is(p.Err, io.ErrClosedPipe) {
-				outcome = "client_gone"
-			} else {
+			if _, _, tell := up.Fail(p.Err); tell {
 				d := describe(r, p.Err)
 				_, an := d.types()
 				e := anthropic.ErrorEvent(an, d.Message)
 				sse.event("error", &e)
 			}
-			s.caller.Record(c, sent.Bill(c.Req, nil), outcome)
 			return
 		}
 		d := p.D
 		if d.Refusal != "" { // OpenAI's refusal: text, and the stop reason says so
 			d.Text, d.Refusal, refused = d.Text+d.Refusal, "", true
 		}
-		sent.See(d)
 		if d.Text != "" || d.Thinking != "" || d.ToolCall != nil {
 			if blocks.Write(sse, d) != nil {
-				s.caller.Record(c, sent.Bill(c.Req, nil), "client_gone")
+				up.Gone()
 				return
 			}
 		}
 		if d.StopReason != "" {
-			u := sent.Bill(c.Req, d.Usage)
-			cost, record := s.caller.Settle(c, u, "ok")
+			u, cost, record := up.Finish(d.Usage)
 			blocks.Finish(sse)
 			stop := d.StopReason
 			if refused && stop == gateway.StopEndTurn {

@@ -268,7 +268,7 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		}
 		trace.SelectedProvider, trace.SelectedModel = c.Provider.Name(), c.Model.ID
 		trace.FallbackUsed = trace.FallbackUsed || c.Fallback
-		cost, record := s.caller.Settle(c, resp.Usage, "ok")
+		cost, record := resp.Cost, resp.Record
 		records = append(records, record)
 		total.InputTokens += resp.Usage.InputTokens + resp.Usage.CacheReadTokens + resp.Usage.CacheWriteTokens
 		total.OutputTokens += resp.Usage.OutputTokens

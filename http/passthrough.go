@@ -1,7 +1,6 @@
 package http
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -528,7 +527,7 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request, c *gateway.C
 	}
 	droppedHeader(w, c)
 	if sse, err = startSSE(w); err != nil {
-		s.caller.Record(c, up.ReadSoFar(c.Req), "upstream_error")
+		up.End("upstream_error")
 		up.Close()
 		s.writeErrorAs(w, r, wire.f, err)
 		return nil, nil, true
@@ -564,24 +563,18 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 		defer ticker.Stop()
 		tick = ticker.C
 	}
-	var sent gateway.Tally
 	var record func()
-	settled, first, stopSeen := false, true, false
+	first, stopSeen := true, false
 	seq, created := int64(-1), []byte(nil) // the Responses stream's last sequence number and response object
 	defer func() {
 		if record != nil {
 			record()
 		}
 	}()
-	gone := func() {
-		if !settled {
-			s.caller.Record(c, sent.Bill(c.Req, nil), "client_gone")
-		}
-	}
 	for {
 		p, ticked, left := up.Next(r.Context(), tick, sse.flush)
 		if left {
-			gone()
+			up.Gone()
 			return
 		}
 		if ticked {
@@ -595,25 +588,19 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 				err = sse.event("ping", anthropic.PingEvent)
 			}
 			if err != nil {
-				gone()
+				up.Gone()
 				return
 			}
 			continue
 		}
 		if errors.Is(p.Err, io.EOF) {
-			if !settled {
-				_, record = s.caller.Settle(c, sent.Bill(c.Req, nil), "ok")
+			if !up.Settled() {
+				_, _, record = up.Finish(nil)
 			}
 			return // what is left leaves with the body's end, in one write
 		}
 		if p.Err != nil {
-			if settled {
-				return // the answer was whole; only its tail broke
-			}
-			outcome := "partial"
-			if errors.Is(p.Err, context.Canceled) || r.Context().Err() != nil {
-				outcome = "client_gone"
-			} else {
+			if _, _, tell := up.Fail(p.Err); tell {
 				d := describe(r, p.Err)
 				oa, an := d.types()
 				if wire.responses {
@@ -625,11 +612,9 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 					sse.data(&openai.ChatChunk{Error: &openai.ChatStreamError{Message: d.Message, Type: oa, Code: d.Code}})
 				}
 			}
-			s.caller.Record(c, sent.Bill(c.Req, nil), outcome)
 			return
 		}
 		d := p.D
-		sent.See(d)
 		raw := d.Raw
 		if wire.responses && raw != nil {
 			g := gjson.ParseBytes(raw)
@@ -653,10 +638,9 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 		} else if raw != nil && first && string(raw) != "[DONE]" && (!wire.responses || gjson.GetBytes(raw, "response").IsObject()) {
 			raw = withSvc(raw, wire.firstSvc, newSvc(c, ""), "", nil)
 		}
-		if !settled && d.Usage != nil && d.StopReason != "" {
+		if !up.Settled() && d.Usage != nil && d.StopReason != "" {
 			var cost *float64
-			cost, record = s.caller.Settle(c, *d.Usage, "ok")
-			settled = true
+			_, cost, record = up.Finish(d.Usage)
 			if raw != nil {
 				raw = withSvc(raw, "", nil, wire.usage, cost)
 			}
@@ -667,13 +651,11 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 		if ending && wire.completed != nil && !wire.completed([]byte(gjson.GetBytes(raw, "response").Raw)) {
 			raw = notKept(raw, "response.store")
 		}
-		if !named && !settled && string(raw) == "[DONE]" {
+		if !named && !up.Settled() && string(raw) == "[DONE]" {
 			// The upstream reported no usage: Baton's count, billed and,
 			// when the client asked for usage, sent marked estimated.
-			u := sent.Bill(c.Req, nil)
-			var cost *float64
-			cost, record = s.caller.Settle(c, u, "ok")
-			settled = true
+			u, cost, rec := up.Finish(nil)
+			record = rec
 			if c.Native.StreamUsage {
 				if sse.data(openai.UsageChunk(c.ID, c.Model.ID, c.Start.Unix(), openai.NewChatUsage(u, cost))) != nil {
 					return
@@ -688,7 +670,7 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 			err = sse.data(raw)
 		}
 		if err != nil {
-			gone()
+			up.Gone()
 			return
 		}
 	}

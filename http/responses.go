@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"slices"
 	"time"
@@ -59,8 +58,8 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		s.writeErrorAs(w, r, f, err)
 		return
 	}
-	cost, record := s.caller.Settle(c, resp.Usage, "ok")
-	defer record()
+	cost := resp.Cost
+	defer resp.Record()
 	if c.Passthrough {
 		raw := resp.Raw
 		if resp.Usage.Estimated {
@@ -75,7 +74,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	call := p.call
 	obj := call.Object(c.ID, created, c.Model.ID)
-	obj.Complete(resp, c.Req.Output, openai.NewResponsesUsage(resp.Usage, cost), time.Now())
+	obj.Complete(resp.Response, c.Req.Output, openai.NewResponsesUsage(resp.Usage, cost), time.Now())
 	obj.Svc = newSvc(c, resp.NativeStop)
 	s.storeResponse(r, call, obj)
 	droppedHeader(w, c)
@@ -288,36 +287,29 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, c *gatew
 	obj.Svc = newSvc(c, "")
 	rs := openai.NewResponsesStream(obj, c.Req.Output, sse.event)
 	if rs.Start() != nil {
-		s.caller.Record(c, up.ReadSoFar(c.Req), "client_gone")
+		up.Gone()
 		return
 	}
-	var sent gateway.Tally
 	for {
 		p, _, gone := up.Next(r.Context(), nil, sse.flush)
 		if gone {
-			s.caller.Record(c, sent.Bill(c.Req, nil), "client_gone")
+			up.Gone()
 			return
 		}
 		if p.Err != nil {
-			u := sent.Bill(c.Req, nil)
-			if errors.Is(p.Err, context.Canceled) || r.Context().Err() != nil || errors.Is(p.Err, io.ErrClosedPipe) {
-				s.caller.Record(c, u, "client_gone")
-				return
+			if u, cost, tell := up.Fail(p.Err); tell {
+				d := describe(r, p.Err)
+				rs.Fail(d.Code, d.Message, openai.NewResponsesUsage(u, cost))
 			}
-			cost := s.caller.Record(c, u, "partial")
-			d := describe(r, p.Err)
-			rs.Fail(d.Code, d.Message, openai.NewResponsesUsage(u, cost))
 			return
 		}
 		d := p.D
-		sent.See(d)
 		if rs.Delta(d) != nil {
-			s.caller.Record(c, sent.Bill(c.Req, nil), "client_gone")
+			up.Gone()
 			return
 		}
 		if d.StopReason != "" {
-			u := sent.Bill(c.Req, d.Usage)
-			cost, record := s.caller.Settle(c, u, "ok")
+			u, cost, record := up.Finish(d.Usage)
 			final, err := rs.Close(d.StopReason, openai.NewResponsesUsage(u, cost), time.Now())
 			final.Svc = newSvc(c, d.NativeStop)
 			if err == nil {
