@@ -94,6 +94,8 @@ func TestBuiltinPricesAsSourced(t *testing.T) {
 		{"anthropic:claude-sonnet-5-5", 2, 10, 0.10, 2.50, 4, nil, 1000000, true, true},
 		{"anthropic:claude-haiku-5-5", 0.10, 0.50, 0.01, 0.125, 0.20, long(100000, 0.50, 2.50, 0.05, 0.625, 1), 1000000, true, true},
 		{"anthropic:claude-haiku-4-5", 1, 5, 0.10, 1.25, 2, nil, 200000, true, true},
+		{"anthropic:claude-opus-4-8", 5, 25, 0.50, 6.25, 10, nil, 1000000, true, true},
+		{"openai:gpt-5.6-luna", 0.20, 1.20, 0.02, 0.25, 0, long(272000, 0.40, 1.5*1.20, 0.04, 0.50, 0), 1050000, true, false},
 	} {
 		m, ok := c.Get(w.id)
 		if !ok || m.Pricing == nil {
@@ -268,7 +270,7 @@ func TestSyncAddsWhatAnthropicLists(t *testing.T) {
 	}
 	if an == nil || !an.OK || an.Listed != 4 ||
 		!slices.Equal(an.Added, []string{"anthropic:claude-haiku-4-5-20251001", "anthropic:claude-new-1"}) ||
-		!slices.Equal(an.Missing, []string{"anthropic:claude-fable-5-2", "anthropic:claude-haiku-5-5"}) {
+		!slices.Equal(an.Missing, []string{"anthropic:claude-fable-5-2", "anthropic:claude-haiku-5-5", "anthropic:claude-opus-4-8"}) {
 		t.Fatalf("anthropic sync: %+v", an)
 	}
 	if m, _ := c.Get("anthropic:claude-new-1"); !m.Discovered || m.HasPricing || !m.Available {

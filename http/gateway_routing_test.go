@@ -291,7 +291,7 @@ func TestModelAdminEndpoints(t *testing.T) {
 	// the catalog unpriced, the models it no longer lists are unavailable
 	// (and out of the modes); flaky lists the same two.
 	s := e.must(e.do("POST", "/v1/models/sync", e.admin, nil), 200)
-	if !strings.Contains(string(s.raw), `"added":["openai:other"]`) || !strings.Contains(string(s.raw), `"missing":["openai:gpt-4.1-mini","openai:gpt-4o","openai:gpt-6-luna","openai:gpt-6.2-sol"]`) ||
+	if !strings.Contains(string(s.raw), `"added":["openai:other"]`) || !strings.Contains(string(s.raw), `"missing":["openai:gpt-4.1-mini","openai:gpt-4o","openai:gpt-5.6-luna","openai:gpt-6-luna","openai:gpt-6.2-sol"]`) ||
 		!strings.Contains(string(s.raw), `"skipped":"development provider`) {
 		t.Fatalf("sync: %s", s.raw)
 	}

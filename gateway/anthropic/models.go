@@ -30,6 +30,13 @@ var Models = []gateway.ModelSpec{
 			LongPrompt: &gateway.LongPromptPrice{PromptTokens: 100000, InputPerMTok: 0.50, OutputPerMTok: 2.50, CacheReadPerMTok: 0.05, CacheWritePerMTok: 0.625,
 				CacheWrite1hPerMTok: 1},
 			Source: anthropicPricing}},
+	// Legacy (Anthropic still serves it): Claude Code's default model
+	// (testdata/clients/claude-code-turn.json), so its calls are priced
+	// and held against budgets. In auto only, where the cheaper models
+	// rank first.
+	{Name: "claude-opus-4-8", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"auto"},
+		Pricing: &gateway.Price{InputPerMTok: 5, OutputPerMTok: 25, CacheReadPerMTok: 0.50, CacheWritePerMTok: 6.25, CacheWrite1hPerMTok: 10,
+			Source: "Anthropic list price, https://platform.claude.com/docs/en/about-claude/pricing and https://platform.claude.com/docs/en/models/opus-4-8/overview, as of 2026-11-27"}},
 	{Name: "claude-haiku-4-5", ContextTokens: 200000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
 		Pricing: &gateway.Price{InputPerMTok: 1, OutputPerMTok: 5, CacheReadPerMTok: 0.10, CacheWritePerMTok: 1.25, CacheWrite1hPerMTok: 2, Source: anthropicPricing}},
 }

@@ -1,6 +1,10 @@
 package openai
 
-import "github.com/batonhq/baton/gateway"
+import (
+	"math"
+
+	"github.com/batonhq/baton/gateway"
+)
 
 // Models is OpenAI's built-in lineup and list prices as of 2026-11-26
 // (docs/operations.md, Built-in catalog). Each price's source names the
@@ -23,6 +27,14 @@ var Models = []gateway.ModelSpec{
 		Pricing: &gateway.Price{InputPerMTok: 0.10, OutputPerMTok: 0.50, CacheReadPerMTok: 0.01, CacheWritePerMTok: 0.125,
 			LongPrompt: openAILongPrompt(0.10, 0.50, 0.01, 0.125),
 			Source:     "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-6-luna, as of 2026-10"}},
+	// The OpenAI Agents SDK's default model (testdata/clients/agents-sdk-run.json),
+	// so its calls are priced. Not known to take function tools on Chat
+	// Completions at its default effort, as the GPT-6 family does not; in
+	// auto only.
+	{Name: "gpt-5.6-luna", ContextTokens: 1050000, SupportsJSON: true, Modes: []string{"auto"},
+		Pricing: &gateway.Price{InputPerMTok: 0.20, OutputPerMTok: 1.20, CacheReadPerMTok: 0.02, CacheWritePerMTok: 0.25,
+			LongPrompt: openAILongPrompt(0.20, 1.20, 0.02, 0.25),
+			Source:     "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-5.6-luna, as of 2026-11-27"}},
 	// Deprecated: shut down on 2027-01-14, gpt-6-luna their replacement
 	// (https://developers.openai.com/api/docs/deprecations). Kept until
 	// then, and out of premium, which ranks the dearest first; they
@@ -42,6 +54,8 @@ const openAIPricing = "OpenAI list price, https://developers.openai.com/api/docs
 // later: past 272K input tokens, input and cache rates double and output
 // costs 1.5 times as much, for the whole call.
 func openAILongPrompt(in, out, cacheRead, cacheWrite float64) *gateway.LongPromptPrice {
-	return &gateway.LongPromptPrice{PromptTokens: 272000, InputPerMTok: 2 * in, OutputPerMTok: 1.5 * out,
-		CacheReadPerMTok: 2 * cacheRead, CacheWritePerMTok: 2 * cacheWrite}
+	// Rounded to the millionth of a dollar: 1.5 * 1.20 is 1.7999999999999998 in floating point.
+	r := func(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+	return &gateway.LongPromptPrice{PromptTokens: 272000, InputPerMTok: r(2 * in), OutputPerMTok: r(1.5 * out),
+		CacheReadPerMTok: r(2 * cacheRead), CacheWritePerMTok: r(2 * cacheWrite)}
 }
