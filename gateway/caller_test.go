@@ -122,19 +122,9 @@ func TestCallerWithoutHTTP(t *testing.T) {
 	s.ReleaseHold()
 	w.Close()
 
-	evs, err := store.ReadStream(context.Background(), UsageStream("t"), 0, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, ev := range evs {
-		var r UsageRecord
-		json.Unmarshal(ev.Data, &r)
-		got = append(got, fmt.Sprintf("%s %s %v", r.Model, r.Outcome, r.Stream))
-	}
-	want := "p:down upstream_error false; p:up ok false; p:down upstream_error true; p:up ok true"
-	if strings.Join(got, "; ") != want {
-		t.Fatalf("usage events: %s\nwant %s", strings.Join(got, "; "), want)
+	got := usageLines(t, store, func(r UsageRecord) string { return fmt.Sprintf("%s %s %v", r.Model, r.Outcome, r.Stream) })
+	if want := "p:down upstream_error false; p:up ok false; p:down upstream_error true; p:up ok true"; got != want {
+		t.Fatalf("usage events: %s\nwant %s", got, want)
 	}
 	if st := budgets.Status("t"); st.ReservedUSD != 0 || st.DaySpent != RoundUSD(2*each) {
 		t.Fatalf("budget after both: %+v, want %v spent and nothing held", st, 2*each)
@@ -258,6 +248,21 @@ func TestUpstreamBillsWhatItHandedOut(t *testing.T) {
 	}
 	w.Close()
 
+	got := usageLines(t, store, func(r UsageRecord) string {
+		in := "counted"
+		if r.Usage.InputTokens == 777 {
+			in = "told"
+		}
+		return r.RequestID + " " + r.Outcome + " " + in
+	})
+	if want := "end ok counted; gone client_gone told; partial partial told; left client_gone counted"; got != want {
+		t.Fatalf("usage events: %s\nwant %s", got, want)
+	}
+}
+
+// usageLines is tenant t's usage events, each as line says, joined by "; ".
+func usageLines(t *testing.T, store eventstore.Store, line func(UsageRecord) string) string {
+	t.Helper()
 	evs, err := store.ReadStream(context.Background(), UsageStream("t"), 0, 100)
 	if err != nil {
 		t.Fatal(err)
@@ -265,15 +270,10 @@ func TestUpstreamBillsWhatItHandedOut(t *testing.T) {
 	var got []string
 	for _, ev := range evs {
 		var r UsageRecord
-		json.Unmarshal(ev.Data, &r)
-		in := "counted"
-		if r.Usage.InputTokens == 777 {
-			in = "told"
+		if err := json.Unmarshal(ev.Data, &r); err != nil {
+			t.Fatal(err)
 		}
-		got = append(got, fmt.Sprintf("%s %s %s", r.RequestID, r.Outcome, in))
+		got = append(got, line(r))
 	}
-	want := "end ok counted; gone client_gone told; partial partial told; left client_gone counted"
-	if strings.Join(got, "; ") != want {
-		t.Fatalf("usage events: %s\nwant %s", strings.Join(got, "; "), want)
-	}
+	return strings.Join(got, "; ")
 }
