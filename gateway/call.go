@@ -253,13 +253,15 @@ func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer
 // tally tracks what a stream has handed out, for billing: the usage the
 // upstream reported (if it did) and the output text.
 type tally struct {
-	told bool // the upstream reported the input side
-	u    Usage
-	out  strings.Builder
+	told      bool // the upstream reported the input side
+	committed bool // a delta the client must see (Delta.Commits) was handed out
+	u         Usage
+	out       strings.Builder
 }
 
 // See counts a delta that was sent.
 func (t *tally) See(d Delta) {
+	t.committed = t.committed || d.Commits()
 	if d.Usage != nil && d.StopReason == "" {
 		t.u, t.told = WithInput(t.u, *d.Usage), true
 	}
@@ -377,6 +379,16 @@ func (u *Upstream) Fail(err error) (bill Usage, cost *float64, tell bool) {
 	}
 	if u.settled {
 		return Usage{}, nil, false // the answer was whole; only its tail broke
+	}
+	if !u.sent.committed && len(u.pending) == 0 {
+		// Nothing of the answer was handed out (the chain's last model is
+		// answered before its first content): the upstream failed before
+		// the answer began. That is an upstream_error billed on the input
+		// it told, as for a model that fails before its first content and
+		// falls back (keep), not a partial answer billed on Baton's count.
+		u.settled = true
+		bill = u.sent.u
+		return bill, u.k.record(u.c, bill, "upstream_error"), true
 	}
 	bill, cost = u.End("partial")
 	return bill, cost, true

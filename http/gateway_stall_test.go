@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -686,5 +687,62 @@ func TestLastModelStreamAnswersFromItsFirstEvent(t *testing.T) {
 				t.Fatalf("the stream ends with %s", last)
 			}
 		})
+	}
+}
+
+// The chain's last model is answered before its first content; when its
+// upstream then fails before any content (an error as its first event, an
+// empty body, a break after message_start), nothing of the answer was sent:
+// the attempt is an upstream_error billed on the input the upstream told
+// (nothing, or message_start's), as before the early answer and as for a
+// model that fails first and falls back, not a partial answer billed on
+// Baton's estimate of the prompt.
+func TestLastModelFailingBeforeContentIsAnUpstreamError(t *testing.T) {
+	var scenario atomic.Value
+	oa := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		if scenario.Load() == "error" {
+			sse(w, "", `{"error":{"type":"server_error","message":"boom"}}`)
+		} // else an empty body
+	}))
+	an := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		sse(w, "message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[],"stop_reason":null,"usage":{"input_tokens":5,"output_tokens":1}}}`)
+		sse(w, "error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
+	}))
+	t.Cleanup(func() { oa.Close(); an.Close() })
+	e := newEnvWith(t, catalogWith(t, map[string]string{"OPENAI_BASE_URL": oa.URL + "/v1", "OPENAI_API_KEY": "k",
+		"ANTHROPIC_BASE_URL": an.URL, "ANTHROPIC_API_KEY": "k"}))
+	msgs := []any{map[string]any{"role": "user", "content": strings.Repeat("a long prompt ", 50)}}
+	cases := []struct {
+		name, scenario, path, model string
+		in, out                     int
+	}{
+		{"chat passed through, error first", "error", "/v1/chat/completions", "openai:gpt-4o-mini", 0, 0},
+		{"chat passed through, empty body", "empty", "/v1/chat/completions", "openai:gpt-4o-mini", 0, 0},
+		{"messages translated, error first", "error", "/v1/messages", "openai:gpt-4o-mini", 0, 0},
+		{"responses passed through, empty body", "empty", "/v1/responses", "openai:gpt-4o-mini", 0, 0},
+		{"messages passed through, error after message_start", "", "/v1/messages", "anthropic:claude-haiku-4-5", 5, 1},
+		{"chat translated, error after message_start", "", "/v1/chat/completions", "anthropic:claude-haiku-4-5", 5, 1},
+	}
+	for i, tc := range cases {
+		scenario.Store(tc.scenario)
+		body := map[string]any{"model": tc.model, "max_tokens": 20, "stream": true, "messages": msgs}
+		if tc.path == "/v1/responses" {
+			body = map[string]any{"model": tc.model, "stream": true, "input": "hi"}
+		}
+		resp, evs := e.stream(tc.path, e.tenantA, body)
+		if resp.StatusCode == 200 && (len(evs) == 0 || !strings.Contains(evs[len(evs)-1][1], `"error"`)) {
+			t.Fatalf("%s: the stream ends with %v, not an error", tc.name, evs)
+		}
+		var u gateway.UsageRecord
+		if err := json.Unmarshal(e.usageEvents("a", i+1)[i].Data, &u); err != nil {
+			t.Fatal(err)
+		}
+		if u.Outcome != "upstream_error" || u.Usage.InputTokens != tc.in || u.Usage.OutputTokens != tc.out || u.Usage.Estimated {
+			t.Errorf("%s: recorded %s %+v, want upstream_error on %d in, %d out", tc.name, u.Outcome, u.Usage, tc.in, tc.out)
+		}
 	}
 }
