@@ -591,6 +591,7 @@ func TestLastModelStreamAnswersFromItsFirstEvent(t *testing.T) {
 	}
 	var cur *upstream
 	hold := func(w http.ResponseWriter, r *http.Request) bool {
+		cur := cur // this subtest's: the next one sets cur once it has read waited
 		w.(http.Flusher).Flush()
 		select {
 		case <-cur.release:
