@@ -35,9 +35,10 @@ type Call struct {
 	// goroutine of its own, for a front that sends nothing while it waits
 	// (no pings): nothing then needs to interrupt a read. The client
 	// leaving still ends it (its context is the upstream request's), and
-	// an upstream silent for StreamIdle is still given up. While a later
-	// model could take over, nothing is answered before the first content
-	// (no CommitAfter), so the call can fall back until then. It spares
+	// an upstream silent for StreamIdle is still given up. Nothing is
+	// answered before the first content (no CommitAfter), so the call can
+	// fall back until then, but on a passed-through stream of the chain's
+	// last model (Open). It spares
 	// the first byte a hand-off between goroutines (docs/benchmarks.md).
 	Direct bool
 
@@ -442,7 +443,7 @@ func (d Delta) Commits() bool {
 // stays silent for CommitAfter). Nothing reaches the client before that, so
 // a model that fails first (429, 5xx, timeout, a broken stream, an error
 // event after message_start) hands over to the next. The chain's last
-// model is answered as soon as its upstream answers.
+// model, passed through, is answered as soon as its upstream answers.
 func (k *Caller) Open(ctx context.Context, c *Call, chain []Target) (*Upstream, error) {
 	var last error
 	for i, t := range chain {
@@ -472,10 +473,13 @@ func (k *Caller) Open(ctx context.Context, c *Call, chain []Target) (*Upstream, 
 			}
 			return nil, err
 		}
-		// The chain's last model has nothing to fall back to: its stream
-		// is answered as soon as the upstream's is, as the provider would
-		// answer it, not held until its first content.
-		final := i == len(chain)-1
+		// The chain's last model, passed through, has nothing to fall back
+		// to: its stream is answered as soon as the upstream's is, event by
+		// event as the provider sends them, not held until its first
+		// content. A translated stream still waits for its first content,
+		// so that a failure before it is an error status in the client's
+		// format, which its SDK retries.
+		final := i == len(chain)-1 && c.Passthrough
 		if c.Direct {
 			u := newDirect(func() { scancel(); cancel() }, st, k.StreamIdle, t.Provider.Name())
 			u.k, u.c, u.ctx = k, c, ctx

@@ -577,12 +577,12 @@ func TestModelStreamSurvivesUpstreamSilence(t *testing.T) {
 	}
 }
 
-// The chain's last model has nothing to fall back to, so its stream is
-// answered from the upstream's first event (the role chunk, Anthropic's
-// message_start), as the provider would answer it, and not held until
-// content: the client has the headers and that event while the upstream
-// still waits. Passed through and translated; with a ping (messages) and
-// without (chat completions). After that, a break is told in the stream.
+// The chain's last model, passed through, has nothing to fall back to,
+// so its stream is answered from the upstream's first event (the role
+// chunk, Anthropic's message_start), as the provider would answer it, and
+// not held until content: the client has the headers and that event while
+// the upstream still waits. With a ping (messages) and without (chat
+// completions). After that, a break is told in the stream.
 func TestLastModelStreamAnswersFromItsFirstEvent(t *testing.T) {
 	type upstream struct {
 		release chan struct{}
@@ -642,8 +642,6 @@ func TestLastModelStreamAnswersFromItsFirstEvent(t *testing.T) {
 	}{
 		{"chat passed through", "/v1/chat/completions", "openai:gpt-4o-mini", `"role":"assistant"`, "[DONE]", false},
 		{"messages passed through", "/v1/messages", "anthropic:claude-haiku-4-5", `"type":"message_start"`, `{"type":"message_stop"}`, false},
-		{"chat translated", "/v1/chat/completions", "anthropic:claude-haiku-4-5", `"role":"assistant"`, "[DONE]", false},
-		{"messages translated", "/v1/messages", "openai:gpt-4o-mini", `"type":"message_start"`, `{"type":"message_stop"}`, false},
 		{"chat passed through, breaks", "/v1/chat/completions", "openai:gpt-4o-mini", `"role":"assistant"`, "error", true},
 		{"messages passed through, breaks", "/v1/messages", "anthropic:claude-haiku-4-5", `"type":"message_start"`, "error", true},
 	}
@@ -717,16 +715,20 @@ func TestLastModelFailingBeforeContentIsAnUpstreamError(t *testing.T) {
 	e := newEnvWith(t, catalogWith(t, map[string]string{"OPENAI_BASE_URL": oa.URL + "/v1", "OPENAI_API_KEY": "k",
 		"ANTHROPIC_BASE_URL": an.URL, "ANTHROPIC_API_KEY": "k"}))
 	msgs := []any{map[string]any{"role": "user", "content": strings.Repeat("a long prompt ", 50)}}
+	// Passed through, the client gets the provider's own stream, error and
+	// all (200); translated, an error status in its own format, which its
+	// SDK retries (503 for Anthropic's overload, 502 for a broken stream).
 	cases := []struct {
 		name, scenario, path, model string
-		in, out                     int
+		in, out, status             int
 	}{
-		{"chat passed through, error first", "error", "/v1/chat/completions", "openai:gpt-4o-mini", 0, 0},
-		{"chat passed through, empty body", "empty", "/v1/chat/completions", "openai:gpt-4o-mini", 0, 0},
-		{"messages translated, error first", "error", "/v1/messages", "openai:gpt-4o-mini", 0, 0},
-		{"responses passed through, empty body", "empty", "/v1/responses", "openai:gpt-4o-mini", 0, 0},
-		{"messages passed through, error after message_start", "", "/v1/messages", "anthropic:claude-haiku-4-5", 5, 1},
-		{"chat translated, error after message_start", "", "/v1/chat/completions", "anthropic:claude-haiku-4-5", 5, 1},
+		{"chat passed through, error first", "error", "/v1/chat/completions", "openai:gpt-4o-mini", 0, 0, 200},
+		{"chat passed through, empty body", "empty", "/v1/chat/completions", "openai:gpt-4o-mini", 0, 0, 200},
+		{"messages translated, error first", "error", "/v1/messages", "openai:gpt-4o-mini", 0, 0, 502},
+		{"responses passed through, empty body", "empty", "/v1/responses", "openai:gpt-4o-mini", 0, 0, 200},
+		{"messages passed through, error after message_start", "", "/v1/messages", "anthropic:claude-haiku-4-5", 5, 1, 200},
+		{"chat translated, error after message_start", "", "/v1/chat/completions", "anthropic:claude-haiku-4-5", 5, 1, 503},
+		{"responses translated, error after message_start", "", "/v1/responses", "anthropic:claude-haiku-4-5", 5, 1, 503},
 	}
 	for i, tc := range cases {
 		scenario.Store(tc.scenario)
@@ -735,6 +737,9 @@ func TestLastModelFailingBeforeContentIsAnUpstreamError(t *testing.T) {
 			body = map[string]any{"model": tc.model, "stream": true, "input": "hi"}
 		}
 		resp, evs := e.stream(tc.path, e.tenantA, body)
+		if resp.StatusCode != tc.status {
+			t.Errorf("%s: status %d, want %d (%v)", tc.name, resp.StatusCode, tc.status, evs)
+		}
 		if resp.StatusCode == 200 && (len(evs) == 0 || !strings.Contains(evs[len(evs)-1][1], `"error"`)) {
 			t.Fatalf("%s: the stream ends with %v, not an error", tc.name, evs)
 		}
