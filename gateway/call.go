@@ -99,9 +99,10 @@ type Caller struct {
 	// StreamIdle gives up on an upstream stream that sends nothing for
 	// this long.
 	StreamIdle time.Duration
-	// CommitAfter is how long a stream waits for its first upstream delta
-	// before it answers the client anyway (and from then on cannot fall
-	// back).
+	// CommitAfter is how long a stream read on its own goroutine (a
+	// streamed message) waits for its first content before it answers the
+	// client anyway (and from then on cannot fall back); a passed-through
+	// stream of the chain's last model does not wait (Open).
 	CommitAfter func() time.Duration
 }
 
@@ -314,7 +315,8 @@ type Pumped struct {
 // Upstream is an open upstream stream, read on its own goroutine, or on
 // the caller's (Call.Direct). It bills the call: the front hands it the
 // stream's end (Finish), a failure (Fail) or the client leaving (Gone),
-// and it settles the call once, on what it handed out.
+// and it settles the call once, on what it handed out (and read ahead,
+// when the client left).
 type Upstream struct {
 	k       *Caller
 	c       *Call
@@ -371,8 +373,10 @@ func (u *Upstream) End(outcome string) (Usage, *float64) {
 // Gone ends the call as the client left it.
 func (u *Upstream) Gone() { u.End("client_gone") }
 
-// Fail ends the call on a failed read: a break of the upstream (partial,
-// which the front tells the client: tell) or the client having left.
+// Fail ends the call on a failed read: the client having left
+// (client_gone, not told), or a break of the upstream, which the front
+// tells the client (tell): upstream_error on the input the upstream told
+// when nothing of the answer was handed out, else partial.
 func (u *Upstream) Fail(err error) (bill Usage, cost *float64, tell bool) {
 	if errors.Is(err, context.Canceled) || u.ctx.Err() != nil || errors.Is(err, io.ErrClosedPipe) {
 		u.Gone()

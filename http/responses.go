@@ -265,9 +265,11 @@ func notKept(raw []byte, path string) []byte {
 	return raw
 }
 
-// streamResponse streams a response in the Responses event grammar. As
-// on the other fronts, nothing is sent before the upstream's first
-// content, so a failing model still hands over to the next of the chain.
+// streamResponse streams a response in the Responses event grammar. A
+// translated stream sends nothing before the upstream's first content, so
+// a failing model still hands over to the next of the chain (or, on the
+// last, fails with an error status); a passed-through one is piped by
+// openStream, answered at once on the chain's last model.
 func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, c *gateway.Call, chain []gateway.Target, call *openai.ResponsesCall, created time.Time) {
 	wire := responsesPipe
 	var began []byte // a passed-through stream's first response, as sent

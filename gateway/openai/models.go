@@ -6,7 +6,7 @@ import (
 	"github.com/batonhq/baton/gateway"
 )
 
-// Models is OpenAI's built-in lineup and list prices as of 2026-11-26
+// Models is OpenAI's built-in lineup and list prices as of 2026-11-27
 // (docs/operations.md, Built-in catalog). Each price's source names the
 // page it was read from and the newest date it is known to hold; a
 // providers file's pricing object overrides any of them.
