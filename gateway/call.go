@@ -385,15 +385,12 @@ func (u *Upstream) Fail(err error) (bill Usage, cost *float64, tell bool) {
 	if u.settled {
 		return Usage{}, nil, false // the answer was whole; only its tail broke
 	}
-	if !u.sent.committed && len(u.pending) == 0 {
-		// Nothing of the answer was handed out (the chain's last model is
-		// answered before its first content): the upstream failed before
-		// the answer began. That is an upstream_error billed on the input
-		// it told, as for a model that fails before its first content and
-		// falls back (keep), not a partial answer billed on Baton's count.
-		u.settled = true
-		bill = u.sent.u
-		return bill, u.k.record(u.c, bill, "upstream_error"), true
+	if !u.sent.committed {
+		// Nothing of the answer was handed out (a passed-through stream
+		// of the chain's last model is answered before its first
+		// content): the upstream failed before the answer began.
+		bill, cost = u.failedEarly()
+		return bill, cost, true
 	}
 	bill, cost = u.End("partial")
 	return bill, cost, true
@@ -484,24 +481,24 @@ func (k *Caller) Open(ctx context.Context, c *Call, chain []Target) (*Upstream, 
 		// so that a failure before it is an error status in the client's
 		// format, which its SDK retries.
 		final := i == len(chain)-1 && c.Passthrough
+		var u *Upstream
 		if c.Direct {
-			u := newDirect(func() { scancel(); cancel() }, st, k.StreamIdle, t.Provider.Name())
-			u.k, u.c, u.ctx = k, c, ctx
-			if final {
-				return u, nil
-			}
-			if u, err = k.awaitDirect(ctx, c, u); err == nil {
-				return u, nil
-			}
+			u = newDirect(func() { scancel(); cancel() }, st, k.StreamIdle, t.Provider.Name())
 		} else {
 			deltas, done := pump(pctx, scancel, st, k.StreamIdle, t.Provider.Name())
-			u := &Upstream{k: k, c: c, ctx: ctx, st: st, deltas: deltas, done: done, cancel: cancel}
-			if final {
-				return u, nil
-			}
-			if u, err = k.awaitContent(ctx, c, u); err == nil {
-				return u, nil
-			}
+			u = &Upstream{st: st, deltas: deltas, done: done, cancel: cancel}
+		}
+		u.k, u.c, u.ctx = k, c, ctx
+		if final {
+			return u, nil
+		}
+		if c.Direct {
+			err = u.awaitDirect()
+		} else {
+			err = u.awaitContent()
+		}
+		if err == nil {
+			return u, nil
 		}
 		last = err
 		if ctx.Err() != nil {
@@ -518,27 +515,38 @@ func (k *Caller) Open(ctx context.Context, c *Call, chain []Target) (*Upstream, 
 // until CommitAfter passes, keeping what it read for the caller. On an
 // upstream failure (or the client leaving) it closes the stream, records
 // the attempt's usage and returns the error.
-func (k *Caller) awaitContent(ctx context.Context, c *Call, u *Upstream) (*Upstream, error) {
+func (u *Upstream) awaitContent() error {
 	wait := 5 * time.Second
-	if k.CommitAfter != nil {
-		wait = k.CommitAfter()
+	if u.k.CommitAfter != nil {
+		wait = u.k.CommitAfter()
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
 		select {
 		case p := <-u.deltas:
-			commits, err := k.keep(c, u, p)
-			if err != nil {
-				return nil, err
-			}
-			if commits {
-				return u, nil
+			if commits, err := u.keep(p); err != nil || commits {
+				return err
 			}
 		case <-timer.C:
-			return u, nil
-		case <-ctx.Done():
-			return nil, k.clientGone(ctx, c, u)
+			return nil
+		case <-u.ctx.Done():
+			return u.clientGone()
+		}
+	}
+}
+
+// awaitDirect is awaitContent for a stream read on the caller's
+// goroutine: it reads until the first committing delta, however long that
+// takes (the idle limit aside).
+func (u *Upstream) awaitDirect() error {
+	for {
+		p := u.read()
+		if p.Err != nil && u.ctx.Err() != nil {
+			return u.clientGone() // the client left, which ended the read
+		}
+		if commits, err := u.keep(p); err != nil || commits {
+			return err
 		}
 	}
 }
@@ -546,49 +554,39 @@ func (k *Caller) awaitContent(ctx context.Context, c *Call, u *Upstream) (*Upstr
 // keep takes a delta read before anything was sent, and reports whether
 // it commits the stream. A failed read closes the stream and records the
 // attempt.
-func (k *Caller) keep(c *Call, u *Upstream, p Pumped) (commits bool, err error) {
+func (u *Upstream) keep(p Pumped) (commits bool, err error) {
 	if p.Err != nil {
 		u.Close()
-		k.record(c, u.Told(), "upstream_error")
+		u.failedEarly()
 		return false, p.Err
 	}
 	u.pending = append(u.pending, p)
 	return p.D.Commits(), nil
 }
 
+// failedEarly settles an attempt that failed before its answer began:
+// upstream_error, billed on the input the upstream told (a model that
+// fails before its first content costs what it reported, if anything).
+func (u *Upstream) failedEarly() (Usage, *float64) {
+	u.settled = true
+	bill := u.Told()
+	return bill, u.k.record(u.c, bill, "upstream_error")
+}
+
 // clientGone closes a stream whose client left before it began. The
 // upstream took the request (its stream is open) and was working on it:
 // the input is billed, as when the client leaves after the stream began,
 // not nothing.
-func (k *Caller) clientGone(ctx context.Context, c *Call, u *Upstream) error {
+func (u *Upstream) clientGone() error {
 	u.Close()
 	u.Gone()
-	return ctx.Err()
-}
-
-// awaitDirect is awaitContent for a stream read on the caller's
-// goroutine: it reads until the first committing delta, however long that
-// takes (the idle limit aside).
-func (k *Caller) awaitDirect(ctx context.Context, c *Call, u *Upstream) (*Upstream, error) {
-	for {
-		p := u.read()
-		if p.Err != nil && ctx.Err() != nil {
-			return nil, k.clientGone(ctx, c, u) // the client left, which ended the read
-		}
-		commits, err := k.keep(c, u, p)
-		if err != nil {
-			return nil, err
-		}
-		if commits {
-			return u, nil
-		}
-	}
+	return u.ctx.Err()
 }
 
 // Told is the input side of usage the upstream reported before any
-// content (Anthropic's message_start), from the deltas read ahead.
+// content (Anthropic's message_start), from the deltas read so far.
 func (u *Upstream) Told() Usage {
-	var early Usage
+	early := u.sent.u
 	for _, p := range u.pending {
 		if p.D.Usage != nil && p.D.StopReason == "" {
 			early = WithInput(early, *p.D.Usage)
