@@ -305,7 +305,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	text := resp.StructuredText(c.Req.Output)
 	msg := openai.ChatAnswerMessage{Role: "assistant", Content: &text}
 	if th := thinkingOf(resp.Content); th != "" {
-		msg.ReasoningContent = &th
+		msg.ReasoningContent = gateway.LooseString(th)
 	}
 	for _, b := range resp.Content {
 		if b.Type == "tool_use" && (c.Req.Output == nil || b.Name != c.Req.Output.Name) {
@@ -372,7 +372,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.C
 		}
 		d := p.D
 		if d.Thinking != "" {
-			if sse.data(chunk(openai.ChatDelta{ReasoningContent: &d.Thinking}, nil)) != nil {
+			if sse.data(chunk(openai.ChatDelta{ReasoningContent: gateway.LooseString(d.Thinking)}, nil)) != nil {
 				up.Gone()
 				return
 			}

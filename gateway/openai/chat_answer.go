@@ -73,8 +73,8 @@ type ChatAnswerMessage struct {
 	ToolCalls []ChatToolCall      `json:"tool_calls,omitempty"`
 	// ReasoningContent is the model's thinking text, where the provider
 	// returns it (Anthropic; DeepSeek and vLLM send it too); OpenAI's chat
-	// has no field for it.
-	ReasoningContent *string `json:"reasoning_content,omitempty"`
+	// has no field for it. Loose: read as a string or not at all.
+	ReasoningContent gateway.LooseString `json:"reasoning_content,omitempty"`
 	// Reasoning is the same text as other compatible servers name it
 	// (OpenRouter, later vLLM): read, never written. Raw, as its shape is
 	// theirs.
@@ -82,9 +82,9 @@ type ChatAnswerMessage struct {
 }
 
 // thinkingText is a message's or delta's thinking text, under either name.
-func thinkingText(content *string, reasoning json.RawMessage) string {
-	if content != nil && *content != "" {
-		return *content
+func thinkingText(content gateway.LooseString, reasoning json.RawMessage) string {
+	if content != "" {
+		return string(content)
 	}
 	if s := stringOrNil(reasoning); s != nil {
 		return *s
@@ -130,7 +130,7 @@ type ChatToolCallDelta struct {
 // ChatDelta is a chunk's delta.
 type ChatDelta struct {
 	Role             gateway.LooseString `json:"role,omitempty"`
-	ReasoningContent *string             `json:"reasoning_content,omitempty"`
+	ReasoningContent gateway.LooseString `json:"reasoning_content,omitempty"`
 	Content          *string             `json:"content,omitempty"`
 	Refusal          *string             `json:"refusal,omitempty"`
 	ToolCalls        []ChatToolCallDelta `json:"tool_calls,omitempty"`
@@ -185,38 +185,6 @@ type ChatChunk struct {
 	Usage   *ChatUsage          `json:"usage,omitempty"`
 	Svc     any                 `json:"svc,omitempty"`
 	Error   *ChatStreamError    `json:"error,omitempty"` // some servers send errors in-stream
-}
-
-// The thinking text is read from an upstream, as a string or not at all:
-// reasoning_content of another JSON type (which the adapter ignored
-// before it read the field) is nil, not a malformed answer.
-
-func (m *ChatAnswerMessage) UnmarshalJSON(b []byte) error {
-	type plain ChatAnswerMessage
-	var in struct {
-		*plain
-		ReasoningContent json.RawMessage `json:"reasoning_content"`
-	}
-	in.plain = (*plain)(m)
-	if err := json.Unmarshal(b, &in); err != nil {
-		return err
-	}
-	m.ReasoningContent = stringOrNil(in.ReasoningContent)
-	return nil
-}
-
-func (d *ChatDelta) UnmarshalJSON(b []byte) error {
-	type plain ChatDelta
-	var in struct {
-		*plain
-		ReasoningContent json.RawMessage `json:"reasoning_content"`
-	}
-	in.plain = (*plain)(d)
-	if err := json.Unmarshal(b, &in); err != nil {
-		return err
-	}
-	d.ReasoningContent = stringOrNil(in.ReasoningContent)
-	return nil
 }
 
 // stringOrNil is a raw value's string, or nil for any other JSON value.
