@@ -87,7 +87,7 @@ func (p *Price) CacheWrite1hRate() float64 {
 // 7.000000000000001e-07) does not reach the answers.
 func (p *Price) Cost(u Usage) float64 {
 	r := p.At(u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens)
-	w1h := min(max(u.CacheWrite1hTokens, 0), max(u.CacheWriteTokens, 0)) // a part of the writes, never more
+	w1h := u.OneHourWrites()
 	return RoundUSD((float64(u.InputTokens)*r.InputPerMTok + float64(u.OutputTokens)*r.OutputPerMTok +
 		float64(u.CacheReadTokens)*r.CacheReadPerMTok + float64(u.CacheWriteTokens-w1h)*r.CacheWritePerMTok +
 		float64(w1h)*r.CacheWrite1hRate()) / 1e6)

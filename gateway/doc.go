@@ -195,6 +195,13 @@ type Usage struct {
 	Estimated bool `json:"estimated,omitempty"`
 }
 
+// OneHourWrites is the 1-hour part of the cache writes as billed: negative
+// is 0, and it is never more than the writes (the total is what the
+// provider bills; the part only moves some of it to the 1-hour rate).
+func (u Usage) OneHourWrites() int {
+	return min(max(u.CacheWrite1hTokens, 0), max(u.CacheWriteTokens, 0))
+}
+
 // Response is a finished model call.
 type Response struct {
 	ID         string

@@ -384,7 +384,7 @@ func (s *anStream) Next() (gateway.Delta, error) {
 				if c := u.CacheCreation; c != nil && c.Ephemeral1hInputTokens > 0 {
 					s.usage.CacheWrite1hTokens = c.Ephemeral1hInputTokens
 				}
-				s.usage.CacheWrite1hTokens = oneHourPart(s.usage.CacheWrite1hTokens, s.usage.CacheWriteTokens)
+				s.usage.CacheWrite1hTokens = s.usage.OneHourWrites()
 			}
 		case "message_stop":
 			s.done = true

@@ -60,7 +60,8 @@ func (p *Provider) Forward(ctx context.Context, n *gateway.Native, model string,
 func usageOf(u gjson.Result) gateway.Usage {
 	out := gateway.Usage{InputTokens: max(int(u.Get("input_tokens").Int()), 0), OutputTokens: max(int(u.Get("output_tokens").Int()), 0),
 		CacheReadTokens: max(int(u.Get("cache_read_input_tokens").Int()), 0), CacheWriteTokens: max(int(u.Get("cache_creation_input_tokens").Int()), 0)}
-	out.CacheWrite1hTokens = oneHourPart(int(u.Get("cache_creation.ephemeral_1h_input_tokens").Int()), out.CacheWriteTokens)
+	out.CacheWrite1hTokens = int(u.Get("cache_creation.ephemeral_1h_input_tokens").Int())
+	out.CacheWrite1hTokens = out.OneHourWrites()
 	return out
 }
 
@@ -140,7 +141,7 @@ func (s *anRawStream) Next() (gateway.Delta, error) {
 			if c := u.Get("cache_creation.ephemeral_1h_input_tokens"); c.Exists() {
 				s.usage.CacheWrite1hTokens = int(c.Int())
 			}
-			s.usage.CacheWrite1hTokens = oneHourPart(s.usage.CacheWrite1hTokens, s.usage.CacheWriteTokens)
+			s.usage.CacheWrite1hTokens = s.usage.OneHourWrites()
 			final := s.usage
 			d.Usage = &final
 		}

@@ -55,22 +55,16 @@ func (u *MessagesUsage) usage() gateway.Usage {
 	out := gateway.Usage{InputTokens: max(u.InputTokens, 0), OutputTokens: max(u.OutputTokens, 0),
 		CacheReadTokens: max(u.CacheReadInputTokens, 0), CacheWriteTokens: max(u.CacheCreationInputTokens, 0)}
 	if u.CacheCreation != nil {
-		out.CacheWrite1hTokens = oneHourPart(u.CacheCreation.Ephemeral1hInputTokens, out.CacheWriteTokens)
+		out.CacheWrite1hTokens = u.CacheCreation.Ephemeral1hInputTokens
+		out.CacheWrite1hTokens = out.OneHourWrites()
 	}
 	return out
-}
-
-// oneHourPart is the 1-hour part of cacheWrites an upstream reported:
-// negative is 0, and it is never more than the writes (the total is what
-// Anthropic bills; the part only moves some of it to the 1-hour rate).
-func oneHourPart(oneHour, cacheWrites int) int {
-	return min(max(oneHour, 0), max(cacheWrites, 0))
 }
 
 // cacheCreation is the split of u's cache writes an answer tells: nil
 // when none of them were 1-hour ones.
 func cacheCreation(u gateway.Usage) *CacheCreation {
-	oneHour := oneHourPart(u.CacheWrite1hTokens, u.CacheWriteTokens)
+	oneHour := u.OneHourWrites()
 	if oneHour == 0 {
 		return nil
 	}
