@@ -364,9 +364,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.C
 		}
 		if p.Err != nil {
 			if _, _, tell := up.Fail(p.Err); tell {
-				d := describe(r, p.Err)
-				oa, _ := d.types()
-				sse.data(&openai.ChatChunk{Error: &openai.ChatStreamError{Message: d.Message, Type: oa, Code: d.Code}})
+				tellChat(sse, r, p.Err)
 			}
 			return
 		}
@@ -526,10 +524,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 		}
 		if p.Err != nil {
 			if _, _, tell := up.Fail(p.Err); tell {
-				d := describe(r, p.Err)
-				_, an := d.types()
-				e := anthropic.ErrorEvent(an, d.Message)
-				sse.event("error", &e)
+				tellMessages(sse, r, p.Err)
 			}
 			return
 		}

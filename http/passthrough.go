@@ -601,15 +601,14 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 		}
 		if p.Err != nil {
 			if _, _, tell := up.Fail(p.Err); tell {
-				d := describe(r, p.Err)
-				oa, an := d.types()
-				if wire.responses {
+				switch {
+				case wire.responses:
+					d := describe(r, p.Err)
 					failResponse(sse, seq, created, d.Code, d.Message)
-				} else if named {
-					e := anthropic.ErrorEvent(an, d.Message)
-					sse.event("error", &e)
-				} else {
-					sse.data(&openai.ChatChunk{Error: &openai.ChatStreamError{Message: d.Message, Type: oa, Code: d.Code}})
+				case named:
+					tellMessages(sse, r, p.Err)
+				default:
+					tellChat(sse, r, p.Err)
 				}
 			}
 			return

@@ -3,6 +3,9 @@ package http
 import (
 	"net/http"
 	"strings"
+
+	"github.com/batonhq/baton/gateway/anthropic"
+	"github.com/batonhq/baton/gateway/openai"
 )
 
 // errFormat is the error shape a route answers in: the gateway fronts speak
@@ -41,6 +44,23 @@ func (s *Server) writeErrorAs(w http.ResponseWriter, r *http.Request, f errForma
 	}
 	retryHeaders(w, d)
 	writeJSON(w, d.wireStatus(), wireErrorBody(r, f, d))
+}
+
+// tellChat tells err in a chat completions stream already begun: an error
+// chunk, as some servers send one.
+func tellChat(sse *sseWriter, r *http.Request, err error) {
+	d := describe(r, err)
+	oa, _ := d.types()
+	sse.data(&openai.ChatChunk{Error: &openai.ChatStreamError{Message: d.Message, Type: oa, Code: d.Code}})
+}
+
+// tellMessages tells err in a messages stream already begun: Anthropic's
+// error event.
+func tellMessages(sse *sseWriter, r *http.Request, err error) {
+	d := describe(r, err)
+	_, an := d.types()
+	e := anthropic.ErrorEvent(an, d.Message)
+	sse.event("error", &e)
 }
 
 // wireErrorBody is d in a gateway front's error shape.
