@@ -115,11 +115,12 @@ const (
 // output rate. Nil when the model has no price, or the request asks for a
 // tier it has none for (UnpricedTier).
 func WorstCost(req Request, m *Model) *float64 {
-	if m == nil || m.Pricing == nil || UnpricedTier(req) {
+	price := priceFor(req, m)
+	if price == nil {
 		return nil
 	}
 	in, out := WorstTokens(req, m)
-	p := m.Pricing.At(in) // a long prompt is billed at its own rates
+	p := price.At(in) // a long prompt is billed at its own rates
 	c := (float64(in)*max(p.InputPerMTok, p.CacheWritePerMTok, p.CacheWrite1hRate()) + float64(out)*p.OutputPerMTok) / 1e6
 	return &c
 }
@@ -134,6 +135,15 @@ const PriorityTier = "priority"
 // below the standard rates, is priced at them (the budget holds more
 // than is spent, never less).
 func UnpricedTier(req Request) bool { return req.ServiceTier == PriorityTier }
+
+// priceFor is the price a request is billed at on m: nil when m has none,
+// or when the request asks for a tier the table has no rates for.
+func priceFor(req Request, m *Model) *Price {
+	if m == nil || m.Pricing == nil || UnpricedTier(req) {
+		return nil
+	}
+	return m.Pricing
+}
 
 // BudgetError refuses a call that its tenant's budget cannot cover.
 type BudgetError struct {

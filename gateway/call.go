@@ -143,10 +143,7 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 // after; the usage writer appends in the background, batching, so no fsync
 // is on the client's path. A partial stream is billed for what was sent.
 func (k *Caller) settle(c *Call, u Usage, outcome string) (*float64, func()) {
-	cost := CostOf(c.Model, u)
-	if UnpricedTier(c.Req) {
-		cost = nil // billed at rates Baton does not have
-	}
+	cost := CostOf(c.Req, c.Model, u)
 	id := c.hold.UsageID() // on a shared store, this event releases the hold
 	at := time.Now().UTC()
 	if k.Budgets != nil {

@@ -57,7 +57,7 @@ func callCost(t *testing.T, c *Catalog, id string, u Usage) *float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return CostOf(m, u)
+	return CostOf(Request{}, m, u)
 }
 
 // A built-in model's price is overridden without redeclaring its

@@ -37,12 +37,14 @@ type UsageRecord struct {
 // UsageStream is where a tenant's usage events go.
 func UsageStream(tenant string) string { return "usage-" + tenant }
 
-// CostOf prices usage for a model; nil when the model has no price.
-func CostOf(m *Model, u Usage) *float64 {
-	if m == nil || m.Pricing == nil {
+// CostOf prices a request's usage on a model; nil when there is no price
+// for it (priceFor).
+func CostOf(req Request, m *Model, u Usage) *float64 {
+	p := priceFor(req, m)
+	if p == nil {
 		return nil
 	}
-	c := m.Pricing.Cost(u)
+	c := p.Cost(u)
 	return &c
 }
 
