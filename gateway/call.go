@@ -337,13 +337,13 @@ type Upstream struct {
 // (reported) or, without one, on what was handed out. It returns the usage
 // billed, its cost (nil: unpriced) and the usage event's record, which
 // the front calls once its answer is written. A call already settled
-// (its usage came before the stream's end) returns nothing to record.
+// is left: nothing billed, nothing to record.
 func (u *Upstream) Finish(reported *Usage) (Usage, *float64, func()) {
-	bill := u.sent.Bill(u.c.Req, reported)
 	if u.settled {
-		return bill, nil, func() {}
+		return Usage{}, nil, func() {}
 	}
 	u.settled = true
+	bill := u.sent.Bill(u.c.Req, reported)
 	cost, record := u.k.settle(u.c, bill, "ok")
 	return bill, cost, record
 }
