@@ -434,15 +434,11 @@ func TestPassthroughSilentStartKeepsGrammar(t *testing.T) {
 		if !pause() {
 			return
 		}
-		sse(w, "message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[],"stop_reason":null,"usage":{"input_tokens":5,"output_tokens":1}}}`)
+		anthropicMessageStart(w)
 		if !pause() {
 			return
 		}
-		sse(w, "content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
-		sse(w, "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}`)
-		sse(w, "content_block_stop", `{"type":"content_block_stop","index":0}`)
-		sse(w, "message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`)
-		sse(w, "message_stop", `{"type":"message_stop"}`)
+		anthropicSaysHi(w)
 	}))
 	t.Cleanup(func() { an.CloseClientConnections(); an.Close() })
 	e := newEnvWith(t, catalogWith(t, map[string]string{"ANTHROPIC_BASE_URL": an.URL, "ANTHROPIC_API_KEY": "k"}))
@@ -622,15 +618,11 @@ func TestLastModelStreamAnswersFromItsFirstEvent(t *testing.T) {
 	an := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
-		sse(w, "message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[],"stop_reason":null,"usage":{"input_tokens":5,"output_tokens":1}}}`)
+		anthropicMessageStart(w)
 		if !hold(w, r) {
 			return
 		}
-		sse(w, "content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
-		sse(w, "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}`)
-		sse(w, "content_block_stop", `{"type":"content_block_stop","index":0}`)
-		sse(w, "message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`)
-		sse(w, "message_stop", `{"type":"message_stop"}`)
+		anthropicSaysHi(w)
 	}))
 	t.Cleanup(func() { oa.CloseClientConnections(); oa.Close(); an.CloseClientConnections(); an.Close() })
 	e := newEnvWith(t, catalogWith(t, map[string]string{"OPENAI_BASE_URL": oa.URL + "/v1", "OPENAI_API_KEY": "k",
@@ -708,7 +700,7 @@ func TestLastModelFailingBeforeContentIsAnUpstreamError(t *testing.T) {
 	an := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
-		sse(w, "message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[],"stop_reason":null,"usage":{"input_tokens":5,"output_tokens":1}}}`)
+		anthropicMessageStart(w)
 		sse(w, "error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
 	}))
 	t.Cleanup(func() { oa.Close(); an.Close() })
@@ -751,4 +743,18 @@ func TestLastModelFailingBeforeContentIsAnUpstreamError(t *testing.T) {
 			t.Errorf("%s: recorded %s %+v, want upstream_error on %d in, %d out", tc.name, u.Outcome, u.Usage, tc.in, tc.out)
 		}
 	}
+}
+
+// anthropicMessageStart is an Anthropic stream's opening event (5 input
+// tokens told), and anthropicSaysHi the rest of an answer of "hi".
+func anthropicMessageStart(w http.ResponseWriter) {
+	sse(w, "message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[],"stop_reason":null,"usage":{"input_tokens":5,"output_tokens":1}}}`)
+}
+
+func anthropicSaysHi(w http.ResponseWriter) {
+	sse(w, "content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+	sse(w, "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}`)
+	sse(w, "content_block_stop", `{"type":"content_block_stop","index":0}`)
+	sse(w, "message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`)
+	sse(w, "message_stop", `{"type":"message_stop"}`)
 }
