@@ -60,23 +60,6 @@ func (p *Provider) HasKey() bool { return p.key != "" }
 
 func (p *Provider) Configured() bool { return p.baseURL != "" && p.key != "" }
 
-// anBlock is a content block as the adapter writes it: a tool result
-// carries its text in content, a tool use always has an input object.
-// The front reads blocks as raw JSON instead (messagesBlocks), as a tool
-// result's content may be blocks too.
-type anBlock struct {
-	Type      string          `json:"type"`
-	Text      *string         `json:"text,omitempty"`
-	ID        string          `json:"id,omitempty"`
-	Name      string          `json:"name,omitempty"`
-	Input     json.RawMessage `json:"input,omitempty"`
-	ToolUseID string          `json:"tool_use_id,omitempty"`
-	Content   *string         `json:"content,omitempty"`
-	Source    *ImageSource    `json:"source,omitempty"`
-	Thinking  *string         `json:"thinking,omitempty"`
-	Signature *string         `json:"signature,omitempty"`
-}
-
 // ImageSource is an image block's source: base64 data, or a URL. The
 // adapter writes it; the messages front reads it.
 type ImageSource struct {
@@ -86,8 +69,10 @@ type ImageSource struct {
 	URL       string `json:"url,omitempty"`
 }
 
-func toAnBlocks(in []gateway.Block) []anBlock {
-	out := make([]anBlock, 0, len(in))
+// toBlocks is a turn's content as the adapter writes it: a tool result
+// carries its text in content, a tool use always has an input object.
+func toBlocks(in []gateway.Block) []RequestBlock {
+	out := make([]RequestBlock, 0, len(in))
 	for _, b := range in {
 		switch b.Type {
 		case "tool_use":
@@ -95,28 +80,28 @@ func toAnBlocks(in []gateway.Block) []anBlock {
 			if len(input) == 0 || string(input) == "null" {
 				input = json.RawMessage("{}")
 			}
-			out = append(out, anBlock{Type: b.Type, ID: b.ID, Name: b.Name, Input: input})
+			out = append(out, RequestBlock{Type: b.Type, ID: b.ID, Name: b.Name, Input: input})
 		case "tool_result":
-			text := b.Text
-			out = append(out, anBlock{Type: b.Type, ToolUseID: b.ToolUseID, Content: &text})
+			text, _ := json.Marshal(b.Text)
+			out = append(out, RequestBlock{Type: b.Type, ToolUseID: b.ToolUseID, Content: text})
 		case "image":
 			src := &ImageSource{Type: "url", URL: b.URL}
 			if b.URL == "" {
 				src = &ImageSource{Type: "base64", MediaType: b.MediaType, Data: b.Data}
 			}
-			out = append(out, anBlock{Type: "image", Source: src})
+			out = append(out, RequestBlock{Type: "image", Source: src})
 		case "thinking":
 			th, sig := b.Thinking, b.Signature
 			if sig == "" {
 				continue // another provider's reasoning: Anthropic refuses a thinking block without its signature
 			}
-			out = append(out, anBlock{Type: "thinking", Thinking: &th, Signature: &sig})
+			out = append(out, RequestBlock{Type: "thinking", Thinking: &th, Signature: &sig})
 		default:
 			if b.Type == "text" && b.Text == "" {
 				continue // the Messages API refuses empty text blocks (a client may send one back)
 			}
 			text := b.Text
-			out = append(out, anBlock{Type: b.Type, Text: &text})
+			out = append(out, RequestBlock{Type: b.Type, Text: &text})
 		}
 	}
 	return out
@@ -196,9 +181,9 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		}
 		r.ToolChoice = gateway.JSONOf(choice)
 	}
-	var contents [][]anBlock // each turn's blocks, marshalled once the turn is whole
+	var contents [][]RequestBlock // each turn's blocks, marshalled once the turn is whole
 	for _, m := range req.Messages {
-		blocks := toAnBlocks(m.Content)
+		blocks := toBlocks(m.Content)
 		if len(blocks) == 0 && len(m.Content) > 0 {
 			continue // only what Anthropic cannot take (another's reasoning): the turns around it join
 		}

@@ -65,6 +65,36 @@ type MessagesTool struct {
 	gateway.Tool
 }
 
+// RequestBlock is a content block of a messages request, as Anthropic's
+// wire has it: the front decodes a client's blocks with it and the adapter
+// encodes its upstream request's (toBlocks). The strings are pointers so
+// that the adapter writes text, thinking and signature on the blocks that
+// have them, empty or not, and on no other.
+type RequestBlock struct {
+	Type      string          `json:"type"`
+	Text      *string         `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	// Content is a tool result's: a string or an array of blocks.
+	Content   json.RawMessage `json:"content,omitempty"`
+	Source    *ImageSource    `json:"source,omitempty"`
+	Thinking  *string         `json:"thinking,omitempty"`
+	Signature *string         `json:"signature,omitempty"`
+	// Citations are a text's (of documents, search results); they have no
+	// equivalent elsewhere, so the front refuses them. cache_control, a
+	// caching hint, is accepted and not carried (docs/api.md, Translation).
+	Citations json.RawMessage `json:"citations,omitempty"`
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
 // messagesBlocks reads Anthropic content: a string or an array of blocks. Images
 // are taken where images is set (message content, not the system prompt
 // or a tool result: chat completions has no image there).
@@ -73,23 +103,7 @@ func messagesBlocks(raw json.RawMessage, param string, images bool) ([]gateway.B
 	if json.Unmarshal(raw, &s) == nil {
 		return []gateway.Block{{Type: "text", Text: s}}, nil
 	}
-	var blocks []struct {
-		Type      string          `json:"type"`
-		Text      string          `json:"text"`
-		ID        string          `json:"id"`
-		Name      string          `json:"name"`
-		Input     json.RawMessage `json:"input"`
-		ToolUseID string          `json:"tool_use_id"`
-		Content   json.RawMessage `json:"content"`
-		Source    *ImageSource    `json:"source"`
-		Thinking  string          `json:"thinking"`
-		Signature string          `json:"signature"`
-		// A text's citations (of documents, search results) have no
-		// equivalent elsewhere: refused.
-		Citations json.RawMessage `json:"citations"`
-		// cache_control, a caching hint, is accepted and not carried
-		// (docs/api.md, Translation).
-	}
+	var blocks []RequestBlock
 	if err := json.Unmarshal(raw, &blocks); err != nil {
 		return nil, gateway.BadRequest(param, "%s must be a string or an array of content blocks", param)
 	}
@@ -101,7 +115,7 @@ func messagesBlocks(raw json.RawMessage, param string, images bool) ([]gateway.B
 			if !gateway.Absent(b.Citations) && string(b.Citations) != "[]" {
 				return nil, gateway.BadRequest(at+"/citations", "%s/citations: citations have no equivalent at this provider", at)
 			}
-			out = append(out, gateway.Block{Type: "text", Text: b.Text})
+			out = append(out, gateway.Block{Type: "text", Text: deref(b.Text)})
 		case "image":
 			if !images {
 				return nil, gateway.BadRequest(at+"/type", "%s/type: an image here has no equivalent in chat completions (images are translated in message content only)", at)
@@ -112,7 +126,7 @@ func messagesBlocks(raw json.RawMessage, param string, images bool) ([]gateway.B
 			}
 			out = append(out, img)
 		case "thinking":
-			out = append(out, gateway.Block{Type: "thinking", Thinking: b.Thinking, Signature: b.Signature})
+			out = append(out, gateway.Block{Type: "thinking", Thinking: deref(b.Thinking), Signature: deref(b.Signature)})
 		case "tool_use":
 			out = append(out, gateway.Block{Type: "tool_use", ID: b.ID, Name: b.Name, Input: b.Input})
 		case "tool_result":
