@@ -112,37 +112,42 @@ const (
 // WorstCost is the most a request can cost on a model: the input at the
 // dearest of the input and cache-write rates (5-minute and 1-hour: a
 // passed-through request may ask for either), the whole output cap at the
-// output rate. Nil when the model has no price, or the request asks for a
-// tier it has none for (UnpricedTier).
+// output rate, at the tier the request asks for. Nil when the model has no
+// price, or the request asks for a tier it has none for (UnpricedTier).
 func WorstCost(req Request, m *Model) *float64 {
-	price := priceFor(req, m)
+	price, tier := priceFor(req, m)
 	if price == nil {
 		return nil
 	}
 	in, out := WorstTokens(req, m)
 	p := price.At(in) // a long prompt is billed at its own rates
-	c := (float64(in)*max(p.InputPerMTok, p.CacheWritePerMTok, p.CacheWrite1hRate()) + float64(out)*p.OutputPerMTok) / 1e6
+	c := tier * (float64(in)*max(p.InputPerMTok, p.CacheWritePerMTok, p.CacheWrite1hRate()) + float64(out)*p.OutputPerMTok) / 1e6
 	return &c
 }
 
-// PriorityTier is OpenAI's priority processing, billed above the standard
-// rates the price table holds.
-const PriorityTier = "priority"
-
-// UnpricedTier reports whether req asks for a capacity tier the price
-// table has no rates for: its cost is unknown (nil), as an unpriced
-// model's, and a tenant with a budget cannot make the call. flex, billed
-// below the standard rates, is priced at them (the budget holds more
-// than is spent, never less).
-func UnpricedTier(req Request) bool { return req.ServiceTier == PriorityTier }
-
-// priceFor is the price a request is billed at on m: nil when m has none,
-// or when the request asks for a tier the table has no rates for.
-func priceFor(req Request, m *Model) *Price {
-	if m == nil || m.Pricing == nil || UnpricedTier(req) {
-		return nil
+// UnpricedTier reports whether req asks for a capacity tier m's price has
+// no rate for (Price.TierRate): its cost is unknown (nil), as an unpriced
+// model's, and a tenant with a budget cannot make the call.
+func UnpricedTier(req Request, m *Model) bool {
+	if m == nil || m.Pricing == nil {
+		return false
 	}
-	return m.Pricing
+	_, ok := m.Pricing.TierRate(req.ServiceTier)
+	return !ok
+}
+
+// priceFor is the price a request is billed at on m and the multiple of
+// its rates that the tier it asks for costs: nil when m has no price, or
+// when the request asks for a tier the price has no rate for.
+func priceFor(req Request, m *Model) (*Price, float64) {
+	if m == nil || m.Pricing == nil {
+		return nil, 0
+	}
+	tier, ok := m.Pricing.TierRate(req.ServiceTier)
+	if !ok {
+		return nil, 0
+	}
+	return m.Pricing, tier
 }
 
 // BudgetError refuses a call that its tenant's budget cannot cover.

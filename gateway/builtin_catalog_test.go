@@ -113,6 +113,15 @@ func TestBuiltinPricesAsSourced(t *testing.T) {
 		if !reflect.DeepEqual(p.LongPrompt, w.long) {
 			t.Errorf("%s: long-prompt price %+v, want %+v", w.id, p.LongPrompt, w.long)
 		}
+		// The fast tier: twice the standard rates on OpenAI's GPT-5.6
+		// family and later, as their pages say; no rate on the others.
+		fast := 0.0
+		if strings.HasPrefix(w.id, "openai:gpt-6") || strings.HasPrefix(w.id, "openai:gpt-5.6") {
+			fast = 2
+		}
+		if p.FastRate != fast {
+			t.Errorf("%s: fast rate %v, want %v", w.id, p.FastRate, fast)
+		}
 		if m.ContextTokens != w.context || m.SupportsJSON != w.json || m.SupportsTools != w.tools {
 			t.Errorf("%s: context %d, json %v, tools %v; want %d, %v, %v", w.id, m.ContextTokens, m.SupportsJSON, m.SupportsTools, w.context, w.json, w.tools)
 		}
@@ -193,6 +202,8 @@ func TestProvidersFileLongPromptPrice(t *testing.T) {
 	for _, c := range []struct{ file, want string }{
 		{`{"pricing":{"openai:gpt-4o":{"inputPerMTok":1,"source":"x","longPrompt":{"inputPerMTok":2}}}}`, "longPrompt.promptTokens must be above 0"},
 		{`{"pricing":{"openai:gpt-4o":{"inputPerMTok":1,"source":"x","longPrompt":{"promptTokens":10,"cacheReadPerMTok":-1}}}}`, "a price is negative (longPrompt.cacheReadPerMTok -1)"},
+		{`{"pricing":{"openai:gpt-4o":{"inputPerMTok":1,"source":"x","fastRate":0.5}}}`, "fastRate must be 0 (no rate) or from 1 to 100 times the standard rates (0.5)"},
+		{`{"pricing":{"openai:gpt-4o":{"inputPerMTok":1,"source":"x","fastRate":1e9}}}`, "fastRate must be 0 (no rate) or from 1 to 100 times the standard rates (1e+09)"},
 		{`{"pricing":{"openai:gpt-4o":{"inputPerMTok":1,"source":"x","longPrompt":{"promptTokens":10,"threshold":5}}}}`, `unknown field "threshold"`},
 		// A rate no model has, which a long enough call would make an
 		// infinite cost of.

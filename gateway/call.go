@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -130,7 +131,7 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 	}
 	hold, err := k.Budgets.Reserve(ctx, c.Tenant, t.Model.ID, WorstCost(c.Req, t.Model))
 	var be *BudgetError
-	if errors.As(err, &be) && be.Period == "" && UnpricedTier(c.Req) {
+	if errors.As(err, &be) && be.Period == "" && UnpricedTier(c.Req, t.Model) {
 		be.Tier = c.Req.ServiceTier
 	}
 	c.hold = hold
@@ -235,7 +236,9 @@ func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer
 		}
 		if err == nil {
 			if resp.UsageMissing {
+				tier := resp.Usage.ServiceTier
 				resp.Usage = EstimateUsage(c.Req, outputText(resp.Content), countOr4)
+				resp.Usage.ServiceTier = tier
 			}
 			cost, record := k.settle(c, resp.Usage, "ok")
 			return &Answer{Response: resp, Cost: cost, Record: record}, nil
@@ -264,6 +267,9 @@ func (t *tally) See(d Delta) {
 	if d.Usage != nil && d.StopReason == "" {
 		t.u, t.told = WithInput(t.u, *d.Usage), true
 	}
+	if d.ServiceTier != "" {
+		t.u.ServiceTier = d.ServiceTier
+	}
 	if d.Text != "" || d.Thinking != "" || d.Refusal != "" || d.ToolCall != nil {
 		t.u.OutputTokens++ // a floor, one token a delta
 		t.out.WriteString(d.Text)
@@ -281,7 +287,9 @@ func (t *tally) See(d Delta) {
 // report counted by Baton and marked estimated.
 func (t *tally) Bill(req Request, reported *Usage) Usage {
 	if reported != nil {
-		return *reported
+		u := *reported
+		u.ServiceTier = cmp.Or(u.ServiceTier, t.u.ServiceTier)
+		return u
 	}
 	est := EstimateUsage(req, t.out.String(), countOr4)
 	u := t.u

@@ -35,7 +35,28 @@ type Price struct {
 	// Haiku 5.5, over 100K) bill every token of such a call, output
 	// included, at higher rates.
 	LongPrompt *LongPromptPrice `json:"longPrompt,omitempty"`
-	Source     string           `json:"source"`
+	// FastRate is the multiple of the standard rates (long-prompt ones
+	// included) that OpenAI's fast tier costs (service_tier fast, or
+	// priority, its name until July 2026); 0 or absent: the tier has no
+	// price here (TierRate).
+	FastRate float64 `json:"fastRate,omitempty"`
+	Source   string  `json:"source"`
+}
+
+// TierRate is the multiple of the standard rates a call at an OpenAI
+// capacity tier costs, and whether the price has one. The standard tier
+// (none, auto, default) and flex cost 1: flex is billed below the
+// standard rates, so a budget holds and counts more than is spent, never
+// less. fast and priority cost FastRate, when set. Any other tier
+// (ultrafast, scale, one not yet known) has no rate.
+func (p *Price) TierRate(tier string) (float64, bool) {
+	switch tier {
+	case "", "auto", "default", "flex":
+		return 1, true
+	case "fast", "priority":
+		return p.FastRate, p.FastRate > 0
+	}
+	return 0, false
 }
 
 // LongPromptPrice holds the rates of a call whose prompt (input, cache
@@ -344,6 +365,11 @@ func checkPrice(p *Price) error {
 			return err
 		}
 	}
+	if p.FastRate != 0 && (p.FastRate < 1 || p.FastRate > MaxFastRate) {
+		// Below 1 the fast tier would be billed less than the standard
+		// one, which it never costs.
+		return fmt.Errorf("fastRate must be 0 (no rate) or from 1 to %d times the standard rates (%v)", MaxFastRate, p.FastRate)
+	}
 	if strings.TrimSpace(p.Source) == "" {
 		// A price without its source cannot be checked or dated;
 		// "self-hosted" is a source for a price of 0.
@@ -351,6 +377,9 @@ func checkPrice(p *Price) error {
 	}
 	return nil
 }
+
+// MaxFastRate bounds Price.FastRate, so that a cost stays finite.
+const MaxFastRate = 100
 
 // MaxRatePerMTok bounds a rate: a million dollars per million tokens, far
 // above any model's, so that no count of tokens makes a cost infinite.

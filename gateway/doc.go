@@ -110,8 +110,9 @@ type Request struct {
 	// bound counts each.
 	Choices int
 	// ServiceTier is the capacity tier a passed-through OpenAI-shaped
-	// request asks for (service_tier). PriorityTier is billed at rates the
-	// price table does not have: see UnpricedTier.
+	// request asks for (service_tier), billed at its rate
+	// (Price.TierRate); one the price has no rate for is unpriced
+	// (UnpricedTier).
 	ServiceTier string
 	// Body is a body passed through rather than decoded (Messages and
 	// Tools then hold only what routing needs): its size bounds the input,
@@ -193,6 +194,9 @@ type Usage struct {
 	// Estimated: the upstream reported no usage, so Baton counted the
 	// tokens itself (see EstimateUsage) and billed that count.
 	Estimated bool `json:"estimated,omitempty"`
+	// ServiceTier is the capacity tier OpenAI says it served the call at
+	// (the answer's service_tier), when it says: CostOf bills it.
+	ServiceTier string `json:"service_tier,omitempty"`
 }
 
 // OneHourWrites is the 1-hour part of the cache writes as billed: negative
@@ -254,6 +258,9 @@ type Delta struct {
 	NativeStop  string
 	MatchedStop string `json:",omitempty"` // with StopReason: the stop sequence hit, when known
 	Usage       *Usage // cumulative usage when the provider reports it (alone: usage so far, e.g. the input side at the start)
+	// ServiceTier is the capacity tier the event says the call is served
+	// at (OpenAI's chunks and responses carry it), for billing.
+	ServiceTier string `json:",omitempty"`
 	// Raw is the upstream's event as it was sent (a passthrough stream's
 	// deltas), to be forwarded as it is; the fields above then summarize
 	// it for billing and fallback.

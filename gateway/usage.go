@@ -38,13 +38,22 @@ type UsageRecord struct {
 func UsageStream(tenant string) string { return "usage-" + tenant }
 
 // CostOf prices a request's usage on a model; nil when there is no price
-// for it (priceFor).
+// for it (priceFor). The tier the answer says it was served at
+// (Usage.ServiceTier: OpenAI may serve auto at a project's default of
+// fast) is billed at its rate; one the price has no rate for is billed at
+// the asked tier's rates, the least it can cost (docs/budgets.md).
 func CostOf(req Request, m *Model, u Usage) *float64 {
-	p := priceFor(req, m)
+	p, tier := priceFor(req, m)
 	if p == nil {
 		return nil
 	}
+	if served, ok := p.TierRate(u.ServiceTier); ok && u.ServiceTier != "" {
+		tier = served
+	}
 	c := p.Cost(u)
+	if tier != 1 {
+		c = RoundUSD(c * tier)
+	}
 	return &c
 }
 
@@ -297,6 +306,9 @@ func (r *UsageRecord) appendJSON(b []byte) ([]byte, error) {
 	}
 	if u.Estimated {
 		b = append(b, `,"estimated":true`...)
+	}
+	if u.ServiceTier != "" {
+		b = str(b, `,"service_tier":`, u.ServiceTier)
 	}
 	b = append(b, `},"costUsd":`...)
 	if r.CostUSD == nil {

@@ -363,7 +363,7 @@ func TestClientsPassThroughToOpenAI(t *testing.T) {
 	if err := json.Unmarshal(evs[len(evs)-1].Data, &u); err != nil {
 		t.Fatal(err)
 	}
-	if u.Usage != (gateway.Usage{InputTokens: 56, OutputTokens: 9, CacheReadTokens: 64}) || u.Outcome != "ok" {
+	if u.Usage != (gateway.Usage{InputTokens: 56, OutputTokens: 9, CacheReadTokens: 64, ServiceTier: "default"}) || u.Outcome != "ok" {
 		t.Fatalf("usage recorded %+v", u)
 	}
 }

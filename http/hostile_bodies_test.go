@@ -1,9 +1,12 @@
 package http_test
 
 import (
+	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
+	"github.com/batonhq/baton/gateway"
 	"github.com/tidwall/gjson"
 )
 
@@ -130,10 +133,11 @@ func TestStreamOptionsMustBeAnObject(t *testing.T) {
 	}
 }
 
-// OpenAI's priority tier is billed above the standard rates the price
-// table holds: passed through, its cost is unknown (null, as an unpriced
-// model's), and a tenant with a budget cannot ask for it (403 before any
-// upstream call). flex, billed below them, is priced at them.
+// OpenAI's fast tier (priority, its former name) is billed above the
+// standard rates: on a model whose price has no fast rate, passed
+// through, its cost is unknown (null, as an unpriced model's), and a
+// tenant with a budget cannot ask for it (403 before any upstream call).
+// flex, billed below them, is priced at them.
 func TestPriorityTierUnpriced(t *testing.T) {
 	e, f, _ := passthroughEnv(t)
 	msgs := []any{map[string]any{"role": "user", "content": "hi"}}
@@ -167,4 +171,86 @@ func TestPriorityTierUnpriced(t *testing.T) {
 		t.Fatalf("refused, yet the upstream got %d requests", n)
 	}
 	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "oai:gpt-x", "service_tier": "flex", "messages": msgs}), 200)
+}
+
+// A tier is billed at its rate (Price.FastRate): asked for, or served for
+// auto at a project's default (the answer's service_tier), passed through
+// and streamed; a tier without a rate (ultrafast) is unpriced, and
+// refused under a budget.
+func TestServiceTiersBilledAtTheirRates(t *testing.T) {
+	e, f, _ := passthroughEnv(t)
+	const chatCost = 10*2e-6 + 2*8e-6
+	msgs := []any{map[string]any{"role": "user", "content": "hi"}}
+	call := func(path, model, tier string, stream bool) (status int, cost gjson.Result) {
+		t.Helper()
+		body := map[string]any{"model": model, "stream": stream}
+		if tier != "" {
+			body["service_tier"] = tier
+		}
+		if path == "/v1/chat/completions" {
+			body["messages"] = msgs
+		} else {
+			body["input"] = "hi"
+		}
+		r := e.do("POST", path, e.tenantA, body)
+		if r.status != 200 {
+			return r.status, gjson.Result{}
+		}
+		if !stream {
+			return 200, gjson.GetBytes(r.raw, "usage.estimated_cost_usd")
+		}
+		var last gjson.Result // the usage of the stream's end
+		for _, line := range strings.Split(string(r.raw), "\n") {
+			if c := gjson.Get(strings.TrimPrefix(line, "data: "), "response.usage.estimated_cost_usd"); c.Exists() {
+				last = c
+			}
+		}
+		return 200, last
+	}
+	for _, c := range []struct {
+		path, model, tier string
+		stream            bool
+		want              float64 // 0: unpriced
+	}{
+		{"/v1/chat/completions", "oai:gpt-fast", "fast", false, 2 * chatCost},
+		{"/v1/chat/completions", "oai:gpt-fast", "priority", false, 2 * chatCost},
+		{"/v1/chat/completions", "oai:gpt-fast", "flex", false, chatCost},
+		{"/v1/chat/completions", "oai:gpt-fast", "", false, chatCost},
+		{"/v1/chat/completions", "oai:gpt-fast-default", "", false, 2 * chatCost},
+		{"/v1/chat/completions", "oai:gpt-fast-default", "auto", false, 2 * chatCost},
+		{"/v1/chat/completions", "oai:gpt-fast", "ultrafast", false, 0},
+		{"/v1/chat/completions", "oai:gpt-x", "fast", false, 0},
+		{"/v1/responses", "oai:gpt-fast", "fast", false, 2 * passthroughCost},
+		{"/v1/responses", "oai:gpt-fast-default", "", false, 2 * passthroughCost},
+		{"/v1/responses", "oai:gpt-fast-default", "", true, 2 * passthroughCost},
+		{"/v1/responses", "oai:gpt-fast", "default", true, passthroughCost},
+		{"/v1/responses", "oai:gpt-fast", "scale", false, 0},
+	} {
+		status, cost := call(c.path, c.model, c.tier, c.stream)
+		ok := status == 200 && (c.want == 0 && cost.Type == gjson.Null || c.want != 0 && cost.Type == gjson.Number && math.Abs(cost.Float()-c.want) < 1e-12)
+		if !ok {
+			t.Errorf("%s %s tier %q stream %t: status %d, cost %s, want %g", c.path, c.model, c.tier, c.stream, status, cost.Raw, c.want)
+		}
+	}
+	evs := e.usageEvents("a", 13)
+	var u gateway.UsageRecord
+	json.Unmarshal(evs[len(evs)-1].Data, &u)
+	if u.Usage.ServiceTier != "scale" || u.CostUSD != nil {
+		t.Errorf("the last usage event: %+v", u)
+	}
+
+	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": 10, "monthlyUsd": nil}), 200)
+	before := len(f.requests())
+	for _, c := range []struct{ model, tier string }{{"oai:gpt-x", "fast"}, {"oai:gpt-fast", "ultrafast"}, {"oai:gpt-fast", "scale"}} {
+		r := e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": c.model, "service_tier": c.tier, "messages": msgs})
+		if r.status != 403 || r.str("error.code") != "unpriced_service_tier_under_budget" || r.str("error.param") != "service_tier" {
+			t.Errorf("%s at %s under a budget: %d %s", c.model, c.tier, r.status, r.raw)
+		}
+	}
+	if n := len(f.requests()) - before; n != 0 {
+		t.Fatalf("refused, yet the upstream got %d requests", n)
+	}
+	if status, cost := call("/v1/chat/completions", "oai:gpt-fast", "fast", false); status != 200 || math.Abs(cost.Float()-2*chatCost) > 1e-12 {
+		t.Fatalf("fast on a model with its rate, under a budget: %d %s", status, cost.Raw)
+	}
 }

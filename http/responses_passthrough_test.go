@@ -68,9 +68,16 @@ func (f *oaResponses) spec() gateway.ProviderSpec {
 	model := func(name string, fallbacks ...string) gateway.ModelSpec {
 		return gateway.ModelSpec{Name: name, ContextTokens: 400000, SupportsJSON: true, SupportsTools: true, Modes: []string{}, Pricing: price, Fallbacks: fallbacks}
 	}
+	fast := func(name string) gateway.ModelSpec {
+		m := model(name)
+		p := *price
+		p.FastRate = 2
+		m.Pricing = &p
+		return m
+	}
 	return gateway.ProviderSpec{Name: "oai", Kind: "openai", BaseURL: f.srv.URL + "/v1", KeyEnv: "COMPAT_API_KEY",
 		Models: []gateway.ModelSpec{model("gpt-x"), model("gpt-busy", "oai:gpt-x"), model("gpt-failing", "oai:gpt-x"),
-			model("gpt-cut"), model("gpt-busy-then-claude", "anthropic:claude-haiku-4-5")}}
+			model("gpt-cut"), model("gpt-busy-then-claude", "anthropic:claude-haiku-4-5"), fast("gpt-fast"), fast("gpt-fast-default")}}
 }
 
 func (f *oaResponses) requests() []oaRequest {
@@ -92,9 +99,18 @@ func (f *oaResponses) serve(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}}`)
 		return
 	}
+	// The tier served: the one asked for; for auto (or none), the
+	// project's default, which is fast for gpt-fast-default.
+	tier := gjson.GetBytes(body, "service_tier").Str
+	if tier == "" || tier == "auto" {
+		tier = "default"
+		if model == "gpt-fast-default" {
+			tier = "priority"
+		}
+	}
 	if r.URL.Path == "/v1/chat/completions" {
-		fmt.Fprintf(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":"chat: %d messages"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}`,
-			model, len(gjson.GetBytes(body, "messages").Array()))
+		fmt.Fprintf(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":"chat: %d messages"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12},"service_tier":%q}`,
+			model, len(gjson.GetBytes(body, "messages").Array()), tier)
 		return
 	}
 	if r.URL.Path != "/v1/responses" {
@@ -108,8 +124,8 @@ func (f *oaResponses) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	store := gjson.GetBytes(body, "store").Type != gjson.False
 	resp := func(status, output, usage string) string {
-		return fmt.Sprintf(`{"id":%q,"object":"response","created_at":1756300366,"status":%q,"background":false,"error":null,"incomplete_details":null,"instructions":null,"max_output_tokens":null,"model":%q,"output":[%s],"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":"low","summary":null},"store":%t,"temperature":1.0,"text":{"format":{"type":"text"},"verbosity":"low"},"tool_choice":"auto","tools":[],"top_p":1.0,"truncation":"disabled","usage":%s,"user":null,"metadata":{}}`,
-			id, status, model, output, store, usage)
+		return fmt.Sprintf(`{"id":%q,"object":"response","created_at":1756300366,"status":%q,"background":false,"error":null,"incomplete_details":null,"instructions":null,"max_output_tokens":null,"model":%q,"output":[%s],"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":"low","summary":null},"service_tier":%q,"store":%t,"temperature":1.0,"text":{"format":{"type":"text"},"verbosity":"low"},"tool_choice":"auto","tools":[],"top_p":1.0,"truncation":"disabled","usage":%s,"user":null,"metadata":{}}`,
+			id, status, model, output, tier, store, usage)
 	}
 	reasoning := `{"id":"rs_68af0c4f1","type":"reasoning","summary":[],"encrypted_content":"gAAAAABo-opaque"}`
 	msg := func(status, text string) string {
@@ -125,19 +141,20 @@ func (f *oaResponses) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
-	var sent [][2]string
+	// Each event is kept before it is sent: the client may have read the
+	// last one before this handler returns.
+	f.mu.Lock()
+	f.sent = nil
+	f.mu.Unlock()
 	seq := 0
 	ev := func(typ, rest string) {
 		data := fmt.Sprintf(`{"type":%q,"sequence_number":%d,%s}`, typ, seq, rest)
 		seq++
-		sent = append(sent, [2]string{typ, data})
+		f.mu.Lock()
+		f.sent = append(f.sent, [2]string{typ, data})
+		f.mu.Unlock()
 		sse(w, typ, data)
 	}
-	defer func() {
-		f.mu.Lock()
-		f.sent = sent
-		f.mu.Unlock()
-	}()
 	ev("response.created", `"response":`+resp("in_progress", "", "null"))
 	ev("response.in_progress", `"response":`+resp("in_progress", "", "null"))
 	if model == "gpt-failing" {

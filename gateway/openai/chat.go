@@ -319,6 +319,7 @@ func (p *Provider) Complete(ctx context.Context, req gateway.Request) (*gateway.
 	} else {
 		out.UsageMissing = true
 	}
+	out.Usage.ServiceTier = string(r.ServiceTier)
 	return out, nil
 }
 
@@ -413,9 +414,10 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 		}
 		if c.Usage != nil {
 			u := c.Usage.Usage()
+			u.ServiceTier = string(c.ServiceTier)
 			s.usage = &u
 		}
-		var d gateway.Delta
+		d := gateway.Delta{ServiceTier: string(c.ServiceTier)}
 		for _, ch := range c.Choices {
 			d.Thinking += thinkingText(ch.Delta.ReasoningContent, ch.Delta.Reasoning)
 			if ch.Delta.Content != nil {

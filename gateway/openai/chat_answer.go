@@ -109,7 +109,10 @@ type ChatCompletion struct {
 	Model   string              `json:"model"`
 	Choices []ChatChoice        `json:"choices"`
 	Usage   *ChatUsage          `json:"usage"`
-	Svc     any                 `json:"svc"` // Baton's own part of the answer
+	// ServiceTier is the tier OpenAI served the call at, read for
+	// billing; Baton's answers leave it out.
+	ServiceTier gateway.LooseString `json:"service_tier,omitempty"`
+	Svc         any                 `json:"svc"` // Baton's own part of the answer
 }
 
 // ChatToolCallDelta is a streamed tool call: a call's first delta has its
@@ -183,8 +186,10 @@ type ChatChunk struct {
 	Model   gateway.LooseString `json:"model,omitzero"`
 	Choices []ChatChunkChoice   `json:"choices,omitzero"`
 	Usage   *ChatUsage          `json:"usage,omitempty"`
-	Svc     any                 `json:"svc,omitempty"`
-	Error   *ChatStreamError    `json:"error,omitempty"` // some servers send errors in-stream
+	// ServiceTier is as ChatCompletion's.
+	ServiceTier gateway.LooseString `json:"service_tier,omitempty"`
+	Svc         any                 `json:"svc,omitempty"`
+	Error       *ChatStreamError    `json:"error,omitempty"` // some servers send errors in-stream
 }
 
 // stringOrNil is a raw value's string, or nil for any other JSON value.

@@ -71,11 +71,13 @@ func readChatAnswer(provider string, raw []byte) (*gateway.Response, error) {
 	if !gateway.ValidJSON(raw) {
 		return nil, &gateway.UpstreamError{Provider: provider, Status: http.StatusBadGateway, Message: "malformed response: no choices"}
 	}
-	var id, mod, choices, finish, usage gjson.Result
+	var id, mod, choices, finish, usage, tier gjson.Result
 	gjson.Parse(view(raw)).ForEach(func(k, v gjson.Result) bool {
 		switch {
 		case k.Str == "id" && !id.Exists():
 			id = v
+		case k.Str == "service_tier" && !tier.Exists():
+			tier = v
 		case k.Str == "model" && !mod.Exists():
 			mod = v
 		case k.Str == "choices":
@@ -109,6 +111,7 @@ func readChatAnswer(provider string, raw []byte) (*gateway.Response, error) {
 			return true
 		})
 	}
+	out.Usage.ServiceTier = strings.Clone(tier.Str)
 	return out, nil
 }
 
@@ -170,13 +173,15 @@ func (s *oaRawStream) Next() (gateway.Delta, error) {
 	// One pass over the chunk's top level and one over its first choice:
 	// a gjson Get per field would scan the chunk again for each. As with
 	// Get, the first of repeated keys counts.
-	var choice, usage, failure gjson.Result
+	var choice, usage, failure, tier gjson.Result
 	gjson.Parse(view(ev.Data)).ForEach(func(k, v gjson.Result) bool {
 		switch {
 		case k.Str == "choices" && !choice.Exists():
 			choice = v.Get("0") // as the path choices.0 finds it: in a repeated key's later array when the first is empty
 		case k.Str == "usage" && !usage.Exists():
 			usage = v
+		case k.Str == "service_tier" && !tier.Exists():
+			tier = v
 		case k.Str == "error":
 			failure = v
 		}
@@ -185,7 +190,7 @@ func (s *oaRawStream) Next() (gateway.Delta, error) {
 	if failure.Exists() {
 		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Type: failure.Get("type").Str, Message: cmp.Or(failure.Get("message").Str, "error event")}
 	}
-	d := gateway.Delta{Raw: ev.Data}
+	d := gateway.Delta{Raw: ev.Data, ServiceTier: strings.Clone(tier.Str)}
 	var delta, finish gjson.Result
 	choice.ForEach(func(k, v gjson.Result) bool {
 		switch {
@@ -219,6 +224,7 @@ func (s *oaRawStream) Next() (gateway.Delta, error) {
 	}
 	if usage.IsObject() {
 		final := usageOf(usage)
+		final.ServiceTier = d.ServiceTier
 		d.Usage = &final
 		if s.stop != "" {
 			d.StopReason, d.NativeStop = ChatStop(s.stop), s.stop

@@ -116,7 +116,7 @@ func referenceChunk(data []byte) (gateway.Delta, bool) {
 	if g.Get("error").Exists() {
 		return gateway.Delta{}, true
 	}
-	var d gateway.Delta
+	d := gateway.Delta{ServiceTier: g.Get("service_tier").Str}
 	choice := g.Get("choices.0")
 	delta := choice.Get("delta")
 	d.Text = delta.Get("content").Str
@@ -129,6 +129,7 @@ func referenceChunk(data []byte) (gateway.Delta, bool) {
 	}
 	if u := g.Get("usage"); u.IsObject() {
 		final := referenceUsage(u)
+		final.ServiceTier = d.ServiceTier
 		d.Usage = &final
 	}
 	return d, false
@@ -147,6 +148,8 @@ func FuzzRawChunk(f *testing.F) {
 	f.Add([]byte(`{"choices":[{"delta":{"content":"a"}},{"delta":{"content":"b"}}],"choices":[{"delta":{"content":"c"}}]}`))
 	f.Add([]byte(`{"usage":{"prompt_tokens":1},"error":{"type":"x","message":"y"}}`))
 	f.Add([]byte(`{"choices":[{"delta":{"cont\u0065nt":"esc"},"finish_reason":"stop"}]}`))
+	f.Add([]byte(`{"service_tier":"priority","choices":[],"usage":{"prompt_tokens":4},"service_tier":"default"}`))
+	f.Add([]byte(`{"choices":[{"delta":{"content":"x"}}],"service_tier":7}`))
 	f.Add([]byte(`{"choices":[],"usage":{"prompt_tokens":9,"prompt_tokens":2,"completion_tokens":"4","prompt_tokens_details":{"cached_tokens":3,"cache_write_tokens":2},"prompt_tokens_details":{"cached_tokens":1}}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if !gjson.ValidBytes(b) || len(bytes.TrimSpace(b)) == 0 || bytes.ContainsAny(b, "\r") || bytes.Contains(b, []byte("\n\n")) || string(bytes.TrimSpace(b)) == "[DONE]" {
@@ -188,6 +191,7 @@ func referenceAnswer(raw []byte) (*gateway.Response, bool) {
 			return true
 		})
 	}
+	out.Usage.ServiceTier = g.Get("service_tier").Str
 	return out, true
 }
 
@@ -196,6 +200,8 @@ func FuzzChatAnswer(f *testing.F) {
 	f.Add([]byte(`{"choices":[],"choices":[{"finish_reason":"length","message":{"content":"a","refusal":"b","tool_calls":[{"id":"t"}]}}],"id":"x","id":"y"}`))
 	f.Add([]byte(`{"choices":{"0":{"finish_reason":"stop"}},"usage":null,"usage":{"prompt_tokens":2}}`))
 	f.Add([]byte(`[1,2]`))
+	f.Add([]byte(`{"choices":[],"service_tier":"fast","usage":{"prompt_tokens":2},"service_tier":"default"}`))
+	f.Add([]byte(`{"choices":[],"service_tier":null}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		want, ok := referenceAnswer(raw)
 		got, err := readChatAnswer("p", raw)

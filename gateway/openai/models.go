@@ -14,7 +14,10 @@ import (
 // supportsTools and supportsJson say what works through Baton's adapter:
 // OpenAI's models are called on Chat Completions. Cache writes are priced
 // at the default cache lifetime's rate (30 minutes): Baton asks for no
-// longer one.
+// longer one. The fast tier (service_tier fast or priority) costs twice
+// the standard rates on the GPT-5.6 family and later, as their pages say
+// (fastRate); the older models' own priority rates are not in the table,
+// so that tier is unpriced on them.
 var Models = []gateway.ModelSpec{
 	// The GPT-6 family takes function tools on Chat Completions only
 	// at reasoning effort none, which gpt-6.2-sol refuses and which is
@@ -22,11 +25,13 @@ var Models = []gateway.ModelSpec{
 	{Name: "gpt-6.2-sol", ContextTokens: 1050000, SupportsJSON: true, Modes: []string{"balanced", "premium", "auto"},
 		Pricing: &gateway.Price{InputPerMTok: 2, OutputPerMTok: 10, CacheReadPerMTok: 0.10, CacheWritePerMTok: 2.50,
 			LongPrompt: openAILongPrompt(2, 10, 0.10, 2.50),
-			Source:     "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-6.2-sol, as of 2026-11-18"}},
+			FastRate:   2,
+			Source:     "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-6.2-sol, as of 2026-11-18; fast mode 2x as of 2026-11-27"}},
 	{Name: "gpt-6-luna", ContextTokens: 1050000, SupportsJSON: true, Modes: []string{"cheap", "balanced", "auto"},
 		Pricing: &gateway.Price{InputPerMTok: 0.10, OutputPerMTok: 0.50, CacheReadPerMTok: 0.01, CacheWritePerMTok: 0.125,
 			LongPrompt: openAILongPrompt(0.10, 0.50, 0.01, 0.125),
-			Source:     "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-6-luna, as of 2026-10"}},
+			FastRate:   2,
+			Source:     "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-6-luna, as of 2026-10; fast mode 2x as of 2026-11-27"}},
 	// The OpenAI Agents SDK's default model (testdata/clients/agents-sdk-run.json),
 	// so its calls are priced. Not known to take function tools on Chat
 	// Completions at its default effort, as the GPT-6 family does not; in
@@ -34,7 +39,8 @@ var Models = []gateway.ModelSpec{
 	{Name: "gpt-5.6-luna", ContextTokens: 1050000, SupportsJSON: true, Modes: []string{"auto"},
 		Pricing: &gateway.Price{InputPerMTok: 0.20, OutputPerMTok: 1.20, CacheReadPerMTok: 0.02, CacheWritePerMTok: 0.25,
 			LongPrompt: openAILongPrompt(0.20, 1.20, 0.02, 0.25),
-			Source:     "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-5.6-luna, as of 2026-11-27"}},
+			FastRate:   2,
+			Source:     "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-5.6-luna, as of 2026-11-27; fast mode 2x as of 2026-11-27"}},
 	// Deprecated: shut down on 2027-01-14, gpt-6-luna their replacement
 	// (https://developers.openai.com/api/docs/deprecations). Kept until
 	// then, and out of premium, which ranks the dearest first; they

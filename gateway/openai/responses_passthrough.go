@@ -53,6 +53,7 @@ func (p *Provider) forwardResponses(ctx context.Context, n *gateway.Native, mode
 			return true
 		})
 	}
+	out.Usage.ServiceTier = g.Get("service_tier").Str
 	return out, nil, nil
 }
 
@@ -163,8 +164,10 @@ func (s *respRawStream) Next() (gateway.Delta, error) {
 		if d.StopReason == "" {
 			d.StopReason = gateway.StopEndTurn
 		}
+		d.ServiceTier = r.Get("service_tier").Str
 		if u := r.Get("usage"); u.IsObject() {
 			final := responsesUsageOf(u)
+			final.ServiceTier = d.ServiceTier
 			d.Usage = &final
 		}
 	case "response.failed":
