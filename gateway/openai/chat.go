@@ -354,6 +354,7 @@ type oaStream struct {
 	pending []gateway.Delta
 	calls   map[int]oaCall // the upstream's tool call index -> the call it now carries
 	ncalls  int
+	tier    string // the tier the chunks say the call is served at, the last said
 }
 
 // oaCall is a streamed tool call: its ordinal among the answer's calls
@@ -375,7 +376,7 @@ func (s *oaStream) final() gateway.Delta {
 	if s.ncalls > 0 && stop == gateway.StopEndTurn {
 		stop = gateway.StopToolUse
 	}
-	return gateway.Delta{StopReason: stop, NativeStop: s.native, Usage: s.usage}
+	return gateway.Delta{StopReason: stop, NativeStop: s.native, Usage: s.usage, ServiceTier: s.tier}
 }
 
 func (s *oaStream) Next() (gateway.Delta, error) {
@@ -412,12 +413,17 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 		if c.Error != nil {
 			return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Type: c.Error.Type, Message: c.Error.Message}
 		}
+		// Every delta carries the tier (tool calls and the end too): a
+		// stream that breaks after tool calls alone is billed from them.
+		if c.ServiceTier != "" {
+			s.tier = string(c.ServiceTier)
+		}
 		if c.Usage != nil {
 			u := c.Usage.Usage()
-			u.ServiceTier = string(c.ServiceTier)
+			u.ServiceTier = s.tier
 			s.usage = &u
 		}
-		d := gateway.Delta{ServiceTier: string(c.ServiceTier)}
+		d := gateway.Delta{ServiceTier: s.tier}
 		for _, ch := range c.Choices {
 			d.Thinking += thinkingText(ch.Delta.ReasoningContent, ch.Delta.Reasoning)
 			if ch.Delta.Content != nil {
@@ -433,7 +439,7 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 				id := deref(tc.ID)
 				cur, ok := s.calls[tc.Index]
 				if ok && (id == "" || id == cur.id) {
-					s.pending = append(s.pending, gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: cur.ordinal, Arguments: tc.Function.Arguments}})
+					s.pending = append(s.pending, gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: cur.ordinal, Arguments: tc.Function.Arguments}, ServiceTier: s.tier})
 					continue
 				}
 				if s.calls == nil {
@@ -445,7 +451,7 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 				}
 				s.ncalls++
 				s.calls[tc.Index] = cur
-				s.pending = append(s.pending, gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: cur.ordinal, ID: cur.id, Name: deref(tc.Function.Name), Arguments: tc.Function.Arguments}})
+				s.pending = append(s.pending, gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: cur.ordinal, ID: cur.id, Name: deref(tc.Function.Name), Arguments: tc.Function.Arguments}, ServiceTier: s.tier})
 			}
 			if ch.FinishReason != nil && *ch.FinishReason != "" {
 				s.native = *ch.FinishReason

@@ -213,3 +213,28 @@ func FuzzChatAnswer(f *testing.F) {
 		}
 	})
 }
+
+// Every delta of a translated stream carries the tier its chunks say the
+// call is served at, tool calls and the end included: a stream of tool
+// calls alone that breaks (or ends without usage) is billed from them.
+func TestOpenAIStreamTierOnEveryDelta(t *testing.T) {
+	for _, end := range []string{``, `[DONE]`} {
+		chunks := []string{
+			`{"service_tier":"priority","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`,
+			`{"service_tier":"priority","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":""}}]}}]}`,
+			`{"service_tier":"priority","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}`,
+		}
+		if end != "" {
+			chunks = append(chunks, `{"service_tier":"priority","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`, end)
+		}
+		ds, _ := upstreamtest.Drain(t, oaStreamOf(chunks...))
+		if len(ds) == 0 {
+			t.Fatalf("end %q: no deltas", end)
+		}
+		for i, d := range ds {
+			if d.ServiceTier != "priority" {
+				t.Errorf("end %q: delta %d (%+v) has tier %q, want priority", end, i, d, d.ServiceTier)
+			}
+		}
+	}
+}
