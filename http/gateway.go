@@ -581,7 +581,7 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 			s.writeErrorAs(w, r, f, err)
 			return
 		}
-		writeAnswer(w, map[string]any{"input_tokens": n})
+		writeAnswer(w, anthropic.CountAnswer{InputTokens: &n})
 		return
 	}
 	// Counted here, on the request as /v1/messages would translate it: what
@@ -608,6 +608,5 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 			"prompt is too long: more than %d tokens, the context of %s", limit, t.Model.ID))
 		return
 	}
-	writeAnswer(w, map[string]any{"input_tokens": n,
-		"svc": map[string]any{"estimate": true, "model": t.Model.ID}})
+	writeAnswer(w, anthropic.CountAnswer{InputTokens: &n, Svc: map[string]any{"estimate": true, "model": t.Model.ID}})
 }

@@ -487,9 +487,7 @@ func (p *Provider) CountTokens(ctx context.Context, n *gateway.Native, model str
 		return 0, err
 	}
 	defer resp.Body.Close()
-	var r struct {
-		InputTokens *int `json:"input_tokens"`
-	}
+	var r CountAnswer
 	if err := gateway.DecodeWhole(io.LimitReader(resp.Body, 1<<20), &r); err != nil {
 		return 0, gateway.AnswerError(p.name, "malformed response", err, true)
 	}

@@ -247,6 +247,14 @@ func (q *MessagesRequest) ToGateway() (gateway.Request, error) {
 	return out, nil
 }
 
+// CountAnswer is count_tokens' answer: Anthropic's, which the adapter
+// reads (a missing count is nil), and Baton's, which the front writes
+// (with Svc when Baton counted the tokens itself).
+type CountAnswer struct {
+	InputTokens *int `json:"input_tokens"`
+	Svc         any  `json:"svc,omitempty"`
+}
+
 // CountRequest is a count_tokens body: a messages request without
 // max_tokens, which the counter does not take.
 type CountRequest struct{ MessagesRequest }
