@@ -680,7 +680,7 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 // response.failed with the response the stream created, numbered after
 // the upstream's last event.
 func failResponse(sse *sseWriter, seq int64, created []byte, code, message string) {
-	if sse.event("error", map[string]any{"type": "error", "sequence_number": seq + 1, "code": code, "message": message, "param": nil}) != nil || created == nil {
+	if sse.event("error", openai.ResponsesErrorEvent(seq+1, code, message)) != nil || created == nil {
 		return
 	}
 	resp, err := sjson.SetBytes(created, "status", "failed")
@@ -690,7 +690,7 @@ func failResponse(sse *sseWriter, seq int64, created []byte, code, message strin
 	if err != nil {
 		return
 	}
-	sse.event("response.failed", map[string]any{"type": "response.failed", "sequence_number": seq + 2, "response": json.RawMessage(resp)})
+	sse.event("response.failed", openai.ResponsesFailedEvent(seq+2, json.RawMessage(resp)))
 }
 
 // appendJSON is json.Marshal's encoding of s.

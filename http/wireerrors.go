@@ -51,7 +51,7 @@ func (s *Server) writeErrorAs(w http.ResponseWriter, r *http.Request, f errForma
 func tellChat(sse *sseWriter, r *http.Request, err error) {
 	d := describe(r, err)
 	oa, _ := d.types()
-	sse.data(&openai.ChatChunk{Error: &openai.ChatStreamError{Message: d.Message, Type: oa, Code: d.Code}})
+	sse.data(&openai.ChatChunk{Error: &openai.APIError{Message: d.Message, Type: oa, Code: d.Code}})
 }
 
 // tellMessages tells err in a messages stream already begun: Anthropic's
@@ -64,16 +64,16 @@ func tellMessages(sse *sseWriter, r *http.Request, err error) {
 }
 
 // wireErrorBody is d in a gateway front's error shape.
-func wireErrorBody(r *http.Request, f errFormat, d described) map[string]any {
+func wireErrorBody(r *http.Request, f errFormat, d described) any {
 	oa, an := d.types()
 	if f == openaiErrors {
 		var param any
 		if d.param != "" {
 			param = d.param
 		}
-		return map[string]any{"error": map[string]any{"message": d.Message, "type": oa, "param": param, "code": d.Code}}
+		return openai.ErrorBody{Error: openai.APIError{Message: d.Message, Type: oa, Param: param, Code: d.Code}}
 	}
-	return map[string]any{"type": "error", "error": map[string]any{"type": an, "message": d.Message}, "request_id": RequestID(r.Context())}
+	return anthropic.ErrorBody{Type: "error", Error: anthropic.EventError{Type: an, Message: d.Message}, RequestID: RequestID(r.Context())}
 }
 
 // openaiAPIs are the roots of OpenAI's API: an OpenAI client that calls

@@ -100,7 +100,16 @@ type EventDelta struct {
 	StopSequence *string `json:"stop_sequence"`
 }
 
-// EventError is an error event's error.
+// ErrorBody is an error answer's body; its error is an error event's.
+// The fields are in the order of their names, as the fronts wrote it as a
+// map.
+type ErrorBody struct {
+	Error     EventError `json:"error"`
+	RequestID string     `json:"request_id"`
+	Type      string     `json:"type"` // error
+}
+
+// EventError is an error event's error (and an error answer's).
 type EventError struct {
 	Type    string `json:"type"`
 	Message string `json:"message"`

@@ -166,14 +166,20 @@ func UsageChunk(id, model string, created int64, u ChatUsage) *ChatChunk {
 	return ch
 }
 
-// ChatStreamError is an error sent in a stream, after its start. Its
-// fields are in the order of their names, as the front wrote them as a
-// map; param and code take any value from an upstream.
-type ChatStreamError struct {
+// APIError is OpenAI's error object: an error answer's (ErrorBody), and
+// an error sent in a stream after its start (ChatChunk.Error). Its fields
+// are in the order of their names, as the fronts wrote them as maps; param
+// and code take any value from an upstream.
+type APIError struct {
 	Code    any    `json:"code"`
 	Message string `json:"message"`
 	Param   any    `json:"param"`
 	Type    string `json:"type"`
+}
+
+// ErrorBody is an error answer's body.
+type ErrorBody struct {
+	Error APIError `json:"error"`
 }
 
 // ChatChunk is a chat.completion.chunk, or an in-stream error: an error
@@ -189,7 +195,7 @@ type ChatChunk struct {
 	// ServiceTier is as ChatCompletion's.
 	ServiceTier gateway.LooseString `json:"service_tier,omitempty"`
 	Svc         any                 `json:"svc,omitempty"`
-	Error       *ChatStreamError    `json:"error,omitempty"` // some servers send errors in-stream
+	Error       *APIError           `json:"error,omitempty"` // some servers send errors in-stream
 }
 
 // stringOrNil is a raw value's string, or nil for any other JSON value.

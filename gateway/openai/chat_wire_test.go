@@ -66,7 +66,7 @@ func TestChatChunkEncoding(t *testing.T) {
 		{start, `{"function":{"arguments":"","name":"f"},"id":"call_1","index":1,"type":"function"}`},
 		{noName, `{"function":{"arguments":"","name":""},"id":"call_1","index":1,"type":"function"}`},
 		{more, `{"function":{"arguments":"{\"a\":\"\u003cb\u003e\"}"},"index":1}`},
-		{&ChatChunk{Error: &ChatStreamError{Message: "m", Type: "server_error", Code: "upstream_error"}}, `{"error":{"code":"upstream_error","message":"m","param":null,"type":"server_error"}}`},
+		{&ChatChunk{Error: &APIError{Message: "m", Type: "server_error", Code: "upstream_error"}}, `{"error":{"code":"upstream_error","message":"m","param":null,"type":"server_error"}}`},
 		{&ChatChunk{ID: "c", Object: "chat.completion.chunk", Created: 5, Model: "m", Choices: []ChatChunkChoice{}}, `{"id":"c","object":"chat.completion.chunk","created":5,"model":"m","choices":[]}`},
 	} {
 		b, err := json.Marshal(c.v)

@@ -382,8 +382,22 @@ func (s *ResponsesStream) Fail(code, message string, usage *ResponsesUsage) erro
 	if s.output != nil {
 		s.obj.Output = s.output
 	}
-	if err := s.event("error", map[string]any{"code": code, "message": message, "param": nil}); err != nil {
+	if err := s.event("error", ResponsesErrorEvent(int64(s.seq), code, message)); err != nil {
 		return err
 	}
-	return s.event("response.failed", map[string]any{"response": s.obj})
+	return s.event("response.failed", ResponsesFailedEvent(int64(s.seq), s.obj))
+}
+
+// ResponsesErrorEvent is the error event, numbered seq, that a Responses
+// stream breaking after it began sends first; response.failed follows
+// (ResponsesFailedEvent). The translated stream and a passed-through one
+// both end so.
+func ResponsesErrorEvent(seq int64, code, message string) map[string]any {
+	return map[string]any{"type": "error", "sequence_number": seq, "code": code, "message": message, "param": nil}
+}
+
+// ResponsesFailedEvent is response.failed, numbered seq, with the failed
+// response.
+func ResponsesFailedEvent(seq int64, response any) map[string]any {
+	return map[string]any{"type": "response.failed", "sequence_number": seq, "response": response}
 }
