@@ -65,7 +65,12 @@ func (s *Server) newCall(r *http.Request, front, prefix string, req gateway.Requ
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	models := s.catalog.List()
 	if r.Header.Get("anthropic-version") == "" {
-		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": models})
+		data, err := json.Marshal(models)
+		if err != nil {
+			s.writeErrorAs(w, r, openaiErrors, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, openai.ModelList{Object: "list", Data: data})
 		return
 	}
 	page, more, err := anthropicPage(models, r.URL.Query())
@@ -73,15 +78,20 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 		s.writeErrorAs(w, r, anthropicErrors, err)
 		return
 	}
-	data := make([]map[string]any, len(page))
+	list := make([]map[string]any, len(page))
 	for i, m := range page {
-		data[i] = anthropicModel(m)
+		list[i] = anthropicModel(m)
 	}
-	var first, last any // null on an empty page, as Anthropic's
+	data, err := json.Marshal(list)
+	if err != nil {
+		s.writeErrorAs(w, r, anthropicErrors, err)
+		return
+	}
+	out := anthropic.ModelPage{Data: data, HasMore: more} // first and last null on an empty page, as Anthropic's
 	if len(page) > 0 {
-		first, last = page[0].ID, page[len(page)-1].ID
+		out.FirstID, out.LastID = &page[0].ID, &page[len(page)-1].ID
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": data, "has_more": more, "first_id": first, "last_id": last})
+	writeJSON(w, http.StatusOK, out)
 }
 
 // anthropicPage is the page of the Models API's list that q asks for:

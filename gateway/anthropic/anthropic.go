@@ -415,10 +415,10 @@ func (p *Provider) ListModels(ctx context.Context) ([]string, error) {
 			return nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed model list: " + err.Error()}
 		}
 		out = append(out, ids...)
-		if !l.HasMore || l.LastID == "" || l.LastID == after {
+		if !l.HasMore || l.LastID == nil || *l.LastID == "" || *l.LastID == after {
 			return out, nil
 		}
-		after = l.LastID
+		after = *l.LastID
 	}
 	return nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway,
 		Message: fmt.Sprintf("model list has more than %d pages", MaxModelPages)}
@@ -428,19 +428,13 @@ func (p *Provider) ListModels(ctx context.Context) ([]string, error) {
 // always says has_more must not hold a sync forever).
 const MaxModelPages = 50
 
-type anModelPage struct {
-	Data    json.RawMessage `json:"data"` // see modelIDs
-	HasMore bool            `json:"has_more"`
-	LastID  string          `json:"last_id"`
-}
-
-func (p *Provider) modelPage(ctx context.Context, path string) (*anModelPage, error) {
+func (p *Provider) modelPage(ctx context.Context, path string) (*ModelPage, error) {
 	resp, err := p.do(ctx, http.MethodGet, path, nil, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var l anModelPage
+	var l ModelPage
 	if err := gateway.DecodeWhole(io.LimitReader(resp.Body, 16<<20), &l); err != nil {
 		return nil, gateway.AnswerError(p.name, "malformed model list", err, false)
 	}

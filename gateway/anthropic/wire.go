@@ -1,6 +1,10 @@
 package anthropic
 
-import "github.com/batonhq/baton/gateway"
+import (
+	"encoding/json"
+
+	"github.com/batonhq/baton/gateway"
+)
 
 // The Messages API's answer and stream events, one type each: the adapter
 // decodes an upstream's with them and the messages front encodes Baton's.
@@ -113,6 +117,17 @@ type ErrorBody struct {
 type EventError struct {
 	Type    string `json:"type"`
 	Message string `json:"message"`
+}
+
+// ModelPage is a page of the Models API's list: Anthropic's, which the
+// adapter reads (the models' ids, gateway.ModelIDs), and Baton's, which
+// the models front writes. The first and last ids are null on an empty
+// page.
+type ModelPage struct {
+	Data    json.RawMessage `json:"data"`
+	FirstID *string         `json:"first_id"`
+	HasMore bool            `json:"has_more"`
+	LastID  *string         `json:"last_id"`
 }
 
 // Metadata is a request's metadata: the end user, which the adapter sends

@@ -481,9 +481,7 @@ func (p *Provider) ListModels(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var l struct {
-		Data json.RawMessage `json:"data"`
-	}
+	var l ModelList
 	if err := gateway.DecodeWhole(io.LimitReader(resp.Body, 16<<20), &l); err != nil {
 		return nil, gateway.AnswerError(p.name, "malformed model list", err, false)
 	}

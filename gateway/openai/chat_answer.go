@@ -177,6 +177,14 @@ type APIError struct {
 	Type    string `json:"type"`
 }
 
+// ModelList is the Models API's list: OpenAI's, which the adapter reads
+// (the models' ids, gateway.ModelIDs), and Baton's, which the models front
+// writes.
+type ModelList struct {
+	Object string          `json:"object"` // list
+	Data   json.RawMessage `json:"data"`
+}
+
 // ErrorBody is an error answer's body.
 type ErrorBody struct {
 	Error APIError `json:"error"`
