@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"reflect"
@@ -18,6 +17,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/gateway"
 )
 
 // DefaultMaxBody is the default request body limit.
@@ -52,7 +52,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	if r.ContentLength > limit {
 		return nil, tooLarge(limit)
 	}
-	body, err := readAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
+	body, err := gateway.ReadAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
 	var over *http.MaxBytesError
 	if errors.As(err, &over) {
 		return nil, tooLarge(limit)
@@ -335,28 +335,4 @@ func jsonKind(goKind string) string {
 		return "a number"
 	}
 	return goKind
-}
-
-// readAll is io.ReadAll into a buffer of the declared length, so a body of
-// known size is read in one allocation rather than in doublings from 512
-// bytes. It reads on to the end (EOF), which also lifts the body's read
-// deadline (withBodyDeadline).
-func readAll(r io.Reader, size int64) ([]byte, error) {
-	if size <= 0 {
-		return io.ReadAll(r)
-	}
-	b := make([]byte, 0, size+1) // +1: the read that finds the end needs room
-	for {
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return b, err
-		}
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)] // longer than declared: grow as ReadAll does
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package http
+package gateway
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"testing/iotest"
 )
 
-// readAll must read what io.ReadAll reads whatever the declared length
+// ReadAll must read what io.ReadAll reads whatever the declared length
 // says, in reads of any size.
 func TestReadAllAsDeclaredOrNot(t *testing.T) {
 	body := strings.Repeat("0123456789", 100)
@@ -18,13 +18,13 @@ func TestReadAllAsDeclaredOrNot(t *testing.T) {
 			if half {
 				r = iotest.HalfReader(r)
 			}
-			got, err := readAll(r, declared)
+			got, err := ReadAll(r, declared)
 			if err != nil || !bytes.Equal(got, []byte(body)) {
 				t.Fatalf("declared %d, half reads %v: %d bytes, %v", declared, half, len(got), err)
 			}
 		}
 	}
-	if _, err := readAll(iotest.ErrReader(io.ErrUnexpectedEOF), 10); err != io.ErrUnexpectedEOF {
+	if _, err := ReadAll(iotest.ErrReader(io.ErrUnexpectedEOF), 10); err != io.ErrUnexpectedEOF {
 		t.Fatalf("a failed read: %v", err)
 	}
 }
