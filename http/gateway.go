@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -65,7 +66,7 @@ func (s *Server) newCall(r *http.Request, front, prefix string, req gateway.Requ
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	models := s.catalog.List()
 	if r.Header.Get("anthropic-version") == "" {
-		data, err := json.Marshal(models)
+		data, err := marshalUnescaped(models)
 		if err != nil {
 			s.writeErrorAs(w, r, openaiErrors, err)
 			return
@@ -82,7 +83,7 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	for i, m := range page {
 		list[i] = anthropicModel(m)
 	}
-	data, err := json.Marshal(list)
+	data, err := marshalUnescaped(list)
 	if err != nil {
 		s.writeErrorAs(w, r, anthropicErrors, err)
 		return
@@ -92,6 +93,20 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 		out.FirstID, out.LastID = &page[0].ID, &page[len(page)-1].ID
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// marshalUnescaped is v's JSON as writeJSON writes it, HTML characters (&
+// < >) as they are: a list's data, marshalled before the list around it
+// (whose encoder leaves the raw bytes as they are), must not come out
+// escaped where the list's other strings are not.
+func marshalUnescaped(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // anthropicPage is the page of the Models API's list that q asks for:
