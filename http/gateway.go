@@ -90,7 +90,8 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	}
 	out := anthropic.ModelPage{Data: data, HasMore: more} // first and last null on an empty page, as Anthropic's
 	if len(page) > 0 {
-		out.FirstID, out.LastID = &page[0].ID, &page[len(page)-1].ID
+		first := gateway.LooseString(page[0].ID)
+		out.FirstID, out.LastID = &first, &page[len(page)-1].ID
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -122,12 +122,13 @@ type EventError struct {
 // ModelPage is a page of the Models API's list: Anthropic's, which the
 // adapter reads (the models' ids, gateway.ModelIDs), and Baton's, which
 // the models front writes. The first and last ids are null on an empty
-// page.
+// page. The adapter does not use first_id: it reads it loosely, as it
+// ignored it before (a value that is not a string is "", not an error).
 type ModelPage struct {
-	Data    json.RawMessage `json:"data"`
-	FirstID *string         `json:"first_id"`
-	HasMore bool            `json:"has_more"`
-	LastID  *string         `json:"last_id"`
+	Data    json.RawMessage      `json:"data"`
+	FirstID *gateway.LooseString `json:"first_id"`
+	HasMore bool                 `json:"has_more"`
+	LastID  *string              `json:"last_id"`
 }
 
 // Metadata is a request's metadata: the end user, which the adapter sends

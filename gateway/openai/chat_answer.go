@@ -179,10 +179,11 @@ type APIError struct {
 
 // ModelList is the Models API's list: OpenAI's, which the adapter reads
 // (the models' ids, gateway.ModelIDs), and Baton's, which the models front
-// writes.
+// writes. The adapter does not use object: it reads it loosely, as it
+// ignored it before (a value that is not a string is "", not an error).
 type ModelList struct {
-	Object string          `json:"object"` // list
-	Data   json.RawMessage `json:"data"`
+	Object gateway.LooseString `json:"object"` // list
+	Data   json.RawMessage     `json:"data"`
 }
 
 // ErrorBody is an error answer's body.
