@@ -104,9 +104,8 @@ type EventDelta struct {
 	StopSequence *string `json:"stop_sequence"`
 }
 
-// ErrorBody is an error answer's body; its error is an error event's.
-// The fields are in the order of their names, as the fronts wrote it as a
-// map.
+// ErrorBody is an error answer's body; its error is an error event's, its
+// keys in Anthropic's order (type, then message).
 type ErrorBody struct {
 	Error     EventError `json:"error"`
 	RequestID string     `json:"request_id"`
