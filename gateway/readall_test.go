@@ -28,3 +28,20 @@ func TestReadAllAsDeclaredOrNot(t *testing.T) {
 		t.Fatalf("a failed read: %v", err)
 	}
 }
+
+// A declared length is not believed past MaxPrealloc: a peer that declares
+// far more than it sends gets no buffer of that size, and a body longer
+// than MaxPrealloc still reads whole.
+func TestReadAllPreallocatesAtMostMaxPrealloc(t *testing.T) {
+	for _, declared := range []int64{1 << 40, 1<<63 - 1} {
+		got, err := ReadAll(strings.NewReader("0123456789"), declared)
+		if err != nil || string(got) != "0123456789" || cap(got) > MaxPrealloc+1 {
+			t.Fatalf("declared %d: %q, %v, capacity %d", declared, got, err, cap(got))
+		}
+	}
+	long := bytes.Repeat([]byte("x"), 3*MaxPrealloc+7)
+	got, err := ReadAll(bytes.NewReader(long), int64(len(long)))
+	if err != nil || !bytes.Equal(got, long) {
+		t.Fatalf("a body past MaxPrealloc: %d bytes, %v", len(got), err)
+	}
+}

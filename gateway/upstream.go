@@ -181,6 +181,9 @@ func orDefault(s, def string) string {
 // and never decodes the whole body, so fields it does not know (thinking,
 // cache_control, images, betas, tomorrow's) are never lost.
 
+// MaxPrealloc bounds what ReadAll allocates on a declared length alone.
+const MaxPrealloc = 1 << 20
+
 // MaxAnswer bounds a finished answer read into memory.
 const MaxAnswer = 64 << 20
 
@@ -247,13 +250,15 @@ func PostNative(ctx context.Context, provider, path, query string, body []byte, 
 
 // ReadAll is io.ReadAll into a buffer of the declared length size (none:
 // 0 or less), so a body of known size is read in one allocation rather
-// than in doublings from 512 bytes. It reads on to the end (EOF), which
-// also lifts a request body's read deadline.
+// than in doublings from 512 bytes. Up to MaxPrealloc is allocated before
+// the bytes come, as a peer may declare far more than it sends; a longer
+// body grows from there. It reads on to the end (EOF), which also lifts a
+// request body's read deadline.
 func ReadAll(r io.Reader, size int64) ([]byte, error) {
 	if size <= 0 {
 		return io.ReadAll(r)
 	}
-	b := make([]byte, 0, size+1) // +1: the read that finds the end needs room
+	b := make([]byte, 0, min(size, MaxPrealloc)+1) // +1: the read that finds the end needs room
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
