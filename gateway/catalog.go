@@ -352,7 +352,8 @@ func (c *Catalog) addSpec(p ProviderSpec, cfg Config) error {
 }
 
 // checkPrice refuses a price no bill could come from: a negative rate, a
-// long-prompt threshold that is not a token count, or no source.
+// long-prompt threshold that is not a token count, a fast rate outside 1
+// to MaxFastRate (0 aside), or no source.
 func checkPrice(p *Price) error {
 	if err := checkRates("", p.InputPerMTok, p.OutputPerMTok, p.CacheReadPerMTok, p.CacheWritePerMTok, p.CacheWrite1hPerMTok); err != nil {
 		return err

@@ -249,11 +249,11 @@ func PostNative(ctx context.Context, provider, path, query string, body []byte, 
 }
 
 // ReadAll is io.ReadAll into a buffer of the declared length size (none:
-// 0 or less), so a body of known size is read in one allocation rather
-// than in doublings from 512 bytes. Up to MaxPrealloc is allocated before
-// the bytes come, as a peer may declare far more than it sends; a longer
-// body grows from there. It reads on to the end (EOF), which also lifts a
-// request body's read deadline.
+// 0 or less), so a body of known size up to MaxPrealloc is read in one
+// allocation rather than in doublings from 512 bytes. Up to MaxPrealloc
+// is allocated before the bytes come, as a peer may declare far more than
+// it sends; a longer body grows from there. It reads on to the end
+// (EOF), which also lifts a request body's read deadline.
 func ReadAll(r io.Reader, size int64) ([]byte, error) {
 	if size <= 0 {
 		return io.ReadAll(r)

@@ -105,7 +105,9 @@ type EventDelta struct {
 }
 
 // ErrorBody is an error answer's body; its error is an error event's, its
-// keys in Anthropic's order (type, then message).
+// keys in Anthropic's order (type, then message). The body's own keys are
+// in the order of their names (error, request_id, type), as the map it
+// replaced wrote them; Anthropic's begin with type.
 type ErrorBody struct {
 	Error     EventError `json:"error"`
 	RequestID string     `json:"request_id"`
