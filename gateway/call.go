@@ -202,6 +202,19 @@ func failed(ctx context.Context) string {
 	return "upstream_error"
 }
 
+// fallbackRefused is what a chain ends with when its next model cannot be
+// held: last, the error that made it fall back, when the budget refused
+// that model for having no price (the model, or the tier asked for), as
+// the client did not ask for it and its refusal would hide why the model
+// it asked for failed; else err.
+func fallbackRefused(err, last error) error {
+	var be *BudgetError
+	if last != nil && errors.As(err, &be) && be.Period == "" {
+		return last
+	}
+	return err
+}
+
 // retryable reports whether the next model of a chain may take over after
 // err: 429, 5xx, timeouts and connection errors, while the client is still
 // there.
@@ -224,7 +237,7 @@ func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer
 	var last error
 	for i, t := range chain {
 		if err := k.begin(ctx, c, t); err != nil {
-			return nil, err
+			return nil, fallbackRefused(err, last)
 		}
 		c.Fallback = i > 0
 		var resp *Response
@@ -454,7 +467,7 @@ func (k *Caller) Open(ctx context.Context, c *Call, chain []Target) (*Upstream, 
 	var last error
 	for i, t := range chain {
 		if err := k.begin(ctx, c, t); err != nil {
-			return nil, err
+			return nil, fallbackRefused(err, last)
 		}
 		c.Fallback = i > 0
 		// pctx ends the pump (Upstream.Close); sctx, under it, the upstream

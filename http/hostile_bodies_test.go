@@ -253,4 +253,13 @@ func TestServiceTiersBilledAtTheirRates(t *testing.T) {
 	if status, cost := call("/v1/chat/completions", "oai:gpt-fast", "fast", false); status != 200 || math.Abs(cost.Float()-2*chatCost) > 1e-12 {
 		t.Fatalf("fast on a model with its rate, under a budget: %d %s", status, cost.Raw)
 	}
+	// A model with the fast rate, busy, falls back to one without: the
+	// fallback cannot be held, and the client is told why the model it
+	// asked for failed (its 429), not of the fallback's missing price.
+	for _, stream := range []bool{false, true} {
+		r := e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "oai:gpt-fast-busy", "service_tier": "fast", "messages": msgs, "stream": stream})
+		if r.status != 429 || r.str("error.code") == "unpriced_service_tier_under_budget" {
+			t.Errorf("fast, busy, falling back to a model without the fast rate, stream %t: %d %s", stream, r.status, r.raw)
+		}
+	}
 }

@@ -68,8 +68,8 @@ func (f *oaResponses) spec() gateway.ProviderSpec {
 	model := func(name string, fallbacks ...string) gateway.ModelSpec {
 		return gateway.ModelSpec{Name: name, ContextTokens: 400000, SupportsJSON: true, SupportsTools: true, Modes: []string{}, Pricing: price, Fallbacks: fallbacks}
 	}
-	fast := func(name string) gateway.ModelSpec {
-		m := model(name)
+	fast := func(name string, fallbacks ...string) gateway.ModelSpec {
+		m := model(name, fallbacks...)
 		p := *price
 		p.FastRate = 2
 		m.Pricing = &p
@@ -77,7 +77,8 @@ func (f *oaResponses) spec() gateway.ProviderSpec {
 	}
 	return gateway.ProviderSpec{Name: "oai", Kind: "openai", BaseURL: f.srv.URL + "/v1", KeyEnv: "COMPAT_API_KEY",
 		Models: []gateway.ModelSpec{model("gpt-x"), model("gpt-busy", "oai:gpt-x"), model("gpt-failing", "oai:gpt-x"),
-			model("gpt-cut"), model("gpt-busy-then-claude", "anthropic:claude-haiku-4-5"), fast("gpt-fast"), fast("gpt-fast-default")}}
+			model("gpt-cut"), model("gpt-busy-then-claude", "anthropic:claude-haiku-4-5"), fast("gpt-fast"), fast("gpt-fast-default"),
+			fast("gpt-fast-busy", "oai:gpt-x")}}
 }
 
 func (f *oaResponses) requests() []oaRequest {
@@ -93,7 +94,7 @@ func (f *oaResponses) serve(w http.ResponseWriter, r *http.Request) {
 	f.got = append(f.got, oaRequest{path: r.URL.Path, auth: r.Header.Get("Authorization"), header: r.Header.Clone(), body: body})
 	f.mu.Unlock()
 	model := gjson.GetBytes(body, "model").Str
-	if model == "gpt-busy" || model == "gpt-busy-then-claude" {
+	if model == "gpt-busy" || model == "gpt-busy-then-claude" || model == "gpt-fast-busy" {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(429)
 		io.WriteString(w, `{"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}}`)
