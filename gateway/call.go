@@ -615,16 +615,17 @@ func (u *Upstream) Told() Usage {
 
 // Next returns the upstream's next delta: those read ahead first. Before
 // it waits for one, it calls flush, so what the caller wrote leaves now,
-// and deltas that arrive together leave in one write.
-func (u *Upstream) Next(ctx context.Context, tick <-chan time.Time, flush func()) (p Pumped, ticked bool, gone bool) {
-	p, ticked, gone = u.next(ctx, tick, flush)
+// and deltas that arrive together leave in one write. gone: the call's
+// context ended (the client left).
+func (u *Upstream) Next(tick <-chan time.Time, flush func()) (p Pumped, ticked bool, gone bool) {
+	p, ticked, gone = u.next(tick, flush)
 	if !ticked && !gone && p.Err == nil {
 		u.sent.See(p.D)
 	}
 	return p, ticked, gone
 }
 
-func (u *Upstream) next(ctx context.Context, tick <-chan time.Time, flush func()) (p Pumped, ticked bool, gone bool) {
+func (u *Upstream) next(tick <-chan time.Time, flush func()) (p Pumped, ticked bool, gone bool) {
 	if len(u.pending) > 0 {
 		p, u.pending = u.pending[0], u.pending[1:]
 		return p, false, false
@@ -634,7 +635,7 @@ func (u *Upstream) next(ctx context.Context, tick <-chan time.Time, flush func()
 			flush()
 		}
 		p = u.read()
-		return p, false, p.Err != nil && ctx.Err() != nil
+		return p, false, p.Err != nil && u.ctx.Err() != nil
 	}
 	select {
 	case p = <-u.deltas:
@@ -645,7 +646,7 @@ func (u *Upstream) next(ctx context.Context, tick <-chan time.Time, flush func()
 	select {
 	case p = <-u.deltas:
 		return p, false, false
-	case <-ctx.Done():
+	case <-u.ctx.Done():
 		return p, false, true
 	case <-tick:
 		return p, true, false

@@ -97,7 +97,7 @@ func TestCallerWithoutHTTP(t *testing.T) {
 	var text strings.Builder
 	var usage *Usage
 	for {
-		p, _, gone := u.Next(t.Context(), nil, func() {})
+		p, _, gone := u.Next(nil, func() {})
 		if gone {
 			t.Fatal("gone")
 		}
@@ -203,7 +203,7 @@ func TestUpstreamBillsWhatItHandedOut(t *testing.T) {
 	}
 	drain := func(u *Upstream, n int) {
 		for range n {
-			if p, _, _ := u.Next(t.Context(), nil, func() {}); p.Err != nil {
+			if p, _, _ := u.Next(nil, func() {}); p.Err != nil {
 				t.Fatal(p.Err)
 			}
 		}
@@ -232,7 +232,7 @@ func TestUpstreamBillsWhatItHandedOut(t *testing.T) {
 	// A break after some text: partial, told.
 	u = open(t.Context(), "partial", nil, &sliceStream{ds: []Delta{told, text("part")}, end: errors.New("broken")})
 	drain(u, 2)
-	p, _, _ := u.Next(t.Context(), nil, func() {})
+	p, _, _ := u.Next(nil, func() {})
 	bill, _, tell := u.Fail(p.Err)
 	if !tell || bill.InputTokens != 777 || bill.OutputTokens < 1 {
 		t.Fatalf("partial: %+v tell %v", bill, tell)

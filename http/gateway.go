@@ -382,7 +382,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.C
 	var tools openai.ChatToolIndexes
 	toolCalled := false
 	for {
-		p, _, gone := up.Next(r.Context(), nil, sse.flush)
+		p, _, gone := up.Next(nil, sse.flush)
 		if gone {
 			// The client went away; the upstream is canceled on return.
 			up.Gone()
@@ -536,7 +536,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 	blocks := anthropic.NewBlocks(c.Provider.Kind() != "anthropic")
 	refused := false
 	for {
-		p, ticked, gone := up.Next(r.Context(), ticker.C, sse.flush)
+		p, ticked, gone := up.Next(ticker.C, sse.flush)
 		if gone {
 			up.Gone()
 			return

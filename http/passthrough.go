@@ -572,7 +572,7 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 		}
 	}()
 	for {
-		p, ticked, left := up.Next(r.Context(), tick, sse.flush)
+		p, ticked, left := up.Next(tick, sse.flush)
 		if left {
 			up.Gone()
 			return

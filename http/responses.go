@@ -293,7 +293,7 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, c *gatew
 		return
 	}
 	for {
-		p, _, gone := up.Next(r.Context(), nil, sse.flush)
+		p, _, gone := up.Next(nil, sse.flush)
 		if gone {
 			up.Gone()
 			return
