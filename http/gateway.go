@@ -1,7 +1,6 @@
 package http
 
 import (
-	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -66,12 +65,7 @@ func (s *Server) newCall(r *http.Request, front, prefix string, req gateway.Requ
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	models := s.catalog.List()
 	if r.Header.Get("anthropic-version") == "" {
-		data, err := marshalUnescaped(models)
-		if err != nil {
-			s.writeErrorAs(w, r, openaiErrors, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, openai.ModelList{Object: "list", Data: data})
+		writeJSON(w, http.StatusOK, openai.ModelList[[]gateway.Model]{Object: "list", Data: models})
 		return
 	}
 	page, more, err := anthropicPage(models, r.URL.Query())
@@ -79,35 +73,15 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 		s.writeErrorAs(w, r, anthropicErrors, err)
 		return
 	}
-	list := make([]map[string]any, len(page))
+	out := anthropic.ModelPage[[]map[string]any]{Data: make([]map[string]any, len(page)), HasMore: more} // first and last null on an empty page, as Anthropic's
 	for i, m := range page {
-		list[i] = anthropicModel(m)
+		out.Data[i] = anthropicModel(m)
 	}
-	data, err := marshalUnescaped(list)
-	if err != nil {
-		s.writeErrorAs(w, r, anthropicErrors, err)
-		return
-	}
-	out := anthropic.ModelPage{Data: data, HasMore: more} // first and last null on an empty page, as Anthropic's
 	if len(page) > 0 {
 		first := gateway.LooseString(page[0].ID)
 		out.FirstID, out.LastID = &first, &page[len(page)-1].ID
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-// marshalUnescaped is v's JSON as writeJSON writes it, HTML characters (&
-// < >) as they are: a list's data, marshalled before the list around it
-// (whose encoder leaves the raw bytes as they are), must not come out
-// escaped where the list's other strings are not.
-func marshalUnescaped(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // anthropicPage is the page of the Models API's list that q asks for:

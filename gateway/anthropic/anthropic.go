@@ -428,13 +428,13 @@ func (p *Provider) ListModels(ctx context.Context) ([]string, error) {
 // always says has_more must not hold a sync forever).
 const MaxModelPages = 50
 
-func (p *Provider) modelPage(ctx context.Context, path string) (*ModelPage, error) {
+func (p *Provider) modelPage(ctx context.Context, path string) (*ModelPage[json.RawMessage], error) {
 	resp, err := p.do(ctx, http.MethodGet, path, nil, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var l ModelPage
+	var l ModelPage[json.RawMessage]
 	if err := gateway.DecodeWhole(io.LimitReader(resp.Body, 16<<20), &l); err != nil {
 		return nil, gateway.AnswerError(p.name, "malformed model list", err, false)
 	}

@@ -1,10 +1,6 @@
 package anthropic
 
-import (
-	"encoding/json"
-
-	"github.com/batonhq/baton/gateway"
-)
+import "github.com/batonhq/baton/gateway"
 
 // The Messages API's answer and stream events, one type each: the adapter
 // decodes an upstream's with them and the messages front encodes Baton's.
@@ -120,13 +116,14 @@ type EventError struct {
 	Message string `json:"message"`
 }
 
-// ModelPage is a page of the Models API's list: Anthropic's, which the
-// adapter reads (the models' ids, gateway.ModelIDs), and Baton's, which
-// the models front writes. The first and last ids are null on an empty
-// page. The adapter does not use first_id: it reads it loosely, as it
-// ignored it before (a value that is not a string is "", not an error).
-type ModelPage struct {
-	Data    json.RawMessage      `json:"data"`
+// ModelPage is a page of the Models API's list, its models of type M:
+// Anthropic's, which the adapter reads (M json.RawMessage: the models'
+// ids, gateway.ModelIDs), and Baton's, which the models front writes. The
+// first and last ids are null on an empty page. The adapter does not use
+// first_id: it reads it loosely, as it ignored it before (a value that is
+// not a string is "", not an error).
+type ModelPage[M any] struct {
+	Data    M                    `json:"data"`
 	FirstID *gateway.LooseString `json:"first_id"`
 	HasMore bool                 `json:"has_more"`
 	LastID  *string              `json:"last_id"`

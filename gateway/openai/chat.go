@@ -481,7 +481,7 @@ func (p *Provider) ListModels(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var l ModelList
+	var l ModelList[json.RawMessage]
 	if err := gateway.DecodeWhole(io.LimitReader(resp.Body, 16<<20), &l); err != nil {
 		return nil, gateway.AnswerError(p.name, "malformed model list", err, false)
 	}

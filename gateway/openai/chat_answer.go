@@ -177,13 +177,14 @@ type APIError struct {
 	Type    string `json:"type"`
 }
 
-// ModelList is the Models API's list: OpenAI's, which the adapter reads
-// (the models' ids, gateway.ModelIDs), and Baton's, which the models front
-// writes. The adapter does not use object: it reads it loosely, as it
-// ignored it before (a value that is not a string is "", not an error).
-type ModelList struct {
+// ModelList is the Models API's list, its models of type M: OpenAI's,
+// which the adapter reads (M json.RawMessage: the models' ids,
+// gateway.ModelIDs), and Baton's, which the models front writes. The
+// adapter does not use object: it reads it loosely, as it ignored it
+// before (a value that is not a string is "", not an error).
+type ModelList[M any] struct {
 	Object gateway.LooseString `json:"object"` // list
-	Data   json.RawMessage     `json:"data"`
+	Data   M                   `json:"data"`
 }
 
 // ErrorBody is an error answer's body.
