@@ -35,6 +35,16 @@ func (n *LooseInt) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Deref is *p, or T's zero value for nil (an optional field of a wire
+// type read where its absence means empty).
+func Deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}
+
 // JSONOf is v as JSON text, for values that always encode (strings, maps
 // and slices of them), as the adapters fill a wire type's raw fields.
 func JSONOf(v any) json.RawMessage {

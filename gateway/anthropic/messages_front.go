@@ -88,13 +88,6 @@ type RequestBlock struct {
 	Citations json.RawMessage `json:"citations,omitempty"`
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
 // messagesBlocks reads Anthropic content: a string or an array of blocks. Images
 // are taken where images is set (message content, not the system prompt
 // or a tool result: chat completions has no image there).
@@ -115,7 +108,7 @@ func messagesBlocks(raw json.RawMessage, param string, images bool) ([]gateway.B
 			if !gateway.Absent(b.Citations) && string(b.Citations) != "[]" {
 				return nil, gateway.BadRequest(at+"/citations", "%s/citations: citations have no equivalent at this provider", at)
 			}
-			out = append(out, gateway.Block{Type: "text", Text: deref(b.Text)})
+			out = append(out, gateway.Block{Type: "text", Text: gateway.Deref(b.Text)})
 		case "image":
 			if !images {
 				return nil, gateway.BadRequest(at+"/type", "%s/type: an image here has no equivalent in chat completions (images are translated in message content only)", at)
@@ -126,7 +119,7 @@ func messagesBlocks(raw json.RawMessage, param string, images bool) ([]gateway.B
 			}
 			out = append(out, img)
 		case "thinking":
-			out = append(out, gateway.Block{Type: "thinking", Thinking: deref(b.Thinking), Signature: deref(b.Signature)})
+			out = append(out, gateway.Block{Type: "thinking", Thinking: gateway.Deref(b.Thinking), Signature: gateway.Deref(b.Signature)})
 		case "tool_use":
 			out = append(out, gateway.Block{Type: "tool_use", ID: b.ID, Name: b.Name, Input: b.Input})
 		case "tool_result":

@@ -436,7 +436,7 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 				// A call starts at a new index, or at a known one with
 				// another id; some servers repeat the id (and name) in
 				// every chunk of a call, which is not a new call.
-				id := deref(tc.ID)
+				id := gateway.Deref(tc.ID)
 				cur, ok := s.calls[tc.Index]
 				if ok && (id == "" || id == cur.id) {
 					s.pending = append(s.pending, gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: cur.ordinal, Arguments: tc.Function.Arguments}, ServiceTier: s.tier})
@@ -451,7 +451,7 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 				}
 				s.ncalls++
 				s.calls[tc.Index] = cur
-				s.pending = append(s.pending, gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: cur.ordinal, ID: cur.id, Name: deref(tc.Function.Name), Arguments: tc.Function.Arguments}, ServiceTier: s.tier})
+				s.pending = append(s.pending, gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: cur.ordinal, ID: cur.id, Name: gateway.Deref(tc.Function.Name), Arguments: tc.Function.Arguments}, ServiceTier: s.tier})
 			}
 			if ch.FinishReason != nil && *ch.FinishReason != "" {
 				s.native = *ch.FinishReason
@@ -462,14 +462,6 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 			s.pending = append([]gateway.Delta{d}, s.pending...)
 		}
 	}
-}
-
-// deref is *p, or "" for nil.
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
 }
 
 func (s *oaStream) Close() error { return s.body.Close() }
