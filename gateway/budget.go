@@ -129,11 +129,8 @@ func WorstCost(req Request, m *Model) *float64 {
 // no rate for (Price.TierRate): its cost is unknown (nil), as an unpriced
 // model's, and a tenant with a budget cannot make the call.
 func UnpricedTier(req Request, m *Model) bool {
-	if m == nil || m.Pricing == nil {
-		return false
-	}
-	_, ok := m.Pricing.TierRate(req.ServiceTier)
-	return !ok
+	p, _ := priceFor(req, m)
+	return p == nil && m != nil && m.Pricing != nil
 }
 
 // priceFor is the price a request is billed at on m and the multiple of
