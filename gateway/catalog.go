@@ -43,6 +43,28 @@ type Price struct {
 	Source   string  `json:"source"`
 }
 
+// TierName is tier as a name that does not hold on to the bytes it may
+// view (an answer's, a stream chunk's, read in place): OpenAI's names are
+// constants, any other is copied. Each passed-through chunk names its tier,
+// so the known ones cost no allocation.
+func TierName(tier string) string {
+	switch tier {
+	case "":
+		return ""
+	case "auto":
+		return "auto"
+	case "default":
+		return "default"
+	case "flex":
+		return "flex"
+	case "fast":
+		return "fast"
+	case "priority":
+		return "priority"
+	}
+	return strings.Clone(tier)
+}
+
 // TierRate is the multiple of the standard rates a call at an OpenAI
 // capacity tier costs, and whether the price has one. The standard tier
 // (none, auto, default) and flex cost 1: flex is billed below the

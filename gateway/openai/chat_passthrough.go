@@ -111,7 +111,7 @@ func readChatAnswer(provider string, raw []byte) (*gateway.Response, error) {
 			return true
 		})
 	}
-	out.Usage.ServiceTier = strings.Clone(tier.Str)
+	out.Usage.ServiceTier = gateway.TierName(tier.Str)
 	return out, nil
 }
 
@@ -190,7 +190,7 @@ func (s *oaRawStream) Next() (gateway.Delta, error) {
 	if failure.Exists() {
 		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Type: failure.Get("type").Str, Message: cmp.Or(failure.Get("message").Str, "error event")}
 	}
-	d := gateway.Delta{Raw: ev.Data, ServiceTier: strings.Clone(tier.Str)}
+	d := gateway.Delta{Raw: ev.Data, ServiceTier: gateway.TierName(tier.Str)}
 	var delta, finish gjson.Result
 	choice.ForEach(func(k, v gjson.Result) bool {
 		switch {
