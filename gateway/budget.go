@@ -160,6 +160,9 @@ type BudgetError struct {
 	// Tier is the capacity tier with no price that refused the call
 	// (Period ""), when it is not the model that has none.
 	Tier string
+	// AutoTier is the tier a call that named none was held at, its
+	// provider's default (Caller.tierFor), when that is not the standard.
+	AutoTier string
 	// HeldOnly: what is spent leaves room for this call; the holds of calls
 	// in flight do not, and they end within seconds.
 	HeldOnly bool
@@ -175,12 +178,16 @@ func (e *BudgetError) Error() string {
 	if e.Period == "" {
 		return fmt.Sprintf("tenant %s has a budget and model %s has no price, so its cost cannot be bounded; use a priced model", e.Tenant, e.Model)
 	}
-	if e.Never {
-		return fmt.Sprintf("this call may cost up to $%.6f (input bound + token cap), more than the %s budget of $%.4f for tenant %s allows even with nothing spent; set a lower max_tokens",
-			e.WorstUSD, periodly[e.Period], e.LimitUSD, e.Tenant)
+	bound := "input bound + token cap"
+	if e.AutoTier != "" {
+		bound += fmt.Sprintf(", at the %s tier, where model %s's provider serves a call that names no service_tier; service_tier default is held at the standard rates", e.AutoTier, e.Model)
 	}
-	return fmt.Sprintf("the %s budget of $%.4f for tenant %s cannot cover this call: $%.6f spent, $%.6f held by calls in flight, this call may cost up to $%.6f (input bound + token cap); the budget resets at %s",
-		periodly[e.Period], e.LimitUSD, e.Tenant, e.SpentUSD, e.ReservedUSD, e.WorstUSD, e.ResetAt.Format(time.RFC3339))
+	if e.Never {
+		return fmt.Sprintf("this call may cost up to $%.6f (%s), more than the %s budget of $%.4f for tenant %s allows even with nothing spent; set a lower max_tokens",
+			e.WorstUSD, bound, periodly[e.Period], e.LimitUSD, e.Tenant)
+	}
+	return fmt.Sprintf("the %s budget of $%.4f for tenant %s cannot cover this call: $%.6f spent, $%.6f held by calls in flight, this call may cost up to $%.6f (%s); the budget resets at %s",
+		periodly[e.Period], e.LimitUSD, e.Tenant, e.SpentUSD, e.ReservedUSD, e.WorstUSD, bound, e.ResetAt.Format(time.RFC3339))
 }
 
 var periodly = map[string]string{"day": "daily", "month": "monthly"}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,6 +51,9 @@ type Call struct {
 	Passthrough bool // this attempt forwards Native as it is
 	Start       time.Time
 	hold        *Reservation
+	// tier is the capacity tier the attempt is held at, and billed at when
+	// its answer does not say (Caller.tierFor).
+	tier string
 }
 
 // Wire formats a front speaks and a provider may take as they are.
@@ -105,6 +109,65 @@ type Caller struct {
 	// client anyway (and from then on cannot fall back); a passed-through
 	// stream of the chain's last model does not wait (Open).
 	CommitAfter func() time.Duration
+	// AutoTierSeen, when set, is told the first time a provider serves a
+	// call that named no tier (or auto) at a dearer one.
+	AutoTierSeen func(provider, tier string)
+
+	// autoFast holds the names of the providers seen serving such a call
+	// at the fast tier: their account's default (tierFor).
+	autoFast sync.Map
+}
+
+// DefaultTierer is a provider whose account may serve a call that names
+// no capacity tier (or auto) at a tier of its own: an OpenAI project's
+// default, as its providers entry declares it (defaultServiceTier).
+type DefaultTierer interface {
+	DefaultServiceTier() string
+}
+
+// tierFor is the tier a call on t is held at, and billed at when its
+// answer does not say: the one it asks for; but a call that names none (or
+// auto) to a model with a fast rate is held at the fast tier where its
+// provider serves such calls there, declared or seen (docs/budgets.md).
+// Without, the first such call of a replica is held for what the standard
+// tier costs and billed at the tier it was served at.
+func (k *Caller) tierFor(asked string, t Target) string {
+	if asked != "" && asked != "auto" {
+		return asked
+	}
+	if p := t.Model.Pricing; p == nil || p.FastRate == 0 {
+		return asked
+	}
+	if d, ok := t.Provider.(DefaultTierer); ok && fastTier(d.DefaultServiceTier()) {
+		return "fast"
+	}
+	if _, seen := k.autoFast.Load(t.Provider.Name()); seen {
+		return "fast"
+	}
+	return asked
+}
+
+func fastTier(tier string) bool { return tier == "fast" || tier == "priority" }
+
+// WorstCost is the most req can cost on t, at the tier it is held at
+// (tierFor); nil when that is unpriced.
+func (k *Caller) WorstCost(req Request, t Target) *float64 {
+	req.ServiceTier = k.tierFor(req.ServiceTier, t)
+	return WorstCost(req, t.Model)
+}
+
+// sawTier learns from an answer the tier a provider serves a call that
+// named none (or auto) at.
+func (k *Caller) sawTier(c *Call, served string) {
+	if (c.Req.ServiceTier != "" && c.Req.ServiceTier != "auto") || !fastTier(served) {
+		return
+	}
+	if d, ok := c.Provider.(DefaultTierer); ok && fastTier(d.DefaultServiceTier()) {
+		return // declared
+	}
+	if _, seen := k.autoFast.LoadOrStore(c.Provider.Name(), true); !seen && k.AutoTierSeen != nil {
+		k.AutoTierSeen(c.Provider.Name(), served)
+	}
 }
 
 // ReleaseHold frees the current attempt's budget hold if it was not
@@ -126,13 +189,19 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 		c.Passthrough = true
 	}
 	c.Start = time.Now()
+	c.tier = k.tierFor(c.Req.ServiceTier, t)
 	if k.Budgets == nil {
 		return nil
 	}
-	hold, err := k.Budgets.Reserve(ctx, c.Tenant, t.Model.ID, WorstCost(c.Req, t.Model))
+	req := c.Req
+	req.ServiceTier = c.tier
+	hold, err := k.Budgets.Reserve(ctx, c.Tenant, t.Model.ID, WorstCost(req, t.Model))
 	var be *BudgetError
 	if errors.As(err, &be) && be.Period == "" && UnpricedTier(c.Req, t.Model) {
 		be.Tier = c.Req.ServiceTier
+	}
+	if be != nil && c.tier != c.Req.ServiceTier {
+		be.AutoTier = c.tier
 	}
 	c.hold = hold
 	return err
@@ -144,7 +213,10 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 // after; the usage writer appends in the background, batching, so no fsync
 // is on the client's path. A partial stream is billed for what was sent.
 func (k *Caller) settle(c *Call, u Usage, outcome string) (*float64, func()) {
-	cost := CostOf(c.Req, c.Model, u)
+	k.sawTier(c, u.ServiceTier)
+	req := c.Req
+	req.ServiceTier = c.tier
+	cost := CostOf(req, c.Model, u)
 	id := c.hold.UsageID() // on a shared store, this event releases the hold
 	at := time.Now().UTC()
 	if k.Budgets != nil {

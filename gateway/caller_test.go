@@ -277,3 +277,92 @@ func usageLines(t *testing.T, store eventstore.Store, line func(UsageRecord) str
 	}
 	return strings.Join(got, "; ")
 }
+
+// A call that names no capacity tier (or auto) is held at the fast rate
+// where its provider serves such calls at the fast tier: declared in the
+// providers file (defaultServiceTier), or seen in an answer. A tier asked
+// for, or a model without a fast rate, is held as asked. The tier an
+// answer names is what is billed.
+func TestAutoTierHeldAtItsRate(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var q struct {
+			ServiceTier string `json:"service_tier"`
+		}
+		json.Unmarshal(b, &q)
+		served := q.ServiceTier
+		if served == "" || served == "auto" {
+			served = "priority" // both accounts' default
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1000,"completion_tokens":100},"service_tier":%q}`, served)
+	}))
+	t.Cleanup(up.Close)
+	models := `"models":[{"name":"m","contextTokens":8192,"pricing":{"inputPerMTok":1,"outputPerMTok":10,"fastRate":2,"source":"test"}},` +
+		`{"name":"plain","contextTokens":8192,"pricing":{"inputPerMTok":1,"outputPerMTok":10,"source":"test"}}]`
+	cat, err := catalogFromFile(t, `{"providers":[`+
+		`{"name":"decl","kind":"openai","baseUrl":"`+up.URL+`/v1","keyEnv":"P_KEY","defaultServiceTier":"fast",`+models+`},`+
+		`{"name":"seen","kind":"openai","baseUrl":"`+up.URL+`/v1","keyEnv":"P_KEY",`+models+`}]}`, map[string]string{"P_KEY": "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var told []string
+	k := &Caller{StreamIdle: time.Minute, AutoTierSeen: func(provider, tier string) { told = append(told, provider+" "+tier) }}
+	req := func(tier string) Request {
+		return Request{Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: "hi"}}}}, MaxTokens: 200, ServiceTier: tier}
+	}
+	target := func(id string) Target {
+		chain, err := cat.Plan("", id, req(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return chain[0]
+	}
+	standard := *WorstCost(req(""), target("seen:m").Model)
+	held := func(id, tier string) float64 { return *k.WorstCost(req(tier), target(id)) }
+	for _, c := range []struct {
+		id, tier string
+		want     float64
+	}{
+		{"decl:m", "", 2 * standard}, {"decl:m", "auto", 2 * standard}, {"decl:m", "default", standard},
+		{"decl:m", "flex", standard}, {"decl:m", "priority", 2 * standard}, {"decl:plain", "", standard},
+		{"seen:m", "", standard}, {"seen:m", "auto", standard},
+	} {
+		if got := held(c.id, c.tier); got != c.want {
+			t.Errorf("before any answer, %s at %q is held for %v, want %v", c.id, c.tier, got, c.want)
+		}
+	}
+
+	// An answer that names its tier is billed at it; "seen" learns.
+	const each = (1000*1.0 + 100*10.0) / 1e6
+	for _, c := range []struct {
+		id, tier string
+		want     float64
+	}{{"seen:m", "default", each}, {"seen:m", "", 2 * each}, {"seen:m", "auto", 2 * each}, {"decl:plain", "", each}} {
+		// Passed through, as a tier is only sent as the client wrote it.
+		body := `{"model":"x","messages":[{"role":"user","content":"hi"}]}`
+		if c.tier != "" {
+			body = `{"model":"x","messages":[{"role":"user","content":"hi"}],"service_tier":"` + c.tier + `"}`
+		}
+		call := &Call{ID: "c", Front: "chat.completions", Tenant: "t", Req: req(c.tier), Native: &Native{Format: FormatChat, Body: []byte(body)}}
+		resp, err := k.Complete(t.Context(), call, []Target{target(c.id)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		call.ReleaseHold()
+		if !call.Passthrough || resp.Cost == nil || *resp.Cost != RoundUSD(c.want) {
+			t.Errorf("%s at %q (passed through: %t) costs %s, want %v", c.id, c.tier, call.Passthrough, costText(resp.Cost), c.want)
+		}
+	}
+	if fmt.Sprint(told) != "[seen priority]" {
+		t.Errorf("told %v, want the provider seen once", told)
+	}
+	for _, c := range []struct {
+		id, tier string
+		want     float64
+	}{{"seen:m", "", 2 * standard}, {"seen:m", "auto", 2 * standard}, {"seen:m", "default", standard}, {"seen:plain", "", standard}} {
+		if got := held(c.id, c.tier); got != c.want {
+			t.Errorf("after an answer at priority, %s at %q is held for %v, want %v", c.id, c.tier, got, c.want)
+		}
+	}
+}

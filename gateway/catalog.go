@@ -164,11 +164,16 @@ type ModelSpec struct {
 
 // ProviderSpec declares a provider in the providers file.
 type ProviderSpec struct {
-	Name    string      `json:"name"`
-	Kind    string      `json:"kind"` // openai, anthropic, openai-compatible
-	BaseURL string      `json:"baseUrl"`
-	KeyEnv  string      `json:"keyEnv,omitempty"`
-	Models  []ModelSpec `json:"models"`
+	Name    string `json:"name"`
+	Kind    string `json:"kind"` // openai, anthropic, openai-compatible
+	BaseURL string `json:"baseUrl"`
+	KeyEnv  string `json:"keyEnv,omitempty"`
+	// DefaultServiceTier is the capacity tier the account serves a request
+	// that names none (or auto) at: an OpenAI project's default. fast (or
+	// priority) makes such calls held, and billed when the answer does not
+	// say, at the fast rate (docs/budgets.md). Kinds with tiers only.
+	DefaultServiceTier string      `json:"defaultServiceTier,omitempty"`
+	Models             []ModelSpec `json:"models"`
 }
 
 // Health is the last probe of a model.
@@ -343,7 +348,16 @@ func (c *Catalog) addSpec(p ProviderSpec, cfg Config) error {
 	if !ok || k.Development {
 		return fmt.Errorf("provider %s: %w", p.Name, unknownKind(p.Kind))
 	}
-	prov, err := k.New(Endpoint{Name: p.Name, Kind: p.Kind, BaseURL: p.BaseURL, Key: key, KeyEnv: p.KeyEnv, Client: cfg.Client})
+	switch p.DefaultServiceTier {
+	case "":
+	case "default", "fast", "priority":
+		if !k.ServiceTiers {
+			return fmt.Errorf("provider %s: defaultServiceTier: kind %s has no service tiers", p.Name, p.Kind)
+		}
+	default:
+		return fmt.Errorf("provider %s: defaultServiceTier %q: want default, fast or priority", p.Name, p.DefaultServiceTier)
+	}
+	prov, err := k.New(Endpoint{Name: p.Name, Kind: p.Kind, BaseURL: p.BaseURL, Key: key, KeyEnv: p.KeyEnv, DefaultServiceTier: p.DefaultServiceTier, Client: cfg.Client})
 	if err != nil {
 		return fmt.Errorf("provider %s: %w", p.Name, err)
 	}

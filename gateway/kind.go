@@ -16,7 +16,10 @@ type Endpoint struct {
 	BaseURL string // "" when the entry names none
 	Key     string
 	KeyEnv  string // the variable an entry names for its key; "" for none
-	Client  *http.Client
+	// DefaultServiceTier: ProviderSpec.DefaultServiceTier, for a kind with
+	// ServiceTiers.
+	DefaultServiceTier string
+	Client             *http.Client
 }
 
 // Kind is a kind of provider: how to build one, and the provider every
@@ -37,6 +40,9 @@ type Kind struct {
 	// Messages API requires one; a thinking budget may raise it): the
 	// budget's worst case holds it. Nil: the request's cap.
 	MaxTokens func(Request) int
+	// ServiceTiers: the kind takes OpenAI's service_tier, and a providers
+	// entry may name its account's default (ProviderSpec).
+	ServiceTiers bool
 	// Development: the offline provider, serving LocalModel; built in
 	// only, never declared in a providers file.
 	Development bool

@@ -127,10 +127,10 @@ func (s *Server) generateInput(q *generateRequest) (*tasks.Type, int, int, error
 
 // worstOver is the highest worst case over a chain (a fallback may be
 // dearer than the first choice); nil when any model is unpriced.
-func worstOver(chain []gateway.Target, req gateway.Request) *float64 {
+func (s *Server) worstOver(chain []gateway.Target, req gateway.Request) *float64 {
 	var worst float64
 	for _, t := range chain {
-		w := gateway.WorstCost(req, t.Model)
+		w := s.caller.WorstCost(req, t)
 		if w == nil {
 			return nil
 		}
@@ -214,7 +214,7 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 	}
 	ceiling := q.Options.LLM.MaxCostUSD
 	if ceiling != nil {
-		worst := worstOver(chain, req)
+		worst := s.worstOver(chain, req)
 		if worst == nil {
 			e := domain.Invalid("generate", domain.FieldError{Pointer: "/options/llm/maxCostUsd", Code: "unpriced_model",
 				Message: "a cost ceiling needs priced models; the route includes a model without a price"})
@@ -246,7 +246,7 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 	var out json.RawMessage
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		if ceiling != nil && attempt > 1 {
-			if worst := worstOver(chain, req); worst == nil || spent+*worst > *ceiling {
+			if worst := s.worstOver(chain, req); worst == nil || spent+*worst > *ceiling {
 				trace.StoppedBy = "cost_ceiling"
 				break
 			}

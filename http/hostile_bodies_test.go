@@ -263,3 +263,52 @@ func TestServiceTiersBilledAtTheirRates(t *testing.T) {
 		}
 	}
 }
+
+// Under a budget, a call that names no tier is held at the fast rate where
+// its provider serves such calls at the fast tier: declared in the
+// providers file, or seen in an answer (gateway's TestAutoTierHeldAtItsRate
+// holds the rates; here, what the client is told and that a refused call
+// reaches no upstream).
+func TestAutoTierHeldUnderABudget(t *testing.T) {
+	f := newOAResponses(t)
+	oai := f.spec()
+	proj := f.spec()
+	proj.Name, proj.DefaultServiceTier = "proj", "fast"
+	e := newEnvWith(t, gatewayCatalog(t, newFakeUpstreams(t), oai, proj))
+	// 100,000 output tokens at $8 are $0.80, at the fast rate $1.60: a
+	// budget of $1.20 covers the standard tier and not the fast.
+	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": 1.2, "monthlyUsd": nil}), 200)
+	call := func(model, tier string) response {
+		t.Helper()
+		body := map[string]any{"model": model, "max_tokens": 100000, "messages": []any{map[string]any{"role": "user", "content": "hi"}}}
+		if tier != "" {
+			body["service_tier"] = tier
+		}
+		return e.do("POST", "/v1/chat/completions", e.tenantA, body)
+	}
+	refused := func(model, tier string) {
+		t.Helper()
+		before := len(f.requests())
+		r := call(model, tier)
+		if r.status != 400 || r.str("error.code") != "budget_too_small_for_request" || !strings.Contains(r.str("error.message"), "at the fast tier") {
+			t.Errorf("%s at %q: %d %s", model, tier, r.status, r.raw)
+		}
+		if n := len(f.requests()) - before; n != 0 {
+			t.Errorf("%s at %q refused, yet the upstream got %d requests", model, tier, n)
+		}
+	}
+	refused("proj:gpt-fast", "")
+	refused("proj:gpt-fast", "auto")
+	e.must(call("proj:gpt-fast", "default"), 200)
+	e.must(call("proj:gpt-x", ""), 200) // no fast rate: held as asked
+
+	// Not declared: the first call passes, is served at priority and billed
+	// so; the next are held at the fast rate.
+	r := call("oai:gpt-fast-default", "")
+	if r.status != 200 || math.Abs(r.num("usage.estimated_cost_usd")-2*(10*2e-6+2*8e-6)) > 1e-12 {
+		t.Fatalf("the first call, served at priority: %d %s", r.status, r.raw)
+	}
+	refused("oai:gpt-fast-default", "")
+	refused("oai:gpt-fast", "") // the provider's default, whatever the model
+	e.must(call("oai:gpt-fast", "default"), 200)
+}

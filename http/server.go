@@ -188,7 +188,11 @@ func NewServer(cfg Config) *Server {
 		posts: map[string]postRoute{}, metrics: cfg.Metrics, consoleURL: strings.TrimRight(cfg.ConsoleURL, "/"),
 	}
 	s.stopCtx, s.stopAll = context.WithCancel(context.Background())
-	s.caller = &gateway.Caller{Budgets: cfg.Budgets, Usage: cfg.Usage, StreamIdle: cfg.StreamIdle, CommitAfter: func() time.Duration { return pingEvery }}
+	s.caller = &gateway.Caller{Budgets: cfg.Budgets, Usage: cfg.Usage, StreamIdle: cfg.StreamIdle, CommitAfter: func() time.Duration { return pingEvery },
+		AutoTierSeen: func(provider, tier string) {
+			s.log.Warn().Str("provider", provider).Str("serviceTier", tier).
+				Msg("the provider serves calls that name no service tier at a dearer one; such calls are now held at its rate (declare defaultServiceTier in the providers file to hold the first one too)")
+		}}
 	rt := s.router
 	rt.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.noRoute(w, r, domain.E("route", domain.KindNotFound, "not_found", "No route for %s %s.", r.Method, r.URL.Path))

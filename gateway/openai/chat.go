@@ -17,8 +17,8 @@ import (
 )
 
 func init() {
-	gateway.RegisterKind("openai", gateway.Kind{New: newKind, Builtin: true, Models: Models, DefaultURL: DefaultURL, BaseURLEnv: "OPENAI_BASE_URL", KeyEnv: "OPENAI_API_KEY"})
-	gateway.RegisterKind("openai-compatible", gateway.Kind{New: newKind})
+	gateway.RegisterKind("openai", gateway.Kind{New: newKind, Builtin: true, Models: Models, DefaultURL: DefaultURL, BaseURLEnv: "OPENAI_BASE_URL", KeyEnv: "OPENAI_API_KEY", ServiceTiers: true})
+	gateway.RegisterKind("openai-compatible", gateway.Kind{New: newKind, ServiceTiers: true})
 }
 
 // DefaultURL is OpenAI's API.
@@ -32,6 +32,7 @@ func newKind(e gateway.Endpoint) (gateway.Provider, error) {
 	if e.KeyEnv != "" {
 		p.RequireKey(e.KeyEnv)
 	}
+	p.defaultTier = e.DefaultServiceTier
 	return p, nil
 }
 
@@ -46,6 +47,7 @@ type Provider struct {
 	client      *http.Client
 	newTokenCap bool   // send max_completion_tokens (OpenAI) instead of max_tokens
 	keyEnv      string // a compatible server's key variable, when its providers entry names one
+	defaultTier string // the account's tier for a call that names none (gateway.DefaultTierer)
 }
 
 // New builds an adapter. kind is "openai" or "openai-compatible".
@@ -58,6 +60,10 @@ func New(name, kind, baseURL, key string, client *http.Client) *Provider {
 
 func (p *Provider) Name() string { return p.name }
 func (p *Provider) Kind() string { return p.kind }
+
+// DefaultServiceTier is the tier the providers entry says the account
+// serves a call that names none at (gateway.DefaultTierer).
+func (p *Provider) DefaultServiceTier() string { return p.defaultTier }
 
 // HasKey reports whether a key is set, without showing it.
 func (p *Provider) HasKey() bool { return p.key != "" }
