@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -90,9 +92,56 @@ func AnswerError(provider, what string, err error, detail bool) error {
 	}
 	msg := what
 	if detail {
-		msg += ": " + err.Error()
+		msg += ": " + jsonMistake(err)
 	}
 	return &UpstreamError{Provider: provider, Status: http.StatusBadGateway, Message: msg}
+}
+
+// jsonMistake tells a decoding error in JSON's terms: encoding/json's
+// type error names the Go type and struct it decoded into.
+func jsonMistake(err error) string {
+	ute, ok := errors.AsType[*json.UnmarshalTypeError](err)
+	if !ok {
+		return err.Error()
+	}
+	want := "a number"
+	switch ute.Type.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		want = "a whole number"
+	case reflect.String:
+		want = "a string"
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.Struct, reflect.Map:
+		want = "an object"
+	case reflect.Slice, reflect.Array:
+		want = "an array"
+	case reflect.Interface, reflect.Pointer:
+		want = "another JSON type"
+	}
+	where := "the answer"
+	if ute.Field != "" {
+		where = ute.Field
+	}
+	return fmt.Sprintf("%s is %s where %s is expected", where, jsonKindOf(ute.Value), want)
+}
+
+// jsonKindOf names what encoding/json calls a value it could not decode.
+func jsonKindOf(v string) string {
+	switch v {
+	case "object":
+		return "an object"
+	case "array":
+		return "an array"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "number":
+		return "a number"
+	}
+	return "the " + v // number 1.5
 }
 
 // Send does req. A transport failure, or an answer outside 2xx (its body

@@ -140,3 +140,27 @@ func TestWholeNumberForAnInteger(t *testing.T) {
 		t.Fatalf("1000.0: OpenAI got %s", sent)
 	}
 }
+
+// An upstream answer of the wrong shape is a 502 that says what was wrong
+// in JSON's terms, not in the Go types it was decoded into.
+func TestMalformedAnswerToldInJSONTerms(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/v1/messages/count_tokens" {
+			io.WriteString(w, `{"input_tokens":"77"}`)
+			return
+		}
+		io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{"input_tokens":1.5,"output_tokens":2}}`)
+	}))
+	t.Cleanup(up.Close)
+	e := newEnvWith(t, catalogWith(t, map[string]string{"ANTHROPIC_BASE_URL": up.URL, "ANTHROPIC_API_KEY": "ak-upstream-test"}))
+	for _, c := range []struct{ path, body, want string }{
+		{"/v1/messages/count_tokens", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}]}`, "input_tokens is a string where a whole number is expected"},
+		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}]}`, "usage.input_tokens is the number 1.5 where a whole number is expected"},
+	} {
+		r := e.do("POST", c.path, e.tenantA, c.body)
+		if r.status != 502 || !strings.Contains(string(r.raw), c.want) || strings.Contains(string(r.raw), "Go ") {
+			t.Errorf("%s: %d %s", c.path, r.status, r.raw)
+		}
+	}
+}
