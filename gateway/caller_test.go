@@ -366,3 +366,37 @@ func TestAutoTierHeldAtItsRate(t *testing.T) {
 		}
 	}
 }
+
+// The built-in OpenAI provider takes its account's default tier from
+// BATON_OPENAI_DEFAULT_SERVICE_TIER; a value Baton does not know stops the
+// start.
+func TestBuiltinDefaultTier(t *testing.T) {
+	held := func(tier string) (float64, float64) {
+		t.Helper()
+		cat, err := NewCatalog(Config{Getenv: func(k string) string {
+			return map[string]string{"OPENAI_API_KEY": "k", "BATON_OPENAI_DEFAULT_SERVICE_TIER": tier}[k]
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := Request{Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: "hi"}}}}, MaxTokens: 200}
+		chain, err := cat.Plan("", "openai:gpt-6-luna", req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := &Caller{}
+		named := req
+		named.ServiceTier = "default"
+		return *k.WorstCost(req, chain[0]), *k.WorstCost(named, chain[0])
+	}
+	if none, std := held("fast"); none != 2*std {
+		t.Errorf("declared fast: a call naming no tier is held for %v, at default %v", none, std)
+	}
+	if none, std := held(""); none != std {
+		t.Errorf("not declared: a call naming no tier is held for %v, at default %v", none, std)
+	}
+	_, err := NewCatalog(Config{Getenv: func(k string) string { return map[string]string{"BATON_OPENAI_DEFAULT_SERVICE_TIER": "turbo"}[k] }})
+	if err == nil || !strings.Contains(err.Error(), `BATON_OPENAI_DEFAULT_SERVICE_TIER: "turbo": want default, fast or priority`) {
+		t.Errorf("an unknown tier: %v", err)
+	}
+}

@@ -257,6 +257,12 @@ func NewCatalog(cfg Config) (*Catalog, error) {
 		if k.KeyEnv != "" {
 			e.Key = cfg.Getenv(k.KeyEnv)
 		}
+		if k.TierEnv != "" {
+			e.DefaultServiceTier = cfg.Getenv(k.TierEnv)
+			if err := checkDefaultTier(e.DefaultServiceTier, k); err != nil {
+				return nil, fmt.Errorf("gateway: built-in provider %s: %s: %w", name, k.TierEnv, err)
+			}
+		}
 		p, err := k.New(e)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: built-in provider %s: %w", name, err)
@@ -348,14 +354,8 @@ func (c *Catalog) addSpec(p ProviderSpec, cfg Config) error {
 	if !ok || k.Development {
 		return fmt.Errorf("provider %s: %w", p.Name, unknownKind(p.Kind))
 	}
-	switch p.DefaultServiceTier {
-	case "":
-	case "default", "fast", "priority":
-		if !k.ServiceTiers {
-			return fmt.Errorf("provider %s: defaultServiceTier: kind %s has no service tiers", p.Name, p.Kind)
-		}
-	default:
-		return fmt.Errorf("provider %s: defaultServiceTier %q: want default, fast or priority", p.Name, p.DefaultServiceTier)
+	if err := checkDefaultTier(p.DefaultServiceTier, k); err != nil {
+		return fmt.Errorf("provider %s: defaultServiceTier: %w", p.Name, err)
 	}
 	prov, err := k.New(Endpoint{Name: p.Name, Kind: p.Kind, BaseURL: p.BaseURL, Key: key, KeyEnv: p.KeyEnv, DefaultServiceTier: p.DefaultServiceTier, Client: cfg.Client})
 	if err != nil {
@@ -413,6 +413,21 @@ func checkPrice(p *Price) error {
 		return errors.New("pricing needs a source (where and when the price was read)")
 	}
 	return nil
+}
+
+// checkDefaultTier refuses a default service tier Baton does not know, or
+// one for a kind without tiers.
+func checkDefaultTier(tier string, k Kind) error {
+	switch tier {
+	case "":
+		return nil
+	case "default", "fast", "priority":
+		if !k.ServiceTiers {
+			return errors.New("this kind of provider has no service tiers")
+		}
+		return nil
+	}
+	return fmt.Errorf("%q: want default, fast or priority", tier)
 }
 
 // MaxFastRate bounds Price.FastRate, so that a cost stays finite.

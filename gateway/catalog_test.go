@@ -19,8 +19,8 @@ func TestProvidersFileMistakes(t *testing.T) {
 		{"mode chain typo", `{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[` + model + `]}],"modes":{"cheap":["p:typo"]}}`, `"p:typo" is not a declared model`},
 		{"negative price", `{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[{"name":"m1","pricing":{"inputPerMTok":-1,"source":"x"}}]}]}`, "negative"},
 		{"price without source", `{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[{"name":"m1","pricing":{}}]}]}`, "needs a source"},
-		{"unknown default tier", `{"providers":[{"name":"p","kind":"openai","baseUrl":"http://x/v1","defaultServiceTier":"turbo","models":[]}]}`, `defaultServiceTier "turbo": want default, fast or priority`},
-		{"default tier of a kind without tiers", `{"providers":[{"name":"p","kind":"anthropic","baseUrl":"http://x","defaultServiceTier":"fast","models":[]}]}`, "kind anthropic has no service tiers"},
+		{"unknown default tier", `{"providers":[{"name":"p","kind":"openai","baseUrl":"http://x/v1","defaultServiceTier":"turbo","models":[]}]}`, `defaultServiceTier: "turbo": want default, fast or priority`},
+		{"default tier of a kind without tiers", `{"providers":[{"name":"p","kind":"anthropic","baseUrl":"http://x","defaultServiceTier":"fast","models":[]}]}`, "provider p: defaultServiceTier: this kind of provider has no service tiers"},
 		{"mode chain untagged", `{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[` + model + `]}],"modes":{"premium":["p:m1"]}}`, "is not tagged premium"},
 	} {
 		path := filepath.Join(t.TempDir(), "providers.json")

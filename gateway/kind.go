@@ -43,6 +43,9 @@ type Kind struct {
 	// ServiceTiers: the kind takes OpenAI's service_tier, and a providers
 	// entry may name its account's default (ProviderSpec).
 	ServiceTiers bool
+	// TierEnv names the variable giving a built-in provider's
+	// DefaultServiceTier.
+	TierEnv string
 	// Development: the offline provider, serving LocalModel; built in
 	// only, never declared in a providers file.
 	Development bool
