@@ -51,9 +51,11 @@ type Call struct {
 	Passthrough bool // this attempt forwards Native as it is
 	Start       time.Time
 	hold        *Reservation
-	// tier is the capacity tier the attempt is held at, and billed at when
-	// its answer does not say (Caller.tierFor).
-	tier string
+	// asked is the capacity tier the attempt sends: the body's, when it
+	// is passed through (a decoded request does not keep it). tier is the
+	// one it is held at, and billed at when its answer does not say
+	// (Caller.tierFor).
+	asked, tier string
 }
 
 // Wire formats a front speaks and a provider may take as they are.
@@ -73,6 +75,9 @@ type Native struct {
 	Header http.Header
 	// Query is the client's query string (Claude Code's ?beta=true).
 	Query string
+	// ServiceTier is the body's service_tier (Request.ServiceTier), which
+	// an attempt passing it through sends.
+	ServiceTier string
 	// Stream: the client asked for a stream; StreamUsage: for the usage
 	// too (chat's stream_options.include_usage). Read once, by the front.
 	Stream, StreamUsage bool
@@ -159,7 +164,7 @@ func (k *Caller) WorstCost(req Request, t Target) *float64 {
 // sawTier learns from an answer the tier a provider serves a call that
 // named none (or auto) at.
 func (k *Caller) sawTier(c *Call, served string) {
-	if (c.Req.ServiceTier != "" && c.Req.ServiceTier != "auto") || !fastTier(served) {
+	if (c.asked != "" && c.asked != "auto") || !fastTier(served) {
 		return
 	}
 	if d, ok := c.Provider.(DefaultTierer); ok && fastTier(d.DefaultServiceTier()) {
@@ -189,7 +194,11 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 		c.Passthrough = true
 	}
 	c.Start = time.Now()
-	c.tier = k.tierFor(c.Req.ServiceTier, t)
+	c.asked = c.Req.ServiceTier
+	if c.Passthrough {
+		c.asked = c.Native.ServiceTier
+	}
+	c.tier = k.tierFor(c.asked, t)
 	if k.Budgets == nil {
 		return nil
 	}
@@ -197,10 +206,10 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 	req.ServiceTier = c.tier
 	hold, err := k.Budgets.Reserve(ctx, c.Tenant, t.Model.ID, WorstCost(req, t.Model))
 	var be *BudgetError
-	if errors.As(err, &be) && be.Period == "" && UnpricedTier(c.Req, t.Model) {
-		be.Tier = c.Req.ServiceTier
+	if errors.As(err, &be) && be.Period == "" && UnpricedTier(req, t.Model) {
+		be.Tier = c.asked
 	}
-	if be != nil && c.tier != c.Req.ServiceTier {
+	if be != nil && c.tier != c.asked {
 		be.AutoTier = c.tier
 	}
 	c.hold = hold

@@ -344,7 +344,7 @@ func TestAutoTierHeldAtItsRate(t *testing.T) {
 		if c.tier != "" {
 			body = `{"model":"x","messages":[{"role":"user","content":"hi"}],"service_tier":"` + c.tier + `"}`
 		}
-		call := &Call{ID: "c", Front: "chat.completions", Tenant: "t", Req: req(c.tier), Native: &Native{Format: FormatChat, Body: []byte(body)}}
+		call := &Call{ID: "c", Front: "chat.completions", Tenant: "t", Req: req(c.tier), Native: &Native{Format: FormatChat, Body: []byte(body), ServiceTier: c.tier}}
 		resp, err := k.Complete(t.Context(), call, []Target{target(c.id)})
 		if err != nil {
 			t.Fatal(err)

@@ -241,7 +241,7 @@ func (s *Server) prepareCall(w http.ResponseWriter, r *http.Request, f errFormat
 		return fail(err)
 	}
 	native = nativeOf(r, format, body)
-	native.Stream, native.StreamUsage = sk.stream, sk.streamUsage
+	native.Stream, native.StreamUsage, native.ServiceTier = sk.stream, sk.streamUsage, sk.req.ServiceTier
 	if !gateway.IsMode(sk.model) {
 		if chain, err = s.planFor(format, sk.model, sk.req); err != nil {
 			return fail(err)

@@ -2,6 +2,7 @@ package http_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -311,4 +312,52 @@ func TestAutoTierHeldUnderABudget(t *testing.T) {
 	refused("oai:gpt-fast-default", "")
 	refused("oai:gpt-fast", "") // the provider's default, whatever the model
 	e.must(call("oai:gpt-fast", "default"), 200)
+}
+
+// A call whose chain mixes a provider that takes the body as it is with
+// one that does not is decoded, and the decoded request does not keep the
+// tier the client named. The attempt that passes the body through sends
+// that tier: service_tier "default" is held, and billed when the answer
+// does not say, at the standard rates, as the client asked.
+func TestNamedTierKeptInAMixedChain(t *testing.T) {
+	f := newOAResponses(t)
+	mix := f.spec()
+	mix.Name, mix.DefaultServiceTier = "mix", "fast"
+	for i := range mix.Models {
+		p := *mix.Models[i].Pricing
+		p.FastRate = 2
+		mix.Models[i].Pricing, mix.Models[i].Fallbacks = &p, []string{"anthropic:claude-haiku-4-5"}
+	}
+	e := newEnvWith(t, gatewayCatalog(t, newFakeUpstreams(t), mix))
+	// 100,000 output tokens at $8 are $0.80, at the fast rate $1.60.
+	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": 1.2, "monthlyUsd": nil}), 200)
+	chat := map[string]any{"model": "mix:gpt-x", "max_tokens": 100000, "service_tier": "default", "messages": []any{map[string]any{"role": "user", "content": "hi"}}}
+	if r := e.do("POST", "/v1/chat/completions", e.tenantA, chat); r.status != 200 {
+		t.Errorf("chat at default: %d %s", r.status, r.raw)
+	}
+	resp := map[string]any{"model": "mix:gpt-x", "max_output_tokens": 100000, "service_tier": "default", "input": "hi"}
+	if r := e.do("POST", "/v1/responses", e.tenantA, resp); r.status != 200 {
+		t.Errorf("responses at default: %d %s", r.status, r.raw)
+	}
+	if got := f.requests(); len(got) != 2 || gjson.GetBytes(got[0].body, "service_tier").Str != "default" || gjson.GetBytes(got[1].body, "service_tier").Str != "default" {
+		t.Fatalf("the upstream got %d requests", len(got))
+	}
+	// A Responses stream cut before its end names no tier: billed at the
+	// one asked for.
+	resp["model"], resp["stream"] = "mix:gpt-cut", true
+	e.stream("/v1/responses", e.tenantA, resp)
+	evs := e.usageEvents("a", 3)
+	var u gateway.UsageRecord
+	json.Unmarshal(evs[2].Data, &u)
+	price := gateway.Price{InputPerMTok: 2, CacheReadPerMTok: 0.2, OutputPerMTok: 8}
+	if want := gateway.RoundUSD(price.Cost(u.Usage)); u.Outcome != "partial" || u.CostUSD == nil || *u.CostUSD != want {
+		t.Errorf("the cut stream at default: %+v, cost %s, want %v", u.Usage, costOf(u.CostUSD), want)
+	}
+}
+
+func costOf(c *float64) string {
+	if c == nil {
+		return "unpriced"
+	}
+	return fmt.Sprint(*c)
 }

@@ -117,6 +117,7 @@ func (s *Server) prepareResponses(w http.ResponseWriter, r *http.Request) (p res
 		return p, err
 	}
 	p.stream, p.native = sk.stream, nativeOf(r, gateway.FormatResponses, body)
+	p.native.ServiceTier = sk.req.ServiceTier
 	tenant := principalOf(r.Context()).Tenant
 	prev := gjson.GetBytes(body, "previous_response_id")
 	var (
