@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/batonhq/baton/eventstore"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -419,5 +420,35 @@ func TestGenerateLaterAttemptFailsKeepsUsage(t *testing.T) {
 	if err := json.Unmarshal(r.raw, &p); err != nil || p.Attempts != 1 || p.Usage.InputTokens != 200 || p.Usage.CostUSD == nil || *p.Usage.CostUSD <= 0 ||
 		!strings.HasPrefix(p.Svc.RequestID, "gen_") || len(p.Svc.Trace.Attempts) != 1 {
 		t.Fatalf("problem: %s", r.raw)
+	}
+}
+
+// On a provider whose calls naming no tier are served at the fast tier
+// (here declared), generate's ceiling is checked against the fast rate,
+// and an answer that does not say its tier is billed at it.
+func TestGenerateCostCeilingAtTheFastTier(t *testing.T) {
+	u := newScripted(t, validSummary)
+	vars := map[string]string{"OPENAI_BASE_URL": u.srv.URL + "/v1", "OPENAI_API_KEY": "k", "BATON_OPENAI_DEFAULT_SERVICE_TIER": "fast"}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, cat)
+	_, model, _ := e.catalog.Resolve("openai:gpt-6-luna")
+	reg, _ := tasks.Default()
+	ty, _ := reg.Get("summarize")
+	prompt, _, _ := ty.Render(0, json.RawMessage(`{"text":"Baton records events."}`), "")
+	standard := *gateway.WorstCost(gateway.Request{System: ty.SystemPrompt(), MaxTokens: ty.MaxTokens,
+		Output:   &gateway.OutputSchema{Name: "emit_summarize", Schema: ty.Output},
+		Messages: []gateway.Message{{Role: "user", Content: []gateway.Block{{Type: "text", Text: prompt}}}}}, model)
+	llm := func(ceiling float64) map[string]any {
+		return genBody(map[string]any{"options": map[string]any{"llm": map[string]any{"model": "openai:gpt-6-luna", "maxCostUsd": ceiling}}})
+	}
+	if r := e.do("POST", "/v1/generate", e.tenantA, llm(standard*1.5)); r.status != 422 || r.str("code") != "cost_ceiling_exceeded" || u.calls.Load() != 0 {
+		t.Fatalf("a ceiling between the standard and the fast worst case: %d %s", r.status, r.raw)
+	}
+	r := e.must(e.do("POST", "/v1/generate", e.tenantA, llm(standard*2.01)), 200)
+	if want := 2 * (200*0.10 + 50*0.50) / 1e6; math.Abs(r.num("usage.estimated_cost_usd")-want) > 1e-12 {
+		t.Fatalf("an answer naming no tier: %s, want %v", r.raw, want)
 	}
 }
