@@ -163,6 +163,9 @@ type BudgetError struct {
 	// AutoTier is the tier a call that named none was held at, its
 	// provider's default (Caller.tierFor), when that is not the standard.
 	AutoTier string
+	// TierSent: the call passes its body through, so a service_tier it
+	// names is sent; a translated call sends none.
+	TierSent bool
 	// HeldOnly: what is spent leaves room for this call; the holds of calls
 	// in flight do not, and they end within seconds.
 	HeldOnly bool
@@ -180,7 +183,10 @@ func (e *BudgetError) Error() string {
 	}
 	bound := "input bound + token cap"
 	if e.AutoTier != "" {
-		bound += fmt.Sprintf(", at the %s tier, where model %s's provider serves a call that names no service_tier; service_tier default is held at the standard rates", e.AutoTier, e.Model)
+		bound += fmt.Sprintf(", at the %s tier, where model %s's provider serves a call that names no service_tier", e.AutoTier, e.Model)
+		if e.TierSent {
+			bound += "; service_tier default is held at the standard rates"
+		}
 	}
 	if e.Never {
 		return fmt.Sprintf("this call may cost up to $%.6f (%s), more than the %s budget of $%.4f for tenant %s allows even with nothing spent; set a lower max_tokens",

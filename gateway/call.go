@@ -210,7 +210,7 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 		be.Tier = c.asked
 	}
 	if be != nil && c.tier != c.asked {
-		be.AutoTier = c.tier
+		be.AutoTier, be.TierSent = c.tier, c.Passthrough
 	}
 	c.hold = hold
 	return err

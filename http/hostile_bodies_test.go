@@ -291,7 +291,7 @@ func TestAutoTierHeldUnderABudget(t *testing.T) {
 		t.Helper()
 		before := len(f.requests())
 		r := call(model, tier)
-		if r.status != 400 || r.str("error.code") != "budget_too_small_for_request" || !strings.Contains(r.str("error.message"), "at the fast tier") {
+		if r.status != 400 || r.str("error.code") != "budget_too_small_for_request" || !strings.Contains(r.str("error.message"), "at the fast tier, where") || !strings.Contains(r.str("error.message"), "; service_tier default is held at the standard rates") {
 			t.Errorf("%s at %q: %d %s", model, tier, r.status, r.raw)
 		}
 		if n := len(f.requests()) - before; n != 0 {
@@ -302,10 +302,18 @@ func TestAutoTierHeldUnderABudget(t *testing.T) {
 	refused("proj:gpt-fast", "auto")
 	e.must(call("proj:gpt-fast", "default"), 200)
 	e.must(call("proj:gpt-x", ""), 200) // no fast rate: held as asked
+	// Translated, the call sends no tier whatever it names: the refusal
+	// does not point to service_tier default, which the Messages front
+	// refuses and a translated call does not send.
+	before := len(f.requests())
+	r := e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "proj:gpt-fast", "max_tokens": 100000, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	if msg := r.str("error.message"); r.status != 400 || !strings.Contains(msg, "at the fast tier") || strings.Contains(msg, "service_tier default") || len(f.requests()) != before {
+		t.Errorf("messages, translated: %d %s", r.status, r.raw)
+	}
 
 	// Not declared: the first call passes, is served at priority and billed
 	// so; the next are held at the fast rate.
-	r := call("oai:gpt-fast-default", "")
+	r = call("oai:gpt-fast-default", "")
 	if r.status != 200 || math.Abs(r.num("usage.estimated_cost_usd")-2*(10*2e-6+2*8e-6)) > 1e-12 {
 		t.Fatalf("the first call, served at priority: %d %s", r.status, r.raw)
 	}
