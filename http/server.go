@@ -191,7 +191,7 @@ func NewServer(cfg Config) *Server {
 	s.caller = &gateway.Caller{Budgets: cfg.Budgets, Usage: cfg.Usage, StreamIdle: cfg.StreamIdle, CommitAfter: func() time.Duration { return pingEvery },
 		AutoTierSeen: func(provider, tier string) {
 			s.log.Warn().Str("provider", provider).Str("serviceTier", tier).
-				Msg("the provider serves calls that name no service tier at a dearer one; such calls are now held at its rate (declare defaultServiceTier in the providers file to hold the first one too)")
+				Msg("the provider serves calls that name no service tier at a dearer one; such calls are now held at its rate (declare it to hold the first ones too: defaultServiceTier in the providers file, BATON_OPENAI_DEFAULT_SERVICE_TIER for the built-in openai provider)")
 		}}
 	rt := s.router
 	rt.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
