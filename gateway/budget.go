@@ -230,6 +230,33 @@ type Budgets struct {
 	store   eventstore.Store // nil: holds stay in this process
 	onError func(error)
 	holdTTL time.Duration
+
+	// autoFast: provider name -> whether the latest answer to a call that
+	// named no tier, to a model with a fast rate, was at the fast tier
+	// (Caller.tierFor), learned from every replica's usage events.
+	autoFast sync.Map
+}
+
+// ServesAutoFast reports whether the latest usage event (or settle of this
+// replica) of a call to provider that named no service tier was served at
+// the fast tier. A nil *Budgets knows none.
+func (b *Budgets) ServesAutoFast(provider string) bool {
+	if b == nil {
+		return false
+	}
+	v, ok := b.autoFast.Load(provider)
+	return ok && v.(bool)
+}
+
+// sawAutoTier notes whether such a call to provider was served at the fast
+// tier, and says whether that changed what is known (to fast from anything
+// else, or back).
+func (b *Budgets) sawAutoTier(provider string, fast bool) bool {
+	if b == nil {
+		return false
+	}
+	old, loaded := b.autoFast.Swap(provider, fast)
+	return loaded && old.(bool) != fast || !loaded && fast
 }
 
 // NewBudgets returns an empty budget book; now is its clock (time.Now when nil).
@@ -320,6 +347,9 @@ func (b *Budgets) Apply(ev eventstore.RecordedEvent) error {
 		var u UsageRecord
 		if err := json.Unmarshal(ev.Data, &u); err != nil {
 			return fmt.Errorf("gateway: usage event %s: %w", ev.ID, err) // a hold it would release expires instead
+		}
+		if u.AutoTier && u.Usage.ServiceTier != "" {
+			b.sawAutoTier(u.Provider, fastTier(u.Usage.ServiceTier))
 		}
 		b.mu.Lock()
 		defer b.mu.Unlock()

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -114,13 +113,10 @@ type Caller struct {
 	// client anyway (and from then on cannot fall back); a passed-through
 	// stream of the chain's last model does not wait (Open).
 	CommitAfter func() time.Duration
-	// AutoTierSeen, when set, is told the first time a provider serves a
-	// call that named no tier (or auto) at a dearer one.
-	AutoTierSeen func(provider, tier string)
-
-	// autoFast holds the names of the providers seen serving such a call
-	// at the fast tier: their account's default (tierFor).
-	autoFast sync.Map
+	// AutoTierSeen, when set, is told when this replica's answers show a
+	// provider's default tier changed (tierFor): served is the tier of the
+	// answer that showed it.
+	AutoTierSeen func(provider, served string)
 }
 
 // DefaultTierer is a provider whose account may serve a call that names
@@ -133,23 +129,27 @@ type DefaultTierer interface {
 // tierFor is the tier a call on t is held at, and billed at when its
 // answer does not say: the one it asks for; but a call that names none (or
 // auto) to a model with a fast rate is held at the fast tier where its
-// provider serves such calls there, declared or seen (docs/budgets.md).
-// Without, the first such call of a replica is held for what the standard
-// tier costs and billed at the tier it was served at.
+// provider serves such calls there: declared, or seen in the latest such
+// answer of any replica (Budgets.ServesAutoFast; docs/budgets.md). Until
+// one is seen, such calls are held for what the standard tier costs and
+// billed at the tier they were served at.
 func (k *Caller) tierFor(asked string, t Target) string {
-	if asked != "" && asked != "auto" {
-		return asked
-	}
-	if p := t.Model.Pricing; p == nil || p.FastRate == 0 {
+	if !autoTiered(asked, t.Model) {
 		return asked
 	}
 	if d, ok := t.Provider.(DefaultTierer); ok && fastTier(d.DefaultServiceTier()) {
 		return "fast"
 	}
-	if _, seen := k.autoFast.Load(t.Provider.Name()); seen {
+	if k.Budgets.ServesAutoFast(t.Provider.Name()) {
 		return "fast"
 	}
 	return asked
+}
+
+// autoTiered: a call asking for tier on m is served at its provider's
+// default tier, and that default changes its cost (m has a fast rate).
+func autoTiered(tier string, m *Model) bool {
+	return (tier == "" || tier == "auto") && m.Pricing != nil && m.Pricing.FastRate > 0
 }
 
 func fastTier(tier string) bool { return tier == "fast" || tier == "priority" }
@@ -161,18 +161,19 @@ func (k *Caller) WorstCost(req Request, t Target) *float64 {
 	return WorstCost(req, t.Model)
 }
 
-// sawTier learns from an answer the tier a provider serves a call that
-// named none (or auto) at.
-func (k *Caller) sawTier(c *Call, served string) {
-	if (c.asked != "" && c.asked != "auto") || !fastTier(served) {
-		return
+// sawTier learns from an answer the tier its provider serves a call that
+// names none (or auto) at, and says whether the answer told it (the usage
+// event's autoTier, from which other replicas learn it too).
+func (k *Caller) sawTier(c *Call, served string) bool {
+	if served == "" || !autoTiered(c.asked, c.Model) {
+		return false
 	}
-	if d, ok := c.Provider.(DefaultTierer); ok && fastTier(d.DefaultServiceTier()) {
-		return // declared
+	if k.Budgets.sawAutoTier(c.Provider.Name(), fastTier(served)) && k.AutoTierSeen != nil {
+		if d, ok := c.Provider.(DefaultTierer); !ok || !fastTier(d.DefaultServiceTier()) {
+			k.AutoTierSeen(c.Provider.Name(), served)
+		}
 	}
-	if _, seen := k.autoFast.LoadOrStore(c.Provider.Name(), true); !seen && k.AutoTierSeen != nil {
-		k.AutoTierSeen(c.Provider.Name(), served)
-	}
+	return true
 }
 
 // ReleaseHold frees the current attempt's budget hold if it was not
@@ -222,7 +223,7 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 // after; the usage writer appends in the background, batching, so no fsync
 // is on the client's path. A partial stream is billed for what was sent.
 func (k *Caller) settle(c *Call, u Usage, outcome string) (*float64, func()) {
-	k.sawTier(c, u.ServiceTier)
+	autoTier := k.sawTier(c, u.ServiceTier)
 	req := c.Req
 	req.ServiceTier = c.tier
 	cost := CostOf(req, c.Model, u)
@@ -235,6 +236,7 @@ func (k *Caller) settle(c *Call, u Usage, outcome string) (*float64, func()) {
 	rec := UsageRecord{
 		Tenant: c.Tenant, KeyID: c.KeyID, Front: c.Front, Model: c.Model.ID, Provider: c.Provider.Name(), Stream: c.Stream,
 		Usage: u, CostUSD: cost, LatencyMs: time.Since(c.Start).Milliseconds(), Outcome: outcome, RequestID: c.RequestID, At: at,
+		AutoTier: autoTier,
 	}
 	return cost, func() {
 		if k.Usage != nil {

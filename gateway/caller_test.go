@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -284,6 +285,9 @@ func usageLines(t *testing.T, store eventstore.Store, line func(UsageRecord) str
 // for, or a model without a fast rate, is held as asked. The tier an
 // answer names is what is billed.
 func TestAutoTierHeldAtItsRate(t *testing.T) {
+	var projectDefault atomic.Pointer[string]
+	priority, standardTier := "priority", "default"
+	projectDefault.Store(&priority)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		var q struct {
@@ -292,7 +296,7 @@ func TestAutoTierHeldAtItsRate(t *testing.T) {
 		json.Unmarshal(b, &q)
 		served := q.ServiceTier
 		if served == "" || served == "auto" {
-			served = "priority" // both accounts' default
+			served = *projectDefault.Load() // both accounts'
 		}
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1000,"completion_tokens":100},"service_tier":%q}`, served)
@@ -306,8 +310,25 @@ func TestAutoTierHeldAtItsRate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	store, err := bolt.Open(t.TempDir(), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	w := NewUsageWriter(store, func(_ uuid.UUID, _ UsageRecord, err error) { t.Errorf("usage: %v", err) })
+	w.Close() // from now on each record is appended at once
 	var told []string
-	k := &Caller{StreamIdle: time.Minute, AutoTierSeen: func(provider, tier string) { told = append(told, provider+" "+tier) }}
+	k := &Caller{Budgets: NewBudgets(nil), Usage: w, StreamIdle: time.Minute, AutoTierSeen: func(provider, tier string) { told = append(told, provider+" "+tier) }}
+	// Another replica on the same store learns from the usage events.
+	other := NewBudgets(nil)
+	follower := &Follower{Store: store, Appliers: []Applier{other}}
+	otherKnows := func() bool {
+		t.Helper()
+		if err := follower.CatchUp(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return other.ServesAutoFast("seen")
+	}
 	req := func(tier string) Request {
 		return Request{Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: "hi"}}}}, MaxTokens: 200, ServiceTier: tier}
 	}
@@ -335,27 +356,37 @@ func TestAutoTierHeldAtItsRate(t *testing.T) {
 
 	// An answer that names its tier is billed at it; "seen" learns.
 	const each = (1000*1.0 + 100*10.0) / 1e6
-	for _, c := range []struct {
-		id, tier string
-		want     float64
-	}{{"seen:m", "default", each}, {"seen:m", "", 2 * each}, {"seen:m", "auto", 2 * each}, {"decl:plain", "", each}} {
+	call := func(id, tier string, want float64) {
+		t.Helper()
 		// Passed through, as a tier is only sent as the client wrote it.
 		body := `{"model":"x","messages":[{"role":"user","content":"hi"}]}`
-		if c.tier != "" {
-			body = `{"model":"x","messages":[{"role":"user","content":"hi"}],"service_tier":"` + c.tier + `"}`
+		if tier != "" {
+			body = `{"model":"x","messages":[{"role":"user","content":"hi"}],"service_tier":"` + tier + `"}`
 		}
-		call := &Call{ID: "c", Front: "chat.completions", Tenant: "t", Req: req(c.tier), Native: &Native{Format: FormatChat, Body: []byte(body), ServiceTier: c.tier}}
-		resp, err := k.Complete(t.Context(), call, []Target{target(c.id)})
+		c := &Call{ID: "c", Front: "chat.completions", Tenant: "t", Req: req(tier), Native: &Native{Format: FormatChat, Body: []byte(body), ServiceTier: tier}}
+		resp, err := k.Complete(t.Context(), c, []Target{target(id)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		call.ReleaseHold()
-		if !call.Passthrough || resp.Cost == nil || *resp.Cost != RoundUSD(c.want) {
-			t.Errorf("%s at %q (passed through: %t) costs %s, want %v", c.id, c.tier, call.Passthrough, costText(resp.Cost), c.want)
+		resp.Record()
+		c.ReleaseHold()
+		if !c.Passthrough || resp.Cost == nil || *resp.Cost != RoundUSD(want) {
+			t.Errorf("%s at %q (passed through: %t) costs %s, want %v", id, tier, c.Passthrough, costText(resp.Cost), want)
 		}
 	}
+	call("seen:m", "default", each)
+	call("seen:plain", "", each) // a model without a fast rate tells nothing
+	call("decl:m", "", 2*each)
+	if len(told) != 0 || otherKnows() {
+		t.Fatalf("learned from calls that name a tier, or to a model without a fast rate, or to a declared provider: told %v", told)
+	}
+	call("seen:m", "", 2*each)
+	call("seen:m", "auto", 2*each)
 	if fmt.Sprint(told) != "[seen priority]" {
 		t.Errorf("told %v, want the provider seen once", told)
+	}
+	if !otherKnows() {
+		t.Error("another replica did not learn the default from the usage events")
 	}
 	for _, c := range []struct {
 		id, tier string
@@ -364,6 +395,25 @@ func TestAutoTierHeldAtItsRate(t *testing.T) {
 		if got := held(c.id, c.tier); got != c.want {
 			t.Errorf("after an answer at priority, %s at %q is held for %v, want %v", c.id, c.tier, got, c.want)
 		}
+	}
+
+	// The project's default back to standard: the next answer says so, and
+	// both replicas hold at the standard rates again.
+	projectDefault.Store(&standardTier)
+	call("seen:m", "", each)
+	if fmt.Sprint(told) != "[seen priority seen default]" {
+		t.Errorf("told %v, want the change back told", told)
+	}
+	if got := held("seen:m", ""); got != standard {
+		t.Errorf("after an answer at default, held for %v, want %v", got, standard)
+	}
+	if otherKnows() {
+		t.Error("another replica still holds at the fast rate")
+	}
+	// A replica started afterwards reads the latest.
+	fresh := NewBudgets(nil)
+	if err := (&Follower{Store: store, Appliers: []Applier{fresh}}).CatchUp(t.Context()); err != nil || fresh.ServesAutoFast("seen") {
+		t.Errorf("a fresh replica: %v, fast %t", err, fresh.ServesAutoFast("seen"))
 	}
 }
 

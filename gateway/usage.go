@@ -32,6 +32,11 @@ type UsageRecord struct {
 	// At is when the cost counts (the settling replica's clock): the day
 	// and month it falls in for every replica, whenever the event lands.
 	At time.Time `json:"at,omitzero"`
+	// AutoTier: the call named no service tier (or auto), to a model with
+	// a fast rate, and Usage.ServiceTier is the tier its provider served it
+	// at: what every replica learns the provider's default from
+	// (Budgets.ServesAutoFast).
+	AutoTier bool `json:"autoTier,omitempty"`
 }
 
 // UsageStream is where a tenant's usage events go.
@@ -324,6 +329,9 @@ func (r *UsageRecord) appendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"at":"`...)
 		b = r.At.AppendFormat(b, time.RFC3339Nano)
 		b = append(b, '"')
+	}
+	if r.AutoTier {
+		b = append(b, `,"autoTier":true`...)
 	}
 	return append(b, '}'), nil
 }

@@ -189,8 +189,13 @@ func NewServer(cfg Config) *Server {
 	}
 	s.stopCtx, s.stopAll = context.WithCancel(context.Background())
 	s.caller = &gateway.Caller{Budgets: cfg.Budgets, Usage: cfg.Usage, StreamIdle: cfg.StreamIdle, CommitAfter: func() time.Duration { return pingEvery },
-		AutoTierSeen: func(provider, tier string) {
-			s.log.Warn().Str("provider", provider).Str("serviceTier", tier).
+		AutoTierSeen: func(provider, served string) {
+			if served != "fast" && served != "priority" {
+				s.log.Warn().Str("provider", provider).Str("serviceTier", served).
+					Msg("the provider serves calls that name no service tier at the standard tier again; such calls are held at the standard rates")
+				return
+			}
+			s.log.Warn().Str("provider", provider).Str("serviceTier", served).
 				Msg("the provider serves calls that name no service tier at a dearer one; such calls are now held at its rate (declare it to hold the first ones too: defaultServiceTier in the providers file, BATON_OPENAI_DEFAULT_SERVICE_TIER for the built-in openai provider)")
 		}}
 	rt := s.router
