@@ -154,6 +154,9 @@ func autoTiered(tier string, m *Model) bool {
 
 func fastTier(tier string) bool { return tier == "fast" || tier == "priority" }
 
+// TierFor is the tier a call asking for tier on t is held at (tierFor).
+func (k *Caller) TierFor(tier string, t Target) string { return k.tierFor(tier, t) }
+
 // WorstCost is the most req can cost on t, at the tier it is held at
 // (tierFor); nil when that is unpriced.
 func (k *Caller) WorstCost(req Request, t Target) *float64 {

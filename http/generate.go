@@ -126,17 +126,24 @@ func (s *Server) generateInput(q *generateRequest) (*tasks.Type, int, int, error
 }
 
 // worstOver is the highest worst case over a chain (a fallback may be
-// dearer than the first choice); nil when any model is unpriced.
-func (s *Server) worstOver(chain []gateway.Target, req gateway.Request) *float64 {
-	var worst float64
+// dearer than the first choice); nil when any model is unpriced. fastAt
+// names its model when it is held at the fast tier, its provider's
+// default.
+func (s *Server) worstOver(chain []gateway.Target, req gateway.Request) (worst *float64, fastAt string) {
+	var most float64
 	for _, t := range chain {
 		w := s.caller.WorstCost(req, t)
 		if w == nil {
-			return nil
+			return nil, ""
 		}
-		worst = math.Max(worst, *w)
+		if *w > most {
+			most, fastAt = *w, ""
+			if s.caller.TierFor(req.ServiceTier, t) != req.ServiceTier {
+				fastAt = t.Model.ID
+			}
+		}
 	}
-	return &worst
+	return &most, fastAt
 }
 
 func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
@@ -214,7 +221,7 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 	}
 	ceiling := q.Options.LLM.MaxCostUSD
 	if ceiling != nil {
-		worst := s.worstOver(chain, req)
+		worst, fastAt := s.worstOver(chain, req)
 		if worst == nil {
 			e := domain.Invalid("generate", domain.FieldError{Pointer: "/options/llm/maxCostUsd", Code: "unpriced_model",
 				Message: "a cost ceiling needs priced models; the route includes a model without a price"})
@@ -223,8 +230,12 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 			return nil, false
 		}
 		if *worst > *ceiling {
+			at := ""
+			if fastAt != "" {
+				at = fmt.Sprintf(", at the fast tier, where %s's provider serves a call that names no service_tier", fastAt)
+			}
 			e := domain.Invalid("generate", domain.FieldError{Pointer: "/options/llm/maxCostUsd", Code: "cost_ceiling_exceeded",
-				Message: fmt.Sprintf("one attempt may cost up to $%.6f (input bound + the type's token cap of %d), over the ceiling of $%.6f", *worst, t.MaxTokens, *ceiling)})
+				Message: fmt.Sprintf("one attempt may cost up to $%.6f (input bound + the type's token cap of %d%s), over the ceiling of $%.6f", *worst, t.MaxTokens, at, *ceiling)})
 			e.Code, e.Message = "cost_ceiling_exceeded", "even one attempt could exceed maxCostUsd"
 			s.writeError(w, r, e)
 			return nil, false
@@ -246,7 +257,7 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 	var out json.RawMessage
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		if ceiling != nil && attempt > 1 {
-			if worst := s.worstOver(chain, req); worst == nil || spent+*worst > *ceiling {
+			if worst, _ := s.worstOver(chain, req); worst == nil || spent+*worst > *ceiling {
 				trace.StoppedBy = "cost_ceiling"
 				break
 			}

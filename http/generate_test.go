@@ -444,7 +444,8 @@ func TestGenerateCostCeilingAtTheFastTier(t *testing.T) {
 	llm := func(ceiling float64) map[string]any {
 		return genBody(map[string]any{"options": map[string]any{"llm": map[string]any{"model": "openai:gpt-6-luna", "maxCostUsd": ceiling}}})
 	}
-	if r := e.do("POST", "/v1/generate", e.tenantA, llm(standard*1.5)); r.status != 422 || r.str("code") != "cost_ceiling_exceeded" || u.calls.Load() != 0 {
+	if r := e.do("POST", "/v1/generate", e.tenantA, llm(standard*1.5)); r.status != 422 || r.str("code") != "cost_ceiling_exceeded" || u.calls.Load() != 0 ||
+		!strings.Contains(string(r.raw), "at the fast tier, where openai:gpt-6-luna's provider serves a call that names no service_tier") {
 		t.Fatalf("a ceiling between the standard and the fast worst case: %d %s", r.status, r.raw)
 	}
 	r := e.must(e.do("POST", "/v1/generate", e.tenantA, llm(standard*2.01)), 200)
