@@ -407,6 +407,7 @@ func WithInput(sent, u Usage) Usage {
 	sent.InputTokens, sent.CacheReadTokens, sent.CacheWriteTokens = u.InputTokens, u.CacheReadTokens, u.CacheWriteTokens
 	sent.CacheWrite1hTokens = u.CacheWrite1hTokens
 	sent.OutputTokens = max(sent.OutputTokens, u.OutputTokens)
+	sent.WebSearches = max(sent.WebSearches, u.WebSearches)
 	return sent
 }
 

@@ -40,7 +40,11 @@ type Price struct {
 	// priority, its name until July 2026); 0 or absent: the tier has no
 	// price here (TierRate).
 	FastRate float64 `json:"fastRate,omitempty"`
-	Source   string  `json:"source"`
+	// WebSearchPerK is USD per 1,000 searches of the provider's web search
+	// tool (Anthropic's, which its usage counts: Usage.WebSearches), billed
+	// on top of the tokens; 0 or absent: not billed.
+	WebSearchPerK float64 `json:"webSearchPerK,omitempty"`
+	Source        string  `json:"source"`
 }
 
 // TierName is tier as a name that does not hold on to the bytes it may
@@ -125,15 +129,18 @@ func (p *Price) CacheWrite1hRate() float64 {
 // tokens are output tokens: both providers count them in the output and
 // bill them at the output rate.
 //
+// Web searches (Usage.WebSearches) are billed per search at WebSearchPerK,
+// whatever the prompt's length.
+//
 // The sum is rounded to 1e-12 USD, so that float arithmetic's last-digit
 // noise (1 token at $0.1 a million and 3 at $0.2 making
 // 7.000000000000001e-07) does not reach the answers.
 func (p *Price) Cost(u Usage) float64 {
 	r := p.At(u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens)
 	w1h := u.OneHourWrites()
-	return RoundUSD((float64(u.InputTokens)*r.InputPerMTok + float64(u.OutputTokens)*r.OutputPerMTok +
-		float64(u.CacheReadTokens)*r.CacheReadPerMTok + float64(u.CacheWriteTokens-w1h)*r.CacheWritePerMTok +
-		float64(w1h)*r.CacheWrite1hRate()) / 1e6)
+	return RoundUSD((float64(u.InputTokens)*r.InputPerMTok+float64(u.OutputTokens)*r.OutputPerMTok+
+		float64(u.CacheReadTokens)*r.CacheReadPerMTok+float64(u.CacheWriteTokens-w1h)*r.CacheWritePerMTok+
+		float64(w1h)*r.CacheWrite1hRate())/1e6 + float64(max(u.WebSearches, 0))*p.WebSearchPerK/1e3)
 }
 
 // usdUnit is the amount RoundUSD rounds to; budgets compare within it.
@@ -401,6 +408,10 @@ func checkPrice(p *Price) error {
 		if err := checkRates("longPrompt.", l.InputPerMTok, l.OutputPerMTok, l.CacheReadPerMTok, l.CacheWritePerMTok, l.CacheWrite1hPerMTok); err != nil {
 			return err
 		}
+	}
+	if p.WebSearchPerK < 0 || p.WebSearchPerK > MaxRatePerMTok {
+		// Bounded as a token rate is, for the same reason.
+		return fmt.Errorf("webSearchPerK must be from 0 to %g USD per 1,000 searches (%v)", float64(MaxRatePerMTok), p.WebSearchPerK)
 	}
 	if p.FastRate != 0 && (p.FastRate < 1 || p.FastRate > MaxFastRate) {
 		// Below 1 the fast tier would be billed less than the standard

@@ -197,6 +197,10 @@ type Usage struct {
 	// ServiceTier is the capacity tier OpenAI says it served the call at
 	// (the answer's service_tier), when it says: CostOf bills it.
 	ServiceTier string `json:"service_tier,omitempty"`
+	// WebSearches is the searches Anthropic's web search tool ran for the
+	// call (usage.server_tool_use.web_search_requests), billed per search
+	// on top of the tokens (Price.WebSearchPerK).
+	WebSearches int `json:"web_search_requests,omitempty"`
 }
 
 // OneHourWrites is the 1-hour part of the cache writes as billed: negative

@@ -315,6 +315,10 @@ func (r *UsageRecord) appendJSON(b []byte) ([]byte, error) {
 	if u.ServiceTier != "" {
 		b = str(b, `,"service_tier":`, u.ServiceTier)
 	}
+	if u.WebSearches != 0 {
+		b = append(b, `,"web_search_requests":`...)
+		b = strconv.AppendInt(b, int64(u.WebSearches), 10)
+	}
 	b = append(b, `},"costUsd":`...)
 	if r.CostUSD == nil {
 		b = append(b, "null"...)

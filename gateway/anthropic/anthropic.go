@@ -370,6 +370,9 @@ func (s *anStream) Next() (gateway.Delta, error) {
 					s.usage.CacheWrite1hTokens = c.Ephemeral1hInputTokens
 				}
 				s.usage.CacheWrite1hTokens = s.usage.OneHourWrites()
+				if t := u.ServerToolUse; t != nil && t.WebSearchRequests > 0 {
+					s.usage.WebSearches = t.WebSearchRequests
+				}
 			}
 		case "message_stop":
 			s.done = true

@@ -15,7 +15,8 @@ import (
 // and estimated when Baton counted the tokens.
 func Usage(u gateway.Usage, cost *float64) MessagesUsage {
 	return MessagesUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
-		CacheReadInputTokens: u.CacheReadTokens, CacheCreationInputTokens: u.CacheWriteTokens, CacheCreation: cacheCreation(u), Cost: &cost, Estimated: u.Estimated}
+		CacheReadInputTokens: u.CacheReadTokens, CacheCreationInputTokens: u.CacheWriteTokens, CacheCreation: cacheCreation(u),
+		ServerToolUse: serverToolUse(u), Cost: &cost, Estimated: u.Estimated}
 }
 
 // StopReason is a canonical stop reason as the messages front answers it:

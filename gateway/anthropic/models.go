@@ -20,26 +20,34 @@ var Models = []gateway.ModelSpec{
 	// models after the 4.5 generation as output_config.format.
 	{Name: "claude-fable-5-2", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"premium", "auto"},
 		Pricing: &gateway.Price{InputPerMTok: 8, OutputPerMTok: 40, CacheReadPerMTok: 0.20, CacheWritePerMTok: 10, CacheWrite1hPerMTok: 16,
-			Source: "Anthropic list price, https://platform.claude.com/docs/en/about-claude/pricing, as of 2026-11-10"}},
+			WebSearchPerK: webSearchPerK, Source: "Anthropic list price, https://platform.claude.com/docs/en/about-claude/pricing, as of 2026-11-10" + webSearchPricing}},
 	{Name: "claude-opus-5-5", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"premium", "auto"},
-		Pricing: &gateway.Price{InputPerMTok: 4, OutputPerMTok: 20, CacheReadPerMTok: 0.20, CacheWritePerMTok: 5, CacheWrite1hPerMTok: 8, Source: anthropicPricing}},
+		Pricing: &gateway.Price{InputPerMTok: 4, OutputPerMTok: 20, CacheReadPerMTok: 0.20, CacheWritePerMTok: 5, CacheWrite1hPerMTok: 8, WebSearchPerK: webSearchPerK, Source: anthropicPricing + webSearchPricing}},
 	{Name: "claude-sonnet-5-5", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"balanced", "premium", "auto"},
-		Pricing: &gateway.Price{InputPerMTok: 2, OutputPerMTok: 10, CacheReadPerMTok: 0.10, CacheWritePerMTok: 2.50, CacheWrite1hPerMTok: 4, Source: anthropicPricing}},
+		Pricing: &gateway.Price{InputPerMTok: 2, OutputPerMTok: 10, CacheReadPerMTok: 0.10, CacheWritePerMTok: 2.50, CacheWrite1hPerMTok: 4, WebSearchPerK: webSearchPerK, Source: anthropicPricing + webSearchPricing}},
 	{Name: "claude-haiku-5-5", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
 		Pricing: &gateway.Price{InputPerMTok: 0.10, OutputPerMTok: 0.50, CacheReadPerMTok: 0.01, CacheWritePerMTok: 0.125, CacheWrite1hPerMTok: 0.20,
 			LongPrompt: &gateway.LongPromptPrice{PromptTokens: 100000, InputPerMTok: 0.50, OutputPerMTok: 2.50, CacheReadPerMTok: 0.05, CacheWritePerMTok: 0.625,
 				CacheWrite1hPerMTok: 1},
-			Source: anthropicPricing}},
+			WebSearchPerK: webSearchPerK, Source: anthropicPricing + webSearchPricing}},
 	// Legacy (Anthropic still serves it): Claude Code's default model
 	// (testdata/clients/claude-code-turn.json), so its calls are priced
 	// and held against budgets. In auto only, where the cheaper models
 	// rank first.
 	{Name: "claude-opus-4-8", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"auto"},
 		Pricing: &gateway.Price{InputPerMTok: 5, OutputPerMTok: 25, CacheReadPerMTok: 0.50, CacheWritePerMTok: 6.25, CacheWrite1hPerMTok: 10,
-			Source: "Anthropic list price, https://platform.claude.com/docs/en/about-claude/pricing and https://platform.claude.com/docs/en/models/opus-4-8/overview, as of 2026-11-27"}},
+			WebSearchPerK: webSearchPerK, Source: "Anthropic list price, https://platform.claude.com/docs/en/about-claude/pricing and https://platform.claude.com/docs/en/models/opus-4-8/overview, as of 2026-11-27" + webSearchPricing}},
 	{Name: "claude-haiku-4-5", ContextTokens: 200000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
-		Pricing: &gateway.Price{InputPerMTok: 1, OutputPerMTok: 5, CacheReadPerMTok: 0.10, CacheWritePerMTok: 1.25, CacheWrite1hPerMTok: 2, Source: anthropicPricing}},
+		Pricing: &gateway.Price{InputPerMTok: 1, OutputPerMTok: 5, CacheReadPerMTok: 0.10, CacheWritePerMTok: 1.25, CacheWrite1hPerMTok: 2, WebSearchPerK: webSearchPerK, Source: anthropicPricing + webSearchPricing}},
 }
+
+// webSearchPerK is what Anthropic bills per 1,000 searches of its web
+// search tool, on top of the tokens the results add to the input; web
+// fetch has no fee of its own.
+const (
+	webSearchPerK    = 10
+	webSearchPricing = "; web search $10 per 1,000 searches, https://platform.claude.com/docs/en/agents-and-tools/tool-use/web-search-tool, as of 2026-11-27"
+)
 
 // anthropicPricing is the source shared by several built-in prices.
 const anthropicPricing = "Anthropic list price, https://platform.claude.com/docs/en/about-claude/pricing, as of 2026-10-24"

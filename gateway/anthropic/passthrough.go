@@ -62,6 +62,7 @@ func usageOf(u gjson.Result) gateway.Usage {
 		CacheReadTokens: max(int(u.Get("cache_read_input_tokens").Int()), 0), CacheWriteTokens: max(int(u.Get("cache_creation_input_tokens").Int()), 0)}
 	out.CacheWrite1hTokens = int(u.Get("cache_creation.ephemeral_1h_input_tokens").Int())
 	out.CacheWrite1hTokens = out.OneHourWrites()
+	out.WebSearches = max(int(u.Get("server_tool_use.web_search_requests").Int()), 0)
 	return out
 }
 
@@ -142,6 +143,9 @@ func (s *anRawStream) Next() (gateway.Delta, error) {
 				s.usage.CacheWrite1hTokens = int(c.Int())
 			}
 			s.usage.CacheWrite1hTokens = s.usage.OneHourWrites()
+			if n := u.Get("server_tool_use.web_search_requests"); n.Exists() {
+				s.usage.WebSearches = max(int(n.Int()), 0)
+			}
 			final := s.usage
 			d.Usage = &final
 		}

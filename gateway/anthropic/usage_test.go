@@ -64,3 +64,37 @@ func TestAnswerUsageCacheCreation(t *testing.T) {
 		t.Fatalf("cache_creation without 1-hour writes: %s", b)
 	}
 }
+
+// The web search tool's searches are read from a whole answer's usage (the
+// adapter's and the passthrough's), negative as 0, and told back in
+// Baton's own usage only when some ran.
+func TestUsageWebSearches(t *testing.T) {
+	for _, c := range []struct {
+		usage string
+		want  int
+	}{
+		{`{"input_tokens":10,"output_tokens":5,"server_tool_use":{"web_search_requests":4}}`, 4},
+		{`{"input_tokens":10,"output_tokens":5,"server_tool_use":{"web_search_requests":-2}}`, 0},
+		{`{"input_tokens":10,"output_tokens":5,"server_tool_use":{"web_fetch_requests":2}}`, 0},
+		{`{"input_tokens":10,"output_tokens":5}`, 0},
+	} {
+		var an MessagesUsage
+		if err := json.Unmarshal([]byte(c.usage), &an); err != nil {
+			t.Fatal(err)
+		}
+		if u := an.usage(); u.WebSearches != c.want {
+			t.Errorf("adapter: %s read %d searches, want %d", c.usage, u.WebSearches, c.want)
+		}
+		if u := usageOf(gjson.Parse(c.usage)); u.WebSearches != c.want {
+			t.Errorf("passthrough: %s read %d searches, want %d", c.usage, u.WebSearches, c.want)
+		}
+	}
+	b, _ := json.Marshal(Usage(gateway.Usage{InputTokens: 1, WebSearches: 2}, nil))
+	if got := gjson.GetBytes(b, "server_tool_use").Raw; got != `{"web_search_requests":2}` {
+		t.Fatalf("server_tool_use %s in %s", got, b)
+	}
+	b, _ = json.Marshal(Usage(gateway.Usage{InputTokens: 1}, nil))
+	if gjson.GetBytes(b, "server_tool_use").Exists() {
+		t.Fatalf("server_tool_use without searches: %s", b)
+	}
+}

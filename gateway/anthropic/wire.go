@@ -37,10 +37,25 @@ type MessagesUsage struct {
 	// the 1-hour ones at a higher rate. Baton's answers have it when some
 	// writes were 1-hour ones.
 	CacheCreation *CacheCreation `json:"cache_creation,omitempty"`
+	// ServerToolUse counts the server tools' billed uses.
+	ServerToolUse *ServerToolUse `json:"server_tool_use,omitempty"`
 	// Cost is three-valued: no key (an upstream's usage, message_start's),
 	// null (an unpriced model), or the cost in USD.
 	Cost      **float64 `json:"estimated_cost_usd,omitempty"`
 	Estimated bool      `json:"estimated,omitempty"`
+}
+
+// ServerToolUse is usage.server_tool_use: what the server tools ran.
+type ServerToolUse struct {
+	WebSearchRequests int `json:"web_search_requests"`
+}
+
+// serverToolUse is the part of u an answer tells: nil when no search ran.
+func serverToolUse(u gateway.Usage) *ServerToolUse {
+	if u.WebSearches <= 0 {
+		return nil
+	}
+	return &ServerToolUse{WebSearchRequests: u.WebSearches}
 }
 
 // CacheCreation is usage.cache_creation: the cache writes of each lifetime.
@@ -57,6 +72,9 @@ func (u *MessagesUsage) usage() gateway.Usage {
 	if u.CacheCreation != nil {
 		out.CacheWrite1hTokens = u.CacheCreation.Ephemeral1hInputTokens
 		out.CacheWrite1hTokens = out.OneHourWrites()
+	}
+	if u.ServerToolUse != nil {
+		out.WebSearches = max(u.ServerToolUse.WebSearchRequests, 0)
 	}
 	return out
 }

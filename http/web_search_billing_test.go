@@ -1,0 +1,75 @@
+package http_test
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/batonhq/baton/gateway"
+)
+
+// Searches of Anthropic's web search tool are billed per search on top of
+// the tokens (Price.WebSearchPerK, $10 per 1,000 on the built-in models),
+// read from usage.server_tool_use of a whole answer and of a stream's
+// message_delta, passed through and translated, and kept in the usage
+// event.
+func TestWebSearchesBilled(t *testing.T) {
+	const usage = `{"input_tokens":10,"output_tokens":5,"server_tool_use":{"web_search_requests":3}}`
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if !gjson.GetBytes(b, "stream").Bool() {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","stop_sequence":null,"usage":`+usage+`}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		sse(w, "message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}`)
+		sse(w, "content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+		sse(w, "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}`)
+		sse(w, "content_block_stop", `{"type":"content_block_stop","index":0}`)
+		sse(w, "message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":`+usage+`}`)
+		sse(w, "message_stop", `{"type":"message_stop"}`)
+	}))
+	t.Cleanup(up.Close)
+	e := newEnvWith(t, catalogWith(t, map[string]string{"ANTHROPIC_BASE_URL": up.URL, "ANTHROPIC_API_KEY": "ak-upstream-test"}))
+	// claude-haiku-4-5: 10 input at $1 and 5 output at $5 per million, and
+	// 3 searches at $10 per 1,000.
+	const want = (10*1.0+5*5.0)/1e6 + 3*10.0/1e3
+	messages := `{"model":"anthropic:claude-haiku-4-5","max_tokens":100,"stream":%s,"tools":[{"type":"web_search_20250305","name":"web_search"}],"messages":[{"role":"user","content":"news?"}]}`
+	chat := `{"model":"anthropic:claude-haiku-4-5","stream":%s,"stream_options":%s,"messages":[{"role":"user","content":"news?"}]}`
+	for _, c := range []struct{ name, path, body, costAt string }{
+		{"messages, passed through", "/v1/messages", strings.Replace(messages, "%s", "false", 1), "usage.estimated_cost_usd"},
+		{"messages, passed through, streamed", "/v1/messages", strings.Replace(messages, "%s", "true", 1), "usage.estimated_cost_usd"},
+		{"chat, translated", "/v1/chat/completions", strings.NewReplacer("%s", "false").Replace(strings.Replace(chat, `,"stream_options":%s`, "", 1)), "usage.estimated_cost_usd"},
+		{"chat, translated, streamed", "/v1/chat/completions", strings.Replace(strings.Replace(chat, "%s", "true", 1), "%s", `{"include_usage":true}`, 1), "usage.estimated_cost_usd"},
+	} {
+		r := e.do("POST", c.path, e.tenantA, c.body)
+		if r.status != 200 {
+			t.Fatalf("%s: %d %s", c.name, r.status, r.raw)
+		}
+		cost := gjson.GetBytes(r.raw, c.costAt)
+		if strings.Contains(c.name, "streamed") { // the last event that tells it
+			for _, line := range strings.Split(string(r.raw), "\n") {
+				if v := gjson.Get(strings.TrimPrefix(line, "data: "), c.costAt); v.Exists() && v.Type != gjson.Null {
+					cost = v
+				}
+			}
+		}
+		if math.Abs(cost.Float()-want) > 1e-12 {
+			t.Errorf("%s: cost %s, want %v\n%s", c.name, cost.Raw, want, r.raw)
+		}
+	}
+	for i, ev := range e.usageEvents("a", 4) {
+		var u gateway.UsageRecord
+		json.Unmarshal(ev.Data, &u)
+		if u.Usage.WebSearches != 3 || u.CostUSD == nil || math.Abs(*u.CostUSD-want) > 1e-12 {
+			t.Errorf("usage event %d: %+v, cost %v", i, u.Usage, u.CostUSD)
+		}
+	}
+}
