@@ -112,7 +112,8 @@ const (
 // WorstCost is the most a request can cost on a model: the input at the
 // dearest of the input and cache-write rates (5-minute and 1-hour: a
 // passed-through request may ask for either), the whole output cap at the
-// output rate, at the tier the request asks for. Nil when the model has no
+// output rate, and the web searches its tools allow, at the tier the
+// request asks for. Nil when the model has no
 // price, or the request asks for a tier it has none for (UnpricedTier).
 func WorstCost(req Request, m *Model) *float64 {
 	price, tier := priceFor(req, m)
@@ -121,7 +122,8 @@ func WorstCost(req Request, m *Model) *float64 {
 	}
 	in, out := WorstTokens(req, m)
 	p := price.At(in) // a long prompt is billed at its own rates
-	c := tier * (float64(in)*max(p.InputPerMTok, p.CacheWritePerMTok, p.CacheWrite1hRate()) + float64(out)*p.OutputPerMTok) / 1e6
+	c := tier * ((float64(in)*max(p.InputPerMTok, p.CacheWritePerMTok, p.CacheWrite1hRate())+float64(out)*p.OutputPerMTok)/1e6 +
+		float64(req.WebSearches)*price.WebSearchPerK/1e3)
 	return &c
 }
 
@@ -166,6 +168,9 @@ type BudgetError struct {
 	// TierSent: the call passes its body through, so a service_tier it
 	// names is sent; a translated call sends none.
 	TierSent bool
+	// Searches is the web searches the worst case holds for (the tools'
+	// max_uses, Request.WebSearches), when the price bills them.
+	Searches int
 	// HeldOnly: what is spent leaves room for this call; the holds of calls
 	// in flight do not, and they end within seconds.
 	HeldOnly bool
@@ -182,6 +187,9 @@ func (e *BudgetError) Error() string {
 		return fmt.Sprintf("tenant %s has a budget and model %s has no price, so its cost cannot be bounded; use a priced model", e.Tenant, e.Model)
 	}
 	bound := "input bound + token cap"
+	if e.Searches > 0 {
+		bound += fmt.Sprintf(" + %d web searches (max_uses)", e.Searches)
+	}
 	if e.AutoTier != "" {
 		bound += fmt.Sprintf(", at the %s tier, where model %s's provider serves a call that names no service_tier", e.AutoTier, e.Model)
 		if e.TierSent {

@@ -216,6 +216,9 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 	if be != nil && c.tier != c.asked {
 		be.AutoTier, be.TierSent = c.tier, c.Passthrough
 	}
+	if be != nil && t.Model.Pricing != nil && t.Model.Pricing.WebSearchPerK > 0 {
+		be.Searches = req.WebSearches
+	}
 	c.hold = hold
 	return err
 }

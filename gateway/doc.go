@@ -114,6 +114,11 @@ type Request struct {
 	// (Price.TierRate); one the price has no rate for is unpriced
 	// (UnpricedTier).
 	ServiceTier string
+	// WebSearches is the most searches a passed-through Messages request's
+	// web search tools may run (the sum of their max_uses), which its hold
+	// counts at Price.WebSearchPerK; a tool without max_uses is not
+	// bounded, and adds nothing.
+	WebSearches int
 	// Body is a body passed through rather than decoded (Messages and
 	// Tools then hold only what routing needs): its size bounds the input,
 	// and its text is what an estimate of the input counts.

@@ -199,6 +199,12 @@ func skimModel(g *skimDoc, body []byte, modelMsg string) (skimmed, error) {
 			name = t.Get("function.name").Str
 		}
 		s.req.Tools = append(s.req.Tools, gateway.Tool{Name: name})
+		if strings.HasPrefix(t.Get("type").Str, "web_search_") {
+			// Anthropic's web search tool: its max_uses bounds what it bills.
+			if n := t.Get("max_uses"); n.Type == gjson.Number && n.Num >= 1 && n.Num <= maxSkimmedCount {
+				s.req.WebSearches += int(n.Num)
+			}
+		}
 		return true
 	})
 	return s, nil

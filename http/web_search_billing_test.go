@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -72,4 +73,16 @@ func TestWebSearchesBilled(t *testing.T) {
 			t.Errorf("usage event %d: %+v, cost %v", i, u.Usage, u.CostUSD)
 		}
 	}
+
+	// Under a budget the hold counts the searches the tool's max_uses
+	// allows: 5 searches ($0.05) do not fit in $0.04, 3 do.
+	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": 0.04 + want*4, "monthlyUsd": nil}), 200)
+	limited := func(uses int) string {
+		return `{"model":"anthropic:claude-haiku-4-5","max_tokens":100,"tools":[{"type":"web_search_20250305","name":"web_search","max_uses":` +
+			strconv.Itoa(uses) + `}],"messages":[{"role":"user","content":"news?"}]}`
+	}
+	if r := e.do("POST", "/v1/messages", e.tenantA, limited(5)); r.status != 429 || !strings.Contains(string(r.raw), "+ 5 web searches (max_uses)") {
+		t.Errorf("max_uses 5 under $0.04: %d %s", r.status, r.raw)
+	}
+	e.must(e.do("POST", "/v1/messages", e.tenantA, limited(3)), 200)
 }
