@@ -239,32 +239,74 @@ type Budgets struct {
 	onError func(error)
 	holdTTL time.Duration
 
-	// autoFast: provider name -> whether the latest answer to a call that
-	// named no tier, to a model with a fast rate, was at the fast tier
+	// autoFast: provider name -> *autoTierAnswers, the latest answers to
+	// calls that named no tier, to a model with a fast rate
 	// (Caller.tierFor), learned from every replica's usage events.
 	autoFast sync.Map
 }
 
-// ServesAutoFast reports whether the latest usage event (or settle of this
-// replica) of a call to provider that named no service tier was served at
-// the fast tier. A nil *Budgets knows none.
+// autoTierAnswers are when a provider last served a call that named no
+// tier at the fast tier, and at another (the usage events' At). The
+// latest of each, whatever order the events come in, so that every
+// replica ends up knowing the same.
+type autoTierAnswers struct{ fast, standard time.Time }
+
+// autoTierForget is how long after a provider's last such answer at the
+// fast tier one at the standard tier must come for such calls to be held
+// at the standard rates again: OpenAI serves some of a priority
+// project's calls at the standard tier (past its ramp rate limit, and while
+// it moves a project to priority), which do not show the default changed.
+const autoTierForget = time.Hour
+
+func (a autoTierAnswers) servesFast() bool {
+	return !a.fast.IsZero() && a.standard.Sub(a.fast) < autoTierForget
+}
+
+// ServesAutoFast reports whether provider serves a call that names no
+// service tier at the fast tier, as its usage events (and this replica's
+// settles) show: it answered such a call at the fast tier, and none at the
+// standard tier autoTierForget or more after the last such. A nil
+// *Budgets knows none.
 func (b *Budgets) ServesAutoFast(provider string) bool {
 	if b == nil {
 		return false
 	}
 	v, ok := b.autoFast.Load(provider)
-	return ok && v.(bool)
+	return ok && v.(*autoTierAnswers).servesFast()
 }
 
-// sawAutoTier notes whether such a call to provider was served at the fast
-// tier, and says whether that changed what is known (to fast from anything
-// else, or back).
-func (b *Budgets) sawAutoTier(provider string, fast bool) bool {
+// sawAutoTier notes that such a call to provider was served, at time at,
+// at the fast tier or not, and says whether that changed ServesAutoFast.
+func (b *Budgets) sawAutoTier(provider string, fast bool, at time.Time) bool {
 	if b == nil {
 		return false
 	}
-	old, loaded := b.autoFast.Swap(provider, fast)
-	return loaded && old.(bool) != fast || !loaded && fast
+	for {
+		v, loaded := b.autoFast.Load(provider)
+		var old autoTierAnswers
+		if loaded {
+			old = *v.(*autoTierAnswers)
+		}
+		n := old
+		if fast && at.After(n.fast) {
+			n.fast = at
+		} else if !fast && at.After(n.standard) {
+			n.standard = at
+		}
+		if n == old {
+			return false // older than what is known: it changes nothing
+		}
+		stored := false
+		if loaded {
+			stored = b.autoFast.CompareAndSwap(provider, v, &n)
+		} else {
+			_, raced := b.autoFast.LoadOrStore(provider, &n)
+			stored = !raced
+		}
+		if stored {
+			return old.servesFast() != n.servesFast()
+		}
+	}
 }
 
 // NewBudgets returns an empty budget book; now is its clock (time.Now when nil).
@@ -356,8 +398,15 @@ func (b *Budgets) Apply(ev eventstore.RecordedEvent) error {
 		if err := json.Unmarshal(ev.Data, &u); err != nil {
 			return fmt.Errorf("gateway: usage event %s: %w", ev.ID, err) // a hold it would release expires instead
 		}
+		at := u.At // the moment the settling replica counted it: every replica counts it in the same day
+		if at.IsZero() {
+			at = ev.Metadata.RecordedAt
+		}
+		if at.IsZero() { // neither (metadata unreadable, written around Baton): count it now, not never
+			at = b.Now()
+		}
 		if u.AutoTier && u.Usage.ServiceTier != "" {
-			b.sawAutoTier(u.Provider, fastTier(u.Usage.ServiceTier))
+			b.sawAutoTier(u.Provider, fastTier(u.Usage.ServiceTier), at)
 		}
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -365,13 +414,6 @@ func (b *Budgets) Apply(ev eventstore.RecordedEvent) error {
 			b.dropHoldLocked(ref.tenant, ref.hold) // with the count below, in one step: never neither
 		}
 		if u.CostUSD != nil && *u.CostUSD > 0 { // a negative cost (a foreign writer) must not lower the spending
-			at := u.At // the moment the settling replica counted it: every replica counts it in the same day
-			if at.IsZero() {
-				at = ev.Metadata.RecordedAt
-			}
-			if at.IsZero() { // neither (metadata unreadable, written around Baton): count it now, not never
-				at = b.Now()
-			}
 			b.book(u.Tenant).add(at, *u.CostUSD)
 		}
 	}

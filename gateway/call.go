@@ -129,10 +129,10 @@ type DefaultTierer interface {
 // tierFor is the tier a call on t is held at, and billed at when its
 // answer does not say: the one it asks for; but a call that names none (or
 // auto) to a model with a fast rate is held at the fast tier where its
-// provider serves such calls there: declared, or seen in the latest such
-// answer of any replica (Budgets.ServesAutoFast; docs/budgets.md). Until
-// one is seen, such calls are held for what the standard tier costs and
-// billed at the tier they were served at.
+// provider serves such calls there: declared, or seen in such answers of
+// any replica (Budgets.ServesAutoFast; docs/budgets.md). Until one is
+// seen, such calls are held for what the standard tier costs and billed at
+// the tier they were served at.
 func (k *Caller) tierFor(asked string, t Target) string {
 	if !autoTiered(asked, t.Model) {
 		return asked
@@ -164,14 +164,15 @@ func (k *Caller) WorstCost(req Request, t Target) *float64 {
 	return WorstCost(req, t.Model)
 }
 
-// sawTier learns from an answer the tier its provider serves a call that
-// names none (or auto) at, and says whether the answer told it (the usage
-// event's autoTier, from which other replicas learn it too).
-func (k *Caller) sawTier(c *Call, served string) bool {
+// sawTier learns from an answer, settled at time at, the tier its provider
+// serves a call that names none (or auto) at, and says whether the answer
+// told it (the usage event's autoTier, from which other replicas learn it
+// too).
+func (k *Caller) sawTier(c *Call, served string, at time.Time) bool {
 	if served == "" || !autoTiered(c.asked, c.Model) {
 		return false
 	}
-	if k.Budgets.sawAutoTier(c.Provider.Name(), fastTier(served)) && k.AutoTierSeen != nil {
+	if k.Budgets.sawAutoTier(c.Provider.Name(), fastTier(served), at) && k.AutoTierSeen != nil {
 		if d, ok := c.Provider.(DefaultTierer); !ok || !fastTier(d.DefaultServiceTier()) {
 			k.AutoTierSeen(c.Provider.Name(), served)
 		}
@@ -229,7 +230,6 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 // after; the usage writer appends in the background, batching, so no fsync
 // is on the client's path. A partial stream is billed for what was sent.
 func (k *Caller) settle(c *Call, u Usage, outcome string) (*float64, func()) {
-	autoTier := k.sawTier(c, u.ServiceTier)
 	req := c.Req
 	req.ServiceTier = c.tier
 	cost := CostOf(req, c.Model, u)
@@ -238,6 +238,7 @@ func (k *Caller) settle(c *Call, u Usage, outcome string) (*float64, func()) {
 	if k.Budgets != nil {
 		at = k.Budgets.Now()
 	}
+	autoTier := k.sawTier(c, u.ServiceTier, at)
 	c.hold.Settle(cost, id, at) // before the append, so a follower cannot count it first
 	rec := UsageRecord{
 		Tenant: c.Tenant, KeyID: c.KeyID, Front: c.Front, Model: c.Model.ID, Provider: c.Provider.Name(), Stream: c.Stream,

@@ -318,7 +318,10 @@ func TestAutoTierHeldAtItsRate(t *testing.T) {
 	w := NewUsageWriter(store, func(_ uuid.UUID, _ UsageRecord, err error) { t.Errorf("usage: %v", err) })
 	w.Close() // from now on each record is appended at once
 	var told []string
-	k := &Caller{Budgets: NewBudgets(nil), Usage: w, StreamIdle: time.Minute, AutoTierSeen: func(provider, tier string) { told = append(told, provider+" "+tier) }}
+	var clock atomic.Pointer[time.Time]
+	now := time.Now()
+	clock.Store(&now)
+	k := &Caller{Budgets: NewBudgets(func() time.Time { return *clock.Load() }), Usage: w, StreamIdle: time.Minute, AutoTierSeen: func(provider, tier string) { told = append(told, provider+" "+tier) }}
 	// Another replica on the same store learns from the usage events.
 	other := NewBudgets(nil)
 	follower := &Follower{Store: store, Appliers: []Applier{other}}
@@ -397,9 +400,15 @@ func TestAutoTierHeldAtItsRate(t *testing.T) {
 		}
 	}
 
-	// The project's default back to standard: the next answer says so, and
-	// both replicas hold at the standard rates again.
+	// The project's default back to standard: once its answers have said so
+	// for an hour, both replicas hold at the standard rates again.
 	projectDefault.Store(&standardTier)
+	call("seen:m", "", each)
+	if got := held("seen:m", ""); got != 2*standard || len(told) != 1 {
+		t.Errorf("right after an answer at default, held for %v (want %v), told %v", got, 2*standard, told)
+	}
+	later := now.Add(time.Hour)
+	clock.Store(&later)
 	call("seen:m", "", each)
 	if fmt.Sprint(told) != "[seen priority seen default]" {
 		t.Errorf("told %v, want the change back told", told)
@@ -449,4 +458,111 @@ func TestBuiltinDefaultTier(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `BATON_OPENAI_DEFAULT_SERVICE_TIER: "turbo": want default, fast or priority`) {
 		t.Errorf("an unknown tier: %v", err)
 	}
+}
+
+// Replicas learn a provider's default tier from each other's usage events,
+// which come in whatever order their writers append them: each ends up
+// knowing what the latest answers show, by when they were settled. One
+// answer at the standard tier among answers at the fast one (OpenAI
+// downgrades some of a priority project's calls) does not change it.
+func TestAutoTierLearnedInAnyOrder(t *testing.T) {
+	var served atomic.Pointer[string]
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":1},"service_tier":%q}`, *served.Load())
+	}))
+	t.Cleanup(up.Close)
+	cat, err := catalogFromFile(t, `{"providers":[{"name":"p","kind":"openai","baseUrl":"`+up.URL+`/v1","keyEnv":"P_KEY",`+
+		`"models":[{"name":"m","contextTokens":8192,"pricing":{"inputPerMTok":1,"outputPerMTok":10,"fastRate":2,"source":"test"}}]}]}`, map[string]string{"P_KEY": "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := Request{Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: "hi"}}}}, MaxTokens: 20}
+	chain, err := cat.Plan("", "p:m", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+
+	type replica struct {
+		k     *Caller
+		b     *Budgets
+		f     *Follower
+		clock time.Time
+		told  []string
+	}
+	setup := func() (func() *replica, func(r *replica, at time.Duration, tier string)) {
+		store, err := bolt.Open(t.TempDir(), bolt.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { store.Close() })
+		w := NewUsageWriter(store, func(_ uuid.UUID, _ UsageRecord, err error) { t.Errorf("usage: %v", err) })
+		w.Close() // each record is appended at once
+		start := func() *replica {
+			r := &replica{}
+			r.b = NewBudgets(func() time.Time { return r.clock })
+			r.k = &Caller{Budgets: r.b, Usage: w, StreamIdle: time.Minute, AutoTierSeen: func(provider, tier string) { r.told = append(r.told, tier) }}
+			r.f = &Follower{Store: store, Appliers: []Applier{r.b}}
+			return r
+		}
+		call := func(r *replica, at time.Duration, tier string) {
+			t.Helper()
+			r.clock = t0.Add(at)
+			served.Store(&tier)
+			c := &Call{ID: "c", Front: "chat.completions", Tenant: "t", Req: req}
+			resp, err := r.k.Complete(t.Context(), c, chain)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Record()
+			c.ReleaseHold()
+		}
+		return start, call
+	}
+	catchUp := func(rs ...*replica) {
+		t.Helper()
+		for _, r := range rs {
+			if err := r.f.CatchUp(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	t.Run("downgraded", func(t *testing.T) {
+		start, call := setup()
+		a := start()
+		call(a, 0, "priority")
+		call(a, time.Minute, "default")
+		if !a.b.ServesAutoFast("p") {
+			t.Error("one answer at the standard tier among answers at priority unlearned the default")
+		}
+		call(a, 2*time.Minute, "priority")
+		call(a, 3*time.Minute, "default")
+		if fmt.Sprint(a.told) != "[priority]" {
+			t.Errorf("told %v, want priority once", a.told)
+		}
+	})
+	t.Run("an older answer lands last", func(t *testing.T) {
+		start, call := setup()
+		a, b := start(), start()
+		call(a, 0, "priority")
+		call(b, -time.Minute, "default") // settled before a's, appended after
+		catchUp(a, b)
+		if !a.b.ServesAutoFast("p") || !b.b.ServesAutoFast("p") {
+			t.Errorf("fast on a: %t, on b: %t; want both", a.b.ServesAutoFast("p"), b.b.ServesAutoFast("p"))
+		}
+	})
+	t.Run("moved back to standard", func(t *testing.T) {
+		start, call := setup()
+		a, b := start(), start()
+		call(a, 0, "priority")
+		call(b, 2*time.Hour, "default") // b follows a's events only afterwards
+		catchUp(b, a)
+		fresh := start()
+		catchUp(fresh)
+		if a.b.ServesAutoFast("p") || b.b.ServesAutoFast("p") || fresh.b.ServesAutoFast("p") {
+			t.Errorf("fast on a: %t, on b: %t, on a fresh replica: %t; want none", a.b.ServesAutoFast("p"), b.b.ServesAutoFast("p"), fresh.b.ServesAutoFast("p"))
+		}
+	})
 }
