@@ -17,7 +17,6 @@ import (
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
-	"github.com/batonhq/baton/eventstore/bolt"
 )
 
 // The gateway's caller serves a call with no HTTP request in front of it,
@@ -55,11 +54,7 @@ func TestCallerWithoutHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := bolt.Open(t.TempDir(), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := openStore(t)
 	budgets := NewBudgets(nil)
 	budgets.UseStore(store, func(err error) { t.Errorf("budget write: %v", err) })
 	limit := 1.0
@@ -174,11 +169,7 @@ func (s *sliceStream) Close() error { return nil }
 // (partial, told to the client), the client leaving (what was read, read
 // ahead included: the input the upstream told is not counted again).
 func TestUpstreamBillsWhatItHandedOut(t *testing.T) {
-	store, err := bolt.Open(t.TempDir(), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := openStore(t)
 	w := NewUsageWriter(store, func(_ uuid.UUID, _ UsageRecord, err error) { t.Errorf("usage: %v", err) })
 	w.Linger = 0
 	k := &Caller{Usage: w, StreamIdle: time.Minute}
@@ -310,11 +301,7 @@ func TestAutoTierHeldAtItsRate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := bolt.Open(t.TempDir(), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := openStore(t)
 	w := NewUsageWriter(store, func(_ uuid.UUID, _ UsageRecord, err error) { t.Errorf("usage: %v", err) })
 	w.Close() // from now on each record is appended at once
 	var told []string
@@ -492,11 +479,7 @@ func TestAutoTierLearnedInAnyOrder(t *testing.T) {
 		told  []string
 	}
 	setup := func() (func() *replica, func(r *replica, at time.Duration, tier string)) {
-		store, err := bolt.Open(t.TempDir(), bolt.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { store.Close() })
+		store := openStore(t)
 		w := NewUsageWriter(store, func(_ uuid.UUID, _ UsageRecord, err error) { t.Errorf("usage: %v", err) })
 		w.Close() // each record is appended at once
 		start := func() *replica {

@@ -94,3 +94,15 @@ func TestUnreadableUsageStillCounts(t *testing.T) {
 		t.Fatal("a $0.50 call got through a $1 budget with $0.90 spent by an event whose metadata was unreadable")
 	}
 }
+
+// openStore opens an embedded store in a temporary folder, closed when the
+// test ends.
+func openStore(t testing.TB) *bolt.Store {
+	t.Helper()
+	store, err := bolt.Open(t.TempDir(), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
+}

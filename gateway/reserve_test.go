@@ -10,16 +10,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/batonhq/baton/eventstore"
-	"github.com/batonhq/baton/eventstore/bolt"
 )
 
 func openBolt(t *testing.T) eventstore.Store {
 	t.Helper()
-	store, err := bolt.Open(t.TempDir(), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := openStore(t)
 	return store
 }
 

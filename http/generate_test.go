@@ -195,13 +195,7 @@ func TestGenerateAlwaysInvalid(t *testing.T) {
 func TestGenerateCostCeiling(t *testing.T) {
 	u := newScripted(t, `{"summary": 5}`, validSummary)
 	e := scriptedEnv(t, u)
-	_, model, _ := e.catalog.Resolve("openai:gpt-4o-mini")
-	reg, _ := tasks.Default()
-	ty, _ := reg.Get("summarize")
-	prompt, _, _ := ty.Render(0, json.RawMessage(`{"text":"Baton records events."}`), "")
-	first := *gateway.WorstCost(gateway.Request{System: ty.SystemPrompt(), MaxTokens: ty.MaxTokens,
-		Output:   &gateway.OutputSchema{Name: "emit_summarize", Schema: ty.Output},
-		Messages: []gateway.Message{{Role: "user", Content: []gateway.Block{{Type: "text", Text: prompt}}}}}, model)
+	first := summarizeWorst(e, "openai:gpt-4o-mini")
 	// Below one attempt's worst case: refused up front, no upstream call,
 	// no event.
 	before, _ := e.store.Head(context.Background())
@@ -434,13 +428,7 @@ func TestGenerateCostCeilingAtTheFastTier(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnvWith(t, cat)
-	_, model, _ := e.catalog.Resolve("openai:gpt-6-luna")
-	reg, _ := tasks.Default()
-	ty, _ := reg.Get("summarize")
-	prompt, _, _ := ty.Render(0, json.RawMessage(`{"text":"Baton records events."}`), "")
-	standard := *gateway.WorstCost(gateway.Request{System: ty.SystemPrompt(), MaxTokens: ty.MaxTokens,
-		Output:   &gateway.OutputSchema{Name: "emit_summarize", Schema: ty.Output},
-		Messages: []gateway.Message{{Role: "user", Content: []gateway.Block{{Type: "text", Text: prompt}}}}}, model)
+	standard := summarizeWorst(e, "openai:gpt-6-luna")
 	llm := func(ceiling float64) map[string]any {
 		return genBody(map[string]any{"options": map[string]any{"llm": map[string]any{"model": "openai:gpt-6-luna", "maxCostUsd": ceiling}}})
 	}
@@ -452,4 +440,16 @@ func TestGenerateCostCeilingAtTheFastTier(t *testing.T) {
 	if want := 2 * (200*0.10 + 50*0.50) / 1e6; math.Abs(r.num("usage.estimated_cost_usd")-want) > 1e-12 {
 		t.Fatalf("an answer naming no tier: %s, want %v", r.raw, want)
 	}
+}
+
+// summarizeWorst is the worst case of one summarize attempt of genBody's
+// input on a model, at the standard rates.
+func summarizeWorst(e *env, id string) float64 {
+	_, model, _ := e.catalog.Resolve(id)
+	reg, _ := tasks.Default()
+	ty, _ := reg.Get("summarize")
+	prompt, _, _ := ty.Render(0, json.RawMessage(`{"text":"Baton records events."}`), "")
+	return *gateway.WorstCost(gateway.Request{System: ty.SystemPrompt(), MaxTokens: ty.MaxTokens,
+		Output:   &gateway.OutputSchema{Name: "emit_summarize", Schema: ty.Output},
+		Messages: []gateway.Message{{Role: "user", Content: []gateway.Block{{Type: "text", Text: prompt}}}}}, model)
 }
