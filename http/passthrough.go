@@ -201,8 +201,10 @@ func skimModel(g *skimDoc, body []byte, modelMsg string) (skimmed, error) {
 		s.req.Tools = append(s.req.Tools, gateway.Tool{Name: name})
 		if strings.HasPrefix(t.Get("type").Str, "web_search_") {
 			// Anthropic's web search tool: its max_uses bounds what it bills.
-			if n := t.Get("max_uses"); n.Type == gjson.Number && n.Num >= 1 && n.Num <= maxSkimmedCount {
-				s.req.WebSearches += int(n.Num)
+			// A bound past what is counted holds for the most that is, not
+			// for none: a larger max_uses must never hold less.
+			if n := t.Get("max_uses"); n.Type == gjson.Number && n.Num >= 1 {
+				s.req.WebSearches = int(min(float64(s.req.WebSearches)+n.Num, maxSkimmedCount))
 			}
 		}
 		return true
