@@ -112,8 +112,8 @@ const (
 // WorstCost is the most a request can cost on a model: the input at the
 // dearest of the input and cache-write rates (5-minute and 1-hour: a
 // passed-through request may ask for either), the whole output cap at the
-// output rate, and the web searches its tools allow, at the tier the
-// request asks for. Nil when the model has no
+// output rate, at the tier the request asks for, and the web searches its
+// tools allow (a tier's premium is on the tokens). Nil when the model has no
 // price, or the request asks for a tier it has none for (UnpricedTier).
 func WorstCost(req Request, m *Model) *float64 {
 	price, tier := priceFor(req, m)
@@ -122,8 +122,8 @@ func WorstCost(req Request, m *Model) *float64 {
 	}
 	in, out := WorstTokens(req, m)
 	p := price.At(in) // a long prompt is billed at its own rates
-	c := tier * ((float64(in)*max(p.InputPerMTok, p.CacheWritePerMTok, p.CacheWrite1hRate())+float64(out)*p.OutputPerMTok)/1e6 +
-		float64(req.WebSearches)*price.WebSearchPerK/1e3)
+	c := tier*(float64(in)*max(p.InputPerMTok, p.CacheWritePerMTok, p.CacheWrite1hRate())+float64(out)*p.OutputPerMTok)/1e6 +
+		price.searchCost(req.WebSearches)
 	return &c
 }
 

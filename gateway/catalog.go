@@ -135,13 +135,24 @@ func (p *Price) CacheWrite1hRate() float64 {
 // The sum is rounded to 1e-12 USD, so that float arithmetic's last-digit
 // noise (1 token at $0.1 a million and 3 at $0.2 making
 // 7.000000000000001e-07) does not reach the answers.
-func (p *Price) Cost(u Usage) float64 {
+func (p *Price) Cost(u Usage) float64 { return p.costAt(u, 1) }
+
+// costAt is Cost with the tokens at tier times their rates (TierRate): a
+// tier's premium is on the tokens, not on a per-search fee.
+func (p *Price) costAt(u Usage, tier float64) float64 {
 	r := p.At(u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens)
 	w1h := u.OneHourWrites()
-	return RoundUSD((float64(u.InputTokens)*r.InputPerMTok+float64(u.OutputTokens)*r.OutputPerMTok+
-		float64(u.CacheReadTokens)*r.CacheReadPerMTok+float64(u.CacheWriteTokens-w1h)*r.CacheWritePerMTok+
-		float64(w1h)*r.CacheWrite1hRate())/1e6 + float64(max(u.WebSearches, 0))*p.WebSearchPerK/1e3)
+	tokens := RoundUSD((float64(u.InputTokens)*r.InputPerMTok + float64(u.OutputTokens)*r.OutputPerMTok +
+		float64(u.CacheReadTokens)*r.CacheReadPerMTok + float64(u.CacheWriteTokens-w1h)*r.CacheWritePerMTok +
+		float64(w1h)*r.CacheWrite1hRate()) / 1e6)
+	if tier != 1 {
+		tokens = RoundUSD(tokens * tier)
+	}
+	return RoundUSD(tokens + p.searchCost(u.WebSearches))
 }
+
+// searchCost is what n web searches cost at WebSearchPerK.
+func (p *Price) searchCost(n int) float64 { return float64(max(n, 0)) * p.WebSearchPerK / 1e3 }
 
 // usdUnit is the amount RoundUSD rounds to; budgets compare within it.
 const usdUnit = 1e-12

@@ -55,10 +55,7 @@ func CostOf(req Request, m *Model, u Usage) *float64 {
 	if served, ok := p.TierRate(u.ServiceTier); ok && u.ServiceTier != "" {
 		tier = served
 	}
-	c := p.Cost(u)
-	if tier != 1 {
-		c = RoundUSD(c * tier)
-	}
+	c := p.costAt(u, tier)
 	return &c
 }
 

@@ -189,3 +189,32 @@ func TestEstimateUsageOutputBoundedByTheCap(t *testing.T) {
 		t.Fatalf("a cap above the text's bytes: %d, want %d", got, want)
 	}
 }
+
+// Web searches are billed at WebSearchPerK once, past the long-prompt
+// threshold too, and not at a tier's multiple: a tier's premium is on the
+// tokens. The worst case holds for them the same way.
+func TestWebSearchCost(t *testing.T) {
+	m := &Model{ID: "x:y", Pricing: &Price{InputPerMTok: 1, OutputPerMTok: 5, WebSearchPerK: 10, FastRate: 2,
+		LongPrompt: &LongPromptPrice{PromptTokens: 100, InputPerMTok: 2, OutputPerMTok: 10}}}
+	for _, c := range []struct {
+		u    Usage
+		want float64
+	}{
+		{Usage{InputTokens: 10, OutputTokens: 5, WebSearches: 3}, (10*1.0+5*5.0)/1e6 + 0.03},
+		{Usage{InputTokens: 200, OutputTokens: 5, WebSearches: 3}, (200*2.0+5*10.0)/1e6 + 0.03},
+		{Usage{InputTokens: 10, OutputTokens: 5, WebSearches: 3, ServiceTier: "priority"}, 2*(10*1.0+5*5.0)/1e6 + 0.03},
+		{Usage{InputTokens: 10, OutputTokens: 5, WebSearches: -3}, (10*1.0 + 5*5.0) / 1e6},
+	} {
+		if got := *CostOf(Request{}, m, c.u); math.Abs(got-c.want) > usdUnit {
+			t.Errorf("%+v: cost %v, want %v", c.u, got, c.want)
+		}
+	}
+	req := Request{MaxTokens: 100, WebSearches: 4, Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: "hi"}}}}}
+	in, out := WorstTokens(req, m)
+	for tier, rate := range map[string]float64{"": 1, "fast": 2} {
+		req.ServiceTier = tier
+		if got, want := *WorstCost(req, m), rate*(float64(in)*1+float64(out)*5)/1e6+0.04; math.Abs(got-want) > usdUnit {
+			t.Errorf("tier %q: worst cost %v, want %v", tier, got, want)
+		}
+	}
+}
