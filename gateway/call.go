@@ -373,6 +373,9 @@ func (t *tally) See(d Delta) {
 	if d.ServiceTier != "" {
 		t.u.ServiceTier = d.ServiceTier
 	}
+	if d.WebSearch {
+		t.u.WebSearches++
+	}
 	if d.Text != "" || d.Thinking != "" || d.Refusal != "" || d.ToolCall != nil {
 		t.u.OutputTokens++ // a floor, one token a delta
 		t.out.WriteString(d.Text)

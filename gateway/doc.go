@@ -279,6 +279,10 @@ type Delta struct {
 	// Commit: the event carries something the client must see, though no
 	// field above says so (a thinking block, a passthrough event).
 	Commit bool `json:"-"`
+	// WebSearch: the event holds a web search's results (Anthropic's
+	// web_search_tool_result, an error not counting): billed when the
+	// stream ends before its usage says how many ran.
+	WebSearch bool `json:"-"`
 }
 
 // Stream yields deltas; Next returns io.EOF after the last one.

@@ -86,3 +86,42 @@ func TestWebSearchesBilled(t *testing.T) {
 	}
 	e.must(e.do("POST", "/v1/messages", e.tenantA, limited(3)), 200)
 }
+
+// A passed-through stream that breaks before message_delta still bills
+// the searches whose results it carried (a failed search is not billed);
+// one that ends whole bills the count its usage reports, once.
+func TestWebSearchesOfABrokenStream(t *testing.T) {
+	const ok = `{"type":"content_block_start","index":1,"content_block":{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[{"type":"web_search_result","url":"https://example.com","title":"x","encrypted_content":"e"}]}}`
+	const failed = `{"type":"content_block_start","index":3,"content_block":{"type":"web_search_tool_result","tool_use_id":"srvtoolu_2","content":{"type":"web_search_tool_result_error","error_code":"unavailable"}}}`
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		sse(w, "message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1,"server_tool_use":{"web_search_requests":0}}}}`)
+		for i, id := range []string{"srvtoolu_1", "srvtoolu_2"} {
+			sse(w, "content_block_start", `{"type":"content_block_start","index":`+strconv.Itoa(2*i)+`,"content_block":{"type":"server_tool_use","id":"`+id+`","name":"web_search","input":{}}}`)
+			sse(w, "content_block_stop", `{"type":"content_block_stop","index":`+strconv.Itoa(2*i)+`}`)
+			sse(w, "content_block_start", map[bool]string{true: ok, false: failed}[i == 0])
+			sse(w, "content_block_stop", `{"type":"content_block_stop","index":`+strconv.Itoa(2*i+1)+`}`)
+		}
+		if gjson.GetBytes(b, "metadata.user_id").Str == "cut" {
+			return // the upstream breaks: no message_delta, no message_stop
+		}
+		sse(w, "message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":5,"server_tool_use":{"web_search_requests":1}}}`)
+		sse(w, "message_stop", `{"type":"message_stop"}`)
+	}))
+	t.Cleanup(up.Close)
+	e := newEnvWith(t, catalogWith(t, map[string]string{"ANTHROPIC_BASE_URL": up.URL, "ANTHROPIC_API_KEY": "ak-upstream-test"}))
+	for _, user := range []string{"cut", "whole"} {
+		r := e.do("POST", "/v1/messages", e.tenantA, `{"model":"anthropic:claude-haiku-4-5","max_tokens":100,"stream":true,"metadata":{"user_id":"`+user+`"},"tools":[{"type":"web_search_20250305","name":"web_search"}],"messages":[{"role":"user","content":"news?"}]}`)
+		if r.status != 200 {
+			t.Fatalf("%s: %d %s", user, r.status, r.raw)
+		}
+	}
+	for i, ev := range e.usageEvents("a", 2) {
+		var u gateway.UsageRecord
+		json.Unmarshal(ev.Data, &u)
+		if want := []string{"partial", "ok"}[i]; u.Outcome != want || u.Usage.WebSearches != 1 || u.CostUSD == nil || *u.CostUSD < 0.01 || *u.CostUSD > 0.011 {
+			t.Errorf("usage event %d: %s, %+v, cost %v; want %s, 1 search", i, u.Outcome, u.Usage, u.CostUSD, want)
+		}
+	}
+}

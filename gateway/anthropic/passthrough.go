@@ -107,8 +107,14 @@ func (s *anRawStream) Next() (gateway.Delta, error) {
 		}
 	case "content_block_start":
 		d.Commit = true
-		if b := g.Get("content_block"); b.Get("type").Str == "tool_use" {
+		switch b := g.Get("content_block"); b.Get("type").Str {
+		case "tool_use":
 			d.ToolCall = &gateway.ToolCallDelta{ID: b.Get("id").Str, Name: b.Get("name").Str}
+		case "web_search_tool_result":
+			// A search that ran is billed even if the stream breaks before
+			// message_delta counts it; a failed one (an error object, not
+			// a list of results) is not.
+			d.WebSearch = b.Get("content").IsArray()
 		}
 	case "content_block_delta":
 		d.Commit = true
