@@ -197,8 +197,12 @@ func (e *BudgetError) Error() string {
 		}
 	}
 	if e.Never {
-		return fmt.Sprintf("this call may cost up to $%.6f (%s), more than the %s budget of $%.4f for tenant %s allows even with nothing spent; set a lower max_tokens",
-			e.WorstUSD, bound, periodly[e.Period], e.LimitUSD, e.Tenant)
+		lower := "max_tokens"
+		if e.Searches > 0 { // the searches may be most of the worst case
+			lower = "max_tokens or max_uses"
+		}
+		return fmt.Sprintf("this call may cost up to $%.6f (%s), more than the %s budget of $%.4f for tenant %s allows even with nothing spent; set a lower %s",
+			e.WorstUSD, bound, periodly[e.Period], e.LimitUSD, e.Tenant, lower)
 	}
 	return fmt.Sprintf("the %s budget of $%.4f for tenant %s cannot cover this call: $%.6f spent, $%.6f held by calls in flight, this call may cost up to $%.6f (%s); the budget resets at %s",
 		periodly[e.Period], e.LimitUSD, e.Tenant, e.SpentUSD, e.ReservedUSD, e.WorstUSD, bound, e.ResetAt.Format(time.RFC3339))

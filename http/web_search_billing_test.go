@@ -85,6 +85,11 @@ func TestWebSearchesBilled(t *testing.T) {
 		t.Errorf("max_uses 5 under $0.04: %d %s", r.status, r.raw)
 	}
 	e.must(e.do("POST", "/v1/messages", e.tenantA, limited(3)), 200)
+	// Searches past the whole budget: no period lets it pass, and fewer
+	// searches would.
+	if r := e.do("POST", "/v1/messages", e.tenantA, limited(1000)); r.status != 400 || !strings.Contains(string(r.raw), "set a lower max_tokens or max_uses") {
+		t.Errorf("max_uses 1000 under $0.04: %d %s", r.status, r.raw)
+	}
 }
 
 // A passed-through stream that breaks before message_delta still bills
