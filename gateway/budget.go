@@ -163,7 +163,7 @@ type BudgetError struct {
 	// (Period ""), when it is not the model that has none.
 	Tier string
 	// AutoTier is the tier a call that named none was held at, its
-	// provider's default (Caller.tierFor), when that is not the standard.
+	// provider's default (Caller.TierFor), when that is not the standard.
 	AutoTier string
 	// TierSent: the call passes its body through, so a service_tier it
 	// names is sent; a translated call sends none.
@@ -245,7 +245,7 @@ type Budgets struct {
 
 	// autoFast: provider name -> *autoTierAnswers, the latest answers to
 	// calls that named no tier, to a model with a fast rate
-	// (Caller.tierFor), learned from every replica's usage events.
+	// (Caller.TierFor), learned from every replica's usage events.
 	autoFast sync.Map
 }
 

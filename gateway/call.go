@@ -53,7 +53,7 @@ type Call struct {
 	// asked is the capacity tier the attempt sends: the body's, when it
 	// is passed through (a decoded request does not keep it). tier is the
 	// one it is held at, and billed at when its answer does not say
-	// (Caller.tierFor).
+	// (Caller.TierFor).
 	asked, tier string
 }
 
@@ -114,7 +114,7 @@ type Caller struct {
 	// stream of the chain's last model does not wait (Open).
 	CommitAfter func() time.Duration
 	// AutoTierSeen, when set, is told when this replica's answers show a
-	// provider's default tier changed (tierFor): served is the tier of the
+	// provider's default tier changed (TierFor): served is the tier of the
 	// answer that showed it.
 	AutoTierSeen func(provider, served string)
 }
@@ -126,14 +126,14 @@ type DefaultTierer interface {
 	DefaultServiceTier() string
 }
 
-// tierFor is the tier a call on t is held at, and billed at when its
+// TierFor is the tier a call asking for asked on t is held at, and billed at when its
 // answer does not say: the one it asks for; but a call that names none (or
 // auto) to a model with a fast rate is held at the fast tier where its
 // provider serves such calls there: declared, or seen in such answers of
 // any replica (Budgets.ServesAutoFast; docs/budgets.md). Until one is
 // seen, such calls are held for what the standard tier costs and billed at
 // the tier they were served at.
-func (k *Caller) tierFor(asked string, t Target) string {
+func (k *Caller) TierFor(asked string, t Target) string {
 	if !autoTiered(asked, t.Model) {
 		return asked
 	}
@@ -154,13 +154,10 @@ func autoTiered(tier string, m *Model) bool {
 
 func fastTier(tier string) bool { return tier == "fast" || tier == "priority" }
 
-// TierFor is the tier a call asking for tier on t is held at (tierFor).
-func (k *Caller) TierFor(tier string, t Target) string { return k.tierFor(tier, t) }
-
 // WorstCost is the most req can cost on t, at the tier it is held at
-// (tierFor); nil when that is unpriced.
+// (TierFor); nil when that is unpriced.
 func (k *Caller) WorstCost(req Request, t Target) *float64 {
-	req.ServiceTier = k.tierFor(req.ServiceTier, t)
+	req.ServiceTier = k.TierFor(req.ServiceTier, t)
 	return WorstCost(req, t.Model)
 }
 
@@ -203,7 +200,7 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 	if c.Passthrough {
 		c.asked = c.Native.ServiceTier
 	}
-	c.tier = k.tierFor(c.asked, t)
+	c.tier = k.TierFor(c.asked, t)
 	if k.Budgets == nil {
 		return nil
 	}
