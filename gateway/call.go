@@ -126,8 +126,8 @@ type DefaultTierer interface {
 	DefaultServiceTier() string
 }
 
-// TierFor is the tier a call asking for asked on t is held at, and billed at when its
-// answer does not say: the one it asks for; but a call that names none (or
+// TierFor is the tier a call on t is held at, and billed at when its
+// answer does not say: the one it asks for (asked); but a call that names none (or
 // auto) to a model with a fast rate is held at the fast tier where its
 // provider serves such calls there: declared, or seen in such answers of
 // any replica (Budgets.ServesAutoFast; docs/budgets.md). Until one is
