@@ -290,9 +290,10 @@ func (p *Provider) Complete(ctx context.Context, req gateway.Request) (*gateway.
 		return nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "response has no choices"}
 	}
 	c := r.Choices[0]
-	if c.FinishReason == "" && c.Message.Content == nil && c.Message.Refusal == nil && len(c.Message.ToolCalls) == 0 {
-		// Not an answer, not even an empty one: no message and no reason
-		// for it to end.
+	if c.FinishReason == "" && (c.Message.Content == nil || *c.Message.Content == "") && c.Message.Refusal == nil && len(c.Message.ToolCalls) == 0 &&
+		thinkingText(c.Message.ReasoningContent, c.Message.Reasoning) == "" {
+		// Not an answer, not even an empty one: nothing said and no reason
+		// for it to end (an answer that says nothing ends with "stop").
 		return nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: the choice has no message and no finish_reason"}
 	}
 	out := &gateway.Response{ID: r.ID, Model: r.Model, NativeStop: c.FinishReason, StopReason: ChatStop(c.FinishReason)}
