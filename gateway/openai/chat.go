@@ -294,7 +294,7 @@ func (p *Provider) Complete(ctx context.Context, req gateway.Request) (*gateway.
 		thinkingText(c.Message.ReasoningContent, c.Message.Reasoning) == "" {
 		// Not an answer, not even an empty one: nothing said and no reason
 		// for it to end (an answer that says nothing ends with "stop").
-		return nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: the choice has no message and no finish_reason"}
+		return nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Message: "malformed response: the choice says nothing and has no finish_reason"}
 	}
 	out := &gateway.Response{ID: r.ID, Model: r.Model, NativeStop: c.FinishReason, StopReason: ChatStop(c.FinishReason)}
 	if t := thinkingText(c.Message.ReasoningContent, c.Message.Reasoning); t != "" {
