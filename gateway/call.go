@@ -121,7 +121,8 @@ type Caller struct {
 
 // DefaultTierer is a provider whose account may serve a call that names
 // no capacity tier (or auto) at a tier of its own: an OpenAI project's
-// default, as its providers entry declares it (defaultServiceTier).
+// default, as its providers entry declares it (defaultServiceTier; for
+// the built-in openai provider, BATON_OPENAI_DEFAULT_SERVICE_TIER).
 type DefaultTierer interface {
 	DefaultServiceTier() string
 }

@@ -16,8 +16,8 @@ type Endpoint struct {
 	BaseURL string // "" when the entry names none
 	Key     string
 	KeyEnv  string // the variable an entry names for its key; "" for none
-	// DefaultServiceTier: ProviderSpec.DefaultServiceTier, for a kind with
-	// ServiceTiers.
+	// DefaultServiceTier: ProviderSpec.DefaultServiceTier (a built-in
+	// provider's: its Kind.TierEnv), for a kind with ServiceTiers.
 	DefaultServiceTier string
 	Client             *http.Client
 }

@@ -61,8 +61,9 @@ func New(name, kind, baseURL, key string, client *http.Client) *Provider {
 func (p *Provider) Name() string { return p.name }
 func (p *Provider) Kind() string { return p.kind }
 
-// DefaultServiceTier is the tier the providers entry says the account
-// serves a call that names none at (gateway.DefaultTierer).
+// DefaultServiceTier is the tier the providers entry (for the built-in
+// provider, BATON_OPENAI_DEFAULT_SERVICE_TIER) says the account serves a
+// call that names none at (gateway.DefaultTierer).
 func (p *Provider) DefaultServiceTier() string { return p.defaultTier }
 
 // HasKey reports whether a key is set, without showing it.
