@@ -150,11 +150,18 @@ func TestMalformedAnswerToldInJSONTerms(t *testing.T) {
 			io.WriteString(w, `{"input_tokens":"77"}`)
 			return
 		}
+		if r.URL.Path == "/v1/chat/completions" {
+			io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":"7","completion_tokens":2}}`)
+			return
+		}
 		io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{"input_tokens":1.5,"output_tokens":2}}`)
 	}))
 	t.Cleanup(up.Close)
-	e := newEnvWith(t, catalogWith(t, map[string]string{"ANTHROPIC_BASE_URL": up.URL, "ANTHROPIC_API_KEY": "ak-upstream-test"}))
+	e := newEnvWith(t, catalogWith(t, map[string]string{"ANTHROPIC_BASE_URL": up.URL, "ANTHROPIC_API_KEY": "ak-upstream-test",
+		"OPENAI_BASE_URL": up.URL + "/v1", "OPENAI_API_KEY": "sk-upstream-test"}))
 	for _, c := range []struct{ path, body, want string }{
+		// Translated, so that the adapter decodes the OpenAI answer.
+		{"/v1/messages", `{"model":"openai:gpt-4o-mini","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`, "usage.prompt_tokens is a string where a whole number is expected"},
 		{"/v1/messages/count_tokens", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}]}`, "input_tokens is a string where a whole number is expected"},
 		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}]}`, "usage.input_tokens is the number 1.5 where a whole number is expected"},
 	} {

@@ -2,6 +2,8 @@ package openai
 
 import (
 	"encoding/json"
+	"errors"
+	"strings"
 
 	"github.com/batonhq/baton/gateway"
 )
@@ -53,7 +55,12 @@ func (u *ChatUsage) UnmarshalJSON(b []byte) error {
 		EstimatedCostUSD json.RawMessage `json:"estimated_cost_usd"`
 	}
 	in.billed = (*billed)(u)
-	return json.Unmarshal(b, &in)
+	err := json.Unmarshal(b, &in)
+	if ute, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+		// Named as the client's JSON has it, not through the Go type above.
+		ute.Field = strings.TrimPrefix(ute.Field, "billed.")
+	}
+	return err
 }
 
 // Usage converts an upstream's counts, where prompt tokens include cached
