@@ -46,8 +46,8 @@ func UsageStream(tenant string) string { return "usage-" + tenant }
 // for it (priceFor). The tier the answer says it was served at
 // (Usage.ServiceTier: OpenAI may serve auto at a project's default of
 // fast) is billed at its rate; one the price has no rate for is billed at
-// req's tier's rates (the held tier: Caller.TierFor), the least it can
-// cost (docs/api.md, Budgets).
+// req's tier's rates (the held tier: Caller.TierFor), the only rate Baton
+// knows for the call (docs/api.md, Budgets).
 func CostOf(req Request, m *Model, u Usage) *float64 {
 	p, tier := priceFor(req, m)
 	if p == nil {
