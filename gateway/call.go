@@ -138,13 +138,17 @@ func (k *Caller) TierFor(asked string, t Target) string {
 	if !autoTiered(asked, t.Model) {
 		return asked
 	}
-	if d, ok := t.Provider.(DefaultTierer); ok && fastTier(d.DefaultServiceTier()) {
-		return "fast"
-	}
-	if k.Budgets.ServesAutoFast(t.Provider.Name()) {
+	if declaredFast(t.Provider) || k.Budgets.ServesAutoFast(t.Provider.Name()) {
 		return "fast"
 	}
 	return asked
+}
+
+// declaredFast: p's account is declared to serve a call that names no
+// tier at the fast tier (DefaultTierer).
+func declaredFast(p Provider) bool {
+	d, ok := p.(DefaultTierer)
+	return ok && fastTier(d.DefaultServiceTier())
 }
 
 // autoTiered: a call asking for tier on m is served at its provider's
@@ -155,13 +159,6 @@ func autoTiered(tier string, m *Model) bool {
 
 func fastTier(tier string) bool { return tier == "fast" || tier == "priority" }
 
-// WorstCost is the most req can cost on t, at the tier it is held at
-// (TierFor); nil when that is unpriced.
-func (k *Caller) WorstCost(req Request, t Target) *float64 {
-	req.ServiceTier = k.TierFor(req.ServiceTier, t)
-	return WorstCost(req, t.Model)
-}
-
 // sawTier learns from an answer, settled at time at, the tier its provider
 // serves a call that names none (or auto) at, and says whether the answer
 // told it (the usage event's autoTier, from which other replicas learn it
@@ -170,12 +167,17 @@ func (k *Caller) sawTier(c *Call, served string, at time.Time) bool {
 	if served == "" || !autoTiered(c.asked, c.Model) {
 		return false
 	}
-	if k.Budgets.sawAutoTier(c.Provider.Name(), fastTier(served), at) && k.AutoTierSeen != nil {
-		if d, ok := c.Provider.(DefaultTierer); !ok || !fastTier(d.DefaultServiceTier()) {
-			k.AutoTierSeen(c.Provider.Name(), served)
-		}
+	if k.Budgets.sawAutoTier(c.Provider.Name(), fastTier(served), at) && k.AutoTierSeen != nil && !declaredFast(c.Provider) {
+		k.AutoTierSeen(c.Provider.Name(), served)
 	}
 	return true
+}
+
+// held is the request as the attempt is held and billed: at its tier.
+func (c *Call) held() Request {
+	req := c.Req
+	req.ServiceTier = c.tier
+	return req
 }
 
 // ReleaseHold frees the current attempt's budget hold if it was not
@@ -205,8 +207,7 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 	if k.Budgets == nil {
 		return nil
 	}
-	req := c.Req
-	req.ServiceTier = c.tier
+	req := c.held()
 	hold, err := k.Budgets.Reserve(ctx, c.Tenant, t.Model.ID, WorstCost(req, t.Model))
 	var be *BudgetError
 	if errors.As(err, &be) && be.Period == "" && UnpricedTier(req, t.Model) {
@@ -228,9 +229,7 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 // after; the usage writer appends in the background, batching, so no fsync
 // is on the client's path. A partial stream is billed for what was sent.
 func (k *Caller) settle(c *Call, u Usage, outcome string) (*float64, func()) {
-	req := c.Req
-	req.ServiceTier = c.tier
-	cost := CostOf(req, c.Model, u)
+	cost := CostOf(c.held(), c.Model, u)
 	id := c.hold.UsageID() // on a shared store, this event releases the hold
 	at := time.Now().UTC()
 	if k.Budgets != nil {

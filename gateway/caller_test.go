@@ -330,7 +330,7 @@ func TestAutoTierHeldAtItsRate(t *testing.T) {
 		return chain[0]
 	}
 	standard := *WorstCost(req(""), target("seen:m").Model)
-	held := func(id, tier string) float64 { return *k.WorstCost(req(tier), target(id)) }
+	held := func(id, tier string) float64 { return heldWorst(k, req(tier), target(id)) }
 	for _, c := range []struct {
 		id, tier string
 		want     float64
@@ -433,7 +433,7 @@ func TestBuiltinDefaultTier(t *testing.T) {
 		k := &Caller{}
 		named := req
 		named.ServiceTier = "default"
-		return *k.WorstCost(req, chain[0]), *k.WorstCost(named, chain[0])
+		return heldWorst(k, req, chain[0]), heldWorst(k, named, chain[0])
 	}
 	if none, std := held("fast"); none != 2*std {
 		t.Errorf("declared fast: a call naming no tier is held for %v, at default %v", none, std)
@@ -548,4 +548,10 @@ func TestAutoTierLearnedInAnyOrder(t *testing.T) {
 			t.Errorf("fast on a: %t, on b: %t, on a fresh replica: %t; want none", a.b.ServesAutoFast("p"), b.b.ServesAutoFast("p"), fresh.b.ServesAutoFast("p"))
 		}
 	})
+}
+
+// heldWorst is req's worst case on t at the tier k holds it at.
+func heldWorst(k *Caller, req Request, t Target) float64 {
+	req.ServiceTier = k.TierFor(req.ServiceTier, t)
+	return *WorstCost(req, t.Model)
 }

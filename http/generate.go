@@ -132,13 +132,15 @@ func (s *Server) generateInput(q *generateRequest) (*tasks.Type, int, int, error
 func (s *Server) worstOver(chain []gateway.Target, req gateway.Request) (worst *float64, fastAt string) {
 	var most float64
 	for _, t := range chain {
-		w := s.caller.WorstCost(req, t)
+		held := req
+		held.ServiceTier = s.caller.TierFor(req.ServiceTier, t)
+		w := gateway.WorstCost(held, t.Model)
 		if w == nil {
 			return nil, ""
 		}
 		if *w > most {
 			most, fastAt = *w, ""
-			if s.caller.TierFor(req.ServiceTier, t) != req.ServiceTier {
+			if held.ServiceTier != req.ServiceTier {
 				fastAt = t.Model.ID
 			}
 		}
