@@ -243,10 +243,12 @@ type Budgets struct {
 	onError func(error)
 	holdTTL time.Duration
 
-	// autoFast: provider name -> *autoTierAnswers, the latest answers to
-	// calls that named no tier, to a model with a fast rate
-	// (Caller.TierFor), learned from every replica's usage events.
-	autoFast sync.Map
+	// autoFast: provider name -> the latest answers to calls that named
+	// no tier, to a model with a fast rate (Caller.TierFor), learned from
+	// every replica's usage events. Its own lock: read only on calls to
+	// such models, never under mu.
+	autoMu   sync.Mutex
+	autoFast map[string]autoTierAnswers
 }
 
 // autoTierAnswers are when a provider last served a call that named no
@@ -275,42 +277,32 @@ func (b *Budgets) ServesAutoFast(provider string) bool {
 	if b == nil {
 		return false
 	}
-	v, ok := b.autoFast.Load(provider)
-	return ok && v.(*autoTierAnswers).servesFast()
+	b.autoMu.Lock()
+	defer b.autoMu.Unlock()
+	return b.autoFast[provider].servesFast()
 }
 
 // sawAutoTier notes that such a call to provider was served, at time at,
 // at the fast tier or not, and says whether that changed ServesAutoFast.
+// An answer older than what is known changes nothing.
 func (b *Budgets) sawAutoTier(provider string, fast bool, at time.Time) bool {
 	if b == nil {
 		return false
 	}
-	for {
-		v, loaded := b.autoFast.Load(provider)
-		var old autoTierAnswers
-		if loaded {
-			old = *v.(*autoTierAnswers)
-		}
-		n := old
-		if fast && at.After(n.fast) {
-			n.fast = at
-		} else if !fast && at.After(n.standard) {
-			n.standard = at
-		}
-		if n == old {
-			return false // older than what is known: it changes nothing
-		}
-		stored := false
-		if loaded {
-			stored = b.autoFast.CompareAndSwap(provider, v, &n)
-		} else {
-			_, raced := b.autoFast.LoadOrStore(provider, &n)
-			stored = !raced
-		}
-		if stored {
-			return old.servesFast() != n.servesFast()
-		}
+	b.autoMu.Lock()
+	defer b.autoMu.Unlock()
+	old := b.autoFast[provider]
+	n := old
+	if fast && at.After(n.fast) {
+		n.fast = at
+	} else if !fast && at.After(n.standard) {
+		n.standard = at
 	}
+	if b.autoFast == nil {
+		b.autoFast = map[string]autoTierAnswers{}
+	}
+	b.autoFast[provider] = n
+	return old.servesFast() != n.servesFast()
 }
 
 // NewBudgets returns an empty budget book; now is its clock (time.Now when nil).
