@@ -83,9 +83,15 @@ var noLogprobs = []any{}
 
 func (s *ResponsesStream) event(name string, fields map[string]any) error {
 	fields["type"] = name
-	fields["sequence_number"] = s.seq
-	s.seq++
+	fields["sequence_number"] = s.next()
 	return s.emit(name, fields)
+}
+
+// next is the next event's sequence number.
+func (s *ResponsesStream) next() int64 {
+	n := s.seq
+	s.seq++
+	return int64(n)
 }
 
 // Start sends response.created and response.in_progress.
@@ -382,10 +388,11 @@ func (s *ResponsesStream) Fail(code, message string, usage *ResponsesUsage) erro
 	if s.output != nil {
 		s.obj.Output = s.output
 	}
-	if err := s.event("error", ResponsesErrorEvent(int64(s.seq), code, message)); err != nil {
+	// The events are whole, numbered: sent as they are.
+	if err := s.emit("error", ResponsesErrorEvent(s.next(), code, message)); err != nil {
 		return err
 	}
-	return s.event("response.failed", ResponsesFailedEvent(int64(s.seq), s.obj))
+	return s.emit("response.failed", ResponsesFailedEvent(s.next(), s.obj))
 }
 
 // ResponsesErrorEvent is the error event, numbered seq, that a Responses
