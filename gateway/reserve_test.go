@@ -12,12 +12,6 @@ import (
 	"github.com/batonhq/baton/eventstore"
 )
 
-func openBolt(t *testing.T) eventstore.Store {
-	t.Helper()
-	store := openStore(t)
-	return store
-}
-
 // replica is one Budgets on a shared store with its follower, as `serve`
 // wires them.
 type replica struct {
@@ -82,7 +76,7 @@ func raceCalls(replicas []*Budgets, w *UsageWriter, tenant string, n int, worst 
 // budget that covers 10 of them: exactly 10 pass, and once their usage
 // events are in, every replica counts 10 calls spent and nothing held.
 func TestBudgetSharedHoldsRaceOnOneStore(t *testing.T) {
-	store := openBolt(t)
+	store := openStore(t)
 	const worst, calls, fit = 0.25, 100, 10
 	limit := worst * fit
 	var reps []replica
@@ -123,7 +117,7 @@ func TestBudgetSharedHoldsRaceOnOneStore(t *testing.T) {
 // A tenant without a budget, and a call refused on what the replica
 // already knows, cost no store write.
 func TestBudgetSharedNoWriteWithoutBudget(t *testing.T) {
-	store := &countingStore{Store: openBolt(t)}
+	store := &countingStore{Store: openStore(t)}
 	b := newReplica(t, store, nil)
 	for range 50 {
 		h, err := b.Reserve(t.Context(), "free", "m", usd(1))
@@ -161,7 +155,7 @@ func TestBudgetSharedNoWriteWithoutBudget(t *testing.T) {
 // counts until it expires, and then no longer; a call still running
 // renews its hold.
 func TestBudgetSharedHoldExpiresUnlessRenewed(t *testing.T) {
-	store := openBolt(t)
+	store := openStore(t)
 	var mu sync.Mutex
 	clock := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
@@ -215,7 +209,7 @@ func TestBudgetSharedHoldExpiresUnlessRenewed(t *testing.T) {
 // A call running past a third of the hold's TTL renews it on a timer;
 // Settle stops the renewals.
 func TestBudgetSharedHoldRenewsWhileRunning(t *testing.T) {
-	store := openBolt(t)
+	store := openStore(t)
 	a := newReplica(t, store, nil)
 	a.holdTTL = 60 * time.Millisecond
 	if err := a.SetBudget(t.Context(), store, BudgetSet{Tenant: "t", Limits: Limits{DailyUSD: usd(1)}}, eventstore.Metadata{}); err != nil {
@@ -257,7 +251,7 @@ func TestBudgetSharedHoldRenewsWhileRunning(t *testing.T) {
 // none) appends a release: other replicas then wait for that event, or
 // free the hold at once; they never count neither the hold nor the cost.
 func TestBudgetSharedReleaseUnderAnotherID(t *testing.T) {
-	store := openBolt(t)
+	store := openStore(t)
 	a, b := newReplica(t, store, nil), newReplica(t, store, nil)
 	if err := a.SetBudget(t.Context(), store, BudgetSet{Tenant: "t", Limits: Limits{DailyUSD: usd(10)}}, eventstore.Metadata{}); err != nil {
 		t.Fatal(err)
@@ -302,7 +296,7 @@ func TestBudgetSharedReleaseUnderAnotherID(t *testing.T) {
 // A budget lowered on another replica is read before a hold is taken:
 // the hold's append expects the revision the check saw.
 func TestBudgetSharedHoldSeesANewLimit(t *testing.T) {
-	store := openBolt(t)
+	store := openStore(t)
 	a, b := newReplica(t, store, nil), newReplica(t, store, nil)
 	if err := a.SetBudget(t.Context(), store, BudgetSet{Tenant: "t", Limits: Limits{DailyUSD: usd(10)}}, eventstore.Metadata{}); err != nil {
 		t.Fatal(err)
