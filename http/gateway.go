@@ -295,11 +295,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	cost := resp.Cost
 	defer resp.Record()
 	if c.Passthrough {
-		raw := resp.Raw
-		if resp.Usage.Estimated {
-			raw = withSvc(raw, "usage", openai.NewChatUsage(resp.Usage, nil), "", nil) // the upstream sent none: Baton's count, marked estimated
-		}
-		writeRaw(w, withSvcAndCost(raw, newSvc(c, resp.NativeStop), cost))
+		writeRaw(w, passedAnswer(c, resp, openai.NewChatUsage))
 		return
 	}
 	text := resp.StructuredText(c.Req.Output)
@@ -466,11 +462,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	cost := resp.Cost
 	defer resp.Record()
 	if c.Passthrough {
-		raw := resp.Raw
-		if resp.Usage.Estimated {
-			raw = withSvc(raw, "usage", anthropic.Usage(resp.Usage, nil), "", nil) // the upstream sent none: Baton's count, marked estimated
-		}
-		writeRaw(w, withSvcAndCost(raw, newSvc(c, resp.NativeStop), cost))
+		writeRaw(w, passedAnswer(c, resp, anthropic.Usage))
 		return
 	}
 	content := resp.Content

@@ -357,6 +357,17 @@ func withSvc(raw []byte, path string, svc any, usage string, cost *float64) []by
 // withSvcAndCost is withSvc for a finished answer's top-level svc and
 // usage: one pass over its top-level fields and one copy, as it runs on
 // every passed-through answer.
+// passedAnswer is a passed-through whole answer as the client gets it: svc
+// and the cost added and, when the upstream reported no usage, Baton's
+// count (marked estimated) in the front's usage shape.
+func passedAnswer[U any](c *gateway.Call, a *gateway.Answer, usage func(gateway.Usage, *float64) U) []byte {
+	raw := a.Raw
+	if a.Usage.Estimated {
+		raw = withSvc(raw, "usage", usage(a.Usage, nil), "", nil)
+	}
+	return withSvcAndCost(raw, newSvc(c, a.NativeStop), a.Cost)
+}
+
 func withSvcAndCost(raw []byte, svc svcTrace, cost *float64) []byte {
 	t := trimJSONSpace(raw)
 	if len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}' {

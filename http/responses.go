@@ -61,11 +61,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	cost := resp.Cost
 	defer resp.Record()
 	if c.Passthrough {
-		raw := resp.Raw
-		if resp.Usage.Estimated {
-			raw = withSvc(raw, "usage", openai.NewResponsesUsage(resp.Usage, nil), "", nil) // the upstream sent none
-		}
-		raw = withSvcAndCost(raw, newSvc(c, resp.NativeStop), cost)
+		raw := passedAnswer(c, resp, openai.NewResponsesUsage)
 		if !s.storePassedThrough(r, c, raw) {
 			raw = notKept(raw, "store")
 		}
