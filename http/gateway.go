@@ -144,6 +144,7 @@ func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
 	case "sync", "health", "health/batch", "route/preview":
 		// The admin endpoints under /v1/models are POSTs; this route takes
 		// every other GET below /v1/models, so it answers for them.
+		w.Header().Set("Allow", http.MethodPost)
 		s.noRoute(w, r, notAllowed(r))
 		return
 	}

@@ -203,6 +203,7 @@ func NewServer(cfg Config) *Server {
 		s.noRoute(w, r, domain.E("route", domain.KindNotFound, "not_found", "No route for %s %s.", r.Method, r.URL.Path))
 	})
 	rt.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", s.allowed(r))
 		s.noRoute(w, r, notAllowed(r))
 	})
 	post := func(path string, h http.HandlerFunc) {
@@ -355,6 +356,21 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, body)
+}
+
+// allowed lists the methods the router serves on r's path: a 405 carries
+// them in Allow (RFC 9110, section 15.5.6).
+func (s *Server) allowed(r *http.Request) string {
+	var ms []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		q := *r
+		q.Method = m
+		var match mux.RouteMatch
+		if s.router.Match(&q, &match) && match.MatchErr == nil {
+			ms = append(ms, m)
+		}
+	}
+	return strings.Join(ms, ", ")
 }
 
 // notAllowed is the error for a method a path does not take.
