@@ -140,6 +140,12 @@ func TestPlanBareNameWithoutTheKey(t *testing.T) {
 	if !errors.As(err, &de) || de.Code != "provider_not_configured" || !de.NoRetry {
 		t.Fatalf("err = %v", err)
 	}
+	// A name no provider lists (a typo, a model left out) says so.
+	_, err = cat.Plan(FormatChat, "gpt-typo", Request{MaxTokens: 10})
+	if !errors.As(err, &de) || de.Code != "provider_not_configured" || !de.NoRetry ||
+		!strings.Contains(de.Message, `no provider lists model "gpt-typo"; as a bare name it goes to the built-in openai provider`) {
+		t.Fatalf("a name no provider lists: %v", err)
+	}
 	// Without a front's format there is no provider to send a bare name
 	// to: unknown.
 	if _, err := cat.Plan("", "claude-haiku-4-5", Request{MaxTokens: 10}); !errors.Is(err, ErrUnknownModel) {

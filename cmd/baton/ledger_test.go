@@ -203,6 +203,11 @@ func TestServeOnABusyPortMakesNoKey(t *testing.T) {
 	if !strings.Contains(out2.String(), "export BATON_API_KEY=btn_sk_") {
 		t.Fatalf("second start printed no key: %s", out2.String())
 	}
+	// Off the default address, the console hint asks this server.
+	hint := regexp.MustCompile(`make console-link NAME=you@example.com ADDR=127\.0\.0\.1:([0-9]+)\n`).FindStringSubmatch(out2.String())
+	if hint == nil || hint[1] == "0" {
+		t.Fatalf("the console hint does not name the address it listens on: %s", out2.String())
+	}
 }
 
 // FuzzParseLedgerArg: what parses is a non-empty id and, with a receipt, a

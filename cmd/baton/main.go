@@ -42,6 +42,10 @@ import (
 // and reads the whole feed.
 const maxEventStreams = 10_000
 
+// defaultAddr is where baton serve listens unless told (the Makefile's ADDR
+// too).
+const defaultAddr = "127.0.0.1:8080"
+
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
@@ -53,7 +57,7 @@ Usage:
                                                ... or on KurrentDB (several replicas may share it)
         [--webhook-allow-private]              let webhooks go to private and loopback addresses
   baton keys create --tenant NAME [--admin]    create an API key (embedded store: server stopped), print it once
-  baton console link --tenant NAME --name PERSON --role approver|verifier|auditor [--ttl 15m]
+  baton console link --tenant NAME --name PERSON --role approver|verifier|auditor [--ttl 15m] [--url BASE]
                                                print a one-time console sign-in link (embedded store: server
                                                stopped; while serving, POST /v1/admin/console-links)
   baton ledger verify [--data DIR | --url URL | --store kurrent --kurrentdb-url URL] [HANDOFF_ID[@SEQ:HASH]...]
@@ -172,7 +176,7 @@ func dataDirDefault() string {
 func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var env envVars
-	addr := fs.String("addr", envOr("BATON_ADDR", "127.0.0.1:8080"), "listen address")
+	addr := fs.String("addr", envOr("BATON_ADDR", defaultAddr), "listen address")
 	data := fs.String("data", dataDirDefault(), "data directory: the embedded store and this process's read models")
 	storeOpts := addStoreFlags(fs, &env)
 	providers := fs.String("providers", envOr("BATON_PROVIDERS_FILE", "providers.json"), "providers file (JSON); skipped when absent")
@@ -278,7 +282,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer ln.Close() // on the way out before serving; Serve closes it too
-	if err := bootstrapKey(ctx, ledger.NewKeys(store), proj, stderr); err != nil {
+	if err := bootstrapKey(ctx, ledger.NewKeys(store), proj, ln.Addr().String(), stderr); err != nil {
 		return err
 	}
 	scanner, err := newScanner()
@@ -439,7 +443,7 @@ func storeCheck(ctx context.Context, args []string, stdout io.Writer) error {
 // machine hands the newcomer a working key. The key is appended only if the
 // keys stream does not exist yet: of several replicas starting together on
 // an empty store, exactly one creates (and prints) it.
-func bootstrapKey(ctx context.Context, keys *ledger.Keys, proj *projections.Runner, stderr io.Writer) error {
+func bootstrapKey(ctx context.Context, keys *ledger.Keys, proj *projections.Runner, addr string, stderr io.Writer) error {
 	n, err := proj.KeyCount()
 	if err != nil || n > 0 {
 		return err
@@ -451,7 +455,11 @@ func bootstrapKey(ctx context.Context, keys *ledger.Keys, proj *projections.Runn
 	if err := proj.CatchUp(ctx); err != nil || !created {
 		return err
 	}
-	fmt.Fprintf(stderr, "\n  No API keys existed, so Baton created an admin key for tenant %q.\n  It is shown only this once (Baton stores its hash):\n\n    export BATON_API_KEY=%s\n\n  Create more with POST /v1/admin/keys, or `baton keys create --tenant NAME` while stopped.\n  Open the console (/console/) with a one-time link: make console-link NAME=you@example.com\n  (POST /v1/admin/console-links with this key; docs/console.md).\n\n", k.Tenant, k.Key)
+	link := "make console-link NAME=you@example.com"
+	if addr != defaultAddr {
+		link += " ADDR=" + addr // the link is asked of this server, where it listens
+	}
+	fmt.Fprintf(stderr, "\n  No API keys existed, so Baton created an admin key for tenant %q.\n  It is shown only this once (Baton stores its hash):\n\n    export BATON_API_KEY=%s\n\n  Create more with POST /v1/admin/keys, or `baton keys create --tenant NAME` while stopped.\n  Open the console (/console/) with a one-time link: %s\n  (POST /v1/admin/console-links with this key; docs/console.md).\n\n", k.Tenant, k.Key, link)
 	return nil
 }
 
