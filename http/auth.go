@@ -67,6 +67,10 @@ func (s *Server) authenticate(r *http.Request) (domain.Principal, error) {
 	if conflict {
 		return domain.Principal{}, domain.E(op, domain.KindUnauthorized, "conflicting_api_keys", "x-api-key and Authorization: Bearer carry two different Baton keys; send one")
 	}
+	if key == "" && strings.TrimSpace(r.Header.Get("Authorization")) != "" {
+		// A key sent without its scheme is not missing: say what is wrong.
+		return domain.Principal{}, domain.E(op, domain.KindUnauthorized, "malformed_authorization", "the Authorization header must be Bearer <key> (or send the key in the x-api-key header)")
+	}
 	if key == "" {
 		return domain.Principal{}, domain.E(op, domain.KindUnauthorized, "missing_api_key", "send your API key in the x-api-key header or as Authorization: Bearer <key>")
 	}

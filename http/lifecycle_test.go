@@ -373,6 +373,7 @@ func TestBadInput(t *testing.T) {
 		wantField  string
 	}{
 		{"no key", "POST", "/v1/handoff/contracts", "", "{}", 401, "missing_api_key", ""},
+		{"key without its scheme", "POST", "/v1/handoff/contracts", "", "{}", 401, "malformed_authorization", ""},
 		{"unknown key", "POST", "/v1/handoff/contracts", domain.KeyPrefix + strings.Repeat("A", 40), "{}", 401, "invalid_api_key", ""},
 		{"malformed JSON", "POST", "/v1/handoff/contracts", e.tenantA, `{"objective":`, 400, "malformed_json", ""},
 		{"not an object", "POST", "/v1/handoff/contracts", e.tenantA, `[1,2]`, 422, "validation_failed", ""},
@@ -393,8 +394,11 @@ func TestBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e.t = t
 			var headers []string
-			if tc.name == "overlong idempotency key" {
+			switch tc.name {
+			case "overlong idempotency key":
 				headers = []string{"Idempotency-Key", strings.Repeat("k", 256)}
+			case "key without its scheme":
+				headers = []string{"Authorization", e.tenantA}
 			}
 			before := e.events(id)
 			r := e.do(tc.method, tc.path, tc.key, tc.body, headers...)
