@@ -96,6 +96,17 @@ type planOutput struct {
 // every external action needs approval and the approval is manual, and an
 // external action always leaves proof. docs/api.md ("Agent plans") has the
 // whole policy.
+// CheckPlanRequest checks a plan request's own fields as a contract's are
+// checked, with the same codes and messages; the agent_plan task's input
+// schema checks what is left.
+func CheckPlanRequest(objective, target, risk string) error {
+	var v fieldCheck
+	v.required("/objective", objective, maxText)
+	v.required("/targetExecutor", target, maxShort)
+	v.oneOf("/riskLevel", risk, RiskLevels)
+	return v.err("agent_plans")
+}
+
 func BuildPlan(id, objective string, constraints []string, target, risk string, output json.RawMessage) (*Plan, error) {
 	if !slices.Contains(RiskLevels, risk) {
 		return nil, Invalid("plan", FieldError{Pointer: "/riskLevel", Code: "invalid_enum", Message: fmt.Sprintf("riskLevel must be one of %v", RiskLevels)})

@@ -32,6 +32,10 @@ func (s *Server) createPlan(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if err := domain.CheckPlanRequest(q.Objective, q.TargetExecutor, q.RiskLevel); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	input, _ := json.Marshal(map[string]any{"objective": q.Objective, "constraints": orEmpty(q.Constraints), "targetExecutor": q.TargetExecutor, "riskLevel": q.RiskLevel})
 	t, _ := s.tasks.Get("agent_plan")
 	if t == nil {

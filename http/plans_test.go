@@ -98,6 +98,15 @@ func TestAgentPlansToContracts(t *testing.T) {
 			t.Fatalf("%v: %d %s", b, r.status, r.raw)
 		}
 	}
+	// A plan's own fields are told as a contract's are.
+	empty := e.do("POST", "/v1/agent-plans", e.tenantA, map[string]any{})
+	for _, want := range []string{`{"pointer":"/objective","code":"required","message":"is required"}`,
+		`{"pointer":"/targetExecutor","code":"required","message":"is required"}`,
+		`{"pointer":"/riskLevel","code":"required","message":"is required; one of low, medium, high, critical"}`} {
+		if empty.status != 422 || !strings.Contains(string(empty.raw), want) {
+			t.Fatalf("an empty plan request: %d %s; want %s", empty.status, empty.raw, want)
+		}
+	}
 	if after, _ := e.store.Head(context.Background()); after != before {
 		t.Fatal("a refused request appended events")
 	}
