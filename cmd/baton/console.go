@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/ledger"
 	batonhttp "github.com/batonhq/baton/http"
 )
@@ -36,6 +37,9 @@ func consoleLink(ctx context.Context, args []string, stdout io.Writer) error {
 		return errors.New("--tenant, --name and --role are required")
 	}
 	store, err := storeOpts.open(ctx, *data, zerolog.Nop())
+	if errors.Is(err, eventstore.ErrLocked) {
+		return fmt.Errorf("%w; while it serves, ask it: make console-link, or POST /v1/admin/console-links with an admin key", err)
+	}
 	if err != nil {
 		return err
 	}

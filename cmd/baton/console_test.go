@@ -40,3 +40,27 @@ func TestConsoleLinkCommand(t *testing.T) {
 		t.Fatal("role admin accepted")
 	}
 }
+
+// With the store held by a running server, the commands that write to it
+// say how to do the same through that server.
+func TestCommandsOnAHeldStoreSayWhatToDo(t *testing.T) {
+	dir := t.TempDir()
+	st, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"keys", "create", "--data", dir, "--tenant", "acme"}, "POST /v1/admin/keys"},
+		{[]string{"console", "link", "--data", dir, "--tenant", "acme", "--name", "a", "--role", "approver"}, "make console-link"},
+	} {
+		var out bytes.Buffer
+		err := run(context.Background(), tc.args, &out, &out)
+		if err == nil || !strings.Contains(err.Error(), "held by another process") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v; want the lock named and %q", tc.args, err, tc.want)
+		}
+	}
+}
