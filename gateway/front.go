@@ -36,3 +36,25 @@ func HasTool(tools []Tool, name string) bool {
 	}
 	return false
 }
+
+// NoContent reports a request whose messages carry nothing a model can
+// read: every text empty, no image, tool call or tool result (reasoning
+// alone does not count: the chat API takes none back). Translated, such a
+// request would leave the upstream no message at all (Anthropic refuses
+// empty text, and Baton drops it), so the fronts refuse it first.
+func (r Request) NoContent() bool {
+	for _, m := range r.Messages {
+		for _, b := range m.Content {
+			switch b.Type {
+			case "thinking":
+			case "text":
+				if b.Text != "" {
+					return false
+				}
+			default:
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -220,7 +220,11 @@ func (s *Server) prepareCall(w http.ResponseWriter, r *http.Request, f errFormat
 		if err := decodeBody(body, q); err != nil {
 			return gateway.Request{}, err
 		}
-		return q.ToGateway()
+		req, err := q.ToGateway()
+		if err == nil && format != "" && req.NoContent() {
+			return req, gateway.BadRequest("messages", "messages hold no content: every message is empty")
+		}
+		return req, err
 	}
 	if format == "" {
 		if req, err = decode(); err == nil {

@@ -182,6 +182,9 @@ func (s *Server) prepareResponses(w http.ResponseWriter, r *http.Request) (p res
 			call.Continue(h)
 		}
 		p.call, p.req = call, call.Request
+		if p.req.NoContent() {
+			return p, gateway.BadRequest("input", "input holds no content: every item is empty")
+		}
 		if notOurs != nil {
 			return p, onlyNative(notOurs)
 		}
