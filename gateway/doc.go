@@ -11,6 +11,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -324,6 +328,29 @@ type UpstreamError struct {
 
 // Unwrap exposes the transport cause to logs.
 func (e *UpstreamError) Unwrap() error { return e.cause }
+
+// MaxRetryAfter bounds the wait an upstream's Retry-After passes on to
+// clients: a provider's nonsense (years, an overflow) must not park an SDK
+// that honours it.
+const MaxRetryAfter = time.Hour
+
+// RetryAfterSeconds is the upstream's Retry-After (seconds, or an HTTP
+// date, taken against now) in whole seconds, at most MaxRetryAfter; 0 when
+// it sent none or one that does not parse.
+func (e *UpstreamError) RetryAfterSeconds(now time.Time) int {
+	v := strings.TrimSpace(e.RetryAfter)
+	if v == "" {
+		return 0
+	}
+	limit := int(MaxRetryAfter / time.Second)
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) && strings.Trim(v, "0123456789") == "" {
+		return int(min(n, uint64(limit))) // ErrRange gives the largest value: the limit
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return min(max(int(math.Ceil(t.Sub(now).Seconds())), 0), limit)
+	}
+	return 0
+}
 
 func (e *UpstreamError) Error() string {
 	msg := e.Public()

@@ -112,7 +112,7 @@ func describe(r *http.Request, err error) described {
 		return described{Error: domain.E("gateway", domain.KindNotFound, "model_not_found", "%s", publicMessage(err)), param: "model"}
 	case errors.As(err, &ue):
 		e := domain.E("gateway", domain.KindUpstream, "upstream_error", "%s", ue.Public())
-		e.RetryAfter, _ = strconv.Atoi(ue.RetryAfter)
+		e.RetryAfter = ue.RetryAfterSeconds(time.Now())
 		switch {
 		case ue.Timeout:
 			e.Kind, e.Code = domain.KindTimeout, "upstream_timeout"
