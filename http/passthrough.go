@@ -135,6 +135,17 @@ func nonEmptyArray(v gjson.Result) bool {
 	return some
 }
 
+// skimString reads a string field that Baton acts on (a tier it prices, an
+// id it looks up): another type would pass Baton by and reach the provider,
+// so it is refused as the translated path refuses it.
+func skimString(g *skimDoc, param string) (string, error) {
+	v := g.Get(param)
+	if v.Exists() && v.Type != gjson.String && v.Type != gjson.Null {
+		return "", typeErr(param, "a string")
+	}
+	return v.Str, nil
+}
+
 func typeErr(param, want string) error {
 	return domain.Invalid("decode", domain.FieldError{Pointer: "/" + param, Code: "invalid_type", Message: "must be " + want})
 }
@@ -276,7 +287,9 @@ func skimChat(body []byte) (skimmed, error) {
 		return s, typeErr("stream_options", "an object") // Baton sets include_usage in it
 	}
 	s.streamUsage = g.Get("stream_options.include_usage").Bool()
-	s.req.ServiceTier = g.Get("service_tier").Str
+	if s.req.ServiceTier, err = skimString(g, "service_tier"); err != nil {
+		return s, err
+	}
 	return s, uniqueNames(g, "stream_options", "response_format")
 }
 
@@ -301,7 +314,12 @@ func skimResponses(body []byte) (skimmed, error) {
 	}
 	f := g.Get("text.format.type").Str
 	s.req.NeedsJSON = f == "json_schema" || f == "json_object"
-	s.req.ServiceTier = g.Get("service_tier").Str
+	if s.req.ServiceTier, err = skimString(g, "service_tier"); err != nil {
+		return s, err
+	}
+	if _, err = skimString(g, "previous_response_id"); err != nil {
+		return s, err // looked up in the tenant's store, not passed by
+	}
 	return s, uniqueNames(g, "text", "text.format")
 }
 
