@@ -323,7 +323,10 @@ type UpstreamError struct {
 	Message    string
 	RetryAfter string
 	Timeout    bool
-	cause      error // kept for logs, not shown to callers
+	// Bad: Baton's 502 for an answer that is not one (malformed, cut, an
+	// error event mid-stream); the upstream's own status was a success.
+	Bad   bool
+	cause error // kept for logs, not shown to callers
 }
 
 // Unwrap exposes the transport cause to logs.
@@ -362,7 +365,7 @@ func (e *UpstreamError) Error() string {
 
 // Public is the error as callers may see it: no transport internals.
 func (e *UpstreamError) Public() string {
-	if e.Status == 0 {
+	if e.Status == 0 || e.Bad {
 		return fmt.Sprintf("provider %s: %s", e.Provider, e.Message)
 	}
 	return fmt.Sprintf("provider %s answered %d: %s", e.Provider, e.Status, e.Message)

@@ -94,7 +94,7 @@ func AnswerError(provider, what string, err error, detail bool) error {
 	if detail {
 		msg += ": " + jsonMistake(err)
 	}
-	return &UpstreamError{Provider: provider, Status: http.StatusBadGateway, Message: msg}
+	return &UpstreamError{Provider: provider, Status: http.StatusBadGateway, Bad: true, Message: msg}
 }
 
 // jsonMistake tells a decoding error in JSON's terms: encoding/json's
