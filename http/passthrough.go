@@ -664,6 +664,9 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 				}
 			}
 		}
+		// A Messages stream begins at its message_start (an upstream may
+		// ping first); the others at their first event.
+		starts := first && (!wire.named || wire.responses || d.Event == "message_start")
 		ending := raw != nil && d.StopReason != "" && !stopSeen
 		if ending {
 			// The event that ends the answer (message_delta, the finish
@@ -671,7 +674,7 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 			// stop reason.
 			stopSeen = true
 			raw = withSvc(raw, wire.stopSvc, newSvc(c, d.NativeStop), "", nil)
-		} else if raw != nil && first && string(raw) != "[DONE]" && (!wire.responses || gjson.GetBytes(raw, "response").IsObject()) {
+		} else if raw != nil && starts && string(raw) != "[DONE]" && (!wire.responses || gjson.GetBytes(raw, "response").IsObject()) {
 			raw = withSvc(raw, wire.firstSvc, newSvc(c, ""), "", nil)
 		}
 		if !up.Settled() && d.Usage != nil && d.StopReason != "" {
@@ -698,7 +701,7 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 				}
 			}
 		}
-		first = false
+		first = first && !starts
 		var err error
 		if named {
 			err = sse.event(d.Event, raw)
