@@ -71,6 +71,16 @@ func WorstTokens(req Request, m *Model) (in, out int) {
 		// tool with the provider's own tool-use prompt around it).
 		in += len(req.Output.Name) + len(req.Output.Description) + len(req.Output.Schema) + structuredOverhead
 	}
+	out, _ = OutputBound(req, m)
+	return in, out
+}
+
+// OutputBound is the most output a request can have on a model: its cap
+// (what the kind's adapter sends, where it sets one), or the model's
+// context when the request sets none, for each of its answers. known is
+// false when nothing bounds it (a model declared without its context
+// size): out is then unknownOutputCap's guess.
+func OutputBound(req Request, m *Model) (out int, known bool) {
 	out = req.MaxTokens
 	if m != nil {
 		if k, ok := lookupKind(m.Kind); ok && k.MaxTokens != nil {
@@ -78,13 +88,14 @@ func WorstTokens(req Request, m *Model) (in, out int) {
 			out = k.MaxTokens(req) // what the adapter sends
 		}
 	}
+	known = out > 0
 	if out <= 0 && m != nil {
-		out = m.ContextTokens
+		out, known = m.ContextTokens, m.ContextTokens > 0
 		if out <= 0 {
 			out = unknownOutputCap // a model declared without its context size
 		}
 	}
-	return in, forEachAnswer(out, req.Choices)
+	return forEachAnswer(out, req.Choices), known
 }
 
 // forEachAnswer is a per-answer token bound times the answers a request

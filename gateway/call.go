@@ -117,6 +117,10 @@ type Caller struct {
 	// provider's default tier changed (TierFor): served is the tier of the
 	// answer that showed it.
 	AutoTierSeen func(provider, served string)
+	// OutputOverReported, when set, is told of an upstream that reported
+	// more output tokens than the request allowed; the call is billed the
+	// bound.
+	OutputOverReported func(provider, model string, reported, bound int)
 }
 
 // DefaultTierer is a provider whose account may serve a call that names
@@ -229,6 +233,14 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 // after; the usage writer appends in the background, batching, so no fsync
 // is on the client's path. A partial stream is billed for what was sent.
 func (k *Caller) settle(c *Call, u Usage, outcome string) (*float64, func()) {
+	if limit, known := OutputBound(c.held(), c.Model); known && u.OutputTokens > limit {
+		// More than the request let the model write: the upstream's count
+		// is wrong, and billing it could spend a tenant's month at once.
+		if k.OutputOverReported != nil {
+			k.OutputOverReported(c.Provider.Name(), c.Model.ID, u.OutputTokens, limit)
+		}
+		u.OutputTokens = limit
+	}
 	cost := CostOf(c.held(), c.Model, u)
 	id := c.hold.UsageID() // on a shared store, this event releases the hold
 	at := time.Now().UTC()

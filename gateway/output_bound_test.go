@@ -1,0 +1,63 @@
+package gateway
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// An upstream that reports more output tokens than the request let the
+// model write is billed the request's bound, and the caller is told; a
+// model whose context is not declared, called without a cap, has no bound
+// to hold the count to.
+func TestReportedOutputBilledNoFurtherThanTheBound(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":1000000000000000}}`)
+	}))
+	t.Cleanup(up.Close)
+	price := `"pricing":{"inputPerMTok":1,"outputPerMTok":10,"source":"test"}`
+	cat, err := catalogFromFile(t, `{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"`+up.URL+`/v1","keyEnv":"P_KEY","models":[`+
+		`{"name":"known","contextTokens":8192,`+price+`},{"name":"open",`+price+`}]}]}`, map[string]string{"P_KEY": "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var told []string
+	k := &Caller{OutputOverReported: func(provider, model string, reported, bound int) {
+		told = append(told, fmt.Sprintf("%s %s %d>%d", provider, model, reported, bound))
+	}}
+	msgs := []Message{{Role: "user", Content: []Block{{Type: "text", Text: "hi"}}}}
+	for _, tc := range []struct {
+		model     string
+		req       Request
+		wantOut   int
+		wantTold  string
+		unbounded bool
+	}{
+		{"p:known", Request{Messages: msgs, MaxTokens: 50}, 50, "p p:known 1000000000000000>50", false},
+		{"p:known", Request{Messages: msgs, MaxTokens: 50, Choices: 3}, 150, "p p:known 1000000000000000>150", false},
+		{"p:known", Request{Messages: msgs}, 8192, "p p:known 1000000000000000>8192", false}, // no cap: the context bounds it
+		{"p:open", Request{Messages: msgs}, 1000000000000000, "", true},
+	} {
+		told = nil
+		chain, err := cat.Plan("", tc.model, tc.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &Call{ID: "c", Front: "generate", Tenant: "t", Req: tc.req}
+		a, err := k.Complete(t.Context(), c, chain)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.model, err)
+		}
+		want := RoundUSD((10*1.0 + float64(tc.wantOut)*10) / 1e6)
+		if a.Cost == nil || *a.Cost != want {
+			t.Errorf("%s %+v: cost %v, want %v", tc.model, tc.req.MaxTokens, a.Cost, want)
+		}
+		if got := fmt.Sprint(told); tc.unbounded && len(told) != 0 || !tc.unbounded && got != "["+tc.wantTold+"]" {
+			t.Errorf("%s: told %v, want %q", tc.model, told, tc.wantTold)
+		}
+	}
+}
