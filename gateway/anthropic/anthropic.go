@@ -18,6 +18,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/batonhq/baton/gateway"
@@ -197,6 +198,13 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		r.Messages = append(r.Messages, MessagesMessage{Role: m.Role})
 		contents = append(contents, blocks)
 	}
+	if thinking != nil && thinking.Type != "disabled" && unsignedToolTurn(r.Messages, contents) {
+		// With thinking on, Anthropic refuses a tool-use turn being
+		// continued that does not start with its signed thinking block; a
+		// chat client never has the signature to send back. That turn goes
+		// on without thinking (docs/api.md, Translation).
+		r.Thinking = nil
+	}
 	for i, c := range contents {
 		var err error // a tool input that is not JSON
 		if r.Messages[i].Content, err = json.Marshal(c); err != nil {
@@ -204,6 +212,23 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		}
 	}
 	return json.Marshal(r)
+}
+
+// unsignedToolTurn reports whether the last assistant turn called a tool
+// (the tool-use cycle the request continues) without starting with a
+// thinking block.
+func unsignedToolTurn(msgs []MessagesMessage, contents [][]RequestBlock) bool {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != "assistant" {
+			continue
+		}
+		blocks := contents[i]
+		if !slices.ContainsFunc(blocks, func(b RequestBlock) bool { return b.Type == "tool_use" }) {
+			return false
+		}
+		return len(blocks) == 0 || blocks[0].Type != "thinking" && blocks[0].Type != "redacted_thinking"
+	}
+	return false
 }
 
 // do calls the API with Baton's key. client holds the client's own

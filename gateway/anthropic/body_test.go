@@ -54,3 +54,56 @@ func TestMessageDecodingLooseWhereUnread(t *testing.T) {
 		t.Fatal("a content of another type was read")
 	}
 }
+
+// A chat client's tool loop with reasoning_effort: Anthropic refuses, with
+// thinking on, a continued tool-use turn that does not start with its
+// signed thinking block, which a chat client never has. That turn goes
+// without thinking; a turn with the signed block, or a new question after
+// a text answer, keeps it.
+func TestThinkingOffForAnUnsignedToolTurn(t *testing.T) {
+	p := New("anthropic", "http://127.0.0.1:1", "k", nil)
+	user := gateway.Message{Role: "user", Content: []gateway.Block{{Type: "text", Text: "weather in Paris?"}}}
+	call := gateway.Block{Type: "tool_use", ID: "toolu_1", Name: "get_weather", Input: json.RawMessage(`{"city":"Paris"}`)}
+	result := gateway.Message{Role: "user", Content: []gateway.Block{{Type: "tool_result", ToolUseID: "toolu_1", Text: "sunny"}}}
+	for _, tc := range []struct {
+		name     string
+		model    string
+		msgs     []gateway.Message
+		thinking string // the thinking type sent, "" for none
+	}{
+		{"unsigned tool turn, fixed budget", "claude-haiku-4-5", []gateway.Message{user,
+			{Role: "assistant", Content: []gateway.Block{{Type: "thinking", Thinking: "Look it up."}, call}}, result}, ""},
+		{"unsigned tool turn, adaptive", "claude-sonnet-5-5", []gateway.Message{user,
+			{Role: "assistant", Content: []gateway.Block{call}}, result}, ""},
+		{"signed tool turn", "claude-haiku-4-5", []gateway.Message{user,
+			{Role: "assistant", Content: []gateway.Block{{Type: "thinking", Thinking: "Look it up.", Signature: "sig"}, call}}, result}, "enabled"},
+		{"first turn", "claude-haiku-4-5", []gateway.Message{user}, "enabled"},
+		{"a new question after a text answer", "claude-sonnet-5-5", []gateway.Message{user,
+			{Role: "assistant", Content: []gateway.Block{call}}, result,
+			{Role: "assistant", Content: []gateway.Block{{Type: "text", Text: "Sunny."}}},
+			{Role: "user", Content: []gateway.Block{{Type: "text", Text: "and Rome?"}}}}, "adaptive"},
+	} {
+		req := gateway.Request{Model: tc.model, MaxTokens: 8000, OpenAISampling: gateway.OpenAISampling{ReasoningEffort: "low"}, Messages: tc.msgs,
+			Tools: []gateway.Tool{{Name: "get_weather", Schema: json.RawMessage(`{"type":"object"}`)}}}
+		body, err := p.body(req, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Thinking *struct {
+				Type string `json:"type"`
+			} `json:"thinking"`
+			MaxTokens int `json:"max_tokens"`
+		}
+		if err := json.Unmarshal(body, &got); err != nil {
+			t.Fatal(err)
+		}
+		sent := ""
+		if got.Thinking != nil {
+			sent = got.Thinking.Type
+		}
+		if sent != tc.thinking || got.MaxTokens != 8000 {
+			t.Errorf("%s: thinking %q, max_tokens %d; want %q, 8000 (%s)", tc.name, sent, got.MaxTokens, tc.thinking, body)
+		}
+	}
+}
