@@ -105,6 +105,12 @@ func (s *Server) prepareResponses(w http.ResponseWriter, r *http.Request) (p res
 	if err != nil {
 		return p, err
 	}
+	tenant := principalOf(r.Context()).Tenant
+	// References to items Baton answered become the items: no provider
+	// but Baton knows their ids.
+	if body, err = s.storedResponses().ResolveReferences(r.Context(), tenant, body); err != nil {
+		return p, err
+	}
 	sk, err := skimResponses(body)
 	if err != nil {
 		if _, derr := openai.DecodeResponsesRequest(body); derr != nil {
@@ -114,7 +120,6 @@ func (s *Server) prepareResponses(w http.ResponseWriter, r *http.Request) (p res
 	}
 	p.stream, p.native = sk.stream, nativeOf(r, gateway.FormatResponses, body)
 	p.native.ServiceTier = sk.req.ServiceTier
-	tenant := principalOf(r.Context()).Tenant
 	prev := gjson.GetBytes(body, "previous_response_id")
 	var (
 		stored  *openai.ResponsesRecord // the previous response, as Baton stored it

@@ -3,6 +3,7 @@ package openai
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -156,6 +157,31 @@ func NewResponsesID() string { return "resp_" + hexID() }
 
 func hexID() string { return strings.ReplaceAll(uuid.Must(uuid.NewV7()).String(), "-", "") }
 
+// itemID names an output item after its response and its place in the
+// output (msg_<the response id's hex>_<index>): a later request's
+// item_reference to it finds the stored response it came from
+// (ResponsesStore.ResolveReferences).
+func (o *ResponsesObject) itemID(prefix string, at int) string {
+	return prefix + strings.TrimPrefix(o.ID, "resp_") + "_" + strconv.Itoa(at)
+}
+
+// itemOrigin is the response and the place an item id of itemID's names.
+func itemOrigin(id string) (response string, at int, ok bool) {
+	_, rest, found := strings.Cut(id, "_")
+	if !found || !slices.Contains([]string{"msg", "rs", "fc"}, id[:len(id)-len(rest)-1]) {
+		return "", 0, false
+	}
+	hex, n, found := strings.Cut(rest, "_")
+	if !found || len(hex) != 32 || strings.Trim(hex, "0123456789abcdef") != "" {
+		return "", 0, false
+	}
+	at, err := strconv.Atoi(n)
+	if err != nil || at < 0 || strconv.Itoa(at) != n {
+		return "", 0, false
+	}
+	return "resp_" + hex, at, true
+}
+
 // Object is the response to the call as it begins: in progress, no output,
 // the request's options echoed.
 func (c *ResponsesCall) Object(id string, created time.Time, model string) *ResponsesObject {
@@ -228,7 +254,7 @@ func (o *ResponsesObject) Complete(resp *gateway.Response, out *gateway.OutputSc
 	msgAt := -1 // the message being filled, -1 when none is
 	part := func(p any) {
 		if msgAt < 0 {
-			output = append(output, ResponsesMessage{Type: "message", ID: "msg_" + hexID(), Status: ResponsesCompleted, Role: "assistant"})
+			output = append(output, ResponsesMessage{Type: "message", ID: o.itemID("msg_", len(output)), Status: ResponsesCompleted, Role: "assistant"})
 			msgAt = len(output) - 1
 		}
 		m := output[msgAt].(ResponsesMessage)
@@ -247,7 +273,7 @@ func (o *ResponsesObject) Complete(resp *gateway.Response, out *gateway.OutputSc
 		switch {
 		case b.Type == "thinking" && b.Thinking != "":
 			msgAt = -1
-			output = append(output, newReasoning("rs_"+hexID(), b.Thinking, b.Signature))
+			output = append(output, newReasoning(o.itemID("rs_", len(output)), b.Thinking, b.Signature))
 		case b.Type == "text" && !structured && b.Text != "":
 			part(newOutputText(b.Text))
 		case b.Type == "tool_use" && (out == nil || b.Name != out.Name):
@@ -256,7 +282,7 @@ func (o *ResponsesObject) Complete(resp *gateway.Response, out *gateway.OutputSc
 			if args == "" {
 				args = "{}"
 			}
-			output = append(output, o.functionCall("fc_"+hexID(), b.ID, b.Name, args, ResponsesCompleted))
+			output = append(output, o.functionCall(o.itemID("fc_", len(output)), b.ID, b.Name, args, ResponsesCompleted))
 		}
 	}
 	if resp.Refusal != "" {

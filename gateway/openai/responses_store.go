@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
@@ -231,4 +233,52 @@ func storedItemError(rec *ResponsesRecord, part string, err error) error {
 		return refused("previous_response_id", "response %s was answered by %s and cannot be continued on this model: its %s: %s", rec.ID, rec.Upstream, part, de.Message)
 	}
 	return fmt.Errorf("responses: stored %s of %s: %v", part, rec.ID, err)
+}
+
+// ResolveReferences replaces, in a Responses request body, each
+// item_reference to an output item Baton named (itemID) by that item, read
+// from the tenant's stored response: a client that keeps its conversation
+// with store on (the AI SDK does) refers to earlier items by id, and no
+// provider but Baton knows Baton's. A reference Baton did not name is left
+// for the provider (OpenAI's own items, passed through); one Baton named
+// whose response it does not keep for the tenant is a 400 naming it.
+func (s ResponsesStore) ResolveReferences(ctx context.Context, tenant string, body []byte) ([]byte, error) {
+	input := gjson.GetBytes(body, "input")
+	if !input.IsArray() || !strings.Contains(input.Raw, "item_reference") {
+		return body, nil
+	}
+	var items []string
+	outputs := map[string][]gjson.Result{} // a response's output, read once
+	changed := false
+	for i, it := range input.Array() {
+		id := it.Get("id")
+		response, at, ours := itemOrigin(id.Str)
+		if it.Get("type").Str != "item_reference" || id.Type != gjson.String || !ours {
+			items = append(items, it.Raw)
+			continue
+		}
+		notFound := invalid(fmt.Sprintf("input/%d/id", i), "Item with id '%s' not found (the items of responses sent with store: false are not kept).", id.Str)
+		out, ok := outputs[response]
+		if !ok {
+			rec, err := s.Load(ctx, tenant, response, "")
+			var de *domain.Error
+			if errors.As(err, &de) && de.Kind == domain.KindNotFound {
+				return nil, notFound
+			}
+			if err != nil {
+				return nil, err
+			}
+			out = gjson.GetBytes(rec.Response, "output").Array()
+			outputs[response] = out
+		}
+		if at >= len(out) || out[at].Get("id").Str != id.Str {
+			return nil, notFound
+		}
+		items = append(items, out[at].Raw)
+		changed = true
+	}
+	if !changed {
+		return body, nil
+	}
+	return sjson.SetRawBytes(body, "input", []byte("["+strings.Join(items, ",")+"]"))
 }

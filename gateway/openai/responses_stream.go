@@ -144,7 +144,7 @@ func (s *ResponsesStream) think(text string) error {
 		if err := s.closeMessage(ResponsesCompleted); err != nil {
 			return err
 		}
-		r := &streamReasoning{at: len(s.output), id: "rs_" + hexID()}
+		r := &streamReasoning{at: len(s.output), id: s.obj.itemID("rs_", len(s.output))}
 		s.reason = r
 		item := newReasoning(r.id, "", "")
 		s.output = append(s.output, item)
@@ -191,7 +191,7 @@ func (s *ResponsesStream) write(kind, text string) error {
 		return err
 	}
 	if s.msg == nil {
-		s.msg = &streamMessage{at: len(s.output), id: "msg_" + hexID()}
+		s.msg = &streamMessage{at: len(s.output), id: s.obj.itemID("msg_", len(s.output))}
 		item := ResponsesMessage{Type: "message", ID: s.msg.id, Status: ResponsesInProgress, Role: "assistant", Content: []any{}}
 		s.output = append(s.output, item)
 		if err := s.event("response.output_item.added", map[string]any{"output_index": s.msg.at, "item": item}); err != nil {
@@ -284,7 +284,7 @@ func (s *ResponsesStream) toolCall(tc *gateway.ToolCallDelta) error {
 		if err := s.closeMessage(ResponsesCompleted); err != nil {
 			return err
 		}
-		c = &streamCall{at: len(s.output), id: "fc_" + hexID(), callID: tc.ID, name: tc.Name}
+		c = &streamCall{at: len(s.output), id: s.obj.itemID("fc_", len(s.output)), callID: tc.ID, name: tc.Name}
 		if c.callID == "" {
 			c.callID = "call_" + hexID()
 		}

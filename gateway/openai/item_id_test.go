@@ -1,0 +1,47 @@
+package openai
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// An output item's id names its response and place, and reads back to
+// them; an id Baton did not name reads as none.
+func TestItemIDReadsBack(t *testing.T) {
+	o := &ResponsesObject{ID: NewResponsesID()}
+	for _, prefix := range []string{"msg_", "rs_", "fc_"} {
+		for _, at := range []int{0, 3, 12} {
+			id := o.itemID(prefix, at)
+			resp, got, ok := itemOrigin(id)
+			if !ok || resp != o.ID || got != at {
+				t.Errorf("%s: %s %d %v", id, resp, got, ok)
+			}
+		}
+	}
+	hex := strings.TrimPrefix(o.ID, "resp_")
+	for _, id := range []string{"", "msg_", "msg_" + hex, "msg_" + hex + "_", "msg_" + hex + "_-1", "msg_" + hex + "_01", "msg_" + hex + "_1x",
+		"xx_" + hex + "_0", "msg_" + strings.ToUpper(hex) + "_0", "msg_" + hex[:31] + "_0", "msg_67ccd2bf17f0819081ff3bb2cf6508e60bb6a6b452d3795b", "resp_" + hex} {
+		if r, at, ok := itemOrigin(id); ok {
+			t.Errorf("%q read as %s %d", id, r, at)
+		}
+	}
+}
+
+// FuzzItemOrigin: an id that reads is exactly the one itemID writes for
+// what it reads as.
+func FuzzItemOrigin(f *testing.F) {
+	for _, s := range []string{"msg_0123456789abcdef0123456789abcdef_0", "fc_0123456789abcdef0123456789abcdef_12", "rs__", "msg_x_1", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		resp, at, ok := itemOrigin(id)
+		if !ok {
+			return
+		}
+		prefix, _, _ := strings.Cut(id, "_")
+		if want := (&ResponsesObject{ID: resp}).itemID(prefix+"_", at); want != id || at < 0 || !strings.HasPrefix(resp, "resp_") || strconv.Itoa(at) == "" {
+			t.Fatalf("%q read as %s %d, which writes %q", id, resp, at, want)
+		}
+	})
+}

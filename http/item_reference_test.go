@@ -1,0 +1,65 @@
+package http_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// A client that keeps its Responses conversation with store on (the AI
+// SDK's default) refers to earlier output items by id. Translated, no
+// provider knows Baton's ids: Baton puts the items it stored for the
+// tenant in their place, and refuses a reference it does not keep for
+// that tenant, before any upstream call.
+func TestItemReferencesToBatonsItems(t *testing.T) {
+	e, f := newGatewayEnv(t)
+	const model = "anthropic:claude-haiku-4-5"
+	first := e.must(e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": model, "input": "hi"}), 200)
+	msgID := gjson.GetBytes(first.raw, "output.0.id").Str
+	if !strings.HasPrefix(msgID, "msg_"+strings.TrimPrefix(first.str("id"), "resp_")+"_") {
+		t.Fatalf("the item id %q does not name its response %s", msgID, first.str("id"))
+	}
+	// Streamed, the ids are the same kind, and kept the same way.
+	_, events := e.stream("/v1/responses", e.tenantA, map[string]any{"model": model, "input": "hi", "stream": true})
+	var streamedID string
+	for _, ev := range events {
+		if ev[0] == "response.completed" {
+			streamedID = gjson.Get(ev[1], "response.output.0.id").Str
+		}
+	}
+	if !strings.HasPrefix(streamedID, "msg_") {
+		t.Fatalf("streamed: %v", events)
+	}
+	for _, id := range []string{msgID, streamedID} {
+		second := e.must(e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": model, "input": []any{
+			map[string]any{"role": "user", "content": "hi"},
+			map[string]any{"type": "item_reference", "id": id},
+			map[string]any{"role": "user", "content": "and then?"},
+		}}), 200)
+		if !strings.Contains(gjson.GetBytes(second.raw, "output.0.content.0.text").Str, "turns=3") {
+			t.Fatalf("the referenced item did not reach the provider as a turn: %s", second.raw)
+		}
+	}
+
+	unstored := e.must(e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": model, "input": "hi", "store": false}), 200)
+	calls := f.calls.Load()
+	for _, tc := range []struct {
+		name, key, id, want string
+	}{
+		{"another tenant's", e.tenantB, msgID, "not found"},
+		{"a response sent with store false", e.tenantA, gjson.GetBytes(unstored.raw, "output.0.id").Str, "not found"},
+		{"a place past the output", e.tenantA, strings.TrimSuffix(msgID, "_0") + "_7", "not found"},
+		{"never answered", e.tenantA, "msg_0123456789abcdef0123456789abcdef_0", "not found"},
+		{"another provider's", e.tenantA, "msg_67ccd2bf17f0819081ff3bb2cf6508e60bb6a6b452d3795b", "did not answer"},
+	} {
+		r := e.do("POST", "/v1/responses", tc.key, map[string]any{"model": model, "input": []any{
+			map[string]any{"role": "user", "content": "hi"}, map[string]any{"type": "item_reference", "id": tc.id}}})
+		if r.status != 400 || !strings.Contains(r.str("error.message"), tc.want) {
+			t.Errorf("%s: %d %s; want 400 saying %q", tc.name, r.status, r.raw, tc.want)
+		}
+	}
+	if f.calls.Load() != calls {
+		t.Fatal("a refused reference reached the provider")
+	}
+}
