@@ -63,3 +63,27 @@ func TestItemReferencesToBatonsItems(t *testing.T) {
 		t.Fatal("a refused reference reached the provider")
 	}
 }
+
+// References are short and the items they stand for need not be: the body
+// they resolve to is held to the same limit as a body sent whole, so that a
+// few kilobytes of references to one large item cannot make the server
+// build gigabytes.
+func TestItemReferencesResolveWithinTheBodyLimit(t *testing.T) {
+	e, f := newGatewayEnv(t)
+	const model = "anthropic:claude-haiku-4-5"
+	big := e.must(e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": model, "input": "hi",
+		"instructions": strings.Repeat("x", 64<<10)}), 200) // the fake upstream's answer repeats the system prompt
+	id := gjson.GetBytes(big.raw, "output.0.id").Str
+	refs := []any{map[string]any{"role": "user", "content": "hi"}}
+	for range 600 { // about 40 MB once resolved, from a 40 KB body
+		refs = append(refs, map[string]any{"type": "item_reference", "id": id})
+	}
+	calls := f.calls.Load()
+	r := e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": model, "input": refs})
+	if r.status != 413 || r.str("error.code") != "body_too_large" {
+		t.Fatalf("%d %.300s; want 413 body_too_large", r.status, r.raw)
+	}
+	if f.calls.Load() != calls {
+		t.Fatal("a refused request reached the provider")
+	}
+}

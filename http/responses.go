@@ -108,7 +108,7 @@ func (s *Server) prepareResponses(w http.ResponseWriter, r *http.Request) (p res
 	tenant := principalOf(r.Context()).Tenant
 	// References to items Baton answered become the items: no provider
 	// but Baton knows their ids.
-	if body, err = s.storedResponses().ResolveReferences(r.Context(), tenant, body); err != nil {
+	if body, err = s.storedResponses().ResolveReferences(r.Context(), tenant, body, s.maxModelBody); err != nil {
 		return p, err
 	}
 	sk, err := skimResponses(body)

@@ -241,20 +241,32 @@ func storedItemError(rec *ResponsesRecord, part string, err error) error {
 // with store on (the AI SDK does) refers to earlier items by id, and no
 // provider but Baton knows Baton's. A reference Baton did not name is left
 // for the provider (OpenAI's own items, passed through); one Baton named
-// whose response it does not keep for the tenant is a 400 naming it.
-func (s ResponsesStore) ResolveReferences(ctx context.Context, tenant string, body []byte) ([]byte, error) {
+// whose response it does not keep for the tenant is a 400 naming it. The
+// body resolved is held to limit, as a body sent whole is: a reference is
+// some 60 bytes and its item up to a stored response's size.
+func (s ResponsesStore) ResolveReferences(ctx context.Context, tenant string, body []byte, limit int64) ([]byte, error) {
 	input := gjson.GetBytes(body, "input")
 	if !input.IsArray() || !strings.Contains(input.Raw, "item_reference") {
 		return body, nil
 	}
 	var items []string
+	size := int64(len(body) - len(input.Raw) + 1) // the body around the items and the array's brackets, less the first item's comma
+	add := func(raw string) error {
+		if size += int64(len(raw)) + 1; size > limit {
+			return domain.E("decode", domain.KindTooLarge, "body_too_large", "the request body is larger than %d bytes with its item references resolved", limit)
+		}
+		items = append(items, raw)
+		return nil
+	}
 	outputs := map[string][]gjson.Result{} // a response's output, read once
 	changed := false
 	for i, it := range input.Array() {
 		id := it.Get("id")
 		response, at, ours := itemOrigin(id.Str)
 		if it.Get("type").Str != "item_reference" || id.Type != gjson.String || !ours {
-			items = append(items, it.Raw)
+			if err := add(it.Raw); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		notFound := invalid(fmt.Sprintf("input/%d/id", i), "Item with id '%s' not found (the items of responses sent with store: false are not kept).", id.Str)
@@ -274,7 +286,9 @@ func (s ResponsesStore) ResolveReferences(ctx context.Context, tenant string, bo
 		if at >= len(out) || out[at].Get("id").Str != id.Str {
 			return nil, notFound
 		}
-		items = append(items, out[at].Raw)
+		if err := add(out[at].Raw); err != nil {
+			return nil, err
+		}
 		changed = true
 	}
 	if !changed {
