@@ -140,6 +140,10 @@ func TestPlanBareNameWithoutTheKey(t *testing.T) {
 	if !errors.As(err, &de) || de.Code != "provider_not_configured" || !de.NoRetry {
 		t.Fatalf("err = %v", err)
 	}
+	// The built-in provider lists it: the name is right, the key is missing.
+	if strings.Contains(de.Message, "no provider lists") || !strings.Contains(de.Message, "provider anthropic is not configured") {
+		t.Fatalf("a name the built-in provider lists: %v", err)
+	}
 	// A name no provider lists (a typo, a model left out) says so.
 	_, err = cat.Plan(FormatChat, "gpt-typo", Request{MaxTokens: 10})
 	if !errors.As(err, &de) || de.Code != "provider_not_configured" || !de.NoRetry ||

@@ -341,16 +341,16 @@ func (c *Catalog) Plan(format, id string, req Request) ([]Target, error) {
 	if err != nil && errors.Is(err, ErrUnknownModel) && !strings.Contains(id, ":") && !IsMode(id) && nativeProvider[format] != "" {
 		fb, ferr := c.plan(nativeProvider[format]+":"+id, req)
 		var de *domain.Error
-		if errors.As(ferr, &de) && de.Code == "provider_not_configured" {
+		if _, listed := c.Get(nativeProvider[format] + ":" + id); !listed && errors.As(ferr, &de) && de.Code == "provider_not_configured" {
 			// Say why that provider: a mistyped name reads otherwise as a
-			// server without a key.
+			// server without a key. A name it lists is right as it is.
 			e := domain.E("gateway", domain.KindUnavailable, "provider_not_configured",
 				"no provider lists model %q; as a bare name it goes to the built-in %s provider, which is not configured on this server (no API key); see GET /v1/models for available models", id, nativeProvider[format])
 			e.NoRetry = true
 			return nil, e
 		}
 		if ferr == nil || !errors.Is(ferr, ErrUnknownModel) {
-			return fb, ferr // the provider's answer: its chain
+			return fb, ferr // the provider's answer: its chain, or that it has no key
 		}
 	}
 	return chain, err
