@@ -165,7 +165,7 @@ func (s *anRawStream) Next() (gateway.Delta, error) {
 		s.done = true
 	case "error":
 		typ := g.Get("error.type").Str
-		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: anthropicStatus(typ), Type: typ, Message: g.Get("error.message").Str}
+		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: anthropicStatus(typ), Bad: true, Type: typ, Message: g.Get("error.message").Str}
 	}
 	return d, nil
 }

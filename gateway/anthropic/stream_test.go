@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -205,6 +206,23 @@ func TestAnthropicStreamOneHourCacheWrites(t *testing.T) {
 			if last == nil || *last != c.want {
 				t.Errorf("%s, %s: usage %+v, want %+v", c.name, st.parser, last, c.want)
 			}
+		}
+	}
+}
+
+// An error event in a passed-through stream came after a 200: its status
+// is Baton's mapping of the error's type, not one the provider answered,
+// as in the translated stream.
+func TestPassedThroughStreamErrorNamesNoStatus(t *testing.T) {
+	ev := `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`
+	for name, s := range map[string]gateway.Stream{
+		"passed through": &anRawStream{name: "anthropic", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader("event: error\ndata: " + ev + "\n\n"))},
+		"translated":     anStreamOf(ev),
+	} {
+		_, err := upstreamtest.Drain(t, s)
+		var ue *gateway.UpstreamError
+		if !errors.As(err, &ue) || ue.Status != 529 || strings.Contains(ue.Public(), "answered") || !strings.Contains(ue.Public(), "Overloaded") {
+			t.Errorf("%s: %v", name, err)
 		}
 	}
 }

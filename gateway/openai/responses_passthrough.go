@@ -92,7 +92,9 @@ func responsesStop(r gjson.Result) (string, string) {
 	}
 }
 
-// responsesFailure is a response.failed's or an error event's error.
+// responsesFailure is a response.failed's or an error event's error: it
+// came in a 200, so its status is Baton's mapping (Bad), not the
+// provider's.
 func responsesFailure(provider string, e gjson.Result) error {
 	code := e.Get("code").Str
 	if code == "" {
@@ -107,7 +109,7 @@ func responsesFailure(provider string, e gjson.Result) error {
 	case strings.Contains(code, "invalid") || strings.Contains(code, "context_length"):
 		status = http.StatusBadRequest
 	}
-	return &gateway.UpstreamError{Provider: provider, Status: status, Type: code, Message: cmp.Or(e.Get("message").Str, "response failed")}
+	return &gateway.UpstreamError{Provider: provider, Status: status, Bad: true, Type: code, Message: cmp.Or(e.Get("message").Str, "response failed")}
 }
 
 // respRawStream is a Responses event stream passed through: each event is

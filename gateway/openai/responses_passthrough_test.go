@@ -76,3 +76,20 @@ func TestOpenAISpeaksResponses(t *testing.T) {
 		t.Fatal("only OpenAI itself speaks the Responses API")
 	}
 }
+
+// A failed response came in a 200 (a body whose status is failed, or a
+// stream's response.failed or error event): its status is Baton's mapping
+// of the error's code, not one the provider answered.
+func TestResponsesFailureNamesNoStatus(t *testing.T) {
+	failed := `,"response":{"status":"failed","error":{"code":"server_error","message":"The model failed"}}`
+	for name, s := range map[string]*respRawStream{
+		"response.failed": respStream(respEvent("response.created", `,"response":{}`), respEvent("response.failed", failed)),
+		"error event":     respStream(respEvent("error", `,"code":"rate_limit_exceeded","message":"The model failed"`)),
+	} {
+		_, err := upstreamtest.Drain(t, s)
+		var ue *gateway.UpstreamError
+		if !errors.As(err, &ue) || strings.Contains(ue.Public(), "answered") || !strings.Contains(ue.Public(), "The model failed") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
