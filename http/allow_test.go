@@ -12,6 +12,8 @@ func TestMethodNotAllowedSaysWhatIsAllowed(t *testing.T) {
 		{"PATCH", "/v1/messages", "POST"},
 		{"POST", "/", "GET, HEAD"},
 		{"GET", "/v1/models/sync", "POST"},
+		{"DELETE", "/v1/models/sync", "POST"}, // GET below /v1/models is a model's, not this path's
+		{"PUT", "/v1/models/health/batch", "POST"},
 		{"DELETE", "/v1/models/openai:gpt-4o-mini", "GET"},
 	}
 	for _, tt := range tests {

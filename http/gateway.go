@@ -134,16 +134,25 @@ func anthropicModel(m gateway.Model) map[string]any {
 		"provider": m.Provider, "modes": m.Modes, "contextTokens": m.ContextTokens, "available": m.Available, "hasPricing": m.HasPricing, "health": m.Health}
 }
 
+// adminModelsPath reports whether /v1/models/{id} is one of the admin
+// endpoints there, which are POSTs.
+func adminModelsPath(id string) bool {
+	switch id {
+	case "sync", "health", "health/batch", "route/preview":
+		return true
+	}
+	return false
+}
+
 // getModel answers GET /v1/models/{id} (OpenAI's models.retrieve,
 // Anthropic's models.get, told apart by the anthropic-version header). Ids
 // may hold '/' and ':' (openrouter:meta-llama/llama-3:free): the route
 // takes the rest of the path.
 func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
-	switch id {
-	case "sync", "health", "health/batch", "route/preview":
-		// The admin endpoints under /v1/models are POSTs; this route takes
-		// every other GET below /v1/models, so it answers for them.
+	if adminModelsPath(id) {
+		// This route takes every other GET below /v1/models, so it answers
+		// for them.
 		w.Header().Set("Allow", http.MethodPost)
 		s.noRoute(w, r, notAllowed(r))
 		return

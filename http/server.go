@@ -256,7 +256,7 @@ func NewServer(cfg Config) *Server {
 		rt.HandleFunc("/v1/models/health/batch", s.withKeyAs(adminOnly, openaiErrors, s.healthBatch)).Methods(http.MethodPost)
 		rt.HandleFunc("/v1/models/route/preview", s.withKeyAs(adminOnly, openaiErrors, s.routePreview)).Methods(http.MethodPost)
 		rt.HandleFunc("/v1/models/infrastructure", s.withKeyAs(adminOnly, openaiErrors, s.infrastructure)).Methods(http.MethodGet)
-		rt.HandleFunc("/v1/models/{id:.+}", s.withKeyAs(anyKey, modelErrors, s.getModel)).Methods(http.MethodGet) // after the fixed /v1/models/* paths
+		rt.HandleFunc("/v1/models/{id:.+}", s.withKeyAs(anyKey, modelErrors, s.getModel)).Methods(http.MethodGet).Name(modelRoute) // after the fixed /v1/models/* paths
 		post("/v1/generate", s.withKey(anyKey, s.withIdempotency("generate", s.generate)))
 		rt.HandleFunc("/v1/capabilities", s.withKey(anyKey, s.capabilities)).Methods(http.MethodGet)
 		rt.HandleFunc("/v1/agent-plans", s.withKey(anyKey, s.withIdempotency("agent-plans", s.createPlan))).Methods(http.MethodPost)
@@ -362,6 +362,10 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, body)
 }
 
+// modelRoute names GET /v1/models/{id}, which takes every GET below
+// /v1/models.
+const modelRoute = "model"
+
 // allowed lists the methods the router serves on r's path: a 405 carries
 // them in Allow (RFC 9110, section 15.5.6).
 func (s *Server) allowed(r *http.Request) string {
@@ -370,7 +374,8 @@ func (s *Server) allowed(r *http.Request) string {
 		q := *r
 		q.Method = m
 		var match mux.RouteMatch
-		if s.router.Match(&q, &match) && match.MatchErr == nil {
+		if s.router.Match(&q, &match) && match.MatchErr == nil &&
+			(match.Route.GetName() != modelRoute || !adminModelsPath(match.Vars["id"])) { // that GET is a 405 too
 			ms = append(ms, m)
 		}
 	}
