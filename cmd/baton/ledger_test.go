@@ -519,3 +519,21 @@ func TestLedgerVerifyReportsAnEventTheStateMachineRefuses(t *testing.T) {
 		t.Fatalf("verify = %v, said:\n%s\nwant a line with %q", err, out.String(), want)
 	}
 }
+
+// The console hint asks the server where a client on this machine reaches
+// it: a wildcard address (--addr :8080) is reached on the loopback, and
+// written so that a shell takes it as it is.
+func TestConsoleHintAddress(t *testing.T) {
+	for addr, want := range map[string]string{
+		"127.0.0.1:8080":  "make console-link NAME=you@example.com",
+		"[::]:8080":       "make console-link NAME=you@example.com",
+		"0.0.0.0:8080":    "make console-link NAME=you@example.com",
+		"[::]:9090":       "make console-link NAME=you@example.com ADDR=127.0.0.1:9090",
+		"10.0.0.5:8080":   "make console-link NAME=you@example.com ADDR=10.0.0.5:8080",
+		"127.0.0.1:34567": "make console-link NAME=you@example.com ADDR=127.0.0.1:34567",
+	} {
+		if got := consoleHint(addr); got != want {
+			t.Errorf("%s: %q, want %q", addr, got, want)
+		}
+	}
+}

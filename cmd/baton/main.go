@@ -438,6 +438,22 @@ func storeCheck(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
+// consoleHint is the make console-link line that asks this server, which
+// listens on addr, for a link. A wildcard address (--addr :8080, which
+// listens as [::]:8080) is asked on the loopback, which it serves too:
+// zsh would take ADDR=[::]:8080 for a pattern.
+func consoleHint(addr string) string {
+	if host, port, err := net.SplitHostPort(addr); err == nil {
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			addr = net.JoinHostPort("127.0.0.1", port)
+		}
+	}
+	if addr == defaultAddr {
+		return "make console-link NAME=you@example.com"
+	}
+	return "make console-link NAME=you@example.com ADDR=" + addr // the link is asked of this server, where it listens
+}
+
 // bootstrapKey creates the first admin key on a store that has none and
 // prints it once, outside the structured log, so `make run` on a fresh
 // machine hands the newcomer a working key. The key is appended only if the
@@ -455,10 +471,7 @@ func bootstrapKey(ctx context.Context, keys *ledger.Keys, proj *projections.Runn
 	if err := proj.CatchUp(ctx); err != nil || !created {
 		return err
 	}
-	link := "make console-link NAME=you@example.com"
-	if addr != defaultAddr {
-		link += " ADDR=" + addr // the link is asked of this server, where it listens
-	}
+	link := consoleHint(addr)
 	fmt.Fprintf(stderr, "\n  No API keys existed, so Baton created an admin key for tenant %q.\n  It is shown only this once (Baton stores its hash):\n\n    export BATON_API_KEY=%s\n\n  Create more with POST /v1/admin/keys, or `baton keys create --tenant NAME` while stopped.\n  Open the console (/console/) with a one-time link: %s\n  (POST /v1/admin/console-links with this key; docs/console.md).\n\n", k.Tenant, k.Key, link)
 	return nil
 }
