@@ -91,11 +91,6 @@ type planOutput struct {
 	Assumptions []string `json:"assumptions"`
 }
 
-// BuildPlan turns the agent_plan output into a plan and applies the policy
-// of its risk level, which the model cannot loosen: at high and critical
-// every external action needs approval and the approval is manual, and an
-// external action always leaves proof. docs/api.md ("Agent plans") has the
-// whole policy.
 // CheckPlanRequest checks a plan request's own fields as a contract's are
 // checked, with the same codes and messages; the agent_plan task's input
 // schema checks what is left.
@@ -107,6 +102,11 @@ func CheckPlanRequest(objective, target, risk string) error {
 	return v.err("agent_plans")
 }
 
+// BuildPlan turns the agent_plan output into a plan and applies the policy
+// of its risk level, which the model cannot loosen: at high and critical
+// every external action needs approval and the approval is manual, and an
+// external action always leaves proof. docs/api.md ("Agent plans") has the
+// whole policy.
 func BuildPlan(id, objective string, constraints []string, target, risk string, output json.RawMessage) (*Plan, error) {
 	if !slices.Contains(RiskLevels, risk) {
 		return nil, Invalid("plan", FieldError{Pointer: "/riskLevel", Code: "invalid_enum", Message: fmt.Sprintf("riskLevel must be one of %v", RiskLevels)})

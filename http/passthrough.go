@@ -372,9 +372,6 @@ func withSvc(raw []byte, path string, svc any, usage string, cost *float64) []by
 	return raw
 }
 
-// withSvcAndCost is withSvc for a finished answer's top-level svc and
-// usage: one pass over its top-level fields and one copy, as it runs on
-// every passed-through answer.
 // passedAnswer is a passed-through whole answer as the client gets it: svc
 // and the cost added and, when the upstream reported no usage, Baton's
 // count (marked estimated) in the front's usage shape.
@@ -386,6 +383,9 @@ func passedAnswer[U any](c *gateway.Call, a *gateway.Answer, usage func(gateway.
 	return withSvcAndCost(raw, newSvc(c, a.NativeStop), a.Cost)
 }
 
+// withSvcAndCost is withSvc for a finished answer's top-level svc and
+// usage: one pass over its top-level fields and one copy, as it runs on
+// every passed-through answer.
 func withSvcAndCost(raw []byte, svc svcTrace, cost *float64) []byte {
 	t := trimJSONSpace(raw)
 	if len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}' {
