@@ -50,6 +50,7 @@ func TestItemReferencesToBatonsItems(t *testing.T) {
 		{"another tenant's", e.tenantB, msgID, "not found"},
 		{"a response sent with store false", e.tenantA, gjson.GetBytes(unstored.raw, "output.0.id").Str, "not found"},
 		{"a place past the output", e.tenantA, strings.TrimSuffix(msgID, "_0") + "_7", "not found"},
+		{"another kind of item at that place", e.tenantA, "fc_" + strings.TrimPrefix(msgID, "msg_"), "not found"},
 		{"never answered", e.tenantA, "msg_0123456789abcdef0123456789abcdef_0", "not found"},
 		{"another provider's", e.tenantA, "msg_67ccd2bf17f0819081ff3bb2cf6508e60bb6a6b452d3795b", "did not answer"},
 	} {
