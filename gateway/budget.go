@@ -98,6 +98,23 @@ func OutputBound(req Request, m *Model) (out int, known bool) {
 	return forEachAnswer(out, req.Choices), known
 }
 
+// BilledOutputBound is the most output a call can be billed for: the
+// request's bound (OutputBound) where its kind's cap bounds everything the
+// model writes, else the model's context, for each answer. known is false
+// when nothing bounds it.
+func BilledOutputBound(req Request, m *Model) (out int, known bool) {
+	if m == nil {
+		return 0, false
+	}
+	if k, ok := lookupKind(m.Kind); ok && k.CapBoundsOutput {
+		return OutputBound(req, m)
+	}
+	if m.ContextTokens <= 0 {
+		return 0, false
+	}
+	return forEachAnswer(m.ContextTokens, req.Choices), true
+}
+
 // forEachAnswer is a per-answer token bound times the answers a request
 // asks for (choices; 0 is one), saturating at 2^31-1: each is bounded by
 // the fronts, not their product, which must not wrap.

@@ -49,6 +49,12 @@ type Kind struct {
 	// Development: the offline provider, serving LocalModel; built in
 	// only, never declared in a providers file.
 	Development bool
+	// CapBoundsOutput: the request's token cap bounds all the output the
+	// provider bills, reasoning included (OpenAI's and Anthropic's own
+	// APIs). Without it (an OpenAI-compatible server: DeepSeek's R1 capped
+	// only the answer after its reasoning), billed output is held to the
+	// model's context instead (BilledOutputBound).
+	CapBoundsOutput bool
 }
 
 var (

@@ -11,7 +11,8 @@ import (
 // An upstream that reports more output tokens than the request let the
 // model write is billed the request's bound, and the caller is told; a
 // model whose context is not declared, called without a cap, has no bound
-// to hold the count to.
+// to hold the count to. An OpenAI-compatible server's cap may leave its
+// reasoning out: its count is held to the model's context only.
 func TestReportedOutputBilledNoFurtherThanTheBound(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -20,8 +21,9 @@ func TestReportedOutputBilledNoFurtherThanTheBound(t *testing.T) {
 	}))
 	t.Cleanup(up.Close)
 	price := `"pricing":{"inputPerMTok":1,"outputPerMTok":10,"source":"test"}`
-	cat, err := catalogFromFile(t, `{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"`+up.URL+`/v1","keyEnv":"P_KEY","models":[`+
-		`{"name":"known","contextTokens":8192,`+price+`},{"name":"open",`+price+`}]}]}`, map[string]string{"P_KEY": "k"})
+	models := `[{"name":"known","contextTokens":8192,` + price + `},{"name":"open",` + price + `}]`
+	cat, err := catalogFromFile(t, `{"providers":[{"name":"p","kind":"openai","baseUrl":"`+up.URL+`/v1","keyEnv":"P_KEY","models":`+models+`},`+
+		`{"name":"c","kind":"openai-compatible","baseUrl":"`+up.URL+`/v1","keyEnv":"P_KEY","models":`+models+`}]}`, map[string]string{"P_KEY": "k"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +43,8 @@ func TestReportedOutputBilledNoFurtherThanTheBound(t *testing.T) {
 		{"p:known", Request{Messages: msgs, MaxTokens: 50, Choices: 3}, 150, "p p:known 1000000000000000>150", false},
 		{"p:known", Request{Messages: msgs}, 8192, "p p:known 1000000000000000>8192", false}, // no cap: the context bounds it
 		{"p:open", Request{Messages: msgs}, 1000000000000000, "", true},
+		{"c:known", Request{Messages: msgs, MaxTokens: 50}, 8192, "c c:known 1000000000000000>8192", false},
+		{"c:open", Request{Messages: msgs, MaxTokens: 50}, 1000000000000000, "", true},
 	} {
 		told = nil
 		chain, err := cat.Plan("", tc.model, tc.req)

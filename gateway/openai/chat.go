@@ -17,7 +17,7 @@ import (
 )
 
 func init() {
-	gateway.RegisterKind("openai", gateway.Kind{New: newKind, Builtin: true, Models: Models, DefaultURL: DefaultURL, BaseURLEnv: "OPENAI_BASE_URL", KeyEnv: "OPENAI_API_KEY", ServiceTiers: true, TierEnv: "BATON_OPENAI_DEFAULT_SERVICE_TIER"})
+	gateway.RegisterKind("openai", gateway.Kind{New: newKind, Builtin: true, Models: Models, DefaultURL: DefaultURL, BaseURLEnv: "OPENAI_BASE_URL", KeyEnv: "OPENAI_API_KEY", ServiceTiers: true, TierEnv: "BATON_OPENAI_DEFAULT_SERVICE_TIER", CapBoundsOutput: true})
 	gateway.RegisterKind("openai-compatible", gateway.Kind{New: newKind, ServiceTiers: true})
 }
 
