@@ -12,10 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/batonhq/baton/domain"
 )
 
 // Message is one turn of a conversation.
@@ -341,18 +340,11 @@ const MaxRetryAfter = time.Hour
 // date, taken against now) in whole seconds, at most MaxRetryAfter; 0 when
 // it sent none or one that does not parse.
 func (e *UpstreamError) RetryAfterSeconds(now time.Time) int {
-	v := strings.TrimSpace(e.RetryAfter)
-	if v == "" {
+	d, ok := domain.ParseRetryAfter(e.RetryAfter, now)
+	if !ok {
 		return 0
 	}
-	limit := int(MaxRetryAfter / time.Second)
-	if n, err := strconv.ParseUint(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) && strings.Trim(v, "0123456789") == "" {
-		return int(min(n, uint64(limit))) // ErrRange gives the largest value: the limit
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return min(max(int(math.Ceil(t.Sub(now).Seconds())), 0), limit)
-	}
-	return 0
+	return int(math.Ceil(min(d, MaxRetryAfter).Seconds()))
 }
 
 func (e *UpstreamError) Error() string {

@@ -567,25 +567,7 @@ func (d *Dispatcher) send(ctx context.Context, hook *domain.Webhook, del *domain
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-		retryAfter, hasRetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), now)
+		retryAfter, hasRetryAfter = domain.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
 	}
 	return resp.StatusCode, retryAfter, hasRetryAfter, nil
-}
-
-// parseRetryAfter reads delay-seconds or an HTTP date.
-func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
-		if n > 1<<31 {
-			n = 1 << 31
-		}
-		return time.Duration(n) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
 }

@@ -105,12 +105,12 @@ func TestParseRetryAfter(t *testing.T) {
 		"7": 7 * time.Second, "0": 0, now.Add(90 * time.Second).Format(http.TimeFormat): 90 * time.Second,
 		now.Add(-time.Hour).Format(http.TimeFormat): 0,
 	} {
-		if got, ok := parseRetryAfter(v, now); !ok || got != want {
+		if got, ok := domain.ParseRetryAfter(v, now); !ok || got != want {
 			t.Errorf("%q: %v %v, want %v", v, got, ok, want)
 		}
 	}
 	for _, v := range []string{"", "soon", "-3", "1.5"} {
-		if _, ok := parseRetryAfter(v, now); ok {
+		if _, ok := domain.ParseRetryAfter(v, now); ok {
 			t.Errorf("%q read as a Retry-After", v)
 		}
 	}
