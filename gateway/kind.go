@@ -50,10 +50,11 @@ type Kind struct {
 	// only, never declared in a providers file.
 	Development bool
 	// CapBoundsOutput: the request's token cap bounds all the output the
-	// provider bills, reasoning included (OpenAI's and Anthropic's own
-	// APIs). Without it (an OpenAI-compatible server: DeepSeek's R1 capped
-	// only the answer after its reasoning), billed output is held to the
-	// model's context instead (BilledOutputBound).
+	// provider bills, reasoning included (OpenAI's own API). Without it,
+	// billed output is held to the model's context instead
+	// (BilledOutputBound): DeepSeek's R1 capped only the answer after its
+	// reasoning, and Anthropic's thinking interleaved with tool calls may
+	// pass max_tokens.
 	CapBoundsOutput bool
 }
 

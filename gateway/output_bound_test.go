@@ -65,3 +65,29 @@ func TestReportedOutputBilledNoFurtherThanTheBound(t *testing.T) {
 		}
 	}
 }
+
+// Whose cap bounds what is billed: OpenAI's (reasoning counts in it); not
+// Anthropic's (thinking interleaved with tool calls may pass max_tokens)
+// nor an OpenAI-compatible server's, held to the model's context.
+func TestBilledOutputBoundByKind(t *testing.T) {
+	for _, tc := range []struct {
+		kind  string
+		ctx   int
+		want  int
+		known bool
+	}{
+		{"openai", 8192, 100, true},
+		{"anthropic", 200000, 200000, true},
+		{"openai-compatible", 8192, 8192, true},
+		{"openai-compatible", 0, 0, false},
+	} {
+		got, known := BilledOutputBound(Request{MaxTokens: 50, Choices: 2}, &Model{Kind: tc.kind, ContextTokens: tc.ctx})
+		want := tc.want
+		if tc.kind != "openai" && tc.known {
+			want = tc.ctx * 2
+		}
+		if got != want || known != tc.known {
+			t.Errorf("%s (context %d): %d %v, want %d %v", tc.kind, tc.ctx, got, known, want, tc.known)
+		}
+	}
+}

@@ -31,7 +31,7 @@ const Version = "2023-06-01"
 func init() {
 	gateway.RegisterKind("anthropic", gateway.Kind{New: func(e gateway.Endpoint) (gateway.Provider, error) {
 		return New(e.Name, cmp.Or(e.BaseURL, DefaultURL), e.Key, e.Client), nil
-	}, Builtin: true, Models: Models, MaxTokens: MaxTokens, DefaultURL: DefaultURL, BaseURLEnv: "ANTHROPIC_BASE_URL", KeyEnv: "ANTHROPIC_API_KEY", CapBoundsOutput: true})
+	}, Builtin: true, Models: Models, MaxTokens: MaxTokens, DefaultURL: DefaultURL, BaseURLEnv: "ANTHROPIC_BASE_URL", KeyEnv: "ANTHROPIC_API_KEY"})
 }
 
 // DefaultURL is Anthropic's API.
