@@ -118,7 +118,9 @@ func (s *Server) prepareResponses(w http.ResponseWriter, r *http.Request) (p res
 		}
 		return p, err
 	}
-	p.stream, p.native = sk.stream, nativeOf(r, gateway.FormatResponses, body)
+	// Passed through, the body goes without Baton's reasoning items, which
+	// OpenAI cannot read; translated, they are the thinking they carry.
+	p.stream, p.native = sk.stream, nativeOf(r, gateway.FormatResponses, openai.WithoutOwnReasoning(body))
 	p.native.ServiceTier = sk.req.ServiceTier
 	prev := gjson.GetBytes(body, "previous_response_id")
 	var (

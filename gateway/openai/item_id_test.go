@@ -1,9 +1,12 @@
 package openai
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
 
 // An output item's id names its response and place, and reads back to
@@ -42,6 +45,28 @@ func FuzzItemOrigin(f *testing.F) {
 		prefix, _, _ := strings.Cut(id, "_")
 		if want := (&ResponsesObject{ID: resp}).itemID(prefix+"_", at); want != id || at < 0 || !strings.HasPrefix(resp, "resp_") || strconv.Itoa(at) == "" {
 			t.Fatalf("%q read as %s %d, which writes %q", id, resp, at, want)
+		}
+	})
+}
+
+// FuzzWithoutOwnReasoning: what comes out of a JSON body is JSON, holds no
+// reasoning item Baton named, and is the body itself when there was none.
+func FuzzWithoutOwnReasoning(f *testing.F) {
+	f.Add(`{"input":[{"type":"reasoning","id":"rs_0123456789abcdef0123456789abcdef_0"},{"role":"user","content":"x"}]}`)
+	f.Add(`{"input":[{"type":"reasoning","id":"rs_67ccd2bf17f0819081ff3bb2cf6508e6"}]}`)
+	f.Add(`{"input":"reasoning"}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		if !json.Valid([]byte(body)) {
+			return
+		}
+		out := WithoutOwnReasoning([]byte(body))
+		if !json.Valid(out) {
+			t.Fatalf("%s became %s", body, out)
+		}
+		for _, it := range gjson.GetBytes(out, "input").Array() {
+			if _, _, ours := itemOrigin(it.Get("id").Str); ours && it.Get("type").Str == "reasoning" {
+				t.Fatalf("%s kept %s", body, it.Raw)
+			}
 		}
 	})
 }

@@ -594,14 +594,15 @@ func (c *conversation) add(role string, b gateway.Block) {
 // responsesItem is an input or output item, the fields of every kind Baton
 // takes together.
 type responsesItem struct {
-	Type      string          `json:"type"`
-	Role      string          `json:"role"`
-	Content   json.RawMessage `json:"content"`
-	CallID    string          `json:"call_id"`
-	Name      string          `json:"name"`
-	Namespace string          `json:"namespace"` // a function_call's, when its function is in a namespace
-	Arguments *string         `json:"arguments"`
-	Output    json.RawMessage `json:"output"`
+	Type      string              `json:"type"`
+	ID        gateway.LooseString `json:"id"` // a reasoning item's: Baton's, or another provider's
+	Role      string              `json:"role"`
+	Content   json.RawMessage     `json:"content"`
+	CallID    string              `json:"call_id"`
+	Name      string              `json:"name"`
+	Namespace string              `json:"namespace"` // a function_call's, when its function is in a namespace
+	Arguments *string             `json:"arguments"`
+	Output    json.RawMessage     `json:"output"`
 	// A reasoning item's summary and the provider's signature over it.
 	Summary          []contentPart `json:"summary"`
 	EncryptedContent *string       `json:"encrypted_content"`
@@ -681,6 +682,9 @@ func (c *conversation) items(items []json.RawMessage, param string) error {
 			// previous_response_id, must not be refused for it.
 			if it.EncryptedContent == nil || *it.EncryptedContent == "" {
 				continue
+			}
+			if _, _, ours := itemOrigin(string(it.ID)); it.ID != "" && !ours {
+				continue // OpenAI's own (its encrypted reasoning), which no other provider can read
 			}
 			var text strings.Builder
 			for j, part := range it.Summary {

@@ -296,3 +296,32 @@ func (s ResponsesStore) ResolveReferences(ctx context.Context, tenant string, bo
 	}
 	return sjson.SetRawBytes(body, "input", []byte("["+strings.Join(items, ",")+"]"))
 }
+
+// WithoutOwnReasoning is a Responses body passed through to OpenAI without
+// the reasoning items Baton named (itemID): theirs is another provider's
+// signature (Claude's thinking), or none, which OpenAI cannot read. A
+// conversation moved from one provider to the other (Codex's /model) goes
+// on without them, as one continued by previous_response_id does.
+func WithoutOwnReasoning(body []byte) []byte {
+	input := gjson.GetBytes(body, "input")
+	if !input.IsArray() || !strings.Contains(input.Raw, `"reasoning"`) {
+		return body
+	}
+	var items []string
+	dropped := false
+	for _, it := range input.Array() {
+		if _, _, ours := itemOrigin(it.Get("id").Str); ours && it.Get("type").Str == "reasoning" {
+			dropped = true
+			continue
+		}
+		items = append(items, it.Raw)
+	}
+	if !dropped {
+		return body
+	}
+	out, err := sjson.SetRawBytes(body, "input", []byte("["+strings.Join(items, ",")+"]"))
+	if err != nil {
+		return body
+	}
+	return out
+}

@@ -367,7 +367,7 @@ func TestResponsesObjectComplete(t *testing.T) {
 	}
 	// Thinking is a reasoning item; a reasoning item sent back is the
 	// thinking block again.
-	o = call.Object("resp_r", time.Unix(1, 0), "p:m")
+	o = call.Object(NewResponsesID(), time.Unix(1, 0), "p:m") // an id of Baton's: its reasoning is taken back as Baton's
 	o.Complete(&gateway.Response{Content: []gateway.Block{{Type: "thinking", Thinking: "hmm", Signature: "sig"}, {Type: "text", Text: "ok"}}, StopReason: gateway.StopEndTurn}, nil, nil, time.Unix(2, 0))
 	item := jsonText(t, o.Output[0])
 	if len(o.Output) != 2 || !strings.Contains(item, `"summary":[{"type":"summary_text","text":"hmm"}],"encrypted_content":"sig"`) {
