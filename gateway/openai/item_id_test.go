@@ -70,3 +70,32 @@ func FuzzWithoutOwnReasoning(f *testing.F) {
 		}
 	})
 }
+
+// Codex sends its reasoning items back without their ids: Claude's
+// signature (Baton's answer) still goes only to Claude, and OpenAI's
+// encrypted reasoning (a Fernet token) only to OpenAI.
+func TestReasoningWithoutIDGoesWhereItCanBeRead(t *testing.T) {
+	const body = `{"model":"m","input":[{"role":"user","content":"2+2?"},` +
+		`{"type":"reasoning","summary":[{"type":"summary_text","text":"add"}],"encrypted_content":"EqQBCkYIBRgCKkBclaude"},` +
+		`{"type":"reasoning","summary":[],"encrypted_content":"gAAAAABopenai"},` +
+		`{"role":"assistant","content":"4"},{"role":"user","content":"and 3+3?"}]}`
+	rc, err := DecodeResponsesRequest([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sigs []string
+	for _, m := range rc.Request.Messages {
+		for _, b := range m.Content {
+			if b.Type == "thinking" {
+				sigs = append(sigs, b.Signature)
+			}
+		}
+	}
+	if len(sigs) != 1 || sigs[0] != "EqQBCkYIBRgCKkBclaude" {
+		t.Errorf("translated, the thinking blocks' signatures are %q", sigs)
+	}
+	out := string(WithoutOwnReasoning([]byte(body)))
+	if strings.Contains(out, "claude") || !strings.Contains(out, "gAAAAABopenai") {
+		t.Errorf("passed through: %s", out)
+	}
+}

@@ -182,6 +182,21 @@ func itemOrigin(id string) (response string, at int, ok bool) {
 	return "resp_" + hex, at, true
 }
 
+// ownReasoning reports whether a reasoning item sent back is one Baton
+// answered (its encrypted_content the signature of the provider Baton
+// translated for, Claude's) rather than OpenAI's own. By its id when it has
+// one (itemID's); a client may leave the id out (Codex sends none), and then
+// by its encrypted_content: OpenAI's is a Fernet token, which begins
+// gAAAAA (its version byte, then a timestamp's high bytes), and no
+// signature Baton answered does.
+func ownReasoning(id, encrypted string) bool {
+	if id != "" {
+		_, _, ours := itemOrigin(id)
+		return ours
+	}
+	return encrypted != "" && !strings.HasPrefix(encrypted, "gAAAAA")
+}
+
 // Object is the response to the call as it begins: in progress, no output,
 // the request's options echoed.
 func (c *ResponsesCall) Object(id string, created time.Time, model string) *ResponsesObject {

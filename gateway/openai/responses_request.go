@@ -683,7 +683,7 @@ func (c *conversation) items(items []json.RawMessage, param string) error {
 			if it.EncryptedContent == nil || *it.EncryptedContent == "" {
 				continue
 			}
-			if _, _, ours := itemOrigin(string(it.ID)); it.ID != "" && !ours {
+			if !ownReasoning(string(it.ID), *it.EncryptedContent) {
 				continue // OpenAI's own (its encrypted reasoning), which no other provider can read
 			}
 			var text strings.Builder

@@ -298,8 +298,10 @@ func (s ResponsesStore) ResolveReferences(ctx context.Context, tenant string, bo
 }
 
 // WithoutOwnReasoning is a Responses body passed through to OpenAI without
-// the reasoning items Baton named (itemID): theirs is another provider's
-// signature (Claude's thinking), or none, which OpenAI cannot read. A
+// the reasoning items Baton answered (ownReasoning: named by itemID, or sent
+// without an id and signed by another provider): theirs is another
+// provider's signature (Claude's thinking), or none, which OpenAI cannot
+// read. A
 // conversation moved from one provider to the other (Codex's /model) goes
 // on without them, as one continued by previous_response_id does.
 func WithoutOwnReasoning(body []byte) []byte {
@@ -310,7 +312,7 @@ func WithoutOwnReasoning(body []byte) []byte {
 	var items []string
 	dropped := false
 	for _, it := range input.Array() {
-		if _, _, ours := itemOrigin(it.Get("id").Str); ours && it.Get("type").Str == "reasoning" {
+		if it.Get("type").Str == "reasoning" && ownReasoning(it.Get("id").Str, it.Get("encrypted_content").Str) {
 			dropped = true
 			continue
 		}
