@@ -99,3 +99,38 @@ func TestReasoningWithoutIDGoesWhereItCanBeRead(t *testing.T) {
 		t.Errorf("passed through: %s", out)
 	}
 }
+
+// A conversation begun before Baton named its items after their response
+// carries its reasoning items as rs_<a UUIDv7's hex>: still Baton's, so
+// translated they are Claude's thinking again, and passed through to
+// OpenAI they are taken out.
+func TestLegacyReasoningIDIsBatons(t *testing.T) {
+	legacy := "rs_" + hexID()
+	body := `{"model":"m","input":[{"role":"user","content":"2+2?"},` +
+		`{"type":"reasoning","id":"` + legacy + `","summary":[{"type":"summary_text","text":"add"}],"encrypted_content":"EqQBclaude"},` +
+		`{"role":"assistant","content":"4"},{"role":"user","content":"and 3+3?"}]}`
+	rc, err := DecodeResponsesRequest([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	thinking := 0
+	for _, m := range rc.Request.Messages {
+		for _, b := range m.Content {
+			if b.Type == "thinking" && b.Signature == "EqQBclaude" {
+				thinking++
+			}
+		}
+	}
+	if thinking != 1 {
+		t.Errorf("translated, %s's thinking was left out", legacy)
+	}
+	if out := string(WithoutOwnReasoning([]byte(body))); strings.Contains(out, legacy) {
+		t.Errorf("passed through: %s", out)
+	}
+	// Another server's UUIDv4, or OpenAI's longer id, is not Baton's.
+	for _, id := range []string{"rs_" + strings.ReplaceAll("0f8fad5b-d9cb-469f-a165-70867728950e", "-", ""), "rs_67ccd2bf17f0819081ff3bb2cf6508e60bb6a6b452d3795b"} {
+		if ownReasoning(id, "EqQBclaude") {
+			t.Errorf("%s read as Baton's", id)
+		}
+	}
+}

@@ -182,17 +182,28 @@ func itemOrigin(id string) (response string, at int, ok bool) {
 	return "resp_" + hex, at, true
 }
 
+// legacyReasoningID reports whether id is a reasoning item's as Baton named
+// them before itemID: rs_ and a UUIDv7's 32 hex digits (hexID). A
+// conversation begun then still carries them, in the client's input or in
+// the store's history. OpenAI's are longer; another server's UUIDv4 is not
+// a v7.
+func legacyReasoningID(id string) bool {
+	hex, ok := strings.CutPrefix(id, "rs_")
+	return ok && len(hex) == 32 && strings.Trim(hex, "0123456789abcdef") == "" &&
+		hex[12] == '7' && strings.IndexByte("89ab", hex[16]) >= 0
+}
+
 // ownReasoning reports whether a reasoning item sent back is one Baton
 // answered (its encrypted_content the signature of the provider Baton
 // translated for, Claude's) rather than OpenAI's own. By its id when it has
-// one (itemID's); a client may leave the id out (Codex sends none), and then
+// one (itemID's, or legacyReasoningID's); a client may leave the id out (Codex sends none), and then
 // by its encrypted_content: OpenAI's is a Fernet token, which begins
 // gAAAAA (its version byte, then a timestamp's high bytes), and no
 // signature Baton answered does.
 func ownReasoning(id, encrypted string) bool {
 	if id != "" {
 		_, _, ours := itemOrigin(id)
-		return ours
+		return ours || legacyReasoningID(id)
 	}
 	return encrypted != "" && !strings.HasPrefix(encrypted, "gAAAAA")
 }
