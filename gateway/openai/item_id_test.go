@@ -55,6 +55,7 @@ func FuzzWithoutOwnReasoning(f *testing.F) {
 	f.Add(`{"input":[{"type":"reasoning","id":"rs_0123456789abcdef0123456789abcdef_0"},{"role":"user","content":"x"}]}`)
 	f.Add(`{"input":[{"type":"reasoning","id":"rs_67ccd2bf17f0819081ff3bb2cf6508e6"}]}`)
 	f.Add(`{"input":"reasoning"}`)
+	f.Add(`{"input":[{"type":"reasoni\u006eg","id":"rs_0123456789abcdef0123456789abcdef_0"}]}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		if !json.Valid([]byte(body)) {
 			return

@@ -306,7 +306,8 @@ func (s ResponsesStore) ResolveReferences(ctx context.Context, tenant string, bo
 // on without them, as one continued by previous_response_id does.
 func WithoutOwnReasoning(body []byte) []byte {
 	input := gjson.GetBytes(body, "input")
-	if !input.IsArray() || !strings.Contains(input.Raw, `"reasoning"`) {
+	// A type spelled with an escape (reasoni\u006eg) is still reasoning.
+	if !input.IsArray() || !strings.Contains(input.Raw, `"reasoning"`) && !strings.Contains(input.Raw, `\u`) {
 		return body
 	}
 	var items []string
