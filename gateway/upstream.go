@@ -94,6 +94,12 @@ func AnswerError(provider, what string, err error, detail bool) error {
 	if detail {
 		msg += ": " + jsonMistake(err)
 	}
+	return BadAnswer(provider, msg)
+}
+
+// BadAnswer is Baton's 502 for an upstream's answer that is not one
+// (malformed, cut short): the upstream itself answered a success.
+func BadAnswer(provider, msg string) *UpstreamError {
 	return &UpstreamError{Provider: provider, Status: http.StatusBadGateway, Bad: true, Message: msg}
 }
 

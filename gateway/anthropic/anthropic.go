@@ -266,7 +266,7 @@ func (p *Provider) Complete(ctx context.Context, req gateway.Request) (*gateway.
 		return nil, gateway.AnswerError(p.name, "malformed response", err, true)
 	}
 	if r.Type != "message" {
-		return nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Bad: true, Message: fmt.Sprintf("malformed response: type %q where a message was expected", r.Type)}
+		return nil, gateway.BadAnswer(p.name, fmt.Sprintf("malformed response: type %q where a message was expected", r.Type))
 	}
 	var stop string
 	if r.StopReason != nil {
@@ -317,14 +317,14 @@ func (s *anStream) Next() (gateway.Delta, error) {
 		}
 		ev, err := s.sse.Next()
 		if errors.Is(err, io.EOF) {
-			return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Bad: true, Message: "stream ended without message_stop"}
+			return gateway.Delta{}, gateway.BadAnswer(s.name, "stream ended without message_stop")
 		}
 		if err != nil {
 			return gateway.Delta{}, gateway.StreamError(s.name, err)
 		}
 		var e Event
 		if err := json.Unmarshal(ev.Data, &e); err != nil {
-			return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Bad: true, Message: "malformed stream event"}
+			return gateway.Delta{}, gateway.BadAnswer(s.name, "malformed stream event")
 		}
 		switch e.Type {
 		case "message_start":
@@ -411,7 +411,7 @@ func (s *anStream) Next() (gateway.Delta, error) {
 			}
 			return d, nil
 		case "error":
-			ue := &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Bad: true, Message: "upstream stream error"}
+			ue := gateway.BadAnswer(s.name, "upstream stream error")
 			if e.Error != nil {
 				ue.Type, ue.Message = e.Error.Type, e.Error.Message
 				ue.Status = anthropicStatus(e.Error.Type)
@@ -440,7 +440,7 @@ func (p *Provider) ListModels(ctx context.Context) ([]string, error) {
 		}
 		ids, err := gateway.ModelIDs(l.Data)
 		if err != nil {
-			return nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Bad: true, Message: "malformed model list: " + err.Error()}
+			return nil, gateway.BadAnswer(p.name, "malformed model list: "+err.Error())
 		}
 		out = append(out, ids...)
 		if !l.HasMore || l.LastID == nil || *l.LastID == "" || *l.LastID == after {
@@ -448,8 +448,7 @@ func (p *Provider) ListModels(ctx context.Context) ([]string, error) {
 		}
 		after = *l.LastID
 	}
-	return nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Bad: true,
-		Message: fmt.Sprintf("model list has more than %d pages", MaxModelPages)}
+	return nil, gateway.BadAnswer(p.name, fmt.Sprintf("model list has more than %d pages", MaxModelPages))
 }
 
 // MaxModelPages bounds a model list's paging (a provider that
@@ -514,7 +513,7 @@ func (p *Provider) CountTokens(ctx context.Context, n *gateway.Native, model str
 		return 0, gateway.AnswerError(p.name, "malformed response", err, true)
 	}
 	if r.InputTokens == nil || *r.InputTokens < 0 {
-		return 0, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Bad: true, Message: "malformed response: no input_tokens count"}
+		return 0, gateway.BadAnswer(p.name, "malformed response: no input_tokens count")
 	}
 	return *r.InputTokens, nil
 }

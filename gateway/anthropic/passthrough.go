@@ -35,7 +35,7 @@ func (p *Provider) Forward(ctx context.Context, n *gateway.Native, model string,
 		return nil, &anRawStream{name: p.name, body: open, sse: sse.NewReader(open)}, nil
 	}
 	if !gateway.ValidJSON(raw) || gjson.GetBytes(raw, "type").Str != "message" {
-		return nil, nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Bad: true, Message: "malformed response: not a message"}
+		return nil, nil, gateway.BadAnswer(p.name, "malformed response: not a message")
 	}
 	g := gjson.ParseBytes(raw)
 	sr := g.Get("stop_reason").Str
@@ -84,13 +84,13 @@ func (s *anRawStream) Next() (gateway.Delta, error) {
 	}
 	ev, err := s.sse.Next()
 	if errors.Is(err, io.EOF) {
-		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Bad: true, Message: "stream ended without message_stop"}
+		return gateway.Delta{}, gateway.BadAnswer(s.name, "stream ended without message_stop")
 	}
 	if err != nil {
 		return gateway.Delta{}, gateway.StreamError(s.name, err)
 	}
 	if !gateway.ValidJSON(ev.Data) {
-		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Bad: true, Message: "malformed stream event"}
+		return gateway.Delta{}, gateway.BadAnswer(s.name, "malformed stream event")
 	}
 	g := gjson.ParseBytes(ev.Data)
 	d := gateway.Delta{Raw: ev.Data, Event: ev.Event}

@@ -288,14 +288,14 @@ func (p *Provider) Complete(ctx context.Context, req gateway.Request) (*gateway.
 		return nil, gateway.AnswerError(p.name, "malformed response", err, true)
 	}
 	if len(r.Choices) == 0 {
-		return nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Bad: true, Message: "response has no choices"}
+		return nil, gateway.BadAnswer(p.name, "response has no choices")
 	}
 	c := r.Choices[0]
 	if c.FinishReason == "" && (c.Message.Content == nil || *c.Message.Content == "") && c.Message.Refusal == nil && len(c.Message.ToolCalls) == 0 &&
 		thinkingText(c.Message.ReasoningContent, c.Message.Reasoning) == "" {
 		// Not an answer, not even an empty one: nothing said and no reason
 		// for it to end (an answer that says nothing ends with "stop").
-		return nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Bad: true, Message: "malformed response: the choice says nothing and has no finish_reason"}
+		return nil, gateway.BadAnswer(p.name, "malformed response: the choice says nothing and has no finish_reason")
 	}
 	out := &gateway.Response{ID: r.ID, Model: r.Model, NativeStop: c.FinishReason, StopReason: ChatStop(c.FinishReason)}
 	if t := thinkingText(c.Message.ReasoningContent, c.Message.Reasoning); t != "" {
@@ -405,7 +405,7 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 				s.done = true
 				return s.final(), nil
 			}
-			return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Bad: true, Message: "stream ended without [DONE]"}
+			return gateway.Delta{}, gateway.BadAnswer(s.name, "stream ended without [DONE]")
 		}
 		if err != nil {
 			return gateway.Delta{}, gateway.StreamError(s.name, err)
@@ -416,7 +416,7 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 		}
 		var c ChatChunk
 		if err := json.Unmarshal(ev.Data, &c); err != nil {
-			return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Bad: true, Message: "malformed stream chunk"}
+			return gateway.Delta{}, gateway.BadAnswer(s.name, "malformed stream chunk")
 		}
 		if c.Error != nil {
 			return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Bad: true, Type: c.Error.Type, Message: c.Error.Message}
@@ -487,7 +487,7 @@ func (p *Provider) ListModels(ctx context.Context) ([]string, error) {
 	}
 	ids, err := gateway.ModelIDs(l.Data)
 	if err != nil {
-		return nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Bad: true, Message: "malformed model list: " + err.Error()}
+		return nil, gateway.BadAnswer(p.name, "malformed model list: "+err.Error())
 	}
 	return ids, nil
 }

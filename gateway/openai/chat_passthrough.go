@@ -69,7 +69,7 @@ func (p *Provider) Forward(ctx context.Context, n *gateway.Native, model string,
 // to the Get-per-field reading).
 func readChatAnswer(provider string, raw []byte) (*gateway.Response, error) {
 	if !gateway.ValidJSON(raw) {
-		return nil, &gateway.UpstreamError{Provider: provider, Status: http.StatusBadGateway, Bad: true, Message: "malformed response: no choices"}
+		return nil, gateway.BadAnswer(provider, "malformed response: no choices")
 	}
 	var id, mod, choices, finish, usage, tier gjson.Result
 	gjson.Parse(view(raw)).ForEach(func(k, v gjson.Result) bool {
@@ -95,7 +95,7 @@ func readChatAnswer(provider string, raw []byte) (*gateway.Response, error) {
 		return true
 	})
 	if !choices.IsArray() {
-		return nil, &gateway.UpstreamError{Provider: provider, Status: http.StatusBadGateway, Bad: true, Message: "malformed response: no choices"}
+		return nil, gateway.BadAnswer(provider, "malformed response: no choices")
 	}
 	fr := finish.Str
 	// Strings are cloned: the answer's bytes go on to the client while
@@ -158,7 +158,7 @@ func (s *oaRawStream) Next() (gateway.Delta, error) {
 			s.done = true
 			return gateway.Delta{Raw: []byte("[DONE]"), Commit: true}, nil
 		}
-		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Bad: true, Message: "stream ended before the answer did"}
+		return gateway.Delta{}, gateway.BadAnswer(s.name, "stream ended before the answer did")
 	}
 	if err != nil {
 		return gateway.Delta{}, gateway.StreamError(s.name, err)
@@ -168,7 +168,7 @@ func (s *oaRawStream) Next() (gateway.Delta, error) {
 		return gateway.Delta{Raw: []byte("[DONE]"), Commit: true}, nil
 	}
 	if !gateway.ValidJSON(ev.Data) {
-		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Bad: true, Message: "malformed stream chunk"}
+		return gateway.Delta{}, gateway.BadAnswer(s.name, "malformed stream chunk")
 	}
 	// One pass over the chunk's top level and one over its first choice:
 	// a gjson Get per field would scan the chunk again for each. As with

@@ -31,7 +31,7 @@ func (p *Provider) forwardResponses(ctx context.Context, n *gateway.Native, mode
 		return nil, &respRawStream{name: p.name, body: open, sse: sse.NewReader(open)}, nil
 	}
 	if !gateway.ValidJSON(raw) || gjson.GetBytes(raw, "object").Str != "response" {
-		return nil, nil, &gateway.UpstreamError{Provider: p.name, Status: http.StatusBadGateway, Bad: true, Message: "malformed response: not a response"}
+		return nil, nil, gateway.BadAnswer(p.name, "malformed response: not a response")
 	}
 	g := gjson.ParseBytes(raw)
 	if g.Get("status").Str == "failed" {
@@ -130,13 +130,13 @@ func (s *respRawStream) Next() (gateway.Delta, error) {
 	}
 	ev, err := s.sse.Next()
 	if errors.Is(err, io.EOF) || err == nil && string(ev.Data) == "[DONE]" {
-		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Bad: true, Message: "stream ended before response.completed"}
+		return gateway.Delta{}, gateway.BadAnswer(s.name, "stream ended before response.completed")
 	}
 	if err != nil {
 		return gateway.Delta{}, gateway.StreamError(s.name, err)
 	}
 	if !gateway.ValidJSON(ev.Data) {
-		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Bad: true, Message: "malformed stream event"}
+		return gateway.Delta{}, gateway.BadAnswer(s.name, "malformed stream event")
 	}
 	g := gjson.ParseBytes(ev.Data)
 	typ := g.Get("type").Str
