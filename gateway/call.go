@@ -233,7 +233,8 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 // after; the usage writer appends in the background, batching, so no fsync
 // is on the client's path. A partial stream is billed for what was sent.
 func (k *Caller) settle(c *Call, u Usage, outcome string) (*float64, func()) {
-	if limit, known := BilledOutputBound(c.held(), c.Model); known && u.OutputTokens > limit {
+	held := c.held()
+	if limit, known := BilledOutputBound(held, c.Model); known && u.OutputTokens > limit {
 		// More than the request let the model write: the upstream's count
 		// is wrong, and billing it could spend a tenant's month at once.
 		if k.OutputOverReported != nil {
@@ -241,7 +242,7 @@ func (k *Caller) settle(c *Call, u Usage, outcome string) (*float64, func()) {
 		}
 		u.OutputTokens = limit
 	}
-	cost := CostOf(c.held(), c.Model, u)
+	cost := CostOf(held, c.Model, u)
 	id := c.hold.UsageID() // on a shared store, this event releases the hold
 	at := time.Now().UTC()
 	if k.Budgets != nil {

@@ -294,6 +294,11 @@ func (s ResponsesStore) ResolveReferences(ctx context.Context, tenant string, bo
 	if !changed {
 		return body, nil
 	}
+	return withInput(body, items)
+}
+
+// withInput is body with its input array made of items (raw JSON).
+func withInput(body []byte, items []string) ([]byte, error) {
 	return sjson.SetRawBytes(body, "input", []byte("["+strings.Join(items, ",")+"]"))
 }
 
@@ -301,9 +306,9 @@ func (s ResponsesStore) ResolveReferences(ctx context.Context, tenant string, bo
 // the reasoning items Baton answered (ownReasoning: named by itemID, or sent
 // without an id and signed by another provider): theirs is another
 // provider's signature (Claude's thinking), or none, which OpenAI cannot
-// read. A
-// conversation moved from one provider to the other (Codex's /model) goes
-// on without them, as one continued by previous_response_id does.
+// read. A conversation moved from one provider to the other (Codex's
+// /model) goes on without them, as one continued by previous_response_id
+// does.
 func WithoutOwnReasoning(body []byte) []byte {
 	input := gjson.GetBytes(body, "input")
 	// A type spelled with an escape (reasoni\u006eg) is still reasoning.
@@ -322,7 +327,7 @@ func WithoutOwnReasoning(body []byte) []byte {
 	if !dropped {
 		return body
 	}
-	out, err := sjson.SetRawBytes(body, "input", []byte("["+strings.Join(items, ",")+"]"))
+	out, err := withInput(body, items)
 	if err != nil {
 		return body
 	}
