@@ -25,6 +25,7 @@ const (
 	KindCanceled          // the client went away (499)
 	KindInternal          // Baton failed; the detail is logged (500)
 	KindNotAllowed        // no such operation on this resource (405)
+	KindNoUpgrade         // a protocol switch Baton does not offer, such as WebSocket (426)
 )
 
 func (k Kind) String() string {
@@ -57,6 +58,8 @@ func (k Kind) String() string {
 		return "internal"
 	case KindNotAllowed:
 		return "not allowed"
+	case KindNoUpgrade:
+		return "no upgrade"
 	}
 	return "error"
 }

@@ -1,6 +1,9 @@
 package http_test
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // A 405 names the methods the path does take (RFC 9110 requires Allow).
 func TestMethodNotAllowedSaysWhatIsAllowed(t *testing.T) {
@@ -21,5 +24,38 @@ func TestMethodNotAllowedSaysWhatIsAllowed(t *testing.T) {
 		if r.status != 405 || r.header.Get("Allow") != tt.allow {
 			t.Errorf("%s %s: %d, Allow %q; want 405, Allow %q (%s)", tt.method, tt.path, r.status, r.header.Get("Allow"), tt.allow, r.raw)
 		}
+	}
+}
+
+// A WebSocket handshake on a path that takes only POST is a 426 in the
+// front's shape: Codex tries one on /v1/responses and, on a 426, posts at
+// once (on a 405 it retried the handshake for seconds first).
+func TestWebSocketHandshakeIsAnswered426(t *testing.T) {
+	e := newEnvWith(t, gatewayCatalog(t, newFakeUpstreams(t)))
+	ws := []string{"Connection", "keep-alive, Upgrade", "Upgrade", "websocket",
+		"Sec-WebSocket-Version", "13", "Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==",
+		"OpenAI-Beta", "responses_websockets=2026-02-06"}
+	r := e.do("GET", "/v1/responses", e.tenantA, nil, ws...)
+	if r.status != 426 || r.header.Get("Allow") != "POST" {
+		t.Fatalf("handshake on /v1/responses: %d, Allow %q; want 426, Allow POST (%s)", r.status, r.header.Get("Allow"), r.raw)
+	}
+	if code := r.str("error.code"); code != "websocket_not_supported" {
+		t.Errorf("error.code %v, want websocket_not_supported (%s)", code, r.raw)
+	}
+	if msg := r.str("error.message"); !strings.Contains(msg, "POST /v1/responses") {
+		t.Errorf("the message does not say what to do instead: %q", msg)
+	}
+	// Not a handshake (no Connection: upgrade): the plain 405.
+	if r := e.do("GET", "/v1/responses", e.tenantA, nil, "Upgrade", "websocket"); r.status != 405 {
+		t.Errorf("GET with Upgrade alone: %d, want 405 (%s)", r.status, r.raw)
+	}
+	// On Anthropic's front, its shape.
+	r = e.do("GET", "/v1/messages", e.tenantA, nil, ws...)
+	if r.status != 426 || r.str("error.type") != "invalid_request_error" || r.str("type") != "error" {
+		t.Errorf("handshake on /v1/messages: %d %s; want 426 in Anthropic's shape", r.status, r.raw)
+	}
+	// A path Baton does not serve stays a 404.
+	if r := e.do("GET", "/v1/realtime", e.tenantA, nil, ws...); r.status != 404 {
+		t.Errorf("handshake on /v1/realtime: %d, want 404", r.status)
 	}
 }

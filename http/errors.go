@@ -41,6 +41,9 @@ var errorTable = map[domain.Kind]errorKind{
 	domain.KindUpstream:     {http.StatusBadGateway, http.StatusBadGateway, "api_error", "api_error"},
 	domain.KindUnavailable:  {http.StatusServiceUnavailable, http.StatusServiceUnavailable, "api_error", "api_error"},
 	domain.KindTimeout:      {http.StatusGatewayTimeout, http.StatusGatewayTimeout, "api_error", "api_error"},
+	// 426: what WebSocket clients of the Responses API (Codex) take as
+	// "use HTTP here" at once; any other status they retry first.
+	domain.KindNoUpgrade: {http.StatusUpgradeRequired, http.StatusUpgradeRequired, "invalid_request_error", "invalid_request_error"},
 }
 
 // codeTypes are the codes whose wire types differ from their kind's, as

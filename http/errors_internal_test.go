@@ -16,7 +16,7 @@ import (
 
 // Every kind has a row in the one error table.
 func TestErrorTableHasEveryKind(t *testing.T) {
-	for k := domain.KindOther + 1; k <= domain.KindNotAllowed; k++ {
+	for k := domain.KindOther + 1; k <= domain.KindNoUpgrade; k++ {
 		if _, ok := errorTable[k]; !ok {
 			t.Errorf("kind %v (%d) has no row in errorTable", k, k)
 		}
@@ -45,6 +45,7 @@ func TestErrorMapping(t *testing.T) {
 		{"forbidden", domain.E("auth", domain.KindForbidden, "admin_key_required", "m"), 403, 403, "admin_key_required", "invalid_request_error", "permission_error", "", 0},
 		{"not found", domain.E("h", domain.KindNotFound, "handoff_not_found", "m"), 404, 404, "handoff_not_found", "invalid_request_error", "not_found_error", "", 0},
 		{"not allowed", domain.E("route", domain.KindNotAllowed, "method_not_allowed", "m"), 405, 405, "method_not_allowed", "invalid_request_error", "invalid_request_error", "", 0},
+		{"no upgrade", domain.E("route", domain.KindNoUpgrade, "websocket_not_supported", "m"), 426, 426, "websocket_not_supported", "invalid_request_error", "invalid_request_error", "", 0},
 		{"conflict", domain.E("h", domain.KindConflict, "approval_pending", "m"), 409, 409, "approval_pending", "api_error", "api_error", "", 0},
 		{"in flight", keyInFlightForTest(), 409, 409, "idempotency_in_flight", "api_error", "api_error", "", 1},
 		{"unavailable", domain.E("h", domain.KindUnavailable, "busy", "m"), 503, 503, "busy", "api_error", "api_error", "", 0},

@@ -193,8 +193,8 @@ func (s *openAPISpec) check(r *http.Request, reqBody []byte, rec *capturingWrite
 		}
 		return nil
 	case errors.Is(err, routers.ErrMethodNotAllowed):
-		if rec.status != http.StatusMethodNotAllowed {
-			return []string{"the method is not in docs/openapi.yaml for this path (only the router's 405 may answer it)"}
+		if rec.status != http.StatusMethodNotAllowed && (rec.status != http.StatusUpgradeRequired || r.Header.Get("Upgrade") == "") {
+			return []string{"the method is not in docs/openapi.yaml for this path (only the router's 405, or its 426 to a WebSocket handshake, may answer it)"}
 		}
 		return nil
 	case err != nil:

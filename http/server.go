@@ -207,7 +207,13 @@ func NewServer(cfg Config) *Server {
 		s.noRoute(w, r, domain.E("route", domain.KindNotFound, "not_found", "No route for %s %s.", r.Method, r.URL.Path))
 	})
 	rt.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Allow", s.allowed(r))
+		allow := s.allowed(r)
+		w.Header().Set("Allow", allow)
+		if webSocketUpgrade(r) {
+			s.noRoute(w, r, domain.E("route", domain.KindNoUpgrade, "websocket_not_supported",
+				"%s takes no WebSocket connections; send %s %s over HTTP (a stream comes as server-sent events).", r.URL.Path, allow, r.URL.Path))
+			return
+		}
 		s.noRoute(w, r, notAllowed(r))
 	})
 	post := func(path string, h http.HandlerFunc) {
@@ -380,6 +386,25 @@ func (s *Server) allowed(r *http.Request) string {
 		}
 	}
 	return strings.Join(ms, ", ")
+}
+
+// webSocketUpgrade reports whether r asks to switch to WebSocket (RFC
+// 6455, section 4.1): Codex tries that on /v1/responses before it POSTs.
+func webSocketUpgrade(r *http.Request) bool {
+	return r.Method == http.MethodGet && hasToken(r.Header.Values("Upgrade"), "websocket") &&
+		hasToken(r.Header.Values("Connection"), "upgrade")
+}
+
+// hasToken reports whether a comma-separated header holds token, in any case.
+func hasToken(values []string, token string) bool {
+	for _, v := range values {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // notAllowed is the error for a method a path does not take.
