@@ -74,10 +74,54 @@ func TestTranslateSystemMessagesInMessagesList(t *testing.T) {
 	if r.status != 400 || !strings.Contains(r.str("error.message"), "messages") {
 		t.Fatalf("only system messages: %d %s", r.status, r.raw)
 	}
-	r = e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 50,
-		"messages": []any{map[string]any{"role": "user", "content": "x"}, map[string]any{"role": "system", "content": "y", "output_config": map[string]any{"effort": "low"}}}})
-	if r.status != 400 || !strings.Contains(r.str("error.message"), "messages/1/output_config") {
-		t.Fatalf("a system message's output_config: %d %s", r.status, r.raw)
+}
+
+// A system message's own effort (Anthropic's per-message effort, which
+// Claude Code 2.1.332 sends on its system message) sets the effort from
+// where it stands on: the last one is this turn's reasoning_effort.
+func TestTranslatePerMessageEffort(t *testing.T) {
+	e, u := newToolEnv(t)
+	sys := func(cfg any) map[string]any {
+		return map[string]any{"role": "system", "content": []any{}, "output_config": cfg}
+	}
+	user := map[string]any{"role": "user", "content": "x"}
+	for _, c := range []struct {
+		top  any // the request's output_config, or nil
+		msgs []any
+		want any
+	}{
+		{map[string]any{"effort": "medium"}, []any{user, map[string]any{"role": "system", "content": "env", "output_config": map[string]any{"effort": "medium"}}}, "medium"},
+		{map[string]any{"effort": "high"}, []any{user, sys(map[string]any{"effort": "low"}), user}, "low"},
+		{map[string]any{"effort": "high"}, []any{sys(map[string]any{"effort": "low"}), user, sys(map[string]any{"effort": "max"}), user}, "xhigh"},
+		{nil, []any{user, sys(map[string]any{"effort": "low"})}, "low"},
+		{map[string]any{"effort": "low"}, []any{user, map[string]any{"role": "system", "content": "y", "output_config": map[string]any{}}}, "low"},
+	} {
+		body := map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 500, "messages": c.msgs}
+		if c.top != nil {
+			body["output_config"] = c.top
+		}
+		e.must(e.do("POST", "/v1/messages", e.tenantA, body), 200)
+		if got := upstreamGot(t, u.lastOpenAI); got["reasoning_effort"] != c.want {
+			t.Errorf("%s: reasoning_effort %v, want %v", jsonOf(body), got["reasoning_effort"], c.want)
+		}
+	}
+	// What cannot be carried is refused by name, and nothing reaches the upstream.
+	for _, c := range []struct {
+		cfg   any
+		param string
+	}{
+		{map[string]any{"effort": "extreme"}, "messages/1/output_config/effort"},
+		{map[string]any{"format": map[string]any{"type": "json_schema"}}, "messages/1/output_config/format"},
+		{"low", "messages/1/output_config"},
+	} {
+		r := e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 50,
+			"messages": []any{user, sys(c.cfg)}})
+		if r.status != 400 || r.str("error.param") != c.param && !strings.Contains(r.str("error.message"), c.param) {
+			t.Errorf("output_config %v: %d %s; want 400 naming %s", c.cfg, r.status, r.raw, c.param)
+		}
+	}
+	if n := len(u.lastOpenAI); n != 0 {
+		t.Errorf("refused requests reached the upstream: %d calls", n)
 	}
 }
 

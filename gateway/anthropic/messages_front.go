@@ -50,8 +50,8 @@ type MessagesRequest struct {
 type MessagesMessage struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
-	// A system message's own output_config (Anthropic's
-	// mid-conversation system messages): not carried, refused.
+	// A system message's own output_config (Anthropic's per-message
+	// effort): its effort is carried (reasoning), anything else refused.
 	OutputConfig json.RawMessage `json:"output_config,omitempty"`
 }
 
@@ -208,9 +208,6 @@ func (q *MessagesRequest) ToGateway() (gateway.Request, error) {
 		case "system", "developer":
 			// A system message inside the list: merged into the system
 			// prompt, in order (no other provider has one mid-conversation).
-			if !gateway.Absent(m.OutputConfig) && string(bytes.TrimSpace(m.OutputConfig)) != "{}" {
-				return out, gateway.BadRequest(fmt.Sprintf("messages/%d/output_config", i), "messages/%d/output_config: a system message's own output_config has no equivalent at this provider", i)
-			}
 			blocks, err := messagesBlocks(m.Content, param, false)
 			if err != nil {
 				return out, err
@@ -381,6 +378,29 @@ func (q *MessagesRequest) reasoning(out *gateway.Request) error {
 	if raw := q.OutputConfig["effort"]; !gateway.Absent(raw) {
 		if json.Unmarshal(raw, &out.Effort) != nil || !slices.Contains(Efforts, out.Effort) {
 			return gateway.BadRequest("output_config/effort", "output_config/effort: must be one of %s", strings.Join(Efforts, ", "))
+		}
+	}
+	// A system message's own effort (Anthropic's per-message effort) holds
+	// from where it stands on: the last one is what this turn runs at.
+	for i, m := range q.Messages {
+		if (m.Role != "system" && m.Role != "developer") || gateway.Absent(m.OutputConfig) {
+			continue
+		}
+		var cfg map[string]json.RawMessage
+		if json.Unmarshal(m.OutputConfig, &cfg) != nil {
+			return gateway.BadRequest(fmt.Sprintf("messages/%d/output_config", i), "messages/%d/output_config: must be an object", i)
+		}
+		for k, raw := range cfg {
+			param := fmt.Sprintf("messages/%d/output_config/%s", i, k)
+			if k != "effort" {
+				return gateway.BadRequest(param, "%s: has no equivalent at this provider", param)
+			}
+			if gateway.Absent(raw) {
+				continue
+			}
+			if json.Unmarshal(raw, &out.Effort) != nil || !slices.Contains(Efforts, out.Effort) {
+				return gateway.BadRequest(param, "%s: must be one of %s", param, strings.Join(Efforts, ", "))
+			}
 		}
 	}
 	out.ReasoningEffort = ReasoningFromThinking(out.Thinking, out.Effort)
