@@ -89,6 +89,8 @@ func FuzzGatewayBodies(f *testing.F) {
 		`{"model":"local:echo","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"image","source":{"type":"file"}}]},{"type":"document"}]}],"container":"c","mcp_servers":[]}`,
 		`{"model":"local:echo","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"r"}],"tools":[{"type":"function","name":"f"}],"text":{"format":{"type":"json_schema","name":"a","schema":{"type":"object"}}}}`,
 		`{"model":"local:echo","input":"x","previous_response_id":"resp_00000000000000000000000000000000","store":false}`,
+		// Tool search references and a system message's own effort.
+		`{"model":"local:echo","max_tokens":5,"tools":[{"name":"W","input_schema":{"type":"object"},"defer_loading":true}],"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"tool_reference","tool_name":"W"},{"type":"tool_reference","tool_name":"X"}]}]},{"role":"system","content":[],"output_config":{"effort":"low"}}]}`,
 	} {
 		for which := range uint8(4) {
 			f.Add(which, []byte(seed))

@@ -585,3 +585,59 @@ func TestStrictToolsToAnthropic(t *testing.T) {
 	default:
 	}
 }
+
+// Claude Code's ToolSearch answers with tool_reference blocks, which
+// Anthropic's API expands into the named tools' definitions. Translated,
+// each becomes that definition as text, in the <functions> form the
+// ToolSearch tool describes to the model; a name that is not among the
+// request's tools is refused before any upstream call.
+func TestTranslateToolSearchReferences(t *testing.T) {
+	e, u := newToolEnv(t)
+	fetch := map[string]any{"name": "WebFetch", "description": "Fetch a URL", "defer_loading": true,
+		"input_schema": map[string]any{"type": "object", "properties": map[string]any{"url": map[string]any{"type": "string"}}}}
+	search := map[string]any{"name": "ToolSearch", "description": "Find tools", "input_schema": map[string]any{"type": "object"}}
+	body := func(refs ...any) map[string]any {
+		return map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 100, "tools": []any{search, fetch},
+			"messages": []any{
+				map[string]any{"role": "user", "content": "fetch example.com"},
+				map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_1", "name": "ToolSearch", "input": map[string]any{"query": "select:WebFetch"}}}},
+				map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": refs}}},
+			}}
+	}
+	ref := func(name string) any { return map[string]any{"type": "tool_reference", "tool_name": name} }
+	e.must(e.do("POST", "/v1/messages", e.tenantA, body(ref("WebFetch"), ref("ToolSearch"), map[string]any{"type": "text", "text": " done"})), 200)
+	got := upstreamGot(t, u.lastOpenAI)
+	msgs := got["messages"].([]any)
+	tool := msgs[len(msgs)-1].(map[string]any)
+	want := "<functions>\n" +
+		`<function>{"description":"Fetch a URL","name":"WebFetch","parameters":{"properties":{"url":{"type":"string"}},"type":"object"}}</function>` + "\n" +
+		`<function>{"description":"Find tools","name":"ToolSearch","parameters":{"type":"object"}}</function>` + "\n" +
+		"</functions> done"
+	if tool["role"] != "tool" || tool["content"] != want {
+		t.Fatalf("tool message %v\nwant content %q", tool, want)
+	}
+	// The deferred tool goes as an ordinary function.
+	if names := jsonOf(got["tools"]); !strings.Contains(names, `"name":"WebFetch"`) || strings.Contains(names, "defer_loading") {
+		t.Errorf("tools %s", names)
+	}
+	for _, c := range []struct {
+		content any
+		param   string
+	}{
+		{[]any{ref("Nope")}, "messages/2/content/0/content/0/tool_name"},
+	} {
+		r := e.do("POST", "/v1/messages", e.tenantA, body(c.content.([]any)...))
+		if r.status != 400 || !strings.Contains(r.str("error.message"), c.param) {
+			t.Errorf("%v: %d %s; want 400 naming %s", c.content, r.status, r.raw, c.param)
+		}
+	}
+	// Outside a tool result it is refused.
+	b := body()
+	b["messages"] = []any{map[string]any{"role": "user", "content": []any{ref("WebFetch")}}}
+	if r := e.do("POST", "/v1/messages", e.tenantA, b); r.status != 400 || !strings.Contains(r.str("error.message"), "messages/0/content/0/type") {
+		t.Errorf("a reference in a user message: %d %s", r.status, r.raw)
+	}
+	if n := len(u.lastOpenAI); n != 0 {
+		t.Errorf("refused requests reached the upstream: %d calls", n)
+	}
+}

@@ -77,6 +77,9 @@ type RequestBlock struct {
 	Name      string          `json:"name,omitempty"`
 	Input     json.RawMessage `json:"input,omitempty"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
+	// ToolName is a tool_reference's (Anthropic's tool search, in a tool
+	// result): the tool whose definition the API loads.
+	ToolName string `json:"tool_name,omitempty"`
 	// Content is a tool result's: a string or an array of blocks.
 	Content   json.RawMessage `json:"content,omitempty"`
 	Source    *ImageSource    `json:"source,omitempty"`
@@ -90,8 +93,14 @@ type RequestBlock struct {
 
 // messagesBlocks reads Anthropic content: a string or an array of blocks. Images
 // are taken where images is set (message content, not the system prompt
-// or a tool result: chat completions has no image there).
-func messagesBlocks(raw json.RawMessage, param string, images bool) ([]gateway.Block, error) {
+// or a tool result: chat completions has no image there). A tool result's
+// tool_reference blocks become the definitions of the tools they name,
+// from tools, as text (toolDefinitions).
+func messagesBlocks(raw json.RawMessage, param string, images bool, tools []gateway.Tool) ([]gateway.Block, error) {
+	return readBlocks(raw, param, images, tools, false)
+}
+
+func readBlocks(raw json.RawMessage, param string, images bool, tools []gateway.Tool, inResult bool) ([]gateway.Block, error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return []gateway.Block{{Type: "text", Text: s}}, nil
@@ -125,11 +134,25 @@ func messagesBlocks(raw json.RawMessage, param string, images bool) ([]gateway.B
 		case "tool_result":
 			text := ""
 			if len(b.Content) > 0 {
-				inner, err := messagesBlocks(b.Content, at+"/content", false)
+				inner, err := readBlocks(b.Content, at+"/content", false, tools, true)
 				if err != nil {
 					return nil, err
 				}
-				for _, ib := range inner {
+				for j, ib := range inner {
+					if ib.Type == "tool_reference" {
+						def, err := toolDefinition(ib.Name, fmt.Sprintf("%s/content/%d", at, j), tools)
+						if err != nil {
+							return nil, err
+						}
+						if j == 0 || inner[j-1].Type != "tool_reference" {
+							text += "<functions>\n" // a run of references is one block
+						}
+						text += def + "\n"
+						if j == len(inner)-1 || inner[j+1].Type != "tool_reference" {
+							text += "</functions>"
+						}
+						continue
+					}
 					if ib.Type != "text" {
 						return nil, gateway.BadRequest(at+"/content", "%s/content: a tool result carries text only through this gateway", at)
 					}
@@ -137,11 +160,35 @@ func messagesBlocks(raw json.RawMessage, param string, images bool) ([]gateway.B
 				}
 			}
 			out = append(out, gateway.Block{Type: "tool_result", ToolUseID: b.ToolUseID, Text: text})
+		case "tool_reference":
+			if !inResult {
+				return nil, gateway.BadRequest(at+"/type", "%s/type: a tool_reference goes in a tool result's content", at)
+			}
+			out = append(out, gateway.Block{Type: "tool_reference", Name: b.ToolName})
 		default:
-			return nil, gateway.BadRequest(at+"/type", "%s/type: content block type %q has no equivalent at this provider; text, image, tool_use, tool_result and thinking are translated", at, b.Type)
+			return nil, gateway.BadRequest(at+"/type", "%s/type: content block type %q has no equivalent at this provider; text, image, tool_use, tool_result, tool_reference and thinking are translated", at, b.Type)
 		}
 	}
 	return out, nil
+}
+
+// toolDefinition is the definition of the tool a tool_reference names,
+// which Anthropic's API puts in the model's context for it. Another
+// provider has no tool search, so it goes as text, in the <functions>
+// form Claude Code's ToolSearch tells the model to expect; the tool itself
+// is among the request's tools already (a deferred tool is sent as an
+// ordinary one).
+func toolDefinition(name, at string, tools []gateway.Tool) (string, error) {
+	i := slices.IndexFunc(tools, func(t gateway.Tool) bool { return t.Name == name })
+	if i < 0 {
+		return "", gateway.BadRequest(at+"/tool_name", "%s/tool_name: %q is not one of the request's tools", at, name)
+	}
+	def, _ := json.Marshal(struct {
+		Description string          `json:"description"`
+		Name        string          `json:"name"`
+		Parameters  json.RawMessage `json:"parameters,omitempty"`
+	}{tools[i].Description, name, tools[i].Schema})
+	return "<function>" + string(def) + "</function>", nil
 }
 
 // RequestedModel is the model or mode the request asks for.
@@ -193,7 +240,7 @@ func (q *MessagesRequest) ToGateway() (gateway.Request, error) {
 		return out, err
 	}
 	if len(q.System) > 0 && string(q.System) != "null" {
-		blocks, err := messagesBlocks(q.System, "system", false)
+		blocks, err := messagesBlocks(q.System, "system", false, nil)
 		if err != nil {
 			return out, err
 		}
@@ -208,7 +255,7 @@ func (q *MessagesRequest) ToGateway() (gateway.Request, error) {
 		case "system", "developer":
 			// A system message inside the list: merged into the system
 			// prompt, in order (no other provider has one mid-conversation).
-			blocks, err := messagesBlocks(m.Content, param, false)
+			blocks, err := messagesBlocks(m.Content, param, false, nil)
 			if err != nil {
 				return out, err
 			}
@@ -225,7 +272,7 @@ func (q *MessagesRequest) ToGateway() (gateway.Request, error) {
 		default:
 			return out, gateway.BadRequest(fmt.Sprintf("messages/%d/role", i), "messages/%d/role: role must be user, assistant or system", i)
 		}
-		blocks, err := messagesBlocks(m.Content, param, true)
+		blocks, err := messagesBlocks(m.Content, param, true, out.Tools)
 		if err != nil {
 			return out, err
 		}
