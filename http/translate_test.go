@@ -78,13 +78,17 @@ func TestTranslateSystemMessagesInMessagesList(t *testing.T) {
 
 // A system message's own effort (Anthropic's per-message effort, which
 // Claude Code 2.1.332 sends on its system message) sets the effort from
-// where it stands on: the last one is this turn's reasoning_effort.
+// where it stands on: the one in force at the end is reasoning_effort.
 func TestTranslatePerMessageEffort(t *testing.T) {
 	e, u := newToolEnv(t)
 	sys := func(cfg any) map[string]any {
 		return map[string]any{"role": "system", "content": []any{}, "output_config": cfg}
 	}
 	user := map[string]any{"role": "user", "content": "x"}
+	use := map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": map[string]any{}}}}
+	result := map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}
+	results := map[string]any{"role": "user", "content": []any{result}}
+	withText := map[string]any{"role": "user", "content": []any{result, map[string]any{"type": "text", "text": "and tomorrow?"}}}
 	for _, c := range []struct {
 		top  any // the request's output_config, or nil
 		msgs []any
@@ -95,6 +99,17 @@ func TestTranslatePerMessageEffort(t *testing.T) {
 		{map[string]any{"effort": "high"}, []any{sys(map[string]any{"effort": "low"}), user, sys(map[string]any{"effort": "max"}), user}, "xhigh"},
 		{nil, []any{user, sys(map[string]any{"effort": "low"})}, "low"},
 		{map[string]any{"effort": "low"}, []any{user, map[string]any{"role": "system", "content": "y", "output_config": map[string]any{}}}, "low"},
+		// Where it stands decides when it starts (Anthropic's docs): right
+		// after a user turn with new input, with the reply to that turn;
+		// anywhere else (after an assistant turn, or after a user turn of
+		// tool results only, which is no new input) from the next user
+		// turn with new input. A change made inside a tool loop waits.
+		{map[string]any{"effort": "high"}, []any{user, use, results, sys(map[string]any{"effort": "low"})}, "high"},
+		{map[string]any{"effort": "high"}, []any{user, sys(map[string]any{"effort": "medium"}), use, results, sys(map[string]any{"effort": "low"})}, "medium"},
+		{map[string]any{"effort": "high"}, []any{user, use, sys(map[string]any{"effort": "low"}), results}, "high"},
+		{map[string]any{"effort": "high"}, []any{user, sys(map[string]any{"effort": "low"}), use, results}, "low"},
+		{map[string]any{"effort": "high"}, []any{user, use, withText, sys(map[string]any{"effort": "low"})}, "low"},
+		{map[string]any{"effort": "high"}, []any{user, use, results, sys(map[string]any{"effort": "low"}), use, user}, "low"},
 	} {
 		body := map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 500, "messages": c.msgs}
 		if c.top != nil {

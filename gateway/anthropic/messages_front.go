@@ -427,10 +427,26 @@ func (q *MessagesRequest) reasoning(out *gateway.Request) error {
 			return gateway.BadRequest("output_config/effort", "output_config/effort: must be one of %s", strings.Join(Efforts, ", "))
 		}
 	}
-	// A system message's own effort (Anthropic's per-message effort) holds
-	// from where it stands on: the last one is what this turn runs at.
+	// A system message's own effort (Anthropic's per-message effort)
+	// starts, right after a user turn with new input, with the reply to
+	// that turn; anywhere else (after an assistant turn, or a user turn of
+	// tool results only) with the next user turn with new input, so a
+	// change made inside a tool loop waits for the loop's end. It holds
+	// until another changes it; what is in force at the end is this call's.
+	pending, fresh := "", false // fresh: the last user or assistant message is a user turn with new input
 	for i, m := range q.Messages {
-		if (m.Role != "system" && m.Role != "developer") || gateway.Absent(m.OutputConfig) {
+		switch m.Role {
+		case "user":
+			if fresh = newInput(m.Content); fresh && pending != "" {
+				out.Effort, pending = pending, ""
+			}
+			continue
+		case "system", "developer":
+		default:
+			fresh = false
+			continue
+		}
+		if gateway.Absent(m.OutputConfig) {
 			continue
 		}
 		var cfg map[string]json.RawMessage
@@ -445,13 +461,37 @@ func (q *MessagesRequest) reasoning(out *gateway.Request) error {
 			if gateway.Absent(raw) {
 				continue
 			}
-			if json.Unmarshal(raw, &out.Effort) != nil || !slices.Contains(Efforts, out.Effort) {
+			var e string
+			if json.Unmarshal(raw, &e) != nil || !slices.Contains(Efforts, e) {
 				return gateway.BadRequest(param, "%s: must be one of %s", param, strings.Join(Efforts, ", "))
+			}
+			if fresh {
+				out.Effort, pending = e, ""
+			} else {
+				pending = e
 			}
 		}
 	}
 	out.ReasoningEffort = ReasoningFromThinking(out.Thinking, out.Effort)
 	return nil
+}
+
+// newInput reports whether a user message's content is new input in the
+// sense of Anthropic's per-message effort: anything but tool results only.
+// Content that is neither form counts as new (it is refused later).
+func newInput(content json.RawMessage) bool {
+	var blocks []struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(content, &blocks) != nil {
+		return true
+	}
+	for _, b := range blocks {
+		if b.Type != "tool_result" {
+			return true
+		}
+	}
+	return false
 }
 
 // structuredName names a messages request's structured output, which
