@@ -54,6 +54,12 @@ func TestWebSocketHandshakeIsAnswered426(t *testing.T) {
 	if r.status != 426 || r.str("error.type") != "invalid_request_error" || r.str("type") != "error" {
 		t.Errorf("handshake on /v1/messages: %d %s; want 426 in Anthropic's shape", r.status, r.raw)
 	}
+	// The POST-only paths below /v1/models fall to the GET route of
+	// /v1/models/{id}, which answers their 405 itself: a handshake there
+	// is the same 426.
+	if r := e.do("GET", "/v1/models/sync", e.tenantA, nil, ws...); r.status != 426 || r.header.Get("Allow") != "POST" {
+		t.Errorf("handshake on /v1/models/sync: %d, Allow %q; want 426, Allow POST (%s)", r.status, r.header.Get("Allow"), r.raw)
+	}
 	// A path Baton does not serve stays a 404.
 	if r := e.do("GET", "/v1/realtime", e.tenantA, nil, ws...); r.status != 404 {
 		t.Errorf("handshake on /v1/realtime: %d, want 404", r.status)

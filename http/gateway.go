@@ -153,8 +153,7 @@ func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
 	if adminModelsPath(id) {
 		// This route takes every other GET below /v1/models, so it answers
 		// for them.
-		w.Header().Set("Allow", http.MethodPost)
-		s.noRoute(w, r, notAllowed(r))
+		s.methodNotAllowed(w, r, http.MethodPost)
 		return
 	}
 	m, ok := s.catalog.Get(id)

@@ -207,14 +207,7 @@ func NewServer(cfg Config) *Server {
 		s.noRoute(w, r, domain.E("route", domain.KindNotFound, "not_found", "No route for %s %s.", r.Method, r.URL.Path))
 	})
 	rt.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		allow := s.allowed(r)
-		w.Header().Set("Allow", allow)
-		if webSocketUpgrade(r) {
-			s.noRoute(w, r, domain.E("route", domain.KindNoUpgrade, "websocket_not_supported",
-				"%s takes no WebSocket connections; send %s %s over HTTP (a stream comes as server-sent events).", r.URL.Path, allow, r.URL.Path))
-			return
-		}
-		s.noRoute(w, r, notAllowed(r))
+		s.methodNotAllowed(w, r, s.allowed(r))
 	})
 	post := func(path string, h http.HandlerFunc) {
 		rt.HandleFunc(path, h).Methods(http.MethodPost)
@@ -386,6 +379,20 @@ func (s *Server) allowed(r *http.Request) string {
 		}
 	}
 	return strings.Join(ms, ", ")
+}
+
+// methodNotAllowed answers a method r's path does not take: a 405 with
+// Allow, or a 426 to a WebSocket handshake (what Codex takes as "use
+// HTTP"). The router's 405 and getModel's for the admin paths below
+// /v1/models both come here, so a handshake gets the same answer on each.
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
+	w.Header().Set("Allow", allow)
+	if webSocketUpgrade(r) {
+		s.noRoute(w, r, domain.E("route", domain.KindNoUpgrade, "websocket_not_supported",
+			"%s takes no WebSocket connections; send %s %s over HTTP (a stream comes as server-sent events).", r.URL.Path, allow, r.URL.Path))
+		return
+	}
+	s.noRoute(w, r, notAllowed(r))
 }
 
 // webSocketUpgrade reports whether r asks to switch to WebSocket (RFC
