@@ -610,7 +610,7 @@ func TestTranslateToolSearchReferences(t *testing.T) {
 	e, u := newToolEnv(t)
 	fetch := map[string]any{"name": "WebFetch", "description": "Fetch a URL", "defer_loading": true,
 		"input_schema": map[string]any{"type": "object", "properties": map[string]any{"url": map[string]any{"type": "string"}}}}
-	search := map[string]any{"name": "ToolSearch", "description": "Find tools", "input_schema": map[string]any{"type": "object"}}
+	search := map[string]any{"name": "ToolSearch", "description": "Find tools: select:<name> & more", "input_schema": map[string]any{"type": "object"}}
 	body := func(refs ...any) map[string]any {
 		return map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 100, "tools": []any{search, fetch},
 			"messages": []any{
@@ -626,7 +626,7 @@ func TestTranslateToolSearchReferences(t *testing.T) {
 	tool := msgs[len(msgs)-1].(map[string]any)
 	want := "<functions>\n" +
 		`<function>{"description":"Fetch a URL","name":"WebFetch","parameters":{"properties":{"url":{"type":"string"}},"type":"object"}}</function>` + "\n" +
-		`<function>{"description":"Find tools","name":"ToolSearch","parameters":{"type":"object"}}</function>` + "\n" +
+		`<function>{"description":"Find tools: select:<name> & more","name":"ToolSearch","parameters":{"type":"object"}}</function>` + "\n" +
 		"</functions> done"
 	if tool["role"] != "tool" || tool["content"] != want {
 		t.Fatalf("tool message %v\nwant content %q", tool, want)

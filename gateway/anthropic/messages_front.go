@@ -183,12 +183,16 @@ func toolDefinition(name, at string, tools []gateway.Tool) (string, error) {
 	if i < 0 {
 		return "", gateway.BadRequest(at+"/tool_name", "%s/tool_name: %q is not one of the request's tools", at, name)
 	}
-	def, _ := json.Marshal(struct {
+	// As the model reads a tool list: <, > and & as they are, not escaped.
+	var def strings.Builder
+	enc := json.NewEncoder(&def)
+	enc.SetEscapeHTML(false)
+	enc.Encode(struct {
 		Description string          `json:"description"`
 		Name        string          `json:"name"`
 		Parameters  json.RawMessage `json:"parameters,omitempty"`
 	}{tools[i].Description, name, tools[i].Schema})
-	return "<function>" + string(def) + "</function>", nil
+	return "<function>" + strings.TrimSuffix(def.String(), "\n") + "</function>", nil
 }
 
 // RequestedModel is the model or mode the request asks for.
