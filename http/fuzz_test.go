@@ -89,6 +89,8 @@ func FuzzGatewayBodies(f *testing.F) {
 		`{"model":"local:echo","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"image","source":{"type":"file"}}]},{"type":"document"}]}],"container":"c","mcp_servers":[]}`,
 		`{"model":"local:echo","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"r"}],"tools":[{"type":"function","name":"f"}],"text":{"format":{"type":"json_schema","name":"a","schema":{"type":"object"}}}}`,
 		`{"model":"local:echo","input":"x","previous_response_id":"resp_00000000000000000000000000000000","store":false}`,
+		// Mid-conversation tool changes and a system message's clear_at.
+		`{"model":"local:echo","max_tokens":5,"tools":[{"name":"A","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"x"},{"role":"system","clear_at":"next_user_message","content":[{"type":"tool_removal","tool":{"type":"tool_reference","name":"A"}},{"type":"tool_addition","tool":{"type":"tool_definition","definition":{"name":"B","input_schema":{"type":"object"}}}},{"type":"text","text":"t"}]},{"role":"user","content":"y"}]}`,
 		// Tool search references and a system message's own effort.
 		`{"model":"local:echo","max_tokens":5,"tools":[{"name":"W","input_schema":{"type":"object"},"defer_loading":true}],"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"tool_reference","tool_name":"W"},{"type":"tool_reference","tool_name":"X"}]}]},{"role":"system","content":[],"output_config":{"effort":"low"}}]}`,
 	} {

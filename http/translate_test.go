@@ -656,3 +656,81 @@ func TestTranslateToolSearchReferences(t *testing.T) {
 		t.Errorf("refused requests reached the upstream: %d calls", n)
 	}
 }
+
+// Anthropic's mid-conversation tool changes: a tool is offered from its
+// tool_addition on and withdrawn from its tool_removal on, so the tools
+// offered at the end are the one list an OpenAI model gets; a system
+// message's clear_at next_user_message hides its text once a later user
+// message exists.
+func TestTranslateMidConversationToolChanges(t *testing.T) {
+	e, u := newToolEnv(t)
+	tool := func(name string) map[string]any {
+		return map[string]any{"name": name, "description": name + " tool", "input_schema": map[string]any{"type": "object"}}
+	}
+	user := map[string]any{"role": "user", "content": "go"}
+	asst := map[string]any{"role": "assistant", "content": "ok"}
+	change := func(kind string, ref map[string]any) map[string]any {
+		return map[string]any{"type": kind, "tool": ref}
+	}
+	byName := func(n string) map[string]any { return map[string]any{"type": "tool_reference", "name": n} }
+	sys := func(blocks ...any) map[string]any { return map[string]any{"role": "system", "content": blocks} }
+	names := func(got map[string]any) string {
+		var out []string
+		for _, t := range got["tools"].([]any) {
+			out = append(out, t.(map[string]any)["function"].(map[string]any)["name"].(string))
+		}
+		return strings.Join(out, ",")
+	}
+	for _, c := range []struct {
+		msgs []any
+		want string
+	}{
+		{[]any{user, sys(change("tool_removal", byName("A"))), asst, user}, "B"},
+		{[]any{user, sys(change("tool_removal", byName("A"))), asst, sys(change("tool_addition", byName("A"))), user}, "A,B"},
+		{[]any{user, sys(map[string]any{"type": "text", "text": "now C"}, change("tool_addition", map[string]any{"type": "tool_definition", "definition": tool("C")})), user}, "A,B,C"},
+	} {
+		e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 50,
+			"tools": []any{tool("A"), tool("B")}, "messages": c.msgs}), 200)
+		if got := names(upstreamGot(t, u.lastOpenAI)); got != c.want {
+			t.Errorf("%s: tools %s, want %s", jsonOf(c.msgs), got, c.want)
+		}
+	}
+	// clear_at: shown until a later user message exists.
+	hint := func(clear string) map[string]any {
+		return map[string]any{"role": "system", "content": "hint", "clear_at": clear}
+	}
+	for _, c := range []struct {
+		msgs []any
+		sys  string
+	}{
+		{[]any{user, hint("next_user_message")}, "hint"},
+		{[]any{user, hint("next_user_message"), asst, user}, ""},
+		{[]any{user, hint("never"), asst, user}, "hint"},
+	} {
+		e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 50, "messages": c.msgs}), 200)
+		got := upstreamGot(t, u.lastOpenAI)["messages"].([]any)[0].(map[string]any)
+		if sysText, _ := got["content"].(string); (got["role"] == "system") != (c.sys != "") || c.sys != "" && sysText != c.sys {
+			t.Errorf("%s: first message %v, want system %q", jsonOf(c.msgs), got, c.sys)
+		}
+	}
+	// What cannot be carried is refused by name, before the upstream.
+	for _, c := range []struct {
+		msgs  []any
+		param string
+	}{
+		{[]any{user, sys(change("tool_removal", byName("Nope")))}, "messages/1/content/0/tool/name"},
+		{[]any{user, sys(change("tool_addition", map[string]any{"type": "mcp_toolset_reference", "server_name": "s"}))}, "messages/1/content/0/tool/type"},
+		{[]any{user, sys(change("tool_removal", map[string]any{"type": "tool_definition", "definition": tool("C")}))}, "messages/1/content/0/tool/type"},
+		{[]any{map[string]any{"role": "user", "content": []any{change("tool_addition", byName("A"))}}}, "messages/0/content/0/type"},
+		{[]any{user, hint("sometimes")}, "messages/1/clear_at"},
+	} {
+		r := e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 50,
+			"tools": []any{tool("A"), tool("B")}, "messages": c.msgs})
+		if r.status != 400 || !strings.Contains(r.str("error.message"), c.param) {
+			t.Errorf("%s: %d %s; want 400 naming %s", jsonOf(c.msgs), r.status, r.raw, c.param)
+		}
+	}
+	if n := len(u.lastOpenAI); n != 0 {
+		t.Errorf("refused requests reached the upstream: %d calls", n)
+	}
+}

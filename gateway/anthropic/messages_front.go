@@ -53,6 +53,9 @@ type MessagesMessage struct {
 	// A system message's own output_config (Anthropic's per-message
 	// effort): its effort is carried (reasoning), anything else refused.
 	OutputConfig json.RawMessage `json:"output_config,omitempty"`
+	// ClearAt is a system message's: next_user_message shows its text only
+	// until a later user message exists.
+	ClearAt *string `json:"clear_at,omitempty"`
 }
 
 // MessagesTool is a tool of a messages request: a custom tool (no type, or
@@ -97,10 +100,19 @@ type RequestBlock struct {
 // tool_reference blocks become the definitions of the tools they name,
 // from tools, as text (toolDefinitions).
 func messagesBlocks(raw json.RawMessage, param string, images bool, tools []gateway.Tool) ([]gateway.Block, error) {
-	return readBlocks(raw, param, images, tools, false)
+	return readBlocks(raw, param, images, tools, inContent)
 }
 
-func readBlocks(raw json.RawMessage, param string, images bool, tools []gateway.Tool, inResult bool) ([]gateway.Block, error) {
+// blockPlace is where blocks stand: some types go in one place only.
+type blockPlace int
+
+const (
+	inContent       blockPlace = iota
+	inResult                   // a tool result's content: tool_reference
+	inSystemMessage            // a role: system message: tool_addition, tool_removal
+)
+
+func readBlocks(raw json.RawMessage, param string, images bool, tools []gateway.Tool, place blockPlace) ([]gateway.Block, error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return []gateway.Block{{Type: "text", Text: s}}, nil
@@ -134,7 +146,7 @@ func readBlocks(raw json.RawMessage, param string, images bool, tools []gateway.
 		case "tool_result":
 			text := ""
 			if len(b.Content) > 0 {
-				inner, err := readBlocks(b.Content, at+"/content", false, tools, true)
+				inner, err := readBlocks(b.Content, at+"/content", false, tools, inResult)
 				if err != nil {
 					return nil, err
 				}
@@ -161,15 +173,92 @@ func readBlocks(raw json.RawMessage, param string, images bool, tools []gateway.
 			}
 			out = append(out, gateway.Block{Type: "tool_result", ToolUseID: b.ToolUseID, Text: text})
 		case "tool_reference":
-			if !inResult {
+			if place != inResult {
 				return nil, gateway.BadRequest(at+"/type", "%s/type: a tool_reference goes in a tool result's content", at)
 			}
 			out = append(out, gateway.Block{Type: "tool_reference", Name: b.ToolName})
+		case "tool_addition", "tool_removal":
+			if place != inSystemMessage {
+				return nil, gateway.BadRequest(at+"/type", "%s/type: a %s goes in a role: system message", at, b.Type)
+			}
+			// Applied to the tools by toolChanges; no text of its own.
+			out = append(out, gateway.Block{Type: b.Type})
 		default:
 			return nil, gateway.BadRequest(at+"/type", "%s/type: content block type %q has no equivalent at this provider; text, image, tool_use, tool_result, tool_reference and thinking are translated", at, b.Type)
 		}
 	}
 	return out, nil
+}
+
+// toolChanges applies the system messages' tool_addition and tool_removal
+// blocks (Anthropic's mid-conversation tool changes): a tool is offered
+// from its addition on and withdrawn from its removal on, so the tools
+// offered at the request's end are what another provider's one tools list
+// carries. An addition may bring a definition by value. It returns every
+// tool the request defines, withdrawn ones too, which a tool search in the
+// history may name.
+func (q *MessagesRequest) toolChanges(out *gateway.Request) ([]gateway.Tool, error) {
+	declared := out.Tools
+	withdrawn := map[string]bool{}
+	for i, m := range q.Messages {
+		if m.Role != "system" && m.Role != "developer" {
+			continue
+		}
+		var blocks []struct {
+			Type string          `json:"type"`
+			Tool json.RawMessage `json:"tool"`
+		}
+		if json.Unmarshal(m.Content, &blocks) != nil {
+			continue // a string, or not content: read (and refused) later
+		}
+		for j, b := range blocks {
+			if b.Type != "tool_addition" && b.Type != "tool_removal" {
+				continue
+			}
+			at := fmt.Sprintf("messages/%d/content/%d/tool", i, j)
+			var ref struct {
+				Type       string        `json:"type"`
+				Name       string        `json:"name"`
+				Definition *MessagesTool `json:"definition"`
+			}
+			if json.Unmarshal(b.Tool, &ref) != nil {
+				return nil, gateway.BadRequest(at, "%s: must be a tool reference or a tool definition", at)
+			}
+			name := ref.Name
+			switch {
+			case ref.Type == "tool_reference":
+				if !slices.ContainsFunc(declared, func(t gateway.Tool) bool { return t.Name == name }) {
+					return nil, gateway.BadRequest(at+"/name", "%s/name: %q is not one of the request's tools", at, name)
+				}
+			case ref.Type == "tool_definition" && b.Type == "tool_addition":
+				d := ref.Definition
+				if d == nil || d.Name == "" || (d.Type != "" && d.Type != "custom") {
+					return nil, gateway.BadRequest(at+"/definition", "%s/definition: a custom tool (a name and an input_schema) is translated", at)
+				}
+				name = d.Name
+				declared = append(slices.DeleteFunc(slices.Clone(declared), func(t gateway.Tool) bool { return t.Name == name }), d.Tool)
+			default:
+				return nil, gateway.BadRequest(at+"/type", "%s/type: %q has no equivalent at this provider; tool_reference (and tool_definition in an addition) are translated", at, ref.Type)
+			}
+			withdrawn[name] = b.Type == "tool_removal"
+		}
+	}
+	out.Tools = slices.DeleteFunc(slices.Clone(declared), func(t gateway.Tool) bool { return withdrawn[t.Name] })
+	return declared, nil
+}
+
+// systemShown reports whether the text of system message i is before the
+// model: clear_at next_user_message hides it once a later user message
+// exists.
+func (q *MessagesRequest) systemShown(i int) (bool, error) {
+	c := q.Messages[i].ClearAt
+	if c == nil || *c == "never" {
+		return true, nil
+	}
+	if *c != "next_user_message" {
+		return false, gateway.BadRequest(fmt.Sprintf("messages/%d/clear_at", i), "messages/%d/clear_at: must be never or next_user_message", i)
+	}
+	return !slices.ContainsFunc(q.Messages[i+1:], func(m MessagesMessage) bool { return m.Role == "user" }), nil
 }
 
 // toolDefinition is the definition of the tool a tool_reference names,
@@ -232,6 +321,10 @@ func (q *MessagesRequest) ToGateway() (gateway.Request, error) {
 		}
 		out.Tools = append(out.Tools, t.Tool)
 	}
+	declared, err := q.toolChanges(&out)
+	if err != nil {
+		return out, err
+	}
 	tc, err := messagesToolChoice(q.ToolChoice, out.Tools)
 	if err != nil {
 		return out, err
@@ -259,24 +352,35 @@ func (q *MessagesRequest) ToGateway() (gateway.Request, error) {
 		case "system", "developer":
 			// A system message inside the list: merged into the system
 			// prompt, in order (no other provider has one mid-conversation).
-			blocks, err := messagesBlocks(m.Content, param, false, nil)
+			blocks, err := readBlocks(m.Content, param, false, nil, inSystemMessage)
 			if err != nil {
 				return out, err
 			}
+			shown, err := q.systemShown(i)
+			if err != nil {
+				return out, err
+			}
+			first := true
 			for j, b := range blocks {
-				if b.Type != "text" {
+				switch {
+				case b.Type == "tool_addition" || b.Type == "tool_removal":
+					continue // toolChanges applied it
+				case b.Type != "text":
 					return out, gateway.BadRequest(fmt.Sprintf("%s/%d/type", param, j), "%s/%d/type: a system message carries text only", param, j)
+				case !shown:
+					continue
 				}
-				if out.System != "" && j == 0 {
+				if out.System != "" && first {
 					out.System += "\n\n"
 				}
 				out.System += b.Text
+				first = false
 			}
 			continue
 		default:
 			return out, gateway.BadRequest(fmt.Sprintf("messages/%d/role", i), "messages/%d/role: role must be user, assistant or system", i)
 		}
-		blocks, err := messagesBlocks(m.Content, param, true, out.Tools)
+		blocks, err := messagesBlocks(m.Content, param, true, declared)
 		if err != nil {
 			return out, err
 		}
