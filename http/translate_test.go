@@ -734,3 +734,55 @@ func TestTranslateMidConversationToolChanges(t *testing.T) {
 		t.Errorf("refused requests reached the upstream: %d calls", n)
 	}
 }
+
+// A tool defined by value under the name of a tools entry does not replace
+// that entry: an addition by reference later offers the entry as written,
+// and a tool search result names the entry's definition.
+func TestTranslateToolChangeByValueKeepsToolsEntry(t *testing.T) {
+	e, u := newToolEnv(t)
+	tool := func(name, desc string) map[string]any {
+		return map[string]any{"name": name, "description": desc, "input_schema": map[string]any{"type": "object"}}
+	}
+	user := map[string]any{"role": "user", "content": "go"}
+	asst := map[string]any{"role": "assistant", "content": "ok"}
+	change := func(kind string, ref map[string]any) map[string]any {
+		return map[string]any{"role": "system", "content": []any{map[string]any{"type": kind, "tool": ref}}}
+	}
+	byName := map[string]any{"type": "tool_reference", "name": "A"}
+	byValue := map[string]any{"type": "tool_definition", "definition": tool("A", "by value")}
+	search := []any{
+		map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "t1", "name": "B", "input": map[string]any{}}}},
+		map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "t1",
+			"content": []any{map[string]any{"type": "tool_reference", "tool_name": "A"}}}}},
+	}
+	offered := func(got map[string]any) string {
+		var out []string
+		for _, t := range got["tools"].([]any) {
+			f := t.(map[string]any)["function"].(map[string]any)
+			out = append(out, f["name"].(string)+"="+f["description"].(string))
+		}
+		return strings.Join(out, ",")
+	}
+	for _, c := range []struct {
+		msgs        []any
+		tools, text string
+	}{
+		// add by value, remove, add by reference: the tools entry again.
+		{[]any{user, change("tool_addition", byValue), asst, change("tool_removal", byName), asst, change("tool_addition", byName), user},
+			"A=entry,B=b", ""},
+		// by value while offered: the new definition, in the entry's place.
+		{[]any{user, change("tool_addition", byValue), user}, "A=by value,B=b", ""},
+		// a tool search before the addition names the entry.
+		{append(append([]any{user}, search...), change("tool_addition", byValue), user), "A=by value,B=b", `"description":"entry"`},
+	} {
+		e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 50,
+			"tools": []any{tool("A", "entry"), tool("B", "b")}, "messages": c.msgs}), 200)
+		got := upstreamGot(t, u.lastOpenAI)
+		if o := offered(got); o != c.tools {
+			t.Errorf("%s: tools %s, want %s", jsonOf(c.msgs), o, c.tools)
+		}
+		if c.text != "" && !strings.Contains(jsonOf(got["messages"]), strings.ReplaceAll(c.text, `"`, `\"`)) {
+			t.Errorf("%s: messages %s, want the tool search result to hold %s", jsonOf(c.msgs), jsonOf(got["messages"]), c.text)
+		}
+	}
+}

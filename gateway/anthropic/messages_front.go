@@ -194,11 +194,16 @@ func readBlocks(raw json.RawMessage, param string, images bool, tools []gateway.
 // blocks (Anthropic's mid-conversation tool changes): a tool is offered
 // from its addition on and withdrawn from its removal on, so the tools
 // offered at the request's end are what another provider's one tools list
-// carries. An addition may bring a definition by value. It returns every
-// tool the request defines, withdrawn ones too, which a tool search in the
-// history may name.
+// carries. An addition may bring a definition by value; one by reference
+// offers the tools entry of that name as written (or, for a tool only
+// ever defined by value, its latest definition). It returns every tool
+// the request defines, withdrawn ones too, which a tool search in the
+// history may name: the tools entries as written, then the tools defined
+// by value only.
 func (q *MessagesRequest) toolChanges(out *gateway.Request) ([]gateway.Tool, error) {
 	declared := out.Tools
+	var extra []gateway.Tool             // defined by value only, latest definition
+	inForce := map[string]gateway.Tool{} // the definition the latest addition offers
 	withdrawn := map[string]bool{}
 	for i, m := range q.Messages {
 		if m.Role != "system" && m.Role != "developer" {
@@ -227,7 +232,12 @@ func (q *MessagesRequest) toolChanges(out *gateway.Request) ([]gateway.Tool, err
 			name := ref.Name
 			switch {
 			case ref.Type == "tool_reference":
-				if !slices.ContainsFunc(declared, func(t gateway.Tool) bool { return t.Name == name }) {
+				named := func(t gateway.Tool) bool { return t.Name == name }
+				if k := slices.IndexFunc(declared, named); k >= 0 {
+					inForce[name] = declared[k]
+				} else if k := slices.IndexFunc(extra, named); k >= 0 {
+					inForce[name] = extra[k]
+				} else {
 					return nil, gateway.BadRequest(at+"/name", "%s/name: %q is not one of the request's tools", at, name)
 				}
 			case ref.Type == "tool_definition" && b.Type == "tool_addition":
@@ -236,15 +246,31 @@ func (q *MessagesRequest) toolChanges(out *gateway.Request) ([]gateway.Tool, err
 					return nil, gateway.BadRequest(at+"/definition", "%s/definition: a custom tool (a name and an input_schema) is translated", at)
 				}
 				name = d.Name
-				declared = append(slices.DeleteFunc(slices.Clone(declared), func(t gateway.Tool) bool { return t.Name == name }), d.Tool)
+				inForce[name] = d.Tool
+				if !gateway.HasTool(declared, name) {
+					extra = append(slices.DeleteFunc(extra, func(t gateway.Tool) bool { return t.Name == name }), d.Tool)
+				}
 			default:
 				return nil, gateway.BadRequest(at+"/type", "%s/type: %q has no equivalent at this provider; tool_reference (and tool_definition in an addition) are translated", at, ref.Type)
 			}
 			withdrawn[name] = b.Type == "tool_removal"
 		}
 	}
-	out.Tools = slices.DeleteFunc(slices.Clone(declared), func(t gateway.Tool) bool { return withdrawn[t.Name] })
-	return declared, nil
+	all := append(slices.Clone(declared), extra...)
+	out.Tools = nil
+	for _, t := range all {
+		if withdrawn[t.Name] {
+			continue
+		}
+		if d, ok := inForce[t.Name]; ok {
+			if gateway.HasTool(out.Tools, t.Name) {
+				continue // one definition per name an addition chose
+			}
+			t = d
+		}
+		out.Tools = append(out.Tools, t)
+	}
+	return all, nil
 }
 
 // systemShown reports whether the text of system message i is before the
