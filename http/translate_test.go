@@ -723,6 +723,7 @@ func TestTranslateMidConversationToolChanges(t *testing.T) {
 		{[]any{user, sys(change("tool_removal", map[string]any{"type": "tool_definition", "definition": tool("C")}))}, "messages/1/content/0/tool/type"},
 		{[]any{map[string]any{"role": "user", "content": []any{change("tool_addition", byName("A"))}}}, "messages/0/content/0/type"},
 		{[]any{user, hint("sometimes")}, "messages/1/clear_at"},
+		{[]any{map[string]any{"role": "user", "content": "x", "clear_at": "never"}}, "messages/0/clear_at"},
 	} {
 		r := e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 50,
 			"tools": []any{tool("A"), tool("B")}, "messages": c.msgs})

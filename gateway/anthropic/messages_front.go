@@ -375,6 +375,9 @@ func (q *MessagesRequest) ToGateway() (gateway.Request, error) {
 		param := fmt.Sprintf("messages/%d/content", i)
 		switch m.Role {
 		case "user", "assistant":
+			if m.ClearAt != nil { // as Anthropic refuses it
+				return out, gateway.BadRequest(fmt.Sprintf("messages/%d/clear_at", i), "messages/%d/clear_at: only a system message takes clear_at", i)
+			}
 		case "system", "developer":
 			// A system message inside the list: merged into the system
 			// prompt, in order (no other provider has one mid-conversation).
