@@ -273,18 +273,17 @@ func (q *MessagesRequest) toolChanges(out *gateway.Request) ([]gateway.Tool, err
 	return all, nil
 }
 
-// systemShown reports whether the text of system message i is before the
-// model: clear_at next_user_message hides it once a later user message
-// exists.
-func (q *MessagesRequest) systemShown(i int) (bool, error) {
-	c := q.Messages[i].ClearAt
-	if c == nil || *c == "never" {
+// systemShown reports whether the text of system message m (the i-th) is
+// before the model: clear_at next_user_message hides it once a later user
+// message exists (userAfter).
+func systemShown(m MessagesMessage, userAfter bool, i int) (bool, error) {
+	if m.ClearAt == nil || *m.ClearAt == "never" {
 		return true, nil
 	}
-	if *c != "next_user_message" {
+	if *m.ClearAt != "next_user_message" {
 		return false, gateway.BadRequest(fmt.Sprintf("messages/%d/clear_at", i), "messages/%d/clear_at: must be never or next_user_message", i)
 	}
-	return !slices.ContainsFunc(q.Messages[i+1:], func(m MessagesMessage) bool { return m.Role == "user" }), nil
+	return !userAfter, nil
 }
 
 // toolDefinition is the definition of the tool a tool_reference names,
@@ -371,6 +370,13 @@ func (q *MessagesRequest) ToGateway() (gateway.Request, error) {
 			out.System += b.Text
 		}
 	}
+	var effort effortTurns
+	lastUser := -1 // a system message before it and clear_at next_user_message is no longer shown
+	for i, m := range q.Messages {
+		if m.Role == "user" {
+			lastUser = i
+		}
+	}
 	for i, m := range q.Messages {
 		param := fmt.Sprintf("messages/%d/content", i)
 		switch m.Role {
@@ -385,8 +391,11 @@ func (q *MessagesRequest) ToGateway() (gateway.Request, error) {
 			if err != nil {
 				return out, err
 			}
-			shown, err := q.systemShown(i)
+			shown, err := systemShown(m, i < lastUser, i)
 			if err != nil {
+				return out, err
+			}
+			if err := effort.system(i, m.OutputConfig, &out); err != nil {
 				return out, err
 			}
 			first := true
@@ -413,11 +422,17 @@ func (q *MessagesRequest) ToGateway() (gateway.Request, error) {
 		if err != nil {
 			return out, err
 		}
+		if m.Role == "user" {
+			effort.user(blocks, &out)
+		} else {
+			effort.fresh = false
+		}
 		out.Messages = append(out.Messages, gateway.Message{Role: m.Role, Content: blocks})
 	}
 	if len(out.Messages) == 0 {
 		return out, gateway.BadRequest("messages", "messages: at least one user or assistant message is required")
 	}
+	out.ReasoningEffort = ReasoningFromThinking(out.Thinking, out.Effort)
 	return out, nil
 }
 
@@ -532,7 +547,8 @@ func (q *MessagesRequest) untranslatable() error {
 
 // reasoning reads thinking and output_config.effort: an Anthropic
 // upstream gets them as they are, an OpenAI-shaped one the
-// reasoning_effort they map to.
+// reasoning_effort they map to, once the messages' own efforts are read
+// (effortTurns).
 func (q *MessagesRequest) reasoning(out *gateway.Request) error {
 	if !gateway.Absent(q.Thinking) {
 		var th struct {
@@ -564,71 +580,58 @@ func (q *MessagesRequest) reasoning(out *gateway.Request) error {
 			return gateway.BadRequest("output_config/effort", "output_config/effort: must be one of %s", strings.Join(Efforts, ", "))
 		}
 	}
-	// A system message's own effort (Anthropic's per-message effort)
-	// starts, right after a user turn with new input, with the reply to
-	// that turn; anywhere else (after an assistant turn, or a user turn of
-	// tool results only) with the next user turn with new input, so a
-	// change made inside a tool loop waits for the loop's end. It holds
-	// until another changes it; what is in force at the end is this call's.
-	pending, fresh := "", false // fresh: the last user or assistant message is a user turn with new input
-	for i, m := range q.Messages {
-		switch m.Role {
-		case "user":
-			if fresh = newInput(m.Content); fresh && pending != "" {
-				out.Effort, pending = pending, ""
-			}
-			continue
-		case "system", "developer":
-		default:
-			fresh = false
-			continue
-		}
-		if gateway.Absent(m.OutputConfig) {
-			continue
-		}
-		var cfg map[string]json.RawMessage
-		if json.Unmarshal(m.OutputConfig, &cfg) != nil {
-			return gateway.BadRequest(fmt.Sprintf("messages/%d/output_config", i), "messages/%d/output_config: must be an object", i)
-		}
-		for k, raw := range cfg {
-			param := fmt.Sprintf("messages/%d/output_config/%s", i, k)
-			if k != "effort" {
-				return gateway.BadRequest(param, "%s: has no equivalent at this provider", param)
-			}
-			if gateway.Absent(raw) {
-				continue
-			}
-			var e string
-			if json.Unmarshal(raw, &e) != nil || !slices.Contains(Efforts, e) {
-				return gateway.BadRequest(param, "%s: must be one of %s", param, strings.Join(Efforts, ", "))
-			}
-			if fresh {
-				out.Effort, pending = e, ""
-			} else {
-				pending = e
-			}
-		}
-	}
-	out.ReasoningEffort = ReasoningFromThinking(out.Thinking, out.Effort)
 	return nil
 }
 
-// newInput reports whether a user message's content is new input in the
-// sense of Anthropic's per-message effort: anything but tool results only.
-// Content that is neither form counts as new (it is refused later).
-func newInput(content json.RawMessage) bool {
-	var blocks []struct {
-		Type string `json:"type"`
+// effortTurns follows Anthropic's per-message effort through the
+// messages as ToGateway reads them. A system message's own effort starts,
+// right after a user turn with new input (anything but tool results only),
+// with the reply to that turn; anywhere else (after an assistant turn, or
+// a user turn of tool results only) with the next user turn with new
+// input, so a change made inside a tool loop waits for the loop's end. It
+// holds until another changes it; what is in force at the end is this
+// call's.
+type effortTurns struct {
+	pending string // an effort waiting for a user turn with new input
+	fresh   bool   // the last user or assistant message is a user turn with new input
+}
+
+func (t *effortTurns) user(blocks []gateway.Block, out *gateway.Request) {
+	t.fresh = slices.ContainsFunc(blocks, func(b gateway.Block) bool { return b.Type != "tool_result" })
+	if t.fresh && t.pending != "" {
+		out.Effort, t.pending = t.pending, ""
 	}
-	if json.Unmarshal(content, &blocks) != nil {
-		return true
+}
+
+// system reads system message i's output_config: its effort, and nothing
+// else, is carried.
+func (t *effortTurns) system(i int, raw json.RawMessage, out *gateway.Request) error {
+	if gateway.Absent(raw) {
+		return nil
 	}
-	for _, b := range blocks {
-		if b.Type != "tool_result" {
-			return true
+	var cfg map[string]json.RawMessage
+	if json.Unmarshal(raw, &cfg) != nil {
+		return gateway.BadRequest(fmt.Sprintf("messages/%d/output_config", i), "messages/%d/output_config: must be an object", i)
+	}
+	for k, raw := range cfg {
+		param := fmt.Sprintf("messages/%d/output_config/%s", i, k)
+		if k != "effort" {
+			return gateway.BadRequest(param, "%s: has no equivalent at this provider", param)
+		}
+		if gateway.Absent(raw) {
+			continue
+		}
+		var e string
+		if json.Unmarshal(raw, &e) != nil || !slices.Contains(Efforts, e) {
+			return gateway.BadRequest(param, "%s: must be one of %s", param, strings.Join(Efforts, ", "))
+		}
+		if t.fresh {
+			out.Effort, t.pending = e, ""
+		} else {
+			t.pending = e
 		}
 	}
-	return false
+	return nil
 }
 
 // structuredName names a messages request's structured output, which
