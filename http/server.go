@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
 	"github.com/rs/zerolog"
-	"golang.org/x/net/http/httpguts"
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/domain/contextpack"
@@ -399,8 +398,20 @@ func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow 
 // webSocketUpgrade reports whether r asks to switch to WebSocket (RFC
 // 6455, section 4.1): Codex tries that on /v1/responses before it POSTs.
 func webSocketUpgrade(r *http.Request) bool {
-	return r.Method == http.MethodGet && httpguts.HeaderValuesContainsToken(r.Header.Values("Upgrade"), "websocket") &&
-		httpguts.HeaderValuesContainsToken(r.Header.Values("Connection"), "upgrade")
+	return r.Method == http.MethodGet && hasToken(r.Header.Values("Upgrade"), "websocket") &&
+		hasToken(r.Header.Values("Connection"), "upgrade")
+}
+
+// hasToken reports whether a comma-separated header holds token, in any case.
+func hasToken(values []string, token string) bool {
+	for _, v := range values {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // notAllowed is the error for a method a path does not take.
