@@ -37,6 +37,9 @@ type fakeUpstreams struct {
 	// none): OpenAI itself takes max_completion_tokens, OpenAI-compatible
 	// servers max_tokens.
 	caps []string
+	// anthropicHeaders are the headers of each request the Anthropic fake
+	// took, in order.
+	anthropicHeaders []http.Header
 }
 
 func newFakeUpstreams(t testing.TB) *fakeUpstreams {
@@ -168,6 +171,9 @@ func (f *fakeUpstreams) tokenCaps() []string {
 
 func (f *fakeUpstreams) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 	f.calls.Add(1)
+	f.mu.Lock()
+	f.anthropicHeaders = append(f.anthropicHeaders, r.Header.Clone())
+	f.mu.Unlock()
 	if r.Header.Get("x-api-key") != "ak-upstream-test" || r.Header.Get("anthropic-version") == "" {
 		w.WriteHeader(401)
 		io.WriteString(w, `{"type":"error","error":{"type":"authentication_error","message":"bad key"}}`)
