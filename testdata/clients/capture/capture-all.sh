@@ -59,3 +59,9 @@ rec agents-sdk-run.json "$ag" "OPENAI_BASE_URL=<recorder>/v1 OPENAI_API_KEY=... 
   "${clean[@]}" OPENAI_BASE_URL=$URL/v1 OPENAI_API_KEY=sk-capture node "$here/agents.mjs"
 rec agents-sdk-run-stream.json "$ag" "OPENAI_BASE_URL=<recorder>/v1 OPENAI_API_KEY=... node capture/agents.mjs stream (run(agent, input, {stream: true}); recorder calls get_weather once)" \
   "${clean[@]}" OPENAI_BASE_URL=$URL/v1 OPENAI_API_KEY=sk-capture node "$here/agents.mjs" stream
+unset REC_CALL_TOOL REC_TOOL_INPUT
+# The official TypeScript SDKs: base URL and key from the environment, nothing else set.
+rec anthropic-sdk-ts.json "$(ver @anthropic-ai/sdk)" "ANTHROPIC_BASE_URL=<recorder> ANTHROPIC_API_KEY=... node capture/official-sdks.mjs anthropic" \
+  "${clean[@]}" ANTHROPIC_BASE_URL=$URL ANTHROPIC_API_KEY=sk-ant-capture node "$here/official-sdks.mjs" anthropic
+rec openai-sdk-ts.json "$(ver openai)" "OPENAI_BASE_URL=<recorder>/v1 OPENAI_API_KEY=... node capture/official-sdks.mjs openai" \
+  "${clean[@]}" OPENAI_BASE_URL=$URL/v1 OPENAI_API_KEY=sk-capture node "$here/official-sdks.mjs" openai
