@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Re-captures every file in testdata/clients/. Run from anywhere after `npm ci` in this folder
-# (or with the packages installed in a parent folder). Writes to $OUT (default: this folder's parent).
+# Re-captures the files of testdata/clients/ made with the versions package.json pins. Run from
+# anywhere after `npm ci` in this folder (or with the packages installed in a parent folder).
+# Writes to $OUT (default: this folder's parent). The claude-code-2.1.332-* files were recorded
+# the same way with that Claude Code installed instead, by the commands their README rows give.
 # Each client runs in a clean env with a throwaway HOME, pointed at the loopback recorder.
 set -u
 . "$(dirname "$0")/env.sh"
