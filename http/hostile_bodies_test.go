@@ -134,6 +134,25 @@ func TestStreamOptionsMustBeAnObject(t *testing.T) {
 	}
 }
 
+// stream_options.include_usage, which Baton reads and then sets, must be
+// a boolean when passed through, as translated: "yes" was read as false
+// and replaced with true, so the provider never refused it and the client
+// got no usage chunk.
+func TestIncludeUsageMustBeABoolean(t *testing.T) {
+	e, f, _ := passthroughEnv(t)
+	for _, model := range []string{"oai:gpt-x", "anthropic:claude-haiku-4-5"} {
+		for _, v := range []string{`"yes"`, `"true"`, `1`, `{}`} {
+			r := e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"`+model+`","stream":true,"stream_options":{"include_usage":`+v+`},"messages":[{"role":"user","content":"hi"}]}`)
+			if r.status != 400 || strings.TrimPrefix(r.str("error.param"), "/") != "stream_options/include_usage" {
+				t.Errorf("%s include_usage %s: %d %s", model, v, r.status, r.raw)
+			}
+		}
+	}
+	if n := len(f.requests()); n != 0 {
+		t.Fatalf("the upstream got %d requests", n)
+	}
+}
+
 // OpenAI's fast tier (priority, its former name) is billed above the
 // standard rates: on a model whose price has no fast rate, passed
 // through, its cost is unknown (null, as an unpriced model's), and a

@@ -286,7 +286,14 @@ func skimChat(body []byte) (skimmed, error) {
 	if so := g.Get("stream_options"); so.Exists() && so.Type != gjson.Null && !so.IsObject() {
 		return s, typeErr("stream_options", "an object") // Baton sets include_usage in it
 	}
-	s.streamUsage = g.Get("stream_options.include_usage").Bool()
+	// include_usage is read and then set by Baton: a value of another type
+	// would be taken as false and replaced, never reaching the provider that
+	// would refuse it.
+	iu := g.Get("stream_options.include_usage")
+	if iu.Exists() && iu.Type != gjson.Null && iu.Type != gjson.True && iu.Type != gjson.False {
+		return s, typeErr("stream_options/include_usage", "a boolean")
+	}
+	s.streamUsage = iu.Bool()
 	if s.req.ServiceTier, err = skimString(g, "service_tier"); err != nil {
 		return s, err
 	}
