@@ -52,6 +52,16 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	if r.ContentLength > limit {
 		return nil, tooLarge(limit)
 	}
+	// net/http does not decompress a request body: a compressed one would
+	// be refused as "not valid JSON", which sends its client looking at
+	// the wrong thing.
+	if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(strings.TrimSpace(ce), "identity") {
+		if len(ce) > 32 {
+			ce = ce[:32] + "..."
+		}
+		return nil, domain.E("decode", domain.KindBadRequest, "unsupported_content_encoding",
+			"the request body is sent with Content-Encoding %q, which is not supported; send it uncompressed", ce)
+	}
 	body, err := gateway.ReadAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
 	var over *http.MaxBytesError
 	if errors.As(err, &over) {

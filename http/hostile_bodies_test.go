@@ -1,6 +1,8 @@
 package http_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -131,6 +133,48 @@ func TestStreamOptionsMustBeAnObject(t *testing.T) {
 	}
 	if n := len(f.requests()); n != 0 {
 		t.Fatalf("the upstream got %d requests", n)
+	}
+}
+
+// A compressed body is refused as such, on the model fronts and elsewhere,
+// before anything reads it: net/http does not decompress it, and the
+// answer was "not valid JSON", though the JSON inside was fine.
+func TestCompressedBodyRefused(t *testing.T) {
+	e, f, _ := passthroughEnv(t)
+	head, err := e.store.Head(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz := func(body string) []byte {
+		var b bytes.Buffer
+		w := gzip.NewWriter(&b)
+		w.Write([]byte(body))
+		w.Close()
+		return b.Bytes()
+	}
+	for _, path := range []string{"/v1/chat/completions", "/v1/messages", "/v1/responses", "/v1/messages/count_tokens"} {
+		for _, model := range []string{"oai:gpt-x", "anthropic:claude-haiku-4-5"} {
+			body := gz(`{"model":"` + model + `","max_tokens":5,"input":"hi","messages":[{"role":"user","content":"hi"}]}`)
+			r := e.do("POST", path, e.tenantA, body, "Content-Encoding", "gzip")
+			if r.status != 400 || !strings.Contains(string(r.raw), `Content-Encoding \"gzip\"`) {
+				t.Errorf("%s %s: %d %s", path, model, r.status, r.raw)
+			}
+		}
+	}
+	r := e.do("POST", "/v1/handoff/contracts", e.tenantA, gz(`{"objective":"x"}`), "Content-Encoding", "gzip")
+	if r.status != 400 || r.str("code") != "unsupported_content_encoding" {
+		t.Errorf("handoff contract: %d %s", r.status, r.raw)
+	}
+	if n := len(f.requests()); n != 0 {
+		t.Errorf("the upstream got %d requests", n)
+	}
+	if h, _ := e.store.Head(t.Context()); h != head {
+		t.Errorf("the store's head moved from %v to %v", head, h)
+	}
+	// identity is no encoding at all.
+	r = e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"oai:gpt-x","messages":[{"role":"user","content":"hi"}]}`, "Content-Encoding", "identity")
+	if r.status != 200 {
+		t.Errorf("identity: %d %s", r.status, r.raw)
 	}
 }
 
