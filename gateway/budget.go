@@ -205,6 +205,17 @@ type BudgetError struct {
 	// Never: this call's worst case alone is over the limit; it cannot pass
 	// in any period unless its token cap is lowered.
 	Never bool
+	// CapField names the token cap as the call's front spells it;
+	// max_tokens when empty.
+	CapField string
+}
+
+// Cap is the name of the token cap the client can lower.
+func (e *BudgetError) Cap() string {
+	if e.CapField == "" {
+		return "max_tokens"
+	}
+	return e.CapField
 }
 
 func (e *BudgetError) Error() string {
@@ -225,9 +236,9 @@ func (e *BudgetError) Error() string {
 		}
 	}
 	if e.Never {
-		lower := "max_tokens"
+		lower := e.Cap()
 		if e.Searches > 0 { // the searches may be most of the worst case
-			lower = "max_tokens or max_uses"
+			lower += " or max_uses"
 		}
 		return fmt.Sprintf("this call may cost up to $%.6f (%s), more than the %s budget of $%.4f for tenant %s allows even with nothing spent; set a lower %s",
 			e.WorstUSD, bound, periodly[e.Period], e.LimitUSD, e.Tenant, lower)

@@ -223,6 +223,9 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 	if be != nil && t.Model.Pricing != nil && t.Model.Pricing.WebSearchPerK > 0 {
 		be.Searches = req.WebSearches
 	}
+	if be != nil && c.Front == "responses" {
+		be.CapField = "max_output_tokens" // the Responses API has no max_tokens
+	}
 	c.hold = hold
 	return err
 }

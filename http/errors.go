@@ -89,7 +89,7 @@ func describe(r *http.Request, err error) described {
 		if be.Never {
 			// Waiting does not help: the request must ask for less.
 			e := domain.E("gateway", domain.KindBadRequest, "budget_too_small_for_request", "%s", be.Error())
-			return described{Error: e, param: "max_tokens"}
+			return described{Error: e, param: be.Cap()}
 		}
 		e := domain.E("gateway", domain.KindRateLimited, "budget_exceeded", "%s", be.Error())
 		e.RetryAfter = max(1, int(time.Until(be.ResetAt).Seconds()+0.999))

@@ -432,3 +432,25 @@ func costOf(c *float64) string {
 	}
 	return fmt.Sprint(*c)
 }
+
+// A Responses call whose cap alone is over the tenant's budget is told to
+// lower max_output_tokens, the Responses API's name for its cap: it was
+// told to lower max_tokens (error.param too), a field that API lacks.
+func TestBudgetTooSmallNamesTheResponsesCap(t *testing.T) {
+	e, f, _ := passthroughEnv(t)
+	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": 0.001, "monthlyUsd": nil}), 200)
+	for _, model := range []string{"oai:gpt-x", "anthropic:claude-haiku-4-5"} {
+		r := e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": model, "input": "hi", "max_output_tokens": 1_000_000})
+		if r.status != 400 || r.str("error.code") != "budget_too_small_for_request" || r.str("error.param") != "max_output_tokens" ||
+			!strings.HasSuffix(r.str("error.message"), "set a lower max_output_tokens") {
+			t.Errorf("%s: %d %s", model, r.status, r.raw)
+		}
+	}
+	r := e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "oai:gpt-x", "max_tokens": 1_000_000, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	if r.status != 400 || r.str("error.param") != "max_tokens" {
+		t.Errorf("chat: %d %s", r.status, r.raw)
+	}
+	if n := len(f.requests()); n != 0 {
+		t.Errorf("the upstream got %d requests", n)
+	}
+}
