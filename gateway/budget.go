@@ -208,6 +208,17 @@ type BudgetError struct {
 	// CapField names the token cap as the call's front spells it;
 	// max_tokens when empty.
 	CapField string
+	// SpeedTier: the unpriced tier is a Messages request's speed (fast
+	// mode), not an OpenAI service_tier.
+	SpeedTier bool
+}
+
+// TierParam is the request field that asked for the unpriced tier.
+func (e *BudgetError) TierParam() string {
+	if e.SpeedTier {
+		return "speed"
+	}
+	return "service_tier"
 }
 
 // Cap is the name of the token cap the client can lower.
@@ -219,6 +230,9 @@ func (e *BudgetError) Cap() string {
 }
 
 func (e *BudgetError) Error() string {
+	if e.Period == "" && e.Tier != "" && e.SpeedTier {
+		return fmt.Sprintf("tenant %s has a budget and speed %s of model %s has no price, so its cost cannot be bounded; send the request without it (or with standard)", e.Tenant, e.Tier, e.Model)
+	}
 	if e.Period == "" && e.Tier != "" {
 		return fmt.Sprintf("tenant %s has a budget and service_tier %s of model %s has no price, so its cost cannot be bounded; send the request without it (or with auto, default or flex)", e.Tenant, e.Tier, e.Model)
 	}

@@ -119,9 +119,13 @@ func TestBuiltinPricesAsSourced(t *testing.T) {
 			t.Errorf("%s: long-prompt price %+v, want %+v", w.id, p.LongPrompt, w.long)
 		}
 		// The fast tier: twice the standard rates on OpenAI's GPT-5.6
-		// family and later, as their pages say; no rate on the others.
+		// family and later, and Anthropic's fast mode twice them on the
+		// models that have it (Fable and Opus), as their pages say; no
+		// rate on the others.
 		fast := 0.0
-		if strings.HasPrefix(w.id, "openai:gpt-6") || strings.HasPrefix(w.id, "openai:gpt-5.6") {
+		switch w.id {
+		case "openai:gpt-6.2-sol", "openai:gpt-6-luna", "openai:gpt-5.6-luna",
+			"anthropic:claude-fable-5-2", "anthropic:claude-opus-5-5", "anthropic:claude-opus-4-8":
 			fast = 2
 		}
 		if p.FastRate != fast {

@@ -226,6 +226,9 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 	if be != nil && c.Front == "responses" {
 		be.CapField = "max_output_tokens" // the Responses API has no max_tokens
 	}
+	if be != nil && c.Front == "messages" {
+		be.SpeedTier = true // a Messages request asks for a tier by its speed
+	}
 	c.hold = hold
 	return err
 }

@@ -37,8 +37,9 @@ type Price struct {
 	LongPrompt *LongPromptPrice `json:"longPrompt,omitempty"`
 	// FastRate is the multiple of the standard rates (long-prompt ones
 	// included) that OpenAI's fast tier costs (service_tier fast, or
-	// priority, its name until July 2026); 0 or absent: the tier has no
-	// price here (TierRate).
+	// priority, its name until July 2026), and Anthropic's fast mode
+	// (speed fast, held and billed as the tier fast); 0 or absent: the
+	// tier has no price here (TierRate).
 	FastRate float64 `json:"fastRate,omitempty"`
 	// WebSearchPerK is USD per 1,000 searches of the provider's web search
 	// tool (Anthropic's, which its usage counts: Usage.WebSearches), billed

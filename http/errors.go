@@ -81,7 +81,7 @@ func describe(r *http.Request, err error) described {
 	switch {
 	case errors.As(err, &be):
 		if be.Period == "" && be.Tier != "" {
-			return described{Error: domain.E("gateway", domain.KindForbidden, "unpriced_service_tier_under_budget", "%s", be.Error()), param: "service_tier"}
+			return described{Error: domain.E("gateway", domain.KindForbidden, "unpriced_service_tier_under_budget", "%s", be.Error()), param: be.TierParam()}
 		}
 		if be.Period == "" {
 			return described{Error: domain.E("gateway", domain.KindForbidden, "unpriced_model_under_budget", "%s", be.Error()), param: "model"}

@@ -252,6 +252,15 @@ func skimAnthropic(body []byte, needsCap bool) (skimmed, error) {
 		return s, badRequest("messages", "messages: at least one message is required")
 	}
 	s.req.NeedsJSON = g.Get("output_config.format").Exists()
+	// Fast mode is held and billed as a fast tier (Price.FastRate); a
+	// speed not yet known, as a tier without a rate.
+	speed, err := skimString(g, "speed")
+	if err != nil {
+		return s, err
+	}
+	if needsCap && speed != "" && speed != "standard" {
+		s.req.ServiceTier = gateway.TierName(speed)
+	}
 	return s, uniqueNames(g, "output_config")
 }
 

@@ -43,6 +43,10 @@ type MessagesRequest struct {
 	Container         json.RawMessage            `json:"container,omitempty"`
 	MCPServers        json.RawMessage            `json:"mcp_servers,omitempty"`
 	ServiceTier       json.RawMessage            `json:"service_tier,omitempty"`
+	// Speed (fast mode) and InferenceGeo (where the model runs) have no
+	// equivalent elsewhere: their default values pass, others are refused.
+	Speed        json.RawMessage `json:"speed,omitempty"`
+	InferenceGeo json.RawMessage `json:"inference_geo,omitempty"`
 }
 
 // MessagesMessage is a message of a messages request: its content is a
@@ -523,6 +527,14 @@ func (q *MessagesRequest) untranslatable() error {
 	}
 	if !gateway.Absent(q.ServiceTier) && string(q.ServiceTier) != `"auto"` {
 		return gateway.BadRequest("service_tier", "service_tier: only auto has an equivalent at this provider")
+	}
+	if !gateway.Absent(q.Speed) && string(q.Speed) != `"standard"` {
+		return gateway.BadRequest("speed", "speed: only standard has an equivalent at this provider; fast mode is served by Anthropic providers only")
+	}
+	if !gateway.Absent(q.InferenceGeo) && string(q.InferenceGeo) != `"global"` {
+		// A residency asked for must not be dropped on the way to a
+		// provider that cannot promise it.
+		return gateway.BadRequest("inference_geo", "inference_geo: only global has an equivalent at this provider; a region is served by Anthropic providers only")
 	}
 	if gateway.Absent(q.ContextManagement) {
 		return nil

@@ -20,9 +20,10 @@ var Models = []gateway.ModelSpec{
 	// models after the 4.5 generation as output_config.format.
 	{Name: "claude-fable-5-2", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"premium", "auto"},
 		Pricing: &gateway.Price{InputPerMTok: 8, OutputPerMTok: 40, CacheReadPerMTok: 0.20, CacheWritePerMTok: 10, CacheWrite1hPerMTok: 16,
-			WebSearchPerK: webSearchPerK, Source: "Anthropic list price, https://platform.claude.com/docs/en/about-claude/pricing, as of 2026-11-10" + webSearchPricing}},
+			FastRate: fastRate, WebSearchPerK: webSearchPerK, Source: "Anthropic list price, https://platform.claude.com/docs/en/about-claude/pricing, as of 2026-11-10" + webSearchPricing + fastPricing}},
 	{Name: "claude-opus-5-5", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"premium", "auto"},
-		Pricing: &gateway.Price{InputPerMTok: 4, OutputPerMTok: 20, CacheReadPerMTok: 0.20, CacheWritePerMTok: 5, CacheWrite1hPerMTok: 8, WebSearchPerK: webSearchPerK, Source: anthropicPricing + webSearchPricing}},
+		Pricing: &gateway.Price{InputPerMTok: 4, OutputPerMTok: 20, CacheReadPerMTok: 0.20, CacheWritePerMTok: 5, CacheWrite1hPerMTok: 8, FastRate: fastRate, WebSearchPerK: webSearchPerK,
+			Source: anthropicPricing + webSearchPricing + fastPricing}},
 	{Name: "claude-sonnet-5-5", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"balanced", "premium", "auto"},
 		Pricing: &gateway.Price{InputPerMTok: 2, OutputPerMTok: 10, CacheReadPerMTok: 0.10, CacheWritePerMTok: 2.50, CacheWrite1hPerMTok: 4, WebSearchPerK: webSearchPerK, Source: anthropicPricing + webSearchPricing}},
 	{Name: "claude-haiku-5-5", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
@@ -36,7 +37,8 @@ var Models = []gateway.ModelSpec{
 	// rank first.
 	{Name: "claude-opus-4-8", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"auto"},
 		Pricing: &gateway.Price{InputPerMTok: 5, OutputPerMTok: 25, CacheReadPerMTok: 0.50, CacheWritePerMTok: 6.25, CacheWrite1hPerMTok: 10,
-			WebSearchPerK: webSearchPerK, Source: "Anthropic list price, https://platform.claude.com/docs/en/about-claude/pricing and https://platform.claude.com/docs/en/models/opus-4-8/overview, as of 2026-11-27" + webSearchPricing}},
+			FastRate: fastRate, WebSearchPerK: webSearchPerK,
+			Source: "Anthropic list price, https://platform.claude.com/docs/en/about-claude/pricing and https://platform.claude.com/docs/en/models/opus-4-8/overview, as of 2026-11-27" + webSearchPricing + fastPricing}},
 	{Name: "claude-haiku-4-5", ContextTokens: 200000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
 		Pricing: &gateway.Price{InputPerMTok: 1, OutputPerMTok: 5, CacheReadPerMTok: 0.10, CacheWritePerMTok: 1.25, CacheWrite1hPerMTok: 2, WebSearchPerK: webSearchPerK, Source: anthropicPricing + webSearchPricing}},
 }
@@ -47,6 +49,15 @@ var Models = []gateway.ModelSpec{
 const (
 	webSearchPerK    = 10
 	webSearchPricing = "; web search $10 per 1,000 searches, https://platform.claude.com/docs/en/agents-and-tools/tool-use/web-search-tool, as of 2026-11-27"
+)
+
+// fastRate is what fast mode (a request's speed fast, the answer's
+// usage.speed fast) costs on the models that have it: every token at
+// twice the standard rates, long prompts and caching included, web
+// searches at their own fee. Sonnet and Haiku have no fast mode.
+const (
+	fastRate    = 2
+	fastPricing = "; fast mode 2x the standard rates, https://platform.claude.com/docs/en/build-with-claude/fast-mode, as of 2026-11-27"
 )
 
 // anthropicPricing is the source shared by several built-in prices.

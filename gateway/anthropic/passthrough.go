@@ -63,7 +63,19 @@ func usageOf(u gjson.Result) gateway.Usage {
 	out.CacheWrite1hTokens = int(u.Get("cache_creation.ephemeral_1h_input_tokens").Int())
 	out.CacheWrite1hTokens = out.OneHourWrites()
 	out.WebSearches = max(int(u.Get("server_tool_use.web_search_requests").Int()), 0)
+	out.ServiceTier = speedTier(u.Get("speed").Str)
 	return out
+}
+
+// speedTier is the capacity tier a usage's speed is billed at: fast mode
+// at the price's FastRate (gateway.Price.TierRate), the standard speed at
+// the standard rates; a speed not yet known has no rate, so its call is
+// not billed as a standard one.
+func speedTier(speed string) string {
+	if speed == "" || speed == "standard" {
+		return ""
+	}
+	return gateway.TierName(speed)
 }
 
 // anRawStream is an Anthropic event stream passed through: each event is a
@@ -104,6 +116,7 @@ func (s *anRawStream) Next() (gateway.Delta, error) {
 			s.usage = usageOf(u)
 			early := s.usage
 			d.Usage = &early
+			d.ServiceTier = s.usage.ServiceTier // billed so even if the stream breaks
 		}
 	case "content_block_start":
 		d.Commit = true
@@ -151,6 +164,9 @@ func (s *anRawStream) Next() (gateway.Delta, error) {
 			s.usage.CacheWrite1hTokens = s.usage.OneHourWrites()
 			if n := u.Get("server_tool_use.web_search_requests"); n.Exists() {
 				s.usage.WebSearches = max(int(n.Int()), 0)
+			}
+			if sp := u.Get("speed"); sp.Exists() {
+				s.usage.ServiceTier = speedTier(sp.Str)
 			}
 			final := s.usage
 			d.Usage = &final

@@ -43,6 +43,9 @@ type MessagesUsage struct {
 	// null (an unpriced model), or the cost in USD.
 	Cost      **float64 `json:"estimated_cost_usd,omitempty"`
 	Estimated bool      `json:"estimated,omitempty"`
+	// Speed is the speed an answer was served at (fast mode is billed at
+	// its own rate); Baton's own answers leave it out.
+	Speed string `json:"speed,omitempty"`
 }
 
 // ServerToolUse is usage.server_tool_use: what the server tools ran.
@@ -76,6 +79,7 @@ func (u *MessagesUsage) usage() gateway.Usage {
 	if u.ServerToolUse != nil {
 		out.WebSearches = max(u.ServerToolUse.WebSearchRequests, 0)
 	}
+	out.ServiceTier = speedTier(u.Speed)
 	return out
 }
 
