@@ -2,6 +2,7 @@ package bolt_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -49,6 +50,20 @@ func startChild(t *testing.T, job, dir string, env ...string) (*exec.Cmd, io.Rea
 // last line (the kill landed mid-write) is dropped: it was never reported.
 func readAcks(r io.Reader) (acks []ackLine, rest []string) { return readAcksUntil(r, "") }
 
+// firstAck is a writer that says on c, once, when an acknowledgement
+// line has passed through it.
+type firstAck chan bool
+
+func (f firstAck) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("ack ")) {
+		select {
+		case f <- true:
+		default:
+		}
+	}
+	return len(p), nil
+}
+
 // TestCrashKeepsAcknowledgedAppends kills a writer with SIGKILL at a random
 // moment, again and again on the same data directory, and checks after each
 // kill that every acknowledged event survived and the file is consistent.
@@ -88,11 +103,22 @@ func crashRounds(t *testing.T, rounds int, env ...string) {
 			t.Fatalf("round %d: child said %q, %v", round, line, err)
 		}
 		delay := time.Duration(20+rng.IntN(300)) * time.Millisecond
+		// The moment is counted from the first acknowledged append, not
+		// from start: on a slow disk under load the first fsync alone
+		// can take longer than the shortest delay.
+		first := make(chan bool, 1)
 		ackc := make(chan []ackLine, 1)
 		go func() {
-			acks, _ := readAcks(br)
+			acks, _ := readAcksUntil(io.TeeReader(br, firstAck(first)), "")
 			ackc <- acks
 		}()
+		select {
+		case <-first:
+		case <-time.After(time.Minute):
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("round %d: the child acknowledged no append in a minute", round)
+		}
 		time.Sleep(delay) // the random moment of the crash, not a wait for an outcome
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatalf("round %d: kill: %v", round, err)
