@@ -155,9 +155,10 @@ func WorstCost(req Request, m *Model) *float64 {
 	return &c
 }
 
-// UnpricedTier reports whether req asks for a capacity tier m's price has
-// no rate for (Price.TierRate): its cost is unknown (nil), as an unpriced
-// model's, and a tenant with a budget cannot make the call.
+// UnpricedTier reports whether req asks for a capacity tier or a
+// geography m's price has no rate for (Price.TierRate, Price.GeoRate): its
+// cost is unknown (nil), as an unpriced model's, and a tenant with a
+// budget cannot make the call.
 func UnpricedTier(req Request, m *Model) bool {
 	p, _ := priceFor(req, m)
 	return p == nil && m != nil && m.Pricing != nil
@@ -174,7 +175,11 @@ func priceFor(req Request, m *Model) (*Price, float64) {
 	if !ok {
 		return nil, 0
 	}
-	return m.Pricing, tier
+	geo, ok := m.Pricing.GeoRate(req.Geo)
+	if !ok {
+		return nil, 0
+	}
+	return m.Pricing, tier * geo // the premiums stack, as Anthropic bills them
 }
 
 // BudgetError refuses a call that its tenant's budget cannot cover.
@@ -211,6 +216,9 @@ type BudgetError struct {
 	// SpeedTier: the unpriced tier is a Messages request's speed (fast
 	// mode), not an OpenAI service_tier.
 	SpeedTier bool
+	// Geo is the geography with no price that refused the call (Period
+	// ""), when it is not the model or the tier that has none.
+	Geo string
 }
 
 // TierParam is the request field that asked for the unpriced tier.
@@ -230,6 +238,9 @@ func (e *BudgetError) Cap() string {
 }
 
 func (e *BudgetError) Error() string {
+	if e.Period == "" && e.Geo != "" {
+		return fmt.Sprintf("tenant %s has a budget and inference_geo %s of model %s has no price, so its cost cannot be bounded; send the request without it (or with global)", e.Tenant, e.Geo, e.Model)
+	}
 	if e.Period == "" && e.Tier != "" && e.SpeedTier {
 		return fmt.Sprintf("tenant %s has a budget and speed %s of model %s has no price, so its cost cannot be bounded; send the request without it (or with standard)", e.Tenant, e.Tier, e.Model)
 	}

@@ -131,6 +131,15 @@ func TestBuiltinPricesAsSourced(t *testing.T) {
 		if p.FastRate != fast {
 			t.Errorf("%s: fast rate %v, want %v", w.id, p.FastRate, fast)
 		}
+		// US-only inference: 1.1 times the rates on Anthropic's models
+		// from Opus 4.6 on; Haiku 4.5 does not take it, OpenAI has none.
+		us := 0.0
+		if strings.HasPrefix(w.id, "anthropic:") && w.id != "anthropic:claude-haiku-4-5" {
+			us = 1.1
+		}
+		if p.USRate != us {
+			t.Errorf("%s: US-only rate %v, want %v", w.id, p.USRate, us)
+		}
 		if m.ContextTokens != w.context || m.SupportsJSON != w.json || m.SupportsTools != w.tools {
 			t.Errorf("%s: context %d, json %v, tools %v; want %d, %v, %v", w.id, m.ContextTokens, m.SupportsJSON, m.SupportsTools, w.context, w.json, w.tools)
 		}
@@ -213,6 +222,7 @@ func TestProvidersFileLongPromptPrice(t *testing.T) {
 		{`{"pricing":{"openai:gpt-4o":{"inputPerMTok":1,"source":"x","longPrompt":{"promptTokens":10,"cacheReadPerMTok":-1}}}}`, "a price is negative (longPrompt.cacheReadPerMTok -1)"},
 		{`{"pricing":{"openai:gpt-4o":{"inputPerMTok":1,"source":"x","fastRate":0.5}}}`, "fastRate must be 0 (no rate) or from 1 to 100 times the standard rates (0.5)"},
 		{`{"pricing":{"openai:gpt-4o":{"inputPerMTok":1,"source":"x","fastRate":1e9}}}`, "fastRate must be 0 (no rate) or from 1 to 100 times the standard rates (1e+09)"},
+		{`{"pricing":{"anthropic:claude-opus-5-5":{"inputPerMTok":1,"source":"x","usRate":0.9}}}`, "usRate must be 0 (no rate) or from 1 to 100 times the standard rates (0.9)"},
 		{`{"pricing":{"openai:gpt-4o":{"inputPerMTok":1,"source":"x","longPrompt":{"promptTokens":10,"threshold":5}}}}`, `unknown field "threshold"`},
 		// A rate no model has, which a long enough call would make an
 		// infinite cost of.

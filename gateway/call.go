@@ -215,7 +215,11 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 	hold, err := k.Budgets.Reserve(ctx, c.Tenant, t.Model.ID, WorstCost(req, t.Model))
 	var be *BudgetError
 	if errors.As(err, &be) && be.Period == "" && UnpricedTier(req, t.Model) {
-		be.Tier = c.asked
+		if _, ok := t.Model.Pricing.TierRate(req.ServiceTier); ok {
+			be.Geo = req.Geo // the tier is priced: the geography is not
+		} else {
+			be.Tier = c.asked
+		}
 	}
 	if be != nil && c.tier != c.asked {
 		be.AutoTier, be.TierSent = c.tier, c.Passthrough

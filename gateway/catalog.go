@@ -41,6 +41,11 @@ type Price struct {
 	// (speed fast, held and billed as the tier fast); 0 or absent: the
 	// tier has no price here (TierRate).
 	FastRate float64 `json:"fastRate,omitempty"`
+	// USRate is the multiple of the rates a call whose inference runs in
+	// the US only costs (Anthropic's inference_geo us: 1.1); 0 or absent:
+	// no price here (GeoRate). Global inference, the default, costs the
+	// standard rates.
+	USRate float64 `json:"usRate,omitempty"`
 	// WebSearchPerK is USD per 1,000 searches of the provider's web search
 	// tool (Anthropic's, which its usage counts: Usage.WebSearches), billed
 	// on top of the tokens; 0 or absent: not billed.
@@ -84,6 +89,32 @@ func (p *Price) TierRate(tier string) (float64, bool) {
 		return p.FastRate, p.FastRate > 0
 	}
 	return 0, false
+}
+
+// GeoRate is the multiple of the rates a call run in geography geo costs,
+// and whether the price has one: any geography ("" or global) costs 1.
+func (p *Price) GeoRate(geo string) (float64, bool) {
+	switch geo {
+	case "", "global":
+		return 1, true
+	case "us":
+		return p.USRate, p.USRate > 0
+	}
+	return 0, false
+}
+
+// GeoName is geo as a name that does not hold on to the bytes it may view
+// (see TierName).
+func GeoName(geo string) string {
+	switch geo {
+	case "":
+		return ""
+	case "global":
+		return "global"
+	case "us":
+		return "us"
+	}
+	return strings.Clone(geo)
 }
 
 // LongPromptPrice holds the rates of a call whose prompt (input, cache
@@ -429,6 +460,10 @@ func checkPrice(p *Price) error {
 		// Below 1 the fast tier would be billed less than the standard
 		// one, which it never costs.
 		return fmt.Errorf("fastRate must be 0 (no rate) or from 1 to %d times the standard rates (%v)", MaxFastRate, p.FastRate)
+	}
+	if p.USRate != 0 && (p.USRate < 1 || p.USRate > MaxFastRate) {
+		// No geography is billed below the standard rates.
+		return fmt.Errorf("usRate must be 0 (no rate) or from 1 to %d times the standard rates (%v)", MaxFastRate, p.USRate)
 	}
 	if strings.TrimSpace(p.Source) == "" {
 		// A price without its source cannot be checked or dated;

@@ -117,6 +117,11 @@ type Request struct {
 	// (Price.TierRate); one the price has no rate for is unpriced
 	// (UnpricedTier).
 	ServiceTier string
+	// Geo is the geography a passed-through Messages request asks its
+	// inference to run in (Anthropic's inference_geo; "" and global: any),
+	// billed at its rate (Price.GeoRate); one the price has no rate for is
+	// unpriced.
+	Geo string
 	// WebSearches is the most searches a passed-through Messages request's
 	// web search tools may run (the sum of their max_uses), which its hold
 	// counts at Price.WebSearchPerK; a tool without max_uses is not
@@ -209,6 +214,9 @@ type Usage struct {
 	// call (usage.server_tool_use.web_search_requests), billed per search
 	// on top of the tokens (Price.WebSearchPerK).
 	WebSearches int `json:"web_search_requests,omitempty"`
+	// Geo is where the provider says the call ran (Anthropic's
+	// usage.inference_geo), when it says: CostOf bills its rate.
+	Geo string `json:"inference_geo,omitempty"`
 }
 
 // OneHourWrites is the 1-hour part of the cache writes as billed: negative

@@ -47,16 +47,25 @@ func UsageStream(tenant string) string { return "usage-" + tenant }
 // (Usage.ServiceTier: OpenAI may serve auto at a project's default of
 // fast) is billed at its rate; one the price has no rate for is billed at
 // req's tier's rates (the held tier: Caller.TierFor), the only rate Baton
-// knows for the call (docs/api.md, Budgets).
+// knows for the call (docs/api.md, Budgets). The geography it ran in
+// (Usage.Geo: a workspace's default may be the US) likewise.
 func CostOf(req Request, m *Model, u Usage) *float64 {
-	p, tier := priceFor(req, m)
+	p, rate := priceFor(req, m)
 	if p == nil {
 		return nil
 	}
+	tier, _ := p.TierRate(req.ServiceTier)
+	geo, _ := p.GeoRate(req.Geo)
 	if served, ok := p.TierRate(u.ServiceTier); ok && u.ServiceTier != "" {
 		tier = served
 	}
-	c := p.costAt(u, tier)
+	if ran, ok := p.GeoRate(u.Geo); ok && u.Geo != "" {
+		geo = ran // a workspace's default geography bills as asked for
+	}
+	if u.ServiceTier != "" || u.Geo != "" {
+		rate = tier * geo
+	}
+	c := p.costAt(u, rate)
 	return &c
 }
 
@@ -316,6 +325,9 @@ func (r *UsageRecord) appendJSON(b []byte) ([]byte, error) {
 	if u.WebSearches != 0 {
 		b = append(b, `,"web_search_requests":`...)
 		b = strconv.AppendInt(b, int64(u.WebSearches), 10)
+	}
+	if u.Geo != "" {
+		b = str(b, `,"inference_geo":`, u.Geo)
 	}
 	b = append(b, `},"costUsd":`...)
 	if r.CostUSD == nil {

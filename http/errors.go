@@ -80,6 +80,9 @@ func describe(r *http.Request, err error) described {
 	var be *gateway.BudgetError
 	switch {
 	case errors.As(err, &be):
+		if be.Period == "" && be.Geo != "" {
+			return described{Error: domain.E("gateway", domain.KindForbidden, "unpriced_inference_geo_under_budget", "%s", be.Error()), param: "inference_geo"}
+		}
 		if be.Period == "" && be.Tier != "" {
 			return described{Error: domain.E("gateway", domain.KindForbidden, "unpriced_service_tier_under_budget", "%s", be.Error()), param: be.TierParam()}
 		}

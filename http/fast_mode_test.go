@@ -12,13 +12,13 @@ import (
 	"github.com/batonhq/baton/gateway"
 )
 
-// An Anthropic answer served in fast mode (usage.speed fast), whole and
-// streamed.
-const (
-	fastUsage   = `"usage":{"input_tokens":12,"cache_creation_input_tokens":0,"cache_read_input_tokens":4000,"output_tokens":57,"service_tier":"standard","speed":"fast"}`
-	fastMessage = `{"id":"msg_fast","type":"message","role":"assistant","model":"claude-opus-5-5","content":[{"type":"text","text":"Hi!"}],"stop_reason":"end_turn","stop_sequence":null,` + fastUsage + `}`
-	fastStream  = `event: message_start
-data: {"type":"message_start","message":{"id":"msg_fast","type":"message","role":"assistant","model":"claude-opus-5-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"cache_creation_input_tokens":0,"cache_read_input_tokens":4000,"output_tokens":1,"service_tier":"standard","speed":"fast"}}}
+// anthropicAnswer is an Anthropic answer, whole and streamed, whose usage
+// ends with extra (the speed and geography it was served at).
+func anthropicAnswer(extra string) (stream, whole string) {
+	usage := `"usage":{"input_tokens":12,"cache_creation_input_tokens":0,"cache_read_input_tokens":4000,"output_tokens":57,"service_tier":"standard"` + extra + `}`
+	whole = `{"id":"msg_fast","type":"message","role":"assistant","model":"claude-opus-5-5","content":[{"type":"text","text":"Hi!"}],"stop_reason":"end_turn","stop_sequence":null,` + usage + `}`
+	stream = `event: message_start
+data: {"type":"message_start","message":{"id":"msg_fast","type":"message","role":"assistant","model":"claude-opus-5-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"cache_creation_input_tokens":0,"cache_read_input_tokens":4000,"output_tokens":1,"service_tier":"standard"` + extra + `}}}
 
 event: content_block_start
 data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
@@ -30,13 +30,14 @@ event: content_block_stop
 data: {"type":"content_block_stop","index":0}
 
 event: message_delta
-data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},` + fastUsage + `}
+data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},` + usage + `}
 
 event: message_stop
 data: {"type":"message_stop"}
 
 `
-)
+	return stream, whole
+}
 
 func postMessages(t *testing.T, e *env, body string) (*http.Response, []byte) {
 	t.Helper()
@@ -56,80 +57,96 @@ func postMessages(t *testing.T, e *env, body string) (*http.Response, []byte) {
 	return resp, raw
 }
 
-// Claude Code's /fast sends speed fast; Anthropic bills fast mode at twice
-// the standard rates (Claude Opus 5.5: $8 and $40 a million against $4 and
-// $20), and says so in usage.speed. A passed-through call is billed so,
-// whole and streamed, and its usage event says it was served fast.
-func TestPassThroughBillsFastMode(t *testing.T) {
-	e, up := goldenEnv(t, fastStream, fastMessage, "anthropic")
+// Anthropic bills fast mode (Claude Code's /fast sends speed fast) at twice
+// the standard rates, and US-only inference (inference_geo us, asked for or
+// the workspace's default) at 1.1 times them, both together at 2.2 times
+// (Claude Opus 5.5: $4 and $20 a million), and says what it served in
+// usage.speed and usage.inference_geo. A passed-through call is billed so,
+// whole and streamed, and its usage event says how it was served.
+func TestPassThroughBillsFastModeAndUSInference(t *testing.T) {
 	// 12 input at $4, 57 output at $20, 4000 cache reads at $0.20, a
-	// million each, all twice over.
-	want := gateway.RoundUSD(2 * (12*4 + 57*20 + 4000*0.20) / 1e6)
-	for i, stream := range []bool{false, true} {
-		body := `{"model":"anthropic:claude-opus-5-5","max_tokens":100,"speed":"fast","stream":` + map[bool]string{false: "false", true: "true"}[stream] +
-			`,"messages":[{"role":"user","content":"hi"}]}`
-		resp, raw := postMessages(t, e, body)
-		if resp.StatusCode != 200 {
-			t.Fatalf("stream %v: %d %s", stream, resp.StatusCode, raw)
-		}
-		if !strings.Contains(string(up.last(t).body), `"speed":"fast"`) {
-			t.Fatalf("the provider got %s", up.last(t).body)
-		}
-		var cost gjson.Result
-		if stream {
-			events := sseRaw(t, strings.NewReader(string(raw)))
-			if len(events) < 2 {
-				t.Fatalf("stream: %v", events)
+	// million each, times the rate.
+	base := (12*4 + 57*20 + 4000*0.20) / 1e6
+	for _, c := range []struct {
+		name, asked, served, tier, geo string
+		rate                           float64
+	}{
+		{"fast", `,"speed":"fast"`, `,"speed":"fast","inference_geo":"global"`, "fast", "global", 2},
+		{"us", `,"inference_geo":"us"`, `,"speed":"standard","inference_geo":"us"`, "", "us", 1.1},
+		{"workspace default us", ``, `,"speed":"standard","inference_geo":"us"`, "", "us", 1.1},
+		{"fast in the us", `,"speed":"fast","inference_geo":"us"`, `,"speed":"fast","inference_geo":"us"`, "fast", "us", 2.2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stream, whole := anthropicAnswer(c.served)
+			e, up := goldenEnv(t, stream, whole, "anthropic")
+			want := gateway.RoundUSD(gateway.RoundUSD(base) * c.rate)
+			for i, stream := range []bool{false, true} {
+				body := `{"model":"anthropic:claude-opus-5-5","max_tokens":100` + c.asked + `,"stream":` + map[bool]string{false: "false", true: "true"}[stream] +
+					`,"messages":[{"role":"user","content":"hi"}]}`
+				resp, raw := postMessages(t, e, body)
+				if resp.StatusCode != 200 {
+					t.Fatalf("stream %v: %d %s", stream, resp.StatusCode, raw)
+				}
+				if !strings.Contains(string(up.last(t).body), c.asked) {
+					t.Fatalf("the provider got %s", up.last(t).body)
+				}
+				var cost gjson.Result
+				if stream {
+					events := sseRaw(t, strings.NewReader(string(raw)))
+					if len(events) < 2 {
+						t.Fatalf("stream: %v", events)
+					}
+					cost = gjson.Get(events[len(events)-2][1], "usage.estimated_cost_usd")
+				} else {
+					cost = gjson.GetBytes(raw, "usage.estimated_cost_usd")
+				}
+				if cost.Num != want {
+					t.Errorf("stream %v: the answer's cost %v, want %v (%v times the rates)", stream, cost.Raw, want, c.rate)
+				}
+				evs := e.usageEvents("a", i+1)
+				var u gateway.UsageRecord
+				if err := json.Unmarshal(evs[i].Data, &u); err != nil {
+					t.Fatal(err)
+				}
+				if u.Usage.ServiceTier != c.tier || u.Usage.Geo != c.geo || u.CostUSD == nil || *u.CostUSD != want {
+					t.Errorf("stream %v: usage recorded %+v at %v, want tier %q, geography %q at %v", stream, u.Usage, u.CostUSD, c.tier, c.geo, want)
+				}
 			}
-			cost = gjson.Get(events[len(events)-2][1], "usage.estimated_cost_usd")
-		} else {
-			cost = gjson.GetBytes(raw, "usage.estimated_cost_usd")
-		}
-		if cost.Num != want {
-			t.Errorf("stream %v: the answer's cost %v, want %v (fast mode at twice the rates)", stream, cost.Raw, want)
-		}
-		evs := e.usageEvents("a", i+1)
-		var u gateway.UsageRecord
-		if err := json.Unmarshal(evs[i].Data, &u); err != nil {
-			t.Fatal(err)
-		}
-		if u.Usage.ServiceTier != "fast" || u.CostUSD == nil || *u.CostUSD != want {
-			t.Errorf("stream %v: usage recorded %+v at %v, want tier fast at %v", stream, u.Usage, u.CostUSD, want)
-		}
+		})
 	}
 }
 
-// The hold of a fast-mode call is at the fast rates: a budget that covers
-// the call's worst case at the standard rates, and not at twice them,
-// cannot take it, and nothing reaches the provider.
-func TestFastModeIsHeldAtItsRate(t *testing.T) {
-	e, up := goldenEnv(t, fastStream, fastMessage, "anthropic")
-	// Worst case at standard rates: the prompt's bytes bound its tokens
-	// (about 150) at the dearest input rate ($8, the 1-hour cache write),
-	// and 1,000 output tokens at $20: about $0.021. At fast, twice that.
-	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": 0.03, "monthlyUsd": nil}), 200)
-	standard := `{"model":"anthropic:claude-opus-5-5","max_tokens":1000,"messages":[{"role":"user","content":"hi"}]}`
-	if resp, raw := postMessages(t, e, standard); resp.StatusCode != 200 {
-		t.Fatalf("standard speed: %d %s", resp.StatusCode, raw)
+// The hold of a fast-mode or US-only call is at its rate: a budget that
+// covers the call's worst case at the standard rates, and not at 2 or 1.1
+// times them, cannot take it, and nothing reaches the provider. A model
+// whose price has no such rate cannot take it under a budget at all.
+func TestFastModeAndUSInferenceAreHeldAtTheirRates(t *testing.T) {
+	stream, whole := anthropicAnswer(`,"speed":"standard","inference_geo":"global"`)
+	e, up := goldenEnv(t, stream, whole, "anthropic")
+	// The worst case at the standard rates: the prompt's bytes bound its
+	// tokens at the dearest input rate ($8 a million, the 1-hour cache
+	// write) and 1,000 output tokens at $20: $0.020792. US-only, 1.1 times
+	// that (and a few bytes more), $0.023056; fast, about twice.
+	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": 0.022, "monthlyUsd": nil}), 200)
+	refused := func(body string, status int, says string) {
+		t.Helper()
+		calls := up.count()
+		resp, raw := postMessages(t, e, body)
+		if resp.StatusCode != status || !strings.Contains(gjson.GetBytes(raw, "error.message").Str, says) {
+			t.Fatalf("%s: %d %s, want %d saying %q", body, resp.StatusCode, raw, status, says)
+		}
+		if up.count() != calls {
+			t.Fatalf("%s: a refused call reached the provider", body)
+		}
 	}
-	calls := up.count()
-	fast := `{"model":"anthropic:claude-opus-5-5","max_tokens":1000,"speed":"fast","messages":[{"role":"user","content":"hi"}]}`
-	resp, raw := postMessages(t, e, fast)
-	if resp.StatusCode != 400 || gjson.GetBytes(raw, "error.type").Str != "invalid_request_error" || !strings.Contains(string(raw), "budget") {
-		t.Fatalf("fast mode over the budget: %d %s", resp.StatusCode, raw)
+	refused(`{"model":"anthropic:claude-opus-5-5","max_tokens":1000,"inference_geo":"us","messages":[{"role":"user","content":"hi"}]}`, 400, "budget")
+	if resp, raw := postMessages(t, e, `{"model":"anthropic:claude-opus-5-5","max_tokens":1000,"messages":[{"role":"user","content":"hi"}]}`); resp.StatusCode != 200 {
+		t.Fatalf("standard speed, any geography: %d %s", resp.StatusCode, raw)
 	}
-	if up.count() != calls {
-		t.Fatal("a refused call reached the provider")
-	}
-	// Sonnet has no fast mode: under a budget its cost could not be
-	// bounded, so the call is refused by name, not held as a standard one.
-	resp, raw = postMessages(t, e, `{"model":"anthropic:claude-sonnet-5-5","max_tokens":10,"speed":"fast","messages":[{"role":"user","content":"hi"}]}`)
-	if resp.StatusCode != 403 || !strings.Contains(gjson.GetBytes(raw, "error.message").Str, "speed fast") {
-		t.Fatalf("fast mode on a model without its rate, under a budget: %d %s", resp.StatusCode, raw)
-	}
-	if up.count() != calls {
-		t.Fatal("a refused call reached the provider")
-	}
+	refused(`{"model":"anthropic:claude-opus-5-5","max_tokens":1000,"speed":"fast","messages":[{"role":"user","content":"hi"}]}`, 400, "budget")
+	// Sonnet has no fast mode, Haiku 4.5 no US-only inference.
+	refused(`{"model":"anthropic:claude-sonnet-5-5","max_tokens":10,"speed":"fast","messages":[{"role":"user","content":"hi"}]}`, 403, "speed fast")
+	refused(`{"model":"anthropic:claude-haiku-4-5","max_tokens":10,"inference_geo":"us","messages":[{"role":"user","content":"hi"}]}`, 403, "inference_geo us")
 }
 
 // Translated to a provider that has no fast mode or regions, speed fast and

@@ -261,6 +261,14 @@ func skimAnthropic(body []byte, needsCap bool) (skimmed, error) {
 	if needsCap && speed != "" && speed != "standard" {
 		s.req.ServiceTier = gateway.TierName(speed)
 	}
+	// So is a geography asked for: US-only inference costs more.
+	geo, err := skimString(g, "inference_geo")
+	if err != nil {
+		return s, err
+	}
+	if needsCap {
+		s.req.Geo = gateway.GeoName(geo)
+	}
 	return s, uniqueNames(g, "output_config")
 }
 

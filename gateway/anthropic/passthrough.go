@@ -64,6 +64,7 @@ func usageOf(u gjson.Result) gateway.Usage {
 	out.CacheWrite1hTokens = out.OneHourWrites()
 	out.WebSearches = max(int(u.Get("server_tool_use.web_search_requests").Int()), 0)
 	out.ServiceTier = speedTier(u.Get("speed").Str)
+	out.Geo = gateway.GeoName(u.Get("inference_geo").Str)
 	return out
 }
 
@@ -167,6 +168,9 @@ func (s *anRawStream) Next() (gateway.Delta, error) {
 			}
 			if sp := u.Get("speed"); sp.Exists() {
 				s.usage.ServiceTier = speedTier(sp.Str)
+			}
+			if geo := u.Get("inference_geo"); geo.Exists() {
+				s.usage.Geo = gateway.GeoName(geo.Str)
 			}
 			final := s.usage
 			d.Usage = &final

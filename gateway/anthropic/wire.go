@@ -46,6 +46,9 @@ type MessagesUsage struct {
 	// Speed is the speed an answer was served at (fast mode is billed at
 	// its own rate); Baton's own answers leave it out.
 	Speed string `json:"speed,omitempty"`
+	// InferenceGeo is where the answer's inference ran (billed at its
+	// rate); Baton's own answers leave it out.
+	InferenceGeo string `json:"inference_geo,omitempty"`
 }
 
 // ServerToolUse is usage.server_tool_use: what the server tools ran.
@@ -80,6 +83,7 @@ func (u *MessagesUsage) usage() gateway.Usage {
 		out.WebSearches = max(u.ServerToolUse.WebSearchRequests, 0)
 	}
 	out.ServiceTier = speedTier(u.Speed)
+	out.Geo = gateway.GeoName(u.InferenceGeo)
 	return out
 }
 
