@@ -402,11 +402,14 @@ func webSocketUpgrade(r *http.Request) bool {
 		hasToken(r.Header.Values("Connection"), "upgrade")
 }
 
-// hasToken reports whether a comma-separated header holds token, in any case.
+// hasToken reports whether a comma-separated header holds token, in any
+// ASCII case (RFC 6455): around an element, only spaces and tabs are
+// optional whitespace, and with the lengths equal EqualFold folds no
+// non-ASCII letter (ſ, the Kelvin sign) into token's.
 func hasToken(values []string, token string) bool {
 	for _, v := range values {
 		for _, t := range strings.Split(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(t), token) {
+			if t = strings.Trim(t, " \t"); len(t) == len(token) && strings.EqualFold(t, token) {
 				return true
 			}
 		}
