@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -195,6 +197,156 @@ func FuzzUpstreamAnswers(f *testing.F) {
 		if u := resp.Usage; u.InputTokens < 0 || u.OutputTokens < 0 || u.CacheReadTokens < 0 || u.CacheWriteTokens < 0 ||
 			u.CacheWrite1hTokens < 0 || u.CacheWrite1hTokens > u.CacheWriteTokens {
 			t.Fatalf("%s: body %q made negative usage %+v", what, last, u)
+		}
+	})
+}
+
+// negativeUsage reports whether u has a negative count, which would lower
+// a tenant's spending.
+func negativeUsage(u gateway.Usage) bool {
+	return u.InputTokens < 0 || u.OutputTokens < 0 || u.CacheReadTokens < 0 || u.CacheWriteTokens < 0 ||
+		u.CacheWrite1hTokens < 0 || u.CacheWrite1hTokens > u.CacheWriteTokens || u.WebSearches < 0
+}
+
+// FuzzForwardedAnswers has an upstream answer a passed-through request
+// (Forwarder.Forward: Messages, chat completions and the Responses API,
+// whole or streamed) with any status and body. Whatever it answers, the
+// call returns in bounded time; a refusal is an *UpstreamError with the
+// upstream's status (a 2xx that is not an answer is a 502, or the status
+// a failed response's error names, and a stream's error event an error
+// status of its own); a whole answer's body, which Baton
+// splices svc into, is valid JSON, and so is every event of a stream;
+// usage is never negative.
+func FuzzForwardedAnswers(f *testing.F) {
+	const (
+		anAnswer = `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{"input_tokens":$T,"output_tokens":2,"cache_creation_input_tokens":4,"cache_creation":{"ephemeral_1h_input_tokens":$T},"server_tool_use":{"web_search_requests":$T}}}`
+		anStream = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":$T,\"output_tokens\":1}}}\n\n" +
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n" +
+			"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":$T}}\n\n" +
+			"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+		oaAnswer = `{"id":"c","model":"m","choices":[{"message":{"content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":$T,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":2}},"service_tier":"default"}`
+		oaStream = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\n" +
+			"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n" +
+			"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":$T,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n"
+		rsAnswer = `{"id":"resp_1","object":"response","status":"completed","model":"m","output":[{"type":"message","content":[{"type":"output_text","text":"hi"}]}],"usage":{"input_tokens":$T,"output_tokens":1,"input_tokens_details":{"cached_tokens":1}}}`
+		rsStream = "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"in_progress\"}}\n\n" +
+			"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":1,\"delta\":\"hi\"}\n\n" +
+			"event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":2,\"response\":{\"status\":\"completed\",\"usage\":{\"input_tokens\":$T,\"output_tokens\":1}}}\n\n"
+	)
+	// Calls, by a fuzzed index: Messages, chat completions on OpenAI and
+	// on an OpenAI-compatible server, the Responses API; whole, then the
+	// same streamed.
+	const (
+		anWhole, oaWhole, compatWhole, rsWhole     = 0, 1, 2, 3
+		anStreamed, oaStreamed, compatStreamed, rs = 4, 5, 6, 7
+	)
+	for _, s := range []struct {
+		calls  []uint8
+		status uint16
+		tokens int64
+		body   string
+	}{
+		{[]uint8{anWhole}, 200, 10, anAnswer},
+		{[]uint8{anStreamed}, 200, 10, anStream},
+		{[]uint8{oaWhole, compatWhole}, 200, 10, oaAnswer},
+		{[]uint8{oaStreamed, compatStreamed}, 200, 10, oaStream},
+		{[]uint8{rsWhole}, 200, 10, rsAnswer},
+		{[]uint8{rs}, 200, 10, rsStream},
+		{[]uint8{anWhole}, 200, -7, anAnswer},
+		{[]uint8{rsWhole}, 200, 0, `{"object":"response","status":"failed","error":{"code":"rate_limit_exceeded","message":"slow down"}}`},
+		{[]uint8{rsWhole}, 200, 0, `{"object":"response","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"}}`},
+		{[]uint8{rs}, 200, 0, "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\"}}}\n\n"},
+		{[]uint8{anStreamed}, 200, 0, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"},
+		{[]uint8{0, 1, 2, 3, 4, 5, 6, 7}, 200, 0, ``},
+		{[]uint8{0, 1, 2, 3, 4, 5, 6, 7}, 200, 0, `{}`},
+		{[]uint8{0, 1, 2, 3, 4, 5, 6, 7}, 200, 0, "data: {\n\n"},
+		{[]uint8{0, 1, 2, 3, 4, 5, 6, 7}, 429, 0, `{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed the rate limit."}}`},
+		{[]uint8{0, 1, 2, 3, 4, 5, 6, 7}, 500, 0, `{"error":{"message":"The server had an error.","type":"server_error"}}`},
+	} {
+		for _, c := range s.calls {
+			f.Add(c, s.status, s.tokens, []byte(s.body))
+		}
+	}
+
+	up := &upstreamtest.Upstream{}
+	srv := httptest.NewServer(up)
+	f.Cleanup(srv.Close)
+	providers := []gateway.Forwarder{
+		anthropic.New("anthropic", srv.URL, "k", srv.Client()),
+		openai.New("openai", "openai", srv.URL, "k", srv.Client()),
+		openai.New("compat", "openai-compatible", srv.URL, "", srv.Client()),
+		openai.New("openai", "openai", srv.URL, "k", srv.Client()),
+	}
+	natives := []*gateway.Native{
+		{Format: gateway.FormatAnthropic, Body: []byte(`{"model":"anthropic:m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`)},
+		{Format: gateway.FormatChat, Body: []byte(`{"model":"openai:m","messages":[{"role":"user","content":"hi"}]}`)},
+		{Format: gateway.FormatChat, Body: []byte(`{"model":"compat:m","max_completion_tokens":5,"messages":[{"role":"user","content":"hi"}]}`)},
+		{Format: gateway.FormatResponses, Body: []byte(`{"model":"openai:m","input":"hi"}`)},
+	}
+	f.Fuzz(func(t *testing.T, call uint8, status uint16, tokens int64, body []byte) {
+		code := int(status)
+		if code < 200 || code > 999 {
+			code = 200 + code%800
+		}
+		call %= 8
+		p, n, stream := providers[call%4], natives[call%4], call >= 4
+		body = bytes.ReplaceAll(body, []byte("$T"), []byte(strconv.FormatInt(tokens, 10)))
+		up.Reset(code, body)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var (
+			resp   *gateway.Response
+			st     gateway.Stream
+			err    error
+			deltas []gateway.Delta
+		)
+		upstreamtest.Within(t, 15*time.Second, func() {
+			if resp, st, err = p.Forward(ctx, n, "m", stream); err == nil && stream {
+				defer st.Close()
+				deltas, err = upstreamtest.Drain(t, st)
+			}
+		})
+		what := fmt.Sprintf("%s forwarding %s (stream %v)", p.(gateway.Provider).Name(), n.Format, stream)
+		if len(up.Bodies()) != 1 {
+			t.Fatalf("%s asked %d times, want 1", what, len(up.Bodies()))
+		}
+		for _, d := range deltas {
+			if d.Raw != nil && string(d.Raw) != "[DONE]" && !json.Valid(d.Raw) {
+				t.Fatalf("%s: event %q is not JSON", what, d.Raw)
+			}
+			if d.Usage != nil && negativeUsage(*d.Usage) {
+				t.Fatalf("%s: body %q made negative usage %+v", what, body, *d.Usage)
+			}
+		}
+		if err != nil {
+			var ue *gateway.UpstreamError
+			if !errors.As(err, &ue) {
+				t.Fatalf("%s: error %v (%T) is not an *UpstreamError", what, err, err)
+			}
+			switch {
+			case code >= 300 && ue.Status != code:
+				t.Fatalf("%s: status %d, want the upstream's %d: %v", what, ue.Status, code, err)
+			case code < 300 && stream && (ue.Status < 400 || ue.Status > 599):
+				// An error event names its own kind of failure.
+				t.Fatalf("%s: status %d for a %d stream: %v", what, ue.Status, code, err)
+			case code < 300 && !stream && ue.Status != http.StatusBadGateway &&
+				(n.Format != gateway.FormatResponses || !slices.Contains([]int{400, 429, 503}, ue.Status)):
+				t.Fatalf("%s: status %d for a %d answer: %v", what, ue.Status, code, err)
+			}
+			return
+		}
+		if code >= 300 {
+			t.Fatalf("%s succeeded on a %d", what, code)
+		}
+		if stream {
+			return
+		}
+		if resp == nil || !json.Valid(resp.Raw) {
+			t.Fatalf("%s: body %q made the answer %+v", what, body, resp)
+		}
+		if negativeUsage(resp.Usage) {
+			t.Fatalf("%s: body %q made negative usage %+v", what, body, resp.Usage)
 		}
 	})
 }
