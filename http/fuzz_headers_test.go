@@ -3,9 +3,11 @@ package http_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
@@ -194,7 +196,8 @@ func FuzzParsePosition(f *testing.F) {
 // the routes that parse them: contract listing (limit, state,
 // approvalStatus, cursor), a model, a context packet, a plan, a contract
 // and its ledger by id, key revocation, and a webhook and its deliveries
-// (limit, cursor). Every answer is deliberate;
+// (limit, cursor), and the model list in Anthropic's shape (limit,
+// after_id, before_id). Every answer is deliberate;
 // nothing is appended except by the one revocation of the key made for it.
 func FuzzPathsAndQueries(f *testing.F) {
 	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(string) string { return "" }})
@@ -218,28 +221,32 @@ func FuzzPathsAndQueries(f *testing.F) {
 		{5, id, "from=3"}, {6, "key_0000000000000000", ""}, {6, spare, ""}, {6, "", ""},
 		{7, hook, "limit=1"}, {7, hook, "cursor=msg_0123456789abcdef0123456789abcdef"}, {7, hook, "limit=abc&cursor=%00"},
 		{8, hook, ""}, {8, "wh_../keys", ""}, {8, strings.ToUpper(hook), ""},
+		{9, "", "limit=1"}, {9, "", "limit=1000&after_id=local:echo"}, {9, "", "before_id=local:echo&limit=0"},
+		{9, "", "after_id=nope"}, {9, "", "after_id=local:echo&before_id=local:echo"}, {9, "", "limit=%2B1&limit=2"},
 	} {
 		f.Add(s.route, s.seg, s.query)
 	}
 	h := e.srv.Config.Handler
 	routes := []struct {
 		method, prefix, suffix, key string
+		anthropic                   bool // sends anthropic-version
 	}{
-		{http.MethodGet, "/v1/handoff/contracts", "", e.tenantA},
-		{http.MethodGet, "/v1/models/", "", e.tenantA},
-		{http.MethodGet, "/v1/context/packets/", "", e.tenantA},
-		{http.MethodGet, "/v1/agent-plans/", "", e.tenantA},
-		{http.MethodGet, "/v1/handoff/contracts/", "", e.tenantA},
-		{http.MethodGet, "/v1/executions/", "/ledger", e.tenantA},
-		{http.MethodDelete, "/v1/admin/keys/", "", e.admin},
-		{http.MethodGet, "/v1/webhooks/", "/deliveries", e.tenantA},
-		{http.MethodGet, "/v1/webhooks/", "", e.tenantA},
+		{http.MethodGet, "/v1/handoff/contracts", "", e.tenantA, false},
+		{http.MethodGet, "/v1/models/", "", e.tenantA, false},
+		{http.MethodGet, "/v1/context/packets/", "", e.tenantA, false},
+		{http.MethodGet, "/v1/agent-plans/", "", e.tenantA, false},
+		{http.MethodGet, "/v1/handoff/contracts/", "", e.tenantA, false},
+		{http.MethodGet, "/v1/executions/", "/ledger", e.tenantA, false},
+		{http.MethodDelete, "/v1/admin/keys/", "", e.admin, false},
+		{http.MethodGet, "/v1/webhooks/", "/deliveries", e.tenantA, false},
+		{http.MethodGet, "/v1/webhooks/", "", e.tenantA, false},
+		{http.MethodGet, "/v1/models", "", e.tenantA, true},
 	}
 	f.Fuzz(func(t *testing.T, route uint8, seg, query string) {
 		e.t = t
 		r := routes[int(route)%len(routes)]
-		if route%uint8(len(routes)) == 0 {
-			seg = "" // the listing takes only a query
+		if r.prefix == "/v1/handoff/contracts" || r.prefix == "/v1/models" {
+			seg = "" // the listings take only a query
 		}
 		before, err := e.store.Head(context.Background())
 		if err != nil {
@@ -251,10 +258,16 @@ func FuzzPathsAndQueries(f *testing.F) {
 		req.URL.RawQuery = query
 		req.RequestURI = req.URL.RequestURI()
 		req.Header.Set("x-api-key", r.key)
+		if r.anthropic {
+			req.Header.Set("anthropic-version", "2023-06-01")
+		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		if rec.Code >= 500 && rec.Code != 503 {
 			t.Fatalf("%s %q?%q answered %d: %s", r.method, req.URL.Path, query, rec.Code, rec.Body.String())
+		}
+		if r.anthropic && rec.Code == 200 {
+			checkModelPage(t, query, rec.Body.Bytes())
 		}
 		after, err := e.store.Head(context.Background())
 		if err != nil {
@@ -272,4 +285,45 @@ func FuzzPathsAndQueries(f *testing.F) {
 			t.Fatalf("listing answered 200 without data: %s", rec.Body.String())
 		}
 	})
+}
+
+// checkModelPage fails the test when a page of the Anthropic-shaped model
+// list is not the page query asks for: at most limit models (20 unless
+// given), first_id and last_id naming its ends (null on an empty page),
+// and none of them the after_id or before_id it starts or ends beyond.
+func checkModelPage(t *testing.T, query string, body []byte) {
+	t.Helper()
+	var page struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+		HasMore *bool   `json:"has_more"`
+		FirstID *string `json:"first_id"`
+		LastID  *string `json:"last_id"`
+	}
+	if err := json.Unmarshal(body, &page); err != nil || page.Data == nil || page.HasMore == nil {
+		t.Fatalf("?%s: a page %s that is not one (%v)", query, body, err)
+	}
+	q, _ := url.ParseQuery(query)
+	limit := 20
+	if n, err := strconv.Atoi(q.Get("limit")); err == nil {
+		limit = n
+	}
+	if len(page.Data) > limit {
+		t.Fatalf("?%s: %d models on a page of %d", query, len(page.Data), limit)
+	}
+	if len(page.Data) == 0 {
+		if page.FirstID != nil || page.LastID != nil {
+			t.Fatalf("?%s: an empty page names first %v, last %v", query, page.FirstID, page.LastID)
+		}
+		return
+	}
+	if page.FirstID == nil || page.LastID == nil || *page.FirstID != page.Data[0].ID || *page.LastID != page.Data[len(page.Data)-1].ID {
+		t.Fatalf("?%s: first_id and last_id do not name the ends of %s", query, body)
+	}
+	for _, m := range page.Data {
+		if after, before := q.Get("after_id"), q.Get("before_id"); (after != "" && m.ID == after) || (before != "" && m.ID == before) {
+			t.Fatalf("?%s: the page holds %s, which it starts or ends beyond", query, m.ID)
+		}
+	}
 }
