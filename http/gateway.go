@@ -90,8 +90,8 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 // it in that direction.
 func anthropicPage(models []gateway.Model, q url.Values) (page []gateway.Model, more bool, err error) {
 	limit := 20
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
+	if q.Has("limit") { // an empty limit= is a wrong limit, as the document and the other listings have it
+		n, err := strconv.Atoi(q.Get("limit"))
 		if err != nil || n < 1 || n > 1000 {
 			return nil, false, badRequest("limit", "limit: Input should be an integer from 1 to 1000")
 		}
