@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,7 +18,8 @@ import (
 )
 
 // fuzzUpstream is an OpenAI and an Anthropic upstream in one: it answers
-// each call with a well-formed answer of the format its path asks for,
+// each call whose body docs/openapi.yaml takes with a well-formed answer
+// of the format its path asks for,
 // streamed when the body asks for a stream, and keeps the bodies it was
 // sent. Its variant picks a text answer, a tool call, or an answer cut
 // halfway.
@@ -54,6 +56,23 @@ func (u *fuzzUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	variant := u.variant
 	u.mu.Unlock()
 	tools := variant == answerToolCall
+	// Like the provider, it refuses what its format's document refuses: a
+	// body passed through is the provider's to judge, not Baton's.
+	spec, err := loadOpenAPISpec()
+	if err == nil {
+		err = spec.checkRequestBody("/paths/"+pointerToken(r.URL.Path)+"/post", body)
+	}
+	if err != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		msg, _ := json.Marshal(err.Error())
+		if strings.HasPrefix(r.URL.Path, "/v1/messages") {
+			fmt.Fprintf(w, `{"type":"error","error":{"type":"invalid_request_error","message":%s}}`, msg)
+		} else {
+			fmt.Fprintf(w, `{"error":{"message":%s,"type":"invalid_request_error","param":null,"code":null}}`, msg)
+		}
+		return
+	}
 	stream := gjson.GetBytes(body, "stream").Bool()
 	var answer string
 	switch r.URL.Path {
