@@ -38,14 +38,15 @@ func (s *Server) addCosignature(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, domain.E("log.cosignature", domain.KindTooLarge, "body_too_large", "A cosigned checkpoint is at most 64 KiB."))
 		return
 	}
-	var in struct {
-		Checkpoint string `json:"checkpoint"`
-	}
-	if err := json.Unmarshal(body, &in); err != nil || in.Checkpoint == "" {
+	// checkpoint alone, by its exact name: a struct would take "CheCkpoint"
+	// for it and ignore other fields, which the document refuses.
+	var in map[string]json.RawMessage
+	var checkpoint string
+	if json.Unmarshal(body, &in) != nil || len(in) != 1 || json.Unmarshal(in["checkpoint"], &checkpoint) != nil || checkpoint == "" {
 		s.writeError(w, r, domain.E("log.cosignature", domain.KindBadRequest, "malformed_json", `The body is {"checkpoint": "<the cosigned checkpoint>"}.`))
 		return
 	}
-	n, err := s.tlog.AddCosignatures(r.Context(), []byte(in.Checkpoint))
+	n, err := s.tlog.AddCosignatures(r.Context(), []byte(checkpoint))
 	switch {
 	case errors.Is(err, translog.ErrNotLatest):
 		s.writeError(w, r, domain.E("log.cosignature", domain.KindConflict, "checkpoint_unknown", "The cosigned checkpoint is not one this log has signed and taken."))
