@@ -384,6 +384,8 @@ func TestTranslateRefusesByName(t *testing.T) {
 		{map[string]any{"messages": user(text), "context_management": map[string]any{"edits": []any{map[string]any{"type": "clear_tool_uses_20250919"}}}}, "context_management/edits/0"},
 		{map[string]any{"messages": user(text), "context_management": map[string]any{"edits": []any{map[string]any{"type": "clear_thinking_20251015", "keep": map[string]any{"type": "thinking_turns", "value": 1}}}}}, "context_management/edits/0"},
 		{map[string]any{"messages": user(text), "tools": []any{map[string]any{"type": "web_search_20250305", "name": "web_search"}}}, "tools.0.type"},
+		{map[string]any{"messages": user(text), "tools": []any{map[string]any{"name": "f"}}}, "tools.0.input_schema"},
+		{map[string]any{"messages": user(text), "tools": []any{map[string]any{"name": "f", "input_schema": "x"}}}, "tools.0.input_schema"},
 	} {
 		c.body["model"], c.body["max_tokens"] = "openai:gpt-4o-mini", 10
 		r := e.do("POST", "/v1/messages", e.tenantA, c.body)
