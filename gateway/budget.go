@@ -210,38 +210,38 @@ type BudgetError struct {
 	// Never: this call's worst case alone is over the limit; it cannot pass
 	// in any period unless its token cap is lowered.
 	Never bool
-	// CapField names the token cap as the call's front spells it;
-	// max_tokens when empty.
-	CapField string
-	// SpeedTier: the unpriced tier is a Messages request's speed (fast
-	// mode), not an OpenAI service_tier.
-	SpeedTier bool
+	// Front is the call's front (Call.Front), which names the request's
+	// fields: its token cap (Cap) and the field that asks for a tier
+	// (TierParam).
+	Front string
 	// Geo is the geography with no price that refused the call (Period
 	// ""), when it is not the model or the tier that has none.
 	Geo string
 }
 
-// TierParam is the request field that asked for the unpriced tier.
+// TierParam is the request field that asked for the unpriced tier: a
+// Messages request asks for fast mode by its speed.
 func (e *BudgetError) TierParam() string {
-	if e.SpeedTier {
+	if e.Front == "messages" {
 		return "speed"
 	}
 	return "service_tier"
 }
 
-// Cap is the name of the token cap the client can lower.
+// Cap is the name of the token cap the client can lower: the Responses
+// API has no max_tokens.
 func (e *BudgetError) Cap() string {
-	if e.CapField == "" {
-		return "max_tokens"
+	if e.Front == "responses" {
+		return "max_output_tokens"
 	}
-	return e.CapField
+	return "max_tokens"
 }
 
 func (e *BudgetError) Error() string {
 	if e.Period == "" && e.Geo != "" {
 		return fmt.Sprintf("tenant %s has a budget and inference_geo %s of model %s has no price, so its cost cannot be bounded; send the request without it (or with global)", e.Tenant, e.Geo, e.Model)
 	}
-	if e.Period == "" && e.Tier != "" && e.SpeedTier {
+	if e.Period == "" && e.Tier != "" && e.TierParam() == "speed" {
 		return fmt.Sprintf("tenant %s has a budget and speed %s of model %s has no price, so its cost cannot be bounded; send the request without it (or with standard)", e.Tenant, e.Tier, e.Model)
 	}
 	if e.Period == "" && e.Tier != "" {

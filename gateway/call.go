@@ -227,11 +227,8 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 	if be != nil && t.Model.Pricing != nil && t.Model.Pricing.WebSearchPerK > 0 {
 		be.Searches = req.WebSearches
 	}
-	if be != nil && c.Front == "responses" {
-		be.CapField = "max_output_tokens" // the Responses API has no max_tokens
-	}
-	if be != nil && c.Front == "messages" {
-		be.SpeedTier = true // a Messages request asks for a tier by its speed
+	if be != nil {
+		be.Front = c.Front
 	}
 	c.hold = hold
 	return err
