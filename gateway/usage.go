@@ -50,10 +50,11 @@ func UsageStream(tenant string) string { return "usage-" + tenant }
 // knows for the call (docs/api.md, Budgets). The geography it ran in
 // (Usage.Geo: a workspace's default may be the US) likewise.
 func CostOf(req Request, m *Model, u Usage) *float64 {
-	p, rate := priceFor(req, m)
+	p, _ := priceFor(req, m)
 	if p == nil {
 		return nil
 	}
+	// Both have rates: priceFor found them.
 	tier, _ := p.TierRate(req.ServiceTier)
 	geo, _ := p.GeoRate(req.Geo)
 	if served, ok := p.TierRate(u.ServiceTier); ok && u.ServiceTier != "" {
@@ -62,10 +63,7 @@ func CostOf(req Request, m *Model, u Usage) *float64 {
 	if ran, ok := p.GeoRate(u.Geo); ok && u.Geo != "" {
 		geo = ran // a workspace's default geography bills as asked for
 	}
-	if u.ServiceTier != "" || u.Geo != "" {
-		rate = tier * geo
-	}
-	c := p.costAt(u, rate)
+	c := p.costAt(u, tier*geo)
 	return &c
 }
 
