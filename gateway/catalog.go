@@ -57,22 +57,21 @@ type Price struct {
 // view (an answer's, a stream chunk's, read in place): OpenAI's names are
 // constants, any other is copied. Each passed-through chunk names its tier,
 // so the known ones cost no allocation.
-func TierName(tier string) string {
-	switch tier {
-	case "":
-		return ""
-	case "auto":
-		return "auto"
-	case "default":
-		return "default"
-	case "flex":
-		return "flex"
-	case "fast":
-		return "fast"
-	case "priority":
-		return "priority"
+func TierName(tier string) string { return known(tier, tierNames) }
+
+var (
+	tierNames = []string{"", "auto", "default", "flex", "fast", "priority"}
+	geoNames  = []string{"", "global", "us"}
+)
+
+// known is s as one of names, a constant, when it is one; else a copy.
+func known(s string, names []string) string {
+	for _, n := range names {
+		if s == n {
+			return n
+		}
 	}
-	return strings.Clone(tier)
+	return strings.Clone(s)
 }
 
 // TierRate is the multiple of the standard rates a call at an OpenAI
@@ -105,17 +104,7 @@ func (p *Price) GeoRate(geo string) (float64, bool) {
 
 // GeoName is geo as a name that does not hold on to the bytes it may view
 // (see TierName).
-func GeoName(geo string) string {
-	switch geo {
-	case "":
-		return ""
-	case "global":
-		return "global"
-	case "us":
-		return "us"
-	}
-	return strings.Clone(geo)
-}
+func GeoName(geo string) string { return known(geo, geoNames) }
 
 // LongPromptPrice holds the rates of a call whose prompt (input, cache
 // reads and cache writes together) is over PromptTokens.
