@@ -27,6 +27,13 @@ func Absent(raw json.RawMessage) bool {
 	return len(raw) == 0 || string(raw) == "null"
 }
 
+// IsObject reports whether raw is a JSON object (its first byte, past
+// whitespace, opens one).
+func IsObject(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
+}
+
 // HasTool says whether one of the tools has the name.
 func HasTool(tools []Tool, name string) bool {
 	for _, t := range tools {

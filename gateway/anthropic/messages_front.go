@@ -246,7 +246,7 @@ func (q *MessagesRequest) toolChanges(out *gateway.Request) ([]gateway.Tool, err
 				}
 			case ref.Type == "tool_definition" && b.Type == "tool_addition":
 				d := ref.Definition
-				if d == nil || d.Name == "" || (d.Type != "" && d.Type != "custom") || !isObject(d.Schema) {
+				if d == nil || d.Name == "" || (d.Type != "" && d.Type != "custom") || !gateway.IsObject(d.Schema) {
 					return nil, gateway.BadRequest(at+"/definition", "%s/definition: a custom tool (a name and an input_schema) is translated", at)
 				}
 				name = d.Name
@@ -348,7 +348,7 @@ func (q *MessagesRequest) ToGateway() (gateway.Request, error) {
 		if t.Name == "" {
 			return out, gateway.BadRequest(fmt.Sprintf("tools/%d/name", i), "tools.%d.name: Field required", i)
 		}
-		if !isObject(t.Schema) {
+		if !gateway.IsObject(t.Schema) {
 			// Anthropic requires it; sent on, it would reach the other
 			// provider as parameters null.
 			return out, gateway.BadRequest(fmt.Sprintf("tools/%d/input_schema", i), "tools.%d.input_schema: Field required, a JSON schema object", i)
@@ -688,10 +688,4 @@ func (q *MessagesRequest) outputFormat(out *gateway.Request) error {
 	out.Output = &gateway.OutputSchema{Name: structuredName(out.Tools), Schema: json.RawMessage(schema), Strict: true}
 	out.NeedsJSON = true
 	return nil
-}
-
-// isObject reports whether raw is a JSON object.
-func isObject(raw json.RawMessage) bool {
-	raw = bytes.TrimSpace(raw)
-	return len(raw) > 0 && raw[0] == '{'
 }

@@ -429,7 +429,7 @@ func decodeTool(raw json.RawMessage, param string) (gateway.Tool, error) {
 	schema := bytes.TrimSpace(t.Parameters)
 	if gateway.Absent(schema) {
 		schema = []byte(`{"type":"object","properties":{}}`)
-	} else if schema[0] != '{' {
+	} else if !gateway.IsObject(schema) {
 		return gateway.Tool{}, invalid(param+"/parameters", "parameters must be a JSON Schema object")
 	}
 	return gateway.Tool{Name: t.Name, Description: t.Description, Schema: json.RawMessage(schema), Strict: t.Strict != nil && *t.Strict}, nil
