@@ -2,8 +2,6 @@ package http_test
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -39,22 +37,10 @@ data: {"type":"message_stop"}
 	return stream, whole
 }
 
-func postMessages(t *testing.T, e *env, body string) (*http.Response, []byte) {
+func postMessages(t *testing.T, e *env, body string) (status int, raw []byte) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", e.srv.URL+"/v1/messages", strings.NewReader(body))
-	req.Header.Set("x-api-key", e.tenantA)
-	req.Header.Set("anthropic-version", "2023-06-01")
-	req.Header.Set("content-type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, raw
+	r := e.do("POST", "/v1/messages", e.tenantA, body, "anthropic-version", "2023-06-01", "content-type", "application/json")
+	return r.status, r.raw
 }
 
 // Anthropic bills fast mode (Claude Code's /fast sends speed fast) at twice
@@ -83,9 +69,9 @@ func TestPassThroughBillsFastModeAndUSInference(t *testing.T) {
 			for i, stream := range []bool{false, true} {
 				body := `{"model":"anthropic:claude-opus-5-5","max_tokens":100` + c.asked + `,"stream":` + map[bool]string{false: "false", true: "true"}[stream] +
 					`,"messages":[{"role":"user","content":"hi"}]}`
-				resp, raw := postMessages(t, e, body)
-				if resp.StatusCode != 200 {
-					t.Fatalf("stream %v: %d %s", stream, resp.StatusCode, raw)
+				status, raw := postMessages(t, e, body)
+				if status != 200 {
+					t.Fatalf("stream %v: %d %s", stream, status, raw)
 				}
 				if !strings.Contains(string(up.last(t).body), c.asked) {
 					t.Fatalf("the provider got %s", up.last(t).body)
@@ -131,17 +117,17 @@ func TestFastModeAndUSInferenceAreHeldAtTheirRates(t *testing.T) {
 	refused := func(body string, status int, says string) {
 		t.Helper()
 		calls := up.count()
-		resp, raw := postMessages(t, e, body)
-		if resp.StatusCode != status || !strings.Contains(gjson.GetBytes(raw, "error.message").Str, says) {
-			t.Fatalf("%s: %d %s, want %d saying %q", body, resp.StatusCode, raw, status, says)
+		status, raw := postMessages(t, e, body)
+		if status != status || !strings.Contains(gjson.GetBytes(raw, "error.message").Str, says) {
+			t.Fatalf("%s: %d %s, want %d saying %q", body, status, raw, status, says)
 		}
 		if up.count() != calls {
 			t.Fatalf("%s: a refused call reached the provider", body)
 		}
 	}
 	refused(`{"model":"anthropic:claude-opus-5-5","max_tokens":1000,"inference_geo":"us","messages":[{"role":"user","content":"hi"}]}`, 400, "budget")
-	if resp, raw := postMessages(t, e, `{"model":"anthropic:claude-opus-5-5","max_tokens":1000,"messages":[{"role":"user","content":"hi"}]}`); resp.StatusCode != 200 {
-		t.Fatalf("standard speed, any geography: %d %s", resp.StatusCode, raw)
+	if status, raw := postMessages(t, e, `{"model":"anthropic:claude-opus-5-5","max_tokens":1000,"messages":[{"role":"user","content":"hi"}]}`); status != 200 {
+		t.Fatalf("standard speed, any geography: %d %s", status, raw)
 	}
 	refused(`{"model":"anthropic:claude-opus-5-5","max_tokens":1000,"speed":"fast","messages":[{"role":"user","content":"hi"}]}`, 400, "budget")
 	// Sonnet has no fast mode, Haiku 4.5 no US-only inference.
@@ -162,9 +148,9 @@ func TestSpeedAndGeoRefusedWhenTranslated(t *testing.T) {
 		{"speed", `"standard"`, 200}, {"inference_geo", `"global"`, 200},
 	} {
 		calls := up.count()
-		resp, raw := postMessages(t, e, `{"model":"openai:gpt-6-luna","max_tokens":10,"`+c.field+`":`+c.value+`,"messages":[{"role":"user","content":"hi"}]}`)
-		if resp.StatusCode != c.status {
-			t.Fatalf("%s %s: %d %s", c.field, c.value, resp.StatusCode, raw)
+		status, raw := postMessages(t, e, `{"model":"openai:gpt-6-luna","max_tokens":10,"`+c.field+`":`+c.value+`,"messages":[{"role":"user","content":"hi"}]}`)
+		if status != c.status {
+			t.Fatalf("%s %s: %d %s", c.field, c.value, status, raw)
 		}
 		if c.status == 400 {
 			if !strings.Contains(gjson.GetBytes(raw, "error.message").Str, c.field) {
