@@ -202,7 +202,8 @@ type BudgetError struct {
 	// names is sent; a translated call sends none.
 	TierSent bool
 	// Searches is the web searches the worst case holds for (the tools'
-	// max_uses, Request.WebSearches), when the price bills them.
+	// max_uses, or max_tool_calls: Request.WebSearches), when the price
+	// bills them.
 	Searches int
 	// HeldOnly: what is spent leaves room for this call; the holds of calls
 	// in flight do not, and they end within seconds.
@@ -226,6 +227,15 @@ func (e *BudgetError) TierParam() string {
 		return "speed"
 	}
 	return "service_tier"
+}
+
+// SearchCap is the request field that bounds its web searches: a
+// Responses body's max_tool_calls, a Messages tool's max_uses.
+func (e *BudgetError) SearchCap() string {
+	if e.Front == "responses" {
+		return "max_tool_calls"
+	}
+	return "max_uses"
 }
 
 // Cap is the name of the token cap the client can lower: the Responses
@@ -252,7 +262,7 @@ func (e *BudgetError) Error() string {
 	}
 	bound := "input bound + token cap"
 	if e.Searches > 0 {
-		bound += fmt.Sprintf(" + %d web searches (max_uses)", e.Searches)
+		bound += fmt.Sprintf(" + %d web searches (%s)", e.Searches, e.SearchCap())
 	}
 	if e.AutoTier != "" {
 		bound += fmt.Sprintf(", at the %s tier, where model %s's provider serves a call that names no service_tier", e.AutoTier, e.Model)
@@ -263,7 +273,7 @@ func (e *BudgetError) Error() string {
 	if e.Never {
 		lower := e.Cap()
 		if e.Searches > 0 { // the searches may be most of the worst case
-			lower += " or max_uses"
+			lower += " or " + e.SearchCap()
 		}
 		return fmt.Sprintf("this call may cost up to $%.6f (%s), more than the %s budget of $%.4f for tenant %s allows even with nothing spent; set a lower %s",
 			e.WorstUSD, bound, periodly[e.Period], e.LimitUSD, e.Tenant, lower)

@@ -107,9 +107,9 @@ func TestBuiltinPricesAsSourced(t *testing.T) {
 			t.Errorf("%s: %v / %v, cache read %v, cache write %v; want %v / %v, %v, %v",
 				w.id, p.InputPerMTok, p.OutputPerMTok, p.CacheReadPerMTok, p.CacheWritePerMTok, w.in, w.out, w.read, w.write)
 		}
-		// Anthropic bills its web search tool per search; OpenAI's
-		// searches are not priced here (docs/operations.md).
-		if search := map[bool]float64{true: 10}[strings.HasPrefix(w.id, "anthropic:")]; p.WebSearchPerK != search {
+		// Anthropic and OpenAI both bill their web search tools at $10
+		// per 1,000 searches, on every model.
+		if search := 10.0; p.WebSearchPerK != search {
 			t.Errorf("%s: web search %v per 1,000, want %v", w.id, p.WebSearchPerK, search)
 		}
 		if p.CacheWrite1hPerMTok != w.write1h {

@@ -356,9 +356,9 @@ func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer
 		}
 		if err == nil {
 			if resp.UsageMissing {
-				tier := resp.Usage.ServiceTier
+				tier, searches := resp.Usage.ServiceTier, resp.Usage.WebSearches
 				resp.Usage = EstimateUsage(c.Req, outputText(resp.Content), countOr4)
-				resp.Usage.ServiceTier = tier
+				resp.Usage.ServiceTier, resp.Usage.WebSearches = tier, searches
 			}
 			cost, record := k.settle(c, resp.Usage, "ok")
 			return &Answer{Response: resp, Cost: cost, Record: record}, nil

@@ -47,8 +47,8 @@ type Price struct {
 	// standard rates.
 	USRate float64 `json:"usRate,omitempty"`
 	// WebSearchPerK is USD per 1,000 searches of the provider's web search
-	// tool (Anthropic's, which its usage counts: Usage.WebSearches), billed
-	// on top of the tokens; 0 or absent: not billed.
+	// tool (Anthropic's and OpenAI's: Usage.WebSearches), billed on top of
+	// the tokens; 0 or absent: not billed.
 	WebSearchPerK float64 `json:"webSearchPerK,omitempty"`
 	Source        string  `json:"source"`
 }

@@ -122,10 +122,11 @@ type Request struct {
 	// billed at its rate (Price.GeoRate); one the price has no rate for is
 	// unpriced.
 	Geo string
-	// WebSearches is the most searches a passed-through Messages request's
-	// web search tools may run (the sum of their max_uses), which its hold
-	// counts at Price.WebSearchPerK; a tool without max_uses is not
-	// bounded, and adds nothing.
+	// WebSearches is the most searches a passed-through request's web
+	// search tools may run (on Messages the sum of their max_uses, on
+	// Responses its max_tool_calls), which its hold counts at
+	// Price.WebSearchPerK; without that bound the searches are not
+	// bounded, and add nothing.
 	WebSearches int
 	// Body is a body passed through rather than decoded (Messages and
 	// Tools then hold only what routing needs): its size bounds the input,
@@ -210,9 +211,10 @@ type Usage struct {
 	// ServiceTier is the capacity tier OpenAI says it served the call at
 	// (the answer's service_tier), when it says: CostOf bills it.
 	ServiceTier string `json:"service_tier,omitempty"`
-	// WebSearches is the searches Anthropic's web search tool ran for the
-	// call (usage.server_tool_use.web_search_requests), billed per search
-	// on top of the tokens (Price.WebSearchPerK).
+	// WebSearches is the searches the provider's web search tool ran for
+	// the call (Anthropic's usage.server_tool_use.web_search_requests; the
+	// search actions of an OpenAI response's web_search_call items),
+	// billed per search on top of the tokens (Price.WebSearchPerK).
 	WebSearches int `json:"web_search_requests,omitempty"`
 	// Geo is where the provider says the call ran (Anthropic's
 	// usage.inference_geo), when it says: CostOf bills its rate.

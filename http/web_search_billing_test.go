@@ -130,3 +130,82 @@ func TestWebSearchesOfABrokenStream(t *testing.T) {
 		}
 	}
 }
+
+// OpenAI's web search tool on a passed-through Responses call is billed
+// per search action ($10 per 1,000 on the built-in models), counted from
+// the response's web_search_call items, whole and streamed: opening a page
+// or finding in it is not billed, nor a failed search. A stream that breaks
+// before response.completed bills the searches done so far.
+func TestOpenAIWebSearchesBilled(t *testing.T) {
+	output := `[{"type":"web_search_call","id":"ws_1","status":"completed","action":{"type":"search","query":"news"}},` +
+		`{"type":"web_search_call","id":"ws_2","status":"completed","action":{"type":"open_page","url":"https://example.com"}},` +
+		`{"type":"web_search_call","id":"ws_3","status":"completed","action":{"type":"search","query":"more news"}},` +
+		`{"type":"web_search_call","id":"ws_4","status":"failed","action":{"type":"search","query":"x"}},` +
+		`{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"hi","annotations":[]}]}]`
+	resp := func(status, out string) string {
+		return `{"id":"resp_1","object":"response","created_at":1,"status":"` + status + `","model":"gpt-6-luna","output":` + out +
+			`,"usage":{"input_tokens":1000,"input_tokens_details":{"cached_tokens":0},"output_tokens":100,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":1100}}`
+	}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if !gjson.GetBytes(b, "stream").Bool() {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, resp("completed", output))
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		sse(w, "response.created", `{"type":"response.created","sequence_number":0,"response":`+resp("in_progress", "[]")+`}`)
+		items := gjson.Parse(output).Array()
+		for i, it := range items[:4] {
+			sse(w, "response.output_item.done", `{"type":"response.output_item.done","sequence_number":`+strconv.Itoa(i+1)+`,"output_index":`+strconv.Itoa(i)+`,"item":`+it.Raw+`}`)
+		}
+		if gjson.GetBytes(b, "metadata.cut").Str == "yes" {
+			return // the upstream breaks before response.completed
+		}
+		sse(w, "response.completed", `{"type":"response.completed","sequence_number":9,"response":`+resp("completed", output)+`}`)
+	}))
+	t.Cleanup(up.Close)
+	e := newEnvWith(t, catalogWith(t, map[string]string{"OPENAI_BASE_URL": up.URL + "/v1", "OPENAI_API_KEY": "sk-upstream-test"}))
+	// gpt-6-luna: 1,000 input at $0.10 and 100 output at $0.50 per
+	// million, and 2 searches at $10 per 1,000.
+	const want = (1000*0.10+100*0.50)/1e6 + 2*10.0/1e3
+	body := `{"model":"openai:gpt-6-luna","store":false,"stream":%s,"metadata":{"cut":"%s"},"tools":[{"type":"web_search"}],"input":"news?"}`
+	for _, c := range []struct{ stream, cut string }{{"false", "no"}, {"true", "no"}, {"true", "yes"}} {
+		r := e.do("POST", "/v1/responses", e.tenantA, strings.Replace(strings.Replace(body, "%s", c.stream, 1), "%s", c.cut, 1))
+		if r.status != 200 {
+			t.Fatalf("stream %s, cut %s: %d %s", c.stream, c.cut, r.status, r.raw)
+		}
+		if c.stream == "false" {
+			if cost := gjson.GetBytes(r.raw, "usage.estimated_cost_usd").Float(); math.Abs(cost-want) > 1e-12 {
+				t.Errorf("whole: cost %v, want %v\n%s", cost, want, r.raw)
+			}
+		}
+	}
+	for i, ev := range e.usageEvents("a", 3) {
+		var u gateway.UsageRecord
+		json.Unmarshal(ev.Data, &u)
+		if u.Usage.WebSearches != 2 || u.CostUSD == nil || *u.CostUSD < 2*10.0/1e3 {
+			t.Errorf("usage event %d (%s): %+v, cost %v; want 2 searches", i, u.Outcome, u.Usage, u.CostUSD)
+		}
+		if i < 2 && math.Abs(*u.CostUSD-want) > 1e-12 {
+			t.Errorf("usage event %d: cost %v, want %v", i, *u.CostUSD, want)
+		}
+	}
+
+	// Under a budget, max_tool_calls bounds the searches held for: 5
+	// ($0.05) do not fit in $0.04, 3 do; without it none are held for.
+	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": 0.04 + 3*want, "monthlyUsd": nil}), 200)
+	limited := func(calls string) string {
+		return `{"model":"openai:gpt-6-luna","store":false,"max_output_tokens":100,"max_tool_calls":` + calls + `,"tools":[{"type":"web_search"}],"input":"news?"}`
+	}
+	if r := e.do("POST", "/v1/responses", e.tenantA, limited("5")); r.status != 429 || !strings.Contains(string(r.raw), "+ 5 web searches (max_tool_calls)") {
+		t.Errorf("max_tool_calls 5 under $0.04: %d %s", r.status, r.raw)
+	}
+	if r := e.do("POST", "/v1/responses", e.tenantA, limited("1000")); r.status != 400 || !strings.Contains(string(r.raw), "set a lower max_output_tokens or max_tool_calls") {
+		t.Errorf("max_tool_calls 1000 under $0.04: %d %s", r.status, r.raw)
+	}
+	if r := e.do("POST", "/v1/responses", e.tenantA, `{"model":"openai:gpt-6-luna","max_tool_calls":"3","input":"news?"}`); r.status != 400 || strings.TrimPrefix(gjson.GetBytes(r.raw, "error.param").Str, "/") != "max_tool_calls" {
+		t.Errorf("max_tool_calls a string: %d %s", r.status, r.raw)
+	}
+	e.must(e.do("POST", "/v1/responses", e.tenantA, limited("3")), 200)
+}

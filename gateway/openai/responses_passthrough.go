@@ -54,7 +54,31 @@ func (p *Provider) forwardResponses(ctx context.Context, n *gateway.Native, mode
 		})
 	}
 	out.Usage.ServiceTier = g.Get("service_tier").Str
+	out.Usage.WebSearches = searchesIn(g.Get("output"))
 	return out, nil, nil
+}
+
+// searchesIn counts a response's web searches: its web_search_call items
+// whose action is a search, the only action OpenAI bills (opening a page
+// or finding in it is not). An item without an action counts: a bill
+// must not come out short.
+func searchesIn(output gjson.Result) int {
+	n := 0
+	output.ForEach(func(_, it gjson.Result) bool {
+		if billedSearch(it) {
+			n++
+		}
+		return true
+	})
+	return n
+}
+
+func billedSearch(it gjson.Result) bool {
+	if it.Get("type").Str != "web_search_call" || it.Get("status").Str == "failed" {
+		return false
+	}
+	a := it.Get("action.type")
+	return !a.Exists() || a.Str == "search"
 }
 
 // responsesUsageOf reads a Responses usage object: input tokens include
@@ -159,6 +183,9 @@ func (s *respRawStream) Next() (gateway.Delta, error) {
 		if it := g.Get("item"); it.Get("type").Str == "function_call" || it.Get("type").Str == "custom_tool_call" {
 			d.ToolCall = &gateway.ToolCallDelta{Index: int(g.Get("output_index").Int()), ID: it.Get("call_id").Str, Name: it.Get("name").Str}
 		}
+	case "response.output_item.done":
+		// A search done: billed if the stream ends before its usage.
+		d.Commit, d.WebSearch = true, billedSearch(g.Get("item"))
 	case "response.completed", "response.incomplete":
 		s.done = true
 		r := g.Get("response")
@@ -170,6 +197,7 @@ func (s *respRawStream) Next() (gateway.Delta, error) {
 		if u := r.Get("usage"); u.IsObject() {
 			final := responsesUsageOf(u)
 			final.ServiceTier = d.ServiceTier
+			final.WebSearches = searchesIn(r.Get("output"))
 			d.Usage = &final
 		}
 	case "response.failed":
