@@ -218,6 +218,9 @@ type BudgetError struct {
 	// Geo is the geography with no price that refused the call (Period
 	// ""), when it is not the model or the tier that has none.
 	Geo string
+	// AutoGeo is the geography a call that named none was held at, its
+	// provider's declared default (GeoFor).
+	AutoGeo string
 }
 
 // TierParam is the request field that asked for the unpriced tier: a
@@ -268,6 +271,12 @@ func (e *BudgetError) Error() string {
 		bound += fmt.Sprintf(", at the %s tier, where model %s's provider serves a call that names no service_tier", e.AutoTier, e.Model)
 		if e.TierSent {
 			bound += "; service_tier default is held at the standard rates"
+		}
+	}
+	if e.AutoGeo != "" {
+		bound += fmt.Sprintf(", in the %s, where model %s's provider runs a call that names no inference_geo", e.AutoGeo, e.Model)
+		if e.Front == "messages" {
+			bound += " (inference_geo global runs it anywhere)"
 		}
 	}
 	if e.Never {

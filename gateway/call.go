@@ -55,6 +55,9 @@ type Call struct {
 	// one it is held at, and billed at when its answer does not say
 	// (Caller.TierFor).
 	asked, tier string
+	// geo is the geography the attempt is held at, and billed at when its
+	// answer does not say (GeoFor).
+	geo string
 }
 
 // Wire formats a front speaks and a provider may take as they are.
@@ -155,6 +158,34 @@ func declaredFast(p Provider) bool {
 	return ok && fastTier(d.DefaultServiceTier())
 }
 
+// DefaultGeoer is a provider whose account may run a call that names no
+// geography in one of its own: an Anthropic workspace's default, as its
+// providers entry declares it (defaultInferenceGeo; for the built-in
+// anthropic provider, BATON_ANTHROPIC_DEFAULT_INFERENCE_GEO).
+type DefaultGeoer interface {
+	DefaultInferenceGeo() string
+}
+
+// GeoFor is the geography a call on t is held at, and billed at when its
+// answer does not say: the one it asks for; but a call that names none
+// runs in its provider's declared default, on a model whose price has a
+// rate for it (a model that does not take the parameter runs anywhere).
+func GeoFor(asked string, t Target) string {
+	if asked != "" || t.Model.Pricing == nil {
+		return asked
+	}
+	d, ok := t.Provider.(DefaultGeoer)
+	if !ok {
+		return asked
+	}
+	if geo := d.DefaultInferenceGeo(); geo != "" {
+		if _, priced := t.Model.Pricing.GeoRate(geo); priced {
+			return geo
+		}
+	}
+	return asked
+}
+
 // autoTiered: a call asking for tier on m is served at its provider's
 // default tier, and that default changes its cost (m has a fast rate).
 func autoTiered(tier string, m *Model) bool {
@@ -177,10 +208,11 @@ func (k *Caller) sawTier(c *Call, served string, at time.Time) bool {
 	return true
 }
 
-// held is the request as the attempt is held and billed: at its tier.
+// held is the request as the attempt is held and billed: at its tier,
+// in its geography.
 func (c *Call) held() Request {
 	req := c.Req
-	req.ServiceTier = c.tier
+	req.ServiceTier, req.Geo = c.tier, c.geo
 	return req
 }
 
@@ -208,6 +240,7 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 		c.asked = c.Native.ServiceTier
 	}
 	c.tier = k.TierFor(c.asked, t)
+	c.geo = GeoFor(c.Req.Geo, t)
 	if k.Budgets == nil {
 		return nil
 	}
@@ -223,6 +256,9 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 	}
 	if be != nil && c.tier != c.asked {
 		be.AutoTier, be.TierSent = c.tier, c.Passthrough
+	}
+	if be != nil && c.geo != c.Req.Geo {
+		be.AutoGeo = c.geo
 	}
 	if be != nil && t.Model.Pricing != nil && t.Model.Pricing.WebSearchPerK > 0 {
 		be.Searches = req.WebSearches

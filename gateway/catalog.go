@@ -211,8 +211,14 @@ type ProviderSpec struct {
 	// that names none (or auto) at: an OpenAI project's default. fast (or
 	// priority) makes such calls held, and billed when the answer does not
 	// say, at the fast rate (docs/budgets.md). Kinds with tiers only.
-	DefaultServiceTier string      `json:"defaultServiceTier,omitempty"`
-	Models             []ModelSpec `json:"models"`
+	DefaultServiceTier string `json:"defaultServiceTier,omitempty"`
+	// DefaultInferenceGeo is the geography the account runs a request
+	// that names none in: an Anthropic workspace's default. us makes such
+	// calls to a model that takes it held, and billed when the answer does
+	// not say, at its usRate (docs/budgets.md). Kinds with geographies
+	// only.
+	DefaultInferenceGeo string      `json:"defaultInferenceGeo,omitempty"`
+	Models              []ModelSpec `json:"models"`
 }
 
 // Health is the last probe of a model.
@@ -300,6 +306,12 @@ func NewCatalog(cfg Config) (*Catalog, error) {
 			e.DefaultServiceTier = cfg.Getenv(k.TierEnv)
 			if err := checkDefaultTier(e.DefaultServiceTier, k); err != nil {
 				return nil, fmt.Errorf("gateway: built-in provider %s: %s: %w", name, k.TierEnv, err)
+			}
+		}
+		if k.GeoEnv != "" {
+			e.DefaultInferenceGeo = cfg.Getenv(k.GeoEnv)
+			if err := checkDefaultGeo(e.DefaultInferenceGeo, k); err != nil {
+				return nil, fmt.Errorf("gateway: built-in provider %s: %s: %w", name, k.GeoEnv, err)
 			}
 		}
 		p, err := k.New(e)
@@ -396,7 +408,11 @@ func (c *Catalog) addSpec(p ProviderSpec, cfg Config) error {
 	if err := checkDefaultTier(p.DefaultServiceTier, k); err != nil {
 		return fmt.Errorf("provider %s: defaultServiceTier: %w", p.Name, err)
 	}
-	prov, err := k.New(Endpoint{Name: p.Name, Kind: p.Kind, BaseURL: p.BaseURL, Key: key, KeyEnv: p.KeyEnv, DefaultServiceTier: p.DefaultServiceTier, Client: cfg.Client})
+	if err := checkDefaultGeo(p.DefaultInferenceGeo, k); err != nil {
+		return fmt.Errorf("provider %s: defaultInferenceGeo: %w", p.Name, err)
+	}
+	prov, err := k.New(Endpoint{Name: p.Name, Kind: p.Kind, BaseURL: p.BaseURL, Key: key, KeyEnv: p.KeyEnv,
+		DefaultServiceTier: p.DefaultServiceTier, DefaultInferenceGeo: p.DefaultInferenceGeo, Client: cfg.Client})
 	if err != nil {
 		return fmt.Errorf("provider %s: %w", p.Name, err)
 	}
@@ -475,6 +491,20 @@ func checkDefaultTier(tier string, k Kind) error {
 		return nil
 	}
 	return fmt.Errorf("%q: want default, fast or priority", tier)
+}
+
+// checkDefaultGeo checks a declared default geography.
+func checkDefaultGeo(geo string, k Kind) error {
+	switch geo {
+	case "":
+		return nil
+	case "global", "us":
+		if !k.InferenceGeos {
+			return errors.New("this kind of provider has no inference geographies")
+		}
+		return nil
+	}
+	return fmt.Errorf("%q: want global or us", geo)
 }
 
 // MaxFastRate bounds Price.FastRate, so that a cost stays finite.

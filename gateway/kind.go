@@ -19,7 +19,10 @@ type Endpoint struct {
 	// DefaultServiceTier: ProviderSpec.DefaultServiceTier (a built-in
 	// provider's: its Kind.TierEnv), for a kind with ServiceTiers.
 	DefaultServiceTier string
-	Client             *http.Client
+	// DefaultInferenceGeo: ProviderSpec.DefaultInferenceGeo (a built-in
+	// provider's: its Kind.GeoEnv), for a kind with InferenceGeos.
+	DefaultInferenceGeo string
+	Client              *http.Client
 }
 
 // Kind is a kind of provider: how to build one, and the provider every
@@ -46,6 +49,11 @@ type Kind struct {
 	// TierEnv names the variable giving a built-in provider's
 	// DefaultServiceTier.
 	TierEnv string
+	// InferenceGeos: the kind takes Anthropic's inference_geo, and a
+	// providers entry may name its workspace's default (ProviderSpec);
+	// GeoEnv names the variable giving a built-in provider's.
+	InferenceGeos bool
+	GeoEnv        string
 	// Development: the offline provider, serving LocalModel; built in
 	// only, never declared in a providers file.
 	Development bool

@@ -2,6 +2,10 @@ package http_test
 
 import (
 	"encoding/json"
+	"math"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -114,12 +118,12 @@ func TestFastModeAndUSInferenceAreHeldAtTheirRates(t *testing.T) {
 	// write) and 1,000 output tokens at $20: $0.020792. US-only, 1.1 times
 	// that (and a few bytes more), $0.023056; fast, about twice.
 	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": 0.022, "monthlyUsd": nil}), 200)
-	refused := func(body string, status int, says string) {
+	refused := func(body string, want int, says string) {
 		t.Helper()
 		calls := up.count()
 		status, raw := postMessages(t, e, body)
-		if status != status || !strings.Contains(gjson.GetBytes(raw, "error.message").Str, says) {
-			t.Fatalf("%s: %d %s, want %d saying %q", body, status, raw, status, says)
+		if status != want || !strings.Contains(gjson.GetBytes(raw, "error.message").Str, says) {
+			t.Fatalf("%s: %d %s, want %d saying %q", body, status, raw, want, says)
 		}
 		if up.count() != calls {
 			t.Fatalf("%s: a refused call reached the provider", body)
@@ -168,4 +172,86 @@ func (u *recordingUpstream) count() int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return len(u.got)
+}
+
+// A workspace whose default geography is the US runs every call that names
+// no inference_geo there, at 1.1 times the rates; declared
+// (BATON_ANTHROPIC_DEFAULT_INFERENCE_GEO, defaultInferenceGeo in a
+// providers file), such calls are held at that rate, and billed at it when
+// the answer does not say where it ran. A call that names global, and one
+// to a model that does not take the parameter, are held at the standard
+// rates.
+func TestDeclaredDefaultGeoIsHeldAndBilled(t *testing.T) {
+	stream, whole := anthropicAnswer(`,"speed":"standard"`) // says no geography
+	up := &recordingUpstream{answer: func(s bool) (string, string) {
+		if s {
+			return "text/event-stream", stream
+		}
+		return "application/json", whole
+	}}
+	srv := httptest.NewServer(up)
+	t.Cleanup(srv.Close)
+	vars := map[string]string{"ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": "provider-key", "BATON_ANTHROPIC_DEFAULT_INFERENCE_GEO": "us"}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, cat)
+
+	// Held: the standard worst case ($0.020792, as in
+	// TestFastModeAndUSInferenceAreHeldAtTheirRates) fits in $0.022, the
+	// US one ($0.023056) does not.
+	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": 0.022, "monthlyUsd": nil}), 200)
+	calls := up.count()
+	status, raw := postMessages(t, e, `{"model":"anthropic:claude-opus-5-5","max_tokens":1000,"messages":[{"role":"user","content":"hi"}]}`)
+	if msg := gjson.GetBytes(raw, "error.message").Str; status != 400 || !strings.Contains(msg, "in the us, where model anthropic:claude-opus-5-5's provider runs a call that names no inference_geo") {
+		t.Errorf("no geography, under $0.022: %d %s", status, raw)
+	}
+	if up.count() != calls {
+		t.Error("a refused call reached the provider")
+	}
+	for _, body := range []string{
+		`{"model":"anthropic:claude-opus-5-5","max_tokens":1000,"inference_geo":"global","messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"anthropic:claude-haiku-4-5","max_tokens":1000,"messages":[{"role":"user","content":"hi"}]}`, // takes no inference_geo
+	} {
+		if status, raw := postMessages(t, e, body); status != 200 {
+			t.Errorf("%s: %d %s", body, status, raw)
+		}
+	}
+
+	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": nil, "monthlyUsd": nil}), 200)
+
+	// Billed: 12 input at $4, 4,000 cache reads at $0.20 and 57 output
+	// at $20 a million, 1.1 times over in the US.
+	standard := (12*4 + 4000*0.20 + 57*20) / 1e6
+	for _, c := range []struct {
+		geo  string
+		want float64
+	}{{"", 1.1 * standard}, {`,"inference_geo":"global"`, standard}, {`,"inference_geo":"us"`, 1.1 * standard}} {
+		status, raw := postMessages(t, e, `{"model":"anthropic:claude-opus-5-5","max_tokens":100`+c.geo+`,"messages":[{"role":"user","content":"hi"}]}`)
+		if cost := gjson.GetBytes(raw, "usage.estimated_cost_usd").Float(); status != 200 || math.Abs(cost-c.want) > 1e-9 {
+			t.Errorf("geo %q: %d, cost %v, want %v\n%s", c.geo, status, cost, c.want, raw)
+		}
+	}
+	// Translated from the chat front, Baton's adapter names no geography:
+	// the workspace's default holds.
+	r := e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"anthropic:claude-opus-5-5","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`)
+	if cost := r.num("usage.estimated_cost_usd"); r.status != 200 || math.Abs(cost-1.1*standard) > 1e-9 {
+		t.Errorf("chat, translated: %d, cost %v, want %v\n%s", r.status, cost, 1.1*standard, r.raw)
+	}
+
+	// A default that is not a geography, or on a kind without them, is
+	// refused when the catalog is built.
+	vars["BATON_ANTHROPIC_DEFAULT_INFERENCE_GEO"] = "eu"
+	if _, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }}); err == nil || !strings.Contains(err.Error(), "BATON_ANTHROPIC_DEFAULT_INFERENCE_GEO") {
+		t.Errorf("eu: %v", err)
+	}
+	vars["BATON_ANTHROPIC_DEFAULT_INFERENCE_GEO"] = ""
+	file := filepath.Join(t.TempDir(), "providers.json")
+	if err := os.WriteFile(file, []byte(`{"providers":[{"name":"oai","kind":"openai","baseUrl":"`+srv.URL+`","defaultInferenceGeo":"us","models":[]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }, ProvidersFile: file, ProvidersRequired: true}); err == nil || !strings.Contains(err.Error(), "defaultInferenceGeo") {
+		t.Errorf("an openai provider with a default geography: %v", err)
+	}
 }

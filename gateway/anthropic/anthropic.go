@@ -30,8 +30,11 @@ const Version = "2023-06-01"
 
 func init() {
 	gateway.RegisterKind("anthropic", gateway.Kind{New: func(e gateway.Endpoint) (gateway.Provider, error) {
-		return New(e.Name, cmp.Or(e.BaseURL, DefaultURL), e.Key, e.Client), nil
-	}, Builtin: true, Models: Models, MaxTokens: MaxTokens, DefaultURL: DefaultURL, BaseURLEnv: "ANTHROPIC_BASE_URL", KeyEnv: "ANTHROPIC_API_KEY"})
+		p := New(e.Name, cmp.Or(e.BaseURL, DefaultURL), e.Key, e.Client)
+		p.defaultGeo = e.DefaultInferenceGeo
+		return p, nil
+	}, Builtin: true, Models: Models, MaxTokens: MaxTokens, DefaultURL: DefaultURL, BaseURLEnv: "ANTHROPIC_BASE_URL", KeyEnv: "ANTHROPIC_API_KEY",
+		InferenceGeos: true, GeoEnv: "BATON_ANTHROPIC_DEFAULT_INFERENCE_GEO"})
 }
 
 // DefaultURL is Anthropic's API.
@@ -43,6 +46,9 @@ type Provider struct {
 	baseURL string
 	key     string
 	client  *http.Client
+	// defaultGeo is where the workspace runs a call that names no
+	// inference_geo, as its providers entry declares it.
+	defaultGeo string
 }
 
 // New builds an adapter.
@@ -60,6 +66,11 @@ func (p *Provider) Kind() string { return "anthropic" }
 func (p *Provider) HasKey() bool { return p.key != "" }
 
 func (p *Provider) Configured() bool { return p.baseURL != "" && p.key != "" }
+
+// DefaultInferenceGeo is the geography the providers entry (for the
+// built-in provider, BATON_ANTHROPIC_DEFAULT_INFERENCE_GEO) says the
+// workspace runs a call that names none in (gateway.DefaultGeoer).
+func (p *Provider) DefaultInferenceGeo() string { return p.defaultGeo }
 
 // ImageSource is an image block's source: base64 data, or a URL. The
 // adapter writes it; the messages front reads it.
