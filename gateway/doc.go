@@ -138,6 +138,16 @@ type Request struct {
 type Thinking struct {
 	Type         string `json:"type"` // enabled, adaptive or disabled
 	BudgetTokens int    `json:"budget_tokens,omitempty"`
+	// Display is Anthropic's thinking.display: omitted asks for no
+	// thinking text in the answer (summarized, the default: what the
+	// provider returns).
+	Display string `json:"display,omitempty"`
+}
+
+// OmitsThinking reports whether a request asked for no thinking text in
+// its answer (thinking.display omitted).
+func (r Request) OmitsThinking() bool {
+	return r.Thinking != nil && r.Thinking.Display == "omitted"
 }
 
 // Tool choice modes, in Anthropic's vocabulary (OpenAI: auto, required,

@@ -479,6 +479,9 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	content := resp.Content
+	if req.OmitsThinking() {
+		content = slices.DeleteFunc(content, func(b gateway.Block) bool { return b.Type == "thinking" })
+	}
 	if content == nil {
 		content = []gateway.Block{}
 	}
@@ -536,6 +539,9 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 		d := p.D
 		if d.Refusal != "" { // OpenAI's refusal: text, and the stop reason says so
 			d.Text, d.Refusal, refused = d.Text+d.Refusal, "", true
+		}
+		if c.Req.OmitsThinking() {
+			d.Thinking = "" // billed all the same: the upstream wrote it
 		}
 		if d.Text != "" || d.Thinking != "" || d.ToolCall != nil {
 			if blocks.Write(sse, d) != nil {

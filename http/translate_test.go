@@ -564,6 +564,33 @@ func TestTranslateCompatibleReasoning(t *testing.T) {
 		if g := jsonOf(r.body["output"]); !strings.Contains(g, `"type":"reasoning"`) || !strings.Contains(g, "Let me think.") || !strings.Contains(g, "Four.") {
 			t.Fatalf("%s: responses output %s", field, g)
 		}
+
+		// thinking.display omitted (Claude Code sends it): the answer
+		// carries no thinking, whole or streamed, and is billed the same;
+		// summarized, the default, carries it.
+		body["thinking"] = map[string]any{"type": "adaptive", "display": "omitted"}
+		body["stream"] = false
+		r = e.must(e.do("POST", "/v1/messages", e.tenantA, body), 200)
+		if g := jsonOf(r.body["content"]); g != `[{"text":"Four.","type":"text"}]` || r.num("usage.output_tokens") != 9 {
+			t.Fatalf("%s, display omitted: %s", field, r.raw)
+		}
+		body["stream"] = true
+		r = e.must(e.do("POST", "/v1/messages", e.tenantA, body), 200)
+		if raw := string(r.raw); strings.Contains(raw, "thinking") || !strings.Contains(raw, `"text":"Four."`) || strings.Count(raw, "event: content_block_start") != 1 {
+			t.Fatalf("%s, display omitted, streamed: %s", field, raw)
+		}
+		body["thinking"] = map[string]any{"type": "adaptive", "display": "summarized"}
+		r = e.must(e.do("POST", "/v1/messages", e.tenantA, body), 200)
+		if !strings.Contains(string(r.raw), `"thinking":"Let me "`) {
+			t.Fatalf("%s, display summarized, streamed: %s", field, r.raw)
+		}
+		for _, th := range []map[string]any{{"type": "adaptive", "display": "full"}, {"type": "adaptive", "budget": 5}} {
+			body["thinking"] = th
+			r = e.do("POST", "/v1/messages", e.tenantA, body)
+			if want := map[bool]string{true: "thinking/display", false: "thinking/budget"}[th["display"] != nil]; r.status != 400 || !strings.Contains(r.str("error.message"), want) {
+				t.Fatalf("%s, thinking %v: %d %s", field, th, r.status, r.raw)
+			}
+		}
 	}
 }
 

@@ -571,18 +571,30 @@ func (q *MessagesRequest) reasoning(out *gateway.Request) error {
 		var th struct {
 			Type         string `json:"type"`
 			BudgetTokens *int   `json:"budget_tokens"`
+			Display      string `json:"display"`
 		}
-		if json.Unmarshal(q.Thinking, &th) != nil {
+		var keys map[string]json.RawMessage
+		if json.Unmarshal(q.Thinking, &th) != nil || json.Unmarshal(q.Thinking, &keys) != nil {
 			return gateway.BadRequest("thinking", "thinking: must be an object with a type")
+		}
+		for k := range keys {
+			if k != "type" && k != "budget_tokens" && k != "display" {
+				return gateway.BadRequest("thinking/"+k, "thinking/%s: has no equivalent at this provider", k)
+			}
+		}
+		// summarized, the default, is what the provider returns; omitted
+		// leaves the thinking out of the answer (Claude Code sends it).
+		if th.Display != "" && th.Display != "summarized" && th.Display != "omitted" {
+			return gateway.BadRequest("thinking/display", "thinking/display: %q is not summarized or omitted", th.Display)
 		}
 		switch th.Type {
 		case "enabled":
 			if th.BudgetTokens == nil || *th.BudgetTokens < 1024 {
 				return gateway.BadRequest("thinking/budget_tokens", "thinking/budget_tokens: thinking of type enabled needs budget_tokens of at least 1024")
 			}
-			out.Thinking = &gateway.Thinking{Type: th.Type, BudgetTokens: *th.BudgetTokens}
+			out.Thinking = &gateway.Thinking{Type: th.Type, BudgetTokens: *th.BudgetTokens, Display: th.Display}
 		case "adaptive", "disabled":
-			out.Thinking = &gateway.Thinking{Type: th.Type}
+			out.Thinking = &gateway.Thinking{Type: th.Type, Display: th.Display}
 		default:
 			return gateway.BadRequest("thinking/type", "thinking/type: %q is not enabled, adaptive or disabled", th.Type)
 		}
