@@ -257,7 +257,7 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 	if be != nil && c.tier != c.asked {
 		be.AutoTier, be.TierSent = c.tier, c.Passthrough
 	}
-	if be != nil && c.geo != c.Req.Geo {
+	if be != nil && c.geo != c.Req.Geo && c.geo != "global" {
 		be.AutoGeo = c.geo
 	}
 	if be != nil && t.Model.Pricing != nil && t.Model.Pricing.WebSearchPerK > 0 {
