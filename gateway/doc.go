@@ -139,8 +139,8 @@ type Thinking struct {
 	Type         string `json:"type"` // enabled, adaptive or disabled
 	BudgetTokens int    `json:"budget_tokens,omitempty"`
 	// Display is Anthropic's thinking.display: omitted asks for no
-	// thinking text in the answer (summarized, the default: what the
-	// provider returns).
+	// thinking text in the answer; any other value shows what the
+	// provider returns.
 	Display string `json:"display,omitempty"`
 }
 

@@ -579,15 +579,19 @@ func TestTranslateCompatibleReasoning(t *testing.T) {
 		if raw := string(r.raw); strings.Contains(raw, "thinking") || !strings.Contains(raw, `"text":"Four."`) || strings.Count(raw, "event: content_block_start") != 1 {
 			t.Fatalf("%s, display omitted, streamed: %s", field, raw)
 		}
-		body["thinking"] = map[string]any{"type": "adaptive", "display": "summarized"}
-		r = e.must(e.do("POST", "/v1/messages", e.tenantA, body), 200)
-		if !strings.Contains(string(r.raw), `"thinking":"Let me "`) {
-			t.Fatalf("%s, display summarized, streamed: %s", field, r.raw)
+		// Any other display shows it: summarized, and updates, which
+		// Claude Code sends in its terminal.
+		for _, display := range []string{"summarized", "updates"} {
+			body["thinking"] = map[string]any{"type": "adaptive", "display": display}
+			r = e.must(e.do("POST", "/v1/messages", e.tenantA, body), 200)
+			if !strings.Contains(string(r.raw), `"thinking":"Let me "`) {
+				t.Fatalf("%s, display %s, streamed: %s", field, display, r.raw)
+			}
 		}
-		for _, th := range []map[string]any{{"type": "adaptive", "display": "full"}, {"type": "adaptive", "budget": 5}} {
+		for _, th := range []map[string]any{{"type": "adaptive", "display": 1}, {"type": "adaptive", "budget": 5}} {
 			body["thinking"] = th
 			r = e.do("POST", "/v1/messages", e.tenantA, body)
-			if want := map[bool]string{true: "thinking/display", false: "thinking/budget"}[th["display"] != nil]; r.status != 400 || !strings.Contains(r.str("error.message"), want) {
+			if want := map[bool]string{true: "display a string", false: "thinking/budget"}[th["display"] != nil]; r.status != 400 || !strings.Contains(r.str("error.message"), want) {
 				t.Fatalf("%s, thinking %v: %d %s", field, th, r.status, r.raw)
 			}
 		}
