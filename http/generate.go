@@ -126,26 +126,31 @@ func (s *Server) generateInput(q *generateRequest) (*tasks.Type, int, int, error
 }
 
 // worstOver is the highest worst case over a chain (a fallback may be
-// dearer than the first choice); nil when any model is unpriced. fastAt
-// names its model when it is held at the fast tier, its provider's
-// default.
-func (s *Server) worstOver(chain []gateway.Target, req gateway.Request) (worst *float64, fastAt string) {
+// dearer than the first choice), each model at the tier and in the
+// geography its attempt is held at; nil when any model is unpriced. at
+// says where the dearest is held when that is its provider's default, not
+// what the request asked.
+func (s *Server) worstOver(chain []gateway.Target, req gateway.Request) (worst *float64, at string) {
 	var most float64
 	for _, t := range chain {
 		held := req
 		held.ServiceTier = s.caller.TierFor(req.ServiceTier, t)
+		held.Geo = gateway.GeoFor(req.Geo, t)
 		w := gateway.WorstCost(held, t.Model)
 		if w == nil {
 			return nil, ""
 		}
 		if *w > most {
-			most, fastAt = *w, ""
+			most, at = *w, ""
 			if held.ServiceTier != req.ServiceTier {
-				fastAt = t.Model.ID
+				at = fmt.Sprintf(", at the fast tier, where %s's provider serves a call that names no service_tier", t.Model.ID)
+			}
+			if held.Geo != req.Geo && held.Geo != "global" {
+				at += fmt.Sprintf(", in the %s, where %s's provider runs a call that names no inference_geo", held.Geo, t.Model.ID)
 			}
 		}
 	}
-	return &most, fastAt
+	return &most, at
 }
 
 func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
@@ -223,7 +228,7 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 	}
 	ceiling := q.Options.LLM.MaxCostUSD
 	if ceiling != nil {
-		worst, fastAt := s.worstOver(chain, req)
+		worst, at := s.worstOver(chain, req)
 		if worst == nil {
 			e := domain.Invalid("generate", domain.FieldError{Pointer: "/options/llm/maxCostUsd", Code: "unpriced_model",
 				Message: "a cost ceiling needs priced models; the route includes a model without a price"})
@@ -232,10 +237,6 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 			return nil, false
 		}
 		if *worst > *ceiling {
-			at := ""
-			if fastAt != "" {
-				at = fmt.Sprintf(", at the fast tier, where %s's provider serves a call that names no service_tier", fastAt)
-			}
 			e := domain.Invalid("generate", domain.FieldError{Pointer: "/options/llm/maxCostUsd", Code: "cost_ceiling_exceeded",
 				Message: fmt.Sprintf("one attempt may cost up to $%.6f (input bound + the type's token cap of %d%s), over the ceiling of $%.6f", *worst, t.MaxTokens, at, *ceiling)})
 			e.Code, e.Message = "cost_ceiling_exceeded", "even one attempt could exceed maxCostUsd"

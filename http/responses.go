@@ -189,6 +189,9 @@ func (s *Server) prepareResponses(w http.ResponseWriter, r *http.Request) (p res
 			call.Continue(h)
 		}
 		p.call, p.req = call, call.Request
+		// A model of the chain that takes the body as it is runs the
+		// searches the decoder dropped (Codex's cache-only search).
+		p.req.WebSearches = max(p.req.WebSearches, sk.req.WebSearches)
 		if p.req.NoContent() {
 			return p, gateway.BadRequest("input", "input holds no content: every item is empty")
 		}
