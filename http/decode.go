@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -90,7 +91,16 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, dst any) (body
 	return body, true
 }
 
-func decodeBody(body []byte, dst any) error {
+// decodeBody also refuses a body that gives a name twice in one object
+// (duplicateName).
+func decodeBody(body []byte, dst any) error { return decode(body, dst, true) }
+
+// decodeWire is decodeBody for the model fronts, which refuse a name given
+// twice where Baton and the provider could read different ones (skimObject,
+// uniqueNames); deeper, the translated body is Baton's alone to read.
+func decodeWire(body []byte, dst any) error { return decode(body, dst, false) }
+
+func decode(body []byte, dst any, unique bool) error {
 	trimmed := trimJSONSpace(body)
 	if len(trimmed) == 0 {
 		return malformed("the request body is empty; send a JSON object")
@@ -101,17 +111,25 @@ func decodeBody(body []byte, dst any) error {
 		}
 		return domain.Invalid("decode", domain.FieldError{Pointer: "", Code: "invalid_type", Message: "the body must be a JSON object"})
 	}
+	sent := trimmed
 	trimmed = withoutFoldedKeys(trimmed, dst)
 	// Unmarshal checks the whole document before decoding: a syntax error
 	// means nothing was decoded.
 	for fixes := 0; ; fixes++ {
 		err := json.Unmarshal(trimmed, dst)
-		if err == nil {
-			return nil
-		}
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
 			return malformed("the request body is not valid JSON (at byte %d)", se.Offset)
+		}
+		if fixes == 0 && unique {
+			// The body is JSON (no syntax error); Unmarshal took the last
+			// of two equal names without a word.
+			if ptr, ok := duplicateName(sent); ok {
+				return duplicateField(ptr)
+			}
+		}
+		if err == nil {
+			return nil
 		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
@@ -126,6 +144,111 @@ func decodeBody(body []byte, dst any) error {
 		return domain.Invalid("decode", domain.FieldError{Pointer: "", Code: "invalid_body", Message: err.Error()})
 	}
 }
+
+// twiceFormat is the refusal of a name given twice, on every endpoint.
+const twiceFormat = "the request body gives the field %q twice; a JSON object's names must be unique"
+
+func duplicateField(ptr string) error {
+	e := domain.E("decode", domain.KindBadRequest, "duplicate_field", twiceFormat, ptr)
+	e.Fields = []domain.FieldError{{Pointer: ptr, Code: "duplicate_field", Message: e.Message}}
+	return e
+}
+
+// duplicateName returns the JSON pointer of the first name that doc, valid
+// JSON, gives twice in one object (as encoding/json compares names when it
+// fills a map; a struct field's name of another case is dropped before, by
+// withoutFoldedKeys). One pass without recursion: gjson's ForEach at every
+// level would scan a nested value again for each level above it.
+func duplicateName(doc []byte) (string, bool) {
+	var stack []nameLevel
+	for i := 0; i < len(doc); i++ {
+		switch doc[i] {
+		case '{':
+			stack = append(stack, nameLevel{object: true, wantName: true})
+		case '[':
+			stack = append(stack, nameLevel{})
+		case '}', ']':
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+		case ',':
+			if n := len(stack); n > 0 {
+				if stack[n-1].object {
+					stack[n-1].wantName = true
+				} else {
+					stack[n-1].index++
+				}
+			}
+		case '"':
+			start := i
+			for i++; i < len(doc) && doc[i] != '"'; i++ {
+				if doc[i] == '\\' {
+					i++
+				}
+			}
+			n := len(stack)
+			if n == 0 || !stack[n-1].wantName || i >= len(doc) {
+				continue
+			}
+			top := &stack[n-1]
+			top.wantName = false
+			name := jsonName(doc[start : i+1])
+			if top.count > 0 {
+				if _, seen := top.names[name]; seen || name == top.first {
+					return pointerOf(stack[:n-1], name), true
+				}
+				if top.names == nil {
+					top.names = map[string]struct{}{top.first: {}}
+				}
+				top.names[name] = struct{}{}
+			} else {
+				top.first = name
+			}
+			top.count++
+			top.at = name
+		}
+	}
+	return "", false
+}
+
+// nameLevel is an object or array that duplicateName is in.
+type nameLevel struct {
+	object, wantName bool
+	count            int                 // an object's names so far
+	first            string              // its first name
+	names            map[string]struct{} // all of them, from the second on
+	at               string              // the name being read
+	index            int                 // an array's element being read
+}
+
+// jsonName is a name as encoding/json decodes it, from its quoted text.
+func jsonName(quoted []byte) string {
+	if bytes.IndexByte(quoted, '\\') < 0 && utf8.Valid(quoted) {
+		return string(quoted[1 : len(quoted)-1])
+	}
+	var s string
+	json.Unmarshal(quoted, &s) // valid: the document is
+	return s
+}
+
+// pointerOf is the JSON pointer of name in the object inside the levels
+// of stack.
+func pointerOf(stack []nameLevel, name string) string {
+	var b strings.Builder
+	for _, l := range stack {
+		b.WriteByte('/')
+		if l.object {
+			b.WriteString(pointerEscape.Replace(l.at))
+		} else {
+			b.WriteString(strconv.Itoa(l.index))
+		}
+	}
+	b.WriteByte('/')
+	b.WriteString(pointerEscape.Replace(name))
+	return b.String()
+}
+
+var pointerEscape = strings.NewReplacer("~", "~0", "/", "~1")
 
 // maxNumberFixes bounds the decodes of one body that wholeNumber mends.
 const maxNumberFixes = 16

@@ -226,7 +226,7 @@ func (s *Server) prepareCall(w http.ResponseWriter, r *http.Request, f errFormat
 		return fail(err)
 	}
 	decode := func() (gateway.Request, error) {
-		if err := decodeBody(body, q); err != nil {
+		if err := decodeWire(body, q); err != nil {
 			return gateway.Request{}, err
 		}
 		req, err := q.ToGateway()
@@ -604,7 +604,7 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 	// Counted here, on the request as /v1/messages would translate it: what
 	// it would refuse for this model is refused here too.
 	var q anthropic.CountRequest
-	if err := decodeBody(body, &q); err != nil {
+	if err := decodeWire(body, &q); err != nil {
 		s.writeErrorAs(w, r, f, err)
 		return
 	}

@@ -87,7 +87,7 @@ func skimObject(body []byte) (*skimDoc, error) {
 		return true
 	})
 	if dup != "" {
-		return nil, badRequest(dup, "the request body gives the field %q twice; a JSON object's names must be unique", dup)
+		return nil, badRequest(dup, twiceFormat, dup)
 	}
 	return d, nil
 }
@@ -120,7 +120,7 @@ func uniqueNames(g *skimDoc, paths ...string) error {
 		})
 		if dup != "" {
 			field := path + "." + dup
-			return badRequest(field, "the request body gives the field %q twice; a JSON object's names must be unique", field)
+			return badRequest(field, twiceFormat, field)
 		}
 	}
 	return nil

@@ -46,6 +46,10 @@ func (s *Server) addCosignature(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, domain.E("log.cosignature", domain.KindBadRequest, "malformed_json", `The body is {"checkpoint": "<the cosigned checkpoint>"}.`))
 		return
 	}
+	if ptr, twice := duplicateName(body); twice { // the map kept the last
+		s.writeError(w, r, duplicateField(ptr))
+		return
+	}
 	n, err := s.tlog.AddCosignatures(r.Context(), []byte(checkpoint))
 	switch {
 	case errors.Is(err, translog.ErrNotLatest):
