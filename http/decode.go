@@ -15,7 +15,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/gateway"
@@ -395,9 +394,9 @@ func jsonFields(t reflect.Type) []jsonField {
 	return fields
 }
 
-// foldedKeys collects the paths of the keys in v that encoding/json would
-// take for a field of t of another case.
-func foldedKeys(v gjson.Result, t reflect.Type, prefix string, out *[]string) {
+// foldedKeys collects the keys in v that encoding/json would take for a
+// field of t of another case.
+func foldedKeys(v gjson.Result, t reflect.Type, out *[]gjson.Result) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -407,49 +406,54 @@ func foldedKeys(v gjson.Result, t reflect.Type, prefix string, out *[]string) {
 		v.ForEach(func(k, val gjson.Result) bool {
 			for _, f := range fields {
 				if k.Str == f.name {
-					foldedKeys(val, f.typ, prefix+k.Str+".", out)
+					foldedKeys(val, f.typ, out)
 					return true
 				}
 			}
 			for _, f := range fields {
 				if strings.EqualFold(k.Str, f.name) {
-					*out = append(*out, prefix+k.Str)
+					*out = append(*out, k)
 					break
 				}
 			}
 			return true
 		})
 	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && t.Elem().Kind() != reflect.Uint8 && v.IsArray():
-		i := 0
 		v.ForEach(func(_, val gjson.Result) bool {
-			foldedKeys(val, t.Elem(), prefix+strconv.Itoa(i)+".", out)
-			i++
+			foldedKeys(val, t.Elem(), out)
 			return true
 		})
 	}
 }
 
-// withoutFoldedKeys drops the keys that encoding/json would take for a
-// field of another case ("Model", "ſtream", a message's "Content"): the
-// wire formats Baton speaks name their fields exactly, so such a key is an
-// unknown field, ignored as unknown fields are, not read as the field it
-// resembles.
+// withoutFoldedKeys renames to "" the keys that encoding/json would take
+// for a field of another case ("Model", "ſtream", a message's "Content"):
+// the wire formats Baton speaks name their fields exactly, so such a key
+// is an unknown field, ignored as unknown fields are, not read as the
+// field it resembles. No field is named "". The body is copied once,
+// whatever the number of such keys (deleting them one by one copied it
+// for each).
 func withoutFoldedKeys(body []byte, dst any) []byte {
 	t := reflect.TypeOf(dst)
 	if t == nil {
 		return body
 	}
-	var drop []string
-	foldedKeys(gjson.ParseBytes(body), t, "", &drop)
+	var drop []gjson.Result
+	foldedKeys(gjson.ParseBytes(body), t, &drop)
 	if len(drop) == 0 || !gjson.ValidBytes(body) {
 		return body // (a body that is not JSON is refused by Unmarshal, at its offset)
 	}
-	for i := len(drop) - 1; i >= 0; i-- { // the last first: earlier array indexes stay right
-		if out, err := sjson.DeleteBytes(body, drop[i]); err == nil {
-			body = out
+	out := make([]byte, 0, len(body))
+	last := 0
+	for _, k := range drop { // in the body's order
+		end := k.Index + len(k.Raw)
+		if k.Index < last || end > len(body) || string(body[k.Index:end]) != k.Raw {
+			continue
 		}
+		out = append(append(out, body[last:k.Index]...), `""`...)
+		last = end
 	}
-	return body
+	return append(out, body[last:]...)
 }
 
 func jsonKind(goKind string) string {
