@@ -217,8 +217,14 @@ func (c *CreateContract) FromPlan(plan *Plan) error {
 		fields = append(fields, FieldError{Pointer: "/approvalMode", Code: "below_plan",
 			Message: "the plan requires manual approval; a contract from it cannot approve itself"})
 	}
+	// A set, not a search per type: a stored plan may list any number of
+	// types (another writer's), and the contract takes them all.
+	required := make(map[string]bool, len(c.ProofRequired))
+	for _, typ := range c.ProofRequired {
+		required[typ] = true
+	}
 	for _, typ := range plan.ProofPolicy.ArtifactTypes {
-		if !slices.Contains(c.ProofRequired, typ) {
+		if !required[typ] {
 			fields = append(fields, FieldError{Pointer: "/proofRequired", Code: "below_plan",
 				Message: fmt.Sprintf("the plan requires proof of type %q; a contract from it must require it too", typ)})
 		}

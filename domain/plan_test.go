@@ -2,7 +2,10 @@ package domain
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestBuildPlanAppliesTheRiskPolicy(t *testing.T) {
@@ -40,5 +43,32 @@ func TestBuildPlanAppliesTheRiskPolicy(t *testing.T) {
 	}
 	if _, err := BuildPlan("id", "o", nil, "x", "extreme", analysis); err == nil {
 		t.Fatal("bad risk accepted")
+	}
+}
+
+// A stored plan may list any number of proof types (another writer on a
+// shared store): a contract from it checks them in linear time, not in
+// one search of its own list per type.
+func TestFromPlanManyProofTypes(t *testing.T) {
+	types := make([]string, 200000)
+	for i := range types {
+		types[i] = fmt.Sprintf("t%d", i)
+	}
+	plan := &Plan{Objective: "o", TargetExecutor: "x", RiskLevel: "high", ProofPolicy: ProofPolicy{ArtifactTypes: types}}
+	done := make(chan error, 1)
+	var c CreateContract
+	go func() { done <- c.FromPlan(plan) }()
+	select {
+	case err := <-done:
+		if err != nil || len(c.ProofRequired) != len(types) {
+			t.Fatalf("%v, %d types", err, len(c.ProofRequired))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a contract from a plan of 200,000 proof types took more than 5 s")
+	}
+	// Still refused when the contract requires less than the plan.
+	c = CreateContract{ProofRequired: types[1:]}
+	if err := c.FromPlan(plan); err == nil || !strings.Contains(err.Error(), `"t0"`) {
+		t.Fatalf("less proof than the plan: %v", err)
 	}
 }
