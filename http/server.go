@@ -214,6 +214,10 @@ func NewServer(cfg Config) *Server {
 		s.posts[path] = postRoute{h, s.metrics.Route(path, http.MethodPost)}
 	}
 	rt.HandleFunc("/", s.root).Methods(http.MethodGet, http.MethodHead)
+	// Claude Code 2.1.332 probes /api/hello instead (it warms the
+	// connection, and its network check stops at an answer that is not a
+	// 2xx).
+	rt.HandleFunc("/api/hello", s.root).Methods(http.MethodGet, http.MethodHead)
 	rt.HandleFunc("/healthz", s.health).Methods(http.MethodGet)
 	rt.Handle("/metrics", s.metricsHandler(cfg.MetricsPublic)).Methods(http.MethodGet)
 	rt.HandleFunc("/v1/openapi.json", s.openAPI).Methods(http.MethodGet)
