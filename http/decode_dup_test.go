@@ -1,6 +1,10 @@
 package http
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -38,5 +42,91 @@ func TestDuplicateNameDeep(t *testing.T) {
 	got, ok := duplicateName([]byte(deep))
 	if !ok || !strings.HasSuffix(got, "/a/0/b") || strings.Count(got, "/") != depth/2*2+1 {
 		t.Fatalf("%v %.40s...", ok, got)
+	}
+}
+
+// duplicateName agrees with a slower oracle that walks the document with
+// encoding/json's tokenizer, keeping each open object's names: the same
+// first duplicate, at the same pointer, or none.
+func FuzzDuplicateName(f *testing.F) {
+	for _, s := range []string{`{"a":1,"a":2}`, `{"x":[1,{"y":[{},{"k":1,"j":2,"k":3}]}]}`, `{"a/b":{"c~":1,"c~":2}}`,
+		`{"a":"\"a\":","b":["a","a"]}`, `{"\u0061":1,"a":2}`, `[{"a":1},{"a":2}]`, `{"s":"\\","t":{"u":1},"t":2}`, `{}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		if !json.Valid(doc) {
+			return
+		}
+		got, ok := duplicateName(doc)
+		want, wantOK := duplicateOracle(t, doc)
+		if got != want || ok != wantOK {
+			t.Fatalf("%q: %q %v, the oracle %q %v", doc, got, ok, want, wantOK)
+		}
+	})
+}
+
+func duplicateOracle(t *testing.T, doc []byte) (string, bool) {
+	type level struct {
+		object bool
+		names  map[string]bool
+		key    string // the object's name being read
+		index  int    // the array's element being read
+		want   bool   // an object's next string is a name
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber() // a number past float64 is still JSON
+	var stack []*level
+	// value ends a value in the level above: an array moves on, an object
+	// wants its next name.
+	value := func() {
+		if n := len(stack); n > 0 {
+			if stack[n-1].object {
+				stack[n-1].want = true
+			} else {
+				stack[n-1].index++
+			}
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return "", false
+		}
+		if err != nil {
+			t.Fatalf("the oracle cannot read %q: %v", doc, err)
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{':
+				stack = append(stack, &level{object: true, names: map[string]bool{}, want: true})
+			case '[':
+				stack = append(stack, &level{})
+			default:
+				stack = stack[:len(stack)-1]
+				value()
+			}
+		case string:
+			if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].want {
+				top := stack[n-1]
+				if top.names[v] {
+					var b strings.Builder
+					for _, l := range stack[:n-1] {
+						b.WriteByte('/')
+						if l.object {
+							b.WriteString(pointerEscape.Replace(l.key))
+						} else {
+							b.WriteString(strconv.Itoa(l.index))
+						}
+					}
+					return b.String() + "/" + pointerEscape.Replace(v), true
+				}
+				top.names[v], top.key, top.want = true, v, false
+				continue
+			}
+			value()
+		default:
+			value()
+		}
 	}
 }
