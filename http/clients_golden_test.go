@@ -77,6 +77,20 @@ func capturedRequests(t *testing.T, file, method, path string) []capturedCall {
 
 // recordingUpstream is a provider that keeps what it got and answers with
 // a fixed body or event stream.
+// recordingServer serves a recordingUpstream answering stream to a
+// streamed request and whole to any other.
+func recordingServer(t *testing.T, stream, whole string) (*recordingUpstream, *httptest.Server) {
+	up := &recordingUpstream{answer: func(s bool) (string, string) {
+		if s {
+			return "text/event-stream", stream
+		}
+		return "application/json", whole
+	}}
+	srv := httptest.NewServer(up)
+	t.Cleanup(srv.Close)
+	return up, srv
+}
+
 type recordingUpstream struct {
 	mu     sync.Mutex
 	got    []recorded
@@ -151,14 +165,7 @@ const anthropicThinkingMessage = `{"id":"msg_gold","type":"message","role":"assi
 // goldenEnv is a Baton whose providers of kinds ("anthropic", "openai" or
 // "both") call one recording upstream answering with stream or whole.
 func goldenEnv(t *testing.T, stream, whole, kinds string) (*env, *recordingUpstream) {
-	up := &recordingUpstream{answer: func(s bool) (string, string) {
-		if s {
-			return "text/event-stream", stream
-		}
-		return "application/json", whole
-	}}
-	srv := httptest.NewServer(up)
-	t.Cleanup(srv.Close)
+	up, srv := recordingServer(t, stream, whole)
 	vars := map[string]string{}
 	if kinds != "openai" {
 		vars["ANTHROPIC_BASE_URL"], vars["ANTHROPIC_API_KEY"] = srv.URL, "provider-key"

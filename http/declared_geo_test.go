@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -18,10 +19,10 @@ import (
 // the US, a ceiling between the standard and the US worst case is a 422
 // before any upstream call.
 func TestGenerateCostCeilingInTheDeclaredGeo(t *testing.T) {
-	var calls int
+	var calls atomic.Int32
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.ReadAll(r.Body)
-		calls++
+		calls.Add(1)
 		w.Header().Set("Content-Type", "application/json")
 		text := strconv.Quote(validSummary)
 		io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-opus-5-5","content":[{"type":"text","text":`+text+`}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":200,"output_tokens":50}}`)
@@ -36,9 +37,9 @@ func TestGenerateCostCeilingInTheDeclaredGeo(t *testing.T) {
 	standard := summarizeWorst(e, "anthropic:claude-opus-5-5")
 	body := genBody(map[string]any{"options": map[string]any{"llm": map[string]any{"model": "anthropic:claude-opus-5-5", "maxCostUsd": standard * 1.05}}})
 	r := e.do("POST", "/v1/generate", e.tenantA, body)
-	if r.status != 422 || r.str("code") != "cost_ceiling_exceeded" || calls != 0 {
+	if r.status != 422 || r.str("code") != "cost_ceiling_exceeded" || calls.Load() != 0 {
 		t.Fatalf("a ceiling between the standard ($%.6f) and the US ($%.6f) worst case: %d (upstream calls %d) %s",
-			standard, standard*1.1, r.status, calls, r.raw)
+			standard, standard*1.1, r.status, calls.Load(), r.raw)
 	}
 	if !strings.Contains(gjson.GetBytes(r.raw, "fields.0.message").Str, "in the us, where anthropic:claude-opus-5-5's provider runs a call that names no inference_geo") {
 		t.Errorf("the refusal does not say where the call is held: %s", r.raw)
@@ -52,14 +53,7 @@ func TestGenerateCostCeilingInTheDeclaredGeo(t *testing.T) {
 // declared default.
 func TestExplicitGlobalOnAMixedChain(t *testing.T) {
 	stream, whole := anthropicAnswer(`,"speed":"standard"`) // says no geography
-	up := &recordingUpstream{answer: func(s bool) (string, string) {
-		if s {
-			return "text/event-stream", stream
-		}
-		return "application/json", whole
-	}}
-	srv := httptest.NewServer(up)
-	t.Cleanup(srv.Close)
+	_, srv := recordingServer(t, stream, whole)
 	vars := map[string]string{"ANT_KEY": "k", "COMPAT_KEY": "k"}
 	cat := catalogWith(t, vars,
 		gateway.ProviderSpec{Name: "ant", Kind: "anthropic", BaseURL: srv.URL, KeyEnv: "ANT_KEY", DefaultInferenceGeo: "us", Models: []gateway.ModelSpec{

@@ -3,7 +3,6 @@ package http_test
 import (
 	"encoding/json"
 	"math"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -183,14 +182,7 @@ func (u *recordingUpstream) count() int {
 // rates.
 func TestDeclaredDefaultGeoIsHeldAndBilled(t *testing.T) {
 	stream, whole := anthropicAnswer(`,"speed":"standard"`) // says no geography
-	up := &recordingUpstream{answer: func(s bool) (string, string) {
-		if s {
-			return "text/event-stream", stream
-		}
-		return "application/json", whole
-	}}
-	srv := httptest.NewServer(up)
-	t.Cleanup(srv.Close)
+	up, srv := recordingServer(t, stream, whole)
 	vars := map[string]string{"ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": "provider-key", "BATON_ANTHROPIC_DEFAULT_INFERENCE_GEO": "us"}
 	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/batonhq/baton/gateway"
@@ -15,10 +16,10 @@ import (
 // dropped there); the OpenAI attempt, passed through and billed per
 // search, is still held for the searches max_tool_calls allows.
 func TestSearchesHeldOnAMixedResponsesChain(t *testing.T) {
-	var calls int
+	var calls atomic.Int32
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.ReadAll(r.Body)
-		calls++
+		calls.Add(1)
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"gpt-6-luna","output":[`+
 			`{"type":"web_search_call","id":"ws_1","status":"completed","action":{"type":"search","query":"a"}},`+
@@ -48,15 +49,15 @@ func TestSearchesHeldOnAMixedResponsesChain(t *testing.T) {
 	r := e.do("POST", "/v1/responses", e.tenantA, body)
 	if r.status == 200 {
 		t.Errorf("max_tool_calls 5 under $0.04 was held for no search and passed through (upstream calls %d); billed %v:\n%s",
-			calls, r.num("usage.estimated_cost_usd"), r.raw)
+			calls.Load(), r.num("usage.estimated_cost_usd"), r.raw)
 	} else if !strings.Contains(string(r.raw), "max_tool_calls") {
 		t.Errorf("%d %s", r.status, r.raw)
 	}
 	// Control: without the fallback (every model speaks Responses) the
 	// same body is refused before the upstream.
-	before := calls
+	before := calls.Load()
 	r = e.do("POST", "/v1/responses", e.tenantA, strings.Replace(body, "oai:gpt-6-luna", "solo:gpt-6-luna", 1))
-	if r.status != 400 || calls != before || !strings.Contains(string(r.raw), "+ 5 web searches (max_tool_calls)") {
+	if r.status != 400 || calls.Load() != before || !strings.Contains(string(r.raw), "+ 5 web searches (max_tool_calls)") {
 		t.Errorf("control, solo: %d %s", r.status, r.raw)
 	}
 }
