@@ -65,6 +65,11 @@ func FuzzProvidersFile(f *testing.F) {
 		  {"name":"claude-3-5-haiku-latest","modes":["cheap","premium"],"pricing":{"inputPerMTok":0.8,"outputPerMTok":4,"cacheWritePerMTok":1,"source":"list price"}}]}],
 		 "modes":{"cheap":["tiny:tiny-1","openai:gpt-4o-mini"],"premium":["anthropic:claude-3-5-haiku-latest"]}}`,
 		`{"providers":[{"name":"openai","kind":"openai","baseUrl":"https://example.com/v1","models":[]}],"modes":{}}`,
+		// An account's declared defaults: a tier, a geography (and one on a
+		// kind without geographies).
+		`{"providers":[{"name":"ant","kind":"anthropic","baseUrl":"http://x","defaultInferenceGeo":"us","models":[]},
+		  {"name":"oai","kind":"openai","baseUrl":"http://x/v1","defaultServiceTier":"fast","models":[]}]}`,
+		`{"providers":[{"name":"oai","kind":"openai","baseUrl":"http://x/v1","defaultInferenceGeo":"us","models":[]}]}`,
 		`{}`,
 		`{"providers":[]}` + "\n",
 		// The mistakes TestProvidersFileMistakes names.
