@@ -112,6 +112,16 @@ func TestBuiltinPricesAsSourced(t *testing.T) {
 		if search := 10.0; p.WebSearchPerK != search {
 			t.Errorf("%s: web search %v per 1,000, want %v", w.id, p.WebSearchPerK, search)
 		}
+		// OpenAI's legacy preview search costs $25 per 1,000 on the models
+		// that do not reason, its web search rate elsewhere.
+		preview := 0.0
+		switch w.id {
+		case "openai:gpt-4o-mini", "openai:gpt-4o", "openai:gpt-4.1-mini":
+			preview = 25
+		}
+		if p.WebSearchPreviewPerK != preview {
+			t.Errorf("%s: web search preview %v per 1,000, want %v", w.id, p.WebSearchPreviewPerK, preview)
+		}
 		if p.CacheWrite1hPerMTok != w.write1h {
 			t.Errorf("%s: 1-hour cache write %v, want %v", w.id, p.CacheWrite1hPerMTok, w.write1h)
 		}

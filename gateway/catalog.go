@@ -50,7 +50,12 @@ type Price struct {
 	// tool (Anthropic's and OpenAI's: Usage.WebSearches), billed on top of
 	// the tokens; 0 or absent: not billed.
 	WebSearchPerK float64 `json:"webSearchPerK,omitempty"`
-	Source        string  `json:"source"`
+	// WebSearchPreviewPerK is USD per 1,000 searches of OpenAI's legacy
+	// web_search_preview tool, where it costs another rate than
+	// WebSearchPerK ($25 on the models that do not reason); 0 or absent:
+	// WebSearchPerK.
+	WebSearchPreviewPerK float64 `json:"webSearchPreviewPerK,omitempty"`
+	Source               string  `json:"source"`
 }
 
 // TierName is tier as a name that does not hold on to the bytes it may
@@ -156,11 +161,12 @@ func (p *Price) CacheWrite1hRate() float64 {
 // The sum is rounded to 1e-12 USD, so that float arithmetic's last-digit
 // noise (1 token at $0.1 a million and 3 at $0.2 making
 // 7.000000000000001e-07) does not reach the answers.
-func (p *Price) Cost(u Usage) float64 { return p.costAt(u, 1) }
+func (p *Price) Cost(u Usage) float64 { return p.costAt(u, 1, false) }
 
 // costAt is Cost with the tokens at tier times their rates (TierRate): a
-// tier's premium is on the tokens, not on a per-search fee.
-func (p *Price) costAt(u Usage, tier float64) float64 {
+// tier's premium is on the tokens, not on a per-search fee. preview: the
+// searches were the legacy preview tool's (searchCost).
+func (p *Price) costAt(u Usage, tier float64, preview bool) float64 {
 	r := p.At(u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens)
 	w1h := u.OneHourWrites()
 	tokens := RoundUSD((float64(u.InputTokens)*r.InputPerMTok + float64(u.OutputTokens)*r.OutputPerMTok +
@@ -169,11 +175,18 @@ func (p *Price) costAt(u Usage, tier float64) float64 {
 	if tier != 1 {
 		tokens = RoundUSD(tokens * tier)
 	}
-	return RoundUSD(tokens + p.searchCost(u.WebSearches))
+	return RoundUSD(tokens + p.searchCost(u.WebSearches, preview))
 }
 
-// searchCost is what n web searches cost at WebSearchPerK.
-func (p *Price) searchCost(n int) float64 { return float64(max(n, 0)) * p.WebSearchPerK / 1e3 }
+// searchCost is what n web searches cost at WebSearchPerK, or, of the
+// legacy preview tool, at WebSearchPreviewPerK where the price has one.
+func (p *Price) searchCost(n int, preview bool) float64 {
+	rate := p.WebSearchPerK
+	if preview && p.WebSearchPreviewPerK > 0 {
+		rate = p.WebSearchPreviewPerK
+	}
+	return float64(max(n, 0)) * rate / 1e3
+}
 
 // usdUnit is the amount RoundUSD rounds to; budgets compare within it.
 const usdUnit = 1e-12
@@ -456,6 +469,9 @@ func checkPrice(p *Price) error {
 		if err := checkRates("longPrompt.", l.InputPerMTok, l.OutputPerMTok, l.CacheReadPerMTok, l.CacheWritePerMTok, l.CacheWrite1hPerMTok); err != nil {
 			return err
 		}
+	}
+	if p.WebSearchPreviewPerK < 0 || p.WebSearchPreviewPerK > MaxRatePerMTok {
+		return fmt.Errorf("webSearchPreviewPerK must be from 0 to %g USD per 1,000 searches (%v)", float64(MaxRatePerMTok), p.WebSearchPreviewPerK)
 	}
 	if p.WebSearchPerK < 0 || p.WebSearchPerK > MaxRatePerMTok {
 		// Bounded as a token rate is, for the same reason.

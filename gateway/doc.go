@@ -128,6 +128,10 @@ type Request struct {
 	// Price.WebSearchPerK; without that bound the searches are not
 	// bounded, and add nothing.
 	WebSearches int
+	// SearchPreview: a passed-through Responses request offers OpenAI's
+	// legacy web_search_preview tool, whose searches cost
+	// Price.WebSearchPreviewPerK where the price has it.
+	SearchPreview bool
 	// Body is a body passed through rather than decoded (Messages and
 	// Tools then hold only what routing needs): its size bounds the input,
 	// and its text is what an estimate of the input counts.

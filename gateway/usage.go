@@ -63,7 +63,7 @@ func CostOf(req Request, m *Model, u Usage) *float64 {
 	if ran, ok := p.GeoRate(u.Geo); ok && u.Geo != "" {
 		geo = ran // a workspace's default geography bills as asked for
 	}
-	c := p.costAt(u, tier*geo)
+	c := p.costAt(u, tier*geo, req.SearchPreview)
 	return &c
 }
 

@@ -209,3 +209,35 @@ func TestOpenAIWebSearchesBilled(t *testing.T) {
 	}
 	e.must(e.do("POST", "/v1/responses", e.tenantA, limited("3")), 200)
 }
+
+// OpenAI's legacy web_search_preview costs $25 per 1,000 searches on the
+// models that do not reason (gpt-4o-mini), $10 with the GA web_search:
+// the request's tools say which, for the bill and for the hold.
+func TestOpenAIPreviewSearchesBilledAtTheirRate(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"gpt-4o-mini","output":[`+
+			`{"type":"web_search_call","id":"ws_1","status":"completed","action":{"type":"search","query":"news"}},`+
+			`{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"hi","annotations":[]}]}],`+
+			`"usage":{"input_tokens":1000,"input_tokens_details":{"cached_tokens":0},"output_tokens":100,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":1100}}`)
+	}))
+	t.Cleanup(up.Close)
+	e := newEnvWith(t, catalogWith(t, map[string]string{"OPENAI_BASE_URL": up.URL + "/v1", "OPENAI_API_KEY": "sk-upstream-test"}))
+	// gpt-4o-mini: 1,000 input at $0.15 and 100 output at $0.60 a million.
+	tokens := (1000*0.15 + 100*0.60) / 1e6
+	for tool, perK := range map[string]float64{"web_search": 10, "web_search_preview": 25, "web_search_preview_2025_03_11": 25} {
+		r := e.do("POST", "/v1/responses", e.tenantA, `{"model":"openai:gpt-4o-mini","store":false,"tools":[{"type":"`+tool+`"}],"input":"news?"}`)
+		if cost := r.num("usage.estimated_cost_usd"); r.status != 200 || math.Abs(cost-(tokens+perK/1e3)) > 1e-12 {
+			t.Errorf("%s: %d, cost %v, want %v\n%s", tool, r.status, cost, tokens+perK/1e3, r.raw)
+		}
+	}
+	// Held at it too (tenant b, nothing spent): 2 preview searches ($0.05)
+	// are over $0.04, 2 of the GA tool's ($0.02) are not.
+	e.must(e.do("PUT", "/v1/admin/budgets/b", e.admin, map[string]any{"dailyUsd": 0.04, "monthlyUsd": nil}), 200)
+	body := `{"model":"openai:gpt-4o-mini","store":false,"max_output_tokens":100,"max_tool_calls":2,"tools":[{"type":"%s"}],"input":"news?"}`
+	if r := e.do("POST", "/v1/responses", e.tenantB, strings.Replace(body, "%s", "web_search_preview", 1)); r.status != 400 || !strings.Contains(r.str("error.message"), "+ 2 web searches (max_tool_calls)") {
+		t.Errorf("2 preview searches under $0.04: %d %s", r.status, r.raw)
+	}
+	e.must(e.do("POST", "/v1/responses", e.tenantB, strings.Replace(body, "%s", "web_search", 1)), 200)
+}

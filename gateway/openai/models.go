@@ -46,11 +46,11 @@ var Models = []gateway.ModelSpec{
 	// then, and out of premium, which ranks the dearest first; they
 	// still take tools on Chat Completions.
 	{Name: "gpt-4o-mini", ContextTokens: 128000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
-		Pricing: &gateway.Price{InputPerMTok: 0.15, OutputPerMTok: 0.60, CacheReadPerMTok: 0.075, WebSearchPerK: webSearchPerK, Source: openAIPricing + webSearchPricing}},
+		Pricing: &gateway.Price{InputPerMTok: 0.15, OutputPerMTok: 0.60, CacheReadPerMTok: 0.075, WebSearchPerK: webSearchPerK, WebSearchPreviewPerK: previewPerK, Source: openAIPricing + webSearchPricing + previewPricing}},
 	{Name: "gpt-4o", ContextTokens: 128000, SupportsJSON: true, SupportsTools: true, Modes: []string{"auto"},
-		Pricing: &gateway.Price{InputPerMTok: 2.50, OutputPerMTok: 10.00, CacheReadPerMTok: 1.25, WebSearchPerK: webSearchPerK, Source: openAIPricing + webSearchPricing}},
+		Pricing: &gateway.Price{InputPerMTok: 2.50, OutputPerMTok: 10.00, CacheReadPerMTok: 1.25, WebSearchPerK: webSearchPerK, WebSearchPreviewPerK: previewPerK, Source: openAIPricing + webSearchPricing + previewPricing}},
 	{Name: "gpt-4.1-mini", ContextTokens: 1047576, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
-		Pricing: &gateway.Price{InputPerMTok: 0.40, OutputPerMTok: 1.60, CacheReadPerMTok: 0.10, WebSearchPerK: webSearchPerK, Source: openAIPricing + webSearchPricing}},
+		Pricing: &gateway.Price{InputPerMTok: 0.40, OutputPerMTok: 1.60, CacheReadPerMTok: 0.10, WebSearchPerK: webSearchPerK, WebSearchPreviewPerK: previewPerK, Source: openAIPricing + webSearchPricing + previewPricing}},
 }
 
 // webSearchPerK is what OpenAI bills per 1,000 calls of its web search
@@ -60,6 +60,14 @@ var Models = []gateway.ModelSpec{
 const (
 	webSearchPerK    = 10
 	webSearchPricing = "; web search $10 per 1,000 calls, https://developers.openai.com/api/docs/pricing (built-in tools) and https://developers.openai.com/api/docs/guides/tools-web-search (search actions are billed), as quoted 2026-03-12"
+)
+
+// previewPerK is what OpenAI bills per 1,000 calls of its legacy
+// web_search_preview tool on the models that do not reason (GPT-4o,
+// GPT-4.1); on reasoning models it costs webSearchPerK.
+const (
+	previewPerK    = 25
+	previewPricing = "; web search preview $25 per 1,000 calls on non-reasoning models, as quoted 2026-03-12"
 )
 
 // openAIPricing is the source shared by several built-in prices.
