@@ -119,6 +119,10 @@ func TestBuiltinPricesAsSourced(t *testing.T) {
 		case "openai:gpt-4o-mini", "openai:gpt-4o", "openai:gpt-4.1-mini":
 			preview = 25
 		}
+		// OpenAI bills its file search tool per call, on every model.
+		if file := map[bool]float64{true: 2.5}[strings.HasPrefix(w.id, "openai:")]; p.FileSearchPerK != file {
+			t.Errorf("%s: file search %v per 1,000, want %v", w.id, p.FileSearchPerK, file)
+		}
 		if p.WebSearchPreviewPerK != preview {
 			t.Errorf("%s: web search preview %v per 1,000, want %v", w.id, p.WebSearchPreviewPerK, preview)
 		}

@@ -392,9 +392,9 @@ func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer
 		}
 		if err == nil {
 			if resp.UsageMissing {
-				tier, searches := resp.Usage.ServiceTier, resp.Usage.WebSearches
+				tier, searches, files := resp.Usage.ServiceTier, resp.Usage.WebSearches, resp.Usage.FileSearches
 				resp.Usage = EstimateUsage(c.Req, outputText(resp.Content), countOr4)
-				resp.Usage.ServiceTier, resp.Usage.WebSearches = tier, searches
+				resp.Usage.ServiceTier, resp.Usage.WebSearches, resp.Usage.FileSearches = tier, searches, files
 			}
 			cost, record := k.settle(c, resp.Usage, "ok")
 			return &Answer{Response: resp, Cost: cost, Record: record}, nil
@@ -428,6 +428,9 @@ func (t *tally) See(d Delta) {
 	}
 	if d.WebSearch {
 		t.u.WebSearches++
+	}
+	if d.FileSearch {
+		t.u.FileSearches++
 	}
 	if d.Text != "" || d.Thinking != "" || d.Refusal != "" || d.ToolCall != nil {
 		t.u.OutputTokens++ // a floor, one token a delta
@@ -468,6 +471,7 @@ func WithInput(sent, u Usage) Usage {
 	sent.CacheWrite1hTokens = u.CacheWrite1hTokens
 	sent.OutputTokens = max(sent.OutputTokens, u.OutputTokens)
 	sent.WebSearches = max(sent.WebSearches, u.WebSearches)
+	sent.FileSearches = max(sent.FileSearches, u.FileSearches)
 	return sent
 }
 

@@ -55,7 +55,11 @@ type Price struct {
 	// WebSearchPerK ($25 on the models that do not reason); 0 or absent:
 	// WebSearchPerK.
 	WebSearchPreviewPerK float64 `json:"webSearchPreviewPerK,omitempty"`
-	Source               string  `json:"source"`
+	// FileSearchPerK is USD per 1,000 calls of OpenAI's file search tool
+	// (Usage.FileSearches), billed on top of the tokens; 0 or absent: not
+	// billed.
+	FileSearchPerK float64 `json:"fileSearchPerK,omitempty"`
+	Source         string  `json:"source"`
 }
 
 // TierName is tier as a name that does not hold on to the bytes it may
@@ -175,7 +179,7 @@ func (p *Price) costAt(u Usage, tier float64, preview bool) float64 {
 	if tier != 1 {
 		tokens = RoundUSD(tokens * tier)
 	}
-	return RoundUSD(tokens + p.searchCost(u.WebSearches, preview))
+	return RoundUSD(tokens + p.searchCost(u.WebSearches, preview) + float64(max(u.FileSearches, 0))*p.FileSearchPerK/1e3)
 }
 
 // searchCost is what n web searches cost at WebSearchPerK, or, of the
@@ -469,6 +473,9 @@ func checkPrice(p *Price) error {
 		if err := checkRates("longPrompt.", l.InputPerMTok, l.OutputPerMTok, l.CacheReadPerMTok, l.CacheWritePerMTok, l.CacheWrite1hPerMTok); err != nil {
 			return err
 		}
+	}
+	if p.FileSearchPerK < 0 || p.FileSearchPerK > MaxRatePerMTok {
+		return fmt.Errorf("fileSearchPerK must be from 0 to %g USD per 1,000 calls (%v)", float64(MaxRatePerMTok), p.FileSearchPerK)
 	}
 	if p.WebSearchPreviewPerK < 0 || p.WebSearchPreviewPerK > MaxRatePerMTok {
 		return fmt.Errorf("webSearchPreviewPerK must be from 0 to %g USD per 1,000 searches (%v)", float64(MaxRatePerMTok), p.WebSearchPreviewPerK)

@@ -230,6 +230,10 @@ type Usage struct {
 	// search actions of an OpenAI response's web_search_call items),
 	// billed per search on top of the tokens (Price.WebSearchPerK).
 	WebSearches int `json:"web_search_requests,omitempty"`
+	// FileSearches is the calls of OpenAI's file search tool an answer
+	// made (its file_search_call items), billed per call on top of the
+	// tokens (Price.FileSearchPerK).
+	FileSearches int `json:"file_search_calls,omitempty"`
 	// Geo is where the provider says the call ran (Anthropic's
 	// usage.inference_geo), when it says: CostOf bills its rate.
 	Geo string `json:"inference_geo,omitempty"`
@@ -310,6 +314,9 @@ type Delta struct {
 	// web_search_tool_result, an error not counting): billed when the
 	// stream ends before its usage says how many ran.
 	WebSearch bool `json:"-"`
+	// FileSearch: the event is an OpenAI file search call done, billed
+	// when the stream ends before its usage.
+	FileSearch bool `json:"-"`
 }
 
 // Stream yields deltas; Next returns io.EOF after the last one.

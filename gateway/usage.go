@@ -324,6 +324,10 @@ func (r *UsageRecord) appendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"web_search_requests":`...)
 		b = strconv.AppendInt(b, int64(u.WebSearches), 10)
 	}
+	if u.FileSearches != 0 {
+		b = append(b, `,"file_search_calls":`...)
+		b = strconv.AppendInt(b, int64(u.FileSearches), 10)
+	}
 	if u.Geo != "" {
 		b = str(b, `,"inference_geo":`, u.Geo)
 	}

@@ -9,12 +9,12 @@ import (
 )
 
 func FuzzUsageRecordJSON(f *testing.F) {
-	f.Add("acme", "key_1", "chat.completions", "openai:gpt-x", "openai", true, 12, 34, 5, 6, 2, false, 0.00123, false, int64(250), "ok", "req_1", int64(1764000000123456789), 0, "priority", true, 3, "us")
-	f.Add("a\"b", "k<", "f&", "m\n", "p\u2028", false, -1, 0, 0, 0, -3, true, 1e-9, true, int64(-5), "", "", int64(0), 3600, "", false, -1, "")
-	f.Add("t", "k", "f", "m", "p", false, 0, 0, 0, 0, 0, false, 1e21, false, int64(0), "x", "y", int64(-62135596800000000), -1800, "a\"<\u2028", true, 0, "x\u2028\"")
-	f.Fuzz(func(t *testing.T, tenant, key, front, model, provider string, stream bool, in, out, cr, cw, cw1h int, est bool, cost float64, nilCost bool, lat int64, outcome, reqID string, atNs int64, zone int, tier string, autoTier bool, searches int, geo string) {
+	f.Add("acme", "key_1", "chat.completions", "openai:gpt-x", "openai", true, 12, 34, 5, 6, 2, false, 0.00123, false, int64(250), "ok", "req_1", int64(1764000000123456789), 0, "priority", true, 3, "us", 2)
+	f.Add("a\"b", "k<", "f&", "m\n", "p\u2028", false, -1, 0, 0, 0, -3, true, 1e-9, true, int64(-5), "", "", int64(0), 3600, "", false, -1, "", -2)
+	f.Add("t", "k", "f", "m", "p", false, 0, 0, 0, 0, 0, false, 1e21, false, int64(0), "x", "y", int64(-62135596800000000), -1800, "a\"<\u2028", true, 0, "x\u2028\"", 0)
+	f.Fuzz(func(t *testing.T, tenant, key, front, model, provider string, stream bool, in, out, cr, cw, cw1h int, est bool, cost float64, nilCost bool, lat int64, outcome, reqID string, atNs int64, zone int, tier string, autoTier bool, searches int, geo string, files int) {
 		r := UsageRecord{Tenant: tenant, KeyID: key, Front: front, Model: model, Provider: provider, Stream: stream,
-			Usage:   Usage{InputTokens: in, OutputTokens: out, CacheReadTokens: cr, CacheWriteTokens: cw, CacheWrite1hTokens: cw1h, Estimated: est, ServiceTier: tier, WebSearches: searches, Geo: geo},
+			Usage:   Usage{InputTokens: in, OutputTokens: out, CacheReadTokens: cr, CacheWriteTokens: cw, CacheWrite1hTokens: cw1h, Estimated: est, ServiceTier: tier, WebSearches: searches, FileSearches: files, Geo: geo},
 			CostUSD: &cost, LatencyMs: lat, Outcome: outcome, RequestID: reqID, AutoTier: autoTier}
 		if nilCost {
 			r.CostUSD = nil

@@ -241,3 +241,58 @@ func TestOpenAIPreviewSearchesBilledAtTheirRate(t *testing.T) {
 	}
 	e.must(e.do("POST", "/v1/responses", e.tenantB, strings.Replace(body, "%s", "web_search", 1)), 200)
 }
+
+// OpenAI's file search tool is billed per call ($2.50 per 1,000 on the
+// built-in models), counted from a passed-through response's
+// file_search_call items, whole and streamed (a failed call is not), and
+// kept in the usage event.
+func TestOpenAIFileSearchesBilled(t *testing.T) {
+	output := `[{"type":"file_search_call","id":"fs_1","status":"completed","queries":["q"],"results":null},` +
+		`{"type":"file_search_call","id":"fs_2","status":"completed","queries":["r"],"results":null},` +
+		`{"type":"file_search_call","id":"fs_3","status":"failed","queries":["s"],"results":null},` +
+		`{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"hi","annotations":[]}]}]`
+	resp := func(status, out string) string {
+		return `{"id":"resp_1","object":"response","created_at":1,"status":"` + status + `","model":"gpt-6-luna","output":` + out +
+			`,"usage":{"input_tokens":1000,"input_tokens_details":{"cached_tokens":0},"output_tokens":100,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":1100}}`
+	}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if !gjson.GetBytes(b, "stream").Bool() {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, resp("completed", output))
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		sse(w, "response.created", `{"type":"response.created","sequence_number":0,"response":`+resp("in_progress", "[]")+`}`)
+		for i, it := range gjson.Parse(output).Array()[:3] {
+			sse(w, "response.output_item.done", `{"type":"response.output_item.done","sequence_number":`+strconv.Itoa(i+1)+`,"output_index":`+strconv.Itoa(i)+`,"item":`+it.Raw+`}`)
+		}
+		if gjson.GetBytes(b, "metadata.cut").Str == "yes" {
+			return
+		}
+		sse(w, "response.completed", `{"type":"response.completed","sequence_number":9,"response":`+resp("completed", output)+`}`)
+	}))
+	t.Cleanup(up.Close)
+	e := newEnvWith(t, catalogWith(t, map[string]string{"OPENAI_BASE_URL": up.URL + "/v1", "OPENAI_API_KEY": "sk-upstream-test"}))
+	const want = (1000*0.10+100*0.50)/1e6 + 2*2.5/1e3
+	body := `{"model":"openai:gpt-6-luna","store":false,"stream":%s,"metadata":{"cut":"%s"},"tools":[{"type":"file_search","vector_store_ids":["vs_1"]}],"input":"find it"}`
+	for _, c := range []struct{ stream, cut string }{{"false", "no"}, {"true", "no"}, {"true", "yes"}} {
+		r := e.do("POST", "/v1/responses", e.tenantA, strings.Replace(strings.Replace(body, "%s", c.stream, 1), "%s", c.cut, 1))
+		if r.status != 200 {
+			t.Fatalf("stream %s, cut %s: %d %s", c.stream, c.cut, r.status, r.raw)
+		}
+		if c.stream == "false" && math.Abs(r.num("usage.estimated_cost_usd")-want) > 1e-12 {
+			t.Errorf("whole: cost %v, want %v\n%s", r.num("usage.estimated_cost_usd"), want, r.raw)
+		}
+	}
+	for i, ev := range e.usageEvents("a", 3) {
+		var u gateway.UsageRecord
+		json.Unmarshal(ev.Data, &u)
+		if u.Usage.FileSearches != 2 || u.CostUSD == nil || *u.CostUSD < 2*2.5/1e3 || !strings.Contains(string(ev.Data), `"file_search_calls":2`) {
+			t.Errorf("usage event %d (%s): %s; want 2 file searches", i, u.Outcome, ev.Data)
+		}
+		if i < 2 && math.Abs(*u.CostUSD-want) > 1e-12 {
+			t.Errorf("usage event %d: cost %v, want %v", i, *u.CostUSD, want)
+		}
+	}
+}

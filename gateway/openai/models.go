@@ -25,13 +25,13 @@ var Models = []gateway.ModelSpec{
 	{Name: "gpt-6.2-sol", ContextTokens: 1050000, SupportsJSON: true, Modes: []string{"balanced", "premium", "auto"},
 		Pricing: &gateway.Price{InputPerMTok: 2, OutputPerMTok: 10, CacheReadPerMTok: 0.10, CacheWritePerMTok: 2.50,
 			LongPrompt: openAILongPrompt(2, 10, 0.10, 2.50),
-			FastRate:   2, WebSearchPerK: webSearchPerK,
-			Source: "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-6.2-sol, as of 2026-11-18; fast mode 2x as of 2026-11-27" + webSearchPricing}},
+			FastRate:   2, WebSearchPerK: webSearchPerK, FileSearchPerK: fileSearchPerK,
+			Source: "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-6.2-sol, as of 2026-11-18; fast mode 2x as of 2026-11-27" + webSearchPricing + fileSearchPricing}},
 	{Name: "gpt-6-luna", ContextTokens: 1050000, SupportsJSON: true, Modes: []string{"cheap", "balanced", "auto"},
 		Pricing: &gateway.Price{InputPerMTok: 0.10, OutputPerMTok: 0.50, CacheReadPerMTok: 0.01, CacheWritePerMTok: 0.125,
 			LongPrompt: openAILongPrompt(0.10, 0.50, 0.01, 0.125),
-			FastRate:   2, WebSearchPerK: webSearchPerK,
-			Source: "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-6-luna, as of 2026-10; fast mode 2x as of 2026-11-27" + webSearchPricing}},
+			FastRate:   2, WebSearchPerK: webSearchPerK, FileSearchPerK: fileSearchPerK,
+			Source: "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-6-luna, as of 2026-10; fast mode 2x as of 2026-11-27" + webSearchPricing + fileSearchPricing}},
 	// The OpenAI Agents SDK's default model (testdata/clients/agents-sdk-run.json),
 	// so its calls are priced. Not known to take function tools on Chat
 	// Completions at its default effort, as the GPT-6 family does not; in
@@ -39,18 +39,18 @@ var Models = []gateway.ModelSpec{
 	{Name: "gpt-5.6-luna", ContextTokens: 1050000, SupportsJSON: true, Modes: []string{"auto"},
 		Pricing: &gateway.Price{InputPerMTok: 0.20, OutputPerMTok: 1.20, CacheReadPerMTok: 0.02, CacheWritePerMTok: 0.25,
 			LongPrompt: openAILongPrompt(0.20, 1.20, 0.02, 0.25),
-			FastRate:   2, WebSearchPerK: webSearchPerK,
-			Source: "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-5.6-luna, as of 2026-11-27; fast mode 2x as of 2026-11-27" + webSearchPricing}},
+			FastRate:   2, WebSearchPerK: webSearchPerK, FileSearchPerK: fileSearchPerK,
+			Source: "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-5.6-luna, as of 2026-11-27; fast mode 2x as of 2026-11-27" + webSearchPricing + fileSearchPricing}},
 	// Deprecated: shut down on 2027-01-14, gpt-6-luna their replacement
 	// (https://developers.openai.com/api/docs/deprecations). Kept until
 	// then, and out of premium, which ranks the dearest first; they
 	// still take tools on Chat Completions.
 	{Name: "gpt-4o-mini", ContextTokens: 128000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
-		Pricing: &gateway.Price{InputPerMTok: 0.15, OutputPerMTok: 0.60, CacheReadPerMTok: 0.075, WebSearchPerK: webSearchPerK, WebSearchPreviewPerK: previewPerK, Source: openAIPricing + webSearchPricing + previewPricing}},
+		Pricing: &gateway.Price{InputPerMTok: 0.15, OutputPerMTok: 0.60, CacheReadPerMTok: 0.075, WebSearchPerK: webSearchPerK, FileSearchPerK: fileSearchPerK, WebSearchPreviewPerK: previewPerK, Source: openAIPricing + webSearchPricing + previewPricing + fileSearchPricing}},
 	{Name: "gpt-4o", ContextTokens: 128000, SupportsJSON: true, SupportsTools: true, Modes: []string{"auto"},
-		Pricing: &gateway.Price{InputPerMTok: 2.50, OutputPerMTok: 10.00, CacheReadPerMTok: 1.25, WebSearchPerK: webSearchPerK, WebSearchPreviewPerK: previewPerK, Source: openAIPricing + webSearchPricing + previewPricing}},
+		Pricing: &gateway.Price{InputPerMTok: 2.50, OutputPerMTok: 10.00, CacheReadPerMTok: 1.25, WebSearchPerK: webSearchPerK, FileSearchPerK: fileSearchPerK, WebSearchPreviewPerK: previewPerK, Source: openAIPricing + webSearchPricing + previewPricing + fileSearchPricing}},
 	{Name: "gpt-4.1-mini", ContextTokens: 1047576, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
-		Pricing: &gateway.Price{InputPerMTok: 0.40, OutputPerMTok: 1.60, CacheReadPerMTok: 0.10, WebSearchPerK: webSearchPerK, WebSearchPreviewPerK: previewPerK, Source: openAIPricing + webSearchPricing + previewPricing}},
+		Pricing: &gateway.Price{InputPerMTok: 0.40, OutputPerMTok: 1.60, CacheReadPerMTok: 0.10, WebSearchPerK: webSearchPerK, FileSearchPerK: fileSearchPerK, WebSearchPreviewPerK: previewPerK, Source: openAIPricing + webSearchPricing + previewPricing + fileSearchPricing}},
 }
 
 // webSearchPerK is what OpenAI bills per 1,000 calls of its web search
@@ -60,6 +60,15 @@ var Models = []gateway.ModelSpec{
 const (
 	webSearchPerK    = 10
 	webSearchPricing = "; web search $10 per 1,000 calls, https://developers.openai.com/api/docs/pricing (built-in tools) and https://developers.openai.com/api/docs/guides/tools-web-search (search actions are billed), as quoted 2026-03-12"
+)
+
+// fileSearchPerK is what OpenAI bills per 1,000 calls of its file search
+// tool on the Responses API (file_search_call items), on top of the tokens
+// of the results and of the vector stores' storage, which Baton does not
+// see.
+const (
+	fileSearchPerK    = 2.5
+	fileSearchPricing = "; file search $2.50 per 1,000 calls, https://developers.openai.com/api/docs/pricing (built-in tools), as quoted 2026-03-12"
 )
 
 // previewPerK is what OpenAI bills per 1,000 calls of its legacy

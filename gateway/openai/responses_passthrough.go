@@ -54,23 +54,29 @@ func (p *Provider) forwardResponses(ctx context.Context, n *gateway.Native, mode
 		})
 	}
 	out.Usage.ServiceTier = g.Get("service_tier").Str
-	out.Usage.WebSearches = searchesIn(g.Get("output"))
+	out.Usage.WebSearches, out.Usage.FileSearches = searchesIn(g.Get("output"))
 	return out, nil, nil
 }
 
-// searchesIn counts a response's web searches: its web_search_call items
+// searchesIn counts a response's web searches, its web_search_call items
 // whose action is a search, the only action OpenAI bills (opening a page
-// or finding in it is not). An item without an action counts: a bill
-// must not come out short.
-func searchesIn(output gjson.Result) int {
-	n := 0
+// or finding in it is not; an item without an action counts: a bill must
+// not come out short), and its file search calls.
+func searchesIn(output gjson.Result) (web, files int) {
 	output.ForEach(func(_, it gjson.Result) bool {
 		if billedSearch(it) {
-			n++
+			web++
+		}
+		if billedFileSearch(it) {
+			files++
 		}
 		return true
 	})
-	return n
+	return web, files
+}
+
+func billedFileSearch(it gjson.Result) bool {
+	return it.Get("type").Str == "file_search_call" && it.Get("status").Str != "failed"
 }
 
 func billedSearch(it gjson.Result) bool {
@@ -185,7 +191,8 @@ func (s *respRawStream) Next() (gateway.Delta, error) {
 		}
 	case "response.output_item.done":
 		// A search done: billed if the stream ends before its usage.
-		d.Commit, d.WebSearch = true, billedSearch(g.Get("item"))
+		it := g.Get("item")
+		d.Commit, d.WebSearch, d.FileSearch = true, billedSearch(it), billedFileSearch(it)
 	case "response.completed", "response.incomplete":
 		s.done = true
 		r := g.Get("response")
@@ -197,7 +204,7 @@ func (s *respRawStream) Next() (gateway.Delta, error) {
 		if u := r.Get("usage"); u.IsObject() {
 			final := responsesUsageOf(u)
 			final.ServiceTier = d.ServiceTier
-			final.WebSearches = searchesIn(r.Get("output"))
+			final.WebSearches, final.FileSearches = searchesIn(r.Get("output"))
 			d.Usage = &final
 		}
 	case "response.failed":
