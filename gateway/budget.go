@@ -151,7 +151,7 @@ func WorstCost(req Request, m *Model) *float64 {
 	in, out := WorstTokens(req, m)
 	p := price.At(in) // a long prompt is billed at its own rates
 	c := tier*(float64(in)*max(p.InputPerMTok, p.CacheWritePerMTok, p.CacheWrite1hRate())+float64(out)*p.OutputPerMTok)/1e6 +
-		price.searchCost(req.WebSearches, req.SearchPreview)
+		max(price.searchCost(req.WebSearches, req.SearchPreview), float64(max(req.FileSearches, 0))*price.FileSearchPerK/1e3)
 	return &c
 }
 
@@ -205,6 +205,9 @@ type BudgetError struct {
 	// max_uses, or max_tool_calls: Request.WebSearches), when the price
 	// bills them.
 	Searches int
+	// FileSearches is the file search calls the worst case holds for (a
+	// Responses body's max_tool_calls), when the price bills them.
+	FileSearches int
 	// HeldOnly: what is spent leaves room for this call; the holds of calls
 	// in flight do not, and they end within seconds.
 	HeldOnly bool
@@ -264,8 +267,13 @@ func (e *BudgetError) Error() string {
 		return fmt.Sprintf("tenant %s has a budget and model %s has no price, so its cost cannot be bounded; use a priced model", e.Tenant, e.Model)
 	}
 	bound := "input bound + token cap"
-	if e.Searches > 0 {
+	switch {
+	case e.Searches > 0 && e.FileSearches > 0:
+		bound += fmt.Sprintf(" + %d web or file searches (%s)", e.Searches, e.SearchCap())
+	case e.Searches > 0:
 		bound += fmt.Sprintf(" + %d web searches (%s)", e.Searches, e.SearchCap())
+	case e.FileSearches > 0:
+		bound += fmt.Sprintf(" + %d file search calls (%s)", e.FileSearches, e.SearchCap())
 	}
 	if e.AutoTier != "" {
 		bound += fmt.Sprintf(", at the %s tier, where model %s's provider serves a call that names no service_tier", e.AutoTier, e.Model)
@@ -281,7 +289,7 @@ func (e *BudgetError) Error() string {
 	}
 	if e.Never {
 		lower := e.Cap()
-		if e.Searches > 0 { // the searches may be most of the worst case
+		if e.Searches > 0 || e.FileSearches > 0 { // the searches may be most of the worst case
 			lower += " or " + e.SearchCap()
 		}
 		return fmt.Sprintf("this call may cost up to $%.6f (%s), more than the %s budget of $%.4f for tenant %s allows even with nothing spent; set a lower %s",

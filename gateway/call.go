@@ -263,6 +263,9 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 	if be != nil && t.Model.Pricing != nil && t.Model.Pricing.WebSearchPerK > 0 {
 		be.Searches = req.WebSearches
 	}
+	if be != nil && t.Model.Pricing != nil && t.Model.Pricing.FileSearchPerK > 0 {
+		be.FileSearches = req.FileSearches
+	}
 	if be != nil {
 		be.Front = c.Front
 	}

@@ -128,6 +128,11 @@ type Request struct {
 	// Price.WebSearchPerK; without that bound the searches are not
 	// bounded, and add nothing.
 	WebSearches int
+	// FileSearches is the most calls a passed-through Responses request's
+	// file search tool may make (its max_tool_calls, which bounds every
+	// built-in tool's calls together: the hold counts the dearer of these
+	// and WebSearches, not their sum), counted at Price.FileSearchPerK.
+	FileSearches int
 	// SearchPreview: a passed-through Responses request offers OpenAI's
 	// legacy web_search_preview tool, whose searches cost
 	// Price.WebSearchPreviewPerK where the price has it.

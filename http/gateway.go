@@ -271,6 +271,7 @@ func (s *Server) prepareCall(w http.ResponseWriter, r *http.Request, f errFormat
 		// is held for it (an explicit global is not the workspace's default).
 		full.Geo = cmp.Or(full.Geo, sk.req.Geo)
 		full.WebSearches = max(full.WebSearches, sk.req.WebSearches)
+		full.FileSearches = max(full.FileSearches, sk.req.FileSearches)
 		full.SearchPreview = full.SearchPreview || sk.req.SearchPreview
 		if gateway.IsMode(sk.model) {
 			if chain, err = s.planFor(format, sk.model, full); err != nil {

@@ -344,38 +344,46 @@ func skimResponses(body []byte) (skimmed, error) {
 	if _, err = skimString(g, "previous_response_id"); err != nil {
 		return s, err // looked up in the tenant's store, not passed by
 	}
-	if s.req.WebSearches, s.req.SearchPreview, err = skimToolCalls(g); err != nil {
+	if s.req.WebSearches, s.req.FileSearches, s.req.SearchPreview, err = skimToolCalls(g); err != nil {
 		return s, err
 	}
 	return s, uniqueNames(g, "text", "text.format")
 }
 
-// skimToolCalls is the most web searches a Responses body allows: its
-// max_tool_calls (which bounds every built-in tool's calls) when it offers
-// OpenAI's web search; without it, the searches are not bounded, and
-// none are held for (docs/budgets.md). preview: it offers the legacy
-// web_search_preview, whose searches may cost more; with both tools, its
-// searches are held and billed at the dearer.
-func skimToolCalls(g *skimDoc) (n int, preview bool, err error) {
+// skimToolCalls is the most web searches and file search calls a
+// Responses body allows: its max_tool_calls (which bounds every built-in
+// tool's calls together) for each of the two tools it offers; without it,
+// they are not bounded, and none are held for (docs/budgets.md). preview:
+// it offers the legacy web_search_preview, whose searches may cost more;
+// with both search tools, its searches are held and billed at the dearer.
+func skimToolCalls(g *skimDoc) (web, files int, preview bool, err error) {
 	v := g.Get("max_tool_calls")
 	set := v.Exists() && v.Type != gjson.Null
 	if set && (v.Type != gjson.Number || v.Num != math.Trunc(v.Num)) {
-		return 0, false, typeErr("max_tool_calls", "an integer")
+		return 0, 0, false, typeErr("max_tool_calls", "an integer")
 	}
 	if set && v.Num < 0 {
-		return 0, false, badRequest("max_tool_calls", "max_tool_calls must be at least 0")
+		return 0, 0, false, badRequest("max_tool_calls", "max_tool_calls must be at least 0")
 	}
-	searches := false
+	searches, fileSearch := false, false
 	g.Get("tools").ForEach(func(_, t gjson.Result) bool {
 		typ := t.Get("type").Str
 		searches = searches || strings.HasPrefix(typ, "web_search")
 		preview = preview || strings.HasPrefix(typ, "web_search_preview")
+		fileSearch = fileSearch || typ == "file_search"
 		return true
 	})
-	if !searches || !set {
-		return 0, preview, nil
+	if !set {
+		return 0, 0, preview, nil
 	}
-	return int(min(v.Num, maxSkimmedCount)), preview, nil
+	n := int(min(v.Num, maxSkimmedCount))
+	if searches {
+		web = n
+	}
+	if fileSearch {
+		files = n
+	}
+	return web, files, preview, nil
 }
 
 // speaksAll reports whether every target takes the format as it is.

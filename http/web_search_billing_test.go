@@ -295,4 +295,21 @@ func TestOpenAIFileSearchesBilled(t *testing.T) {
 			t.Errorf("usage event %d: cost %v, want %v", i, *u.CostUSD, want)
 		}
 	}
+
+	// Held for as many calls as max_tool_calls allows (tenant b, nothing
+	// spent, $0.006): 3 ($0.0075) are over, 1 is not; with a web search
+	// offered too, the calls are held at the dearer tool's rate, once.
+	e.must(e.do("PUT", "/v1/admin/budgets/b", e.admin, map[string]any{"dailyUsd": 0.006, "monthlyUsd": nil}), 200)
+	held := func(calls, tools string) response {
+		return e.do("POST", "/v1/responses", e.tenantB, `{"model":"openai:gpt-6-luna","store":false,"max_output_tokens":100,"max_tool_calls":`+calls+`,"tools":[`+tools+`],"input":"find it"}`)
+	}
+	const fileTool, webTool = `{"type":"file_search","vector_store_ids":["vs_1"]}`, `{"type":"web_search"}`
+	if r := held("3", fileTool); r.status != 400 || !strings.Contains(r.str("error.message"), "+ 3 file search calls (max_tool_calls)") ||
+		!strings.Contains(r.str("error.message"), "set a lower max_output_tokens or max_tool_calls") {
+		t.Errorf("3 file search calls under $0.006: %d %s", r.status, r.raw)
+	}
+	if r := held("1", fileTool+","+webTool); r.status != 400 || !strings.Contains(r.str("error.message"), "+ 1 web or file searches (max_tool_calls)") {
+		t.Errorf("1 web or file search under $0.006: %d %s", r.status, r.raw)
+	}
+	e.must(held("1", fileTool), 200)
 }
