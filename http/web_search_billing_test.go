@@ -142,29 +142,7 @@ func TestOpenAIWebSearchesBilled(t *testing.T) {
 		`{"type":"web_search_call","id":"ws_3","status":"completed","action":{"type":"search","query":"more news"}},` +
 		`{"type":"web_search_call","id":"ws_4","status":"failed","action":{"type":"search","query":"x"}},` +
 		`{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"hi","annotations":[]}]}]`
-	resp := func(status, out string) string {
-		return `{"id":"resp_1","object":"response","created_at":1,"status":"` + status + `","model":"gpt-6-luna","output":` + out +
-			`,"usage":{"input_tokens":1000,"input_tokens_details":{"cached_tokens":0},"output_tokens":100,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":1100}}`
-	}
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		if !gjson.GetBytes(b, "stream").Bool() {
-			w.Header().Set("Content-Type", "application/json")
-			io.WriteString(w, resp("completed", output))
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		sse(w, "response.created", `{"type":"response.created","sequence_number":0,"response":`+resp("in_progress", "[]")+`}`)
-		items := gjson.Parse(output).Array()
-		for i, it := range items[:4] {
-			sse(w, "response.output_item.done", `{"type":"response.output_item.done","sequence_number":`+strconv.Itoa(i+1)+`,"output_index":`+strconv.Itoa(i)+`,"item":`+it.Raw+`}`)
-		}
-		if gjson.GetBytes(b, "metadata.cut").Str == "yes" {
-			return // the upstream breaks before response.completed
-		}
-		sse(w, "response.completed", `{"type":"response.completed","sequence_number":9,"response":`+resp("completed", output)+`}`)
-	}))
-	t.Cleanup(up.Close)
+	up := toolCallsUpstream(t, output)
 	e := newEnvWith(t, catalogWith(t, map[string]string{"OPENAI_BASE_URL": up.URL + "/v1", "OPENAI_API_KEY": "sk-upstream-test"}))
 	// gpt-6-luna: 1,000 input at $0.10 and 100 output at $0.50 per
 	// million, and 2 searches at $10 per 1,000.
@@ -251,28 +229,7 @@ func TestOpenAIFileSearchesBilled(t *testing.T) {
 		`{"type":"file_search_call","id":"fs_2","status":"completed","queries":["r"],"results":null},` +
 		`{"type":"file_search_call","id":"fs_3","status":"failed","queries":["s"],"results":null},` +
 		`{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"hi","annotations":[]}]}]`
-	resp := func(status, out string) string {
-		return `{"id":"resp_1","object":"response","created_at":1,"status":"` + status + `","model":"gpt-6-luna","output":` + out +
-			`,"usage":{"input_tokens":1000,"input_tokens_details":{"cached_tokens":0},"output_tokens":100,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":1100}}`
-	}
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		if !gjson.GetBytes(b, "stream").Bool() {
-			w.Header().Set("Content-Type", "application/json")
-			io.WriteString(w, resp("completed", output))
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		sse(w, "response.created", `{"type":"response.created","sequence_number":0,"response":`+resp("in_progress", "[]")+`}`)
-		for i, it := range gjson.Parse(output).Array()[:3] {
-			sse(w, "response.output_item.done", `{"type":"response.output_item.done","sequence_number":`+strconv.Itoa(i+1)+`,"output_index":`+strconv.Itoa(i)+`,"item":`+it.Raw+`}`)
-		}
-		if gjson.GetBytes(b, "metadata.cut").Str == "yes" {
-			return
-		}
-		sse(w, "response.completed", `{"type":"response.completed","sequence_number":9,"response":`+resp("completed", output)+`}`)
-	}))
-	t.Cleanup(up.Close)
+	up := toolCallsUpstream(t, output)
 	e := newEnvWith(t, catalogWith(t, map[string]string{"OPENAI_BASE_URL": up.URL + "/v1", "OPENAI_API_KEY": "sk-upstream-test"}))
 	const want = (1000*0.10+100*0.50)/1e6 + 2*2.5/1e3
 	body := `{"model":"openai:gpt-6-luna","store":false,"stream":%s,"metadata":{"cut":"%s"},"tools":[{"type":"file_search","vector_store_ids":["vs_1"]}],"input":"find it"}`
@@ -312,4 +269,35 @@ func TestOpenAIFileSearchesBilled(t *testing.T) {
 		t.Errorf("1 web or file search under $0.006: %d %s", r.status, r.raw)
 	}
 	e.must(held("1", fileTool), 200)
+}
+
+// toolCallsUpstream answers every Responses call on gpt-6-luna with output
+// and 1,000 input and 100 output tokens; streamed, it sends each item but
+// the last (the message) as a response.output_item.done, then, unless the
+// body's metadata.cut is yes, response.completed.
+func toolCallsUpstream(t *testing.T, output string) *httptest.Server {
+	resp := func(status, out string) string {
+		return `{"id":"resp_1","object":"response","created_at":1,"status":"` + status + `","model":"gpt-6-luna","output":` + out +
+			`,"usage":{"input_tokens":1000,"input_tokens_details":{"cached_tokens":0},"output_tokens":100,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":1100}}`
+	}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if !gjson.GetBytes(b, "stream").Bool() {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, resp("completed", output))
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		sse(w, "response.created", `{"type":"response.created","sequence_number":0,"response":`+resp("in_progress", "[]")+`}`)
+		items := gjson.Parse(output).Array()
+		for i, it := range items[:len(items)-1] {
+			sse(w, "response.output_item.done", `{"type":"response.output_item.done","sequence_number":`+strconv.Itoa(i+1)+`,"output_index":`+strconv.Itoa(i)+`,"item":`+it.Raw+`}`)
+		}
+		if gjson.GetBytes(b, "metadata.cut").Str == "yes" {
+			return // the upstream breaks before response.completed
+		}
+		sse(w, "response.completed", `{"type":"response.completed","sequence_number":9,"response":`+resp("completed", output)+`}`)
+	}))
+	t.Cleanup(up.Close)
+	return up
 }
