@@ -151,7 +151,7 @@ func WorstCost(req Request, m *Model) *float64 {
 	in, out := WorstTokens(req, m)
 	p := price.At(in) // a long prompt is billed at its own rates
 	c := tier*(float64(in)*max(p.InputPerMTok, p.CacheWritePerMTok, p.CacheWrite1hRate())+float64(out)*p.OutputPerMTok)/1e6 +
-		max(price.searchCost(req.WebSearches, req.SearchPreview), float64(max(req.FileSearches, 0))*price.FileSearchPerK/1e3)
+		max(price.searchCost(req.WebSearches, req.SearchPreview), price.fileSearchCost(req.FileSearches))
 	return &c
 }
 

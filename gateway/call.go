@@ -395,9 +395,10 @@ func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer
 		}
 		if err == nil {
 			if resp.UsageMissing {
-				tier, searches, files := resp.Usage.ServiceTier, resp.Usage.WebSearches, resp.Usage.FileSearches
-				resp.Usage = EstimateUsage(c.Req, outputText(resp.Content), countOr4)
-				resp.Usage.ServiceTier, resp.Usage.WebSearches, resp.Usage.FileSearches = tier, searches, files
+				// Tokens only: what else the answer said (its tier, its
+				// searches) is billed as said.
+				est := EstimateUsage(c.Req, outputText(resp.Content), countOr4)
+				resp.Usage.InputTokens, resp.Usage.OutputTokens, resp.Usage.Estimated = est.InputTokens, est.OutputTokens, true
 			}
 			cost, record := k.settle(c, resp.Usage, "ok")
 			return &Answer{Response: resp, Cost: cost, Record: record}, nil

@@ -179,8 +179,11 @@ func (p *Price) costAt(u Usage, tier float64, preview bool) float64 {
 	if tier != 1 {
 		tokens = RoundUSD(tokens * tier)
 	}
-	return RoundUSD(tokens + p.searchCost(u.WebSearches, preview) + float64(max(u.FileSearches, 0))*p.FileSearchPerK/1e3)
+	return RoundUSD(tokens + p.searchCost(u.WebSearches, preview) + p.fileSearchCost(u.FileSearches))
 }
+
+// fileSearchCost is what n file search calls cost at FileSearchPerK.
+func (p *Price) fileSearchCost(n int) float64 { return float64(max(n, 0)) * p.FileSearchPerK / 1e3 }
 
 // searchCost is what n web searches cost at WebSearchPerK, or, of the
 // legacy preview tool, at WebSearchPreviewPerK where the price has one.
@@ -474,24 +477,25 @@ func checkPrice(p *Price) error {
 			return err
 		}
 	}
-	if p.FileSearchPerK < 0 || p.FileSearchPerK > MaxRatePerMTok {
-		return fmt.Errorf("fileSearchPerK must be from 0 to %g USD per 1,000 calls (%v)", float64(MaxRatePerMTok), p.FileSearchPerK)
+	// Fees per 1,000 uses of a tool, bounded as a token rate is, for the
+	// same reason.
+	for _, f := range []struct {
+		name, uses string
+		v          float64
+	}{{"webSearchPerK", "searches", p.WebSearchPerK}, {"webSearchPreviewPerK", "searches", p.WebSearchPreviewPerK}, {"fileSearchPerK", "calls", p.FileSearchPerK}} {
+		if f.v < 0 || f.v > MaxRatePerMTok {
+			return fmt.Errorf("%s must be from 0 to %g USD per 1,000 %s (%v)", f.name, float64(MaxRatePerMTok), f.uses, f.v)
+		}
 	}
-	if p.WebSearchPreviewPerK < 0 || p.WebSearchPreviewPerK > MaxRatePerMTok {
-		return fmt.Errorf("webSearchPreviewPerK must be from 0 to %g USD per 1,000 searches (%v)", float64(MaxRatePerMTok), p.WebSearchPreviewPerK)
-	}
-	if p.WebSearchPerK < 0 || p.WebSearchPerK > MaxRatePerMTok {
-		// Bounded as a token rate is, for the same reason.
-		return fmt.Errorf("webSearchPerK must be from 0 to %g USD per 1,000 searches (%v)", float64(MaxRatePerMTok), p.WebSearchPerK)
-	}
-	if p.FastRate != 0 && (p.FastRate < 1 || p.FastRate > MaxFastRate) {
-		// Below 1 the fast tier would be billed less than the standard
-		// one, which it never costs.
-		return fmt.Errorf("fastRate must be 0 (no rate) or from 1 to %d times the standard rates (%v)", MaxFastRate, p.FastRate)
-	}
-	if p.USRate != 0 && (p.USRate < 1 || p.USRate > MaxFastRate) {
-		// No geography is billed below the standard rates.
-		return fmt.Errorf("usRate must be 0 (no rate) or from 1 to %d times the standard rates (%v)", MaxFastRate, p.USRate)
+	// Multiples of the standard rates: below 1 a fast tier or a geography
+	// would be billed less than the standard rates, which none costs.
+	for _, m := range []struct {
+		name string
+		v    float64
+	}{{"fastRate", p.FastRate}, {"usRate", p.USRate}} {
+		if m.v != 0 && (m.v < 1 || m.v > MaxFastRate) {
+			return fmt.Errorf("%s must be 0 (no rate) or from 1 to %d times the standard rates (%v)", m.name, MaxFastRate, m.v)
+		}
 	}
 	if strings.TrimSpace(p.Source) == "" {
 		// A price without its source cannot be checked or dated;
