@@ -1,7 +1,6 @@
 package http
 
 import (
-	"cmp"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -266,13 +265,7 @@ func (s *Server) prepareCall(w http.ResponseWriter, r *http.Request, f errFormat
 	}
 	full, derr := decode()
 	if derr == nil {
-		// What the skim read for a passed-through attempt that the decoder
-		// does not keep: a model of the chain that takes the body as it is
-		// is held for it (an explicit global is not the workspace's default).
-		full.Geo = cmp.Or(full.Geo, sk.req.Geo)
-		full.WebSearches = max(full.WebSearches, sk.req.WebSearches)
-		full.FileSearches = max(full.FileSearches, sk.req.FileSearches)
-		full.SearchPreview = full.SearchPreview || sk.req.SearchPreview
+		keepSkimmed(&full, sk.req)
 		if gateway.IsMode(sk.model) {
 			if chain, err = s.planFor(format, sk.model, full); err != nil {
 				return fail(err)

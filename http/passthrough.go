@@ -1,6 +1,7 @@
 package http
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"io"
@@ -384,6 +385,18 @@ func skimToolCalls(g *skimDoc) (web, files int, preview bool, err error) {
 		files = n
 	}
 	return web, files, preview, nil
+}
+
+// keepSkimmed adds to a decoded request what the skim of its body read and
+// the decoder does not keep: a model of the chain that takes the body as
+// it is is held and billed for it (the geography asked for, an explicit
+// global not being the workspace's default; the searches of tools the
+// decoder drops, as Codex's cache-only search).
+func keepSkimmed(req *gateway.Request, sk gateway.Request) {
+	req.Geo = cmp.Or(req.Geo, sk.Geo)
+	req.WebSearches = max(req.WebSearches, sk.WebSearches)
+	req.FileSearches = max(req.FileSearches, sk.FileSearches)
+	req.SearchPreview = req.SearchPreview || sk.SearchPreview
 }
 
 // speaksAll reports whether every target takes the format as it is.

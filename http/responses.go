@@ -189,11 +189,7 @@ func (s *Server) prepareResponses(w http.ResponseWriter, r *http.Request) (p res
 			call.Continue(h)
 		}
 		p.call, p.req = call, call.Request
-		// A model of the chain that takes the body as it is runs the
-		// searches the decoder dropped (Codex's cache-only search).
-		p.req.WebSearches = max(p.req.WebSearches, sk.req.WebSearches)
-		p.req.FileSearches = max(p.req.FileSearches, sk.req.FileSearches)
-		p.req.SearchPreview = p.req.SearchPreview || sk.req.SearchPreview
+		keepSkimmed(&p.req, sk.req)
 		if p.req.NoContent() {
 			return p, gateway.BadRequest("input", "input holds no content: every item is empty")
 		}
