@@ -58,14 +58,34 @@ func (p *Provider) Forward(ctx context.Context, n *gateway.Native, model string,
 // the cache writes (cache_creation.ephemeral_1h_input_tokens) is kept
 // apart, for its rate.
 func usageOf(u gjson.Result) gateway.Usage {
-	out := gateway.Usage{InputTokens: max(int(u.Get("input_tokens").Int()), 0), OutputTokens: max(int(u.Get("output_tokens").Int()), 0),
-		CacheReadTokens: max(int(u.Get("cache_read_input_tokens").Int()), 0), CacheWriteTokens: max(int(u.Get("cache_creation_input_tokens").Int()), 0)}
-	out.CacheWrite1hTokens = int(u.Get("cache_creation.ephemeral_1h_input_tokens").Int())
-	out.CacheWrite1hTokens = out.OneHourWrites()
-	out.WebSearches = max(int(u.Get("server_tool_use.web_search_requests").Int()), 0)
-	out.ServiceTier = speedTier(u.Get("speed").Str)
-	out.Geo = gateway.GeoName(u.Get("inference_geo").Str)
+	var out gateway.Usage
+	mergeUsage(&out, u)
 	return out
+}
+
+// mergeUsage takes into out what the usage object u says, field by field:
+// a message_delta's usage is cumulative and may tell only some of them.
+func mergeUsage(out *gateway.Usage, u gjson.Result) {
+	count := func(path string, n *int) {
+		if v := u.Get(path); v.Exists() {
+			*n = max(int(v.Int()), 0)
+		}
+	}
+	count("input_tokens", &out.InputTokens)
+	count("output_tokens", &out.OutputTokens)
+	count("cache_read_input_tokens", &out.CacheReadTokens)
+	count("cache_creation_input_tokens", &out.CacheWriteTokens)
+	if v := u.Get("cache_creation.ephemeral_1h_input_tokens"); v.Exists() {
+		out.CacheWrite1hTokens = int(v.Int())
+	}
+	out.CacheWrite1hTokens = out.OneHourWrites()
+	count("server_tool_use.web_search_requests", &out.WebSearches)
+	if v := u.Get("speed"); v.Exists() {
+		out.ServiceTier = speedTier(v.Str)
+	}
+	if v := u.Get("inference_geo"); v.Exists() {
+		out.Geo = gateway.GeoName(v.Str)
+	}
 }
 
 // speedTier is the capacity tier a usage's speed is billed at: fast mode
@@ -148,30 +168,10 @@ func (s *anRawStream) Next() (gateway.Delta, error) {
 		}
 		if u := g.Get("usage"); u.IsObject() {
 			// Cumulative; the input side is usually told at message_start,
-			// but some upstreams tell it (or correct it) here.
-			s.usage.OutputTokens = max(int(u.Get("output_tokens").Int()), 0)
-			if in := u.Get("input_tokens"); in.Exists() {
-				s.usage.InputTokens = max(int(in.Int()), 0)
-			}
-			if c := u.Get("cache_read_input_tokens"); c.Exists() {
-				s.usage.CacheReadTokens = max(int(c.Int()), 0)
-			}
-			if c := u.Get("cache_creation_input_tokens"); c.Exists() {
-				s.usage.CacheWriteTokens = max(int(c.Int()), 0)
-			}
-			if c := u.Get("cache_creation.ephemeral_1h_input_tokens"); c.Exists() {
-				s.usage.CacheWrite1hTokens = int(c.Int())
-			}
-			s.usage.CacheWrite1hTokens = s.usage.OneHourWrites()
-			if n := u.Get("server_tool_use.web_search_requests"); n.Exists() {
-				s.usage.WebSearches = max(int(n.Int()), 0)
-			}
-			if sp := u.Get("speed"); sp.Exists() {
-				s.usage.ServiceTier = speedTier(sp.Str)
-			}
-			if geo := u.Get("inference_geo"); geo.Exists() {
-				s.usage.Geo = gateway.GeoName(geo.Str)
-			}
+			// but some upstreams tell it (or correct it) here. The output
+			// count is the delta's, 0 when it names none.
+			s.usage.OutputTokens = 0
+			mergeUsage(&s.usage, u)
 			final := s.usage
 			d.Usage = &final
 		}
