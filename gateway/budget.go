@@ -276,13 +276,13 @@ func (e *BudgetError) Error() string {
 		bound += fmt.Sprintf(" + %d file search calls (%s)", e.FileSearches, e.SearchCap())
 	}
 	if e.AutoTier != "" {
-		bound += fmt.Sprintf(", at the %s tier, where model %s's provider serves a call that names no service_tier", e.AutoTier, e.Model)
+		bound += AtDefaultTier(e.AutoTier, "model "+e.Model)
 		if e.TierSent {
 			bound += "; service_tier default is held at the standard rates"
 		}
 	}
 	if e.AutoGeo != "" {
-		bound += fmt.Sprintf(", in the %s, where model %s's provider runs a call that names no inference_geo", e.AutoGeo, e.Model)
+		bound += InDefaultGeo(e.AutoGeo, "model "+e.Model)
 		if e.Front == "messages" {
 			bound += " (inference_geo global runs it anywhere)"
 		}
@@ -300,6 +300,18 @@ func (e *BudgetError) Error() string {
 }
 
 var periodly = map[string]string{"day": "daily", "month": "monthly"}
+
+// AtDefaultTier says, in a refusal, that the worst case of a call on model
+// (who names it) is held at its provider's default tier (Caller.TierFor).
+func AtDefaultTier(tier, who string) string {
+	return fmt.Sprintf(", at the %s tier, where %s's provider serves a call that names no service_tier", tier, who)
+}
+
+// InDefaultGeo says, in a refusal, that it is held in its provider's
+// default geography (GeoFor).
+func InDefaultGeo(geo, who string) string {
+	return fmt.Sprintf(", in the %s, where %s's provider runs a call that names no inference_geo", geo, who)
+}
 
 // ErrBudget matches every *BudgetError.
 var ErrBudget = errors.New("gateway: budget exceeded")

@@ -169,7 +169,8 @@ type DefaultGeoer interface {
 // GeoFor is the geography a call on t is held at, and billed at when its
 // answer does not say: the one it asks for; but a call that names none
 // runs in its provider's declared default, on a model whose price has a
-// rate for it (a model that does not take the parameter runs anywhere).
+// rate for it (a model that does not take the parameter runs anywhere). A
+// declared global is no geography: it changes neither hold nor bill.
 func GeoFor(asked string, t Target) string {
 	if asked != "" || t.Model.Pricing == nil {
 		return asked
@@ -178,7 +179,7 @@ func GeoFor(asked string, t Target) string {
 	if !ok {
 		return asked
 	}
-	if geo := d.DefaultInferenceGeo(); geo != "" {
+	if geo := d.DefaultInferenceGeo(); geo != "" && geo != "global" {
 		if _, priced := t.Model.Pricing.GeoRate(geo); priced {
 			return geo
 		}
@@ -257,7 +258,7 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 	if be != nil && c.tier != c.asked {
 		be.AutoTier, be.TierSent = c.tier, c.Passthrough
 	}
-	if be != nil && c.geo != c.Req.Geo && c.geo != "global" {
+	if be != nil && c.geo != c.Req.Geo {
 		be.AutoGeo = c.geo
 	}
 	if be != nil && t.Model.Pricing != nil && t.Model.Pricing.WebSearchPerK > 0 {

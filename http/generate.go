@@ -143,10 +143,10 @@ func (s *Server) worstOver(chain []gateway.Target, req gateway.Request) (worst *
 		if *w > most {
 			most, at = *w, ""
 			if held.ServiceTier != req.ServiceTier {
-				at = fmt.Sprintf(", at the fast tier, where %s's provider serves a call that names no service_tier", t.Model.ID)
+				at = gateway.AtDefaultTier(held.ServiceTier, t.Model.ID)
 			}
-			if held.Geo != req.Geo && held.Geo != "global" {
-				at += fmt.Sprintf(", in the %s, where %s's provider runs a call that names no inference_geo", held.Geo, t.Model.ID)
+			if held.Geo != req.Geo {
+				at += gateway.InDefaultGeo(held.Geo, t.Model.ID)
 			}
 		}
 	}
