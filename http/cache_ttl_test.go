@@ -13,11 +13,18 @@ import (
 
 // An Anthropic answer whose cache writes are partly 1-hour ones (the
 // client asked for cache_control ttl "1h"), whole and streamed.
-const (
-	oneHourUsage   = `"usage":{"input_tokens":12,"cache_creation_input_tokens":3000,"cache_read_input_tokens":4000,"cache_creation":{"ephemeral_5m_input_tokens":1000,"ephemeral_1h_input_tokens":2000},"output_tokens":57}`
-	oneHourMessage = `{"id":"msg_1h","type":"message","role":"assistant","model":"claude-haiku-4-5-20251001","content":[{"type":"text","text":"Hi!"}],"stop_reason":"end_turn","stop_sequence":null,` + oneHourUsage + `}`
-	oneHourStream  = `event: message_start
-data: {"type":"message_start","message":{"id":"msg_1h","type":"message","role":"assistant","model":"claude-haiku-4-5-20251001","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"cache_creation_input_tokens":3000,"cache_read_input_tokens":4000,"cache_creation":{"ephemeral_5m_input_tokens":1000,"ephemeral_1h_input_tokens":2000},"output_tokens":1}}}
+const oneHourUsage = `"usage":{"input_tokens":12,"cache_creation_input_tokens":3000,"cache_read_input_tokens":4000,"cache_creation":{"ephemeral_5m_input_tokens":1000,"ephemeral_1h_input_tokens":2000},"output_tokens":57}`
+
+var oneHourStream, oneHourMessage = messagesAnswer("msg_1h", "claude-haiku-4-5-20251001",
+	`{"input_tokens":12,"cache_creation_input_tokens":3000,"cache_read_input_tokens":4000,"cache_creation":{"ephemeral_5m_input_tokens":1000,"ephemeral_1h_input_tokens":2000},"output_tokens":1}`, oneHourUsage)
+
+// messagesAnswer is an Anthropic answer "Hi!" from model, whole and
+// streamed: message_start carries startUsage (a usage object), the whole
+// answer and message_delta usage (a "usage" member).
+func messagesAnswer(id, model, startUsage, usage string) (stream, whole string) {
+	whole = `{"id":"` + id + `","type":"message","role":"assistant","model":"` + model + `","content":[{"type":"text","text":"Hi!"}],"stop_reason":"end_turn","stop_sequence":null,` + usage + `}`
+	stream = `event: message_start
+data: {"type":"message_start","message":{"id":"` + id + `","type":"message","role":"assistant","model":"` + model + `","content":[],"stop_reason":null,"stop_sequence":null,"usage":` + startUsage + `}}
 
 event: content_block_start
 data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
@@ -29,13 +36,14 @@ event: content_block_stop
 data: {"type":"content_block_stop","index":0}
 
 event: message_delta
-data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},` + oneHourUsage + `}
+data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},` + usage + `}
 
 event: message_stop
 data: {"type":"message_stop"}
 
 `
-)
+	return stream, whole
+}
 
 // A passed-through /v1/messages call whose upstream reports 1-hour cache
 // writes is billed at the 1-hour rate for them (Claude Haiku 4.5: $2 a

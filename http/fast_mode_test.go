@@ -16,28 +16,9 @@ import (
 // anthropicAnswer is an Anthropic answer, whole and streamed, whose usage
 // ends with extra (the speed and geography it was served at).
 func anthropicAnswer(extra string) (stream, whole string) {
-	usage := `"usage":{"input_tokens":12,"cache_creation_input_tokens":0,"cache_read_input_tokens":4000,"output_tokens":57,"service_tier":"standard"` + extra + `}`
-	whole = `{"id":"msg_fast","type":"message","role":"assistant","model":"claude-opus-5-5","content":[{"type":"text","text":"Hi!"}],"stop_reason":"end_turn","stop_sequence":null,` + usage + `}`
-	stream = `event: message_start
-data: {"type":"message_start","message":{"id":"msg_fast","type":"message","role":"assistant","model":"claude-opus-5-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"cache_creation_input_tokens":0,"cache_read_input_tokens":4000,"output_tokens":1,"service_tier":"standard"` + extra + `}}}
-
-event: content_block_start
-data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
-
-event: content_block_delta
-data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi!"}}
-
-event: content_block_stop
-data: {"type":"content_block_stop","index":0}
-
-event: message_delta
-data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},` + usage + `}
-
-event: message_stop
-data: {"type":"message_stop"}
-
-`
-	return stream, whole
+	return messagesAnswer("msg_fast", "claude-opus-5-5",
+		`{"input_tokens":12,"cache_creation_input_tokens":0,"cache_read_input_tokens":4000,"output_tokens":1,"service_tier":"standard"`+extra+`}`,
+		`"usage":{"input_tokens":12,"cache_creation_input_tokens":0,"cache_read_input_tokens":4000,"output_tokens":57,"service_tier":"standard"`+extra+`}`)
 }
 
 func postMessages(t *testing.T, e *env, body string) (status int, raw []byte) {

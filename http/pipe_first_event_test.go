@@ -9,7 +9,7 @@ import (
 // svc goes into the stream's message_start, not into whatever else an
 // upstream sends first (here a ping): that passes as sent.
 func TestPassedThroughStreamSvcOnlyInMessageStart(t *testing.T) {
-	const pingFirst = "event: ping\ndata: {\"type\":\"ping\"}\n\n" + oneHourStream
+	pingFirst := "event: ping\ndata: {\"type\":\"ping\"}\n\n" + oneHourStream
 	e, _ := goldenEnv(t, pingFirst, oneHourMessage, "anthropic")
 	body := `{"model":"anthropic:claude-haiku-4-5","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
 	req, _ := http.NewRequest("POST", e.srv.URL+"/v1/messages", strings.NewReader(body))
