@@ -3,6 +3,7 @@ package domain
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Kind classifies an error; http maps each kind to one status code in one
@@ -81,6 +82,15 @@ type Error struct {
 	// until the operator configures the server), whatever the status says.
 	NoRetry bool
 	Err     error // the cause, if any
+}
+
+// PointerToken encodes a key as a JSON pointer's reference token (RFC
+// 6901: "~" as "~0", "/" as "~1").
+func PointerToken(key string) string {
+	if !strings.ContainsAny(key, "~/") {
+		return key
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
 }
 
 // FieldError names one failing field by JSON pointer.

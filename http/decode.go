@@ -237,17 +237,15 @@ func pointerOf(stack []nameLevel, name string) string {
 	for _, l := range stack {
 		b.WriteByte('/')
 		if l.object {
-			b.WriteString(pointerEscape.Replace(l.at))
+			b.WriteString(domain.PointerToken(l.at))
 		} else {
 			b.WriteString(strconv.Itoa(l.index))
 		}
 	}
 	b.WriteByte('/')
-	b.WriteString(pointerEscape.Replace(name))
+	b.WriteString(domain.PointerToken(name))
 	return b.String()
 }
-
-var pointerEscape = strings.NewReplacer("~", "~0", "/", "~1")
 
 // maxNumberFixes bounds the decodes of one body that wholeNumber mends.
 const maxNumberFixes = 16

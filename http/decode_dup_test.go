@@ -73,6 +73,7 @@ func duplicateOracle(t *testing.T, doc []byte) (string, bool) {
 		index  int    // the array's element being read
 		want   bool   // an object's next string is a name
 	}
+	escape := strings.NewReplacer("~", "~0", "/", "~1").Replace // the oracle's own
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber() // a number past float64 is still JSON
 	var stack []*level
@@ -114,12 +115,12 @@ func duplicateOracle(t *testing.T, doc []byte) (string, bool) {
 					for _, l := range stack[:n-1] {
 						b.WriteByte('/')
 						if l.object {
-							b.WriteString(pointerEscape.Replace(l.key))
+							b.WriteString(escape(l.key))
 						} else {
 							b.WriteString(strconv.Itoa(l.index))
 						}
 					}
-					return b.String() + "/" + pointerEscape.Replace(v), true
+					return b.String() + "/" + escape(v), true
 				}
 				top.names[v], top.key, top.want = true, v, false
 				continue

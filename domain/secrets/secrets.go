@@ -447,14 +447,6 @@ func under(ptr string, roots []string) bool {
 	return false
 }
 
-// escape encodes a key as an RFC 6901 reference token.
-func escape(key string) string {
-	if !strings.ContainsAny(key, "~/") {
-		return key
-	}
-	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
-}
-
 type walker struct {
 	dec   *json.Decoder
 	visit func(ptr, shape, v string)
@@ -484,7 +476,7 @@ func (w *walker) walk(ptr, shape string, depth int) error {
 				if !ok {
 					return errors.New("object key is not a string")
 				}
-				if err := w.walk(ptr+"/"+escape(key), shape+"/"+escape(key), depth+1); err != nil {
+				if err := w.walk(ptr+"/"+domain.PointerToken(key), shape+"/"+domain.PointerToken(key), depth+1); err != nil {
 					return err
 				}
 			}
