@@ -64,10 +64,10 @@ func (p *Provider) forwardResponses(ctx context.Context, n *gateway.Native, mode
 // not come out short), and its file search calls.
 func searchesIn(output gjson.Result) (web, files int) {
 	output.ForEach(func(_, it gjson.Result) bool {
-		if billedSearch(it) {
+		switch search, fileSearch := billedCall(it); {
+		case search:
 			web++
-		}
-		if billedFileSearch(it) {
+		case fileSearch:
 			files++
 		}
 		return true
@@ -75,16 +75,18 @@ func searchesIn(output gjson.Result) (web, files int) {
 	return web, files
 }
 
-func billedFileSearch(it gjson.Result) bool {
-	return it.Get("type").Str == "file_search_call" && it.Get("status").Str != "failed"
-}
-
-func billedSearch(it gjson.Result) bool {
-	if it.Get("type").Str != "web_search_call" || it.Get("status").Str == "failed" {
-		return false
+// billedCall says whether an output item is a web search or a file search
+// call that OpenAI bills.
+func billedCall(it gjson.Result) (search, fileSearch bool) {
+	typ := it.Get("type").Str
+	if typ != "web_search_call" && typ != "file_search_call" || it.Get("status").Str == "failed" {
+		return false, false
+	}
+	if typ == "file_search_call" {
+		return false, true
 	}
 	a := it.Get("action.type")
-	return !a.Exists() || a.Str == "search"
+	return !a.Exists() || a.Str == "search", false
 }
 
 // responsesUsageOf reads a Responses usage object: input tokens include
@@ -192,7 +194,8 @@ func (s *respRawStream) Next() (gateway.Delta, error) {
 	case "response.output_item.done":
 		// A search done: billed if the stream ends before its usage.
 		it := g.Get("item")
-		d.Commit, d.WebSearch, d.FileSearch = true, billedSearch(it), billedFileSearch(it)
+		d.WebSearch, d.FileSearch = billedCall(it)
+		d.Commit = true
 	case "response.completed", "response.incomplete":
 		s.done = true
 		r := g.Get("response")
