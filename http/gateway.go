@@ -26,6 +26,10 @@ import (
 // events' eventsWriteStall.
 var modelWriteStall = time.Minute
 
+// headerHold is how long a model stream's headers wait for its first
+// event, to leave with it (sseWriter.holdHeaders).
+var headerHold = 50 * time.Millisecond
+
 // pingEvery is how often a streamed message sends `ping` while it waits
 // for the upstream.
 var pingEvery = 5 * time.Second

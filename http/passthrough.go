@@ -646,6 +646,7 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request, c *gateway.C
 		return nil, nil, true
 	}
 	sse.bound(w, modelWriteStall)
+	sse.holdHeaders(headerHold)
 	if c.Passthrough {
 		defer sse.unbound()
 		s.pipe(w, r, c, up, sse, wire)

@@ -537,6 +537,10 @@ var gwRows struct {
 // child writes its CPU and heap profiles.
 var childCPUProfile, childMemProfile string
 
+// proxyCPUProfile, when set, is where the bare proxy writes its CPU
+// profile, to set beside Baton's.
+var proxyCPUProfile string
+
 // batonBinary is the baton command the Baton child runs (--baton, or built
 // at the start of the run).
 var batonBinary string

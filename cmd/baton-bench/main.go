@@ -87,6 +87,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&gwRows.conc, "gw-conc", 0, "gateway benchmark: only this many concurrent callers (0: 1, 16 and 64)")
 	fs.StringVar(&gwRows.kind, "gw-kind", "", "gateway benchmark: only plain or only stream calls (empty: both)")
 	fs.StringVar(&childCPUProfile, "child-cpuprofile", "", "gateway and generate benchmarks: the Baton child process writes its CPU profile to this file")
+	fs.StringVar(&proxyCPUProfile, "proxy-cpuprofile", "", "gateway benchmark: the bare proxy child process writes its CPU profile to this file")
 	fs.StringVar(&childMemProfile, "child-memprofile", "", "gateway and generate benchmarks: the Baton child process writes its heap profile (allocations) to this file when it stops")
 	fs.StringVar(&batonBinary, "baton", "", "gateway and generate benchmarks: the baton binary to serve with (default: built from "+batonModule+" with go build)")
 	if err := fs.Parse(args); err != nil {

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/batonhq/baton/cmd/internal/profile"
 	"github.com/batonhq/baton/gateway"
 )
 
@@ -29,9 +30,15 @@ func benchProxy(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
 	upstream := fs.String("upstream", "", "upstream base URL")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the proxy to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	stopProfile, err := profile.StartCPU(*cpuprofile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	u, err := url.Parse(*upstream)
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return fmt.Errorf("bench-proxy: --upstream %q is not an absolute URL", *upstream)
@@ -114,6 +121,10 @@ func startBareProxy(dir, upstream string) (*gwChild, error) {
 		return nil, err
 	}
 	return startChild(self, dir, "bench-proxy.log", 15*time.Second, func(addr string) []string {
-		return []string{"proxy", "--addr", addr, "--upstream", upstream}
+		args := []string{"proxy", "--addr", addr, "--upstream", upstream}
+		if proxyCPUProfile != "" {
+			args = append(args, "--cpuprofile", proxyCPUProfile)
+		}
+		return args
 	}, func(log []byte) bool { return bytes.Contains(log, []byte("bench-proxy serving")) })
 }
