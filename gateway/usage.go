@@ -335,7 +335,7 @@ func (r *UsageRecord) appendJSON(b []byte) ([]byte, error) {
 	if r.CostUSD == nil {
 		b = append(b, "null"...)
 	} else {
-		b = appendJSONFloat(b, *r.CostUSD)
+		b = AppendJSONFloat(b, *r.CostUSD)
 	}
 	b = append(b, `,"latencyMs":`...)
 	b = strconv.AppendInt(b, r.LatencyMs, 10)
@@ -366,8 +366,8 @@ func AppendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// appendJSONFloat is encoding/json's encoding of a finite float64.
-func appendJSONFloat(b []byte, f float64) []byte {
+// AppendJSONFloat is encoding/json's encoding of a finite float64.
+func AppendJSONFloat(b []byte, f float64) []byte {
 	format := byte('f')
 	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
 		format = 'e'

@@ -30,3 +30,24 @@ func BenchmarkChatCompletions(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkChatCompletionsStream is BenchmarkChatCompletions streamed,
+// passed through: the path of the gateway benchmark's stream rows.
+func BenchmarkChatCompletionsStream(b *testing.B) {
+	f := newFakeUpstreams(b)
+	e := newEnvWith(b, gatewayCatalog(b, f))
+	h := e.srv.Config.Handler
+	body := `{"model":"openai:gpt-4o-mini","messages":[{"role":"user","content":"hello baton"}],"max_completion_tokens":64,"stream":true,"stream_options":{"include_usage":true}}`
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+e.tenantA)
+		req.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusOK || !strings.HasSuffix(w.Body.String(), "data: [DONE]\n\n") {
+			b.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+	}
+}

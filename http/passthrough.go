@@ -485,7 +485,10 @@ func withSvcAndCost(raw []byte, svc svcTrace, cost *float64) []byte {
 	if !plain || usage.IsObject() && (usage.Index <= 0 || end >= len(t) || t[end] != '}') {
 		return withSvc(raw, "svc", svc, "usage", cost)
 	}
-	costJSON, _ := json.Marshal(cost)
+	costJSON, ok := appendCost(nil, cost)
+	if !ok {
+		return withSvc(raw, "svc", svc, "usage", cost)
+	}
 	out := make([]byte, 0, len(t)+len(costJSON)+256)
 	rest := t[:len(t)-1]
 	if usage.IsObject() {
@@ -506,6 +509,19 @@ func withSvcAndCost(raw []byte, svc svcTrace, cost *float64) []byte {
 	return append(out, '}')
 }
 
+// appendCost appends an estimated cost's JSON (null when there is none)
+// as encoding/json writes it, without reflection; not ok for a value JSON
+// cannot hold.
+func appendCost(b []byte, cost *float64) ([]byte, bool) {
+	switch {
+	case cost == nil:
+		return append(b, "null"...), true
+	case math.IsNaN(*cost) || math.IsInf(*cost, 0):
+		return b, false
+	}
+	return gateway.AppendJSONFloat(b, *cost), true
+}
+
 // emptyObject reports whether a JSON object's text has no member.
 func emptyObject(obj string) bool {
 	for i := 1; i < len(obj)-1; i++ {
@@ -521,6 +537,10 @@ func setField(raw []byte, path string, v any) []byte {
 	var val []byte
 	if svc, ok := v.(svcTrace); ok {
 		val = svc.appendJSON(make([]byte, 0, 192)) // on every answer: without reflection
+	} else if cost, ok := v.(*float64); ok {
+		if val, ok = appendCost(nil, cost); !ok {
+			return raw
+		}
 	} else {
 		var err error
 		if val, err = json.Marshal(v); err != nil {
@@ -781,9 +801,9 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 		first = first && !starts
 		var err error
 		if named {
-			err = sse.event(d.Event, raw)
+			err = sse.rawEvent(d.Event, raw)
 		} else {
-			err = sse.data(raw)
+			err = sse.rawData(raw)
 		}
 		if err != nil {
 			up.Gone()

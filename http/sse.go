@@ -32,6 +32,12 @@ type sseWriter struct {
 
 var errNoFlush = errors.New("streaming unsupported by this connection")
 
+var (
+	sseContentType, sseNoCache = []string{"text/event-stream"}, []string{"no-cache"}
+	sseKeepAlive, sseNo        = []string{"keep-alive"}, []string{"no"}
+	sseChunked                 = []string{"chunked"}
+)
+
 // startSSE sets the headers of an event stream. They leave with the first
 // flush.
 func startSSE(w http.ResponseWriter) (*sseWriter, error) {
@@ -40,14 +46,16 @@ func startSSE(w http.ResponseWriter) (*sseWriter, error) {
 		return nil, errNoFlush
 	}
 	h := w.Header()
-	// Set's names, already canonical: no canonicalizing on every stream.
-	h["Content-Type"], h["Cache-Control"] = []string{"text/event-stream"}, []string{"no-cache"}
-	h["Connection"], h["X-Accel-Buffering"] = []string{"keep-alive"}, []string{"no"}
+	// Set's names, already canonical: no canonicalizing on every stream;
+	// the values shared by every stream (a header's value slice is only
+	// read, or replaced whole, never written in place).
+	h["Content-Type"], h["Cache-Control"] = sseContentType, sseNoCache
+	h["Connection"], h["X-Accel-Buffering"] = sseKeepAlive, sseNo
 	// Chunked even when the whole stream is written before the handler
 	// returns (net/http would give it a Content-Length): so the stream's
 	// start need not be flushed on its own, and its end leaves in one
 	// write with the body's last chunk. HTTP/1.0 and HTTP/2 drop it.
-	h["Transfer-Encoding"] = []string{"chunked"}
+	h["Transfer-Encoding"] = sseChunked
 	w.WriteHeader(http.StatusOK)
 	return &sseWriter{w: w, f: f, buf: make([]byte, 0, 512)}, nil
 }
@@ -66,6 +74,19 @@ func (s *sseWriter) Event(name string, v any) error { return s.event(name, v) }
 func (s *sseWriter) data(v any) error {
 	s.buf = append(s.buf[:0], "data: "...)
 	return s.finish(v)
+}
+
+// rawData and rawEvent are data and event for JSON text already encoded
+// (a passed-through event): typed, so that no event is boxed into an any.
+func (s *sseWriter) rawData(b []byte) error {
+	s.buf = append(append(append(s.buf[:0], "data: "...), b...), "\n\n"...)
+	return s.write()
+}
+
+func (s *sseWriter) rawEvent(name string, b []byte) error {
+	s.buf = append(append(append(s.buf[:0], "event: "...), name...), "\ndata: "...)
+	s.buf = append(append(s.buf, b...), "\n\n"...)
+	return s.write()
 }
 
 func (s *sseWriter) finish(v any) error {
