@@ -41,12 +41,19 @@ func (o *opsRecorder) got() []string {
 	return slices.Clone(o.ops)
 }
 
-func TestHeldHeadersLeaveWithTheFirstEvent(t *testing.T) {
+// newRecordedSSE starts an event stream on an opsRecorder.
+func newRecordedSSE(t *testing.T) (*opsRecorder, *sseWriter) {
+	t.Helper()
 	w := newOpsRecorder()
 	s, err := startSSE(w)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return w, s
+}
+
+func TestHeldHeadersLeaveWithTheFirstEvent(t *testing.T) {
+	w, s := newRecordedSSE(t)
 	s.holdHeaders(time.Hour)
 	s.flush() // about to wait for the upstream: nothing but headers to send
 	if got := w.got(); len(got) != 0 {
@@ -66,11 +73,7 @@ func TestHeldHeadersLeaveWithTheFirstEvent(t *testing.T) {
 }
 
 func TestHeldHeadersLeaveOnTheirOwnAfterTheWait(t *testing.T) {
-	w := newOpsRecorder()
-	s, err := startSSE(w)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, s := newRecordedSSE(t)
 	s.holdHeaders(time.Millisecond)
 	s.flush()
 	select {
@@ -89,11 +92,7 @@ func TestHeldHeadersLeaveOnTheirOwnAfterTheWait(t *testing.T) {
 }
 
 func TestUnboundEndsTheHold(t *testing.T) {
-	w := newOpsRecorder()
-	s, err := startSSE(w)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, s := newRecordedSSE(t)
 	s.holdHeaders(time.Hour)
 	s.unbound() // the handler returns: net/http sends the headers with the body's end
 	if s.hdr.Stop() {
@@ -107,11 +106,7 @@ func TestUnboundEndsTheHold(t *testing.T) {
 // Streams without a hold (the ledger's event feed) flush their headers at
 // once, as before.
 func TestUnheldHeadersLeaveAtTheFirstFlush(t *testing.T) {
-	w := newOpsRecorder()
-	s, err := startSSE(w)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, s := newRecordedSSE(t)
 	s.flush()
 	if got := w.got(); !slices.Equal(got, []string{"flush"}) {
 		t.Fatalf("ops %v", got)

@@ -14,14 +14,22 @@ import (
 // before its first event has its client hear the headers while it thinks.
 func TestStreamHeadersLeaveWhileTheModelThinks(t *testing.T) {
 	release, stop := make(chan struct{}), make(chan struct{})
-	oa := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// thinks answers its headers, then waits for the test before its
+	// first event.
+	thinks := func(w http.ResponseWriter, r *http.Request) bool {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(200)
 		w.(http.Flusher).Flush()
 		select {
 		case <-release:
+			return true
 		case <-stop: // the test failed: its servers must close
+			return false
+		}
+	}
+	oa := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !thinks(w, r) {
 			return
 		}
 		sse(w, "", `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"role":"assistant","content":"hi"},"finish_reason":null}]}`)
@@ -29,13 +37,7 @@ func TestStreamHeadersLeaveWhileTheModelThinks(t *testing.T) {
 		sse(w, "", `[DONE]`)
 	}))
 	an := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(200)
-		w.(http.Flusher).Flush()
-		select {
-		case <-release:
-		case <-stop: // the test failed: its servers must close
+		if !thinks(w, r) {
 			return
 		}
 		anthropicMessageStart(w)
