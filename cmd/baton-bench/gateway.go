@@ -62,6 +62,28 @@ type gwCell struct {
 	// child and the bare proxy spent during the cell's measured rounds,
 	// background work included; 0 where unknown.
 	CPUThrough, CPUProxy time.Duration
+	// System calls the two made in those rounds, read-like and write-like
+	// (/proc/<pid>/io syscr and syscw); 0 where unknown.
+	SysThrough, SysProxy [2]int64
+}
+
+// sysPerCall is a process's read-like and write-like system calls per
+// call it served in the cell.
+func sysPerCall(sys [2]int64, s gwStats) (r, w float64, ok bool) {
+	if sys[0] <= 0 || s.N == 0 {
+		return 0, 0, false
+	}
+	return float64(sys[0]) / float64(s.N), float64(sys[1]) / float64(s.N), true
+}
+
+// sysPerCallText says Baton's and the bare proxy's system calls per call.
+func (c gwCell) sysPerCallText() string {
+	br, bw, ok1 := sysPerCall(c.SysThrough, c.Through)
+	pr, pw, ok2 := sysPerCall(c.SysProxy, c.Proxy)
+	if !ok1 || !ok2 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f reads and %.2f writes against the bare proxy's %.2f and %.2f", br, bw, pr, pw)
 }
 
 // cpuPerCall is a process's CPU time per call it served in the cell.
@@ -369,7 +391,7 @@ func gwSummarize(lat []time.Duration, elapsed time.Duration) gwStats {
 // next one), so noise from the machine falls on all alike.
 // cpu[k], when not nil, reads the CPU time of the process serving
 // target k; the difference over the measured rounds is charged to it.
-func gwRunCell(ctx context.Context, client *http.Client, direct, through, proxy gwTarget, cpu [3]func() time.Duration, conc int, stream bool, d, slice, spread time.Duration) (gwCell, error) {
+func gwRunCell(ctx context.Context, client *http.Client, direct, through, proxy gwTarget, use [3]func() procUse, conc int, stream bool, d, slice, spread time.Duration) (gwCell, error) {
 	cell := gwCell{Conc: conc, Stream: stream}
 	targets := []gwTarget{direct, through, proxy}
 	warm := min(slice, 300*time.Millisecond)
@@ -381,10 +403,10 @@ func gwRunCell(ctx context.Context, client *http.Client, direct, through, proxy 
 	rounds := max(1, int(d/slice))
 	var lat [3][3][]time.Duration // target, measure
 	var el [3]time.Duration
-	var cpuAt [3]time.Duration
-	for k, f := range cpu {
+	var at [3]procUse
+	for k, f := range use {
 		if f != nil {
-			cpuAt[k] = f()
+			at[k] = f()
 		}
 	}
 	for i := range rounds {
@@ -400,14 +422,15 @@ func gwRunCell(ctx context.Context, client *http.Client, direct, through, proxy 
 			el[k] += e
 		}
 	}
-	for k, f := range cpu {
-		if f != nil && cpuAt[k] > 0 {
-			cpuAt[k] = f() - cpuAt[k]
+	for k, f := range use {
+		if f != nil {
+			at[k] = f().since(at[k])
 		} else {
-			cpuAt[k] = 0
+			at[k] = procUse{}
 		}
 	}
-	cell.CPUThrough, cell.CPUProxy = cpuAt[1], cpuAt[2]
+	cell.CPUThrough, cell.CPUProxy = at[1].CPU, at[2].CPU
+	cell.SysThrough, cell.SysProxy = at[1].Sys, at[2].Sys
 	cell.Direct, cell.Through, cell.Proxy = gwSummarize(lat[0][0], el[0]), gwSummarize(lat[1][0], el[1]), gwSummarize(lat[2][0], el[2])
 	if stream {
 		cell.DirectAll, cell.ThroughAll = gwSummarize(lat[0][1], el[0]), gwSummarize(lat[1][1], el[1])
@@ -449,6 +472,48 @@ type procMem struct{ RSS, Anon, File int64 }
 func procMemory(pid int) procMem {
 	v := procStatus(pid, "VmRSS", "RssAnon", "RssFile")
 	return procMem{v[0], v[1], v[2]}
+}
+
+// procUse is what a process has used: CPU time and system calls
+// (read-like and write-like); a zero field is unknown.
+type procUse struct {
+	CPU time.Duration
+	Sys [2]int64
+}
+
+func procUsage(pid int) procUse {
+	return procUse{CPU: procCPU(pid), Sys: procSyscalls(pid)}
+}
+
+// since is u less an earlier reading; what either did not know stays 0.
+func (u procUse) since(before procUse) procUse {
+	var d procUse
+	if u.CPU > 0 && before.CPU > 0 {
+		d.CPU = u.CPU - before.CPU
+	}
+	if u.Sys[0] > 0 && before.Sys[0] > 0 {
+		d.Sys = [2]int64{u.Sys[0] - before.Sys[0], u.Sys[1] - before.Sys[1]}
+	}
+	return d
+}
+
+// procSyscalls is the read-like and write-like system calls a process
+// has made (syscr and syscw of /proc/<pid>/io); 0 when unknown.
+func procSyscalls(pid int) [2]int64 {
+	var out [2]int64
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return out
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		name, v, _ := strings.Cut(l, ":")
+		i := slices.Index([]string{"syscr", "syscw"}, name)
+		if i < 0 {
+			continue
+		}
+		out[i], _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	}
+	return out
 }
 
 // procCPU is the CPU time a process has used, user and system, all its
@@ -808,7 +873,7 @@ func benchGateway(ctx context.Context, dir string, d, modelTime time.Duration, s
 			time.Sleep(1500 * time.Millisecond) // GOMAXPROCS follows
 		}
 	}()
-	cpuOf := [3]func() time.Duration{nil, func() time.Duration { return procCPU(pid) }, func() time.Duration { return procCPU(bare.cmd.Process.Pid) }}
+	useOf := [3]func() procUse{nil, func() procUse { return procUsage(pid) }, func() procUse { return procUsage(bare.cmd.Process.Pid) }}
 	for _, se := range series {
 		concs := []int{1, 16, 64}
 		if se.pinned {
@@ -843,7 +908,7 @@ func benchGateway(ctx context.Context, dir string, d, modelTime time.Duration, s
 						dur = 4 * d
 					}
 				}
-				cell, err := gwRunCell(ctx, client, se.t[0], se.t[1], se.t[2], cpuOf, conc, stream, dur, res.Slice, se.modelTime)
+				cell, err := gwRunCell(ctx, client, se.t[0], se.t[1], se.t[2], useOf, conc, stream, dur, res.Slice, se.modelTime)
 				if err != nil {
 					return res, fmt.Errorf("gateway bench, model time %v, %d concurrent (stream %v): %w\nbaton: %s\nbench-proxy: %s", se.modelTime, conc, stream, err, child.logTail(), bare.logTail())
 				}
@@ -859,9 +924,9 @@ func benchGateway(ctx context.Context, dir string, d, modelTime time.Duration, s
 				if se.pinned {
 					kind += " (pinned)"
 				}
-				fmt.Fprintf(stdout, "gateway %s, model time %v, %2d concurrent: %s direct p50 %v p99 %v, through Baton p50 %v p99 %v, added p50 %s p99 %s (bare proxy added p50 %s p99 %s); %.0f/s direct, %.0f/s through; CPU per call Baton / bare proxy %s\n",
+				fmt.Fprintf(stdout, "gateway %s, model time %v, %2d concurrent: %s direct p50 %v p99 %v, through Baton p50 %v p99 %v, added p50 %s p99 %s (bare proxy added p50 %s p99 %s); %.0f/s direct, %.0f/s through; CPU per call Baton / bare proxy %s; system calls a call: Baton %s\n",
 					kind, se.modelTime, conc, what, round(cell.Direct.P50), round(cell.Direct.P99), round(cell.Through.P50), round(cell.Through.P99),
-					signed(cell.added50()), signed(cell.added99()), signed(cell.proxyAdded50()), signed(cell.proxyAdded99()), cell.Direct.perSec(), cell.Through.perSec(), cell.cpuPerCallText())
+					signed(cell.added50()), signed(cell.added99()), signed(cell.proxyAdded50()), signed(cell.proxyAdded99()), cell.Direct.perSec(), cell.Through.perSec(), cell.cpuPerCallText(), cell.sysPerCallText())
 				if stream {
 					fmt.Fprintf(stdout, "                           whole stream direct p50 %v, through p50 %v; [DONE] to end of body through p50 %v p99 %v\n",
 						round(cell.DirectAll.P50), round(cell.ThroughAll.P50), round(cell.ThroughTail.P50), round(cell.ThroughTail.P99))
@@ -1049,6 +1114,12 @@ func gatewayReport(r gatewayResult) string {
 	}
 	fmt.Fprintf(&b, "\n### A model answering at once (`%s`): the cores saturated\n", gwModel)
 	tables(0, false)
+	if p16, ok := r.cell(0, false, 16); ok {
+		if s16, ok := r.cell(0, true, 16); ok && p16.sysPerCallText() != "n/a" {
+			fmt.Fprintf(&b, "\nSystem calls a call at 16 callers (read-like and write-like, counted over the measured rounds from `/proc/<pid>/io`; Baton's include its background work, the usage writer's journal writes among them): a plain call %s; a stream %s.\n",
+				p16.sysPerCallText(), s16.sysPerCallText())
+		}
+	}
 	if c64, ok := r.cell(0, false, 64); ok {
 		fmt.Fprintf(&b, "\nAt saturation (64 concurrent, non-streaming, model answering at once) Baton passes %.0f calls/s, %.0f%% of the %.0f/s the upstream answers directly on the same cores.\n",
 			c64.Through.perSec(), 100*c64.Through.perSec()/c64.Direct.perSec(), c64.Direct.perSec())

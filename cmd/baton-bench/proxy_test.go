@@ -78,3 +78,31 @@ func TestProcCPUGrowsWithWork(t *testing.T) {
 		t.Fatal("a process that does not exist has CPU time")
 	}
 }
+
+// procSyscalls counts this process's reads and writes as it makes them.
+func TestProcSyscallsCountReadsAndWrites(t *testing.T) {
+	if _, err := os.Stat("/proc/self/io"); err != nil {
+		t.Skip("no /proc/<pid>/io on this system")
+	}
+	f, err := os.Create(t.TempDir() + "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	before := procSyscalls(os.Getpid())
+	for range 10 {
+		if _, err := f.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.ReadAt(make([]byte, 1), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := procSyscalls(os.Getpid())
+	if after[0]-before[0] < 10 || after[1]-before[1] < 10 {
+		t.Fatalf("10 reads and 10 writes counted as %d and %d", after[0]-before[0], after[1]-before[1])
+	}
+	if procSyscalls(-1) != [2]int64{} {
+		t.Fatal("a process that does not exist has system calls")
+	}
+}
