@@ -1,12 +1,8 @@
 package http_test
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -19,15 +15,8 @@ import (
 // the US, a ceiling between the standard and the US worst case is a 422
 // before any upstream call.
 func TestGenerateCostCeilingInTheDeclaredGeo(t *testing.T) {
-	var calls atomic.Int32
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.ReadAll(r.Body)
-		calls.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		text := strconv.Quote(validSummary)
-		io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-opus-5-5","content":[{"type":"text","text":`+text+`}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":200,"output_tokens":50}}`)
-	}))
-	t.Cleanup(up.Close)
+	up, calls := countingUpstream(t, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-opus-5-5","content":[{"type":"text","text":`+
+		strconv.Quote(validSummary)+`}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":200,"output_tokens":50}}`)
 	vars := map[string]string{"ANTHROPIC_BASE_URL": up.URL, "ANTHROPIC_API_KEY": "k", "BATON_ANTHROPIC_DEFAULT_INFERENCE_GEO": "us"}
 	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
 	if err != nil {

@@ -16,21 +16,14 @@ import (
 // dropped there); the OpenAI attempt, passed through and billed per
 // search, is still held for the searches max_tool_calls allows.
 func TestSearchesHeldOnAMixedResponsesChain(t *testing.T) {
-	var calls atomic.Int32
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.ReadAll(r.Body)
-		calls.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"gpt-6-luna","output":[`+
-			`{"type":"web_search_call","id":"ws_1","status":"completed","action":{"type":"search","query":"a"}},`+
-			`{"type":"web_search_call","id":"ws_2","status":"completed","action":{"type":"search","query":"b"}},`+
-			`{"type":"web_search_call","id":"ws_3","status":"completed","action":{"type":"search","query":"c"}},`+
-			`{"type":"web_search_call","id":"ws_4","status":"completed","action":{"type":"search","query":"d"}},`+
-			`{"type":"web_search_call","id":"ws_5","status":"completed","action":{"type":"search","query":"e"}},`+
-			`{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"hi","annotations":[]}]}],`+
-			`"usage":{"input_tokens":1000,"input_tokens_details":{"cached_tokens":0},"output_tokens":100,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":1100}}`)
-	}))
-	t.Cleanup(up.Close)
+	up, calls := countingUpstream(t, `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"gpt-6-luna","output":[`+
+		`{"type":"web_search_call","id":"ws_1","status":"completed","action":{"type":"search","query":"a"}},`+
+		`{"type":"web_search_call","id":"ws_2","status":"completed","action":{"type":"search","query":"b"}},`+
+		`{"type":"web_search_call","id":"ws_3","status":"completed","action":{"type":"search","query":"c"}},`+
+		`{"type":"web_search_call","id":"ws_4","status":"completed","action":{"type":"search","query":"d"}},`+
+		`{"type":"web_search_call","id":"ws_5","status":"completed","action":{"type":"search","query":"e"}},`+
+		`{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"hi","annotations":[]}]}],`+
+		`"usage":{"input_tokens":1000,"input_tokens_details":{"cached_tokens":0},"output_tokens":100,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":1100}}`)
 	vars := map[string]string{"OAI_KEY": "k", "COMPAT_KEY": "k"}
 	price := &gateway.Price{InputPerMTok: 0.10, OutputPerMTok: 0.50, WebSearchPerK: 10, Source: "test"}
 	cat := catalogWith(t, vars,
@@ -60,4 +53,18 @@ func TestSearchesHeldOnAMixedResponsesChain(t *testing.T) {
 	if r.status != 400 || calls.Load() != before || !strings.Contains(string(r.raw), "+ 5 web searches (max_tool_calls)") {
 		t.Errorf("control, solo: %d %s", r.status, r.raw)
 	}
+}
+
+// countingUpstream answers every request with the JSON body answer, and
+// counts the requests.
+func countingUpstream(t *testing.T, answer string) (*httptest.Server, *atomic.Int32) {
+	calls := new(atomic.Int32)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, answer)
+	}))
+	t.Cleanup(up.Close)
+	return up, calls
 }
