@@ -23,34 +23,34 @@ var Models = []gateway.ModelSpec{
 	// at reasoning effort none, which gpt-6.2-sol refuses and which is
 	// not gpt-6-luna's default.
 	{Name: "gpt-6.2-sol", ContextTokens: 1050000, SupportsJSON: true, Modes: []string{"balanced", "premium", "auto"},
-		Pricing: &gateway.Price{InputPerMTok: 2, OutputPerMTok: 10, CacheReadPerMTok: 0.10, CacheWritePerMTok: 2.50,
+		Pricing: openAIPrice{InputPerMTok: 2, OutputPerMTok: 10, CacheReadPerMTok: 0.10, CacheWritePerMTok: 2.50,
 			LongPrompt: openAILongPrompt(2, 10, 0.10, 2.50),
-			FastRate:   2, WebSearchPerK: webSearchPerK, FileSearchPerK: fileSearchPerK,
-			Source: "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-6.2-sol, as of 2026-11-18; fast mode 2x as of 2026-11-27" + webSearchPricing + fileSearchPricing}},
+			FastRate:   2,
+			Source:     "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-6.2-sol, as of 2026-11-18; fast mode 2x as of 2026-11-27"}.withTools(false)},
 	{Name: "gpt-6-luna", ContextTokens: 1050000, SupportsJSON: true, Modes: []string{"cheap", "balanced", "auto"},
-		Pricing: &gateway.Price{InputPerMTok: 0.10, OutputPerMTok: 0.50, CacheReadPerMTok: 0.01, CacheWritePerMTok: 0.125,
+		Pricing: openAIPrice{InputPerMTok: 0.10, OutputPerMTok: 0.50, CacheReadPerMTok: 0.01, CacheWritePerMTok: 0.125,
 			LongPrompt: openAILongPrompt(0.10, 0.50, 0.01, 0.125),
-			FastRate:   2, WebSearchPerK: webSearchPerK, FileSearchPerK: fileSearchPerK,
-			Source: "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-6-luna, as of 2026-10; fast mode 2x as of 2026-11-27" + webSearchPricing + fileSearchPricing}},
+			FastRate:   2,
+			Source:     "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-6-luna, as of 2026-10; fast mode 2x as of 2026-11-27"}.withTools(false)},
 	// The OpenAI Agents SDK's default model (testdata/clients/agents-sdk-run.json),
 	// so its calls are priced. Not known to take function tools on Chat
 	// Completions at its default effort, as the GPT-6 family does not; in
 	// auto only.
 	{Name: "gpt-5.6-luna", ContextTokens: 1050000, SupportsJSON: true, Modes: []string{"auto"},
-		Pricing: &gateway.Price{InputPerMTok: 0.20, OutputPerMTok: 1.20, CacheReadPerMTok: 0.02, CacheWritePerMTok: 0.25,
+		Pricing: openAIPrice{InputPerMTok: 0.20, OutputPerMTok: 1.20, CacheReadPerMTok: 0.02, CacheWritePerMTok: 0.25,
 			LongPrompt: openAILongPrompt(0.20, 1.20, 0.02, 0.25),
-			FastRate:   2, WebSearchPerK: webSearchPerK, FileSearchPerK: fileSearchPerK,
-			Source: "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-5.6-luna, as of 2026-11-27; fast mode 2x as of 2026-11-27" + webSearchPricing + fileSearchPricing}},
+			FastRate:   2,
+			Source:     "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-5.6-luna, as of 2026-11-27; fast mode 2x as of 2026-11-27"}.withTools(false)},
 	// Deprecated: shut down on 2027-01-14, gpt-6-luna their replacement
 	// (https://developers.openai.com/api/docs/deprecations). Kept until
 	// then, and out of premium, which ranks the dearest first; they
 	// still take tools on Chat Completions.
 	{Name: "gpt-4o-mini", ContextTokens: 128000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
-		Pricing: &gateway.Price{InputPerMTok: 0.15, OutputPerMTok: 0.60, CacheReadPerMTok: 0.075, WebSearchPerK: webSearchPerK, FileSearchPerK: fileSearchPerK, WebSearchPreviewPerK: previewPerK, Source: openAIPricing + webSearchPricing + previewPricing + fileSearchPricing}},
+		Pricing: openAIPrice{InputPerMTok: 0.15, OutputPerMTok: 0.60, CacheReadPerMTok: 0.075, Source: openAIPricing}.withTools(true)},
 	{Name: "gpt-4o", ContextTokens: 128000, SupportsJSON: true, SupportsTools: true, Modes: []string{"auto"},
-		Pricing: &gateway.Price{InputPerMTok: 2.50, OutputPerMTok: 10.00, CacheReadPerMTok: 1.25, WebSearchPerK: webSearchPerK, FileSearchPerK: fileSearchPerK, WebSearchPreviewPerK: previewPerK, Source: openAIPricing + webSearchPricing + previewPricing + fileSearchPricing}},
+		Pricing: openAIPrice{InputPerMTok: 2.50, OutputPerMTok: 10.00, CacheReadPerMTok: 1.25, Source: openAIPricing}.withTools(true)},
 	{Name: "gpt-4.1-mini", ContextTokens: 1047576, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
-		Pricing: &gateway.Price{InputPerMTok: 0.40, OutputPerMTok: 1.60, CacheReadPerMTok: 0.10, WebSearchPerK: webSearchPerK, FileSearchPerK: fileSearchPerK, WebSearchPreviewPerK: previewPerK, Source: openAIPricing + webSearchPricing + previewPricing + fileSearchPricing}},
+		Pricing: openAIPrice{InputPerMTok: 0.40, OutputPerMTok: 1.60, CacheReadPerMTok: 0.10, Source: openAIPricing}.withTools(true)},
 }
 
 // webSearchPerK is what OpenAI bills per 1,000 calls of its web search
@@ -78,6 +78,24 @@ const (
 	previewPerK    = 25
 	previewPricing = "; web search preview $25 per 1,000 calls on non-reasoning models, as quoted 2026-03-12"
 )
+
+// openAIPrice is a built-in model's token price; withTools adds the fees
+// of OpenAI's built-in tools, the same on every model, with their source.
+type openAIPrice gateway.Price
+
+// withTools is p with web search and file search billed, and with preview
+// the legacy web_search_preview's own rate (the models that do not reason).
+func (p openAIPrice) withTools(preview bool) *gateway.Price {
+	out := gateway.Price(p)
+	out.WebSearchPerK, out.FileSearchPerK = webSearchPerK, fileSearchPerK
+	out.Source += webSearchPricing
+	if preview {
+		out.WebSearchPreviewPerK = previewPerK
+		out.Source += previewPricing
+	}
+	out.Source += fileSearchPricing
+	return &out
+}
 
 // openAIPricing is the source shared by several built-in prices.
 const openAIPricing = "OpenAI list price, https://developers.openai.com/api/docs/pricing, as of 2026-08-21"
