@@ -255,20 +255,22 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 			be.Tier = c.asked
 		}
 	}
-	if be != nil && c.tier != c.asked {
-		be.AutoTier, be.TierSent = c.tier, c.Passthrough
-	}
-	if be != nil && c.geo != c.Req.Geo {
-		be.AutoGeo = c.geo
-	}
-	if be != nil && t.Model.Pricing != nil && t.Model.Pricing.WebSearchPerK > 0 {
-		be.Searches = req.WebSearches
-	}
-	if be != nil && t.Model.Pricing != nil && t.Model.Pricing.FileSearchPerK > 0 {
-		be.FileSearches = req.FileSearches
-	}
 	if be != nil {
 		be.Front = c.Front
+		if c.tier != c.asked {
+			be.AutoTier, be.TierSent = c.tier, c.Passthrough
+		}
+		if c.geo != c.Req.Geo {
+			be.AutoGeo = c.geo
+		}
+		if p := t.Model.Pricing; p != nil {
+			if p.WebSearchPerK > 0 {
+				be.Searches = req.WebSearches
+			}
+			if p.FileSearchPerK > 0 {
+				be.FileSearches = req.FileSearches
+			}
+		}
 	}
 	c.hold = hold
 	return err

@@ -192,7 +192,7 @@ func duplicateName(doc []byte) (string, bool) {
 			top := &stack[n-1]
 			top.wantName = false
 			name := jsonName(doc[start : i+1])
-			if top.count > 0 {
+			if top.named {
 				if _, seen := top.names[name]; seen || name == top.first {
 					return pointerOf(stack[:n-1], name), true
 				}
@@ -203,7 +203,7 @@ func duplicateName(doc []byte) (string, bool) {
 			} else {
 				top.first = name
 			}
-			top.count++
+			top.named = true
 			top.at = name
 		}
 	}
@@ -213,7 +213,7 @@ func duplicateName(doc []byte) (string, bool) {
 // nameLevel is an object or array that duplicateName is in.
 type nameLevel struct {
 	object, wantName bool
-	count            int                 // an object's names so far
+	named            bool                // an object's first name was read
 	first            string              // its first name
 	names            map[string]struct{} // all of them, from the second on
 	at               string              // the name being read

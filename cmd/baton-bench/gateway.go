@@ -389,8 +389,9 @@ func gwSummarize(lat []time.Duration, elapsed time.Duration) gwStats {
 // gwRunCell measures one concurrency level: direct, through Baton and
 // through the bare proxy take turns in slices (each round starts with the
 // next one), so noise from the machine falls on all alike.
-// cpu[k], when not nil, reads the CPU time of the process serving
-// target k; the difference over the measured rounds is charged to it.
+// use[k], when not nil, reads the CPU time and system calls of the
+// process serving target k; the difference over the measured rounds is
+// charged to it.
 func gwRunCell(ctx context.Context, client *http.Client, direct, through, proxy gwTarget, use [3]func() procUse, conc int, stream bool, d, slice, spread time.Duration) (gwCell, error) {
 	cell := gwCell{Conc: conc, Stream: stream}
 	targets := []gwTarget{direct, through, proxy}
