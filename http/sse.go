@@ -22,12 +22,19 @@ type sseWriter struct {
 	rc    *http.ResponseController
 	stall time.Duration
 	renew time.Time
-	// While the headers are held (holdHeaders), mu orders the hold's timer,
-	// which flushes them on its own goroutine, with the handler's writes.
-	mu    *sync.Mutex
+	// hold, while the headers may still be held (holdHeaders); dropped
+	// once they have left, so that later writes take no lock.
+	hold *heldHeaders
+}
+
+// heldHeaders is a stream's headers held for its first event. mu orders
+// the timer, which flushes them on its own goroutine, with the handler's
+// writes; the timer reads nothing of the writer once held is false.
+type heldHeaders struct {
+	mu    sync.Mutex
 	held  bool // the headers have not left
 	wrote bool // an event was written
-	hdr   *time.Timer
+	timer *time.Timer
 }
 
 var errNoFlush = errors.New("streaming unsupported by this connection")
@@ -112,10 +119,9 @@ func (s *sseWriter) finish(v any) error {
 // write, not only at a flush: after a long silence of the upstream, an
 // event larger than the connection's buffer reaches the socket here.
 func (s *sseWriter) write() error {
-	if s.mu != nil {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.wrote = true
+	if h := s.holding(); h != nil {
+		defer h.mu.Unlock()
+		h.wrote = true
 	}
 	s.touch()
 	_, err := s.w.Write(s.buf)
@@ -133,13 +139,12 @@ func (s *sseWriter) touch() {
 // flush sends what has been written. Held headers with nothing after
 // them stay held.
 func (s *sseWriter) flush() {
-	if s.mu != nil {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.held && !s.wrote {
+	if h := s.holding(); h != nil {
+		defer h.mu.Unlock()
+		if !h.wrote {
 			return
 		}
-		s.release()
+		s.release(h)
 	}
 	s.touch()
 	s.f.Flush()
@@ -151,24 +156,40 @@ func (s *sseWriter) flush() {
 // while the model thinks. unbound ends the hold. Why: docs/benchmarks.md
 // (one write and one wake-up of the client fewer a stream).
 func (s *sseWriter) holdHeaders(wait time.Duration) {
-	s.mu, s.held = new(sync.Mutex), true
-	s.hdr = time.AfterFunc(wait, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.held {
-			s.release()
+	h := &heldHeaders{held: true}
+	h.timer = time.AfterFunc(wait, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.held {
+			h.held = false
 			s.touch()
 			s.f.Flush()
 		}
 	})
+	s.hold = h
 }
 
-// release ends the hold; mu is held.
-func (s *sseWriter) release() {
-	if s.held {
-		s.held = false
-		s.hdr.Stop()
+// holding locks the hold and returns it while the headers are held; once
+// they have left it drops it and returns nil. The handler's goroutine only.
+func (s *sseWriter) holding() *heldHeaders {
+	h := s.hold
+	if h == nil {
+		return nil
 	}
+	h.mu.Lock()
+	if !h.held {
+		h.mu.Unlock()
+		s.hold = nil
+		return nil
+	}
+	return h
+}
+
+// release ends the hold h, locked by holding.
+func (s *sseWriter) release(h *heldHeaders) {
+	h.held = false
+	h.timer.Stop()
+	s.hold = nil
 }
 
 // bound ends the stream's writes, with an error, once its client has
@@ -192,10 +213,9 @@ func (s *sseWriter) extend(now time.Time) {
 // unbound lifts bound's deadline and ends a hold of the headers (which
 // then leave with the body's end).
 func (s *sseWriter) unbound() {
-	if s.mu != nil {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.release()
+	if h := s.holding(); h != nil {
+		s.release(h)
+		h.mu.Unlock()
 	}
 	if s.rc != nil {
 		s.rc.SetWriteDeadline(time.Time{})

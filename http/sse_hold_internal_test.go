@@ -55,6 +55,7 @@ func newRecordedSSE(t *testing.T) (*opsRecorder, *sseWriter) {
 func TestHeldHeadersLeaveWithTheFirstEvent(t *testing.T) {
 	w, s := newRecordedSSE(t)
 	s.holdHeaders(time.Hour)
+	timer := s.hold.timer
 	s.flush() // about to wait for the upstream: nothing but headers to send
 	if got := w.got(); len(got) != 0 {
 		t.Fatalf("the held headers left on their own: %v", got)
@@ -67,7 +68,7 @@ func TestHeldHeadersLeaveWithTheFirstEvent(t *testing.T) {
 		t.Fatalf("ops %v, want the first event written and flushed with the headers", got)
 	}
 	s.unbound()
-	if s.hdr.Stop() {
+	if timer.Stop() {
 		t.Fatal("the hold's timer is still armed after its first flush and unbound")
 	}
 }
@@ -94,8 +95,9 @@ func TestHeldHeadersLeaveOnTheirOwnAfterTheWait(t *testing.T) {
 func TestUnboundEndsTheHold(t *testing.T) {
 	w, s := newRecordedSSE(t)
 	s.holdHeaders(time.Hour)
+	timer := s.hold.timer
 	s.unbound() // the handler returns: net/http sends the headers with the body's end
-	if s.hdr.Stop() {
+	if timer.Stop() {
 		t.Fatal("the hold's timer is still armed after unbound")
 	}
 	if got := w.got(); len(got) != 0 {
