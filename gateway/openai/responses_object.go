@@ -257,12 +257,25 @@ func statusOf(stop string) (string, *ResponsesIncompleteDetails) {
 func (o *ResponsesObject) finish(stop string, output []any, usage *ResponsesUsage, at time.Time) {
 	o.Status, o.IncompleteDetails = statusOf(stop)
 	if o.Status == ResponsesIncomplete {
-		// The last message is the one that was cut.
+		// The last message is the one that was cut, unless a function
+		// call came after it; a call cut at the token cap (its arguments
+		// not whole JSON) is incomplete too.
 		for i := len(output) - 1; i >= 0; i-- {
 			if m, ok := output[i].(ResponsesMessage); ok {
 				m.Status = ResponsesIncomplete
 				output[i] = m
 				break
+			}
+			if fc, ok := output[i].(ResponsesFunctionCall); ok && i == len(output)-1 {
+				fc.Status = ResponsesIncomplete
+				output[i] = fc
+				break
+			}
+		}
+		for i, it := range output {
+			if fc, ok := it.(ResponsesFunctionCall); ok && !json.Valid([]byte(fc.Arguments)) {
+				fc.Status = ResponsesIncomplete
+				output[i] = fc
 			}
 		}
 	}

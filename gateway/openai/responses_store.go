@@ -224,13 +224,20 @@ func withoutReasoning(items []json.RawMessage) []json.RawMessage {
 	return out
 }
 
-// storedItemError is why a stored response's items cannot be continued:
-// for one passed through, an item only its provider takes (a built-in
-// tool's call), a 400 naming previous_response_id; else a broken record.
+// storedItemError is why a stored response's items cannot be continued,
+// a 400 naming previous_response_id: for one passed through, an item only
+// its provider takes (a built-in tool's call); for one Baton answered, an
+// output item no request may carry (a function call cut at the token cap,
+// its arguments not whole). Anything else is a broken record.
 func storedItemError(rec *ResponsesRecord, part string, err error) error {
 	var de *domain.Error
-	if rec.Upstream != "" && errors.As(err, &de) {
-		return refused("previous_response_id", "response %s was answered by %s and cannot be continued on this model: its %s: %s", rec.ID, rec.Upstream, part, de.Message)
+	if errors.As(err, &de) {
+		switch {
+		case rec.Upstream != "":
+			return refused("previous_response_id", "response %s was answered by %s and cannot be continued on this model: its %s: %s", rec.ID, rec.Upstream, part, de.Message)
+		case part == "output":
+			return refused("previous_response_id", "response %s cannot be continued: its %s: %s (an item cut at max_output_tokens is incomplete; send the conversation as input without it)", rec.ID, part, de.Message)
+		}
 	}
 	return fmt.Errorf("responses: stored %s of %s: %v", part, rec.ID, err)
 }

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -138,7 +139,7 @@ func (s *ResponsesStream) think(text string) error {
 		}
 	}
 	if s.reason == nil {
-		if err := s.closeCalls(); err != nil {
+		if err := s.closeCalls(false); err != nil {
 			return err
 		}
 		if err := s.closeMessage(ResponsesCompleted); err != nil {
@@ -187,7 +188,7 @@ func (s *ResponsesStream) write(kind, text string) error {
 	if err := s.closeReasoning(); err != nil {
 		return err
 	}
-	if err := s.closeCalls(); err != nil {
+	if err := s.closeCalls(false); err != nil {
 		return err
 	}
 	if s.msg == nil {
@@ -303,8 +304,10 @@ func (s *ResponsesStream) toolCall(tc *gateway.ToolCallDelta) error {
 	return s.event("response.function_call_arguments.delta", map[string]any{"item_id": c.id, "output_index": c.at, "delta": tc.Arguments})
 }
 
-// closeCalls ends the open function calls, in the order they began.
-func (s *ResponsesStream) closeCalls() error {
+// closeCalls ends the open function calls, in the order they began. When
+// the answer was cut at the token cap (cut), the call it ended in and any
+// whose arguments are not whole are incomplete, as finish marks them.
+func (s *ResponsesStream) closeCalls(cut bool) error {
 	calls := s.calls
 	s.calls, s.byIndex = nil, map[int]*streamCall{}
 	for _, c := range calls {
@@ -312,7 +315,11 @@ func (s *ResponsesStream) closeCalls() error {
 		if strings.TrimSpace(args) == "" {
 			args = "{}" // a call without arguments, as OpenAI sends one
 		}
-		item := s.obj.functionCall(c.id, c.callID, c.name, args, ResponsesCompleted)
+		status := ResponsesCompleted
+		if cut && (c.at == len(s.output)-1 || !json.Valid([]byte(args))) {
+			status = ResponsesIncomplete
+		}
+		item := s.obj.functionCall(c.id, c.callID, c.name, args, status)
 		s.output[c.at] = item
 		if err := s.event("response.function_call_arguments.done", map[string]any{"item_id": c.id, "output_index": c.at, "name": item.Name, "arguments": args}); err != nil {
 			return err
@@ -332,7 +339,7 @@ func (s *ResponsesStream) Close(stop string, usage *ResponsesUsage, at time.Time
 	status, _ := statusOf(stop)
 	err := s.closeReasoning()
 	if err == nil {
-		err = s.closeCalls()
+		err = s.closeCalls(status == ResponsesIncomplete)
 	}
 	if err == nil {
 		err = s.closeMessage(status)
