@@ -297,6 +297,7 @@ type Delta struct {
 	Text        string         // text appended to the current text block
 	Thinking    string         `json:",omitempty"` // reasoning text appended to the current thinking block
 	Signature   string         `json:",omitempty"` // the current thinking block's signature (Anthropic)
+	Redacted    string         `json:",omitempty"` // a redacted thinking block's data, whole (Anthropic)
 	Refusal     string         `json:",omitempty"` // a piece of the model's refusal (OpenAI's delta.refusal)
 	ToolCall    *ToolCallDelta // a piece of a tool call
 	StopReason  string         // set on the last delta

@@ -108,6 +108,9 @@ func toBlocks(in []gateway.Block) []RequestBlock {
 				continue // another provider's reasoning: Anthropic refuses a thinking block without its signature
 			}
 			out = append(out, RequestBlock{Type: "thinking", Thinking: &th, Signature: &sig})
+		case "redacted_thinking":
+			data := b.Data
+			out = append(out, RequestBlock{Type: "redacted_thinking", Data: &data})
 		default:
 			if b.Type == "text" && b.Text == "" {
 				continue // the Messages API refuses empty text blocks (a client may send one back)
@@ -346,6 +349,9 @@ func (s *anStream) Next() (gateway.Delta, error) {
 			u := s.usage // the input side is known now: tell the caller early
 			return gateway.Delta{Usage: &u}, nil
 		case "content_block_start":
+			if b := e.ContentBlock; b != nil && b.Type == "redacted_thinking" && b.Data != "" {
+				return gateway.Delta{Redacted: b.Data, Commit: true}, nil
+			}
 			if b := e.ContentBlock; b != nil && b.Type == "tool_use" {
 				if s.tools == nil {
 					s.tools, s.args = map[int]int{}, map[int]bool{}

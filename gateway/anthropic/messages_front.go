@@ -92,6 +92,7 @@ type RequestBlock struct {
 	Source    *ImageSource    `json:"source,omitempty"`
 	Thinking  *string         `json:"thinking,omitempty"`
 	Signature *string         `json:"signature,omitempty"`
+	Data      *string         `json:"data,omitempty"` // a redacted thinking block's
 	// Citations are a text's (of documents, search results); they have no
 	// equivalent elsewhere, so the front refuses them. cache_control, a
 	// caching hint, is accepted and not carried (docs/api.md, Translation).

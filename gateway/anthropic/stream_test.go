@@ -226,3 +226,47 @@ func TestPassedThroughStreamErrorNamesNoStatus(t *testing.T) {
 		}
 	}
 }
+
+// A redacted thinking block streams as one delta of its data (a
+// Responses client keeps it as a reasoning item); a thinking block with no
+// text, its signature.
+func TestAnthropicStreamRedactedThinking(t *testing.T) {
+	ds, err := upstreamtest.Drain(t, anStreamOf(
+		`{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"S1"}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"content_block_start","index":1,"content_block":{"type":"redacted_thinking","data":"R1"}}`,
+		`{"type":"content_block_stop","index":1}`,
+		`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":7}}`,
+		`{"type":"message_stop"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sig, redacted string
+	for _, d := range ds {
+		sig += d.Signature
+		redacted += d.Redacted
+	}
+	if sig != "S1" || redacted != "R1" {
+		t.Fatalf("signature %q, redacted %q", sig, redacted)
+	}
+}
+
+// A redacted thinking block in the history goes back to Anthropic as it
+// came.
+func TestRedactedThinkingSentBack(t *testing.T) {
+	p := New("anthropic", "http://127.0.0.1:1", "k", nil)
+	req := gateway.Request{Model: "claude-sonnet-5-5", MaxTokens: 64, Messages: []gateway.Message{
+		{Role: "user", Content: []gateway.Block{{Type: "text", Text: "hi"}}},
+		{Role: "assistant", Content: []gateway.Block{{Type: "thinking", Signature: "S1"}, {Type: "redacted_thinking", Data: "R1"}, {Type: "tool_use", ID: "t1", Name: "f", Input: json.RawMessage(`{}`)}}},
+		{Role: "user", Content: []gateway.Block{{Type: "tool_result", ToolUseID: "t1", Text: "ok"}}},
+	}}
+	body, err := p.body(req, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), `[{"type":"thinking","thinking":"","signature":"S1"},{"type":"redacted_thinking","data":"R1"},{"type":"tool_use"`) {
+		t.Fatalf("Anthropic gets %s", body)
+	}
+}

@@ -310,9 +310,12 @@ func (o *ResponsesObject) Complete(resp *gateway.Response, out *gateway.OutputSc
 	}
 	for _, b := range resp.Content {
 		switch {
-		case b.Type == "thinking" && b.Thinking != "":
+		case b.Type == "thinking" && (b.Thinking != "" || b.Signature != ""):
 			msgAt = -1
 			output = append(output, newReasoning(o.itemID("rs_", len(output)), b.Thinking, b.Signature))
+		case b.Type == "redacted_thinking" && b.Data != "":
+			msgAt = -1
+			output = append(output, newReasoning(o.itemID("rs_", len(output)), "", redactedPrefix+b.Data))
 		case b.Type == "text" && !structured && b.Text != "":
 			part(newOutputText(b.Text))
 		case b.Type == "tool_use" && (out == nil || b.Name != out.Name):
@@ -329,6 +332,11 @@ func (o *ResponsesObject) Complete(resp *gateway.Response, out *gateway.OutputSc
 	}
 	o.finish(resp.StopReason, output, usage, at)
 }
+
+// redactedPrefix marks a reasoning item's encrypted_content that is a
+// redacted thinking block's data, not a signature: neither Anthropic's
+// signatures nor OpenAI's encrypted reasoning (base64) hold a '.' or ':'.
+const redactedPrefix = "baton.redacted_thinking:"
 
 func newReasoning(id, text, signature string) ResponsesReasoningItem {
 	r := ResponsesReasoningItem{Type: "reasoning", ID: id, Summary: []ResponsesSummary{}}

@@ -686,6 +686,10 @@ func (c *conversation) items(items []json.RawMessage, param string) error {
 			if !ownReasoning(string(it.ID), *it.EncryptedContent) {
 				continue // OpenAI's own (its encrypted reasoning), which no other provider can read
 			}
+			if data, ok := strings.CutPrefix(*it.EncryptedContent, redactedPrefix); ok {
+				c.add("assistant", gateway.Block{Type: "redacted_thinking", Data: data})
+				continue
+			}
 			var text strings.Builder
 			for j, part := range it.Summary {
 				if part.Type != "summary_text" {

@@ -53,6 +53,9 @@ type streamReasoning struct {
 	id   string
 	text strings.Builder
 	sig  string
+	// summary: its summary part was opened (it has thinking text); a
+	// block with none (display omitted) has only its signature.
+	summary bool
 }
 
 // streamCall is a function call item being streamed.
@@ -111,8 +114,18 @@ func (s *ResponsesStream) Delta(d gateway.Delta) error {
 			return err
 		}
 	}
-	if d.Signature != "" && s.reason != nil {
+	if d.Signature != "" {
+		if s.reason == nil { // a thinking block with no text: its signature alone
+			if err := s.openReasoning(); err != nil {
+				return err
+			}
+		}
 		s.reason.sig += d.Signature
+	}
+	if d.Redacted != "" {
+		if err := s.redacted(d.Redacted); err != nil {
+			return err
+		}
 	}
 	if d.Text != "" {
 		if err := s.write("output_text", d.Text); err != nil {
@@ -139,27 +152,49 @@ func (s *ResponsesStream) think(text string) error {
 		}
 	}
 	if s.reason == nil {
-		if err := s.closeCalls(false); err != nil {
+		if err := s.openReasoning(); err != nil {
 			return err
 		}
-		if err := s.closeMessage(ResponsesCompleted); err != nil {
-			return err
-		}
-		r := &streamReasoning{at: len(s.output), id: s.obj.itemID("rs_", len(s.output))}
-		s.reason = r
-		item := newReasoning(r.id, "", "")
-		s.output = append(s.output, item)
-		if err := s.event("response.output_item.added", map[string]any{"output_index": r.at, "item": item}); err != nil {
-			return err
-		}
+	}
+	r := s.reason
+	if !r.summary {
+		r.summary = true
 		if err := s.event("response.reasoning_summary_part.added", map[string]any{"item_id": r.id, "output_index": r.at, "summary_index": 0,
 			"part": ResponsesSummary{Type: "summary_text", Text: ""}}); err != nil {
 			return err
 		}
 	}
-	r := s.reason
 	r.text.WriteString(text)
 	return s.event("response.reasoning_summary_text.delta", map[string]any{"item_id": r.id, "output_index": r.at, "summary_index": 0, "delta": text})
+}
+
+// openReasoning opens a reasoning item, after the items before it.
+func (s *ResponsesStream) openReasoning() error {
+	if err := s.closeCalls(false); err != nil {
+		return err
+	}
+	if err := s.closeMessage(ResponsesCompleted); err != nil {
+		return err
+	}
+	r := &streamReasoning{at: len(s.output), id: s.obj.itemID("rs_", len(s.output))}
+	s.reason = r
+	item := newReasoning(r.id, "", "")
+	s.output = append(s.output, item)
+	return s.event("response.output_item.added", map[string]any{"output_index": r.at, "item": item})
+}
+
+// redacted sends a redacted thinking block (Anthropic's, its data
+// encrypted) as a reasoning item of its own, whole: no summary, the data as
+// encrypted_content, which a request carries back as the block.
+func (s *ResponsesStream) redacted(data string) error {
+	if err := s.closeReasoning(); err != nil {
+		return err
+	}
+	if err := s.openReasoning(); err != nil {
+		return err
+	}
+	s.reason.sig = redactedPrefix + data
+	return s.closeReasoning()
 }
 
 // closeReasoning ends the open reasoning item.
@@ -172,6 +207,9 @@ func (s *ResponsesStream) closeReasoning() error {
 	text := r.text.String()
 	item := newReasoning(r.id, text, r.sig)
 	s.output[r.at] = item
+	if !r.summary {
+		return s.event("response.output_item.done", map[string]any{"output_index": r.at, "item": item})
+	}
 	if err := s.event("response.reasoning_summary_text.done", map[string]any{"item_id": r.id, "output_index": r.at, "summary_index": 0, "text": text}); err != nil {
 		return err
 	}

@@ -432,3 +432,49 @@ func FuzzDecodeResponsesRequest(f *testing.F) {
 		}
 	})
 }
+
+// Thinking with no text (display omitted: its signature alone) and a
+// redacted thinking block are reasoning items, whole and streamed, with
+// no summary; sent back, they are the blocks again, which Anthropic needs
+// in a tool loop (they were dropped).
+func TestResponsesSignedAndRedactedThinking(t *testing.T) {
+	call, _ := DecodeResponsesRequest([]byte(`{"model":"p:m","input":"x","tools":[{"type":"function","name":"f"}]}`))
+	o := call.Object(NewResponsesID(), time.Unix(1, 0), "p:m")
+	o.Complete(&gateway.Response{Content: []gateway.Block{{Type: "thinking", Signature: "S1"}, {Type: "redacted_thinking", Data: "R1"},
+		{Type: "tool_use", ID: "c1", Name: "f", Input: json.RawMessage(`{}`)}}, StopReason: gateway.StopToolUse}, nil, nil, time.Unix(2, 0))
+	whole := jsonText(t, o.Output)
+	if len(o.Output) != 3 || !strings.Contains(whole, `"summary":[],"encrypted_content":"S1"`) || !strings.Contains(whole, `"summary":[],"encrypted_content":"baton.redacted_thinking:R1"`) {
+		t.Fatalf("whole output %s", whole)
+	}
+
+	c := &collect{}
+	s := NewResponsesStream(call.Object(NewResponsesID(), time.Unix(1, 0), "p:m"), nil, c.emit) // an id of Baton's: its reasoning is taken back
+	s.Start()
+	s.Delta(gateway.Delta{Signature: "S1"})
+	s.Delta(gateway.Delta{Redacted: "R1", Commit: true})
+	s.Delta(gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: 0, ID: "c1", Name: "f", Arguments: "{}"}})
+	final, err := s.Close(gateway.StopToolUse, nil, time.Unix(2, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"response.created", "response.in_progress",
+		"response.output_item.added", "response.output_item.done", "response.output_item.added", "response.output_item.done",
+		"response.output_item.added", "response.function_call_arguments.delta", "response.function_call_arguments.done", "response.output_item.done"}
+	if got := c.types(); !slices.Equal(got, want) {
+		t.Fatalf("events\n%q\nwant\n%q", got, want)
+	}
+	streamed := jsonText(t, final.Output)
+	if !strings.Contains(streamed, `"summary":[],"encrypted_content":"S1"`) || !strings.Contains(streamed, `"summary":[],"encrypted_content":"baton.redacted_thinking:R1"`) {
+		t.Fatalf("streamed output %s", streamed)
+	}
+	for i, out := range []string{whole, streamed} {
+		back, err := DecodeResponsesRequest([]byte(`{"model":"m","input":[{"role":"user","content":"x"}` + strings.TrimSuffix(strings.Replace(out, "[", ",", 1), "]") +
+			`,{"type":"function_call_output","call_id":"c1","output":"r"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := jsonText(t, back.Request.Messages[1].Content); got != `[{"type":"thinking","signature":"S1"},{"type":"redacted_thinking","data":"R1"},{"type":"tool_use","id":"c1","name":"f","input":{}}]` {
+			t.Fatalf("%d: sent back as %s", i, got)
+		}
+	}
+}
