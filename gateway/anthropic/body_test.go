@@ -107,3 +107,15 @@ func TestThinkingOffForAnUnsignedToolTurn(t *testing.T) {
 		}
 	}
 }
+
+// A stop reason the gateway does not know (an OpenAI-compatible server's
+// own finish_reason) is end_turn to a Messages client, never "unknown",
+// which is no Anthropic stop reason; Anthropic's own are kept.
+func TestStopReasonForMessagesClients(t *testing.T) {
+	for in, want := range map[string]string{gateway.StopUnknownValue: "end_turn", "abort": "end_turn", "": "end_turn",
+		"max_tokens": "max_tokens", "tool_use": "tool_use", "refusal": "refusal", "pause_turn": "pause_turn", "stop_sequence": "stop_sequence"} {
+		if got := StopReason(in); got != want {
+			t.Errorf("StopReason(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

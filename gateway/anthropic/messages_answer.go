@@ -24,7 +24,7 @@ func Usage(u gateway.Usage, cost *float64) MessagesUsage {
 // they are) are kept; any other is reported as end_turn, the native value
 // being in svc.trace.
 func StopReason(stop string) string {
-	if stop != "" && gateway.StopFromAnthropic(stop) == stop {
+	if stop != "" && stop != gateway.StopUnknownValue && gateway.StopFromAnthropic(stop) == stop {
 		return stop
 	}
 	return gateway.StopEndTurn

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/batonhq/baton/gateway"
 )
 
@@ -353,8 +355,8 @@ func (q *ChatRequest) ToGateway() (gateway.Request, error) {
 				args := tc.Function.Arguments
 				if strings.TrimSpace(args) == "" {
 					args = "{}" // a call without arguments
-				} else if !json.Valid([]byte(args)) {
-					return out, gateway.BadRequest(fmt.Sprintf("messages/%d/tool_calls/%d/function/arguments", i, j), "messages/%d/tool_calls/%d/function/arguments must be JSON text", i, j)
+				} else if !jsonObject(args) {
+					return out, gateway.BadRequest(fmt.Sprintf("messages/%d/tool_calls/%d/function/arguments", i, j), "messages/%d/tool_calls/%d/function/arguments must be a JSON object, as text (the function's parameters)", i, j)
 				}
 				msg.Content = append(msg.Content, gateway.Block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: json.RawMessage(args)})
 			}
@@ -540,4 +542,11 @@ func (t *ChatToolIndexes) Route(o *gateway.OutputSchema, tc *gateway.ToolCallDel
 		t.client[tc.Index] = i
 	}
 	return false, i
+}
+
+// jsonObject reports whether s is a JSON object: a function call's
+// arguments are its parameters, and Anthropic takes a tool call's input
+// as an object only.
+func jsonObject(s string) bool {
+	return json.Valid([]byte(s)) && gjson.Parse(s).IsObject()
 }

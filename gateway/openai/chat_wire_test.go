@@ -3,6 +3,8 @@ package openai
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/batonhq/baton/gateway"
@@ -107,5 +109,23 @@ func TestChatDecodingLooseWhereUnread(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`{"choices":[{"message":{"content":5}}]}`), &r); err == nil {
 		t.Fatal("a content of another type was read")
+	}
+}
+
+// A tool call's arguments in the history are the function's parameters:
+// JSON that is not an object is refused, naming them, as text that is not
+// JSON is (Anthropic takes a call's input as an object only).
+func TestChatToolCallArgumentsMustBeAnObject(t *testing.T) {
+	for args, ok := range map[string]bool{`{"a":1}`: true, ``: true, `"str"`: false, `[1,2]`: false, `7`: false, `{oops`: false} {
+		body := `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":` +
+			strconv.Quote(args) + `}}]},{"role":"tool","tool_call_id":"c1","content":"r"}]}`
+		var q ChatRequest
+		if err := json.Unmarshal([]byte(body), &q); err != nil {
+			t.Fatal(err)
+		}
+		_, err := q.ToGateway()
+		if ok != (err == nil) || !ok && !strings.Contains(err.Error(), "messages/1/tool_calls/0/function/arguments must be a JSON object") {
+			t.Errorf("arguments %q: %v", args, err)
+		}
 	}
 }

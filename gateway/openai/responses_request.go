@@ -654,8 +654,8 @@ func (c *conversation) items(items []json.RawMessage, param string) error {
 			if it.Arguments != nil && strings.TrimSpace(*it.Arguments) != "" {
 				args = *it.Arguments
 			}
-			if !json.Valid([]byte(args)) {
-				return invalid(p+"/arguments", "arguments must be JSON text")
+			if !jsonObject(args) {
+				return invalid(p+"/arguments", "arguments must be a JSON object, as text (the function's parameters)")
 			}
 			name := it.Name
 			if it.Namespace != "" {

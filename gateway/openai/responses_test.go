@@ -158,6 +158,8 @@ func TestDecodeResponsesRequestRefusals(t *testing.T) {
 		{`{"model":"m","input":[{"type":"item_reference","id":"msg_1"}]}`, "input/0/type"},
 		{`{"model":"m","input":[{"type":"web_search_call","id":"ws_1"}]}`, "input/0/type"},
 		{`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{oops"}]}`, "input/0/arguments"},
+		{`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"[1,2]"}]}`, "input/0/arguments"},
+		{`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"\"str\""}]}`, "input/0/arguments"},
 		{`{"model":"m","input":[{"type":"function_call_output","output":"x"}]}`, "input/0/call_id"},
 		{`{"model":"m","input":[{"role":"robot","content":"x"}]}`, "input/0/role"},
 		{`{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"bad name","schema":{}}}}`, "text/format/name"},
