@@ -12,6 +12,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -92,10 +94,10 @@ func toBlocks(in []gateway.Block) []RequestBlock {
 			if len(input) == 0 || string(input) == "null" {
 				input = json.RawMessage("{}")
 			}
-			out = append(out, RequestBlock{Type: b.Type, ID: b.ID, Name: b.Name, Input: input})
+			out = append(out, RequestBlock{Type: b.Type, ID: toolID(b.ID), Name: b.Name, Input: input})
 		case "tool_result":
 			text, _ := json.Marshal(b.Text)
-			out = append(out, RequestBlock{Type: b.Type, ToolUseID: b.ToolUseID, Content: text})
+			out = append(out, RequestBlock{Type: b.Type, ToolUseID: toolID(b.ToolUseID), Content: text})
 		case "image":
 			src := &ImageSource{Type: "url", URL: b.URL}
 			if b.URL == "" {
@@ -533,4 +535,24 @@ func (p *Provider) CountTokens(ctx context.Context, n *gateway.Native, model str
 		return 0, gateway.BadAnswer(p.name, "malformed response: no input_tokens count")
 	}
 	return *r.InputTokens, nil
+}
+
+// toolID is a tool call's id as Anthropic takes it (letters, digits, _ and
+// -): another provider's (Moonshot's functions.get:0, say) has its other
+// characters replaced and a digest of the whole id added, so that two ids
+// stay two and a call and its result still match.
+func toolID(id string) string {
+	bad := func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
+	}
+	if !strings.ContainsFunc(id, bad) {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return strings.Map(func(r rune) rune {
+		if bad(r) {
+			return '_'
+		}
+		return r
+	}, id) + "_" + hex.EncodeToString(sum[:6])
 }

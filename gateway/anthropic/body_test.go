@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"encoding/json"
+	"regexp"
 	"testing"
 
 	"github.com/batonhq/baton/gateway"
@@ -117,5 +118,44 @@ func TestStopReasonForMessagesClients(t *testing.T) {
 		if got := StopReason(in); got != want {
 			t.Errorf("StopReason(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// Another provider's tool call ids, with characters Anthropic refuses in
+// an id, are made Anthropic's in the call and its result alike; two ids
+// that differ only there stay two; Anthropic's own are sent as they are.
+func TestToolIDsMadeAnthropics(t *testing.T) {
+	p := New("anthropic", "http://127.0.0.1:1", "k", nil)
+	call := func(id string) gateway.Block {
+		return gateway.Block{Type: "tool_use", ID: id, Name: "get", Input: json.RawMessage(`{}`)}
+	}
+	result := func(id string) gateway.Block { return gateway.Block{Type: "tool_result", ToolUseID: id, Text: "r"} }
+	req := gateway.Request{Model: "claude-sonnet-5-5", MaxTokens: 64, Messages: []gateway.Message{
+		{Role: "user", Content: []gateway.Block{{Type: "text", Text: "hi"}}},
+		{Role: "assistant", Content: []gateway.Block{call("functions.get:0"), call("functions.get_0"), call("functions/get:0"), call("toolu_01-A")}},
+		{Role: "user", Content: []gateway.Block{result("functions.get:0"), result("functions.get_0"), result("functions/get:0"), result("toolu_01-A")}},
+	}}
+	body, err := p.body(req, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Messages []struct {
+			Content []RequestBlock `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for i, b := range got.Messages[1].Content {
+		r := got.Messages[2].Content[i]
+		if b.ID != r.ToolUseID || seen[b.ID] || !regexp.MustCompile(`^[a-zA-Z0-9_-]+$`).MatchString(b.ID) {
+			t.Fatalf("call %d: id %q, result's %q (ids so far %v)", i, b.ID, r.ToolUseID, seen)
+		}
+		seen[b.ID] = true
+	}
+	if got.Messages[1].Content[3].ID != "toolu_01-A" {
+		t.Fatalf("an id Anthropic takes was changed: %+v", got.Messages[1].Content)
 	}
 }
