@@ -221,6 +221,11 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		// on without thinking (docs/api.md, Translation).
 		r.Thinking = nil
 	}
+	if r.Thinking != nil && thinking.Type != "disabled" && tc != nil && len(r.Tools) > 0 && (tc.Mode == gateway.ToolChoiceAny || tc.Mode == gateway.ToolChoiceTool) {
+		// Anthropic refuses a forced tool with thinking on: said before the
+		// call, in the client's terms, not as the provider's 400.
+		return nil, gateway.BadRequest("tool_choice", "tool_choice: a model of Anthropic's does not take a forced tool choice (required, or a named tool) with reasoning on; send tool_choice auto, or no reasoning effort")
+	}
 	for i, c := range contents {
 		var err error // a tool input that is not JSON
 		if r.Messages[i].Content, err = json.Marshal(c); err != nil {
