@@ -177,7 +177,7 @@ func TestResponsesPassthroughStoreFalse(t *testing.T) {
 		t.Fatalf("stored with store: false: %d %v", len(evs), err)
 	}
 	r := e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5", "input": "x", "previous_response_id": resp.ID})
-	if r.status != 404 || r.str("error.code") != "response_not_found" || r.str("error.param") != "previous_response_id" {
+	if r.status != 400 || r.str("error.code") != "previous_response_not_found" || r.str("error.param") != "previous_response_id" {
 		t.Fatalf("continuing it elsewhere: %d %s", r.status, r.raw)
 	}
 }
@@ -212,7 +212,7 @@ func TestResponsesPassthroughStoreFails(t *testing.T) {
 		t.Fatalf("GET: %d %s", r.status, r.raw)
 	}
 	before := len(f.requests())
-	if r := e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": "oai:gpt-x", "input": "and?", "previous_response_id": resp.ID}); r.status != 404 || len(f.requests()) != before {
+	if r := e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": "oai:gpt-x", "input": "and?", "previous_response_id": resp.ID}); r.status != 400 || r.str("error.code") != "previous_response_not_found" || len(f.requests()) != before {
 		t.Fatalf("continued: %d %s", r.status, r.raw)
 	}
 }
@@ -256,7 +256,7 @@ func TestResponsesAnotherTenantsIDNotForwarded(t *testing.T) {
 	for _, model := range []string{"oai:gpt-x", "anthropic:claude-haiku-4-5"} {
 		for _, stream := range []bool{false, true} {
 			r := e.do("POST", "/v1/responses", e.tenantB, map[string]any{"model": model, "input": "what is my secret?", "previous_response_id": first.ID, "stream": stream})
-			if r.status != 404 || r.str("error.code") != "response_not_found" || r.str("error.param") != "previous_response_id" {
+			if r.status != 400 || r.str("error.code") != "previous_response_not_found" || r.str("error.param") != "previous_response_id" {
 				t.Fatalf("tenant b on %s (stream %v): %d %s", model, stream, r.status, r.raw)
 			}
 		}
@@ -290,7 +290,7 @@ func TestResponsesAnotherTenantsIDNotForwarded(t *testing.T) {
 		}
 		before := len(f.requests())
 		r := e.do("POST", "/v1/responses", e.tenantB, map[string]any{"model": "oai:gpt-x", "input": "what is my secret?", "previous_response_id": id})
-		if r.status != 404 || r.str("error.param") != "previous_response_id" || len(f.requests()) != before {
+		if r.status != 400 || r.str("error.code") != "previous_response_not_found" || r.str("error.param") != "previous_response_id" || len(f.requests()) != before {
 			t.Fatalf("tenant b continuing %s: %d %s", id, r.status, r.raw)
 		}
 		r = e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": "oai:gpt-x", "input": "and?", "previous_response_id": id})

@@ -386,7 +386,7 @@ func TestResponsesPassthroughAndTranslation(t *testing.T) {
 	}
 }
 
-// previous_response_id: an id Baton did not store for the tenant is a 404
+// previous_response_id: an id Baton did not store for the tenant is a 400
 // on every model, OpenAI's included, and never reaches the provider: under
 // Baton's one key it may be anyone's (another tenant's whose store failed,
 // the operator's own). One Baton stored is continued from its store.
@@ -395,7 +395,7 @@ func TestResponsesPassthroughPreviousResponseID(t *testing.T) {
 	theirs := "resp_0123456789abcdef0123456789abcdef0123456789abcdef"
 	for _, model := range []string{"oai:gpt-x", "anthropic:claude-haiku-4-5"} {
 		r := e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": model, "input": "x", "previous_response_id": theirs})
-		if r.status != 404 || r.str("error.code") != "response_not_found" || r.str("error.param") != "previous_response_id" {
+		if r.status != 400 || r.str("error.code") != "previous_response_not_found" || r.str("error.param") != "previous_response_id" {
 			t.Fatalf("an unknown id to %s: %d %s", model, r.status, r.raw)
 		}
 	}

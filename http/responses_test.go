@@ -309,7 +309,7 @@ func TestResponsesPreviousResponseID(t *testing.T) {
 		t.Fatalf("another tenant's response: %d %s", r.status, r.raw)
 	}
 	r = e.do("POST", "/v1/responses", e.tenantB, map[string]any{"model": "rec:m1", "input": "x", "previous_response_id": second.ID})
-	if r.status != 404 || r.str("error.param") != "previous_response_id" || r.str("error.type") != "invalid_request_error" {
+	if r.status != 400 || r.str("error.code") != "previous_response_not_found" || r.str("error.param") != "previous_response_id" || r.str("error.type") != "invalid_request_error" {
 		t.Fatalf("continuing another tenant's response: %d %s", r.status, r.raw)
 	}
 }
@@ -326,7 +326,7 @@ func TestResponsesStoreFalse(t *testing.T) {
 	}
 	_, err = client.Responses.New(ctx, responses.ResponseNewParams{Model: "local:echo", Input: textInput("again"), PreviousResponseID: openai.String(resp.ID)})
 	var apiErr *openai.Error
-	if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || apiErr.Code != "response_not_found" || apiErr.Param != "previous_response_id" {
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Code != "previous_response_not_found" || apiErr.Param != "previous_response_id" {
 		t.Fatalf("previous_response_id to a response not stored: %v", err)
 	}
 	if _, err := client.Responses.Get(ctx, resp.ID, responses.ResponseGetParams{}); !errors.As(err, &apiErr) || apiErr.StatusCode != 404 {

@@ -108,8 +108,14 @@ const maxChain = 10_000
 // cannot reach into the tenant's part of its stream's name.
 var responseIDRE = regexp.MustCompile(`^resp_[0-9A-Za-z]{1,200}$`)
 
+// responseNotFound is an unknown response id: a 404 for a path id, and
+// for previous_response_id the 400 OpenAI answers, with its code, which a
+// client may read to send its whole conversation instead.
 func responseNotFound(id, param string) error {
 	e := domain.E("responses", domain.KindNotFound, "response_not_found", "No response with id '%s' was found (responses sent with store: false are not kept).", id)
+	if param == "previous_response_id" {
+		e = domain.E("responses", domain.KindBadRequest, "previous_response_not_found", "Previous response with id '%s' not found.", id)
+	}
 	if param != "" {
 		e.Fields = []domain.FieldError{{Pointer: param, Code: "not_found", Message: e.Message}}
 	}
