@@ -45,6 +45,17 @@ func malformed(format string, args ...any) error {
 // answers.) A variable for the tests.
 var bodyReadTimeout = 30 * time.Second
 
+// encoded reports whether a Content-Encoding (its header lines joined, as
+// HTTP reads repeated lines) names a coding other than identity.
+func encoded(ce string) bool {
+	for c := range strings.SplitSeq(ce, ",") {
+		if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+			return true
+		}
+	}
+	return false
+}
+
 // readBody reads the whole body under the limit. The deadline for it to
 // arrive (bodyReadTimeout) is set and lifted by withBodyDeadline: lifted
 // here, it would be gone for the rest of a body not read to its end.
@@ -55,7 +66,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	// net/http does not decompress a request body: a compressed one would
 	// be refused as "not valid JSON", which sends its client looking at
 	// the wrong thing.
-	if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(strings.TrimSpace(ce), "identity") {
+	if ce := strings.Join(r.Header.Values("Content-Encoding"), ", "); encoded(ce) {
 		if len(ce) > 32 {
 			ce = ce[:32] + "..."
 		}

@@ -5,7 +5,9 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -175,6 +177,21 @@ func TestCompressedBodyRefused(t *testing.T) {
 	r = e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"oai:gpt-x","messages":[{"role":"user","content":"hi"}]}`, "Content-Encoding", "identity")
 	if r.status != 200 {
 		t.Errorf("identity: %d %s", r.status, r.raw)
+	}
+	// The coding on a second header line counts, as HTTP joins the lines
+	// (it was read from the first alone, and the body refused as not JSON).
+	req, _ := http.NewRequest("POST", e.srv.URL+"/v1/chat/completions", bytes.NewReader(gz(`{"model":"oai:gpt-x","messages":[{"role":"user","content":"hi"}]}`)))
+	req.Header.Set("Authorization", "Bearer "+e.tenantA)
+	req.Header.Add("Content-Encoding", "identity")
+	req.Header.Add("Content-Encoding", "gzip")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !strings.Contains(string(raw), `"code":"unsupported_content_encoding"`) {
+		t.Errorf("identity, then gzip on its own line: %d %s", resp.StatusCode, raw)
 	}
 }
 
@@ -452,5 +469,29 @@ func TestBudgetTooSmallNamesTheResponsesCap(t *testing.T) {
 	}
 	if n := len(f.requests()); n != 0 {
 		t.Errorf("the upstream got %d requests", n)
+	}
+}
+
+// store and background, which Baton acts on, must be booleans when passed
+// through, as translated: "false" was sent on and the response kept.
+func TestResponsesStoreMustBeABoolean(t *testing.T) {
+	e, f, _ := passthroughEnv(t)
+	head, err := e.store.Head(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, model := range []string{"oai:gpt-x", "anthropic:claude-haiku-4-5"} {
+		for _, field := range []string{`"store":"false"`, `"store":0`, `"background":"true"`, `"store":{}`} {
+			r := e.do("POST", "/v1/responses", e.tenantA, `{"model":"`+model+`","input":"hi",`+field+`}`)
+			if param := strings.TrimPrefix(r.str("error.param"), "/"); r.status != 400 || !strings.HasPrefix(field, `"`+param+`"`) {
+				t.Errorf("%s %s: %d %s", model, field, r.status, r.raw)
+			}
+		}
+	}
+	if n := len(f.requests()); n != 0 {
+		t.Errorf("the upstream got %d requests", n)
+	}
+	if h, _ := e.store.Head(t.Context()); h != head {
+		t.Errorf("the store's head moved from %v to %v", head, h)
 	}
 }

@@ -332,6 +332,14 @@ func skimResponses(body []byte) (skimmed, error) {
 	if s.req.MaxTokens, _, err = skimCap(g, "max_output_tokens", " "); err != nil {
 		return s, err
 	}
+	// store and background are acted on (kept or not; refused): a boolean,
+	// as OpenAI takes them, so a lenient upstream cannot read "false" as
+	// true where Baton read it as false, or the other way round.
+	for _, param := range []string{"store", "background"} {
+		if v := g.Get(param); v.Exists() && v.Type != gjson.True && v.Type != gjson.False && v.Type != gjson.Null {
+			return s, typeErr(param, "a boolean")
+		}
+	}
 	// A background response is answered (queued) before it runs: nothing
 	// Baton could bill or hold the budget for. Refused, as translated.
 	if g.Get("background").Type == gjson.True {
