@@ -151,6 +151,10 @@ func decode(body []byte, dst any, unique bool) error {
 			ptr := fieldPointer(reflect.TypeOf(dst), te.Field, trimmed, te.Offset)
 			return domain.Invalid("decode", domain.FieldError{Pointer: ptr, Code: "invalid_type", Message: fmt.Sprintf("must be %s, not %s", jsonKind(te.Type.Kind().String()), te.Value)})
 		}
+		var de *domain.Error
+		if errors.As(err, &de) { // a field's own decoder, naming it
+			return de
+		}
 		return domain.Invalid("decode", domain.FieldError{Pointer: "", Code: "invalid_body", Message: err.Error()})
 	}
 }

@@ -76,6 +76,8 @@ func FuzzGatewayBodies(f *testing.F) {
 		`{"model":"local:echo","max_tokens":5,"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}]}`,
 		`{"model":"local:echo","messages":[{"role":"tool","content":null,"tool_call_id":"1"},{"role":"user","content":[{"type":"image_url"}]}]}`,
 		`{"model":"x","stop":5}`, `{`, `[]`,
+		`{"model":"local:echo","messages":[{"role":"user","content":"hi"}],"stop":["a",null]}`,
+		`{"model":"local:echo","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"stop_sequences":["a",null,7]}`,
 		`{"model":"local:echo","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}},"parallel_tool_calls":false}`,
 		`{"model":"local:echo","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f","disable_parallel_tool_use":true}}`,
 		`{"model":"local:echo","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"type":"object","properties":{"x":{"type":"string"}}}}}}`,

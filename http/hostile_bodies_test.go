@@ -495,3 +495,28 @@ func TestResponsesStoreMustBeABoolean(t *testing.T) {
 		t.Errorf("the store's head moved from %v to %v", head, h)
 	}
 }
+
+// A null in a stop list, translated, is a 400 naming its place: decoded
+// as a string it was an empty stop sequence, sent on. top_logprobs alone
+// is refused by its own name.
+func TestNullStopSequenceRefused(t *testing.T) {
+	e, f, _ := passthroughEnv(t)
+	for _, tc := range []struct{ path, body, param string }{
+		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}],"stop":["a",null]}`, "stop/1"},
+		{"/v1/messages", `{"model":"oai:gpt-x","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"stop_sequences":[null]}`, "stop_sequences/0"},
+		{"/v1/messages", `{"model":"oai:gpt-x","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"stop_sequences":"a"}`, "stop_sequences"},
+		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}],"top_logprobs":0}`, "top_logprobs"},
+	} {
+		r := e.do("POST", tc.path, e.tenantA, tc.body)
+		got := strings.TrimPrefix(r.str("error.param"), "/")
+		if tc.path == "/v1/messages" { // Anthropic's errors name the field in their message
+			got, _, _ = strings.Cut(r.str("error.message"), ":")
+		}
+		if r.status != 400 || got != tc.param {
+			t.Errorf("%s %s: %d %s", tc.path, tc.body, r.status, r.raw)
+		}
+	}
+	if n := len(f.requests()); n != 0 {
+		t.Errorf("the upstream got %d requests", n)
+	}
+}

@@ -126,7 +126,7 @@ func toBlocks(in []gateway.Block) []RequestBlock {
 
 func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 	r := MessagesRequest{Model: req.Model, Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK,
-		StopSequences: req.StopSequences, Stream: stream}
+		StopSequences: Stops(req.StopSequences), Stream: stream}
 	if req.User != "" {
 		r.Metadata = &Metadata{UserID: req.User}
 	}

@@ -32,7 +32,7 @@ type MessagesRequest struct {
 	TopP          *float64          `json:"top_p,omitempty"`
 	TopK          *int              `json:"top_k,omitempty"`
 	Metadata      *Metadata         `json:"metadata,omitempty"`
-	StopSequences []string          `json:"stop_sequences,omitempty"`
+	StopSequences Stops             `json:"stop_sequences,omitempty"`
 	Stream        bool              `json:"stream,omitempty"`
 	Tools         []MessagesTool    `json:"tools,omitempty"`
 	ToolChoice    json.RawMessage   `json:"tool_choice,omitempty"`
@@ -334,7 +334,7 @@ func (q *MessagesRequest) ToGateway() (gateway.Request, error) {
 	if len(q.Messages) == 0 {
 		return out, gateway.BadRequest("messages", "messages: at least one message is required")
 	}
-	out.MaxTokens, out.Temperature, out.StopSequences, out.TopP, out.TopK = *q.MaxTokens, q.Temperature, q.StopSequences, q.TopP, q.TopK
+	out.MaxTokens, out.Temperature, out.StopSequences, out.TopP, out.TopK = *q.MaxTokens, q.Temperature, []string(q.StopSequences), q.TopP, q.TopK
 	if q.Metadata != nil {
 		out.User = q.Metadata.UserID
 	}
@@ -702,5 +702,24 @@ func (q *MessagesRequest) outputFormat(out *gateway.Request) error {
 	}
 	out.Output = &gateway.OutputSchema{Name: structuredName(out.Tools), Schema: json.RawMessage(schema), Strict: true}
 	out.NeedsJSON = true
+	return nil
+}
+
+// Stops is stop_sequences: strings, a null among them refused by its
+// place (decoded as a []string, it was an empty stop sequence).
+type Stops []string
+
+func (s *Stops) UnmarshalJSON(b []byte) error {
+	var all []*string
+	if err := json.Unmarshal(b, &all); err != nil {
+		return gateway.BadRequest("stop_sequences", "stop_sequences: must be an array of strings")
+	}
+	*s = make(Stops, len(all))
+	for i, v := range all {
+		if v == nil {
+			return gateway.BadRequest(fmt.Sprintf("stop_sequences/%d", i), "stop_sequences/%d: must be a string, not null", i)
+		}
+		(*s)[i] = *v
+	}
 	return nil
 }

@@ -275,14 +275,25 @@ func (q *ChatRequest) ToGateway() (gateway.Request, error) {
 		return out, gateway.BadRequest("n", "n: only 1 choice per request is supported through this gateway")
 	}
 	if q.Logprobs != nil && *q.Logprobs || q.TopLogprobs != nil {
-		return out, gateway.BadRequest("logprobs", "logprobs and top_logprobs are not supported through this gateway")
+		param := "logprobs"
+		if q.Logprobs == nil || !*q.Logprobs {
+			param = "top_logprobs" // the one sent
+		}
+		return out, gateway.BadRequest(param, "logprobs and top_logprobs are not supported through this gateway")
 	}
 	if len(q.Stop) > 0 && string(q.Stop) != "null" {
 		var one string
+		var list []*string
 		if json.Unmarshal(q.Stop, &one) == nil {
 			out.StopSequences = []string{one}
-		} else if err := json.Unmarshal(q.Stop, &out.StopSequences); err != nil {
+		} else if err := json.Unmarshal(q.Stop, &list); err != nil {
 			return out, gateway.BadRequest("stop", "stop must be a string or an array of strings")
+		}
+		for i, s := range list {
+			if s == nil { // decoded as a string, it was an empty stop sequence
+				return out, gateway.BadRequest(fmt.Sprintf("stop/%d", i), "stop/%d must be a string, not null", i)
+			}
+			out.StopSequences = append(out.StopSequences, *s)
 		}
 	}
 	for i, t := range q.Tools {
