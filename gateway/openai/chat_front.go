@@ -373,6 +373,9 @@ func (q *ChatRequest) ToGateway() (gateway.Request, error) {
 			}
 			out.Messages = append(out.Messages, msg)
 		case "tool":
+			if m.ToolCallID == "" { // as OpenAI refuses it; a result must name its call
+				return out, gateway.BadRequest(fmt.Sprintf("messages/%d/tool_call_id", i), "messages/%d/tool_call_id: a tool message needs the id of the call it answers", i)
+			}
 			out.Messages = append(out.Messages, gateway.Message{Role: "user", Content: []gateway.Block{{Type: "tool_result", ToolUseID: m.ToolCallID, Text: text}}})
 		default:
 			return out, gateway.BadRequest(fmt.Sprintf("messages/%d/role", i), "role %q is not system, developer, user, assistant or tool", m.Role)
