@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/batonhq/baton/domain"
 )
 
@@ -64,4 +66,21 @@ func (r Request) NoContent() bool {
 		}
 	}
 	return true
+}
+
+// MaxTranslatedItems is the most messages (or Responses input items) a
+// translated request may hold: Anthropic's own limit per request. Decoded
+// into the gateway's types, a message costs some hundreds of bytes however
+// short its text, so a body of a million empty ones took over a gigabyte;
+// a body passed through is not decoded, and its provider judges it.
+const MaxTranslatedItems = 100_000
+
+// TooManyItems refuses a body whose array at field (messages, input) holds
+// more than MaxTranslatedItems, counted in one scan before anything is
+// decoded.
+func TooManyItems(body []byte, field string) error {
+	if n := gjson.GetBytes(body, field+".#").Int(); n > MaxTranslatedItems {
+		return BadRequest(field, "%s holds %d items; at most %d are taken when the request is translated for another provider (Anthropic's own limit)", field, n, MaxTranslatedItems)
+	}
+	return nil
 }

@@ -108,7 +108,12 @@ func decodeBody(body []byte, dst any) error { return decode(body, dst, true) }
 // decodeWire is decodeBody for the model fronts, which refuse a name given
 // twice where Baton and the provider could read different ones (skimObject,
 // uniqueNames); deeper, the translated body is Baton's alone to read.
-func decodeWire(body []byte, dst any) error { return decode(body, dst, false) }
+func decodeWire(body []byte, dst any) error {
+	if err := gateway.TooManyItems(body, "messages"); err != nil {
+		return err
+	}
+	return decode(body, dst, false)
+}
 
 func decode(body []byte, dst any, unique bool) error {
 	trimmed := trimJSONSpace(body)

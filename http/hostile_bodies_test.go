@@ -522,3 +522,34 @@ func TestNullStopSequenceRefused(t *testing.T) {
 		t.Errorf("the upstream got %d requests", n)
 	}
 }
+
+// A translated body of more messages (or Responses input items) than
+// Anthropic takes in a request is a 400 naming them, before it is decoded
+// (a million empty messages took over a gigabyte decoded); passed through,
+// the provider judges it.
+func TestTooManyItemsTranslated(t *testing.T) {
+	e, f, _ := passthroughEnv(t)
+	items := strings.Repeat(`{"role":"user","content":"a"},`, gateway.MaxTranslatedItems) + `{"role":"user","content":"a"}`
+	for _, tc := range []struct{ path, body, param string }{
+		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":[` + items + `]}`, "messages"},
+		{"/v1/messages", `{"model":"oai:gpt-x","max_tokens":5,"messages":[` + items + `]}`, "messages"},
+		{"/v1/messages/count_tokens", `{"model":"oai:gpt-x","messages":[` + items + `]}`, "messages"},
+		{"/v1/responses", `{"model":"anthropic:claude-haiku-4-5","input":[` + items + `]}`, "input"},
+	} {
+		r := e.do("POST", tc.path, e.tenantA, tc.body)
+		got := strings.TrimPrefix(r.str("error.param"), "/")
+		if strings.HasPrefix(tc.path, "/v1/messages") {
+			got, _, _ = strings.Cut(r.str("error.message"), " holds")
+		}
+		if r.status != 400 || got != tc.param {
+			t.Errorf("%s: %d %.300s", tc.path, r.status, r.raw)
+		}
+	}
+	if n := len(f.requests()); n != 0 {
+		t.Errorf("the upstream got %d requests", n)
+	}
+	r := e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"oai:gpt-x","messages":[`+items+`]}`)
+	if r.status != 200 || len(f.requests()) != 1 {
+		t.Errorf("passed through: %d %.300s", r.status, r.raw)
+	}
+}

@@ -169,6 +169,9 @@ func DecodeResponsesRequest(body []byte) (*ResponsesCall, error) {
 	if trimmed[0] != '{' {
 		return nil, invalid("", "the body must be a JSON object")
 	}
+	if err := gateway.TooManyItems(trimmed, "input"); err != nil {
+		return nil, err
+	}
 	trimmed, err := withoutFoldedKeys(trimmed)
 	if err != nil {
 		return nil, err
