@@ -553,3 +553,28 @@ func TestTooManyItemsTranslated(t *testing.T) {
 		t.Errorf("passed through: %d %.300s", r.status, r.raw)
 	}
 }
+
+// A translated conversation that ends with an assistant turn is a 400:
+// Anthropic continues such a turn (a prefill), OpenAI answers after it,
+// so the other provider would do something else than the client asked.
+// Passed through, it is the provider's own meaning.
+func TestPrefillNotTranslated(t *testing.T) {
+	e, f, _ := passthroughEnv(t)
+	turns := `[{"role":"user","content":"hi"},{"role":"assistant","content":"Once upon"}]`
+	for _, tc := range []struct{ path, body string }{
+		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":` + turns + `}`},
+		{"/v1/messages", `{"model":"oai:gpt-x","max_tokens":5,"messages":` + turns + `}`},
+		{"/v1/responses", `{"model":"anthropic:claude-haiku-4-5","input":` + turns + `}`},
+	} {
+		r := e.do("POST", tc.path, e.tenantA, tc.body)
+		if r.status != 400 || !strings.Contains(string(r.raw), "ends with an assistant turn") {
+			t.Errorf("%s: %d %s", tc.path, r.status, r.raw)
+		}
+	}
+	if n := len(f.requests()); n != 0 {
+		t.Errorf("the upstream got %d requests", n)
+	}
+	if r := e.do("POST", "/v1/messages", e.tenantA, `{"model":"anthropic:claude-haiku-4-5","max_tokens":5,"messages":`+turns+`}`); r.status != 200 {
+		t.Errorf("passed through: %d %s", r.status, r.raw)
+	}
+}

@@ -125,6 +125,9 @@ func toBlocks(in []gateway.Block) []RequestBlock {
 }
 
 func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
+	if err := gateway.Prefilled(req); err != nil {
+		return nil, err
+	}
 	r := MessagesRequest{Model: req.Model, Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK,
 		StopSequences: Stops(req.StopSequences), Stream: stream}
 	if req.User != "" {

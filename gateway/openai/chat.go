@@ -137,6 +137,9 @@ func chatToolMode(mode string) string {
 }
 
 func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
+	if err := gateway.Prefilled(req); err != nil {
+		return nil, err
+	}
 	r := ChatRequest{Model: req.Model, Temperature: req.Temperature, TopP: req.TopP, Stream: stream,
 		OpenAISampling: req.OpenAISampling, User: req.User}
 	if len(req.StopSequences) > 0 {
