@@ -393,7 +393,9 @@ func (s *anStream) Next() (gateway.Delta, error) {
 				// fragments); its arguments are the empty object, as OpenAI
 				// streams them and as a client parsing them as JSON needs.
 				s.args[e.Index] = true
-				return gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: n, Arguments: "{}"}}, nil
+				return gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: n, Arguments: "{}"}, EndedCall: n + 1}, nil
+			} else if ok {
+				return gateway.Delta{EndedCall: n + 1}, nil
 			}
 		case "message_delta":
 			if d := e.Delta; d != nil {

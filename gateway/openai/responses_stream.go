@@ -63,6 +63,7 @@ type streamCall struct {
 	at               int
 	id, callID, name string
 	args             strings.Builder
+	ended            bool // its arguments are whole: closed when the next item opens
 }
 
 // NewResponsesStream streams the response obj (as Object made it); out is
@@ -138,7 +139,14 @@ func (s *ResponsesStream) Delta(d gateway.Delta) error {
 		}
 	}
 	if tc := d.ToolCall; tc != nil {
-		return s.toolCall(tc)
+		if err := s.toolCall(tc); err != nil {
+			return err
+		}
+	}
+	if d.EndedCall > 0 {
+		if c := s.byIndex[d.EndedCall-1]; c != nil {
+			c.ended = true
+		}
 	}
 	return nil
 }
@@ -323,6 +331,9 @@ func (s *ResponsesStream) toolCall(tc *gateway.ToolCallDelta) error {
 		if err := s.closeMessage(ResponsesCompleted); err != nil {
 			return err
 		}
+		if err := s.closeEnded(); err != nil {
+			return err
+		}
 		c = &streamCall{at: len(s.output), id: s.obj.itemID("fc_", len(s.output)), callID: tc.ID, name: tc.Name}
 		if c.callID == "" {
 			c.callID = "call_" + hexID()
@@ -349,24 +360,54 @@ func (s *ResponsesStream) closeCalls(cut bool) error {
 	calls := s.calls
 	s.calls, s.byIndex = nil, map[int]*streamCall{}
 	for _, c := range calls {
-		args := c.args.String()
-		if strings.TrimSpace(args) == "" {
-			args = "{}" // a call without arguments, as OpenAI sends one
-		}
-		status := ResponsesCompleted
-		if cut && (c.at == len(s.output)-1 || !json.Valid([]byte(args))) {
-			status = ResponsesIncomplete
-		}
-		item := s.obj.functionCall(c.id, c.callID, c.name, args, status)
-		s.output[c.at] = item
-		if err := s.event("response.function_call_arguments.done", map[string]any{"item_id": c.id, "output_index": c.at, "name": item.Name, "arguments": args}); err != nil {
-			return err
-		}
-		if err := s.event("response.output_item.done", map[string]any{"output_index": c.at, "item": item}); err != nil {
+		if err := s.closeCall(c, cut && (c.at == len(s.output)-1 || !json.Valid([]byte(c.args.String())))); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// closeEnded closes the calls whose arguments are whole (an Anthropic
+// upstream ends each block), as the next item opens: a client gets each
+// of parallel calls done as OpenAI sends them, one after the other, not
+// all at the answer's end. The last stays open until the end, which says
+// whether the token cap cut it.
+func (s *ResponsesStream) closeEnded() error {
+	open := s.calls[:0]
+	for _, c := range s.calls {
+		if !c.ended {
+			open = append(open, c)
+			continue
+		}
+		for i, b := range s.byIndex {
+			if b == c {
+				delete(s.byIndex, i)
+			}
+		}
+		if err := s.closeCall(c, false); err != nil {
+			return err
+		}
+	}
+	s.calls = open
+	return nil
+}
+
+// closeCall sends a call's arguments and item done.
+func (s *ResponsesStream) closeCall(c *streamCall, incomplete bool) error {
+	args := c.args.String()
+	if strings.TrimSpace(args) == "" {
+		args = "{}" // a call without arguments, as OpenAI sends one
+	}
+	status := ResponsesCompleted
+	if incomplete {
+		status = ResponsesIncomplete
+	}
+	item := s.obj.functionCall(c.id, c.callID, c.name, args, status)
+	s.output[c.at] = item
+	if err := s.event("response.function_call_arguments.done", map[string]any{"item_id": c.id, "output_index": c.at, "name": item.Name, "arguments": args}); err != nil {
+		return err
+	}
+	return s.event("response.output_item.done", map[string]any{"output_index": c.at, "item": item})
 }
 
 // Close ends the open items and returns the finished response, with its

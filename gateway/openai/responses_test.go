@@ -480,3 +480,37 @@ func TestResponsesSignedAndRedactedThinking(t *testing.T) {
 		}
 	}
 }
+
+// Calls whose arguments are whole (an Anthropic upstream ends each block)
+// are done as the next item opens, one after the other as OpenAI sends
+// them, not all at the end; the last waits for the end, which says
+// whether the token cap cut it.
+func TestResponsesStreamEndedCalls(t *testing.T) {
+	s, c := newTestStream(t, `{"model":"p:m","input":"x","tools":[{"type":"function","name":"a"},{"type":"function","name":"b"}]}`)
+	s.Start()
+	s.Delta(gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: 0, ID: "t0", Name: "a"}})
+	s.Delta(gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: 0, Arguments: `{"x":1}`}})
+	s.Delta(gateway.Delta{EndedCall: 1})
+	s.Delta(gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: 1, ID: "t1", Name: "b"}})
+	s.Delta(gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: 1, Arguments: `{"y":`}})
+	s.Delta(gateway.Delta{EndedCall: 2})
+	final, err := s.Close(gateway.StopMaxTokens, nil, time.Unix(2, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Terminal()
+	want := []string{"response.created", "response.in_progress",
+		"response.output_item.added", "response.function_call_arguments.delta", "response.function_call_arguments.done", "response.output_item.done",
+		"response.output_item.added", "response.function_call_arguments.delta", "response.function_call_arguments.done", "response.output_item.done",
+		"response.incomplete"}
+	if got := c.types(); !slices.Equal(got, want) {
+		t.Fatalf("events\n%q\nwant\n%q", got, want)
+	}
+	a, b := final.Output[0].(ResponsesFunctionCall), final.Output[1].(ResponsesFunctionCall)
+	if a.Status != ResponsesCompleted || b.Status != ResponsesIncomplete || b.Arguments != `{"y":` {
+		t.Fatalf("calls %+v %+v", a, b)
+	}
+	if got := c.events[9]["item"].(map[string]any)["status"]; got != ResponsesIncomplete {
+		t.Fatalf("the cut call's item done says %v", got)
+	}
+}
