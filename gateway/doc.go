@@ -294,14 +294,14 @@ type ToolCallDelta struct {
 
 // Delta is one streamed event.
 type Delta struct {
-	Text        string         // text appended to the current text block
-	Thinking    string         `json:",omitempty"` // reasoning text appended to the current thinking block
-	Signature   string         `json:",omitempty"` // the current thinking block's signature (Anthropic)
-	Redacted    string         `json:",omitempty"` // a redacted thinking block's data, whole (Anthropic)
+	Text      string // text appended to the current text block
+	Thinking  string `json:",omitempty"` // reasoning text appended to the current thinking block
+	Signature string `json:",omitempty"` // the current thinking block's signature (Anthropic)
+	Redacted  string `json:",omitempty"` // a redacted thinking block's data, whole (Anthropic)
 	// EndedCall is 1 + the index of a tool call whose arguments are whole
 	// (Anthropic's content_block_stop), 0 for none: a front may close it
 	// before the answer ends.
-	EndedCall int `json:",omitempty"`
+	EndedCall   int            `json:",omitempty"`
 	Refusal     string         `json:",omitempty"` // a piece of the model's refusal (OpenAI's delta.refusal)
 	ToolCall    *ToolCallDelta // a piece of a tool call
 	StopReason  string         // set on the last delta
