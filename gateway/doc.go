@@ -294,14 +294,10 @@ type ToolCallDelta struct {
 
 // Delta is one streamed event.
 type Delta struct {
-	Text      string // text appended to the current text block
-	Thinking  string `json:",omitempty"` // reasoning text appended to the current thinking block
-	Signature string `json:",omitempty"` // the current thinking block's signature (Anthropic)
-	Redacted  string `json:",omitempty"` // a redacted thinking block's data, whole (Anthropic)
-	// EndedCall is 1 + the index of a tool call whose arguments are whole
-	// (Anthropic's content_block_stop), 0 for none: a front may close it
-	// before the answer ends.
-	EndedCall   int            `json:",omitempty"`
+	Text        string         // text appended to the current text block
+	Thinking    string         `json:",omitempty"` // reasoning text appended to the current thinking block
+	Signature   string         `json:",omitempty"` // the current thinking block's signature (Anthropic)
+	Redacted    string         `json:",omitempty"` // a redacted thinking block's data, whole (Anthropic)
 	Refusal     string         `json:",omitempty"` // a piece of the model's refusal (OpenAI's delta.refusal)
 	ToolCall    *ToolCallDelta // a piece of a tool call
 	StopReason  string         // set on the last delta
@@ -327,6 +323,10 @@ type Delta struct {
 	// FileSearch: the event is an OpenAI file search call done, billed
 	// when the stream ends before its usage.
 	FileSearch bool `json:"-"`
+	// EndedCall is 1 + the index of a tool call whose arguments are whole
+	// (Anthropic's content_block_stop), 0 for none: a front may close it
+	// before the answer ends.
+	EndedCall int `json:",omitempty"`
 }
 
 // Stream yields deltas; Next returns io.EOF after the last one.
