@@ -578,3 +578,33 @@ func TestPrefillNotTranslated(t *testing.T) {
 		t.Errorf("passed through: %d %s", r.status, r.raw)
 	}
 }
+
+// Sampling controls one provider has and the other does not are refused
+// when they would change the answer, translated: a penalty other than 0 or
+// a logit bias to Anthropic, top_k to OpenAI (they went without a word).
+// A no-op value, and seed (a best-effort hint even at OpenAI), go.
+func TestForeignSamplingRefused(t *testing.T) {
+	e, f, _ := passthroughEnv(t)
+	chat := func(extra string) string {
+		return `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}],` + extra + `}`
+	}
+	for _, tc := range []struct{ path, body, param string }{
+		{"/v1/chat/completions", chat(`"presence_penalty":0.5`), "presence_penalty"},
+		{"/v1/chat/completions", chat(`"frequency_penalty":-1`), "frequency_penalty"},
+		{"/v1/chat/completions", chat(`"logit_bias":{"1734":-100}`), "logit_bias"},
+		{"/v1/messages", `{"model":"oai:gpt-x","max_tokens":5,"top_k":5,"messages":[{"role":"user","content":"hi"}]}`, "top_k"},
+	} {
+		r := e.do("POST", tc.path, e.tenantA, tc.body)
+		if r.status != 400 || !strings.Contains(string(r.raw), tc.param+" has no equivalent") {
+			t.Errorf("%s %s: %d %s", tc.path, tc.body, r.status, r.raw)
+		}
+	}
+	if n := len(f.requests()); n != 0 {
+		t.Errorf("the upstream got %d requests", n)
+	}
+	for _, extra := range []string{`"presence_penalty":0`, `"frequency_penalty":0,"logit_bias":{}`, `"seed":7`} {
+		if r := e.do("POST", "/v1/chat/completions", e.tenantA, chat(extra)); r.status != 200 {
+			t.Errorf("%s: %d %s", extra, r.status, r.raw)
+		}
+	}
+}

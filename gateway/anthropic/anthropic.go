@@ -128,6 +128,9 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 	if err := gateway.Prefilled(req); err != nil {
 		return nil, err
 	}
+	if err := withoutOpenAISampling(req.OpenAISampling); err != nil {
+		return nil, err
+	}
 	r := MessagesRequest{Model: req.Model, Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK,
 		StopSequences: Stops(req.StopSequences), Stream: stream}
 	if req.User != "" {
@@ -565,4 +568,20 @@ func toolID(id string) string {
 		}
 		return r
 	}, id) + "_" + hex.EncodeToString(sum[:6])
+}
+
+// withoutOpenAISampling refuses the OpenAI sampling controls Anthropic has
+// no equivalent for, when they would change the answer: a penalty other
+// than 0, a logit bias. seed is a best-effort hint even at OpenAI and
+// goes without a word (docs/api.md).
+func withoutOpenAISampling(o gateway.OpenAISampling) error {
+	for param, v := range map[string]*float64{"presence_penalty": o.PresencePenalty, "frequency_penalty": o.FrequencyPenalty} {
+		if v != nil && *v != 0 {
+			return gateway.BadRequest(param, "%s has no equivalent at Anthropic: send it only to OpenAI's models, or leave it out", param)
+		}
+	}
+	if b := bytes.TrimSpace(o.LogitBias); len(b) > 0 && string(b) != "null" && string(b) != "{}" {
+		return gateway.BadRequest("logit_bias", "logit_bias has no equivalent at Anthropic: send it only to OpenAI's models, or leave it out")
+	}
+	return nil
 }

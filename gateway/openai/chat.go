@@ -140,6 +140,9 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 	if err := gateway.Prefilled(req); err != nil {
 		return nil, err
 	}
+	if req.TopK != nil { // a messages client's sampling cut, which OpenAI's APIs do not have
+		return nil, gateway.BadRequest("top_k", "top_k has no equivalent at OpenAI: send it only to Anthropic's models, or leave it out")
+	}
 	r := ChatRequest{Model: req.Model, Temperature: req.Temperature, TopP: req.TopP, Stream: stream,
 		OpenAISampling: req.OpenAISampling, User: req.User}
 	if len(req.StopSequences) > 0 {
