@@ -52,9 +52,7 @@ func WorstTokens(req Request, m *Model) (in, out int) {
 		in += 8
 		for _, b := range msg.Content {
 			in += len(b.Text) + len(b.Name) + len(b.Input) + len(b.ID) + len(b.ToolUseID) + len(b.Thinking) + 4
-			if b.Type == "image" {
-				in += ImageTokens + len(b.URL) // not the image's bytes: providers scale it down
-			}
+			in += b.images(func(img Block) int { return ImageTokens + len(img.URL) }) // not the image's bytes: providers scale it down
 		}
 	}
 	for _, t := range req.Tools {

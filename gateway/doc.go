@@ -40,6 +40,24 @@ type Block struct {
 	// over it (which Anthropic needs back in later turns).
 	Thinking  string `json:"thinking,omitempty"`
 	Signature string `json:"signature,omitempty"`
+	// Parts is a tool result's content in order, when it holds an image
+	// (a Responses function_call_output's): text and image blocks. Text
+	// then holds the text parts joined.
+	Parts []Block `json:"parts,omitempty"`
+}
+
+// images sums cost over the images b is or holds (a tool result's).
+func (b Block) images(cost func(Block) int) int {
+	n := 0
+	if b.Type == "image" {
+		n += cost(b)
+	}
+	for _, p := range b.Parts {
+		if p.Type == "image" {
+			n += cost(p)
+		}
+	}
+	return n
 }
 
 // ImageTokens bounds the tokens one image costs as input: both providers

@@ -250,9 +250,7 @@ func EstimateUsage(req Request, output string, count func(string) int) Usage {
 		in += 4
 		for _, b := range m.Content {
 			in += count(b.Text) + count(b.Thinking) + count(b.Name) + count(string(b.Input))
-			if b.Type == "image" {
-				in += ImageTokens
-			}
+			in += b.images(func(Block) int { return ImageTokens })
 		}
 	}
 	for _, t := range req.Tools {

@@ -96,8 +96,11 @@ func toBlocks(in []gateway.Block) []RequestBlock {
 			}
 			out = append(out, RequestBlock{Type: b.Type, ID: toolID(b.ID), Name: b.Name, Input: input})
 		case "tool_result":
-			text, _ := json.Marshal(b.Text)
-			out = append(out, RequestBlock{Type: b.Type, ToolUseID: toolID(b.ToolUseID), Content: text})
+			content, _ := json.Marshal(b.Text)
+			if len(b.Parts) > 0 { // text and images, in order, as Anthropic's tool_result takes them
+				content, _ = json.Marshal(toBlocks(b.Parts))
+			}
+			out = append(out, RequestBlock{Type: b.Type, ToolUseID: toolID(b.ToolUseID), Content: content})
 		case "image":
 			src := &ImageSource{Type: "url", URL: b.URL}
 			if b.URL == "" {

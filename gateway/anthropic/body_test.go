@@ -3,6 +3,7 @@ package anthropic
 import (
 	"encoding/json"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/batonhq/baton/gateway"
@@ -157,5 +158,25 @@ func TestToolIDsMadeAnthropics(t *testing.T) {
 	}
 	if got.Messages[1].Content[3].ID != "toolu_01-A" {
 		t.Fatalf("an id Anthropic takes was changed: %+v", got.Messages[1].Content)
+	}
+}
+
+// A tool result's parts (text and an image, from a Responses
+// function_call_output) go as its content blocks, in order.
+func TestToolResultWithImage(t *testing.T) {
+	p := New("anthropic", "http://127.0.0.1:1", "k", nil)
+	req := gateway.Request{Model: "claude-sonnet-5-5", MaxTokens: 64, Messages: []gateway.Message{
+		{Role: "user", Content: []gateway.Block{{Type: "text", Text: "look"}}},
+		{Role: "assistant", Content: []gateway.Block{{Type: "tool_use", ID: "t1", Name: "shot", Input: json.RawMessage(`{}`)}}},
+		{Role: "user", Content: []gateway.Block{{Type: "tool_result", ToolUseID: "t1", Text: "here:", Parts: []gateway.Block{
+			{Type: "text", Text: "here:"}, {Type: "image", MediaType: "image/png", Data: "AAAA"}}}}},
+	}}
+	body, err := p.body(req, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"here:"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}}]}`
+	if !strings.Contains(string(body), want) {
+		t.Fatalf("Anthropic gets %s", body)
 	}
 }

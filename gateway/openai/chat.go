@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -206,6 +207,9 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 				c.Function.Name, c.Function.Arguments = b.Name, string(b.Input)
 				calls = append(calls, c)
 			case "tool_result":
+				if slices.ContainsFunc(b.Parts, func(p gateway.Block) bool { return p.Type == "image" }) {
+					return nil, gateway.BadRequest("input", "a function call's output holds an image, which chat completions do not take in a tool result: send it to an Anthropic model, or the image in a user message")
+				}
 				r.Messages = append(r.Messages, ChatMessage{Role: "tool", Content: gateway.JSONOf(b.Text), ToolCallID: b.ToolUseID})
 			}
 			// thinking: the chat API takes no reasoning back (docs/api.md, Translation).

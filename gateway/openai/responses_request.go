@@ -669,11 +669,18 @@ func (c *conversation) items(items []json.RawMessage, param string) error {
 			if it.CallID == "" {
 				return invalid(p+"/call_id", "a function_call_output item needs the call_id of its call")
 			}
-			text, err := partsText(it.Output, p+"/output")
+			blocks, err := partsBlocks(it.Output, p+"/output", true)
 			if err != nil {
 				return err
 			}
-			c.add("user", gateway.Block{Type: "tool_result", ToolUseID: it.CallID, Text: text})
+			b := gateway.Block{Type: "tool_result", ToolUseID: it.CallID}
+			for _, part := range blocks {
+				b.Text += part.Text
+			}
+			if slices.ContainsFunc(blocks, func(p gateway.Block) bool { return p.Type == "image" }) {
+				b.Parts = blocks // Anthropic takes images in a tool result; chat completions refuse them
+			}
+			c.add("user", b)
 		case "reasoning":
 			// Baton's own reasoning item: the thinking as its summary, the
 			// provider's signature as encrypted_content, a thinking block

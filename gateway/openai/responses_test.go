@@ -514,3 +514,24 @@ func TestResponsesStreamEndedCalls(t *testing.T) {
 		t.Fatalf("the cut call's item done says %v", got)
 	}
 }
+
+// An image in a function_call_output (the SDK's types take input_image
+// there) is carried in the tool result's parts, for Anthropic, which takes
+// images in a tool result; it was refused.
+func TestFunctionCallOutputWithImage(t *testing.T) {
+	c, err := DecodeResponsesRequest([]byte(`{"model":"m","input":[{"role":"user","content":"look"},` +
+		`{"type":"function_call","call_id":"c1","name":"shot","arguments":"{}"},` +
+		`{"type":"function_call_output","call_id":"c1","output":[{"type":"input_text","text":"here:"},{"type":"input_image","image_url":"data:image/png;base64,AAAA"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := c.Request.Messages[2].Content[0]
+	if res.Type != "tool_result" || res.Text != "here:" || len(res.Parts) != 2 || res.Parts[1].Type != "image" || res.Parts[1].Data != "AAAA" {
+		t.Fatalf("tool result %+v", res)
+	}
+	// To a chat-completions model it cannot go: a 400, not a result without its image.
+	p := New("compat", "openai-compatible", "http://127.0.0.1:1", "k", nil)
+	if _, err := p.body(c.Request, false); err == nil || !strings.Contains(err.Error(), "holds an image") {
+		t.Fatalf("to chat completions: %v", err)
+	}
+}
