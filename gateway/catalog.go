@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -613,6 +614,12 @@ func (c *Catalog) add(p Provider, specs []ModelSpec, dev bool) {
 		}
 		c.models[m.ID] = m
 	}
+}
+
+// ResponseDeleter is a provider that keeps responses (OpenAI's Responses
+// API) and deletes one by id.
+type ResponseDeleter interface {
+	DeleteResponse(ctx context.Context, id string) error
 }
 
 // Resolve finds the provider and entry of a `<provider>:<model>` id. A

@@ -342,3 +342,30 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 	}
 	writeAnswer(w, rec.Response)
 }
+
+// deleteResponse answers DELETE /v1/responses/{id} as OpenAI does: the
+// caller's tenant's response is no longer found, by GET or by
+// previous_response_id. One its provider keeps too is deleted there first
+// (a failure there is the provider's error, and nothing is deleted, so a
+// retry does it all). The record stays in the ledger, as every event does
+// (docs/api.md).
+func (s *Server) deleteResponse(w http.ResponseWriter, r *http.Request) {
+	p, id := principalOf(r.Context()), mux.Vars(r)["id"]
+	upstream := func(d openai.Deleted) error {
+		if d.Upstream == "" || s.catalog == nil {
+			return nil
+		}
+		if del, ok := s.catalog.Provider(d.Upstream).(gateway.ResponseDeleter); ok {
+			ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+			defer cancel()
+			return del.DeleteResponse(ctx, id)
+		}
+		return nil // a provider no longer configured: nothing Baton can reach
+	}
+	err := s.storedResponses().Delete(r.Context(), p.Tenant, eventstore.Metadata{Actor: "key:" + p.KeyID, RequestID: RequestID(r.Context())}, id, upstream)
+	if err != nil {
+		s.writeErrorAs(w, r, openaiErrors, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "response.deleted", "deleted": true})
+}

@@ -15,7 +15,8 @@ func TestUnknownPathsAnswerInTheirAPIsShape(t *testing.T) {
 		status              int
 	}{
 		{"GET", "/v1/responses/resp_123/input_items", "openai", 404},
-		{"DELETE", "/v1/responses/resp_123", "openai", 405},
+		{"PUT", "/v1/responses/resp_123", "openai", 405},
+		{"DELETE", "/v1/responses/resp_123", "openai", 404}, // an unknown id
 		{"POST", "/v1/embeddings", "openai", 404},
 		{"POST", "/v1/completions", "openai", 404},
 		{"POST", "/v1/chat/nope", "openai", 404},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -228,3 +229,19 @@ func (s *respRawStream) Close() error { return s.body.Close() }
 
 // Buffered implements gateway.Buffered: each upstream event is one delta.
 func (s *respRawStream) Buffered() bool { return s.done || s.sse.Buffered() }
+
+// DeleteResponse implements gateway.ResponseDeleter: DELETE
+// /v1/responses/{id} at the provider. One it does not have (404) is
+// deleted already.
+func (p *Provider) DeleteResponse(ctx context.Context, id string) error {
+	resp, err := p.do(ctx, http.MethodDelete, "/responses/"+url.PathEscape(id), nil)
+	var ue *gateway.UpstreamError
+	if errors.As(err, &ue) && ue.Status == http.StatusNotFound {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}

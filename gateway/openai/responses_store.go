@@ -24,6 +24,12 @@ const EventResponseStored = "ResponseStored"
 // that no other tenant's previous_response_id reaches it there.
 const EventResponseOwned = "ResponseOwned"
 
+// EventResponseDeleted ends a stored (or owned) response's stream: DELETE
+// /v1/responses/{id}. Events are never removed, so the record stays in the
+// ledger; from then on the response is not found, by GET or by
+// previous_response_id.
+const EventResponseDeleted = "ResponseDeleted"
+
 // ResponsesStreamName is where a response is stored: one stream per
 // response, named by its id alone, so that a lookup reads one stream and
 // finds whose it is (the event's tenant). An id another tenant stored is
@@ -153,14 +159,11 @@ func (s ResponsesStore) Load(ctx context.Context, tenant, id, param string) (*Re
 	if !responseIDRE.MatchString(id) {
 		return nil, responseNotFound(id, param)
 	}
-	evs, err := s.Store.ReadStream(ctx, ResponsesStreamName(id), 0, 1)
-	if err == nil && len(evs) == 0 {
-		evs, err = s.Store.ReadStream(ctx, legacyStreamName(tenant, id), 0, 1)
-	}
+	evs, _, err := s.read(ctx, tenant, id)
 	if err != nil {
 		return nil, err
 	}
-	if len(evs) == 0 {
+	if len(evs) == 0 || len(evs) > 1 && evs[1].Type == EventResponseDeleted {
 		return nil, responseNotFound(id, param)
 	}
 	if evs[0].Unreadable != "" {
@@ -177,6 +180,69 @@ func (s ResponsesStore) Load(ctx context.Context, tenant, id, param string) (*Re
 		return nil, fmt.Errorf("responses: stored response %s: %w", id, err)
 	}
 	return &rec, nil
+}
+
+// read is the first two events of response id's stream (its record, and
+// its deletion when it was deleted) and the stream's name.
+func (s ResponsesStore) read(ctx context.Context, tenant, id string) ([]eventstore.RecordedEvent, string, error) {
+	name := ResponsesStreamName(id)
+	evs, err := s.Store.ReadStream(ctx, name, 0, 2)
+	if err == nil && len(evs) == 0 {
+		name = legacyStreamName(tenant, id)
+		evs, err = s.Store.ReadStream(ctx, name, 0, 2)
+	}
+	return evs, name, err
+}
+
+// Deleted is what Delete found of a response: the provider that keeps it
+// too (a passed-through response whose store was on, or one Baton only
+// marked as the tenant's), "" for none.
+type Deleted struct{ Upstream string }
+
+// Delete forgets response id of tenant (DELETE /v1/responses/{id}): its
+// stream gets EventResponseDeleted. Before that, keep (when not nil) is
+// given what the provider keeps, to delete it there first: its error stops
+// the deletion, so that a retry does it all. Unknown, another tenant's or
+// deleted already: a 404. Two deletions at once: one wins, the other is a
+// 404, by the stream's expected revision.
+func (s ResponsesStore) Delete(ctx context.Context, tenant string, meta eventstore.Metadata, id string, keep func(Deleted) error) error {
+	if !responseIDRE.MatchString(id) {
+		return responseNotFound(id, "")
+	}
+	evs, name, err := s.read(ctx, tenant, id)
+	if err != nil {
+		return err
+	}
+	if len(evs) == 0 || len(evs) > 1 || evs[0].Metadata.Tenant != tenant {
+		return responseNotFound(id, "")
+	}
+	var d Deleted
+	switch evs[0].Type {
+	case EventResponseStored:
+		var rec ResponsesRecord
+		if err := json.Unmarshal(evs[0].Data, &rec); err != nil {
+			return fmt.Errorf("responses: stored response %s: %w", id, err)
+		}
+		if rec.UpstreamStored {
+			d.Upstream = rec.Upstream
+		}
+	case EventResponseOwned:
+		d.Upstream = gjson.GetBytes(evs[0].Data, "upstream").Str
+	default:
+		return responseNotFound(id, "")
+	}
+	if keep != nil {
+		if err := keep(d); err != nil {
+			return err
+		}
+	}
+	data, _ := json.Marshal(map[string]string{"id": id})
+	meta.Tenant = tenant
+	_, err = s.Store.Append(ctx, name, eventstore.Revision(evs[0].Revision), eventstore.NewEvent(EventResponseDeleted, data, meta))
+	if errors.Is(err, eventstore.ErrConflict) {
+		return responseNotFound(id, "") // deleted meanwhile
+	}
+	return err
 }
 
 // History is the conversation up to and including the response id of
