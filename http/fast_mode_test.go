@@ -42,8 +42,8 @@ func TestPassThroughBillsFastModeAndUSInference(t *testing.T) {
 		rate                           float64
 	}{
 		{"fast", `,"speed":"fast"`, `,"speed":"fast","inference_geo":"global"`, "fast", "global", 2},
-		{"us", `,"inference_geo":"us"`, `,"speed":"standard","inference_geo":"us"`, "", "us", 1.1},
-		{"workspace default us", ``, `,"speed":"standard","inference_geo":"us"`, "", "us", 1.1},
+		{"us", `,"inference_geo":"us"`, `,"speed":"standard","inference_geo":"us"`, "default", "us", 1.1},
+		{"workspace default us", ``, `,"speed":"standard","inference_geo":"us"`, "default", "us", 1.1},
 		{"fast in the us", `,"speed":"fast","inference_geo":"us"`, `,"speed":"fast","inference_geo":"us"`, "fast", "us", 2.2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -226,5 +226,26 @@ func TestDeclaredDefaultGeoIsHeldAndBilled(t *testing.T) {
 	}
 	if _, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }, ProvidersFile: file, ProvidersRequired: true}); err == nil || !strings.Contains(err.Error(), "defaultInferenceGeo") {
 		t.Errorf("an openai provider with a default geography: %v", err)
+	}
+}
+
+// A call asking fast mode that the answer says was served at the standard
+// speed is billed the standard rates, not the fast rate it was held at.
+func TestFastAskedStandardServed(t *testing.T) {
+	base := (12*4 + 57*20 + 4000*0.20) / 1e6
+	stream, whole := anthropicAnswer(`,"speed":"standard"`)
+	e, _ := goldenEnv(t, stream, whole, "anthropic")
+	for i, s := range []string{"false", "true"} {
+		status, raw := postMessages(t, e, `{"model":"anthropic:claude-opus-5-5","max_tokens":100,"speed":"fast","stream":`+s+`,"messages":[{"role":"user","content":"hi"}]}`)
+		if status != 200 {
+			t.Fatalf("stream %s: %d %s", s, status, raw)
+		}
+		var u gateway.UsageRecord
+		if err := json.Unmarshal(e.usageEvents("a", i+1)[i].Data, &u); err != nil {
+			t.Fatal(err)
+		}
+		if want := gateway.RoundUSD(base); u.CostUSD == nil || *u.CostUSD != want || u.Usage.ServiceTier != "default" {
+			t.Errorf("stream %s: billed %v at tier %q, want %v at the standard rates", s, u.CostUSD, u.Usage.ServiceTier, want)
+		}
 	}
 }

@@ -90,11 +90,16 @@ func mergeUsage(out *gateway.Usage, u gjson.Result) {
 
 // speedTier is the capacity tier a usage's speed is billed at: fast mode
 // at the price's FastRate (gateway.Price.TierRate), the standard speed at
-// the standard rates; a speed not yet known has no rate, so its call is
-// not billed as a standard one.
+// the standard rates, as the answer's own word ("default", which a call
+// held at the fast rate is then billed at, not ""; "" is an answer that
+// says nothing); a speed not yet known has no rate, so its call is not
+// billed as a standard one.
 func speedTier(speed string) string {
-	if speed == "" || speed == "standard" {
+	switch speed {
+	case "":
 		return ""
+	case "standard":
+		return "default"
 	}
 	return gateway.TierName(speed)
 }
