@@ -397,6 +397,9 @@ func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer
 			resp, err = t.Provider.Complete(ctx, c.Req)
 		}
 		if err == nil {
+			if u := resp.Usage; !resp.UsageMissing && u.InputTokens == 0 && u.OutputTokens == 0 && u.CacheReadTokens == 0 && u.CacheWriteTokens == 0 {
+				resp.UsageMissing = true // a usage of no counts ({}): no call is free
+			}
 			if resp.UsageMissing {
 				// Tokens only: what else the answer said (its tier, its
 				// searches) is billed as said.
@@ -458,6 +461,23 @@ func (t *tally) Bill(req Request, reported *Usage) Usage {
 	if reported != nil {
 		u := *reported
 		u.ServiceTier = cmp.Or(u.ServiceTier, t.u.ServiceTier)
+		// A report never bills less than what was seen to pass: a token a
+		// delta that carried output (a usage of {}, or a message_delta
+		// that names no output count, said 0), and the searches whose
+		// results streamed (a message_delta that names none).
+		if t.u.OutputTokens > u.OutputTokens {
+			u.OutputTokens, u.Estimated = t.u.OutputTokens, true
+		}
+		if u.InputTokens == 0 && u.CacheReadTokens == 0 && u.CacheWriteTokens == 0 {
+			// No input counted: what came early, else Baton's count.
+			if t.told {
+				u.InputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CacheWrite1hTokens = t.u.InputTokens, t.u.CacheReadTokens, t.u.CacheWriteTokens, t.u.CacheWrite1hTokens
+			} else {
+				u.InputTokens, u.Estimated = EstimateUsage(req, "", countOr4).InputTokens, true
+			}
+		}
+		u.WebSearches = max(u.WebSearches, t.u.WebSearches)
+		u.FileSearches = max(u.FileSearches, t.u.FileSearches)
 		return u
 	}
 	est := EstimateUsage(req, t.out.String(), countOr4)

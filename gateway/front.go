@@ -95,3 +95,18 @@ func Prefilled(req Request) error {
 	}
 	return nil
 }
+
+// Counted reports whether an answer's usage object u gives a count at one
+// of fields: one without any ({} or counts of null) told nothing, and is
+// billed as missing (estimated), not as a free call.
+func Counted(u gjson.Result, fields ...string) bool {
+	if !u.IsObject() {
+		return false
+	}
+	for _, f := range fields {
+		if u.Get(f).Type == gjson.Number {
+			return true
+		}
+	}
+	return false
+}
