@@ -433,6 +433,14 @@ func (s *anStream) Next() (gateway.Delta, error) {
 				if t := u.ServerToolUse; t != nil && t.WebSearchRequests > 0 {
 					s.usage.WebSearches = t.WebSearchRequests
 				}
+				// The speed and geography served, when told (or corrected)
+				// here rather than at message_start, as the passthrough reads them.
+				if u.Speed != "" {
+					s.usage.ServiceTier = speedTier(u.Speed)
+				}
+				if u.InferenceGeo != "" {
+					s.usage.Geo = gateway.GeoName(u.InferenceGeo)
+				}
 			}
 		case "message_stop":
 			s.done = true

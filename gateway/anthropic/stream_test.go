@@ -270,3 +270,23 @@ func TestRedactedThinkingSentBack(t *testing.T) {
 		t.Fatalf("Anthropic gets %s", body)
 	}
 }
+
+// The speed and geography served, told in message_delta's usage rather
+// than message_start's, are billed on a translated stream as passed
+// through (they were read from message_start alone).
+func TestAnthropicStreamLateSpeedAndGeo(t *testing.T) {
+	ds, err := upstreamtest.Drain(t, anStreamOf(
+		`{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":7,"speed":"fast","inference_geo":"us"}}`,
+		`{"type":"message_stop"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := ds[len(ds)-1]
+	if last.Usage == nil || last.Usage.ServiceTier != "fast" || last.Usage.Geo != "us" || last.Usage.OutputTokens != 7 {
+		t.Fatalf("last usage %+v", last.Usage)
+	}
+}
