@@ -2,7 +2,10 @@ package http_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/batonhq/baton/gateway"
 )
@@ -34,5 +37,35 @@ func TestEmptyUsageIsNotFree(t *testing.T) {
 		if u.Usage.InputTokens == 0 || u.Usage.OutputTokens == 0 || !u.Usage.Estimated || u.CostUSD == nil || *u.CostUSD == 0 {
 			t.Errorf("%s %s: billed %+v at %v", c.path, c.body, u.Usage, u.CostUSD)
 		}
+	}
+}
+
+// A passed-through Messages stream whose upstream tells no usage ends
+// with Baton's estimate in its message_delta's usage, marked estimated
+// and priced, as the chat stream's usage chunk and the whole answer carry
+// it (the client was told nothing, though the estimate was billed).
+func TestNamedStreamWithoutUsageTellsTheEstimate(t *testing.T) {
+	stream, whole := messagesAnswer("msg_none", "claude-haiku-4-5", `null`, `"usage":null`)
+	e, _ := goldenEnv(t, stream, whole, "anthropic")
+	r := e.do("POST", "/v1/messages", e.tenantA, `{"model":"anthropic:claude-haiku-4-5","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"say hi"}]}`, "anthropic-version", "2023-06-01")
+	if r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	var delta string
+	for _, ev := range sseRaw(t, strings.NewReader(string(r.raw))) {
+		if ev[0] == "message_delta" {
+			delta = ev[1]
+		}
+	}
+	u := gjson.Get(delta, "usage")
+	if !u.Get("estimated").Bool() || u.Get("output_tokens").Int() == 0 || u.Get("input_tokens").Int() == 0 || u.Get("estimated_cost_usd").Num == 0 {
+		t.Fatalf("message_delta %s", delta)
+	}
+	var rec gateway.UsageRecord
+	if err := json.Unmarshal(e.usageEvents("a", 1)[0].Data, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.CostUSD == nil || *rec.CostUSD != u.Get("estimated_cost_usd").Num {
+		t.Fatalf("billed %v, told %v", rec.CostUSD, u.Get("estimated_cost_usd").Raw)
 	}
 }

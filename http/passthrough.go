@@ -788,6 +788,13 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 			if raw != nil {
 				raw = withSvc(raw, "", nil, wire.usage, cost)
 			}
+		} else if named && ending && !up.Settled() {
+			// The upstream told no usage: Baton's count, billed and sent in
+			// the ending event's usage, marked estimated, as the chat
+			// stream's usage chunk and the whole answers carry it.
+			u, cost, rec := up.Finish(nil)
+			record = rec
+			raw = withEstimate(raw, wire, u, cost)
 		}
 		if raw == nil {
 			continue
@@ -818,6 +825,25 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 			return
 		}
 	}
+}
+
+// withEstimate sets the usage of a named stream's ending event (Messages'
+// message_delta, Responses' response.completed) to Baton's estimate u at
+// cost, when the upstream told none. The event goes as it was if the
+// usage cannot be set.
+func withEstimate(raw []byte, wire pipeWire, u gateway.Usage, cost *float64) []byte {
+	var usage any = anthropic.Usage(u, cost)
+	if wire.responses {
+		usage = openai.NewResponsesUsage(u, cost)
+	}
+	b, err := json.Marshal(usage)
+	if err != nil {
+		return raw
+	}
+	if out, err := sjson.SetRawBytes(raw, wire.usage, b); err == nil {
+		return out
+	}
+	return raw
 }
 
 // failResponse ends a passed-through Responses stream that broke after it
