@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -290,14 +291,18 @@ func (e *BudgetError) Error() string {
 		if e.Searches > 0 || e.FileSearches > 0 { // the searches may be most of the worst case
 			lower += " or " + e.SearchCap()
 		}
-		return fmt.Sprintf("this call may cost up to $%.6f (%s), more than the %s budget of $%.4f for tenant %s allows even with nothing spent; set a lower %s",
-			e.WorstUSD, bound, periodly[e.Period], e.LimitUSD, e.Tenant, lower)
+		return fmt.Sprintf("this call may cost up to $%.6f (%s), more than the %s budget of $%s for tenant %s allows even with nothing spent; set a lower %s",
+			e.WorstUSD, bound, periodly[e.Period], dollars(e.LimitUSD), e.Tenant, lower)
 	}
-	return fmt.Sprintf("the %s budget of $%.4f for tenant %s cannot cover this call: $%.6f spent, $%.6f held by calls in flight, this call may cost up to $%.6f (%s); the budget resets at %s",
-		periodly[e.Period], e.LimitUSD, e.Tenant, e.SpentUSD, e.ReservedUSD, e.WorstUSD, bound, e.ResetAt.Format(time.RFC3339))
+	return fmt.Sprintf("the %s budget of $%s for tenant %s cannot cover this call: $%.6f spent, $%.6f held by calls in flight, this call may cost up to $%.6f (%s); the budget resets at %s",
+		periodly[e.Period], dollars(e.LimitUSD), e.Tenant, e.SpentUSD, e.ReservedUSD, e.WorstUSD, bound, e.ResetAt.Format(time.RFC3339))
 }
 
 var periodly = map[string]string{"day": "daily", "month": "monthly"}
+
+// dollars is a budget's limit as set: its digits, not rounded to cents or a
+// fixed count of places (a limit of $0.000001 read "$0.0000").
+func dollars(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 // AtDefaultTier says, in a refusal, that the worst case of a call on model
 // (who names it) is held at its provider's default tier (Caller.TierFor).
