@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
+	"github.com/tidwall/sjson"
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/gateway"
@@ -499,9 +500,22 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	reason, usage := anthropic.StopReason(stop), anthropic.Usage(resp.Usage, cost)
-	writeAnswer(w, anthropic.Message{ID: c.ID, Type: "message", Role: "assistant", Model: c.Model.ID, Provider: gateway.LooseString(c.Provider.Name()),
+	msg := anthropic.Message{ID: c.ID, Type: "message", Role: "assistant", Model: c.Model.ID, Provider: gateway.LooseString(c.Provider.Name()),
 		Content: content, StopReason: &reason, StopSequence: anthropic.StopSequence(resp.StopReason, resp.MatchedStop),
-		Usage: &usage, Svc: newSvc(c, resp.NativeStop)})
+		Usage: &usage, Svc: newSvc(c, resp.NativeStop)}
+	raw, err := json.Marshal(msg)
+	if err != nil {
+		writeAnswer(w, msg) // answers the marshalling's error as it does
+		return
+	}
+	for i, b := range content {
+		// Another provider's reasoning has no signature; Anthropic's block
+		// always has one, and typed clients (the AI SDK) refuse it without.
+		if b.Type == "thinking" && b.Signature == "" {
+			raw, _ = sjson.SetBytes(raw, "content."+strconv.Itoa(i)+".signature", "")
+		}
+	}
+	writeAnswer(w, json.RawMessage(raw))
 }
 
 func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gateway.Call, chain []gateway.Target) {

@@ -548,13 +548,15 @@ func TestTranslateCompatibleReasoning(t *testing.T) {
 		e := newEnvWith(t, cat)
 		body := map[string]any{"model": "ds:r1", "max_tokens": 50, "messages": []any{map[string]any{"role": "user", "content": "2+2?"}}}
 		r := e.must(e.do("POST", "/v1/messages", e.tenantA, body), 200)
-		if g := jsonOf(r.body["content"]); g != `[{"thinking":"Let me think.","type":"thinking"},{"text":"Four.","type":"text"}]` {
+		// signature "": Anthropic's block always has one, and typed clients
+		// (the AI SDK) refuse a block without.
+		if g := jsonOf(r.body["content"]); g != `[{"signature":"","thinking":"Let me think.","type":"thinking"},{"text":"Four.","type":"text"}]` {
 			t.Fatalf("%s: content %s", field, g)
 		}
 		body["stream"] = true
 		r = e.must(e.do("POST", "/v1/messages", e.tenantA, body), 200)
 		raw := string(r.raw)
-		start := strings.Index(raw, `"content_block":{"thinking":"","type":"thinking"}`)
+		start := strings.Index(raw, `"content_block":{"signature":"","thinking":"","type":"thinking"}`)
 		delta1, delta2 := strings.Index(raw, `{"type":"thinking_delta","thinking":"Let me "}`), strings.Index(raw, `{"type":"thinking_delta","thinking":"think."}`)
 		text := strings.Index(raw, `"text":"Four."`)
 		if start < 0 || delta1 < start || delta2 < delta1 || text < delta2 || strings.Count(raw, "event: content_block_start") != 2 {

@@ -183,6 +183,9 @@ func (b *Blocks) in(w EventWriter, kind string) error {
 		return nil
 	}
 	b.kind = kind
+	if kind == "thinking" { // Anthropic's block always has its signature: typed clients check it
+		return b.start(w, map[string]any{"type": kind, kind: "", "signature": ""})
+	}
 	return b.start(w, map[string]any{"type": kind, kind: ""})
 }
 
