@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/gateway"
 	"github.com/tidwall/gjson"
 )
@@ -40,12 +41,7 @@ func TestDeeplyNestedBodyRefused(t *testing.T) {
 	if r.status != 400 {
 		t.Errorf("twelve million brackets: %d %.300s", r.status, r.raw)
 	}
-	if n := len(f.requests()); n != 0 {
-		t.Errorf("the upstream got %d requests", n)
-	}
-	if h, _ := e.store.Head(t.Context()); h != head {
-		t.Errorf("the store's head moved from %d to %d", head, h)
-	}
+	refusedQuietly(t, e, f, head)
 }
 
 // A passed-through chat request is held for its worst case: every one of
@@ -167,12 +163,7 @@ func TestCompressedBodyRefused(t *testing.T) {
 	if r.status != 400 || r.str("code") != "unsupported_content_encoding" {
 		t.Errorf("handoff contract: %d %s", r.status, r.raw)
 	}
-	if n := len(f.requests()); n != 0 {
-		t.Errorf("the upstream got %d requests", n)
-	}
-	if h, _ := e.store.Head(t.Context()); h != head {
-		t.Errorf("the store's head moved from %v to %v", head, h)
-	}
+	refusedQuietly(t, e, f, head)
 	// identity is no encoding at all.
 	r = e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"oai:gpt-x","messages":[{"role":"user","content":"hi"}]}`, "Content-Encoding", "identity")
 	if r.status != 200 {
@@ -488,12 +479,7 @@ func TestResponsesStoreMustBeABoolean(t *testing.T) {
 			}
 		}
 	}
-	if n := len(f.requests()); n != 0 {
-		t.Errorf("the upstream got %d requests", n)
-	}
-	if h, _ := e.store.Head(t.Context()); h != head {
-		t.Errorf("the store's head moved from %v to %v", head, h)
-	}
+	refusedQuietly(t, e, f, head)
 }
 
 // A null in a stop list, translated, is a 400 naming its place: decoded
@@ -606,5 +592,17 @@ func TestForeignSamplingRefused(t *testing.T) {
 		if r := e.do("POST", "/v1/chat/completions", e.tenantA, chat(extra)); r.status != 200 {
 			t.Errorf("%s: %d %s", extra, r.status, r.raw)
 		}
+	}
+}
+
+// refusedQuietly checks that what a test sent was refused before it did
+// anything: no upstream request, no event (the store's head is head).
+func refusedQuietly(t *testing.T, e *env, f *oaResponses, head eventstore.Position) {
+	t.Helper()
+	if n := len(f.requests()); n != 0 {
+		t.Errorf("the upstream got %d requests", n)
+	}
+	if h, _ := e.store.Head(t.Context()); h != head {
+		t.Errorf("the store's head moved from %v to %v", head, h)
 	}
 }
