@@ -15,6 +15,10 @@ func ValidJSON(b []byte) bool {
 	return shallow(b) && gjson.ValidBytes(b)
 }
 
+// TooDeep reports whether b's brackets outside strings nest deeper than
+// MaxJSONDepth: a body refused for it is told so, not "not valid JSON".
+func TooDeep(b []byte) bool { return !shallow(b) }
+
 // shallow reports whether b's brackets outside strings nest at most
 // MaxJSONDepth deep (b need not be valid JSON).
 func shallow(b []byte) bool {

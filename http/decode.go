@@ -134,6 +134,9 @@ func decode(body []byte, dst any, unique bool) error {
 		err := json.Unmarshal(trimmed, dst)
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
+			if strings.Contains(se.Error(), "exceeded max depth") { // valid JSON, too deep to read
+				return malformed("the request body nests arrays and objects more than %d deep (at byte %d)", gateway.MaxJSONDepth, se.Offset)
+			}
 			return malformed("the request body is not valid JSON (at byte %d)", se.Offset)
 		}
 		if fixes == 0 && unique {

@@ -32,7 +32,8 @@ func TestDeeplyNestedBodyRefused(t *testing.T) {
 	for _, path := range []string{"/v1/chat/completions", "/v1/messages", "/v1/responses", "/v1/messages/count_tokens"} {
 		for _, model := range []string{"oai:gpt-x", "anthropic:claude-haiku-4-5"} {
 			r := e.do("POST", path, e.tenantA, deep(model, 10001))
-			if r.status != 400 {
+			// Valid JSON, too deep to read: said so, not "not valid JSON".
+			if r.status != 400 || !strings.Contains(string(r.raw), "more than 10000 deep") {
 				t.Errorf("%s %s: %d %.300s", path, model, r.status, r.raw)
 			}
 		}

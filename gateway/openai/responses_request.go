@@ -164,6 +164,9 @@ func DecodeResponsesRequest(body []byte) (*ResponsesCall, error) {
 		return nil, domain.E("decode", domain.KindBadRequest, "malformed_json", "the request body is empty; send a JSON object")
 	}
 	if !json.Valid(trimmed) {
+		if gateway.TooDeep(trimmed) { // valid JSON, too deep to read
+			return nil, domain.E("decode", domain.KindBadRequest, "malformed_json", "the request body nests arrays and objects more than %d deep", gateway.MaxJSONDepth)
+		}
 		return nil, domain.E("decode", domain.KindBadRequest, "malformed_json", "the request body is not valid JSON")
 	}
 	if trimmed[0] != '{' {
