@@ -94,6 +94,10 @@ func TestDuplicateFieldRefused(t *testing.T) {
 		if r.status != 400 || !strings.Contains(string(r.raw), `field \"`+c.field+`\" twice`) {
 			t.Errorf("%s %s: %d %s", c.path, c.body, r.status, r.raw)
 		}
+		// Given once each, spelled twice: the message names both spellings.
+		if c.field == "Model" && !strings.Contains(string(r.raw), `as \"model\" and \"Model\"`) {
+			t.Errorf("%s %s: %s", c.path, c.body, r.raw)
+		}
 	}
 	if n := len(f.requests()); n != 0 {
 		t.Errorf("the upstream got %d requests", n)

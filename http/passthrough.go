@@ -75,28 +75,37 @@ func skimObject(body []byte) (*skimDoc, error) {
 	}
 	d := &skimDoc{}
 	d.keys, d.vals = d.keyRoom[:0], d.valRoom[:0]
-	dup := ""
+	dup, dupFirst := "", ""
 	// The body is read in place, not copied (a long prompt is megabytes):
 	// the strings taken from it share its bytes, which never change, and a
 	// string kept beyond the call is cloned (the model's name).
 	gjson.Parse(unsafe.String(unsafe.SliceData(trimmed), len(trimmed))).ForEach(func(k, v gjson.Result) bool {
-		if namedIn(d.keys, k.Str) {
-			dup = k.Str
+		if i := nameIn(d.keys, k.Str); i >= 0 {
+			dup, dupFirst = k.Str, d.keys[i]
 			return false
 		}
 		d.keys, d.vals = append(d.keys, k.Str), append(d.vals, v)
 		return true
 	})
 	if dup != "" {
-		return nil, badRequest(dup, twiceFormat, dup)
+		return nil, twice(dup, dupFirst, dup)
 	}
 	return d, nil
 }
 
-// namedIn reports whether name is among names, or equal to one but for
-// case (a Go server's encoding/json takes "Model" for model).
-func namedIn(names []string, name string) bool {
-	return slices.ContainsFunc(names, func(n string) bool { return strings.EqualFold(n, name) })
+// twice refuses a name given twice at field: as first, then as again,
+// which may differ in case only (one field to a Go server's parser).
+func twice(field, first, again string) error {
+	if first != again {
+		return badRequest(field, "the request body gives the field %q twice, as %q and %q: names equal but for case are one field to some parsers; send it once", field, first, again)
+	}
+	return badRequest(field, twiceFormat, field)
+}
+
+// nameIn is the index of name among names, or of one equal to it but for
+// case (a Go server's encoding/json takes "Model" for model), -1 for none.
+func nameIn(names []string, name string) int {
+	return slices.IndexFunc(names, func(n string) bool { return strings.EqualFold(n, name) })
 }
 
 // uniqueNames refuses a name given twice (or equal but for case) in the
@@ -110,18 +119,17 @@ func uniqueNames(g *skimDoc, paths ...string) error {
 			continue
 		}
 		var seen []string
-		dup := ""
+		dup, first := "", ""
 		v.ForEach(func(k, _ gjson.Result) bool {
-			if namedIn(seen, k.Str) {
-				dup = k.Str
+			if i := nameIn(seen, k.Str); i >= 0 {
+				dup, first = k.Str, seen[i]
 				return false
 			}
 			seen = append(seen, k.Str)
 			return true
 		})
 		if dup != "" {
-			field := path + "." + dup
-			return badRequest(field, twiceFormat, field)
+			return twice(path+"."+dup, path+"."+first, path+"."+dup)
 		}
 	}
 	return nil
