@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/batonhq/baton/domain"
 )
 
 // Call is one model call: who makes it, what was asked (decoded, and as the
@@ -372,6 +374,24 @@ func retryable(ctx context.Context, err error) bool {
 	return errors.As(err, &ue) && ue.Retryable() && ctx.Err() == nil
 }
 
+// refused reports whether err is a model's refusal of the request before
+// any upstream call (an adapter's 400: a field its provider cannot take):
+// the chain goes on to the next model as if this one were not in it, and
+// the refusal is the answer only when no model took the call.
+func refused(err error) bool {
+	var de *domain.Error
+	return errors.As(err, &de) && (de.Kind == domain.KindInvalid || de.Kind == domain.KindBadRequest)
+}
+
+// orRefusal is the chain's error: the last upstream failure, else the
+// first model's refusal.
+func orRefusal(last, refusal error) error {
+	if last != nil {
+		return last
+	}
+	return refusal
+}
+
 // Answer is a non-streamed call's answer, settled: its cost (nil:
 // unpriced) and the usage event, to be recorded once the answer is written.
 type Answer struct {
@@ -383,7 +403,7 @@ type Answer struct {
 // Complete runs a non-streaming call down the chain and settles the
 // answer; failed attempts are recorded here.
 func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer, error) {
-	var last error
+	var last, refusal error
 	for i, t := range chain {
 		if err := k.begin(ctx, c, t); err != nil {
 			return nil, fallbackRefused(err, last)
@@ -409,13 +429,18 @@ func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer
 			cost, record := k.settle(c, resp.Usage, "ok")
 			return &Answer{Response: resp, Cost: cost, Record: record}, nil
 		}
+		if refused(err) {
+			c.ReleaseHold() // no upstream call: nothing to record
+			refusal = cmp.Or(refusal, err)
+			continue
+		}
 		k.record(c, Usage{}, failed(ctx))
 		last = err
 		if !retryable(ctx, err) {
 			break
 		}
 	}
-	return nil, last
+	return nil, orRefusal(last, refusal)
 }
 
 // tally tracks what a stream has handed out, for billing: the usage the
@@ -642,7 +667,7 @@ func (d Delta) Commits() bool {
 // event after message_start) hands over to the next. The chain's last
 // model, passed through, is answered as soon as its upstream answers.
 func (k *Caller) Open(ctx context.Context, c *Call, chain []Target) (*Upstream, error) {
-	var last error
+	var last, refusal error
 	for i, t := range chain {
 		if err := k.begin(ctx, c, t); err != nil {
 			return nil, fallbackRefused(err, last)
@@ -663,6 +688,11 @@ func (k *Caller) Open(ctx context.Context, c *Call, chain []Target) (*Upstream, 
 		if err != nil {
 			scancel()
 			cancel()
+			if refused(err) {
+				c.ReleaseHold() // no upstream call: nothing to record
+				refusal = cmp.Or(refusal, err)
+				continue
+			}
 			k.record(c, Usage{}, failed(ctx))
 			last = err
 			if retryable(ctx, err) {
@@ -704,7 +734,7 @@ func (k *Caller) Open(ctx context.Context, c *Call, chain []Target) (*Upstream, 
 			return nil, err
 		}
 	}
-	return nil, last
+	return nil, orRefusal(last, refusal)
 }
 
 // awaitContent reads an opened stream until its first committing delta or

@@ -555,3 +555,22 @@ func TestBudgetAdminAndUnpricedModels(t *testing.T) {
 		t.Fatalf("%s", r.raw)
 	}
 }
+
+// A fallback that cannot take the request (translated, it would refuse a
+// prefill) is passed over: the client gets the first model's failure, as
+// if the fallback were not in the chain, not the fallback's 400; and no
+// attempt is recorded for it, as it called no upstream.
+func TestFallbackThatRefusesIsPassedOver(t *testing.T) {
+	e, _, _ := newRoutingEnv(t)
+	body := map[string]any{"model": "anthro:overloaded", "max_tokens": 20, "stream": true,
+		"messages": []any{map[string]any{"role": "user", "content": "hi"}, map[string]any{"role": "assistant", "content": "Once"}}}
+	resp, evs := e.stream("/v1/messages", e.tenantA, body)
+	raw := fmt.Sprint(evs)
+	if resp.StatusCode == 200 || resp.StatusCode == 400 || strings.Contains(raw, "assistant turn") {
+		t.Fatalf("status %d: %v", resp.StatusCode, evs)
+	}
+	got := strings.Join(usageOutcomes(t, e.usageEvents("a", 1)), "; ")
+	if got != "anthro:overloaded upstream_error" {
+		t.Fatalf("usage: %s", got)
+	}
+}
