@@ -42,6 +42,17 @@ func TestResponsesDelete(t *testing.T) {
 			t.Fatalf("second delete: %d %s", r.status, r.raw)
 		}
 	}
+	// A response whose earlier one was deleted cannot be continued: a 400
+	// naming the id sent (it was a 404 naming the deleted one); it is still
+	// found itself.
+	first := create("anthropic:claude-haiku-4-5")
+	second := e.must(e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5", "input": "and?", "previous_response_id": first}), 200).str("id")
+	e.must(e.do("DELETE", "/v1/responses/"+first, e.tenantA, nil), 200)
+	if r := e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5", "input": "more?", "previous_response_id": second}); r.status != 400 ||
+		r.str("error.code") != "previous_response_not_found" || r.str("error.param") != "previous_response_id" {
+		t.Fatalf("continuing after an earlier response was deleted: %d %s", r.status, r.raw)
+	}
+	e.must(e.do("GET", "/v1/responses/"+second, e.tenantA, nil), 200)
 	// Deletions racing: one wins, the others are 404s.
 	id := create("anthropic:claude-haiku-4-5")
 	var wg sync.WaitGroup

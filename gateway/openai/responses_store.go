@@ -254,6 +254,14 @@ func (s ResponsesStore) History(ctx context.Context, tenant, id string) (Respons
 			return ResponsesHistory{}, fmt.Errorf("responses: the chain before %s is longer than %d responses", id, maxChain)
 		}
 		rec, err := s.Load(ctx, tenant, next, param)
+		if param == "" && domain.KindOf(err) == domain.KindNotFound {
+			// An earlier response of the chain is gone (deleted): the one
+			// named cannot be continued, said of the id the client sent.
+			e := domain.E("responses", domain.KindBadRequest, "previous_response_not_found",
+				"Previous response with id '%s' cannot be continued: the response %s before it in its conversation is not found (deleted).", id, next)
+			e.Fields = []domain.FieldError{{Pointer: "previous_response_id", Code: "not_found", Message: e.Message}}
+			return ResponsesHistory{}, e
+		}
 		if err != nil {
 			return ResponsesHistory{}, err
 		}
@@ -299,19 +307,22 @@ func withoutReasoning(items []json.RawMessage) []json.RawMessage {
 // storedItemError is why a stored response's items cannot be continued,
 // a 400 naming previous_response_id: for one passed through, an item only
 // its provider takes (a built-in tool's call); for one Baton answered, an
-// output item no request may carry (a function call cut at the token cap,
-// its arguments not whole). Anything else is a broken record.
+// item no request may carry (a function call cut at the token cap, its
+// arguments not whole; one stored before a rule was added). An error that
+// is not a refusal is a broken record.
 func storedItemError(rec *ResponsesRecord, part string, err error) error {
 	var de *domain.Error
-	if errors.As(err, &de) {
-		switch {
-		case rec.Upstream != "":
-			return refused("previous_response_id", "response %s was answered by %s and cannot be continued on this model: its %s: %s", rec.ID, rec.Upstream, part, de.Message)
-		case part == "output":
-			return refused("previous_response_id", "response %s cannot be continued: its %s: %s (an item cut at max_output_tokens is incomplete; send the conversation as input without it)", rec.ID, part, de.Message)
-		}
+	if !errors.As(err, &de) {
+		return fmt.Errorf("responses: stored %s of %s: %v", part, rec.ID, err)
 	}
-	return fmt.Errorf("responses: stored %s of %s: %v", part, rec.ID, err)
+	if rec.Upstream != "" {
+		return refused("previous_response_id", "response %s was answered by %s and cannot be continued on this model: its %s: %s", rec.ID, rec.Upstream, part, de.Message)
+	}
+	cut := ""
+	if part == "output" && gjson.GetBytes(rec.Response, "status").Str == ResponsesIncomplete {
+		cut = " (the response was cut at max_output_tokens; send the conversation as input without its last item)"
+	}
+	return refused("previous_response_id", "response %s cannot be continued: its %s: %s%s", rec.ID, part, de.Message, cut)
 }
 
 // ResolveReferences replaces, in a Responses request body, each
