@@ -419,6 +419,9 @@ func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer
 		if err == nil {
 			if u := resp.Usage; !resp.UsageMissing && u.InputTokens == 0 && u.OutputTokens == 0 && u.CacheReadTokens == 0 && u.CacheWriteTokens == 0 {
 				resp.UsageMissing = true // a usage of no counts ({}): no call is free
+			} else if !resp.UsageMissing && u.OutputTokens == 0 && outputText(resp.Content) != "" {
+				// Output written, none counted: Baton's count of it.
+				resp.Usage.OutputTokens, resp.Usage.Estimated = max(EstimateUsage(c.Req, outputText(resp.Content), countOr4).OutputTokens, 1), true
 			}
 			if resp.UsageMissing {
 				// Tokens only: what else the answer said (its tier, its
@@ -486,12 +489,13 @@ func (t *tally) Bill(req Request, reported *Usage) Usage {
 	if reported != nil {
 		u := *reported
 		u.ServiceTier = cmp.Or(u.ServiceTier, t.u.ServiceTier)
-		// A report never bills less than what was seen to pass: a token a
-		// delta that carried output (a usage of {}, or a message_delta
-		// that names no output count, said 0), and the searches whose
-		// results streamed (a message_delta that names none).
-		if t.u.OutputTokens > u.OutputTokens {
-			u.OutputTokens, u.Estimated = t.u.OutputTokens, true
+		// A report never bills less than what was seen to pass: output
+		// when it names none (a usage of {}, or a message_delta without
+		// its count, said 0) though some streamed, counted as when no
+		// report came; and the searches whose results streamed (a
+		// message_delta that names none).
+		if u.OutputTokens == 0 && t.out.Len() > 0 {
+			u.OutputTokens, u.Estimated = max(EstimateUsage(req, t.out.String(), countOr4).OutputTokens, 1), true
 		}
 		if u.InputTokens == 0 && u.CacheReadTokens == 0 && u.CacheWriteTokens == 0 {
 			// No input counted: what came early, else Baton's count.

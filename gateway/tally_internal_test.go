@@ -2,10 +2,11 @@ package gateway
 
 import "testing"
 
-// A final usage report never bills less than what was seen to pass: the
-// searches whose results streamed (a message_delta naming none), a token
-// a delta that carried output (a report of none), and the input told early
-// when the report names none.
+// A final usage report that names no output though output streamed (a
+// usage of {}, a message_delta without its count) is billed Baton's count
+// of it, marked estimated; one that counts it stands as it is. Searches
+// whose results streamed count though the report names none, and the
+// input told early counts when the report names none.
 func TestBillTakesWhatPassedOverAShortReport(t *testing.T) {
 	var tl tally
 	tl.See(Delta{Usage: &Usage{InputTokens: 100, OutputTokens: 1}})
@@ -14,13 +15,14 @@ func TestBillTakesWhatPassedOverAShortReport(t *testing.T) {
 	}
 	tl.See(Delta{WebSearch: true, Commit: true})
 	tl.See(Delta{WebSearch: true, Commit: true})
-	u := tl.Bill(Request{}, &Usage{OutputTokens: 2})
+	u := tl.Bill(Request{}, &Usage{})
 	if u.InputTokens != 100 || u.OutputTokens < 5 || u.WebSearches != 2 || !u.Estimated {
 		t.Fatalf("billed %+v", u)
 	}
-	// A full report stands as it is.
-	u = tl.Bill(Request{}, &Usage{InputTokens: 120, OutputTokens: 40, WebSearches: 3})
-	if u.InputTokens != 120 || u.OutputTokens != 40 || u.WebSearches != 3 || u.Estimated {
+	// A report that counts the output stands, even below a token a delta
+	// (a server that streams less than a token at a time).
+	u = tl.Bill(Request{}, &Usage{InputTokens: 120, OutputTokens: 2, WebSearches: 3})
+	if u.InputTokens != 120 || u.OutputTokens != 2 || u.WebSearches != 3 || u.Estimated {
 		t.Fatalf("billed %+v", u)
 	}
 }

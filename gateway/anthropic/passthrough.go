@@ -41,7 +41,7 @@ func (p *Provider) Forward(ctx context.Context, n *gateway.Native, model string,
 	sr := g.Get("stop_reason").Str
 	out := &gateway.Response{Raw: raw, ID: g.Get("id").Str, Model: g.Get("model").Str, StopReason: gateway.StopFromAnthropic(sr), NativeStop: sr,
 		MatchedStop: g.Get("stop_sequence").Str}
-	if u := g.Get("usage"); gateway.Counted(u, "input_tokens", "output_tokens") {
+	if u := g.Get("usage"); gateway.Counted(u, "output_tokens") {
 		out.Usage = usageOf(u)
 	} else {
 		out.UsageMissing = true

@@ -101,7 +101,7 @@ func readChatAnswer(provider string, raw []byte) (*gateway.Response, error) {
 	// Strings are cloned: the answer's bytes go on to the client while
 	// these are kept (the usage event).
 	out := &gateway.Response{Raw: raw, ID: strings.Clone(id.Str), Model: strings.Clone(mod.Str), StopReason: ChatStop(fr), NativeStop: strings.Clone(fr)}
-	if gateway.Counted(usage, "prompt_tokens", "completion_tokens") {
+	if gateway.Counted(usage, "completion_tokens") {
 		out.Usage = usageOf(usage)
 	} else {
 		out.UsageMissing = true

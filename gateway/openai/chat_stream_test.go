@@ -181,9 +181,9 @@ func referenceAnswer(raw []byte) (*gateway.Response, bool) {
 	g := gjson.ParseBytes(raw)
 	fr := g.Get("choices.0.finish_reason").Str
 	out := &gateway.Response{Raw: raw, ID: g.Get("id").Str, Model: g.Get("model").Str, StopReason: ChatStop(fr), NativeStop: fr}
-	if u := g.Get("usage"); u.IsObject() {
+	if u := g.Get("usage"); u.IsObject() && u.Get("completion_tokens").Type == gjson.Number {
 		out.Usage = referenceUsage(u)
-	} else {
+	} else { // no usage, or one that counts no output: estimated
 		out.UsageMissing = true
 		g.Get("choices").ForEach(func(_, c gjson.Result) bool {
 			m := c.Get("message")

@@ -40,7 +40,7 @@ func (p *Provider) forwardResponses(ctx context.Context, n *gateway.Native, mode
 	}
 	stop, native := responsesStop(g)
 	out := &gateway.Response{Raw: raw, ID: g.Get("id").Str, Model: g.Get("model").Str, StopReason: stop, NativeStop: native}
-	if u := g.Get("usage"); gateway.Counted(u, "input_tokens", "output_tokens") {
+	if u := g.Get("usage"); gateway.Counted(u, "output_tokens") {
 		out.Usage = responsesUsageOf(u)
 	} else {
 		out.UsageMissing = true
