@@ -159,6 +159,11 @@ type Request struct {
 	// Tools then hold only what routing needs): its size bounds the input,
 	// and its text is what an estimate of the input counts.
 	Body []byte
+	// Prefill: the conversation ends with an assistant turn that the
+	// model is to continue (Anthropic's prefill, set by the messages
+	// front); from an OpenAI-shaped front such a turn is a finished one,
+	// which the model answers after.
+	Prefill bool `json:"prefill,omitempty"`
 }
 
 // Thinking is Anthropic's thinking parameter.

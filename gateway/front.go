@@ -85,12 +85,13 @@ func TooManyItems(body []byte, field string) error {
 	return nil
 }
 
-// Prefilled refuses a translated conversation that ends with an assistant
-// turn: Anthropic continues that turn's text (a prefill), OpenAI's APIs
-// answer after it with a turn of their own, so the other provider would
-// do something else than the client asked, without a word.
-func Prefilled(req Request) error {
-	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == "assistant" {
+// Prefilled refuses a conversation that ends with an assistant turn whose
+// meaning the provider would change: Anthropic continues that turn's text
+// (a prefill), OpenAI-shaped APIs answer after it with a turn of their
+// own. continues says which the provider does; req.Prefill, which the
+// client meant.
+func Prefilled(req Request, continues bool) error {
+	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == "assistant" && req.Prefill != continues {
 		return BadRequest("messages", "the conversation ends with an assistant turn, which one provider continues (a prefill) and the other answers after: it cannot be carried to this model; end it with a user turn")
 	}
 	return nil

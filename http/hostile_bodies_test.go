@@ -607,3 +607,22 @@ func refusedQuietly(t *testing.T, e *env, f *oaResponses, head eventstore.Positi
 		t.Errorf("the store's head moved from %v to %v", head, h)
 	}
 }
+
+// Between two OpenAI-shaped APIs a trailing assistant turn means the same
+// (a finished turn, answered after): a Responses request ending so goes to
+// a chat-completions server. top_k goes to such a server too (vLLM,
+// Ollama take it); only OpenAI itself has none.
+func TestTrailingAssistantBetweenOpenAIShapes(t *testing.T) {
+	e, rec, _ := responsesEnv(t)
+	r := e.do("POST", "/v1/responses", e.tenantA, `{"model":"rec:m1","input":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}`)
+	if r.status != 200 {
+		t.Fatalf("responses to a chat server: %d %s", r.status, r.raw)
+	}
+	if got := rec.last(t).turns(); len(got) != 2 || got[1] != "assistant:hello" {
+		t.Fatalf("the server got %q", got)
+	}
+	r = e.do("POST", "/v1/messages", e.tenantA, `{"model":"rec:m1","max_tokens":5,"top_k":5,"messages":[{"role":"user","content":"hi"}]}`)
+	if r.status != 200 {
+		t.Fatalf("top_k to a chat server: %d %s", r.status, r.raw)
+	}
+}

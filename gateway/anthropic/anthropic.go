@@ -128,7 +128,7 @@ func toBlocks(in []gateway.Block) []RequestBlock {
 }
 
 func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
-	if err := gateway.Prefilled(req); err != nil {
+	if err := gateway.Prefilled(req, true); err != nil {
 		return nil, err
 	}
 	if err := withoutOpenAISampling(req.OpenAISampling); err != nil {

@@ -443,6 +443,7 @@ func (q *MessagesRequest) ToGateway() (gateway.Request, error) {
 		return out, gateway.BadRequest("messages", "messages: at least one user or assistant message is required")
 	}
 	out.ReasoningEffort = ReasoningFromThinking(out.Thinking, out.Effort)
+	out.Prefill = out.Messages[len(out.Messages)-1].Role == "assistant"
 	return out, nil
 }
 

@@ -138,14 +138,14 @@ func chatToolMode(mode string) string {
 }
 
 func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
-	if err := gateway.Prefilled(req); err != nil {
+	if err := gateway.Prefilled(req, false); err != nil {
 		return nil, err
 	}
-	if req.TopK != nil { // a messages client's sampling cut, which OpenAI's APIs do not have
+	if req.TopK != nil && p.kind == "openai" { // a messages client's sampling cut, which OpenAI's APIs do not have (compatible servers do)
 		return nil, gateway.BadRequest("top_k", "top_k has no equivalent at OpenAI: send it only to Anthropic's models, or leave it out")
 	}
 	r := ChatRequest{Model: req.Model, Temperature: req.Temperature, TopP: req.TopP, Stream: stream,
-		OpenAISampling: req.OpenAISampling, User: req.User}
+		OpenAISampling: req.OpenAISampling, User: req.User, TopK: req.TopK}
 	if len(req.StopSequences) > 0 {
 		r.Stop = gateway.JSONOf(req.StopSequences)
 	}

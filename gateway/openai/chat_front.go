@@ -94,6 +94,9 @@ type ChatRequest struct {
 	Store       json.RawMessage `json:"store,omitempty"`
 	Metadata    json.RawMessage `json:"metadata,omitempty"`
 	ServiceTier json.RawMessage `json:"service_tier,omitempty"`
+	// TopK is no field of OpenAI's; compatible servers (vLLM, Ollama,
+	// Together) take it, and Anthropic: carried to both, refused to OpenAI.
+	TopK *int `json:"top_k,omitempty"`
 }
 
 // chatPart is a content part of a chat message.
@@ -228,7 +231,7 @@ func (q *ChatRequest) ToGateway() (gateway.Request, error) {
 		// Named as the client sent it: the newer field wins when both are.
 		return out, gateway.BadRequest(capField, "%s must be at least 1", capField)
 	}
-	out.Temperature, out.TopP, out.User = q.Temperature, q.TopP, q.User
+	out.Temperature, out.TopP, out.TopK, out.User = q.Temperature, q.TopP, q.TopK, q.User
 	if out.User == "" {
 		out.User = q.SafetyIdentifier
 	} else if q.SafetyIdentifier != "" && q.SafetyIdentifier != q.User {
