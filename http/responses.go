@@ -1,11 +1,13 @@
 package http
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -368,4 +370,50 @@ func (s *Server) deleteResponse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "response.deleted", "deleted": true})
+}
+
+// listInputItems answers GET /v1/responses/{id}/input_items as OpenAI
+// does: the stored response's input items (openai.InputItems), newest
+// first unless order=asc, a page of limit (1 to 100, default 20) after
+// the item id after.
+func (s *Server) listInputItems(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := 20
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			s.writeErrorAs(w, r, openaiErrors, gateway.BadRequest("limit", "limit must be an integer from 1 to 100"))
+			return
+		}
+		limit = n
+	}
+	order := cmp.Or(q.Get("order"), "desc")
+	if order != "asc" && order != "desc" {
+		s.writeErrorAs(w, r, openaiErrors, gateway.BadRequest("order", "order must be asc or desc"))
+		return
+	}
+	rec, err := s.storedResponses().Load(r.Context(), principalOf(r.Context()).Tenant, mux.Vars(r)["id"], "")
+	if err != nil {
+		s.writeErrorAs(w, r, openaiErrors, err)
+		return
+	}
+	items := openai.InputItems(rec)
+	if order == "desc" {
+		slices.Reverse(items)
+	}
+	if after := q.Get("after"); after != "" {
+		i := slices.IndexFunc(items, func(it json.RawMessage) bool { return gjson.GetBytes(it, "id").Str == after })
+		if i < 0 {
+			s.writeErrorAs(w, r, openaiErrors, gateway.BadRequest("after", "after names no input item of this response"))
+			return
+		}
+		items = items[i+1:]
+	}
+	more := len(items) > limit
+	items = items[:min(limit, len(items))]
+	page := map[string]any{"object": "list", "data": items, "has_more": more, "first_id": nil, "last_id": nil}
+	if len(items) > 0 {
+		page["first_id"], page["last_id"] = gjson.GetBytes(items[0], "id").Str, gjson.GetBytes(items[len(items)-1], "id").Str
+	}
+	writeJSON(w, http.StatusOK, page)
 }

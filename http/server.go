@@ -270,6 +270,7 @@ func NewServer(cfg Config) *Server {
 		post("/v1/responses", s.withKeyAs(anyKey, openaiErrors, s.responses))
 		rt.HandleFunc("/v1/responses/{id}", s.withKeyAs(anyKey, openaiErrors, s.getResponse)).Methods(http.MethodGet)
 		rt.HandleFunc("/v1/responses/{id}", s.withKeyAs(anyKey, openaiErrors, s.deleteResponse)).Methods(http.MethodDelete)
+		rt.HandleFunc("/v1/responses/{id}/input_items", s.withKeyAs(anyKey, openaiErrors, s.listInputItems)).Methods(http.MethodGet)
 		post("/v1/messages", s.withKeyAs(anyKey, anthropicErrors, s.messages))
 		post("/v1/messages/count_tokens", s.withKeyAs(anyKey, anthropicErrors, s.countTokens))
 	}

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -420,6 +421,43 @@ func WithoutOwnReasoning(body []byte) []byte {
 	out, err := withInput(body, items)
 	if err != nil {
 		return body
+	}
+	return out
+}
+
+// InputItems is a stored response's input items as GET
+// /v1/responses/{id}/input_items lists them: the items its request sent
+// (this turn's, not those of the responses it continued), each an item
+// with an id (one Baton names, <kind>_<the response's id>_in<n>, when the
+// client's had none), a message's string content as its text part.
+func InputItems(rec *ResponsesRecord) []json.RawMessage {
+	out := make([]json.RawMessage, 0, len(rec.Input))
+	for i, raw := range rec.Input {
+		it := gjson.ParseBytes(raw)
+		if !it.IsObject() {
+			continue
+		}
+		item := []byte(raw)
+		typ := it.Get("type").Str
+		if typ == "" && it.Get("role").Exists() {
+			typ = "message"
+			item, _ = sjson.SetBytes(item, "type", typ)
+		}
+		if c := it.Get("content"); typ == "message" && c.Type == gjson.String {
+			part := "input_text"
+			if it.Get("role").Str == "assistant" {
+				part = "output_text"
+			}
+			item, _ = sjson.SetBytes(item, "content", []map[string]string{{"type": part, "text": c.Str}})
+		}
+		if typ == "message" && !it.Get("status").Exists() {
+			item, _ = sjson.SetBytes(item, "status", "completed")
+		}
+		if id := it.Get("id"); id.Type != gjson.String || id.Str == "" {
+			prefix := map[string]string{"message": "msg", "function_call": "fc", "function_call_output": "fco", "reasoning": "rs"}[typ]
+			item, _ = sjson.SetBytes(item, "id", fmt.Sprintf("%s_%s_in%d", cmp.Or(prefix, "item"), strings.TrimPrefix(rec.ID, "resp_"), i))
+		}
+		out = append(out, item)
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -52,6 +53,28 @@ func FuzzPassedThrough(f *testing.F) {
 		}
 		if !responseIDRE.MatchString(rec.ID) || rec.ID == rec.Previous || !bytes.Equal(rec.Response, answer) || rec.Upstream != "oai" {
 			t.Fatalf("kept %+v from body %q answer %q", rec, body, answer)
+		}
+	})
+}
+
+// FuzzInputItems: whatever items a record holds (a client's input, kept as
+// sent), the listing never panics, and each item it lists is JSON with an
+// id and a type.
+func FuzzInputItems(f *testing.F) {
+	for _, seed := range []string{
+		`{"role":"user","content":"hi"}`, `{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a"}],"id":"msg_1"}`,
+		`{"type":"function_call_output","call_id":"c","output":"r"}`, `{"id":7,"role":"user","content":null}`, `[1]`, `"s"`, `{}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !json.Valid(raw) {
+			return // a record holds items that were JSON
+		}
+		for _, it := range InputItems(&ResponsesRecord{ID: "resp_1", Input: []json.RawMessage{raw, raw}}) {
+			if !json.Valid(it) || gjson.GetBytes(it, "id").Str == "" {
+				t.Fatalf("%s listed as %s", raw, it)
+			}
 		}
 	})
 }
