@@ -503,15 +503,20 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	msg := anthropic.Message{ID: c.ID, Type: "message", Role: "assistant", Model: c.Model.ID, Provider: gateway.LooseString(c.Provider.Name()),
 		Content: content, StopReason: &reason, StopSequence: anthropic.StopSequence(resp.StopReason, resp.MatchedStop),
 		Usage: &usage, Svc: newSvc(c, resp.NativeStop)}
+	unsigned := func(b gateway.Block) bool { return b.Type == "thinking" && b.Signature == "" }
+	if !slices.ContainsFunc(content, unsigned) {
+		writeAnswer(w, msg)
+		return
+	}
+	// Another provider's reasoning has no signature; Anthropic's block
+	// always has one, and typed clients (the AI SDK) refuse it without.
 	raw, err := json.Marshal(msg)
 	if err != nil {
 		writeAnswer(w, msg) // answers the marshalling's error as it does
 		return
 	}
 	for i, b := range content {
-		// Another provider's reasoning has no signature; Anthropic's block
-		// always has one, and typed clients (the AI SDK) refuse it without.
-		if b.Type == "thinking" && b.Signature == "" {
+		if unsigned(b) {
 			raw, _ = sjson.SetBytes(raw, "content."+strconv.Itoa(i)+".signature", "")
 		}
 	}
