@@ -97,17 +97,9 @@ func Prefilled(req Request, continues bool) error {
 	return nil
 }
 
-// Counted reports whether an answer's usage object u gives a count at one
-// of fields: one without any ({} or counts of null) told nothing, and is
-// billed as missing (estimated), not as a free call.
-func Counted(u gjson.Result, fields ...string) bool {
-	if !u.IsObject() {
-		return false
-	}
-	for _, f := range fields {
-		if u.Get(f).Type == gjson.Number {
-			return true
-		}
-	}
-	return false
+// Counted reports whether an answer's usage object u counts its output
+// (at field): one that does not ({}, a count of null, the input alone)
+// told nothing of it, and is billed as missing (estimated), not as free.
+func Counted(u gjson.Result, field string) bool {
+	return u.IsObject() && u.Get(field).Type == gjson.Number
 }
