@@ -218,17 +218,13 @@ func (s ResponsesStore) Delete(ctx context.Context, tenant string, meta eventsto
 		return responseNotFound(id, "")
 	}
 	var d Deleted
-	switch evs[0].Type {
-	case EventResponseStored:
-		var rec ResponsesRecord
-		if err := json.Unmarshal(evs[0].Data, &rec); err != nil {
-			return fmt.Errorf("responses: stored response %s: %w", id, err)
-		}
-		if rec.UpstreamStored {
-			d.Upstream = rec.Upstream
+	switch g := gjson.ParseBytes(evs[0].Data); evs[0].Type {
+	case EventResponseStored: // ResponsesRecord's fields, the response itself left unread
+		if g.Get("upstreamStored").Bool() {
+			d.Upstream = g.Get("upstream").Str
 		}
 	case EventResponseOwned:
-		d.Upstream = gjson.GetBytes(evs[0].Data, "upstream").Str
+		d.Upstream = g.Get("upstream").Str
 	default:
 		return responseNotFound(id, "")
 	}
@@ -425,6 +421,10 @@ func WithoutOwnReasoning(body []byte) []byte {
 	return out
 }
 
+// inputItemPrefix is the prefix of an id Baton names for an input item of
+// a kind, as OpenAI prefixes its items' ids.
+var inputItemPrefix = map[string]string{"message": "msg", "function_call": "fc", "function_call_output": "fco", "reasoning": "rs"}
+
 // InputItems is a stored response's input items as GET
 // /v1/responses/{id}/input_items lists them: the items its request sent
 // (this turn's, not those of the responses it continued), each an item
@@ -454,8 +454,7 @@ func InputItems(rec *ResponsesRecord) []json.RawMessage {
 			item, _ = sjson.SetBytes(item, "status", "completed")
 		}
 		if id := it.Get("id"); id.Type != gjson.String || id.Str == "" {
-			prefix := map[string]string{"message": "msg", "function_call": "fc", "function_call_output": "fco", "reasoning": "rs"}[typ]
-			item, _ = sjson.SetBytes(item, "id", fmt.Sprintf("%s_%s_in%d", cmp.Or(prefix, "item"), strings.TrimPrefix(rec.ID, "resp_"), i))
+			item, _ = sjson.SetBytes(item, "id", fmt.Sprintf("%s_%s_in%d", cmp.Or(inputItemPrefix[typ], "item"), strings.TrimPrefix(rec.ID, "resp_"), i))
 		}
 		out = append(out, item)
 	}
