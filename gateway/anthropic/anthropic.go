@@ -96,9 +96,11 @@ func toBlocks(in []gateway.Block) []RequestBlock {
 			}
 			out = append(out, RequestBlock{Type: b.Type, ID: toolID(b.ID), Name: b.Name, Input: input})
 		case "tool_result":
-			content, _ := json.Marshal(b.Text)
+			var content json.RawMessage
 			if len(b.Parts) > 0 { // text and images, in order, as Anthropic's tool_result takes them
 				content, _ = json.Marshal(toBlocks(b.Parts))
+			} else {
+				content, _ = json.Marshal(b.Text)
 			}
 			out = append(out, RequestBlock{Type: b.Type, ToolUseID: toolID(b.ToolUseID), Content: content})
 		case "image":
@@ -586,13 +588,16 @@ func toolID(id string) string {
 // than 0, a logit bias. seed is a best-effort hint even at OpenAI and
 // goes without a word (docs/api.md).
 func withoutOpenAISampling(o gateway.OpenAISampling) error {
-	for param, v := range map[string]*float64{"presence_penalty": o.PresencePenalty, "frequency_penalty": o.FrequencyPenalty} {
-		if v != nil && *v != 0 {
-			return gateway.BadRequest(param, "%s has no equivalent at Anthropic: send it only to OpenAI's models, or leave it out", param)
-		}
+	param := ""
+	switch b := bytes.TrimSpace(o.LogitBias); {
+	case o.PresencePenalty != nil && *o.PresencePenalty != 0:
+		param = "presence_penalty"
+	case o.FrequencyPenalty != nil && *o.FrequencyPenalty != 0:
+		param = "frequency_penalty"
+	case len(b) > 0 && string(b) != "null" && string(b) != "{}":
+		param = "logit_bias"
+	default:
+		return nil
 	}
-	if b := bytes.TrimSpace(o.LogitBias); len(b) > 0 && string(b) != "null" && string(b) != "{}" {
-		return gateway.BadRequest("logit_bias", "logit_bias has no equivalent at Anthropic: send it only to OpenAI's models, or leave it out")
-	}
-	return nil
+	return gateway.BadRequest(param, "%s has no equivalent at Anthropic: send it only to OpenAI's models, or leave it out", param)
 }
