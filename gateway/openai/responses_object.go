@@ -253,6 +253,11 @@ func statusOf(stop string) (string, *ResponsesIncompleteDetails) {
 	return ResponsesCompleted, nil
 }
 
+// cutCall reports whether, in an answer cut at the token cap, the function
+// call at of n output items was cut: the last item, or arguments that are
+// not whole JSON. finish marks it so, and a stream's closeCalls the same.
+func cutCall(at, n int, args string) bool { return at == n-1 || !json.Valid([]byte(args)) }
+
 // finish sets what a finished response has: its status, output and usage.
 func (o *ResponsesObject) finish(stop string, output []any, usage *ResponsesUsage, at time.Time) {
 	o.Status, o.IncompleteDetails = statusOf(stop)
@@ -266,14 +271,12 @@ func (o *ResponsesObject) finish(stop string, output []any, usage *ResponsesUsag
 				output[i] = m
 				break
 			}
-			if fc, ok := output[i].(ResponsesFunctionCall); ok && i == len(output)-1 {
-				fc.Status = ResponsesIncomplete
-				output[i] = fc
-				break
+			if _, ok := output[i].(ResponsesFunctionCall); ok && i == len(output)-1 {
+				break // the call was cut: marked below
 			}
 		}
 		for i, it := range output {
-			if fc, ok := it.(ResponsesFunctionCall); ok && !json.Valid([]byte(fc.Arguments)) {
+			if fc, ok := it.(ResponsesFunctionCall); ok && cutCall(i, len(output), fc.Arguments) {
 				fc.Status = ResponsesIncomplete
 				output[i] = fc
 			}
