@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"encoding/json"
 	"strings"
 	"time"
 
@@ -63,6 +62,7 @@ type streamCall struct {
 	at               int
 	id, callID, name string
 	args             strings.Builder
+	index            int  // its upstream index (byIndex's key)
 	ended            bool // its arguments are whole: closed when the next item opens
 }
 
@@ -334,7 +334,7 @@ func (s *ResponsesStream) toolCall(tc *gateway.ToolCallDelta) error {
 		if err := s.closeEnded(); err != nil {
 			return err
 		}
-		c = &streamCall{at: len(s.output), id: s.obj.itemID("fc_", len(s.output)), callID: tc.ID, name: tc.Name}
+		c = &streamCall{at: len(s.output), id: s.obj.itemID("fc_", len(s.output)), callID: tc.ID, name: tc.Name, index: tc.Index}
 		if c.callID == "" {
 			c.callID = "call_" + hexID()
 		}
@@ -360,7 +360,7 @@ func (s *ResponsesStream) closeCalls(cut bool) error {
 	calls := s.calls
 	s.calls, s.byIndex = nil, map[int]*streamCall{}
 	for _, c := range calls {
-		if err := s.closeCall(c, cut && (c.at == len(s.output)-1 || !json.Valid([]byte(c.args.String())))); err != nil {
+		if err := s.closeCall(c, cut && cutCall(c.at, len(s.output), c.args.String())); err != nil {
 			return err
 		}
 	}
@@ -379,11 +379,7 @@ func (s *ResponsesStream) closeEnded() error {
 			open = append(open, c)
 			continue
 		}
-		for i, b := range s.byIndex {
-			if b == c {
-				delete(s.byIndex, i)
-			}
-		}
+		delete(s.byIndex, c.index)
 		if err := s.closeCall(c, false); err != nil {
 			return err
 		}
