@@ -417,17 +417,18 @@ func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer
 			resp, err = t.Provider.Complete(ctx, c.Req)
 		}
 		if err == nil {
-			out := outputText(resp.Content)
 			if u := resp.Usage; !resp.UsageMissing && u.InputTokens == 0 && u.OutputTokens == 0 && u.CacheReadTokens == 0 && u.CacheWriteTokens == 0 {
 				resp.UsageMissing = true // a usage of no counts ({}): no call is free
-			} else if !resp.UsageMissing && u.OutputTokens == 0 && out != "" {
-				// Output written, none counted: Baton's count of it.
-				resp.Usage.OutputTokens, resp.Usage.Estimated = max(EstimateUsage(c.Req, out, countOr4).OutputTokens, 1), true
+			} else if !resp.UsageMissing && u.OutputTokens == 0 {
+				if out := outputText(resp.Content); out != "" {
+					// Output written, none counted: Baton's count of it.
+					resp.Usage.OutputTokens, resp.Usage.Estimated = max(EstimateUsage(c.Req, out, countOr4).OutputTokens, 1), true
+				}
 			}
 			if resp.UsageMissing {
 				// Tokens only: what else the answer said (its tier, its
 				// searches) is billed as said.
-				est := EstimateUsage(c.Req, out, countOr4)
+				est := EstimateUsage(c.Req, outputText(resp.Content), countOr4)
 				resp.Usage.InputTokens, resp.Usage.OutputTokens, resp.Usage.Estimated = est.InputTokens, est.OutputTokens, true
 			}
 			cost, record := k.settle(c, resp.Usage, "ok")
