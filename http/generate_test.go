@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -452,4 +453,65 @@ func summarizeWorst(e *env, id string) float64 {
 	return *gateway.WorstCost(gateway.Request{System: ty.SystemPrompt(), MaxTokens: ty.MaxTokens,
 		Output:   &gateway.OutputSchema{Name: "emit_summarize", Schema: ty.Output},
 		Messages: []gateway.Message{{Role: "user", Content: []gateway.Block{{Type: "text", Text: prompt}}}}}, model)
+}
+
+// An answer too large for an event is sent to its request, and a retry
+// with the key is told so (409 idempotency_answer_not_kept, replayed)
+// rather than run and billed again, on either kind of store.
+func TestGenerateIdempotencyAnswerTooLargeToKeep(t *testing.T) {
+	huge := `{"summary":"` + strings.Repeat("x", eventstore.MaxEventSize+1000) + `","keyPoints":["a"]}`
+	for _, shared := range []bool{false, true} {
+		u := newScripted(t, huge)
+		vars := map[string]string{"OPENAI_BASE_URL": u.srv.URL + "/v1", "OPENAI_API_KEY": "k"}
+		cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wrap := func(s eventstore.Store) eventstore.Store { return s }
+		if shared {
+			wrap = func(s eventstore.Store) eventstore.Store { return sharedStore{s} }
+		}
+		e := newEnvStore(t, cat, wrap)
+		body := genBody(nil)
+		first := e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "big-1")
+		if first.status != 200 || len(first.raw) < eventstore.MaxEventSize {
+			t.Fatalf("shared %v: first: %d, %d bytes", shared, first.status, len(first.raw))
+		}
+		retry := e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "big-1")
+		if retry.status != 409 || retry.header.Get("Idempotent-Replayed") != "true" || !strings.Contains(string(retry.raw), "idempotency_answer_not_kept") {
+			t.Fatalf("shared %v: retry: %d %s", shared, retry.status, retry.raw)
+		}
+		if u.calls.Load() != 1 {
+			t.Fatalf("shared %v: the retry ran again: %d upstream calls", shared, u.calls.Load())
+		}
+		if n := e.countType("IdempotencyCompleted"); n != 1 {
+			t.Fatalf("shared %v: %d completions", shared, n)
+		}
+	}
+}
+
+// A blank Idempotency-Key, or one sent twice, is refused: taken for no
+// key, the retry it was meant for would run again.
+func TestGenerateIdempotencyKeyBlankOrTwice(t *testing.T) {
+	u := newScripted(t, validSummary)
+	e := scriptedEnv(t, u)
+	for name, hdr := range map[string][]string{"blank": {"   "}, "twice": {"k-1", "k-2"}} {
+		j, _ := json.Marshal(genBody(nil))
+		req, _ := http.NewRequest("POST", e.srv.URL+"/v1/generate", bytes.NewReader(j))
+		req.Header.Set("x-api-key", e.tenantA)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header["Idempotency-Key"] = hdr
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 422 || !strings.Contains(string(b), "invalid_idempotency_key") {
+			t.Fatalf("%s: %d %s", name, resp.StatusCode, b)
+		}
+	}
+	if u.calls.Load() != 0 {
+		t.Fatalf("a refused key reached the upstream %d times", u.calls.Load())
+	}
 }

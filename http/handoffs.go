@@ -115,8 +115,8 @@ func (s *Server) scan(body []byte) error {
 func (s *Server) callback(kind string, build func(body []byte, ref domain.RequestRef) (domain.Command, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := mux.Vars(r)["handoffId"]
-		key := r.Header.Get("Idempotency-Key")
-		if err := s.checkIdempotencyKey("handoff."+kind, key); err != nil {
+		key, err := s.idempotencyKey("handoff."+kind, r)
+		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}

@@ -3,10 +3,14 @@ package http
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 
+	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/ledger"
 )
 
@@ -44,13 +48,13 @@ func (r *recorder) Write(b []byte) (int, error) {
 
 func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		key := r.Header.Get("Idempotency-Key")
-		if key == "" {
-			h(w, r)
+		key, err := s.idempotencyKey("idempotency."+endpoint, r)
+		if err != nil {
+			s.writeError(w, r, err)
 			return
 		}
-		if err := s.checkIdempotencyKey("idempotency."+endpoint, key); err != nil {
-			s.writeError(w, r, err)
+		if key == "" {
+			h(w, r)
 			return
 		}
 		body, err := readBody(w, r, s.maxBody)
@@ -90,8 +94,15 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 		if idemFinal(rec.status) {
 			// The answer is kept before it is sent: whoever got it, a
 			// retry gets it too.
-			if err := claim.Complete(rctx, ledger.Answer{Status: rec.status, ContentType: rec.header.Get("Content-Type"), Body: rec.body.String(),
-				Location: rec.header.Get("Location"), RetryAfter: rec.header.Get("Retry-After"), RequestID: RequestID(ctx)}); err != nil {
+			answer := ledger.Answer{Status: rec.status, ContentType: rec.header.Get("Content-Type"), Body: rec.body.String(),
+				Location: rec.header.Get("Location"), RetryAfter: rec.header.Get("Retry-After"), RequestID: RequestID(ctx)}
+			err := claim.Complete(rctx, answer)
+			if errors.Is(err, eventstore.ErrInvalidEvent) {
+				// Too large for an event: a retry is told so rather than
+				// run (and billed) again.
+				err = claim.Complete(rctx, answerNotKept(r, answer))
+			}
+			if err != nil {
 				// The answer still goes out; a retry runs again.
 				s.log.Error().Str("requestId", RequestID(ctx)).Err(err).Msg("idempotent answer not stored")
 			}
@@ -116,6 +127,16 @@ func (s *Server) releaseIdem(ctx context.Context, claim *ledger.Claim) {
 }
 
 // replayIdem writes a kept answer again, marked as a replay.
+// answerNotKept is what a retry gets in place of an answer too large to keep: a
+// 409 saying the request ran, and what it answered.
+func answerNotKept(r *http.Request, a ledger.Answer) ledger.Answer {
+	p := newProblem(r, http.StatusConflict, "idempotency_answer_not_kept", fmt.Sprintf(
+		"The request with this Idempotency-Key ran (request %s answered %d), but its answer of %d bytes was too large to keep for a retry; it was sent to that request only. Send a new key to run it again.",
+		a.RequestID, a.Status, len(a.Body)))
+	body, _ := json.Marshal(p)
+	return ledger.Answer{Status: http.StatusConflict, ContentType: "application/problem+json", Body: string(body), RequestID: a.RequestID}
+}
+
 func replayIdem(w http.ResponseWriter, kept *ledger.Answer) {
 	w.Header().Set("Content-Type", kept.ContentType)
 	if kept.Location != "" {

@@ -179,17 +179,22 @@ func (c *Claim) release() {
 
 // Complete keeps a final answer for the key's retries and frees the claim.
 // A failed write is returned; the answer may still be sent (a retry then
-// runs again, after the lease on a shared store).
+// runs again, after the lease on a shared store). An answer the store
+// refuses (eventstore.ErrInvalidEvent: too large) leaves the claim held,
+// so that the caller can keep another answer in its place.
 func (c *Claim) Complete(ctx context.Context, a Answer) error {
 	if c.done {
 		return nil
 	}
-	defer c.release()
 	data, err := json.Marshal(idemCompleted{Answer: a, BodyHash: c.hashes.Raw, BodyJSONHash: c.hashes.JSON, CompletedAt: c.s.stamp()})
 	if err != nil {
+		c.release()
 		return err
 	}
 	_, err = c.s.store.Append(ctx, c.stream, c.expected, eventstore.NewEvent(evIdemCompleted, data, c.meta))
+	if !errors.Is(err, eventstore.ErrInvalidEvent) {
+		c.release()
+	}
 	return err
 }
 
