@@ -22,6 +22,7 @@ import (
 	"io/fs"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -355,26 +356,33 @@ func ParseLenient(text string) (json.RawMessage, error) {
 		}
 		rest = rest[j+3:]
 	}
-	// The first balanced object in prose.
-	for start := strings.IndexByte(s, '{'); start >= 0; {
-		if end := balanced(s[start:]); end > 0 {
-			if v, ok := try(s[start : start+end]); ok {
-				return v, nil
-			}
-		}
-		next := strings.IndexByte(s[start+1:], '{')
-		if next < 0 {
+	// The first balanced object in prose: the spans are found in one
+	// pass, and what is validated is bounded, so that an answer of
+	// unclosed or nested braces costs time in its length, not its square.
+	if len(s) > maxLenientSearch {
+		return nil, errors.New("the answer holds no JSON object (an answer this long is only read whole or fenced)")
+	}
+	budget := 4*len(s) + 1<<16
+	for _, sp := range balancedSpans(s) {
+		if budget -= sp[1] - sp[0]; budget < 0 {
 			break
 		}
-		start += 1 + next
+		if v, ok := try(s[sp[0]:sp[1]]); ok {
+			return v, nil
+		}
 	}
 	return nil, errors.New("the answer holds no JSON object")
 }
 
-// balanced returns the length of the {...} that s starts with, minding
-// strings and escapes, or 0.
-func balanced(s string) int {
-	depth, inStr, esc := 0, false, false
+// maxLenientSearch bounds the answers searched for an object in prose.
+const maxLenientSearch = 1 << 20
+
+// balancedSpans returns the [start, end) of each balanced {...} in s, in
+// the order they open, minding strings and escapes inside them.
+func balancedSpans(s string) [][2]int {
+	var open []int
+	var spans [][2]int
+	inStr, esc := false, false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
@@ -382,17 +390,16 @@ func balanced(s string) int {
 			esc = false
 		case inStr && c == '\\':
 			esc = true
-		case c == '"':
+		case c == '"' && len(open) > 0: // outside any object, quotes are prose
 			inStr = !inStr
 		case inStr:
 		case c == '{':
-			depth++
-		case c == '}':
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
+			open = append(open, i)
+		case c == '}' && len(open) > 0:
+			spans = append(spans, [2]int{open[len(open)-1], i + 1})
+			open = open[:len(open)-1]
 		}
 	}
-	return 0
+	slices.SortFunc(spans, func(a, b [2]int) int { return a[0] - b[0] })
+	return spans
 }

@@ -82,6 +82,9 @@ func TestParseLenient(t *testing.T) {
 		`The answer is {"a":"}{"} as asked.`:                             `{"a":"}{"}`,
 		`{broken {"a":[1,2]} tail`:                                       `{"a":[1,2]}`,
 		`{"s":"\"}"}`:                                                    `{"s":"\"}"}`,
+		`{ stray {also {"a":1} tail`:                                     `{"a":1}`,
+		`{"a":{"b":1} x} then`:                                           `{"b":1}`,
+		`prose "with {quotes}" then {"a":2}`:                             `{"a":2}`,
 	} {
 		got, err := ParseLenient(in)
 		if err != nil || string(got) != want {
@@ -92,6 +95,26 @@ func TestParseLenient(t *testing.T) {
 		if got, err := ParseLenient(in); err == nil {
 			t.Errorf("%q parsed as %s", in, got)
 		}
+	}
+}
+
+// An answer of a megabyte of unclosed or nested braces is searched in one
+// pass: it took minutes when each brace started a scan to the end.
+func TestParseLenientHostileAnswers(t *testing.T) {
+	const n = 1 << 20
+	for name, in := range map[string]string{
+		"open braces":       strings.Repeat("{", n-1),
+		"unclosed keys":     strings.Repeat(`{"a":`, n/5-1),
+		"nested, each cut":  strings.Repeat(`{"a":`, n/20) + "1" + strings.Repeat("} x", n/20),
+		"longer than bound": strings.Repeat("{", n+1),
+	} {
+		if got, err := ParseLenient(in); err == nil {
+			t.Errorf("%s: parsed as %.40s", name, got)
+		}
+	}
+	in := strings.Repeat("{", n/2) + ` {"ok":true}`
+	if got, err := ParseLenient(in); err != nil || string(got) != `{"ok":true}` {
+		t.Errorf("an object after half a megabyte of braces: %.40s, %v", got, err)
 	}
 }
 
