@@ -2,10 +2,10 @@ package domain
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -91,6 +91,35 @@ type planOutput struct {
 	Assumptions []string `json:"assumptions"`
 }
 
+// PlanOutputProblems lists what BuildPlan refuses in an agent_plan output
+// (nil: nothing): what the plan's policy depends on, checked beyond the
+// output schema (a title of spaces passes minLength). The generation
+// re-asks the model with them, as with the schema's own violations.
+func PlanOutputProblems(output json.RawMessage) []FieldError {
+	var out planOutput
+	if err := json.Unmarshal(output, &out); err != nil {
+		return []FieldError{{Pointer: "", Code: "invalid_type", Message: err.Error()}}
+	}
+	return planProblems(out)
+}
+
+func planProblems(out planOutput) []FieldError {
+	if len(out.Steps) == 0 {
+		return []FieldError{{Pointer: "/steps", Code: "required", Message: "the plan needs at least one step"}}
+	}
+	var p []FieldError
+	for i, s := range out.Steps {
+		at := "/steps/" + strconv.Itoa(i)
+		if strings.TrimSpace(s.Title) == "" {
+			p = append(p, FieldError{Pointer: at + "/title", Code: "required", Message: "a step needs a title that is not blank"})
+		}
+		if s.Kind != StepExternalAction && s.Kind != StepAnalysis {
+			p = append(p, FieldError{Pointer: at + "/kind", Code: "invalid_enum", Message: fmt.Sprintf("a step's kind is %s or %s", StepExternalAction, StepAnalysis)})
+		}
+	}
+	return p
+}
+
 // CheckPlanRequest checks a plan request's own fields as a contract's are
 // checked, with the same codes and messages; the agent_plan task's input
 // schema checks what is left.
@@ -115,6 +144,9 @@ func BuildPlan(id, objective string, constraints []string, target, risk string, 
 	if err := json.Unmarshal(output, &out); err != nil {
 		return nil, fmt.Errorf("plan: agent_plan output: %w", err)
 	}
+	if problems := planProblems(out); len(problems) > 0 {
+		return nil, fmt.Errorf("plan: agent_plan output: %s: %s", problems[0].Pointer, problems[0].Message)
+	}
 	high := risk == "high" || risk == "critical"
 	p := &Plan{PlanID: id, Object: "agent_plan", Objective: objective, Constraints: constraints, TargetExecutor: target, RiskLevel: risk,
 		Summary: out.Summary, Assumptions: out.Assumptions, ExecutionBoundary: PlanBoundary, Steps: []PlanStep{}}
@@ -126,15 +158,7 @@ func BuildPlan(id, objective string, constraints []string, target, risk string, 
 	}
 	types := map[string]bool{}
 	anyApproval, anyExternal := false, false
-	if len(out.Steps) == 0 {
-		return nil, errors.New("plan: agent_plan output has no steps")
-	}
 	for i, s := range out.Steps {
-		// The output schema says as much; the policy below depends on it,
-		// so it is checked here too.
-		if strings.TrimSpace(s.Title) == "" || (s.Kind != StepExternalAction && s.Kind != StepAnalysis) {
-			return nil, fmt.Errorf("plan: agent_plan output: step %d needs a title and a kind of %s or %s", i+1, StepExternalAction, StepAnalysis)
-		}
 		st := PlanStep{Index: i + 1, Title: s.Title, Description: s.Description, Kind: s.Kind, RequiresApproval: s.RequiresApproval, Proof: s.Proof}
 		if st.Proof == nil {
 			st.Proof = []string{}

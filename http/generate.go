@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/tasks"
+	"github.com/tidwall/sjson"
 )
 
 // Structured generation: POST /v1/generate.
@@ -29,15 +31,18 @@ type generateRequest struct {
 	Type            string          `json:"type"`
 	Input           json.RawMessage `json:"input"`
 	ContextPacketID string          `json:"contextPacketId"`
-	Options         struct {
-		TemplateVersion *int `json:"templateVersion"`
-		MaxAttempts     *int `json:"maxAttempts"`
-		LLM             struct {
-			Mode       string   `json:"mode"`
-			Model      string   `json:"model"`
-			MaxCostUSD *float64 `json:"maxCostUsd"`
-		} `json:"llm"`
-	} `json:"options"`
+	Options         generateOptions `json:"options"`
+}
+
+// generateOptions are generate's options, and an agent plan's.
+type generateOptions struct {
+	TemplateVersion *int `json:"templateVersion"`
+	MaxAttempts     *int `json:"maxAttempts"`
+	LLM             struct {
+		Mode       string   `json:"mode"`
+		Model      string   `json:"model"`
+		MaxCostUSD *float64 `json:"maxCostUsd"`
+	} `json:"llm"`
 }
 
 // attemptTrace is one attempt as the trace reports it.
@@ -158,7 +163,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.readJSON(w, r, &q); !ok {
 		return
 	}
-	g, ok := s.runGeneration(w, r, &q)
+	g, ok := s.runGeneration(w, r, &q, outputRuleFor(q.Type, q.Input))
 	if !ok {
 		return
 	}
@@ -189,7 +194,52 @@ func (g *generation) record() {
 // runGeneration validates, routes and runs a generation with its retries.
 // On failure it has written the answer and returns false. The caller must
 // call the returned generation's records after answering.
-func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *generateRequest) (*generation, bool) {
+// outputRule is what a task type's output must be beyond its schema,
+// because it depends on the input: schema edits the schema the model is
+// given (nil: as it is), check finds what is wrong with an output (nil:
+// nothing more).
+type outputRule struct {
+	schema func(json.RawMessage) json.RawMessage
+	check  func(json.RawMessage) []tasks.Violation
+}
+
+// outputRuleFor is taskType's rule for input: classify's label is one of
+// the input's labels, given to the model as an enum (which OpenAI's strict
+// structured output enforces) and checked.
+func outputRuleFor(taskType string, input json.RawMessage) outputRule {
+	if taskType != "classify" {
+		return outputRule{}
+	}
+	var in struct {
+		Labels []string `json:"labels"`
+	}
+	if json.Unmarshal(input, &in) != nil || len(in.Labels) == 0 {
+		return outputRule{} // the input schema refuses it first
+	}
+	labels, _ := json.Marshal(in.Labels)
+	return outputRule{
+		schema: func(schema json.RawMessage) json.RawMessage {
+			if out, err := sjson.SetRawBytes(schema, "properties.label.enum", labels); err == nil {
+				return out
+			}
+			return schema
+		},
+		check: func(out json.RawMessage) []tasks.Violation {
+			var o struct {
+				Label string `json:"label"`
+			}
+			if json.Unmarshal(out, &o) != nil || slices.Contains(in.Labels, o.Label) {
+				return nil
+			}
+			return []tasks.Violation{{Pointer: "/label", Message: "must be one of the labels given: " + string(labels)}}
+		},
+	}
+}
+
+// runGeneration runs a task type's generation: its attempts re-ask the
+// model with what was wrong with the last answer, by the output schema
+// and by its rule.
+func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *generateRequest, rule outputRule) (*generation, bool) {
 	t, version, maxAttempts, err := s.generateInput(q)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -215,7 +265,11 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 	if model == "" {
 		model = gateway.ModeAuto
 	}
-	output := &gateway.OutputSchema{Name: "emit_" + t.Name, Schema: t.Output}
+	schema := t.Output
+	if rule.schema != nil {
+		schema = rule.schema(schema)
+	}
+	output := &gateway.OutputSchema{Name: "emit_" + t.Name, Schema: schema}
 	req := gateway.Request{System: t.SystemPrompt(), MaxTokens: t.MaxTokens, Output: output,
 		Messages: []gateway.Message{{Role: "user", Content: []gateway.Block{{Type: "text", Text: prompt}}}}}
 	chain, err := s.plan(model, req)
@@ -301,6 +355,9 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 			at.Errors = append(at.Errors, tasks.Violation{Pointer: "", Message: "not JSON: " + verr.Error()})
 		} else {
 			at.Errors = append(at.Errors, v...)
+			if len(v) == 0 && rule.check != nil {
+				at.Errors = append(at.Errors, rule.check(obj)...)
+			}
 		}
 		at.Valid = len(at.Errors) == 0
 		trace.Attempts = append(trace.Attempts, at)

@@ -515,3 +515,22 @@ func TestGenerateIdempotencyKeyBlankOrTwice(t *testing.T) {
 		t.Fatalf("a refused key reached the upstream %d times", u.calls.Load())
 	}
 }
+
+// classify's label is one of the caller's labels: the model is given them
+// as an enum, and an answer with another label is re-asked.
+func TestClassifyLabelIsOneOfTheInputs(t *testing.T) {
+	u := newScripted(t, `{"label":"made-up","confidence":0.9,"reason":"r"}`, `{"label":"billing","confidence":0.9,"reason":"r"}`)
+	e := scriptedEnv(t, u)
+	r := e.must(e.do("POST", "/v1/generate", e.tenantA, map[string]any{"type": "classify",
+		"input":   map[string]any{"text": "I want a refund", "labels": []string{"billing", "tech"}},
+		"options": map[string]any{"llm": map[string]any{"model": "openai:gpt-4o-mini"}}}), 200)
+	if !strings.Contains(string(r.raw), `"label":"billing"`) || !strings.Contains(string(r.raw), `"attempts":2`) {
+		t.Fatalf("classify: %s", r.raw)
+	}
+	if !strings.Contains(u.bodies[0], `"enum":["billing","tech"]`) {
+		t.Fatalf("the model was not given the labels as an enum: %s", u.bodies[0])
+	}
+	if !strings.Contains(u.bodies[1], "must be one of the labels given") {
+		t.Fatalf("the re-ask does not say why: %s", u.bodies[1])
+	}
+}

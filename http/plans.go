@@ -9,6 +9,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/gateway/tasks"
 )
 
 type planRequest struct {
@@ -17,7 +18,7 @@ type planRequest struct {
 	TargetExecutor  string          `json:"targetExecutor"`
 	RiskLevel       string          `json:"riskLevel"`
 	ContextPacketID string          `json:"contextPacketId"`
-	Options         json.RawMessage `json:"options"`
+	Options         generateOptions `json:"options"`
 }
 
 // createPlan generates a plan through the agent_plan task, applies the
@@ -52,14 +53,10 @@ func (s *Server) createPlan(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, domain.Invalid("agent_plans", fields...))
 		return
 	}
-	g := generateRequest{Type: "agent_plan", Input: input, ContextPacketID: q.ContextPacketID}
-	if len(q.Options) > 0 && string(q.Options) != "null" {
-		if err := json.Unmarshal(q.Options, &g.Options); err != nil {
-			s.writeError(w, r, fieldErr("/options", "invalid_type", "options must be an object like generate's options"))
-			return
-		}
-	}
-	gen, ok := s.runGeneration(w, r, &g)
+	// Options are decoded with the body, by its rules (a name differing
+	// only by case is ignored, as on generate).
+	g := generateRequest{Type: "agent_plan", Input: input, ContextPacketID: q.ContextPacketID, Options: q.Options}
+	gen, ok := s.runGeneration(w, r, &g, outputRule{check: planCheck})
 	if !ok {
 		return
 	}
@@ -81,6 +78,16 @@ func (s *Server) createPlan(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", "/v1/agent-plans/"+id)
 	writeJSON(w, http.StatusCreated, plan)
+}
+
+// planCheck holds a plan's output to what BuildPlan takes, so that an
+// answer it would refuse is re-asked, not a failure after the model's work.
+func planCheck(out json.RawMessage) []tasks.Violation {
+	var v []tasks.Violation
+	for _, p := range domain.PlanOutputProblems(out) {
+		v = append(v, tasks.Violation{Pointer: p.Pointer, Message: p.Message})
+	}
+	return v
 }
 
 func orEmpty(s []string) []string {

@@ -160,3 +160,45 @@ func TestIdempotencyKeyFreedAfterPanic(t *testing.T) {
 		t.Fatalf("replay: %d %v %s", again.status, again.header, again.raw)
 	}
 }
+
+// A plan whose step title is blank passes the output schema's minLength,
+// but not the plan's policy: it is re-asked as an invalid answer, and a
+// model that never gets it right is a 422 output_invalid (it was a 500).
+func TestAgentPlanBlankTitleIsReasked(t *testing.T) {
+	blank := `{"summary":"s","steps":[{"title":"   ","description":"d","kind":"external_action","requiresApproval":false,"proof":[]}]}`
+	good := `{"summary":"s","steps":[{"title":"Rotate","description":"d","kind":"external_action","requiresApproval":false,"proof":[]}]}`
+	body := map[string]any{"objective": "rotate the cert", "targetExecutor": "ops-bot", "riskLevel": "low",
+		"options": map[string]any{"llm": map[string]any{"model": "openai:gpt-4o-mini"}}}
+
+	u := newScripted(t, blank, good)
+	e := scriptedEnv(t, u)
+	r := e.must(e.do("POST", "/v1/agent-plans", e.tenantA, body), 201)
+	var plan domain.Plan
+	if err := json.Unmarshal(r.raw, &plan); err != nil || plan.Generation.Attempts != 2 || plan.Steps[0].Title != "Rotate" {
+		t.Fatalf("plan after a blank title: %s", r.raw)
+	}
+	if !strings.Contains(u.bodies[1], "/steps/0/title") {
+		t.Fatalf("the re-ask does not name the blank title: %s", u.bodies[1])
+	}
+
+	u = newScripted(t, blank)
+	e = scriptedEnv(t, u)
+	r = e.must(e.do("POST", "/v1/agent-plans", e.tenantA, body), 422)
+	if !strings.Contains(string(r.raw), "output_invalid") || e.countType("PlanCreated") != 0 {
+		t.Fatalf("a model that never gives a title: %s", r.raw)
+	}
+}
+
+// An agent plan's options are read by the body's rules: a name that
+// differs from an option's only by case is ignored, as on generate.
+func TestAgentPlanOptionsCaseFolded(t *testing.T) {
+	e := localEnv(t)
+	e.must(e.do("POST", "/v1/agent-plans", e.tenantA, map[string]any{
+		"objective": "rotate the cert", "targetExecutor": "ops-bot", "riskLevel": "low",
+		"options": map[string]any{"llm": map[string]any{"MAXCOSTUSD": 0.000001}, "MAXATTEMPTS": 9}}), 201)
+	r := e.must(e.do("POST", "/v1/agent-plans", e.tenantA, map[string]any{
+		"objective": "rotate the cert", "targetExecutor": "ops-bot", "riskLevel": "low", "options": "fast"}), 422)
+	if !strings.Contains(string(r.raw), "/options") {
+		t.Fatalf("options not an object: %s", r.raw)
+	}
+}
