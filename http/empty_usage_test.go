@@ -69,3 +69,31 @@ func TestNamedStreamWithoutUsageTellsTheEstimate(t *testing.T) {
 		t.Fatalf("billed %v, told %v", rec.CostUSD, u.Get("estimated_cost_usd").Raw)
 	}
 }
+
+// A whole answer passed through whose usage counts its output as 0 (or
+// less) though it wrote text is billed Baton's count of that text, marked
+// estimated, as a translated one is (it was free): Messages, chat and
+// Responses.
+func TestZeroOutputCountIsNotFree(t *testing.T) {
+	_, messages := messagesAnswer("msg_zero", "claude-haiku-4-5", `null`, `"usage":{"input_tokens":11,"output_tokens":0}`)
+	chat := `{"id":"c","object":"chat.completion","created":1,"model":"gpt-6-luna","choices":[{"index":0,"message":{"role":"assistant","content":"hello there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":11,"completion_tokens":-3,"total_tokens":8}}`
+	responses := `{"id":"resp_z","object":"response","created_at":1,"status":"completed","model":"gpt-6-luna","output":[{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"hello there","annotations":[]}]}],"usage":{"input_tokens":11,"output_tokens":0,"total_tokens":11}}`
+	for _, c := range []struct{ kind, whole, path, body string }{
+		{"anthropic", messages, "/v1/messages", `{"model":"anthropic:claude-haiku-4-5","max_tokens":100,"messages":[{"role":"user","content":"say hi"}]}`},
+		{"openai", chat, "/v1/chat/completions", `{"model":"openai:gpt-6-luna","messages":[{"role":"user","content":"say hi"}]}`},
+		{"openai", responses, "/v1/responses", `{"model":"openai:gpt-6-luna","input":"say hi","store":false}`},
+	} {
+		e, _ := goldenEnv(t, "", c.whole, c.kind)
+		r := e.do("POST", c.path, e.tenantA, c.body, "anthropic-version", "2023-06-01")
+		if r.status != 200 {
+			t.Fatalf("%s: %d %s", c.path, r.status, r.raw)
+		}
+		var u gateway.UsageRecord
+		if err := json.Unmarshal(e.usageEvents("a", 1)[0].Data, &u); err != nil {
+			t.Fatal(err)
+		}
+		if u.Usage.OutputTokens == 0 || !u.Usage.Estimated || u.CostUSD == nil || *u.CostUSD == 0 {
+			t.Errorf("%s: billed %+v at %v", c.path, u.Usage, u.CostUSD)
+		}
+	}
+}

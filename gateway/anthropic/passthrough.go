@@ -45,6 +45,10 @@ func (p *Provider) Forward(ctx context.Context, n *gateway.Native, model string,
 		out.Usage = usageOf(u)
 	} else {
 		out.UsageMissing = true
+	}
+	if out.UsageMissing || out.Usage.OutputTokens == 0 {
+		// The text, for Baton's count of an output the usage did not
+		// count (the gateway bills no answer that says something as free).
 		g.Get("content").ForEach(func(_, b gjson.Result) bool {
 			out.Content = append(out.Content, gateway.Block{Type: "text", Text: b.Get("text").Str + b.Get("thinking").Str + b.Get("input").Raw})
 			return true

@@ -105,6 +105,10 @@ func readChatAnswer(provider string, raw []byte) (*gateway.Response, error) {
 		out.Usage = usageOf(usage)
 	} else {
 		out.UsageMissing = true
+	}
+	if out.UsageMissing || out.Usage.OutputTokens == 0 {
+		// The text, for Baton's count of an output the usage did not
+		// count (the gateway bills no answer that says something as free).
 		choices.ForEach(func(_, c gjson.Result) bool {
 			m := c.Get("message")
 			out.Content = append(out.Content, gateway.Block{Type: "text", Text: m.Get("content").Str + m.Get("refusal").Str + m.Get("tool_calls").Raw})

@@ -44,6 +44,10 @@ func (p *Provider) forwardResponses(ctx context.Context, n *gateway.Native, mode
 		out.Usage = responsesUsageOf(u)
 	} else {
 		out.UsageMissing = true
+	}
+	if out.UsageMissing || out.Usage.OutputTokens == 0 {
+		// The text, for Baton's count of an output the usage did not
+		// count (the gateway bills no answer that says something as free).
 		g.Get("output").ForEach(func(_, it gjson.Result) bool {
 			text := it.Get("arguments").Str + it.Get("input").Str
 			it.Get("content").ForEach(func(_, c gjson.Result) bool {
