@@ -535,6 +535,9 @@ func TestBudgetAdminAndUnpricedModels(t *testing.T) {
 		{e.admin, "a", map[string]any{"dailyUsd": -1}, 422},
 		{e.admin, "a", map[string]any{"monthlyUsd": "lots"}, 422},
 		{e.admin, "a", "{", 400},
+		// A misspelled limit would lift both: refused, naming it.
+		{e.admin, "a", map[string]any{"daily_usd": 1}, 422},
+		{e.admin, "a", map[string]any{"dailyUSD": 5, "monthlyUsd": 50}, 422},
 	} {
 		if r := e.do("PUT", "/v1/admin/budgets/"+url.PathEscape(c.tenant), c.key, c.body); r.status != c.status {
 			t.Fatalf("%s %v: %d %s", c.tenant, c.body, r.status, r.raw)

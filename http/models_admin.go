@@ -16,6 +16,7 @@ import (
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/gateway"
+	"github.com/tidwall/gjson"
 )
 
 // Admin model endpoints: sync, health, route preview, infrastructure.
@@ -360,7 +361,22 @@ func (s *Server) putBudget(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var q gateway.Limits
-	if _, ok := s.readJSON(w, r, &q); !ok {
+	body, ok := s.readJSON(w, r, &q)
+	if !ok {
+		return
+	}
+	// A PUT replaces both limits, a field left out being no limit: a name
+	// misspelled ("daily_usd") would lift them without a word.
+	var unknown string
+	gjson.ParseBytes(body).ForEach(func(k, _ gjson.Result) bool {
+		if k.Str != "dailyUsd" && k.Str != "monthlyUsd" {
+			unknown = k.Str
+			return false
+		}
+		return true
+	})
+	if unknown != "" {
+		s.writeError(w, r, badRequest(unknown, "unknown field %q: a budget has dailyUsd and monthlyUsd (a PUT sets both; one left out, or null, is no limit)", unknown))
 		return
 	}
 	for name, v := range map[string]*float64{"/dailyUsd": q.DailyUSD, "/monthlyUsd": q.MonthlyUSD} {
