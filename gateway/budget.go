@@ -154,6 +154,13 @@ func WorstCost(req Request, m *Model) *float64 {
 	return &c
 }
 
+// LeastCost is WorstCost for the least a client can ask of req on m: one
+// output token, one answer, no searches.
+func LeastCost(req Request, m *Model) *float64 {
+	req.MaxTokens, req.Choices, req.WebSearches, req.FileSearches = 1, 1, 0, 0
+	return WorstCost(req, m)
+}
+
 // UnpricedTier reports whether req asks for a capacity tier or a
 // geography m's price has no rate for (Price.TierRate, Price.GeoRate): its
 // cost is unknown (nil), as an unpriced model's, and a tenant with a
@@ -213,6 +220,11 @@ type BudgetError struct {
 	// Never: this call's worst case alone is over the limit; it cannot pass
 	// in any period unless its token cap is lowered.
 	Never bool
+	// Quota: Never, and nothing the client can lower makes the call fit:
+	// the least it can ask (one output token, one answer, no searches)
+	// is over the limit too, or the front has no cap to lower (generate).
+	// The limit is spent, as far as this call is concerned.
+	Quota bool
 	// Front is the call's front (Call.Front), which names the request's
 	// fields: its token cap (Cap) and the field that asks for a tier
 	// (TierParam).
@@ -285,6 +297,10 @@ func (e *BudgetError) Error() string {
 		if e.Front == "messages" {
 			bound += " (inference_geo global runs it anywhere)"
 		}
+	}
+	if e.Quota {
+		return fmt.Sprintf("the %s budget of $%s for tenant %s cannot cover this call, which may cost up to $%.6f (%s), even with nothing spent; the budget resets at %s",
+			periodly[e.Period], dollars(e.LimitUSD), e.Tenant, e.WorstUSD, bound, e.ResetAt.Format(time.RFC3339))
 	}
 	if e.Never {
 		lower := e.Cap()

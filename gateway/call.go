@@ -259,6 +259,10 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 	}
 	if be != nil {
 		be.Front = c.Front
+		if be.Never {
+			least := LeastCost(req, t.Model)
+			be.Quota = c.Front == "generate" || least == nil || *least > be.LimitUSD+usdUnit
+		}
 		if c.tier != c.asked {
 			be.AutoTier, be.TierSent = c.tier, c.Passthrough
 		}

@@ -89,7 +89,7 @@ func describe(r *http.Request, err error) described {
 		if be.Period == "" {
 			return described{Error: domain.E("gateway", domain.KindForbidden, "unpriced_model_under_budget", "%s", be.Error()), param: "model"}
 		}
-		if be.Never {
+		if be.Never && !be.Quota {
 			// Waiting does not help: the request must ask for less.
 			e := domain.E("gateway", domain.KindBadRequest, "budget_too_small_for_request", "%s", be.Error())
 			return described{Error: e, param: be.Cap()}

@@ -464,6 +464,40 @@ func TestBudgetTooSmallNamesTheResponsesCap(t *testing.T) {
 	}
 }
 
+// A budget that cannot cover even the least a client can ask (a $0 limit,
+// max_tokens 1) is spent as far as the call goes: 429 budget_exceeded,
+// insufficient_quota, with Retry-After to the reset, in each API's shape;
+// it told the client to lower a max_tokens already at 1. A cap the client
+// can lower is still the 400 naming it.
+func TestBudgetBelowTheLeastCallIsExceeded(t *testing.T) {
+	e, f, _ := passthroughEnv(t)
+	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": 0}), 200)
+	r := e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "oai:gpt-x", "max_tokens": 1, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	if r.status != 429 || r.str("error.type") != "insufficient_quota" || r.str("error.code") != "budget_exceeded" || r.header.Get("Retry-After") == "" {
+		t.Errorf("chat, $0: %d %s", r.status, r.raw)
+	}
+	r = e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5", "max_tokens": 1, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	if r.status != 429 || r.str("error.type") != "rate_limit_error" {
+		t.Errorf("messages, $0: %d %s", r.status, r.raw)
+	}
+	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": 0.001}), 200)
+	r = e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "oai:gpt-x", "max_tokens": 1_000_000, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	if r.status != 400 || r.str("error.code") != "budget_too_small_for_request" {
+		t.Errorf("a cap the client can lower: %d %s", r.status, r.raw)
+	}
+	// generate has no cap to lower, and its refusal is not kept for the
+	// key: a retry after the limit is raised runs.
+	gen := map[string]any{"type": "summarize", "input": map[string]any{"text": strings.Repeat("long text ", 100)},
+		"options": map[string]any{"llm": map[string]any{"model": "oai:gpt-x"}}}
+	r = e.do("POST", "/v1/generate", e.tenantA, gen, "Idempotency-Key", "g-1")
+	if r.status != 429 || r.str("code") != "budget_exceeded" {
+		t.Errorf("generate: %d %s", r.status, r.raw)
+	}
+	if n := len(f.requests()); n != 0 {
+		t.Errorf("the upstream got %d requests", n)
+	}
+}
+
 // store and background, which Baton acts on, must be booleans when passed
 // through, as translated: "false" was sent on and the response kept.
 func TestResponsesStoreMustBeABoolean(t *testing.T) {
