@@ -288,6 +288,7 @@ type Catalog struct {
 	models     map[string]*Model
 	modeChains map[string][]string // mode -> model ids, from the providers file
 	syncs      map[string]ModelsSynced
+	lists      map[string]ModelsSynced // each provider's newest successful sync: what it lists
 }
 
 // Config is where providers come from.
@@ -307,7 +308,7 @@ func NewCatalog(cfg Config) (*Catalog, error) {
 	if cfg.Getenv == nil {
 		cfg.Getenv = os.Getenv
 	}
-	c := &Catalog{providers: map[string]Provider{}, models: map[string]*Model{}, modeChains: map[string][]string{}, syncs: map[string]ModelsSynced{}}
+	c := &Catalog{providers: map[string]Provider{}, models: map[string]*Model{}, modeChains: map[string][]string{}, syncs: map[string]ModelsSynced{}, lists: map[string]ModelsSynced{}}
 	if _, ok := lookupKind("local"); !ok {
 		return nil, errors.New(`gateway: provider kind "local" is not registered (import github.com/batonhq/baton/gateway/kinds)`)
 	}

@@ -130,25 +130,35 @@ func (c *Catalog) applySync(s ModelsSynced) {
 	if p == nil {
 		return // a provider this replica is not configured with
 	}
-	if prev, ok := c.syncs[s.Provider]; ok && prev.SyncedAt.After(s.SyncedAt) {
-		return
+	// Every replica, and a restart, applies the same events in whatever
+	// order they reach it (syncs race): what results must not depend on
+	// it. The models any successful sync listed are all added; which are
+	// listed now is the newest successful sync's word.
+	if prev, ok := c.syncs[s.Provider]; !ok || !prev.SyncedAt.After(s.SyncedAt) {
+		c.syncs[s.Provider] = s
 	}
-	c.syncs[s.Provider] = s
 	if !s.OK {
 		return // a failed sync says nothing about the models
 	}
-	listed := make(map[string]bool, len(s.Models))
 	for _, name := range s.Models {
-		if name == "" {
+		if strings.TrimSpace(name) == "" {
 			continue // no model: "<provider>:" resolves to nothing
 		}
-		listed[name] = true
 		id := s.Provider + ":" + name
 		if c.models[id] == nil {
 			c.models[id] = &Model{ID: id, Object: "model", OwnedBy: s.Provider, Provider: s.Provider, Kind: p.Kind(), Model: name,
 				Modes: []string{}, Configured: p.Configured(), Discovered: true,
 				Description: "listed by the provider; capabilities unknown, no price in Baton's table"}
 		}
+	}
+	if prev, ok := c.lists[s.Provider]; ok && prev.SyncedAt.After(s.SyncedAt) {
+		s = prev
+	} else {
+		c.lists[s.Provider] = s
+	}
+	listed := make(map[string]bool, len(s.Models))
+	for _, name := range s.Models {
+		listed[name] = true
 	}
 	for _, m := range c.models {
 		if m.Provider != s.Provider {
@@ -164,6 +174,12 @@ func (c *Catalog) applyHealth(h HealthChecked) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	m := c.models[h.ID]
+	if m == nil && !h.OK {
+		// A failed probe of a model the catalog does not hold (a typo) is
+		// no sign the provider serves it: it adds nothing, which would
+		// change where a bare name goes for every client.
+		return
+	}
 	if m == nil {
 		prov, name, _ := strings.Cut(h.ID, ":")
 		p := c.providers[prov]
@@ -243,6 +259,7 @@ func (c *Catalog) Sync(ctx context.Context, store eventstore.Store, md eventstor
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
 			names, err := p.ListModels(cctx)
+			names = distinctNames(names)
 			ev := ModelsSynced{Provider: p.Name(), OK: err == nil, Models: names, SyncedAt: time.Now().UTC().Truncate(time.Microsecond)}
 			if ev.Models == nil {
 				ev.Models = []string{}
@@ -282,6 +299,20 @@ func (c *Catalog) Sync(ctx context.Context, store eventstore.Store, md eventstor
 	}
 	wg.Wait()
 	return out, errors.Join(errs...)
+}
+
+// distinctNames is a provider's list without blank names and repeats, in
+// its order: a list that names a model twice lists it once.
+func distinctNames(names []string) []string {
+	seen := make(map[string]bool, len(names))
+	out := names[:0:0]
+	for _, n := range names {
+		if strings.TrimSpace(n) != "" && !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func (c *Catalog) idsOf(provider string) map[string]bool {

@@ -1,10 +1,12 @@
 package gateway
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A providers file is checked whole: a mistake stops the start with a
@@ -112,5 +114,53 @@ func TestUnregisteredKind(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), `kind "`+kind+`" is not one of anthropic, openai, openai-compatible`) {
 			t.Errorf("kind %q: err = %v", kind, err)
 		}
+	}
+}
+
+// Syncs race (several replicas, or admins): each replica, and a restart,
+// applies their events in its own order, and every order gives the same
+// catalog: the models of every successful list, listed as the newest says
+// (an older list applied after a newer one added nothing, so replicas
+// diverged). A failed sync in between changes no model.
+func TestSyncsAppliedInAnyOrderAgree(t *testing.T) {
+	at := func(s int) time.Time { return time.Date(2026, 11, 28, 0, 0, s, 0, time.UTC) }
+	evs := []ModelsSynced{
+		{Provider: "anthropic", OK: true, Models: []string{"claude-sonnet-5-5", "x-1"}, SyncedAt: at(1)},
+		{Provider: "anthropic", OK: true, Models: []string{"claude-sonnet-5-5", "x-2"}, SyncedAt: at(2)},
+		{Provider: "anthropic", OK: false, Error: "down", SyncedAt: at(3)},
+		{Provider: "anthropic", OK: true, Models: []string{"claude-sonnet-5-5", "x-1", "x-3"}, SyncedAt: at(4)},
+	}
+	state := func(order []int) string {
+		c, err := NewCatalog(Config{Getenv: func(k string) string {
+			if k == "ANTHROPIC_API_KEY" {
+				return "k"
+			}
+			return ""
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range order {
+			c.applySync(evs[i])
+		}
+		var b strings.Builder
+		for _, m := range c.List() {
+			if m.Provider == "anthropic" {
+				fmt.Fprintf(&b, "%s available=%v listed=%v; ", m.ID, m.Available, m.Listed != nil && *m.Listed)
+			}
+		}
+		return b.String()
+	}
+	want := state([]int{0, 1, 2, 3})
+	if !strings.Contains(want, "anthropic:x-2 available=false listed=false") || !strings.Contains(want, "anthropic:x-3 available=true listed=true") {
+		t.Fatalf("in order: %s", want)
+	}
+	for _, order := range [][]int{{3, 2, 1, 0}, {1, 3, 0, 2}, {2, 0, 3, 1}} {
+		if got := state(order); got != want {
+			t.Errorf("order %v:\n%s\nwant\n%s", order, got, want)
+		}
+	}
+	if got := distinctNames([]string{"a", "b", "a", "  ", "", "b", "c"}); strings.Join(got, ",") != "a,b,c" {
+		t.Errorf("distinctNames: %q", got)
 	}
 }

@@ -231,6 +231,12 @@ func TestRoutingModes(t *testing.T) {
 	if r.str("svc.trace.selectedModel") != "anthropic:claude-fable-5-2" || r.str("svc.trace.fallbackUsed") != "false" {
 		t.Fatalf("premium after the probe: %s", r.raw)
 	}
+	// A failed probe of a model the catalog does not hold (a typo) adds
+	// nothing: it became a model every client's bare name could go to.
+	e.must(e.do("POST", "/v1/models/health", e.admin, map[string]any{"provider": "flaky", "model": "fail-500-typo"}), 200)
+	if r := e.do("GET", "/v1/models/flaky:fail-500-typo", e.tenantA, nil); r.status != 404 {
+		t.Fatalf("a failed probe of a typo added it: %d %s", r.status, r.raw)
+	}
 	// Needs: a request that may need more context than every premium
 	// model has is the client's to change, a 400 (the local development
 	// model is not used while real providers are configured).

@@ -65,7 +65,7 @@ func (f *fakeUpstreams) fail(w http.ResponseWriter, model string) bool {
 		w.WriteHeader(429)
 		io.WriteString(w, `{"error":{"message":"slow down","type":"rate_limit_error"}}`)
 		return true
-	case "fail-500":
+	case "fail-500", "fail-500-typo":
 		w.WriteHeader(500)
 		io.WriteString(w, `{"error":{"message":"boom","type":"server_error"}}`)
 		return true
