@@ -289,14 +289,7 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 // is on the client's path. A partial stream is billed for what was sent.
 func (k *Caller) settle(c *Call, u Usage, outcome string) (*float64, func()) {
 	held := c.held()
-	if limit, known := BilledOutputBound(held, c.Model); known && u.OutputTokens > limit {
-		// More than the request let the model write: the upstream's count
-		// is wrong, and billing it could spend a tenant's month at once.
-		if k.OutputOverReported != nil {
-			k.OutputOverReported(c.Provider.Name(), c.Model.ID, u.OutputTokens, limit)
-		}
-		u.OutputTokens = limit
-	}
+	u = k.bounded(c, u)
 	cost := CostOf(held, c.Model, u)
 	id := c.hold.UsageID() // on a shared store, this event releases the hold
 	at := time.Now().UTC()
@@ -315,6 +308,29 @@ func (k *Caller) settle(c *Call, u Usage, outcome string) (*float64, func()) {
 			k.Usage.Record(id, rec)
 		}
 	}
+}
+
+// bounded is the usage a call is billed: an upstream's report held to what
+// the request allowed. Callers that hand the usage on (an answer's, a
+// generation's) take it from here, so that what they say is what is billed.
+func (k *Caller) bounded(c *Call, u Usage) Usage {
+	held := c.held()
+	if limit, known := BilledOutputBound(held, c.Model); known && u.OutputTokens > limit {
+		// More than the request let the model write: the upstream's count
+		// is wrong, and billing it could spend a tenant's month at once.
+		if k.OutputOverReported != nil {
+			k.OutputOverReported(c.Provider.Name(), c.Model.ID, u.OutputTokens, limit)
+		}
+		u.OutputTokens = limit
+	}
+	if c.Front == "generate" {
+		// generate's prompt is Baton's own, whole, and no tool runs at the
+		// provider: its input bound is a bound of the input billed too.
+		if in, _ := WorstTokens(held, c.Model); u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens > in {
+			u.InputTokens = max(0, in-u.CacheReadTokens-u.CacheWriteTokens)
+		}
+	}
+	return u
 }
 
 // record settles an attempt and records its usage at once.
@@ -400,6 +416,7 @@ func orRefusal(last, refusal error) error {
 // unpriced) and the usage event, to be recorded once the answer is written.
 type Answer struct {
 	*Response
+	Billed Usage // the usage billed: Response.Usage held to what the request allowed
 	Cost   *float64
 	Record func()
 }
@@ -435,15 +452,22 @@ func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer
 				est := EstimateUsage(c.Req, outputText(resp.Content), countOr4)
 				resp.Usage.InputTokens, resp.Usage.OutputTokens, resp.Usage.Estimated = est.InputTokens, est.OutputTokens, true
 			}
-			cost, record := k.settle(c, resp.Usage, "ok")
-			return &Answer{Response: resp, Cost: cost, Record: record}, nil
+			billed := k.bounded(c, resp.Usage)
+			cost, record := k.settle(c, billed, "ok")
+			return &Answer{Response: resp, Billed: billed, Cost: cost, Record: record}, nil
 		}
 		if refused(err) {
 			c.ReleaseHold() // no upstream call: nothing to record
 			refusal = cmp.Or(refusal, err)
 			continue
 		}
-		k.record(c, Usage{}, failed(ctx))
+		var took Usage
+		if ctx.Err() != nil {
+			// The client left while the upstream had the request: its
+			// input is billed, as a stream's is (leaving is not free).
+			took = Usage{InputTokens: EstimateUsage(c.Req, "", countOr4).InputTokens, Estimated: true}
+		}
+		k.record(c, took, failed(ctx))
 		last = err
 		if !retryable(ctx, err) {
 			break

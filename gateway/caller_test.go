@@ -64,7 +64,9 @@ func TestCallerWithoutHTTP(t *testing.T) {
 	w := NewUsageWriter(store, func(_ uuid.UUID, _ UsageRecord, err error) { t.Errorf("usage: %v", err) })
 	w.Linger = 0
 	k := &Caller{Budgets: budgets, Usage: w, StreamIdle: time.Minute, CommitAfter: func() time.Duration { return 5 * time.Second }}
-	req := Request{Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: "hi"}}}}, MaxTokens: 200}
+	// A prompt long enough for the 1,000 input tokens the upstream reports
+	// (generate's input is held to its bound).
+	req := Request{Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: strings.Repeat("hi ", 1000)}}}}, MaxTokens: 200}
 	chain, err := cat.Plan("", "p:down", req)
 	if err != nil || len(chain) != 2 || chain[1].Model.ID != "p:up" {
 		t.Fatalf("plan: %v %v", chain, err)
@@ -191,7 +193,9 @@ func TestUpstreamBillsWhatItHandedOut(t *testing.T) {
 	if !ok {
 		t.Fatal("no local:echo")
 	}
-	req := Request{Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: "hi"}}}}, MaxTokens: 200}
+	// A prompt long enough for the 1,000 input tokens the upstream reports
+	// (generate's input is held to its bound).
+	req := Request{Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: strings.Repeat("hi ", 1000)}}}}, MaxTokens: 200}
 	text := func(s string) Delta { return Delta{Text: s} }
 	told := Delta{Usage: &Usage{InputTokens: 777}}
 	open := func(ctx context.Context, id string, pending []Delta, st *sliceStream) *Upstream {
@@ -435,7 +439,9 @@ func TestBuiltinDefaultTier(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req := Request{Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: "hi"}}}}, MaxTokens: 200}
+		// A prompt long enough for the 1,000 input tokens the upstream reports
+	// (generate's input is held to its bound).
+	req := Request{Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: strings.Repeat("hi ", 1000)}}}}, MaxTokens: 200}
 		chain, err := cat.Plan("", "openai:gpt-6-luna", req)
 		if err != nil {
 			t.Fatal(err)
@@ -564,4 +570,45 @@ func TestAutoTierLearnedInAnyOrder(t *testing.T) {
 func heldWorst(k *Caller, req Request, t Target) float64 {
 	req.ServiceTier = k.TierFor(req.ServiceTier, t)
 	return *WorstCost(req, t.Model)
+}
+
+// A client that leaves a whole call while the upstream works on it is
+// billed the call's input, estimated, as a stream's client is: it was
+// recorded free, so leaving kept spend off a budget.
+func TestClientGoneWholeCallBillsItsInput(t *testing.T) {
+	arrived := make(chan struct{}, 1)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body) // so the server hears the client leave
+		arrived <- struct{}{}
+		<-r.Context().Done()
+	}))
+	t.Cleanup(up.Close)
+	cat, err := catalogFromFile(t, `{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"`+up.URL+`/v1","keyEnv":"P_KEY","models":[`+
+		`{"name":"m","contextTokens":8192,"pricing":{"inputPerMTok":1,"outputPerMTok":10,"source":"test"}}]}]}`, map[string]string{"P_KEY": "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := openStore(t)
+	budgets := NewBudgets(nil)
+	budgets.UseStore(store, func(err error) { t.Errorf("budget write: %v", err) })
+	limit := 1.0
+	if err := budgets.SetBudget(t.Context(), store, BudgetSet{Tenant: "t", Limits: Limits{DailyUSD: &limit}}, eventstore.Metadata{}); err != nil {
+		t.Fatal(err)
+	}
+	k := &Caller{Budgets: budgets, StreamIdle: time.Minute}
+	req := Request{Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: strings.Repeat("hi ", 500)}}}}, MaxTokens: 200}
+	chain, err := cat.Plan("", "p:m", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { <-arrived; cancel() }()
+	c := &Call{ID: "gone", Front: "chat.completions", Tenant: "t", KeyID: "k1", Req: req}
+	if _, err := k.Complete(ctx, c, chain); err == nil {
+		t.Fatal("a call whose client left answered")
+	}
+	c.ReleaseHold()
+	if s := budgets.Status("t"); s.DaySpent <= 0 || s.ReservedUSD != 0 {
+		t.Fatalf("the call whose client left was billed nothing: %+v", s)
+	}
 }

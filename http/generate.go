@@ -338,8 +338,9 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		trace.FallbackUsed = trace.FallbackUsed || c.Fallback
 		cost, record := resp.Cost, resp.Record
 		records = append(records, record)
-		total.InputTokens += resp.Usage.InputTokens + resp.Usage.CacheReadTokens + resp.Usage.CacheWriteTokens
-		total.OutputTokens += resp.Usage.OutputTokens
+		u := resp.Billed // what was billed, which the answer says
+		total.InputTokens += u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
+		total.OutputTokens += u.OutputTokens
 		if cost == nil {
 			costKnown = false
 		} else {
@@ -347,7 +348,7 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		}
 		text := resp.StructuredText(output)
 		at := attemptTrace{Attempt: attempt, Model: c.Model.ID, Errors: []tasks.Violation{},
-			Usage: gatewayUsageSummary{InputTokens: resp.Usage.InputTokens + resp.Usage.CacheReadTokens + resp.Usage.CacheWriteTokens, OutputTokens: resp.Usage.OutputTokens, CostUSD: cost}}
+			Usage: gatewayUsageSummary{InputTokens: u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens, OutputTokens: u.OutputTokens, CostUSD: cost}}
 		obj, perr := tasks.ParseLenient(text)
 		if perr != nil {
 			at.Errors = append(at.Errors, tasks.Violation{Pointer: "", Message: perr.Error()})

@@ -534,3 +534,34 @@ func TestClassifyLabelIsOneOfTheInputs(t *testing.T) {
 		t.Fatalf("the re-ask does not say why: %s", u.bodies[1])
 	}
 }
+
+// An upstream that over-reports usage is billed within what the request
+// allowed (generate's input is Baton's own prompt, its output the type's
+// cap), and the generation's answer says what was billed: it said the
+// upstream's 99,999,999 output tokens and billed 32,000 (the answer and
+// the bill disagreed), and billed the input as reported, far over the
+// maxCostUsd it had checked.
+func TestGenerateUsageIsWhatWasBilled(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}],"usage":{"prompt_tokens":5000000,"completion_tokens":99999999}}`,
+			`{"summary":"s","keyPoints":["a"]}`)
+	}))
+	t.Cleanup(up.Close)
+	vars := map[string]string{"OPENAI_BASE_URL": up.URL + "/v1", "OPENAI_API_KEY": "k"}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvStore(t, cat, func(s eventstore.Store) eventstore.Store { return s })
+	r := e.must(e.do("POST", "/v1/generate", e.tenantA, genBody(map[string]any{"options": map[string]any{"llm": map[string]any{"model": "openai:gpt-4o-mini", "maxCostUsd": 0.01}}})), 200)
+	var rec gateway.UsageRecord
+	if err := json.Unmarshal(e.usageEvents("a", 1)[0].Data, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Usage.InputTokens >= 5000000 || rec.Usage.OutputTokens >= 99999999 || rec.CostUSD == nil || *rec.CostUSD > 0.01 {
+		t.Fatalf("billed %+v at %v", rec.Usage, rec.CostUSD)
+	}
+	if strconv.Itoa(rec.Usage.InputTokens) != r.str("usage.input_tokens") || strconv.Itoa(rec.Usage.OutputTokens) != r.str("usage.output_tokens") {
+		t.Fatalf("the answer says %s, the bill %+v", r.raw, rec.Usage)
+	}
+}
