@@ -440,8 +440,8 @@ func TestBuiltinDefaultTier(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A prompt long enough for the 1,000 input tokens the upstream reports
-	// (generate's input is held to its bound).
-	req := Request{Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: strings.Repeat("hi ", 1000)}}}}, MaxTokens: 200}
+		// (generate's input is held to its bound).
+		req := Request{Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: strings.Repeat("hi ", 1000)}}}}, MaxTokens: 200}
 		chain, err := cat.Plan("", "openai:gpt-6-luna", req)
 		if err != nil {
 			t.Fatal(err)
