@@ -97,3 +97,25 @@ func TestZeroOutputCountIsNotFree(t *testing.T) {
 		}
 	}
 }
+
+// A passed-through chat stream whose last chunk carries its choice and its
+// usage together (llama.cpp's server) keeps the choice when the client did
+// not ask for usage: the chunk goes without its usage field. The whole
+// chunk was dropped, its text and finish_reason with it.
+func TestChatChunkWithChoiceAndUsageKeepsTheChoice(t *testing.T) {
+	stream := "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"gpt-6-luna\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Hi \"}}]}\n\n" +
+		"data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"gpt-6-luna\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"THE-END\"},\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":4,\"total_tokens\":13}}\n\n" +
+		"data: [DONE]\n\n"
+	e, _ := goldenEnv(t, stream, "", "openai")
+	r := e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"openai:gpt-6-luna","stream":true,"messages":[{"role":"user","content":"say hi"}]}`)
+	if r.status != 200 || !strings.Contains(string(r.raw), `"content":"THE-END"`) || !strings.Contains(string(r.raw), `"finish_reason":"length"`) || strings.Contains(string(r.raw), `"usage"`) {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	var u gateway.UsageRecord
+	if err := json.Unmarshal(e.usageEvents("a", 1)[0].Data, &u); err != nil {
+		t.Fatal(err)
+	}
+	if u.Usage.InputTokens != 9 || u.Usage.OutputTokens != 4 || u.Usage.Estimated {
+		t.Fatalf("billed %+v", u.Usage)
+	}
+}

@@ -793,7 +793,7 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 		if !up.Settled() && d.Usage != nil && d.StopReason != "" {
 			var cost *float64
 			_, cost, record = up.Finish(d.Usage)
-			if raw != nil {
+			if raw != nil && (named || gjson.GetBytes(raw, wire.usage).Exists()) { // a chat chunk may go without the usage the client did not ask for
 				raw = withSvc(raw, "", nil, wire.usage, cost)
 			}
 		} else if named && ending && !up.Settled() {

@@ -234,7 +234,15 @@ func (s *oaRawStream) Next() (gateway.Delta, error) {
 			d.StopReason, d.NativeStop = ChatStop(s.stop), s.stop
 		}
 		if !s.passUsage {
-			d.Raw = nil // asked for billing, not by the client
+			// Asked for billing, not by the client: OpenAI's usage chunk
+			// (choices: []) is dropped; a chunk that carries a choice too
+			// (llama.cpp's last, with the finish_reason) goes without it.
+			d.Raw = nil
+			if choice.Exists() {
+				if b, err := sjson.DeleteBytes(ev.Data, "usage"); err == nil {
+					d.Raw = b
+				}
+			}
 		}
 	}
 	if !choice.Exists() && d.Usage == nil {
