@@ -22,8 +22,9 @@ const maxLine = 4 << 20
 // data lines join with newlines; comments (lines starting with ':') are
 // skipped; an event whose data is empty is not delivered.
 type Reader struct {
-	sc *bufio.Scanner
-	l  *lines
+	sc      *bufio.Scanner
+	l       *lines
+	started bool // a line was read: a byte order mark is skipped only before the first
 }
 
 // NewReader reads events from r.
@@ -76,6 +77,12 @@ func (r *Reader) Next() (Event, error) {
 	seen := false
 	for r.sc.Scan() {
 		line := r.sc.Bytes()
+		if !r.started {
+			// The standard: one byte order mark before the stream is
+			// skipped (it made the first field unknown, the first event lost).
+			r.started = true
+			line = bytes.TrimPrefix(line, []byte("\xEF\xBB\xBF"))
+		}
 		if len(line) == 0 {
 			if !seen {
 				continue

@@ -119,3 +119,17 @@ func TestBufferedSeesTheNextEvent(t *testing.T) {
 		}
 	}
 }
+
+// One byte order mark before the stream is skipped, as the standard says
+// (the first field read as unknown and the first event was lost); one
+// later is part of a field.
+func TestSSEReaderSkipsALeadingBOM(t *testing.T) {
+	r := NewReader(strings.NewReader("\xEF\xBB\xBFdata: 1\n\n\xEF\xBB\xBFdata: 2\n\ndata: 3\n\n"))
+	got, err := r.Next()
+	if err != nil || string(got.Data) != "1" {
+		t.Fatalf("first event %q, %v", got.Data, err)
+	}
+	if got, err = r.Next(); err != nil || string(got.Data) != "3" {
+		t.Fatalf("after a BOM mid-stream: %q, %v", got.Data, err)
+	}
+}
