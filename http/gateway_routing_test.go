@@ -583,3 +583,19 @@ func TestFallbackThatRefusesIsPassedOver(t *testing.T) {
 		t.Fatalf("usage: %s", got)
 	}
 }
+
+// A path with doubled slashes or dot segments is matched as it is, never
+// redirected: the router's 301 turned a client's POST into a GET (a 405)
+// and sent a model id holding "//" or "/../" to another model's page.
+func TestUncleanPathsAreNotRedirected(t *testing.T) {
+	e, _ := newGatewayEnv(t)
+	r := e.do("POST", "/v1//chat/completions", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	if r.status != 404 || r.str("error.type") == "" {
+		t.Fatalf("POST /v1//chat/completions: %d %s", r.status, r.raw)
+	}
+	for _, p := range []string{"/v1/models/openai:gpt-4o-mini/..", "/v1/models/dotdot/../openai:gpt-4o-mini"} {
+		if r := e.do("GET", p, e.tenantA, nil); r.status != 404 || r.str("error.code") != "model_not_found" {
+			t.Fatalf("GET %s: %d %s", p, r.status, r.raw)
+		}
+	}
+}

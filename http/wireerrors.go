@@ -2,6 +2,7 @@ package http
 
 import (
 	"net/http"
+	"path"
 	"strings"
 
 	"github.com/batonhq/baton/gateway/anthropic"
@@ -96,7 +97,7 @@ func openaiPath(p string) bool {
 // Anthropic's under /v1/messages, the caller's on the models routes,
 // OpenAI's under OpenAI's API roots, a problem document elsewhere.
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request, err error) {
-	p := r.URL.Path
+	p := path.Clean(r.URL.Path) // the shape of /v1//chat/completions is the chat front's
 	switch {
 	case p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/"):
 		s.writeErrorAs(w, r, anthropicErrors, err)
