@@ -54,13 +54,7 @@ func TestCallerWithoutHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := openStore(t)
-	budgets := NewBudgets(nil)
-	budgets.UseStore(store, func(err error) { t.Errorf("budget write: %v", err) })
-	limit := 1.0
-	if err := budgets.SetBudget(t.Context(), store, BudgetSet{Tenant: "t", Limits: Limits{DailyUSD: &limit}}, eventstore.Metadata{}); err != nil {
-		t.Fatal(err)
-	}
+	store, budgets := dollarADay(t)
 	w := NewUsageWriter(store, func(_ uuid.UUID, _ UsageRecord, err error) { t.Errorf("usage: %v", err) })
 	w.Linger = 0
 	k := &Caller{Budgets: budgets, Usage: w, StreamIdle: time.Minute, CommitAfter: func() time.Duration { return 5 * time.Second }}
@@ -588,13 +582,7 @@ func TestClientGoneWholeCallBillsItsInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := openStore(t)
-	budgets := NewBudgets(nil)
-	budgets.UseStore(store, func(err error) { t.Errorf("budget write: %v", err) })
-	limit := 1.0
-	if err := budgets.SetBudget(t.Context(), store, BudgetSet{Tenant: "t", Limits: Limits{DailyUSD: &limit}}, eventstore.Metadata{}); err != nil {
-		t.Fatal(err)
-	}
+	_, budgets := dollarADay(t)
 	k := &Caller{Budgets: budgets, StreamIdle: time.Minute}
 	req := Request{Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: strings.Repeat("hi ", 500)}}}}, MaxTokens: 200}
 	chain, err := cat.Plan("", "p:m", req)
@@ -611,4 +599,16 @@ func TestClientGoneWholeCallBillsItsInput(t *testing.T) {
 	if s := budgets.Status("t"); s.DaySpent <= 0 || s.ReservedUSD != 0 {
 		t.Fatalf("the call whose client left was billed nothing: %+v", s)
 	}
+}
+
+// dollarADay is a store and budgets on it with tenant t's daily limit at $1.
+func dollarADay(t *testing.T) (eventstore.Store, *Budgets) {
+	store := openStore(t)
+	budgets := NewBudgets(nil)
+	budgets.UseStore(store, func(err error) { t.Errorf("budget write: %v", err) })
+	limit := 1.0
+	if err := budgets.SetBudget(t.Context(), store, BudgetSet{Tenant: "t", Limits: Limits{DailyUSD: &limit}}, eventstore.Metadata{}); err != nil {
+		t.Fatal(err)
+	}
+	return store, budgets
 }

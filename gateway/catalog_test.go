@@ -46,12 +46,7 @@ func TestProvidersFileMistakes(t *testing.T) {
 // Anthropic lists dated model ids; the built-in aliases stand for them and
 // stay available after a sync.
 func TestSyncKeepsAliasesOfListedModels(t *testing.T) {
-	c, err := NewCatalog(Config{Getenv: func(k string) string {
-		if k == "ANTHROPIC_API_KEY" {
-			return "k"
-		}
-		return ""
-	}})
+	c, err := NewCatalog(Config{Getenv: anthropicKeyOnly})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,12 +126,7 @@ func TestSyncsAppliedInAnyOrderAgree(t *testing.T) {
 		{Provider: "anthropic", OK: true, Models: []string{"claude-sonnet-5-5", "x-1", "x-3"}, SyncedAt: at(4)},
 	}
 	state := func(order []int) string {
-		c, err := NewCatalog(Config{Getenv: func(k string) string {
-			if k == "ANTHROPIC_API_KEY" {
-				return "k"
-			}
-			return ""
-		}})
+		c, err := NewCatalog(Config{Getenv: anthropicKeyOnly})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,4 +153,12 @@ func TestSyncsAppliedInAnyOrderAgree(t *testing.T) {
 	if got := distinctNames([]string{"a", "b", "a", "  ", "", "b", "c"}); strings.Join(got, ",") != "a,b,c" {
 		t.Errorf("distinctNames: %q", got)
 	}
+}
+
+// anthropicKeyOnly is an environment holding an Anthropic key alone.
+func anthropicKeyOnly(k string) string {
+	if k == "ANTHROPIC_API_KEY" {
+		return "k"
+	}
+	return ""
 }

@@ -288,22 +288,28 @@ func TestGenerateIdempotencyKeySharedStore(t *testing.T) {
 	}
 }
 
+// scriptedEnvOn is scriptedEnv on the embedded store, or (shared) on one
+// that behaves as several replicas' shared store.
+func scriptedEnvOn(t *testing.T, u *scriptedUpstream, shared bool) *env {
+	vars := map[string]string{"OPENAI_BASE_URL": u.srv.URL + "/v1", "OPENAI_API_KEY": "k"}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrap := func(s eventstore.Store) eventstore.Store { return s }
+	if shared {
+		wrap = func(s eventstore.Store) eventstore.Store { return sharedStore{s} }
+	}
+	return newEnvStore(t, cat, wrap)
+}
+
 // A transient failure (the upstream's 503) is answered but not kept: a
 // retry with the same key runs again and gets the real answer, on either
 // kind of store.
 func TestGenerateIdempotencyTransientFailureNotKept(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		u := newScripted(t, "STATUS 503", validSummary)
-		vars := map[string]string{"OPENAI_BASE_URL": u.srv.URL + "/v1", "OPENAI_API_KEY": "k"}
-		cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wrap := func(s eventstore.Store) eventstore.Store { return s }
-		if shared {
-			wrap = func(s eventstore.Store) eventstore.Store { return sharedStore{s} }
-		}
-		e := newEnvStore(t, cat, wrap)
+		e := scriptedEnvOn(t, u, shared)
 		body := genBody(nil)
 		first := e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "flaky-1")
 		if first.status < 500 || first.header.Get("Idempotent-Replayed") != "" {
@@ -462,16 +468,7 @@ func TestGenerateIdempotencyAnswerTooLargeToKeep(t *testing.T) {
 	huge := `{"summary":"` + strings.Repeat("x", eventstore.MaxEventSize+1000) + `","keyPoints":["a"]}`
 	for _, shared := range []bool{false, true} {
 		u := newScripted(t, huge)
-		vars := map[string]string{"OPENAI_BASE_URL": u.srv.URL + "/v1", "OPENAI_API_KEY": "k"}
-		cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wrap := func(s eventstore.Store) eventstore.Store { return s }
-		if shared {
-			wrap = func(s eventstore.Store) eventstore.Store { return sharedStore{s} }
-		}
-		e := newEnvStore(t, cat, wrap)
+		e := scriptedEnvOn(t, u, shared)
 		body := genBody(nil)
 		first := e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "big-1")
 		if first.status != 200 || len(first.raw) < eventstore.MaxEventSize {
