@@ -63,6 +63,10 @@ func presentedKey(r *http.Request) (key string, conflict bool) {
 // given a bounded moment to catch up before the key is refused.
 func (s *Server) authenticate(r *http.Request) (domain.Principal, error) {
 	const op = "auth"
+	if len(r.Header["Authorization"]) > 1 || len(r.Header["X-Api-Key"]) > 1 {
+		// The first would be read: which one the client meant is a guess.
+		return domain.Principal{}, domain.E(op, domain.KindUnauthorized, "conflicting_api_keys", "an API key header (x-api-key or Authorization) is sent more than once; send it once")
+	}
 	key, conflict := presentedKey(r)
 	if conflict {
 		return domain.Principal{}, domain.E(op, domain.KindUnauthorized, "conflicting_api_keys", "x-api-key and Authorization: Bearer carry two different Baton keys; send one")

@@ -435,6 +435,27 @@ func TestTwoKeyHeaders(t *testing.T) {
 	if r := e.do("GET", "/v1/handoff/contracts", "", nil, "x-api-key", e.tenantA, "Authorization", "Bearer "+e.tenantB); r.status != 401 || r.str("code") != "conflicting_api_keys" {
 		t.Fatalf("two Baton keys: %d %s", r.status, r.raw)
 	}
+	// The same header twice: the first was taken (a bad one first, 401;
+	// a good one first, 200): refused either way.
+	for _, name := range []string{"Authorization", "X-Api-Key"} {
+		req, _ := http.NewRequest("GET", e.srv.URL+"/v1/handoff/contracts", nil)
+		val := func(k string) string {
+			if name == "Authorization" {
+				return "Bearer " + k
+			}
+			return k
+		}
+		req.Header[name] = []string{val(e.tenantA), val("btn_sk_bogus")}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 401 || !strings.Contains(string(b), "conflicting_api_keys") {
+			t.Fatalf("%s twice: %d %s", name, resp.StatusCode, b)
+		}
+	}
 }
 
 func TestBearerAndListing(t *testing.T) {
