@@ -199,11 +199,38 @@ func writeAnswer(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(http.StatusOK)
-	w.Write(b)
-	if f, ok := w.(http.Flusher); ok {
-		f.Flush()
+	writeWhole(w, b)
+}
+
+// writeWhole writes a whole answer and flushes it. A large one is written
+// under a write deadline, modelWriteStall a started MiB: a client that
+// stops reading does not hold the connection, and the answer's buffer, for
+// ever (a stream's writes are bounded the same way, sseWriter.bound). A
+// small one fits the socket's buffers.
+func writeWhole(w http.ResponseWriter, b []byte) {
+	if len(b) < wholeBound {
+		w.Write(b)
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+		return
+	}
+	rc := http.NewResponseController(w)
+	bounded := rc.SetWriteDeadline(time.Now().Add(modelWriteStall*time.Duration(1+len(b)>>20))) == nil
+	_, err := w.Write(b)
+	if err == nil {
+		err = rc.Flush()
+	}
+	if bounded && err == nil {
+		// Lifted once written: a failed write keeps it, so that the
+		// server's own last flush fails too and the connection closes.
+		rc.SetWriteDeadline(time.Time{})
 	}
 }
+
+// wholeBound is the size from which a whole answer is written under a
+// deadline.
+const wholeBound = 256 << 10
 
 // wireRequest is a gateway front's request body: chat completions or
 // messages.

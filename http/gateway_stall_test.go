@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -757,4 +759,37 @@ func anthropicSaysHi(w http.ResponseWriter) {
 	sse(w, "content_block_stop", `{"type":"content_block_stop","index":0}`)
 	sse(w, "message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`)
 	sse(w, "message_stop", `{"type":"message_stop"}`)
+}
+
+// A client that stops reading a large whole answer does not hold it: the
+// answer is written under a deadline (the write stall a started MiB), and
+// then the connection is closed. It was held, with its buffer, until the
+// client read again.
+func TestWholeAnswerEndsWhenClientStopsReading(t *testing.T) {
+	t.Cleanup(batonhttp.SetModelWriteStall(100 * time.Millisecond))
+	answer := fmt.Sprintf(`{"id":"c","object":"chat.completion","model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1},"padding":%q}`,
+		strings.Repeat("p", 24<<20)) // far beyond any socket buffers
+	oa := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, answer)
+	}))
+	t.Cleanup(func() { oa.CloseClientConnections(); oa.Close() })
+	e := newOpenAIEnv(t, oa)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	body := `{"model":"openai:gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`
+	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", e.tenantA, len(body), body)
+	time.Sleep(4 * time.Second) // past the deadline: 25 started MiB of 100 ms
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	n, err := io.Copy(io.Discard, conn)
+	if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("after %d bytes: %v (the connection was not closed)", n, err)
+	}
+	if n >= int64(len(answer)) {
+		t.Fatalf("the whole answer (%d bytes) waited for a client that stopped reading", n)
+	}
 }

@@ -628,10 +628,7 @@ func writeRaw(w http.ResponseWriter, raw []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(raw)))
 	w.WriteHeader(http.StatusOK)
-	w.Write(raw)
-	if f, ok := w.(http.Flusher); ok {
-		f.Flush()
-	}
+	writeWhole(w, raw)
 }
 
 // pipeWire is how a front's stream is passed through: where Baton's
