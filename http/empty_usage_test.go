@@ -119,3 +119,18 @@ func TestChatChunkWithChoiceAndUsageKeepsTheChoice(t *testing.T) {
 		t.Fatalf("billed %+v", u.Usage)
 	}
 }
+
+// A passed-through Messages stream that ends after its message_delta
+// without message_stop (the answer whole, its end told) is ended with a
+// message_stop, as a chat stream without [DONE] is given one: it ended
+// with neither that nor an error event.
+func TestMessagesStreamWithoutMessageStopIsEnded(t *testing.T) {
+	stream, whole := messagesAnswer("msg_nostop", "claude-haiku-4-5", `{"input_tokens":10,"output_tokens":1}`, `"usage":{"output_tokens":2}`)
+	stream = strings.TrimSuffix(stream, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	e, _ := goldenEnv(t, stream, whole, "anthropic")
+	r := e.do("POST", "/v1/messages", e.tenantA, `{"model":"anthropic:claude-haiku-4-5","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"say hi"}]}`, "anthropic-version", "2023-06-01")
+	evs := sseRaw(t, strings.NewReader(string(r.raw)))
+	if r.status != 200 || len(evs) == 0 || evs[len(evs)-1][0] != "message_stop" {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+}

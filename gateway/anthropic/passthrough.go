@@ -126,6 +126,13 @@ func (s *anRawStream) Next() (gateway.Delta, error) {
 	}
 	ev, err := s.sse.Next()
 	if errors.Is(err, io.EOF) {
+		if s.stop != "" {
+			// The answer was whole (its message_delta said how it ended):
+			// its stream is ended as the grammar ends it, as a chat stream
+			// without [DONE] is given one.
+			s.done = true
+			return gateway.Delta{Raw: []byte(`{"type":"message_stop"}`), Event: "message_stop", Commit: true}, nil
+		}
 		return gateway.Delta{}, gateway.BadAnswer(s.name, "stream ended without message_stop")
 	}
 	if err != nil {
