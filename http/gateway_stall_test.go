@@ -783,9 +783,18 @@ func TestWholeAnswerEndsWhenClientStopsReading(t *testing.T) {
 	t.Cleanup(func() { conn.Close() })
 	body := `{"model":"openai:gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`
 	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", e.tenantA, len(body), body)
-	time.Sleep(4 * time.Second) // past the deadline: 25 started MiB of 100 ms
+	// Once the answer has begun (reading its answer takes Baton a while
+	// under the race detector), read nothing for twice its deadline: 25
+	// started MiB of 100 ms.
+	conn.SetReadDeadline(time.Now().Add(60 * time.Second))
+	first := make([]byte, 64<<10)
+	if _, err := io.ReadFull(conn, first); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Second)
 	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 	n, err := io.Copy(io.Discard, conn)
+	n += int64(len(first))
 	if err != nil && !errors.Is(err, syscall.ECONNRESET) {
 		t.Fatalf("after %d bytes: %v (the connection was not closed)", n, err)
 	}
