@@ -287,7 +287,7 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 // records the usage event. The fronts write their answer first and record
 // after; the usage writer appends in the background, batching, so no fsync
 // is on the client's path. A partial stream is billed for what was sent.
-func (k *Caller) settle(c *Call, u Usage, outcome string) (*float64, func()) {
+func (k *Caller) settle(c *Call, u Usage, outcome string) (Usage, *float64, func()) {
 	held := c.held()
 	u = k.bounded(c, u)
 	cost := CostOf(held, c.Model, u)
@@ -303,7 +303,7 @@ func (k *Caller) settle(c *Call, u Usage, outcome string) (*float64, func()) {
 		Usage: u, CostUSD: cost, LatencyMs: time.Since(c.Start).Milliseconds(), Outcome: outcome, RequestID: c.RequestID, At: at,
 		AutoTier: autoTier,
 	}
-	return cost, func() {
+	return u, cost, func() {
 		if k.Usage != nil {
 			k.Usage.Record(id, rec)
 		}
@@ -311,8 +311,8 @@ func (k *Caller) settle(c *Call, u Usage, outcome string) (*float64, func()) {
 }
 
 // bounded is the usage a call is billed: an upstream's report held to what
-// the request allowed. Callers that hand the usage on (an answer's, a
-// generation's) take it from here, so that what they say is what is billed.
+// the request allowed (settle applies it; Answer.Billed is its result,
+// which generate reports).
 func (k *Caller) bounded(c *Call, u Usage) Usage {
 	held := c.held()
 	if limit, known := BilledOutputBound(held, c.Model); known && u.OutputTokens > limit {
@@ -335,7 +335,7 @@ func (k *Caller) bounded(c *Call, u Usage) Usage {
 
 // record settles an attempt and records its usage at once.
 func (k *Caller) record(c *Call, u Usage, outcome string) *float64 {
-	cost, record := k.settle(c, u, outcome)
+	_, cost, record := k.settle(c, u, outcome)
 	record()
 	return cost
 }
@@ -452,8 +452,7 @@ func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer
 				est := EstimateUsage(c.Req, outputText(resp.Content), countOr4)
 				resp.Usage.InputTokens, resp.Usage.OutputTokens, resp.Usage.Estimated = est.InputTokens, est.OutputTokens, true
 			}
-			billed := k.bounded(c, resp.Usage)
-			cost, record := k.settle(c, billed, "ok")
+			billed, cost, record := k.settle(c, resp.Usage, "ok")
 			return &Answer{Response: resp, Billed: billed, Cost: cost, Record: record}, nil
 		}
 		if refused(err) {
@@ -602,7 +601,7 @@ func (u *Upstream) Finish(reported *Usage) (Usage, *float64, func()) {
 	}
 	u.settled = true
 	bill := u.sent.Bill(u.c.Req, reported)
-	cost, record := u.k.settle(u.c, bill, "ok")
+	_, cost, record := u.k.settle(u.c, bill, "ok")
 	return bill, cost, record
 }
 

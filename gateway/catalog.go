@@ -288,7 +288,9 @@ type Catalog struct {
 	models     map[string]*Model
 	modeChains map[string][]string // mode -> model ids, from the providers file
 	syncs      map[string]ModelsSynced
-	lists      map[string]ModelsSynced // each provider's newest successful sync: what it lists
+	lists      map[string]ModelsSynced  // each provider's newest successful sync: what it lists
+	probes     map[string]HealthChecked // each probed id's newest probe
+	probedOK   map[string]bool          // ids a probe found served
 }
 
 // Config is where providers come from.
@@ -308,7 +310,8 @@ func NewCatalog(cfg Config) (*Catalog, error) {
 	if cfg.Getenv == nil {
 		cfg.Getenv = os.Getenv
 	}
-	c := &Catalog{providers: map[string]Provider{}, models: map[string]*Model{}, modeChains: map[string][]string{}, syncs: map[string]ModelsSynced{}, lists: map[string]ModelsSynced{}}
+	c := &Catalog{providers: map[string]Provider{}, models: map[string]*Model{}, modeChains: map[string][]string{}, syncs: map[string]ModelsSynced{}, lists: map[string]ModelsSynced{},
+		probes: map[string]HealthChecked{}, probedOK: map[string]bool{}}
 	if _, ok := lookupKind("local"); !ok {
 		return nil, errors.New(`gateway: provider kind "local" is not registered (import github.com/batonhq/baton/gateway/kinds)`)
 	}

@@ -149,6 +149,7 @@ func (c *Catalog) applySync(s ModelsSynced) {
 			c.models[id] = &Model{ID: id, Object: "model", OwnedBy: s.Provider, Provider: s.Provider, Kind: p.Kind(), Model: name,
 				Modes: []string{}, Configured: p.Configured(), Discovered: true,
 				Description: "listed by the provider; capabilities unknown, no price in Baton's table"}
+			c.healthLocked(c.models[id]) // probed before the list came
 		}
 	}
 	if prev, ok := c.lists[s.Provider]; ok && prev.SyncedAt.After(s.SyncedAt) {
@@ -173,14 +174,18 @@ func (c *Catalog) applySync(s ModelsSynced) {
 func (c *Catalog) applyHealth(h HealthChecked) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	m := c.models[h.ID]
-	if m == nil && !h.OK {
-		// A failed probe of a model the catalog does not hold (a typo) is
-		// no sign the provider serves it: it adds nothing, which would
-		// change where a bare name goes for every client.
-		return
+	// In any order the events come: a model is added once any probe found
+	// it served (a failed probe of a typo adds nothing), and its health is
+	// its newest probe's.
+	if prev, ok := c.probes[h.ID]; !ok || h.TestedAt.After(prev.TestedAt) {
+		c.probes[h.ID] = h
 	}
+	c.probedOK[h.ID] = c.probedOK[h.ID] || h.OK
+	m := c.models[h.ID]
 	if m == nil {
+		if !c.probedOK[h.ID] {
+			return
+		}
 		prov, name, _ := strings.Cut(h.ID, ":")
 		p := c.providers[prov]
 		if p == nil || name == "" {
@@ -190,7 +195,13 @@ func (c *Catalog) applyHealth(h HealthChecked) {
 			Configured: p.Configured(), Available: p.Configured(), Discovered: true}
 		c.models[h.ID] = m
 	}
-	if m.Health.TestedAt != nil && m.Health.TestedAt.After(h.TestedAt) {
+	c.healthLocked(m)
+}
+
+// healthLocked sets m's health to its newest probe, if it was probed.
+func (c *Catalog) healthLocked(m *Model) {
+	h, ok := c.probes[m.ID]
+	if !ok || m.Health.TestedAt != nil && m.Health.TestedAt.After(h.TestedAt) {
 		return
 	}
 	at, lat := h.TestedAt.UTC(), h.LatencyMs

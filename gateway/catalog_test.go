@@ -162,3 +162,37 @@ func anthropicKeyOnly(k string) string {
 	}
 	return ""
 }
+
+// Probes of a model the catalog did not hold give the same catalog in any
+// order: added once a probe found it served, its health the newest
+// probe's (a failed probe applied first was dropped, and an older success
+// then added the model healthy).
+func TestProbesAppliedInAnyOrderAgree(t *testing.T) {
+	at := func(s int) time.Time { return time.Date(2026, 11, 28, 0, 0, s, 0, time.UTC) }
+	evs := []HealthChecked{
+		{ID: "anthropic:claude-probed", OK: true, TestedAt: at(1)},
+		{ID: "anthropic:claude-probed", OK: false, Error: "500", TestedAt: at(2)},
+		{ID: "anthropic:claude-typo", OK: false, Error: "404", TestedAt: at(3)},
+	}
+	state := func(order []int) string {
+		c, err := NewCatalog(Config{Getenv: anthropicKeyOnly})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range order {
+			c.applyHealth(evs[i])
+		}
+		var b strings.Builder
+		for _, id := range []string{"anthropic:claude-probed", "anthropic:claude-typo"} {
+			m, ok := c.Get(id)
+			fmt.Fprintf(&b, "%s: %v %v; ", id, ok, ok && m.Health.OK)
+		}
+		return b.String()
+	}
+	want := "anthropic:claude-probed: true false; anthropic:claude-typo: false false; "
+	for _, order := range [][]int{{0, 1, 2}, {1, 0, 2}, {2, 1, 0}} {
+		if got := state(order); got != want {
+			t.Errorf("order %v: %s, want %s", order, got, want)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/tasks"
+	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
 
@@ -210,10 +211,10 @@ func outputRuleFor(taskType string, input json.RawMessage) outputRule {
 	if taskType != "classify" {
 		return outputRule{}
 	}
-	var in struct {
-		Labels []string `json:"labels"`
-	}
-	if json.Unmarshal(input, &in) != nil || len(in.Labels) == 0 {
+	// As the template reads it: the field of that exact name.
+	var in struct{ Labels []string }
+	l := gjson.GetBytes(input, "labels")
+	if !l.IsArray() || json.Unmarshal([]byte(l.Raw), &in.Labels) != nil || len(in.Labels) == 0 {
 		return outputRule{} // the input schema refuses it first
 	}
 	labels, _ := json.Marshal(in.Labels)

@@ -100,7 +100,9 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 			if errors.Is(err, eventstore.ErrInvalidEvent) {
 				// Too large for an event: a retry is told so rather than
 				// run (and billed) again.
-				err = claim.Complete(rctx, answerNotKept(r, answer))
+				if err = claim.Complete(rctx, answerNotKept(r, answer)); errors.Is(err, eventstore.ErrInvalidEvent) {
+					s.releaseIdem(rctx, claim) // still refused: the key must not stay claimed
+				}
 			}
 			if err != nil {
 				// The answer still goes out; a retry runs again.

@@ -790,7 +790,7 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 		if !up.Settled() && d.Usage != nil && d.StopReason != "" {
 			var cost *float64
 			_, cost, record = up.Finish(d.Usage)
-			if raw != nil && (named || gjson.GetBytes(raw, wire.usage).Exists()) { // a chat chunk may go without the usage the client did not ask for
+			if raw != nil && (named || c.Native.StreamUsage) { // a chat chunk goes without the usage the client did not ask for
 				raw = withSvc(raw, "", nil, wire.usage, cost)
 			}
 		} else if named && ending && !up.Settled() {

@@ -371,7 +371,51 @@ func ParseLenient(text string) (json.RawMessage, error) {
 			return v, nil
 		}
 	}
+	// The one pass shares its string state over the whole text: a stray
+	// quote in prose ("{" quoted, an unclosed brace) hides what follows.
+	// Each brace is then tried as a start with a fresh state, as long as
+	// the budget lasts.
+	for start := strings.IndexByte(s, '{'); start >= 0 && budget > 0; {
+		end := balanced(s[start:])
+		budget -= max(end, len(s)-start)
+		if end > 0 && budget >= 0 {
+			if v, ok := try(s[start : start+end]); ok {
+				return v, nil
+			}
+		}
+		next := strings.IndexByte(s[start+1:], '{')
+		if next < 0 {
+			break
+		}
+		start += 1 + next
+	}
 	return nil, errors.New("the answer holds no JSON object")
+}
+
+// balanced returns the length of the {...} that s starts with, minding
+// strings and escapes, or 0.
+func balanced(s string) int {
+	depth, inStr, esc := 0, false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case esc:
+			esc = false
+		case inStr && c == '\\':
+			esc = true
+		case c == '"':
+			inStr = !inStr
+		case inStr:
+		case c == '{':
+			depth++
+		case c == '}':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return 0
 }
 
 // maxLenientSearch bounds the answers searched for an object in prose.

@@ -78,13 +78,16 @@ func TestParseLenient(t *testing.T) {
 		`{"a":1}`:                 `{"a":1}`,
 		"  {\"a\":1}\n":           `{"a":1}`,
 		"```json\n{\"a\":1}\n```": `{"a":1}`,
-		"Sure! Here it is:\n```\n{\"a\":{\"b\":2}}\n```\nAnything else?": `{"a":{"b":2}}`,
-		`The answer is {"a":"}{"} as asked.`:                             `{"a":"}{"}`,
-		`{broken {"a":[1,2]} tail`:                                       `{"a":[1,2]}`,
-		`{"s":"\"}"}`:                                                    `{"s":"\"}"}`,
-		`{ stray {also {"a":1} tail`:                                     `{"a":1}`,
-		`{"a":{"b":1} x} then`:                                           `{"b":1}`,
-		`prose "with {quotes}" then {"a":2}`:                             `{"a":2}`,
+		"Sure! Here it is:\n```\n{\"a\":{\"b\":2}}\n```\nAnything else?":       `{"a":{"b":2}}`,
+		`The answer is {"a":"}{"} as asked.`:                                   `{"a":"}{"}`,
+		`{broken {"a":[1,2]} tail`:                                             `{"a":[1,2]}`,
+		`{"s":"\"}"}`:                                                          `{"s":"\"}"}`,
+		`{ stray {also {"a":1} tail`:                                           `{"a":1}`,
+		`{"a":{"b":1} x} then`:                                                 `{"b":1}`,
+		`prose "with {quotes}" then {"a":2}`:                                   `{"a":2}`,
+		`The object (it starts with "{") is: {"label":"spam"}`:                 `{"label":"spam"}`,
+		`Use { and a stray " quote. Answer: {"label":"spam"}`:                  `{"label":"spam"}`,
+		`I'd write {"label": "spam} first, but the answer is {"label":"spam"}`: `{"label":"spam"}`,
 	} {
 		got, err := ParseLenient(in)
 		if err != nil || string(got) != want {
