@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -425,7 +426,12 @@ type Answer struct {
 // answer; failed attempts are recorded here.
 func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer, error) {
 	var last, refusal error
+	// Whether the upstream got the request: a client that leaves after it
+	// did is billed the input (below), not one that left before.
+	var wrote atomic.Bool
+	tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) }})
 	for i, t := range chain {
+		wrote.Store(false)
 		if err := k.begin(ctx, c, t); err != nil {
 			return nil, fallbackRefused(err, last)
 		}
@@ -433,9 +439,9 @@ func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer
 		var resp *Response
 		var err error
 		if c.Passthrough {
-			resp, _, err = t.Provider.(Forwarder).Forward(ctx, c.Native, t.Model.Model, false)
+			resp, _, err = t.Provider.(Forwarder).Forward(tctx, c.Native, t.Model.Model, false)
 		} else {
-			resp, err = t.Provider.Complete(ctx, c.Req)
+			resp, err = t.Provider.Complete(tctx, c.Req)
 		}
 		if err == nil {
 			if u := resp.Usage; !resp.UsageMissing && u.InputTokens == 0 && u.OutputTokens == 0 && u.CacheReadTokens == 0 && u.CacheWriteTokens == 0 {
@@ -461,9 +467,9 @@ func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer
 			continue
 		}
 		var took Usage
-		if ctx.Err() != nil {
+		if ctx.Err() != nil && wrote.Load() {
 			// The client left while the upstream had the request: its
-			// input is billed, as a stream's is (leaving is not free).
+			// input is billed (leaving is not free).
 			took = Usage{InputTokens: EstimateUsage(c.Req, "", countOr4).InputTokens, Estimated: true}
 		}
 		k.record(c, took, failed(ctx))
