@@ -155,8 +155,11 @@ func WorstCost(req Request, m *Model) *float64 {
 }
 
 // LeastCost is WorstCost for the least a client can ask of req on m: one
-// output token, one answer, no searches.
-func LeastCost(req Request, m *Model) *float64 {
+// output token, one answer, no searches; noInput: no prompt either.
+func LeastCost(req Request, m *Model, noInput bool) *float64 {
+	if noInput {
+		req = Request{Model: req.Model, ServiceTier: req.ServiceTier, Geo: req.Geo}
+	}
 	req.MaxTokens, req.Choices, req.WebSearches, req.FileSearches = 1, 1, 0, 0
 	return WorstCost(req, m)
 }
@@ -220,11 +223,16 @@ type BudgetError struct {
 	// Never: this call's worst case alone is over the limit; it cannot pass
 	// in any period unless its token cap is lowered.
 	Never bool
-	// Quota: Never, and nothing the client can lower makes the call fit:
-	// the least it can ask (one output token, one answer, no searches)
-	// is over the limit too, or the front has no cap to lower (generate).
-	// The limit is spent, as far as this call is concerned.
+	// Quota: Never, and no request could fit: a call of no input and one
+	// output token is over the limit too, or (generate, which has no cap
+	// to lower) the task type's cap is. The limit is spent, as far as
+	// calls go.
 	Quota bool
+	// Input: Never, and this call's input alone (one output token, one
+	// answer, no searches) is over the limit, at LeastUSD: a shorter
+	// prompt, not a lower cap, is what could fit.
+	Input    bool
+	LeastUSD float64
 	// Front is the call's front (Call.Front), which names the request's
 	// fields: its token cap (Cap) and the field that asks for a tier
 	// (TierParam).
@@ -297,6 +305,10 @@ func (e *BudgetError) Error() string {
 		if e.Front == "messages" {
 			bound += " (inference_geo global runs it anywhere)"
 		}
+	}
+	if e.Input {
+		return fmt.Sprintf("this call's input alone may cost up to $%.6f (its input bound and one output token), more than the %s budget of $%s for tenant %s allows even with nothing spent; send a shorter prompt",
+			e.LeastUSD, periodly[e.Period], dollars(e.LimitUSD), e.Tenant)
 	}
 	if e.Quota {
 		return fmt.Sprintf("the %s budget of $%s for tenant %s cannot cover this call, which may cost up to $%.6f (%s), even with nothing spent; the budget resets at %s",

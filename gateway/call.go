@@ -261,8 +261,16 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 	if be != nil {
 		be.Front = c.Front
 		if be.Never {
-			least := LeastCost(req, t.Model)
-			be.Quota = c.Front == "generate" || least == nil || *least > be.LimitUSD+usdUnit
+			over := func(v *float64) bool { return v == nil || *v > be.LimitUSD+usdUnit }
+			least := LeastCost(req, t.Model, false)
+			switch {
+			case over(LeastCost(req, t.Model, true)):
+				be.Quota = true
+			case over(least):
+				be.Input, be.LeastUSD = true, *least
+			default:
+				be.Quota = c.Front == "generate" // its cap is the task type's
+			}
 		}
 		if c.tier != c.asked {
 			be.AutoTier, be.TierSent = c.tier, c.Passthrough

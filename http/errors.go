@@ -92,7 +92,11 @@ func describe(r *http.Request, err error) described {
 		if be.Never && !be.Quota {
 			// Waiting does not help: the request must ask for less.
 			e := domain.E("gateway", domain.KindBadRequest, "budget_too_small_for_request", "%s", be.Error())
-			return described{Error: e, param: be.Cap()}
+			param := be.Cap()
+			if be.Input {
+				param = promptParam(r)
+			}
+			return described{Error: e, param: param}
 		}
 		e := domain.E("gateway", domain.KindRateLimited, "budget_exceeded", "%s", be.Error())
 		e.RetryAfter = max(1, int(time.Until(be.ResetAt).Seconds()+0.999))
@@ -101,11 +105,7 @@ func describe(r *http.Request, err error) described {
 		}
 		return described{Error: e}
 	case errors.Is(err, gateway.ErrPromptTooLong):
-		param := "messages"
-		if r != nil && r.URL.Path == "/v1/responses" {
-			param = "input"
-		}
-		return described{Error: domain.E("gateway", domain.KindBadRequest, "context_length_exceeded", "%s", publicMessage(err)), param: param}
+		return described{Error: domain.E("gateway", domain.KindBadRequest, "context_length_exceeded", "%s", publicMessage(err)), param: promptParam(r)}
 	case errors.Is(err, gateway.ErrNoRoute):
 		return described{Error: domain.E("gateway", domain.KindUnavailable, "no_route", "%s", err.Error()), param: "model", log: true}
 	case errors.As(err, &de):
@@ -198,4 +198,13 @@ func (s *Server) problemFor(w http.ResponseWriter, r *http.Request, err error) P
 	p.Fields = d.Fields
 	p.Findings = d.Findings
 	return p
+}
+
+// promptParam names the field of r that holds its prompt: input on the
+// Responses API and generate, messages elsewhere.
+func promptParam(r *http.Request) string {
+	if r != nil && (r.URL.Path == "/v1/responses" || r.URL.Path == "/v1/generate" || r.URL.Path == "/v1/agent-plans") {
+		return "input"
+	}
+	return "messages"
 }

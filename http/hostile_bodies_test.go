@@ -485,12 +485,18 @@ func TestBudgetBelowTheLeastCallIsExceeded(t *testing.T) {
 	if r.status != 400 || r.str("error.code") != "budget_too_small_for_request" {
 		t.Errorf("a cap the client can lower: %d %s", r.status, r.raw)
 	}
-	// generate has no cap to lower, and its refusal is not kept for the
-	// key: a retry after the limit is raised runs.
+	// A prompt whose input alone is over the limit: a shorter prompt could
+	// fit, not a lower cap, and not waiting for the reset.
+	r = e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "oai:gpt-x", "max_tokens": 1, "messages": []any{map[string]any{"role": "user", "content": strings.Repeat("long ", 200_000)}}})
+	if r.status != 400 || r.str("error.code") != "budget_too_small_for_request" || r.str("error.param") != "messages" || !strings.Contains(r.str("error.message"), "send a shorter prompt") {
+		t.Errorf("input over the limit: %d %s", r.status, r.raw)
+	}
+	// generate's prompt (its template and input) over the limit alone:
+	// the 400 names its input.
 	gen := map[string]any{"type": "summarize", "input": map[string]any{"text": strings.Repeat("long text ", 100)},
 		"options": map[string]any{"llm": map[string]any{"model": "oai:gpt-x"}}}
-	r = e.do("POST", "/v1/generate", e.tenantA, gen, "Idempotency-Key", "g-1")
-	if r.status != 429 || r.str("code") != "budget_exceeded" {
+	r = e.do("POST", "/v1/generate", e.tenantA, gen)
+	if r.status != 400 || r.str("code") != "budget_too_small_for_request" || !strings.Contains(r.str("detail"), "send a shorter prompt") {
 		t.Errorf("generate: %d %s", r.status, r.raw)
 	}
 	if n := len(f.requests()); n != 0 {
