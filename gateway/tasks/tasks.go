@@ -394,8 +394,27 @@ func ParseLenient(text string) (json.RawMessage, error) {
 
 // balanced returns the length of the {...} that s starts with, minding
 // strings and escapes, or 0.
-func balanced(s string) int {
-	depth, inStr, esc := 0, false, false
+func balanced(s string) (n int) {
+	depth := 0
+	scanBraces(s, func() bool { return true }, func(i int, opens bool) bool {
+		if opens {
+			depth++
+			return false
+		}
+		if depth--; depth == 0 {
+			n = i + 1
+			return true
+		}
+		return false
+	})
+	return n
+}
+
+// scanBraces calls brace at each { and } of s outside strings, minding
+// escapes, until brace returns true. A quote starts or ends a string only
+// while counts says so.
+func scanBraces(s string, counts func() bool, brace func(i int, opens bool) bool) {
+	inStr, esc := false, false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
@@ -403,19 +422,15 @@ func balanced(s string) int {
 			esc = false
 		case inStr && c == '\\':
 			esc = true
-		case c == '"':
+		case c == '"' && counts():
 			inStr = !inStr
 		case inStr:
-		case c == '{':
-			depth++
-		case c == '}':
-			depth--
-			if depth == 0 {
-				return i + 1
+		case c == '{' || c == '}':
+			if brace(i, c == '{') {
+				return
 			}
 		}
 	}
-	return 0
 }
 
 // maxLenientSearch bounds the answers searched for an object in prose.
@@ -426,24 +441,16 @@ const maxLenientSearch = 1 << 20
 func balancedSpans(s string) [][2]int {
 	var open []int
 	var spans [][2]int
-	inStr, esc := false, false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
+	scanBraces(s, func() bool { return len(open) > 0 }, func(i int, opens bool) bool { // outside any object, quotes are prose
 		switch {
-		case esc:
-			esc = false
-		case inStr && c == '\\':
-			esc = true
-		case c == '"' && len(open) > 0: // outside any object, quotes are prose
-			inStr = !inStr
-		case inStr:
-		case c == '{':
+		case opens:
 			open = append(open, i)
-		case c == '}' && len(open) > 0:
+		case len(open) > 0:
 			spans = append(spans, [2]int{open[len(open)-1], i + 1})
 			open = open[:len(open)-1]
 		}
-	}
+		return false
+	})
 	slices.SortFunc(spans, func(a, b [2]int) int { return a[0] - b[0] })
 	return spans
 }
