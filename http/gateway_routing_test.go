@@ -593,6 +593,13 @@ func TestUncleanPathsAreNotRedirected(t *testing.T) {
 	if r.status != 404 || r.str("error.type") == "" {
 		t.Fatalf("POST /v1//chat/completions: %d %s", r.status, r.raw)
 	}
+	// A POST to one of OpenAI's Responses endpoints Baton does not serve
+	// is a 404, not a 405 offering a GET or DELETE of a response so named.
+	for _, p := range []string{"/v1/responses/compact", "/v1/responses/resp_1/cancel", "/v1/responses/input_tokens"} {
+		if r := e.do("POST", p, e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "input": "x"}); r.status != 404 || r.str("error.type") == "" || r.header.Get("Allow") != "" {
+			t.Fatalf("POST %s: %d %s", p, r.status, r.raw)
+		}
+	}
 	for _, p := range []string{"/v1/models/openai:gpt-4o-mini/..", "/v1/models/dotdot/../openai:gpt-4o-mini"} {
 		if r := e.do("GET", p, e.tenantA, nil); r.status != 404 || r.str("error.code") != "model_not_found" {
 			t.Fatalf("GET %s: %d %s", p, r.status, r.raw)

@@ -194,7 +194,10 @@ func (s *openAPISpec) check(r *http.Request, reqBody []byte, rec *capturingWrite
 		}
 		return nil
 	case errors.Is(err, routers.ErrMethodNotAllowed):
-		if rec.status != http.StatusMethodNotAllowed && (rec.status != http.StatusUpgradeRequired || r.Header.Get("Upgrade") == "") {
+		// A POST under /v1/responses/ is an OpenAI endpoint Baton does not
+		// serve (compact, {id}/cancel): the router's 404.
+		notServed := rec.status == http.StatusNotFound && r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/responses/")
+		if rec.status != http.StatusMethodNotAllowed && !notServed && (rec.status != http.StatusUpgradeRequired || r.Header.Get("Upgrade") == "") {
 			return []string{"the method is not in docs/openapi.yaml for this path (only the router's 405, or its 426 to a WebSocket handshake, may answer it)"}
 		}
 		return nil

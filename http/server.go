@@ -271,6 +271,10 @@ func NewServer(cfg Config) *Server {
 		rt.HandleFunc("/v1/responses/{id}", s.withKeyAs(anyKey, openaiErrors, s.getResponse)).Methods(http.MethodGet)
 		rt.HandleFunc("/v1/responses/{id}", s.withKeyAs(anyKey, openaiErrors, s.deleteResponse)).Methods(http.MethodDelete)
 		rt.HandleFunc("/v1/responses/{id}/input_items", s.withKeyAs(anyKey, openaiErrors, s.listInputItems)).Methods(http.MethodGet)
+		// A POST under /v1/responses/ is one of OpenAI's endpoints Baton
+		// does not serve (compact, input_tokens, {id}/cancel): a 404, not
+		// a 405 offering a GET or DELETE of a response by that name.
+		rt.PathPrefix("/v1/responses/").Methods(http.MethodPost).Handler(rt.NotFoundHandler)
 		post("/v1/messages", s.withKeyAs(anyKey, anthropicErrors, s.messages))
 		post("/v1/messages/count_tokens", s.withKeyAs(anyKey, anthropicErrors, s.countTokens))
 	}
