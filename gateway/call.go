@@ -412,6 +412,18 @@ func refused(err error) bool {
 	return errors.As(err, &de) && (de.Kind == domain.KindInvalid || de.Kind == domain.KindBadRequest)
 }
 
+// passedOver reports whether the model that answered err refused the
+// call (refused): it is then passed over, its hold released (no upstream
+// call: nothing to record), and the first refusal kept in refusal.
+func passedOver(c *Call, err error, refusal *error) bool {
+	if !refused(err) {
+		return false
+	}
+	c.ReleaseHold()
+	*refusal = cmp.Or(*refusal, err)
+	return true
+}
+
 // orRefusal is the chain's error: the last upstream failure, else the
 // first model's refusal.
 func orRefusal(last, refusal error) error {
@@ -469,9 +481,7 @@ func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer
 			billed, cost, record := k.settle(c, resp.Usage, "ok")
 			return &Answer{Response: resp, Billed: billed, Cost: cost, Record: record}, nil
 		}
-		if refused(err) {
-			c.ReleaseHold() // no upstream call: nothing to record
-			refusal = cmp.Or(refusal, err)
+		if passedOver(c, err, &refusal) {
 			continue
 		}
 		var took Usage
@@ -735,9 +745,7 @@ func (k *Caller) Open(ctx context.Context, c *Call, chain []Target) (*Upstream, 
 		if err != nil {
 			scancel()
 			cancel()
-			if refused(err) {
-				c.ReleaseHold() // no upstream call: nothing to record
-				refusal = cmp.Or(refusal, err)
+			if passedOver(c, err, &refusal) {
 				continue
 			}
 			k.record(c, Usage{}, failed(ctx))

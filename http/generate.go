@@ -212,12 +212,12 @@ func outputRuleFor(taskType string, input json.RawMessage) outputRule {
 		return outputRule{}
 	}
 	// As the template reads it: the field of that exact name.
-	var in struct{ Labels []string }
+	var given []string
 	l := gjson.GetBytes(input, "labels")
-	if !l.IsArray() || json.Unmarshal([]byte(l.Raw), &in.Labels) != nil || len(in.Labels) == 0 {
+	if !l.IsArray() || json.Unmarshal([]byte(l.Raw), &given) != nil || len(given) == 0 {
 		return outputRule{} // the input schema refuses it first
 	}
-	labels, _ := json.Marshal(in.Labels)
+	labels, _ := json.Marshal(given)
 	return outputRule{
 		schema: func(schema json.RawMessage) json.RawMessage {
 			if out, err := sjson.SetRawBytes(schema, "properties.label.enum", labels); err == nil {
@@ -229,7 +229,7 @@ func outputRuleFor(taskType string, input json.RawMessage) outputRule {
 			var o struct {
 				Label string `json:"label"`
 			}
-			if json.Unmarshal(out, &o) != nil || slices.Contains(in.Labels, o.Label) {
+			if json.Unmarshal(out, &o) != nil || slices.Contains(given, o.Label) {
 				return nil
 			}
 			return []tasks.Violation{{Pointer: "/label", Message: "must be one of the labels given: " + string(labels)}}
