@@ -515,39 +515,72 @@ func (b *Budgets) Apply(ev eventstore.RecordedEvent) error {
 	switch ev.Type {
 	case EventBudgetSet, EventBudgetHeld, EventBudgetHoldRenewed, EventBudgetHoldReleased:
 		return b.applyBudgetEvent(ev)
-	case EventUsageRecorded:
-		b.mu.Lock()
-		if b.settled[ev.ID] {
-			delete(b.settled, ev.ID) // counted when this replica settled the call: no need to decode it
-			b.mu.Unlock()
-			return nil
-		}
-		ref, releases := b.awaiting[ev.ID]
-		b.mu.Unlock()
-		var u UsageRecord
-		if err := json.Unmarshal(ev.Data, &u); err != nil {
-			return fmt.Errorf("gateway: usage event %s: %w", ev.ID, err) // a hold it would release expires instead
-		}
-		at := u.At // the moment the settling replica counted it: every replica counts it in the same day
-		if at.IsZero() {
-			at = ev.Metadata.RecordedAt
-		}
-		if at.IsZero() { // neither (metadata unreadable, written around Baton): count it now, not never
-			at = b.Now()
-		}
-		if u.AutoTier && u.Usage.ServiceTier != "" {
-			b.sawAutoTier(u.Provider, fastTier(u.Usage.ServiceTier), at)
-		}
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if releases {
-			b.dropHoldLocked(ref.tenant, ref.hold) // with the count below, in one step: never neither
-		}
-		if u.CostUSD != nil && *u.CostUSD > 0 { // a negative cost (a foreign writer) must not lower the spending
-			b.book(u.Tenant).add(at, *u.CostUSD)
-		}
+	case EventUsageRecorded, EventUsageBatchRecorded:
+		return b.applyUsage(ev)
 	}
 	return nil
+}
+
+// applyUsage counts the records of a usage event that this replica did not
+// count when it settled them. Every record is decoded before any is
+// counted: an event that cannot be read whole counts nothing (a hold it
+// would release expires instead).
+func (b *Budgets) applyUsage(ev eventstore.RecordedEvent) error {
+	type counted struct {
+		id  uuid.UUID
+		rec UsageRecord
+	}
+	var recs []counted
+	err := EachUsage(ev, func(id uuid.UUID, raw string) error {
+		b.mu.Lock()
+		own := b.settled[id] // counted when this replica settled the call: no need to decode it
+		b.mu.Unlock()
+		c := counted{id: id}
+		if !own {
+			if err := json.Unmarshal([]byte(raw), &c.rec); err != nil {
+				return fmt.Errorf("gateway: usage event %s: record %s: %w", ev.ID, id, err)
+			}
+		}
+		recs = append(recs, c)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range recs {
+		b.applyRecord(ev, c.id, c.rec)
+	}
+	return nil
+}
+
+// applyRecord counts one call's record (id, rec) of usage event ev.
+func (b *Budgets) applyRecord(ev eventstore.RecordedEvent, id uuid.UUID, u UsageRecord) {
+	b.mu.Lock()
+	if b.settled[id] {
+		delete(b.settled, id)
+		b.mu.Unlock()
+		return
+	}
+	ref, releases := b.awaiting[id]
+	b.mu.Unlock()
+	at := u.At // the moment the settling replica counted it: every replica counts it in the same day
+	if at.IsZero() {
+		at = ev.Metadata.RecordedAt
+	}
+	if at.IsZero() { // neither (metadata unreadable, written around Baton): count it now, not never
+		at = b.Now()
+	}
+	if u.AutoTier && u.Usage.ServiceTier != "" {
+		b.sawAutoTier(u.Provider, fastTier(u.Usage.ServiceTier), at)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if releases {
+		b.dropHoldLocked(ref.tenant, ref.hold) // with the count below, in one step: never neither
+	}
+	if u.CostUSD != nil && *u.CostUSD > 0 { // a negative cost (a foreign writer) must not lower the spending
+		b.book(u.Tenant).add(at, *u.CostUSD)
+	}
 }
 
 // Reservation holds a call's worst case against its tenant's budget until

@@ -294,3 +294,69 @@ func TestPeriodsFollowTheDay(t *testing.T) {
 		}
 	}
 }
+
+// A usage batch counts each call's record once on every replica: the
+// settling replica skips the records it counted when it settled them, the
+// others count them all. A batch with a record that cannot be read counts
+// nothing.
+func TestUsageBatchCountsEachRecordOnce(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	a := NewBudgets(func() time.Time { return now })
+	b := NewBudgets(func() time.Time { return now })
+	for _, x := range []*Budgets{a, b} {
+		x.Apply(limitsEvent(t, "t", usd(10), nil))
+	}
+	var items []usageItem
+	for _, cost := range []float64{1, 0.5} {
+		h, err := a.Reserve(t.Context(), "t", "m", usd(cost))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := h.UsageID()
+		h.Settle(usd(cost), id, now)
+		items = append(items, usageItem{id, UsageRecord{Tenant: "t", CostUSD: usd(cost), At: now, Outcome: "ok"}})
+	}
+	items = append(items, usageItem{uuid.Must(uuid.NewV7()), UsageRecord{Tenant: "t", CostUSD: usd(0.25), At: now, Outcome: "ok"}}) // another replica's
+	w := NewUsageWriter(nil, func(_ uuid.UUID, _ UsageRecord, err error) { t.Fatal(err) })
+	evs, sent := w.batchEvents("t", items)
+	if len(evs) != 1 || len(sent) != 3 || evs[0].Type != EventUsageBatchRecorded {
+		t.Fatalf("%d events of %d records", len(evs), len(sent))
+	}
+	batch := eventstore.RecordedEvent{StreamID: UsageStream("t"), EventData: evs[0]}
+	if s := a.Status("t"); s.DaySpent != 1.5 {
+		t.Fatalf("settled: %+v", s)
+	}
+	for name, x := range map[string]*Budgets{"settling replica": a, "other replica": b} {
+		if err := x.Apply(batch); err != nil {
+			t.Fatal(err)
+		}
+		if s := x.Status("t"); s.DaySpent != 1.75 {
+			t.Errorf("%s: spent %v, want 1.75", name, s.DaySpent)
+		}
+	}
+	// Expanded, the batch is the calls' records under their own ids.
+	exp := ExpandUsage([]eventstore.RecordedEvent{batch})
+	for i, ev := range exp {
+		var rec UsageRecord
+		if err := json.Unmarshal(ev.Data, &rec); err != nil || ev.ID != items[i].id || ev.Type != EventUsageRecorded || *rec.CostUSD != *items[i].rec.CostUSD {
+			t.Fatalf("record %d: %v %s %s %+v", i, err, ev.ID, ev.Type, rec)
+		}
+	}
+	if len(exp) != 3 {
+		t.Fatalf("%d records expanded", len(exp))
+	}
+	for _, data := range []string{
+		`{"records":[{"id":"0195f5a0-0000-7000-8000-000000000009","tenant":"t","costUsd":2},{"id":"nope","tenant":"t","costUsd":2}]}`,
+		`{"records":[{"id":"0195f5a0-0000-7000-8000-000000000009","tenant":"t","costUsd":2},{"id":"0195f5a0-0000-7000-8000-00000000000a","tenant":"t","costUsd":"2"}]}`,
+		`{"records":{"id":"0195f5a0-0000-7000-8000-000000000009","tenant":"t","costUsd":2}}`,
+		`[{"id":"0195f5a0-0000-7000-8000-000000000009","tenant":"t","costUsd":2}]`,
+	} {
+		bad := eventstore.RecordedEvent{EventData: eventstore.EventData{ID: uuid.New(), Type: EventUsageBatchRecorded, Data: []byte(data)}}
+		if err := b.Apply(bad); err == nil {
+			t.Errorf("%s: applied", data)
+		}
+		if s := b.Status("t"); s.DaySpent != 1.75 {
+			t.Fatalf("%s: spent %v after a batch that cannot be read", data, s.DaySpent)
+		}
+	}
+}

@@ -263,7 +263,7 @@ func TestUpstreamBillsWhatItHandedOut(t *testing.T) {
 // usageLines is tenant t's usage events, each as line says, joined by "; ".
 func usageLines(t *testing.T, store eventstore.Store, line func(UsageRecord) string) string {
 	t.Helper()
-	evs, err := store.ReadStream(context.Background(), UsageStream("t"), 0, 100)
+	evs, err := ReadUsage(context.Background(), store, "t", 100)
 	if err != nil {
 		t.Fatal(err)
 	}

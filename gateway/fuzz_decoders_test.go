@@ -198,7 +198,7 @@ func stateOfBudgets(b *Budgets) budgetState {
 // usage event without a cost spends nothing.
 func FuzzStateEvents(f *testing.F) {
 	types := []string{EventModelsSynced, EventModelHealthChecked, EventBudgetSet, EventUsageRecorded, "SomethingElse",
-		EventBudgetHeld, EventBudgetHoldRenewed, EventBudgetHoldReleased}
+		EventBudgetHeld, EventBudgetHoldRenewed, EventBudgetHoldReleased, EventUsageBatchRecorded}
 	streams := []string{CatalogStream, "budget-", "usage-"} // a tenant's streams get the tenant's name
 	pick := func(typ, stream int) uint8 { return uint8(stream*len(types) + typ) }
 	at := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
@@ -240,6 +240,11 @@ func FuzzStateEvents(f *testing.F) {
 		{pick(6, 1), "t", `{"hold":"0195f5a0-0000-7000-8000-000000000001","expiresAt":"2026-03-14T13:00:00Z"}`},
 		{pick(7, 1), "t", `{"hold":"0195f5a0-0000-7000-8000-000000000001","usageEvent":"00000000-0000-0000-0000-000000000000"}`},
 		{pick(7, 1), "t", `{"hold":"not a uuid"}`},
+		{pick(8, 2), "t", `{"records":[{"id":"0195f5a0-0000-7000-8000-000000000003","tenant":"t","model":"openai:gpt-4o","costUsd":0.25,"outcome":"ok","at":"2026-03-14T11:00:00Z"},{"id":"0195f5a0-0000-7000-8000-000000000004","tenant":"t","costUsd":null}]}`},
+		{pick(8, 2), "t", `{"records":[{"id":"0195f5a0-0000-7000-8000-000000000003","tenant":"t","costUsd":0.25},{"id":"x","tenant":"t","costUsd":1}]}`},
+		{pick(8, 2), "t", `{"records":[{"id":"0195f5a0-0000-7000-8000-000000000003","costUsd":0.25},"x"]}`},
+		{pick(8, 2), "t", `{"records":[]}`},
+		{pick(8, 2), "t", `{"records":[{"id":"0195f5a0-0000-7000-8000-000000000003","tenant":"t","costUsd":0.25}`},
 	} {
 		f.Add(s.pick, s.tenant, []byte(s.data))
 	}
@@ -293,10 +298,18 @@ func FuzzStateEvents(f *testing.F) {
 		bBefore := stateOfBudgets(b)
 		err = b.Apply(ev)
 		bAfter := stateOfBudgets(b)
-		budgetsTake := typ == EventBudgetSet || typ == EventUsageRecorded ||
+		budgetsTake := typ == EventBudgetSet || typ == EventUsageRecorded || typ == EventUsageBatchRecorded ||
 			(strings.HasPrefix(stream, "budget-") && (typ == EventBudgetHeld || typ == EventBudgetHoldRenewed || typ == EventBudgetHoldReleased))
-		var rec UsageRecord
-		costless := typ == EventUsageRecorded && json.Unmarshal(data, &rec) == nil && rec.CostUSD == nil
+		costless := typ == EventUsageRecorded || typ == EventUsageBatchRecorded
+		if costless && EachUsage(ev, func(_ uuid.UUID, raw string) error {
+			var rec UsageRecord
+			if err := json.Unmarshal([]byte(raw), &rec); err != nil || rec.CostUSD != nil {
+				costless = false
+			}
+			return nil
+		}) != nil {
+			costless = false
+		}
 		switch {
 		case !budgetsTake && err != nil:
 			t.Fatalf("budgets: %s event: %v, want it ignored", typ, err)

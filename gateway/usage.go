@@ -3,18 +3,25 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/tidwall/gjson"
 
 	"github.com/batonhq/baton/eventstore"
 )
 
-// EventUsageRecorded is the type of usage events.
+// EventUsageRecorded is the type of a usage event of one call, written
+// until 2026-11-28 and still read (EachUsage).
 const EventUsageRecorded = "UsageRecorded"
+
+// EventUsageBatchRecorded is the type of usage events: the records of the
+// calls one writer window settled for a tenant (EachUsage reads them).
+const EventUsageBatchRecorded = "UsageBatchRecorded"
 
 // UsageRecord is one model call as billed.
 type UsageRecord struct {
@@ -202,19 +209,7 @@ func (w *UsageWriter) write(batch []usageItem) {
 		byTenant[it.rec.Tenant] = append(byTenant[it.rec.Tenant], it)
 	}
 	for _, tenant := range order {
-		items := byTenant[tenant]
-		evs := make([]eventstore.EventData, 0, len(items))
-		sent := items[:0:0] // the items whose events go in the append
-		for _, it := range items {
-			data, err := it.rec.appendJSON(make([]byte, 0, 384))
-			if err != nil {
-				w.fail(it, err)
-				continue
-			}
-			sent = append(sent, it)
-			evs = append(evs, eventstore.EventData{ID: it.id, Type: EventUsageRecorded, Data: data,
-				Metadata: eventstore.Metadata{Tenant: it.rec.Tenant, Actor: "key:" + it.rec.KeyID, RequestID: it.rec.RequestID, SchemaVersion: eventstore.SchemaVersion}})
-		}
+		evs, sent := w.batchEvents(tenant, byTenant[tenant])
 		if len(evs) == 0 {
 			continue
 		}
@@ -227,6 +222,143 @@ func (w *UsageWriter) write(batch []usageItem) {
 			}
 		}
 	}
+}
+
+// maxUsageBatchBytes bounds one batch event's data, far under the store's
+// event limit: a window's records beyond it go in a second event of the
+// same append.
+const maxUsageBatchBytes = 1 << 20
+
+// batchEvents encodes a tenant's records as UsageBatchRecorded events,
+// each {"records":[{"id":…, the record's fields…}, …]}: one event a
+// window, not one a call, since every event costs the store its index
+// entries and every feed follower a read, whatever it holds
+// (docs/benchmarks.md). sent are the records the events hold; one that
+// cannot be encoded is reported and left out.
+func (w *UsageWriter) batchEvents(tenant string, items []usageItem) (evs []eventstore.EventData, sent []usageItem) {
+	var data, rec []byte
+	flush := func() {
+		if len(data) == 0 {
+			return
+		}
+		data = append(data, "]}"...)
+		evs = append(evs, eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: EventUsageBatchRecorded, Data: data,
+			Metadata: eventstore.Metadata{Tenant: tenant, Actor: UsageActor, SchemaVersion: eventstore.SchemaVersion}})
+		data = nil
+	}
+	for _, it := range items {
+		var err error
+		if rec, err = it.rec.appendJSON(rec[:0]); err != nil {
+			w.fail(it, err)
+			continue
+		}
+		if len(data) > 0 && len(data)+len(rec) > maxUsageBatchBytes {
+			flush()
+		}
+		if len(data) == 0 {
+			data = make([]byte, 0, min(len(items)*(len(rec)+50), maxUsageBatchBytes)+64)
+			data = append(data, `{"records":[`...)
+		} else {
+			data = append(data, ',')
+		}
+		data = append(data, `{"id":"`...)
+		data = appendUUID(data, it.id)
+		data = append(data, `",`...)
+		data = append(data, rec[1:]...) // the record's object, after its opening brace
+		sent = append(sent, it)
+	}
+	flush()
+	return evs, sent
+}
+
+func appendUUID(b []byte, id uuid.UUID) []byte {
+	var s [36]byte
+	hex := "0123456789abcdef"
+	j := 0
+	for i, c := range id {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			s[j] = '-'
+			j++
+		}
+		s[j], s[j+1] = hex[c>>4], hex[c&0xf]
+		j += 2
+	}
+	return append(b, s[:]...)
+}
+
+// UsageActor is the actor of usage batch events: the gateway's writer,
+// for the calls of many keys (each record names its key).
+const UsageActor = "gateway"
+
+// EachUsage calls f with the id and JSON object of each call's record a
+// usage event holds: a UsageRecorded event's one record (its id the
+// event's; written until 2026-11-28), or each record of a
+// UsageBatchRecorded event. Other events hold none. A batch that is not an
+// object with a records array, or whose record is not an object with a
+// UUID id, is an error, and f sees none of its records.
+func EachUsage(ev eventstore.RecordedEvent, f func(id uuid.UUID, rec string) error) error {
+	switch ev.Type {
+	case EventUsageRecorded:
+		return f(ev.ID, string(ev.Data))
+	case EventUsageBatchRecorded:
+	default:
+		return nil
+	}
+	records := gjson.GetBytes(ev.Data, "records")
+	if !records.IsArray() { // each record used is decoded, and so checked, on its own
+		return fmt.Errorf("gateway: usage batch %s: not an object with a records array", ev.ID)
+	}
+	type entry struct {
+		id  uuid.UUID
+		raw string
+	}
+	var entries []entry
+	var bad error
+	records.ForEach(func(_, r gjson.Result) bool {
+		id, err := uuid.Parse(r.Get("id").Str)
+		if !r.IsObject() || r.Get("id").Type != gjson.String || err != nil {
+			bad = fmt.Errorf("gateway: usage batch %s: record %d is not an object with a UUID id", ev.ID, len(entries))
+			return false
+		}
+		entries = append(entries, entry{id, r.Raw})
+		return true
+	})
+	if bad != nil {
+		return bad
+	}
+	for _, e := range entries {
+		if err := f(e.id, e.raw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ExpandUsage returns evs with each usage batch as the per-call
+// UsageRecorded events it holds (each with its record's id and data, the
+// batch's stream, position and metadata): a tenant's usage as one event a
+// call, whichever way it was written. A batch that cannot be read is left
+// as it is.
+func ExpandUsage(evs []eventstore.RecordedEvent) []eventstore.RecordedEvent {
+	out := make([]eventstore.RecordedEvent, 0, len(evs))
+	for _, ev := range evs {
+		if ev.Type != EventUsageBatchRecorded {
+			out = append(out, ev)
+			continue
+		}
+		var recs []eventstore.RecordedEvent
+		err := EachUsage(ev, func(id uuid.UUID, rec string) error {
+			one := ev
+			one.ID, one.Type, one.Data = id, EventUsageRecorded, []byte(rec)
+			recs = append(recs, one)
+			return nil
+		})
+		if err != nil {
+			recs = []eventstore.RecordedEvent{ev}
+		}
+		out = append(out, recs...)
+	}
+	return out
 }
 
 func (w *UsageWriter) fail(it usageItem, err error) {
@@ -379,4 +511,11 @@ func AppendJSONFloat(b []byte, f float64) []byte {
 		}
 	}
 	return b
+}
+
+// ReadUsage reads up to max events of a tenant's usage stream from its
+// start, each call's record as an event of its own (ExpandUsage).
+func ReadUsage(ctx context.Context, store eventstore.Store, tenant string, max int) ([]eventstore.RecordedEvent, error) {
+	evs, err := store.ReadStream(ctx, UsageStream(tenant), 0, max)
+	return ExpandUsage(evs), err
 }

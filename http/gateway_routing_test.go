@@ -29,7 +29,7 @@ func (e *env) usageEvents(tenant string, n int) []eventstore.RecordedEvent {
 	e.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		evs, err := e.store.ReadStream(context.Background(), gateway.UsageStream(tenant), 0, n+100)
+		evs, err := gateway.ReadUsage(context.Background(), e.store, tenant, n+100)
 		if err != nil {
 			e.t.Fatal(err)
 		}

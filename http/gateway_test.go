@@ -531,7 +531,7 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 	// The partial call is billed: a usage event says the client went away.
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		evs, _ := e.store.ReadStream(context.Background(), gateway.UsageStream("a"), 0, 100)
+		evs, _ := gateway.ReadUsage(context.Background(), e.store, "a", 100)
 		for _, ev := range evs {
 			if strings.Contains(string(ev.Data), `"outcome":"client_gone"`) && strings.Contains(string(ev.Data), `"model":"openai:hang"`) {
 				return
