@@ -153,7 +153,7 @@ func jsonKindOf(v string) string {
 // Send does req. A transport failure, or an answer outside 2xx (its body
 // read and closed), comes back as the provider's error.
 func Send(client *http.Client, provider string, req *http.Request) (*http.Response, error) {
-	resp, err := client.Do(req)
+	resp, err := roundTrip(client, req)
 	if err != nil {
 		return nil, transportError(provider, err)
 	}
@@ -162,6 +162,23 @@ func Send(client *http.Client, provider string, req *http.Request) (*http.Respon
 		return nil, readUpstreamError(provider, resp)
 	}
 	return resp, nil
+}
+
+// roundTrip sends req on client's transport itself when the client adds
+// nothing of its own (no cookie jar, redirect policy or overall timeout),
+// as a reverse proxy does: a model call is not followed to where a 3xx
+// points (the 3xx is the upstream's error answer, docs/api.md), and
+// Client.Do's redirect bookkeeping (a copy of the request's headers each
+// call) is work for nothing.
+func roundTrip(client *http.Client, req *http.Request) (*http.Response, error) {
+	if client.Jar != nil || client.CheckRedirect != nil || client.Timeout != 0 {
+		return client.Do(req)
+	}
+	t := client.Transport
+	if t == nil {
+		t = http.DefaultTransport
+	}
+	return t.RoundTrip(req)
 }
 
 func transportError(provider string, err error) error {
