@@ -530,24 +530,33 @@ func (b *Budgets) applyUsage(ev eventstore.RecordedEvent) error {
 		id  uuid.UUID
 		rec UsageRecord
 	}
-	var recs []counted
+	var own []uuid.UUID
+	var others []counted
 	err := EachUsage(ev, func(id uuid.UUID, raw string) error {
 		b.mu.Lock()
-		own := b.settled[id] // counted when this replica settled the call: no need to decode it
+		mine := b.settled[id] // counted when this replica settled the call: no need to decode it
 		b.mu.Unlock()
-		c := counted{id: id}
-		if !own {
-			if err := json.Unmarshal([]byte(raw), &c.rec); err != nil {
-				return fmt.Errorf("gateway: usage event %s: record %s: %w", ev.ID, id, err)
-			}
+		if mine {
+			own = append(own, id)
+			return nil
 		}
-		recs = append(recs, c)
+		others = append(others, counted{id: id})
+		if err := json.Unmarshal([]byte(raw), &others[len(others)-1].rec); err != nil {
+			return fmt.Errorf("gateway: usage event %s: record %s: %w", ev.ID, id, err)
+		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for _, c := range recs {
+	if len(own) > 0 {
+		b.mu.Lock()
+		for _, id := range own {
+			delete(b.settled, id)
+		}
+		b.mu.Unlock()
+	}
+	for _, c := range others {
 		b.applyRecord(ev, c.id, c.rec)
 	}
 	return nil
@@ -556,11 +565,6 @@ func (b *Budgets) applyUsage(ev eventstore.RecordedEvent) error {
 // applyRecord counts one call's record (id, rec) of usage event ev.
 func (b *Budgets) applyRecord(ev eventstore.RecordedEvent, id uuid.UUID, u UsageRecord) {
 	b.mu.Lock()
-	if b.settled[id] {
-		delete(b.settled, id)
-		b.mu.Unlock()
-		return
-	}
 	ref, releases := b.awaiting[id]
 	b.mu.Unlock()
 	at := u.At // the moment the settling replica counted it: every replica counts it in the same day

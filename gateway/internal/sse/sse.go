@@ -54,7 +54,7 @@ func (l *lines) split(data []byte, atEOF bool) (advance int, token []byte, err e
 			skip = 1
 		}
 	}
-	if i := bytes.IndexAny(data[skip:], "\r\n"); i >= 0 {
+	if i := lineEnd(data[skip:]); i >= 0 {
 		end := skip + i
 		l.afterCR = data[end] == '\r'
 		l.rest = data[end+1:]
@@ -65,6 +65,20 @@ func (l *lines) split(data []byte, atEOF bool) (advance int, token []byte, err e
 		return len(data), data[skip:], nil
 	}
 	return skip, nil, nil
+}
+
+// lineEnd is the index of b's first CR or LF, or -1: two IndexByte scans
+// (vectorised), where IndexAny builds a set on each call.
+func lineEnd(b []byte) int {
+	i := bytes.IndexByte(b, '\n')
+	head := b
+	if i >= 0 {
+		head = b[:i]
+	}
+	if j := bytes.IndexByte(head, '\r'); j >= 0 {
+		return j
+	}
+	return i
 }
 
 // errStreamCut means the stream ended inside an event.
@@ -166,7 +180,7 @@ func (r *Reader) Buffered() bool {
 	}
 	lines, nonEmpty := 0, false // the data lines of the event so far
 	for {
-		i := bytes.IndexAny(rest, "\r\n")
+		i := lineEnd(rest)
 		if i < 0 {
 			return false
 		}

@@ -1,6 +1,7 @@
 package sse
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"strings"
@@ -132,4 +133,16 @@ func TestSSEReaderSkipsALeadingBOM(t *testing.T) {
 	if got, err = r.Next(); err != nil || string(got.Data) != "3" {
 		t.Fatalf("after a BOM mid-stream: %q, %v", got.Data, err)
 	}
+}
+
+// FuzzLineEnd holds lineEnd to bytes.IndexAny(b, "\r\n").
+func FuzzLineEnd(f *testing.F) {
+	for _, s := range []string{"", "a", "\r", "\n", "ab\r\ncd", "ab\ncd\r", "\n\r", "data: x\r"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := lineEnd(b), bytes.IndexAny(b, "\r\n"); got != want {
+			t.Fatalf("lineEnd(%q) = %d, want %d", b, got, want)
+		}
+	})
 }
