@@ -69,6 +69,10 @@ type described struct {
 	*domain.Error
 	param string
 	log   bool
+	// unkept: the answer follows from the tenant's budget, not from the
+	// request, so an Idempotency-Key does not keep it (a raised limit
+	// lets the same request through).
+	unkept bool
 }
 
 // describe turns any error into a domain error. Errors of the store, the
@@ -81,13 +85,13 @@ func describe(r *http.Request, err error) described {
 	switch {
 	case errors.As(err, &be):
 		if be.Period == "" && be.Geo != "" {
-			return described{Error: domain.E("gateway", domain.KindForbidden, "unpriced_inference_geo_under_budget", "%s", be.Error()), param: "inference_geo"}
+			return described{Error: domain.E("gateway", domain.KindForbidden, "unpriced_inference_geo_under_budget", "%s", be.Error()), param: "inference_geo", unkept: true}
 		}
 		if be.Period == "" && be.Tier != "" {
-			return described{Error: domain.E("gateway", domain.KindForbidden, "unpriced_service_tier_under_budget", "%s", be.Error()), param: be.TierParam()}
+			return described{Error: domain.E("gateway", domain.KindForbidden, "unpriced_service_tier_under_budget", "%s", be.Error()), param: be.TierParam(), unkept: true}
 		}
 		if be.Period == "" {
-			return described{Error: domain.E("gateway", domain.KindForbidden, "unpriced_model_under_budget", "%s", be.Error()), param: "model"}
+			return described{Error: domain.E("gateway", domain.KindForbidden, "unpriced_model_under_budget", "%s", be.Error()), param: "model", unkept: true}
 		}
 		if be.Never && !be.Quota {
 			// Waiting does not help: the request must ask for less.
@@ -96,14 +100,14 @@ func describe(r *http.Request, err error) described {
 			if be.Input {
 				param = promptParam(r)
 			}
-			return described{Error: e, param: param}
+			return described{Error: e, param: param, unkept: true}
 		}
 		e := domain.E("gateway", domain.KindRateLimited, "budget_exceeded", "%s", be.Error())
 		e.RetryAfter = max(1, int(time.Until(be.ResetAt).Seconds()+0.999))
 		if be.HeldOnly {
 			e.RetryAfter = 1 // calls in flight hold the room; they end soon
 		}
-		return described{Error: e}
+		return described{Error: e, unkept: true}
 	case errors.Is(err, gateway.ErrPromptTooLong):
 		return described{Error: domain.E("gateway", domain.KindBadRequest, "context_length_exceeded", "%s", publicMessage(err)), param: promptParam(r)}
 	case errors.Is(err, gateway.ErrNoRoute):
@@ -190,6 +194,9 @@ func retryHeaders(w http.ResponseWriter, d described) {
 // to fix and setting Retry-After when the error says when to retry.
 func (s *Server) problemFor(w http.ResponseWriter, r *http.Request, err error) Problem {
 	d := describe(r, err)
+	if st := stateOf(r.Context()); st != nil && d.unkept {
+		st.unkept = true
+	}
 	if d.log {
 		s.log.Error().Str("requestId", RequestID(r.Context())).Err(err).Msg("request failed")
 	}

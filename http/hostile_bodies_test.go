@@ -502,6 +502,17 @@ func TestBudgetBelowTheLeastCallIsExceeded(t *testing.T) {
 	if n := len(f.requests()); n != 0 {
 		t.Errorf("the upstream got %d requests", n)
 	}
+	// Under an Idempotency-Key the refusal is not kept: it follows from
+	// the budget, and with the limit raised the same request runs.
+	r = e.do("POST", "/v1/generate", e.tenantA, gen, "Idempotency-Key", "budget-refusal")
+	if r.status != 400 || r.str("code") != "budget_too_small_for_request" {
+		t.Fatalf("generate under a key: %d %s", r.status, r.raw)
+	}
+	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": 100}), 200)
+	r = e.do("POST", "/v1/generate", e.tenantA, gen, "Idempotency-Key", "budget-refusal")
+	if r.header.Get("Idempotent-Replayed") != "" || r.str("code") == "budget_too_small_for_request" || len(f.requests()) == 0 {
+		t.Errorf("after the limit was raised: %d %s (replayed %q)", r.status, r.raw, r.header.Get("Idempotent-Replayed"))
+	}
 }
 
 // store and background, which Baton acts on, must be booleans when passed

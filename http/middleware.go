@@ -24,6 +24,7 @@ type requestState struct {
 	id        string
 	principal domain.Principal // set by authentication
 	body      deadlineBody
+	unkept    bool // the answer is not one an Idempotency-Key keeps (described.unkept)
 }
 
 func stateOf(ctx context.Context) *requestState {
