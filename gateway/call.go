@@ -624,9 +624,7 @@ func (u *Upstream) Finish(reported *Usage) (Usage, *float64, func()) {
 		return Usage{}, nil, func() {}
 	}
 	u.settled = true
-	bill := u.sent.Bill(u.c.Req, reported)
-	_, cost, record := u.k.settle(u.c, bill, "ok")
-	return bill, cost, record
+	return u.k.settle(u.c, u.sent.Bill(u.c.Req, reported), "ok") // the usage billed: the report held to the request's bound
 }
 
 // Settled reports whether Finish (or an end) has settled the call.

@@ -369,7 +369,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if resp.StopReason == gateway.StopToolUse && len(msg.ToolCalls) == 0 {
 		finish = "stop" // only the structured answer's tool was called
 	}
-	usage := openai.NewChatUsage(resp.Usage, cost)
+	usage := openai.NewChatUsage(resp.Billed, cost)
 	writeAnswer(w, openai.ChatCompletion{ID: c.ID, Object: "chat.completion", Created: gateway.LooseInt(c.Start.Unix()), Model: c.Model.ID,
 		Choices: []openai.ChatChoice{{Message: msg, FinishReason: finish}},
 		Usage:   &usage,
@@ -526,7 +526,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 			stop = gateway.StopRefusal
 		}
 	}
-	reason, usage := anthropic.StopReason(stop), anthropic.Usage(resp.Usage, cost)
+	reason, usage := anthropic.StopReason(stop), anthropic.Usage(resp.Billed, cost)
 	msg := anthropic.Message{ID: c.ID, Type: "message", Role: "assistant", Model: c.Model.ID, Provider: gateway.LooseString(c.Provider.Name()),
 		Content: content, StopReason: &reason, StopSequence: anthropic.StopSequence(resp.StopReason, resp.MatchedStop),
 		Usage: &usage, Svc: newSvc(c, resp.NativeStop)}

@@ -72,7 +72,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	call := p.call
 	obj := call.Object(c.ID, created, c.Model.ID)
-	obj.Complete(resp.Response, c.Req.Output, openai.NewResponsesUsage(resp.Usage, cost), time.Now())
+	obj.Complete(resp.Response, c.Req.Output, openai.NewResponsesUsage(resp.Billed, cost), time.Now())
 	obj.Svc = newSvc(c, resp.NativeStop)
 	s.storeResponse(r, call, obj)
 	droppedHeader(w, c)

@@ -63,6 +63,19 @@ type upstreamCase struct {
 	// answer without (the local model cuts its answer there; the fakes
 	// only report the stop reason).
 	capped *upstreamCase
+	// capBilled: the token cap bounds what the call is billed (OpenAI's
+	// caps count all the output), and a translated answer says what was
+	// billed: at most the cap, though the fake reports its 5 tokens.
+	capBilled bool
+}
+
+// billedOutput is the output tokens a translated answer says under the
+// token cap maxTokens (0: none).
+func (u upstreamCase) billedOutput(maxTokens int64) int64 {
+	if u.capBilled && maxTokens > 0 {
+		return min(u.outputTokens, maxTokens)
+	}
+	return u.outputTokens
 }
 
 func (u upstreamCase) streamedText() string { return strings.Join(u.streamed, "") }
@@ -116,7 +129,7 @@ var openaiUpstream = upstreamCase{
 	streamed:     []string{"roles ", "system,user,assistant,user "},
 	promptTokens: 100, completionTokens: 5, cachedTokens: 40,
 	inputTokens: 60, outputTokens: 5, cacheReadTokens: 40,
-	capField: "max_completion_tokens",
+	capField: "max_completion_tokens", capBilled: true,
 }
 
 // compatibleUpstream is the OpenAI fake again, as a server of kind
@@ -124,7 +137,7 @@ var openaiUpstream = upstreamCase{
 // answer, but the token cap goes up as max_tokens.
 func compatibleUpstream() upstreamCase {
 	u := openaiUpstream
-	u.name, u.provider, u.model, u.capField = "openai-compatible upstream", "compat", "compat:llama-3.1-8b", "max_tokens"
+	u.name, u.provider, u.model, u.capField, u.capBilled = "openai-compatible upstream", "compat", "compat:llama-3.1-8b", "max_tokens", false
 	return u
 }
 
@@ -665,8 +678,8 @@ func TestAnthropicSDKMessage(t *testing.T) {
 					t.Fatalf("stop_reason %q stop_sequence %q, want %q", msg.StopReason, msg.StopSequence, cc.stopReason)
 				}
 				u := msg.Usage
-				if u.InputTokens != up.inputTokens || u.OutputTokens != up.outputTokens || u.CacheReadInputTokens != up.cacheReadTokens || u.CacheCreationInputTokens != 0 {
-					t.Fatalf("usage %+v, want input %d output %d cache reads %d", u, up.inputTokens, up.outputTokens, up.cacheReadTokens)
+				if u.InputTokens != up.inputTokens || u.OutputTokens != up.billedOutput(cc.maxTokens) || u.CacheReadInputTokens != up.cacheReadTokens || u.CacheCreationInputTokens != 0 {
+					t.Fatalf("usage %+v, want input %d output %d cache reads %d", u, up.inputTokens, up.billedOutput(cc.maxTokens), up.cacheReadTokens)
 				}
 				if p, m := svcOf(t, msg.JSON.ExtraFields["svc"].Raw()); p != up.provider || m != up.model {
 					t.Fatalf("svc trace: provider %q model %q", p, m)
@@ -737,8 +750,8 @@ func TestAnthropicSDKMessageStream(t *testing.T) {
 					t.Fatalf("stop_reason %q, want %q (non-streamed %q)", acc.StopReason, cc.stopReason, whole.StopReason)
 				}
 				u := acc.Usage
-				if u.OutputTokens != up.outputTokens || u.OutputTokens != whole.Usage.OutputTokens || u.InputTokens != up.inputTokens || u.CacheReadInputTokens != up.cacheReadTokens {
-					t.Fatalf("accumulated usage %+v, want input %d output %d cache reads %d (non-streamed %+v)", u, up.inputTokens, up.outputTokens, up.cacheReadTokens, whole.Usage)
+				if u.OutputTokens != up.billedOutput(cc.maxTokens) || u.OutputTokens != whole.Usage.OutputTokens || u.InputTokens != up.inputTokens || u.CacheReadInputTokens != up.cacheReadTokens {
+					t.Fatalf("accumulated usage %+v, want input %d output %d cache reads %d (non-streamed %+v)", u, up.inputTokens, up.billedOutput(cc.maxTokens), up.cacheReadTokens, whole.Usage)
 				}
 			})
 		}

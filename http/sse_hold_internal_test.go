@@ -87,7 +87,10 @@ func TestHeldHeadersLeaveOnTheirOwnAfterTheWait(t *testing.T) {
 	}
 	s.flush()
 	s.unbound()
-	if got := w.got(); !slices.Equal(got, []string{"flush", "write", "flush"}) {
+	// A loaded machine may run the 1 ms timer before the first s.flush(),
+	// which then flushes nothing more (an empty flush): either way the
+	// headers left alone, before the event.
+	if got := w.got(); !slices.Equal(got, []string{"flush", "write", "flush"}) && !slices.Equal(got, []string{"flush", "flush", "write", "flush"}) {
 		t.Fatalf("ops %v", got)
 	}
 }
