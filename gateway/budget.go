@@ -526,38 +526,40 @@ func (b *Budgets) Apply(ev eventstore.RecordedEvent) error {
 // counted: an event that cannot be read whole counts nothing (a hold it
 // would release expires instead).
 func (b *Budgets) applyUsage(ev eventstore.RecordedEvent) error {
-	type counted struct {
+	type entry struct {
 		id  uuid.UUID
-		rec UsageRecord
+		raw string
 	}
-	var own []uuid.UUID
-	var others []counted
-	err := EachUsage(ev, func(id uuid.UUID, raw string) error {
-		b.mu.Lock()
-		mine := b.settled[id] // counted when this replica settled the call: no need to decode it
-		b.mu.Unlock()
-		if mine {
-			own = append(own, id)
-			return nil
-		}
-		others = append(others, counted{id: id})
-		if err := json.Unmarshal([]byte(raw), &others[len(others)-1].rec); err != nil {
-			return fmt.Errorf("gateway: usage event %s: record %s: %w", ev.ID, id, err)
-		}
+	var all []entry
+	if err := EachUsage(ev, func(id uuid.UUID, raw string) error {
+		all = append(all, entry{id, raw})
 		return nil
-	})
-	if err != nil {
+	}); err != nil {
 		return err
 	}
-	if len(own) > 0 {
-		b.mu.Lock()
-		for _, id := range own {
-			delete(b.settled, id)
+	// The calls this replica settled were counted then: their records
+	// are not decoded, only forgotten (one lock for the whole event).
+	others := all[:0]
+	b.mu.Lock()
+	for _, e := range all {
+		if b.settled[e.id] {
+			delete(b.settled, e.id)
+			continue
 		}
-		b.mu.Unlock()
+		others = append(others, e)
 	}
-	for _, c := range others {
-		b.applyRecord(ev, c.id, c.rec)
+	b.mu.Unlock()
+	if len(others) == 0 {
+		return nil
+	}
+	recs := make([]UsageRecord, len(others))
+	for i, e := range others {
+		if err := json.Unmarshal([]byte(e.raw), &recs[i]); err != nil {
+			return fmt.Errorf("gateway: usage event %s: record %s: %w", ev.ID, e.id, err)
+		}
+	}
+	for i, e := range others {
+		b.applyRecord(ev, e.id, recs[i])
 	}
 	return nil
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -200,16 +202,16 @@ func (w *UsageWriter) run() {
 }
 
 func (w *UsageWriter) write(batch []usageItem) {
-	byTenant := map[string][]usageItem{}
-	var order []string
-	for _, it := range batch {
-		if _, ok := byTenant[it.rec.Tenant]; !ok {
-			order = append(order, it.rec.Tenant)
+	// One append per tenant stream, a tenant's records in their order.
+	slices.SortStableFunc(batch, func(a, b usageItem) int { return strings.Compare(a.rec.Tenant, b.rec.Tenant) })
+	for len(batch) > 0 {
+		n := 1
+		for n < len(batch) && batch[n].rec.Tenant == batch[0].rec.Tenant {
+			n++
 		}
-		byTenant[it.rec.Tenant] = append(byTenant[it.rec.Tenant], it)
-	}
-	for _, tenant := range order {
-		evs, sent := w.batchEvents(tenant, byTenant[tenant])
+		tenant, items := batch[0].rec.Tenant, batch[:n]
+		batch = batch[n:]
+		evs, sent := w.batchEvents(tenant, items)
 		if len(evs) == 0 {
 			continue
 		}
@@ -218,7 +220,7 @@ func (w *UsageWriter) write(batch []usageItem) {
 		cancel()
 		if err != nil {
 			for _, it := range sent { // each failed record is reported once
-				w.fail(it, err)
+				w.fail(*it, err)
 			}
 		}
 	}
@@ -235,7 +237,7 @@ const maxUsageBatchBytes = 1 << 20
 // entries and every feed follower a read, whatever it holds
 // (docs/benchmarks.md). sent are the records the events hold; one that
 // cannot be encoded is reported and left out.
-func (w *UsageWriter) batchEvents(tenant string, items []usageItem) (evs []eventstore.EventData, sent []usageItem) {
+func (w *UsageWriter) batchEvents(tenant string, items []usageItem) (evs []eventstore.EventData, sent []*usageItem) {
 	var data, rec []byte
 	flush := func() {
 		if len(data) == 0 {
@@ -246,10 +248,11 @@ func (w *UsageWriter) batchEvents(tenant string, items []usageItem) (evs []event
 			Metadata: eventstore.Metadata{Tenant: tenant, Actor: UsageActor, SchemaVersion: eventstore.SchemaVersion}})
 		data = nil
 	}
-	for _, it := range items {
+	for i := range items {
+		it := &items[i]
 		var err error
 		if rec, err = it.rec.appendJSON(rec[:0]); err != nil {
-			w.fail(it, err)
+			w.fail(*it, err)
 			continue
 		}
 		if len(data) > 0 && len(data)+len(rec) > maxUsageBatchBytes {
