@@ -164,6 +164,11 @@ func Send(client *http.Client, provider string, req *http.Request) (*http.Respon
 	return resp, nil
 }
 
+// JSONType is a Content-Type header's value of application/json, shared:
+// net/http only reads a header's values, and an Add to it appends to a
+// copy (its length is its capacity).
+var JSONType = []string{"application/json"}
+
 // roundTrip sends req on client's transport itself when the client adds
 // nothing of its own (no cookie jar, redirect policy or overall timeout),
 // as a reverse proxy does: a model call is not followed to where a 3xx

@@ -625,8 +625,9 @@ func isJSONSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b =
 // writeRaw writes a passed-through JSON answer and flushes it.
 func writeRaw(w http.ResponseWriter, raw []byte) {
 	// With its length the answer leaves in one write, not as chunks.
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(raw)))
+	h := w.Header()
+	h["Content-Type"] = gateway.JSONType
+	h["Content-Length"] = []string{strconv.Itoa(len(raw))}
 	w.WriteHeader(http.StatusOK)
 	writeWhole(w, raw)
 }

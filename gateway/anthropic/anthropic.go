@@ -48,6 +48,8 @@ type Provider struct {
 	baseURL string
 	key     string
 	client  *http.Client
+	// keyHeader is the x-api-key header's value, made once.
+	keyHeader []string
 	// defaultGeo is where the workspace runs a call that names no
 	// inference_geo, as its providers entry declares it.
 	defaultGeo string
@@ -58,7 +60,7 @@ func New(name, baseURL, key string, client *http.Client) *Provider {
 	if client == nil {
 		client = gateway.NewHTTPClient()
 	}
-	return &Provider{name: name, baseURL: strings.TrimRight(baseURL, "/"), key: key, client: client}
+	return &Provider{name: name, baseURL: strings.TrimRight(baseURL, "/"), key: key, keyHeader: []string{key}, client: client}
 }
 
 func (p *Provider) Name() string { return p.name }
@@ -271,8 +273,8 @@ func (p *Provider) do(ctx context.Context, method, path string, body []byte, cli
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("x-api-key", p.key)
+	req.Header["Content-Type"] = gateway.JSONType
+	req.Header["X-Api-Key"] = p.keyHeader
 	req.Header.Set("anthropic-version", cmp.Or(client.Get("anthropic-version"), Version))
 	for _, v := range client.Values("anthropic-beta") {
 		req.Header.Add("anthropic-beta", v)

@@ -46,9 +46,10 @@ type Provider struct {
 	baseURL     string
 	key         string
 	client      *http.Client
-	newTokenCap bool   // send max_completion_tokens (OpenAI) instead of max_tokens
-	keyEnv      string // a compatible server's key variable, when its providers entry names one
-	defaultTier string // the account's tier for a call that names none (gateway.DefaultTierer)
+	newTokenCap bool     // send max_completion_tokens (OpenAI) instead of max_tokens
+	keyEnv      string   // a compatible server's key variable, when its providers entry names one
+	defaultTier string   // the account's tier for a call that names none (gateway.DefaultTierer)
+	auth        []string // the Authorization header's value, made once: not a string and a slice each call
 }
 
 // New builds an adapter. kind is "openai" or "openai-compatible".
@@ -56,7 +57,11 @@ func New(name, kind, baseURL, key string, client *http.Client) *Provider {
 	if client == nil {
 		client = gateway.NewHTTPClient()
 	}
-	return &Provider{name: name, kind: kind, baseURL: strings.TrimRight(baseURL, "/"), key: key, client: client, newTokenCap: kind == "openai"}
+	p := &Provider{name: name, kind: kind, baseURL: strings.TrimRight(baseURL, "/"), key: key, client: client, newTokenCap: kind == "openai"}
+	if key != "" {
+		p.auth = []string{"Bearer " + key}
+	}
+	return p
 }
 
 func (p *Provider) Name() string { return p.name }
@@ -271,10 +276,10 @@ func (p *Provider) doWith(ctx context.Context, method, path string, body []byte,
 		return nil, err
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header["Content-Type"] = gateway.JSONType
 	}
-	if p.key != "" {
-		req.Header.Set("Authorization", "Bearer "+p.key)
+	if p.auth != nil {
+		req.Header["Authorization"] = p.auth
 	}
 	p.withClientHeaders(req, client)
 	return gateway.Send(p.client, p.name, req)
