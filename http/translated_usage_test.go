@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/gateway"
 )
 
@@ -22,11 +21,7 @@ func TestTranslatedAnswerSaysTheUsageBilled(t *testing.T) {
 	}))
 	t.Cleanup(up.Close)
 	vars := map[string]string{"OPENAI_BASE_URL": up.URL + "/v1", "OPENAI_API_KEY": "k"}
-	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnvStore(t, cat, func(s eventstore.Store) eventstore.Store { return s })
+	e := newEnvWith(t, catalogWith(t, vars))
 	msg := e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 16,
 		"messages": []any{map[string]any{"role": "user", "content": "hi"}}}), 200)
 	var rec gateway.UsageRecord
