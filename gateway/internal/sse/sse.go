@@ -67,18 +67,27 @@ func (l *lines) split(data []byte, atEOF bool) (advance int, token []byte, err e
 	return skip, nil, nil
 }
 
-// lineEnd is the index of b's first CR or LF, or -1: two IndexByte scans
-// (vectorised), where IndexAny builds a set on each call.
+// lineEnd is the index of b's first CR or LF, or -1: IndexByte scans
+// (vectorised), where IndexAny builds a set on each call. They go through
+// b in windows that double, so that a line costs its own length, not the
+// buffer's: a stream of CR-only lines must not scan megabytes of buffered
+// data for a LF at every line.
 func lineEnd(b []byte) int {
-	i := bytes.IndexByte(b, '\n')
-	head := b
-	if i >= 0 {
-		head = b[:i]
+	for start, n := 0, 64; start < len(b); start, n = start+n, n*2 {
+		w := b[start:min(len(b), start+n)]
+		i := bytes.IndexByte(w, '\n')
+		head := w
+		if i >= 0 {
+			head = w[:i]
+		}
+		if j := bytes.IndexByte(head, '\r'); j >= 0 {
+			return start + j
+		}
+		if i >= 0 {
+			return start + i
+		}
 	}
-	if j := bytes.IndexByte(head, '\r'); j >= 0 {
-		return j
-	}
-	return i
+	return -1
 }
 
 // errStreamCut means the stream ended inside an event.

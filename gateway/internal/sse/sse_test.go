@@ -146,3 +146,32 @@ func FuzzLineEnd(f *testing.F) {
 		}
 	})
 }
+
+// Lines ending in CR alone, behind a long first line that grew the
+// reader's buffer to megabytes, are read in time linear in the stream:
+// finding each line's end scanned the whole buffer for a LF first (about
+// two minutes for this stream; under a second before that change, and
+// after its fix).
+func TestCROnlyLinesAfterALongLineAreLinear(t *testing.T) {
+	const events = 1 << 21
+	body := ":" + strings.Repeat("c", maxLine-64) + "\r" + strings.Repeat("data: x\r\r", events)
+	done := make(chan int, 1)
+	go func() {
+		r, n := NewReader(strings.NewReader(body)), 0
+		for {
+			if _, err := r.Next(); err != nil {
+				break
+			}
+			n++
+		}
+		done <- n
+	}()
+	select {
+	case n := <-done:
+		if n != events {
+			t.Fatalf("%d events, want %d", n, events)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("not read within 30 s: each line scans the whole buffer")
+	}
+}
