@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 	"time"
@@ -176,14 +177,20 @@ var JSONType = []string{"application/json"}
 // Client.Do's redirect bookkeeping (a copy of the request's headers each
 // call) is work for nothing.
 func roundTrip(client *http.Client, req *http.Request) (*http.Response, error) {
-	if client.Jar != nil || client.CheckRedirect != nil || client.Timeout != 0 {
+	if client.Jar != nil || client.CheckRedirect != nil || client.Timeout != 0 || req.URL.User != nil {
+		// Do also sends a base URL's user:password as basic auth.
 		return client.Do(req)
 	}
 	t := client.Transport
 	if t == nil {
 		t = http.DefaultTransport
 	}
-	return t.RoundTrip(req)
+	resp, err := t.RoundTrip(req)
+	if err != nil {
+		// As Do says it: the method and the address (logged, not told).
+		return nil, &url.Error{Op: req.Method[:1] + strings.ToLower(req.Method[1:]), URL: req.URL.Redacted(), Err: err}
+	}
+	return resp, nil
 }
 
 func transportError(provider string, err error) error {

@@ -226,9 +226,11 @@ func (w *UsageWriter) write(batch []usageItem) {
 	}
 }
 
-// maxUsageBatchBytes bounds one batch event's data, far under the store's
-// event limit: a window's records beyond it go in a second event of the
-// same append.
+// maxUsageBatchBytes bounds one batch event's data, a quarter of the
+// embedded store's event limit: a window's records beyond it go in a
+// second event of the same append. The append as a whole holds what the
+// window's per-call events held before (512 records at most, some 200 KB):
+// within KurrentDB's default 1 MiB a write unless records run to 2 KB.
 const maxUsageBatchBytes = 1 << 20
 
 // batchEvents encodes a tenant's records as UsageBatchRecorded events,
