@@ -97,6 +97,11 @@ type UsageWriter struct {
 	// Linger is the batching window; 0 appends whatever has queued up at
 	// once. Set it before the first Record.
 	Linger time.Duration
+	// PerCall writes each record as a UsageRecorded event of its own, as
+	// before 2026-11-28, which older replicas read (they ignore batches):
+	// for the time replicas sharing a store are upgraded. Set it before
+	// the first Record.
+	PerCall bool
 
 	store eventstore.Store
 	in    chan usageItem
@@ -253,6 +258,17 @@ func (w *UsageWriter) batchEvents(tenant string, items []usageItem) (evs []event
 	for i := range items {
 		it := &items[i]
 		var err error
+		if w.PerCall {
+			one, err := it.rec.appendJSON(make([]byte, 0, 384))
+			if err != nil {
+				w.fail(*it, err)
+				continue
+			}
+			evs = append(evs, eventstore.EventData{ID: it.id, Type: EventUsageRecorded, Data: one,
+				Metadata: eventstore.Metadata{Tenant: tenant, Actor: "key:" + it.rec.KeyID, RequestID: it.rec.RequestID, SchemaVersion: eventstore.SchemaVersion}})
+			sent = append(sent, it)
+			continue
+		}
 		if rec, err = it.rec.appendJSON(rec[:0]); err != nil {
 			w.fail(*it, err)
 			continue

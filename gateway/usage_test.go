@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -219,6 +220,35 @@ func TestWebSearchCost(t *testing.T) {
 		req.ServiceTier = tier
 		if got, want := *WorstCost(req, m), rate*(float64(in)*1+float64(out)*5)/1e6+0.04; math.Abs(got-want) > usdUnit {
 			t.Errorf("tier %q: worst cost %v, want %v", tier, got, want)
+		}
+	}
+}
+
+// Per call, each record is a UsageRecorded event of its own, under its
+// call's id, as before 2026-11-28 (what older replicas read).
+func TestUsageWriterPerCallWritesAnEventACall(t *testing.T) {
+	store, err := bolt.Open(t.TempDir(), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	w := NewUsageWriter(store, func(_ uuid.UUID, _ UsageRecord, err error) { t.Error(err) })
+	w.PerCall = true
+	var ids []uuid.UUID
+	for i := range 3 {
+		id := uuid.Must(uuid.NewV7())
+		ids = append(ids, id)
+		w.Record(id, UsageRecord{Tenant: "t", KeyID: "k", Model: "local:echo", Outcome: "ok", LatencyMs: int64(i)})
+	}
+	w.Close()
+	evs, err := store.ReadStream(context.Background(), UsageStream("t"), 0, 10)
+	if err != nil || len(evs) != 3 {
+		t.Fatalf("%d events (%v)", len(evs), err)
+	}
+	for i, ev := range evs {
+		var rec UsageRecord
+		if err := json.Unmarshal(ev.Data, &rec); err != nil || ev.Type != EventUsageRecorded || ev.ID != ids[i] || rec.LatencyMs != int64(i) || ev.Metadata.Actor != "key:k" {
+			t.Fatalf("event %d: %s %s %s %+v (%v)", i, ev.Type, ev.ID, ev.Metadata.Actor, rec, err)
 		}
 	}
 }

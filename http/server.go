@@ -62,6 +62,9 @@ type Config struct {
 	// UsageLinger is the usage writer's batching window
 	// (gateway.DefaultUsageLinger when 0) when NewServer starts the writer.
 	UsageLinger time.Duration
+	// UsagePerCall writes one UsageRecorded event a call instead of a
+	// window's batch (gateway.UsageWriter.PerCall).
+	UsagePerCall bool
 	// Metrics is the registry GET /metrics serves and the requests are
 	// counted in; NewServer builds one when nil. It serves one Server.
 	Metrics *metrics.Metrics
@@ -154,6 +157,7 @@ func NewServer(cfg Config) *Server {
 		if cfg.UsageLinger > 0 {
 			cfg.Usage.Linger = cfg.UsageLinger
 		}
+		cfg.Usage.PerCall = cfg.UsagePerCall
 	}
 	if cfg.Tasks == nil {
 		reg, err := tasks.Default()

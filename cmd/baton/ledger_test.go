@@ -485,6 +485,15 @@ func TestServeRefusesUsageLingerOutOfRange(t *testing.T) {
 	}
 }
 
+// --usage-events takes batched or per-call only.
+func TestServeRefusesAnUnknownUsageEventsValue(t *testing.T) {
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--usage-events", "percall"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "it must be batched or per-call") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 // A correctly chained event that Baton's state machine does not allow (a
 // writer around Baton can recompute the chain) is reported, not "ok".
 func TestLedgerVerifyReportsAnEventTheStateMachineRefuses(t *testing.T) {

@@ -185,6 +185,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	streamIdle := fs.Duration("stream-idle", env.duration("stream-idle", "BATON_STREAM_IDLE", batonhttp.DefaultStreamIdle), "give up a streamed model call whose upstream sends nothing for this long")
 	idemRetention := fs.Duration("idempotency-retention", env.duration("idempotency-retention", "BATON_IDEMPOTENCY_RETENTION", ledger.DefaultIdempotencyRetention), "how long a generate Idempotency-Key and its answer are kept (at least 24h)")
 	usageLinger := fs.Duration("usage-linger", env.duration("usage-linger", "BATON_USAGE_LINGER", gateway.DefaultUsageLinger), "how long the usage writer gathers calls' usage events into one commit (a crash loses at most this window's records)")
+	usageEvents := fs.String("usage-events", envOr("BATON_USAGE_EVENTS", usageBatched), "how usage is written: batched (a writer window's records of a tenant in one event) or per-call (one event a call, which versions before 2026-11-28 read: while replicas that share a store are upgraded)")
 	cpuprofile := fs.String("cpuprofile", "", "diagnostics: write a CPU profile of this process to the file until it stops")
 	consoleURL := fs.String("console-url", os.Getenv("BATON_CONSOLE_URL"), "the console's public base URL (scheme://host[:port]) that sign-in links from POST /v1/admin/console-links start with; default: the admin request's own host")
 	eventStreams := fs.Int64("event-streams", env.integer("event-streams", "BATON_EVENT_STREAMS", batonhttp.DefaultEventStreams), "how many GET /v1/events streams one tenant may hold open on this server at once")
@@ -207,6 +208,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if *usageLinger < time.Millisecond || *usageLinger > gateway.MaxUsageLinger {
 		return fmt.Errorf("--usage-linger (BATON_USAGE_LINGER) is %v; it must be from 1ms to %v", *usageLinger, gateway.MaxUsageLinger)
+	}
+	if *usageEvents != usageBatched && *usageEvents != usagePerCall {
+		return fmt.Errorf("--usage-events (BATON_USAGE_EVENTS) is %q; it must be %s or %s", *usageEvents, usageBatched, usagePerCall)
 	}
 	if *idemRetention < ledger.DefaultIdempotencyRetention {
 		// A client may retry a day later and must still get its answer.
@@ -326,7 +330,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 
 	services := ledger.New(store, ledger.Options{Redactor: scanner, IdempotencyRetention: *idemRetention, WebhookAllowPrivate: *webhookAllowPrivate})
 	front := batonhttp.NewServer(batonhttp.Config{
-		Store: store, Ledger: services, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, StreamIdle: *streamIdle, UsageLinger: *usageLinger, EventStreams: int(*eventStreams), ConsoleURL: *consoleURL, Log: log, Version: version, MaxBody: *maxBody, MaxModelBody: *maxModelBody,
+		Store: store, Ledger: services, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, StreamIdle: *streamIdle, UsageLinger: *usageLinger, UsagePerCall: *usageEvents == usagePerCall, EventStreams: int(*eventStreams), ConsoleURL: *consoleURL, Log: log, Version: version, MaxBody: *maxBody, MaxModelBody: *maxModelBody,
 		Metrics: mx, MetricsPublic: *metricsPublic, TransparencyLog: tl,
 	})
 	defer front.Close() // after Shutdown: appends the usage events it still holds
@@ -475,6 +479,12 @@ func bootstrapKey(ctx context.Context, keys *ledger.Keys, proj *projections.Runn
 	fmt.Fprintf(stderr, "\n  No API keys existed, so Baton created an admin key for tenant %q.\n  It is shown only this once (Baton stores its hash):\n\n    export BATON_API_KEY=%s\n\n  Create more with POST /v1/admin/keys, or `baton keys create --tenant NAME` while stopped.\n  Open the console (/console/) with a one-time link: %s\n  (POST /v1/admin/console-links with this key; docs/console.md).\n\n", k.Tenant, k.Key, link)
 	return nil
 }
+
+// The values of --usage-events.
+const (
+	usageBatched = "batched"
+	usagePerCall = "per-call"
+)
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {
