@@ -526,15 +526,8 @@ func (b *Budgets) Apply(ev eventstore.RecordedEvent) error {
 // counted: an event that cannot be read whole counts nothing (a hold it
 // would release expires instead).
 func (b *Budgets) applyUsage(ev eventstore.RecordedEvent) error {
-	type entry struct {
-		id  uuid.UUID
-		raw string
-	}
-	var all []entry
-	if err := EachUsage(ev, func(id uuid.UUID, raw string) error {
-		all = append(all, entry{id, raw})
-		return nil
-	}); err != nil {
+	all, err := UsageRecords(ev)
+	if err != nil {
 		return err
 	}
 	// The calls this replica settled were counted then: their records
@@ -542,8 +535,8 @@ func (b *Budgets) applyUsage(ev eventstore.RecordedEvent) error {
 	others := all[:0]
 	b.mu.Lock()
 	for _, e := range all {
-		if b.settled[e.id] {
-			delete(b.settled, e.id)
+		if b.settled[e.ID] {
+			delete(b.settled, e.ID)
 			continue
 		}
 		others = append(others, e)
@@ -554,12 +547,12 @@ func (b *Budgets) applyUsage(ev eventstore.RecordedEvent) error {
 	}
 	recs := make([]UsageRecord, len(others))
 	for i, e := range others {
-		if err := json.Unmarshal([]byte(e.raw), &recs[i]); err != nil {
-			return fmt.Errorf("gateway: usage event %s: record %s: %w", ev.ID, e.id, err)
+		if err := json.Unmarshal([]byte(e.Raw), &recs[i]); err != nil {
+			return fmt.Errorf("gateway: usage event %s: record %s: %w", ev.ID, e.ID, err)
 		}
 	}
 	for i, e := range others {
-		b.applyRecord(ev, e.id, recs[i])
+		b.applyRecord(ev, e.ID, recs[i])
 	}
 	return nil
 }

@@ -301,13 +301,14 @@ func FuzzStateEvents(f *testing.F) {
 		budgetsTake := typ == EventBudgetSet || typ == EventUsageRecorded || typ == EventUsageBatchRecorded ||
 			(strings.HasPrefix(stream, "budget-") && (typ == EventBudgetHeld || typ == EventBudgetHoldRenewed || typ == EventBudgetHoldReleased))
 		costless := typ == EventUsageRecorded || typ == EventUsageBatchRecorded
-		if costless && EachUsage(ev, func(_ uuid.UUID, raw string) error {
-			var rec UsageRecord
-			if err := json.Unmarshal([]byte(raw), &rec); err != nil || rec.CostUSD != nil {
-				costless = false
+		if entries, err := UsageRecords(ev); costless && err == nil {
+			for _, e := range entries {
+				var rec UsageRecord
+				if err := json.Unmarshal([]byte(e.Raw), &rec); err != nil || rec.CostUSD != nil {
+					costless = false
+				}
 			}
-			return nil
-		}) != nil {
+		} else {
 			costless = false
 		}
 		switch {

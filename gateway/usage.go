@@ -18,11 +18,11 @@ import (
 )
 
 // EventUsageRecorded is the type of a usage event of one call, written
-// until 2026-11-28 and still read (EachUsage).
+// until 2026-11-28 and still read (UsageRecords).
 const EventUsageRecorded = "UsageRecorded"
 
 // EventUsageBatchRecorded is the type of usage events: the records of the
-// calls one writer window settled for a tenant (EachUsage reads them).
+// calls one writer window settled for a tenant (UsageRecords reads them).
 const EventUsageBatchRecorded = "UsageBatchRecorded"
 
 // UsageRecord is one model call as billed.
@@ -216,7 +216,7 @@ func (w *UsageWriter) write(batch []usageItem) {
 		}
 		tenant, items := batch[0].rec.Tenant, batch[:n]
 		batch = batch[n:]
-		evs, sent := w.batchEvents(tenant, items)
+		evs, sent := w.events(tenant, items)
 		if len(evs) == 0 {
 			continue
 		}
@@ -238,6 +238,32 @@ func (w *UsageWriter) write(batch []usageItem) {
 // within KurrentDB's default 1 MiB a write unless records run to 2 KB.
 const maxUsageBatchBytes = 1 << 20
 
+// events encodes a tenant's records: in batches, or one event a call
+// (PerCall).
+func (w *UsageWriter) events(tenant string, items []usageItem) ([]eventstore.EventData, []*usageItem) {
+	if w.PerCall {
+		return w.perCallEvents(tenant, items)
+	}
+	return w.batchEvents(tenant, items)
+}
+
+// perCallEvents encodes each record as a UsageRecorded event of its own,
+// under its call's id, as before 2026-11-28.
+func (w *UsageWriter) perCallEvents(tenant string, items []usageItem) (evs []eventstore.EventData, sent []*usageItem) {
+	for i := range items {
+		it := &items[i]
+		data, err := it.rec.appendJSON(make([]byte, 0, 384))
+		if err != nil {
+			w.fail(*it, err)
+			continue
+		}
+		evs = append(evs, eventstore.EventData{ID: it.id, Type: EventUsageRecorded, Data: data,
+			Metadata: eventstore.Metadata{Tenant: tenant, Actor: "key:" + it.rec.KeyID, RequestID: it.rec.RequestID, SchemaVersion: eventstore.SchemaVersion}})
+		sent = append(sent, it)
+	}
+	return evs, sent
+}
+
 // batchEvents encodes a tenant's records as UsageBatchRecorded events,
 // each {"records":[{"id":…, the record's fields…}, …]}: one event a
 // window, not one a call, since every event costs the store its index
@@ -252,23 +278,12 @@ func (w *UsageWriter) batchEvents(tenant string, items []usageItem) (evs []event
 		}
 		data = append(data, "]}"...)
 		evs = append(evs, eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: EventUsageBatchRecorded, Data: data,
-			Metadata: eventstore.Metadata{Tenant: tenant, Actor: UsageActor, SchemaVersion: eventstore.SchemaVersion}})
+			Metadata: eventstore.Metadata{Tenant: tenant, Actor: usageActor, SchemaVersion: eventstore.SchemaVersion}})
 		data = nil
 	}
 	for i := range items {
 		it := &items[i]
 		var err error
-		if w.PerCall {
-			one, err := it.rec.appendJSON(make([]byte, 0, 384))
-			if err != nil {
-				w.fail(*it, err)
-				continue
-			}
-			evs = append(evs, eventstore.EventData{ID: it.id, Type: EventUsageRecorded, Data: one,
-				Metadata: eventstore.Metadata{Tenant: tenant, Actor: "key:" + it.rec.KeyID, RequestID: it.rec.RequestID, SchemaVersion: eventstore.SchemaVersion}})
-			sent = append(sent, it)
-			continue
-		}
 		if rec, err = it.rec.appendJSON(rec[:0]); err != nil {
 			w.fail(*it, err)
 			continue
@@ -283,7 +298,7 @@ func (w *UsageWriter) batchEvents(tenant string, items []usageItem) (evs []event
 			data = append(data, ',')
 		}
 		data = append(data, `{"id":"`...)
-		data = appendUUID(data, it.id)
+		data = append(data, it.id.String()...)
 		data = append(data, `",`...)
 		data = append(data, rec[1:]...) // the record's object, after its opening brace
 		sent = append(sent, it)
@@ -292,48 +307,36 @@ func (w *UsageWriter) batchEvents(tenant string, items []usageItem) (evs []event
 	return evs, sent
 }
 
-func appendUUID(b []byte, id uuid.UUID) []byte {
-	var s [36]byte
-	hex := "0123456789abcdef"
-	j := 0
-	for i, c := range id {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			s[j] = '-'
-			j++
-		}
-		s[j], s[j+1] = hex[c>>4], hex[c&0xf]
-		j += 2
-	}
-	return append(b, s[:]...)
+// usageActor is the actor of usage batch events: the gateway's writer,
+// for the calls of many keys (each record names its key).
+const usageActor = "gateway"
+
+// UsageEntry is one call's record in a usage event: its id (the call's
+// usage id) and its JSON object.
+type UsageEntry struct {
+	ID  uuid.UUID
+	Raw string
 }
 
-// UsageActor is the actor of usage batch events: the gateway's writer,
-// for the calls of many keys (each record names its key).
-const UsageActor = "gateway"
-
-// EachUsage calls f with the id and JSON object of each call's record a
-// usage event holds: a UsageRecorded event's one record (its id the
-// event's; written until 2026-11-28), or each record of a
-// UsageBatchRecorded event. Other events hold none. A batch that is not an
-// object with a records array, or whose record is not an object with a
-// UUID id, is an error, and f sees none of its records.
-func EachUsage(ev eventstore.RecordedEvent, f func(id uuid.UUID, rec string) error) error {
+// UsageRecords returns the records a usage event holds: a UsageRecorded
+// event's one record (its id the event's; written until 2026-11-28), or
+// each record of a UsageBatchRecorded event. Other events hold none. A
+// batch that is not an object with a records array, or whose record is not
+// an object with a UUID id, is an error, and none of its records is
+// returned.
+func UsageRecords(ev eventstore.RecordedEvent) ([]UsageEntry, error) {
 	switch ev.Type {
 	case EventUsageRecorded:
-		return f(ev.ID, string(ev.Data))
+		return []UsageEntry{{ev.ID, string(ev.Data)}}, nil
 	case EventUsageBatchRecorded:
 	default:
-		return nil
+		return nil, nil
 	}
 	records := gjson.GetBytes(ev.Data, "records")
 	if !records.IsArray() { // each record used is decoded, and so checked, on its own
-		return fmt.Errorf("gateway: usage batch %s: not an object with a records array", ev.ID)
+		return nil, fmt.Errorf("gateway: usage batch %s: not an object with a records array", ev.ID)
 	}
-	type entry struct {
-		id  uuid.UUID
-		raw string
-	}
-	var entries []entry
+	var entries []UsageEntry
 	var bad error
 	records.ForEach(func(_, r gjson.Result) bool {
 		id, err := uuid.Parse(r.Get("id").Str)
@@ -341,18 +344,13 @@ func EachUsage(ev eventstore.RecordedEvent, f func(id uuid.UUID, rec string) err
 			bad = fmt.Errorf("gateway: usage batch %s: record %d is not an object with a UUID id", ev.ID, len(entries))
 			return false
 		}
-		entries = append(entries, entry{id, r.Raw})
+		entries = append(entries, UsageEntry{id, r.Raw})
 		return true
 	})
 	if bad != nil {
-		return bad
+		return nil, bad
 	}
-	for _, e := range entries {
-		if err := f(e.id, e.raw); err != nil {
-			return err
-		}
-	}
-	return nil
+	return entries, nil
 }
 
 // ExpandUsage returns evs with each usage batch as the per-call
@@ -367,17 +365,16 @@ func ExpandUsage(evs []eventstore.RecordedEvent) []eventstore.RecordedEvent {
 			out = append(out, ev)
 			continue
 		}
-		var recs []eventstore.RecordedEvent
-		err := EachUsage(ev, func(id uuid.UUID, rec string) error {
-			one := ev
-			one.ID, one.Type, one.Data = id, EventUsageRecorded, []byte(rec)
-			recs = append(recs, one)
-			return nil
-		})
+		entries, err := UsageRecords(ev)
 		if err != nil {
-			recs = []eventstore.RecordedEvent{ev}
+			out = append(out, ev)
+			continue
 		}
-		out = append(out, recs...)
+		for _, e := range entries {
+			one := ev
+			one.ID, one.Type, one.Data = e.ID, EventUsageRecorded, []byte(e.Raw)
+			out = append(out, one)
+		}
 	}
 	return out
 }
