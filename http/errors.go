@@ -84,30 +84,9 @@ func describe(r *http.Request, err error) described {
 	var be *gateway.BudgetError
 	switch {
 	case errors.As(err, &be):
-		if be.Period == "" && be.Geo != "" {
-			return described{Error: domain.E("gateway", domain.KindForbidden, "unpriced_inference_geo_under_budget", "%s", be.Error()), param: "inference_geo", unkept: true}
-		}
-		if be.Period == "" && be.Tier != "" {
-			return described{Error: domain.E("gateway", domain.KindForbidden, "unpriced_service_tier_under_budget", "%s", be.Error()), param: be.TierParam(), unkept: true}
-		}
-		if be.Period == "" {
-			return described{Error: domain.E("gateway", domain.KindForbidden, "unpriced_model_under_budget", "%s", be.Error()), param: "model", unkept: true}
-		}
-		if be.Never && !be.Quota {
-			// Waiting does not help: the request must ask for less.
-			e := domain.E("gateway", domain.KindBadRequest, "budget_too_small_for_request", "%s", be.Error())
-			param := be.Cap()
-			if be.Input {
-				param = promptParam(r)
-			}
-			return described{Error: e, param: param, unkept: true}
-		}
-		e := domain.E("gateway", domain.KindRateLimited, "budget_exceeded", "%s", be.Error())
-		e.RetryAfter = max(1, int(time.Until(be.ResetAt).Seconds()+0.999))
-		if be.HeldOnly {
-			e.RetryAfter = 1 // calls in flight hold the room; they end soon
-		}
-		return described{Error: e, unkept: true}
+		d := budgetRefusal(r, be)
+		d.unkept = true // it follows from the tenant's budget, not the request
+		return d
 	case errors.Is(err, gateway.ErrPromptTooLong):
 		return described{Error: domain.E("gateway", domain.KindBadRequest, "context_length_exceeded", "%s", publicMessage(err)), param: promptParam(r)}
 	case errors.Is(err, gateway.ErrNoRoute):
@@ -214,4 +193,32 @@ func promptParam(r *http.Request) string {
 		return "input"
 	}
 	return "messages"
+}
+
+// budgetRefusal describes a call the tenant's budget refuses.
+func budgetRefusal(r *http.Request, be *gateway.BudgetError) described {
+	if be.Period == "" && be.Geo != "" {
+		return described{Error: domain.E("gateway", domain.KindForbidden, "unpriced_inference_geo_under_budget", "%s", be.Error()), param: "inference_geo"}
+	}
+	if be.Period == "" && be.Tier != "" {
+		return described{Error: domain.E("gateway", domain.KindForbidden, "unpriced_service_tier_under_budget", "%s", be.Error()), param: be.TierParam()}
+	}
+	if be.Period == "" {
+		return described{Error: domain.E("gateway", domain.KindForbidden, "unpriced_model_under_budget", "%s", be.Error()), param: "model"}
+	}
+	if be.Never && !be.Quota {
+		// Waiting does not help: the request must ask for less.
+		e := domain.E("gateway", domain.KindBadRequest, "budget_too_small_for_request", "%s", be.Error())
+		param := be.Cap()
+		if be.Input {
+			param = promptParam(r)
+		}
+		return described{Error: e, param: param}
+	}
+	e := domain.E("gateway", domain.KindRateLimited, "budget_exceeded", "%s", be.Error())
+	e.RetryAfter = max(1, int(time.Until(be.ResetAt).Seconds()+0.999))
+	if be.HeldOnly {
+		e.RetryAfter = 1 // calls in flight hold the room; they end soon
+	}
+	return described{Error: e}
 }
