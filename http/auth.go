@@ -37,7 +37,7 @@ func withPrincipal(r *http.Request, p domain.Principal) *http.Request {
 // provider's key in the other header. Two different Baton keys are
 // refused (conflict is true): Baton will not guess which one is meant.
 func presentedKey(r *http.Request) (key string, conflict bool) {
-	x := strings.TrimSpace(r.Header.Get("x-api-key"))
+	x := strings.TrimSpace(r.Header.Get("X-Api-Key"))
 	var bearer string
 	if auth := r.Header.Get("Authorization"); len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
 		bearer = strings.TrimSpace(auth[7:])

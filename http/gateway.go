@@ -69,7 +69,7 @@ func (s *Server) newCall(r *http.Request, front, prefix string, req gateway.Requ
 // client sends anthropic-version (as the Anthropic SDK does).
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	models := s.catalog.List()
-	if r.Header.Get("anthropic-version") == "" {
+	if r.Header.Get("Anthropic-Version") == "" {
 		writeJSON(w, http.StatusOK, openai.ModelList[[]gateway.Model]{Object: "list", Data: models})
 		return
 	}
@@ -166,7 +166,7 @@ func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
 		s.writeErrorAs(w, r, modelErrors, fmt.Errorf("%w: no model %q in the catalog; GET /v1/models lists them", gateway.ErrUnknownModel, id))
 		return
 	}
-	if r.Header.Get("anthropic-version") != "" {
+	if r.Header.Get("Anthropic-Version") != "" {
 		writeJSON(w, http.StatusOK, anthropicModel(m))
 		return
 	}

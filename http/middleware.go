@@ -48,7 +48,7 @@ func RequestID(ctx context.Context) string {
 // copy (with its state, and the body under its deadline) is made here.
 func (s *Server) withRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("x-request-id")
+		id := r.Header.Get("X-Request-Id")
 		if !printable(id) || s.credentialLike(id) {
 			id = "req_" + uuid.Must(uuid.NewV7()).String()
 		}

@@ -27,7 +27,7 @@ func (f errFormat) resolve(r *http.Request) errFormat {
 	if f != modelErrors {
 		return f
 	}
-	if r.Header.Get("anthropic-version") != "" {
+	if r.Header.Get("Anthropic-Version") != "" {
 		return anthropicErrors
 	}
 	return openaiErrors
