@@ -385,6 +385,7 @@ type oaStream struct {
 type oaCall struct {
 	ordinal int
 	id      string
+	made    bool // id is Baton's: the call came without one
 }
 
 // newCallID makes a tool call id for a call that came without one.
@@ -459,9 +460,17 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 				// A call starts at a new index, or at a known one with
 				// another id; some servers repeat the id (and name) in
 				// every chunk of a call, which is not a new call.
+				// A call that came without an id and is given one later is
+				// still that call: the client has Baton's id for it by then
+				// (a tool result names the id the client was given).
 				id := gateway.Deref(tc.ID)
 				cur, ok := s.calls[tc.Index]
-				if ok && (id == "" || id == cur.id) {
+				if ok && (id == "" || id == cur.id || cur.made) {
+					if cur.made && id != "" {
+						cur.made = false // the first id it is given is its own; another is a new call
+						cur.id = id
+						s.calls[tc.Index] = cur
+					}
 					s.pending = append(s.pending, gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: cur.ordinal, Arguments: tc.Function.Arguments}, ServiceTier: s.tier})
 					continue
 				}
@@ -470,7 +479,7 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 				}
 				cur = oaCall{ordinal: s.ncalls, id: id}
 				if cur.id == "" {
-					cur.id = newCallID()
+					cur.id, cur.made = newCallID(), true
 				}
 				s.ncalls++
 				s.calls[tc.Index] = cur

@@ -238,3 +238,35 @@ func TestOpenAIStreamTierOnEveryDelta(t *testing.T) {
 		}
 	}
 }
+
+// A call whose first chunk has no id and a later one has it is one call,
+// under the id the client was given first; a call after it at the same
+// index with another id is still a call of its own.
+func TestOpenAIStreamToolCallIDComesLater(t *testing.T) {
+	ds, err := upstreamtest.Drain(t, oaStreamOf(
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"type":"function","function":{"name":"f","arguments":"{\"a\":"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"arguments":"1}"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"arguments":""}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c2","type":"function","function":{"name":"g","arguments":"{}"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+		`[DONE]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var starts []gateway.ToolCallDelta
+	args := map[int]string{}
+	for _, d := range ds {
+		if tc := d.ToolCall; tc != nil {
+			if tc.ID != "" {
+				starts = append(starts, *tc)
+			}
+			args[tc.Index] += tc.Arguments
+		}
+	}
+	if len(starts) != 2 || starts[0].Name != "f" || !strings.HasPrefix(starts[0].ID, "call_") || starts[1].ID != "c2" || starts[1].Index != 1 {
+		t.Fatalf("calls %+v, want f (an id of Baton's) then g (c2)", starts)
+	}
+	if args[0] != `{"a":1}` || args[1] != "{}" {
+		t.Fatalf("arguments %v", args)
+	}
+}
