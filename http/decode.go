@@ -120,6 +120,11 @@ func decode(body []byte, dst any, unique bool) error {
 	if len(trimmed) == 0 {
 		return malformed("the request body is empty; send a JSON object")
 	}
+	if !utf8.Valid(trimmed) {
+		// JSON text is UTF-8 (RFC 8259): decoded, the bad bytes would
+		// become U+FFFD, recorded for ever as if the client sent it.
+		return malformed("the request body is not valid UTF-8 (at byte %d)", invalidUTF8At(body))
+	}
 	if trimmed[0] != '{' {
 		if !json.Valid(trimmed) {
 			return malformed("the request body is not valid JSON")
@@ -493,4 +498,16 @@ func jsonKind(goKind string) string {
 		return "a number"
 	}
 	return goKind
+}
+
+// invalidUTF8At is the offset of b's first byte that is not UTF-8.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
 }

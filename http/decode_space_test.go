@@ -3,6 +3,7 @@ package http_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -73,4 +74,34 @@ func TestBodyPaddedWithNonJSONSpaceIs400(t *testing.T) {
 	e.t = t
 	e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA, " \t\r\n"+contract+" \t\r\n"), 201)
 	e.must(e.post(id, "approval", e.tenantA, "\n"+string(approve)+"\r\n"), 200)
+}
+
+// TestBodyWithInvalidUTF8Is400: JSON text is UTF-8 (RFC 8259). A string
+// with bytes that are not was decoded with U+FFFD in their place and
+// recorded so, for ever, in the hash-chained trail; it is now 400
+// malformed_json naming the byte, and nothing is appended.
+func TestBodyWithInvalidUTF8Is400(t *testing.T) {
+	e := localEnv(t)
+	id := e.contract(e.tenantA, nil)
+	for _, c := range []struct{ name, path, body string }{
+		{"approval", "/v1/executions/" + id + "/approval", "{\"status\":\"APPROVED\",\"approvedBy\":\"\xff\xfe\"}"},
+		{"contract", "/v1/handoff/contracts", "{\"objective\":\"Rotate \xc3\",\"targetExecutor\":\"ops-bot\",\"executorProtocol\":\"ops_bot.v1\",\"riskLevel\":\"medium\",\"approvalMode\":\"manual\",\"proofRequired\":[\"log\"]}"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e.t = t
+			before, err := e.store.Head(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := e.do("POST", c.path, e.tenantA, c.body)
+			if r.status != 400 || r.str("code") != "malformed_json" || !strings.Contains(r.str("detail"), "UTF-8 (at byte ") {
+				t.Fatalf("status %d, want 400 malformed_json naming UTF-8: %s", r.status, r.raw)
+			}
+			if after, err := e.store.Head(context.Background()); err != nil || after != before {
+				t.Fatalf("store head moved from %v to %v (%v)", before, after, err)
+			}
+		})
+	}
+	e.t = t
+	e.must(e.post(id, "approval", e.tenantA, `{"status":"APPROVED","approvedBy":"Zoë \ud83d\ude00"}`), 200)
 }

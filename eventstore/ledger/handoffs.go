@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -111,9 +112,13 @@ func (s *Handoffs) record(id string, head domain.LedgerHead, evs []domain.Event,
 	now := s.now().UTC().Truncate(time.Microsecond)
 	out := make([]eventstore.EventData, len(evs))
 	for i, ev := range evs {
-		data, err := json.Marshal(ev.Data)
+		data, err := eventJSON(ev.Data)
 		if err != nil {
 			return nil, err
+		}
+		if len(data) > maxEventData {
+			return nil, domain.E(ev.Type, domain.KindTooLarge, "event_too_large",
+				"this request would be recorded as a %s event of %d bytes, over the %d bytes an event may hold; send less (a large artifact as a link to where it is kept)", ev.Type, len(data), maxEventData)
 		}
 		seq := head.Seq + uint64(i) + 1
 		c, err := domain.Canonical(id, seq, ev.Type, meta.Actor, now, data)
@@ -128,6 +133,23 @@ func (s *Handoffs) record(id string, head domain.LedgerHead, evs []domain.Event,
 		prev = hash
 	}
 	return out, nil
+}
+
+// maxEventData is the most data a ledger event may carry: the store's
+// limit, less room for its metadata.
+const maxEventData = eventstore.MaxEventSize - 4096
+
+// eventJSON encodes an event's data with "<", ">" and "&" as themselves,
+// not six bytes each: a body under the request limit stays under the
+// event limit, and the hash covers the canonical form either way.
+func eventJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // Create opens a new handoff, from its plan when it names one. Its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -240,5 +241,44 @@ func TestKeys(t *testing.T) {
 	evs, err := eventstore.ReadWholeStream(ctx, st, domain.KeysStream)
 	if err != nil || len(evs) != 3 {
 		t.Fatalf("keys stream: %d events, %v; want 3", len(evs), err)
+	}
+}
+
+// A proof's "<" and "&" are stored as one byte each: a proof of a
+// megabyte of them fits an event (escaped, six bytes each, it did not, and
+// the append failed as an internal error). One past the event limit is
+// refused as too large, with nothing recorded.
+func TestProofNearTheEventLimit(t *testing.T) {
+	st := openStore(t)
+	s := ledger.NewHandoffs(st, nil)
+	ctx := context.Background()
+	c := contract()
+	c.ApprovalMode = domain.ApprovalModeAuto
+	out, err := s.Create(ctx, tenantA, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := out.Handoff.ID
+	before := streamLen(t, st, id)
+	proof := func(n int) domain.ProofCommand { // n bytes of text, in artifacts as long as allowed
+		p := &domain.Proof{Summary: "s"}
+		for ; n > 0; n -= 65535 {
+			p.Artifacts = append(p.Artifacts, domain.Artifact{Type: "log", Text: strings.Repeat("<&>", min(n, 65535)/3)})
+		}
+		return domain.ProofCommand{ExecutorRunID: "run-1", Status: "RUNNING", Proof: p}
+	}
+	_, err = s.Handle(ctx, tenantA, id, proof(eventstore.MaxEventSize+1))
+	var de *domain.Error
+	if !errors.As(err, &de) || de.Kind != domain.KindTooLarge || de.Code != "event_too_large" {
+		t.Fatalf("a proof over the event limit: %v, want event_too_large", err)
+	}
+	if n := streamLen(t, st, id); n != before {
+		t.Fatalf("the refused proof left %d events, want %d", n, before)
+	}
+	if _, err := s.Handle(ctx, tenantA, id, proof(1<<20)); err != nil {
+		t.Fatalf("a proof of 1 MiB of \"<&>\": %v", err)
+	}
+	if n := streamLen(t, st, id); n <= before {
+		t.Fatalf("the proof left %d events, want more than %d", n, before)
 	}
 }
