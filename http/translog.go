@@ -3,7 +3,6 @@ package http
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 
@@ -33,9 +32,9 @@ func (s *Server) logRoutes(rt *mux.Router, l *translog.Log) {
 // the server is configured with, verifying over a checkpoint it has
 // taken, are kept.
 func (s *Server) addCosignature(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+	body, err := readBody(w, r, 64<<10) // a cosigned checkpoint is a few hundred bytes
 	if err != nil {
-		s.writeError(w, r, domain.E("log.cosignature", domain.KindTooLarge, "body_too_large", "A cosigned checkpoint is at most 64 KiB."))
+		s.writeError(w, r, err) // 413 over the limit; 400 unreadable_body for a body that stopped coming
 		return
 	}
 	// checkpoint alone, by its exact name: a struct would take "CheCkpoint"
