@@ -504,11 +504,27 @@ func TestMessagesToOpenAIStrictAndSchema(t *testing.T) {
 		{`"service_tier":"standard_only","messages":[{"role":"user","content":"hi"}]`, "service_tier"},
 		{`"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"Paris","citations":[{"type":"char_location","cited_text":"Paris","document_index":0,"start_char_index":0,"end_char_index":5}]}]},{"role":"user","content":"and?"}]`, "messages/1/content/0/citations"},
 		{`"messages":[{"role":"user","content":"hi"}],"tools":[{}]`, "tools.0.name"},
+		// A tool_use's input is an object, and the blocks stand in the
+		// turns the Messages API has them in: not dropped or sent on as
+		// something else.
+		{`"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":"notobj"}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"r"}]}]`, "messages/1/content/0/input"},
+		{`"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":[1,2]}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"r"}]}]`, "messages/1/content/0/input"},
+		{`"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","name":"f","input":{}}]},{"role":"user","content":"r"}]`, "messages/1/content/0/id"},
+		{`"messages":[{"role":"user","content":[{"type":"thinking","thinking":"x","signature":"s"},{"type":"text","text":"hi"}]}]`, "messages/0/content/0/type"},
+		{`"messages":[{"role":"user","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]}]`, "messages/0/content/0/type"},
+		{`"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_result","tool_use_id":"t1","content":"r"}]}]`, "messages/1/content/0/type"},
 	} {
 		r := e.do("POST", "/v1/messages", e.tenantA, `{"model":"openai:gpt-4o-mini","max_tokens":64,`+c.extra+`}`)
 		if r.status != 400 || !strings.HasPrefix(r.str("error.message"), c.param) {
 			t.Errorf("%s: %d %s", c.extra, r.status, r.raw)
 		}
+	}
+	// Chat to Anthropic: a custom tool's call in the history keeps its name
+	// and input under "custom", which a tool_use has no place for.
+	r = e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"fix it"},`+
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"custom","custom":{"name":"apply_patch","input":"*** Begin Patch"}}]},{"role":"tool","tool_call_id":"call_1","content":"done"}]}`)
+	if r.status != 400 || r.str("error.param") != "messages/1/tool_calls/0/type" {
+		t.Errorf("a custom tool call: %d %s", r.status, r.raw)
 	}
 	select {
 	case b := <-u.lastOpenAI:

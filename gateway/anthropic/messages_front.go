@@ -147,6 +147,16 @@ func readBlocks(raw json.RawMessage, param string, images bool, tools []gateway.
 		case "thinking":
 			out = append(out, gateway.Block{Type: "thinking", Thinking: gateway.Deref(b.Thinking), Signature: gateway.Deref(b.Signature)})
 		case "tool_use":
+			switch {
+			case b.ID == "":
+				return nil, gateway.BadRequest(at+"/id", "%s/id: a tool_use needs its id, which its tool_result names", at)
+			case b.Name == "":
+				return nil, gateway.BadRequest(at+"/name", "%s/name: a tool_use needs the tool's name", at)
+			case gateway.Absent(b.Input):
+				b.Input = json.RawMessage("{}") // a call without parameters
+			case bytes.TrimLeft(b.Input, " \t\r\n")[0] != '{':
+				return nil, gateway.BadRequest(at+"/input", "%s/input must be an object (the tool's parameters)", at)
+			}
 			out = append(out, gateway.Block{Type: "tool_use", ID: b.ID, Name: b.Name, Input: b.Input})
 		case "tool_result":
 			text := ""
@@ -431,6 +441,13 @@ func (q *MessagesRequest) ToGateway() (gateway.Request, error) {
 		blocks, err := messagesBlocks(m.Content, param, true, declared)
 		if err != nil {
 			return out, err
+		}
+		for j, b := range blocks {
+			// As the Messages API has them: the model's blocks in its own
+			// turns, results in the user's; elsewhere one would be dropped.
+			if m.Role == "user" && (b.Type == "thinking" || b.Type == "tool_use") || m.Role == "assistant" && b.Type == "tool_result" {
+				return out, gateway.BadRequest(fmt.Sprintf("%s/%d/type", param, j), "%s/%d/type: a %s block belongs in %s messages, not %s ones", param, j, b.Type, otherRole(m.Role), m.Role)
+			}
 		}
 		if m.Role == "user" {
 			effort.user(blocks, &out)
@@ -723,4 +740,11 @@ func (s *Stops) UnmarshalJSON(b []byte) error {
 		(*s)[i] = *v
 	}
 	return nil
+}
+
+func otherRole(role string) string {
+	if role == "user" {
+		return "assistant"
+	}
+	return "user"
 }

@@ -366,11 +366,20 @@ func (q *ChatRequest) ToGateway() (gateway.Request, error) {
 				msg.Content = append(msg.Content, gateway.Block{Type: "text", Text: text})
 			}
 			for j, tc := range m.ToolCalls {
+				at := fmt.Sprintf("messages/%d/tool_calls/%d", i, j)
+				switch {
+				case tc.Type != "function": // a custom tool's call (its name and input under "custom") has no equivalent
+					return out, gateway.BadRequest(at+"/type", "%s/type: a tool call of type %q has no equivalent at this provider; function calls do", at, tc.Type)
+				case tc.ID == "":
+					return out, gateway.BadRequest(at+"/id", "%s/id: a tool call needs its id, which its tool message names", at)
+				case tc.Function.Name == "":
+					return out, gateway.BadRequest(at+"/function/name", "%s/function/name: a function call needs the function's name", at)
+				}
 				args := tc.Function.Arguments
 				if strings.TrimSpace(args) == "" {
 					args = "{}" // a call without arguments
 				} else if !jsonObject(args) {
-					return out, gateway.BadRequest(fmt.Sprintf("messages/%d/tool_calls/%d/function/arguments", i, j), "messages/%d/tool_calls/%d/function/arguments must be a JSON object, as text (the function's parameters)", i, j)
+					return out, gateway.BadRequest(at+"/function/arguments", "%s/function/arguments must be a JSON object, as text (the function's parameters)", at)
 				}
 				msg.Content = append(msg.Content, gateway.Block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: json.RawMessage(args)})
 			}

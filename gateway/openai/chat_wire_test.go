@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/internal/upstreamtest"
 )
@@ -126,6 +127,35 @@ func TestChatToolCallArgumentsMustBeAnObject(t *testing.T) {
 		_, err := q.ToGateway()
 		if ok != (err == nil) || !ok && !strings.Contains(err.Error(), "messages/1/tool_calls/0/function/arguments must be a JSON object") {
 			t.Errorf("arguments %q: %v", args, err)
+		}
+	}
+}
+
+// A tool call in the history that is not a function call with an id and a
+// name has no tool_use to become: refused naming the field, not sent on
+// as a nameless call with its input dropped (a custom tool's call keeps
+// its name and input under "custom").
+func TestChatToolCallInHistoryIsAFunctionCall(t *testing.T) {
+	for call, field := range map[string]string{
+		`{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}`:          "",
+		`{"id":"c1","type":"custom","custom":{"name":"apply_patch","input":"*** Begin"}}`: "messages/1/tool_calls/0/type",
+		`{"id":"c1","type":"bogus","function":{"name":"f","arguments":"{}"}}`:             "messages/1/tool_calls/0/type",
+		`{"id":"c1","function":{"name":"f","arguments":"{}"}}`:                            "messages/1/tool_calls/0/type",
+		`{"type":"function","function":{"name":"f","arguments":"{}"}}`:                    "messages/1/tool_calls/0/id",
+		`{"id":"c1","type":"function"}`:                                                   "messages/1/tool_calls/0/function/name",
+	} {
+		body := `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[` + call + `]},{"role":"tool","tool_call_id":"c1","content":"r"}]}`
+		var q ChatRequest
+		if err := json.Unmarshal([]byte(body), &q); err != nil {
+			t.Fatal(err)
+		}
+		_, err := q.ToGateway()
+		var de *domain.Error
+		switch {
+		case field == "" && err != nil:
+			t.Errorf("%s: %v", call, err)
+		case field != "" && (!errors.As(err, &de) || len(de.Fields) != 1 || de.Fields[0].Pointer != field):
+			t.Errorf("%s: %v, want a refusal naming %s", call, err, field)
 		}
 	}
 }
