@@ -62,6 +62,22 @@ func TestDuplicateNamesRefused(t *testing.T) {
 	}
 }
 
+// The model fronts give a name sent twice the same code, in OpenAI's shape
+// (it was validation_failed), with the field as its param.
+func TestDuplicateNamesOnModelFronts(t *testing.T) {
+	e := localEnv(t)
+	for _, c := range []struct{ path, body, param string }{
+		{"/v1/chat/completions", `{"model":"local:echo","model":"local:other","messages":[{"role":"user","content":"hi"}]}`, "model"},
+		{"/v1/chat/completions", `{"model":"local:echo","Model":"local:other","messages":[{"role":"user","content":"hi"}]}`, "Model"},
+		{"/v1/responses", `{"model":"local:echo","input":"hi","input":"ho"}`, "input"},
+	} {
+		r := e.do("POST", c.path, e.tenantA, c.body)
+		if r.status != 400 || r.str("error.code") != "duplicate_field" || r.str("error.param") != c.param {
+			t.Errorf("%s %s: %d %s", c.path, c.body, r.status, r.raw)
+		}
+	}
+}
+
 // So is a cosignature that gives its checkpoint twice: the witness's line
 // would be read from the last only.
 func TestCosignatureDuplicateRefused(t *testing.T) {
