@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -297,10 +298,23 @@ func checkWebhookURL(raw string, allowPrivate bool) *FieldError {
 	if host == "" {
 		return bad("invalid_url", "must name a host")
 	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return bad("invalid_url", "has a port out of range; a port is 1 to 65535")
+		}
+	}
+	if numericLastLabel(host) && !strings.Contains(host, ":") {
+		// WHATWG URLs, curl and C resolvers read 127.1, 0x7f000001 and
+		// 2130706433 as IPv4 addresses: only a.b.c.d is taken, so that
+		// the address is judged as the deliverer will reach it.
+		if a, err := netip.ParseAddr(host); err != nil || !a.Is4() {
+			return bad("invalid_url", "names an IPv4 address in a form other than four decimal numbers (a.b.c.d)")
+		}
+	}
 	if allowPrivate {
 		return nil
 	}
-	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+	if h := strings.ToLower(strings.TrimSuffix(host, ".")); h == "localhost" || strings.HasSuffix(h, ".localhost") {
 		return bad("private_address", "names this machine (localhost); deliveries go only to public addresses unless the operator allows private ones")
 	}
 	if a, err := netip.ParseAddr(host); err == nil && BlockedWebhookAddr(a) {
@@ -345,4 +359,16 @@ func BlockedWebhookAddr(a netip.Addr) bool {
 		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() ||
 		cgnat.Contains(a) || ula.Contains(a) || thisNet.Contains(a) || bench.Contains(a) || reserve.Contains(a) ||
 		a == netip.AddrFrom4([4]byte{255, 255, 255, 255})
+}
+
+// numericLastLabel reports whether host's last label (a trailing dot
+// aside) is a number, decimal or 0x hexadecimal: the WHATWG URL rule for a
+// host that is an IPv4 address, in whatever form.
+func numericLastLabel(host string) bool {
+	host = strings.TrimSuffix(host, ".")
+	last := host[strings.LastIndexByte(host, '.')+1:]
+	if l := strings.ToLower(last); strings.HasPrefix(l, "0x") {
+		return strings.Trim(l[2:], "0123456789abcdef") == ""
+	}
+	return last != "" && strings.Trim(last, "0123456789") == ""
 }

@@ -276,6 +276,16 @@ func TestWebhookRegistrationRefusesBadInput(t *testing.T) {
 		{`{"url":"https://[fd00::1]/hook","eventTypes":["*"]}`, []string{"/url"}, "private_address"},
 		{`{"url":"http://169.254.169.254/latest/meta-data","eventTypes":["*"]}`, []string{"/url"}, "private_address"},
 		{`{"url":"http://localhost:8080/","eventTypes":["*"]}`, []string{"/url"}, "private_address"},
+		{`{"url":"http://localhost./","eventTypes":["*"]}`, []string{"/url"}, "private_address"},
+		{`{"url":"http://hooks.localhost./","eventTypes":["*"]}`, []string{"/url"}, "private_address"},
+		// IPv4 addresses in the forms a C resolver and WHATWG URLs read too.
+		{`{"url":"http://127.1/","eventTypes":["*"]}`, []string{"/url"}, "invalid_url"},
+		{`{"url":"http://0x7f000001/","eventTypes":["*"]}`, []string{"/url"}, "invalid_url"},
+		{`{"url":"http://2130706433/","eventTypes":["*"]}`, []string{"/url"}, "invalid_url"},
+		{`{"url":"http://017700000001/","eventTypes":["*"]}`, []string{"/url"}, "invalid_url"},
+		{`{"url":"http://hooks.example.com.8/","eventTypes":["*"]}`, []string{"/url"}, "invalid_url"},
+		{`{"url":"https://hooks.example.com:99999/","eventTypes":["*"]}`, []string{"/url"}, "invalid_url"},
+		{`{"url":"https://hooks.example.com:0/","eventTypes":["*"]}`, []string{"/url"}, "invalid_url"},
 		{`{"url":"https://hooks.example.com/","eventTypes":[]}`, []string{"/eventTypes"}, "empty"},
 		{`{"url":"https://hooks.example.com/","eventTypes":["contract created"]}`, []string{"/eventTypes/0"}, "invalid_format"},
 		{`{"url":"https://hooks.example.com/","eventTypes":["*"],"targetExecutors":["ok", ""]}`, []string{"/targetExecutors/1"}, "invalid_format"},
@@ -296,6 +306,11 @@ func TestWebhookRegistrationRefusesBadInput(t *testing.T) {
 	}
 	e.must(e.do("POST", "/v1/webhooks", e.tenantA, `{"url":`), 400)
 	e.must(e.do("POST", "/v1/webhooks", "", `{}`), 401)
+	// A public address in dotted decimal, a port in range, a name with a
+	// number in it: taken.
+	for _, u := range []string{"https://93.184.215.14:8443/hook", "https://hooks.example.com:443/", "https://v2.hooks.example.com/a", "https://hooks.example.com./"} {
+		e.must(e.do("POST", "/v1/webhooks", e.tenantA, `{"url":"`+u+`","eventTypes":["*"]}`), 201)
+	}
 }
 
 func TestWebhookDeliverySignedAndFiltered(t *testing.T) {
