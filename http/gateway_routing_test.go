@@ -605,4 +605,23 @@ func TestUncleanPathsAreNotRedirected(t *testing.T) {
 			t.Fatalf("GET %s: %d %s", p, r.status, r.raw)
 		}
 	}
+	// An encoded slash is not a separator: no route, in the path's shape,
+	// and the handoff's callback is not reached. A model's id is the one
+	// path that holds slashes, as SDKs send them encoded.
+	id := e.contract(e.tenantA, nil)
+	n := e.events(id)
+	for _, p := range []string{"/v1/executions/" + id + "%2Fapproval", "/v1/executions/" + id + "%2fapproval"} {
+		if r := e.do("POST", p, e.tenantA, approveBody()); r.status != 404 || r.str("code") != "not_found" {
+			t.Fatalf("POST %s: %d %s", p, r.status, r.raw)
+		}
+	}
+	if r := e.do("POST", "/v1/chat%2Fcompletions", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "messages": []any{map[string]any{"role": "user", "content": "hi"}}}); r.status != 404 || r.str("error.type") == "" {
+		t.Fatalf("POST /v1/chat%%2Fcompletions: %d %s", r.status, r.raw)
+	}
+	if got := e.events(id); got != n {
+		t.Fatalf("the handoff has %d events, want %d", got, n)
+	}
+	if r := e.do("GET", "/v1/models/openai%3Agpt-4o-mini", e.tenantA, nil); r.status != 200 {
+		t.Fatalf("GET a model by its encoded id: %d %s", r.status, r.raw)
+	}
 }

@@ -331,6 +331,13 @@ func (s *Server) Handler() http.Handler {
 // router. Their paths are fixed, so a path the router would clean or
 // redirect, or another method, still goes to the router.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	if r.URL.RawPath != "" && !strings.HasPrefix(r.URL.Path, "/v1/models/") && strings.Contains(strings.ToUpper(r.URL.RawPath), "%2F") {
+		// An encoded slash is part of a segment, not a separator: decoded,
+		// /v1/executions/x%2Fapproval would reach the approval callback by
+		// a path no proxy takes for it. Only a model's id holds slashes.
+		s.router.NotFoundHandler.ServeHTTP(w, r)
+		return
+	}
 	if r.Method == http.MethodPost {
 		if p, ok := s.posts[r.URL.Path]; ok {
 			if rec, ok := w.(*statusRecorder); ok {
