@@ -186,7 +186,8 @@ func strictValue(dec *json.Decoder, depth int) (any, error) {
 	}
 }
 
-// ChainHash is SHA-256(prevHash || canonical event), hex encoded.
+// ChainHash is SHA-256(prevHash || canonical event), hex encoded; prevHash
+// is hashed as its hex text, as auditors are told (docs/protocol.md).
 func ChainHash(prevHash string, canonical []byte) string {
 	h := sha256.New()
 	h.Write([]byte(prevHash))

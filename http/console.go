@@ -532,7 +532,7 @@ func (s *Server) consoleTrail(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"handoffId": id, "contract": pg.View, "state": pg.View.State, "head": pg.View.LedgerHead, "chain": pg.Chain,
 		"genesisHash": domain.GenesisHash(id), "events": evs,
-		"hashRule": "hash = hex(SHA-256(prevHash || canonical)); the first prevHash is genesisHash (docs/protocol.md)",
+		"hashRule": "hash = hex(SHA-256(prevHash || canonical)), prevHash hashed as its 64 hex characters; the first prevHash is genesisHash (docs/protocol.md)",
 	})
 }
 

@@ -89,7 +89,7 @@ func (s *Server) executorProtocol(w http.ResponseWriter, r *http.Request) {
 			"escalateAfterSeconds with escalateTo: a pending approval records ApprovalEscalated once when it passes; the approval stays open.",
 			"A callback arriving after a deadline has passed is refused with 409 (approval_expired, lease_expired, result_timed_out) even before the timer's event is recorded: the deadline decides, not which replica is quicker.",
 			"A retried callback (same Idempotency-Key, or a byte-identical body) returns the first answer with Idempotent-Replayed: true and appends nothing.",
-			"Every callback answer carries ledgerHead {seq, hash}: hash = SHA-256(prevHash || canonical event).",
+			"Every callback answer carries ledgerHead {seq, hash}: hash = hex(SHA-256(prevHash || canonical event)), prevHash hashed as its 64 hex characters.",
 		},
 		"certificationChecklist": certificationChecklist,
 		"executionBoundary":      domain.Boundary,
