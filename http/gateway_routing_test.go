@@ -605,6 +605,11 @@ func TestUncleanPathsAreNotRedirected(t *testing.T) {
 			t.Fatalf("GET %s: %d %s", p, r.status, r.raw)
 		}
 	}
+	// Another method on a response is a 405 offering what is served: not
+	// POST, which is such a 404.
+	if r := e.do("PUT", "/v1/responses/resp_abc", e.tenantA, nil); r.status != 405 || r.header.Get("Allow") != "GET, DELETE" {
+		t.Fatalf("PUT /v1/responses/resp_abc: %d, Allow %q", r.status, r.header.Get("Allow"))
+	}
 	// An encoded slash is not a separator: no route, in the path's shape,
 	// and the handoff's callback is not reached. A model's id is the one
 	// path that holds slashes, as SDKs send them encoded.

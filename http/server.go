@@ -278,7 +278,7 @@ func NewServer(cfg Config) *Server {
 		// A POST under /v1/responses/ is one of OpenAI's endpoints Baton
 		// does not serve (compact, input_tokens, {id}/cancel): a 404, not
 		// a 405 offering a GET or DELETE of a response by that name.
-		rt.PathPrefix("/v1/responses/").Methods(http.MethodPost).Handler(rt.NotFoundHandler)
+		rt.PathPrefix("/v1/responses/").Methods(http.MethodPost).Handler(rt.NotFoundHandler).Name(unservedRoute)
 		post("/v1/messages", s.withKeyAs(anyKey, anthropicErrors, s.messages))
 		post("/v1/messages/count_tokens", s.withKeyAs(anyKey, anthropicErrors, s.countTokens))
 	}
@@ -386,6 +386,10 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 // /v1/models.
 const modelRoute = "model"
 
+// unservedRoute is the POSTs under /v1/responses/ that are OpenAI's and
+// not Baton's: a 404, and no method a 405's Allow offers.
+const unservedRoute = "unserved"
+
 // allowed lists the methods the router serves on r's path: a 405 carries
 // them in Allow (RFC 9110, section 15.5.6).
 func (s *Server) allowed(r *http.Request) string {
@@ -394,7 +398,7 @@ func (s *Server) allowed(r *http.Request) string {
 		q := *r
 		q.Method = m
 		var match mux.RouteMatch
-		if s.router.Match(&q, &match) && match.MatchErr == nil &&
+		if s.router.Match(&q, &match) && match.MatchErr == nil && match.Route.GetName() != unservedRoute &&
 			(match.Route.GetName() != modelRoute || !adminModelsPath(match.Vars["id"])) { // that GET is a 405 too
 			ms = append(ms, m)
 		}
