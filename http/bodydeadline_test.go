@@ -30,7 +30,7 @@ const testBodyTimeout = time.Second
 // TCP, as a stalled client would come.
 func TestStalledBodyReleasesTheConnection(t *testing.T) {
 	restore := batonhttp.SetBodyReadTimeout(testBodyTimeout)
-	t.Cleanup(restore) // after the env's cleanup, which stops the front
+	t.Cleanup(restore)   // after the env's cleanup, which stops the front
 	e, _ := newLogEnv(t) // with the transparency log: its cosignature route needs no key
 	addr := e.srv.Listener.Addr().String()
 	tests := []struct {
