@@ -371,7 +371,13 @@ type Budgets struct {
 	holds    map[string]*holdBook  // per tenant: held worst cases and the budget stream's revision
 	awaiting map[uuid.UUID]holdRef // usage event id -> the shared hold that event releases
 	settled  map[uuid.UUID]bool    // usage events this replica already counted
-	now      func() time.Time
+	// unheld: per tenant, the worst cases of this replica's calls in
+	// flight that were reserved while the tenant had no limits. They hold
+	// nothing, but once a budget is set they count as held until they
+	// settle: a budget set to stop a runaway tenant is not passed by the
+	// calls already running.
+	unheld map[string]float64
+	now    func() time.Time
 
 	store   eventstore.Store // nil: holds stay in this process
 	onError func(error)
@@ -445,7 +451,7 @@ func NewBudgets(now func() time.Time) *Budgets {
 		now = time.Now
 	}
 	return &Budgets{limits: map[string]Limits{}, spent: map[string]*spend{}, holds: map[string]*holdBook{},
-		awaiting: map[uuid.UUID]holdRef{}, settled: map[uuid.UUID]bool{}, now: now, holdTTL: DefaultHoldTTL}
+		awaiting: map[uuid.UUID]holdRef{}, settled: map[uuid.UUID]bool{}, unheld: map[string]float64{}, now: now, holdTTL: DefaultHoldTTL}
 }
 
 func periods(t time.Time) (day, month string) {
@@ -592,6 +598,7 @@ type Reservation struct {
 	tenant  string
 	worst   float64
 	limited bool      // the tenant had limits when the call was reserved
+	unheld  float64   // else its worst case, in Budgets.unheld until Settle
 	hold    uuid.UUID // the hold's id; on a shared store, its event's id
 	usage   uuid.UUID // the usage event id to record the call under (UsageID)
 	shared  bool      // the hold is in the store: other replicas count it
@@ -622,8 +629,13 @@ func (b *Budgets) Reserve(ctx context.Context, tenant, model string, worst *floa
 	b.mu.Lock()
 	l := b.limits[tenant]
 	if !limited(l) {
+		r := &Reservation{b: b, tenant: tenant} // holds nothing; Settle counts the cost
+		if worst != nil && *worst > 0 {
+			r.unheld = *worst
+			b.unheld[tenant] += r.unheld
+		}
 		b.mu.Unlock()
-		return &Reservation{b: b, tenant: tenant}, nil // holds nothing; Settle counts the cost
+		return r, nil
 	}
 	if worst == nil {
 		b.mu.Unlock()
@@ -649,7 +661,7 @@ func (b *Budgets) refusalLocked(tenant, model string, l Limits, hb *holdBook, wo
 	now := b.now().UTC()
 	s := b.book(tenant)
 	day, month := s.at(now)
-	held := hb.held(b, now)
+	held := hb.held(b, now) + b.unheld[tenant]
 	var refused *BudgetError
 	check := func(period string, limit *float64, spent float64, reset time.Time) {
 		// Within usdUnit (costs are rounded to it): 0.2 + 0.1 spent
@@ -700,6 +712,13 @@ func (r *Reservation) Settle(cost *float64, eventID uuid.UUID, at time.Time) {
 		}
 		b := r.b
 		b.mu.Lock()
+		if r.unheld > 0 {
+			if left := b.unheld[r.tenant] - r.unheld; left > usdUnit/2 {
+				b.unheld[r.tenant] = left
+			} else {
+				delete(b.unheld, r.tenant) // no rounding left behind
+			}
+		}
 		if !r.limited && (eventID == uuid.Nil || len(b.settled) >= maxSettledUnlimited) {
 			b.mu.Unlock()
 			return // nothing was held; the follower counts the call from its event
@@ -772,7 +791,7 @@ func (b *Budgets) Status(tenant string) BudgetStatus {
 	s := b.book(tenant)
 	day, month := s.at(now)
 	dk, mk := periods(now)
-	held := b.holdBook(tenant).held(b, now)
+	held := b.holdBook(tenant).held(b, now) + b.unheld[tenant]
 	return BudgetStatus{Tenant: tenant, Limits: b.limits[tenant], DaySpent: RoundUSD(day), MonthSpent: RoundUSD(month), ReservedUSD: RoundUSD(held), Day: dk, Month: mk}
 }
 

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -358,5 +359,46 @@ func TestUsageBatchCountsEachRecordOnce(t *testing.T) {
 		if s := b.Status("t"); s.DaySpent != 1.75 {
 			t.Fatalf("%s: spent %v after a batch that cannot be read", data, s.DaySpent)
 		}
+	}
+}
+
+// Calls in flight when a tenant's first budget is set hold nothing, but
+// count as held until they settle: new calls are refused while they could
+// pass the limit, and let through once they settled for less.
+func TestCallsInFlightWhenTheFirstBudgetIsSet(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	b := NewBudgets(func() time.Time { return now })
+	running := make([]*Reservation, 3)
+	for i := range running {
+		r, err := b.Reserve(t.Context(), "t", "m", usd(0.3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		running[i] = r
+	}
+	free, err := b.Reserve(t.Context(), "t", "m", nil) // an unpriced call: nothing to count
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Apply(limitsEvent(t, "t", usd(1), nil))
+	if st := b.Status("t"); math.Abs(st.ReservedUSD-0.9) > 1e-9 {
+		t.Fatalf("reserved %v with three calls of 0.3 in flight, want 0.9", st.ReservedUSD)
+	}
+	_, err = b.Reserve(t.Context(), "t", "m", usd(0.2))
+	if be, ok := err.(*BudgetError); !ok || !be.HeldOnly {
+		t.Fatalf("a call of 0.2 beside 0.9 in flight under a limit of 1: %v, want refused for what is held", err)
+	}
+	for _, r := range running {
+		r.Settle(usd(0.1), uuid.New(), time.Time{}) // counted here: reserved before the limits, its event is this replica's
+	}
+	free.Settle(nil, uuid.Nil, time.Time{})
+	if st := b.Status("t"); st.ReservedUSD != 0 || math.Abs(st.DaySpent-0.3) > 1e-9 {
+		t.Fatalf("after they settled: reserved %v, spent %v; want 0 and 0.3", st.ReservedUSD, st.DaySpent)
+	}
+	if _, err := b.Reserve(t.Context(), "t", "m", usd(0.2)); err != nil {
+		t.Fatalf("a call of 0.2 with 0.3 spent under a limit of 1: %v", err)
+	}
+	if len(b.unheld) != 0 {
+		t.Fatalf("unheld left behind: %v", b.unheld)
 	}
 }

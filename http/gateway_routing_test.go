@@ -630,3 +630,22 @@ func TestUncleanPathsAreNotRedirected(t *testing.T) {
 		t.Fatalf("GET a model by its encoded id: %d %s", r.status, r.raw)
 	}
 }
+
+// A tenant without a budget holds nothing, yet its calls in flight count
+// as held if a budget is set meanwhile: each call, whole or streamed, on
+// the chat and messages fronts, lets go of its worst case when it ends.
+func TestUnlimitedCallsLetGoOfTheirWorstCase(t *testing.T) {
+	e, _ := newGatewayEnv(t)
+	for _, stream := range []bool{false, true} {
+		e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chatBody("openai:gpt-4o-mini", stream)), 200)
+		e.must(e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5", "max_tokens": 50, "stream": stream,
+			"messages": []any{map[string]any{"role": "user", "content": "hello"}}}), 200)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for e.budgets.Status("a").ReservedUSD != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%g USD still counted as in flight after every call ended", e.budgets.Status("a").ReservedUSD)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
