@@ -513,6 +513,9 @@ func TestMessagesToOpenAIStrictAndSchema(t *testing.T) {
 		{`"messages":[{"role":"user","content":[{"type":"thinking","thinking":"x","signature":"s"},{"type":"text","text":"hi"}]}]`, "messages/0/content/0/type"},
 		{`"messages":[{"role":"user","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]}]`, "messages/0/content/0/type"},
 		{`"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_result","tool_use_id":"t1","content":"r"}]}]`, "messages/1/content/0/type"},
+		// A block of a type that is not translated, whose fields differ from
+		// those that are, is named as such, not as content that is not blocks.
+		{`"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"search_result","source":"https://example.com","title":"t","content":[{"type":"text","text":"x"}]}]}]}]`, "messages/2/content/0/content/0/type: content block type \"search_result\""},
 	} {
 		r := e.do("POST", "/v1/messages", e.tenantA, `{"model":"openai:gpt-4o-mini","max_tokens":64,`+c.extra+`}`)
 		if r.status != 400 || !strings.HasPrefix(r.str("error.message"), c.param) {

@@ -124,7 +124,7 @@ func readBlocks(raw json.RawMessage, param string, images bool, tools []gateway.
 	}
 	var blocks []RequestBlock
 	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return nil, gateway.BadRequest(param, "%s must be a string or an array of content blocks", param)
+		return nil, unreadableBlock(raw, param)
 	}
 	var out []gateway.Block
 	for i, b := range blocks {
@@ -747,4 +747,34 @@ func otherRole(role string) string {
 		return "assistant"
 	}
 	return "user"
+}
+
+// unreadableBlock says why content at param could not be read as blocks:
+// not an array of objects, or which block, of which type, is not one this
+// front reads (a type of Anthropic's whose fields differ from the ones
+// translated, such as a search_result's string source).
+func unreadableBlock(raw json.RawMessage, param string) error {
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		return gateway.BadRequest(param, "%s must be a string or an array of content blocks", param)
+	}
+	for i, it := range items {
+		var b RequestBlock
+		if json.Unmarshal(it, &b) == nil {
+			continue
+		}
+		var typed struct {
+			Type string `json:"type"`
+		}
+		at := fmt.Sprintf("%s/%d", param, i)
+		if json.Unmarshal(it, &typed) != nil || typed.Type == "" {
+			return gateway.BadRequest(at, "%s must be a content block: an object with a type", at)
+		}
+		switch typed.Type {
+		case "text", "image", "thinking", "tool_use", "tool_result", "tool_reference", "tool_addition", "tool_removal":
+			return gateway.BadRequest(at, "%s: a %s block with a field of the wrong type", at, typed.Type)
+		}
+		return gateway.BadRequest(at+"/type", "%s/type: content block type %q has no equivalent at this provider; text, image, tool_use, tool_result, tool_reference and thinking are translated", at, typed.Type)
+	}
+	return gateway.BadRequest(param, "%s must be a string or an array of content blocks", param)
 }
