@@ -626,6 +626,16 @@ func TestUncleanPathsAreNotRedirected(t *testing.T) {
 	if got := e.events(id); got != n {
 		t.Fatalf("the handoff has %d events, want %d", got, n)
 	}
+	// Nor does one reach the admin paths below /v1/models, which a model's
+	// id does not take.
+	for _, c := range []struct{ method, path string }{
+		{"POST", "/v1/models%2Fsync"}, {"POST", "/v1%2Fmodels%2Fsync"}, {"POST", "/v1/models/health%2Fbatch"},
+		{"POST", "/v1/models/route%2Fpreview"}, {"GET", "/v1/models%2Finfrastructure"},
+	} {
+		if r := e.do(c.method, c.path, e.admin, map[string]any{}); r.status != 404 {
+			t.Fatalf("%s %s: %d %s", c.method, c.path, r.status, r.raw)
+		}
+	}
 	if r := e.do("GET", "/v1/models/openai%3Agpt-4o-mini", e.tenantA, nil); r.status != 200 {
 		t.Fatalf("GET a model by its encoded id: %d %s", r.status, r.raw)
 	}

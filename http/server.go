@@ -331,7 +331,7 @@ func (s *Server) Handler() http.Handler {
 // router. Their paths are fixed, so a path the router would clean or
 // redirect, or another method, still goes to the router.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
-	if r.URL.RawPath != "" && !strings.HasPrefix(r.URL.Path, "/v1/models/") && strings.Contains(strings.ToUpper(r.URL.RawPath), "%2F") {
+	if r.URL.RawPath != "" && strings.Contains(strings.ToUpper(r.URL.RawPath), "%2F") && !s.encodedModelID(r) {
 		// An encoded slash is part of a segment, not a separator: decoded,
 		// /v1/executions/x%2Fapproval would reach the approval callback by
 		// a path no proxy takes for it. Only a model's id holds slashes.
@@ -465,4 +465,17 @@ func (s *Server) metricsHandler(public bool) http.Handler {
 		return h
 	}
 	return s.withKey(adminOnly, h.ServeHTTP)
+}
+
+// encodedModelID reports whether r's encoded slashes all lie in a model's
+// id under a literal /v1/models/, and the path is that id's route.
+func (s *Server) encodedModelID(r *http.Request) bool {
+	if !strings.HasPrefix(r.URL.RawPath, "/v1/models/") {
+		return false
+	}
+	var match mux.RouteMatch
+	if !s.router.Match(r, &match) || match.MatchErr != nil || match.Route.GetName() != modelRoute {
+		return false
+	}
+	return !adminModelsPath(match.Vars["id"])
 }

@@ -386,6 +386,7 @@ type oaCall struct {
 	ordinal int
 	id      string
 	made    bool // id is Baton's: the call came without one
+	name    string
 }
 
 // newCallID makes a tool call id for a call that came without one.
@@ -465,7 +466,7 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 				// (a tool result names the id the client was given).
 				id := gateway.Deref(tc.ID)
 				cur, ok := s.calls[tc.Index]
-				if ok && (id == "" || id == cur.id || cur.made) {
+				if ok && (id == "" || id == cur.id || cur.made && (tc.Function.Name == nil || *tc.Function.Name == "" || *tc.Function.Name == cur.name)) {
 					if cur.made && id != "" {
 						cur.made = false // the first id it is given is its own; another is a new call
 						cur.id = id
@@ -477,7 +478,7 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 				if s.calls == nil {
 					s.calls = map[int]oaCall{}
 				}
-				cur = oaCall{ordinal: s.ncalls, id: id}
+				cur = oaCall{ordinal: s.ncalls, id: id, name: gateway.Deref(tc.Function.Name)}
 				if cur.id == "" {
 					cur.id, cur.made = newCallID(), true
 				}

@@ -270,3 +270,31 @@ func TestOpenAIStreamToolCallIDComesLater(t *testing.T) {
 		t.Fatalf("arguments %v", args)
 	}
 }
+
+// A call without an id followed, at the same index, by a call of another
+// name with an id is two calls (servers that put parallel calls at index
+// 0): the late id is taken as the first call's only when its chunk names
+// no function, or the same one.
+func TestOpenAIStreamAnotherCallAfterOneWithoutID(t *testing.T) {
+	ds, err := upstreamtest.Drain(t, oaStreamOf(
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c2","type":"function","function":{"name":"g","arguments":"{}"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+		`[DONE]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	args := map[int]string{}
+	for _, d := range ds {
+		if tc := d.ToolCall; tc != nil {
+			if tc.ID != "" {
+				names = append(names, tc.Name)
+			}
+			args[tc.Index] += tc.Arguments
+		}
+	}
+	if strings.Join(names, ",") != "f,g" || args[0] != `{"a":1}` || args[1] != "{}" {
+		t.Fatalf("calls %v, arguments %v", names, args)
+	}
+}
