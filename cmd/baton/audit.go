@@ -70,7 +70,7 @@ func ledgerExport(ctx context.Context, args []string, stdout io.Writer) error {
 			time.Sleep(200 * time.Millisecond)
 		}
 	} else {
-		store, err := storeOpts.open(ctx, *data, zerolog.Nop())
+		store, err := storeOpts.openExisting(ctx, *data, zerolog.Nop())
 		if err != nil {
 			return err
 		}

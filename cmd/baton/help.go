@@ -21,13 +21,29 @@ func (e *flagError) Unwrap() error { return e.err }
 
 // parseFlags parses a command's flags. The flag package prints nothing:
 // run prints the usage and main the error, once each.
+// The flag package stops at the first argument that is not a flag, so a
+// flag after a stray word would be dropped without a word (and a --data
+// after it lost for ./data): a command that takes no arguments refuses
+// any, and one that does refuses a flag after them.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		return &flagError{fs: fs, err: err}
 	}
+	if fs.NArg() > 0 && !takesArguments[fs.Name()] {
+		return &flagError{fs: fs, err: fmt.Errorf("unexpected argument %q: baton %s takes flags only", fs.Arg(0), fs.Name())}
+	}
+	for _, a := range fs.Args() {
+		if len(a) > 1 && a[0] == '-' {
+			return &flagError{fs: fs, err: fmt.Errorf("flag %s comes after the arguments, where it is not read as a flag: put the flags first", a)}
+		}
+	}
 	return nil
 }
+
+// takesArguments names the commands that take arguments after their
+// flags.
+var takesArguments = map[string]bool{"ledger export": true, "ledger verify": true}
 
 // printCommandUsage writes the command's lines of the usage text and its
 // flags.

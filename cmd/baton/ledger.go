@@ -68,7 +68,7 @@ func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if *base != "" {
 		return verifyOverHTTP(ctx, *base, *key, ids, receipts, stdout)
 	}
-	store, err := storeOpts.open(ctx, *data, zerolog.Nop())
+	store, err := storeOpts.openExisting(ctx, *data, zerolog.Nop())
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"maps"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime"
@@ -199,6 +200,19 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if *heapFloorMB < 0 || *heapFloorMB > MaxHeapFloorMB {
 		return fmt.Errorf("--gc-heap-floor-mb is %d; it must be from 0 to %d", *heapFloorMB, MaxHeapFloorMB)
+	}
+	for _, l := range []struct {
+		flag, env string
+		v         int64
+	}{{"max-body", "BATON_MAX_BODY_BYTES", *maxBody}, {"max-model-body", "BATON_MAX_MODEL_BODY_BYTES", *maxModelBody}} {
+		if l.v < 1 { // as the variable is: 0 was taken as the default without a word
+			return fmt.Errorf("--%s (%s) is %d; it must be a positive number of bytes", l.flag, l.env, l.v)
+		}
+	}
+	if *consoleURL != "" {
+		if u, err := url.Parse(*consoleURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--console-url (BATON_CONSOLE_URL) is %q; it must be an http or https base URL, scheme://host[:port]", *consoleURL)
+		}
 	}
 	if *eventStreams < 1 || *eventStreams > maxEventStreams {
 		return fmt.Errorf("--event-streams (BATON_EVENT_STREAMS) is %d; it must be from 1 to %d", *eventStreams, maxEventStreams)
@@ -427,6 +441,9 @@ func storeCheck(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("store check", flag.ContinueOnError)
 	data := fs.String("data", dataDirDefault(), "data directory")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := boltExists(*data); err != nil {
 		return err
 	}
 	store, err := bolt.Open(*data, bolt.Options{})

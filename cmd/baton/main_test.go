@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -106,5 +108,61 @@ func TestUnknownFlagPrintsUsageAndFails(t *testing.T) {
 	}
 	if stdout.Len() > 0 || !strings.Contains(stderr.String(), "  baton store check") {
 		t.Fatalf("stdout %q, stderr %q", stdout.String(), stderr.String())
+	}
+}
+
+// The flag package stops at the first argument that is not a flag: a word
+// where none is taken, or a flag after the arguments, fails the command
+// (it ran, with every flag after the word dropped: --data lost for
+// ./data), and nothing is written.
+func TestStrayArgumentsFail(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, args := range [][]string{
+		{"keys", "create", "--tenant", "x", "extra", "--data", "other"},
+		{"store", "check", "extra", "--data", "other"},
+		{"log", "keygen", "extra", "--out", "k"},
+		{"serve", "extra", "--data", "other"},
+		{"ledger", "verify", "0190a1b2-0000-7000-8000-000000000000", "--data", "other"},
+	} {
+		var stdout, stderr bytes.Buffer
+		err := run(context.Background(), args, &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), "extra") && !strings.Contains(err.Error(), "--data comes after") {
+			t.Fatalf("%v: err = %v", args, err)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("the refused commands left %v", ents)
+	}
+}
+
+// A command that reads a store a server made says so when there is none
+// at --data, rather than making an empty one and calling it intact.
+func TestCheckingCommandsNeedAStore(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "typo")
+	for _, args := range [][]string{
+		{"store", "check", "--data", missing},
+		{"ledger", "verify", "--data", missing},
+		{"ledger", "export", "--data", missing, "0190a1b2-0000-7000-8000-000000000000"},
+	} {
+		var out bytes.Buffer
+		if err := run(context.Background(), args, &out, &out); err == nil || !strings.Contains(err.Error(), "no store in") {
+			t.Fatalf("%v: err = %v", args, err)
+		}
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Fatalf("a store was made at %s: %v", missing, err)
+	}
+}
+
+// Body limits and the console's URL are refused when they cannot be used,
+// as their variables are (0 was taken as the default without a word).
+func TestServeRefusesBadLimits(t *testing.T) {
+	for _, args := range [][]string{{"--max-body", "0"}, {"--max-body", "-5"}, {"--max-model-body", "-1"}, {"--console-url", "notaurl"}} {
+		var out bytes.Buffer
+		err := run(context.Background(), append([]string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0"}, args...), &out, &out)
+		if err == nil || !strings.Contains(err.Error(), args[0]) {
+			t.Fatalf("%v: err = %v", args, err)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,6 +68,26 @@ func (f storeFlags) open(ctx context.Context, data string, log zerolog.Logger) (
 		return bolt.Open(data, bolt.Options{})
 	}
 	return openKurrent(ctx, *f.url, *f.maxAppend, log)
+}
+
+// openExisting is open for a command that reads a store a
+// server made: an embedded store that is not there is an error, not a new
+// empty one (a mistyped --data was created and reported intact).
+func (f storeFlags) openExisting(ctx context.Context, data string, log zerolog.Logger) (eventstore.Store, error) {
+	if err := f.check(); err == nil && *f.kind == storeBolt {
+		if err := boltExists(data); err != nil {
+			return nil, err
+		}
+	}
+	return f.open(ctx, data, log)
+}
+
+// boltExists says whether data holds an embedded store.
+func boltExists(data string) error {
+	if _, err := os.Stat(filepath.Join(data, bolt.FileName)); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("no store in %s (no %s there): check --data", data, bolt.FileName)
+	}
+	return nil
 }
 
 // openKurrent connects to KurrentDB, giving up after 30 s.
