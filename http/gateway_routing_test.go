@@ -544,9 +544,17 @@ func TestBudgetAdminAndUnpricedModels(t *testing.T) {
 		// A misspelled limit would lift both: refused, naming it.
 		{e.admin, "a", map[string]any{"daily_usd": 1}, 422},
 		{e.admin, "a", map[string]any{"dailyUSD": 5, "monthlyUsd": 50}, 422},
+		{e.admin, "a", map[string]any{"": 3}, 422}, // a name that is empty is unknown too (it lifted both)
 	} {
-		if r := e.do("PUT", "/v1/admin/budgets/"+url.PathEscape(c.tenant), c.key, c.body); r.status != c.status {
+		r := e.do("PUT", "/v1/admin/budgets/"+url.PathEscape(c.tenant), c.key, c.body)
+		if r.status != c.status {
 			t.Fatalf("%s %v: %d %s", c.tenant, c.body, r.status, r.raw)
+		}
+		if m, _ := c.body.(map[string]any); c.status == 422 && len(m) > 0 && m["dailyUsd"] == nil && m["monthlyUsd"] == nil {
+			fields, _ := r.body["fields"].([]any)
+			if f, _ := append(fields, nil)[0].(map[string]any); f == nil || !strings.HasPrefix(f["pointer"].(string), "/") {
+				t.Fatalf("%v: fields %v, want a JSON pointer naming the field", c.body, fields)
+			}
 		}
 	}
 	if evs, _ := e.store.ReadStream(context.Background(), gateway.BudgetStream("a"), 0, 10); len(evs) != 0 {

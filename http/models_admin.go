@@ -367,16 +367,16 @@ func (s *Server) putBudget(w http.ResponseWriter, r *http.Request) {
 	}
 	// A PUT replaces both limits, a field left out being no limit: a name
 	// misspelled ("daily_usd") would lift them without a word.
-	var unknown string
+	var unknown *string // a name may be "", which is unknown too
 	gjson.ParseBytes(body).ForEach(func(k, _ gjson.Result) bool {
 		if k.Str != "dailyUsd" && k.Str != "monthlyUsd" {
-			unknown = k.Str
+			unknown = &k.Str
 			return false
 		}
 		return true
 	})
-	if unknown != "" {
-		s.writeError(w, r, badRequest(unknown, "unknown field %q: a budget has dailyUsd and monthlyUsd (a PUT sets both; one left out, or null, is no limit)", unknown))
+	if unknown != nil {
+		s.writeError(w, r, badRequest("/"+domain.PointerToken(*unknown), "unknown field %q: a budget has dailyUsd and monthlyUsd (a PUT sets both; one left out, or null, is no limit)", *unknown))
 		return
 	}
 	for name, v := range map[string]*float64{"/dailyUsd": q.DailyUSD, "/monthlyUsd": q.MonthlyUSD} {
