@@ -96,12 +96,22 @@ type planOutput struct {
 // output schema (a title of spaces passes minLength). The generation
 // re-asks the model with them, as with the schema's own violations.
 func PlanOutputProblems(output json.RawMessage) []FieldError {
+	if len(output) > MaxPlanOutput {
+		// Stored whole as one event: a model past its output cap would
+		// fail the append after its work was billed.
+		return []FieldError{{Pointer: "", Code: "too_long", Message: fmt.Sprintf("the plan is %d bytes; a plan is at most %d", len(output), MaxPlanOutput)}}
+	}
 	var out planOutput
 	if err := json.Unmarshal(output, &out); err != nil {
 		return []FieldError{{Pointer: "", Code: "invalid_type", Message: err.Error()}}
 	}
 	return planProblems(out)
 }
+
+// MaxPlanOutput bounds a plan's output in bytes, far above what the
+// agent_plan type's output cap lets a model write, and under the store's
+// event limit with the plan's other fields.
+const MaxPlanOutput = 1 << 20
 
 func planProblems(out planOutput) []FieldError {
 	if len(out.Steps) == 0 {

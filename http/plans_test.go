@@ -202,3 +202,20 @@ func TestAgentPlanOptionsCaseFolded(t *testing.T) {
 		t.Fatalf("options not an object: %s", r.raw)
 	}
 }
+
+// A plan bigger than a plan may be (a model past its output cap) is
+// re-asked as an invalid answer, not stored: its append failed after the
+// model's work, a 500 that freed the key for a retry billed again.
+func TestAgentPlanTooBigIsReasked(t *testing.T) {
+	huge := `{"summary":"s","steps":[{"title":"Rotate","description":"` + strings.Repeat("<&", domain.MaxPlanOutput/2) + `","kind":"external_action","requiresApproval":false,"proof":[]}]}`
+	good := `{"summary":"s","steps":[{"title":"Rotate","description":"d","kind":"external_action","requiresApproval":false,"proof":[]}]}`
+	body := map[string]any{"objective": "rotate the cert", "targetExecutor": "ops-bot", "riskLevel": "low",
+		"options": map[string]any{"llm": map[string]any{"model": "openai:gpt-4o-mini"}}}
+	u := newScripted(t, huge, good)
+	e := scriptedEnv(t, u)
+	r := e.must(e.do("POST", "/v1/agent-plans", e.tenantA, body), 201)
+	var plan domain.Plan
+	if err := json.Unmarshal(r.raw, &plan); err != nil || plan.Generation.Attempts != 2 || plan.Steps[0].Description != "d" {
+		t.Fatalf("plan after one too big: %.300s", r.raw)
+	}
+}

@@ -21,9 +21,12 @@ func NewPlans(store eventstore.Store) *Plans { return &Plans{store: store} }
 
 // Create stores plan, made for call's principal.
 func (s *Plans) Create(ctx context.Context, call Call, plan *domain.Plan) error {
-	data, err := json.Marshal(plan)
+	data, err := eventJSON(plan)
 	if err != nil {
 		return err
+	}
+	if len(data) > maxEventData {
+		return domain.E("agent_plans", domain.KindTooLarge, "plan_too_large", "the plan would be recorded as an event of %d bytes, over the %d bytes an event may hold", len(data), maxEventData)
 	}
 	_, err = s.store.Append(ctx, domain.PlanStream(plan.PlanID), eventstore.NoStream(), eventstore.NewEvent(domain.EventPlanCreated, data,
 		eventstore.Metadata{Tenant: call.Principal.Tenant, Actor: call.Principal.Actor(), RequestID: call.RequestID, RecordedAt: plan.CreatedAt}))
