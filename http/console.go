@@ -370,7 +370,7 @@ func (s *Server) consoleInbox(w http.ResponseWriter, r *http.Request) {
 					t := v.CreatedAt.Add(time.Duration(e) * time.Second)
 					it.EscalateAt = &t
 				}
-			case len(v.Proofs) > 0 && v.Review == nil && v.State != domain.StateLedgerClosed:
+			case awaitsReview(v):
 				it.Queue = "review"
 			}
 			switch {
@@ -654,4 +654,24 @@ func renderArtifact(a domain.Artifact) renderedArtifact {
 		return renderedArtifact{Type: a.Type, Kind: "json", Text: prettyJSON(t)}
 	}
 	return renderedArtifact{Type: a.Type, Kind: "text", Text: a.Text}
+}
+
+// awaitsReview says whether a verifier has something to review: proof, or
+// a result, newer than the last verdict, in a state that takes one (a
+// needs_review verdict leaves the ledger open for the proof that follows,
+// and a result waits for its review to close the ledger).
+func awaitsReview(v domain.ContractView) bool {
+	switch v.State {
+	case domain.StateProofReceived, domain.StateProofReviewed, domain.StateResultReceived:
+	default:
+		return false
+	}
+	var reviewed uint64
+	if v.Review != nil {
+		reviewed = v.Review.Seq
+	}
+	if n := len(v.Proofs); n > 0 && v.Proofs[n-1].Seq > reviewed {
+		return true
+	}
+	return v.Result != nil && v.Result.Seq > reviewed
 }

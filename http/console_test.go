@@ -316,6 +316,42 @@ func TestConsoleInboxQueues(t *testing.T) {
 	}
 }
 
+// A handoff is in the review queue while it has proof or a result newer
+// than its last verdict: after needs_review, the proof that follows, and a
+// result waiting for the review that closes the ledger (both dropped out
+// of the queue once any verdict was given).
+func TestConsoleReviewQueueAfterAVerdict(t *testing.T) {
+	e := newEnv(t)
+	v := e.signIn("a", "vera", "verifier")
+	inQueue := func() bool {
+		_, page, _ := v.get("/console/?state=review")
+		return strings.Contains(page, "Rotate the staging TLS certificate")
+	}
+	id := e.contract(e.tenantA, nil)
+	e.must(e.post(id, "approval", e.tenantA, approveBody()), 200)
+	e.must(e.post(id, "proof", e.tenantA, proofBody("run-1")), 200)
+	if !inQueue() {
+		t.Fatal("proof not in the review queue")
+	}
+	e.must(e.post(id, "review", e.admin, reviewBody("needs_review")), 200)
+	if inQueue() {
+		t.Fatal("reviewed proof still in the queue")
+	}
+	e.must(e.post(id, "proof", e.tenantA, proofBody("run-1")), 200)
+	if !inQueue() {
+		t.Fatal("proof after needs_review not in the queue")
+	}
+	e.must(e.post(id, "review", e.admin, reviewBody("needs_review")), 200)
+	e.must(e.post(id, "result", e.tenantA, resultBody("run-1")), 200)
+	if !inQueue() {
+		t.Fatal("a result waiting for its review not in the queue")
+	}
+	e.must(e.post(id, "review", e.admin, reviewBody("verified")), 200)
+	if inQueue() {
+		t.Fatal("a reviewed result still in the queue")
+	}
+}
+
 // The console's event stream: the tenant's events for the session's
 // cookie, on a bound of its own (people's tabs never take the executors'
 // streams), ending once the session has ended.
