@@ -287,7 +287,7 @@ func TestConsoleInTheBrowser(t *testing.T) {
 
 	// A link that will have expired by the time it is used.
 	expiring := s.link("a", "late@example.com", "approver", 1)
-	s.contract(s.ka, map[string]any{"objective": "Rotate a log file", "riskLevel": "low"})
+	logFile := s.contract(s.ka, map[string]any{"objective": "Rotate a log file", "riskLevel": "low"})
 	id := s.contract(s.ka, map[string]any{"objective": "Restart the payments cluster", "riskLevel": "high", "targetExecutor": "ops-bot",
 		"approvalTimeoutSeconds": 3600, "escalateAfterSeconds": 900, "escalateTo": "oncall-lead"})
 	pending := s.contract(s.ka, map[string]any{"objective": "Drop the old audit index", "riskLevel": "critical", "requiredApprovals": 2})
@@ -318,6 +318,19 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	if !eval[bool](t, alice, `window.__samePage === true`) {
 		t.Fatal("the inbox was reloaded, not updated")
 	}
+
+	// A refused action (a rejection needs a reason) answers with the page
+	// and the problem; the page still updates itself afterwards, under the
+	// handoff's own address (it fetched the action's, a 405, and stopped).
+	run(t, alice, "open another handoff", chromedp.Navigate(s.url+"/console/handoffs/"+logFile), chromedp.WaitVisible("#reject"))
+	run(t, alice, "reject without a reason", chromedp.Click("#reject"), chromedp.WaitVisible("#approve"))
+	waitFor(t, alice, "the refused page's live stream", `document.body.dataset.live === "open"`)
+	if path := eval[string](t, alice, `location.pathname`); path != "/console/handoffs/"+logFile {
+		t.Fatalf("after a refusal the address is %s", path)
+	}
+	s.api("POST", "/v1/executions/"+logFile+"/approval", s.ka, map[string]any{"status": "APPROVED", "approvedBy": "bob"}, 200)
+	waitFor(t, alice, "the approval, live after a refusal", `document.getElementById("state").textContent === "approval_decided"`)
+	run(t, alice, "back to the inbox", chromedp.Navigate(s.url+"/console/"), chromedp.WaitVisible(item))
 
 	// Approve with a reason; the page answers with the new head.
 	run(t, alice, "open the handoff", chromedp.Click(item+" a.objective"), chromedp.WaitVisible("#approve"))
@@ -360,10 +373,14 @@ func TestConsoleInTheBrowser(t *testing.T) {
 		t.Fatalf("proof rendering: %s, want %s", inert, want)
 	}
 	b.accessible(t, vera, "handoff page")
-	run(t, vera, "review", chromedp.Click("#verdict-verified"), chromedp.SendKeys("#notes", "log shows all three nodes"),
+	run(t, vera, "review", chromedp.Click("#verdict-verified"), chromedp.SendKeys("#notes", "log shows all three nodes, digest sha256:"+strings.Repeat("f", 300)),
 		chromedp.Click("#submit-review"), chromedp.WaitVisible("#notice"))
 	if got := text(t, vera, "#review"); !strings.Contains(got, "verified by vera@example.com") {
 		t.Fatalf("review %q", got)
+	}
+	// A long word (a digest) wraps: the page does not scroll sideways.
+	if wide := eval[bool](t, vera, `document.documentElement.scrollWidth > window.innerWidth`); wide {
+		t.Fatalf("the page is %d px wide in a window of %d", eval[int](t, vera, `document.documentElement.scrollWidth`), eval[int](t, vera, `window.innerWidth`))
 	}
 
 	// The result closes the ledger; the open page shows it without a reload.

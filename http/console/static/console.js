@@ -69,18 +69,33 @@
     "ExecutorStarted", "ExecutorTimedOut", "ProofReceived", "ProofReviewed", "ResultReceived", "LedgerClosed"];
   var timer = null;
 
+  // A form being filled in: text typed, a verdict chosen, or focus on one
+  // of its controls (a keyboard user on the submit button).
   function busy() {
     var a = document.activeElement;
-    if (a && (a.tagName === "TEXTAREA" || a.tagName === "INPUT" || a.tagName === "SELECT")) return true;
+    if (a && (a.tagName === "TEXTAREA" || a.tagName === "INPUT" || a.tagName === "SELECT" || (a.tagName === "BUTTON" && a.form))) return true;
+    if (document.querySelector("form input[type=radio]:checked")) return true;
     return Array.prototype.some.call(document.querySelectorAll("textarea"), function (t) { return t.value !== ""; });
+  }
+
+  // The page to fetch again: a handoff's own page, even when this one is
+  // the answer to a refused action (its address takes POSTs only).
+  function pageURL() {
+    var live = document.getElementById("live");
+    if (live && live.dataset.handoff) return "/console/handoffs/" + encodeURIComponent(live.dataset.handoff);
+    return location.pathname + location.search;
   }
 
   async function refresh() {
     timer = null;
     try {
-      var res = await fetch(location.href, { credentials: "same-origin", cache: "no-store" });
-      if (!res.ok) return;
+      var res = await fetch(pageURL(), { credentials: "same-origin", cache: "no-store" });
+      if (!res.ok) {
+        stopped(res.status === 401 || res.status === 403 ? "your session has ended" : "the page could not be read (" + res.status + ")");
+        return;
+      }
       var doc = new DOMParser().parseFromString(await res.text(), "text/html");
+      var focused = document.activeElement && document.activeElement.id;
       if (busy()) {
         var live = doc.getElementById("live"), cur = document.getElementById("live");
         if (live && cur) cur.replaceWith(document.importNode(live, true));
@@ -88,27 +103,81 @@
         var main = doc.getElementById("main"), curMain = document.getElementById("main");
         if (main && curMain) curMain.replaceWith(document.importNode(main, true));
       }
+      var again = focused && document.getElementById(focused);
+      if (again && again !== document.activeElement) again.focus();
       document.body.dataset.updated = String(Date.now());
       checkChain();
     } catch (e) { /* the next event tries again */ }
   }
 
+  // stopped says on the page that it no longer updates by itself, and why
+  // (the browser does not retry a stream refused with 401 or 429).
+  function stopped(why) {
+    document.body.dataset.live = "closed";
+    var note = document.getElementById("live-off");
+    if (!note) {
+      note = document.createElement("p");
+      note.id = "live-off";
+      note.className = "live-off";
+      note.setAttribute("role", "status");
+      var main = document.getElementById("main");
+      (main || document.body).prepend(note);
+    }
+    note.textContent = "This page no longer updates by itself: " + why + ". ";
+    var a = document.createElement("a");
+    a.href = pageURL();
+    a.textContent = "Reload it";
+    note.appendChild(a);
+  }
+
+  var es = null;
+
   function listen() {
     var live = document.getElementById("live");
-    if (!live || !window.EventSource) return;
+    if (!live || !window.EventSource || es) return;
     var url = "/console/events";
     if (live.dataset.handoff) url += "?handoffId=" + encodeURIComponent(live.dataset.handoff);
-    var es = new EventSource(url);
+    es = new EventSource(url);
     types.forEach(function (t) {
       es.addEventListener(t, function () { if (!timer) timer = setTimeout(refresh, 200); });
     });
-    es.onopen = function () { document.body.dataset.live = "open"; };
+    es.onopen = function () {
+      document.body.dataset.live = "open";
+      var note = document.getElementById("live-off");
+      if (note) note.remove();
+    };
+    es.onerror = function () {
+      if (es && es.readyState === EventSource.CLOSED) {
+        es = null;
+        stopped("the server ended its updates (the session may have ended, or too many of your pages are open)");
+      } else {
+        document.body.dataset.live = "reconnecting"; // the browser tries again by itself
+      }
+    };
+  }
+
+  // A hidden tab gives its stream back: a browser opens six connections to
+  // a server at most, and each open page's stream holds one. Shown again,
+  // it listens and catches up.
+  function onVisibility() {
+    if (document.hidden) {
+      if (es) { es.close(); es = null; document.body.dataset.live = "paused"; }
+    } else if (!es && document.body.dataset.live !== "closed") {
+      listen();
+      refresh();
+    }
   }
 
   // Keep neither a link's token nor an action's one-time answer in the
   // address bar and the history: the token is in the form already, and a
   // live refresh should show the page as it now is.
   function tidyURL() {
+    if (/\/actions$/.test(location.pathname)) {
+      // The answer to a refused action: its address takes POSTs only, so
+      // a reload or a copied link shows the handoff instead.
+      history.replaceState(null, "", pageURL());
+      return;
+    }
     var q = new URLSearchParams(location.search);
     if (q.has("token") || q.has("recorded")) {
       ["token", "recorded", "seq", "hash"].forEach(function (k) { q.delete(k); });
@@ -121,5 +190,6 @@
     tidyURL();
     checkChain();
     listen();
+    document.addEventListener("visibilitychange", onVisibility);
   });
 })();
