@@ -436,8 +436,11 @@ func (e *UpstreamError) Retryable() bool {
 // ErrUnknownModel means the model id is not in the catalog.
 var ErrUnknownModel = errors.New("gateway: unknown model")
 
-// DefaultTimeout bounds a whole non-streaming upstream call.
-const DefaultTimeout = 120 * time.Second
+// DefaultTimeout bounds a whole non-streaming upstream call: as long as
+// the official SDKs wait for one (10 minutes), since a reasoning model or
+// a large max_tokens can take minutes; at 120 s such calls failed with 504
+// and the SDKs ran them again twice.
+const DefaultTimeout = 10 * time.Minute
 
 // DefaultStreamIdle is the longest a streamed call waits between two
 // deltas from its upstream: as long as the OpenAI SDKs wait for a whole

@@ -37,3 +37,14 @@ func FuzzRetryAfterSeconds(f *testing.F) {
 		}
 	})
 }
+
+// A whole call waits as long as the official SDKs do (10 minutes by
+// default, openai and Anthropic alike): shorter, a model answering after a
+// minute was a 504, which the SDKs ran again twice.
+func TestWholeCallWaitsAsLongAsTheSDKs(t *testing.T) {
+	const sdkWait = 10 * time.Minute
+	tr, ok := NewHTTPClient().Transport.(*http.Transport)
+	if !ok || tr.ResponseHeaderTimeout < sdkWait || DefaultTimeout < sdkWait {
+		t.Fatalf("headers within %v, a whole call within %v: the SDKs wait %v", tr.ResponseHeaderTimeout, DefaultTimeout, sdkWait)
+	}
+}

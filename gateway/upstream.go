@@ -32,7 +32,7 @@ func NewHTTPClient() *http.Client {
 		MaxIdleConnsPerHost:   128,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: 60 * time.Second,
+		ResponseHeaderTimeout: DefaultTimeout, // a whole answer's headers come with the answer
 		ForceAttemptHTTP2:     true,
 	}}
 }
