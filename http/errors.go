@@ -114,7 +114,12 @@ func describe(r *http.Request, err error) described {
 			e.Kind, e.Code = domain.KindBadRequest, "upstream_rejected_request"
 		}
 		// Otherwise (5xx, connection failures, and upstream 401/403, which
-		// are Baton's credentials, not the caller's) a bad gateway.
+		// are Baton's credentials, not the caller's) a bad gateway. A
+		// provider refusing Baton's key refuses every retry until the
+		// operator mends it: the SDKs are told not to run the call again.
+		if ue.Status == http.StatusUnauthorized || ue.Status == http.StatusForbidden {
+			e.NoRetry = true
+		}
 		return described{Error: e, log: true}
 	case errors.Is(err, eventstore.ErrUnavailable):
 		e := domain.E("store", domain.KindUnavailable, "store_unavailable", "The event store did not answer; a write in flight may or may not have been recorded. Retry with the same Idempotency-Key (or the same body): a recorded write is answered from the ledger, not written twice.")

@@ -66,6 +66,7 @@ func TestErrorMapping(t *testing.T) {
 		{"upstream 404", &gateway.UpstreamError{Provider: "p", Status: 404}, 400, 400, "upstream_rejected_request", "invalid_request_error", "invalid_request_error", "", 0},
 		{"upstream 500", &gateway.UpstreamError{Provider: "p", Status: 500}, 502, 502, "upstream_error", "api_error", "api_error", "", 0},
 		{"upstream 401", &gateway.UpstreamError{Provider: "p", Status: 401}, 502, 502, "upstream_error", "api_error", "api_error", "", 0},
+		{"upstream 403", &gateway.UpstreamError{Provider: "p", Status: 403}, 502, 502, "upstream_error", "api_error", "api_error", "", 0},
 		{"upstream connection", &gateway.UpstreamError{Provider: "p"}, 502, 502, "upstream_error", "api_error", "api_error", "", 0},
 		{"store unavailable", fmt.Errorf("append: %w", eventstore.ErrUnavailable), 503, 503, "store_unavailable", "api_error", "api_error", "", 1},
 		{"store failed", eventstore.ErrFailed, 503, 503, "store_unavailable", "api_error", "api_error", "", 0},
@@ -90,6 +91,11 @@ func TestErrorMapping(t *testing.T) {
 			}
 			if d.RetryAfter != tt.retryAfter {
 				t.Errorf("Retry-After %d, want %d", d.RetryAfter, tt.retryAfter)
+			}
+			// A provider refusing Baton's key refuses every retry: the SDKs
+			// are told not to run the call again; other 5xx may pass.
+			if ue, ok := tt.err.(*gateway.UpstreamError); ok && d.NoRetry != (ue.Status == 401 || ue.Status == 403) {
+				t.Errorf("NoRetry %v for an upstream %d", d.NoRetry, ue.Status)
 			}
 			if tt.code == "internal_error" && d.Message != "The server failed on this request; it has been logged." {
 				t.Errorf("an internal error shows its text: %q", d.Message)

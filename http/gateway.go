@@ -162,6 +162,13 @@ func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m, ok := s.catalog.Get(id)
+	if !ok && !strings.Contains(id, ":") {
+		// A bare name, as a call takes it: the one configured model of
+		// that name, under its own id.
+		if _, rm, err := s.catalog.Resolve(id); err == nil {
+			m, ok = s.catalog.Get(rm.ID)
+		}
+	}
 	if !ok {
 		s.writeErrorAs(w, r, modelErrors, fmt.Errorf("%w: no model %q in the catalog; GET /v1/models lists them", gateway.ErrUnknownModel, id))
 		return

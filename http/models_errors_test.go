@@ -18,7 +18,8 @@ func TestModelsRoutesAnswerErrorsInTheCallersShape(t *testing.T) {
 		{"list, bad key", "GET", "/v1/models", bad, 401, "authentication_error"},
 		{"get, no key", "GET", "/v1/models/openai:gpt-4o-mini", "", 401, "authentication_error"},
 		{"get, unknown model", "GET", "/v1/models/openai:nope", e.tenantA, 404, "not_found_error"},
-		{"method not allowed", "DELETE", "/v1/models/openai:gpt-4o-mini", e.tenantA, 405, "invalid_request_error"},
+		{"method not allowed", "PUT", "/v1/models/openai:gpt-4o-mini", e.tenantA, 405, "invalid_request_error"},
+		{"delete, OpenAI's and not served", "DELETE", "/v1/models/openai:gpt-4o-mini", e.tenantA, 404, "not_found_error"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -32,4 +33,20 @@ func TestModelsRoutesAnswerErrorsInTheCallersShape(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A bare model name, which calls take (the one configured model of that
+// name), is a model to GET too: the SDKs' models.retrieve of the name they
+// call with found nothing.
+func TestModelByBareName(t *testing.T) {
+	e := newEnvWith(t, gatewayCatalog(t, newFakeUpstreams(t)))
+	r := e.must(e.do("GET", "/v1/models/gpt-4o-mini", e.tenantA, nil), 200)
+	if r.str("id") != "openai:gpt-4o-mini" {
+		t.Fatalf("GET /v1/models/gpt-4o-mini: %s", r.raw)
+	}
+	r = e.must(e.do("GET", "/v1/models/claude-haiku-4-5", e.tenantA, nil, "anthropic-version", "2023-06-01"), 200)
+	if r.str("id") != "anthropic:claude-haiku-4-5" || r.str("type") != "model" {
+		t.Fatalf("GET /v1/models/claude-haiku-4-5 from the Anthropic SDK: %s", r.raw)
+	}
+	e.must(e.do("GET", "/v1/models/no-such-model", e.tenantA, nil), 404)
 }

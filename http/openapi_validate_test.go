@@ -199,9 +199,13 @@ func (s *openAPISpec) check(r *http.Request, reqBody []byte, rec *capturingWrite
 		}
 		return nil
 	case errors.Is(err, routers.ErrMethodNotAllowed):
-		// A POST under /v1/responses/ is an OpenAI endpoint Baton does not
-		// serve (compact, {id}/cancel): the router's 404.
-		notServed := rec.status == http.StatusNotFound && r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/responses/")
+		// OpenAI's endpoints Baton does not serve, on paths it serves other
+		// methods of: a POST under /v1/responses/ (compact, {id}/cancel),
+		// GET /v1/chat/completions (stored completions), DELETE of a model
+		// (a fine-tune's): the router's 404.
+		notServed := rec.status == http.StatusNotFound && (r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/responses/") ||
+			r.Method == http.MethodGet && r.URL.Path == "/v1/chat/completions" ||
+			r.Method == http.MethodDelete && strings.HasPrefix(r.URL.Path, "/v1/models/"))
 		if rec.status != http.StatusMethodNotAllowed && !notServed && (rec.status != http.StatusUpgradeRequired || r.Header.Get("Upgrade") == "") {
 			return []string{"the method is not in docs/openapi.yaml for this path (only the router's 405, or its 426 to a WebSocket handshake, may answer it)"}
 		}

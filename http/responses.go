@@ -337,6 +337,13 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, c *gatew
 // getResponse answers GET /v1/responses/{id}: a stored response of the
 // caller's tenant, as it was answered.
 func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
+	if v := r.URL.Query().Get("stream"); v != "" && v != "false" {
+		// OpenAI streams a background response still running; Baton keeps
+		// finished ones only. Answered whole, the SDK's stream iterator
+		// would end with no event and no error.
+		s.writeErrorAs(w, r, openaiErrors, badRequest("stream", "stream: a stored response is retrieved whole (Baton keeps finished responses only, and runs none in the background); retrieve it without stream"))
+		return
+	}
 	rec, err := s.storedResponses().Load(r.Context(), principalOf(r.Context()).Tenant, mux.Vars(r)["id"], "")
 	if err != nil {
 		s.writeErrorAs(w, r, openaiErrors, err)

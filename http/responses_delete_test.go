@@ -16,6 +16,13 @@ func TestResponsesDelete(t *testing.T) {
 		return r.str("id")
 	}
 	translated, passed := create("anthropic:claude-haiku-4-5"), create("oai:gpt-x")
+	// A stored response is retrieved whole; asked as a stream (the SDK's
+	// retrieve with stream: true), it is refused naming stream, not
+	// answered whole to an iterator that would then yield nothing.
+	if r := e.do("GET", "/v1/responses/"+translated+"?stream=true", e.tenantA, nil); r.status != 400 || r.str("error.param") != "stream" {
+		t.Fatalf("retrieve as a stream: %d %s", r.status, r.raw)
+	}
+	e.must(e.do("GET", "/v1/responses/"+translated+"?stream=false", e.tenantA, nil), 200)
 	if r := e.do("DELETE", "/v1/responses/"+translated, e.tenantB, nil); r.status != 404 || r.str("error.code") != "response_not_found" {
 		t.Fatalf("another tenant's delete: %d %s", r.status, r.raw)
 	}

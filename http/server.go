@@ -279,6 +279,11 @@ func NewServer(cfg Config) *Server {
 		// does not serve (compact, input_tokens, {id}/cancel): a 404, not
 		// a 405 offering a GET or DELETE of a response by that name.
 		rt.PathPrefix("/v1/responses/").Methods(http.MethodPost).Handler(rt.NotFoundHandler).Name(unservedRoute)
+		// So are OpenAI's stored chat completions (the SDK's
+		// chat.completions.list) and its deletion of a fine-tuned model:
+		// a 404 the SDKs take for NotFoundError, not a 405.
+		rt.Handle("/v1/chat/completions", rt.NotFoundHandler).Methods(http.MethodGet).Name(unservedRoute)
+		rt.Handle("/v1/models/{id:.+}", rt.NotFoundHandler).Methods(http.MethodDelete).Name(unservedRoute)
 		post("/v1/messages", s.withKeyAs(anyKey, anthropicErrors, s.messages))
 		post("/v1/messages/count_tokens", s.withKeyAs(anyKey, anthropicErrors, s.countTokens))
 	}
@@ -386,8 +391,8 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 // /v1/models.
 const modelRoute = "model"
 
-// unservedRoute is the POSTs under /v1/responses/ that are OpenAI's and
-// not Baton's: a 404, and no method a 405's Allow offers.
+// unservedRoute names routes of OpenAI's API that Baton does not serve
+// (a 404), and no method a 405's Allow offers.
 const unservedRoute = "unserved"
 
 // allowed lists the methods the router serves on r's path: a 405 carries

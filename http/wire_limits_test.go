@@ -24,8 +24,18 @@ func TestUnknownPathsAnswerInTheirAPIsShape(t *testing.T) {
 		{"GET", "/v1/messages", "anthropic", 405},
 		{"GET", "/v1/nothing-here", "problem", 404},
 		{"POST", "/v1/responsesx", "problem", 404},
+		// OpenAI's endpoints on paths Baton serves other methods of: a 404
+		// (NotFoundError to the SDK), not a 405.
+		{"GET", "/v1/chat/completions", "openai", 404},
+		{"DELETE", "/v1/models/openai:gpt-4o-mini", "openai", 404},
+		// A path both APIs have, from the Anthropic SDK: its shape.
+		{"GET", "/v1/files", "anthropic-sdk", 404},
 	} {
-		r := e.do(tt.method, tt.path, e.tenantA, `{}`)
+		var headers []string
+		if tt.shape == "anthropic-sdk" {
+			headers, tt.shape = []string{"anthropic-version", "2023-06-01"}, "anthropic"
+		}
+		r := e.do(tt.method, tt.path, e.tenantA, `{}`, headers...)
 		if r.status != tt.status {
 			t.Errorf("%s %s: %d %s", tt.method, tt.path, r.status, r.raw)
 			continue

@@ -104,7 +104,9 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request, err error) {
 	case p == "/v1/models" || strings.HasPrefix(p, "/v1/models/"):
 		s.writeErrorAs(w, r, modelErrors, err)
 	case openaiPath(p):
-		s.writeErrorAs(w, r, openaiErrors, err)
+		// Paths both APIs have (/v1/files, /v1/models): the Anthropic SDK,
+		// which sends anthropic-version, gets its own shape.
+		s.writeErrorAs(w, r, modelErrors, err)
 	default:
 		s.writeError(w, r, err)
 	}
