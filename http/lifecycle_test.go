@@ -630,7 +630,7 @@ func TestModelFrontRoutes(t *testing.T) {
 	t.Cleanup(func() { envLog = nil })
 	e := localEnv(t)
 	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"messages": []any{}}), 400)
-	e.must(e.do("GET", "/v1/chat/completions", e.tenantA, nil), 405)
+	e.must(e.do("PUT", "/v1/chat/completions", e.tenantA, nil), 405)
 	e.must(e.do("POST", "/v1/messages/", e.tenantA, map[string]any{}), 404)
 	var got []string
 	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {

@@ -282,8 +282,8 @@ func NewServer(cfg Config) *Server {
 		// So are OpenAI's stored chat completions (the SDK's
 		// chat.completions.list) and its deletion of a fine-tuned model:
 		// a 404 the SDKs take for NotFoundError, not a 405.
-		rt.Handle("/v1/chat/completions", rt.NotFoundHandler).Methods(http.MethodGet).Name(unservedRoute)
-		rt.Handle("/v1/models/{id:.+}", rt.NotFoundHandler).Methods(http.MethodDelete).Name(unservedRoute)
+		rt.HandleFunc("/v1/chat/completions", s.unserved).Methods(http.MethodGet).Name(unservedRoute)
+		rt.HandleFunc("/v1/models/{id:.+}", s.unserved).Methods(http.MethodDelete).Name(unservedRoute)
 		post("/v1/messages", s.withKeyAs(anyKey, anthropicErrors, s.messages))
 		post("/v1/messages/count_tokens", s.withKeyAs(anyKey, anthropicErrors, s.countTokens))
 	}
@@ -394,6 +394,18 @@ const modelRoute = "model"
 // unservedRoute names routes of OpenAI's API that Baton does not serve
 // (a 404), and no method a 405's Allow offers.
 const unservedRoute = "unserved"
+
+// unserved answers an endpoint of OpenAI's that Baton does not serve on a
+// path it serves other methods of: a 404, but a 426 to a WebSocket
+// handshake (Codex's) and a 405 on the admin paths below /v1/models, as
+// any method a path does not take.
+func (s *Server) unserved(w http.ResponseWriter, r *http.Request) {
+	if webSocketUpgrade(r) || adminModelsPath(mux.Vars(r)["id"]) {
+		s.methodNotAllowed(w, r, s.allowed(r))
+		return
+	}
+	s.router.NotFoundHandler.ServeHTTP(w, r)
+}
 
 // allowed lists the methods the router serves on r's path: a 405 carries
 // them in Allow (RFC 9110, section 15.5.6).
