@@ -492,10 +492,18 @@ func (s *Server) showHandoff(w http.ResponseWriter, r *http.Request, status int,
 	sess := sessionOf(r.Context())
 	canDecide := v.State == domain.StateContractCreated && v.ApprovalPolicy.Status == domain.ApprovalPending
 	canReview := len(v.Proofs) > 0 && v.State != domain.StateLedgerClosed
+	// An approver whose approval stands, under a policy of several, has
+	// nothing more to decide (a second approval is refused): told so,
+	// not offered the form.
+	approvedAlready := false
+	for _, a := range v.ApprovalPolicy.Approvals {
+		approvedAlready = approvedAlready || a.Approver == (domain.Principal{Person: sess.Name}).Actor()
+	}
 	s.renderConsole(w, r, status, "handoff", map[string]any{
 		"Title": "Handoff " + v.HandoffID, "H": v, "Timeline": rows, "Chain": pg.Chain, "Plan": pg.Plan, "Packet": pg.Packet,
 		"GenesisHash": domain.GenesisHash(v.HandoffID), "Problem": problem, "Notice": notice,
-		"ShowApprove": canDecide && sess.CanApprove(), "ShowReview": canReview && sess.CanReview(),
+		"ShowApprove": canDecide && sess.CanApprove() && !approvedAlready, "ShowReview": canReview && sess.CanReview(),
+		"ApprovedAlready": canDecide && sess.CanApprove() && approvedAlready,
 		"Nonce": newNonce(), "Verdicts": domain.ReviewVerdicts, "Closed": v.State == domain.StateLedgerClosed,
 	})
 }
@@ -611,6 +619,9 @@ func (s *Server) consoleAction(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	s.proj.WaitFor(ctx, out.Position)
 	head := out.Handoff.Head
+	if ap := out.Handoff.Approval; done == "approved" && ap.Status == domain.ApprovalPending {
+		done = "your approval, " + strconv.Itoa(len(ap.Approvals)) + " of the " + strconv.Itoa(ap.RequiredApprovals) + " needed"
+	}
 	http.Redirect(w, r, "/console/handoffs/"+url.PathEscape(id)+"?"+url.Values{"recorded": {done}, "seq": {strconv.FormatUint(head.Seq, 10)}, "hash": {head.Hash}}.Encode(), http.StatusSeeOther)
 }
 

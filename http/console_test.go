@@ -399,8 +399,17 @@ func TestConsoleSeparationOfDuties(t *testing.T) {
 	e := newEnv(t)
 	id := e.contract(e.tenantA, map[string]any{"requiredApprovals": 2})
 	alice := e.signIn("a", "alice", "approver")
-	if status, _ := alice.act(id, url.Values{"action": {"approve"}}); status != http.StatusSeeOther {
+	status, page := alice.act(id, url.Values{"action": {"approve"}})
+	if status != http.StatusSeeOther {
 		t.Fatalf("approve %d", status)
+	}
+	// Told that hers is one of two, not "approved", and not offered the
+	// form again (a second approval is refused).
+	if !strings.Contains(page, "Recorded: your approval, 1 of the 2 needed.") || strings.Contains(page, `id="approve"`) || !strings.Contains(page, `id="approved-already"`) {
+		t.Fatalf("the page after the first of two approvals: %s", page)
+	}
+	if _, page, _ := e.signIn("a", "carol", "approver").get("/console/handoffs/" + id); !strings.Contains(page, `id="approve"`) {
+		t.Fatal("another approver is not offered the form")
 	}
 	// The same person again is the same approver, whatever the link.
 	if status, page := e.signIn("a", "alice", "approver").act(id, url.Values{"action": {"approve"}, "reason": {"again"}}); status != 409 || !strings.Contains(page, "duplicate_approver") {
@@ -411,7 +420,7 @@ func TestConsoleSeparationOfDuties(t *testing.T) {
 	}
 	e.must(e.post(id, "proof", e.tenantA2, proofBody("run-1")), 200)
 	aliceVerifies := e.signIn("a", "alice", "verifier")
-	status, page := aliceVerifies.act(id, url.Values{"action": {"review"}, "verdict": {"verified"}})
+	status, page = aliceVerifies.act(id, url.Values{"action": {"review"}, "verdict": {"verified"}})
 	if status != 409 || !strings.Contains(page, "separation_of_duties") {
 		t.Fatalf("review by the approver: %d", status)
 	}
