@@ -486,3 +486,12 @@ func TestConsoleAssets(t *testing.T) {
 		t.Fatalf("/console answered %d %v", status, h)
 	}
 }
+
+// The icon a browser asks for on every console page is no content, not a
+// 404 logged in the page's console.
+func TestFaviconIsNoContent(t *testing.T) {
+	e := newEnv(t)
+	if r := e.do("GET", "/favicon.ico", "", nil); r.status != http.StatusNoContent {
+		t.Fatalf("GET /favicon.ico: %d %s", r.status, r.raw)
+	}
+}

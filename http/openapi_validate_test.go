@@ -184,7 +184,7 @@ func (s *openAPISpec) check(r *http.Request, reqBody []byte, rec *capturingWrite
 		// though the decoded path may be one of the document's.
 		return nil
 	}
-	if p := r.URL.Path; p == "/console" || strings.HasPrefix(p, "/console/") {
+	if p := r.URL.Path; p == "/console" || strings.HasPrefix(p, "/console/") || p == "/favicon.ico" {
 		// The console's pages, assets and session stream are HTML for
 		// people, signed in by cookie, not the API: docs/console.md
 		// describes them, docs/openapi.yaml does not, and the console's

@@ -222,6 +222,12 @@ func NewServer(cfg Config) *Server {
 	// connection, and its network check stops at an answer that is not a
 	// 2xx).
 	rt.HandleFunc("/api/hello", s.root).Methods(http.MethodGet, http.MethodHead)
+	// Browsers ask for it on every console page: no icon, and no 404 in
+	// the page's console.
+	rt.HandleFunc("/favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=86400")
+		w.WriteHeader(http.StatusNoContent)
+	}).Methods(http.MethodGet, http.MethodHead)
 	rt.HandleFunc("/healthz", s.health).Methods(http.MethodGet)
 	rt.Handle("/metrics", s.metricsHandler(cfg.MetricsPublic)).Methods(http.MethodGet)
 	rt.HandleFunc("/v1/openapi.json", s.openAPI).Methods(http.MethodGet)
