@@ -504,7 +504,7 @@ func (s *Server) showHandoff(w http.ResponseWriter, r *http.Request, status int,
 		"GenesisHash": domain.GenesisHash(v.HandoffID), "Problem": problem, "Notice": notice,
 		"ShowApprove": canDecide && sess.CanApprove() && !approvedAlready, "ShowReview": canReview && sess.CanReview(),
 		"ApprovedAlready": canDecide && sess.CanApprove() && approvedAlready,
-		"Nonce": newNonce(), "Verdicts": domain.ReviewVerdicts, "Closed": v.State == domain.StateLedgerClosed,
+		"Nonce":           newNonce(), "Verdicts": domain.ReviewVerdicts, "Closed": v.State == domain.StateLedgerClosed,
 	})
 }
 
