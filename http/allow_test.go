@@ -9,7 +9,7 @@ import (
 func TestMethodNotAllowedSaysWhatIsAllowed(t *testing.T) {
 	e := newEnvWith(t, gatewayCatalog(t, newFakeUpstreams(t)))
 	tests := []struct{ method, path, allow string }{
-		{"PUT", "/v1/handoff/contracts", "GET, POST"},
+		{"PUT", "/v1/handoff/contracts", "GET, HEAD, POST"}, // HEAD is served as the GET
 		{"DELETE", "/v1/generate", "POST"},
 		{"PUT", "/v1/chat/completions", "POST"},
 		{"PATCH", "/v1/messages", "POST"},
@@ -17,7 +17,9 @@ func TestMethodNotAllowedSaysWhatIsAllowed(t *testing.T) {
 		{"GET", "/v1/models/sync", "POST"},
 		{"DELETE", "/v1/models/sync", "POST"}, // GET below /v1/models is a model's, not this path's
 		{"PUT", "/v1/models/health/batch", "POST"},
-		{"PUT", "/v1/models/openai:gpt-4o-mini", "GET"}, // DELETE is OpenAI's, a 404 (wire_limits_test.go)
+		{"PUT", "/v1/models/openai:gpt-4o-mini", "GET, HEAD"}, // DELETE is OpenAI's, a 404 (wire_limits_test.go)
+		{"HEAD", "/v1/events", "GET"},                         // an event stream's HEAD would run on unseen: not served
+		{"PUT", "/v1/events", "GET"},
 	}
 	for _, tt := range tests {
 		r := e.do(tt.method, tt.path, e.tenantA, nil)
@@ -63,5 +65,25 @@ func TestWebSocketHandshakeIsAnswered426(t *testing.T) {
 	// A path Baton does not serve stays a 404.
 	if r := e.do("GET", "/v1/realtime", e.tenantA, nil, ws...); r.status != 404 {
 		t.Errorf("handshake on /v1/realtime: %d, want 404", r.status)
+	}
+}
+
+// HEAD is served wherever GET is (RFC 9110), as the GET without its body:
+// the status and headers the GET would have.
+func TestHeadIsServedAsGet(t *testing.T) {
+	e := newEnvWith(t, gatewayCatalog(t, newFakeUpstreams(t)))
+	id := e.contract(e.tenantA, nil)
+	for _, path := range []string{"/v1/models", "/v1/models/openai:gpt-4o-mini", "/v1/handoff/contracts", "/v1/handoff/contracts/" + id, "/v1/executions/" + id + "/ledger"} {
+		get := e.do("GET", path, e.tenantA, nil)
+		head := e.do("HEAD", path, e.tenantA, nil)
+		if get.status != 200 || head.status != 200 || len(head.raw) != 0 || head.header.Get("Content-Type") != get.header.Get("Content-Type") {
+			t.Errorf("HEAD %s: %d, %d bytes, %q (GET: %d, %q)", path, head.status, len(head.raw), head.header.Get("Content-Type"), get.status, get.header.Get("Content-Type"))
+		}
+	}
+	if r := e.do("HEAD", "/v1/models", "", nil); r.status != 401 {
+		t.Errorf("HEAD without a key: %d", r.status)
+	}
+	if r := e.do("HEAD", "/v1/models/openai:nope", e.tenantA, nil); r.status != 404 {
+		t.Errorf("HEAD of an unknown model: %d", r.status)
 	}
 }

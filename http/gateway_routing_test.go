@@ -615,7 +615,7 @@ func TestUncleanPathsAreNotRedirected(t *testing.T) {
 	}
 	// Another method on a response is a 405 offering what is served: not
 	// POST, which is such a 404.
-	if r := e.do("PUT", "/v1/responses/resp_abc", e.tenantA, nil); r.status != 405 || r.header.Get("Allow") != "GET, DELETE" {
+	if r := e.do("PUT", "/v1/responses/resp_abc", e.tenantA, nil); r.status != 405 || r.header.Get("Allow") != "GET, HEAD, DELETE" {
 		t.Fatalf("PUT /v1/responses/resp_abc: %d, Allow %q", r.status, r.header.Get("Allow"))
 	}
 	// An encoded slash is not a separator: no route, in the path's shape,

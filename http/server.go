@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -349,6 +350,19 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		s.router.NotFoundHandler.ServeHTTP(w, r)
 		return
 	}
+	if r.Method == http.MethodHead && headServed(r.URL.Path) {
+		// HEAD is GET without the body (RFC 9110 asks every server for
+		// it): the GET's handler answers, and the server drops what it
+		// writes. Not on the event streams, which would then run on with
+		// nothing to tell them their client is gone.
+		g := *r
+		g.Method = http.MethodGet
+		var match mux.RouteMatch
+		if s.router.Match(&g, &match) && match.MatchErr == nil {
+			s.router.ServeHTTP(w, &g)
+			return
+		}
+	}
 	if r.Method == http.MethodPost {
 		if p, ok := s.posts[r.URL.Path]; ok {
 			if rec, ok := w.(*statusRecorder); ok {
@@ -413,6 +427,10 @@ func (s *Server) unserved(w http.ResponseWriter, r *http.Request) {
 	s.router.NotFoundHandler.ServeHTTP(w, r)
 }
 
+// headServed says whether a HEAD of path is served as its GET: every
+// path but the event streams'.
+func headServed(path string) bool { return path != "/v1/events" && path != "/console/events" }
+
 // allowed lists the methods the router serves on r's path: a 405 carries
 // them in Allow (RFC 9110, section 15.5.6).
 func (s *Server) allowed(r *http.Request) string {
@@ -425,6 +443,9 @@ func (s *Server) allowed(r *http.Request) string {
 			(match.Route.GetName() != modelRoute || !adminModelsPath(match.Vars["id"])) { // that GET is a 405 too
 			ms = append(ms, m)
 		}
+	}
+	if len(ms) > 0 && ms[0] == http.MethodGet && (len(ms) == 1 || ms[1] != http.MethodHead) && headServed(r.URL.Path) {
+		ms = slices.Insert(ms, 1, http.MethodHead) // served as the GET (route)
 	}
 	return strings.Join(ms, ", ")
 }
