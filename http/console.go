@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -495,10 +496,8 @@ func (s *Server) showHandoff(w http.ResponseWriter, r *http.Request, status int,
 	// An approver whose approval stands, under a policy of several, has
 	// nothing more to decide (a second approval is refused): told so,
 	// not offered the form.
-	approvedAlready := false
-	for _, a := range v.ApprovalPolicy.Approvals {
-		approvedAlready = approvedAlready || a.Approver == (domain.Principal{Person: sess.Name}).Actor()
-	}
+	me := domain.Principal{Person: sess.Name}.Actor()
+	approvedAlready := slices.ContainsFunc(v.ApprovalPolicy.Approvals, func(a domain.ApprovalRecord) bool { return a.Approver == me })
 	s.renderConsole(w, r, status, "handoff", map[string]any{
 		"Title": "Handoff " + v.HandoffID, "H": v, "Timeline": rows, "Chain": pg.Chain, "Plan": pg.Plan, "Packet": pg.Packet,
 		"GenesisHash": domain.GenesisHash(v.HandoffID), "Problem": problem, "Notice": notice,

@@ -176,8 +176,13 @@ func decode(body []byte, dst any, unique bool) error {
 const twiceFormat = "the request body gives the field %q twice; a JSON object's names must be unique"
 
 func duplicateField(ptr string) error {
-	e := domain.E("decode", domain.KindBadRequest, "duplicate_field", twiceFormat, ptr)
-	e.Fields = []domain.FieldError{{Pointer: ptr, Code: "duplicate_field", Message: e.Message}}
+	return duplicateFieldSaying(ptr, fmt.Sprintf(twiceFormat, ptr))
+}
+
+// duplicateFieldSaying is duplicateField with a message of its own.
+func duplicateFieldSaying(ptr, msg string) error {
+	e := domain.E("decode", domain.KindBadRequest, "duplicate_field", "%s", msg)
+	e.Fields = []domain.FieldError{{Pointer: ptr, Code: "duplicate_field", Message: msg}}
 	return e
 }
 

@@ -97,12 +97,10 @@ func skimObject(body []byte) (*skimDoc, error) {
 // twice refuses a name given twice at field: as first, then as again,
 // which may differ in case only (one field to a Go server's parser).
 func twice(field, first, again string) error {
-	e := duplicateField(field).(*domain.Error) // the code every route gives a name sent twice
 	if first != again {
-		e.Message = fmt.Sprintf("the request body gives the field %q twice, as %q and %q: names equal but for case are one field to some parsers; send it once", field, first, again)
-		e.Fields[0].Message = e.Message
+		return duplicateFieldSaying(field, fmt.Sprintf("the request body gives the field %q twice, as %q and %q: names equal but for case are one field to some parsers; send it once", field, first, again))
 	}
-	return e
+	return duplicateField(field)
 }
 
 // nameIn is the index of name among names, or of one equal to it but for

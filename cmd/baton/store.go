@@ -74,7 +74,7 @@ func (f storeFlags) open(ctx context.Context, data string, log zerolog.Logger) (
 // server made: an embedded store that is not there is an error, not a new
 // empty one (a mistyped --data was created and reported intact).
 func (f storeFlags) openExisting(ctx context.Context, data string, log zerolog.Logger) (eventstore.Store, error) {
-	if err := f.check(); err == nil && *f.kind == storeBolt {
+	if *f.kind == storeBolt {
 		if err := boltExists(data); err != nil {
 			return nil, err
 		}

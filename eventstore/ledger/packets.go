@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -54,17 +53,15 @@ func (s *Packets) Create(ctx context.Context, call Call, req contextpack.Request
 	if err != nil {
 		return nil, err
 	}
-	var data bytes.Buffer
-	enc := json.NewEncoder(&data)
-	enc.SetEscapeHTML(false) // "<" as one byte, not six: the event limit is in bytes
-	if err := enc.Encode(packet); err != nil {
+	data, err := eventJSON(packet)
+	if err != nil {
 		return nil, err
 	}
-	if data.Len() > eventstore.MaxEventSize-4096 { // leave room for the metadata
+	if len(data) > maxEventData {
 		return nil, domain.E(op, domain.KindTooLarge, "packet_too_large",
-			"The packet would be %d bytes, more than a stored event may hold (%d); send less text. Nothing was recorded.", data.Len(), eventstore.MaxEventSize)
+			"The packet would be %d bytes, more than a stored event may hold (%d); send less text. Nothing was recorded.", len(data), eventstore.MaxEventSize)
 	}
-	if _, err := s.store.Append(ctx, contextpack.StreamID(packet.PacketID), eventstore.NoStream(), eventstore.NewEvent(contextpack.EventCreated, bytes.TrimSpace(data.Bytes()),
+	if _, err := s.store.Append(ctx, contextpack.StreamID(packet.PacketID), eventstore.NoStream(), eventstore.NewEvent(contextpack.EventCreated, data,
 		eventstore.Metadata{Tenant: call.Principal.Tenant, Actor: call.Principal.Actor(), RequestID: call.RequestID, CausationID: call.RequestID, RecordedAt: packet.CreatedAt})); err != nil {
 		return nil, err
 	}

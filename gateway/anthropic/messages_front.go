@@ -154,7 +154,7 @@ func readBlocks(raw json.RawMessage, param string, images bool, tools []gateway.
 				return nil, gateway.BadRequest(at+"/name", "%s/name: a tool_use needs the tool's name", at)
 			case gateway.Absent(b.Input):
 				b.Input = json.RawMessage("{}") // a call without parameters
-			case bytes.TrimLeft(b.Input, " \t\r\n")[0] != '{':
+			case b.Input[0] != '{': // a decoded value, without the space around it
 				return nil, gateway.BadRequest(at+"/input", "%s/input must be an object (the tool's parameters)", at)
 			}
 			out = append(out, gateway.Block{Type: "tool_use", ID: b.ID, Name: b.Name, Input: b.Input})
@@ -199,7 +199,7 @@ func readBlocks(raw json.RawMessage, param string, images bool, tools []gateway.
 			// Applied to the tools by toolChanges; no text of its own.
 			out = append(out, gateway.Block{Type: b.Type})
 		default:
-			return nil, gateway.BadRequest(at+"/type", "%s/type: content block type %q has no equivalent at this provider; text, image, tool_use, tool_result, tool_reference and thinking are translated", at, b.Type)
+			return nil, untranslatedBlock(at, b.Type)
 		}
 	}
 	return out, nil
@@ -774,7 +774,13 @@ func unreadableBlock(raw json.RawMessage, param string) error {
 		case "text", "image", "thinking", "tool_use", "tool_result", "tool_reference", "tool_addition", "tool_removal":
 			return gateway.BadRequest(at, "%s: a %s block with a field of the wrong type", at, typed.Type)
 		}
-		return gateway.BadRequest(at+"/type", "%s/type: content block type %q has no equivalent at this provider; text, image, tool_use, tool_result, tool_reference and thinking are translated", at, typed.Type)
+		return untranslatedBlock(at, typed.Type)
 	}
 	return gateway.BadRequest(param, "%s must be a string or an array of content blocks", param)
+}
+
+// untranslatedBlock refuses a content block at at of a type no other
+// provider has.
+func untranslatedBlock(at, typ string) error {
+	return gateway.BadRequest(at+"/type", "%s/type: content block type %q has no equivalent at this provider; text, image, tool_use, tool_result, tool_reference and thinking are translated", at, typ)
 }
