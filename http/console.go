@@ -184,10 +184,7 @@ func (s *Server) consoleSigninPage(w http.ResponseWriter, r *http.Request) {
 // names the origin): the console's forms post to their own origin only.
 func (s *Server) sameOrigin(w http.ResponseWriter, r *http.Request) bool {
 	o := r.Header.Get("Origin")
-	if o == "" {
-		return true
-	}
-	if u, err := url.Parse(o); err == nil && u.Host == r.Host {
+	if o == "" || ownOrigin(o, r, s.consoleURL) {
 		return true
 	}
 	s.consoleError(w, r, domain.E("console.form", domain.KindForbidden, "cross_origin", "This form was posted from another site (%s); the console takes forms from its own pages only.", o))
@@ -684,4 +681,25 @@ func awaitsReview(v domain.ContractView) bool {
 		return true
 	}
 	return v.Result != nil && v.Result.Seq > reviewed
+}
+
+// ownOrigin tells whether a browser's Origin is the console's own: the
+// configured public URL's scheme and host when there is one (behind a TLS
+// proxy the request itself cannot tell http from https), else the request's
+// host over https when it came over TLS (here or at a proxy that says so),
+// else over http.
+func ownOrigin(origin string, r *http.Request, consoleURL string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || u.Path != "" || u.User != nil {
+		return false
+	}
+	if consoleURL != "" {
+		c, err := url.Parse(consoleURL)
+		return err == nil && strings.EqualFold(u.Scheme, c.Scheme) && strings.EqualFold(u.Host, c.Host)
+	}
+	want := "http"
+	if secureRequest(r) {
+		want = "https"
+	}
+	return strings.EqualFold(u.Scheme, want) && strings.EqualFold(u.Host, r.Host)
 }
