@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -60,14 +61,15 @@ func (d *skimDoc) Get(path string) gjson.Result {
 	return gjson.Result{}
 }
 
-// skimObject checks that body is one JSON object, answering as decodeBody
-// does when it is not, and reads its top-level fields. A name given twice
-// (or twice but for case) is refused: Baton would read the first
-// (routing, pricing and the budget on one model) where the provider's
-// parser takes the last (and runs another).
+// skimObject checks that body is one JSON object of UTF-8 text (RFC 8259;
+// it is forwarded as sent), answering as decodeBody does when it is not,
+// and reads its top-level fields. A name given twice (or twice but for
+// case) is refused: Baton would read the first (routing, pricing and the
+// budget on one model) where the provider's parser takes the last (and
+// runs another).
 func skimObject(body []byte) (*skimDoc, error) {
 	trimmed := trimJSONSpace(body)
-	if len(trimmed) == 0 || trimmed[0] != '{' || !gateway.ValidJSON(trimmed) {
+	if len(trimmed) == 0 || trimmed[0] != '{' || !gateway.ValidJSON(trimmed) || !utf8.Valid(trimmed) {
 		var v struct{}
 		if err := decodeBody(body, &v); err != nil {
 			return nil, err
