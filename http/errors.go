@@ -120,6 +120,11 @@ func describe(r *http.Request, err error) described {
 		if ue.Status == http.StatusUnauthorized || ue.Status == http.StatusForbidden {
 			e.NoRetry = true
 		}
+		// A wait means something on what a retry may mend (a rate limit, an
+		// overload, a failure), not beside a refusal that every retry meets.
+		if e.Kind == domain.KindBadRequest || e.NoRetry {
+			e.RetryAfter = 0
+		}
 		return described{Error: e, log: true}
 	case errors.Is(err, eventstore.ErrUnavailable):
 		e := domain.E("store", domain.KindUnavailable, "store_unavailable", "The event store did not answer; a write in flight may or may not have been recorded. Retry with the same Idempotency-Key (or the same body): a recorded write is answered from the ledger, not written twice.")
