@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/rs/zerolog"
 
@@ -424,4 +426,57 @@ func TestConsoleInTheBrowser(t *testing.T) {
 		t.Fatalf("expired link: %q", got)
 	}
 	t.Logf("browser run took %s", time.Since(start).Round(time.Millisecond))
+}
+
+// A person's open pages share one event stream: eight handoff pages in
+// one browser all load (a browser opens six connections to a server, and
+// a stream each held them all) and all update live; when the page that
+// listens for them closes, another takes over and the rest catch up.
+func TestConsoleTabsShareOneStream(t *testing.T) {
+	b := newBrowser(t)
+	s := newServer(t)
+	ann := b.person()
+	signIn(t, ann, s.link("a", "ann@example.com", "approver", 0))
+	var ids []string
+	var tabs []context.Context
+	for i := 0; i < 8; i++ {
+		id := s.contract(s.ka, map[string]any{"objective": fmt.Sprintf("Rotate certificate %d", i)})
+		tab, cancel := chromedp.NewContext(ann) // a tab of the same browser context
+		t.Cleanup(cancel)
+		if err := chromedp.Do(tab); err != nil { // opens the tab, for as long as tab lasts
+			t.Fatal(err)
+		}
+		run(t, tab, fmt.Sprintf("open page %d", i), chromedp.Navigate(s.url+"/console/handoffs/"+id), chromedp.WaitVisible("#state"))
+		ids, tabs = append(ids, id), append(tabs, tab)
+	}
+	for i, tab := range tabs {
+		waitFor(t, tab, fmt.Sprintf("page %d's live updates", i), `document.body.dataset.live === "open"`)
+	}
+	for i, id := range ids {
+		s.api("POST", "/v1/executions/"+id+"/approval", s.ka, map[string]any{"status": "APPROVED", "approvedBy": "bob"}, 200)
+		waitFor(t, tabs[i], fmt.Sprintf("page %d's approval, live", i), `document.getElementById("state").textContent === "approval_decided"`)
+	}
+	// The inbox, opened first, listens for them all; when it is left,
+	// another page takes over.
+	run(t, ann, "leave the inbox", chromedp.Navigate("about:blank"))
+	for i, id := range ids {
+		s.api("POST", "/v1/executions/"+id+"/proof", s.ka, map[string]any{"executorRunId": "run-1", "status": "RUNNING",
+			"proof": map[string]any{"summary": "renewed", "artifacts": []any{map[string]any{"type": "log", "text": "ok"}}}}, 200)
+		waitFor(t, tabs[i], fmt.Sprintf("page %d's proof, live after the inbox was left", i), `document.getElementById("state").textContent === "proof_received"`)
+	}
+	// Without Web Locks (a page over plain http on another machine) a
+	// page listens on its own.
+	bo := b.person()
+	run(t, bo, "hide Web Locks", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `Object.defineProperty(Navigator.prototype, "locks", {get: () => undefined})`})
+		return err
+	}))
+	signIn(t, bo, s.link("a", "bo@example.com", "approver", 0))
+	run(t, bo, "open a page", chromedp.Navigate(s.url+"/console/handoffs/"+ids[0]), chromedp.WaitVisible("#state"))
+	if eval[bool](t, bo, `navigator.locks !== undefined`) {
+		t.Fatal("the page has Web Locks")
+	}
+	waitFor(t, bo, "its own live updates", `document.body.dataset.live === "open"`)
+	s.api("POST", "/v1/executions/"+ids[0]+"/review", s.admin, map[string]any{"verdict": "verified", "reviewer": "verifier"}, 200)
+	waitFor(t, bo, "the review, live", `document.getElementById("state").textContent === "proof_reviewed"`)
 }

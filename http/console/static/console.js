@@ -132,32 +132,87 @@
 
   var es = null;
 
+  // deliver acts on what the page that listens saw: an event (refresh when
+  // it is this page's handoff, or any on the inbox), the stream's state,
+  // or a catch-up after the listening page changed.
+  function deliver(m) {
+    var live = document.getElementById("live");
+    if (m.kind === "event") {
+      if (!live || (live.dataset.handoff && m.handoffId && m.handoffId !== live.dataset.handoff)) return;
+      if (!timer) timer = setTimeout(refresh, 200);
+    } else if (m.kind === "catchup") {
+      if (live && !timer) timer = setTimeout(refresh, 200);
+    } else if (m.kind === "state") {
+      if (m.live === "closed") { stopped(m.why); return; }
+      document.body.dataset.live = m.live;
+      var note = document.getElementById("live-off");
+      if (m.live === "open" && note) note.remove();
+    }
+  }
+
+  // stream opens an event stream and hands what it sees to tell.
+  function stream(url, tell, onOpen) {
+    es = new EventSource(url);
+    types.forEach(function (t) {
+      es.addEventListener(t, function (e) {
+        var id = "";
+        try { id = JSON.parse(e.data).handoffId || ""; } catch (x) { /* refresh all the same */ }
+        tell({ kind: "event", handoffId: id });
+      });
+    });
+    es.onopen = function () {
+      tell({ kind: "state", live: "open" });
+      if (onOpen) { onOpen(); onOpen = null; }
+    };
+    es.onerror = function () {
+      if (es && es.readyState === EventSource.CLOSED) {
+        es = null;
+        tell({ kind: "state", live: "closed", why: "the server ended its updates (the session may have ended, or too many pages are open)" });
+      } else {
+        tell({ kind: "state", live: "reconnecting" }); // the browser tries again by itself
+      }
+    };
+  }
+
+  // One stream for all of a person's open pages: a browser opens at most
+  // six connections to a server, and a stream for each page would hold
+  // them all. The page holding the session's lock listens to the tenant's
+  // events and tells the others over a channel; when it closes, another
+  // takes the lock and its stream, and every page catches up.
+  function share(session) {
+    var name = "baton-console-live-" + session, last = null;
+    var channel = new BroadcastChannel(name);
+    function tell(m) {
+      if (m.kind === "state") last = m;
+      deliver(m);
+      channel.postMessage(m);
+    }
+    function lead(handover) {
+      return new Promise(function () { // held while this page is open
+        stream("/console/events", tell, handover ? function () { tell({ kind: "catchup" }); } : null);
+      });
+    }
+    channel.onmessage = function (e) {
+      var m = e.data || {};
+      if (m.kind === "hello") { if (last) channel.postMessage(last); return; }
+      deliver(m);
+    };
+    navigator.locks.request(name, { ifAvailable: true }, function (lock) {
+      if (lock) return lead(false);
+      channel.postMessage({ kind: "hello" });
+      navigator.locks.request(name, function () { return lead(true); });
+    });
+  }
+
   function listen() {
     var live = document.getElementById("live");
     if (!live || !window.EventSource || es) return;
     var url = "/console/events";
     if (live.dataset.handoff) url += "?handoffId=" + encodeURIComponent(live.dataset.handoff);
-    es = new EventSource(url);
-    types.forEach(function (t) {
-      es.addEventListener(t, function () { if (!timer) timer = setTimeout(refresh, 200); });
-    });
-    es.onopen = function () {
-      document.body.dataset.live = "open";
-      var note = document.getElementById("live-off");
-      if (note) note.remove();
-    };
-    es.onerror = function () {
-      if (es && es.readyState === EventSource.CLOSED) {
-        es = null;
-        stopped("the server ended its updates (the session may have ended, or too many of your pages are open)");
-      } else {
-        document.body.dataset.live = "reconnecting"; // the browser tries again by itself
-      }
-    };
+    stream(url, deliver);
   }
 
-  // A hidden tab gives its stream back: a browser opens six connections to
-  // a server at most, and each open page's stream holds one. Shown again,
+  // Without a shared stream, a hidden tab gives its own back. Shown again,
   // it listens and catches up.
   function onVisibility() {
     if (document.hidden) {
@@ -168,6 +223,16 @@
     }
   }
 
+  function start() {
+    var live = document.getElementById("live");
+    if (!live || !window.EventSource) return;
+    if (live.dataset.session && window.BroadcastChannel && navigator.locks) {
+      share(live.dataset.session);
+      return;
+    }
+    listen();
+    document.addEventListener("visibilitychange", onVisibility);
+  }
   // Keep neither a link's token nor an action's one-time answer in the
   // address bar and the history: the token is in the form already, and a
   // live refresh should show the page as it now is.
@@ -189,7 +254,6 @@
   document.addEventListener("DOMContentLoaded", function () {
     tidyURL();
     checkChain();
-    listen();
-    document.addEventListener("visibilitychange", onVisibility);
+    start();
   });
 })();
