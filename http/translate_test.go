@@ -377,7 +377,7 @@ func TestTranslateRefusesByName(t *testing.T) {
 		{map[string]any{"messages": user(text, map[string]any{"type": "search_result"})}, "messages/0/content/1/type"},
 		{map[string]any{"messages": user(map[string]any{"type": "image", "source": map[string]any{"type": "file", "file_id": "f"}})}, "messages/0/content/0/source/type"},
 		{map[string]any{"messages": user(map[string]any{"type": "image", "source": map[string]any{"type": "url", "url": "ftp://x"}})}, "messages/0/content/0/source/url"},
-		{map[string]any{"messages": user(map[string]any{"type": "tool_result", "tool_use_id": "t", "content": []any{map[string]any{"type": "image", "source": map[string]any{"type": "url", "url": "https://x/y.png"}}}})}, "messages/0/content/0/content/0/type"},
+		{map[string]any{"messages": user(map[string]any{"type": "tool_result", "tool_use_id": "t", "content": []any{map[string]any{"type": "image", "source": map[string]any{"type": "url", "url": "ftp://x/y.png"}}}})}, "messages/0/content/0/content/0/source/url"},
 		{map[string]any{"messages": []any{map[string]any{"role": "user", "content": "x"}, map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "redacted_thinking", "data": "e"}}}}}, "messages/1/content/0/type"},
 		{map[string]any{"messages": user(text), "container": "c"}, "container"},
 		{map[string]any{"messages": user(text), "mcp_servers": []any{map[string]any{"type": "url", "url": "https://m", "name": "m"}}}, "mcp_servers"},

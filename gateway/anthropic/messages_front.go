@@ -160,33 +160,42 @@ func readBlocks(raw json.RawMessage, param string, images bool, tools []gateway.
 			out = append(out, gateway.Block{Type: "tool_use", ID: b.ID, Name: b.Name, Input: b.Input})
 		case "tool_result":
 			text := ""
+			var parts []gateway.Block // with an image: its text and images in order
 			if len(b.Content) > 0 {
-				inner, err := readBlocks(b.Content, at+"/content", false, tools, inResult)
+				inner, err := readBlocks(b.Content, at+"/content", true, tools, inResult)
 				if err != nil {
 					return nil, err
 				}
+				if slices.ContainsFunc(inner, func(ib gateway.Block) bool { return ib.Type == "image" }) {
+					parts = []gateway.Block{}
+				}
 				for j, ib := range inner {
-					if ib.Type == "tool_reference" {
+					switch ib.Type {
+					case "tool_reference":
 						def, err := toolDefinition(ib.Name, fmt.Sprintf("%s/content/%d", at, j), tools)
 						if err != nil {
 							return nil, err
 						}
+						t := ""
 						if j == 0 || inner[j-1].Type != "tool_reference" {
-							text += "<functions>\n" // a run of references is one block
+							t += "<functions>\n" // a run of references is one block
 						}
-						text += def + "\n"
+						t += def + "\n"
 						if j == len(inner)-1 || inner[j+1].Type != "tool_reference" {
-							text += "</functions>"
+							t += "</functions>"
 						}
-						continue
+						ib = gateway.Block{Type: "text", Text: t}
+					case "text", "image":
+					default:
+						return nil, gateway.BadRequest(at+"/content", "%s/content: a tool result carries text and images only through this gateway", at)
 					}
-					if ib.Type != "text" {
-						return nil, gateway.BadRequest(at+"/content", "%s/content: a tool result carries text only through this gateway", at)
+					text += ib.Text // an image has none
+					if parts != nil {
+						parts = append(parts, ib)
 					}
-					text += ib.Text
 				}
 			}
-			out = append(out, gateway.Block{Type: "tool_result", ToolUseID: b.ToolUseID, Text: text})
+			out = append(out, gateway.Block{Type: "tool_result", ToolUseID: b.ToolUseID, Text: text, Parts: parts})
 		case "tool_reference":
 			if place != inResult {
 				return nil, gateway.BadRequest(at+"/type", "%s/type: a tool_reference goes in a tool result's content", at)

@@ -188,6 +188,7 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		var text strings.Builder
 		var parts []map[string]any // with an image: the content as parts, in order
 		var calls []ChatToolCall
+		var resultImages []map[string]any // the images of the turn's tool results
 		for _, b := range m.Content {
 			switch b.Type {
 			case "text":
@@ -202,22 +203,37 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 						parts = append(parts, map[string]any{"type": "text", "text": text.String()})
 					}
 				}
-				url := b.URL
-				if url == "" {
-					url = "data:" + b.MediaType + ";base64," + b.Data
-				}
-				parts = append(parts, map[string]any{"type": "image_url", "image_url": map[string]any{"url": url}})
+				parts = append(parts, imagePart(b))
 			case "tool_use":
 				c := ChatToolCall{ID: b.ID, Type: "function"}
 				c.Function.Name, c.Function.Arguments = b.Name, string(b.Input)
 				calls = append(calls, c)
 			case "tool_result":
+				content := b.Text
 				if slices.ContainsFunc(b.Parts, func(p gateway.Block) bool { return p.Type == "image" }) {
-					return nil, gateway.BadRequest("input", "a function call's output holds an image, which chat completions do not take in a tool result: send it to an Anthropic model, or the image in a user message")
+					// A tool message takes text only: the images follow in
+					// a user message, after the turn's tool messages (which
+					// must come right after the call), said whose they are.
+					if content == "" {
+						content = "The result is the image in the next message."
+					}
+					resultImages = append(resultImages, map[string]any{"type": "text", "text": "The result of tool call " + b.ToolUseID + " holds these images:"})
+					for _, p := range b.Parts {
+						if p.Type == "image" {
+							resultImages = append(resultImages, imagePart(p))
+						}
+					}
 				}
-				r.Messages = append(r.Messages, ChatMessage{Role: "tool", Content: gateway.JSONOf(b.Text), ToolCallID: b.ToolUseID})
+				r.Messages = append(r.Messages, ChatMessage{Role: "tool", Content: gateway.JSONOf(content), ToolCallID: b.ToolUseID})
 			}
 			// thinking: the chat API takes no reasoning back (docs/api.md, Translation).
+		}
+		if resultImages != nil {
+			own := parts
+			if own == nil && text.Len() > 0 {
+				own = []map[string]any{{"type": "text", "text": text.String()}}
+			}
+			parts = append(resultImages, own...)
 		}
 		if parts != nil {
 			r.Messages = append(r.Messages, ChatMessage{Role: m.Role, Content: gateway.JSONOf(parts), ToolCalls: calls})
@@ -263,6 +279,16 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		}
 	}
 	return json.Marshal(r)
+}
+
+// imagePart is an image block as a chat content part: its URL, or its data
+// as a data URL.
+func imagePart(b gateway.Block) map[string]any {
+	url := b.URL
+	if url == "" {
+		url = "data:" + b.MediaType + ";base64," + b.Data
+	}
+	return map[string]any{"type": "image_url", "image_url": map[string]any{"url": url}}
 }
 
 func (p *Provider) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {

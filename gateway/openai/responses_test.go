@@ -516,12 +516,15 @@ func TestResponsesStreamEndedCalls(t *testing.T) {
 }
 
 // An image in a function_call_output (the SDK's types take input_image
-// there) is carried in the tool result's parts, for Anthropic, which takes
-// images in a tool result; it was refused.
+// there) is carried in the tool result's parts: to Anthropic, which takes
+// images in a tool result, as they are; to chat completions, whose tool
+// message takes text only, in a user message after the tool messages.
 func TestFunctionCallOutputWithImage(t *testing.T) {
 	c, err := DecodeResponsesRequest([]byte(`{"model":"m","input":[{"role":"user","content":"look"},` +
 		`{"type":"function_call","call_id":"c1","name":"shot","arguments":"{}"},` +
-		`{"type":"function_call_output","call_id":"c1","output":[{"type":"input_text","text":"here:"},{"type":"input_image","image_url":"data:image/png;base64,AAAA"}]}]}`))
+		`{"type":"function_call","call_id":"c2","name":"shot","arguments":"{}"},` +
+		`{"type":"function_call_output","call_id":"c1","output":[{"type":"input_text","text":"here:"},{"type":"input_image","image_url":"data:image/png;base64,AAAA"}]},` +
+		`{"type":"function_call_output","call_id":"c2","output":[{"type":"input_image","image_url":"https://example.com/b.png"}]}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -529,9 +532,30 @@ func TestFunctionCallOutputWithImage(t *testing.T) {
 	if res.Type != "tool_result" || res.Text != "here:" || len(res.Parts) != 2 || res.Parts[1].Type != "image" || res.Parts[1].Data != "AAAA" {
 		t.Fatalf("tool result %+v", res)
 	}
-	// To a chat-completions model it cannot go: a 400, not a result without its image.
 	p := New("compat", "openai-compatible", "http://127.0.0.1:1", "k", nil)
-	if _, err := p.body(c.Request, false); err == nil || !strings.Contains(err.Error(), "holds an image") {
-		t.Fatalf("to chat completions: %v", err)
+	body, err := p.body(c.Request, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`{"role":"user","content":"look"}`,
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"shot","arguments":"{}"}},{"id":"c2","type":"function","function":{"name":"shot","arguments":"{}"}}]}`,
+		`{"role":"tool","content":"here:","tool_call_id":"c1"}`,
+		`{"role":"tool","content":"The result is the image in the next message.","tool_call_id":"c2"}`,
+		`{"role":"user","content":[{"text":"The result of tool call c1 holds these images:","type":"text"},{"image_url":{"url":"data:image/png;base64,AAAA"},"type":"image_url"},{"text":"The result of tool call c2 holds these images:","type":"text"},{"image_url":{"url":"https://example.com/b.png"},"type":"image_url"}]}`,
+	}
+	if len(got.Messages) != len(want) {
+		t.Fatalf("messages %s", body)
+	}
+	for i, m := range got.Messages {
+		if string(m) != want[i] {
+			t.Errorf("message %d\n%s\nwant\n%s", i, m, want[i])
+		}
 	}
 }
