@@ -23,6 +23,7 @@ type Handoffs struct {
 	store eventstore.Store
 	plans *Plans
 	now   func() time.Time
+	turns turns // one command of a handoff at a time in this process
 }
 
 // NewHandoffs is the handoff service on store; now is the ledger's clock
@@ -231,6 +232,11 @@ func (s *Handoffs) Handle(ctx context.Context, call Call, id string, cmd domain.
 	if eventstore.ValidateStreamID(domain.StreamID(id)) != nil {
 		return Outcome{}, handoffNotFound(op, id) // no stream can have such a name
 	}
+	done, err := s.turns.take(ctx, id)
+	if err != nil {
+		return Outcome{}, err
+	}
+	defer done()
 	for attempt := 0; ; attempt++ {
 		cur, err := s.load(ctx, op, id, call.Principal)
 		if err != nil {
@@ -264,8 +270,10 @@ func (s *Handoffs) Handle(ctx context.Context, call Call, id string, cmd domain.
 			}
 			// Not an internal error: the handoff is very busy, and the
 			// callback is safe to retry.
-			return Outcome{}, domain.E(op, domain.KindUnavailable, "busy",
+			e := domain.E(op, domain.KindUnavailable, "busy",
 				"handoff %s changed %d times while this callback was decided; nothing was recorded, retry it (with the same Idempotency-Key)", id, maxConflictRetries+1)
+			e.RetryAfter = 1
+			return Outcome{}, e
 		}
 		if err != nil {
 			return Outcome{}, err

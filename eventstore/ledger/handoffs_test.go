@@ -282,3 +282,46 @@ func TestProofNearTheEventLimit(t *testing.T) {
 		t.Fatalf("the proof left %d events, want more than %d", n, before)
 	}
 }
+
+// Many callbacks that each make a transition (proofs, which may repeat),
+// sent at once to one handoff through one process, are all recorded: they
+// take their turns instead of losing the append race to each other until
+// the retries run out (200 proofs at once ended in 503 busy for about half).
+func TestManyConcurrentProofsAllRecorded(t *testing.T) {
+	st := openStore(t)
+	s := ledger.NewHandoffs(st, nil)
+	ctx := context.Background()
+	c := contract()
+	c.ApprovalMode = domain.ApprovalModeAuto
+	out, err := s.Create(ctx, tenantA, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := out.Handoff.ID
+	before := streamLen(t, st, id)
+	const n = 200
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := &domain.Proof{Summary: fmt.Sprintf("step %d", i), Artifacts: []domain.Artifact{{Type: "log", Text: "ok"}}}
+			_, errs[i] = s.Handle(ctx, tenantA, id, domain.ProofCommand{ExecutorRunID: "run-1", Status: "RUNNING", Proof: p,
+				Request: domain.RequestRef{Kind: domain.KindProof, BodySHA256: fmt.Sprintf("proof-%d", i)}})
+		}()
+	}
+	wg.Wait()
+	failed := 0
+	for _, err := range errs {
+		if err != nil {
+			failed++
+			if failed == 1 {
+				t.Errorf("proof: %v", err)
+			}
+		}
+	}
+	if failed > 0 || streamLen(t, st, id) < before+n {
+		t.Fatalf("%d of %d proofs failed; %d events after %d", failed, n, streamLen(t, st, id), before)
+	}
+}
