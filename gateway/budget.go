@@ -795,6 +795,21 @@ func (b *Budgets) Status(tenant string) BudgetStatus {
 	return BudgetStatus{Tenant: tenant, Limits: b.limits[tenant], DaySpent: RoundUSD(day), MonthSpent: RoundUSD(month), ReservedUSD: RoundUSD(held), Day: dk, Month: mk}
 }
 
+// Current is Status after reading the tenant's budget stream to its end,
+// when other replicas share the store: limits set through another replica
+// show at once, not when this one's follower reaches them.
+func (b *Budgets) Current(ctx context.Context, tenant string) (BudgetStatus, error) {
+	b.mu.Lock()
+	store := b.store
+	b.mu.Unlock()
+	if store != nil {
+		if err := b.catchUp(ctx, store, tenant); err != nil {
+			return BudgetStatus{}, err
+		}
+	}
+	return b.Status(tenant), nil
+}
+
 // SetBudget records a tenant's new limits as an event and applies it,
 // with whatever else the budget stream gained before it (in order).
 func (b *Budgets) SetBudget(ctx context.Context, store eventstore.Store, s BudgetSet, md eventstore.Metadata) error {

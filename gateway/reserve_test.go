@@ -310,3 +310,21 @@ func TestBudgetSharedHoldSeesANewLimit(t *testing.T) {
 		t.Fatalf("a $2 call under a $1 limit set elsewhere: %v", err)
 	}
 }
+
+// A budget set through one replica shows at once when read through
+// another, before that one's follower has reached it.
+func TestBudgetCurrentReadsAnotherReplicasSet(t *testing.T) {
+	store := openStore(t)
+	a, b := newReplica(t, store, nil), newReplica(t, store, nil)
+	limit := 3.0
+	if err := a.SetBudget(t.Context(), store, BudgetSet{Tenant: "t", Limits: Limits{DailyUSD: &limit}}, eventstore.Metadata{}); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.Status("t"); st.Limits.DailyUSD != nil {
+		t.Fatal("the follower applied the budget already; the test shows nothing")
+	}
+	st, err := b.Current(t.Context(), "t")
+	if err != nil || st.Limits.DailyUSD == nil || *st.Limits.DailyUSD != limit {
+		t.Fatalf("through the other replica: %+v %v", st, err)
+	}
+}

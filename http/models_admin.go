@@ -350,9 +350,16 @@ func (s *Server) budgetTenant(w http.ResponseWriter, r *http.Request) (string, b
 }
 
 func (s *Server) getBudget(w http.ResponseWriter, r *http.Request) {
-	if tenant, ok := s.budgetTenant(w, r); ok {
-		writeJSON(w, http.StatusOK, s.budgets.Status(tenant))
+	tenant, ok := s.budgetTenant(w, r)
+	if !ok {
+		return
 	}
+	st, err := s.budgets.Current(r.Context(), tenant)
+	if err != nil {
+		s.writeError(w, r, fmt.Errorf("budget: %w", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
 }
 
 func (s *Server) putBudget(w http.ResponseWriter, r *http.Request) {
