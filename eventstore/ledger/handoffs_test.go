@@ -249,16 +249,8 @@ func TestKeys(t *testing.T) {
 // the append failed as an internal error). One past the event limit is
 // refused as too large, with nothing recorded.
 func TestProofNearTheEventLimit(t *testing.T) {
-	st := openStore(t)
-	s := ledger.NewHandoffs(st, nil)
+	st, s, id := approvedHandoff(t)
 	ctx := context.Background()
-	c := contract()
-	c.ApprovalMode = domain.ApprovalModeAuto
-	out, err := s.Create(ctx, tenantA, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := out.Handoff.ID
 	before := streamLen(t, st, id)
 	proof := func(n int) domain.ProofCommand { // n bytes of text, in artifacts as long as allowed
 		p := &domain.Proof{Summary: "s"}
@@ -267,7 +259,7 @@ func TestProofNearTheEventLimit(t *testing.T) {
 		}
 		return domain.ProofCommand{ExecutorRunID: "run-1", Status: "RUNNING", Proof: p}
 	}
-	_, err = s.Handle(ctx, tenantA, id, proof(eventstore.MaxEventSize+1))
+	_, err := s.Handle(ctx, tenantA, id, proof(eventstore.MaxEventSize+1))
 	var de *domain.Error
 	if !errors.As(err, &de) || de.Kind != domain.KindTooLarge || de.Code != "event_too_large" {
 		t.Fatalf("a proof over the event limit: %v, want event_too_large", err)
@@ -288,16 +280,8 @@ func TestProofNearTheEventLimit(t *testing.T) {
 // take their turns instead of losing the append race to each other until
 // the retries run out (200 proofs at once ended in 503 busy for about half).
 func TestManyConcurrentProofsAllRecorded(t *testing.T) {
-	st := openStore(t)
-	s := ledger.NewHandoffs(st, nil)
+	st, s, id := approvedHandoff(t)
 	ctx := context.Background()
-	c := contract()
-	c.ApprovalMode = domain.ApprovalModeAuto
-	out, err := s.Create(ctx, tenantA, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := out.Handoff.ID
 	before := streamLen(t, st, id)
 	const n = 200
 	var wg sync.WaitGroup
@@ -324,4 +308,19 @@ func TestManyConcurrentProofsAllRecorded(t *testing.T) {
 	if failed > 0 || streamLen(t, st, id) < before+n {
 		t.Fatalf("%d of %d proofs failed; %d events after %d", failed, n, streamLen(t, st, id), before)
 	}
+}
+
+// approvedHandoff is a handoff approved on creation (auto approval), on a
+// store of its own.
+func approvedHandoff(t *testing.T) (*bolt.Store, *ledger.Handoffs, string) {
+	t.Helper()
+	st := openStore(t)
+	s := ledger.NewHandoffs(st, nil)
+	c := contract()
+	c.ApprovalMode = domain.ApprovalModeAuto
+	out, err := s.Create(context.Background(), tenantA, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, s, out.Handoff.ID
 }
