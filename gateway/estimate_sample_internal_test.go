@@ -10,8 +10,8 @@ import (
 // takes the rest at that rate: a tail written differently is not read.
 func TestCountOr4SamplesALongText(t *testing.T) {
 	head := strings.Repeat("quick brown fox ", estimateSample/16) // exactly the sample
-	tail := strings.Repeat("z", 2*estimateSample)         // far fewer tokens a byte than the head
-	n, _, ok := countUpTo(head, math.MaxInt, CountTokens) // a piece at a time, as estimates count
+	tail := strings.Repeat("z", 2*estimateSample)                 // far fewer tokens a byte than the head
+	n, _, ok := countUpTo(head, math.MaxInt, CountTokens)         // a piece at a time, as estimates count
 	if !ok {
 		t.Skip("no tokenizer")
 	}
