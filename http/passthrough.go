@@ -676,7 +676,7 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request, c *gateway.C
 		return nil, nil, true
 	}
 	droppedHeader(w, c)
-	if sse, err = startSSE(w); err != nil {
+	if sse, err = sseHeaders(w); err != nil {
 		up.End("upstream_error")
 		up.Close()
 		s.writeErrorAs(w, r, wire.f, err)
@@ -753,6 +753,10 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 		if p.Err != nil {
 			if _, _, tell := up.Fail(p.Err); tell {
 				switch {
+				case sse.claimStatus():
+					// Nothing has left: an ordinary error answer, its
+					// status the failure's, as a whole call's would be.
+					s.writeErrorAs(w, r, wire.f, p.Err)
 				case wire.responses:
 					d := describe(r, p.Err)
 					failResponse(sse, seq, created, d.Code, d.Message)

@@ -45,9 +45,21 @@ var (
 	sseChunked                 = []string{"chunked"}
 )
 
-// startSSE sets the headers of an event stream. They leave with the first
-// flush.
+// startSSE sets the headers of an event stream and its 200. They leave
+// with the first flush.
 func startSSE(w http.ResponseWriter) (*sseWriter, error) {
+	s, err := sseHeaders(w)
+	if err == nil {
+		w.WriteHeader(http.StatusOK)
+	}
+	return s, err
+}
+
+// sseHeaders sets the headers of an event stream without its status: the
+// first write or flush sends them with a 200, and until then a model
+// stream whose upstream fails can still answer with an error's status
+// (claimStatus).
+func sseHeaders(w http.ResponseWriter) (*sseWriter, error) {
 	f, ok := w.(http.Flusher)
 	if !ok {
 		return nil, errNoFlush
@@ -63,8 +75,28 @@ func startSSE(w http.ResponseWriter) (*sseWriter, error) {
 	// start need not be flushed on its own, and its end leaves in one
 	// write with the body's last chunk. HTTP/1.0 and HTTP/2 drop it.
 	h["Transfer-Encoding"] = sseChunked
-	w.WriteHeader(http.StatusOK)
 	return &sseWriter{w: w, f: f, buf: make([]byte, 0, 512)}, nil
+}
+
+// claimStatus reports whether nothing of the stream has left or been
+// written, its headers still held: then it ends the hold and takes the
+// stream's headers off, so that the caller answers with a status of its
+// own instead of a 200 and an error event.
+func (s *sseWriter) claimStatus() bool {
+	h := s.holding()
+	if h == nil {
+		return false
+	}
+	defer h.mu.Unlock()
+	if h.wrote {
+		return false
+	}
+	s.release(h)
+	hd := s.w.Header()
+	for _, k := range []string{"Content-Type", "Cache-Control", "Connection", "X-Accel-Buffering", "Transfer-Encoding"} {
+		delete(hd, k)
+	}
+	return true
 }
 
 // event writes a named event (Anthropic style).

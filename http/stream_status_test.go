@@ -1,0 +1,53 @@
+package http_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// A passed-through stream whose upstream fails before any event was
+// written (a 200 with an empty body, an error as its first event) is an
+// error answer with a status in the front's own shape, which an SDK
+// retries, not a 200 with only an error event in it.
+func TestPassthroughStreamFailingFirstHasAStatus(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		if strings.HasPrefix(r.URL.Path, "/v1/messages") {
+			sse(w, "error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
+		} // chat: an empty body
+	}))
+	t.Cleanup(up.Close)
+	e := newEnvWith(t, catalogWith(t, map[string]string{"OPENAI_BASE_URL": up.URL + "/v1", "OPENAI_API_KEY": "k",
+		"ANTHROPIC_BASE_URL": up.URL, "ANTHROPIC_API_KEY": "k"}))
+	for _, c := range []struct {
+		path, model, errType string
+		status               int
+	}{
+		{"/v1/chat/completions", "openai:gpt-4o-mini", "upstream_error", 502},
+		{"/v1/messages", "anthropic:claude-haiku-4-5", "overloaded_error", 503},
+	} {
+		body := `{"model":"` + c.model + `","max_tokens":20,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+		req, _ := http.NewRequest("POST", e.srv.URL+c.path, strings.NewReader(body))
+		req.Header.Set("x-api-key", e.tenantA)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var got struct {
+			Error struct {
+				Type, Code string
+			}
+		}
+		json.Unmarshal(raw, &got)
+		if resp.StatusCode != c.status || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") || got.Error.Type != c.errType && got.Error.Code != c.errType {
+			t.Errorf("%s: %d %s %s; want %d with a JSON error %s", c.path, resp.StatusCode, resp.Header.Get("Content-Type"), raw, c.status, c.errType)
+		}
+	}
+}
