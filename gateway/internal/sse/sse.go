@@ -17,6 +17,14 @@ type Event struct {
 // maxLine bounds one line of an upstream stream.
 const maxLine = 4 << 20
 
+// MaxEvent bounds one event's data lines together: an upstream that sends
+// data lines without the blank line that ends an event would otherwise
+// grow it without end (400 lines of 1 MiB took 1.35 GB).
+const MaxEvent = 16 << 20
+
+// ErrEventTooLarge is an event's data over MaxEvent.
+var ErrEventTooLarge = errors.New("sse: an event's data is over 16 MiB")
+
 // Reader parses a text/event-stream as the HTML standard describes it:
 // lines end with CRLF, LF or CR; fields up to a blank line make an event;
 // data lines join with newlines; comments (lines starting with ':') are
@@ -97,6 +105,7 @@ var errStreamCut = errors.New("stream ended in the middle of an event")
 func (r *Reader) Next() (Event, error) {
 	var ev Event
 	var data [][]byte
+	size := 0
 	seen := false
 	for r.sc.Scan() {
 		line := r.sc.Bytes()
@@ -114,7 +123,7 @@ func (r *Reader) Next() (Event, error) {
 			if len(ev.Data) == 0 {
 				// No data (an event line alone, or an empty data line):
 				// the standard says not to dispatch it.
-				ev, data, seen = Event{}, nil, false
+				ev, data, size, seen = Event{}, nil, 0, false
 				continue
 			}
 			return ev, nil
@@ -129,6 +138,9 @@ func (r *Reader) Next() (Event, error) {
 			ev.Event = eventName(value)
 			seen = true
 		case "data":
+			if size += len(value) + 1; size > MaxEvent {
+				return Event{}, ErrEventTooLarge
+			}
 			data = append(data, append([]byte(nil), value...))
 			seen = true
 		}

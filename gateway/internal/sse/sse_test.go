@@ -175,3 +175,19 @@ func TestCROnlyLinesAfterALongLineAreLinear(t *testing.T) {
 		t.Fatal("not read within 30 s: each line scans the whole buffer")
 	}
 }
+
+// An event's data lines are bounded together, not only each line: an
+// upstream that never ends its event is refused, not held in memory.
+func TestSSEReaderBoundsAnEvent(t *testing.T) {
+	line := "data: " + strings.Repeat("x", 1<<20) + "\n"
+	endless := strings.Repeat(line, MaxEvent>>20+1)
+	if _, err := NewReader(strings.NewReader(endless)).Next(); !errors.Is(err, ErrEventTooLarge) {
+		t.Fatalf("an event of %d data lines of 1 MiB: %v, want ErrEventTooLarge", MaxEvent>>20+1, err)
+	}
+	r := NewReader(strings.NewReader(strings.Repeat(line, 4) + "\n" + strings.Repeat(line, 4) + "\n"))
+	for i := range 2 {
+		if ev, err := r.Next(); err != nil || len(ev.Data) != 4<<20+3 {
+			t.Fatalf("event %d of 4 MiB: %d bytes, %v", i, len(ev.Data), err)
+		}
+	}
+}
