@@ -11,22 +11,23 @@ import (
 type Kind uint8
 
 const (
-	KindOther        Kind = iota
-	KindInvalid           // a well-formed request that breaks a rule (422)
-	KindNotFound          // unknown id, or another tenant's (404)
-	KindConflict          // refused by the lifecycle (409)
-	KindForbidden         // authenticated, not allowed (403)
-	KindUnauthorized      // no valid credential (401)
-	KindUnavailable       // a dependency is not answering (503)
-	KindBadRequest        // the request cannot be carried out as sent: not JSON, refused upstream (400)
-	KindTooLarge          // the request is larger than allowed (413)
-	KindRateLimited       // too many requests, or a budget spent (429)
-	KindUpstream          // a model provider failed (502)
-	KindTimeout           // a model provider did not answer in time (504)
-	KindCanceled          // the client went away (499)
-	KindInternal          // Baton failed; the detail is logged (500)
-	KindNotAllowed        // no such operation on this resource (405)
-	KindNoUpgrade         // a protocol switch Baton does not offer, such as WebSocket (426)
+	KindOther          Kind = iota
+	KindInvalid             // a well-formed request that breaks a rule (422)
+	KindNotFound            // unknown id, or another tenant's (404)
+	KindConflict            // refused by the lifecycle (409)
+	KindForbidden           // authenticated, not allowed (403)
+	KindUnauthorized        // no valid credential (401)
+	KindUnavailable         // a dependency is not answering (503)
+	KindBadRequest          // the request cannot be carried out as sent: not JSON, refused upstream (400)
+	KindTooLarge            // the request is larger than allowed (413)
+	KindRateLimited         // too many requests, or a budget spent (429)
+	KindUpstream            // a model provider failed (502)
+	KindTimeout             // a model provider did not answer in time (504)
+	KindCanceled            // the client went away (499)
+	KindInternal            // Baton failed; the detail is logged (500)
+	KindNotAllowed          // no such operation on this resource (405)
+	KindNoUpgrade           // a protocol switch Baton does not offer, such as WebSocket (426)
+	KindRequestTimeout      // the request's body did not arrive in time (408)
 )
 
 func (k Kind) String() string {
@@ -61,6 +62,8 @@ func (k Kind) String() string {
 		return "not allowed"
 	case KindNoUpgrade:
 		return "no upgrade"
+	case KindRequestTimeout:
+		return "request timeout"
 	}
 	return "error"
 }

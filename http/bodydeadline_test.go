@@ -42,10 +42,10 @@ func TestStalledBodyReleasesTheConnection(t *testing.T) {
 		{"403 tenant key on an admin route", "POST", "/v1/admin/keys", e.tenantA, false, 403},
 		{"404 no such route", "POST", "/v1/nowhere", e.tenantA, false, 404},
 		{"405 wrong method", "POST", "/v1/admin/keys/k1", e.admin, false, 405},
-		{"authenticated route reading the body", "POST", "/v1/handoff/contracts", e.tenantA, false, 400},
-		{"authenticated callback reading the body", "POST", "/v1/executions/x/proof", e.tenantA, false, 400},
-		{"chunked body", "POST", "/v1/handoff/contracts", e.tenantA, true, 400},
-		{"keyless route reading the body", "POST", "/v1/log/cosignature", "", false, 400}, // was 413, whatever the size
+		{"authenticated route reading the body", "POST", "/v1/handoff/contracts", e.tenantA, false, 408},
+		{"authenticated callback reading the body", "POST", "/v1/executions/x/proof", e.tenantA, false, 408},
+		{"chunked body", "POST", "/v1/handoff/contracts", e.tenantA, true, 408},
+		{"keyless route reading the body", "POST", "/v1/log/cosignature", "", false, 408}, // was 413, whatever the size
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -178,4 +178,30 @@ func TestBodyDeadlineSparesMovingUploadsAndStreams(t *testing.T) {
 			t.Fatalf("the stream was cut: %v", evs)
 		}
 	})
+}
+
+// A model call whose body stalls is told so in its front's own shape,
+// with a status the SDKs retry.
+func TestStalledModelBodyIs408(t *testing.T) {
+	restore := batonhttp.SetBodyReadTimeout(testBodyTimeout)
+	t.Cleanup(restore)
+	e, _ := newGatewayEnv(t)
+	for _, c := range []struct{ path, errType string }{{"/v1/chat/completions", "invalid_request_error"}, {"/v1/messages", "invalid_request_error"}} {
+		conn, err := net.Dial("tcp", e.srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: baton\r\nx-api-key: %s\r\nanthropic-version: 2023-06-01\r\nContent-Length: 100\r\n\r\n{\"model\"", c.path, e.tenantA)
+		conn.SetReadDeadline(time.Now().Add(testBodyTimeout + 5*time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct{ Error struct{ Type, Code, Message string } }
+		json.NewDecoder(resp.Body).Decode(&got)
+		conn.Close()
+		if resp.StatusCode != http.StatusRequestTimeout || got.Error.Type != c.errType || !strings.Contains(got.Error.Message, "did not arrive within") {
+			t.Errorf("%s: %d %+v", c.path, resp.StatusCode, got)
+		}
+	}
 }

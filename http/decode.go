@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -78,10 +79,19 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	if errors.As(err, &over) {
 		return nil, tooLarge(limit)
 	}
+	if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+		return nil, bodyTimeout()
+	}
 	if err != nil {
 		return nil, domain.E("decode", domain.KindBadRequest, "unreadable_body", "the request body could not be read")
 	}
 	return body, nil
+}
+
+// bodyTimeout is the answer to a body that did not arrive in time.
+func bodyTimeout() error {
+	return domain.E("decode", domain.KindRequestTimeout, "body_timeout",
+		"the request body did not arrive within %v of its headers (the server's limit); nothing was done: send it again", bodyReadTimeout)
 }
 
 // decodeBody parses a JSON object body into dst. Unknown fields are

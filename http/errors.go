@@ -44,6 +44,8 @@ var errorTable = map[domain.Kind]errorKind{
 	// 426: what WebSocket clients of the Responses API (Codex) take as
 	// "use HTTP here" at once; any other status they retry first.
 	domain.KindNoUpgrade: {http.StatusUpgradeRequired, http.StatusUpgradeRequired, "invalid_request_error", "invalid_request_error"},
+	// 408: the SDKs retry it, as a client whose upload stalled may.
+	domain.KindRequestTimeout: {http.StatusRequestTimeout, http.StatusRequestTimeout, "invalid_request_error", "invalid_request_error"},
 }
 
 // codeTypes are the codes whose wire types differ from their kind's, as
