@@ -197,7 +197,9 @@ func TestStalledModelBodyIs408(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got struct{ Error struct{ Type, Code, Message string } }
+		var got struct {
+			Error struct{ Type, Code, Message string }
+		}
 		json.NewDecoder(resp.Body).Decode(&got)
 		conn.Close()
 		if resp.StatusCode != http.StatusRequestTimeout || got.Error.Type != c.errType || !strings.Contains(got.Error.Message, "did not arrive within") {
