@@ -10,6 +10,7 @@ import (
 	"errors"
 	"html/template"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -195,8 +196,10 @@ func (s *Server) consoleSignin(w http.ResponseWriter, r *http.Request) {
 	if !s.sameOrigin(w, r) {
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 4096)
-	token := r.PostFormValue("token")
+	if !s.readForm(w, r, 4096) {
+		return
+	}
+	token := r.PostForm.Get("token")
 	sess, err := s.ledger.Console.Redeem(r.Context(), RequestID(r.Context()), token)
 	if err != nil {
 		if domain.KindOf(err) == domain.KindUnauthorized {
@@ -231,13 +234,32 @@ func (s *Server) consoleSignout(w http.ResponseWriter, r *http.Request) {
 	s.renderConsole(w, r, http.StatusOK, "signin", map[string]any{"Title": "Signed out", "SignedOut": true, "Session": consoleSession{}})
 }
 
+// readForm reads a console form of at most limit bytes; when it cannot,
+// it answers why (too large, too slow, not a form) and is false. Taken for
+// an empty form, a sign-in was told its link was not valid.
+func (s *Server) readForm(w http.ResponseWriter, r *http.Request, limit int64) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	err := r.ParseForm()
+	var over *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &over):
+		s.consoleError(w, r, tooLarge(limit))
+	case errors.As(err, &ne) && ne.Timeout():
+		s.consoleError(w, r, bodyTimeout())
+	default:
+		s.consoleError(w, r, domain.E("console.form", domain.KindBadRequest, "bad_form", "the form could not be read"))
+	}
+	return false
+}
+
 func (s *Server) checkCSRF(w http.ResponseWriter, r *http.Request, sess consoleSession) bool {
 	if !s.sameOrigin(w, r) {
 		return false
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	if err := r.ParseForm(); err != nil {
-		s.consoleError(w, r, domain.E("console.action", domain.KindBadRequest, "bad_form", "the form could not be read"))
+	if !s.readForm(w, r, 64<<10) {
 		return false
 	}
 	got := r.PostForm.Get("csrf")

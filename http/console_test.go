@@ -495,3 +495,24 @@ func TestFaviconIsNoContent(t *testing.T) {
 		t.Fatalf("GET /favicon.ico: %d %s", r.status, r.raw)
 	}
 }
+
+// A sign-in form over its limit is told it is too large, not that its link
+// is not valid, and the link is not used up.
+func TestConsoleSigninFormTooLarge(t *testing.T) {
+	e := newEnv(t)
+	u, _ := url.Parse(e.consoleLink("a", "alice", "approver", 0))
+	form := url.Values{"token": {u.Query().Get("token")}, "pad": {strings.Repeat("x", 5000)}}.Encode()
+	req, _ := http.NewRequest("POST", e.srv.URL+"/console/signin", strings.NewReader(form))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("an oversized sign-in form answered %d", resp.StatusCode)
+	}
+	if resp := e.redeem(u.String()); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in after the oversized form: %d", resp.StatusCode)
+	}
+}
