@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/looplab/fsm"
@@ -184,12 +185,30 @@ func (c *fieldCheck) required(ptr, v string, max int) {
 		c.add(ptr, "required", "is required")
 	case utf8.RuneCountInString(v) > max:
 		c.add(ptr, "too_long", "is longer than %d characters", max)
+	case max <= maxShort:
+		c.plain(ptr, v)
 	}
 }
 
 func (c *fieldCheck) optional(ptr, v string, max int) {
 	if utf8.RuneCountInString(v) > max {
 		c.add(ptr, "too_long", "is longer than %d characters", max)
+	} else if max <= maxShort {
+		c.plain(ptr, v)
+	}
+}
+
+// plain refuses, in a name or an id, the characters that would be recorded
+// for ever in the hash-chained ledger to mean something else where it is
+// shown: control characters (a NUL, a bell, an escape) and the
+// bidirectional overrides, embeddings and isolates that make "alice" read
+// as another name in the console.
+func (c *fieldCheck) plain(ptr, v string) {
+	for _, r := range v {
+		if unicode.IsControl(r) || r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069 {
+			c.add(ptr, "control_character", "holds the control character %U; names and ids are plain text", r)
+			return
+		}
 	}
 }
 

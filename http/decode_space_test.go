@@ -105,3 +105,22 @@ func TestBodyWithInvalidUTF8Is400(t *testing.T) {
 	e.t = t
 	e.must(e.post(id, "approval", e.tenantA, `{"status":"APPROVED","approvedBy":"Zoë \ud83d\ude00"}`), 200)
 }
+
+// A name or id holding a control character or a bidirectional override is
+// refused (422 naming the field) with nothing recorded: the ledger would
+// keep it for ever, and "alice" could read as another name in the console.
+func TestNamesRefuseControlCharacters(t *testing.T) {
+	e := localEnv(t)
+	id := e.contract(e.tenantA, nil)
+	before, _ := e.store.Head(context.Background())
+	for _, name := range []string{"a\u0000b", "a\u0007b", "a\u202eb", "al\u2066ice", "a\u009bb"} {
+		r := e.post(id, "approval", e.tenantA, map[string]any{"status": "APPROVED", "approvedBy": name})
+		if r.status != 422 || !strings.Contains(string(r.raw), `"control_character"`) || !strings.Contains(string(r.raw), `/approvedBy`) {
+			t.Errorf("approvedBy %q: %d %s", name, r.status, r.raw)
+		}
+	}
+	if after, _ := e.store.Head(context.Background()); after != before {
+		t.Fatal("a refused approval appended events")
+	}
+	e.must(e.post(id, "approval", e.tenantA, map[string]any{"status": "APPROVED", "approvedBy": "Zoë 😀 O'Brien"}), 200)
+}
