@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/batonhq/baton/gateway/internal/sse"
 )
 
 // What every provider kind needs to call its upstream: the HTTP client,
@@ -207,6 +210,12 @@ func transportError(provider string, err error) error {
 // StreamError is a read failure of a stream that had opened: the
 // connection broke or timed out mid-stream.
 func StreamError(provider string, err error) error {
+	switch {
+	case errors.Is(err, bufio.ErrTooLong):
+		return &UpstreamError{Provider: provider, Message: "a line of the stream is over 4 MiB, the most Baton reads", cause: err}
+	case errors.Is(err, sse.ErrEventTooLarge):
+		return &UpstreamError{Provider: provider, Message: "an event of the stream is over 16 MiB, the most Baton reads", cause: err}
+	}
 	return MidAnswerError(provider, err, "stream interrupted", "")
 }
 
