@@ -75,7 +75,30 @@ func DecodeWhole(r io.Reader, v any) error {
 	if err != nil {
 		return &bodyReadError{err}
 	}
+	if over(r, len(b)) {
+		return &AnswerTooLarge{Limit: int64(len(b))}
+	}
 	return json.Unmarshal(b, v)
+}
+
+// over reports whether r, a limited reader read to its limit (n bytes),
+// had more to give: the answer was cut at the limit, not whole.
+func over(r io.Reader, n int) bool {
+	lr, ok := r.(*io.LimitedReader)
+	if !ok || lr.N > 0 || n == 0 {
+		return false
+	}
+	var one [1]byte
+	k, _ := io.ReadFull(lr.R, one[:])
+	return k > 0
+}
+
+// AnswerTooLarge is an answer longer than Baton reads: told as such, not
+// as the malformed JSON its cut would make.
+type AnswerTooLarge struct{ Limit int64 }
+
+func (e *AnswerTooLarge) Error() string {
+	return fmt.Sprintf("the answer is over %d MiB, the most Baton reads", e.Limit>>20)
 }
 
 // bodyReadError is a failure to read an answer's body after its headers.
@@ -91,6 +114,9 @@ func (e *bodyReadError) Unwrap() error { return e.err }
 // that arrived and does not decode is a malformed answer, named by what
 // (502, retryable); detail adds the decoder's words to the message.
 func AnswerError(provider, what string, err error, detail bool) error {
+	if tl, ok := errors.AsType[*AnswerTooLarge](err); ok {
+		return BadAnswer(provider, tl.Error())
+	}
 	if re, ok := errors.AsType[*bodyReadError](err); ok {
 		return MidAnswerError(provider, re.err, "connection broken while it sent its answer", "timed out while it sent its answer")
 	}
@@ -335,8 +361,12 @@ func PostNative(ctx context.Context, provider, path, query string, body []byte, 
 		return nil, resp.Body, nil
 	}
 	defer resp.Body.Close()
-	if raw, err = ReadAll(io.LimitReader(resp.Body, MaxAnswer), min(resp.ContentLength, MaxAnswer)); err != nil {
+	lr := io.LimitReader(resp.Body, MaxAnswer)
+	if raw, err = ReadAll(lr, min(resp.ContentLength, MaxAnswer)); err != nil {
 		return nil, nil, MidAnswerError(provider, err, "answer interrupted", "")
+	}
+	if over(lr, len(raw)) {
+		return nil, nil, BadAnswer(provider, (&AnswerTooLarge{Limit: MaxAnswer}).Error())
 	}
 	return raw, nil, nil
 }
