@@ -17,8 +17,6 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
-
-	"github.com/batonhq/baton/gateway/internal/sse"
 )
 
 // What every provider kind needs to call its upstream: the HTTP client,
@@ -236,11 +234,14 @@ func transportError(provider string, err error) error {
 // StreamError is a read failure of a stream that had opened: the
 // connection broke or timed out mid-stream.
 func StreamError(provider string, err error) error {
-	switch {
-	case errors.Is(err, bufio.ErrTooLong):
+	if errors.Is(err, bufio.ErrTooLong) {
 		return &UpstreamError{Provider: provider, Message: "a line of the stream is over 4 MiB, the most Baton reads", cause: err}
-	case errors.Is(err, sse.ErrEventTooLarge):
-		return &UpstreamError{Provider: provider, Message: "an event of the stream is over 16 MiB, the most Baton reads", cause: err}
+	}
+	if le, ok := errors.AsType[interface {
+		error
+		ReadLimit() string
+	}](err); ok {
+		return &UpstreamError{Provider: provider, Message: le.ReadLimit() + ", the most Baton reads", cause: err}
 	}
 	return MidAnswerError(provider, err, "stream interrupted", "")
 }

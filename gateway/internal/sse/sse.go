@@ -23,7 +23,15 @@ const maxLine = 4 << 20
 const MaxEvent = 16 << 20
 
 // ErrEventTooLarge is an event's data over MaxEvent.
-var ErrEventTooLarge = errors.New("sse: an event's data is over 16 MiB")
+var ErrEventTooLarge error = &limitError{"an event of the stream is over 16 MiB"}
+
+// limitError is a stream refused for a limit of the reader's: its
+// ReadLimit says which, for the gateway to tell (which does not import
+// this package).
+type limitError struct{ what string }
+
+func (e *limitError) Error() string     { return "sse: " + e.what }
+func (e *limitError) ReadLimit() string { return e.what }
 
 // Reader parses a text/event-stream as the HTML standard describes it:
 // lines end with CRLF, LF or CR; fields up to a blank line make an event;
