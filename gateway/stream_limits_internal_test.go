@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"strings"
@@ -17,7 +16,7 @@ func TestStreamErrorNamesBatonsLimits(t *testing.T) {
 		err  error
 		want string
 	}{
-		{fmt.Errorf("reading: %w", bufio.ErrTooLong), "a line of the stream is over 4 MiB"},
+		{fmt.Errorf("reading: %w", sse.ErrLineTooLong), "a line of the stream is over 4 MiB"},
 		{sse.ErrEventTooLarge, "an event of the stream is over 16 MiB"},
 		{fmt.Errorf("read tcp: connection reset by peer"), "stream interrupted"},
 	} {

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -234,9 +233,6 @@ func transportError(provider string, err error) error {
 // StreamError is a read failure of a stream that had opened: the
 // connection broke or timed out mid-stream.
 func StreamError(provider string, err error) error {
-	if errors.Is(err, bufio.ErrTooLong) {
-		return &UpstreamError{Provider: provider, Message: "a line of the stream is over 4 MiB, the most Baton reads", cause: err}
-	}
 	if le, ok := errors.AsType[interface {
 		error
 		ReadLimit() string

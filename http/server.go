@@ -444,8 +444,8 @@ func (s *Server) allowed(r *http.Request) string {
 			ms = append(ms, m)
 		}
 	}
-	if len(ms) > 0 && ms[0] == http.MethodGet && (len(ms) == 1 || ms[1] != http.MethodHead) && headServed(r.URL.Path) {
-		ms = slices.Insert(ms, 1, http.MethodHead) // served as the GET (route)
+	if i := slices.Index(ms, http.MethodGet); i >= 0 && !slices.Contains(ms, http.MethodHead) && headServed(r.URL.Path) {
+		ms = slices.Insert(ms, i+1, http.MethodHead) // served as the GET (route)
 	}
 	return strings.Join(ms, ", ")
 }

@@ -22,8 +22,12 @@ const maxLine = 4 << 20
 // grow it without end (400 lines of 1 MiB took 1.35 GB).
 const MaxEvent = 16 << 20
 
-// ErrEventTooLarge is an event's data over MaxEvent.
-var ErrEventTooLarge error = &limitError{"an event of the stream is over 16 MiB"}
+// ErrEventTooLarge is an event's data over MaxEvent; ErrLineTooLong a line
+// over maxLine.
+var (
+	ErrEventTooLarge error = &limitError{"an event of the stream is over 16 MiB"}
+	ErrLineTooLong   error = &limitError{"a line of the stream is over 4 MiB"}
+)
 
 // limitError is a stream refused for a limit of the reader's: its
 // ReadLimit says which, for the gateway to tell (which does not import
@@ -154,6 +158,9 @@ func (r *Reader) Next() (Event, error) {
 		}
 	}
 	if err := r.sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return ev, ErrLineTooLong
+		}
 		return ev, err
 	}
 	if seen && len(data) > 0 && len(bytes.Join(data, nil)) > 0 {
