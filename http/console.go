@@ -10,7 +10,6 @@ import (
 	"errors"
 	"html/template"
 	"io/fs"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -239,20 +238,11 @@ func (s *Server) consoleSignout(w http.ResponseWriter, r *http.Request) {
 // an empty form, a sign-in was told its link was not valid.
 func (s *Server) readForm(w http.ResponseWriter, r *http.Request, limit int64) bool {
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
-	err := r.ParseForm()
-	var over *http.MaxBytesError
-	var ne net.Error
-	switch {
-	case err == nil:
-		return true
-	case errors.As(err, &over):
-		s.consoleError(w, r, tooLarge(limit))
-	case errors.As(err, &ne) && ne.Timeout():
-		s.consoleError(w, r, bodyTimeout())
-	default:
-		s.consoleError(w, r, domain.E("console.form", domain.KindBadRequest, "bad_form", "the form could not be read"))
+	if err := r.ParseForm(); err != nil {
+		s.consoleError(w, r, readFailure(err, limit, domain.E("console.form", domain.KindBadRequest, "bad_form", "the form could not be read")))
+		return false
 	}
-	return false
+	return true
 }
 
 func (s *Server) checkCSRF(w http.ResponseWriter, r *http.Request, sess consoleSession) bool {

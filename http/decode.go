@@ -75,17 +75,23 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 			"the request body is sent with Content-Encoding %q, which is not supported; send it uncompressed", ce)
 	}
 	body, err := gateway.ReadAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
-	var over *http.MaxBytesError
-	if errors.As(err, &over) {
-		return nil, tooLarge(limit)
-	}
-	if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
-		return nil, bodyTimeout()
-	}
 	if err != nil {
-		return nil, domain.E("decode", domain.KindBadRequest, "unreadable_body", "the request body could not be read")
+		return nil, readFailure(err, limit, domain.E("decode", domain.KindBadRequest, "unreadable_body", "the request body could not be read"))
 	}
 	return body, nil
+}
+
+// readFailure is the answer to a body read that failed under a limit of
+// limit bytes: too large, too slow, or else otherwise.
+func readFailure(err error, limit int64, otherwise error) error {
+	var over *http.MaxBytesError
+	if errors.As(err, &over) {
+		return tooLarge(limit)
+	}
+	if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+		return bodyTimeout()
+	}
+	return otherwise
 }
 
 // bodyTimeout is the answer to a body that did not arrive in time.
