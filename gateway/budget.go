@@ -75,19 +75,22 @@ func WorstTokens(req Request, m *Model) (in, out int) {
 }
 
 // OutputBound is the most output a request can have on a model: its cap
-// (what the kind's adapter sends, where it sets one), or the model's
-// context when the request sets none, for each of its answers. known is
-// false when nothing bounds it (a model declared without its context
-// size): out is then unknownOutputCap's guess.
+// (what the kind's adapter sends, where it sets one), or, when the request
+// sets none, the model's declared most output, else its context, for each
+// of its answers. known is false when nothing bounds it (a model declared
+// without its context size): out is then unknownOutputCap's guess.
 func OutputBound(req Request, m *Model) (out int, known bool) {
 	out = req.MaxTokens
 	if m != nil {
 		if k, ok := lookupKind(m.Kind); ok && k.MaxTokens != nil {
-			req.Model = m.Model
+			req.Model, req.OutputLimit = m.Model, m.MaxOutputTokens
 			out = k.MaxTokens(req) // what the adapter sends
 		}
 	}
 	known = out > 0
+	if out <= 0 && m != nil && m.MaxOutputTokens > 0 {
+		out, known = m.MaxOutputTokens, true
+	}
 	if out <= 0 && m != nil {
 		out, known = m.ContextTokens, m.ContextTokens > 0
 		if out <= 0 {

@@ -236,6 +236,7 @@ func (c *Call) ReleaseHold() {
 func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 	c.Provider, c.Model = t.Provider, t.Model
 	c.Req.Model = t.Model.Model
+	c.Req.OutputLimit, c.Req.Streamed = t.Model.MaxOutputTokens, c.Stream
 	c.Passthrough = false
 	if f, ok := t.Provider.(Forwarder); ok && c.Native != nil && f.Speaks(c.Native.Format) {
 		c.Passthrough = true

@@ -211,12 +211,16 @@ func RoundUSD(c float64) float64 {
 
 // ModelSpec declares a model: in the built-in table or a providers file.
 type ModelSpec struct {
-	Name          string   `json:"name"`
-	ContextTokens int      `json:"contextTokens"`
-	SupportsJSON  bool     `json:"supportsJson"`
-	SupportsTools bool     `json:"supportsTools"`
-	Modes         []string `json:"modes"`
-	Pricing       *Price   `json:"pricing,omitempty"`
+	Name          string `json:"name"`
+	ContextTokens int    `json:"contextTokens"`
+	// MaxOutputTokens is the most a model writes in one answer, as its
+	// provider documents it: what a translated request that sets no cap
+	// asks for (docs/api.md, Translation), and its worst case's output.
+	MaxOutputTokens int      `json:"maxOutputTokens,omitempty"`
+	SupportsJSON    bool     `json:"supportsJson"`
+	SupportsTools   bool     `json:"supportsTools"`
+	Modes           []string `json:"modes"`
+	Pricing         *Price   `json:"pricing,omitempty"`
 	// Fallbacks are model ids tried, in order, when this model's provider
 	// fails before the first byte reaches the client.
 	Fallbacks []string `json:"fallbacks,omitempty"`
@@ -260,16 +264,18 @@ type Model struct {
 	Model         string   `json:"model"`
 	Modes         []string `json:"modes"`
 	ContextTokens int      `json:"contextTokens"`
-	SupportsJSON  bool     `json:"supportsJson"`
-	SupportsTools bool     `json:"supportsTools"`
-	Configured    bool     `json:"configured"`
-	Available     bool     `json:"available"`
-	HasPricing    bool     `json:"hasPricing"`
-	Pricing       *Price   `json:"pricing,omitempty"`
-	Health        Health   `json:"health"`
-	Development   bool     `json:"development,omitempty"`
-	Description   string   `json:"description,omitempty"`
-	Fallbacks     []string `json:"fallbacks,omitempty"`
+	// MaxOutputTokens: ModelSpec's; 0 when not declared.
+	MaxOutputTokens int      `json:"maxOutputTokens,omitempty"`
+	SupportsJSON    bool     `json:"supportsJson"`
+	SupportsTools   bool     `json:"supportsTools"`
+	Configured      bool     `json:"configured"`
+	Available       bool     `json:"available"`
+	HasPricing      bool     `json:"hasPricing"`
+	Pricing         *Price   `json:"pricing,omitempty"`
+	Health          Health   `json:"health"`
+	Development     bool     `json:"development,omitempty"`
+	Description     string   `json:"description,omitempty"`
+	Fallbacks       []string `json:"fallbacks,omitempty"`
 	// Listed is whether the provider's own model list (the last sync)
 	// named this model; nil before any sync.
 	Listed *bool `json:"listed,omitempty"`
@@ -450,6 +456,12 @@ func (c *Catalog) addSpec(p ProviderSpec, cfg Config) error {
 			return fmt.Errorf("provider %s: model %q is declared twice", p.Name, m.Name)
 		}
 		names[m.Name] = true
+		if m.ContextTokens < 0 || m.MaxOutputTokens < 0 || m.MaxOutputTokens > math.MaxInt32 {
+			return fmt.Errorf("provider %s: model %s: contextTokens and maxOutputTokens are token counts: 0 (not declared) or more, at most %d", p.Name, m.Name, math.MaxInt32)
+		}
+		if m.ContextTokens > 0 && m.MaxOutputTokens > m.ContextTokens {
+			return fmt.Errorf("provider %s: model %s: maxOutputTokens %d is more than its contextTokens %d", p.Name, m.Name, m.MaxOutputTokens, m.ContextTokens)
+		}
 		if m.Pricing != nil {
 			if err := checkPrice(m.Pricing); err != nil {
 				return fmt.Errorf("provider %s: model %s: %w", p.Name, m.Name, err)
@@ -603,7 +615,7 @@ func (c *Catalog) add(p Provider, specs []ModelSpec, dev bool) {
 	for _, s := range specs {
 		m := &Model{
 			ID: p.Name() + ":" + s.Name, Object: "model", OwnedBy: p.Name(), Provider: p.Name(), Kind: p.Kind(), Model: s.Name,
-			Modes: s.Modes, ContextTokens: s.ContextTokens, SupportsJSON: s.SupportsJSON, SupportsTools: s.SupportsTools,
+			Modes: s.Modes, ContextTokens: s.ContextTokens, MaxOutputTokens: s.MaxOutputTokens, SupportsJSON: s.SupportsJSON, SupportsTools: s.SupportsTools,
 			Configured: p.Configured(), Available: p.Configured(), HasPricing: s.Pricing != nil, Pricing: s.Pricing,
 			Development: dev, Fallbacks: s.Fallbacks,
 		}

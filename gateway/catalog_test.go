@@ -24,6 +24,8 @@ func TestProvidersFileMistakes(t *testing.T) {
 		{"unknown default tier", `{"providers":[{"name":"p","kind":"openai","baseUrl":"http://x/v1","defaultServiceTier":"turbo","models":[]}]}`, `defaultServiceTier: "turbo": want default, fast or priority`},
 		{"default tier of a kind without tiers", `{"providers":[{"name":"p","kind":"anthropic","baseUrl":"http://x","defaultServiceTier":"fast","models":[]}]}`, "provider p: defaultServiceTier: this kind of provider has no service tiers"},
 		{"negative web search price", `{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[{"name":"m1","pricing":{"webSearchPerK":-1,"source":"x"}}]}]}`, "webSearchPerK must be from 0 to"},
+		{"negative most output", `{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[{"name":"m1","maxOutputTokens":-1}]}]}`, "model m1: contextTokens and maxOutputTokens are token counts"},
+		{"most output over the context", `{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[{"name":"m1","contextTokens":8192,"maxOutputTokens":9000}]}]}`, "maxOutputTokens 9000 is more than its contextTokens 8192"},
 		{"mode chain untagged", `{"providers":[{"name":"p","kind":"openai-compatible","baseUrl":"http://x/v1","models":[` + model + `]}],"modes":{"premium":["p:m1"]}}`, "is not tagged premium"},
 	} {
 		path := filepath.Join(t.TempDir(), "providers.json")

@@ -159,6 +159,13 @@ type Request struct {
 	// Tools then hold only what routing needs): its size bounds the input,
 	// and its text is what an estimate of the input counts.
 	Body []byte
+	// OutputLimit is the model's declared most output in one answer
+	// (Model.MaxOutputTokens; 0: not declared), and Streamed whether the
+	// call streams: a kind whose wire requires a cap sends, for a request
+	// that sets none, what these allow (anthropic.MaxTokens). The Caller
+	// sets both for each attempt.
+	OutputLimit int
+	Streamed    bool
 	// Prefill: the conversation ends with an assistant turn that the
 	// model is to continue (Anthropic's prefill, set by the messages
 	// front); from an OpenAI-shaped front such a turn is a finished one,

@@ -61,6 +61,21 @@ func TestWorstCaseBounds(t *testing.T) {
 	if _, out := WorstTokens(req, m); out != unknownOutputCap {
 		t.Fatalf("out %d without a cap or a context size", out)
 	}
+	// A declared context bounds it, and a declared most output more
+	// tightly (what a request without a cap may get).
+	m.ContextTokens = 1000000
+	if _, out := WorstTokens(req, m); out != 1000000 {
+		t.Fatalf("out %d, want the context", out)
+	}
+	m.MaxOutputTokens = 128000
+	if _, out := WorstTokens(req, m); out != 128000 {
+		t.Fatalf("out %d, want the most output", out)
+	}
+	req.MaxTokens = 500
+	if _, out := WorstTokens(req, m); out != 500 {
+		t.Fatalf("out %d, want the cap", out)
+	}
+	req.MaxTokens, m.ContextTokens, m.MaxOutputTokens = 0, 0, 0
 	in0, _ := WorstTokens(req, m)
 	req.Output = &OutputSchema{Name: "emit", Schema: make([]byte, 5000)}
 	if in1, _ := WorstTokens(req, m); in1 < in0+5000+structuredOverhead {

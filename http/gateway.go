@@ -135,8 +135,12 @@ func anthropicPage(models []gateway.Model, q url.Values) (page []gateway.Model, 
 // anthropicModel is a model as Anthropic's models API shows one, with
 // Baton's catalog fields beside.
 func anthropicModel(m gateway.Model) map[string]any {
-	return map[string]any{"type": "model", "id": m.ID, "display_name": m.ID, "created_at": time.Unix(m.Created, 0).UTC().Format(time.RFC3339),
+	o := map[string]any{"type": "model", "id": m.ID, "display_name": m.ID, "created_at": time.Unix(m.Created, 0).UTC().Format(time.RFC3339),
 		"provider": m.Provider, "modes": m.Modes, "contextTokens": m.ContextTokens, "available": m.Available, "hasPricing": m.HasPricing, "health": m.Health}
+	if m.MaxOutputTokens > 0 {
+		o["maxOutputTokens"] = m.MaxOutputTokens
+	}
+	return o
 }
 
 // adminModelsPath reports whether /v1/models/{id} is one of the admin

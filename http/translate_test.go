@@ -265,10 +265,16 @@ func TestTranslateReasoning(t *testing.T) {
 	}{
 		{"anthropic:claude-haiku-4-5", map[string]any{"reasoning_effort": "high", "max_completion_tokens": 20000}, `{"budget_tokens":16384,"type":"enabled"} null 20000`},
 		{"anthropic:claude-haiku-4-5", map[string]any{"reasoning_effort": "high", "max_tokens": 5000}, `{"budget_tokens":4999,"type":"enabled"} null 5000`},
-		{"anthropic:claude-haiku-4-5", map[string]any{"reasoning_effort": "medium"}, `{"budget_tokens":8192,"type":"enabled"} null 12288`},
+		// Without a cap: the model's most output (64,000 for Haiku 4.5),
+		// at most 21,333 for a whole answer, the budget leaving 4,096.
+		{"anthropic:claude-haiku-4-5", map[string]any{"reasoning_effort": "medium"}, `{"budget_tokens":8192,"type":"enabled"} null 21333`},
+		{"anthropic:claude-haiku-4-5", map[string]any{"reasoning_effort": "xhigh"}, `{"budget_tokens":17237,"type":"enabled"} null 21333`},
+		{"anthropic:claude-haiku-4-5", map[string]any{"reasoning_effort": "xhigh", "stream": true}, `{"budget_tokens":32768,"type":"enabled"} null 64000`},
 		{"anthropic:claude-haiku-4-5", map[string]any{"reasoning_effort": "low", "max_tokens": 1000}, `null null 1000`},
-		{"anthropic:claude-haiku-4-5", map[string]any{"reasoning_effort": "none"}, `null null 4096`},
-		{"anthropic:claude-sonnet-5-5", map[string]any{"reasoning_effort": "minimal"}, `{"type":"adaptive"} {"effort":"low"} 4096`},
+		{"anthropic:claude-haiku-4-5", map[string]any{"reasoning_effort": "none"}, `null null 21333`},
+		{"anthropic:claude-haiku-4-5", map[string]any{"stream": true}, `null null 64000`},
+		{"anthropic:claude-sonnet-5-5", map[string]any{"reasoning_effort": "minimal"}, `{"type":"adaptive"} {"effort":"low"} 21333`},
+		{"anthropic:claude-sonnet-5-5", map[string]any{"reasoning_effort": "minimal", "stream": true}, `{"type":"adaptive"} {"effort":"low"} 128000`},
 		{"anthropic:claude-sonnet-5-5", map[string]any{"reasoning_effort": "high", "max_tokens": 900}, `{"type":"adaptive"} {"effort":"high"} 900`},
 	} {
 		body := map[string]any{"model": c.model, "messages": msgs}

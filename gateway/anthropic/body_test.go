@@ -180,3 +180,41 @@ func TestToolResultWithImage(t *testing.T) {
 		t.Fatalf("Anthropic gets %s", body)
 	}
 }
+
+// A request without a cap asks for the model's declared most output (a
+// whole answer at most what fits the wait for one), and 4,096 of a model
+// that declares none, with a fixed thinking budget on top.
+func TestUncappedMaxTokens(t *testing.T) {
+	for _, c := range []struct {
+		limit    int
+		streamed bool
+		effort   string
+		want     int
+		budget   int
+	}{
+		{0, false, "", 4096, 0},
+		{0, true, "", 4096, 0},
+		{128000, true, "", 128000, 0},
+		{128000, false, "", 21333, 0},
+		{8192, false, "", 8192, 0},
+		{0, false, "high", 4096 + 16384, 16384},
+		{64000, true, "xhigh", 64000, 32768},
+		{64000, false, "xhigh", 21333, 21333 - 4096},
+		{5000, true, "high", 5000, 0}, // 904 tokens beside the answer: no budget fits
+	} {
+		req := gateway.Request{Model: "claude-haiku-4-5", OutputLimit: c.limit, Streamed: c.streamed}
+		req.ReasoningEffort = c.effort
+		th, _, n := Reasoning(req)
+		budget := 0
+		if th != nil {
+			budget = th.BudgetTokens
+		}
+		if n != c.want || budget != c.budget || MaxTokens(req) != c.want {
+			t.Errorf("limit %d streamed %v effort %q: max_tokens %d (MaxTokens %d) budget %d, want %d and %d", c.limit, c.streamed, c.effort, n, MaxTokens(req), budget, c.want, c.budget)
+		}
+	}
+	// A client's thinking of its own, no cap: the same default.
+	if n := MaxTokens(gateway.Request{Model: "claude-opus-5-5", OutputLimit: 128000, Streamed: true, Thinking: &gateway.Thinking{Type: "adaptive"}}); n != 128000 {
+		t.Errorf("client thinking, streamed: %d", n)
+	}
+}

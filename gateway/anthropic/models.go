@@ -7,6 +7,11 @@ import "github.com/batonhq/baton/gateway"
 // page it was read from and the newest date it is known to hold; a
 // providers file's pricing object overrides any of them.
 //
+// maxOutputTokens is the "max output" of Anthropic's models overview
+// (https://platform.claude.com/docs/en/about-claude/models/overview and
+// each model's page), as of 2026-11-28: what a request translated from
+// another format that sets no cap asks for (docs/api.md, Translation).
+//
 // supportsTools and supportsJson say what works through Baton's adapter.
 // Cache writes have two rates, as Anthropic bills them: the default
 // 5-minute lifetime's (CacheWritePerMTok, 1.25x the input rate) and the
@@ -18,15 +23,15 @@ var Models = []gateway.ModelSpec{
 	// Claude Fable 5.1, Opus 5.5 and Sonnet 5.5 refuse a forced tool
 	// call (tool_choice any or tool): structured output goes to the
 	// models after the 4.5 generation as output_config.format.
-	{Name: "claude-fable-5-2", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"premium", "auto"},
+	{Name: "claude-fable-5-2", ContextTokens: 1000000, MaxOutputTokens: 128000, SupportsJSON: true, SupportsTools: true, Modes: []string{"premium", "auto"},
 		Pricing: &gateway.Price{InputPerMTok: 8, OutputPerMTok: 40, CacheReadPerMTok: 0.20, CacheWritePerMTok: 10, CacheWrite1hPerMTok: 16,
 			FastRate: fastRate, USRate: usRate, WebSearchPerK: webSearchPerK, Source: "Anthropic list price, https://platform.claude.com/docs/en/about-claude/pricing, as of 2026-11-10" + webSearchPricing + fastPricing + usPricing}},
-	{Name: "claude-opus-5-5", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"premium", "auto"},
+	{Name: "claude-opus-5-5", ContextTokens: 1000000, MaxOutputTokens: 128000, SupportsJSON: true, SupportsTools: true, Modes: []string{"premium", "auto"},
 		Pricing: &gateway.Price{InputPerMTok: 4, OutputPerMTok: 20, CacheReadPerMTok: 0.20, CacheWritePerMTok: 5, CacheWrite1hPerMTok: 8, FastRate: fastRate, USRate: usRate, WebSearchPerK: webSearchPerK,
 			Source: anthropicPricing + webSearchPricing + fastPricing + usPricing}},
-	{Name: "claude-sonnet-5-5", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"balanced", "premium", "auto"},
+	{Name: "claude-sonnet-5-5", ContextTokens: 1000000, MaxOutputTokens: 128000, SupportsJSON: true, SupportsTools: true, Modes: []string{"balanced", "premium", "auto"},
 		Pricing: &gateway.Price{InputPerMTok: 2, OutputPerMTok: 10, CacheReadPerMTok: 0.10, CacheWritePerMTok: 2.50, CacheWrite1hPerMTok: 4, USRate: usRate, WebSearchPerK: webSearchPerK, Source: anthropicPricing + webSearchPricing + usPricing}},
-	{Name: "claude-haiku-5-5", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
+	{Name: "claude-haiku-5-5", ContextTokens: 1000000, MaxOutputTokens: 128000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
 		Pricing: &gateway.Price{InputPerMTok: 0.10, OutputPerMTok: 0.50, CacheReadPerMTok: 0.01, CacheWritePerMTok: 0.125, CacheWrite1hPerMTok: 0.20,
 			LongPrompt: &gateway.LongPromptPrice{PromptTokens: 100000, InputPerMTok: 0.50, OutputPerMTok: 2.50, CacheReadPerMTok: 0.05, CacheWritePerMTok: 0.625,
 				CacheWrite1hPerMTok: 1},
@@ -35,11 +40,11 @@ var Models = []gateway.ModelSpec{
 	// (testdata/clients/claude-code-turn.json), so its calls are priced
 	// and held against budgets. In auto only, where the cheaper models
 	// rank first.
-	{Name: "claude-opus-4-8", ContextTokens: 1000000, SupportsJSON: true, SupportsTools: true, Modes: []string{"auto"},
+	{Name: "claude-opus-4-8", ContextTokens: 1000000, MaxOutputTokens: 128000, SupportsJSON: true, SupportsTools: true, Modes: []string{"auto"},
 		Pricing: &gateway.Price{InputPerMTok: 5, OutputPerMTok: 25, CacheReadPerMTok: 0.50, CacheWritePerMTok: 6.25, CacheWrite1hPerMTok: 10,
 			FastRate: fastRate, USRate: usRate, WebSearchPerK: webSearchPerK,
 			Source: "Anthropic list price, https://platform.claude.com/docs/en/about-claude/pricing and https://platform.claude.com/docs/en/models/opus-4-8/overview, as of 2026-11-27" + webSearchPricing + fastPricing + usPricing}},
-	{Name: "claude-haiku-4-5", ContextTokens: 200000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
+	{Name: "claude-haiku-4-5", ContextTokens: 200000, MaxOutputTokens: 64000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
 		Pricing: &gateway.Price{InputPerMTok: 1, OutputPerMTok: 5, CacheReadPerMTok: 0.10, CacheWritePerMTok: 1.25, CacheWrite1hPerMTok: 2, WebSearchPerK: webSearchPerK, Source: anthropicPricing + webSearchPricing}},
 }
 

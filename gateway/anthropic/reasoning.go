@@ -9,9 +9,31 @@ import (
 // Reasoning across the formats (docs/api.md, Translation): Anthropic's
 // thinking and output_config.effort against OpenAI's reasoning_effort.
 
-// DefaultMaxTokens is the max_tokens sent to Anthropic for a
-// request that sets no cap (a chat completion may not).
+// DefaultMaxTokens is the max_tokens sent to Anthropic for a request
+// that sets no cap (a chat completion may not) to a model that declares
+// no most output (Model.MaxOutputTokens).
 const DefaultMaxTokens = 4096
+
+// WholeMaxTokens is the most max_tokens a whole (not streamed) answer is
+// sent without a cap of the client's: what fits the 10 minutes Baton
+// waits for one (gateway.DefaultTimeout), by the Anthropic SDKs' own
+// reckoning (128,000 tokens an hour), past which they refuse to send a
+// request that does not stream.
+const WholeMaxTokens = 21333
+
+// uncapped is the max_tokens sent for a request that sets no cap: the
+// model's declared most output (at most WholeMaxTokens for a whole
+// answer), as Anthropic's own clients ask for it, else DefaultMaxTokens.
+func uncapped(req gateway.Request) int {
+	n := req.OutputLimit
+	if n <= 0 {
+		return DefaultMaxTokens
+	}
+	if !req.Streamed {
+		n = min(n, WholeMaxTokens)
+	}
+	return n
+}
 
 // Efforts are output_config.effort's values.
 var Efforts = []string{"low", "medium", "high", "xhigh", "max"}
@@ -86,27 +108,34 @@ func StructuredNative(model string) bool { return !fixedBudgetModel.MatchString(
 // client's reasoning_effort, and the max_tokens to send with it: a fixed
 // budget below the cap (at least 1,024 tokens, else none fits and the
 // model answers without thinking), or adaptive thinking and an effort.
-// A request without a cap gets the default cap plus the budget.
+// A request without a cap gets the model's most output (uncapped), the
+// budget leaving DefaultMaxTokens of it for the answer; to a model that
+// declares none, the default cap plus the budget.
 func Reasoning(req gateway.Request) (t *gateway.Thinking, effort string, maxTokens int) {
 	maxTokens = req.MaxTokens
 	eff := req.ReasoningEffort
 	if eff == "" || eff == "none" || thinkingBudget(eff) == 0 {
 		if maxTokens <= 0 {
-			maxTokens = DefaultMaxTokens
+			maxTokens = uncapped(req)
 		}
 		return nil, "", maxTokens
 	}
 	if !fixedBudgetModel.MatchString(req.Model) {
 		if maxTokens <= 0 {
-			maxTokens = DefaultMaxTokens
+			maxTokens = uncapped(req)
 		}
 		return &gateway.Thinking{Type: "adaptive"}, effortFor(eff), maxTokens
 	}
 	budget := thinkingBudget(eff)
+	room := maxTokens - 1 // the answer gets at least a token of a client's cap
 	if maxTokens <= 0 {
-		return &gateway.Thinking{Type: "enabled", BudgetTokens: budget}, "", DefaultMaxTokens + budget
+		if req.OutputLimit <= 0 {
+			return &gateway.Thinking{Type: "enabled", BudgetTokens: budget}, "", DefaultMaxTokens + budget
+		}
+		maxTokens = uncapped(req)
+		room = maxTokens - DefaultMaxTokens
 	}
-	if budget = min(budget, maxTokens-1); budget < 1024 {
+	if budget = min(budget, room); budget < 1024 {
 		return nil, "", maxTokens
 	}
 	return &gateway.Thinking{Type: "enabled", BudgetTokens: budget}, "", maxTokens
@@ -118,7 +147,7 @@ func MaxTokens(req gateway.Request) int {
 		if req.MaxTokens > 0 {
 			return req.MaxTokens
 		}
-		return DefaultMaxTokens
+		return uncapped(req)
 	}
 	_, _, n := Reasoning(req)
 	return n

@@ -11,6 +11,9 @@ import (
 // page it was read from and the newest date it is known to hold; a
 // providers file's pricing object overrides any of them.
 //
+// maxOutputTokens is each model's page's "max output tokens" (the
+// GPT-4o and GPT-4.1 pages for the older three), as of 2026-11-28.
+//
 // supportsTools and supportsJson say what works through Baton's adapter:
 // OpenAI's models are called on Chat Completions. Cache writes are priced
 // at the default cache lifetime's rate (30 minutes): Baton asks for no
@@ -22,12 +25,12 @@ var Models = []gateway.ModelSpec{
 	// The GPT-6 family takes function tools on Chat Completions only
 	// at reasoning effort none, which gpt-6.2-sol refuses and which is
 	// not gpt-6-luna's default.
-	{Name: "gpt-6.2-sol", ContextTokens: 1050000, SupportsJSON: true, Modes: []string{"balanced", "premium", "auto"},
+	{Name: "gpt-6.2-sol", ContextTokens: 1050000, MaxOutputTokens: 128000, SupportsJSON: true, Modes: []string{"balanced", "premium", "auto"},
 		Pricing: openAIPrice{InputPerMTok: 2, OutputPerMTok: 10, CacheReadPerMTok: 0.10, CacheWritePerMTok: 2.50,
 			LongPrompt: openAILongPrompt(2, 10, 0.10, 2.50),
 			FastRate:   2,
 			Source:     "OpenAI list price, https://developers.openai.com/api/docs/models/gpt-6.2-sol, as of 2026-11-18; fast mode 2x as of 2026-11-27"}.withTools(false)},
-	{Name: "gpt-6-luna", ContextTokens: 1050000, SupportsJSON: true, Modes: []string{"cheap", "balanced", "auto"},
+	{Name: "gpt-6-luna", ContextTokens: 1050000, MaxOutputTokens: 128000, SupportsJSON: true, Modes: []string{"cheap", "balanced", "auto"},
 		Pricing: openAIPrice{InputPerMTok: 0.10, OutputPerMTok: 0.50, CacheReadPerMTok: 0.01, CacheWritePerMTok: 0.125,
 			LongPrompt: openAILongPrompt(0.10, 0.50, 0.01, 0.125),
 			FastRate:   2,
@@ -36,7 +39,7 @@ var Models = []gateway.ModelSpec{
 	// so its calls are priced. Not known to take function tools on Chat
 	// Completions at its default effort, as the GPT-6 family does not; in
 	// auto only.
-	{Name: "gpt-5.6-luna", ContextTokens: 1050000, SupportsJSON: true, Modes: []string{"auto"},
+	{Name: "gpt-5.6-luna", ContextTokens: 1050000, MaxOutputTokens: 128000, SupportsJSON: true, Modes: []string{"auto"},
 		Pricing: openAIPrice{InputPerMTok: 0.20, OutputPerMTok: 1.20, CacheReadPerMTok: 0.02, CacheWritePerMTok: 0.25,
 			LongPrompt: openAILongPrompt(0.20, 1.20, 0.02, 0.25),
 			FastRate:   2,
@@ -45,11 +48,11 @@ var Models = []gateway.ModelSpec{
 	// (https://developers.openai.com/api/docs/deprecations). Kept until
 	// then, and out of premium, which ranks the dearest first; they
 	// still take tools on Chat Completions.
-	{Name: "gpt-4o-mini", ContextTokens: 128000, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
+	{Name: "gpt-4o-mini", ContextTokens: 128000, MaxOutputTokens: 16384, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
 		Pricing: openAIPrice{InputPerMTok: 0.15, OutputPerMTok: 0.60, CacheReadPerMTok: 0.075, Source: openAIPricing}.withTools(true)},
-	{Name: "gpt-4o", ContextTokens: 128000, SupportsJSON: true, SupportsTools: true, Modes: []string{"auto"},
+	{Name: "gpt-4o", ContextTokens: 128000, MaxOutputTokens: 16384, SupportsJSON: true, SupportsTools: true, Modes: []string{"auto"},
 		Pricing: openAIPrice{InputPerMTok: 2.50, OutputPerMTok: 10.00, CacheReadPerMTok: 1.25, Source: openAIPricing}.withTools(true)},
-	{Name: "gpt-4.1-mini", ContextTokens: 1047576, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
+	{Name: "gpt-4.1-mini", ContextTokens: 1047576, MaxOutputTokens: 32768, SupportsJSON: true, SupportsTools: true, Modes: []string{"cheap", "balanced", "auto"},
 		Pricing: openAIPrice{InputPerMTok: 0.40, OutputPerMTok: 1.60, CacheReadPerMTok: 0.10, Source: openAIPricing}.withTools(true)},
 }
 
