@@ -3,6 +3,7 @@ package domain
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -276,6 +277,22 @@ type Handoff struct {
 	StateAfter []State
 }
 
+// Clone is a copy of h that Apply may carry on without changing h: the
+// lists Apply appends to are clipped to their length, so that an append
+// copies them, and Apply changes nothing else in place (it sets fields and
+// pointers anew). TestCloneIsIndependent holds every list and pointer of
+// Handoff to that.
+func (h *Handoff) Clone() *Handoff {
+	c := *h
+	c.ReleasedRuns = slices.Clip(h.ReleasedRuns)
+	c.Proofs = slices.Clip(h.Proofs)
+	c.Answered = slices.Clip(h.Answered)
+	c.StateAfter = slices.Clip(h.StateAfter)
+	c.Approval.Approvals = slices.Clip(h.Approval.Approvals)
+	c.ProofPolicy.ArtifactTypes = slices.Clip(h.ProofPolicy.ArtifactTypes)
+	return &c
+}
+
 // Fold builds a handoff from its recorded events, in order.
 func Fold(events []Recorded) (*Handoff, error) {
 	h := &Handoff{}
@@ -428,7 +445,10 @@ func (h *Handoff) Apply(ev Recorded) error {
 		// update the seq below.
 		h.Answered = append(h.Answered, AnsweredRequest{RequestRef: *req, Seq: ev.Seq, Actor: ev.Actor})
 	} else if n := len(h.Answered); n > 0 && h.Answered[n-1].Seq == ev.Seq-1 && ev.Type == EventLedgerClosed {
-		h.Answered[n-1].Seq = ev.Seq
+		// A new list, not a change in place: a clone shares the old one.
+		last := h.Answered[n-1]
+		last.Seq = ev.Seq
+		h.Answered = append(slices.Clip(h.Answered[:n-1]), last)
 	}
 	h.UpdatedAt = at
 	h.Head = LedgerHead{Seq: ev.Seq, Hash: ev.Hash}

@@ -175,9 +175,15 @@ type Exclusive interface {
 // ReadWholeStream reads every event of stream, page by page, in revision
 // order; a stream that does not exist reads as empty.
 func ReadWholeStream(ctx context.Context, s Store, stream string) ([]RecordedEvent, error) {
+	return ReadStreamFrom(ctx, s, stream, 0)
+}
+
+// ReadStreamFrom reads stream's events from revision from on, in pages;
+// none when it has no such revision.
+func ReadStreamFrom(ctx context.Context, s Store, stream string, from uint64) ([]RecordedEvent, error) {
 	const page = 1000
 	var out []RecordedEvent
-	for from := uint64(0); ; {
+	for {
 		evs, err := s.ReadStream(ctx, stream, from, page)
 		if err != nil {
 			return nil, err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/domain/secrets"
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
@@ -273,4 +274,77 @@ func pct(sorted []time.Duration, p float64) time.Duration {
 		return 0
 	}
 	return sorted[min(len(sorted)-1, int(float64(len(sorted))*p))]
+}
+
+// longLedgerResult is what a callback costs on a handoff with a long
+// ledger against one on a fresh handoff.
+type longLedgerResult struct {
+	Events             int
+	Fresh50, Long50    time.Duration
+	Fresh99, Long99    time.Duration
+	Setup              time.Duration
+	FreshRuns, LongRun int
+}
+
+// benchLongLedger times proofs (an executor's progress reports) through
+// the ledger service on a durable store: on handoffs of a few events, and
+// on one whose ledger already holds events events.
+func benchLongLedger(ctx context.Context, dir string, events, calls int) (longLedgerResult, error) {
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		return longLedgerResult{}, err
+	}
+	defer store.Close()
+	s := ledger.NewHandoffs(store, nil)
+	call := ledger.Call{Principal: domain.Principal{Tenant: "bench", KeyID: "bench"}}
+	open := func() (string, error) {
+		c := domain.CreateContract{Objective: "Rotate the staging TLS certificate", TargetExecutor: "ops-bot", ExecutorProtocol: "ops_bot.v1",
+			RiskLevel: "medium", ApprovalMode: domain.ApprovalModeAuto, ProofRequired: []string{"log"}}
+		out, err := s.Create(ctx, call, c)
+		if err != nil {
+			return "", err
+		}
+		return out.Handoff.ID, nil
+	}
+	proof := func(id string, n int) (time.Duration, error) {
+		t0 := time.Now()
+		_, err := s.Handle(ctx, call, id, domain.ProofCommand{ExecutorRunID: "run-1", Status: domain.RunRunning,
+			Proof:   &domain.Proof{Summary: fmt.Sprintf("step %d", n), Artifacts: []domain.Artifact{{Type: "log", Text: "certbot renew: success"}}},
+			Request: domain.RequestRef{Kind: domain.KindProof, BodySHA256: fmt.Sprintf("proof-%d", n)}})
+		return time.Since(t0), err
+	}
+	var r longLedgerResult
+	r.Events = events
+	start := time.Now()
+	long, err := open()
+	if err != nil {
+		return r, err
+	}
+	for i := 2; i <= events; i++ { // the contract and its approval are two
+		if _, err := proof(long, i); err != nil {
+			return r, err
+		}
+	}
+	r.Setup = time.Since(start)
+	var fresh, onLong []time.Duration
+	for i := range calls {
+		id, err := open()
+		if err != nil {
+			return r, err
+		}
+		d, err := proof(id, 0)
+		if err != nil {
+			return r, err
+		}
+		fresh = append(fresh, d)
+		if d, err = proof(long, events+i); err != nil {
+			return r, err
+		}
+		onLong = append(onLong, d)
+	}
+	slices.Sort(fresh)
+	slices.Sort(onLong)
+	r.Fresh50, r.Fresh99, r.Long50, r.Long99 = pct(fresh, 0.5), pct(fresh, 0.99), pct(onLong, 0.5), pct(onLong, 0.99)
+	r.FreshRuns, r.LongRun = len(fresh), len(onLong)
+	return r, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -24,6 +25,7 @@ type Handoffs struct {
 	plans *Plans
 	now   func() time.Time
 	turns turns // one command of a handoff at a time in this process
+	folds folds // the handoffs' states after this process's last loads
 }
 
 // NewHandoffs is the handoff service on store; now is the ledger's clock
@@ -50,47 +52,72 @@ type Outcome struct {
 	Position eventstore.Position
 }
 
-// loaded is a handoff with its recorded events and their feed positions.
-type loaded struct {
-	h         *domain.Handoff
-	events    []domain.Recorded
-	positions []eventstore.Position
+// current is a handoff's state for a command to change, and the feed
+// position of its last event.
+type current struct {
+	h   *domain.Handoff
+	pos eventstore.Position
 }
 
 func handoffNotFound(op, id string) error {
 	return domain.E(op, domain.KindNotFound, "handoff_not_found", "no handoff %s", id)
 }
 
-// load folds a handoff's stream; nil when it has none. A stream holding an
-// event the state machine cannot apply (written around Baton on a shared
-// store) is refused: its owner and admins learn which event, anyone else
-// that there is no such handoff.
-func (s *Handoffs) load(ctx context.Context, op, id string, p domain.Principal) (*loaded, error) {
-	evs, err := eventstore.ReadWholeStream(ctx, s.store, domain.StreamID(id))
-	if err != nil || len(evs) == 0 {
+// load folds a handoff's stream, from the state kept after this process's
+// last load of it (folds) when there is one; nil when it has no stream. A
+// stream holding an event the state machine cannot apply (written around
+// Baton on a shared store) is refused: its owner and admins learn which
+// event, anyone else that there is no such handoff.
+func (s *Handoffs) load(ctx context.Context, op, id string, p domain.Principal) (*current, error) {
+	base, pos, kept := s.folds.get(id)
+	h, from := &domain.Handoff{}, uint64(0)
+	if kept {
+		h, from = base.Clone(), base.Head.Seq // revisions count from 0, seqs from 1
+	}
+	evs, err := eventstore.ReadStreamFrom(ctx, s.store, domain.StreamID(id), from)
+	if err != nil || (!kept && len(evs) == 0) {
 		return nil, err
 	}
-	recs := make([]domain.Recorded, 0, len(evs))
-	positions := make([]eventstore.Position, 0, len(evs))
-	h := &domain.Handoff{}
-	for i, ev := range evs {
-		rec := records.Recorded(ev)
+	for _, ev := range evs {
 		if err := records.ApplyHandoff(h, id, ev); err != nil {
 			// Without a contract of its own (the first event is the bad
 			// one) only admins learn it.
 			owner := ""
-			if i > 0 {
+			if ev.Revision > 0 {
 				owner = h.Tenant
 			}
 			if !p.CanSee(owner) {
 				return nil, handoffNotFound(op, id)
 			}
+			rec := records.Recorded(ev)
 			return nil, Quarantined(id, rec.Seq, rec.Type, ev.ID.String(), err.Error())
 		}
-		recs = append(recs, rec)
-		positions = append(positions, ev.Position)
+		pos = ev.Position
 	}
-	return &loaded{h: h, events: recs, positions: positions}, nil
+	if len(evs) > 0 {
+		s.folds.put(id, h, pos)
+		h = h.Clone()
+	}
+	return &current{h: h, pos: pos}, nil
+}
+
+// asOf is handoff id as of its event seq, and that event's position: the
+// answer to a command replayed after later ones.
+func (s *Handoffs) asOf(ctx context.Context, id string, seq uint64) (*domain.Handoff, eventstore.Position, error) {
+	evs, err := eventstore.ReadWholeStream(ctx, s.store, domain.StreamID(id))
+	if err != nil {
+		return nil, eventstore.Position{}, err
+	}
+	if uint64(len(evs)) < seq {
+		return nil, eventstore.Position{}, fmt.Errorf("handoff %s: %d events read of the %d it had", id, len(evs), seq)
+	}
+	evs = evs[:seq]
+	recs := make([]domain.Recorded, len(evs))
+	for i, ev := range evs {
+		recs[i] = records.Recorded(ev)
+	}
+	h, err := domain.Fold(recs)
+	return h, evs[len(evs)-1].Position, err
 }
 
 // Quarantined is the error for a handoff whose stream holds an event that
@@ -248,8 +275,11 @@ func (s *Handoffs) Handle(ctx context.Context, call Call, id string, cmd domain.
 		if seq, ok, err := cur.h.ReplayAs(op, kind, ref, call.Principal.Actor()); err != nil {
 			return Outcome{}, err
 		} else if ok {
-			h, err := domain.Fold(cur.events[:seq])
-			return Outcome{Handoff: h, Replayed: true, Position: cur.positions[seq-1]}, err
+			if seq == cur.h.Head.Seq {
+				return Outcome{Handoff: cur.h, Replayed: true, Position: cur.pos}, nil
+			}
+			h, pos, err := s.asOf(ctx, id, seq)
+			return Outcome{Handoff: h, Replayed: true, Position: pos}, err
 		}
 		if err := cur.h.Overdue(op, s.now()); err != nil {
 			return Outcome{}, err
@@ -284,6 +314,7 @@ func (s *Handoffs) Handle(ctx context.Context, call Call, id string, cmd domain.
 				return Outcome{}, err
 			}
 		}
-		return Outcome{Handoff: next, Position: res.Position}, nil
+		s.folds.put(id, next, res.Position)
+		return Outcome{Handoff: next.Clone(), Position: res.Position}, nil
 	}
 }
