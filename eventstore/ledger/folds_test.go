@@ -51,7 +51,6 @@ func BenchmarkCallbackOnLongLedger(b *testing.B) {
 	}
 }
 
-
 // Two services on one store (two replicas): each keeps the state of the
 // handoffs it acted on, and each command still sees what the other wrote
 // since; a command replayed after later ones answers as of itself.
