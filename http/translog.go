@@ -113,11 +113,18 @@ func (s *Server) logTile(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	// A tile never changes: a full one is final, and a partial one is
-	// the first W hashes of the full one to come.
+	// the first W hashes of the full one to come. Entry bundles hold
+	// every tenant's events and are read with an admin key: a shared
+	// cache (a CDN keyed on the URL) must not keep them for anyone else.
+	scope := "public"
+	if p.Entries {
+		scope = "private"
+		w.Header().Set("Vary", "Authorization, X-Api-Key")
+	}
 	if p.Full() {
-		w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+		w.Header().Set("Cache-Control", scope+", max-age=31536000, immutable")
 	} else {
-		w.Header().Set("Cache-Control", "public, max-age=3600")
+		w.Header().Set("Cache-Control", scope+", max-age=3600")
 	}
 	w.Write(data)
 }

@@ -72,6 +72,14 @@ func TestLogRoutes(t *testing.T) {
 	e.must(e.do("GET", "/v1/log/"+entries, "", nil), 401)
 	e.must(e.do("GET", "/v1/log/"+entries, e.tenantA, nil), 403)
 	r = e.must(e.do("GET", "/v1/log/"+entries, e.admin, nil), 200)
+	// Every tenant's events, read with an admin key: no shared cache
+	// keeps them (hash tiles, public, may be).
+	if cc := r.header.Get("Cache-Control"); !strings.HasPrefix(cc, "private,") || r.header.Get("Vary") != "Authorization, X-Api-Key" {
+		t.Fatalf("entry bundle Cache-Control %q, Vary %q", cc, r.header.Get("Vary"))
+	}
+	if cc := e.must(e.do("GET", "/v1/log/"+path, "", nil), 200).header.Get("Cache-Control"); !strings.HasPrefix(cc, "public,") {
+		t.Fatalf("hash tile Cache-Control %q", cc)
+	}
 	b := r.raw
 	for i := 0; i < int(cp.Size); i++ {
 		l := int(binary.BigEndian.Uint16(b))
