@@ -3,6 +3,7 @@ package domain_test
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -174,4 +175,27 @@ func splitPath(p string) []string {
 		}
 	}
 	return append(out, p[start:])
+}
+
+// A ledger whose approval was rewritten into a rejection, its chain made
+// whole again, does not fold: the executor's events after it are work
+// Baton never lets an executor record unapproved.
+func TestReplayRefusesWorkAfterARejection(t *testing.T) {
+	l := open(t, contract("log"))
+	l.do(approve(), proof("run-1"), review(domain.VerdictVerified), result("run-1", domain.RunSucceeded))
+	recs := append([]domain.Recorded(nil), l.recs...)
+	for i, r := range recs {
+		if r.Type == domain.EventApprovalDecided {
+			var d map[string]any
+			json.Unmarshal(r.Data, &d)
+			d["status"] = domain.ApprovalRejected
+			recs[i].Data, _ = json.Marshal(d)
+		}
+	}
+	if _, err := domain.Fold(recs); err == nil || !strings.Contains(err.Error(), "an executor acts only once approved") {
+		t.Fatalf("a ledger of work after a rejection folds: %v", err)
+	}
+	if _, err := domain.Fold(l.recs); err != nil {
+		t.Fatalf("the ledger as recorded: %v", err)
+	}
 }

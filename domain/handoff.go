@@ -277,6 +277,10 @@ type Handoff struct {
 	StateAfter []State
 }
 
+// actsOnApproval are the executor's events, which Decide records only on
+// an approved handoff (executorGate).
+var actsOnApproval = map[string]bool{EventExecutorStarted: true, EventProofReceived: true, EventExecutorHeartbeat: true, EventResultReceived: true}
+
 // Clone is a copy of h that Apply may carry on without changing h: the
 // lists Apply appends to are clipped to their length, so that an append
 // copies them, and Apply changes nothing else in place (it sets fields and
@@ -314,6 +318,12 @@ func (h *Handoff) Apply(ev Recorded) error {
 	}
 	if from, known := eventFrom[ev.Type]; known && !from[h.State] {
 		return fmt.Errorf("handoff %s: event %s at seq %d is not allowed in state %q", h.ID, ev.Type, ev.Seq, h.State)
+	}
+	if actsOnApproval[ev.Type] && h.Approval.Status != ApprovalApproved {
+		// What Decide guards beyond the machine's states, held on replay:
+		// a ledger rewritten around Baton, its approval made a rejection
+		// and chained again, must not fold into work done unapproved.
+		return fmt.Errorf("handoff %s: event %s at seq %d follows approval %s: an executor acts only once approved", h.ID, ev.Type, ev.Seq, h.Approval.Status)
 	}
 	at := ev.RecordedAt
 	var req *RequestRef
