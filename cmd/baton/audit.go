@@ -294,10 +294,21 @@ func logVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "ok: today's log (%s, %d entries, root %s) extends the checkpoint kept (%d entries, root %s)\n", cur.Origin, cur.Size, cur.Root, old.Size, old.Root)
 	if *mirror != "" {
-		if err := saveMirror(*mirror, cur.Size, newSigned, hr, tr); err != nil {
+		var kept mirrorKept
+		if err := saveMirror(*mirror, cur.Size, newSigned, hr, tr, &kept); errors.Is(err, errBundleBroken) {
+			fmt.Fprintf(stdout, "BROKEN: %v\n", err)
+			return errLogBroken
+		} else if err != nil {
 			return fmt.Errorf("--mirror: %w", err)
 		}
-		fmt.Fprintf(stdout, "kept the level-0 tiles of %d entries in %s\n", cur.Size, *mirror)
+		fmt.Fprintf(stdout, "kept the level-0 tiles of %d entries in %s", cur.Size, *mirror)
+		if tr.key != "" {
+			fmt.Fprintf(stdout, ", and %d of the entries, each checked against its tile", kept.entries)
+		}
+		fmt.Fprintln(stdout)
+		for _, s := range kept.skipped {
+			fmt.Fprintf(stdout, "NOT KEPT: %s\n", s)
+		}
 	}
 	return nil
 }
@@ -358,7 +369,7 @@ func splitBundle(b []byte, w int) ([][]byte, error) {
 
 // saveMirror keeps the checkpoint, the level-0 tiles covering size
 // entries and, with a key, their entries.
-func saveMirror(dir string, size int64, signed []byte, hr tlog.HashReader, tr *httpTiles) error {
+func saveMirror(dir string, size int64, signed []byte, hr tlog.HashReader, tr *httpTiles, m *mirrorKept) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -375,15 +386,43 @@ func saveMirror(dir string, size int64, signed []byte, hr tlog.HashReader, tr *h
 		if err := writeMirrorFile(dir, tilePath(t, false), data); err != nil {
 			return err
 		}
-		if tr.key != "" {
-			if b, err := get(tr.ctx, tr.client, tr.base, "/v1/log/"+tilePath(t, true), tr.key); err == nil {
-				if err := writeMirrorFile(dir, tilePath(t, true), b); err != nil {
-					return err
-				}
+		if tr.key == "" {
+			continue
+		}
+		first := n * translog.TileWidth
+		b, err := get(tr.ctx, tr.client, tr.base, "/v1/log/"+tilePath(t, true), tr.key)
+		if err != nil {
+			// A bundle the server cannot serve (an entry over 65,535
+			// bytes): its tile is kept and checked; its events are in
+			// their handoffs' ledgers.
+			m.skipped = append(m.skipped, fmt.Sprintf("the entries %d to %d were not kept: %v", first, first+w-1, err))
+			continue
+		}
+		es, err := splitBundle(b, int(w))
+		if err != nil {
+			return fmt.Errorf("%w: the entries %d to %d: %v", errBundleBroken, first, first+w-1, err)
+		}
+		for i, e := range es {
+			if h := tlog.RecordHash(e); !bytes.Equal(h[:], data[32*i:32*i+32]) {
+				return fmt.Errorf("%w: entry %d does not hash to its leaf in the tile", errBundleBroken, first+int64(i))
 			}
 		}
+		if err := writeMirrorFile(dir, tilePath(t, true), b); err != nil {
+			return err
+		}
+		m.entries += w
 	}
 	return nil
+}
+
+// errBundleBroken: an entry bundle does not match the tile the
+// checkpoint proves.
+var errBundleBroken = errors.New("an entry bundle does not match the log")
+
+// mirrorKept is what saveMirror kept of the entries.
+type mirrorKept struct {
+	entries int64
+	skipped []string
 }
 
 func writeMirrorFile(dir, path string, data []byte) error {

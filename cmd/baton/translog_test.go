@@ -204,7 +204,9 @@ func TestTransparencyLogCatchesAConsistentRewrite(t *testing.T) {
 		t.Fatal(got)
 	}
 	saved := writeCheckpoint(t, url, filepath.Join(aud, "saved.checkpoint"))
-	runOK(t, "log", "verify", "--url", url, "--log-key", vkey, "--old", saved, "--mirror", filepath.Join(aud, "mirror"), "--key", admin)
+	if got := runOK(t, "log", "verify", "--url", url, "--log-key", vkey, "--old", saved, "--mirror", filepath.Join(aud, "mirror"), "--key", admin); !strings.Contains(got, " of the entries, each checked against its tile\n") || strings.Contains(got, "NOT KEPT") {
+		t.Fatalf("mirror: %s", got)
+	}
 	oldBundle := filepath.Join(aud, "old.bundle")
 	os.WriteFile(oldBundle, []byte(runOK(t, "ledger", "export", "--url", url, "--key", admin, ids[1])), 0o600)
 	if got := runOK(t, "ledger", "verify", "--bundle", oldBundle, "--log-key", vkey); !strings.Contains(got, "ok "+ids[1]) {
