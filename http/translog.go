@@ -69,6 +69,14 @@ func (s *Server) addCosignature(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) logCheckpoint(w http.ResponseWriter, r *http.Request) {
 	signed, _ := s.tlog.Checkpoint()
+	if n, f := s.tlog.Forks(); signed == nil && n > 0 {
+		// Signed checkpoints exist, and none matches the tree this replica
+		// built from the store: the store's events changed after they
+		// were signed (or the log file did). Not "nothing signed yet".
+		s.writeError(w, r, domain.E("log.checkpoint", domain.KindInternal, "log_forked",
+			"The transparency log has %d signed checkpoints that do not match the log this server built from its store (the last: %s). The store's events changed after they were signed; run `baton log verify` against a kept checkpoint, and see docs/audit.md.", n, f))
+		return
+	}
 	if signed == nil {
 		s.writeError(w, r, domain.E("log.checkpoint", domain.KindNotFound, "no_checkpoint",
 			"The transparency log has no signed checkpoint yet: no replica holding the signing key has signed one."))

@@ -111,6 +111,8 @@ type Log struct {
 	latest    []byte // the signed note of the latest checkpoint matching this log
 	latestCP  Checkpoint
 	cosigs    []byte // witnesses' signature lines of the latest checkpoint
+	forks     int    // signed checkpoints read that do not match this log
+	lastFork  Fork
 	changed   chan struct{}
 }
 
@@ -254,6 +256,14 @@ func (l *Log) Checkpoint() ([]byte, Checkpoint) {
 		return l.latest, l.latestCP
 	}
 	return append(append([]byte(nil), l.latest...), l.cosigs...), l.latestCP
+}
+
+// Forks is how many signed checkpoints this log read that do not match
+// it, and the last of them.
+func (l *Log) Forks() (int, Fork) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.forks, l.lastFork
 }
 
 // Run follows the store's feed until ctx ends.
@@ -437,6 +447,10 @@ func (l *Log) apply(evs []eventstore.RecordedEvent) error {
 	if grew {
 		close(l.changed)
 		l.changed = make(chan struct{})
+	}
+	if len(forks) > 0 {
+		l.forks += len(forks)
+		l.lastFork = forks[len(forks)-1]
 	}
 	l.mu.Unlock()
 	for _, f := range forks {

@@ -283,6 +283,9 @@ func TestForkedCheckpointIsReported(t *testing.T) {
 	if len(forks) != 1 || forks[0].Checkpoint.Root != other || forks[0].Ours != root {
 		t.Fatalf("forks %v", forks)
 	}
+	if n, last := l.Forks(); n != 1 || last.Checkpoint.Root != other {
+		t.Fatalf("Forks() = %d, %v", n, last)
+	}
 	if _, cp := l.Checkpoint(); cp.Root != root {
 		t.Fatalf("serving %s, want %s", cp.Root, root)
 	}
