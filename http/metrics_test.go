@@ -77,6 +77,17 @@ func TestMetricsNeedAnAdminKey(t *testing.T) {
 	}
 }
 
+// A scraper that asks for OpenMetrics (Prometheus's Accept) gets it, and
+// ends with its "# EOF"; one that does not, the text format.
+func TestMetricsOpenMetricsWhenAsked(t *testing.T) {
+	e := newEnv(t)
+	r := e.must(e.do("GET", "/metrics", e.admin, nil, "Accept", "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"), 200)
+	if mt, _, _ := mime.ParseMediaType(r.header.Get("Content-Type")); mt != "application/openmetrics-text" || !bytes.HasSuffix(r.raw, []byte("# EOF\n")) {
+		t.Fatalf("Content-Type %q, ends %q", r.header.Get("Content-Type"), r.raw[max(0, len(r.raw)-20):])
+	}
+	e.scrape(e.admin)
+}
+
 // With MetricsPublic (baton serve --metrics-public) a scraper needs no key.
 func TestMetricsPublic(t *testing.T) {
 	envMetricsPublic = true

@@ -97,7 +97,9 @@ func New() *Metrics {
 // Handler answers a scrape. A collector that fails (the store not
 // answering) is left out and logged with errorLog; the rest is served.
 func (m *Metrics) Handler(errorLog func(error)) http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, ErrorLog: logFunc(errorLog)})
+	// OpenMetrics to a scraper that asks for it (its Accept), the text
+	// format otherwise.
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, ErrorLog: logFunc(errorLog), EnableOpenMetrics: true})
 }
 
 type logFunc func(error)
