@@ -1,7 +1,6 @@
 package http
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -37,19 +36,21 @@ func (s *Server) addCosignature(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err) // 413 over the limit; 400 unreadable_body for a body that stopped coming
 		return
 	}
-	// checkpoint alone, by its exact name: a struct would take "CheCkpoint"
-	// for it and ignore other fields, which the document refuses.
-	var in map[string]json.RawMessage
-	var checkpoint string
-	if json.Unmarshal(body, &in) != nil || len(in) != 1 || json.Unmarshal(in["checkpoint"], &checkpoint) != nil || checkpoint == "" {
-		s.writeError(w, r, domain.E("log.cosignature", domain.KindBadRequest, "malformed_json", `The body is {"checkpoint": "<the cosigned checkpoint>"}.`))
+	// As every body: JSON that is not JSON is a 400, the wrong shape a 422
+	// naming the field, unknown fields ignored.
+	var in struct {
+		Checkpoint *string `json:"checkpoint"`
+	}
+	if err := decodeBody(body, &in); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
-	if ptr, twice := duplicateName(body); twice { // the map kept the last
-		s.writeError(w, r, duplicateField(ptr))
+	if in.Checkpoint == nil || *in.Checkpoint == "" {
+		s.writeError(w, r, domain.Invalid("log.cosignature", domain.FieldError{Pointer: "/checkpoint", Code: "required",
+			Message: "the witness's cosigned checkpoint, as a string (C2SP tlog-cosignature)"}))
 		return
 	}
-	n, err := s.tlog.AddCosignatures(r.Context(), []byte(checkpoint))
+	n, err := s.tlog.AddCosignatures(r.Context(), []byte(*in.Checkpoint))
 	switch {
 	case errors.Is(err, translog.ErrNotLatest):
 		s.writeError(w, r, domain.E("log.cosignature", domain.KindConflict, "checkpoint_unknown", "The cosigned checkpoint is not one this log has signed and taken."))

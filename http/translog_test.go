@@ -150,7 +150,17 @@ func TestLogTakesWitnessCosignatures(t *testing.T) {
 		t.Fatalf("the witness's cosignature: %s", r.raw)
 	}
 	e.must(e.do("POST", "/v1/log/cosignature", "", map[string]string{"checkpoint": "not a checkpoint"}), 422)
-	e.must(e.do("POST", "/v1/log/cosignature", "", "[]"), 400)
+	// As every body: not JSON 400, the wrong shape 422 naming the field,
+	// unknown fields ignored.
+	e.must(e.do("POST", "/v1/log/cosignature", "", "{"), 400)
+	for _, body := range []string{"[]", `{}`, `{"checkpoint":123}`, `{"checkpoint":""}`} {
+		if r := e.must(e.do("POST", "/v1/log/cosignature", "", body), 422); r.str("code") != "validation_failed" {
+			t.Fatalf("%s: %s", body, r.raw)
+		}
+	}
+	if r := e.must(e.do("POST", "/v1/log/cosignature", "", `{"checkpoint":"not a checkpoint","later":1}`), 422); r.str("code") != "invalid_cosignature" {
+		t.Fatalf("an unknown field: %s", r.raw)
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		rs := e.must(e.do("GET", "/v1/executions/"+id+"/receipts", e.tenantA, nil), 200)
