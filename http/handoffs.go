@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -255,7 +256,7 @@ func (s *Server) listContracts(w http.ResponseWriter, r *http.Request) {
 		bad = append(bad, domain.FieldError{Pointer: "query:state", Code: "invalid_enum", Message: "is not a lifecycle state"})
 	}
 	if f.ApprovalStatus != "" && !contains(domain.ApprovalStatuses, f.ApprovalStatus) {
-		bad = append(bad, domain.FieldError{Pointer: "query:approvalStatus", Code: "invalid_enum", Message: "must be PENDING_APPROVAL, APPROVED or REJECTED"})
+		bad = append(bad, domain.FieldError{Pointer: "query:approvalStatus", Code: "invalid_enum", Message: "must be one of " + strings.Join(domain.ApprovalStatuses, ", ")})
 	}
 	if len(bad) > 0 {
 		s.writeError(w, r, domain.Invalid("handoff.list", bad...))
