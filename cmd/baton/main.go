@@ -300,9 +300,6 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer ln.Close() // on the way out before serving; Serve closes it too
-	if err := bootstrapKey(ctx, ledger.NewKeys(store), proj, ln.Addr().String(), stderr); err != nil {
-		return err
-	}
 	scanner, err := newScanner()
 	if err != nil {
 		return err
@@ -330,6 +327,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	mx.ReadModel("gateway", follower.Position)
 	if tl != nil {
 		mx.ReadModel("translog", tl.Position)
+	}
+	// After every setting was checked: a start that stops on a bad one
+	// must not have created (and printed, once) the first key.
+	if err := bootstrapKey(ctx, ledger.NewKeys(store), proj, ln.Addr().String(), stderr); err != nil {
+		return err
 	}
 
 	// Start-up (rule compilation, configuration parsing, catching up)

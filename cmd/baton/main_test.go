@@ -166,3 +166,22 @@ func TestServeRefusesBadLimits(t *testing.T) {
 		}
 	}
 }
+
+// A first start that stops on a setting checked late (a providers file's
+// mistake, a default tier Baton does not know) has created no key: the
+// key is printed once, and a start that ends in an error is where nobody
+// looks for it.
+func TestStartStoppedByASettingCreatesNoKey(t *testing.T) {
+	data := t.TempDir()
+	providers := filepath.Join(t.TempDir(), "providers.json")
+	os.WriteFile(providers, []byte(`{"providers":[{"name":"p","kind":"nope","baseUrl":"http://x"}]}`), 0o600)
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"serve", "--data", data, "--addr", "127.0.0.1:0", "--providers", providers}, &out, &out)
+	if err == nil || strings.Contains(out.String(), "BATON_API_KEY=") {
+		t.Fatalf("err %v; printed:\n%s", err, out.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"keys", "list", "--data", data}, &out, &out); err == nil && strings.Contains(out.String(), "btn_") {
+		t.Fatalf("a key was created: %s", out.String())
+	}
+}
