@@ -19,6 +19,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -287,6 +288,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	tl, err := logOpts.open(ctx, *data, *storeOpts.kind, store, log)
 	if err != nil {
+		if strings.HasPrefix(err.Error(), "transparency log: ") {
+			return err // it says so already
+		}
 		return fmt.Errorf("transparency log: %w", err)
 	}
 	if tl != nil {
