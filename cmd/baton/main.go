@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -32,6 +33,7 @@ import (
 	"github.com/batonhq/baton/eventstore/bolt"
 	"github.com/batonhq/baton/eventstore/ledger"
 	"github.com/batonhq/baton/eventstore/timed"
+	"github.com/batonhq/baton/eventstore/translog"
 	"github.com/batonhq/baton/gateway"
 	_ "github.com/batonhq/baton/gateway/kinds" // every provider kind
 	batonhttp "github.com/batonhq/baton/http"
@@ -462,6 +464,17 @@ func storeCheck(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: ok, %d events in %d streams, %d bytes in use\n", store.Path(), rep.Events, rep.Streams, rep.Bytes)
+	// The transparency log's copy, when there is one: a start rebuilds a
+	// missing one, never one whose hashes were changed on disk.
+	logPath := filepath.Join(*data, translog.FileName)
+	if _, err := os.Stat(logPath); err != nil {
+		return nil
+	}
+	n, err := translog.CheckFile(logPath)
+	if err != nil {
+		return fmt.Errorf("%w (stop the server, move %s aside and start it: the log is rebuilt from the store, to the root its checkpoints sign if the store is unchanged)", err, logPath)
+	}
+	fmt.Fprintf(stdout, "%s: ok, %d entries, every hash recomputed from its entry\n", logPath, n)
 	return nil
 }
 

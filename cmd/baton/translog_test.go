@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 	bbolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
@@ -499,4 +500,38 @@ func newWitness(t *testing.T, name string) *translogtest.Witness {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// store check recomputes the log file's hashes from its entries: a leaf
+// hash changed on disk, which the server would serve in its tiles against
+// the signed root, is named, and the check fails.
+func TestStoreCheckCatchesAChangedLogFile(t *testing.T) {
+	dir := t.TempDir()
+	runOK(t, "log", "keygen", "--origin", "baton.test/log", "--out", filepath.Join(dir, KeyFileName))
+	runHandoffs(t, dir)
+	_, _, stop := serveWithLog(t, dir)
+	stop()
+	if got := runOK(t, "store", "check", "--data", dir); !strings.Contains(got, "translog.db: ok, ") || !strings.Contains(got, " entries, every hash recomputed from its entry") {
+		t.Fatalf("store check: %s", got)
+	}
+	db, err := bbolt.Open(filepath.Join(dir, translog.FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket([]byte("hashes"))
+		k := binary.BigEndian.AppendUint64(nil, uint64(tlog.StoredHashIndex(0, 3)))
+		v := append([]byte(nil), b.Get(k)...)
+		v[0] ^= 1
+		return b.Put(k, v)
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = run(context.Background(), []string{"store", "check", "--data", dir}, &out, &out)
+	if !errors.Is(err, translog.ErrCorruptLog) || !strings.Contains(err.Error(), "level 0, index 3") {
+		t.Fatalf("store check of a changed log file: %v\n%s", err, out.String())
+	}
 }
