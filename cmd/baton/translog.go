@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -184,8 +185,14 @@ func splitList(s string) []string {
 	return out
 }
 
-// stringsFlag is a flag given once per value.
+// stringsFlag is a flag given once per value (witness keys): a value
+// given twice counts once, as one witness's key is one witness.
 type stringsFlag []string
 
-func (s *stringsFlag) String() string     { return strings.Join(*s, ",") }
-func (s *stringsFlag) Set(v string) error { *s = append(*s, v); return nil }
+func (s *stringsFlag) String() string { return strings.Join(*s, ",") }
+func (s *stringsFlag) Set(v string) error {
+	if !slices.Contains(*s, v) {
+		*s = append(*s, v)
+	}
+	return nil
+}

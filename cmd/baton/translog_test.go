@@ -213,6 +213,16 @@ func TestTransparencyLogCatchesAConsistentRewrite(t *testing.T) {
 	if got := runOK(t, "ledger", "verify", "--bundle", oldBundle, "--log-key", vkey); !strings.Contains(got, "ok "+ids[1]) {
 		t.Fatal(got)
 	}
+	// The same bundle with its events taken out proves nothing, and says so.
+	var emptied map[string]any
+	json.Unmarshal([]byte(mustRead(t, oldBundle)), &emptied)
+	emptied["events"], emptied["receipts"] = []any{}, []any{}
+	emptyBundle := filepath.Join(aud, "empty.bundle")
+	eb, _ := json.Marshal(emptied)
+	os.WriteFile(emptyBundle, eb, 0o600)
+	if got := runBroken(t, errChainBroken, "ledger", "verify", "--bundle", emptyBundle, "--log-key", vkey); !strings.Contains(got, "holds no events") {
+		t.Fatal(got)
+	}
 	stop()
 	// From the data directory, the server stopped: the same bundle.
 	if got := runOK(t, "ledger", "export", "--data", dir, ids[1]); got != mustRead(t, oldBundle) {
@@ -533,5 +543,17 @@ func TestStoreCheckCatchesAChangedLogFile(t *testing.T) {
 	err = run(context.Background(), []string{"store", "check", "--data", dir}, &out, &out)
 	if !errors.Is(err, translog.ErrCorruptLog) || !strings.Contains(err.Error(), "level 0, index 3") {
 		t.Fatalf("store check of a changed log file: %v\n%s", err, out.String())
+	}
+}
+
+// A witness key given twice is one witness (a verifier counting it twice
+// found the checkpoint's signatures "ambiguous").
+func TestWitnessGivenTwiceIsOne(t *testing.T) {
+	var s stringsFlag
+	for _, v := range []string{"w1+00000001+AQ", "w2+00000002+AQ", "w1+00000001+AQ"} {
+		s.Set(v)
+	}
+	if len(s) != 2 {
+		t.Fatalf("%v", s)
 	}
 }

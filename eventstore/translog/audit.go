@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -99,7 +100,7 @@ func VerifyBundle(b Bundle, vkey string, old *Bundle, witnesses []string, quorum
 		return rep, fmt.Errorf("--log-key: %w", err)
 	}
 	v := checkpointPolicy{log: lv, quorum: quorum}
-	for _, w := range witnesses {
+	for _, w := range slices.Compact(slices.Sorted(slices.Values(witnesses))) { // a key given twice is one witness
 		wv, err := NewWitnessVerifier(w)
 		if err != nil {
 			return rep, err
@@ -111,6 +112,11 @@ func VerifyBundle(b Bundle, vkey string, old *Bundle, witnesses []string, quorum
 	}
 	add := func(seq uint64, idx int64, format string, args ...any) {
 		rep.Problems = append(rep.Problems, Problem{Seq: seq, LeafIndex: idx, Detail: fmt.Sprintf(format, args...)})
+	}
+	if len(b.Events) == 0 {
+		// A handoff's ledger begins with its contract: a bundle of none
+		// proves nothing, and must not read as a trail verified.
+		add(0, -1, "the bundle holds no events: it proves nothing of the handoff")
 	}
 	if br := domain.VerifyChain(b.HandoffID, b.Events); br != nil {
 		add(br.Seq, -1, "%s", br)
