@@ -145,6 +145,10 @@ func TestLogTakesWitnessCosignatures(t *testing.T) {
 	if r.str("added") != "0" {
 		t.Fatalf("a stranger's cosignature: %s", r.raw)
 	}
+	// Dated a day ahead: refused, never served.
+	if r := e.must(e.do("POST", "/v1/log/cosignature", "", map[string]string{"checkpoint": string(w.CosignAt(signed, time.Now().Add(24*time.Hour)))}), 422); !strings.Contains(r.str("detail"), "later than this server's clock allows") {
+		t.Fatalf("a cosignature from tomorrow: %s", r.raw)
+	}
 	r = e.must(e.do("POST", "/v1/log/cosignature", "", map[string]string{"checkpoint": string(w.Cosign(signed))}), 200)
 	if r.str("added") != "1" {
 		t.Fatalf("the witness's cosignature: %s", r.raw)

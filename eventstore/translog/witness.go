@@ -155,6 +155,14 @@ func (l *Log) AddCosignatures(ctx context.Context, cosigned []byte) (int, error)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrInvalidCosignature, err)
 	}
+	latest := time.Now().Add(maxCosignatureSkew)
+	for _, ln := range lines {
+		if at, ok := cosignedAt(ln); ok && at.After(latest) {
+			// Served for ever beside the checkpoint, a date in the future
+			// would be one verifiers may refuse (C2SP tlog-cosignature).
+			return 0, fmt.Errorf("%w: %sdates its cosignature %s, later than this server's clock allows (%v ahead at most)", ErrInvalidCosignature, strings.TrimPrefix(witnessName(ln), "— "), at.UTC().Format(time.RFC3339), maxCosignatureSkew)
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		changed := l.Changed()
 		var signed, have []byte
@@ -195,6 +203,28 @@ func (l *Log) AddCosignatures(ctx context.Context, cosigned []byte) (int, error)
 			return 0, ctx.Err()
 		}
 	}
+}
+
+// maxCosignatureSkew is how far ahead of this server's clock a witness's
+// cosignature may be dated: clocks differ, a date beyond is a mistake.
+const maxCosignatureSkew = 10 * time.Minute
+
+// cosignedAt is the time a cosignature/v1 signature line carries (its
+// first 8 bytes: seconds since the Unix epoch).
+func cosignedAt(line string) (time.Time, bool) {
+	i := strings.LastIndexByte(strings.TrimSpace(line), ' ')
+	if i < 0 {
+		return time.Time{}, false
+	}
+	sig, err := base64.StdEncoding.DecodeString(strings.TrimSpace(line)[i+1:])
+	if err != nil || len(sig) < 4+8 {
+		return time.Time{}, false
+	}
+	ts := binary.BigEndian.Uint64(sig[4:12]) // after the key hash
+	if ts > 1<<62 {
+		return time.Unix(1<<62, 0), true // beyond any clock
+	}
+	return time.Unix(int64(ts), 0), true
 }
 
 // witnessName is "— name " of a signature line.

@@ -36,11 +36,14 @@ func NewWitness(name string) (*Witness, error) {
 	return &Witness{Name: name, priv: priv, id: id, VKey: fmt.Sprintf("%s+%08x+%s", name, id, base64.StdEncoding.EncodeToString(key))}, nil
 }
 
-// Cosign returns signed with the witness's line added.
-func (w *Witness) Cosign(signed []byte) []byte {
+// Cosign returns signed with the witness's line added, dated now.
+func (w *Witness) Cosign(signed []byte) []byte { return w.CosignAt(signed, time.Now()) }
+
+// CosignAt is Cosign dated at.
+func (w *Witness) CosignAt(signed []byte, at time.Time) []byte {
 	text, _, _ := strings.Cut(string(signed), "\n\n")
 	text += "\n"
-	ts := uint64(time.Now().Unix())
+	ts := uint64(at.Unix())
 	sig := ed25519.Sign(w.priv, []byte("cosignature/v1\ntime "+strconv.FormatUint(ts, 10)+"\n"+text))
 	b := binary.BigEndian.AppendUint32(nil, w.id)
 	b = binary.BigEndian.AppendUint64(b, ts)
