@@ -187,6 +187,11 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 	for _, m := range req.Messages {
 		var text strings.Builder
 		var parts []map[string]any // with an image: the content as parts, in order
+		if m.Role == "user" && textBlocks(m.Content) > 1 {
+			// Several text blocks (Claude Code's reminders, then the
+			// prompt) stay apart as parts rather than run together.
+			parts = []map[string]any{}
+		}
 		var calls []ChatToolCall
 		var resultImages []map[string]any // the images of the turn's tool results
 		for _, b := range m.Content {
@@ -279,6 +284,17 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		}
 	}
 	return json.Marshal(r)
+}
+
+// textBlocks counts content's text blocks.
+func textBlocks(content []gateway.Block) int {
+	n := 0
+	for _, b := range content {
+		if b.Type == "text" {
+			n++
+		}
+	}
+	return n
 }
 
 // imagePart is an image block as a chat content part: its URL, or its data

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/internal/upstreamtest"
@@ -157,5 +159,26 @@ func TestChatToolCallInHistoryIsAFunctionCall(t *testing.T) {
 		case field != "" && (!errors.As(err, &de) || len(de.Fields) != 1 || de.Fields[0].Pointer != field):
 			t.Errorf("%s: %v, want a refusal naming %s", call, err, field)
 		}
+	}
+}
+
+// A user turn of several text blocks goes as text parts, each as it was:
+// joined into one string, a reminder's closing tag and the prompt after it
+// ran together.
+func TestUserTextBlocksStayApart(t *testing.T) {
+	p := New("openai", "openai", "http://127.0.0.1:1", "k", nil)
+	req := gateway.Request{Model: "gpt-4o-mini", Messages: []gateway.Message{
+		{Role: "user", Content: []gateway.Block{{Type: "text", Text: "<system-reminder>be brief</system-reminder>"}, {Type: "text", Text: "say hi"}}},
+		{Role: "assistant", Content: []gateway.Block{{Type: "text", Text: "hi"}}},
+		{Role: "user", Content: []gateway.Block{{Type: "text", Text: "again"}}},
+	}}
+	body, err := p.body(req, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := gjson.GetBytes(body, "messages").Raw
+	want := `[{"role":"user","content":[{"text":"\u003csystem-reminder\u003ebe brief\u003c/system-reminder\u003e","type":"text"},{"text":"say hi","type":"text"}]},{"role":"assistant","content":"hi"},{"role":"user","content":"again"}]`
+	if got != want {
+		t.Fatalf("messages %s\nwant %s", got, want)
 	}
 }
