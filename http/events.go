@@ -316,12 +316,25 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	defer context.AfterFunc(s.stopCtx, cancel)()
 	from := q.after
+	head, err := s.store.Head(ctx)
+	if err != nil {
+		s.storeDown(w, r, err)
+		return
+	}
 	if !q.resume {
 		// Without a place to resume from, only events committed from now.
-		if from, err = s.store.Head(ctx); err != nil {
-			s.storeDown(w, r, err)
-			return
+		from = head
+	} else if from.Compare(head) > 0 {
+		// No event of this store has that id: waiting for it would send
+		// nothing until the store happened to pass it, and then resume
+		// in the middle of events the client never had.
+		where := "Last-Event-ID"
+		if r.Header.Get(LastEventIDHeader) == "" {
+			where = "after"
 		}
+		s.writeError(w, r, domain.E("events", domain.KindConflict, "position_ahead",
+			"%s %s is past this store's newest event (%s): no stream of this store sent it (a store restored from an older backup, or another deployment's id). Reconnect without it to follow from now, or from an id this stream sent.", where, FormatPosition(from), FormatPosition(head)))
+		return
 	}
 	sub, err := s.store.SubscribeAll(ctx, from)
 	if err != nil {

@@ -363,6 +363,30 @@ func TestEventsResume(t *testing.T) {
 	}
 }
 
+// An id past the store's newest event (another store's, or one restored
+// from an older backup) is refused at once, not waited on in silence.
+func TestEventsResumePastTheHead(t *testing.T) {
+	e := newEnv(t)
+	e.contract(e.tenantA, nil)
+	head, err := e.store.Head(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead := batonhttp.FormatPosition(eventstore.Position{Commit: head.Commit + 1000, Prepare: head.Prepare + 1000})
+	for _, h := range [][]string{{"Last-Event-ID", ahead}, nil} {
+		q := "?after=" + url.QueryEscape(ahead)
+		if h != nil {
+			q = ""
+		}
+		r := e.do("GET", "/v1/events"+q, e.tenantA, nil, h...)
+		if r.status != 409 || r.str("code") != "position_ahead" || !strings.Contains(r.str("detail"), "past this store's newest event") {
+			t.Fatalf("%v %s: %d %s", h, q, r.status, r.raw)
+		}
+	}
+	// The head itself is where a client that saw the last event resumes.
+	mustOpen(t, e.srv.URL, e.tenantA, "", "Last-Event-ID", batonhttp.FormatPosition(head)).close()
+}
+
 // TestEventsHeartbeat: a quiet stream sends ": ping".
 func TestEventsHeartbeat(t *testing.T) {
 	envEventsPing = 20 * time.Millisecond
