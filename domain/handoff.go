@@ -120,6 +120,17 @@ type RequestRef struct {
 	Kind           string `json:"kind"` // approval, proof, result, review
 	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 	BodySHA256     string `json:"bodySha256"`
+	// BodyJSONSHA256 is the hash of the body's canonical JSON, when it has
+	// one (docs/idempotency.md, Comparing bodies): a retry under the same
+	// key whose encoder orders keys or spaces differently is the same
+	// request. Absent on callbacks recorded before 2026-11-28.
+	BodyJSONSHA256 string `json:"bodyJsonSha256,omitempty"`
+}
+
+// sameBody reports whether two requests carry the same body: the same
+// bytes, or the same canonical JSON where both have one.
+func (r RequestRef) sameBody(o RequestRef) bool {
+	return r.BodySHA256 == o.BodySHA256 || (r.BodyJSONSHA256 != "" && r.BodyJSONSHA256 == o.BodyJSONSHA256)
 }
 
 // Event payloads. Field names are part of the hash chain: renaming one is a

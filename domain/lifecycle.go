@@ -316,7 +316,7 @@ func (h *Handoff) ReplayAs(op string, kind string, ref RequestRef, actor string)
 			continue
 		}
 		if ref.IdempotencyKey != "" && a.IdempotencyKey == ref.IdempotencyKey {
-			if a.BodySHA256 != ref.BodySHA256 {
+			if !a.RequestRef.sameBody(ref) {
 				return 0, false, E(op, KindInvalid, "idempotency_key_reused",
 					"Idempotency-Key %q was already used on this handoff's %s callback with a different body", ref.IdempotencyKey, kind)
 			}

@@ -127,6 +127,11 @@ func (s *Server) callback(kind string, build func(body []byte, ref domain.Reques
 			return
 		}
 		ref := domain.RequestRef{Kind: kind, IdempotencyKey: key, BodySHA256: bodyHash(body)}
+		if key != "" {
+			// Under a key the body is compared as JSON, as on generate;
+			// without one, a retry is the same bytes (docs/protocol.md).
+			ref.BodyJSONSHA256 = ledger.JSONHash(body)
+		}
 		cmd, err := build(body, ref)
 		if err != nil {
 			s.writeError(w, r, err)

@@ -285,6 +285,18 @@ func TestLifecycleRules(t *testing.T) {
 			t.Fatalf("events %d, want %d (ExecutorStarted + ProofReceived once)", e.events(id), n+2)
 		}
 		_ = first
+		// Under a key the body is compared as JSON, as on generate: the
+		// same fields in another order and spacing are the retry.
+		id2 := e.contract(e.tenantA, nil)
+		a1 := e.must(e.post(id2, "approval", e.tenantA, `{"status":"APPROVED","approvedBy":"ann"}`, "Idempotency-Key", "k-json"), 200)
+		m := e.events(id2)
+		a2 := e.must(e.post(id2, "approval", e.tenantA, "{ \"approvedBy\" : \"ann\",\n \"status\": \"APPROVED\" }", "Idempotency-Key", "k-json"), 200)
+		if !bytes.Equal(a1.raw, a2.raw) || a2.header.Get("Idempotent-Replayed") != "true" || e.events(id2) != m {
+			t.Fatalf("the same JSON reformatted under its key: %s", a2.raw)
+		}
+		if r := e.must(e.post(id2, "approval", e.tenantA, `{"status":"APPROVED","approvedBy":"bob"}`, "Idempotency-Key", "k-json"), 422); r.str("code") != "idempotency_key_reused" {
+			t.Fatalf("other JSON under the key: %s", r.raw)
+		}
 	})
 	t.Run("secrets are refused and not stored", func(t *testing.T) {
 		e.t = t

@@ -297,16 +297,25 @@ const canonicalMax = 64 << 10
 func BodyHashes(endpoint string, body []byte) Hashes {
 	sum := sha256.Sum256(body)
 	h := Hashes{Raw: endpoint + ":" + hex.EncodeToString(sum[:])}
+	if j := JSONHash(body); j != "" {
+		h.JSON = endpoint + ":json:" + j
+	}
+	return h
+}
+
+// JSONHash is the hex SHA-256 of body's canonical JSON, by the rules
+// BodyHashes applies (docs/idempotency.md), or "" when it is compared by
+// its bytes alone.
+func JSONHash(body []byte) string {
 	if len(body) > canonicalMax || len(bytes.TrimSpace(body)) == 0 {
-		return h // an empty body is not the JSON null
+		return "" // an empty body is not the JSON null
 	}
 	c, ok := canonical(body)
 	if !ok {
-		return h
+		return ""
 	}
-	sum = sha256.Sum256(c)
-	h.JSON = endpoint + ":json:" + hex.EncodeToString(sum[:])
-	return h
+	sum := sha256.Sum256(c)
+	return hex.EncodeToString(sum[:])
 }
 
 // canonical returns body's canonical JSON (domain.CanonicalJSON's), or
