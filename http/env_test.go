@@ -52,6 +52,10 @@ func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
 // the default); tests that set it restore it.
 var envStreamIdle time.Duration
 
+// envModelBodies is the front's ModelBodies for the envs a test builds
+// (0: the default); tests that set it restore it.
+var envModelBodies int64
+
 // envMetricsPublic serves /metrics without a key in the envs a test
 // builds; tests that set it restore it.
 var envMetricsPublic bool
@@ -145,7 +149,7 @@ func newEnvStore(t testing.TB, catalog *gateway.Catalog, wrap func(eventstore.St
 		services = ledger.New(frontStore, o)
 	}
 	front := batonhttp.NewServer(batonhttp.Config{Store: frontStore, Ledger: services, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, Log: log, Version: "test", MaxBody: 64 << 10, StreamIdle: envStreamIdle,
-		EventsPing: envEventsPing, EventStreams: envEventStreams, MetricsPublic: envMetricsPublic, TransparencyLog: tl})
+		EventsPing: envEventsPing, EventStreams: envEventStreams, MetricsPublic: envMetricsPublic, TransparencyLog: tl, ModelBodies: envModelBodies})
 	var e *env
 	srv := httptest.NewServer(checkOpenAPI(func() testing.TB { return e.t }, front.Handler()))
 	e = &env{t: t, srv: srv, store: store, proj: proj, front: front, dir: dir, catalog: catalog, budgets: budgets, services: services, tlog: tl}

@@ -54,6 +54,7 @@ var codeTypes = map[string]struct{ openai, anthropic string }{
 	"budget_exceeded":     {"insufficient_quota", "rate_limit_error"},
 	"no_route":            {"api_error", "overloaded_error"},
 	"upstream_overloaded": {"api_error", "overloaded_error"},
+	"overloaded":          {"api_error", "overloaded_error"}, // Baton's own bound (bodies.go)
 }
 
 // statusOf is a kind's status in a problem document.

@@ -263,7 +263,7 @@ func (s *Server) prepareCall(w http.ResponseWriter, r *http.Request, f errFormat
 		s.writeErrorAs(w, r, f, err)
 		return gateway.Request{}, nil, nil, false
 	}
-	body, err := readBody(w, r, s.maxModelBody)
+	body, err := s.readModelBody(w, r)
 	if err != nil {
 		return fail(err)
 	}
@@ -632,7 +632,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 // (svc.estimate). Counting is free: no budget hold, no usage event.
 func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 	const f = anthropicErrors
-	body, err := readBody(w, r, s.maxModelBody)
+	body, err := s.readModelBody(w, r)
 	var sk skimmed
 	if err == nil {
 		sk, err = skimCount(body)

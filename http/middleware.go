@@ -25,6 +25,9 @@ type requestState struct {
 	principal domain.Principal // set by authentication
 	body      deadlineBody
 	unkept    bool // the answer is not one an Idempotency-Key keeps (described.unkept)
+	// release gives back what the request held for its whole life (its
+	// share of the model-call bodies' bound), once its handler returned.
+	release func()
 }
 
 func stateOf(ctx context.Context) *requestState {
@@ -59,6 +62,11 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 		st := &requestState{id: id}
 		r = r.WithContext(context.WithValue(r.Context(), requestKey, st)) // a copy: the caller's request stays as it was
 		withBodyDeadline(w, r, &st.body)
+		defer func() {
+			if st.release != nil {
+				st.release()
+			}
+		}()
 		next.ServeHTTP(w, r)
 	})
 }

@@ -103,7 +103,7 @@ type responsesPlan struct {
 // that speak the API. Any other id is a 404: Baton's one provider key
 // would reach responses that are not the tenant's.
 func (s *Server) prepareResponses(w http.ResponseWriter, r *http.Request) (p responsesPlan, err error) {
-	body, err := readBody(w, r, s.maxModelBody)
+	body, err := s.readModelBody(w, r)
 	if err != nil {
 		return p, err
 	}

@@ -55,6 +55,9 @@ type Config struct {
 	// messages): a long agent session sends megabytes of history.
 	// DefaultMaxModelBody when 0.
 	MaxModelBody int64
+	// ModelBodies bounds the bytes of model-call bodies held at once
+	// (DefaultModelBodies when 0): one that does not fit is 503.
+	ModelBodies int64
 	// StreamIdle ends a streamed model call whose upstream sends nothing
 	// for this long (DefaultStreamIdle when 0): before the first byte the
 	// next model of the chain takes over, after it the client gets the
@@ -110,6 +113,7 @@ type Server struct {
 	version       string
 	maxBody       int64
 	maxModelBody  int64
+	bodies        *bodyBound
 	streamIdle    time.Duration
 	ledger        *ledger.Services
 	router        *mux.Router
@@ -142,6 +146,9 @@ func NewServer(cfg Config) *Server {
 	}
 	if cfg.MaxModelBody <= 0 {
 		cfg.MaxModelBody = DefaultMaxModelBody
+	}
+	if cfg.ModelBodies <= 0 {
+		cfg.ModelBodies = DefaultModelBodies
 	}
 	if cfg.Budgets == nil {
 		cfg.Budgets = gateway.NewBudgets(nil)
@@ -189,7 +196,7 @@ func NewServer(cfg Config) *Server {
 	}
 	s := &Server{stopWaits: make(chan struct{}), eventsPing: cfg.EventsPing, eventStreams: cfg.EventStreams, streams: map[string]int{},
 		budgets: cfg.Budgets, tasks: cfg.Tasks, usage: cfg.Usage, ownsUsage: ownsUsage, store: cfg.Store, proj: cfg.Projections, scanner: cfg.Scanner, catalog: cfg.Catalog, log: cfg.Log, version: cfg.Version,
-		maxBody: cfg.MaxBody, maxModelBody: cfg.MaxModelBody, streamIdle: cfg.StreamIdle, ledger: cfg.Ledger, router: mux.NewRouter().SkipClean(true),
+		maxBody: cfg.MaxBody, maxModelBody: cfg.MaxModelBody, bodies: &bodyBound{max: cfg.ModelBodies}, streamIdle: cfg.StreamIdle, ledger: cfg.Ledger, router: mux.NewRouter().SkipClean(true),
 		posts: map[string]postRoute{}, metrics: cfg.Metrics, consoleURL: strings.TrimRight(cfg.ConsoleURL, "/"),
 	}
 	s.stopCtx, s.stopAll = context.WithCancel(context.Background())

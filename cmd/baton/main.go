@@ -186,6 +186,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	providers := fs.String("providers", envOr("BATON_PROVIDERS_FILE", "providers.json"), "providers file (JSON); skipped when absent")
 	maxBody := fs.Int64("max-body", env.integer("max-body", "BATON_MAX_BODY_BYTES", batonhttp.DefaultMaxBody), "request body limit in bytes (the ledger, generate, admin)")
 	maxModelBody := fs.Int64("max-model-body", env.integer("max-model-body", "BATON_MAX_MODEL_BODY_BYTES", batonhttp.DefaultMaxModelBody), "body limit in bytes of the model calls (/v1/chat/completions, /v1/messages, /v1/messages/count_tokens, /v1/responses)")
+	modelBodies := fs.Int64("model-bodies", env.integer("model-bodies", "BATON_MODEL_BODIES_BYTES", batonhttp.DefaultModelBodies), "the most bytes of model-call bodies held at once; a call whose body does not fit is 503 with Retry-After (a translated call peaks at about 4 times its body)")
 	streamIdle := fs.Duration("stream-idle", env.duration("stream-idle", "BATON_STREAM_IDLE", batonhttp.DefaultStreamIdle), "give up a streamed model call whose upstream sends nothing for this long")
 	idemRetention := fs.Duration("idempotency-retention", env.duration("idempotency-retention", "BATON_IDEMPOTENCY_RETENTION", ledger.DefaultIdempotencyRetention), "how long a generate Idempotency-Key and its answer are kept (at least 24h)")
 	usageLinger := fs.Duration("usage-linger", env.duration("usage-linger", "BATON_USAGE_LINGER", gateway.DefaultUsageLinger), "how long the usage writer gathers calls' usage events into one commit (a crash loses at most this window's records)")
@@ -207,7 +208,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	for _, l := range []struct {
 		flag, env string
 		v         int64
-	}{{"max-body", "BATON_MAX_BODY_BYTES", *maxBody}, {"max-model-body", "BATON_MAX_MODEL_BODY_BYTES", *maxModelBody}} {
+	}{{"max-body", "BATON_MAX_BODY_BYTES", *maxBody}, {"max-model-body", "BATON_MAX_MODEL_BODY_BYTES", *maxModelBody}, {"model-bodies", "BATON_MODEL_BODIES_BYTES", *modelBodies}} {
 		if l.v < 1 { // as the variable is: 0 was taken as the default without a word
 			return fmt.Errorf("--%s (%s) is %d; it must be a positive number of bytes", l.flag, l.env, l.v)
 		}
@@ -352,7 +353,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 
 	services := ledger.New(store, ledger.Options{Redactor: scanner, IdempotencyRetention: *idemRetention, WebhookAllowPrivate: *webhookAllowPrivate})
 	front := batonhttp.NewServer(batonhttp.Config{
-		Store: store, Ledger: services, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, StreamIdle: *streamIdle, UsageLinger: *usageLinger, UsagePerCall: *usageEvents == usagePerCall, EventStreams: int(*eventStreams), ConsoleURL: *consoleURL, Log: log, Version: version, MaxBody: *maxBody, MaxModelBody: *maxModelBody,
+		Store: store, Ledger: services, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, StreamIdle: *streamIdle, UsageLinger: *usageLinger, UsagePerCall: *usageEvents == usagePerCall, EventStreams: int(*eventStreams), ConsoleURL: *consoleURL, Log: log, Version: version, MaxBody: *maxBody, MaxModelBody: *maxModelBody, ModelBodies: *modelBodies,
 		Metrics: mx, MetricsPublic: *metricsPublic, TransparencyLog: tl,
 	})
 	defer front.Close() // after Shutdown: appends the usage events it still holds

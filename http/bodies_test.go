@@ -1,0 +1,76 @@
+package http_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The bytes of model-call bodies held at once are bounded: while one call
+// holds most of the bound, a large body is 503 in its front's shape with
+// Retry-After (the SDKs retry it), declared or chunked, and nothing reaches
+// the upstream; a small one still fits; once the call ends, the large one
+// passes.
+func TestModelBodiesBounded(t *testing.T) {
+	envModelBodies = 1 << 20
+	t.Cleanup(func() { envModelBodies = 0 })
+	e, f := newGatewayEnv(t)
+	pad := strings.Repeat("x", 700<<10)
+	chat := func(model string, stream bool, text string) string {
+		return fmt.Sprintf(`{"model":%q,"stream":%v,"messages":[{"role":"user","content":%q}]}`, model, stream, text)
+	}
+	// One call holds its body for its whole life: a stream whose
+	// upstream hangs after its first words.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", e.srv.URL+"/v1/chat/completions", strings.NewReader(chat("openai:hang", true, pad)))
+	req.Header.Set("Authorization", "Bearer "+e.tenantA)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	calls := f.calls.Load()
+	r := e.do("POST", "/v1/chat/completions", e.tenantA, chat("openai:gpt-4o-mini", false, pad))
+	if r.status != 503 || r.str("error.code") != "overloaded" || r.header.Get("Retry-After") != "1" {
+		t.Fatalf("a second large body: %d %v %s", r.status, r.header, r.raw)
+	}
+	r = e.do("POST", "/v1/messages", e.tenantA, `{"model":"anthropic:claude-haiku-4-5","max_tokens":5,"messages":[{"role":"user","content":"`+pad+`"}]}`)
+	if r.status != 503 || r.str("error.type") != "overloaded_error" {
+		t.Fatalf("on the messages front: %d %s", r.status, r.raw)
+	}
+	// Chunked, its length unknown until it passes what is free.
+	creq, _ := http.NewRequest("POST", e.srv.URL+"/v1/chat/completions", io.MultiReader(strings.NewReader(chat("openai:gpt-4o-mini", false, pad))))
+	creq.Header.Set("Authorization", "Bearer "+e.tenantA)
+	creq.ContentLength = -1
+	if cr, err := http.DefaultClient.Do(creq); err != nil || cr.StatusCode != 503 {
+		t.Fatalf("a chunked large body: %v %v", cr, err)
+	} else {
+		cr.Body.Close()
+	}
+	if got := f.calls.Load(); got != calls {
+		t.Fatalf("the refused calls reached the upstream: %d calls, want %d", got, calls)
+	}
+	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, chat("openai:gpt-4o-mini", false, "small")), 200)
+	cancel()
+	resp.Body.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := e.do("POST", "/v1/chat/completions", e.tenantA, chat("openai:gpt-4o-mini", false, pad))
+		if r.status == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the bound was not given back when the call ended: %d %s", r.status, r.raw)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
