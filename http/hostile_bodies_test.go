@@ -608,6 +608,10 @@ func TestPrefillNotTranslated(t *testing.T) {
 		if r.status != 400 || !strings.Contains(string(r.raw), "ends with an assistant turn") {
 			t.Errorf("%s: %d %s", tc.path, r.status, r.raw)
 		}
+		// Anthropic's shape has no param: its message is led by the field.
+		if tc.path == "/v1/messages" && !strings.HasPrefix(r.str("error.message"), "messages: ") {
+			t.Errorf("%s: %s", tc.path, r.raw)
+		}
 	}
 	if n := len(f.requests()); n != 0 {
 		t.Errorf("the upstream got %d requests", n)

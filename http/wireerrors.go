@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/gateway/anthropic"
 	"github.com/batonhq/baton/gateway/openai"
 )
@@ -74,7 +75,21 @@ func wireErrorBody(r *http.Request, f errFormat, d described) any {
 		}
 		return openai.ErrorBody{Error: openai.APIError{Message: d.Message, Type: oa, Param: param, Code: d.Code}}
 	}
-	return anthropic.ErrorBody{Type: "error", Error: anthropic.EventError{Type: an, Message: d.Message}, RequestID: RequestID(r.Context())}
+	msg := d.Message
+	if d.Kind == domain.KindInvalid || d.Kind == domain.KindBadRequest {
+		msg = ledByField(d.param, msg)
+	}
+	return anthropic.ErrorBody{Type: "error", Error: anthropic.EventError{Type: an, Message: msg}, RequestID: RequestID(r.Context())}
+}
+
+// ledByField is a refusal's message as Anthropic's are, led by the field it
+// names (the Messages API has no param of its own), unless it is already.
+func ledByField(param, msg string) string {
+	p := strings.TrimPrefix(param, "/")
+	if p == "" || strings.HasPrefix(param, "header:") || strings.HasPrefix(param, "query:") || strings.HasPrefix(msg, p) || strings.HasPrefix(msg, strings.ReplaceAll(p, "/", ".")) {
+		return msg
+	}
+	return p + ": " + msg
 }
 
 // openaiAPIs are the roots of OpenAI's API: an OpenAI client that calls
