@@ -156,3 +156,22 @@ func TestApprovalRulesValidation(t *testing.T) {
 		wantFields(b.ptr, b.code)(t, nil, refusal(t, nil, err, domain.KindInvalid, "validation_failed"))
 	}
 }
+
+// A replay is no way round separation of duties: an approver sending the
+// executor's proof again is refused as the proof itself would be, not
+// told it succeeded.
+func TestReplayHoldsSeparationOfDuties(t *testing.T) {
+	l := openAs(t, "key:creator", ruled(domain.ApprovalRules{RequiredApprovals: 2, SeparationOfDuties: true}))
+	l.doAs("key:ann", approve())
+	l.doAs("key:bob", approve())
+	p := proof("run-1")
+	l.doAs("key:exec", p)
+	if _, ok, err := l.h.ReplayAs("handoff.proof", domain.KindProof, domain.CommandRequest(p), "key:exec"); err != nil || !ok {
+		t.Fatalf("the executor's own retry: %v %v", ok, err)
+	}
+	_, ok, err := l.h.ReplayAs("handoff.proof", domain.KindProof, domain.CommandRequest(p), "key:ann")
+	if ok {
+		t.Fatal("an approver's send of the proof replayed it")
+	}
+	refusal(t, nil, err, domain.KindConflict, "separation_of_duties")
+}

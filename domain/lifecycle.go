@@ -308,6 +308,11 @@ func (h *Handoff) Replay(op string, kind string, ref RequestRef) (uint64, bool, 
 // several approvers, an approval repeats only the same approver's: two
 // approvers may well send byte-identical bodies.
 func (h *Handoff) ReplayAs(op string, kind string, ref RequestRef, actor string) (uint64, bool, error) {
+	// Who may not make the callback may not have it replayed either: the
+	// answer would tell a key separation of duties refuses that it acted.
+	if err := h.dutyGate(op, kind, actor); err != nil {
+		return 0, false, err
+	}
 	mine := func(a AnsweredRequest) bool {
 		return a.Kind == kind && (kind != KindApproval || h.required() < 2 || actor == "" || a.Actor == actor)
 	}
