@@ -490,7 +490,8 @@ func TestWebhookHonoursRetryAfter(t *testing.T) {
 		}
 	})
 	dispatch(t, e, clock, func(c *webhook.Config) {
-		c.Schedule = []time.Duration{time.Hour, time.Hour, time.Hour}
+		// A short schedule: Retry-After lengthens a wait, never shortens it.
+		c.Schedule = []time.Duration{2 * time.Second, 2 * time.Second, 2 * time.Second}
 		c.MaxRetryAfter = 30 * time.Second
 	})
 	id := e.registerWebhook(e.tenantA, rc.srv.URL, []string{"*"}).str("webhookId")

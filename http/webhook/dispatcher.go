@@ -506,15 +506,17 @@ func (d *Dispatcher) attempt(ctx context.Context, id string) {
 
 // NextWait is the wait before the next attempt after the round's attempt
 // number made (1-based) failed: the schedule's, or a 429's or 503's
-// Retry-After bounded by maxRetryAfter. again is false when the
-// schedule is spent.
+// Retry-After (bounded by maxRetryAfter) when that is longer. A shorter
+// Retry-After does not hurry the schedule: a receiver asking for a few
+// seconds of rest, each time, spent the eight attempts in about 20 s.
+// again is false when the schedule is spent.
 func NextWait(made int, schedule []time.Duration, retryAfter time.Duration, hasRetryAfter bool, maxRetryAfter time.Duration) (wait time.Duration, again bool) {
 	if made < 1 || made > len(schedule) {
 		return 0, false
 	}
 	wait = schedule[made-1]
 	if hasRetryAfter {
-		wait = min(max(retryAfter, 0), maxRetryAfter)
+		wait = max(wait, min(max(retryAfter, 0), maxRetryAfter))
 	}
 	return wait, true
 }

@@ -85,7 +85,8 @@ func TestNextWait(t *testing.T) {
 		{1, 0, false, 5 * time.Second, true, "the first retry"},
 		{2, 0, false, 5 * time.Minute, true, "the second"},
 		{3, 0, false, 0, false, "spent"},
-		{1, 42 * time.Second, true, 42 * time.Second, true, "Retry-After instead of the schedule"},
+		{1, 42 * time.Second, true, 42 * time.Second, true, "Retry-After longer than the schedule's"},
+		{2, 2 * time.Second, true, 5 * time.Minute, true, "a shorter Retry-After keeps the schedule's"},
 		{1, 48 * time.Hour, true, time.Hour, true, "Retry-After bounded"},
 		{3, time.Second, true, 0, false, "Retry-After does not extend a spent schedule"},
 	} {
