@@ -106,7 +106,10 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // from where the last one stopped; a first start also lists the handoffs
 // approved before its stream began.
 func (e *Executor) follow(ctx context.Context) error {
-	q := url.Values{"targetExecutor": {e.Config.Executor}, "type": {domain.EventApprovalDecided}}
+	// A handoff is free to take when it is approved, and again when a run
+	// that missed its lease was released (ExecutorTimedOut, action
+	// release): watching approvals alone left a released one unclaimed.
+	q := url.Values{"targetExecutor": {e.Config.Executor}, "type": {domain.EventApprovalDecided + "," + domain.EventExecutorTimedOut}}
 	req, err := http.NewRequestWithContext(ctx, "GET", e.Base+"/v1/events?"+q.Encode(), nil)
 	if err != nil {
 		return err
@@ -243,7 +246,7 @@ func (e *Executor) readContract(ctx context.Context, id string) (contract, error
 
 // consider starts a run for handoff id when the executor should act on it.
 func (e *Executor) consider(ctx context.Context, id string) {
-	if _, ok := e.State.Run(id); ok {
+	if r, ok := e.State.Run(id); ok && !r.released() {
 		return // taken before: its run goes on or is done
 	}
 	c, err := e.readContract(ctx, id)
@@ -277,8 +280,16 @@ func (e *Executor) start(ctx context.Context, id string, c *contract) {
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
-		defer func() { e.mu.Lock(); delete(e.running, id); e.mu.Unlock() }()
 		e.carry(ctx, id, c)
+		e.mu.Lock()
+		delete(e.running, id)
+		e.mu.Unlock()
+		if r, ok := e.State.Run(id); ok && r.released() && ctx.Err() == nil {
+			// This run missed its lease and was released: the handoff may
+			// be free again, for a new run (the release's event may have
+			// come while this one still held it).
+			e.consider(ctx, id)
+		}
 	}()
 }
 

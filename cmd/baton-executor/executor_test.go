@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"regexp"
 	"strings"
 	"sync"
@@ -389,5 +390,52 @@ func TestExecutorChecksVersions(t *testing.T) {
 		if e.why(bad) == "" {
 			t.Errorf("%s: acted", name)
 		}
+	}
+}
+
+// A run that missed its lease under onExecutorTimeout release frees the
+// handoff: the executor, started again, finds its old run refused and takes
+// the handoff with a new run (it watched approvals only, and the released
+// handoff waited for ever).
+func TestExecutorTakesAReleasedHandoffAgain(t *testing.T) {
+	s := startServer(t)
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "first")
+	proto := map[string]Protocol{"ops_bot.v1": shell(`if [ -f ` + marker + ` ]; then echo renewed; else touch ` + marker + `; sleep 60; fi`)}
+	e, stop := s.executor(dir, proto)
+	id := s.create(map[string]any{"heartbeatSeconds": 2, "onExecutorTimeout": "release"})
+	s.approve(id)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(marker); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	first, _ := e.State.Run(id)
+	stop() // the executor dies mid-run; its lease runs out
+	for {
+		evs := s.trail(id, "")
+		if slices.Contains(types(evs), "ExecutorTimedOut") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no release: %v", types(evs))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	e2, stop2 := s.executor(dir, proto)
+	evs := s.closeWithReview(id)
+	stop2()
+	r, _ := e2.State.Run(id)
+	if r.ExecutorRunID == first.ExecutorRunID || r.Phase != phaseReported {
+		t.Fatalf("after the release: %+v, first run %s; trail %v", r, first.ExecutorRunID, types(evs))
+	}
+	last := evs[len(evs)-1]["data"].(map[string]any)
+	if last["finalStatus"] != "SUCCEEDED" {
+		t.Fatalf("closed %v: %v", last, types(evs))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 )
 
@@ -28,6 +29,12 @@ type Run struct {
 	Output        string   `json:"output,omitempty"`
 	Receipts      []string `json:"receipts,omitempty"` // "<callback> <seq> <hash>" of each answer
 	Note          string   `json:"note,omitempty"`
+}
+
+// released reports whether the run was given up because Baton released
+// it (it missed its lease): the handoff may then be taken by a new run.
+func (r Run) released() bool {
+	return r.Phase == phaseReported && strings.Contains(r.Note, "executor_run_released")
 }
 
 // State is the executor's memory: its runs and where its event stream
