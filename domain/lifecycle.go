@@ -204,12 +204,20 @@ func (c *fieldCheck) optional(ptr, v string, max int) {
 // bidirectional overrides, embeddings and isolates that make "alice" read
 // as another name in the console.
 func (c *fieldCheck) plain(ptr, v string) {
+	if r, ok := NotPlain(v); ok {
+		c.add(ptr, "control_character", "holds the control character %U; names and ids are plain text", r)
+	}
+}
+
+// NotPlain is the first character of v that a name, an id or a key may
+// not hold (plain's), and whether there is one.
+func NotPlain(v string) (rune, bool) {
 	for _, r := range v {
 		if unicode.IsControl(r) || r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069 {
-			c.add(ptr, "control_character", "holds the control character %U; names and ids are plain text", r)
-			return
+			return r, true
 		}
 	}
+	return 0, false
 }
 
 func (c *fieldCheck) oneOf(ptr, v string, allowed []string) {

@@ -147,6 +147,14 @@ func decode(body []byte, dst any, unique bool) error {
 		}
 		return domain.Invalid("decode", domain.FieldError{Pointer: "", Code: "invalid_type", Message: "the body must be a JSON object"})
 	}
+	if unique {
+		// An escaped half of a surrogate pair alone (\ud800) is JSON by
+		// its grammar, but no character: decoded it becomes U+FFFD, and the
+		// ledger would record for ever what the client did not send.
+		if at := domain.LoneSurrogateAt(trimmed); at >= 0 {
+			return malformed("the request body escapes half a UTF-16 surrogate pair alone (at byte %d), which is no character; send the character itself or both halves", at)
+		}
+	}
 	sent := trimmed
 	trimmed = withoutFoldedKeys(trimmed, dst)
 	// Unmarshal checks the whole document before decoding: a syntax error

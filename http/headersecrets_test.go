@@ -98,6 +98,7 @@ func TestIdempotencyKeyOneRule(t *testing.T) {
 		{"not ASCII", "café-1", "", ""},
 		{"tab", "a\tb", "invalid_idempotency_key", "control_character"},
 		{"C1 control", "a\u0085b", "invalid_idempotency_key", "control_character"},
+		{"right-to-left override", "a\u202eb", "invalid_idempotency_key", "control_character"},
 		{"not UTF-8", "caf\xe9", "invalid_idempotency_key", "invalid_utf8"},
 		{"github token", ctxFakeGitHub, "secret_detected", "github-pat"},
 		{"baton key", ctxFakeBtn, "secret_detected", "baton-api-key"},

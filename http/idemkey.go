@@ -1,8 +1,8 @@
 package http
 
 import (
+	"fmt"
 	"net/http"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/batonhq/baton/domain"
@@ -55,10 +55,10 @@ func (s *Server) checkIdempotencyKey(op, key string) error {
 	if utf8.RuneCountInString(key) > maxIdemKey {
 		return bad("too_long", "is longer than 255 characters")
 	}
-	for _, r := range key {
-		if unicode.IsControl(r) {
-			return bad("control_character", "holds a control character")
-		}
+	if r, ok := domain.NotPlain(key); ok {
+		// As names and ids: stored in the ledger, an override (U+202E)
+		// would make the key read as another where it is shown.
+		return bad("control_character", fmt.Sprintf("holds the control character %U", r))
 	}
 	if s.scanner == nil {
 		return nil

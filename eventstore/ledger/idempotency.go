@@ -322,6 +322,12 @@ func JSONHash(body []byte) string {
 // false when it has none or when an object in it has two keys that
 // encoding/json would take for the same field.
 func canonical(body []byte) ([]byte, bool) {
+	if !utf8.Valid(body) || domain.LoneSurrogateAt(body) >= 0 {
+		// Its canonical form would hold U+FFFD where the body has or
+		// escapes no character, a body the handlers refuse: compared by
+		// its bytes.
+		return nil, false
+	}
 	c, v, err := domain.CanonicalValue(body)
 	if err != nil || !foldDistinct(v) {
 		return nil, false
