@@ -477,6 +477,12 @@ func (s *Server) consoleHandoff(w http.ResponseWriter, r *http.Request) {
 // showHandoff renders the handoff page, with a refusal (problem) or a
 // confirmation (notice) above it.
 func (s *Server) showHandoff(w http.ResponseWriter, r *http.Request, status int, problem *Problem, notice string) {
+	s.showHandoffWith(w, r, status, problem, notice, nil)
+}
+
+// showHandoffWith is showHandoff with the refused form's text (its reason
+// or notes) written back into the form.
+func (s *Server) showHandoffWith(w http.ResponseWriter, r *http.Request, status int, problem *Problem, notice string, form map[string]string) {
 	id := mux.Vars(r)["handoffId"]
 	pg, err := s.readHandoff(w, r, id)
 	if err != nil {
@@ -513,6 +519,7 @@ func (s *Server) showHandoff(w http.ResponseWriter, r *http.Request, status int,
 		"ShowApprove": canDecide && sess.CanApprove() && !approvedAlready, "ShowReview": canReview && sess.CanReview(),
 		"ApprovedAlready": canDecide && sess.CanApprove() && approvedAlready,
 		"Nonce":           newNonce(), "Verdicts": domain.ReviewVerdicts, "Closed": v.State == domain.StateLedgerClosed,
+		"Form":            form,
 	})
 }
 
@@ -611,7 +618,11 @@ func (s *Server) consoleAction(w http.ResponseWriter, r *http.Request) {
 	err := s.scan(body)
 	var out ledger.Outcome
 	if err == nil {
-		out, err = s.ledger.Handoffs.Handle(r.Context(), callOf(r), id, cmd)
+		call := callOf(r)
+		// The head the page was drawn at: a decision on what the person
+		// saw, not on proof that came while they read (handoff_changed).
+		call.DrawnAt, _ = strconv.ParseUint(form.Get("head"), 10, 64)
+		out, err = s.ledger.Handoffs.Handle(r.Context(), call, id, cmd)
 	}
 	if err != nil {
 		if k := domain.KindOf(err); k == domain.KindNotFound || k == domain.KindInternal || k == domain.KindUnavailable {
@@ -619,7 +630,11 @@ func (s *Server) consoleAction(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		p := s.problemFor(w, r, err)
-		s.showHandoff(w, r, p.Status, &p, "")
+		kept := fields // what the person wrote, offered again (but a secret)
+		if p.Code == "secret_detected" {
+			kept = nil
+		}
+		s.showHandoffWith(w, r, p.Status, &p, "", kept)
 		return
 	}
 	// Read-your-writes: the page shown next includes this event.

@@ -516,3 +516,33 @@ func TestConsoleSigninFormTooLarge(t *testing.T) {
 		t.Fatalf("sign-in after the oversized form: %d", resp.StatusCode)
 	}
 }
+
+var headRE = regexp.MustCompile(`name="head" value="(\d+)"`)
+
+// A verdict is recorded on what the verifier saw: a page drawn before new
+// proof came refuses the review (409 handoff_changed), records nothing,
+// shows the new proof, and gives the notes back; drawn again, it records.
+func TestConsoleReviewOnTheProofSeen(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	e.must(e.post(id, "approval", e.tenantA, approveBody()), 200)
+	e.must(e.post(id, "proof", e.tenantA, proofBody("run-1")), 200)
+	v := e.signIn("a", "vic@example.com", "verifier")
+	_, page, _ := v.get("/console/handoffs/" + id)
+	m := headRE.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("the review form carries no head: %s", page)
+	}
+	second := proofBody("run-1")
+	second["proof"] = map[string]any{"summary": "DROP DATABASE production", "artifacts": []any{map[string]any{"type": "log", "text": "dropped"}}}
+	e.must(e.post(id, "proof", e.tenantA, second), 200)
+	n := e.events(id)
+	status, body := v.act(id, url.Values{"action": {"review"}, "verdict": {"verified"}, "notes": {"checked the log: harmless"}, "head": {m[1]}, "nonce": {"n-1"}})
+	if status != http.StatusConflict || !strings.Contains(body, "handoff_changed") || !strings.Contains(body, "DROP DATABASE production") || !strings.Contains(body, "checked the log: harmless</textarea>") || e.events(id) != n {
+		t.Fatalf("a review drawn before the second proof: %d, events %d (was %d): %s", status, e.events(id), n, body)
+	}
+	m = headRE.FindStringSubmatch(body)
+	if status, _ := v.act(id, url.Values{"action": {"review"}, "verdict": {"verified"}, "notes": {"both checked"}, "head": {m[1]}, "nonce": {"n-2"}}); status != http.StatusSeeOther || e.events(id) != n+1 {
+		t.Fatalf("drawn again: %d, events %d", status, e.events(id))
+	}
+}

@@ -41,6 +41,11 @@ func NewHandoffs(store eventstore.Store, now func() time.Time) *Handoffs {
 type Call struct {
 	Principal domain.Principal
 	RequestID string
+	// DrawnAt, when not 0, is the ledger head (seq) the command was decided
+	// on: a person's form, drawn at that head. A handoff that moved on
+	// since (new proof under a verifier's verdict) refuses it, 409
+	// handoff_changed, rather than record a decision on what was not seen.
+	DrawnAt uint64
 }
 
 // Outcome is a command's answer: the handoff as of the command's last
@@ -280,6 +285,10 @@ func (s *Handoffs) Handle(ctx context.Context, call Call, id string, cmd domain.
 			}
 			h, pos, err := s.asOf(ctx, id, seq)
 			return Outcome{Handoff: h, Replayed: true, Position: pos}, err
+		}
+		if call.DrawnAt != 0 && cur.h.Head.Seq != call.DrawnAt {
+			return Outcome{}, domain.E(op, domain.KindConflict, "handoff_changed",
+				"handoff %s changed since this page was drawn (at event %d; it is at event %d now): nothing was recorded; read what came and decide again", id, call.DrawnAt, cur.h.Head.Seq)
 		}
 		if err := cur.h.Overdue(op, s.now()); err != nil {
 			return Outcome{}, err

@@ -480,3 +480,47 @@ func TestConsoleTabsShareOneStream(t *testing.T) {
 	s.api("POST", "/v1/executions/"+ids[0]+"/review", s.admin, map[string]any{"verdict": "verified", "reviewer": "verifier"}, 200)
 	waitFor(t, bo, "the review, live", `document.getElementById("state").textContent === "proof_reviewed"`)
 }
+
+// A live update keeps the reader's place: focus on an inbox link stays on
+// it (it went to the page's body, so the next Tab started over), an opened
+// event of the timeline stays open; and a decision form is sent once.
+func TestConsoleLiveUpdateKeepsThePlace(t *testing.T) {
+	b := newBrowser(t)
+	s := newServer(t)
+	id := s.contract(s.ka, map[string]any{"objective": "Rotate the keys", "riskLevel": "high"})
+	alice := b.person()
+	signIn(t, alice, s.link("a", "alice@example.com", "approver", 0))
+	waitFor(t, alice, "the inbox's live stream", `document.body.dataset.live === "open"`)
+	link := fmt.Sprintf(`li[data-handoff=%q] a.objective`, id)
+	run(t, alice, "focus the item", chromedp.Focus(link))
+	before := eval[string](t, alice, `document.body.dataset.updated || ""`)
+	s.contract(s.ka, map[string]any{"objective": "Something else", "riskLevel": "high"})
+	waitFor(t, alice, "the inbox updated", fmt.Sprintf(`(document.body.dataset.updated || "") !== %q`, before))
+	if !eval[bool](t, alice, fmt.Sprintf(`document.activeElement === document.querySelector(%q)`, link)) {
+		t.Fatalf("focus after a live update is on %s", eval[string](t, alice, `document.activeElement.tagName + " " + document.activeElement.className`))
+	}
+
+	run(t, alice, "open the handoff", chromedp.Navigate(s.url+"/console/handoffs/"+id), chromedp.WaitVisible("#approve"))
+	waitFor(t, alice, "the page's live stream", `document.body.dataset.live === "open"`)
+	eval[bool](t, alice, `document.querySelector('li.event[data-seq="1"] > details').open = true`)
+	before = eval[string](t, alice, `document.body.dataset.updated || ""`)
+	s.api("POST", "/v1/executions/"+id+"/approval", s.ka, map[string]any{"status": "APPROVED", "approvedBy": "bob"}, 200)
+	waitFor(t, alice, "the approval, live", fmt.Sprintf(`(document.body.dataset.updated || "") !== %q && document.getElementById("state").textContent === "approval_decided"`, before))
+	if !eval[bool](t, alice, `document.querySelector('li.event[data-seq="1"] > details').open`) {
+		t.Fatal("the opened event closed on a live update")
+	}
+
+	// Sent once: a second submit of the same form is not sent.
+	other := s.contract(s.ka, map[string]any{"objective": "Drop the cache", "riskLevel": "high"})
+	run(t, alice, "open another", chromedp.Navigate(s.url+"/console/handoffs/"+other), chromedp.WaitVisible("#approve"))
+	sent := eval[float64](t, alice, `(function () {
+		var n = 0, f = document.querySelector('#approve').form;
+		window.addEventListener("submit", function (e) { if (!e.defaultPrevented) n++; e.preventDefault(); }); // after the page's own listener
+		f.requestSubmit(document.getElementById("approve"));
+		f.requestSubmit(document.getElementById("reject"));
+		return n;
+	})()`)
+	if sent != 1 {
+		t.Fatalf("%v submissions went out of one form", sent)
+	}
+}

@@ -50,7 +50,8 @@
         prev = h;
       }
       var shown = document.getElementById("head-hash");
-      if (shown && trail.events.length && shown.textContent.trim() !== prev) {
+      if (!trail.events.length) throw new Error("the trail holds no events: a handoff's ledger begins with its contract");
+      if (shown && shown.textContent.trim() !== prev) {
         throw new Error("the recomputed head " + prev + " is not the head shown on this page");
       }
       el.className = "chain-check ok";
@@ -86,8 +87,38 @@
     return location.pathname + location.search;
   }
 
+  // One refresh at a time: events that come while one is under way ask for
+  // one more after it, not a fetch each (on a slow link they piled up and
+  // held every connection the browser had to this server).
+  var inflight = false, pending = false;
+  function schedule() {
+    if (inflight) { pending = true; return; }
+    if (!timer) timer = setTimeout(refresh, 200);
+  }
+
+  // where is the focused element, found again in the page drawn anew: by
+  // its id, a link by its address, else by its place among its kind.
+  function where(el) {
+    if (!el || el === document.body) return null;
+    if (el.id) return { id: el.id };
+    if (el.tagName === "A" && el.getAttribute("href")) return { href: el.getAttribute("href") };
+    var all = Array.prototype.slice.call(document.querySelectorAll(el.tagName));
+    return { tag: el.tagName, n: all.indexOf(el) };
+  }
+  function find(w) {
+    if (!w) return null;
+    if (w.id) return document.getElementById(w.id);
+    if (w.href) return Array.prototype.find.call(document.querySelectorAll("a[href]"), function (a) { return a.getAttribute("href") === w.href; });
+    return document.querySelectorAll(w.tag)[w.n] || null;
+  }
+  // The timeline's events opened by the reader stay open.
+  function openEvents() {
+    return Array.prototype.map.call(document.querySelectorAll("li.event[data-seq] > details[open]"), function (d) { return d.parentNode.dataset.seq; });
+  }
+
   async function refresh() {
     timer = null;
+    inflight = true;
     try {
       var res = await fetch(pageURL(), { credentials: "same-origin", cache: "no-store" });
       if (!res.ok) {
@@ -95,7 +126,7 @@
         return;
       }
       var doc = new DOMParser().parseFromString(await res.text(), "text/html");
-      var focused = document.activeElement && document.activeElement.id;
+      var focused = where(document.activeElement), opened = openEvents();
       if (busy()) {
         var live = doc.getElementById("live"), cur = document.getElementById("live");
         if (live && cur) cur.replaceWith(document.importNode(live, true));
@@ -103,11 +134,18 @@
         var main = doc.getElementById("main"), curMain = document.getElementById("main");
         if (main && curMain) curMain.replaceWith(document.importNode(main, true));
       }
-      var again = focused && document.getElementById(focused);
+      opened.forEach(function (seq) {
+        var d = document.querySelector('li.event[data-seq="' + seq + '"] > details');
+        if (d) d.open = true;
+      });
+      var again = find(focused);
       if (again && again !== document.activeElement) again.focus();
       document.body.dataset.updated = String(Date.now());
       checkChain();
-    } catch (e) { /* the next event tries again */ }
+    } catch (e) { /* the next event tries again */ } finally {
+      inflight = false;
+      if (pending) { pending = false; schedule(); }
+    }
   }
 
   // stopped says on the page that it no longer updates by itself, and why
@@ -139,9 +177,9 @@
     var live = document.getElementById("live");
     if (m.kind === "event") {
       if (!live || (live.dataset.handoff && m.handoffId && m.handoffId !== live.dataset.handoff)) return;
-      if (!timer) timer = setTimeout(refresh, 200);
+      schedule();
     } else if (m.kind === "catchup") {
-      if (live && !timer) timer = setTimeout(refresh, 200);
+      if (live) schedule();
     } else if (m.kind === "state") {
       if (m.live === "closed") { stopped(m.why); return; }
       document.body.dataset.live = m.live;
@@ -219,7 +257,7 @@
       if (es) { es.close(); es = null; document.body.dataset.live = "paused"; }
     } else if (!es && document.body.dataset.live !== "closed") {
       listen();
-      refresh();
+      schedule();
     }
   }
 
@@ -250,6 +288,19 @@
       history.replaceState(null, "", location.pathname + (rest ? "?" + rest : ""));
     }
   }
+
+  // A decision is sent once: a second click (another button on a slow
+  // link) is not sent, and the buttons say so until the answer comes.
+  document.addEventListener("submit", function (e) {
+    var f = e.target;
+    if (!f || !f.matches('form[action$="/actions"]')) return;
+    if (f.dataset.sent) { e.preventDefault(); return; }
+    f.dataset.sent = "1";
+    f.setAttribute("aria-busy", "true");
+    setTimeout(function () { // after the form's data was taken, the button clicked among it
+      Array.prototype.forEach.call(f.querySelectorAll("button"), function (b) { b.disabled = true; });
+    }, 0);
+  });
 
   document.addEventListener("DOMContentLoaded", function () {
     tidyURL();
