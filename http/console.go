@@ -519,7 +519,7 @@ func (s *Server) showHandoffWith(w http.ResponseWriter, r *http.Request, status 
 		"ShowApprove": canDecide && sess.CanApprove() && !approvedAlready, "ShowReview": canReview && sess.CanReview(),
 		"ApprovedAlready": canDecide && sess.CanApprove() && approvedAlready,
 		"Nonce":           newNonce(), "Verdicts": domain.ReviewVerdicts, "Closed": v.State == domain.StateLedgerClosed,
-		"Form":            form,
+		"Form": form,
 	})
 }
 
