@@ -3,6 +3,7 @@ package domain
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -89,7 +90,19 @@ type (
 func (h *Handoff) required() int { return max(h.Approval.ApprovalRules.RequiredApprovals, 1) }
 
 func (h *Handoff) approvedBy(actor string) bool {
-	return actor != "" && slices.ContainsFunc(h.Approval.Approvals, func(a ApprovalRecord) bool { return a.Approver == actor })
+	return actor != "" && slices.ContainsFunc(h.Approval.Approvals, func(a ApprovalRecord) bool { return SameActor(a.Approver, actor) })
+}
+
+// SameActor reports whether two actors are one: equal, or two people
+// (person:<name>) whose names differ only in case, as e-mail addresses
+// in practice do (Alice@Example.com is alice@example.com): two console
+// links for one person in two spellings must not give two approvals.
+func SameActor(a, b string) bool {
+	if a == b {
+		return true
+	}
+	const person = "person:"
+	return strings.HasPrefix(a, person) && strings.HasPrefix(b, person) && strings.EqualFold(a, b)
 }
 
 // dutyGate refuses what separation of duties forbids actor: approving a
@@ -102,7 +115,7 @@ func (h *Handoff) dutyGate(op, kind, actor string) error {
 	}
 	switch kind {
 	case KindApproval:
-		if actor == h.CreatedBy {
+		if SameActor(actor, h.CreatedBy) {
 			return E(op, KindConflict, "separation_of_duties", "separation of duties: %s created this contract and cannot approve it", actor)
 		}
 	case KindReview:

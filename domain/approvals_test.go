@@ -175,3 +175,16 @@ func TestReplayHoldsSeparationOfDuties(t *testing.T) {
 	}
 	refusal(t, nil, err, domain.KindConflict, "separation_of_duties")
 }
+
+// One person under two spellings of their address is one approver: two
+// console links, alice@example.com and Alice@Example.com, do not make the
+// two approvals a rule needs. Keys stay apart by their ids.
+func TestOnePersonInTwoSpellingsIsOneApprover(t *testing.T) {
+	l := openAs(t, "key:creator", ruled(domain.ApprovalRules{RequiredApprovals: 2}))
+	l.doAs("person:alice@example.com", approve())
+	evs, err := l.decideAs(approve(), "person:Alice@Example.com")
+	refusal(t, evs, err, domain.KindConflict, "duplicate_approver")
+	if domain.SameActor("key:abc", "key:ABC") {
+		t.Fatal("key ids compared without case")
+	}
+}

@@ -322,7 +322,7 @@ func (h *Handoff) ReplayAs(op string, kind string, ref RequestRef, actor string)
 		return 0, false, err
 	}
 	mine := func(a AnsweredRequest) bool {
-		return a.Kind == kind && (kind != KindApproval || h.required() < 2 || actor == "" || a.Actor == actor)
+		return a.Kind == kind && (kind != KindApproval || h.required() < 2 || actor == "" || SameActor(a.Actor, actor))
 	}
 	for _, a := range h.Answered {
 		if !mine(a) {

@@ -512,7 +512,7 @@ func (s *Server) showHandoffWith(w http.ResponseWriter, r *http.Request, status 
 	// nothing more to decide (a second approval is refused): told so,
 	// not offered the form.
 	me := domain.Principal{Person: sess.Name}.Actor()
-	approvedAlready := slices.ContainsFunc(v.ApprovalPolicy.Approvals, func(a domain.ApprovalRecord) bool { return a.Approver == me })
+	approvedAlready := slices.ContainsFunc(v.ApprovalPolicy.Approvals, func(a domain.ApprovalRecord) bool { return domain.SameActor(a.Approver, me) })
 	s.renderConsole(w, r, status, "handoff", map[string]any{
 		"Title": "Handoff " + v.HandoffID, "H": v, "Timeline": rows, "Chain": pg.Chain, "Plan": pg.Plan, "Packet": pg.Packet,
 		"GenesisHash": domain.GenesisHash(v.HandoffID), "Problem": problem, "Notice": notice,
