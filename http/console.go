@@ -266,10 +266,22 @@ var consoleSessionRecheck = 30 * time.Second
 
 // consoleEvents is the tenant's event stream (GET /v1/events) for a
 // session's pages; it ends once the session has ended or expired.
+// consoleStreamsPerSession bounds one person's live streams: their pages
+// share one (Web Locks), or, without them, hold one each, as many as a
+// browser opens connections to one server. One session's streams must not
+// take the whole tenant's bound from everyone else's pages.
+const consoleStreamsPerSession = 6
+
 func (s *Server) consoleEvents(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	token := sessionOf(ctx).Token
+	release, err := s.acquireStreamOf("session\x00"+token, consoleStreamsPerSession, "this session already holds %d live streams open, the most one person's pages may; close a page, or reload one later")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer release()
 	go func() {
 		t := time.NewTicker(consoleSessionRecheck)
 		defer t.Stop()
@@ -495,17 +507,26 @@ func (s *Server) showHandoffWith(w http.ResponseWriter, r *http.Request, status 
 		rows[i] = timelineRow{LedgerEntry: e, Pretty: prettyJSON(string(raw))}
 	}
 	q := r.URL.Query()
+	v := pg.View
+	sess := sessionOf(r.Context())
 	if notice == "" && q.Get("recorded") != "" {
-		// The answer to an action: the head it produced, as the trail has it.
+		// The answer to an action: the head it produced, as the trail has
+		// it, told from that event, this person's own; never the URL's
+		// words, which anyone can write into a link.
 		seq, _ := strconv.ParseUint(q.Get("seq"), 10, 64)
-		for _, e := range pg.Entries {
-			if e.Seq == seq && e.Hash == q.Get("hash") {
-				notice = "Recorded: " + q.Get("recorded") + ". The ledger head is now event " + strconv.FormatUint(e.Seq, 10) + ", hash " + e.Hash + "."
+		me := domain.Principal{Person: sess.Name}.Actor()
+		for i, e := range pg.Entries {
+			if e.Seq == seq && e.Hash == q.Get("hash") && domain.SameActor(e.Actor, me) {
+				what := recordedAs(e)
+				if e.Type == domain.EventLedgerClosed && i > 0 && domain.SameActor(pg.Entries[i-1].Actor, me) {
+					what = recordedAs(pg.Entries[i-1]) // the decision that closed it
+				}
+				if what != "" {
+					notice = "Recorded: " + what + ". The ledger head is now event " + strconv.FormatUint(e.Seq, 10) + ", hash " + e.Hash + "."
+				}
 			}
 		}
 	}
-	v := pg.View
-	sess := sessionOf(r.Context())
 	canDecide := v.State == domain.StateContractCreated && v.ApprovalPolicy.Status == domain.ApprovalPending
 	canReview := len(v.Proofs) > 0 && v.State != domain.StateLedgerClosed
 	// An approver whose approval stands, under a policy of several, has
@@ -521,6 +542,31 @@ func (s *Server) showHandoffWith(w http.ResponseWriter, r *http.Request, status 
 		"Nonce":           newNonce(), "Verdicts": domain.ReviewVerdicts, "Closed": v.State == domain.StateLedgerClosed,
 		"Form": form,
 	})
+}
+
+// recordedAs says what a person's action recorded as event e: "" for an
+// event no console action records.
+func recordedAs(e domain.LedgerEntry) string {
+	raw, _ := e.Data.(json.RawMessage)
+	var d struct {
+		Status   string `json:"status"`
+		Verdict  string `json:"verdict"`
+		Count    int    `json:"count"`
+		Required int    `json:"required"`
+	}
+	json.Unmarshal(raw, &d)
+	switch e.Type {
+	case domain.EventApprovalDecided:
+		if d.Status == domain.ApprovalRejected {
+			return "rejected"
+		}
+		return "approved"
+	case domain.EventApprovalGranted:
+		return "your approval, " + strconv.Itoa(d.Count) + " of the " + strconv.Itoa(d.Required) + " needed"
+	case domain.EventProofReviewed:
+		return "review " + d.Verdict
+	}
+	return ""
 }
 
 func newNonce() string {

@@ -546,3 +546,54 @@ func TestConsoleReviewOnTheProofSeen(t *testing.T) {
 		t.Fatalf("drawn again: %d, events %d", status, e.events(id))
 	}
 }
+
+// One person's live streams are bounded on their own: a session that opens
+// many does not take every stream of the tenant's bound from the other
+// people's pages.
+func TestConsoleStreamsBoundedPerSession(t *testing.T) {
+	e := newEnv(t)
+	greedy := e.signIn("a", "ann", "auditor")
+	open := func(u *consoleUser) *http.Response {
+		req, _ := http.NewRequest("GET", e.srv.URL+"/console/events", nil)
+		req.AddCookie(&http.Cookie{Name: "baton_console", Value: u.cookie})
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	for i := range 6 {
+		if r := open(greedy); r.StatusCode != 200 {
+			t.Fatalf("stream %d: %d", i+1, r.StatusCode)
+		}
+	}
+	if r := open(greedy); r.StatusCode != 429 || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("a seventh stream of one session: %d", r.StatusCode)
+	}
+	if r := open(e.signIn("a", "bob", "approver")); r.StatusCode != 200 {
+		t.Fatalf("another person's stream: %d", r.StatusCode)
+	}
+}
+
+// The "Recorded:" notice is told from the event the link names, this
+// person's own; words put into the link are never shown.
+func TestConsoleRecordedNoticeFromTheEvent(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	a := e.signIn("a", "alice", "approver")
+	status, page := a.act(id, url.Values{"action": {"reject"}, "reason": {"not now"}, "nonce": {"n-1"}})
+	if status != http.StatusSeeOther || !strings.Contains(page, "Recorded: rejected. The ledger head is now event 3") {
+		t.Fatalf("after a rejection: %d %s", status, page)
+	}
+	head := e.ledger(id, e.tenantA).str("head.hash")
+	for _, q := range []string{
+		"recorded=approved.+URGENT:+call+%2B1-555-0100&seq=3&hash=" + head, // the link's words: not shown
+		"recorded=approved&seq=1&hash=" + e.ledger(id, e.tenantA).str("events.0.hash"), // another's event
+	} {
+		_, page, _ := a.get("/console/handoffs/" + id + "?" + q)
+		if strings.Contains(page, "URGENT") || strings.Contains(page, "Recorded: approved") {
+			t.Fatalf("%s: %s", q, page)
+		}
+	}
+}

@@ -274,11 +274,16 @@ func (s *Server) entryFor(ctx context.Context, p domain.Principal, q *eventsQuer
 
 // acquireStream takes one of tenant's stream slots; release gives it back.
 func (s *Server) acquireStream(tenant string) (release func(), err error) {
+	return s.acquireStreamOf(tenant, s.eventStreams, "this tenant already holds %d event streams open on this server, the most it may; close one, or retry later")
+}
+
+// acquireStreamOf takes one of limit slots of bucket; why is the refusal,
+// with the limit for its %d.
+func (s *Server) acquireStreamOf(tenant string, limit int, why string) (release func(), err error) {
 	s.streamsMu.Lock()
 	defer s.streamsMu.Unlock()
-	if s.streams[tenant] >= s.eventStreams {
-		e := domain.E("events.stream", domain.KindRateLimited, "too_many_streams",
-			"this tenant already holds %d event streams open on this server, the most it may; close one, or retry later", s.eventStreams)
+	if s.streams[tenant] >= limit {
+		e := domain.E("events.stream", domain.KindRateLimited, "too_many_streams", why, limit)
 		e.RetryAfter = eventsRetryAfter
 		return nil, e
 	}
