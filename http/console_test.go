@@ -588,7 +588,7 @@ func TestConsoleRecordedNoticeFromTheEvent(t *testing.T) {
 	}
 	head := e.ledger(id, e.tenantA).str("head.hash")
 	for _, q := range []string{
-		"recorded=approved.+URGENT:+call+%2B1-555-0100&seq=3&hash=" + head, // the link's words: not shown
+		"recorded=approved.+URGENT:+call+%2B1-555-0100&seq=3&hash=" + head,             // the link's words: not shown
 		"recorded=approved&seq=1&hash=" + e.ledger(id, e.tenantA).str("events.0.hash"), // another's event
 	} {
 		_, page, _ := a.get("/console/handoffs/" + id + "?" + q)
