@@ -42,6 +42,10 @@ const (
 		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 	// inboxMax bounds the handoffs one inbox view reads.
 	inboxMax = 2000
+	// inboxShown bounds the items of each queue on the page (the first to
+	// fall due, then the oldest): 1,500 pending made a page of 800 KB that
+	// every live update fetched again.
+	inboxShown = 100
 )
 
 var consoleTemplates = template.Must(template.New("").Funcs(template.FuncMap{
@@ -309,6 +313,18 @@ type inboxItem struct {
 	EscalateAt   *time.Time
 }
 
+// due is when an item in the approval queue next falls due: its
+// escalation or its approval's expiry, the sooner; zero for neither.
+func (it inboxItem) due() time.Time {
+	var t time.Time
+	for _, x := range []*time.Time{it.ApprovalDue, it.EscalateAt} {
+		if x != nil && (t.IsZero() || x.Before(t)) {
+			t = *x
+		}
+	}
+	return t
+}
+
 // inboxFilter is the inbox's view, kept in the URL.
 type inboxFilter struct {
 	State, Risk, Executor, Since string
@@ -415,8 +431,19 @@ func (s *Server) consoleInbox(w http.ResponseWriter, r *http.Request) {
 	oldest(approvals)
 	oldest(reviews)
 	oldest(others)
+	// What falls due first leads the approvals (then the oldest): with
+	// more than a page waiting, a deadline must not sit below the fold.
+	sort.SliceStable(approvals, func(i, j int) bool {
+		a, b := approvals[i].due(), approvals[j].due()
+		return !a.IsZero() && (b.IsZero() || a.Before(b))
+	})
+	shown := func(xs []inboxItem) ([]inboxItem, int) { return xs[:min(len(xs), inboxShown)], len(xs) }
+	approvals, nApprovals := shown(approvals)
+	reviews, nReviews := shown(reviews)
+	others, nOthers := shown(others)
 	s.renderConsole(w, r, http.StatusOK, "inbox", map[string]any{
 		"Title": "Inbox", "Filter": f, "Approvals": approvals, "Reviews": reviews, "Others": others,
+		"NApprovals": nApprovals, "NReviews": nReviews, "NOthers": nOthers, "Shown": inboxShown,
 		"ShowQueues": f.State == "" || f.State == "approval" || f.State == "review", "Now": now,
 		"States": domain.States, "Risks": []string{"low", "medium", "high", "critical"},
 	})

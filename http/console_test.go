@@ -597,3 +597,26 @@ func TestConsoleRecordedNoticeFromTheEvent(t *testing.T) {
 		}
 	}
 }
+
+// The inbox shows at most 100 items a queue, those falling due soonest
+// first, and says how many wait in all.
+func TestConsoleInboxIsBounded(t *testing.T) {
+	e := newEnv(t)
+	for range 104 {
+		e.contract(e.tenantA, nil)
+	}
+	due := e.contract(e.tenantA, map[string]any{"approvalTimeoutSeconds": 3600})
+	a := e.signIn("a", "alice", "approver")
+	_, page, _ := a.get("/console/")
+	if n := strings.Count(page, `<li class="item`); n != 100 {
+		t.Fatalf("%d items on the page", n)
+	}
+	if !strings.Contains(page, "Showing the first 100 of 105, those falling due soonest first") {
+		t.Fatalf("no note of the rest: %s", page)
+	}
+	first := strings.Index(page, `<li class="item`)
+	second := first + 1 + strings.Index(page[first+1:], `<li class="item`)
+	if i := strings.Index(page, due); i < first || i > second {
+		t.Fatalf("the handoff falling due is not the first item (at %d; the items at %d and %d)", i, first, second)
+	}
+}
