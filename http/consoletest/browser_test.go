@@ -509,6 +509,10 @@ func TestConsoleLiveUpdateKeepsThePlace(t *testing.T) {
 	if !eval[bool](t, alice, `document.querySelector('li.event[data-seq="1"] > details').open`) {
 		t.Fatal("the opened event closed on a live update")
 	}
+	// A screen reader hears one line of what changed, not the page.
+	if got := text(t, alice, "#live-status"); got != "Updated: the handoff is approval decided." || eval[bool](t, alice, `document.getElementById("live").hasAttribute("aria-live")`) {
+		t.Fatalf("live status %q", got)
+	}
 
 	// Sent once: a second submit of the same form is not sent.
 	other := s.contract(s.ka, map[string]any{"objective": "Drop the cache", "riskLevel": "high"})

@@ -87,6 +87,23 @@
     return location.pathname + location.search;
   }
 
+  // announce says in one short line what a live update changed, for a
+  // screen reader (the page's region is replaced whole, which a live
+  // region would read as nothing, or as all of it).
+  function announce() {
+    var st = document.getElementById("live-status");
+    if (!st) return;
+    var state = document.getElementById("state");
+    var msg;
+    if (state) {
+      msg = "Updated: the handoff is " + state.textContent.trim().replace(/_/g, " ") + ".";
+    } else {
+      var counts = Array.prototype.map.call(document.querySelectorAll("#live h2"), function (h) { return h.textContent.trim().replace(/\s+/g, " "); });
+      msg = "Updated: " + counts.join(", ") + ".";
+    }
+    if (st.textContent !== msg) st.textContent = msg;
+  }
+
   // One refresh at a time: events that come while one is under way ask for
   // one more after it, not a fetch each (on a slow link they piled up and
   // held every connection the browser had to this server).
@@ -140,6 +157,7 @@
       });
       var again = find(focused);
       if (again && again !== document.activeElement) again.focus();
+      announce();
       document.body.dataset.updated = String(Date.now());
       checkChain();
     } catch (e) { /* the next event tries again */ } finally {
