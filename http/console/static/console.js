@@ -20,6 +20,7 @@
   async function checkChain() {
     var el = document.getElementById("chain-check");
     if (!el) return;
+    if (!el.dataset.result) el.textContent = "Checking the chain in this browser…";
     if (!window.crypto || !crypto.subtle) {
       el.textContent = "This browser cannot recompute SHA-256 here (it needs HTTPS or localhost); the server's check is shown above.";
       return;
