@@ -219,7 +219,7 @@ func TestConsoleRolesAndRefusals(t *testing.T) {
 	}
 	// A secret in the reason: 422 shown on the page, nothing recorded.
 	status, page = alice.act(id, url.Values{"action": {"approve"}, "reason": {"use " + ctxFakeBtn}})
-	if status != 422 || !strings.Contains(page, "secret_detected") {
+	if status != 422 || !strings.Contains(page, "secret_detected") || !strings.Contains(page, "Write it again without the secret") || strings.Contains(page, ctxFakeBtn) {
 		t.Fatalf("secret in reason: %d %s", status, page)
 	}
 	status, page = alice.act(id, url.Values{"action": {"approve"}, "reason": {"change window open"}})
