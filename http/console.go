@@ -181,7 +181,22 @@ func (s *Server) consoleError(w http.ResponseWriter, r *http.Request, err error)
 // that a link previewer fetching the URL does not use the link up, and so
 // that the session cookie (SameSite=Strict) is set by a same-site request.
 func (s *Server) consoleSigninPage(w http.ResponseWriter, r *http.Request) {
-	s.renderConsole(w, r, http.StatusOK, "signin", map[string]any{"Title": "Sign in", "Token": r.URL.Query().Get("token")})
+	data := map[string]any{"Title": "Sign in", "Token": r.URL.Query().Get("token")}
+	if cur, ok := s.currentSession(r); ok {
+		data["Current"] = cur.Name // told that this link ends that session
+	}
+	s.renderConsole(w, r, http.StatusOK, "signin", data)
+}
+
+// currentSession is the live session of the request's cookie, if any: on
+// the sign-in routes, which take no session of their own.
+func (s *Server) currentSession(r *http.Request) (ledger.ConsoleSession, bool) {
+	c, err := r.Cookie(consoleCookie)
+	if err != nil || c.Value == "" {
+		return ledger.ConsoleSession{}, false
+	}
+	sess, err := s.ledger.Console.Session(r.Context(), c.Value)
+	return sess, err == nil
 }
 
 // sameOrigin refuses a form posted from another site (when the browser
@@ -213,6 +228,14 @@ func (s *Server) consoleSignin(w http.ResponseWriter, r *http.Request) {
 		}
 		s.consoleError(w, r, err)
 		return
+	}
+	if old, ok := s.currentSession(r); ok && old.SessionID != sess.SessionID {
+		// The browser held another person's (or the same person's) live
+		// session: replaced by this one, it ends, not lingers usable.
+		call := ledger.Call{Principal: domain.Principal{Tenant: old.Tenant, Person: old.Name}, RequestID: RequestID(r.Context())}
+		if err := s.ledger.Console.EndSession(r.Context(), call, old.SessionID, "replaced by another sign-in in the same browser"); err != nil {
+			s.log.Warn().Err(err).Msg("console: the replaced session was not ended")
+		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: consoleCookie, Value: sess.Token, Path: "/console/", Expires: sess.ExpiresAt,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secureRequest(r)})

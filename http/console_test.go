@@ -620,3 +620,31 @@ func TestConsoleInboxIsBounded(t *testing.T) {
 		t.Fatalf("the handoff falling due is not the first item (at %d; the items at %d and %d)", i, first, second)
 	}
 }
+
+// Signing in with another link in a browser that holds a live session
+// says so first, and ends that session rather than leave it usable.
+func TestConsoleSigninReplacesTheSession(t *testing.T) {
+	e := newEnv(t)
+	alice := e.signIn("a", "alice@example.com", "approver")
+	link := e.consoleLink("a", "bob@example.com", "verifier", 0)
+	u, _ := url.Parse(link)
+	_, page, _ := alice.get(u.RequestURI())
+	if !strings.Contains(page, "This browser is signed in as alice@example.com") {
+		t.Fatalf("the sign-in page does not say who is signed in: %s", page)
+	}
+	req, _ := http.NewRequest("POST", e.srv.URL+"/console/signin", strings.NewReader(url.Values{"token": {u.Query().Get("token")}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", e.srv.URL)
+	req.AddCookie(&http.Cookie{Name: "baton_console", Value: alice.cookie})
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in %d", resp.StatusCode)
+	}
+	if status, _, _ := alice.get("/console/"); status != http.StatusUnauthorized {
+		t.Fatalf("the replaced session still answers %d", status)
+	}
+}
