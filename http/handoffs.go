@@ -150,8 +150,41 @@ func (s *Server) callback(kind string, build func(body []byte, ref domain.Reques
 			w.Header().Set("Idempotent-Replayed", "true")
 		}
 		setPosition(w, out.Position)
-		writeJSON(w, http.StatusOK, out.Handoff.View())
+		v := out.Handoff.View()
+		if prefersMinimal(r) {
+			// RFC 7240: what a client that calls often needs (a heartbeat
+			// every few seconds), not every proof again each time.
+			w.Header().Set("Preference-Applied", "return=minimal")
+			writeJSON(w, http.StatusOK, minimalContract{HandoffID: v.HandoffID, State: v.State, ApprovalStatus: v.ApprovalPolicy.Status,
+				ExecutorRunID: v.ExecutorRunID, LedgerHead: v.LedgerHead, Deadlines: v.Deadlines, UpdatedAt: v.UpdatedAt})
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
 	}
+}
+
+// minimalContract is a callback's answer under Prefer: return=minimal.
+type minimalContract struct {
+	HandoffID      string            `json:"handoffId"`
+	State          domain.State      `json:"state"`
+	ApprovalStatus string            `json:"approvalStatus"`
+	ExecutorRunID  string            `json:"executorRunId,omitempty"`
+	LedgerHead     domain.LedgerHead `json:"ledgerHead"`
+	Deadlines      *domain.LeaseView `json:"deadlines,omitempty"`
+	UpdatedAt      time.Time         `json:"updatedAt"`
+}
+
+// prefersMinimal reports a Prefer header asking for return=minimal
+// (RFC 7240), among other preferences or not.
+func prefersMinimal(r *http.Request) bool {
+	for _, v := range r.Header.Values("Prefer") {
+		for _, p := range strings.Split(v, ",") {
+			if name, _, _ := strings.Cut(strings.TrimSpace(p), ";"); strings.EqualFold(strings.TrimSpace(name), "return=minimal") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (s *Server) approval() http.HandlerFunc {

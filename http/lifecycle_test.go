@@ -697,3 +697,22 @@ func (zeroReader) Read(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// Prefer: return=minimal (RFC 7240) answers a callback with the handoff's
+// state and head, not the whole contract with every proof: for heartbeats.
+func TestCallbackReturnMinimal(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, map[string]any{"heartbeatSeconds": 60})
+	e.must(e.post(id, "approval", e.tenantA, approveBody()), 200)
+	big := proofBody("run-1")
+	big["proof"] = map[string]any{"summary": "s", "artifacts": []any{map[string]any{"type": "log", "text": strings.Repeat("x", 60000)}}}
+	e.must(e.post(id, "proof", e.tenantA, big), 200)
+	full := e.must(e.post(id, "heartbeat", e.tenantA, map[string]any{"executorRunId": "run-1"}), 200)
+	r := e.must(e.post(id, "heartbeat", e.tenantA, map[string]any{"executorRunId": "run-1"}, "Prefer", "respond-async, return=minimal"), 200)
+	if r.header.Get("Preference-Applied") != "return=minimal" || len(r.raw) > 600 || r.str("state") != "proof_received" || r.str("ledgerHead.seq") == "" || r.str("deadlines.leaseExpiresAt") == "" || r.str("proofs") != "" {
+		t.Fatalf("minimal answer (%d bytes, full %d): %v %s", len(r.raw), len(full.raw), r.header, r.raw)
+	}
+	if full.header.Get("Preference-Applied") != "" || len(full.raw) < 60000 {
+		t.Fatalf("the full answer: %d bytes", len(full.raw))
+	}
+}

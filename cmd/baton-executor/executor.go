@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -524,6 +525,11 @@ func (e *Executor) call(ctx context.Context, method, path, idemKey string, body 
 		}
 		if idemKey != "" {
 			req.Header.Set("Idempotency-Key", idemKey)
+		}
+		if method == http.MethodPost && strings.HasPrefix(path, "/v1/executions/") {
+			// It reads only the state and the ledger head of a callback's
+			// answer: not the whole contract, every proof again, each time.
+			req.Header.Set("Prefer", "return=minimal")
 		}
 		resp, err := e.Client.Do(req)
 		if err == nil {
