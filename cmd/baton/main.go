@@ -20,7 +20,6 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -291,10 +290,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	tl, err := logOpts.open(ctx, *data, *storeOpts.kind, store, log)
 	if err != nil {
-		if strings.HasPrefix(err.Error(), "transparency log: ") {
-			return err // it says so already
-		}
-		return fmt.Errorf("transparency log: %w", err)
+		return err // it says "transparency log:"
 	}
 	if tl != nil {
 		defer tl.Close()

@@ -68,15 +68,17 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 	if !*f.on {
 		return nil, nil
 	}
+	// Its own failures say "transparency log:" as the package's do.
+	fail := func(err error) (*translog.Log, error) { return nil, fmt.Errorf("transparency log: %w", err) }
 	if *f.interval < 10*time.Millisecond || *f.interval > time.Second {
-		return nil, fmt.Errorf("--log-interval (BATON_LOG_INTERVAL) is %v; it must be from 10ms to 1s", *f.interval)
+		return fail(fmt.Errorf("--log-interval (BATON_LOG_INTERVAL) is %v; it must be from 10ms to 1s", *f.interval))
 	}
 	skey, keyPath, err := f.signingKey(data)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	if err := os.MkdirAll(data, 0o700); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	opts := translog.Options{
 		Origin: *f.origin, SignerKey: skey, Interval: *f.interval, Witnesses: splitList(*f.witnesses),
@@ -101,7 +103,7 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 		head, err := store.Head(ctx)
 		if err != nil {
 			tl.Close()
-			return nil, fmt.Errorf("store head: %w", err)
+			return fail(fmt.Errorf("store head: %w", err))
 		}
 		if head.Less(tl.Position()) {
 			reason = "ahead"
@@ -111,7 +113,7 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 		log.Warn().Str("file", path+"."+reason).Msg("transparency log: built from another store, or ahead of this one; moved aside and rebuilt from zero")
 		tl.Close()
 		if err := os.Rename(path, path+"."+reason); err != nil {
-			return nil, err
+			return fail(err)
 		}
 		if tl, err = translog.Open(path, store, opts); err != nil {
 			return nil, err
@@ -119,7 +121,7 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 	}
 	if err := os.WriteFile(filepath.Join(data, logMarker), []byte(kind+"\n"), 0o600); err != nil {
 		tl.Close()
-		return nil, err
+		return fail(err)
 	}
 	if err := tl.CatchUp(ctx); err != nil {
 		tl.Close()
