@@ -246,13 +246,9 @@ func logVerify(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("today's checkpoint: %w", err)
 	}
 	if *quorum > 0 {
-		var ws []note.Verifier
-		for _, w := range witnesses {
-			wv, err := translog.NewWitnessVerifier(w)
-			if err != nil {
-				return fmt.Errorf("--witness: %w", err)
-			}
-			ws = append(ws, wv)
+		ws, err := translog.NewWitnessVerifiers(witnesses)
+		if err != nil {
+			return fmt.Errorf("--witness: %w", err)
 		}
 		if _, err := translog.Witnessed(newSigned, v, ws, *quorum); err != nil {
 			fmt.Fprintf(stdout, "BROKEN: today's %v\n", err)

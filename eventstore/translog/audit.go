@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"unicode"
 
@@ -100,12 +99,8 @@ func VerifyBundle(b Bundle, vkey string, old *Bundle, witnesses []string, quorum
 		return rep, fmt.Errorf("--log-key: %w", err)
 	}
 	v := checkpointPolicy{log: lv, quorum: quorum}
-	for _, w := range slices.Compact(slices.Sorted(slices.Values(witnesses))) { // a key given twice is one witness
-		wv, err := NewWitnessVerifier(w)
-		if err != nil {
-			return rep, err
-		}
-		v.witnesses = append(v.witnesses, wv)
+	if v.witnesses, err = NewWitnessVerifiers(witnesses); err != nil {
+		return rep, err
 	}
 	if quorum > len(v.witnesses) {
 		return rep, fmt.Errorf("a quorum of %d witnesses, with %d witness keys given", quorum, len(v.witnesses))

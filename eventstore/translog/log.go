@@ -150,13 +150,11 @@ func Open(path string, store eventstore.Store, opts Options) (*Log, error) {
 		}
 		l.verifier, l.vkey = v, opts.VerifierKey
 	}
-	for _, w := range opts.Witnesses {
-		v, err := NewWitnessVerifier(w)
-		if err != nil {
-			return nil, fmt.Errorf("transparency log: %w", err)
-		}
-		l.witnesses = append(l.witnesses, v)
+	ws, err := NewWitnessVerifiers(opts.Witnesses)
+	if err != nil {
+		return nil, fmt.Errorf("transparency log: %w", err)
 	}
+	l.witnesses = ws
 	l.origin = opts.Origin
 	if l.origin == "" && l.signer != nil {
 		l.origin = l.signer.Name()

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -70,6 +71,21 @@ func NewWitnessVerifier(vkey string) (note.Verifier, error) {
 		return nil, fmt.Errorf("witness key %q: its hash is not the key's", vkey)
 	}
 	return &cosignatureVerifier{name: name, hash: uint32(h), pub: ed25519.PublicKey(key[1:])}, nil
+}
+
+// NewWitnessVerifiers reads witnesses' verifier keys; a key given twice
+// is one witness (counted twice, note.Open finds the checkpoint's
+// signatures ambiguous).
+func NewWitnessVerifiers(vkeys []string) ([]note.Verifier, error) {
+	var out []note.Verifier
+	for _, k := range slices.Compact(slices.Sorted(slices.Values(vkeys))) {
+		v, err := NewWitnessVerifier(k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // witnessKeyID is SHA-256(name || "\n" || 0x04 || public key)[:4].
