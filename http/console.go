@@ -533,18 +533,13 @@ func recordedOf(entries []domain.LedgerEntry) []domain.Recorded {
 }
 
 func (s *Server) consoleHandoff(w http.ResponseWriter, r *http.Request) {
-	s.showHandoff(w, r, http.StatusOK, nil, "")
+	s.showHandoff(w, r, http.StatusOK, nil, nil)
 }
 
-// showHandoff renders the handoff page, with a refusal (problem) or a
-// confirmation (notice) above it.
-func (s *Server) showHandoff(w http.ResponseWriter, r *http.Request, status int, problem *Problem, notice string) {
-	s.showHandoffWith(w, r, status, problem, notice, nil)
-}
-
-// showHandoffWith is showHandoff with the refused form's text (its reason
-// or notes) written back into the form.
-func (s *Server) showHandoffWith(w http.ResponseWriter, r *http.Request, status int, problem *Problem, notice string, form map[string]string) {
+// showHandoff renders the handoff page, with a refusal (problem) above it
+// and the refused form's text (its reason or notes) written back into the
+// form, or with what an action recorded (the URL's recorded, seq, hash).
+func (s *Server) showHandoff(w http.ResponseWriter, r *http.Request, status int, problem *Problem, form map[string]string) {
 	id := mux.Vars(r)["handoffId"]
 	pg, err := s.readHandoff(w, r, id)
 	if err != nil {
@@ -559,12 +554,13 @@ func (s *Server) showHandoffWith(w http.ResponseWriter, r *http.Request, status 
 	q := r.URL.Query()
 	v := pg.View
 	sess := sessionOf(r.Context())
-	if notice == "" && q.Get("recorded") != "" {
+	me := domain.Principal{Person: sess.Name}.Actor()
+	notice := ""
+	if problem == nil && q.Get("recorded") != "" {
 		// The answer to an action: the head it produced, as the trail has
 		// it, told from that event, this person's own; never the URL's
 		// words, which anyone can write into a link.
 		seq, _ := strconv.ParseUint(q.Get("seq"), 10, 64)
-		me := domain.Principal{Person: sess.Name}.Actor()
 		for i, e := range pg.Entries {
 			if e.Seq == seq && e.Hash == q.Get("hash") && domain.SameActor(e.Actor, me) {
 				what := recordedAs(e)
@@ -582,7 +578,6 @@ func (s *Server) showHandoffWith(w http.ResponseWriter, r *http.Request, status 
 	// An approver whose approval stands, under a policy of several, has
 	// nothing more to decide (a second approval is refused): told so,
 	// not offered the form.
-	me := domain.Principal{Person: sess.Name}.Actor()
 	approvedAlready := slices.ContainsFunc(v.ApprovalPolicy.Approvals, func(a domain.ApprovalRecord) bool { return domain.SameActor(a.Approver, me) })
 	s.renderConsole(w, r, status, "handoff", map[string]any{
 		"Title": "Handoff " + v.HandoffID, "H": v, "Timeline": rows, "Chain": pg.Chain, "Plan": pg.Plan, "Packet": pg.Packet,
@@ -667,7 +662,6 @@ func (s *Server) consoleAction(w http.ResponseWriter, r *http.Request) {
 	form := r.PostForm
 	action := form.Get("action")
 	var cmd domain.Command
-	var done string
 	ref := domain.RequestRef{IdempotencyKey: ""}
 	if n := form.Get("nonce"); n != "" && len(n) <= 64 {
 		ref.IdempotencyKey = "console-" + n
@@ -680,9 +674,8 @@ func (s *Server) consoleAction(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		status, reason := domain.ApprovalApproved, strings.TrimSpace(form.Get("reason"))
-		done = "approved"
 		if action == "reject" {
-			status, done = domain.ApprovalRejected, "rejected"
+			status = domain.ApprovalRejected
 		}
 		fields["reason"] = reason
 		ref.Kind = domain.KindApproval
@@ -695,7 +688,6 @@ func (s *Server) consoleAction(w http.ResponseWriter, r *http.Request) {
 		verdict, notes := form.Get("verdict"), strings.TrimSpace(form.Get("notes"))
 		fields["verdict"], fields["notes"] = verdict, notes
 		ref.Kind = domain.KindReview
-		done = "review " + verdict
 		cmd = domain.ReviewCommand{Verdict: verdict, Reviewer: sess.Name, Notes: notes}
 	default:
 		s.consoleError(w, r, domain.E("console.action", domain.KindBadRequest, "unknown_action", "no such action"))
@@ -736,18 +728,17 @@ func (s *Server) consoleAction(w http.ResponseWriter, r *http.Request) {
 			}
 			p.Detail = "What you wrote holds what looks like a secret" + rule + ", so nothing was recorded: the ledger keeps every word for good. Write it again without the secret."
 		}
-		s.showHandoffWith(w, r, p.Status, &p, "", kept)
+		s.showHandoff(w, r, p.Status, &p, kept)
 		return
 	}
 	// Read-your-writes: the page shown next includes this event.
 	ctx, cancel := context.WithTimeout(r.Context(), readWait)
 	defer cancel()
 	s.proj.WaitFor(ctx, out.Position)
+	// The page tells what was recorded from the event at that head
+	// (recordedAs), not from words in its URL.
 	head := out.Handoff.Head
-	if ap := out.Handoff.Approval; done == "approved" && ap.Status == domain.ApprovalPending {
-		done = "your approval, " + strconv.Itoa(len(ap.Approvals)) + " of the " + strconv.Itoa(ap.RequiredApprovals) + " needed"
-	}
-	http.Redirect(w, r, "/console/handoffs/"+url.PathEscape(id)+"?"+url.Values{"recorded": {done}, "seq": {strconv.FormatUint(head.Seq, 10)}, "hash": {head.Hash}}.Encode(), http.StatusSeeOther)
+	http.Redirect(w, r, "/console/handoffs/"+url.PathEscape(id)+"?"+url.Values{"recorded": {action}, "seq": {strconv.FormatUint(head.Seq, 10)}, "hash": {head.Hash}}.Encode(), http.StatusSeeOther)
 }
 
 // ago is how long ago t was, roughly.
