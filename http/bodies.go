@@ -46,6 +46,9 @@ func (b *bodyBound) give(n int64) {
 	b.mu.Unlock()
 }
 
+// errBodiesFull ends a body's read when it passes what the bound has free
+// (readBody tells every read failure as its own error: the reader's
+// count says which it was).
 var errBodiesFull = errors.New("model-call bodies at their bound")
 
 // boundReader takes from the bound as its body arrives.
@@ -71,8 +74,24 @@ func (x *boundReader) Read(p []byte) (int, error) {
 // on the bytes of such bodies held at once; its share is given back when
 // the request's handler returns (requestState.release).
 func (s *Server) readModelBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, release, err := s.takeModelBody(w, r)
+	x := &boundReader{r: r.Body, b: s.bodies}
+	if r.ContentLength > 0 && r.ContentLength <= s.maxModelBody {
+		if !s.bodies.take(r.ContentLength) {
+			return nil, bodiesFull()
+		}
+		x.have = r.ContentLength
+	}
+	release := func() { s.bodies.give(x.have) }
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{x, r.Body}
+	body, err := readBody(w, r, s.maxModelBody)
 	if err != nil {
+		release()
+		if x.read > x.have { // the bound, not the body, ended the read
+			return nil, bodiesFull()
+		}
 		return nil, err
 	}
 	if st := stateOf(r.Context()); st != nil && st.release == nil {
@@ -81,31 +100,6 @@ func (s *Server) readModelBody(w http.ResponseWriter, r *http.Request) ([]byte, 
 		release() // no request state (a test's bare handler): nothing to hold it
 	}
 	return body, nil
-}
-
-func (s *Server) takeModelBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), err error) {
-	x := &boundReader{r: r.Body, b: s.bodies}
-	if r.ContentLength > 0 && r.ContentLength <= s.maxModelBody {
-		if !s.bodies.take(r.ContentLength) {
-			return nil, nil, bodiesFull()
-		}
-		x.have = r.ContentLength
-	}
-	release = func() { s.bodies.give(x.have) }
-	r.Body = struct {
-		io.Reader
-		io.Closer
-	}{x, r.Body}
-	body, err = readBody(w, r, s.maxModelBody)
-	if errors.Is(err, errBodiesFull) || (err != nil && x.read > x.have) {
-		release()
-		return nil, nil, bodiesFull()
-	}
-	if err != nil {
-		release()
-		return nil, nil, err
-	}
-	return body, release, nil
 }
 
 func bodiesFull() error {
