@@ -43,6 +43,22 @@ func approve(by, key string) domain.ApprovalCommand {
 		Request: domain.RequestRef{Kind: domain.KindApproval, IdempotencyKey: key, BodySHA256: "body-" + by}}
 }
 
+// atOnce runs f for 0 to n-1, each on a goroutine of its own, and
+// returns their errors in that order.
+func atOnce(n int, f func(i int) error) []error {
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f(i)
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
 func streamLen(t *testing.T, st eventstore.Store, id string) int {
 	t.Helper()
 	evs, err := eventstore.ReadWholeStream(context.Background(), st, domain.StreamID(id))
@@ -64,17 +80,10 @@ func TestRacingCallbacksMakeOneTransition(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := out.Handoff.ID
-	const n = 16
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, errs[i] = s.Handle(ctx, tenantA, id, approve(fmt.Sprintf("approver-%d", i), ""))
-		}()
-	}
-	wg.Wait()
+	errs := atOnce(16, func(i int) error {
+		_, err := s.Handle(ctx, tenantA, id, approve(fmt.Sprintf("approver-%d", i), ""))
+		return err
+	})
 	won := 0
 	for _, err := range errs {
 		var de *domain.Error
@@ -284,18 +293,10 @@ func TestManyConcurrentProofsAllRecorded(t *testing.T) {
 	ctx := context.Background()
 	before := streamLen(t, st, id)
 	const n = 200
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p := &domain.Proof{Summary: fmt.Sprintf("step %d", i), Artifacts: []domain.Artifact{{Type: "log", Text: "ok"}}}
-			_, errs[i] = s.Handle(ctx, tenantA, id, domain.ProofCommand{ExecutorRunID: "run-1", Status: "RUNNING", Proof: p,
-				Request: domain.RequestRef{Kind: domain.KindProof, BodySHA256: fmt.Sprintf("proof-%d", i)}})
-		}()
-	}
-	wg.Wait()
+	errs := atOnce(n, func(i int) error {
+		_, err := s.Handle(ctx, tenantA, id, runningProof(i))
+		return err
+	})
 	failed := 0
 	for _, err := range errs {
 		if err != nil {
