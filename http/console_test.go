@@ -501,16 +501,9 @@ func TestFaviconIsNoContent(t *testing.T) {
 func TestConsoleSigninFormTooLarge(t *testing.T) {
 	e := newEnv(t)
 	u, _ := url.Parse(e.consoleLink("a", "alice", "approver", 0))
-	form := url.Values{"token": {u.Query().Get("token")}, "pad": {strings.Repeat("x", 5000)}}.Encode()
-	req, _ := http.NewRequest("POST", e.srv.URL+"/console/signin", strings.NewReader(form))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := noRedirect.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestEntityTooLarge {
-		t.Fatalf("an oversized sign-in form answered %d", resp.StatusCode)
+	anon := &consoleUser{e: e}
+	if status, _, _ := anon.post("/console/signin", url.Values{"token": {u.Query().Get("token")}, "pad": {strings.Repeat("x", 5000)}}); status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("an oversized sign-in form answered %d", status)
 	}
 	if resp := e.redeem(u.String()); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("sign-in after the oversized form: %d", resp.StatusCode)
@@ -632,17 +625,8 @@ func TestConsoleSigninReplacesTheSession(t *testing.T) {
 	if !strings.Contains(page, "This browser is signed in as alice@example.com") {
 		t.Fatalf("the sign-in page does not say who is signed in: %s", page)
 	}
-	req, _ := http.NewRequest("POST", e.srv.URL+"/console/signin", strings.NewReader(url.Values{"token": {u.Query().Get("token")}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", e.srv.URL)
-	req.AddCookie(&http.Cookie{Name: "baton_console", Value: alice.cookie})
-	resp, err := noRedirect.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther {
-		t.Fatalf("sign-in %d", resp.StatusCode)
+	if status, _, _ := alice.post("/console/signin", url.Values{"token": {u.Query().Get("token")}}); status != http.StatusSeeOther {
+		t.Fatalf("sign-in %d", status)
 	}
 	if status, _, _ := alice.get("/console/"); status != http.StatusUnauthorized {
 		t.Fatalf("the replaced session still answers %d", status)
