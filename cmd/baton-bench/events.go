@@ -180,14 +180,22 @@ func eventsReport(r eventsResult) string {
 	return b.String()
 }
 
+// benchCall is who the benchmarks that use the ledger service act as.
+var benchCall = ledger.Call{Principal: domain.Principal{Tenant: "bench", KeyID: "bench"}}
+
+// benchContract is their contract, approved by hand (manual) or when
+// created (auto).
+func benchContract(approvalMode string) domain.CreateContract {
+	return domain.CreateContract{Objective: "Rotate the staging TLS certificate", TargetExecutor: "ops-bot",
+		ExecutorProtocol: "ops_bot.v1", RiskLevel: "medium", ApprovalMode: approvalMode, ProofRequired: []string{"log"}}
+}
+
 // createPaced creates n contracts through the ledger service at rate per
 // second from eventsWriters goroutines (one ContractCreated event each)
 // and returns when each append returned, by handoff id, and how long the
 // creating took from the first one's due time.
 func createPaced(ctx context.Context, svc *ledger.Services, n, rate int) (map[string]time.Time, time.Duration, error) {
-	call := ledger.Call{Principal: domain.Principal{Tenant: "bench", KeyID: "bench"}}
-	contract := domain.CreateContract{Objective: "Rotate the staging TLS certificate", TargetExecutor: "ops-bot",
-		ExecutorProtocol: "ops_bot.v1", RiskLevel: "medium", ApprovalMode: domain.ApprovalModeManual, ProofRequired: []string{"log"}}
+	call, contract := benchCall, benchContract(domain.ApprovalModeManual)
 	period := time.Second / time.Duration(rate)
 	var (
 		mu        sync.Mutex

@@ -296,11 +296,9 @@ func benchLongLedger(ctx context.Context, dir string, events, calls int) (longLe
 	}
 	defer store.Close()
 	s := ledger.NewHandoffs(store, nil)
-	call := ledger.Call{Principal: domain.Principal{Tenant: "bench", KeyID: "bench"}}
+	call := benchCall
 	open := func() (string, error) {
-		c := domain.CreateContract{Objective: "Rotate the staging TLS certificate", TargetExecutor: "ops-bot", ExecutorProtocol: "ops_bot.v1",
-			RiskLevel: "medium", ApprovalMode: domain.ApprovalModeAuto, ProofRequired: []string{"log"}}
-		out, err := s.Create(ctx, call, c)
+		out, err := s.Create(ctx, call, benchContract(domain.ApprovalModeAuto))
 		if err != nil {
 			return "", err
 		}
