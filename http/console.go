@@ -721,13 +721,8 @@ func (s *Server) consoleAction(w http.ResponseWriter, r *http.Request) {
 		kept := fields // what the person wrote, offered again (but a secret)
 		if p.Code == "secret_detected" {
 			kept = nil
-			// Said to the person, not to an executor.
-			rule := ""
-			if len(p.Findings) > 0 {
-				rule = " (" + p.Findings[0].RuleID + ")"
-			}
-			p.Detail = "What you wrote holds what looks like a secret" + rule + ", so nothing was recorded: the ledger keeps every word for good. Write it again without the secret."
 		}
+		forPerson(&p, action) // said to the person, not to an executor
 		s.showHandoff(w, r, p.Status, &p, kept)
 		return
 	}

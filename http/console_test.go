@@ -424,6 +424,9 @@ func TestConsoleSeparationOfDuties(t *testing.T) {
 	if status != 409 || !strings.Contains(page, "separation_of_duties") {
 		t.Fatalf("review by the approver: %d", status)
 	}
+	if _, words := refusal(t, page); !strings.Contains(words, "You approved this handoff, so you may not also review its proof") {
+		t.Fatalf("the approver reviewing is told %q", words)
+	}
 	if status, _ := e.signIn("a", "bob", "verifier").act(id, url.Values{"action": {"review"}, "verdict": {"verified"}}); status != http.StatusSeeOther {
 		t.Fatalf("review by another person: %d", status)
 	}
@@ -534,6 +537,9 @@ func TestConsoleReviewOnTheProofSeen(t *testing.T) {
 	if status != http.StatusConflict || !strings.Contains(body, "handoff_changed") || !strings.Contains(body, "DROP DATABASE production") || !strings.Contains(body, "checked the log: harmless</textarea>") || e.events(id) != n {
 		t.Fatalf("a review drawn before the second proof: %d, events %d (was %d): %s", status, e.events(id), n, body)
 	}
+	if _, words := refusal(t, body); !strings.Contains(words, "This handoff changed while you had the page open") {
+		t.Fatalf("the verifier is told %q", words)
+	}
 	m = headRE.FindStringSubmatch(body)
 	if status, _ := v.act(id, url.Values{"action": {"review"}, "verdict": {"verified"}, "notes": {"both checked"}, "head": {m[1]}, "nonce": {"n-2"}}); status != http.StatusSeeOther || e.events(id) != n+1 {
 		t.Fatalf("drawn again: %d, events %d", status, e.events(id))
@@ -630,5 +636,65 @@ func TestConsoleSigninReplacesTheSession(t *testing.T) {
 	}
 	if status, _, _ := alice.get("/console/"); status != http.StatusUnauthorized {
 		t.Fatalf("the replaced session still answers %d", status)
+	}
+}
+
+var (
+	problemRE = regexp.MustCompile(`(?s)<p class="msg error" role="alert" id="problem" data-code="([a-z_]+)">(.*?)</p>`)
+	tagRE     = regexp.MustCompile(`<[^>]*>`)
+	// apiWords are what a program reads in a refusal: codes, JSON
+	// pointers, status numbers.
+	apiWords = regexp.MustCompile(`\b[a-z]+_[a-z_]+\b|/[a-zA-Z]+|\b[1-5]\d\d\b`)
+)
+
+// refusal is the refusal shown on a console page: its code (kept as data)
+// and the words a person reads.
+func refusal(t *testing.T, page string) (code, words string) {
+	t.Helper()
+	m := problemRE.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no refusal on the page: %s", page)
+	}
+	return m[1], strings.TrimSpace(tagRE.ReplaceAllString(m[2], ""))
+}
+
+// The refusals a person meets from a console form are told in their
+// terms, as the secret's was: no code, no JSON pointer, no status number.
+func TestConsoleRefusalsInAPersonsTerms(t *testing.T) {
+	e := newEnv(t)
+	one := e.contract(e.tenantA, nil)
+	two := e.contract(e.tenantA, map[string]any{"requiredApprovals": 2})
+	alice := e.signIn("a", "alice", "approver")
+	bob := e.signIn("a", "bob", "approver")
+	tests := []struct {
+		name     string
+		as       *consoleUser
+		id       string
+		form     url.Values
+		code     string
+		saysWhat string
+	}{
+		{"a rejection without a reason", alice, one, url.Values{"action": {"reject"}}, "validation_failed", "A rejection needs a reason"},
+		{"a reason too long", alice, one, url.Values{"action": {"approve"}, "reason": {strings.Repeat("x", 4001)}}, "validation_failed", "The reason is too long"},
+		{"the first of two approvals", alice, two, url.Values{"action": {"approve"}}, "", ""},
+		{"the same approver again", alice, two, url.Values{"action": {"approve"}, "reason": {"again"}}, "duplicate_approver", "Your approval already stands"},
+		{"an approval", alice, one, url.Values{"action": {"approve"}}, "", ""},
+		{"a decision after another's", bob, one, url.Values{"action": {"reject"}, "reason": {"no"}}, "approval_already_decided", "Someone decided this handoff before"},
+	}
+	for _, tt := range tests {
+		status, page := tt.as.act(tt.id, tt.form)
+		if tt.code == "" {
+			if status != http.StatusSeeOther {
+				t.Fatalf("%s: %d", tt.name, status)
+			}
+			continue
+		}
+		code, words := refusal(t, page)
+		if code != tt.code || !strings.Contains(words, tt.saysWhat) || !strings.Contains(words, "recorded") {
+			t.Errorf("%s: %s %q", tt.name, code, words)
+		}
+		if w := apiWords.FindString(words); w != "" {
+			t.Errorf("%s: the person is told %q, the API's word %q among it", tt.name, words, w)
+		}
 	}
 }

@@ -1,0 +1,75 @@
+package http
+
+import (
+	"strings"
+
+	"github.com/batonhq/baton/domain"
+)
+
+// The console's words for a person: refusals told in their terms (what
+// happened, whether anything was recorded, what to do), never the API's
+// codes and JSON pointers, which are for programs.
+
+// forPerson rewrites a refused form's problem in a person's terms; the
+// code stays on the page as data for support, not as words. action is the
+// form's (approve, reject, review).
+func forPerson(p *Problem, action string) {
+	p.Title = "Not recorded"
+	switch p.Code {
+	case "secret_detected":
+		rule := ""
+		if len(p.Findings) > 0 {
+			rule = " (" + p.Findings[0].RuleID + ")"
+		}
+		p.Detail = "What you wrote holds what looks like a secret" + rule + ", so nothing was recorded: the ledger keeps every word for good. Write it again without the secret."
+	case "handoff_changed":
+		p.Detail = "This handoff changed while you had the page open, so your decision was not recorded: it would have been on what you had not seen. The page below is as it is now; read what came and decide again."
+	case "separation_of_duties":
+		if action == "review" {
+			p.Detail = "You approved this handoff, so you may not also review its proof: separation of duties asks another verifier to. Nothing was recorded."
+		} else {
+			p.Detail = "You created this contract, so you may not approve it: separation of duties asks another approver to. Nothing was recorded."
+		}
+	case "duplicate_approver":
+		p.Detail = "Your approval already stands, and this contract needs approvals from different people, so another approver decides next. Nothing more was recorded."
+	case "approval_already_decided":
+		p.Detail = "Someone decided this handoff before your decision arrived (the page below shows how). Yours was not recorded."
+	case "ledger_closed":
+		p.Detail = "This handoff's ledger is closed: nothing more can be recorded on it, and your decision was not."
+	case "approval_expired":
+		p.Detail = "The time to decide on this handoff ran out before your decision arrived, so it was not recorded; the executor may not act."
+	case "no_proof", "transition_not_allowed":
+		p.Detail = "This handoff is not at a step that takes this decision now (the page below shows where it is), so nothing was recorded."
+	case "idempotency_key_reused":
+		p.Detail = "This form was sent before with other words, and a form is recorded once, so nothing new was recorded. Use the form below, drawn anew."
+	case "idempotency_in_flight":
+		p.Detail = "Your first send of this form is still being recorded. Wait a moment, then reload the page to see it."
+	case "validation_failed":
+		words := make([]string, 0, len(p.Fields))
+		for _, f := range p.Fields {
+			words = append(words, fieldForPerson(f))
+		}
+		p.Detail = strings.Join(words, " ") + " Nothing was recorded."
+	default:
+		p.Detail = "Your decision was not recorded: " + p.Detail
+	}
+}
+
+// fieldForPerson says what is wrong with one field of a console form, by
+// the box the person sees.
+func fieldForPerson(f domain.FieldError) string {
+	box := map[string]string{"/reason": "The reason", "/notes": "The notes", "/verdict": "The verdict"}[f.Pointer]
+	switch {
+	case f.Code == "reason_required":
+		return "A rejection needs a reason: write why in the Reason box."
+	case f.Pointer == "/verdict":
+		return "Choose a verdict: verified, needs review or rejected."
+	case f.Code == "too_long" && box != "":
+		return box + " is too long (" + strings.TrimPrefix(f.Message, "is ") + "); shorten it."
+	case f.Pointer == "/approvedBy" || f.Pointer == "/reviewer":
+		return "Your name as you signed in cannot be recorded (" + f.Message + "); ask an admin for a link under a plain name."
+	case box != "":
+		return box + " " + f.Message + "."
+	}
+	return "The form " + f.Message + "."
+}
