@@ -579,10 +579,14 @@ func (s *Server) showHandoff(w http.ResponseWriter, r *http.Request, status int,
 	// nothing more to decide (a second approval is refused): told so,
 	// not offered the form.
 	approvedAlready := slices.ContainsFunc(v.ApprovalPolicy.Approvals, func(a domain.ApprovalRecord) bool { return domain.SameActor(a.Approver, me) })
+	// Separation of duties refuses an approver's review: told why, not
+	// offered a form the ledger would refuse.
+	reviewBarred := canReview && sess.CanReview() && v.ApprovalPolicy.SeparationOfDuties && approvedAlready
 	s.renderConsole(w, r, status, "handoff", map[string]any{
 		"Title": "Handoff " + v.HandoffID, "H": v, "Timeline": rows, "Chain": pg.Chain, "Plan": pg.Plan, "Packet": pg.Packet,
 		"GenesisHash": domain.GenesisHash(v.HandoffID), "Problem": problem, "Notice": notice,
-		"ShowApprove": canDecide && sess.CanApprove() && !approvedAlready, "ShowReview": canReview && sess.CanReview(),
+		"ShowApprove": canDecide && sess.CanApprove() && !approvedAlready, "ShowReview": canReview && sess.CanReview() && !reviewBarred,
+		"ReviewBarred": reviewBarred,
 		"ApprovedAlready": canDecide && sess.CanApprove() && approvedAlready,
 		"Nonce":           newNonce(), "Verdicts": domain.ReviewVerdicts, "Closed": v.State == domain.StateLedgerClosed,
 		"Form": form,

@@ -420,6 +420,10 @@ func TestConsoleSeparationOfDuties(t *testing.T) {
 	}
 	e.must(e.post(id, "proof", e.tenantA2, proofBody("run-1")), 200)
 	aliceVerifies := e.signIn("a", "alice", "verifier")
+	// Not offered the form separation of duties would refuse; told why.
+	if _, page, _ := aliceVerifies.get("/console/handoffs/" + id); strings.Contains(page, `id="submit-review"`) || !strings.Contains(page, `id="review-barred"`) {
+		t.Fatalf("the approver, as verifier, is offered the review form: %s", page)
+	}
 	status, page = aliceVerifies.act(id, url.Values{"action": {"review"}, "verdict": {"verified"}})
 	if status != 409 || !strings.Contains(page, "separation_of_duties") {
 		t.Fatalf("review by the approver: %d", status)
@@ -427,7 +431,11 @@ func TestConsoleSeparationOfDuties(t *testing.T) {
 	if _, words := refusal(t, page); !strings.Contains(words, "You approved this handoff, so you may not also review its proof") {
 		t.Fatalf("the approver reviewing is told %q", words)
 	}
-	if status, _ := e.signIn("a", "bob", "verifier").act(id, url.Values{"action": {"review"}, "verdict": {"verified"}}); status != http.StatusSeeOther {
+	bob := e.signIn("a", "bob", "verifier")
+	if _, page, _ := bob.get("/console/handoffs/" + id); !strings.Contains(page, `id="submit-review"`) || strings.Contains(page, `id="review-barred"`) {
+		t.Fatal("another verifier is not offered the review form")
+	}
+	if status, _ := bob.act(id, url.Values{"action": {"review"}, "verdict": {"verified"}}); status != http.StatusSeeOther {
 		t.Fatalf("review by another person: %d", status)
 	}
 }
