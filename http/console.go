@@ -55,6 +55,7 @@ var consoleTemplates = template.Must(template.New("").Funcs(template.FuncMap{
 	"short":    func(h string) string { return shortHash(h) },
 	"artifact": renderArtifact,
 	"pretty":   prettyJSON,
+	"plural":   plural,
 	"dict":     func(now time.Time, it inboxItem) map[string]any { return map[string]any{"Now": now, "Item": it} },
 }).ParseFS(consoleFS, "console/templates/*.html"))
 

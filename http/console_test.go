@@ -706,3 +706,16 @@ func TestConsoleRefusalsInAPersonsTerms(t *testing.T) {
 		}
 	}
 }
+
+// Counts of one are singular: "1 redaction", not "1 redactions".
+func TestConsoleCountsAreSingularForOne(t *testing.T) {
+	e := localEnv(t)
+	packet := e.must(e.preview(e.tenantA, map[string]any{"threadId": "thr_1", "memoryHints": []string{"Pasted key " + ctxFakeAWS + " once.", "Hi"}}), 201).str("packetId")
+	plan := e.must(e.do("POST", "/v1/agent-plans", e.tenantA, map[string]any{
+		"objective": "rotate the staging TLS certificate", "targetExecutor": "ops-bot", "riskLevel": "high", "contextPacketId": packet}), 201)
+	id := e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA, map[string]any{"planId": plan.str("planId"), "executorProtocol": "ops_bot.v1"}), 201).str("handoffId")
+	_, page, _ := e.signIn("a", "ann", "auditor").get("/console/handoffs/" + id)
+	if !strings.Contains(page, "1 redaction)") || strings.Contains(page, "1 redactions") || !strings.Contains(page, ">1 token<") {
+		t.Fatalf("the packet's counts: %s", page)
+	}
+}

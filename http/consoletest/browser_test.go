@@ -325,6 +325,10 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	// and the problem; the page still updates itself afterwards, under the
 	// handoff's own address (it fetched the action's, a 405, and stopped).
 	run(t, alice, "open another handoff", chromedp.Navigate(s.url+"/console/handoffs/"+logFile), chromedp.WaitVisible("#reject"))
+	waitFor(t, alice, "the chain check of one event", `document.getElementById("chain-check").dataset.result === "intact"`)
+	if got := text(t, alice, "#chain-check"); !strings.Contains(got, "Chain intact: 1 event recomputed") {
+		t.Fatalf("chain check of one event: %q", got)
+	}
 	run(t, alice, "reject without a reason", chromedp.Click("#reject"), chromedp.WaitVisible("#problem")) // on the answer's page only
 	waitFor(t, alice, "the refused page's live stream", `document.body.dataset.live === "open"`)
 	if path := eval[string](t, alice, `location.pathname`); path != "/console/handoffs/"+logFile {

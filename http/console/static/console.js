@@ -57,7 +57,8 @@
       }
       el.className = "chain-check ok";
       el.dataset.result = "intact";
-      el.textContent = "Chain intact: " + trail.events.length + " events recomputed in this browser, head " + prev.slice(0, 12) + "… matches.";
+      var n = trail.events.length;
+      el.textContent = "Chain intact: " + n + (n === 1 ? " event" : " events") + " recomputed in this browser, head " + prev.slice(0, 12) + "… matches.";
     } catch (e) {
       el.className = "chain-check bad";
       el.dataset.result = "broken";
