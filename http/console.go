@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/mux"
 
@@ -56,6 +57,7 @@ var consoleTemplates = template.Must(template.New("").Funcs(template.FuncMap{
 	"artifact": renderArtifact,
 	"pretty":   prettyJSON,
 	"plural":   plural,
+	"fold":     fold,
 	"dict":     func(now time.Time, it inboxItem) map[string]any { return map[string]any{"Now": now, "Item": it} },
 }).ParseFS(consoleFS, "console/templates/*.html"))
 
@@ -770,6 +772,7 @@ func prettyJSON(s string) string {
 // the template, which escapes it; nothing becomes markup.
 type renderedArtifact struct {
 	Type, Kind, Text, URL string
+	folded
 }
 
 func renderArtifact(a domain.Artifact) renderedArtifact {
@@ -778,9 +781,58 @@ func renderArtifact(a domain.Artifact) renderedArtifact {
 		return renderedArtifact{Type: a.Type, Kind: "url", URL: u.String(), Text: t}
 	}
 	if (strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[")) && json.Valid([]byte(t)) {
-		return renderedArtifact{Type: a.Type, Kind: "json", Text: prettyJSON(t)}
+		p := prettyJSON(t)
+		return renderedArtifact{Type: a.Type, Kind: "json", Text: p, folded: fold(p)}
 	}
-	return renderedArtifact{Type: a.Type, Kind: "text", Text: a.Text}
+	return renderedArtifact{Type: a.Type, Kind: "text", Text: a.Text, folded: fold(a.Text)}
+}
+
+// Past foldLines lines or foldBytes bytes, a text is shown folded: its
+// head, then the rest behind a <details>, so that one long log does not
+// make the page a scroll through it to the review form.
+const (
+	foldLines = 20
+	foldBytes = 3000
+	headLines = 10
+	headBytes = 1500
+)
+
+// folded is a long text cut in two: Head shown, Rest behind a summary of
+// its size (RestLines is 0 for a cut within a line). Long is false for a
+// text shown whole.
+type folded struct {
+	Long       bool
+	Head, Rest string
+	RestLines  int
+	RestSize   string
+}
+
+func fold(text string) folded {
+	if strings.Count(text, "\n") < foldLines && len(text) <= foldBytes {
+		return folded{}
+	}
+	cut, lines := 0, 0
+	for i := 0; i < headLines; i++ {
+		n := strings.IndexByte(text[cut:], '\n')
+		if n < 0 || cut+n+1 > headBytes {
+			break
+		}
+		cut += n + 1
+	}
+	if cut == 0 { // one long first line: cut it, on a character's boundary
+		cut = min(headBytes, len(text))
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+	} else {
+		lines = strings.Count(text[cut:], "\n") + 1
+	}
+	rest := text[cut:]
+	size := strconv.Itoa(len(rest)) + " bytes"
+	if len(rest) >= 10<<10 {
+		size = strconv.Itoa(len(rest)>>10) + " KB"
+	}
+	return folded{Long: true, Head: text[:cut], Rest: rest, RestLines: lines, RestSize: size}
 }
 
 // awaitsReview says whether a verifier has something to review: proof, or

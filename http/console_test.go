@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -717,5 +718,35 @@ func TestConsoleCountsAreSingularForOne(t *testing.T) {
 	_, page, _ := e.signIn("a", "ann", "auditor").get("/console/handoffs/" + id)
 	if !strings.Contains(page, "1 redaction)") || strings.Contains(page, "1 redactions") || !strings.Contains(page, ">1 token<") {
 		t.Fatalf("the packet's counts: %s", page)
+	}
+}
+
+// Long proof is folded: its head shown, the rest behind a summary of its
+// size, so one long log does not bury the page; short proof is shown whole.
+func TestConsoleFoldsLongProof(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	e.must(e.post(id, "approval", e.tenantA, approveBody()), 200)
+	var log strings.Builder
+	for i := 1; i <= 500; i++ {
+		fmt.Fprintf(&log, "line %03d of the restart\n", i)
+	}
+	e.must(e.post(id, "proof", e.tenantA, map[string]any{"executorRunId": "run-1", "status": "RUNNING",
+		"proof": map[string]any{"summary": "restarted", "artifacts": []any{
+			map[string]any{"type": "log", "text": strings.TrimSuffix(log.String(), "\n")},
+			map[string]any{"type": "digest", "text": strings.Repeat("é", 20000)},
+			map[string]any{"type": "log", "text": "short and whole"},
+		}}}), 200)
+	_, page, _ := e.signIn("a", "vera", "verifier").get("/console/handoffs/" + id)
+	head, rest, _ := strings.Cut(page, `<details class="fold" id="fold-4-0"><summary>Show the other 490 lines`)
+	if !strings.Contains(head, "line 010 of the restart\n</pre>") || strings.Contains(head, "line 011") || !strings.Contains(rest, "line 011") || !strings.Contains(rest, "line 500") {
+		t.Fatalf("the long log is not folded after its tenth line: %s", page)
+	}
+	if !strings.Contains(page, `<details class="fold" id="fold-4-1"><summary>Show the rest (`) || !strings.Contains(page, `<pre class="artifact">short and whole</pre>`) {
+		t.Fatalf("the long line is not folded, or the short text is: %s", page)
+	}
+	proof := page[strings.Index(page, `id="s-proof"`):strings.Index(page, `id="s-contract"`)]
+	if strings.Count(proof, "line 250 of") != 1 || strings.Count(proof, "é") != 20000 {
+		t.Fatalf("folded text is shown twice, or not whole: %d, %d", strings.Count(proof, "line 250 of"), strings.Count(proof, "é"))
 	}
 }

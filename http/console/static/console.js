@@ -130,9 +130,13 @@
     if (w.href) return Array.prototype.find.call(document.querySelectorAll("a[href]"), function (a) { return a.getAttribute("href") === w.href; });
     return document.querySelectorAll(w.tag)[w.n] || null;
   }
-  // The timeline's events opened by the reader stay open.
+  // The timeline's events and the folded proof opened by the reader stay
+  // open.
   function openEvents() {
     return Array.prototype.map.call(document.querySelectorAll("li.event[data-seq] > details[open]"), function (d) { return d.parentNode.dataset.seq; });
+  }
+  function openFolds() {
+    return Array.prototype.map.call(document.querySelectorAll("details.fold[open][id]"), function (d) { return d.id; });
   }
 
   async function refresh() {
@@ -145,7 +149,7 @@
         return;
       }
       var doc = new DOMParser().parseFromString(await res.text(), "text/html");
-      var focused = where(document.activeElement), opened = openEvents();
+      var focused = where(document.activeElement), opened = openEvents(), folds = openFolds();
       if (busy()) {
         var live = doc.getElementById("live"), cur = document.getElementById("live");
         if (live && cur) cur.replaceWith(document.importNode(live, true));
@@ -155,6 +159,10 @@
       }
       opened.forEach(function (seq) {
         var d = document.querySelector('li.event[data-seq="' + seq + '"] > details');
+        if (d) d.open = true;
+      });
+      folds.forEach(function (id) {
+        var d = document.getElementById(id);
         if (d) d.open = true;
       });
       var again = find(focused);
