@@ -368,6 +368,30 @@ func (f inboxFilter) since() time.Duration {
 	return 0
 }
 
+var (
+	inboxRisks  = []string{"low", "medium", "high", "critical"}
+	inboxSinces = []string{"1h", "24h", "7d"}
+)
+
+// unknown says, for each filter whose value the inbox does not know, what
+// it takes instead; that filter is cleared.
+func (f *inboxFilter) unknown() []string {
+	var out []string
+	if f.State != "" && f.State != "approval" && f.State != "review" && f.State != "all" && !contains(domain.States, domain.State(f.State)) {
+		out = append(out, "Show has no choice “"+f.State+"”: choose one of the list, a queue or a state.")
+		f.State = ""
+	}
+	if f.Risk != "" && !slices.Contains(inboxRisks, f.Risk) {
+		out = append(out, "Risk has no choice “"+f.Risk+"”: it is low, medium, high or critical.")
+		f.Risk = ""
+	}
+	if f.Since != "" && !slices.Contains(inboxSinces, f.Since) {
+		out = append(out, "Created has no choice “"+f.Since+"”: it is the last hour (1h), 24 hours (24h) or 7 days (7d).")
+		f.Since = ""
+	}
+	return out
+}
+
 func (f inboxFilter) Query() string {
 	v := url.Values{}
 	for k, x := range map[string]string{"state": f.State, "risk": f.Risk, "executor": f.Executor, "since": f.Since} {
@@ -385,14 +409,19 @@ func (s *Server) consoleInbox(w http.ResponseWriter, r *http.Request) {
 		s.consoleError(w, r, err)
 		return
 	}
+	if unknown := f.unknown(); len(unknown) > 0 {
+		// Told, not ignored: a view quietly wider or emptier than asked
+		// for reads as the truth.
+		s.renderConsole(w, r, http.StatusBadRequest, "inbox", map[string]any{
+			"Title": "Inbox", "Filter": f, "Unknown": unknown,
+			"States": domain.States, "Risks": inboxRisks,
+		})
+		return
+	}
 	p := principalOf(r.Context())
 	pf := projections.ContractFilter{TargetExecutor: f.Executor, Limit: 100}
 	if f.State != "" && f.State != "approval" && f.State != "review" && f.State != "all" {
-		if !contains(domain.States, domain.State(f.State)) {
-			f.State = ""
-		} else {
-			pf.State = f.State
-		}
+		pf.State = f.State
 	}
 	if f.State == "approval" {
 		pf.ApprovalStatus = domain.ApprovalPending
@@ -471,7 +500,7 @@ func (s *Server) consoleInbox(w http.ResponseWriter, r *http.Request) {
 		"Title": "Inbox", "Filter": f, "Approvals": approvals, "Reviews": reviews, "Others": others,
 		"NApprovals": nApprovals, "NReviews": nReviews, "NOthers": nOthers, "Shown": inboxShown,
 		"ShowQueues": f.State == "" || f.State == "approval" || f.State == "review", "Now": now,
-		"States": domain.States, "Risks": []string{"low", "medium", "high", "critical"},
+		"States": domain.States, "Risks": inboxRisks,
 	})
 }
 

@@ -750,3 +750,24 @@ func TestConsoleFoldsLongProof(t *testing.T) {
 		t.Fatalf("folded text is shown twice, or not whole: %d, %d", strings.Count(proof, "line 250 of"), strings.Count(proof, "é"))
 	}
 }
+
+// An inbox filter with a value it does not know is told (400, saying what
+// the filter takes), not ignored into a view wider or emptier than asked.
+func TestConsoleInboxTellsAnUnknownFilter(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, map[string]any{"riskLevel": "high"})
+	u := e.signIn("a", "alice", "approver")
+	for _, tt := range []struct{ query, says string }{
+		{"state=bogus", "Show has no choice “bogus”"},
+		{"risk=extreme", "Risk has no choice “extreme”: it is low, medium, high or critical."},
+		{"since=1y&risk=high", "Created has no choice “1y”"},
+	} {
+		status, page, _ := u.get("/console/?" + tt.query)
+		if status != http.StatusBadRequest || !strings.Contains(page, `id="unknown-filter"`) || !strings.Contains(page, tt.says) || strings.Contains(page, id) || strings.Contains(page, `id="live"`) {
+			t.Errorf("?%s: %d %s", tt.query, status, page)
+		}
+	}
+	if status, page, _ := u.get("/console/?state=approval&risk=high&since=7d"); status != 200 || !strings.Contains(page, id) {
+		t.Fatalf("known filters: %d", status)
+	}
+}
