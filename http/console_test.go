@@ -183,6 +183,11 @@ func TestConsoleSignInAndSessions(t *testing.T) {
 	// Only an admin key makes links; bad requests are 422.
 	e.must(e.do("POST", "/v1/admin/console-links", e.tenantA, map[string]any{"tenant": "a", "name": "x", "role": "auditor"}), 403)
 	e.must(e.do("POST", "/v1/admin/console-links", e.admin, map[string]any{"tenant": "a", "name": "x", "role": "admin"}), 422)
+	// A tenant no key was made for (a misspelling) is refused, naming it.
+	r := e.must(e.do("POST", "/v1/admin/console-links", e.admin, map[string]any{"tenant": "aa", "name": "x", "role": "auditor"}), 422)
+	if f := r.str("fields"); !strings.Contains(f, `"pointer":"/tenant"`) || !strings.Contains(f, `"code":"unknown_tenant"`) || !strings.Contains(r.str("detail"), `"aa"`) {
+		t.Fatalf("a link for an unknown tenant: %s", r.raw)
+	}
 }
 
 func TestConsoleRolesAndRefusals(t *testing.T) {

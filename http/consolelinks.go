@@ -1,6 +1,7 @@
 package http
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"time"
@@ -34,6 +35,18 @@ func (s *Server) createConsoleLink(w http.ResponseWriter, r *http.Request) {
 	if req.TTLSeconds != 0 {
 		ttl = time.Duration(req.TTLSeconds) * time.Second
 	}
+	// A link for a tenant that has no key would sign a person in to an
+	// empty console: a misspelt tenant, told now, not found out later.
+	if domain.ValidTenant(req.Tenant) {
+		known, err := s.ledger.Keys.TenantKnown(r.Context(), req.Tenant)
+		if err == nil && !known {
+			err = unknownTenant(req.Tenant)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
 	link, err := s.ledger.Console.IssueLink(r.Context(), principalOf(r.Context()).Actor(), RequestID(r.Context()), req.Tenant, req.Name, req.Role, ttl)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -63,4 +76,9 @@ func (s *Server) revokeConsoleLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+func unknownTenant(tenant string) error {
+	return domain.Invalid("console.link", domain.FieldError{Pointer: "/tenant", Code: "unknown_tenant",
+		Message: fmt.Sprintf("names no tenant of this Baton: no key was ever made for %q; check its spelling, or make the tenant's first key (POST /v1/admin/keys)", tenant)})
 }

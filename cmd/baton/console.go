@@ -44,6 +44,11 @@ func consoleLink(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer store.Close()
+	if known, err := ledger.NewKeys(store).TenantKnown(ctx, *tenant); err != nil {
+		return err
+	} else if !known {
+		return fmt.Errorf("--tenant %q names no tenant of this Baton: no key was ever made for it; check its spelling, or make its first key (baton keys create --tenant %s)", *tenant, *tenant)
+	}
 	link, err := ledger.NewConsole(store, nil).IssueLink(ctx, "cli:console-link", "", *tenant, *name, *role, *ttl)
 	if err != nil {
 		return err

@@ -16,7 +16,16 @@ import (
 func TestConsoleLinkCommand(t *testing.T) {
 	dir := t.TempDir()
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), []string{"console", "link", "--data", dir, "--tenant", "default", "--name", "alice@example.com",
+	// A tenant no key was made for is refused, by name.
+	err := run(context.Background(), []string{"console", "link", "--data", dir, "--tenant", "default", "--name", "x", "--role", "auditor"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), `"default" names no tenant`) {
+		t.Fatalf("a link for a tenant without keys: %v", err)
+	}
+	if err := run(context.Background(), []string{"keys", "create", "--data", dir, "--tenant", "default"}, &out, &errOut); err != nil {
+		t.Fatalf("%v: %s", err, errOut.String())
+	}
+	out.Reset()
+	err = run(context.Background(), []string{"console", "link", "--data", dir, "--tenant", "default", "--name", "alice@example.com",
 		"--role", "approver", "--ttl", "5m", "--url", "http://127.0.0.1:9999"}, &out, &errOut)
 	if err != nil {
 		t.Fatalf("%v: %s", err, errOut.String())

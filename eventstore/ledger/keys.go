@@ -149,3 +149,22 @@ func (s *Keys) Revoke(ctx context.Context, call Call, keyID string) (Revocation,
 		return Revocation{Position: res.Position, Recorded: true}, nil
 	}
 }
+
+// TenantKnown says whether tenant is one of this Baton's: a key was made
+// for it, live or revoked since (its handoffs remain to be read).
+func (s *Keys) TenantKnown(ctx context.Context, tenant string) (bool, error) {
+	evs, err := eventstore.ReadWholeStream(ctx, s.store, domain.KeysStream)
+	if err != nil {
+		return false, err
+	}
+	for _, ev := range evs {
+		if ev.Type != domain.EventKeyCreated {
+			continue
+		}
+		var d domain.KeyCreated
+		if json.Unmarshal(ev.Data, &d) == nil && d.Tenant == tenant {
+			return true, nil
+		}
+	}
+	return false, nil
+}
