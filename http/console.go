@@ -147,7 +147,12 @@ func (s *Server) withSession(h http.HandlerFunc) http.HandlerFunc {
 				s.consoleError(w, r, err)
 				return
 			}
-			s.renderConsole(w, r, http.StatusUnauthorized, "signin", map[string]any{"Title": "Sign in", "Expired": c != nil})
+			data := map[string]any{"Title": "Sign in", "Expired": c != nil}
+			var ended *ledger.SessionEnded
+			if errors.As(err, &ended) {
+				data["Ended"] = sessionEndedWords(ended)
+			}
+			s.renderConsole(w, r, http.StatusUnauthorized, "signin", data)
 			return
 		}
 		if rec, ok := w.(*statusRecorder); ok {

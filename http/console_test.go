@@ -776,3 +776,31 @@ func TestConsoleInboxTellsAnUnknownFilter(t *testing.T) {
 		t.Fatalf("known filters: %d", status)
 	}
 }
+
+// A session that ended is told how: revoked by an admin, signed out, or
+// replaced by another sign-in, not only "ended or expired".
+func TestConsoleTellsWhyASessionEnded(t *testing.T) {
+	e := newEnv(t)
+	r := e.must(e.do("POST", "/v1/admin/console-links", e.admin, map[string]any{"tenant": "a", "name": "rita", "role": "approver"}), 201)
+	rita := &consoleUser{e: e}
+	resp := e.redeem(r.str("url"))
+	for _, c := range resp.Cookies() {
+		if c.Name == "baton_console" {
+			rita.cookie = c.Value
+		}
+	}
+	e.must(e.do("DELETE", "/v1/admin/console-links/"+r.str("linkId"), e.admin, nil), 204)
+	status, page, _ := rita.get("/console/")
+	if status != 401 || !strings.Contains(page, "Your session was revoked by an admin at ") || !strings.Contains(page, `data-why="your session was revoked by an admin"`) {
+		t.Fatalf("a revoked session: %d %s", status, page)
+	}
+	sam := e.signIn("a", "sam", "auditor")
+	sam.post("/console/signout", url.Values{"csrf": {sam.csrf()}})
+	if _, page, _ := sam.get("/console/"); !strings.Contains(page, "You signed out of this session at ") {
+		t.Fatalf("a session signed out: %s", page)
+	}
+	// Another's made-up cookie is told nothing of a real session.
+	if _, page, _ := (&consoleUser{e: e, cookie: strings.Split(sam.cookie, ".")[0] + ".x"}).get("/console/"); strings.Contains(page, `id="session-ended"`) {
+		t.Fatalf("a forged cookie is told how a session ended: %s", page)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore/ledger"
 )
 
 // The console's words for a person: refusals told in their terms (what
@@ -72,4 +73,23 @@ func fieldForPerson(f domain.FieldError) string {
 		return box + " " + f.Message + "."
 	}
 	return "The form " + f.Message + "."
+}
+
+// endedWords tell a person why their session ended: Says on the sign-in
+// page, Why (a clause) where a live page stops updating.
+type endedWords struct{ Says, Why string }
+
+func sessionEndedWords(e *ledger.SessionEnded) endedWords {
+	at := e.At.UTC().Format("2006-01-02 15:04:05Z")
+	switch e.Reason {
+	case "revoked":
+		return endedWords{"Your session was revoked by an admin at " + at + ", so this console no longer knows you. If you still need it, ask an admin for a new link.", "your session was revoked by an admin"}
+	case ledger.SessionExpired:
+		return endedWords{"Your session expired at " + at + " (a session lasts " + plural(int(domain.ConsoleSessionTTL.Hours()), "hour") + ").", "your session expired"}
+	case "signed out":
+		return endedWords{"You signed out of this session at " + at + ".", "you signed out"}
+	case "replaced by another sign-in in the same browser":
+		return endedWords{"Your session ended at " + at + ": this browser signed in with another link.", "this browser signed in with another link"}
+	}
+	return endedWords{"Your session ended at " + at + ".", "your session ended"}
 }

@@ -150,6 +150,21 @@ func (c *Console) Redeem(ctx context.Context, requestID, token string) (ConsoleS
 // ended.
 var ErrNoSession = errors.New("console: no such session")
 
+// SessionEnded is the ErrNoSession of a session that was live: why it
+// ended (its ConsoleSessionEnded reason: "revoked", "signed out", ...; or
+// "expired") and when, so that its person is told which. Only the holder
+// of its secret learns it.
+type SessionEnded struct {
+	Reason string
+	At     time.Time
+}
+
+// SessionExpired is the Reason of a session that outlived its time.
+const SessionExpired = "expired"
+
+func (e *SessionEnded) Error() string        { return "console: the session ended: " + e.Reason }
+func (e *SessionEnded) Is(target error) bool { return target == ErrNoSession }
+
 // Session resolves a session cookie's token.
 func (c *Console) Session(ctx context.Context, token string) (ConsoleSession, error) {
 	id, secret, ok := domain.SplitConsoleToken(token)
@@ -160,15 +175,23 @@ func (c *Console) Session(ctx context.Context, token string) (ConsoleSession, er
 	if err != nil {
 		return ConsoleSession{}, err
 	}
-	if len(evs) != 1 || evs[0].Type != domain.EventConsoleSessionStarted {
-		return ConsoleSession{}, ErrNoSession // none, or ended
+	if len(evs) == 0 || evs[0].Type != domain.EventConsoleSessionStarted {
+		return ConsoleSession{}, ErrNoSession
 	}
 	var st domain.ConsoleSessionStarted
 	if err := json.Unmarshal(evs[0].Data, &st); err != nil {
 		return ConsoleSession{}, err
 	}
-	if !domain.ConsoleSecretMatches(secret, st.SecretHash) || !c.now().Before(st.ExpiresAt) {
+	if !domain.ConsoleSecretMatches(secret, st.SecretHash) {
 		return ConsoleSession{}, ErrNoSession
+	}
+	if len(evs) > 1 {
+		var end domain.ConsoleSessionEnded
+		json.Unmarshal(evs[1].Data, &end)
+		return ConsoleSession{}, &SessionEnded{Reason: end.Reason, At: evs[1].Metadata.RecordedAt}
+	}
+	if !c.now().Before(st.ExpiresAt) {
+		return ConsoleSession{}, &SessionEnded{Reason: SessionExpired, At: st.ExpiresAt}
 	}
 	return ConsoleSession{SessionID: st.SessionID, LinkID: st.LinkID, Tenant: st.Tenant, Name: st.Name, Role: st.Role, ExpiresAt: st.ExpiresAt}, nil
 }

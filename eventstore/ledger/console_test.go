@@ -76,8 +76,13 @@ func TestConsoleLinkIsUsedOnce(t *testing.T) {
 	if err := c.RevokeLink(ctx, admin, link.LinkID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Session(ctx, s.Token); !errors.Is(err, ledger.ErrNoSession) {
+	var ended *ledger.SessionEnded
+	if _, err := c.Session(ctx, s.Token); !errors.Is(err, ledger.ErrNoSession) || !errors.As(err, &ended) || ended.Reason != "revoked" || ended.At.IsZero() {
 		t.Fatalf("session after revocation: %v", err)
+	}
+	// Who holds no secret of it is not told why it ended.
+	if _, err := c.Session(ctx, s.SessionID+"."+strings.Repeat("A", 43)); !errors.Is(err, ledger.ErrNoSession) || errors.As(err, &ended) {
+		t.Fatalf("forged cookie of an ended session: %v", err)
 	}
 }
 
@@ -100,7 +105,8 @@ func TestConsoleLinkAndSessionExpire(t *testing.T) {
 		t.Fatal(err)
 	}
 	now = now.Add(domain.ConsoleSessionTTL)
-	if _, err := c.Session(ctx, s.Token); !errors.Is(err, ledger.ErrNoSession) {
+	var ended *ledger.SessionEnded
+	if _, err := c.Session(ctx, s.Token); !errors.Is(err, ledger.ErrNoSession) || !errors.As(err, &ended) || ended.Reason != ledger.SessionExpired {
 		t.Fatalf("expired session: %v", err)
 	}
 	for _, bad := range []struct{ tenant, name, role string }{{"A!", "x", "approver"}, {"a", "", "approver"}, {"a", "x", "admin"}} {

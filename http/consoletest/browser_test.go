@@ -532,3 +532,25 @@ func TestConsoleLiveUpdateKeepsThePlace(t *testing.T) {
 		t.Fatalf("%v submissions went out of one form", sent)
 	}
 }
+
+// A page whose session an admin revoked says so when it stops updating,
+// and the sign-in page it leads to says the same, not "ended or expired".
+func TestConsoleSaysASessionWasRevoked(t *testing.T) {
+	b := newBrowser(t)
+	s := newServer(t)
+	id := s.contract(s.ka, map[string]any{"objective": "Rotate the keys"})
+	link := s.api("POST", "/v1/admin/console-links", s.admin, map[string]any{"tenant": "a", "name": "rita@example.com", "role": "approver"}, 201)
+	rita := b.person()
+	signIn(t, rita, link["url"].(string))
+	run(t, rita, "open the handoff", chromedp.Navigate(s.url+"/console/handoffs/"+id), chromedp.WaitVisible("#approve"))
+	waitFor(t, rita, "the page's live stream", `document.body.dataset.live === "open"`)
+	s.api("DELETE", "/v1/admin/console-links/"+link["linkId"].(string), s.admin, nil, 204)
+	// The next event has the page fetch itself again, which the ended
+	// session cannot (the stream's own check comes within 30 seconds).
+	s.api("POST", "/v1/executions/"+id+"/approval", s.ka, map[string]any{"status": "APPROVED", "approvedBy": "bob"}, 200)
+	waitFor(t, rita, "the page saying it stopped", `document.getElementById("live-off") !== null && document.getElementById("live-off").textContent.includes("revoked by an admin")`)
+	run(t, rita, "reload", chromedp.Reload(), chromedp.WaitVisible("#session-ended"))
+	if got := text(t, rita, "#session-ended"); !strings.Contains(got, "Your session was revoked by an admin at ") {
+		t.Fatalf("the sign-in page says %q", got)
+	}
+}

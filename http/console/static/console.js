@@ -144,11 +144,11 @@
     inflight = true;
     try {
       var res = await fetch(pageURL(), { credentials: "same-origin", cache: "no-store" });
+      var doc = new DOMParser().parseFromString(await res.text(), "text/html");
       if (!res.ok) {
-        stopped(res.status === 401 || res.status === 403 ? "your session has ended" : "the page could not be read (" + res.status + ")");
+        stopped(res.status === 401 || res.status === 403 ? endedWhy(doc) : "the page could not be read (" + res.status + ")");
         return;
       }
-      var doc = new DOMParser().parseFromString(await res.text(), "text/html");
       var focused = where(document.activeElement), opened = openEvents(), folds = openFolds();
       if (busy()) {
         var live = doc.getElementById("live"), cur = document.getElementById("live");
@@ -174,6 +174,23 @@
       inflight = false;
       if (pending) { pending = false; schedule(); }
     }
+  }
+
+  // endedWhy is why the session ended, as the sign-in page the server
+  // answered with tells it (revoked by an admin, expired, signed out).
+  function endedWhy(doc) {
+    var el = doc && doc.getElementById("session-ended");
+    return el && el.dataset.why ? el.dataset.why : "your session has ended";
+  }
+
+  // whyClosed asks the server why a stream it ended will not come back:
+  // a session that ended says how; "" when the page still reads.
+  async function whyClosed() {
+    try {
+      var res = await fetch(pageURL(), { credentials: "same-origin", cache: "no-store" });
+      if (res.status !== 401) return "";
+      return endedWhy(new DOMParser().parseFromString(await res.text(), "text/html"));
+    } catch (e) { return ""; }
   }
 
   // stopped says on the page that it no longer updates by itself, and why
@@ -234,6 +251,7 @@
       if (es && es.readyState === EventSource.CLOSED) {
         es = null;
         tell({ kind: "state", live: "closed", why: "the server ended its updates (the session may have ended, or too many pages are open)" });
+        whyClosed().then(function (why) { if (why) tell({ kind: "state", live: "closed", why: why }); });
       } else {
         tell({ kind: "state", live: "reconnecting" }); // the browser tries again by itself
       }
