@@ -570,7 +570,19 @@ func recordedOf(entries []domain.LedgerEntry) []domain.Recorded {
 }
 
 func (s *Server) consoleHandoff(w http.ResponseWriter, r *http.Request) {
-	s.showHandoff(w, r, http.StatusOK, nil, nil)
+	id := r.URL.Query().Get("refused")
+	if id == "" {
+		s.showHandoff(w, r, http.StatusOK, nil, nil)
+		return
+	}
+	// The page after a refused form (Post/Redirect/Get): the refusal and
+	// the words written, as this replica held them for this session.
+	p, form, ok := s.flashes.get(time.Now(), id, sessionOf(r.Context()).SessionID, mux.Vars(r)["handoffId"])
+	if !ok {
+		p = Problem{Code: "refusal_gone", Title: "Not shown",
+			Detail: "This address showed a refusal that is no longer held here (one is kept for 10 minutes); the page below is the handoff as it is now."}
+	}
+	s.showHandoff(w, r, http.StatusOK, &p, form)
 }
 
 // showHandoff renders the handoff page, with a refusal (problem) above it
@@ -764,7 +776,10 @@ func (s *Server) consoleAction(w http.ResponseWriter, r *http.Request) {
 			kept = nil
 		}
 		forPerson(&p, action) // said to the person, not to an executor
-		s.showHandoff(w, r, p.Status, &p, kept)
+		// 303 to the handoff's page, not the page as this POST's answer:
+		// a reload there would post the form again.
+		flash := s.flashes.put(time.Now(), sess.SessionID, id, p, kept)
+		http.Redirect(w, r, "/console/handoffs/"+url.PathEscape(id)+"?"+url.Values{"refused": {flash}}.Encode(), http.StatusSeeOther)
 		return
 	}
 	// Read-your-writes: the page shown next includes this event.

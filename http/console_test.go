@@ -225,7 +225,7 @@ func TestConsoleRolesAndRefusals(t *testing.T) {
 	}
 	// A secret in the reason: 422 shown on the page, nothing recorded.
 	status, page = alice.act(id, url.Values{"action": {"approve"}, "reason": {"use " + ctxFakeBtn}})
-	if status != 422 || !strings.Contains(page, "secret_detected") || !strings.Contains(page, "Write it again without the secret") || strings.Contains(page, ctxFakeBtn) {
+	if code, words := refusal(t, page); status != http.StatusSeeOther || code != "secret_detected" || !strings.Contains(words, "Write it again without the secret") || strings.Contains(page, ctxFakeBtn) {
 		t.Fatalf("secret in reason: %d %s", status, page)
 	}
 	status, page = alice.act(id, url.Values{"action": {"approve"}, "reason": {"change window open"}})
@@ -239,7 +239,7 @@ func TestConsoleRolesAndRefusals(t *testing.T) {
 		t.Fatalf("approval recorded as %v", last)
 	}
 	// Approving again: the ledger's 409 as a message.
-	if status, page := alice.act(id, url.Values{"action": {"approve"}}); status != 409 || !strings.Contains(page, `id="problem"`) {
+	if status, page := alice.act(id, url.Values{"action": {"approve"}}); status != http.StatusSeeOther || !strings.Contains(page, `id="problem" data-code="approval_already_decided"`) {
 		t.Fatalf("second approval: %d", status)
 	}
 	// Proof with hostile artifacts: escaped, links only for http(s).
@@ -279,7 +279,7 @@ func TestConsoleRolesAndRefusals(t *testing.T) {
 	}
 	e.must(e.post(id, "result", e.tenantA, resultBody(run)), 200)
 	status, page = vera.act(id, url.Values{"action": {"review"}, "verdict": {"verified"}, "notes": {"again"}})
-	if status != 409 || !strings.Contains(page, "ledger_closed") && !strings.Contains(page, "closed") {
+	if code, _ := refusal(t, page); status != http.StatusSeeOther || code != "ledger_closed" {
 		t.Fatalf("review after close: %d", status)
 	}
 	// The trail download carries the canonical bytes.
@@ -418,7 +418,7 @@ func TestConsoleSeparationOfDuties(t *testing.T) {
 		t.Fatal("another approver is not offered the form")
 	}
 	// The same person again is the same approver, whatever the link.
-	if status, page := e.signIn("a", "alice", "approver").act(id, url.Values{"action": {"approve"}, "reason": {"again"}}); status != 409 || !strings.Contains(page, "duplicate_approver") {
+	if status, page := e.signIn("a", "alice", "approver").act(id, url.Values{"action": {"approve"}, "reason": {"again"}}); status != http.StatusSeeOther || !strings.Contains(page, `data-code="duplicate_approver"`) {
 		t.Fatalf("second approval by the same person: %d", status)
 	}
 	if status, _ := e.signIn("a", "carol", "approver").act(id, url.Values{"action": {"approve"}}); status != http.StatusSeeOther {
@@ -431,7 +431,7 @@ func TestConsoleSeparationOfDuties(t *testing.T) {
 		t.Fatalf("the approver, as verifier, is offered the review form: %s", page)
 	}
 	status, page = aliceVerifies.act(id, url.Values{"action": {"review"}, "verdict": {"verified"}})
-	if status != 409 || !strings.Contains(page, "separation_of_duties") {
+	if status != http.StatusSeeOther || !strings.Contains(page, `data-code="separation_of_duties"`) {
 		t.Fatalf("review by the approver: %d", status)
 	}
 	if _, words := refusal(t, page); !strings.Contains(words, "You approved this handoff, so you may not also review its proof") {
@@ -548,7 +548,7 @@ func TestConsoleReviewOnTheProofSeen(t *testing.T) {
 	e.must(e.post(id, "proof", e.tenantA, second), 200)
 	n := e.events(id)
 	status, body := v.act(id, url.Values{"action": {"review"}, "verdict": {"verified"}, "notes": {"checked the log: harmless"}, "head": {m[1]}, "nonce": {"n-1"}})
-	if status != http.StatusConflict || !strings.Contains(body, "handoff_changed") || !strings.Contains(body, "DROP DATABASE production") || !strings.Contains(body, "checked the log: harmless</textarea>") || e.events(id) != n {
+	if status != http.StatusSeeOther || !strings.Contains(body, `data-code="handoff_changed"`) || !strings.Contains(body, "DROP DATABASE production") || !strings.Contains(body, "checked the log: harmless</textarea>") || e.events(id) != n {
 		t.Fatalf("a review drawn before the second proof: %d, events %d (was %d): %s", status, e.events(id), n, body)
 	}
 	if _, words := refusal(t, body); !strings.Contains(words, "This handoff changed while you had the page open") {
@@ -802,5 +802,41 @@ func TestConsoleTellsWhyASessionEnded(t *testing.T) {
 	// Another's made-up cookie is told nothing of a real session.
 	if _, page, _ := (&consoleUser{e: e, cookie: strings.Split(sam.cookie, ".")[0] + ".x"}).get("/console/"); strings.Contains(page, `id="session-ended"`) {
 		t.Fatalf("a forged cookie is told how a session ended: %s", page)
+	}
+}
+
+// A refused form is answered with 303 to the handoff's page (Post/Redirect/
+// Get), not with a page at the form's address, which a reload posts again;
+// the refusal and the words written are shown there, again on a reload,
+// to this session only.
+func TestConsoleRefusalIsPostRedirectGet(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	alice := e.signIn("a", "alice", "approver")
+	words := "keep my words " + strings.Repeat("x", 4000)
+	status, _, h := alice.post("/console/handoffs/"+id+"/actions", url.Values{"csrf": {alice.csrf()}, "action": {"approve"}, "reason": {words}, "nonce": {"n-1"}})
+	where := h.Get("Location")
+	if status != http.StatusSeeOther || !strings.HasPrefix(where, "/console/handoffs/"+id+"?refused=") || strings.Contains(where, "keep") {
+		t.Fatalf("a refused form answered %d, Location %q", status, where)
+	}
+	for range 2 { // the page, then a reload of it
+		status, page, _ := alice.get(where)
+		if code, _ := refusal(t, page); status != 200 || code != "validation_failed" || !strings.Contains(page, ">"+words+"</textarea>") {
+			t.Fatalf("the page after the refusal: %d %s", status, page)
+		}
+	}
+	if n := e.events(id); n != 1 {
+		t.Fatalf("%d events after a refused form and reloads", n)
+	}
+	// Another session, or another handoff, finds nothing of it.
+	other := e.contract(e.tenantA, nil)
+	for _, tt := range []struct {
+		u    *consoleUser
+		path string
+	}{{e.signIn("a", "bob", "approver"), where}, {alice, strings.Replace(where, id, other, 1)}} {
+		_, page, _ := tt.u.get(tt.path)
+		if code, _ := refusal(t, page); code != "refusal_gone" || strings.Contains(page, "keep my words") {
+			t.Fatalf("%s read by another: %s", tt.path, page)
+		}
 	}
 }

@@ -13,7 +13,8 @@ import (
 // or not. "$CSRF" in a form is the session's CSRF token, which the fuzzer
 // could not guess. Every answer is deliberate (never a 500); a private
 // page is the sign-in page's 401 without a session; a form posted from
-// another origin is a 403; a refused form appends nothing.
+// another origin is a 403; a refused form (an error, or 303 to its
+// refusal's page) appends nothing.
 func FuzzConsoleRequests(f *testing.F) {
 	const (
 		signinPage, signin, inbox, handoff, trail, action = 0, 1, 2, 3, 4, 5
@@ -95,7 +96,10 @@ func FuzzConsoleRequests(f *testing.F) {
 		if r.method == http.MethodPost && (signedIn || !private) && crossSite && rec.Code != http.StatusForbidden {
 			t.Fatalf("%s %s from origin %q answered %d", r.method, r.path, origin, rec.Code)
 		}
-		if rec.Code >= 400 {
+		// A refused form answers 303 to its page with the refusal held
+		// (refused=), as a failure of another kind answers its status.
+		refused := rec.Code == http.StatusSeeOther && strings.Contains(rec.Header().Get("Location"), "refused=")
+		if rec.Code >= 400 || refused {
 			evs, err := e.store.ReadAll(context.Background(), before, 10000)
 			if err != nil {
 				t.Fatal(err)

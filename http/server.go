@@ -116,6 +116,7 @@ type Server struct {
 	bodies        *bodyBound
 	streamIdle    time.Duration
 	ledger        *ledger.Services
+	flashes       consoleFlashes // refused console forms, for the page after the redirect
 	router        *mux.Router
 	// posts holds the model fronts' POST paths, served without the
 	// router's walk over every route: that walk cost about 30 µs of a

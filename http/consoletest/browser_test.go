@@ -321,9 +321,9 @@ func TestConsoleInTheBrowser(t *testing.T) {
 		t.Fatal("the inbox was reloaded, not updated")
 	}
 
-	// A refused action (a rejection needs a reason) answers with the page
-	// and the problem; the page still updates itself afterwards, under the
-	// handoff's own address (it fetched the action's, a 405, and stopped).
+	// A refused action (a rejection needs a reason) answers with a redirect
+	// to the handoff's page and the problem (Post/Redirect/Get); the page
+	// still updates itself afterwards, under the handoff's own address.
 	run(t, alice, "open another handoff", chromedp.Navigate(s.url+"/console/handoffs/"+logFile), chromedp.WaitVisible("#reject"))
 	waitFor(t, alice, "the chain check of one event", `document.getElementById("chain-check").dataset.result === "intact"`)
 	if got := text(t, alice, "#chain-check"); !strings.Contains(got, "Chain intact: 1 event recomputed") {
@@ -333,6 +333,18 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	waitFor(t, alice, "the refused page's live stream", `document.body.dataset.live === "open"`)
 	if path := eval[string](t, alice, `location.pathname`); path != "/console/handoffs/"+logFile {
 		t.Fatalf("after a refusal the address is %s", path)
+	}
+	// The words written come back, and a reload shows the refusal again
+	// without posting the form again.
+	long := `"keep these words " + "x".repeat(4000)`
+	run(t, alice, "reject with too long a reason", chromedp.WaitVisible("#reject"), chromedp.Evaluate[chromedp.Void](`document.getElementById("reason").value = `+long),
+		chromedp.Click("#reject"), chromedp.WaitVisible(`#problem[data-code="validation_failed"]`))
+	run(t, alice, "reload the refused page", chromedp.Reload(), chromedp.WaitVisible(`#problem[data-code="validation_failed"]`))
+	if !eval[bool](t, alice, `document.getElementById("reason").value === `+long) {
+		t.Fatalf("the reason written is not given back after a reload: %q", eval[string](t, alice, `document.getElementById("reason").value.slice(0, 40)`))
+	}
+	if n := len(s.api("GET", "/v1/executions/"+logFile+"/ledger", s.ka, nil, 200)["events"].([]any)); n != 1 {
+		t.Fatalf("%d events after refused forms and a reload", n)
 	}
 	s.api("POST", "/v1/executions/"+logFile+"/approval", s.ka, map[string]any{"status": "APPROVED", "approvedBy": "bob"}, 200)
 	waitFor(t, alice, "the approval, live after a refusal", `document.getElementById("state").textContent === "approval_decided"`)

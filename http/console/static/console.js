@@ -322,8 +322,8 @@
   // live refresh should show the page as it now is.
   function tidyURL() {
     if (/\/actions$/.test(location.pathname)) {
-      // The answer to a refused action: its address takes POSTs only, so
-      // a reload or a copied link shows the handoff instead.
+      // A form refused before the ledger saw it (403): its address takes
+      // POSTs only, so a reload or a copied link shows the handoff instead.
       history.replaceState(null, "", pageURL());
       return;
     }
