@@ -128,7 +128,10 @@ func describe(r *http.Request, err error) described {
 		if e.Kind == domain.KindBadRequest || e.NoRetry {
 			e.RetryAfter = 0
 		}
-		return described{Error: e, log: true}
+		// A provider's refusal is not kept under an Idempotency-Key: on
+		// generate Baton wrote the request it refused, and once the
+		// operator mends the route the same request must run.
+		return described{Error: e, log: true, unkept: e.Code == "upstream_rejected_request"}
 	case errors.Is(err, eventstore.ErrUnavailable):
 		e := domain.E("store", domain.KindUnavailable, "store_unavailable", "The event store did not answer; a write in flight may or may not have been recorded. Retry with the same Idempotency-Key (or the same body): a recorded write is answered from the ledger, not written twice.")
 		e.RetryAfter = 1

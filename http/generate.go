@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,13 +38,64 @@ type generateRequest struct {
 
 // generateOptions are generate's options, and an agent plan's.
 type generateOptions struct {
-	TemplateVersion *int `json:"templateVersion"`
-	MaxAttempts     *int `json:"maxAttempts"`
-	LLM             struct {
-		Mode       string   `json:"mode"`
-		Model      string   `json:"model"`
-		MaxCostUSD *float64 `json:"maxCostUsd"`
-	} `json:"llm"`
+	TemplateVersion *int       `json:"templateVersion"`
+	MaxAttempts     *int       `json:"maxAttempts"`
+	LLM             llmOptions `json:"llm"`
+}
+
+type llmOptions struct {
+	Mode       string   `json:"mode"`
+	Model      string   `json:"model"`
+	MaxCostUSD *float64 `json:"maxCostUsd"`
+}
+
+// The names each object of a generate or plan request holds.
+var (
+	generateNames = jsonNames[generateRequest]()
+	optionNames   = jsonNames[generateOptions]()
+	llmNames      = jsonNames[llmOptions]()
+)
+
+// jsonNames are the JSON names of T's fields.
+func jsonNames[T any]() []string {
+	var names []string
+	for f := range reflect.TypeFor[T]().Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		names = append(names, name)
+	}
+	return names
+}
+
+// unknownField refuses a name the request does not know at its top (top),
+// in options or in options.llm: ignored, a limit misspelled or misplaced
+// (max_cost_usd, options.maxCostUsd) would let the call run without it, and
+// a field Baton does not read (a schema) would seem honoured.
+func unknownField(body []byte, top []string) error {
+	doc := gjson.ParseBytes(body)
+	for _, o := range []struct {
+		at    string
+		obj   gjson.Result
+		names []string
+	}{{"", doc, top}, {"/options", doc.Get("options"), optionNames}, {"/options/llm", doc.Get("options.llm"), llmNames}} {
+		if !o.obj.IsObject() {
+			continue
+		}
+		var err error
+		o.obj.ForEach(func(k, _ gjson.Result) bool {
+			if !slices.Contains(o.names, k.Str) {
+				where := o.at
+				if where == "" {
+					where = "the request"
+				}
+				err = fieldErr(o.at+"/"+domain.PointerToken(k.Str), "unknown_field", "unknown field %q: %s holds %s", k.Str, where, strings.Join(o.names, ", "))
+			}
+			return err == nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // attemptTrace is one attempt as the trace reports it.
@@ -66,7 +118,7 @@ type generateTrace struct {
 	SelectedModel    string         `json:"selectedModel"`
 	FallbackUsed     bool           `json:"fallbackUsed"`
 	Attempts         []attemptTrace `json:"attempts"`
-	StoppedBy        string         `json:"stoppedBy,omitempty"` // cost_ceiling when the ceiling stopped a retry
+	StoppedBy        string         `json:"stoppedBy,omitempty"` // cost_ceiling or budget, when one stopped a retry
 }
 
 func fieldErr(pointer, code, format string, args ...any) error {
@@ -161,7 +213,12 @@ func (s *Server) worstOver(chain []gateway.Target, req gateway.Request) (worst *
 
 func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	var q generateRequest
-	if _, ok := s.readJSON(w, r, &q); !ok {
+	body, ok := s.readJSON(w, r, &q)
+	if !ok {
+		return
+	}
+	if err := unknownField(body, generateNames); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	g, ok := s.runGeneration(w, r, &q, outputRuleFor(q.Type, q.Input))
@@ -302,6 +359,9 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 
 	c := s.newCall(r, "generate", "gen_", req, false)
 	defer c.ReleaseHold()
+	if st := stateOf(r.Context()); st != nil {
+		st.ran = true
+	}
 	trace := generateTrace{Attempts: []attemptTrace{}}
 	var total gateway.Usage
 	var spent float64
@@ -322,6 +382,13 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		}
 		c.Req = req
 		resp, err := s.caller.Complete(r.Context(), c, chain)
+		if be := (*gateway.BudgetError)(nil); attempt > 1 && errors.As(err, &be) {
+			// Paid attempts came first: the answer is final, as when the
+			// ceiling stops a retry, so that a retry under the same key
+			// does not pay for them again only to meet the budget.
+			trace.StoppedBy = "budget"
+			break
+		}
 		if err != nil {
 			recordAll()
 			var spentSoFar *gatewayUsageSummary
@@ -386,8 +453,11 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 	if out == nil {
 		e := domain.E("generate", domain.KindInvalid, "output_invalid",
 			"no attempt produced output that validates against the output schema of %s (%s)", t.Name, plural(len(trace.Attempts), "attempt"))
-		if trace.StoppedBy == "cost_ceiling" {
+		switch trace.StoppedBy {
+		case "cost_ceiling":
 			e.Message += "; the cost ceiling stopped a further attempt"
+		case "budget":
+			e.Message += "; the tenant's budget stopped a further attempt"
 		}
 		p := s.problemFor(w, r, e)
 		writeProblemExt(w, p, map[string]any{"attempts": len(trace.Attempts), "usage": usage,

@@ -384,12 +384,20 @@ func testIdempotency(t *testing.T, e *env, u *scriptedUpstream) {
 	if r := e.do("POST", "/v1/generate", e.tenantB, body, "Idempotency-Key", "order-42"); r.status != 200 || r.header.Get("Idempotent-Replayed") != "" || u.calls.Load() != 2 {
 		t.Fatalf("other tenant: %d %s", r.status, r.raw)
 	}
-	// An error answer is kept and replayed too.
-	bad := map[string]any{"type": "summarize", "input": map[string]any{"text": "x"}, "options": map[string]any{"maxAttempts": 0}}
-	r1 := e.do("POST", "/v1/generate", e.tenantA, bad, "Idempotency-Key", "bad-1")
-	r2 := e.do("POST", "/v1/generate", e.tenantA, bad, "Idempotency-Key", "bad-1")
-	if r1.status != 422 || r2.status != 422 || string(r1.raw) != string(r2.raw) || r2.header.Get("Idempotent-Replayed") != "true" {
-		t.Fatalf("error replay: %s / %s", r1.raw, r2.raw)
+	// A refusal before any model call is not kept, as Stripe keeps no
+	// result for parameters that failed validation: the corrected request
+	// runs under the same key.
+	calls := u.calls.Load()
+	bad := genBody(map[string]any{"options": map[string]any{"maxAttempts": 0, "llm": map[string]any{"model": "openai:gpt-4o-mini"}}})
+	for _, b := range []any{bad, `{"type":"summarize",`} {
+		r1 := e.do("POST", "/v1/generate", e.tenantA, b, "Idempotency-Key", "bad-1")
+		if r1.status/100 != 4 || r1.header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("refusal: %d %s", r1.status, r1.raw)
+		}
+	}
+	fixed := genBody(map[string]any{"options": map[string]any{"maxAttempts": 1, "llm": map[string]any{"model": "openai:gpt-4o-mini"}}})
+	if r := e.do("POST", "/v1/generate", e.tenantA, fixed, "Idempotency-Key", "bad-1"); r.status != 200 || r.header.Get("Idempotent-Replayed") != "" || u.calls.Load() != calls+1 {
+		t.Fatalf("the corrected request under the refused one's key: %d %s", r.status, r.raw)
 	}
 	if r := e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", strings.Repeat("k", 256)); r.status != 422 || r.str("code") != "invalid_idempotency_key" {
 		t.Fatalf("long key: %d %s", r.status, r.raw)
@@ -560,5 +568,75 @@ func TestGenerateUsageIsWhatWasBilled(t *testing.T) {
 	}
 	if strconv.Itoa(rec.Usage.InputTokens) != r.str("usage.input_tokens") || strconv.Itoa(rec.Usage.OutputTokens) != r.str("usage.output_tokens") {
 		t.Fatalf("the answer says %s, the bill %+v", r.raw, rec.Usage)
+	}
+}
+
+// A name generate does not know, at the top, in options or in options.llm,
+// is refused before anything runs: a misspelled or misplaced ceiling would
+// otherwise let the call run without one.
+func TestGenerateRefusesUnknownFields(t *testing.T) {
+	u := newScripted(t, validSummary)
+	e := scriptedEnv(t, u)
+	before, _ := e.store.Head(context.Background())
+	for _, c := range []struct {
+		body    map[string]any
+		pointer string
+	}{
+		{genBody(map[string]any{"options": map[string]any{"llm": map[string]any{"model": "openai:gpt-4o-mini", "max_cost_usd": 0.00001}}}), "/options/llm/max_cost_usd"},
+		{genBody(map[string]any{"options": map[string]any{"maxCostUsd": 0.00001, "llm": map[string]any{"model": "openai:gpt-4o-mini"}}}), "/options/maxCostUsd"},
+		{genBody(map[string]any{"options": map[string]any{"llm": map[string]any{"model": "openai:gpt-4o-mini", "MaxCostUsd": 0.00001}}}), "/options/llm/MaxCostUsd"},
+		{genBody(map[string]any{"schema": map[string]any{"type": "object"}}), "/schema"},
+	} {
+		r := e.do("POST", "/v1/generate", e.tenantA, c.body)
+		if r.status != 422 || !strings.Contains(string(r.raw), `"pointer":"`+c.pointer+`","code":"unknown_field"`) {
+			t.Fatalf("%v: %d %s", c.body, r.status, r.raw)
+		}
+	}
+	r := e.do("POST", "/v1/agent-plans", e.tenantA, map[string]any{"objective": "Rotate the staging certificate", "targetExecutor": "ops-bot", "riskLevel": "low",
+		"options": map[string]any{"llm": map[string]any{"model": "openai:gpt-4o-mini", "maxCost": 0.01}}})
+	if r.status != 422 || !strings.Contains(string(r.raw), `"pointer":"/options/llm/maxCost","code":"unknown_field"`) {
+		t.Fatalf("agent plan: %d %s", r.status, r.raw)
+	}
+	if after, _ := e.store.Head(context.Background()); after != before || u.calls.Load() != 0 {
+		t.Fatalf("a refused request ran (%d upstream calls) or appended events", u.calls.Load())
+	}
+}
+
+// The budget refusing a retry after a paid attempt ends the generation as
+// the ceiling does: a final 422 kept under the key, so that a retry does
+// not pay for the first attempt again only to meet the budget.
+func TestGenerateBudgetStopsARetry(t *testing.T) {
+	u := newScripted(t, validSummary, `{"summary": 5}`)
+	e := scriptedEnv(t, u)
+	one := genBody(map[string]any{"options": map[string]any{"maxAttempts": 1, "llm": map[string]any{"model": "openai:gpt-4o-mini"}}})
+	first := e.must(e.do("POST", "/v1/generate", e.tenantA, one), 200)
+	paid, _ := strconv.ParseFloat(first.str("usage.estimated_cost_usd"), 64)
+	if paid <= 0 {
+		t.Fatalf("first: %s", first.raw)
+	}
+	// Room for the spent call, one attempt's worst case, and not a second.
+	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": paid + summarizeWorst(e, "openai:gpt-4o-mini") + paid/2, "monthlyUsd": nil}), 200)
+	body := genBody(map[string]any{"options": map[string]any{"maxAttempts": 3, "llm": map[string]any{"model": "openai:gpt-4o-mini"}}})
+	r := e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "budget-1")
+	if r.status != 422 || r.str("code") != "output_invalid" || r.str("attempts") != "1" || !strings.Contains(string(r.raw), `"stoppedBy":"budget"`) || u.calls.Load() != 2 {
+		t.Fatalf("%d %s (upstream calls %d)", r.status, r.raw, u.calls.Load())
+	}
+	again := e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "budget-1")
+	if again.status != 422 || again.header.Get("Idempotent-Replayed") != "true" || u.calls.Load() != 2 {
+		t.Fatalf("retry: %d %s (upstream calls %d)", again.status, again.raw, u.calls.Load())
+	}
+}
+
+// A provider refusing the request generate wrote is not kept under the
+// key: once the route is mended, the same request runs.
+func TestGenerateUpstreamRefusalNotKept(t *testing.T) {
+	u := newScripted(t, "STATUS 400", validSummary)
+	e := scriptedEnv(t, u)
+	body := genBody(map[string]any{"options": map[string]any{"maxAttempts": 1, "llm": map[string]any{"model": "openai:gpt-4o-mini"}}})
+	if r := e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "up-400"); r.status != 400 || r.str("code") != "upstream_rejected_request" {
+		t.Fatalf("first: %d %s", r.status, r.raw)
+	}
+	if r := e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "up-400"); r.status != 200 || r.header.Get("Idempotent-Replayed") != "" || u.calls.Load() != 2 {
+		t.Fatalf("retry: %d %s (upstream calls %d)", r.status, r.raw, u.calls.Load())
 	}
 }

@@ -91,7 +91,7 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
-		if st := stateOf(rctx); idemFinal(rec.status) && (st == nil || !st.unkept) {
+		if st := stateOf(rctx); idemFinal(rec.status) && (st == nil || !st.unkept && (rec.status < 400 || st.ran)) {
 			// The answer is kept before it is sent: whoever got it, a
 			// retry gets it too.
 			answer := ledger.Answer{Status: rec.status, ContentType: rec.header.Get("Content-Type"), Body: rec.body.String(),

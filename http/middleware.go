@@ -25,6 +25,10 @@ type requestState struct {
 	principal domain.Principal // set by authentication
 	body      deadlineBody
 	unkept    bool // the answer is not one an Idempotency-Key keeps (described.unkept)
+	// ran: the request began its work (generate's first model call); a
+	// refusal before it is not kept under an Idempotency-Key, as Stripe
+	// keeps no result for parameters that failed validation.
+	ran bool
 	// release gives back what the request held for its whole life (its
 	// share of the model-call bodies' bound), once its handler returned.
 	release func()

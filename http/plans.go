@@ -21,12 +21,18 @@ type planRequest struct {
 	Options         generateOptions `json:"options"`
 }
 
+var planNames = jsonNames[planRequest]()
+
 // createPlan generates a plan through the agent_plan task, applies the
 // policy of its risk level and stores it.
 func (s *Server) createPlan(w http.ResponseWriter, r *http.Request) {
 	var q planRequest
 	body, ok := s.readJSON(w, r, &q)
 	if !ok {
+		return
+	}
+	if err := unknownField(body, planNames); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	if err := s.scan(body); err != nil {

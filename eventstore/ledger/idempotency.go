@@ -99,7 +99,7 @@ type Claim struct {
 // request holds or held with another body.
 func keyReused() error {
 	return domain.E("idempotency", domain.KindInvalid, "idempotency_key_reused",
-		"This Idempotency-Key was used with a different request body; use a new key for a new request.")
+		"This Idempotency-Key was used with a different request (another body, or another endpoint); use a new key for a new request.")
 }
 
 func keyInFlight() error {
