@@ -18,7 +18,6 @@ import (
 	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/tasks"
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 )
 
 // Structured generation: POST /v1/generate.
@@ -259,39 +258,6 @@ func (g *generation) record() {
 type outputRule struct {
 	schema func(json.RawMessage) json.RawMessage
 	check  func(json.RawMessage) []tasks.Violation
-}
-
-// outputRuleFor is taskType's rule for input: classify's label is one of
-// the input's labels, given to the model as an enum (which OpenAI's strict
-// structured output enforces) and checked.
-func outputRuleFor(taskType string, input json.RawMessage) outputRule {
-	if taskType != "classify" {
-		return outputRule{}
-	}
-	// As the template reads it: the field of that exact name.
-	var given []string
-	l := gjson.GetBytes(input, "labels")
-	if !l.IsArray() || json.Unmarshal([]byte(l.Raw), &given) != nil || len(given) == 0 {
-		return outputRule{} // the input schema refuses it first
-	}
-	labels, _ := json.Marshal(given)
-	return outputRule{
-		schema: func(schema json.RawMessage) json.RawMessage {
-			if out, err := sjson.SetRawBytes(schema, "properties.label.enum", labels); err == nil {
-				return out
-			}
-			return schema
-		},
-		check: func(out json.RawMessage) []tasks.Violation {
-			var o struct {
-				Label string `json:"label"`
-			}
-			if json.Unmarshal(out, &o) != nil || slices.Contains(given, o.Label) {
-				return nil
-			}
-			return []tasks.Violation{{Pointer: "/label", Message: "must be one of the labels given: " + string(labels)}}
-		},
-	}
 }
 
 // runGeneration runs a task type's generation: its attempts re-ask the

@@ -640,3 +640,49 @@ func TestGenerateUpstreamRefusalNotKept(t *testing.T) {
 		t.Fatalf("retry: %d %s (upstream calls %d)", r.status, r.raw, u.calls.Load())
 	}
 }
+
+// extract_fields' output gives each field asked for once, with a value of
+// its type or null; viral_hook's bestIndex names one of its hooks. An
+// answer that does not is re-asked with what is wrong.
+func TestGenerateOutputHeldToTheRequest(t *testing.T) {
+	for _, c := range []struct {
+		name, typ      string
+		input          map[string]any
+		wrong, right   string
+		problems       []string
+		schemaHasEnums string
+	}{
+		{"extract", "extract_fields",
+			map[string]any{"text": "Invoice 7, due 2026-12-01, 40 EUR.", "fields": []any{map[string]any{"name": "due", "type": "date"}, map[string]any{"name": "amount", "type": "number"}, map[string]any{"name": "count", "type": "integer"}}},
+			`{"fields":[{"name":"totally_other","value":"yesterday-ish"},{"name":"amount","value":true},{"name":"due","value":"next week"},{"name":"count","value":1.5},{"name":"amount","value":40}]}`,
+			`{"fields":[{"name":"due","value":"2026-12-01"},{"name":"amount","value":40},{"name":"count","value":null}]}`,
+			[]string{`/fields/0/name: must be one of the fields asked for: [\"due\",\"amount\",\"count\"]`, "/fields/1/value: must be a number", "/fields/2/value: must be a date, a string YYYY-MM-DD", "/fields/3/value: must be an integer", `/fields/4/name: \"amount\" is given twice`},
+			`"enum":["due","amount","count"]`},
+		{"extract missing", "extract_fields",
+			map[string]any{"text": "x", "fields": []any{map[string]any{"name": "due", "type": "date"}, map[string]any{"name": "paid", "type": "boolean"}}},
+			`{"fields":[]}`, `{"fields":[{"name":"due","value":null},{"name":"paid","value":false}]}`,
+			[]string{"/fields: missing due, paid"}, `"enum":["due","paid"]`},
+		{"hook", "viral_hook", map[string]any{"topic": "event sourcing", "details": "why"},
+			`{"hooks":[{"text":"a","angle":"story"},{"text":"b","angle":"story"},{"text":"c","angle":"story"}],"bestIndex":99}`,
+			`{"hooks":[{"text":"a","angle":"story"},{"text":"b","angle":"story"},{"text":"c","angle":"story"}],"bestIndex":2}`,
+			[]string{"/bestIndex: must be the index of one of the 3 hooks (0 to 2)"}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			u := newScripted(t, c.wrong, c.right)
+			e := scriptedEnv(t, u)
+			r := e.must(e.do("POST", "/v1/generate", e.tenantA, map[string]any{"type": c.typ, "input": c.input,
+				"options": map[string]any{"llm": map[string]any{"model": "openai:gpt-4o-mini"}}}), 200)
+			if r.str("attempts") != "2" || u.calls.Load() != 2 {
+				t.Fatalf("%s", r.raw)
+			}
+			for _, p := range c.problems {
+				if !strings.Contains(u.bodies[1], p) {
+					t.Fatalf("the retry does not say %q: %s", p, u.bodies[1])
+				}
+			}
+			if !strings.Contains(u.bodies[0], c.schemaHasEnums) {
+				t.Fatalf("the schema sent: %s", u.bodies[0])
+			}
+		})
+	}
+}
