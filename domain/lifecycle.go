@@ -181,7 +181,7 @@ func (c *fieldCheck) add(ptr, code, format string, args ...any) {
 
 func (c *fieldCheck) required(ptr, v string, max int) {
 	switch {
-	case strings.TrimSpace(v) == "":
+	case Blank(v):
 		c.add(ptr, "required", "is required")
 	case utf8.RuneCountInString(v) > max:
 		c.add(ptr, "too_long", "is longer than %d characters", max)
@@ -209,6 +209,19 @@ func (c *fieldCheck) plain(ptr, v string) {
 	}
 }
 
+// Blank reports whether v shows nothing: only white space, invisible
+// format characters (a zero-width space, a joiner, a byte-order mark) and
+// the Hangul fillers, which render as nothing. A required text or name
+// that is blank says nothing to whoever reads it.
+func Blank(v string) bool {
+	for _, r := range v {
+		if !unicode.IsSpace(r) && !unicode.Is(unicode.Cf, r) && r != 0x115F && r != 0x1160 && r != 0x3164 && r != 0xFFA0 {
+			return false
+		}
+	}
+	return true
+}
+
 // NotPlain is the first character of v that a name, an id or a key may
 // not hold (plain's), and whether there is one.
 func NotPlain(v string) (rune, bool) {
@@ -234,7 +247,7 @@ func (c *fieldCheck) proof(ptr string, p *Proof) {
 		return
 	}
 	c.optional(ptr+"/summary", p.Summary, maxText)
-	if strings.TrimSpace(p.Summary) == "" && len(p.Artifacts) == 0 {
+	if Blank(p.Summary) && len(p.Artifacts) == 0 {
 		c.add(ptr, "empty_proof", "needs a summary or at least one artifact")
 	}
 	if len(p.Artifacts) > maxArtifacts {
@@ -264,7 +277,7 @@ func (c ApprovalCommand) validate(op string) error {
 		v.oneOf("/status", c.Status, []string{ApprovalApproved, ApprovalRejected})
 	}
 	v.required("/approvedBy", c.ApprovedBy, maxShort)
-	if c.Status == ApprovalRejected && strings.TrimSpace(c.Reason) == "" {
+	if c.Status == ApprovalRejected && Blank(c.Reason) {
 		v.add("/reason", "reason_required", "a rejection needs a reason")
 	}
 	v.optional("/reason", c.Reason, maxText)

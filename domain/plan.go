@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -120,7 +119,7 @@ func planProblems(out planOutput) []FieldError {
 	var p []FieldError
 	for i, s := range out.Steps {
 		at := "/steps/" + strconv.Itoa(i)
-		if strings.TrimSpace(s.Title) == "" {
+		if Blank(s.Title) {
 			p = append(p, FieldError{Pointer: at + "/title", Code: "required", Message: "a step needs a title that is not blank"})
 		}
 		if s.Kind != StepExternalAction && s.Kind != StepAnalysis {

@@ -72,3 +72,17 @@ func TestFromPlanManyProofTypes(t *testing.T) {
 		t.Fatalf("less proof than the plan: %v", err)
 	}
 }
+
+// A step title of invisible characters only is blank: the plan's reader
+// sees a step without a name.
+func TestPlanStepTitleNotInvisible(t *testing.T) {
+	for _, title := range []string{"   ", "\u200b\u00a0", "\u2060\ufeff", "\u3164"} {
+		p := PlanOutputProblems(json.RawMessage(`{"steps":[{"title":"` + title + `","kind":"analysis"}]}`))
+		if len(p) != 1 || p[0].Pointer != "/steps/0/title" {
+			t.Fatalf("%q: %v", title, p)
+		}
+	}
+	if p := PlanOutputProblems(json.RawMessage(`{"steps":[{"title":"\u200bCheck","kind":"analysis"}]}`)); len(p) != 0 {
+		t.Fatalf("a title with words: %v", p)
+	}
+}

@@ -122,6 +122,7 @@ func TestDecideCreateRefusesInvalidContracts(t *testing.T) {
 		wantFields []string // pointer, code, ...
 	}{
 		{"missing objective", with(func(c *domain.CreateContract) { c.Objective = " " }), []string{"/objective", "required"}},
+		{"invisible objective", with(func(c *domain.CreateContract) { c.Objective = "\u200b\u00a0\ufeff\u3164" }), []string{"/objective", "required"}},
 		{"missing target executor", with(func(c *domain.CreateContract) { c.TargetExecutor = "" }), []string{"/targetExecutor", "required"}},
 		{"missing executor protocol", with(func(c *domain.CreateContract) { c.ExecutorProtocol = "" }), []string{"/executorProtocol", "required"}},
 		{"executor protocol without a version", with(func(c *domain.CreateContract) { c.ExecutorProtocol = "ops_bot" }), []string{"/executorProtocol", "invalid_format"}},
@@ -173,6 +174,8 @@ func TestDecideRefusesInvalidCommands(t *testing.T) {
 		{"approval without approver", domain.ApprovalCommand{Status: domain.ApprovalApproved}, []string{"/approvedBy", "required"}},
 		{"approver name too long", domain.ApprovalCommand{Status: domain.ApprovalApproved, ApprovedBy: long}, []string{"/approvedBy", "too_long"}},
 		{"rejection without reason", domain.ApprovalCommand{Status: domain.ApprovalRejected, ApprovedBy: "ann"}, []string{"/reason", "reason_required"}},
+		{"rejection with an invisible reason", domain.ApprovalCommand{Status: domain.ApprovalRejected, ApprovedBy: "ann", Reason: "\u200b"}, []string{"/reason", "reason_required"}},
+		{"invisible approver", domain.ApprovalCommand{Status: domain.ApprovalApproved, ApprovedBy: "\u200d\u2060"}, []string{"/approvedBy", "required"}},
 
 		{"proof without run id", withProof(func(c *domain.ProofCommand) { c.ExecutorRunID = "" }), []string{"/executorRunId", "required"}},
 		{"proof status unknown", withProof(func(c *domain.ProofCommand) { c.Status = "DONE" }), []string{"/status", "invalid_enum"}},

@@ -245,7 +245,7 @@ func (r *WebhookRegistration) Validate(allowPrivate bool) error {
 		add("/targetExecutors", "too_many", fmt.Sprintf("names more than %d executors", maxWebhookListItems))
 	} else {
 		for i, e := range r.TargetExecutors {
-			if strings.TrimSpace(e) == "" || len(e) > maxWebhookExecutor || strings.ContainsFunc(e, isControl) {
+			if Blank(e) || len(e) > maxWebhookExecutor || strings.ContainsFunc(e, isControl) {
 				add(fmt.Sprintf("/targetExecutors/%d", i), "invalid_format", fmt.Sprintf("must be an executor name: 1 to %d characters, no control characters", maxWebhookExecutor))
 			}
 		}

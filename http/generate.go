@@ -298,7 +298,7 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		Messages: []gateway.Message{{Role: "user", Content: []gateway.Block{{Type: "text", Text: prompt}}}}}
 	chain, err := s.plan(model, req)
 	if errors.Is(err, gateway.ErrUnknownModel) {
-		err = fieldErr("/options/llm/model", "unknown_model", "%s; GET /v1/models lists the models", err.Error())
+		err = fieldErr("/options/llm/model", "unknown_model", "%s; GET /v1/models lists the models", publicMessage(err))
 	}
 	if err != nil {
 		s.writeGatewayProblem(w, r, err, nil, "", nil)
