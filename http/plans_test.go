@@ -190,13 +190,17 @@ func TestAgentPlanBlankTitleIsReasked(t *testing.T) {
 }
 
 // An agent plan's options are read by the body's rules: a name that
-// differs from an option's only by case is ignored, as on generate.
+// differs from an option's only by case is an unknown one, refused, as on
+// generate (a ceiling so spelled would otherwise not hold).
 func TestAgentPlanOptionsCaseFolded(t *testing.T) {
 	e := localEnv(t)
-	e.must(e.do("POST", "/v1/agent-plans", e.tenantA, map[string]any{
-		"objective": "rotate the cert", "targetExecutor": "ops-bot", "riskLevel": "low",
-		"options": map[string]any{"llm": map[string]any{"MAXCOSTUSD": 0.000001}, "MAXATTEMPTS": 9}}), 201)
 	r := e.must(e.do("POST", "/v1/agent-plans", e.tenantA, map[string]any{
+		"objective": "rotate the cert", "targetExecutor": "ops-bot", "riskLevel": "low",
+		"options": map[string]any{"llm": map[string]any{"MAXCOSTUSD": 0.000001}}}), 422)
+	if !strings.Contains(string(r.raw), `"pointer":"/options/llm/MAXCOSTUSD","code":"unknown_field"`) || e.countType("PlanCreated") != 0 {
+		t.Fatalf("a ceiling in another case: %s", r.raw)
+	}
+	r = e.must(e.do("POST", "/v1/agent-plans", e.tenantA, map[string]any{
 		"objective": "rotate the cert", "targetExecutor": "ops-bot", "riskLevel": "low", "options": "fast"}), 422)
 	if !strings.Contains(string(r.raw), "/options") {
 		t.Fatalf("options not an object: %s", r.raw)
