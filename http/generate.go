@@ -110,6 +110,7 @@ type gatewayUsageSummary struct {
 	InputTokens  int      `json:"input_tokens"`
 	OutputTokens int      `json:"output_tokens"`
 	CostUSD      *float64 `json:"estimated_cost_usd"`
+	Estimated    bool     `json:"estimated,omitempty"` // Baton counted what an upstream did not tell
 }
 
 type generateTrace struct {
@@ -359,7 +360,7 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 			recordAll()
 			var spentSoFar *gatewayUsageSummary
 			if attempt > 1 { // earlier attempts were paid for: say so
-				u := gatewayUsageSummary{InputTokens: total.InputTokens, OutputTokens: total.OutputTokens}
+				u := gatewayUsageSummary{InputTokens: total.InputTokens, OutputTokens: total.OutputTokens, Estimated: total.Estimated}
 				if costKnown {
 					u.CostUSD = &spent
 				}
@@ -375,6 +376,7 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		u := resp.Billed // what was billed, which the answer says
 		total.InputTokens += u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
 		total.OutputTokens += u.OutputTokens
+		total.Estimated = total.Estimated || u.Estimated
 		if cost == nil {
 			costKnown = false
 		} else {
@@ -382,7 +384,7 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		}
 		text := resp.StructuredText(output)
 		at := attemptTrace{Attempt: attempt, Model: c.Model.ID, Errors: []tasks.Violation{},
-			Usage: gatewayUsageSummary{InputTokens: u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens, OutputTokens: u.OutputTokens, CostUSD: cost}}
+			Usage: gatewayUsageSummary{InputTokens: u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens, OutputTokens: u.OutputTokens, CostUSD: cost, Estimated: u.Estimated}}
 		obj, perr := tasks.ParseLenient(text)
 		if perr != nil {
 			at.Errors = append(at.Errors, tasks.Violation{Pointer: "", Message: perr.Error()})
@@ -415,7 +417,7 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 	if costKnown {
 		totalCost = &spent
 	}
-	usage := gatewayUsageSummary{InputTokens: total.InputTokens, OutputTokens: total.OutputTokens, CostUSD: totalCost}
+	usage := gatewayUsageSummary{InputTokens: total.InputTokens, OutputTokens: total.OutputTokens, CostUSD: totalCost, Estimated: total.Estimated}
 	if out == nil {
 		e := domain.E("generate", domain.KindInvalid, "output_invalid",
 			"no attempt produced output that validates against the output schema of %s (%s)", t.Name, plural(len(trace.Attempts), "attempt"))

@@ -686,3 +686,21 @@ func TestGenerateOutputHeldToTheRequest(t *testing.T) {
 		})
 	}
 }
+
+// An upstream that tells no usage is counted by Baton, and generate's
+// answer says so, as the model fronts' answers do.
+func TestGenerateUsageEstimatedWhenUntold(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		fmt.Fprintf(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}]}`, validSummary)
+	}))
+	t.Cleanup(srv.Close)
+	e := scriptedEnv(t, &scriptedUpstream{srv: srv})
+	r := e.must(e.do("POST", "/v1/generate", e.tenantA, genBody(nil)), 200)
+	if r.str("usage.estimated") != "true" || !strings.Contains(string(r.raw), `"estimated":true}}]`) {
+		t.Fatalf("%s", r.raw)
+	}
+	if r := e.must(e.do("POST", "/v1/generate", e.tenantA, genBody(nil)), 200); r.str("usage.output_tokens") == "0" {
+		t.Fatalf("nothing counted: %s", r.raw)
+	}
+}
