@@ -51,8 +51,9 @@ type Call struct {
 	// The attempt under way.
 	Provider    Provider
 	Model       *Model
-	Fallback    bool // an earlier model of the chain failed
-	Passthrough bool // this attempt forwards Native as it is
+	Fallback    bool     // an earlier model of the chain failed
+	Tried       []string // the models Complete sent this call to, in order
+	Passthrough bool     // this attempt forwards Native as it is
 	Start       time.Time
 	hold        *Reservation
 	// asked is the capacity tier the attempt sends: the body's, when it
@@ -472,12 +473,14 @@ func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer
 	// did is billed the input (below), not one that left before.
 	var wrote atomic.Bool
 	tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) }})
+	c.Tried = c.Tried[:0]
 	for i, t := range chain {
 		wrote.Store(false)
 		if err := k.begin(ctx, c, t); err != nil {
 			return nil, fallbackRefused(err, last)
 		}
 		c.Fallback = i > 0
+		c.Tried = append(c.Tried, t.Model.ID)
 		var resp *Response
 		var err error
 		if c.Passthrough {

@@ -119,6 +119,9 @@ type generateTrace struct {
 	FallbackUsed     bool           `json:"fallbackUsed"`
 	Attempts         []attemptTrace `json:"attempts"`
 	StoppedBy        string         `json:"stoppedBy,omitempty"` // cost_ceiling or budget, when one stopped a retry
+	// ModelsTried are the models a failed attempt went to, in order (the
+	// chain's fallbacks), when no answer came from any.
+	ModelsTried []string `json:"modelsTried,omitempty"`
 }
 
 func fieldErr(pointer, code, format string, args ...any) error {
@@ -358,6 +361,7 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		}
 		if err != nil {
 			recordAll()
+			trace.ModelsTried = c.Tried
 			var spentSoFar *gatewayUsageSummary
 			if attempt > 1 { // earlier attempts were paid for: say so
 				u := gatewayUsageSummary{InputTokens: total.InputTokens, OutputTokens: total.OutputTokens, Estimated: total.Estimated}

@@ -704,3 +704,13 @@ func TestGenerateUsageEstimatedWhenUntold(t *testing.T) {
 		t.Fatalf("nothing counted: %s", r.raw)
 	}
 }
+
+// A generation that no model of its route answered says which it tried.
+func TestGenerateFailureSaysTheModelsTried(t *testing.T) {
+	u := newScripted(t, "STATUS 503")
+	e := scriptedEnv(t, u)
+	r := e.do("POST", "/v1/generate", e.tenantA, genBody(map[string]any{"options": map[string]any{"maxAttempts": 1, "llm": map[string]any{"model": "openai:gpt-4o-mini"}}}))
+	if r.status != 503 || !strings.Contains(string(r.raw), `"modelsTried":["openai:gpt-4o-mini"]`) {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+}
