@@ -667,7 +667,7 @@ func (c *Catalog) Resolve(id string) (Provider, *Model, error) {
 			ids[i] = m.ID
 		}
 		slices.Sort(ids)
-		return nil, nil, fmt.Errorf("%w: %q names a model of several providers (%s); name one as <provider>:<model>", ErrUnknownModel, id, strings.Join(ids, ", "))
+		return nil, nil, fmt.Errorf("%w: %q names a model of several providers (%s); name one as <provider>:<model>%w", ErrUnknownModel, id, strings.Join(ids, ", "), errAmbiguous)
 	}
 	if !ok || provName == "" || name == "" {
 		return nil, nil, fmt.Errorf("%w: %q is not of the form <provider>:<model>", ErrUnknownModel, id)

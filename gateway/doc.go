@@ -443,6 +443,11 @@ func (e *UpstreamError) Retryable() bool {
 // ErrUnknownModel means the model id is not in the catalog.
 var ErrUnknownModel = errors.New("gateway: unknown model")
 
+// errAmbiguous marks an unknown model that is a bare name several
+// providers list: refused, never sent to the front's own provider. Its
+// text is empty, so the message reads as ErrUnknownModel's.
+var errAmbiguous = errors.New("")
+
 // DefaultTimeout bounds a whole non-streaming upstream call: as long as
 // the official SDKs wait for one (10 minutes), since a reasoning model or
 // a large max_tokens can take minutes; at 120 s such calls failed with 504

@@ -338,7 +338,7 @@ var nativeProvider = map[string]string{FormatAnthropic: "anthropic", FormatChat:
 // its chain).
 func (c *Catalog) Plan(format, id string, req Request) ([]Target, error) {
 	chain, err := c.plan(id, req)
-	if err != nil && errors.Is(err, ErrUnknownModel) && !strings.Contains(id, ":") && !IsMode(id) && nativeProvider[format] != "" {
+	if err != nil && errors.Is(err, ErrUnknownModel) && !errors.Is(err, errAmbiguous) && !strings.Contains(id, ":") && !IsMode(id) && nativeProvider[format] != "" {
 		fb, ferr := c.plan(nativeProvider[format]+":"+id, req)
 		var de *domain.Error
 		if _, listed := c.Get(nativeProvider[format] + ":" + id); !listed && errors.As(ferr, &de) && de.Code == "provider_not_configured" {

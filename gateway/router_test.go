@@ -3,6 +3,8 @@ package gateway
 import (
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -131,5 +133,27 @@ func TestBareModelNames(t *testing.T) {
 	bare, _ := NewCatalog(Config{Getenv: func(string) string { return "" }})
 	if _, _, err := bare.Resolve("gpt-4o-mini"); !errors.Is(err, ErrUnknownModel) {
 		t.Fatalf("a bare name resolved to an unconfigured provider: %v", err)
+	}
+}
+
+// A bare name several providers list is refused naming them, on every
+// front: it is not taken for the front's own provider's model of that
+// name (which none of them is, and which would go unpriced).
+func TestAmbiguousBareNameRefused(t *testing.T) {
+	price := `"pricing":{"inputPerMTok":1,"outputPerMTok":2,"source":"test"}`
+	file := filepath.Join(t.TempDir(), "providers.json")
+	os.WriteFile(file, []byte(`{"providers":[
+		{"name":"oa","kind":"openai-compatible","baseUrl":"http://127.0.0.1:9/v1","models":[{"name":"blast","contextTokens":1000,`+price+`}]},
+		{"name":"an","kind":"anthropic","baseUrl":"http://127.0.0.1:9","keyEnv":"AN_KEY","models":[{"name":"blast","contextTokens":1000,`+price+`}]}]}`), 0o600)
+	env := map[string]string{"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k", "AN_KEY": "k"}
+	c, err := NewCatalog(Config{Getenv: func(k string) string { return env[k] }, ProvidersFile: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{FormatChat, FormatAnthropic, FormatResponses} {
+		chain, err := c.Plan(format, "blast", Request{})
+		if !errors.Is(err, ErrUnknownModel) || !strings.Contains(err.Error(), `"blast" names a model of several providers (an:blast, oa:blast)`) {
+			t.Fatalf("%s: %v %v", format, chain, err)
+		}
 	}
 }
