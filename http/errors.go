@@ -93,7 +93,9 @@ func describe(r *http.Request, err error) described {
 	case errors.Is(err, gateway.ErrPromptTooLong):
 		return described{Error: domain.E("gateway", domain.KindBadRequest, "context_length_exceeded", "%s", publicMessage(err)), param: promptParam(r)}
 	case errors.Is(err, gateway.ErrNoRoute):
-		return described{Error: domain.E("gateway", domain.KindUnavailable, "no_route", "%s", err.Error()), param: "model", log: true}
+		e := domain.E("gateway", domain.KindUnavailable, "no_route", "%s", err.Error())
+		e.NoRetry = true // no retry finds a route until the operator adds one
+		return described{Error: e, param: "model", log: true}
 	case errors.As(err, &de):
 		d := described{Error: de, log: statusOf(de.Kind) >= 500}
 		if len(de.Fields) > 0 {
@@ -180,7 +182,9 @@ func retryHeaders(w http.ResponseWriter, d described) {
 	if d.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(d.RetryAfter))
 	}
-	if d.NoRetry {
+	// A key refused is refused on every retry: Claude Code retries a 401
+	// for minutes, silently, unless told not to.
+	if d.NoRetry || d.Kind == domain.KindUnauthorized {
 		w.Header()["X-Should-Retry"] = []string{"false"}
 	}
 }

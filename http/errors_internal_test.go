@@ -97,6 +97,9 @@ func TestErrorMapping(t *testing.T) {
 			if ue, ok := tt.err.(*gateway.UpstreamError); ok && d.NoRetry != (ue.Status == 401 || ue.Status == 403) {
 				t.Errorf("NoRetry %v for an upstream %d", d.NoRetry, ue.Status)
 			}
+			if tt.code == "no_route" && !d.NoRetry {
+				t.Errorf("no_route without NoRetry: no retry finds a route the operator has not added")
+			}
 			if tt.code == "internal_error" && d.Message != "The server failed on this request; it has been logged." {
 				t.Errorf("an internal error shows its text: %q", d.Message)
 			}

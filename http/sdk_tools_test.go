@@ -249,3 +249,24 @@ func TestNotConfiguredIsNotRetried(t *testing.T) {
 		t.Fatalf("openai-go: %v after %d requests", err, tr.n.Load())
 	}
 }
+
+// A refused key (401) says X-Should-Retry: false, on every front: no
+// retry passes until the key is mended, and Claude Code retried a 401 for
+// three minutes, printing nothing.
+func TestRefusedKeyIsNotRetried(t *testing.T) {
+	e, _ := newGatewayEnv(t)
+	for _, c := range []struct {
+		path, key string
+		body      any
+		status    int
+	}{
+		{"/v1/messages", "btn_sk_bad", map[string]any{"model": "anthropic:claude-haiku-4-5", "max_tokens": 5, "messages": []any{map[string]any{"role": "user", "content": "hi"}}}, 401},
+		{"/v1/chat/completions", "", chatBody("openai:gpt-4o-mini", false), 401},
+		{"/v1/handoff/contracts", "btn_sk_bad", map[string]any{}, 401},
+	} {
+		r := e.do("POST", c.path, c.key, c.body)
+		if r.status != c.status || r.header.Get("X-Should-Retry") != "false" {
+			t.Fatalf("%s %q: %d %v %s", c.path, c.key, r.status, r.header, r.raw)
+		}
+	}
+}
