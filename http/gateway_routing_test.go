@@ -608,6 +608,13 @@ func TestUncleanPathsAreNotRedirected(t *testing.T) {
 			t.Fatalf("POST %s: %d %s", p, r.status, r.raw)
 		}
 	}
+	// Nor does another method on such a path answer a 405 offering
+	// nothing (its Allow was empty).
+	for _, m := range []string{"GET", "PUT", "DELETE"} {
+		if r := e.do(m, "/v1/responses/", e.tenantA, nil); r.status != 404 || r.str("error.type") == "" || r.header.Get("Allow") != "" {
+			t.Fatalf("%s /v1/responses/: %d %v %s", m, r.status, r.header, r.raw)
+		}
+	}
 	for _, p := range []string{"/v1/models/openai:gpt-4o-mini/..", "/v1/models/dotdot/../openai:gpt-4o-mini"} {
 		if r := e.do("GET", p, e.tenantA, nil); r.status != 404 || r.str("error.code") != "model_not_found" {
 			t.Fatalf("GET %s: %d %s", p, r.status, r.raw)

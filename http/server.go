@@ -220,7 +220,14 @@ func NewServer(cfg Config) *Server {
 		s.noRoute(w, r, domain.E("route", domain.KindNotFound, "not_found", "No route for %s %s.", r.Method, r.URL.Path))
 	})
 	rt.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.methodNotAllowed(w, r, s.allowed(r))
+		allow := s.allowed(r)
+		if allow == "" && !webSocketUpgrade(r) {
+			// Only an unserved route matched the path (GET /v1/responses/):
+			// a 405 offering no method is a 404.
+			rt.NotFoundHandler.ServeHTTP(w, r)
+			return
+		}
+		s.methodNotAllowed(w, r, allow)
 	})
 	post := func(path string, h http.HandlerFunc) {
 		rt.HandleFunc(path, h).Methods(http.MethodPost)
