@@ -681,3 +681,13 @@ func TestTrailingAssistantBetweenOpenAIShapes(t *testing.T) {
 		t.Fatalf("top_k to a chat server: %d %s", r.status, r.raw)
 	}
 }
+
+// A message that names its field already is not led by it again
+// ("model: /model: must be a string").
+func TestMessagesRefusalNamesTheFieldOnce(t *testing.T) {
+	e, _ := newGatewayEnv(t)
+	r := e.do("POST", "/v1/messages", e.tenantA, `{"model":5,"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`)
+	if r.status != 400 || r.str("error.message") != "/model: must be a string" {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+}

@@ -86,7 +86,7 @@ func wireErrorBody(r *http.Request, f errFormat, d described) any {
 // names (the Messages API has no param of its own), unless it is already.
 func ledByField(param, msg string) string {
 	p := strings.TrimPrefix(param, "/")
-	if p == "" || strings.HasPrefix(param, "header:") || strings.HasPrefix(param, "query:") || strings.HasPrefix(msg, p) || strings.HasPrefix(msg, strings.ReplaceAll(p, "/", ".")) {
+	if p == "" || strings.HasPrefix(param, "header:") || strings.HasPrefix(param, "query:") || strings.HasPrefix(msg, p) || strings.HasPrefix(msg, param) || strings.HasPrefix(msg, strings.ReplaceAll(p, "/", ".")) {
 		return msg
 	}
 	return p + ": " + msg
