@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 )
 
 // Price is USD per million tokens.
@@ -682,6 +683,11 @@ func (c *Catalog) Resolve(id string) (Provider, *Model, error) {
 	}
 	if provName == "local" {
 		return nil, nil, fmt.Errorf("%w: the local provider serves only %s", ErrUnknownModel, "local:"+LocalModel)
+	}
+	if strings.ContainsFunc(name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) || strings.HasPrefix(name, ":") {
+		// No provider names a model so: a typo ("oa:ok ", "oa::ok") would
+		// go upstream unpriced as a model the catalog does not list.
+		return nil, nil, fmt.Errorf("%w: %q is not listed, and a model's name holds no white space or control characters and does not start with a colon", ErrUnknownModel, id)
 	}
 	return p, &Model{ID: id, Object: "model", Provider: provName, Kind: p.Kind(), Model: name, Modes: []string{}, Configured: p.Configured(), Available: p.Configured()}, nil
 }

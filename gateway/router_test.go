@@ -157,3 +157,22 @@ func TestAmbiguousBareNameRefused(t *testing.T) {
 		}
 	}
 }
+
+// A configured provider serves a model the catalog does not list, by its
+// <provider>:<model> id; a name no provider could mean (white space,
+// control characters, a leading colon) is refused instead of sent on.
+func TestUnlistedModelNames(t *testing.T) {
+	env := map[string]string{"OPENAI_API_KEY": "k"}
+	c, err := NewCatalog(Config{Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, m, err := c.Resolve("openai:gpt-7-preview"); err != nil || m.Model != "gpt-7-preview" {
+		t.Fatalf("an unlisted model: %v %v", m, err)
+	}
+	for _, id := range []string{"openai:gpt-4o-mini ", "openai: gpt-4o-mini", "openai:gpt-4o-mini\n", "openai::gpt-4o-mini", "openai:gpt\t4o"} {
+		if _, _, err := c.Resolve(id); !errors.Is(err, ErrUnknownModel) || !strings.Contains(err.Error(), "white space") {
+			t.Fatalf("%q: %v", id, err)
+		}
+	}
+}
