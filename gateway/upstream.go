@@ -119,7 +119,7 @@ func AnswerError(provider, what string, err error, detail bool) error {
 	}
 	msg := what
 	if detail {
-		msg += ": " + jsonMistake(err)
+		msg += ": " + JSONMistake(err)
 	}
 	return BadAnswer(provider, msg)
 }
@@ -130,9 +130,9 @@ func BadAnswer(provider, msg string) *UpstreamError {
 	return &UpstreamError{Provider: provider, Status: http.StatusBadGateway, Bad: true, Message: msg}
 }
 
-// jsonMistake tells a decoding error in JSON's terms: encoding/json's
+// JSONMistake tells a decoding error in JSON's terms: encoding/json's
 // type error names the Go type and struct it decoded into.
-func jsonMistake(err error) string {
+func JSONMistake(err error) string {
 	ute, ok := errors.AsType[*json.UnmarshalTypeError](err)
 	if !ok {
 		return err.Error()

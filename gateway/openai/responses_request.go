@@ -167,6 +167,11 @@ func DecodeResponsesRequest(body []byte) (*ResponsesCall, error) {
 		if gateway.TooDeep(trimmed) { // valid JSON, too deep to read
 			return nil, domain.E("decode", domain.KindBadRequest, "malformed_json", "the request body nests arrays and objects more than %d deep", gateway.MaxJSONDepth)
 		}
+		var v any
+		if se, ok := errors.AsType[*json.SyntaxError](json.Unmarshal(trimmed, &v)); ok {
+			at := se.Offset + int64(len(body)-len(bytes.TrimLeft(body, " \t\n\r")))
+			return nil, domain.E("decode", domain.KindBadRequest, "malformed_json", "the request body is not valid JSON (at byte %d)", at)
+		}
 		return nil, domain.E("decode", domain.KindBadRequest, "malformed_json", "the request body is not valid JSON")
 	}
 	if trimmed[0] != '{' {
@@ -184,7 +189,7 @@ func DecodeResponsesRequest(body []byte) (*ResponsesCall, error) {
 	if err := json.Unmarshal(trimmed, q); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return nil, invalid(strings.ReplaceAll(te.Field, ".", "/"), "%s must not be a JSON %s", te.Field, te.Value)
+			return nil, invalid(strings.ReplaceAll(te.Field, ".", "/"), "%s", gateway.JSONMistake(te))
 		}
 		return nil, invalid("", "%s", err.Error())
 	}

@@ -559,3 +559,14 @@ func TestFunctionCallOutputWithImage(t *testing.T) {
 		}
 	}
 }
+
+// A body that is not JSON says where; a field of the wrong JSON type says
+// what it is and what was expected, as the chat front does.
+func TestResponsesRefusalsSayWhereAndWhat(t *testing.T) {
+	if _, err := DecodeResponsesRequest([]byte(` {"model":`)); err == nil || !strings.Contains(err.Error(), "not valid JSON (at byte 10)") {
+		t.Fatalf("truncated: %v", err)
+	}
+	if _, err := DecodeResponsesRequest([]byte(`{"model":5,"input":"x"}`)); err == nil || !strings.Contains(err.Error(), "model is a number where a string is expected") {
+		t.Fatalf("a number: %v", err)
+	}
+}
