@@ -52,7 +52,7 @@ func TestItemReferencesToBatonsItems(t *testing.T) {
 		{"a place past the output", e.tenantA, strings.TrimSuffix(msgID, "_0") + "_7", "not found"},
 		{"another kind of item at that place", e.tenantA, "fc_" + strings.TrimPrefix(msgID, "msg_"), "not found"},
 		{"never answered", e.tenantA, "msg_0123456789abcdef0123456789abcdef_0", "not found"},
-		{"another provider's", e.tenantA, "msg_67ccd2bf17f0819081ff3bb2cf6508e60bb6a6b452d3795b", "did not answer"},
+		{"another provider's, not passed through for the tenant", e.tenantA, "msg_67ccd2bf17f0819081ff3bb2cf6508e60bb6a6b452d3795b", "not found"},
 	} {
 		r := e.do("POST", "/v1/responses", tc.key, map[string]any{"model": model, "input": []any{
 			map[string]any{"role": "user", "content": "hi"}, map[string]any{"type": "item_reference", "id": tc.id}}})
@@ -86,5 +86,31 @@ func TestItemReferencesResolveWithinTheBodyLimit(t *testing.T) {
 	}
 	if f.calls.Load() != calls {
 		t.Fatal("a refused request reached the provider")
+	}
+}
+
+// Passed through, a reference goes to OpenAI, which resolves it against
+// every response Baton's one key made: a reference to an item of another
+// tenant's response, or to one Baton never passed through, is refused
+// before any upstream call; the tenant's own goes on as sent.
+func TestItemReferencesPassedThroughAreTheTenants(t *testing.T) {
+	e, f, _ := passthroughEnv(t)
+	e.must(e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": "oai:gpt-x", "input": "tenant a's secret"}), 200)
+	ref := func(id string) map[string]any {
+		return map[string]any{"model": "oai:gpt-x", "input": []any{map[string]any{"type": "item_reference", "id": id},
+			map[string]any{"role": "user", "content": "what did I say?"}}}
+	}
+	n := len(f.requests())
+	for _, c := range []struct{ key, id string }{{e.tenantB, "msg_68af0c5a2"}, {e.tenantB, "rs_68af0c4f1"}, {e.tenantA, "msg_neverseen1"}} {
+		if r := e.do("POST", "/v1/responses", c.key, ref(c.id)); r.status != 400 || !strings.Contains(r.str("error.message"), "not found") {
+			t.Fatalf("%s: %d %s", c.id, r.status, r.raw)
+		}
+	}
+	if len(f.requests()) != n {
+		t.Fatal("a refused reference reached the provider")
+	}
+	e.must(e.do("POST", "/v1/responses", e.tenantA, ref("msg_68af0c5a2")), 200)
+	if got := f.requests(); len(got) != n+1 || gjson.GetBytes(got[n].body, "input.0.id").Str != "msg_68af0c5a2" || gjson.GetBytes(got[n].body, "input.0.type").Str != "item_reference" {
+		t.Fatalf("the tenant's own reference: %d requests: %s", len(got)-n, got[len(got)-1].body)
 	}
 }

@@ -258,6 +258,11 @@ func (s *Server) storePassedThrough(r *http.Request, c *gateway.Call, answer []b
 	} else if rec.ID, keep = openai.KeptUpstream(c.Native.Body, answer); keep {
 		err = s.storedResponses().MarkOwned(ctx, p.Tenant, meta, rec.ID, c.Provider.Name())
 	}
+	if _, kept := openai.KeptUpstream(c.Native.Body, answer); err == nil && kept {
+		// Its items, by which a later request of the tenant may refer to
+		// them (item_reference), are the tenant's.
+		err = s.storedResponses().OwnItems(ctx, p.Tenant, meta, answer)
+	}
 	if err != nil {
 		s.log.Error().Str("requestId", RequestID(r.Context())).Str("response", rec.ID).Err(err).Msg("passed-through response not stored")
 		return false

@@ -103,6 +103,63 @@ func KeptUpstream(body, answer []byte) (id string, ok bool) {
 	return id, true
 }
 
+// EventResponseItemOwned names the tenant of an output item of a
+// passed-through response that its provider keeps, in a stream of its
+// own (responseItemStream). OpenAI resolves an item_reference against
+// every response Baton's one key made, so a reference to an item that is
+// not the tenant's must not reach it.
+const EventResponseItemOwned = "ResponseItemOwned"
+
+func responseItemStream(id string) string { return "responseitem-" + id }
+
+// itemIDRE is a provider's item id Baton indexes: a prefix and a name of
+// letters and digits (OpenAI's msg_…, rs_…, fc_…); no '-', as in
+// responseIDRE.
+var itemIDRE = regexp.MustCompile(`^[a-z]{1,20}_[0-9A-Za-z]{1,200}$`)
+
+// OwnItems records that the output items of answer, a passed-through
+// response its provider keeps, are tenant's; appended together, so one
+// group commit on the embedded store.
+func (s ResponsesStore) OwnItems(ctx context.Context, tenant string, meta eventstore.Metadata, answer []byte) error {
+	resp := gjson.GetBytes(answer, "id").Str
+	var ids []string
+	for _, it := range gjson.GetBytes(answer, "output").Array() {
+		if id := it.Get("id").Str; itemIDRE.MatchString(id) {
+			ids = append(ids, id)
+		}
+	}
+	meta.Tenant = tenant
+	errs := make(chan error, len(ids))
+	for _, id := range ids {
+		go func() {
+			data, _ := json.Marshal(map[string]string{"id": id, "response": resp})
+			_, err := s.Store.Append(ctx, responseItemStream(id), eventstore.NoStream(), eventstore.NewEvent(EventResponseItemOwned, data, meta))
+			if errors.Is(err, eventstore.ErrConflict) {
+				err = nil // recorded already (a retried store): the first tenant keeps it
+			}
+			errs <- err
+		}()
+	}
+	var first error
+	for range ids {
+		first = cmp.Or(first, <-errs)
+	}
+	return first
+}
+
+// ownsItem reports whether a provider's item id is an item of a response
+// passed through for tenant (OwnItems).
+func (s ResponsesStore) ownsItem(ctx context.Context, tenant, id string) (bool, error) {
+	if !itemIDRE.MatchString(id) {
+		return false, nil
+	}
+	evs, err := s.Store.ReadStream(ctx, responseItemStream(id), 0, 1)
+	if err != nil {
+		return false, err
+	}
+	return len(evs) == 1 && evs[0].Type == EventResponseItemOwned && evs[0].Metadata.Tenant == tenant, nil
+}
+
 // ResponsesStore keeps responses in the event store.
 type ResponsesStore struct{ Store eventstore.Store }
 
@@ -350,13 +407,23 @@ func (s ResponsesStore) ResolveReferences(ctx context.Context, tenant string, bo
 	for i, it := range input.Array() {
 		id := it.Get("id")
 		response, at, ours := itemOrigin(id.Str)
+		notFound := invalid(fmt.Sprintf("input/%d/id", i), "Item with id '%s' not found (the items of responses sent with store: false are not kept).", id.Str)
+		if it.Get("type").Str == "item_reference" && !ours {
+			// A provider's item: sent on only when it is of a response
+			// passed through for this tenant, as its provider would
+			// resolve another tenant's too.
+			if owned, err := s.ownsItem(ctx, tenant, id.Str); err != nil {
+				return nil, err
+			} else if !owned {
+				return nil, notFound
+			}
+		}
 		if it.Get("type").Str != "item_reference" || id.Type != gjson.String || !ours {
 			if err := add(it.Raw); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		notFound := invalid(fmt.Sprintf("input/%d/id", i), "Item with id '%s' not found (the items of responses sent with store: false are not kept).", id.Str)
 		out, ok := outputs[response]
 		if !ok {
 			rec, err := s.Load(ctx, tenant, response, "")
