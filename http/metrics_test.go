@@ -3,7 +3,9 @@ package http_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"mime"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/http/metrics"
 )
 
@@ -187,5 +190,20 @@ func TestMetricsTimersAndWebhooks(t *testing.T) {
 		if got := value(after, c.name, c.label, c.value) - max(value(before, c.name, c.label, c.value), 0); got != c.want {
 			t.Errorf("%s{%s=%q} moved by %v, want %v", c.name, c.label, c.value, got, c.want)
 		}
+	}
+}
+
+// failedStore is a store that has failed: it refuses writes until reopened.
+type failedStore struct{ eventstore.Store }
+
+func (failedStore) Failed() error { return errors.New("write events.journal: no space left on device") }
+
+// A store that takes no more writes makes /healthz a 503 naming why, so
+// that whatever watches it drains or restarts the process.
+func TestHealthSaysTheStoreFailed(t *testing.T) {
+	e := newEnvStore(t, nil, func(s eventstore.Store) eventstore.Store { return failedStore{s} })
+	r := e.do("GET", "/healthz", "", nil)
+	if r.status != 503 || r.str("code") != "store_failed" || !strings.Contains(r.str("detail"), "no space left on device") {
+		t.Fatalf("%d %s", r.status, r.raw)
 	}
 }

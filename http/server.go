@@ -410,6 +410,15 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, domain.E("health", domain.KindUnavailable, "store_unavailable", "The event store is not answering."))
 		return
 	}
+	if f, ok := s.store.(interface{ Failed() error }); ok {
+		if err := f.Failed(); err != nil {
+			// Reads go on, but no write will until the process is
+			// restarted: a load balancer should drain it.
+			s.writeError(w, r, domain.E("health", domain.KindUnavailable, "store_failed",
+				"The event store takes no writes until the process is restarted (%v); reads go on. Mend the cause, then restart (docs/operations.md, Failures).", err))
+			return
+		}
+	}
 	body := map[string]any{"status": "ok", "version": s.version, "storeHead": head}
 	if s.proj != nil {
 		body["readModelCheckpoint"] = s.proj.Checkpoint()

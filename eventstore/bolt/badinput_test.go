@@ -325,3 +325,19 @@ func TestMaxSizeActsLikeAFullDisk(t *testing.T) {
 		t.Fatalf("after the limit: read %d of %d, %v", len(evs), appended, err)
 	}
 }
+
+// A store that refuses writes says why, for /healthz.
+func TestFailedSaysWhy(t *testing.T) {
+	s, err := bolt.Open(t.TempDir(), bolt.Options{MaxSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Failed(); err != nil {
+		t.Fatalf("a new store failed: %v", err)
+	}
+	bolt.FillToMaxSize(t, s, "max")
+	if err := s.Failed(); err == nil || !strings.Contains(err.Error(), "maximum size") {
+		t.Fatalf("Failed = %v after the limit", err)
+	}
+}

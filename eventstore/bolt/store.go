@@ -394,3 +394,13 @@ func recoverCorrupt(err *error, path string) {
 		*err = fmt.Errorf("%w: %s: %v", eventstore.ErrCorrupt, path, r)
 	}
 }
+
+// Failed is why the store refuses writes until it is reopened (a failed
+// fdatasync or index commit, the disk full, MaxSize), nil while it takes
+// them: /healthz says so, for whatever drains or restarts the process.
+func (s *Store) Failed() error {
+	if p := s.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}

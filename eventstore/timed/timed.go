@@ -40,3 +40,11 @@ func (s *Store) Exclusive() bool {
 func (s *Store) Unwrap() eventstore.Store { return s.Store }
 
 var _ eventstore.Exclusive = (*Store)(nil)
+
+// Failed is the wrapped store's Failed, when it tells one.
+func (s *Store) Failed() error {
+	if f, ok := s.Store.(interface{ Failed() error }); ok {
+		return f.Failed()
+	}
+	return nil
+}
