@@ -61,3 +61,31 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"keyId": rec.KeyID, "tenant": rec.Tenant, "admin": rec.Admin, "display": rec.Display,
 		"label": rec.Label, "createdAt": rec.CreatedAt, "revoked": true, "revokedAt": rec.RevokedAt})
 }
+
+// listKeys is GET /v1/admin/keys: every key's record, of one tenant with
+// ?tenant=, oldest first, revoked ones too, so an operator finds the id a
+// revocation needs (the bootstrap key's among them). Never a secret or
+// its hash: display shows the key's first and last characters.
+func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
+	tenant := r.URL.Query().Get("tenant")
+	if tenant != "" && !domain.ValidTenant(tenant) {
+		s.writeError(w, r, domain.Invalid("keys.list", domain.FieldError{Pointer: "query:tenant", Code: "invalid_format", Message: "tenant is not a tenant name"}))
+		return
+	}
+	recs, err := s.proj.KeyList(tenant)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	data := make([]map[string]any, 0, len(recs))
+	for _, rec := range recs {
+		k := map[string]any{"keyId": rec.KeyID, "tenant": rec.Tenant, "admin": rec.Admin, "display": rec.Display,
+			"label": rec.Label, "createdAt": rec.CreatedAt, "revoked": rec.RevokedAt != nil}
+		if rec.RevokedAt != nil {
+			k["revokedAt"] = rec.RevokedAt
+		}
+		data = append(data, k)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}

@@ -5,8 +5,11 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/batonhq/baton/domain"
 )
@@ -91,5 +94,28 @@ func TestRevokeKeyRacingLookups(t *testing.T) {
 		if r := e.do("GET", "/v1/executor-protocol", k.str("key"), nil); r.status != 401 {
 			t.Fatalf("revoked key answered %d after racing lookups", r.status)
 		}
+	}
+}
+
+// An operator finds every key's id (the bootstrap key's among them) to
+// revoke it: records only, never a secret or its hash.
+func TestListKeys(t *testing.T) {
+	e := newEnv(t)
+	k := e.must(e.do("POST", "/v1/admin/keys", e.admin, map[string]any{"tenant": "c", "label": "ci"}), 201)
+	e.must(e.do("DELETE", "/v1/admin/keys/"+k.str("keyId"), e.admin, nil), 200)
+	if r := e.do("GET", "/v1/admin/keys", e.tenantA, nil); r.status != 403 {
+		t.Fatalf("a tenant key listing: %d %s", r.status, r.raw)
+	}
+	all := e.must(e.do("GET", "/v1/admin/keys", e.admin, nil), 200)
+	if n := len(gjson.GetBytes(all.raw, "data").Array()); n != 5 || strings.Contains(string(all.raw), k.str("key")) || strings.Contains(string(all.raw), "hash") {
+		t.Fatalf("%d keys: %s", n, all.raw)
+	}
+	c := e.must(e.do("GET", "/v1/admin/keys?tenant=c", e.admin, nil), 200)
+	if gjson.GetBytes(c.raw, "data.#").Int() != 1 || gjson.GetBytes(c.raw, "data.0.keyId").Str != k.str("keyId") ||
+		!gjson.GetBytes(c.raw, "data.0.revoked").Bool() || gjson.GetBytes(c.raw, "data.0.label").Str != "ci" {
+		t.Fatalf("tenant c: %s", c.raw)
+	}
+	if r := e.do("GET", "/v1/admin/keys?tenant=a%20b", e.admin, nil); r.status != 422 {
+		t.Fatalf("a bad tenant: %d %s", r.status, r.raw)
 	}
 }

@@ -264,6 +264,7 @@ func NewServer(cfg Config) *Server {
 		s.logRoutes(rt, cfg.TransparencyLog)
 	}
 	rt.HandleFunc("/v1/admin/keys", s.withKey(adminOnly, s.createKey)).Methods(http.MethodPost)
+	rt.HandleFunc("/v1/admin/keys", s.withKey(adminOnly, s.listKeys)).Methods(http.MethodGet)
 	rt.HandleFunc("/v1/admin/keys/{keyId}", s.withKey(adminOnly, s.revokeKey)).Methods(http.MethodDelete)
 	rt.HandleFunc("/v1/admin/console-links", s.withKey(adminOnly, s.createConsoleLink)).Methods(http.MethodPost)
 	rt.HandleFunc("/v1/admin/console-links/{linkId}", s.withKey(adminOnly, s.revokeConsoleLink)).Methods(http.MethodDelete)

@@ -1,9 +1,12 @@
 package projections
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -167,4 +170,27 @@ func (r *Runner) KeyCount() (int, error) {
 		return nil
 	})
 	return n, err
+}
+
+// KeyList is every key ever created, of tenant when it is not "", oldest
+// first: records only (id, tenant, role, display, label, times), never a
+// hash.
+func (r *Runner) KeyList(tenant string) ([]domain.KeyRecord, error) {
+	var out []domain.KeyRecord
+	err := r.View(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketKeys).ForEach(func(_, v []byte) error {
+			var rec domain.KeyRecord
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return err
+			}
+			if tenant == "" || rec.Tenant == tenant {
+				out = append(out, rec)
+			}
+			return nil
+		})
+	})
+	slices.SortFunc(out, func(a, b domain.KeyRecord) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.KeyID, b.KeyID))
+	})
+	return out, err
 }

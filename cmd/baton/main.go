@@ -509,7 +509,7 @@ func bootstrapKey(ctx context.Context, keys *ledger.Keys, proj *projections.Runn
 		return err
 	}
 	link := consoleHint(addr)
-	fmt.Fprintf(stderr, "\n  No API keys existed, so Baton created an admin key for tenant %q.\n  It is shown only this once (Baton stores its hash):\n\n    export BATON_API_KEY=%s\n\n  Create more with POST /v1/admin/keys, or `baton keys create --tenant NAME` while stopped.\n  Open the console (/console/) with a one-time link: %s\n  (POST /v1/admin/console-links with this key; docs/console.md).\n\n", k.Tenant, k.Key, link)
+	fmt.Fprintf(stderr, "\n  No API keys existed, so Baton created an admin key for tenant %q.\n  It is shown only this once (Baton stores its hash); its id is %s:\n\n    export BATON_API_KEY=%s\n\n  Create more with POST /v1/admin/keys, or `baton keys create --tenant NAME` while stopped;\n  GET /v1/admin/keys lists their ids, which DELETE /v1/admin/keys/{keyId} revokes.\n  Open the console (/console/) with a one-time link: %s\n  (POST /v1/admin/console-links with this key; docs/console.md).\n\n", k.Tenant, k.KeyID, k.Key, link)
 	return nil
 }
 
