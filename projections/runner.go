@@ -53,12 +53,23 @@ type Runner struct {
 
 // Open opens (or creates) the read-model file at path. The file is
 // disposable: deleting it and starting again rebuilds it from position zero.
-func Open(path string, store eventstore.Store, projectors ...Projector) (*Runner, error) {
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 500 * time.Millisecond, FreelistType: bbolt.FreelistMapType, InitialMmapSize: 256 << 20})
+func Open(path string, store eventstore.Store, projectors ...Projector) (r *Runner, err error) {
+	// bbolt panics on a damaged page; a damaged file of derived data is
+	// an error here, which OpenOrRebuild answers by rebuilding it.
+	var db *bbolt.DB
+	defer func() {
+		if v := recover(); v != nil {
+			if db != nil {
+				db.Close()
+			}
+			r, err = nil, fmt.Errorf("projections: %s is damaged: %v", path, v)
+		}
+	}()
+	db, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 500 * time.Millisecond, FreelistType: bbolt.FreelistMapType, InitialMmapSize: 256 << 20})
 	if err != nil {
 		return nil, fmt.Errorf("projections: open %s: %w", path, err)
 	}
-	r := &Runner{db: db, store: store, projectors: projectors, notify: make(chan struct{})}
+	r = &Runner{db: db, store: store, projectors: projectors, notify: make(chan struct{})}
 	var pos eventstore.Position
 	err = db.Update(func(tx *bbolt.Tx) error {
 		cp, err := tx.CreateBucketIfNotExists(bucketCheckpoint)

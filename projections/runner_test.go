@@ -1,10 +1,12 @@
 package projections
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -248,5 +250,35 @@ func TestUnreadableMetadata(t *testing.T) {
 	key := eventstore.RecordedEvent{StreamID: domain.KeysStream, EventData: eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: "KeyCreated", Data: []byte(`{}`)}, Unreadable: "metadata: not JSON"}
 	if err := m.apply(key); err == nil {
 		t.Fatal("an unreadable key event was applied")
+	}
+}
+
+// A read-model file with damaged pages is moved aside and rebuilt, never
+// a panic at every start.
+func TestDamagedFileIsRebuilt(t *testing.T) {
+	dir, store := tempStore(t)
+	path := filepath.Join(dir, "readmodel.db")
+	r, err := Open(path, store, NewHandoffs(), Keys{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	for _, pages := range [][2]int64{{2, 3}, {0, 8}} {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := int64(os.Getpagesize())
+		f.WriteAt(bytes.Repeat([]byte{0xA5}, int(pages[1]*page)), pages[0]*page)
+		f.Close()
+		r, err := OpenOrRebuild(path, store, NewHandoffs(), Keys{})
+		if err != nil {
+			t.Fatalf("pages %v: %v", pages, err)
+		}
+		r.Close()
+		if _, err := os.Stat(path + ".broken"); err != nil {
+			t.Fatalf("pages %v: not moved aside: %v", pages, err)
+		}
+		os.Remove(path + ".broken")
 	}
 }

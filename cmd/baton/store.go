@@ -130,6 +130,7 @@ func openReadModels(ctx context.Context, data, kind string, store eventstore.Sto
 	}
 	if err != nil {
 		// Unreadable: moved aside to readmodel.db.broken and rebuilt.
+		log.Warn().Err(err).Str("file", path+".broken").Msg("read models: the file is unreadable; moved aside and rebuilt from the store")
 		if proj, err = projections.OpenOrRebuild(path, store, projectors...); err != nil {
 			return nil, err
 		}

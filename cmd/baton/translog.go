@@ -89,6 +89,13 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 	}
 	path := filepath.Join(data, translog.FileName)
 	tl, err := translog.Open(path, store, opts)
+	if errors.Is(err, translog.ErrDamaged) {
+		log.Warn().Err(err).Str("file", path+".broken").Msg("transparency log: the file is damaged; moved aside and rebuilt from zero")
+		if rerr := os.Rename(path, path+".broken"); rerr != nil {
+			return fail(rerr)
+		}
+		tl, err = translog.Open(path, store, opts)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,12 @@ var ErrCorruptLog = errors.New("translog: the log file does not match its entrie
 // changed on disk (a flipped byte in a leaf hash) serves tiles that do
 // not match the signed root, which auditors catch and the server itself
 // does not. It returns the log's size.
-func CheckFile(path string) (int64, error) {
+func CheckFile(path string) (_ int64, err error) {
+	defer func() {
+		if v := recover(); v != nil { // bbolt's answer to a damaged page
+			err = fmt.Errorf("%w: %s is damaged: %v", ErrCorruptLog, path, v)
+		}
+	}()
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: 500 * time.Millisecond})
 	if err != nil {
 		return 0, fmt.Errorf("translog: %s: %w", path, err)

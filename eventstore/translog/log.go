@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -165,9 +166,34 @@ func Open(path string, store eventstore.Store, opts Options) (*Log, error) {
 	if strings.ContainsAny(l.origin, "\n") || strings.TrimSpace(l.origin) != l.origin {
 		return nil, fmt.Errorf("transparency log: origin %q: one line without surrounding spaces", l.origin)
 	}
+	return l.openFile(path)
+}
+
+// ErrDamaged is a log file bbolt cannot read (a damaged page): derived
+// data, rebuilt from the store by whoever opened it.
+var ErrDamaged = errors.New("transparency log: the file is damaged")
+
+// openFile opens the log's file; bbolt's panic on a damaged page is
+// ErrDamaged.
+func (l *Log) openFile(path string) (_ *Log, err error) {
+	var db *bbolt.DB
+	defer func() {
+		if v := recover(); v != nil {
+			if db != nil {
+				db.Close()
+			}
+			err = fmt.Errorf("%w: %s: %v", ErrDamaged, path, v)
+		}
+	}()
+	// bbolt rebuilds the freelist (below) on a goroutine of its own, where
+	// a damaged page's panic cannot be recovered: every page is read here
+	// first, on this one.
+	if err := readEveryPage(path); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrDamaged, path, err)
+	}
 	// The freelist is not written at each commit (bbolt rebuilds it when
 	// the file opens): the log's commits are frequent and only append.
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 500 * time.Millisecond, FreelistType: bbolt.FreelistMapType, NoFreelistSync: true})
+	db, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 500 * time.Millisecond, FreelistType: bbolt.FreelistMapType, NoFreelistSync: true})
 	if err != nil {
 		return nil, fmt.Errorf("transparency log: open %s: %w", path, err)
 	}
@@ -626,4 +652,35 @@ func getU64(b []byte) uint64 {
 
 func leafKey(id string, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(append([]byte(id), 0), seq)
+}
+
+// readEveryPage reads every page of the bbolt file at path (none when it
+// does not exist yet) through its buckets and keys: bbolt's panic on a
+// damaged page, recovered, is the error.
+func readEveryPage(path string) (err error) {
+	if _, serr := os.Stat(path); errors.Is(serr, os.ErrNotExist) {
+		return nil
+	}
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: 500 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("%v", v)
+		}
+	}()
+	var walk func(b *bbolt.Bucket) error
+	walk = func(b *bbolt.Bucket) error {
+		return b.ForEach(func(k, v []byte) error {
+			if v == nil {
+				return walk(b.Bucket(k))
+			}
+			return nil
+		})
+	}
+	return db.View(func(tx *bbolt.Tx) error {
+		return tx.ForEach(func(_ []byte, b *bbolt.Bucket) error { return walk(b) })
+	})
 }

@@ -1,10 +1,13 @@
 package translog_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -344,5 +347,43 @@ func TestLargeEntryIsInTheTreeButNotInABundle(t *testing.T) {
 	}
 	if _, err := l.Tile(translog.TilePath{Entries: true, N: 0, W: 4}); err != translog.ErrEntryTooLarge {
 		t.Fatalf("bundle with the large entry: %v", err)
+	}
+}
+
+// damage writes garbage over pages 2 to 4 of a bbolt file, as a disk's
+// bad sectors might: bbolt panics on such a page.
+func damage(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	page := os.Getpagesize()
+	if _, err := f.WriteAt(bytes.Repeat([]byte{0xA5}, 3*page), int64(2*page)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A damaged log file is an error naming it, never a panic: the server
+// rebuilds it, and the check says it is damaged.
+func TestDamagedFileIsAnError(t *testing.T) {
+	s := openStore(t)
+	appendEvents(t, s, 3, 40)
+	path := filepath.Join(t.TempDir(), translog.FileName)
+	l, err := translog.Open(path, s, translog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	damage(t, path)
+	if _, err := translog.Open(path, s, translog.Options{}); !errors.Is(err, translog.ErrDamaged) {
+		t.Fatalf("Open = %v, want ErrDamaged", err)
+	}
+	if _, err := translog.CheckFile(path); !errors.Is(err, translog.ErrCorruptLog) {
+		t.Fatalf("CheckFile = %v, want ErrCorruptLog", err)
 	}
 }
