@@ -36,6 +36,9 @@ func consoleLink(ctx context.Context, args []string, stdout io.Writer) error {
 	if *tenant == "" || *name == "" || *role == "" {
 		return errors.New("--tenant, --name and --role are required")
 	}
+	if err := checkBaseURL("--url (BATON_CONSOLE_URL)", *base); err != nil {
+		return err
+	}
 	store, err := storeOpts.open(ctx, *data, zerolog.Nop())
 	if errors.Is(err, eventstore.ErrLocked) {
 		return fmt.Errorf("%w; while it serves, ask it: make console-link, or POST /v1/admin/console-links with an admin key", err)

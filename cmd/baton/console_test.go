@@ -24,6 +24,13 @@ func TestConsoleLinkCommand(t *testing.T) {
 	if err := run(context.Background(), []string{"keys", "create", "--data", dir, "--tenant", "default"}, &out, &errOut); err != nil {
 		t.Fatalf("%v: %s", err, errOut.String())
 	}
+	// A base URL that is not one makes no link (it would lead nowhere).
+	for _, bad := range []string{"notaurl", "ftp://host", "http://"} {
+		err = run(context.Background(), []string{"console", "link", "--data", dir, "--tenant", "default", "--name", "x", "--role", "auditor", "--url", bad}, &out, &errOut)
+		if err == nil || !strings.Contains(err.Error(), "--url (BATON_CONSOLE_URL)") {
+			t.Fatalf("--url %q: %v", bad, err)
+		}
+	}
 	out.Reset()
 	err = run(context.Background(), []string{"console", "link", "--data", dir, "--tenant", "default", "--name", "alice@example.com",
 		"--role", "approver", "--ttl", "5m", "--url", "http://127.0.0.1:9999"}, &out, &errOut)

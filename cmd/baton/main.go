@@ -213,8 +213,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 	if *consoleURL != "" {
-		if u, err := url.Parse(*consoleURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("--console-url (BATON_CONSOLE_URL) is %q; it must be an http or https base URL, scheme://host[:port]", *consoleURL)
+		if err := checkBaseURL("--console-url (BATON_CONSOLE_URL)", *consoleURL); err != nil {
+			return err
 		}
 	}
 	if *eventStreams < 1 || *eventStreams > maxEventStreams {
@@ -667,4 +667,13 @@ func writeHeapProfile(path string, stderr io.Writer) {
 	if err != nil {
 		fmt.Fprintf(stderr, "memprofile: %v\n", err)
 	}
+}
+
+// checkBaseURL refuses a console base URL that is not scheme://host[:port]
+// over http or https: the links made with it would lead nowhere.
+func checkBaseURL(setting, v string) error {
+	if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%s is %q; it must be an http or https base URL, scheme://host[:port]", setting, v)
+	}
+	return nil
 }
