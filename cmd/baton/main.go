@@ -336,6 +336,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := bootstrapKey(ctx, ledger.NewKeys(store), proj, ln.Addr().String(), stderr); err != nil {
 		return err
 	}
+	// A store new at this start has its first event now: the markers name
+	// it, so that another store copied in later is told apart.
+	if err := markStore(ctx, *data, *storeOpts.kind, store, tl != nil); err != nil {
+		return err
+	}
 
 	// Start-up (rule compilation, configuration parsing, catching up)
 	// leaves garbage behind; hand it back to the OS before serving.

@@ -363,3 +363,50 @@ func TestReadModelsFollowTheirStore(t *testing.T) {
 		t.Fatalf("the second open moved the first one's file aside (%v)", err)
 	}
 }
+
+// TestReadModelsOfAnotherLongerStore: another store copied in under the
+// same name, longer than the one the read models were built from, is told
+// by its first event: the read models are rebuilt, not continued on it
+// (they served the old store's keys and handoffs).
+func TestReadModelsOfAnotherLongerStore(t *testing.T) {
+	ctx := context.Background()
+	appendN := func(s eventstore.Store, n int) {
+		for range n {
+			if _, err := s.Append(ctx, "x-"+uuid.NewString(), eventstore.NoStream(), eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: "X", Data: json.RawMessage(`{}`)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	dir := t.TempDir()
+	first, err := bolt.Open(t.TempDir(), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	appendN(first, 1)
+	proj, err := openReadModels(ctx, dir, storeBolt, first, zerolog.Nop(), projections.Keys{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proj.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	proj.Close()
+	other, err := bolt.Open(t.TempDir(), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	appendN(other, 5)
+	proj, err = openReadModels(ctx, dir, storeBolt, other, zerolog.Nop(), projections.Keys{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proj.Close()
+	if cp := proj.Checkpoint(); cp != eventstore.Start {
+		t.Fatalf("read models of another store kept their checkpoint %+v", cp)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "readmodel.db.another-store")); err != nil {
+		t.Fatalf("the old read models were not set aside: %v", err)
+	}
+}

@@ -139,12 +139,20 @@ func openReadModels(ctx context.Context, data, kind string, store eventstore.Sto
 	// can be continued.
 	reason := ""
 	marker := filepath.Join(data, readModelMarker)
+	id, err := storeIdentity(ctx, store)
+	if err != nil {
+		proj.Close()
+		return nil, err
+	}
 	prev, err := os.ReadFile(marker)
 	switch {
 	case err == nil:
-		if was := strings.TrimSpace(string(prev)); was != kind {
+		if was, wasID := parseStoreMark(prev); was != kind {
 			reason = was
 			log.Warn().Str("was", was).Str("now", kind).Msg("read models were built from another kind of store; rebuilding them")
+		} else if wasID != "" && id != "" && wasID != id {
+			reason = "another-store"
+			log.Warn().Str("was", wasID).Str("now", id).Msg("read models were built from another store (its first event is another); rebuilding them")
 		}
 	case errors.Is(err, os.ErrNotExist):
 		// Files from before the marker were built from the embedded store.
@@ -179,11 +187,67 @@ func openReadModels(ctx context.Context, data, kind string, store eventstore.Sto
 			return nil, err
 		}
 	}
-	if err := os.WriteFile(marker, []byte(kind+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(marker, storeMark(kind, id), 0o600); err != nil {
 		proj.Close()
 		return nil, err
 	}
 	return proj, nil
+}
+
+// markStore writes the markers of the read models (and of the log, when
+// it runs) with the store's identity, where they lack it.
+func markStore(ctx context.Context, data, kind string, store eventstore.Store, withLog bool) error {
+	id, err := storeIdentity(ctx, store)
+	if err != nil || id == "" {
+		return err
+	}
+	markers := []string{readModelMarker}
+	if withLog {
+		markers = append(markers, logMarker)
+	}
+	for _, m := range markers {
+		path := filepath.Join(data, m)
+		if prev, err := os.ReadFile(path); err == nil {
+			if was, wasID := parseStoreMark(prev); was == kind && wasID == "" {
+				if err := os.WriteFile(path, storeMark(kind, id), 0o600); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// storeIdentity names the store a data directory's derived files are
+// built from: the id of its first event, "" while it has none. Another
+// store copied in under the same name has another (a random UUID), though
+// its head may be further on, which alone would let the files go on.
+func storeIdentity(ctx context.Context, store eventstore.Store) (string, error) {
+	evs, err := store.ReadAll(ctx, eventstore.Start, 1)
+	if err != nil || len(evs) == 0 {
+		return "", err
+	}
+	return evs[0].ID.String(), nil
+}
+
+// storeMark is a marker file's text: the store's kind, then its identity
+// once it has one. Markers written before the identity hold the kind alone.
+func storeMark(kind, id string) []byte {
+	if id == "" {
+		return []byte(kind + "\n")
+	}
+	return []byte(kind + "\n" + id + "\n")
+}
+
+func parseStoreMark(b []byte) (kind, id string) {
+	f := strings.Fields(string(b))
+	if len(f) > 0 {
+		kind = f[0]
+	}
+	if len(f) > 1 {
+		id = f[1]
+	}
+	return kind, id
 }
 
 // moveAside renames a read-model file out of the way (readmodel.db.<why>),

@@ -100,10 +100,19 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 		return nil, err
 	}
 	reason := ""
-	switch prev, err := os.ReadFile(filepath.Join(data, logMarker)); {
-	case err == nil && strings.TrimSpace(string(prev)) != kind:
-		reason = strings.TrimSpace(string(prev))
-	case errors.Is(err, os.ErrNotExist) && kind != storeBolt && tl.Position() != eventstore.Start:
+	id, err := storeIdentity(ctx, store)
+	if err != nil {
+		tl.Close()
+		return fail(err)
+	}
+	prev, merr := os.ReadFile(filepath.Join(data, logMarker))
+	was, wasID := parseStoreMark(prev)
+	switch {
+	case merr == nil && was != kind:
+		reason = was
+	case merr == nil && wasID != "" && id != "" && wasID != id:
+		reason = "another-store" // its first event is another: another store under the same name
+	case errors.Is(merr, os.ErrNotExist) && kind != storeBolt && tl.Position() != eventstore.Start:
 		reason = storeBolt
 	}
 	if reason == "" {
@@ -126,7 +135,7 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 			return nil, err
 		}
 	}
-	if err := os.WriteFile(filepath.Join(data, logMarker), []byte(kind+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(data, logMarker), storeMark(kind, id), 0o600); err != nil {
 		tl.Close()
 		return fail(err)
 	}
