@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"encoding/json"
+
+	"github.com/tidwall/gjson"
 )
 
 // WithoutMetaKeys drops the root's "$schema" and "$id": providers take a
@@ -31,4 +33,12 @@ func (r *Response) StructuredText(o *OutputSchema) string {
 		}
 	}
 	return r.Text()
+}
+
+// ObjectRoot reports whether a JSON Schema (an object) describes an
+// object at its root, or says no type there: the structured output of
+// OpenAI and of Anthropic's forced tool take nothing else.
+func ObjectRoot(schema []byte) bool {
+	t := gjson.GetBytes(schema, "type")
+	return !t.Exists() || t.Type == gjson.String && t.Str == "object"
 }

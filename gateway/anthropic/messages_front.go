@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tidwall/gjson"
 
 	"github.com/batonhq/baton/gateway"
 )
@@ -723,7 +722,7 @@ func (q *MessagesRequest) outputFormat(out *gateway.Request) error {
 	if len(schema) == 0 || schema[0] != '{' || !json.Valid(schema) {
 		return gateway.BadRequest("output_config/format/schema", "output_config/format/schema: must be a JSON Schema object")
 	}
-	if t := gjson.GetBytes(schema, "type"); t.Exists() && t.Str != "object" {
+	if !gateway.ObjectRoot(schema) {
 		// OpenAI's json_schema format takes an object at the root alone.
 		return gateway.BadRequest("output_config/format/schema/type", "output_config/format/schema/type: the schema must describe an object (type object) at its root")
 	}

@@ -531,6 +531,9 @@ func chatResponseFormat(raw json.RawMessage, out *gateway.Request) error {
 		if schema[0] != '{' || !json.Valid(schema) {
 			return gateway.BadRequest("response_format/json_schema/schema", "json_schema.schema must be a JSON Schema object")
 		}
+		if !gateway.ObjectRoot(schema) {
+			return gateway.BadRequest("response_format/json_schema/schema/type", "json_schema.schema must describe an object (type object) at its root, as OpenAI's structured output takes")
+		}
 		out.Output = &gateway.OutputSchema{Name: f.JSONSchema.Name, Schema: json.RawMessage(schema), Description: f.JSONSchema.Description,
 			Strict: f.JSONSchema.Strict != nil && *f.JSONSchema.Strict}
 		out.NeedsJSON = true

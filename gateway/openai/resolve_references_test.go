@@ -63,8 +63,14 @@ func TestResolveReferencesAtTheLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	// A provider's item, of a response passed through for the tenant:
+	// sent on as it is.
+	rs := ResponsesStore{Store: st}
+	if err := rs.OwnItems(t.Context(), "t", eventstore.Metadata{}, []byte(`{"id":"resp_1","output":[{"id":"msg_67ccd2bf17f0819081ff3bb2cf6508e6"}]}`)); err != nil {
+		t.Fatal(err)
+	}
 	body := []byte(`{"input":[{"type":"item_reference","id":"msg_67ccd2bf17f0819081ff3bb2cf6508e6"},{"role":"user","content":"hi"}]}`)
-	out, err := ResponsesStore{Store: st}.ResolveReferences(t.Context(), "t", body, int64(len(body)))
+	out, err := rs.ResolveReferences(t.Context(), "t", body, int64(len(body)))
 	if err != nil || string(out) != string(body) {
 		t.Fatalf("%s, %v", out, err)
 	}

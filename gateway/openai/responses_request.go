@@ -555,12 +555,14 @@ func decodeFormat(f *ResponsesTextFormat, out *gateway.Request) error {
 			return invalid("text/format/name", "text.format.name %q is also the name of a tool; give the schema another name", f.Name)
 		}
 		if gateway.Absent(f.Schema) {
-			out.JSONObject, out.NeedsJSON = true, true
-			return nil
+			return invalid("text/format/schema", "text.format.schema is required with type json_schema (json_object asks for any JSON object)")
 		}
 		schema := bytes.TrimSpace(f.Schema)
 		if schema[0] != '{' {
 			return invalid("text/format/schema", "text.format.schema must be a JSON Schema object")
+		}
+		if !gateway.ObjectRoot(schema) {
+			return invalid("text/format/schema/type", "text.format.schema must describe an object (type object) at its root, as OpenAI's structured output takes")
 		}
 		out.Output = &gateway.OutputSchema{Name: f.Name, Schema: json.RawMessage(schema), Description: f.Description, Strict: f.Strict != nil && *f.Strict}
 		out.NeedsJSON = true

@@ -570,3 +570,27 @@ func TestResponsesRefusalsSayWhereAndWhat(t *testing.T) {
 		t.Fatalf("a number: %v", err)
 	}
 }
+
+// text.format json_schema needs a schema, of an object at its root, as
+// OpenAI's API says; chat's response_format too takes an object's schema
+// alone (its schema may be left out: any JSON object).
+func TestStructuredOutputSchemaRefusals(t *testing.T) {
+	for _, c := range []struct{ body, param string }{
+		{`{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"n"}}}`, "text/format/schema"},
+		{`{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"n","schema":{"type":"array","items":{"type":"string"}}}}}`, "text/format/schema/type"},
+	} {
+		_, err := DecodeResponsesRequest([]byte(c.body))
+		var de *domain.Error
+		if !errors.As(err, &de) || len(de.Fields) == 0 || de.Fields[0].Pointer != c.param {
+			t.Fatalf("%s: %v", c.body, err)
+		}
+	}
+	var out gateway.Request
+	err := chatResponseFormat(json.RawMessage(`{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"array"}}}`), &out)
+	if err == nil || !strings.Contains(err.Error(), "object (type object) at its root") {
+		t.Fatalf("chat, an array's schema: %v", err)
+	}
+	if err := chatResponseFormat(json.RawMessage(`{"type":"json_schema","json_schema":{"name":"n"}}`), &out); err != nil || !out.JSONObject {
+		t.Fatalf("chat without a schema: %v", err)
+	}
+}
