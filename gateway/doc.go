@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/batonhq/baton/domain"
@@ -30,7 +31,11 @@ type Block struct {
 	ID        string          `json:"id,omitempty"`    // tool_use id
 	Name      string          `json:"name,omitempty"`  // tool_use name
 	Input     json.RawMessage `json:"input,omitempty"` // tool_use arguments
-	ToolUseID string          `json:"tool_use_id,omitempty"`
+	// RawArgs are a tool call's arguments as an OpenAI-shaped model wrote
+	// them when they are not a JSON object (Input is then {}): passed on
+	// as written where arguments are text, never silently dropped.
+	RawArgs   string `json:"rawArgs,omitempty"`
+	ToolUseID string `json:"tool_use_id,omitempty"`
 	// An image is either Data (base64) of MediaType, or a URL the
 	// provider fetches.
 	MediaType string `json:"media_type,omitempty"`
@@ -460,3 +465,28 @@ const DefaultTimeout = 10 * time.Minute
 // cut, while a stalled connection does not hold a stream (and its budget
 // hold) forever.
 const DefaultStreamIdle = 10 * time.Minute
+
+// ToolArgs is a tool call's arguments as text: as the model wrote them
+// when they are not JSON (RawArgs), else its input, {} when it has none.
+func (b Block) ToolArgs() string {
+	switch {
+	case b.RawArgs != "":
+		return b.RawArgs
+	case len(b.Input) == 0:
+		return "{}"
+	}
+	return string(b.Input)
+}
+
+// ToolCall is a tool_use block of arguments args, as text: Input when
+// they are a JSON object ("" is none: {}), else RawArgs beside an empty
+// Input.
+func ToolCall(id, name, args string) Block {
+	b := Block{Type: "tool_use", ID: id, Name: name, Input: json.RawMessage(args)}
+	if t := strings.TrimSpace(args); t == "" {
+		b.Input = json.RawMessage("{}")
+	} else if !json.Valid([]byte(t)) || t[0] != '{' {
+		b.Input, b.RawArgs = json.RawMessage("{}"), args
+	}
+	return b
+}

@@ -211,7 +211,7 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 				parts = append(parts, imagePart(b))
 			case "tool_use":
 				c := ChatToolCall{ID: b.ID, Type: "function"}
-				c.Function.Name, c.Function.Arguments = b.Name, string(b.Input)
+				c.Function.Name, c.Function.Arguments = b.Name, b.ToolArgs()
 				calls = append(calls, c)
 			case "tool_result":
 				content := b.Text
@@ -371,7 +371,7 @@ func (p *Provider) Complete(ctx context.Context, req gateway.Request) (*gateway.
 		if id == "" {
 			id = newCallID() // some compatible servers send none; clients match results by it
 		}
-		out.Content = append(out.Content, gateway.Block{Type: "tool_use", ID: id, Name: tc.Function.Name, Input: json.RawMessage(orEmptyObject(tc.Function.Arguments))})
+		out.Content = append(out.Content, gateway.ToolCall(id, tc.Function.Name, tc.Function.Arguments))
 	}
 	if len(c.Message.ToolCalls) > 0 && (out.StopReason == gateway.StopEndTurn || out.StopReason == "") {
 		// Tool calls with finish_reason "stop" (OpenAI when a tool is
@@ -386,13 +386,6 @@ func (p *Provider) Complete(ctx context.Context, req gateway.Request) (*gateway.
 	}
 	out.Usage.ServiceTier = string(r.ServiceTier)
 	return out, nil
-}
-
-func orEmptyObject(s string) string {
-	if strings.TrimSpace(s) == "" || !json.Valid([]byte(s)) {
-		return "{}"
-	}
-	return s
 }
 
 // Stream implements gateway.Provider.

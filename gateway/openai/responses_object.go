@@ -323,11 +323,7 @@ func (o *ResponsesObject) Complete(resp *gateway.Response, out *gateway.OutputSc
 			part(newOutputText(b.Text))
 		case b.Type == "tool_use" && (out == nil || b.Name != out.Name):
 			msgAt = -1
-			args := string(b.Input)
-			if args == "" {
-				args = "{}"
-			}
-			output = append(output, o.functionCall(o.itemID("fc_", len(output)), b.ID, b.Name, args, ResponsesCompleted))
+			output = append(output, o.functionCall(o.itemID("fc_", len(output)), b.ID, b.Name, b.ToolArgs(), ResponsesCompleted))
 		}
 	}
 	if resp.Refusal != "" {

@@ -594,3 +594,18 @@ func TestStructuredOutputSchemaRefusals(t *testing.T) {
 		t.Fatalf("chat without a schema: %v", err)
 	}
 }
+
+// A chat model's tool call whose arguments are not JSON is answered with
+// them as written, not {} (the stream passes them on as written too).
+func TestToolCallArgumentsKeptAsWritten(t *testing.T) {
+	b := gateway.ToolCall("c1", "f", `{"a": 1,}`)
+	if b.ToolArgs() != `{"a": 1,}` || string(b.Input) != "{}" {
+		t.Fatalf("%+v", b)
+	}
+	if b := gateway.ToolCall("c1", "f", " "); b.ToolArgs() != "{}" || b.RawArgs != "" {
+		t.Fatalf("no arguments: %+v", b)
+	}
+	if b := gateway.ToolCall("c1", "f", `{"a":1}`); b.ToolArgs() != `{"a":1}` || b.RawArgs != "" {
+		t.Fatalf("an object: %+v", b)
+	}
+}
