@@ -26,11 +26,11 @@ type Message struct {
 
 // Block is a piece of message content.
 type Block struct {
-	Type      string          `json:"type"` // text, image, tool_use, tool_result, thinking
-	Text      string          `json:"text,omitempty"`
-	ID        string          `json:"id,omitempty"`    // tool_use id
-	Name      string          `json:"name,omitempty"`  // tool_use name
-	Input     json.RawMessage `json:"input,omitempty"` // tool_use arguments
+	Type  string          `json:"type"` // text, image, tool_use, tool_result, thinking
+	Text  string          `json:"text,omitempty"`
+	ID    string          `json:"id,omitempty"`    // tool_use id
+	Name  string          `json:"name,omitempty"`  // tool_use name
+	Input json.RawMessage `json:"input,omitempty"` // tool_use arguments
 	// RawArgs are a tool call's arguments as an OpenAI-shaped model wrote
 	// them when they are not a JSON object (Input is then {}): passed on
 	// as written where arguments are text, never silently dropped.
