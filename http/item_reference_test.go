@@ -114,3 +114,21 @@ func TestItemReferencesPassedThroughAreTheTenants(t *testing.T) {
 		t.Fatalf("the tenant's own reference: %d requests: %s", len(got)-n, got[len(got)-1].body)
 	}
 }
+
+// A translated response echoes the options the request set, as OpenAI's
+// does, and null for those it did not.
+func TestResponsesEchoTheirOptions(t *testing.T) {
+	e, _ := newGatewayEnv(t)
+	r := e.must(e.do("POST", "/v1/responses", e.tenantA, `{"model":"anthropic:claude-haiku-4-5","input":"x","user":"u1","safety_identifier":"u1","service_tier":"auto","max_tool_calls":3,"prompt_cache_key":"k"}`), 200)
+	for path, want := range map[string]string{"safety_identifier": `"u1"`, "service_tier": `"default"`, "max_tool_calls": "3", "prompt_cache_key": `"k"`} {
+		if got := gjson.GetBytes(r.raw, path).Raw; got != want {
+			t.Errorf("%s: %s, want %s", path, got, want)
+		}
+	}
+	r = e.must(e.do("POST", "/v1/responses", e.tenantA, `{"model":"anthropic:claude-haiku-4-5","input":"x"}`), 200)
+	for _, path := range []string{"safety_identifier", "service_tier", "max_tool_calls", "prompt_cache_key"} {
+		if got := gjson.GetBytes(r.raw, path); got.Type != gjson.Null || !got.Exists() {
+			t.Errorf("%s: %s, want null", path, got.Raw)
+		}
+	}
+}

@@ -46,6 +46,10 @@ type ResponsesObject struct {
 	Truncation         string                      `json:"truncation"`
 	Usage              *ResponsesUsage             `json:"usage"`
 	User               *string                     `json:"user"`
+	SafetyIdentifier   *string                     `json:"safety_identifier"`
+	ServiceTier        *string                     `json:"service_tier"`
+	MaxToolCalls       *int                        `json:"max_tool_calls"`
+	PromptCacheKey     *string                     `json:"prompt_cache_key"`
 	Metadata           map[string]string           `json:"metadata"`
 	Svc                any                         `json:"svc,omitempty"`
 
@@ -238,6 +242,14 @@ func (c *ResponsesCall) Object(id string, created time.Time, model string) *Resp
 	if u := c.Request.User; u != "" {
 		o.User = &u
 	}
+	if q.SafetyIdentifier != "" {
+		o.SafetyIdentifier = &q.SafetyIdentifier
+	}
+	if q.ServiceTier != nil {
+		tier := "default" // auto or default, the tiers a translated call takes: served at the standard one
+		o.ServiceTier = &tier
+	}
+	o.MaxToolCalls, o.PromptCacheKey = q.MaxToolCalls, q.PromptCacheKey
 	return o
 }
 

@@ -35,6 +35,10 @@ type ResponsesRequest struct {
 	User               string              `json:"user"`
 	SafetyIdentifier   string              `json:"safety_identifier"`
 	Include            []string            `json:"include"`
+	// Echoed in the answer: a cache key is a hint, and no built-in tool
+	// runs for max_tool_calls to bound when translated.
+	MaxToolCalls   *int    `json:"max_tool_calls"`
+	PromptCacheKey *string `json:"prompt_cache_key"`
 
 	// Features of OpenAI's own service that no translated provider has:
 	// refused when they ask for something.
