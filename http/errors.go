@@ -78,6 +78,10 @@ type described struct {
 	unkept bool
 }
 
+// ErrShuttingDown is the cause of the requests a stop ends after its
+// grace: they answer 503 shutting_down, not a client's leaving.
+var ErrShuttingDown = errors.New("the server is shutting down")
+
 // describe turns any error into a domain error. Errors of the store, the
 // read models and the gateway get their kinds here; anything else is an
 // internal error, answered without its text.
@@ -86,6 +90,10 @@ func describe(r *http.Request, err error) described {
 	var ue *gateway.UpstreamError
 	var be *gateway.BudgetError
 	switch {
+	case r != nil && errors.Is(context.Cause(r.Context()), ErrShuttingDown):
+		e := domain.E("request", domain.KindUnavailable, "shutting_down", "The server is stopping and ended this request; retry it (another replica, or this one once restarted, answers).")
+		e.RetryAfter = 1
+		return described{Error: e}
 	case errors.As(err, &be):
 		d := budgetRefusal(r, be)
 		d.unkept = true // it follows from the tenant's budget, not the request

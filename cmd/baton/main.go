@@ -360,6 +360,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	defer front.Close() // after Shutdown: appends the usage events it still holds
 	srv := newHTTPServer(front.Handler())
 	srv.RegisterOnShutdown(front.StopWaits)
+	// Every request's context descends from this one, so that requests
+	// still running when a stop's grace ends can be ended (and their model
+	// calls settled and billed) before the process exits.
+	reqCtx, cutRequests := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cutRequests(nil)
+	srv.BaseContext = func(net.Listener) context.Context { return reqCtx }
 	// The read models and the follower stop after the HTTP server has shut
 	// down (the deferred stopRunner), not with ctx: stopped with it, they
 	// could end first and a clean stop would read as their failure.
@@ -425,10 +431,30 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	case <-ctx.Done():
 	}
 	log.Info().Msg("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	return srv.Shutdown(shutdownCtx)
+	err = srv.Shutdown(shutdownCtx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	// Requests still running after the grace (long model calls, streams)
+	// are ended as a client's leaving ends them: each model call settles
+	// and is billed for what was sent, and its usage is appended with the
+	// rest when the front closes (deferred above).
+	log.Warn().Dur("grace", shutdownGrace).Msg("shutting down: requests still running after the grace are ended; their model calls are billed for what was sent")
+	cutRequests(batonhttp.ErrShuttingDown)
+	cutCtx, cancelCut := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelCut()
+	if err := srv.Shutdown(cutCtx); err != nil {
+		srv.Close()
+		log.Warn().Err(err).Msg("shutting down: requests still running when ended; their connections are closed")
+	}
+	return nil
 }
+
+// shutdownGrace is how long a stop (SIGINT, SIGTERM) waits for requests
+// in flight before it ends them.
+var shutdownGrace = 15 * time.Second
 
 // timerLoop fires the handoffs' deadlines from this replica's read models.
 func timerLoop(h *ledger.Handoffs, proj *projections.Runner, log zerolog.Logger) *ledger.TimerLoop {

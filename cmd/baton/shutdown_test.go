@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/eventstore/bolt"
+)
+
+// A stop whose grace ends with a model call still running ends it: the
+// client is told the server is stopping (503 shutting_down, not a cut
+// connection), serve returns no error, and the call is billed, its usage
+// appended before the process ends.
+func TestStopEndsCallsStillRunningAndBillsThem(t *testing.T) {
+	defer func(g time.Duration) { shutdownGrace = g }(shutdownGrace)
+	shutdownGrace = 300 * time.Millisecond
+	arrived := make(chan struct{}, 1)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		arrived <- struct{}{}
+		select { // a model that takes its time
+		case <-r.Context().Done():
+		case <-time.After(30 * time.Second):
+		}
+	}))
+	defer up.Close()
+	dir := t.TempDir()
+	providers := filepath.Join(dir, "providers.json")
+	os.WriteFile(providers, []byte(`{"providers":[{"name":"slowp","kind":"openai-compatible","baseUrl":"`+up.URL+`/v1","keyEnv":"",
+		"models":[{"name":"slow","contextTokens":8000,"pricing":{"inputPerMTok":1000,"outputPerMTok":2000,"source":"test"}}]}]}`), 0o600)
+	data := filepath.Join(dir, "data")
+	ctx, stop := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--data", data, "--addr", "127.0.0.1:0", "--providers", providers}, &out, &out)
+	}()
+	var addr, key string
+	for deadline := time.Now().Add(30 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := reServing.FindStringSubmatch(out.String()); m != nil {
+			addr, key = m[1], reBootKey.FindStringSubmatch(out.String())[1]
+		}
+	}
+	if addr == "" {
+		stop()
+		t.Fatalf("serve did not start: %s", out.String())
+	}
+	type answer struct {
+		status int
+		body   string
+	}
+	answers := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/chat/completions", strings.NewReader(`{"model":"slowp:slow","messages":[{"role":"user","content":"hi"}]}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answers <- answer{0, err.Error()}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		answers <- answer{resp.StatusCode, string(b)}
+	}()
+	<-arrived
+	stop()
+	a := <-answers
+	if a.status != 503 || !strings.Contains(a.body, "shutting_down") {
+		t.Fatalf("the call still running: %d %s", a.status, a.body)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v\n%s", err, out.String())
+	}
+	s, err := bolt.Open(data, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	evs, err := s.ReadAll(context.Background(), eventstore.Start, 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	billed := false
+	for _, ev := range evs {
+		billed = billed || strings.HasPrefix(ev.Type, "Usage") && strings.Contains(string(ev.Data), "slowp:slow")
+	}
+	if !billed {
+		t.Fatalf("no usage event for the call ended: %s", fmt.Sprint(len(evs)))
+	}
+}
