@@ -82,6 +82,10 @@ type described struct {
 // grace: they answer 503 shutting_down, not a client's leaving.
 var ErrShuttingDown = errors.New("the server is shutting down")
 
+// stopping reports whether a stop ended r after its grace: a stream is
+// then told so before it ends, its client being still there.
+func stopping(r *http.Request) bool { return errors.Is(context.Cause(r.Context()), ErrShuttingDown) }
+
 // describe turns any error into a domain error. Errors of the store, the
 // read models and the gateway get their kinds here; anything else is an
 // internal error, answered without its text.

@@ -411,12 +411,16 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.C
 	for {
 		p, _, gone := up.Next(nil, sse.flush)
 		if gone {
-			// The client went away; the upstream is canceled on return.
+			// The client went away (the upstream is canceled on return),
+			// or a stop ended the request: the client is told that.
 			up.Gone()
+			if stopping(r) {
+				tellChat(sse, r, ErrShuttingDown)
+			}
 			return
 		}
 		if p.Err != nil {
-			if _, _, tell := up.Fail(p.Err); tell {
+			if _, _, tell := up.Fail(p.Err); tell || stopping(r) {
 				tellChat(sse, r, p.Err)
 			}
 			return
@@ -583,6 +587,9 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 		p, ticked, gone := up.Next(ticker.C, sse.flush)
 		if gone {
 			up.Gone()
+			if stopping(r) {
+				tellMessages(sse, r, ErrShuttingDown)
+			}
 			return
 		}
 		if ticked {
@@ -593,7 +600,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 			continue
 		}
 		if p.Err != nil {
-			if _, _, tell := up.Fail(p.Err); tell {
+			if _, _, tell := up.Fail(p.Err); tell || stopping(r) {
 				tellMessages(sse, r, p.Err)
 			}
 			return

@@ -724,7 +724,11 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 	}()
 	for {
 		p, ticked, left := up.Next(tick, sse.flush)
-		if left {
+		if left && stopping(r) {
+			// A stop ended the request; the client is still there, and
+			// is told so below (Fail bills it as a client's leaving).
+			p.Err = ErrShuttingDown
+		} else if left {
 			up.Gone()
 			return
 		}
@@ -751,7 +755,7 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 			return // what is left leaves with the body's end, in one write
 		}
 		if p.Err != nil {
-			if _, _, tell := up.Fail(p.Err); tell {
+			if _, _, tell := up.Fail(p.Err); tell || stopping(r) {
 				switch {
 				case sse.claimStatus():
 					// Nothing has left: an ordinary error answer, its

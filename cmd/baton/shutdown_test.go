@@ -23,7 +23,7 @@ import (
 func TestStopEndsCallsStillRunningAndBillsThem(t *testing.T) {
 	defer func(g time.Duration) { shutdownGrace = g }(shutdownGrace)
 	shutdownGrace = 300 * time.Millisecond
-	arrived := make(chan struct{}, 1)
+	arrived := make(chan struct{}, 2)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		arrived <- struct{}{}
@@ -58,24 +58,36 @@ func TestStopEndsCallsStillRunningAndBillsThem(t *testing.T) {
 		status int
 		body   string
 	}
-	answers := make(chan answer, 1)
-	go func() {
-		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/chat/completions", strings.NewReader(`{"model":"slowp:slow","messages":[{"role":"user","content":"hi"}]}`))
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			answers <- answer{0, err.Error()}
-			return
+	answers := make(chan answer, 2)
+	for _, body := range []string{`{"model":"slowp:slow","messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"slowp:slow","stream":true,"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`} {
+		path := "/v1/chat/completions"
+		if strings.Contains(body, "stream") {
+			path = "/v1/messages" // translated: an error event if its stream began, else a 503
 		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		answers <- answer{resp.StatusCode, string(b)}
-	}()
+		go func() {
+			req, _ := http.NewRequest("POST", "http://"+addr+path, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				answers <- answer{0, err.Error()}
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			answers <- answer{resp.StatusCode, string(b)}
+		}()
+	}
+	<-arrived
 	<-arrived
 	stop()
-	a := <-answers
-	if a.status != 503 || !strings.Contains(a.body, "shutting_down") {
-		t.Fatalf("the call still running: %d %s", a.status, a.body)
+	for range 2 {
+		a := <-answers
+		stream := strings.HasPrefix(a.body, "event:")
+		if stream && (a.status != 200 || !strings.Contains(a.body, "event: error") || !strings.Contains(a.body, "The server is stopping")) ||
+			!stream && (a.status != 503 || !strings.Contains(a.body, "The server is stopping")) {
+			t.Fatalf("a call still running: %d %s", a.status, a.body)
+		}
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("serve: %v\n%s", err, out.String())
