@@ -221,6 +221,16 @@ func DecodeResponsesRequest(body []byte) (*ResponsesCall, error) {
 	} else if q.SafetyIdentifier != "" && q.SafetyIdentifier != q.User {
 		return nil, invalid("safety_identifier", "user and safety_identifier name different end users; send one")
 	}
+	if q.Reasoning != nil {
+		for _, sm := range []struct {
+			field string
+			v     *string
+		}{{"summary", q.Reasoning.Summary}, {"generate_summary", q.Reasoning.GenerateSummary}} {
+			if sm.v != nil && !slices.Contains([]string{"auto", "concise", "detailed"}, *sm.v) {
+				return nil, invalid("reasoning/"+sm.field, "reasoning.%s %q is not auto, concise or detailed", sm.field, *sm.v)
+			}
+		}
+	}
 	if q.Reasoning != nil && q.Reasoning.Effort != nil {
 		out.ReasoningEffort = *q.Reasoning.Effort
 		if e := out.ReasoningEffort; e != "" && !slices.Contains(gateway.Efforts, e) {

@@ -609,3 +609,16 @@ func TestToolCallArgumentsKeptAsWritten(t *testing.T) {
 		t.Fatalf("an object: %+v", b)
 	}
 }
+
+// reasoning.summary takes OpenAI's values alone: another was echoed as if
+// honoured.
+func TestReasoningSummaryValues(t *testing.T) {
+	for _, v := range []string{"auto", "concise", "detailed"} {
+		if _, err := DecodeResponsesRequest([]byte(`{"model":"m","input":"x","reasoning":{"summary":"` + v + `"}}`)); err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+	}
+	if _, err := DecodeResponsesRequest([]byte(`{"model":"m","input":"x","reasoning":{"summary":"bogus"}}`)); err == nil || !strings.Contains(err.Error(), "reasoning.summary") {
+		t.Fatalf("bogus: %v", err)
+	}
+}
