@@ -214,6 +214,26 @@ func waitFor(t *testing.T, ctx context.Context, what, expr string) {
 	}
 }
 
+// waitAcrossNavigation is waitFor for a condition met on a page still to
+// load (a form's redirect): a poll the navigation interrupts is polled
+// again, until the deadline.
+func waitAcrossNavigation(t *testing.T, ctx context.Context, what, expr string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, cancel := context.WithDeadline(ctx, deadline)
+		_, err := chromedp.Run(c, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(50*time.Millisecond)))
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s (%s): %v", what, expr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // signIn opens a link and presses its button, as a person would.
 func signIn(t *testing.T, ctx context.Context, link string) {
 	t.Helper()
@@ -337,8 +357,12 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	// The words written come back, and a reload shows the refusal again
 	// without posting the form again.
 	long := `"keep these words " + "x".repeat(4000)`
-	run(t, alice, "reject with too long a reason", chromedp.WaitVisible("#reject"), chromedp.Evaluate[chromedp.Void](`document.getElementById("reason").value = `+long),
-		chromedp.Click("#reject"), chromedp.WaitVisible(`#problem[data-code="validation_failed"]`))
+	// The page before carries a refusal of the same code: the new one is
+	// the document without this mark (a reload while the form's redirect
+	// is still loading aborts it).
+	run(t, alice, "reject with too long a reason", chromedp.WaitVisible("#reject"), chromedp.Evaluate[chromedp.Void](`window.__before = true; document.getElementById("reason").value = `+long),
+		chromedp.Click("#reject"))
+	waitAcrossNavigation(t, alice, "the refused page after the redirect", `window.__before === undefined && document.readyState === "complete" && document.querySelector('#problem[data-code="validation_failed"]') !== null`)
 	run(t, alice, "reload the refused page", chromedp.Reload(), chromedp.WaitVisible(`#problem[data-code="validation_failed"]`))
 	if !eval[bool](t, alice, `document.getElementById("reason").value === `+long) {
 		t.Fatalf("the reason written is not given back after a reload: %q", eval[string](t, alice, `document.getElementById("reason").value.slice(0, 40)`))
