@@ -10,6 +10,7 @@ import (
 	"errors"
 	"html/template"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -376,6 +377,7 @@ func (f inboxFilter) since() time.Duration {
 var (
 	inboxRisks  = []string{"low", "medium", "high", "critical"}
 	inboxSinces = []string{"1h", "24h", "7d"}
+	inboxParams = []string{"state", "risk", "executor", "since"} // the inbox's filters, by their names in its address
 )
 
 // unknown says, for each filter whose value the inbox does not know, what
@@ -414,7 +416,13 @@ func (s *Server) consoleInbox(w http.ResponseWriter, r *http.Request) {
 		s.consoleError(w, r, err)
 		return
 	}
-	if unknown := f.unknown(); len(unknown) > 0 {
+	unknown := f.unknown()
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		if !slices.Contains(inboxParams, k) {
+			unknown = append(unknown, "The inbox has no filter “"+k+"”: its filters are show (state), risk, executor and created (since).")
+		}
+	}
+	if len(unknown) > 0 {
 		// Told, not ignored: a view quietly wider or emptier than asked
 		// for reads as the truth.
 		s.renderConsole(w, r, http.StatusBadRequest, "inbox", map[string]any{

@@ -766,6 +766,7 @@ func TestConsoleInboxTellsAnUnknownFilter(t *testing.T) {
 		{"state=bogus", "Show has no choice “bogus”"},
 		{"risk=extreme", "Risk has no choice “extreme”: it is low, medium, high or critical."},
 		{"since=1y&risk=high", "Created has no choice “1y”"},
+		{"risk=high&riskk=low", "The inbox has no filter “riskk”"},
 	} {
 		status, page, _ := u.get("/console/?" + tt.query)
 		if status != http.StatusBadRequest || !strings.Contains(page, `id="unknown-filter"`) || !strings.Contains(page, tt.says) || strings.Contains(page, id) || strings.Contains(page, `id="live"`) {
