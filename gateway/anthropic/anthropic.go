@@ -138,6 +138,15 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 	if err := withoutOpenAISampling(req.OpenAISampling); err != nil {
 		return nil, err
 	}
+	for _, m := range req.Messages {
+		for _, b := range m.Content {
+			if b.Type == "tool_use" && b.RawArgs != "" {
+				// Anthropic's tool use takes an object; an OpenAI-shaped
+				// model's arguments that are not one cannot be carried.
+				return nil, gateway.BadRequest("input", "the function call %s has arguments that are not a JSON object, which Anthropic's tool use requires: it cannot be carried to this model; send the call with its arguments mended, or continue with an OpenAI-shaped model", b.ID)
+			}
+		}
+	}
 	r := MessagesRequest{Model: req.Model, Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK,
 		StopSequences: Stops(req.StopSequences), Stream: stream}
 	if req.User != "" {

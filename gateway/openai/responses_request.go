@@ -677,18 +677,18 @@ func (c *conversation) items(items []json.RawMessage, param string) error {
 			if it.CallID == "" || it.Name == "" {
 				return invalid(p, "a function_call item needs a call_id and a name")
 			}
-			args := "{}"
-			if it.Arguments != nil && strings.TrimSpace(*it.Arguments) != "" {
+			args := ""
+			if it.Arguments != nil {
 				args = *it.Arguments
-			}
-			if !jsonObject(args) {
-				return invalid(p+"/arguments", "arguments must be a JSON object, as text (the function's parameters)")
 			}
 			name := it.Name
 			if it.Namespace != "" {
 				name = flatName(it.Namespace, it.Name)
 			}
-			c.add("assistant", gateway.Block{Type: "tool_use", ID: it.CallID, Name: name, Input: json.RawMessage(args)})
+			// Arguments that are not a JSON object (a model's slip, a call
+			// the token cap cut) go on as written where arguments are text,
+			// as OpenAI takes them back; Anthropic's adapter refuses them.
+			c.add("assistant", gateway.ToolCall(it.CallID, name, args))
 		case "function_call_output":
 			if it.CallID == "" {
 				return invalid(p+"/call_id", "a function_call_output item needs the call_id of its call")

@@ -157,9 +157,6 @@ func TestDecodeResponsesRequestRefusals(t *testing.T) {
 		{`{"model":"m","input":[{"role":"assistant","content":[{"type":"input_image","image_url":"https://x/y.png"}]}]}`, "input/0/content/0/type"},
 		{`{"model":"m","input":[{"type":"item_reference","id":"msg_1"}]}`, "input/0/type"},
 		{`{"model":"m","input":[{"type":"web_search_call","id":"ws_1"}]}`, "input/0/type"},
-		{`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{oops"}]}`, "input/0/arguments"},
-		{`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"[1,2]"}]}`, "input/0/arguments"},
-		{`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"\"str\""}]}`, "input/0/arguments"},
 		{`{"model":"m","input":[{"type":"function_call_output","output":"x"}]}`, "input/0/call_id"},
 		{`{"model":"m","input":[{"role":"robot","content":"x"}]}`, "input/0/role"},
 		{`{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"bad name","schema":{}}}}`, "text/format/name"},
@@ -620,5 +617,21 @@ func TestReasoningSummaryValues(t *testing.T) {
 	}
 	if _, err := DecodeResponsesRequest([]byte(`{"model":"m","input":"x","reasoning":{"summary":"bogus"}}`)); err == nil || !strings.Contains(err.Error(), "reasoning.summary") {
 		t.Fatalf("bogus: %v", err)
+	}
+}
+
+// A function_call item whose arguments are not a JSON object (a model's
+// slip, a call the token cap cut) is taken as written, as OpenAI takes it
+// back: an OpenAI-shaped model gets the text, Anthropic's adapter refuses.
+func TestFunctionCallArgumentsTakenAsWritten(t *testing.T) {
+	for _, args := range []string{`{oops`, `[1,2]`, `\"str\"`} {
+		c, err := DecodeResponsesRequest([]byte(`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"` + args + `"}]}`))
+		if err != nil {
+			t.Fatalf("%s: %v", args, err)
+		}
+		b := c.Request.Messages[0].Content[0]
+		if b.Type != "tool_use" || b.RawArgs == "" || string(b.Input) != "{}" {
+			t.Fatalf("%s: %+v", args, b)
+		}
 	}
 }
