@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/batonhq/baton/gateway"
 )
 
@@ -375,13 +373,11 @@ func (q *ChatRequest) ToGateway() (gateway.Request, error) {
 				case tc.Function.Name == "":
 					return out, gateway.BadRequest(at+"/function/name", "%s/function/name: a function call needs the function's name", at)
 				}
-				args := tc.Function.Arguments
-				if strings.TrimSpace(args) == "" {
-					args = "{}" // a call without arguments
-				} else if !jsonObject(args) {
+				call := gateway.ToolCall(tc.ID, tc.Function.Name, tc.Function.Arguments) // none: {}
+				if call.RawArgs != "" {
 					return out, gateway.BadRequest(at+"/function/arguments", "%s/function/arguments must be a JSON object, as text (the function's parameters)", at)
 				}
-				msg.Content = append(msg.Content, gateway.Block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: json.RawMessage(args)})
+				msg.Content = append(msg.Content, call)
 			}
 			out.Messages = append(out.Messages, msg)
 		case "tool":
@@ -571,11 +567,4 @@ func (t *ChatToolIndexes) Route(o *gateway.OutputSchema, tc *gateway.ToolCallDel
 		t.client[tc.Index] = i
 	}
 	return false, i
-}
-
-// jsonObject reports whether s is a JSON object: a function call's
-// arguments are its parameters, and Anthropic takes a tool call's input
-// as an object only.
-func jsonObject(s string) bool {
-	return json.Valid([]byte(s)) && gjson.Parse(s).IsObject()
 }
