@@ -58,8 +58,18 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"keyId": rec.KeyID, "tenant": rec.Tenant, "admin": rec.Admin, "display": rec.Display,
-		"label": rec.Label, "createdAt": rec.CreatedAt, "revoked": true, "revokedAt": rec.RevokedAt})
+	writeJSON(w, http.StatusOK, keyView(rec))
+}
+
+// keyView is a key's record as the admin routes answer it: never the key
+// or its hash; revokedAt once it is revoked.
+func keyView(rec domain.KeyRecord) map[string]any {
+	k := map[string]any{"keyId": rec.KeyID, "tenant": rec.Tenant, "admin": rec.Admin, "display": rec.Display,
+		"label": rec.Label, "createdAt": rec.CreatedAt, "revoked": rec.RevokedAt != nil}
+	if rec.RevokedAt != nil {
+		k["revokedAt"] = rec.RevokedAt
+	}
+	return k
 }
 
 // listKeys is GET /v1/admin/keys: every key's record, of one tenant with
@@ -79,12 +89,7 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
 	}
 	data := make([]map[string]any, 0, len(recs))
 	for _, rec := range recs {
-		k := map[string]any{"keyId": rec.KeyID, "tenant": rec.Tenant, "admin": rec.Admin, "display": rec.Display,
-			"label": rec.Label, "createdAt": rec.CreatedAt, "revoked": rec.RevokedAt != nil}
-		if rec.RevokedAt != nil {
-			k["revokedAt"] = rec.RevokedAt
-		}
-		data = append(data, k)
+		data = append(data, keyView(rec))
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
