@@ -137,46 +137,25 @@ func openReadModels(ctx context.Context, data, kind string, store eventstore.Sto
 	}
 	// The file is ours now (bbolt holds a lock on it): decide whether it
 	// can be continued.
-	reason := ""
 	marker := filepath.Join(data, readModelMarker)
 	id, err := storeIdentity(ctx, store)
 	if err != nil {
 		proj.Close()
 		return nil, err
 	}
-	prev, err := os.ReadFile(marker)
-	switch {
-	case err == nil:
-		if was, wasID := parseStoreMark(prev); was != kind {
-			reason = was
-			log.Warn().Str("was", was).Str("now", kind).Msg("read models were built from another kind of store; rebuilding them")
-		} else if wasID != "" && id != "" && wasID != id {
-			reason = "another-store"
-			log.Warn().Str("was", wasID).Str("now", id).Msg("read models were built from another store (its first event is another); rebuilding them")
-		}
-	case errors.Is(err, os.ErrNotExist):
-		// Files from before the marker were built from the embedded store.
-		if kind != storeBolt && proj.Checkpoint() != eventstore.Start {
-			reason = storeBolt
-			log.Warn().Str("now", kind).Msg("read models were built from the embedded store; rebuilding them")
-		}
-	default:
+	prev, merr := os.ReadFile(marker)
+	if merr != nil && !errors.Is(merr, os.ErrNotExist) {
+		proj.Close()
+		return nil, merr
+	}
+	reason, err := notContinuable(ctx, store, kind, id, prev, merr, proj.Checkpoint())
+	if err != nil {
 		proj.Close()
 		return nil, err
 	}
-	if reason == "" {
-		head, err := store.Head(ctx)
-		if err != nil {
-			proj.Close()
-			return nil, fmt.Errorf("store head: %w", err)
-		}
-		if cp := proj.Checkpoint(); head.Less(cp) {
-			reason = "ahead"
-			log.Warn().Uint64("checkpoint_commit", cp.Commit).Uint64("head_commit", head.Commit).
-				Msg("read models are ahead of the store (another database, or a restored backup); rebuilding them")
-		}
-	}
 	if reason != "" {
+		log.Warn().Str("reason", reason).Str("file", path+"."+reason).
+			Msg("read models were built from another store (another kind, another first event) or are ahead of this one; rebuilding them")
 		if err := proj.Close(); err != nil {
 			return nil, err
 		}
@@ -216,6 +195,30 @@ func markStore(ctx context.Context, data, kind string, store eventstore.Store, w
 		}
 	}
 	return nil
+}
+
+// notContinuable says why a file derived from a store, built up to pos,
+// whose marker reads prev (merr: its read's error), cannot go on with
+// store, of kind and identity id: the store's kind it was built from,
+// "another-store", or "ahead"; "" when it can.
+func notContinuable(ctx context.Context, store eventstore.Store, kind, id string, prev []byte, merr error, pos eventstore.Position) (string, error) {
+	was, wasID := parseStoreMark(prev)
+	switch {
+	case merr == nil && was != kind:
+		return was, nil
+	case merr == nil && wasID != "" && id != "" && wasID != id:
+		return "another-store", nil // its first event is another: another store under the same name
+	case errors.Is(merr, os.ErrNotExist) && kind != storeBolt && pos != eventstore.Start:
+		return storeBolt, nil // files from before the marker were built from the embedded store
+	}
+	head, err := store.Head(ctx)
+	if err != nil {
+		return "", fmt.Errorf("store head: %w", err)
+	}
+	if head.Less(pos) {
+		return "ahead", nil // another database, or a restored backup
+	}
+	return "", nil
 }
 
 // storeIdentity names the store a data directory's derived files are

@@ -99,31 +99,16 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 	if err != nil {
 		return nil, err
 	}
-	reason := ""
 	id, err := storeIdentity(ctx, store)
 	if err != nil {
 		tl.Close()
 		return fail(err)
 	}
 	prev, merr := os.ReadFile(filepath.Join(data, logMarker))
-	was, wasID := parseStoreMark(prev)
-	switch {
-	case merr == nil && was != kind:
-		reason = was
-	case merr == nil && wasID != "" && id != "" && wasID != id:
-		reason = "another-store" // its first event is another: another store under the same name
-	case errors.Is(merr, os.ErrNotExist) && kind != storeBolt && tl.Position() != eventstore.Start:
-		reason = storeBolt
-	}
-	if reason == "" {
-		head, err := store.Head(ctx)
-		if err != nil {
-			tl.Close()
-			return fail(fmt.Errorf("store head: %w", err))
-		}
-		if head.Less(tl.Position()) {
-			reason = "ahead"
-		}
+	reason, err := notContinuable(ctx, store, kind, id, prev, merr, tl.Position())
+	if err != nil {
+		tl.Close()
+		return fail(err)
 	}
 	if reason != "" {
 		log.Warn().Str("file", path+"."+reason).Msg("transparency log: built from another store, or ahead of this one; moved aside and rebuilt from zero")
