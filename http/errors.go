@@ -94,7 +94,7 @@ func describe(r *http.Request, err error) described {
 	var ue *gateway.UpstreamError
 	var be *gateway.BudgetError
 	switch {
-	case r != nil && errors.Is(context.Cause(r.Context()), ErrShuttingDown):
+	case r != nil && stopping(r):
 		e := domain.E("request", domain.KindUnavailable, "shutting_down", "The server is stopping and ended this request; retry it (another replica, or this one once restarted, answers).")
 		e.RetryAfter = 1
 		return described{Error: e}
