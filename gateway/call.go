@@ -905,6 +905,13 @@ func (u *Upstream) Told() Usage {
 // context ended (the client left).
 func (u *Upstream) Next(tick <-chan time.Time, flush func()) (p Pumped, ticked bool, gone bool) {
 	p, ticked, gone = u.next(tick, flush)
+	if gone {
+		// Ended for a cause other than the client's leaving (the server's
+		// stop): a failure the front tells its client, who is still there.
+		if cause := context.Cause(u.ctx); !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+			return Pumped{Err: cause}, false, false
+		}
+	}
 	if !ticked && !gone && p.Err == nil {
 		u.sent.See(p.D)
 	}

@@ -411,12 +411,8 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, c *gateway.C
 	for {
 		p, _, gone := up.Next(nil, sse.flush)
 		if gone {
-			// The client went away (the upstream is canceled on return),
-			// or a stop ended the request: the client is told that.
+			// The client went away; the upstream is canceled on return.
 			up.Gone()
-			if stopping(r) {
-				tellChat(sse, r, ErrShuttingDown)
-			}
 			return
 		}
 		if p.Err != nil {
@@ -587,9 +583,6 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, c *gatewa
 		p, ticked, gone := up.Next(ticker.C, sse.flush)
 		if gone {
 			up.Gone()
-			if stopping(r) {
-				tellMessages(sse, r, ErrShuttingDown)
-			}
 			return
 		}
 		if ticked {

@@ -724,11 +724,7 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 	}()
 	for {
 		p, ticked, left := up.Next(tick, sse.flush)
-		if left && stopping(r) {
-			// A stop ended the request; the client is still there, and
-			// is told so below (Fail bills it as a client's leaving).
-			p.Err = ErrShuttingDown
-		} else if left {
+		if left {
 			up.Gone()
 			return
 		}

@@ -311,10 +311,6 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, c *gatew
 		p, _, gone := up.Next(nil, sse.flush)
 		if gone {
 			up.Gone()
-			if stopping(r) {
-				d := describe(r, ErrShuttingDown)
-				rs.Fail(d.Code, d.Message, nil)
-			}
 			return
 		}
 		if p.Err != nil {
