@@ -44,7 +44,7 @@ func TestModelBodiesBounded(t *testing.T) {
 		t.Fatalf("a second large body: %d %v %s", r.status, r.header, r.raw)
 	}
 	r = e.do("POST", "/v1/messages", e.tenantA, `{"model":"anthropic:claude-haiku-4-5","max_tokens":5,"messages":[{"role":"user","content":"`+pad+`"}]}`)
-	if r.status != 503 || r.str("error.type") != "overloaded_error" {
+	if r.status != 529 || r.str("error.type") != "overloaded_error" {
 		t.Fatalf("on the messages front: %d %s", r.status, r.raw)
 	}
 	// Chunked, its length unknown until it passes what is free.

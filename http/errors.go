@@ -178,6 +178,17 @@ func (d described) wireStatus() int {
 	return http.StatusInternalServerError
 }
 
+// statusIn is d's status in error shape f. Anthropic's overload is a 529,
+// which its clients tell apart from other failures (Claude Code names it
+// and may switch to its fallback model); an overload of Baton's own bound
+// is told the same way. no_route keeps its 503: no retry mends it.
+func (d described) statusIn(f errFormat) int {
+	if f == anthropicErrors && (d.Code == "upstream_overloaded" || d.Code == "overloaded") {
+		return 529
+	}
+	return d.wireStatus()
+}
+
 // writeError renders any error as a problem document.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeProblemDoc(w, s.problemFor(w, r, err))

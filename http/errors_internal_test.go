@@ -86,6 +86,17 @@ func TestErrorMapping(t *testing.T) {
 			if got := d.wireStatus(); got != tt.wire {
 				t.Errorf("wire status %d, want %d", got, tt.wire)
 			}
+			// Anthropic's clients know its overload by its 529.
+			want := tt.wire
+			if tt.code == "upstream_overloaded" || tt.code == "overloaded" {
+				want = 529
+			}
+			if got := d.statusIn(anthropicErrors); got != want {
+				t.Errorf("status on the messages front %d, want %d", got, want)
+			}
+			if got := d.statusIn(openaiErrors); got != tt.wire {
+				t.Errorf("status on the OpenAI fronts %d, want %d", got, tt.wire)
+			}
 			if d.Code != tt.code || oa != tt.openai || an != tt.anthr || d.param != tt.param {
 				t.Errorf("code %q types %q/%q param %q, want %q %q/%q %q", d.Code, oa, an, d.param, tt.code, tt.openai, tt.anthr, tt.param)
 			}

@@ -29,7 +29,7 @@ func TestPassthroughStreamFailingFirstHasAStatus(t *testing.T) {
 		status               int
 	}{
 		{"/v1/chat/completions", "openai:gpt-4o-mini", "upstream_error", 502},
-		{"/v1/messages", "anthropic:claude-haiku-4-5", "overloaded_error", 503},
+		{"/v1/messages", "anthropic:claude-haiku-4-5", "overloaded_error", 529},
 	} {
 		body := `{"model":"` + c.model + `","max_tokens":20,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
 		req, _ := http.NewRequest("POST", e.srv.URL+c.path, strings.NewReader(body))

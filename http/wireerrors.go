@@ -45,7 +45,7 @@ func (s *Server) writeErrorAs(w http.ResponseWriter, r *http.Request, f errForma
 		s.log.Error().Str("requestId", RequestID(r.Context())).Err(err).Msg("gateway call failed")
 	}
 	retryHeaders(w, d)
-	writeJSON(w, d.wireStatus(), wireErrorBody(r, f, d))
+	writeJSON(w, d.statusIn(f), wireErrorBody(r, f, d))
 }
 
 // tellChat tells err in a chat completions stream already begun: an error
