@@ -365,6 +365,9 @@ func ledgerQuery(r *http.Request) (after uint64, wait time.Duration, err error) 
 		d, perr := time.ParseDuration(v)
 		if n, aerr := strconv.Atoi(v); aerr == nil {
 			d, perr = time.Duration(n)*time.Second, nil
+			if n < 0 || n > int(maxLedgerWait/time.Second) {
+				d = -1 // out of range before it is scaled: n seconds in nanoseconds may wrap around into range
+			}
 		}
 		switch {
 		case perr != nil:

@@ -267,6 +267,11 @@ func TestLedgerWaitBadParameters(t *testing.T) {
 		{"wait=-1s", "query:wait"},
 		{"wait=soon", "query:wait"},
 		{"wait=1.5", "query:wait"},
+		// Whole seconds whose nanoseconds overflow: 2^64 ns is about
+		// 18446744074 s, which wrapped to a 0.3 s wait and was taken.
+		{"wait=18446744074", "query:wait"},
+		{"wait=18446744100", "query:wait"},
+		{"wait=9223372037", "query:wait"},
 	} {
 		r, err := waitLedger(e, id, e.tenantA, c.query)
 		if err != nil {
