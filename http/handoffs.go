@@ -276,7 +276,7 @@ func (s *Server) getContract(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Write(append(view, '\n'))
+	writeBounded(w, append(view, '\n'))
 }
 
 func (s *Server) listContracts(w http.ResponseWriter, r *http.Request) {

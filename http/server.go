@@ -4,6 +4,7 @@
 package http
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -517,11 +518,25 @@ func notAllowed(r *http.Request) error {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	enc.Encode(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	writeBounded(w, b.Bytes())
+}
+
+// writeBounded writes an answer's body: a large one (a ledger or contract
+// with many proofs runs to tens of MB) under writeWhole's write deadline,
+// so that a client that stops reading does not hold the connection and
+// the answer's buffer for ever. A small one fits the socket's buffers.
+func writeBounded(w http.ResponseWriter, b []byte) {
+	if len(b) < wholeBound {
+		w.Write(b)
+		return
+	}
+	writeWhole(w, b)
 }
 
 // metricsHandler serves the Prometheus scrape: to an admin key, or to

@@ -1,0 +1,77 @@
+package http_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore/ledger"
+	batonhttp "github.com/batonhq/baton/http"
+)
+
+// A client that asks for a large ledger or contract (many proofs of up to
+// a MiB each) and stops reading does not hold the connection, and the
+// answer's buffer, for ever: the answer is written under the same write
+// deadline as a large model answer. Both were held until the client read
+// again, so a few such clients held gigabytes.
+func TestLargeLedgerAnswerEndsWhenClientStopsReading(t *testing.T) {
+	t.Cleanup(batonhttp.SetModelWriteStall(100 * time.Millisecond))
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	e.must(e.do("POST", "/v1/executions/"+id+"/approval", e.tenantA, approveBody()), 200)
+	// Recorded through the ledger itself: the test front's body limit is
+	// 64 KiB, a server's 1 MiB by default.
+	svc := ledger.New(e.store, ledger.Options{})
+	text := strings.Repeat("certbot renew: ok\n", 60_000/18)
+	var arts []domain.Artifact
+	for range 15 {
+		arts = append(arts, domain.Artifact{Type: "log", Text: text})
+	}
+	call := ledger.Call{Principal: domain.Principal{KeyID: "key_test", Tenant: "a"}}
+	for i := range 12 { // about 11 MB, far beyond the sockets' buffers
+		_, err := svc.Handoffs.Handle(context.Background(), call, id, domain.ProofCommand{ExecutorRunID: "run-1", Status: "RUNNING",
+			Proof: &domain.Proof{Summary: fmt.Sprintf("step %d", i), Artifacts: arts}, Request: domain.RequestRef{Kind: domain.KindProof, BodySHA256: fmt.Sprint(i)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := e.do("GET", "/v1/executions/"+id+"/ledger", e.tenantA, nil); len(r.raw) < 10<<20 {
+		t.Fatalf("the ledger is %d bytes", len(r.raw))
+	}
+	for _, path := range []string{"/v1/executions/" + id + "/ledger", "/v1/handoff/contracts/" + id} {
+		t.Run(path, func(t *testing.T) {
+			d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+				return c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+			}}
+			conn, err := d.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\nx-api-key: %s\r\n\r\n", path, e.tenantA)
+			conn.SetReadDeadline(time.Now().Add(60 * time.Second))
+			first := make([]byte, 64<<10)
+			if _, err := io.ReadFull(conn, first); err != nil {
+				t.Fatal(err)
+			}
+			// Read nothing for well over the deadline: 11 started MiB of 100 ms.
+			time.Sleep(4 * time.Second)
+			conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+			n, err := io.Copy(io.Discard, conn)
+			n += int64(len(first))
+			if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+				t.Fatalf("after %d bytes: %v (the connection was not closed)", n, err)
+			}
+			if n >= 10<<20 {
+				t.Fatalf("the whole answer (%d bytes) waited for a client that stopped reading", n)
+			}
+		})
+	}
+}
