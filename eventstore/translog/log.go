@@ -500,13 +500,16 @@ func (l *Log) readClaim(ev eventstore.RecordedEvent, n int64, hr tlog.HashReader
 		return Checkpoint{}, nil, nil
 	}
 	signed := []byte(rec.Checkpoint)
+	if c, err := ParseCheckpoint(noteText(signed)); err == nil && c.Origin != l.origin && !l.anyOrigin {
+		// Another log's checkpoint: one signed with the key this one
+		// replaced (a new key is a new origin, operations.md). Not a fork
+		// of this log, and no size of it is claimed.
+		return Checkpoint{}, nil, nil
+	}
 	cp, err := l.openCheckpoint(signed)
 	if err != nil {
 		c, _ := ParseCheckpoint(noteText(signed))
 		return c, nil, &Fork{Checkpoint: c, Size: n, Reason: err.Error()}
-	}
-	if cp.Origin != l.origin && !l.anyOrigin {
-		return cp, nil, &Fork{Checkpoint: cp, Size: n, Reason: fmt.Sprintf("its origin is not this log's (%q)", l.origin)}
 	}
 	if cp.Size > n {
 		return cp, nil, &Fork{Checkpoint: cp, Size: n, Reason: fmt.Sprintf("it claims %d entries where %d precede it in the feed", cp.Size, n)}

@@ -322,6 +322,51 @@ func TestKeylessReplicaServesTheClaims(t *testing.T) {
 	}
 }
 
+// A new key with a new origin (operations.md: after a restore) is a new
+// log: the old key's claims in the store are another log's, not forks,
+// and the new log signs its first checkpoint at once, not only after the
+// next event.
+func TestANewKeyIsANewLogNotAFork(t *testing.T) {
+	s := openStore(t)
+	appendEvents(t, s, 2, 30)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	oldKey, _, _ := translog.GenerateKey("example.test/baton", nil)
+	old := openLog(t, s, translog.Options{SignerKey: oldKey})
+	if err := old.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := old.Root(30)
+	if _, err := old.SignAt(ctx, translog.Checkpoint{Origin: old.Origin(), Size: 30, Root: root}, 0); err != nil {
+		t.Fatal(err)
+	}
+	newKey, _, _ := translog.GenerateKey("example.test/baton-2", nil)
+	l := openLog(t, s, translog.Options{SignerKey: newKey, Interval: 10 * time.Millisecond, OnFork: func(f translog.Fork) { t.Errorf("fork: %s", f) }})
+	if err := l.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, f := l.Forks(); n != 0 {
+		t.Fatalf("%d forks, the last %s", n, f)
+	}
+	go l.Run(ctx)
+	go l.RunSigner(ctx)
+	deadline := time.After(5 * time.Second)
+	for {
+		changed := l.Changed()
+		if signed, cp := l.Checkpoint(); signed != nil {
+			if cp.Origin != "example.test/baton-2" || cp.Size != 30 || cp.Root != root {
+				t.Fatalf("serving %+v", cp)
+			}
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatal("the new key signed no checkpoint of the 30 entries")
+		}
+	}
+}
+
 // An entry over 65,535 bytes is in the tree, but no entry bundle can
 // carry it.
 func TestLargeEntryIsInTheTreeButNotInABundle(t *testing.T) {
