@@ -96,6 +96,15 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 		}
 		tl, err = translog.Open(path, store, opts)
 	}
+	if errors.Is(err, translog.ErrAnotherLog) {
+		// A new key (or origin) is a new log: its checkpoints are signed
+		// from the store's claims of its own origin, from zero.
+		log.Warn().Err(err).Str("file", path+".another-key").Msg("transparency log: the file's checkpoints are another key's; moved aside and rebuilt from zero")
+		if rerr := os.Rename(path, path+".another-key"); rerr != nil {
+			return fail(rerr)
+		}
+		tl, err = translog.Open(path, store, opts)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -456,6 +456,38 @@ func TestServeRebuildsALogAheadOfItsStore(t *testing.T) {
 	}
 }
 
+// A new log key (operations.md, Backups: after a restore) makes a new
+// log: serve starts, moving aside the file whose checkpoints the old key
+// signed, and rebuilds it.
+func TestServeStartsWithANewLogKey(t *testing.T) {
+	dir := t.TempDir()
+	runHandoffs(t, dir)
+	runOK(t, "log", "keygen", "--origin", "baton.test/log", "--out", filepath.Join(dir, KeyFileName))
+	_, _, stop := serveWithLog(t, dir) // signs a checkpoint of the log
+	stop()
+	newKey := filepath.Join(t.TempDir(), "new.key")
+	runOK(t, "log", "keygen", "--origin", "baton.test/log-2", "--out", newKey)
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var out bytes.Buffer
+	lf := logFlags{on: new(bool), keyFile: new(string), origin: new(string), interval: new(time.Duration), witnesses: new(string)}
+	*lf.on, *lf.keyFile, *lf.interval = true, newKey, 100*time.Millisecond
+	tl, err := lf.open(context.Background(), dir, storeBolt, store, zerolog.New(&out))
+	if err != nil {
+		t.Fatalf("serve with a new key: %v", err)
+	}
+	defer tl.Close()
+	if n, f := tl.Forks(); n != 0 || tl.Size() != 10 || tl.Origin() != "baton.test/log-2" {
+		t.Fatalf("size %d, %d forks (%s), log:\n%s", tl.Size(), n, f, out.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, translog.FileName+".another-key")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A quorum of witnesses: a bundle whose checkpoint a configured witness
 // cosigned (through POST /v1/log/cosignature) verifies with a quorum of
 // one, not of two; so does today's checkpoint in baton log verify.

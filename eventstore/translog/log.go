@@ -173,6 +173,12 @@ func Open(path string, store eventstore.Store, opts Options) (*Log, error) {
 // data, rebuilt from the store by whoever opened it.
 var ErrDamaged = errors.New("transparency log: the file is damaged")
 
+// ErrAnotherLog is a log file whose checkpoints are another log's: signed
+// with another key, or of another origin (a new key is a new log,
+// operations.md). Its tree is this store's, but the checkpoints it took
+// and the claims it counted are not this log's: it is rebuilt.
+var ErrAnotherLog = errors.New("the checkpoints the file took are another log's")
+
 // openFile opens the log's file; bbolt's panic on a damaged page is
 // ErrDamaged.
 func (l *Log) openFile(path string) (_ *Log, err error) {
@@ -215,7 +221,12 @@ func (l *Log) openFile(path string) (_ *Log, err error) {
 			l.latest = append([]byte(nil), v...)
 			l.cosigs = bytes.Clone(tx.Bucket(bucketCosigs).Get(k))
 			l.latestCP, err = l.openCheckpoint(l.latest)
-			return err
+			if err == nil && l.latestCP.Origin != l.origin && !l.anyOrigin {
+				err = fmt.Errorf("its origin is %q, not %q", l.latestCP.Origin, l.origin)
+			}
+			if err != nil {
+				return fmt.Errorf("%w (the latest: %v)", ErrAnotherLog, err)
+			}
 		}
 		return nil
 	})
