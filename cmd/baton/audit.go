@@ -135,9 +135,14 @@ func get(ctx context.Context, client *http.Client, base, path, key string) ([]by
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	// As large as a bundle may be: a ledger of many large proofs is read
+	// whole, and one beyond is named, not cut short into invalid JSON.
+	body, err := io.ReadAll(io.LimitReader(resp.Body, translog.MaxBundleSize+1))
 	if err != nil {
 		return nil, err
+	}
+	if len(body) > translog.MaxBundleSize {
+		return nil, fmt.Errorf("GET %s: the answer is larger than %d MiB, the most an audit bundle holds", path, translog.MaxBundleSize>>20)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, &answerError{status: resp.StatusCode, msg: fmt.Sprintf("GET %s: %s: %q", path, resp.Status, strings.TrimSpace(string(body)))}

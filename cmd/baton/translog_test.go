@@ -589,3 +589,40 @@ func TestWitnessGivenTwiceIsOne(t *testing.T) {
 		t.Fatalf("%v", s)
 	}
 }
+
+// A handoff's ledger over 64 MiB (many large proofs) is exported whole:
+// a bundle may be up to 256 MiB (translog.MaxBundleSize), and the
+// answer was cut at 64 MiB, failing with "unexpected end of JSON input".
+func TestLedgerExportReadsALargeLedger(t *testing.T) {
+	ev := `{"seq":%d,"type":"ProofReceived","data":{"output":"` + strings.Repeat("x", 1<<20) + `"},"actor":"a","recordedAt":"2026-11-28T00:00:00Z","prevHash":"p","hash":"h"}`
+	const events = 65
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/receipts") {
+			fmt.Fprint(w, `{"receipts":[]}`)
+			return
+		}
+		fmt.Fprint(w, `{"events":[`)
+		for i := 1; i <= events; i++ {
+			if i > 1 {
+				fmt.Fprint(w, ",")
+			}
+			fmt.Fprintf(w, ev, i)
+		}
+		fmt.Fprint(w, `]}`)
+	}))
+	defer srv.Close()
+	var out countingWriter
+	if err := run(context.Background(), []string{"ledger", "export", "--url", srv.URL, "--key", "k", "--wait", "0s", "h1"}, &out, &out); err != nil {
+		t.Fatalf("export of a %d MiB ledger: %v", events, err)
+	}
+	if out < events<<20 {
+		t.Fatalf("a bundle of %d bytes", out)
+	}
+}
+
+type countingWriter int64
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	*c += countingWriter(len(p))
+	return len(p), nil
+}
