@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,7 +64,7 @@ func ledgerExport(ctx context.Context, args []string, stdout io.Writer) error {
 			if err := getJSON(ctx, client, *base, "/v1/executions/"+url.PathEscape(id)+"/receipts", *key, &rs); err != nil {
 				return err
 			}
-			b.Events, b.Receipts = l.Events, rs.Receipts
+			b.Events, b.Receipts = l.Events, receiptsOf(rs.Receipts, len(l.Events))
 			if allProved(b) || time.Now().After(deadline) {
 				break
 			}
@@ -89,6 +90,7 @@ func ledgerExport(ctx context.Context, args []string, stdout io.Writer) error {
 		if b.Receipts, err = tl.Receipts(id); err != nil {
 			return err
 		}
+		b.Receipts = receiptsOf(b.Receipts, len(b.Events))
 	}
 	if len(b.Events) == 0 {
 		return fmt.Errorf("handoff %s: not found", id)
@@ -100,6 +102,14 @@ func ledgerExport(ctx context.Context, args []string, stdout io.Writer) error {
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", " ")
 	return enc.Encode(b)
+}
+
+// receiptsOf keeps the receipts of the first n events: the log and the
+// ledger's read follow the feed apart, and the log may hold an event the
+// ledger read did not show yet. Its receipt comes with it, in a later
+// export; a bundle with a receipt beyond its events does not read.
+func receiptsOf(rs []translog.Receipt, n int) []translog.Receipt {
+	return slices.DeleteFunc(rs, func(r translog.Receipt) bool { return r.Seq > uint64(n) })
 }
 
 func allProved(b translog.Bundle) bool {
