@@ -150,9 +150,10 @@ type cosignRecord struct {
 // log key to check the checkpoint with).
 var ErrNoWitnesses = errors.New("translog: no witnesses configured")
 
-// ErrInvalidCosignature: what was offered is not a checkpoint signed by
-// the log key.
-var ErrInvalidCosignature = errors.New("translog: not a checkpoint signed by the log")
+// ErrInvalidCosignature: what was offered is refused: not a checkpoint
+// signed by the log key, or a cosignature dated too far ahead. Its text
+// prefixes the reason, which the API's answer shows.
+var ErrInvalidCosignature = errors.New("translog: the cosigned checkpoint is refused")
 
 // ErrNotLatest: a cosignature was offered for a checkpoint this log has
 // not taken.
