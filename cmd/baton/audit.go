@@ -274,11 +274,10 @@ func logVerify(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "BROKEN: today's checkpoint is of log %q, the one kept of %q\n", cur.Origin, old.Origin)
 		return errLogBroken
 	}
-	if cur.Size < old.Size {
-		fmt.Fprintf(stdout, "BROKEN: today's log has %d entries, fewer than the %d of the checkpoint kept: entries were removed\n", cur.Size, old.Size)
-		return errLogBroken
-	}
 	tr := &httpTiles{ctx: ctx, client: client, base: *base, key: *key}
+	if cur.Size < old.Size {
+		return olderCheckpoint(stdout, old, cur, tr)
+	}
 	hr := tlog.TileHashReader(tlog.Tree{N: cur.Size, Hash: cur.Root}, tr)
 	var checkErr error
 	if cur.Size == old.Size {
@@ -321,6 +320,32 @@ func logVerify(ctx context.Context, args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "NOT KEPT: %s\n", s)
 		}
 	}
+	return nil
+}
+
+// olderCheckpoint is log verify when the server's checkpoint is older
+// than the one kept. Replicas follow the store apart, so one may serve a
+// checkpoint older than another served a moment before: that removes
+// nothing if the kept checkpoint extends today's, which the server's tiles
+// at the kept size prove. Tiles that do not hash to the kept root are a
+// fork; a log that does not reach the kept size has lost entries, or is
+// behind.
+func olderCheckpoint(stdout io.Writer, old, cur translog.Checkpoint, tr *httpTiles) error {
+	hr := tlog.TileHashReader(tlog.Tree{N: old.Size, Hash: old.Root}, tr)
+	p, err := tlog.ProveTree(old.Size, cur.Size, hr)
+	var ae *answerError
+	switch {
+	case errors.As(err, &ae) && ae.status == http.StatusNotFound:
+		fmt.Fprintf(stdout, "BROKEN: today's log has %d entries, fewer than the %d of the checkpoint kept, and the server has no tiles of them: entries were removed (or this replica is behind: ask again)\n", cur.Size, old.Size)
+		return errLogBroken
+	case err == nil:
+		err = tlog.CheckTree(p, old.Size, old.Root, cur.Size, cur.Root)
+	}
+	if err != nil {
+		fmt.Fprintf(stdout, "BROKEN: FORK: the checkpoint kept (%d entries, root %s) does not extend today's (%d entries, root %s): %v\n", old.Size, old.Root, cur.Size, cur.Root, err)
+		return errLogBroken
+	}
+	fmt.Fprintf(stdout, "ok: today's checkpoint (%s, %d entries, root %s) is older than the one kept (%d entries, root %s), which extends it: this replica has not read the newer one yet\n", cur.Origin, cur.Size, cur.Root, old.Size, old.Root)
 	return nil
 }
 

@@ -652,3 +652,63 @@ func TestLedgerExportLeavesOutReceiptsBeyondTheLedger(t *testing.T) {
 		t.Fatalf("%d events, %d receipts", len(b.Events), len(b.Receipts))
 	}
 }
+
+// Replicas follow the store apart: the checkpoint an auditor kept from one
+// may be newer than the one another serves a moment later. That is no
+// removal: the kept checkpoint extends today's, which the server's tiles
+// prove. A kept checkpoint that does not extend it is still a fork.
+func TestLogVerifyTakesAnOlderCheckpointOfABehindReplica(t *testing.T) {
+	dir, aud := t.TempDir(), t.TempDir()
+	vkey := strings.TrimSpace(runOK(t, "log", "keygen", "--origin", "baton.test/log", "--out", filepath.Join(dir, KeyFileName)))
+	runHandoffs(t, dir)
+	skey, _ := os.ReadFile(filepath.Join(dir, KeyFileName))
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	tl, err := translog.Open(filepath.Join(dir, translog.FileName), store, translog.Options{SignerKey: string(skey)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	ctx := context.Background()
+	if err := tl.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sign := func(size int64, claims uint64, flip bool) []byte {
+		root, err := tl.Root(size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if flip {
+			root[0] ^= 1
+		}
+		signed, err := tl.SignAt(ctx, translog.Checkpoint{Origin: tl.Origin(), Size: size, Root: root}, claims)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return signed
+	}
+	older, newer, forked := sign(6, 0, false), sign(10, 1, false), sign(10, 2, true)
+	tiles := batonhttp.NewServer(batonhttp.Config{Store: store, Log: zerolog.Nop(), TransparencyLog: tl}).Handler()
+	// The replica behind: its tree holds the 10 entries, its checkpoint
+	// is the one of 6 it read before the claim of 10.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/log/checkpoint" {
+			w.Write(older)
+			return
+		}
+		tiles.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	kept := filepath.Join(aud, "kept")
+	os.WriteFile(kept, newer, 0o600)
+	if got := runOK(t, "log", "verify", "--url", srv.URL, "--log-key", vkey, "--old", kept); !strings.Contains(got, "ok: ") {
+		t.Fatal(got)
+	}
+	os.WriteFile(kept, forked, 0o600)
+	if got := runBroken(t, errLogBroken, "log", "verify", "--url", srv.URL, "--log-key", vkey, "--old", kept); !strings.Contains(got, "FORK") {
+		t.Fatal(got)
+	}
+}
