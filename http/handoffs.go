@@ -305,6 +305,9 @@ func (s *Server) listContracts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	items, next, err := s.proj.ListContracts(principalOf(r.Context()).Tenant, f)
+	if errors.Is(err, projections.ErrBadCursor) {
+		err = domain.Invalid("handoff.list", domain.FieldError{Pointer: "query:cursor", Code: "unknown_cursor", Message: "is not a handoff of this tenant; pass the nextCursor of the previous page"})
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

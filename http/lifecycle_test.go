@@ -503,6 +503,16 @@ func TestBearerAndListing(t *testing.T) {
 			t.Fatalf("listed %s, not tenant a's", id)
 		}
 	}
+	// A cursor that is not one of the tenant's handoffs (mangled, or
+	// another tenant's id) is refused, not read as the end of the list or
+	// as a place to start from.
+	other := e.contract(e.tenantB, nil)
+	for _, c := range []string{"garbage", "zzzz", other, "00000000-0000-0000-0000-000000000000"} {
+		r := e.do("GET", "/v1/handoff/contracts?limit=2&cursor="+c, e.tenantA, nil)
+		if r.status != 422 || !strings.Contains(string(r.raw), `"pointer":"query:cursor","code":"unknown_cursor"`) {
+			t.Fatalf("cursor %q: %d %s", c, r.status, r.raw)
+		}
+	}
 	r := e.must(e.do("GET", "/v1/handoff/contracts?state=approval_decided", e.tenantA, nil), 200)
 	if strings.Contains(string(r.raw), "handoffId") {
 		t.Fatalf("filter by state: %s", r.raw)

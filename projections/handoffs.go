@@ -327,6 +327,12 @@ func (r *Runner) ListContracts(tenant string, f ContractFilter) ([]json.RawMessa
 		start := prefix
 		if f.After != "" {
 			start = append(append([]byte(nil), prefix...), f.After...)
+			if idx.Get(start) == nil {
+				// Not one of the tenant's handoffs: a cursor mangled, or
+				// from another tenant's listing, would otherwise seek to an
+				// arbitrary place and answer a wrong page, or an empty last one.
+				return ErrBadCursor
+			}
 			start = append(start, 0) // strictly after the cursor
 		}
 		c := idx.Cursor()
