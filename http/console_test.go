@@ -183,6 +183,13 @@ func TestConsoleSignInAndSessions(t *testing.T) {
 	// Only an admin key makes links; bad requests are 422.
 	e.must(e.do("POST", "/v1/admin/console-links", e.tenantA, map[string]any{"tenant": "a", "name": "x", "role": "auditor"}), 403)
 	e.must(e.do("POST", "/v1/admin/console-links", e.admin, map[string]any{"tenant": "a", "name": "x", "role": "admin"}), 422)
+	// A lifetime of 0 is out of range (1 second to 7 days), not the default.
+	for _, ttl := range []int{0, -1, 7*24*3600 + 1} {
+		r := e.must(e.do("POST", "/v1/admin/console-links", e.admin, map[string]any{"tenant": "a", "name": "x", "role": "auditor", "ttlSeconds": ttl}), 422)
+		if !strings.Contains(r.str("fields"), `"pointer":"/ttlSeconds"`) {
+			t.Fatalf("ttlSeconds %d: %s", ttl, r.raw)
+		}
+	}
 	// A tenant no key was made for (a misspelling) is refused, naming it.
 	r := e.must(e.do("POST", "/v1/admin/console-links", e.admin, map[string]any{"tenant": "aa", "name": "x", "role": "auditor"}), 422)
 	if f := r.str("fields"); !strings.Contains(f, `"pointer":"/tenant"`) || !strings.Contains(f, `"code":"unknown_tenant"`) || !strings.Contains(r.str("detail"), `"aa"`) {

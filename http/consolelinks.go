@@ -15,7 +15,7 @@ type consoleLinkRequest struct {
 	Tenant     string `json:"tenant"`
 	Name       string `json:"name"`
 	Role       string `json:"role"`
-	TTLSeconds int    `json:"ttlSeconds"`
+	TTLSeconds *int   `json:"ttlSeconds"` // absent: the default; 0 is out of range, not the default
 }
 
 // ConsoleLinkURL is the sign-in address of a link token under base (the
@@ -32,8 +32,8 @@ func (s *Server) createConsoleLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ttl := domain.DefaultConsoleLinkTTL
-	if req.TTLSeconds != 0 {
-		ttl = time.Duration(req.TTLSeconds) * time.Second
+	if req.TTLSeconds != nil {
+		ttl = time.Duration(*req.TTLSeconds) * time.Second
 	}
 	// A link for a tenant that has no key would sign a person in to an
 	// empty console: a misspelt tenant, told now, not found out later.
