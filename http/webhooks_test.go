@@ -713,3 +713,27 @@ func TestWebhookAbandonedClaimIsTakenOver(t *testing.T) {
 		t.Fatalf("delivery %v", d)
 	}
 }
+
+// A tenant whose receiver hangs does not hold every worker: another
+// tenant's delivery goes out as its event comes, not once the hanging
+// attempts have timed out. Eight hanging attempts of one tenant held all
+// eight workers, and every other tenant waited for them.
+func TestWebhookHangingReceiverDoesNotHoldOtherTenants(t *testing.T) {
+	e, clock := webhookEnv(t, true)
+	hung := newReceiver(t)
+	hung.setAnswer(func(n int, w http.ResponseWriter) { <-hung.release })
+	ok := newReceiver(t)
+	dispatch(t, e, clock, func(c *webhook.Config) { c.Timeout = 20 * time.Second })
+	e.registerWebhook(e.tenantA, hung.srv.URL, []string{"*"})
+	e.registerWebhook(e.tenantB, ok.srv.URL, []string{"*"})
+	for range 12 {
+		e.contract(e.tenantA, nil)
+	}
+	hung.await(t, 2) // tenant a's attempts are being made
+	start := time.Now()
+	e.contract(e.tenantB, nil)
+	ok.await(t, 1)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("tenant b's delivery waited %v for tenant a's hanging receiver", d)
+	}
+}

@@ -65,6 +65,11 @@ type Config struct {
 	MaxRetryAfter time.Duration
 	Poll          time.Duration // how often due attempts are looked for (DefaultPoll when 0)
 	Workers       int           // attempts in flight at once (DefaultWorkers when 0)
+	// PerTenant bounds the attempts in flight at once to one tenant's
+	// endpoints (a quarter of Workers, at least 1, when 0): a tenant whose
+	// receiver hangs holds that many workers, not all of them, and other
+	// tenants' deliveries go out as their events come.
+	PerTenant int
 	// Claimant names this process in its claims (host/pid/random when "").
 	Claimant string
 	// Client sends the requests; NewClient(AllowPrivate) when nil.
@@ -86,8 +91,8 @@ type Dispatcher struct {
 	hooks    map[string]*domain.Webhook // as of the feed position applied
 	targets  map[string]string          // handoff id -> target executor
 	wanted   []domain.WebhookDeliveryScheduled
-	pending  map[string]*due // open deliveries by id
-	inflight map[string]bool
+	pending  map[string]*due   // open deliveries by id
+	inflight map[string]string // deliveries being attempted -> their tenant
 	workers  sync.WaitGroup
 	// wake is signalled when an attempt ends, so that a free worker takes
 	// the next due delivery without waiting for the feed or the poll.
@@ -99,6 +104,7 @@ type Dispatcher struct {
 type due struct {
 	at          time.Time
 	lastAttempt int
+	tenant      string
 }
 
 // New builds a dispatcher; Run starts it.
@@ -124,6 +130,9 @@ func New(cfg Config) *Dispatcher {
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
 	}
+	if cfg.PerTenant <= 0 {
+		cfg.PerTenant = max(1, cfg.Workers/4)
+	}
 	if cfg.Claimant == "" {
 		host, _ := os.Hostname()
 		b := make([]byte, 4)
@@ -134,7 +143,7 @@ func New(cfg Config) *Dispatcher {
 		cfg.Client = NewClient(cfg.AllowPrivate)
 	}
 	return &Dispatcher{cfg: cfg, hooks: map[string]*domain.Webhook{}, targets: map[string]string{},
-		pending: map[string]*due{}, inflight: map[string]bool{}, wake: make(chan struct{}, 1)}
+		pending: map[string]*due{}, inflight: map[string]string{}, wake: make(chan struct{}, 1)}
 }
 
 const handoffPrefix = "handoff-"
@@ -229,7 +238,7 @@ func (d *Dispatcher) applyDelivery(id string, ev eventstore.RecordedEvent) {
 		if json.Unmarshal(ev.Data, &e) != nil {
 			return
 		}
-		d.pending[id] = &due{at: e.DueAt}
+		d.pending[id] = &due{at: e.DueAt, tenant: e.Tenant}
 		for i, w := range d.wanted {
 			if w.DeliveryID == id {
 				d.wanted = append(d.wanted[:i], d.wanted[i+1:]...)
@@ -259,7 +268,7 @@ func (d *Dispatcher) applyDelivery(id string, ev eventstore.RecordedEvent) {
 		}
 		p := d.pending[id]
 		if p == nil {
-			p = &due{lastAttempt: -1}
+			p = &due{lastAttempt: -1, tenant: ev.Metadata.Tenant}
 			d.pending[id] = p
 		}
 		p.at = e.At
@@ -409,14 +418,19 @@ func (d *Dispatcher) dispatch(ctx context.Context) {
 	now := d.cfg.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	busy := map[string]int{}
+	for _, tenant := range d.inflight {
+		busy[tenant]++
+	}
 	for id, p := range d.pending {
 		if len(d.inflight) >= d.cfg.Workers {
 			return
 		}
-		if d.inflight[id] || p.at.After(now) {
+		if _, ok := d.inflight[id]; ok || p.at.After(now) || busy[p.tenant] >= d.cfg.PerTenant {
 			continue
 		}
-		d.inflight[id] = true
+		d.inflight[id] = p.tenant
+		busy[p.tenant]++
 		d.workers.Add(1)
 		go func() {
 			defer d.workers.Done()
