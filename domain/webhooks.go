@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // WebhooksStream holds every webhook endpoint's registration, secret
@@ -245,7 +246,8 @@ func (r *WebhookRegistration) Validate(allowPrivate bool) error {
 		add("/targetExecutors", "too_many", fmt.Sprintf("names more than %d executors", maxWebhookListItems))
 	} else {
 		for i, e := range r.TargetExecutors {
-			if Blank(e) || len(e) > maxWebhookExecutor || strings.ContainsFunc(e, isControl) {
+			// Characters, as a contract's targetExecutor is measured.
+			if Blank(e) || utf8.RuneCountInString(e) > maxWebhookExecutor || strings.ContainsFunc(e, isControl) {
 				add(fmt.Sprintf("/targetExecutors/%d", i), "invalid_format", fmt.Sprintf("must be an executor name: 1 to %d characters, no control characters", maxWebhookExecutor))
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
@@ -117,8 +118,10 @@ func parseEventsQuery(q url.Values, lastID string, has bool) (eventsQuery, error
 		return ""
 	})
 	out.executors = list("targetExecutor", false, func(v string) string {
-		if v == "" || len(v) > 200 || strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-			return "a target executor is 1 to 200 bytes without control characters, one per parameter (repeat the parameter for more)"
+		// Characters, as a contract's targetExecutor is measured: every
+		// name a contract takes can be followed.
+		if v == "" || utf8.RuneCountInString(v) > 200 || strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return "a target executor is 1 to 200 characters without control characters, one per parameter (repeat the parameter for more)"
 		}
 		return ""
 	})

@@ -588,3 +588,26 @@ func TestEventsFeedFails(t *testing.T) {
 	f.set(false, make(chan struct{}))
 	mustOpen(t, e.srv.URL, e.tenantA, "", "Last-Event-ID", got[0].id).expect(t, id+"#2 ApprovalDecided")
 }
+
+// Every name a contract takes as targetExecutor (up to 200 characters)
+// is a name its executor can follow, on the event stream and in a
+// webhook's targetExecutors: both measured bytes, so a name of 100
+// characters outside ASCII (300 bytes of UTF-8) was refused by the
+// filters though its contracts were created.
+func TestExecutorFiltersTakeEveryTargetExecutor(t *testing.T) {
+	e := newEnv(t)
+	name := strings.Repeat("运维机器人", 40) // 200 characters, 600 bytes
+	s := mustOpen(t, e.srv.URL, e.tenantA, "targetExecutor="+url.QueryEscape(name))
+	id := e.contract(e.tenantA, map[string]any{"targetExecutor": name})
+	if got := s.expect(t, id+"#1 ContractCreated"); got[0].str("targetExecutor") != name {
+		t.Fatalf("targetExecutor %q", got[0].str("targetExecutor"))
+	}
+	e.must(e.do("POST", "/v1/webhooks", e.tenantA, map[string]any{"url": "https://hooks.example.com/baton", "eventTypes": []string{"*"}, "targetExecutors": []string{name}}), 201)
+	// One character more is refused by each, as by the contract.
+	longer := name + "x"
+	e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA, map[string]any{"objective": "o", "targetExecutor": longer, "executorProtocol": "ops_bot.v1", "riskLevel": "low"}), 422)
+	if _, r := openEvents(t, e.srv.URL, e.tenantA, "targetExecutor="+url.QueryEscape(longer)); r.status != 422 {
+		t.Fatalf("GET /v1/events with a 201-character target: %d %s", r.status, r.raw)
+	}
+	e.must(e.do("POST", "/v1/webhooks", e.tenantA, map[string]any{"url": "https://hooks.example.com/baton", "eventTypes": []string{"*"}, "targetExecutors": []string{longer}}), 422)
+}
