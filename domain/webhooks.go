@@ -247,8 +247,11 @@ func (r *WebhookRegistration) Validate(allowPrivate bool) error {
 	} else {
 		for i, e := range r.TargetExecutors {
 			// Characters, as a contract's targetExecutor is measured.
-			if Blank(e) || utf8.RuneCountInString(e) > maxWebhookExecutor || strings.ContainsFunc(e, isControl) {
-				add(fmt.Sprintf("/targetExecutors/%d", i), "invalid_format", fmt.Sprintf("must be an executor name: 1 to %d characters, no control characters", maxWebhookExecutor))
+			// The characters a contract's targetExecutor refuses (NotPlain),
+			// which the endpoint's record would keep and show as well.
+			_, notPlain := NotPlain(e)
+			if Blank(e) || utf8.RuneCountInString(e) > maxWebhookExecutor || notPlain {
+				add(fmt.Sprintf("/targetExecutors/%d", i), "invalid_format", fmt.Sprintf("must be an executor name: 1 to %d characters, no control characters or bidirectional overrides", maxWebhookExecutor))
 			}
 		}
 	}
@@ -262,8 +265,6 @@ func (r *WebhookRegistration) Validate(allowPrivate bool) error {
 	}
 	return nil
 }
-
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 func dedupe(xs []string) []string {
 	var out []string

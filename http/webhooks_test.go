@@ -289,6 +289,10 @@ func TestWebhookRegistrationRefusesBadInput(t *testing.T) {
 		{`{"url":"https://hooks.example.com/","eventTypes":[]}`, []string{"/eventTypes"}, "empty"},
 		{`{"url":"https://hooks.example.com/","eventTypes":["contract created"]}`, []string{"/eventTypes/0"}, "invalid_format"},
 		{`{"url":"https://hooks.example.com/","eventTypes":["*"],"targetExecutors":["ok", ""]}`, []string{"/targetExecutors/1"}, "invalid_format"},
+		// What a contract's targetExecutor refuses too: a C1 control (U+009B,
+		// a terminal's CSI) and a bidirectional override. Both were kept.
+		{`{"url":"https://hooks.example.com/","eventTypes":["*"],"targetExecutors":["ops\u009b31mbot"]}`, []string{"/targetExecutors/0"}, "invalid_format"},
+		{`{"url":"https://hooks.example.com/","eventTypes":["*"],"targetExecutors":["ok", "\u202etob-spo"]}`, []string{"/targetExecutors/1"}, "invalid_format"},
 		{`{"url":"https://hooks.example.com/","eventTypes":"ContractCreated"}`, []string{"/eventTypes"}, "invalid_type"},
 	} {
 		r := e.do("POST", "/v1/webhooks", e.tenantA, c.body)
