@@ -26,6 +26,15 @@ func SetLedgerWaitHook(f func()) (restore func()) {
 	return func() { ledgerWaitHook = old }
 }
 
+// SetLedgerReadHook sets a function run each time a ledger read reads the
+// whole trail, for one test (not a parallel one), and returns the function
+// that restores it.
+func SetLedgerReadHook(f func()) (restore func()) {
+	old := ledgerReadHook
+	ledgerReadHook = f
+	return func() { ledgerReadHook = old }
+}
+
 // OpenEventStreams is how many event streams tenant holds open on s.
 func OpenEventStreams(s *Server, tenant string) int {
 	s.streamsMu.Lock()

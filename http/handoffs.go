@@ -351,6 +351,10 @@ const maxLedgerWait = 60 * time.Second
 // nothing past after and is about to wait.
 var ledgerWaitHook func()
 
+// ledgerReadHook, when set (tests only), runs each time a ledger read reads
+// the whole trail.
+var ledgerReadHook func()
+
 // ledgerQuery reads after (the last seq the client has) and wait (a Go
 // duration, or whole seconds).
 func ledgerQuery(r *http.Request) (after uint64, wait time.Duration, err error) {
@@ -411,7 +415,21 @@ func (s *Server) getLedger(w http.ResponseWriter, r *http.Request) {
 		// the wait closes changed, so it is never missed.
 		changed := s.proj.Changed()
 		pos := s.proj.Checkpoint()
-		entries, err := s.proj.Ledger(id)
+		// Every change of any handoff wakes every waiting read: it looks
+		// for an event past after with one key before it reads the whole
+		// trail (a ledger of many proofs is tens of MB to decode, which
+		// each waiting read did at each wake).
+		past, err := last, error(nil)
+		if !last {
+			past, err = s.proj.LedgerPast(id, after)
+		}
+		var entries []domain.LedgerEntry
+		if err == nil && past {
+			if ledgerReadHook != nil {
+				ledgerReadHook()
+			}
+			entries, err = s.proj.Ledger(id)
+		}
 		var q *projections.QuarantinedError
 		if errors.As(err, &q) {
 			err = quarantinedProblem(q) // quarantined since visibleContract read it
@@ -420,7 +438,7 @@ func (s *Server) getLedger(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		if last || len(entries) > 0 && entries[len(entries)-1].Seq > after {
+		if past {
 			if wait > 0 {
 				setPosition(w, pos) // the read models moved while it waited
 			}

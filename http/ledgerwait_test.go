@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -285,5 +286,42 @@ func TestLedgerWaitBadParameters(t *testing.T) {
 		if r.status != 422 || r.header.Get("Content-Type") != "application/problem+json" || ptr != c.pointer {
 			t.Errorf("%s: %d %s %s", c.query, r.status, r.header.Get("Content-Type"), r.raw)
 		}
+	}
+}
+
+// TestLedgerWaitReadsTheTrailOnce: a waiting read is woken by every change
+// of any handoff; it reads its own trail once, when an event past after is
+// there, not at every wake. It read and decoded the whole trail each time:
+// 50 waits on a ledger of 15 MB held the server to about one contract
+// created a second.
+func TestLedgerWaitReadsTheTrailOnce(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	var reads atomic.Int32
+	defer batonhttp.SetLedgerReadHook(func() { reads.Add(1) })()
+	waiting := make(chan struct{}, 100)
+	defer batonhttp.SetLedgerWaitHook(func() { waiting <- struct{}{} })()
+	done := make(chan response, 1)
+	go func() {
+		r, err := waitLedger(e, id, e.tenantA, "after=1&wait=60s")
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	<-waiting
+	for range 10 {
+		e.contract(e.tenantA, nil) // wakes the wait, for nothing of its own
+		<-waiting
+	}
+	if _, err := approve(e, id, e.tenantA); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if got := seqs(r); len(got) != 1 || got[0] != 2 {
+		t.Fatalf("events %v, want [2]", got)
+	}
+	if n := reads.Load(); n != 1 {
+		t.Fatalf("the trail was read %d times, want once", n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -440,6 +441,25 @@ func (r *Runner) Ledger(id string) ([]domain.LedgerEntry, error) {
 		return nil
 	})
 	return out, err
+}
+
+// LedgerPast reports whether handoff id's trail has an event past seq
+// after: one key looked up, where Ledger reads and decodes the whole trail
+// (a waiting read asks it each time any handoff changes).
+func (r *Runner) LedgerPast(id string, after uint64) (bool, error) {
+	if after == math.MaxUint64 {
+		return false, nil
+	}
+	var found bool
+	err := r.View(func(tx *bbolt.Tx) error {
+		if err := quarantined(tx, id); err != nil {
+			return err
+		}
+		k, _ := tx.Bucket(bucketLedger).Cursor().Seek(ledgerKey(id, after+1))
+		found = k != nil && bytes.HasPrefix(k, append([]byte(id), 0))
+		return nil
+	})
+	return found, err
 }
 
 // Recheck folds every quarantined handoff again from the store, as far as
