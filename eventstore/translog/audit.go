@@ -160,6 +160,12 @@ func VerifyBundle(b Bundle, vkey string, old *Bundle, witnesses []string, quorum
 				continue
 			}
 			cp, err := proveEvent(b.HandoffID, b.Events[r.Seq-1], r, v)
+			if u := (unprovenError{}); errors.As(err, &u) {
+				// It proves nothing of the ledger either way: a receipt
+				// kept under another key, or altered since.
+				add(r.Seq, r.LeafIndex, "the old bundle's receipt proves nothing: %s", err)
+				continue
+			}
 			if err != nil {
 				add(r.Seq, r.LeafIndex, "the event now at this seq is not the entry the old receipt proves: the ledger was rewritten (%s)", err)
 				continue
@@ -179,19 +185,23 @@ func slicesHasProblem(ps []Problem, seq uint64) bool {
 	return false
 }
 
+// unprovenError is a receipt that proves nothing, whatever the event: its
+// proof does not read, or its checkpoint does not verify.
+type unprovenError struct{ error }
+
 // proveEvent checks one receipt's proof for ev: the checkpoint's
 // signature, the index, and the inclusion of ev's canonical bytes.
 func proveEvent(id string, ev domain.Recorded, r Receipt, v checkpointPolicy) (Checkpoint, error) {
 	p, err := ParseProof([]byte(r.Proof))
 	if err != nil {
-		return Checkpoint{}, err
+		return Checkpoint{}, unprovenError{err}
 	}
 	if p.Index != r.LeafIndex {
-		return Checkpoint{}, fmt.Errorf("the proof is for leaf %d, the receipt says %d", p.Index, r.LeafIndex)
+		return Checkpoint{}, unprovenError{fmt.Errorf("the proof is for leaf %d, the receipt says %d", p.Index, r.LeafIndex)}
 	}
 	cp, err := v.open(p.Checkpoint)
 	if err != nil {
-		return Checkpoint{}, err
+		return Checkpoint{}, unprovenError{err}
 	}
 	c, err := domain.Canonical(id, ev.Seq, ev.Type, ev.Actor, ev.RecordedAt, ev.Data)
 	if err != nil {

@@ -111,3 +111,32 @@ func FuzzWitnessVerifier(f *testing.F) {
 		v.Verify(msg, sig) // never panics
 	})
 }
+
+// An old receipt whose checkpoint the log key does not verify (a bundle
+// kept under a key since replaced, or its checkpoint altered) is named as
+// such: it says nothing of the ledger, which is not "rewritten".
+func TestOldReceiptOfAnotherKeyIsNotARewrite(t *testing.T) {
+	ev := domain.Recorded{Seq: 1, Type: "ContractCreated", Data: json.RawMessage(`{}`), Actor: "a", RecordedAt: time.Unix(1, 0).UTC()}
+	c, err := domain.Canonical("h1", 1, ev.Type, ev.Actor, ev.RecordedAt, ev.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.PrevHash = domain.GenesisHash("h1")
+	ev.Hash = domain.ChainHash(ev.PrevHash, c)
+	bundle := func(name string) (Bundle, string) {
+		skey, vkey, _ := GenerateKey(name, nil)
+		signer, _ := note.NewSigner(skey)
+		signed, _ := note.Sign(&note.Note{Text: Checkpoint{Origin: name, Size: 1, Root: tlog.RecordHash(c)}.Text()}, signer)
+		proof := Proof{Index: 0, Checkpoint: signed}.Text()
+		return Bundle{Format: BundleFormat, HandoffID: "h1", Events: []domain.Recorded{ev}, Receipts: []Receipt{{Seq: 1, LeafIndex: 0, Proof: proof}}}, vkey
+	}
+	old, _ := bundle("old.test/log")
+	cur, vkey := bundle("new.test/log")
+	rep, err := VerifyBundle(cur, vkey, &old, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 1 || strings.Contains(rep.Problems[0].Detail, "rewritten") || !strings.Contains(rep.Problems[0].Detail, "does not verify") {
+		t.Fatalf("problems: %+v", rep.Problems)
+	}
+}
