@@ -119,7 +119,13 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 		tl.Close()
 		return fail(err)
 	}
+	// The latest checkpoint of a file moved aside: this key's (Open checked
+	// it), which the rebuilt log must still hold, or signing would fork.
+	var aside translog.Checkpoint
 	if reason != "" {
+		if signed, cp := tl.Checkpoint(); signed != nil && tl.Signs() {
+			aside = cp
+		}
 		log.Warn().Str("file", path+"."+reason).Msg("transparency log: built from another store, or ahead of this one; moved aside and rebuilt from zero")
 		tl.Close()
 		if err := os.Rename(path, path+"."+reason); err != nil {
@@ -136,6 +142,27 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 	if err := tl.CatchUp(ctx); err != nil {
 		tl.Close()
 		return nil, err
+	}
+	if aside.Size > 0 {
+		// A restored backup (or another store) with the key that signed
+		// past it: the store's log no longer holds the entries this key
+		// signed, and its next checkpoints would be a second tree of the
+		// same log, which no log may sign (C2SP tlog-checkpoint).
+		root, rerr := tl.Root(aside.Size)
+		if tl.Size() < aside.Size || rerr != nil || root != aside.Root {
+			// Everything as it was, so that each start with this key is
+			// refused the same way.
+			tl.Close()
+			os.Remove(path)
+			os.Rename(path+"."+reason, path)
+			if merr == nil {
+				os.WriteFile(filepath.Join(data, logMarker), prev, 0o600)
+			} else {
+				os.Remove(filepath.Join(data, logMarker))
+			}
+			return fail(fmt.Errorf("%s.%s holds a checkpoint this key signed, %d entries with root %s, which the log of this store (%d entries) does not hold: signing with this key again would fork the log. After a restore, start with a new log key (baton log keygen --origin NAME, --log-key-file; operations.md, Backups)",
+				path, reason, aside.Size, aside.Root, tl.Size()))
+		}
 	}
 	ev := log.Info().Str("origin", tl.Origin()).Int64("entries", tl.Size())
 	if tl.Signs() {

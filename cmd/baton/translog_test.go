@@ -712,3 +712,48 @@ func TestLogVerifyTakesAnOlderCheckpointOfABehindReplica(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// A restored backup with the key that signed past it: the log file found
+// ahead of the store holds a checkpoint the restored store's log cannot
+// reach with the same entries. Signing again with that key would sign a
+// second tree of one log, so serve refuses, naming the new key to make
+// (operations.md, Backups); with a new key it starts.
+func TestServeRefusesToForkTheLogAfterARestore(t *testing.T) {
+	dir := t.TempDir()
+	runOK(t, "log", "keygen", "--origin", "baton.test/log", "--out", filepath.Join(dir, KeyFileName))
+	runHandoffs(t, dir)
+	runHandoffs(t, dir)
+	_, _, stop := serveWithLog(t, dir) // signs the 20 entries
+	stop()
+	// The backup restored: a store of one run of handoffs, other entries.
+	os.Remove(filepath.Join(dir, bolt.FileName))
+	os.Remove(filepath.Join(dir, "events.journal"))
+	os.Remove(filepath.Join(dir, "readmodel.db"))
+	runHandoffs(t, dir)
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	lf := logFlags{on: new(bool), keyFile: new(string), origin: new(string), interval: new(time.Duration), witnesses: new(string)}
+	*lf.on, *lf.interval = true, 100*time.Millisecond
+	tl, err := lf.open(context.Background(), dir, storeBolt, store, zerolog.Nop())
+	if err == nil {
+		tl.Close()
+		t.Fatal("serve signs with the key of a checkpoint the restored log does not reach")
+	}
+	if !strings.Contains(err.Error(), "new log key") {
+		t.Fatal(err)
+	}
+	// And again at the next start with that key.
+	if tl, err = lf.open(context.Background(), dir, storeBolt, store, zerolog.Nop()); err == nil {
+		tl.Close()
+		t.Fatal("the second start signs with the key")
+	}
+	*lf.keyFile = filepath.Join(t.TempDir(), "new.key")
+	runOK(t, "log", "keygen", "--origin", "baton.test/log-2", "--out", *lf.keyFile)
+	if tl, err = lf.open(context.Background(), dir, storeBolt, store, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	tl.Close()
+}
