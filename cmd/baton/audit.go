@@ -427,12 +427,16 @@ func saveMirror(dir string, size int64, signed []byte, hr tlog.HashReader, tr *h
 		}
 		first := n * translog.TileWidth
 		b, err := get(tr.ctx, tr.client, tr.base, "/v1/log/"+tilePath(t, true), tr.key)
-		if err != nil {
+		if ae := (*answerError)(nil); errors.As(err, &ae) && ae.status == http.StatusUnprocessableEntity {
 			// A bundle the server cannot serve (an entry over 65,535
 			// bytes): its tile is kept and checked; its events are in
 			// their handoffs' ledgers.
 			m.skipped = append(m.skipped, fmt.Sprintf("the entries %d to %d were not kept: %v", first, first+w-1, err))
 			continue
+		}
+		if err != nil {
+			// A key refused, or a server failing: no entry would be kept.
+			return fmt.Errorf("the entries %d to %d: %w", first, first+w-1, err)
 		}
 		es, err := splitBundle(b, int(w))
 		if err != nil {

@@ -757,3 +757,20 @@ func TestServeRefusesToForkTheLogAfterARestore(t *testing.T) {
 	}
 	tl.Close()
 }
+
+// Only a bundle the server cannot serve (422 entry_too_large) is left out
+// of the mirror on a NOT KEPT line: a key the server refuses keeps no
+// entry at all, and says so rather than ending ok.
+func TestLogVerifyMirrorWithARefusedKeyFails(t *testing.T) {
+	dir, aud := t.TempDir(), t.TempDir()
+	vkey := strings.TrimSpace(runOK(t, "log", "keygen", "--origin", "baton.test/log", "--out", filepath.Join(dir, KeyFileName)))
+	runHandoffs(t, dir)
+	url, _, stop := serveWithLog(t, dir)
+	defer stop()
+	kept := writeCheckpoint(t, url, filepath.Join(aud, "kept"))
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"log", "verify", "--url", url, "--log-key", vkey, "--old", kept, "--mirror", filepath.Join(aud, "mirror"), "--key", "btn_sk_not_a_key"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("log verify with a refused key: %v\n%s", err, out.String())
+	}
+}
