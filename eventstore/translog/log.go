@@ -166,6 +166,11 @@ func Open(path string, store eventstore.Store, opts Options) (*Log, error) {
 	if strings.ContainsAny(l.origin, "\n") || strings.TrimSpace(l.origin) != l.origin {
 		return nil, fmt.Errorf("transparency log: origin %q: one line without surrounding spaces", l.origin)
 	}
+	// Every checkpoint must read back (ParseCheckpoint): one that does not
+	// is a fork of this log, and its size is never claimed.
+	if n := len(Checkpoint{Origin: l.origin, Size: 1<<63 - 1}.Text()); n > maxCheckpointText {
+		return nil, fmt.Errorf("transparency log: origin of %d bytes: a checkpoint would be longer than %d bytes", len(l.origin), maxCheckpointText)
+	}
 	return l.openFile(path)
 }
 

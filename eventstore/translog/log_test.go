@@ -432,3 +432,14 @@ func TestDamagedFileIsAnError(t *testing.T) {
 		t.Fatalf("CheckFile = %v, want ErrCorruptLog", err)
 	}
 }
+
+// An origin too long for a checkpoint to read back (over the 4 KiB a
+// checkpoint's text may be) is refused when the log opens: each
+// checkpoint signed with it was a fork of this log, and signed again at
+// every interval.
+func TestOriginTooLongIsRefused(t *testing.T) {
+	_, err := translog.Open(filepath.Join(t.TempDir(), translog.FileName), openStore(t), translog.Options{Origin: "example.test/" + strings.Repeat("o", 5000)})
+	if err == nil || !strings.Contains(err.Error(), "origin") {
+		t.Fatalf("Open = %v", err)
+	}
+}
