@@ -251,7 +251,9 @@ func NewServer(cfg Config) *Server {
 
 	rt.HandleFunc("/v1/executor-protocol", s.withKey(anyKey, s.executorProtocol)).Methods(http.MethodGet)
 	rt.HandleFunc("/v1/handoff/preview", s.withKey(anyKey, s.handoffPreview)).Methods(http.MethodPost)
-	rt.HandleFunc("/v1/handoff/contracts", s.withKey(anyKey, s.createContract)).Methods(http.MethodPost)
+	// A create retried over a flaky network must not make a second
+	// handoff, with its own approval: Idempotency-Key as on generate.
+	rt.HandleFunc("/v1/handoff/contracts", s.withKey(anyKey, s.withIdempotency("contracts", s.createContract))).Methods(http.MethodPost)
 	rt.HandleFunc("/v1/handoff/contracts", s.withKey(anyKey, s.listContracts)).Methods(http.MethodGet)
 	rt.HandleFunc("/v1/handoff/contracts/{handoffId}", s.withKey(anyKey, s.getContract)).Methods(http.MethodGet)
 	rt.HandleFunc("/v1/executions/{handoffId}/approval", s.withKey(anyKey, s.approval())).Methods(http.MethodPost)

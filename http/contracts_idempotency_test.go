@@ -1,0 +1,68 @@
+package http_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestCreateContractIdempotencyKey: a contract create retried with its
+// Idempotency-Key is answered the first create's 201 and makes no second
+// handoff; the key with another body is refused, and a create refused
+// before it stored anything leaves the key free for the corrected one.
+func TestCreateContractIdempotencyKey(t *testing.T) {
+	e := newEnv(t)
+	body := `{"objective":"Rotate the staging TLS certificate","targetExecutor":"ops-bot","executorProtocol":"ops_bot.v1","riskLevel":"medium"}`
+	first := e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA, body, "Idempotency-Key", "create-1"), 201)
+	id := first.str("handoffId")
+	// The same request again, its keys in another order: the first answer.
+	again := e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA,
+		`{"riskLevel":"medium","executorProtocol":"ops_bot.v1","targetExecutor":"ops-bot","objective":"Rotate the staging TLS certificate"}`,
+		"Idempotency-Key", "create-1"), 201)
+	if again.str("handoffId") != id || again.header.Get("Idempotent-Replayed") != "true" || again.header.Get("Location") != "/v1/handoff/contracts/"+id {
+		t.Fatalf("retry: %s %v, want the replay of %s", again.raw, again.header, id)
+	}
+	list := e.must(e.do("GET", "/v1/handoff/contracts", e.tenantA, nil), 200)
+	if n := strings.Count(string(list.raw), `"handoffId"`); n != 1 {
+		t.Fatalf("%d contracts after a retried create, want 1: %s", n, list.raw)
+	}
+	// Another body under the key: refused, nothing made.
+	r := e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA, strings.Replace(body, "medium", "high", 1), "Idempotency-Key", "create-1"), 422)
+	if r.str("code") != "idempotency_key_reused" {
+		t.Fatalf("another body: %s", r.raw)
+	}
+	// The key is the tenant's: another tenant's create with it is its own.
+	if b := e.must(e.do("POST", "/v1/handoff/contracts", e.tenantB, body, "Idempotency-Key", "create-1"), 201); b.str("handoffId") == id || b.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("tenant b's create answered tenant a's: %s", b.raw)
+	}
+	// A refusal of the request is not kept: corrected, it runs.
+	e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA, strings.Replace(body, `"riskLevel":"medium"`, `"riskLevel":"severe"`, 1), "Idempotency-Key", "create-2"), 422)
+	if ok := e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA, body, "Idempotency-Key", "create-2"), 201); ok.str("handoffId") == id {
+		t.Fatalf("a second key answered the first create: %s", ok.raw)
+	}
+	e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA, body, "Idempotency-Key", ""), 422)
+	// Creates racing with one key make one handoff: the others are its
+	// replay, or told it is still running.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ids := map[string]bool{}
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := e.do("POST", "/v1/handoff/contracts", e.tenantA, body, "Idempotency-Key", "create-race")
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case r.status == 201:
+				ids[r.str("handoffId")] = true
+			case r.status != 409 || r.str("code") != "idempotency_in_flight":
+				t.Errorf("racing create: %d %s", r.status, r.raw)
+			}
+		}()
+	}
+	wg.Wait()
+	if len(ids) != 1 {
+		t.Fatalf("racing creates with one key made %d handoffs", len(ids))
+	}
+}
