@@ -349,6 +349,14 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		s.storeDown(w, r, err)
 		return
 	}
+	if p.KeyID != "" && s.keyRevokedBy(ctx, p.KeyID, head) {
+		// Revoked between the request's authentication and the head the
+		// feed follows from: its revocation is not in what follows.
+		sub.Close()
+		w.Header().Set("WWW-Authenticate", `Bearer realm="baton"`)
+		s.writeError(w, r, domain.E("auth", domain.KindUnauthorized, "invalid_api_key", "the API key is not valid"))
+		return
+	}
 	setPosition(w, from)
 	sse, err := startSSE(w)
 	if err != nil {
@@ -411,6 +419,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		case <-ctx.Done():
 			return
 		}
+		if p.KeyID != "" && revokes(ev, p.KeyID) {
+			// The key is refused from its revocation on: a stream opened
+			// before it does not go on carrying the tenant's events.
+			return
+		}
 		if e, ok := s.entryFor(ctx, p, &q, ev); ok {
 			// As the ledger read writes it: <, > and & as they are.
 			buf.Reset()
@@ -429,6 +442,25 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+}
+
+// keyRevokedBy says whether keyID was revoked at or before head, as the
+// read models tell once they have reached it (at most readWait).
+func (s *Server) keyRevokedBy(ctx context.Context, keyID string, head eventstore.Position) bool {
+	wctx, cancel := context.WithTimeout(ctx, readWait)
+	defer cancel()
+	s.proj.WaitFor(wctx, head)
+	rec, err := s.proj.KeyByID(keyID)
+	return err == nil && rec.RevokedAt != nil
+}
+
+// revokes says whether ev is the revocation of keyID.
+func revokes(ev eventstore.RecordedEvent, keyID string) bool {
+	if ev.StreamID != domain.KeysStream || ev.Type != domain.EventKeyRevoked {
+		return false
+	}
+	var d domain.KeyRevoked
+	return json.Unmarshal(ev.Data, &d) == nil && d.KeyID == keyID
 }
 
 // storeDown answers a stream the store could not start.

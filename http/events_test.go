@@ -261,6 +261,34 @@ func TestEventsTenants(t *testing.T) {
 	b.expect(t, idB2+"#1 ContractCreated")
 }
 
+// TestEventsKeyRevoked: revoking a key ends the streams it holds open,
+// before the tenant's next event; a stream of another key of the tenant
+// goes on.
+func TestEventsKeyRevoked(t *testing.T) {
+	e := newEnv(t)
+	k := e.must(e.do("POST", "/v1/admin/keys", e.admin, map[string]any{"tenant": "a"}), 201)
+	revoked := mustOpen(t, e.srv.URL, k.str("key"), "")
+	other := mustOpen(t, e.srv.URL, e.tenantA, "")
+	e.must(e.do("DELETE", "/v1/admin/keys/"+k.str("keyId"), e.admin, nil), 200)
+	id := e.contract(e.tenantA, nil)
+	other.expect(t, id+"#1 ContractCreated")
+	select {
+	case ev := <-revoked.events:
+		t.Fatalf("a revoked key's stream was sent %s %s", ev.key(), ev.event)
+	case <-revoked.done:
+	case <-time.After(guard):
+		t.Fatal("a revoked key's stream goes on")
+	}
+	select {
+	case ev := <-revoked.events:
+		t.Fatalf("a revoked key's stream was sent %s %s", ev.key(), ev.event)
+	default:
+	}
+	if _, r := openEvents(t, e.srv.URL, k.str("key"), ""); r.status != 401 {
+		t.Fatalf("a revoked key opened a stream: %d %s", r.status, r.raw)
+	}
+}
+
 // TestEventsFilters: handoffId, targetExecutor and type, repeated and
 // comma-separated.
 func TestEventsFilters(t *testing.T) {
