@@ -274,7 +274,9 @@ func NewServer(cfg Config) *Server {
 	s.routeConsole(rt)
 	rt.HandleFunc("/v1/context/preview", s.withKey(anyKey, s.contextPreview)).Methods(http.MethodPost)
 	rt.HandleFunc("/v1/context/packets/{packetId}", s.withKey(anyKey, s.getContextPacket)).Methods(http.MethodGet)
-	rt.HandleFunc("/v1/webhooks", s.withKey(anyKey, s.createWebhook)).Methods(http.MethodPost)
+	// A registration retried with its key must not make a second endpoint,
+	// which would get every event again under other webhook-ids.
+	rt.HandleFunc("/v1/webhooks", s.withKey(anyKey, noStore(s.withIdempotency("webhooks", s.createWebhook)))).Methods(http.MethodPost)
 	rt.HandleFunc("/v1/webhooks", s.withKey(anyKey, s.listWebhooks)).Methods(http.MethodGet)
 	rt.HandleFunc("/v1/webhooks/{webhookId}", s.withKey(anyKey, s.getWebhook)).Methods(http.MethodGet)
 	rt.HandleFunc("/v1/webhooks/{webhookId}", s.withKey(anyKey, s.deleteWebhook)).Methods(http.MethodDelete)

@@ -49,6 +49,15 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, hook)
 }
 
+// noStore marks h's answers, replays of an Idempotency-Key included, as
+// not to be cached: they show a secret.
+func noStore(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		h(w, r)
+	}
+}
+
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) {
 	hooks, err := s.ledger.Webhooks.List(r.Context(), principalOf(r.Context()))
 	if err != nil {

@@ -259,6 +259,32 @@ func TestWebhookRegistration(t *testing.T) {
 	e.must(e.do("GET", "/v1/webhooks/wh_nothex", e.tenantA, nil), 404)
 }
 
+// TestWebhookRegistrationIdempotencyKey: a registration retried with its
+// Idempotency-Key is answered the first one's 201, secret included and not
+// to be cached, and makes no second endpoint (which would receive every
+// event again under other webhook-ids).
+func TestWebhookRegistrationIdempotencyKey(t *testing.T) {
+	e, _ := webhookEnv(t, false)
+	body := `{"url":"https://hooks.example.com/baton","eventTypes":["*"]}`
+	first := e.must(e.do("POST", "/v1/webhooks", e.tenantA, body, "Idempotency-Key", "hook-1"), 201)
+	again := e.must(e.do("POST", "/v1/webhooks", e.tenantA, body, "Idempotency-Key", "hook-1"), 201)
+	if again.str("webhookId") != first.str("webhookId") || again.str("secret") != first.str("secret") ||
+		again.header.Get("Idempotent-Replayed") != "true" || again.header.Get("Cache-Control") != "no-store" ||
+		again.header.Get("Location") != "/v1/webhooks/"+first.str("webhookId") {
+		t.Fatalf("retry: %s %v, want the replay of %s", again.raw, again.header, first.raw)
+	}
+	if n := len(e.must(e.do("GET", "/v1/webhooks", e.tenantA, nil), 200).body["data"].([]any)); n != 1 {
+		t.Fatalf("%d endpoints after a retried registration, want 1", n)
+	}
+	r := e.must(e.do("POST", "/v1/webhooks", e.tenantA, `{"url":"https://hooks.example.com/other","eventTypes":["*"]}`, "Idempotency-Key", "hook-1"), 422)
+	if r.str("code") != "idempotency_key_reused" {
+		t.Fatalf("another body: %s", r.raw)
+	}
+	// A refused registration leaves the key free for the corrected one.
+	e.must(e.do("POST", "/v1/webhooks", e.tenantA, `{"url":"https://hooks.example.com/x"}`, "Idempotency-Key", "hook-2"), 422)
+	e.must(e.do("POST", "/v1/webhooks", e.tenantA, `{"url":"https://hooks.example.com/x","eventTypes":["*"]}`, "Idempotency-Key", "hook-2"), 201)
+}
+
 func TestWebhookRegistrationRefusesBadInput(t *testing.T) {
 	e, _ := webhookEnv(t, false)
 	for _, c := range []struct {
