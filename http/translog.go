@@ -151,8 +151,7 @@ func (s *Server) getReceipts(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	size := s.tlog.Size()
-	rs, err := s.tlog.Receipts(id)
+	rs, size, err := s.tlog.ReceiptsAndSize(id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -443,3 +443,41 @@ func TestOriginTooLongIsRefused(t *testing.T) {
 		t.Fatalf("Open = %v", err)
 	}
 }
+
+// A handoff's receipts come with the log's size as of the same read:
+// every leaf index is below it, while the follower commits beside them
+// (the size read apart could lag a commit the receipts already saw).
+func TestReceiptsAreBelowTheirSize(t *testing.T) {
+	s := openStore(t)
+	l := openLog(t, s, translog.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		appendEvents(t, s, 1, 400)
+	}()
+	stop := make(chan struct{})
+	go func() { wg.Wait(); close(stop) }()
+	for reads := 0; ; reads++ {
+		rs, size, err := l.ReceiptsAndSize("h0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			if r.LeafIndex >= size {
+				t.Fatalf("read %d: leaf %d of seq %d at a size of %d", reads, r.LeafIndex, r.Seq, size)
+			}
+		}
+		select {
+		case <-stop:
+			cancel()
+			<-done
+			return
+		default:
+		}
+	}
+}

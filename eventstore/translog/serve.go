@@ -105,9 +105,19 @@ type Receipt struct {
 // seq. With witnesses configured, an event's proof is against the latest
 // checkpoint they cosigned that covers it, when there is one.
 func (l *Log) Receipts(id string) ([]Receipt, error) {
+	rs, _, err := l.ReceiptsAndSize(id)
+	return rs, err
+}
+
+// ReceiptsAndSize is Receipts and the log's size as of the same read, so
+// that every receipt's leaf index is below it (Size, read apart, can lag
+// a commit the receipts already see).
+func (l *Log) ReceiptsAndSize(id string) ([]Receipt, int64, error) {
 	signed, cp := l.Checkpoint()
 	var out []Receipt
+	var size int64
 	err := l.db.View(func(tx *bbolt.Tx) error {
+		size = int64(getU64(tx.Bucket(bucketMeta).Get(keySize)))
 		hr := hashReader(tx.Bucket(bucketHashes))
 		var wSigned []byte
 		var wCP Checkpoint
@@ -138,7 +148,7 @@ func (l *Log) Receipts(id string) ([]Receipt, error) {
 		}
 		return nil
 	})
-	return out, err
+	return out, size, err
 }
 
 // TreeProof proves that the log at size n is a prefix of the log at the
