@@ -434,6 +434,13 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 			body["status"], body["quarantinedHandoffs"] = "degraded", n
 		}
 	}
+	if s.tlog != nil {
+		// A checkpoint of the log's own key that its tree contradicts: no
+		// replica signs while the store holds it (docs/audit.md, Forks).
+		if f, ok := s.tlog.OwnFork(); ok {
+			body["status"], body["logForked"] = "degraded", f.String()
+		}
+	}
 	writeJSON(w, http.StatusOK, body)
 }
 

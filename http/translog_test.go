@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"strings"
@@ -122,6 +123,37 @@ func TestLogRoutes(t *testing.T) {
 			t.Fatalf("receipt %+v does not prove event %d", rc, ev.Seq)
 		}
 	}
+}
+
+// A checkpoint of the log's own key that its tree contradicts (the
+// store's events changed after it was signed) stops the signing, and
+// /healthz says so; the latest matching checkpoint is still served.
+func TestLogForkOfItsOwnKeyIsInHealth(t *testing.T) {
+	e, _ := newLogEnv(t)
+	id := e.contract(e.tenantA, nil)
+	n := int64(e.events(id))
+	e.waitLogged(n)
+	if r := e.must(e.do("GET", "/healthz", "", nil), 200); r.body["status"] != "ok" || r.body["logForked"] != nil {
+		t.Fatalf("healthz %s", r.raw)
+	}
+	root, _ := e.tlog.Root(n)
+	other := root
+	other[0] ^= 1
+	if _, err := e.tlog.SignAt(context.Background(), translog.Checkpoint{Origin: e.tlog.Origin(), Size: n, Root: other}, e.tlog.Claims()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, ok := e.tlog.OwnFork(); !ok; _, ok = e.tlog.OwnFork() {
+		if time.Now().After(deadline) {
+			t.Fatal("the log did not read its own fork")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	r := e.must(e.do("GET", "/healthz", "", nil), 200)
+	if f, _ := r.body["logForked"].(string); r.body["status"] != "degraded" || !strings.Contains(f, other.String()) || !strings.Contains(f, root.String()) {
+		t.Fatalf("healthz %s", r.raw)
+	}
+	e.must(e.do("GET", "/v1/log/checkpoint", "", nil), 200)
 }
 
 // Without the log the routes are not served.

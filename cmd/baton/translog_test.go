@@ -230,7 +230,9 @@ func TestTransparencyLogCatchesAConsistentRewrite(t *testing.T) {
 	}
 
 	// The rewrite, and a log rebuilt from zero over it; new handoffs come,
-	// and the operator's key signs the new log.
+	// and the operator's key signs the new log. Baton's signer signs
+	// nothing over the checkpoints its key signed of the old log (they
+	// are in the store): the operator signs with the key file instead.
 	rewriteHandoff(t, dir, ids[1], "Rotate certificate 1", "Rotate certificate 7")
 	os.Remove(filepath.Join(dir, translog.FileName))
 	os.Remove(filepath.Join(dir, "readmodel.db")) // the read models too, rebuilt over the rewrite
@@ -239,8 +241,14 @@ func TestTransparencyLogCatchesAConsistentRewrite(t *testing.T) {
 		t.Fatal(got)
 	}
 	runHandoffs(t, dir)
+	signRewrittenLog(t, dir)
 	url, admin, stop = serveWithLog(t, dir)
 	defer stop()
+	// The server itself signs nothing over its key's earlier checkpoints,
+	// and says so.
+	if h, err := get(context.Background(), http.DefaultClient, url, "/healthz", ""); err != nil || !strings.Contains(string(h), `"status":"degraded"`) || !strings.Contains(string(h), `"logForked":"checkpoint baton.test/log/`) {
+		t.Fatalf("healthz %s %v", h, err)
+	}
 
 	// The kept checkpoint: today's log does not extend it; the mirror
 	// names the entry.
@@ -257,6 +265,41 @@ func TestTransparencyLogCatchesAConsistentRewrite(t *testing.T) {
 	got = runBroken(t, errChainBroken, "ledger", "verify", "--bundle", newBundle, "--log-key", vkey, "--old", oldBundle)
 	if !strings.Contains(got, fmt.Sprintf("BROKEN handoff %s: event 1, leaf ", ids[1])) || !strings.Contains(got, "the ledger was rewritten") {
 		t.Fatalf("bundle verify said:\n%s", got)
+	}
+}
+
+// signRewrittenLog signs, with the key file of dir, the checkpoint of the
+// log of dir's store as it is now, and claims it in the store, as an
+// operator rewriting the store would (the server stopped).
+func signRewrittenLog(t *testing.T, dir string) {
+	t.Helper()
+	skey, err := os.ReadFile(filepath.Join(dir, KeyFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	tl, err := translog.Open(filepath.Join(t.TempDir(), translog.FileName), store, translog.Options{SignerKey: string(skey)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	ctx := context.Background()
+	if err := tl.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tl.OwnFork(); !ok {
+		t.Fatal("the rewritten log holds no fork of the key's earlier checkpoints")
+	}
+	root, err := tl.Root(tl.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tl.SignAt(ctx, translog.Checkpoint{Origin: tl.Origin(), Size: tl.Size(), Root: root}, tl.Claims()); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -46,6 +46,7 @@ var (
 	keyPosition       = []byte("position")
 	keyClaims         = []byte("claims") // events read from CheckpointStream
 	keyClaimed        = []byte("claimed")
+	keyOwnFork        = []byte("ownfork")      // the first fork of this log's own key (ownForkRecord)
 	bucketCosigs      = []byte("cosignatures") // tree size -> witnesses' signature lines
 )
 
@@ -70,6 +71,9 @@ type Options struct {
 	// OnFork is told of a checkpoint in the store whose root is not this
 	// log's at its size (or that claims more entries than precede it).
 	OnFork func(Fork)
+	// OnHalt is told once, by RunSigner, when it stops signing because
+	// the log holds a fork of its own key (Log.OwnFork).
+	OnHalt func(Fork)
 	// OnCheckpoint is told of each checkpoint this log takes as its latest.
 	OnCheckpoint func(Checkpoint)
 	// Witnesses are the verifier keys (C2SP tlog-cosignature, type 0x04)
@@ -83,6 +87,10 @@ type Fork struct {
 	Ours       tlog.Hash // the root at its size here (zero when beyond)
 	Size       int64     // this log's size when the checkpoint was read
 	Reason     string
+	// Own: it is of this log's origin and its signature verifies with
+	// this log's key. This log signed a tree other than the one built
+	// here, and signs nothing more while it holds the claim (RunSigner).
+	Own bool
 }
 
 func (f Fork) String() string {
@@ -101,6 +109,7 @@ type Log struct {
 	interval  time.Duration
 	witnesses []note.Verifier
 	onFork    func(Fork)
+	onHalt    func(Fork)
 	onCP      func(Checkpoint)
 
 	mu        sync.RWMutex
@@ -114,6 +123,7 @@ type Log struct {
 	cosigs    []byte // witnesses' signature lines of the latest checkpoint
 	forks     int    // signed checkpoints read that do not match this log
 	lastFork  Fork
+	ownFork   *Fork // the first fork of this log's own key: no signing
 	changed   chan struct{}
 }
 
@@ -124,10 +134,20 @@ type checkpointRecord struct {
 	Checkpoint string `json:"checkpoint"`
 }
 
+// ownForkRecord is the fork of the log's own key kept in its file, so
+// that a restart, which reads the feed on from where it was, still knows
+// it: the claim's signed note, checked again at each Open.
+type ownForkRecord struct {
+	Checkpoint string `json:"checkpoint"`
+	Ours       string `json:"ours,omitempty"`
+	Size       int64  `json:"size"`
+	Reason     string `json:"reason"`
+}
+
 // Open opens (or creates) the log file at path; Run or CatchUp fill it
 // from store's feed.
 func Open(path string, store eventstore.Store, opts Options) (*Log, error) {
-	l := &Log{store: store, interval: opts.Interval, onFork: opts.OnFork, onCP: opts.OnCheckpoint, changed: make(chan struct{})}
+	l := &Log{store: store, interval: opts.Interval, onFork: opts.OnFork, onHalt: opts.OnHalt, onCP: opts.OnCheckpoint, changed: make(chan struct{})}
 	if l.interval <= 0 {
 		l.interval = DefaultInterval
 	}
@@ -222,6 +242,10 @@ func (l *Log) openFile(path string) (_ *Log, err error) {
 		if p := m.Get(keyPosition); len(p) == 16 {
 			l.pos = eventstore.Position{Commit: binary.BigEndian.Uint64(p), Prepare: binary.BigEndian.Uint64(p[8:])}
 		}
+		l.ownFork = l.readOwnFork(m.Get(keyOwnFork))
+		if l.ownFork != nil {
+			l.forks, l.lastFork = 1, *l.ownFork // at least that one was read
+		}
 		if k, v := tx.Bucket(bucketCheckpoints).Cursor().Last(); k != nil {
 			l.latest = append([]byte(nil), v...)
 			l.cosigs = bytes.Clone(tx.Bucket(bucketCosigs).Get(k))
@@ -240,6 +264,25 @@ func (l *Log) openFile(path string) (_ *Log, err error) {
 		return nil, fmt.Errorf("transparency log: %s: %w", path, err)
 	}
 	return l, nil
+}
+
+// readOwnFork reads the fork of the log's own key its file kept: nil when
+// there is none, or when its claim is not of this key and origin (the file
+// was built under a key since replaced: that claim is another log's).
+func (l *Log) readOwnFork(b []byte) *Fork {
+	var rec ownForkRecord
+	if b == nil || json.Unmarshal(b, &rec) != nil || l.verifier == nil {
+		return nil
+	}
+	cp, err := l.openCheckpoint([]byte(rec.Checkpoint))
+	if err != nil || cp.Origin != l.origin && !l.anyOrigin {
+		return nil
+	}
+	f := &Fork{Checkpoint: cp, Size: rec.Size, Reason: rec.Reason, Own: true}
+	if rec.Ours != "" {
+		f.Ours, _ = tlog.ParseHash(rec.Ours)
+	}
+	return f
 }
 
 // VerifierKeyOf derives the verifier key (name+hash+key) of a sumdb/note
@@ -304,6 +347,21 @@ func (l *Log) Forks() (int, Fork) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.forks, l.lastFork
+}
+
+// OwnFork is the first checkpoint of this log's own key (its origin, its
+// signature verifying) that the tree built here contradicts, if any: the
+// store no longer holds what the key signed. While there is one, no
+// checkpoint is signed (RunSigner). The claim stays in the store: the
+// fork goes with the store the key signed (restored, the log rebuilt), or
+// with a new key and origin, which makes the claim another log's.
+func (l *Log) OwnFork() (Fork, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.ownFork == nil {
+		return Fork{}, false
+	}
+	return *l.ownFork, true
 }
 
 // Run follows the store's feed until ctx ends.
@@ -405,9 +463,10 @@ func Leaf(ev eventstore.RecordedEvent) (handoffID string, entry []byte, ok bool)
 
 func (l *Log) apply(evs []eventstore.RecordedEvent) error {
 	l.mu.RLock()
-	n, claims, claimed, latest, latestCP, cosigs := l.size, l.claims, l.claimed, l.latest, l.latestCP, l.cosigs
+	n, claims, claimed, latest, latestCP, cosigs, own := l.size, l.claims, l.claimed, l.latest, l.latestCP, l.cosigs, l.ownFork
 	l.mu.RUnlock()
 	var forks []Fork
+	var newOwn []byte // the record of a first fork of the own key
 	var seen []Checkpoint
 	pos := evs[len(evs)-1].Position
 	err := l.db.Update(func(tx *bbolt.Tx) error {
@@ -435,6 +494,10 @@ func (l *Log) apply(evs []eventstore.RecordedEvent) error {
 				}
 				if fork != nil {
 					forks = append(forks, *fork)
+					if fork.Own && own == nil {
+						own = fork
+						newOwn = ownRecord(ev, *fork)
+					}
 					continue
 				}
 				if signed == nil || cp.Size <= latestCP.Size && latest != nil {
@@ -473,6 +536,11 @@ func (l *Log) apply(evs []eventstore.RecordedEvent) error {
 		p := make([]byte, 16)
 		binary.BigEndian.PutUint64(p, pos.Commit)
 		binary.BigEndian.PutUint64(p[8:], pos.Prepare)
+		if newOwn != nil {
+			if err := m.Put(keyOwnFork, newOwn); err != nil {
+				return err
+			}
+		}
 		return errors.Join(m.Put(keySize, u64(uint64(n))), m.Put(keyPosition, p), m.Put(keyClaims, u64(claims)), m.Put(keyClaimed, u64(uint64(claimed))))
 	})
 	if err != nil {
@@ -480,7 +548,7 @@ func (l *Log) apply(evs []eventstore.RecordedEvent) error {
 	}
 	l.mu.Lock()
 	grew := n != l.size || len(seen) > 0 || claims != l.claims // cosignatures come as claims too
-	l.size, l.pos, l.claims, l.latest, l.latestCP, l.cosigs = n, pos, claims, latest, latestCP, cosigs
+	l.size, l.pos, l.claims, l.latest, l.latestCP, l.cosigs, l.ownFork = n, pos, claims, latest, latestCP, cosigs, own
 	if claimed != l.claimed {
 		l.claimed, l.claimedAt = claimed, time.Now()
 	}
@@ -506,6 +574,18 @@ func (l *Log) apply(evs []eventstore.RecordedEvent) error {
 	return nil
 }
 
+// ownRecord is the record kept of a fork of the own key read in ev.
+func ownRecord(ev eventstore.RecordedEvent, f Fork) []byte {
+	var rec checkpointRecord
+	json.Unmarshal(ev.Data, &rec) // readClaim read it
+	own := ownForkRecord{Checkpoint: rec.Checkpoint, Size: f.Size, Reason: f.Reason}
+	if f.Ours != (tlog.Hash{}) {
+		own.Ours = f.Ours.String()
+	}
+	b, _ := json.Marshal(own)
+	return b
+}
+
 // readClaim checks a checkpoint found in the store against the log as
 // built here at that point of the feed (n entries). It returns the
 // checkpoint and its signed note, or the fork it shows. A claim that
@@ -527,15 +607,18 @@ func (l *Log) readClaim(ev eventstore.RecordedEvent, n int64, hr tlog.HashReader
 		c, _ := ParseCheckpoint(noteText(signed))
 		return c, nil, &Fork{Checkpoint: c, Size: n, Reason: err.Error()}
 	}
+	// From here the claim is of this log's key (when it has one): a
+	// second tree under it is the key's own fork.
+	own := l.verifier != nil
 	if cp.Size > n {
-		return cp, nil, &Fork{Checkpoint: cp, Size: n, Reason: fmt.Sprintf("it claims %d entries where %d precede it in the feed", cp.Size, n)}
+		return cp, nil, &Fork{Checkpoint: cp, Size: n, Reason: fmt.Sprintf("it claims %d entries where %d precede it in the feed", cp.Size, n), Own: own}
 	}
 	ours, err := tlog.TreeHash(cp.Size, hr)
 	if err != nil {
-		return cp, nil, &Fork{Checkpoint: cp, Size: n, Reason: err.Error()}
+		return cp, nil, &Fork{Checkpoint: cp, Size: n, Reason: err.Error(), Own: own}
 	}
 	if ours != cp.Root {
-		return cp, nil, &Fork{Checkpoint: cp, Ours: ours, Size: n, Reason: fmt.Sprintf("this log's root at size %d is %s", cp.Size, ours)}
+		return cp, nil, &Fork{Checkpoint: cp, Ours: ours, Size: n, Reason: fmt.Sprintf("this log's root at size %d is %s", cp.Size, ours), Own: own}
 	}
 	return cp, signed, nil
 }
@@ -565,17 +648,29 @@ func noteText(signed []byte) string {
 
 // RunSigner signs a checkpoint of this log whenever it has grown past
 // the largest size claimed in the store, at most once an Interval, until
-// ctx ends. Without a signing key it returns at once.
+// ctx ends. Without a signing key it returns at once. While the log holds
+// a fork of its own key (OwnFork) it signs nothing, and tells OnHalt once.
 func (l *Log) RunSigner(ctx context.Context) error {
 	if l.signer == nil {
 		return nil
 	}
+	halted := false
 	for {
 		changed := l.Changed()
 		l.mu.RLock()
-		size, claimed, claims, since := l.size, l.claimed, l.claims, time.Since(l.claimedAt)
+		size, claimed, claims, since, own := l.size, l.claimed, l.claims, time.Since(l.claimedAt), l.ownFork
 		l.mu.RUnlock()
-		if size > claimed {
+		if own != nil {
+			// This key signed a tree that is not the one built here: a
+			// checkpoint of this tree would be inconsistent with it, which
+			// a log must never sign (C2SP tlog-checkpoint). own is read
+			// with claims, the count sign's append expects: a claim the
+			// log has not read yet makes that append fail.
+			if !halted && l.onHalt != nil {
+				l.onHalt(*own)
+			}
+			halted = true
+		} else if size > claimed {
 			if wait := l.interval - since; wait > 0 {
 				select {
 				case <-time.After(wait):

@@ -481,3 +481,155 @@ func TestReceiptsAreBelowTheirSize(t *testing.T) {
 		}
 	}
 }
+
+// runLog follows the store and signs until the returned stop.
+func runLog(l *translog.Log) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); l.Run(ctx) }()
+	go func() { defer wg.Done(); l.RunSigner(ctx) }()
+	return func() { cancel(); wg.Wait() }
+}
+
+func waitSize(t *testing.T, l *translog.Log, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for l.Size() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the log has %d entries, want %d", l.Size(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A claim of this log's own key whose root the tree built here
+// contradicts (the store's events changed after it was signed) stops the
+// signer: another checkpoint of the key would be a second tree of one
+// log (C2SP tlog-checkpoint). It says so once, and the file keeps the
+// fork across a restart, which reads the feed on from where it was.
+func TestSignerSignsNothingOverAForkOfItsOwnKey(t *testing.T) {
+	s := openStore(t)
+	appendEvents(t, s, 2, 20)
+	skey, _, _ := translog.GenerateKey("example.test/baton", nil)
+	ctx := context.Background()
+	before := openLog(t, s, translog.Options{SignerKey: skey})
+	if err := before.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := before.Root(20)
+	signedRoot := root
+	signedRoot[0] ^= 1 // what the key signed before the rewrite
+	if _, err := before.SignAt(ctx, translog.Checkpoint{Origin: before.Origin(), Size: 20, Root: signedRoot}, 0); err != nil {
+		t.Fatal(err)
+	}
+	appendEvents(t, s, 2, 10) // the log is past the largest size claimed
+	path := filepath.Join(t.TempDir(), translog.FileName)
+	for start, size := 0, int64(40); start < 2; start, size = start+1, size+10 {
+		halts := make(chan translog.Fork, 4)
+		l, err := translog.Open(path, s, translog.Options{SignerKey: skey, Interval: 10 * time.Millisecond, OnHalt: func(f translog.Fork) { halts <- f }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := runLog(l)
+		select {
+		case f := <-halts:
+			if f.Checkpoint.Size != 20 || f.Checkpoint.Root != signedRoot || f.Ours != root || !f.Own {
+				t.Fatalf("start %d: halted on %+v", start, f)
+			}
+		case <-time.After(5 * time.Second):
+			stop()
+			t.Fatalf("start %d: the signer did not halt (claims %d)", start, l.Claims())
+		}
+		appendEvents(t, s, 2, 10)
+		waitSize(t, l, size)
+		time.Sleep(10 * 10 * time.Millisecond) // ten intervals
+		stop()
+		claims, err := eventstore.ReadWholeStream(ctx, s, translog.CheckpointStream)
+		if err != nil || len(claims) != 1 {
+			t.Fatalf("start %d: %d claims in the store, %v; want only the forked one", start, len(claims), err)
+		}
+		if signed, _ := l.Checkpoint(); signed != nil {
+			t.Fatalf("start %d: serving %q", start, signed)
+		}
+		if f, ok := l.OwnFork(); !ok || f.Checkpoint.Root != signedRoot {
+			t.Fatalf("start %d: OwnFork() = %+v, %v", start, f, ok)
+		}
+		if len(halts) != 0 {
+			t.Fatalf("start %d: told of the halt %d more times", start, len(halts))
+		}
+		l.Close()
+	}
+}
+
+// Contradicting claims that are not of this log's key do not stop it: one
+// of the origin of a key this one replaced is another log's, and one that
+// does not verify with this key was not signed by it. A file that kept a
+// fork of the key replaced signs under the new key.
+func TestSignerSignsOverForksOfAnotherKey(t *testing.T) {
+	s := openStore(t)
+	appendEvents(t, s, 2, 20)
+	ctx := context.Background()
+	oldKey, _, _ := translog.GenerateKey("example.test/baton", nil)
+	newKey, _, _ := translog.GenerateKey("example.test/baton-2", nil)
+	impostor, _, _ := translog.GenerateKey("example.test/baton-2", nil)
+	old := openLog(t, s, translog.Options{SignerKey: oldKey})
+	if err := old.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := old.Root(20)
+	other := root
+	other[0] ^= 1
+	if _, err := old.SignAt(ctx, translog.Checkpoint{Origin: old.Origin(), Size: 20, Root: other}, 0); err != nil {
+		t.Fatal(err)
+	}
+	appendEvents(t, s, 2, 10) // past the sizes claimed
+	// The old key's log, built over the claims, holds its own fork.
+	path := filepath.Join(t.TempDir(), translog.FileName)
+	l, err := translog.Open(path, s, translog.Options{SignerKey: oldKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := l.OwnFork(); !ok {
+		t.Fatal("the old key's log holds no fork of its own key")
+	}
+	l.Close()
+	imp := openLog(t, s, translog.Options{SignerKey: impostor})
+	if _, err := imp.SignAt(ctx, translog.Checkpoint{Origin: imp.Origin(), Size: 20, Root: other}, 1); err != nil {
+		t.Fatal(err)
+	}
+
+	l, err = translog.Open(path, s, translog.Options{SignerKey: newKey, Interval: 10 * time.Millisecond,
+		OnHalt: func(f translog.Fork) { t.Errorf("halted on %s", f) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	stop := runLog(l)
+	defer stop()
+	deadline := time.After(5 * time.Second)
+	for {
+		changed := l.Changed()
+		if signed, cp := l.Checkpoint(); signed != nil {
+			if root, _ := l.Root(30); cp.Origin != "example.test/baton-2" || cp.Size != 30 || cp.Root != root {
+				t.Fatalf("serving %+v", cp)
+			}
+			break
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("the new key signed nothing (claims %d)", l.Claims())
+		}
+	}
+	if f, ok := l.OwnFork(); ok {
+		t.Fatalf("OwnFork() = %s", f)
+	}
+	if n, f := l.Forks(); n != 1 || f.Own || f.Checkpoint.Origin != "example.test/baton-2" {
+		t.Fatalf("Forks() = %d, %+v; want the impostor's claim only", n, f)
+
+	}
+}
