@@ -86,6 +86,9 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 			log.Error().Str("checkpoint", fk.String()).Int64("logSize", fk.Size).
 				Msg("transparency log: a signed checkpoint in the store does not match the log built from the feed (docs/audit.md, Forks)")
 		},
+		OnSignError: func(err error) {
+			log.Warn().Err(err).Msg("transparency log: a checkpoint could not be claimed in the store; trying again")
+		},
 		OnHalt: func(fk translog.Fork) {
 			log.Error().Str("checkpoint", fk.String()).Int64("logSize", fk.Size).
 				Msg("transparency log: signing stopped: the store holds a checkpoint this key signed that the log built from the store contradicts (checkpoint), so any checkpoint signed now would fork the log. A store whose events were rewritten after they were signed looks like this. Restore the store the checkpoints were signed over (and delete translog.db), or start a new log with a new key and origin (baton log keygen --origin NAME, --log-key-file; docs/operations.md, Backups). docs/audit.md, Forks")

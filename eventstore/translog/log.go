@@ -74,6 +74,9 @@ type Options struct {
 	// OnHalt is told once, by RunSigner, when it stops signing because
 	// the log holds a fork of its own key (Log.OwnFork).
 	OnHalt func(Fork)
+	// OnSignError is told of each claim RunSigner could not append (the
+	// store unreachable, say); it tries again after a pause.
+	OnSignError func(error)
 	// OnCheckpoint is told of each checkpoint this log takes as its latest.
 	OnCheckpoint func(Checkpoint)
 	// Witnesses are the verifier keys (C2SP tlog-cosignature, type 0x04)
@@ -110,6 +113,7 @@ type Log struct {
 	witnesses []note.Verifier
 	onFork    func(Fork)
 	onHalt    func(Fork)
+	onSignErr func(error)
 	onCP      func(Checkpoint)
 
 	mu        sync.RWMutex
@@ -147,7 +151,7 @@ type ownForkRecord struct {
 // Open opens (or creates) the log file at path; Run or CatchUp fill it
 // from store's feed.
 func Open(path string, store eventstore.Store, opts Options) (*Log, error) {
-	l := &Log{store: store, interval: opts.Interval, onFork: opts.OnFork, onHalt: opts.OnHalt, onCP: opts.OnCheckpoint, changed: make(chan struct{})}
+	l := &Log{store: store, interval: opts.Interval, onFork: opts.OnFork, onHalt: opts.OnHalt, onSignErr: opts.OnSignError, onCP: opts.OnCheckpoint, changed: make(chan struct{})}
 	if l.interval <= 0 {
 		l.interval = DefaultInterval
 	}
@@ -646,6 +650,12 @@ func noteText(signed []byte) string {
 	return s
 }
 
+// signRetryPause is the first wait after a claim the store refused,
+// doubling up to maxSignRetryPause while it goes on refusing.
+var signRetryPause = time.Second
+
+const maxSignRetryPause = 30 * time.Second
+
 // RunSigner signs a checkpoint of this log whenever it has grown past
 // the largest size claimed in the store, at most once an Interval, until
 // ctx ends. Without a signing key it returns at once. While the log holds
@@ -655,6 +665,7 @@ func (l *Log) RunSigner(ctx context.Context) error {
 		return nil
 	}
 	halted := false
+	pause := signRetryPause
 	for {
 		changed := l.Changed()
 		l.mu.RLock()
@@ -683,8 +694,20 @@ func (l *Log) RunSigner(ctx context.Context) error {
 				if ctx.Err() != nil {
 					return nil
 				}
-				return err
+				// A store that does not answer for a while (a KurrentDB
+				// election) must not end the server: try again later.
+				if l.onSignErr != nil {
+					l.onSignErr(err)
+				}
+				select {
+				case <-time.After(pause):
+				case <-ctx.Done():
+					return nil
+				}
+				pause = min(2*pause, maxSignRetryPause)
+				continue
 			}
+			pause = signRetryPause
 			// Signed or lost the race: either way the follower reads the
 			// claim and wakes this loop.
 		}

@@ -633,3 +633,68 @@ func TestSignerSignsOverForksOfAnotherKey(t *testing.T) {
 
 	}
 }
+
+// refusingStore refuses the first n claims appended to the checkpoint
+// stream as an unreachable store does.
+type refusingStore struct {
+	eventstore.Store
+	mu      sync.Mutex
+	refuse  int
+	refused int
+}
+
+func (s *refusingStore) Append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if stream == translog.CheckpointStream {
+		s.mu.Lock()
+		if s.refused < s.refuse {
+			s.refused++
+			s.mu.Unlock()
+			return eventstore.AppendResult{}, fmt.Errorf("%w: no leader", eventstore.ErrUnavailable)
+		}
+		s.mu.Unlock()
+	}
+	return s.Store.Append(ctx, stream, exp, evs...)
+}
+
+// A store that refuses the signer's claims for a while (a KurrentDB
+// election) does not end the signer, which ended the server: it is told,
+// and the claim is made once the store answers.
+func TestSignerOutlastsAStoreThatDoesNotAnswer(t *testing.T) {
+	t.Cleanup(translog.SetSignRetryPause(10 * time.Millisecond))
+	base := openStore(t)
+	s := &refusingStore{Store: base, refuse: 3}
+	appendEvents(t, base, 2, 20)
+	var mu sync.Mutex
+	var told []error
+	skey, _, _ := translog.GenerateKey("example.test/baton", nil)
+	l := openLog(t, s, translog.Options{SignerKey: skey, Interval: time.Millisecond, OnSignError: func(err error) {
+		mu.Lock()
+		told = append(told, err)
+		mu.Unlock()
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 2)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); done <- l.Run(ctx) }()
+	go func() { defer wg.Done(); done <- l.RunSigner(ctx) }()
+	defer func() { cancel(); wg.Wait() }()
+	deadline := time.After(20 * time.Second)
+	for {
+		if _, cp := l.Checkpoint(); cp.Size == 20 {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the log stopped: %v", err)
+		case <-deadline:
+			t.Fatal("no checkpoint of 20 entries")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(told) != 3 || !errors.Is(told[0], eventstore.ErrUnavailable) {
+		t.Fatalf("told %v; want the 3 refusals", told)
+	}
+}
