@@ -73,6 +73,7 @@ type WebhookAttemptRecorded struct {
 // WebhookRedeliveryRequested starts a new round of attempts, due at At.
 type WebhookRedeliveryRequested struct {
 	DeliveryID  string    `json:"deliveryId"`
+	WebhookID   string    `json:"webhookId,omitempty"` // absent from those recorded before 2026-11-28
 	RequestedBy string    `json:"requestedBy"`
 	At          time.Time `json:"at"`
 }

@@ -744,26 +744,30 @@ func TestWebhookAbandonedClaimIsTakenOver(t *testing.T) {
 	}
 }
 
-// A tenant whose receiver hangs does not hold every worker: another
-// tenant's delivery goes out as its event comes, not once the hanging
-// attempts have timed out. Eight hanging attempts of one tenant held all
-// eight workers, and every other tenant waited for them.
-func TestWebhookHangingReceiverDoesNotHoldOtherTenants(t *testing.T) {
+// A receiver that hangs does not hold every worker: another endpoint's
+// delivery, of the same tenant or another, goes out as its event comes,
+// not once the hanging attempts have timed out. Eight hanging attempts of
+// one endpoint held all eight workers, and every other endpoint waited.
+func TestWebhookHangingReceiverDoesNotHoldOthers(t *testing.T) {
 	e, clock := webhookEnv(t, true)
 	hung := newReceiver(t)
 	hung.setAnswer(func(n int, w http.ResponseWriter) { <-hung.release })
-	ok := newReceiver(t)
+	mine, theirs := newReceiver(t), newReceiver(t)
 	dispatch(t, e, clock, func(c *webhook.Config) { c.Timeout = 20 * time.Second })
-	e.registerWebhook(e.tenantA, hung.srv.URL, []string{"*"})
-	e.registerWebhook(e.tenantB, ok.srv.URL, []string{"*"})
+	e.registerWebhook(e.tenantA, hung.srv.URL, []string{"ContractCreated"})
+	e.registerWebhook(e.tenantA, mine.srv.URL, []string{"ApprovalDecided"})
+	e.registerWebhook(e.tenantB, theirs.srv.URL, []string{"*"})
 	for range 12 {
 		e.contract(e.tenantA, nil)
 	}
-	hung.await(t, 2) // tenant a's attempts are being made
+	hung.await(t, 2) // the hanging attempts are being made
 	start := time.Now()
+	id := e.contract(e.tenantA, nil)
+	e.must(e.do("POST", "/v1/executions/"+id+"/approval", e.tenantA, approveBody()), 200)
 	e.contract(e.tenantB, nil)
-	ok.await(t, 1)
+	mine.await(t, 1)
+	theirs.await(t, 1)
 	if d := time.Since(start); d > 5*time.Second {
-		t.Fatalf("tenant b's delivery waited %v for tenant a's hanging receiver", d)
+		t.Fatalf("the other endpoints' deliveries waited %v for a hanging receiver", d)
 	}
 }

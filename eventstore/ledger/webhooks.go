@@ -401,7 +401,7 @@ func (s *Webhooks) Redeliver(ctx context.Context, call Call, webhookID, delivery
 		if d.Status == domain.DeliverySending && !d.Due(s.clock()) {
 			return nil, domain.E(op, domain.KindConflict, "delivery_in_progress", "an attempt of delivery %s is being made; redeliver once it has an outcome", deliveryID)
 		}
-		ev, err := event(domain.EventWebhookRedeliveryRequested, domain.WebhookRedeliveryRequested{DeliveryID: deliveryID, RequestedBy: call.Principal.Actor(), At: s.clock()},
+		ev, err := event(domain.EventWebhookRedeliveryRequested, domain.WebhookRedeliveryRequested{DeliveryID: deliveryID, WebhookID: webhookID, RequestedBy: call.Principal.Actor(), At: s.clock()},
 			eventstore.Metadata{Tenant: d.Tenant, Actor: call.Principal.Actor(), RequestID: call.RequestID})
 		if err != nil {
 			return nil, err

@@ -65,11 +65,13 @@ type Config struct {
 	MaxRetryAfter time.Duration
 	Poll          time.Duration // how often due attempts are looked for (DefaultPoll when 0)
 	Workers       int           // attempts in flight at once (DefaultWorkers when 0)
-	// PerTenant bounds the attempts in flight at once to one tenant's
-	// endpoints (a quarter of Workers, at least 1, when 0): a tenant whose
-	// receiver hangs holds that many workers, not all of them, and other
-	// tenants' deliveries go out as their events come.
-	PerTenant int
+	// PerEndpoint bounds the attempts in flight at once to one endpoint
+	// (a quarter of Workers, at least 1, when 0), and PerTenant to one
+	// tenant's endpoints (half of Workers, at least 1, when 0): a receiver
+	// that hangs holds that many workers, not all of them, and the other
+	// endpoints' deliveries go out as their events come.
+	PerEndpoint int
+	PerTenant   int
 	// Claimant names this process in its claims (host/pid/random when "").
 	Claimant string
 	// Client sends the requests; NewClient(AllowPrivate) when nil.
@@ -91,8 +93,8 @@ type Dispatcher struct {
 	hooks    map[string]*domain.Webhook // as of the feed position applied
 	targets  map[string]string          // handoff id -> target executor
 	wanted   []domain.WebhookDeliveryScheduled
-	pending  map[string]*due   // open deliveries by id
-	inflight map[string]string // deliveries being attempted -> their tenant
+	pending  map[string]*due // open deliveries by id
+	inflight map[string]*due // deliveries being attempted
 	workers  sync.WaitGroup
 	// wake is signalled when an attempt ends, so that a free worker takes
 	// the next due delivery without waiting for the feed or the poll.
@@ -102,9 +104,9 @@ type Dispatcher struct {
 // due is what the dispatcher keeps of an open delivery: when an attempt
 // may be claimed next, and the last attempt claimed.
 type due struct {
-	at          time.Time
-	lastAttempt int
-	tenant      string
+	at              time.Time
+	lastAttempt     int
+	tenant, webhook string
 }
 
 // New builds a dispatcher; Run starts it.
@@ -130,8 +132,11 @@ func New(cfg Config) *Dispatcher {
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
 	}
+	if cfg.PerEndpoint <= 0 {
+		cfg.PerEndpoint = max(1, cfg.Workers/4)
+	}
 	if cfg.PerTenant <= 0 {
-		cfg.PerTenant = max(1, cfg.Workers/4)
+		cfg.PerTenant = max(1, cfg.Workers/2)
 	}
 	if cfg.Claimant == "" {
 		host, _ := os.Hostname()
@@ -143,7 +148,7 @@ func New(cfg Config) *Dispatcher {
 		cfg.Client = NewClient(cfg.AllowPrivate)
 	}
 	return &Dispatcher{cfg: cfg, hooks: map[string]*domain.Webhook{}, targets: map[string]string{},
-		pending: map[string]*due{}, inflight: map[string]string{}, wake: make(chan struct{}, 1)}
+		pending: map[string]*due{}, inflight: map[string]*due{}, wake: make(chan struct{}, 1)}
 }
 
 const handoffPrefix = "handoff-"
@@ -238,7 +243,7 @@ func (d *Dispatcher) applyDelivery(id string, ev eventstore.RecordedEvent) {
 		if json.Unmarshal(ev.Data, &e) != nil {
 			return
 		}
-		d.pending[id] = &due{at: e.DueAt, tenant: e.Tenant}
+		d.pending[id] = &due{at: e.DueAt, tenant: e.Tenant, webhook: e.WebhookID}
 		for i, w := range d.wanted {
 			if w.DeliveryID == id {
 				d.wanted = append(d.wanted[:i], d.wanted[i+1:]...)
@@ -268,7 +273,7 @@ func (d *Dispatcher) applyDelivery(id string, ev eventstore.RecordedEvent) {
 		}
 		p := d.pending[id]
 		if p == nil {
-			p = &due{lastAttempt: -1, tenant: ev.Metadata.Tenant}
+			p = &due{lastAttempt: -1, tenant: ev.Metadata.Tenant, webhook: e.WebhookID}
 			d.pending[id] = p
 		}
 		p.at = e.At
@@ -418,19 +423,21 @@ func (d *Dispatcher) dispatch(ctx context.Context) {
 	now := d.cfg.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	busy := map[string]int{}
-	for _, tenant := range d.inflight {
-		busy[tenant]++
+	tenants, endpoints := map[string]int{}, map[string]int{}
+	for _, p := range d.inflight {
+		tenants[p.tenant]++
+		endpoints[p.webhook]++
 	}
 	for id, p := range d.pending {
 		if len(d.inflight) >= d.cfg.Workers {
 			return
 		}
-		if _, ok := d.inflight[id]; ok || p.at.After(now) || busy[p.tenant] >= d.cfg.PerTenant {
+		if _, ok := d.inflight[id]; ok || p.at.After(now) || tenants[p.tenant] >= d.cfg.PerTenant || endpoints[p.webhook] >= d.cfg.PerEndpoint {
 			continue
 		}
-		d.inflight[id] = p.tenant
-		busy[p.tenant]++
+		d.inflight[id] = p
+		tenants[p.tenant]++
+		endpoints[p.webhook]++
 		d.workers.Add(1)
 		go func() {
 			defer d.workers.Done()
