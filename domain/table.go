@@ -28,8 +28,8 @@ type Cell struct {
 }
 
 // TransitionTable is every resting state × every command, rows in the
-// order of States (executor_started, which the first proof or result
-// callback enters and leaves, has none). It assumes a proof policy that
+// order of States (executor_started rests only after a run's first
+// heartbeat: a first proof or result enters and leaves it). It assumes a proof policy that
 // requires a log, a result without proof of its own and a verified review;
 // docs/protocol.md spells out the variations.
 func TransitionTable() []Cell {
@@ -39,7 +39,7 @@ func TransitionTable() []Cell {
 	no := func(s State, cmd, code string) Cell {
 		return Cell{State: s, Command: cmd, Kind: KindConflict, Code: code}
 	}
-	cc, ad, pr, pv, rr, lc := StateContractCreated, StateApprovalDecided, StateProofReceived,
+	cc, ad, es, pr, pv, rr, lc := StateContractCreated, StateApprovalDecided, StateExecutorStarted, StateProofReceived,
 		StateProofReviewed, StateResultReceived, StateLedgerClosed
 	return []Cell{
 		ok(cc, CommandApprove, ad, EventApprovalDecided),
@@ -53,6 +53,12 @@ func TransitionTable() []Cell {
 		ok(ad, CommandProof, pr, EventExecutorStarted, EventProofReceived),
 		no(ad, CommandResult, "proof_required"),
 		no(ad, CommandReview, "no_proof"),
+
+		no(es, CommandApprove, "approval_already_decided"),
+		no(es, CommandReject, "approval_already_decided"),
+		ok(es, CommandProof, pr, EventProofReceived),
+		no(es, CommandResult, "proof_required"),
+		no(es, CommandReview, "no_proof"),
 
 		no(pr, CommandApprove, "approval_already_decided"),
 		no(pr, CommandReject, "approval_already_decided"),

@@ -29,6 +29,10 @@ func (e *env) reach(state domain.State) string {
 	steps := map[domain.State][]func(){
 		domain.StateContractCreated: nil,
 		domain.StateApprovalDecided: {func() { e.must(e.post(id, "approval", e.tenantA, approveBody()), 200) }},
+		domain.StateExecutorStarted: {
+			func() { e.must(e.post(id, "approval", e.tenantA, approveBody()), 200) },
+			func() { e.must(e.post(id, "heartbeat", e.tenantA, map[string]any{"executorRunId": "run-1"}), 200) },
+		},
 		domain.StateProofReceived: {
 			func() { e.must(e.post(id, "approval", e.tenantA, approveBody()), 200) },
 			func() { e.must(e.post(id, "proof", e.tenantA, proofBody("run-1")), 200) },
