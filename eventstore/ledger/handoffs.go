@@ -134,15 +134,16 @@ func Quarantined(handoffID string, seq uint64, typ, eventID, reason string) erro
 		seq, typ, eventID, handoffID, reason)
 }
 
-// record turns domain events into chained store events following head.
-func (s *Handoffs) record(id string, head domain.LedgerHead, evs []domain.Event, meta eventstore.Metadata) ([]eventstore.EventData, error) {
+// record turns domain events into chained store events following head,
+// recorded at now.
+func (s *Handoffs) record(id string, head domain.LedgerHead, evs []domain.Event, meta eventstore.Metadata, now time.Time) ([]eventstore.EventData, error) {
 	prev := head.Hash
 	if head.Seq == 0 {
 		prev = domain.GenesisHash(id)
 	}
 	// Microseconds: every backend stores them exactly, and the hash covers
 	// the time.
-	now := s.now().UTC().Truncate(time.Microsecond)
+	now = now.UTC().Truncate(time.Microsecond)
 	out := make([]eventstore.EventData, len(evs))
 	for i, ev := range evs {
 		data, err := eventJSON(ev.Data)
@@ -198,7 +199,7 @@ func (s *Handoffs) Create(ctx context.Context, call Call, c domain.CreateContrac
 		return Outcome{}, err
 	}
 	meta := eventstore.Metadata{Tenant: c.Tenant, Actor: call.Principal.Actor(), RequestID: call.RequestID, CausationID: call.RequestID}
-	data, err := s.record(c.HandoffID, domain.LedgerHead{}, evs[:1], meta)
+	data, err := s.record(c.HandoffID, domain.LedgerHead{}, evs[:1], meta, s.now())
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -210,7 +211,7 @@ func (s *Handoffs) Create(ctx context.Context, call Call, c domain.CreateContrac
 		}
 		pm := meta
 		pm.Actor = domain.AutoApprovalPolicy
-		more, err := s.record(c.HandoffID, h.Head, evs[1:], pm)
+		more, err := s.record(c.HandoffID, h.Head, evs[1:], pm, s.now())
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -290,7 +291,11 @@ func (s *Handoffs) Handle(ctx context.Context, call Call, id string, cmd domain.
 			return Outcome{}, domain.E(op, domain.KindConflict, "handoff_changed",
 				"handoff %s changed since this page was drawn (at event %d; it is at event %d now): nothing was recorded; read what came and decide again", id, call.DrawnAt, cur.h.Head.Seq)
 		}
-		if err := cur.h.Overdue(op, s.now()); err != nil {
+		// One clock reading decides the deadlines and dates the events: a
+		// callback let through just before a deadline is not recorded as
+		// after it.
+		now := s.now()
+		if err := cur.h.Overdue(op, now); err != nil {
 			return Outcome{}, err
 		}
 		evs, err := cur.h.DecideAs(cmd, call.Principal.Actor())
@@ -298,7 +303,7 @@ func (s *Handoffs) Handle(ctx context.Context, call Call, id string, cmd domain.
 			return Outcome{}, err
 		}
 		meta := eventstore.Metadata{Tenant: cur.h.Tenant, Actor: call.Principal.Actor(), RequestID: call.RequestID, CausationID: call.RequestID}
-		data, err := s.record(id, cur.h.Head, evs, meta)
+		data, err := s.record(id, cur.h.Head, evs, meta, now)
 		if err != nil {
 			return Outcome{}, err
 		}

@@ -28,7 +28,7 @@ func (s *Handoffs) Fire(ctx context.Context, id string, now time.Time) (string, 
 			return "", err
 		}
 		meta := eventstore.Metadata{Tenant: cur.h.Tenant, Actor: TimerActor(kind), CausationID: "timer:" + id}
-		data, err := s.record(id, cur.h.Head, evs, meta)
+		data, err := s.record(id, cur.h.Head, evs, meta, s.now())
 		if err != nil {
 			return "", err
 		}

@@ -265,3 +265,38 @@ func catchUp(t *testing.T, store eventstore.Store, reps []*replica) {
 		}
 	}
 }
+
+// A callback let through just before a deadline is recorded at the time
+// that let it through, not a moment later, past the deadline it beat: the
+// ledger never shows an approval after its approvalTimeoutSeconds. The
+// deadline was checked on one reading of the clock and the events dated
+// by another.
+func TestCallbackBeforeDeadlineIsRecordedBeforeIt(t *testing.T) {
+	store := openStore(t)
+	t0 := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	readings := []time.Time{t0, t0.Add(time.Second - time.Millisecond), t0.Add(time.Second + time.Millisecond)}
+	clock := func() time.Time { // each reading a moment after the last
+		mu.Lock()
+		defer mu.Unlock()
+		now := readings[0]
+		if len(readings) > 1 {
+			readings = readings[1:]
+		}
+		return now
+	}
+	h := ledger.NewHandoffs(store, clock)
+	c := contract()
+	c.Timing = domain.Timing{ApprovalTimeoutSeconds: 1}
+	out, err := h.Create(context.Background(), tenantA, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.Handle(context.Background(), tenantA, out.Handoff.ID, domain.ApprovalCommand{Status: domain.ApprovalApproved, ApprovedBy: "ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at := got.Handoff.Approval.DecidedAt; at == nil || !at.Before(t0.Add(time.Second)) {
+		t.Fatalf("the approval let through at %v is recorded at %v, past its deadline %v", t0.Add(time.Second-time.Millisecond), at, t0.Add(time.Second))
+	}
+}
