@@ -771,3 +771,28 @@ func TestWebhookHangingReceiverDoesNotHoldOthers(t *testing.T) {
 		t.Fatalf("the other endpoints' deliveries waited %v for a hanging receiver", d)
 	}
 }
+
+// A tenant has at most ledger.MaxWebhooksPerTenant active endpoints: each
+// is another delivery of every event it wants, so without a bound one
+// callback went out as many times as the tenant had registered endpoints.
+func TestWebhookEndpointsPerTenantAreBounded(t *testing.T) {
+	e, _ := webhookEnv(t, false)
+	var first string
+	for i := range ledger.MaxWebhooksPerTenant {
+		id := e.registerWebhook(e.tenantA, fmt.Sprintf("https://hooks.example.com/%d", i), []string{"*"}).str("webhookId")
+		if first == "" {
+			first = id
+		}
+	}
+	r := e.must(e.do("POST", "/v1/webhooks", e.tenantA, `{"url":"https://hooks.example.com/more","eventTypes":["*"]}`), 409)
+	if r.str("code") != "too_many_webhooks" {
+		t.Fatalf("code %q: %s", r.str("code"), r.raw)
+	}
+	if n := len(e.must(e.do("GET", "/v1/webhooks", e.tenantA, nil), 200).body["data"].([]any)); n != ledger.MaxWebhooksPerTenant {
+		t.Fatalf("%d endpoints listed after a refused registration", n)
+	}
+	// Another tenant's bound is its own, and a deleted endpoint frees a place.
+	e.registerWebhook(e.tenantB, "https://hooks.example.com/b", []string{"*"})
+	e.must(e.do("DELETE", "/v1/webhooks/"+first, e.tenantA, nil), 204)
+	e.registerWebhook(e.tenantA, "https://hooks.example.com/again", []string{"*"})
+}

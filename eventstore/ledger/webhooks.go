@@ -11,6 +11,11 @@ import (
 	"github.com/batonhq/baton/eventstore"
 )
 
+// MaxWebhooksPerTenant bounds a tenant's active endpoints: each one is a
+// delivery of every event it wants, so without a bound one callback could
+// be sent out any number of times.
+const MaxWebhooksPerTenant = 50
+
 // DefaultWebhookSecretGrace is how long a rotated-out signing secret keeps
 // signing deliveries beside the new one.
 const DefaultWebhookSecretGrace = 24 * time.Hour
@@ -141,13 +146,31 @@ func (s *Webhooks) Register(ctx context.Context, call Call, reg domain.WebhookRe
 	if err != nil {
 		return NewWebhook{}, err
 	}
-	// A registration depends on no other: "first event" or "not the first".
-	_, err = s.store.Append(ctx, domain.WebhooksStream, eventstore.NoStream(), ev)
-	if errors.Is(err, eventstore.ErrConflict) {
-		_, err = s.store.Append(ctx, domain.WebhooksStream, eventstore.StreamExists(), ev)
-	}
-	if err != nil {
-		return NewWebhook{}, err
+	// Appended at the revision the count was made on, so that replicas
+	// registering at once cannot pass the bound together.
+	for attempt := 0; ; attempt++ {
+		set, err := s.load(ctx)
+		if err != nil {
+			return NewWebhook{}, err
+		}
+		n := 0
+		for _, w := range set.hooks {
+			if w.Tenant == e.Tenant && w.Status == domain.WebhookStatusActive {
+				n++
+			}
+		}
+		if n >= MaxWebhooksPerTenant {
+			return NewWebhook{}, domain.E("webhooks.register", domain.KindConflict, "too_many_webhooks",
+				"tenant %s has %d active webhook endpoints, the most a tenant may have; delete one first (an endpoint receives every event it subscribes to, so each one is another delivery of each event)", e.Tenant, n)
+		}
+		_, err = s.store.Append(ctx, domain.WebhooksStream, set.expected(), ev)
+		if errors.Is(err, eventstore.ErrConflict) && attempt < maxConflictRetries {
+			continue
+		}
+		if err != nil {
+			return NewWebhook{}, err
+		}
+		break
 	}
 	hooks := map[string]*domain.Webhook{}
 	if err := domain.ApplyWebhookEvent(hooks, ev.Type, ev.Data); err != nil {
