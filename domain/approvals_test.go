@@ -157,6 +157,23 @@ func TestApprovalRulesValidation(t *testing.T) {
 	}
 }
 
+// An escalation due when the approval has already expired would never
+// happen: the contract that asks for it is refused, as a deadline out of
+// range is. It was taken, and the approval expired without escalating.
+func TestEscalationMustComeBeforeTheApprovalTimeout(t *testing.T) {
+	for _, after := range []int{60, 120} {
+		c := ruled(domain.ApprovalRules{EscalateAfterSeconds: after, EscalateTo: "leads"})
+		c.Timing.ApprovalTimeoutSeconds = 60
+		_, err := domain.DecideCreate(c)
+		wantFields("/escalateAfterSeconds", "out_of_range")(t, nil, refusal(t, nil, err, domain.KindInvalid, "validation_failed"))
+	}
+	c := ruled(domain.ApprovalRules{EscalateAfterSeconds: 59, EscalateTo: "leads"})
+	c.Timing.ApprovalTimeoutSeconds = 60
+	if _, err := domain.DecideCreate(c); err != nil {
+		t.Fatalf("an escalation before the timeout: %v", err)
+	}
+}
+
 // A replay is no way round separation of duties: an approver sending the
 // executor's proof again is refused as the proof itself would be, not
 // told it succeeded.

@@ -620,6 +620,11 @@ func (c *CreateContract) Validate() error {
 	}
 	v.timing(&c.Timing)
 	v.approvalRules(&c.ApprovalRules, c.ApprovalMode)
+	if t, e := c.Timing.ApprovalTimeoutSeconds, c.ApprovalRules.EscalateAfterSeconds; t > 0 && e >= t {
+		// The approval expires (and the ledger closes) first: the
+		// escalation asked for would never happen.
+		v.add("/escalateAfterSeconds", "out_of_range", "must be less than approvalTimeoutSeconds (%d): the approval expires first, so it would never escalate", t)
+	}
 	return v.err("handoff.create")
 }
 
