@@ -84,6 +84,14 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// rotateOnce is the rotation under the request's Idempotency-Key, scoped
+// to the endpoint rotated (the body is empty): a rotation retried after a
+// lost answer must not rotate again, which would drop from the signatures
+// the secret the receiver still holds, with no grace.
+func (s *Server) rotateOnce(w http.ResponseWriter, r *http.Request) {
+	s.withIdempotency("webhooks.rotate:"+mux.Vars(r)["webhookId"], s.rotateWebhook)(w, r)
+}
+
 func (s *Server) rotateWebhook(w http.ResponseWriter, r *http.Request) {
 	rot, err := s.ledger.Webhooks.Rotate(r.Context(), callOf(r), mux.Vars(r)["webhookId"])
 	if err != nil {

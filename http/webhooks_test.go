@@ -285,6 +285,30 @@ func TestWebhookRegistrationIdempotencyKey(t *testing.T) {
 	e.must(e.do("POST", "/v1/webhooks", e.tenantA, `{"url":"https://hooks.example.com/x","eventTypes":["*"]}`, "Idempotency-Key", "hook-2"), 201)
 }
 
+// TestWebhookRotationIdempotencyKey: a rotation retried with its
+// Idempotency-Key is answered the first rotation, and does not rotate
+// again (which would drop the secret the receiver still holds from the
+// signatures at once); the key is the endpoint's.
+func TestWebhookRotationIdempotencyKey(t *testing.T) {
+	e, _ := webhookEnv(t, false)
+	id := e.registerWebhook(e.tenantA, "https://hooks.example.com/baton", []string{"*"}).str("webhookId")
+	other := e.registerWebhook(e.tenantA, "https://hooks.example.com/other", []string{"*"}).str("webhookId")
+	first := e.must(e.do("POST", "/v1/webhooks/"+id+"/rotate", e.tenantA, nil, "Idempotency-Key", "rot-1"), 200)
+	again := e.must(e.do("POST", "/v1/webhooks/"+id+"/rotate", e.tenantA, nil, "Idempotency-Key", "rot-1"), 200)
+	if again.str("secret") != first.str("secret") || again.header.Get("Idempotent-Replayed") != "true" || again.header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("retried rotation: %s %v, want the replay of %s", again.raw, again.header, first.raw)
+	}
+	// The key names one rotation of one endpoint.
+	if r := e.do("POST", "/v1/webhooks/"+other+"/rotate", e.tenantA, nil, "Idempotency-Key", "rot-1"); r.status != 422 || r.str("code") != "idempotency_key_reused" {
+		t.Fatalf("the key on another endpoint's rotation: %d %s", r.status, r.raw)
+	}
+	if next := e.must(e.do("POST", "/v1/webhooks/"+id+"/rotate", e.tenantA, nil, "Idempotency-Key", "rot-2"), 200); next.str("secret") == first.str("secret") {
+		t.Fatalf("a new key did not rotate: %s", next.raw)
+	}
+	// Another tenant's endpoint is not found, and its key stays free.
+	e.must(e.do("POST", "/v1/webhooks/"+id+"/rotate", e.tenantB, nil, "Idempotency-Key", "rot-3"), 404)
+}
+
 func TestWebhookRegistrationRefusesBadInput(t *testing.T) {
 	e, _ := webhookEnv(t, false)
 	for _, c := range []struct {
