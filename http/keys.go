@@ -77,9 +77,13 @@ func keyView(rec domain.KeyRecord) map[string]any {
 // revocation needs (the bootstrap key's among them). Never a secret or
 // its hash: display shows the key's first and last characters.
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
-	tenant := r.URL.Query().Get("tenant")
-	if tenant != "" && !domain.ValidTenant(tenant) {
-		s.writeError(w, r, domain.Invalid("keys.list", domain.FieldError{Pointer: "query:tenant", Code: "invalid_format", Message: "tenant is not a tenant name"}))
+	q := r.URL.Query()
+	tenant := q.Get("tenant")
+	// Present, the filter must name one tenant: an empty tenant= (a
+	// script's unset variable) or a repeated one answered every tenant's
+	// keys, or the first's, as if they were the one asked for.
+	if q.Has("tenant") && (!domain.ValidTenant(tenant) || len(q["tenant"]) > 1) {
+		s.writeError(w, r, domain.Invalid("keys.list", domain.FieldError{Pointer: "query:tenant", Code: "invalid_format", Message: "must name one tenant, given once"}))
 		return
 	}
 	recs, err := s.proj.KeyList(tenant)

@@ -118,4 +118,11 @@ func TestListKeys(t *testing.T) {
 	if r := e.do("GET", "/v1/admin/keys?tenant=a%20b", e.admin, nil); r.status != 422 {
 		t.Fatalf("a bad tenant: %d %s", r.status, r.raw)
 	}
+	// An empty tenant= (a script's unset variable) is a wrong name, not
+	// every tenant's keys.
+	for _, q := range []string{"?tenant=", "?tenant=c&tenant=a"} {
+		if r := e.do("GET", "/v1/admin/keys"+q, e.admin, nil); r.status != 422 || !strings.Contains(string(r.raw), `"pointer":"query:tenant"`) {
+			t.Fatalf("%s: %d %s", q, r.status, r.raw)
+		}
+	}
 }
