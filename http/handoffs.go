@@ -283,6 +283,17 @@ func (s *Server) listContracts(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := projections.ContractFilter{State: q.Get("state"), ApprovalStatus: q.Get("approvalStatus"), TargetExecutor: q.Get("targetExecutor"), After: q.Get("cursor"), Limit: 20}
 	var bad []domain.FieldError
+	for _, name := range []string{"state", "approvalStatus", "targetExecutor", "limit", "cursor"} {
+		// A filter given twice would be read as its first value, and an
+		// empty one (a script's unset variable) as no filter: a page
+		// quietly wider or narrower than asked for reads as the truth.
+		switch vs := q[name]; {
+		case len(vs) > 1:
+			bad = append(bad, domain.FieldError{Pointer: "query:" + name, Code: "repeated", Message: "is given more than once"})
+		case len(vs) == 1 && vs[0] == "" && name != "limit" && name != "cursor":
+			bad = append(bad, domain.FieldError{Pointer: "query:" + name, Code: "empty", Message: "is empty; leave the parameter out for no filter"})
+		}
+	}
 	if q.Has("limit") { // an empty limit= is a wrong limit, not none
 		n, err := strconv.Atoi(q.Get("limit"))
 		if err != nil || n < 1 || n > 100 {

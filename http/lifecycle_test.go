@@ -404,6 +404,10 @@ func TestBadInput(t *testing.T) {
 		{"nested wrong type", "POST", "/v1/executions/" + id + "/proof", e.tenantA, `{"executorRunId":"r","status":"RUNNING","proof":{"summary":"s","artifacts":"none"}}`, 422, "validation_failed", "/proof/artifacts"},
 		{"overlong idempotency key", "POST", "/v1/executions/" + id + "/approval", e.tenantA, approveBody(), 422, "invalid_idempotency_key", "header:Idempotency-Key"},
 		{"bad list filter", "GET", "/v1/handoff/contracts?state=done", e.tenantA, nil, 422, "validation_failed", "query:state"},
+		{"empty list filter", "GET", "/v1/handoff/contracts?targetExecutor=", e.tenantA, nil, 422, "validation_failed", "query:targetExecutor"},
+		{"empty state filter", "GET", "/v1/handoff/contracts?state=", e.tenantA, nil, 422, "validation_failed", "query:state"},
+		{"repeated list filter", "GET", "/v1/handoff/contracts?targetExecutor=ops-bot&targetExecutor=other", e.tenantA, nil, 422, "validation_failed", "query:targetExecutor"},
+		{"repeated cursor", "GET", "/v1/handoff/contracts?cursor=a&cursor=b", e.tenantA, nil, 422, "validation_failed", "query:cursor"},
 		{"tenant key on admin route", "POST", "/v1/admin/keys", e.tenantA, `{"tenant":"c"}`, 403, "admin_key_required", ""},
 	}
 	for _, tc := range tests {
