@@ -24,10 +24,17 @@ run:
 NAME   ?= you@example.com
 ROLE   ?= approver
 TENANT ?= default
+# The values reach the recipe through its environment, never its text, and
+# are escaped as JSON strings: a name such as o'brien@example.com broke the
+# shell's quoting, and a quote in it the JSON.
+console-link: export CONSOLE_LINK_TENANT = $(TENANT)
+console-link: export CONSOLE_LINK_NAME = $(NAME)
+console-link: export CONSOLE_LINK_ROLE = $(ROLE)
 console-link:
 	@[ -n "$$BATON_API_KEY" ] || { echo "set BATON_API_KEY to an admin key (make run prints one on its first start)"; exit 1; }
-	@out=$$(curl -sS -X POST http://$(ADDR)/v1/admin/console-links -H "Authorization: Bearer $$BATON_API_KEY" \
-	  -d '{"tenant":"$(TENANT)","name":"$(NAME)","role":"$(ROLE)"}') || exit 1; \
+	@str() { printf '"%s"' "$$(printf '%s' "$$1" | sed 's/\\/\\\\/g; s/"/\\"/g')"; }; \
+	out=$$(curl -sS -X POST http://$(ADDR)/v1/admin/console-links -H "Authorization: Bearer $$BATON_API_KEY" \
+	  -d "{\"tenant\":$$(str "$$CONSOLE_LINK_TENANT"),\"name\":$$(str "$$CONSOLE_LINK_NAME"),\"role\":$$(str "$$CONSOLE_LINK_ROLE")}") || exit 1; \
 	url=$$(printf '%s' "$$out" | sed -n 's/.*"url":"\([^"]*\)".*/\1/p'); \
 	if [ -n "$$url" ]; then echo "$$url"; else echo "$$out" >&2; exit 1; fi
 
