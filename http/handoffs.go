@@ -451,6 +451,16 @@ func (s *Server) getLedger(w http.ResponseWriter, r *http.Request) {
 		}
 		if past {
 			if wait > 0 {
+				// A key revoked while the read waited is refused what came
+				// after (the read models apply the revocation and the
+				// events in the feed's order).
+				if p := principalOf(r.Context()); p.KeyID != "" {
+					if rec, err := s.proj.KeyByID(p.KeyID); err == nil && rec.RevokedAt != nil {
+						w.Header().Set("WWW-Authenticate", `Bearer realm="baton"`)
+						s.writeError(w, r, domain.E("auth", domain.KindUnauthorized, "invalid_api_key", "the API key is not valid"))
+						return
+					}
+				}
 				setPosition(w, pos) // the read models moved while it waited
 			}
 			writeLedger(w, id, view, entries, after)

@@ -147,6 +147,38 @@ func TestLedgerWaitWokenByCallback(t *testing.T) {
 	}
 }
 
+// TestLedgerWaitKeyRevoked: a read waiting with a key revoked meanwhile is
+// answered 401, not the events recorded after the revocation.
+func TestLedgerWaitKeyRevoked(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	k := e.must(e.do("POST", "/v1/admin/keys", e.admin, map[string]any{"tenant": "a"}), 201)
+	waiting := make(chan struct{}, 1)
+	defer batonhttp.SetLedgerWaitHook(func() {
+		select {
+		case waiting <- struct{}{}:
+		default:
+		}
+	})()
+	done := make(chan response, 1)
+	go func() {
+		r, _ := waitLedger(e, id, k.str("key"), "after=1&wait=60s")
+		done <- r
+	}()
+	select {
+	case <-waiting:
+	case <-time.After(guard):
+		t.Fatal("the read never waited")
+	}
+	e.must(e.do("DELETE", "/v1/admin/keys/"+k.str("keyId"), e.admin, nil), 200)
+	if _, err := approve(e, id, e.tenantA); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; r.status != 401 || bytes.Contains(r.raw, []byte("ApprovalDecided")) {
+		t.Fatalf("a revoked key's waiting read: %d %s", r.status, r.raw)
+	}
+}
+
 // TestLedgerWaitRace: an event applied after the handler's read and before
 // its wait still wakes it (the wait is registered before the read).
 func TestLedgerWaitRace(t *testing.T) {
