@@ -395,6 +395,13 @@ func ledgerQuery(r *http.Request) (after uint64, wait time.Duration, err error) 
 		}
 		wait = d
 	}
+	for _, name := range []string{"after", "wait"} {
+		if len(q[name]) > 1 {
+			// Read as its first value, as the listing's and the event
+			// stream's parameters are refused when repeated.
+			bad = append(bad, domain.FieldError{Pointer: "query:" + name, Code: "repeated", Message: "is given more than once"})
+		}
+	}
 	if len(bad) > 0 {
 		// 422 validation_failed, as the listing's query parameters answer.
 		return 0, 0, domain.Invalid("ledger.read", bad...)

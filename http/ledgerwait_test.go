@@ -305,6 +305,8 @@ func TestLedgerWaitBadParameters(t *testing.T) {
 		{"wait=18446744074", "query:wait"},
 		{"wait=18446744100", "query:wait"},
 		{"wait=9223372037", "query:wait"},
+		{"after=5&after=0", "query:after"}, // read as its first value, it hid the events past 0
+		{"wait=0&wait=30s", "query:wait"},
 	} {
 		r, err := waitLedger(e, id, e.tenantA, c.query)
 		if err != nil {
