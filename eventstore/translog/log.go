@@ -493,7 +493,9 @@ func (l *Log) apply(evs []eventstore.RecordedEvent) error {
 					continue
 				}
 				cp, signed, fork := l.readClaim(ev, n, hr)
-				if cp.Size > claimed {
+				// A claim this key did not sign claims no size of this
+				// log: counted, a forged one would keep it from signing.
+				if cp.Size > claimed && (fork == nil || fork.Own) {
 					claimed = cp.Size
 				}
 				if fork != nil {

@@ -698,3 +698,38 @@ func TestSignerOutlastsAStoreThatDoesNotAnswer(t *testing.T) {
 		t.Fatalf("told %v; want the 3 refusals", told)
 	}
 }
+
+// A claim this log's key did not sign claims no size of it: one signed
+// by another key under the log's origin, at the log's whole size, kept
+// the log's own key from signing that size until the next event.
+func TestAClaimOfAnotherKeyClaimsNoSize(t *testing.T) {
+	s := openStore(t)
+	appendEvents(t, s, 2, 20)
+	ctx := context.Background()
+	impostor, _, _ := translog.GenerateKey("example.test/baton", nil)
+	skey, _, _ := translog.GenerateKey("example.test/baton", nil)
+	imp := openLog(t, s, translog.Options{SignerKey: impostor})
+	if err := imp.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := imp.SignAt(ctx, translog.Checkpoint{Origin: "example.test/baton", Size: 20, Root: tlog.Hash{1}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	l := openLog(t, s, translog.Options{SignerKey: skey, Interval: time.Millisecond})
+	if err := l.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stop := runLog(l)
+	defer stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, cp := l.Checkpoint(); cp.Size == 20 {
+			return
+		}
+		if time.Now().After(deadline) {
+			_, cp := l.Checkpoint()
+			t.Fatalf("the log's own key signed no checkpoint of its 20 entries (latest %d)", cp.Size)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
