@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/batonhq/baton/domain"
@@ -33,6 +34,19 @@ type Webhooks struct {
 	now          func() time.Time
 	allowPrivate bool
 	grace        time.Duration
+	// changes makes this process's changes of the webhooks stream take
+	// turns: racing each other at its revision, a burst of them (200
+	// rotations at once) ran out of retries, and about half answered 500.
+	// Replicas still race; the losers decide again.
+	changes sync.Mutex
+}
+
+// webhooksBusy answers a change that lost the race at the webhooks
+// stream's revision every time: nothing was recorded, and a retry is safe.
+func webhooksBusy(op string) error {
+	e := domain.E(op, domain.KindUnavailable, "busy", "the webhooks changed %d times while this request was decided; nothing was recorded, retry it", maxConflictRetries+1)
+	e.RetryAfter = 1
+	return e
 }
 
 // WebhookOptions tune NewWebhooks.
@@ -148,6 +162,8 @@ func (s *Webhooks) Register(ctx context.Context, call Call, reg domain.WebhookRe
 	}
 	// Appended at the revision the count was made on, so that replicas
 	// registering at once cannot pass the bound together.
+	s.changes.Lock()
+	defer s.changes.Unlock()
 	for attempt := 0; ; attempt++ {
 		set, err := s.load(ctx)
 		if err != nil {
@@ -164,8 +180,11 @@ func (s *Webhooks) Register(ctx context.Context, call Call, reg domain.WebhookRe
 				"tenant %s has %d active webhook endpoints, the most a tenant may have; delete one first (an endpoint receives every event it subscribes to, so each one is another delivery of each event)", e.Tenant, n)
 		}
 		_, err = s.store.Append(ctx, domain.WebhooksStream, set.expected(), ev)
-		if errors.Is(err, eventstore.ErrConflict) && attempt < maxConflictRetries {
-			continue
+		if errors.Is(err, eventstore.ErrConflict) {
+			if attempt < maxConflictRetries {
+				continue
+			}
+			return NewWebhook{}, webhooksBusy("webhooks.register")
 		}
 		if err != nil {
 			return NewWebhook{}, err
@@ -222,6 +241,8 @@ func (s *Webhooks) change(ctx context.Context, op string, p domain.Principal, id
 	if !domain.ValidWebhookID(id) {
 		return nil, webhookNotFound(op, id)
 	}
+	s.changes.Lock()
+	defer s.changes.Unlock()
 	for attempt := 0; ; attempt++ {
 		set, err := s.load(ctx)
 		if err != nil {
@@ -241,8 +262,11 @@ func (s *Webhooks) change(ctx context.Context, op string, p domain.Principal, id
 			return nil, err
 		}
 		_, err = s.store.Append(ctx, domain.WebhooksStream, set.expected(), ev)
-		if errors.Is(err, eventstore.ErrConflict) && attempt < maxConflictRetries {
-			continue
+		if errors.Is(err, eventstore.ErrConflict) {
+			if attempt < maxConflictRetries {
+				continue
+			}
+			return nil, webhooksBusy(op)
 		}
 		if err != nil {
 			return nil, err
