@@ -853,3 +853,42 @@ func TestWebhookChangesAtOnceAllAnswer(t *testing.T) {
 		t.Fatalf("answers %v, want 200 of 200", got)
 	}
 }
+
+// Redeliveries of one delivery at once all answer 202, as rotations do:
+// they raced at the delivery stream's revision, and about half of 200
+// answered 500 internal_error.
+func TestWebhookRedeliveriesAtOnceAllAnswer(t *testing.T) {
+	e, clock := webhookEnv(t, true)
+	rc := newReceiver(t)
+	stop := dispatch(t, e, clock, nil)
+	id := e.registerWebhook(e.tenantA, rc.srv.URL, []string{"ContractCreated"}).str("webhookId")
+	e.contract(e.tenantA, nil)
+	d := e.awaitDelivery(e.tenantA, id, 0, "succeeded", 1)
+	stop() // no attempt claims the delivery meanwhile
+	path := "/v1/webhooks/" + id + "/deliveries/" + d["deliveryId"].(string) + "/redeliver"
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	got := map[int]int{}
+	for range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("POST", e.srv.URL+path, nil)
+			req.Header.Set("x-api-key", e.tenantA)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			mu.Lock()
+			got[resp.StatusCode]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if got[202] != 200 {
+		t.Fatalf("answers %v, want 202 to all 200", got)
+	}
+}

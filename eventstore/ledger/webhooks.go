@@ -34,10 +34,11 @@ type Webhooks struct {
 	now          func() time.Time
 	allowPrivate bool
 	grace        time.Duration
-	// changes makes this process's changes of the webhooks stream take
-	// turns: racing each other at its revision, a burst of them (200
-	// rotations at once) ran out of retries, and about half answered 500.
-	// Replicas still race; the losers decide again.
+	// changes makes this process's changes of the webhooks stream, and
+	// its redeliveries, take turns: racing each other at a stream's
+	// revision, a burst of them (200 rotations, or 200 redeliveries, at
+	// once) ran out of retries, and about half answered 500. Replicas
+	// still race; the losers decide again.
 	changes sync.Mutex
 }
 
@@ -437,6 +438,10 @@ func (s *Webhooks) Redeliver(ctx context.Context, call Call, webhookID, delivery
 	if w.Status != domain.WebhookStatusActive {
 		return nil, domain.E(op, domain.KindConflict, "webhook_not_active", "webhook %s is %s (%s); register the endpoint again to receive deliveries", webhookID, w.Status, w.DisabledReason)
 	}
+	// Redeliveries take turns too: a burst of them on one delivery raced
+	// at its stream's revision and ran out of retries (500s).
+	s.changes.Lock()
+	defer s.changes.Unlock()
 	for attempt := 0; ; attempt++ {
 		d, last, err := s.Delivery(ctx, deliveryID)
 		if err != nil {
@@ -454,8 +459,11 @@ func (s *Webhooks) Redeliver(ctx context.Context, call Call, webhookID, delivery
 			return nil, err
 		}
 		_, err = s.store.Append(ctx, domain.WebhookDeliveryStream(deliveryID), eventstore.Revision(last), ev)
-		if errors.Is(err, eventstore.ErrConflict) && attempt < maxConflictRetries {
-			continue
+		if errors.Is(err, eventstore.ErrConflict) {
+			if attempt < maxConflictRetries {
+				continue
+			}
+			return nil, webhooksBusy(op)
 		}
 		if err != nil {
 			return nil, err
