@@ -59,3 +59,10 @@ func SetModelWriteStall(d time.Duration) (restore func()) {
 	modelWriteStall = d
 	return func() { modelWriteStall = old }
 }
+
+// SetListPageBytes sets the bytes of contracts that end a listing's page.
+func SetListPageBytes(n int) (restore func()) {
+	old := listPageBytes
+	listPageBytes = n
+	return func() { listPageBytes = old }
+}

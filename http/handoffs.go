@@ -279,9 +279,13 @@ func (s *Server) getContract(w http.ResponseWriter, r *http.Request) {
 	writeBounded(w, append(view, '\n'))
 }
 
+// listPageBytes ends a page of contracts early, at least one contract
+// in: a hundred contracts with many proofs were one answer of gigabytes.
+var listPageBytes = 4 << 20
+
 func (s *Server) listContracts(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := projections.ContractFilter{State: q.Get("state"), ApprovalStatus: q.Get("approvalStatus"), TargetExecutor: q.Get("targetExecutor"), After: q.Get("cursor"), Limit: 20}
+	f := projections.ContractFilter{State: q.Get("state"), ApprovalStatus: q.Get("approvalStatus"), TargetExecutor: q.Get("targetExecutor"), After: q.Get("cursor"), Limit: 20, MaxBytes: listPageBytes}
 	var bad []domain.FieldError
 	for _, name := range []string{"state", "approvalStatus", "targetExecutor", "limit", "cursor"} {
 		// A filter given twice would be read as its first value, and an

@@ -734,3 +734,48 @@ func TestCallbackReturnMinimal(t *testing.T) {
 		t.Fatalf("the full answer: %d bytes", len(full.raw))
 	}
 }
+
+// A page of contracts ends early once it holds the page's bytes (at least
+// one contract a page), and paging on lists each contract once: a
+// hundred contracts of many proofs were one answer of gigabytes.
+func TestContractListingPagesAreBoundedInBytes(t *testing.T) {
+	e := newEnv(t)
+	var want []string
+	for range 5 {
+		want = append(want, e.contract(e.tenantA, nil))
+	}
+	first := e.must(e.do("GET", "/v1/handoff/contracts", e.tenantA, nil), 200)
+	one := len(first.raw) / 5 // about one contract's bytes
+	t.Cleanup(batonhttp.SetListPageBytes(2 * one))
+	var seen []string
+	pages := 0
+	for cursor := ""; ; {
+		pages++
+		r := e.must(e.do("GET", "/v1/handoff/contracts?limit=100&cursor="+cursor, e.tenantA, nil), 200)
+		var page struct {
+			Data       []map[string]any `json:"data"`
+			HasMore    bool             `json:"hasMore"`
+			NextCursor string           `json:"nextCursor"`
+		}
+		json.Unmarshal(r.raw, &page)
+		if len(page.Data) == 0 || len(page.Data) > 3 {
+			t.Fatalf("a page of %d contracts with room for about 2: %s", len(page.Data), r.raw)
+		}
+		for _, c := range page.Data {
+			seen = append(seen, c["handoffId"].(string))
+		}
+		if !page.HasMore {
+			break
+		}
+		cursor = page.NextCursor
+	}
+	if !slices.Equal(seen, want) || pages < 2 {
+		t.Fatalf("listed %v in %d pages, want %v in several", seen, pages, want)
+	}
+	// The least a page holds is one contract, whatever its size.
+	t.Cleanup(batonhttp.SetListPageBytes(1))
+	r := e.must(e.do("GET", "/v1/handoff/contracts?limit=100", e.tenantA, nil), 200)
+	if n := strings.Count(string(r.raw), `"handoffId"`); n != 1 || r.str("nextCursor") != want[0] {
+		t.Fatalf("a page of a byte: %d contracts, %s", n, r.raw)
+	}
+}

@@ -315,6 +315,11 @@ type ContractFilter struct {
 	TargetExecutor string
 	After          string // cursor: the last handoffId of the previous page
 	Limit          int
+	// MaxBytes ends a page early once its contracts come to this many
+	// bytes (at least one contract a page; 0: no bound). A contract with
+	// many proofs runs to megabytes, and a page of a hundred of them
+	// would be built whole in memory.
+	MaxBytes int
 }
 
 // ListContracts returns one tenant's contracts, oldest first (ids are
@@ -336,6 +341,7 @@ func (r *Runner) ListContracts(tenant string, f ContractFilter) ([]json.RawMessa
 			}
 			start = append(start, 0) // strictly after the cursor
 		}
+		size := 0
 		c := idx.Cursor()
 		for k, _ := c.Seek(start); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 			id := k[len(prefix):]
@@ -352,7 +358,7 @@ func (r *Runner) ListContracts(tenant string, f ContractFilter) ([]json.RawMessa
 			if f.TargetExecutor != "" && gjson.GetBytes(v, "targetExecutor").String() != f.TargetExecutor {
 				continue
 			}
-			if len(out) == f.Limit {
+			if len(out) == f.Limit || f.MaxBytes > 0 && size >= f.MaxBytes {
 				next = gjson.GetBytes(out[len(out)-1], "handoffId").String()
 				return nil
 			}
@@ -367,6 +373,7 @@ func (r *Runner) ListContracts(tenant string, f ContractFilter) ([]json.RawMessa
 				item = append(append([]byte(`{"quarantined":`), q...), rest...)
 			}
 			out = append(out, item)
+			size += len(item)
 		}
 		return nil
 	})
