@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -18,7 +19,10 @@ func TestMakeConsoleLinkQuotes(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("no make on this machine")
 	}
-	var got []map[string]string
+	var (
+		mu  sync.Mutex // the handler's goroutine writes, the test reads
+		got []map[string]string
+	)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		var body map[string]string
@@ -27,7 +31,9 @@ func TestMakeConsoleLinkQuotes(t *testing.T) {
 			io.WriteString(w, `{"code":"malformed_json"}`)
 			return
 		}
+		mu.Lock()
 		got = append(got, body)
+		mu.Unlock()
 		w.WriteHeader(http.StatusCreated)
 		io.WriteString(w, `{"url":"http://127.0.0.1/console/signin?token=t"}`)
 	}))
@@ -39,7 +45,10 @@ func TestMakeConsoleLinkQuotes(t *testing.T) {
 		if err != nil || strings.TrimSpace(string(out)) != "http://127.0.0.1/console/signin?token=t" {
 			t.Fatalf("make console-link NAME=%q: %v\n%s", name, err, out)
 		}
-		if b := got[len(got)-1]; b["name"] != name || b["role"] != "approver" || b["tenant"] != "acme" {
+		mu.Lock()
+		b := got[len(got)-1]
+		mu.Unlock()
+		if b["name"] != name || b["role"] != "approver" || b["tenant"] != "acme" {
 			t.Fatalf("NAME=%q sent %v", name, b)
 		}
 	}
