@@ -112,6 +112,12 @@ func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
+	for _, name := range []string{"limit", "cursor"} {
+		if len(q[name]) > 1 { // read as its first value otherwise
+			s.writeError(w, r, domain.Invalid(op, domain.FieldError{Pointer: "query:" + name, Code: "repeated", Message: "is given more than once"}))
+			return
+		}
+	}
 	limit := 20
 	if q.Has("limit") { // present and empty is refused too, as the document says
 		n, err := strconv.Atoi(q.Get("limit"))

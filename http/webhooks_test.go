@@ -696,7 +696,8 @@ func TestWebhookDeliveriesPaged(t *testing.T) {
 	if strings.Join(seen, ",") != strings.Join(handoffs, ",") {
 		t.Fatalf("pages list %v, want %v", seen, handoffs)
 	}
-	for _, q := range []string{"?limit=0", "?limit=101", "?cursor=msg_0123456789abcdef0123456789abcdef"} {
+	// A repeated limit or cursor is refused, not read as its first value.
+	for _, q := range []string{"?limit=0", "?limit=101", "?cursor=msg_0123456789abcdef0123456789abcdef", "?limit=1&limit=100", "?cursor=" + cursor + "&cursor=" + cursor} {
 		if r := e.do("GET", "/v1/webhooks/"+id+"/deliveries"+q, e.tenantA, nil); r.status != 422 {
 			t.Fatalf("%s: %d %s", q, r.status, r.raw)
 		}
