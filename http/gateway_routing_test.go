@@ -538,6 +538,9 @@ func TestBudgetAdminAndUnpricedModels(t *testing.T) {
 	}{
 		{e.tenantA, "a", map[string]any{"dailyUsd": 1}, 403},
 		{e.admin, "Not A Tenant", map[string]any{"dailyUsd": 1}, 404},
+		// A tenant no key was made for (a misspelling): its budget would
+		// hold nobody, and leave the tenant meant unlimited.
+		{e.admin, "aa", map[string]any{"dailyUsd": 1}, 404},
 		{e.admin, "a", map[string]any{"dailyUsd": -1}, 422},
 		{e.admin, "a", map[string]any{"monthlyUsd": "lots"}, 422},
 		{e.admin, "a", "{", 400},

@@ -346,6 +346,18 @@ func (s *Server) budgetTenant(w http.ResponseWriter, r *http.Request) (string, b
 		s.writeError(w, r, domain.E("budgets", domain.KindNotFound, "not_found", "No tenant named %s; tenant names are 1-63 lowercase letters, digits, '_' or '-'.", tenant))
 		return "", false
 	}
+	// A budget set on a misspelt tenant would hold nobody's calls, and
+	// leave the tenant meant without a limit: told now, as a console
+	// link's tenant is.
+	known, err := s.ledger.Keys.TenantKnown(r.Context(), tenant)
+	if err == nil && !known {
+		err = domain.E("budgets", domain.KindNotFound, "not_found",
+			"No tenant named %s: no key was ever made for it; check its spelling, or make the tenant's first key (POST /v1/admin/keys).", tenant)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return "", false
+	}
 	return tenant, true
 }
 
