@@ -186,7 +186,7 @@ func Send(client *http.Client, provider string, req *http.Request) (*http.Respon
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
-		return nil, readUpstreamError(provider, resp)
+		return nil, readUpstreamError(provider, resp, req.Header)
 	}
 	return resp, nil
 }
@@ -259,8 +259,10 @@ func MidAnswerError(provider string, err error, broken, timedOut string) error {
 	return te
 }
 
-// readUpstreamError reads an error body in either provider's shape.
-func readUpstreamError(provider string, resp *http.Response) error {
+// readUpstreamError reads an error body in either provider's shape. sent
+// is the request's headers: the key they carried is taken out of the
+// message (redactKeys).
+func readUpstreamError(provider string, resp *http.Response, sent http.Header) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	var e struct {
 		Error struct {
@@ -272,6 +274,7 @@ func readUpstreamError(provider string, resp *http.Response) error {
 	if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
 		msg = e.Error.Message
 	}
+	msg = redactKeys(msg, sent) // before the cut, which could leave a key's start
 	if len(msg) > 500 {
 		// Cut at the start of a character, not inside one: the message
 		// goes out in JSON answers and logs.
@@ -282,6 +285,30 @@ func readUpstreamError(provider string, resp *http.Response) error {
 		msg = msg[:cut]
 	}
 	return &UpstreamError{Provider: provider, Status: resp.StatusCode, Type: e.Error.Type, Message: msg, RetryAfter: resp.Header.Get("Retry-After")}
+}
+
+// keyHeaders are the headers a provider's key goes upstream in.
+var keyHeaders = []string{"Authorization", "X-Api-Key", "Api-Key"}
+
+// redactKeys replaces in msg the key the request carried (a header's whole
+// value, or an Authorization's credentials after the scheme): a server
+// that quotes the request's headers or key in its error (a proxy, a
+// compatible server) would otherwise hand Baton's provider key to every
+// caller shown the message, and to the log. Values under 8 bytes are
+// left: no key is that short, and a word that short would be cut out of
+// the text.
+func redactKeys(msg string, sent http.Header) string {
+	for _, name := range keyHeaders {
+		for _, v := range sent[name] {
+			if _, cred, ok := strings.Cut(strings.TrimSpace(v), " "); ok && name == "Authorization" {
+				v = cred
+			}
+			if v = strings.TrimSpace(v); len(v) >= 8 {
+				msg = strings.ReplaceAll(msg, v, "[redacted]")
+			}
+		}
+	}
+	return msg
 }
 
 func orDefault(s, def string) string {

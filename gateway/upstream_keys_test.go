@@ -1,0 +1,49 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// A provider (a proxy, a compatible server) that quotes the request's key
+// in its error: the message the caller and the log get carries no part of
+// Baton's provider key, in either header it goes in, even where the
+// message is cut at 500 bytes inside the key.
+func TestUpstreamErrorHidesTheProviderKey(t *testing.T) {
+	const key = "sk-proj-ProviderSecret0123456789abcdefXYZ"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sent := r.Header.Get("Authorization") + r.Header.Get("X-Api-Key")
+		msg := "Incorrect API key provided: " + sent
+		if r.URL.Path == "/long" {
+			msg = strings.Repeat("x", 470) + sent // cut at 500, inside the key
+		}
+		if r.URL.Path == "/plain" {
+			w.WriteHeader(http.StatusBadGateway)
+			w.Write([]byte("bad gateway; request headers: " + sent))
+			return
+		}
+		w.WriteHeader(http.StatusUnauthorized)
+		json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"message": msg, "type": "invalid_request_error"}})
+	}))
+	defer srv.Close()
+	for _, tc := range []struct{ path, header, value string }{
+		{"/json", "Authorization", "Bearer " + key},
+		{"/json", "X-Api-Key", key},
+		{"/long", "Authorization", "Bearer " + key},
+		{"/plain", "X-Api-Key", key},
+	} {
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL+tc.path, strings.NewReader("{}"))
+		req.Header.Set(tc.header, tc.value)
+		_, err := Send(srv.Client(), "p", req)
+		if err == nil {
+			t.Fatalf("%s %s: no error", tc.path, tc.header)
+		}
+		if msg := err.Error(); strings.Contains(msg, key[:12]) || !strings.Contains(err.(*UpstreamError).Public(), "provider p answered") {
+			t.Errorf("%s %s: the error shows the provider's key: %s", tc.path, tc.header, msg)
+		}
+	}
+}
