@@ -336,11 +336,18 @@ var (
 	reserve = netip.MustParsePrefix("240.0.0.0/4")
 )
 
+// nat64Local is RFC 8215's local-use NAT64 prefix: a translator inside
+// the operator's network maps it onto any IPv4 address, private ones
+// included, and where in it the IPv4 address sits is the network's
+// choice (RFC 6052), so the whole prefix is internal.
+var nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
+
 // BlockedWebhookAddr reports whether deliveries may not go to a: loopback,
 // private (RFC 1918), link-local, unspecified, multicast, CGNAT
 // (100.64/10), IPv6 unique local (fc00::/7), 0/8, benchmarking and
-// reserved ranges; an IPv4-mapped or translated IPv6 form (::ffff:a.b.c.d,
-// 64:ff9b::/96, 6to4) is judged by the IPv4 address it carries.
+// reserved ranges, and the local-use NAT64 prefix (64:ff9b:1::/48); an
+// IPv4-mapped or translated IPv6 form (::ffff:a.b.c.d, 64:ff9b::/96, 6to4)
+// is judged by the IPv4 address it carries.
 func BlockedWebhookAddr(a netip.Addr) bool {
 	a = a.WithZone("")
 	if a.Is4In6() {
@@ -360,7 +367,7 @@ func BlockedWebhookAddr(a netip.Addr) bool {
 	}
 	return !a.IsValid() || a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
 		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() ||
-		cgnat.Contains(a) || ula.Contains(a) || thisNet.Contains(a) || bench.Contains(a) || reserve.Contains(a) ||
+		cgnat.Contains(a) || ula.Contains(a) || nat64Local.Contains(a) || thisNet.Contains(a) || bench.Contains(a) || reserve.Contains(a) ||
 		a == netip.AddrFrom4([4]byte{255, 255, 255, 255})
 }
 

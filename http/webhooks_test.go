@@ -324,6 +324,7 @@ func TestWebhookRegistrationRefusesBadInput(t *testing.T) {
 		{`{"url":"http://[::ffff:10.1.2.3]/hook","eventTypes":["*"]}`, []string{"/url"}, "private_address"},
 		{`{"url":"https://100.64.0.7/hook","eventTypes":["*"]}`, []string{"/url"}, "private_address"},
 		{`{"url":"https://[fd00::1]/hook","eventTypes":["*"]}`, []string{"/url"}, "private_address"},
+		{`{"url":"https://[64:ff9b:1::a00:1]/hook","eventTypes":["*"]}`, []string{"/url"}, "private_address"}, // local-use NAT64 (RFC 8215)
 		{`{"url":"http://169.254.169.254/latest/meta-data","eventTypes":["*"]}`, []string{"/url"}, "private_address"},
 		{`{"url":"http://localhost:8080/","eventTypes":["*"]}`, []string{"/url"}, "private_address"},
 		{`{"url":"http://localhost./","eventTypes":["*"]}`, []string{"/url"}, "private_address"},

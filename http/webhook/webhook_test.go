@@ -25,9 +25,10 @@ func TestGuardRefusesInternalAddresses(t *testing.T) {
 		{"0.0.0.0:80", true}, {"[::]:80", true}, {"224.0.0.1:80", true}, {"[ff02::1]:80", true},
 		{"100.64.0.1:443", true}, {"100.127.255.254:443", true}, {"[fc00::1]:443", true}, {"[fd12:3456::1]:443", true},
 		{"[::ffff:127.0.0.1]:443", true}, {"[::ffff:10.0.0.1]:443", true}, {"[64:ff9b::a00:1]:443", true}, {"[2002:7f00:1::]:443", true},
+		{"[64:ff9b:1::a00:1]:443", true}, {"[64:ff9b:1:a00:1::]:443", true}, {"[64:ff9b:1:ffff::1]:443", true}, // RFC 8215 local use
 		{"255.255.255.255:80", true}, {"198.18.0.1:80", true}, {"240.0.0.1:80", true},
 		{"93.184.215.14:443", false}, {"1.1.1.1:443", false}, {"100.128.0.1:443", false}, {"[2606:4700::1111]:443", false},
-		{"[::ffff:93.184.215.14]:443", false}, {"[64:ff9b::5db8:d70e]:443", false},
+		{"[::ffff:93.184.215.14]:443", false}, {"[64:ff9b::5db8:d70e]:443", false}, {"[64:ff9b:2::1]:443", false},
 		{"not-an-address:80", true}, {"garbage", true},
 	} {
 		err := guardControl("tcp", c.addr, nil)
