@@ -639,11 +639,14 @@ func TestWebhookRefusesPrivateAddressesAtConnect(t *testing.T) {
 		t.Fatalf("attempt %v", a)
 	}
 	rc.quiet(t, 0)
-	// A host name that resolves to loopback is refused the same way.
+	// A host name that resolves to loopback is refused the same way, and
+	// the tenant is not told the address it resolved to: names would map
+	// the operator's network.
 	id = e.registerWebhook(e.tenantA, strings.Replace(rc.srv.URL, "127.0.0.1", "localhost", 1), []string{"*"}).str("webhookId")
 	e.contract(e.tenantA, nil)
 	d = e.awaitDelivery(e.tenantA, id, 0, "pending", 1)
-	if a := attempt(d, 0); !strings.Contains(fmt.Sprint(a["error"]), "refusing to connect") {
+	if a := attempt(d, 0); !strings.Contains(fmt.Sprint(a["error"]), "refusing to connect") ||
+		strings.Contains(fmt.Sprint(a["error"]), "127.0.0.1") || strings.Contains(fmt.Sprint(a["error"]), "::1") {
 		t.Fatalf("attempt %v", a)
 	}
 	rc.quiet(t, 0)

@@ -19,7 +19,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -495,7 +497,11 @@ func (d *Dispatcher) attempt(ctx context.Context, id string) {
 			rec.Outcome, rec.Error = domain.WebhookGone, "the receiver answered 410 Gone: the webhook is disabled"
 		default:
 			if serr != nil {
-				rec.Error = serr.Error()
+				rec.Error = deliveryError(serr)
+				if errors.Is(serr, ErrBlockedAddress) {
+					// The operator's to know; the tenant reads the refusal only.
+					log.Warn().Err(serr).Str("webhookId", hook.WebhookID).Msg("webhooks: an endpoint's address is internal; the attempt was refused")
+				}
 			} else {
 				rec.Error = fmt.Sprintf("the receiver answered %d", status)
 			}
@@ -523,6 +529,27 @@ func (d *Dispatcher) attempt(ctx context.Context, id string) {
 	if d.cfg.OnAttempt != nil {
 		d.cfg.OnAttempt(rec.Outcome)
 	}
+}
+
+// deliveryError is a failed attempt's error as the endpoint's tenant reads
+// it (the deliveries listing). It leaves out what Baton's network told it
+// on the way: the internal address a name resolved to (the guard's
+// refusal) and the resolver a failed lookup asked. With them, a tenant
+// could learn the operator's internal addresses by registering names.
+func deliveryError(err error) string {
+	prefix := ""
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		prefix = fmt.Sprintf("%s %q: ", ue.Op, ue.URL)
+	}
+	if errors.Is(err, ErrBlockedAddress) {
+		return prefix + ErrBlockedAddress.Error()
+	}
+	if de, ok := errors.AsType[*net.DNSError](err); ok && de.Server != "" {
+		c := *de // a copy: a lookup's error may be shared by the dials that waited for it
+		c.Server = ""
+		return prefix + "dial: " + c.Error()
+	}
+	return err.Error()
 }
 
 // NextWait is the wait before the next attempt after the round's attempt

@@ -3,9 +3,13 @@ package webhook
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,6 +45,35 @@ func TestGuardRefusesInternalAddresses(t *testing.T) {
 	}
 	if domain.BlockedWebhookAddr(netip.MustParseAddr("8.8.8.8")) {
 		t.Fatal("a public address is blocked")
+	}
+}
+
+// A failed attempt's error, as the tenant reads it, names neither the
+// internal address the endpoint's name resolved to nor the resolver a
+// failed lookup asked; other failures read as they are.
+func TestDeliveryErrorHidesTheNetwork(t *testing.T) {
+	const u = "https://db.corp.example/hook"
+	blocked := &url.Error{Op: "Post", URL: u, Err: &net.OpError{Op: "dial", Net: "tcp",
+		Addr: &net.TCPAddr{IP: net.ParseIP("10.1.2.3"), Port: 443}, Err: fmt.Errorf("%w: %s", ErrBlockedAddress, "10.1.2.3")}}
+	lookup := &url.Error{Op: "Post", URL: u, Err: &net.OpError{Op: "dial", Net: "tcp",
+		Err: &net.DNSError{Err: "no such host", Name: "db.corp.example", Server: "10.255.255.53:53", IsNotFound: true}}}
+	refused := &url.Error{Op: "Post", URL: u, Err: &net.OpError{Op: "dial", Net: "tcp",
+		Addr: &net.TCPAddr{IP: net.ParseIP("93.184.215.14"), Port: 443}, Err: errors.New("connect: connection refused")}}
+	for _, c := range []struct {
+		err       error
+		want, not string
+	}{
+		{blocked, `Post "https://db.corp.example/hook": ` + ErrBlockedAddress.Error(), "10.1.2.3"},
+		{lookup, `Post "https://db.corp.example/hook": dial: lookup db.corp.example: no such host`, "10.255.255.53"},
+		{refused, refused.Error(), "\x00"},
+	} {
+		got := deliveryError(c.err)
+		if got != c.want || strings.Contains(got, c.not) {
+			t.Errorf("%v: %q, want %q", c.err, got, c.want)
+		}
+	}
+	if de := lookup.Err.(*net.OpError).Err.(*net.DNSError); de.Server == "" {
+		t.Fatal("the lookup's own error was changed")
 	}
 }
 
