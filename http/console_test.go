@@ -848,3 +848,42 @@ func TestConsoleRefusalIsPostRedirectGet(t *testing.T) {
 		}
 	}
 }
+
+// Two approvers decide one handoff from pages drawn at the same head: the
+// first is recorded; the second is told that someone decided first, not to
+// "read what came and decide again" on a handoff that takes no decision
+// now. Likewise a second tab of an approver whose approval stands.
+func TestConsoleSecondDeciderIsToldWhoWasFirst(t *testing.T) {
+	e := newEnv(t)
+	one := e.contract(e.tenantA, nil)
+	two := e.contract(e.tenantA, map[string]any{"requiredApprovals": 2})
+	alice := e.signIn("a", "alice", "approver")
+	bob := e.signIn("a", "bob", "approver")
+	drawn := func(u *consoleUser, id string) string {
+		t.Helper()
+		_, page, _ := u.get("/console/handoffs/" + id)
+		m := headRE.FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("no decision form: %s", page)
+		}
+		return m[1]
+	}
+	aliceHead, bobHead := drawn(alice, one), drawn(bob, one)
+	if status, _ := alice.act(one, url.Values{"action": {"approve"}, "head": {aliceHead}, "nonce": {"a-1"}}); status != http.StatusSeeOther {
+		t.Fatalf("the first decision: %d", status)
+	}
+	n := e.events(one)
+	_, page := bob.act(one, url.Values{"action": {"reject"}, "reason": {"not now"}, "head": {bobHead}, "nonce": {"b-1"}})
+	if code, words := refusal(t, page); code != "approval_already_decided" || !strings.Contains(words, "Someone decided this handoff before") || e.events(one) != n {
+		t.Fatalf("the second decider is told %s %q; events %d (was %d)", code, words, e.events(one), n)
+	}
+
+	first, second := drawn(alice, two), drawn(alice, two) // two tabs
+	if status, _ := alice.act(two, url.Values{"action": {"approve"}, "head": {first}, "nonce": {"a-2"}}); status != http.StatusSeeOther {
+		t.Fatalf("the first approval: %d", status)
+	}
+	_, page = alice.act(two, url.Values{"action": {"approve"}, "head": {second}, "nonce": {"a-3"}})
+	if code, words := refusal(t, page); code != "duplicate_approver" || !strings.Contains(words, "Your approval already stands") {
+		t.Fatalf("the second tab is told %s %q", code, words)
+	}
+}

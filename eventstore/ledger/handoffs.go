@@ -44,7 +44,9 @@ type Call struct {
 	// DrawnAt, when not 0, is the ledger head (seq) the command was decided
 	// on: a person's form, drawn at that head. A handoff that moved on
 	// since (new proof under a verifier's verdict) refuses it, 409
-	// handoff_changed, rather than record a decision on what was not seen.
+	// handoff_changed, rather than record a decision on what was not seen;
+	// a command the handoff as it is refuses anyway (decided by another,
+	// closed) gets that refusal instead.
 	DrawnAt uint64
 }
 
@@ -287,10 +289,6 @@ func (s *Handoffs) Handle(ctx context.Context, call Call, id string, cmd domain.
 			h, pos, err := s.asOf(ctx, id, seq)
 			return Outcome{Handoff: h, Replayed: true, Position: pos}, err
 		}
-		if call.DrawnAt != 0 && cur.h.Head.Seq != call.DrawnAt {
-			return Outcome{}, domain.E(op, domain.KindConflict, "handoff_changed",
-				"handoff %s changed since this page was drawn (at event %d; it is at event %d now): nothing was recorded; read what came and decide again", id, call.DrawnAt, cur.h.Head.Seq)
-		}
 		// One clock reading decides the deadlines and dates the events: a
 		// callback let through just before a deadline is not recorded as
 		// after it.
@@ -300,7 +298,14 @@ func (s *Handoffs) Handle(ctx context.Context, call Call, id string, cmd domain.
 		}
 		evs, err := cur.h.DecideAs(cmd, call.Principal.Actor())
 		if err != nil {
+			// Refused on the handoff as it is (decided by another, closed,
+			// expired): that says more than "it changed, decide again",
+			// which a decision that can no longer be made cannot do.
 			return Outcome{}, err
+		}
+		if call.DrawnAt != 0 && cur.h.Head.Seq != call.DrawnAt {
+			return Outcome{}, domain.E(op, domain.KindConflict, "handoff_changed",
+				"handoff %s changed since this page was drawn (at event %d; it is at event %d now): nothing was recorded; read what came and decide again", id, call.DrawnAt, cur.h.Head.Seq)
 		}
 		meta := eventstore.Metadata{Tenant: cur.h.Tenant, Actor: call.Principal.Actor(), RequestID: call.RequestID, CausationID: call.RequestID}
 		data, err := s.record(id, cur.h.Head, evs, meta, now)
