@@ -42,13 +42,15 @@ const (
 	// framed.
 	consoleCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
 		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-	// inboxMax bounds the handoffs one inbox view reads.
-	inboxMax = 2000
 	// inboxShown bounds the items of each queue on the page (the first to
 	// fall due, then the oldest): 1,500 pending made a page of 800 KB that
 	// every live update fetched again.
 	inboxShown = 100
 )
+
+// inboxMax bounds the handoffs one inbox view reads (a variable for the
+// tests).
+var inboxMax = 2000
 
 var consoleTemplates = template.Must(template.New("").Funcs(template.FuncMap{
 	"ago":      ago,
@@ -432,66 +434,85 @@ func (s *Server) consoleInbox(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := principalOf(r.Context())
-	pf := projections.ContractFilter{TargetExecutor: f.Executor, Limit: 100}
-	if f.State != "" && f.State != "approval" && f.State != "review" && f.State != "all" {
-		pf.State = f.State
-	}
-	if f.State == "approval" {
-		pf.ApprovalStatus = domain.ApprovalPending
+	// The queues are read by the states they hold: read as one list, oldest
+	// first, a tenant's closed handoffs took the whole bound, and a pending
+	// one created after them was never read (an empty inbox, counts of 0).
+	var passes []projections.ContractFilter
+	switch f.State {
+	case "", "approval", "review":
+		if f.State != "review" {
+			passes = append(passes, projections.ContractFilter{State: string(domain.StateContractCreated), ApprovalStatus: domain.ApprovalPending})
+		}
+		if f.State != "approval" {
+			for _, st := range []domain.State{domain.StateProofReceived, domain.StateProofReviewed, domain.StateResultReceived} {
+				passes = append(passes, projections.ContractFilter{State: string(st)})
+			}
+		}
+	case "all":
+		passes = []projections.ContractFilter{{}}
+	default:
+		passes = []projections.ContractFilter{{State: f.State}}
 	}
 	now := time.Now()
 	var approvals, reviews, others []inboxItem
-	read := 0
-	for read < inboxMax {
-		items, next, err := s.proj.ListContracts(p.Tenant, pf)
-		if err != nil {
-			s.consoleError(w, r, err)
-			return
-		}
-		read += len(items)
-		for _, raw := range items {
-			var v domain.ContractView
-			if json.Unmarshal(raw, &v) != nil {
-				continue
+	read, cut := 0, false
+	for _, pf := range passes {
+		pf.TargetExecutor, pf.Limit = f.Executor, 100
+		for {
+			if read >= inboxMax {
+				cut = true // told on the page: the counts leave the rest out
+				break
 			}
-			if f.Risk != "" && v.RiskLevel != f.Risk {
-				continue
+			items, next, err := s.proj.ListContracts(p.Tenant, pf)
+			if err != nil {
+				s.consoleError(w, r, err)
+				return
 			}
-			if d := f.since(); d > 0 && now.Sub(v.CreatedAt) > d {
-				continue
-			}
-			it := inboxItem{ContractView: v}
-			switch {
-			case v.State == domain.StateContractCreated && v.ApprovalPolicy.Status == domain.ApprovalPending:
-				it.Queue = "approval"
-				need := v.ApprovalPolicy.RequiredApprovals
-				if need < 1 {
-					need = 1
+			read += len(items)
+			for _, raw := range items {
+				var v domain.ContractView
+				if json.Unmarshal(raw, &v) != nil {
+					continue
 				}
-				it.NeedApproval = need - len(v.ApprovalPolicy.Approvals)
-				if v.Deadlines != nil {
-					it.ApprovalDue = v.Deadlines.ApprovalExpiresAt
+				if f.Risk != "" && v.RiskLevel != f.Risk {
+					continue
 				}
-				if e := v.ApprovalPolicy.EscalateAfterSeconds; e > 0 && v.ApprovalPolicy.EscalatedAt == nil {
-					t := v.CreatedAt.Add(time.Duration(e) * time.Second)
-					it.EscalateAt = &t
+				if d := f.since(); d > 0 && now.Sub(v.CreatedAt) > d {
+					continue
 				}
-			case awaitsReview(v):
-				it.Queue = "review"
+				it := inboxItem{ContractView: v}
+				switch {
+				case v.State == domain.StateContractCreated && v.ApprovalPolicy.Status == domain.ApprovalPending:
+					it.Queue = "approval"
+					need := v.ApprovalPolicy.RequiredApprovals
+					if need < 1 {
+						need = 1
+					}
+					it.NeedApproval = need - len(v.ApprovalPolicy.Approvals)
+					if v.Deadlines != nil {
+						it.ApprovalDue = v.Deadlines.ApprovalExpiresAt
+					}
+					if e := v.ApprovalPolicy.EscalateAfterSeconds; e > 0 && v.ApprovalPolicy.EscalatedAt == nil {
+						t := v.CreatedAt.Add(time.Duration(e) * time.Second)
+						it.EscalateAt = &t
+					}
+				case awaitsReview(v):
+					it.Queue = "review"
+				}
+				switch {
+				case it.Queue == "approval" && (f.State == "" || f.State == "approval"):
+					approvals = append(approvals, it)
+				case it.Queue == "review" && (f.State == "" || f.State == "review"):
+					reviews = append(reviews, it)
+				case f.State != "" && f.State != "approval" && f.State != "review":
+					others = append(others, it)
+				}
 			}
-			switch {
-			case it.Queue == "approval" && (f.State == "" || f.State == "approval"):
-				approvals = append(approvals, it)
-			case it.Queue == "review" && (f.State == "" || f.State == "review"):
-				reviews = append(reviews, it)
-			case f.State != "" && f.State != "approval" && f.State != "review":
-				others = append(others, it)
+			if next == "" {
+				break
 			}
+			pf.After = next
 		}
-		if next == "" {
-			break
-		}
-		pf.After = next
 	}
 	oldest := func(xs []inboxItem) {
 		sort.SliceStable(xs, func(i, j int) bool { return xs[i].CreatedAt.Before(xs[j].CreatedAt) })
@@ -511,7 +532,7 @@ func (s *Server) consoleInbox(w http.ResponseWriter, r *http.Request) {
 	others, nOthers := shown(others)
 	s.renderConsole(w, r, http.StatusOK, "inbox", map[string]any{
 		"Title": "Inbox", "Filter": f, "Approvals": approvals, "Reviews": reviews, "Others": others,
-		"NApprovals": nApprovals, "NReviews": nReviews, "NOthers": nOthers, "Shown": inboxShown,
+		"NApprovals": nApprovals, "NReviews": nReviews, "NOthers": nOthers, "Shown": inboxShown, "Cut": cut, "Read": read,
 		"ShowQueues": f.State == "" || f.State == "approval" || f.State == "review", "Now": now,
 		"States": domain.States, "Risks": inboxRisks,
 	})

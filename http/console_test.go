@@ -887,3 +887,28 @@ func TestConsoleSecondDeciderIsToldWhoWasFirst(t *testing.T) {
 		t.Fatalf("the second tab is told %s %q", code, words)
 	}
 }
+
+// The inbox reads its queues by the states they hold: a tenant's older
+// handoffs that wait for no one, as many as the inbox reads at once, do not
+// leave a pending one created after them unread (it showed an empty queue).
+// A view with more than the inbox reads says its counts leave some out.
+func TestConsoleInboxReadsPastOldHandoffs(t *testing.T) {
+	defer batonhttp.SetInboxMax(100)()
+	e := newEnv(t)
+	for range 100 {
+		e.contract(e.tenantA, map[string]any{"approvalMode": "auto", "riskLevel": "low"})
+	}
+	fresh := e.contract(e.tenantA, nil)
+	a := e.signIn("a", "alice", "approver")
+	_, page, _ := a.get("/console/")
+	if !strings.Contains(page, `data-handoff="`+fresh+`"`) || !strings.Contains(page, `Pending approval <span class="count">1</span>`) {
+		t.Fatalf("the pending handoff is not in the inbox: %s", page)
+	}
+	if strings.Contains(page, `id="inbox-cut"`) {
+		t.Fatalf("the queues were read whole, yet the page says some were left out")
+	}
+	_, page, _ = a.get("/console/?state=all")
+	if !strings.Contains(page, `id="inbox-cut"`) || !strings.Contains(page, "The inbox read the oldest 100 handoffs of this view") {
+		t.Fatalf("101 handoffs, 100 read, and no word of the rest: %s", page)
+	}
+}

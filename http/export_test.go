@@ -66,3 +66,11 @@ func SetListPageBytes(n int) (restore func()) {
 	listPageBytes = n
 	return func() { listPageBytes = old }
 }
+
+// SetInboxMax sets how many handoffs one inbox view reads, for one test
+// (not a parallel one), and returns the function that restores it.
+func SetInboxMax(n int) (restore func()) {
+	old := inboxMax
+	inboxMax = n
+	return func() { inboxMax = old }
+}
