@@ -856,7 +856,11 @@ type renderedArtifact struct {
 func renderArtifact(a domain.Artifact) renderedArtifact {
 	t := strings.TrimSpace(a.Text)
 	if u, err := url.Parse(t); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && !strings.ContainsAny(t, " \n\t") {
-		return renderedArtifact{Type: a.Type, Kind: "url", URL: u.String(), Text: t}
+		// The link reads as where it goes: the address as followed, in which
+		// a right-to-left override or an invisible character is a %-escape.
+		// Shown as sent, "https://cdn.example/\u202egpj.exe" read as a link
+		// to exe.jpg.
+		return renderedArtifact{Type: a.Type, Kind: "url", URL: u.String(), Text: u.String()}
 	}
 	if (strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[")) && json.Valid([]byte(t)) {
 		p := prettyJSON(t)

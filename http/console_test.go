@@ -2,6 +2,7 @@ package http_test
 
 import (
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/url"
@@ -910,5 +911,31 @@ func TestConsoleInboxReadsPastOldHandoffs(t *testing.T) {
 	_, page, _ = a.get("/console/?state=all")
 	if !strings.Contains(page, `id="inbox-cut"`) || !strings.Contains(page, "The inbox read the oldest 100 handoffs of this view") {
 		t.Fatalf("101 handoffs, 100 read, and no word of the rest: %s", page)
+	}
+}
+
+// An artifact's link says where it goes: a right-to-left override or a
+// zero-width character in the address shows as its %-escape, not as text
+// that reads as another address ("…/\u202egpj.exe" read as exe.jpg).
+func TestConsoleArtifactLinkReadsAsWhereItGoes(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	e.must(e.post(id, "approval", e.tenantA2, approveBody()), 200)
+	e.must(e.post(id, "proof", e.tenantA, map[string]any{"executorType": "ops-bot", "executorRunId": "run-1", "status": "RUNNING",
+		"proof": map[string]any{"summary": "evidence", "artifacts": []any{
+			map[string]any{"type": "url", "text": "https://cdn.example/report\u202egpj.exe"},
+			map[string]any{"type": "url", "text": "https://ci.example.com/runs/7\u200b"},
+			map[string]any{"type": "url", "text": "https://ci.example.com/runs/8?tab=log"},
+		}}}), 200)
+	_, page, _ := e.signIn("a", "vera", "verifier").get("/console/handoffs/" + id)
+	links := regexp.MustCompile(`<a href="([^"]*)"[^>]*class="artifact-link">([^<]*)</a>`).FindAllStringSubmatch(page, -1)
+	want := []string{"https://cdn.example/report%E2%80%AEgpj.exe", "https://ci.example.com/runs/7%E2%80%8B", "https://ci.example.com/runs/8?tab=log"}
+	if len(links) != len(want) {
+		t.Fatalf("%d links: %s", len(links), page)
+	}
+	for i, l := range links {
+		if text := html.UnescapeString(l[2]); text != want[i] || html.UnescapeString(l[1]) != want[i] {
+			t.Errorf("link %d reads %q and goes to %q; want both %q", i, text, l[1], want[i])
+		}
 	}
 }
