@@ -939,3 +939,20 @@ func TestConsoleArtifactLinkReadsAsWhereItGoes(t *testing.T) {
 		}
 	}
 }
+
+// The sign-in page without a link, in a browser signed in (where Back
+// leads after signing in: the page took the token out of its address),
+// says who is signed in and leads to the inbox; it said to ask an admin for
+// a new link, as if the session had ended.
+func TestConsoleSigninPageSaysWhoIsSignedIn(t *testing.T) {
+	e := newEnv(t)
+	alice := e.signIn("a", "alice@example.com", "approver")
+	status, page, _ := alice.get("/console/signin")
+	if status != 200 || !strings.Contains(page, "This browser is signed in as alice@example.com") || !strings.Contains(page, `<a href="/console/">Go to the inbox</a>`) || strings.Contains(page, "Ask an admin") {
+		t.Fatalf("the sign-in page of a signed-in browser: %d %s", status, page)
+	}
+	anon := &consoleUser{e: e}
+	if _, page, _ := anon.get("/console/signin"); !strings.Contains(page, "Ask an admin") || strings.Contains(page, "signed in as") {
+		t.Fatalf("the sign-in page without a session: %s", page)
+	}
+}
