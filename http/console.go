@@ -434,6 +434,7 @@ func (s *Server) consoleInbox(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := principalOf(r.Context())
+	after := FormatPosition(s.proj.Checkpoint()) // the page's stream follows from what it read
 	// The queues are read by the states they hold: read as one list, oldest
 	// first, a tenant's closed handoffs took the whole bound, and a pending
 	// one created after them was never read (an empty inbox, counts of 0).
@@ -531,7 +532,7 @@ func (s *Server) consoleInbox(w http.ResponseWriter, r *http.Request) {
 	reviews, nReviews := shown(reviews)
 	others, nOthers := shown(others)
 	s.renderConsole(w, r, http.StatusOK, "inbox", map[string]any{
-		"Title": "Inbox", "Filter": f, "Approvals": approvals, "Reviews": reviews, "Others": others,
+		"Title": "Inbox", "Filter": f, "Approvals": approvals, "Reviews": reviews, "Others": others, "After": after,
 		"NApprovals": nApprovals, "NReviews": nReviews, "NOthers": nOthers, "Shown": inboxShown, "Cut": cut, "Read": read,
 		"ShowQueues": f.State == "" || f.State == "approval" || f.State == "review", "Now": now,
 		"States": domain.States, "Risks": inboxRisks,
@@ -619,6 +620,10 @@ func (s *Server) consoleHandoff(w http.ResponseWriter, r *http.Request) {
 // form, or with what an action recorded (the URL's recorded, seq, hash).
 func (s *Server) showHandoff(w http.ResponseWriter, r *http.Request, status int, problem *Problem, form map[string]string) {
 	id := mux.Vars(r)["handoffId"]
+	// Read before the handoff: its stream follows from here, so an event
+	// the page missed while it loaded still comes (the page said it was
+	// live and showed a handoff as it no longer was).
+	after := FormatPosition(s.proj.Checkpoint())
 	pg, err := s.readHandoff(w, r, id)
 	if err != nil {
 		s.consoleError(w, r, err)
@@ -662,7 +667,7 @@ func (s *Server) showHandoff(w http.ResponseWriter, r *http.Request, status int,
 	reviewBarred := canReview && sess.CanReview() && v.ApprovalPolicy.SeparationOfDuties && approvedAlready
 	s.renderConsole(w, r, status, "handoff", map[string]any{
 		"Title": "Handoff " + v.HandoffID, "H": v, "Timeline": rows, "Chain": pg.Chain, "Plan": pg.Plan, "Packet": pg.Packet,
-		"GenesisHash": domain.GenesisHash(v.HandoffID), "Problem": problem, "Notice": notice,
+		"GenesisHash": domain.GenesisHash(v.HandoffID), "Problem": problem, "Notice": notice, "After": after,
 		"ShowApprove": canDecide && sess.CanApprove() && !approvedAlready, "ShowReview": canReview && sess.CanReview() && !reviewBarred,
 		"ReviewBarred":    reviewBarred,
 		"ApprovedAlready": canDecide && sess.CanApprove() && approvedAlready,

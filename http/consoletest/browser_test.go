@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/rs/zerolog"
@@ -589,4 +591,77 @@ func TestConsoleSaysASessionWasRevoked(t *testing.T) {
 	if got := text(t, rita, "#session-ended"); !strings.Contains(got, "Your session was revoked by an admin at ") {
 		t.Fatalf("the sign-in page says %q", got)
 	}
+}
+
+// hold pauses the tab's requests whose address matches pattern: the first
+// until release is called, the others not at all.
+func hold(t *testing.T, ctx context.Context, pattern string) (release func()) {
+	t.Helper()
+	paused := make(chan *fetch.EventRequestPaused, 16)
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if p, ok := ev.(*fetch.EventRequestPaused); ok {
+			paused <- p
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cont := func(id fetch.RequestID) {
+		chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: id})
+			return err
+		}))
+	}
+	run(t, ctx, "hold "+pattern, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		if _, err := cdp.Call(ctx, tg, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: true}); err != nil {
+			return err
+		}
+		_, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: pattern}}})
+		return err
+	}))
+	first := make(chan *fetch.EventRequestPaused, 1)
+	go func() {
+		first <- <-paused
+		for p := range paused {
+			cont(p.RequestID)
+		}
+	}()
+	return func() {
+		select {
+		case p := <-first:
+			cont(p.RequestID)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no request for %s", pattern)
+		}
+	}
+}
+
+// A page follows the events from where it was drawn: one that comes while
+// it loads, before its stream or its share of another page's has begun,
+// still reaches it (it said it was live and showed the handoff as it no
+// longer was, until the next event).
+func TestConsoleLiveFromWhereThePageWasDrawn(t *testing.T) {
+	b := newBrowser(t)
+	s := newServer(t)
+	ann := b.person()
+	// The first page: its stream is held while a contract is created.
+	release := hold(t, ann, "*/console/events*")
+	signIn(t, ann, s.link("a", "ann@example.com", "approver", 0))
+	fresh := s.contract(s.ka, map[string]any{"objective": "Created while the page loaded"})
+	release()
+	waitFor(t, ann, "the contract created while the inbox loaded", fmt.Sprintf(`document.querySelector('li[data-handoff=%q]') !== null`, fresh))
+
+	// A second page of the same person shares the inbox's stream: an
+	// approval recorded while its script loads still reaches it.
+	tab, cancel := chromedp.NewContext(ann)
+	t.Cleanup(cancel)
+	if err := chromedp.Do(tab); err != nil {
+		t.Fatal(err)
+	}
+	releaseScript := hold(t, tab, "*/console/static/console.js*")
+	go chromedp.Do(tab, chromedp.Navigate(s.url+"/console/handoffs/"+fresh))
+	waitAcrossNavigation(t, tab, "the handoff page drawn", `document.getElementById("state") !== null && document.getElementById("state").textContent === "contract_created"`)
+	s.api("POST", "/v1/executions/"+fresh+"/approval", s.admin, map[string]any{"status": "APPROVED", "approvedBy": "bob"}, 200)
+	time.Sleep(300 * time.Millisecond) // the inbox's stream has it
+	releaseScript()
+	waitFor(t, tab, "the approval recorded while the page loaded", `document.getElementById("state").textContent === "approval_decided"`)
 }

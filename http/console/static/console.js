@@ -225,12 +225,32 @@
       schedule();
     } else if (m.kind === "catchup") {
       if (live) schedule();
+    } else if (m.kind === "seen") {
+      // The listening page saw an event after this page was drawn, before
+      // this page joined: fetch it again.
+      if (live && m.id && live.dataset.after && later(m.id, live.dataset.after)) schedule();
     } else if (m.kind === "state") {
       if (m.live === "closed") { stopped(m.why); return; }
       document.body.dataset.live = m.live;
       var note = document.getElementById("live-off");
       if (m.live === "open" && note) note.remove();
     }
+  }
+
+  // later says whether event id (position) a comes after b: "commit/prepare".
+  function later(a, b) {
+    var x = String(a).split("/").map(Number), y = String(b).split("/").map(Number);
+    return x[0] > y[0] || (x[0] === y[0] && x[1] > y[1]);
+  }
+
+  // since is url following from where this page was drawn, so that an
+  // event that came while the page loaded still comes (the stream starts
+  // from now otherwise, and the page showed the handoff as it no longer
+  // was while it said it was live).
+  function since(url) {
+    var live = document.getElementById("live");
+    if (!live || !live.dataset.after) return url;
+    return url + (url.indexOf("?") < 0 ? "?" : "&") + "after=" + encodeURIComponent(live.dataset.after);
   }
 
   // stream opens an event stream and hands what it sees to tell.
@@ -240,7 +260,7 @@
       es.addEventListener(t, function (e) {
         var id = "";
         try { id = JSON.parse(e.data).handoffId || ""; } catch (x) { /* refresh all the same */ }
-        tell({ kind: "event", handoffId: id });
+        tell({ kind: "event", handoffId: id, id: e.lastEventId });
       });
     });
     es.onopen = function () {
@@ -264,21 +284,29 @@
   // events and tells the others over a channel; when it closes, another
   // takes the lock and its stream, and every page catches up.
   function share(session) {
-    var name = "baton-console-live-" + session, last = null;
+    var name = "baton-console-live-" + session, last = null, seen = "";
     var channel = new BroadcastChannel(name);
     function tell(m) {
       if (m.kind === "state") last = m;
+      if (m.kind === "event" && m.id) seen = m.id;
       deliver(m);
       channel.postMessage(m);
     }
     function lead(handover) {
       return new Promise(function () { // held while this page is open
-        stream("/console/events", tell, handover ? function () { tell({ kind: "catchup" }); } : null);
+        // Taking over, every page fetches itself again (catchup); the
+        // first page follows from where it was drawn.
+        if (handover) stream("/console/events", tell, function () { tell({ kind: "catchup" }); });
+        else stream(since("/console/events"), tell, null);
       });
     }
     channel.onmessage = function (e) {
       var m = e.data || {};
-      if (m.kind === "hello") { if (last) channel.postMessage(last); return; }
+      if (m.kind === "hello") {
+        if (last) channel.postMessage(last);
+        if (seen) channel.postMessage({ kind: "seen", id: seen });
+        return;
+      }
       deliver(m);
     };
     navigator.locks.request(name, { ifAvailable: true }, function (lock) {
@@ -288,12 +316,12 @@
     });
   }
 
-  function listen() {
+  function listen(first) {
     var live = document.getElementById("live");
     if (!live || !window.EventSource || es) return;
     var url = "/console/events";
     if (live.dataset.handoff) url += "?handoffId=" + encodeURIComponent(live.dataset.handoff);
-    stream(url, deliver);
+    stream(first ? since(url) : url, deliver); // shown again, it catches up by a fetch
   }
 
   // Without a shared stream, a hidden tab gives its own back. Shown again,
@@ -314,7 +342,7 @@
       share(live.dataset.session);
       return;
     }
-    listen();
+    listen(true);
     document.addEventListener("visibilitychange", onVisibility);
   }
   // Keep neither a link's token nor an action's one-time answer in the
