@@ -665,3 +665,31 @@ func TestConsoleLiveFromWhereThePageWasDrawn(t *testing.T) {
 	releaseScript()
 	waitFor(t, tab, "the approval recorded while the page loaded", `document.getElementById("state").textContent === "approval_decided"`)
 }
+
+// The in-browser chain check of a handoff that moved on between the page
+// and its trail (an executor's proof in between) checks the head shown at
+// its own event: the chain is intact, and the page says that events came
+// since, not that the chain check failed.
+func TestConsoleChainCheckOfAHandoffThatMovedOn(t *testing.T) {
+	b := newBrowser(t)
+	s := newServer(t)
+	id := s.contract(s.ka, map[string]any{"objective": "Rotate the keys"})
+	s.api("POST", "/v1/executions/"+id+"/approval", s.admin, map[string]any{"status": "APPROVED", "approvedBy": "bob"}, 200)
+	ann := b.person()
+	signIn(t, ann, s.link("a", "ann@example.com", "auditor", 0))
+	// No live updates here: the check's own answer is what the page shows.
+	run(t, ann, "no live updates", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `Object.defineProperty(window, "EventSource", {value: undefined})`})
+		return err
+	}))
+	release := hold(t, ann, "*/trail.json*")
+	go chromedp.Do(ann, chromedp.Navigate(s.url+"/console/handoffs/"+id))
+	waitAcrossNavigation(t, ann, "the page drawn", `document.getElementById("head-seq") !== null && document.getElementById("head-seq").textContent === "2"`)
+	s.api("POST", "/v1/executions/"+id+"/proof", s.ka, map[string]any{"executorType": "ops-bot", "executorRunId": "run-1", "status": "RUNNING",
+		"proof": map[string]any{"summary": "rotated", "artifacts": []any{map[string]any{"type": "log", "text": "ok"}}}}, 200)
+	release()
+	waitFor(t, ann, "the chain check", `document.getElementById("chain-check").dataset.result !== undefined`)
+	if got := text(t, ann, "#chain-check"); !strings.Contains(got, "Chain intact: 4 events recomputed") || !strings.Contains(got, "2 events came since this page was drawn") {
+		t.Fatalf("the chain check says %q", got)
+	}
+}

@@ -17,9 +17,11 @@
 
   // hash = hex(SHA-256(prevHash || canonical)); the first prevHash is the
   // genesis hash, which is itself SHA-256("baton.handoff.v1:" + id).
+  var checks = 0; // the latest check says the result, not one that ends after it
   async function checkChain() {
     var el = document.getElementById("chain-check");
     if (!el) return;
+    var mine = ++checks;
     if (!el.dataset.result) el.textContent = "Checking the chain in this browser…";
     if (!window.crypto || !crypto.subtle) {
       el.textContent = "This browser cannot recompute SHA-256 here (it needs HTTPS or localhost); the server's check is shown above.";
@@ -32,7 +34,7 @@
       var enc = new TextEncoder();
       var genesis = hex(await crypto.subtle.digest("SHA-256", enc.encode("baton.handoff.v1:" + trail.handoffId)));
       if (genesis !== trail.genesisHash) throw new Error("the genesis hash does not match the handoff id");
-      var prev = genesis;
+      var prev = genesis, hashes = [];
       for (var i = 0; i < trail.events.length; i++) {
         var ev = trail.events[i];
         var where = "event " + ev.seq + " (" + ev.type + ")";
@@ -49,17 +51,25 @@
         var h = hex(await crypto.subtle.digest("SHA-256", buf));
         if (h !== ev.hash) throw new Error(where + ": hash does not match the event's content");
         prev = h;
+        hashes.push(h);
       }
-      var shown = document.getElementById("head-hash");
       if (!trail.events.length) throw new Error("the trail holds no events: a handoff's ledger begins with its contract");
-      if (shown && shown.textContent.trim() !== prev) {
-        throw new Error("the recomputed head " + prev + " is not the head shown on this page");
+      // The head shown is checked at its own event: the trail, read after
+      // the page, may hold events that came since (the handoff moved on;
+      // its chain is not broken for that).
+      var n = trail.events.length, shown = document.getElementById("head-hash"), seqEl = document.getElementById("head-seq");
+      var at = seqEl ? parseInt(seqEl.textContent, 10) : n, want = shown ? shown.textContent.trim() : prev;
+      if (!(at >= 1 && at <= n)) throw new Error("the trail ends at event " + n + ", before the head shown on this page (event " + at + ")");
+      if (hashes[at - 1] !== want) {
+        throw new Error("the recomputed hash of event " + at + ", " + hashes[at - 1] + ", is not the head shown on this page");
       }
+      if (mine !== checks) return;
       el.className = "chain-check ok";
       el.dataset.result = "intact";
-      var n = trail.events.length;
-      el.textContent = "Chain intact: " + n + (n === 1 ? " event" : " events") + " recomputed in this browser, head " + prev.slice(0, 12) + "… matches.";
+      el.textContent = "Chain intact: " + n + (n === 1 ? " event" : " events") + " recomputed in this browser, head " + want.slice(0, 12) + "… matches" +
+        (n > at ? " (" + (n - at) + (n - at === 1 ? " event" : " events") + " came since this page was drawn)." : ".");
     } catch (e) {
+      if (mine !== checks) return;
       el.className = "chain-check bad";
       el.dataset.result = "broken";
       el.textContent = "Chain check failed: " + e.message;
