@@ -249,13 +249,22 @@ func (s *Server) consoleSignin(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: consoleCookie, Value: sess.Token, Path: "/console/", Expires: sess.ExpiresAt,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secureRequest(r)})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secureCookie(r)})
 	http.Redirect(w, r, "/console/", http.StatusSeeOther)
 }
 
 // secureRequest: the request came over TLS, here or at a proxy in front.
 func secureRequest(r *http.Request) bool {
 	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+// secureCookie: the session cookie is sent over TLS only when the console
+// is reached over it: the request says so, or the console's public URL is
+// https (its forms are taken from that origin only, so behind a proxy that
+// does not say X-Forwarded-Proto the cookie was set without Secure, and a
+// browser sent it over plain http to the same host).
+func (s *Server) secureCookie(r *http.Request) bool {
+	return secureRequest(r) || strings.HasPrefix(strings.ToLower(s.consoleURL), "https:")
 }
 
 func (s *Server) consoleSignout(w http.ResponseWriter, r *http.Request) {
@@ -267,7 +276,7 @@ func (s *Server) consoleSignout(w http.ResponseWriter, r *http.Request) {
 		s.consoleError(w, r, err)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: consoleCookie, Value: "", Path: "/console/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secureRequest(r)})
+	http.SetCookie(w, &http.Cookie{Name: consoleCookie, Value: "", Path: "/console/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secureCookie(r)})
 	s.renderConsole(w, r, http.StatusOK, "signin", map[string]any{"Title": "Signed out", "SignedOut": true, "Session": consoleSession{}})
 }
 

@@ -956,3 +956,49 @@ func TestConsoleSigninPageSaysWhoIsSignedIn(t *testing.T) {
 		t.Fatalf("the sign-in page without a session: %s", page)
 	}
 }
+
+// With the console's public URL on https, the session cookie is Secure
+// even when the proxy in front does not say X-Forwarded-Proto: the console
+// takes its forms from that https origin only, and a cookie without Secure
+// went to plain http on the same host too.
+func TestConsoleCookieIsSecureUnderAnHTTPSConsoleURL(t *testing.T) {
+	envConsoleURL = "https://console.example"
+	defer func() { envConsoleURL = "" }()
+	e := newEnv(t)
+	link := e.must(e.do("POST", "/v1/admin/console-links", e.admin, map[string]any{"tenant": "a", "name": "alice", "role": "auditor"}), 201).str("url")
+	u, _ := url.Parse(link)
+	if u.Scheme != "https" || u.Host != "console.example" {
+		t.Fatalf("link %s", link)
+	}
+	post := func(path string, form url.Values, cookie string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("POST", e.srv.URL+path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", "https://console.example")
+		if cookie != "" {
+			req.AddCookie(&http.Cookie{Name: "baton_console", Value: cookie})
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	resp := post("/console/signin", url.Values{"token": {u.Query().Get("token")}}, "")
+	var c *http.Cookie
+	for _, x := range resp.Cookies() {
+		if x.Name == "baton_console" {
+			c = x
+		}
+	}
+	if resp.StatusCode != http.StatusSeeOther || c == nil || !c.Secure || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode {
+		t.Fatalf("sign-in %d, cookie %+v", resp.StatusCode, c)
+	}
+	user := &consoleUser{e: e, cookie: c.Value}
+	resp = post("/console/signout", url.Values{"csrf": {user.csrf()}}, c.Value)
+	if sc := resp.Header.Get("Set-Cookie"); resp.StatusCode != 200 || !strings.Contains(sc, "Max-Age=0") || !strings.Contains(sc, "Secure") {
+		t.Fatalf("sign-out %d, cookie %q", resp.StatusCode, sc)
+	}
+}

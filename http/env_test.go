@@ -81,6 +81,10 @@ var envLogKey string
 // cosignatures of (with envLogKey); tests that set them restore them.
 var envLogWitnesses []string
 
+// envConsoleURL is the front's ConsoleURL for the envs a test builds;
+// tests that set it restore it.
+var envConsoleURL string
+
 // envLog, when set, is where the envs a test builds log, at every level
 // (the access log included); tests that set it restore it.
 var envLog io.Writer
@@ -149,7 +153,7 @@ func newEnvStore(t testing.TB, catalog *gateway.Catalog, wrap func(eventstore.St
 		services = ledger.New(frontStore, o)
 	}
 	front := batonhttp.NewServer(batonhttp.Config{Store: frontStore, Ledger: services, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, Log: log, Version: "test", MaxBody: 64 << 10, StreamIdle: envStreamIdle,
-		EventsPing: envEventsPing, EventStreams: envEventStreams, MetricsPublic: envMetricsPublic, TransparencyLog: tl, ModelBodies: envModelBodies})
+		EventsPing: envEventsPing, EventStreams: envEventStreams, MetricsPublic: envMetricsPublic, TransparencyLog: tl, ModelBodies: envModelBodies, ConsoleURL: envConsoleURL})
 	var e *env
 	srv := httptest.NewServer(checkOpenAPI(func() testing.TB { return e.t }, front.Handler()))
 	e = &env{t: t, srv: srv, store: store, proj: proj, front: front, dir: dir, catalog: catalog, budgets: budgets, services: services, tlog: tl}
