@@ -69,9 +69,16 @@ func usageOf(u gjson.Result) gateway.Usage {
 
 // mergeUsage takes into out what the usage object u says, field by field:
 // a message_delta's usage is cumulative and may tell only some of them.
+// A field given as null tells nothing (Anthropic's message_delta has its
+// input-side counts nullable, as the SDKs read them): it does not wipe what
+// message_start told.
 func mergeUsage(out *gateway.Usage, u gjson.Result) {
+	told := func(path string) (gjson.Result, bool) {
+		v := u.Get(path)
+		return v, v.Exists() && v.Type != gjson.Null
+	}
 	count := func(path string, n *int) {
-		if v := u.Get(path); v.Exists() {
+		if v, ok := told(path); ok {
 			*n = max(int(v.Int()), 0)
 		}
 	}
@@ -79,15 +86,15 @@ func mergeUsage(out *gateway.Usage, u gjson.Result) {
 	count("output_tokens", &out.OutputTokens)
 	count("cache_read_input_tokens", &out.CacheReadTokens)
 	count("cache_creation_input_tokens", &out.CacheWriteTokens)
-	if v := u.Get("cache_creation.ephemeral_1h_input_tokens"); v.Exists() {
+	if v, ok := told("cache_creation.ephemeral_1h_input_tokens"); ok {
 		out.CacheWrite1hTokens = int(v.Int())
 	}
 	out.CacheWrite1hTokens = out.OneHourWrites()
 	count("server_tool_use.web_search_requests", &out.WebSearches)
-	if v := u.Get("speed"); v.Exists() {
+	if v, ok := told("speed"); ok {
 		out.ServiceTier = speedTier(v.Str)
 	}
-	if v := u.Get("inference_geo"); v.Exists() {
+	if v, ok := told("inference_geo"); ok {
 		out.Geo = gateway.GeoName(v.Str)
 	}
 }

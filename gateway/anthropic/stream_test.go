@@ -290,3 +290,42 @@ func TestAnthropicStreamLateSpeedAndGeo(t *testing.T) {
 		t.Fatalf("last usage %+v", last.Usage)
 	}
 }
+
+// A message_delta whose input-side counts, speed and geography are null
+// (the Messages API has them nullable there) tells nothing of them: what
+// message_start told is billed, passed through as translated (the
+// passthrough read null as 0, and billed none of the cache reads).
+func TestAnthropicStreamNullDeltaCounts(t *testing.T) {
+	events := []string{
+		`{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1,"cache_read_input_tokens":2000,"cache_creation_input_tokens":300,"cache_creation":{"ephemeral_5m_input_tokens":200,"ephemeral_1h_input_tokens":100},"speed":"fast","inference_geo":"us"}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":null,"cache_read_input_tokens":null,"cache_creation_input_tokens":null,"cache_creation":null,"output_tokens":7,"server_tool_use":null,"speed":null,"inference_geo":null}}`,
+		`{"type":"message_stop"}`,
+	}
+	var b strings.Builder
+	for _, e := range events {
+		b.WriteString("data: " + e + "\n\n")
+	}
+	raw := &anRawStream{name: "t", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(b.String()))}
+	want := gateway.Usage{InputTokens: 5, OutputTokens: 7, CacheReadTokens: 2000, CacheWriteTokens: 300, CacheWrite1hTokens: 100, ServiceTier: "fast", Geo: "us"}
+	for _, st := range []struct {
+		parser string
+		s      gateway.Stream
+	}{{"adapter", anStreamOf(events...)}, {"passthrough", raw}} {
+		ds, err := upstreamtest.Drain(t, st.s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var last *gateway.Usage
+		for _, d := range ds {
+			if d.Usage != nil && d.StopReason != "" {
+				last = d.Usage
+			}
+		}
+		if last == nil || *last != want {
+			t.Errorf("%s: final usage %+v, want %+v", st.parser, last, want)
+		}
+	}
+}
