@@ -96,10 +96,3 @@ func Prefilled(req Request, continues bool) error {
 	}
 	return nil
 }
-
-// Counted reports whether an answer's usage object u counts its output
-// (at field): one that does not ({}, a count of null, the input alone)
-// told nothing of it, and is billed as missing (estimated), not as free.
-func Counted(u gjson.Result, field string) bool {
-	return u.IsObject() && u.Get(field).Type == gjson.Number
-}

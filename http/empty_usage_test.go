@@ -134,3 +134,42 @@ func TestMessagesStreamWithoutMessageStopIsEnded(t *testing.T) {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}
 }
+
+// A whole answer passed through whose usage tells its input (and cache
+// reads and writes) but no output count is billed that input as told and
+// Baton's count of the output, marked estimated, as a translated answer
+// is: the input was Baton's count of the body, its cache reads and
+// writes billed as plain input (Messages, chat and Responses).
+func TestInputOnlyUsageBillsTheInputAsTold(t *testing.T) {
+	_, messages := messagesAnswer("msg_in", "claude-haiku-4-5", `null`, `"usage":{"input_tokens":10,"cache_read_input_tokens":3000,"cache_creation_input_tokens":50000,"output_tokens":null}`)
+	chat := `{"id":"c","object":"chat.completion","created":1,"model":"gpt-6-luna","choices":[{"index":0,"message":{"role":"assistant","content":"hello there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":53010,"prompt_tokens_details":{"cached_tokens":3000}}}`
+	responses := `{"id":"resp_i","object":"response","created_at":1,"status":"completed","model":"gpt-6-luna","output":[{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"hello there","annotations":[]}]}],"usage":{"input_tokens":53010,"input_tokens_details":{"cached_tokens":3000}}}`
+	for _, c := range []struct {
+		kind, whole, path, body string
+		want                    gateway.Usage
+	}{
+		{"anthropic", messages, "/v1/messages", `{"model":"anthropic:claude-haiku-4-5","max_tokens":100,"messages":[{"role":"user","content":"say hi"}]}`,
+			gateway.Usage{InputTokens: 10, CacheReadTokens: 3000, CacheWriteTokens: 50000}},
+		{"openai", chat, "/v1/chat/completions", `{"model":"openai:gpt-6-luna","messages":[{"role":"user","content":"say hi"}]}`,
+			gateway.Usage{InputTokens: 50010, CacheReadTokens: 3000}},
+		{"openai", responses, "/v1/responses", `{"model":"openai:gpt-6-luna","input":"say hi","store":false}`,
+			gateway.Usage{InputTokens: 50010, CacheReadTokens: 3000}},
+	} {
+		e, _ := goldenEnv(t, "", c.whole, c.kind)
+		r := e.do("POST", c.path, e.tenantA, c.body, "anthropic-version", "2023-06-01")
+		if r.status != 200 {
+			t.Fatalf("%s: %d %s", c.path, r.status, r.raw)
+		}
+		var u gateway.UsageRecord
+		if err := json.Unmarshal(e.usageEvents("a", 1)[0].Data, &u); err != nil {
+			t.Fatal(err)
+		}
+		got := u.Usage
+		if got.OutputTokens == 0 || !got.Estimated {
+			t.Errorf("%s: output not counted: %+v", c.path, got)
+		}
+		if got.InputTokens != c.want.InputTokens || got.CacheReadTokens != c.want.CacheReadTokens || got.CacheWriteTokens != c.want.CacheWriteTokens {
+			t.Errorf("%s: billed %+v, want the input as told: %+v", c.path, got, c.want)
+		}
+	}
+}

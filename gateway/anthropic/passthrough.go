@@ -41,7 +41,10 @@ func (p *Provider) Forward(ctx context.Context, n *gateway.Native, model string,
 	sr := g.Get("stop_reason").Str
 	out := &gateway.Response{Raw: raw, ID: g.Get("id").Str, Model: g.Get("model").Str, StopReason: gateway.StopFromAnthropic(sr), NativeStop: sr,
 		MatchedStop: g.Get("stop_sequence").Str}
-	if u := g.Get("usage"); gateway.Counted(u, "output_tokens") {
+	// A usage that counts no output (the input alone) is still read: the
+	// caller counts the output from the text, as for a translated answer,
+	// and bills the input, cache reads and writes as told.
+	if u := g.Get("usage"); u.IsObject() {
 		out.Usage = usageOf(u)
 	} else {
 		out.UsageMissing = true

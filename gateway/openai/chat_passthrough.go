@@ -101,7 +101,10 @@ func readChatAnswer(provider string, raw []byte) (*gateway.Response, error) {
 	// Strings are cloned: the answer's bytes go on to the client while
 	// these are kept (the usage event).
 	out := &gateway.Response{Raw: raw, ID: strings.Clone(id.Str), Model: strings.Clone(mod.Str), StopReason: ChatStop(fr), NativeStop: strings.Clone(fr)}
-	if gateway.Counted(usage, "completion_tokens") {
+	// A usage that counts no output (the input alone) is still read: the
+	// caller counts the output from the text, as for a translated answer,
+	// and bills the input and cache reads as told.
+	if usage.IsObject() {
 		out.Usage = usageOf(usage)
 	} else {
 		out.UsageMissing = true

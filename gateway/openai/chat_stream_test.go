@@ -181,10 +181,12 @@ func referenceAnswer(raw []byte) (*gateway.Response, bool) {
 	g := gjson.ParseBytes(raw)
 	fr := g.Get("choices.0.finish_reason").Str
 	out := &gateway.Response{Raw: raw, ID: g.Get("id").Str, Model: g.Get("model").Str, StopReason: ChatStop(fr), NativeStop: fr}
-	if u := g.Get("usage"); u.IsObject() && u.Get("completion_tokens").Type == gjson.Number {
+	if u := g.Get("usage"); u.IsObject() {
 		out.Usage = referenceUsage(u)
-	} else { // no usage, or one that counts no output: estimated
+	} else {
 		out.UsageMissing = true
+	}
+	if out.UsageMissing || out.Usage.OutputTokens == 0 { // the caller counts the output
 		g.Get("choices").ForEach(func(_, c gjson.Result) bool {
 			m := c.Get("message")
 			out.Content = append(out.Content, gateway.Block{Type: "text", Text: m.Get("content").Str + m.Get("refusal").Str + m.Get("tool_calls").Raw})

@@ -40,7 +40,10 @@ func (p *Provider) forwardResponses(ctx context.Context, n *gateway.Native, mode
 	}
 	stop, native := responsesStop(g)
 	out := &gateway.Response{Raw: raw, ID: g.Get("id").Str, Model: g.Get("model").Str, StopReason: stop, NativeStop: native}
-	if u := g.Get("usage"); gateway.Counted(u, "output_tokens") {
+	// A usage that counts no output (the input alone) is still read: the
+	// caller counts the output from the text, as for a translated answer,
+	// and bills the input and cache reads as told.
+	if u := g.Get("usage"); u.IsObject() {
 		out.Usage = responsesUsageOf(u)
 	} else {
 		out.UsageMissing = true
