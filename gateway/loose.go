@@ -35,6 +35,27 @@ func (n *LooseInt) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Count is a token count of an upstream's usage as an adapter reads it:
+// an integer in any JSON form of one (1200, 1200.0, 1.2e3), as the
+// passthrough reads the same answer and as a request's integer fields are
+// taken. A fraction, or another JSON type, is encoding/json's error for an
+// int (the answer is malformed); null leaves it as it is.
+type Count int
+
+func (n *Count) UnmarshalJSON(b []byte) error {
+	var i int
+	err := json.Unmarshal(b, &i)
+	if err == nil {
+		*n = Count(i)
+		return nil
+	}
+	if f, ferr := strconv.ParseFloat(string(b), 64); ferr == nil && f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64 {
+		*n = Count(f)
+		return nil
+	}
+	return err
+}
+
 // Deref is *p, or T's zero value for nil (an optional field of a wire
 // type read where its absence means empty).
 func Deref[T any](p *T) T {

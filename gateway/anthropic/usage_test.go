@@ -98,3 +98,26 @@ func TestUsageWebSearches(t *testing.T) {
 		t.Fatalf("server_tool_use without searches: %s", b)
 	}
 }
+
+// Counts written as a float of an integer (1200.0, 3e3) are read by the
+// adapter as the passthrough reads them (the translated answer was a 502,
+// its call recorded free); a fraction is still a malformed answer.
+func TestUsageCountsInAnyIntegerForm(t *testing.T) {
+	raw := `{"input_tokens":1200.0,"output_tokens":7e0,"cache_read_input_tokens":3e3,"cache_creation_input_tokens":300.0,"cache_creation":{"ephemeral_5m_input_tokens":200.0,"ephemeral_1h_input_tokens":1e2},"server_tool_use":{"web_search_requests":2.0}}`
+	want := gateway.Usage{InputTokens: 1200, OutputTokens: 7, CacheReadTokens: 3000, CacheWriteTokens: 300, CacheWrite1hTokens: 100, WebSearches: 2}
+	var an MessagesUsage
+	if err := json.Unmarshal([]byte(raw), &an); err != nil {
+		t.Fatal(err)
+	}
+	if u := an.usage(); u != want {
+		t.Errorf("adapter: %+v, want %+v", u, want)
+	}
+	if u := usageOf(gjson.Parse(raw)); u != want {
+		t.Errorf("passthrough: %+v, want %+v", u, want)
+	}
+	var m Message
+	err := json.Unmarshal([]byte(`{"type":"message","content":[],"usage":{"input_tokens":12.5,"output_tokens":1}}`), &m)
+	if got := gateway.JSONMistake(err); got != "usage.input_tokens is the number 12.5 where a whole number is expected" {
+		t.Fatalf("a fraction: %v (%s)", err, got)
+	}
+}

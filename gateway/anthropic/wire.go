@@ -1,6 +1,12 @@
 package anthropic
 
-import "github.com/batonhq/baton/gateway"
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/batonhq/baton/gateway"
+)
 
 // The Messages API's answer and stream events, one type each: the adapter
 // decodes an upstream's with them and the messages front encodes Baton's.
@@ -49,6 +55,44 @@ type MessagesUsage struct {
 	// InferenceGeo is where the answer's inference ran (billed at its
 	// rate); Baton's own answers leave it out.
 	InferenceGeo string `json:"inference_geo,omitempty"`
+}
+
+// UnmarshalJSON reads an upstream's usage, its counts taken in any form of
+// an integer (1200.0), as the passthrough reads them: such an answer was a
+// 502, its call recorded free.
+func (u *MessagesUsage) UnmarshalJSON(b []byte) error {
+	type plain MessagesUsage // without this method
+	var in struct {
+		*plain
+		// Shallower than plain's fields of the same names: these win.
+		InputTokens              gateway.Count `json:"input_tokens"`
+		OutputTokens             gateway.Count `json:"output_tokens"`
+		CacheReadInputTokens     gateway.Count `json:"cache_read_input_tokens"`
+		CacheCreationInputTokens gateway.Count `json:"cache_creation_input_tokens"`
+		CacheCreation            *struct {
+			Ephemeral5mInputTokens gateway.Count `json:"ephemeral_5m_input_tokens"`
+			Ephemeral1hInputTokens gateway.Count `json:"ephemeral_1h_input_tokens"`
+		} `json:"cache_creation"`
+		ServerToolUse *struct {
+			WebSearchRequests gateway.Count `json:"web_search_requests"`
+		} `json:"server_tool_use"`
+	}
+	in.plain = (*plain)(u)
+	err := json.Unmarshal(b, &in)
+	if ute, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+		// Named as the upstream's JSON has it, not through the Go type above.
+		ute.Field = strings.TrimPrefix(ute.Field, "plain.")
+	}
+	u.InputTokens, u.OutputTokens = int(in.InputTokens), int(in.OutputTokens)
+	u.CacheReadInputTokens, u.CacheCreationInputTokens = int(in.CacheReadInputTokens), int(in.CacheCreationInputTokens)
+	u.CacheCreation, u.ServerToolUse = nil, nil
+	if c := in.CacheCreation; c != nil {
+		u.CacheCreation = &CacheCreation{Ephemeral5mInputTokens: int(c.Ephemeral5mInputTokens), Ephemeral1hInputTokens: int(c.Ephemeral1hInputTokens)}
+	}
+	if t := in.ServerToolUse; t != nil {
+		u.ServerToolUse = &ServerToolUse{WebSearchRequests: int(t.WebSearchRequests)}
+	}
+	return err
 }
 
 // ServerToolUse is usage.server_tool_use: what the server tools ran.

@@ -53,12 +53,25 @@ func (u *ChatUsage) UnmarshalJSON(b []byte) error {
 		TotalTokens      json.RawMessage `json:"total_tokens"`
 		Estimated        json.RawMessage `json:"estimated"`
 		EstimatedCostUSD json.RawMessage `json:"estimated_cost_usd"`
+		// The counts billed, taken in any form of an integer (1200.0), as
+		// the passthrough reads them: such an answer was a 502, its call
+		// recorded free.
+		PromptTokens        gateway.Count `json:"prompt_tokens"`
+		CompletionTokens    gateway.Count `json:"completion_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens     gateway.Count `json:"cached_tokens"`
+			CacheWriteTokens gateway.Count `json:"cache_write_tokens"`
+		} `json:"prompt_tokens_details"`
 	}
 	in.billed = (*billed)(u)
 	err := json.Unmarshal(b, &in)
 	if ute, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 		// Named as the client's JSON has it, not through the Go type above.
 		ute.Field = strings.TrimPrefix(ute.Field, "billed.")
+	}
+	u.PromptTokens, u.CompletionTokens = int(in.PromptTokens), int(in.CompletionTokens)
+	if d := in.PromptTokensDetails; d != nil {
+		u.PromptTokensDetails.CachedTokens, u.PromptTokensDetails.CacheWriteTokens = int(d.CachedTokens), int(d.CacheWriteTokens)
 	}
 	return err
 }
