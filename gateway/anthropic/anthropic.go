@@ -360,6 +360,12 @@ func (s *anStream) Next() (gateway.Delta, error) {
 		}
 		ev, err := s.sse.Next()
 		if errors.Is(err, io.EOF) {
+			if s.stop != "" {
+				// The answer was whole (its message_delta said how it
+				// ended), as the passthrough takes it: ended and billed on
+				// the usage it told, not an error billed on an estimate.
+				return s.end(), nil
+			}
 			return gateway.Delta{}, gateway.BadAnswer(s.name, "stream ended without message_stop")
 		}
 		if err != nil {
@@ -456,16 +462,7 @@ func (s *anStream) Next() (gateway.Delta, error) {
 				}
 			}
 		case "message_stop":
-			s.done = true
-			d := gateway.Delta{StopReason: cmp.Or(gateway.StopFromAnthropic(s.stop), gateway.StopEndTurn), NativeStop: s.stop, MatchedStop: s.seq}
-			// message_start's usage has the input side and an output count
-			// of 1 or so; without message_delta's, the caller counts the
-			// output (it was told the input side at the start).
-			if s.final {
-				u := s.usage
-				d.Usage = &u
-			}
-			return d, nil
+			return s.end(), nil
 		case "error":
 			ue := gateway.BadAnswer(s.name, "upstream stream error")
 			if e.Error != nil {
@@ -475,6 +472,20 @@ func (s *anStream) Next() (gateway.Delta, error) {
 			return gateway.Delta{}, ue
 		}
 	}
+}
+
+// end is the stream's last delta: how the answer ended, and its usage.
+func (s *anStream) end() gateway.Delta {
+	s.done = true
+	d := gateway.Delta{StopReason: cmp.Or(gateway.StopFromAnthropic(s.stop), gateway.StopEndTurn), NativeStop: s.stop, MatchedStop: s.seq}
+	// message_start's usage has the input side and an output count of 1
+	// or so; without message_delta's, the caller counts the output (it was
+	// told the input side at the start).
+	if s.final {
+		u := s.usage
+		d.Usage = &u
+	}
+	return d
 }
 
 func (s *anStream) Close() error { return s.body.Close() }

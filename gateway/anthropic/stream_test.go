@@ -329,3 +329,31 @@ func TestAnthropicStreamNullDeltaCounts(t *testing.T) {
 		}
 	}
 }
+
+// A stream that ends after its message_delta said how the answer ended,
+// without message_stop, is whole, translated as passed through: it ends
+// with its stop reason and the usage message_delta told (it was an error,
+// billed on an estimate of the output).
+func TestAnthropicStreamEndsWithoutMessageStop(t *testing.T) {
+	ds, err := upstreamtest.Drain(t, anStreamOf(
+		`{"type":"message_start","message":{"usage":{"input_tokens":500,"cache_read_input_tokens":10000,"output_tokens":1}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hello"}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":300}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := ds[len(ds)-1]
+	want := gateway.Usage{InputTokens: 500, CacheReadTokens: 10000, OutputTokens: 300}
+	if last.StopReason != gateway.StopMaxTokens || last.Usage == nil || *last.Usage != want {
+		t.Fatalf("last delta %+v, usage %+v", last, last.Usage)
+	}
+	// Without message_delta the answer is cut: still an error.
+	if _, err := upstreamtest.Drain(t, anStreamOf(
+		`{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hel"}}`)); err == nil {
+		t.Fatal("a cut stream ended without an error")
+	}
+}
