@@ -72,33 +72,29 @@ func usageOf(u gjson.Result) gateway.Usage {
 
 // mergeUsage takes into out what the usage object u says, field by field:
 // a message_delta's usage is cumulative and may tell only some of them.
-// A field given as null tells nothing (Anthropic's message_delta has its
-// input-side counts nullable, as the SDKs read them): it does not wipe what
-// message_start told.
+// A count tells something when it is above 0, a speed or a geography when
+// it is not empty, as the adapter reads them (anStream): a field given as
+// null (Anthropic's message_delta has its input-side counts nullable) or
+// as 0 does not wipe what message_start told, since cumulative counts
+// never fall to 0.
 func mergeUsage(out *gateway.Usage, u gjson.Result) {
-	told := func(path string) (gjson.Result, bool) {
-		v := u.Get(path)
-		return v, v.Exists() && v.Type != gjson.Null
-	}
 	count := func(path string, n *int) {
-		if v, ok := told(path); ok {
-			*n = max(int(v.Int()), 0)
+		if v := u.Get(path).Int(); v > 0 {
+			*n = int(v)
 		}
 	}
 	count("input_tokens", &out.InputTokens)
 	count("output_tokens", &out.OutputTokens)
 	count("cache_read_input_tokens", &out.CacheReadTokens)
 	count("cache_creation_input_tokens", &out.CacheWriteTokens)
-	if v, ok := told("cache_creation.ephemeral_1h_input_tokens"); ok {
-		out.CacheWrite1hTokens = int(v.Int())
-	}
+	count("cache_creation.ephemeral_1h_input_tokens", &out.CacheWrite1hTokens)
 	out.CacheWrite1hTokens = out.OneHourWrites()
 	count("server_tool_use.web_search_requests", &out.WebSearches)
-	if v, ok := told("speed"); ok {
-		out.ServiceTier = speedTier(v.Str)
+	if v := u.Get("speed").Str; v != "" {
+		out.ServiceTier = speedTier(v)
 	}
-	if v, ok := told("inference_geo"); ok {
-		out.Geo = gateway.GeoName(v.Str)
+	if v := u.Get("inference_geo").Str; v != "" {
+		out.Geo = gateway.GeoName(v)
 	}
 }
 

@@ -296,12 +296,29 @@ func TestAnthropicStreamLateSpeedAndGeo(t *testing.T) {
 // message_start told is billed, passed through as translated (the
 // passthrough read null as 0, and billed none of the cache reads).
 func TestAnthropicStreamNullDeltaCounts(t *testing.T) {
+	finalUsages(t, `{"input_tokens":null,"cache_read_input_tokens":null,"cache_creation_input_tokens":null,"cache_creation":null,"output_tokens":7,"server_tool_use":null,"speed":null,"inference_geo":null}`)
+}
+
+// A message_delta whose input-side counts are 0 after message_start told
+// more (cumulative counts never fall: a compatible server's filler) does
+// not wipe them, passed through as translated (the passthrough billed
+// the 0s, the adapter what message_start told).
+func TestAnthropicStreamZeroDeltaCounts(t *testing.T) {
+	finalUsages(t, `{"input_tokens":5,"cache_read_input_tokens":0,"cache_creation_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0},"output_tokens":7,"speed":""}`)
+}
+
+// finalUsages checks that a stream whose message_start told the input
+// side and whose message_delta has usage delta ends, with the adapter and
+// the passthrough alike, with the usage message_start told and 7 output
+// tokens.
+func finalUsages(t *testing.T, delta string) {
+	t.Helper()
 	events := []string{
 		`{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1,"cache_read_input_tokens":2000,"cache_creation_input_tokens":300,"cache_creation":{"ephemeral_5m_input_tokens":200,"ephemeral_1h_input_tokens":100},"speed":"fast","inference_geo":"us"}}}`,
 		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
 		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}`,
 		`{"type":"content_block_stop","index":0}`,
-		`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":null,"cache_read_input_tokens":null,"cache_creation_input_tokens":null,"cache_creation":null,"output_tokens":7,"server_tool_use":null,"speed":null,"inference_geo":null}}`,
+		`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":` + delta + `}`,
 		`{"type":"message_stop"}`,
 	}
 	var b strings.Builder
