@@ -595,6 +595,11 @@ func (t *tally) Bill(req Request, reported *Usage) Usage {
 	if est.OutputTokens > u.OutputTokens {
 		u.OutputTokens, u.Estimated = est.OutputTokens, true
 	}
+	if t.out.Len() > 0 {
+		// No report counted the output: the floor of a token a delta is
+		// Baton's count as much as the tokenizer's is.
+		u.Estimated = true
+	}
 	return u
 }
 

@@ -26,3 +26,26 @@ func TestBillTakesWhatPassedOverAShortReport(t *testing.T) {
 		t.Fatalf("billed %+v", u)
 	}
 }
+
+// A stream that ends with no final report (the client left, or the
+// upstream broke) after the upstream told its input is billed that input
+// and Baton's count of the output, marked estimated whichever count of
+// the output is billed: the floor of a token a delta is Baton's count too
+// (it was marked only when the tokenizer counted more than the deltas).
+func TestBillWithoutReportMarksTheOutputEstimated(t *testing.T) {
+	var tl tally
+	tl.See(Delta{Usage: &Usage{InputTokens: 100, OutputTokens: 1}})
+	for range 5 {
+		tl.See(Delta{Text: "word "})
+	}
+	u := tl.Bill(Request{}, nil)
+	if u.InputTokens != 100 || u.OutputTokens < 5 || !u.Estimated {
+		t.Fatalf("billed %+v", u)
+	}
+	// Nothing of the answer came: nothing counted, nothing estimated.
+	var early tally
+	early.See(Delta{Usage: &Usage{InputTokens: 100, OutputTokens: 1}})
+	if u := early.Bill(Request{}, nil); u.InputTokens != 100 || u.OutputTokens != 1 || u.Estimated {
+		t.Fatalf("billed %+v", u)
+	}
+}
