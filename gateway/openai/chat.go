@@ -451,9 +451,11 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 		}
 		ev, err := s.sse.Next()
 		if errors.Is(err, io.EOF) {
-			if s.stop != "" && s.usage != nil {
-				// finish_reason and usage came, [DONE] did not (some
-				// compatible servers): the answer is whole.
+			if s.stop != "" {
+				// finish_reason came, [DONE] did not (some compatible
+				// servers, which may send no usage either): the answer is
+				// whole, as the passthrough takes it; without usage the
+				// caller counts it.
 				s.done = true
 				return s.final(), nil
 			}

@@ -82,6 +82,18 @@ func TestOpenAIStreamEnds(t *testing.T) {
 	if last.StopReason != gateway.StopRefusal || last.NativeStop != "content_filter" || last.Usage == nil || last.Usage.InputTokens != 3 {
 		t.Fatalf("last delta %+v", last)
 	}
+	// A finish_reason without usage, then the end: whole too, as passed
+	// through (it was an error, billed as partial), the usage left to
+	// the caller to count.
+	ds, err = upstreamtest.Drain(t, oaStreamOf(
+		`{"choices":[{"index":0,"delta":{"content":"hi"}}]}`,
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := ds[len(ds)-1]; last.StopReason != gateway.StopEndTurn || last.Usage != nil {
+		t.Fatalf("last delta %+v", last)
+	}
 	// Without a finish_reason, the same end is a cut.
 	if _, err := upstreamtest.Drain(t, oaStreamOf(`{"choices":[{"index":0,"delta":{"content":"hi"}}]}`, `{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}`)); err == nil {
 		t.Fatal("a stream cut before its finish_reason ended cleanly")
