@@ -604,10 +604,13 @@ func (t *tally) Bill(req Request, reported *Usage) Usage {
 }
 
 // WithInput takes the input side of usage reported mid-stream, keeping the
-// output count so far.
+// output count so far, and where the call ran when it says (Anthropic's
+// message_start tells inference_geo): a stream that ends without a final
+// report is billed at that geography's rate, as a whole one is.
 func WithInput(sent, u Usage) Usage {
 	sent.InputTokens, sent.CacheReadTokens, sent.CacheWriteTokens = u.InputTokens, u.CacheReadTokens, u.CacheWriteTokens
 	sent.CacheWrite1hTokens = u.CacheWrite1hTokens
+	sent.Geo = cmp.Or(u.Geo, sent.Geo)
 	sent.OutputTokens = max(sent.OutputTokens, u.OutputTokens)
 	sent.WebSearches = max(sent.WebSearches, u.WebSearches)
 	sent.FileSearches = max(sent.FileSearches, u.FileSearches)

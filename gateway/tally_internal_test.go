@@ -49,3 +49,21 @@ func TestBillWithoutReportMarksTheOutputEstimated(t *testing.T) {
 		t.Fatalf("billed %+v", u)
 	}
 }
+
+// Where the call ran, told with the input at the stream's start
+// (Anthropic's message_start inference_geo), is billed when the stream
+// ends without a final report, as a whole stream's is: a workspace whose
+// default is the US bills its rate (it was billed at the held geography,
+// the standard rates, when the client left).
+func TestBillKeepsTheGeographyToldEarly(t *testing.T) {
+	var tl tally
+	tl.See(Delta{Usage: &Usage{InputTokens: 100, OutputTokens: 1, Geo: "us"}})
+	tl.See(Delta{Text: "word "})
+	if u := tl.Bill(Request{}, nil); u.Geo != "us" {
+		t.Fatalf("without a report: billed %+v", u)
+	}
+	m := &Model{ID: "p:m", Pricing: &Price{InputPerMTok: 3, OutputPerMTok: 15, USRate: 1.1, Source: "t"}}
+	if c := CostOf(Request{}, m, tl.Bill(Request{}, nil)); c == nil || *c != RoundUSD((100*3+2*15)*1.1/1e6) {
+		t.Fatalf("cost %v", c)
+	}
+}
