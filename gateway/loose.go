@@ -36,10 +36,12 @@ func (n *LooseInt) UnmarshalJSON(b []byte) error {
 }
 
 // Count is a token count of an upstream's usage as an adapter reads it:
-// an integer in any JSON form of one (1200, 1200.0, 1.2e3), as the
-// passthrough reads the same answer and as a request's integer fields are
-// taken. A fraction, or another JSON type, is encoding/json's error for an
-// int (the answer is malformed); null leaves it as it is.
+// any JSON number within an int's range, an integer in any form of one
+// (1200, 1200.0, 1.2e3) and a fraction truncated (12.7 is 12), as the
+// passthrough reads the same answer (gjson's Int): the call was served, and
+// is billed alike either way. Another JSON type, or a number beyond an
+// int, is encoding/json's error for an int (the answer is malformed); null
+// leaves it as it is.
 type Count int
 
 func (n *Count) UnmarshalJSON(b []byte) error {
@@ -49,7 +51,7 @@ func (n *Count) UnmarshalJSON(b []byte) error {
 		*n = Count(i)
 		return nil
 	}
-	if f, ferr := strconv.ParseFloat(string(b), 64); ferr == nil && f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64 {
+	if f, ferr := strconv.ParseFloat(string(b), 64); ferr == nil && f > math.MinInt64 && f < math.MaxInt64 {
 		*n = Count(f)
 		return nil
 	}

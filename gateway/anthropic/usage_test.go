@@ -116,8 +116,25 @@ func TestUsageCountsInAnyIntegerForm(t *testing.T) {
 		t.Errorf("passthrough: %+v, want %+v", u, want)
 	}
 	var m Message
-	err := json.Unmarshal([]byte(`{"type":"message","content":[],"usage":{"input_tokens":12.5,"output_tokens":1}}`), &m)
-	if got := gateway.JSONMistake(err); got != "usage.input_tokens is the number 12.5 where a whole number is expected" {
-		t.Fatalf("a fraction: %v (%s)", err, got)
+	err := json.Unmarshal([]byte(`{"type":"message","content":[],"usage":{"input_tokens":"12","output_tokens":1}}`), &m)
+	if got := gateway.JSONMistake(err); got != "usage.input_tokens is a string where a whole number is expected" {
+		t.Fatalf("a string: %v (%s)", err, got)
+	}
+}
+
+// A fractional count is truncated by the adapter as by the passthrough
+// (the translated answer was a 502, its call recorded free).
+func TestUsageFractionalCounts(t *testing.T) {
+	raw := `{"input_tokens":1200.7,"output_tokens":7.2,"cache_read_input_tokens":-3.5}`
+	want := gateway.Usage{InputTokens: 1200, OutputTokens: 7}
+	var an MessagesUsage
+	if err := json.Unmarshal([]byte(raw), &an); err != nil {
+		t.Fatal(err)
+	}
+	if u := an.usage(); u != want {
+		t.Errorf("adapter: %+v, want %+v", u, want)
+	}
+	if u := usageOf(gjson.Parse(raw)); u != want {
+		t.Errorf("passthrough: %+v, want %+v", u, want)
 	}
 }

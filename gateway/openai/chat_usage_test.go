@@ -40,8 +40,25 @@ func TestUsageCountsInAnyIntegerForm(t *testing.T) {
 		t.Errorf("passthrough: %+v, want %+v", u, want)
 	}
 	var c ChatCompletion
-	err := json.Unmarshal([]byte(`{"choices":[],"usage":{"prompt_tokens":12.5,"completion_tokens":1}}`), &c)
-	if got := gateway.JSONMistake(err); got != "usage.prompt_tokens is the number 12.5 where a whole number is expected" {
-		t.Fatalf("a fraction: %v (%s)", err, got)
+	err := json.Unmarshal([]byte(`{"choices":[],"usage":{"prompt_tokens":"12","completion_tokens":1}}`), &c)
+	if got := gateway.JSONMistake(err); got != "usage.prompt_tokens is a string where a whole number is expected" {
+		t.Fatalf("a string: %v (%s)", err, got)
+	}
+}
+
+// A fractional count is truncated by the adapter as by the passthrough
+// (the translated answer was a 502, its call recorded free).
+func TestUsageFractionalCounts(t *testing.T) {
+	raw := `{"prompt_tokens":1000.9,"completion_tokens":500.5,"prompt_tokens_details":{"cached_tokens":600.2}}`
+	want := gateway.Usage{InputTokens: 400, OutputTokens: 500, CacheReadTokens: 600}
+	var oa ChatUsage
+	if err := json.Unmarshal([]byte(raw), &oa); err != nil {
+		t.Fatal(err)
+	}
+	if u := oa.Usage(); u != want {
+		t.Errorf("adapter: %+v, want %+v", u, want)
+	}
+	if u := usageOf(gjson.Parse(raw)); u != want {
+		t.Errorf("passthrough: %+v, want %+v", u, want)
 	}
 }
