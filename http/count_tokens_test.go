@@ -154,7 +154,7 @@ func TestMalformedAnswerToldInJSONTerms(t *testing.T) {
 			io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":"7","completion_tokens":2}}`)
 			return
 		}
-		io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{"input_tokens":1.5,"output_tokens":2}}`)
+		io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{"input_tokens":1e30,"output_tokens":2}}`)
 	}))
 	t.Cleanup(up.Close)
 	e := newEnvWith(t, catalogWith(t, map[string]string{"ANTHROPIC_BASE_URL": up.URL, "ANTHROPIC_API_KEY": "ak-upstream-test",
@@ -163,7 +163,7 @@ func TestMalformedAnswerToldInJSONTerms(t *testing.T) {
 		// Translated, so that the adapter decodes the OpenAI answer.
 		{"/v1/messages", `{"model":"openai:gpt-4o-mini","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`, "usage.prompt_tokens is a string where a whole number is expected"},
 		{"/v1/messages/count_tokens", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}]}`, "input_tokens is a string where a whole number is expected"},
-		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}]}`, "usage.input_tokens is the number 1.5 where a whole number is expected"},
+		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}]}`, "usage.input_tokens is the number 1e30 where a whole number is expected"},
 	} {
 		r := e.do("POST", c.path, e.tenantA, c.body)
 		if r.status != 502 || !strings.Contains(string(r.raw), c.want) || strings.Contains(string(r.raw), "Go ") {
