@@ -49,7 +49,7 @@ func ledgerExport(ctx context.Context, args []string, stdout io.Writer) error {
 	id := fs.Arg(0)
 	b := translog.Bundle{Format: translog.BundleFormat, HandoffID: id}
 	if *base != "" {
-		client := &http.Client{Timeout: 30 * time.Second}
+		client := keyClient()
 		deadline := time.Now().Add(*wait)
 		for {
 			var l struct {
@@ -128,6 +128,26 @@ func getJSON(ctx context.Context, client *http.Client, base, path, key string, v
 		return err
 	}
 	return json.Unmarshal(body, v)
+}
+
+// keyClient is the HTTP client of the commands that read a server with
+// --key. A redirect to another origin does not take the key along (Go's
+// client drops only Authorization and cookies there, and the key goes in
+// x-api-key): a proxy's redirect, or a mistyped --url, must not hand the
+// key to whatever host it names. Same origin, or an upgrade of the same
+// host to https, keeps it.
+func keyClient() *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		first := via[0].URL
+		if req.URL.Host != first.Host || req.URL.Scheme != first.Scheme && req.URL.Scheme != "https" {
+			req.Header.Del("X-Api-Key")
+			req.Header.Del("Authorization")
+		}
+		return nil
+	}}
 }
 
 // get fetches base+path; an answer other than 200 is an error quoting the
@@ -251,7 +271,7 @@ func logVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", *oldPath, err)
 	}
-	client := &http.Client{Timeout: 30 * time.Second}
+	client := keyClient()
 	newSigned, err := get(ctx, client, *base, "/v1/log/checkpoint", "")
 	if err != nil {
 		return err

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/rs/zerolog"
@@ -149,7 +148,7 @@ func (t *tally) close(w io.Writer) error {
 }
 
 func verifyOverHTTP(ctx context.Context, base, key string, ids []string, receipts map[string][]domain.LedgerHead, stdout io.Writer) error {
-	client := &http.Client{Timeout: 30 * time.Second}
+	client := keyClient()
 	get := func(path string, v any) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+path, nil)
 		if err != nil {

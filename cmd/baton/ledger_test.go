@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -543,6 +544,63 @@ func TestConsoleHintAddress(t *testing.T) {
 	} {
 		if got := consoleHint(addr); got != want {
 			t.Errorf("%s: %q, want %q", addr, got, want)
+		}
+	}
+}
+
+// The commands that read a server with --key follow a redirect to another
+// host without the key: Go's client keeps x-api-key across hosts, so a
+// proxy's redirect (or a mistyped --url) handed the key to the host it
+// named. A redirect within the server keeps it.
+func TestKeyIsNotSentToAnotherHostOnRedirect(t *testing.T) {
+	ctx := context.Background()
+	const key = "btn_sk_RedirectedKey000000000000000000000000"
+	const id = "h_redirect"
+	ev := chainedEvent(t, id)
+	ledger, _ := json.Marshal(map[string]any{"events": []domain.Recorded{ev}})
+	var mu sync.Mutex
+	var seen []string // the key each server got, by its name
+	answer := func(name string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			seen = append(seen, name+"="+r.Header.Get("x-api-key"))
+			mu.Unlock()
+			w.Write(ledger)
+		}
+	}
+	other := httptest.NewServer(answer("other"))
+	defer other.Close()
+	// The other server by another name of the same machine: another host.
+	otherURL := strings.Replace(other.URL, "127.0.0.1", "localhost", 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/moved/"):
+			answer("same")(w, r)
+		case strings.HasPrefix(r.URL.Path, "/same/"):
+			http.Redirect(w, r, "/moved/"+strings.TrimPrefix(r.URL.Path, "/same/"), http.StatusFound)
+		default:
+			http.Redirect(w, r, otherURL+r.URL.Path, http.StatusFound)
+		}
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ledger", "verify", "--url", srv.URL, "--key", key, id}, "other="},
+		{[]string{"ledger", "export", "--url", srv.URL, "--key", key, "--wait", "0s", id}, "other="},
+		{[]string{"ledger", "verify", "--url", srv.URL + "/same", "--key", key, id}, "same=" + key},
+	} {
+		mu.Lock()
+		seen = nil
+		mu.Unlock()
+		var out bytes.Buffer
+		run(ctx, tc.args, &out, &out)
+		mu.Lock()
+		got := append([]string(nil), seen...)
+		mu.Unlock()
+		if len(got) == 0 || got[0] != tc.want {
+			t.Errorf("%v: the servers got %q, want %q first\n%s", tc.args[:2], got, tc.want, out.String())
 		}
 	}
 }
