@@ -66,7 +66,7 @@ const maxOutput = 60 << 10
 // for it. It returns when ctx ends and every run it started has stopped.
 func (e *Executor) Run(ctx context.Context) error {
 	if e.Client == nil {
-		e.Client = &http.Client{}
+		e.Client = &http.Client{CheckRedirect: keepKeyHome}
 	}
 	if e.Backoff <= 0 {
 		e.Backoff = time.Second
@@ -88,6 +88,20 @@ func (e *Executor) Run(ctx context.Context) error {
 			break
 		}
 		wait = min(wait*2, time.Minute)
+	}
+	return nil
+}
+
+// keepKeyHome follows a redirect without the key when it leaves Baton's
+// origin (another host, or from https to http): Go's client drops only
+// Authorization and cookies on another host, and the key goes in x-api-key.
+func keepKeyHome(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	first := via[0].URL
+	if req.URL.Host != first.Host || req.URL.Scheme != first.Scheme && req.URL.Scheme != "https" {
+		req.Header.Del("X-Api-Key")
 	}
 	return nil
 }
