@@ -123,16 +123,11 @@ func (c *Console) Redeem(ctx context.Context, requestID, token string) (ConsoleS
 		return ConsoleSession{}, err
 	}
 	meta := eventstore.Metadata{Tenant: link.Tenant, Actor: "person:" + link.Name, RequestID: requestID}
-	used, err := consoleEvent(domain.EventConsoleLinkUsed, domain.ConsoleLinkUsed{LinkID: id, SessionID: sid}, meta)
-	if err != nil {
-		return ConsoleSession{}, err
-	}
-	if _, err := c.store.Append(ctx, domain.ConsoleLinkStream(id), eventstore.Revision(evs[0].Revision), used); err != nil {
-		if errors.Is(err, eventstore.ErrConflict) {
-			return ConsoleSession{}, linkRefused("this sign-in link was already used or revoked; ask for a new one")
-		}
-		return ConsoleSession{}, err
-	}
+	// The session is recorded before the link's use: a revocation that
+	// finds the link used then finds the session too, and ends it. (Used
+	// first, a revocation in between ended a session not yet recorded,
+	// and the session then started, live.) Until the use commits, nobody
+	// holds the session's secret.
 	exp := now.Add(domain.ConsoleSessionTTL).UTC().Truncate(time.Second)
 	started := domain.ConsoleSessionStarted{SessionID: sid, LinkID: id, Tenant: link.Tenant, Name: link.Name, Role: link.Role,
 		SecretHash: domain.HashConsoleSecret(ssecret), ExpiresAt: exp}
@@ -141,6 +136,19 @@ func (c *Console) Redeem(ctx context.Context, requestID, token string) (ConsoleS
 		return ConsoleSession{}, err
 	}
 	if _, err := c.store.Append(ctx, domain.ConsoleSessionStream(sid), eventstore.NoStream(), e); err != nil {
+		return ConsoleSession{}, err
+	}
+	used, err := consoleEvent(domain.EventConsoleLinkUsed, domain.ConsoleLinkUsed{LinkID: id, SessionID: sid}, meta)
+	if err != nil {
+		return ConsoleSession{}, err
+	}
+	if _, err := c.store.Append(ctx, domain.ConsoleLinkStream(id), eventstore.Revision(evs[0].Revision), used); err != nil {
+		// Not this redemption's link to use: the session it recorded ends
+		// unused.
+		c.EndSession(ctx, Call{Principal: domain.Principal{Tenant: link.Tenant, Person: link.Name}, RequestID: requestID}, sid, "link already used or revoked")
+		if errors.Is(err, eventstore.ErrConflict) {
+			return ConsoleSession{}, linkRefused("this sign-in link was already used or revoked; ask for a new one")
+		}
 		return ConsoleSession{}, err
 	}
 	return ConsoleSession{SessionID: sid, Token: sid + "." + ssecret, LinkID: id, Tenant: link.Tenant, Name: link.Name, Role: link.Role, ExpiresAt: exp}, nil

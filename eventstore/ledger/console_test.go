@@ -115,3 +115,51 @@ func TestConsoleLinkAndSessionExpire(t *testing.T) {
 		}
 	}
 }
+
+// beforeAppend runs hook once, before the first append whose stream has
+// the prefix (its own appends go through).
+type beforeAppend struct {
+	eventstore.Store
+	prefix string
+	ran    bool
+	hook   func()
+}
+
+func (s *beforeAppend) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if s.hook != nil && !s.ran && strings.HasPrefix(stream, s.prefix) {
+		s.ran = true
+		s.hook()
+	}
+	return s.Store.Append(ctx, stream, expected, evs...)
+}
+
+// A link revoked while it is being redeemed starts no session that
+// outlives the revocation: whichever comes first, the person is refused or
+// the session ends (the revocation found the link used, ended a session
+// not yet recorded, and the session then started, live).
+func TestConsoleLinkRevokedDuringItsUse(t *testing.T) {
+	ctx := context.Background()
+	for _, between := range []string{"console-session-", "console-link-"} {
+		st := &beforeAppend{Store: openStore(t)}
+		c := ledger.NewConsole(st, nil)
+		link, err := c.IssueLink(ctx, admin.Principal.Actor(), "", "a", "alice@example.com", domain.RoleApprover, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.prefix = between
+		st.hook = func() {
+			if err := c.RevokeLink(ctx, admin, link.LinkID); err != nil {
+				t.Errorf("revoking: %v", err)
+			}
+		}
+		s, err := c.Redeem(ctx, "", link.Token)
+		if err == nil {
+			_, err = c.Session(ctx, s.Token)
+			if !errors.Is(err, ledger.ErrNoSession) {
+				t.Errorf("revoked before the %s… append: the session is live (%v)", between, err)
+			}
+		} else if domain.KindOf(err) != domain.KindUnauthorized {
+			t.Errorf("revoked before the %s… append: refused with %v", between, err)
+		}
+	}
+}
