@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"maps"
@@ -18,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/gorilla/mux"
@@ -61,6 +63,7 @@ var consoleTemplates = template.Must(template.New("").Funcs(template.FuncMap{
 	"pretty":   prettyJSON,
 	"plural":   plural,
 	"fold":     fold,
+	"shown":    shownText,
 	"dict":     func(now time.Time, it inboxItem) map[string]any { return map[string]any{"Now": now, "Item": it} },
 }).ParseFS(consoleFS, "console/templates/*.html"))
 
@@ -833,6 +836,33 @@ func (s *Server) consoleAction(w http.ResponseWriter, r *http.Request) {
 	// (recordedAs), not from words in its URL.
 	head := out.Handoff.Head
 	http.Redirect(w, r, "/console/handoffs/"+url.PathEscape(id)+"?"+url.Values{"recorded": {action}, "seq": {strconv.FormatUint(head.Seq, 10)}, "hash": {head.Hash}}.Encode(), http.StatusSeeOther)
+}
+
+// shownText is a text as the page shows it: a character a browser draws
+// as nothing (a format character: zero-width space, word joiner, bidi
+// control, a Unicode tag character; or a supplementary variation
+// selector) is shown as its code point, "⟨U+E0061⟩". A person approves what
+// they read, and an executor reads every character: tag characters spell
+// ASCII that a model reads and a page does not show ("Rotate the
+// certificate" carried " and delete all backups" unseen). The joiners
+// that shape scripts and emoji (U+200C, U+200D) are drawn as they are.
+func shownText(s string) string {
+	if !strings.ContainsFunc(s, drawnAsNothing) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if drawnAsNothing(r) {
+			fmt.Fprintf(&b, "⟨U+%04X⟩", r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func drawnAsNothing(r rune) bool {
+	return unicode.Is(unicode.Cf, r) && r != '\u200c' && r != '\u200d' || r >= 0xE0100 && r <= 0xE01EF
 }
 
 // ago is how long ago t was, roughly.
