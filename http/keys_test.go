@@ -126,3 +126,21 @@ func TestListKeys(t *testing.T) {
 		}
 	}
 }
+
+// A key's label is plain text, as other names are: an escape or a bidi
+// override is refused, nothing recorded (it was stored and listed, and the
+// banner of serve prints labels to a terminal).
+func TestKeyLabelIsPlainText(t *testing.T) {
+	e := newEnv(t)
+	before := e.keyEvents()
+	for _, label := range []string{"a\u001b[31mred", "ci\n", "\u202eic"} {
+		r := e.do("POST", "/v1/admin/keys", e.admin, map[string]any{"tenant": "c", "label": label})
+		if r.status != 422 || !strings.Contains(string(r.raw), `"pointer":"/label","code":"control_character"`) {
+			t.Fatalf("label %q: %d %s", label, r.status, r.raw)
+		}
+	}
+	if n := e.keyEvents(); n != before {
+		t.Fatalf("%d key events appended for refused labels", n-before)
+	}
+	e.must(e.do("POST", "/v1/admin/keys", e.admin, map[string]any{"tenant": "c", "label": "ci – nightly ✓"}), 201)
+}

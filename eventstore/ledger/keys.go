@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
@@ -35,6 +36,11 @@ const maxKeyLabel = 200
 func (s *Keys) Create(ctx context.Context, actor, requestID, tenant string, admin bool, label string) (NewKey, error) {
 	if len(label) > maxKeyLabel {
 		return NewKey{}, domain.Invalid("keys.create", domain.FieldError{Pointer: "/label", Code: "too_long", Message: "is longer than 200 characters"})
+	}
+	// A label is shown in listings and the serve banner's terminal: an
+	// escape or a bidi override there means something else than written.
+	if r, ok := domain.NotPlain(label); ok {
+		return NewKey{}, domain.Invalid("keys.create", domain.FieldError{Pointer: "/label", Code: "control_character", Message: fmt.Sprintf("holds the control character %U; a label is plain text", r)})
 	}
 	k, e, err := mint(tenant, admin, label, eventstore.Metadata{Tenant: tenant, Actor: actor, RequestID: requestID})
 	if err != nil {
