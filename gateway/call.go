@@ -510,9 +510,10 @@ func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer
 			continue
 		}
 		var took Usage
-		if ctx.Err() != nil && wrote.Load() {
-			// The client left while the upstream had the request: its
-			// input is billed (leaving is not free).
+		if ue, ok := errors.AsType[*UpstreamError](err); ctx.Err() != nil && wrote.Load() || ok && ue.Served {
+			// The client left while the upstream had the request, or the
+			// upstream served an answer that does not read as one: its
+			// input is billed (neither is free at the provider).
 			took = Usage{InputTokens: EstimateUsage(c.Req, "", countOr4).InputTokens, Estimated: true}
 		}
 		k.record(c, took, failed(ctx))

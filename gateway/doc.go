@@ -400,8 +400,12 @@ type UpstreamError struct {
 	Timeout    bool
 	// Bad: Baton's 502 for an answer that is not one (malformed, cut, an
 	// error event mid-stream); the upstream's own status was a success.
-	Bad   bool
-	cause error // kept for logs, not shown to callers
+	Bad bool
+	// Served: the upstream answered a success whole, and it did not read
+	// as an answer (a count of the wrong type, no choices): the provider
+	// did the work and bills it, so the attempt is billed its input.
+	Served bool
+	cause  error // kept for logs, not shown to callers
 }
 
 // Unwrap exposes the transport cause to logs.

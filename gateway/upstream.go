@@ -121,7 +121,15 @@ func AnswerError(provider, what string, err error, detail bool) error {
 	if detail {
 		msg += ": " + JSONMistake(err)
 	}
-	return BadAnswer(provider, msg)
+	return MalformedAnswer(provider, msg)
+}
+
+// MalformedAnswer is BadAnswer for a whole answer that arrived and does
+// not read as one: the upstream served it (UpstreamError.Served).
+func MalformedAnswer(provider, msg string) *UpstreamError {
+	e := BadAnswer(provider, msg)
+	e.Served = true
+	return e
 }
 
 // BadAnswer is Baton's 502 for an upstream's answer that is not one

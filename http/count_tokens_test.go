@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/batonhq/baton/gateway"
 )
 
 // POST /v1/messages/count_tokens, through the official Anthropic SDK: an
@@ -169,5 +172,29 @@ func TestMalformedAnswerToldInJSONTerms(t *testing.T) {
 		if r.status != 502 || !strings.Contains(string(r.raw), c.want) || strings.Contains(string(r.raw), "Go ") {
 			t.Errorf("%s: %d %s", c.path, r.status, r.raw)
 		}
+	}
+}
+
+// A whole answer the upstream served (a 2xx) that does not read as one is
+// billed its input, estimated: the provider did the work and bills it,
+// and the call was recorded free.
+func TestMalformedAnswerBillsItsInput(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":"7","completion_tokens":2}}`)
+	}))
+	t.Cleanup(up.Close)
+	e := newEnvWith(t, catalogWith(t, map[string]string{"OPENAI_BASE_URL": up.URL + "/v1", "OPENAI_API_KEY": "sk-upstream-test"}))
+	body := `{"model":"openai:gpt-4o-mini","max_tokens":10,"messages":[{"role":"user","content":"say hi to everyone in the room"}]}`
+	if r := e.do("POST", "/v1/messages", e.tenantA, body); r.status != 502 {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	var u gateway.UsageRecord
+	if err := json.Unmarshal(e.usageEvents("a", 1)[0].Data, &u); err != nil {
+		t.Fatal(err)
+	}
+	if u.Outcome != "upstream_error" || u.Usage.InputTokens == 0 || u.Usage.OutputTokens != 0 || !u.Usage.Estimated || u.CostUSD == nil || *u.CostUSD <= 0 {
+		t.Fatalf("a malformed answer recorded %s %+v at %v; want its input billed, estimated", u.Outcome, u.Usage, u.CostUSD)
 	}
 }

@@ -309,7 +309,7 @@ func (p *Provider) Complete(ctx context.Context, req gateway.Request) (*gateway.
 		return nil, gateway.AnswerError(p.name, "malformed response", err, true)
 	}
 	if r.Type != "message" {
-		return nil, gateway.BadAnswer(p.name, fmt.Sprintf("malformed response: type %q where a message was expected", r.Type))
+		return nil, gateway.MalformedAnswer(p.name, fmt.Sprintf("malformed response: type %q where a message was expected", r.Type))
 	}
 	var stop string
 	if r.StopReason != nil {

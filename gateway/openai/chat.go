@@ -345,14 +345,14 @@ func (p *Provider) Complete(ctx context.Context, req gateway.Request) (*gateway.
 		return nil, gateway.AnswerError(p.name, "malformed response", err, true)
 	}
 	if len(r.Choices) == 0 {
-		return nil, gateway.BadAnswer(p.name, "response has no choices")
+		return nil, gateway.MalformedAnswer(p.name, "response has no choices")
 	}
 	c := r.Choices[0]
 	if c.FinishReason == "" && (c.Message.Content == nil || *c.Message.Content == "") && c.Message.Refusal == nil && len(c.Message.ToolCalls) == 0 &&
 		thinkingText(c.Message.ReasoningContent, c.Message.Reasoning) == "" {
 		// Not an answer, not even an empty one: nothing said and no reason
 		// for it to end (an answer that says nothing ends with "stop").
-		return nil, gateway.BadAnswer(p.name, "malformed response: the choice says nothing and has no finish_reason")
+		return nil, gateway.MalformedAnswer(p.name, "malformed response: the choice says nothing and has no finish_reason")
 	}
 	out := &gateway.Response{ID: r.ID, Model: r.Model, NativeStop: c.FinishReason, StopReason: ChatStop(c.FinishReason)}
 	if t := thinkingText(c.Message.ReasoningContent, c.Message.Reasoning); t != "" {

@@ -69,7 +69,7 @@ func (p *Provider) Forward(ctx context.Context, n *gateway.Native, model string,
 // to the Get-per-field reading).
 func readChatAnswer(provider string, raw []byte) (*gateway.Response, error) {
 	if !gateway.ValidJSON(raw) {
-		return nil, gateway.BadAnswer(provider, "malformed response: no choices")
+		return nil, gateway.MalformedAnswer(provider, "malformed response: no choices")
 	}
 	var id, mod, choices, finish, usage, tier gjson.Result
 	gjson.Parse(view(raw)).ForEach(func(k, v gjson.Result) bool {
@@ -95,7 +95,7 @@ func readChatAnswer(provider string, raw []byte) (*gateway.Response, error) {
 		return true
 	})
 	if !choices.IsArray() {
-		return nil, gateway.BadAnswer(provider, "malformed response: no choices")
+		return nil, gateway.MalformedAnswer(provider, "malformed response: no choices")
 	}
 	fr := finish.Str
 	// Strings are cloned: the answer's bytes go on to the client while
