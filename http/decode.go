@@ -186,7 +186,12 @@ func decode(body []byte, dst any, unique bool) error {
 				continue
 			}
 			ptr := fieldPointer(reflect.TypeOf(dst), te.Field, trimmed, te.Offset)
-			return domain.Invalid("decode", domain.FieldError{Pointer: ptr, Code: "invalid_type", Message: fmt.Sprintf("must be %s, not %s", jsonKind(te.Type.Kind().String()), te.Value)})
+			kind := jsonKind(te.Type.Kind().String())
+			if num, ok := strings.CutPrefix(te.Value, "number "); ok && kind == "a number" {
+				// A number is what was asked: this one is beyond any float.
+				return domain.Invalid("decode", domain.FieldError{Pointer: ptr, Code: "out_of_range", Message: fmt.Sprintf("is %s, a number out of range", num)})
+			}
+			return domain.Invalid("decode", domain.FieldError{Pointer: ptr, Code: "invalid_type", Message: fmt.Sprintf("must be %s, not %s", kind, te.Value)})
 		}
 		var de *domain.Error
 		if errors.As(err, &de) { // a field's own decoder, naming it

@@ -560,12 +560,18 @@ func TestBudgetAdminAndUnpricedModels(t *testing.T) {
 			}
 		}
 	}
+	// A number beyond any float is out of range, said so ("must be a
+	// number, not number 1e400" read as nonsense).
+	r := e.do("PUT", "/v1/admin/budgets/a", e.admin, `{"dailyUsd":1e400}`)
+	if r.status != 422 || !strings.Contains(string(r.raw), `"pointer":"/dailyUsd","code":"out_of_range","message":"is 1e400, a number out of range"`) {
+		t.Fatalf("dailyUsd 1e400: %d %s", r.status, r.raw)
+	}
 	if evs, _ := e.store.ReadStream(context.Background(), gateway.BudgetStream("a"), 0, 10); len(evs) != 0 {
 		t.Fatal("a refused budget request appended an event")
 	}
 	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"monthlyUsd": 5}), 200)
 	// With a budget, a model without a price cannot be bounded: refused.
-	r := e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "anthropic:some-new-model", "max_tokens": 10, "messages": []any{map[string]any{"role": "user", "content": "x"}}})
+	r = e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "anthropic:some-new-model", "max_tokens": 10, "messages": []any{map[string]any{"role": "user", "content": "x"}}})
 	if r.status != 403 || r.str("error.type") != "permission_error" {
 		t.Fatalf("unpriced under budget: %d %s", r.status, r.raw)
 	}
