@@ -124,18 +124,23 @@ func (s *Server) routeConsole(rt *mux.Router) {
 // never cached.
 func consoleHeaders(private bool, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hd := w.Header()
-		hd.Set("Content-Security-Policy", consoleCSP)
-		hd.Set("X-Content-Type-Options", "nosniff")
-		hd.Set("X-Frame-Options", "DENY")
-		hd.Set("Referrer-Policy", "same-origin")
-		if private {
-			hd.Set("Cache-Control", "no-store")
-		} else {
-			hd.Set("Cache-Control", "public, max-age=300")
-		}
+		setConsoleHeaders(w.Header(), private)
 		h.ServeHTTP(w, r)
 	})
+}
+
+// setConsoleHeaders sets them on hd; the router's own answers under
+// /console/ (no such page, a wrong method) take them too.
+func setConsoleHeaders(hd http.Header, private bool) {
+	hd.Set("Content-Security-Policy", consoleCSP)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("X-Frame-Options", "DENY")
+	hd.Set("Referrer-Policy", "same-origin")
+	if private {
+		hd.Set("Cache-Control", "no-store")
+	} else {
+		hd.Set("Cache-Control", "public, max-age=300")
+	}
 }
 
 // withSession admits a request carrying a live session cookie, with the

@@ -1039,3 +1039,29 @@ func TestConsoleShowsWhatTheBrowserWouldHide(t *testing.T) {
 		}
 	}
 }
+
+// The router's own answers under /console/ (no such page, a method the
+// page does not take) carry the console's headers, as its pages do: they
+// came as bare problem documents, framable and cacheable.
+func TestConsoleRouterAnswersCarryItsHeaders(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct {
+		method, path string
+		status       int
+	}{
+		{"GET", "/console/nope", 404},
+		{"GET", "/console/handoffs/x/actions", 405},
+		{"DELETE", "/console/", 405},
+	} {
+		req, _ := http.NewRequest(c.method, e.srv.URL+c.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		h := resp.Header
+		if resp.StatusCode != c.status || !strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") || h.Get("X-Frame-Options") != "DENY" || h.Get("Cache-Control") != "no-store" {
+			t.Fatalf("%s %s: %d %v", c.method, c.path, resp.StatusCode, h)
+		}
+	}
+}

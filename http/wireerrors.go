@@ -122,6 +122,9 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request, err error) {
 		// Paths both APIs have (/v1/files, /v1/models): the Anthropic SDK,
 		// which sends anthropic-version, gets its own shape.
 		s.writeErrorAs(w, r, modelErrors, err)
+	case p == "/console" || strings.HasPrefix(p, "/console/"):
+		setConsoleHeaders(w.Header(), true)
+		s.writeError(w, r, err)
 	default:
 		s.writeError(w, r, err)
 	}
