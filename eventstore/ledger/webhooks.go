@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/batonhq/baton/domain"
@@ -34,12 +33,12 @@ type Webhooks struct {
 	now          func() time.Time
 	allowPrivate bool
 	grace        time.Duration
-	// changes makes this process's changes of the webhooks stream, and
-	// its redeliveries, take turns: racing each other at a stream's
-	// revision, a burst of them (200 rotations, or 200 redeliveries, at
-	// once) ran out of retries, and about half answered 500. Replicas
-	// still race; the losers decide again.
-	changes sync.Mutex
+	// turns makes this process's writes of one stream (the webhooks
+	// stream, a delivery's) take turns: racing each other at its revision,
+	// a burst of them (200 rotations, or 200 redeliveries, at once) ran
+	// out of retries, and about half answered 500. Replicas still race;
+	// the losers decide again.
+	turns turns
 }
 
 // webhooksBusy answers a change that lost the race at the webhooks
@@ -163,8 +162,11 @@ func (s *Webhooks) Register(ctx context.Context, call Call, reg domain.WebhookRe
 	}
 	// Appended at the revision the count was made on, so that replicas
 	// registering at once cannot pass the bound together.
-	s.changes.Lock()
-	defer s.changes.Unlock()
+	done, err := s.turns.take(ctx, domain.WebhooksStream)
+	if err != nil {
+		return NewWebhook{}, err
+	}
+	defer done()
 	for attempt := 0; ; attempt++ {
 		set, err := s.load(ctx)
 		if err != nil {
@@ -242,8 +244,11 @@ func (s *Webhooks) change(ctx context.Context, op string, p domain.Principal, id
 	if !domain.ValidWebhookID(id) {
 		return nil, webhookNotFound(op, id)
 	}
-	s.changes.Lock()
-	defer s.changes.Unlock()
+	done, err := s.turns.take(ctx, domain.WebhooksStream)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	for attempt := 0; ; attempt++ {
 		set, err := s.load(ctx)
 		if err != nil {
@@ -438,10 +443,11 @@ func (s *Webhooks) Redeliver(ctx context.Context, call Call, webhookID, delivery
 	if w.Status != domain.WebhookStatusActive {
 		return nil, domain.E(op, domain.KindConflict, "webhook_not_active", "webhook %s is %s (%s); register the endpoint again to receive deliveries", webhookID, w.Status, w.DisabledReason)
 	}
-	// Redeliveries take turns too: a burst of them on one delivery raced
-	// at its stream's revision and ran out of retries (500s).
-	s.changes.Lock()
-	defer s.changes.Unlock()
+	done, err := s.turns.take(ctx, domain.WebhookDeliveryStream(deliveryID))
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	for attempt := 0; ; attempt++ {
 		d, last, err := s.Delivery(ctx, deliveryID)
 		if err != nil {
