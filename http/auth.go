@@ -79,7 +79,7 @@ func (s *Server) authenticate(r *http.Request) (domain.Principal, error) {
 		return domain.Principal{}, domain.E(op, domain.KindUnauthorized, "missing_api_key", "send your API key in the x-api-key header or as Authorization: Bearer <key>")
 	}
 	if !domain.LooksLikeKey(key) {
-		return domain.Principal{}, domain.E(op, domain.KindUnauthorized, "invalid_api_key", "the API key is not valid")
+		return domain.Principal{}, invalidKey(op)
 	}
 	hash := domain.HashKey(key)
 	rec, err := s.proj.KeyByHash(hash)
@@ -92,12 +92,24 @@ func (s *Server) authenticate(r *http.Request) (domain.Principal, error) {
 		}
 	}
 	if errors.Is(err, projections.ErrNoKey) {
-		return domain.Principal{}, domain.E(op, domain.KindUnauthorized, "invalid_api_key", "the API key is not valid")
+		return domain.Principal{}, invalidKey(op)
 	}
 	if err != nil {
 		return domain.Principal{}, err
 	}
 	return domain.Principal{KeyID: rec.KeyID, Tenant: rec.Tenant, Admin: rec.Admin}, nil
+}
+
+// invalidKey refuses a key that is not one, or no longer one.
+func invalidKey(op string) error {
+	return domain.E(op, domain.KindUnauthorized, "invalid_api_key", "the API key is not valid")
+}
+
+// refuseRevoked answers a request whose key was revoked while it was
+// served, as authentication answers it.
+func (s *Server) refuseRevoked(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="baton"`)
+	s.writeError(w, r, invalidKey("auth"))
 }
 
 type access int

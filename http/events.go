@@ -353,8 +353,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		// Revoked between the request's authentication and the head the
 		// feed follows from: its revocation is not in what follows.
 		sub.Close()
-		w.Header().Set("WWW-Authenticate", `Bearer realm="baton"`)
-		s.writeError(w, r, domain.E("auth", domain.KindUnauthorized, "invalid_api_key", "the API key is not valid"))
+		s.refuseRevoked(w, r)
 		return
 	}
 	setPosition(w, from)

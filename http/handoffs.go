@@ -467,8 +467,7 @@ func (s *Server) getLedger(w http.ResponseWriter, r *http.Request) {
 				// events in the feed's order).
 				if p := principalOf(r.Context()); p.KeyID != "" {
 					if rec, err := s.proj.KeyByID(p.KeyID); err == nil && rec.RevokedAt != nil {
-						w.Header().Set("WWW-Authenticate", `Bearer realm="baton"`)
-						s.writeError(w, r, domain.E("auth", domain.KindUnauthorized, "invalid_api_key", "the API key is not valid"))
+						s.refuseRevoked(w, r)
 						return
 					}
 				}
