@@ -95,10 +95,19 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 		},
 	}
 	path := filepath.Join(data, translog.FileName)
+	// moveAside moves the log's file to path.suffix, saying why: the log
+	// is then built again from zero.
+	moveAside := func(suffix, why string, cause error) error {
+		ev := log.Warn()
+		if cause != nil {
+			ev = ev.Err(cause)
+		}
+		ev.Str("file", path+"."+suffix).Msg("transparency log: " + why + "; moved aside and rebuilt from zero")
+		return os.Rename(path, path+"."+suffix)
+	}
 	tl, err := translog.Open(path, store, opts)
 	if errors.Is(err, translog.ErrDamaged) {
-		log.Warn().Err(err).Str("file", path+".broken").Msg("transparency log: the file is damaged; moved aside and rebuilt from zero")
-		if rerr := os.Rename(path, path+".broken"); rerr != nil {
+		if rerr := moveAside("broken", "the file is damaged", err); rerr != nil {
 			return fail(rerr)
 		}
 		tl, err = translog.Open(path, store, opts)
@@ -106,8 +115,7 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 	if errors.Is(err, translog.ErrAnotherLog) {
 		// A new key (or origin) is a new log: its checkpoints are signed
 		// from the store's claims of its own origin, from zero.
-		log.Warn().Err(err).Str("file", path+".another-key").Msg("transparency log: the file's checkpoints are another key's; moved aside and rebuilt from zero")
-		if rerr := os.Rename(path, path+".another-key"); rerr != nil {
+		if rerr := moveAside("another-key", "the file's checkpoints are another key's", err); rerr != nil {
 			return fail(rerr)
 		}
 		tl, err = translog.Open(path, store, opts)
@@ -133,9 +141,8 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 		if signed, cp := tl.Checkpoint(); signed != nil && tl.Signs() {
 			aside = cp
 		}
-		log.Warn().Str("file", path+"."+reason).Msg("transparency log: built from another store, or ahead of this one; moved aside and rebuilt from zero")
 		tl.Close()
-		if err := os.Rename(path, path+"."+reason); err != nil {
+		if err := moveAside(reason, "built from another store, or ahead of this one", nil); err != nil {
 			return fail(err)
 		}
 		if tl, err = translog.Open(path, store, opts); err != nil {
