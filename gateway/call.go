@@ -126,11 +126,20 @@ type Caller struct {
 	// provider's default tier changed (TierFor): served is the tier of the
 	// answer that showed it.
 	AutoTierSeen func(provider, served string)
-	// OutputOverReported, when set, is told of an upstream that reported
-	// more output tokens than the request allowed; the call is billed the
-	// bound.
-	OutputOverReported func(provider, model string, reported, bound int)
+	// OverReported, when set, is told of an upstream that reported more
+	// of a count (output tokens, input tokens, web searches, file
+	// searches) than the call could have used; the call is billed the
+	// count given as billed.
+	OverReported func(provider, model, count string, reported, billed int)
 }
+
+// Ceilings no model call reaches (a thousand times the largest context
+// offered today; a search tool's uses are bounded far lower): a count
+// past them is corrupt or hostile, and is not billed as told.
+const (
+	MaxReportedTokens   = 1_000_000_000
+	MaxReportedSearches = 10_000
+)
 
 // DefaultTierer is a provider whose account may serve a call that names
 // no capacity tier (or auto) at a tier of its own: an OpenAI project's
@@ -328,13 +337,35 @@ func (k *Caller) settle(c *Call, u Usage, outcome string) (Usage, *float64, func
 // which generate reports).
 func (k *Caller) bounded(c *Call, u Usage) Usage {
 	held := c.held()
-	if limit, known := BilledOutputBound(held, c.Model); known && u.OutputTokens > limit {
+	tell := func(count string, reported, billed int) {
+		if k.OverReported != nil {
+			k.OverReported(c.Provider.Name(), c.Model.ID, count, reported, billed)
+		}
+	}
+	limit, known := BilledOutputBound(held, c.Model)
+	if !known {
+		limit = MaxReportedTokens
+	}
+	if u.OutputTokens > limit {
 		// More than the request let the model write: the upstream's count
 		// is wrong, and billing it could spend a tenant's month at once.
-		if k.OutputOverReported != nil {
-			k.OutputOverReported(c.Provider.Name(), c.Model.ID, u.OutputTokens, limit)
-		}
+		tell("output tokens", u.OutputTokens, limit)
 		u.OutputTokens = limit
+	}
+	if u.InputTokens > MaxReportedTokens || u.CacheReadTokens > MaxReportedTokens || u.CacheWriteTokens > MaxReportedTokens ||
+		u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens > MaxReportedTokens {
+		// An input no call could read: Baton's count of the request.
+		est := EstimateUsage(c.Req, "", countOr4).InputTokens
+		tell("input tokens", u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens, est)
+		u.InputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CacheWrite1hTokens, u.Estimated = est, 0, 0, 0, true
+	}
+	if u.WebSearches > MaxReportedSearches {
+		tell("web searches", u.WebSearches, MaxReportedSearches)
+		u.WebSearches = MaxReportedSearches
+	}
+	if u.FileSearches > MaxReportedSearches {
+		tell("file searches", u.FileSearches, MaxReportedSearches)
+		u.FileSearches = MaxReportedSearches
 	}
 	if c.Front == "generate" {
 		// generate's prompt is Baton's own, whole, and no tool runs at the
@@ -346,7 +377,6 @@ func (k *Caller) bounded(c *Call, u Usage) Usage {
 	return u
 }
 
-// record settles an attempt and records its usage at once.
 func (k *Caller) record(c *Call, u Usage, outcome string) *float64 {
 	_, cost, record := k.settle(c, u, outcome)
 	record()

@@ -212,9 +212,14 @@ func NewServer(cfg Config) *Server {
 			s.log.Warn().Str("provider", provider).Str("serviceTier", served).
 				Msg("the provider serves calls that name no service tier at a dearer one; such calls are now held at its rate (declare it to hold the first ones too: defaultServiceTier in the providers file, BATON_OPENAI_DEFAULT_SERVICE_TIER for the built-in openai provider)")
 		},
-		OutputOverReported: func(provider, model string, reported, bound int) {
-			s.log.Warn().Str("provider", provider).Str("model", model).Int("reportedOutputTokens", reported).Int("billedOutputTokens", bound).
-				Msg("the provider reported more output tokens than the request allowed; the call is billed the request's bound")
+		OverReported: func(provider, model, count string, reported, billed int) {
+			if count == "output tokens" {
+				s.log.Warn().Str("provider", provider).Str("model", model).Int("reportedOutputTokens", reported).Int("billedOutputTokens", billed).
+					Msg("the provider reported more output tokens than the request allowed; the call is billed the request's bound")
+				return
+			}
+			s.log.Warn().Str("provider", provider).Str("model", model).Str("count", count).Int("reported", reported).Int("billed", billed).
+				Msg("the provider reported more than any call could use; the call is billed the count shown")
 		}}
 	rt := s.router
 	rt.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
