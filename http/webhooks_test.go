@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/rs/zerolog"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -650,6 +651,35 @@ func TestWebhookRefusesPrivateAddressesAtConnect(t *testing.T) {
 	if a := attempt(d, 0); !strings.Contains(fmt.Sprint(a["error"]), "refusing to connect") ||
 		strings.Contains(fmt.Sprint(a["error"]), "127.0.0.1") || strings.Contains(fmt.Sprint(a["error"]), "::1") {
 		t.Fatalf("attempt %v", a)
+	}
+	rc.quiet(t, 0)
+}
+
+// The operator is told once an hour that an endpoint's address is
+// internal, not at every attempt of every delivery to it.
+func TestWebhookRefusedAddressLoggedOnceAnHour(t *testing.T) {
+	e, clock := webhookEnv(t, true)
+	rc := newReceiver(t)
+	var logs syncBuffer
+	dispatch(t, e, clock, func(c *webhook.Config) { c.AllowPrivate, c.Log = false, zerolog.New(&logs) })
+	id := e.registerWebhook(e.tenantA, rc.srv.URL, []string{"ContractCreated"}).str("webhookId")
+	said := func() int { return strings.Count(logs.String(), "address is internal") }
+	e.contract(e.tenantA, nil)
+	e.awaitDelivery(e.tenantA, id, 0, "pending", 1)
+	e.contract(e.tenantA, nil)
+	e.awaitDelivery(e.tenantA, id, 0, "pending", 1)
+	e.awaitDelivery(e.tenantA, id, 1, "pending", 1)
+	clock.Advance(time.Minute)
+	e.awaitDelivery(e.tenantA, id, 0, "pending", 2)
+	e.awaitDelivery(e.tenantA, id, 1, "pending", 2)
+	if n := said(); n != 1 {
+		t.Fatalf("said %d times in four attempts within the hour, want once:\n%s", n, logs.String())
+	}
+	clock.Advance(time.Hour)
+	e.contract(e.tenantA, nil)
+	e.awaitDelivery(e.tenantA, id, 2, "pending", 1)
+	if n := said(); n != 2 {
+		t.Fatalf("said %d times, want again after an hour:\n%s", n, logs.String())
 	}
 	rc.quiet(t, 0)
 }

@@ -97,7 +97,10 @@ type Dispatcher struct {
 	wanted   []domain.WebhookDeliveryScheduled
 	pending  map[string]*due // open deliveries by id
 	inflight map[string]*due // deliveries being attempted
-	workers  sync.WaitGroup
+	// refusedSaid is when the log last said an endpoint's address is
+	// internal: once an hour, not at every attempt of every delivery.
+	refusedSaid map[string]time.Time
+	workers     sync.WaitGroup
 	// wake is signalled when an attempt ends, so that a free worker takes
 	// the next due delivery without waiting for the feed or the poll.
 	wake chan struct{}
@@ -109,6 +112,27 @@ type due struct {
 	at              time.Time
 	lastAttempt     int
 	tenant, webhook string
+}
+
+// sayRefused reports whether the log should say that the endpoint's
+// address was refused: not if it said so within the hour.
+func (d *Dispatcher) sayRefused(webhookID string) bool {
+	now := d.cfg.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if at, ok := d.refusedSaid[webhookID]; ok && now.Sub(at) < time.Hour {
+		return false
+	}
+	if d.refusedSaid == nil {
+		d.refusedSaid = map[string]time.Time{}
+	}
+	for id, at := range d.refusedSaid {
+		if now.Sub(at) >= time.Hour {
+			delete(d.refusedSaid, id) // a deleted endpoint's entry goes too
+		}
+	}
+	d.refusedSaid[webhookID] = now
+	return true
 }
 
 // New builds a dispatcher; Run starts it.
@@ -498,9 +522,9 @@ func (d *Dispatcher) attempt(ctx context.Context, id string) {
 		default:
 			if serr != nil {
 				rec.Error = deliveryError(serr)
-				if errors.Is(serr, ErrBlockedAddress) {
+				if errors.Is(serr, ErrBlockedAddress) && d.sayRefused(hook.WebhookID) {
 					// The operator's to know; the tenant reads the refusal only.
-					log.Warn().Err(serr).Str("webhookId", hook.WebhookID).Msg("webhooks: an endpoint's address is internal; the attempt was refused")
+					log.Warn().Err(serr).Str("webhookId", hook.WebhookID).Msg("webhooks: an endpoint's address is internal; its attempts are refused (said once an hour for each endpoint)")
 				}
 			} else {
 				rec.Error = fmt.Sprintf("the receiver answered %d", status)
