@@ -118,7 +118,7 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 		}
 		w.Header().Set("Content-Length", strconv.Itoa(rec.body.Len()))
 		w.WriteHeader(rec.status)
-		w.Write(rec.body.Bytes())
+		writeBounded(w, rec.body.Bytes()) // under the deadline a large answer has without a key
 	}
 }
 
@@ -151,5 +151,5 @@ func replayIdem(w http.ResponseWriter, kept *ledger.Answer) {
 	w.Header().Set("Original-Request-Id", kept.RequestID)
 	w.Header().Set("Content-Length", strconv.Itoa(len(kept.Body)))
 	w.WriteHeader(kept.Status)
-	io.WriteString(w, kept.Body)
+	writeBounded(w, []byte(kept.Body))
 }

@@ -2,6 +2,7 @@ package http_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -81,5 +82,44 @@ func TestLargeLedgerAnswerEndsWhenClientStopsReading(t *testing.T) {
 				t.Fatalf("the whole answer (%d bytes) waited for a client that stopped reading", n)
 			}
 		})
+	}
+}
+
+// A generation whose answer is large (an upstream that ignored its token
+// cap), asked with an Idempotency-Key, is written to a client that stops
+// reading under the same deadline as without the key: the key's answer
+// was written without one, and held the connection and the answer's
+// buffer until the client read again.
+func TestLargeIdempotentGenerationEndsWhenClientStopsReading(t *testing.T) {
+	t.Cleanup(batonhttp.SetModelWriteStall(100 * time.Millisecond))
+	big := `{"summary": "` + strings.Repeat("word ", 11<<20/5) + `", "keyPoints": ["a"]}`
+	e := scriptedEnv(t, newScripted(t, big))
+	body, _ := json.Marshal(genBody(map[string]any{"options": map[string]any{"maxAttempts": 1, "llm": map[string]any{"model": "openai:gpt-4o-mini"}}}))
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	conn, err := d.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/generate HTTP/1.1\r\nHost: x\r\nx-api-key: %s\r\nIdempotency-Key: big-1\r\nContent-Length: %d\r\n\r\n%s", e.tenantA, len(body), body)
+	conn.SetReadDeadline(time.Now().Add(60 * time.Second))
+	first := make([]byte, 64<<10)
+	if _, err := io.ReadFull(conn, first); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(first), "HTTP/1.1 200") {
+		t.Fatalf("%.200s", first)
+	}
+	time.Sleep(4 * time.Second) // well over 12 started MiB of 100 ms
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	n, err := io.Copy(io.Discard, conn)
+	n += int64(len(first))
+	if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("after %d bytes: %v (the connection was not closed)", n, err)
+	}
+	if n >= 11<<20 {
+		t.Fatalf("the whole answer (%d bytes) waited for a client that stopped reading", n)
 	}
 }
