@@ -64,6 +64,11 @@ type Call struct {
 	// geo is the geography the attempt is held at, and billed at when its
 	// answer does not say (GeoFor).
 	geo string
+	// Failed is what Complete billed the models of the chain that failed
+	// once they had the request (a served answer that does not read as
+	// one, a client that left), in order: the answer's Billed is the
+	// answering model's alone.
+	Failed []Bill
 }
 
 // Wire formats a front speaks and a provider may take as they are.
@@ -486,6 +491,13 @@ func orRefusal(last, refusal error) error {
 	return refusal
 }
 
+// Bill is what one attempt of a call was billed: its usage, held to what
+// the request allowed, and its cost (nil: unpriced).
+type Bill struct {
+	Usage Usage
+	Cost  *float64
+}
+
 // Answer is a non-streamed call's answer, settled: its cost (nil:
 // unpriced) and the usage event, to be recorded once the answer is written.
 type Answer struct {
@@ -503,7 +515,7 @@ func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer
 	// did is billed the input (below), not one that left before.
 	var wrote atomic.Bool
 	tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) }})
-	c.Tried = c.Tried[:0]
+	c.Tried, c.Failed = c.Tried[:0], c.Failed[:0]
 	for i, t := range chain {
 		wrote.Store(false)
 		if err := k.begin(ctx, c, t); err != nil {
@@ -546,7 +558,11 @@ func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer
 			// input is billed (neither is free at the provider).
 			took = Usage{InputTokens: EstimateUsage(c.Req, "", countOr4).InputTokens, Estimated: true}
 		}
-		k.record(c, took, failed(ctx))
+		billed, cost, record := k.settle(c, took, failed(ctx))
+		record()
+		if took != (Usage{}) {
+			c.Failed = append(c.Failed, Bill{Usage: billed, Cost: cost})
+		}
 		last = err
 		if !retryable(ctx, err) {
 			break

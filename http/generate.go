@@ -336,6 +336,37 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 	var total gateway.Usage
 	var spent float64
 	costKnown := true
+	// bill counts what an attempt was billed in the total, and in the
+	// spent sum the ceiling holds retries to, and returns it as the trace
+	// says it.
+	bill := func(u gateway.Usage, cost *float64) gatewayUsageSummary {
+		in := u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
+		total.InputTokens += in
+		total.OutputTokens += u.OutputTokens
+		total.Estimated = total.Estimated || u.Estimated
+		if cost == nil {
+			costKnown = false
+		} else {
+			spent = gateway.RoundUSD(spent + *cost)
+		}
+		return gatewayUsageSummary{InputTokens: in, OutputTokens: u.OutputTokens, CostUSD: cost, Estimated: u.Estimated}
+	}
+	// billFailed counts what the models of the chain that failed with the
+	// prompt were billed (gateway.Call.Failed), into sum.
+	billFailed := func(c *gateway.Call, sum *gatewayUsageSummary) {
+		for _, f := range c.Failed {
+			u := bill(f.Usage, f.Cost)
+			sum.InputTokens += u.InputTokens
+			sum.OutputTokens += u.OutputTokens
+			sum.Estimated = sum.Estimated || u.Estimated
+			if sum.CostUSD != nil && u.CostUSD != nil {
+				c := gateway.RoundUSD(*sum.CostUSD + *u.CostUSD)
+				sum.CostUSD = &c
+			} else {
+				sum.CostUSD = nil
+			}
+		}
+	}
 	var records []func()
 	recordAll := func() {
 		for _, rec := range records {
@@ -357,13 +388,15 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 			// ceiling stops a retry, so that a retry under the same key
 			// does not pay for them again only to meet the budget.
 			trace.StoppedBy = "budget"
+			billFailed(c, &gatewayUsageSummary{})
 			break
 		}
 		if err != nil {
 			recordAll()
 			trace.ModelsTried = c.Tried
+			billFailed(c, &gatewayUsageSummary{})
 			var spentSoFar *gatewayUsageSummary
-			if attempt > 1 { // earlier attempts were paid for: say so
+			if attempt > 1 || len(c.Failed) > 0 { // attempts were paid for: say so
 				u := gatewayUsageSummary{InputTokens: total.InputTokens, OutputTokens: total.OutputTokens, Estimated: total.Estimated}
 				if costKnown {
 					u.CostUSD = &spent
@@ -375,20 +408,12 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		}
 		trace.SelectedProvider, trace.SelectedModel = c.Provider.Name(), c.Model.ID
 		trace.FallbackUsed = trace.FallbackUsed || c.Fallback
-		cost, record := resp.Cost, resp.Record
-		records = append(records, record)
-		u := resp.Billed // what was billed, which the answer says
-		total.InputTokens += u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
-		total.OutputTokens += u.OutputTokens
-		total.Estimated = total.Estimated || u.Estimated
-		if cost == nil {
-			costKnown = false
-		} else {
-			spent = gateway.RoundUSD(spent + *cost)
-		}
+		records = append(records, resp.Record)
+		// What was billed, which the answer says: the answer, and the
+		// models before it that failed with the prompt.
+		at := attemptTrace{Attempt: attempt, Model: c.Model.ID, Errors: []tasks.Violation{}, Usage: bill(resp.Billed, resp.Cost)}
+		billFailed(c, &at.Usage)
 		text := resp.StructuredText(output)
-		at := attemptTrace{Attempt: attempt, Model: c.Model.ID, Errors: []tasks.Violation{},
-			Usage: gatewayUsageSummary{InputTokens: u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens, OutputTokens: u.OutputTokens, CostUSD: cost, Estimated: u.Estimated}}
 		obj, perr := tasks.ParseLenient(text)
 		if perr != nil {
 			at.Errors = append(at.Errors, tasks.Violation{Pointer: "", Message: perr.Error()})

@@ -10,6 +10,8 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -712,5 +714,74 @@ func TestGenerateFailureSaysTheModelsTried(t *testing.T) {
 	r := e.do("POST", "/v1/generate", e.tenantA, genBody(map[string]any{"options": map[string]any{"maxAttempts": 1, "llm": map[string]any{"model": "openai:gpt-4o-mini"}}}))
 	if r.status != 503 || !strings.Contains(string(r.raw), `"modelsTried":["openai:gpt-4o-mini"]`) {
 		t.Fatalf("%d %s", r.status, r.raw)
+	}
+}
+
+// A model of the chain that took the prompt and answered what does not
+// read as an answer is billed its input (gateway.Caller.Complete), and a
+// generation counts that bill: in its usage, which says what was billed,
+// and against maxCostUsd before a retry. Both left it out: the answer
+// said less than the usage events, and the retries ran on past the
+// ceiling, each paying the failed model's input again.
+func TestGenerateCountsWhatAFailedModelOfTheChainBilled(t *testing.T) {
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		fmt.Fprint(w, `{"id":"x","object":"chat.completion","choices":[]}`) // served, and no answer
+	}))
+	t.Cleanup(bad.Close)
+	good := newScripted(t, "no JSON here")
+	file := map[string]any{"providers": []any{
+		map[string]any{"name": "bad", "kind": "openai-compatible", "baseUrl": bad.URL + "/v1", "models": []any{map[string]any{
+			"name": "m", "contextTokens": 32000, "fallbacks": []string{"good:m"},
+			"pricing": map[string]any{"inputPerMTok": 1000, "outputPerMTok": 2, "source": "test"}}}},
+		map[string]any{"name": "good", "kind": "openai-compatible", "baseUrl": good.srv.URL + "/v1", "models": []any{map[string]any{
+			"name": "m", "contextTokens": 32000, "pricing": map[string]any{"inputPerMTok": 1, "outputPerMTok": 2, "source": "test"}}}},
+	}}
+	path := filepath.Join(t.TempDir(), "providers.json")
+	b, _ := json.Marshal(file)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(string) string { return "" }, ProvidersFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, cat)
+	// A text dense in tokens, so that the failed model's input is a large
+	// part of an attempt's worst case.
+	var text strings.Builder
+	for i := range 3000 {
+		text.WriteRune(rune(0x1F300 + i*7%0x2FF))
+	}
+	body := func(ceiling float64) map[string]any {
+		return map[string]any{"type": "summarize", "input": map[string]any{"text": text.String()},
+			"options": map[string]any{"maxAttempts": 5, "llm": map[string]any{"model": "bad:m", "maxCostUsd": ceiling}}}
+	}
+	probe := e.must(e.do("POST", "/v1/generate", e.tenantA, body(1e-6)), 422)
+	var worst float64
+	_, msg, _ := strings.Cut(string(probe.raw), "one attempt may cost up to $")
+	if _, err := fmt.Sscanf(msg, "%f", &worst); err != nil || worst <= 0 {
+		t.Fatalf("%s", probe.raw)
+	}
+	ceiling := worst * 1.2
+	r := e.must(e.do("POST", "/v1/generate", e.tenantA, body(ceiling)), 422)
+	var g struct {
+		Usage struct {
+			Cost *float64 `json:"estimated_cost_usd"`
+		} `json:"usage"`
+	}
+	json.Unmarshal(r.raw, &g)
+	calls := int(good.calls.Load())
+	var billed float64
+	for _, ev := range e.usageEvents("a", 2*calls) {
+		var u gateway.UsageRecord
+		json.Unmarshal(ev.Data, &u)
+		billed += *u.CostUSD
+	}
+	if g.Usage.Cost == nil || math.Abs(*g.Usage.Cost-billed) > 1e-6 {
+		t.Errorf("the answer says %s was spent, the usage events %v: %s", r.str("usage.estimated_cost_usd"), billed, r.raw)
+	}
+	if billed > ceiling {
+		t.Errorf("billed %v over the ceiling of %v in %d attempts", billed, ceiling, calls)
 	}
 }
