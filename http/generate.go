@@ -415,6 +415,9 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		billFailed(c, &at.Usage)
 		text := resp.StructuredText(output)
 		obj, perr := tasks.ParseLenient(text)
+		if perr == nil {
+			perr = isText(obj)
+		}
 		if perr != nil {
 			at.Errors = append(at.Errors, tasks.Violation{Pointer: "", Message: perr.Error()})
 		} else if v, verr := t.ValidateOutput(obj); verr != nil {
@@ -464,6 +467,21 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 	}
 	return &generation{id: c.ID, taskType: t.Name, model: c.Model.ID, provider: c.Provider.Name(), templateVersion: version,
 		output: out, usage: usage, trace: trace, records: records}, true
+}
+
+// isText refuses an output that is JSON by its grammar but holds no text:
+// bytes that are not UTF-8 (a forced tool's input is taken as the upstream
+// sent it) or an escaped half of a surrogate pair alone. Written in the
+// answer, strict parsers (jq, serde_json) refuse it, as the request
+// decoder refuses such a body.
+func isText(obj json.RawMessage) error {
+	if !utf8.Valid(obj) {
+		return errors.New("the answer is not UTF-8 text")
+	}
+	if at := domain.LoneSurrogateAt(obj); at >= 0 {
+		return fmt.Errorf("the answer escapes half a UTF-16 surrogate pair alone (at byte %d), which is no character", at)
+	}
+	return nil
 }
 
 // clip cuts s to at most n bytes, on a character boundary.

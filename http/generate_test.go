@@ -17,7 +17,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 
+	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/tasks"
 )
@@ -783,5 +785,41 @@ func TestGenerateCountsWhatAFailedModelOfTheChainBilled(t *testing.T) {
 	}
 	if billed > ceiling {
 		t.Errorf("billed %v over the ceiling of %v in %d attempts", billed, ceiling, calls)
+	}
+}
+
+// An answer that is JSON by its grammar but holds no text (an escaped half
+// of a surrogate pair alone, bytes that are not UTF-8: a forced tool's
+// input is taken as the upstream sent it) is an invalid answer, re-asked:
+// it was the generation's output, so the 200 was no JSON a strict parser
+// (jq, serde_json) reads, as the request decoder refuses such a body.
+func TestGenerateOutputIsText(t *testing.T) {
+	for name, input := range map[string]string{
+		"lone surrogate": `{"summary":"s\ud800","keyPoints":["a"]}`,
+		"not UTF-8":      "{\"summary\":\"s\xff\",\"keyPoints\":[\"a\"]}",
+	} {
+		t.Run(name, func(t *testing.T) {
+			var calls atomic.Int64
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				in := input
+				if calls.Add(1) > 1 {
+					in = `{"summary":"s","keyPoints":["a"]}`
+				}
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"tool_use","id":"t1","name":"emit_summarize","input":%s}],"stop_reason":"tool_use","usage":{"input_tokens":5,"output_tokens":5}}`, in)
+			}))
+			t.Cleanup(up.Close)
+			vars := map[string]string{"ANTHROPIC_BASE_URL": up.URL, "ANTHROPIC_API_KEY": "k"}
+			cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := newEnvWith(t, cat)
+			r := e.must(e.do("POST", "/v1/generate", e.tenantA, genBody(map[string]any{"options": map[string]any{"llm": map[string]any{"model": "anthropic:claude-haiku-4-5"}}})), 200)
+			if !utf8.Valid(r.raw) || domain.LoneSurrogateAt(r.raw) >= 0 || r.str("attempts") != "2" || r.str("output") != `{"keyPoints":["a"],"summary":"s"}` {
+				t.Fatalf("%v %v %s: %q", utf8.Valid(r.raw), domain.LoneSurrogateAt(r.raw), r.str("output"), r.raw)
+			}
+		})
 	}
 }
