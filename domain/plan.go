@@ -3,9 +3,11 @@ package domain
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -104,7 +106,41 @@ func PlanOutputProblems(output json.RawMessage) []FieldError {
 	if err := json.Unmarshal(output, &out); err != nil {
 		return []FieldError{{Pointer: "", Code: "invalid_type", Message: err.Error()}}
 	}
+	if p := foldedNames(output); len(p) > 0 {
+		return p
+	}
 	return planProblems(out)
+}
+
+// foldedNames lists the names in a plan output that differ from a field's
+// only by case. The output schema reads names as written, and passes
+// such a name as another property; encoding/json, ignoring case, would
+// take its value for the field's, so the plan would be built from what
+// the schema never checked.
+func foldedNames(output json.RawMessage) []FieldError {
+	var p []FieldError
+	check := func(at string, raw json.RawMessage, names ...string) map[string]json.RawMessage {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(raw, &obj) != nil {
+			return nil // not an object: the schema says what is wrong
+		}
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
+			for _, n := range names {
+				if k != n && strings.EqualFold(k, n) {
+					p = append(p, FieldError{Pointer: at + "/" + PointerToken(k), Code: "unknown_field",
+						Message: fmt.Sprintf("%q is not the field %q: write its name as the schema does", k, n)})
+				}
+			}
+		}
+		return obj
+	}
+	top := check("", output, "summary", "steps", "assumptions")
+	var steps []json.RawMessage
+	json.Unmarshal(top["steps"], &steps)
+	for i, st := range steps {
+		check("/steps/"+strconv.Itoa(i), st, "title", "description", "kind", "requiresApproval", "proof")
+	}
+	return p
 }
 
 // MaxPlanOutput bounds a plan's output in bytes, far above what the
@@ -153,7 +189,7 @@ func BuildPlan(id, objective string, constraints []string, target, risk string, 
 	if err := json.Unmarshal(output, &out); err != nil {
 		return nil, fmt.Errorf("plan: agent_plan output: %w", err)
 	}
-	if problems := planProblems(out); len(problems) > 0 {
+	if problems := append(foldedNames(output), planProblems(out)...); len(problems) > 0 {
 		return nil, fmt.Errorf("plan: agent_plan output: %s: %s", problems[0].Pointer, problems[0].Message)
 	}
 	high := risk == "high" || risk == "critical"

@@ -86,3 +86,28 @@ func TestPlanStepTitleNotInvisible(t *testing.T) {
 		t.Fatalf("a title with words: %v", p)
 	}
 }
+
+// A name that differs from a plan field's only by case is not the field:
+// the output schema reads names as written and passed the plan with it,
+// while encoding/json, ignoring case, took its value for the field's. The
+// plan was then built from steps the schema never checked (proof types
+// outside the enum, no approval where the checked step asked for it).
+func TestPlanOutputNamesAsWritten(t *testing.T) {
+	checked := `{"title":"t","description":"d","kind":"external_action","requiresApproval":true,"proof":["log"]}`
+	for _, c := range []struct{ out, pointer string }{
+		{`{"summary":"s","steps":[` + checked + `],"Steps":[{"title":"t","description":"","kind":"analysis","requiresApproval":false,"proof":["Not A Type"]}]}`, "/Steps"},
+		{`{"summary":"s","steps":[{"title":"t","description":"d","kind":"external_action","requiresApproval":true,"RequiresApproval":false,"proof":["log"]}]}`, "/steps/0/RequiresApproval"},
+		{`{"summary":"s","STEPS":[` + checked + `],"steps":[` + checked + `]}`, "/STEPS"},
+	} {
+		p := PlanOutputProblems(json.RawMessage(c.out))
+		if len(p) != 1 || p[0].Pointer != c.pointer {
+			t.Errorf("%s: %v", c.out, p)
+		}
+		if _, err := BuildPlan("p", "o", nil, "ops-bot", "medium", json.RawMessage(c.out)); err == nil {
+			t.Errorf("%s: built", c.out)
+		}
+	}
+	if p := PlanOutputProblems(json.RawMessage(`{"summary":"s","steps":[` + checked + `],"notes":"extra"}`)); len(p) != 0 {
+		t.Fatalf("another name: %v", p)
+	}
+}
