@@ -823,3 +823,20 @@ func TestGenerateOutputIsText(t *testing.T) {
 		})
 	}
 }
+
+// Every type works offline (docs/api.md), extract_fields with several
+// fields of every type too: the local provider gave one item, a string,
+// where the type's rule asks for each field once with a value of its
+// type, so two attempts failed and the call was a 422 output_invalid.
+func TestGenerateExtractFieldsWithTheLocalProvider(t *testing.T) {
+	e := localEnv(t)
+	var fields []any
+	for _, typ := range []string{"string", "number", "integer", "boolean", "date"} {
+		fields = append(fields, map[string]any{"name": "f_" + typ, "type": typ})
+	}
+	r := e.must(e.do("POST", "/v1/generate", e.tenantA, map[string]any{"type": "extract_fields",
+		"input": map[string]any{"text": "Invoice 42 due 2026-12-01", "fields": fields}}), 200)
+	if r.str("attempts") != "1" || strings.Count(r.str("output"), `"name":"f_`) != 5 {
+		t.Fatalf("%s", r.raw)
+	}
+}

@@ -2,6 +2,7 @@ package local
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -10,8 +11,11 @@ import (
 // subset the task types use (type, properties, required, items, minItems,
 // maxItems, enum, const, minimum, maximum, minLength, maxLength), filling
 // strings with the prompt's words. It is how the provider answers structured requests: deterministic, schema-valid, and
-// plainly not a language model.
-func exampleOf(schema map[string]any, words []string, path string) any {
+// plainly not a language model. nth is the index of the array item the
+// value is in (0 outside arrays): the items of an array take an enum's
+// values in turn, so that items named by an enum (extract_fields' fields)
+// name each once.
+func exampleOf(schema map[string]any, words []string, path string, nth int) any {
 	word := func(n int) string {
 		if len(words) == 0 {
 			return "example"
@@ -26,11 +30,14 @@ func exampleOf(schema map[string]any, words []string, path string) any {
 		return c
 	}
 	if e, ok := schema["enum"].([]any); ok && len(e) > 0 {
-		return e[0]
+		return e[nth%len(e)]
 	}
 	typ := schema["type"]
 	if list, ok := typ.([]any); ok && len(list) > 0 {
 		typ = list[0]
+		if slices.Contains(list, any("null")) {
+			typ = "null" // valid whatever else a rule beyond the schema asks of the value
+		}
 	}
 	num := func(key string, def float64) float64 {
 		if v, ok := schema[key].(float64); ok {
@@ -49,19 +56,22 @@ func exampleOf(schema map[string]any, words []string, path string) any {
 		sort.Strings(keys)
 		for _, k := range keys {
 			if ps, ok := props[k].(map[string]any); ok {
-				out[k] = exampleOf(ps, words, path+"/"+k)
+				out[k] = exampleOf(ps, words, path+"/"+k, nth)
 			}
 		}
 		return out
 	case "array":
+		items, _ := schema["items"].(map[string]any)
 		n := int(math.Max(1, num("minItems", 1)))
+		if k := enumOfItems(items); k > n {
+			n = k // an item for each value: items named by an enum name each once
+		}
 		if mx := num("maxItems", math.Inf(1)); float64(n) > mx {
 			n = int(mx)
 		}
-		items, _ := schema["items"].(map[string]any)
 		out := make([]any, 0, n)
 		for i := range n {
-			out = append(out, exampleOf(items, words, path+"/"+strings.Repeat("i", i+1)))
+			out = append(out, exampleOf(items, words, path+"/"+strings.Repeat("i", i+1), i))
 		}
 		return out
 	case "integer":
@@ -83,4 +93,19 @@ func exampleOf(schema map[string]any, words []string, path string) any {
 		s += " " + word(1)
 	}
 	return s
+}
+
+// enumOfItems is the most values an enum of an object item's properties
+// has (0: none).
+func enumOfItems(items map[string]any) int {
+	props, _ := items["properties"].(map[string]any)
+	n := 0
+	for _, p := range props {
+		if ps, ok := p.(map[string]any); ok {
+			if e, ok := ps["enum"].([]any); ok {
+				n = max(n, len(e))
+			}
+		}
+	}
+	return n
 }

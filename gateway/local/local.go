@@ -53,7 +53,7 @@ func (Provider) answer(req gateway.Request) (words []string, stop string, usage 
 	if req.Output != nil {
 		var schema map[string]any
 		if json.Unmarshal(req.Output.Schema, &schema) == nil {
-			b, _ := json.Marshal(exampleOf(schema, strings.Fields(last), ""))
+			b, _ := json.Marshal(exampleOf(schema, strings.Fields(last), "", 0))
 			return []string{string(b)}, gateway.StopEndTurn, gateway.Usage{InputTokens: in, OutputTokens: countWords(string(b))}
 		}
 	}
