@@ -60,7 +60,7 @@ func (s *Server) createPlan(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Options are decoded with the body, by its rules (a name differing
-	// only by case is ignored, as on generate).
+	// only by case was refused above, as on generate).
 	g := generateRequest{Type: "agent_plan", Input: input, ContextPacketID: q.ContextPacketID, Options: q.Options}
 	gen, ok := s.runGeneration(w, r, &g, outputRule{check: planCheck})
 	if !ok {
