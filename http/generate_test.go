@@ -840,3 +840,14 @@ func TestGenerateExtractFieldsWithTheLocalProvider(t *testing.T) {
 		t.Fatalf("%s", r.raw)
 	}
 }
+
+// Options given as null are options left out, on generate and plans; the
+// document says so (it held options.llm to an object, and listed no
+// unknown name as refused).
+func TestGenerateNullOptionsAsDocumented(t *testing.T) {
+	e := localEnv(t)
+	opts := map[string]any{"templateVersion": nil, "maxAttempts": nil, "llm": nil}
+	e.must(e.do("POST", "/v1/generate", e.tenantA, map[string]any{"type": "summarize", "input": sampleInputs["summarize"], "contextPacketId": nil, "options": opts}), 200)
+	e.must(e.do("POST", "/v1/agent-plans", e.tenantA, map[string]any{"objective": "rotate the certificate", "targetExecutor": "ops-bot", "riskLevel": "low",
+		"constraints": nil, "contextPacketId": nil, "options": map[string]any{"llm": map[string]any{"mode": nil, "model": nil, "maxCostUsd": nil}}}), 201)
+}
