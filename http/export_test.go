@@ -74,3 +74,7 @@ func SetInboxMax(n int) (restore func()) {
 	inboxMax = n
 	return func() { inboxMax = old }
 }
+
+// SetIdempotencyLease sets how long a request under an Idempotency-Key
+// holds its key by a lease on a shared store.
+func (s *Server) SetIdempotencyLease(d time.Duration) { s.ledger.Idempotency.Lease = d }

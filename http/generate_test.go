@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/batonhq/baton/domain"
@@ -850,4 +851,24 @@ func TestGenerateNullOptionsAsDocumented(t *testing.T) {
 	e.must(e.do("POST", "/v1/generate", e.tenantA, map[string]any{"type": "summarize", "input": sampleInputs["summarize"], "contextPacketId": nil, "options": opts}), 200)
 	e.must(e.do("POST", "/v1/agent-plans", e.tenantA, map[string]any{"objective": "rotate the certificate", "targetExecutor": "ops-bot", "riskLevel": "low",
 		"constraints": nil, "contextPacketId": nil, "options": map[string]any{"llm": map[string]any{"mode": nil, "model": nil, "maxCostUsd": nil}}}), 201)
+}
+
+// On the embedded store a generation under an Idempotency-Key is not cut at
+// the lease, which only a shared store needs (another replica may take the
+// key over after it): it runs as long as without the key. It was cut, as a
+// 504 that is not kept, so an SDK's retry ran (and paid for) it again.
+func TestGenerateUnderAKeyOutlastsTheLease(t *testing.T) {
+	u := newScripted(t, validSummary)
+	u.gate = make(chan struct{})
+	e := scriptedEnvOn(t, u, false)
+	e.front.SetIdempotencyLease(100 * time.Millisecond)
+	go func() {
+		<-u.arrivals
+		time.Sleep(500 * time.Millisecond) // a model well past the lease
+		close(u.gate)
+	}()
+	r := e.do("POST", "/v1/generate", e.tenantA, genBody(nil), "Idempotency-Key", "slow-1")
+	if r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
 }

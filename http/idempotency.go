@@ -73,8 +73,13 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 			return
 		}
 		// The request runs to its end even if the client leaves, so that
-		// its answer is kept for the retry.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.ledger.Idempotency.Lease)
+		// its answer is kept for the retry: within the lease when another
+		// replica may take the key over after it, else as long as it
+		// would without a key.
+		rctx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
+		if claim.Leased() {
+			rctx, cancel = context.WithTimeout(rctx, s.ledger.Idempotency.Lease)
+		}
 		defer cancel()
 		rec := &recorder{header: http.Header{}}
 		r2 := r.WithContext(rctx)

@@ -170,6 +170,11 @@ func (s *Idempotency) Begin(ctx context.Context, call Call, endpoint, key string
 
 func (s *Idempotency) stamp() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
+// Leased reports whether the claim is held by a Started event, which
+// another request may take over once the lease has passed; a claim held
+// in memory (a store only this process writes) has no lease.
+func (c *Claim) Leased() bool { return !c.memory }
+
 func (c *Claim) release() {
 	if c.memory && !c.done {
 		c.s.inFlight.Delete(c.stream)
