@@ -262,6 +262,9 @@ func (g *generation) record() {
 type outputRule struct {
 	schema func(json.RawMessage) json.RawMessage
 	check  func(json.RawMessage) []tasks.Violation
+	// input is what is wrong with the input beyond its schema: no output
+	// could pass check (nil: nothing).
+	input []tasks.Violation
 }
 
 // runGeneration runs a task type's generation: its attempts re-ask the
@@ -269,6 +272,15 @@ type outputRule struct {
 // and by its rule.
 func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *generateRequest, rule outputRule) (*generation, bool) {
 	t, version, maxAttempts, err := s.generateInput(q)
+	if err == nil && len(rule.input) > 0 {
+		var fields []domain.FieldError
+		for _, v := range rule.input {
+			fields = append(fields, domain.FieldError{Pointer: "/input" + v.Pointer, Code: "schema", Message: v.Message})
+		}
+		e := domain.Invalid("generate", fields...)
+		e.Code, e.Message = "invalid_input", fmt.Sprintf("input cannot be answered as %s asks (%s)", q.Type, plural(len(fields), "problem"))
+		err = e
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return nil, false

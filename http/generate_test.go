@@ -872,3 +872,20 @@ func TestGenerateUnderAKeyOutlastsTheLease(t *testing.T) {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}
 }
+
+// A field asked for twice with two types is the client's mistake, refused
+// before any model call (422 invalid_input): no answer could give the
+// field once with a value of both types, so every attempt was paid for
+// and the call ended 422 output_invalid.
+func TestGenerateExtractFieldTwoTypesRefused(t *testing.T) {
+	u := newScripted(t, `{"fields":[{"name":"due","value":"2026-12-01"}]}`)
+	e := scriptedEnv(t, u)
+	r := e.must(e.do("POST", "/v1/generate", e.tenantA, genBody(map[string]any{"type": "extract_fields", "input": map[string]any{"text": "due 2026-12-01",
+		"fields": []any{map[string]any{"name": "due", "type": "date"}, map[string]any{"name": "due", "type": "integer"}}}})), 422)
+	if r.str("code") != "invalid_input" || !strings.Contains(string(r.raw), `"pointer":"/input/fields/1/type"`) || u.calls.Load() != 0 {
+		t.Fatalf("%d calls: %s", u.calls.Load(), r.raw)
+	}
+	// The same field twice with one type is one field, as before.
+	e.must(e.do("POST", "/v1/generate", e.tenantA, genBody(map[string]any{"type": "extract_fields", "input": map[string]any{"text": "due 2026-12-01",
+		"fields": []any{map[string]any{"name": "due", "type": "date"}, map[string]any{"name": "due", "type": "date"}}}})), 200)
+}

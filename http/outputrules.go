@@ -75,14 +75,21 @@ func extractRule(input json.RawMessage) outputRule {
 	}
 	types := map[string]string{}
 	var names []string
-	for _, a := range asked {
-		if _, ok := types[a.Name]; !ok {
+	var conflicts []tasks.Violation
+	for i, a := range asked {
+		if typ, ok := types[a.Name]; !ok {
 			names = append(names, a.Name)
+		} else if typ != a.Type {
+			// Given once, the field has one value: it cannot be of both.
+			conflicts = append(conflicts, tasks.Violation{Pointer: fmt.Sprintf("/fields/%d/type", i),
+				Message: fmt.Sprintf("%q is asked for as %s before; a field has one type", a.Name, typ)})
+			continue
 		}
 		types[a.Name] = a.Type
 	}
 	enum, _ := json.Marshal(names)
 	return outputRule{
+		input:  conflicts,
 		schema: withEnum("properties.fields.items.properties.name.enum", enum),
 		check: func(out json.RawMessage) []tasks.Violation {
 			var o struct {
