@@ -415,8 +415,9 @@ func presentedCredential(_ context.Context, in *openapi3filter.AuthenticationInp
 }
 
 // streamEvents reads server-sent events as {id, event, data}: the event's
-// id and name when it has them, its data parsed as JSON (the literal [DONE]
-// as a string); comment lines (heartbeats) are skipped.
+// id and name when it has them, its data (its data lines joined with
+// newlines, as the SSE grammar joins them) parsed as JSON (the literal
+// [DONE] as a string); comment lines (heartbeats) are skipped.
 func streamEvents(body []byte) ([]any, error) {
 	var out []any
 	for block := range strings.SplitSeq(strings.TrimSpace(string(body)), "\n\n") {
@@ -424,6 +425,7 @@ func streamEvents(body []byte) ([]any, error) {
 			continue
 		}
 		ev := map[string]any{}
+		var data []string
 		for line := range strings.SplitSeq(block, "\n") {
 			field, value, _ := strings.Cut(line, ":")
 			value = strings.TrimPrefix(value, " ")
@@ -434,17 +436,21 @@ func streamEvents(body []byte) ([]any, error) {
 			case "event":
 				ev["event"] = value
 			case "data":
-				if value == "[DONE]" {
-					ev["data"] = value
-					continue
-				}
+				data = append(data, value)
+			default:
+				return nil, fmt.Errorf("unexpected line %q in the stream", line)
+			}
+		}
+		if data != nil {
+			value := strings.Join(data, "\n")
+			if value == "[DONE]" {
+				ev["data"] = value
+			} else {
 				v, err := jsonschema.UnmarshalJSON(strings.NewReader(value))
 				if err != nil {
 					return nil, fmt.Errorf("event data %q is not JSON: %v", value, err)
 				}
 				ev["data"] = v
-			default:
-				return nil, fmt.Errorf("unexpected line %q in the stream", line)
 			}
 		}
 		if len(ev) == 0 {

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -118,14 +119,31 @@ func (s *sseWriter) data(v any) error {
 // rawData and rawEvent are data and event for JSON text already encoded
 // (a passed-through event): typed, so that no event is boxed into an any.
 func (s *sseWriter) rawData(b []byte) error {
-	s.buf = append(append(append(s.buf[:0], "data: "...), b...), "\n\n"...)
+	s.buf = appendData(append(s.buf[:0], "data: "...), b)
 	return s.write()
 }
 
 func (s *sseWriter) rawEvent(name string, b []byte) error {
 	s.buf = append(append(append(s.buf[:0], "event: "...), name...), "\ndata: "...)
-	s.buf = append(append(s.buf, b...), "\n\n"...)
+	s.buf = appendData(s.buf, b)
 	return s.write()
+}
+
+// appendData appends an event's data and the blank line that ends it. An
+// upstream may send one event's data on several data lines (the reader
+// joins them with newlines): each line goes on a data line of its own, or
+// the client would take the second for a field of no name and read half
+// the JSON.
+func appendData(buf, b []byte) []byte {
+	for {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			break
+		}
+		buf = append(append(buf, b[:i]...), "\ndata: "...)
+		b = b[i+1:]
+	}
+	return append(append(buf, b...), "\n\n"...)
 }
 
 func (s *sseWriter) finish(v any) error {
