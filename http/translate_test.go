@@ -231,6 +231,31 @@ func TestTranslateStructuredOutputFromMessages(t *testing.T) {
 	}
 }
 
+// output_format, output_config.format's deprecated name, which Anthropic
+// still takes, is the same structured output, not dropped.
+func TestTranslateDeprecatedOutputFormatFromMessages(t *testing.T) {
+	e, u := newToolEnv(t)
+	schema := map[string]any{"type": "object", "properties": map[string]any{"answer": map[string]any{"type": "number"}}}
+	body := map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 10, "messages": []any{map[string]any{"role": "user", "content": "x"}},
+		"output_format": map[string]any{"type": "json_schema", "schema": schema}}
+	e.must(e.do("POST", "/v1/messages", e.tenantA, body), 200)
+	got := upstreamGot(t, u.lastOpenAI)
+	rf, _ := got["response_format"].(map[string]any)
+	js, _ := rf["json_schema"].(map[string]any)
+	if rf["type"] != "json_schema" || js["strict"] != true || jsonOf(js["schema"]) != jsonOf(schema) {
+		t.Fatalf("OpenAI got response_format %s", jsonOf(got["response_format"]))
+	}
+	body["output_format"] = map[string]any{"type": "text"}
+	if r := e.do("POST", "/v1/messages", e.tenantA, body); r.status != 400 || !strings.HasPrefix(r.str("error.message"), "output_format/type") {
+		t.Fatalf("a format other than json_schema: %d %s", r.status, r.raw)
+	}
+	body["output_format"] = map[string]any{"type": "json_schema", "schema": schema}
+	body["output_config"] = map[string]any{"format": map[string]any{"type": "json_schema", "schema": schema}}
+	if r := e.do("POST", "/v1/messages", e.tenantA, body); r.status != 400 || !strings.HasPrefix(r.str("error.message"), "output_format") {
+		t.Fatalf("both names: %d %s", r.status, r.raw)
+	}
+}
+
 func TestTranslateReasoning(t *testing.T) {
 	e, u := newToolEnv(t)
 	msgs := []any{map[string]any{"role": "user", "content": "x"}}

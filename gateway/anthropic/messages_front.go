@@ -36,11 +36,14 @@ type MessagesRequest struct {
 	ToolChoice    json.RawMessage   `json:"tool_choice,omitempty"`
 	Thinking      json.RawMessage   `json:"thinking,omitempty"`
 	// Read to translate them or to refuse them by name.
-	OutputConfig      map[string]json.RawMessage `json:"output_config,omitempty"`
-	ContextManagement json.RawMessage            `json:"context_management,omitempty"`
-	Container         json.RawMessage            `json:"container,omitempty"`
-	MCPServers        json.RawMessage            `json:"mcp_servers,omitempty"`
-	ServiceTier       json.RawMessage            `json:"service_tier,omitempty"`
+	OutputConfig map[string]json.RawMessage `json:"output_config,omitempty"`
+	// OutputFormat is output_config.format's older name, which the API
+	// still takes (deprecated, not removed).
+	OutputFormat      json.RawMessage `json:"output_format,omitempty"`
+	ContextManagement json.RawMessage `json:"context_management,omitempty"`
+	Container         json.RawMessage `json:"container,omitempty"`
+	MCPServers        json.RawMessage `json:"mcp_servers,omitempty"`
+	ServiceTier       json.RawMessage `json:"service_tier,omitempty"`
 	// Speed (fast mode) and InferenceGeo (where the model runs) have no
 	// equivalent elsewhere: their default values pass, others are refused.
 	Speed        json.RawMessage `json:"speed,omitempty"`
@@ -705,8 +708,17 @@ func structuredName(tools []gateway.Tool) string {
 // outputFormat reads output_config.format ({type: json_schema, schema}):
 // Anthropic's structured output, an OpenAI json_schema response format
 // (strict, as Anthropic's output is constrained to the schema).
+// The deprecated output_format is read alike (dropped, the answer would be
+// free text where the client asked for its schema); both at once is a 400,
+// as the SDKs refuse it.
 func (q *MessagesRequest) outputFormat(out *gateway.Request) error {
-	raw := q.OutputConfig["format"]
+	raw, at := q.OutputConfig["format"], "output_config/format"
+	if !gateway.Absent(q.OutputFormat) {
+		if !gateway.Absent(raw) {
+			return gateway.BadRequest("output_format", "output_format: give output_config.format or output_format (its deprecated name), not both")
+		}
+		raw, at = q.OutputFormat, "output_format"
+	}
 	if gateway.Absent(raw) {
 		return nil
 	}
@@ -715,15 +727,15 @@ func (q *MessagesRequest) outputFormat(out *gateway.Request) error {
 		Schema json.RawMessage `json:"schema"`
 	}
 	if json.Unmarshal(raw, &f) != nil || f.Type != "json_schema" {
-		return gateway.BadRequest("output_config/format/type", "output_config/format/type: only json_schema is translated")
+		return gateway.BadRequest(at+"/type", "%s/type: only json_schema is translated", at)
 	}
 	schema := bytes.TrimSpace(f.Schema)
 	if len(schema) == 0 || schema[0] != '{' || !json.Valid(schema) {
-		return gateway.BadRequest("output_config/format/schema", "output_config/format/schema: must be a JSON Schema object")
+		return gateway.BadRequest(at+"/schema", "%s/schema: must be a JSON Schema object", at)
 	}
 	if !gateway.ObjectRoot(schema) {
 		// OpenAI's json_schema format takes an object at the root alone.
-		return gateway.BadRequest("output_config/format/schema/type", "output_config/format/schema/type: the schema must describe an object (type object) at its root")
+		return gateway.BadRequest(at+"/schema/type", "%s/schema/type: the schema must describe an object (type object) at its root", at)
 	}
 	out.Output = &gateway.OutputSchema{Name: structuredName(out.Tools), Schema: json.RawMessage(schema), Strict: true}
 	out.NeedsJSON = true
