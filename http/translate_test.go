@@ -256,6 +256,46 @@ func TestTranslateDeprecatedOutputFormatFromMessages(t *testing.T) {
 	}
 }
 
+// A messages tool's allowed_callers (only code execution may call it) and
+// input_examples (shown to the model with the tool) have no place in an
+// OpenAI function: refused by name, not dropped; passed through they go.
+func TestTranslateToolCallersAndExamplesRefused(t *testing.T) {
+	e, u := newToolEnv(t)
+	for _, c := range []struct{ field, want string }{
+		{"allowed_callers", "tools/0/allowed_callers"},
+		{"input_examples", "tools/0/input_examples"},
+	} {
+		var v any = []any{"code_execution_20250825"}
+		if c.field == "input_examples" {
+			v = []any{map[string]any{"city": "Paris"}}
+		}
+		tool := map[string]any{"name": "get_weather", "input_schema": map[string]any{"type": "object"}, c.field: v}
+		body := map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 10, "tools": []any{tool},
+			"messages": []any{map[string]any{"role": "user", "content": "x"}}}
+		if r := e.do("POST", "/v1/messages", e.tenantA, body); r.status != 400 || !strings.HasPrefix(r.str("error.message"), c.want) {
+			t.Fatalf("%s translated: %d %s", c.field, r.status, r.raw)
+		}
+		// By value in a tool addition, likewise.
+		add := map[string]any{"role": "system", "content": []any{map[string]any{"type": "tool_addition",
+			"tool": map[string]any{"type": "tool_definition", "definition": tool}}}}
+		body["tools"] = []any{}
+		body["messages"] = []any{add, map[string]any{"role": "user", "content": "x"}}
+		if r := e.do("POST", "/v1/messages", e.tenantA, body); r.status != 400 || !strings.Contains(r.str("error.message"), "/definition/"+c.field) {
+			t.Fatalf("%s in a tool addition: %d %s", c.field, r.status, r.raw)
+		}
+		body["tools"], body["messages"] = []any{tool}, []any{map[string]any{"role": "user", "content": "x"}}
+		body["model"] = "anthropic:claude-haiku-4-5"
+		e.must(e.do("POST", "/v1/messages", e.tenantA, body), 200)
+		if got := upstreamGot(t, u.lastAnthropic); jsonOf(got["tools"].([]any)[0].(map[string]any)[c.field]) != jsonOf(v) {
+			t.Fatalf("passed through, %s: %s", c.field, jsonOf(got["tools"]))
+		}
+	}
+	// Empty, or null, they say nothing.
+	body := map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 10, "messages": []any{map[string]any{"role": "user", "content": "x"}},
+		"tools": []any{map[string]any{"name": "f", "input_schema": map[string]any{"type": "object"}, "allowed_callers": nil, "input_examples": []any{}}}}
+	e.must(e.do("POST", "/v1/messages", e.tenantA, body), 200)
+}
+
 func TestTranslateReasoning(t *testing.T) {
 	e, u := newToolEnv(t)
 	msgs := []any{map[string]any{"role": "user", "content": "x"}}

@@ -71,6 +71,12 @@ type MessagesMessage struct {
 type MessagesTool struct {
 	Type string `json:"type,omitempty"`
 	gateway.Tool
+	// Read to refuse them by name: another provider has no place for
+	// either, and each changes what the model does (AllowedCallers lets
+	// only code execution call the tool; InputExamples are shown to the
+	// model as part of the tool).
+	AllowedCallers json.RawMessage `json:"allowed_callers,omitempty"`
+	InputExamples  json.RawMessage `json:"input_examples,omitempty"`
 }
 
 // RequestBlock is a content block of a messages request, as Anthropic's
@@ -270,6 +276,9 @@ func (q *MessagesRequest) toolChanges(out *gateway.Request) ([]gateway.Tool, err
 				if d == nil || d.Name == "" || (d.Type != "" && d.Type != "custom") || !gateway.IsObject(d.Schema) {
 					return nil, gateway.BadRequest(at+"/definition", "%s/definition: a custom tool (a name and an input_schema) is translated", at)
 				}
+				if err := d.untranslatable(at + "/definition"); err != nil {
+					return nil, err
+				}
 				name = d.Name
 				inForce[name] = d.Tool
 				if !gateway.HasTool(declared, name) {
@@ -373,6 +382,9 @@ func (q *MessagesRequest) ToGateway() (gateway.Request, error) {
 			// Anthropic requires it; sent on, it would reach the other
 			// provider as parameters null.
 			return out, gateway.BadRequest(fmt.Sprintf("tools/%d/input_schema", i), "tools.%d.input_schema: Field required, a JSON schema object", i)
+		}
+		if err := t.untranslatable(fmt.Sprintf("tools/%d", i)); err != nil {
+			return out, err
 		}
 		out.Tools = append(out.Tools, t.Tool)
 	}
@@ -802,4 +814,25 @@ func unreadableBlock(raw json.RawMessage, param string) error {
 // provider has.
 func untranslatedBlock(at, typ string) error {
 	return gateway.BadRequest(at+"/type", "%s/type: content block type %q has no equivalent at this provider; text, image, tool_use, tool_result, tool_reference and thinking are translated", at, typ)
+}
+
+// untranslatable refuses, naming it under at, a field of the tool that
+// another provider has no place for.
+func (t MessagesTool) untranslatable(at string) error {
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"allowed_callers", t.AllowedCallers}, {"input_examples", t.InputExamples}} {
+		if nonEmpty(f.raw) {
+			return gateway.BadRequest(at+"/"+f.name, "%s/%s: has no equivalent at this provider; it is served by Anthropic providers only", at, f.name)
+		}
+	}
+	return nil
+}
+
+// nonEmpty says whether a field holds something: not absent, null or an
+// empty array.
+func nonEmpty(raw json.RawMessage) bool {
+	var a []json.RawMessage
+	return !gateway.Absent(raw) && (json.Unmarshal(raw, &a) != nil || len(a) > 0)
 }
