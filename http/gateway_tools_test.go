@@ -700,3 +700,32 @@ func TestSamplingFieldsPassOn(t *testing.T) {
 	default:
 	}
 }
+
+// A tool message's name is its function's (LangChain's ChatOpenAI sends it
+// on every tool result): translated, it says nothing the call's id does
+// not, and goes without a word; a name that is not its call's function,
+// or on another message, is a participant's, refused.
+func TestToolMessageNameTranslated(t *testing.T) {
+	e, u := newToolEnv(t)
+	call := map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"id": "call_1", "type": "function",
+		"function": map[string]any{"name": "get_weather", "arguments": `{"city":"Paris"}`}}}}
+	body := func(name string, at int) map[string]any {
+		msgs := []any{map[string]any{"role": "user", "content": "weather?"}, call,
+			map[string]any{"role": "tool", "tool_call_id": "call_1", "content": "sunny"}}
+		msgs[at].(map[string]any)["name"] = name
+		return map[string]any{"model": "anthropic:claude-haiku-4-5", "messages": msgs,
+			"tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather", "parameters": weatherSchema}}}}
+	}
+	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, body("get_weather", 2)), 200)
+	if sent := <-u.lastAnthropic; !strings.Contains(string(sent), `{"type":"tool_result","tool_use_id":"call_1","content":"sunny"}`) {
+		t.Fatalf("Anthropic got %s", sent)
+	}
+	for _, c := range []struct {
+		name string
+		at   int
+	}{{"get_time", 2}, {"ada", 0}} {
+		if r := e.do("POST", "/v1/chat/completions", e.tenantA, body(c.name, c.at)); r.status != 400 || r.str("error.param") != fmt.Sprintf("messages/%d/name", c.at) {
+			t.Fatalf("name %q on message %d: %d %s", c.name, c.at, r.status, r.raw)
+		}
+	}
+}

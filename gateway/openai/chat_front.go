@@ -327,10 +327,14 @@ func (q *ChatRequest) ToGateway() (gateway.Request, error) {
 		return out, err
 	}
 	var system []string
+	called := map[string]string{} // a tool call's id: its function's name
 	for i, m := range q.Messages {
 		param := fmt.Sprintf("messages/%d/content", i)
-		if m.Name != "" {
-			return out, gateway.BadRequest(fmt.Sprintf("messages/%d/name", i), "messages/%d/name: a participant's name has no equivalent at this provider", i)
+		// A tool message's name is the function its call named, which the
+		// call's id says already (LangChain sends it on every tool
+		// result): nothing to carry. Another message's is a participant's.
+		if m.Name != "" && (m.Role != "tool" || called[m.ToolCallID] != m.Name) {
+			return out, gateway.BadRequest(fmt.Sprintf("messages/%d/name", i), "messages/%d/name: a participant's name has no equivalent at this provider (a tool message's may only name the function its call named)", i)
 		}
 		if m.Role == "user" {
 			blocks, err := chatParts(m.Content, param, true)
@@ -378,6 +382,7 @@ func (q *ChatRequest) ToGateway() (gateway.Request, error) {
 					return out, gateway.BadRequest(at+"/function/arguments", "%s/function/arguments must be a JSON object, as text (the function's parameters)", at)
 				}
 				msg.Content = append(msg.Content, call)
+				called[tc.ID] = tc.Function.Name
 			}
 			out.Messages = append(out.Messages, msg)
 		case "tool":
