@@ -351,6 +351,11 @@ type anStream struct {
 	done  bool
 	tools map[int]int  // content block index -> tool call ordinal
 	args  map[int]bool // content block index -> some of its input JSON has come (made with tools)
+	// content block index -> the input its content_block_start gave, when
+	// not the empty object: the call's arguments unless deltas replace
+	// them, as the SDKs read the block (an upstream may give the whole
+	// input there and stream none)
+	given map[int]string
 }
 
 func (s *anStream) Next() (gateway.Delta, error) {
@@ -389,10 +394,14 @@ func (s *anStream) Next() (gateway.Delta, error) {
 			}
 			if b := e.ContentBlock; b != nil && b.Type == "tool_use" {
 				if s.tools == nil {
-					s.tools, s.args = map[int]int{}, map[int]bool{}
+					s.tools, s.args, s.given = map[int]int{}, map[int]bool{}, map[int]string{}
 				}
 				n := len(s.tools)
 				s.tools[e.Index] = n
+				var in map[string]json.RawMessage
+				if json.Unmarshal(b.Input, &in) == nil && len(in) > 0 {
+					s.given[e.Index] = string(bytes.TrimSpace(b.Input))
+				}
 				return gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: n, ID: b.ID, Name: b.Name}}, nil
 			}
 		case "content_block_delta":
@@ -416,9 +425,10 @@ func (s *anStream) Next() (gateway.Delta, error) {
 			if n, ok := s.tools[e.Index]; ok && !s.args[e.Index] {
 				// A tool called with no input streams none (or only empty
 				// fragments); its arguments are the empty object, as OpenAI
-				// streams them and as a client parsing them as JSON needs.
+				// streams them and as a client parsing them as JSON needs,
+				// or the input its start gave.
 				s.args[e.Index] = true
-				return gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: n, Arguments: "{}"}, EndedCall: n + 1}, nil
+				return gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: n, Arguments: cmp.Or(s.given[e.Index], "{}")}, EndedCall: n + 1}, nil
 			} else if ok {
 				return gateway.Delta{EndedCall: n + 1}, nil
 			}

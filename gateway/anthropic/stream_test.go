@@ -97,6 +97,34 @@ func TestAnthropicStreamToolWithoutInput(t *testing.T) {
 	}
 }
 
+// An upstream may give a tool call's whole input in its content_block_start
+// and stream none: those are the call's arguments, as the SDKs read the
+// block (they were {}); input deltas, when they come, are the arguments
+// instead, as the SDKs take them.
+func TestAnthropicStreamToolInputInItsStart(t *testing.T) {
+	ds, err := upstreamtest.Drain(t, anStreamOf(
+		`{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"weather","input":{"city":"Oslo"}}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_2","name":"weather","input":{"city":"x"}}}`,
+		`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"city\":\"Paris\"}"}}`,
+		`{"type":"content_block_stop","index":1}`,
+		`{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":7}}`,
+		`{"type":"message_stop"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := map[int]string{}
+	for _, d := range ds {
+		if d.ToolCall != nil {
+			args[d.ToolCall.Index] += d.ToolCall.Arguments
+		}
+	}
+	if args[0] != `{"city":"Oslo"}` || args[1] != `{"city":"Paris"}` || len(args) != 2 {
+		t.Fatalf("arguments %v", args)
+	}
+}
+
 // A negative output count in message_delta counts as 0, as it does in a
 // whole message: it must not make a call's cost negative.
 func TestAnthropicStreamNegativeUsage(t *testing.T) {
