@@ -392,6 +392,15 @@ func (s *anStream) Next() (gateway.Delta, error) {
 			if b := e.ContentBlock; b != nil && b.Type == "redacted_thinking" && b.Data != "" {
 				return gateway.Delta{Redacted: b.Data, Commit: true}, nil
 			}
+			// A block's start may hold its first text (Anthropic's is
+			// empty; an Anthropic-shaped upstream may not be): the SDKs
+			// begin the block with it, and the deltas follow it.
+			if b := e.ContentBlock; b != nil && b.Type == "text" && b.Text != "" {
+				return gateway.Delta{Text: b.Text}, nil
+			}
+			if b := e.ContentBlock; b != nil && b.Type == "thinking" && b.Thinking != "" {
+				return gateway.Delta{Thinking: b.Thinking}, nil
+			}
 			if b := e.ContentBlock; b != nil && b.Type == "tool_use" {
 				if s.tools == nil {
 					s.tools, s.args, s.given = map[int]int{}, map[int]bool{}, map[int]string{}

@@ -125,6 +125,31 @@ func TestAnthropicStreamToolInputInItsStart(t *testing.T) {
 	}
 }
 
+// A text or thinking block's start may hold its first text: it comes
+// before the deltas, as the SDKs read the block (it was dropped).
+func TestAnthropicStreamTextInItsStart(t *testing.T) {
+	ds, err := upstreamtest.Drain(t, anStreamOf(
+		`{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"Let me","signature":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":" see"}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"content_block_start","index":1,"content_block":{"type":"text","text":"Hello"}}`,
+		`{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":" world"}}`,
+		`{"type":"content_block_stop","index":1}`,
+		`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":7}}`,
+		`{"type":"message_stop"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, thinking string
+	for _, d := range ds {
+		text, thinking = text+d.Text, thinking+d.Thinking
+	}
+	if text != "Hello world" || thinking != "Let me see" {
+		t.Fatalf("text %q, thinking %q", text, thinking)
+	}
+}
+
 // A negative output count in message_delta counts as 0, as it does in a
 // whole message: it must not make a call's cost negative.
 func TestAnthropicStreamNegativeUsage(t *testing.T) {
