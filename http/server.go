@@ -59,6 +59,9 @@ type Config struct {
 	// ModelBodies bounds the bytes of model-call bodies held at once
 	// (DefaultModelBodies when 0): one that does not fit is 503.
 	ModelBodies int64
+	// ModelBodiesPerTenant is the most of ModelBodies one tenant's calls
+	// hold at once (half of it when 0): past it, 429.
+	ModelBodiesPerTenant int64
 	// StreamIdle ends a streamed model call whose upstream sends nothing
 	// for this long (DefaultStreamIdle when 0): before the first byte the
 	// next model of the chain takes over, after it the client gets the
@@ -152,6 +155,9 @@ func NewServer(cfg Config) *Server {
 	if cfg.ModelBodies <= 0 {
 		cfg.ModelBodies = DefaultModelBodies
 	}
+	if cfg.ModelBodiesPerTenant <= 0 {
+		cfg.ModelBodiesPerTenant = cfg.ModelBodies / 2
+	}
 	if cfg.Budgets == nil {
 		cfg.Budgets = gateway.NewBudgets(nil)
 	}
@@ -198,7 +204,7 @@ func NewServer(cfg Config) *Server {
 	}
 	s := &Server{stopWaits: make(chan struct{}), eventsPing: cfg.EventsPing, eventStreams: cfg.EventStreams, streams: map[string]int{},
 		budgets: cfg.Budgets, tasks: cfg.Tasks, usage: cfg.Usage, ownsUsage: ownsUsage, store: cfg.Store, proj: cfg.Projections, scanner: cfg.Scanner, catalog: cfg.Catalog, log: cfg.Log, version: cfg.Version,
-		maxBody: cfg.MaxBody, maxModelBody: cfg.MaxModelBody, bodies: &bodyBound{max: cfg.ModelBodies}, streamIdle: cfg.StreamIdle, ledger: cfg.Ledger, router: mux.NewRouter().SkipClean(true),
+		maxBody: cfg.MaxBody, maxModelBody: cfg.MaxModelBody, bodies: &bodyBound{max: cfg.ModelBodies, share: cfg.ModelBodiesPerTenant}, streamIdle: cfg.StreamIdle, ledger: cfg.Ledger, router: mux.NewRouter().SkipClean(true),
 		posts: map[string]postRoute{}, metrics: cfg.Metrics, consoleURL: strings.TrimRight(cfg.ConsoleURL, "/"),
 	}
 	s.stopCtx, s.stopAll = context.WithCancel(context.Background())

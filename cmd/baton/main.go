@@ -186,6 +186,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	maxBody := fs.Int64("max-body", env.integer("max-body", "BATON_MAX_BODY_BYTES", batonhttp.DefaultMaxBody), "request body limit in bytes (the ledger, generate, admin)")
 	maxModelBody := fs.Int64("max-model-body", env.integer("max-model-body", "BATON_MAX_MODEL_BODY_BYTES", batonhttp.DefaultMaxModelBody), "body limit in bytes of the model calls (/v1/chat/completions, /v1/messages, /v1/messages/count_tokens, /v1/responses)")
 	modelBodies := fs.Int64("model-bodies", env.integer("model-bodies", "BATON_MODEL_BODIES_BYTES", batonhttp.DefaultModelBodies), "the most bytes of model-call bodies held at once; a call whose body does not fit is 503 with Retry-After (a translated call peaks at about 4 times its body)")
+	modelBodiesPerTenant := fs.Int64("model-bodies-per-tenant", env.integer("model-bodies-per-tenant", "BATON_MODEL_BODIES_PER_TENANT_BYTES", 0), "the most bytes of model-call bodies one tenant's calls hold at once; past it a call is 429 with Retry-After (default: half of --model-bodies)")
 	streamIdle := fs.Duration("stream-idle", env.duration("stream-idle", "BATON_STREAM_IDLE", batonhttp.DefaultStreamIdle), "give up a streamed model call whose upstream sends nothing for this long")
 	idemRetention := fs.Duration("idempotency-retention", env.duration("idempotency-retention", "BATON_IDEMPOTENCY_RETENTION", ledger.DefaultIdempotencyRetention), "how long a generate Idempotency-Key and its answer are kept (at least 24h)")
 	usageLinger := fs.Duration("usage-linger", env.duration("usage-linger", "BATON_USAGE_LINGER", gateway.DefaultUsageLinger), "how long the usage writer gathers calls' usage events into one commit (a crash loses at most this window's records)")
@@ -211,6 +212,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		if l.v < 1 { // as the variable is: 0 was taken as the default without a word
 			return fmt.Errorf("--%s (%s) is %d; it must be a positive number of bytes", l.flag, l.env, l.v)
 		}
+	}
+	// Unset, it is 0: the front takes half of --model-bodies.
+	perTenantGiven := false
+	fs.Visit(func(f *flag.Flag) { perTenantGiven = perTenantGiven || f.Name == "model-bodies-per-tenant" })
+	if *modelBodiesPerTenant < 0 || *modelBodiesPerTenant == 0 && perTenantGiven {
+		return fmt.Errorf("--model-bodies-per-tenant (BATON_MODEL_BODIES_PER_TENANT_BYTES) is %d; it must be a positive number of bytes", *modelBodiesPerTenant)
 	}
 	if *consoleURL != "" {
 		if err := checkBaseURL("--console-url (BATON_CONSOLE_URL)", *consoleURL); err != nil {
@@ -354,7 +361,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 
 	services := ledger.New(store, ledger.Options{Redactor: scanner, IdempotencyRetention: *idemRetention, WebhookAllowPrivate: *webhookAllowPrivate})
 	front := batonhttp.NewServer(batonhttp.Config{
-		Store: store, Ledger: services, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, StreamIdle: *streamIdle, UsageLinger: *usageLinger, UsagePerCall: *usageEvents == usagePerCall, EventStreams: int(*eventStreams), ConsoleURL: *consoleURL, Log: log, Version: version, MaxBody: *maxBody, MaxModelBody: *maxModelBody, ModelBodies: *modelBodies,
+		Store: store, Ledger: services, Projections: proj, Scanner: scanner, Catalog: catalog, Budgets: budgets, StreamIdle: *streamIdle, UsageLinger: *usageLinger, UsagePerCall: *usageEvents == usagePerCall, EventStreams: int(*eventStreams), ConsoleURL: *consoleURL, Log: log, Version: version, MaxBody: *maxBody, MaxModelBody: *maxModelBody, ModelBodies: *modelBodies, ModelBodiesPerTenant: *modelBodiesPerTenant,
 		Metrics: mx, MetricsPublic: *metricsPublic, TransparencyLog: tl,
 	})
 	defer front.Close() // after Shutdown: appends the usage events it still holds
