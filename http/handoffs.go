@@ -432,15 +432,21 @@ func (s *Server) getLedger(w http.ResponseWriter, r *http.Request) {
 		deadline = t.C
 	}
 	last := wait == 0 // answer what this read finds
+	unwatch := func() {}
+	defer func() { unwatch() }()
 	for {
 		// Subscribe before reading: an event applied between the read and
-		// the wait closes changed, so it is never missed.
-		changed := s.proj.Changed()
+		// the wait closes changed, so it is never missed. Only this
+		// handoff's events wake it: waking every waiting read at every
+		// event made one tenant's thousands of waits slow every other
+		// tenant's writes.
+		unwatch()
+		changed, stop := s.proj.StreamChanged(domain.StreamID(id))
+		unwatch = stop
 		pos := s.proj.Checkpoint()
-		// Every change of any handoff wakes every waiting read: it looks
-		// for an event past after with one key before it reads the whole
-		// trail (a ledger of many proofs is tens of MB to decode, which
-		// each waiting read did at each wake).
+		// A wake looks for an event past after with one key before it
+		// reads the whole trail (a ledger of many proofs is tens of MB to
+		// decode).
 		past, err := last, error(nil)
 		if !last {
 			past, err = s.proj.LedgerPast(id, after)

@@ -47,6 +47,10 @@ type Runner struct {
 	notify   chan struct{}
 	failed   atomic.Pointer[error]
 	dirty    atomic.Bool // the position moved past the stored checkpoint
+	// watches are the reads waiting for one stream's next event, by
+	// stream (StreamChanged).
+	watchMu sync.Mutex
+	watches map[string]*watch
 
 	keys keyCache // authentication's lookups, dropped whenever the keys stream moves
 }
@@ -244,6 +248,7 @@ func (r *Runner) apply(evs []eventstore.RecordedEvent) error {
 	r.dirty.Store(false)
 	r.pos.Store(&last)
 	r.wake()
+	r.wakeStreams(evs)
 	return nil
 }
 
@@ -261,6 +266,54 @@ func (r *Runner) Changed() <-chan struct{} {
 	r.notifyMu.Lock()
 	defer r.notifyMu.Unlock()
 	return r.notify
+}
+
+// watch is the channel the reads waiting on one stream share, and how
+// many they are.
+type watch struct {
+	ch chan struct{}
+	n  int
+}
+
+// StreamChanged returns a channel closed when the read models next apply
+// an event of stream (take it before reading, as Changed), and unwatch, to
+// call once when done waiting. Changed wakes every reader at every event of
+// any stream: many waiting reads of one tenant made every other tenant's
+// writes wake and check each of them.
+func (r *Runner) StreamChanged(stream string) (ch <-chan struct{}, unwatch func()) {
+	r.watchMu.Lock()
+	defer r.watchMu.Unlock()
+	w := r.watches[stream]
+	if w == nil {
+		if r.watches == nil {
+			r.watches = map[string]*watch{}
+		}
+		w = &watch{ch: make(chan struct{})}
+		r.watches[stream] = w
+	}
+	w.n++
+	return w.ch, func() {
+		r.watchMu.Lock()
+		defer r.watchMu.Unlock()
+		if w.n--; w.n == 0 && r.watches[stream] == w {
+			delete(r.watches, stream)
+		}
+	}
+}
+
+// wakeStreams wakes the reads waiting on the streams of evs, once applied.
+func (r *Runner) wakeStreams(evs []eventstore.RecordedEvent) {
+	r.watchMu.Lock()
+	defer r.watchMu.Unlock()
+	if len(r.watches) == 0 {
+		return
+	}
+	for _, ev := range evs {
+		if w := r.watches[ev.StreamID]; w != nil {
+			close(w.ch)
+			delete(r.watches, ev.StreamID)
+		}
+	}
 }
 
 // ErrBehind is returned by WaitFor when the read models did not reach the
