@@ -52,7 +52,8 @@ type Runner struct {
 	watchMu sync.Mutex
 	watches map[string]*watch
 
-	keys keyCache // authentication's lookups, dropped whenever the keys stream moves
+	keys  keyCache // authentication's lookups, dropped whenever the keys stream moves
+	heads eventstore.SharedHead
 }
 
 // Open opens (or creates) the read-model file at path. The file is
@@ -73,7 +74,7 @@ func Open(path string, store eventstore.Store, projectors ...Projector) (r *Runn
 	if err != nil {
 		return nil, fmt.Errorf("projections: open %s: %w", path, err)
 	}
-	r = &Runner{db: db, store: store, projectors: projectors, notify: make(chan struct{})}
+	r = &Runner{db: db, store: store, projectors: projectors, notify: make(chan struct{}), heads: eventstore.SharedHead{Store: store}}
 	var pos eventstore.Position
 	err = db.Update(func(tx *bbolt.Tx) error {
 		cp, err := tx.CreateBucketIfNotExists(bucketCheckpoint)
@@ -342,11 +343,14 @@ func (r *Runner) WaitFor(ctx context.Context, pos eventstore.Position) error {
 }
 
 // WaitForHead waits until the read models include everything the store had
-// committed when it was called, bounded by timeout.
+// committed when it was called, bounded by timeout. Callers at once share
+// the store's reads of its head (eventstore.SharedHead): authentication
+// waits so for every key it does not know, and a flood of made-up keys cost
+// a store round trip each.
 func (r *Runner) WaitForHead(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout) // the head's read too: a store that does not answer must not hold the caller
 	defer cancel()
-	head, err := r.store.Head(ctx)
+	head, err := r.heads.Head(ctx, timeout)
 	if err != nil {
 		return err
 	}
