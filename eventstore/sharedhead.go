@@ -44,6 +44,17 @@ func (s *SharedHead) Head(ctx context.Context, timeout time.Duration) (Position,
 	}
 }
 
+// Waiting is how many callers wait for the read due after the one in
+// flight.
+func (s *SharedHead) Waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next == nil {
+		return 0
+	}
+	return s.next.callers
+}
+
 // join returns the read that answers a caller arriving now: the next one,
 // begun now when none is in flight.
 func (s *SharedHead) join(timeout time.Duration) *headRead {

@@ -102,14 +102,18 @@ const DefaultStreamIdle = gateway.DefaultStreamIdle
 type Server struct {
 	unknownKeys unknownKeys // keys refused a moment ago
 	store       eventstore.Store
-	proj        *projections.Runner
-	scanner     SecretScanner
-	catalog     *gateway.Catalog
-	budgets     *gateway.Budgets
-	tasks       *tasks.Registry
-	usage       *gateway.UsageWriter
-	caller      *gateway.Caller
-	ownsUsage   bool
+	// heads shares the health check's reads of the store's head: it takes
+	// no key, and a read each made a flood of checks as many store round
+	// trips (on KurrentDB, reads of $all).
+	heads     *eventstore.SharedHead
+	proj      *projections.Runner
+	scanner   SecretScanner
+	catalog   *gateway.Catalog
+	budgets   *gateway.Budgets
+	tasks     *tasks.Registry
+	usage     *gateway.UsageWriter
+	caller    *gateway.Caller
+	ownsUsage bool
 	// contextLoader renders a tenant's context packet as prompt text.
 	contextLoader func(ctx context.Context, tenant, id string) (string, error)
 	log           zerolog.Logger
@@ -203,7 +207,7 @@ func NewServer(cfg Config) *Server {
 		cfg.EventStreams = DefaultEventStreams
 	}
 	s := &Server{stopWaits: make(chan struct{}), eventsPing: cfg.EventsPing, eventStreams: cfg.EventStreams, streams: map[string]int{},
-		budgets: cfg.Budgets, tasks: cfg.Tasks, usage: cfg.Usage, ownsUsage: ownsUsage, store: cfg.Store, proj: cfg.Projections, scanner: cfg.Scanner, catalog: cfg.Catalog, log: cfg.Log, version: cfg.Version,
+		budgets: cfg.Budgets, tasks: cfg.Tasks, usage: cfg.Usage, ownsUsage: ownsUsage, store: cfg.Store, heads: &eventstore.SharedHead{Store: cfg.Store}, proj: cfg.Projections, scanner: cfg.Scanner, catalog: cfg.Catalog, log: cfg.Log, version: cfg.Version,
 		maxBody: cfg.MaxBody, maxModelBody: cfg.MaxModelBody, bodies: &bodyBound{max: cfg.ModelBodies, share: cfg.ModelBodiesPerTenant}, streamIdle: cfg.StreamIdle, ledger: cfg.Ledger, router: mux.NewRouter().SkipClean(true),
 		posts: map[string]postRoute{}, metrics: cfg.Metrics, consoleURL: strings.TrimRight(cfg.ConsoleURL, "/"),
 	}
@@ -420,9 +424,7 @@ func (s *Server) root(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	head, err := s.store.Head(ctx)
+	head, err := s.heads.Head(r.Context(), 2*time.Second)
 	if err != nil {
 		s.writeError(w, r, domain.E("health", domain.KindUnavailable, "store_unavailable", "The event store is not answering."))
 		return
