@@ -90,6 +90,11 @@ var (
 	// reopened, because what the disk holds is then known only after a
 	// fresh open.
 	ErrFailed = errors.New("eventstore: store failed and refuses writes until reopened")
+	// ErrFull means the disk the store writes to is full: the append was
+	// refused before any of it was written, so nothing was recorded. Unlike
+	// ErrFailed it passes: the store takes appends again once space is
+	// freed, without a reopen.
+	ErrFull = errors.New("eventstore: the disk is full; nothing was recorded")
 	// ErrUnavailable means the store could not be reached or did not
 	// answer (a server store: connection lost, no leader). For an append
 	// the outcome is unknown: it may have committed. Retrying with the same

@@ -150,6 +150,11 @@ func describe(r *http.Request, err error) described {
 		e := domain.E("store", domain.KindUnavailable, "store_unavailable", "The event store did not answer; a write in flight may or may not have been recorded. Retry with the same Idempotency-Key (or the same body): a recorded write is answered from the ledger, not written twice.")
 		e.RetryAfter = 1
 		return described{Error: e, log: true}
+	case errors.Is(err, eventstore.ErrFull):
+		// Passes once the operator frees space, without a restart.
+		e := domain.E("store", domain.KindUnavailable, "store_unavailable", "The ledger store's disk is full; nothing was recorded. Retry with the same Idempotency-Key: writes resume once space is freed.")
+		e.RetryAfter = 5
+		return described{Error: e, log: true}
 	case errors.Is(err, eventstore.ErrFailed), errors.Is(err, eventstore.ErrClosed), errors.Is(err, projections.ErrBehind):
 		return described{Error: domain.E("store", domain.KindUnavailable, "store_unavailable", "The ledger store cannot take this request now; nothing was recorded. Retry with the same Idempotency-Key."), log: true}
 	case errors.Is(err, context.Canceled), r.Context().Err() != nil && errors.Is(err, r.Context().Err()):

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"mime"
 	"strings"
 	"testing"
@@ -205,5 +206,30 @@ func TestHealthSaysTheStoreFailed(t *testing.T) {
 	r := e.do("GET", "/healthz", "", nil)
 	if r.status != 503 || r.str("code") != "store_failed" || !strings.Contains(r.str("detail"), "no space left on device") {
 		t.Fatalf("%d %s", r.status, r.raw)
+	}
+}
+
+// fullStore is a store whose disk is full: appends are refused with
+// nothing written until space is freed.
+type fullStore struct{ eventstore.Store }
+
+func (fullStore) Full() error { return errors.New("write events.db: no space left on device") }
+
+func (fullStore) Append(context.Context, string, eventstore.ExpectedRevision, ...eventstore.EventData) (eventstore.AppendResult, error) {
+	return eventstore.AppendResult{}, fmt.Errorf("%w: write events.journal: no space left on device", eventstore.ErrFull)
+}
+
+// A full disk is told apart from a failed store: /healthz names it, and a
+// write hears that nothing was recorded and when to try again, since the
+// store takes writes again once space is freed, without a restart.
+func TestHealthAndWritesSayTheDiskIsFull(t *testing.T) {
+	e := newEnvStore(t, nil, func(s eventstore.Store) eventstore.Store { return fullStore{s} })
+	r := e.do("GET", "/healthz", "", nil)
+	if r.status != 503 || r.str("code") != "store_full" || !strings.Contains(r.str("detail"), "no space left on device") {
+		t.Fatalf("healthz: %d %s", r.status, r.raw)
+	}
+	r = e.do("POST", "/v1/handoff/contracts", e.tenantA, map[string]any{"objective": "x", "targetExecutor": "ops-bot", "executorProtocol": "ops_bot.v1", "riskLevel": "low"})
+	if r.status != 503 || r.str("code") != "store_unavailable" || !strings.Contains(r.str("detail"), "nothing was recorded") || r.header.Get("Retry-After") == "" {
+		t.Fatalf("a write with the disk full: %d %v %s", r.status, r.header, r.raw)
 	}
 }

@@ -438,6 +438,13 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if err := s.diskFull(); err != nil {
+		// Writes (or the read models) wait for space and resume by
+		// themselves once it is freed: no restart needed.
+		s.writeError(w, r, domain.E("health", domain.KindUnavailable, "store_full",
+			"The data directory's disk is full (%v): writes are refused, nothing recorded, and the read models wait, until space is freed; reads of what they hold go on (docs/operations.md, Failures).", err))
+		return
+	}
 	body := map[string]any{"status": "ok", "version": s.version, "storeHead": head}
 	if s.proj != nil {
 		body["readModelCheckpoint"] = s.proj.Checkpoint()
@@ -453,8 +460,27 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		if f, ok := s.tlog.OwnFork(); ok {
 			body["status"], body["logForked"] = "degraded", f.String()
 		}
+		// The log alone waiting for space keeps the ledger's reads and
+		// writes going: no reason to drain the replica.
+		if err := s.tlog.Full(); err != nil {
+			body["status"], body["logFull"] = "degraded", err.Error()
+		}
 	}
 	writeJSON(w, http.StatusOK, body)
+}
+
+// diskFull is why the store or the read models cannot write for want of
+// space, nil when both can.
+func (s *Server) diskFull() error {
+	if f, ok := s.store.(interface{ Full() error }); ok {
+		if err := f.Full(); err != nil {
+			return err
+		}
+	}
+	if s.proj != nil {
+		return s.proj.Full()
+	}
+	return nil
 }
 
 // modelRoute names GET /v1/models/{id}, which takes every GET below

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -46,7 +47,13 @@ type Runner struct {
 	notifyMu sync.Mutex
 	notify   chan struct{}
 	failed   atomic.Pointer[error]
-	dirty    atomic.Bool // the position moved past the stored checkpoint
+	full     atomic.Pointer[error] // why the last commit failed for want of space; nil once one succeeds
+	dirty    atomic.Bool           // the position moved past the stored checkpoint
+
+	// OnFull, if set, is told once each time the read-model file's disk
+	// fills (the runner then tries again every FullRetry until a commit
+	// succeeds).
+	OnFull func(error)
 	// watches are the reads waiting for one stream's next event, by
 	// stream (StreamChanged).
 	watchMu sync.Mutex
@@ -141,12 +148,57 @@ func (r *Runner) Run(ctx context.Context) error {
 			r.wake()
 			return err
 		}
-		if err := r.apply(evs); err != nil {
+		if err := r.applyWhenRoom(ctx, evs); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
 			r.failed.Store(&err)
 			r.wake()
 			return err
 		}
 	}
+}
+
+// FullRetry is how often the runner tries a commit again while the disk
+// is full.
+var FullRetry = time.Second
+
+// applyWhenRoom applies evs, trying again while the read-model file's disk
+// is full: a failed commit leaves the file as it was (and the projectors
+// forget what they held of it), and freeing space is the operator's fix,
+// which a stopped process would not see. Meanwhile reads wait for the read
+// models as for any lag (ErrBehind after their wait).
+func (r *Runner) applyWhenRoom(ctx context.Context, evs []eventstore.RecordedEvent) error {
+	for {
+		err := r.apply(evs)
+		if err == nil || !diskFull(err) {
+			if err == nil {
+				r.full.Store(nil)
+			}
+			return err
+		}
+		if r.full.Swap(&err) == nil && r.OnFull != nil {
+			r.OnFull(err)
+		}
+		select {
+		case <-time.After(FullRetry):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Full is why the read models cannot commit for want of space, nil when
+// they can.
+func (r *Runner) Full() error {
+	if p := r.full.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func diskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
 // CatchUp applies everything already in the store, then returns. It is what

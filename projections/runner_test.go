@@ -9,7 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	bbolt "go.etcd.io/bbolt"
@@ -280,5 +283,72 @@ func TestDamagedFileIsRebuilt(t *testing.T) {
 			t.Fatalf("pages %v: not moved aside: %v", pages, err)
 		}
 		os.Remove(path + ".broken")
+	}
+}
+
+// fillingProjector fails every commit with the disk full while full is
+// set, as bbolt's commit does when its file cannot grow.
+type fillingProjector struct{ full *atomic.Bool }
+
+func (fillingProjector) Buckets() [][]byte { return [][]byte{[]byte("filling")} }
+
+func (p fillingProjector) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
+	if p.full.Load() {
+		return &os.PathError{Op: "write", Path: "readmodel.db", Err: syscall.ENOSPC}
+	}
+	return tx.Bucket([]byte("filling")).Put([]byte(ev.ID.String()), []byte{1})
+}
+
+// A full disk under the read-model file holds the read models back, and
+// they go on by themselves once space is freed: Run does not end (ending
+// it stopped the server, and the restart refused while the disk was full).
+func TestReadModelsWaitForSpace(t *testing.T) {
+	defer func(d time.Duration) { FullRetry = d }(FullRetry)
+	FullRetry = 10 * time.Millisecond
+	dir, store := tempStore(t)
+	var full atomic.Bool
+	full.Store(true)
+	r, err := Open(filepath.Join(dir, "readmodel.db"), store, NewHandoffs(), fillingProjector{&full})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	told := 0
+	r.OnFull = func(err error) {
+		if !errors.Is(err, syscall.ENOSPC) {
+			t.Errorf("OnFull(%v)", err)
+		}
+		told++
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	ctx0 := context.Background()
+	for i := range 5 {
+		if _, err := store.Append(ctx0, fmt.Sprintf("s%d", i), eventstore.NoStream(), eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: "Tick", Data: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.WaitForHead(ctx0, 200*time.Millisecond); !errors.Is(err, ErrBehind) {
+		t.Fatalf("read with the disk full: %v, want ErrBehind", err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Run ended with the disk full: %v", err)
+	default:
+	}
+	if !errors.Is(r.Full(), syscall.ENOSPC) {
+		t.Fatalf("Full = %v", r.Full())
+	}
+	full.Store(false) // space freed
+	if err := r.WaitForHead(ctx0, 5*time.Second); err != nil {
+		t.Fatalf("once space is freed: %v", err)
+	}
+	if r.Full() != nil || told != 1 {
+		t.Fatalf("Full = %v, told %d times, want nil and once", r.Full(), told)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
 	}
 }

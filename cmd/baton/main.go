@@ -292,6 +292,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := proj.CatchUp(ctx); err != nil {
 		return fmt.Errorf("read models: %w", err)
 	}
+	proj.OnFull = func(err error) {
+		log.Error().Err(err).Msg("read models: the disk is full; reads wait for them (503 read_model_behind after 2 s) and they go on by themselves once space is freed")
+	}
 	if _, n, err := proj.Quarantined(0); err == nil && n > 0 {
 		log.Warn().Int("quarantinedHandoffs", n).Msg("handoffs quarantined: events of their streams cannot be applied (docs/operations.md)")
 	}

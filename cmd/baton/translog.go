@@ -86,6 +86,9 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 			log.Error().Str("checkpoint", fk.String()).Int64("logSize", fk.Size).
 				Msg("transparency log: a signed checkpoint in the store does not match the log built from the feed (docs/audit.md, Forks)")
 		},
+		OnFull: func(err error) {
+			log.Error().Err(err).Msg("transparency log: the disk is full; the log goes on by itself once space is freed")
+		},
 		OnSignError: func(err error) {
 			log.Warn().Err(err).Msg("transparency log: a checkpoint could not be claimed in the store; trying again")
 		},

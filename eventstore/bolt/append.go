@@ -170,6 +170,9 @@ func (s *Store) commit(batch []*appendReq, placed uint64) uint64 {
 	if s.pend.size() > maxPendingBytes {
 		if err := s.waitIndexed(context.Background(), placed); err != nil {
 			g.refused = fmt.Errorf("%w: %v", eventstore.ErrFailed, err)
+			if full, ok := roomless(err); ok {
+				g.refused = fmt.Errorf("%w: %v", eventstore.ErrFull, full)
+			}
 			return placed
 		}
 	}
@@ -187,6 +190,18 @@ func (s *Store) commit(batch []*appendReq, placed uint64) uint64 {
 	}
 	if g.err == nil && g.last != placed {
 		g.err = s.journalWrite(s.frames.bytes(), placed)
+		if full, ok := roomless(g.err); ok {
+			// No byte of this group reached the journal (it could not
+			// grow, or start over while the indexer waits for space):
+			// its placements go, its callers hear that nothing was
+			// recorded, and the store takes the next group as usual.
+			s.pend.mu.Lock()
+			s.pend.dropFrom(g.first)
+			s.pend.mu.Unlock()
+			g.refused = fmt.Errorf("%w: %v", eventstore.ErrFull, full)
+			g.err, g.last = nil, placed
+			return placed
+		}
 	}
 	if g.err != nil {
 		s.setFailed(g.err) // later groups are refused at once

@@ -2,14 +2,41 @@ package bolt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
+	"syscall"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/batonhq/baton/eventstore"
 )
+
+// fullRetry is how often the indexer tries again while the disk is full.
+var fullRetry = time.Second
+
+// noRoom marks a group commit refused for want of space before any of it
+// was written: nothing recorded, and the store goes on.
+type noRoom struct{ err error }
+
+func (e noRoom) Error() string { return e.err.Error() }
+func (e noRoom) Unwrap() error { return e.err }
+
+// roomless returns the disk-full error err carries, if it is a noRoom.
+func roomless(err error) (error, bool) {
+	var nr noRoom
+	if errors.As(err, &nr) {
+		return nr.err, true
+	}
+	return nil, false
+}
+
+// diskFull says whether a write failed for want of space, which freeing
+// space mends, unlike an I/O error.
+func diskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
 
 // DefaultIndexDelay is how long the indexer lets journaled events gather
 // before it commits them to the bbolt file: one commit (two fdatasyncs and
@@ -46,10 +73,25 @@ func (s *Store) indexer() {
 			if target <= s.indexed.Load() {
 				break
 			}
-			if err := s.index(target); err != nil {
+			err := s.index(target)
+			if err == nil {
+				continue
+			}
+			if !diskFull(err) || stopping {
 				s.indexErr = err // read by Close after indexDone
 				s.setFailed(err)
 				return
+			}
+			// The disk is full: the events are safe in the journal, and
+			// the failed commit left the bbolt file as it was. Try again
+			// until space is freed, rather than refuse writes until a
+			// restart, which a full disk would refuse too.
+			s.full.Store(&err)
+			s.progressed() // the writer, if it waits for us, refuses instead
+			select {
+			case <-time.After(fullRetry):
+			case <-s.indexStop:
+				stopping = true // one more try, then Close says what waits
 			}
 		}
 		if stopping {
@@ -113,6 +155,7 @@ func (s *Store) index(target uint64) (err error) {
 	s.pend.dropThrough(target)
 	s.pend.mu.Unlock()
 	s.indexed.Store(target)
+	s.full.Store(nil) // before the waiters wake: there is room again
 	s.progressed()
 	return nil
 }
@@ -192,6 +235,9 @@ func (s *Store) waitIndexed(ctx context.Context, target uint64) error {
 		}
 		if p := s.failed.Load(); p != nil {
 			return *p
+		}
+		if p := s.full.Load(); p != nil {
+			return noRoom{*p}
 		}
 		s.wakeIndexer(true)
 		select {

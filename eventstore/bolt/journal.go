@@ -106,6 +106,10 @@ func (j *journal) zero(from, to int64) error {
 	for at := from; at < to; {
 		n := min(int64(len(zeros)), to-at)
 		if _, err := j.f.WriteAt(zeros[:n], at); err != nil {
+			if diskFull(err) {
+				// Beyond the journal's end: nothing it holds is touched.
+				return noRoom{fmt.Errorf("eventstore: journal %s: %w", j.path, err)}
+			}
 			return fmt.Errorf("eventstore: journal %s: %w", j.path, err)
 		}
 		at += n

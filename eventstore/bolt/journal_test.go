@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -629,4 +630,83 @@ func TestAcknowledgedOnlyAfterACoveringFdatasync(t *testing.T) {
 			t.Logf("syncs %d, failed %v, max acked %d", nsync.Load(), failed.Load(), maxAck.Load())
 		})
 	}
+}
+
+// TestDiskFullPassesWithoutAReopen: while the bbolt file cannot grow (the
+// disk full), appends go on into the journal's room; the one that needs
+// the indexer is refused with nothing written (ErrFull, not ErrFailed).
+// Once space is freed the store takes appends again by itself, and after a
+// reopen every acknowledged event is there and no refused one.
+func TestDiskFullPassesWithoutAReopen(t *testing.T) {
+	defer SmallJournal()()
+	defer func(d time.Duration) { fullRetry = d }(fullRetry)
+	fullRetry = 10 * time.Millisecond
+	dir := t.TempDir()
+	s, err := Open(dir, Options{IndexDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var full atomic.Bool
+	full.Store(true)
+	s.indexCommit = func(tx *bbolt.Tx, evs []pendingEvent) error {
+		if full.Load() {
+			return &os.PathError{Op: "write", Path: s.path, Err: syscall.ENOSPC}
+		}
+		return s.indexTx(tx, evs)
+	}
+	ctx := context.Background()
+	pad := []byte(`"` + strings.Repeat("x", 4000) + `"`)
+	var acked, refused []uuid.UUID
+	rev := eventstore.NoStream()
+	for len(refused) < 3 {
+		id := uuid.Must(uuid.NewV7())
+		res, err := s.Append(ctx, "full", rev, eventstore.EventData{ID: id, Type: "Fill", Data: pad})
+		switch {
+		case err == nil:
+			acked = append(acked, id)
+			rev = eventstore.Revision(res.NextRevision)
+		case errors.Is(err, eventstore.ErrFull) && !errors.Is(err, eventstore.ErrFailed) && !eventstore.MayHaveCommitted(err):
+			refused = append(refused, id)
+		default:
+			t.Fatalf("append %d with the disk full: %v", len(acked), err)
+		}
+		if len(acked) > 10000 {
+			t.Fatal("the journal took appends without end while nothing could be indexed")
+		}
+	}
+	if s.Failed() != nil || !errors.Is(s.Full(), syscall.ENOSPC) {
+		t.Fatalf("Failed = %v, Full = %v; want a full disk, not a failed store", s.Failed(), s.Full())
+	}
+	full.Store(false) // space freed
+	waitFor(t, func() bool { return s.Full() == nil })
+	for range 100 {
+		id := uuid.Must(uuid.NewV7())
+		res, err := s.Append(ctx, "full", rev, eventstore.EventData{ID: id, Type: "Fill", Data: pad})
+		if err != nil {
+			t.Fatalf("append once space is freed: %v", err)
+		}
+		acked = append(acked, id)
+		rev = eventstore.Revision(res.NextRevision)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	evs, err := s.ReadStream(ctx, "full", 0, len(acked)+10)
+	if err != nil || len(evs) != len(acked) {
+		t.Fatalf("after reopen: %d events of %d acknowledged, %v", len(evs), len(acked), err)
+	}
+	for i, ev := range evs {
+		if ev.ID != acked[i] {
+			t.Fatalf("revision %d is %s, want %s", i, ev.ID, acked[i])
+		}
+	}
+	if rep, err := s.Check(ctx); err != nil || rep.Events != uint64(len(acked)) {
+		t.Fatalf("check: %d events, %v", rep.Events, err)
+	}
+	t.Logf("summary: %d acknowledged while the disk was full, %d refused, then 100 more once it was freed", len(acked)-100, len(refused))
 }

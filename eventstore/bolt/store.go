@@ -79,6 +79,11 @@ type Store struct {
 	stop     chan struct{} // closed by Close: wakes subscriptions
 
 	failed atomic.Pointer[error]
+	// full is why the indexer cannot move events into the bbolt file for
+	// now (the disk full), nil once it can: it tries again every
+	// fullRetry, and meanwhile appends that need it or more journal are
+	// refused with nothing written (eventstore.ErrFull).
+	full atomic.Pointer[error]
 
 	notifyMu sync.Mutex
 	notify   chan struct{} // closed and replaced after every commit
@@ -393,6 +398,16 @@ func recoverCorrupt(err *error, path string) {
 	if r := recover(); r != nil {
 		*err = fmt.Errorf("%w: %s: %v", eventstore.ErrCorrupt, path, r)
 	}
+}
+
+// Full is why the store refuses the appends that need more space (the
+// disk full), nil when it is not: unlike Failed it passes by itself once
+// space is freed.
+func (s *Store) Full() error {
+	if p := s.full.Load(); p != nil && s.failed.Load() == nil {
+		return *p
+	}
+	return nil
 }
 
 // Failed is why the store refuses writes until it is reopened (a failed

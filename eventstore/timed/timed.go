@@ -48,3 +48,11 @@ func (s *Store) Failed() error {
 	}
 	return nil
 }
+
+// Full is the wrapped store's Full, when it tells one.
+func (s *Store) Full() error {
+	if f, ok := s.Store.(interface{ Full() error }); ok {
+		return f.Full()
+	}
+	return nil
+}

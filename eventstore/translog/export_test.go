@@ -8,3 +8,7 @@ func SetSignRetryPause(d time.Duration) (restore func()) {
 	signRetryPause = d
 	return func() { signRetryPause = old }
 }
+
+// FailUpdates makes l's commits of the feed fail while fail returns an
+// error (a disk full, say).
+func FailUpdates(l *Log, fail func() error) { l.failUpdate = fail }

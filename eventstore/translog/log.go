@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -79,6 +81,9 @@ type Options struct {
 	OnSignError func(error)
 	// OnCheckpoint is told of each checkpoint this log takes as its latest.
 	OnCheckpoint func(Checkpoint)
+	// OnFull is told once each time the log's file cannot grow (the disk
+	// full); Run tries again every FullRetry until a commit succeeds.
+	OnFull func(error)
 	// Witnesses are the verifier keys (C2SP tlog-cosignature, type 0x04)
 	// of the witnesses whose cosignatures the log takes and serves.
 	Witnesses []string
@@ -115,6 +120,11 @@ type Log struct {
 	onHalt    func(Fork)
 	onSignErr func(error)
 	onCP      func(Checkpoint)
+	onFull    func(error)
+	full      atomic.Pointer[error] // why the last commit failed for want of space; nil once one succeeds
+	// failUpdate, set by tests, fails apply's commits while it returns
+	// an error.
+	failUpdate func() error
 
 	mu        sync.RWMutex
 	size      int64
@@ -151,7 +161,7 @@ type ownForkRecord struct {
 // Open opens (or creates) the log file at path; Run or CatchUp fill it
 // from store's feed.
 func Open(path string, store eventstore.Store, opts Options) (*Log, error) {
-	l := &Log{store: store, interval: opts.Interval, onFork: opts.OnFork, onHalt: opts.OnHalt, onSignErr: opts.OnSignError, onCP: opts.OnCheckpoint, changed: make(chan struct{})}
+	l := &Log{store: store, interval: opts.Interval, onFork: opts.OnFork, onHalt: opts.OnHalt, onSignErr: opts.OnSignError, onCP: opts.OnCheckpoint, onFull: opts.OnFull, changed: make(chan struct{})}
 	if l.interval <= 0 {
 		l.interval = DefaultInterval
 	}
@@ -416,13 +426,58 @@ func (l *Log) Run(ctx context.Context) error {
 			}
 		}
 		linger.Stop()
-		if err := l.apply(evs); err != nil {
+		if err := l.applyWhenRoom(ctx, evs); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
 			return err
 		}
 		if failed != nil {
 			return stopped(failed)
 		}
 	}
+}
+
+// FullRetry is how long Run waits before it tries a commit again while the
+// disk is full, doubling up to 30 times as long: each failed commit
+// rebuilds bbolt's free page list by walking the file (it is not written
+// at commits, openFile), which on a large log is not to be done every
+// second.
+var FullRetry = time.Second
+
+// applyWhenRoom applies evs, trying again while the log's file cannot grow
+// (the disk full): the failed commit left the file and the log as they
+// were, and the log is derived data, which must not stop the server; it
+// goes on once space is freed.
+func (l *Log) applyWhenRoom(ctx context.Context, evs []eventstore.RecordedEvent) error {
+	pause := FullRetry
+	for {
+		err := l.apply(evs)
+		if err == nil || !(errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) {
+			if err == nil {
+				l.full.Store(nil)
+			}
+			return err
+		}
+		if l.full.Swap(&err) == nil && l.onFull != nil {
+			l.onFull(err)
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		pause = min(2*pause, 30*FullRetry)
+	}
+}
+
+// Full is why the log's file cannot take the feed's events for want of
+// space, nil when it can.
+func (l *Log) Full() error {
+	if p := l.full.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // applyLinger is how long the follower gathers events into one commit of
@@ -473,7 +528,16 @@ func (l *Log) apply(evs []eventstore.RecordedEvent) error {
 	var newOwn []byte // the record of a first fork of the own key
 	var seen []Checkpoint
 	pos := evs[len(evs)-1].Position
-	err := l.db.Update(func(tx *bbolt.Tx) error {
+	update := l.db.Update
+	if l.failUpdate != nil {
+		update = func(fn func(*bbolt.Tx) error) error {
+			if err := l.failUpdate(); err != nil {
+				return err
+			}
+			return l.db.Update(fn)
+		}
+	}
+	err := update(func(tx *bbolt.Tx) error {
 		hb, eb, lb, cb, cosb := tx.Bucket(bucketHashes), tx.Bucket(bucketEntries), tx.Bucket(bucketLeaves), tx.Bucket(bucketCheckpoints), tx.Bucket(bucketCosigs)
 		// Hashes and entries are written in key order, only appended:
 		// full pages (bbolt's default leaves half of each split page free).

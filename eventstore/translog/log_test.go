@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -731,5 +733,62 @@ func TestAClaimOfAnotherKeyClaimsNoSize(t *testing.T) {
 			t.Fatalf("the log's own key signed no checkpoint of its 20 entries (latest %d)", cp.Size)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A full disk under the log's file holds the log back, and it goes on by
+// itself once space is freed: Run does not end (ending it stopped the
+// server, and the restart refused while the disk was full).
+func TestLogWaitsForSpace(t *testing.T) {
+	defer func(d time.Duration) { translog.FullRetry = d }(translog.FullRetry)
+	translog.FullRetry = 10 * time.Millisecond
+	s := openStore(t)
+	var mu sync.Mutex
+	var told []error
+	l := openLog(t, s, translog.Options{OnFull: func(err error) {
+		mu.Lock()
+		told = append(told, err)
+		mu.Unlock()
+	}})
+	var full atomic.Bool
+	full.Store(true)
+	translog.FailUpdates(l, func() error {
+		if full.Load() {
+			return &os.PathError{Op: "write", Path: "translog.db", Err: syscall.ENOSPC}
+		}
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	appendEvents(t, s, 2, 10)
+	for deadline := time.Now().Add(5 * time.Second); l.Full() == nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the log never found the disk full")
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // a few tries
+	select {
+	case err := <-done:
+		t.Fatalf("the log stopped with the disk full: %v", err)
+	default:
+	}
+	if l.Size() != 0 {
+		t.Fatalf("size %d with nothing committed", l.Size())
+	}
+	full.Store(false) // space freed
+	for deadline := time.Now().Add(5 * time.Second); l.Size() != 10; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("size %d once space was freed, want 10", l.Size())
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if l.Full() != nil || len(told) != 1 || !errors.Is(told[0], syscall.ENOSPC) {
+		t.Fatalf("Full = %v, told %v; want nil, and the full disk once", l.Full(), told)
 	}
 }
