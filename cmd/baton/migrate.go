@@ -28,7 +28,7 @@ func migrateStore(ctx context.Context, args []string, stdout io.Writer) error {
 	to := fs.String("to", storeKurrent, "target store: kurrent")
 	url := fs.String("kurrentdb-url", os.Getenv("BATON_KURRENTDB_URL"), "KurrentDB connection string of the target (or BATON_KURRENTDB_URL)")
 	var env envVars
-	maxAppend := fs.Int("kurrentdb-max-append-size", int(env.integer("kurrentdb-max-append-size", "BATON_KURRENTDB_MAX_APPEND_SIZE", kurrent.DefaultMaxAppendSize)), "the target server's --max-append-size in bytes")
+	maxAppend := fs.Int("kurrentdb-max-append-size", int(env.integerFrom("kurrentdb-max-append-size", "BATON_KURRENTDB_MAX_APPEND_SIZE", kurrent.DefaultMaxAppendSize, 0)), "the target server's --max-append-size in bytes")
 	limit := fs.Int("limit", 0, "stop after the first this many events of the feed (copied now or confirmed from an earlier run); a run with a larger limit, or none, continues; 0 copies everything")
 	if err := env.parse(fs, args); err != nil {
 		return err
@@ -41,6 +41,9 @@ func migrateStore(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if *limit < 0 {
 		return errors.New("migrate: --limit must not be negative")
+	}
+	if *maxAppend < 0 {
+		return fmt.Errorf("migrate: --kurrentdb-max-append-size (BATON_KURRENTDB_MAX_APPEND_SIZE) is %d; it must be 0 (KurrentDB's default) or a number of bytes", *maxAppend)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
