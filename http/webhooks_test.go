@@ -18,6 +18,8 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/ledger"
 	"github.com/batonhq/baton/http/webhook"
 )
@@ -928,4 +930,67 @@ func TestWebhookRedeliveriesAtOnceAllAnswer(t *testing.T) {
 	if got[202] != 200 {
 		t.Fatalf("answers %v, want 202 to all 200", got)
 	}
+}
+
+// claimRefusingStore refuses the appends of webhook attempt claims while
+// refuse is set, as a full or failed store refuses them, and counts them.
+type claimRefusingStore struct {
+	eventstore.Store
+	refuse atomic.Bool
+	claims atomic.Int64
+}
+
+func (s *claimRefusingStore) Append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if len(evs) > 0 && evs[0].Type == domain.EventWebhookAttemptClaimed && s.refuse.Load() {
+		s.claims.Add(1)
+		return eventstore.AppendResult{}, fmt.Errorf("%w: no space left on device", eventstore.ErrFull)
+	}
+	return s.Store.Append(ctx, stream, exp, evs...)
+}
+
+// A claim the store refuses holds its delivery back (1 s, doubling): due
+// again at once, it was claimed again on every pass of the dispatcher,
+// thousands of times a second, each logged, for as long as the store
+// refused. Once the store takes it, the delivery goes out.
+func TestWebhookClaimRefusedIsHeldBack(t *testing.T) {
+	clock := &fakeClock{t: time.Now().UTC().Truncate(time.Second)}
+	envLedgerOptions = &ledger.Options{Now: clock.Now, WebhookAllowPrivate: true}
+	var store *claimRefusingStore
+	e := newEnvStore(t, nil, func(s eventstore.Store) eventstore.Store {
+		store = &claimRefusingStore{Store: s}
+		return store
+	})
+	envLedgerOptions = nil
+	rc := newReceiver(t)
+	dispatch(t, e, clock, nil)
+	e.registerWebhook(e.tenantA, rc.srv.URL+"/hook", []string{"ContractCreated"})
+	store.refuse.Store(true)
+	e.contract(e.tenantA, nil)
+	deadline := time.Now().Add(10 * time.Second)
+	for store.claims.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no claim tried")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // 40 of the dispatcher's polls
+	if n := store.claims.Load(); n != 1 {
+		t.Fatalf("%d claims refused before the clock moved, want 1", n)
+	}
+	clock.Advance(time.Second)
+	for store.claims.Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("no claim tried again after the pause")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	clock.Advance(time.Second) // the second pause is 2 s: not yet
+	time.Sleep(100 * time.Millisecond)
+	if n := store.claims.Load(); n != 2 {
+		t.Fatalf("%d claims refused, want 2 (the second pause doubled)", n)
+	}
+	store.refuse.Store(false)
+	clock.Advance(time.Second)
+	rc.await(t, 1)
+	rc.quiet(t, 1)
 }

@@ -112,6 +112,7 @@ type due struct {
 	at              time.Time
 	lastAttempt     int
 	tenant, webhook string
+	claimFails      int // claims in a row the store refused: how long to hold it back
 }
 
 // sayRefused reports whether the log should say that the endpoint's
@@ -134,6 +135,10 @@ func (d *Dispatcher) sayRefused(webhookID string) bool {
 	d.refusedSaid[webhookID] = now
 	return true
 }
+
+// claimRetry is how long a delivery whose claim the store refused is held
+// back, doubling with each refusal in a row up to claimRetryMax.
+const claimRetry, claimRetryMax = time.Second, 30 * time.Second
 
 // New builds a dispatcher; Run starts it.
 func New(cfg Config) *Dispatcher {
@@ -279,7 +284,7 @@ func (d *Dispatcher) applyDelivery(id string, ev eventstore.RecordedEvent) {
 	case domain.EventWebhookAttemptClaimed:
 		var e domain.WebhookAttemptClaimed
 		if p := d.pending[id]; p != nil && json.Unmarshal(ev.Data, &e) == nil {
-			p.at, p.lastAttempt = e.LeaseUntil, e.Attempt
+			p.at, p.lastAttempt, p.claimFails = e.LeaseUntil, e.Attempt, 0
 		}
 	case domain.EventWebhookAttemptRecorded:
 		var e domain.WebhookAttemptRecorded
@@ -486,7 +491,8 @@ func (d *Dispatcher) attempt(ctx context.Context, id string) {
 	c, ok, err := d.cfg.Webhooks.Claim(ctx, id, d.cfg.Claimant, d.cfg.Timeout+d.cfg.LeaseMargin)
 	if err != nil || !ok {
 		if err != nil && ctx.Err() == nil {
-			log.Error().Err(err).Msg("webhooks: claiming an attempt failed")
+			wait := d.holdBack(id)
+			log.Error().Err(err).Dur("retryIn", wait).Msg("webhooks: claiming an attempt failed")
 		}
 		return
 	}
@@ -553,6 +559,25 @@ func (d *Dispatcher) attempt(ctx context.Context, id string) {
 	if d.cfg.OnAttempt != nil {
 		d.cfg.OnAttempt(rec.Outcome)
 	}
+}
+
+// holdBack puts off delivery id's next claim after the store refused one
+// (full, failed, unreachable): due again at once, it was claimed again
+// thousands of times a second, each logged, for as long as the store
+// refused. It returns the wait.
+func (d *Dispatcher) holdBack(id string) time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p := d.pending[id]
+	if p == nil {
+		return 0
+	}
+	wait := min(claimRetry<<min(p.claimFails, 5), claimRetryMax)
+	p.claimFails++
+	if next := d.cfg.Now().Add(wait); p.at.Before(next) {
+		p.at = next
+	}
+	return wait
 }
 
 // deliveryError is a failed attempt's error as the endpoint's tenant reads
