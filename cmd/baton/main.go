@@ -424,28 +424,37 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	log.Info().Str("addr", ln.Addr().String()).Str("store", storeOpts.describe(*data)).Str("data", *data).Str("version", version).
 		Str("providersFile", providersFileUsed(*providers)).Strs("modelProviders", configuredProviders(catalog)).Msg("baton serving")
 
+	// A part that stops on a fault stops the server as a signal does, the
+	// requests in flight answered, and serve then returns the fault: cut
+	// off at once, they got no answer (a callback recorded, its client
+	// not told; a model call neither told nor billed).
+	var fault error
 	select {
 	case err := <-errc:
 		return err
 	case err := <-runnerDone:
 		runnerDone <- err
-		return fmt.Errorf("read models stopped: %w", err)
+		fault = fmt.Errorf("read models stopped: %w", err)
 	case err := <-followerDone:
 		followerDone <- err
-		return fmt.Errorf("gateway state follower stopped: %w", err)
+		fault = fmt.Errorf("gateway state follower stopped: %w", err)
 	case err := <-dispatcherDone:
 		dispatcherDone <- err
-		return fmt.Errorf("webhook dispatcher stopped: %w", err)
+		fault = fmt.Errorf("webhook dispatcher stopped: %w", err)
 	case err := <-logFailed:
-		return fmt.Errorf("transparency log stopped: %w", err)
+		fault = fmt.Errorf("transparency log stopped: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info().Msg("shutting down")
+	if fault != nil {
+		log.Error().Err(fault).Msg("shutting down: a part of the server stopped on a fault")
+	} else {
+		log.Info().Msg("shutting down")
+	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	err = srv.Shutdown(shutdownCtx)
 	if !errors.Is(err, context.DeadlineExceeded) {
-		return err
+		return errors.Join(fault, err)
 	}
 	// Requests still running after the grace (long model calls, streams)
 	// are ended as a client's leaving ends them: each model call settles
@@ -459,7 +468,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		srv.Close()
 		log.Warn().Err(err).Msg("shutting down: requests still running when ended; their connections are closed")
 	}
-	return nil
+	return fault
 }
 
 // shutdownGrace is how long a stop (SIGINT, SIGTERM) waits for requests

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
+	"github.com/batonhq/baton/eventstore/kurrent/kurrenttest"
 )
 
 // A stop whose grace ends with a model call still running ends it: the
@@ -107,5 +110,84 @@ func TestStopEndsCallsStillRunningAndBillsThem(t *testing.T) {
 	}
 	if !billed {
 		t.Fatalf("no usage event for the call ended: %s", fmt.Sprint(len(evs)))
+	}
+}
+
+// A part of the server that stops on a fault (here the read models, on a
+// key event they cannot apply, written around Baton on a shared
+// KurrentDB) stops the server as a signal does: the model call in flight
+// is answered 503 shutting_down once the grace ends, not cut off with no
+// answer, and serve returns the fault.
+func TestAFaultStopsTheServerGracefully(t *testing.T) {
+	defer func(g time.Duration) { shutdownGrace = g }(shutdownGrace)
+	shutdownGrace = 300 * time.Millisecond
+	arrived := make(chan struct{}, 1)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		arrived <- struct{}{}
+		select {
+		case <-r.Context().Done():
+		case <-time.After(30 * time.Second):
+		}
+	}))
+	defer up.Close()
+	double, err := kurrenttest.Start(kurrenttest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(double.Stop)
+	dir := t.TempDir()
+	providers := filepath.Join(dir, "providers.json")
+	os.WriteFile(providers, []byte(`{"providers":[{"name":"slowp","kind":"openai-compatible","baseUrl":"`+up.URL+`/v1","keyEnv":"",
+		"models":[{"name":"slow","contextTokens":8000,"pricing":{"inputPerMTok":1,"outputPerMTok":2,"source":"test"}}]}]}`), 0o600)
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(context.Background(), []string{"serve", "--store", "kurrent", "--kurrentdb-url", double.URL(), "--data", filepath.Join(dir, "data"),
+			"--addr", "127.0.0.1:0", "--providers", providers}, &out, &out)
+	}()
+	var addr, key string
+	for deadline := time.Now().Add(30 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := reServing.FindStringSubmatch(out.String()); m != nil {
+			addr, key = m[1], reBootKey.FindStringSubmatch(out.String())[1]
+		}
+	}
+	if addr == "" {
+		t.Fatalf("serve did not start: %s", out.String())
+	}
+	type answer struct {
+		status int
+		body   string
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/chat/completions", strings.NewReader(`{"model":"slowp:slow","messages":[{"role":"user","content":"hi"}]}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- answer{0, err.Error()}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		answered <- answer{resp.StatusCode, string(b)}
+	}()
+	<-arrived
+	store := openTarget(t, double.URL())
+	if _, err := store.Append(context.Background(), domain.KeysStream, eventstore.StreamExists(), eventstore.NewEvent(domain.EventKeyCreated, json.RawMessage(`"not a key"`), eventstore.Metadata{})); err != nil {
+		t.Fatal(err)
+	}
+	var serveErr error
+	select {
+	case serveErr = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("serve did not stop on the fault: %s", out.String())
+	}
+	if serveErr == nil || !strings.Contains(serveErr.Error(), "read models stopped") {
+		t.Fatalf("serve: %v", serveErr)
+	}
+	a := <-answered
+	if a.status != 503 || !strings.Contains(a.body, "shutting_down") {
+		t.Fatalf("the call in flight: %d %s", a.status, a.body)
 	}
 }
