@@ -211,6 +211,40 @@ func TestServeOnABusyPortMakesNoKey(t *testing.T) {
 	}
 }
 
+// A store whose keys are all a tenant's (the first made without --admin)
+// gets no bootstrap key, and nothing could make an admin key while it
+// served: the start says so, and how to make one. A store with an admin
+// key hears nothing of it.
+func TestServeSaysWhenNoAdminKeyWorks(t *testing.T) {
+	serveOnce := func(dir string) string {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		var out syncBuffer
+		done := make(chan error, 1)
+		go func() { done <- run(ctx, []string{"serve", "--data", dir, "--addr", "127.0.0.1:0"}, &out, &out) }()
+		for deadline := time.Now().Add(20 * time.Second); !strings.Contains(out.String(), "baton serving") && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+		return out.String()
+	}
+	dir := t.TempDir()
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"keys", "create", "--tenant", "acme", "--data", dir}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	got := serveOnce(dir)
+	if strings.Contains(got, "BATON_API_KEY") || !strings.Contains(got, "no admin key") || !strings.Contains(got, "baton keys create --tenant default --admin") {
+		t.Fatalf("a start with tenant keys only: %s", got)
+	}
+	if got := serveOnce(t.TempDir()); strings.Contains(got, "no admin key") {
+		t.Fatalf("a start that made the bootstrap key: %s", got)
+	}
+}
+
 // FuzzParseLedgerArg: what parses is a non-empty id and, with a receipt, a
 // sequence from 1 and 64 lowercase hex digits; written back as
 // ID@SEQ:HASH it parses to the same.

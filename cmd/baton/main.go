@@ -28,6 +28,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/batonhq/baton/cmd/internal/profile"
+	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
 	"github.com/batonhq/baton/eventstore/ledger"
@@ -346,6 +347,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := bootstrapKey(ctx, ledger.NewKeys(store), proj, ln.Addr().String(), stderr); err != nil {
 		return err
 	}
+	warnNoAdminKey(proj, *storeOpts.kind, log)
 	// A store new at this start has its first event now: the markers name
 	// it, so that another store copied in later is told apart.
 	if err := markStore(ctx, *data, *storeOpts.kind, store, tl != nil); err != nil {
@@ -561,6 +563,22 @@ func bootstrapKey(ctx context.Context, keys *ledger.Keys, proj *projections.Runn
 	link := consoleHint(addr)
 	fmt.Fprintf(stderr, "\n  No API keys existed, so Baton created an admin key for tenant %q.\n  It is shown only this once (Baton stores its hash); its id is %s:\n\n    export BATON_API_KEY=%s\n\n  Create more with POST /v1/admin/keys, or `baton keys create --tenant NAME` while stopped;\n  GET /v1/admin/keys lists their ids, which DELETE /v1/admin/keys/{keyId} revokes.\n  Open the console (/console/) with a one-time link: %s\n  (POST /v1/admin/console-links with this key; docs/console.md).\n\n", k.Tenant, k.KeyID, k.Key, link)
 	return nil
+}
+
+// warnNoAdminKey says so when keys exist but none is an admin key that
+// works (the first made without --admin, or the last admin key revoked):
+// the admin routes then refuse everyone, and only the command line can
+// make one; the bootstrap key is made only on a store with no key at all.
+func warnNoAdminKey(proj *projections.Runner, kind string, log zerolog.Logger) {
+	recs, err := proj.KeyList("")
+	if err != nil || len(recs) == 0 || slices.ContainsFunc(recs, func(k domain.KeyRecord) bool { return k.Admin && k.RevokedAt == nil }) {
+		return
+	}
+	how := "stop Baton and run `baton keys create --tenant default --admin`"
+	if kind == storeKurrent {
+		how = "run `baton keys create --store kurrent --tenant default --admin` (it works while the servers run)"
+	}
+	log.Warn().Int("keys", len(recs)).Msg("no admin key: every key is a tenant's or revoked, so the admin routes (keys, budgets, reviews, console links, /metrics) refuse everyone; to make one, " + how)
 }
 
 // The values of --usage-events.
