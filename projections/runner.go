@@ -81,6 +81,14 @@ func Open(path string, store eventstore.Store, projectors ...Projector) (r *Runn
 	if err != nil {
 		return nil, fmt.Errorf("projections: open %s: %w", path, err)
 	}
+	// A damaged page panics only where it is read: found later, it made
+	// a 500 of every request that read it, for as long as the file
+	// lasted, while /healthz said ok. Every page is read here, where the
+	// panic (recovered above) has OpenOrRebuild rebuild the file.
+	if err := db.View(readEveryPage); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("projections: %s is damaged: %w", path, err)
+	}
 	r = &Runner{db: db, store: store, projectors: projectors, notify: make(chan struct{}), heads: eventstore.SharedHead{Store: store}}
 	var pos eventstore.Position
 	err = db.Update(func(tx *bbolt.Tx) error {
@@ -109,6 +117,20 @@ func Open(path string, store eventstore.Store, projectors ...Projector) (r *Runn
 	}
 	r.pos.Store(&pos)
 	return r, nil
+}
+
+// readEveryPage walks every bucket, nested ones too, to its last key.
+func readEveryPage(tx *bbolt.Tx) error {
+	var walk func(b *bbolt.Bucket) error
+	walk = func(b *bbolt.Bucket) error {
+		return b.ForEach(func(k, v []byte) error {
+			if v == nil {
+				return walk(b.Bucket(k))
+			}
+			return nil
+		})
+	}
+	return tx.ForEach(func(_ []byte, b *bbolt.Bucket) error { return walk(b) })
 }
 
 // OpenOrRebuild opens the read models, and if the file is unreadable moves

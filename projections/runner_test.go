@@ -352,3 +352,59 @@ func TestReadModelsWaitForSpace(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 }
+
+// A read-model file with a damaged page that the open itself does not
+// touch (a bucket's root, below the top level) is found damaged when it
+// opens, moved aside and rebuilt, rather than served with the page
+// panicking at each read that reaches it.
+func TestDamagedPageIsFoundWhenTheFileOpens(t *testing.T) {
+	dir, store := tempStore(t)
+	ctx := context.Background()
+	for i := range 300 {
+		_, ev, _ := domain.NewKey(fmt.Sprintf("t%d", i), false, "")
+		b, _ := json.Marshal(ev)
+		exp := eventstore.Revision(uint64(i - 1))
+		if i == 0 {
+			exp = eventstore.NoStream()
+		}
+		if _, err := store.Append(ctx, domain.KeysStream, exp, eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: domain.EventKeyCreated, Data: b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(dir, "readmodel.db")
+	r, err := Open(path, store, NewHandoffs(), Keys{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var root uint64
+	r.View(func(tx *bbolt.Tx) error { root = uint64(tx.Bucket(bucketKeys).Root()); return nil })
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if root == 0 {
+		t.Fatal("the keys bucket is inline: nothing to damage")
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt(bytes.Repeat([]byte{0xff}, 64), int64(root)*int64(os.Getpagesize()))
+	f.Close()
+	r, err = OpenOrRebuild(path, store, NewHandoffs(), Keys{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := os.Stat(path + ".broken"); err != nil {
+		t.Fatalf("the damaged file was not moved aside: %v", err)
+	}
+	if err := r.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.KeyCount(); err != nil || n != 300 {
+		t.Fatalf("rebuilt: %d keys, %v", n, err)
+	}
+}
