@@ -686,6 +686,49 @@ func TestWebhookRefusedAddressLoggedOnceAnHour(t *testing.T) {
 	rc.quiet(t, 0)
 }
 
+// Deliveries due at once are attempted oldest first: taken in the order of
+// a map, a busy dispatcher delivered an endpoint's events in no order, and
+// one could wait behind later ones round after round.
+func TestWebhookDueDeliveriesOldestFirst(t *testing.T) {
+	e, clock := webhookEnv(t, true)
+	rc := newReceiver(t)
+	hold := make(chan struct{})
+	rc.setAnswer(func(n int, w http.ResponseWriter) {
+		if n == 1 {
+			<-hold // the one worker is busy while the others come due
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	dispatch(t, e, clock, func(c *webhook.Config) { c.Workers, c.PerEndpoint, c.PerTenant = 1, 1, 1 })
+	id := e.registerWebhook(e.tenantA, rc.srv.URL, []string{"ContractCreated"}).str("webhookId")
+	var want []string
+	for i := range 8 {
+		want = append(want, e.contract(e.tenantA, nil))
+		if i == 0 {
+			rc.await(t, 1)
+		} else {
+			e.awaitDelivery(e.tenantA, id, i, "pending", 0)
+		}
+	}
+	close(hold)
+	got := rc.await(t, 8)
+	var order []string
+	for _, g := range got {
+		var b struct {
+			Data struct {
+				HandoffID string `json:"handoffId"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(g.body, &b); err != nil {
+			t.Fatal(err)
+		}
+		order = append(order, b.Data.HandoffID)
+	}
+	if !slices.Equal(order, want) {
+		t.Fatalf("delivered in the order %v, want the events' %v", order, want)
+	}
+}
+
 func TestWebhookRedirectIsNotFollowed(t *testing.T) {
 	e, clock := webhookEnv(t, true)
 	rc := newReceiver(t)

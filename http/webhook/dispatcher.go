@@ -9,6 +9,7 @@ package webhook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -23,6 +24,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -100,6 +102,7 @@ type Dispatcher struct {
 	// refusedSaid is when the log last said an endpoint's address is
 	// internal: once an hour, not at every attempt of every delivery.
 	refusedSaid map[string]time.Time
+	scheduled   uint64 // deliveries applied from the feed, for their order
 	workers     sync.WaitGroup
 	// wake is signalled when an attempt ends, so that a free worker takes
 	// the next due delivery without waiting for the feed or the poll.
@@ -112,7 +115,8 @@ type due struct {
 	at              time.Time
 	lastAttempt     int
 	tenant, webhook string
-	claimFails      int // claims in a row the store refused: how long to hold it back
+	claimFails      int    // claims in a row the store refused: how long to hold it back
+	order           uint64 // when the feed scheduled it: the older first among those due at once
 }
 
 // sayRefused reports whether the log should say that the endpoint's
@@ -274,7 +278,8 @@ func (d *Dispatcher) applyDelivery(id string, ev eventstore.RecordedEvent) {
 		if json.Unmarshal(ev.Data, &e) != nil {
 			return
 		}
-		d.pending[id] = &due{at: e.DueAt, tenant: e.Tenant, webhook: e.WebhookID}
+		d.scheduled++
+		d.pending[id] = &due{at: e.DueAt, tenant: e.Tenant, webhook: e.WebhookID, order: d.scheduled}
 		for i, w := range d.wanted {
 			if w.DeliveryID == id {
 				d.wanted = append(d.wanted[:i], d.wanted[i+1:]...)
@@ -304,7 +309,8 @@ func (d *Dispatcher) applyDelivery(id string, ev eventstore.RecordedEvent) {
 		}
 		p := d.pending[id]
 		if p == nil {
-			p = &due{lastAttempt: -1, tenant: ev.Metadata.Tenant, webhook: e.WebhookID}
+			d.scheduled++
+			p = &due{lastAttempt: -1, tenant: ev.Metadata.Tenant, webhook: e.WebhookID, order: d.scheduled}
 			d.pending[id] = p
 		}
 		p.at = e.At
@@ -459,11 +465,31 @@ func (d *Dispatcher) dispatch(ctx context.Context) {
 		tenants[p.tenant]++
 		endpoints[p.webhook]++
 	}
+	// The longest due first, then the oldest: taken in the map's order, a
+	// delivery could wait behind later ones round after round, and an
+	// endpoint's events reached it in no order.
+	type cand struct {
+		id string
+		p  *due
+	}
+	var ready []cand
 	for id, p := range d.pending {
+		if _, ok := d.inflight[id]; !ok && !p.at.After(now) {
+			ready = append(ready, cand{id, p})
+		}
+	}
+	slices.SortFunc(ready, func(a, b cand) int {
+		if c := a.p.at.Compare(b.p.at); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.p.order, b.p.order)
+	})
+	for _, c := range ready {
+		id, p := c.id, c.p
 		if len(d.inflight) >= d.cfg.Workers {
 			return
 		}
-		if _, ok := d.inflight[id]; ok || p.at.After(now) || tenants[p.tenant] >= d.cfg.PerTenant || endpoints[p.webhook] >= d.cfg.PerEndpoint {
+		if tenants[p.tenant] >= d.cfg.PerTenant || endpoints[p.webhook] >= d.cfg.PerEndpoint {
 			continue
 		}
 		d.inflight[id] = p
