@@ -3,6 +3,7 @@ package http_test
 import (
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -356,7 +357,9 @@ func TestTranslateReasoning(t *testing.T) {
 	e.must(e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "anthropic:claude-sonnet-5-5", "messages": msgs, "reasoning_effort": "low",
 		"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "report", "schema": weatherSchema}}}), 200)
 	got := upstreamGot(t, u.lastAnthropic)
-	if g := jsonOf(got["output_config"]); g != `{"effort":"low","format":{"schema":`+jsonOf(weatherSchema)+`,"type":"json_schema"}}` || got["tool_choice"] != nil || got["tools"] != nil {
+	closed := maps.Clone(weatherSchema)
+	closed["additionalProperties"] = false // the subset Claude's structured output takes
+	if g := jsonOf(got["output_config"]); g != `{"effort":"low","format":{"schema":`+jsonOf(closed)+`,"type":"json_schema"}}` || got["tool_choice"] != nil || got["tools"] != nil {
 		t.Fatalf("structured with thinking: output_config %s, tool_choice %v, tools %v", g, got["tool_choice"], got["tools"])
 	}
 	for _, c := range []struct {

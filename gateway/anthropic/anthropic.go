@@ -172,7 +172,7 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 	case req.Output != nil && (thinking != nil && thinking.Type != "disabled" || StructuredNative(req.Model)):
 		// Thinking takes no forced tool, nor do the later models: the
 		// native structured output.
-		format, err := json.Marshal(map[string]any{"type": "json_schema", "schema": gateway.WithoutMetaKeys(req.Output.Schema)})
+		format, err := json.Marshal(map[string]any{"type": "json_schema", "schema": NativeSchema(req.Output.Schema)})
 		if err != nil { // a schema that is not JSON
 			return nil, err
 		}
