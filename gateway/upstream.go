@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -292,7 +294,21 @@ func readUpstreamError(provider string, resp *http.Response, sent http.Header) e
 		}
 		msg = msg[:cut]
 	}
-	return &UpstreamError{Provider: provider, Status: resp.StatusCode, Type: e.Error.Type, Message: msg, RetryAfter: resp.Header.Get("Retry-After")}
+	return &UpstreamError{Provider: provider, Status: resp.StatusCode, Type: e.Error.Type, Message: msg, RetryAfter: retryAfter(resp.Header)}
+}
+
+// retryAfter is an answer's Retry-After, or its wait in milliseconds
+// (retry-after-ms, which Azure OpenAI sends and the SDKs read first) in
+// whole seconds, rounded up, when it sends only that.
+func retryAfter(h http.Header) string {
+	if v := h.Get("Retry-After"); v != "" {
+		return v
+	}
+	ms, err := strconv.ParseFloat(strings.TrimSpace(h.Get("Retry-After-Ms")), 64)
+	if err != nil || ms < 0 || math.IsNaN(ms) || math.IsInf(ms, 0) {
+		return ""
+	}
+	return strconv.FormatFloat(math.Ceil(min(ms, float64(MaxRetryAfter.Milliseconds()))/1000), 'f', 0, 64)
 }
 
 // keyHeaders are the headers a provider's key goes upstream in.

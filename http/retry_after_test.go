@@ -46,3 +46,37 @@ func TestRetryAfterOnlyWhereARetryMayMend(t *testing.T) {
 		}
 	}
 }
+
+// An upstream that says its wait in milliseconds alone (retry-after-ms, as
+// Azure OpenAI does) has it reach the client as Retry-After, rounded up to
+// whole seconds: the SDKs would otherwise back off blind.
+func TestRetryAfterInMilliseconds(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		switch {
+		case strings.Contains(string(body), `"both"`):
+			w.Header().Set("Retry-After", "7")
+			w.Header().Set("Retry-After-Ms", "1500")
+		case strings.Contains(string(body), `"bad"`):
+			w.Header().Set("Retry-After-Ms", "soon")
+		default:
+			w.Header().Set("Retry-After-Ms", "1500")
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(429)
+		io.WriteString(w, `{"error":{"message":"slow down","type":"rate_limit_exceeded"}}`)
+	}))
+	t.Cleanup(up.Close)
+	var models []gateway.ModelSpec
+	for _, s := range []string{"ms", "both", "bad"} {
+		models = append(models, gateway.ModelSpec{Name: s, ContextTokens: 8000, Modes: []string{}, Pricing: &gateway.Price{InputPerMTok: 1, OutputPerMTok: 1, Source: "test"}})
+	}
+	spec := gateway.ProviderSpec{Name: "ra", Kind: "openai-compatible", BaseURL: up.URL + "/v1", KeyEnv: "COMPAT_API_KEY", Models: models}
+	e := newEnvWith(t, gatewayCatalog(t, newFakeUpstreams(t), spec))
+	for _, c := range []struct{ model, wait string }{{"ms", "2"}, {"both", "7"}, {"bad", ""}} {
+		r := e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"ra:`+c.model+`","messages":[{"role":"user","content":"hi"}]}`)
+		if r.status != 429 || r.header.Get("Retry-After") != c.wait {
+			t.Errorf("%s: %d Retry-After %q, want 429 %q (%s)", c.model, r.status, r.header.Get("Retry-After"), c.wait, r.raw)
+		}
+	}
+}
