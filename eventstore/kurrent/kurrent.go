@@ -75,9 +75,10 @@ type Store struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // calls and subscription pumps in flight
 
-	mu     sync.RWMutex
-	client *esdb.Client
-	closed bool
+	mu      sync.RWMutex
+	client  *esdb.Client
+	renewed chan struct{} // closed (and replaced) when client is replaced
+	closed  bool
 }
 
 var _ eventstore.Store = (*Store)(nil)
@@ -111,7 +112,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kurrent: %w", err)
 	}
-	s := &Store{cfg: cfg, conf: *conf, client: client}
+	s := &Store{cfg: cfg, conf: *conf, client: client, renewed: make(chan struct{})}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	if err := s.ping(ctx); err != nil {
 		s.Close()
@@ -151,10 +152,22 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.cancel()
-	s.wg.Wait()
+	waited := make(chan struct{})
+	go func() { s.wg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(closeWait):
+		// A call stuck inside a client that gave up, never renewed: the
+		// process must still be able to stop. The client stays open, as
+		// closing it under that call would panic.
+		return fmt.Errorf("kurrent: closed with calls still waiting inside the client after %v", closeWait)
+	}
 	// Only now: the client panics on calls that race with its Close.
 	return s.client.Close()
 }
+
+// closeWait bounds how long Close waits for the calls in flight.
+const closeWait = 10 * time.Second
 
 // begin registers a call: it returns the client, a context that also ends
 // when the store closes, and the function that ends the call.
@@ -199,7 +212,62 @@ func (s *Store) renew(old *esdb.Client) (*esdb.Client, error) {
 	}
 	s.cfg.Log.Warn().Msg("kurrent: the client gave up on the server; connecting with a new one")
 	s.client = c
+	close(s.renewed)
+	s.renewed = make(chan struct{})
 	return c, nil
+}
+
+// errClientGone is a call given up because its client was replaced: it
+// was queued inside a client that gave up, where nothing answers it.
+var errClientGone = errors.New("kurrent: the client gave up with this call queued inside it")
+
+// replaced returns a channel closed once c is no longer the store's client.
+func (s *Store) replaced(c *esdb.Client) <-chan struct{} {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.client != c {
+		ch := make(chan struct{})
+		close(ch)
+		return ch
+	}
+	return s.renewed
+}
+
+// detached runs op, which uses client c, on a goroutine of its own, and
+// waits for it, or for c to be replaced (errClientGone), or for stop to
+// close (its error). esdb v4.2.0 queues calls on an unbuffered channel
+// and, when its discovery fails, stops reading it and gives up: the calls
+// queued then wait for ever, whatever their context says. The goroutine of
+// an op given up ends whenever the client lets it (never, for a client
+// given up); a panic there (the client closed under it) is its own.
+// gone, when not nil, is run with what the op returns after it was given
+// up (to close a subscription nobody will read).
+func (s *Store) detached(c *esdb.Client, stop <-chan struct{}, op func() error, gone func()) error {
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if recover() != nil {
+				done <- errClientGone
+			}
+		}()
+		done <- op()
+	}()
+	var err error
+	select {
+	case err := <-done:
+		return err
+	case <-s.replaced(c):
+		err = errClientGone
+	case <-stop:
+		err = context.Canceled
+	}
+	go func() {
+		<-done
+		if gone != nil {
+			gone()
+		}
+	}()
+	return err
 }
 
 // notLeaderRetries bounds how often a call refused by a node that is not
@@ -217,11 +285,18 @@ func (s *Store) call(ctx context.Context, fn func(ctx context.Context, c *esdb.C
 		return err
 	}
 	defer end()
-	err = fn(cctx, c)
-	if hasCode(err, esdb.ErrorCodeConnectionClosed) {
+	// A call queued inside a client that gave up is given up when the
+	// client is replaced (nothing was sent: it goes to the new one) or its
+	// context ends; the next call then finds the client given up and
+	// replaces it.
+	on := func(c *esdb.Client) error {
+		return s.detached(c, cctx.Done(), func() error { return fn(cctx, c) }, nil)
+	}
+	err = on(c)
+	if hasCode(err, esdb.ErrorCodeConnectionClosed) || errors.Is(err, errClientGone) {
 		if nc, rerr := s.renew(c); rerr == nil {
 			c = nc // the leader-change retries below go to the new client too
-			err = fn(cctx, c)
+			err = on(c)
 		}
 	}
 	for i := 0; i < notLeaderRetries && hasCode(err, esdb.ErrorCodeNotLeader) && cctx.Err() == nil; i++ {

@@ -745,3 +745,92 @@ func TestFollowerPreference(t *testing.T) {
 		t.Fatalf("appends seen: %+v", calls)
 	}
 }
+
+// TestSubscriptionsOutliveAClientThatGaveUp: calls queued inside the
+// client while its discovery fails are never answered once it gives up
+// (esdb v4.2.0 leaves their sends on its channel blocked). Subscriptions
+// resubscribing then hung for good: after the server came back, the read
+// models, the gateway's state and the log never moved again, and Close,
+// which waits for them, never returned (a SIGTERM did not stop the
+// process). They now go on with the store's new client, and Close ends.
+func TestSubscriptionsOutliveAClientThatGaveUp(t *testing.T) {
+	if inChild(t) {
+		return
+	}
+	srv := startDouble(t, kurrenttest.Options{})
+	s, err := kurrent.Open(context.Background(), kurrent.Config{URL: srv.URL() + "&maxDiscoverAttempts=3&discoveryInterval=200", Log: testLog(t),
+		ResubscribeMin: 10 * time.Millisecond, ResubscribeMax: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var subs []eventstore.Subscription
+	for range 6 {
+		sub, err := s.SubscribeAll(ctx, eventstore.Start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Close()
+		subs = append(subs, sub)
+	}
+	srv.Stop()
+	// Calls from elsewhere while the server is away, as the API's and the
+	// health checks' are: they see the client give up and renew it.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				s.Head(hctx)
+				cancel()
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+	}
+	time.Sleep(4 * time.Second)
+	close(stop)
+	wg.Wait()
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	after := ev("AfterTheOutage")
+	waitFor(t, "an append once the server is back", func() bool {
+		_, err := s.Append(ctx, "outage-1", eventstore.NoStream(), after)
+		return err == nil || errors.Is(err, eventstore.ErrConflict)
+	})
+	for i, sub := range subs {
+		got := make(chan error, 1)
+		go func() {
+			for {
+				e, err := sub.Recv()
+				if err != nil || e.ID == after.ID {
+					got <- err
+					return
+				}
+			}
+		}()
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Fatalf("subscription %d: %v", i, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("subscription %d never delivered the event appended after the outage", i)
+		}
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return")
+	}
+}

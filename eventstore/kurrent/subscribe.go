@@ -2,6 +2,7 @@ package kurrent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -89,17 +90,47 @@ func (sub *subscription) subscribe(c *esdb.Client) (*esdb.Subscription, *esdb.Cl
 		// system events too.
 		opts.Filter = &esdb.SubscriptionFilter{Type: esdb.StreamFilterType, Prefixes: []string{p}}
 	}
-	es, err := c.SubscribeToAll(sub.ctx, opts)
-	if hasCode(err, esdb.ErrorCodeConnectionClosed) {
+	es, err := sub.subscribeWith(c, opts)
+	if hasCode(err, esdb.ErrorCodeConnectionClosed) || errors.Is(err, errClientGone) {
 		if c2, rerr := sub.s.renew(c); rerr == nil {
 			c = c2
-			es, err = c.SubscribeToAll(sub.ctx, opts)
+			es, err = sub.subscribeWith(c, opts)
 		}
 	}
 	for i := 0; i < notLeaderRetries && hasCode(err, esdb.ErrorCodeNotLeader) && sub.ctx.Err() == nil; i++ {
-		es, err = c.SubscribeToAll(sub.ctx, opts) // the client is reconnecting to the leader
+		es, err = sub.subscribeWith(c, opts) // the client is reconnecting to the leader
 	}
 	return es, c, err
+}
+
+// subscribeStall is how long a subscription call may go unanswered before
+// its client is taken for one that gave up and is replaced: longer than a
+// whole discovery at the client's defaults (10 attempts, each up to its 5 s
+// gossip timeout).
+var subscribeStall = 2 * time.Minute
+
+// subscribeWith subscribes with c, giving up (errClientGone) when c is
+// replaced or does not answer within subscribeStall, and when the
+// subscription ends (a Close, the store's): queued inside a client that
+// gave up, the call waited for ever, and the pump with it, so the read
+// models never moved again and Store.Close never returned.
+func (sub *subscription) subscribeWith(c *esdb.Client, opts esdb.SubscribeToAllOptions) (*esdb.Subscription, error) {
+	var es *esdb.Subscription
+	stall := time.AfterFunc(subscribeStall, func() { sub.s.renew(c) })
+	defer stall.Stop()
+	err := sub.s.detached(c, sub.ctx.Done(), func() error {
+		var err error
+		es, err = c.SubscribeToAll(sub.ctx, opts)
+		return err
+	}, func() {
+		if es != nil {
+			es.Close()
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return es, nil
 }
 
 // run is the pump: it forwards events until the subscription drops, then
