@@ -15,8 +15,12 @@ RACE      ?= $(shell command -v gcc >/dev/null 2>&1 && echo -race)
 
 .PHONY: run build test vet fmt-check lint bench fuzz clean console-link
 
+# The server is built, then exec'd as make's own child: make passes a
+# SIGTERM (a supervisor's, timeout's, kill's) on to it, and it stops
+# gracefully. Under go run it went to go run alone, which died and left the
+# server running, holding the port and the data directory.
 run:
-	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/baton serve --data $(DATA) --addr $(ADDR) $(if $(PROVIDERS),--providers $(PROVIDERS))
+	$(GO) build -ldflags "$(LDFLAGS)" -o baton ./cmd/baton && exec ./baton serve --data $(DATA) --addr $(ADDR) $(if $(PROVIDERS),--providers $(PROVIDERS))
 
 # A one-time console sign-in link from the running server (make run in
 # another shell), with the admin key in BATON_API_KEY:

@@ -5,10 +5,16 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/batonhq/baton/eventstore/bolt"
 )
 
 // TestMakeConsoleLinkQuotes: make console-link (README) sends the name,
@@ -51,5 +57,52 @@ func TestMakeConsoleLinkQuotes(t *testing.T) {
 		if b["name"] != name || b["role"] != "approver" || b["tenant"] != "acme" {
 			t.Fatalf("NAME=%q sent %v", name, b)
 		}
+	}
+}
+
+// TestMakeRunStopsOnSIGTERM: a SIGTERM to make run (README) stops the
+// server gracefully. Under go run the signal went to go run alone, which
+// died and left the server running, holding the port and the data
+// directory.
+func TestMakeRunStopsOnSIGTERM(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on this machine")
+	}
+	data := t.TempDir()
+	// A file, not a pipe: Wait must not wait for a server left running
+	// to close its end.
+	out, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	output := func() string { b, _ := os.ReadFile(out.Name()); return string(b) }
+	cmd := exec.Command("make", "-s", "-C", "../..", "run", "DATA="+data, "ADDR=127.0.0.1:0")
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	for deadline := time.Now().Add(2 * time.Minute); !strings.Contains(output(), "baton serving"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("make run did not start serving: %s", output())
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	// The server is gone once it has closed its store: the data
+	// directory is free again.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		s, err := bolt.Open(data, bolt.Options{})
+		if err == nil {
+			s.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server still holds its data directory after make run got SIGTERM: %v\n%s", err, output())
+		}
+	}
+	if !strings.Contains(output(), "shutting down") {
+		t.Fatalf("the server did not stop gracefully: %s", output())
 	}
 }
