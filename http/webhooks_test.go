@@ -1037,3 +1037,25 @@ func TestWebhookClaimRefusedIsHeldBack(t *testing.T) {
 	rc.await(t, 1)
 	rc.quiet(t, 1)
 }
+
+// A draining dispatcher (the server stopping) starts no attempt: one begun
+// in the stop's grace was cut off with the process, unrecorded, and the
+// receiver got it again after the restart. The delivery stays due, for
+// the next start or another replica.
+func TestDrainingDispatcherStartsNoAttempt(t *testing.T) {
+	e, clock := webhookEnv(t, true)
+	rc := newReceiver(t)
+	d := webhook.New(webhook.Config{Store: e.store, Webhooks: e.services.Webhooks, Now: clock.Now, Schedule: []time.Duration{time.Minute},
+		Poll: 5 * time.Millisecond, Timeout: 2 * time.Second, AllowPrivate: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	w := e.registerWebhook(e.tenantA, rc.srv.URL+"/hook", []string{"ContractCreated"})
+	e.contract(e.tenantA, nil)
+	rc.await(t, 1)
+	d.Drain()
+	e.contract(e.tenantA, nil)
+	e.awaitDelivery(e.tenantA, w.str("webhookId"), 1, "pending", 0)
+	rc.quiet(t, 1)
+}

@@ -411,6 +411,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	dispatcher := webhook.New(webhook.Config{Store: store, Webhooks: services.Webhooks, AllowPrivate: *webhookAllowPrivate, Log: log, OnAttempt: metrics.WebhookAttempt})
 	dispatcherDone := make(chan error, 1)
 	go func() { dispatcherDone <- dispatcher.Run(runCtx) }()
+	srv.RegisterOnShutdown(dispatcher.Drain) // no attempt begun in the grace, to be cut off
 	defer func() {
 		stopRunner()
 		<-runnerDone

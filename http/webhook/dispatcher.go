@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -107,7 +108,16 @@ type Dispatcher struct {
 	// wake is signalled when an attempt ends, so that a free worker takes
 	// the next due delivery without waiting for the feed or the poll.
 	wake chan struct{}
+	// draining: the server is stopping; no attempt is started (Drain).
+	draining atomic.Bool
 }
+
+// Drain makes the dispatcher start no more attempts, for a server that is
+// stopping: those in flight finish while it waits for its requests, and
+// those due are left to the next start or another replica. An attempt
+// started in the stop's grace was cut off with the process, unrecorded,
+// and the receiver got it again later.
+func (d *Dispatcher) Drain() { d.draining.Store(true) }
 
 // due is what the dispatcher keeps of an open delivery: when an attempt
 // may be claimed next, and the last attempt claimed.
@@ -457,6 +467,9 @@ func (d *Dispatcher) schedule(ctx context.Context) {
 
 // dispatch starts an attempt of each due delivery, up to Workers at once.
 func (d *Dispatcher) dispatch(ctx context.Context) {
+	if d.draining.Load() {
+		return
+	}
 	now := d.cfg.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
