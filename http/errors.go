@@ -147,7 +147,7 @@ func describe(r *http.Request, err error) described {
 		// operator mends the route the same request must run.
 		return described{Error: e, log: true, unkept: e.Code == "upstream_rejected_request"}
 	case errors.Is(err, eventstore.ErrUnavailable):
-		e := domain.E("store", domain.KindUnavailable, "store_unavailable", "The event store did not answer; a write in flight may or may not have been recorded. Retry with the same Idempotency-Key (or the same body): a recorded write is answered from the ledger, not written twice.")
+		e := domain.E("store", domain.KindUnavailable, "store_unavailable", "The event store did not answer; a write in flight may or may not have been recorded. Retry with the same Idempotency-Key: a recorded write is answered, not written twice (a callback is also known by its same body; a contract, plan or webhook sent without a key would be created again).")
 		e.RetryAfter = 1
 		return described{Error: e, log: true}
 	case errors.Is(err, eventstore.ErrFull):

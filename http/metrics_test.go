@@ -233,3 +233,23 @@ func TestHealthAndWritesSayTheDiskIsFull(t *testing.T) {
 		t.Fatalf("a write with the disk full: %d %v %s", r.status, r.header, r.raw)
 	}
 }
+
+// unavailableStore is a store whose appends have an unknown outcome, as
+// KurrentDB's do while it is away.
+type unavailableStore struct{ eventstore.Store }
+
+func (unavailableStore) Append(context.Context, string, eventstore.ExpectedRevision, ...eventstore.EventData) (eventstore.AppendResult, error) {
+	return eventstore.AppendResult{}, fmt.Errorf("kurrent: append: %w: connection refused", eventstore.ErrUnavailable)
+}
+
+// The 503 of a write whose outcome is unknown tells how to retry it
+// safely: it said a retry with "the same body" was answered from the
+// ledger, which holds for callbacks only; a contract created again
+// without a key is a second contract (docs/operations.md).
+func TestUnknownOutcomeSaysHowToRetry(t *testing.T) {
+	e := newEnvStore(t, nil, func(s eventstore.Store) eventstore.Store { return unavailableStore{s} })
+	r := e.do("POST", "/v1/handoff/contracts", e.tenantA, map[string]any{"objective": "x", "targetExecutor": "ops-bot", "executorProtocol": "ops_bot.v1", "riskLevel": "low"})
+	if r.status != 503 || r.str("code") != "store_unavailable" || strings.Contains(r.str("detail"), "(or the same body)") || !strings.Contains(r.str("detail"), "created again") {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+}
