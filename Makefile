@@ -90,5 +90,8 @@ fuzz:
 	  done; \
 	done
 
+# Build outputs only: the data directory is the ledger (DATA may be an
+# operator's BATON_DATA_DIR), never removed by a clean. To start a
+# development server over, remove ./data by hand.
 clean:
-	rm -rf baton $(DATA)
+	rm -f baton baton-executor baton-bench test.log

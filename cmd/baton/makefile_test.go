@@ -106,3 +106,22 @@ func TestMakeRunStopsOnSIGTERM(t *testing.T) {
 		t.Fatalf("the server did not stop gracefully: %s", output())
 	}
 }
+
+// TestMakeCleanKeepsTheData: make clean removes what a build made, never
+// the data directory, which is the ledger (DATA may be an operator's
+// BATON_DATA_DIR). A dry run, so that the test removes nothing.
+func TestMakeCleanKeepsTheData(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on this machine")
+	}
+	data := filepath.Join(t.TempDir(), "ledger-data")
+	cmd := exec.Command("make", "-n", "-C", "../..", "clean", "DATA="+data)
+	cmd.Env = append(cmd.Environ(), "BATON_DATA_DIR="+data)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "rm ") {
+		t.Fatalf("make -n clean: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), data) {
+		t.Fatalf("make clean would remove the data directory:\n%s", out)
+	}
+}
