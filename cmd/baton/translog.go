@@ -99,14 +99,17 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 	}
 	path := filepath.Join(data, translog.FileName)
 	// moveAside moves the log's file to path.suffix, saying why: the log
-	// is then built again from zero.
+	// is then built again from zero. A file moved aside before under that
+	// name is kept (its checkpoints are signed evidence): the new one
+	// takes path.suffix.1, .2 and so on.
 	moveAside := func(suffix, why string, cause error) error {
+		to := unusedName(path + "." + suffix)
 		ev := log.Warn()
 		if cause != nil {
 			ev = ev.Err(cause)
 		}
-		ev.Str("file", path+"."+suffix).Msg("transparency log: " + why + "; moved aside and rebuilt from zero")
-		return os.Rename(path, path+"."+suffix)
+		ev.Str("file", to).Msg("transparency log: " + why + "; moved aside and rebuilt from zero")
+		return os.Rename(path, to)
 	}
 	tl, err := translog.Open(path, store, opts)
 	if errors.Is(err, translog.ErrDamaged) {
@@ -251,4 +254,17 @@ func (s *stringsFlag) Set(v string) error {
 		*s = append(*s, v)
 	}
 	return nil
+}
+
+// unusedName is name, or name.1, name.2 and so on: the first no file has.
+func unusedName(name string) string {
+	for i := 0; ; i++ {
+		n := name
+		if i > 0 {
+			n = fmt.Sprintf("%s.%d", name, i)
+		}
+		if _, err := os.Lstat(n); errors.Is(err, os.ErrNotExist) {
+			return n
+		}
+	}
 }

@@ -526,8 +526,46 @@ func TestServeStartsWithANewLogKey(t *testing.T) {
 	if n, f := tl.Forks(); n != 0 || tl.Size() != 10 || tl.Origin() != "baton.test/log-2" {
 		t.Fatalf("size %d, %d forks (%s), log:\n%s", tl.Size(), n, f, out.String())
 	}
-	if _, err := os.Stat(filepath.Join(dir, translog.FileName+".another-key")); err != nil {
+	aside := filepath.Join(dir, translog.FileName+".another-key")
+	first, err := os.ReadFile(aside)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// The new key signs a checkpoint, as a server would.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 2)
+	go func() { tl.Run(ctx); done <- struct{}{} }()
+	go func() { tl.RunSigner(ctx); done <- struct{}{} }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if signed, _ := tl.Checkpoint(); signed != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the new key signed no checkpoint")
+		}
+	}
+	cancel()
+	<-done
+	<-done
+	tl.Close()
+
+	// Another key again: the first key's file moved aside stays as it was
+	// (its checkpoints are what an auditor holds the operator to); the
+	// second key's goes beside it.
+	third := filepath.Join(t.TempDir(), "third.key")
+	runOK(t, "log", "keygen", "--origin", "baton.test/log-3", "--out", third)
+	*lf.keyFile = third
+	out.Reset()
+	tl, err = lf.open(context.Background(), dir, storeBolt, store, zerolog.New(&out))
+	if err != nil {
+		t.Fatalf("serve with a third key: %v", err)
+	}
+	defer tl.Close()
+	if again, err := os.ReadFile(aside); err != nil || !bytes.Equal(again, first) {
+		t.Fatalf("the first file moved aside was replaced (%v); log:\n%s", err, out.String())
+	}
+	if _, err := os.Stat(aside + ".1"); err != nil || !strings.Contains(out.String(), aside+".1") {
+		t.Fatalf("the second file moved aside: %v; log:\n%s", err, out.String())
 	}
 }
 
