@@ -420,8 +420,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		<-dispatcherDone
 		logWG.Wait()
 	}()
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	// SIGHUP too (the terminal it ran in closed): a stop, gracefully, as
+	// Baton reloads nothing.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
+	// A second signal during the grace ends the grace (Ctrl-C twice, a
+	// supervisor that will not wait): the requests still running are ended
+	// and billed at once, as when the grace runs out.
+	again := make(chan os.Signal, 1)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info().Str("addr", ln.Addr().String()).Str("store", storeOpts.describe(*data)).Str("data", *data).Str("version", version).
@@ -455,8 +461,18 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(again)
+	go func() {
+		select {
+		case <-again:
+			log.Warn().Msg("shutting down: a second signal ends the grace")
+			cancel()
+		case <-shutdownCtx.Done():
+		}
+	}()
 	err = srv.Shutdown(shutdownCtx)
-	if !errors.Is(err, context.DeadlineExceeded) {
+	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		return errors.Join(fault, err)
 	}
 	// Requests still running after the grace (long model calls, streams)
@@ -474,7 +490,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	return fault
 }
 
-// shutdownGrace is how long a stop (SIGINT, SIGTERM) waits for requests
+// shutdownGrace is how long a stop (SIGINT, SIGTERM, SIGHUP) waits for requests
 // in flight before it ends them.
 var shutdownGrace = 15 * time.Second
 

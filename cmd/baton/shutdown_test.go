@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -189,5 +190,77 @@ func TestAFaultStopsTheServerGracefully(t *testing.T) {
 	a := <-answered
 	if a.status != 503 || !strings.Contains(a.body, "shutting_down") {
 		t.Fatalf("the call in flight: %d %s", a.status, a.body)
+	}
+}
+
+// SIGHUP (the terminal serve ran in closed) stops it gracefully, as
+// SIGTERM does; a second signal during the grace ends the grace: the call
+// still running is answered 503 at once, not after the grace.
+func TestSignalsStopGracefullyAndASecondEndsTheGrace(t *testing.T) {
+	defer func(g time.Duration) { shutdownGrace = g }(shutdownGrace)
+	shutdownGrace = 10 * time.Minute
+	arrived := make(chan struct{}, 1)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		arrived <- struct{}{}
+		select { // a model that takes its time
+		case <-r.Context().Done():
+		case <-time.After(60 * time.Second):
+		}
+	}))
+	defer up.Close()
+	dir := t.TempDir()
+	providers := filepath.Join(dir, "providers.json")
+	os.WriteFile(providers, []byte(`{"providers":[{"name":"slowp","kind":"openai-compatible","baseUrl":"`+up.URL+`/v1","keyEnv":"",
+		"models":[{"name":"slow","contextTokens":8000,"pricing":{"inputPerMTok":1,"outputPerMTok":2,"source":"test"}}]}]}`), 0o600)
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(context.Background(), []string{"serve", "--data", filepath.Join(dir, "data"), "--addr", "127.0.0.1:0", "--providers", providers}, &out, &out)
+	}()
+	var addr, key string
+	for deadline := time.Now().Add(30 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := reServing.FindStringSubmatch(out.String()); m != nil {
+			addr, key = m[1], reBootKey.FindStringSubmatch(out.String())[1]
+		}
+	}
+	if addr == "" {
+		t.Fatalf("serve did not start: %s", out.String())
+	}
+	status := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/chat/completions", strings.NewReader(`{"model":"slowp:slow","messages":[{"role":"user","content":"hi"}]}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			status <- 0
+			return
+		}
+		resp.Body.Close()
+		status <- resp.StatusCode
+	}()
+	<-arrived
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), "shutting down"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("SIGHUP did not stop serve:\n%s", out.String())
+		}
+	}
+	select {
+	case s := <-status:
+		t.Fatalf("the call was answered %d before the grace ended", s)
+	case <-time.After(200 * time.Millisecond):
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	select {
+	case s := <-status:
+		if s != http.StatusServiceUnavailable {
+			t.Fatalf("the call still running was answered %d, want 503", s)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("a second signal did not end the grace:\n%s", out.String())
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v\n%s", err, out.String())
 	}
 }
