@@ -197,8 +197,10 @@ func NewServer(cfg Config) *Server {
 		cfg.Metrics = metrics.New()
 	}
 	cfg.Metrics.Store(cfg.Store)
+	heads := &eventstore.SharedHead{Store: cfg.Store}
 	if cfg.Projections != nil {
 		cfg.Metrics.Projections(cfg.Projections)
+		heads = cfg.Projections.Heads() // authentication's: one read in flight for both
 	}
 	if cfg.EventsPing <= 0 {
 		cfg.EventsPing = DefaultEventsPing
@@ -207,7 +209,7 @@ func NewServer(cfg Config) *Server {
 		cfg.EventStreams = DefaultEventStreams
 	}
 	s := &Server{stopWaits: make(chan struct{}), eventsPing: cfg.EventsPing, eventStreams: cfg.EventStreams, streams: map[string]int{},
-		budgets: cfg.Budgets, tasks: cfg.Tasks, usage: cfg.Usage, ownsUsage: ownsUsage, store: cfg.Store, heads: &eventstore.SharedHead{Store: cfg.Store}, proj: cfg.Projections, scanner: cfg.Scanner, catalog: cfg.Catalog, log: cfg.Log, version: cfg.Version,
+		budgets: cfg.Budgets, tasks: cfg.Tasks, usage: cfg.Usage, ownsUsage: ownsUsage, store: cfg.Store, heads: heads, proj: cfg.Projections, scanner: cfg.Scanner, catalog: cfg.Catalog, log: cfg.Log, version: cfg.Version,
 		maxBody: cfg.MaxBody, maxModelBody: cfg.MaxModelBody, bodies: &bodyBound{max: cfg.ModelBodies, share: cfg.ModelBodiesPerTenant}, streamIdle: cfg.StreamIdle, ledger: cfg.Ledger, router: mux.NewRouter().SkipClean(true),
 		posts: map[string]postRoute{}, metrics: cfg.Metrics, consoleURL: strings.TrimRight(cfg.ConsoleURL, "/"),
 	}

@@ -431,6 +431,10 @@ func (r *Runner) WaitForHead(ctx context.Context, timeout time.Duration) error {
 	return r.WaitFor(ctx, head)
 }
 
+// Heads is the runner's shared reads of its store's head, for the other
+// callers that read it (the health check): one read in flight for all.
+func (r *Runner) Heads() *eventstore.SharedHead { return &r.heads }
+
 // View runs fn in a read transaction over the read models.
 func (r *Runner) View(fn func(tx *bbolt.Tx) error) error { return r.db.View(fn) }
 
