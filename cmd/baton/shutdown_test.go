@@ -27,37 +27,10 @@ import (
 func TestStopEndsCallsStillRunningAndBillsThem(t *testing.T) {
 	defer func(g time.Duration) { shutdownGrace = g }(shutdownGrace)
 	shutdownGrace = 300 * time.Millisecond
-	arrived := make(chan struct{}, 2)
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		arrived <- struct{}{}
-		select { // a model that takes its time
-		case <-r.Context().Done():
-		case <-time.After(30 * time.Second):
-		}
-	}))
-	defer up.Close()
-	dir := t.TempDir()
-	providers := filepath.Join(dir, "providers.json")
-	os.WriteFile(providers, []byte(`{"providers":[{"name":"slowp","kind":"openai-compatible","baseUrl":"`+up.URL+`/v1","keyEnv":"",
-		"models":[{"name":"slow","contextTokens":8000,"pricing":{"inputPerMTok":1000,"outputPerMTok":2000,"source":"test"}}]}]}`), 0o600)
-	data := filepath.Join(dir, "data")
 	ctx, stop := context.WithCancel(context.Background())
-	var out syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"serve", "--data", data, "--addr", "127.0.0.1:0", "--providers", providers}, &out, &out)
-	}()
-	var addr, key string
-	for deadline := time.Now().Add(30 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := reServing.FindStringSubmatch(out.String()); m != nil {
-			addr, key = m[1], reBootKey.FindStringSubmatch(out.String())[1]
-		}
-	}
-	if addr == "" {
-		stop()
-		t.Fatalf("serve did not start: %s", out.String())
-	}
+	defer stop()
+	srv := startSlowServe(t, ctx)
+	addr, key, data, out, done, arrived := srv.addr, srv.key, srv.data, srv.out, srv.done, srv.arrived
 	type answer struct {
 		status int
 		body   string
@@ -122,40 +95,13 @@ func TestStopEndsCallsStillRunningAndBillsThem(t *testing.T) {
 func TestAFaultStopsTheServerGracefully(t *testing.T) {
 	defer func(g time.Duration) { shutdownGrace = g }(shutdownGrace)
 	shutdownGrace = 300 * time.Millisecond
-	arrived := make(chan struct{}, 1)
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		arrived <- struct{}{}
-		select {
-		case <-r.Context().Done():
-		case <-time.After(30 * time.Second):
-		}
-	}))
-	defer up.Close()
 	double, err := kurrenttest.Start(kurrenttest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(double.Stop)
-	dir := t.TempDir()
-	providers := filepath.Join(dir, "providers.json")
-	os.WriteFile(providers, []byte(`{"providers":[{"name":"slowp","kind":"openai-compatible","baseUrl":"`+up.URL+`/v1","keyEnv":"",
-		"models":[{"name":"slow","contextTokens":8000,"pricing":{"inputPerMTok":1,"outputPerMTok":2,"source":"test"}}]}]}`), 0o600)
-	var out syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(context.Background(), []string{"serve", "--store", "kurrent", "--kurrentdb-url", double.URL(), "--data", filepath.Join(dir, "data"),
-			"--addr", "127.0.0.1:0", "--providers", providers}, &out, &out)
-	}()
-	var addr, key string
-	for deadline := time.Now().Add(30 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := reServing.FindStringSubmatch(out.String()); m != nil {
-			addr, key = m[1], reBootKey.FindStringSubmatch(out.String())[1]
-		}
-	}
-	if addr == "" {
-		t.Fatalf("serve did not start: %s", out.String())
-	}
+	srv := startSlowServe(t, context.Background(), "--store", "kurrent", "--kurrentdb-url", double.URL())
+	addr, key, out, done, arrived := srv.addr, srv.key, srv.out, srv.done, srv.arrived
 	type answer struct {
 		status int
 		body   string
@@ -199,34 +145,8 @@ func TestAFaultStopsTheServerGracefully(t *testing.T) {
 func TestSignalsStopGracefullyAndASecondEndsTheGrace(t *testing.T) {
 	defer func(g time.Duration) { shutdownGrace = g }(shutdownGrace)
 	shutdownGrace = 10 * time.Minute
-	arrived := make(chan struct{}, 1)
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		arrived <- struct{}{}
-		select { // a model that takes its time
-		case <-r.Context().Done():
-		case <-time.After(60 * time.Second):
-		}
-	}))
-	defer up.Close()
-	dir := t.TempDir()
-	providers := filepath.Join(dir, "providers.json")
-	os.WriteFile(providers, []byte(`{"providers":[{"name":"slowp","kind":"openai-compatible","baseUrl":"`+up.URL+`/v1","keyEnv":"",
-		"models":[{"name":"slow","contextTokens":8000,"pricing":{"inputPerMTok":1,"outputPerMTok":2,"source":"test"}}]}]}`), 0o600)
-	var out syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(context.Background(), []string{"serve", "--data", filepath.Join(dir, "data"), "--addr", "127.0.0.1:0", "--providers", providers}, &out, &out)
-	}()
-	var addr, key string
-	for deadline := time.Now().Add(30 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := reServing.FindStringSubmatch(out.String()); m != nil {
-			addr, key = m[1], reBootKey.FindStringSubmatch(out.String())[1]
-		}
-	}
-	if addr == "" {
-		t.Fatalf("serve did not start: %s", out.String())
-	}
+	srv := startSlowServe(t, context.Background())
+	addr, key, out, done, arrived := srv.addr, srv.key, srv.out, srv.done, srv.arrived
 	status := make(chan int, 1)
 	go func() {
 		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/chat/completions", strings.NewReader(`{"model":"slowp:slow","messages":[{"role":"user","content":"hi"}]}`))
@@ -263,4 +183,46 @@ func TestSignalsStopGracefullyAndASecondEndsTheGrace(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("serve: %v\n%s", err, out.String())
 	}
+}
+
+// slowServe is a serve whose model provider's model takes its time (it
+// answers when its caller leaves, or after 60 s): its address, first admin
+// key, data directory, output and end, and a channel told of each call
+// that reached the model.
+type slowServe struct {
+	addr, key, data string
+	out             *syncBuffer
+	done            chan error
+	arrived         chan struct{}
+}
+
+// startSlowServe starts one, args after serve's own.
+func startSlowServe(t *testing.T, ctx context.Context, args ...string) *slowServe {
+	t.Helper()
+	s := &slowServe{out: &syncBuffer{}, done: make(chan error, 1), arrived: make(chan struct{}, 4)}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		s.arrived <- struct{}{}
+		select { // a model that takes its time
+		case <-r.Context().Done():
+		case <-time.After(60 * time.Second):
+		}
+	}))
+	t.Cleanup(up.Close)
+	dir := t.TempDir()
+	providers := filepath.Join(dir, "providers.json")
+	os.WriteFile(providers, []byte(`{"providers":[{"name":"slowp","kind":"openai-compatible","baseUrl":"`+up.URL+`/v1","keyEnv":"",
+		"models":[{"name":"slow","contextTokens":8000,"pricing":{"inputPerMTok":1000,"outputPerMTok":2000,"source":"test"}}]}]}`), 0o600)
+	s.data = filepath.Join(dir, "data")
+	argv := append([]string{"serve", "--data", s.data, "--addr", "127.0.0.1:0", "--providers", providers}, args...)
+	go func() { s.done <- run(ctx, argv, s.out, s.out) }()
+	for deadline := time.Now().Add(30 * time.Second); s.addr == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := reServing.FindStringSubmatch(s.out.String()); m != nil {
+			s.addr, s.key = m[1], reBootKey.FindStringSubmatch(s.out.String())[1]
+		}
+	}
+	if s.addr == "" {
+		t.Fatalf("serve did not start: %s", s.out.String())
+	}
+	return s
 }
