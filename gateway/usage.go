@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -111,6 +112,32 @@ type UsageWriter struct {
 
 	mu     sync.RWMutex // Close takes it whole; Record shares it
 	closed bool
+
+	// held are appends the store refused for a while (a full disk, an
+	// outage), kept in order and tried again: the answers have gone out,
+	// so these records are owed. Only the writer's goroutine touches it.
+	held      []heldAppend
+	heldCount int
+	heldErr   error // the store's last refusal, told with records lost
+	// RetryEvery is how often held appends are tried again; 0 means 1 s.
+	RetryEvery time.Duration
+}
+
+// heldAppend is one tenant's append as first encoded: the same event ids
+// each try, so an append that did commit is answered, not written twice.
+type heldAppend struct {
+	tenant string
+	evs    []eventstore.EventData
+	items  []usageItem
+}
+
+// MaxHeldUsageRecords bounds the records held while the store refuses
+// them (some 30 MB at most); a record past it is reported lost.
+const MaxHeldUsageRecords = 1 << 16
+
+// refusedForNow says whether a refused append may succeed later unchanged.
+func refusedForNow(err error) bool {
+	return errors.Is(err, eventstore.ErrFull) || eventstore.MayHaveCommitted(err)
 }
 
 type usageItem struct {
@@ -119,8 +146,10 @@ type usageItem struct {
 }
 
 // NewUsageWriter makes a writer; its goroutine starts with the first
-// record. onErr hears records that could not be appended, with their
-// event ids (they are lost: the answer has gone out).
+// record. Appends the store refuses for now (a full disk, an outage) are
+// held and tried again; onErr hears records that are lost, with their
+// event ids: refused for good, past MaxHeldUsageRecords, or still held at
+// Close (the answer has gone out).
 func NewUsageWriter(store eventstore.Store, onErr func(uuid.UUID, UsageRecord, error)) *UsageWriter {
 	return &UsageWriter{Linger: DefaultUsageLinger, store: store, in: make(chan usageItem, 4096), done: make(chan struct{}), onErr: onErr}
 }
@@ -167,7 +196,37 @@ func (w *UsageWriter) run() {
 		window = time.NewTimer(w.Linger)
 		window.Stop()
 	}
-	for first := range w.in {
+	every := w.RetryEvery
+	if every <= 0 {
+		every = time.Second
+	}
+	retry := time.NewTimer(every)
+	retry.Stop()
+	defer func() {
+		// Closing: one more try of what is held, then it is lost.
+		w.retryHeld(30 * time.Second)
+		for _, h := range w.held {
+			for _, it := range h.items {
+				w.fail(it, w.heldErr)
+			}
+		}
+		w.held, w.heldCount = nil, 0
+	}()
+	for {
+		var first usageItem
+		select {
+		case it, ok := <-w.in:
+			if !ok {
+				return
+			}
+			first = it
+		case <-retry.C:
+			w.retryHeld(5 * time.Second)
+			if len(w.held) > 0 {
+				retry.Reset(every)
+			}
+			continue
+		}
 		batch := []usageItem{first}
 		var expired <-chan time.Time
 		if window != nil {
@@ -202,7 +261,11 @@ func (w *UsageWriter) run() {
 		if window != nil && expired != nil {
 			window.Stop()
 		}
+		wasHeld := len(w.held) > 0
 		w.write(batch)
+		if !wasHeld && len(w.held) > 0 {
+			retry.Reset(every)
+		}
 	}
 }
 
@@ -220,15 +283,65 @@ func (w *UsageWriter) write(batch []usageItem) {
 		if len(evs) == 0 {
 			continue
 		}
+		if len(w.held) > 0 {
+			// The store refuses appends: queue behind what waits, in order.
+			w.hold(tenant, evs, sent, w.heldErr)
+			continue
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		_, err := appendUnordered(ctx, w.store, UsageStream(tenant), evs...)
 		cancel()
-		if err != nil {
-			for _, it := range sent { // each failed record is reported once
-				w.fail(*it, err)
-			}
+		if err == nil {
+			continue
+		}
+		if refusedForNow(err) {
+			w.hold(tenant, evs, sent, err)
+			continue
+		}
+		for _, it := range sent { // each failed record is reported once
+			w.fail(*it, err)
 		}
 	}
+}
+
+// hold keeps a refused append to try again, within MaxHeldUsageRecords.
+func (w *UsageWriter) hold(tenant string, evs []eventstore.EventData, sent []*usageItem, err error) {
+	if w.heldCount+len(sent) > MaxHeldUsageRecords {
+		for _, it := range sent {
+			w.fail(*it, err)
+		}
+		return
+	}
+	items := make([]usageItem, len(sent))
+	for i, it := range sent {
+		items[i] = *it
+	}
+	w.held = append(w.held, heldAppend{tenant, evs, items})
+	w.heldErr = err
+	w.heldCount += len(items)
+}
+
+// retryHeld appends held records in order until the store refuses again.
+func (w *UsageWriter) retryHeld(timeout time.Duration) {
+	for len(w.held) > 0 {
+		h := w.held[0]
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		_, err := appendUnordered(ctx, w.store, UsageStream(h.tenant), h.evs...)
+		cancel()
+		if err != nil && refusedForNow(err) {
+			w.heldErr = err
+			return
+		}
+		if err != nil {
+			for _, it := range h.items {
+				w.fail(it, err)
+			}
+		}
+		w.held[0] = heldAppend{}
+		w.held = w.held[1:]
+		w.heldCount -= len(h.items)
+	}
+	w.held = nil
 }
 
 // maxUsageBatchBytes bounds one batch event's data, a quarter of the

@@ -187,6 +187,136 @@ func TestUsageWriterReportsEachFailureOnce(t *testing.T) {
 	}
 }
 
+// fullStore answers ErrFull while full is set.
+type fullStore struct {
+	eventstore.Store
+	full    atomic.Bool
+	refused atomic.Int64
+}
+
+func (f *fullStore) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if f.full.Load() {
+		f.refused.Add(1)
+		return eventstore.AppendResult{}, fmt.Errorf("append: %w", eventstore.ErrFull)
+	}
+	return f.Store.Append(ctx, stream, expected, evs...)
+}
+
+// Records the store refuses for a full disk are held and appended once
+// there is room, in their order, none lost and none twice; records that
+// come meanwhile queue behind them.
+func TestUsageWriterHoldsRecordsWhileTheDiskIsFull(t *testing.T) {
+	inner, err := bolt.Open(t.TempDir(), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	store := &fullStore{Store: inner}
+	store.full.Store(true)
+	var lost atomic.Int64
+	w := NewUsageWriter(store, func(uuid.UUID, UsageRecord, error) { lost.Add(1) })
+	w.Linger = time.Millisecond
+	w.RetryEvery = 10 * time.Millisecond
+
+	for i := range 30 {
+		w.Record(uuid.Nil, UsageRecord{Tenant: fmt.Sprintf("t%d", i%2), RequestID: fmt.Sprint(i), Outcome: "ok"})
+		if i == 10 {
+			for store.refused.Load() < 1 { // refused at least once
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+	store.full.Store(false)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		for _, t0 := range []string{"t0", "t1"} {
+			evs, err := ReadUsage(context.Background(), inner, t0, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(evs)
+		}
+		if n == 30 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 30 records appended after the disk had room again", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	w.Close()
+	for _, t0 := range []string{"t0", "t1"} {
+		evs, _ := ReadUsage(context.Background(), inner, t0, 1000)
+		last := -1
+		for _, ev := range evs {
+			recs, err := UsageRecords(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range recs {
+				var rec UsageRecord
+				if err := json.Unmarshal([]byte(r.Raw), &rec); err != nil {
+					t.Fatal(err)
+				}
+				var i int
+				fmt.Sscan(rec.RequestID, &i)
+				if i <= last {
+					t.Fatalf("%s: record %d after %d", t0, i, last)
+				}
+				last = i
+			}
+		}
+	}
+	if lost.Load() != 0 {
+		t.Fatalf("%d records reported lost", lost.Load())
+	}
+}
+
+// Records still refused when the writer closes are reported lost, each
+// once, with the store's reason.
+func TestUsageWriterReportsHeldRecordsAtClose(t *testing.T) {
+	inner, err := bolt.Open(t.TempDir(), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	store := &fullStore{Store: inner}
+	store.full.Store(true)
+	reported := map[uuid.UUID]error{}
+	var mu sync.Mutex
+	w := NewUsageWriter(store, func(id uuid.UUID, _ UsageRecord, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, twice := reported[id]; twice {
+			t.Errorf("%s reported twice", id)
+		}
+		reported[id] = err
+	})
+	w.Linger = time.Millisecond
+	w.RetryEvery = 5 * time.Millisecond
+
+	ids := []uuid.UUID{uuid.New(), uuid.New(), uuid.New()}
+	for _, id := range ids {
+		w.Record(id, UsageRecord{Tenant: "t", Outcome: "ok"})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for store.refused.Load() < 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d appends tried: the writer does not try again", store.refused.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	w.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range ids {
+		if err, ok := reported[id]; !ok || !errors.Is(err, eventstore.ErrFull) {
+			t.Fatalf("%s: reported %v (%v)", id, ok, err)
+		}
+	}
+}
+
 // A cut stream's output is counted no further than the request's cap for
 // each answer: the provider bills no more.
 func TestEstimateUsageOutputBoundedByTheCap(t *testing.T) {
