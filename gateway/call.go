@@ -69,6 +69,11 @@ type Call struct {
 	// one, a client that left), in order: the answer's Billed is the
 	// answering model's alone.
 	Failed []Bill
+	// MayFallBack, when set, is asked before Complete sends the call to a
+	// later model of the chain, given what the models before it were
+	// billed (Failed); false ends the chain there, with the last failure
+	// (generate's cost ceiling).
+	MayFallBack func(next Target) bool
 }
 
 // Wire formats a front speaks and a provider may take as they are.
@@ -518,6 +523,9 @@ func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer
 	c.Tried, c.Failed = c.Tried[:0], c.Failed[:0]
 	for i, t := range chain {
 		wrote.Store(false)
+		if i > 0 && c.MayFallBack != nil && !c.MayFallBack(t) {
+			break
+		}
 		if err := k.begin(ctx, c, t); err != nil {
 			return nil, fallbackRefused(err, last)
 		}

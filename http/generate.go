@@ -385,6 +385,26 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 			rec()
 		}
 	}
+	// Within an attempt, a fallback after a model that was billed for
+	// failing must fit the ceiling too.
+	ceilingStopped := false
+	if ceiling != nil {
+		c.MayFallBack = func(next gateway.Target) bool {
+			sum := spent
+			for _, f := range c.Failed {
+				if f.Cost == nil {
+					ceilingStopped = true
+					return false
+				}
+				sum += *f.Cost
+			}
+			if worst, _ := s.worstOver([]gateway.Target{next}, req); worst == nil || sum+*worst > *ceiling {
+				ceilingStopped = true
+				return false
+			}
+			return true
+		}
+	}
 	var out json.RawMessage
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		if ceiling != nil && attempt > 1 {
@@ -406,6 +426,9 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		if err != nil {
 			recordAll()
 			trace.ModelsTried = c.Tried
+			if ceilingStopped {
+				trace.StoppedBy = "cost_ceiling"
+			}
 			billFailed(c, &gatewayUsageSummary{})
 			var spentSoFar *gatewayUsageSummary
 			if attempt > 1 || len(c.Failed) > 0 { // attempts were paid for: say so

@@ -720,13 +720,13 @@ func TestGenerateFailureSaysTheModelsTried(t *testing.T) {
 	}
 }
 
-// A model of the chain that took the prompt and answered what does not
-// read as an answer is billed its input (gateway.Caller.Complete), and a
-// generation counts that bill: in its usage, which says what was billed,
-// and against maxCostUsd before a retry. Both left it out: the answer
-// said less than the usage events, and the retries ran on past the
-// ceiling, each paying the failed model's input again.
-func TestGenerateCountsWhatAFailedModelOfTheChainBilled(t *testing.T) {
+// billedFailureEnv serves bad:m, billing $1000/M of input, which takes
+// the prompt and answers what does not read as an answer, falling back to
+// good:m (goodInput $/M of input), which answers prose; and a text dense
+// in tokens, so that the failed model's input is a large part of an
+// attempt's worst case.
+func billedFailureEnv(t *testing.T, goodInput float64) (*env, *scriptedUpstream, string) {
+	t.Helper()
 	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		fmt.Fprint(w, `{"id":"x","object":"chat.completion","choices":[]}`) // served, and no answer
@@ -738,7 +738,7 @@ func TestGenerateCountsWhatAFailedModelOfTheChainBilled(t *testing.T) {
 			"name": "m", "contextTokens": 32000, "fallbacks": []string{"good:m"},
 			"pricing": map[string]any{"inputPerMTok": 1000, "outputPerMTok": 2, "source": "test"}}}},
 		map[string]any{"name": "good", "kind": "openai-compatible", "baseUrl": good.srv.URL + "/v1", "models": []any{map[string]any{
-			"name": "m", "contextTokens": 32000, "pricing": map[string]any{"inputPerMTok": 1, "outputPerMTok": 2, "source": "test"}}}},
+			"name": "m", "contextTokens": 32000, "pricing": map[string]any{"inputPerMTok": goodInput, "outputPerMTok": 2, "source": "test"}}}},
 	}}
 	path := filepath.Join(t.TempDir(), "providers.json")
 	b, _ := json.Marshal(file)
@@ -749,15 +749,55 @@ func TestGenerateCountsWhatAFailedModelOfTheChainBilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvWith(t, cat)
-	// A text dense in tokens, so that the failed model's input is a large
-	// part of an attempt's worst case.
 	var text strings.Builder
 	for i := range 3000 {
 		text.WriteRune(rune(0x1F300 + i*7%0x2FF))
 	}
+	return newEnvWith(t, cat), good, text.String()
+}
+
+// Within one attempt, a fallback after a model billed for failing must
+// fit maxCostUsd too: the bill so far and the next model's worst case.
+// The chain went on, and one attempt under a ceiling of 1.2 times its
+// worst case was billed the failed model's input and the fallback's.
+func TestGenerateCeilingStopsAFallbackWithinAnAttempt(t *testing.T) {
+	e, good, text := billedFailureEnv(t, 1000)
 	body := func(ceiling float64) map[string]any {
-		return map[string]any{"type": "summarize", "input": map[string]any{"text": text.String()},
+		return map[string]any{"type": "summarize", "input": map[string]any{"text": text},
+			"options": map[string]any{"maxAttempts": 1, "llm": map[string]any{"model": "bad:m", "maxCostUsd": ceiling}}}
+	}
+	probe := e.must(e.do("POST", "/v1/generate", e.tenantA, body(1e-6)), 422)
+	var worst float64
+	_, msg, _ := strings.Cut(string(probe.raw), "one attempt may cost up to $")
+	if _, err := fmt.Sscanf(msg, "%f", &worst); err != nil || worst <= 0 {
+		t.Fatalf("%s", probe.raw)
+	}
+	ceiling := worst * 1.2
+	r := e.do("POST", "/v1/generate", e.tenantA, body(ceiling))
+	if r.status < 400 || good.calls.Load() != 0 || !strings.Contains(string(r.raw), `"stoppedBy":"cost_ceiling"`) {
+		t.Errorf("%d, the fallback called %d times: %s", r.status, good.calls.Load(), r.raw)
+	}
+	var billed float64
+	for _, ev := range e.usageEvents("a", 1) {
+		var u gateway.UsageRecord
+		json.Unmarshal(ev.Data, &u)
+		billed += *u.CostUSD
+	}
+	if billed > ceiling {
+		t.Errorf("billed %v over the ceiling of %v", billed, ceiling)
+	}
+}
+
+// A model of the chain that took the prompt and answered what does not
+// read as an answer is billed its input (gateway.Caller.Complete), and a
+// generation counts that bill: in its usage, which says what was billed,
+// and against maxCostUsd before a retry. Both left it out: the answer
+// said less than the usage events, and the retries ran on past the
+// ceiling, each paying the failed model's input again.
+func TestGenerateCountsWhatAFailedModelOfTheChainBilled(t *testing.T) {
+	e, good, text := billedFailureEnv(t, 1)
+	body := func(ceiling float64) map[string]any {
+		return map[string]any{"type": "summarize", "input": map[string]any{"text": text},
 			"options": map[string]any{"maxAttempts": 5, "llm": map[string]any{"model": "bad:m", "maxCostUsd": ceiling}}}
 	}
 	probe := e.must(e.do("POST", "/v1/generate", e.tenantA, body(1e-6)), 422)
