@@ -429,7 +429,15 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 			if ceilingStopped {
 				trace.StoppedBy = "cost_ceiling"
 			}
-			billFailed(c, &gatewayUsageSummary{})
+			if len(c.Failed) > 0 {
+				// Paid for: an attempt of the trace, so that attempts and
+				// usage agree.
+				zero := 0.0
+				at := attemptTrace{Attempt: attempt, Model: c.Tried[len(c.Tried)-1], Usage: gatewayUsageSummary{CostUSD: &zero},
+					Errors: []tasks.Violation{{Message: publicMessage(err)}}}
+				billFailed(c, &at.Usage)
+				trace.Attempts = append(trace.Attempts, at)
+			}
 			var spentSoFar *gatewayUsageSummary
 			if attempt > 1 || len(c.Failed) > 0 { // attempts were paid for: say so
 				u := gatewayUsageSummary{InputTokens: total.InputTokens, OutputTokens: total.OutputTokens, Estimated: total.Estimated}

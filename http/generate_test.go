@@ -786,6 +786,30 @@ func TestGenerateCeilingStopsAFallbackWithinAnAttempt(t *testing.T) {
 	if billed > ceiling {
 		t.Errorf("billed %v over the ceiling of %v", billed, ceiling)
 	}
+	// The paid failure is an attempt of the answer, its usage the bill:
+	// attempts and usage agree.
+	var g struct {
+		Attempts int `json:"attempts"`
+		Usage    struct {
+			Cost *float64 `json:"estimated_cost_usd"`
+		} `json:"usage"`
+		Svc struct {
+			Trace struct {
+				Attempts []struct {
+					Model  string `json:"model"`
+					Errors []any  `json:"errors"`
+					Usage  struct {
+						Cost *float64 `json:"estimated_cost_usd"`
+					} `json:"usage"`
+				} `json:"attempts"`
+			} `json:"trace"`
+		} `json:"svc"`
+	}
+	json.Unmarshal(r.raw, &g)
+	if g.Attempts != 1 || len(g.Svc.Trace.Attempts) != 1 || g.Usage.Cost == nil || g.Svc.Trace.Attempts[0].Usage.Cost == nil ||
+		*g.Usage.Cost != billed || *g.Svc.Trace.Attempts[0].Usage.Cost != billed || len(g.Svc.Trace.Attempts[0].Errors) != 1 {
+		t.Errorf("billed %v; the answer: %s", billed, r.raw)
+	}
 }
 
 // A model of the chain that took the prompt and answered what does not
