@@ -692,6 +692,37 @@ func TestGenerateOutputHeldToTheRequest(t *testing.T) {
 	}
 }
 
+// The rules read names by their exact spelling, as the schema and the
+// prompt do: a "Name" or "Label" beside them is not theirs. They took
+// them case-insensitively (encoding/json), asked the model for a field the
+// prompt did not name and refused a valid answer.
+func TestGenerateOutputRulesReadExactNames(t *testing.T) {
+	for _, c := range []struct {
+		typ    string
+		input  map[string]any
+		answer string
+		sent   string
+	}{
+		{"extract_fields", map[string]any{"text": "Invoice 7, due 2026-12-01.", "fields": []any{map[string]any{"name": "due", "type": "date", "Name": "Other"}}},
+			`{"fields":[{"name":"due","value":"2026-12-01","Name":"nope"}]}`, `"enum":["due"]`},
+		{"classify", map[string]any{"text": "a refund please", "labels": []any{"billing", "bug"}},
+			`{"label":"billing","Label":"nope","confidence":0.9,"reason":"a refund"}`, `"enum":["billing","bug"]`},
+	} {
+		t.Run(c.typ, func(t *testing.T) {
+			u := newScripted(t, c.answer)
+			e := scriptedEnv(t, u)
+			r := e.do("POST", "/v1/generate", e.tenantA, map[string]any{"type": c.typ, "input": c.input,
+				"options": map[string]any{"maxAttempts": 1, "llm": map[string]any{"model": "openai:gpt-4o-mini"}}})
+			if r.status != 200 || u.calls.Load() != 1 {
+				t.Fatalf("%d %s", r.status, r.raw)
+			}
+			if !strings.Contains(u.bodies[0], c.sent) {
+				t.Fatalf("the schema sent: %s", u.bodies[0])
+			}
+		})
+	}
+}
+
 // An upstream that tells no usage is counted by Baton, and generate's
 // answer says so, as the model fronts' answers do.
 func TestGenerateUsageEstimatedWhenUntold(t *testing.T) {

@@ -41,11 +41,11 @@ func classifyRule(input json.RawMessage) outputRule {
 	return outputRule{
 		schema: withEnum("properties.label.enum", labels),
 		check: func(out json.RawMessage) []tasks.Violation {
-			var o struct {
-				Label string `json:"label"`
-			}
-			if json.Unmarshal(out, &o) != nil || slices.Contains(given, o.Label) {
-				return nil
+			// By its exact name, as the schema reads it (encoding/json
+			// would take "Label" too).
+			label := gjson.GetBytes(out, "label")
+			if label.Type != gjson.String || slices.Contains(given, label.String()) {
+				return nil // not a string: the schema's check says so
 			}
 			return []tasks.Violation{{Pointer: "/label", Message: "must be one of the labels given: " + string(labels)}}
 		},
@@ -65,13 +65,19 @@ func withEnum(path string, values []byte) func(json.RawMessage) json.RawMessage 
 // extractRule: the output gives each field asked for once, by its name,
 // with a value of its type or null; the names go to the model as an enum.
 func extractRule(input json.RawMessage) outputRule {
-	var asked []struct {
-		Name string `json:"name"`
-		Type string `json:"type"`
-	}
+	// Every name by its exact spelling, as the schema and the template
+	// read it (encoding/json would take "Name" or "NAME" too).
+	type field struct{ Name, Type string }
+	var asked []field
 	f := gjson.GetBytes(input, "fields")
-	if !f.IsArray() || json.Unmarshal([]byte(f.Raw), &asked) != nil || len(asked) == 0 {
+	if !f.IsArray() {
 		return outputRule{} // the input schema refuses it first
+	}
+	for _, a := range f.Array() {
+		asked = append(asked, field{a.Get("name").String(), a.Get("type").String()})
+	}
+	if len(asked) == 0 {
+		return outputRule{}
 	}
 	types := map[string]string{}
 	var names []string
@@ -92,29 +98,29 @@ func extractRule(input json.RawMessage) outputRule {
 		input:  conflicts,
 		schema: withEnum("properties.fields.items.properties.name.enum", enum),
 		check: func(out json.RawMessage) []tasks.Violation {
-			var o struct {
-				Fields []struct {
-					Name  string          `json:"name"`
-					Value json.RawMessage `json:"value"`
-				} `json:"fields"`
-			}
-			if json.Unmarshal(out, &o) != nil {
+			fields := gjson.GetBytes(out, "fields")
+			if !fields.IsArray() {
 				return nil // the schema's check says what is wrong
 			}
 			var v []tasks.Violation
 			seen := map[string]bool{}
-			for i, got := range o.Fields {
+			for i, got := range fields.Array() {
 				at := fmt.Sprintf("/fields/%d", i)
-				typ, ok := types[got.Name]
+				name := got.Get("name")
+				if !got.IsObject() || name.Type != gjson.String {
+					return nil // the schema's check says what is wrong
+				}
+				typ, ok := types[name.String()]
+				value := got.Get("value")
 				switch {
 				case !ok:
 					v = append(v, tasks.Violation{Pointer: at + "/name", Message: "must be one of the fields asked for: " + string(enum)})
-				case seen[got.Name]:
-					v = append(v, tasks.Violation{Pointer: at + "/name", Message: fmt.Sprintf("%q is given twice; give each field once", got.Name)})
-				case !valueOfType(got.Value, typ):
+				case seen[name.String()]:
+					v = append(v, tasks.Violation{Pointer: at + "/name", Message: fmt.Sprintf("%q is given twice; give each field once", name.String())})
+				case !valueOfType(json.RawMessage(value.Raw), typ):
 					v = append(v, tasks.Violation{Pointer: at + "/value", Message: fmt.Sprintf("must be %s, or null when the text does not say", typeWords(typ))})
 				}
-				seen[got.Name] = true
+				seen[name.String()] = true
 			}
 			var missing []string
 			for _, n := range names {
