@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -246,11 +247,15 @@ type SyncResult struct {
 	Missing  []string `json:"missing"` // known ids the provider no longer lists
 }
 
-// Sync pulls every configured provider's model list, records each as an
-// event and applies it. Providers are asked concurrently; one failing does
-// not stop the others.
-func (c *Catalog) Sync(ctx context.Context, store eventstore.Store, md eventstore.Metadata) ([]SyncResult, error) {
+// Sync pulls every configured provider's model list (or only's, when
+// given: names of providers the catalog has), records each as an event and
+// applies it. Providers are asked concurrently; one failing does not stop
+// the others.
+func (c *Catalog) Sync(ctx context.Context, store eventstore.Store, md eventstore.Metadata, only ...string) ([]SyncResult, error) {
 	provs := c.Providers()
+	if len(only) > 0 {
+		provs = slices.DeleteFunc(provs, func(p Provider) bool { return !slices.Contains(only, p.Name()) })
+	}
 	out := make([]SyncResult, len(provs))
 	errs := make([]error, len(provs))
 	var wg sync.WaitGroup

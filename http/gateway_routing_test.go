@@ -283,6 +283,8 @@ func TestModelAdminEndpoints(t *testing.T) {
 		{"/v1/models/route/preview", map[string]any{"mode": "fastest"}},
 		{"/v1/models/route/preview", map[string]any{"strategy": "vibes"}},
 		{"/v1/models/route/preview", "{not json"},
+		{"/v1/models/sync", map[string]any{"provider": "nope"}},
+		{"/v1/models/sync", map[string]any{"provider": 5}},
 	} {
 		r := e.do("POST", c.path, e.admin, c.body)
 		if r.status < 400 || r.status >= 500 || r.str("error.message") == "" {
@@ -296,6 +298,11 @@ func TestModelAdminEndpoints(t *testing.T) {
 	// Sync: the fake OpenAI lists gpt-4o-mini and "other": "other" joins
 	// the catalog unpriced, the models it no longer lists are unavailable
 	// (and out of the modes); flaky lists the same two.
+	// One provider, when the body names it: the others are not asked.
+	one := e.must(e.do("POST", "/v1/models/sync", e.admin, map[string]any{"provider": "flaky"}), 200)
+	if !strings.Contains(string(one.raw), `"providers":[{"provider":"flaky",`) || strings.Count(string(one.raw), `"provider":`) != 1 {
+		t.Fatalf("sync of one provider: %s", one.raw)
+	}
 	s := e.must(e.do("POST", "/v1/models/sync", e.admin, nil), 200)
 	if !strings.Contains(string(s.raw), `"added":["openai:other"]`) || !strings.Contains(string(s.raw), `"missing":["openai:gpt-4.1-mini","openai:gpt-4o","openai:gpt-5.6-luna","openai:gpt-6-luna","openai:gpt-6.2-sol"]`) ||
 		!strings.Contains(string(s.raw), `"skipped":"development provider`) {

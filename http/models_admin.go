@@ -47,7 +47,22 @@ func decodeOptional(w http.ResponseWriter, r *http.Request, limit int64, dst any
 }
 
 func (s *Server) syncModels(w http.ResponseWriter, r *http.Request) {
-	results, err := s.catalog.Sync(r.Context(), s.store, s.eventMeta(r))
+	q := struct {
+		Provider *string `json:"provider"`
+	}{}
+	if err := decodeOptional(w, r, s.maxBody, &q); err != nil {
+		s.writeErrorAs(w, r, openaiErrors, err)
+		return
+	}
+	var only []string
+	if q.Provider != nil {
+		if s.catalog.Provider(*q.Provider) == nil {
+			s.writeErrorAs(w, r, openaiErrors, badRequest("provider", "no provider is named %q; GET /v1/models/infrastructure lists them", *q.Provider))
+			return
+		}
+		only = []string{*q.Provider}
+	}
+	results, err := s.catalog.Sync(r.Context(), s.store, s.eventMeta(r), only...)
 	if err != nil {
 		s.writeErrorAs(w, r, openaiErrors, err)
 		return
