@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 )
 
 // WebhooksStream holds every webhook endpoint's registration, secret
@@ -300,6 +302,16 @@ func checkWebhookURL(raw string, allowPrivate bool) *FieldError {
 	host := u.Hostname()
 	if host == "" {
 		return bad("invalid_url", "must name a host")
+	}
+	if !strings.Contains(host, ":") {
+		// Judged as the deliverer's HTTP client will reach it: it maps a
+		// name through IDNA first (full-width letters, the ideographic
+		// full stop), so ｌｏｃａｌｈｏｓｔ is localhost.
+		ascii, err := idna.Lookup.ToASCII(host)
+		if err != nil {
+			return bad("invalid_url", "names a host that is not a valid domain name or address")
+		}
+		host = ascii
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {

@@ -334,6 +334,11 @@ func TestWebhookRegistrationRefusesBadInput(t *testing.T) {
 		{`{"url":"http://localhost:8080/","eventTypes":["*"]}`, []string{"/url"}, "private_address"},
 		{`{"url":"http://localhost./","eventTypes":["*"]}`, []string{"/url"}, "private_address"},
 		{`{"url":"http://hooks.localhost./","eventTypes":["*"]}`, []string{"/url"}, "private_address"},
+		// Names as the HTTP client maps them (IDNA): full-width letters and
+		// the ideographic full stop. They were taken, and refused at connect.
+		{`{"url":"http://ｌｏｃａｌｈｏｓｔ:8080/","eventTypes":["*"]}`, []string{"/url"}, "private_address"},
+		{`{"url":"http://127。0。0。1/","eventTypes":["*"]}`, []string{"/url"}, "private_address"},
+		{`{"url":"http://１６９.２５４.１６９.２５４/","eventTypes":["*"]}`, []string{"/url"}, "private_address"},
 		// IPv4 addresses in the forms a C resolver and WHATWG URLs read too.
 		{`{"url":"http://127.1/","eventTypes":["*"]}`, []string{"/url"}, "invalid_url"},
 		{`{"url":"http://0x7f000001/","eventTypes":["*"]}`, []string{"/url"}, "invalid_url"},
@@ -368,7 +373,7 @@ func TestWebhookRegistrationRefusesBadInput(t *testing.T) {
 	e.must(e.do("POST", "/v1/webhooks", "", `{}`), 401)
 	// A public address in dotted decimal, a port in range, a name with a
 	// number in it: taken.
-	for _, u := range []string{"https://93.184.215.14:8443/hook", "https://hooks.example.com:443/", "https://v2.hooks.example.com/a", "https://hooks.example.com./"} {
+	for _, u := range []string{"https://93.184.215.14:8443/hook", "https://hooks.example.com:443/", "https://v2.hooks.example.com/a", "https://hooks.example.com./", "https://bücher.example/hook"} {
 		e.must(e.do("POST", "/v1/webhooks", e.tenantA, `{"url":"`+u+`","eventTypes":["*"]}`), 201)
 	}
 }
