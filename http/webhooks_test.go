@@ -691,6 +691,52 @@ func TestWebhookRefusedAddressLoggedOnceAnHour(t *testing.T) {
 	rc.quiet(t, 0)
 }
 
+// deliveryRefusingStore refuses the appends that open deliveries while
+// refuse is set, as a full disk does.
+type deliveryRefusingStore struct {
+	eventstore.Store
+	refuse *atomic.Bool
+}
+
+func (s deliveryRefusingStore) Append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if s.refuse.Load() && strings.HasPrefix(stream, domain.WebhookDeliveryStream("")) {
+		return eventstore.AppendResult{}, eventstore.ErrFull
+	}
+	return s.Store.Append(ctx, stream, exp, evs...)
+}
+
+// While the store refuses to open deliveries, the log says so once a
+// minute, not once a delivery at every pass (every poll): a full disk
+// filled the log further.
+func TestWebhookSchedulingFailuresLoggedOnceAMinute(t *testing.T) {
+	clock := &fakeClock{t: time.Now().UTC().Truncate(time.Second)}
+	envLedgerOptions = &ledger.Options{Now: clock.Now, WebhookAllowPrivate: true}
+	var refuse atomic.Bool
+	e := newEnvStore(t, nil, func(s eventstore.Store) eventstore.Store { return deliveryRefusingStore{s, &refuse} })
+	envLedgerOptions = nil
+	rc := newReceiver(t)
+	var logs syncBuffer
+	dispatch(t, e, clock, func(c *webhook.Config) { c.Log = zerolog.New(&logs) })
+	id := e.registerWebhook(e.tenantA, rc.srv.URL, []string{"ContractCreated"}).str("webhookId")
+	refuse.Store(true)
+	for range 3 {
+		e.contract(e.tenantA, nil)
+	}
+	said := func() int { return strings.Count(logs.String(), "scheduling deliveries failed") }
+	deadline := time.Now().Add(10 * time.Second)
+	for said() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // some 60 passes at a 5 ms poll
+	if n := strings.Count(logs.String(), "\n"); said() != 1 || n != 1 {
+		t.Fatalf("said %d times in %d lines, want once:\n%.2000s", said(), n, logs.String())
+	}
+	refuse.Store(false)
+	for i := range 3 {
+		e.awaitDelivery(e.tenantA, id, i, "succeeded", 1)
+	}
+}
+
 // Deliveries due at once are attempted oldest first: taken in the order of
 // a map, a busy dispatcher delivered an endpoint's events in no order, and
 // one could wait behind later ones round after round.

@@ -103,8 +103,11 @@ type Dispatcher struct {
 	// refusedSaid is when the log last said an endpoint's address is
 	// internal: once an hour, not at every attempt of every delivery.
 	refusedSaid map[string]time.Time
-	scheduled   uint64 // deliveries applied from the feed, for their order
-	workers     sync.WaitGroup
+	// scheduleSaid is when the log last said scheduling failed: once a
+	// minute while the store refuses, not a line a delivery a second.
+	scheduleSaid time.Time
+	scheduled    uint64 // deliveries applied from the feed, for their order
+	workers      sync.WaitGroup
 	// wake is signalled when an attempt ends, so that a free worker takes
 	// the next due delivery without waiting for the feed or the poll.
 	wake chan struct{}
@@ -430,10 +433,11 @@ func (d *Dispatcher) schedule(ctx context.Context) {
 	d.wanted = nil
 	d.mu.Unlock()
 	var (
-		wg     sync.WaitGroup
-		failMu sync.Mutex
-		failed []domain.WebhookDeliveryScheduled
-		slots  = make(chan struct{}, scheduleAtOnce)
+		wg      sync.WaitGroup
+		failMu  sync.Mutex
+		failed  []domain.WebhookDeliveryScheduled
+		lastErr error
+		slots   = make(chan struct{}, scheduleAtOnce)
 	)
 	for _, w := range wanted {
 		d.mu.Lock()
@@ -448,16 +452,20 @@ func (d *Dispatcher) schedule(ctx context.Context) {
 		go func() {
 			defer func() { <-slots; wg.Done() }()
 			if _, err := d.cfg.Webhooks.Schedule(ctx, w); err != nil {
-				if ctx.Err() == nil {
-					d.cfg.Log.Error().Err(err).Str("deliveryId", w.DeliveryID).Msg("webhooks: scheduling a delivery failed; retrying")
-				}
 				failMu.Lock()
-				failed = append(failed, w)
+				failed, lastErr = append(failed, w), err
 				failMu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
+	if len(failed) > 0 && ctx.Err() == nil {
+		if now := time.Now(); now.Sub(d.scheduleSaid) >= time.Minute {
+			d.scheduleSaid = now
+			d.cfg.Log.Error().Err(lastErr).Int("deliveries", len(failed)).Str("deliveryId", failed[0].DeliveryID).
+				Msg("webhooks: scheduling deliveries failed; retrying (said once a minute while it fails)")
+		}
+	}
 	if len(failed) > 0 {
 		d.mu.Lock()
 		d.wanted = append(failed, d.wanted...)
