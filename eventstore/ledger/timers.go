@@ -117,12 +117,18 @@ func (l *TimerLoop) Run(ctx context.Context) {
 	for {
 		changed := l.Changed()
 		next, err := l.FireDue(ctx)
+		now := l.Now()
 		wait := time.Minute // a ceiling, should the wall clock jump
-		if err != nil {
+		switch {
+		case err != nil && next.After(now):
+			wait = min(retryAfterError, next.Sub(now))
+		case err != nil:
+			// More due at once (a full batch) is tried after the pause
+			// too: a store refusing writes made the loop go round as fast
+			// as it could, failing and logging once per handoff each time.
 			wait = retryAfterError
-		}
-		if !next.IsZero() {
-			wait = min(wait, max(next.Sub(l.Now()), 0))
+		case !next.IsZero():
+			wait = min(wait, max(next.Sub(now), 0))
 		}
 		t := time.NewTimer(wait)
 		select {

@@ -300,3 +300,53 @@ func TestCallbackBeforeDeadlineIsRecordedBeforeIt(t *testing.T) {
 		t.Fatalf("the approval let through at %v is recorded at %v, past its deadline %v", t0.Add(time.Second-time.Millisecond), at, t0.Add(time.Second))
 	}
 }
+
+// fullStore refuses appends as a store whose disk is full does, while
+// reads go on.
+type fullStore struct {
+	eventstore.Store
+	full atomic.Bool
+}
+
+func (s *fullStore) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if s.full.Load() {
+		return eventstore.AppendResult{}, eventstore.ErrFull
+	}
+	return s.Store.Append(ctx, stream, expected, evs...)
+}
+
+// TestTimerLoopWaitsAfterFailures: with a full batch of deadlines due and
+// a store that refuses their events (a full disk), the loop tries again
+// after a second, not at once: it went round as fast as it could, one
+// failed Fire and one logged error per handoff each time, for as long as
+// the disk stayed full.
+func TestTimerLoopWaitsAfterFailures(t *testing.T) {
+	store := &fullStore{Store: openStore(t)}
+	t0 := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+	clock := newFakeClock(t0)
+	r := newReplica(t, store, clock, "r1")
+	ctx := context.Background()
+	for range 120 { // more than one batch
+		c := contract()
+		c.Timing = domain.Timing{ApprovalTimeoutSeconds: 1}
+		if _, err := r.h.Create(ctx, tenantA, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	catchUp(t, store, []*replica{r})
+	store.full.Store(true)
+	clock.Advance(time.Minute)
+	var failed atomic.Int64
+	r.loop.OnError = func(string, error) { failed.Add(1) }
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { r.loop.Run(runCtx); close(done) }()
+	time.Sleep(500 * time.Millisecond)
+	cancel()
+	<-done
+	// One round of 100 failures, perhaps a second if a round began just
+	// before the read models moved; never one round after another.
+	if n := failed.Load(); n > 2*100 {
+		t.Fatalf("%d failed Fires in half a second: the loop does not wait after a failure", n)
+	}
+}
