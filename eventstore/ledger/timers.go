@@ -60,7 +60,8 @@ type TimerLoop struct {
 	OnError func(id string, err error)
 
 	// stale holds due entries a Fire found nothing to do for (the read
-	// models lag behind the store): retried only when their entry changes.
+	// models lag behind the store), and when: each is tried again once
+	// staleRetry has passed, or sooner when it leaves the due list.
 	stale map[string]time.Time
 }
 
@@ -68,6 +69,11 @@ const timerBatch = 100
 
 // retryAfterError is how long the loop waits after a failed Fire.
 const retryAfterError = time.Second
+
+// staleRetry is how long a stale entry waits before it is tried again. Its
+// entry moving is no sign to wait for: read models that catch up with a
+// renewed lease that has run out too keep the handoff due all along.
+const staleRetry = time.Second
 
 // FireDue fires every timer due now once and returns when the next one
 // falls (zero when none, or unknown after a batch was cut short).
@@ -82,11 +88,18 @@ func (l *TimerLoop) FireDue(ctx context.Context) (time.Time, error) {
 	}
 	seen := map[string]bool{}
 	var failed error
+	var skipped int
+	var retry time.Time // when the first stale entry skipped is tried again
 	for _, id := range ids {
 		seen[id] = true
-		if _, ok := l.stale[id]; ok {
+		if at, ok := l.stale[id]; ok && now.Sub(at) < staleRetry {
+			skipped++
+			if r := at.Add(staleRetry); retry.IsZero() || r.Before(retry) {
+				retry = r
+			}
 			continue
 		}
+		delete(l.stale, id)
 		kind, err := l.Handoffs.Fire(ctx, id, now)
 		switch {
 		case err != nil:
@@ -96,6 +109,9 @@ func (l *TimerLoop) FireDue(ctx context.Context) (time.Time, error) {
 			}
 		case kind == "":
 			l.stale[id] = now
+			if r := now.Add(staleRetry); retry.IsZero() || r.Before(retry) {
+				retry = r
+			}
 		case l.OnFired != nil:
 			l.OnFired(id, kind)
 		}
@@ -105,8 +121,14 @@ func (l *TimerLoop) FireDue(ctx context.Context) (time.Time, error) {
 			delete(l.stale, id) // its entry moved: the read models caught up
 		}
 	}
-	if len(ids) == timerBatch && len(l.stale) < timerBatch {
-		return now, failed // more due: go again at once
+	if len(ids) == timerBatch {
+		if skipped < len(ids) {
+			return now, failed // more due: go again at once
+		}
+		next = retry // the batch is all stale: what follows it waits for them
+	}
+	if !retry.IsZero() && (next.IsZero() || retry.Before(next)) {
+		next = retry
 	}
 	return next, failed
 }

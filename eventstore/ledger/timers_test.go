@@ -350,3 +350,60 @@ func TestTimerLoopWaitsAfterFailures(t *testing.T) {
 		t.Fatalf("%d failed Fires in half a second: the loop does not wait after a failure", n)
 	}
 }
+
+// TestTimerLoopFiresAfterItsReadModelsCaughtUp: a replica whose read
+// models lag behind the store finds nothing due for a handoff its read
+// models call due (a heartbeat renewed the lease meanwhile); once they
+// catch up, the renewed lease may have run out too, so that the handoff
+// never left the due list. Its timer is recorded all the same: the loop
+// skipped such an entry until it left the due list, which it never did,
+// and the lease was never recorded as missed by this replica.
+func TestTimerLoopFiresAfterItsReadModelsCaughtUp(t *testing.T) {
+	store := openStore(t)
+	t0 := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+	clock := newFakeClock(t0)
+	h := ledger.NewHandoffs(store, clock.Now)
+	ctx := context.Background()
+	c := contract()
+	c.Timing = domain.Timing{HeartbeatSeconds: 10}
+	out, err := h.Create(ctx, tenantA, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := out.Handoff.ID
+	if _, err := h.Handle(ctx, tenantA, id, domain.ApprovalCommand{Status: domain.ApprovalApproved, ApprovedBy: "ann"}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(9 * time.Second)
+	if _, err := h.Handle(ctx, tenantA, id, domain.HeartbeatCommand{ExecutorRunID: "run-1"}); err != nil {
+		t.Fatal(err)
+	}
+	var fired []string
+	loop := &ledger.TimerLoop{Handoffs: h, Now: clock.Now,
+		// Read models behind the store: the lease of the approval (t0+10s)
+		// is due, then the renewed one (t0+19s), never one still to come.
+		Due: func(now time.Time, limit int) ([]string, time.Time, error) {
+			if now.Before(t0.Add(10 * time.Second)) {
+				return nil, t0.Add(10 * time.Second), nil
+			}
+			return []string{id}, time.Time{}, nil
+		},
+		OnFired: func(id, kind string) { fired = append(fired, kind) },
+		OnError: func(id string, err error) { t.Errorf("timer of %s: %v", id, err) },
+	}
+	clock.Advance(time.Second) // t0+10s: due by the read models, not by the store
+	if next, err := loop.FireDue(ctx); err != nil || len(fired) != 0 || next.IsZero() || next.After(clock.Now().Add(2*time.Second)) {
+		t.Fatalf("before the renewed lease ran out: fired %v, next %v, err %v", fired, next, err)
+	}
+	clock.Advance(10 * time.Second) // t0+20s: the renewed lease ran out too
+	next, err := loop.FireDue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fired) != 1 || fired[0] != domain.TimerHeartbeat {
+		t.Fatalf("after the renewed lease ran out: fired %v (next %v)", fired, next)
+	}
+	if got := countTypes(t, store, id); got[domain.EventExecutorTimedOut] != 1 {
+		t.Fatalf("%v, want one ExecutorTimedOut", got)
+	}
+}
