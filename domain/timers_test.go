@@ -1,6 +1,7 @@
 package domain_test
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -197,5 +198,28 @@ func TestNoTimingNoDeadlines(t *testing.T) {
 	l.do(approve(), proof("run-1"))
 	if l.h.View().Deadlines != nil || len(l.h.Timers()) != 0 {
 		t.Fatalf("deadlines %+v, timers %+v", l.h.View().Deadlines, l.h.Timers())
+	}
+}
+
+// TestReviewAfterARelease: a released run leaves its proofs on a handoff
+// that is approval_decided again; a review waits for the next run's proof
+// or result, refused meanwhile with a code docs/protocol.md names (the
+// table's row for approval_decided says no_proof, which is not what comes
+// when there is proof).
+func TestReviewAfterARelease(t *testing.T) {
+	l := open(t, timed(domain.Timing{HeartbeatSeconds: 30, OnExecutorTimeout: domain.OnTimeoutRelease}))
+	l.do(approve(), proof("run-1"))
+	l.fire(t0.Add(time.Hour))
+	evs, err := l.decide(review(domain.VerdictVerified))
+	refusal(t, evs, err, domain.KindConflict, "transition_not_allowed")
+	l.do(heartbeat("run-2"))
+	evs, err = l.decide(review(domain.VerdictVerified))
+	refusal(t, evs, err, domain.KindConflict, "transition_not_allowed")
+	doc, err := os.ReadFile("../docs/protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "409 `transition_not_allowed`") {
+		t.Fatal("docs/protocol.md does not say what a review after a release is answered")
 	}
 }
