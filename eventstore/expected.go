@@ -80,6 +80,11 @@ var (
 	// ErrInvalidEvent covers malformed appends: empty or oversized stream ids,
 	// types or payloads, nil ids, data that is not JSON.
 	ErrInvalidEvent = errors.New("eventstore: invalid event")
+	// ErrTooLarge is an ErrInvalidEvent for size: an event over
+	// MaxEventSize, or an append over a KurrentDB server's
+	// --max-append-size. Nothing was written, and the same events never
+	// will be: the request that made them was too large.
+	ErrTooLarge = fmt.Errorf("%w: too large for the store", ErrInvalidEvent)
 	// ErrCorrupt means stored bytes failed validation. The store never
 	// returns a partial or guessed value in its place.
 	ErrCorrupt = errors.New("eventstore: data file is corrupt")
@@ -169,7 +174,7 @@ func ValidateAppend(stream string, expected ExpectedRevision, events []EventData
 			return fmt.Errorf("%w: event %d type must be 1..%d bytes of UTF-8", ErrInvalidEvent, i, MaxEventTypeLen)
 		}
 		if len(ev.Data) > MaxEventSize {
-			return fmt.Errorf("%w: event %d data is %d bytes, at most %d", ErrInvalidEvent, i, len(ev.Data), MaxEventSize)
+			return fmt.Errorf("%w: event %d data is %d bytes, at most %d", ErrTooLarge, i, len(ev.Data), MaxEventSize)
 		}
 		if len(ev.Data) > 0 && !json.Valid(ev.Data) {
 			return fmt.Errorf("%w: event %d data is not valid JSON", ErrInvalidEvent, i)

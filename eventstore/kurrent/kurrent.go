@@ -338,7 +338,7 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 		}
 		size += eventSize(ev.Type, ev.Data, meta)
 		if len(ev.Data)+len(meta) > eventstore.MaxEventSize {
-			return eventstore.AppendResult{}, fmt.Errorf("%w: event %d is %d bytes with its metadata, at most %d", eventstore.ErrInvalidEvent, i, len(ev.Data)+len(meta), eventstore.MaxEventSize)
+			return eventstore.AppendResult{}, fmt.Errorf("%w: event %d is %d bytes with its metadata, at most %d", eventstore.ErrTooLarge, i, len(ev.Data)+len(meta), eventstore.MaxEventSize)
 		}
 		evs[i] = esdb.EventData{
 			EventID:     ev.ID,
@@ -349,7 +349,7 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 		}
 	}
 	if size > s.cfg.MaxAppendSize {
-		return eventstore.AppendResult{}, fmt.Errorf("%w: append of %d bytes, the server takes at most %d (--max-append-size, Config.MaxAppendSize)", eventstore.ErrInvalidEvent, size, s.cfg.MaxAppendSize)
+		return eventstore.AppendResult{}, fmt.Errorf("%w: append of %d bytes, the server takes at most %d (--max-append-size, Config.MaxAppendSize)", eventstore.ErrTooLarge, size, s.cfg.MaxAppendSize)
 	}
 
 	name := s.cfg.StreamPrefix + stream
@@ -382,7 +382,11 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 		return eventstore.AppendResult{}, s.conflict(ctx, stream, name, expected, esErr)
 	}
 	if status.Code(err) == codes.InvalidArgument {
-		return eventstore.AppendResult{}, fmt.Errorf("%w: the server refused the append to %q: %v", eventstore.ErrInvalidEvent, stream, err)
+		invalid := eventstore.ErrInvalidEvent
+		if strings.Contains(err.Error(), "Maximum Append Size") {
+			invalid = eventstore.ErrTooLarge // the server's --max-append-size is below Config.MaxAppendSize
+		}
+		return eventstore.AppendResult{}, fmt.Errorf("%w: the server refused the append to %q: %v", invalid, stream, err)
 	}
 	if errors.Is(err, eventstore.ErrClosed) {
 		return eventstore.AppendResult{}, err

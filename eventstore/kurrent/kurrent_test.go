@@ -512,15 +512,15 @@ func TestAppendLimits(t *testing.T) {
 	s := openStore(t, kurrent.Config{URL: srv.URL(), MaxAppendSize: 4000})
 	ctx := context.Background()
 	big := storetest.Event("Big", strings.Repeat("x", 4000))
-	if _, err := s.Append(ctx, "limits-1", eventstore.NoStream(), big); !errors.Is(err, eventstore.ErrInvalidEvent) {
-		t.Fatalf("append over Config.MaxAppendSize: err = %v, want ErrInvalidEvent", err)
+	if _, err := s.Append(ctx, "limits-1", eventstore.NoStream(), big); !errors.Is(err, eventstore.ErrTooLarge) {
+		t.Fatalf("append over Config.MaxAppendSize: err = %v, want ErrTooLarge", err)
 	}
 	if n := len(srv.Appends()); n != 0 {
 		t.Fatalf("an append over the limit reached the server (%d calls)", n)
 	}
 	mid := storetest.Event("Mid", strings.Repeat("x", 3000))
-	if _, err := s.Append(ctx, "limits-1", eventstore.NoStream(), mid); !errors.Is(err, eventstore.ErrInvalidEvent) {
-		t.Fatalf("append the server refuses: err = %v, want ErrInvalidEvent", err)
+	if _, err := s.Append(ctx, "limits-1", eventstore.NoStream(), mid); !errors.Is(err, eventstore.ErrTooLarge) {
+		t.Fatalf("append the server refuses: err = %v, want ErrTooLarge", err)
 	}
 	if evs, err := s.ReadStream(ctx, "limits-1", 0, 10); err != nil || len(evs) != 0 {
 		t.Fatalf("read after refused appends = %d events, %v", len(evs), err)

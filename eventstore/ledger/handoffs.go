@@ -324,6 +324,13 @@ func (s *Handoffs) Handle(ctx context.Context, call Call, id string, cmd domain.
 			e.RetryAfter = 1
 			return Outcome{}, e
 		}
+		if errors.Is(err, eventstore.ErrTooLarge) {
+			// Under the store's event limit but over what it takes in one
+			// append (KurrentDB's --max-append-size, 1 MiB by default): a
+			// body near the request limit gets there.
+			return Outcome{}, domain.E(op, domain.KindTooLarge, "event_too_large",
+				"the events this request would record come to more than the event store takes in one append (KurrentDB's --max-append-size); nothing was recorded: send less (a large artifact as a link to where it is kept)")
+		}
 		if err != nil {
 			return Outcome{}, err
 		}
