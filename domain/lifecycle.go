@@ -331,10 +331,17 @@ func (h *Handoff) Replay(op string, kind string, ref RequestRef) (uint64, bool, 
 func (h *Handoff) ReplayAs(op string, kind string, ref RequestRef, actor string) (uint64, bool, error) {
 	// Who may not make the callback may not have it replayed either: the
 	// answer would tell a key separation of duties refuses that it acted.
-	if err := h.dutyGate(op, kind, actor); err != nil {
-		return 0, false, err
+	// The creator's gate is on approving only: it may reject (DecideAs
+	// says which this is), and have its own rejection replayed, never
+	// another key's approval.
+	gate := h.dutyGate(op, kind, actor)
+	if gate != nil && kind != KindApproval {
+		return 0, false, gate
 	}
 	mine := func(a AnsweredRequest) bool {
+		if gate != nil {
+			return a.Kind == kind && SameActor(a.Actor, actor)
+		}
 		return a.Kind == kind && (kind != KindApproval || h.required() < 2 || actor == "" || SameActor(a.Actor, actor))
 	}
 	for _, a := range h.Answered {

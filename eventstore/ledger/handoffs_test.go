@@ -325,3 +325,57 @@ func approvedHandoff(t *testing.T) (*bolt.Store, *ledger.Handoffs, string) {
 	}
 	return st, s, out.Handoff.ID
 }
+
+// Under separation of duties the key that created a contract cannot
+// approve it but may reject it (docs/protocol.md). Its rejection was
+// refused all the same, 409 separation_of_duties: the check for a replay
+// ran the duty gate before anything said the command was a rejection.
+// Its retry is a replay; its approval, even under another approver's key
+// and body, is refused.
+func TestCreatorMayRejectUnderSeparationOfDuties(t *testing.T) {
+	st := openStore(t)
+	s := ledger.NewHandoffs(st, nil)
+	ctx := context.Background()
+	c := contract()
+	c.ApprovalRules = domain.ApprovalRules{RequiredApprovals: 2}
+	ann := ledger.Call{Principal: domain.Principal{KeyID: "ann", Tenant: "a"}, RequestID: "req-ann"}
+	create := func() string {
+		out, err := s.Create(ctx, tenantA, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Handoff.ID
+	}
+	reject := domain.ApprovalCommand{Status: domain.ApprovalRejected, ApprovedBy: "creator", Reason: "changed my mind",
+		Request: domain.RequestRef{Kind: domain.KindApproval, IdempotencyKey: "rej-1", BodySHA256: "body-rej"}}
+
+	id := create()
+	out, err := s.Handle(ctx, tenantA, id, reject)
+	if err != nil || out.Handoff.State != domain.StateLedgerClosed || out.Handoff.Approval.Status != domain.ApprovalRejected {
+		t.Fatalf("the creator's rejection: %v", err)
+	}
+	again, err := s.Handle(ctx, tenantA, id, reject)
+	if err != nil || !again.Replayed || again.Handoff.Head != out.Handoff.Head {
+		t.Fatalf("its retry: replayed %v, err %v", again.Replayed, err)
+	}
+	n := streamLen(t, st, id)
+
+	id = create()
+	mustRefuse := func(err error) {
+		t.Helper()
+		var de *domain.Error
+		if !errors.As(err, &de) || de.Code != "separation_of_duties" {
+			t.Fatalf("the creator's approval: %v, want separation_of_duties", err)
+		}
+	}
+	_, err = s.Handle(ctx, tenantA, id, approve("creator", "app-1"))
+	mustRefuse(err)
+	if _, err := s.Handle(ctx, ann, id, approve("ann", "app-ann")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Handle(ctx, tenantA, id, approve("ann", "app-ann")) // ann's key and body
+	mustRefuse(err)
+	if got := streamLen(t, st, id); got != 2 || streamLen(t, st, out.Handoff.ID) != n {
+		t.Fatalf("refused approvals left events: %d", got)
+	}
+}
