@@ -1,9 +1,14 @@
 package http_test
 
 import (
+	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+
+	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
 )
 
 // TestCreateContractIdempotencyKey: a contract create retried with its
@@ -64,5 +69,52 @@ func TestCreateContractIdempotencyKey(t *testing.T) {
 	wg.Wait()
 	if len(ids) != 1 {
 		t.Fatalf("racing creates with one key made %d handoffs", len(ids))
+	}
+}
+
+// lostAnswerStore commits the first append to a stream with prefix and
+// then answers it as a store that went away mid-write does.
+type lostAnswerStore struct {
+	eventstore.Store
+	prefix string
+	lost   atomic.Bool
+}
+
+func (s *lostAnswerStore) Append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	res, err := s.Store.Append(ctx, stream, exp, evs...)
+	if err == nil && strings.HasPrefix(stream, s.prefix) && s.lost.CompareAndSwap(false, true) {
+		return eventstore.AppendResult{}, eventstore.ErrUnavailable
+	}
+	return res, err
+}
+
+// A create whose append committed but whose answer was lost (the store
+// went away mid-write) is settled by appending the same events again,
+// which the store answers from the commit: 201, one handoff. It was a 503
+// that freed the key, and the client's retry under its Idempotency-Key,
+// as the 503 told it to, made a second handoff. The same holds for plans
+// and webhook endpoints.
+func TestCreateWhoseAnswerWasLostMakesOne(t *testing.T) {
+	for _, c := range []struct {
+		prefix, path, list, id string
+		body                   any
+	}{
+		{"handoff-", "/v1/handoff/contracts", "/v1/handoff/contracts", "handoffId",
+			map[string]any{"objective": "x", "targetExecutor": "ops-bot", "executorProtocol": "ops_bot.v1", "riskLevel": "low"}},
+		{domain.WebhooksStream, "/v1/webhooks", "/v1/webhooks", "webhookId",
+			map[string]any{"url": "https://hooks.example.com/baton", "eventTypes": []string{"*"}}},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			e := newEnvStore(t, nil, func(s eventstore.Store) eventstore.Store { return &lostAnswerStore{Store: s, prefix: c.prefix} })
+			first := e.do("POST", c.path, e.tenantA, c.body, "Idempotency-Key", "create-1")
+			retry := e.do("POST", c.path, e.tenantA, c.body, "Idempotency-Key", "create-1")
+			if first.status != 201 || retry.status != 201 || retry.str(c.id) != first.str(c.id) {
+				t.Fatalf("first %d %s; retry %d %s", first.status, first.raw, retry.status, retry.raw)
+			}
+			list := e.must(e.do("GET", c.list, e.tenantA, nil), 200)
+			if n := strings.Count(string(list.raw), `"`+c.id+`"`); n != 1 {
+				t.Fatalf("%d made, want 1: %s", n, list.raw)
+			}
+		})
 	}
 }

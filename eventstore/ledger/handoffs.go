@@ -219,7 +219,7 @@ func (s *Handoffs) Create(ctx context.Context, call Call, c domain.CreateContrac
 		}
 		data = append(data, more...)
 	}
-	res, err := s.store.Append(ctx, domain.StreamID(c.HandoffID), eventstore.NoStream(), data...)
+	res, err := appendSettled(ctx, s.store, domain.StreamID(c.HandoffID), eventstore.NoStream(), data...)
 	if err != nil {
 		return Outcome{}, err
 	}

@@ -28,7 +28,7 @@ func (s *Plans) Create(ctx context.Context, call Call, plan *domain.Plan) error 
 	if len(data) > maxEventData {
 		return domain.E("agent_plans", domain.KindTooLarge, "plan_too_large", "the plan would be recorded as an event of %d bytes, over the %d bytes an event may hold", len(data), maxEventData)
 	}
-	_, err = s.store.Append(ctx, domain.PlanStream(plan.PlanID), eventstore.NoStream(), eventstore.NewEvent(domain.EventPlanCreated, data,
+	_, err = appendSettled(ctx, s.store, domain.PlanStream(plan.PlanID), eventstore.NoStream(), eventstore.NewEvent(domain.EventPlanCreated, data,
 		eventstore.Metadata{Tenant: call.Principal.Tenant, Actor: call.Principal.Actor(), RequestID: call.RequestID, RecordedAt: plan.CreatedAt}))
 	return err
 }

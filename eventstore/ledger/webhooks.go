@@ -182,7 +182,7 @@ func (s *Webhooks) Register(ctx context.Context, call Call, reg domain.WebhookRe
 			return NewWebhook{}, domain.E("webhooks.register", domain.KindConflict, "too_many_webhooks",
 				"tenant %s has %d active webhook endpoints, the most a tenant may have; delete one first (an endpoint receives every event it subscribes to, so each one is another delivery of each event)", e.Tenant, n)
 		}
-		_, err = s.store.Append(ctx, domain.WebhooksStream, set.expected(), ev)
+		_, err = appendSettled(ctx, s.store, domain.WebhooksStream, set.expected(), ev)
 		if errors.Is(err, eventstore.ErrConflict) {
 			if attempt < maxConflictRetries {
 				continue
