@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	bbolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/note"
@@ -199,6 +200,12 @@ func Open(path string, store eventstore.Store, opts Options) (*Log, error) {
 	}
 	if strings.ContainsAny(l.origin, "\n") || strings.TrimSpace(l.origin) != l.origin {
 		return nil, fmt.Errorf("transparency log: origin %q: one line without surrounding spaces", l.origin)
+	}
+	// A signed note is UTF-8 without control characters: note.Sign does not
+	// check, note.Open does, and a checkpoint that does not open is a fork
+	// of this log whose size is never claimed (signed again at once).
+	if !utf8.ValidString(l.origin) || strings.ContainsFunc(l.origin, func(r rune) bool { return r < 0x20 }) {
+		return nil, fmt.Errorf("transparency log: origin %q: a signed note's text is UTF-8 without control characters", l.origin)
 	}
 	// Every checkpoint must read back (ParseCheckpoint): one that does not
 	// is a fork of this log, and its size is never claimed.

@@ -446,6 +446,29 @@ func TestOriginTooLongIsRefused(t *testing.T) {
 	}
 }
 
+// An origin a signed note cannot carry (a control character, bytes that
+// are not UTF-8) is refused when the log opens: note.Sign wrote such a
+// checkpoint, note.Open refused it when the follower read it back, so each
+// one was a fork of this log and the signer claimed the next at once, a
+// claim in the store every few milliseconds.
+func TestOriginANoteCannotCarryIsRefused(t *testing.T) {
+	skey, _, err := translog.GenerateKey("example.test/log", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, origin := range []string{"example.test\tlog", "example.test/\x00log", "example.test/\xfflog"} {
+		l, err := translog.Open(filepath.Join(t.TempDir(), translog.FileName), openStore(t), translog.Options{Origin: origin, SignerKey: skey})
+		if err == nil {
+			l.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "origin") {
+			t.Errorf("Open with origin %q = %v, want it refused", origin, err)
+		}
+	}
+	// Any other text is an origin: spaces inside, a plus, non-ASCII.
+	openLog(t, openStore(t), translog.Options{Origin: "example.test/log one+two é", SignerKey: skey})
+}
+
 // A handoff's receipts come with the log's size as of the same read:
 // every leaf index is below it, while the follower commits beside them
 // (the size read apart could lag a commit the receipts already saw).
