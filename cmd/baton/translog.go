@@ -140,15 +140,19 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 		tl.Close()
 		return fail(err)
 	}
-	// The latest checkpoint of a file moved aside: this key's (Open checked
-	// it), which the rebuilt log must still hold, or signing would fork.
-	var aside translog.Checkpoint
 	if reason != "" {
+		// The file's latest checkpoint: this key's (Open checked it), which
+		// the rebuilt log must still hold, or signing would fork.
+		var aside translog.Checkpoint
 		if signed, cp := tl.Checkpoint(); signed != nil && tl.Signs() {
 			aside = cp
 		}
 		tl.Close()
-		if err := moveAside(reason, "built from another store, or ahead of this one", nil); err != nil {
+		if aside.Size > 0 {
+			if err := rebuildHolding(ctx, path, reason, aside, store, opts, log); err != nil {
+				return nil, err // it says "transparency log:"
+			}
+		} else if err := moveAside(reason, "built from another store, or ahead of this one", nil); err != nil {
 			return fail(err)
 		}
 		if tl, err = translog.Open(path, store, opts); err != nil {
@@ -163,27 +167,6 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 		tl.Close()
 		return nil, err
 	}
-	if aside.Size > 0 {
-		// A restored backup (or another store) with the key that signed
-		// past it: the store's log no longer holds the entries this key
-		// signed, and its next checkpoints would be a second tree of the
-		// same log, which no log may sign (C2SP tlog-checkpoint).
-		root, rerr := tl.Root(aside.Size)
-		if tl.Size() < aside.Size || rerr != nil || root != aside.Root {
-			// Everything as it was, so that each start with this key is
-			// refused the same way.
-			tl.Close()
-			os.Remove(path)
-			os.Rename(path+"."+reason, path)
-			if merr == nil {
-				os.WriteFile(filepath.Join(data, logMarker), prev, 0o600)
-			} else {
-				os.Remove(filepath.Join(data, logMarker))
-			}
-			return fail(fmt.Errorf("%s.%s holds a checkpoint this key signed, %d entries with root %s, which the log of this store (%d entries) does not hold: signing with this key again would fork the log. After a restore, start with a new log key (baton log keygen --origin NAME, --log-key-file; operations.md, Backups)",
-				path, reason, aside.Size, aside.Root, tl.Size()))
-		}
-	}
 	ev := log.Info().Str("origin", tl.Origin()).Int64("entries", tl.Size())
 	if tl.Signs() {
 		ev = ev.Str("keyFile", keyPath).Str("verifierKey", tl.VerifierKey())
@@ -192,6 +175,51 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 	}
 	ev.Msg("transparency log")
 	return tl, nil
+}
+
+// rebuildHolding builds the log of store from zero beside the file at path
+// (path.rebuild), and puts it in the file's place, the file kept as
+// path.reason, only if it holds aside, the checkpoint this key signed. A
+// restored backup (or another store) with the key that signed past it: the
+// store's log no longer holds the entries this key signed, and its next
+// checkpoints would be a second tree of the same log, which no log may sign
+// (C2SP tlog-checkpoint). Until the rebuilt log is checked the file stays
+// where it was, so a start that ends meanwhile (killed, a signal, the store
+// not answering) leaves it for the next start to check again: moved aside
+// first, the next start found the rebuilt file in its place and signed it.
+func rebuildHolding(ctx context.Context, path, reason string, aside translog.Checkpoint, store eventstore.Store, opts translog.Options, log zerolog.Logger) error {
+	tmp := path + ".rebuild"
+	os.Remove(tmp) // one a start left unfinished
+	nl, err := translog.Open(tmp, store, opts)
+	if err != nil {
+		return err
+	}
+	err = nl.CatchUp(ctx)
+	if err == nil {
+		if root, rerr := nl.Root(aside.Size); nl.Size() < aside.Size || rerr != nil || root != aside.Root {
+			err = fmt.Errorf("transparency log: %s, built from another store or ahead of this one, holds a checkpoint this key signed, %d entries with root %s, which the log of this store (%d entries) does not hold: signing with this key again would fork the log. After a restore, start with a new log key (baton log keygen --origin NAME, --log-key-file; operations.md, Backups)",
+				path, aside.Size, aside.Root, nl.Size())
+		}
+	}
+	if cerr := nl.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	// A second name for the file, then the rebuilt one in its place: at
+	// no moment is there no file at path.
+	to := unusedName(path + "." + reason)
+	if err := os.Link(path, to); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("transparency log: %w", err)
+	}
+	log.Warn().Str("file", to).Msg("transparency log: built from another store, or ahead of this one; moved aside and rebuilt from zero")
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("transparency log: %w", err)
+	}
+	return nil
 }
 
 // logKeygen makes a signing key: the private key into a file (never

@@ -839,6 +839,56 @@ func TestServeRefusesToForkTheLogAfterARestore(t *testing.T) {
 	tl.Close()
 }
 
+// failingCatchUp is a store whose feed reads fail (a start killed, or its
+// context ended, while the log is rebuilt); the store's identity, one
+// event read alone, is still read.
+type failingCatchUp struct{ eventstore.Store }
+
+func (s failingCatchUp) ReadAll(ctx context.Context, after eventstore.Position, limit int) ([]eventstore.RecordedEvent, error) {
+	if limit == 1 {
+		return s.Store.ReadAll(ctx, after, limit)
+	}
+	return nil, context.Canceled
+}
+
+// A start after a restore that ends while the log is rebuilt (killed,
+// a signal, a store that stops answering) leaves the file that holds the
+// key's checkpoint where the next start finds it: that start refuses the
+// key as the first would have. The rebuilt file was in its place, at the
+// store's head, so the next start went on with it and signed the restored
+// log, a second tree under the key.
+func TestServeRefusesToForkTheLogAfterAnInterruptedStart(t *testing.T) {
+	dir := t.TempDir()
+	runOK(t, "log", "keygen", "--origin", "baton.test/log", "--out", filepath.Join(dir, KeyFileName))
+	runHandoffs(t, dir)
+	runHandoffs(t, dir)
+	_, _, stop := serveWithLog(t, dir) // signs the 20 entries
+	stop()
+	os.Remove(filepath.Join(dir, bolt.FileName))
+	os.Remove(filepath.Join(dir, "events.journal"))
+	os.Remove(filepath.Join(dir, "readmodel.db"))
+	runHandoffs(t, dir)
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	lf := logFlags{on: new(bool), keyFile: new(string), origin: new(string), interval: new(time.Duration), witnesses: new(string)}
+	*lf.on, *lf.interval = true, 100*time.Millisecond
+	if tl, err := lf.open(context.Background(), dir, storeBolt, failingCatchUp{store}, zerolog.Nop()); err == nil {
+		tl.Close()
+		t.Fatal("the start whose rebuild failed went on")
+	}
+	tl, err := lf.open(context.Background(), dir, storeBolt, store, zerolog.Nop())
+	if err == nil {
+		tl.Close()
+		t.Fatal("the start after an interrupted one signs with the key of a checkpoint the restored log does not reach")
+	}
+	if !strings.Contains(err.Error(), "new log key") {
+		t.Fatal(err)
+	}
+}
+
 // Only a bundle the server cannot serve (422 entry_too_large) is left out
 // of the mirror on a NOT KEPT line: a key the server refuses keeps no
 // entry at all, and says so rather than ending ok.
