@@ -79,14 +79,19 @@ func ledgerExport(ctx context.Context, args []string, stdout io.Writer) error {
 		if b.Events, err = records.ReadHandoff(ctx, store, id); err != nil {
 			return err
 		}
-		tl, err := translog.Open(filepath.Join(*data, translog.FileName), store, translog.Options{})
+		// The log as the server left it: read on from the feed without the
+		// key, a claim of the key over another tree (a fork, which stops
+		// its signing) would be passed as any other, and the next serve
+		// would not read it again.
+		path := filepath.Join(*data, translog.FileName)
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s holds no transparency log (%s): baton serve builds it; export with --url once it runs", *data, translog.FileName)
+		}
+		tl, err := translog.Open(path, store, translog.Options{ReadOnly: true})
 		if err != nil {
 			return err
 		}
 		defer tl.Close()
-		if err := tl.CatchUp(ctx); err != nil {
-			return err
-		}
 		if b.Receipts, err = tl.Receipts(id); err != nil {
 			return err
 		}

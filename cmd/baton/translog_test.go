@@ -889,6 +889,58 @@ func TestServeRefusesToForkTheLogAfterAnInterruptedStart(t *testing.T) {
 	}
 }
 
+// ledger export --data reads the log file and leaves it as it was: it
+// holds no key, and a keyless read of the store's claims cannot tell a
+// checkpoint this key signed over another tree (a fork of the key) from
+// any other. It read the feed on into the server's file, past such a
+// claim, which the next serve with the key then never read: it signed
+// over the fork instead of stopping.
+func TestLedgerExportLeavesTheLogFileAsItWas(t *testing.T) {
+	dir := t.TempDir()
+	runOK(t, "log", "keygen", "--origin", "baton.test/log", "--out", filepath.Join(dir, KeyFileName))
+	ids := runHandoffs(t, dir)
+	_, _, stop := serveWithLog(t, dir)
+	stop()
+	// While the server is stopped, the store gets a claim of the key over
+	// another root (the store's events changed after they were signed).
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	skey, _ := os.ReadFile(filepath.Join(dir, KeyFileName))
+	tl, err := translog.Open(filepath.Join(t.TempDir(), translog.FileName), store, translog.Options{SignerKey: string(skey)})
+	if err == nil {
+		err = tl.CatchUp(context.Background())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tl.SignAt(context.Background(), translog.Checkpoint{Origin: tl.Origin(), Size: tl.Size(), Root: tlog.RecordHash([]byte("another tree"))}, tl.Claims()); err != nil {
+		t.Fatal(err)
+	}
+	tl.Close()
+	store.Close()
+	before := mustRead(t, filepath.Join(dir, translog.FileName))
+	runOK(t, "ledger", "export", "--data", dir, ids[0])
+	if mustRead(t, filepath.Join(dir, translog.FileName)) != before {
+		t.Error("ledger export --data changed the log file")
+	}
+	store, err = bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	lf := logFlags{on: new(bool), keyFile: new(string), origin: new(string), interval: new(time.Duration), witnesses: new(string)}
+	*lf.on, *lf.interval = true, 100*time.Millisecond
+	if tl, err = lf.open(context.Background(), dir, storeBolt, store, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	if _, own := tl.OwnFork(); !own {
+		t.Fatal("serve after ledger export --data does not know of the fork of its key: it signs over it")
+	}
+}
+
 // Only a bundle the server cannot serve (422 entry_too_large) is left out
 // of the mirror on a NOT KEPT line: a key the server refuses keeps no
 // entry at all, and says so rather than ending ok.

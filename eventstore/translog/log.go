@@ -88,6 +88,10 @@ type Options struct {
 	// Witnesses are the verifier keys (C2SP tlog-cosignature, type 0x04)
 	// of the witnesses whose cosignatures the log takes and serves.
 	Witnesses []string
+	// ReadOnly opens an existing file to read it as it is (no Run or
+	// CatchUp): a tool without the key must not read the feed on into
+	// the server's file, past claims it cannot check.
+	ReadOnly bool
 }
 
 // Fork is a signed checkpoint that does not match the log built here.
@@ -212,7 +216,7 @@ func Open(path string, store eventstore.Store, opts Options) (*Log, error) {
 	if n := len(Checkpoint{Origin: l.origin, Size: 1<<63 - 1}.Text()); n > maxCheckpointText {
 		return nil, fmt.Errorf("transparency log: origin of %d bytes: a checkpoint would be longer than %d bytes", len(l.origin), maxCheckpointText)
 	}
-	return l.openFile(path)
+	return l.openFile(path, opts.ReadOnly)
 }
 
 // ErrDamaged is a log file bbolt cannot read (a damaged page): derived
@@ -227,7 +231,7 @@ var ErrAnotherLog = errors.New("the checkpoints the file took are another log's"
 
 // openFile opens the log's file; bbolt's panic on a damaged page is
 // ErrDamaged.
-func (l *Log) openFile(path string) (_ *Log, err error) {
+func (l *Log) openFile(path string, readOnly bool) (_ *Log, err error) {
 	var db *bbolt.DB
 	defer func() {
 		if v := recover(); v != nil {
@@ -245,13 +249,23 @@ func (l *Log) openFile(path string) (_ *Log, err error) {
 	}
 	// The freelist is not written at each commit (bbolt rebuilds it when
 	// the file opens): the log's commits are frequent and only append.
-	db, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 500 * time.Millisecond, FreelistType: bbolt.FreelistMapType, NoFreelistSync: true})
+	db, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 500 * time.Millisecond, FreelistType: bbolt.FreelistMapType, NoFreelistSync: true, ReadOnly: readOnly})
 	if err != nil {
 		return nil, fmt.Errorf("transparency log: open %s: %w", path, err)
 	}
 	l.db = db
-	err = db.Update(func(tx *bbolt.Tx) error {
+	begin := db.Update
+	if readOnly {
+		begin = db.View
+	}
+	err = begin(func(tx *bbolt.Tx) error {
 		for _, b := range [][]byte{bucketMeta, bucketHashes, bucketEntries, bucketLeaves, bucketCheckpoints, bucketCosigs} {
+			if readOnly {
+				if tx.Bucket(b) == nil {
+					return fmt.Errorf("%w: no %s bucket", ErrDamaged, b)
+				}
+				continue
+			}
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
