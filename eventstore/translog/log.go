@@ -51,6 +51,9 @@ var (
 	keyClaimed        = []byte("claimed")
 	keyOwnFork        = []byte("ownfork")      // the first fork of this log's own key (ownForkRecord)
 	bucketCosigs      = []byte("cosignatures") // tree size -> witnesses' signature lines
+	// claim's revision -> ownForkRecord of a contradicting claim read
+	// without a verifier key, which a later open with the key checks
+	bucketKeylessForks = []byte("keylessforks")
 )
 
 // ErrNotFound: the tile, entry or checkpoint does not exist (yet).
@@ -259,7 +262,10 @@ func (l *Log) openFile(path string, readOnly bool) (_ *Log, err error) {
 		begin = db.View
 	}
 	err = begin(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketMeta, bucketHashes, bucketEntries, bucketLeaves, bucketCheckpoints, bucketCosigs} {
+		for _, b := range [][]byte{bucketMeta, bucketHashes, bucketEntries, bucketLeaves, bucketCheckpoints, bucketCosigs, bucketKeylessForks} {
+			if readOnly && bytes.Equal(b, bucketKeylessForks) {
+				continue // files from before it have none
+			}
 			if readOnly {
 				if tx.Bucket(b) == nil {
 					return fmt.Errorf("%w: no %s bucket", ErrDamaged, b)
@@ -278,6 +284,18 @@ func (l *Log) openFile(path string, readOnly bool) (_ *Log, err error) {
 			l.pos = eventstore.Position{Commit: binary.BigEndian.Uint64(p), Prepare: binary.BigEndian.Uint64(p[8:])}
 		}
 		l.ownFork = l.readOwnFork(m.Get(keyOwnFork))
+		if kf := tx.Bucket(bucketKeylessForks); l.ownFork == nil && l.verifier != nil && kf != nil {
+			// Forks read while the log had no key: the first of this key
+			// is its own, as if read with the key.
+			c := kf.Cursor()
+			for k, v := c.First(); k != nil && l.ownFork == nil; k, v = c.Next() {
+				if l.ownFork = l.readOwnFork(v); l.ownFork != nil && !readOnly {
+					if err := m.Put(keyOwnFork, v); err != nil {
+						return err
+					}
+				}
+			}
+		}
 		if l.ownFork != nil {
 			l.forks, l.lastFork = 1, *l.ownFork // at least that one was read
 		}
@@ -588,6 +606,13 @@ func (l *Log) apply(evs []eventstore.RecordedEvent) error {
 					if fork.Own && own == nil {
 						own = fork
 						newOwn = ownRecord(ev, *fork)
+					}
+					if l.verifier == nil {
+						// Whose it is cannot be told here: a later open
+						// with the key tells (openFile).
+						if err := tx.Bucket(bucketKeylessForks).Put(u64(ev.Revision), ownRecord(ev, *fork)); err != nil {
+							return err
+						}
 					}
 					continue
 				}

@@ -587,6 +587,61 @@ func TestSignerSignsNothingOverAForkOfItsOwnKey(t *testing.T) {
 	}
 }
 
+// A file read on without the key (a replica started once without it)
+// cannot tell whether a contradicting claim is the key's: it keeps each
+// one, and a later start with the key finds its own among them. The file
+// kept none, and that start, reading the feed on past the claim, signed
+// over the fork.
+func TestAForkReadWithoutTheKeyStopsTheSignerLater(t *testing.T) {
+	s := openStore(t)
+	appendEvents(t, s, 2, 20)
+	skey, _, _ := translog.GenerateKey("example.test/baton", nil)
+	ctx := context.Background()
+	signer := openLog(t, s, translog.Options{SignerKey: skey})
+	if err := signer.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := signer.Root(20)
+	signedRoot := root
+	signedRoot[0] ^= 1
+	if _, err := signer.SignAt(ctx, translog.Checkpoint{Origin: signer.Origin(), Size: 20, Root: signedRoot}, 0); err != nil {
+		t.Fatal(err)
+	}
+	appendEvents(t, s, 2, 10)
+	path := filepath.Join(t.TempDir(), translog.FileName)
+	keyless, err := translog.Open(path, s, translog.Options{})
+	if err == nil {
+		err = keyless.CatchUp(ctx)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := keyless.Forks(); n != 1 {
+		t.Fatalf("the keyless log read %d forks", n)
+	}
+	keyless.Close()
+	for _, readOnly := range []bool{true, false} {
+		l, err := translog.Open(path, s, translog.Options{SignerKey: skey, ReadOnly: readOnly})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, ok := l.OwnFork()
+		l.Close()
+		if !ok || f.Checkpoint.Root != signedRoot || f.Ours != root {
+			t.Fatalf("read only %v: OwnFork() = %+v, %v after the fork was read without the key", readOnly, f, ok)
+		}
+	}
+	// A claim that does not verify with the key is no fork of it.
+	other, _, _ := translog.GenerateKey("example.test/baton", nil)
+	if l, err := translog.Open(path, s, translog.Options{SignerKey: other}); err == nil {
+		_, ok := l.OwnFork()
+		l.Close()
+		if ok {
+			t.Fatal("another key's claim is taken as a fork of this key")
+		}
+	}
+}
+
 // Contradicting claims that are not of this log's key do not stop it: one
 // of the origin of a key this one replaced is another log's, and one that
 // does not verify with this key was not signed by it. A file that kept a
