@@ -151,12 +151,14 @@ func VerifyBundle(b Bundle, vkey string, old *Bundle, witnesses []string, quorum
 		if old.HandoffID != b.HandoffID {
 			return rep, fmt.Errorf("the old bundle is of handoff %q, this one of %q", old.HandoffID, b.HandoffID)
 		}
+		compared := map[uint64]bool{} // by a kept receipt's proof
 		for _, r := range old.Receipts {
 			if r.Proof == "" {
 				continue
 			}
 			if r.Seq > uint64(len(b.Events)) {
 				add(r.Seq, r.LeafIndex, "the old bundle has event %d, proved at leaf %d; the ledger now ends at %d: events were removed", r.Seq, r.LeafIndex, len(b.Events))
+				compared[r.Seq] = true
 				continue
 			}
 			cp, err := proveEvent(b.HandoffID, b.Events[r.Seq-1], r, v)
@@ -166,14 +168,40 @@ func VerifyBundle(b Bundle, vkey string, old *Bundle, witnesses []string, quorum
 				add(r.Seq, r.LeafIndex, "the old bundle's receipt proves nothing: %s", err)
 				continue
 			}
+			compared[r.Seq] = true
 			if err != nil {
 				add(r.Seq, r.LeafIndex, "the event now at this seq is not the entry the old receipt proves: the ledger was rewritten (%s)", err)
 				continue
 			}
 			seen(cp, "the old bundle")
 		}
+		// The events kept without a proof (no checkpoint covered them yet
+		// when the old bundle was made) are the ledger as it was all the
+		// same: each must still be, byte for byte, the event at its seq.
+		// Its own chain intact, or they say nothing.
+		if br := domain.VerifyChain(old.HandoffID, old.Events); br != nil {
+			add(0, -1, "the old bundle's own chain is broken (%s): the events it kept prove nothing", br)
+		} else {
+			for _, oe := range old.Events {
+				switch {
+				case compared[oe.Seq]:
+				case oe.Seq > uint64(len(b.Events)):
+					add(oe.Seq, -1, "the old bundle has event %d; the ledger now ends at %d: events were removed", oe.Seq, len(b.Events))
+				case !sameEvent(b.HandoffID, oe, b.Events[oe.Seq-1]):
+					add(oe.Seq, -1, "the event now at this seq is not the one the old bundle kept (%s, hash %s then, %s now): the ledger was rewritten", oe.Type, oe.Hash, b.Events[oe.Seq-1].Hash)
+				}
+			}
+		}
 	}
 	return rep, nil
+}
+
+// sameEvent reports whether a and b are one event of handoff id: the same
+// canonical bytes, the bytes the chain and the log cover.
+func sameEvent(id string, a, b domain.Recorded) bool {
+	ca, err1 := domain.Canonical(id, a.Seq, a.Type, a.Actor, a.RecordedAt, a.Data)
+	cb, err2 := domain.Canonical(id, b.Seq, b.Type, b.Actor, b.RecordedAt, b.Data)
+	return err1 == nil && err2 == nil && bytes.Equal(ca, cb)
 }
 
 func slicesHasProblem(ps []Problem, seq uint64) bool {

@@ -140,3 +140,111 @@ func TestOldReceiptOfAnotherKeyIsNotARewrite(t *testing.T) {
 		t.Fatalf("problems: %+v", rep.Problems)
 	}
 }
+
+// chained gives evs their seqs and chain hashes as handoff id's ledger.
+func chained(t *testing.T, id string, evs ...domain.Recorded) []domain.Recorded {
+	t.Helper()
+	prev := domain.GenesisHash(id)
+	for i := range evs {
+		evs[i].Seq, evs[i].PrevHash = uint64(i+1), prev
+		c, err := domain.Canonical(id, evs[i].Seq, evs[i].Type, evs[i].Actor, evs[i].RecordedAt, evs[i].Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs[i].Hash = domain.ChainHash(prev, c)
+		prev = evs[i].Hash
+	}
+	return evs
+}
+
+// provedBundle is the bundle of evs, the first proved ones the whole log,
+// signed with skey; the others have receipts without proofs.
+func provedBundle(t *testing.T, id, skey string, evs []domain.Recorded, proved int) Bundle {
+	t.Helper()
+	var stored []tlog.Hash
+	hr := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(idx))
+		for i, x := range idx {
+			out[i] = stored[x]
+		}
+		return out, nil
+	})
+	for i := 0; i < proved; i++ {
+		c, _ := domain.Canonical(id, evs[i].Seq, evs[i].Type, evs[i].Actor, evs[i].RecordedAt, evs[i].Data)
+		hs, err := tlog.StoredHashes(int64(i), c, hr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, hs...)
+	}
+	b := Bundle{Format: BundleFormat, HandoffID: id, Events: evs}
+	var signed []byte
+	if proved > 0 {
+		root, err := tlog.TreeHash(int64(proved), hr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		signer, _ := note.NewSigner(skey)
+		if signed, err = note.Sign(&note.Note{Text: Checkpoint{Origin: signer.Name(), Size: int64(proved), Root: root}.Text()}, signer); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range evs {
+		r := Receipt{Seq: evs[i].Seq, LeafIndex: int64(i)}
+		if i < proved {
+			p, err := tlog.ProveRecord(int64(proved), int64(i), hr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Proof = Proof{Index: int64(i), Hashes: p, Checkpoint: signed}.Text()
+		}
+		b.Receipts = append(b.Receipts, r)
+	}
+	return b
+}
+
+// With --old, an event the old bundle kept before a checkpoint covered it
+// (its receipt without a proof) is compared with the event now at its seq
+// too: the kept events are the ledger as it was, proved or not. Only the
+// proved ones were compared, and a kept event rewritten or removed since
+// went unseen (ok). An old bundle whose own chain is broken proves
+// nothing of the ledger.
+func TestOldEventsKeptWithoutAProofAreCompared(t *testing.T) {
+	skey, vkey, _ := GenerateKey("example.test/log", nil)
+	ev := func(typ, data string, at int64) domain.Recorded {
+		return domain.Recorded{Type: typ, Data: json.RawMessage(data), Actor: "a", RecordedAt: time.Unix(at, 0).UTC()}
+	}
+	created := ev("ContractCreated", `{}`, 1)
+	approved := ev("ApprovalDecided", `{"decidedBy":"alice","status":"APPROVED"}`, 2)
+	rewritten := ev("ApprovalDecided", `{"decidedBy":"mallory","status":"APPROVED"}`, 2)
+	started := ev("ProofReceived", `{}`, 3)
+	cur := provedBundle(t, "h1", skey, chained(t, "h1", created, approved), 2)
+	for _, c := range []struct {
+		name string
+		old  Bundle
+		want string // in the only problem; "" for none
+	}{
+		{"the same events", provedBundle(t, "h1", skey, chained(t, "h1", created, approved), 1), ""},
+		{"a kept event rewritten", provedBundle(t, "h1", skey, chained(t, "h1", created, rewritten), 1), "rewritten"},
+		{"a kept event removed", provedBundle(t, "h1", skey, chained(t, "h1", created, approved, started), 2), "removed"},
+	} {
+		rep, err := VerifyBundle(cur, vkey, &c.old, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case c.want == "" && len(rep.Problems) != 0,
+			c.want != "" && (len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Detail, c.want)):
+			t.Errorf("%s: problems %+v", c.name, rep.Problems)
+		}
+	}
+	tampered := provedBundle(t, "h1", skey, chained(t, "h1", created, approved), 1)
+	tampered.Events[1].Data = json.RawMessage(`{"decidedBy":"eve","status":"APPROVED"}`)
+	rep, err := VerifyBundle(cur, vkey, &tampered, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 1 || strings.Contains(rep.Problems[0].Detail, "rewritten") || !strings.Contains(rep.Problems[0].Detail, "old bundle") {
+		t.Errorf("an old bundle with a broken chain: problems %+v", rep.Problems)
+	}
+}
