@@ -141,15 +141,14 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 		return fail(err)
 	}
 	if reason != "" {
-		// The file's latest checkpoint: this key's (Open checked it), which
-		// the rebuilt log must still hold, or signing would fork.
-		var aside translog.Checkpoint
-		if signed, cp := tl.Checkpoint(); signed != nil && tl.Signs() {
-			aside = cp
-		}
+		// The file's latest checkpoint, which the rebuilt log must still
+		// hold, or signing with its key would fork: this key's when this
+		// start signs (Open checked it); when it does not, the rebuilt file
+		// keeps it for a start with the key to check.
+		signed, aside := tl.Checkpoint()
 		tl.Close()
-		if aside.Size > 0 {
-			if err := rebuildHolding(ctx, path, reason, aside, store, opts, log); err != nil {
+		if signed != nil {
+			if err := rebuildHolding(ctx, path, reason, signed, aside, opts.SignerKey != "", store, opts, log); err != nil {
 				return nil, err // it says "transparency log:"
 			}
 		} else if err := moveAside(reason, "built from another store, or ahead of this one", nil); err != nil {
@@ -179,7 +178,10 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 
 // rebuildHolding builds the log of store from zero beside the file at path
 // (path.rebuild), and puts it in the file's place, the file kept as
-// path.reason, only if it holds aside, the checkpoint this key signed. A
+// path.reason, only if it holds aside, the file's latest checkpoint (signed
+// its note), when signs: the checkpoint this key signed. Without the key
+// the rebuilt log keeps a checkpoint it does not hold (KeepUnheld), and a
+// start with the key signs nothing over it. A
 // restored backup (or another store) with the key that signed past it: the
 // store's log no longer holds the entries this key signed, and its next
 // checkpoints would be a second tree of the same log, which no log may sign
@@ -187,7 +189,7 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 // where it was, so a start that ends meanwhile (killed, a signal, the store
 // not answering) leaves it for the next start to check again: moved aside
 // first, the next start found the rebuilt file in its place and signed it.
-func rebuildHolding(ctx context.Context, path, reason string, aside translog.Checkpoint, store eventstore.Store, opts translog.Options, log zerolog.Logger) error {
+func rebuildHolding(ctx context.Context, path, reason string, signed []byte, aside translog.Checkpoint, signs bool, store eventstore.Store, opts translog.Options, log zerolog.Logger) error {
 	tmp := path + ".rebuild"
 	os.Remove(tmp) // one a start left unfinished
 	nl, err := translog.Open(tmp, store, opts)
@@ -196,7 +198,11 @@ func rebuildHolding(ctx context.Context, path, reason string, aside translog.Che
 	}
 	err = nl.CatchUp(ctx)
 	if err == nil {
-		if root, rerr := nl.Root(aside.Size); nl.Size() < aside.Size || rerr != nil || root != aside.Root {
+		root, rerr := nl.Root(aside.Size)
+		switch held := nl.Size() >= aside.Size && rerr == nil && root == aside.Root; {
+		case !held && !signs:
+			err = nl.KeepUnheld(signed, fmt.Sprintf("%s held it, signed, and the log of this store (%d entries) does not", path, nl.Size()))
+		case !held:
 			err = fmt.Errorf("transparency log: %s, built from another store or ahead of this one, holds a checkpoint this key signed, %d entries with root %s, which the log of this store (%d entries) does not hold: signing with this key again would fork the log. After a restore, start with a new log key (baton log keygen --origin NAME, --log-key-file; operations.md, Backups)",
 				path, aside.Size, aside.Root, nl.Size())
 		}

@@ -889,6 +889,51 @@ func TestServeRefusesToForkTheLogAfterAnInterruptedStart(t *testing.T) {
 	}
 }
 
+// A restore, a start without the key (which cannot check the file's
+// checkpoint as its own), then a start with it: the checkpoint the key
+// signed past the restored store is still known, and the key signs
+// nothing over the restored log (its own fork). The keyless start moved
+// the file aside with nothing kept of it, and the next start signed.
+func TestServeWithTheKeyAfterAKeylessStartAfterARestore(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, KeyFileName)
+	runOK(t, "log", "keygen", "--origin", "baton.test/log", "--out", keyFile)
+	runHandoffs(t, dir)
+	runHandoffs(t, dir)
+	_, _, stop := serveWithLog(t, dir) // signs the 20 entries
+	stop()
+	os.Remove(filepath.Join(dir, bolt.FileName))
+	os.Remove(filepath.Join(dir, "events.journal"))
+	os.Remove(filepath.Join(dir, "readmodel.db"))
+	runHandoffs(t, dir)
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	lf := logFlags{on: new(bool), keyFile: new(string), origin: new(string), interval: new(time.Duration), witnesses: new(string)}
+	*lf.on, *lf.interval = true, 100*time.Millisecond
+	if err := os.Rename(keyFile, keyFile+".away"); err != nil {
+		t.Fatal(err)
+	}
+	tl, err := lf.open(context.Background(), dir, storeBolt, store, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl.Close()
+	if err := os.Rename(keyFile+".away", keyFile); err != nil {
+		t.Fatal(err)
+	}
+	tl, err = lf.open(context.Background(), dir, storeBolt, store, zerolog.Nop())
+	if err != nil {
+		return // refused: as good
+	}
+	defer tl.Close()
+	if f, own := tl.OwnFork(); !own || f.Checkpoint.Size != 20 {
+		t.Fatalf("the start with the key after a keyless one: OwnFork() = %+v, %v; it signs the restored log", f, own)
+	}
+}
+
 // ledger export --data reads the log file and leaves it as it was: it
 // holds no key, and a keyless read of the store's claims cannot tell a
 // checkpoint this key signed over another tree (a fork of the key) from

@@ -51,8 +51,9 @@ var (
 	keyClaimed        = []byte("claimed")
 	keyOwnFork        = []byte("ownfork")      // the first fork of this log's own key (ownForkRecord)
 	bucketCosigs      = []byte("cosignatures") // tree size -> witnesses' signature lines
-	// claim's revision -> ownForkRecord of a contradicting claim read
-	// without a verifier key, which a later open with the key checks
+	// claim's revision (or "unheld/" and a size, KeepUnheld) ->
+	// ownForkRecord of a contradicting claim read without a verifier key,
+	// which a later open with the key checks
 	bucketKeylessForks = []byte("keylessforks")
 )
 
@@ -336,6 +337,28 @@ func (l *Log) readOwnFork(b []byte) *Fork {
 		f.Ours, _ = tlog.ParseHash(rec.Ours)
 	}
 	return f
+}
+
+// KeepUnheld keeps signed, the latest checkpoint of the file this log was
+// rebuilt from, when the rebuilt log does not hold it (a store restored
+// from a backup taken before it was signed): without the key whose it is
+// cannot be told, so it is kept as a fork read without the key, and an open
+// with the key finds it its own (openFile) and signs nothing over it.
+func (l *Log) KeepUnheld(signed []byte, reason string) error {
+	cp, err := ParseCheckpoint(noteText(signed))
+	if err != nil {
+		return fmt.Errorf("transparency log: %w", err)
+	}
+	rec := ownForkRecord{Checkpoint: string(signed), Size: l.Size(), Reason: reason}
+	if cp.Size <= rec.Size {
+		if ours, err := l.Root(cp.Size); err == nil {
+			rec.Ours = ours.String()
+		}
+	}
+	b, _ := json.Marshal(rec)
+	return l.db.Update(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketKeylessForks).Put(append([]byte("unheld/"), u64(uint64(cp.Size))...), b)
+	})
 }
 
 // VerifierKeyOf derives the verifier key (name+hash+key) of a sumdb/note
