@@ -31,7 +31,9 @@ type rule struct {
 // command side (eventstore/ledger) and the read side (projections) meet
 // only in the store and the domain; http and the binaries sit outside.
 var rules = map[string]rule{
-	"domain":             {thirdParty: []string{"github.com/looplab/fsm"}},
+	// idna: the host mapping a webhook URL gets from the HTTP client that
+	// delivers, a pure function (no I/O), so a URL is judged as reached.
+	"domain":             {thirdParty: []string{"github.com/looplab/fsm", "golang.org/x/net/idna"}},
 	"domain/contextpack": {ours: []string{"domain", "domain/secrets"}, thirdParty: []string{"github.com/pkoukk/tiktoken-go", "github.com/pkoukk/tiktoken-go-loader", "golang.org/x/text"}},
 	"domain/secrets":     {ours: []string{"domain"}, thirdParty: []string{"golang.org/x/text", "github.com/mtibben/confusables"}},
 	// The gitleaks binding: the only domain folder that links gitleaks.
