@@ -749,6 +749,21 @@ func (u *Upstream) Fail(err error) (bill Usage, cost *float64, tell bool) {
 	if u.settled {
 		return Usage{}, nil, false // the answer was whole; only its tail broke
 	}
+	if ue, ok := errors.AsType[*UpstreamError](err); ok && ue.Usage != nil {
+		// The upstream said what the failed call used: that is billed,
+		// held to the request's bound and to what was seen to pass.
+		outcome := "partial"
+		if !u.sent.committed {
+			outcome = "upstream_error"
+		}
+		u.settled = true
+		for _, p := range u.pending {
+			u.sent.See(p.D)
+		}
+		u.pending = nil
+		bill = u.sent.Bill(u.c.Req, ue.Usage)
+		return bill, u.k.record(u.c, bill, outcome), true
+	}
 	if !u.sent.committed {
 		// Nothing of the answer was handed out (a passed-through stream
 		// of the chain's last model is answered before its first

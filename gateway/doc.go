@@ -405,7 +405,11 @@ type UpstreamError struct {
 	// as an answer (a count of the wrong type, no choices): the provider
 	// did the work and bills it, so the attempt is billed its input.
 	Served bool
-	cause  error // kept for logs, not shown to callers
+	// Usage is what the upstream said the failed call used (a Responses
+	// stream's response.failed carries it): billed in place of Baton's
+	// count. nil when it said nothing.
+	Usage *Usage
+	cause error // kept for logs, not shown to callers
 }
 
 // Unwrap exposes the transport cause to logs.

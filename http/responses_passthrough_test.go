@@ -171,6 +171,11 @@ func (f *oaResponses) serve(w http.ResponseWriter, r *http.Request) {
 	if model == "gpt-cut" {
 		panic(http.ErrAbortHandler) // the connection breaks
 	}
+	if model == "gpt-fails-late" {
+		failed, _ := sjson.Set(resp("failed", "", oaUsage), "error", map[string]string{"code": "server_error", "message": "The server had an error"})
+		ev("response.failed", `"response":`+failed)
+		return
+	}
 	ev("response.output_text.delta", `"item_id":"msg_68af0c5a2","output_index":1,"content_index":0,"delta":" there","logprobs":[],"obfuscation":"x2"`)
 	ev("response.output_text.done", `"item_id":"msg_68af0c5a2","output_index":1,"content_index":0,"text":"Hi there","logprobs":[]`)
 	ev("response.content_part.done", `"item_id":"msg_68af0c5a2","output_index":1,"content_index":0,"part":{"type":"output_text","annotations":[],"logprobs":[],"text":"Hi there"}`)
@@ -414,6 +419,23 @@ func TestResponsesPassthroughPreviousResponseID(t *testing.T) {
 	reqs := f.requests()
 	if last := reqs[len(reqs)-1]; last.path != "/v1/chat/completions" || next.OutputText() != "chat: 3 messages" || next.PreviousResponseID != ours.ID {
 		t.Fatalf("continuing Baton's response: %s %s", last.path, next.RawJSON())
+	}
+}
+
+// A stream that fails after its first content with the usage OpenAI
+// bills for it (response.failed's response.usage) is billed that usage,
+// not Baton's count of what passed (one output token here).
+func TestResponsesPassthroughFailedStreamBilledAsTold(t *testing.T) {
+	e, _, _ := passthroughEnv(t)
+	_, evs := e.stream("/v1/responses", e.tenantA, map[string]any{"model": "oai:gpt-fails-late", "input": "hi", "stream": true})
+	if last := evs[len(evs)-1]; last[0] != "response.failed" {
+		t.Fatalf("the stream: %v", evs)
+	}
+	recs := e.usageEvents("a", 1)
+	var u gateway.UsageRecord
+	json.Unmarshal(recs[len(recs)-1].Data, &u)
+	if u.Outcome != "partial" || u.Usage.OutputTokens != 300 || u.Usage.CacheReadTokens != 1000 || u.Usage.InputTokens != 200 || u.Usage.Estimated {
+		t.Fatalf("usage %+v", u.Usage)
 	}
 }
 

@@ -219,7 +219,13 @@ func (s *respRawStream) Next() (gateway.Delta, error) {
 			d.Usage = &final
 		}
 	case "response.failed":
-		return gateway.Delta{}, responsesFailure(s.name, g.Get("response.error"))
+		err := responsesFailure(s.name, g.Get("response.error"))
+		if u := g.Get("response.usage"); u.IsObject() {
+			// What OpenAI bills the failed response: billed as told.
+			told := responsesUsageOf(u)
+			err.(*gateway.UpstreamError).Usage = &told
+		}
+		return gateway.Delta{}, err
 	case "error":
 		e := g
 		if g.Get("error").IsObject() {
