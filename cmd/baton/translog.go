@@ -173,6 +173,13 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 		ev = ev.Bool("signing", false)
 	}
 	ev.Msg("transparency log")
+	if name, _, _ := strings.Cut(tl.VerifierKey(), "+"); tl.Signs() && name != tl.Origin() {
+		// C2SP tlog-checkpoint: the key's name SHOULD be the origin, and
+		// verifiers' policies (Go's sumdb, Tessera, torchwood) look the
+		// key up by it: they refuse these checkpoints.
+		log.Warn().Str("origin", tl.Origin()).Str("keyName", name).
+			Msg("transparency log: the origin is not the signing key's name; common verifiers refuse such checkpoints (operations.md, Origin)")
+	}
 	return tl, nil
 }
 

@@ -1002,3 +1002,34 @@ func TestLogVerifyMirrorWithARefusedKeyFails(t *testing.T) {
 		t.Fatalf("log verify with a refused key: %v\n%s", err, out.String())
 	}
 }
+
+// An origin other than the signing key's name is warned of at the start:
+// verifiers find the key by the origin (C2SP tlog-checkpoint) and refuse
+// such checkpoints. The key's own name is not.
+func TestServeWarnsOfAnOriginThatIsNotTheKeysName(t *testing.T) {
+	dir := t.TempDir()
+	runHandoffs(t, dir)
+	key := filepath.Join(dir, KeyFileName)
+	runOK(t, "log", "keygen", "--origin", "baton.test/log", "--out", key)
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	for _, c := range []struct {
+		origin string
+		warns  bool
+	}{{"", false}, {"baton.test/log", false}, {"baton.test/other", true}} {
+		var out bytes.Buffer
+		lf := logFlags{on: new(bool), keyFile: new(string), origin: new(string), interval: new(time.Duration), witnesses: new(string)}
+		*lf.on, *lf.keyFile, *lf.origin, *lf.interval = true, key, c.origin, 100*time.Millisecond
+		tl, err := lf.open(context.Background(), dir, storeBolt, store, zerolog.New(&out))
+		if err != nil {
+			t.Fatalf("origin %q: %v", c.origin, err)
+		}
+		tl.Close()
+		if warned := strings.Contains(out.String(), "the origin is not the signing key's name"); warned != c.warns {
+			t.Fatalf("origin %q: warned %v, want %v; log:\n%s", c.origin, warned, c.warns, out.String())
+		}
+	}
+}
