@@ -21,14 +21,24 @@ var settleWaits = []time.Duration{100 * time.Millisecond, 500 * time.Millisecond
 // run on even if the request's context ends, so the outcome is known.
 func appendSettled(ctx context.Context, store eventstore.Store, stream string, exp eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
 	res, err := store.Append(ctx, stream, exp, evs...)
+	if err == nil || !eventstore.MayHaveCommitted(err) {
+		return res, err
+	}
+	// 10 s in all, whatever each try waits for: the client is waiting.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	for _, wait := range settleWaits {
+		t := time.NewTimer(wait)
+		select {
+		case <-sctx.Done():
+			t.Stop()
+			return res, err
+		case <-t.C:
+		}
+		res, err = store.Append(sctx, stream, exp, evs...)
 		if err == nil || !eventstore.MayHaveCommitted(err) {
 			return res, err
 		}
-		time.Sleep(wait)
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		res, err = store.Append(actx, stream, exp, evs...)
-		cancel()
 	}
 	return res, err
 }
