@@ -79,7 +79,7 @@ var rules = map[string]rule{
 
 	// The binaries wire; none links a test double.
 	"cmd/baton": {ours: []string{"domain", "domain/secrets", "domain/secrets/gitleaks", "eventstore", "eventstore/bolt", "eventstore/kurrent", "eventstore/ledger", "eventstore/migrate",
-		"eventstore/records", "eventstore/timed", "eventstore/translog", "projections", "gateway", "gateway/kinds", "http", "http/metrics", "http/webhook", "cmd/internal/profile"}, thirdParty: []string{"github.com/google/uuid", "github.com/rs/zerolog", "go.etcd.io/bbolt", "golang.org/x/mod/sumdb"}},
+		"eventstore/records", "eventstore/timed", "eventstore/translog", "projections", "gateway", "gateway/kinds", "http", "http/metrics", "http/webhook", "http/connlimit", "cmd/internal/profile"}, thirdParty: []string{"github.com/google/uuid", "github.com/rs/zerolog", "go.etcd.io/bbolt", "golang.org/x/mod/sumdb"}},
 	"cmd/baton-bench": {ours: []string{"domain", "domain/secrets", "domain/secrets/gitleaks", "eventstore", "eventstore/bolt", "eventstore/kurrent", "eventstore/kurrent/kurrenttest",
 		"eventstore/ledger", "eventstore/storebench", "eventstore/translog", "projections", "gateway", "http", "http/webhook", "cmd/internal/profile"}, thirdParty: []string{"github.com/rs/zerolog", "golang.org/x/sys"}},
 	"cmd/baton-kurrent-double": {ours: []string{"eventstore/kurrent/kurrenttest"}},

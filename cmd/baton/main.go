@@ -11,6 +11,7 @@ import (
 	"io"
 	"maps"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/signal"
@@ -37,6 +38,7 @@ import (
 	"github.com/batonhq/baton/gateway"
 	_ "github.com/batonhq/baton/gateway/kinds" // every provider kind
 	batonhttp "github.com/batonhq/baton/http"
+	"github.com/batonhq/baton/http/connlimit"
 	"github.com/batonhq/baton/http/metrics"
 	"github.com/batonhq/baton/http/webhook"
 	"github.com/batonhq/baton/projections"
@@ -45,6 +47,15 @@ import (
 // maxEventStreams bounds --event-streams: each stream holds a connection
 // and reads the whole feed.
 const maxEventStreams = 10_000
+
+// DefaultConnsPerClient is the most connections one client holds open at
+// once by default: far above what a client or an SDK's pool keeps (a
+// proxy in front, every client at once, is the exception to configure),
+// far below what takes a process's descriptors or memory.
+const DefaultConnsPerClient = 1024
+
+// MaxConnsPerClient bounds --max-connections-per-client.
+const MaxConnsPerClient = 1 << 20
 
 // defaultAddr is where baton serve listens unless told (the Makefile's ADDR
 // too).
@@ -196,6 +207,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	consoleURL := fs.String("console-url", os.Getenv("BATON_CONSOLE_URL"), "the console's public base URL (scheme://host[:port]) that sign-in links from POST /v1/admin/console-links start with; default: the admin request's own host")
 	eventStreams := fs.Int64("event-streams", env.integer("event-streams", "BATON_EVENT_STREAMS", batonhttp.DefaultEventStreams), "how many GET /v1/events streams one tenant may hold open on this server at once")
 	heapFloorMB := fs.Int64("gc-heap-floor-mb", env.integerFrom("gc-heap-floor-mb", "BATON_GC_HEAP_FLOOR_MB", DefaultHeapFloorMB, 0), "the smallest heap goal of the collector in MiB: no collection until the heap nears it (0: Go's GOGC alone)")
+	connsPerClient := fs.Int64("max-connections-per-client", env.integerFrom("max-connections-per-client", "BATON_MAX_CONNECTIONS_PER_CLIENT", DefaultConnsPerClient, 0), "the most connections one client (an IPv4 address, an IPv6 /64) holds open at once; past it a connection is answered 429 and closed (0: no cap, e.g. behind a proxy that is every client)")
 	metricsPublic := fs.Bool("metrics-public", env.boolean("metrics-public", "BATON_METRICS_PUBLIC", false), "serve GET /metrics without a key (a scraper on a private network); otherwise it takes an admin key")
 	webhookAllowPrivate := fs.Bool("webhook-allow-private", env.boolean("webhook-allow-private", "BATON_WEBHOOK_ALLOW_PRIVATE", false), "let webhook endpoints be private, loopback, link-local and other internal addresses (development; off, such deliveries are refused at connect time)")
 	logOpts := addLogFlags(fs, &env)
@@ -224,6 +236,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		if err := checkBaseURL("--console-url (BATON_CONSOLE_URL)", *consoleURL); err != nil {
 			return err
 		}
+	}
+	if *connsPerClient < 0 || *connsPerClient > MaxConnsPerClient {
+		return fmt.Errorf("--max-connections-per-client (BATON_MAX_CONNECTIONS_PER_CLIENT) is %d; it must be from 0 (no cap) to %d", *connsPerClient, MaxConnsPerClient)
 	}
 	if *eventStreams < 1 || *eventStreams > maxEventStreams {
 		return fmt.Errorf("--event-streams (BATON_EVENT_STREAMS) is %d; it must be from 1 to %d", *eventStreams, maxEventStreams)
@@ -314,6 +329,21 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer ln.Close() // on the way out before serving; Serve closes it too
+	if *connsPerClient > 0 {
+		capped := connlimit.New(ln, int(*connsPerClient)).(*connlimit.Listener)
+		var saidMu sync.Mutex
+		var said time.Time
+		capped.OnRefused = func(client netip.Prefix) {
+			saidMu.Lock()
+			defer saidMu.Unlock()
+			if time.Since(said) >= time.Minute {
+				said = time.Now()
+				log.Warn().Str("client", client.String()).Int64("max", *connsPerClient).
+					Msg("a client was refused a connection: it holds the most one client may (--max-connections-per-client; said once a minute)")
+			}
+		}
+		ln = capped
+	}
 	scanner, err := newScanner()
 	if err != nil {
 		return err
