@@ -223,8 +223,11 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 	var contents [][]RequestBlock // each turn's blocks, marshalled once the turn is whole
 	for _, m := range req.Messages {
 		blocks := toBlocks(m.Content)
-		if len(blocks) == 0 && len(m.Content) > 0 {
-			continue // only what Anthropic cannot take (another's reasoning): the turns around it join
+		if len(blocks) == 0 {
+			// Nothing, or only what Anthropic cannot take (another's
+			// reasoning, empty text): it refuses an empty turn, so the
+			// turns around it join.
+			continue
 		}
 		if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == m.Role {
 			// The Messages API takes turns that alternate: the results of

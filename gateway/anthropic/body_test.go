@@ -218,3 +218,29 @@ func TestUncappedMaxTokens(t *testing.T) {
 		t.Errorf("client thinking, streamed: %d", n)
 	}
 }
+
+// A turn with nothing in it (a chat client's assistant turn of content
+// "", Baton's own answer to an empty reply sent back) is left out: the
+// Messages API refuses an empty turn anywhere but last, and the turns
+// around it join.
+func TestEmptyTurnLeftOut(t *testing.T) {
+	p := New("anthropic", "http://127.0.0.1:1", "k", nil)
+	req := gateway.Request{Model: "claude-sonnet-5-5", MaxTokens: 64, Messages: []gateway.Message{
+		{Role: "user", Content: []gateway.Block{{Type: "text", Text: "a"}}},
+		{Role: "assistant"},
+		{Role: "user", Content: []gateway.Block{{Type: "text", Text: "b"}}},
+	}}
+	body, err := p.body(req, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Messages json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := `[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]`; string(got.Messages) != want {
+		t.Fatalf("Anthropic gets\n%s\nwant\n%s", got.Messages, want)
+	}
+}
