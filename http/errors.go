@@ -129,6 +129,11 @@ func describe(r *http.Request, err error) described {
 		case ue.Status == http.StatusBadRequest || ue.Status == http.StatusUnprocessableEntity || ue.Status == http.StatusNotFound:
 			// The upstream refused the request itself: the caller's to fix.
 			e.Kind, e.Code = domain.KindBadRequest, "upstream_rejected_request"
+		case ue.Status == http.StatusRequestEntityTooLarge:
+			// A body too large for the provider (Anthropic's
+			// request_too_large): the caller's to shorten, as a 413 of
+			// Baton's own is; a 502 would have the SDKs send it again.
+			e.Kind, e.Code = domain.KindTooLarge, "upstream_request_too_large"
 		}
 		// Otherwise (5xx, connection failures, and upstream 401/403, which
 		// are Baton's credentials, not the caller's) a bad gateway. A
@@ -139,13 +144,13 @@ func describe(r *http.Request, err error) described {
 		}
 		// A wait means something on what a retry may mend (a rate limit, an
 		// overload, a failure), not beside a refusal that every retry meets.
-		if e.Kind == domain.KindBadRequest || e.NoRetry {
+		if e.Kind == domain.KindBadRequest || e.Kind == domain.KindTooLarge || e.NoRetry {
 			e.RetryAfter = 0
 		}
 		// A provider's refusal is not kept under an Idempotency-Key: on
 		// generate Baton wrote the request it refused, and once the
 		// operator mends the route the same request must run.
-		return described{Error: e, log: true, unkept: e.Code == "upstream_rejected_request"}
+		return described{Error: e, log: true, unkept: e.Code == "upstream_rejected_request" || e.Code == "upstream_request_too_large"}
 	case errors.Is(err, eventstore.ErrUnavailable):
 		e := domain.E("store", domain.KindUnavailable, "store_unavailable", "The event store did not answer; a write in flight may or may not have been recorded. Retry with the same Idempotency-Key: a recorded write is answered, not written twice (a callback is also known by its same body; a contract, plan or webhook sent without a key would be created again).")
 		e.RetryAfter = 1
