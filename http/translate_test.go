@@ -584,6 +584,7 @@ func TestMessagesToOpenAIStrictAndSchema(t *testing.T) {
 		{`"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":"notobj"}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"r"}]}]`, "messages/1/content/0/input"},
 		{`"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":[1,2]}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"r"}]}]`, "messages/1/content/0/input"},
 		{`"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","name":"f","input":{}}]},{"role":"user","content":"r"}]`, "messages/1/content/0/id"},
+		{`"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","content":"r"}]}]`, "messages/2/content/0/tool_use_id"},
 		{`"messages":[{"role":"user","content":[{"type":"thinking","thinking":"x","signature":"s"},{"type":"text","text":"hi"}]}]`, "messages/0/content/0/type"},
 		{`"messages":[{"role":"user","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]}]`, "messages/0/content/0/type"},
 		{`"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_result","tool_use_id":"t1","content":"r"}]}]`, "messages/1/content/0/type"},

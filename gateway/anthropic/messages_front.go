@@ -166,6 +166,9 @@ func readBlocks(raw json.RawMessage, param string, images bool, tools []gateway.
 			}
 			out = append(out, gateway.Block{Type: "tool_use", ID: b.ID, Name: b.Name, Input: b.Input})
 		case "tool_result":
+			if b.ToolUseID == "" { // as Anthropic refuses it; a result must name its call
+				return nil, gateway.BadRequest(at+"/tool_use_id", "%s/tool_use_id: a tool_result needs the id of the tool_use it answers", at)
+			}
 			text := ""
 			var parts []gateway.Block // with an image: its text and images in order
 			if len(b.Content) > 0 {
