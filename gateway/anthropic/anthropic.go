@@ -239,6 +239,13 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		r.Messages = append(r.Messages, MessagesMessage{Role: m.Role})
 		contents = append(contents, blocks)
 	}
+	if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == "assistant" && !req.Prefill {
+		// The client's last turn had nothing Anthropic takes (empty
+		// text): without it the assistant's turn before it ends the
+		// conversation, which Anthropic would continue (a prefill)
+		// rather than answer after.
+		return nil, gateway.BadRequest("messages", "the conversation's last turn holds no content (Anthropic takes no empty text), so it would end with the assistant's turn, which Anthropic continues rather than answers: it cannot be carried to this model; end it with a user turn that holds something")
+	}
 	if thinking != nil && thinking.Type != "disabled" && unsignedToolTurn(r.Messages, contents) {
 		// With thinking on, Anthropic refuses a tool-use turn being
 		// continued that does not start with its signed thinking block; a

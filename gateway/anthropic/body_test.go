@@ -2,10 +2,12 @@ package anthropic
 
 import (
 	"encoding/json"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/gateway"
 )
 
@@ -242,5 +244,23 @@ func TestEmptyTurnLeftOut(t *testing.T) {
 	}
 	if want := `[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]`; string(got.Messages) != want {
 		t.Fatalf("Anthropic gets\n%s\nwant\n%s", got.Messages, want)
+	}
+}
+
+// A last user turn with nothing Anthropic takes (empty text) is not left
+// out so that the assistant's turn before it ends the conversation:
+// Anthropic would continue that turn (a prefill) where the client asked
+// for an answer after it. It is refused, naming messages.
+func TestEmptyLastTurnNotMadeAPrefill(t *testing.T) {
+	p := New("anthropic", "http://127.0.0.1:1", "k", nil)
+	req := gateway.Request{Model: "claude-sonnet-5-5", MaxTokens: 64, Messages: []gateway.Message{
+		{Role: "user", Content: []gateway.Block{{Type: "text", Text: "a"}}},
+		{Role: "assistant", Content: []gateway.Block{{Type: "text", Text: "b"}}},
+		{Role: "user", Content: []gateway.Block{{Type: "text"}}},
+	}}
+	body, err := p.body(req, false)
+	var de *domain.Error
+	if !errors.As(err, &de) || len(de.Fields) != 1 || de.Fields[0].Pointer != "messages" {
+		t.Fatalf("sent %s (%v); want a 400 naming messages", body, err)
 	}
 }
