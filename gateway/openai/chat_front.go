@@ -122,8 +122,10 @@ func chatText(raw json.RawMessage, param string) (string, error) {
 }
 
 // chatParts reads OpenAI content as blocks: a string, or an array of text
-// parts and, when images is set (a user message), image_url parts.
-// Consecutive text parts make one text block.
+// parts and, when images is set (a user message), image_url parts. A user
+// message's text parts are a text block each, as the client wrote them
+// (joined, a reminder's closing tag ran into the prompt after it);
+// elsewhere, where one text is read (chatText), consecutive ones make one.
 func chatParts(raw json.RawMessage, param string, images bool) ([]gateway.Block, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
@@ -140,7 +142,7 @@ func chatParts(raw json.RawMessage, param string, images bool) ([]gateway.Block,
 	for i, p := range parts {
 		switch {
 		case p.Type == "text":
-			if n := len(out); n > 0 && out[n-1].Type == "text" {
+			if n := len(out); n > 0 && out[n-1].Type == "text" && !images {
 				out[n-1].Text += p.Text
 				continue
 			}

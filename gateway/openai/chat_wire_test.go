@@ -182,3 +182,27 @@ func TestUserTextBlocksStayApart(t *testing.T) {
 		t.Fatalf("messages %s\nwant %s", got, want)
 	}
 }
+
+// The other way, a user message's text parts stay apart too, on the chat
+// and Responses fronts: each is a text block of its own, as the provider
+// would see them from the client. Joined, a reminder's closing tag ran
+// into the prompt after it.
+func TestUserTextPartsStayApart(t *testing.T) {
+	var q ChatRequest
+	if err := json.Unmarshal([]byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"<system-reminder>be brief</system-reminder>"},{"type":"text","text":"say hi"}]}]}`), &q); err != nil {
+		t.Fatal(err)
+	}
+	chat, err := q.ToGateway()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := DecodeResponsesRequest([]byte(`{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"<system-reminder>be brief</system-reminder>"},{"type":"input_text","text":"say hi"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for front, msgs := range map[string][]gateway.Message{"chat": chat.Messages, "responses": c.Request.Messages} {
+		if len(msgs) != 1 || len(msgs[0].Content) != 2 || msgs[0].Content[0].Text != "<system-reminder>be brief</system-reminder>" || msgs[0].Content[1].Text != "say hi" {
+			t.Errorf("%s: messages %+v", front, msgs)
+		}
+	}
+}

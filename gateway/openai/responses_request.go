@@ -763,9 +763,11 @@ type contentPart struct {
 	// has: accepted, not carried (docs/api.md, Translation).
 }
 
-// partsBlocks reads content as blocks: consecutive text parts make one
-// text block; with images set (a user message), an input_image part is an
-// image block. Files and audio are refused: no block carries them.
+// partsBlocks reads content as blocks: with images set (a user message, a
+// function call's output), each text part is a text block, as the client
+// wrote it, and an input_image part an image block; without (where one
+// text is read, partsText), consecutive text parts make one. Files and
+// audio are refused: no block carries them.
 func partsBlocks(raw json.RawMessage, param string, images bool) ([]gateway.Block, error) {
 	if gateway.Absent(raw) {
 		return nil, nil
@@ -780,7 +782,7 @@ func partsBlocks(raw json.RawMessage, param string, images bool) ([]gateway.Bloc
 	}
 	var out []gateway.Block
 	text := func(t string) {
-		if n := len(out); n > 0 && out[n-1].Type == "text" {
+		if n := len(out); n > 0 && out[n-1].Type == "text" && !images {
 			out[n-1].Text += t
 			return
 		}

@@ -44,8 +44,9 @@ func TestDecodeResponsesRequest(t *testing.T) {
 	if r.ToolChoice == nil || r.ToolChoice.Mode != gateway.ToolChoiceTool || r.ToolChoice.Name != "get_weather" || !r.ToolChoice.DisableParallel {
 		t.Fatalf("tool choice %+v", r.ToolChoice)
 	}
-	// The assistant's text and its call are one turn; the result a user turn.
-	if len(r.Messages) != 3 || r.Messages[0].Content[0].Text != "weather in Paris?" || len(r.Messages[1].Content) != 2 ||
+	// The user's text parts are a block each; the assistant's text and its
+	// call are one turn; the result a user turn.
+	if len(r.Messages) != 3 || len(r.Messages[0].Content) != 2 || r.Messages[0].Content[0].Text != "weather " || r.Messages[0].Content[1].Text != "in Paris?" || len(r.Messages[1].Content) != 2 ||
 		r.Messages[1].Content[1].Type != "tool_use" || r.Messages[1].Content[1].ID != "call_1" ||
 		r.Messages[2].Content[0].Type != "tool_result" || r.Messages[2].Content[0].ToolUseID != "call_1" || r.Messages[2].Content[0].Text != "sunny" {
 		t.Fatalf("messages %+v", r.Messages)
@@ -69,7 +70,7 @@ func TestDecodeResponsesRequestImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []gateway.Block{{Type: "text", Text: "what is it?"}, {Type: "image", MediaType: "image/png", Data: "AAAA"}, {Type: "image", URL: "https://x/y.png"}}
+	want := []gateway.Block{{Type: "text", Text: "what"}, {Type: "text", Text: " is it?"}, {Type: "image", MediaType: "image/png", Data: "AAAA"}, {Type: "image", URL: "https://x/y.png"}}
 	if m := c.Request.Messages; len(m) != 1 || !slices.EqualFunc(m[0].Content, want, func(a, b gateway.Block) bool {
 		return a.Type == b.Type && a.Text == b.Text && a.MediaType == b.MediaType && a.Data == b.Data && a.URL == b.URL
 	}) {
