@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -95,4 +97,25 @@ func Prefilled(req Request, continues bool) error {
 		return BadRequest("messages", "the conversation ends with an assistant turn, which one provider continues (a prefill) and the other answers after: it cannot be carried to this model; end it with a user turn")
 	}
 	return nil
+}
+
+// ToolResult is the result of call id made of parts (text and images, in
+// order): its Text holds the texts a line each (a chat-completions tool
+// message is one string at most servers; joined with nothing between, one
+// part's end ran into the next's start), and its Parts the parts
+// themselves when there are several or an image, as Anthropic takes a
+// result's blocks.
+func ToolResult(id string, parts []Block) Block {
+	b := Block{Type: "tool_result", ToolUseID: id}
+	var texts []string
+	for _, p := range parts {
+		if p.Type == "text" && p.Text != "" {
+			texts = append(texts, p.Text)
+		}
+	}
+	b.Text = strings.Join(texts, "\n")
+	if len(parts) > 1 || slices.ContainsFunc(parts, func(p Block) bool { return p.Type == "image" }) {
+		b.Parts = parts
+	}
+	return b
 }

@@ -756,7 +756,7 @@ func TestTranslateToolSearchReferences(t *testing.T) {
 	want := "<functions>\n" +
 		`<function>{"description":"Fetch a URL","name":"WebFetch","parameters":{"properties":{"url":{"type":"string"}},"type":"object"}}</function>` + "\n" +
 		`<function>{"description":"Find tools: select:<name> & more","name":"ToolSearch","parameters":{"type":"object"}}</function>` + "\n" +
-		"</functions> done"
+		"</functions>\n done" // the result's text blocks a line each
 	if tool["role"] != "tool" || tool["content"] != want {
 		t.Fatalf("tool message %v\nwant content %q", tool, want)
 	}

@@ -264,3 +264,21 @@ func TestEmptyLastTurnNotMadeAPrefill(t *testing.T) {
 		t.Fatalf("sent %s (%v); want a 400 naming messages", body, err)
 	}
 }
+
+// A messages client's tool result of several text blocks reaches a
+// chat-completions model a line each, not run together.
+func TestToolResultTextBlocksStayApart(t *testing.T) {
+	var q MessagesRequest
+	if err := json.Unmarshal([]byte(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"},`+
+		`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]},`+
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"### Ran"},{"type":"text","text":"### Page"}]}]}]}`), &q); err != nil {
+		t.Fatal(err)
+	}
+	req, err := q.ToGateway()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := req.Messages[2].Content[0]; res.Type != "tool_result" || res.Text != "### Ran\n### Page" {
+		t.Fatalf("tool result %+v", res)
+	}
+}

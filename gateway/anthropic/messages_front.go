@@ -169,15 +169,11 @@ func readBlocks(raw json.RawMessage, param string, images bool, tools []gateway.
 			if b.ToolUseID == "" { // as Anthropic refuses it; a result must name its call
 				return nil, gateway.BadRequest(at+"/tool_use_id", "%s/tool_use_id: a tool_result needs the id of the tool_use it answers", at)
 			}
-			text := ""
-			var parts []gateway.Block // with an image: its text and images in order
+			var parts []gateway.Block // its text and images in order
 			if len(b.Content) > 0 {
 				inner, err := readBlocks(b.Content, at+"/content", true, tools, inResult)
 				if err != nil {
 					return nil, err
-				}
-				if slices.ContainsFunc(inner, func(ib gateway.Block) bool { return ib.Type == "image" }) {
-					parts = []gateway.Block{}
 				}
 				for j, ib := range inner {
 					switch ib.Type {
@@ -186,26 +182,23 @@ func readBlocks(raw json.RawMessage, param string, images bool, tools []gateway.
 						if err != nil {
 							return nil, err
 						}
-						t := ""
-						if j == 0 || inner[j-1].Type != "tool_reference" {
-							t += "<functions>\n" // a run of references is one block
+						if j > 0 && inner[j-1].Type == "tool_reference" {
+							parts[len(parts)-1].Text += def + "\n" // a run of references is one block
+						} else {
+							parts = append(parts, gateway.Block{Type: "text", Text: "<functions>\n" + def + "\n"})
 						}
-						t += def + "\n"
 						if j == len(inner)-1 || inner[j+1].Type != "tool_reference" {
-							t += "</functions>"
+							parts[len(parts)-1].Text += "</functions>"
 						}
-						ib = gateway.Block{Type: "text", Text: t}
+						continue
 					case "text", "image":
 					default:
 						return nil, gateway.BadRequest(at+"/content", "%s/content: a tool result carries text and images only through this gateway", at)
 					}
-					text += ib.Text // an image has none
-					if parts != nil {
-						parts = append(parts, ib)
-					}
+					parts = append(parts, ib)
 				}
 			}
-			out = append(out, gateway.Block{Type: "tool_result", ToolUseID: b.ToolUseID, Text: text, Parts: parts})
+			out = append(out, gateway.ToolResult(b.ToolUseID, parts))
 		case "tool_reference":
 			if place != inResult {
 				return nil, gateway.BadRequest(at+"/type", "%s/type: a tool_reference goes in a tool result's content", at)

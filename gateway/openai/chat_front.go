@@ -115,17 +115,18 @@ func chatText(raw json.RawMessage, param string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(blocks) == 0 {
-		return "", nil
+	var text strings.Builder
+	for _, b := range blocks {
+		text.WriteString(b.Text)
 	}
-	return blocks[0].Text, nil
+	return text.String(), nil
 }
 
 // chatParts reads OpenAI content as blocks: a string, or an array of text
-// parts and, when images is set (a user message), image_url parts. A user
-// message's text parts are a text block each, as the client wrote them
-// (joined, a reminder's closing tag ran into the prompt after it);
-// elsewhere, where one text is read (chatText), consecutive ones make one.
+// parts and, when images is set (a user message), image_url parts. Each
+// text part is a text block, as the client wrote it (joined, a reminder's
+// closing tag ran into the prompt after it); chatText joins them where one
+// text is read.
 func chatParts(raw json.RawMessage, param string, images bool) ([]gateway.Block, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
@@ -142,10 +143,6 @@ func chatParts(raw json.RawMessage, param string, images bool) ([]gateway.Block,
 	for i, p := range parts {
 		switch {
 		case p.Type == "text":
-			if n := len(out); n > 0 && out[n-1].Type == "text" && !images {
-				out[n-1].Text += p.Text
-				continue
-			}
 			out = append(out, gateway.Block{Type: "text", Text: p.Text})
 		case p.Type == "image_url" && images:
 			b, err := chatImage(p, fmt.Sprintf("%s/%d/image_url/url", param, i))
@@ -391,7 +388,11 @@ func (q *ChatRequest) ToGateway() (gateway.Request, error) {
 			if m.ToolCallID == "" { // as OpenAI refuses it; a result must name its call
 				return out, gateway.BadRequest(fmt.Sprintf("messages/%d/tool_call_id", i), "messages/%d/tool_call_id: a tool message needs the id of the call it answers", i)
 			}
-			out.Messages = append(out.Messages, gateway.Message{Role: "user", Content: []gateway.Block{{Type: "tool_result", ToolUseID: m.ToolCallID, Text: text}}})
+			parts, err := chatParts(m.Content, param, false)
+			if err != nil {
+				return out, err
+			}
+			out.Messages = append(out.Messages, gateway.Message{Role: "user", Content: []gateway.Block{gateway.ToolResult(m.ToolCallID, parts)}})
 		default:
 			return out, gateway.BadRequest(fmt.Sprintf("messages/%d/role", i), "role %q is not system, developer, user, assistant or tool", m.Role)
 		}

@@ -206,3 +206,39 @@ func TestUserTextPartsStayApart(t *testing.T) {
 		}
 	}
 }
+
+// A tool result of several text parts keeps them apart: each a text block
+// of the result where the provider takes blocks (Anthropic), a line each
+// in a chat-completions tool message, which servers take as a string.
+// Joined with nothing between, one part's end ran into the next's start.
+func TestToolResultTextPartsStayApart(t *testing.T) {
+	var q ChatRequest
+	if err := json.Unmarshal([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"},`+
+		`{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},`+
+		`{"role":"tool","tool_call_id":"c1","content":[{"type":"text","text":"{\"a\":1}"},{"type":"text","text":"{\"b\":2}"}]}]}`), &q); err != nil {
+		t.Fatal(err)
+	}
+	chat, err := q.ToGateway()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := DecodeResponsesRequest([]byte(`{"model":"m","input":[{"role":"user","content":"hi"},{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},` +
+		`{"type":"function_call_output","call_id":"c1","output":[{"type":"input_text","text":"{\"a\":1}"},{"type":"input_text","text":"{\"b\":2}"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for front, msgs := range map[string][]gateway.Message{"chat": chat.Messages, "responses": c.Request.Messages} {
+		res := msgs[len(msgs)-1].Content[0]
+		if res.Type != "tool_result" || res.Text != "{\"a\":1}\n{\"b\":2}" || len(res.Parts) != 2 || res.Parts[0].Text != `{"a":1}` || res.Parts[1].Text != `{"b":2}` {
+			t.Errorf("%s: tool result %+v", front, res)
+		}
+	}
+	p := New("compat", "openai-compatible", "http://127.0.0.1:1", "k", nil)
+	body, err := p.body(c.Request, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gjson.GetBytes(body, "messages.2").Raw; got != `{"role":"tool","content":"{\"a\":1}\n{\"b\":2}","tool_call_id":"c1"}` {
+		t.Errorf("the tool message %s", got)
+	}
+}

@@ -697,14 +697,9 @@ func (c *conversation) items(items []json.RawMessage, param string) error {
 			if err != nil {
 				return err
 			}
-			b := gateway.Block{Type: "tool_result", ToolUseID: it.CallID}
-			for _, part := range blocks {
-				b.Text += part.Text
-			}
-			if slices.ContainsFunc(blocks, func(p gateway.Block) bool { return p.Type == "image" }) {
-				b.Parts = blocks // Anthropic takes images in a tool result; chat completions refuse them
-			}
-			c.add("user", b)
+			// Anthropic takes the parts (images too) as the result's
+			// blocks; a chat-completions tool message takes text only.
+			c.add("user", gateway.ToolResult(it.CallID, blocks))
 		case "reasoning":
 			// Baton's own reasoning item: the thinking as its summary, the
 			// provider's signature as encrypted_content, a thinking block
@@ -746,10 +741,14 @@ func (c *conversation) items(items []json.RawMessage, param string) error {
 // refused: only a user message carries images.
 func partsText(raw json.RawMessage, param string) (string, error) {
 	blocks, err := partsBlocks(raw, param, false)
-	if err != nil || len(blocks) == 0 {
+	if err != nil {
 		return "", err
 	}
-	return blocks[0].Text, nil
+	var text strings.Builder
+	for _, b := range blocks {
+		text.WriteString(b.Text)
+	}
+	return text.String(), nil
 }
 
 // contentPart is a content part of an input item.
@@ -763,11 +762,11 @@ type contentPart struct {
 	// has: accepted, not carried (docs/api.md, Translation).
 }
 
-// partsBlocks reads content as blocks: with images set (a user message, a
-// function call's output), each text part is a text block, as the client
-// wrote it, and an input_image part an image block; without (where one
-// text is read, partsText), consecutive text parts make one. Files and
-// audio are refused: no block carries them.
+// partsBlocks reads content as blocks: each text part a text block, as
+// the client wrote it (partsText joins them where one text is read), and,
+// with images set (a user message, a function call's output), an
+// input_image part an image block. Files and audio are refused: no block
+// carries them.
 func partsBlocks(raw json.RawMessage, param string, images bool) ([]gateway.Block, error) {
 	if gateway.Absent(raw) {
 		return nil, nil
@@ -782,10 +781,6 @@ func partsBlocks(raw json.RawMessage, param string, images bool) ([]gateway.Bloc
 	}
 	var out []gateway.Block
 	text := func(t string) {
-		if n := len(out); n > 0 && out[n-1].Type == "text" && !images {
-			out[n-1].Text += t
-			return
-		}
 		out = append(out, gateway.Block{Type: "text", Text: t})
 	}
 	for j, pt := range parts {
