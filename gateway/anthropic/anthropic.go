@@ -13,6 +13,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -108,7 +109,7 @@ func toBlocks(in []gateway.Block) []RequestBlock {
 		case "image":
 			src := &ImageSource{Type: "url", URL: b.URL}
 			if b.URL == "" {
-				src = &ImageSource{Type: "base64", MediaType: b.MediaType, Data: b.Data}
+				src = &ImageSource{Type: "base64", MediaType: imageType(b.Data, b.MediaType), Data: b.Data}
 			}
 			out = append(out, RequestBlock{Type: "image", Source: src})
 		case "thinking":
@@ -129,6 +130,28 @@ func toBlocks(in []gateway.Block) []RequestBlock {
 		}
 	}
 	return out
+}
+
+// imageType is the media type of base64 image data: the one its first
+// bytes say (PNG, JPEG, GIF, WebP), else declared. An OpenAI-shaped
+// client's data URL may name another (image/jpg, a JPEG labelled
+// image/png), which OpenAI takes and Anthropic refuses.
+func imageType(data, declared string) string {
+	head, err := base64.StdEncoding.DecodeString(data[:min(len(data), 16)])
+	if err != nil {
+		return declared
+	}
+	switch {
+	case bytes.HasPrefix(head, []byte("\x89PNG\r\n\x1a\n")):
+		return "image/png"
+	case bytes.HasPrefix(head, []byte{0xff, 0xd8, 0xff}):
+		return "image/jpeg"
+	case bytes.HasPrefix(head, []byte("GIF87a")), bytes.HasPrefix(head, []byte("GIF89a")):
+		return "image/gif"
+	case len(head) >= 12 && string(head[:4]) == "RIFF" && string(head[8:12]) == "WEBP":
+		return "image/webp"
+	}
+	return declared
 }
 
 func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {

@@ -282,3 +282,42 @@ func TestToolResultTextBlocksStayApart(t *testing.T) {
 		t.Fatalf("tool result %+v", res)
 	}
 }
+
+// A base64 image's media type is what its bytes are, where they say: an
+// OpenAI-shaped client's data URL may name another (image/jpg, or a JPEG
+// labelled image/png), which OpenAI takes and Anthropic refuses ("Image
+// does not match the provided media type").
+func TestImageMediaTypeFromItsBytes(t *testing.T) {
+	p := New("anthropic", "http://127.0.0.1:1", "k", nil)
+	for _, c := range []struct{ declared, data, want string }{
+		{"image/png", "/9j/4AAQSkZJRgABAQAAAQABAAD", "image/jpeg"},
+		{"image/jpg", "iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB", "image/png"},
+		{"image/png", "R0lGODlhAQABAIAAAAAAAP", "image/gif"},
+		{"image/jpeg", "UklGRiQAAABXRUJQVlA4IBgAAAAw", "image/webp"},
+		{"image/png", "AAAAAAAAAAAAAAAAAAAA", "image/png"}, // bytes that say nothing: as declared
+		{"image/png", "%%%", "image/png"},
+	} {
+		req := gateway.Request{Model: "claude-sonnet-5-5", MaxTokens: 64, Messages: []gateway.Message{
+			{Role: "user", Content: []gateway.Block{{Type: "text", Text: "what is it?"}, {Type: "image", MediaType: c.declared, Data: c.data}}},
+		}}
+		body, err := p.body(req, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Messages []struct {
+				Content []struct {
+					Source struct {
+						MediaType string `json:"media_type"`
+					} `json:"source"`
+				} `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(body, &got); err != nil {
+			t.Fatal(err)
+		}
+		if mt := got.Messages[0].Content[1].Source.MediaType; mt != c.want {
+			t.Errorf("%s of %q: Anthropic gets %s, want %s", c.declared, c.data, mt, c.want)
+		}
+	}
+}
