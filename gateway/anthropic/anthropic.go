@@ -24,6 +24,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
 	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/internal/sse"
 )
@@ -132,6 +135,20 @@ func toBlocks(in []gateway.Block) []RequestBlock {
 	return out
 }
 
+// objectSchema is a tool's input schema with the top-level type Anthropic
+// requires ("input_schema.type: Field required"): an OpenAI-shaped client
+// may leave it out of an object schema, which OpenAI takes.
+func objectSchema(schema json.RawMessage) json.RawMessage {
+	if !gateway.IsObject(schema) || !gjson.ValidBytes(schema) || gjson.GetBytes(schema, "type").Exists() {
+		return schema
+	}
+	typed, err := sjson.SetBytes(slices.Clone(schema), "type", "object")
+	if err != nil {
+		return schema
+	}
+	return typed
+}
+
 // imageType is the media type of base64 image data: the one its first
 // bytes say (PNG, JPEG, GIF, WebP), else declared. An OpenAI-shaped
 // client's data URL may name another (image/jpg, a JPEG labelled
@@ -188,6 +205,7 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		r.OutputConfig = map[string]json.RawMessage{"effort": gateway.JSONOf(effort)}
 	}
 	for _, t := range req.Tools {
+		t.Schema = objectSchema(t.Schema)
 		r.Tools = append(r.Tools, MessagesTool{Tool: t})
 	}
 	tc, system := req.ToolChoice, req.System
@@ -210,7 +228,7 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		if req.Output.Description != "" {
 			desc += " The answer: " + req.Output.Description
 		}
-		r.Tools = append(r.Tools, MessagesTool{Tool: gateway.Tool{Name: req.Output.Name, Description: desc, Schema: gateway.WithoutMetaKeys(req.Output.Schema)}})
+		r.Tools = append(r.Tools, MessagesTool{Tool: gateway.Tool{Name: req.Output.Name, Description: desc, Schema: objectSchema(gateway.WithoutMetaKeys(req.Output.Schema))}})
 		switch {
 		case len(req.Tools) == 0 || tc != nil && tc.Mode == gateway.ToolChoiceNone:
 			// The answer is this tool's input, exactly once.

@@ -321,3 +321,40 @@ func TestImageMediaTypeFromItsBytes(t *testing.T) {
 		}
 	}
 }
+
+// A tool's schema without a top-level type (which OpenAI-shaped clients
+// send, Codex's tools among them, and OpenAI takes) goes to Anthropic as
+// an object schema: Anthropic requires the type ("tools.0.custom
+// .input_schema.type: Field required"). One that has it goes as written.
+func TestToolSchemaTypedAsObject(t *testing.T) {
+	p := New("anthropic", "http://127.0.0.1:1", "k", nil)
+	req := gateway.Request{Model: "claude-haiku-4-5", MaxTokens: 64, Messages: []gateway.Message{
+		{Role: "user", Content: []gateway.Block{{Type: "text", Text: "hi"}}}},
+		Tools: []gateway.Tool{{Name: "a", Schema: json.RawMessage(`{}`)}, {Name: "b", Schema: json.RawMessage(`{"properties":{"x":{"type":"string"}}}`)},
+			{Name: "c", Schema: json.RawMessage(`{"type":"object","properties":{}}`)}},
+		Output: &gateway.OutputSchema{Name: "answer", Schema: json.RawMessage(`{"properties":{"n":{"type":"integer"}}}`)},
+	}
+	body, err := p.body(req, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Tools []struct {
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"input_schema"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"a": `{"type":"object"}`, "b": `{"properties":{"x":{"type":"string"}},"type":"object"}`,
+		"c": `{"type":"object","properties":{}}`, "answer": `{"properties":{"n":{"type":"integer"}},"type":"object"}`}
+	for _, tool := range got.Tools {
+		if string(tool.Schema) != want[tool.Name] {
+			t.Errorf("%s: input_schema %s, want %s", tool.Name, tool.Schema, want[tool.Name])
+		}
+	}
+	if len(got.Tools) != 4 {
+		t.Fatalf("tools %s", body)
+	}
+}
