@@ -125,8 +125,11 @@ func toBlocks(in []gateway.Block) []RequestBlock {
 			data := b.Data
 			out = append(out, RequestBlock{Type: "redacted_thinking", Data: &data})
 		default:
-			if b.Type == "text" && b.Text == "" {
-				continue // the Messages API refuses empty text blocks (a client may send one back)
+			if b.Type == "text" && strings.TrimSpace(b.Text) == "" {
+				// The Messages API refuses empty text blocks and, without
+				// other text beside them, white space alone (an OpenAI-shaped
+				// model's "\n\n" before its tool calls, sent back).
+				continue
 			}
 			text := b.Text
 			out = append(out, RequestBlock{Type: b.Type, Text: &text})
@@ -280,7 +283,11 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		r.Messages = append(r.Messages, MessagesMessage{Role: m.Role})
 		contents = append(contents, blocks)
 	}
-	if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == "assistant" && !req.Prefill {
+	if len(r.Messages) == 0 {
+		// White space alone, which Anthropic takes in no text block.
+		return nil, gateway.BadRequest("messages", "messages hold no content Anthropic takes: every message is empty or white space")
+	}
+	if n := len(r.Messages); r.Messages[n-1].Role == "assistant" && !req.Prefill {
 		// The client's last turn had nothing Anthropic takes (empty
 		// text): without it the assistant's turn before it ends the
 		// conversation, which Anthropic would continue (a prefill)

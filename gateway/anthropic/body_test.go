@@ -358,3 +358,39 @@ func TestToolSchemaTypedAsObject(t *testing.T) {
 		t.Fatalf("tools %s", body)
 	}
 }
+
+// A text block of white space only (an OpenAI-shaped model's "\n\n"
+// before its tool calls, sent back in the history) is left out as an
+// empty one is: Anthropic refuses it ("text content blocks must contain
+// non-whitespace text").
+func TestWhitespaceTextLeftOut(t *testing.T) {
+	p := New("anthropic", "http://127.0.0.1:1", "k", nil)
+	req := gateway.Request{Model: "claude-sonnet-5-5", MaxTokens: 64, Messages: []gateway.Message{
+		{Role: "user", Content: []gateway.Block{{Type: "text", Text: "weather?"}}},
+		{Role: "assistant", Content: []gateway.Block{{Type: "text", Text: "\n\n"}, {Type: "tool_use", ID: "t1", Name: "w", Input: json.RawMessage(`{}`)}}},
+		{Role: "user", Content: []gateway.Block{{Type: "tool_result", ToolUseID: "t1", Text: "sunny"}, {Type: "text", Text: " "}}},
+	}}
+	body, err := p.body(req, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Messages json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"role":"user","content":[{"type":"text","text":"weather?"}]},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"w","input":{}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"sunny"}]}]`
+	if string(got.Messages) != want {
+		t.Fatalf("Anthropic gets\n%s\nwant\n%s", got.Messages, want)
+	}
+	// White space and nothing else is no message at all: refused, naming
+	// messages, not sent as none.
+	req.Messages = []gateway.Message{{Role: "user", Content: []gateway.Block{{Type: "text", Text: "  "}}}}
+	body, err = p.body(req, false)
+	var de *domain.Error
+	if !errors.As(err, &de) || len(de.Fields) != 1 || de.Fields[0].Pointer != "messages" {
+		t.Fatalf("sent %s (%v); want a 400 naming messages", body, err)
+	}
+}
