@@ -42,3 +42,71 @@ func ObjectRoot(schema []byte) bool {
 	t := gjson.GetBytes(schema, "type")
 	return !t.Exists() || t.Type == gjson.String && t.Str == "object"
 }
+
+// StrictSchema reports whether a JSON Schema meets the rules of OpenAI's
+// strict structured outputs that other providers do not hold a schema
+// to: every object closed (additionalProperties false) with every one of
+// its properties required. Anthropic takes optional properties; sent
+// strict, such a schema is OpenAI's 400, so it goes without strict.
+func StrictSchema(schema json.RawMessage) bool {
+	return strictNode(gjson.ParseBytes(schema))
+}
+
+func strictNode(s gjson.Result) bool {
+	if !s.IsObject() {
+		return true // true, false: nothing to hold
+	}
+	props := s.Get("properties")
+	t := s.Get("type")
+	object := props.Exists() || t.Str == "object" || t.IsArray() && namesObject(t)
+	if object {
+		if ap := s.Get("additionalProperties"); ap.Type != gjson.False {
+			return false
+		}
+		required := map[string]bool{}
+		for _, r := range s.Get("required").Array() {
+			required[r.Str] = true
+		}
+		ok := true
+		props.ForEach(func(k, v gjson.Result) bool {
+			ok = required[k.Str] && strictNode(v)
+			return ok
+		})
+		if !ok {
+			return false
+		}
+	}
+	for _, key := range []string{"items", "prefixItems", "anyOf", "oneOf", "allOf", "not"} {
+		v := s.Get(key)
+		if v.IsArray() {
+			for _, e := range v.Array() {
+				if !strictNode(e) {
+					return false
+				}
+			}
+		} else if !strictNode(v) {
+			return false
+		}
+	}
+	for _, key := range []string{"$defs", "definitions"} {
+		ok := true
+		s.Get(key).ForEach(func(_, v gjson.Result) bool {
+			ok = strictNode(v)
+			return ok
+		})
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// namesObject reports whether a type array names object.
+func namesObject(t gjson.Result) bool {
+	for _, e := range t.Array() {
+		if e.Str == "object" {
+			return true
+		}
+	}
+	return false
+}

@@ -394,3 +394,36 @@ func TestWhitespaceTextLeftOut(t *testing.T) {
 		t.Fatalf("sent %s (%v); want a 400 naming messages", body, err)
 	}
 }
+
+// A messages client's structured output goes to an OpenAI-shaped model
+// strict when its schema meets OpenAI's strict rules (every object closed
+// with additionalProperties false, every property required), and not
+// strict otherwise: Anthropic takes optional properties, OpenAI's strict
+// mode refuses them (a 400 for a request Anthropic would have served).
+func TestStructuredOutputStrictWhereOpenAITakesIt(t *testing.T) {
+	for _, c := range []struct {
+		schema string
+		strict bool
+	}{
+		{`{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}`, true},
+		{`{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"}},"required":["a"],"additionalProperties":false}`, false},
+		{`{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`, false},
+		{`{"type":"object","properties":{"o":{"type":"object","properties":{"x":{"type":"string"}}}},"required":["o"],"additionalProperties":false}`, false},
+		{`{"type":"object","properties":{"l":{"type":"array","items":{"type":"object","properties":{"x":{"type":"string"}},"required":["x"],"additionalProperties":false}}},"required":["l"],"additionalProperties":false}`, true},
+		{`{"type":"object","properties":{"l":{"type":"array","items":{"type":"object","properties":{"x":{"type":"string"}},"additionalProperties":false}}},"required":["l"],"additionalProperties":false}`, false},
+		{`{"type":"object","properties":{"u":{"anyOf":[{"type":"string"},{"$ref":"#/$defs/d"}]}},"required":["u"],"additionalProperties":false,"$defs":{"d":{"type":"object","properties":{"y":{"type":"string"}},"additionalProperties":false}}}`, false},
+	} {
+		var q MessagesRequest
+		body := `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"output_config":{"format":{"type":"json_schema","schema":` + c.schema + `}}}`
+		if err := json.Unmarshal([]byte(body), &q); err != nil {
+			t.Fatal(err)
+		}
+		req, err := q.ToGateway()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if req.Output == nil || req.Output.Strict != c.strict {
+			t.Errorf("%s: output %+v, want strict %v", c.schema, req.Output, c.strict)
+		}
+	}
+}

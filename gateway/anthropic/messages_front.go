@@ -745,7 +745,9 @@ func (q *MessagesRequest) outputFormat(out *gateway.Request) error {
 		// OpenAI's json_schema format takes an object at the root alone.
 		return gateway.BadRequest(at+"/schema/type", "%s/schema/type: the schema must describe an object (type object) at its root", at)
 	}
-	out.Output = &gateway.OutputSchema{Name: structuredName(out.Tools), Schema: json.RawMessage(schema), Strict: true}
+	// Anthropic's output keeps to the schema: strict where OpenAI's strict
+	// mode takes the schema (it refuses optional properties Anthropic takes).
+	out.Output = &gateway.OutputSchema{Name: structuredName(out.Tools), Schema: json.RawMessage(schema), Strict: gateway.StrictSchema(schema)}
 	out.NeedsJSON = true
 	return nil
 }
