@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -211,7 +213,7 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 				parts = append(parts, imagePart(b))
 			case "tool_use":
 				c := ChatToolCall{ID: b.ID, Type: "function"}
-				c.Function.Name, c.Function.Arguments = b.Name, b.ToolArgs()
+				c.Function.Name, c.Function.Arguments = wireToolName(b.Name), b.ToolArgs()
 				calls = append(calls, c)
 			case "tool_result":
 				content := b.Text
@@ -252,7 +254,7 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 	}
 	for _, t := range req.Tools {
 		ct := ChatTool{Type: "function"}
-		ct.Function.Name, ct.Function.Description, ct.Function.Parameters = t.Name, t.Description, t.Schema
+		ct.Function.Name, ct.Function.Description, ct.Function.Parameters = wireToolName(t.Name), t.Description, t.Schema
 		if t.Strict {
 			ct.Function.Strict = json.RawMessage("true")
 		}
@@ -273,7 +275,7 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		case gateway.ToolChoiceAuto, gateway.ToolChoiceNone, gateway.ToolChoiceAny:
 			choice = chatToolMode(tc.Mode)
 		case gateway.ToolChoiceTool:
-			choice = map[string]any{"type": "function", "function": map[string]any{"name": tc.Name}}
+			choice = map[string]any{"type": "function", "function": map[string]any{"name": wireToolName(tc.Name)}}
 		}
 		if choice != nil {
 			r.ToolChoice = gateway.JSONOf(choice)
@@ -284,6 +286,45 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		}
 	}
 	return json.Marshal(r)
+}
+
+// maxToolName is the longest function name OpenAI takes
+// (^[a-zA-Z0-9_-]{1,64}$). Anthropic takes 128, and Claude Code's MCP
+// tools (mcp__server__tool) pass 64.
+const maxToolName = 64
+
+// wireToolName is name as it goes to OpenAI: a longer one as its first 55
+// characters, "_" and 8 hex digits of its hash, which the answer's calls
+// are named back from (toolNames).
+func wireToolName(name string) string {
+	if len(name) <= maxToolName {
+		return name
+	}
+	h := sha256.Sum256([]byte(name))
+	return name[:maxToolName-9] + "_" + hex.EncodeToString(h[:4])
+}
+
+// toolNames maps the wire names of req's tools that were shortened back
+// to their names; nil when none was.
+func toolNames(req gateway.Request) map[string]string {
+	var m map[string]string
+	for _, t := range req.Tools {
+		if w := wireToolName(t.Name); w != t.Name {
+			if m == nil {
+				m = map[string]string{}
+			}
+			m[w] = t.Name
+		}
+	}
+	return m
+}
+
+// nameBack is a call's tool name as the client named the tool.
+func nameBack(names map[string]string, wire string) string {
+	if n, ok := names[wire]; ok {
+		return n
+	}
+	return wire
 }
 
 // textBlocks counts content's text blocks.
@@ -340,6 +381,7 @@ func (p *Provider) Complete(ctx context.Context, req gateway.Request) (*gateway.
 		return nil, err
 	}
 	defer resp.Body.Close()
+	names := toolNames(req)
 	var r ChatCompletion
 	if err := gateway.DecodeWhole(io.LimitReader(resp.Body, 64<<20), &r); err != nil {
 		return nil, gateway.AnswerError(p.name, "malformed response", err, true)
@@ -371,7 +413,7 @@ func (p *Provider) Complete(ctx context.Context, req gateway.Request) (*gateway.
 		if id == "" {
 			id = newCallID() // some compatible servers send none; clients match results by it
 		}
-		out.Content = append(out.Content, gateway.ToolCall(id, tc.Function.Name, tc.Function.Arguments))
+		out.Content = append(out.Content, gateway.ToolCall(id, nameBack(names, tc.Function.Name), tc.Function.Arguments))
 	}
 	if len(c.Message.ToolCalls) > 0 && (out.StopReason == gateway.StopEndTurn || out.StopReason == "") {
 		// Tool calls with finish_reason "stop" (OpenAI when a tool is
@@ -398,7 +440,7 @@ func (p *Provider) Stream(ctx context.Context, req gateway.Request) (gateway.Str
 	if err != nil {
 		return nil, err
 	}
-	return &oaStream{name: p.name, body: resp.Body, sse: sse.NewReader(resp.Body)}, nil
+	return &oaStream{name: p.name, body: resp.Body, sse: sse.NewReader(resp.Body), names: toolNames(req)}, nil
 }
 
 type oaStream struct {
@@ -412,7 +454,8 @@ type oaStream struct {
 	pending []gateway.Delta
 	calls   map[int]oaCall // the upstream's tool call index -> the call it now carries
 	ncalls  int
-	tier    string // the tier the chunks say the call is served at, the last said
+	tier    string            // the tier the chunks say the call is served at, the last said
+	names   map[string]string // shortened tool names -> the client's (toolNames)
 }
 
 // oaCall is a streamed tool call: its ordinal among the answer's calls
@@ -521,7 +564,7 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 				}
 				s.ncalls++
 				s.calls[tc.Index] = cur
-				s.pending = append(s.pending, gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: cur.ordinal, ID: cur.id, Name: gateway.Deref(tc.Function.Name), Arguments: tc.Function.Arguments}, ServiceTier: s.tier})
+				s.pending = append(s.pending, gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: cur.ordinal, ID: cur.id, Name: nameBack(s.names, gateway.Deref(tc.Function.Name)), Arguments: tc.Function.Arguments}, ServiceTier: s.tier})
 			}
 			if ch.FinishReason != nil && *ch.FinishReason != "" {
 				s.native = *ch.FinishReason

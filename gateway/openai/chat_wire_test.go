@@ -1,8 +1,14 @@
 package openai
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -240,5 +246,61 @@ func TestToolResultTextPartsStayApart(t *testing.T) {
 	}
 	if got := gjson.GetBytes(body, "messages.2").Raw; got != `{"role":"tool","content":"{\"a\":1}\n{\"b\":2}","tool_call_id":"c1"}` {
 		t.Errorf("the tool message %s", got)
+	}
+}
+
+// A tool name past OpenAI's 64 characters (Anthropic takes 128: Claude
+// Code's MCP tools) goes shortened wherever the request names it, its
+// tools, its history and its tool choice, and the answer's calls, whole
+// or streamed, are named back. It went as it was, which OpenAI refuses.
+func TestLongToolNamesShortenedAndNamedBack(t *testing.T) {
+	long := "mcp__" + strings.Repeat("claude_ai_workspace_server__", 3) + "search_documents_by_title" // 114
+	wire := wireToolName(long)
+	if len(wire) != 64 || !regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`).MatchString(wire) || wireToolName("short") != "short" {
+		t.Fatalf("wire name %q (%d)", wire, len(wire))
+	}
+	var got []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, _ = io.ReadAll(r.Body)
+		call := `{"id":"c2","type":"function","function":{"name":"` + wire + `","arguments":"{}"}}`
+		if gjson.GetBytes(got, "stream").Bool() {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,%s}]}}]}\n\n", call[1:len(call)-1])
+			fmt.Fprint(w, "data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n")
+			return
+		}
+		fmt.Fprintf(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","tool_calls":[%s]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":5,"completion_tokens":3}}`, call)
+	}))
+	defer srv.Close()
+	p := New("oai", "openai", srv.URL, "k", nil)
+	req := gateway.Request{Model: "gpt-x",
+		Tools:      []gateway.Tool{{Name: long, Schema: json.RawMessage(`{"type":"object"}`)}, {Name: "short", Schema: json.RawMessage(`{"type":"object"}`)}},
+		ToolChoice: &gateway.ToolChoice{Mode: gateway.ToolChoiceTool, Name: long},
+		Messages: []gateway.Message{{Role: "user", Content: []gateway.Block{{Type: "text", Text: "find it"}}},
+			{Role: "assistant", Content: []gateway.Block{gateway.ToolCall("c1", long, "{}")}},
+			{Role: "user", Content: []gateway.Block{{Type: "tool_result", ToolUseID: "c1", Text: "none"}}}}}
+	resp, err := p.Complete(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"tools.0.function.name", "tool_choice.function.name", "messages.1.tool_calls.0.function.name"} {
+		if n := gjson.GetBytes(got, path).Str; n != wire {
+			t.Errorf("%s went as %q, want %q", path, n, wire)
+		}
+	}
+	if n := gjson.GetBytes(got, "tools.1.function.name").Str; n != "short" {
+		t.Errorf("a short name went as %q", n)
+	}
+	if c := resp.Content[len(resp.Content)-1]; c.Type != "tool_use" || c.Name != long {
+		t.Errorf("the answer's call %+v", c)
+	}
+	st, err := p.Stream(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	d, err := st.Next()
+	if err != nil || d.ToolCall == nil || d.ToolCall.Name != long {
+		t.Fatalf("the streamed call %+v %v", d.ToolCall, err)
 	}
 }
