@@ -415,7 +415,7 @@ func (p *Provider) Complete(ctx context.Context, req gateway.Request) (*gateway.
 		}
 		out.Content = append(out.Content, gateway.ToolCall(id, nameBack(names, tc.Function.Name), tc.Function.Arguments))
 	}
-	if len(c.Message.ToolCalls) > 0 && (out.StopReason == gateway.StopEndTurn || out.StopReason == "") {
+	if len(c.Message.ToolCalls) > 0 && (out.StopReason == gateway.StopEndTurn || out.StopReason == "" || out.StopReason == gateway.StopUnknownValue) {
 		// Tool calls with finish_reason "stop" (OpenAI when a tool is
 		// forced, and several compatible servers) or none: the answer
 		// still ends for the tools.
@@ -476,8 +476,8 @@ func newCallID() string {
 // made and the upstream said stop or nothing.
 func (s *oaStream) final() gateway.Delta {
 	stop := cmp.Or(s.stop, gateway.StopEndTurn)
-	if s.ncalls > 0 && stop == gateway.StopEndTurn {
-		stop = gateway.StopToolUse
+	if s.ncalls > 0 && (stop == gateway.StopEndTurn || stop == gateway.StopUnknownValue) {
+		stop = gateway.StopToolUse // the answer ends for its calls, whatever a server named it
 	}
 	return gateway.Delta{StopReason: stop, NativeStop: s.native, Usage: s.usage, ServiceTier: s.tier}
 }

@@ -304,3 +304,45 @@ func TestLongToolNamesShortenedAndNamedBack(t *testing.T) {
 		t.Fatalf("the streamed call %+v %v", d.ToolCall, err)
 	}
 }
+
+// Tool calls with a finish reason the adapter does not know (a compatible
+// server's "eos") end the answer for its calls: tool_use, as with "stop".
+// It was reported end_turn, and a messages client took the turn as done.
+func TestToolCallsWithAnUnknownFinishReasonStopForTools(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, _ := io.ReadAll(r.Body)
+		call := `"id":"c2","type":"function","function":{"name":"f","arguments":"{}"}`
+		if gjson.GetBytes(got, "stream").Bool() {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,%s}]}}]}\n\n", call)
+			fmt.Fprint(w, "data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"eos\"}]}\n\ndata: [DONE]\n\n")
+			return
+		}
+		fmt.Fprintf(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{%s}]},"finish_reason":"eos"}],"usage":{"prompt_tokens":5,"completion_tokens":3}}`, call)
+	}))
+	defer srv.Close()
+	p := New("compat", "openai-compatible", srv.URL, "k", nil)
+	req := gateway.Request{Model: "m", Tools: []gateway.Tool{{Name: "f", Schema: json.RawMessage(`{"type":"object"}`)}},
+		Messages: []gateway.Message{{Role: "user", Content: []gateway.Block{{Type: "text", Text: "go"}}}}}
+	resp, err := p.Complete(context.Background(), req)
+	if err != nil || resp.StopReason != gateway.StopToolUse {
+		t.Fatalf("whole: %v %v", resp.StopReason, err)
+	}
+	st, err := p.Stream(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for {
+		d, err := st.Next()
+		if err != nil {
+			t.Fatalf("no stop: %v", err)
+		}
+		if d.StopReason != "" {
+			if d.StopReason != gateway.StopToolUse || d.NativeStop != "eos" {
+				t.Fatalf("streamed: %s (%s)", d.StopReason, d.NativeStop)
+			}
+			break
+		}
+	}
+}
