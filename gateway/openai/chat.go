@@ -152,7 +152,7 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		return nil, gateway.BadRequest("top_k", "top_k has no equivalent at OpenAI: send it only to Anthropic's models, or leave it out")
 	}
 	r := ChatRequest{Model: req.Model, Temperature: req.Temperature, TopP: req.TopP, Stream: stream,
-		OpenAISampling: req.OpenAISampling, User: req.User, TopK: req.TopK}
+		OpenAISampling: req.OpenAISampling, User: wireUser(req.User), TopK: req.TopK}
 	if len(req.StopSequences) > 0 {
 		r.Stop = gateway.JSONOf(req.StopSequences)
 	}
@@ -317,6 +317,22 @@ func toolNames(req gateway.Request) map[string]string {
 		}
 	}
 	return m
+}
+
+// maxUser is the longest end-user id sent as it is: OpenRouter refuses
+// more than 128, and OpenAI documents no limit, which other gateways take
+// to be 64.
+const maxUser = 64
+
+// wireUser is an end-user id as it goes upstream: a longer one (Claude
+// Code's metadata.user_id runs to some 150 characters) as the hex SHA-256
+// of it, as stable per user and as opaque.
+func wireUser(u string) string {
+	if len(u) <= maxUser {
+		return u
+	}
+	h := sha256.Sum256([]byte(u))
+	return hex.EncodeToString(h[:])
 }
 
 // nameBack is a call's tool name as the client named the tool.

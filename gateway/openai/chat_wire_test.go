@@ -346,3 +346,23 @@ func TestToolCallsWithAnUnknownFinishReasonStopForTools(t *testing.T) {
 		}
 	}
 }
+
+// An end-user id past 64 characters (Claude Code's metadata.user_id, some
+// 150) goes as its hex SHA-256, which the APIs take (OpenRouter refuses
+// more than 128); a shorter one goes as it is.
+func TestLongEndUserIDGoesHashed(t *testing.T) {
+	p := New("compat", "openai-compatible", "http://127.0.0.1:1", "k", nil)
+	long := "user_" + strings.Repeat("ab", 32) + "_account_6f0c4b5e-1f2a-4c3d-9e8f-0a1b2c3d4e5f_session_1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d"
+	for id, want := range map[string]string{long: wireUser(long), "alice": "alice"} {
+		body, err := p.body(gateway.Request{Model: "m", User: id, Messages: []gateway.Message{{Role: "user", Content: []gateway.Block{{Type: "text", Text: "hi"}}}}}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := gjson.GetBytes(body, "user").Str; got != want || len(got) > 64 {
+			t.Errorf("user %q went as %q", id, got)
+		}
+	}
+	if wireUser(long) == wireUser(long+"x") || len(wireUser(long)) != 64 {
+		t.Error("hashed ids are not distinct or not 64 characters")
+	}
+}
