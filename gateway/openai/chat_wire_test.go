@@ -366,3 +366,13 @@ func TestLongEndUserIDGoesHashed(t *testing.T) {
 		t.Error("hashed ids are not distinct or not 64 characters")
 	}
 }
+
+// The refusal of an input item type names every type the front takes:
+// it said "only message, function_call and function_call_output", and
+// reasoning and item_reference items are taken too.
+func TestUnknownInputItemNamesTheTypesTaken(t *testing.T) {
+	_, err := DecodeResponsesRequest([]byte(`{"model":"m","input":[{"type":"computer_call","id":"c"}]}`))
+	if err == nil || !strings.Contains(err.Error(), "reasoning and item_reference") {
+		t.Fatalf("%v", err)
+	}
+}

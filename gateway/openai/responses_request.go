@@ -730,7 +730,7 @@ func (c *conversation) items(items []json.RawMessage, param string) error {
 		case "item_reference":
 			return refused(p+"/type", "an item_reference to an item Baton did not answer (another provider's) cannot go to this model: send the item itself, or continue with previous_response_id")
 		default:
-			return refused(p+"/type", "input item type %q is not supported through this gateway: only message, function_call and function_call_output", it.Type)
+			return refused(p+"/type", "input item type %q is not supported through this gateway: it takes message, function_call, function_call_output, reasoning and item_reference items", it.Type)
 		}
 	}
 	return nil
