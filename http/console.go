@@ -668,7 +668,7 @@ func (s *Server) showHandoff(w http.ResponseWriter, r *http.Request, status int,
 					what = recordedAs(pg.Entries[i-1]) // the decision that closed it
 				}
 				if what != "" {
-					notice = "Recorded: " + what + ". The ledger head is now event " + strconv.FormatUint(e.Seq, 10) + ", hash " + e.Hash + "."
+					notice = "Recorded: " + what + ", as event " + strconv.FormatUint(e.Seq, 10) + " of the ledger, hash " + e.Hash + "."
 				}
 			}
 		}

@@ -237,7 +237,7 @@ func TestConsoleRolesAndRefusals(t *testing.T) {
 		t.Fatalf("secret in reason: %d %s", status, page)
 	}
 	status, page = alice.act(id, url.Values{"action": {"approve"}, "reason": {"change window open"}})
-	if status != http.StatusSeeOther || !strings.Contains(page, "Recorded: approved. The ledger head is now event 2") {
+	if status != http.StatusSeeOther || !strings.Contains(page, "Recorded: approved, as event 2 of the ledger") {
 		t.Fatalf("approve: %d %s", status, page)
 	}
 	led := e.ledger(id, e.tenantA)
@@ -419,7 +419,7 @@ func TestConsoleSeparationOfDuties(t *testing.T) {
 	}
 	// Told that hers is one of two, not "approved", and not offered the
 	// form again (a second approval is refused).
-	if !strings.Contains(page, "Recorded: your approval, 1 of the 2 needed.") || strings.Contains(page, `id="approve"`) || !strings.Contains(page, `id="approved-already"`) {
+	if !strings.Contains(page, "Recorded: your approval, 1 of the 2 needed,") || strings.Contains(page, `id="approve"`) || !strings.Contains(page, `id="approved-already"`) {
 		t.Fatalf("the page after the first of two approvals: %s", page)
 	}
 	if _, page, _ := e.signIn("a", "carol", "approver").get("/console/handoffs/" + id); !strings.Contains(page, `id="approve"`) {
@@ -604,7 +604,7 @@ func TestConsoleRecordedNoticeFromTheEvent(t *testing.T) {
 	id := e.contract(e.tenantA, nil)
 	a := e.signIn("a", "alice", "approver")
 	status, page := a.act(id, url.Values{"action": {"reject"}, "reason": {"not now"}, "nonce": {"n-1"}})
-	if status != http.StatusSeeOther || !strings.Contains(page, "Recorded: rejected. The ledger head is now event 3") {
+	if status != http.StatusSeeOther || !strings.Contains(page, "Recorded: rejected, as event 3 of the ledger") {
 		t.Fatalf("after a rejection: %d %s", status, page)
 	}
 	head := e.ledger(id, e.tenantA).str("head.hash")

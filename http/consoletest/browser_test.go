@@ -380,7 +380,7 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	run(t, alice, "open the handoff", chromedp.Click(item+" a.objective"), chromedp.WaitVisible("#approve"))
 	waitFor(t, alice, "the chain check", `document.getElementById("chain-check").dataset.result === "intact"`)
 	run(t, alice, "approve", chromedp.SendKeys("#reason", "change window CHG-1042 is open"), chromedp.Click("#approve"), chromedp.WaitVisible("#notice"))
-	if got := text(t, alice, "#notice"); !strings.Contains(got, "Recorded: approved. The ledger head is now event 2, hash ") {
+	if got := text(t, alice, "#notice"); !strings.Contains(got, "Recorded: approved, as event 2 of the ledger, hash ") {
 		t.Fatalf("notice %q", got)
 	}
 	if got := text(t, alice, "#approval-status"); !strings.Contains(got, "APPROVED by alice@example.com") {
@@ -691,5 +691,45 @@ func TestConsoleChainCheckOfAHandoffThatMovedOn(t *testing.T) {
 	waitFor(t, ann, "the chain check", `document.getElementById("chain-check").dataset.result !== undefined`)
 	if got := text(t, ann, "#chain-check"); !strings.Contains(got, "Chain intact: 4 events recomputed") || !strings.Contains(got, "2 events came since this page was drawn") {
 		t.Fatalf("the chain check says %q", got)
+	}
+}
+
+// What a person's decision came to stays on the page through live
+// updates: the notice of what was recorded, and a refusal (another
+// approver decided first). The executor acting at once had each page fetch
+// itself again, and the answer vanished with the address's query it came
+// from, before the person had read it.
+func TestConsoleLiveUpdateKeepsTheAnswer(t *testing.T) {
+	b := newBrowser(t)
+	s := newServer(t)
+	id := s.contract(s.ka, map[string]any{"objective": "Rotate the keys", "riskLevel": "high"})
+	ann, bo := b.person(), b.person()
+	signIn(t, ann, s.link("a", "ann@example.com", "approver", 0))
+	signIn(t, bo, s.link("a", "bo@example.com", "approver", 0))
+	run(t, ann, "open the handoff", chromedp.Navigate(s.url+"/console/handoffs/"+id), chromedp.WaitVisible("#approve"))
+	// Bo writes a reason, so his form stays while Ann's decision comes
+	// (a live update leaves a form being filled in alone).
+	run(t, bo, "open the handoff", chromedp.Navigate(s.url+"/console/handoffs/"+id), chromedp.WaitVisible("#approve"),
+		chromedp.SendKeys("#reason", "fine by me"))
+	eval[bool](t, bo, `window.__before = true`)
+	run(t, ann, "approve", chromedp.Click("#approve"), chromedp.WaitVisible("#notice"))
+	run(t, bo, "approve too", chromedp.Click("#approve"))
+	waitAcrossNavigation(t, bo, "the refusal", `window.__before === undefined && document.readyState === "complete" && document.querySelector('#problem[data-code="approval_already_decided"]') !== null`)
+	for _, p := range []context.Context{ann, bo} {
+		waitFor(t, p, "the page's live stream", `document.body.dataset.live === "open"`)
+	}
+	s.api("POST", "/v1/executions/"+id+"/proof", s.ka, map[string]any{"executorType": "ops-bot", "executorRunId": "run-1", "status": "RUNNING",
+		"proof": map[string]any{"summary": "rotating", "artifacts": []any{map[string]any{"type": "log", "text": "started"}}}}, 200)
+	for _, p := range []context.Context{ann, bo} {
+		waitFor(t, p, "the proof, live", `document.getElementById("state").textContent === "proof_received"`)
+	}
+	if got := eval[string](t, ann, `(document.getElementById("notice") || {}).textContent || "gone"`); !strings.HasPrefix(got, "Recorded: approved") {
+		t.Errorf("the approver's notice after a live update: %s", got)
+	}
+	if got := eval[string](t, bo, `(document.getElementById("problem") || {}).textContent || "gone"`); !strings.Contains(got, "Someone decided this handoff before your decision arrived") {
+		t.Errorf("the refusal after a live update: %s", got)
+	}
+	if n := eval[int](t, bo, `document.querySelectorAll("#problem").length + document.querySelectorAll("#notice").length`); n != 1 {
+		t.Errorf("%d notices and refusals on the refused page", n)
 	}
 }

@@ -165,7 +165,16 @@
         if (live && cur) cur.replaceWith(document.importNode(live, true));
       } else {
         var main = doc.getElementById("main"), curMain = document.getElementById("main");
-        if (main && curMain) curMain.replaceWith(document.importNode(main, true));
+        // The answer to this person's form (what was recorded, or why
+        // not) came with the address this page was drawn at, not with the
+        // page fetched again: it stays, or it vanished at the next event
+        // (an executor acting at once), unread.
+        var answers = ["notice", "problem"].map(function (id) { return document.getElementById(id); }).filter(Boolean);
+        if (main && curMain) {
+          curMain.replaceWith(document.importNode(main, true));
+          var at = document.getElementById("live-status");
+          answers.forEach(function (el) { if (at && !document.getElementById(el.id)) at.before(el); });
+        }
       }
       opened.forEach(function (seq) {
         var d = document.querySelector('li.event[data-seq="' + seq + '"] > details');
