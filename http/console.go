@@ -158,6 +158,13 @@ func (s *Server) withSession(h http.HandlerFunc) http.HandlerFunc {
 				s.consoleError(w, r, err)
 				return
 			}
+			if c == nil && crossSiteNavigation(r) {
+				// The browser keeps the SameSite=Strict cookie from a link
+				// followed on another site (a view shared in a ticket): the
+				// page loads itself again, as this site, which sends it.
+				s.renderConsole(w, r, http.StatusUnauthorized, "signin", map[string]any{"Title": "Opening the console", "Reload": r.URL.RequestURI()})
+				return
+			}
 			data := map[string]any{"Title": "Sign in", "Expired": c != nil}
 			var ended *ledger.SessionEnded
 			if errors.As(err, &ended) {
@@ -259,6 +266,12 @@ func (s *Server) consoleSignin(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: consoleCookie, Value: sess.Token, Path: "/console/", Expires: sess.ExpiresAt,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secureCookie(r)})
 	http.Redirect(w, r, "/console/", http.StatusSeeOther)
+}
+
+// crossSiteNavigation: a page opened from a link on another site, which
+// a browser sends without the session's SameSite=Strict cookie.
+func crossSiteNavigation(r *http.Request) bool {
+	return r.Method == http.MethodGet && r.Header.Get("Sec-Fetch-Site") == "cross-site" && r.Header.Get("Sec-Fetch-Mode") == "navigate"
 }
 
 // secureRequest: the request came over TLS, here or at a proxy in front.

@@ -1065,3 +1065,34 @@ func TestConsoleRouterAnswersCarryItsHeaders(t *testing.T) {
 		}
 	}
 }
+
+// A page opened from a link on another site comes without the session's
+// SameSite=Strict cookie: it loads itself again as this site, which sends
+// the cookie, rather than telling a signed-in person to ask for a new
+// link. Opened from this site, or with a cookie, it is what it was.
+func TestConsolePageFromAnotherSiteLoadsAgain(t *testing.T) {
+	e := newEnv(t)
+	get := func(h map[string]string) (int, string) {
+		req, _ := http.NewRequest("GET", e.srv.URL+"/console/?risk=high", nil)
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	status, page := get(map[string]string{"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"})
+	if status != http.StatusUnauthorized || !strings.Contains(page, `<meta http-equiv="refresh" content="0">`) ||
+		!strings.Contains(page, `<a href="/console/?risk=high">open it here</a>`) || strings.Contains(page, "Ask an admin") {
+		t.Fatalf("a page opened from another site: %d %s", status, page)
+	}
+	for _, h := range []map[string]string{{"Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "navigate"}, {}, {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "cors"}} {
+		if status, page := get(h); status != http.StatusUnauthorized || strings.Contains(page, "refresh") || !strings.Contains(page, "Ask an admin") {
+			t.Fatalf("%v: %d %s", h, status, page)
+		}
+	}
+}

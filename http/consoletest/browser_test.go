@@ -733,3 +733,39 @@ func TestConsoleLiveUpdateKeepsTheAnswer(t *testing.T) {
 		t.Errorf("%d notices and refusals on the refused page", n)
 	}
 }
+
+// A link to a page of the console followed from another site (a shared
+// view in a ticket, a wiki, a webmail) opens that page for a person
+// signed in: the session's cookie is SameSite=Strict, which the browser
+// does not send on a navigation from another site, and the page said to
+// ask an admin for a new link.
+func TestConsoleLinkFromAnotherSite(t *testing.T) {
+	b := newBrowser(t)
+	s := newServer(t)
+	s.contract(s.ka, map[string]any{"objective": "Rotate the keys", "riskLevel": "high"})
+	ann := b.person()
+	signIn(t, ann, s.link("a", "ann@example.com", "approver", 0))
+	// localhost and 127.0.0.1 are two sites to a browser.
+	elsewhere := strings.Replace(s.url, "127.0.0.1", "localhost", 1)
+	run(t, ann, "open another site", chromedp.Navigate(elsewhere+"/console/static/console.css"))
+	eval[bool](t, ann, `(function () { var a = document.createElement("a"); a.id = "shared"; a.href = "`+s.url+`/console/?risk=high"; a.textContent = "the view"; document.body.append(a); return true; })()`)
+	run(t, ann, "follow the shared link", chromedp.Click("#shared"))
+	waitAcrossNavigation(t, ann, "the shared view", `location.origin === "`+s.url+`" && document.readyState === "complete" && (document.querySelector("form.filters") !== null || document.querySelector("h1").textContent === "Sign in")`)
+	if eval[bool](t, ann, `document.querySelector("form.filters") === null`) {
+		t.Fatalf("a signed-in person following a link from another site sees: %s", eval[string](t, ann, `document.querySelector("main").innerText.slice(0, 200)`))
+	}
+	if got := eval[string](t, ann, `location.search + " " + document.querySelector('select[name=risk]').value`); got != "?risk=high high" {
+		t.Fatalf("the view opened is %s", got)
+	}
+	// Without a session, the page is the sign-in page, reached once.
+	stranger := b.person()
+	run(t, stranger, "open another site", chromedp.Navigate(elsewhere+"/console/static/console.css"))
+	eval[bool](t, stranger, `(function () { var a = document.createElement("a"); a.id = "shared"; a.href = "`+s.url+`/console/?risk=high"; a.textContent = "the view"; document.body.append(a); return true; })()`)
+	run(t, stranger, "follow the shared link", chromedp.Click("#shared"))
+	waitAcrossNavigation(t, stranger, "the sign-in page", `location.origin === "`+s.url+`" && document.readyState === "complete" && document.querySelector("pre.cmd") !== null`)
+	eval[bool](t, stranger, `window.__stays = true`)
+	time.Sleep(700 * time.Millisecond)
+	if !eval[bool](t, stranger, `window.__stays === true`) {
+		t.Fatal("the sign-in page loads again and again")
+	}
+}
