@@ -664,6 +664,10 @@ func (s *Server) showHandoff(w http.ResponseWriter, r *http.Request, status int,
 		raw, _ := e.Data.(json.RawMessage)
 		rows[i] = timelineRow{LedgerEntry: e, Pretty: prettyJSON(string(raw))}
 	}
+	var earlier []timelineRow
+	if len(rows) > timelineFold {
+		earlier, rows = rows[:len(rows)-timelineShown], rows[len(rows)-timelineShown:]
+	}
 	q := r.URL.Query()
 	v := pg.View
 	sess := sessionOf(r.Context())
@@ -696,7 +700,7 @@ func (s *Server) showHandoff(w http.ResponseWriter, r *http.Request, status int,
 	// offered a form the ledger would refuse.
 	reviewBarred := canReview && sess.CanReview() && v.ApprovalPolicy.SeparationOfDuties && approvedAlready
 	s.renderConsole(w, r, status, "handoff", map[string]any{
-		"Title": "Handoff " + v.HandoffID, "H": v, "Timeline": rows, "Chain": pg.Chain, "Plan": pg.Plan, "Packet": pg.Packet,
+		"Title": "Handoff " + v.HandoffID, "H": v, "Timeline": rows, "Earlier": earlier, "Chain": pg.Chain, "Plan": pg.Plan, "Packet": pg.Packet,
 		"GenesisHash": domain.GenesisHash(v.HandoffID), "Problem": problem, "Notice": notice, "After": after,
 		"ShowApprove": canDecide && sess.CanApprove() && !approvedAlready, "ShowReview": canReview && sess.CanReview() && !reviewBarred,
 		"ReviewBarred":    reviewBarred,
@@ -939,6 +943,12 @@ const (
 	foldBytes = 3000
 	headLines = 10
 	headBytes = 1500
+	// Past timelineFold events, the handoff page shows the last
+	// timelineShown and folds the earlier ones: an executor heartbeats
+	// every few seconds, and an hour's run put hundreds of events, each a
+	// stop of the Tab key, between a verifier and the review form.
+	timelineFold  = 40
+	timelineShown = 20
 )
 
 // folded is a long text cut in two: Head shown, Rest behind a summary of

@@ -1096,3 +1096,25 @@ func TestConsolePageFromAnotherSiteLoadsAgain(t *testing.T) {
 		}
 	}
 }
+
+// A long timeline (an executor's heartbeats) shows its last 20 events and
+// folds the earlier ones, which stood between a verifier and the review
+// form; a short one is shown whole.
+func TestConsoleFoldsALongTimeline(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	e.must(e.post(id, "approval", e.tenantA, approveBody()), 200)
+	vera := e.signIn("a", "vera", "verifier")
+	if _, page, _ := vera.get("/console/handoffs/" + id); strings.Contains(page, "fold-timeline") || strings.Count(page, `<li class="event"`) != 2 {
+		t.Fatalf("a short timeline is folded: %s", page)
+	}
+	for i := 0; i < 50; i++ {
+		e.must(e.post(id, "heartbeat", e.tenantA, map[string]any{"executorRunId": "run-1"}), 200)
+	}
+	_, page, _ := vera.get("/console/handoffs/" + id)
+	folded, shown, ok := strings.Cut(page, `<ol class="timeline" id="timeline">`)
+	if !ok || !strings.Contains(folded, `<details class="fold" id="fold-timeline"><summary>Show the 32 earlier events</summary>`) ||
+		strings.Count(folded, `<li class="event"`) != 32 || strings.Count(shown, `<li class="event"`) != 20 || !strings.Contains(shown, `data-seq="52"`) {
+		t.Fatalf("the long timeline: %d folded, %d shown: %s", strings.Count(folded, `<li class="event"`), strings.Count(shown, `<li class="event"`), page)
+	}
+}

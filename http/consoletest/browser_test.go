@@ -769,3 +769,36 @@ func TestConsoleLinkFromAnotherSite(t *testing.T) {
 		t.Fatal("the sign-in page loads again and again")
 	}
 }
+
+// An executor heartbeats every few seconds, each one an event of the
+// timeline: on the page of a run that took an hour, hundreds of events
+// stood between the verifier and the review form, each a stop of the Tab
+// key. The earlier events fold, and the form is a few keys away.
+func TestConsoleLongTimelineKeepsTheFormNear(t *testing.T) {
+	b := newBrowser(t)
+	s := newServer(t)
+	id := s.contract(s.ka, map[string]any{"objective": "Reindex the archive"})
+	s.api("POST", "/v1/executions/"+id+"/approval", s.admin, map[string]any{"status": "APPROVED", "approvedBy": "bob"}, 200)
+	for i := 0; i < 150; i++ {
+		s.api("POST", "/v1/executions/"+id+"/heartbeat", s.ka, map[string]any{"executorRunId": "run-1"}, 200)
+	}
+	s.api("POST", "/v1/executions/"+id+"/proof", s.ka, map[string]any{"executorRunId": "run-1", "status": "SUCCEEDED",
+		"proof": map[string]any{"summary": "reindexed", "artifacts": []any{map[string]any{"type": "log", "text": "done"}}}}, 200)
+	vera := b.person()
+	signIn(t, vera, s.link("a", "vera@example.com", "verifier", 0))
+	run(t, vera, "open the handoff", chromedp.Navigate(s.url+"/console/handoffs/"+id), chromedp.WaitVisible("#submit-review"))
+	presses := 0
+	for ; presses < 100 && !eval[bool](t, vera, `document.activeElement && document.activeElement.name === "verdict"`); presses++ {
+		run(t, vera, "Tab", chromedp.KeyEvent("\t"))
+	}
+	if presses == 100 {
+		t.Fatalf("the review form is more than 100 presses of Tab from the top; focus is on %s", eval[string](t, vera, `document.activeElement.outerHTML.slice(0, 80)`))
+	}
+	t.Logf("the verdict is %d presses of Tab from the top", presses)
+	// The earlier events are there, folded.
+	run(t, vera, "open the earlier events", chromedp.Click("#fold-timeline > summary"))
+	events := len(s.api("GET", "/v1/executions/"+id+"/ledger", s.ka, nil, 200)["events"].([]any))
+	if n := eval[int](t, vera, `document.querySelectorAll("li.event").length`); n != events {
+		t.Fatalf("%d events on the page, of %d", n, events)
+	}
+}
