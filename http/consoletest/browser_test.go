@@ -802,3 +802,63 @@ func TestConsoleLongTimelineKeepsTheFormNear(t *testing.T) {
 		t.Fatalf("%d events on the page, of %d", n, events)
 	}
 }
+
+// failRequests fails the tab's first n requests whose address matches
+// pattern, as a network that drops them, and lets the others through.
+func failRequests(t *testing.T, ctx context.Context, pattern string, n int) {
+	t.Helper()
+	paused := make(chan *fetch.EventRequestPaused, 16)
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if p, ok := ev.(*fetch.EventRequestPaused); ok {
+			paused <- p
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, "fail "+pattern, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: pattern}}})
+		return err
+	}))
+	go func() {
+		for i := 0; ; i++ {
+			p, ok := <-paused
+			if !ok {
+				return
+			}
+			chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				if i < n {
+					_, err := cdp.Call(ctx, tg, fetch.FailRequest, fetch.FailRequestParams{RequestID: p.RequestID, ErrorReason: network.ErrorReasonConnectionReset})
+					return err
+				}
+				_, err := cdp.Call(ctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: p.RequestID})
+				return err
+			}))
+		}
+	}()
+}
+
+// A page whose fetch of itself failed once (a dropped connection) tries
+// again, and shows the handoff as it is; failing on, it says that it no
+// longer updates. It stayed as it was, saying nothing, while it looked
+// live: the event that asked for the fetch does not come again.
+func TestConsoleLiveUpdateThatFailedIsTriedAgain(t *testing.T) {
+	b := newBrowser(t)
+	s := newServer(t)
+	id := s.contract(s.ka, map[string]any{"objective": "Rotate the keys"})
+	s.api("POST", "/v1/executions/"+id+"/approval", s.admin, map[string]any{"status": "APPROVED", "approvedBy": "bob"}, 200)
+	proof := map[string]any{"executorRunId": "run-1", "status": "RUNNING",
+		"proof": map[string]any{"summary": "rotating", "artifacts": []any{map[string]any{"type": "log", "text": "started"}}}}
+	for _, c := range []struct {
+		fails int
+		want  string
+	}{{1, `document.getElementById("state").textContent === "proof_received" && document.body.dataset.live === "open"`},
+		{100, `document.getElementById("live-off") !== null && document.getElementById("live-off").textContent.includes("no longer updates by itself: the page could not be fetched")`}} {
+		ann := b.person()
+		signIn(t, ann, s.link("a", "ann@example.com", "auditor", 0))
+		run(t, ann, "open the handoff", chromedp.Navigate(s.url+"/console/handoffs/"+id), chromedp.WaitVisible("#state"))
+		waitFor(t, ann, "the page's live stream", `document.body.dataset.live === "open"`)
+		failRequests(t, ann, "*/console/handoffs/"+id, c.fails)
+		s.api("POST", "/v1/executions/"+id+"/proof", s.ka, proof, 200)
+		waitFor(t, ann, fmt.Sprintf("the page, its fetch failing %d times", c.fails), c.want)
+	}
+}

@@ -149,16 +149,23 @@
     return Array.prototype.map.call(document.querySelectorAll("details.fold[open][id]"), function (d) { return d.id; });
   }
 
+  // A refresh that failed (the network, a server busy for a moment) is
+  // tried again, twice, before the page says it no longer updates: the
+  // event that asked for it does not come again, and the page showed the
+  // handoff as it no longer was while it said it was live.
+  var failures = 0;
   async function refresh() {
     timer = null;
     inflight = true;
     try {
       var res = await fetch(pageURL(), { credentials: "same-origin", cache: "no-store" });
       var doc = new DOMParser().parseFromString(await res.text(), "text/html");
-      if (!res.ok) {
-        stopped(res.status === 401 || res.status === 403 ? endedWhy(doc) : "the page could not be read (" + res.status + ")");
+      if (res.status === 401 || res.status === 403) {
+        stopped(endedWhy(doc));
         return;
       }
+      if (!res.ok) throw new Error("the page could not be read (" + res.status + ")");
+      failures = 0;
       var focused = where(document.activeElement), opened = openEvents(), folds = openFolds();
       if (busy()) {
         var live = doc.getElementById("live"), cur = document.getElementById("live");
@@ -189,7 +196,10 @@
       announce();
       document.body.dataset.updated = String(Date.now());
       checkChain();
-    } catch (e) { /* the next event tries again */ } finally {
+    } catch (e) {
+      if (++failures <= 2) setTimeout(schedule, 1000 * failures);
+      else stopped(/^the page/.test(e.message) ? e.message : "the page could not be fetched");
+    } finally {
       inflight = false;
       if (pending) { pending = false; schedule(); }
     }
