@@ -1118,3 +1118,35 @@ func TestConsoleFoldsALongTimeline(t *testing.T) {
 		t.Fatalf("the long timeline: %d folded, %d shown: %s", strings.Count(folded, `<li class="event"`), strings.Count(shown, `<li class="event"`), page)
 	}
 }
+
+// The names a contract's author or a key's caller writes (the target
+// executor, the group an approval escalates to, who approved, who
+// reviewed) are shown with the characters a browser draws as nothing, as
+// the objective is: "ops-bot" followed by tag characters is another
+// executor than ops-bot, and the approver read it as ops-bot.
+func TestConsoleShowsWhatTheBrowserWouldHideInNames(t *testing.T) {
+	e := newEnv(t)
+	tags := func(s string) string {
+		var b strings.Builder
+		for _, r := range s {
+			b.WriteRune(0xE0000 + r)
+		}
+		return b.String()
+	}
+	hidden := func(r rune) bool { return r >= 0xE0000 && r <= 0xE007F || r == '\u200b' || r == '\u2060' }
+	id := e.contract(e.tenantA, map[string]any{"targetExecutor": "ops-bot" + tags("x"), "escalateAfterSeconds": 900, "escalateTo": "oncall\u200b",
+		"requiredApprovals": 2})
+	a := e.signIn("a", "alice", "approver")
+	for _, path := range []string{"/console/", "/console/handoffs/" + id} {
+		_, page, _ := a.get(path)
+		page = html.UnescapeString(page)
+		if strings.ContainsFunc(page, hidden) || !strings.Contains(page, "ops-bot⟨U+E0078⟩") || !strings.Contains(page, "to oncall⟨U+200B⟩") {
+			t.Errorf("%s does not show the hidden characters of the executor and the escalation: %s", path, page)
+		}
+	}
+	e.must(e.post(id, "approval", e.tenantA2, map[string]any{"status": "APPROVED", "approvedBy": "alice\u2060"}), 200)
+	_, page, _ := a.get("/console/handoffs/" + id)
+	if page = html.UnescapeString(page); strings.ContainsFunc(page, hidden) || !strings.Contains(page, "alice⟨U+2060⟩") {
+		t.Errorf("the approver's name is shown without its hidden character: %s", page)
+	}
+}
