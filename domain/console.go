@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -94,6 +95,10 @@ func ValidateConsoleLink(tenant, name, role string, ttl time.Duration) error {
 	}
 	if n := strings.TrimSpace(name); n == "" || n != name || len(name) > maxConsoleName || !utf8.ValidString(name) || strings.ContainsAny(name, "\x00\r\n\t") {
 		bad = append(bad, FieldError{Pointer: "/name", Code: "invalid_format", Message: "is required: the person's name or e-mail address, up to 200 characters, one line, no surrounding spaces"})
+	} else if r, ok := NotPlain(name); ok {
+		// The name is recorded as the approver or reviewer of what the
+		// person decides, which refuses it: told now, not at each decision.
+		bad = append(bad, FieldError{Pointer: "/name", Code: "control_character", Message: fmt.Sprintf("holds the control character %U; a person's name is plain text", r)})
 	}
 	if !contains(ConsoleRoles, role) {
 		bad = append(bad, FieldError{Pointer: "/role", Code: "invalid_enum", Message: "must be approver, verifier or auditor"})

@@ -1150,3 +1150,23 @@ func TestConsoleShowsWhatTheBrowserWouldHideInNames(t *testing.T) {
 		t.Errorf("the approver's name is shown without its hidden character: %s", page)
 	}
 }
+
+// A person's name is recorded as the approver or reviewer of what they
+// decide, where a control character or a bidi override is refused: a link
+// under such a name is refused when it is made, not issued to a person
+// every one of whose decisions is then refused.
+func TestConsoleLinkNameIsPlain(t *testing.T) {
+	e := newEnv(t)
+	for _, name := range []string{"eve\u202eecila", "eve\u0007", "\u2066eve"} {
+		r := e.must(e.do("POST", "/v1/admin/console-links", e.admin, map[string]any{"tenant": "a", "name": name, "role": "approver"}), 422)
+		if f := r.str("fields"); !strings.Contains(f, `"pointer":"/name"`) || !strings.Contains(f, `"code":"control_character"`) {
+			t.Fatalf("a link for %q: %s", name, r.raw)
+		}
+	}
+	// Names as people write them still pass.
+	id := e.contract(e.tenantA, nil)
+	u := e.signIn("a", "Zoë Ångström (عمر)", "approver")
+	if status, page := u.act(id, url.Values{"action": {"approve"}}); status != http.StatusSeeOther || !strings.Contains(page, "Recorded: approved") {
+		t.Fatalf("%d %s", status, page)
+	}
+}
