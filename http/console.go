@@ -488,7 +488,13 @@ func (s *Server) consoleInbox(w http.ResponseWriter, r *http.Request) {
 	var approvals, reviews, others []inboxItem
 	read, cut := 0, false
 	for _, pf := range passes {
-		pf.TargetExecutor, pf.Limit = f.Executor, 100
+		// Every filter narrows the read, not only what is shown of it:
+		// behind more handoffs than a view reads, one of high risk, or of
+		// the last hour, was never read.
+		pf.TargetExecutor, pf.RiskLevel, pf.Limit = f.Executor, f.Risk, 100
+		if d := f.since(); d > 0 {
+			pf.CreatedSince = now.Add(-d)
+		}
 		for {
 			if read >= inboxMax {
 				cut = true // told on the page: the counts leave the rest out
@@ -503,12 +509,6 @@ func (s *Server) consoleInbox(w http.ResponseWriter, r *http.Request) {
 			for _, raw := range items {
 				var v domain.ContractView
 				if json.Unmarshal(raw, &v) != nil {
-					continue
-				}
-				if f.Risk != "" && v.RiskLevel != f.Risk {
-					continue
-				}
-				if d := f.since(); d > 0 && now.Sub(v.CreatedAt) > d {
 					continue
 				}
 				it := inboxItem{ContractView: v}

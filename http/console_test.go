@@ -1170,3 +1170,25 @@ func TestConsoleLinkNameIsPlain(t *testing.T) {
 		t.Fatalf("%d %s", status, page)
 	}
 }
+
+// The inbox's risk and age filters narrow what it reads, not only what it
+// shows of what it read: behind more handoffs than one view reads, a
+// high-risk one was never read, and the page said to narrow the filters,
+// which then showed nothing.
+func TestConsoleInboxFiltersNarrowTheRead(t *testing.T) {
+	defer batonhttp.SetInboxMax(100)()
+	e := newEnv(t)
+	for range 105 {
+		e.contract(e.tenantA, map[string]any{"approvalMode": "auto", "riskLevel": "low"})
+	}
+	high := e.contract(e.tenantA, map[string]any{"approvalMode": "auto", "riskLevel": "high"})
+	a := e.signIn("a", "alice", "auditor")
+	_, page, _ := a.get("/console/?state=all")
+	if !strings.Contains(page, `id="inbox-cut"`) || strings.Contains(page, high) {
+		t.Fatalf("106 handoffs, 100 read: %s", page)
+	}
+	_, page, _ = a.get("/console/?state=all&risk=high&since=1h")
+	if !strings.Contains(page, `data-handoff="`+high+`"`) || strings.Contains(page, `id="inbox-cut"`) || !strings.Contains(page, `Handoffs <span class="count">1</span>`) {
+		t.Fatalf("the high-risk handoff, behind 105 low-risk ones, is not in the view of high risk: %s", page)
+	}
+}

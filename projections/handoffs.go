@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tidwall/gjson"
 	bbolt "go.etcd.io/bbolt"
@@ -313,7 +314,9 @@ type ContractFilter struct {
 	State          string
 	ApprovalStatus string
 	TargetExecutor string
-	After          string // cursor: the last handoffId of the previous page
+	RiskLevel      string
+	CreatedSince   time.Time // zero: any age
+	After          string    // cursor: the last handoffId of the previous page
 	Limit          int
 	// MaxBytes ends a page early once its contracts come to this many
 	// bytes (at least one contract a page; 0: no bound). A contract with
@@ -357,6 +360,14 @@ func (r *Runner) ListContracts(tenant string, f ContractFilter) ([]json.RawMessa
 			}
 			if f.TargetExecutor != "" && gjson.GetBytes(v, "targetExecutor").String() != f.TargetExecutor {
 				continue
+			}
+			if f.RiskLevel != "" && gjson.GetBytes(v, "riskLevel").String() != f.RiskLevel {
+				continue
+			}
+			if !f.CreatedSince.IsZero() {
+				if at, err := time.Parse(time.RFC3339Nano, gjson.GetBytes(v, "createdAt").String()); err != nil || at.Before(f.CreatedSince) {
+					continue
+				}
 			}
 			if len(out) == f.Limit || f.MaxBytes > 0 && size >= f.MaxBytes {
 				next = gjson.GetBytes(out[len(out)-1], "handoffId").String()
