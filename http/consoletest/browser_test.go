@@ -862,3 +862,29 @@ func TestConsoleLiveUpdateThatFailedIsTriedAgain(t *testing.T) {
 		waitFor(t, ann, fmt.Sprintf("the page, its fetch failing %d times", c.fails), c.want)
 	}
 }
+
+// A form refused before the ledger saw it (a CSRF token of another
+// session: this browser signed in again meanwhile) is a 403 page that says
+// to reload; the reload shows the handoff. The address stayed the form's,
+// which takes POSTs only, and the reload answered 405 in JSON.
+func TestConsoleReloadAfterAForbiddenForm(t *testing.T) {
+	b := newBrowser(t)
+	s := newServer(t)
+	id := s.contract(s.ka, map[string]any{"objective": "Rotate the keys"})
+	ann := b.person()
+	signIn(t, ann, s.link("a", "ann@example.com", "approver", 0))
+	run(t, ann, "open the handoff", chromedp.Navigate(s.url+"/console/handoffs/"+id), chromedp.WaitVisible("#approve"))
+	eval[bool](t, ann, `window.__before = true; document.querySelector("#approve-form input[name=csrf]").value = "another session's"; true`)
+	run(t, ann, "approve", chromedp.Click("#approve"))
+	waitAcrossNavigation(t, ann, "the 403 page", `window.__before === undefined && document.readyState === "complete" && document.querySelector('[data-code="csrf_failed"]') !== null`)
+	if got := eval[string](t, ann, `location.pathname`); got != "/console/handoffs/"+id {
+		t.Errorf("the 403 page's address is %s", got)
+	}
+	run(t, ann, "reload", chromedp.Reload(), chromedp.WaitReady("body"))
+	if !eval[bool](t, ann, `document.getElementById("approve") !== null`) {
+		t.Fatalf("the reload the 403 page asks for shows: %s", eval[string](t, ann, `document.body.innerText.slice(0, 200)`))
+	}
+	if n := len(s.api("GET", "/v1/executions/"+id+"/ledger", s.ka, nil, 200)["events"].([]any)); n != 1 {
+		t.Fatalf("%d events", n)
+	}
+}

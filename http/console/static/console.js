@@ -381,7 +381,9 @@
     if (/\/actions$/.test(location.pathname)) {
       // A form refused before the ledger saw it (403): its address takes
       // POSTs only, so a reload or a copied link shows the handoff instead.
-      history.replaceState(null, "", pageURL());
+      // This page has no live region to name the handoff (pageURL kept the
+      // address, and the reload its 403 asks for answered 405).
+      history.replaceState(null, "", location.pathname.replace(/\/actions$/, ""));
       return;
     }
     var q = new URLSearchParams(location.search);
