@@ -283,7 +283,11 @@ type Handoff struct {
 	UpdatedAt     time.Time
 	ClosedAt      *time.Time
 	Head          LedgerHead
-	Answered      []AnsweredRequest
+	// Changed is the seq of the last event other than a heartbeat: what a
+	// person deciding on the handoff has to have seen (a heartbeat shows
+	// nothing new).
+	Changed  uint64
+	Answered []AnsweredRequest
 	// StateAfter[i] is the state after event seq i+1, for the ledger view.
 	StateAfter []State
 }
@@ -473,6 +477,9 @@ func (h *Handoff) Apply(ev Recorded) error {
 	}
 	h.UpdatedAt = at
 	h.Head = LedgerHead{Seq: ev.Seq, Hash: ev.Hash}
+	if ev.Type != EventExecutorHeartbeat {
+		h.Changed = ev.Seq
+	}
 	h.StateAfter = append(h.StateAfter, h.State)
 	return nil
 }

@@ -1192,3 +1192,35 @@ func TestConsoleInboxFiltersNarrowTheRead(t *testing.T) {
 		t.Fatalf("the high-risk handoff, behind 105 low-risk ones, is not in the view of high risk: %s", page)
 	}
 }
+
+// An executor's heartbeats show a verifier nothing new: a review drawn
+// before them is recorded. Every heartbeat moved the head the form carried,
+// and the review was refused as drawn on a handoff that had changed: under
+// an executor that heartbeats every second, proof could not be reviewed.
+// New proof after the page was drawn, with heartbeats or without, still
+// refuses it.
+func TestConsoleReviewDrawnBeforeHeartbeats(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	e.must(e.post(id, "approval", e.tenantA, approveBody()), 200)
+	e.must(e.post(id, "proof", e.tenantA, proofBody("run-1")), 200)
+	v := e.signIn("a", "vic@example.com", "verifier")
+	_, page, _ := v.get("/console/handoffs/" + id)
+	drawn := headRE.FindStringSubmatch(page)[1]
+	beat := func() { e.must(e.post(id, "heartbeat", e.tenantA, map[string]any{"executorRunId": "run-1"}), 200) }
+	beat()
+	e.must(e.post(id, "proof", e.tenantA, proofBody("run-1")), 200)
+	beat()
+	n := e.events(id)
+	if _, body := v.act(id, url.Values{"action": {"review"}, "verdict": {"verified"}, "head": {drawn}, "nonce": {"n-1"}}); !strings.Contains(body, `data-code="handoff_changed"`) || e.events(id) != n {
+		t.Fatalf("a review drawn before new proof: %s", body)
+	}
+	_, page, _ = v.get("/console/handoffs/" + id)
+	drawn = headRE.FindStringSubmatch(page)[1]
+	beat()
+	beat()
+	status, body := v.act(id, url.Values{"action": {"review"}, "verdict": {"verified"}, "head": {drawn}, "nonce": {"n-2"}})
+	if status != http.StatusSeeOther || !strings.Contains(body, "Recorded: review verified") || e.events(id) != n+3 {
+		t.Fatalf("a review drawn before two heartbeats: %d, events %d (was %d): %s", status, e.events(id), n, body)
+	}
+}

@@ -43,7 +43,8 @@ type Call struct {
 	RequestID string
 	// DrawnAt, when not 0, is the ledger head (seq) the command was decided
 	// on: a person's form, drawn at that head. A handoff that moved on
-	// since (new proof under a verifier's verdict) refuses it, 409
+	// since (new proof under a verifier's verdict; heartbeats are not
+	// news) refuses it, 409
 	// handoff_changed, rather than record a decision on what was not seen;
 	// a command the handoff as it is refuses anyway (decided by another,
 	// closed) gets that refusal instead.
@@ -303,7 +304,10 @@ func (s *Handoffs) Handle(ctx context.Context, call Call, id string, cmd domain.
 			// which a decision that can no longer be made cannot do.
 			return Outcome{}, err
 		}
-		if call.DrawnAt != 0 && cur.h.Head.Seq != call.DrawnAt {
+		// Heartbeats since the page was drawn show the person nothing new:
+		// counted as changes, an executor heartbeating every second kept
+		// its proof from being reviewed.
+		if call.DrawnAt != 0 && (cur.h.Changed > call.DrawnAt || call.DrawnAt > cur.h.Head.Seq) {
 			return Outcome{}, domain.E(op, domain.KindConflict, "handoff_changed",
 				"handoff %s changed since this page was drawn (at event %d; it is at event %d now): nothing was recorded; read what came and decide again", id, call.DrawnAt, cur.h.Head.Seq)
 		}
