@@ -158,11 +158,7 @@ func (s *Server) withSession(h http.HandlerFunc) http.HandlerFunc {
 				s.consoleError(w, r, err)
 				return
 			}
-			if c == nil && crossSiteNavigation(r) {
-				// The browser keeps the SameSite=Strict cookie from a link
-				// followed on another site (a view shared in a ticket): the
-				// page loads itself again, as this site, which sends it.
-				s.renderConsole(w, r, http.StatusUnauthorized, "signin", map[string]any{"Title": "Opening the console", "Reload": r.URL.RequestURI()})
+			if c == nil && s.reloadAsThisSite(w, r, http.StatusUnauthorized) {
 				return
 			}
 			data := map[string]any{"Title": "Sign in", "Expired": c != nil}
@@ -207,6 +203,9 @@ func (s *Server) consoleError(w http.ResponseWriter, r *http.Request, err error)
 // that a link previewer fetching the URL does not use the link up, and so
 // that the session cookie (SameSite=Strict) is set by a same-site request.
 func (s *Server) consoleSigninPage(w http.ResponseWriter, r *http.Request) {
+	if _, err := r.Cookie(consoleCookie); err != nil && s.reloadAsThisSite(w, r, http.StatusOK) {
+		return // to say who this browser is signed in as, if anyone
+	}
 	data := map[string]any{"Title": "Sign in", "Token": r.URL.Query().Get("token")}
 	if cur, ok := s.currentSession(r); ok {
 		data["Current"] = cur.Name // told that this link ends that session
@@ -268,10 +267,17 @@ func (s *Server) consoleSignin(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/console/", http.StatusSeeOther)
 }
 
-// crossSiteNavigation: a page opened from a link on another site, which
-// a browser sends without the session's SameSite=Strict cookie.
-func crossSiteNavigation(r *http.Request) bool {
-	return r.Method == http.MethodGet && r.Header.Get("Sec-Fetch-Site") == "cross-site" && r.Header.Get("Sec-Fetch-Mode") == "navigate"
+// reloadAsThisSite answers a page opened from a link on another site (a
+// view shared in a ticket, a sign-in link in a mail), which a browser
+// sends without the session's SameSite=Strict cookie, with a page that
+// loads itself again as this site, which sends it; false for any other
+// request, answered by the caller.
+func (s *Server) reloadAsThisSite(w http.ResponseWriter, r *http.Request, status int) bool {
+	if r.Method != http.MethodGet || r.Header.Get("Sec-Fetch-Site") != "cross-site" || r.Header.Get("Sec-Fetch-Mode") != "navigate" {
+		return false
+	}
+	s.renderConsole(w, r, status, "signin", map[string]any{"Title": "Opening the console", "Reload": r.URL.RequestURI()})
+	return true
 }
 
 // secureRequest: the request came over TLS, here or at a proxy in front.

@@ -1095,6 +1095,26 @@ func TestConsolePageFromAnotherSiteLoadsAgain(t *testing.T) {
 			t.Fatalf("%v: %d %s", h, status, page)
 		}
 	}
+	// A sign-in link opened from a mail likewise, so that its page can say
+	// who this browser is signed in as; opened as this site, it is the
+	// link's page at once.
+	link := strings.TrimPrefix(e.consoleLink("a", "bo", "approver", 0), e.srv.URL)
+	for _, cross := range []bool{true, false} {
+		req, _ := http.NewRequest("GET", e.srv.URL+link, nil)
+		req.Header.Set("Sec-Fetch-Mode", "navigate")
+		if req.Header.Set("Sec-Fetch-Site", "none"); cross {
+			req.Header.Set("Sec-Fetch-Site", "cross-site")
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if page := string(b); resp.StatusCode != 200 || strings.Contains(page, `id="signin"`) != !cross || strings.Contains(page, `http-equiv="refresh"`) != cross {
+			t.Fatalf("the link's page (from another site: %v): %d %s", cross, resp.StatusCode, page)
+		}
+	}
 }
 
 // A long timeline (an executor's heartbeats) shows its last 20 events and

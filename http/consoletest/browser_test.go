@@ -757,6 +757,16 @@ func TestConsoleLinkFromAnotherSite(t *testing.T) {
 	if got := eval[string](t, ann, `location.search + " " + document.querySelector('select[name=risk]').value`); got != "?risk=high high" {
 		t.Fatalf("the view opened is %s", got)
 	}
+	// A sign-in link opened from another site (a mail, a chat) says who
+	// this browser is signed in as, and that the link ends that session.
+	other := s.link("a", "bo@example.com", "approver", 0)
+	run(t, ann, "open another site", chromedp.Navigate(elsewhere+"/console/static/console.css"))
+	eval[bool](t, ann, `(function () { var a = document.createElement("a"); a.id = "mail"; a.href = "`+other+`"; a.textContent = "sign in"; document.body.append(a); return true; })()`)
+	run(t, ann, "follow the link in the mail", chromedp.Click("#mail"))
+	waitAcrossNavigation(t, ann, "the link's page", `location.origin === "`+s.url+`" && document.readyState === "complete" && document.getElementById("signin") !== null`)
+	if got := eval[string](t, ann, `(document.getElementById("current") || {}).textContent || "nothing"`); !strings.Contains(got, "signed in as ann@example.com") {
+		t.Fatalf("the link's page, opened from another site, says %s", got)
+	}
 	// Without a session, the page is the sign-in page, reached once.
 	stranger := b.person()
 	run(t, stranger, "open another site", chromedp.Navigate(elsewhere+"/console/static/console.css"))
