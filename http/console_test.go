@@ -755,7 +755,7 @@ func TestConsoleFoldsLongProof(t *testing.T) {
 	if !strings.Contains(head, "line 010 of the restart\n</pre>") || strings.Contains(head, "line 011") || !strings.Contains(rest, "line 011") || !strings.Contains(rest, "line 500") {
 		t.Fatalf("the long log is not folded after its tenth line: %s", page)
 	}
-	if !strings.Contains(page, `<details class="fold" id="fold-4-1"><summary>Show the rest (`) || !strings.Contains(page, `<pre class="artifact">short and whole</pre>`) {
+	if !strings.Contains(page, `<details class="fold" id="fold-4-1"><summary>Show the rest (`) || !strings.Contains(page, `<pre class="artifact" dir="auto">short and whole</pre>`) {
 		t.Fatalf("the long line is not folded, or the short text is: %s", page)
 	}
 	proof := page[strings.Index(page, `id="s-proof"`):strings.Index(page, `id="s-contract"`)]
@@ -1160,7 +1160,7 @@ func TestConsoleShowsWhatTheBrowserWouldHideInNames(t *testing.T) {
 	for _, path := range []string{"/console/", "/console/handoffs/" + id} {
 		_, page, _ := a.get(path)
 		page = html.UnescapeString(page)
-		if strings.ContainsFunc(page, hidden) || !strings.Contains(page, "ops-bot⟨U+E0078⟩") || !strings.Contains(page, "to oncall⟨U+200B⟩") {
+		if strings.ContainsFunc(page, hidden) || !strings.Contains(page, "ops-bot⟨U+E0078⟩") || !strings.Contains(page, "to <bdi>oncall⟨U+200B⟩</bdi>") {
 			t.Errorf("%s does not show the hidden characters of the executor and the escalation: %s", path, page)
 		}
 	}

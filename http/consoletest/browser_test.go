@@ -898,3 +898,43 @@ func TestConsoleReloadAfterAForbiddenForm(t *testing.T) {
 		t.Fatalf("%d events", n)
 	}
 }
+
+// leftOf says whether, in the element sel, the word a is drawn left of the
+// word b (the first of each).
+func leftOf(t *testing.T, ctx context.Context, sel, a, b string) bool {
+	t.Helper()
+	return eval[bool](t, ctx, fmt.Sprintf(`(function () {
+		var el = document.querySelector(%q), text = el.firstChild.nodeType === 3 ? el.firstChild : el.querySelector("*").firstChild;
+		function x(w) { var r = document.createRange(), i = text.data.indexOf(w); r.setStart(text, i); r.setEnd(text, i + w.length); return r.getBoundingClientRect().left; }
+		return x(%q) < x(%q);
+	})()`, sel, a, b))
+}
+
+// A text written right to left reads in its own order: an objective in
+// Hebrew naming two servers ("delete the backups of staging and not of
+// prod") was laid out left to right, and a reader reading from the right
+// met prod first; a name and a reason side by side ("by عمر: “…”") ran into
+// each other.
+func TestConsoleRightToLeftText(t *testing.T) {
+	b := newBrowser(t)
+	s := newServer(t)
+	id := s.contract(s.ka, map[string]any{"objective": "מחק את הגיבויים של staging ולא של prod"})
+	s.api("POST", "/v1/executions/"+id+"/approval", s.admin, map[string]any{"status": "REJECTED", "approvedBy": "عمر", "reason": "لا"}, 200)
+	ann := b.person()
+	signIn(t, ann, s.link("a", "ann@example.com", "auditor", 0))
+	run(t, ann, "open the handoff", chromedp.Navigate(s.url+"/console/handoffs/"+id), chromedp.WaitVisible("#state"))
+	if leftOf(t, ann, "h1", "staging", "prod") {
+		t.Error("the objective is laid out left to right: read from the right, prod comes before staging")
+	}
+	// The reason stays after the name, in its quotes.
+	if !eval[bool](t, ann, `(function () {
+		var dd = document.getElementById("approval-status"), bdis = dd.querySelectorAll("bdi");
+		return bdis.length === 2 && bdis[0].textContent === "عمر" && bdis[1].textContent === "لا";
+	})()`) {
+		t.Errorf("the decider and the reason are not set apart: %s", eval[string](t, ann, `document.getElementById("approval-status").innerHTML`))
+	}
+	run(t, ann, "inbox", chromedp.Navigate(s.url+"/console/?state=all"), chromedp.WaitVisible("a.objective"))
+	if leftOf(t, ann, "a.objective", "staging", "prod") {
+		t.Error("the inbox's objective is laid out left to right")
+	}
+}
