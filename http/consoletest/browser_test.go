@@ -938,3 +938,24 @@ func TestConsoleRightToLeftText(t *testing.T) {
 		t.Error("the inbox's objective is laid out left to right")
 	}
 }
+
+// The sign-in form is sent once: a second click while the first is under
+// way redeemed the link again, which the first had used, and the page the
+// browser showed was that refusal ("already used or revoked; ask for a new
+// one") though the first had signed the person in.
+func TestConsoleSignInIsSentOnce(t *testing.T) {
+	b := newBrowser(t)
+	s := newServer(t)
+	ann := b.person()
+	run(t, ann, "open the link", chromedp.Navigate(s.link("a", "ann@example.com", "approver", 0)), chromedp.WaitVisible("#signin"))
+	sent := eval[float64](t, ann, `(function () {
+		var n = 0, f = document.getElementById("signin").form;
+		window.addEventListener("submit", function (e) { if (!e.defaultPrevented) n++; e.preventDefault(); }); // after the page's own listener
+		f.requestSubmit(document.getElementById("signin"));
+		f.requestSubmit(document.getElementById("signin"));
+		return n;
+	})()`)
+	if sent != 1 {
+		t.Fatalf("%v submissions went out of the sign-in form", sent)
+	}
+}

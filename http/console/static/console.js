@@ -395,10 +395,12 @@
   }
 
   // A decision is sent once: a second click (another button on a slow
-  // link) is not sent, and the buttons say so until the answer comes.
+  // link) is not sent, and the buttons say so until the answer comes. So
+  // is a sign-in: sent again, the link the first had used was refused, and
+  // that refusal was the page shown to a person the first had signed in.
   document.addEventListener("submit", function (e) {
     var f = e.target;
-    if (!f || !f.matches('form[action$="/actions"]')) return;
+    if (!f || !f.matches('form[action$="/actions"], form[action="/console/signin"]')) return;
     if (f.dataset.sent) { e.preventDefault(); return; }
     f.dataset.sent = "1";
     f.setAttribute("aria-busy", "true");
