@@ -26,6 +26,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/rs/zerolog"
 
+	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/domain/secrets"
 	"github.com/batonhq/baton/eventstore/bolt"
 	"github.com/batonhq/baton/eventstore/ledger"
@@ -958,4 +959,61 @@ func TestConsoleSignInIsSentOnce(t *testing.T) {
 	if sent != 1 {
 		t.Fatalf("%v submissions went out of the sign-in form", sent)
 	}
+}
+
+// A live update says one short line to a screen reader (the page's
+// status line), not three: the in-browser chain check, a live region of
+// its own, said "Checking the chain…" and then its answer on every update.
+// A chain found broken is still said.
+func TestConsoleLiveUpdateSaysOneLine(t *testing.T) {
+	b := newBrowser(t)
+	s := newServer(t)
+	id := s.contract(s.ka, map[string]any{"objective": "Rotate the keys"})
+	ann := b.person()
+	signIn(t, ann, s.link("a", "ann@example.com", "auditor", 0))
+	run(t, ann, "open the handoff", chromedp.Navigate(s.url+"/console/handoffs/"+id), chromedp.WaitVisible("#state"))
+	waitFor(t, ann, "the chain check", `document.getElementById("chain-check").dataset.result === "intact"`)
+	waitFor(t, ann, "the page's live stream", `document.body.dataset.live === "open"`)
+	eval[bool](t, ann, `(function () {
+		window.__said = [];
+		new MutationObserver(function (ms) {
+			ms.forEach(function (m) {
+				var el = m.target.nodeType === 1 ? m.target : m.target.parentElement;
+				var region = el && el.closest('[role=status], [role=alert], [aria-live]');
+				if (region) window.__said.push((region.id || region.tagName) + ": " + region.textContent.trim());
+			});
+		}).observe(document.body, {subtree: true, childList: true, characterData: true});
+		return true;
+	})()`)
+	s.api("POST", "/v1/executions/"+id+"/approval", s.admin, map[string]any{"status": "APPROVED", "approvedBy": "bob"}, 200)
+	waitFor(t, ann, "the approval, live", `document.getElementById("state").textContent === "approval_decided"`)
+	waitFor(t, ann, "the chain checked again", `document.getElementById("chain-check").dataset.result === "intact"`)
+	said := eval[[]string](t, ann, `window.__said`)
+	if len(said) != 1 || !strings.HasPrefix(said[0], "live-status: Updated: the handoff is approval decided.") {
+		t.Fatalf("a screen reader was told %q", said)
+	}
+	// The next update finds the chain broken (a trail with no events).
+	paused := make(chan *fetch.EventRequestPaused, 4)
+	chromedp.Listen(ann, func(ev any) {
+		if p, ok := ev.(*fetch.EventRequestPaused); ok {
+			paused <- p
+		}
+	})
+	run(t, ann, "break the trail", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*/trail.json*"}}})
+		return err
+	}))
+	go func() {
+		for p := range paused {
+			body, _ := json.Marshal(map[string]any{"handoffId": id, "genesisHash": domain.GenesisHash(id), "events": []any{}})
+			chromedp.Do(ann, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				_, err := cdp.Call(ctx, tg, fetch.FulfillRequest, fetch.FulfillRequestParams{RequestID: p.RequestID, ResponseCode: 200,
+					ResponseHeaders: []*fetch.HeaderEntry{{Name: "Content-Type", Value: "application/json"}}, Body: body})
+				return err
+			}))
+		}
+	}()
+	s.api("POST", "/v1/executions/"+id+"/proof", s.ka, map[string]any{"executorRunId": "run-1", "status": "RUNNING",
+		"proof": map[string]any{"summary": "rotating", "artifacts": []any{map[string]any{"type": "log", "text": "started"}}}}, 200)
+	waitFor(t, ann, "the broken chain, said", `document.getElementById("live-status").textContent.startsWith("Chain check failed: the trail holds no events")`)
 }

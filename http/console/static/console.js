@@ -73,6 +73,8 @@
       el.className = "chain-check bad";
       el.dataset.result = "broken";
       el.textContent = "Chain check failed: " + e.message;
+      var st = document.getElementById("live-status");
+      if (!el.hasAttribute("role") && st) st.textContent = el.textContent; // after a live update: said, as a break must be
     }
   }
 
@@ -193,6 +195,11 @@
       });
       var again = find(focused);
       if (again && again !== document.activeElement) again.focus();
+      // The status line says what the update changed; the chain check
+      // drawn anew is no live region of its own, or each update said
+      // "Checking the chain…" and its answer besides.
+      var cc = document.getElementById("chain-check");
+      if (cc) cc.removeAttribute("role");
       announce();
       document.body.dataset.updated = String(Date.now());
       checkChain();
