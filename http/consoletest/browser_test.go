@@ -21,6 +21,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -1016,4 +1017,30 @@ func TestConsoleLiveUpdateSaysOneLine(t *testing.T) {
 	s.api("POST", "/v1/executions/"+id+"/proof", s.ka, map[string]any{"executorRunId": "run-1", "status": "RUNNING",
 		"proof": map[string]any{"summary": "rotating", "artifacts": []any{map[string]any{"type": "log", "text": "started"}}}}, 200)
 	waitFor(t, ann, "the broken chain, said", `document.getElementById("live-status").textContent.startsWith("Chain check failed: the trail holds no events")`)
+}
+
+// A reason pasted longer than the form took was cut by the browser without
+// a word (the box took 2,000 characters, the ledger 4,000), and the cut
+// reason recorded: the whole of it is recorded, and one past the ledger's
+// bound is refused with the words given back, not cut.
+func TestConsoleLongReasonIsNotCut(t *testing.T) {
+	b := newBrowser(t)
+	s := newServer(t)
+	id := s.contract(s.ka, map[string]any{"objective": "Rotate the keys"})
+	ann := b.person()
+	signIn(t, ann, s.link("a", "ann@example.com", "approver", 0))
+	run(t, ann, "open the handoff", chromedp.Navigate(s.url+"/console/handoffs/"+id), chromedp.WaitVisible("#approve"))
+	reason := strings.Repeat("checked the change window; ", 111) + "end" // 3,000 characters
+	run(t, ann, "paste a long reason", chromedp.Focus("#reason"), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, input.InsertText, input.InsertTextParams{Text: reason})
+		return err
+	}))
+	if n := eval[int](t, ann, `document.getElementById("reason").value.length`); n != len(reason) {
+		t.Errorf("the box holds %d of the %d characters pasted", n, len(reason))
+	}
+	run(t, ann, "approve", chromedp.Click("#approve"), chromedp.WaitVisible("#notice"))
+	got := s.api("GET", "/v1/executions/"+id+"/ledger", s.ka, nil, 200)["events"].([]any)[1].(map[string]any)["data"].(map[string]any)["reason"]
+	if got != reason {
+		t.Fatalf("recorded a reason of %d characters, of %d", len(got.(string)), len(reason))
+	}
 }
