@@ -161,7 +161,9 @@ func (s *Server) withSession(h http.HandlerFunc) http.HandlerFunc {
 			if c == nil && s.reloadAsThisSite(w, r, http.StatusUnauthorized) {
 				return
 			}
-			data := map[string]any{"Title": "Sign in", "Expired": c != nil}
+			// A decision sent is told it was not recorded, not only that
+			// the session ended.
+			data := map[string]any{"Title": "Sign in", "Expired": c != nil, "NotRecorded": r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/actions")}
 			var ended *ledger.SessionEnded
 			if errors.As(err, &ended) {
 				data["Ended"] = sessionEndedWords(ended)

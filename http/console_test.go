@@ -1244,3 +1244,35 @@ func TestConsoleReviewDrawnBeforeHeartbeats(t *testing.T) {
 		t.Fatalf("a review drawn before two heartbeats: %d, events %d (was %d): %s", status, e.events(id), n, body)
 	}
 }
+
+// A decision sent by a session an admin revoked meanwhile is answered with
+// the sign-in page saying so, and that the decision was not recorded: the
+// person who pressed Approve was told only that the session had ended.
+func TestConsoleDecisionOfAnEndedSessionIsToldNotRecorded(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	r := e.must(e.do("POST", "/v1/admin/console-links", e.admin, map[string]any{"tenant": "a", "name": "rita", "role": "approver"}), 201)
+	rita := &consoleUser{e: e}
+	for _, c := range e.redeem(r.str("url")).Cookies() {
+		if c.Name == "baton_console" {
+			rita.cookie = c.Value
+		}
+	}
+	csrf := rita.csrf()
+	e.must(e.do("DELETE", "/v1/admin/console-links/"+r.str("linkId"), e.admin, nil), 204)
+	status, page, _ := rita.post("/console/handoffs/"+id+"/actions", url.Values{"csrf": {csrf}, "action": {"approve"}, "nonce": {"n-1"}})
+	if status != 401 || !strings.Contains(page, "Your session was revoked by an admin at ") || !strings.Contains(page, "Your decision was not recorded.") || e.events(id) != 1 {
+		t.Fatalf("a decision of a revoked session: %d, %d events: %s", status, e.events(id), page)
+	}
+	for _, path := range []string{"/console/", "/console/signout"} {
+		var page string
+		if path == "/console/" {
+			_, page, _ = rita.get(path)
+		} else {
+			_, page, _ = rita.post(path, url.Values{"csrf": {csrf}})
+		}
+		if strings.Contains(page, "not recorded") {
+			t.Fatalf("%s is told a decision was not recorded: %s", path, page)
+		}
+	}
+}
