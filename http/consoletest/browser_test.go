@@ -1044,3 +1044,20 @@ func TestConsoleLongReasonIsNotCut(t *testing.T) {
 		t.Fatalf("recorded a reason of %d characters, of %d", len(got.(string)), len(reason))
 	}
 }
+
+// A sign-in link's page takes the token out of its address; reloaded (or
+// restored by a phone that had put the tab away) before signing in, it
+// has no link to use, and said to ask an admin for a new link, though the
+// link was still good: it says to open the link again, which works.
+func TestConsoleLinkPageReloadedBeforeSigningIn(t *testing.T) {
+	b := newBrowser(t)
+	s := newServer(t)
+	ann := b.person()
+	link := s.link("a", "ann@example.com", "approver", 0)
+	run(t, ann, "open the link", chromedp.Navigate(link), chromedp.WaitVisible("#signin"))
+	run(t, ann, "reload", chromedp.Reload(), chromedp.WaitVisible("main h1"))
+	if got := text(t, ann, "main"); !strings.Contains(got, "open that link again") {
+		t.Fatalf("the link's page reloaded says: %s", got)
+	}
+	signIn(t, ann, link)
+}
