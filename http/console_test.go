@@ -1276,3 +1276,25 @@ func TestConsoleDecisionOfAnEndedSessionIsToldNotRecorded(t *testing.T) {
 		}
 	}
 }
+
+// An address under /console/ that is no page, or a page asked with a
+// method it does not take (the address of a form, opened), is a page for
+// the person who opened it, leading back to the inbox: it was a problem
+// document in JSON.
+func TestConsoleRouterAnswersArePages(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct {
+		path   string
+		status int
+	}{{"/console/nope", 404}, {"/console/handoffs/x/actions", 405}, {"/console/signout", 405}} {
+		resp, err := http.Get(e.srv.URL + c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if page := string(b); resp.StatusCode != c.status || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" || !strings.Contains(page, `<a href="/console/">Back to the inbox</a>`) {
+			t.Fatalf("GET %s: %d %s %s", c.path, resp.StatusCode, resp.Header.Get("Content-Type"), page)
+		}
+	}
+}

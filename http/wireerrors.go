@@ -123,8 +123,10 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request, err error) {
 		// which sends anthropic-version, gets its own shape.
 		s.writeErrorAs(w, r, modelErrors, err)
 	case p == "/console" || strings.HasPrefix(p, "/console/"):
+		// A page for the person who opened the address (a form's, say),
+		// not a problem document.
 		setConsoleHeaders(w.Header(), true)
-		s.writeError(w, r, err)
+		s.consoleError(w, r, err)
 	default:
 		s.writeError(w, r, err)
 	}
