@@ -1061,3 +1061,27 @@ func TestConsoleLinkPageReloadedBeforeSigningIn(t *testing.T) {
 	}
 	signIn(t, ann, link)
 }
+
+// Sign out pressed on a page drawn for a session this browser has since
+// replaced (a new link opened in another tab) is refused, 403, saying to
+// reload the page and try again; the reload shows the console as it now
+// is. It posted the same stale form again, and was refused again.
+func TestConsoleReloadAfterAStaleSignOut(t *testing.T) {
+	b := newBrowser(t)
+	s := newServer(t)
+	ann := b.person()
+	signIn(t, ann, s.link("a", "ann@example.com", "approver", 0))
+	tab, cancel := chromedp.NewContext(ann)
+	t.Cleanup(cancel)
+	if err := chromedp.Do(tab); err != nil {
+		t.Fatal(err)
+	}
+	signIn(t, tab, s.link("a", "bo@example.com", "approver", 0))
+	eval[bool](t, ann, `window.__before = true`)
+	run(t, ann, "sign out on the older page", chromedp.Click("button.link"))
+	waitAcrossNavigation(t, ann, "the 403 page", `window.__before === undefined && document.readyState === "complete" && document.querySelector('[data-code="csrf_failed"]') !== null`)
+	run(t, ann, "reload", chromedp.Reload(), chromedp.WaitReady("body"))
+	if got := eval[string](t, ann, `location.pathname + " " + document.querySelector("main").innerText.slice(0, 60)`); !strings.HasPrefix(got, "/console/ Inbox") {
+		t.Fatalf("the reload after the refused sign-out shows %s", got)
+	}
+}

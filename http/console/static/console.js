@@ -393,6 +393,12 @@
       history.replaceState(null, "", location.pathname.replace(/\/actions$/, ""));
       return;
     }
+    if (location.pathname === "/console/signout") {
+      // Sign out's answer, or its refusal (a page of a session this browser
+      // has since replaced): a reload posted the form again, refused again.
+      history.replaceState(null, "", "/console/");
+      return;
+    }
     var q = new URLSearchParams(location.search);
     if (q.has("token") || q.has("recorded")) {
       ["token", "recorded", "seq", "hash"].forEach(function (k) { q.delete(k); });
