@@ -852,6 +852,11 @@ func (s *Server) consoleAction(w http.ResponseWriter, r *http.Request) {
 			kept = nil
 		}
 		forPerson(&p, action) // said to the person, not to an executor
+		if p.Code == "approval_already_decided" && s.decidedBy(r, id, domain.Principal{Person: sess.Name}.Actor()) {
+			// Their own decision, from another page: "someone decided …,
+			// yours was not recorded" read as if it had not counted.
+			p.Detail = "You decided this handoff already, in another page (the page below shows your decision, which stands); this second decision was not recorded."
+		}
 		// 303 to the handoff's page, not the page as this POST's answer:
 		// a reload there would post the form again.
 		flash := s.flashes.put(time.Now(), sess.SessionID, id, p, kept)
@@ -866,6 +871,26 @@ func (s *Server) consoleAction(w http.ResponseWriter, r *http.Request) {
 	// (recordedAs), not from words in its URL.
 	head := out.Handoff.Head
 	http.Redirect(w, r, "/console/handoffs/"+url.PathEscape(id)+"?"+url.Values{"recorded": {action}, "seq": {strconv.FormatUint(head.Seq, 10)}, "hash": {head.Hash}}.Encode(), http.StatusSeeOther)
+}
+
+// decidedBy says whether the approval decision on record for handoff id
+// is actor's, read once the read models hold the store's head.
+func (s *Server) decidedBy(r *http.Request, id, actor string) bool {
+	ctx, cancel := context.WithTimeout(r.Context(), readWait)
+	defer cancel()
+	if head, err := s.store.Head(ctx); err == nil {
+		s.proj.WaitFor(ctx, head)
+	}
+	entries, err := s.proj.Ledger(id)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if e.Type == domain.EventApprovalDecided {
+			return domain.SameActor(e.Actor, actor)
+		}
+	}
+	return false
 }
 
 // shownText is a text as the page shows it: a character a browser draws

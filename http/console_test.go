@@ -1298,3 +1298,26 @@ func TestConsoleRouterAnswersArePages(t *testing.T) {
 		}
 	}
 }
+
+// One person deciding in two tabs at once: the second is told that they
+// decided already, in another page, not that "someone" did and that
+// theirs was not recorded, which read as if their approval had not
+// counted.
+func TestConsoleSecondDecisionOfTheSamePerson(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	alice := e.signIn("a", "alice", "approver")
+	var heads []string
+	for range 2 {
+		_, page, _ := alice.get("/console/handoffs/" + id)
+		heads = append(heads, headRE.FindStringSubmatch(page)[1])
+	}
+	if status, _ := alice.act(id, url.Values{"action": {"approve"}, "head": {heads[0]}, "nonce": {"t-1"}}); status != http.StatusSeeOther {
+		t.Fatalf("the first tab: %d", status)
+	}
+	n := e.events(id)
+	_, page := alice.act(id, url.Values{"action": {"reject"}, "reason": {"on second thought"}, "head": {heads[1]}, "nonce": {"t-2"}})
+	if code, words := refusal(t, page); code != "approval_already_decided" || strings.Contains(words, "Someone") || !strings.Contains(words, "You decided this handoff already, in another page") || e.events(id) != n {
+		t.Fatalf("the second tab is told %s %q; events %d (was %d)", code, words, e.events(id), n)
+	}
+}
