@@ -164,7 +164,7 @@ func (w *UsageWriter) Record(id uuid.UUID, rec UsageRecord) {
 	defer w.mu.RUnlock()
 	if w.closed {
 		// A call that outlived the server's shutdown: write it here.
-		w.write([]usageItem{{id, rec}})
+		w.write([]usageItem{{id, rec}}, false)
 		return
 	}
 	w.start.Do(func() { go w.run() })
@@ -262,14 +262,16 @@ func (w *UsageWriter) run() {
 			window.Stop()
 		}
 		wasHeld := len(w.held) > 0
-		w.write(batch)
+		w.write(batch, true)
 		if !wasHeld && len(w.held) > 0 {
 			retry.Reset(every)
 		}
 	}
 }
 
-func (w *UsageWriter) write(batch []usageItem) {
+// write appends batch; with hold, what the store refuses for now is held
+// (the writer's goroutine only: after Close it is reported at once).
+func (w *UsageWriter) write(batch []usageItem, hold bool) {
 	// One append per tenant stream, a tenant's records in their order.
 	slices.SortStableFunc(batch, func(a, b usageItem) int { return strings.Compare(a.rec.Tenant, b.rec.Tenant) })
 	for len(batch) > 0 {
@@ -283,7 +285,7 @@ func (w *UsageWriter) write(batch []usageItem) {
 		if len(evs) == 0 {
 			continue
 		}
-		if len(w.held) > 0 {
+		if hold && len(w.held) > 0 {
 			// The store refuses appends: queue behind what waits, in order.
 			w.hold(tenant, evs, sent, w.heldErr)
 			continue
@@ -294,7 +296,7 @@ func (w *UsageWriter) write(batch []usageItem) {
 		if err == nil {
 			continue
 		}
-		if refusedForNow(err) {
+		if hold && refusedForNow(err) {
 			w.hold(tenant, evs, sent, err)
 			continue
 		}

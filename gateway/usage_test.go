@@ -397,3 +397,27 @@ func TestUsageWriterPerCallWritesAnEventACall(t *testing.T) {
 		}
 	}
 }
+
+// Records after Close, from several goroutines, on a store that refuses
+// them for now: each is reported at once (no goroutine is left to try
+// again), and they share nothing (run under -race).
+func TestUsageWriterAfterCloseReportsRefusalsAtOnce(t *testing.T) {
+	inner, err := bolt.Open(t.TempDir(), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	store := &fullStore{Store: inner}
+	store.full.Store(true)
+	var lost atomic.Int64
+	w := NewUsageWriter(store, func(uuid.UUID, UsageRecord, error) { lost.Add(1) })
+	w.Close()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() { w.Record(uuid.Nil, UsageRecord{Tenant: "t", Outcome: "ok"}) })
+	}
+	wg.Wait()
+	if lost.Load() != 8 {
+		t.Fatalf("%d of 8 reported", lost.Load())
+	}
+}
