@@ -111,6 +111,16 @@ type conn struct {
 	once   sync.Once
 }
 
+// CloseWrite half-closes a TCP connection, as net/http does after an
+// answer it sends before the request's body (a 413): the client reads the
+// answer before the connection closes. Without it the wrapper hid it.
+func (c *conn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 func (c *conn) Close() error {
 	c.once.Do(func() { c.l.release(c.client) })
 	return c.Conn.Close()

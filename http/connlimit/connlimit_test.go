@@ -103,3 +103,30 @@ func TestNoCap(t *testing.T) {
 		t.Fatal("wrapped without a cap")
 	}
 }
+
+// A counted connection still half-closes, as net/http does after an
+// answer it sends before reading a body.
+func TestConnCloseWrite(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := New(raw, 2)
+	defer ln.Close()
+	go func() {
+		c, _ := net.Dial("tcp", raw.Addr().String())
+		if c != nil {
+			defer c.Close()
+			io.ReadAll(c)
+		}
+	}()
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cw, ok := c.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		t.Fatal("no half-close")
+	}
+}
