@@ -787,15 +787,14 @@ func billedFailureEnv(t *testing.T, goodInput float64) (*env, *scriptedUpstream,
 	return newEnvWith(t, cat), good, text.String()
 }
 
-// Within one attempt, a fallback after a model billed for failing must
-// fit maxCostUsd too: the bill so far and the next model's worst case.
-// The chain went on, and one attempt under a ceiling of 1.2 times its
-// worst case was billed the failed model's input and the fallback's.
-func TestGenerateCeilingStopsAFallbackWithinAnAttempt(t *testing.T) {
-	e, good, text := billedFailureEnv(t, 1000)
+// ceilingOverWorst is a summarize body on bad:m with attempts and a
+// ceiling, and the ceiling that is times one attempt's worst case (read
+// from the refusal of a ceiling below it).
+func ceilingOverWorst(t *testing.T, e *env, text string, attempts int, times float64) (func(float64) map[string]any, float64) {
+	t.Helper()
 	body := func(ceiling float64) map[string]any {
 		return map[string]any{"type": "summarize", "input": map[string]any{"text": text},
-			"options": map[string]any{"maxAttempts": 1, "llm": map[string]any{"model": "bad:m", "maxCostUsd": ceiling}}}
+			"options": map[string]any{"maxAttempts": attempts, "llm": map[string]any{"model": "bad:m", "maxCostUsd": ceiling}}}
 	}
 	probe := e.must(e.do("POST", "/v1/generate", e.tenantA, body(1e-6)), 422)
 	var worst float64
@@ -803,7 +802,16 @@ func TestGenerateCeilingStopsAFallbackWithinAnAttempt(t *testing.T) {
 	if _, err := fmt.Sscanf(msg, "%f", &worst); err != nil || worst <= 0 {
 		t.Fatalf("%s", probe.raw)
 	}
-	ceiling := worst * 1.2
+	return body, worst * times
+}
+
+// Within one attempt, a fallback after a model billed for failing must
+// fit maxCostUsd too: the bill so far and the next model's worst case.
+// The chain went on, and one attempt under a ceiling of 1.2 times its
+// worst case was billed the failed model's input and the fallback's.
+func TestGenerateCeilingStopsAFallbackWithinAnAttempt(t *testing.T) {
+	e, good, text := billedFailureEnv(t, 1000)
+	body, ceiling := ceilingOverWorst(t, e, text, 1, 1.2)
 	r := e.do("POST", "/v1/generate", e.tenantA, body(ceiling))
 	if r.status < 400 || good.calls.Load() != 0 || !strings.Contains(string(r.raw), `"stoppedBy":"cost_ceiling"`) {
 		t.Errorf("%d, the fallback called %d times: %s", r.status, good.calls.Load(), r.raw)
@@ -851,17 +859,7 @@ func TestGenerateCeilingStopsAFallbackWithinAnAttempt(t *testing.T) {
 // ceiling, each paying the failed model's input again.
 func TestGenerateCountsWhatAFailedModelOfTheChainBilled(t *testing.T) {
 	e, good, text := billedFailureEnv(t, 1)
-	body := func(ceiling float64) map[string]any {
-		return map[string]any{"type": "summarize", "input": map[string]any{"text": text},
-			"options": map[string]any{"maxAttempts": 5, "llm": map[string]any{"model": "bad:m", "maxCostUsd": ceiling}}}
-	}
-	probe := e.must(e.do("POST", "/v1/generate", e.tenantA, body(1e-6)), 422)
-	var worst float64
-	_, msg, _ := strings.Cut(string(probe.raw), "one attempt may cost up to $")
-	if _, err := fmt.Sscanf(msg, "%f", &worst); err != nil || worst <= 0 {
-		t.Fatalf("%s", probe.raw)
-	}
-	ceiling := worst * 1.2
+	body, ceiling := ceilingOverWorst(t, e, text, 5, 1.2)
 	r := e.must(e.do("POST", "/v1/generate", e.tenantA, body(ceiling)), 422)
 	var g struct {
 		Usage struct {
