@@ -1,6 +1,8 @@
 package http_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"maps"
@@ -159,7 +161,9 @@ func TestTranslateClaudeCodeTurnToOpenAI(t *testing.T) {
 	if len(msgs) != 2 || msgs[1].(map[string]any)["role"] != "user" {
 		t.Fatalf("messages: %d", len(msgs))
 	}
-	if got["reasoning_effort"] != "high" || got["user"] != userID || len(got["tools"].([]any)) != 25 || got["max_completion_tokens"] != 64000.0 {
+	// Claude Code's user id runs past 64 characters: it goes as its hash.
+	sum := sha256.Sum256([]byte(userID))
+	if got["reasoning_effort"] != "high" || len(userID) <= 64 || got["user"] != hex.EncodeToString(sum[:]) || len(got["tools"].([]any)) != 25 || got["max_completion_tokens"] != 64000.0 {
 		t.Fatalf("OpenAI got reasoning_effort %v, user %v, %d tools, cap %v", got["reasoning_effort"], got["user"], len(got["tools"].([]any)), got["max_completion_tokens"])
 	}
 	for _, k := range []string{"thinking", "output_config", "context_management", "metadata"} {
