@@ -363,6 +363,14 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	// Where it starts, as an id without an event: an EventSource keeps it
+	// as its last event id, so one that reconnects before any event came
+	// resumes from here, not from the head it reconnects at, which would
+	// skip what committed in between. It cannot read Baton-Position.
+	if sse.lastID(FormatPosition(from)) != nil {
+		sub.Close()
+		return
+	}
 	sse.flush() // the headers: the stream is following the feed
 
 	// Recv blocks, so one goroutine pulls while this one also sends the

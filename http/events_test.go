@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,6 +46,9 @@ type eventStream struct {
 	header http.Header
 	events chan sseEvent
 	pings  chan struct{}
+	// lastID is the last event id the stream gave, as an EventSource
+	// keeps it: an event's, or an id sent without an event.
+	lastID atomic.Value
 	done   chan struct{} // closed when the stream has ended
 	cancel context.CancelFunc
 	once   sync.Once
@@ -119,8 +123,13 @@ func openEvents(t *testing.T, base, key, query string, headers ...string) (*even
 			value = strings.TrimPrefix(value, " ")
 			switch {
 			case line == "":
-				if ev.data != nil || ev.id != "" {
+				if ev.id != "" {
+					s.lastID.Store(ev.id)
+				}
+				if ev.data != nil {
 					s.events <- ev
+				} else if ev.event != "" {
+					t.Errorf("event %q without data", ev.event)
 				}
 				ev = sseEvent{}
 			case field == "" && value == "ping":
@@ -388,6 +397,32 @@ func TestEventsResume(t *testing.T) {
 		r.expect(t, idN+"#1 ContractCreated")
 		r.close()
 		rest = append(rest, idN+"#1 ContractCreated")
+	}
+}
+
+// TestEventsResumeBeforeAnyEvent: a client that reconnects as EventSource
+// does, with the last id the stream gave, before any event came, misses
+// nothing committed while it was away.
+func TestEventsResumeBeforeAnyEvent(t *testing.T) {
+	e := newEnv(t)
+	for _, empty := range []bool{true, false} {
+		if !empty {
+			e.contract(e.tenantA, nil)
+		}
+		s := mustOpen(t, e.srv.URL, e.tenantA, "")
+		deadline := time.Now().Add(guard)
+		for s.lastID.Load() == nil && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		last, _ := s.lastID.Load().(string)
+		if last == "" {
+			t.Fatalf("empty store %v: the stream gave no id to resume from", empty)
+		}
+		s.close()
+		id := e.contract(e.tenantA, nil) // while it is away
+		r := mustOpen(t, e.srv.URL, e.tenantA, "", "Last-Event-ID", last)
+		r.expect(t, id+"#1 ContractCreated")
+		r.close()
 	}
 }
 

@@ -281,6 +281,13 @@ func (s *sseWriter) send(id, name string, data []byte) error {
 	return s.write()
 }
 
+// lastID writes an id field alone: a client keeps it as its last event id
+// and dispatches no event.
+func (s *sseWriter) lastID(id string) error {
+	s.buf = append(append(append(s.buf[:0], "id: "...), id...), "\n\n"...)
+	return s.write()
+}
+
 // comment writes a comment line (": text"), which clients ignore: a
 // heartbeat.
 func (s *sseWriter) comment(text string) error {
