@@ -326,7 +326,10 @@ func (d *Dispatcher) applyDelivery(id string, ev eventstore.RecordedEvent) {
 			p = &due{lastAttempt: -1, tenant: ev.Metadata.Tenant, webhook: e.WebhookID, order: d.scheduled}
 			d.pending[id] = p
 		}
-		p.at = e.At
+		// A new round: a late outcome of an earlier attempt (its lease ran
+		// out, then the redelivery) no longer decides it, as in the
+		// delivery's fold; it ended the round the redelivery began.
+		p.at, p.lastAttempt = e.At, -1
 	}
 }
 

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +17,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
 )
 
 func TestGuardRefusesInternalAddresses(t *testing.T) {
@@ -149,5 +151,26 @@ func TestParseRetryAfter(t *testing.T) {
 		if _, ok := domain.ParseRetryAfter(v, now); ok {
 			t.Errorf("%q read as a Retry-After", v)
 		}
+	}
+}
+
+// A redelivery after an attempt's lease ran out starts a round that the
+// late outcome of that attempt does not end, as in the delivery's own
+// fold: the dispatcher dropped the delivery (or put it back on the old
+// schedule), and the redelivery was not made until a restart.
+func TestLateOutcomeDoesNotEndARedelivery(t *testing.T) {
+	d := New(Config{})
+	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	apply := func(typ string, v any) {
+		b, _ := json.Marshal(v)
+		d.applyDelivery("msg_1", eventstore.RecordedEvent{EventData: eventstore.EventData{Type: typ, Data: b}})
+	}
+	apply(domain.EventWebhookDeliveryScheduled, domain.WebhookDeliveryScheduled{DeliveryID: "msg_1", WebhookID: "wh_1", Tenant: "a", DueAt: at})
+	apply(domain.EventWebhookAttemptClaimed, domain.WebhookAttemptClaimed{DeliveryID: "msg_1", Attempt: 0, LeaseUntil: at.Add(30 * time.Second)})
+	apply(domain.EventWebhookRedeliveryRequested, domain.WebhookRedeliveryRequested{DeliveryID: "msg_1", WebhookID: "wh_1", At: at.Add(time.Minute)})
+	apply(domain.EventWebhookAttemptRecorded, domain.WebhookAttemptRecorded{DeliveryID: "msg_1", Attempt: 0, Outcome: domain.WebhookSucceeded, At: at.Add(61 * time.Second)})
+	p := d.pending["msg_1"]
+	if p == nil || !p.at.Equal(at.Add(time.Minute)) {
+		t.Fatalf("the redelivery after a late outcome: %+v", p)
 	}
 }
