@@ -404,6 +404,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	}()
 	ping := time.NewTicker(s.eventsPing)
 	defer ping.Stop()
+	// read is the position of the last event read, told the last id sent:
+	// a quiet interval after events the filters left out tells the client
+	// how far the stream has read (an id alone), so that its reconnect
+	// does not read them all again.
+	read, told := from, from
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -413,7 +418,12 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		case ev = <-evs:
 		case <-ping.C:
 			rc.SetWriteDeadline(time.Now().Add(eventsWriteStall))
-			if sse.comment("ping") != nil {
+			if read != told {
+				if sse.lastID(FormatPosition(read)) != nil {
+					return
+				}
+				told = read
+			} else if sse.comment("ping") != nil {
 				return
 			}
 			sse.flush()
@@ -426,6 +436,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		case <-ctx.Done():
 			return
 		}
+		read = ev.Position
 		if p.KeyID != "" && revokes(ev, p.KeyID) {
 			// The key is refused from its revocation on: a stream opened
 			// before it does not go on carrying the tenant's events.
@@ -444,6 +455,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 				if sse.send(FormatPosition(ev.Position), e.Type, b) != nil {
 					return
 				}
+				told = ev.Position
 				sse.flush()
 				ping.Reset(s.eventsPing) // a ping only after a quiet interval
 			}

@@ -674,3 +674,36 @@ func TestExecutorFiltersTakeEveryTargetExecutor(t *testing.T) {
 	}
 	e.must(e.do("POST", "/v1/webhooks", e.tenantA, map[string]any{"url": "https://hooks.example.com/baton", "eventTypes": []string{"*"}, "targetExecutors": []string{longer}}), 422)
 }
+
+// A quiet interval after events the stream's filters left out tells the
+// client how far it has read, as an id alone, in place of the ping: its
+// reconnect resumes there, not at the last event it was sent, from which
+// a narrow filter read the whole tenant's events again.
+func TestEventsQuietIntervalTellsHowFarItRead(t *testing.T) {
+	envEventsPing = 20 * time.Millisecond
+	t.Cleanup(func() { envEventsPing = 0 })
+	e := newEnv(t)
+	mine := e.contract(e.tenantA, nil)
+	s := mustOpen(t, e.srv.URL, e.tenantA, "handoffId="+mine)
+	start, _ := s.lastID.Load().(string)
+	for range 3 {
+		e.contract(e.tenantA, nil) // left out by the filter
+	}
+	head, err := e.store.Head(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := batonhttp.FormatPosition(head)
+	deadline := time.Now().Add(guard)
+	for {
+		if last, _ := s.lastID.Load().(string); last == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			last, _ := s.lastID.Load().(string)
+			t.Fatalf("last id %q (started at %q), want the head %q", last, start, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.close()
+}
