@@ -51,6 +51,13 @@ type Executor struct {
 	// Backoff is the first wait after a failed request or a dropped
 	// stream; it doubles up to a minute.
 	Backoff time.Duration
+	// CallTimeout bounds one request (30s when zero): a server that
+	// accepts and never answers is asked again, not waited on for ever.
+	CallTimeout time.Duration
+	// StreamIdle is how long the event stream may stay silent before it
+	// is dropped and resumed (60s when zero; Baton writes a comment every
+	// 15s): a cut network sends no end, only silence.
+	StreamIdle time.Duration
 
 	mu      sync.Mutex
 	running map[string]bool
@@ -70,6 +77,12 @@ func (e *Executor) Run(ctx context.Context) error {
 	}
 	if e.Backoff <= 0 {
 		e.Backoff = time.Second
+	}
+	if e.CallTimeout <= 0 {
+		e.CallTimeout = 30 * time.Second
+	}
+	if e.StreamIdle <= 0 {
+		e.StreamIdle = time.Minute
 	}
 	e.running = map[string]bool{}
 	defer e.wg.Wait()
@@ -125,7 +138,13 @@ func (e *Executor) follow(ctx context.Context) error {
 	// that missed its lease was released (ExecutorTimedOut, action
 	// release): watching approvals alone left a released one unclaimed.
 	q := url.Values{"targetExecutor": {e.Config.Executor}, "type": {domain.EventApprovalDecided + "," + domain.EventExecutorTimedOut}}
-	req, err := http.NewRequestWithContext(ctx, "GET", e.Base+"/v1/events?"+q.Encode(), nil)
+	// The stream is dropped when it goes silent: reading it blocked for
+	// ever when the network was cut without a word.
+	streamCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	idle := time.AfterFunc(e.CallTimeout, cancel) // the answer's headers first
+	defer idle.Stop()
+	req, err := http.NewRequestWithContext(streamCtx, "GET", e.Base+"/v1/events?"+q.Encode(), nil)
 	if err != nil {
 		return err
 	}
@@ -140,6 +159,7 @@ func (e *Executor) follow(ctx context.Context) error {
 		return err
 	}
 	defer resp.Body.Close()
+	idle.Reset(e.StreamIdle)
 	if resp.StatusCode != 200 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		return fmt.Errorf("GET /v1/events: %d %s", resp.StatusCode, b)
@@ -155,9 +175,10 @@ func (e *Executor) follow(ctx context.Context) error {
 		if err := e.catchUp(ctx); err != nil {
 			return err
 		}
+		idle.Reset(e.StreamIdle)
 	}
 	e.Log.Info().Str("executor", e.Config.Executor).Msg("following the event stream")
-	sse := newSSEReader(resp.Body)
+	sse := newSSEReader(&idleReader{r: resp.Body, idle: idle, after: e.StreamIdle})
 	for {
 		ev, err := sse.Next()
 		if err != nil {
@@ -545,18 +566,27 @@ func (e *Executor) call(ctx context.Context, method, path, idemKey string, body 
 			// answer: not the whole contract, every proof again, each time.
 			req.Header.Set("Prefer", "return=minimal")
 		}
-		resp, err := e.Client.Do(req)
+		// One attempt has its own deadline: a server that never answers
+		// held the run (and its heartbeats) for ever.
+		actx, cancel := context.WithTimeout(ctx, e.CallTimeout)
+		resp, err := e.Client.Do(req.WithContext(actx))
 		if err == nil {
 			raw, rerr := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 			resp.Body.Close()
+			cancel()
 			if rerr == nil && resp.StatusCode != 429 && resp.StatusCode < 500 {
 				return resp.StatusCode, raw, nil
 			}
 			if s, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil && s > 0 {
 				wait = max(wait, time.Duration(min(s, 60))*time.Second)
 			}
-			err = fmt.Errorf("%s %s: %d", method, path, resp.StatusCode)
+			if rerr != nil {
+				err = rerr
+			} else {
+				err = fmt.Errorf("%s %s: %d", method, path, resp.StatusCode)
+			}
 		}
+		cancel()
 		if ctx.Err() != nil {
 			return 0, nil, ctx.Err()
 		}
@@ -566,6 +596,22 @@ func (e *Executor) call(ctx context.Context, method, path, idemKey string, body 
 		}
 		wait = min(wait*2, time.Minute)
 	}
+}
+
+// idleReader pushes its timer back on every read that brings bytes; the
+// timer, when it fires, ends the stream's request.
+type idleReader struct {
+	r     io.Reader
+	idle  *time.Timer
+	after time.Duration
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 {
+		r.idle.Reset(r.after)
+	}
+	return n, err
 }
 
 // tail keeps the last max bytes written to it.

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// A server that takes a request and never answers is asked again: the
+// executor waited on it for ever, its run and heartbeats stuck.
+func TestExecutorCallDoesNotWaitForEver(t *testing.T) {
+	var n atomic.Int32
+	hang := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			select {
+			case <-hang:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		w.Write([]byte(`{"state":"executor_started"}`))
+	}))
+	defer srv.Close()
+	defer close(hang) // before the server closes: it waits for its handlers
+	e := &Executor{Base: srv.URL, Key: "k", State: mustState(t), Log: zerolog.Nop(), Client: srv.Client(),
+		Backoff: 10 * time.Millisecond, CallTimeout: 200 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	status, _, err := e.call(ctx, "POST", "/v1/executions/h/heartbeat", "", map[string]any{"executorRunId": "run-1"})
+	if err != nil || status != 200 || n.Load() != 2 {
+		t.Fatalf("status %d, err %v after %d requests: want 200 from a second request", status, err, n.Load())
+	}
+}
+
+// An event stream that goes silent (a network cut sends no end) is
+// dropped and resumed.
+func TestExecutorResumesASilentStream(t *testing.T) {
+	var n atomic.Int32
+	again := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 2 {
+			close(again)
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // silence
+	}))
+	defer srv.Close()
+	st := mustState(t)
+	st.SetLastEventID("1-0") // no listing: the stream alone
+	e := &Executor{Base: srv.URL, Key: "k", Config: Config{Executor: "ops-bot"}, State: st, Log: zerolog.Nop(),
+		Backoff: 10 * time.Millisecond, StreamIdle: 300 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-again:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the executor never dropped the silent stream")
+	}
+}
