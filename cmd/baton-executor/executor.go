@@ -166,14 +166,17 @@ func (e *Executor) follow(ctx context.Context) error {
 	}
 	if last == "" {
 		// The stream starts at the store's head: what was approved before
-		// it is in the listing, what comes after in the stream.
+		// it is in the listing, what comes after in the stream. The
+		// position is kept only once the listing is done: kept before, a
+		// listing cut short (stopped, killed, refused) was never made
+		// again and what it had not reached was never taken.
+		if err := e.catchUp(ctx); err != nil {
+			return err
+		}
 		if pos := resp.Header.Get("Baton-Position"); pos != "" {
 			if err := e.State.SetLastEventID(pos); err != nil {
 				return err
 			}
-		}
-		if err := e.catchUp(ctx); err != nil {
-			return err
 		}
 		idle.Reset(e.StreamIdle)
 	}

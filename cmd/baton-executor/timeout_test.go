@@ -67,3 +67,42 @@ func TestExecutorResumesASilentStream(t *testing.T) {
 		t.Fatal("the executor never dropped the silent stream")
 	}
 }
+
+// A first listing cut short is made again: the stream's position was kept
+// before it, so the next attempt resumed the stream and never listed the
+// handoffs approved before the executor started.
+func TestExecutorListsAgainAfterAnInterruptedCatchUp(t *testing.T) {
+	var lists atomic.Int32
+	again := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/handoff/contracts" {
+			switch lists.Add(1) {
+			case 1:
+				http.Error(w, `{"code":"forbidden"}`, http.StatusForbidden)
+			case 2:
+				close(again)
+				fallthrough
+			default:
+				w.Write([]byte(`{"data":[]}`))
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Baton-Position", "5-0")
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	e := &Executor{Base: srv.URL, Key: "k", Config: Config{Executor: "ops-bot"}, State: mustState(t), Log: zerolog.Nop(),
+		Backoff: 10 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-again:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the handoffs were listed %d times: the interrupted listing was not made again", lists.Load())
+	}
+}
