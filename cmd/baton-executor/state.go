@@ -54,6 +54,12 @@ func openState(path string) (*State, error) {
 	s.data.Runs = map[string]*Run{}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
+		// Written at once: a state file that cannot be written is a
+		// configuration error to stop on, not one found at the first run
+		// taken (which then could not be remembered).
+		if err := s.save(); err != nil {
+			return nil, fmt.Errorf("state file %s: %w", path, err)
+		}
 		return s, nil
 	}
 	if err != nil {
@@ -109,8 +115,18 @@ func (s *State) Run(id string) (Run, bool) {
 func (s *State) Put(r Run) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	old, had := s.data.Runs[r.HandoffID]
 	s.data.Runs[r.HandoffID] = &r
-	return s.save()
+	if err := s.save(); err != nil {
+		// Memory stays as the file is.
+		if had {
+			s.data.Runs[r.HandoffID] = old
+		} else {
+			delete(s.data.Runs, r.HandoffID)
+		}
+		return err
+	}
+	return nil
 }
 
 // Unfinished lists the runs not yet reported.
@@ -140,6 +156,11 @@ func (s *State) SetLastEventID(id string) error {
 	if s.data.LastEventID == id {
 		return nil
 	}
+	old := s.data.LastEventID
 	s.data.LastEventID = id
-	return s.save()
+	if err := s.save(); err != nil {
+		s.data.LastEventID = old // memory stays as the file is
+		return err
+	}
+	return nil
 }
