@@ -70,7 +70,8 @@ const maxOutput = 60 << 10
 
 // Run works until ctx ends: it carries on the runs a previous start left
 // unfinished, then follows the event stream, taking every handoff approved
-// for it. It returns when ctx ends and every run it started has stopped.
+// for it. It returns when ctx ends, or with an error when Baton refuses its
+// key, once every run it started has stopped.
 func (e *Executor) Run(ctx context.Context) error {
 	if e.Client == nil {
 		e.Client = &http.Client{CheckRedirect: keepKeyHome}
@@ -96,6 +97,9 @@ func (e *Executor) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
+		if errors.Is(err, errKeyRefused) {
+			return err // no retry makes a refused key valid
+		}
 		e.Log.Warn().Err(err).Dur("retryIn", wait).Msg("event stream interrupted")
 		if !sleep(ctx, wait) {
 			break
@@ -104,6 +108,9 @@ func (e *Executor) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// errKeyRefused is Baton's 401: the key is wrong or was revoked.
+var errKeyRefused = errors.New("Baton refused the key")
 
 // keepKeyHome follows a redirect without the key when it leaves Baton's
 // origin (another host, or from https to http): Go's client drops only
@@ -162,6 +169,9 @@ func (e *Executor) follow(ctx context.Context) error {
 	idle.Reset(e.StreamIdle)
 	if resp.StatusCode != 200 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		if resp.StatusCode == http.StatusUnauthorized {
+			return fmt.Errorf("%w: GET /v1/events: %d %s", errKeyRefused, resp.StatusCode, b)
+		}
 		return fmt.Errorf("GET /v1/events: %d %s", resp.StatusCode, b)
 	}
 	if last == "" {

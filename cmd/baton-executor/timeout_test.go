@@ -106,3 +106,21 @@ func TestExecutorListsAgainAfterAnInterruptedCatchUp(t *testing.T) {
 		t.Fatalf("the handoffs were listed %d times: the interrupted listing was not made again", lists.Load())
 	}
 }
+
+// A key Baton refuses stops the executor with an error (exit status 2):
+// it used to retry for ever, a warning a minute, looking alive.
+func TestExecutorStopsOnARefusedKey(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusUnauthorized)
+		w.Write([]byte(`{"code":"invalid_api_key","status":401}`))
+	}))
+	defer srv.Close()
+	e := &Executor{Base: srv.URL, Key: "wrong", Config: Config{Executor: "ops-bot"}, State: mustState(t), Log: zerolog.Nop(),
+		Backoff: 10 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := e.Run(ctx); err == nil || ctx.Err() != nil {
+		t.Fatalf("Run: %v (context: %v), want the refused key as an error", err, ctx.Err())
+	}
+}
