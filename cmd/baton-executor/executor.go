@@ -402,6 +402,7 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 	out := &tail{max: maxOutput}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 5 * time.Second
+	ownGroup(cmd)
 	log.Info().Strs("command", p.Command).Msg("running")
 	if err := cmd.Start(); err != nil {
 		run.Phase, run.ExitCode, run.Output = phaseFinished, -1, "could not start the command: "+err.Error()

@@ -439,3 +439,32 @@ func TestExecutorTakesAReleasedHandoffAgain(t *testing.T) {
 		t.Fatalf("closed %v: %v", last, types(evs))
 	}
 }
+
+// Stopping the executor stops what its command started, not the shell
+// alone: a process the shell had started ran on, and the next start ran
+// the command again beside it.
+func TestExecutorStopStopsTheWholeCommand(t *testing.T) {
+	s := startServer(t)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	_, stop := s.executor(dir, map[string]Protocol{"ops_bot.v1": shell(`sleep 60 & echo $! > ` + pidFile + `; wait; echo after`)})
+	id := s.create(nil)
+	s.approve(id)
+	var pid int
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if b, err := os.ReadFile(pidFile); err == nil && len(bytes.TrimSpace(b)) > 0 {
+			fmt.Sscan(string(b), &pid)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command never started")
+		}
+	}
+	stop()
+	time.Sleep(100 * time.Millisecond)
+	// A zombie (killed, not yet reaped by init) has stopped too.
+	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !strings.Contains(string(st), ") Z ") {
+		exec.Command("kill", fmt.Sprint(pid)).Run()
+		t.Fatalf("the command's child %d still runs after the executor stopped", pid)
+	}
+}
