@@ -395,7 +395,11 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 		run.Phase, run.ExitCode, run.Output = phaseFinished, -1, "no command configured for "+run.Protocol
 		return run, e.State.Put(run) == nil
 	}
-	cmd := exec.CommandContext(ctx, p.Command[0], p.Command[1:]...)
+	// The command stops when Baton releases the run (it missed its
+	// lease): it went on to its end though refused, beside the new run.
+	cmdCtx, release := context.WithCancelCause(ctx)
+	defer release(nil)
+	cmd := exec.CommandContext(cmdCtx, p.Command[0], p.Command[1:]...)
 	cmd.Stdin = bytes.NewReader(c.raw)
 	cmd.Env = append(os.Environ(), "BATON_HANDOFF_ID="+run.HandoffID, "BATON_EXECUTOR_RUN_ID="+run.ExecutorRunID,
 		"BATON_OBJECTIVE="+c.Objective, "BATON_EXECUTOR_PROTOCOL="+c.ExecutorProtocol)
@@ -408,11 +412,15 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 		run.Phase, run.ExitCode, run.Output = phaseFinished, -1, "could not start the command: "+err.Error()
 		return run, e.State.Put(run) == nil
 	}
-	stopBeats := e.heartbeats(ctx, c, run, log)
+	stopBeats := e.heartbeats(ctx, c, run, log, release)
 	err := cmd.Wait()
 	stopBeats()
 	if ctx.Err() != nil {
 		log.Info().Msg("stopped mid-run; the next start runs it again under the same executorRunId")
+		return run, false
+	}
+	if cause := context.Cause(cmdCtx); cause != nil && cmdCtx.Err() != nil {
+		e.abandon(run, "command stopped: "+cause.Error())
 		return run, false
 	}
 	run.Phase, run.ExitCode, run.Output = phaseFinished, 0, out.String()
@@ -431,7 +439,7 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 
 // heartbeats renews the lease while the command runs, at a third of the
 // contract's heartbeatSeconds; none without one.
-func (e *Executor) heartbeats(ctx context.Context, c contract, run Run, log zerolog.Logger) func() {
+func (e *Executor) heartbeats(ctx context.Context, c contract, run Run, log zerolog.Logger, release context.CancelCauseFunc) func() {
 	if c.Deadlines == nil || c.Deadlines.HeartbeatSeconds <= 0 {
 		return func() {}
 	}
@@ -451,6 +459,10 @@ func (e *Executor) heartbeats(ctx context.Context, c contract, run Run, log zero
 			status, raw, err := e.call(ctx, "POST", "/v1/executions/"+run.HandoffID+"/heartbeat", "", map[string]any{"executorRunId": run.ExecutorRunID})
 			if err == nil && status != 200 {
 				log.Warn().Int("status", status).RawJSON("problem", raw).Msg("heartbeat refused")
+				if problemCode(raw) == "executor_run_released" {
+					release(fmt.Errorf("heartbeat refused: %d %s", status, raw))
+					return
+				}
 			}
 		}
 	}()

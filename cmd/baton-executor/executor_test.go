@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -466,5 +467,60 @@ func TestExecutorStopStopsTheWholeCommand(t *testing.T) {
 	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !strings.Contains(string(st), ") Z ") {
 		exec.Command("kill", fmt.Sprint(pid)).Run()
 		t.Fatalf("the command's child %d still runs after the executor stopped", pid)
+	}
+}
+
+// dropHeartbeats fails every heartbeat while on, as a cut network would.
+type dropHeartbeats struct{ on atomic.Bool }
+
+func (d *dropHeartbeats) RoundTrip(r *http.Request) (*http.Response, error) {
+	if d.on.Load() && strings.HasSuffix(r.URL.Path, "/heartbeat") {
+		return nil, fmt.Errorf("dropped")
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// A run Baton released (it missed its lease) stops its command at the
+// refused heartbeat: the command went on to its end beside the new run,
+// which could start only after it.
+func TestExecutorStopsAReleasedRun(t *testing.T) {
+	s := startServer(t)
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "first")
+	state, err := openState(filepath.Join(dir, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	drop := &dropHeartbeats{}
+	e := &Executor{Base: s.base, Key: s.key, State: state, Log: zerolog.New(zerolog.NewTestWriter(t)),
+		Backoff: 50 * time.Millisecond, Client: &http.Client{Transport: drop},
+		Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": shell(`if [ -f ` + marker + ` ]; then echo renewed; else touch ` + marker + `; sleep 100; fi`)}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	id := s.create(map[string]any{"heartbeatSeconds": 2, "onExecutorTimeout": "release"})
+	s.approve(id)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(marker); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	drop.on.Store(true)
+	for !slices.Contains(types(s.trail(id, "")), "ExecutorTimedOut") {
+		if time.Now().After(deadline) {
+			t.Fatal("no release")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	drop.on.Store(false)
+	evs := s.closeWithReview(id) // within a minute: long before the first command's end
+	if last := evs[len(evs)-1]["data"].(map[string]any); last["finalStatus"] != "SUCCEEDED" {
+		t.Fatalf("closed %v: %v", last, types(evs))
 	}
 }
