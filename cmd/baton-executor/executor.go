@@ -93,7 +93,14 @@ func (e *Executor) Run(ctx context.Context) error {
 	}
 	wait := e.Backoff
 	for ctx.Err() == nil {
-		err := e.follow(ctx)
+		var connected bool
+		err := e.follow(ctx, &connected)
+		if connected {
+			// A stream that was up and dropped is a new outage: the wait
+			// grown by an earlier one held every later reconnection to a
+			// minute.
+			wait = e.Backoff
+		}
 		if ctx.Err() != nil {
 			break
 		}
@@ -140,7 +147,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // follow reads the event stream of the handoffs targeted at this executor,
 // from where the last one stopped; a first start also lists the handoffs
 // approved before its stream began.
-func (e *Executor) follow(ctx context.Context) error {
+func (e *Executor) follow(ctx context.Context, connected *bool) error {
 	// A handoff is free to take when it is approved, and again when a run
 	// that missed its lease was released (ExecutorTimedOut, action
 	// release): watching approvals alone left a released one unclaimed.
@@ -190,6 +197,7 @@ func (e *Executor) follow(ctx context.Context) error {
 		}
 		idle.Reset(e.StreamIdle)
 	}
+	*connected = true
 	e.Log.Info().Str("executor", e.Config.Executor).Msg("following the event stream")
 	sse := newSSEReader(&idleReader{r: resp.Body, idle: idle, after: e.StreamIdle})
 	for {

@@ -124,3 +124,43 @@ func TestExecutorStopsOnARefusedKey(t *testing.T) {
 		t.Fatalf("Run: %v (context: %v), want the refused key as an error", err, ctx.Err())
 	}
 }
+
+// A stream that was up and dropped is resumed after the first wait, not
+// after the longest wait an earlier outage grew.
+func TestExecutorBackoffStartsOverAfterAStream(t *testing.T) {
+	var n atomic.Int32
+	var upEnded atomic.Int64
+	gap := make(chan time.Duration, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch i := n.Add(1); {
+		case i <= 5: // an outage: the wait grows to 320ms
+			http.Error(w, "{}", http.StatusServiceUnavailable)
+		case i == 6: // back up, then dropped
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(200)
+			upEnded.Store(time.Now().UnixNano())
+		case i == 7:
+			gap <- time.Since(time.Unix(0, upEnded.Load()))
+			http.Error(w, "{}", http.StatusServiceUnavailable)
+		default:
+			http.Error(w, "{}", http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	st := mustState(t)
+	st.SetLastEventID("1-0")
+	e := &Executor{Base: srv.URL, Key: "k", Config: Config{Executor: "ops-bot"}, State: st, Log: zerolog.Nop(),
+		Backoff: 10 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case d := <-gap:
+		if d > 200*time.Millisecond {
+			t.Fatalf("reconnected %v after the stream dropped, want about the first wait (10ms)", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reconnection")
+	}
+}
