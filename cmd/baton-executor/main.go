@@ -7,6 +7,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -83,11 +84,18 @@ func readConfig(path string) (Config, error) {
 		return Config{}, err
 	}
 	var c Config
-	if err := json.Unmarshal(b, &c); err != nil {
+	// A misspelt field ("protocol") is an error: ignored, it left an
+	// executor that started and refused every handoff.
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
 	if c.Executor == "" {
 		return Config{}, fmt.Errorf("%s: \"executor\" (the targetExecutor to take handoffs for) is required", path)
+	}
+	if len(c.Protocols) == 0 {
+		return Config{}, fmt.Errorf("%s: \"protocols\" (the command of each executorProtocol) names none: nothing would ever run", path)
 	}
 	for name, p := range c.Protocols {
 		if len(p.Command) == 0 {
