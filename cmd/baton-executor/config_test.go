@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,5 +28,40 @@ func TestConfigRefusesWhatRunsNothing(t *testing.T) {
 	os.WriteFile(path, []byte(`{"executor":"ops-bot","protocols":{"p.v1":{"command":["true"],"artifactType":"log"}}}`), 0o644)
 	if _, err := readConfig(path); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Baton's URL is checked at the start, and a trailing slash is dropped:
+// "http://host:8080/" asked for //v1/events and got 404 for ever, and a
+// URL without a scheme failed every request, for ever.
+func TestCheckURL(t *testing.T) {
+	for raw, want := range map[string]string{
+		"http://127.0.0.1:8080":       "http://127.0.0.1:8080",
+		"http://127.0.0.1:8080/":      "http://127.0.0.1:8080",
+		"https://baton.example/base/": "https://baton.example/base",
+		"127.0.0.1:8080":              "",
+		"baton.example":               "",
+		"ftp://baton.example":         "",
+		"http://":                     "",
+		"http://baton.example/?x=1":   "",
+	} {
+		got, err := checkURL(raw)
+		if got != want || (err == nil) != (want != "") {
+			t.Errorf("checkURL(%q) = %q, %v; want %q", raw, got, err, want)
+		}
+	}
+}
+
+// A URL without a scheme stops the executor at its start (exit status 2).
+func TestExecutorStopsOnABadURL(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "executor.json")
+	os.WriteFile(cfg, []byte(`{"executor":"ops-bot","protocols":{"p.v1":{"command":["true"]}}}`), 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // were it to start, it would stop at once
+	var out bytes.Buffer
+	err := run(ctx, []string{"--key", "k", "--url", "127.0.0.1:8080", "--config", cfg, "--state", filepath.Join(dir, "state.json")}, &out)
+	if err == nil || !strings.Contains(err.Error(), "--url") {
+		t.Fatalf("run: %v, want an error about --url", err)
 	}
 }

@@ -14,8 +14,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -61,6 +63,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if *key == "" {
 		return errors.New("no key: pass --key or set BATON_API_KEY")
 	}
+	baseURL, err := checkURL(*base)
+	if err != nil {
+		return err
+	}
 	if *configPath == "" {
 		return errors.New("no configuration: pass --config executor.json")
 	}
@@ -73,8 +79,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}).With().Timestamp().Logger()
-	e := &Executor{Base: *base, Key: *key, Config: cfg, State: state, Log: log}
-	log.Info().Str("url", *base).Str("executor", cfg.Executor).Int("protocols", len(cfg.Protocols)).Msg("baton-executor started")
+	e := &Executor{Base: baseURL, Key: *key, Config: cfg, State: state, Log: log}
+	log.Info().Str("url", baseURL).Str("executor", cfg.Executor).Int("protocols", len(cfg.Protocols)).Msg("baton-executor started")
 	return e.Run(ctx)
 }
 
@@ -103,6 +109,17 @@ func readConfig(path string) (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// checkURL: Baton's URL as requests are made from it. A URL without a
+// scheme was retried for ever as an unparsable request, and one with a
+// trailing slash asked for //v1/... and got 404 for ever.
+func checkURL(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("--url %q: want Baton's base URL, such as http://127.0.0.1:8080", raw)
+	}
+	return strings.TrimRight(raw, "/"), nil
 }
 
 // isTerminal: colours only for a person watching, not in a log file.
