@@ -507,6 +507,7 @@ func (e *Executor) report(ctx context.Context, run Run, log zerolog.Logger) {
 		// The output holds what looks like a credential: it never goes
 		// to the ledger; the proof says so instead.
 		withheld = true
+		log.Warn().Str("secret", secretFound(raw)).Msg("output withheld: Baton found what looks like a secret in it; the proof and result say so instead")
 		st, raw, err = e.call(ctx, "POST", "/v1/executions/"+run.HandoffID+"/proof", "proof-"+run.ExecutorRunID+"-withheld",
 			proofBody("(output withheld: Baton found what looks like a secret in it)"))
 		if err != nil {
@@ -561,6 +562,16 @@ func receipt(kind string, raw []byte) string {
 	}
 	json.Unmarshal(raw, &v)
 	return fmt.Sprintf("%s %d %s", kind, v.LedgerHead.Seq, v.LedgerHead.Hash)
+}
+
+// secretFound names the rule and place of the first finding of a
+// secret_detected problem (its detail says both).
+func secretFound(raw []byte) string {
+	var p struct {
+		Detail string `json:"detail"`
+	}
+	json.Unmarshal(raw, &p)
+	return p.Detail
 }
 
 func problemCode(raw []byte) string {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -162,5 +164,28 @@ func TestExecutorBackoffStartsOverAfterAStream(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no reconnection")
+	}
+}
+
+// Withheld output is said in the executor's log: it said only "reported",
+// and the operator learnt of the withheld output from the ledger alone.
+func TestExecutorLogsWithheldOutput(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Idempotency-Key") == "proof-run-1" {
+			w.WriteHeader(422)
+			w.Write([]byte(`{"code":"secret_detected","detail":"the body holds what looks like a secret (baton-key at /proof/artifacts/0/text)"}`))
+			return
+		}
+		w.Write([]byte(`{"state":"result_received","ledgerHead":{"seq":1,"hash":"h"}}`))
+	}))
+	defer srv.Close()
+	var buf bytes.Buffer
+	e := &Executor{Base: srv.URL, Key: "k", Config: Config{Executor: "ops-bot"}, State: mustState(t), Log: zerolog.New(&buf),
+		Backoff: 10 * time.Millisecond, CallTimeout: 5 * time.Second, Client: srv.Client()}
+	run := Run{HandoffID: "h", ExecutorRunID: "run-1", Phase: phaseFinished, Output: "btn_sk_..."}
+	e.State.Put(run)
+	e.report(context.Background(), run, e.Log)
+	if !strings.Contains(buf.String(), "output withheld") || !strings.Contains(buf.String(), "baton-key") {
+		t.Fatalf("log: %s", buf.String())
 	}
 }
