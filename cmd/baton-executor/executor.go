@@ -404,7 +404,8 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 		return run, e.State.Put(run) == nil
 	}
 	// The command stops when Baton releases the run (it missed its
-	// lease): it went on to its end though refused, beside the new run.
+	// lease) or closes the handoff (a deadline passed): it went on to its
+	// end though refused, beside the new run or for nothing.
 	cmdCtx, release := context.WithCancelCause(ctx)
 	defer release(nil)
 	cmd := exec.CommandContext(cmdCtx, p.Command[0], p.Command[1:]...)
@@ -467,7 +468,7 @@ func (e *Executor) heartbeats(ctx context.Context, c contract, run Run, log zero
 			status, raw, err := e.call(ctx, "POST", "/v1/executions/"+run.HandoffID+"/heartbeat", "", map[string]any{"executorRunId": run.ExecutorRunID})
 			if err == nil && status != 200 {
 				log.Warn().Int("status", status).RawJSON("problem", raw).Msg("heartbeat refused")
-				if problemCode(raw) == "executor_run_released" {
+				if code := problemCode(raw); code == "executor_run_released" || code == "ledger_closed" {
 					release(fmt.Errorf("heartbeat refused: %d %s", status, raw))
 					return
 				}

@@ -524,3 +524,26 @@ func TestExecutorStopsAReleasedRun(t *testing.T) {
 		t.Fatalf("closed %v: %v", last, types(evs))
 	}
 }
+
+// A handoff closed under a running command (its resultTimeoutSeconds
+// passed) stops the command at the refused heartbeat: it ran on to its
+// end for a ledger that takes nothing more.
+func TestExecutorStopsARunWhoseHandoffClosed(t *testing.T) {
+	s := startServer(t)
+	e, _ := s.executor(t.TempDir(), map[string]Protocol{"ops_bot.v1": shell(`sleep 100`)})
+	id := s.create(map[string]any{"heartbeatSeconds": 3, "resultTimeoutSeconds": 2})
+	s.approve(id)
+	s.trail(id, "ledger_closed")
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if r, ok := e.State.Run(id); ok && r.Phase == phaseReported {
+			if !strings.Contains(r.Note, "ledger_closed") {
+				t.Fatalf("run given up with %q", r.Note)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			r, _ := e.State.Run(id)
+			t.Fatalf("the command still runs on a closed handoff: %+v", r)
+		}
+	}
+}
