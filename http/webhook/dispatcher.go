@@ -9,7 +9,7 @@ package webhook
 
 import (
 	"bytes"
-	"cmp"
+	"container/heap"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -24,7 +24,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -484,6 +483,9 @@ func (d *Dispatcher) dispatch(ctx context.Context) {
 	now := d.cfg.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if len(d.inflight) >= d.cfg.Workers {
+		return // nothing can start: no need to look through the pending
+	}
 	tenants, endpoints := map[string]int{}, map[string]int{}
 	for _, p := range d.inflight {
 		tenants[p.tenant]++
@@ -492,23 +494,18 @@ func (d *Dispatcher) dispatch(ctx context.Context) {
 	// The longest due first, then the oldest: taken in the map's order, a
 	// delivery could wait behind later ones round after round, and an
 	// endpoint's events reached it in no order.
-	type cand struct {
-		id string
-		p  *due
-	}
-	var ready []cand
+	// A heap, taken from until the workers are busy: a backlog of many
+	// due at once (an endpoint down for hours) is not sorted whole at
+	// every wake to start a few.
+	ready := &dueHeap{}
 	for id, p := range d.pending {
 		if _, ok := d.inflight[id]; !ok && !p.at.After(now) {
-			ready = append(ready, cand{id, p})
+			ready.c = append(ready.c, dueCand{id, p})
 		}
 	}
-	slices.SortFunc(ready, func(a, b cand) int {
-		if c := a.p.at.Compare(b.p.at); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.p.order, b.p.order)
-	})
-	for _, c := range ready {
+	heap.Init(ready)
+	for ready.Len() > 0 {
+		c := heap.Pop(ready).(dueCand)
 		id, p := c.id, c.p
 		if len(d.inflight) >= d.cfg.Workers {
 			return
@@ -532,6 +529,30 @@ func (d *Dispatcher) dispatch(ctx context.Context) {
 			}
 		}()
 	}
+}
+
+// dueCand is a due delivery; dueHeap orders them the longest due first,
+// then the oldest.
+type dueCand struct {
+	id string
+	p  *due
+}
+
+type dueHeap struct{ c []dueCand }
+
+func (h *dueHeap) Len() int { return len(h.c) }
+func (h *dueHeap) Less(i, j int) bool {
+	if c := h.c[i].p.at.Compare(h.c[j].p.at); c != 0 {
+		return c < 0
+	}
+	return h.c[i].p.order < h.c[j].p.order
+}
+func (h *dueHeap) Swap(i, j int) { h.c[i], h.c[j] = h.c[j], h.c[i] }
+func (h *dueHeap) Push(x any)    { h.c = append(h.c, x.(dueCand)) }
+func (h *dueHeap) Pop() any {
+	x := h.c[len(h.c)-1]
+	h.c = h.c[:len(h.c)-1]
+	return x
 }
 
 // attempt claims delivery id's next attempt and, if this replica won it,
