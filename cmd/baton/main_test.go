@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -183,5 +184,51 @@ func TestStartStoppedByASettingCreatesNoKey(t *testing.T) {
 	out.Reset()
 	if err := run(context.Background(), []string{"keys", "list", "--data", data}, &out, &out); err == nil && strings.Contains(out.String(), "btn_") {
 		t.Fatalf("a key was created: %s", out.String())
+	}
+}
+
+// Every flag `baton serve --help` lists is in README's commands table and
+// in operations.md's table of settings, with the variable its help names:
+// --max-connections-per-client was missing from both, and the address,
+// data directory, providers file, store and console URL from the table.
+func TestServeFlagsAreDocumented(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	t.Setenv("BATON_DATA_DIR", "/nonexistent/baton-help-test")
+	if err := run(context.Background(), []string{"serve", "--help"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, _ := strings.Cut(string(ops), "## Limits and settings")
+	table, _, _ = strings.Cut(table, "\n### ")
+	var commands string
+	for _, l := range strings.Split(string(readme), "\n") {
+		if strings.HasPrefix(l, "| `baton serve ") || strings.HasPrefix(l, "| `--store kurrent") {
+			commands += l
+		}
+	}
+	flags := regexp.MustCompile(`(?m)^  -([a-z-]+)`).FindAllStringSubmatch(stdout.String(), -1)
+	if len(flags) < 20 {
+		t.Fatalf("only %d flags in:\n%s", len(flags), stdout.String())
+	}
+	for _, f := range flags {
+		name := f[1]
+		if !regexp.MustCompile(`--` + name + `\b[^-]`).MatchString(commands) {
+			t.Errorf("--%s is not in README's commands table", name)
+		}
+		if !regexp.MustCompile("`--" + name + "[` ]").MatchString(table) {
+			t.Errorf("--%s is not in operations.md's Limits and settings", name)
+		}
+	}
+	for _, v := range regexp.MustCompile(`BATON_[A-Z_]+`).FindAllString(stdout.String(), -1) {
+		if !strings.Contains(commands, v) || !strings.Contains(table, v) {
+			t.Errorf("%s is not in both tables", v)
+		}
 	}
 }
