@@ -232,3 +232,38 @@ func TestServeFlagsAreDocumented(t *testing.T) {
 		}
 	}
 }
+
+// Every flag of the other commands is in README's row for that command
+// (the store's flags in the --store row): keys create's --label and --data,
+// console link's --data, ledger export's --wait and migrate's --limit were
+// missing.
+func TestCommandFlagsAreInTheReadme(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(string(readme), "\n")
+	store := map[string]bool{"store": true, "kurrentdb-url": true, "kurrentdb-max-append-size": true}
+	for _, cmd := range [][]string{{"keys", "create"}, {"console", "link"}, {"ledger", "verify"}, {"ledger", "export"},
+		{"log", "keygen"}, {"log", "verify"}, {"store", "check"}, {"migrate"}} {
+		var stdout, stderr bytes.Buffer
+		t.Setenv("BATON_DATA_DIR", "/nonexistent/baton-help-test")
+		if err := run(context.Background(), append(append([]string{}, cmd...), "--help"), &stdout, &stderr); err != nil {
+			t.Fatal(err)
+		}
+		var doc string // every row of the command (ledger verify has two)
+		for _, l := range rows {
+			if strings.HasPrefix(l, "| `baton "+strings.Join(cmd, " ")+" ") {
+				doc += l
+			}
+		}
+		if doc == "" {
+			t.Errorf("no README row for baton %s", strings.Join(cmd, " "))
+		}
+		for _, f := range regexp.MustCompile(`(?m)^  -([a-z-]+)`).FindAllStringSubmatch(stdout.String(), -1) {
+			if !store[f[1]] && !regexp.MustCompile(`--`+f[1]+`\b[^-]`).MatchString(doc) {
+				t.Errorf("baton %s --%s is not in README's commands table", strings.Join(cmd, " "), f[1])
+			}
+		}
+	}
+}
