@@ -267,3 +267,20 @@ func TestCommandFlagsAreInTheReadme(t *testing.T) {
 		}
 	}
 }
+
+// --idempotency-retention keeps the keys of every endpoint that takes one
+// past its request (one store of them): its help said generate's alone.
+func TestIdempotencyRetentionHelpNamesItsEndpoints(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	t.Setenv("BATON_DATA_DIR", "/nonexistent/baton-help-test")
+	if err := run(context.Background(), []string{"serve", "--help"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	_, help, _ := strings.Cut(stdout.String(), "  -idempotency-retention")
+	help, _, _ = strings.Cut(help, "\n  -")
+	for _, want := range []string{"generate", "agent plans", "contract", "webhook"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("--idempotency-retention's help does not name %s: %s", want, help)
+		}
+	}
+}
