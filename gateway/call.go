@@ -111,6 +111,24 @@ type Forwarder interface {
 	Forward(ctx context.Context, n *Native, model string, stream bool) (*Response, Stream, error)
 }
 
+// KeyRedactor is a provider that can take its own key out of a text.
+type KeyRedactor interface {
+	// RedactKey is s with the provider's own key in it replaced.
+	RedactKey(s string) string
+}
+
+// redact takes the provider's key out of what an upstream said in err (a
+// failure event in a stream, which no header redaction saw), in place:
+// the message reaches the client and the log.
+func redact(p Provider, err error) error {
+	if ue, ok := errors.AsType[*UpstreamError](err); ok {
+		if r, ok := p.(KeyRedactor); ok {
+			ue.Message = r.RedactKey(ue.Message)
+		}
+	}
+	return err
+}
+
 // TokenCounter is a provider that counts a Messages request's input tokens
 // upstream (POST /v1/messages/count_tokens): n as the client sent it, its
 // protocol headers and query included, with model as its model.
@@ -571,7 +589,7 @@ func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer
 		if took != (Usage{}) {
 			c.Failed = append(c.Failed, Bill{Usage: billed, Cost: cost})
 		}
-		last = err
+		last = redact(t.Provider, err)
 		if !retryable(ctx, err) {
 			break
 		}
@@ -882,7 +900,7 @@ func (k *Caller) Open(ctx context.Context, c *Call, chain []Target) (*Upstream, 
 		if err == nil {
 			return u, nil
 		}
-		last = err
+		last = redact(t.Provider, err)
 		if ctx.Err() != nil {
 			return nil, err
 		}
@@ -983,6 +1001,9 @@ func (u *Upstream) Told() Usage {
 // context ended (the client left).
 func (u *Upstream) Next(tick <-chan time.Time, flush func()) (p Pumped, ticked bool, gone bool) {
 	p, ticked, gone = u.next(tick, flush)
+	if p.Err != nil {
+		redact(u.c.Provider, p.Err)
+	}
 	if gone {
 		// Ended for a cause other than the client's leaving (the server's
 		// stop): a failure the front tells its client, who is still there.
