@@ -144,3 +144,15 @@ func TestKeyLabelIsPlainText(t *testing.T) {
 	}
 	e.must(e.do("POST", "/v1/admin/keys", e.admin, map[string]any{"tenant": "c", "label": "ci – nightly ✓"}), 201)
 }
+
+// A label's bound is in bytes, and the refusal says so: 101 accented
+// letters (202 bytes) were refused as "longer than 200 characters".
+func TestKeyLabelBoundSaysBytes(t *testing.T) {
+	e := newEnv(t)
+	r := e.do("POST", "/v1/admin/keys", e.admin, map[string]any{"tenant": "c", "label": strings.Repeat("é", 101)})
+	if r.status != 422 || !strings.Contains(string(r.raw), `"pointer":"/label","code":"too_long"`) ||
+		strings.Contains(string(r.raw), "characters") || !strings.Contains(string(r.raw), "202 bytes") {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	e.must(e.do("POST", "/v1/admin/keys", e.admin, map[string]any{"tenant": "c", "label": strings.Repeat("é", 100)}), 201)
+}

@@ -35,7 +35,8 @@ const maxKeyLabel = 200
 // Create records a new key of tenant, acting as actor.
 func (s *Keys) Create(ctx context.Context, actor, requestID, tenant string, admin bool, label string) (NewKey, error) {
 	if len(label) > maxKeyLabel {
-		return NewKey{}, domain.Invalid("keys.create", domain.FieldError{Pointer: "/label", Code: "too_long", Message: "is longer than 200 characters"})
+		// Counted in bytes: "200 characters" refused 101 accented ones.
+		return NewKey{}, domain.Invalid("keys.create", domain.FieldError{Pointer: "/label", Code: "too_long", Message: fmt.Sprintf("is %d bytes of UTF-8, longer than %d", len(label), maxKeyLabel)})
 	}
 	// A label is shown in listings and the serve banner's terminal: an
 	// escape or a bidi override there means something else than written.
