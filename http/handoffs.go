@@ -442,7 +442,14 @@ func (s *Server) getLedger(w http.ResponseWriter, r *http.Request) {
 		// tenant's writes.
 		unwatch()
 		changed, stop := s.proj.StreamChanged(domain.StreamID(id))
-		unwatch = stop
+		// The keys stream too: a key revoked while its read waits is
+		// refused then, not held until the wait ends.
+		keysChanged, stopKeys := s.proj.StreamChanged(domain.KeysStream)
+		unwatch = func() { stop(); stopKeys() }
+		if wait > 0 && s.revokedCaller(r) {
+			s.refuseRevoked(w, r)
+			return
+		}
 		pos := s.proj.Checkpoint()
 		// A wake looks for an event past after with one key before it
 		// reads the whole trail (a ledger of many proofs is tens of MB to
@@ -471,11 +478,9 @@ func (s *Server) getLedger(w http.ResponseWriter, r *http.Request) {
 				// A key revoked while the read waited is refused what came
 				// after (the read models apply the revocation and the
 				// events in the feed's order).
-				if p := principalOf(r.Context()); p.KeyID != "" {
-					if rec, err := s.proj.KeyByID(p.KeyID); err == nil && rec.RevokedAt != nil {
-						s.refuseRevoked(w, r)
-						return
-					}
+				if s.revokedCaller(r) {
+					s.refuseRevoked(w, r)
+					return
 				}
 				setPosition(w, pos) // the read models moved while it waited
 			}
@@ -487,6 +492,7 @@ func (s *Server) getLedger(w http.ResponseWriter, r *http.Request) {
 		}
 		select {
 		case <-changed:
+		case <-keysChanged:
 		case <-deadline:
 			last = true // one more read, then answer, empty or not
 		case <-s.stopWaits:
@@ -495,6 +501,17 @@ func (s *Server) getLedger(w http.ResponseWriter, r *http.Request) {
 			return // the client is gone: nobody to answer
 		}
 	}
+}
+
+// revokedCaller says whether the key r came with has been revoked since it
+// was authenticated, as this replica's read models know.
+func (s *Server) revokedCaller(r *http.Request) bool {
+	p := principalOf(r.Context())
+	if p.KeyID == "" {
+		return false
+	}
+	rec, err := s.proj.KeyByID(p.KeyID)
+	return err == nil && rec.RevokedAt != nil
 }
 
 // writeLedger answers the trail: state, head and chain from the whole trail,

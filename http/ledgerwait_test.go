@@ -179,6 +179,52 @@ func TestLedgerWaitKeyRevoked(t *testing.T) {
 	}
 }
 
+// TestLedgerWaitKeyRevokedAnswersAtOnce: the revocation itself ends a
+// waiting read of the revoked key, with no event of its handoff after it
+// (it was held, answering nothing, until its wait of up to a minute ran out).
+func TestLedgerWaitKeyRevokedAnswersAtOnce(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	k := e.must(e.do("POST", "/v1/admin/keys", e.admin, map[string]any{"tenant": "a"}), 201)
+	waiting := make(chan struct{}, 1)
+	defer batonhttp.SetLedgerWaitHook(func() {
+		select {
+		case waiting <- struct{}{}:
+		default:
+		}
+	})()
+	done := make(chan response, 1)
+	go func() {
+		r, _ := waitLedger(e, id, k.str("key"), "after=1&wait=60s")
+		done <- r
+	}()
+	select {
+	case <-waiting:
+	case <-time.After(guard):
+		t.Fatal("the read never waited")
+	}
+	e.must(e.do("DELETE", "/v1/admin/keys/"+k.str("keyId"), e.admin, nil), 200)
+	select {
+	case r := <-done:
+		if r.status != 401 || !bytes.Contains(r.raw, []byte("invalid_api_key")) {
+			t.Fatalf("a revoked key's waiting read: %d %s", r.status, r.raw)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a revoked key's read still waits after the revocation")
+	}
+	// Another key's creation wakes the read too; it goes on waiting.
+	k2 := e.must(e.do("POST", "/v1/admin/keys", e.admin, map[string]any{"tenant": "a"}), 201)
+	go func() {
+		r, _ := waitLedger(e, id, k2.str("key"), "after=1&wait=2s")
+		done <- r
+	}()
+	<-waiting
+	e.must(e.do("POST", "/v1/admin/keys", e.admin, map[string]any{"tenant": "b"}), 201)
+	if r := <-done; r.status != 200 || len(seqs(r)) != 0 {
+		t.Fatalf("a live key's read woken by a key's creation: %d %s", r.status, r.raw)
+	}
+}
+
 // TestLedgerWaitRace: an event applied after the handler's read and before
 // its wait still wakes it (the wait is registered before the read).
 func TestLedgerWaitRace(t *testing.T) {
