@@ -136,7 +136,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return serve(ctx, args[1:], stderr)
 	case "keys":
 		if len(args) < 2 || args[1] != "create" {
-			return missingSubcommand(args, "keys create", "usage: baton keys create --tenant NAME [--admin] [--data DIR]", stdout)
+			return missingSubcommand(args, "keys create", "usage: baton keys create --tenant NAME [--admin] [--label TEXT] [--data DIR]", stdout)
 		}
 		return keysCreate(ctx, args[2:], stdout)
 	case "console":
