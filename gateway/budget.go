@@ -240,6 +240,9 @@ type BudgetError struct {
 	// fields: its token cap (Cap) and the field that asks for a tier
 	// (TierParam).
 	Front string
+	// CapParam is the request's token cap field when not the front's
+	// usual one (Request.CapParam).
+	CapParam string
 	// Geo is the geography with no price that refused the call (Period
 	// ""), when it is not the model or the tier that has none.
 	Geo string
@@ -269,6 +272,9 @@ func (e *BudgetError) SearchCap() string {
 // Cap is the name of the token cap the client can lower: the Responses
 // API has no max_tokens.
 func (e *BudgetError) Cap() string {
+	if e.CapParam != "" {
+		return e.CapParam
+	}
 	if e.Front == "responses" {
 		return "max_output_tokens"
 	}

@@ -300,7 +300,7 @@ func (k *Caller) begin(ctx context.Context, c *Call, t Target) error {
 		}
 	}
 	if be != nil {
-		be.Front = c.Front
+		be.Front, be.CapParam = c.Front, req.CapParam
 		if be.Never {
 			over := func(v *float64) bool { return v == nil || *v > be.LimitUSD+usdUnit }
 			least := LeastCost(req, t.Model, false)

@@ -94,10 +94,14 @@ type OpenAISampling struct {
 
 // Request is a model call in the gateway's own terms.
 type Request struct {
-	Model         string // the model name within its provider
-	System        string
-	Messages      []Message
-	MaxTokens     int
+	Model     string // the model name within its provider
+	System    string
+	Messages  []Message
+	MaxTokens int
+	// CapParam is the field that set MaxTokens when it is not the front's
+	// usual one (chat's max_completion_tokens): a refusal asking for a
+	// lower cap names what the client sent.
+	CapParam      string
 	Temperature   *float64
 	TopP          *float64
 	StopSequences []string

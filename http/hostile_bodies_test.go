@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"strings"
@@ -458,6 +459,37 @@ func TestBudgetTooSmallNamesTheResponsesCap(t *testing.T) {
 	r := e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "oai:gpt-x", "max_tokens": 1_000_000, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
 	if r.status != 400 || r.str("error.param") != "max_tokens" {
 		t.Errorf("chat: %d %s", r.status, r.raw)
+	}
+	if n := len(f.requests()); n != 0 {
+		t.Errorf("the upstream got %d requests", n)
+	}
+}
+
+// A chat call whose max_completion_tokens alone is over the tenant's
+// budget is told to lower that field, passed through or translated: it was
+// told to lower max_tokens, which it had not sent (or had sent lower), so
+// following the advice changed nothing.
+func TestBudgetTooSmallNamesMaxCompletionTokens(t *testing.T) {
+	e, f, _ := passthroughEnv(t)
+	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": 0.001, "monthlyUsd": nil}), 200)
+	msgs := []any{map[string]any{"role": "user", "content": "hi"}}
+	for _, c := range []struct {
+		model string
+		caps  map[string]any
+		want  string
+	}{
+		{"oai:gpt-x", map[string]any{"max_completion_tokens": 1_000_000}, "max_completion_tokens"},
+		{"anthropic:claude-haiku-4-5", map[string]any{"max_completion_tokens": 1_000_000}, "max_completion_tokens"},
+		{"oai:gpt-x", map[string]any{"max_tokens": 1, "max_completion_tokens": 1_000_000}, "max_completion_tokens"},
+		{"oai:gpt-x", map[string]any{"max_tokens": 1_000_000, "max_completion_tokens": 1}, "max_tokens"},
+	} {
+		body := map[string]any{"model": c.model, "messages": msgs}
+		maps.Copy(body, c.caps)
+		r := e.do("POST", "/v1/chat/completions", e.tenantA, body)
+		if r.status != 400 || r.str("error.code") != "budget_too_small_for_request" || r.str("error.param") != c.want ||
+			!strings.HasSuffix(r.str("error.message"), "set a lower "+c.want) {
+			t.Errorf("%s %v: %d %s", c.model, c.caps, r.status, r.raw)
+		}
 	}
 	if n := len(f.requests()); n != 0 {
 		t.Errorf("the upstream got %d requests", n)

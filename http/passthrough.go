@@ -304,7 +304,12 @@ func skimChat(body []byte) (skimmed, error) {
 		if err != nil {
 			return s, err
 		}
-		s.req.MaxTokens = max(s.req.MaxTokens, n)
+		if n > s.req.MaxTokens {
+			s.req.MaxTokens, s.req.CapParam = n, ""
+			if param == "max_completion_tokens" {
+				s.req.CapParam = param
+			}
+		}
 	}
 	// n answers are each billed their output.
 	if s.req.Choices, _, err = skimCap(g, "n", " "); err != nil {

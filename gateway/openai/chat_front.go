@@ -224,6 +224,9 @@ func (q *ChatRequest) ToGateway() (gateway.Request, error) {
 	case q.MaxTokens != nil:
 		out.MaxTokens, capField = *q.MaxTokens, "max_tokens"
 	}
+	if capField == "max_completion_tokens" {
+		out.CapParam = capField
+	}
 	if capField != "" && out.MaxTokens < 1 {
 		// Named as the client sent it: the newer field wins when both are.
 		return out, gateway.BadRequest(capField, "%s must be at least 1", capField)
