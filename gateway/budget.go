@@ -681,13 +681,19 @@ func (b *Budgets) refusalLocked(tenant, model string, l Limits, hb *holdBook, wo
 		}
 		e := &BudgetError{Tenant: tenant, Period: period, LimitUSD: *limit, SpentUSD: spent, ReservedUSD: held,
 			WorstUSD: worst, ResetAt: reset, Model: model, HeldOnly: fits(spent + worst), Never: !fits(worst)}
-		// The answer that matters most: a call that can never pass; else
-		// the period that resets last (waiting out the day does not help
-		// when the month is spent); else whatever refused.
+		// The answer that matters most: a call that can never pass (of
+		// two, the tighter limit, which a lower cap must fit, and of equal
+		// ones the later reset: a tenant cut off by $0 day and month waits
+		// for the month); else the period that resets last (waiting out
+		// the day does not help when the month is spent); else whatever
+		// refused.
 		switch {
 		case refused == nil, e.Never && !refused.Never:
 			refused = e
 		case refused.Never:
+			if e.Never && (e.LimitUSD < refused.LimitUSD || e.LimitUSD == refused.LimitUSD && e.ResetAt.After(refused.ResetAt)) {
+				refused = e
+			}
 		case !e.HeldOnly && (refused.HeldOnly || e.ResetAt.After(refused.ResetAt)):
 			refused = e
 		}

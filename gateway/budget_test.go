@@ -97,6 +97,19 @@ func TestBudgetRefusals(t *testing.T) {
 	if e := refusal(b, 6); !e.Never || e.Period != "day" {
 		t.Errorf("never: %+v", e)
 	}
+	// Both limits too small for any call ($0 and $0, a tenant cut off):
+	// the month's reset is the one to wait for; the day's told the client
+	// to retry at midnight, to be refused again.
+	b = newBook(usd(0), usd(0))
+	if e := refusal(b, 1); !e.Never || e.Period != "month" || !e.ResetAt.Equal(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("both never: %+v", e)
+	}
+	// Both too small, the day's the tighter: it names the day, the limit
+	// a lower cap must fit.
+	b = newBook(usd(1), usd(3))
+	if e := refusal(b, 6); !e.Never || e.Period != "day" {
+		t.Errorf("never, day tighter: %+v", e)
+	}
 	if msg := refusal(newBook(usd(1), nil), 2).Error(); msg == "" || !strings.Contains(msg, "daily budget") {
 		t.Errorf("message %q", msg)
 	}
