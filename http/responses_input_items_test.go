@@ -61,3 +61,32 @@ func TestResponsesInputItems(t *testing.T) {
 		t.Fatalf("another tenant's: %d %s", r.status, r.raw)
 	}
 }
+
+// Two input items sent with one id (OpenAI refuses that; a translated
+// call takes it): each id listed is still a cursor, so the SDK's
+// auto-pager walks every item once and ends, rather than asking for the
+// same page for ever.
+func TestResponsesInputItemsDuplicateIDs(t *testing.T) {
+	_, _, client := responsesEnv(t)
+	ctx := context.Background()
+	input := []any{
+		map[string]any{"type": "message", "role": "user", "id": "msg_same", "content": []any{map[string]any{"type": "input_text", "text": "one"}}},
+		map[string]any{"type": "message", "role": "user", "id": "msg_same", "content": []any{map[string]any{"type": "input_text", "text": "two"}}},
+		map[string]any{"type": "message", "role": "user", "content": "three"},
+	}
+	var resp responses.Response
+	if err := client.Post(ctx, "/responses", map[string]any{"model": "rec:m1", "input": input}, &resp); err != nil {
+		t.Fatal(err)
+	}
+	var texts, ids []string
+	iter := client.Responses.InputItems.ListAutoPaging(ctx, resp.ID, responses.InputItemListParams{Order: responses.InputItemListParamsOrderAsc, Limit: openai.Int(1)})
+	for iter.Next() && len(texts) < 10 {
+		texts, ids = append(texts, inputText(iter.Current())), append(ids, iter.Current().ID)
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(texts, ",") != "one,two,three" || ids[0] != "msg_same" || ids[1] == ids[0] {
+		t.Fatalf("items %q, ids %q", texts, ids)
+	}
+}

@@ -499,6 +499,7 @@ var inputItemPrefix = map[string]string{"message": "msg", "function_call": "fc",
 // client's had none), a message's string content as its text part.
 func InputItems(rec *ResponsesRecord) []json.RawMessage {
 	out := make([]json.RawMessage, 0, len(rec.Input))
+	seen := map[string]bool{}
 	for i, raw := range rec.Input {
 		it := gjson.ParseBytes(raw)
 		if !it.IsObject() {
@@ -520,9 +521,14 @@ func InputItems(rec *ResponsesRecord) []json.RawMessage {
 		if typ == "message" && !it.Get("status").Exists() {
 			item, _ = sjson.SetBytes(item, "status", "completed")
 		}
-		if id := it.Get("id"); id.Type != gjson.String || id.Str == "" {
+		// An id an earlier item already has (a translated call takes
+		// duplicates, which OpenAI refuses) is named as a missing one:
+		// each listed id is an after cursor, and a repeated one would
+		// page back to itself for ever.
+		if id := it.Get("id"); id.Type != gjson.String || id.Str == "" || seen[id.Str] {
 			item, _ = sjson.SetBytes(item, "id", fmt.Sprintf("%s_%s_in%d", cmp.Or(inputItemPrefix[typ], "item"), strings.TrimPrefix(rec.ID, "resp_"), i))
 		}
+		seen[gjson.GetBytes(item, "id").Str] = true
 		out = append(out, item)
 	}
 	return out
