@@ -305,7 +305,12 @@ func (s ResponsesStore) History(ctx context.Context, tenant, id string) (Respons
 	var chain []*ResponsesRecord
 	for next, param := id, "previous_response_id"; next != ""; next, param = chain[len(chain)-1].Previous, "" {
 		if len(chain) == maxChain {
-			return ResponsesHistory{}, fmt.Errorf("responses: the chain before %s is longer than %d responses", id, maxChain)
+			// The client's conversation, not a fault of Baton's: a 400
+			// that says to start a new one (or send the items instead).
+			e := domain.E("responses", domain.KindBadRequest, "previous_response_chain_too_long",
+				"Previous response with id '%s' continues a conversation longer than %d responses, more than Baton reads back; send the conversation as input items instead.", id, maxChain)
+			e.Fields = []domain.FieldError{{Pointer: "previous_response_id", Code: "too_long", Message: e.Message}}
+			return ResponsesHistory{}, e
 		}
 		rec, err := s.Load(ctx, tenant, next, param)
 		if param == "" && domain.KindOf(err) == domain.KindNotFound {
