@@ -115,6 +115,38 @@ func TestItemReferencesPassedThroughAreTheTenants(t *testing.T) {
 	}
 }
 
+// A reference's type may be left out or null (OpenAI's SDKs type it
+// optional): such an item, with an id and no role, is a reference all the
+// same, checked as one before it is passed through (another tenant's item
+// is not found) and resolved when translated.
+func TestItemReferencesWithoutTheirType(t *testing.T) {
+	e, f, _ := passthroughEnv(t)
+	e.must(e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": "oai:gpt-x", "input": "tenant a's secret"}), 200)
+	n := len(f.requests())
+	for _, ref := range []map[string]any{{"id": "msg_68af0c5a2"}, {"id": "msg_68af0c5a2", "type": nil}} {
+		r := e.do("POST", "/v1/responses", e.tenantB, map[string]any{"model": "oai:gpt-x", "input": []any{ref,
+			map[string]any{"role": "user", "content": "what did I say?"}}})
+		if r.status != 400 || !strings.Contains(r.str("error.message"), "not found") || r.str("error.param") != "input/0/id" {
+			t.Fatalf("another tenant's item %v: %d %s", ref, r.status, r.raw)
+		}
+	}
+	if len(f.requests()) != n {
+		t.Fatal("another tenant's item reached the provider")
+	}
+
+	g, _ := newGatewayEnv(t)
+	const model = "anthropic:claude-haiku-4-5"
+	first := g.must(g.do("POST", "/v1/responses", g.tenantA, map[string]any{"model": model, "input": "hi"}), 200)
+	second := g.must(g.do("POST", "/v1/responses", g.tenantA, map[string]any{"model": model, "input": []any{
+		map[string]any{"role": "user", "content": "hi"},
+		map[string]any{"id": gjson.GetBytes(first.raw, "output.0.id").Str},
+		map[string]any{"role": "user", "content": "and then?"},
+	}}), 200)
+	if !strings.Contains(gjson.GetBytes(second.raw, "output.0.content.0.text").Str, "turns=3") {
+		t.Fatalf("the referenced item did not reach the provider as a turn: %s", second.raw)
+	}
+}
+
 // A translated response echoes the options the request set, as OpenAI's
 // does, and null for those it did not.
 func TestResponsesEchoTheirOptions(t *testing.T) {

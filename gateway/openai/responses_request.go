@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/gateway"
 )
@@ -643,6 +645,9 @@ func (c *conversation) items(items []json.RawMessage, param string) error {
 		var it responsesItem
 		if err := json.Unmarshal(raw, &it); err != nil {
 			return invalid(p, "an input item must be an object with a type (or a role)")
+		}
+		if it.Type == "" && isReference(gjson.ParseBytes(raw)) {
+			it.Type = "item_reference" // its type left out, as OpenAI's SDKs allow
 		}
 		switch it.Type {
 		case "", "message":

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -384,6 +385,17 @@ func storedItemError(rec *ResponsesRecord, part string, err error) error {
 	return refused("previous_response_id", "response %s cannot be continued: its %s: %s%s", rec.ID, part, de.Message, cut)
 }
 
+// isReference says whether an input item is an item_reference: its type
+// says so, or it has none (absent or null, as OpenAI's SDKs allow) and no
+// role, so it is not a message either.
+func isReference(it gjson.Result) bool {
+	t := it.Get("type")
+	if t.Type == gjson.String {
+		return t.Str == "item_reference"
+	}
+	return t.Type == gjson.Null && it.IsObject() && !it.Get("role").Exists() && it.Get("id").Exists()
+}
+
 // ResolveReferences replaces, in a Responses request body, each
 // item_reference to an output item Baton named (itemID) by that item, read
 // from the tenant's stored response: a client that keeps its conversation
@@ -395,7 +407,7 @@ func storedItemError(rec *ResponsesRecord, part string, err error) error {
 // some 60 bytes and its item up to a stored response's size.
 func (s ResponsesStore) ResolveReferences(ctx context.Context, tenant string, body []byte, limit int64) ([]byte, error) {
 	input := gjson.GetBytes(body, "input")
-	if !input.IsArray() || !strings.Contains(input.Raw, "item_reference") {
+	if !input.IsArray() || !slices.ContainsFunc(input.Array(), isReference) {
 		return body, nil
 	}
 	var items []string
@@ -413,7 +425,7 @@ func (s ResponsesStore) ResolveReferences(ctx context.Context, tenant string, bo
 		id := it.Get("id")
 		response, at, ours := itemOrigin(id.Str)
 		notFound := invalid(fmt.Sprintf("input/%d/id", i), "Item with id '%s' not found (the items of responses sent with store: false are not kept).", id.Str)
-		if it.Get("type").Str == "item_reference" && !ours {
+		if isReference(it) && !ours {
 			// A provider's item: sent on only when it is of a response
 			// passed through for this tenant, as its provider would
 			// resolve another tenant's too.
@@ -423,7 +435,7 @@ func (s ResponsesStore) ResolveReferences(ctx context.Context, tenant string, bo
 				return nil, notFound
 			}
 		}
-		if it.Get("type").Str != "item_reference" || id.Type != gjson.String || !ours {
+		if !isReference(it) || id.Type != gjson.String || !ours {
 			if err := add(it.Raw); err != nil {
 				return nil, err
 			}
