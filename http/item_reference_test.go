@@ -123,7 +123,7 @@ func TestItemReferencesWithoutTheirType(t *testing.T) {
 	e, f, _ := passthroughEnv(t)
 	e.must(e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": "oai:gpt-x", "input": "tenant a's secret"}), 200)
 	n := len(f.requests())
-	for _, ref := range []map[string]any{{"id": "msg_68af0c5a2"}, {"id": "msg_68af0c5a2", "type": nil}} {
+	for _, ref := range []map[string]any{{"id": "msg_68af0c5a2"}, {"id": "msg_68af0c5a2", "type": nil}, {"id": "msg_68af0c5a2", "role": nil}} {
 		r := e.do("POST", "/v1/responses", e.tenantB, map[string]any{"model": "oai:gpt-x", "input": []any{ref,
 			map[string]any{"role": "user", "content": "what did I say?"}}})
 		if r.status != 400 || !strings.Contains(r.str("error.message"), "not found") || r.str("error.param") != "input/0/id" {

@@ -387,13 +387,13 @@ func storedItemError(rec *ResponsesRecord, part string, err error) error {
 
 // isReference says whether an input item is an item_reference: its type
 // says so, or it has none (absent or null, as OpenAI's SDKs allow) and no
-// role, so it is not a message either.
+// role (absent or null), so it is not a message either.
 func isReference(it gjson.Result) bool {
 	t := it.Get("type")
 	if t.Type == gjson.String {
 		return t.Str == "item_reference"
 	}
-	return t.Type == gjson.Null && it.IsObject() && !it.Get("role").Exists() && it.Get("id").Exists()
+	return t.Type == gjson.Null && it.IsObject() && it.Get("role").Type == gjson.Null && it.Get("id").Exists()
 }
 
 // ResolveReferences replaces, in a Responses request body, each
