@@ -147,6 +147,27 @@ func TestItemReferencesWithoutTheirType(t *testing.T) {
 	}
 }
 
+// An input item that gives a name twice is refused before it is passed
+// through: Baton reads the first "type" (a message) where the provider's
+// parser takes the last (a reference, resolved against every tenant's
+// items).
+func TestItemReferencesNamedOnce(t *testing.T) {
+	e, f, _ := passthroughEnv(t)
+	n := len(f.requests())
+	for _, item := range []string{
+		`{"type":"message","role":"user","content":"x","type":"item_reference","id":"msg_68af0c5a2"}`,
+		`{"type":"item_reference","Type":"message","id":"msg_68af0c5a2"}`,
+	} {
+		r := e.do("POST", "/v1/responses", e.tenantB, `{"model":"oai:gpt-x","input":[{"role":"user","content":"hi"},`+item+`]}`)
+		if r.status != 400 || !strings.HasPrefix(strings.ReplaceAll(r.str("error.param"), "/", "."), "input.1.") {
+			t.Fatalf("%s: %d %s", item, r.status, r.raw)
+		}
+	}
+	if len(f.requests()) != n {
+		t.Fatal("a refused body reached the provider")
+	}
+}
+
 // A translated response echoes the options the request set, as OpenAI's
 // does, and null for those it did not.
 func TestResponsesEchoTheirOptions(t *testing.T) {

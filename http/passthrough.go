@@ -117,23 +117,30 @@ func nameIn(names []string, name string) int {
 // options with include_usage true then false: no usage to bill).
 func uniqueNames(g *skimDoc, paths ...string) error {
 	for _, path := range paths {
-		v := g.Get(path)
-		if !v.IsObject() {
-			continue
+		if err := uniqueIn(g.Get(path), path); err != nil {
+			return err
 		}
-		var seen []string
-		dup, first := "", ""
-		v.ForEach(func(k, _ gjson.Result) bool {
-			if i := nameIn(seen, k.Str); i >= 0 {
-				dup, first = k.Str, seen[i]
-				return false
-			}
-			seen = append(seen, k.Str)
-			return true
-		})
-		if dup != "" {
-			return twice(path+"."+dup, path+"."+first, path+"."+dup)
+	}
+	return nil
+}
+
+// uniqueIn is uniqueNames of one value v, at path.
+func uniqueIn(v gjson.Result, path string) error {
+	if !v.IsObject() {
+		return nil
+	}
+	var seen []string
+	dup, first := "", ""
+	v.ForEach(func(k, _ gjson.Result) bool {
+		if i := nameIn(seen, k.Str); i >= 0 {
+			dup, first = k.Str, seen[i]
+			return false
 		}
+		seen = append(seen, k.Str)
+		return true
+	})
+	if dup != "" {
+		return twice(path+"."+dup, path+"."+first, path+"."+dup)
 	}
 	return nil
 }
@@ -371,6 +378,18 @@ func skimResponses(body []byte) (skimmed, error) {
 	}
 	if s.req.WebSearches, s.req.FileSearches, s.req.SearchPreview, err = skimToolCalls(g); err != nil {
 		return s, err
+	}
+	// Each input item's type, role and id say whether it is a reference
+	// to an item Baton checks is the tenant's (ResolveReferences).
+	var dup error
+	n := 0
+	g.Get("input").ForEach(func(_, it gjson.Result) bool {
+		dup = uniqueIn(it, fmt.Sprintf("input.%d", n))
+		n++
+		return dup == nil
+	})
+	if dup != nil {
+		return s, dup
 	}
 	return s, uniqueNames(g, "text", "text.format")
 }
