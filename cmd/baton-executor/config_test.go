@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A configuration that could take no handoff is refused at the start: a
@@ -63,5 +64,20 @@ func TestExecutorStopsOnABadURL(t *testing.T) {
 	err := run(ctx, []string{"--key", "k", "--url", "127.0.0.1:8080", "--config", cfg, "--state", filepath.Join(dir, "state.json")}, &out)
 	if err == nil || !strings.Contains(err.Error(), "--url") {
 		t.Fatalf("run: %v, want an error about --url", err)
+	}
+}
+
+// A stop by a signal is said in the log even when no run was under way:
+// it said nothing, and its log read as if it had died.
+func TestExecutorSaysItStopped(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "executor.json")
+	os.WriteFile(cfg, []byte(`{"executor":"ops-bot","protocols":{"p.v1":{"command":["true"]}}}`), 0o644)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	var out bytes.Buffer
+	err := run(ctx, []string{"--key", "k", "--url", "http://127.0.0.1:1", "--config", cfg, "--state", filepath.Join(dir, "state.json")}, &out)
+	if err != nil || !strings.Contains(out.String(), "baton-executor stopped") {
+		t.Fatalf("run: %v; log:\n%s", err, out.String())
 	}
 }

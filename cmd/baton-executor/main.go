@@ -81,7 +81,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}).With().Timestamp().Logger()
 	e := &Executor{Base: baseURL, Key: *key, Config: cfg, State: state, Log: log}
 	log.Info().Str("url", baseURL).Str("executor", cfg.Executor).Int("protocols", len(cfg.Protocols)).Msg("baton-executor started")
-	return e.Run(ctx)
+	err = e.Run(ctx)
+	if err == nil && ctx.Err() != nil {
+		// Said whether or not a run was under way: an operator reading the
+		// log sees that it stopped because it was told to.
+		log.Info().Msg("baton-executor stopped (a signal); its runs resume at the next start")
+	}
+	return err
 }
 
 func readConfig(path string) (Config, error) {
