@@ -740,6 +740,12 @@ func (u *Upstream) Settled() bool { return u.settled }
 // the upstream (handed out or not), so that it is not recorded as free.
 // It returns the usage and its cost; a call already settled is left.
 func (u *Upstream) End(outcome string) (Usage, *float64) {
+	return u.end(outcome, nil)
+}
+
+// end settles the call unfinished, on reported when the upstream said what
+// it used (held to what was seen to pass), else on what was read.
+func (u *Upstream) end(outcome string, reported *Usage) (Usage, *float64) {
 	if u.settled {
 		return Usage{}, nil
 	}
@@ -748,7 +754,7 @@ func (u *Upstream) End(outcome string) (Usage, *float64) {
 		u.sent.See(p.D)
 	}
 	u.pending = nil
-	bill := u.sent.Bill(u.c.Req, nil)
+	bill := u.sent.Bill(u.c.Req, reported)
 	return bill, u.k.record(u.c, bill, outcome)
 }
 
@@ -774,13 +780,8 @@ func (u *Upstream) Fail(err error) (bill Usage, cost *float64, tell bool) {
 		if !u.sent.committed {
 			outcome = "upstream_error"
 		}
-		u.settled = true
-		for _, p := range u.pending {
-			u.sent.See(p.D)
-		}
-		u.pending = nil
-		bill = u.sent.Bill(u.c.Req, ue.Usage)
-		return bill, u.k.record(u.c, bill, outcome), true
+		bill, cost = u.end(outcome, ue.Usage)
+		return bill, cost, true
 	}
 	if !u.sent.committed {
 		// Nothing of the answer was handed out (a passed-through stream

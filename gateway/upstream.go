@@ -318,21 +318,27 @@ var keyHeaders = []string{"Authorization", "X-Api-Key", "Api-Key"}
 // value, or an Authorization's credentials after the scheme): a server
 // that quotes the request's headers or key in its error (a proxy, a
 // compatible server) would otherwise hand Baton's provider key to every
-// caller shown the message, and to the log. Values under 8 bytes are
-// left: no key is that short, and a word that short would be cut out of
-// the text.
+// caller shown the message, and to the log (RedactValue).
 func redactKeys(msg string, sent http.Header) string {
 	for _, name := range keyHeaders {
 		for _, v := range sent[name] {
 			if _, cred, ok := strings.Cut(strings.TrimSpace(v), " "); ok && name == "Authorization" {
 				v = cred
 			}
-			if v = strings.TrimSpace(v); len(v) >= 8 {
-				msg = strings.ReplaceAll(msg, v, "[redacted]")
-			}
+			msg = RedactValue(msg, strings.TrimSpace(v))
 		}
 	}
 	return msg
+}
+
+// RedactValue is msg with v, a key, replaced by [redacted]. Values under 8
+// bytes are left: no key is that short, and a word that short would be cut
+// out of the text.
+func RedactValue(msg, v string) string {
+	if len(v) < 8 {
+		return msg
+	}
+	return strings.ReplaceAll(msg, v, "[redacted]")
 }
 
 func orDefault(s, def string) string {

@@ -72,12 +72,7 @@ func (p *Provider) Kind() string { return "anthropic" }
 
 // RedactKey implements gateway.KeyRedactor: an upstream that quotes the
 // key in a failure mid-stream does not hand it to the client or the log.
-func (p *Provider) RedactKey(s string) string {
-	if len(p.key) < 8 { // no key is that short; a short word would be cut out of the text
-		return s
-	}
-	return strings.ReplaceAll(s, p.key, "[redacted]")
-}
+func (p *Provider) RedactKey(s string) string { return gateway.RedactValue(s, p.key) }
 
 // HasKey reports whether a key is set, without showing it.
 func (p *Provider) HasKey() bool { return p.key != "" }
