@@ -39,11 +39,20 @@ func New(ln net.Listener, max int) net.Listener {
 // Client is the client a remote address counts under; ok is false for an
 // address that is not IP (a Unix socket), which is not counted.
 func Client(addr net.Addr) (netip.Prefix, bool) {
-	ap, err := netip.ParseAddrPort(addr.String())
-	if err != nil {
+	var a netip.Addr
+	if ta, ok := addr.(*net.TCPAddr); ok {
+		a = ta.AddrPort().Addr() // what a TCP listener gives: no string made and read back
+	} else {
+		ap, err := netip.ParseAddrPort(addr.String())
+		if err != nil {
+			return netip.Prefix{}, false
+		}
+		a = ap.Addr()
+	}
+	if !a.IsValid() {
 		return netip.Prefix{}, false
 	}
-	a := ap.Addr().Unmap()
+	a = a.Unmap()
 	if a.Is4() {
 		return netip.PrefixFrom(a, 32), true
 	}
