@@ -146,15 +146,31 @@ func newBrowser(t *testing.T) *browser {
 		}
 		t.Skipf("the browser tests need Debian's Chromium at %s (apt-get install chromium); skipped", chromium)
 	}
-	alloc, cancel := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 900))
-	t.Cleanup(cancel)
-	root, stop := chromedp.NewContext(alloc)
-	t.Cleanup(stop)
-	if err := chromedp.Do(root); err != nil { // starts the browser
+	// The GPU thread runs in the browser process: one fork fewer, and a
+	// failed fork of a GPU process (seen on a loaded machine) ended the
+	// browser. A start that fails all the same is tried again.
+	var root context.Context
+	var err error
+	for try := 1; try <= 3; try++ {
+		alloc, cancel := chromedp.NewExecAllocator(context.Background(),
+			chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+			chromedp.Flag("in-process-gpu", true), chromedp.Flag("disable-breakpad", true),
+			chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+			chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 900))
+		r, stop := chromedp.NewContext(alloc)
+		if err = chromedp.Do(r); err == nil { // starts the browser
+			t.Cleanup(cancel)
+			t.Cleanup(stop)
+			root = r
+			break
+		}
+		stop()
+		cancel()
+		t.Logf("starting %s (try %d): %v", chromium, try, err)
+		time.Sleep(time.Duration(try) * 500 * time.Millisecond)
+	}
+	if root == nil {
 		t.Fatalf("starting %s: %v", chromium, err)
 	}
 	b := &browser{t: t, alloc: root}
@@ -169,12 +185,18 @@ func newBrowser(t *testing.T) *browser {
 // person opens a tab in a browser context of its own. The first one
 // starts the browser.
 func (b *browser) person() context.Context {
-	ctx, cancel := chromedp.NewContext(b.alloc, chromedp.WithNewBrowserContext())
-	b.t.Cleanup(cancel)
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
-		b.t.Fatal(err)
+	// A tab whose renderer could not be started is opened once more.
+	var err error
+	for try := 1; try <= 2; try++ {
+		ctx, cancel := chromedp.NewContext(b.alloc, chromedp.WithNewBrowserContext())
+		b.t.Cleanup(cancel)
+		if err = chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err == nil {
+			return ctx
+		}
+		b.t.Logf("opening a tab (try %d): %v", try, err)
 	}
-	return ctx
+	b.t.Fatal(err)
+	return nil
 }
 
 func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
