@@ -1,9 +1,13 @@
 package http_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -75,11 +79,30 @@ func TestLogRoutes(t *testing.T) {
 	r = e.must(e.do("GET", "/v1/log/"+entries, e.admin, nil), 200)
 	// Every tenant's events, read with an admin key: no shared cache
 	// keeps them (hash tiles, public, may be).
-	if cc := r.header.Get("Cache-Control"); !strings.HasPrefix(cc, "private,") || r.header.Get("Vary") != "Authorization, X-Api-Key" {
+	if cc := r.header.Get("Cache-Control"); !strings.HasPrefix(cc, "private,") || r.header.Get("Vary") != "Authorization, X-Api-Key, Accept-Encoding" {
 		t.Fatalf("entry bundle Cache-Control %q, Vary %q", cc, r.header.Get("Vary"))
 	}
 	if cc := e.must(e.do("GET", "/v1/log/"+path, "", nil), 200).header.Get("Cache-Control"); !strings.HasPrefix(cc, "public,") {
 		t.Fatalf("hash tile Cache-Control %q", cc)
+	}
+	// Compressed for a client that asks (tlog-tiles: entry bundles SHOULD
+	// be); the bytes themselves for one that does not.
+	z := e.must(e.do("GET", "/v1/log/"+entries, e.admin, nil, "Accept-Encoding", "br, gzip;q=0.5"), 200)
+	if z.header.Get("Content-Encoding") != "gzip" || z.header.Get("Content-Length") != strconv.Itoa(len(z.raw)) {
+		t.Fatalf("asked for gzip: Content-Encoding %q, Content-Length %q of %d bytes", z.header.Get("Content-Encoding"), z.header.Get("Content-Length"), len(z.raw))
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(z.raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unz, err := io.ReadAll(zr); err != nil || !bytes.Equal(unz, r.raw) {
+		t.Fatalf("the gzipped bundle (%v) is not the bundle", err)
+	}
+	for _, ae := range []string{"identity", "gzip;q=0, *", "*;q=0"} {
+		p := e.must(e.do("GET", "/v1/log/"+entries, e.admin, nil, "Accept-Encoding", ae), 200)
+		if p.header.Get("Content-Encoding") != "" || !bytes.Equal(p.raw, r.raw) {
+			t.Fatalf("Accept-Encoding %q: Content-Encoding %q", ae, p.header.Get("Content-Encoding"))
+		}
 	}
 	b := r.raw
 	for i := 0; i < int(cp.Size); i++ {
