@@ -378,6 +378,12 @@ func (h *Handoff) Decide(cmd Command) ([]Event, error) { return h.DecideAs(cmd, 
 // DecideAs is Decide for a command sent by actor (how the ledger names
 // the key or person): approval policies count distinct approvers and
 // separate duties by it.
+// ValidateCommand checks cmd on its own, whatever the handoff's state: a
+// body that could never be recorded is refused as such (422), not with the
+// state's refusal (a deadline passed, the ledger closed), which would send
+// the client to fix the wrong thing.
+func ValidateCommand(cmd Command) error { return cmd.validate("handoff." + cmd.kind()) }
+
 func (h *Handoff) DecideAs(cmd Command, actor string) ([]Event, error) {
 	op := "handoff." + cmd.kind()
 	if err := cmd.validate(op); err != nil {

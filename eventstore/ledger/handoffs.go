@@ -294,6 +294,9 @@ func (s *Handoffs) Handle(ctx context.Context, call Call, id string, cmd domain.
 		// callback let through just before a deadline is not recorded as
 		// after it.
 		now := s.now()
+		if err := domain.ValidateCommand(cmd); err != nil {
+			return Outcome{}, err
+		}
 		if err := cur.h.Overdue(op, now); err != nil {
 			return Outcome{}, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -405,5 +406,33 @@ func TestTimerLoopFiresAfterItsReadModelsCaughtUp(t *testing.T) {
 	}
 	if got := countTypes(t, store, id); got[domain.EventExecutorTimedOut] != 1 {
 		t.Fatalf("%v, want one ExecutorTimedOut", got)
+	}
+}
+
+// A body that could never be recorded is refused as such (422 naming the
+// field) on a handoff whose deadline has passed, as on a closed one: the
+// deadline's 409 told the executor its lease was the trouble.
+func TestInvalidCallbackAfterADeadlineIsInvalid(t *testing.T) {
+	store := openStore(t)
+	clock := newFakeClock(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC))
+	rep := newReplica(t, store, clock, "r1")
+	ctx := context.Background()
+	c := contract()
+	c.Timing = domain.Timing{HeartbeatSeconds: 5}
+	out, err := rep.h.Create(ctx, tenantA, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := out.Handoff.ID
+	if _, err := rep.h.Handle(ctx, tenantA, id, domain.ApprovalCommand{Status: domain.ApprovalApproved, ApprovedBy: "ann"}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(6 * time.Second)
+	_, err = rep.h.Handle(ctx, tenantA, id, domain.ProofCommand{ExecutorRunID: "run-1", Status: "NOT_A_STATUS"})
+	if de := (*domain.Error)(nil); !errors.As(err, &de) || de.Kind != domain.KindInvalid {
+		t.Fatalf("an invalid proof after the lease ran out: %v, want a validation error", err)
+	}
+	if _, err := rep.h.Handle(ctx, tenantA, id, domain.HeartbeatCommand{ExecutorRunID: "run-1"}); err == nil || !strings.Contains(err.Error(), "lease") {
+		t.Fatalf("a valid heartbeat after the lease ran out: %v, want lease_expired", err)
 	}
 }
