@@ -222,7 +222,7 @@ func TestLogTakesWitnessCosignatures(t *testing.T) {
 	if r := e.must(e.do("POST", "/v1/log/cosignature", "", `{"checkpoint":"not a checkpoint","later":1}`), 422); r.str("code") != "invalid_cosignature" {
 		t.Fatalf("an unknown field: %s", r.raw)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		rs := e.must(e.do("GET", "/v1/executions/"+id+"/receipts", e.tenantA, nil), 200)
 		if strings.Contains(rs.str("receipts"), "— w1.example ") {

@@ -592,7 +592,7 @@ func TestWebhookGoneDisablesTheEndpoint(t *testing.T) {
 	if a := attempt(d, 0); a["outcome"] != "gone" || a["statusCode"] != float64(410) {
 		t.Fatalf("attempt %v", a)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		w := e.must(e.do("GET", "/v1/webhooks/"+id, e.tenantA, nil), 200)
 		if w.str("status") == "disabled" && w.str("disabledReason") != "" {

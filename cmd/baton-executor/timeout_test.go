@@ -104,7 +104,7 @@ func TestExecutorListsAgainAfterAnInterruptedCatchUp(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	select {
 	case <-again:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatalf("the handoffs were listed %d times: the interrupted listing was not made again", lists.Load())
 	}
 }

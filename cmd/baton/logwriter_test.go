@@ -45,7 +45,7 @@ func TestLogWriterGathersABurst(t *testing.T) {
 	if _, n := out.get(); n != 1 {
 		t.Fatalf("the burst must be gathered, got %d writes", n)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		s, n := out.get()
 		if strings.Count(s, "\n") == 101 {

@@ -427,7 +427,7 @@ func TestReplicasShareKurrentDB(t *testing.T) {
 		}
 		return fired
 	}
-	for end := time.Now().Add(5 * time.Second); count() < len(timed) && time.Now().Before(end); {
+	for end := time.Now().Add(30 * time.Second); count() < len(timed) && time.Now().Before(end); {
 		time.Sleep(20 * time.Millisecond)
 	}
 	time.Sleep(2 * logWindow)

@@ -591,7 +591,7 @@ func TestWitnessQuorum(t *testing.T) {
 		t.Fatalf("cosignature: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		cp, _ := get(context.Background(), http.DefaultClient, url, "/v1/log/checkpoint", "")
 		if strings.Contains(string(cp), "— w1.example ") {

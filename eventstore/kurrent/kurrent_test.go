@@ -346,7 +346,7 @@ func TestResubscribeAfterDrop(t *testing.T) {
 				writerDone <- err
 				return
 			}
-			for deadline := time.Now().Add(5 * time.Second); drops.Load() == seen && time.Now().Before(deadline); {
+			for deadline := time.Now().Add(30 * time.Second); drops.Load() == seen && time.Now().Before(deadline); {
 				time.Sleep(time.Millisecond)
 			}
 		}

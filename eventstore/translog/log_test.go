@@ -352,7 +352,7 @@ func TestANewKeyIsANewLogNotAFork(t *testing.T) {
 	}
 	go l.Run(ctx)
 	go l.RunSigner(ctx)
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(30 * time.Second)
 	for {
 		changed := l.Changed()
 		if signed, cp := l.Checkpoint(); signed != nil {
@@ -519,7 +519,7 @@ func runLog(l *translog.Log) (stop func()) {
 
 func waitSize(t *testing.T, l *translog.Log, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for l.Size() < n {
 		if time.Now().After(deadline) {
 			t.Fatalf("the log has %d entries, want %d", l.Size(), n)
@@ -562,7 +562,7 @@ func TestSignerSignsNothingOverAForkOfItsOwnKey(t *testing.T) {
 			if f.Checkpoint.Size != 20 || f.Checkpoint.Root != signedRoot || f.Ours != root || !f.Own {
 				t.Fatalf("start %d: halted on %+v", start, f)
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(30 * time.Second):
 			stop()
 			t.Fatalf("start %d: the signer did not halt (claims %d)", start, l.Claims())
 		}
@@ -690,7 +690,7 @@ func TestSignerSignsOverForksOfAnotherKey(t *testing.T) {
 	defer l.Close()
 	stop := runLog(l)
 	defer stop()
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(30 * time.Second)
 	for {
 		changed := l.Changed()
 		if signed, cp := l.Checkpoint(); signed != nil {
@@ -840,7 +840,7 @@ func TestLogWaitsForSpace(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx) }()
 	appendEvents(t, s, 2, 10)
-	for deadline := time.Now().Add(5 * time.Second); l.Full() == nil; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); l.Full() == nil; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the log never found the disk full")
 		}
@@ -855,7 +855,7 @@ func TestLogWaitsForSpace(t *testing.T) {
 		t.Fatalf("size %d with nothing committed", l.Size())
 	}
 	full.Store(false) // space freed
-	for deadline := time.Now().Add(5 * time.Second); l.Size() != 10; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); l.Size() != 10; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("size %d once space was freed, want 10", l.Size())
 		}

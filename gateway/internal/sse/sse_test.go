@@ -66,7 +66,7 @@ func TestSSEReaderCRDoesNotWait(t *testing.T) {
 		if string(ev.Data) != "now" {
 			t.Fatalf("data %q", ev.Data)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the event was held back waiting for the byte after its CR")
 	}
 	pw.Close()
