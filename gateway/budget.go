@@ -75,9 +75,9 @@ func WorstTokens(req Request, m *Model) (in, out int) {
 }
 
 // OutputBound is the most output a request can have on a model: its cap
-// (what the kind's adapter sends, where it sets one), or, when the request
-// sets none, the model's declared most output, else its context, for each
-// of its answers. known is false when nothing bounds it (a model declared
+// (what the kind's adapter sends, where it sets one) held to the model's
+// declared most output, or, when the request sets none, that most, else
+// the model's context, for each of its answers. known is false when nothing bounds it (a model declared
 // without its context size): out is then unknownOutputCap's guess.
 func OutputBound(req Request, m *Model) (out int, known bool) {
 	out = req.MaxTokens
@@ -88,7 +88,9 @@ func OutputBound(req Request, m *Model) (out int, known bool) {
 		}
 	}
 	known = out > 0
-	if out <= 0 && m != nil && m.MaxOutputTokens > 0 {
+	if m != nil && m.MaxOutputTokens > 0 && (out <= 0 || out > m.MaxOutputTokens) {
+		// A cap past the model's most (a passed-through body carries the
+		// client's as sent) cannot be written: the most bounds it.
 		out, known = m.MaxOutputTokens, true
 	}
 	if out <= 0 && m != nil {

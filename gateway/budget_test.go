@@ -415,3 +415,30 @@ func TestCallsInFlightWhenTheFirstBudgetIsSet(t *testing.T) {
 		t.Fatalf("unheld left behind: %v", b.unheld)
 	}
 }
+
+// A cap past the model's declared most output is held at that most: the
+// model cannot write more, so a budget that covers what it can write is
+// not refused (a passed-through call's cap reaches the provider as sent).
+// One rule for every kind, and for generate's ceiling (WorstCost too).
+func TestWorstCaseHoldsNoMoreThanTheModelWrites(t *testing.T) {
+	price := &Price{InputPerMTok: 1, OutputPerMTok: 10}
+	for _, kind := range []string{"openai", "anthropic", "openai-compatible"} {
+		m := &Model{ID: "p:m", Kind: kind, ContextTokens: 128000, MaxOutputTokens: 16384, Pricing: price}
+		for _, tc := range []struct{ cap, choices, want int }{
+			{1000000, 0, 16384},
+			{1000000, 3, 3 * 16384},
+			{16385, 1, 16384},
+			{100, 2, 200}, // under it: the cap
+		} {
+			req := Request{Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: "hi"}}}}, MaxTokens: tc.cap, Choices: tc.choices}
+			if out, known := OutputBound(req, m); out != tc.want || !known {
+				t.Errorf("%s cap %d x%d: bound %d %v, want %d", kind, tc.cap, tc.choices, out, known, tc.want)
+			}
+			at := req
+			at.MaxTokens = min(tc.cap, m.MaxOutputTokens)
+			if w, a := WorstCost(req, m), WorstCost(at, m); *w != *a {
+				t.Errorf("%s cap %d: worst $%v, want $%v (as at the model's most)", kind, tc.cap, *w, *a)
+			}
+		}
+	}
+}
