@@ -205,7 +205,12 @@ type BudgetError struct {
 	ReservedUSD float64 // held by calls in flight
 	WorstUSD    float64
 	ResetAt     time.Time // when the refusing period (the later one, if both refuse) starts again
-	Model       string
+	// Also is the other period when it refuses the call too on what is
+	// spent, and resets later: a call whose worst case alone is over one
+	// limit is told about the other, which waiting out the first, or a
+	// lower cap, does not get past (RetryAt).
+	Also  *BudgetError
+	Model string
 	// Tier is the capacity tier with no price that refused the call
 	// (Period ""), when it is not the model that has none.
 	Tier string
@@ -317,27 +322,41 @@ func (e *BudgetError) Error() string {
 			bound += " (inference_geo global runs it anywhere)"
 		}
 	}
+	also := ""
+	if a := e.Also; a != nil {
+		also = fmt.Sprintf("; the %s budget of $%s is spent too ($%.6f spent, $%.6f held by calls in flight) until %s",
+			periodly[a.Period], dollars(a.LimitUSD), a.SpentUSD, a.ReservedUSD, a.ResetAt.Format(time.RFC3339))
+	}
 	if e.Input {
-		return fmt.Sprintf("this call's input alone may cost up to $%.6f (its input bound and one output token), more than the %s budget of $%s for tenant %s allows even with nothing spent; send a shorter prompt",
-			e.LeastUSD, periodly[e.Period], dollars(e.LimitUSD), e.Tenant)
+		return fmt.Sprintf("this call's input alone may cost up to $%.6f (its input bound and one output token), more than the %s budget of $%s for tenant %s allows even with nothing spent; send a shorter prompt%s",
+			e.LeastUSD, periodly[e.Period], dollars(e.LimitUSD), e.Tenant, also)
 	}
 	if e.Quota {
-		return fmt.Sprintf("the %s budget of $%s for tenant %s cannot cover this call, which may cost up to $%.6f (%s), even with nothing spent; the budget resets at %s",
-			periodly[e.Period], dollars(e.LimitUSD), e.Tenant, e.WorstUSD, bound, e.ResetAt.Format(time.RFC3339))
+		return fmt.Sprintf("the %s budget of $%s for tenant %s cannot cover this call, which may cost up to $%.6f (%s), even with nothing spent; the budget resets at %s%s",
+			periodly[e.Period], dollars(e.LimitUSD), e.Tenant, e.WorstUSD, bound, e.ResetAt.Format(time.RFC3339), also)
 	}
 	if e.Never {
 		lower := e.Cap()
 		if e.Searches > 0 || e.FileSearches > 0 { // the searches may be most of the worst case
 			lower += " or " + e.SearchCap()
 		}
-		return fmt.Sprintf("this call may cost up to $%.6f (%s), more than the %s budget of $%s for tenant %s allows even with nothing spent; set a lower %s",
-			e.WorstUSD, bound, periodly[e.Period], dollars(e.LimitUSD), e.Tenant, lower)
+		return fmt.Sprintf("this call may cost up to $%.6f (%s), more than the %s budget of $%s for tenant %s allows even with nothing spent; set a lower %s%s",
+			e.WorstUSD, bound, periodly[e.Period], dollars(e.LimitUSD), e.Tenant, lower, also)
 	}
 	return fmt.Sprintf("the %s budget of $%s for tenant %s cannot cover this call: $%.6f spent, $%.6f held by calls in flight, this call may cost up to $%.6f (%s); the budget resets at %s",
 		periodly[e.Period], dollars(e.LimitUSD), e.Tenant, e.SpentUSD, e.ReservedUSD, e.WorstUSD, bound, e.ResetAt.Format(time.RFC3339))
 }
 
 var periodly = map[string]string{"day": "daily", "month": "monthly"}
+
+// RetryAt is when the call could be tried again: the later reset of the
+// periods that refuse it.
+func (e *BudgetError) RetryAt() time.Time {
+	if e.Also != nil && e.Also.ResetAt.After(e.ResetAt) {
+		return e.Also.ResetAt
+	}
+	return e.ResetAt
+}
 
 // dollars is a budget's limit as set: its digits, not rounded to cents or a
 // fixed count of places (a limit of $0.000001 read "$0.0000").
@@ -674,6 +693,7 @@ func (b *Budgets) refusalLocked(tenant, model string, l Limits, hb *holdBook, wo
 	day, month := s.at(now)
 	held := hb.held(b, now) + b.unheld[tenant]
 	var refused *BudgetError
+	var both []*BudgetError
 	check := func(period string, limit *float64, spent float64, reset time.Time) {
 		// Within usdUnit (costs are rounded to it): 0.2 + 0.1 spent
 		// against a limit of 0.3 is at the limit, not over it.
@@ -683,6 +703,7 @@ func (b *Budgets) refusalLocked(tenant, model string, l Limits, hb *holdBook, wo
 		}
 		e := &BudgetError{Tenant: tenant, Period: period, LimitUSD: *limit, SpentUSD: spent, ReservedUSD: held,
 			WorstUSD: worst, ResetAt: reset, Model: model, HeldOnly: fits(spent + worst), Never: !fits(worst)}
+		both = append(both, e)
 		// The answer that matters most: a call that can never pass (of
 		// two, the tighter limit, which a lower cap must fit, and of equal
 		// ones the later reset: a tenant cut off by $0 day and month waits
@@ -703,6 +724,13 @@ func (b *Budgets) refusalLocked(tenant, model string, l Limits, hb *holdBook, wo
 	y, mo, d := now.Date()
 	check("day", l.DailyUSD, day, time.Date(y, mo, d+1, 0, 0, 0, 0, time.UTC))
 	check("month", l.MonthlyUSD, month, time.Date(y, mo+1, 1, 0, 0, 0, 0, time.UTC))
+	for _, e := range both {
+		// The named refusal is the one whose worst case is over its limit;
+		// one that is spent and lasts longer refuses the call too.
+		if e != refused && refused.Never && !e.Never && !e.HeldOnly && e.ResetAt.After(refused.ResetAt) {
+			refused.Also = e
+		}
+	}
 	return refused
 }
 

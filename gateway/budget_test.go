@@ -110,6 +110,25 @@ func TestBudgetRefusals(t *testing.T) {
 	if e := refusal(b, 6); !e.Never || e.Period != "day" {
 		t.Errorf("never, day tighter: %+v", e)
 	}
+	// The day's limit too small for this call, the month's spent: a lower
+	// cap (or midnight) does not get past the month, which the refusal
+	// names too, and whose reset is the one to wait for.
+	b = newBook(usd(1), usd(10))
+	spend(b, 1)
+	b.mu.Lock()
+	b.book("t").days = map[string]float64{} // spent on earlier days of the month
+	b.book("t").months["2026-11"] = 10
+	b.mu.Unlock()
+	e := refusal(b, 2)
+	if !e.Never || e.Period != "day" || e.Also == nil || e.Also.Period != "month" || !e.RetryAt().Equal(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("day never, month spent: %+v", e)
+	} else if msg := e.Error(); !strings.Contains(msg, "daily budget of $1") || !strings.Contains(msg, "monthly budget of $10 is spent too") {
+		t.Errorf("day never, month spent: %q", msg)
+	}
+	e.Quota = true
+	if msg := e.Error(); !strings.Contains(msg, "monthly budget of $10 is spent too ($10.000000 spent, $0.000000 held by calls in flight) until 2026-12-01T00:00:00Z") {
+		t.Errorf("day quota, month spent: %q", msg)
+	}
 	if msg := refusal(newBook(usd(1), nil), 2).Error(); msg == "" || !strings.Contains(msg, "daily budget") {
 		t.Errorf("message %q", msg)
 	}

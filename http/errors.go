@@ -269,7 +269,7 @@ func budgetRefusal(r *http.Request, be *gateway.BudgetError) described {
 		return described{Error: e, param: param}
 	}
 	e := domain.E("gateway", domain.KindRateLimited, "budget_exceeded", "%s", be.Error())
-	e.RetryAfter = max(1, int(time.Until(be.ResetAt).Seconds()+0.999))
+	e.RetryAfter = max(1, int(time.Until(be.RetryAt()).Seconds()+0.999))
 	if be.HeldOnly {
 		e.RetryAfter = 1 // calls in flight hold the room; they end soon
 	}

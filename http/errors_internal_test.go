@@ -55,6 +55,8 @@ func TestErrorMapping(t *testing.T) {
 		{"unpriced tier under a budget", budget(gateway.BudgetError{Tenant: "t", Tier: "priority"}), 403, 403, "unpriced_service_tier_under_budget", "invalid_request_error", "permission_error", "service_tier", 0},
 		{"budget never enough", budget(gateway.BudgetError{Tenant: "t", Period: "day", Never: true}), 400, 400, "budget_too_small_for_request", "invalid_request_error", "invalid_request_error", "max_tokens", 0},
 		{"budget spent", budget(gateway.BudgetError{Tenant: "t", Period: "day", ResetAt: time.Now().Add(90 * time.Second)}), 429, 429, "budget_exceeded", "insufficient_quota", "rate_limit_error", "", 90},
+		{"budget too small for any call, month spent", budget(gateway.BudgetError{Tenant: "t", Period: "day", Never: true, Quota: true, ResetAt: time.Now().Add(90 * time.Second),
+			Also: &gateway.BudgetError{Period: "month", ResetAt: time.Now().Add(time.Hour)}}), 429, 429, "budget_exceeded", "insufficient_quota", "rate_limit_error", "", 3600},
 		{"budget held", budget(gateway.BudgetError{Tenant: "t", Period: "day", HeldOnly: true, ResetAt: time.Now().Add(time.Hour)}), 429, 429, "budget_exceeded", "insufficient_quota", "rate_limit_error", "", 1},
 		{"no route", fmt.Errorf("%w: mode cheap", gateway.ErrNoRoute), 503, 503, "no_route", "api_error", "overloaded_error", "model", 0},
 		{"unknown model", fmt.Errorf("%w: x", gateway.ErrUnknownModel), 404, 404, "model_not_found", "invalid_request_error", "not_found_error", "model", 0},
