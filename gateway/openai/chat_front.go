@@ -277,6 +277,10 @@ func (q *ChatRequest) ToGateway() (gateway.Request, error) {
 	if q.N != nil && *q.N != 1 {
 		return out, gateway.BadRequest("n", "n: only 1 choice per request is supported through this gateway")
 	}
+	if q.StreamOptions != nil && !q.Stream {
+		// As OpenAI refuses it: the options are a stream's.
+		return out, gateway.BadRequest("stream_options", "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
+	}
 	if q.Logprobs != nil && *q.Logprobs || q.TopLogprobs != nil {
 		param := "logprobs"
 		if q.Logprobs == nil || !*q.Logprobs {

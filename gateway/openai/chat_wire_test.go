@@ -376,3 +376,36 @@ func TestUnknownInputItemNamesTheTypesTaken(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// chatRefusal is what ToGateway says of a chat body: "" when it takes it,
+// else the field its 400 names.
+func chatRefusal(t *testing.T, body string) string {
+	t.Helper()
+	var q ChatRequest
+	if err := json.Unmarshal([]byte(body), &q); err != nil {
+		t.Fatal(err)
+	}
+	_, err := q.ToGateway()
+	if err == nil {
+		return ""
+	}
+	if p := param(err); p != "" {
+		return p
+	}
+	return err.Error()
+}
+
+// stream_options belongs to a stream: without stream true OpenAI answers
+// 400 naming it, and so does a translated call; null is no options.
+func TestChatStreamOptionsOnlyWithStream(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream_options":{"include_usage":true}}`:                 "stream_options",
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":false,"stream_options":{"include_usage":false}}`: "stream_options",
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true}}`:   "",
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream_options":null}`:                                   "",
+	} {
+		if got := chatRefusal(t, body); got != want {
+			t.Errorf("%s: refused naming %q, want %q", body, got, want)
+		}
+	}
+}
