@@ -568,7 +568,7 @@ func TestResponsesStoreMustBeABoolean(t *testing.T) {
 
 // A null in a stop list, translated, is a 400 naming its place: decoded
 // as a string it was an empty stop sequence, sent on. top_logprobs alone
-// is refused by its own name, and a tool message without its call's id by
+// (a count: 0 asks for nothing) is refused by its own name, and a tool message without its call's id by
 // that field (it went to Anthropic as a result of no call).
 func TestNullStopSequenceRefused(t *testing.T) {
 	e, f, _ := passthroughEnv(t)
@@ -576,7 +576,7 @@ func TestNullStopSequenceRefused(t *testing.T) {
 		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}],"stop":["a",null]}`, "stop/1"},
 		{"/v1/messages", `{"model":"oai:gpt-x","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"stop_sequences":[null]}`, "stop_sequences/0"},
 		{"/v1/messages", `{"model":"oai:gpt-x","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"stop_sequences":"a"}`, "stop_sequences"},
-		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}],"top_logprobs":0}`, "top_logprobs"},
+		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}],"top_logprobs":2}`, "top_logprobs"},
 		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"tool","content":"hi"}]}`, "messages/0/tool_call_id"},
 	} {
 		r := e.do("POST", tc.path, e.tenantA, tc.body)

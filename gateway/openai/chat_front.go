@@ -281,7 +281,8 @@ func (q *ChatRequest) ToGateway() (gateway.Request, error) {
 		// As OpenAI refuses it: the options are a stream's.
 		return out, gateway.BadRequest("stream_options", "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
 	}
-	if q.Logprobs != nil && *q.Logprobs || q.TopLogprobs != nil {
+	// top_logprobs 0 without logprobs asks for nothing, as OpenAI takes it.
+	if q.Logprobs != nil && *q.Logprobs || q.TopLogprobs != nil && *q.TopLogprobs != 0 {
 		param := "logprobs"
 		if q.Logprobs == nil || !*q.Logprobs {
 			param = "top_logprobs" // the one sent

@@ -409,3 +409,20 @@ func TestChatStreamOptionsOnlyWithStream(t *testing.T) {
 		}
 	}
 }
+
+// top_logprobs 0 without logprobs asks for no log probabilities, which
+// OpenAI takes; a count, or logprobs true, asks for what no translation
+// gives back.
+func TestChatTopLogprobsZeroAsksForNothing(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"top_logprobs":0}`:                  "",
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"logprobs":false,"top_logprobs":0}`: "",
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"top_logprobs":null}`:               "",
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"top_logprobs":2}`:                  "top_logprobs",
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":0}`:  "logprobs",
+	} {
+		if got := chatRefusal(t, body); got != want {
+			t.Errorf("%s: refused naming %q, want %q", body, got, want)
+		}
+	}
+}
