@@ -337,6 +337,11 @@ func (q *ChatRequest) ToGateway() (gateway.Request, error) {
 	called := map[string]string{} // a tool call's id: its function's name
 	for i, m := range q.Messages {
 		param := fmt.Sprintf("messages/%d/content", i)
+		if m.Role == "function" {
+			// OpenAI's deprecated function result (its name is required):
+			// the role is what has no equivalent, not the name.
+			return out, gateway.BadRequest(fmt.Sprintf("messages/%d/role", i), "messages/%d/role: role \"function\" (the deprecated function result) has no equivalent at this provider; send a tool message with the tool call's id", i)
+		}
 		// A tool message's name is the function its call named, which the
 		// call's id says already (LangChain sends it on every tool
 		// result): nothing to carry. Another message's is a participant's.

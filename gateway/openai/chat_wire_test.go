@@ -426,3 +426,17 @@ func TestChatTopLogprobsZeroAsksForNothing(t *testing.T) {
 		}
 	}
 }
+
+// A message of OpenAI's deprecated role "function" (whose name OpenAI
+// requires) is refused naming its role, which has no equivalent, not the
+// name it must carry.
+func TestChatFunctionRoleRefusedByRole(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"function","name":"f","content":"42"}]}`: "messages/1/role",
+		`{"model":"m","messages":[{"role":"function","content":"42"}]}`:                                           "messages/0/role",
+	} {
+		if got := chatRefusal(t, body); got != want {
+			t.Errorf("%s: refused naming %q, want %q", body, got, want)
+		}
+	}
+}
