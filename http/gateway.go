@@ -268,6 +268,11 @@ func (s *Server) prepareCall(w http.ResponseWriter, r *http.Request, f errFormat
 		return fail(err)
 	}
 	decode := func() (gateway.Request, error) {
+		if format == gateway.FormatAnthropic {
+			if err := anthropic.CheckVersion(r.Header.Get("Anthropic-Version")); err != nil {
+				return gateway.Request{}, err
+			}
+		}
 		if err := decodeWire(body, q); err != nil {
 			return gateway.Request{}, err
 		}
@@ -660,6 +665,10 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 	// Counted here, on the request as /v1/messages would translate it: what
 	// it would refuse for this model is refused here too.
 	var q anthropic.CountRequest
+	if err := anthropic.CheckVersion(r.Header.Get("Anthropic-Version")); err != nil {
+		s.writeErrorAs(w, r, f, err)
+		return
+	}
 	if err := decodeWire(body, &q); err != nil {
 		s.writeErrorAs(w, r, f, err)
 		return

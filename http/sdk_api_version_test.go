@@ -2,6 +2,7 @@ package http_test
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -83,5 +84,50 @@ func TestAnthropicSDKAPIVersion20261021(t *testing.T) {
 		if h.Get("x-api-key") != "ak-upstream-test" || h.Get("Authorization") != "" {
 			t.Errorf("upstream request %d: x-api-key %q, Authorization %q: want Baton's upstream key only", i, h.Get("x-api-key"), h.Get("Authorization"))
 		}
+	}
+}
+
+// An anthropic-version Baton does not know is refused, as Anthropic refuses
+// it, when the body is translated: that version's rules may not be the
+// known ones'. Passed through, it goes to Anthropic as sent, whose rules
+// they are. None is taken as 2023-06-01, as curl and the docs' examples
+// send none; the published versions are all read.
+func TestAnthropicVersionOnTranslation(t *testing.T) {
+	f := newFakeUpstreams(t)
+	e := newEnvWith(t, gatewayCatalog(t, f))
+	body := func(model string) string {
+		return `{"model":"` + model + `","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`
+	}
+	for _, v := range []string{"", "2023-01-01", "2023-06-01", "2026-10-21"} {
+		var h []string
+		if v != "" {
+			h = []string{"anthropic-version", v}
+		}
+		if r := e.do("POST", "/v1/messages", e.tenantA, body("openai:gpt-4o-mini"), h...); r.status != 200 {
+			t.Errorf("version %q, translated: %d %s", v, r.status, r.raw)
+		}
+	}
+	before := f.calls.Load()
+	for _, v := range []string{"2099-01-01", "2023-06-01, 2023-06-01", "latest"} {
+		r := e.do("POST", "/v1/messages", e.tenantA, body("openai:gpt-4o-mini"), "anthropic-version", v)
+		if want := `anthropic-version: "` + v + `" is not a valid version`; r.status != 400 || r.str("error.type") != "invalid_request_error" || !strings.HasPrefix(r.str("error.message"), want) {
+			t.Errorf("version %q, translated: %d %s, want 400 %q", v, r.status, r.raw, want)
+		}
+		r = e.do("POST", "/v1/messages/count_tokens", e.tenantA, `{"model":"local:echo","messages":[{"role":"user","content":"hi"}]}`, "anthropic-version", v)
+		if r.status != 400 || r.str("error.type") != "invalid_request_error" {
+			t.Errorf("version %q, counted here: %d %s", v, r.status, r.raw)
+		}
+	}
+	if n := f.calls.Load() - before; n != 0 {
+		t.Errorf("refused requests made %d upstream calls", n)
+	}
+	if r := e.do("POST", "/v1/messages", e.tenantA, body("anthropic:claude-haiku-4-5"), "anthropic-version", "2099-01-01"); r.status != 200 {
+		t.Fatalf("version 2099-01-01, passed through: %d %s", r.status, r.raw)
+	}
+	f.mu.Lock()
+	last := f.anthropicHeaders[len(f.anthropicHeaders)-1].Get("anthropic-version")
+	f.mu.Unlock()
+	if last != "2099-01-01" {
+		t.Errorf("passed through, Anthropic got anthropic-version %q, want the client's", last)
 	}
 }

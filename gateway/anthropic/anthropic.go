@@ -34,6 +34,22 @@ import (
 // Version is the API version header Baton speaks.
 const Version = "2023-06-01"
 
+// Versions are Anthropic's published API versions, by which the messages
+// front reads a body it translates: each later one removed fields and added
+// none, so all read alike.
+var Versions = []string{"2023-01-01", Version, "2026-10-21"}
+
+// CheckVersion refuses, as Anthropic does, a request's anthropic-version
+// that is none of Versions, for a body Baton translates: a version Baton
+// does not know may have rules it cannot apply. None is taken as Version,
+// what Baton sends Anthropic for such a client (curl, docs' examples).
+func CheckVersion(v string) error {
+	if v == "" || slices.Contains(Versions, v) {
+		return nil
+	}
+	return gateway.BadRequest("anthropic-version", "%q is not a valid version; a request translated for another provider is read as one of %s", v, strings.Join(Versions, ", "))
+}
+
 func init() {
 	gateway.RegisterKind("anthropic", gateway.Kind{New: func(e gateway.Endpoint) (gateway.Provider, error) {
 		p := New(e.Name, cmp.Or(e.BaseURL, DefaultURL), e.Key, e.Client)
