@@ -423,6 +423,10 @@ func (q *ChatRequest) ToGateway() (gateway.Request, error) {
 // parallel_tool_calls. It returns the tools the model may call: allowed_tools
 // narrows them (no provider has that choice; fewer tools is the same thing).
 func chatToolChoice(raw json.RawMessage, parallel *bool, tools []gateway.Tool) (*gateway.ToolChoice, []gateway.Tool, error) {
+	if parallel != nil && len(tools) == 0 {
+		// As OpenAI refuses it, as it refuses tool_choice below.
+		return nil, nil, gateway.BadRequest("parallel_tool_calls", "'parallel_tool_calls' is only allowed when 'tools' are specified")
+	}
 	noParallel := parallel != nil && !*parallel
 	if gateway.Absent(raw) {
 		if noParallel && len(tools) > 0 {

@@ -440,3 +440,19 @@ func TestChatFunctionRoleRefusedByRole(t *testing.T) {
 		}
 	}
 }
+
+// parallel_tool_calls without tools is OpenAI's 400 naming it, as
+// tool_choice without tools is; null is none.
+func TestChatParallelToolCallsOnlyWithTools(t *testing.T) {
+	tools := `"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]`
+	for body, want := range map[string]string{
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"parallel_tool_calls":false}`:               "parallel_tool_calls",
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"parallel_tool_calls":true}`:                "parallel_tool_calls",
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"parallel_tool_calls":null}`:                "",
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"parallel_tool_calls":false,` + tools + `}`: "",
+	} {
+		if got := chatRefusal(t, body); got != want {
+			t.Errorf("%s: refused naming %q, want %q", body, got, want)
+		}
+	}
+}
