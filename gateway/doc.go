@@ -182,6 +182,18 @@ type Request struct {
 	Prefill bool `json:"prefill,omitempty"`
 }
 
+// HeldCap is the request's cap as a translating adapter sends it: held
+// to the model's declared most output, past which the provider refuses
+// the call (Claude Code asks 32,000 of any model; gpt-4o writes at most
+// 16,384). A cap cuts the answer short at most, so the lower one means
+// the same. 0: no cap.
+func (r Request) HeldCap() int {
+	if r.MaxTokens > 0 && r.OutputLimit > 0 && r.MaxTokens > r.OutputLimit {
+		return r.OutputLimit
+	}
+	return r.MaxTokens
+}
+
 // Thinking is Anthropic's thinking parameter.
 type Thinking struct {
 	Type         string `json:"type"` // enabled, adaptive or disabled

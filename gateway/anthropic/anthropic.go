@@ -215,7 +215,9 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 	if req.User != "" {
 		r.Metadata = &Metadata{UserID: req.User}
 	}
-	// The Messages API requires a cap; chat completion clients may send none.
+	// The Messages API requires a cap; chat completion clients may send
+	// none, or one past what the model writes, which Anthropic refuses.
+	req.MaxTokens = req.HeldCap()
 	thinking, effort, maxTokens := req.Thinking, req.Effort, MaxTokens(req)
 	if req.Thinking == nil && req.Effort == "" {
 		thinking, effort, maxTokens = Reasoning(req)

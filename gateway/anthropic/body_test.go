@@ -427,3 +427,23 @@ func TestStructuredOutputStrictWhereOpenAITakesIt(t *testing.T) {
 		}
 	}
 }
+
+// A chat client's cap past the model's declared most output goes as that
+// most, which Anthropic would refuse past ("max_tokens: 100000 > 64000").
+func TestCapHeldToTheModelsMost(t *testing.T) {
+	p := New("anthropic", "http://127.0.0.1:1", "k", nil)
+	msgs := []gateway.Message{{Role: "user", Content: []gateway.Block{{Type: "text", Text: "hi"}}}}
+	for _, c := range []struct{ cap, limit, want int }{{100000, 64000, 64000}, {1000, 64000, 1000}, {100000, 0, 100000}} {
+		body, err := p.body(gateway.Request{Model: "claude-haiku-4-5", MaxTokens: c.cap, OutputLimit: c.limit, Streamed: true, Messages: msgs}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			MaxTokens int `json:"max_tokens"`
+		}
+		json.Unmarshal(body, &got)
+		if got.MaxTokens != c.want {
+			t.Errorf("cap %d, most %d: sent %d, want %d", c.cap, c.limit, got.MaxTokens, c.want)
+		}
+	}
+}

@@ -177,7 +177,7 @@ func (p *Provider) body(req gateway.Request, stream bool) ([]byte, error) {
 		format = map[string]any{"type": "json_schema", "json_schema": js}
 	}
 	if req.MaxTokens != 0 { // 0: no cap, the field left out
-		n := req.MaxTokens
+		n := req.HeldCap()
 		if p.newTokenCap {
 			r.MaxCompletionTokens = &n
 		} else {

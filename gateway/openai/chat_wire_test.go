@@ -456,3 +456,20 @@ func TestChatParallelToolCallsOnlyWithTools(t *testing.T) {
 		}
 	}
 }
+
+// A translated cap past the model's declared most output goes as that
+// most: Claude Code asks 32,000 of any model, and OpenAI refuses more
+// than gpt-4o writes ("max_tokens is too large").
+func TestCapHeldToTheModelsMost(t *testing.T) {
+	p := New("openai", "openai", "http://127.0.0.1:1", "k", nil)
+	msgs := []gateway.Message{{Role: "user", Content: []gateway.Block{{Type: "text", Text: "hi"}}}}
+	for _, c := range []struct{ cap, limit, want int }{{32000, 16384, 16384}, {1000, 16384, 1000}, {32000, 0, 32000}, {0, 16384, 0}} {
+		body, err := p.body(gateway.Request{Model: "gpt-4o", MaxTokens: c.cap, OutputLimit: c.limit, Messages: msgs}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := int(gjson.GetBytes(body, "max_completion_tokens").Int() + gjson.GetBytes(body, "max_tokens").Int()); got != c.want {
+			t.Errorf("cap %d, most %d: sent %d, want %d", c.cap, c.limit, got, c.want)
+		}
+	}
+}
