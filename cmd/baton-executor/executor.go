@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,6 +89,19 @@ func (e *Executor) Run(ctx context.Context) error {
 	e.running = map[string]bool{}
 	defer e.wg.Wait()
 	for _, r := range e.State.Unfinished() {
+		if r.Phase == phaseRunning && r.Group != nil {
+			// The executor died under the command (SIGKILL, the OOM
+			// killer): what the command started may still run, and would
+			// run beside the command run again.
+			n, err := killLeftover(r.Group)
+			if err != nil {
+				e.Log.Error().Err(err).Str("handoffId", r.HandoffID).Str("executorRunId", r.ExecutorRunID).Msg("a previous start's command may still run; not running it again beside it")
+				continue
+			}
+			if n > 0 {
+				e.Log.Warn().Str("handoffId", r.HandoffID).Str("executorRunId", r.ExecutorRunID).Int("processes", n).Msg("killed what a previous start's command left running")
+			}
+		}
 		e.Log.Info().Str("handoffId", r.HandoffID).Str("executorRunId", r.ExecutorRunID).Str("phase", r.Phase).Msg("resuming a run")
 		e.start(ctx, r.HandoffID, nil)
 	}
@@ -417,9 +431,19 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 	cmd.WaitDelay = 5 * time.Second
 	ownGroup(cmd)
 	log.Info().Strs("command", p.Command).Msg("running")
+	// Linux sends the parent-death signal when the thread that started
+	// the command ends, not the executor: this one is kept until the
+	// command has been waited for.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := cmd.Start(); err != nil {
 		run.Phase, run.ExitCode, run.Output = phaseFinished, -1, "could not start the command: "+err.Error()
 		return run, e.State.Put(run) == nil
+	}
+	if run.Group = groupOf(cmd.Process.Pid); run.Group != nil {
+		if err := e.State.Put(run); err != nil {
+			log.Error().Err(err).Msg("cannot write the state file")
+		}
 	}
 	stopBeats := e.heartbeats(ctx, c, run, log, release)
 	err := cmd.Wait()
@@ -432,7 +456,7 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 		e.abandon(run, "command stopped: "+cause.Error())
 		return run, false
 	}
-	run.Phase, run.ExitCode, run.Output = phaseFinished, 0, out.String()
+	run.Phase, run.ExitCode, run.Output, run.Group = phaseFinished, 0, out.String(), nil
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		run.ExitCode = exit.ExitCode()

@@ -1,4 +1,4 @@
-//go:build unix
+//go:build unix && !linux
 
 package main
 
@@ -14,3 +14,9 @@ func ownGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 }
+
+// groupOf: only Linux lets a later start prove that a group is the run's.
+func groupOf(pid int) *ProcGroup { return nil }
+
+// killLeftover: nothing is recorded to find a leftover group by.
+func killLeftover(g *ProcGroup) (int, error) { return 0, nil }

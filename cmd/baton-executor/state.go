@@ -29,6 +29,18 @@ type Run struct {
 	Output        string   `json:"output,omitempty"`
 	Receipts      []string `json:"receipts,omitempty"` // "<callback> <seq> <hash>" of each answer
 	Note          string   `json:"note,omitempty"`
+	// Group is the process group the command runs in while the run is
+	// "running" (Linux): a start after a crash kills what is left of it
+	// before the command runs again.
+	Group *ProcGroup `json:"processGroup,omitempty"`
+}
+
+// ProcGroup identifies a command's process group, so that a later start
+// can tell what is left of it from a later group that reuses its number.
+type ProcGroup struct {
+	ID        int    `json:"id"`
+	StartTime uint64 `json:"startTime"` // the leader's, in clock ticks since boot
+	BootID    string `json:"bootId"`
 }
 
 // released reports whether the run was given up because Baton released
