@@ -543,18 +543,30 @@ func (e *Executor) report(ctx context.Context, run Run, log zerolog.Logger) {
 		e.abandon(run, fmt.Sprintf("proof refused: %d %s", st, raw))
 		return
 	}
-	run.Receipts = append(run.Receipts, receipt("proof", raw))
+	proofReceipt := receipt("proof", raw) // kept with the result's
 	output := run.Output
 	if withheld {
 		output = "(withheld: it holds what looks like a secret)"
 	}
 	resultBody := map[string]any{"executorType": e.Config.Executor, "executorRunId": run.ExecutorRunID, "status": status,
 		"result": map[string]any{"summary": summary, "output": output}}
-	st, raw, err = e.call(ctx, "POST", "/v1/executions/"+run.HandoffID+"/result", "result-"+run.ExecutorRunID, resultBody)
-	if err != nil {
-		return
+	if !run.ProofShort {
+		st, raw, err = e.call(ctx, "POST", "/v1/executions/"+run.HandoffID+"/result", "result-"+run.ExecutorRunID, resultBody)
+		if err != nil {
+			return
+		}
+		if st == 409 && (problemCode(raw) == "proof_incomplete" || problemCode(raw) == "proof_required") {
+			// Remembered before the FAILED result goes: after a crash, the
+			// first result again was refused (the FAILED one had closed
+			// the handoff) and a recorded run was logged as abandoned.
+			run.ProofShort = true
+			if err := e.State.Put(run); err != nil {
+				log.Error().Err(err).Msg("cannot write the state file")
+				return
+			}
+		}
 	}
-	if st == 409 && (problemCode(raw) == "proof_incomplete" || problemCode(raw) == "proof_required") {
+	if run.ProofShort {
 		// The proof policy asks for artifact types the command does not
 		// produce: the run cannot be reported as a success.
 		resultBody["status"] = domain.RunFailed
@@ -568,7 +580,7 @@ func (e *Executor) report(ctx context.Context, run Run, log zerolog.Logger) {
 		e.abandon(run, fmt.Sprintf("result refused: %d %s", st, raw))
 		return
 	}
-	run.Receipts = append(run.Receipts, receipt("result", raw))
+	run.Receipts = append(run.Receipts, proofReceipt, receipt("result", raw))
 	run.Phase = phaseReported
 	if err := e.State.Put(run); err != nil {
 		log.Error().Err(err).Msg("cannot write the state file")

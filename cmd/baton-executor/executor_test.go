@@ -547,3 +547,54 @@ func TestExecutorStopsARunWhoseHandoffClosed(t *testing.T) {
 		}
 	}
 }
+
+// A run reported FAILED because the proof policy asks for artifact types
+// the command does not produce, and a crash before the state said so: the
+// next start reports it again and finds it recorded. It sent the SUCCEEDED
+// result again, was refused (the handoff had closed on the FAILED one) and
+// logged the run as abandoned.
+func TestExecutorRestartAfterAForcedFailure(t *testing.T) {
+	s := startServer(t)
+	dir := t.TempDir()
+	proto := map[string]Protocol{"ops_bot.v1": shell(`echo renewed`)}
+	e, stop := s.executor(dir, proto)
+	id := s.create(map[string]any{"proofRequired": []string{"log", "screenshot"}})
+	s.approve(id)
+	evs := s.trail(id, "ledger_closed")
+	if last := evs[len(evs)-1]["data"].(map[string]any); last["finalStatus"] != "FAILED" {
+		t.Fatalf("closed %v: %v", last, types(evs))
+	}
+	var r Run
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if r, _ = e.State.Run(id); r.Phase == phaseReported {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run was not reported: %+v", r)
+		}
+	}
+	stop()
+	if r.Note != "" {
+		t.Fatalf("reported with a note: %+v", r)
+	}
+	// The crash: the result was recorded, the state still says finished.
+	r.Phase, r.Receipts = phaseFinished, nil
+	if err := e.State.Put(r); err != nil {
+		t.Fatal(err)
+	}
+	e2, _ := s.executor(dir, proto)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if r, _ = e2.State.Run(id); r.Phase == phaseReported {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run was not reported again: %+v", r)
+		}
+	}
+	if r.Note != "" || len(r.Receipts) != 2 {
+		t.Fatalf("after the restart: %+v; want the recorded result's receipt, no note", r)
+	}
+	if again := s.trail(id, ""); len(again) != len(evs) {
+		t.Fatalf("the repeated report recorded more: %v", types(again))
+	}
+}

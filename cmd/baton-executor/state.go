@@ -29,6 +29,10 @@ type Run struct {
 	Output        string   `json:"output,omitempty"`
 	Receipts      []string `json:"receipts,omitempty"` // "<callback> <seq> <hash>" of each answer
 	Note          string   `json:"note,omitempty"`
+	// ProofShort: Baton refused the result because the proof policy asks
+	// for artifact types the command does not produce; it goes as FAILED,
+	// under its own key.
+	ProofShort bool `json:"proofShort,omitempty"`
 	// Group is the process group the command runs in while the run is
 	// "running" (Linux): a start after a crash kills what is left of it
 	// before the command runs again.
