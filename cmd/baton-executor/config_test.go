@@ -81,3 +81,32 @@ func TestExecutorSaysItStopped(t *testing.T) {
 		t.Fatalf("run: %v; log:\n%s", err, out.String())
 	}
 }
+
+// An executor name or protocol that no contract can carry (Baton refuses it
+// at create) is refused at the start: the executor started and waited for
+// ever, or retried its event stream for ever on a 422.
+func TestConfigRefusesNamesNoContractCarries(t *testing.T) {
+	long := strings.Repeat("x", 201)
+	for body, want := range map[string]string{
+		`{"executor":" ","protocols":{"p.v1":{"command":["true"]}}}`:              `"executor"`,
+		`{"executor":"ops-bot\n","protocols":{"p.v1":{"command":["true"]}}}`:      `"executor"`,
+		`{"executor":"ops\u202ebot","protocols":{"p.v1":{"command":["true"]}}}`:   `"executor"`,
+		`{"executor":"` + long + `","protocols":{"p.v1":{"command":["true"]}}}`:   `"executor"`,
+		`{"executor":"ops-bot","protocols":{"ops_bot.V1":{"command":["true"]}}}`:  `"ops_bot.V1"`,
+		`{"executor":"ops-bot","protocols":{"ops_bot":{"command":["true"]}}}`:     `"ops_bot"`,
+		`{"executor":"ops-bot","protocols":{" ops_bot.v1":{"command":["true"]}}}`: `" ops_bot.v1"`,
+	} {
+		path := filepath.Join(t.TempDir(), "executor.json")
+		os.WriteFile(path, []byte(body), 0o644)
+		if _, err := readConfig(path); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "no handoff") {
+			t.Errorf("%s: %v, want an error naming %s", body, err, want)
+		}
+	}
+	for _, name := range []string{strings.Repeat("é", 200), "Ops Bot", "browser-agent"} {
+		path := filepath.Join(t.TempDir(), "executor.json")
+		os.WriteFile(path, []byte(`{"executor":"`+name+`","protocols":{"browser_agent.v12":{"command":["true"]}}}`), 0o644)
+		if _, err := readConfig(path); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/batonhq/baton/domain"
 )
 
 const usage = `baton-executor: Baton's reference executor.
@@ -112,6 +114,29 @@ func readConfig(path string) (Config, error) {
 	for name, p := range c.Protocols {
 		if len(p.Command) == 0 {
 			return Config{}, fmt.Errorf("%s: protocol %q has no command", path, name)
+		}
+	}
+	// A name Baton refuses in a contract is one no handoff can carry: the
+	// executor waited for ever (a blank name), or retried its event stream
+	// for ever on a 422 (a control character). Baton's own rules decide.
+	check := func(target, protocol string) string {
+		cc := domain.CreateContract{Objective: "-", TargetExecutor: target, ExecutorProtocol: protocol, RiskLevel: domain.RiskLevels[0]}
+		var de *domain.Error
+		if err := cc.Validate(); errors.As(err, &de) {
+			for _, f := range de.Fields {
+				if f.Pointer == "/targetExecutor" || f.Pointer == "/executorProtocol" {
+					return f.Message
+				}
+			}
+		}
+		return ""
+	}
+	if msg := check(c.Executor, "p.v1"); msg != "" {
+		return Config{}, fmt.Errorf("%s: \"executor\" %q: Baton refuses it as a contract's targetExecutor (%s), so no handoff can be targeted at it", path, c.Executor, msg)
+	}
+	for name := range c.Protocols {
+		if msg := check(c.Executor, name); msg != "" {
+			return Config{}, fmt.Errorf("%s: protocol %q: Baton refuses it as a contract's executorProtocol (%s), so no handoff can name it", path, name, msg)
 		}
 	}
 	return c, nil
