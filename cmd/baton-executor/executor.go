@@ -516,7 +516,9 @@ func (e *Executor) report(ctx context.Context, run Run, log zerolog.Logger) {
 	}
 	summary := "exit status " + strconv.Itoa(run.ExitCode)
 	text := run.Output
-	if text == "" {
+	if domain.Blank(text) {
+		// Baton refuses a blank artifact text: the proof of a command that
+		// printed only a newline was refused and the run given up.
 		text = "(no output)"
 	}
 	proofBody := func(text string) map[string]any {

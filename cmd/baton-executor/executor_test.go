@@ -598,3 +598,32 @@ func TestExecutorRestartAfterAForcedFailure(t *testing.T) {
 		t.Fatalf("the repeated report recorded more: %v", types(again))
 	}
 }
+
+// A command whose output is only white space (`echo`) is reported: Baton
+// refuses a blank artifact text, and the run was abandoned there, its
+// handoff left started for ever.
+func TestExecutorReportsABlankOutput(t *testing.T) {
+	s := startServer(t)
+	e, _ := s.executor(t.TempDir(), map[string]Protocol{"ops_bot.v1": shell(`echo; echo " "`)})
+	id := s.create(nil)
+	s.approve(id)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if r, _ := e.State.Run(id); r.Phase == phaseReported {
+			if r.Note != "" {
+				t.Fatalf("run given up: %s", r.Note)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run was not reported")
+		}
+	}
+	for _, ev := range s.closeWithReview(id) {
+		if ev["type"] == "ProofReceived" {
+			d := ev["data"].(map[string]any)
+			if text := d["proof"].(map[string]any)["artifacts"].([]any)[0].(map[string]any)["text"]; text != "(no output)" {
+				t.Fatalf("proof text %q", text)
+			}
+		}
+	}
+}
