@@ -385,7 +385,7 @@ func (e *Executor) carry(ctx context.Context, id string, known *contract) {
 		// command acts: a handoff another run took is refused here.
 		status, raw, err := e.call(ctx, "POST", "/v1/executions/"+id+"/heartbeat", "", map[string]any{"executorRunId": run.ExecutorRunID, "executorType": e.Config.Executor})
 		if err != nil {
-			return // ctx ended
+			return // ctx ended, or the key was refused: the run stays as it is
 		}
 		if status != 200 {
 			e.abandon(run, fmt.Sprintf("heartbeat refused: %d %s", status, raw))
@@ -623,7 +623,10 @@ func problemCode(raw []byte) string {
 
 // call makes one request, retrying what a retry may fix (no answer, 429,
 // 5xx) with the same body and idempotency key until ctx ends. It returns
-// the final status and body; err only when ctx ended.
+// the final status and body; err only when ctx ended, or errKeyRefused
+// when Baton refused the key: that is no answer to the request, and the
+// run it was for stays where it is, to go on at a start with a good key
+// (given up, its outcome was never reported).
 func (e *Executor) call(ctx context.Context, method, path, idemKey string, body any) (int, []byte, error) {
 	var b []byte
 	if body != nil {
@@ -658,6 +661,10 @@ func (e *Executor) call(ctx context.Context, method, path, idemKey string, body 
 			raw, rerr := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 			resp.Body.Close()
 			cancel()
+			if rerr == nil && resp.StatusCode == http.StatusUnauthorized {
+				e.Log.Error().Str("request", method+" "+path).Msg("Baton refused the key; what it was for goes on at a start with a good key")
+				return 0, nil, fmt.Errorf("%w: %s %s: %d %s", errKeyRefused, method, path, resp.StatusCode, raw)
+			}
 			if rerr == nil && resp.StatusCode != 429 && resp.StatusCode < 500 {
 				return resp.StatusCode, raw, nil
 			}

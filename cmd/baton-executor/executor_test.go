@@ -627,3 +627,42 @@ func TestExecutorReportsABlankOutput(t *testing.T) {
 		}
 	}
 }
+
+// A key Baton refuses (revoked while a run reports) stops the run where it
+// is, not for good: it was given up ("run abandoned"), and the executor,
+// restarted with a good key, never reported the command's outcome, its
+// handoff left started for ever.
+func TestExecutorKeepsARunWhoseKeyWasRefused(t *testing.T) {
+	s := startServer(t)
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "go-on")
+	proto := map[string]Protocol{"ops_bot.v1": shell(`while [ ! -f ` + gate + ` ]; do sleep 0.05; done; echo renewed`)}
+	k := s.do("POST", "/v1/admin/keys", s.admin, map[string]any{"tenant": "default", "admin": false}, 201)
+	good := s.key
+	s.key = k["key"].(string)
+	e, stop := s.executor(dir, proto)
+	id := s.create(nil)
+	s.approve(id)
+	s.trail(id, "executor_started")
+	s.do("DELETE", "/v1/admin/keys/"+k["keyId"].(string), s.admin, nil, 200)
+	os.WriteFile(gate, nil, 0o644)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if r, _ := e.State.Run(id); r.Phase != phaseRunning {
+			time.Sleep(500 * time.Millisecond) // its report is refused
+			if r, _ = e.State.Run(id); r.Phase != phaseFinished || r.Note != "" {
+				t.Fatalf("the run, its key refused: %+v; want it finished, to be reported", r)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command did not finish")
+		}
+	}
+	stop()
+	s.key = good
+	s.executor(dir, proto)
+	evs := s.closeWithReview(id)
+	if last := evs[len(evs)-1]["data"].(map[string]any); last["finalStatus"] != "SUCCEEDED" {
+		t.Fatalf("closed %v: %v", last, types(evs))
+	}
+}
