@@ -460,6 +460,11 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		run.ExitCode = exit.ExitCode()
+	} else if errors.Is(err, exec.ErrWaitDelay) {
+		// It exited 0, and what it left running (started in the
+		// background) still held its output: it succeeded, and was
+		// reported FAILED, exit status -1.
+		run.Output += "\n(a process the command left running still held its output; the rest of it was not read)"
 	} else if err != nil {
 		run.ExitCode, run.Output = -1, run.Output+"\n"+err.Error()
 	}

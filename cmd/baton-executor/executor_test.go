@@ -666,3 +666,35 @@ func TestExecutorKeepsARunWhoseKeyWasRefused(t *testing.T) {
 		t.Fatalf("closed %v: %v", last, types(evs))
 	}
 }
+
+// A command that exits 0 and leaves a process holding its output (a
+// service it started in the background) succeeded: it was reported FAILED,
+// "exit status -1", once the executor stopped waiting for the output.
+func TestExecutorReportsACommandThatLeftAProcessBehind(t *testing.T) {
+	s := startServer(t)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "bg.pid")
+	t.Cleanup(func() {
+		var pid int
+		if b, err := os.ReadFile(pidFile); err == nil && func() bool { _, err := fmt.Sscan(string(b), &pid); return err == nil }() && pid > 1 {
+			exec.Command("kill", fmt.Sprint(pid)).Run()
+		}
+	})
+	s.executor(dir, map[string]Protocol{"ops_bot.v1": shell(`sleep 30 & echo $! > ` + pidFile + `; echo started`)})
+	id := s.create(nil)
+	s.approve(id)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		for _, ev := range s.trail(id, "") { // a FAILED result closes the handoff at once
+			if ev["type"] == "ResultReceived" {
+				d := ev["data"].(map[string]any)
+				if d["status"] != "SUCCEEDED" || d["result"].(map[string]any)["summary"] != "exit status 0" {
+					t.Fatalf("result %v", d)
+				}
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no result")
+		}
+	}
+}
