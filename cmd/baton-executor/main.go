@@ -76,6 +76,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	release, err := lockState(*statePath)
+	if err != nil {
+		return err
+	}
+	defer release()
 	state, err := openState(*statePath)
 	if err != nil {
 		return err

@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // A state file that cannot be written stops the executor at its start:
@@ -24,4 +26,56 @@ func TestExecutorStopsOnAnUnwritableStateFile(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "state file") {
 		t.Fatalf("run: %v, want an error about the state file", err)
 	}
+}
+
+// A second executor on the same state file is refused at its start: the
+// two overwrote each other's runs in it (a run of one missing from the
+// file, lost at a crash) and its position.
+func TestExecutorRefusesAStateFileInUse(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "executor.json")
+	os.WriteFile(cfg, []byte(`{"executor":"ops-bot","protocols":{"p.v1":{"command":["true"]}}}`), 0o644)
+	state := filepath.Join(dir, "state.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	args := []string{"--key", "k", "--url", "http://127.0.0.1:1", "--config", cfg, "--state", state}
+	first := make(chan error, 1)
+	out1 := &syncBuffer{}
+	go func() { first <- run(ctx, args, out1) }()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out1.String(), "baton-executor started"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first executor did not start: %s", out1.String())
+		}
+	}
+	var out2 bytes.Buffer
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	cancel2() // were it to start, it would stop at once
+	if err := run(ctx2, args, &out2); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("second executor: %v, want the state file in use", err)
+	}
+	cancel()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	// Once the first has stopped, the file is free again.
+	if err := run(ctx2, args, &out2); err != nil {
+		t.Fatalf("after the first stopped: %v", err)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
