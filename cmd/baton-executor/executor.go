@@ -424,8 +424,11 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 	defer release(nil)
 	cmd := exec.CommandContext(cmdCtx, p.Command[0], p.Command[1:]...)
 	cmd.Stdin = bytes.NewReader(c.raw)
+	// No environment variable holds a NUL, which an objective may: the
+	// command did not start at all. The contract on its input has it whole.
+	objective := strings.ReplaceAll(c.Objective, "\x00", "\uFFFD")
 	cmd.Env = append(os.Environ(), "BATON_HANDOFF_ID="+run.HandoffID, "BATON_EXECUTOR_RUN_ID="+run.ExecutorRunID,
-		"BATON_OBJECTIVE="+c.Objective, "BATON_EXECUTOR_PROTOCOL="+c.ExecutorProtocol)
+		"BATON_OBJECTIVE="+objective, "BATON_EXECUTOR_PROTOCOL="+c.ExecutorProtocol)
 	out := &tail{max: maxOutput}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 5 * time.Second

@@ -698,3 +698,32 @@ func TestExecutorReportsACommandThatLeftAProcessBehind(t *testing.T) {
 		}
 	}
 }
+
+// An objective holding a NUL, which Baton takes, reaches the command: no
+// environment variable can hold a NUL, and the command did not start at
+// all ("environment variable contains NUL"), its run reported FAILED.
+func TestExecutorRunsAnObjectiveWithANUL(t *testing.T) {
+	s := startServer(t)
+	s.executor(t.TempDir(), map[string]Protocol{"ops_bot.v1": shell(`echo "objective: $BATON_OBJECTIVE"`)})
+	id := s.create(map[string]any{"objective": "renew\x00now"})
+	s.approve(id)
+	if d := s.result(id); d["status"] != "SUCCEEDED" || d["result"].(map[string]any)["output"] != "objective: renew\uFFFDnow\n" {
+		t.Fatalf("result %v", d)
+	}
+}
+
+// result waits for handoff id's result (a FAILED one closes the handoff at
+// once, a SUCCEEDED one waits for review) and returns its data.
+func (s *server) result(id string) map[string]any {
+	s.t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		for _, ev := range s.trail(id, "") {
+			if ev["type"] == "ResultReceived" {
+				return ev["data"].(map[string]any)
+			}
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("handoff %s: no result", id)
+		}
+	}
+}
