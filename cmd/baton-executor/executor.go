@@ -463,6 +463,11 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		run.ExitCode = exit.ExitCode()
+		if run.ExitCode == -1 {
+			// Killed by a signal (the OOM killer's SIGKILL): "exit status
+			// -1" said nothing of it.
+			run.Ended = exit.String()
+		}
 	} else if errors.Is(err, exec.ErrWaitDelay) {
 		// It exited 0, and what it left running (started in the
 		// background) still held its output: it succeeded, and was
@@ -523,6 +528,9 @@ func (e *Executor) report(ctx context.Context, run Run, log zerolog.Logger) {
 		status = domain.RunFailed
 	}
 	summary := "exit status " + strconv.Itoa(run.ExitCode)
+	if run.Ended != "" {
+		summary = run.Ended
+	}
 	text := run.Output
 	if domain.Blank(text) {
 		// Baton refuses a blank artifact text: the proof of a command that

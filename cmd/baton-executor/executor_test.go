@@ -727,3 +727,15 @@ func (s *server) result(id string) map[string]any {
 		}
 	}
 }
+
+// A command killed by a signal (the OOM killer's SIGKILL) says so in its
+// result: it said "exit status -1", an exit status no command has.
+func TestExecutorSaysACommandWasKilled(t *testing.T) {
+	s := startServer(t)
+	s.executor(t.TempDir(), map[string]Protocol{"ops_bot.v1": shell(`echo before; kill -9 $$`)})
+	id := s.create(nil)
+	s.approve(id)
+	if d := s.result(id); d["status"] != "FAILED" || d["result"].(map[string]any)["summary"] != "signal: killed" {
+		t.Fatalf("result %v", d)
+	}
+}
