@@ -599,7 +599,9 @@ func (e *Executor) report(ctx context.Context, run Run, log zerolog.Logger) {
 		return
 	}
 	run.Receipts = append(run.Receipts, proofReceipt, receipt("result", raw))
-	run.Phase = phaseReported
+	// The output is in the ledger now: kept, every run's stayed in a
+	// state file rewritten whole at every change.
+	run.Phase, run.Output = phaseReported, ""
 	if err := e.State.Put(run); err != nil {
 		log.Error().Err(err).Msg("cannot write the state file")
 		return

@@ -348,7 +348,7 @@ func TestExecutorSurvivesRestart(t *testing.T) {
 	// A crash after the result was recorded but before the state said so:
 	// the next start reports again, with the same keys.
 	r, _ := e2.State.Run(id)
-	r.Phase = phaseFinished
+	r.Phase, r.Output = phaseFinished, "done\n" // as the state held it before the report
 	e2.State.Put(r)
 	_, stop3 := s.executor(dir, proto)
 	time.Sleep(500 * time.Millisecond)
@@ -365,6 +365,10 @@ func TestExecutorSurvivesRestart(t *testing.T) {
 	stop3()
 	if again := s.trail(id, ""); len(again) != len(evs) {
 		t.Fatalf("the repeated report recorded more: %v", types(again))
+	}
+	st, _ := openState(filepath.Join(dir, "state.json"))
+	if rr, _ := st.Run(id); rr.Note != "" {
+		t.Fatalf("the repeated report was refused: %s", rr.Note)
 	}
 }
 
@@ -578,7 +582,7 @@ func TestExecutorRestartAfterAForcedFailure(t *testing.T) {
 		t.Fatalf("reported with a note: %+v", r)
 	}
 	// The crash: the result was recorded, the state still says finished.
-	r.Phase, r.Receipts = phaseFinished, nil
+	r.Phase, r.Receipts, r.Output = phaseFinished, nil, "renewed\n"
 	if err := e.State.Put(r); err != nil {
 		t.Fatal(err)
 	}
@@ -737,5 +741,30 @@ func TestExecutorSaysACommandWasKilled(t *testing.T) {
 	s.approve(id)
 	if d := s.result(id); d["status"] != "FAILED" || d["result"].(map[string]any)["summary"] != "signal: killed" {
 		t.Fatalf("result %v", d)
+	}
+}
+
+// A reported run's output is not kept in the state file: the ledger has
+// it. Every run's output stayed, up to 60 KiB each, in a file rewritten
+// whole at every event and every step of every run.
+func TestExecutorForgetsTheOutputOfAReportedRun(t *testing.T) {
+	s := startServer(t)
+	dir := t.TempDir()
+	e, _ := s.executor(dir, map[string]Protocol{"ops_bot.v1": shell(`head -c 30000 /dev/zero | tr '\0' 'y'; echo`)})
+	id := s.create(nil)
+	s.approve(id)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if r, _ := e.State.Run(id); r.Phase == phaseReported {
+			if r.Output != "" || r.Note != "" || len(r.Receipts) != 2 {
+				t.Fatalf("reported run: %d bytes of output kept, note %q, receipts %v", len(r.Output), r.Note, r.Receipts)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run was not reported")
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "state.json")); len(b) > 4<<10 {
+		t.Fatalf("the state file holds %d bytes", len(b))
 	}
 }
