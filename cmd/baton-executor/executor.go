@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -427,7 +428,10 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 	// No environment variable holds a NUL, which an objective may: the
 	// command did not start at all. The contract on its input has it whole.
 	objective := strings.ReplaceAll(c.Objective, "\x00", "\uFFFD")
-	cmd.Env = append(os.Environ(), "BATON_HANDOFF_ID="+run.HandoffID, "BATON_EXECUTOR_RUN_ID="+run.ExecutorRunID,
+	// The executor's key stays its own: any key may approve handoffs, and
+	// the command acts on contracts others wrote.
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "BATON_API_KEY=") })
+	cmd.Env = append(env, "BATON_HANDOFF_ID="+run.HandoffID, "BATON_EXECUTOR_RUN_ID="+run.ExecutorRunID,
 		"BATON_OBJECTIVE="+objective, "BATON_EXECUTOR_PROTOCOL="+c.ExecutorProtocol)
 	out := &tail{max: maxOutput}
 	cmd.Stdout, cmd.Stderr = out, out

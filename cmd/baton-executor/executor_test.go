@@ -768,3 +768,17 @@ func TestExecutorForgetsTheOutputOfAReportedRun(t *testing.T) {
 		t.Fatalf("the state file holds %d bytes", len(b))
 	}
 }
+
+// The executor's own key is not handed to the commands it runs: any key
+// may approve handoffs, and a command (fed contracts others wrote) got it
+// in BATON_API_KEY.
+func TestExecutorKeepsItsKeyFromTheCommand(t *testing.T) {
+	s := startServer(t)
+	t.Setenv("BATON_API_KEY", "the-executors-key")
+	s.executor(t.TempDir(), map[string]Protocol{"ops_bot.v1": shell(`echo "key=${BATON_API_KEY:-none}"`)})
+	id := s.create(nil)
+	s.approve(id)
+	if d := s.result(id); d["result"].(map[string]any)["output"] != "key=none\n" {
+		t.Fatalf("result %v", d)
+	}
+}
