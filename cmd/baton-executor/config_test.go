@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,5 +109,24 @@ func TestConfigRefusesNamesNoContractCarries(t *testing.T) {
 		if _, err := readConfig(path); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// An artifactType Baton refuses in a proof is refused at the start: every
+// proof was refused (422), every run given up after its command had run,
+// its handoff left started.
+func TestConfigRefusesAnArtifactTypeNoProofCarries(t *testing.T) {
+	for _, typ := range []string{" ", "log\n", strings.Repeat("l", 65)} {
+		b, _ := json.Marshal(map[string]any{"executor": "ops-bot", "protocols": map[string]any{"p.v1": map[string]any{"command": []string{"true"}, "artifactType": typ}}})
+		path := filepath.Join(t.TempDir(), "executor.json")
+		os.WriteFile(path, b, 0o644)
+		if _, err := readConfig(path); err == nil || !strings.Contains(err.Error(), "artifactType") {
+			t.Errorf("artifactType %q: %v, want an error naming it", typ, err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "executor.json")
+	os.WriteFile(path, []byte(`{"executor":"ops-bot","protocols":{"p.v1":{"command":["true"],"artifactType":"screenshot"},"q.v1":{"command":["true"]}}}`), 0o644)
+	if _, err := readConfig(path); err != nil {
+		t.Fatal(err)
 	}
 }

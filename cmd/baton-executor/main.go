@@ -20,6 +20,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
@@ -139,9 +140,16 @@ func readConfig(path string) (Config, error) {
 	if msg := check(c.Executor, "p.v1"); msg != "" {
 		return Config{}, fmt.Errorf("%s: \"executor\" %q: Baton refuses it as a contract's targetExecutor (%s), so no handoff can be targeted at it", path, c.Executor, msg)
 	}
-	for name := range c.Protocols {
+	for name, p := range c.Protocols {
 		if msg := check(c.Executor, name); msg != "" {
 			return Config{}, fmt.Errorf("%s: protocol %q: Baton refuses it as a contract's executorProtocol (%s), so no handoff can name it", path, name, msg)
+		}
+		// An artifact type as Baton takes it in a proof: every proof of
+		// another was refused, and every run given up once it had run.
+		if t := p.ArtifactType; t != "" {
+			if _, bad := domain.NotPlain(t); bad || domain.Blank(t) || utf8.RuneCountInString(t) > 64 {
+				return Config{}, fmt.Errorf("%s: protocol %q: \"artifactType\" %q: Baton takes 1 to 64 characters, not blank, without control characters", path, name, t)
+			}
 		}
 	}
 	return c, nil
