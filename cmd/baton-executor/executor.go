@@ -90,11 +90,11 @@ func (e *Executor) Run(ctx context.Context) error {
 	e.running = map[string]bool{}
 	defer e.wg.Wait()
 	for _, r := range e.State.Unfinished() {
-		if r.Phase == phaseRunning && r.Group != nil {
+		if r.Phase == phaseRunning {
 			// The executor died under the command (SIGKILL, the OOM
 			// killer): what the command started may still run, and would
 			// run beside the command run again.
-			n, err := killLeftover(r.Group)
+			n, err := killLeftover(r.Group, r.ExecutorRunID)
 			if err != nil {
 				e.Log.Error().Err(err).Str("handoffId", r.HandoffID).Str("executorRunId", r.ExecutorRunID).Msg("a previous start's command may still run; not running it again beside it")
 				continue

@@ -36,12 +36,69 @@ func groupOf(pid int) *ProcGroup {
 	return &ProcGroup{ID: pid, StartTime: p.startTime, BootID: bootID()}
 }
 
-// killLeftover kills what is left of group g from an executor that died,
-// once it has checked the group is still that run's: the leader, if still
-// there, is the one recorded; every member started no earlier than it (a
-// number reused after the group ended belongs to a later process). It waits
-// for them to die, ten seconds at most, and returns how many it killed.
-func killLeftover(g *ProcGroup) (int, error) {
+// killLeftover kills what is left of run runID's command from an executor
+// that died: its group g, and any process that has the run's id in its
+// environment (what the command started in the instant before its group
+// was written down). It waits for them to die, ten seconds at most, and
+// returns how many it killed.
+func killLeftover(g *ProcGroup, runID string) (int, error) {
+	n, err := killGroup(g)
+	if err != nil {
+		return n, err
+	}
+	m, err := killByRunID(runID)
+	return n + m, err
+}
+
+// killByRunID kills the processes whose environment says they are run
+// runID's (BATON_EXECUTOR_RUN_ID, which a run id, a UUIDv7, makes unique).
+func killByRunID(runID string) (int, error) {
+	if runID == "" {
+		return 0, nil
+	}
+	mark := []byte("BATON_EXECUTOR_RUN_ID=" + runID + "\x00")
+	find := func() []int {
+		ents, _ := os.ReadDir("/proc")
+		var out []int
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == os.Getpid() {
+				continue
+			}
+			env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+			if err != nil || !(bytes.HasPrefix(env, mark) || bytes.Contains(env, append([]byte{0}, mark...))) {
+				continue // gone, another user's, or another run's
+			}
+			if p, err := readProcStat(pid); err == nil && p.state != 'Z' {
+				out = append(out, pid)
+			}
+		}
+		return out
+	}
+	left := find()
+	for _, pid := range left {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(left) > 0; time.Sleep(50 * time.Millisecond) {
+		still := find()
+		if len(still) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("run %s: %d processes still alive 10s after SIGKILL", runID, len(still))
+		}
+		for _, pid := range still {
+			syscall.Kill(pid, syscall.SIGKILL) // started since the last look
+		}
+	}
+	return len(left), nil
+}
+
+// killGroup kills what is left of group g, once it has checked the group
+// is still the run's: the leader, if still there, is the one recorded;
+// every member started no earlier than it (a number reused after the group
+// ended belongs to a later process).
+func killGroup(g *ProcGroup) (int, error) {
 	if g == nil || g.ID <= 1 || g.BootID != bootID() {
 		return 0, nil // rebooted since: nothing of it is left
 	}

@@ -4,7 +4,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 var buildExecutorOnce = sync.OnceValues(func() (string, error) {
@@ -136,7 +141,7 @@ func TestKillLeftoverChecksTheGroup(t *testing.T) {
 		t.Fatal("no group recorded")
 	}
 	for _, other := range []ProcGroup{{ID: g.ID, StartTime: g.StartTime + 1, BootID: g.BootID}, {ID: g.ID, StartTime: g.StartTime, BootID: "another boot"}} {
-		if n, err := killLeftover(&other); n != 0 || err != nil {
+		if n, err := killLeftover(&other, ""); n != 0 || err != nil {
 			t.Fatalf("%+v: killed %d, %v: another group's", other, n, err)
 		}
 	}
@@ -145,12 +150,49 @@ func TestKillLeftoverChecksTheGroup(t *testing.T) {
 		t.Fatal("the group was killed for another's")
 	case <-time.After(100 * time.Millisecond):
 	}
-	if n, err := killLeftover(g); n != 2 || err != nil {
+	if n, err := killLeftover(g, ""); n != 2 || err != nil {
 		t.Fatalf("killed %d, %v; want the shell and its sleep", n, err)
 	}
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the group still runs")
+	}
+}
+
+// What a command started before its group was written down (the executor
+// killed in that instant) is found by the run's id in its environment, and
+// killed before the run goes on.
+func TestExecutorKillsALeftoverByItsRunID(t *testing.T) {
+	st := mustState(t)
+	runID := fmt.Sprintf("run-test-%d", time.Now().UnixNano())
+	if err := st.Put(Run{HandoffID: "h1", ExecutorRunID: runID, Protocol: "ops_bot.v1", Phase: phaseRunning}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", "sleep 30 & wait")
+	cmd.Env = append(os.Environ(), "BATON_EXECUTOR_RUN_ID="+runID)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	defer func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); <-done }()
+	// Baton answers nothing useful: the run cannot go on, its leftover is
+	// killed all the same, first.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "{}", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	e := &Executor{Base: srv.URL, Key: "k", Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": {Command: []string{"true"}}}},
+		State: st, Log: zerolog.New(zerolog.NewTestWriter(t)), Backoff: 50 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { e.Run(ctx); close(ran) }()
+	defer func() { cancel(); <-ran }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the previous start's command still runs")
 	}
 }

@@ -11,4 +11,4 @@ func ownGroup(cmd *exec.Cmd) {}
 func groupOf(pid int) *ProcGroup { return nil }
 
 // killLeftover: nothing is recorded to find a leftover group by.
-func killLeftover(g *ProcGroup) (int, error) { return 0, nil }
+func killLeftover(g *ProcGroup, runID string) (int, error) { return 0, nil }
