@@ -63,6 +63,7 @@ type Executor struct {
 
 	mu      sync.Mutex
 	running map[string]bool
+	stops   map[string]context.CancelCauseFunc // each running command's, by handoff
 	wg      sync.WaitGroup
 }
 
@@ -87,7 +88,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	if e.StreamIdle <= 0 {
 		e.StreamIdle = time.Minute
 	}
-	e.running = map[string]bool{}
+	e.running, e.stops = map[string]bool{}, map[string]context.CancelCauseFunc{}
 	defer e.wg.Wait()
 	for _, r := range e.State.Unfinished() {
 		if r.Phase == phaseRunning {
@@ -166,7 +167,10 @@ func (e *Executor) follow(ctx context.Context, connected *bool) error {
 	// A handoff is free to take when it is approved, and again when a run
 	// that missed its lease was released (ExecutorTimedOut, action
 	// release): watching approvals alone left a released one unclaimed.
-	q := url.Values{"targetExecutor": {e.Config.Executor}, "type": {domain.EventApprovalDecided + "," + domain.EventExecutorTimedOut}}
+	// LedgerClosed stops a command whose handoff closed under it (a
+	// deadline passed): without a lease there is no heartbeat to be
+	// refused, and the command acted on after the close.
+	q := url.Values{"targetExecutor": {e.Config.Executor}, "type": {domain.EventApprovalDecided + "," + domain.EventExecutorTimedOut + "," + domain.EventLedgerClosed}}
 	// The stream is dropped when it goes silent: reading it blocked for
 	// ever when the network was cut without a word.
 	streamCtx, cancel := context.WithCancel(ctx)
@@ -222,9 +226,21 @@ func (e *Executor) follow(ctx context.Context, connected *bool) error {
 		}
 		var d struct {
 			HandoffID string `json:"handoffId"`
+			Type      string `json:"type"`
+			Data      struct {
+				Reason string `json:"reason"`
+			} `json:"data"`
 		}
 		if json.Unmarshal([]byte(ev.Data), &d) == nil && d.HandoffID != "" {
-			e.consider(ctx, d.HandoffID)
+			if d.Type == domain.EventLedgerClosed {
+				e.mu.Lock()
+				if stop := e.stops[d.HandoffID]; stop != nil {
+					stop(fmt.Errorf("the handoff closed (ledger_closed: %s)", d.Data.Reason))
+				}
+				e.mu.Unlock()
+			} else {
+				e.consider(ctx, d.HandoffID)
+			}
 		}
 		if ev.ID != "" {
 			if err := e.State.SetLastEventID(ev.ID); err != nil {
@@ -423,6 +439,14 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 	// end though refused, beside the new run or for nothing.
 	cmdCtx, release := context.WithCancelCause(ctx)
 	defer release(nil)
+	e.mu.Lock()
+	e.stops[run.HandoffID] = release
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.stops, run.HandoffID)
+		e.mu.Unlock()
+	}()
 	cmd := exec.CommandContext(cmdCtx, p.Command[0], p.Command[1:]...)
 	cmd.Stdin = bytes.NewReader(c.raw)
 	// No environment variable holds a NUL, which an objective may: the

@@ -782,3 +782,26 @@ func TestExecutorKeepsItsKeyFromTheCommand(t *testing.T) {
 		t.Fatalf("result %v", d)
 	}
 }
+
+// A handoff closed under a running command that has no lease (no
+// heartbeatSeconds, so no heartbeat to be refused) stops the command too:
+// it ran on to its end, acting after the handoff had closed.
+func TestExecutorStopsAnUnleasedRunWhoseHandoffClosed(t *testing.T) {
+	s := startServer(t)
+	e, _ := s.executor(t.TempDir(), map[string]Protocol{"ops_bot.v1": shell(`sleep 100`)})
+	id := s.create(map[string]any{"resultTimeoutSeconds": 2})
+	s.approve(id)
+	s.trail(id, "ledger_closed")
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if r, ok := e.State.Run(id); ok && r.Phase == phaseReported {
+			if !strings.Contains(r.Note, "ledger_closed") {
+				t.Fatalf("run given up with %q", r.Note)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			r, _ := e.State.Run(id)
+			t.Fatalf("the command still runs on a closed handoff: %+v", r)
+		}
+	}
+}
