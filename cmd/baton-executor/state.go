@@ -114,7 +114,22 @@ func (s *State) save() error {
 		os.Remove(tmp.Name())
 		return err
 	}
-	return os.Rename(tmp.Name(), s.path)
+	if err := os.Rename(tmp.Name(), s.path); err != nil {
+		return err
+	}
+	// The rename lasts through a power cut only once the directory is on
+	// disk: the state before it could come back, a run whose first
+	// callback Baton recorded unknown to it. Best effort: the file is
+	// replaced already, and some systems cannot sync a directory.
+	syncDir(filepath.Dir(s.path))
+	return nil
+}
+
+var syncDir = func(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
 }
 
 // Run returns a copy of the run of handoff id, if this executor took it.

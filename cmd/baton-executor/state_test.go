@@ -79,3 +79,24 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// Each write of the state file syncs its directory after the rename: the
+// rename alone could be lost at a power cut, and the state before it come
+// back.
+func TestStateSyncsItsDirectory(t *testing.T) {
+	dir := t.TempDir()
+	st, err := openState(filepath.Join(dir, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var synced []string
+	old := syncDir
+	syncDir = func(d string) { synced = append(synced, d) }
+	defer func() { syncDir = old }()
+	if err := st.Put(Run{HandoffID: "h", ExecutorRunID: "run-1", Phase: phaseRunning}); err != nil {
+		t.Fatal(err)
+	}
+	if len(synced) != 1 || synced[0] != dir {
+		t.Fatalf("synced %v, want %s", synced, dir)
+	}
+}
