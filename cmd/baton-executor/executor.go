@@ -242,6 +242,12 @@ func (e *Executor) follow(ctx context.Context, connected *bool) error {
 				e.consider(ctx, d.HandoffID)
 			}
 		}
+		if ctx.Err() != nil {
+			// Stopped while the event was being handled (its contract
+			// still being read): the position stays before it, or the
+			// next start resumed past an approval it never acted on.
+			return ctx.Err()
+		}
 		if ev.ID != "" {
 			if err := e.State.SetLastEventID(ev.ID); err != nil {
 				return err
@@ -274,6 +280,9 @@ func (e *Executor) catchUp(ctx context.Context) error {
 		}
 		for _, c := range page.Data {
 			e.consider(ctx, c.HandoffID)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err() // cut short: not complete, to be made again
 		}
 		if page.NextCursor == "" {
 			return nil

@@ -189,3 +189,90 @@ func TestExecutorLogsWithheldOutput(t *testing.T) {
 		t.Fatalf("log: %s", buf.String())
 	}
 }
+
+// An event whose handoff could not be read because the executor was
+// stopping (Baton answering 503 meanwhile) keeps the stream's position
+// before it: the position went past it, and after the restart the
+// approval was never seen again, its handoff never taken.
+func TestExecutorStoppedMidEventKeepsItsPosition(t *testing.T) {
+	asked := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/handoff/contracts/") {
+			select {
+			case asked <- struct{}{}:
+			default:
+			}
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte(`{"code":"store_unavailable","status":503}`))
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		w.Write([]byte("id: 7-0\nevent: ApprovalDecided\ndata: {\"handoffId\":\"h1\",\"type\":\"ApprovalDecided\"}\n\n"))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	st := mustState(t)
+	st.SetLastEventID("6-0") // no listing: the stream alone
+	e := &Executor{Base: srv.URL, Key: "k", Config: Config{Executor: "ops-bot"}, State: st, Log: zerolog.Nop(),
+		Backoff: 10 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	select {
+	case <-asked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the executor never read the handoff")
+	}
+	cancel()
+	<-done
+	if got := st.LastEventID(); got != "6-0" {
+		t.Fatalf("position %q after a stop mid-event: want 6-0, the event not handled", got)
+	}
+}
+
+// The same for the first listing: stopped while a listed handoff was being
+// read, the listing counted as complete and the stream's position was kept,
+// so the next start never listed again.
+func TestExecutorStoppedMidListingListsAgain(t *testing.T) {
+	asked := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/v1/handoff/contracts/"):
+			select {
+			case asked <- struct{}{}:
+			default:
+			}
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte(`{"code":"store_unavailable","status":503}`))
+		case r.URL.Path == "/v1/handoff/contracts":
+			w.Write([]byte(`{"data":[{"handoffId":"h1"}]}`))
+		default:
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Baton-Position", "5-0")
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		}
+	}))
+	defer srv.Close()
+	st := mustState(t)
+	e := &Executor{Base: srv.URL, Key: "k", Config: Config{Executor: "ops-bot"}, State: st, Log: zerolog.Nop(),
+		Backoff: 10 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	select {
+	case <-asked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the executor never read the listed handoff")
+	}
+	cancel()
+	<-done
+	if got := st.LastEventID(); got != "" {
+		t.Fatalf("position %q kept after a listing cut short", got)
+	}
+}
