@@ -238,8 +238,8 @@ func (e *Executor) follow(ctx context.Context, connected *bool) error {
 					stop(fmt.Errorf("the handoff closed (ledger_closed: %s)", d.Data.Reason))
 				}
 				e.mu.Unlock()
-			} else {
-				e.consider(ctx, d.HandoffID)
+			} else if err := e.consider(ctx, d.HandoffID); err != nil {
+				return err // the position stays before the event
 			}
 		}
 		if ctx.Err() != nil {
@@ -279,7 +279,9 @@ func (e *Executor) catchUp(ctx context.Context) error {
 			return fmt.Errorf("listing handoffs: %d %s", status, raw)
 		}
 		for _, c := range page.Data {
-			e.consider(ctx, c.HandoffID)
+			if err := e.consider(ctx, c.HandoffID); err != nil {
+				return err
+			}
 		}
 		if ctx.Err() != nil {
 			return ctx.Err() // cut short: not complete, to be made again
@@ -342,27 +344,33 @@ func (e *Executor) readContract(ctx context.Context, id string) (contract, error
 }
 
 // consider starts a run for handoff id when the executor should act on it.
-func (e *Executor) consider(ctx context.Context, id string) {
+// It returns an error only when it could not tell (Baton refused the key,
+// or ctx ended): the event that named the handoff is to be read again.
+func (e *Executor) consider(ctx context.Context, id string) error {
 	if r, ok := e.State.Run(id); ok && !r.released() {
-		return // taken before: its run goes on or is done
+		return nil // taken before: its run goes on or is done
 	}
 	c, err := e.readContract(ctx, id)
 	if err != nil {
+		if errors.Is(err, errKeyRefused) || ctx.Err() != nil {
+			return err
+		}
 		e.Log.Error().Err(err).Str("handoffId", id).Msg("cannot read the contract")
-		return
+		return nil
 	}
 	if why := e.why(c); why != "" {
 		e.Log.Info().Str("handoffId", id).Str("reason", why).Msg("not acting")
-		return
+		return nil
 	}
 	run := Run{HandoffID: id, ExecutorRunID: "run-" + uuid.Must(uuid.NewV7()).String(), Protocol: c.ExecutorProtocol, Phase: phaseRunning}
 	// The ids are stored before the first callback: a restart goes on
 	// with the same run.
 	if err := e.State.Put(run); err != nil {
 		e.Log.Error().Err(err).Msg("cannot write the state file")
-		return
+		return nil
 	}
 	e.start(ctx, id, &c)
+	return nil
 }
 
 // start carries handoff id's run on a goroutine of its own; c is its

@@ -276,3 +276,35 @@ func TestExecutorStoppedMidListingListsAgain(t *testing.T) {
 		t.Fatalf("position %q kept after a listing cut short", got)
 	}
 }
+
+// An event whose contract Baton would not let the executor read (its key
+// refused, 401) is not passed over: the executor stops, its position before
+// the event, and a start with a good key reads the event again.
+func TestExecutorKeyRefusedMidEventKeepsItsPosition(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/handoff/contracts/") {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"code":"invalid_api_key","status":401}`))
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		w.Write([]byte("id: 7-0\nevent: ApprovalDecided\ndata: {\"handoffId\":\"h1\",\"type\":\"ApprovalDecided\"}\n\n"))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	st := mustState(t)
+	st.SetLastEventID("6-0")
+	e := &Executor{Base: srv.URL, Key: "k", Config: Config{Executor: "ops-bot"}, State: st, Log: zerolog.Nop(),
+		Backoff: 10 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.Run(ctx); err == nil || ctx.Err() != nil {
+		t.Fatalf("Run: %v (context: %v), want the refused key as an error", err, ctx.Err())
+	}
+	if got := st.LastEventID(); got != "6-0" {
+		t.Fatalf("position %q: want 6-0, the event not handled", got)
+	}
+}
