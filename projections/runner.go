@@ -134,16 +134,41 @@ func readEveryPage(tx *bbolt.Tx) error {
 }
 
 // OpenOrRebuild opens the read models, and if the file is unreadable moves
-// it aside and starts from zero: read models are derived data.
-func OpenOrRebuild(path string, store eventstore.Store, projectors ...Projector) (*Runner, error) {
+// it aside (to AsideName(path, "broken"), which it returns) and starts from
+// zero: read models are derived data.
+func OpenOrRebuild(path string, store eventstore.Store, projectors ...Projector) (*Runner, string, error) {
 	r, err := Open(path, store, projectors...)
 	if err == nil || errors.Is(err, os.ErrPermission) {
-		return r, err
+		return r, "", err
 	}
-	if rerr := os.Rename(path, path+".broken"); rerr != nil {
-		return nil, fmt.Errorf("%w (and moving it aside failed: %v)", err, rerr)
+	to := AsideName(path, "broken")
+	if rerr := os.Rename(path, to); rerr != nil {
+		return nil, "", fmt.Errorf("%w (and moving it aside failed: %v)", err, rerr)
 	}
-	return Open(path, store, projectors...)
+	r, err = Open(path, store, projectors...)
+	return r, to, err
+}
+
+// KeepAside is how many files moved aside for one reason are kept.
+const KeepAside = 3
+
+// AsideName is the name a file at path moved aside for why takes:
+// path.why, or while an earlier one holds that name (the evidence of an
+// earlier fault), path.why.1 and so on, up to KeepAside files. Past that
+// the last of them is replaced: the first ones and the latest are kept,
+// and a fault that recurs at every start cannot fill the disk with copies.
+func AsideName(path, why string) string {
+	name := path + "." + why
+	for i := 0; i < KeepAside; i++ {
+		n := name
+		if i > 0 {
+			n = fmt.Sprintf("%s.%d", name, i)
+		}
+		if _, err := os.Lstat(n); errors.Is(err, os.ErrNotExist) || i == KeepAside-1 {
+			return n
+		}
+	}
+	return name
 }
 
 // Close writes a pending checkpoint and closes the read-model file. Stop

@@ -274,7 +274,7 @@ func TestDamagedFileIsRebuilt(t *testing.T) {
 		page := int64(os.Getpagesize())
 		f.WriteAt(bytes.Repeat([]byte{0xA5}, int(pages[1]*page)), pages[0]*page)
 		f.Close()
-		r, err := OpenOrRebuild(path, store, NewHandoffs(), Keys{})
+		r, _, err := OpenOrRebuild(path, store, NewHandoffs(), Keys{})
 		if err != nil {
 			t.Fatalf("pages %v: %v", pages, err)
 		}
@@ -283,6 +283,53 @@ func TestDamagedFileIsRebuilt(t *testing.T) {
 			t.Fatalf("pages %v: not moved aside: %v", pages, err)
 		}
 		os.Remove(path + ".broken")
+	}
+}
+
+// Each damaged file moved aside is kept (the first is the evidence of
+// the first fault), up to KeepAside of them: a second move replaced the
+// first, and a damage recurring at every start must not fill the disk.
+func TestDamagedFilesMovedAsideAreKeptBounded(t *testing.T) {
+	dir, store := tempStore(t)
+	path := filepath.Join(dir, "readmodel.db")
+	first := []byte(nil)
+	for i := 0; i < KeepAside+3; i++ {
+		r, err := Open(path, store, NewHandoffs(), Keys{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := int64(os.Getpagesize())
+		f.WriteAt(bytes.Repeat([]byte{byte(i + 1)}, int(3*page)), 2*page)
+		f.Close()
+		r, to, err := OpenOrRebuild(path, store, NewHandoffs(), Keys{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		if i == 0 {
+			if first, err = os.ReadFile(to); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := path + ".broken"
+		if i > 0 {
+			want = fmt.Sprintf("%s.broken.%d", path, min(i, KeepAside-1))
+		}
+		if to != want {
+			t.Fatalf("move %d went to %s, want %s", i, to, want)
+		}
+	}
+	if b, err := os.ReadFile(path + ".broken"); err != nil || !bytes.Equal(b, first) {
+		t.Fatalf("the first damaged file was not kept (%v)", err)
+	}
+	aside, _ := filepath.Glob(path + ".broken*")
+	if len(aside) != KeepAside {
+		t.Fatalf("%d files kept aside, want %d: %v", len(aside), KeepAside, aside)
 	}
 }
 
@@ -393,7 +440,7 @@ func TestDamagedPageIsFoundWhenTheFileOpens(t *testing.T) {
 	}
 	f.WriteAt(bytes.Repeat([]byte{0xff}, 64), int64(root)*int64(os.Getpagesize()))
 	f.Close()
-	r, err = OpenOrRebuild(path, store, NewHandoffs(), Keys{})
+	r, _, err = OpenOrRebuild(path, store, NewHandoffs(), Keys{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -410,3 +410,41 @@ func TestReadModelsOfAnotherLongerStore(t *testing.T) {
 		t.Fatalf("the old read models were not set aside: %v", err)
 	}
 }
+
+// TestDamagedReadModelsKeptAside: a second damaged read-model file moved
+// aside at start is kept beside the first (it replaced it), and the log
+// names where each went.
+func TestDamagedReadModelsKeptAside(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	path := filepath.Join(dir, "readmodel.db")
+	for i, want := range []string{path + ".broken", path + ".broken.1"} {
+		proj, err := openReadModels(ctx, dir, storeBolt, store, zerolog.Nop(), projections.Keys{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		proj.Close()
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteAt(bytes.Repeat([]byte{byte(i + 1)}, 3*os.Getpagesize()), 2*int64(os.Getpagesize()))
+		f.Close()
+		var logged bytes.Buffer
+		if proj, err = openReadModels(ctx, dir, storeBolt, store, zerolog.New(&logged), projections.Keys{}); err != nil {
+			t.Fatal(err)
+		}
+		proj.Close()
+		if !strings.Contains(logged.String(), `"file":"`+want+`"`) {
+			t.Fatalf("damage %d: the log does not name %s:\n%s", i, want, logged.String())
+		}
+		if b, err := os.ReadFile(want); err != nil || b[2*os.Getpagesize()] != byte(i+1) {
+			t.Fatalf("damage %d: %s is not the damaged file (%v)", i, want, err)
+		}
+	}
+}

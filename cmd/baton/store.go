@@ -132,11 +132,14 @@ func openReadModels(ctx context.Context, data, kind string, store eventstore.Sto
 		return nil, fmt.Errorf("read models %s are held by another process (is another baton serving with this --data? each replica needs its own)", path)
 	}
 	if err != nil {
-		// Unreadable: moved aside to readmodel.db.broken and rebuilt.
-		log.Warn().Err(err).Str("file", path+".broken").Msg("read models: the file is unreadable; moved aside and rebuilt from the store")
-		if proj, err = projections.OpenOrRebuild(path, store, projectors...); err != nil {
+		// Unreadable: moved aside to readmodel.db.broken (or .broken.1 ...)
+		// and rebuilt.
+		cause := err
+		var to string
+		if proj, to, err = projections.OpenOrRebuild(path, store, projectors...); err != nil {
 			return nil, err
 		}
+		log.Warn().Err(cause).Str("file", to).Msg("read models: the file is unreadable; moved aside and rebuilt from the store")
 	}
 	// The file is ours now (bbolt holds a lock on it): decide whether it
 	// can be continued.
@@ -157,15 +160,16 @@ func openReadModels(ctx context.Context, data, kind string, store eventstore.Sto
 		return nil, err
 	}
 	if reason != "" {
-		log.Warn().Str("reason", reason).Str("file", path+"."+reason).
-			Msg("read models were built from another store (another kind, another first event) or are ahead of this one; rebuilding them")
 		if err := proj.Close(); err != nil {
 			return nil, err
 		}
-		if err := moveAside(path, reason); err != nil {
+		to := projections.AsideName(path, reason)
+		log.Warn().Str("reason", reason).Str("file", to).
+			Msg("read models were built from another store (another kind, another first event) or are ahead of this one; rebuilding them")
+		if err := os.Rename(path, to); err != nil {
 			return nil, err
 		}
-		if proj, err = projections.OpenOrRebuild(path, store, projectors...); err != nil {
+		if proj, _, err = projections.OpenOrRebuild(path, store, projectors...); err != nil {
 			return nil, err
 		}
 	}
@@ -254,14 +258,4 @@ func parseStoreMark(b []byte) (kind, id string) {
 		id = f[1]
 	}
 	return kind, id
-}
-
-// moveAside renames a read-model file out of the way (readmodel.db.<why>),
-// replacing an earlier one of the same name.
-func moveAside(path, why string) error {
-	err := os.Rename(path, path+"."+why)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	return err
 }
