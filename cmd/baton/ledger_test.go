@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -656,5 +657,51 @@ func TestKeyIsNotSentToAnotherHostOnRedirect(t *testing.T) {
 		if len(got) == 0 || got[0] != tc.want {
 			t.Errorf("%v: the servers got %q, want %q first\n%s", tc.args[:2], got, tc.want, out.String())
 		}
+	}
+}
+
+// TestServeRefusesADamagedStore: a damaged page of events.db that the
+// start's reads did not reach (here the id index) stops the start, naming
+// what to run and do, instead of serving 500s where requests reach it.
+func TestServeRefusesADamagedStore(t *testing.T) {
+	dir := t.TempDir()
+	fillStore(t, dir)
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 300 { // an id index of more than one page
+		if _, err := store.Append(context.Background(), "x-"+uuid.NewString(), eventstore.NoStream(), eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: "X", Data: json.RawMessage(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store.Close()
+	db, err := bbolt.Open(filepath.Join(dir, bolt.FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root int64
+	db.View(func(tx *bbolt.Tx) error { root = int64(tx.Bucket([]byte("ids")).Root()); return nil })
+	db.Close()
+	if root == 0 {
+		t.Fatal("the id index is inline: nothing to damage")
+	}
+	f, err := os.OpenFile(filepath.Join(dir, bolt.FileName), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt(bytes.Repeat([]byte{0xA5}, os.Getpagesize()), root*int64(os.Getpagesize()))
+	f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var out syncBuffer
+	err = run(ctx, []string{"serve", "--data", dir, "--addr", "127.0.0.1:0"}, &out, &out)
+	if !errors.Is(err, eventstore.ErrCorrupt) || !strings.Contains(err.Error(), "baton store check --data "+dir) || !strings.Contains(err.Error(), "Backups") {
+		t.Fatalf("serve on a damaged store = %v\n%s", err, out.String())
+	}
+	var buf bytes.Buffer
+	err = run(context.Background(), []string{"store", "check", "--data", dir}, &buf, &buf)
+	if !errors.Is(err, eventstore.ErrCorrupt) || !strings.Contains(err.Error(), "Backups") {
+		t.Fatalf("store check of a damaged store = %v", err)
 	}
 }

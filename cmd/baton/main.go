@@ -188,11 +188,12 @@ func dataDirDefault() string {
 	return "./data"
 }
 
-func serve(ctx context.Context, args []string, stderr io.Writer) error {
+func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var env envVars
 	addr := fs.String("addr", envOr("BATON_ADDR", defaultAddr), "listen address")
 	data := fs.String("data", dataDirDefault(), "data directory: the embedded store and this process's read models")
+	defer func() { err = damagedStoreHelp(err, *data, true) }()
 	storeOpts := addStoreFlags(fs, &env)
 	providers := fs.String("providers", envOr("BATON_PROVIDERS_FILE", "providers.json"), "providers file (JSON); skipped when absent")
 	maxBody := fs.Int64("max-body", env.integer("max-body", "BATON_MAX_BODY_BYTES", batonhttp.DefaultMaxBody), "request body limit in bytes (the ledger, generate, admin)")
@@ -552,12 +553,12 @@ func storeCheck(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	store, err := bolt.Open(*data, bolt.Options{})
 	if err != nil {
-		return err
+		return damagedStoreHelp(err, *data, false)
 	}
 	defer store.Close()
 	rep, err := store.Check(ctx)
 	if err != nil {
-		return err
+		return damagedStoreHelp(err, *data, false)
 	}
 	fmt.Fprintf(stdout, "%s: ok, %d events in %d streams, %d bytes in use\n", store.Path(), rep.Events, rep.Streams, rep.Bytes)
 	// The transparency log's copy, when there is one: a start rebuilds a
@@ -572,6 +573,21 @@ func storeCheck(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s: ok, %d entries, every hash recomputed from its entry\n", logPath, n)
 	return nil
+}
+
+// damagedStoreHelp adds to an error that says the embedded store's file
+// is damaged what the operator does about it; check: name the command that
+// says what is damaged.
+func damagedStoreHelp(err error, data string, check bool) error {
+	if !errors.Is(err, eventstore.ErrCorrupt) {
+		return err
+	}
+	first := ""
+	if check {
+		first = fmt.Sprintf("`baton store check --data %s` says what is damaged. ", data)
+	}
+	return fmt.Errorf("%w\nThe event store's file is damaged. %sStop every process on this data directory, move %s and %s aside (keep them: their events since the last backup are not elsewhere) and put the last backup of both in their place (docs/operations.md, Backups)",
+		err, first, bolt.FileName, bolt.JournalFileName)
 }
 
 // consoleHint is the make console-link line that asks this server, which

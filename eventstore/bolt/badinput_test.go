@@ -341,3 +341,55 @@ func TestFailedSaysWhy(t *testing.T) {
 		t.Fatalf("Failed = %v after the limit", err)
 	}
 }
+
+// TestDamagedPageInUseRefusedAtOpen damages one page of the file at a
+// time: a store whose damage Check would report is refused at open, not
+// opened to fail later, in requests, on whichever page the damage sits
+// (an index page made a 500 of every append or read that reached it,
+// while the server said it was well).
+func TestDamagedPageInUseRefusedAtOpen(t *testing.T) {
+	clean := t.TempDir()
+	s, err := bolt.Open(clean, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 300; i++ { // many streams: the indexes span pages too
+		evs := []eventstore.EventData{storetest.Event("Filled", map[string]any{"i": i}), storetest.Event("Filled", map[string]any{"i": i})}
+		if _, err := s.Append(context.Background(), fmt.Sprintf("handoff-%d", i), eventstore.NoStream(), evs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	used := int(usedBytes(t, clean))
+	orig, err := os.ReadFile(filepath.Join(clean, bolt.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := os.Getpagesize()
+	rng := rand.New(rand.NewPCG(7, 7))
+	var refused int
+	for p := 2; p < used/page; p++ {
+		damaged := append([]byte(nil), orig...)
+		for i := p * page; i < (p+1)*page; i++ {
+			damaged[i] = byte(rng.Uint32())
+		}
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, bolt.FileName), damaged, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := bolt.Open(dir, bolt.Options{})
+		if err != nil {
+			if !errors.Is(err, eventstore.ErrCorrupt) {
+				t.Fatalf("page %d: err = %v, want ErrCorrupt", p, err)
+			}
+			refused++
+			continue
+		}
+		_, err = s.Check(context.Background())
+		s.Close()
+		if err != nil {
+			t.Errorf("page %d: opened, but Check reports %v", p, err)
+		}
+	}
+	t.Logf("%d of %d pages refused at open", refused, used/page-2)
+}
