@@ -503,6 +503,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 		}
 	}()
 	err = srv.Shutdown(shutdownCtx)
+	if err == nil && !dispatcher.Settle(shutdownCtx) {
+		log.Warn().Dur("grace", shutdownGrace).Msg("shutting down: webhook attempts still running after the grace are ended; they are made again once their claims run out (30 s)")
+	}
 	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		return errors.Join(fault, err)
 	}

@@ -226,3 +226,83 @@ func startSlowServe(t *testing.T, ctx context.Context, args ...string) *slowServ
 	}
 	return s
 }
+
+// A stop with no request running lets a webhook attempt in flight finish
+// within the grace, its outcome recorded: cut off with the process, the
+// receiver got it again once the attempt's lease had run out (30 s).
+func TestStopLetsAWebhookAttemptInFlightFinish(t *testing.T) {
+	defer func(g time.Duration) { shutdownGrace = g }(shutdownGrace)
+	shutdownGrace = 10 * time.Second
+	arrived, finished := make(chan struct{}, 4), make(chan error, 4)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		arrived <- struct{}{}
+		select { // a receiver that takes its time
+		case <-r.Context().Done():
+			finished <- r.Context().Err()
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+		finished <- nil
+	}))
+	defer recv.Close()
+	data := t.TempDir()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--data", data, "--addr", "127.0.0.1:0", "--webhook-allow-private"}, &out, &out)
+	}()
+	var addr, key string
+	for deadline := time.Now().Add(30 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := reServing.FindStringSubmatch(out.String()); m != nil {
+			addr, key = m[1], reBootKey.FindStringSubmatch(out.String())[1]
+		}
+	}
+	if addr == "" {
+		t.Fatalf("serve did not start: %s", out.String())
+	}
+	post := func(path, body string) {
+		req, _ := http.NewRequest("POST", "http://"+addr+path, strings.NewReader(body))
+		req.Header.Set("x-api-key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("POST %s: %d", path, resp.StatusCode)
+		}
+	}
+	post("/v1/webhooks", `{"url":"`+recv.URL+`/hook","eventTypes":["ContractCreated"]}`)
+	post("/v1/handoff/contracts", `{"objective":"x","targetExecutor":"ops-bot","executorProtocol":"ops_bot.v1","riskLevel":"medium","approvalMode":"manual","proofRequired":["log"]}`)
+	select {
+	case <-arrived:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no attempt reached the receiver: %s", out.String())
+	}
+	stop()
+	if err := <-finished; err != nil {
+		t.Fatalf("the attempt in flight was cut off by the stop: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v\n%s", err, out.String())
+	}
+	s, err := bolt.Open(data, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	evs, err := s.ReadAll(context.Background(), eventstore.Start, 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := false
+	for _, ev := range evs {
+		recorded = recorded || ev.Type == domain.EventWebhookAttemptRecorded && strings.Contains(string(ev.Data), `"succeeded"`)
+	}
+	if !recorded {
+		t.Fatal("the attempt's outcome was not recorded")
+	}
+}

@@ -121,6 +121,30 @@ type Dispatcher struct {
 // and the receiver got it again later.
 func (d *Dispatcher) Drain() { d.draining.Store(true) }
 
+// Settle drains the dispatcher and waits until the attempts in flight
+// have ended, their outcomes recorded, or ctx ends (the stop's grace):
+// cut off with the process when nothing else held the stop back, they
+// were unrecorded and reached their receivers again once their leases
+// ran out. It says whether none is left.
+func (d *Dispatcher) Settle(ctx context.Context) bool {
+	d.Drain()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		d.mu.Lock()
+		n := len(d.inflight)
+		d.mu.Unlock()
+		if n == 0 {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+}
+
 // due is what the dispatcher keeps of an open delivery: when an attempt
 // may be claimed next, and the last attempt claimed.
 type due struct {
@@ -477,12 +501,12 @@ func (d *Dispatcher) schedule(ctx context.Context) {
 
 // dispatch starts an attempt of each due delivery, up to Workers at once.
 func (d *Dispatcher) dispatch(ctx context.Context) {
-	if d.draining.Load() {
-		return
-	}
 	now := d.cfg.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.draining.Load() {
+		return // read under mu: once Settle has seen none in flight, none starts
+	}
 	if len(d.inflight) >= d.cfg.Workers {
 		return // nothing can start: no need to look through the pending
 	}
