@@ -23,6 +23,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gorilla/mux"
+	"github.com/tidwall/gjson"
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/domain/contextpack"
@@ -44,15 +45,11 @@ const (
 	// framed.
 	consoleCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
 		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-	// inboxShown bounds the items of each queue on the page (the first to
+	// inboxShown bounds the items of each queue on a page (the first to
 	// fall due, then the oldest): 1,500 pending made a page of 800 KB that
 	// every live update fetched again.
 	inboxShown = 100
 )
-
-// inboxMax bounds the handoffs one inbox view reads (a variable for the
-// tests).
-var inboxMax = 2000
 
 var consoleTemplates = template.Must(template.New("").Funcs(template.FuncMap{
 	"ago":      ago,
@@ -65,6 +62,10 @@ var consoleTemplates = template.Must(template.New("").Funcs(template.FuncMap{
 	"fold":     fold,
 	"shown":    shownText,
 	"dict":     func(now time.Time, it inboxItem) map[string]any { return map[string]any{"Now": now, "Item": it} },
+	"pages": func(q inboxQueue, links map[string]string, name, order string) map[string]any {
+		return map[string]any{"Q": q, "Name": name, "Order": order, "Size": inboxPageSize,
+			"Next": links[q.Param+"Next"], "First": links[q.Param+"First"]}
+	},
 }).ParseFS(consoleFS, "console/templates/*.html"))
 
 func shortHash(h string) string {
@@ -418,6 +419,7 @@ var (
 	inboxRisks  = []string{"low", "medium", "high", "critical"}
 	inboxSinces = []string{"1h", "24h", "7d"}
 	inboxParams = []string{"state", "risk", "executor", "since"} // the inbox's filters, by their names in its address
+	inboxPages  = []string{"approvals", "reviews", "page"}       // its queues' cursors
 )
 
 // unknown says, for each filter whose value the inbox does not know, what
@@ -449,6 +451,156 @@ func (f inboxFilter) Query() string {
 	return v.Encode()
 }
 
+// inboxKey places an item in its queue's order, which its pages follow:
+// approvals falling due first, soonest first (one with no deadline after
+// those with one), then the oldest (ids are time-ordered).
+type inboxKey struct {
+	Due time.Time
+	ID  string
+}
+
+func (a inboxKey) before(b inboxKey) bool {
+	if !a.Due.Equal(b.Due) {
+		return !a.Due.IsZero() && (b.Due.IsZero() || a.Due.Before(b.Due))
+	}
+	return a.ID < b.ID
+}
+
+// String is the key as a page's cursor: the id, after its deadline's
+// Unix nanoseconds and a "~" when it has one. The deadline is in the
+// cursor, not read again: an item that escalated between two pages moves
+// on in the order, and the next page must start where this one ended.
+func (a inboxKey) String() string {
+	if a.Due.IsZero() {
+		return a.ID
+	}
+	return strconv.FormatInt(a.Due.UnixNano(), 10) + "~" + a.ID
+}
+
+func parseInboxKey(c string) (inboxKey, bool) {
+	due, id, found := strings.Cut(c, "~")
+	if !found {
+		return inboxKey{ID: c}, c != ""
+	}
+	n, err := strconv.ParseInt(due, 10, 64)
+	if err != nil || n == 0 || id == "" {
+		return inboxKey{}, false
+	}
+	return inboxKey{Due: time.Unix(0, n).UTC(), ID: id}, true
+}
+
+// inboxQueue is one queue's page: the items after the page's cursor, in
+// the queue's order, and where they stand in all that wait.
+type inboxQueue struct {
+	Param string // the cursor's name in the address
+	Items []inboxItem
+	Total int    // how many wait in all
+	From  int    // the position of the first item shown (1 for the first)
+	Next  string // the cursor of the next page; "" on the last
+	Paged bool   // not the first page
+	keys  []inboxKey
+	worst *inboxKey // once a page and one are kept: the last of them
+}
+
+func (q inboxQueue) To() int { return q.From + len(q.Items) - 1 }
+
+// inboxPageSize is how many items of a queue one page shows (a variable
+// for the tests).
+var inboxPageSize = inboxShown
+
+// offer counts an item of the queue and keeps it when it may be on the
+// page: after the cursor, among the first of the order. What is kept is
+// bounded (twice a page, then cut back), so a queue of any length is read
+// in the memory of a page.
+func (q *inboxQueue) offer(after *inboxKey, k inboxKey, it func() (inboxItem, bool)) {
+	if after != nil && !after.before(k) {
+		q.From++
+		q.Total++
+		return
+	}
+	if q.worst != nil && !k.before(*q.worst) {
+		q.Total++ // after the page: counted, not read
+		return
+	}
+	item, ok := it()
+	if !ok {
+		return
+	}
+	q.Total++
+	q.Items, q.keys = append(q.Items, item), append(q.keys, k)
+	if len(q.Items) > 2*(inboxPageSize+1) {
+		q.sortCut(inboxPageSize + 1)
+	}
+}
+
+func (q *inboxQueue) sortCut(n int) {
+	idx := make([]int, len(q.Items))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return q.keys[idx[a]].before(q.keys[idx[b]]) })
+	items, keys := make([]inboxItem, 0, n), make([]inboxKey, 0, n)
+	for _, i := range idx[:min(n, len(idx))] {
+		items, keys = append(items, q.Items[i]), append(keys, q.keys[i])
+	}
+	q.Items, q.keys = items, keys
+	if len(keys) == n {
+		q.worst = &keys[n-1]
+	}
+}
+
+// page ends the read: the page's items in order, and the next page's
+// cursor when more follow.
+func (q *inboxQueue) page() {
+	q.sortCut(inboxPageSize + 1)
+	if len(q.Items) > inboxPageSize {
+		q.Next = q.keys[inboxPageSize-1].String()
+		q.Items, q.keys = q.Items[:inboxPageSize], q.keys[:inboxPageSize]
+	}
+	q.From++ // positions count from 1
+}
+
+// Link is the address of this queue's next page, keeping the filters and
+// the other queue's page.
+func (q inboxQueue) link(base url.Values, cursor string) string {
+	v := url.Values{}
+	for k, x := range base {
+		v[k] = x
+	}
+	v.Del(q.Param)
+	if cursor != "" {
+		v.Set(q.Param, cursor)
+	}
+	if len(v) == 0 {
+		return "/console/"
+	}
+	return "/console/?" + v.Encode()
+}
+
+// itemOf is a contract's view as a row of the inbox.
+func itemOf(v domain.ContractView) inboxItem {
+	it := inboxItem{ContractView: v}
+	switch {
+	case v.State == domain.StateContractCreated && v.ApprovalPolicy.Status == domain.ApprovalPending:
+		it.Queue = "approval"
+		need := v.ApprovalPolicy.RequiredApprovals
+		if need < 1 {
+			need = 1
+		}
+		it.NeedApproval = need - len(v.ApprovalPolicy.Approvals)
+		if v.Deadlines != nil {
+			it.ApprovalDue = v.Deadlines.ApprovalExpiresAt
+		}
+		if e := v.ApprovalPolicy.EscalateAfterSeconds; e > 0 && v.ApprovalPolicy.EscalatedAt == nil {
+			t := v.CreatedAt.Add(time.Duration(e) * time.Second)
+			it.EscalateAt = &t
+		}
+	case awaitsReview(v):
+		it.Queue = "review"
+	}
+	return it
+}
+
 func (s *Server) consoleInbox(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := inboxFilter{State: q.Get("state"), Risk: q.Get("risk"), Executor: strings.TrimSpace(q.Get("executor")), Since: q.Get("since")}
@@ -456,11 +608,35 @@ func (s *Server) consoleInbox(w http.ResponseWriter, r *http.Request) {
 		s.consoleError(w, r, err)
 		return
 	}
+	p := principalOf(r.Context())
 	unknown := f.unknown()
 	for _, k := range slices.Sorted(maps.Keys(q)) {
-		if !slices.Contains(inboxParams, k) {
+		if !slices.Contains(inboxParams, k) && !slices.Contains(inboxPages, k) {
 			unknown = append(unknown, "The inbox has no filter “"+k+"”: its filters are show (state), risk, executor and created (since).")
 		}
+	}
+	// A page's cursor names one of the tenant's handoffs: a link cut or
+	// edited would otherwise show some page as if it were the one asked for.
+	cursors := map[string]*inboxKey{}
+	for _, k := range inboxPages {
+		c, set := q[k]
+		if !set {
+			continue
+		}
+		key, ok := parseInboxKey(c[0])
+		if ok {
+			_, tenant, found, err := s.proj.Contract(key.ID)
+			if err != nil {
+				s.consoleError(w, r, err)
+				return
+			}
+			ok = found && tenant == p.Tenant
+		}
+		if !ok {
+			unknown = append(unknown, "This page of the inbox is not one it made (the link was cut or changed): start again from its first page.")
+			continue
+		}
+		cursors[k] = &key
 	}
 	if len(unknown) > 0 {
 		// Told, not ignored: a view quietly wider or emptier than asked
@@ -471,107 +647,87 @@ func (s *Server) consoleInbox(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
-	p := principalOf(r.Context())
 	after := FormatPosition(s.proj.Checkpoint()) // the page's stream follows from what it read
-	// The queues are read by the states they hold: read as one list, oldest
-	// first, a tenant's closed handoffs took the whole bound, and a pending
-	// one created after them was never read (an empty inbox, counts of 0).
-	var passes []projections.ContractFilter
-	switch f.State {
-	case "", "approval", "review":
-		if f.State != "review" {
-			passes = append(passes, projections.ContractFilter{State: string(domain.StateContractCreated), ApprovalStatus: domain.ApprovalPending})
-		}
-		if f.State != "approval" {
-			for _, st := range []domain.State{domain.StateProofReceived, domain.StateProofReviewed, domain.StateResultReceived} {
-				passes = append(passes, projections.ContractFilter{State: string(st)})
-			}
-		}
-	case "all":
-		passes = []projections.ContractFilter{{}}
-	default:
-		passes = []projections.ContractFilter{{State: f.State}}
-	}
 	now := time.Now()
-	var approvals, reviews, others []inboxItem
-	read, cut := 0, false
-	for _, pf := range passes {
-		// Every filter narrows the read, not only what is shown of it:
-		// behind more handoffs than a view reads, one of high risk, or of
-		// the last hour, was never read.
-		pf.TargetExecutor, pf.RiskLevel, pf.Limit = f.Executor, f.Risk, 100
+	narrow := func(pf projections.ContractFilter) projections.ContractFilter {
+		// Every filter narrows the read, not only what is shown of it.
+		pf.TargetExecutor, pf.RiskLevel = f.Executor, f.Risk
 		if d := f.since(); d > 0 {
 			pf.CreatedSince = now.Add(-d)
 		}
-		for {
-			if read >= inboxMax {
-				cut = true // told on the page: the counts leave the rest out
-				break
-			}
-			items, next, err := s.proj.ListContracts(p.Tenant, pf)
-			if err != nil {
-				s.consoleError(w, r, err)
-				return
-			}
-			read += len(items)
-			for _, raw := range items {
+		return pf
+	}
+	// Each queue is read whole, by the states it holds, for its count and
+	// its place, keeping no more than a page of it: its pages go on by
+	// cursor, so every handoff waiting can be reached (a view read at most
+	// 2,000, and showed at most 100 of each queue).
+	read := func(queue *inboxQueue, passes []projections.ContractFilter, want string) error {
+		cur := cursors[queue.Param]
+		queue.Paged = cur != nil
+		for _, pf := range passes {
+			err := s.proj.ScanContracts(p.Tenant, narrow(pf), func(raw []byte) bool {
+				if want == "" {
+					// Any state: in the order of ids, read whole only when
+					// it may be shown.
+					queue.offer(cur, inboxKey{ID: gjson.GetBytes(raw, "handoffId").String()}, func() (inboxItem, bool) {
+						var v domain.ContractView
+						err := json.Unmarshal(raw, &v)
+						return itemOf(v), err == nil
+					})
+					return true
+				}
 				var v domain.ContractView
 				if json.Unmarshal(raw, &v) != nil {
-					continue
+					return true
 				}
-				it := inboxItem{ContractView: v}
-				switch {
-				case v.State == domain.StateContractCreated && v.ApprovalPolicy.Status == domain.ApprovalPending:
-					it.Queue = "approval"
-					need := v.ApprovalPolicy.RequiredApprovals
-					if need < 1 {
-						need = 1
-					}
-					it.NeedApproval = need - len(v.ApprovalPolicy.Approvals)
-					if v.Deadlines != nil {
-						it.ApprovalDue = v.Deadlines.ApprovalExpiresAt
-					}
-					if e := v.ApprovalPolicy.EscalateAfterSeconds; e > 0 && v.ApprovalPolicy.EscalatedAt == nil {
-						t := v.CreatedAt.Add(time.Duration(e) * time.Second)
-						it.EscalateAt = &t
-					}
-				case awaitsReview(v):
-					it.Queue = "review"
+				it := itemOf(v)
+				if it.Queue != want {
+					return true
 				}
-				switch {
-				case it.Queue == "approval" && (f.State == "" || f.State == "approval"):
-					approvals = append(approvals, it)
-				case it.Queue == "review" && (f.State == "" || f.State == "review"):
-					reviews = append(reviews, it)
-				case f.State != "" && f.State != "approval" && f.State != "review":
-					others = append(others, it)
-				}
+				queue.offer(cur, inboxKey{Due: it.due(), ID: v.HandoffID}, func() (inboxItem, bool) { return it, true })
+				return true
+			})
+			if err != nil {
+				return err
 			}
-			if next == "" {
-				break
+		}
+		queue.page()
+		return nil
+	}
+	approvals, reviews, others := inboxQueue{Param: "approvals"}, inboxQueue{Param: "reviews"}, inboxQueue{Param: "page"}
+	var err error
+	switch f.State {
+	case "", "approval", "review":
+		if f.State != "review" {
+			err = read(&approvals, []projections.ContractFilter{{State: string(domain.StateContractCreated), ApprovalStatus: domain.ApprovalPending}}, "approval")
+		}
+		if err == nil && f.State != "approval" {
+			var passes []projections.ContractFilter
+			for _, st := range []domain.State{domain.StateProofReceived, domain.StateProofReviewed, domain.StateResultReceived} {
+				passes = append(passes, projections.ContractFilter{State: string(st)})
 			}
-			pf.After = next
+			err = read(&reviews, passes, "review")
+		}
+	case "all":
+		err = read(&others, []projections.ContractFilter{{}}, "")
+	default:
+		err = read(&others, []projections.ContractFilter{{State: f.State}}, "")
+	}
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	links := map[string]string{}
+	for _, qu := range []inboxQueue{approvals, reviews, others} {
+		if qu.Next != "" {
+			links[qu.Param+"Next"] = qu.link(q, qu.Next)
+		}
+		if qu.Paged {
+			links[qu.Param+"First"] = qu.link(q, "")
 		}
 	}
-	oldest := func(xs []inboxItem) {
-		sort.SliceStable(xs, func(i, j int) bool { return xs[i].CreatedAt.Before(xs[j].CreatedAt) })
-	}
-	oldest(approvals)
-	oldest(reviews)
-	oldest(others)
-	// What falls due first leads the approvals (then the oldest): with
-	// more than a page waiting, a deadline must not sit below the fold.
-	sort.SliceStable(approvals, func(i, j int) bool {
-		a, b := approvals[i].due(), approvals[j].due()
-		return !a.IsZero() && (b.IsZero() || a.Before(b))
-	})
-	shown := func(xs []inboxItem) ([]inboxItem, int) { return xs[:min(len(xs), inboxShown)], len(xs) }
-	approvals, nApprovals := shown(approvals)
-	reviews, nReviews := shown(reviews)
-	others, nOthers := shown(others)
 	s.renderConsole(w, r, http.StatusOK, "inbox", map[string]any{
-		"Title": "Inbox", "Filter": f, "Approvals": approvals, "Reviews": reviews, "Others": others, "After": after,
-		"NApprovals": nApprovals, "NReviews": nReviews, "NOthers": nOthers, "Shown": inboxShown, "Cut": cut, "Read": read,
+		"Title": "Inbox", "Filter": f, "Approvals": approvals, "Reviews": reviews, "Others": others, "After": after, "Links": links,
 		"ShowQueues": f.State == "" || f.State == "approval" || f.State == "review", "Now": now,
 		"States": domain.States, "Risks": inboxRisks,
 	})

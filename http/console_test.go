@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -632,7 +633,7 @@ func TestConsoleInboxIsBounded(t *testing.T) {
 	if n := strings.Count(page, `<li class="item`); n != 100 {
 		t.Fatalf("%d items on the page", n)
 	}
-	if !strings.Contains(page, "Showing the first 100 of 105, those falling due soonest first") {
+	if !strings.Contains(page, "Showing 1–100 of 105, those falling due soonest first, then the oldest.") {
 		t.Fatalf("no note of the rest: %s", page)
 	}
 	first := strings.Index(page, `<li class="item`)
@@ -890,13 +891,12 @@ func TestConsoleSecondDeciderIsToldWhoWasFirst(t *testing.T) {
 }
 
 // The inbox reads its queues by the states they hold: a tenant's older
-// handoffs that wait for no one, as many as the inbox reads at once, do not
-// leave a pending one created after them unread (it showed an empty queue).
-// A view with more than the inbox reads says its counts leave some out.
+// handoffs that wait for no one, as many as a page shows, do not leave a
+// pending one created after them unread (it showed an empty queue).
 func TestConsoleInboxReadsPastOldHandoffs(t *testing.T) {
-	defer batonhttp.SetInboxMax(100)()
+	defer batonhttp.SetInboxPageSize(10)()
 	e := newEnv(t)
-	for range 100 {
+	for range 10 {
 		e.contract(e.tenantA, map[string]any{"approvalMode": "auto", "riskLevel": "low"})
 	}
 	fresh := e.contract(e.tenantA, nil)
@@ -905,12 +905,109 @@ func TestConsoleInboxReadsPastOldHandoffs(t *testing.T) {
 	if !strings.Contains(page, `data-handoff="`+fresh+`"`) || !strings.Contains(page, `Pending approval <span class="count">1</span>`) {
 		t.Fatalf("the pending handoff is not in the inbox: %s", page)
 	}
-	if strings.Contains(page, `id="inbox-cut"`) {
-		t.Fatalf("the queues were read whole, yet the page says some were left out")
+	if strings.Contains(page, `rel="next"`) {
+		t.Fatalf("one handoff waits, yet the page offers another")
 	}
 	_, page, _ = a.get("/console/?state=all")
-	if !strings.Contains(page, `id="inbox-cut"`) || !strings.Contains(page, "The inbox read the oldest 100 handoffs of this view") {
-		t.Fatalf("101 handoffs, 100 read, and no word of the rest: %s", page)
+	if !strings.Contains(page, `Handoffs <span class="count">11</span>`) || !strings.Contains(page, "Showing 1–10 of 11") || strings.Contains(page, fresh) {
+		t.Fatalf("11 handoffs on a page of 10: %s", page)
+	}
+}
+
+// The inbox's pages go on by a cursor in their links, which keep the
+// filters and the other queue's page: every handoff waiting is reached,
+// once, in the queue's order. A cursor the inbox did not make (cut,
+// changed, another tenant's handoff) is told, not taken for some page.
+func TestConsoleInboxPages(t *testing.T) {
+	defer batonhttp.SetInboxPageSize(2)()
+	e := newEnv(t)
+	var approvals []string
+	for i := range 5 {
+		approvals = append(approvals, e.contract(e.tenantA, map[string]any{"objective": fmt.Sprintf("Approval %d", i)}))
+	}
+	due := e.contract(e.tenantA, map[string]any{"objective": "Falls due", "approvalTimeoutSeconds": 3600})
+	approvals = append([]string{due}, approvals...)
+	var reviews []string
+	for i := range 3 {
+		id := e.contract(e.tenantA, map[string]any{"objective": fmt.Sprintf("Review %d", i)})
+		e.must(e.post(id, "approval", e.tenantA2, approveBody()), 200)
+		e.must(e.post(id, "proof", e.tenantA, map[string]any{"executorType": "ops-bot", "executorRunId": "run-1", "status": "RUNNING",
+			"proof": map[string]any{"summary": "evidence", "artifacts": []any{map[string]any{"type": "log", "text": "ok"}}}}), 200)
+		reviews = append(reviews, id)
+	}
+	e.contract(e.tenantA, map[string]any{"objective": "Another executor's", "targetExecutor": "other-bot"})
+	other := e.contract(e.tenantB, nil)
+	u := e.signIn("a", "vera", "verifier")
+	items := regexp.MustCompile(`<li class="item[^"]*" data-handoff="([^"]+)"`)
+	next := regexp.MustCompile(`<nav class="pages" aria-label="Pages of ([^"]+)" id="pages-(\w+)">[\s\S]*?</nav>`)
+	link := func(page, queue string) string {
+		for _, m := range next.FindAllStringSubmatch(page, -1) {
+			if m[2] == queue {
+				if l := regexp.MustCompile(`href="([^"]+)" rel="next"`).FindStringSubmatch(m[0]); l != nil {
+					return html.UnescapeString(l[1])
+				}
+			}
+		}
+		return ""
+	}
+	section := func(page, h string) string {
+		i := strings.Index(page, `id="`+h+`"`)
+		if i < 0 {
+			t.Fatalf("no %s: %s", h, page)
+		}
+		rest := page[i:]
+		if j := strings.Index(rest, "</section>"); j >= 0 {
+			rest = rest[:j]
+		}
+		return rest
+	}
+	walk := func(start, queue, heading string) (seen []string, last string) {
+		addr := start
+		for n := 0; addr != ""; n++ {
+			if n > 10 {
+				t.Fatalf("the pages of %s do not end", queue)
+			}
+			status, page, _ := u.get(addr)
+			if status != http.StatusOK {
+				t.Fatalf("%s: %d %s", addr, status, page)
+			}
+			for _, m := range items.FindAllStringSubmatch(section(page, heading), -1) {
+				seen = append(seen, m[1])
+			}
+			last, addr = page, link(page, queue)
+			if filter := strings.TrimPrefix(start, "/console/?"); addr != "" && !strings.Contains(addr, filter) {
+				t.Fatalf("the next page's link %q leaves the filter out", addr)
+			}
+		}
+		return seen, last
+	}
+	seen, last := walk("/console/?executor=ops-bot", "approvals", "q-approval")
+	if fmt.Sprint(seen) != fmt.Sprint(approvals) {
+		t.Fatalf("the pages of approvals showed %v, want %v", seen, approvals)
+	}
+	if !strings.Contains(last, "Showing 5–6 of 6") || !strings.Contains(last, `rel="first"`) {
+		t.Fatalf("the last page: %s", last)
+	}
+	seen, _ = walk("/console/?executor=ops-bot", "reviews", "q-review")
+	if fmt.Sprint(seen) != fmt.Sprint(reviews) {
+		t.Fatalf("the pages of reviews showed %v, want %v", seen, reviews)
+	}
+	// Paging one queue keeps the other's page.
+	_, page, _ := u.get("/console/?executor=ops-bot")
+	_, page, _ = u.get(link(page, "reviews"))
+	if l := link(page, "approvals"); !strings.Contains(l, "reviews=") {
+		t.Fatalf("the approvals' next page %q leaves the reviews' page", l)
+	}
+	// Every handoff of the tenant, in pages of a view of all.
+	seen, _ = walk("/console/?state=all", "page", "q-all")
+	if len(seen) != 10 || slices.Contains(seen, other) {
+		t.Fatalf("the pages of every handoff showed %d: %v", len(seen), seen)
+	}
+	for _, c := range []string{"nonsense", "x~" + approvals[1], "0~" + approvals[1], other, ""} {
+		status, page, _ := u.get("/console/?approvals=" + url.QueryEscape(c))
+		if status != http.StatusBadRequest || !strings.Contains(page, "This page of the inbox is not one it made") || strings.Contains(page, `data-handoff=`) {
+			t.Fatalf("cursor %q: %d %s", c, status, page)
+		}
 	}
 }
 
@@ -1196,19 +1293,19 @@ func TestConsoleLinkNameIsPlain(t *testing.T) {
 // high-risk one was never read, and the page said to narrow the filters,
 // which then showed nothing.
 func TestConsoleInboxFiltersNarrowTheRead(t *testing.T) {
-	defer batonhttp.SetInboxMax(100)()
+	defer batonhttp.SetInboxPageSize(10)()
 	e := newEnv(t)
-	for range 105 {
+	for range 15 {
 		e.contract(e.tenantA, map[string]any{"approvalMode": "auto", "riskLevel": "low"})
 	}
 	high := e.contract(e.tenantA, map[string]any{"approvalMode": "auto", "riskLevel": "high"})
 	a := e.signIn("a", "alice", "auditor")
 	_, page, _ := a.get("/console/?state=all")
-	if !strings.Contains(page, `id="inbox-cut"`) || strings.Contains(page, high) {
-		t.Fatalf("106 handoffs, 100 read: %s", page)
+	if !strings.Contains(page, `rel="next"`) || strings.Contains(page, high) {
+		t.Fatalf("16 handoffs, a page of 10: %s", page)
 	}
 	_, page, _ = a.get("/console/?state=all&risk=high&since=1h")
-	if !strings.Contains(page, `data-handoff="`+high+`"`) || strings.Contains(page, `id="inbox-cut"`) || !strings.Contains(page, `Handoffs <span class="count">1</span>`) {
+	if !strings.Contains(page, `data-handoff="`+high+`"`) || strings.Contains(page, `rel="next"`) || !strings.Contains(page, `Handoffs <span class="count">1</span>`) {
 		t.Fatalf("the high-risk handoff, behind 105 low-risk ones, is not in the view of high risk: %s", page)
 	}
 }

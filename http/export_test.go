@@ -67,12 +67,13 @@ func SetListPageBytes(n int) (restore func()) {
 	return func() { listPageBytes = old }
 }
 
-// SetInboxMax sets how many handoffs one inbox view reads, for one test
-// (not a parallel one), and returns the function that restores it.
-func SetInboxMax(n int) (restore func()) {
-	old := inboxMax
-	inboxMax = n
-	return func() { inboxMax = old }
+// SetInboxPageSize sets how many items of a queue one inbox page shows,
+// for one test (not a parallel one), and returns the function that
+// restores it.
+func SetInboxPageSize(n int) (restore func()) {
+	old := inboxPageSize
+	inboxPageSize = n
+	return func() { inboxPageSize = old }
 }
 
 // SetIdempotencyLease sets how long a request under an Idempotency-Key

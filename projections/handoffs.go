@@ -352,22 +352,8 @@ func (r *Runner) ListContracts(tenant string, f ContractFilter) ([]json.RawMessa
 			if v == nil {
 				continue
 			}
-			if f.State != "" && gjson.GetBytes(v, "state").String() != f.State {
+			if !f.matches(v) {
 				continue
-			}
-			if f.ApprovalStatus != "" && gjson.GetBytes(v, "approvalPolicy.status").String() != f.ApprovalStatus {
-				continue
-			}
-			if f.TargetExecutor != "" && gjson.GetBytes(v, "targetExecutor").String() != f.TargetExecutor {
-				continue
-			}
-			if f.RiskLevel != "" && gjson.GetBytes(v, "riskLevel").String() != f.RiskLevel {
-				continue
-			}
-			if !f.CreatedSince.IsZero() {
-				if at, err := time.Parse(time.RFC3339Nano, gjson.GetBytes(v, "createdAt").String()); err != nil || at.Before(f.CreatedSince) {
-					continue
-				}
 			}
 			if len(out) == f.Limit || f.MaxBytes > 0 && size >= f.MaxBytes {
 				next = gjson.GetBytes(out[len(out)-1], "handoffId").String()
@@ -389,6 +375,73 @@ func (r *Runner) ListContracts(tenant string, f ContractFilter) ([]json.RawMessa
 		return nil
 	})
 	return out, next, err
+}
+
+// matches says whether a contract's view passes the filter's narrowing
+// (not its cursor or bounds).
+func (f ContractFilter) matches(v []byte) bool {
+	if f.State != "" && gjson.GetBytes(v, "state").String() != f.State {
+		return false
+	}
+	if f.ApprovalStatus != "" && gjson.GetBytes(v, "approvalPolicy.status").String() != f.ApprovalStatus {
+		return false
+	}
+	if f.TargetExecutor != "" && gjson.GetBytes(v, "targetExecutor").String() != f.TargetExecutor {
+		return false
+	}
+	if f.RiskLevel != "" && gjson.GetBytes(v, "riskLevel").String() != f.RiskLevel {
+		return false
+	}
+	if !f.CreatedSince.IsZero() {
+		if at, err := time.Parse(time.RFC3339Nano, gjson.GetBytes(v, "createdAt").String()); err != nil || at.Before(f.CreatedSince) {
+			return false
+		}
+	}
+	return true
+}
+
+// scanChunk bounds the index entries one read transaction of a scan
+// walks: a long read transaction holds bbolt's file from growing, and so
+// the read models' writes, for as long as it lasts.
+const scanChunk = 256
+
+// ScanContracts calls fn with each of a tenant's contracts that the filter
+// matches, oldest first, from the start (the filter's cursor and bounds
+// are not used), until fn returns false. The view is fn's to read during
+// the call only: nothing is copied, so a scan of every handoff holds no
+// more than one at a time. It reads in short transactions, each going on
+// after the last id the one before read.
+func (r *Runner) ScanContracts(tenant string, f ContractFilter, fn func(view []byte) bool) error {
+	prefix := append([]byte(tenant), 0)
+	start := prefix
+	for {
+		var last []byte
+		done := false
+		err := r.View(func(tx *bbolt.Tx) error {
+			idx, contracts := tx.Bucket(bucketByTenant), tx.Bucket(bucketContracts)
+			c := idx.Cursor()
+			n := 0
+			k, _ := c.Seek(start)
+			for ; k != nil && bytes.HasPrefix(k, prefix) && n < scanChunk; k, _ = c.Next() {
+				n++
+				last = append(last[:0], k...)
+				v := contracts.Get(k[len(prefix):])
+				if v == nil || !f.matches(v) {
+					continue
+				}
+				if !fn(v) {
+					done = true
+					return nil
+				}
+			}
+			done = k == nil || !bytes.HasPrefix(k, prefix)
+			return nil
+		})
+		if err != nil || done {
+			return err
+		}
+		start = append(last, 0) // strictly after it
+	}
 }
 
 // Contract returns one contract's view and the tenant that owns it.

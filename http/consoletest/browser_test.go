@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/network"
@@ -1105,5 +1106,56 @@ func TestConsoleReloadAfterAStaleSignOut(t *testing.T) {
 	run(t, ann, "reload", chromedp.Reload(), chromedp.WaitReady("body"))
 	if got := eval[string](t, ann, `location.pathname + " " + document.querySelector("main").innerText.slice(0, 60)`); !strings.HasPrefix(got, "/console/ Inbox") {
 		t.Fatalf("the reload after the refused sign-out shows %s", got)
+	}
+}
+
+// An inbox with more waiting than a page shows goes on in pages, by links
+// that keep the filters: the next page shows the rest, a live update
+// keeps the page it is on, and the links work without JavaScript.
+func TestConsoleInboxPagesInTheBrowser(t *testing.T) {
+	b := newBrowser(t)
+	s := newServer(t)
+	var ids []string
+	for i := range 102 {
+		ids = append(ids, s.contract(s.ka, map[string]any{"objective": fmt.Sprintf("Rotate certificate %d", i), "riskLevel": "high"}))
+	}
+	s.contract(s.ka, map[string]any{"objective": "A low one", "riskLevel": "low"})
+	alice := b.person()
+	signIn(t, alice, s.link("a", "alice@example.com", "approver", 0))
+	run(t, alice, "the high-risk view", chromedp.Navigate(s.url+"/console/?risk=high"), chromedp.WaitVisible("#pages-approvals"))
+	if n := eval[float64](t, alice, `document.querySelectorAll("#live li.item").length`); n != 100 {
+		t.Fatalf("%v items on the first page", n)
+	}
+	if got := text(t, alice, "#pages-approvals [role=note]"); got != "Showing 1–100 of 102, those falling due soonest first, then the oldest." {
+		t.Fatalf("the first page says %q", got)
+	}
+	run(t, alice, "the next page", chromedp.Click(`#pages-approvals a[rel=next]`), chromedp.WaitVisible(`#pages-approvals a[rel=first]`))
+	got := eval[[]string](t, alice, `Array.from(document.querySelectorAll("#live li.item"), li => li.dataset.handoff)`)
+	if fmt.Sprint(got) != fmt.Sprint(ids[100:]) || !eval[bool](t, alice, `new URLSearchParams(location.search).get("risk") === "high"`) {
+		t.Fatalf("the second page (%s) shows %v, want %v", eval[string](t, alice, `location.search`), got, ids[100:])
+	}
+	b.accessible(t, alice, "inbox's second page")
+	// A handoff created now comes onto this page, the last, live.
+	waitFor(t, alice, "the inbox's live stream", `document.body.dataset.live === "open"`)
+	run(t, alice, "focus the first page's link", chromedp.Focus(`#approvals-first`))
+	fresh := s.contract(s.ka, map[string]any{"objective": "Rotate one more", "riskLevel": "high"})
+	waitFor(t, alice, "the new handoff, live", fmt.Sprintf(`!!document.querySelector('#live li[data-handoff=%q]') && document.querySelector("#pages-approvals [role=note]").textContent.includes("101–103 of 103")`, fresh))
+	if id := eval[string](t, alice, `document.activeElement.id`); id != "approvals-first" {
+		t.Fatalf("focus after a live update is on %q", id)
+	}
+	run(t, alice, "the first page", chromedp.Click(`#pages-approvals a[rel=first]`), chromedp.WaitVisible(`#pages-approvals a[rel=next]`))
+	if first := eval[string](t, alice, `document.querySelector("#live li.item").dataset.handoff`); first != ids[0] {
+		t.Fatalf("the first page begins with %s, want %s", first, ids[0])
+	}
+
+	// Without JavaScript, the links are links.
+	bob := b.person()
+	signIn(t, bob, s.link("a", "bob@example.com", "auditor", 0))
+	run(t, bob, "no script", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
+		return err
+	}), chromedp.Navigate(s.url+"/console/?risk=high"), chromedp.Click(`#pages-approvals a[rel=next]`), chromedp.WaitVisible(`#pages-approvals a[rel=first]`))
+	if n := eval[float64](t, bob, `document.querySelectorAll("#live li.item").length`); n != 3 {
+		t.Fatalf("%v items on the second page without script", n)
 	}
 }
