@@ -196,10 +196,17 @@ func (s *Server) renderConsole(w http.ResponseWriter, r *http.Request, status in
 	w.Write(buf.Bytes())
 }
 
-// consoleError renders an error as a page with its status.
+// consoleError renders an error as a page with its status. A 503 is told
+// in a person's words, with what to do next (its Retry-After stays).
 func (s *Server) consoleError(w http.ResponseWriter, r *http.Request, err error) {
 	p := s.problemFor(w, r, err)
-	s.renderConsole(w, r, p.Status, "error", map[string]any{"Title": p.Title, "Problem": p})
+	data := map[string]any{"Problem": p}
+	if p.Status == http.StatusServiceUnavailable {
+		data["Again"] = unavailableForPerson(&p, r)
+		data["Problem"] = p
+	}
+	data["Title"] = p.Title
+	s.renderConsole(w, r, p.Status, "error", data)
 }
 
 // consoleSigninPage shows the link's button: the exchange is a POST, so

@@ -1418,3 +1418,39 @@ func TestConsoleSecondDecisionOfTheSamePerson(t *testing.T) {
 		t.Fatalf("the second tab is told %s %q; events %d (was %d)", code, words, e.events(id), n)
 	}
 }
+
+// A page the server cannot answer for now (503: the read models behind, the
+// store not answering) is told to a person, in their words, with what to
+// do: reload in a moment. It said "this replica's read models did not
+// reach position …; retry, or read through another replica".
+func TestConsoleUnavailableInAPersonsWords(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	u := e.signIn("a", "alice", "approver")
+	for _, path := range []string{"/console/?risk=high", "/console/handoffs/" + id} {
+		req, _ := http.NewRequest("GET", e.srv.URL+path, nil)
+		req.AddCookie(&http.Cookie{Name: "baton_console", Value: u.cookie})
+		req.Header.Set(batonhttp.ReadAfterHeader, "99999999/99999999")
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		page := string(b)
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+			t.Fatalf("%s: %d (Retry-After %q) %s", path, resp.StatusCode, resp.Header.Get("Retry-After"), page)
+		}
+		for _, want := range []string{"Not available for a moment", "this server has not yet caught up with the latest changes to the ledger. Nothing was changed. Reload the page in a moment.",
+			`data-code="read_model_behind"`, `<a href="` + html.EscapeString(path) + `">Reload this page</a>`} {
+			if !strings.Contains(page, want) {
+				t.Fatalf("%s: the page lacks %q: %s", path, want, page)
+			}
+		}
+		for _, api := range []string{"replica", "read models", "position", "Service Unavailable"} {
+			if strings.Contains(page, api) {
+				t.Fatalf("%s: the page says %q, the API's words: %s", path, api, page)
+			}
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"net/http"
 	"strings"
 
 	"github.com/batonhq/baton/domain"
@@ -54,6 +55,47 @@ func forPerson(p *Problem, action string) {
 	default:
 		p.Detail = "Your decision was not recorded: " + p.Detail
 	}
+}
+
+// againLink is where a page that could not be answered leads the person.
+type againLink struct{ URL, Text string }
+
+// unavailableForPerson rewrites a 503 (the store or the read models not
+// answering, the server stopping, a handoff too busy) in a person's terms:
+// what happened, whether anything changed, and to try again in a moment;
+// the API's words ("read models", "replica", "Idempotency-Key") are for
+// programs. It answers the link that tries again.
+func unavailableForPerson(p *Problem, r *http.Request) againLink {
+	what := map[string]string{
+		"read_model_behind": "this server has not yet caught up with the latest changes to the ledger",
+		"store_unavailable": "the ledger's store did not answer",
+		"shutting_down":     "this server is restarting",
+		"busy":              "the handoff kept changing while your decision was being recorded",
+	}[p.Code]
+	if what == "" {
+		what = "a service the console needs did not answer"
+	}
+	p.Title = "Not available for a moment"
+	switch {
+	case r.Method != http.MethodPost:
+		p.Detail = "This page could not be shown just now: " + what + ". Nothing was changed. Reload the page in a moment."
+		return againLink{r.URL.RequestURI(), "Reload this page"}
+	case r.URL.Path == "/console/signin":
+		p.Detail = "Signing in did not finish: " + what + ". Open your sign-in link again in a moment; if it says the link was already used, ask an admin for a new one."
+	case r.URL.Path == "/console/signout":
+		p.Detail = "Signing out did not finish: " + what + ". Sign out again in a moment."
+	case strings.HasSuffix(r.URL.Path, "/actions"):
+		recorded := "Your decision may or may not have been recorded."
+		if p.Code == "busy" {
+			recorded = "Your decision was not recorded."
+		}
+		p.Detail = "Your decision could not be answered just now: " + what + ". " + recorded +
+			" Open the handoff again in a moment: it shows your decision if it was recorded; if not, decide again."
+		return againLink{strings.TrimSuffix(r.URL.EscapedPath(), "/actions"), "Open the handoff again"}
+	default:
+		p.Detail = "This could not be answered just now: " + what + ". Try again in a moment."
+	}
+	return againLink{"/console/", "Back to the inbox"}
 }
 
 // fieldForPerson says what is wrong with one field of a console form, by
