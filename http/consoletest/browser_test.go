@@ -1159,3 +1159,54 @@ func TestConsoleInboxPagesInTheBrowser(t *testing.T) {
 		t.Fatalf("%v items on the second page without script", n)
 	}
 }
+
+// An open inbox under a stream of lifecycle events (a fleet of executors
+// posting progress) fetches itself again at most every two seconds, not
+// after each event's 200 ms (twice a second, each a read of every queue),
+// and loses no update: the last one shows. A hidden inbox does not fetch
+// at all, and catches up when shown.
+func TestConsoleInboxUnderManyEvents(t *testing.T) {
+	b := newBrowser(t)
+	s := newServer(t)
+	s.contract(s.ka, nil)
+	alice := b.person()
+	signIn(t, alice, s.link("a", "alice@example.com", "approver", 0))
+	waitFor(t, alice, "the inbox's live stream", `document.body.dataset.live === "open"`)
+	eval[bool](t, alice, `(function () {
+		window.__fetches = 0;
+		var f = window.fetch;
+		window.fetch = function (u, o) { if (String(u).indexOf("/console/") === 0) window.__fetches++; return f(u, o); };
+		return true;
+	})()`)
+	n := 1
+	start := time.Now()
+	for time.Since(start) < 4*time.Second {
+		s.contract(s.ka, nil)
+		n++
+		time.Sleep(20 * time.Millisecond)
+	}
+	took := time.Since(start)
+	waitFor(t, alice, "the last update", fmt.Sprintf(`document.querySelector("#q-approval .count").textContent === "%d"`, n))
+	if got := eval[float64](t, alice, `window.__fetches`); got > took.Seconds()/2+2 {
+		t.Fatalf("%d events in %v: the inbox fetched itself %v times", n-1, took.Round(time.Millisecond), got)
+	}
+
+	eval[bool](t, alice, `(function () {
+		Object.defineProperty(document, "hidden", { configurable: true, get: function () { return true; } });
+		document.dispatchEvent(new Event("visibilitychange"));
+		window.__fetches = 0;
+		return true;
+	})()`)
+	time.Sleep(2500 * time.Millisecond) // the quiet time of the last fetch ends
+	s.contract(s.ka, nil)
+	time.Sleep(2500 * time.Millisecond)
+	if got := eval[float64](t, alice, `window.__fetches`); got != 0 {
+		t.Fatalf("a hidden inbox fetched itself %v times", got)
+	}
+	eval[bool](t, alice, `(function () {
+		Object.defineProperty(document, "hidden", { configurable: true, get: function () { return false; } });
+		document.dispatchEvent(new Event("visibilitychange"));
+		return true;
+	})()`)
+	waitFor(t, alice, "the hidden page's update, once shown", fmt.Sprintf(`document.querySelector("#q-approval .count").textContent === "%d"`, n+1))
+}

@@ -121,11 +121,24 @@
   // One refresh at a time: events that come while one is under way ask for
   // one more after it, not a fetch each (on a slow link they piled up and
   // held every connection the browser had to this server).
-  var inflight = false, pending = false;
+  // The inbox fetches itself again at most once every inboxEvery ms: each
+  // fetch reads every queue whole, and under a fleet of executors posting
+  // progress (hundreds of events a second) each open inbox fetched itself
+  // twice a second. A hidden page does not fetch at all; shown again, it
+  // fetches once if an event came meanwhile. No update is lost: an event
+  // in the quiet time asks for a fetch at its end.
+  var inflight = false, pending = false, hiddenPending = false, lastStart = 0, inboxEvery = 2000;
   function schedule() {
+    if (document.hidden) { hiddenPending = true; return; }
     if (inflight) { pending = true; return; }
-    if (!timer) timer = setTimeout(refresh, 200);
+    if (timer) return;
+    var wait = 200, live = document.getElementById("live");
+    if (live && live.dataset.live === "inbox") wait = Math.max(wait, lastStart + inboxEvery - Date.now());
+    timer = setTimeout(refresh, wait);
   }
+  document.addEventListener("visibilitychange", function () {
+    if (!document.hidden && hiddenPending) { hiddenPending = false; schedule(); }
+  });
 
   // where is the focused element, found again in the page drawn anew: by
   // its id, a link by its address, else by its place among its kind.
@@ -158,7 +171,9 @@
   var failures = 0;
   async function refresh() {
     timer = null;
+    if (document.hidden) { hiddenPending = true; return; }
     inflight = true;
+    lastStart = Date.now();
     try {
       var res = await fetch(pageURL(), { credentials: "same-origin", cache: "no-store" });
       var doc = new DOMParser().parseFromString(await res.text(), "text/html");
