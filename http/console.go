@@ -618,8 +618,12 @@ func (s *Server) consoleInbox(w http.ResponseWriter, r *http.Request) {
 	p := principalOf(r.Context())
 	unknown := f.unknown()
 	for _, k := range slices.Sorted(maps.Keys(q)) {
-		if !slices.Contains(inboxParams, k) && !slices.Contains(inboxPages, k) {
+		switch {
+		case !slices.Contains(inboxParams, k) && !slices.Contains(inboxPages, k):
 			unknown = append(unknown, "The inbox has no filter “"+k+"”: its filters are show (state), risk, executor and created (since).")
+		case len(q[k]) > 1:
+			// risk=high&risk=low showed the high ones only, as if asked.
+			unknown = append(unknown, "“"+k+"” is given "+strconv.Itoa(len(q[k]))+" times in this address: give each filter once.")
 		}
 	}
 	// A page's cursor names one of the tenant's handoffs: a link cut or

@@ -1454,3 +1454,17 @@ func TestConsoleUnavailableInAPersonsWords(t *testing.T) {
 		}
 	}
 }
+
+// A filter given twice is told, not read as its first value: risk=high&
+// risk=low showed the high ones only, as if that were the view asked for.
+func TestConsoleInboxFilterGivenTwice(t *testing.T) {
+	e := newEnv(t)
+	high := e.contract(e.tenantA, map[string]any{"riskLevel": "high"})
+	u := e.signIn("a", "alice", "approver")
+	for _, q := range []string{"risk=high&risk=low", "state=approval&state=review", "approvals=" + high + "&approvals=" + high} {
+		status, page, _ := u.get("/console/?" + q)
+		if status != http.StatusBadRequest || !strings.Contains(page, "is given 2 times in this address: give each filter once.") || strings.Contains(page, `data-handoff=`) {
+			t.Fatalf("%s: %d %s", q, status, page)
+		}
+	}
+}
