@@ -40,6 +40,9 @@ type fakeUpstreams struct {
 	// anthropicHeaders are the headers of each request the Anthropic fake
 	// took, in order.
 	anthropicHeaders []http.Header
+	// anthropicBodies are the bodies of the messages requests the
+	// Anthropic fake took, in order.
+	anthropicBodies [][]byte
 }
 
 func newFakeUpstreams(t testing.TB) *fakeUpstreams {
@@ -207,7 +210,11 @@ func (f *fakeUpstreams) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 			Role string `json:"role"`
 		} `json:"messages"`
 	}
-	json.NewDecoder(r.Body).Decode(&req)
+	body, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	f.anthropicBodies = append(f.anthropicBodies, body)
+	f.mu.Unlock()
+	json.Unmarshal(body, &req)
 	if f.fail(w, req.Model) {
 		return
 	}

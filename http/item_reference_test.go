@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -183,5 +184,44 @@ func TestResponsesEchoTheirOptions(t *testing.T) {
 		if got := gjson.GetBytes(r.raw, path); got.Type != gjson.Null || !got.Exists() {
 			t.Errorf("%s: %s, want null", path, got.Raw)
 		}
+	}
+}
+
+// previous_response_id already carries the response it names: a
+// reference to one of that response's items (or the item itself, by its
+// id) beside it goes to the model once, not twice.
+func TestItemReferencesIntoThePreviousResponse(t *testing.T) {
+	e, f := newGatewayEnv(t)
+	const model = "anthropic:claude-haiku-4-5"
+	first := e.must(e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": model, "input": "hi"}), 200)
+	item := gjson.GetBytes(first.raw, "output.0")
+	for _, it := range []any{
+		map[string]any{"type": "item_reference", "id": item.Get("id").Str},
+		map[string]any{"id": item.Get("id").Str},
+		json.RawMessage(item.Raw),
+	} {
+		second := e.must(e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": model, "previous_response_id": first.str("id"),
+			"input": []any{it, map[string]any{"role": "user", "content": "and then?"}}}), 200)
+		f.mu.Lock()
+		sent := f.anthropicBodies[len(f.anthropicBodies)-1]
+		f.mu.Unlock()
+		if n := len(gjson.GetBytes(sent, "messages.1.content").Array()); n != 1 || gjson.GetBytes(sent, "messages.#").Int() != 3 {
+			t.Fatalf("%v: the previous response's item went %d times: %s", it, n, sent)
+		}
+		// Its own turn is what it added: a continuation of it does not
+		// carry the item twice either.
+		e.must(e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": model, "previous_response_id": second.str("id"), "input": "more"}), 200)
+		f.mu.Lock()
+		sent = f.anthropicBodies[len(f.anthropicBodies)-1]
+		f.mu.Unlock()
+		if n := len(gjson.GetBytes(sent, "messages.1.content").Array()); n != 1 || gjson.GetBytes(sent, "messages.#").Int() != 5 {
+			t.Fatalf("%v, continued: the item went %d times: %s", it, n, sent)
+		}
+	}
+	// Nothing but the previous response's own items: nothing to answer.
+	r := e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": model, "previous_response_id": first.str("id"),
+		"input": []any{map[string]any{"type": "item_reference", "id": item.Get("id").Str}}})
+	if r.status != 400 || r.str("error.param") != "input" {
+		t.Fatalf("only the previous response's item: %d %s", r.status, r.raw)
 	}
 }

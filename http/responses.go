@@ -170,7 +170,22 @@ func (s *Server) prepareResponses(w http.ResponseWriter, r *http.Request) (p res
 		p.call, p.req = nil, sk.req
 		return nil
 	}
-	call, derr := openai.DecodeResponsesRequest(body)
+	// Continued from the store, the translation reads the body without
+	// the items the conversation has already (Without).
+	var (
+		h    openai.ResponsesHistory
+		herr error
+	)
+	translated := body
+	if stored != nil {
+		if h, herr = s.storedResponses().History(r.Context(), tenant, prev.Str); herr == nil {
+			translated, err = h.Without(body)
+		}
+	}
+	call, derr := (*openai.ResponsesCall)(nil), err
+	if derr == nil {
+		call, derr = openai.DecodeResponsesRequest(translated)
+	}
 	if derr == nil {
 		if p.chain == nil {
 			if p.chain, err = s.planFor(gateway.FormatResponses, call.Wire.Model, call.Request); err != nil {
@@ -181,7 +196,6 @@ func (s *Server) prepareResponses(w http.ResponseWriter, r *http.Request) (p res
 			p.native = nil // another provider of the API does not know the id: continued from the store
 		}
 		if stored != nil {
-			h, herr := s.storedResponses().History(r.Context(), tenant, prev.Str)
 			if herr != nil {
 				if p.native != nil && errors.As(herr, new(*domain.Error)) {
 					return p, onlyNative(herr) // an earlier turn Baton never had: only its provider goes on

@@ -314,3 +314,24 @@ func TestResponsesAnotherTenantsIDNotForwarded(t *testing.T) {
 		t.Fatalf("a legacy record, tenant b: %d %s", r.status, r.raw)
 	}
 }
+
+// A reference to an item of a passed-through response, beside a
+// previous_response_id that continues that response on another
+// provider's model, is the conversation's already: it goes once, from the
+// store, and is not refused as an item only OpenAI could resolve.
+func TestResponsesPassthroughItemOfThePreviousResponse(t *testing.T) {
+	e, _, a, _ := switchEnv(t, nil)
+	first := e.must(e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": "oai:gpt-x", "input": "my name is Ada"}), 200)
+	var msgID string
+	for _, it := range gjson.GetBytes(first.raw, "output").Array() {
+		if it.Get("type").Str == "message" {
+			msgID = it.Get("id").Str
+		}
+	}
+	e.must(e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5", "previous_response_id": first.str("id"),
+		"input": []any{map[string]any{"type": "item_reference", "id": msgID}, map[string]any{"role": "user", "content": "what is my name?"}}}), 200)
+	want := []string{"user:text=my name is Ada", "assistant:text=Hi there", "user:text=what is my name?"}
+	if got := a.turns(t); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("Anthropic got %q, want %q", got, want)
+	}
+}

@@ -123,12 +123,38 @@ func flatName(namespace, name string) string {
 type ResponsesHistory struct {
 	Messages []gateway.Message
 	System   []string // system and developer items of those inputs
+	// items are the ids of those inputs' and outputs' items.
+	items map[string]bool
 }
 
 // Continue puts the history before the call's own input.
 func (c *ResponsesCall) Continue(h ResponsesHistory) {
 	c.Request.Messages = append(slices.Clip(h.Messages), c.Request.Messages...)
 	c.Request.System = joinSystem(c.instructions, h.System, c.system)
+}
+
+// Without is a Responses body without the input items that are items of
+// the history already (a reference to one, resolved or not, or the item
+// itself, by its id): continued, they go once, where the history has them,
+// and are not kept as this turn's. Input made only of such items is a 400.
+func (h ResponsesHistory) Without(body []byte) ([]byte, error) {
+	input := gjson.GetBytes(body, "input")
+	if !input.IsArray() || len(h.items) == 0 {
+		return body, nil
+	}
+	var items []string
+	for _, it := range input.Array() {
+		if id := it.Get("id"); id.Type != gjson.String || !h.items[id.Str] {
+			items = append(items, it.Raw)
+		}
+	}
+	switch {
+	case len(items) == len(input.Array()):
+		return body, nil
+	case len(items) == 0:
+		return nil, invalid("input", "input holds only items of the conversation previous_response_id continues, which it carries already: send this turn's items")
+	}
+	return withInput(body, items)
 }
 
 func joinSystem(instructions string, parts ...[]string) string {

@@ -328,6 +328,7 @@ func (s ResponsesStore) History(ctx context.Context, tenant, id string) (Respons
 		chain = append(chain, rec)
 	}
 	var conv conversation
+	ids := map[string]bool{}
 	for i := len(chain) - 1; i >= 0; i-- {
 		rec := chain[i]
 		var resp struct {
@@ -346,8 +347,13 @@ func (s ResponsesStore) History(ctx context.Context, tenant, id string) (Respons
 		if err := conv.items(output, "output"); err != nil {
 			return ResponsesHistory{}, storedItemError(rec, "output", err)
 		}
+		for _, it := range slices.Concat(input, output) {
+			if id := gjson.GetBytes(it, "id"); id.Type == gjson.String && id.Str != "" {
+				ids[id.Str] = true
+			}
+		}
 	}
-	return ResponsesHistory{Messages: conv.msgs, System: conv.system}, nil
+	return ResponsesHistory{Messages: conv.msgs, System: conv.system, items: ids}, nil
 }
 
 // withoutReasoning is items without their reasoning items: a provider's
