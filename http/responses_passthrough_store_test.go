@@ -335,3 +335,44 @@ func TestResponsesPassthroughItemOfThePreviousResponse(t *testing.T) {
 		t.Fatalf("Anthropic got %q, want %q", got, want)
 	}
 }
+
+// A response Baton keeps only the tenant's mark of (a passed-through
+// stream cut before its end) is its provider's alone: a continuation of
+// it, or of a later turn, on another provider's model is told so, not
+// that the response was deleted or sent with store: false.
+func TestResponsesKeptUpstreamToldSo(t *testing.T) {
+	e, f, _, _ := switchEnv(t, nil)
+	cut := e.do("POST", "/v1/responses", e.tenantA, `{"model":"oai:gpt-cut","input":"my secret is 44","stream":true}`)
+	cutID := gjson.Get(strings.SplitN(strings.SplitN(string(cut.raw), "data: ", 2)[1], "\n", 2)[0], "response.id").Str
+	owned := func() bool {
+		evs, _ := e.store.ReadStream(context.Background(), oai.ResponsesStreamName(cutID), 0, 1)
+		return len(evs) == 1 && evs[0].Type == oai.EventResponseOwned
+	}
+	for deadline := time.Now().Add(10 * time.Second); !owned(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%q not marked", cutID)
+		}
+	}
+	next := e.must(e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": "oai:gpt-x", "input": "and?", "previous_response_id": cutID}), 200)
+	before := len(f.requests())
+	for _, id := range []string{cutID, next.str("id")} {
+		r := e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5", "input": "so?", "previous_response_id": id})
+		msg := r.str("error.message")
+		if r.status != 400 || r.str("error.code") != "previous_response_not_found" || r.str("error.param") != "previous_response_id" ||
+			!strings.Contains(msg, cutID) || !strings.Contains(msg, "kept by provider oai alone") || strings.Contains(msg, "deleted") {
+			t.Errorf("continuing %s on Anthropic: %d %s", id, r.status, r.raw)
+		}
+	}
+	r := e.do("GET", "/v1/responses/"+cutID, e.tenantA, nil)
+	if r.status != 404 || r.str("error.code") != "response_not_found" || !strings.Contains(r.str("error.message"), "kept by provider oai alone") {
+		t.Errorf("GET: %d %s", r.status, r.raw)
+	}
+	// Another tenant is told nothing of it.
+	r = e.do("GET", "/v1/responses/"+cutID, e.tenantB, nil)
+	if r.status != 404 || strings.Contains(r.str("error.message"), "oai") {
+		t.Errorf("another tenant's GET: %d %s", r.status, r.raw)
+	}
+	if len(f.requests()) != before {
+		t.Fatal("a refused continuation reached the provider")
+	}
+}

@@ -187,6 +187,34 @@ func responseNotFound(id, param string) error {
 	return e
 }
 
+// keptUpstream is ErrKeptUpstream, with the provider that keeps the
+// response.
+type keptUpstream struct{ provider string }
+
+func (k keptUpstream) Error() string        { return ErrKeptUpstream.Error() }
+func (k keptUpstream) Is(target error) bool { return target == ErrKeptUpstream }
+
+// keptAlone says why Baton holds no more than the tenant's mark of a
+// response its provider keeps.
+const keptAlone = "Baton did not receive it complete (its stream ended without the response completing)"
+
+// keptUpstreamError is the error for a response of the tenant that only
+// its provider keeps (EventResponseOwned): not found here, as responseNotFound,
+// but saying where it is, since it was neither deleted nor sent with store:
+// false.
+func keptUpstreamError(id, param, provider string) error {
+	e := domain.E("responses", domain.KindNotFound, "response_not_found",
+		"Response with id '%s' is kept by provider %s alone: %s, so it cannot be retrieved through Baton; continue it by previous_response_id on a model of %s.", id, provider, keptAlone, provider)
+	if param == "previous_response_id" {
+		e = domain.E("responses", domain.KindBadRequest, "previous_response_not_found",
+			"Previous response with id '%s' is kept by provider %s alone: %s, so only a model of %s can continue it; to go on with this model, send the conversation as input items.", id, provider, keptAlone, provider)
+	}
+	if param != "" {
+		e.Fields = []domain.FieldError{{Pointer: param, Code: "not_found", Message: e.Message}}
+	}
+	return e
+}
+
 // Save stores a response of tenant as one event; meta carries the actor
 // and request id.
 func (s ResponsesStore) Save(ctx context.Context, tenant string, meta eventstore.Metadata, rec ResponsesRecord) error {
@@ -232,7 +260,8 @@ func (s ResponsesStore) Load(ctx context.Context, tenant, id, param string) (*Re
 		return nil, errors.Join(responseNotFound(id, param), ErrAnotherTenants)
 	}
 	if evs[0].Type != EventResponseStored {
-		return nil, errors.Join(responseNotFound(id, param), ErrKeptUpstream)
+		provider := gjson.GetBytes(evs[0].Data, "upstream").Str
+		return nil, errors.Join(keptUpstreamError(id, param, provider), keptUpstream{provider})
 	}
 	var rec ResponsesRecord
 	if err := json.Unmarshal(evs[0].Data, &rec); err != nil {
@@ -314,6 +343,14 @@ func (s ResponsesStore) History(ctx context.Context, tenant, id string) (Respons
 			return ResponsesHistory{}, e
 		}
 		rec, err := s.Load(ctx, tenant, next, param)
+		if kept, ok := errors.AsType[keptUpstream](err); ok && param == "" {
+			// An earlier response of the chain that its provider alone
+			// keeps: neither deleted nor missing.
+			e := domain.E("responses", domain.KindBadRequest, "previous_response_not_found",
+				"Previous response with id '%s' cannot be continued on this model: the response %s before it in its conversation is kept by provider %s alone (%s); continue on a model of %s, or send the conversation as input items.", id, next, kept.provider, keptAlone, kept.provider)
+			e.Fields = []domain.FieldError{{Pointer: "previous_response_id", Code: "not_found", Message: e.Message}}
+			return ResponsesHistory{}, e
+		}
 		if param == "" && domain.KindOf(err) == domain.KindNotFound {
 			// An earlier response of the chain is gone (deleted): the one
 			// named cannot be continued, said of the id the client sent.
