@@ -18,6 +18,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
+	"github.com/tidwall/gjson"
 	"go.uber.org/goleak"
 
 	"github.com/batonhq/baton/gateway"
@@ -449,6 +450,28 @@ func TestResponsesStreamCutMidway(t *testing.T) {
 	_, evs := e.stream("/v1/responses", e.tenantA, map[string]any{"model": "anthropic:cut", "stream": true, "input": "x"})
 	if len(evs) < 2 || evs[len(evs)-2][0] != "error" || evs[len(evs)-1][0] != "response.failed" || !strings.Contains(evs[len(evs)-1][1], `"status":"failed"`) {
 		t.Fatalf("a cut stream: %v", evs)
+	}
+	// It is kept, as OpenAI keeps a failed response: a GET finds it as
+	// response.failed gave it, failed, with its error and what came before.
+	failed := gjson.Get(evs[len(evs)-1][1], "response")
+	if !failed.Get("store").Bool() {
+		t.Fatalf("the failed response says store %s", failed.Get("store").Raw)
+	}
+	r := e.must(e.do("GET", "/v1/responses/"+failed.Get("id").Str, e.tenantA, nil), 200)
+	if !jsonEqual(r.raw, []byte(failed.Raw)) || r.str("status") != "failed" || r.str("error.code") != "server_error" || gjson.GetBytes(r.raw, "output.0.status").Str != "incomplete" {
+		t.Fatalf("GET %s: %s; the stream said %s", failed.Get("id").Str, r.raw, failed.Raw)
+	}
+	e.must(e.do("GET", "/v1/responses/"+failed.Get("id").Str+"/input_items", e.tenantA, nil), 200)
+	// It cannot be continued: its output is not whole.
+	r = e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5", "input": "again", "previous_response_id": failed.Get("id").Str})
+	if r.status != 400 || r.str("error.code") != "previous_response_failed" || r.str("error.param") != "previous_response_id" {
+		t.Fatalf("continuing the failed response: %d %s", r.status, r.raw)
+	}
+	// Sent with store: false, it is not kept.
+	_, evs = e.stream("/v1/responses", e.tenantA, map[string]any{"model": "anthropic:cut", "stream": true, "input": "x", "store": false})
+	failed = gjson.Get(evs[len(evs)-1][1], "response")
+	if r := e.do("GET", "/v1/responses/"+failed.Get("id").Str, e.tenantA, nil); failed.Get("store").Bool() || r.status != 404 {
+		t.Fatalf("store false: %s; GET %d", failed.Raw, r.status)
 	}
 }
 

@@ -362,6 +362,19 @@ func (s ResponsesStore) History(ctx context.Context, tenant, id string) (Respons
 		if err != nil {
 			return ResponsesHistory{}, err
 		}
+		if gjson.GetBytes(rec.Response, "status").Str == ResponsesFailed {
+			// Kept to be retrieved, as OpenAI keeps it; its output is not
+			// whole, and no conversation goes on from it.
+			which := "the response " + next + " before it in its conversation"
+			if next == id {
+				which = "it"
+			}
+			e := domain.E("responses", domain.KindBadRequest, "previous_response_failed",
+				"Previous response with id '%s' cannot be continued: %s failed (%s), so its output is not whole; continue from the response before it, or send the conversation as input items.",
+				id, which, gjson.GetBytes(rec.Response, "error.message").Str)
+			e.Fields = []domain.FieldError{{Pointer: "previous_response_id", Code: "failed", Message: e.Message}}
+			return ResponsesHistory{}, e
+		}
 		chain = append(chain, rec)
 	}
 	var conv conversation

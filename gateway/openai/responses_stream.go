@@ -34,7 +34,8 @@ type ResponsesStream struct {
 	msg     *streamMessage
 	calls   []*streamCall // the open function calls
 	byIndex map[int]*streamCall
-	answer  map[int]bool // upstream tool calls that carry the structured answer
+	answer  map[int]bool   // upstream tool calls that carry the structured answer
+	failure ResponsesError // the error event's code and message, once Fail ended it
 }
 
 // streamMessage is the message item being streamed.
@@ -447,10 +448,11 @@ func NewResponsesError(code, message string) *ResponsesError {
 	return &ResponsesError{Code: failed, Message: message}
 }
 
-// Fail ends a stream that broke after it began: an error event (code and
-// message as the front's errors give them), then response.failed with what
-// was sent so far, unfinished items marked incomplete. It is not stored.
-func (s *ResponsesStream) Fail(code, message string, usage *ResponsesUsage) error {
+// Fail ends a stream that broke after it began: the response failed, its
+// error (code and message as the front's errors give them), what was sent
+// so far, unfinished items marked incomplete. Failed sends it, once the
+// caller has stored it, as OpenAI keeps a failed response.
+func (s *ResponsesStream) Fail(code, message string, usage *ResponsesUsage) *ResponsesObject {
 	if r := s.reason; r != nil {
 		s.output[r.at] = newReasoning(r.id, r.text.String(), r.sig)
 	}
@@ -466,12 +468,18 @@ func (s *ResponsesStream) Fail(code, message string, usage *ResponsesUsage) erro
 		s.output[c.at] = s.obj.functionCall(c.id, c.callID, c.name, c.args.String(), ResponsesIncomplete)
 	}
 	s.obj.Status, s.obj.Error, s.obj.Usage = ResponsesFailed, NewResponsesError(code, message), usage
-	s.obj.Store = false // a failed response is not kept
+	s.failure = ResponsesError{Code: code, Message: message}
 	if s.output != nil {
 		s.obj.Output = s.output
 	}
+	return s.obj
+}
+
+// Failed sends the error event and response.failed of the response Fail
+// ended.
+func (s *ResponsesStream) Failed() error {
 	// The events are whole, numbered: sent as they are.
-	if err := s.emit("error", ResponsesErrorEvent(s.next(), code, message)); err != nil {
+	if err := s.emit("error", ResponsesErrorEvent(s.next(), s.failure.Code, s.failure.Message)); err != nil {
 		return err
 	}
 	return s.emit("response.failed", ResponsesFailedEvent(s.next(), s.obj))

@@ -342,7 +342,10 @@ func TestResponsesStreamFail(t *testing.T) {
 	s, c := newTestStream(t, `{"model":"p:m","input":"x"}`)
 	s.Start()
 	s.Delta(gateway.Delta{Text: "partial"})
-	if err := s.Fail("upstream_rate_limited", "slow down", nil); err != nil {
+	if obj := s.Fail("upstream_rate_limited", "slow down", nil); obj.Status != ResponsesFailed || !obj.Store {
+		t.Fatalf("failed %+v", obj)
+	}
+	if err := s.Failed(); err != nil {
 		t.Fatal(err)
 	}
 	got := c.types()
@@ -350,7 +353,8 @@ func TestResponsesStreamFail(t *testing.T) {
 		t.Fatalf("events %q", got)
 	}
 	resp := c.events[len(c.events)-1]["response"].(map[string]any)
-	if resp["status"] != "failed" || resp["error"].(map[string]any)["code"] != "rate_limit_exceeded" || resp["store"] != false {
+	if resp["status"] != "failed" || resp["error"].(map[string]any)["code"] != "rate_limit_exceeded" || resp["store"] != true ||
+		c.events[len(c.events)-2]["code"] != "upstream_rate_limited" {
 		t.Fatalf("failed response %v", resp)
 	}
 }
