@@ -580,7 +580,13 @@ func InputItems(rec *ResponsesRecord) []json.RawMessage {
 		}
 		item := []byte(raw)
 		typ := it.Get("type").Str
-		if typ == "" && it.Get("role").Exists() {
+		switch {
+		case isReference(it) && it.Get("type").Type != gjson.String:
+			// Sent without its type, as the SDKs allow, and taken as a
+			// reference: listed as one.
+			typ = "item_reference"
+			item, _ = sjson.SetBytes(item, "type", typ)
+		case typ == "" && it.Get("role").Exists():
 			typ = "message"
 			item, _ = sjson.SetBytes(item, "type", typ)
 		}

@@ -78,3 +78,19 @@ func FuzzInputItems(f *testing.F) {
 		}
 	})
 }
+
+// A reference sent without its type (absent or null, as OpenAI's SDKs
+// allow), as a passed-through request keeps it, is listed as the
+// item_reference it is.
+func TestInputItemsReferenceWithoutType(t *testing.T) {
+	rec := &ResponsesRecord{ID: "resp_1", Input: []json.RawMessage{
+		json.RawMessage(`{"id":"msg_a"}`), json.RawMessage(`{"id":"msg_b","type":null}`), json.RawMessage(`{"id":"msg_c","type":null,"role":null}`),
+		json.RawMessage(`{"type":"item_reference","id":"msg_d"}`), json.RawMessage(`{"role":"user","content":"hi"}`),
+	}}
+	want := []string{"item_reference msg_a", "item_reference msg_b", "item_reference msg_c", "item_reference msg_d", "message msg_1_in4"}
+	for i, it := range InputItems(rec) {
+		if got := gjson.GetBytes(it, "type").Str + " " + gjson.GetBytes(it, "id").Str; got != want[i] {
+			t.Errorf("item %d listed as %s, want %s", i, it, want[i])
+		}
+	}
+}
