@@ -225,3 +225,39 @@ func TestItemReferencesIntoThePreviousResponse(t *testing.T) {
 		t.Fatalf("only the previous response's item: %d %s", r.status, r.raw)
 	}
 }
+
+// GET input_items names the input items a client sent without an id; a
+// reference to one of them is resolved as a reference to an output item
+// is: the item as listed, in its place.
+func TestItemReferencesToListedInputItems(t *testing.T) {
+	e, f := newGatewayEnv(t)
+	const model = "anthropic:claude-haiku-4-5"
+	first := e.must(e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": model, "input": []any{
+		map[string]any{"role": "user", "content": "remember 42"}}}), 200)
+	list := e.must(e.do("GET", "/v1/responses/"+first.str("id")+"/input_items", e.tenantA, nil), 200)
+	id := gjson.GetBytes(list.raw, "data.0.id").Str
+	e.must(e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": model, "input": []any{
+		map[string]any{"type": "item_reference", "id": id}, map[string]any{"role": "user", "content": "what was it?"}}}), 200)
+	f.mu.Lock()
+	sent := f.anthropicBodies[len(f.anthropicBodies)-1]
+	f.mu.Unlock()
+	if got := gjson.GetBytes(sent, "messages.0.content.#.text").Raw; got != `["remember 42","what was it?"]` {
+		t.Fatalf("the listed item %s did not reach the provider: %s", id, sent)
+	}
+	// Another tenant's is not found, before any upstream call.
+	calls := f.calls.Load()
+	r := e.do("POST", "/v1/responses", e.tenantB, map[string]any{"model": model, "input": []any{
+		map[string]any{"type": "item_reference", "id": id}, map[string]any{"role": "user", "content": "what was it?"}}})
+	if r.status != 400 || r.str("error.param") != "input/0/id" || f.calls.Load() != calls {
+		t.Fatalf("another tenant's: %d %s", r.status, r.raw)
+	}
+	// Beside previous_response_id naming its response, it goes once.
+	e.must(e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": model, "previous_response_id": first.str("id"), "input": []any{
+		map[string]any{"type": "item_reference", "id": id}, map[string]any{"role": "user", "content": "what was it?"}}}), 200)
+	f.mu.Lock()
+	sent = f.anthropicBodies[len(f.anthropicBodies)-1]
+	f.mu.Unlock()
+	if gjson.GetBytes(sent, "messages.#").Int() != 3 || gjson.GetBytes(sent, "messages.0.content.#").Int() != 1 {
+		t.Fatalf("with previous_response_id: %s", sent)
+	}
+}

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -184,6 +185,24 @@ func itemOrigin(id string) (response string, at int, ok bool) {
 		return "", 0, false
 	}
 	return "resp_" + hex, at, true
+}
+
+// inputItemOrigin is the response an id InputItems named for an input
+// item names (<kind>_<the response id's hex>_in<n>).
+func inputItemOrigin(id string) (response string, ok bool) {
+	prefix, rest, found := strings.Cut(id, "_")
+	if !found || prefix != "item" && !slices.Contains(slices.Collect(maps.Values(inputItemPrefix)), prefix) {
+		return "", false
+	}
+	hex, n, found := strings.Cut(rest, "_")
+	if !found || len(hex) != 32 || strings.Trim(hex, "0123456789abcdef") != "" {
+		return "", false
+	}
+	at, err := strconv.Atoi(strings.TrimPrefix(n, "in"))
+	if !strings.HasPrefix(n, "in") || err != nil || at < 0 || "in"+strconv.Itoa(at) != n {
+		return "", false
+	}
+	return "resp_" + hex, true
 }
 
 // legacyReasoningID reports whether id is a reasoning item's as Baton named

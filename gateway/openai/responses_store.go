@@ -397,7 +397,8 @@ func (s ResponsesStore) History(ctx context.Context, tenant, id string) (Respons
 		if err := conv.items(output, "output"); err != nil {
 			return ResponsesHistory{}, storedItemError(rec, "output", err)
 		}
-		for _, it := range slices.Concat(input, output) {
+		// Input items by the ids GET input_items lists them by.
+		for _, it := range slices.Concat(InputItems(rec), output) {
 			if id := gjson.GetBytes(it, "id"); id.Type == gjson.String && id.Str != "" {
 				ids[id.Str] = true
 			}
@@ -475,11 +476,14 @@ func (s ResponsesStore) ResolveReferences(ctx context.Context, tenant string, bo
 		items = append(items, raw)
 		return nil
 	}
-	outputs := map[string][]gjson.Result{} // a response's output, read once
+	outputs := map[string][]gjson.Result{}   // a response's output, read once
+	inputs := map[string][]json.RawMessage{} // a response's input items, as listed, read once
 	changed := false
 	for i, it := range input.Array() {
 		id := it.Get("id")
 		response, at, ours := itemOrigin(id.Str)
+		listed, in := inputItemOrigin(id.Str)
+		ours = ours || in
 		notFound := invalid(fmt.Sprintf("input/%d/id", i), "Item with id '%s' not found (the items of responses sent with store: false are not kept).", id.Str)
 		if isReference(it) && !ours {
 			// A provider's item: sent on only when it is of a response
@@ -495,6 +499,30 @@ func (s ResponsesStore) ResolveReferences(ctx context.Context, tenant string, bo
 			if err := add(it.Raw); err != nil {
 				return nil, err
 			}
+			continue
+		}
+		if in {
+			// An input item, by the id GET input_items named it.
+			items, ok := inputs[listed]
+			if !ok {
+				rec, err := s.Load(ctx, tenant, listed, "")
+				if errors.As(err, new(*domain.Error)) && domain.KindOf(err) == domain.KindNotFound {
+					return nil, notFound
+				}
+				if err != nil {
+					return nil, err
+				}
+				items = InputItems(rec)
+				inputs[listed] = items
+			}
+			j := slices.IndexFunc(items, func(raw json.RawMessage) bool { return gjson.GetBytes(raw, "id").Str == id.Str })
+			if j < 0 {
+				return nil, notFound
+			}
+			if err := add(string(items[j])); err != nil {
+				return nil, err
+			}
+			changed = true
 			continue
 		}
 		out, ok := outputs[response]
