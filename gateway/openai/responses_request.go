@@ -123,8 +123,10 @@ func flatName(namespace, name string) string {
 type ResponsesHistory struct {
 	Messages []gateway.Message
 	System   []string // system and developer items of those inputs
-	// items are the ids of those inputs' and outputs' items.
-	items map[string]bool
+	// chain are the responses it is made of, newest first: the ids of
+	// their items are read only for a body that sends items with ids
+	// (Without).
+	chain []*ResponsesRecord
 }
 
 // Continue puts the history before the call's own input.
@@ -139,12 +141,13 @@ func (c *ResponsesCall) Continue(h ResponsesHistory) {
 // and are not kept as this turn's. Input made only of such items is a 400.
 func (h ResponsesHistory) Without(body []byte) ([]byte, error) {
 	input := gjson.GetBytes(body, "input")
-	if !input.IsArray() || len(h.items) == 0 {
+	if !input.IsArray() || !slices.ContainsFunc(input.Array(), func(it gjson.Result) bool { return it.Get("id").Type == gjson.String }) {
 		return body, nil
 	}
+	known := itemIDs(h.chain)
 	var items []string
 	for _, it := range input.Array() {
-		if id := it.Get("id"); id.Type != gjson.String || !h.items[id.Str] {
+		if id := it.Get("id"); id.Type != gjson.String || !known[id.Str] {
 			items = append(items, it.Raw)
 		}
 	}

@@ -378,7 +378,6 @@ func (s ResponsesStore) History(ctx context.Context, tenant, id string) (Respons
 		chain = append(chain, rec)
 	}
 	var conv conversation
-	ids := map[string]bool{}
 	for i := len(chain) - 1; i >= 0; i-- {
 		rec := chain[i]
 		var resp struct {
@@ -397,14 +396,28 @@ func (s ResponsesStore) History(ctx context.Context, tenant, id string) (Respons
 		if err := conv.items(output, "output"); err != nil {
 			return ResponsesHistory{}, storedItemError(rec, "output", err)
 		}
-		// Input items by the ids GET input_items lists them by.
-		for _, it := range slices.Concat(InputItems(rec), output) {
-			if id := gjson.GetBytes(it, "id"); id.Type == gjson.String && id.Str != "" {
-				ids[id.Str] = true
-			}
+	}
+	return ResponsesHistory{Messages: conv.msgs, System: conv.system, chain: chain}, nil
+}
+
+// itemIDs are the ids of the items of the responses of chain: their input
+// items by the ids GET input_items lists them by, and their output items.
+func itemIDs(chain []*ResponsesRecord) map[string]bool {
+	ids := map[string]bool{}
+	add := func(id gjson.Result) {
+		if id.Type == gjson.String && id.Str != "" {
+			ids[id.Str] = true
 		}
 	}
-	return ResponsesHistory{Messages: conv.msgs, System: conv.system, items: ids}, nil
+	for _, rec := range chain {
+		for _, it := range InputItems(rec) {
+			add(gjson.GetBytes(it, "id"))
+		}
+		for _, it := range gjson.GetBytes(rec.Response, "output").Array() {
+			add(it.Get("id"))
+		}
+	}
+	return ids
 }
 
 // withoutReasoning is items without their reasoning items: a provider's
