@@ -261,3 +261,21 @@ func TestItemReferencesToListedInputItems(t *testing.T) {
 		t.Fatalf("with previous_response_id: %s", sent)
 	}
 }
+
+// A reference without an id, or with one that is not a string, says so,
+// rather than that an item with an empty id was not found.
+func TestItemReferencesWithoutAnID(t *testing.T) {
+	e, f := newGatewayEnv(t)
+	calls := f.calls.Load()
+	for _, ref := range []string{`{"type":"item_reference"}`, `{"type":"item_reference","id":5}`, `{"type":"item_reference","id":""}`, `{"id":null}`} {
+		for _, model := range []string{"anthropic:claude-haiku-4-5", "openai:gpt-4o-mini"} {
+			r := e.do("POST", "/v1/responses", e.tenantA, `{"model":"`+model+`","input":[`+ref+`,{"role":"user","content":"hi"}]}`)
+			if r.status != 400 || r.str("error.param") != "input/0/id" || !strings.Contains(r.str("error.message"), "needs the id") {
+				t.Errorf("%s on %s: %d %s", ref, model, r.status, r.raw)
+			}
+		}
+	}
+	if f.calls.Load() != calls {
+		t.Fatal("a refused reference reached the provider")
+	}
+}

@@ -498,6 +498,9 @@ func (s ResponsesStore) ResolveReferences(ctx context.Context, tenant string, bo
 		listed, in := inputItemOrigin(id.Str)
 		ours = ours || in
 		notFound := invalid(fmt.Sprintf("input/%d/id", i), "Item with id '%s' not found (the items of responses sent with store: false are not kept).", id.Str)
+		if isReference(it) && (id.Type != gjson.String || id.Str == "") {
+			return nil, invalid(fmt.Sprintf("input/%d/id", i), "an item_reference needs the id of the item it refers to, a string")
+		}
 		if isReference(it) && !ours {
 			// A provider's item: sent on only when it is of a response
 			// passed through for this tenant, as its provider would
