@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"strings"
 	"sync"
 	"testing"
 )
@@ -39,13 +40,19 @@ func TestResponsesDelete(t *testing.T) {
 		if id == translated && len(got) != 0 {
 			t.Fatalf("a translated response's delete reached the provider: %+v", got)
 		}
-		if r := e.do("GET", "/v1/responses/"+id, e.tenantA, nil); r.status != 404 {
+		// Each says it was deleted (not that it may have been sent with
+		// store: false); to another tenant it is not found, no more.
+		if r := e.do("GET", "/v1/responses/"+id, e.tenantA, nil); r.status != 404 || r.str("error.code") != "response_not_found" || !strings.Contains(r.str("error.message"), "was deleted") {
 			t.Fatalf("GET after delete: %d %s", r.status, r.raw)
 		}
-		if r := e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5", "input": "and?", "previous_response_id": id}); r.status != 400 || r.str("error.code") != "previous_response_not_found" {
+		if r := e.do("GET", "/v1/responses/"+id, e.tenantB, nil); r.status != 404 || strings.Contains(r.str("error.message"), "deleted") {
+			t.Fatalf("another tenant's GET after delete: %d %s", r.status, r.raw)
+		}
+		if r := e.do("POST", "/v1/responses", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5", "input": "and?", "previous_response_id": id}); r.status != 400 || r.str("error.code") != "previous_response_not_found" ||
+			!strings.Contains(r.str("error.message"), "was deleted") {
 			t.Fatalf("continued after delete: %d %s", r.status, r.raw)
 		}
-		if r := e.do("DELETE", "/v1/responses/"+id, e.tenantA, nil); r.status != 404 {
+		if r := e.do("DELETE", "/v1/responses/"+id, e.tenantA, nil); r.status != 404 || !strings.Contains(r.str("error.message"), "was deleted") {
 			t.Fatalf("second delete: %d %s", r.status, r.raw)
 		}
 	}

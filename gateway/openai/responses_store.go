@@ -187,6 +187,19 @@ func responseNotFound(id, param string) error {
 	return e
 }
 
+// responseDeleted is the tenant's own response that DELETE removed: not
+// found, as responseNotFound, saying why.
+func responseDeleted(id, param string) error {
+	e := domain.E("responses", domain.KindNotFound, "response_not_found", "Response with id '%s' was deleted.", id)
+	if param == "previous_response_id" {
+		e = domain.E("responses", domain.KindBadRequest, "previous_response_not_found", "Previous response with id '%s' not found: it was deleted.", id)
+	}
+	if param != "" {
+		e.Fields = []domain.FieldError{{Pointer: param, Code: "not_found", Message: e.Message}}
+	}
+	return e
+}
+
 // keptUpstream is ErrKeptUpstream, with the provider that keeps the
 // response.
 type keptUpstream struct{ provider string }
@@ -250,6 +263,9 @@ func (s ResponsesStore) Load(ctx context.Context, tenant, id, param string) (*Re
 	if err != nil {
 		return nil, err
 	}
+	if len(evs) > 1 && evs[1].Type == EventResponseDeleted && evs[0].Metadata.Tenant == tenant {
+		return nil, responseDeleted(id, param)
+	}
 	if len(evs) == 0 || len(evs) > 1 && evs[1].Type == EventResponseDeleted {
 		return nil, responseNotFound(id, param)
 	}
@@ -301,6 +317,9 @@ func (s ResponsesStore) Delete(ctx context.Context, tenant string, meta eventsto
 	if err != nil {
 		return err
 	}
+	if len(evs) > 1 && evs[1].Type == EventResponseDeleted && evs[0].Metadata.Tenant == tenant {
+		return responseDeleted(id, "")
+	}
 	if len(evs) == 0 || len(evs) > 1 || evs[0].Metadata.Tenant != tenant {
 		return responseNotFound(id, "")
 	}
@@ -324,7 +343,7 @@ func (s ResponsesStore) Delete(ctx context.Context, tenant string, meta eventsto
 	meta.Tenant = tenant
 	_, err = s.Store.Append(ctx, name, eventstore.Revision(evs[0].Revision), eventstore.NewEvent(EventResponseDeleted, data, meta))
 	if errors.Is(err, eventstore.ErrConflict) {
-		return responseNotFound(id, "") // deleted meanwhile
+		return responseDeleted(id, "") // deleted meanwhile
 	}
 	return err
 }
