@@ -143,6 +143,12 @@ func (s *Server) withKeyAs(a access, f errFormat, h http.HandlerFunc) http.Handl
 		if rec, ok := w.(*statusRecorder); ok {
 			rec.tenant = p.Tenant
 		}
+		if f == problemErrors {
+			if err := knownQuery(r); err != nil {
+				s.writeErrorAs(w, r, f, err)
+				return
+			}
+		}
 		h(w, withPrincipal(r, p))
 	}
 }
