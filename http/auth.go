@@ -59,8 +59,9 @@ func presentedKey(r *http.Request) (key string, conflict bool) {
 }
 
 // authenticate resolves the key. An unknown key may be one created a moment
-// ago through another path (the CLI, another replica): the read model is
-// given a bounded moment to catch up before the key is refused.
+// ago through another path (the CLI, another replica): while the store
+// holds a key event the read model has not applied, it is given a bounded
+// moment to catch up before the key is refused.
 func (s *Server) authenticate(r *http.Request) (domain.Principal, error) {
 	const op = "auth"
 	if len(r.Header["Authorization"]) > 1 || len(r.Header["X-Api-Key"]) > 1 {
@@ -84,7 +85,7 @@ func (s *Server) authenticate(r *http.Request) (domain.Principal, error) {
 	hash := domain.HashKey(key)
 	rec, err := s.proj.KeyByHash(hash)
 	if errors.Is(err, projections.ErrNoKey) && !s.unknownKeys.recent(hash) {
-		if werr := s.proj.WaitForHead(r.Context(), 2*time.Second); werr == nil {
+		if werr := s.proj.WaitForKeys(r.Context(), 2*time.Second); werr == nil {
 			rec, err = s.proj.KeyByHash(hash)
 			if errors.Is(err, projections.ErrNoKey) {
 				s.unknownKeys.add(hash) // refused with the read model caught up: remember it

@@ -2,6 +2,8 @@ package projections
 
 import (
 	"cmp"
+	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,12 +21,14 @@ import (
 var (
 	bucketKeys     = []byte("keys")       // SHA-256 of the key -> KeyRecord JSON
 	bucketKeyHashe = []byte("keys_by_id") // keyId -> SHA-256 of the key
+	bucketKeysMeta = []byte("keys_meta")  // keyNext -> the keys stream's next revision
+	keyNext        = []byte("next")
 )
 
 // Keys projects the keys stream into the auth read model.
 type Keys struct{}
 
-func (Keys) Buckets() [][]byte { return [][]byte{bucketKeys, bucketKeyHashe} }
+func (Keys) Buckets() [][]byte { return [][]byte{bucketKeys, bucketKeyHashe, bucketKeysMeta} }
 
 // Wants: the keys stream.
 func (Keys) Wants(ev eventstore.RecordedEvent) bool { return ev.StreamID == domain.KeysStream }
@@ -37,6 +41,11 @@ func (Keys) Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error {
 		return fmt.Errorf("keys: %s", ev.Unreadable) // authentication does not go on on a guess
 	}
 	keys, byID := tx.Bucket(bucketKeys), tx.Bucket(bucketKeyHashe)
+	// How far the stream is applied: authentication waits for the read
+	// models only while the store holds a key event past it (WaitForKeys).
+	if err := tx.Bucket(bucketKeysMeta).Put(keyNext, binary.BigEndian.AppendUint64(nil, ev.Revision+1)); err != nil {
+		return err
+	}
 	switch ev.Type {
 	case domain.EventKeyCreated:
 		var d domain.KeyCreated
@@ -193,4 +202,73 @@ func (r *Runner) KeyList(tenant string) ([]domain.KeyRecord, error) {
 		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.KeyID, b.KeyID))
 	})
 	return out, err
+}
+
+// WaitForKeys waits, bounded by timeout, until the read models include
+// every key event the store holds, so that a key created a moment ago
+// through another replica or the CLI is known. It waits only while such an
+// event is not applied: a made-up key costs a read of the keys stream's
+// tail (shared, as the head's are: one in flight and one more due), not a
+// wait for the read models to reach the store's head, which took the whole
+// timeout while they trailed other writes. A file written before the keys
+// stream's revision was kept waits for the head, as before.
+func (r *Runner) WaitForKeys(ctx context.Context, timeout time.Duration) error {
+	if _, known, err := r.keysNext(); err != nil || !known {
+		if err != nil {
+			return err
+		}
+		return r.WaitForHead(ctx, timeout)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		pos, err := r.keyTails.Head(ctx, timeout)
+		if err != nil {
+			return err
+		}
+		if pos == eventstore.Start {
+			return nil // every key event is applied
+		}
+		if err := r.WaitFor(ctx, pos); err != nil {
+			return err
+		}
+	}
+}
+
+// keyTail reads, as its Head, the position of the first key event the
+// read models have not applied, or Start when there is none.
+type keyTail struct {
+	eventstore.Store
+	r *Runner
+}
+
+func (k keyTail) Head(ctx context.Context) (eventstore.Position, error) {
+	next, known, err := k.r.keysNext()
+	if err != nil {
+		return eventstore.Start, err
+	}
+	if !known {
+		return k.Store.Head(ctx)
+	}
+	evs, err := k.Store.ReadStream(ctx, domain.KeysStream, next, 1)
+	if err != nil || len(evs) == 0 {
+		return eventstore.Start, err
+	}
+	return evs[0].Position, nil
+}
+
+// keysNext is the revision of the keys stream's next event as the read
+// models have applied it; known is false for a file that holds keys but
+// was written before the revision was kept.
+func (r *Runner) keysNext() (next uint64, known bool, err error) {
+	err = r.View(func(tx *bbolt.Tx) error {
+		if v := tx.Bucket(bucketKeysMeta).Get(keyNext); len(v) == 8 {
+			next, known = binary.BigEndian.Uint64(v), true
+			return nil
+		}
+		k, _ := tx.Bucket(bucketKeyHashe).Cursor().First()
+		known = k == nil // no key event applied yet
+		return nil
+	})
+	return next, known, err
 }

@@ -59,8 +59,9 @@ type Runner struct {
 	watchMu sync.Mutex
 	watches map[string]*watch
 
-	keys  keyCache // authentication's lookups, dropped whenever the keys stream moves
-	heads eventstore.SharedHead
+	keys     keyCache // authentication's lookups, dropped whenever the keys stream moves
+	heads    eventstore.SharedHead
+	keyTails eventstore.SharedHead // of keyTail: authentication's reads of the keys stream's tail
 }
 
 // Open opens (or creates) the read-model file at path. The file is
@@ -90,6 +91,7 @@ func Open(path string, store eventstore.Store, projectors ...Projector) (r *Runn
 		return nil, fmt.Errorf("projections: %s is damaged: %w", path, err)
 	}
 	r = &Runner{db: db, store: store, projectors: projectors, notify: make(chan struct{}), heads: eventstore.SharedHead{Store: store}}
+	r.keyTails.Store = keyTail{store, r}
 	var pos eventstore.Position
 	err = db.Update(func(tx *bbolt.Tx) error {
 		cp, err := tx.CreateBucketIfNotExists(bucketCheckpoint)

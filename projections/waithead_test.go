@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
@@ -97,5 +98,66 @@ func TestStreamChangedWakesThatStreamOnly(t *testing.T) {
 	defer r.watchMu.Unlock()
 	if len(r.watches) != 0 {
 		t.Fatalf("watches left behind: %v", r.watches)
+	}
+}
+
+// WaitForKeys waits while a key event is not applied, not while other
+// writes are; a file that holds keys but not the keys stream's revision
+// (written before it was kept) waits for the head, as authentication did.
+func TestWaitForKeysWaitsOnlyForKeyEvents(t *testing.T) {
+	dir := t.TempDir()
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	r, err := Open(filepath.Join(dir, "rm.db"), store, NewHandoffs(), Keys{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	appendKey := func() {
+		_, ev, err := domain.NewKey("a", false, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := json.Marshal(ev)
+		if _, err := store.Append(context.Background(), domain.KeysStream, eventstore.NoStream(), eventstore.NewEvent(domain.EventKeyCreated, data, eventstore.Metadata{})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	catchUp := func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { r.Run(ctx); close(done) }()
+		if err := r.WaitForHead(context.Background(), 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		<-done
+	}
+	// No key event at all: nothing to wait for.
+	if err := r.WaitForKeys(context.Background(), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	appendKey()
+	// One not applied: waited for, to the bound.
+	if err := r.WaitForKeys(context.Background(), 100*time.Millisecond); !errors.Is(err, ErrBehind) {
+		t.Fatalf("a key event not applied: %v", err)
+	}
+	catchUp()
+	if _, err := store.Append(context.Background(), "other-1", eventstore.NoStream(), eventstore.NewEvent("Other", json.RawMessage(`{}`), eventstore.Metadata{})); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := r.WaitForKeys(context.Background(), time.Second); err != nil || time.Since(start) > 500*time.Millisecond {
+		t.Fatalf("behind on another stream only: %v after %v", err, time.Since(start))
+	}
+	// A file without the revision: the head, as before.
+	if err := r.db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketKeysMeta).Delete(keyNext) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WaitForKeys(context.Background(), 100*time.Millisecond); !errors.Is(err, ErrBehind) {
+		t.Fatalf("a file without the revision: %v", err)
 	}
 }
