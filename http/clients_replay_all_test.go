@@ -533,10 +533,10 @@ type replayRefusal struct{ param, remove string }
 // Codex's classic shape (codex-exec-tool-turn) translates as it is, its
 // cache-only web_search dropped and said so in Baton-Dropped-Tools.
 var replayRefusals = map[string][]replayRefusal{
-	"agents-sdk-run-stream.json#0":      {{"text/verbosity", "text.verbosity"}},
-	"agents-sdk-run-stream.json#1":      {{"text/verbosity", "text.verbosity"}},
-	"codex-exec.json#1":                 {{"text/verbosity", "text.verbosity"}, {"input/0/type", "input.0"}},
-	"codex-exec-custom-provider.json#0": {{"text/verbosity", "text.verbosity"}, {"input/0/type", "input.0"}},
+	"agents-sdk-run-stream.json#0":      {{"text.verbosity", "text.verbosity"}},
+	"agents-sdk-run-stream.json#1":      {{"text.verbosity", "text.verbosity"}},
+	"codex-exec.json#1":                 {{"text.verbosity", "text.verbosity"}, {"input[0].type", "input.0"}},
+	"codex-exec-custom-provider.json#0": {{"text.verbosity", "text.verbosity"}, {"input[0].type", "input.0"}},
 }
 
 // TestClientsReplayAllStreamsTranslated replays every streamed recorded
@@ -867,8 +867,8 @@ func replayToolResultsToChat(t *testing.T, sent, got []byte) {
 // The whole (non-streamed) recorded requests translated, refused by design
 // as their streamed twins are (text.verbosity on every Agents SDK turn).
 var replayWholeRefusals = map[string][]replayRefusal{
-	"agents-sdk-run.json#0": {{"text/verbosity", "text.verbosity"}},
-	"agents-sdk-run.json#1": {{"text/verbosity", "text.verbosity"}},
+	"agents-sdk-run.json#0": {{"text.verbosity", "text.verbosity"}},
+	"agents-sdk-run.json#1": {{"text.verbosity", "text.verbosity"}},
 }
 
 // TestClientsReplayAllWholeTranslated replays every recorded request that

@@ -47,7 +47,7 @@ func TestDuplicateNamesRefused(t *testing.T) {
 		r := e.do(c.method, c.path, c.key, c.body)
 		ok := r.status == 400 && strings.Contains(string(r.raw), `the field \"`+c.pointer+`\" twice`)
 		if c.openai {
-			ok = ok && r.str("error.param") == c.pointer
+			ok = ok && r.str("error.param") == oaPath(c.pointer)
 		} else {
 			fields, _ := r.body["fields"].([]any)
 			f, _ := append(fields, nil)[0].(map[string]any)

@@ -229,7 +229,7 @@ func TestToolsTranslateBothWays(t *testing.T) {
 		t.Fatalf("turns sent to Anthropic: %s\n%s", got, sent)
 	}
 	if r := e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "local:echo", "tools": []any{map[string]any{"type": "retrieval"}},
-		"messages": []any{map[string]any{"role": "user", "content": "x"}}}); r.status != 400 || r.str("error.param") != "tools/0/type" {
+		"messages": []any{map[string]any{"role": "user", "content": "x"}}}); r.status != 400 || r.str("error.param") != "tools[0].type" {
 		t.Fatalf("bad tool: %d %s", r.status, r.raw)
 	}
 	// An Anthropic server tool goes to Anthropic as it is (passthrough);
@@ -463,7 +463,7 @@ func TestToolChoiceTranslatesBothWays(t *testing.T) {
 			"allowed_tools": map[string]any{"mode": "sometimes", "tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}}}}}), "tool_choice/allowed_tools/mode"},
 	} {
 		r := e.do("POST", c.path, e.tenantA, c.body)
-		if r.status != 400 || !strings.HasPrefix(r.str("error.param"), c.param) || !strings.Contains(string(r.raw), "tool_choice") {
+		if r.status != 400 || !strings.HasPrefix(r.str("error.param"), oaPath(c.param)) || !strings.Contains(string(r.raw), "tool_choice") {
 			t.Errorf("%s %v: %d %s", c.path, c.body["tool_choice"], r.status, r.raw)
 		}
 	}
@@ -591,7 +591,7 @@ func TestResponseFormat(t *testing.T) {
 	}
 	// A schema named like one of the tools would make the two one.
 	if r := e.do("POST", "/v1/chat/completions", e.tenantA, chatWithTools("anthropic:claude-haiku-4-5", map[string]any{"response_format": schemaFormat})); r.status != 400 ||
-		r.str("error.param") != "response_format/json_schema/name" {
+		r.str("error.param") != "response_format.json_schema.name" {
 		t.Errorf("schema named like a tool: %d %s", r.status, r.raw)
 	}
 	// json_schema without a schema: any JSON object.
@@ -724,7 +724,7 @@ func TestToolMessageNameTranslated(t *testing.T) {
 		name string
 		at   int
 	}{{"get_time", 2}, {"ada", 0}} {
-		if r := e.do("POST", "/v1/chat/completions", e.tenantA, body(c.name, c.at)); r.status != 400 || r.str("error.param") != fmt.Sprintf("messages/%d/name", c.at) {
+		if r := e.do("POST", "/v1/chat/completions", e.tenantA, body(c.name, c.at)); r.status != 400 || r.str("error.param") != fmt.Sprintf("messages[%d].name", c.at) {
 			t.Fatalf("name %q on message %d: %d %s", c.name, c.at, r.status, r.raw)
 		}
 	}

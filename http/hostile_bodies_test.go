@@ -197,7 +197,7 @@ func TestIncludeUsageMustBeABoolean(t *testing.T) {
 	for _, model := range []string{"oai:gpt-x", "anthropic:claude-haiku-4-5"} {
 		for _, v := range []string{`"yes"`, `"true"`, `1`, `{}`} {
 			r := e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"`+model+`","stream":true,"stream_options":{"include_usage":`+v+`},"messages":[{"role":"user","content":"hi"}]}`)
-			if r.status != 400 || strings.TrimPrefix(r.str("error.param"), "/") != "stream_options/include_usage" {
+			if r.status != 400 || r.str("error.param") != "stream_options.include_usage" {
 				t.Errorf("%s include_usage %s: %d %s", model, v, r.status, r.raw)
 			}
 		}
@@ -580,11 +580,12 @@ func TestNullStopSequenceRefused(t *testing.T) {
 		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"tool","content":"hi"}]}`, "messages/0/tool_call_id"},
 	} {
 		r := e.do("POST", tc.path, e.tenantA, tc.body)
-		got := strings.TrimPrefix(r.str("error.param"), "/")
+		got, want := r.str("error.param"), oaPath(tc.param)
 		if tc.path == "/v1/messages" { // Anthropic's errors name the field in their message
 			got, _, _ = strings.Cut(r.str("error.message"), ":")
+			want = anPath(tc.param)
 		}
-		if r.status != 400 || got != tc.param {
+		if r.status != 400 || got != want {
 			t.Errorf("%s %s: %d %s", tc.path, tc.body, r.status, r.raw)
 		}
 	}
@@ -715,11 +716,12 @@ func TestTrailingAssistantBetweenOpenAIShapes(t *testing.T) {
 }
 
 // A message that names its field already is not led by it again
-// ("model: /model: must be a string").
+// ("model: /model: must be a string"), and is led by it as Anthropic
+// names fields.
 func TestMessagesRefusalNamesTheFieldOnce(t *testing.T) {
 	e, _ := newGatewayEnv(t)
 	r := e.do("POST", "/v1/messages", e.tenantA, `{"model":5,"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`)
-	if r.status != 400 || r.str("error.message") != "/model: must be a string" {
+	if r.status != 400 || r.str("error.message") != "model: must be a string" {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}
 }

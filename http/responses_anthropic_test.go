@@ -143,7 +143,7 @@ func TestResponsesImageToAnthropic(t *testing.T) {
 	}
 	// An uploaded file stays OpenAI's.
 	body["input"] = []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "input_image", "file_id": "file_1"}}}}
-	if r := e.do("POST", "/v1/responses", e.tenantA, body); r.status != 400 || r.str("error.param") != "input/0/content/0/file_id" {
+	if r := e.do("POST", "/v1/responses", e.tenantA, body); r.status != 400 || r.str("error.param") != "input[0].content[0].file_id" {
 		t.Fatalf("file_id: %d %s", r.status, r.raw)
 	}
 }
@@ -318,7 +318,7 @@ func TestResponsesCodexNamespaceToAnthropic(t *testing.T) {
 	}
 	// A live search would widen what was asked: refused.
 	all["tools"].([]any)[8] = map[string]any{"type": "web_search", "external_web_access": true}
-	if r := e.do("POST", "/v1/responses", e.tenantA, all); r.status != 400 || r.str("error.param") != "tools/8/type" || !strings.Contains(r.str("error.message"), "web_search") {
+	if r := e.do("POST", "/v1/responses", e.tenantA, all); r.status != 400 || r.str("error.param") != "tools[8].type" || !strings.Contains(r.str("error.message"), "web_search") {
 		t.Fatalf("live web_search: %d %s", r.status, r.raw)
 	}
 }

@@ -482,12 +482,12 @@ func TestResponsesRefusedFields(t *testing.T) {
 		body  any
 		param string
 	}{
-		{"built-in tool", map[string]any{"model": "rec:m1", "input": "x", "tools": []any{map[string]any{"type": "web_search"}}}, "tools/0/type"},
+		{"built-in tool", map[string]any{"model": "rec:m1", "input": "x", "tools": []any{map[string]any{"type": "web_search"}}}, "tools[0].type"},
 		{"background", map[string]any{"model": "rec:m1", "input": "x", "background": true}, "background"},
 		{"file input", map[string]any{"model": "rec:m1", "input": []any{map[string]any{"role": "user", "content": []any{
-			map[string]any{"type": "input_text", "text": "what is this?"}, map[string]any{"type": "input_file", "file_id": "file_1"}}}}}, "input/0/content/1/type"},
+			map[string]any{"type": "input_text", "text": "what is this?"}, map[string]any{"type": "input_file", "file_id": "file_1"}}}}}, "input[0].content[1].type"},
 		{"conversation", map[string]any{"model": "rec:m1", "input": "x", "conversation": "conv_1"}, "conversation"},
-		{"logprobs", map[string]any{"model": "rec:m1", "input": "x", "include": []string{"message.output_text.logprobs"}}, "include/0"},
+		{"logprobs", map[string]any{"model": "rec:m1", "input": "x", "include": []string{"message.output_text.logprobs"}}, "include[0]"},
 		{"no input", map[string]any{"model": "rec:m1"}, "input"},
 		{"a field of the wrong type", map[string]any{"model": "rec:m1", "input": "x", "max_output_tokens": "ten"}, "max_output_tokens"},
 	} {
@@ -500,7 +500,7 @@ func TestResponsesRefusedFields(t *testing.T) {
 	_, err := client.Responses.New(testCtx(t), responses.ResponseNewParams{Model: "rec:m1", Input: textInput("x"),
 		Tools: []responses.ToolUnionParam{{OfWebSearch: &responses.WebSearchToolParam{Type: responses.WebSearchToolTypeWebSearch}}}})
 	var apiErr *openai.Error
-	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "tools/0/type" || !strings.Contains(apiErr.Message, "web_search") {
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "tools[0].type" || !strings.Contains(apiErr.Message, "web_search") {
 		t.Fatalf("sdk: %v", err)
 	}
 	if n := len(rec.requests()); n != 0 {

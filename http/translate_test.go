@@ -134,7 +134,7 @@ func TestTranslatePerMessageEffort(t *testing.T) {
 	} {
 		r := e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 50,
 			"messages": []any{user, sys(c.cfg)}})
-		if r.status != 400 || r.str("error.param") != c.param && !strings.Contains(r.str("error.message"), c.param) {
+		if r.status != 400 || r.str("error.param") != c.param && !strings.Contains(r.str("error.message"), anPath(c.param)) {
 			t.Errorf("output_config %v: %d %s; want 400 naming %s", c.cfg, r.status, r.raw, c.param)
 		}
 	}
@@ -232,7 +232,7 @@ func TestTranslateStructuredOutputFromMessages(t *testing.T) {
 	for _, f := range []map[string]any{{"type": "text"}, {"type": "json_schema", "schema": "x"}} {
 		r := e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 10,
 			"messages": []any{map[string]any{"role": "user", "content": "x"}}, "output_config": map[string]any{"format": f}})
-		if r.status != 400 || !strings.Contains(r.str("error.message"), "output_config/format/") {
+		if r.status != 400 || !strings.Contains(r.str("error.message"), "output_config.format.") {
 			t.Fatalf("format %v: %d %s", f, r.status, r.raw)
 		}
 	}
@@ -254,7 +254,7 @@ func TestTranslateDeprecatedOutputFormatFromMessages(t *testing.T) {
 		t.Fatalf("OpenAI got response_format %s", jsonOf(got["response_format"]))
 	}
 	body["output_format"] = map[string]any{"type": "text"}
-	if r := e.do("POST", "/v1/messages", e.tenantA, body); r.status != 400 || !strings.HasPrefix(r.str("error.message"), "output_format/type") {
+	if r := e.do("POST", "/v1/messages", e.tenantA, body); r.status != 400 || !strings.HasPrefix(r.str("error.message"), "output_format.type") {
 		t.Fatalf("a format other than json_schema: %d %s", r.status, r.raw)
 	}
 	body["output_format"] = map[string]any{"type": "json_schema", "schema": schema}
@@ -280,7 +280,7 @@ func TestTranslateToolCallersAndExamplesRefused(t *testing.T) {
 		tool := map[string]any{"name": "get_weather", "input_schema": map[string]any{"type": "object"}, c.field: v}
 		body := map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 10, "tools": []any{tool},
 			"messages": []any{map[string]any{"role": "user", "content": "x"}}}
-		if r := e.do("POST", "/v1/messages", e.tenantA, body); r.status != 400 || !strings.HasPrefix(r.str("error.message"), c.want) {
+		if r := e.do("POST", "/v1/messages", e.tenantA, body); r.status != 400 || !strings.HasPrefix(r.str("error.message"), anPath(c.want)) {
 			t.Fatalf("%s translated: %d %s", c.field, r.status, r.raw)
 		}
 		// By value in a tool addition, likewise.
@@ -288,7 +288,7 @@ func TestTranslateToolCallersAndExamplesRefused(t *testing.T) {
 			"tool": map[string]any{"type": "tool_definition", "definition": tool}}}}
 		body["tools"] = []any{}
 		body["messages"] = []any{add, map[string]any{"role": "user", "content": "x"}}
-		if r := e.do("POST", "/v1/messages", e.tenantA, body); r.status != 400 || !strings.Contains(r.str("error.message"), "/definition/"+c.field) {
+		if r := e.do("POST", "/v1/messages", e.tenantA, body); r.status != 400 || !strings.Contains(r.str("error.message"), ".definition."+c.field) {
 			t.Fatalf("%s in a tool addition: %d %s", c.field, r.status, r.raw)
 		}
 		body["tools"], body["messages"] = []any{tool}, []any{map[string]any{"role": "user", "content": "x"}}
@@ -382,7 +382,7 @@ func TestTranslateReasoning(t *testing.T) {
 		for k, v := range c.extra {
 			body[k] = v
 		}
-		if r := e.do("POST", "/v1/messages", e.tenantA, body); r.status != 400 || !strings.Contains(r.str("error.message"), c.param) {
+		if r := e.do("POST", "/v1/messages", e.tenantA, body); r.status != 400 || !strings.Contains(r.str("error.message"), anPath(c.param)) {
 			t.Errorf("%v: %d %s", c.extra, r.status, r.raw)
 		}
 	}
@@ -470,7 +470,7 @@ func TestTranslateRefusesByName(t *testing.T) {
 	} {
 		c.body["model"], c.body["max_tokens"] = "openai:gpt-4o-mini", 10
 		r := e.do("POST", "/v1/messages", e.tenantA, c.body)
-		if r.status != 400 || !strings.Contains(r.str("error.message"), c.param) {
+		if r.status != 400 || !strings.Contains(r.str("error.message"), anPath(c.param)) {
 			t.Errorf("messages %s: %d %s", c.param, r.status, r.raw)
 		}
 	}
@@ -486,7 +486,7 @@ func TestTranslateRefusesByName(t *testing.T) {
 		{[]any{map[string]any{"role": "system", "content": []any{map[string]any{"type": "image_url", "image_url": map[string]any{"url": "https://x/y.png"}}}}, map[string]any{"role": "user", "content": "x"}}, "messages/0/content/0/type"},
 	} {
 		r := e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5", "messages": c.msgs})
-		if r.status != 400 || r.str("error.param") != c.param || !strings.Contains(r.str("error.message"), c.param) {
+		if r.status != 400 || r.str("error.param") != oaPath(c.param) || !strings.Contains(r.str("error.message"), oaPath(c.param)) {
 			t.Errorf("chat %s: %d %s", c.param, r.status, r.raw)
 		}
 	}
@@ -530,7 +530,7 @@ func TestChatToAnthropicRefusesOpenAIOnly(t *testing.T) {
 		{`"metadata":{"k":"v"}`, "metadata"},
 	} {
 		r := e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"anthropic:claude-haiku-4-5",`+msgs+`,`+c.extra+`}`)
-		if r.status != 400 || r.str("error.param") != c.param || !strings.Contains(r.str("error.message"), c.param) {
+		if r.status != 400 || r.str("error.param") != oaPath(c.param) || !strings.Contains(r.str("error.message"), oaPath(c.param)) {
 			t.Errorf("%s: %d %s", c.extra, r.status, r.raw)
 		}
 	}
@@ -539,7 +539,7 @@ func TestChatToAnthropicRefusesOpenAIOnly(t *testing.T) {
 		`{"role":"assistant","content":"hello","name":"alice"}`,
 		`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"not json at all"}}]}`} {
 		r := e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"},`+m+`,{"role":"user","content":"and?"}]}`)
-		if r.status != 400 || !strings.HasPrefix(r.str("error.param"), "messages/1/") {
+		if r.status != 400 || !strings.HasPrefix(r.str("error.param"), "messages[1].") {
 			t.Errorf("%s: %d %s", m, r.status, r.raw)
 		}
 	}
@@ -572,11 +572,11 @@ func TestMessagesToOpenAIStrictAndSchema(t *testing.T) {
 	}
 	r = e.do("POST", "/v1/messages", e.tenantA, `{"model":"openai:gpt-4o-mini","max_tokens":64,"messages":[{"role":"user","content":"hi"}],`+
 		`"output_config":{"format":{"type":"json_schema","schema":{"type":"array","items":{"type":"string"}}}}}`)
-	if r.status != 400 || !strings.HasPrefix(r.str("error.message"), "output_config/format/schema/type") {
+	if r.status != 400 || !strings.HasPrefix(r.str("error.message"), "output_config.format.schema.type") {
 		t.Fatalf("an array schema: %d %s", r.status, r.raw)
 	}
 	r = e.do("POST", "/v1/responses", e.tenantA, `{"model":"anthropic:claude-haiku-4-5","input":"hi","reasoning":{"effort":"bogus"}}`)
-	if r.status != 400 || r.str("error.param") != "reasoning/effort" {
+	if r.status != 400 || r.str("error.param") != "reasoning.effort" {
 		t.Fatalf("an unknown effort: %d %s", r.status, r.raw)
 	}
 	// What OpenAI has no place for, refused by name: a tier, a text's
@@ -600,7 +600,7 @@ func TestMessagesToOpenAIStrictAndSchema(t *testing.T) {
 		{`"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"search_result","source":"https://example.com","title":"t","content":[{"type":"text","text":"x"}]}]}]}]`, "messages/2/content/0/content/0/type: content block type \"search_result\""},
 	} {
 		r := e.do("POST", "/v1/messages", e.tenantA, `{"model":"openai:gpt-4o-mini","max_tokens":64,`+c.extra+`}`)
-		if r.status != 400 || !strings.HasPrefix(r.str("error.message"), c.param) {
+		if r.status != 400 || !strings.HasPrefix(r.str("error.message"), anPath(c.param)) {
 			t.Errorf("%s: %d %s", c.extra, r.status, r.raw)
 		}
 	}
@@ -608,7 +608,7 @@ func TestMessagesToOpenAIStrictAndSchema(t *testing.T) {
 	// and input under "custom", which a tool_use has no place for.
 	r = e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"fix it"},`+
 		`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"custom","custom":{"name":"apply_patch","input":"*** Begin Patch"}}]},{"role":"tool","tool_call_id":"call_1","content":"done"}]}`)
-	if r.status != 400 || r.str("error.param") != "messages/1/tool_calls/0/type" {
+	if r.status != 400 || r.str("error.param") != "messages[1].tool_calls[0].type" {
 		t.Errorf("a custom tool call: %d %s", r.status, r.raw)
 	}
 	select {
@@ -694,7 +694,7 @@ func TestTranslateCompatibleReasoning(t *testing.T) {
 		for _, th := range []map[string]any{{"type": "adaptive", "display": 1}, {"type": "adaptive", "budget": 5}} {
 			body["thinking"] = th
 			r = e.do("POST", "/v1/messages", e.tenantA, body)
-			if want := map[bool]string{true: "display a string", false: "thinking/budget"}[th["display"] != nil]; r.status != 400 || !strings.Contains(r.str("error.message"), want) {
+			if want := map[bool]string{true: "display a string", false: "thinking.budget"}[th["display"] != nil]; r.status != 400 || !strings.Contains(r.str("error.message"), want) {
 				t.Fatalf("%s, thinking %v: %d %s", field, th, r.status, r.raw)
 			}
 		}
@@ -727,7 +727,7 @@ func TestStrictToolsToAnthropic(t *testing.T) {
 	}
 	r = e.do("POST", "/v1/chat/completions", e.tenantA, `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}],`+
 		`"tools":[{"type":"function","function":{"name":"get_weather","parameters":`+schema+`,"strict":"yes"}}]}`)
-	if r.status != 400 || r.str("error.param") != "tools/0/function/strict" {
+	if r.status != 400 || r.str("error.param") != "tools[0].function.strict" {
 		t.Fatalf("a string strict: %d %s", r.status, r.raw)
 	}
 	select {
@@ -778,14 +778,14 @@ func TestTranslateToolSearchReferences(t *testing.T) {
 		{[]any{ref("Nope")}, "messages/2/content/0/content/0/tool_name"},
 	} {
 		r := e.do("POST", "/v1/messages", e.tenantA, body(c.content.([]any)...))
-		if r.status != 400 || !strings.Contains(r.str("error.message"), c.param) {
+		if r.status != 400 || !strings.Contains(r.str("error.message"), anPath(c.param)) {
 			t.Errorf("%v: %d %s; want 400 naming %s", c.content, r.status, r.raw, c.param)
 		}
 	}
 	// Outside a tool result it is refused.
 	b := body()
 	b["messages"] = []any{map[string]any{"role": "user", "content": []any{ref("WebFetch")}}}
-	if r := e.do("POST", "/v1/messages", e.tenantA, b); r.status != 400 || !strings.Contains(r.str("error.message"), "messages/0/content/0/type") {
+	if r := e.do("POST", "/v1/messages", e.tenantA, b); r.status != 400 || !strings.Contains(r.str("error.message"), "messages.0.content.0.type") {
 		t.Errorf("a reference in a user message: %d %s", r.status, r.raw)
 	}
 	if n := len(u.lastOpenAI); n != 0 {
@@ -863,7 +863,7 @@ func TestTranslateMidConversationToolChanges(t *testing.T) {
 	} {
 		r := e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "max_tokens": 50,
 			"tools": []any{tool("A"), tool("B")}, "messages": c.msgs})
-		if r.status != 400 || !strings.Contains(r.str("error.message"), c.param) {
+		if r.status != 400 || !strings.Contains(r.str("error.message"), anPath(c.param)) {
 			t.Errorf("%s: %d %s; want 400 naming %s", jsonOf(c.msgs), r.status, r.raw, c.param)
 		}
 	}

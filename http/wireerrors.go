@@ -71,9 +71,9 @@ func wireErrorBody(r *http.Request, f errFormat, d described) any {
 	if f == openaiErrors {
 		var param any
 		if d.param != "" {
-			param = d.param
+			param = fieldPath(d.param, true)
 		}
-		return openai.ErrorBody{Error: openai.APIError{Message: d.Message, Type: oa, Param: param, Code: d.Code}}
+		return openai.ErrorBody{Error: openai.APIError{Message: relead(d.param, fieldPath(d.param, true), d.Message), Type: oa, Param: param, Code: d.Code}}
 	}
 	msg := d.Message
 	if d.Kind == domain.KindInvalid || d.Kind == domain.KindBadRequest {
@@ -83,13 +83,57 @@ func wireErrorBody(r *http.Request, f errFormat, d described) any {
 }
 
 // ledByField is a refusal's message as Anthropic's are, led by the field it
-// names (the Messages API has no param of its own), unless it is already.
+// names as Anthropic names one (messages.0.content: the Messages API has no
+// param of its own), unless it is already.
 func ledByField(param, msg string) string {
-	p := strings.TrimPrefix(param, "/")
-	if p == "" || strings.HasPrefix(param, "header:") || strings.HasPrefix(param, "query:") || strings.HasPrefix(msg, p) || strings.HasPrefix(msg, param) || strings.HasPrefix(msg, strings.ReplaceAll(p, "/", ".")) {
+	p := fieldPath(param, false)
+	if p == "" || strings.HasPrefix(param, "header:") || strings.HasPrefix(param, "query:") {
 		return msg
 	}
+	if m := relead(param, p, msg); m != msg || strings.HasPrefix(msg, p) {
+		return m
+	}
 	return p + ": " + msg
+}
+
+// fieldPath is a refused field in a provider's form: Baton's checks name it
+// by JSON pointer (/temperature, messages/0/content), OpenAI's error.param
+// by a dotted path with indices in brackets (messages[0].content), and
+// Anthropic's messages by a dotted path (messages.0.content). A name
+// without a slash (max_tokens), or a header's or query parameter's, is
+// as it is.
+func fieldPath(param string, brackets bool) string {
+	if !strings.Contains(param, "/") || strings.HasPrefix(param, "header:") || strings.HasPrefix(param, "query:") {
+		return param
+	}
+	var b strings.Builder
+	for i, seg := range strings.Split(strings.TrimPrefix(param, "/"), "/") {
+		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
+		switch {
+		case brackets && i > 0 && seg != "" && strings.Trim(seg, "0123456789") == "":
+			b.WriteString("[" + seg + "]")
+		case i > 0:
+			b.WriteString("." + seg)
+		default:
+			b.WriteString(seg)
+		}
+	}
+	return b.String()
+}
+
+// relead is msg led by path instead of the pointer param it starts with
+// ("/temperature: must be a number" is "temperature: must be a number"),
+// or msg as it is.
+func relead(param, path, msg string) string {
+	if path == param {
+		return msg
+	}
+	for _, lead := range []string{param, strings.TrimPrefix(param, "/")} {
+		if rest, ok := strings.CutPrefix(msg, lead); ok && (rest == "" || rest[0] == ':' || rest[0] == ' ') {
+			return path + ": " + strings.TrimLeft(rest, ": ")
+		}
+	}
+	return msg
 }
 
 // openaiAPIs are the roots of OpenAI's API: an OpenAI client that calls

@@ -1,0 +1,58 @@
+package http_test
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// A refused field is named in each front's own form: OpenAI's error.param
+// is the dotted path with indices in brackets (messages[0].content), never
+// a JSON pointer (it was /temperature for a wrong type, messages/0/content
+// for a bad message, max_tokens elsewhere); Anthropic's message is led by
+// the dotted path (messages.0.content: ...), as Anthropic's are.
+func TestErrorParamInTheFrontsForm(t *testing.T) {
+	e, _ := newGatewayEnv(t)
+	msgs := []any{map[string]any{"role": "user", "content": "hi"}}
+	for _, c := range []struct {
+		body       map[string]any
+		param, msg string
+	}{
+		{map[string]any{"model": "local:echo", "messages": msgs, "temperature": "hot"}, "temperature", "temperature: must be a number, not string"},
+		{map[string]any{"model": "local:echo", "messages": msgs, "max_tokens": -1}, "max_tokens", ""},
+		{map[string]any{"model": "local:echo", "messages": []any{map[string]any{"role": "user", "content": 5}}}, "messages[0].content", ""},
+		{map[string]any{"model": "local:echo", "messages": []any{map[string]any{"role": "bogus", "content": "hi"}}}, "messages[0].role", ""},
+		{map[string]any{"model": "local:echo", "messages": msgs, "tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": 5}}}}, "tools[0].function.name", "tools[0].function.name: must be a string, not number"},
+		{map[string]any{"model": "local:echo", "messages": msgs, "response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{}}}, "response_format.json_schema.name", ""},
+	} {
+		r := e.do("POST", "/v1/chat/completions", e.tenantA, c.body)
+		if r.status != 400 || r.str("error.param") != c.param || c.msg != "" && r.str("error.message") != c.msg {
+			t.Errorf("chat %v: %d %s", c.body, r.status, r.raw)
+		}
+	}
+	for _, c := range []struct {
+		body map[string]any
+		msg  string
+	}{
+		{map[string]any{"model": "local:echo", "max_tokens": 10, "messages": msgs, "temperature": "hot"}, "temperature: must be a number, not string"},
+		{map[string]any{"model": "local:echo", "max_tokens": 10, "messages": []any{map[string]any{"role": "user", "content": 5}}}, "messages.0.content: must be a string or an array of content blocks"},
+		{map[string]any{"model": "local:echo", "max_tokens": 10, "messages": []any{map[string]any{"role": "bogus", "content": "hi"}}}, "messages.0.role: role must be user, assistant or system"},
+		{map[string]any{"model": "local:echo", "max_tokens": 10, "messages": msgs, "tools": []any{map[string]any{"name": 5}}}, "tools.0.name: must be a string, not number"},
+		{map[string]any{"model": "local:echo", "max_tokens": -1, "messages": msgs}, "max_tokens: must be at least 1"},
+	} {
+		r := e.do("POST", "/v1/messages", e.tenantA, c.body, "anthropic-version", "2023-06-01")
+		if r.status != 400 || r.str("error.type") != "invalid_request_error" || r.str("error.message") != c.msg {
+			t.Errorf("messages %v: %d %s", c.body, r.status, r.raw)
+		}
+	}
+}
+
+// oaPath is a JSON pointer to a field (messages/0/content) in OpenAI's
+// form (messages[0].content); anPath in Anthropic's (messages.0.content).
+func oaPath(p string) string {
+	p = regexp.MustCompile(`/(\d+)(/|$)`).ReplaceAllString(strings.TrimPrefix(p, "/"), "[$1]$2")
+	p = regexp.MustCompile(`/(\d+)(/|$)`).ReplaceAllString(p, "[$1]$2") // adjacent indices
+	return strings.ReplaceAll(p, "/", ".")
+}
+
+func anPath(p string) string { return strings.ReplaceAll(strings.TrimPrefix(p, "/"), "/", ".") }
