@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/gateway"
@@ -72,6 +74,9 @@ type described struct {
 	*domain.Error
 	param string
 	log   bool
+	// warn logs it at warn, not error: the client's choice refused, which
+	// the operator may still want to see (a provider whose key is missing).
+	warn bool
 	// unkept: the answer follows from the tenant's budget, not from the
 	// request, so an Idempotency-Key does not keep it (a raised limit
 	// lets the same request through).
@@ -110,6 +115,9 @@ func describe(r *http.Request, err error) described {
 		return described{Error: e, param: "model", log: true}
 	case errors.As(err, &de):
 		d := described{Error: de, log: statusOf(de.Kind) >= 500}
+		// A provider asked for that has no key here: the client's choice
+		// (a model or a name), not a failure of the server.
+		d.warn = de.Code == "provider_not_configured"
 		if len(de.Fields) > 0 {
 			d.param = de.Fields[0].Pointer
 		}
@@ -166,6 +174,14 @@ func describe(r *http.Request, err error) described {
 		return described{Error: domain.E("request", domain.KindCanceled, "client_closed_request", "The client went away.")}
 	}
 	return described{Error: domain.E("request", domain.KindInternal, "internal_error", "The server failed on this request; it has been logged."), log: true}
+}
+
+// level is the level d is logged at, when it is.
+func (d described) level() zerolog.Level {
+	if d.warn {
+		return zerolog.WarnLevel
+	}
+	return zerolog.ErrorLevel
 }
 
 // types are d's OpenAI and Anthropic error types.
@@ -230,7 +246,7 @@ func (s *Server) problemFor(w http.ResponseWriter, r *http.Request, err error) P
 		st.unkept = true
 	}
 	if d.log {
-		s.log.Error().Str("requestId", RequestID(r.Context())).Err(err).Msg("request failed")
+		s.log.WithLevel(d.level()).Str("requestId", RequestID(r.Context())).Err(err).Msg("request failed")
 	}
 	retryHeaders(w, d)
 	p := newProblem(r, statusOf(d.Kind), d.Code, d.Message)

@@ -42,7 +42,7 @@ func (s *Server) writeErrorAs(w http.ResponseWriter, r *http.Request, f errForma
 	}
 	d := describe(r, err)
 	if d.log {
-		s.log.Error().Str("requestId", RequestID(r.Context())).Err(err).Msg("gateway call failed")
+		s.log.WithLevel(d.level()).Str("requestId", RequestID(r.Context())).Err(err).Msg("gateway call failed")
 	}
 	retryHeaders(w, d)
 	writeJSON(w, d.statusIn(f), wireErrorBody(r, f, d))
