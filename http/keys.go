@@ -86,6 +86,12 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, domain.Invalid("keys.list", domain.FieldError{Pointer: "query:tenant", Code: "invalid_format", Message: "must name one tenant, given once"}))
 		return
 	}
+	// A key created a moment ago (here, on another replica, by the CLI) is
+	// listed: the read waits for the read models as the other reads do.
+	if err := s.waitReadable(w, r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	recs, err := s.proj.KeyList(tenant)
 	if err != nil {
 		s.writeError(w, r, err)

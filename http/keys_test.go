@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -155,4 +156,35 @@ func TestKeyLabelBoundSaysBytes(t *testing.T) {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}
 	e.must(e.do("POST", "/v1/admin/keys", e.admin, map[string]any{"tenant": "c", "label": strings.Repeat("é", 100)}), 201)
+}
+
+// The key list reads its writes, as the other reads of the read models do:
+// a key created a moment ago (through this replica, another one or the
+// CLI) is listed once the read models include it, not left out of a list
+// read at once (a script creating a key and then listing its tenant's got
+// an empty list about half the time).
+func TestListKeysIncludesAKeyJustCreated(t *testing.T) {
+	f := newHeldFront(t)
+	k, err := f.keys.Create(context.Background(), "test", "", "fresh", false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []byte)
+	go func() {
+		req, _ := http.NewRequest("GET", f.srv.URL+"/v1/admin/keys?tenant=fresh", nil)
+		req.Header.Set("x-api-key", f.admin.Key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			got <- nil
+			return
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		got <- raw
+	}()
+	time.Sleep(200 * time.Millisecond)
+	defer f.run()()
+	if raw := <-got; gjson.GetBytes(raw, "data.0.keyId").Str != k.KeyID {
+		t.Fatalf("the list: %s", raw)
+	}
 }

@@ -25,41 +25,13 @@ import (
 // the CLI), whose event they have not applied, is still waited for and
 // honoured.
 func TestUnknownKeyWaitsOnlyForKeyEvents(t *testing.T) {
-	dir := t.TempDir()
-	store, err := bolt.Open(dir, bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	proj, err := projections.Open(filepath.Join(dir, "readmodel.db"), store, projections.NewHandoffs(), projections.Keys{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proj.Close()
-	run := func() (stop func()) {
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { proj.Run(ctx); close(done) }()
-		return func() { cancel(); <-done }
-	}
-	keys := ledger.NewKeys(store)
-	admin, err := keys.Create(context.Background(), "test", "", "ops", true, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := run()
-	if err := proj.WaitForHead(context.Background(), 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	stop()
+	f := newHeldFront(t)
+	store, keys, admin, srv := f.store, f.keys, f.admin, f.srv
+	run := f.run
 	// The read models stop behind a write that is not a key's.
 	if _, err := store.Append(context.Background(), "other-1", eventstore.NoStream(), eventstore.NewEvent("Other", json.RawMessage(`{}`), eventstore.Metadata{})); err != nil {
 		t.Fatal(err)
 	}
-	front := batonhttp.NewServer(batonhttp.Config{Store: store, Projections: proj, Log: zerolog.Nop(), Version: "test"})
-	defer front.Close()
-	srv := httptest.NewServer(front.Handler())
-	defer srv.Close()
 	get := func(key string) int {
 		req, _ := http.NewRequest("GET", srv.URL+"/v1/executor-protocol", nil)
 		req.Header.Set("x-api-key", key)
@@ -95,9 +67,55 @@ func TestUnknownKeyWaitsOnlyForKeyEvents(t *testing.T) {
 	got := make(chan int)
 	go func() { got <- get(fresh.Key) }()
 	time.Sleep(200 * time.Millisecond)
-	stop = run()
+	stop := run()
 	defer stop()
 	if s := <-got; s != 200 {
 		t.Fatalf("a key created elsewhere a moment ago: %d", s)
 	}
+}
+
+// heldFront is a front whose read models are stopped, caught up to its
+// admin key: run starts them again.
+type heldFront struct {
+	store *bolt.Store
+	keys  *ledger.Keys
+	admin ledger.NewKey
+	srv   *httptest.Server
+	run   func() (stop func())
+}
+
+func newHeldFront(t *testing.T) heldFront {
+	t.Helper()
+	dir := t.TempDir()
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	proj, err := projections.Open(filepath.Join(dir, "readmodel.db"), store, projections.NewHandoffs(), projections.Keys{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proj.Close() })
+	run := func() (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { proj.Run(ctx); close(done) }()
+		return func() { cancel(); <-done }
+	}
+	keys := ledger.NewKeys(store)
+	admin, err := keys.Create(context.Background(), "test", "", "ops", true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run()
+	if err := proj.WaitForHead(context.Background(), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	front := batonhttp.NewServer(batonhttp.Config{Store: store, Projections: proj, Log: zerolog.Nop(), Version: "test"})
+	t.Cleanup(front.Close)
+	srv := httptest.NewServer(front.Handler())
+	t.Cleanup(srv.Close)
+	return heldFront{store: store, keys: keys, admin: admin, srv: srv, run: run}
 }
