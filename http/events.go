@@ -79,6 +79,10 @@ func parseEventsQuery(q url.Values, lastID string, has bool) (eventsQuery, error
 		out.after, out.resume = p, true
 	case len(q["after"]) > 1:
 		add("query:after", "repeated", "is given more than once")
+	case q.Has("after") && q.Get("after") == "":
+		// A script's unset position: starting at the head would skip what
+		// came since its last event as if it had resumed.
+		add("query:after", "empty", "is empty; leave the parameter out to start at the store's head")
 	case q.Get("after") != "":
 		p, err := ParsePosition(q.Get("after"))
 		if err != nil {

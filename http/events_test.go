@@ -487,6 +487,9 @@ func TestEventsBadQuery(t *testing.T) {
 		{"", []string{"Last-Event-ID", "1/x"}, "header:Last-Event-ID"},
 		{"after=-1/2", nil, "query:after"},
 		{"after=1/2&after=3/4", nil, "query:after"},
+		// An empty after (a script's unset position) started at the head,
+		// past what came since the client's last event, as if resumed.
+		{"after=", nil, "query:after"},
 		{"type=approval_decided", nil, "query:type"},
 		{"type=ApprovalDecided,", nil, "query:type"},
 		{"type=", nil, "query:type"},
