@@ -74,3 +74,22 @@ func TestUnknownQueryParameterRefused(t *testing.T) {
 	e.must(e.do("GET", "/?x=1", "", nil), 200)
 	e.must(e.do("GET", "/metrics?x=1", e.admin, nil), 200)
 }
+
+// A query string Go's parser cannot read (a ';' separator, a '%' not
+// followed by two hex digits) is refused, naming the parameter: the pair
+// was dropped without a word, so ?tenant=acme;x=1 listed every tenant's
+// keys.
+func TestMalformedQueryRefused(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct{ query, param string }{
+		{"tenant=c;x=1", "tenant"},
+		{"tenant=c%zz", "tenant"},
+		{"%zz=1", "%zz"},
+	} {
+		r := e.do("GET", "/v1/admin/keys?"+c.query, e.admin, nil)
+		if r.status != 422 || gjson.GetBytes(r.raw, "fields.0.pointer").Str != "query:"+c.param || gjson.GetBytes(r.raw, "fields.0.code").Str != "malformed" {
+			t.Errorf("?%s: %d %s", c.query, r.status, r.raw)
+		}
+	}
+	e.must(e.do("GET", "/v1/admin/keys?tenant=c%2Dd", e.admin, nil), 200)
+}

@@ -2,6 +2,7 @@ package http
 
 import (
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -43,6 +44,19 @@ func knownQuery(r *http.Request) error {
 	}
 	takes := queryParams[r.Method+" "+tpl]
 	var bad []domain.FieldError
+	// A pair Go's parser cannot read is dropped by r.URL.Query() without a
+	// word: ?tenant=acme;x=1 was read as no filter at all.
+	for _, pair := range strings.Split(r.URL.RawQuery, "&") {
+		k, v, _ := strings.Cut(pair, "=")
+		name, kerr := url.QueryUnescape(k)
+		if kerr != nil {
+			name = k
+		}
+		if _, verr := url.QueryUnescape(v); kerr != nil || verr != nil || strings.Contains(pair, ";") {
+			bad = append(bad, domain.FieldError{Pointer: "query:" + name, Code: "malformed",
+				Message: "does not parse: separate parameters with '&', not ';', and write '%' as %25"})
+		}
+	}
 	for name := range r.URL.Query() {
 		if slices.Contains(takes, name) {
 			continue
