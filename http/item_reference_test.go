@@ -248,7 +248,7 @@ func TestItemReferencesToListedInputItems(t *testing.T) {
 	calls := f.calls.Load()
 	r := e.do("POST", "/v1/responses", e.tenantB, map[string]any{"model": model, "input": []any{
 		map[string]any{"type": "item_reference", "id": id}, map[string]any{"role": "user", "content": "what was it?"}}})
-	if r.status != 400 || r.str("error.param") != "input/0/id" || f.calls.Load() != calls {
+	if r.status != 400 || r.str("error.param") != "input[0].id" || f.calls.Load() != calls {
 		t.Fatalf("another tenant's: %d %s", r.status, r.raw)
 	}
 	// Beside previous_response_id naming its response, it goes once.
@@ -270,7 +270,7 @@ func TestItemReferencesWithoutAnID(t *testing.T) {
 	for _, ref := range []string{`{"type":"item_reference"}`, `{"type":"item_reference","id":5}`, `{"type":"item_reference","id":""}`, `{"id":null}`} {
 		for _, model := range []string{"anthropic:claude-haiku-4-5", "openai:gpt-4o-mini"} {
 			r := e.do("POST", "/v1/responses", e.tenantA, `{"model":"`+model+`","input":[`+ref+`,{"role":"user","content":"hi"}]}`)
-			if r.status != 400 || r.str("error.param") != "input/0/id" || !strings.Contains(r.str("error.message"), "needs the id") {
+			if r.status != 400 || r.str("error.param") != "input[0].id" || !strings.Contains(r.str("error.message"), "needs the id") {
 				t.Errorf("%s on %s: %d %s", ref, model, r.status, r.raw)
 			}
 		}
