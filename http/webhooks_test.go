@@ -929,6 +929,37 @@ func TestWebhookHangingReceiverDoesNotHoldOthers(t *testing.T) {
 	}
 }
 
+// A backlog to a tenant's receivers that hang does not hold its healthy
+// endpoint behind it: once an endpoint's attempt has failed, it gets one
+// attempt in flight, and the failing ones half of the tenant's share. The
+// tenant's share (4 of 8 workers) went to the two hanging endpoints'
+// backlog, a timeout at a time, and the healthy endpoint's delivery waited
+// behind all of it (about 15 s here).
+func TestWebhookFailingEndpointsLeaveTheTenantRoom(t *testing.T) {
+	e, clock := webhookEnv(t, true)
+	hung1, hung2 := newReceiver(t), newReceiver(t)
+	for _, h := range []*receiver{hung1, hung2} {
+		h.setAnswer(func(n int, w http.ResponseWriter) { <-h.release })
+	}
+	mine := newReceiver(t)
+	dispatch(t, e, clock, func(c *webhook.Config) { c.Timeout = time.Second })
+	e.registerWebhook(e.tenantA, hung1.srv.URL, []string{"ContractCreated"})
+	e.registerWebhook(e.tenantA, hung2.srv.URL, []string{"ContractCreated"})
+	e.registerWebhook(e.tenantA, mine.srv.URL, []string{"ApprovalDecided"})
+	for range 30 {
+		e.contract(e.tenantA, nil)
+	}
+	hung1.await(t, 2) // the first attempts hang
+	hung2.await(t, 2)
+	start := time.Now()
+	id := e.contract(e.tenantA, nil)
+	e.must(e.do("POST", "/v1/executions/"+id+"/approval", e.tenantA, approveBody()), 200)
+	mine.await(t, 1)
+	if d := time.Since(start); d > 8*time.Second {
+		t.Fatalf("the healthy endpoint's delivery waited %v behind the failing endpoints' backlog", d)
+	}
+}
+
 // A tenant has at most ledger.MaxWebhooksPerTenant active endpoints: each
 // is another delivery of every event it wants, so without a bound one
 // callback went out as many times as the tenant had registered endpoints.

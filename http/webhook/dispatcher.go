@@ -73,7 +73,9 @@ type Config struct {
 	// (a quarter of Workers, at least 1, when 0), and PerTenant to one
 	// tenant's endpoints (half of Workers, at least 1, when 0): a receiver
 	// that hangs holds that many workers, not all of them, and the other
-	// endpoints' deliveries go out as their events come.
+	// endpoints' deliveries go out as their events come. An endpoint whose
+	// last attempt failed gets one in flight, and a tenant's failing
+	// endpoints half of PerTenant (at least 1) together.
 	PerEndpoint int
 	PerTenant   int
 	// Claimant names this process in its claims (host/pid/random when "").
@@ -112,6 +114,12 @@ type Dispatcher struct {
 	wake chan struct{}
 	// draining: the server is stopping; no attempt is started (Drain).
 	draining atomic.Bool
+	// failing holds the endpoints whose last attempt here failed (no
+	// answer, or not 2xx): each gets one attempt in flight at a time, and
+	// a tenant's failing endpoints together half of its share, so that a
+	// backlog to receivers that hang does not hold the tenant's healthy
+	// endpoints behind it, a timeout at a time.
+	failing map[string]bool
 }
 
 // Drain makes the dispatcher start no more attempts, for a server that is
@@ -510,11 +518,15 @@ func (d *Dispatcher) dispatch(ctx context.Context) {
 	if len(d.inflight) >= d.cfg.Workers {
 		return // nothing can start: no need to look through the pending
 	}
-	tenants, endpoints := map[string]int{}, map[string]int{}
+	tenants, endpoints, sick := map[string]int{}, map[string]int{}, map[string]int{}
 	for _, p := range d.inflight {
 		tenants[p.tenant]++
 		endpoints[p.webhook]++
+		if d.failing[p.webhook] {
+			sick[p.tenant]++
+		}
 	}
+	sickShare := max(1, d.cfg.PerTenant/2)
 	// The longest due first, then the oldest: taken in the map's order, a
 	// delivery could wait behind later ones round after round, and an
 	// endpoint's events reached it in no order.
@@ -537,9 +549,16 @@ func (d *Dispatcher) dispatch(ctx context.Context) {
 		if tenants[p.tenant] >= d.cfg.PerTenant || endpoints[p.webhook] >= d.cfg.PerEndpoint {
 			continue
 		}
+		failing := d.failing[p.webhook]
+		if failing && (endpoints[p.webhook] >= 1 || sick[p.tenant] >= sickShare) {
+			continue
+		}
 		d.inflight[id] = p
 		tenants[p.tenant]++
 		endpoints[p.webhook]++
+		if failing {
+			sick[p.tenant]++
+		}
 		d.workers.Add(1)
 		go func() {
 			defer d.workers.Done()
@@ -615,6 +634,16 @@ func (d *Dispatcher) attempt(ctx context.Context, id string) {
 		}
 		rec.DurationMs = time.Since(start).Milliseconds()
 		rec.StatusCode = status
+		d.mu.Lock()
+		if serr == nil && status >= 200 && status < 300 {
+			delete(d.failing, hook.WebhookID)
+		} else {
+			if d.failing == nil {
+				d.failing = map[string]bool{}
+			}
+			d.failing[hook.WebhookID] = true
+		}
+		d.mu.Unlock()
 		switch {
 		case serr == nil && status >= 200 && status < 300:
 			rec.Outcome = domain.WebhookSucceeded
