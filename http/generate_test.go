@@ -966,6 +966,42 @@ func TestGenerateUnderAKeyOutlastsTheLease(t *testing.T) {
 	}
 }
 
+// On a shared store (several replicas) a generation under an
+// Idempotency-Key renews its lease while it runs: a retry four leases in
+// finds the key still held (409, no second model call) rather than taking
+// it over, and the first request's answer is kept. It was cut at the lease
+// (10 minutes) as a 504 that is not kept, so a longer call was paid for
+// and run again.
+func TestGenerateUnderAKeyRenewsItsLeaseOnASharedStore(t *testing.T) {
+	u := newScripted(t, validSummary)
+	u.gate = make(chan struct{})
+	e := scriptedEnvOn(t, u, true)
+	e.front.SetIdempotencyLease(150 * time.Millisecond)
+	body := genBody(nil)
+	first := make(chan response, 1)
+	go func() { first <- e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "slow-2") }()
+	<-u.arrivals
+	time.Sleep(600 * time.Millisecond) // four leases
+	select {
+	case f := <-first:
+		close(u.gate)
+		t.Fatalf("the first request ended while its model call ran: %d %s", f.status, f.raw)
+	default:
+	}
+	r := e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "slow-2")
+	if r.status != 409 || r.str("code") != "idempotency_in_flight" {
+		t.Fatalf("a retry while the first still runs: %d %s", r.status, r.raw)
+	}
+	close(u.gate)
+	if f := <-first; f.status != 200 {
+		t.Fatalf("the first request: %d %s", f.status, f.raw)
+	}
+	again := e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "slow-2")
+	if again.status != 200 || again.header.Get("Idempotent-Replayed") != "true" || u.calls.Load() != 1 {
+		t.Fatalf("the retry after it: %d %s (%d model calls)", again.status, again.raw, u.calls.Load())
+	}
+}
+
 // A field asked for twice with two types is the client's mistake, refused
 // before any model call (422 invalid_input): no answer could give the
 // field once with a value of both types, so every attempt was paid for

@@ -73,14 +73,19 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 			return
 		}
 		// The request runs to its end even if the client leaves, so that
-		// its answer is kept for the retry: within the lease when another
-		// replica may take the key over after it, else as long as it
-		// would without a key.
-		rctx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
+		// its answer is kept for the retry. Where another replica may take
+		// the key over once its lease runs out, the lease is renewed while
+		// the request runs, and the request ends if a renewal fails for a
+		// whole lease (a retry may then run it again): it was cut at the
+		// lease, 10 minutes, however long the call had to run.
+		rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+		defer cancel(nil)
 		if claim.Leased() {
-			rctx, cancel = context.WithTimeout(rctx, s.ledger.Idempotency.Lease)
+			go claim.Hold(rctx, func(err error) {
+				s.log.Error().Str("requestId", RequestID(ctx)).Err(err).Msg("idempotency key's lease lost; the request is ended")
+				cancel(err)
+			})
 		}
-		defer cancel()
 		rec := &recorder{header: http.Header{}}
 		r2 := r.WithContext(rctx)
 		r2.Body = io.NopCloser(bytes.NewReader(body))

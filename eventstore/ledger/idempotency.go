@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +43,7 @@ const (
 	evIdemStarted   = "IdempotencyStarted"
 	evIdemCompleted = "IdempotencyCompleted"
 	evIdemReleased  = "IdempotencyReleased"
+	evIdemRenewed   = "IdempotencyRenewed"
 )
 
 // NewIdempotency is the idempotency record service on store, keeping
@@ -86,12 +88,15 @@ func idemStream(tenant, key string) string {
 
 // Claim is a key held by the request that runs; Complete or Release ends it.
 type Claim struct {
-	s        *Idempotency
-	stream   string
+	s      *Idempotency
+	stream string
+	meta   eventstore.Metadata
+	hashes Hashes
+	memory bool // held in inFlight, not by a Started event
+	// mu guards expected and done: Hold renews the claim while the
+	// request's own goroutine completes or releases it.
+	mu       sync.Mutex
 	expected eventstore.ExpectedRevision
-	meta     eventstore.Metadata
-	hashes   Hashes
-	memory   bool // held in inFlight, not by a Started event
 	done     bool
 }
 
@@ -175,6 +180,66 @@ func (s *Idempotency) stamp() time.Time { return s.now().UTC().Truncate(time.Mic
 // in memory (a store only this process writes) has no lease.
 func (c *Claim) Leased() bool { return !c.memory }
 
+// ErrLeaseLost: the claim's lease ran out before it was renewed, and the
+// key may be another request's now.
+var ErrLeaseLost = errors.New("idempotency: the key's lease ran out before it was renewed")
+
+// Hold keeps a leased claim while its request runs, renewing it every
+// third of the lease (an IdempotencyRenewed event at the claim's
+// revision), until ctx ends or the claim is completed or released. If a
+// renewal cannot be made before the lease runs out, or another request has
+// taken the key over, lost is called: the request must end, since a retry
+// may now run it again. A claim held in memory needs no renewal.
+func (c *Claim) Hold(ctx context.Context, lost func(error)) {
+	if c.memory {
+		return
+	}
+	every := max(c.s.Lease/3, time.Millisecond)
+	last := c.s.now()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		switch err := c.renew(ctx); {
+		case err == nil:
+			last = c.s.now()
+		case errors.Is(err, errClaimDone) || ctx.Err() != nil:
+			return
+		case errors.Is(err, eventstore.ErrConflict):
+			lost(ErrLeaseLost) // another request wrote to the key: it took it over
+			return
+		case c.s.now().Sub(last) >= c.s.Lease:
+			lost(fmt.Errorf("%w: %v", ErrLeaseLost, err))
+			return
+		}
+	}
+}
+
+var errClaimDone = errors.New("idempotency: the claim is completed or released")
+
+func (c *Claim) renew(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done {
+		return errClaimDone
+	}
+	data, _ := json.Marshal(idemRenewed{RenewedAt: c.s.stamp()})
+	res, err := c.s.store.Append(ctx, c.stream, c.expected, eventstore.NewEvent(evIdemRenewed, data, c.meta))
+	if err != nil {
+		return err
+	}
+	c.expected = eventstore.Revision(res.NextRevision)
+	return nil
+}
+
+type idemRenewed struct {
+	RenewedAt time.Time `json:"renewedAt"`
+}
+
 func (c *Claim) release() {
 	if c.memory && !c.done {
 		c.s.inFlight.Delete(c.stream)
@@ -188,6 +253,8 @@ func (c *Claim) release() {
 // refuses (eventstore.ErrInvalidEvent: too large) leaves the claim held,
 // so that the caller can keep another answer in its place.
 func (c *Claim) Complete(ctx context.Context, a Answer) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.done {
 		return nil
 	}
@@ -207,6 +274,8 @@ func (c *Claim) Complete(ctx context.Context, a Answer) error {
 // again. A failed write is returned; the key then frees itself after the
 // lease.
 func (c *Claim) Release(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.done {
 		return nil
 	}
@@ -274,6 +343,12 @@ func idemState(evs []eventstore.RecordedEvent) (*idemStarted, *idemCompleted, ti
 			}
 		case evIdemReleased:
 			st, done = nil, nil // the key is free again
+		case evIdemRenewed:
+			// The request still runs: its lease counts from here.
+			var x idemRenewed
+			if json.Unmarshal(ev.Data, &x) == nil && st != nil && done == nil && x.RenewedAt.After(at) {
+				at = x.RenewedAt
+			}
 		}
 	}
 	return st, done, at

@@ -21,7 +21,7 @@ func FuzzIdemState(f *testing.F) {
 	started, _ := json.Marshal(idemStarted{Endpoint: "generate", BodyHash: "h1", RequestID: "r1", StartedAt: time.Unix(1_800_000_000, 0).UTC()})
 	done, _ := json.Marshal(idemCompleted{Answer: Answer{Status: 200, ContentType: "application/json", Body: `{"ok":true}`, RequestID: "r1"}, BodyHash: "h1", CompletedAt: time.Unix(1_800_000_001, 0).UTC()})
 	for _, s := range []struct {
-		types string // one letter an event: s(tarted), c(ompleted), r(eleased), x (other)
+		types string // one letter an event: s(tarted), c(ompleted), r(eleased), n (renewed), x (other)
 		a, b  []byte
 	}{
 		{"sc", started, done},
@@ -35,7 +35,7 @@ func FuzzIdemState(f *testing.F) {
 	} {
 		f.Add(s.types, s.a, s.b)
 	}
-	typeOf := map[rune]string{'s': evIdemStarted, 'c': evIdemCompleted, 'r': evIdemReleased, 'x': "Other"}
+	typeOf := map[rune]string{'s': evIdemStarted, 'c': evIdemCompleted, 'r': evIdemReleased, 'n': evIdemRenewed, 'x': "Other"}
 	f.Fuzz(func(t *testing.T, types string, a, b []byte) {
 		var evs []eventstore.RecordedEvent
 		for i, c := range []rune(types) {
