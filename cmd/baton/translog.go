@@ -166,6 +166,10 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 		tl.Close()
 		return nil, err
 	}
+	if err := checkAside(tl, path, log); err != nil {
+		tl.Close()
+		return nil, err
+	}
 	ev := log.Info().Str("origin", tl.Origin()).Int64("entries", tl.Size())
 	if tl.Signs() {
 		ev = ev.Str("keyFile", keyPath).Str("verifierKey", tl.VerifierKey())
@@ -181,6 +185,41 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 			Msg("transparency log: the origin is not the signing key's name; common verifiers refuse such checkpoints (operations.md, Origin)")
 	}
 	return tl, nil
+}
+
+// checkAside refuses a start that would sign with a key whose checkpoint,
+// kept in a file moved aside beside path (path.another-key, path.ahead and
+// so on), the log does not hold: a restore, then a start with a new key
+// (which moved the old key's file aside), then one with the old key again
+// signed the restored log under the old key, a second tree of one log.
+// A log that signs nothing already (its own fork) is not refused.
+func checkAside(tl *translog.Log, path string, log zerolog.Logger) error {
+	if _, own := tl.OwnFork(); !tl.Signs() || own {
+		return nil
+	}
+	entries, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("transparency log: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.Type().IsRegular() || !strings.HasPrefix(name, filepath.Base(path)+".") || name == filepath.Base(path)+".rebuild" {
+			continue // .rebuild: a start's unfinished rebuild, removed by the next
+		}
+		f := filepath.Join(filepath.Dir(path), name)
+		cp, found, err := tl.Unheld(f)
+		if err != nil {
+			// A damaged file keeps what it holds unread: said, not fatal,
+			// or one bad page would stop every start.
+			log.Warn().Err(err).Str("file", f).Msg("transparency log: a file moved aside could not be read for the checkpoints this key signed")
+			continue
+		}
+		if found {
+			return fmt.Errorf("transparency log: %s, moved aside, holds a checkpoint this key signed, %d entries with root %s, which the log of this store (%d entries) does not hold: signing with this key again would fork the log. After a restore, start with a new log key (baton log keygen --origin NAME, --log-key-file; operations.md, Backups)",
+				f, cp.Size, cp.Root, tl.Size())
+		}
+	}
+	return nil
 }
 
 // rebuildHolding builds the log of store from zero beside the file at path

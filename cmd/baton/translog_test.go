@@ -567,6 +567,15 @@ func TestServeStartsWithANewLogKey(t *testing.T) {
 	if _, err := os.Stat(aside + ".1"); err != nil || !strings.Contains(out.String(), aside+".1") {
 		t.Fatalf("the second file moved aside: %v; log:\n%s", err, out.String())
 	}
+	tl.Close()
+
+	// Back to the first key, the store as it signed it: its checkpoint,
+	// in the file moved aside, is held, and it starts.
+	*lf.keyFile = ""
+	if tl, err = lf.open(context.Background(), dir, storeBolt, store, zerolog.New(&out)); err != nil {
+		t.Fatalf("serve with the first key again: %v", err)
+	}
+	tl.Close()
 }
 
 // A quorum of witnesses: a bundle whose checkpoint a configured witness
@@ -1033,3 +1042,122 @@ func TestServeWarnsOfAnOriginThatIsNotTheKeysName(t *testing.T) {
 		}
 	}
 }
+
+// The reproduction with the real binary: a restore, a start with a new
+// key (which moves the old key's file aside, holding the checkpoint the
+// old key signed past the restored store), then a start with the old key
+// again. That start must not sign the restored log under the old key: it
+// signed 3 entries, then 6, then, over the restored store, another tree
+// of 6 (checked here as an auditor would, from the served tiles with
+// golang.org/x/mod/sumdb/tlog). It is refused, naming the file.
+func TestServeWithTheOldKeyAfterANewKeyAfterARestore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildCommand(t, t.TempDir(), ".")
+	dir, backup := t.TempDir(), t.TempDir()
+	runOK(t, "log", "keygen", "--origin", "baton.test/log", "--out", filepath.Join(dir, KeyFileName))
+	serve := func(name string, args ...string) (*proc, string) {
+		p := startProc(t, name, bin, append([]string{"serve", "--data", dir, "--addr", "127.0.0.1:0", "--log-interval", "20ms"}, args...)...)
+		return p, "http://" + p.await(reServing, 30*time.Second)[1]
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	t.Cleanup(client.CloseIdleConnections)
+	api := &apiClient{t: t, c: client}
+	create := func(base string, n int) {
+		for i := 0; i < n; i++ {
+			r := api.do("POST", base+"/v1/handoff/contracts", map[string]any{"objective": fmt.Sprintf("Rotate certificate %d", i), "targetExecutor": "ops", "executorProtocol": "ops.v1", "riskLevel": "low"})
+			if r.status != 201 {
+				t.Fatalf("create: %d %s", r.status, r.raw)
+			}
+		}
+	}
+	// checkpoint waits for a checkpoint of at least size entries.
+	checkpoint := func(base string, size int64) translog.Checkpoint {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			r := api.do("GET", base+"/v1/log/checkpoint", nil)
+			if cp, err := translog.ParseCheckpoint(string(r.raw[:bytes.Index(r.raw, []byte("\n\n"))+1])); r.status == 200 && err == nil && cp.Size >= size {
+				return cp
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no checkpoint of %d entries: %d %s", size, r.status, r.raw)
+			}
+		}
+	}
+	copyFiles := func(from, to string) {
+		for _, f := range []string{bolt.FileName, "events.journal"} {
+			b, err := os.ReadFile(filepath.Join(from, f))
+			if err == nil {
+				err = os.WriteFile(filepath.Join(to, f), b, 0o600)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	p, base := serve("first")
+	api.key = p.await(reBootKey, 10*time.Second)[1]
+	create(base, 3)
+	checkpoint(base, 3)
+	p.stop()
+	copyFiles(dir, backup)
+	p, base = serve("second")
+	create(base, 3)
+	six := checkpoint(base, 6)
+	p.stop()
+	copyFiles(backup, dir)
+	newKey := filepath.Join(dir, "log2.key")
+	runOK(t, "log", "keygen", "--origin", "baton.test/log2", "--out", newKey)
+	p, _ = serve("new key", "--log-key-file", newKey)
+	p.stop()
+
+	p = startProc(t, "old key", bin, "serve", "--data", dir, "--addr", "127.0.0.1:0", "--log-interval", "20ms")
+	for deadline := time.Now().Add(30 * time.Second); !reServing.MatchString(p.output()); time.Sleep(20 * time.Millisecond) {
+		select {
+		case <-p.done:
+			if p.err == nil || !strings.Contains(p.output(), translog.FileName+".another-key, moved aside, holds a checkpoint this key signed, 6 entries") {
+				t.Fatalf("the start with the old key exited (%v) for another reason:\n%s", p.err, p.output())
+			}
+			return
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the start with the old key neither served nor exited:\n%s", p.output())
+		}
+	}
+	base = "http://" + p.await(reServing, time.Second)[1]
+	create(base, 3)
+	now := checkpoint(base, 6)
+	tiles := tlog.TileHashReader(tlog.Tree{N: now.Size, Hash: now.Root}, auditorTiles{t: t, api: api, base: base})
+	root, err := tlog.TreeHash(six.Size, tiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if root != six.Root {
+		t.Fatalf("the old key signed %d entries with root %s, then, after the restore, a tree of %d whose first %d have root %s: a fork", six.Size, six.Root, now.Size, six.Size, root)
+	}
+}
+
+// auditorTiles reads a server's tiles (C2SP tlog-tiles, height 8) for tlog.
+type auditorTiles struct {
+	t    *testing.T
+	api  *apiClient
+	base string
+}
+
+func (h auditorTiles) Height() int { return 8 }
+
+func (h auditorTiles) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
+	out := make([][]byte, len(tiles))
+	for i, tl := range tiles {
+		r := h.api.do("GET", h.base+"/v1/log/"+strings.Replace(tl.Path(), "tile/8/", "tile/", 1), nil)
+		if r.status != 200 {
+			return nil, fmt.Errorf("tile %s: %d %s", tl.Path(), r.status, r.raw)
+		}
+		out[i] = r.raw
+	}
+	return out, nil
+}
+
+func (h auditorTiles) SaveTiles([]tlog.Tile, [][]byte) {}

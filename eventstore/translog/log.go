@@ -361,6 +361,76 @@ func (l *Log) KeepUnheld(signed []byte, reason string) error {
 	})
 }
 
+// Unheld is the first checkpoint of this log's key and origin that the log
+// file at path (one moved aside: another key's, a damaged or a rebuilt
+// one) keeps signed and this log does not hold (its tree at that size has
+// another root, or it is smaller), if any: the latest the file took of
+// this key, and the forks of it the file kept. Whatever this key signed
+// stays signed, so a checkpoint signed here would be a second tree of the
+// log: a file moved aside when another key took over held the only record
+// of what this key signed past a restore. Without a verifier key nothing
+// can be told (found false).
+func (l *Log) Unheld(path string) (_ Checkpoint, found bool, err error) {
+	if l.verifier == nil {
+		return Checkpoint{}, false, nil
+	}
+	// Read-only, bbolt reads only the pages asked for, on this goroutine
+	// (no freelist): a few pages of a file of any size, at every start.
+	defer func() {
+		if v := recover(); v != nil {
+			found, err = false, fmt.Errorf("%w: %s: %v", ErrDamaged, path, v)
+		}
+	}()
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: 500 * time.Millisecond})
+	if err != nil {
+		return Checkpoint{}, false, fmt.Errorf("transparency log: open %s: %w", path, err)
+	}
+	defer db.Close()
+	var signed [][]byte
+	err = db.View(func(tx *bbolt.Tx) error {
+		if b := tx.Bucket(bucketCheckpoints); b != nil {
+			// The latest of this key: those before it are of its tree.
+			c := b.Cursor()
+			for k, v := c.Last(); k != nil; k, v = c.Prev() {
+				if cp, err := l.openCheckpoint(v); err == nil && (cp.Origin == l.origin || l.anyOrigin) {
+					signed = append(signed, bytes.Clone(v))
+					break
+				}
+			}
+		}
+		var recs [][]byte
+		if m := tx.Bucket(bucketMeta); m != nil {
+			recs = append(recs, m.Get(keyOwnFork))
+		}
+		if kf := tx.Bucket(bucketKeylessForks); kf != nil {
+			kf.ForEach(func(_, v []byte) error { recs = append(recs, v); return nil })
+		}
+		for _, r := range recs {
+			var rec ownForkRecord
+			if r != nil && json.Unmarshal(r, &rec) == nil {
+				signed = append(signed, []byte(rec.Checkpoint))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Checkpoint{}, false, fmt.Errorf("transparency log: %s: %w", path, err)
+	}
+	for _, s := range signed {
+		cp, err := l.openCheckpoint(s)
+		if err != nil || cp.Origin != l.origin && !l.anyOrigin {
+			continue // another key's or origin's: another log
+		}
+		if cp.Size > l.Size() {
+			return cp, true, nil
+		}
+		if root, err := l.Root(cp.Size); err != nil || root != cp.Root {
+			return cp, true, nil
+		}
+	}
+	return Checkpoint{}, false, nil
+}
+
 // VerifierKeyOf derives the verifier key (name+hash+key) of a sumdb/note
 // Ed25519 signing key.
 func VerifierKeyOf(skey string) (string, error) {
