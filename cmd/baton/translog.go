@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/translog"
 )
@@ -136,6 +139,9 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 	}
 	prev, merr := os.ReadFile(filepath.Join(data, logMarker))
 	reason, err := notContinuable(ctx, store, kind, id, prev, merr, tl.Position())
+	if err == nil && reason == "" {
+		reason, err = lastEntryGone(ctx, store, tl)
+	}
 	if err != nil {
 		tl.Close()
 		return fail(err)
@@ -185,6 +191,41 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 			Msg("transparency log: the origin is not the signing key's name; common verifiers refuse such checkpoints (operations.md, Origin)")
 	}
 	return tl, nil
+}
+
+// lastEntryGone is "ahead" when the store no longer holds the log's last
+// entry as the log has it: a store restored from a backup that has since
+// grown past the log's position (a start with --log=false, or another
+// replica, wrote to it), whose head alone no longer tells. The log would
+// go on from its position over other events, under checkpoints of entries
+// the store lost, and a rebuild would sign another tree.
+func lastEntryGone(ctx context.Context, store eventstore.Store, tl *translog.Log) (string, error) {
+	n := tl.Size()
+	if n == 0 {
+		return "", nil
+	}
+	entry, err := tl.Entry(n - 1)
+	if err != nil {
+		return "", err
+	}
+	var e struct {
+		HandoffID string `json:"handoffId"`
+		Seq       uint64 `json:"seq"`
+	}
+	if json.Unmarshal(entry, &e) != nil || e.Seq == 0 {
+		return "ahead", nil
+	}
+	evs, err := store.ReadStream(ctx, domain.StreamID(e.HandoffID), e.Seq-1, 1)
+	if err != nil {
+		return "", err
+	}
+	if len(evs) == 0 {
+		return "ahead", nil
+	}
+	if _, got, ok := translog.Leaf(evs[0]); !ok || !bytes.Equal(got, entry) {
+		return "ahead", nil
+	}
+	return "", nil
 }
 
 // checkAside refuses a start that would sign with a key whose checkpoint,

@@ -1161,3 +1161,52 @@ func (h auditorTiles) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
 }
 
 func (h auditorTiles) SaveTiles([]tlog.Tile, [][]byte) {}
+
+// A restored backup that has grown past the log's position before the
+// log's next start (a start with --log=false wrote to it): its head no
+// longer shows the log ahead, but the store no longer holds the log's
+// last entry. The log went on from its position over other events, under
+// the checkpoint of entries the store lost, and a rebuild from zero signed
+// another tree of the same size with the key. It is now taken as ahead of
+// the store: the start with the key that signed past the backup is refused.
+func TestServeRefusesALogTheRestoredStoreGrewPast(t *testing.T) {
+	dir, backup := t.TempDir(), t.TempDir()
+	runOK(t, "log", "keygen", "--origin", "baton.test/log", "--out", filepath.Join(dir, KeyFileName))
+	runHandoffs(t, dir)
+	copyFile := func(from, to, name string) {
+		b, err := os.ReadFile(filepath.Join(from, name))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(to, name), b, 0o600)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile(dir, backup, bolt.FileName)
+	copyFile(dir, backup, "events.journal")
+	runHandoffs(t, dir)
+	_, _, stop := serveWithLog(t, dir) // signs the 20 entries
+	stop()
+	copyFile(backup, dir, bolt.FileName)
+	copyFile(backup, dir, "events.journal")
+	os.Remove(filepath.Join(dir, "readmodel.db"))
+	for range 3 {
+		runHandoffs(t, dir) // past the log's position
+	}
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	lf := logFlags{on: new(bool), keyFile: new(string), origin: new(string), interval: new(time.Duration), witnesses: new(string)}
+	*lf.on, *lf.interval = true, 100*time.Millisecond
+	tl, err := lf.open(context.Background(), dir, storeBolt, store, zerolog.Nop())
+	if err == nil {
+		signed, cp := tl.Checkpoint()
+		tl.Close()
+		t.Fatalf("the start with the key went on with the log of the store before the restore (%d entries, checkpoint %d: %s)", tl.Size(), cp.Size, signed)
+	}
+	if !strings.Contains(err.Error(), "new log key") {
+		t.Fatal(err)
+	}
+}
