@@ -233,7 +233,8 @@ func lastEntryGone(ctx context.Context, store eventstore.Store, tl *translog.Log
 // so on), the log does not hold: a restore, then a start with a new key
 // (which moved the old key's file aside), then one with the old key again
 // signed the restored log under the old key, a second tree of one log.
-// A log that signs nothing already (its own fork) is not refused.
+// A new key of the old key's origin is refused the same way. A log that
+// signs nothing already (its own fork) is not refused.
 func checkAside(tl *translog.Log, path string, log zerolog.Logger) error {
 	if _, own := tl.OwnFork(); !tl.Signs() || own {
 		return nil
@@ -248,16 +249,20 @@ func checkAside(tl *translog.Log, path string, log zerolog.Logger) error {
 			continue // .rebuild: a start's unfinished rebuild, removed by the next
 		}
 		f := filepath.Join(filepath.Dir(path), name)
-		cp, found, err := tl.Unheld(f)
+		fk, err := tl.Unheld(f)
 		if err != nil {
 			// A damaged file keeps what it holds unread: said, not fatal,
 			// or one bad page would stop every start.
 			log.Warn().Err(err).Str("file", f).Msg("transparency log: a file moved aside could not be read for the checkpoints this key signed")
 			continue
 		}
-		if found {
+		switch {
+		case fk != nil && fk.Own:
 			return fmt.Errorf("transparency log: %s, moved aside, holds a checkpoint this key signed, %d entries with root %s, which the log of this store (%d entries) does not hold: signing with this key again would fork the log. After a restore, start with a new log key (baton log keygen --origin NAME, --log-key-file; operations.md, Backups)",
-				f, cp.Size, cp.Root, tl.Size())
+				f, fk.Checkpoint.Size, fk.Checkpoint.Root, tl.Size())
+		case fk != nil:
+			return fmt.Errorf("transparency log: %s, moved aside, holds a checkpoint of origin %s signed with another key, %d entries with root %s, which the log of this store (%d entries) does not hold: this key would sign a second tree of that log. A new log key needs a new origin too (baton log keygen --origin NAME, --log-key-file; operations.md, Backups)",
+				f, tl.Origin(), fk.Checkpoint.Size, fk.Checkpoint.Root, tl.Size())
 		}
 	}
 	return nil

@@ -1210,3 +1210,45 @@ func TestServeRefusesALogTheRestoredStoreGrewPast(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// After a restore, a new key of the old key's origin (baton log keygen
+// without --origin names the key after the host, as the old one may have
+// been): it signed the restored log under the name the old key had signed
+// a longer tree of, a second tree of one log for every verifier that
+// knows the log by its origin. It is refused, asking for a new origin; a
+// new key with a new origin starts.
+func TestServeRefusesANewKeyOfTheOldOriginAfterARestore(t *testing.T) {
+	dir := t.TempDir()
+	runOK(t, "log", "keygen", "--origin", "baton.test/log", "--out", filepath.Join(dir, KeyFileName))
+	runHandoffs(t, dir)
+	runHandoffs(t, dir)
+	_, _, stop := serveWithLog(t, dir) // signs the 20 entries
+	stop()
+	os.Remove(filepath.Join(dir, bolt.FileName))
+	os.Remove(filepath.Join(dir, "events.journal"))
+	os.Remove(filepath.Join(dir, "readmodel.db"))
+	runHandoffs(t, dir)
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	lf := logFlags{on: new(bool), keyFile: new(string), origin: new(string), interval: new(time.Duration), witnesses: new(string)}
+	*lf.on, *lf.interval = true, 100*time.Millisecond
+	*lf.keyFile = filepath.Join(t.TempDir(), "same-origin.key")
+	runOK(t, "log", "keygen", "--origin", "baton.test/log", "--out", *lf.keyFile)
+	tl, err := lf.open(context.Background(), dir, storeBolt, store, zerolog.Nop())
+	if err == nil {
+		tl.Close()
+		t.Fatal("a new key of the old key's origin signs the restored log")
+	}
+	if !strings.Contains(err.Error(), "new origin") {
+		t.Fatal(err)
+	}
+	*lf.keyFile = filepath.Join(t.TempDir(), "new.key")
+	runOK(t, "log", "keygen", "--origin", "baton.test/log-2", "--out", *lf.keyFile)
+	if tl, err = lf.open(context.Background(), dir, storeBolt, store, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	tl.Close()
+}

@@ -361,37 +361,45 @@ func (l *Log) KeepUnheld(signed []byte, reason string) error {
 	})
 }
 
-// Unheld is the first checkpoint of this log's key and origin that the log
-// file at path (one moved aside: another key's, a damaged or a rebuilt
-// one) keeps signed and this log does not hold (its tree at that size has
-// another root, or it is smaller), if any: the latest the file took of
-// this key, and the forks of it the file kept. Whatever this key signed
-// stays signed, so a checkpoint signed here would be a second tree of the
-// log: a file moved aside when another key took over held the only record
-// of what this key signed past a restore. Without a verifier key nothing
-// can be told (found false).
-func (l *Log) Unheld(path string) (_ Checkpoint, found bool, err error) {
+// Unheld is the first checkpoint of this log's origin that the log file at
+// path (one moved aside: another key's, a damaged or a rebuilt one) keeps
+// signed and this log does not hold (its tree at that size has another
+// root, or it is smaller), if any: the latest the file took of this key,
+// the forks of this key it kept, and the latest it took of this origin
+// under another key (Own false). Whatever a key signed stays signed, so a
+// checkpoint signed here would be a second tree of the log: a file moved
+// aside when another key took over held the only record of what the old
+// key signed past a restore; and a new key of the same origin would sign
+// a second tree of the same log name. Without a verifier key nothing can
+// be told (nil).
+func (l *Log) Unheld(path string) (_ *Fork, err error) {
 	if l.verifier == nil {
-		return Checkpoint{}, false, nil
+		return nil, nil
 	}
 	// Read-only, bbolt reads only the pages asked for, on this goroutine
 	// (no freelist): a few pages of a file of any size, at every start.
 	defer func() {
 		if v := recover(); v != nil {
-			found, err = false, fmt.Errorf("%w: %s: %v", ErrDamaged, path, v)
+			err = fmt.Errorf("%w: %s: %v", ErrDamaged, path, v)
 		}
 	}()
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: 500 * time.Millisecond})
 	if err != nil {
-		return Checkpoint{}, false, fmt.Errorf("transparency log: open %s: %w", path, err)
+		return nil, fmt.Errorf("transparency log: open %s: %w", path, err)
 	}
 	defer db.Close()
 	var signed [][]byte
+	var other []byte // the latest of this origin, whoever signed it
 	err = db.View(func(tx *bbolt.Tx) error {
 		if b := tx.Bucket(bucketCheckpoints); b != nil {
 			// The latest of this key: those before it are of its tree.
 			c := b.Cursor()
 			for k, v := c.Last(); k != nil; k, v = c.Prev() {
+				if other == nil {
+					if cp, err := ParseCheckpoint(noteText(v)); err == nil && cp.Origin == l.origin {
+						other = bytes.Clone(v)
+					}
+				}
 				if cp, err := l.openCheckpoint(v); err == nil && (cp.Origin == l.origin || l.anyOrigin) {
 					signed = append(signed, bytes.Clone(v))
 					break
@@ -414,21 +422,36 @@ func (l *Log) Unheld(path string) (_ Checkpoint, found bool, err error) {
 		return nil
 	})
 	if err != nil {
-		return Checkpoint{}, false, fmt.Errorf("transparency log: %s: %w", path, err)
+		return nil, fmt.Errorf("transparency log: %s: %w", path, err)
+	}
+	held := func(cp Checkpoint) *Fork {
+		if cp.Size > l.Size() {
+			return &Fork{Checkpoint: cp, Size: l.Size(), Reason: fmt.Sprintf("it claims %d entries where this log has %d", cp.Size, l.Size())}
+		}
+		if root, err := l.Root(cp.Size); err != nil || root != cp.Root {
+			return &Fork{Checkpoint: cp, Ours: root, Size: l.Size(), Reason: fmt.Sprintf("this log's root at size %d is %s", cp.Size, root)}
+		}
+		return nil
 	}
 	for _, s := range signed {
 		cp, err := l.openCheckpoint(s)
 		if err != nil || cp.Origin != l.origin && !l.anyOrigin {
 			continue // another key's or origin's: another log
 		}
-		if cp.Size > l.Size() {
-			return cp, true, nil
-		}
-		if root, err := l.Root(cp.Size); err != nil || root != cp.Root {
-			return cp, true, nil
+		if f := held(cp); f != nil {
+			f.Own = true
+			return f, nil
 		}
 	}
-	return Checkpoint{}, false, nil
+	// Another key's checkpoint of this origin: the file took it from the
+	// store, checked against its tree (or signed it), so it is a tree of
+	// this log's name.
+	if other != nil {
+		if cp, err := ParseCheckpoint(noteText(other)); err == nil {
+			return held(cp), nil
+		}
+	}
+	return nil, nil
 }
 
 // VerifierKeyOf derives the verifier key (name+hash+key) of a sumdb/note
