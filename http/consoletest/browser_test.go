@@ -1210,3 +1210,55 @@ func TestConsoleInboxUnderManyEvents(t *testing.T) {
 	})()`)
 	waitFor(t, alice, "the hidden page's update, once shown", fmt.Sprintf(`document.querySelector("#q-approval .count").textContent === "%d"`, n+1))
 }
+
+// runningHandoff opens, as an auditor, the page of a handoff that an
+// executor is working on, and answers a function posting one more RUNNING
+// proof, which answers the ledger's head seq after it.
+func runningHandoff(t *testing.T, b *browser, s *server) (context.Context, func() int) {
+	id := s.contract(s.ka, map[string]any{"objective": "Rotate the keys"})
+	s.api("POST", "/v1/executions/"+id+"/approval", s.admin, map[string]any{"status": "APPROVED", "approvedBy": "bob"}, 200)
+	ann := b.person()
+	signIn(t, ann, s.link("a", "ann@example.com", "auditor", 0))
+	run(t, ann, "open the handoff", chromedp.Navigate(s.url+"/console/handoffs/"+id))
+	waitFor(t, ann, "the live stream", `document.body.dataset.live === "open"`)
+	waitFor(t, ann, "the first chain check", `document.getElementById("chain-check").dataset.result === "intact"`)
+	eval[bool](t, ann, `(function () {
+		window.__pages = 0; window.__trails = []; 
+		var f = window.fetch;
+		window.fetch = function (u, o) {
+			u = String(u);
+			if (u.indexOf("/trail.json") > 0) window.__trails.push(u);
+			else if (u.indexOf("/console/handoffs/") === 0) window.__pages++;
+			return f(u, o);
+		};
+		return true;
+	})()`)
+	n := 0
+	return ann, func() int {
+		n++
+		out := s.api("POST", "/v1/executions/"+id+"/proof", s.ka, map[string]any{"executorType": "ops-bot", "executorRunId": "run-1", "status": "RUNNING",
+			"proof": map[string]any{"summary": fmt.Sprintf("step %d", n), "artifacts": []any{map[string]any{"type": "log", "text": "ok"}}}}, 200)
+		return int(out["ledgerHead"].(map[string]any)["seq"].(float64))
+	}
+}
+
+// An open handoff page under a stream of its own events (an executor
+// posting progress) fetches itself again at most every two seconds, as
+// the inbox does, not after each event's 200 ms (with the chain check's
+// trail besides), and the last update shows.
+func TestConsoleHandoffUnderManyEvents(t *testing.T) {
+	b := newBrowser(t)
+	s := newServer(t)
+	ann, proof := runningHandoff(t, b, s)
+	var head int
+	start := time.Now()
+	for time.Since(start) < 4*time.Second {
+		head = proof()
+		time.Sleep(50 * time.Millisecond)
+	}
+	took := time.Since(start)
+	waitFor(t, ann, "the last update", fmt.Sprintf(`document.getElementById("head-seq").textContent === "%d"`, head))
+	if got := eval[float64](t, ann, `window.__pages`); got > took.Seconds()/2+2 {
+		t.Fatalf("%d events in %v: the handoff page fetched itself %v times", head, took.Round(time.Millisecond), got)
+	}
+}

@@ -121,20 +121,19 @@
   // One refresh at a time: events that come while one is under way ask for
   // one more after it, not a fetch each (on a slow link they piled up and
   // held every connection the browser had to this server).
-  // The inbox fetches itself again at most once every inboxEvery ms: each
-  // fetch reads every queue whole, and under a fleet of executors posting
-  // progress (hundreds of events a second) each open inbox fetched itself
-  // twice a second. A hidden page does not fetch at all; shown again, it
-  // fetches once if an event came meanwhile. No update is lost: an event
-  // in the quiet time asks for a fetch at its end.
-  var inflight = false, pending = false, hiddenPending = false, lastStart = 0, inboxEvery = 2000;
+  // A page fetches itself again at most once every `every` ms: an inbox's
+  // fetch reads every queue whole, a handoff's its whole ledger (and the
+  // chain check follows), and under a fleet of executors posting progress
+  // (hundreds of events a second) each open page fetched itself after
+  // every event's 200 ms. A hidden page does not fetch at all; shown again,
+  // it fetches once if an event came meanwhile. No update is lost: an
+  // event in the quiet time asks for a fetch at its end.
+  var inflight = false, pending = false, hiddenPending = false, lastStart = 0, every = 2000;
   function schedule() {
     if (document.hidden) { hiddenPending = true; return; }
     if (inflight) { pending = true; return; }
     if (timer) return;
-    var wait = 200, live = document.getElementById("live");
-    if (live && live.dataset.live === "inbox") wait = Math.max(wait, lastStart + inboxEvery - Date.now());
-    timer = setTimeout(refresh, wait);
+    timer = setTimeout(refresh, Math.max(200, lastStart + every - Date.now()));
   }
   document.addEventListener("visibilitychange", function () {
     if (!document.hidden && hiddenPending) { hiddenPending = false; schedule(); }
