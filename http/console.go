@@ -924,19 +924,35 @@ type trailEvent struct {
 
 func (s *Server) consoleTrail(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["handoffId"]
+	// after=N: only the events past seq N, for the page's chain check,
+	// which has checked those up to N already (a handoff under a stream of
+	// proofs had each live update fetch and hash the whole trail again).
+	var after uint64
+	if q := r.URL.Query(); q.Has("after") {
+		n, perr := strconv.ParseUint(q.Get("after"), 10, 64)
+		if perr != nil {
+			s.writeError(w, r, domain.Invalid("query", domain.FieldError{Pointer: "query:after", Code: "invalid_integer",
+				Message: "must be a non-negative integer: the last seq the page has checked"}))
+			return
+		}
+		after = n
+	}
 	pg, err := s.readHandoff(w, r, id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	evs := make([]trailEvent, len(pg.Entries))
-	for i, e := range pg.Entries {
+	evs := []trailEvent{}
+	for _, e := range pg.Entries {
+		if e.Seq <= after {
+			continue
+		}
 		raw, _ := e.Data.(json.RawMessage)
 		c, err := domain.Canonical(id, e.Seq, e.Type, e.Actor, e.RecordedAt, raw)
 		if err != nil {
 			c = nil
 		}
-		evs[i] = trailEvent{LedgerEntry: e, Canonical: base64.StdEncoding.EncodeToString(c)}
+		evs = append(evs, trailEvent{LedgerEntry: e, Canonical: base64.StdEncoding.EncodeToString(c)})
 	}
 	w.Header().Set("Content-Disposition", `attachment; filename="`+id+`-trail.json"`)
 	writeJSON(w, http.StatusOK, map[string]any{

@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"html"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/domain"
 	batonhttp "github.com/batonhq/baton/http"
 )
 
@@ -1466,5 +1468,33 @@ func TestConsoleInboxFilterGivenTwice(t *testing.T) {
 		if status != http.StatusBadRequest || !strings.Contains(page, "is given 2 times in this address: give each filter once.") || strings.Contains(page, `data-handoff=`) {
 			t.Fatalf("%s: %d %s", q, status, page)
 		}
+	}
+}
+
+// trail.json?after=N answers the events past seq N only (the page's chain
+// check has the others), with the head and the chain verdict of the whole
+// trail; an after that is no seq is refused, naming it.
+func TestConsoleTrailAfter(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	e.must(e.post(id, "approval", e.tenantA, map[string]any{"status": "APPROVED", "approvedBy": "bob"}), 200)
+	u := e.signIn("a", "ann", "auditor")
+	status, body, _ := u.get("/console/handoffs/" + id + "/trail.json?after=1")
+	var trail struct {
+		Head   domain.LedgerHead `json:"head"`
+		Chain  map[string]any    `json:"chain"`
+		Events []struct {
+			Seq uint64 `json:"seq"`
+		} `json:"events"`
+	}
+	if err := json.Unmarshal([]byte(body), &trail); err != nil || status != 200 || len(trail.Events) != 1 || trail.Events[0].Seq != 2 ||
+		trail.Head.Seq != 2 || trail.Chain["intact"] != true {
+		t.Fatalf("after=1: %d %s", status, body)
+	}
+	if status, body, _ = u.get("/console/handoffs/" + id + "/trail.json?after=2"); status != 200 || !strings.Contains(body, `"events":[]`) {
+		t.Fatalf("after=2: %d %s", status, body)
+	}
+	if status, body, _ = u.get("/console/handoffs/" + id + "/trail.json?after=x"); status != 422 || !strings.Contains(body, `"query:after"`) {
+		t.Fatalf("after=x: %d %s", status, body)
 	}
 }

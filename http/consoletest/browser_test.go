@@ -1016,7 +1016,8 @@ func TestConsoleLiveUpdateSaysOneLine(t *testing.T) {
 	if len(said) != 1 || !strings.HasPrefix(said[0], "live-status: Updated: the handoff is approval decided.") {
 		t.Fatalf("a screen reader was told %q", said)
 	}
-	// The next update finds the chain broken (a trail with no events).
+	// The next update finds the chain broken (a trail with no events past
+	// those checked, where the page shows more).
 	paused := make(chan *fetch.EventRequestPaused, 4)
 	chromedp.Listen(ann, func(ev any) {
 		if p, ok := ev.(*fetch.EventRequestPaused); ok {
@@ -1039,7 +1040,7 @@ func TestConsoleLiveUpdateSaysOneLine(t *testing.T) {
 	}()
 	s.api("POST", "/v1/executions/"+id+"/proof", s.ka, map[string]any{"executorRunId": "run-1", "status": "RUNNING",
 		"proof": map[string]any{"summary": "rotating", "artifacts": []any{map[string]any{"type": "log", "text": "started"}}}}, 200)
-	waitFor(t, ann, "the broken chain, said", `document.getElementById("live-status").textContent.startsWith("Chain check failed: the trail holds no events")`)
+	waitFor(t, ann, "the broken chain, said", `document.getElementById("live-status").textContent.startsWith("Chain check failed: the trail ends at event 2, before the head shown on this page (event 4)")`)
 }
 
 // A reason pasted longer than the form took was cut by the browser without
@@ -1260,5 +1261,31 @@ func TestConsoleHandoffUnderManyEvents(t *testing.T) {
 	waitFor(t, ann, "the last update", fmt.Sprintf(`document.getElementById("head-seq").textContent === "%d"`, head))
 	if got := eval[float64](t, ann, `window.__pages`); got > took.Seconds()/2+2 {
 		t.Fatalf("%d events in %v: the handoff page fetched itself %v times", head, took.Round(time.Millisecond), got)
+	}
+}
+
+// The chain check after a live update fetches only the events past those
+// it has checked (trail.json?after=N) and chains them on from the last
+// hash it recomputed: each update fetched and hashed the whole trail
+// again, a fetch growing with the handoff. The answer is the whole
+// chain's all the same.
+func TestConsoleChainCheckFetchesOnlyWhatIsNew(t *testing.T) {
+	b := newBrowser(t)
+	s := newServer(t)
+	ann, proof := runningHandoff(t, b, s)
+	var head int
+	for i := 0; i < 12; i++ {
+		head = proof()
+		time.Sleep(250 * time.Millisecond)
+	}
+	waitFor(t, ann, "the last check", fmt.Sprintf(`document.getElementById("chain-check").textContent.indexOf("Chain intact: %d events recomputed in this browser") === 0`, head))
+	trails := eval[[]string](t, ann, `window.__trails`)
+	if len(trails) == 0 {
+		t.Fatal("no chain check after the live updates")
+	}
+	for _, u := range trails {
+		if !strings.Contains(u, "/trail.json?after=") {
+			t.Fatalf("a chain check fetched the whole trail again: %v", trails)
+		}
 	}
 }

@@ -17,28 +17,63 @@
 
   // hash = hex(SHA-256(prevHash || canonical)); the first prevHash is the
   // genesis hash, which is itself SHA-256("baton.handoff.v1:" + id).
-  var checks = 0; // the latest check says the result, not one that ends after it
+  // What this page has recomputed so far is kept (the hash of each event up
+  // to the last checked), and a later check fetches only the events past it
+  // (trail.json?after=N) and chains them on from its hash: as strong as a
+  // check of the whole trail, since an event that hashes onto a checked one
+  // extends that very chain. Under a stream of proofs each live update
+  // fetched and hashed the whole trail again.
+  // One check at a time: one asked for meanwhile runs after it, and then
+  // says the result (the page drawn since may show a later head).
+  var checked = null, checking = false, recheck = false;
   async function checkChain() {
+    if (!document.getElementById("chain-check")) return;
+    if (checking) { recheck = true; return; }
+    checking = true;
+    try {
+      await checkOnce();
+    } finally {
+      checking = false;
+      if (recheck) { recheck = false; checkChain(); }
+    }
+  }
+  async function checkOnce() {
     var el = document.getElementById("chain-check");
-    if (!el) return;
-    var mine = ++checks;
     if (!el.dataset.result) el.textContent = "Checking the chain in this browser…";
     if (!window.crypto || !crypto.subtle) {
       el.textContent = "This browser cannot recompute SHA-256 here (it needs HTTPS or localhost); the server's check is shown above.";
       return;
     }
+    var said = function (cls, result, text) {
+      if (recheck) return; // the check that follows says it
+      var at = document.getElementById("chain-check");
+      if (!at) return;
+      at.className = cls;
+      at.dataset.result = result;
+      at.textContent = text;
+      return at;
+    };
     try {
-      var res = await fetch(el.dataset.trail, { credentials: "same-origin", cache: "no-store" });
+      var base = checked && checked.trail === el.dataset.trail ? checked : null;
+      var url = el.dataset.trail + (base ? "?after=" + base.hashes.length : "");
+      var res = await fetch(url, { credentials: "same-origin", cache: "no-store" });
       if (!res.ok) throw new Error("the trail could not be read (" + res.status + ")");
       var trail = await res.json();
       var enc = new TextEncoder();
-      var genesis = hex(await crypto.subtle.digest("SHA-256", enc.encode("baton.handoff.v1:" + trail.handoffId)));
-      if (genesis !== trail.genesisHash) throw new Error("the genesis hash does not match the handoff id");
-      var prev = genesis, hashes = [];
+      var prev, hashes;
+      if (base) {
+        if (trail.handoffId !== base.id) throw new Error("the trail is of another handoff");
+        hashes = base.hashes.slice();
+        prev = hashes[hashes.length - 1];
+      } else {
+        prev = hex(await crypto.subtle.digest("SHA-256", enc.encode("baton.handoff.v1:" + trail.handoffId)));
+        if (prev !== trail.genesisHash) throw new Error("the genesis hash does not match the handoff id");
+        hashes = [];
+      }
       for (var i = 0; i < trail.events.length; i++) {
-        var ev = trail.events[i];
+        var ev = trail.events[i], seq = hashes.length + 1;
         var where = "event " + ev.seq + " (" + ev.type + ")";
-        if (ev.seq !== i + 1) throw new Error(where + ": seq " + ev.seq + " where " + (i + 1) + " was expected");
+        if (ev.seq !== seq) throw new Error(where + ": seq " + ev.seq + " where " + seq + " was expected");
         if (ev.prevHash !== prev) throw new Error(where + ": prevHash does not match the previous event's hash");
         var canon = fromBase64(ev.canonical);
         var c = JSON.parse(new TextDecoder().decode(canon));
@@ -53,28 +88,23 @@
         prev = h;
         hashes.push(h);
       }
-      if (!trail.events.length) throw new Error("the trail holds no events: a handoff's ledger begins with its contract");
+      if (!hashes.length) throw new Error("the trail holds no events: a handoff's ledger begins with its contract");
+      checked = { trail: el.dataset.trail, id: trail.handoffId, hashes: hashes };
       // The head shown is checked at its own event: the trail, read after
       // the page, may hold events that came since (the handoff moved on;
       // its chain is not broken for that).
-      var n = trail.events.length, shown = document.getElementById("head-hash"), seqEl = document.getElementById("head-seq");
+      var n = hashes.length, shown = document.getElementById("head-hash"), seqEl = document.getElementById("head-seq");
       var at = seqEl ? parseInt(seqEl.textContent, 10) : n, want = shown ? shown.textContent.trim() : prev;
       if (!(at >= 1 && at <= n)) throw new Error("the trail ends at event " + n + ", before the head shown on this page (event " + at + ")");
       if (hashes[at - 1] !== want) {
         throw new Error("the recomputed hash of event " + at + ", " + hashes[at - 1] + ", is not the head shown on this page");
       }
-      if (mine !== checks) return;
-      el.className = "chain-check ok";
-      el.dataset.result = "intact";
-      el.textContent = "Chain intact: " + n + (n === 1 ? " event" : " events") + " recomputed in this browser, head " + want.slice(0, 12) + "… matches" +
-        (n > at ? " (" + (n - at) + (n - at === 1 ? " event" : " events") + " came since this page was drawn)." : ".");
+      said("chain-check ok", "intact", "Chain intact: " + n + (n === 1 ? " event" : " events") + " recomputed in this browser, head " + want.slice(0, 12) + "… matches" +
+        (n > at ? " (" + (n - at) + (n - at === 1 ? " event" : " events") + " came since this page was drawn)." : "."));
     } catch (e) {
-      if (mine !== checks) return;
-      el.className = "chain-check bad";
-      el.dataset.result = "broken";
-      el.textContent = "Chain check failed: " + e.message;
+      var bad = said("chain-check bad", "broken", "Chain check failed: " + e.message);
       var st = document.getElementById("live-status");
-      if (!el.hasAttribute("role") && st) st.textContent = el.textContent; // after a live update: said, as a break must be
+      if (bad && !bad.hasAttribute("role") && st) st.textContent = bad.textContent; // after a live update: said, as a break must be
     }
   }
 
