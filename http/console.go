@@ -196,15 +196,19 @@ func (s *Server) renderConsole(w http.ResponseWriter, r *http.Request, status in
 	w.Write(buf.Bytes())
 }
 
-// consoleError renders an error as a page with its status. A 503 is told
-// in a person's words, with what to do next (its Retry-After stays).
+// consoleError renders an error as a page with its status. A 503 and a
+// 500 are told in a person's words, with what to do next (a 503's
+// Retry-After stays), and a 5xx page shows the request id to quote.
 func (s *Server) consoleError(w http.ResponseWriter, r *http.Request, err error) {
 	p := s.problemFor(w, r, err)
-	data := map[string]any{"Problem": p}
-	if p.Status == http.StatusServiceUnavailable {
+	data := map[string]any{}
+	switch {
+	case p.Status == http.StatusServiceUnavailable:
 		data["Again"] = unavailableForPerson(&p, r)
-		data["Problem"] = p
+	case p.Status >= 500:
+		data["Again"] = failedForPerson(&p, r)
 	}
+	data["Problem"] = p
 	data["Title"] = p.Title
 	s.renderConsole(w, r, p.Status, "error", data)
 }

@@ -98,6 +98,31 @@ func unavailableForPerson(p *Problem, r *http.Request) againLink {
 	return againLink{"/console/", "Back to the inbox"}
 }
 
+// failedForPerson rewrites a 500 (a fault on the server's side, logged
+// under the request id) in a person's terms: what happened, whether
+// anything changed, what to do, and to quote the request id the page
+// shows if it happens again. It answers the link that tries again.
+func failedForPerson(p *Problem, r *http.Request) againLink {
+	const report = " If it fails again, tell whoever runs Baton for you, quoting the request id below."
+	p.Title = "Something went wrong"
+	switch {
+	case r.Method != http.MethodPost:
+		p.Detail = "This page could not be shown: the server failed while answering. Nothing was changed. Reload the page." + report
+		return againLink{r.URL.RequestURI(), "Reload this page"}
+	case r.URL.Path == "/console/signin":
+		p.Detail = "Signing in did not finish: the server failed while answering. Open your sign-in link again; if it says the link was already used, ask an admin for a new one." + report
+	case r.URL.Path == "/console/signout":
+		p.Detail = "Signing out did not finish: the server failed while answering. Sign out again." + report
+	case strings.HasSuffix(r.URL.Path, "/actions"):
+		p.Detail = "Your decision could not be answered: the server failed while answering. Your decision may or may not have been recorded. " +
+			"Open the handoff again: it shows your decision if it was recorded; if not, decide again." + report
+		return againLink{strings.TrimSuffix(r.URL.EscapedPath(), "/actions"), "Open the handoff again"}
+	default:
+		p.Detail = "This could not be answered: the server failed while answering. Try again." + report
+	}
+	return againLink{"/console/", "Back to the inbox"}
+}
+
 // fieldForPerson says what is wrong with one field of a console form, by
 // the box the person sees.
 func fieldForPerson(f domain.FieldError) string {
