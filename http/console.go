@@ -188,13 +188,43 @@ func (s *Server) renderConsole(w http.ResponseWriter, r *http.Request, status in
 	var buf bytes.Buffer
 	if err := consoleTemplates.ExecuteTemplate(&buf, page+".html", data); err != nil {
 		s.log.Error().Str("requestId", RequestID(r.Context())).Err(err).Msg("console: template failed")
-		http.Error(w, "The page could not be rendered.", http.StatusInternalServerError)
+		// Still a page, in a person's words, with the request id to quote
+		// (it was the plain text "The page could not be rendered.").
+		what := "Nothing was changed. Reload the page."
+		if r.Method == http.MethodPost {
+			what = "What you sent may or may not have been recorded: open the handoff again to see."
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprintf(w, consoleFailedHTML, what, template.HTMLEscapeString(RequestID(r.Context())))
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
 }
+
+// consoleFailedHTML is the page of a template that failed: fixed words,
+// what may have changed, and the request id (escaped) to quote.
+const consoleFailedHTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Something went wrong · Baton console</title>
+<link rel="stylesheet" href="/console/static/console.css">
+</head>
+<body data-page="error">
+<header class="top"><a class="brand" href="/console/">Baton console</a></header>
+<main id="main">
+<h1>Something went wrong</h1>
+<p class="msg error" role="alert" data-code="internal_error">This page could not be shown: the server failed while drawing it. %s If it fails again, tell whoever runs Baton for you, quoting the request id below.</p>
+<p>Request id: <code id="request-id">%s</code></p>
+<p><a href="/console/">Back to the inbox</a></p>
+</main>
+</body>
+</html>
+`
 
 // consoleError renders an error as a page with its status. A 503 and a
 // 500 are told in a person's words, with what to do next (a 503's

@@ -30,7 +30,8 @@ func TestUnavailableActionForPerson(t *testing.T) {
 // A 500 (a fault on the server's side) is told to a person in their words,
 // with what may have changed, what to do, and the request id to quote; it
 // said "Internal Server Error" and "The server failed on this request; it
-// has been logged.".
+// has been logged.". A template that fails gives such a page too, not the
+// plain text "The page could not be rendered.".
 func TestConsoleFailureInAPersonsWords(t *testing.T) {
 	s := &Server{log: zerolog.Nop()}
 	req := func(method, path string) *http.Request {
@@ -56,5 +57,12 @@ func TestConsoleFailureInAPersonsWords(t *testing.T) {
 				t.Fatalf("%s %s: the page says %q: %s", c.method, c.path, api, page)
 			}
 		}
+	}
+	w := httptest.NewRecorder()
+	s.renderConsole(w, req("GET", "/console/"), http.StatusOK, "no-such-page", map[string]any{})
+	page := w.Body.String()
+	if w.Code != 500 || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") || !strings.Contains(page, "<h1>Something went wrong</h1>") ||
+		!strings.Contains(page, "Nothing was changed. Reload the page.") || !strings.Contains(page, `<code id="request-id">req_&lt;b&gt;1&lt;/b&gt;</code>`) {
+		t.Fatalf("a template that failed: %d %q %s", w.Code, w.Header().Get("Content-Type"), page)
 	}
 }
