@@ -237,6 +237,8 @@ func (s *Server) consoleError(w http.ResponseWriter, r *http.Request, err error)
 		data["Again"] = unavailableForPerson(&p, r)
 	case p.Status >= 500:
 		data["Again"] = failedForPerson(&p, r)
+	case p.Status == http.StatusRequestEntityTooLarge:
+		data["Again"] = tooLargeForPerson(&p, r)
 	}
 	data["Problem"] = p
 	data["Title"] = p.Title

@@ -1498,3 +1498,24 @@ func TestConsoleTrailAfter(t *testing.T) {
 		t.Fatalf("after=x: %d %s", status, body)
 	}
 }
+
+// Notes past the bytes a console form is read to (a long log pasted into
+// the box) are refused in a person's words, keeping the 413: nothing was
+// recorded, and going back keeps what was written. The page said "Request
+// Entity Too Large: the request body is larger than 65536 bytes".
+func TestConsoleFormTooLargeInAPersonsWords(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	u := e.signIn("a", "alice", "approver")
+	n := e.events(id)
+	status, page, _ := u.post("/console/handoffs/"+id+"/actions", url.Values{"csrf": {u.csrf()}, "action": {"reject"}, "reason": {strings.Repeat("log line\n", 8000)}})
+	for _, want := range []string{"<h1>Too long to send</h1>", "Nothing was recorded. Go back (your browser keeps what you wrote), shorten it, and send it again.",
+		`data-code="body_too_large"`, `<a href="/console/handoffs/` + id + `">Open the handoff again</a>`} {
+		if status != http.StatusRequestEntityTooLarge || !strings.Contains(page, want) {
+			t.Fatalf("%d, the page lacks %q: %s", status, want, page)
+		}
+	}
+	if strings.Contains(page, "65536 bytes") || strings.Contains(page, "Request Entity Too Large") || e.events(id) != n {
+		t.Fatalf("the page says the API's words, or an event was recorded (%d, was %d): %s", e.events(id), n, page)
+	}
+}

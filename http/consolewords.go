@@ -123,6 +123,21 @@ func failedForPerson(p *Problem, r *http.Request) againLink {
 	return againLink{"/console/", "Back to the inbox"}
 }
 
+// tooLargeForPerson rewrites a 413 (a form past the bytes the console
+// reads: a long log pasted into a reason or the notes) in a person's
+// terms: nothing was recorded, and going back keeps what was written, to
+// shorten. The API's words ("the request body is larger than 65536
+// bytes") are for programs.
+func tooLargeForPerson(p *Problem, r *http.Request) againLink {
+	p.Title = "Too long to send"
+	p.Detail = "What you sent is too long for the console to read (more than 64 KB; a reason or notes take at most 4,000 characters). " +
+		"Nothing was recorded. Go back (your browser keeps what you wrote), shorten it, and send it again."
+	if strings.HasSuffix(r.URL.Path, "/actions") {
+		return againLink{strings.TrimSuffix(r.URL.EscapedPath(), "/actions"), "Open the handoff again"}
+	}
+	return againLink{"/console/", "Back to the inbox"}
+}
+
 // fieldForPerson says what is wrong with one field of a console form, by
 // the box the person sees.
 func fieldForPerson(f domain.FieldError) string {
