@@ -239,6 +239,8 @@ func (s *Server) consoleError(w http.ResponseWriter, r *http.Request, err error)
 		data["Again"] = failedForPerson(&p, r)
 	case p.Status == http.StatusRequestEntityTooLarge:
 		data["Again"] = tooLargeForPerson(&p, r)
+	case p.Status == http.StatusNotFound:
+		notFoundForPerson(&p, r)
 	}
 	data["Problem"] = p
 	data["Title"] = p.Title

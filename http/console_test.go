@@ -1519,3 +1519,37 @@ func TestConsoleFormTooLargeInAPersonsWords(t *testing.T) {
 		t.Fatalf("the page says the API's words, or an event was recorded (%d, was %d): %s", e.events(id), n, page)
 	}
 }
+
+// A handoff this person cannot see (another tenant's, or none) and an
+// address of no page are told in a person's words, keeping the 404: what
+// it may mean and what to do. They said "Not Found", "no handoff <id>" and
+// "No route for GET /console/…".
+func TestConsoleNotFoundInAPersonsWords(t *testing.T) {
+	e := newEnv(t)
+	other := e.contract(e.tenantB, nil)
+	u := e.signIn("a", "alice", "approver")
+	n := e.events(other)
+	check := func(what string, status int, page string, want ...string) {
+		t.Helper()
+		for _, w := range want {
+			if status != http.StatusNotFound || !strings.Contains(page, w) {
+				t.Fatalf("%s: %d, the page lacks %q: %s", what, status, w, page)
+			}
+		}
+		for _, api := range []string{"Not Found", "no handoff " + other, "No route"} {
+			if strings.Contains(page, api) {
+				t.Fatalf("%s: the page says %q: %s", what, api, page)
+			}
+		}
+	}
+	status, page, _ := u.get("/console/handoffs/" + other)
+	check("another tenant's handoff", status, page, "<h1>No such handoff</h1>", "it may belong to another tenant (you are signed in to tenant a)",
+		"Nothing was changed.", `data-code="handoff_not_found"`)
+	status, page, _ = u.post("/console/handoffs/"+other+"/actions", url.Values{"csrf": {u.csrf()}, "action": {"approve"}})
+	check("a decision on it", status, page, "<h1>No such handoff</h1>", "Nothing was recorded.")
+	if e.events(other) != n {
+		t.Fatal("an event was recorded")
+	}
+	status, page, _ = u.get("/console/handof")
+	check("no page", status, page, "<h1>No such page</h1>", "There is no console page at this address", `data-code="not_found"`)
+}

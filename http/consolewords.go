@@ -123,6 +123,31 @@ func failedForPerson(p *Problem, r *http.Request) againLink {
 	return againLink{"/console/", "Back to the inbox"}
 }
 
+// notFoundForPerson rewrites a 404 (a handoff this person cannot see, an
+// address of no page) in a person's terms: what it may mean and what to
+// do. A handoff of another tenant is as unknown as one that never was,
+// and the page says both. The API's words ("no handoff X", "No route for
+// GET /console/x.") are for programs.
+func notFoundForPerson(p *Problem, r *http.Request) {
+	changed := "Nothing was changed."
+	if r.Method == http.MethodPost {
+		changed = "Nothing was recorded."
+	}
+	switch p.Code {
+	case "handoff_not_found":
+		p.Title = "No such handoff"
+		where := ""
+		if t := sessionOf(r.Context()).Tenant; t != "" {
+			where = " (you are signed in to tenant " + t + ")"
+		}
+		p.Detail = "There is no handoff at this address that you can see: it may belong to another tenant" + where +
+			", or the address may be mistyped. " + changed + " Ask whoever sent you the link, or sign in with a link for that handoff's tenant."
+	case "not_found":
+		p.Title = "No such page"
+		p.Detail = "There is no console page at this address; it may be mistyped. " + changed + " The inbox lists the handoffs waiting for you."
+	}
+}
+
 // tooLargeForPerson rewrites a 413 (a form past the bytes the console
 // reads: a long log pasted into a reason or the notes) in a person's
 // terms: nothing was recorded, and going back keeps what was written, to
