@@ -119,6 +119,11 @@ func (s *Server) routeConsole(rt *mux.Router) {
 	rt.Handle("/console/handoffs/{handoffId}", consoleHeaders(true, s.withSession(s.consoleHandoff))).Methods(http.MethodGet)
 	rt.Handle("/console/handoffs/{handoffId}/trail.json", consoleHeaders(true, s.withSession(s.consoleTrail))).Methods(http.MethodGet)
 	rt.Handle("/console/handoffs/{handoffId}/actions", consoleHeaders(true, s.withSession(s.consoleAction))).Methods(http.MethodPost)
+	// The forms' address opened as a page (a 403's address reloaded or
+	// copied without JavaScript) shows the handoff, not a 405.
+	rt.Handle("/console/handoffs/{handoffId}/actions", consoleHeaders(true, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, strings.TrimSuffix(r.URL.EscapedPath(), "/actions"), http.StatusSeeOther)
+	}))).Methods(http.MethodGet)
 }
 
 // consoleHeaders sets the console's security headers; private pages are

@@ -1149,7 +1149,8 @@ func TestConsoleRouterAnswersCarryItsHeaders(t *testing.T) {
 		status       int
 	}{
 		{"GET", "/console/nope", 404},
-		{"GET", "/console/handoffs/x/actions", 405},
+		{"PUT", "/console/handoffs/x/actions", 405},
+		{"GET", "/console/signout", 405},
 		{"DELETE", "/console/", 405},
 	} {
 		req, _ := http.NewRequest(c.method, e.srv.URL+c.path, nil)
@@ -1385,7 +1386,7 @@ func TestConsoleRouterAnswersArePages(t *testing.T) {
 	for _, c := range []struct {
 		path   string
 		status int
-	}{{"/console/nope", 404}, {"/console/handoffs/x/actions", 405}, {"/console/signout", 405}} {
+	}{{"/console/nope", 404}, {"/console/signout", 405}} {
 		resp, err := http.Get(e.srv.URL + c.path)
 		if err != nil {
 			t.Fatal(err)
@@ -1552,4 +1553,17 @@ func TestConsoleNotFoundInAPersonsWords(t *testing.T) {
 	}
 	status, page, _ = u.get("/console/handof")
 	check("no page", status, page, "<h1>No such page</h1>", "There is no console page at this address", `data-code="not_found"`)
+}
+
+// The forms' address opened as a page (a 403 page's address, reloaded or
+// copied in a browser without JavaScript) leads to the handoff: it was a
+// 405, "GET is not allowed on /console/handoffs/…/actions.".
+func TestConsoleActionsAddressOpened(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	u := e.signIn("a", "alice", "approver")
+	status, page, h := u.get("/console/handoffs/" + id + "/actions")
+	if status != http.StatusSeeOther || h.Get("Location") != "/console/handoffs/"+id {
+		t.Fatalf("%d %q %s", status, h.Get("Location"), page)
+	}
 }
