@@ -1289,3 +1289,23 @@ func TestConsoleChainCheckFetchesOnlyWhatIsNew(t *testing.T) {
 		}
 	}
 }
+
+// A trail that could not be read (a dropped connection, a server busy for
+// a moment) leaves the chain unchecked, said as such, not "Chain check
+// failed" as a tampered trail is, nor announced as a break.
+func TestConsoleChainCheckOfATrailNotRead(t *testing.T) {
+	b := newBrowser(t)
+	s := newServer(t)
+	ann, proof := runningHandoff(t, b, s)
+	failRequests(t, ann, "*/trail.json*", 100)
+	head := proof()
+	waitFor(t, ann, "the check after the update", fmt.Sprintf(`document.getElementById("head-seq").textContent === "%d" && document.getElementById("chain-check").dataset.result !== undefined`, head))
+	got := text(t, ann, "#chain-check")
+	if r := eval[string](t, ann, `document.getElementById("chain-check").dataset.result`); r != "unread" ||
+		!strings.HasPrefix(got, "The chain could not be checked in this browser just now: the trail could not be fetched.") {
+		t.Fatalf("the check says %q (%s)", got, r)
+	}
+	if said := text(t, ann, "#live-status"); strings.Contains(said, "Chain check failed") {
+		t.Fatalf("a screen reader was told %q", said)
+	}
+}

@@ -37,6 +37,11 @@
       if (recheck) { recheck = false; checkChain(); }
     }
   }
+  function unread(msg) {
+    var e = new Error(msg);
+    e.unread = true;
+    return e;
+  }
   async function checkOnce() {
     var el = document.getElementById("chain-check");
     if (!el.dataset.result) el.textContent = "Checking the chain in this browser…";
@@ -56,8 +61,13 @@
     try {
       var base = checked && checked.trail === el.dataset.trail ? checked : null;
       var url = el.dataset.trail + (base ? "?after=" + base.hashes.length : "");
-      var res = await fetch(url, { credentials: "same-origin", cache: "no-store" });
-      if (!res.ok) throw new Error("the trail could not be read (" + res.status + ")");
+      var res;
+      try {
+        res = await fetch(url, { credentials: "same-origin", cache: "no-store" });
+      } catch (x) {
+        throw unread("the trail could not be fetched");
+      }
+      if (!res.ok) throw unread("the trail could not be read (" + res.status + ")");
       var trail = await res.json();
       var enc = new TextEncoder();
       var prev, hashes;
@@ -102,6 +112,13 @@
       said("chain-check ok", "intact", "Chain intact: " + n + (n === 1 ? " event" : " events") + " recomputed in this browser, head " + want.slice(0, 12) + "… matches" +
         (n > at ? " (" + (n - at) + (n - at === 1 ? " event" : " events") + " came since this page was drawn)." : "."));
     } catch (e) {
+      if (e.unread) {
+        // Not read is not broken: a dropped connection or a server busy
+        // for a moment said "Chain check failed", as a tampered trail does.
+        said("chain-check", "unread", "The chain could not be checked in this browser just now: " + e.message +
+          ". It is checked again at the next update, or reload the page; the server's check is shown above.");
+        return;
+      }
       var bad = said("chain-check bad", "broken", "Chain check failed: " + e.message);
       var st = document.getElementById("live-status");
       if (bad && !bad.hasAttribute("role") && st) st.textContent = bad.textContent; // after a live update: said, as a break must be
