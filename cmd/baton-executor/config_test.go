@@ -18,6 +18,7 @@ func TestConfigRefusesWhatRunsNothing(t *testing.T) {
 	for body, want := range map[string]string{
 		`{"executor":"ops-bot","protocol":{"p.v1":{"command":["true"]}}}`: `unknown field "protocol"`,
 		`{"executor":"ops-bot"}`: `"protocols"`,
+		`{"executor":"ops-bot","maxRuns":0,"protocols":{"p.v1":{"command":["true"]}}}`:      `"maxRuns" 0`,
 		`{"executor":"ops-bot","protocols":{"p.v1":{"command":["true"],"artifact":"log"}}}`: `unknown field "artifact"`,
 	} {
 		path := filepath.Join(t.TempDir(), "executor.json")

@@ -39,6 +39,20 @@ type Protocol struct {
 type Config struct {
 	Executor  string              `json:"executor"` // the targetExecutor it takes handoffs for
 	Protocols map[string]Protocol `json:"protocols"`
+	// MaxRuns bounds the commands running at once (defaultMaxRuns when
+	// nil); a handoff approved beyond it waits, unclaimed, for a slot.
+	MaxRuns *int `json:"maxRuns,omitempty"`
+}
+
+// defaultMaxRuns: a few commands per core. A catch-up of a hundred
+// approvals started a hundred commands at once.
+func defaultMaxRuns() int { return 4 * runtime.NumCPU() }
+
+func (e *Executor) maxRuns() int {
+	if e.Config.MaxRuns != nil {
+		return *e.Config.MaxRuns
+	}
+	return defaultMaxRuns()
 }
 
 // Executor takes the handoffs targeted at it, and carries each approved one
@@ -62,8 +76,10 @@ type Executor struct {
 	StreamIdle time.Duration
 
 	mu      sync.Mutex
-	running map[string]bool
+	running map[string]bool                    // runs carried or waiting for a slot, by handoff
 	stops   map[string]context.CancelCauseFunc // each running command's, by handoff
+	slots   int                                // commands that may still start
+	waiting []string                           // handoffs waiting for a slot, first come first
 	wg      sync.WaitGroup
 }
 
@@ -89,8 +105,13 @@ func (e *Executor) Run(ctx context.Context) error {
 		e.StreamIdle = time.Minute
 	}
 	e.running, e.stops = map[string]bool{}, map[string]context.CancelCauseFunc{}
+	e.slots, e.waiting = e.maxRuns(), nil
 	defer e.wg.Wait()
-	for _, r := range e.State.Unfinished() {
+	// Oldest first (a run id is a UUIDv7, in the order runs were taken):
+	// the runs waiting for a slot when it stopped keep their places.
+	unfinished := e.State.Unfinished()
+	slices.SortFunc(unfinished, func(a, b Run) int { return strings.Compare(a.ExecutorRunID, b.ExecutorRunID) })
+	for _, r := range unfinished {
 		if r.Phase == phaseRunning {
 			// The executor died under the command (SIGKILL, the OOM
 			// killer): what the command started may still run, and would
@@ -237,6 +258,14 @@ func (e *Executor) follow(ctx context.Context, connected *bool) error {
 				if stop := e.stops[d.HandoffID]; stop != nil {
 					stop(fmt.Errorf("the handoff closed (ledger_closed: %s)", d.Data.Reason))
 				}
+				if i := slices.Index(e.waiting, d.HandoffID); i >= 0 {
+					// Closed before its turn came: nothing to run.
+					e.waiting = slices.Delete(e.waiting, i, i+1)
+					delete(e.running, d.HandoffID)
+					if r, ok := e.State.Run(d.HandoffID); ok {
+						e.abandon(r, "the handoff closed while it waited for a slot (ledger_closed: "+d.Data.Reason+")")
+					}
+				}
 				e.mu.Unlock()
 			} else if err := e.consider(ctx, d.HandoffID); err != nil {
 				return err // the position stays before the event
@@ -374,7 +403,9 @@ func (e *Executor) consider(ctx context.Context, id string) error {
 }
 
 // start carries handoff id's run on a goroutine of its own; c is its
-// contract when the caller has just read it.
+// contract when the caller has just read it. A run whose command is still
+// to run takes a slot first, or waits for one in line: it is claimed (its
+// first heartbeat, which starts its lease) only once it has one.
 func (e *Executor) start(ctx context.Context, id string, c *contract) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -382,12 +413,39 @@ func (e *Executor) start(ctx context.Context, id string, c *contract) {
 		return
 	}
 	e.running[id] = true
+	r, _ := e.State.Run(id)
+	slot := r.Phase == phaseRunning
+	if slot {
+		if e.slots == 0 {
+			e.waiting = append(e.waiting, id)
+			e.Log.Info().Str("handoffId", id).Str("executorRunId", r.ExecutorRunID).Int("waiting", len(e.waiting)).Msg("waiting for a free slot (maxRuns)")
+			return
+		}
+		e.slots--
+	}
+	e.launch(ctx, id, c, slot)
+}
+
+// launch carries handoff id's run; slot says whether it holds one, to be
+// handed on to the first waiting run when it is done. Called with e.mu held.
+func (e *Executor) launch(ctx context.Context, id string, c *contract, slot bool) {
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
 		e.carry(ctx, id, c)
 		e.mu.Lock()
 		delete(e.running, id)
+		if slot {
+			if len(e.waiting) > 0 && ctx.Err() == nil {
+				next := e.waiting[0]
+				e.waiting = e.waiting[1:]
+				// Its contract is read again: it may have changed while
+				// the run waited.
+				e.launch(ctx, next, nil, true)
+			} else {
+				e.slots++
+			}
+		}
 		e.mu.Unlock()
 		if r, ok := e.State.Run(id); ok && r.released() && ctx.Err() == nil {
 			// This run missed its lease and was released: the handoff may

@@ -178,11 +178,17 @@ func types(evs []map[string]any) []string {
 // executor runs an executor until the test ends (or stop is called).
 func (s *server) executor(dir string, protocols map[string]Protocol) (e *Executor, stop func()) {
 	s.t.Helper()
+	return s.executorWith(dir, Config{Executor: "ops-bot", Protocols: protocols})
+}
+
+// executorWith is executor with a configuration of the test's own.
+func (s *server) executorWith(dir string, cfg Config) (e *Executor, stop func()) {
+	s.t.Helper()
 	state, err := openState(filepath.Join(dir, "state.json"))
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	e = &Executor{Base: s.base, Key: s.key, Config: Config{Executor: "ops-bot", Protocols: protocols}, State: state,
+	e = &Executor{Base: s.base, Key: s.key, Config: cfg, State: state,
 		Log: zerolog.New(zerolog.NewTestWriter(s.t)), Backoff: 50 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -802,6 +808,70 @@ func TestExecutorStopsAnUnleasedRunWhoseHandoffClosed(t *testing.T) {
 		if time.Now().After(deadline) {
 			r, _ := e.State.Run(id)
 			t.Fatalf("the command still runs on a closed handoff: %+v", r)
+		}
+	}
+}
+
+// At most maxRuns commands run at once; the handoffs approved beyond them
+// wait, unclaimed (no ExecutorStarted, so no lease runs out), keep their
+// places across a restart, and are all carried. A catch-up of many
+// approvals started every command at once.
+func TestExecutorBoundsConcurrentCommands(t *testing.T) {
+	s := startServer(t)
+	dir := t.TempDir()
+	active, seen := filepath.Join(dir, "active"), filepath.Join(dir, "seen")
+	os.Mkdir(active, 0o755)
+	var ids []string
+	for range 5 {
+		// Under release, the lease starts with the run: one waiting
+		// longer than heartbeatSeconds for a slot is not timed out.
+		id := s.create(map[string]any{"heartbeatSeconds": 2, "onExecutorTimeout": "release"})
+		s.approve(id)
+		ids = append(ids, id)
+	}
+	// Each command notes how many run beside it (itself included).
+	script := `touch ` + active + `/$BATON_HANDOFF_ID; ls ` + active + ` | wc -l >> ` + seen + `; sleep 1.5; rm ` + active + `/$BATON_HANDOFF_ID`
+	two := 2
+	start := func() (*Executor, func()) {
+		return s.executorWith(dir, Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": shell(script)}, MaxRuns: &two})
+	}
+	claimed := func() int {
+		n := 0
+		for _, id := range ids {
+			if slices.Contains(types(s.trail(id, "")), "ExecutorStarted") {
+				n++
+			}
+		}
+		return n
+	}
+	e, stop := start()
+	for deadline := time.Now().Add(30 * time.Second); claimed() < 2; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no run started")
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	stop()
+	// Stopped while two ran: the others were never claimed, and are in
+	// the state file to be taken up again.
+	if n := claimed(); n > 3 {
+		t.Fatalf("%d handoffs claimed with maxRuns 2, in less than one run's time", n)
+	}
+	for _, id := range ids {
+		if _, ok := e.State.Run(id); !ok {
+			t.Fatalf("handoff %s is not in the state file", id)
+		}
+	}
+	start()
+	for _, id := range ids {
+		if r := s.result(id); r["status"] != "SUCCEEDED" {
+			t.Fatalf("handoff %s: result %v", id, r)
+		}
+	}
+	b, _ := os.ReadFile(seen)
+	for _, n := range strings.Fields(string(b)) {
+		if n != "1" && n != "2" {
+			t.Fatalf("commands running at once: %s", b)
 		}
 	}
 }

@@ -30,7 +30,7 @@ import (
 const usage = `baton-executor: Baton's reference executor.
 
 Usage:
-  baton-executor --config executor.json [--url http://127.0.0.1:8080] [--key btn_sk_...] [--state ./baton-executor-state.json]
+  baton-executor --config executor.json [--url http://127.0.0.1:8080] [--key btn_sk_...] [--state ./baton-executor-state.json] [--max-runs N]
 
 The key may come from BATON_API_KEY and the URL from BATON_URL. The configuration
 names the targetExecutor this executor takes handoffs for, and the command each
@@ -38,6 +38,10 @@ executorProtocol runs:
 
   {"executor": "ops-bot",
    "protocols": {"ops_bot.v1": {"command": ["sh", "-c", "certbot renew"], "artifactType": "log"}}}
+
+At most maxRuns commands run at once (--max-runs, or "maxRuns" in the
+configuration; four per core by default): a handoff approved beyond them
+waits, unclaimed, for one to end.
 `
 
 func main() {
@@ -60,8 +64,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	key := fs.String("key", os.Getenv("BATON_API_KEY"), "an API key of the tenant whose handoffs it takes")
 	configPath := fs.String("config", "", "the configuration file (JSON)")
 	statePath := fs.String("state", "baton-executor-state.json", "where the executor remembers its runs across restarts")
+	maxRuns := fs.Int("max-runs", 0, "how many commands run at once (the configuration's maxRuns, or four per core)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	maxRunsSet := false
+	fs.Visit(func(f *flag.Flag) { maxRunsSet = maxRunsSet || f.Name == "max-runs" })
+	if maxRunsSet && *maxRuns < 1 {
+		return fmt.Errorf("--max-runs %d: at least one command must be able to run", *maxRuns)
 	}
 	if *key == "" {
 		return errors.New("no key: pass --key or set BATON_API_KEY")
@@ -77,6 +87,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if maxRunsSet {
+		cfg.MaxRuns = maxRuns
+	}
 	release, err := lockState(*statePath)
 	if err != nil {
 		return err
@@ -88,7 +101,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}).With().Timestamp().Logger()
 	e := &Executor{Base: baseURL, Key: *key, Config: cfg, State: state, Log: log}
-	log.Info().Str("url", baseURL).Str("executor", cfg.Executor).Int("protocols", len(cfg.Protocols)).Msg("baton-executor started")
+	log.Info().Str("url", baseURL).Str("executor", cfg.Executor).Int("protocols", len(cfg.Protocols)).Int("maxRuns", e.maxRuns()).Msg("baton-executor started")
 	err = e.Run(ctx)
 	if err == nil && ctx.Err() != nil {
 		// Said whether or not a run was under way: an operator reading the
@@ -116,6 +129,9 @@ func readConfig(path string) (Config, error) {
 	}
 	if len(c.Protocols) == 0 {
 		return Config{}, fmt.Errorf("%s: \"protocols\" (the command of each executorProtocol) names none: nothing would ever run", path)
+	}
+	if c.MaxRuns != nil && *c.MaxRuns < 1 {
+		return Config{}, fmt.Errorf("%s: \"maxRuns\" %d: at least one command must be able to run", path, *c.MaxRuns)
 	}
 	for name, p := range c.Protocols {
 		if len(p.Command) == 0 {
