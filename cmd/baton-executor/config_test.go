@@ -34,6 +34,35 @@ func TestConfigRefusesWhatRunsNothing(t *testing.T) {
 	}
 }
 
+// A name given twice, or data after the configuration's object, is refused
+// at the start: they were read without a word, the last value of a name
+// and the first of two objects.
+func TestConfigRefusesTwiceAndTrailing(t *testing.T) {
+	const p = `"protocols":{"p.v1":{"command":["true"]}}`
+	for body, want := range map[string]string{
+		`{"executor":"ops-bot",` + p + `,"executor":"other"}`:                                        `"executor" is given twice`,
+		`{"executor":"ops-bot","Executor":"other",` + p + `}`:                                        `"Executor" is given twice`,
+		`{"executor":"ops-bot","protocols":{"p.v1":{"command":["true"],"command":["rm"]}}}`:          `"protocols"/"p.v1"/"command" is given twice`,
+		`{"executor":"ops-bot","protocols":{"p.v1":{"command":["true"]},"p.v1":{"command":["rm"]}}}`: `"protocols"/"p.v1" is given twice`,
+		`{"executor":"ops-bot",` + p + `} {"executor":"other",` + p + `}`:                            `data after the configuration's JSON object`,
+		`{"executor":"ops-bot",` + p + `}]`:                                                          `data after the configuration's JSON object`,
+		`{"executor":"ops-bot","protocols":{"p.v1":{"comand":["true"]}}}`:                            `unknown field "comand"`,
+		`{"executor":"ops-bot","protocols":{"p.v1":{"command":["true"],"artifactTpye":"log"}}}`:      `unknown field "artifactTpye"`,
+	} {
+		path := filepath.Join(t.TempDir(), "executor.json")
+		os.WriteFile(path, []byte(body), 0o644)
+		if _, err := readConfig(path); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error saying %s", body, err, want)
+		}
+	}
+	// White space after the object is no data.
+	path := filepath.Join(t.TempDir(), "executor.json")
+	os.WriteFile(path, []byte(`{"executor":"ops-bot","protocols":{"p.v1":{"command":["true"]},"q.v1":{"command":["true"]}}}`+"\n\n"), 0o644)
+	if _, err := readConfig(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Baton's URL is checked at the start, and a trailing slash is dropped:
 // "http://host:8080/" asked for //v1/events and got 404 for ever, and a
 // URL without a scheme failed every request, for ever.

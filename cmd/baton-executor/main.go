@@ -17,6 +17,8 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -124,6 +126,18 @@ func readConfig(path string) (Config, error) {
 	if err := dec.Decode(&c); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
+	// Two configurations in one file, or a name given twice, were read
+	// without a word as the first object and the last of the two values.
+	end := dec.InputOffset()
+	if _, err := dec.Token(); err != io.EOF {
+		return Config{}, fmt.Errorf("%s: data after the configuration's JSON object, which ends at byte %d", path, end)
+	}
+	if name, err := givenTwice(json.NewDecoder(bytes.NewReader(b)), nil); err != nil || name != "" {
+		if err == nil {
+			err = fmt.Errorf("%s is given twice; a name must be given once", name)
+		}
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
 	if c.Executor == "" {
 		return Config{}, fmt.Errorf("%s: \"executor\" (the targetExecutor to take handoffs for) is required", path)
 	}
@@ -169,6 +183,55 @@ func readConfig(path string) (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// givenTwice reads one JSON value and returns the first name given twice in
+// one of its objects, as a path ("protocols"/"p.v1"/"command"). Names of the
+// configuration's own fields are compared as encoding/json matches them,
+// ignoring case; protocol names, the keys of "protocols", exactly.
+func givenTwice(dec *json.Decoder, at []string) (string, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", err
+	}
+	switch tok {
+	case json.Delim('{'):
+		exact := len(at) == 1 && strings.EqualFold(at[0], "protocols")
+		var seen []string
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return "", err
+			}
+			k, _ := kt.(string)
+			for _, s := range seen {
+				if s == k || !exact && strings.EqualFold(s, k) {
+					return pathOf(append(at, k)), nil
+				}
+			}
+			seen = append(seen, k)
+			if name, err := givenTwice(dec, append(slices.Clip(at), k)); err != nil || name != "" {
+				return name, err
+			}
+		}
+		_, err = dec.Token()
+	case json.Delim('['):
+		for dec.More() {
+			if name, err := givenTwice(dec, at); err != nil || name != "" {
+				return name, err
+			}
+		}
+		_, err = dec.Token()
+	}
+	return "", err
+}
+
+func pathOf(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, "/")
 }
 
 // checkURL: Baton's URL as requests are made from it. A URL without a
