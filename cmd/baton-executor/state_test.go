@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,5 +99,71 @@ func TestStateSyncsItsDirectory(t *testing.T) {
 	}
 	if len(synced) != 1 || synced[0] != dir {
 		t.Fatalf("synced %v, want %s", synced, dir)
+	}
+}
+
+// A reported run leaves the state file for the reported file, one line
+// appended: every run ever reported stayed in the state file, rewritten
+// whole and synced at every event and every step of every run. Its
+// receipts are still there after a restart, and a crash between the two
+// writes, or in the middle of the append, loses nothing.
+func TestStateMovesReportedRunsOut(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	s, err := openState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		id := fmt.Sprintf("h%03d", i)
+		r := Run{HandoffID: id, ExecutorRunID: "run-" + id, Protocol: "p.v1", Phase: phaseRunning}
+		s.Put(r)
+		r.Phase, r.Receipts = phaseReported, []string{"proof 3 abc", "result 4 def"}
+		if err := s.Put(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Put(Run{HandoffID: "open", ExecutorRunID: "run-open", Phase: phaseFinished, Output: "done"})
+	s.SetLastEventID("42")
+	if b, _ := os.ReadFile(path); len(b) > 1<<10 {
+		t.Fatalf("the state file holds %d bytes for one unfinished run:\n%s", len(b), b)
+	}
+	// A crash after the append, before the state file was written: the
+	// run is in both files, finished in the state file.
+	finished := Run{HandoffID: "both", ExecutorRunID: "run-both", Phase: phaseFinished}
+	s.Put(finished)
+	b, _ := os.ReadFile(path)
+	reported := finished
+	reported.Phase, reported.Receipts = phaseReported, []string{"proof 1 a", "result 2 b"}
+	s.Put(reported)
+	os.WriteFile(path, b, 0o600)
+	// A crash in the middle of an append: a line without its end.
+	f, _ := os.OpenFile(path+".reported", os.O_WRONLY|os.O_APPEND, 0)
+	f.WriteString(`{"handoffId":"open","executorRunId":"run-open","pha`)
+	f.Close()
+
+	s, err = openState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := s.Run("h007"); !ok || r.Phase != phaseReported || len(r.Receipts) != 2 {
+		t.Fatalf("reported run after a restart: %+v", r)
+	}
+	if r, _ := s.Run("both"); r.Phase != phaseReported || len(r.Receipts) != 2 {
+		t.Fatalf("run reported before a crash: %+v", r)
+	}
+	if r, _ := s.Run("open"); r.Phase != phaseFinished || r.Output != "done" {
+		t.Fatalf("unfinished run: %+v", r)
+	}
+	if u := s.Unfinished(); len(u) != 1 || s.LastEventID() != "42" {
+		t.Fatalf("unfinished %+v, position %q", u, s.LastEventID())
+	}
+	// Taken again after a release: the new run is the state file's.
+	s.Put(Run{HandoffID: "h001", ExecutorRunID: "run-again", Phase: phaseRunning})
+	s, _ = openState(path)
+	if r, _ := s.Run("h001"); r.ExecutorRunID != "run-again" || r.Phase != phaseRunning {
+		t.Fatalf("run taken again: %+v", r)
+	}
+	if b, _ := os.ReadFile(path + ".reported"); bytes.Count(b, []byte("\n")) != 201 || !bytes.HasSuffix(b, []byte("}\n")) {
+		t.Fatalf("reported file: %d lines", bytes.Count(b, []byte("\n")))
 	}
 }
