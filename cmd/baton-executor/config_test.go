@@ -18,8 +18,10 @@ func TestConfigRefusesWhatRunsNothing(t *testing.T) {
 	for body, want := range map[string]string{
 		`{"executor":"ops-bot","protocol":{"p.v1":{"command":["true"]}}}`: `unknown field "protocol"`,
 		`{"executor":"ops-bot"}`: `"protocols"`,
-		`{"executor":"ops-bot","maxRuns":0,"protocols":{"p.v1":{"command":["true"]}}}`:      `"maxRuns" 0`,
-		`{"executor":"ops-bot","protocols":{"p.v1":{"command":["true"],"artifact":"log"}}}`: `unknown field "artifact"`,
+		`{"executor":"ops-bot","protocols":{"p.v1":{"command":["no-such-program-here","renew"]}}}`: `"no-such-program-here" cannot be run`,
+		`{"executor":"ops-bot","protocols":{"p.v1":{"command":[""]}}}`:                             `program "" cannot be run`,
+		`{"executor":"ops-bot","maxRuns":0,"protocols":{"p.v1":{"command":["true"]}}}`:             `"maxRuns" 0`,
+		`{"executor":"ops-bot","protocols":{"p.v1":{"command":["true"],"artifact":"log"}}}`:        `unknown field "artifact"`,
 	} {
 		path := filepath.Join(t.TempDir(), "executor.json")
 		os.WriteFile(path, []byte(body), 0o644)

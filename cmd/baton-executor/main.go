@@ -16,6 +16,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"os/exec"
 	"os/signal"
 	"slices"
 	"strconv"
@@ -150,6 +151,11 @@ func readConfig(path string) (Config, error) {
 	for name, p := range c.Protocols {
 		if len(p.Command) == 0 {
 			return Config{}, fmt.Errorf("%s: protocol %q has no command", path, name)
+		}
+		// A program that is not there (a typo) failed every run given it:
+		// each approved handoff was taken and closed FAILED.
+		if _, err := exec.LookPath(p.Command[0]); err != nil {
+			return Config{}, fmt.Errorf("%s: protocol %q: the command's program %q cannot be run: %w", path, name, p.Command[0], err)
 		}
 	}
 	// A name Baton refuses in a contract is one no handoff can carry: the
