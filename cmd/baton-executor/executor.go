@@ -219,6 +219,17 @@ func (e *Executor) follow(ctx context.Context, connected *bool) error {
 		if resp.StatusCode == http.StatusUnauthorized {
 			return fmt.Errorf("%w: GET /v1/events: %d %s", errKeyRefused, resp.StatusCode, b)
 		}
+		if last != "" && (problemCode(b) == "position_ahead" || resp.StatusCode == http.StatusUnprocessableEntity) {
+			// The kept position names no event of this store (one restored
+			// from an older backup): asked again for ever, it took nothing.
+			// It starts again as at a first start: the listing finds what
+			// was approved, and the runs in the state file are not taken
+			// twice.
+			e.Log.Warn().Str("lastEventId", last).RawJSON("problem", b).Msg("Baton does not know the position the state file kept; following from now, after listing the approved handoffs")
+			if err := e.State.SetLastEventID(""); err != nil {
+				return err
+			}
+		}
 		return fmt.Errorf("GET /v1/events: %d %s", resp.StatusCode, b)
 	}
 	if last == "" {

@@ -875,3 +875,24 @@ func TestExecutorBoundsConcurrentCommands(t *testing.T) {
 		}
 	}
 }
+
+// A position that names no event of the store (a store restored from an
+// older backup) is dropped, and the executor starts again from the
+// listing: Baton answered 409 position_ahead, asked again for ever, and
+// nothing approved was ever taken.
+func TestExecutorStartsOverFromAnUnknownPosition(t *testing.T) {
+	s := startServer(t)
+	dir := t.TempDir()
+	before := s.create(nil)
+	s.approve(before)
+	os.WriteFile(filepath.Join(dir, "state.json"), []byte(`{"lastEventId":"999999/999999","runs":{}}`), 0o600)
+	s.executor(dir, map[string]Protocol{"ops_bot.v1": shell(`echo done`)})
+	if r := s.result(before); r["status"] != "SUCCEEDED" {
+		t.Fatalf("result %v", r)
+	}
+	after := s.create(nil)
+	s.approve(after)
+	if r := s.result(after); r["status"] != "SUCCEEDED" {
+		t.Fatalf("result %v", r)
+	}
+}
