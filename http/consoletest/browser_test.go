@@ -738,7 +738,9 @@ func TestConsoleLiveUpdateKeepsTheAnswer(t *testing.T) {
 		chromedp.SendKeys("#reason", "fine by me"))
 	eval[bool](t, bo, `window.__before = true`)
 	run(t, ann, "approve", chromedp.Click("#approve"), chromedp.WaitVisible("#notice"))
-	run(t, bo, "approve too", chromedp.Click("#approve"))
+	// Clicked in the page: a live update of Ann's decision may redraw the
+	// button between a node's lookup and its click (a stale node id).
+	run(t, bo, "approve too", chromedp.Evaluate[chromedp.Void](`document.getElementById("approve").click()`))
 	waitAcrossNavigation(t, bo, "the refusal", `window.__before === undefined && document.readyState === "complete" && document.querySelector('#problem[data-code="approval_already_decided"]') !== null`)
 	for _, p := range []context.Context{ann, bo} {
 		waitFor(t, p, "the page's live stream", `document.body.dataset.live === "open"`)
