@@ -177,22 +177,19 @@ var responseIDRE = regexp.MustCompile(`^resp_[0-9A-Za-z]{1,200}$`)
 // for previous_response_id the 400 OpenAI answers, with its code, which a
 // client may read to send its whole conversation instead.
 func responseNotFound(id, param string) error {
-	e := domain.E("responses", domain.KindNotFound, "response_not_found", "No response with id '%s' was found (responses sent with store: false are not kept).", id)
-	if param == "previous_response_id" {
-		e = domain.E("responses", domain.KindBadRequest, "previous_response_not_found", "Previous response with id '%s' not found.", id)
-	}
-	if param != "" {
-		e.Fields = []domain.FieldError{{Pointer: param, Code: "not_found", Message: e.Message}}
-	}
-	return e
+	return responseGone(id, param, "No response with id '%s' was found (responses sent with store: false are not kept).", "Previous response with id '%s' not found.")
 }
 
 // responseDeleted is the tenant's own response that DELETE removed: not
 // found, as responseNotFound, saying why.
 func responseDeleted(id, param string) error {
-	e := domain.E("responses", domain.KindNotFound, "response_not_found", "Response with id '%s' was deleted.", id)
+	return responseGone(id, param, "Response with id '%s' was deleted.", "Previous response with id '%s' not found: it was deleted.")
+}
+
+func responseGone(id, param, byPath, asPrevious string) error {
+	e := domain.E("responses", domain.KindNotFound, "response_not_found", byPath, id)
 	if param == "previous_response_id" {
-		e = domain.E("responses", domain.KindBadRequest, "previous_response_not_found", "Previous response with id '%s' not found: it was deleted.", id)
+		e = domain.E("responses", domain.KindBadRequest, "previous_response_not_found", asPrevious, id)
 	}
 	if param != "" {
 		e.Fields = []domain.FieldError{{Pointer: param, Code: "not_found", Message: e.Message}}
