@@ -669,6 +669,11 @@ func (s *Server) consoleInbox(w http.ResponseWriter, r *http.Request) {
 			unknown = append(unknown, "“"+k+"” is given "+strconv.Itoa(len(q[k]))+" times in this address: give each filter once.")
 		}
 	}
+	// A pair Go's parser cannot read is dropped from q: risk=high;x=1
+	// showed every risk, as if that were the view asked for.
+	if len(unreadablePairs(r.URL.RawQuery)) > 0 {
+		unknown = append(unknown, "This address has a part the inbox cannot read: filters are separated by “&”, not “;”, and a “%” is written %25.")
+	}
 	// A page's cursor names one of the tenant's handoffs: a link cut or
 	// edited would otherwise show some page as if it were the one asked for.
 	cursors := map[string]*inboxKey{}

@@ -1472,6 +1472,20 @@ func TestConsoleInboxFilterGivenTwice(t *testing.T) {
 	}
 }
 
+// A part of the inbox's address Go's parser drops (a ';', a stray '%') is
+// told, not dropped: risk=high;x=1 showed every risk, as if asked for.
+func TestConsoleInboxUnreadableAddress(t *testing.T) {
+	e := newEnv(t)
+	e.contract(e.tenantA, map[string]any{"riskLevel": "low"})
+	u := e.signIn("a", "alice", "approver")
+	for _, q := range []string{"risk=high;x=1", "risk=high&executor=%zz"} {
+		status, page, _ := u.get("/console/?" + q)
+		if status != http.StatusBadRequest || !strings.Contains(page, "This address has a part the inbox cannot read") || strings.Contains(page, `data-handoff=`) {
+			t.Fatalf("%s: %d %s", q, status, page)
+		}
+	}
+}
+
 // trail.json?after=N answers the events past seq N only (the page's chain
 // check has the others), with the head and the chain verdict of the whole
 // trail; an after that is no seq is refused, naming it.

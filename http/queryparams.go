@@ -44,18 +44,9 @@ func knownQuery(r *http.Request) error {
 	}
 	takes := queryParams[r.Method+" "+tpl]
 	var bad []domain.FieldError
-	// A pair Go's parser cannot read is dropped by r.URL.Query() without a
-	// word: ?tenant=acme;x=1 was read as no filter at all.
-	for _, pair := range strings.Split(r.URL.RawQuery, "&") {
-		k, v, _ := strings.Cut(pair, "=")
-		name, kerr := url.QueryUnescape(k)
-		if kerr != nil {
-			name = k
-		}
-		if _, verr := url.QueryUnescape(v); kerr != nil || verr != nil || strings.Contains(pair, ";") {
-			bad = append(bad, domain.FieldError{Pointer: "query:" + name, Code: "malformed",
-				Message: "does not parse: separate parameters with '&', not ';', and write '%' as %25"})
-		}
+	for _, name := range unreadablePairs(r.URL.RawQuery) {
+		bad = append(bad, domain.FieldError{Pointer: "query:" + name, Code: "malformed",
+			Message: "does not parse: separate parameters with '&', not ';', and write '%' as %25"})
 	}
 	for name := range r.URL.Query() {
 		if slices.Contains(takes, name) {
@@ -72,4 +63,22 @@ func knownQuery(r *http.Request) error {
 	}
 	slices.SortFunc(bad, func(a, b domain.FieldError) int { return strings.Compare(a.Pointer, b.Pointer) })
 	return domain.Invalid("query", bad...)
+}
+
+// unreadablePairs names the pairs of a raw query string that Go's parser
+// cannot read, which r.URL.Query() drops without a word: ?tenant=acme;x=1
+// was read as no filter at all.
+func unreadablePairs(raw string) []string {
+	var names []string
+	for _, pair := range strings.Split(raw, "&") {
+		k, v, _ := strings.Cut(pair, "=")
+		name, kerr := url.QueryUnescape(k)
+		if kerr != nil {
+			name = k
+		}
+		if _, verr := url.QueryUnescape(v); kerr != nil || verr != nil || strings.Contains(pair, ";") {
+			names = append(names, name)
+		}
+	}
+	return names
 }
