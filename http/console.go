@@ -124,6 +124,10 @@ func (s *Server) routeConsole(rt *mux.Router) {
 	rt.Handle("/console/handoffs/{handoffId}/actions", consoleHeaders(true, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, strings.TrimSuffix(r.URL.EscapedPath(), "/actions"), http.StatusSeeOther)
 	}))).Methods(http.MethodGet)
+	// So does sign out's: a sign-out's answer or refusal reloaded without
+	// JavaScript (which replaces that address) leads to the inbox, which
+	// says whether this browser is still signed in.
+	rt.Handle("/console/signout", consoleHeaders(true, http.RedirectHandler("/console/", http.StatusSeeOther))).Methods(http.MethodGet)
 }
 
 // consoleHeaders sets the console's security headers; private pages are

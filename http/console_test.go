@@ -1150,7 +1150,7 @@ func TestConsoleRouterAnswersCarryItsHeaders(t *testing.T) {
 	}{
 		{"GET", "/console/nope", 404},
 		{"PUT", "/console/handoffs/x/actions", 405},
-		{"GET", "/console/signout", 405},
+		{"PUT", "/console/signout", 405},
 		{"DELETE", "/console/", 405},
 	} {
 		req, _ := http.NewRequest(c.method, e.srv.URL+c.path, nil)
@@ -1387,7 +1387,11 @@ func TestConsoleRouterAnswersArePages(t *testing.T) {
 		path   string
 		status int
 	}{{"/console/nope", 404}, {"/console/signout", 405}} {
-		resp, err := http.Get(e.srv.URL + c.path)
+		req, _ := http.NewRequest("PUT", e.srv.URL+c.path, nil)
+		if c.status == 404 {
+			req.Method = "GET"
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1567,6 +1571,20 @@ func TestConsoleNotFoundInAPersonsWords(t *testing.T) {
 	}
 	status, page, _ = u.get("/console/handof")
 	check("no page", status, page, "<h1>No such page</h1>", "There is no console page at this address", `data-code="not_found"`)
+}
+
+// Sign out's address opened as a page (its answer, or its refusal,
+// reloaded in a browser without JavaScript) leads to the inbox: it was a
+// 405, "GET is not allowed on /console/signout.".
+func TestConsoleSignoutAddressOpened(t *testing.T) {
+	e := newEnv(t)
+	u := e.signIn("a", "alice", "approver")
+	for _, who := range []*consoleUser{u, {e: e}} {
+		status, page, h := who.get("/console/signout")
+		if status != http.StatusSeeOther || h.Get("Location") != "/console/" || h.Get("Cache-Control") != "no-store" {
+			t.Fatalf("%d %q %s", status, h.Get("Location"), page)
+		}
+	}
 }
 
 // The forms' address opened as a page (a 403 page's address, reloaded or
