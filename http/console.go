@@ -250,6 +250,8 @@ func (s *Server) consoleError(w http.ResponseWriter, r *http.Request, err error)
 		data["Again"] = tooLargeForPerson(&p, r)
 	case p.Status == http.StatusNotFound:
 		notFoundForPerson(&p, r)
+	case p.Status == http.StatusBadRequest:
+		data["Again"] = badFormForPerson(&p, r)
 	}
 	data["Problem"] = p
 	data["Title"] = p.Title

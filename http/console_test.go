@@ -1539,6 +1539,54 @@ func TestConsoleFormTooLargeInAPersonsWords(t *testing.T) {
 	}
 }
 
+// A form the console cannot read, or an action it does not have (a form
+// made by hand, or from an older page), is told in a person's words,
+// keeping the 400 and the code: it said "no such action" and "the form
+// could not be read".
+func TestConsoleBadFormInAPersonsWords(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	u := e.signIn("a", "alice", "approver")
+	n := e.events(id)
+	raw := func(path, body string) (int, string) {
+		req, _ := http.NewRequest("POST", e.srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.AddCookie(&http.Cookie{Name: "baton_console", Value: u.cookie})
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	csrf := url.QueryEscape(u.csrf())
+	for _, c := range []struct {
+		what, path, body, code string
+		want                   []string
+	}{
+		{"an unknown action", "/console/handoffs/" + id + "/actions", "csrf=" + csrf + "&action=frobnicate", "unknown_action",
+			[]string{"Your decision was not recorded: this form asked for an action the console does not have", `<a href="/console/handoffs/` + id + `">Open the handoff again</a>`}},
+		{"an unreadable decision", "/console/handoffs/" + id + "/actions", "csrf=" + csrf + "&action=approve;x=1", "bad_form",
+			[]string{"Your decision was not recorded: what was sent could not be read as one of the console&#39;s forms", "Open the handoff again"}},
+		{"an unreadable sign-in", "/console/signin", "token=%zz", "bad_form",
+			[]string{"Signing in did not happen", "Nothing was recorded. Open your sign-in link again"}},
+	} {
+		status, page := raw(c.path, c.body)
+		for _, w := range append(c.want, "<h1>Form not understood</h1>", `data-code="`+c.code+`"`) {
+			if status != http.StatusBadRequest || !strings.Contains(page, w) {
+				t.Fatalf("%s: %d, the page lacks %q: %s", c.what, status, w, page)
+			}
+		}
+		if strings.Contains(page, "no such action") || strings.Contains(page, "the form could not be read") {
+			t.Fatalf("%s: the page says the API's words: %s", c.what, page)
+		}
+	}
+	if e.events(id) != n {
+		t.Fatal("an event was recorded")
+	}
+}
+
 // A handoff this person cannot see (another tenant's, or none) and an
 // address of no page are told in a person's words, keeping the 404: what
 // it may mean and what to do. They said "Not Found", "no handoff <id>" and

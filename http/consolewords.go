@@ -163,6 +163,36 @@ func tooLargeForPerson(p *Problem, r *http.Request) againLink {
 	return againLink{"/console/", "Back to the inbox"}
 }
 
+// badFormForPerson rewrites a 400 (a form the console cannot read, or an
+// action it does not have: a form made by hand, or from a page of an
+// older console) in a person's terms: what happened, that nothing was
+// recorded, and to use the console's own form, drawn anew. The API's
+// words ("the form could not be read", "no such action") are for
+// programs. It answers the link to that form's page.
+func badFormForPerson(p *Problem, r *http.Request) againLink {
+	what := map[string]string{
+		"bad_form":       "what was sent could not be read as one of the console's forms",
+		"unknown_action": "this form asked for an action the console does not have",
+	}[p.Code]
+	if what == "" {
+		return againLink{"/console/", "Back to the inbox"}
+	}
+	what += " (it may come from an older page, or have been changed by hand)"
+	p.Title = "Form not understood"
+	switch {
+	case r.URL.Path == "/console/signin":
+		p.Detail = "Signing in did not happen: " + what + ". Nothing was recorded. Open your sign-in link again and use its button."
+	case r.URL.Path == "/console/signout":
+		p.Detail = "Signing out did not happen: " + what + ". Nothing was recorded. Sign out again from a page of the console."
+	case strings.HasSuffix(r.URL.Path, "/actions"):
+		p.Detail = "Your decision was not recorded: " + what + ". Open the handoff again and decide with the form on its page."
+		return againLink{strings.TrimSuffix(r.URL.EscapedPath(), "/actions"), "Open the handoff again"}
+	default:
+		p.Detail = "This was not done: " + what + ". Nothing was recorded. Use the console's pages, reloaded."
+	}
+	return againLink{"/console/", "Back to the inbox"}
+}
+
 // fieldForPerson says what is wrong with one field of a console form, by
 // the box the person sees.
 func fieldForPerson(f domain.FieldError) string {
