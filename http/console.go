@@ -982,7 +982,12 @@ func (s *Server) consoleTrail(w http.ResponseWriter, r *http.Request) {
 	// which has checked those up to N already (a handoff under a stream of
 	// proofs had each live update fetch and hash the whole trail again).
 	var after uint64
-	if q := r.URL.Query(); q.Has("after") {
+	if q := r.URL.Query(); len(q["after"]) > 1 {
+		// after=1&after=x was read as its first value, as the API's
+		// endpoints do not.
+		s.writeError(w, r, domain.Invalid("query", domain.FieldError{Pointer: "query:after", Code: "repeated", Message: "is given more than once"}))
+		return
+	} else if q.Has("after") {
 		n, perr := strconv.ParseUint(q.Get("after"), 10, 64)
 		if perr != nil {
 			s.writeError(w, r, domain.Invalid("query", domain.FieldError{Pointer: "query:after", Code: "invalid_integer",
