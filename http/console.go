@@ -982,6 +982,12 @@ func (s *Server) consoleTrail(w http.ResponseWriter, r *http.Request) {
 	// which has checked those up to N already (a handoff under a stream of
 	// proofs had each live update fetch and hash the whole trail again).
 	var after uint64
+	if bad := unreadablePairs(r.URL.RawQuery); len(bad) > 0 {
+		// after=1;x=1 was dropped, answering the whole trail.
+		s.writeError(w, r, domain.Invalid("query", domain.FieldError{Pointer: "query:" + bad[0], Code: "malformed",
+			Message: "does not parse: separate parameters with '&', not ';', and write '%' as %25"}))
+		return
+	}
 	if q := r.URL.Query(); len(q["after"]) > 1 {
 		// after=1&after=x was read as its first value, as the API's
 		// endpoints do not.
