@@ -409,6 +409,17 @@ func TestConsoleEventStream(t *testing.T) {
 	}
 }
 
+// The console's stream refuses a pair Go's parser drops, as GET
+// /v1/events does: after=<position>;x=1 began at the store's head.
+func TestConsoleEventStreamUnreadableQuery(t *testing.T) {
+	e := newEnv(t)
+	u := e.signIn("a", "alice", "approver")
+	status, body, _ := u.get("/console/events?after=0/0;x=1")
+	if status != 422 || !strings.Contains(body, `"query:after"`) || !strings.Contains(body, `"malformed"`) {
+		t.Fatalf("%d %s", status, body)
+	}
+}
+
 // Approvals are counted by person, and separation of duties (on by itself
 // with two required approvals) holds between people: who approved may not
 // review, whatever link they signed in with.
