@@ -1045,6 +1045,14 @@ func (s *Server) consoleAction(w http.ResponseWriter, r *http.Request) {
 	}
 	id := mux.Vars(r)["handoffId"]
 	form := r.PostForm
+	for _, k := range slices.Sorted(maps.Keys(form)) {
+		if len(form[k]) > 1 {
+			// The page's forms give each field once: action=approve&
+			// action=reject was recorded as an approval, its first value.
+			s.consoleError(w, r, domain.E("console.action", domain.KindBadRequest, "repeated_field", "the form gives %q more than once", k))
+			return
+		}
+	}
 	action := form.Get("action")
 	var cmd domain.Command
 	ref := domain.RequestRef{IdempotencyKey: ""}

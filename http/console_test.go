@@ -1586,6 +1586,8 @@ func TestConsoleBadFormInAPersonsWords(t *testing.T) {
 			[]string{"Your decision was not recorded: this form asked for an action the console does not have", `<a href="/console/handoffs/` + id + `">Open the handoff again</a>`}},
 		{"an unreadable decision", "/console/handoffs/" + id + "/actions", "csrf=" + csrf + "&action=approve;x=1", "bad_form",
 			[]string{"Your decision was not recorded: what was sent could not be read as one of the console&#39;s forms", "Open the handoff again"}},
+		{"a field given twice", "/console/handoffs/" + id + "/actions", "csrf=" + csrf + "&action=approve&action=reject", "repeated_field",
+			[]string{"Your decision was not recorded: this form gave one of its fields more than once", "Open the handoff again"}},
 		{"an unreadable sign-in", "/console/signin", "token=%zz", "bad_form",
 			[]string{"Signing in did not happen", "Nothing was recorded. Open your sign-in link again"}},
 	} {

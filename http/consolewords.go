@@ -173,6 +173,7 @@ func badFormForPerson(p *Problem, r *http.Request) againLink {
 	what := map[string]string{
 		"bad_form":       "what was sent could not be read as one of the console's forms",
 		"unknown_action": "this form asked for an action the console does not have",
+		"repeated_field": "this form gave one of its fields more than once, so what it asked for is not clear",
 	}[p.Code]
 	if what == "" {
 		return againLink{"/console/", "Back to the inbox"}
