@@ -996,6 +996,15 @@ func (s *Server) consoleTrail(w http.ResponseWriter, r *http.Request) {
 			Message: "does not parse: separate parameters with '&', not ';', and write '%' as %25"}))
 		return
 	}
+	for _, k := range slices.Sorted(maps.Keys(r.URL.Query())) {
+		if k != "after" {
+			// A misspelt after (?afetr=3) answered the whole trail, as if
+			// asked for, as the API's endpoints do not.
+			s.writeError(w, r, domain.Invalid("query", domain.FieldError{Pointer: "query:" + k, Code: "unknown_parameter",
+				Message: "is not a parameter of this endpoint, which takes after"}))
+			return
+		}
+	}
 	if q := r.URL.Query(); len(q["after"]) > 1 {
 		// after=1&after=x was read as its first value, as the API's
 		// endpoints do not.

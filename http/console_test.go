@@ -1533,6 +1533,9 @@ func TestConsoleTrailAfter(t *testing.T) {
 	if status, body, _ = u.get("/console/handoffs/" + id + "/trail.json?after=1;x=1"); status != 422 || !strings.Contains(body, `"query:after"`) || !strings.Contains(body, `"malformed"`) {
 		t.Fatalf("after=1;x=1: %d %s", status, body)
 	}
+	if status, body, _ = u.get("/console/handoffs/" + id + "/trail.json?afetr=1"); status != 422 || !strings.Contains(body, `"query:afetr"`) || !strings.Contains(body, `"unknown_parameter"`) {
+		t.Fatalf("afetr=1: %d %s", status, body)
+	}
 }
 
 // Notes past the bytes a console form is read to (a long log pasted into
