@@ -414,6 +414,15 @@ func (s *Server) consoleEvents(w http.ResponseWriter, r *http.Request) {
 			Message: "does not parse: separate parameters with '&', not ';', and write '%' as %25"}))
 		return
 	}
+	takes := queryParams["GET /v1/events"]
+	for _, k := range slices.Sorted(maps.Keys(r.URL.Query())) {
+		if !slices.Contains(takes, k) {
+			// A misspelt after (?afetr=) began at the store's head.
+			s.writeError(w, r, domain.Invalid("query", domain.FieldError{Pointer: "query:" + k, Code: "unknown_parameter",
+				Message: "is not a parameter of this endpoint, which takes " + strings.Join(takes, ", ")}))
+			return
+		}
+	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	token := sessionOf(ctx).Token

@@ -420,6 +420,17 @@ func TestConsoleEventStreamUnreadableQuery(t *testing.T) {
 	}
 }
 
+// Nor does it ignore a parameter it does not take: a misspelt after
+// (?afetr=) began at the store's head, as GET /v1/events refuses.
+func TestConsoleEventStreamUnknownParameter(t *testing.T) {
+	e := newEnv(t)
+	u := e.signIn("a", "alice", "approver")
+	status, body, _ := u.get("/console/events?afetr=0/0")
+	if status != 422 || !strings.Contains(body, `"query:afetr"`) || !strings.Contains(body, `"unknown_parameter"`) {
+		t.Fatalf("%d %s", status, body)
+	}
+}
+
 // Approvals are counted by person, and separation of duties (on by itself
 // with two required approvals) holds between people: who approved may not
 // review, whatever link they signed in with.
