@@ -248,6 +248,8 @@ func (s *Server) consoleError(w http.ResponseWriter, r *http.Request, err error)
 		data["Again"] = failedForPerson(&p, r)
 	case p.Status == http.StatusRequestEntityTooLarge:
 		data["Again"] = tooLargeForPerson(&p, r)
+	case p.Status == http.StatusRequestTimeout:
+		data["Again"] = tooSlowForPerson(&p, r)
 	case p.Status == http.StatusNotFound:
 		notFoundForPerson(&p, r)
 	case p.Status == http.StatusBadRequest:

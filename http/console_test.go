@@ -1,10 +1,12 @@
 package http_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"html"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -1678,5 +1680,40 @@ func TestConsoleActionsAddressOpened(t *testing.T) {
 	status, page, h := u.get("/console/handoffs/" + id + "/actions")
 	if status != http.StatusSeeOther || h.Get("Location") != "/console/handoffs/"+id {
 		t.Fatalf("%d %q %s", status, h.Get("Location"), page)
+	}
+}
+
+// A form whose body stalls past the server's limit is answered 408 in a
+// person's words: nothing was recorded, and going back keeps what was
+// written. The page said "Request Timeout: the request body did not
+// arrive within 200ms of its headers (the server's limit)".
+func TestConsoleFormTooSlowInAPersonsWords(t *testing.T) {
+	t.Cleanup(batonhttp.SetBodyReadTimeout(200 * time.Millisecond)) // restored after the front stops
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	u := e.signIn("a", "alice", "approver")
+	n := e.events(id)
+	body := url.Values{"csrf": {u.csrf()}, "action": {"approve"}}.Encode()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /console/handoffs/%s/actions HTTP/1.1\r\nHost: %s\r\nOrigin: %s\r\nCookie: baton_console=%s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n%s",
+		id, strings.TrimPrefix(e.srv.URL, "http://"), e.srv.URL, u.cookie, len(body)+10, body) // ten bytes promised, never sent
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{"<h1>Not received in time</h1>", "Nothing was recorded. Go back (your browser keeps what you wrote) and send it again.",
+		`<a href="/console/handoffs/` + id + `">Open the handoff again</a>`} {
+		if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(page), want) {
+			t.Fatalf("%d, the page lacks %q: %s", resp.StatusCode, want, page)
+		}
+	}
+	if strings.Contains(string(page), "of its headers") || e.events(id) != n {
+		t.Fatalf("the page says the API's words, or an event was recorded (%d, was %d): %s", e.events(id), n, page)
 	}
 }

@@ -157,6 +157,12 @@ func tooLargeForPerson(p *Problem, r *http.Request) againLink {
 	p.Title = "Too long to send"
 	p.Detail = "What you sent is too long for the console to read (more than 64 KB; a reason or notes take at most 4,000 characters). " +
 		"Nothing was recorded. Go back (your browser keeps what you wrote), shorten it, and send it again."
+	return formAgain(r)
+}
+
+// formAgain leads from a form that was not read back to its handoff, or
+// to the inbox.
+func formAgain(r *http.Request) againLink {
 	if strings.HasSuffix(r.URL.Path, "/actions") {
 		return againLink{strings.TrimSuffix(r.URL.EscapedPath(), "/actions"), "Open the handoff again"}
 	}
@@ -230,4 +236,14 @@ func sessionEndedWords(e *ledger.SessionEnded) endedWords {
 		return endedWords{"Your session ended at " + at + ": this browser signed in with another link.", "this browser signed in with another link"}
 	}
 	return endedWords{"Your session ended at " + at + ".", "your session ended"}
+}
+
+// tooSlowForPerson rewrites a 408 (a form whose body did not come within
+// the server's limit: a connection that stalled while it was sent) in a
+// person's terms, as tooLargeForPerson does a 413.
+func tooSlowForPerson(p *Problem, r *http.Request) againLink {
+	p.Title = "Not received in time"
+	p.Detail = "What you sent did not reach the console in time: the connection stalled while it was being sent. " +
+		"Nothing was recorded. Go back (your browser keeps what you wrote) and send it again."
+	return formAgain(r)
 }
