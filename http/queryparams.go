@@ -1,6 +1,7 @@
 package http
 
 import (
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -42,13 +43,24 @@ func knownQuery(r *http.Request) error {
 	if !strings.HasPrefix(tpl, "/v1/") || strings.HasPrefix(tpl, "/v1/log/") {
 		return nil // /metrics is a scraper's, the log's routes C2SP's (fetched as static files)
 	}
-	takes := queryParams[r.Method+" "+tpl]
+	bad := queryFaults(r.URL.RawQuery, r.URL.Query(), queryParams[r.Method+" "+tpl])
+	if len(bad) == 0 {
+		return nil
+	}
+	slices.SortFunc(bad, func(a, b domain.FieldError) int { return strings.Compare(a.Pointer, b.Pointer) })
+	return domain.Invalid("query", bad...)
+}
+
+// queryFaults names what is wrong with a query string for an endpoint that
+// takes the parameters takes: the pairs Go's parser drops (in their order),
+// then the parameters it does not take (by name).
+func queryFaults(raw string, q url.Values, takes []string) []domain.FieldError {
 	var bad []domain.FieldError
-	for _, name := range unreadablePairs(r.URL.RawQuery) {
+	for _, name := range unreadablePairs(raw) {
 		bad = append(bad, domain.FieldError{Pointer: "query:" + name, Code: "malformed",
 			Message: "does not parse: separate parameters with '&', not ';', and write '%' as %25"})
 	}
-	for name := range r.URL.Query() {
+	for _, name := range slices.Sorted(maps.Keys(q)) {
 		if slices.Contains(takes, name) {
 			continue
 		}
@@ -58,11 +70,7 @@ func knownQuery(r *http.Request) error {
 		}
 		bad = append(bad, domain.FieldError{Pointer: "query:" + name, Code: "unknown_parameter", Message: msg})
 	}
-	if len(bad) == 0 {
-		return nil
-	}
-	slices.SortFunc(bad, func(a, b domain.FieldError) int { return strings.Compare(a.Pointer, b.Pointer) })
-	return domain.Invalid("query", bad...)
+	return bad
 }
 
 // unreadablePairs names the pairs of a raw query string that Go's parser
