@@ -227,7 +227,7 @@ func New(cfg Config) *Dispatcher {
 		cfg.Client = NewClient(cfg.AllowPrivate)
 	}
 	return &Dispatcher{cfg: cfg, hooks: map[string]*domain.Webhook{}, targets: map[string]string{},
-		pending: map[string]*due{}, inflight: map[string]*due{}, wake: make(chan struct{}, 1)}
+		pending: map[string]*due{}, inflight: map[string]*due{}, failing: map[string]bool{}, wake: make(chan struct{}, 1)}
 }
 
 const handoffPrefix = "handoff-"
@@ -634,16 +634,6 @@ func (d *Dispatcher) attempt(ctx context.Context, id string) {
 		}
 		rec.DurationMs = time.Since(start).Milliseconds()
 		rec.StatusCode = status
-		d.mu.Lock()
-		if serr == nil && status >= 200 && status < 300 {
-			delete(d.failing, hook.WebhookID)
-		} else {
-			if d.failing == nil {
-				d.failing = map[string]bool{}
-			}
-			d.failing[hook.WebhookID] = true
-		}
-		d.mu.Unlock()
 		switch {
 		case serr == nil && status >= 200 && status < 300:
 			rec.Outcome = domain.WebhookSucceeded
@@ -667,6 +657,13 @@ func (d *Dispatcher) attempt(ctx context.Context, id string) {
 				rec.Outcome = domain.WebhookFailed
 			}
 		}
+		d.mu.Lock()
+		if rec.Outcome == domain.WebhookSucceeded {
+			delete(d.failing, hook.WebhookID)
+		} else {
+			d.failing[hook.WebhookID] = true
+		}
+		d.mu.Unlock()
 	}
 	rec.At = d.cfg.Now().UTC().Truncate(time.Microsecond)
 	if err := d.cfg.Webhooks.Record(ctx, c, rec); err != nil {
