@@ -732,61 +732,66 @@ func (s *Server) consoleInbox(w http.ResponseWriter, r *http.Request) {
 		}
 		return pf
 	}
+	approvals, reviews, others := inboxQueue{Param: "approvals"}, inboxQueue{Param: "reviews"}, inboxQueue{Param: "page"}
 	// Each queue is read whole, by the states it holds, for its count and
 	// its place, keeping no more than a page of it: its pages go on by
 	// cursor, so every handoff waiting can be reached (a view read at most
 	// 2,000, and showed at most 100 of each queue).
-	read := func(queue *inboxQueue, passes []projections.ContractFilter, want string) error {
-		cur := cursors[queue.Param]
-		queue.Paged = cur != nil
-		for _, pf := range passes {
-			err := s.proj.ScanContracts(p.Tenant, narrow(pf), func(raw []byte) bool {
-				if want == "" {
-					// Any state: in the order of ids, read whole only when
-					// it may be shown.
-					queue.offer(cur, inboxKey{ID: gjson.GetBytes(raw, "handoffId").String()}, func() (inboxItem, bool) {
-						var v domain.ContractView
-						err := json.Unmarshal(raw, &v)
-						return itemOf(v), err == nil
-					})
-					return true
-				}
-				var v domain.ContractView
-				if json.Unmarshal(raw, &v) != nil {
-					return true
-				}
-				it := itemOf(v)
-				if it.Queue != want {
-					return true
-				}
-				queue.offer(cur, inboxKey{Due: it.due(), ID: v.HandoffID}, func() (inboxItem, bool) { return it, true })
-				return true
-			})
-			if err != nil {
-				return err
-			}
+	// The waiting queues are read in one pass over the tenant's handoffs,
+	// each contract offered to the queue it belongs to (four passes, one a
+	// state, walked the whole index four times).
+	queueParam := map[string]string{"approval": "approvals", "review": "reviews"}
+	read := func(pf projections.ContractFilter, queues ...*inboxQueue) error {
+		for _, qu := range queues {
+			qu.Paged = cursors[qu.Param] != nil
 		}
-		queue.page()
-		return nil
+		err := s.proj.ScanContracts(p.Tenant, narrow(pf), func(raw []byte) bool {
+			if queues[0] == &others {
+				// Any state: in the order of ids, read whole only when it
+				// may be shown.
+				others.offer(cursors[others.Param], inboxKey{ID: gjson.GetBytes(raw, "handoffId").String()}, func() (inboxItem, bool) {
+					var v domain.ContractView
+					err := json.Unmarshal(raw, &v)
+					return itemOf(v), err == nil
+				})
+				return true
+			}
+			var v domain.ContractView
+			if json.Unmarshal(raw, &v) != nil {
+				return true
+			}
+			it := itemOf(v)
+			for _, qu := range queues {
+				if qu.Param == queueParam[it.Queue] {
+					qu.offer(cursors[qu.Param], inboxKey{Due: it.due(), ID: v.HandoffID}, func() (inboxItem, bool) { return it, true })
+				}
+			}
+			return true
+		})
+		for _, qu := range queues {
+			qu.page()
+		}
+		return err
 	}
-	approvals, reviews, others := inboxQueue{Param: "approvals"}, inboxQueue{Param: "reviews"}, inboxQueue{Param: "page"}
 	var err error
 	switch f.State {
 	case "", "approval", "review":
+		var queues []*inboxQueue
+		states := []string{}
 		if f.State != "review" {
-			err = read(&approvals, []projections.ContractFilter{{State: string(domain.StateContractCreated), ApprovalStatus: domain.ApprovalPending}}, "approval")
+			queues, states = append(queues, &approvals), append(states, string(domain.StateContractCreated))
 		}
-		if err == nil && f.State != "approval" {
-			var passes []projections.ContractFilter
+		if f.State != "approval" {
+			queues = append(queues, &reviews)
 			for _, st := range []domain.State{domain.StateProofReceived, domain.StateProofReviewed, domain.StateResultReceived} {
-				passes = append(passes, projections.ContractFilter{State: string(st)})
+				states = append(states, string(st))
 			}
-			err = read(&reviews, passes, "review")
 		}
+		err = read(projections.ContractFilter{States: states}, queues...)
 	case "all":
-		err = read(&others, []projections.ContractFilter{{}}, "")
+		err = read(projections.ContractFilter{}, &others)
 	default:
-		err = read(&others, []projections.ContractFilter{{State: f.State}}, "")
+		err = read(projections.ContractFilter{State: f.State}, &others)
 	}
 	if err != nil {
 		s.consoleError(w, r, err)

@@ -315,6 +315,7 @@ type ContractFilter struct {
 	ApprovalStatus string
 	TargetExecutor string
 	RiskLevel      string
+	States         []string  // any of them, when set (beside State)
 	CreatedSince   time.Time // zero: any age
 	After          string    // cursor: the last handoffId of the previous page
 	Limit          int
@@ -381,6 +382,9 @@ func (r *Runner) ListContracts(tenant string, f ContractFilter) ([]json.RawMessa
 // (not its cursor or bounds).
 func (f ContractFilter) matches(v []byte) bool {
 	if f.State != "" && gjson.GetBytes(v, "state").String() != f.State {
+		return false
+	}
+	if len(f.States) > 0 && !slices.Contains(f.States, gjson.GetBytes(v, "state").String()) {
 		return false
 	}
 	if f.ApprovalStatus != "" && gjson.GetBytes(v, "approvalPolicy.status").String() != f.ApprovalStatus {
