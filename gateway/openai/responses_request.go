@@ -141,18 +141,19 @@ func (c *ResponsesCall) Continue(h ResponsesHistory) {
 // and are not kept as this turn's. Input made only of such items is a 400.
 func (h ResponsesHistory) Without(body []byte) ([]byte, error) {
 	input := gjson.GetBytes(body, "input")
-	if !input.IsArray() || !slices.ContainsFunc(input.Array(), func(it gjson.Result) bool { return it.Get("id").Type == gjson.String }) {
+	all := input.Array()
+	if !input.IsArray() || !slices.ContainsFunc(all, func(it gjson.Result) bool { return it.Get("id").Type == gjson.String }) {
 		return body, nil
 	}
 	known := itemIDs(h.chain)
 	var items []string
-	for _, it := range input.Array() {
+	for _, it := range all {
 		if id := it.Get("id"); id.Type != gjson.String || !known[id.Str] {
 			items = append(items, it.Raw)
 		}
 	}
 	switch {
-	case len(items) == len(input.Array()):
+	case len(items) == len(all):
 		return body, nil
 	case len(items) == 0:
 		return nil, invalid("input", "input holds only items of the conversation previous_response_id continues, which it carries already: send this turn's items")

@@ -186,6 +186,11 @@ func responseDeleted(id, param string) error {
 	return responseGone(id, param, "Response with id '%s' was deleted.", "Previous response with id '%s' not found: it was deleted.")
 }
 
+// deleted says whether a response's stream holds its deletion.
+func deleted(evs []eventstore.RecordedEvent) bool {
+	return len(evs) > 1 && evs[1].Type == EventResponseDeleted
+}
+
 func responseGone(id, param, byPath, asPrevious string) error {
 	e := domain.E("responses", domain.KindNotFound, "response_not_found", byPath, id)
 	if param == "previous_response_id" {
@@ -260,10 +265,10 @@ func (s ResponsesStore) Load(ctx context.Context, tenant, id, param string) (*Re
 	if err != nil {
 		return nil, err
 	}
-	if len(evs) > 1 && evs[1].Type == EventResponseDeleted && evs[0].Metadata.Tenant == tenant {
+	if deleted(evs) && evs[0].Metadata.Tenant == tenant {
 		return nil, responseDeleted(id, param)
 	}
-	if len(evs) == 0 || len(evs) > 1 && evs[1].Type == EventResponseDeleted {
+	if len(evs) == 0 || deleted(evs) {
 		return nil, responseNotFound(id, param)
 	}
 	if evs[0].Unreadable != "" {
@@ -314,7 +319,7 @@ func (s ResponsesStore) Delete(ctx context.Context, tenant string, meta eventsto
 	if err != nil {
 		return err
 	}
-	if len(evs) > 1 && evs[1].Type == EventResponseDeleted && evs[0].Metadata.Tenant == tenant {
+	if deleted(evs) && evs[0].Metadata.Tenant == tenant {
 		return responseDeleted(id, "")
 	}
 	if len(evs) == 0 || len(evs) > 1 || evs[0].Metadata.Tenant != tenant {
