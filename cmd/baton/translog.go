@@ -85,6 +85,7 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 	}
 	opts := translog.Options{
 		Origin: *f.origin, SignerKey: skey, Interval: *f.interval, Witnesses: splitList(*f.witnesses),
+		SignedFile: filepath.Join(data, translog.SignedFileName),
 		OnFork: func(fk translog.Fork) {
 			log.Error().Str("checkpoint", fk.String()).Int64("logSize", fk.Size).
 				Msg("transparency log: a signed checkpoint in the store does not match the log built from the feed (docs/audit.md, Forks)")
@@ -176,6 +177,10 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 		tl.Close()
 		return nil, err
 	}
+	if err := checkSigned(tl, filepath.Join(data, translog.SignedFileName)); err != nil {
+		tl.Close()
+		return nil, err
+	}
 	ev := log.Info().Str("origin", tl.Origin()).Int64("entries", tl.Size())
 	if tl.Signs() {
 		ev = ev.Str("keyFile", keyPath).Str("verifierKey", tl.VerifierKey())
@@ -264,6 +269,29 @@ func checkAside(tl *translog.Log, path string, log zerolog.Logger) error {
 			return fmt.Errorf("transparency log: %s, moved aside, holds a checkpoint of origin %s signed with another key, %d entries with root %s, which the log of this store (%d entries) does not hold: this key would sign a second tree of that log. A new log key needs a new origin too (baton log keygen --origin NAME, --log-key-file; operations.md, Backups)",
 				f, tl.Origin(), fk.Checkpoint.Size, fk.Checkpoint.Root, tl.Size())
 		}
+	}
+	return nil
+}
+
+// checkSigned refuses a start that would sign with a key whose latest
+// checkpoint, recorded in the file at path, the log does not hold: a
+// restore, then translog.db deleted (or lost), rebuilt the log from a
+// store that no longer has what the key signed past the backup, and no
+// other file tells. A new key of the same origin is refused the same way.
+func checkSigned(tl *translog.Log, path string) error {
+	if _, own := tl.OwnFork(); !tl.Signs() || own {
+		return nil
+	}
+	fk, err := tl.UnheldSigned(path)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w (it records what this log's keys signed; a file that cannot be read is not taken as none)", err)
+	case fk != nil && fk.Own:
+		return fmt.Errorf("transparency log: %s records a checkpoint this key signed, %d entries with root %s, which the log of this store (%d entries) does not hold: signing with this key again would fork the log. After a restore, start with a new log key (baton log keygen --origin NAME, --log-key-file; operations.md, Backups)",
+			path, fk.Checkpoint.Size, fk.Checkpoint.Root, tl.Size())
+	case fk != nil:
+		return fmt.Errorf("transparency log: %s records a checkpoint of origin %s signed with another key, %d entries with root %s, which the log of this store (%d entries) does not hold: this key would sign a second tree of that log. A new log key needs a new origin too (baton log keygen --origin NAME, --log-key-file; operations.md, Backups)",
+			path, tl.Origin(), fk.Checkpoint.Size, fk.Checkpoint.Root, tl.Size())
 	}
 	return nil
 }

@@ -53,7 +53,7 @@ func serveWithLog(t *testing.T, dir string) (url, admin string, stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl, err := translog.Open(filepath.Join(dir, translog.FileName), store, translog.Options{SignerKey: string(skey), Interval: 10 * time.Millisecond, Witnesses: serveWitnesses})
+	tl, err := translog.Open(filepath.Join(dir, translog.FileName), store, translog.Options{SignerKey: string(skey), Interval: 10 * time.Millisecond, Witnesses: serveWitnesses, SignedFile: filepath.Join(dir, translog.SignedFileName)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -843,6 +843,81 @@ func TestServeRefusesToForkTheLogAfterARestore(t *testing.T) {
 	*lf.keyFile = filepath.Join(t.TempDir(), "new.key")
 	runOK(t, "log", "keygen", "--origin", "baton.test/log-2", "--out", *lf.keyFile)
 	if tl, err = lf.open(context.Background(), dir, storeBolt, store, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	tl.Close()
+}
+
+// A restore, then translog.db deleted (or lost with its disk, or moved
+// aside files cleaned up): the log is rebuilt from a store that no longer
+// holds what the key signed past the backup, and only translog.signed,
+// which outlives the log's file, tells. The start refuses the key; it
+// signed the restored log, a second tree under the key.
+func TestServeRefusesToForkTheLogAfterARestoreWithoutItsFile(t *testing.T) {
+	dir := t.TempDir()
+	runOK(t, "log", "keygen", "--origin", "baton.test/log", "--out", filepath.Join(dir, KeyFileName))
+	runHandoffs(t, dir)
+	runHandoffs(t, dir)
+	_, _, stop := serveWithLog(t, dir) // signs the 20 entries
+	stop()
+	if _, err := os.Stat(filepath.Join(dir, translog.SignedFileName)); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{bolt.FileName, "events.journal", "readmodel.db", translog.FileName, logMarker} {
+		os.Remove(filepath.Join(dir, name))
+	}
+	runHandoffs(t, dir) // the backup: one run of handoffs, other entries
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	lf := logFlags{on: new(bool), keyFile: new(string), origin: new(string), interval: new(time.Duration), witnesses: new(string)}
+	*lf.on, *lf.interval = true, 100*time.Millisecond
+	tl, err := lf.open(context.Background(), dir, storeBolt, store, zerolog.Nop())
+	if err == nil {
+		tl.Close()
+		t.Fatal("serve signs with the key of a checkpoint the rebuilt log does not hold")
+	}
+	if !strings.Contains(err.Error(), translog.SignedFileName) || !strings.Contains(err.Error(), "new log key") {
+		t.Fatal(err)
+	}
+	// A new key of the old origin would sign a second tree of that log.
+	*lf.keyFile = filepath.Join(t.TempDir(), "same-origin.key")
+	runOK(t, "log", "keygen", "--origin", "baton.test/log", "--out", *lf.keyFile)
+	if tl, err = lf.open(context.Background(), dir, storeBolt, store, zerolog.Nop()); err == nil {
+		tl.Close()
+		t.Fatal("a new key of the old origin signs the restored log")
+	} else if !strings.Contains(err.Error(), "needs a new origin") {
+		t.Fatal(err)
+	}
+	// A new key and origin is a new log.
+	*lf.keyFile = filepath.Join(t.TempDir(), "new.key")
+	runOK(t, "log", "keygen", "--origin", "baton.test/log-2", "--out", *lf.keyFile)
+	if tl, err = lf.open(context.Background(), dir, storeBolt, store, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	tl.Close()
+}
+
+// A restart on the store the key signed, translog.db deleted, rebuilds the
+// log and signs on: the recorded checkpoint is held.
+func TestServeRebuildsTheLogOverTheStoreItSigned(t *testing.T) {
+	dir := t.TempDir()
+	runOK(t, "log", "keygen", "--origin", "baton.test/log", "--out", filepath.Join(dir, KeyFileName))
+	runHandoffs(t, dir)
+	_, _, stop := serveWithLog(t, dir)
+	stop()
+	os.Remove(filepath.Join(dir, translog.FileName))
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	lf := logFlags{on: new(bool), keyFile: new(string), origin: new(string), interval: new(time.Duration), witnesses: new(string)}
+	*lf.on, *lf.interval = true, 100*time.Millisecond
+	tl, err := lf.open(context.Background(), dir, storeBolt, store, zerolog.Nop())
+	if err != nil {
 		t.Fatal(err)
 	}
 	tl.Close()

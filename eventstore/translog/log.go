@@ -92,6 +92,10 @@ type Options struct {
 	// Witnesses are the verifier keys (C2SP tlog-cosignature, type 0x04)
 	// of the witnesses whose cosignatures the log takes and serves.
 	Witnesses []string
+	// SignedFile, when set, records the latest checkpoint each key signed
+	// (SignedFileName beside the log's file): written before a claim is
+	// appended, it outlives the log's file (UnheldSigned).
+	SignedFile string
 	// ReadOnly opens an existing file to read it as it is (no Run or
 	// CatchUp): a tool without the key must not read the feed on into
 	// the server's file, past claims it cannot check.
@@ -130,6 +134,8 @@ type Log struct {
 	onSignErr func(error)
 	onCP      func(Checkpoint)
 	onFull    func(error)
+	signedAt  string                // Options.SignedFile
+	signedMu  sync.Mutex            // one writer of signedAt at a time
 	full      atomic.Pointer[error] // why the last commit failed for want of space; nil once one succeeds
 	// failUpdate, set by tests, fails apply's commits while it returns
 	// an error.
@@ -170,7 +176,7 @@ type ownForkRecord struct {
 // Open opens (or creates) the log file at path; Run or CatchUp fill it
 // from store's feed.
 func Open(path string, store eventstore.Store, opts Options) (*Log, error) {
-	l := &Log{store: store, interval: opts.Interval, onFork: opts.OnFork, onHalt: opts.OnHalt, onSignErr: opts.OnSignError, onCP: opts.OnCheckpoint, onFull: opts.OnFull, changed: make(chan struct{})}
+	l := &Log{store: store, interval: opts.Interval, onFork: opts.OnFork, onHalt: opts.OnHalt, onSignErr: opts.OnSignError, onCP: opts.OnCheckpoint, onFull: opts.OnFull, signedAt: opts.SignedFile, changed: make(chan struct{})}
 	if l.interval <= 0 {
 		l.interval = DefaultInterval
 	}
@@ -424,15 +430,7 @@ func (l *Log) Unheld(path string) (_ *Fork, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("transparency log: %s: %w", path, err)
 	}
-	held := func(cp Checkpoint) *Fork {
-		if cp.Size > l.Size() {
-			return &Fork{Checkpoint: cp, Size: l.Size(), Reason: fmt.Sprintf("it claims %d entries where this log has %d", cp.Size, l.Size())}
-		}
-		if root, err := l.Root(cp.Size); err != nil || root != cp.Root {
-			return &Fork{Checkpoint: cp, Ours: root, Size: l.Size(), Reason: fmt.Sprintf("this log's root at size %d is %s", cp.Size, root)}
-		}
-		return nil
-	}
+	held := l.unheld
 	for _, s := range signed {
 		cp, err := l.openCheckpoint(s)
 		if err != nil || cp.Origin != l.origin && !l.anyOrigin {
@@ -452,6 +450,18 @@ func (l *Log) Unheld(path string) (_ *Fork, err error) {
 		}
 	}
 	return nil, nil
+}
+
+// unheld is the fork cp makes with this log: nil when the log holds it
+// (its tree at cp's size has cp's root).
+func (l *Log) unheld(cp Checkpoint) *Fork {
+	if cp.Size > l.Size() {
+		return &Fork{Checkpoint: cp, Size: l.Size(), Reason: fmt.Sprintf("it claims %d entries where this log has %d", cp.Size, l.Size())}
+	}
+	if root, err := l.Root(cp.Size); err != nil || root != cp.Root {
+		return &Fork{Checkpoint: cp, Ours: root, Size: l.Size(), Reason: fmt.Sprintf("this log's root at size %d is %s", cp.Size, root)}
+	}
+	return nil
 }
 
 // VerifierKeyOf derives the verifier key (name+hash+key) of a sumdb/note
@@ -971,6 +981,9 @@ func (l *Log) SignAt(ctx context.Context, cp Checkpoint, claims uint64) ([]byte,
 	}
 	signed, err := note.Sign(&note.Note{Text: cp.Text()}, l.signer)
 	if err != nil {
+		return nil, err
+	}
+	if err := l.recordSigned(signed); err != nil {
 		return nil, err
 	}
 	data, _ := json.Marshal(checkpointRecord{Size: cp.Size, Root: cp.Root.String(), Checkpoint: string(signed)})
