@@ -76,10 +76,10 @@ func readAfter(r *http.Request) (eventstore.Position, error) {
 }
 
 // waitReadable holds a read from the read models until they include every
-// write committed before the read started (the store's head) and the
-// position in Baton-Read-After, if any, for at most readWait: then 503
-// read_model_behind. The answer carries the position the read models have
-// reached.
+// write committed before the read started (the store's head), for at most
+// readWait: then 503 read_model_behind. A Baton-Read-After past that head
+// is 409 position_ahead at once. The answer carries the position the read
+// models have reached.
 func (s *Server) waitReadable(w http.ResponseWriter, r *http.Request) error {
 	after, err := readAfter(r)
 	if err != nil {
@@ -94,10 +94,13 @@ func (s *Server) waitReadable(w http.ResponseWriter, r *http.Request) error {
 		w.Header().Set("Retry-After", "1")
 		return domain.E("read", domain.KindUnavailable, "store_unavailable", "The event store did not answer; nothing was read. Retry.")
 	}
-	target := head
 	if head.Less(after) {
-		target = after
+		// No write of this store answered it: waiting would end in a 503
+		// that says retry, and every retry would wait again.
+		return domain.E("read", domain.KindConflict, "position_ahead",
+			"%s %s is past this store's newest event (%s): no write of this store answered it (a store restored from an older backup, or another deployment's token). Read without it, or with a position a write of this store answered in %s.", ReadAfterHeader, FormatPosition(after), FormatPosition(head), PositionHeader)
 	}
+	target := head // the position asked for is at or before it
 	ctx, cancel := context.WithTimeout(r.Context(), readWait)
 	defer cancel()
 	if err := s.proj.WaitFor(ctx, target); err != nil {
