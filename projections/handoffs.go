@@ -26,6 +26,10 @@ var (
 	bucketByTenant  = []byte("contracts_by_tenant") // tenant 0x00 handoffId -> empty
 	bucketLedger    = []byte("ledger")              // handoffId 0x00 seq -> ledgerRow JSON
 	bucketTenantOf  = []byte("contract_tenant")     // handoffId -> tenant
+	// tenant 0x00 state 0x00 handoffId -> empty: listings by state read only
+	// the handoffs in it, not every handoff the tenant ever had.
+	bucketByState = []byte("contracts_by_state")
+	bucketStateOf = []byte("contract_state") // handoffId -> state
 	// handoffId -> Quarantine JSON: handoffs whose stream holds an event the
 	// projection cannot apply.
 	bucketQuarantine = []byte("handoffs_quarantined")
@@ -151,7 +155,58 @@ func (p *Handoffs) Committed() {
 }
 
 func (*Handoffs) Buckets() [][]byte {
-	return [][]byte{bucketContracts, bucketByTenant, bucketLedger, bucketTenantOf, bucketQuarantine, bucketTimers, bucketTimerOf}
+	return [][]byte{bucketContracts, bucketByTenant, bucketLedger, bucketTenantOf, bucketQuarantine, bucketTimers, bucketTimerOf, bucketByState, bucketStateOf}
+}
+
+// Prepare builds the state index of a file written before it existed,
+// from the views it holds: the same keys a rebuild from zero writes.
+func (*Handoffs) Prepare(tx *bbolt.Tx) error {
+	if k, _ := tx.Bucket(bucketStateOf).Cursor().First(); k != nil {
+		return nil
+	}
+	tenants := tx.Bucket(bucketTenantOf)
+	return tx.Bucket(bucketContracts).ForEach(func(id, view []byte) error {
+		tenant := tenants.Get(id)
+		if tenant == nil {
+			return nil
+		}
+		return putState(tx, string(tenant), string(id), gjson.GetBytes(view, "state").String())
+	})
+}
+
+func stateKey(tenant, state, id string) []byte {
+	k := make([]byte, 0, len(tenant)+len(state)+len(id)+2)
+	return append(append(append(append(append(k, tenant...), 0), state...), 0), id...)
+}
+
+// putState moves handoff id to state in the state index.
+func putState(tx *bbolt.Tx, tenant, id, state string) error {
+	of := tx.Bucket(bucketStateOf)
+	was := of.Get([]byte(id))
+	if was != nil && string(was) == state {
+		return nil
+	}
+	idx := tx.Bucket(bucketByState)
+	if was != nil {
+		if err := idx.Delete(stateKey(tenant, string(was), id)); err != nil {
+			return err
+		}
+	}
+	if err := idx.Put(stateKey(tenant, state, id), nil); err != nil {
+		return err
+	}
+	return of.Put([]byte(id), []byte(state))
+}
+
+// dropState removes handoff id from the state index.
+func dropState(tx *bbolt.Tx, tenant, id string) error {
+	of := tx.Bucket(bucketStateOf)
+	if was := of.Get([]byte(id)); was != nil {
+		if err := tx.Bucket(bucketByState).Delete(stateKey(tenant, string(was), id)); err != nil {
+			return err
+		}
+	}
+	return of.Delete([]byte(id))
 }
 
 // ledgerRow is the stored form of one ledger event: the recorded event with
@@ -300,6 +355,9 @@ func (p *Handoffs) write(tx *bbolt.Tx, id string, rec domain.Recorded, h *domain
 	if err := putTimer(tx, id, h); err != nil {
 		return err
 	}
+	if err := putState(tx, h.Tenant, id, string(h.State)); err != nil {
+		return err
+	}
 	if rec.Seq == 1 {
 		if err := tx.Bucket(bucketTenantOf).Put([]byte(id), []byte(h.Tenant)); err != nil {
 			return err
@@ -332,23 +390,16 @@ func (r *Runner) ListContracts(tenant string, f ContractFilter) ([]json.RawMessa
 	var out []json.RawMessage
 	next := ""
 	err := r.View(func(tx *bbolt.Tx) error {
-		idx, contracts := tx.Bucket(bucketByTenant), tx.Bucket(bucketContracts)
-		prefix := append([]byte(tenant), 0)
-		start := prefix
-		if f.After != "" {
-			start = append(append([]byte(nil), prefix...), f.After...)
-			if idx.Get(start) == nil {
-				// Not one of the tenant's handoffs: a cursor mangled, or
-				// from another tenant's listing, would otherwise seek to an
-				// arbitrary place and answer a wrong page, or an empty last one.
-				return ErrBadCursor
-			}
-			start = append(start, 0) // strictly after the cursor
+		contracts := tx.Bucket(bucketContracts)
+		if f.After != "" && tx.Bucket(bucketByTenant).Get(append(append([]byte(tenant), 0), f.After...)) == nil {
+			// Not one of the tenant's handoffs: a cursor mangled, or
+			// from another tenant's listing, would otherwise seek to an
+			// arbitrary place and answer a wrong page, or an empty last one.
+			return ErrBadCursor
 		}
+		w := newIDWalk(tx, tenant, f)
 		size := 0
-		c := idx.Cursor()
-		for k, _ := c.Seek(start); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			id := k[len(prefix):]
+		for id := w.seek([]byte(f.After)); id != nil; id = w.next() {
 			v := contracts.Get(id)
 			if v == nil {
 				continue
@@ -416,20 +467,18 @@ const scanChunk = 256
 // more than one at a time. It reads in short transactions, each going on
 // after the last id the one before read.
 func (r *Runner) ScanContracts(tenant string, f ContractFilter, fn func(view []byte) bool) error {
-	prefix := append([]byte(tenant), 0)
-	start := prefix
+	var last []byte
 	for {
-		var last []byte
 		done := false
 		err := r.View(func(tx *bbolt.Tx) error {
-			idx, contracts := tx.Bucket(bucketByTenant), tx.Bucket(bucketContracts)
-			c := idx.Cursor()
+			contracts := tx.Bucket(bucketContracts)
+			w := newIDWalk(tx, tenant, f)
 			n := 0
-			k, _ := c.Seek(start)
-			for ; k != nil && bytes.HasPrefix(k, prefix) && n < scanChunk; k, _ = c.Next() {
+			id := w.seek(last)
+			for ; id != nil && n < scanChunk; id = w.next() {
 				n++
-				last = append(last[:0], k...)
-				v := contracts.Get(k[len(prefix):])
+				last = append(last[:0], id...)
+				v := contracts.Get(id)
 				if v == nil || !f.matches(v) {
 					continue
 				}
@@ -438,14 +487,92 @@ func (r *Runner) ScanContracts(tenant string, f ContractFilter, fn func(view []b
 					return nil
 				}
 			}
-			done = k == nil || !bytes.HasPrefix(k, prefix)
+			done = id == nil
 			return nil
 		})
 		if err != nil || done {
 			return err
 		}
-		start = append(last, 0) // strictly after it
 	}
+}
+
+// idWalk walks a tenant's handoff ids in order (time order: they are
+// UUIDv7s), from the tenant index, or, when the filter names states, from
+// the state index: one cursor a state, merged.
+type idWalk struct {
+	prefixes [][]byte
+	cursors  []*bbolt.Cursor
+	keys     [][]byte // each cursor's current key; nil when it is done
+}
+
+func newIDWalk(tx *bbolt.Tx, tenant string, f ContractFilter) *idWalk {
+	w := &idWalk{}
+	states := f.States
+	if f.State != "" {
+		states = []string{f.State}
+		if len(f.States) > 0 && !slices.Contains(f.States, f.State) {
+			states = nil // both given and apart: nothing matches
+			return w
+		}
+	}
+	if states == nil {
+		w.prefixes = [][]byte{append([]byte(tenant), 0)}
+		w.cursors = []*bbolt.Cursor{tx.Bucket(bucketByTenant).Cursor()}
+	} else {
+		for _, st := range slices.Compact(slices.Sorted(slices.Values(states))) {
+			w.prefixes = append(w.prefixes, stateKey(tenant, st, ""))
+			w.cursors = append(w.cursors, tx.Bucket(bucketByState).Cursor())
+		}
+	}
+	w.keys = make([][]byte, len(w.cursors))
+	return w
+}
+
+// seek places the walk on the first id after after (from the start when
+// after is empty) and returns it, nil when there is none.
+func (w *idWalk) seek(after []byte) []byte {
+	for i, c := range w.cursors {
+		start := w.prefixes[i]
+		if len(after) > 0 {
+			start = append(append(append([]byte(nil), start...), after...), 0) // strictly after it
+		}
+		k, _ := c.Seek(start)
+		w.keys[i] = w.within(i, k)
+	}
+	return w.current()
+}
+
+func (w *idWalk) within(i int, k []byte) []byte {
+	if k == nil || !bytes.HasPrefix(k, w.prefixes[i]) {
+		return nil
+	}
+	return k
+}
+
+// current is the smallest id the cursors are on.
+func (w *idWalk) current() []byte {
+	var min []byte
+	for i, k := range w.keys {
+		if k != nil && (min == nil || bytes.Compare(k[len(w.prefixes[i]):], min) < 0) {
+			min = k[len(w.prefixes[i]):]
+		}
+	}
+	return min
+}
+
+// next moves past the current id and returns the one after it.
+func (w *idWalk) next() []byte {
+	cur := w.current()
+	if cur == nil {
+		return nil
+	}
+	for i, k := range w.keys {
+		if k != nil && bytes.Equal(k[len(w.prefixes[i]):], cur) {
+			nk, _ := w.cursors[i].Next()
+			w.keys[i] = w.within(i, nk)
+		}
+	}
+	return w.current()
 }
 
 // Contract returns one contract's view and the tenant that owns it.
@@ -627,6 +754,9 @@ func forgetHandoff(tx *bbolt.Tx, id string, all bool) error {
 	}
 	if tenant := tx.Bucket(bucketTenantOf).Get([]byte(id)); tenant != nil {
 		if err := tx.Bucket(bucketByTenant).Delete(append(append(append([]byte(nil), tenant...), 0), id...)); err != nil {
+			return err
+		}
+		if err := dropState(tx, string(tenant), id); err != nil {
 			return err
 		}
 	}

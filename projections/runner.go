@@ -27,6 +27,12 @@ type Projector interface {
 	Apply(tx *bbolt.Tx, ev eventstore.RecordedEvent) error
 }
 
+// preparer is a projector that brings a file an older Baton wrote up to
+// date when it opens (an index it did not keep, built from what it holds).
+type preparer interface {
+	Prepare(tx *bbolt.Tx) error
+}
+
 var (
 	bucketCheckpoint = []byte("checkpoint")
 	keyPosition      = []byte("position")
@@ -101,6 +107,11 @@ func Open(path string, store eventstore.Store, projectors ...Projector) (r *Runn
 		for _, p := range projectors {
 			for _, b := range p.Buckets() {
 				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+					return err
+				}
+			}
+			if pr, ok := p.(preparer); ok {
+				if err := pr.Prepare(tx); err != nil {
 					return err
 				}
 			}

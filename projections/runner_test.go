@@ -24,7 +24,7 @@ import (
 
 // tempStore is an embedded store in a fresh directory, closed after the
 // test.
-func tempStore(t *testing.T) (string, *bolt.Store) {
+func tempStore(t testing.TB) (string, *bolt.Store) {
 	t.Helper()
 	dir := t.TempDir()
 	store, err := bolt.Open(dir, bolt.Options{})
