@@ -261,16 +261,22 @@ func checkAside(tl *translog.Log, path string, log zerolog.Logger) error {
 			log.Warn().Err(err).Str("file", f).Msg("transparency log: a file moved aside could not be read for the checkpoints this key signed")
 			continue
 		}
-		switch {
-		case fk != nil && fk.Own:
-			return fmt.Errorf("transparency log: %s, moved aside, holds a checkpoint this key signed, %d entries with root %s, which the log of this store (%d entries) does not hold: signing with this key again would fork the log. After a restore, start with a new log key (baton log keygen --origin NAME, --log-key-file; operations.md, Backups)",
-				f, fk.Checkpoint.Size, fk.Checkpoint.Root, tl.Size())
-		case fk != nil:
-			return fmt.Errorf("transparency log: %s, moved aside, holds a checkpoint of origin %s signed with another key, %d entries with root %s, which the log of this store (%d entries) does not hold: this key would sign a second tree of that log. A new log key needs a new origin too (baton log keygen --origin NAME, --log-key-file; operations.md, Backups)",
-				f, tl.Origin(), fk.Checkpoint.Size, fk.Checkpoint.Root, tl.Size())
+		if fk != nil {
+			return forkRefusal(tl, f+", moved aside, holds", fk)
 		}
 	}
 	return nil
+}
+
+// forkRefusal is the refusal of a start whose key would sign a second tree:
+// where says which file holds fk, a checkpoint the log does not hold.
+func forkRefusal(tl *translog.Log, where string, fk *translog.Fork) error {
+	if fk.Own {
+		return fmt.Errorf("transparency log: %s a checkpoint this key signed, %d entries with root %s, which the log of this store (%d entries) does not hold: signing with this key again would fork the log. After a restore, start with a new log key (baton log keygen --origin NAME, --log-key-file; operations.md, Backups)",
+			where, fk.Checkpoint.Size, fk.Checkpoint.Root, tl.Size())
+	}
+	return fmt.Errorf("transparency log: %s a checkpoint of origin %s signed with another key, %d entries with root %s, which the log of this store (%d entries) does not hold: this key would sign a second tree of that log. A new log key needs a new origin too (baton log keygen --origin NAME, --log-key-file; operations.md, Backups)",
+		where, tl.Origin(), fk.Checkpoint.Size, fk.Checkpoint.Root, tl.Size())
 }
 
 // checkSigned refuses a start that would sign with a key whose latest
@@ -286,12 +292,8 @@ func checkSigned(tl *translog.Log, path string) error {
 	switch {
 	case err != nil:
 		return fmt.Errorf("%w (it records what this log's keys signed; a file that cannot be read is not taken as none)", err)
-	case fk != nil && fk.Own:
-		return fmt.Errorf("transparency log: %s records a checkpoint this key signed, %d entries with root %s, which the log of this store (%d entries) does not hold: signing with this key again would fork the log. After a restore, start with a new log key (baton log keygen --origin NAME, --log-key-file; operations.md, Backups)",
-			path, fk.Checkpoint.Size, fk.Checkpoint.Root, tl.Size())
 	case fk != nil:
-		return fmt.Errorf("transparency log: %s records a checkpoint of origin %s signed with another key, %d entries with root %s, which the log of this store (%d entries) does not hold: this key would sign a second tree of that log. A new log key needs a new origin too (baton log keygen --origin NAME, --log-key-file; operations.md, Backups)",
-			path, tl.Origin(), fk.Checkpoint.Size, fk.Checkpoint.Root, tl.Size())
+		return forkRefusal(tl, path+" records", fk)
 	}
 	return nil
 }
