@@ -19,8 +19,8 @@ import (
 )
 
 // WebhooksStream holds every webhook endpoint's registration, secret
-// rotation, disabling and deletion, of every tenant: a small stream,
-// folded whole by the command side.
+// rotation, disabling and deletion, of every tenant. It only grows: the
+// command side folds it once per process, then reads what was appended.
 const WebhooksStream = "webhooks"
 
 // WebhookDeliveryStream is the stream of one delivery (one event to one

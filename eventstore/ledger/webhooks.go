@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/batonhq/baton/domain"
@@ -39,6 +41,12 @@ type Webhooks struct {
 	// out of retries, and about half answered 500. Replicas still race;
 	// the losers decide again.
 	turns turns
+	// folded is the webhooks stream as far as this process has read it:
+	// each load reads only what was appended since. The stream only grows
+	// (a deletion or rotation is one more event), and every attempt and
+	// every endpoint request read it whole.
+	foldMu sync.Mutex
+	folded webhookSet
 }
 
 // webhooksBusy answers a change that lost the race at the webhooks
@@ -84,27 +92,74 @@ type webhookSet struct {
 }
 
 func (s *Webhooks) load(ctx context.Context) (*webhookSet, error) {
-	evs, err := eventstore.ReadWholeStream(ctx, s.store, domain.WebhooksStream)
+	var out *webhookSet
+	err := s.fold(ctx, func(set *webhookSet) { out = set.clone() })
+	return out, err
+}
+
+// fold catches the fold up with the stream and calls take with it, which
+// must copy what it keeps.
+func (s *Webhooks) fold(ctx context.Context, take func(*webhookSet)) error {
+	s.foldMu.Lock()
+	from := s.folded.next()
+	s.foldMu.Unlock()
+	// Read unlocked: loads at once do not wait for each other's reads.
+	evs, err := eventstore.ReadStreamFrom(ctx, s.store, domain.WebhooksStream, from)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	set := &webhookSet{hooks: map[string]*domain.Webhook{}}
+	s.foldMu.Lock()
+	defer s.foldMu.Unlock()
+	set := &s.folded
+	if set.hooks == nil {
+		set.hooks = map[string]*domain.Webhook{}
+	}
 	for _, ev := range evs {
+		if ev.Revision != set.next() {
+			continue // folded meanwhile by another load
+		}
 		if ev.Unreadable != "" {
-			return nil, fmt.Errorf("webhooks stream, revision %d: %s", ev.Revision, ev.Unreadable)
+			return fmt.Errorf("webhooks stream, revision %d: %s", ev.Revision, ev.Unreadable)
 		}
 		before := len(set.hooks)
 		if err := domain.ApplyWebhookEvent(set.hooks, ev.Type, ev.Data); err != nil {
-			return nil, fmt.Errorf("webhooks stream, revision %d (%s): %w", ev.Revision, ev.Type, err)
+			return fmt.Errorf("webhooks stream, revision %d (%s): %w", ev.Revision, ev.Type, err)
 		}
-		if len(set.hooks) > before {
+		switch {
+		case len(set.hooks) > before:
 			var e domain.WebhookRegistered
 			json.Unmarshal(ev.Data, &e)
 			set.order = append(set.order, e.WebhookID)
+		case ev.Type == domain.EventWebhookDeleted:
+			// Forgotten: a deleted endpoint is answered as one never
+			// registered, and kept it would be copied at every load.
+			var e domain.WebhookDeleted
+			json.Unmarshal(ev.Data, &e)
+			delete(set.hooks, e.WebhookID)
+			set.order = slices.DeleteFunc(set.order, func(id string) bool { return id == e.WebhookID })
 		}
 		set.last, set.exists = ev.Revision, true
 	}
-	return set, nil
+	take(set)
+	return nil
+}
+
+// next is the revision of the stream's first event not folded yet.
+func (set *webhookSet) next() uint64 {
+	if !set.exists {
+		return 0
+	}
+	return set.last + 1
+}
+
+// clone is a copy of set its caller may change (change applies its event
+// to it).
+func (set *webhookSet) clone() *webhookSet {
+	out := &webhookSet{hooks: make(map[string]*domain.Webhook, len(set.hooks)), order: slices.Clone(set.order), last: set.last, exists: set.exists}
+	for id, w := range set.hooks {
+		out.hooks[id] = copyHook(w)
+	}
+	return out
 }
 
 func (set *webhookSet) expected() eventstore.ExpectedRevision {
@@ -221,21 +276,29 @@ func (s *Webhooks) Get(ctx context.Context, p domain.Principal, id string) (*dom
 	if !domain.ValidWebhookID(id) {
 		return nil, webhookNotFound("webhooks.get", id)
 	}
-	set, err := s.load(ctx)
-	if err != nil {
+	var w *domain.Webhook
+	var verr error
+	if err := s.fold(ctx, func(set *webhookSet) { w, verr = set.visible("webhooks.get", p, id); w = copyHook(w) }); err != nil {
 		return nil, err
 	}
-	return set.visible("webhooks.get", p, id)
+	return w, verr
 }
 
 // Endpoint is endpoint id with its secrets, for the sender; nil when it
-// was never registered.
+// was never registered (or was deleted).
 func (s *Webhooks) Endpoint(ctx context.Context, id string) (*domain.Webhook, error) {
-	set, err := s.load(ctx)
-	if err != nil {
-		return nil, err
+	var w *domain.Webhook
+	err := s.fold(ctx, func(set *webhookSet) { w = copyHook(set.hooks[id]) })
+	return w, err
+}
+
+// copyHook is a copy of w (nil for nil) its caller may change.
+func copyHook(w *domain.Webhook) *domain.Webhook {
+	if w == nil {
+		return nil
 	}
-	return set.hooks[id], nil
+	c := *w
+	return &c
 }
 
 // change appends the event build makes for endpoint id (which p must see),

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/ledger"
 )
 
@@ -92,5 +93,92 @@ func TestWebhookClaimLeaseRunsOut(t *testing.T) {
 	}
 	if _, ok, _ := s.Claim(ctx, id, "replica-3", time.Minute); ok {
 		t.Fatal("a succeeded delivery was claimed")
+	}
+}
+
+// webhookReads counts the events of the webhooks stream its store reads
+// give out.
+type webhookReads struct {
+	eventstore.Store
+	n atomic.Int64
+}
+
+func (s *webhookReads) ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]eventstore.RecordedEvent, error) {
+	evs, err := s.Store.ReadStream(ctx, stream, from, limit)
+	if stream == domain.WebhooksStream {
+		s.n.Add(int64(len(evs)))
+	}
+	return evs, err
+}
+
+// The webhooks stream only grows (a deletion or a rotation is one more
+// event): every delivery attempt and every endpoint request read it whole,
+// so a tenant registering and deleting endpoints in a loop made each
+// attempt of every tenant slower without bound. A process reads each of
+// its events once; what another process (a replica) appends is read when
+// it is next needed.
+func TestWebhooksStreamReadOnce(t *testing.T) {
+	store := &webhookReads{Store: openStore(t)}
+	s := ledger.NewWebhooks(store, ledger.WebhookOptions{AllowPrivate: true})
+	replica := ledger.NewWebhooks(store, ledger.WebhookOptions{AllowPrivate: true})
+	ctx := t.Context()
+	reg := func(s *ledger.Webhooks) ledger.NewWebhook {
+		t.Helper()
+		w, err := s.Register(ctx, tenantA, domain.WebhookRegistration{URL: "https://hooks.example.com/x", EventTypes: []string{"*"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	kept := reg(s)
+	for range 200 {
+		w := reg(s)
+		if err := s.Delete(ctx, tenantA, w.WebhookID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Get(ctx, tenantA.Principal, kept.WebhookID); err != nil { // reads the last deletion
+		t.Fatal(err)
+	}
+	store.n.Store(0)
+	for range 10 {
+		w, err := s.Endpoint(ctx, kept.WebhookID)
+		if err != nil || w == nil || w.Secret != kept.Secret {
+			t.Fatalf("endpoint: %+v %v", w, err)
+		}
+		if _, err := s.Get(ctx, tenantA.Principal, kept.WebhookID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := store.n.Load(); n > 0 {
+		t.Fatalf("20 reads of an endpoint read %d events of the webhooks stream (of %d), want none: nothing changed", n, 401)
+	}
+
+	// Another process's changes are seen by the next read, and its
+	// answers are its own copies.
+	rot, err := replica.Rotate(ctx, tenantA, kept.WebhookID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Endpoint(ctx, kept.WebhookID)
+	if err != nil || w.Secret != rot.Secret || w.PreviousSecret != kept.Secret {
+		t.Fatalf("after a rotation through another process: %+v %v", w, err)
+	}
+	w.Status = domain.WebhookStatusDisabled
+	if again, _ := s.Endpoint(ctx, kept.WebhookID); again.Status != domain.WebhookStatusActive {
+		t.Fatalf("a caller's change to an answer reached the next answer: %q", again.Status)
+	}
+	other := reg(replica)
+	if list, err := s.List(ctx, tenantA.Principal); err != nil || len(list) != 2 || list[0].WebhookID != kept.WebhookID || list[1].WebhookID != other.WebhookID {
+		t.Fatalf("list after a registration through another process: %v %v", list, err)
+	}
+	if err := replica.Delete(ctx, tenantA, kept.WebhookID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, tenantA.Principal, kept.WebhookID); domain.KindOf(err) != domain.KindNotFound {
+		t.Fatalf("get after a deletion through another process: %v", err)
+	}
+	if w, err := s.Endpoint(ctx, kept.WebhookID); err != nil || (w != nil && w.Status == domain.WebhookStatusActive) {
+		t.Fatalf("endpoint after a deletion through another process: %+v %v", w, err)
 	}
 }
