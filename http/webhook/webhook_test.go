@@ -174,3 +174,25 @@ func TestLateOutcomeDoesNotEndARedelivery(t *testing.T) {
 		t.Fatalf("the redelivery after a late outcome: %+v", p)
 	}
 }
+
+// A deleted endpoint is forgotten: kept, every handoff event on the feed
+// was matched against every endpoint ever deleted, so a tenant that
+// registered and deleted endpoints in a loop made each event, and each
+// start's reading of the whole feed, slower without bound.
+func TestDeletedEndpointsAreForgotten(t *testing.T) {
+	d := New(Config{})
+	apply := func(typ string, v any) {
+		b, _ := json.Marshal(v)
+		d.apply(t.Context(), eventstore.RecordedEvent{StreamID: domain.WebhooksStream, EventData: eventstore.EventData{Type: typ, Data: b}})
+	}
+	for i := range 100 {
+		id := fmt.Sprintf("wh_%016x", i)
+		apply(domain.EventWebhookRegistered, domain.WebhookRegistered{WebhookID: id, Tenant: "a", URL: "https://hooks.example.com/", EventTypes: []string{"*"}, Secret: "whsec_AAAA"})
+		d.failing[id] = true
+		apply(domain.EventWebhookDeleted, domain.WebhookDeleted{WebhookID: id})
+	}
+	apply(domain.EventWebhookRegistered, domain.WebhookRegistered{WebhookID: "wh_kept", Tenant: "a", URL: "https://hooks.example.com/", EventTypes: []string{"*"}, Secret: "whsec_AAAA"})
+	if len(d.hooks) != 1 || d.hooks["wh_kept"] == nil || len(d.failing) != 0 {
+		t.Fatalf("after 100 endpoints registered and deleted: %d endpoints, %d marked failing; want the one kept, none failing", len(d.hooks), len(d.failing))
+	}
+}
