@@ -637,6 +637,37 @@ func TestWebhookTimeout(t *testing.T) {
 	}
 }
 
+// A receiver that answers 101 Switching Protocols, unasked, and then holds
+// the connection open: the client hands such an answer's connection over
+// as its body, which the request's timeout no longer bounds, so the
+// attempt never ended. Its worker was held for good, the delivery stayed
+// "sending" on its replica, and each such delivery took one more of the
+// endpoint's and tenant's slots until none were left.
+func TestWebhookSwitchingProtocolsIsBounded(t *testing.T) {
+	e, clock := webhookEnv(t, true)
+	rc := newReceiver(t)
+	free := make(chan struct{})
+	rc.setAnswer(func(n int, w http.ResponseWriter) {
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		buf.Flush()
+		<-free
+	})
+	dispatch(t, e, clock, func(c *webhook.Config) { c.Timeout = 100 * time.Millisecond })
+	t.Cleanup(func() { close(free) }) // before the dispatcher's stop, which waits for its attempts
+	id := e.registerWebhook(e.tenantA, rc.srv.URL, []string{"*"}).str("webhookId")
+	e.contract(e.tenantA, nil)
+	d := e.awaitDelivery(e.tenantA, id, 0, "pending", 1)
+	if a := attempt(d, 0); a["outcome"] != "retrying" || a["statusCode"] != float64(101) {
+		t.Fatalf("attempt %v", a)
+	}
+}
+
 func TestWebhookRefusesPrivateAddressesAtConnect(t *testing.T) {
 	// Registration lets the loopback endpoint in; the sender does not.
 	e, clock := webhookEnv(t, true)

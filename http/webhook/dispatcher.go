@@ -794,6 +794,11 @@ func (d *Dispatcher) send(ctx context.Context, hook *domain.Webhook, del *domain
 		return 0, 0, false, err
 	}
 	defer resp.Body.Close()
+	// The attempt's time bounds reading the answer too: a 101 Switching
+	// Protocols answer's body is the connection itself, which the
+	// request's context no longer watches, and a receiver holding it open
+	// held the attempt for good.
+	defer context.AfterFunc(ctx, func() { resp.Body.Close() })()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		retryAfter, hasRetryAfter = domain.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
