@@ -713,7 +713,8 @@ func (d *Dispatcher) holdBack(id string) time.Duration {
 // deliveryError is a failed attempt's error as the endpoint's tenant reads
 // it (the deliveries listing). It leaves out what Baton's network told it
 // on the way: the internal address a name resolved to (the guard's
-// refusal) and the resolver a failed lookup asked. With them, a tenant
+// refusal), the resolver a failed lookup asked, and the local address of
+// a connection that failed once open. With them, a tenant
 // could learn the operator's internal addresses by registering names.
 func deliveryError(err error) string {
 	prefix := ""
@@ -727,6 +728,13 @@ func deliveryError(err error) string {
 		c := *de // a copy: a lookup's error may be shared by the dials that waited for it
 		c.Server = ""
 		return prefix + "dial: " + c.Error()
+	}
+	if oe, ok := errors.AsType[*net.OpError](err); ok && oe.Source != nil {
+		// An error on an open connection names its local end too: the
+		// address Baton's host has inside its network.
+		c := *oe
+		c.Source = nil
+		return strings.Replace(err.Error(), oe.Error(), c.Error(), 1)
 	}
 	return err.Error()
 }

@@ -62,11 +62,17 @@ func TestDeliveryErrorHidesTheNetwork(t *testing.T) {
 		Err: &net.DNSError{Err: "no such host", Name: "db.corp.example", Server: "10.255.255.53:53", IsNotFound: true}}}
 	refused := &url.Error{Op: "Post", URL: u, Err: &net.OpError{Op: "dial", Net: "tcp",
 		Addr: &net.TCPAddr{IP: net.ParseIP("93.184.215.14"), Port: 443}, Err: errors.New("connect: connection refused")}}
+	// An error on an open connection names both ends: this one is the
+	// address Baton's host has inside its network (behind its NAT).
+	reset := &url.Error{Op: "Post", URL: u, Err: &net.OpError{Op: "read", Net: "tcp",
+		Source: &net.TCPAddr{IP: net.ParseIP("10.0.3.17"), Port: 49196},
+		Addr:   &net.TCPAddr{IP: net.ParseIP("93.184.215.14"), Port: 443}, Err: errors.New("read: connection reset by peer")}}
 	for _, c := range []struct {
 		err       error
 		want, not string
 	}{
 		{blocked, `Post "https://db.corp.example/hook": ` + ErrBlockedAddress.Error(), "10.1.2.3"},
+		{reset, `Post "https://db.corp.example/hook": read tcp 93.184.215.14:443: read: connection reset by peer`, "10.0.3.17"},
 		{lookup, `Post "https://db.corp.example/hook": dial: lookup db.corp.example: no such host`, "10.255.255.53"},
 		{refused, refused.Error(), "\x00"},
 	} {
@@ -77,6 +83,9 @@ func TestDeliveryErrorHidesTheNetwork(t *testing.T) {
 	}
 	if de := lookup.Err.(*net.OpError).Err.(*net.DNSError); de.Server == "" {
 		t.Fatal("the lookup's own error was changed")
+	}
+	if reset.Err.(*net.OpError).Source == nil {
+		t.Fatal("the connection's own error was changed")
 	}
 }
 
