@@ -379,6 +379,19 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 			}
 		}
 	}
+	// paidFailure counts an attempt that ended with err after models of
+	// its chain were billed for failing: an attempt of the trace, so that
+	// attempts and usage agree.
+	paidFailure := func(attempt int, err error) {
+		if len(c.Failed) == 0 {
+			return
+		}
+		zero := 0.0
+		at := attemptTrace{Attempt: attempt, Model: c.Tried[len(c.Tried)-1], Usage: gatewayUsageSummary{CostUSD: &zero},
+			Errors: []tasks.Violation{{Message: publicMessage(err)}}}
+		billFailed(c, &at.Usage)
+		trace.Attempts = append(trace.Attempts, at)
+	}
 	var records []func()
 	recordAll := func() {
 		for _, rec := range records {
@@ -420,7 +433,7 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 			// ceiling stops a retry, so that a retry under the same key
 			// does not pay for them again only to meet the budget.
 			trace.StoppedBy = "budget"
-			billFailed(c, &gatewayUsageSummary{})
+			paidFailure(attempt, err)
 			break
 		}
 		if err != nil {
@@ -429,15 +442,7 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 			if ceilingStopped {
 				trace.StoppedBy = "cost_ceiling"
 			}
-			if len(c.Failed) > 0 {
-				// Paid for: an attempt of the trace, so that attempts and
-				// usage agree.
-				zero := 0.0
-				at := attemptTrace{Attempt: attempt, Model: c.Tried[len(c.Tried)-1], Usage: gatewayUsageSummary{CostUSD: &zero},
-					Errors: []tasks.Violation{{Message: publicMessage(err)}}}
-				billFailed(c, &at.Usage)
-				trace.Attempts = append(trace.Attempts, at)
-			}
+			paidFailure(attempt, err)
 			var spentSoFar *gatewayUsageSummary
 			if attempt > 1 || len(c.Failed) > 0 { // attempts were paid for: say so
 				u := gatewayUsageSummary{InputTokens: total.InputTokens, OutputTokens: total.OutputTokens, Estimated: total.Estimated}

@@ -1018,3 +1018,74 @@ func TestGenerateExtractFieldTwoTypesRefused(t *testing.T) {
 	e.must(e.do("POST", "/v1/generate", e.tenantA, genBody(map[string]any{"type": "extract_fields", "input": map[string]any{"text": "due 2026-12-01",
 		"fields": []any{map[string]any{"name": "due", "type": "date"}, map[string]any{"name": "due", "type": "date"}}}})), 200)
 }
+
+// The budget stopping a retry after the chain's first model was billed
+// for failing in it (it served what does not read as an answer, and the
+// budget could not hold the fallback) ends the generation with that
+// attempt in its trace: the usage counted its bill while the trace and
+// attempts left it out, so they did not add up to what was spent.
+func TestGenerateBudgetStopKeepsTheBilledAttempt(t *testing.T) {
+	var cheapCalls atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if !strings.Contains(string(b), `"model":"m"`) || cheapCalls.Add(1) > 1 {
+			fmt.Fprint(w, `{"id":"x","object":"chat.completion","choices":[]}`) // served, and no answer
+			return
+		}
+		fmt.Fprint(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"no JSON here"},"finish_reason":"stop"}],"usage":{"prompt_tokens":200,"completion_tokens":50,"total_tokens":250}}`)
+	}))
+	t.Cleanup(up.Close)
+	file := map[string]any{"providers": []any{
+		map[string]any{"name": "cheap", "kind": "openai-compatible", "baseUrl": up.URL + "/v1", "models": []any{map[string]any{
+			"name": "m", "contextTokens": 32000, "fallbacks": []string{"dear:d"},
+			"pricing": map[string]any{"inputPerMTok": 1, "outputPerMTok": 2, "source": "test"}}}},
+		map[string]any{"name": "dear", "kind": "openai-compatible", "baseUrl": up.URL + "/v1", "models": []any{map[string]any{
+			"name": "d", "contextTokens": 32000, "pricing": map[string]any{"inputPerMTok": 1000, "outputPerMTok": 2000, "source": "test"}}}},
+	}}
+	path := filepath.Join(t.TempDir(), "providers.json")
+	b, _ := json.Marshal(file)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(string) string { return "" }, ProvidersFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, cat)
+	// Room for the cheap model's attempts, never for the dear one.
+	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": 3 * summarizeWorst(e, "cheap:m"), "monthlyUsd": nil}), 200)
+	r := e.do("POST", "/v1/generate", e.tenantA, genBody(map[string]any{"options": map[string]any{"maxAttempts": 3, "llm": map[string]any{"model": "cheap:m"}}}))
+	if r.status != 422 || !strings.Contains(string(r.raw), `"stoppedBy":"budget"`) || cheapCalls.Load() != 2 {
+		t.Fatalf("%d %s (cheap model called %d times)", r.status, r.raw, cheapCalls.Load())
+	}
+	var g struct {
+		Attempts int `json:"attempts"`
+		Usage    struct {
+			In   int      `json:"input_tokens"`
+			Cost *float64 `json:"estimated_cost_usd"`
+		} `json:"usage"`
+		Svc struct {
+			Trace struct {
+				Attempts []struct {
+					Errors []any `json:"errors"`
+					Usage  struct {
+						In   int      `json:"input_tokens"`
+						Cost *float64 `json:"estimated_cost_usd"`
+					} `json:"usage"`
+				} `json:"attempts"`
+			} `json:"trace"`
+		} `json:"svc"`
+	}
+	json.Unmarshal(r.raw, &g)
+	in, cost := 0, 0.0
+	for _, a := range g.Svc.Trace.Attempts {
+		in += a.Usage.In
+		if a.Usage.Cost != nil {
+			cost += *a.Usage.Cost
+		}
+	}
+	if g.Attempts != 2 || len(g.Svc.Trace.Attempts) != 2 || len(g.Svc.Trace.Attempts[1].Errors) == 0 || g.Usage.Cost == nil ||
+		in != g.Usage.In || math.Abs(cost-*g.Usage.Cost) > 1e-9 {
+		t.Fatalf("the attempts do not add up to the usage: %s", r.raw)
+	}
+}
