@@ -468,6 +468,12 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		}
 		if perr != nil {
 			at.Errors = append(at.Errors, tasks.Violation{Pointer: "", Message: perr.Error()})
+		} else if ptr, twice := duplicateName(obj); twice {
+			// The schema is checked against the last of the two values (as
+			// encoding/json keeps it); the output sent would hold both,
+			// and a parser that keeps the first, or refuses a name given
+			// twice, would read what was never checked.
+			at.Errors = append(at.Errors, tasks.Violation{Pointer: ptr, Message: "the name is given twice in one object; give each name once"})
 		} else if v, verr := t.ValidateOutput(obj); verr != nil {
 			at.Errors = append(at.Errors, tasks.Violation{Pointer: "", Message: "not JSON: " + verr.Error()})
 		} else {

@@ -1089,3 +1089,18 @@ func TestGenerateBudgetStopKeepsTheBilledAttempt(t *testing.T) {
 		t.Fatalf("the attempts do not add up to the usage: %s", r.raw)
 	}
 }
+
+// An answer that gives a name twice in one object is an invalid answer,
+// re-asked: the schema was checked against the last value (as
+// encoding/json keeps it) while the output sent held both, so a parser
+// that keeps the first, or refuses the name twice (serde_json into a
+// struct), read a summary that is a number.
+func TestGenerateOutputNamesOnce(t *testing.T) {
+	u := newScripted(t, `{"summary": 5, "keyPoints": ["a"], "summary": "fine"}`, validSummary)
+	e := scriptedEnv(t, u)
+	r := e.must(e.do("POST", "/v1/generate", e.tenantA, genBody(nil)), 200)
+	if r.str("output") != `{"keyPoints":["append-only"],"summary":"Events are immutable."}` || r.str("attempts") != "2" || u.calls.Load() != 2 ||
+		!strings.Contains(string(r.raw), `"pointer":"/summary"`) {
+		t.Fatalf("%s", r.raw)
+	}
+}
