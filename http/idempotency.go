@@ -80,6 +80,12 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 		// lease, 10 minutes, however long the call had to run.
 		rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 		defer cancel(nil)
+		// A stop still ends it after its grace, as it ends a request
+		// without a key (503 shutting_down, its model calls billed):
+		// left running, the process ended in the middle of its call.
+		if stop, ok := ctx.Value(stopKey{}).(context.Context); ok {
+			defer context.AfterFunc(stop, func() { cancel(context.Cause(stop)) })()
+		}
 		if claim.Leased() {
 			go claim.Hold(rctx, func(err error) {
 				s.log.Error().Str("requestId", RequestID(ctx)).Err(err).Msg("idempotency key's lease lost; the request is ended")
@@ -130,6 +136,17 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 		w.WriteHeader(rec.status)
 		writeBounded(w, rec.body.Bytes()) // under the deadline a large answer has without a key
 	}
+}
+
+// stopKey holds, in a request's context, the context a stop cancels.
+type stopKey struct{}
+
+// WithStop marks ctx, the context every request descends from, as the one
+// a stop cancels (with ErrShuttingDown once its grace ends), so that the
+// work a request goes on with when its client leaves (a request with an
+// Idempotency-Key) still ends with the stop.
+func WithStop(ctx context.Context) context.Context {
+	return context.WithValue(ctx, stopKey{}, ctx)
 }
 
 func (s *Server) releaseIdem(ctx context.Context, claim *ledger.Claim) {

@@ -408,7 +408,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	// calls settled and billed) before the process exits.
 	reqCtx, cutRequests := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cutRequests(nil)
-	srv.BaseContext = func(net.Listener) context.Context { return reqCtx }
+	stoppable := batonhttp.WithStop(reqCtx)
+	srv.BaseContext = func(net.Listener) context.Context { return stoppable }
 	// The read models and the follower stop after the HTTP server has shut
 	// down (the deferred stopRunner), not with ctx: stopped with it, they
 	// could end first and a clean stop would read as their failure.

@@ -87,6 +87,62 @@ func TestStopEndsCallsStillRunningAndBillsThem(t *testing.T) {
 	}
 }
 
+// A request with an Idempotency-Key runs on when its client leaves, so
+// that its answer is kept for the retry; a stop still ends it after the
+// grace as it ends one without a key: 503 shutting_down, its model call
+// billed. It ran on past the stop: the client's connection was closed with
+// no answer, and the process ended with the call neither settled nor billed.
+func TestStopEndsAKeyedGenerationAndBillsIt(t *testing.T) {
+	defer func(g time.Duration) { shutdownGrace = g }(shutdownGrace)
+	shutdownGrace = 300 * time.Millisecond
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	srv := startSlowServe(t, ctx)
+	type answer struct {
+		status int
+		body   string
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", "http://"+srv.addr+"/v1/generate", strings.NewReader(
+			`{"type":"summarize","input":{"text":"hi"},"options":{"maxAttempts":1,"llm":{"model":"slowp:slow"}}}`))
+		req.Header.Set("Authorization", "Bearer "+srv.key)
+		req.Header.Set("Idempotency-Key", "stop-1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- answer{0, err.Error()}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		answered <- answer{resp.StatusCode, string(b)}
+	}()
+	<-srv.arrived
+	stop()
+	if a := <-answered; a.status != 503 || !strings.Contains(a.body, "shutting_down") {
+		t.Fatalf("the keyed generation in flight: %d %s", a.status, a.body)
+	}
+	if err := <-srv.done; err != nil {
+		t.Fatalf("serve: %v\n%s", err, srv.out.String())
+	}
+	s, err := bolt.Open(srv.data, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	evs, err := s.ReadAll(context.Background(), eventstore.Start, 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	billed := false
+	for _, ev := range evs {
+		billed = billed || strings.HasPrefix(ev.Type, "Usage") && strings.Contains(string(ev.Data), "slowp:slow")
+	}
+	if !billed {
+		t.Fatalf("no usage event for the generation ended")
+	}
+}
+
 // A part of the server that stops on a fault (here the read models, on a
 // key event they cannot apply, written around Baton on a shared
 // KurrentDB) stops the server as a signal does: the model call in flight
