@@ -190,6 +190,7 @@ func TestContextPreviewRefusals(t *testing.T) {
 		{"document not an object", `{"retrievalContext":["text"]}`, 422, "validation_failed", "/retrievalContext/0"},
 		{"document text not a string", `{"retrievalContext":[{"text":"a"},{"title":"t","text":5}]}`, 422, "validation_failed", "/retrievalContext/1/text"},
 		{"thread id too long", map[string]any{"threadId": strings.Repeat("t", 257)}, 422, "validation_failed", "/threadId"},
+		{"customer id with a control character", map[string]any{"customerId": "cus\u00007"}, 422, "validation_failed", "/customerId"},
 		{"too many hints", map[string]any{"memoryHints": make([]string, 1001)}, 422, "validation_failed", "/memoryHints"},
 		{"secret in an id", map[string]any{"customerId": ctxFakeBtn}, 422, "secret_detected", ""},
 		{"body over the limit", map[string]any{"retrievalContext": []map[string]any{{"text": strings.Repeat("lorem ipsum ", 6000)}}}, 413, "body_too_large", ""},

@@ -161,6 +161,12 @@ func (r Request) Validate() error {
 		if utf8.RuneCountInString(f.v) > MaxIDChars {
 			bad = append(bad, domain.FieldError{Pointer: f.ptr, Code: "too_long", Message: fmt.Sprintf("is longer than %d characters", MaxIDChars)})
 		}
+		// Ids are plain text, as every name and id: normalised, a line
+		// break stayed in the id and other controls and overrides were
+		// dropped, so the packet named another id than the one sent.
+		if r, ok := domain.NotPlain(f.v); ok {
+			bad = append(bad, domain.FieldError{Pointer: f.ptr, Code: "control_character", Message: fmt.Sprintf("holds the control character %U; names and ids are plain text", r)})
+		}
 	}
 	for _, s := range []struct {
 		section string
@@ -177,7 +183,7 @@ func (r Request) Validate() error {
 }
 
 // Build makes the packet. A request that breaks a limit, or whose
-// threadId or customerId holds a secret (ids are not rewritten), is
+// threadId or customerId holds a secret (ids are not redacted), is
 // refused with a KindInvalid error.
 func Build(req Request, tok Tokenizer, red Redactor) (*Packet, error) {
 	if tok == nil || red == nil {

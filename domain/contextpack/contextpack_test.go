@@ -313,6 +313,9 @@ func TestValidate(t *testing.T) {
 		{"budget too large", Request{TokenBudget: MaxTokenBudget + 1}, []string{"/options/tokenBudget"}},
 		{"unknown encoding", Request{TokenBudget: 10, Encoding: "p50k_base"}, []string{"/options/encoding"}},
 		{"long ids", Request{TokenBudget: 10, ThreadID: long, CustomerID: long}, []string{"/threadId", "/customerId"}},
+		// Ids are plain text, as Baton's other names and ids: a line break
+		// or an override was kept or dropped without a word.
+		{"ids with control characters", Request{TokenBudget: 10, ThreadID: "thr\n42", CustomerID: "cus_7\u202e"}, []string{"/threadId", "/customerId"}},
 		{"too many items", Request{TokenBudget: 10, MemoryHints: make([]string, MaxItems+1), RetrievalContext: make([]Document, MaxItems+1)}, []string{"/memoryHints", "/retrievalContext"}},
 	}
 	for _, tc := range tests {
