@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
+	"github.com/tidwall/gjson"
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/gateway/tasks"
@@ -33,6 +34,21 @@ func (s *Server) createPlan(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := unknownField(body, planNames); err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	// A null among the constraints decodes as "": it would be planned for
+	// and stored as an empty constraint.
+	var notString error
+	if cs := gjson.GetBytes(body, "constraints"); cs.IsArray() {
+		cs.ForEach(func(i, c gjson.Result) bool {
+			if c.Type != gjson.String {
+				notString = fieldErr("/constraints/"+i.String(), "invalid_type", "must be a string")
+			}
+			return notString == nil
+		})
+	}
+	if notString != nil {
+		s.writeError(w, r, notString)
 		return
 	}
 	if err := s.scan(body); err != nil {

@@ -223,3 +223,20 @@ func TestAgentPlanTooBigIsReasked(t *testing.T) {
 		t.Fatalf("plan after one too big: %.300s", r.raw)
 	}
 }
+
+// A constraint that is not a string is refused before the model is
+// called: a null decoded as "" and was planned for and stored as an
+// empty constraint, where generate's input schema refuses it.
+func TestAgentPlanNullConstraintRefused(t *testing.T) {
+	u := newScripted(t, validSummary)
+	e := scriptedEnv(t, u)
+	before, _ := e.store.Head(context.Background())
+	r := e.do("POST", "/v1/agent-plans", e.tenantA, map[string]any{"objective": "rotate the staging TLS certificate",
+		"constraints": []any{"no downtime", nil}, "targetExecutor": "ops-bot", "riskLevel": "low"})
+	if r.status != 422 || !strings.Contains(string(r.raw), `"pointer":"/constraints/1","code":"invalid_type"`) {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	if after, _ := e.store.Head(context.Background()); after != before || u.calls.Load() != 0 {
+		t.Fatalf("a refused plan called the model %d times or appended events", u.calls.Load())
+	}
+}
