@@ -112,11 +112,13 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 			// retry gets it too.
 			answer := ledger.Answer{Status: rec.status, ContentType: rec.header.Get("Content-Type"), Body: rec.body.String(),
 				Location: rec.header.Get("Location"), RetryAfter: rec.header.Get("Retry-After"), RequestID: RequestID(ctx)}
-			err := claim.Complete(rctx, answer)
+			kctx, kcancel := keyContext(rctx)
+			defer kcancel()
+			err := claim.Complete(kctx, answer)
 			if errors.Is(err, eventstore.ErrInvalidEvent) {
 				// Too large for an event: a retry is told so rather than
 				// run (and billed) again.
-				if err = claim.Complete(rctx, answerNotKept(r, answer)); errors.Is(err, eventstore.ErrInvalidEvent) {
+				if err = claim.Complete(kctx, answerNotKept(r, answer)); errors.Is(err, eventstore.ErrInvalidEvent) {
 					s.releaseIdem(rctx, claim) // still refused: the key must not stay claimed
 				}
 			}
@@ -149,7 +151,18 @@ func WithStop(ctx context.Context) context.Context {
 	return context.WithValue(ctx, stopKey{}, ctx)
 }
 
+// keyContext is the context a key is kept or freed on once its request
+// is done: the request's own may have been ended (a stop after its grace,
+// a lost lease), and an append on it failed, leaving the key taken on a
+// shared store until its lease ran out (10 minutes of 409s for the retry
+// a 503 shutting_down asks for).
+func keyContext(rctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(rctx), storeTimeout)
+}
+
 func (s *Server) releaseIdem(ctx context.Context, claim *ledger.Claim) {
+	ctx, cancel := keyContext(ctx)
+	defer cancel()
 	if err := claim.Release(ctx); err != nil {
 		s.log.Error().Str("requestId", RequestID(ctx)).Err(err).Msg("idempotency key not released; it frees itself after the lease")
 	}

@@ -143,6 +143,59 @@ func TestStopEndsAKeyedGenerationAndBillsIt(t *testing.T) {
 	}
 }
 
+// On a shared store the key of a keyed request the stop ended is freed
+// (IdempotencyReleased), so that the retry the 503 asks for runs on
+// another replica: it was released on the request's own context, which
+// the stop had cancelled, and every retry was 409 idempotency_in_flight
+// until the lease ran out, 10 minutes.
+func TestStopFreesTheKeyOfTheRequestItEnded(t *testing.T) {
+	defer func(g time.Duration) { shutdownGrace = g }(shutdownGrace)
+	shutdownGrace = 300 * time.Millisecond
+	double, err := kurrenttest.Start(kurrenttest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(double.Stop)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	srv := startSlowServe(t, ctx, "--store", "kurrent", "--kurrentdb-url", double.URL())
+	status := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", "http://"+srv.addr+"/v1/generate", strings.NewReader(
+			`{"type":"summarize","input":{"text":"hi"},"options":{"maxAttempts":1,"llm":{"model":"slowp:slow"}}}`))
+		req.Header.Set("Authorization", "Bearer "+srv.key)
+		req.Header.Set("Idempotency-Key", "stop-2")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			status <- 0
+			return
+		}
+		resp.Body.Close()
+		status <- resp.StatusCode
+	}()
+	<-srv.arrived
+	stop()
+	if st := <-status; st != 503 {
+		t.Fatalf("the keyed generation in flight: %d", st)
+	}
+	if err := <-srv.done; err != nil {
+		t.Fatalf("serve: %v\n%s", err, srv.out.String())
+	}
+	evs, err := openTarget(t, double.URL()).ReadAll(context.Background(), eventstore.Start, 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idem []string
+	for _, ev := range evs {
+		if strings.HasPrefix(ev.Type, "Idempotency") {
+			idem = append(idem, ev.Type)
+		}
+	}
+	if len(idem) == 0 || idem[len(idem)-1] != "IdempotencyReleased" {
+		t.Fatalf("the key's events: %v", idem)
+	}
+}
+
 // A part of the server that stops on a fault (here the read models, on a
 // key event they cannot apply, written around Baton on a shared
 // KurrentDB) stops the server as a signal does: the model call in flight
