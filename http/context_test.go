@@ -379,3 +379,36 @@ func FuzzContextPreview(f *testing.F) {
 		}
 	})
 }
+
+// A context packet is a create, as a contract is: retried with its
+// Idempotency-Key it is answered the first packet, and no second is
+// stored. The header was ignored, though a 503 told the client to retry
+// with it, and each retry stored another packet.
+func TestContextPreviewIdempotencyKey(t *testing.T) {
+	e := newEnv(t)
+	first := e.do("POST", "/v1/context/preview", e.tenantA, previewBody(), "Idempotency-Key", "ctx-1")
+	if first.status != 201 {
+		t.Fatalf("first: %d %s", first.status, first.raw)
+	}
+	head := e.head()
+	again := e.do("POST", "/v1/context/preview", e.tenantA, previewBody(), "Idempotency-Key", "ctx-1")
+	if again.status != 201 || again.header.Get("Idempotent-Replayed") != "true" || string(again.raw) != string(first.raw) ||
+		again.header.Get("Location") != first.header.Get("Location") {
+		t.Fatalf("retry: %d %v %s", again.status, again.header, again.raw)
+	}
+	other := previewBody()
+	other["threadId"] = "thr_43"
+	if r := e.do("POST", "/v1/context/preview", e.tenantA, other, "Idempotency-Key", "ctx-1"); r.status != 422 || r.str("code") != "idempotency_key_reused" {
+		t.Fatalf("another body: %d %s", r.status, r.raw)
+	}
+	if after := e.head(); after != head {
+		t.Fatalf("a retry stored another packet (%v -> %v)", head, after)
+	}
+	// A refusal is not kept: corrected, the request runs under the key.
+	bad := previewBody()
+	bad["options"] = map[string]any{"tokenBudget": 0}
+	if r := e.do("POST", "/v1/context/preview", e.tenantA, bad, "Idempotency-Key", "ctx-2"); r.status != 422 {
+		t.Fatalf("refused: %d %s", r.status, r.raw)
+	}
+	e.must(e.do("POST", "/v1/context/preview", e.tenantA, previewBody(), "Idempotency-Key", "ctx-2"), 201)
+}

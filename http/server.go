@@ -289,7 +289,7 @@ func NewServer(cfg Config) *Server {
 	rt.HandleFunc("/v1/admin/console-links", s.withKey(adminOnly, s.createConsoleLink)).Methods(http.MethodPost)
 	rt.HandleFunc("/v1/admin/console-links/{linkId}", s.withKey(adminOnly, s.revokeConsoleLink)).Methods(http.MethodDelete)
 	s.routeConsole(rt)
-	rt.HandleFunc("/v1/context/preview", s.withKey(anyKey, s.contextPreview)).Methods(http.MethodPost)
+	rt.HandleFunc("/v1/context/preview", s.withKey(anyKey, s.withIdempotency("context", s.contextPreview))).Methods(http.MethodPost)
 	rt.HandleFunc("/v1/context/packets/{packetId}", s.withKey(anyKey, s.getContextPacket)).Methods(http.MethodGet)
 	// A registration retried with its key must not make a second endpoint,
 	// which would get every event again under other webhook-ids.
