@@ -398,8 +398,13 @@ func (k *Caller) bounded(c *Call, u Usage) Usage {
 	if c.Front == "generate" {
 		// generate's prompt is Baton's own, whole, and no tool runs at the
 		// provider: its input bound is a bound of the input billed too.
+		// Cache tokens too: it asks for no cache, and an upstream's
+		// count of them is within the prompt as the input's is.
 		if in, _ := WorstTokens(held, c.Model); u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens > in {
-			u.InputTokens = max(0, in-u.CacheReadTokens-u.CacheWriteTokens)
+			u.CacheWriteTokens = min(u.CacheWriteTokens, in)
+			u.CacheWrite1hTokens = min(u.CacheWrite1hTokens, u.CacheWriteTokens)
+			u.CacheReadTokens = min(u.CacheReadTokens, in-u.CacheWriteTokens)
+			u.InputTokens = in - u.CacheWriteTokens - u.CacheReadTokens
 		}
 	}
 	return u

@@ -1104,3 +1104,33 @@ func TestGenerateOutputNamesOnce(t *testing.T) {
 		t.Fatalf("%s", r.raw)
 	}
 }
+
+// Cache tokens an upstream reports for a generation are held to the
+// prompt's bound with its input: generate asks for no cache, and its
+// prompt is Baton's own, whole. Only the uncached input was held, so an
+// Anthropic upstream telling 5,000,000 cache tokens was billed them, far
+// over the maxCostUsd the generation had checked.
+func TestGenerateCacheTokensHeldToThePrompt(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"tool_use","id":"t1","name":"emit_summarize","input":{"summary":"s","keyPoints":["a"]}}],"stop_reason":"tool_use",`+
+			`"usage":{"input_tokens":10,"cache_creation_input_tokens":5000000,"cache_read_input_tokens":5000000,"output_tokens":5}}`)
+	}))
+	t.Cleanup(up.Close)
+	vars := map[string]string{"ANTHROPIC_BASE_URL": up.URL, "ANTHROPIC_API_KEY": "k"}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, cat)
+	r := e.must(e.do("POST", "/v1/generate", e.tenantA, genBody(map[string]any{"options": map[string]any{"llm": map[string]any{"model": "anthropic:claude-haiku-4-5", "maxCostUsd": 0.05}}})), 200)
+	var rec gateway.UsageRecord
+	if err := json.Unmarshal(e.usageEvents("a", 1)[0].Data, &rec); err != nil {
+		t.Fatal(err)
+	}
+	in := rec.Usage.InputTokens + rec.Usage.CacheReadTokens + rec.Usage.CacheWriteTokens
+	if in >= 100000 || rec.CostUSD == nil || *rec.CostUSD > 0.05 || strconv.Itoa(in) != r.str("usage.input_tokens") {
+		t.Fatalf("billed %+v at %v; the answer: %s", rec.Usage, rec.CostUSD, r.raw)
+	}
+}
