@@ -250,6 +250,41 @@ func TestRoutingModes(t *testing.T) {
 	}
 }
 
+// POST /v1/models/sync reads its optional body as the other admin model
+// routes do: one over the body limit is 413, one that stops arriving is
+// 408 once the body read timeout passes; both in the OpenAI error shape
+// the document gives the route, and neither syncs anything.
+func TestModelSyncOversizedAndStalledBodies(t *testing.T) {
+	t.Cleanup(batonhttp.SetBodyReadTimeout(200 * time.Millisecond)) // restored after the front stops
+	e, _, _ := newRoutingEnv(t)
+	before, err := e.store.Head(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.do("POST", "/v1/models/sync", e.admin, `{"provider":"`+strings.Repeat("x", 80<<10)+`"}`)
+	if r.status != 413 || r.str("error.code") != "body_too_large" {
+		t.Fatalf("oversized body: %d %s", r.status, r.raw)
+	}
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go pw.Write([]byte(`{"provider":`)) // then nothing
+	req, _ := http.NewRequest("POST", e.srv.URL+"/v1/models/sync", pr)
+	req.Header.Set("x-api-key", e.admin)
+	req.ContentLength = 100
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 408 || !strings.Contains(string(body), `"code":"body_timeout"`) {
+		t.Fatalf("stalled body: %d %s", resp.StatusCode, body)
+	}
+	if after, _ := e.store.Head(context.Background()); after != before {
+		t.Fatal("a refused sync appended an event")
+	}
+}
+
 func TestModelAdminEndpoints(t *testing.T) {
 	e, _, cfg := newRoutingEnv(t)
 	for _, c := range []struct{ method, path string }{
