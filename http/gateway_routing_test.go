@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/gateway"
 	batonhttp "github.com/batonhq/baton/http"
@@ -568,6 +569,29 @@ func TestBudgetHoldsWorstCaseUnderConcurrency(t *testing.T) {
 	}
 	if s := b.Status("a"); math.Abs(s.DaySpent-10*actual) > 1e-12 || s.Limits.DailyUSD == nil || *s.Limits.DailyUSD != daily {
 		t.Fatalf("replayed budget: %+v", s)
+	}
+}
+
+// keysAwayStore is a store that does not answer reads of the keys
+// stream, as KurrentDB does while it is away.
+type keysAwayStore struct{ eventstore.Store }
+
+func (s keysAwayStore) ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]eventstore.RecordedEvent, error) {
+	if stream == domain.KeysStream {
+		return nil, fmt.Errorf("kurrent: read: %w: connection refused", eventstore.ErrUnavailable)
+	}
+	return s.Store.ReadStream(ctx, stream, from, limit)
+}
+
+// A budget's GET reads the store (whether the tenant is one of Baton's):
+// with the store away it is a 503 store_unavailable that says when to
+// retry, a status the document lists for the route.
+func TestBudgetReadWithTheStoreAway(t *testing.T) {
+	f := newFakeUpstreams(t)
+	e := newEnvStore(t, gatewayCatalog(t, f), func(s eventstore.Store) eventstore.Store { return keysAwayStore{s} })
+	r := e.do("GET", "/v1/admin/budgets/a", e.admin, nil)
+	if r.status != 503 || r.str("code") != "store_unavailable" || r.header.Get("Retry-After") == "" {
+		t.Fatalf("%d %v %s", r.status, r.header, r.raw)
 	}
 }
 
