@@ -166,15 +166,19 @@ func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m, ok := s.catalog.Get(id)
+	notFound := fmt.Errorf("%w: no model %q in the catalog; GET /v1/models lists them", gateway.ErrUnknownModel, id)
 	if !ok && !strings.Contains(id, ":") {
 		// A bare name, as a call takes it: the one configured model of
-		// that name, under its own id.
+		// that name, under its own id. Refused, it is told as a call is
+		// (a name of several providers' models names them).
 		if _, rm, err := s.catalog.Resolve(id); err == nil {
 			m, ok = s.catalog.Get(rm.ID)
+		} else {
+			notFound = err
 		}
 	}
 	if !ok {
-		s.writeErrorAs(w, r, modelErrors, fmt.Errorf("%w: no model %q in the catalog; GET /v1/models lists them", gateway.ErrUnknownModel, id))
+		s.writeErrorAs(w, r, modelErrors, notFound)
 		return
 	}
 	if r.Header.Get("Anthropic-Version") != "" {

@@ -1,6 +1,11 @@
 package http_test
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/batonhq/baton/gateway"
+)
 
 // The models routes are called by both SDKs: an error there answers in
 // Anthropic's shape when the request has anthropic-version (as the
@@ -49,4 +54,19 @@ func TestModelByBareName(t *testing.T) {
 		t.Fatalf("GET /v1/models/claude-haiku-4-5 from the Anthropic SDK: %s", r.raw)
 	}
 	e.must(e.do("GET", "/v1/models/no-such-model", e.tenantA, nil), 404)
+}
+
+// A bare name two configured providers list is no model to GET, as it is
+// none to call: the 404 says so and names both ids, where it said the
+// catalog held no such model though GET /v1/models listed two.
+func TestModelByAmbiguousBareName(t *testing.T) {
+	f := newFakeUpstreams(t)
+	e := newEnvWith(t, gatewayCatalog(t, f, gateway.ProviderSpec{Name: "compat", Kind: "openai-compatible", BaseURL: f.openai.URL + "/v1", KeyEnv: "COMPAT_API_KEY",
+		Models: []gateway.ModelSpec{{Name: "gpt-4o-mini"}}}))
+	for _, h := range [][]string{nil, {"anthropic-version", "2023-06-01"}} {
+		r := e.do("GET", "/v1/models/gpt-4o-mini", e.tenantA, nil, h...)
+		if r.status != 404 || !strings.Contains(string(r.raw), "names a model of several providers (compat:gpt-4o-mini, openai:gpt-4o-mini)") {
+			t.Fatalf("%v: %d %s", h, r.status, r.raw)
+		}
+	}
 }
