@@ -460,6 +460,11 @@ func readError(ctx context.Context, what string, err error) error {
 // transient reports whether err is a failure of the connection or of the
 // cluster rather than of the request.
 func transient(err error) bool {
+	if errors.Is(err, errClientGone) {
+		// Queued inside a client that gave up on the server, which another
+		// call replaced meanwhile: nothing was read, and the server is away.
+		return true
+	}
 	var esErr *esdb.Error
 	if errors.As(err, &esErr) {
 		switch esErr.Code() {

@@ -3,6 +3,7 @@ package kurrent_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,5 +38,45 @@ func TestReadsUnavailable(t *testing.T) {
 		if e == nil || !errors.Is(e, eventstore.ErrUnavailable) {
 			t.Errorf("read error not ErrUnavailable: %v", e)
 		}
+	}
+}
+
+// Reads made while the server is away and the client gives up, again and
+// again, under calls of others that replace it, are ErrUnavailable too: a
+// read queued inside a client that another call replaced was answered as
+// a failure of its own (500) instead of the outage it is (503).
+func TestReadsUnavailableWhileTheClientIsReplaced(t *testing.T) {
+	if inChild(t) {
+		return
+	}
+	srv := startDouble(t, kurrenttest.Options{})
+	s := openStore(t, kurrent.Config{URL: srv.URL() + "&maxDiscoverAttempts=1&discoveryInterval=1", Log: testLog(t)})
+	if _, err := s.Append(context.Background(), "r-1", eventstore.NoStream(), ev("A")); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	var mu sync.Mutex
+	var wrong []error
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(3 * time.Second)
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				_, err := s.ReadStream(ctx, "r-1", 0, 10)
+				cancel()
+				if err != nil && !errors.Is(err, eventstore.ErrUnavailable) && !errors.Is(err, eventstore.ErrClosed) && !errors.Is(err, context.DeadlineExceeded) {
+					mu.Lock()
+					wrong = append(wrong, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(wrong) > 0 {
+		t.Fatalf("%d reads failed with an error that is not ErrUnavailable, such as: %v", len(wrong), wrong[0])
 	}
 }
