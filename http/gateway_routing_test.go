@@ -595,6 +595,29 @@ func TestBudgetReadWithTheStoreAway(t *testing.T) {
 	}
 }
 
+// slowBudgetStore is a store whose appends to budget streams outlast the
+// time Baton gives them, as KurrentDB's do while it elects a leader.
+type slowBudgetStore struct{ eventstore.Store }
+
+func (s slowBudgetStore) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if strings.HasPrefix(stream, "budget-") {
+		return eventstore.AppendResult{}, fmt.Errorf("kurrent: append to %q: %w (the leader is being elected)", stream, context.DeadlineExceeded)
+	}
+	return s.Store.Append(ctx, stream, expected, evs...)
+}
+
+// A budget's PUT whose append the store does not finish within the time
+// the PUT gives it is a 503 store_unavailable, as any write the store
+// does not answer: it was a 500 internal_error, a failure of Baton's own.
+func TestBudgetWriteTheStoreDoesNotFinish(t *testing.T) {
+	f := newFakeUpstreams(t)
+	e := newEnvStore(t, gatewayCatalog(t, f), func(s eventstore.Store) eventstore.Store { return slowBudgetStore{s} })
+	r := e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": 1})
+	if r.status != 503 || r.str("code") != "store_unavailable" || r.header.Get("Retry-After") == "" {
+		t.Fatalf("%d %v %s", r.status, r.header, r.raw)
+	}
+}
+
 func TestBudgetAdminAndUnpricedModels(t *testing.T) {
 	e, _ := newGatewayEnv(t)
 	for _, c := range []struct {

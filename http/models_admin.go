@@ -3,6 +3,7 @@ package http
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -422,6 +423,12 @@ func (s *Server) putBudget(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	if err := s.budgets.SetBudget(ctx, s.store, gateway.BudgetSet{Tenant: tenant, Limits: q}, s.eventMeta(r)); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
+			// The store did not finish within the time given here: whether
+			// the limits were recorded is unknown, as for any write it does
+			// not answer (a PUT is safe to retry), not a failure of Baton's.
+			err = fmt.Errorf("%w: %w", eventstore.ErrUnavailable, err)
+		}
 		s.writeError(w, r, fmt.Errorf("budget: %w", err))
 		return
 	}
