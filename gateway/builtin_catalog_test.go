@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -361,5 +362,50 @@ func TestBuiltinAnthropicCacheWriteRates(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no built-in Anthropic price")
+	}
+}
+
+// A provider that lists more models than one sync event can hold (the
+// store's largest event) is told as a failed sync, recorded as such,
+// that changes no model: the sync answered an error for every provider,
+// and the admin route a 500.
+func TestSyncOfAListTooLargeToRecord(t *testing.T) {
+	var list strings.Builder
+	list.WriteString(`{"object":"list","data":[`)
+	for i := range 120_000 {
+		if i > 0 {
+			list.WriteByte(',')
+		}
+		fmt.Fprintf(&list, `{"id":"model-number-%06d-with-a-long-name"}`, i)
+	}
+	list.WriteString(`]}`)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(list.String()))
+	}))
+	defer up.Close()
+	store := openStore(t)
+	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": up.URL + "/v1"}
+	c, err := NewCatalog(Config{Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(c.List())
+	res, err := c.Sync(context.Background(), store, eventstore.Metadata{Actor: "test"}, "openai")
+	if err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	if len(res) != 1 || res[0].OK || !strings.Contains(res[0].Error, "120000 models") {
+		t.Fatalf("sync result: %+v", res)
+	}
+	if n := len(c.List()); n != before {
+		t.Fatalf("the catalog went from %d models to %d", before, n)
+	}
+	if m, _ := c.Get("openai:gpt-4o"); !m.Available || m.Listed != nil {
+		t.Fatalf("a model the failed sync should not touch: %+v", m)
+	}
+	evs, err := store.ReadStream(context.Background(), CatalogStream, 0, 10)
+	if err != nil || len(evs) != 1 || !strings.Contains(string(evs[0].Data), `"ok":false`) {
+		t.Fatalf("catalog stream: %d events, %v", len(evs), err)
 	}
 }

@@ -285,6 +285,14 @@ func (c *Catalog) Sync(ctx context.Context, store eventstore.Store, md eventstor
 			}
 			before := c.idsOf(p.Name())
 			rec, aerr := appendCatalog(ctx, store, EventModelsSynced, ev, md)
+			if ev.OK && errors.Is(aerr, eventstore.ErrTooLarge) {
+				// A list longer than one event holds: a failed sync, which
+				// changes no model, not an error of every provider's sync.
+				ev.OK, ev.Models = false, []string{}
+				ev.Error = fmt.Sprintf("the provider listed %d models, more than one sync can record (%v)", len(names), aerr)
+				names = nil
+				rec, aerr = appendCatalog(ctx, store, EventModelsSynced, ev, md)
+			}
 			if aerr != nil {
 				errs[i] = aerr
 				return
