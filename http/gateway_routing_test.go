@@ -286,6 +286,29 @@ func TestModelSyncOversizedAndStalledBodies(t *testing.T) {
 	}
 }
 
+// The admin routes take null for an optional field as its absence, as
+// the rest of the API does: a key's admin and label, a sync's or a
+// probe's provider, a batch's options, a preview's mode, strategy, limit
+// and needs. Each request below is served, and held to the document.
+func TestAdminOptionalFieldsMayBeNull(t *testing.T) {
+	e, _, _ := newRoutingEnv(t)
+	for _, c := range []struct {
+		path, body string
+		status     int
+	}{
+		{"/v1/admin/keys", `{"tenant":"a","admin":null,"label":null}`, 201},
+		{"/v1/models/sync", `{"provider":null}`, 200},
+		{"/v1/models/health", `{"provider":null,"model":"openai:gpt-4o-mini"}`, 200},
+		{"/v1/models/health/batch", `{"configuredOnly":null,"limit":null}`, 200},
+		{"/v1/models/route/preview", `{"mode":null,"strategy":null,"limit":null,"needs":null}`, 200},
+		{"/v1/models/route/preview", `{"needs":{"json":null,"tools":null,"contextTokens":null}}`, 200},
+	} {
+		if r := e.do("POST", c.path, e.admin, c.body); r.status != c.status {
+			t.Fatalf("%s %s: %d %s", c.path, c.body, r.status, r.raw)
+		}
+	}
+}
+
 func TestModelAdminEndpoints(t *testing.T) {
 	e, _, cfg := newRoutingEnv(t)
 	for _, c := range []struct{ method, path string }{
