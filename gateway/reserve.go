@@ -60,6 +60,13 @@ const (
 	storeWriteTimeout = 5 * time.Second
 )
 
+// holdWait bounds a reservation's time with the store (its turn among the
+// tenant's holds on this replica, its appends and reads): past it the
+// store is taken as unavailable and the call refused (503), not left to
+// wait for a client that waits up to a minute for an absent store, behind
+// the tenant's other calls that each wait as long.
+var holdWait = 10 * time.Second
+
 // UseStore shares holds through store: every Budgets on the same store
 // (one per replica) enforces one budget per tenant. onErr, if not nil,
 // hears renewals and releases that could not be appended (those holds
@@ -266,12 +273,23 @@ func (b *Budgets) reserveShared(ctx context.Context, tenant, model string, worst
 	b.mu.Lock()
 	hb := b.holdBook(tenant)
 	b.mu.Unlock()
+	caller := ctx
+	ctx, cancel := context.WithTimeout(ctx, holdWait)
+	defer cancel()
+	failed := func(err error) error {
+		if caller.Err() == nil && ctx.Err() != nil {
+			// holdWait passed, not the caller's time: the store did not
+			// answer (an append may have committed: it expires).
+			return fmt.Errorf("gateway: budget hold for tenant %s: %w: no answer within %v (%v)", tenant, eventstore.ErrUnavailable, holdWait, err)
+		}
+		return fmt.Errorf("gateway: budget hold for tenant %s: %w", tenant, err)
+	}
 	// One append at a time per tenant from this replica: concurrent ones
 	// would only lose the race to each other and read again.
 	select {
 	case hb.gate <- struct{}{}:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("gateway: budget hold for tenant %s: %w", tenant, ctx.Err())
+		return nil, failed(ctx.Err())
 	}
 	defer func() { <-hb.gate }()
 
@@ -313,10 +331,10 @@ func (b *Budgets) reserveShared(ctx context.Context, tenant, model string, worst
 		}
 		if !errors.Is(err, eventstore.ErrConflict) {
 			// An append that may have committed holds until it expires.
-			return nil, fmt.Errorf("gateway: budget hold for tenant %s: %w", tenant, err)
+			return nil, failed(err)
 		}
 		if err := b.catchUp(ctx, b.store, tenant); err != nil {
-			return nil, fmt.Errorf("gateway: budget hold for tenant %s: %w", tenant, err)
+			return nil, failed(err)
 		}
 	}
 }

@@ -328,3 +328,51 @@ func TestBudgetCurrentReadsAnotherReplicasSet(t *testing.T) {
 		t.Fatalf("through the other replica: %+v %v", st, err)
 	}
 }
+
+// stalledStore is a shared store that has stopped answering appends to
+// budget streams (KurrentDB away: its client waits for it, up to about a
+// minute, before it gives up): an append returns when its context ends.
+type stalledStore struct{ eventstore.Store }
+
+func (s stalledStore) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if stream == BudgetStream("t") {
+		<-ctx.Done()
+		return eventstore.AppendResult{}, ctx.Err()
+	}
+	return s.Store.Append(ctx, stream, expected, evs...)
+}
+
+// With the store not answering, every call of a tenant with a budget is
+// refused as the store being unavailable within the hold's bound, however
+// many wait: the holds of one tenant are appended one at a time per
+// replica, so calls queued behind a stalled append each waited for the
+// ones before to give up (with KurrentDB away, the fourth of four calls
+// made together was refused after two minutes).
+func TestBudgetSharedHoldGivesUpOnAStalledStore(t *testing.T) {
+	defer func(old time.Duration) { holdWait = old }(holdWait)
+	holdWait = 300 * time.Millisecond
+	inner := openStore(t)
+	b := newReplica(t, stalledStore{inner}, nil)
+	if err := b.SetBudget(t.Context(), inner, BudgetSet{Tenant: "t", Limits: Limits{DailyUSD: usd(10)}}, eventstore.Metadata{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, 6)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = b.Reserve(context.Background(), "t", "m", usd(0.1))
+		}()
+	}
+	wg.Wait()
+	if took := time.Since(start); took > holdWait+time.Second {
+		t.Errorf("the calls were refused after %v, past the hold's bound of %v", took.Round(time.Millisecond), holdWait)
+	}
+	for i, err := range errs {
+		if !errors.Is(err, eventstore.ErrUnavailable) {
+			t.Errorf("call %d: %v, want ErrUnavailable", i, err)
+		}
+	}
+}
