@@ -343,8 +343,14 @@ func (e *BudgetError) Error() string {
 		return fmt.Sprintf("this call may cost up to $%.6f (%s), more than the %s budget of $%s for tenant %s allows even with nothing spent; set a lower %s%s",
 			e.WorstUSD, bound, periodly[e.Period], dollars(e.LimitUSD), e.Tenant, lower, also)
 	}
-	return fmt.Sprintf("the %s budget of $%s for tenant %s cannot cover this call: $%.6f spent, $%.6f held by calls in flight, this call may cost up to $%.6f (%s); the budget resets at %s",
-		periodly[e.Period], dollars(e.LimitUSD), e.Tenant, e.SpentUSD, e.ReservedUSD, e.WorstUSD, bound, e.ResetAt.Format(time.RFC3339))
+	when := "the budget resets at " + e.ResetAt.Format(time.RFC3339)
+	if e.HeldOnly {
+		// What is spent leaves room: the calls in flight hold it, and the
+		// answer's Retry-After is a second, not the reset.
+		when = "the calls in flight hold the rest; retry once they end"
+	}
+	return fmt.Sprintf("the %s budget of $%s for tenant %s cannot cover this call: $%.6f spent, $%.6f held by calls in flight, this call may cost up to $%.6f (%s); %s",
+		periodly[e.Period], dollars(e.LimitUSD), e.Tenant, e.SpentUSD, e.ReservedUSD, e.WorstUSD, bound, when)
 }
 
 var periodly = map[string]string{"day": "daily", "month": "monthly"}

@@ -91,6 +91,10 @@ func TestBudgetRefusals(t *testing.T) {
 	}
 	if e := refusal(b, 2); !e.HeldOnly || e.Never {
 		t.Errorf("held only: %+v", e)
+	} else if msg := e.Error(); strings.Contains(msg, "resets at") || !strings.Contains(msg, "$4.000000 held by calls in flight") || !strings.Contains(msg, "retry once they end") {
+		// Answered with Retry-After: 1; the message sent the client to
+		// wait for the budget's reset, at midnight.
+		t.Errorf("held only: %s", msg)
 	}
 	// A worst case over the limit itself can never pass.
 	b = newBook(usd(5), usd(100))
