@@ -2,6 +2,7 @@ package domain_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,6 +84,29 @@ func TestTwoApproversNeeded(t *testing.T) {
 	evs, err = l.decideAs(review(domain.VerdictVerified), "key:bob")
 	refusal(t, evs, err, domain.KindConflict, "separation_of_duties")
 	l.doAs("key:verifier", review(domain.VerdictVerified))
+}
+
+// An approver whose approval counted is told it stands when it approves
+// again, also once the last approval decided: a retry without a key after
+// another approver's approval must not read as if only that one counted.
+func TestDuplicateApproverAfterTheDecision(t *testing.T) {
+	l := openAs(t, "key:creator", ruled(domain.ApprovalRules{RequiredApprovals: 2}))
+	l.doAs("key:ann", approve())
+	l.doAs("key:bob", approve())
+	if l.h.Approval.Status != domain.ApprovalApproved {
+		t.Fatalf("after two approvals: %s", l.h.Approval.Status)
+	}
+	for _, who := range []string{"key:ann", "key:bob"} {
+		evs, err := l.decideAs(approve(), who)
+		if e := refusal(t, evs, err, domain.KindConflict, "duplicate_approver"); !strings.Contains(e.Message, who) {
+			t.Fatalf("%s is told %q", who, e.Message)
+		}
+	}
+	// Another approver, or a rejection, is told the approval was decided.
+	evs, err := l.decideAs(approve(), "key:cat")
+	refusal(t, evs, err, domain.KindConflict, "approval_already_decided")
+	evs, err = l.decideAs(reject(), "key:ann")
+	refusal(t, evs, err, domain.KindConflict, "approval_already_decided")
 }
 
 func TestOneRejectionRejects(t *testing.T) {

@@ -422,6 +422,12 @@ func approves(cmd Command) bool {
 
 func (h *Handoff) decideApproval(op string, m machine, c ApprovalCommand, req *RequestRef, actor string) ([]Event, error) {
 	if h.Approval.Status != ApprovalPending {
+		if c.Status == ApprovalApproved && h.required() > 1 && h.approvedBy(actor) {
+			// One of the approvals that decided it (a retry without a key
+			// after another approver's, say): told that it stands, not
+			// only who decided last.
+			return nil, E(op, KindConflict, "duplicate_approver", "%s already approved this contract, one of the %d distinct approvers whose approvals decided it (%s); nothing more was recorded", actor, h.required(), h.Approval.Status)
+		}
 		return nil, E(op, KindConflict, "approval_already_decided", "approval was already decided: %s by %s", h.Approval.Status, h.Approval.DecidedBy)
 	}
 	ev := ApprovalDecided{Status: c.Status, DecidedBy: c.ApprovedBy, Reason: c.Reason, Request: req}

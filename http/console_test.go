@@ -915,6 +915,15 @@ func TestConsoleSecondDeciderIsToldWhoWasFirst(t *testing.T) {
 	if code, words := refusal(t, page); code != "duplicate_approver" || !strings.Contains(words, "Your approval already stands") {
 		t.Fatalf("the second tab is told %s %q", code, words)
 	}
+	// Once bob's approval decided it, alice's third tab (drawn with the
+	// second) is still told that hers stands, not that someone decided.
+	if status, _ := bob.act(two, url.Values{"action": {"approve"}, "head": {drawn(bob, two)}, "nonce": {"b-2"}}); status != http.StatusSeeOther {
+		t.Fatalf("the deciding approval: %d", status)
+	}
+	_, page = alice.act(two, url.Values{"action": {"approve"}, "head": {second}, "nonce": {"a-4"}})
+	if code, words := refusal(t, page); code != "duplicate_approver" || !strings.Contains(words, "Your approval already stands") || strings.Contains(words, "decides next") {
+		t.Fatalf("after the decision, the second tab is told %s %q", code, words)
+	}
 }
 
 // The inbox reads its queues by the states they hold: a tenant's older

@@ -33,7 +33,7 @@ func forPerson(p *Problem, action string) {
 			p.Detail = "You created this contract, so you may not approve it: separation of duties asks another approver to. Nothing was recorded."
 		}
 	case "duplicate_approver":
-		p.Detail = "Your approval already stands, and this contract needs approvals from different people, so another approver decides next. Nothing more was recorded."
+		p.Detail = "Your approval already stands, and this contract needs approvals from different people, so a second one from you would not count. Nothing more was recorded."
 	case "approval_already_decided":
 		p.Detail = "Someone decided this handoff before your decision arrived (the page below shows how). Yours was not recorded."
 	case "ledger_closed":
