@@ -159,6 +159,24 @@ func TestEscalation(t *testing.T) {
 	l.doAs("key:lead", approve())
 }
 
+// What a pending approval meets before it is decided (other approvers'
+// approvals, an escalation) changes nothing an approver decides on: a
+// decision drawn before them is not on a handoff that changed.
+func TestApprovalsAndEscalationAreNoChangeToDecideOn(t *testing.T) {
+	l := openAs(t, "key:creator", ruled(domain.ApprovalRules{RequiredApprovals: 3, EscalateAfterSeconds: 60, EscalateTo: "sre-leads"}))
+	drawn := l.h.Changed
+	l.doAs("key:ann", approve())
+	l.fire(t0.Add(time.Hour))
+	l.doAs("key:bob", approve())
+	if l.h.Approval.EscalatedAt == nil || len(l.h.Approval.Approvals) != 2 || l.h.Changed != drawn {
+		t.Fatalf("after two approvals and an escalation: changed at %d (drawn at %d), escalated %v, approvals %d", l.h.Changed, drawn, l.h.Approval.EscalatedAt, len(l.h.Approval.Approvals))
+	}
+	l.doAs("key:cat", approve())
+	if l.h.Changed != l.h.Head.Seq {
+		t.Fatalf("the deciding approval is a change: changed at %d, head %d", l.h.Changed, l.h.Head.Seq)
+	}
+}
+
 func TestApprovalRulesValidation(t *testing.T) {
 	bad := []struct {
 		rules domain.ApprovalRules

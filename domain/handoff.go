@@ -283,9 +283,10 @@ type Handoff struct {
 	UpdatedAt     time.Time
 	ClosedAt      *time.Time
 	Head          LedgerHead
-	// Changed is the seq of the last event other than a heartbeat: what a
-	// person deciding on the handoff has to have seen (a heartbeat shows
-	// nothing new).
+	// Changed is the seq of the last event a person deciding on the
+	// handoff has to have seen: not a heartbeat, nor, on a pending
+	// approval, another approver's approval or an escalation (none shows
+	// anything new to decide on).
 	Changed  uint64
 	Answered []AnsweredRequest
 	// StateAfter[i] is the state after event seq i+1, for the ledger view.
@@ -295,6 +296,13 @@ type Handoff struct {
 // actsOnApproval are the executor's events, which Decide records only on
 // an approved handoff (executorGate).
 var actsOnApproval = map[string]bool{EventExecutorStarted: true, EventProofReceived: true, EventExecutorHeartbeat: true, EventResultReceived: true}
+
+// noNews are the events that change nothing a person decides on: a
+// heartbeat renews a lease; an approval of several before the last, and an
+// escalation, leave the same contract pending (counted, two approvers at a
+// quorum's edge, both approving, left it pending: the second was refused
+// as drawn on a changed handoff).
+var noNews = map[string]bool{EventExecutorHeartbeat: true, EventApprovalGranted: true, EventApprovalEscalated: true}
 
 // Clone is a copy of h that Apply may carry on without changing h: the
 // lists Apply appends to are clipped to their length, so that an append
@@ -477,7 +485,7 @@ func (h *Handoff) Apply(ev Recorded) error {
 	}
 	h.UpdatedAt = at
 	h.Head = LedgerHead{Seq: ev.Seq, Hash: ev.Hash}
-	if ev.Type != EventExecutorHeartbeat {
+	if !noNews[ev.Type] {
 		h.Changed = ev.Seq
 	}
 	h.StateAfter = append(h.StateAfter, h.State)

@@ -1379,6 +1379,38 @@ func TestConsoleReviewDrawnBeforeHeartbeats(t *testing.T) {
 	}
 }
 
+// Two approvers at a quorum's edge approve from pages drawn at the same
+// head: the first approval is granted, the second decides. Another
+// approver's approval changes nothing the decision is about; counted as a
+// change, it refused the second (handoff_changed) and the contract both
+// had approved stayed pending.
+func TestConsoleApproversAtTheQuorumsEdge(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, map[string]any{"requiredApprovals": 2})
+	alice := e.signIn("a", "alice", "approver")
+	bob := e.signIn("a", "bob", "approver")
+	head := func(u *consoleUser) string {
+		t.Helper()
+		_, page, _ := u.get("/console/handoffs/" + id)
+		m := headRE.FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("no decision form: %s", page)
+		}
+		return m[1]
+	}
+	ah, bh := head(alice), head(bob)
+	if status, _ := alice.act(id, url.Values{"action": {"approve"}, "head": {ah}, "nonce": {"a-1"}}); status != http.StatusSeeOther {
+		t.Fatalf("alice's approval: %d", status)
+	}
+	status, body := bob.act(id, url.Values{"action": {"approve"}, "head": {bh}, "nonce": {"b-1"}})
+	if status != http.StatusSeeOther || strings.Contains(body, `data-code="`) {
+		t.Fatalf("bob's approval, drawn before alice's: %d %s", status, body)
+	}
+	if r := e.must(e.do("GET", "/v1/handoff/contracts/"+id, e.tenantA, nil), 200); r.str("approvalPolicy.status") != "APPROVED" || r.str("state") != "approval_decided" {
+		t.Fatalf("after both approved: %s %s", r.str("state"), r.str("approvalPolicy.status"))
+	}
+}
+
 // A decision sent by a session an admin revoked meanwhile is answered with
 // the sign-in page saying so, and that the decision was not recorded: the
 // person who pressed Approve was told only that the session had ended.

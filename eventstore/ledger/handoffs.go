@@ -43,8 +43,9 @@ type Call struct {
 	RequestID string
 	// DrawnAt, when not 0, is the ledger head (seq) the command was decided
 	// on: a person's form, drawn at that head. A handoff that moved on
-	// since (new proof under a verifier's verdict; heartbeats are not
-	// news) refuses it, 409
+	// since (new proof under a verifier's verdict; heartbeats, and the
+	// approvals and escalation of a pending approval, are not news)
+	// refuses it, 409
 	// handoff_changed, rather than record a decision on what was not seen;
 	// a command the handoff as it is refuses anyway (decided by another,
 	// closed) gets that refusal instead.
