@@ -216,6 +216,28 @@ func TestEscalationMustComeBeforeTheApprovalTimeout(t *testing.T) {
 	}
 }
 
+// An escalation whose approval expired too by the time the timers fire
+// (no replica ran through both deadlines) is not recorded: the approval
+// is no longer open to anyone, and the escalation's group would be called
+// on to approve what expired. The expiry is what is recorded.
+func TestNoEscalationOnceTheApprovalExpired(t *testing.T) {
+	c := ruled(domain.ApprovalRules{EscalateAfterSeconds: 60, EscalateTo: "leads"})
+	c.Timing.ApprovalTimeoutSeconds = 120
+	l := openAs(t, "key:creator", c)
+	kind, evs := l.fire(t0.Add(3 * time.Minute))
+	if kind != domain.TimerApproval || !slices.Equal(evs, []string{domain.EventApprovalExpired, domain.EventLedgerClosed}) {
+		t.Fatalf("fired %q %v after both deadlines", kind, evs)
+	}
+	if l.h.Approval.EscalatedAt != nil || l.h.State != domain.StateLedgerClosed {
+		t.Fatalf("after both deadlines: escalated %v, state %s", l.h.Approval.EscalatedAt, l.h.State)
+	}
+	// Between the two, the escalation is recorded as before.
+	l = openAs(t, "key:creator", c)
+	if kind, evs := l.fire(t0.Add(90 * time.Second)); kind != domain.TimerEscalation || !slices.Equal(evs, []string{domain.EventApprovalEscalated}) {
+		t.Fatalf("fired %q %v between the deadlines", kind, evs)
+	}
+}
+
 // A replay is no way round separation of duties: an approver sending the
 // executor's proof again is refused as the proof itself would be, not
 // told it succeeded.

@@ -170,6 +170,16 @@ func (h *Handoff) DecideTimers(now time.Time) ([]Event, string, error) {
 	}
 	op := "handoff.timer"
 	due := ts[0]
+	if due.Kind == TimerEscalation {
+		// Passed with the approval's own deadline (no replica ran through
+		// both): the approval expired, open to no one to escalate to.
+		for _, t := range ts[1:] {
+			if t.Kind != TimerEscalation && !t.At.After(now) {
+				due = t
+				break
+			}
+		}
+	}
 	m := newMachine(h.State)
 	switch due.Kind {
 	case TimerEscalation:
