@@ -143,20 +143,41 @@ func (h *Handoff) Overdue(op string, now time.Time) error {
 			ts = append(ts, t)
 		}
 	}
-	if len(ts) == 0 || ts[0].At.After(now) {
+	t, ok := h.due(ts, now)
+	if !ok {
 		return nil
 	}
-	switch ts[0].Kind {
+	switch t.Kind {
 	case TimerApproval:
 		return E(op, KindConflict, "approval_expired", "approval timed out at %s (approvalTimeoutSeconds %d): the executor must not act, and nothing was recorded",
-			ts[0].At.Format(time.RFC3339), h.Timing.ApprovalTimeoutSeconds)
+			t.At.Format(time.RFC3339), h.Timing.ApprovalTimeoutSeconds)
 	case TimerResult:
 		return E(op, KindConflict, "result_timed_out", "the result was due by %s (resultTimeoutSeconds %d); nothing was recorded",
-			ts[0].At.Format(time.RFC3339), h.Timing.ResultTimeoutSeconds)
+			t.At.Format(time.RFC3339), h.Timing.ResultTimeoutSeconds)
 	default:
 		return E(op, KindConflict, "lease_expired", "the executor's lease ran out at %s (heartbeatSeconds %d); nothing was recorded",
-			ts[0].At.Format(time.RFC3339), h.Timing.HeartbeatSeconds)
+			t.At.Format(time.RFC3339), h.Timing.HeartbeatSeconds)
 	}
+}
+
+// due is the deadline of ts (h's timers, earliest first) passed at now that
+// decides what happens next: the earliest, unless it leaves the handoff
+// open and one that closes it has passed too (no replica ran through
+// both). An escalation of an approval that expired, or a release of a run
+// no other run could follow before its result was overdue, would call on
+// people or executors for nothing.
+func (h *Handoff) due(ts []Timer, now time.Time) (Timer, bool) {
+	if len(ts) == 0 || ts[0].At.After(now) {
+		return Timer{}, false
+	}
+	if h.leavesOpen(ts[0]) {
+		for _, t := range ts[1:] {
+			if !h.leavesOpen(t) && !t.At.After(now) {
+				return t, true
+			}
+		}
+	}
+	return ts[0], true
 }
 
 // DecideTimers returns the events of the earliest deadline h has passed at
@@ -164,22 +185,11 @@ func (h *Handoff) Overdue(op string, now time.Time) error {
 // append at h's revision: a replica that fires the same timer a moment
 // later finds the events there and nothing more due.
 func (h *Handoff) DecideTimers(now time.Time) ([]Event, string, error) {
-	ts := h.Timers()
-	if len(ts) == 0 || ts[0].At.After(now) {
+	due, ok := h.due(h.Timers(), now)
+	if !ok {
 		return nil, "", nil
 	}
 	op := "handoff.timer"
-	due := ts[0]
-	if due.Kind == TimerEscalation {
-		// Passed with the approval's own deadline (no replica ran through
-		// both): the approval expired, open to no one to escalate to.
-		for _, t := range ts[1:] {
-			if t.Kind != TimerEscalation && !t.At.After(now) {
-				due = t
-				break
-			}
-		}
-	}
 	m := newMachine(h.State)
 	switch due.Kind {
 	case TimerEscalation:
@@ -213,6 +223,12 @@ func (h *Handoff) DecideTimers(now time.Time) ([]Event, string, error) {
 		return evs, due.Kind, nil
 	}
 	return nil, "", fmt.Errorf("handoff %s: unknown timer %q", h.ID, due.Kind)
+}
+
+// leavesOpen reports whether t's events leave the handoff open: an
+// escalation, and a missed lease under release.
+func (h *Handoff) leavesOpen(t Timer) bool {
+	return t.Kind == TimerEscalation || t.Kind == TimerHeartbeat && h.Timing.OnExecutorTimeout == OnTimeoutRelease
 }
 
 // HeartbeatCommand is POST /v1/executions/{id}/heartbeat: it renews the

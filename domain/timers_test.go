@@ -133,6 +133,31 @@ func TestMissedHeartbeatReleasesTheRun(t *testing.T) {
 	}
 }
 
+// A release whose handoff's result deadline has passed too by the time
+// the timers fire (no replica ran through both) is not recorded: no run
+// could take the handoff over, and executors following releases would be
+// sent to one that only closes. The result's timeout is recorded.
+func TestNoReleaseOnceTheResultIsOverdue(t *testing.T) {
+	c := timed(domain.Timing{HeartbeatSeconds: 30, OnExecutorTimeout: domain.OnTimeoutRelease, ResultTimeoutSeconds: 60})
+	l := open(t, c)
+	l.do(approve(), heartbeat("run-1"))
+	// A callback before the timer fires is refused for what it records.
+	refusal(t, nil, l.h.Overdue("handoff.proof", t0.Add(5*time.Minute)), domain.KindConflict, "result_timed_out")
+	kind, evs := l.fire(t0.Add(5 * time.Minute))
+	if kind != domain.TimerResult || !slices.Equal(evs, []string{domain.EventExecutorTimedOut, domain.EventLedgerClosed}) {
+		t.Fatalf("fired %q %v after both deadlines", kind, evs)
+	}
+	if len(l.h.ReleasedRuns) != 0 || l.h.State != domain.StateLedgerClosed {
+		t.Fatalf("after both deadlines: released %v, state %s", l.h.ReleasedRuns, l.h.State)
+	}
+	// Between the two, the run is released as before.
+	l = open(t, c)
+	l.do(approve(), heartbeat("run-1"))
+	if kind, _ := l.fire(t0.Add(45 * time.Second)); kind != domain.TimerHeartbeat || !slices.Equal(l.h.ReleasedRuns, []string{"run-1"}) {
+		t.Fatalf("fired %q between the deadlines, released %v", kind, l.h.ReleasedRuns)
+	}
+}
+
 func TestResultTimeoutIgnoresHeartbeats(t *testing.T) {
 	l := open(t, timed(domain.Timing{HeartbeatSeconds: 30, OnExecutorTimeout: domain.OnTimeoutRelease, ResultTimeoutSeconds: 5}))
 	l.do(approve(), heartbeat("run-1"), heartbeat("run-1")) // approved at t0+1s
