@@ -39,7 +39,9 @@ func consoleLink(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := checkBaseURL("--url (BATON_CONSOLE_URL)", *base); err != nil {
 		return err
 	}
-	store, err := storeOpts.open(ctx, *data, zerolog.Nop())
+	// A link needs a tenant with a key, so a store a server made: a
+	// mistyped --data must not leave a new empty one behind.
+	store, err := storeOpts.openExisting(ctx, *data, zerolog.Nop())
 	if errors.Is(err, eventstore.ErrLocked) {
 		return fmt.Errorf("%w; while it serves, ask it: make console-link, or POST /v1/admin/console-links with an admin key", err)
 	}

@@ -16,6 +16,9 @@ import (
 func TestConsoleLinkCommand(t *testing.T) {
 	dir := t.TempDir()
 	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"keys", "create", "--data", dir, "--tenant", "acme"}, &out, &errOut); err != nil {
+		t.Fatalf("%v: %s", err, errOut.String())
+	}
 	// A tenant no key was made for is refused, by name.
 	err := run(context.Background(), []string{"console", "link", "--data", dir, "--tenant", "default", "--name", "x", "--role", "auditor"}, &out, &errOut)
 	if err == nil || !strings.Contains(err.Error(), `"default" names no tenant`) {

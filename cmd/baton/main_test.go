@@ -145,6 +145,7 @@ func TestCheckingCommandsNeedAStore(t *testing.T) {
 		{"store", "check", "--data", missing},
 		{"ledger", "verify", "--data", missing},
 		{"ledger", "export", "--data", missing, "0190a1b2-0000-7000-8000-000000000000"},
+		{"console", "link", "--data", missing, "--tenant", "default", "--name", "x", "--role", "approver"},
 	} {
 		var out bytes.Buffer
 		if err := run(context.Background(), args, &out, &out); err == nil || !strings.Contains(err.Error(), "no store in") {
