@@ -100,6 +100,27 @@ func TestExecutorStopsOnABadURL(t *testing.T) {
 	}
 }
 
+// A word among the flags stops the executor at its start: the flag
+// package stops at it, and the flags after it (--url, --state) were
+// dropped without a word, the executor following the default URL.
+func TestExecutorRefusesAStrayArgument(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "executor.json")
+	os.WriteFile(cfg, []byte(`{"executor":"ops-bot","protocols":{"p.v1":{"command":["true"]}}}`), 0o644)
+	t.Chdir(dir) // where the default state file would go
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // were it to start, it would stop at once
+	state := filepath.Join(dir, "state.json")
+	var out bytes.Buffer
+	err := run(ctx, []string{"--key", "k", "--config", cfg, "extra", "--url", "http://127.0.0.1:1", "--state", state}, &out)
+	if err == nil || !strings.Contains(err.Error(), `"extra"`) {
+		t.Fatalf("run: %v, want the stray argument named; log:\n%s", err, out.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "baton-executor-state.json")); err == nil {
+		t.Fatal("the default state file was written")
+	}
+}
+
 // A stop by a signal is said in the log even when no run was under way:
 // it said nothing, and its log read as if it had died.
 func TestExecutorSaysItStopped(t *testing.T) {

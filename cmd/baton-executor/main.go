@@ -71,6 +71,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	// The flag package stops at the first word that is not a flag: the
+	// flags after it (--url, --state) would be dropped without a word.
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q: baton-executor takes flags only (put each value after its flag, as --config executor.json)", fs.Arg(0))
+	}
 	maxRunsSet := false
 	fs.Visit(func(f *flag.Flag) { maxRunsSet = maxRunsSet || f.Name == "max-runs" })
 	if maxRunsSet && *maxRuns < 1 {
