@@ -416,6 +416,34 @@ func TestLedgerVerifyChecksEveryReceipt(t *testing.T) {
 	}
 }
 
+// A handoff named that the server does not have is reported, as the store
+// reports it, and the others named are still verified: it ended the run
+// with the server's 404 quoted, verifying none after it.
+func TestLedgerVerifyOverHTTPReportsAMissingHandoff(t *testing.T) {
+	const id = "h_there"
+	ledger, _ := json.Marshal(map[string]any{"events": []domain.Recorded{chainedEvent(t, id)}})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/executions/"+id+"/ledger" {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusNotFound)
+			w.Write([]byte(`{"type":"urn:baton:problem:handoff_not_found","title":"Not Found","status":404,"code":"handoff_not_found","detail":"no handoff"}`))
+			return
+		}
+		w.Write(ledger)
+	}))
+	defer srv.Close()
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"ledger", "verify", "--url", srv.URL, "--key", "btn_sk_x", "h_typo", id}, &out, &out)
+	if !errors.Is(err, errChainBroken) {
+		t.Fatalf("verify = %v, want the chain-broken exit; said:\n%s", err, out.String())
+	}
+	for _, want := range []string{"handoff h_typo: not found\n", "ok " + id + ": 1 events", "2 handoffs, 1 events, 1 broken"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("said:\n%s\nwant %q", out.String(), want)
+		}
+	}
+}
+
 // A stream-idle under a second is refused before anything opens.
 func TestServeRefusesTinyStreamIdle(t *testing.T) {
 	var out bytes.Buffer
