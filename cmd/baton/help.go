@@ -79,12 +79,20 @@ func commandUsage(name string) string {
 	return b.String()
 }
 
-// missingSubcommand answers a command group (keys, ledger, store) called
-// without its one subcommand sub: with -h or --help, the usage of sub on
-// stdout; else the error msg.
-func missingSubcommand(args []string, sub, msg string, stdout io.Writer) error {
+// missingSubcommand answers a command group (keys, ledger, log, store)
+// called without one of its subcommands subs: with -h or --help, the usage
+// of every one of them on stdout; else the error msg.
+func missingSubcommand(args []string, subs []string, msg string, stdout io.Writer) error {
 	if len(args) == 2 && isHelp(args[1]) {
-		fmt.Fprintf(stdout, "Usage:\n%s\n`baton %s --help` lists its flags.\n", commandUsage(sub), sub)
+		var helps []string
+		for _, sub := range subs {
+			helps = append(helps, fmt.Sprintf("`baton %s %s --help`", args[0], sub))
+		}
+		lists := "lists its flags"
+		if len(helps) > 1 {
+			lists = "list their flags"
+		}
+		fmt.Fprintf(stdout, "Usage:\n%s\n%s %s.\n", commandUsage(args[0]), strings.Join(helps, " and "), lists)
 		return nil
 	}
 	return errors.New(msg)

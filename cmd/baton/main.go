@@ -136,12 +136,12 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return serve(ctx, args[1:], stderr)
 	case "keys":
 		if len(args) < 2 || args[1] != "create" {
-			return missingSubcommand(args, "keys create", "usage: baton keys create --tenant NAME [--admin] [--label TEXT] [--data DIR]", stdout)
+			return missingSubcommand(args, []string{"create"}, "usage: baton keys create --tenant NAME [--admin] [--label TEXT] [--data DIR]", stdout)
 		}
 		return keysCreate(ctx, args[2:], stdout)
 	case "console":
 		if len(args) < 2 || args[1] != "link" {
-			return missingSubcommand(args, "console link", "usage: baton console link --tenant NAME --name PERSON --role approver|verifier|auditor [--ttl 15m] [--url BASE] [--data DIR]", stdout)
+			return missingSubcommand(args, []string{"link"}, "usage: baton console link --tenant NAME --name PERSON --role approver|verifier|auditor [--ttl 15m] [--url BASE] [--data DIR]", stdout)
 		}
 		return consoleLink(ctx, args[2:], stdout)
 	case "ledger":
@@ -149,7 +149,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return ledgerExport(ctx, args[2:], stdout)
 		}
 		if len(args) < 2 || args[1] != "verify" {
-			return missingSubcommand(args, "ledger verify", "usage: baton ledger verify [--data DIR | --url URL --key KEY] [HANDOFF_ID[@SEQ:HASH]...]", stdout)
+			return missingSubcommand(args, []string{"verify", "export"}, "usage: baton ledger verify [--data DIR | --url URL --key KEY] [HANDOFF_ID[@SEQ:HASH]...] | baton ledger export [--url URL --key KEY | --data DIR] HANDOFF_ID", stdout)
 		}
 		return ledgerVerify(ctx, args[2:], stdout)
 	case "log":
@@ -159,10 +159,10 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		case len(args) >= 2 && args[1] == "verify":
 			return logVerify(ctx, args[2:], stdout)
 		}
-		return missingSubcommand(args, "log keygen", "usage: baton log keygen [--origin NAME] [--out FILE] | baton log verify --log-key KEY --old CHECKPOINT", stdout)
+		return missingSubcommand(args, []string{"keygen", "verify"}, "usage: baton log keygen [--origin NAME] [--out FILE] | baton log verify --log-key KEY --old CHECKPOINT", stdout)
 	case "store":
 		if len(args) < 2 || args[1] != "check" {
-			return missingSubcommand(args, "store check", "usage: baton store check [--data DIR]", stdout)
+			return missingSubcommand(args, []string{"check"}, "usage: baton store check [--data DIR]", stdout)
 		}
 		return storeCheck(ctx, args[2:], stdout)
 	case "migrate":

@@ -99,6 +99,34 @@ func TestEveryCommandPrintsItsHelp(t *testing.T) {
 	}
 }
 
+// A command group's help lists each of its subcommands, and each one's
+// --help, as does the error of the group called without one: `baton ledger
+// --help` left out export and `baton log --help` verify.
+func TestGroupHelpListsEverySubcommand(t *testing.T) {
+	t.Setenv("BATON_DATA_DIR", "/nonexistent/baton-help-test")
+	for group, subs := range map[string][]string{
+		"ledger": {"verify", "export"}, "log": {"keygen", "verify"}, "keys": {"create"}, "console": {"link"}, "store": {"check"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if err := run(context.Background(), []string{group, "--help"}, &stdout, &stderr); err != nil {
+			t.Fatalf("%s --help: %v", group, err)
+		}
+		err := run(context.Background(), []string{group}, &bytes.Buffer{}, &bytes.Buffer{})
+		if err == nil {
+			t.Fatalf("baton %s without a subcommand succeeded", group)
+		}
+		for _, sub := range subs {
+			name := "baton " + group + " " + sub
+			if !strings.Contains(stdout.String(), "  "+name+" ") || !strings.Contains(stdout.String(), "`"+name+" --help`") {
+				t.Errorf("%s --help does not list %s and its --help:\n%s", group, name, stdout.String())
+			}
+			if !strings.Contains(err.Error(), name) {
+				t.Errorf("baton %s: %v; want %s named", group, err, name)
+			}
+		}
+	}
+}
+
 // A flag a command does not have fails it, with the command's usage on
 // stderr and nothing on stdout.
 func TestUnknownFlagPrintsUsageAndFails(t *testing.T) {
