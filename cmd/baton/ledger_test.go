@@ -186,6 +186,10 @@ func TestServeOnABusyPortMakesNoKey(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "address already in use") {
 		t.Fatalf("err = %v; output %s", err, out.String())
 	}
+	// It says what to do: the bare error named neither.
+	if !strings.Contains(err.Error(), "--addr") || !strings.Contains(err.Error(), "make run ADDR=") {
+		t.Fatalf("err = %v; want --addr and make run ADDR= named", err)
+	}
 	if strings.Contains(out.String(), "BATON_API_KEY") {
 		t.Fatalf("a key was printed by a start that failed: %s", out.String())
 	}

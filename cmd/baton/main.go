@@ -326,6 +326,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	// fails the start before the first key is made and printed (a newcomer
 	// who only reads the error would otherwise never see that key).
 	ln, err := net.Listen("tcp", *addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%w (another process listens there, perhaps another baton: stop it, or serve on another address with --addr HOST:PORT, BATON_ADDR, or make run ADDR=HOST:PORT)", err)
+	}
 	if err != nil {
 		return err
 	}
