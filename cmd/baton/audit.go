@@ -180,7 +180,7 @@ func get(ctx context.Context, client *http.Client, base, path, key string) ([]by
 		return nil, fmt.Errorf("GET %s: the answer is larger than %d MiB, the most an audit bundle holds", path, translog.MaxBundleSize>>20)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, &answerError{status: resp.StatusCode, msg: fmt.Sprintf("GET %s: %s: %q", path, resp.Status, strings.TrimSpace(string(body)))}
+		return nil, newAnswerError(path, resp.StatusCode, resp.Status, body)
 	}
 	return body, nil
 }

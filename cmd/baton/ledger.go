@@ -109,6 +109,25 @@ type answerError struct {
 
 func (e *answerError) Error() string { return e.msg }
 
+// newAnswerError is the server's answer other than 200 to GET path, its
+// text quoted (it is the server's); a key refused is told with the flag
+// that gives it, as the server's own text speaks of headers.
+func newAnswerError(path string, status int, statusText string, body []byte) *answerError {
+	var p struct {
+		Code   string `json:"code"`
+		Detail string `json:"detail"`
+	}
+	json.Unmarshal(body, &p)
+	msg := fmt.Sprintf("GET %s: %s: %q", path, statusText, strings.TrimSpace(string(body)))
+	switch {
+	case status == http.StatusUnauthorized && p.Code == "missing_api_key":
+		msg += "; give an API key with --key KEY (or BATON_API_KEY)"
+	case status == http.StatusUnauthorized:
+		msg += "; the server does not take the key given (--key, or BATON_API_KEY): give one it made"
+	}
+	return &answerError{status: status, code: p.Code, detail: p.Detail, msg: msg}
+}
+
 // verifyStore verifies the ledgers of the handoffs ids (every handoff in
 // the store when ids is nil), printing one line per handoff and a tally.
 // It returns errChainBroken when any ledger is broken or missing.
@@ -162,13 +181,7 @@ func verifyOverHTTP(ctx context.Context, base, key string, ids []string, receipt
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode != http.StatusOK {
-			var p struct {
-				Code   string `json:"code"`
-				Detail string `json:"detail"`
-			}
-			json.Unmarshal(body, &p)
-			return &answerError{status: resp.StatusCode, code: p.Code, detail: p.Detail,
-				msg: fmt.Sprintf("GET %s: %s: %q", path, resp.Status, strings.TrimSpace(string(body)))} // quoted: the text is the server's
+			return newAnswerError(path, resp.StatusCode, resp.Status, body)
 		}
 		return json.Unmarshal(body, v)
 	}

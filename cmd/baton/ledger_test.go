@@ -448,6 +448,35 @@ func TestLedgerVerifyOverHTTPReportsAMissingHandoff(t *testing.T) {
 	}
 }
 
+// A server that refuses the key (none given, or one it does not know)
+// is told with the flag that gives it: the commands quoted the server's
+// answer alone, which speaks of headers a command-line user does not set.
+func TestCommandsOverHTTPSayHowToGiveTheKey(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusUnauthorized)
+		code := "invalid_api_key"
+		if r.Header.Get("x-api-key") == "" {
+			code = "missing_api_key"
+		}
+		fmt.Fprintf(w, `{"type":"urn:baton:problem:%s","title":"Unauthorized","status":401,"code":%q,"detail":"send your API key in the x-api-key header"}`, code, code)
+	}))
+	defer srv.Close()
+	t.Setenv("BATON_API_KEY", "")
+	for _, args := range [][]string{
+		{"ledger", "verify", "--url", srv.URL},
+		{"ledger", "verify", "--url", srv.URL, "--key", "btn_sk_wrong", "h1"},
+		{"ledger", "export", "--url", srv.URL, "h1"},
+		{"ledger", "export", "--url", srv.URL, "--key", "btn_sk_wrong", "h1"},
+	} {
+		var out bytes.Buffer
+		err := run(context.Background(), args, &out, &out)
+		if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "--key") || !strings.Contains(err.Error(), "BATON_API_KEY") {
+			t.Errorf("%v: %v; want the 401 and how to give the key", args, err)
+		}
+	}
+}
+
 // A stream-idle under a second is refused before anything opens.
 func TestServeRefusesTinyStreamIdle(t *testing.T) {
 	var out bytes.Buffer
