@@ -48,6 +48,11 @@ func migrateStore(ctx context.Context, args []string, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	// A --data with no store would be made into an empty one, and "0
+	// events" migrated.
+	if err := boltExists(*data); err != nil {
+		return fmt.Errorf("migrate: source: %w", err)
+	}
 	src, err := bolt.Open(*data, bolt.Options{})
 	if err != nil {
 		return fmt.Errorf("migrate: source: %w", err)

@@ -328,6 +328,26 @@ func TestMigrateRefusesAForeignTarget(t *testing.T) {
 	}
 }
 
+// A --data with no store (a typo) is refused before anything is made or
+// connected: it was created empty, "0 events" were migrated, and the
+// command succeeded, as if the store had been moved to KurrentDB.
+func TestMigrateRefusesADataDirWithoutAStore(t *testing.T) {
+	double, err := kurrenttest.Start(kurrenttest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(double.Stop)
+	missing := filepath.Join(t.TempDir(), "typo")
+	var out bytes.Buffer
+	err = run(context.Background(), []string{"migrate", "--data", missing, "--kurrentdb-url", double.URL()}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "no store in") {
+		t.Fatalf("migrate from a directory without a store = %v\n%s", err, out.String())
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Fatalf("a store was made at %s: %v", missing, err)
+	}
+}
+
 // TestReadModelsFollowTheirStore: read models whose checkpoint lies beyond
 // the store's head were built from another store; they are set aside and
 // rebuilt rather than continued.
