@@ -254,12 +254,22 @@ func (l *Log) openFile(path string, readOnly bool) (_ *Log, err error) {
 	// bbolt rebuilds the freelist (below) on a goroutine of its own, where
 	// a damaged page's panic cannot be recovered: every page is read here
 	// first, on this one.
-	if err := readEveryPage(path); err != nil {
+	// A file whose lock another process holds (a server on this data
+	// directory) is sound: not damaged, which is moved aside and rebuilt.
+	held := func() error {
+		return fmt.Errorf("transparency log: %s is held by another process (is a baton serving with this data directory?)", path)
+	}
+	if err := readEveryPage(path); errors.Is(err, bbolt.ErrTimeout) {
+		return nil, held()
+	} else if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrDamaged, path, err)
 	}
 	// The freelist is not written at each commit (bbolt rebuilds it when
 	// the file opens): the log's commits are frequent and only append.
 	db, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 500 * time.Millisecond, FreelistType: bbolt.FreelistMapType, NoFreelistSync: true, ReadOnly: readOnly})
+	if errors.Is(err, bbolt.ErrTimeout) {
+		return nil, held()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("transparency log: open %s: %w", path, err)
 	}

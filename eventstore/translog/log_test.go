@@ -435,6 +435,28 @@ func TestDamagedFileIsAnError(t *testing.T) {
 	}
 }
 
+// A log file another process holds (a server on this --data, while a
+// command reads it) is said to be held, not damaged: a damaged file is
+// moved aside and rebuilt, and "damaged" sent an operator to do that to a
+// sound file a running server was using.
+func TestHeldFileIsNotDamaged(t *testing.T) {
+	s := openStore(t)
+	appendEvents(t, s, 3, 40)
+	path := filepath.Join(t.TempDir(), translog.FileName)
+	l, err := translog.Open(path, s, translog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = translog.Open(path, s, translog.Options{ReadOnly: true})
+	if err == nil || errors.Is(err, translog.ErrDamaged) || !strings.Contains(err.Error(), "held by another process") {
+		t.Fatalf("Open of a held file = %v, want it said to be held, not damaged", err)
+	}
+}
+
 // An origin too long for a checkpoint to read back (over the 4 KiB a
 // checkpoint's text may be) is refused when the log opens: each
 // checkpoint signed with it was a fork of this log, and signed again at
