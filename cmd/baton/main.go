@@ -27,6 +27,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/batonhq/baton/cmd/internal/profile"
 	"github.com/batonhq/baton/domain"
@@ -575,6 +576,9 @@ func storeCheck(ctx context.Context, args []string, stdout io.Writer) error {
 		return nil
 	}
 	n, err := translog.CheckFile(logPath)
+	if errors.Is(err, berrors.ErrTimeout) {
+		return err // held by a server: sound, and not to be moved aside
+	}
 	if err != nil {
 		return fmt.Errorf("%w (stop the server, move %s aside and start it: the log is rebuilt from the store, to the root its checkpoints sign if the store is unchanged)", err, logPath)
 	}

@@ -668,6 +668,25 @@ func TestStoreCheckCatchesAChangedLogFile(t *testing.T) {
 	}
 }
 
+// A log file another process holds (a replica on KurrentDB serving this
+// --data, beside the embedded store migrated from) is said to be held:
+// store check took the lock's timeout for a damaged file, and said to move
+// the sound file aside.
+func TestStoreCheckOfAHeldLogFile(t *testing.T) {
+	dir := t.TempDir()
+	runOK(t, "keys", "create", "--data", dir, "--tenant", "acme")
+	db, err := bbolt.Open(filepath.Join(dir, translog.FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var out bytes.Buffer
+	err = run(context.Background(), []string{"store", "check", "--data", dir}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "held by another process") || strings.Contains(err.Error(), "aside") {
+		t.Fatalf("store check of a held log file: %v\n%s", err, out.String())
+	}
+}
+
 // A witness key given twice is one witness (a verifier counting it twice
 // found the checkpoint's signatures "ambiguous").
 func TestWitnessGivenTwiceIsOne(t *testing.T) {

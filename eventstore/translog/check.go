@@ -26,6 +26,9 @@ func CheckFile(path string) (_ int64, err error) {
 		}
 	}()
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: 500 * time.Millisecond})
+	if errors.Is(err, bbolt.ErrTimeout) { // a server writes it: sound, not checked
+		return 0, fmt.Errorf("translog: %s is held by another process (is a baton serving with this data directory? check it while none does): %w", path, err)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("translog: %s: %w", path, err)
 	}
