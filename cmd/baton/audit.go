@@ -46,6 +46,11 @@ func ledgerExport(ctx context.Context, args []string, stdout io.Writer) error {
 	if fs.NArg() != 1 || !printableID(fs.Arg(0)) {
 		return errors.New("usage: baton ledger export [--url URL --key KEY | --data DIR] HANDOFF_ID")
 	}
+	if *base != "" {
+		if err := checkBaseURL("--url", *base); err != nil {
+			return err
+		}
+	}
 	id := fs.Arg(0)
 	b := translog.Bundle{Format: translog.BundleFormat, HandoffID: id}
 	if *base != "" {
@@ -260,6 +265,9 @@ func logVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if *quorum < 0 || *quorum > len(witnesses) {
 		return fmt.Errorf("--witness-quorum %d: from 0 to the %d --witness keys given", *quorum, len(witnesses))
+	}
+	if err := checkBaseURL("--url", *base); err != nil {
+		return err
 	}
 	if *vkey == "" || *oldPath == "" {
 		return errors.New("usage: baton log verify --log-key KEY --old CHECKPOINT [--url URL] [--key KEY] [--mirror DIR]")

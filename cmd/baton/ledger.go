@@ -46,6 +46,11 @@ func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := env.parse(fs, args); err != nil {
 		return err
 	}
+	if *base != "" {
+		if err := checkBaseURL("--url", *base); err != nil {
+			return err
+		}
+	}
 	if *bundle != "" {
 		return verifyBundle(*bundle, *oldBundle, strings.TrimSpace(*logKey), witnesses, *quorum, stdout)
 	}

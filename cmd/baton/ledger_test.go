@@ -477,6 +477,27 @@ func TestCommandsOverHTTPSayHowToGiveTheKey(t *testing.T) {
 	}
 }
 
+// A --url without its scheme (as the server's log prints its address) is
+// refused naming the flag: it failed with the URL parser's words about a
+// path segment, or "unsupported protocol scheme \"localhost\"".
+func TestCommandsRefuseAURLWithoutScheme(t *testing.T) {
+	cp := filepath.Join(t.TempDir(), "kept.checkpoint")
+	os.WriteFile(cp, []byte("x\n"), 0o600)
+	for _, u := range []string{"127.0.0.1:8080", "localhost:8080"} {
+		for _, args := range [][]string{
+			{"ledger", "verify", "--url", u, "--key", "k"},
+			{"ledger", "export", "--url", u, "--key", "k", "h1"},
+			{"log", "verify", "--url", u, "--log-key", "baton.test/log+00000000+AQ", "--old", cp},
+		} {
+			var out bytes.Buffer
+			err := run(context.Background(), args, &out, &out)
+			if err == nil || !strings.Contains(err.Error(), "--url") || !strings.Contains(err.Error(), "http or https") {
+				t.Errorf("%v: %v; want --url refused as no http(s) URL", args, err)
+			}
+		}
+	}
+}
+
 // A stream-idle under a second is refused before anything opens.
 func TestServeRefusesTinyStreamIdle(t *testing.T) {
 	var out bytes.Buffer

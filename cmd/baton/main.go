@@ -811,8 +811,10 @@ func writeHeapProfile(path string, stderr io.Writer) {
 	}
 }
 
-// checkBaseURL refuses a console base URL that is not scheme://host[:port]
-// over http or https: the links made with it would lead nowhere.
+// checkBaseURL refuses a base URL (the console's, or a server's a command
+// reads) that is not scheme://host[:port] over http or https: the links
+// made with it would lead nowhere, and a request to it fails in the URL
+// parser's words.
 func checkBaseURL(setting, v string) error {
 	if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%s is %q; it must be an http or https base URL, scheme://host[:port]", setting, v)
