@@ -46,6 +46,25 @@ func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := env.parse(fs, args); err != nil {
 		return err
 	}
+	// The two forms do not mix: what one form does not read was ignored
+	// without a word, and the check that ran said "ok" of something else.
+	var offline, online []string
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "log-key", "old", "witness", "witness-quorum":
+			offline = append(offline, "--"+f.Name)
+		case "data", "url", "key", "store", "kurrentdb-url", "kurrentdb-max-append-size":
+			online = append(online, "--"+f.Name)
+		}
+	})
+	switch {
+	case *bundle != "" && fs.NArg() > 0:
+		return fmt.Errorf("%q: ledger verify --bundle checks the handoff its bundle holds, and takes no handoff ids", fs.Arg(0))
+	case *bundle != "" && len(online) > 0:
+		return fmt.Errorf("%s: ledger verify --bundle reads no server and no data files", online[0])
+	case *bundle == "" && len(offline) > 0:
+		return fmt.Errorf("%s goes with --bundle (an audit bundle checked offline)", offline[0])
+	}
 	if *base != "" {
 		if err := checkBaseURL("--url", *base); err != nil {
 			return err

@@ -498,6 +498,27 @@ func TestCommandsRefuseAURLWithoutScheme(t *testing.T) {
 	}
 }
 
+// ledger verify's two forms do not mix: a handoff id or a server given
+// with --bundle, or a bundle's flag without it, was ignored without a
+// word, and the check that ran said "ok" of something else than was asked.
+func TestLedgerVerifyRefusesFlagsOfTheOtherForm(t *testing.T) {
+	b := filepath.Join(t.TempDir(), "trail.bundle")
+	for _, args := range [][]string{
+		{"--bundle", b, "--log-key", "baton.test/log+00000000+AQ", "0190a1b2-0000-7000-8000-000000000000"},
+		{"--bundle", b, "--log-key", "baton.test/log+00000000+AQ", "--url", "http://127.0.0.1:1"},
+		{"--bundle", b, "--log-key", "baton.test/log+00000000+AQ", "--data", t.TempDir()},
+		{"--data", t.TempDir(), "--old", b},
+		{"--data", t.TempDir(), "--log-key", "baton.test/log+00000000+AQ"},
+		{"--data", t.TempDir(), "--witness-quorum", "1"},
+	} {
+		var out bytes.Buffer
+		err := run(context.Background(), append([]string{"ledger", "verify"}, args...), &out, &out)
+		if err == nil || !strings.Contains(err.Error(), "--bundle") || errors.Is(err, errChainBroken) {
+			t.Errorf("%v: %v; want the mix refused, naming --bundle\n%s", args, err, out.String())
+		}
+	}
+}
+
 // A stream-idle under a second is refused before anything opens.
 func TestServeRefusesTinyStreamIdle(t *testing.T) {
 	var out bytes.Buffer
