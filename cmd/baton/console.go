@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -38,6 +39,21 @@ func consoleLink(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if err := checkBaseURL("--url (BATON_CONSOLE_URL)", *base); err != nil {
 		return err
+	}
+	// Told by its flag, before the store is opened: the service tells it
+	// by the API's field (/ttlSeconds).
+	var de *domain.Error
+	if err := domain.ValidateConsoleLink(*tenant, *name, *role, *ttl); errors.As(err, &de) && len(de.Fields) > 0 {
+		var bad []string
+		for _, f := range de.Fields {
+			given := map[string]string{"/tenant": fmt.Sprintf("--tenant %q", *tenant), "/name": fmt.Sprintf("--name %q", *name),
+				"/role": fmt.Sprintf("--role %q", *role), "/ttlSeconds": fmt.Sprintf("--ttl %v", *ttl)}[f.Pointer]
+			if given == "" {
+				given = f.Pointer
+			}
+			bad = append(bad, given+": "+f.Message)
+		}
+		return errors.New(strings.Join(bad, "; "))
 	}
 	// A link needs a tenant with a key, so a store a server made: a
 	// mistyped --data must not leave a new empty one behind.

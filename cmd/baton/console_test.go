@@ -60,6 +60,42 @@ func TestConsoleLinkCommand(t *testing.T) {
 	}
 }
 
+// A role or a duration the link cannot have is refused by its flag,
+// before the store is opened: it was told as the API's JSON pointer
+// ("console.link: /ttlSeconds: must be from 1 second to 7 days"), after
+// the store's own errors (held, no tenant).
+func TestConsoleLinkNamesTheFlag(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"keys", "create", "--data", dir, "--tenant", "default"}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--role", "admin"}, `--role "admin": must be approver, verifier or auditor`},
+		{[]string{"--role", "approver", "--ttl", "1000h"}, `--ttl 1000h0m0s: must be from 1 second to 7 days`},
+		{[]string{"--role", "approver", "--name", " x"}, `--name " x": is required`},
+	} {
+		args := append([]string{"console", "link", "--data", dir, "--tenant", "default", "--name", "x"}, tc.flags...)
+		err := run(context.Background(), args, &out, &out)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "/") {
+			t.Errorf("%v: %v; want %q", tc.flags, err, tc.want)
+		}
+	}
+	// Checked before the store: a held one is not what is told first.
+	st, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	err = run(context.Background(), []string{"console", "link", "--data", dir, "--tenant", "default", "--name", "x", "--role", "admin"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "--role") {
+		t.Fatalf("a bad role on a held store: %v", err)
+	}
+}
+
 // With the store held by a running server, the commands that write to it
 // say how to do the same through that server.
 func TestCommandsOnAHeldStoreSayWhatToDo(t *testing.T) {
