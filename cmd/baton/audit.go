@@ -255,7 +255,7 @@ func logVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	vkey := fs.String("log-key", os.Getenv("BATON_LOG_KEY"), "the log's verifier key, name+hash+key (or BATON_LOG_KEY)")
 	oldPath := fs.String("old", "", "a signed checkpoint kept earlier (GET /v1/log/checkpoint saved to a file)")
 	base := fs.String("url", "http://127.0.0.1:8080", "the server's base URL")
-	key := fs.String("key", os.Getenv("BATON_API_KEY"), "an admin API key, to read entries (naming a divergence; --mirror)")
+	key := fs.String("key", os.Getenv("BATON_API_KEY"), "an admin API key, to read entries (naming a divergence; --mirror); or BATON_API_KEY (--key '' for none)")
 	mirror := fs.String("mirror", "", "a directory keeping the verified log's level-0 tiles and entries")
 	var witnesses stringsFlag
 	fs.Var(&witnesses, "witness", "a witness's verifier key (C2SP tlog-cosignature); give it once per witness")

@@ -127,6 +127,32 @@ func TestGroupHelpListsEverySubcommand(t *testing.T) {
 	}
 }
 
+// A flag whose default is read from a variable says which in its help:
+// log verify's --key took BATON_API_KEY without a word, so an auditor's
+// other key in it was sent, or a tenant's key made the mirror fail 403.
+func TestHelpNamesTheVariablesFlagsRead(t *testing.T) {
+	t.Setenv("BATON_DATA_DIR", "/nonexistent/baton-help-test")
+	for _, tc := range []struct {
+		cmd       []string
+		flag, env string
+	}{
+		{[]string{"log", "verify"}, "-key", "BATON_API_KEY"},
+		{[]string{"log", "verify"}, "-log-key", "BATON_LOG_KEY"},
+		{[]string{"ledger", "verify"}, "-key", "BATON_API_KEY"},
+		{[]string{"ledger", "export"}, "-key", "BATON_API_KEY"},
+	} {
+		var stdout bytes.Buffer
+		if err := run(context.Background(), append(append([]string{}, tc.cmd...), "--help"), &stdout, &bytes.Buffer{}); err != nil {
+			t.Fatal(err)
+		}
+		_, help, _ := strings.Cut(stdout.String(), "\n  "+tc.flag+" ")
+		help, _, _ = strings.Cut(help, "\n  -")
+		if !strings.Contains(help, tc.env) {
+			t.Errorf("baton %s --help: %s does not name %s: %q", strings.Join(tc.cmd, " "), tc.flag, tc.env, help)
+		}
+	}
+}
+
 // A flag a command does not have fails it, with the command's usage on
 // stderr and nothing on stdout.
 func TestUnknownFlagPrintsUsageAndFails(t *testing.T) {
