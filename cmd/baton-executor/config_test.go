@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,6 +120,23 @@ func TestExecutorRefusesAStrayArgument(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "baton-executor-state.json")); err == nil {
 		t.Fatal("the default state file was written")
+	}
+}
+
+// --help is the usage, for stdout (main prints it there, exit 0); a flag
+// it does not have is the usage on stderr and the error, said once: the
+// flag package said it, then main again.
+func TestExecutorHelpAndBadFlag(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"--help"}, &out); !errors.Is(err, flag.ErrHelp) || out.Len() != 0 {
+		t.Fatalf("--help: %v, stderr %q; want flag.ErrHelp and nothing on stderr", err, out.String())
+	}
+	err := run(context.Background(), []string{"--bogus"}, &out)
+	if err == nil || !strings.Contains(err.Error(), "-bogus") {
+		t.Fatalf("--bogus: %v", err)
+	}
+	if !strings.Contains(out.String(), "Usage:") || strings.Contains(out.String(), "-bogus") {
+		t.Fatalf("--bogus wrote %q; want the usage, the error left to main", out.String())
 	}
 }
 

@@ -51,7 +51,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, flag.ErrHelp) { // asked for: on stdout, exit 0
+			fmt.Fprint(os.Stdout, usage)
 			return
 		}
 		fmt.Fprintln(os.Stderr, "baton-executor:", err)
@@ -61,14 +62,19 @@ func main() {
 
 func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("baton-executor", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	// The flag package prints nothing: the usage goes to stdout when asked
+	// for (main), to stderr before a flag's error, which main says once.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	base := fs.String("url", envOr("BATON_URL", "http://127.0.0.1:8080"), "Baton's URL")
 	key := fs.String("key", os.Getenv("BATON_API_KEY"), "an API key of the tenant whose handoffs it takes")
 	configPath := fs.String("config", "", "the configuration file (JSON)")
 	statePath := fs.String("state", "baton-executor-state.json", "where the executor remembers its runs across restarts")
 	maxRuns := fs.Int("max-runs", 0, "how many commands run at once (the configuration's maxRuns, or four per core)")
 	if err := fs.Parse(args); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stderr, usage)
+		}
 		return err
 	}
 	// The flag package stops at the first word that is not a flag: the
