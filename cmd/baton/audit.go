@@ -23,6 +23,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/records"
 	"github.com/batonhq/baton/eventstore/translog"
 )
@@ -77,6 +78,9 @@ func ledgerExport(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	} else {
 		store, err := storeOpts.openExisting(ctx, *data, zerolog.Nop())
+		if errors.Is(err, eventstore.ErrLocked) {
+			return fmt.Errorf("%w; while it serves, export through it: --url http://HOST:PORT --key KEY", err)
+		}
 		if err != nil {
 			return err
 		}

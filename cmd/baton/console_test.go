@@ -97,7 +97,10 @@ func TestConsoleLinkNamesTheFlag(t *testing.T) {
 }
 
 // With the store held by a running server, the commands that write to it
-// say how to do the same through that server.
+// say how to do the same through that server, and those that read it how
+// to read it through the server (ledger verify, ledger export: the
+// protocol's guide shows the export without --url), or that it waits for
+// the stop (store check).
 func TestCommandsOnAHeldStoreSayWhatToDo(t *testing.T) {
 	dir := t.TempDir()
 	st, err := bolt.Open(dir, bolt.Options{})
@@ -111,6 +114,9 @@ func TestCommandsOnAHeldStoreSayWhatToDo(t *testing.T) {
 	}{
 		{[]string{"keys", "create", "--data", dir, "--tenant", "acme"}, "POST /v1/admin/keys"},
 		{[]string{"console", "link", "--data", dir, "--tenant", "acme", "--name", "a", "--role", "approver"}, "make console-link"},
+		{[]string{"ledger", "verify", "--data", dir}, "--url"},
+		{[]string{"ledger", "export", "--data", dir, "0190a1b2-0000-7000-8000-000000000000"}, "--url"},
+		{[]string{"store", "check", "--data", dir}, "stop"},
 	} {
 		var out bytes.Buffer
 		err := run(context.Background(), tc.args, &out, &out)

@@ -92,6 +92,9 @@ func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 		return verifyOverHTTP(ctx, *base, *key, ids, receipts, stdout)
 	}
 	store, err := storeOpts.openExisting(ctx, *data, zerolog.Nop())
+	if errors.Is(err, eventstore.ErrLocked) {
+		return fmt.Errorf("%w; while it serves, verify through it: --url http://HOST:PORT --key KEY", err)
+	}
 	if err != nil {
 		return err
 	}

@@ -560,6 +560,9 @@ func storeCheck(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	store, err := bolt.Open(*data, bolt.Options{})
+	if errors.Is(err, eventstore.ErrLocked) {
+		return fmt.Errorf("%w; the check reads the whole file, and runs while no baton serves it: stop the server first", err)
+	}
 	if err != nil {
 		return damagedStoreHelp(err, *data, false)
 	}
