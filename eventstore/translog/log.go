@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"sync"
@@ -261,6 +262,8 @@ func (l *Log) openFile(path string, readOnly bool) (_ *Log, err error) {
 	}
 	if err := readEveryPage(path); errors.Is(err, bbolt.ErrTimeout) {
 		return nil, held()
+	} else if errors.Is(err, fs.ErrPermission) { // this user's, not the file's
+		return nil, fmt.Errorf("transparency log: %w (the data directory must be readable and writable by this user)", err)
 	} else if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrDamaged, path, err)
 	}

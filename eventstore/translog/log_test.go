@@ -457,6 +457,31 @@ func TestHeldFileIsNotDamaged(t *testing.T) {
 	}
 }
 
+// A log file this user may not read (left by a start as root, say) is a
+// permission error, not a damaged file: the server moved it aside as
+// translog.db.broken and rebuilt the log, logging "the file is damaged".
+// Root reads any file, so the test needs another user.
+func TestUnreadableFileIsNotDamaged(t *testing.T) {
+	if os.Getuid() == 0 {
+		t.Skip("root reads a file of any mode")
+	}
+	s := openStore(t)
+	appendEvents(t, s, 3, 4)
+	path := filepath.Join(t.TempDir(), translog.FileName)
+	l, err := translog.Open(path, s, translog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if err := os.Chmod(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err = translog.Open(path, s, translog.Options{})
+	if err == nil || errors.Is(err, translog.ErrDamaged) || !errors.Is(err, os.ErrPermission) {
+		t.Fatalf("Open of an unreadable file = %v, want a permission error, not ErrDamaged", err)
+	}
+}
+
 // An origin too long for a checkpoint to read back (over the 4 KiB a
 // checkpoint's text may be) is refused when the log opens: each
 // checkpoint signed with it was a fork of this log, and signed again at
