@@ -184,7 +184,13 @@ func Open(path string, store eventstore.Store, opts Options) (*Log, error) {
 	if opts.SignerKey != "" {
 		s, err := note.NewSigner(strings.TrimSpace(opts.SignerKey))
 		if err != nil {
-			return nil, fmt.Errorf("transparency log: the signing key: %w", err)
+			// The note library speaks of a "verifier id" whatever the key:
+			// say which key this is, and which one is wanted.
+			what := "is not"
+			if _, verr := note.NewVerifier(strings.TrimSpace(opts.SignerKey)); verr == nil {
+				what = "is a verifier key (name+hash+key), the one to publish, not"
+			}
+			return nil, fmt.Errorf("transparency log: the signing key %s a signing key as baton log keygen writes it (PRIVATE+KEY+name+hash+key): %w", what, err)
 		}
 		l.signer = s
 		if opts.VerifierKey == "" {

@@ -482,6 +482,27 @@ func TestUnreadableFileIsNotDamaged(t *testing.T) {
 	}
 }
 
+// A key that is not a signing key (the verifier key keygen printed, put in
+// the key file) is told as such: it was "the signing key: malformed
+// verifier id", the note library's words, which pointed at the wrong key.
+func TestOpenNamesAKeyThatIsNotASigningKey(t *testing.T) {
+	s := openStore(t)
+	skey, vkey, err := translog.GenerateKey("baton.test/log", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{
+		vkey:                        "a verifier key",
+		"garbage":                   "PRIVATE+KEY+",
+		skey[:len(skey)-4] + "AAAA": "PRIVATE+KEY+",
+	} {
+		_, err := translog.Open(filepath.Join(t.TempDir(), translog.FileName), s, translog.Options{SignerKey: key})
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "baton log keygen") {
+			t.Errorf("Open with %q: %v; want %q and baton log keygen named", key, err, want)
+		}
+	}
+}
+
 // An origin too long for a checkpoint to read back (over the 4 KiB a
 // checkpoint's text may be) is refused when the log opens: each
 // checkpoint signed with it was a fork of this log, and signed again at
