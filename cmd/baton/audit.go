@@ -200,6 +200,9 @@ func verifyBundle(path, oldPath, vkey string, witnesses []string, quorum int, st
 	if vkey == "" {
 		return errors.New("--bundle needs --log-key (the verifier key the operator published, name+hash+key)")
 	}
+	if _, err := checkLogKey(vkey); err != nil {
+		return err
+	}
 	read := func(p string) (translog.Bundle, error) {
 		f, err := os.Open(p)
 		if err != nil {
@@ -249,6 +252,25 @@ func verifyBundle(path, oldPath, vkey string, witnesses []string, quorum int, st
 	return nil
 }
 
+// checkLogKey reads --log-key, a verifier key (name+hash+key). What is
+// not one is told for what it is, as the note library calls every such
+// value a "malformed verifier id": the signing key (a secret, never
+// echoed), or an error answer of GET /v1/log/key passed on by $(curl ...).
+func checkLogKey(vkey string) (note.Verifier, error) {
+	v, err := note.NewVerifier(vkey)
+	switch {
+	case err == nil:
+		return v, nil
+	case strings.HasPrefix(vkey, "PRIVATE+KEY+"):
+		return nil, errors.New("--log-key: that is the log's signing key, a secret for the server alone: give its verifier key (name+hash+key), which baton log keygen printed and GET /v1/log/key serves")
+	case strings.HasPrefix(vkey, "{"):
+		var p struct{ Code, Detail string }
+		json.Unmarshal([]byte(vkey), &p)
+		return nil, fmt.Errorf("--log-key: not a key but an error answer (%s: %q): GET /v1/log/key serves the verifier key once the server has a signing key (baton log keygen, then a restart)", p.Code, p.Detail)
+	}
+	return nil, fmt.Errorf("--log-key: %w (want the log's verifier key, name+hash+key)", err)
+}
+
 // logVerify is `baton log verify`: today's log, read as tiles from a
 // server, must extend the checkpoint kept earlier (an RFC 6962
 // consistency proof). With --mirror, the level-0 tiles and entries of
@@ -276,9 +298,9 @@ func logVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if *vkey == "" || *oldPath == "" {
 		return errors.New("usage: baton log verify --log-key KEY --old CHECKPOINT [--url URL] [--key KEY] [--mirror DIR]")
 	}
-	v, err := note.NewVerifier(strings.TrimSpace(*vkey))
+	v, err := checkLogKey(strings.TrimSpace(*vkey))
 	if err != nil {
-		return fmt.Errorf("--log-key: %w", err)
+		return err
 	}
 	oldSigned, err := os.ReadFile(*oldPath)
 	if err != nil {

@@ -687,6 +687,35 @@ func TestStoreCheckOfAHeldLogFile(t *testing.T) {
 	}
 }
 
+// A --log-key that is not a verifier key says what it is: the signing key
+// (a secret, pasted where the public key goes), or the error GET
+// /v1/log/key answered (a server without a log key), which the README's
+// $(curl .../v1/log/key) passes on. Both were "--log-key: malformed
+// verifier id".
+func TestLogKeyThatIsNoVerifierKey(t *testing.T) {
+	skey, _, err := translog.GenerateKey("baton.test/log", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	b, cp := filepath.Join(dir, "trail.bundle"), filepath.Join(dir, "kept.checkpoint")
+	os.WriteFile(b, []byte("{}"), 0o600)
+	os.WriteFile(cp, []byte("x\n"), 0o600)
+	problem := `{"type":"urn:baton:problem:no_log_key","title":"Not Found","status":404,"code":"no_log_key","detail":"This server has no transparency log key."}`
+	for key, want := range map[string]string{skey: "signing key, a secret", problem: "no_log_key"} {
+		for _, args := range [][]string{
+			{"ledger", "verify", "--bundle", b, "--log-key", key},
+			{"log", "verify", "--url", "http://127.0.0.1:1", "--old", cp, "--log-key", key},
+		} {
+			var out bytes.Buffer
+			err := run(context.Background(), args, &out, &out)
+			if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "PRIVATE+KEY+baton") {
+				t.Errorf("%s %s --log-key %.20q: %v; want %q", args[0], args[1], key, err, want)
+			}
+		}
+	}
+}
+
 // A witness key given twice is one witness (a verifier counting it twice
 // found the checkpoint's signatures "ambiguous").
 func TestWitnessGivenTwiceIsOne(t *testing.T) {
