@@ -96,6 +96,33 @@ func TestConsoleLinkNamesTheFlag(t *testing.T) {
 	}
 }
 
+// Without --url the link is made for the address of BATON_ADDR; a wildcard
+// one (a server listening on every interface) is reached on the loopback,
+// as serve's own hint asks it: the link was http://:8080/... or
+// http://0.0.0.0:8080/..., which no browser opens.
+func TestConsoleLinkOnAWildcardAddress(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"keys", "create", "--data", dir, "--tenant", "acme"}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	for addr, want := range map[string]string{
+		":8080":         "http://127.0.0.1:8080/console/signin?token=",
+		"0.0.0.0:9090":  "http://127.0.0.1:9090/console/signin?token=",
+		"[::]:8080":     "http://127.0.0.1:8080/console/signin?token=",
+		"10.0.0.5:8080": "http://10.0.0.5:8080/console/signin?token=",
+	} {
+		t.Setenv("BATON_ADDR", addr)
+		out.Reset()
+		if err := run(context.Background(), []string{"console", "link", "--data", dir, "--tenant", "acme", "--name", "x", "--role", "auditor"}, &out, &bytes.Buffer{}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(out.String(), want) {
+			t.Errorf("BATON_ADDR=%s: %q, want %s...", addr, out.String(), want)
+		}
+	}
+}
+
 // With the store held by a running server, the commands that write to it
 // say how to do the same through that server, and those that read it how
 // to read it through the server (ledger verify, ledger export: the

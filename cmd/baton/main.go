@@ -609,15 +609,23 @@ func damagedStoreHelp(err error, data string, check bool) error {
 // listens as [::]:8080) is asked on the loopback, which it serves too:
 // zsh would take ADDR=[::]:8080 for a pattern.
 func consoleHint(addr string) string {
-	if host, port, err := net.SplitHostPort(addr); err == nil {
-		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-			addr = net.JoinHostPort("127.0.0.1", port)
-		}
-	}
+	addr = loopbackFor(addr)
 	if addr == defaultAddr {
 		return "make console-link NAME=you@example.com"
 	}
 	return "make console-link NAME=you@example.com ADDR=" + addr // the link is asked of this server, where it listens
+}
+
+// loopbackFor is the listen address addr as a client on this machine
+// reaches it: a wildcard one (":8080", "0.0.0.0:8080", "[::]:8080"), no
+// address a browser opens, is reached on the loopback, which it serves too.
+func loopbackFor(addr string) string {
+	if host, port, err := net.SplitHostPort(addr); err == nil {
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+			return net.JoinHostPort("127.0.0.1", port)
+		}
+	}
+	return addr
 }
 
 // bootstrapKey creates the first admin key on a store that has none and
