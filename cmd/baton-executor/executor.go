@@ -141,8 +141,8 @@ func (e *Executor) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
-		if errors.Is(err, errKeyRefused) {
-			return err // no retry makes a refused key valid
+		if errors.Is(err, errKeyRefused) || errors.Is(err, errNoEventStream) {
+			return err // no retry makes a refused key valid, or the URL Baton's
 		}
 		e.Log.Warn().Err(err).Dur("retryIn", wait).Msg("event stream interrupted")
 		if !sleep(ctx, wait) {
@@ -155,6 +155,10 @@ func (e *Executor) Run(ctx context.Context) error {
 
 // errKeyRefused is Baton's 401: the key is wrong or was revoked.
 var errKeyRefused = errors.New("Baton refused the key")
+
+// errNoEventStream is a 404 to GET /v1/events, which every Baton serves:
+// --url names another server, or a path before Baton's own.
+var errNoEventStream = errors.New("no Baton event stream at --url (is it Baton's base URL, such as http://127.0.0.1:8080?)")
 
 // keepKeyHome follows a redirect without the key when it leaves Baton's
 // origin (another host, or from https to http): Go's client drops only
@@ -218,6 +222,9 @@ func (e *Executor) follow(ctx context.Context, connected *bool) error {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		if resp.StatusCode == http.StatusUnauthorized {
 			return fmt.Errorf("%w: GET /v1/events: %d %s", errKeyRefused, resp.StatusCode, b)
+		}
+		if resp.StatusCode == http.StatusNotFound {
+			return fmt.Errorf("%w: GET %s/v1/events: %d %.200q", errNoEventStream, e.Base, resp.StatusCode, b)
 		}
 		if last != "" && (problemCode(b) == "position_ahead" || resp.StatusCode == http.StatusUnprocessableEntity) {
 			// The kept position names no event of this store (one restored

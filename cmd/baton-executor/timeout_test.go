@@ -127,6 +127,26 @@ func TestExecutorStopsOnARefusedKey(t *testing.T) {
 	}
 }
 
+// A --url where no Baton answers (a web server's 404, or a path Baton has
+// no route for) stops the executor with an error (exit status 2) naming
+// --url: no retry makes it Baton, and it retried for ever, a warning a
+// minute, quoting the page.
+func TestExecutorStopsWhereNoBatonAnswers(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte("<html><body><h1>Error response</h1></body></html>"))
+	}))
+	defer srv.Close()
+	e := &Executor{Base: srv.URL, Key: "k", Config: Config{Executor: "ops-bot"}, State: mustState(t), Log: zerolog.Nop(),
+		Backoff: 10 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := e.Run(ctx); err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "--url") {
+		t.Fatalf("Run: %v (context: %v), want an error naming --url", err, ctx.Err())
+	}
+}
+
 // A stream that was up and dropped is resumed after the first wait, not
 // after the longest wait an earlier outage grew.
 func TestExecutorBackoffStartsOverAfterAStream(t *testing.T) {
