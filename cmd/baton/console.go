@@ -55,6 +55,9 @@ func consoleLink(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		return errors.New(strings.Join(bad, "; "))
 	}
+	if err := storeOpts.notMigratedFrom(*data); err != nil {
+		return err
+	}
 	// A link needs a tenant with a key, so a store a server made: a
 	// mistyped --data must not leave a new empty one behind.
 	store, err := storeOpts.openExisting(ctx, *data, zerolog.Nop())

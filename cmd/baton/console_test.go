@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -120,6 +122,40 @@ func TestConsoleLinkOnAWildcardAddress(t *testing.T) {
 		if !strings.HasPrefix(out.String(), want) {
 			t.Errorf("BATON_ADDR=%s: %q, want %s...", addr, out.String(), want)
 		}
+	}
+}
+
+// After baton migrate, events.db stays in the data directory as a backup,
+// unlocked, while a replica serves the directory on KurrentDB. The
+// commands that write to the store refuse it there without --store
+// kurrent: the key (or link) was made in the backup, printed, and refused
+// by every server.
+func TestWritingCommandsRefuseAStoreMigratedFrom(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"keys", "create", "--data", dir, "--tenant", "acme"}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, readModelMarker), []byte("kurrent\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"keys", "create", "--data", dir, "--tenant", "acme"},
+		{"console", "link", "--data", dir, "--tenant", "acme", "--name", "a", "--role", "approver"},
+	} {
+		out.Reset()
+		err := run(context.Background(), args, &out, &out)
+		if err == nil || !strings.Contains(err.Error(), "--store kurrent") {
+			t.Errorf("%v: %v; want the store migrated from refused, naming --store kurrent\n%s", args, err, out.String())
+		}
+	}
+	st, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if head, _ := st.Head(context.Background()); head.Commit != 1 {
+		t.Fatalf("the store migrated from holds %d events, want the first key's alone", head.Commit)
 	}
 }
 

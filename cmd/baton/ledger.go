@@ -290,6 +290,9 @@ func keysCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	if *tenant == "" {
 		return errors.New("--tenant is required")
 	}
+	if err := storeOpts.notMigratedFrom(*data); err != nil {
+		return err
+	}
 	store, err := storeOpts.open(ctx, *data, zerolog.Nop())
 	if errors.Is(err, eventstore.ErrLocked) {
 		return fmt.Errorf("%w; while it serves, create keys with POST /v1/admin/keys and an admin key", err)

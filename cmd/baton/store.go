@@ -110,6 +110,25 @@ func (f storeFlags) describe(data string) string {
 	return filepath.Join(data, bolt.FileName)
 }
 
+// notMigratedFrom refuses the embedded store in data to a command that
+// writes to it (keys create, console link) when the directory's read
+// models follow KurrentDB: baton migrate leaves events.db there as a
+// backup, unlocked while a replica serves the directory, and a key made in
+// it was printed and refused by every server.
+func (f storeFlags) notMigratedFrom(data string) error {
+	if *f.kind != storeBolt {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(data, readModelMarker))
+	if err != nil {
+		return nil
+	}
+	if kind, _ := parseStoreMark(b); kind == storeKurrent {
+		return fmt.Errorf("the read models in %s follow KurrentDB (%s): its %s is the store migrated from, which no server reads; give --store kurrent --kurrentdb-url URL (or BATON_STORE, BATON_KURRENTDB_URL), or, back on the embedded store, start baton serve on it first", data, readModelMarker, bolt.FileName)
+	}
+	return nil
+}
+
 // readModelMarker records, next to readmodel.db, which kind of store the read
 // models were built from. Positions of the embedded store and of KurrentDB
 // mean different things, so a read-model file built from one must never be
