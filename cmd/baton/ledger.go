@@ -290,6 +290,10 @@ func keysCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	if *tenant == "" {
 		return errors.New("--tenant is required")
 	}
+	// Before the store is opened, which makes one at a new --data.
+	if !domain.ValidTenant(*tenant) {
+		return fmt.Errorf("--tenant %q: tenant names are 1-63 lowercase letters, digits, '_' or '-', starting with a letter or digit", *tenant)
+	}
 	if err := storeOpts.notMigratedFrom(*data); err != nil {
 		return err
 	}

@@ -211,6 +211,21 @@ func TestCheckingCommandsNeedAStore(t *testing.T) {
 	}
 }
 
+// A tenant name Baton refuses is told by its flag before the store is
+// opened: keys create made an empty store at --data (a first start then
+// found it), then failed with the service's "keys.create: /tenant: ...".
+func TestKeysCreateRefusesABadTenantFirst(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "data")
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"keys", "create", "--data", missing, "--tenant", "Acme"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), `--tenant "Acme"`) {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Fatalf("a store was made at %s: %v", missing, err)
+	}
+}
+
 // Body limits and the console's URL are refused when they cannot be used,
 // as their variables are (0 was taken as the default without a word).
 func TestServeRefusesBadLimits(t *testing.T) {
