@@ -67,6 +67,11 @@ const (
 // the tenant's other calls that each wait as long.
 var holdWait = 10 * time.Second
 
+// ErrHoldUnavailable marks a call refused because the store did not take
+// its budget hold: the call was not made (a hold that may have committed
+// expires).
+var ErrHoldUnavailable = errors.New("gateway: budget hold")
+
 // UseStore shares holds through store: every Budgets on the same store
 // (one per replica) enforces one budget per tenant. onErr, if not nil,
 // hears renewals and releases that could not be appended (those holds
@@ -280,9 +285,9 @@ func (b *Budgets) reserveShared(ctx context.Context, tenant, model string, worst
 		if caller.Err() == nil && ctx.Err() != nil {
 			// holdWait passed, not the caller's time: the store did not
 			// answer (an append may have committed: it expires).
-			return fmt.Errorf("gateway: budget hold for tenant %s: %w: no answer within %v (%v)", tenant, eventstore.ErrUnavailable, holdWait, err)
+			return fmt.Errorf("%w for tenant %s: %w: no answer within %v (%v)", ErrHoldUnavailable, tenant, eventstore.ErrUnavailable, holdWait, err)
 		}
-		return fmt.Errorf("gateway: budget hold for tenant %s: %w", tenant, err)
+		return fmt.Errorf("%w for tenant %s: %w", ErrHoldUnavailable, tenant, err)
 	}
 	// One append at a time per tenant from this replica: concurrent ones
 	// would only lose the race to each other and read again.
@@ -327,7 +332,7 @@ func (b *Budgets) reserveShared(ctx context.Context, tenant, model string, worst
 		if attempt == maxHoldAttempts && errors.Is(err, eventstore.ErrConflict) {
 			// Contended past all reason: the store is busy for this
 			// tenant; the caller may retry in a moment.
-			return nil, fmt.Errorf("gateway: budget hold for tenant %s: %w (%v)", tenant, eventstore.ErrUnavailable, err)
+			return nil, fmt.Errorf("%w for tenant %s: %w (%v)", ErrHoldUnavailable, tenant, eventstore.ErrUnavailable, err)
 		}
 		if !errors.Is(err, eventstore.ErrConflict) {
 			// An append that may have committed holds until it expires.

@@ -159,6 +159,12 @@ func describe(r *http.Request, err error) described {
 		// generate Baton wrote the request it refused, and once the
 		// operator mends the route the same request must run.
 		return described{Error: e, log: true, unkept: e.Code == "upstream_rejected_request" || e.Code == "upstream_request_too_large"}
+	case errors.Is(err, gateway.ErrHoldUnavailable) && errors.Is(err, eventstore.ErrUnavailable):
+		// A model call, not a write of the ledger: it takes no
+		// Idempotency-Key, and nothing of it was done.
+		e := domain.E("store", domain.KindUnavailable, "store_unavailable", "The event store did not answer, so the tenant's budget could not hold this call, and the call was not made; retry it in a moment.")
+		e.RetryAfter = 1
+		return described{Error: e, log: true}
 	case errors.Is(err, eventstore.ErrUnavailable):
 		e := domain.E("store", domain.KindUnavailable, "store_unavailable", "The event store did not answer; a write in flight may or may not have been recorded. Retry with the same Idempotency-Key: a recorded write is answered, not written twice (a callback is also known by its same body; a contract, plan or webhook sent without a key would be created again).")
 		e.RetryAfter = 1

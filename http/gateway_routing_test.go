@@ -641,6 +641,42 @@ func TestBudgetWriteTheStoreDoesNotFinish(t *testing.T) {
 	}
 }
 
+// budgetAwayStore is a shared store that takes no appends to budget
+// streams, as KurrentDB while it is away.
+type budgetAwayStore struct{ eventstore.Store }
+
+func (s budgetAwayStore) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if strings.HasPrefix(stream, "budget-") {
+		return eventstore.AppendResult{}, fmt.Errorf("kurrent: append to %q: %w: connection refused", stream, eventstore.ErrUnavailable)
+	}
+	return s.Store.Append(ctx, stream, expected, evs...)
+}
+
+// A model call whose budget hold the store does not take is refused with
+// 503 store_unavailable in the front's shape, saying what happened to the
+// call: it was not made, and a retry is all it takes. The message was the
+// ledger's, telling a chat client to retry with an Idempotency-Key, which
+// the model fronts do not take, lest a contract be created twice.
+func TestModelCallWhoseHoldTheStoreDoesNotTake(t *testing.T) {
+	e, f := newGatewayEnv(t)
+	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": 5}), 200)
+	e.budgets.UseStore(budgetAwayStore{e.store}, nil)
+	before := f.calls.Load()
+	for _, c := range []struct {
+		path, model string
+		header      []string
+	}{{"/v1/chat/completions", "openai:gpt-4o-mini", nil}, {"/v1/messages", "anthropic:claude-haiku-4-5", []string{"anthropic-version", "2023-06-01"}}} {
+		r := e.do("POST", c.path, e.tenantA, map[string]any{"model": c.model, "max_tokens": 10, "messages": []any{map[string]any{"role": "user", "content": "hi"}}}, c.header...)
+		msg := r.str("error.message")
+		if r.status != 503 || r.header.Get("Retry-After") == "" || strings.Contains(msg, "Idempotency-Key") || !strings.Contains(msg, "not made") {
+			t.Errorf("%s: %d %v %s", c.path, r.status, r.header, r.raw)
+		}
+	}
+	if n := f.calls.Load() - before; n != 0 {
+		t.Errorf("%d upstream calls made without a hold", n)
+	}
+}
+
 func TestBudgetAdminAndUnpricedModels(t *testing.T) {
 	e, _ := newGatewayEnv(t)
 	for _, c := range []struct {
