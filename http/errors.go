@@ -12,6 +12,7 @@ import (
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/eventstore/ledger"
 	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/projections"
 )
@@ -103,6 +104,14 @@ func describe(r *http.Request, err error) described {
 		e := domain.E("request", domain.KindUnavailable, "shutting_down", "The server is stopping and ended this request; retry it (another replica, or this one once restarted, answers).")
 		e.RetryAfter = 1
 		return described{Error: e}
+	case r != nil && errors.Is(context.Cause(r.Context()), ledger.ErrLeaseLost):
+		// Its key was taken over (a shared store): the request was ended
+		// so as not to run beside the one that holds the key now. Its
+		// model calls failing on the ended context are not the provider's.
+		e := domain.E("idempotency", domain.KindConflict, "idempotency_lease_lost",
+			"This request's hold on its Idempotency-Key lapsed and another request took the key over, so this one was ended; retry with the same key to get that request's answer.")
+		e.RetryAfter = 1
+		return described{Error: e, log: true}
 	case errors.As(err, &be):
 		d := budgetRefusal(r, be)
 		d.unkept = true // it follows from the tenant's budget, not the request

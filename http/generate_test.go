@@ -3,6 +3,8 @@ package http_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"github.com/batonhq/baton/eventstore"
@@ -21,6 +23,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore/ledger"
 	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/tasks"
 )
@@ -1132,5 +1135,41 @@ func TestGenerateCacheTokensHeldToThePrompt(t *testing.T) {
 	in := rec.Usage.InputTokens + rec.Usage.CacheReadTokens + rec.Usage.CacheWriteTokens
 	if in >= 100000 || rec.CostUSD == nil || *rec.CostUSD > 0.05 || strconv.Itoa(in) != r.str("usage.input_tokens") {
 		t.Fatalf("billed %+v at %v; the answer: %s", rec.Usage, rec.CostUSD, r.raw)
+	}
+}
+
+// A keyed request whose claim another request took over (on a shared
+// store, once its lease lapsed) is ended, and says so: 409
+// idempotency_lease_lost. It answered 502 upstream_error, "could not
+// reach the provider", blaming a provider that was answering.
+func TestGenerateLeaseLostSaysSo(t *testing.T) {
+	defer func() { envLedgerOptions = nil }()
+	envLedgerOptions = &ledger.Options{}
+	u := newScripted(t, validSummary)
+	u.gate = make(chan struct{})
+	defer close(u.gate)
+	vars := map[string]string{"OPENAI_BASE_URL": u.srv.URL + "/v1", "OPENAI_API_KEY": "k"}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvStore(t, cat, func(s eventstore.Store) eventstore.Store { return sharedStore{s} })
+	e.services.Idempotency.Lease = 150 * time.Millisecond
+	done := make(chan response, 1)
+	go func() { done <- e.do("POST", "/v1/generate", e.tenantA, genBody(nil), "Idempotency-Key", "lease-1") }()
+	<-u.arrivals
+	// Another request's write to the key: it took the key over.
+	sum := sha256.Sum256([]byte("lease-1"))
+	stream := "idem-a-" + hex.EncodeToString(sum[:16])
+	evs, err := eventstore.ReadWholeStream(context.Background(), e.store, stream)
+	if err != nil || len(evs) == 0 {
+		t.Fatalf("the claim: %v %d", err, len(evs))
+	}
+	if _, err := e.store.Append(context.Background(), stream, eventstore.Revision(evs[len(evs)-1].Revision),
+		eventstore.NewEvent("IdempotencyRenewed", []byte(`{}`), eventstore.Metadata{Tenant: "a"})); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; r.status != 409 || r.str("code") != "idempotency_lease_lost" {
+		t.Fatalf("%d %s", r.status, r.raw)
 	}
 }
