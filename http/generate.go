@@ -1,10 +1,12 @@
 package http
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"reflect"
@@ -474,6 +476,8 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 			// and a parser that keeps the first, or refuses a name given
 			// twice, would read what was never checked.
 			at.Errors = append(at.Errors, tasks.Violation{Pointer: ptr, Message: "the name is given twice in one object; give each name once"})
+		} else if ptr, num, huge := hugeNumber(obj); huge {
+			at.Errors = append(at.Errors, tasks.Violation{Pointer: ptr, Message: fmt.Sprintf("%s is past the range of a number a JSON parser reads; give a number within it", num)})
 		} else if v, verr := t.ValidateOutput(obj); verr != nil {
 			at.Errors = append(at.Errors, tasks.Violation{Pointer: "", Message: "not JSON: " + verr.Error()})
 		} else {
@@ -536,6 +540,42 @@ func isText(obj json.RawMessage) error {
 		return fmt.Errorf("the answer escapes half a UTF-16 surrogate pair alone (at byte %d), which is no character", at)
 	}
 	return nil
+}
+
+// hugeNumber finds a number in obj, JSON, past the range of a float64
+// (1e400): JSON by its grammar, but answered as it is, encoding/json
+// refuses to decode the whole answer and Python reads inf, as the request
+// decoder refuses such a number. It returns its pointer and its text.
+func hugeNumber(obj json.RawMessage) (string, string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return "", "", false
+	}
+	var walk func(at string, v any) (string, string, bool)
+	walk = func(at string, v any) (string, string, bool) {
+		switch x := v.(type) {
+		case json.Number:
+			if _, err := strconv.ParseFloat(x.String(), 64); err != nil {
+				return at, x.String(), true
+			}
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				if p, n, ok := walk(at+"/"+domain.PointerToken(k), x[k]); ok {
+					return p, n, true
+				}
+			}
+		case []any:
+			for i, e := range x {
+				if p, n, ok := walk(at+"/"+strconv.Itoa(i), e); ok {
+					return p, n, true
+				}
+			}
+		}
+		return "", "", false
+	}
+	return walk("", v)
 }
 
 // clip cuts s to at most n bytes, on a character boundary.

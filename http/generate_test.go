@@ -1173,3 +1173,19 @@ func TestGenerateLeaseLostSaysSo(t *testing.T) {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}
 }
+
+// An answer holding a number past what a float64 holds (1e400, JSON by
+// its grammar) is an invalid answer, re-asked, as the request decoder
+// refuses such a number: answered as it was, encoding/json could not
+// decode the 200 at all and Python read the value as inf.
+func TestGenerateOutputNumbersInRange(t *testing.T) {
+	u := newScripted(t, `{"fields":[{"name":"amount","value":1e400}]}`, `{"fields":[{"name":"amount","value":42.5}]}`)
+	e := scriptedEnv(t, u)
+	r := e.must(e.do("POST", "/v1/generate", e.tenantA, map[string]any{"type": "extract_fields",
+		"input":   map[string]any{"text": "the amount is 42.5", "fields": []any{map[string]any{"name": "amount", "type": "number"}}},
+		"options": map[string]any{"llm": map[string]any{"model": "openai:gpt-4o-mini"}}}), 200)
+	var v any
+	if err := json.Unmarshal(r.raw, &v); err != nil || r.str("attempts") != "2" || !strings.Contains(string(r.raw), `"pointer":"/fields/0/value"`) {
+		t.Fatalf("%v: %s", err, r.raw)
+	}
+}
