@@ -186,5 +186,9 @@ func (u *unknownKeys) add(hash string) {
 
 // callOf is who a command runs for: the request's principal and id.
 func callOf(r *http.Request) ledger.Call {
-	return ledger.Call{Principal: principalOf(r.Context()), RequestID: RequestID(r.Context())}
+	c := ledger.Call{Principal: principalOf(r.Context()), RequestID: RequestID(r.Context())}
+	if st := stateOf(r.Context()); st != nil && st.take != nil {
+		c.BeforeWrite = st.take
+	}
+	return c
 }

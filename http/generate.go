@@ -341,6 +341,9 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		}
 	}
 
+	if !s.takeKey(w, r) {
+		return nil, false
+	}
 	c := s.newCall(r, "generate", "gen_", req, false)
 	defer c.ReleaseHold()
 	if st := stateOf(r.Context()); st != nil {

@@ -63,7 +63,10 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 			return
 		}
 		ctx := r.Context()
-		claim, kept, err := s.ledger.Idempotency.Begin(ctx, callOf(r), endpoint, key, body)
+		// On a shared store the claim is appended only before the
+		// request's first write (takeKey): a request refused before it
+		// appends nothing, not a claim and its release.
+		claim, kept, err := s.ledger.Idempotency.Check(ctx, callOf(r), endpoint, key, body)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -91,6 +94,9 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 				s.log.Error().Str("requestId", RequestID(ctx)).Err(err).Msg("idempotency key's lease lost; the request is ended")
 				cancel(err)
 			})
+		}
+		if st := stateOf(ctx); st != nil {
+			st.take = claim.Take
 		}
 		rec := &recorder{header: http.Header{}}
 		r2 := r.WithContext(rctx)
@@ -138,6 +144,20 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 		w.WriteHeader(rec.status)
 		writeBounded(w, rec.body.Bytes()) // under the deadline a large answer has without a key
 	}
+}
+
+// takeKey claims the request's Idempotency-Key before its first write
+// that is not a ledger command (a model call); the ledger's own writes
+// claim it through callOf. False: another request took the key, and the
+// answer is written.
+func (s *Server) takeKey(w http.ResponseWriter, r *http.Request) bool {
+	if st := stateOf(r.Context()); st != nil && st.take != nil {
+		if err := st.take(r.Context()); err != nil {
+			s.writeError(w, r, err)
+			return false
+		}
+	}
+	return true
 }
 
 // stopKey holds, in a request's context, the context a stop cancels.

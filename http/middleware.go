@@ -29,6 +29,9 @@ type requestState struct {
 	// refusal before it is not kept under an Idempotency-Key, as Stripe
 	// keeps no result for parameters that failed validation.
 	ran bool
+	// take claims the request's Idempotency-Key, when it has one not yet
+	// claimed (a shared store claims it at the first write).
+	take func(context.Context) error
 	// release gives back what the request held for its whole life (its
 	// share of the model-call bodies' bound), once its handler returned.
 	release func()

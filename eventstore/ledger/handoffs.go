@@ -50,6 +50,18 @@ type Call struct {
 	// a command the handoff as it is refuses anyway (decided by another,
 	// closed) gets that refusal instead.
 	DrawnAt uint64
+	// BeforeWrite, when set, runs once a command is known to write, just
+	// before its first append (it may run again on a retry of that
+	// append): a request's Idempotency-Key is claimed there on a shared
+	// store, so that a request refused before it appends nothing.
+	BeforeWrite func(context.Context) error
+}
+
+func (c Call) beforeWrite(ctx context.Context) error {
+	if c.BeforeWrite == nil {
+		return nil
+	}
+	return c.BeforeWrite(ctx)
 }
 
 // Outcome is a command's answer: the handoff as of the command's last
@@ -220,6 +232,9 @@ func (s *Handoffs) Create(ctx context.Context, call Call, c domain.CreateContrac
 			return Outcome{}, err
 		}
 		data = append(data, more...)
+	}
+	if err := call.beforeWrite(ctx); err != nil {
+		return Outcome{}, err
 	}
 	res, err := appendSettled(ctx, s.store, domain.StreamID(c.HandoffID), eventstore.NoStream(), data...)
 	if err != nil {

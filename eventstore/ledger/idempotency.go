@@ -93,6 +93,10 @@ type Claim struct {
 	meta   eventstore.Metadata
 	hashes Hashes
 	memory bool // held in inFlight, not by a Started event
+	// pending: a claim on a shared store not appended yet (Check): Take
+	// appends its Started event, before the request's first write.
+	pending bool
+	started []byte // the Started event's data, for Take
 	// mu guards expected and done: Hold renews the claim while the
 	// request's own goroutine completes or releases it.
 	mu       sync.Mutex
@@ -173,6 +177,52 @@ func (s *Idempotency) Begin(ctx context.Context, call Call, endpoint, key string
 	}
 }
 
+// Check is Begin whose claim, on a shared store, is not appended yet: the
+// key is looked up (a kept answer, or an error for another body or a
+// request still running), and the claim is appended by Take, just before
+// the request's first write, or with its answer by Complete. A request
+// refused before it writes then appends nothing to the key's stream. Two
+// racing requests both pass Check; only one Take (or Complete) succeeds.
+func (s *Idempotency) Check(ctx context.Context, call Call, endpoint, key string, body []byte) (*Claim, *Answer, error) {
+	if exclusive(s.store) {
+		return s.Begin(ctx, call, endpoint, key, body)
+	}
+	hashes := BodyHashes(endpoint, body)
+	stream := idemStream(call.Principal.Tenant, key)
+	evs, err := eventstore.ReadWholeStream(ctx, s.store, stream)
+	if err != nil {
+		return nil, nil, err
+	}
+	exp, kept, err := s.lookup(evs, hashes)
+	if err != nil || kept != nil {
+		return nil, kept, err
+	}
+	data, _ := json.Marshal(idemStarted{Endpoint: endpoint, BodyHash: hashes.Raw, BodyJSONHash: hashes.JSON, RequestID: call.RequestID, StartedAt: s.stamp()})
+	return &Claim{s: s, stream: stream, hashes: hashes, expected: exp, pending: true, started: data,
+		meta: eventstore.Metadata{Tenant: call.Principal.Tenant, Actor: call.Principal.Actor(), RequestID: call.RequestID}}, nil, nil
+}
+
+// Take appends a pending claim (Check); a claim held already is kept. A
+// key another request took meanwhile is the in-flight error, and the claim
+// is given up.
+func (c *Claim) Take(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.pending || c.done {
+		return nil
+	}
+	res, err := c.s.store.Append(ctx, c.stream, c.expected, eventstore.NewEvent(evIdemStarted, c.started, c.meta))
+	if errors.Is(err, eventstore.ErrConflict) {
+		c.done = true
+		return keyInFlight()
+	}
+	if err != nil {
+		return err
+	}
+	c.pending, c.expected = false, eventstore.Revision(res.NextRevision)
+	return nil
+}
+
 func (s *Idempotency) stamp() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
 // Leased reports whether the claim is held by a Started event, which
@@ -227,6 +277,9 @@ func (c *Claim) renew(ctx context.Context) error {
 	if c.done {
 		return errClaimDone
 	}
+	if c.pending {
+		return nil // nothing held yet
+	}
 	data, _ := json.Marshal(idemRenewed{RenewedAt: c.s.stamp()})
 	res, err := c.s.store.Append(ctx, c.stream, c.expected, eventstore.NewEvent(evIdemRenewed, data, c.meta))
 	if err != nil {
@@ -280,7 +333,7 @@ func (c *Claim) Release(ctx context.Context) error {
 		return nil
 	}
 	defer c.release()
-	if c.memory {
+	if c.memory || c.pending {
 		return nil
 	}
 	_, err := c.s.store.Append(ctx, c.stream, c.expected, eventstore.NewEvent(evIdemReleased, []byte(`{}`), c.meta))
