@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -460,14 +461,20 @@ func TestHeldFileIsNotDamaged(t *testing.T) {
 // A log file this user may not read (left by a start as root, say) is a
 // permission error, not a damaged file: the server moved it aside as
 // translog.db.broken and rebuilt the log, logging "the file is damaged".
-// Root reads any file, so the test needs another user.
+// Root reads any file, so as root the test runs its check again in a
+// process of the nobody user (CI runs as root).
 func TestUnreadableFileIsNotDamaged(t *testing.T) {
-	if os.Getuid() == 0 {
-		t.Skip("root reads a file of any mode")
+	if path := os.Getenv("BATON_TEST_UNREADABLE_LOG"); path != "" {
+		_, err := translog.Open(path, nil, translog.Options{})
+		if err == nil || errors.Is(err, translog.ErrDamaged) || !errors.Is(err, os.ErrPermission) {
+			t.Fatalf("Open of an unreadable file = %v, want a permission error, not ErrDamaged", err)
+		}
+		return
 	}
 	s := openStore(t)
 	appendEvents(t, s, 3, 4)
-	path := filepath.Join(t.TempDir(), translog.FileName)
+	dir := t.TempDir()
+	path := filepath.Join(dir, translog.FileName)
 	l, err := translog.Open(path, s, translog.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -476,9 +483,38 @@ func TestUnreadableFileIsNotDamaged(t *testing.T) {
 	if err := os.Chmod(path, 0); err != nil {
 		t.Fatal(err)
 	}
-	_, err = translog.Open(path, s, translog.Options{})
-	if err == nil || errors.Is(err, translog.ErrDamaged) || !errors.Is(err, os.ErrPermission) {
-		t.Fatalf("Open of an unreadable file = %v, want a permission error, not ErrDamaged", err)
+	if os.Getuid() != 0 {
+		_, err = translog.Open(path, s, translog.Options{})
+		if err == nil || errors.Is(err, translog.ErrDamaged) || !errors.Is(err, os.ErrPermission) {
+			t.Fatalf("Open of an unreadable file = %v, want a permission error, not ErrDamaged", err)
+		}
+		return
+	}
+	// The directories down to the file must let nobody reach it.
+	for d := dir; d != filepath.Dir(d) && d != os.TempDir(); d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// And the test binary too: go test builds it where only root enters.
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "translog.test")
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^TestUnreadableFileIsNotDamaged$", "-test.count=1")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "BATON_TEST_UNREADABLE_LOG="+path)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if errors.Is(err, os.ErrPermission) || strings.Contains(string(out), "permission denied") && !strings.Contains(string(out), "Open of an unreadable file") {
+			t.Skipf("cannot run a process as nobody here: %v %s", err, out)
+		}
+		t.Fatalf("as nobody: %v\n%s", err, out)
 	}
 }
 
