@@ -677,6 +677,40 @@ func TestModelCallWhoseHoldTheStoreDoesNotTake(t *testing.T) {
 	}
 }
 
+// stalledKeysReads is a store whose reads of the keys stream do not
+// answer until their context ends, as KurrentDB's while it has no leader.
+type stalledKeysReads struct{ eventstore.Store }
+
+func (s stalledKeysReads) ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]eventstore.RecordedEvent, error) {
+	if stream == domain.KeysStream {
+		<-ctx.Done()
+		return nil, fmt.Errorf("kurrent: read %q: %w", stream, ctx.Err())
+	}
+	return s.Store.ReadStream(ctx, stream, from, limit)
+}
+
+// A budget read the store does not answer is a 503 store_unavailable
+// after the 10 s a store call is given: it waited as long as the store
+// did (11 to 51 s, by hand, with KurrentDB stopped).
+func TestBudgetReadTheStoreDoesNotAnswer(t *testing.T) {
+	f := newFakeUpstreams(t)
+	e := newEnvStore(t, gatewayCatalog(t, f), func(s eventstore.Store) eventstore.Store { return stalledKeysReads{s} })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", e.srv.URL+"/v1/admin/budgets/a", nil)
+	req.Header.Set("x-api-key", e.admin)
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("no answer after %v: %v", time.Since(start), err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || !strings.Contains(string(b), "store_unavailable") || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("%d %v %s", resp.StatusCode, resp.Header, b)
+	}
+}
+
 func TestBudgetAdminAndUnpricedModels(t *testing.T) {
 	e, _ := newGatewayEnv(t)
 	for _, c := range []struct {

@@ -354,6 +354,16 @@ func keySet(p gateway.Provider) bool {
 
 // ---- budgets (admin, problem+json) ----
 
+// storeUnanswered is err, told as the store being unavailable when it is
+// the end of the time given to the store (not the client's leaving): a
+// store that does not answer is not a failure of Baton's.
+func storeUnanswered(r *http.Request, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
+		return fmt.Errorf("%w: %w", eventstore.ErrUnavailable, err)
+	}
+	return err
+}
+
 // budgetTenant reads the tenant of a budget path; a malformed name is a
 // 404, as an unknown route would be.
 func (s *Server) budgetTenant(w http.ResponseWriter, r *http.Request) (string, bool) {
@@ -365,7 +375,10 @@ func (s *Server) budgetTenant(w http.ResponseWriter, r *http.Request) (string, b
 	// A budget set on a misspelt tenant would hold nobody's calls, and
 	// leave the tenant meant without a limit: told now, as a console
 	// link's tenant is.
-	known, err := s.ledger.Keys.TenantKnown(r.Context(), tenant)
+	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+	defer cancel()
+	known, err := s.ledger.Keys.TenantKnown(ctx, tenant)
+	err = storeUnanswered(r, err)
 	if err == nil && !known {
 		err = domain.E("budgets", domain.KindNotFound, "not_found",
 			"No tenant named %s: no key was ever made for it; check its spelling, or make the tenant's first key (POST /v1/admin/keys).", tenant)
@@ -382,9 +395,11 @@ func (s *Server) getBudget(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	st, err := s.budgets.Current(r.Context(), tenant)
+	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+	defer cancel()
+	st, err := s.budgets.Current(ctx, tenant)
 	if err != nil {
-		s.writeError(w, r, fmt.Errorf("budget: %w", err))
+		s.writeError(w, r, fmt.Errorf("budget: %w", storeUnanswered(r, err)))
 		return
 	}
 	writeJSON(w, http.StatusOK, st)
@@ -420,16 +435,12 @@ func (s *Server) putBudget(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
 	defer cancel()
 	if err := s.budgets.SetBudget(ctx, s.store, gateway.BudgetSet{Tenant: tenant, Limits: q}, s.eventMeta(r)); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
-			// The store did not finish within the time given here: whether
-			// the limits were recorded is unknown, as for any write it does
-			// not answer (a PUT is safe to retry), not a failure of Baton's.
-			err = fmt.Errorf("%w: %w", eventstore.ErrUnavailable, err)
-		}
-		s.writeError(w, r, fmt.Errorf("budget: %w", err))
+		// Whether the limits were recorded is then unknown, as for any
+		// write the store does not answer (a PUT is safe to retry).
+		s.writeError(w, r, fmt.Errorf("budget: %w", storeUnanswered(r, err)))
 		return
 	}
 	writeJSON(w, http.StatusOK, s.budgets.Status(tenant))
