@@ -184,10 +184,11 @@ func TestLateOutcomeDoesNotEndARedelivery(t *testing.T) {
 	}
 }
 
-// A deleted endpoint is forgotten: kept, every handoff event on the feed
-// was matched against every endpoint ever deleted, so a tenant that
-// registered and deleted endpoints in a loop made each event, and each
-// start's reading of the whole feed, slower without bound.
+// A deleted or disabled endpoint is forgotten: kept, every handoff event
+// on the feed was matched against every endpoint ever deleted or
+// disabled, so a tenant that registered and deleted endpoints in a loop
+// (or had its receivers answer 410) made each event, and each start's
+// reading of the whole feed, slower without bound.
 func TestDeletedEndpointsAreForgotten(t *testing.T) {
 	d := New(Config{})
 	apply := func(typ string, v any) {
@@ -198,10 +199,14 @@ func TestDeletedEndpointsAreForgotten(t *testing.T) {
 		id := fmt.Sprintf("wh_%016x", i)
 		apply(domain.EventWebhookRegistered, domain.WebhookRegistered{WebhookID: id, Tenant: "a", URL: "https://hooks.example.com/", EventTypes: []string{"*"}, Secret: "whsec_AAAA"})
 		d.failing[id] = true
-		apply(domain.EventWebhookDeleted, domain.WebhookDeleted{WebhookID: id})
+		if i%2 == 0 {
+			apply(domain.EventWebhookDeleted, domain.WebhookDeleted{WebhookID: id})
+		} else { // its receiver answered 410
+			apply(domain.EventWebhookDisabled, domain.WebhookDisabled{WebhookID: id, Reason: "gone", StatusCode: 410})
+		}
 	}
 	apply(domain.EventWebhookRegistered, domain.WebhookRegistered{WebhookID: "wh_kept", Tenant: "a", URL: "https://hooks.example.com/", EventTypes: []string{"*"}, Secret: "whsec_AAAA"})
 	if len(d.hooks) != 1 || d.hooks["wh_kept"] == nil || len(d.failing) != 0 {
-		t.Fatalf("after 100 endpoints registered and deleted: %d endpoints, %d marked failing; want the one kept, none failing", len(d.hooks), len(d.failing))
+		t.Fatalf("after 100 endpoints registered and deleted or disabled: %d endpoints, %d marked failing; want the one kept, none failing", len(d.hooks), len(d.failing))
 	}
 }
