@@ -354,6 +354,11 @@ var (
 // choice (RFC 6052), so the whole prefix is internal.
 var nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
 
+// siteLocal is IPv6's site-local prefix (fec0::/10): deprecated by RFC
+// 3879, which lets networks that use it go on doing so, and internal to a
+// site by definition.
+var siteLocal = netip.MustParsePrefix("fec0::/10")
+
 // v4Compat (::a.b.c.d, RFC 4291's deprecated IPv4-compatible form) and
 // siit (::ffff:0:a.b.c.d, RFC 2765's IPv4-translated form) carry an IPv4
 // address no public service is reached by: refused whole.
@@ -364,8 +369,9 @@ var (
 
 // BlockedWebhookAddr reports whether deliveries may not go to a: loopback,
 // private (RFC 1918), link-local, unspecified, multicast, CGNAT
-// (100.64/10), IPv6 unique local (fc00::/7), 0/8, benchmarking and
-// reserved ranges, the local-use NAT64 prefix (64:ff9b:1::/48) and the
+// (100.64/10), IPv6 unique local (fc00::/7) and site-local (fec0::/10),
+// 0/8, benchmarking and reserved ranges, the local-use NAT64 prefix
+// (64:ff9b:1::/48) and the
 // deprecated IPv4-compatible (::/96) and SIIT (::ffff:0:0:0/96) forms; an
 // IPv4-mapped or translated IPv6 form (::ffff:a.b.c.d, 64:ff9b::/96, 6to4)
 // is judged by the IPv4 address it carries.
@@ -388,7 +394,7 @@ func BlockedWebhookAddr(a netip.Addr) bool {
 	}
 	return !a.IsValid() || a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
 		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() ||
-		cgnat.Contains(a) || ula.Contains(a) || nat64Local.Contains(a) || v4Compat.Contains(a) || siit.Contains(a) ||
+		cgnat.Contains(a) || ula.Contains(a) || siteLocal.Contains(a) || nat64Local.Contains(a) || v4Compat.Contains(a) || siit.Contains(a) ||
 		thisNet.Contains(a) || bench.Contains(a) || reserve.Contains(a) ||
 		a == netip.AddrFrom4([4]byte{255, 255, 255, 255})
 }

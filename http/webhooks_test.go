@@ -330,6 +330,7 @@ func TestWebhookRegistrationRefusesBadInput(t *testing.T) {
 		{`{"url":"https://[64:ff9b:1::a00:1]/hook","eventTypes":["*"]}`, []string{"/url"}, "private_address"}, // local-use NAT64 (RFC 8215)
 		{`{"url":"https://[::127.0.0.1]/hook","eventTypes":["*"]}`, []string{"/url"}, "private_address"},      // IPv4-compatible
 		{`{"url":"https://[::ffff:0:7f00:1]/hook","eventTypes":["*"]}`, []string{"/url"}, "private_address"},  // SIIT
+		{`{"url":"https://[fec0::1]/hook","eventTypes":["*"]}`, []string{"/url"}, "private_address"},          // site-local
 		{`{"url":"http://169.254.169.254/latest/meta-data","eventTypes":["*"]}`, []string{"/url"}, "private_address"},
 		{`{"url":"http://localhost:8080/","eventTypes":["*"]}`, []string{"/url"}, "private_address"},
 		{`{"url":"http://localhost./","eventTypes":["*"]}`, []string{"/url"}, "private_address"},

@@ -33,6 +33,7 @@ func TestGuardRefusesInternalAddresses(t *testing.T) {
 		{"[::ffff:127.0.0.1]:443", true}, {"[::ffff:10.0.0.1]:443", true}, {"[64:ff9b::a00:1]:443", true}, {"[2002:7f00:1::]:443", true},
 		{"[64:ff9b:1::a00:1]:443", true}, {"[64:ff9b:1:a00:1::]:443", true}, {"[64:ff9b:1:ffff::1]:443", true}, // RFC 8215 local use
 		{"[::127.0.0.1]:443", true}, {"[::93.184.215.14]:443", true}, {"[::ffff:0:7f00:1]:443", true}, {"[::ffff:0:5db8:d70e]:443", true}, // IPv4-compatible, SIIT
+		{"[fec0::1]:443", true}, {"[fed3:1::a00:1]:443", true}, {"[feff:ffff::1]:443", true}, // site-local (RFC 3879: deprecated, still routed inside some networks)
 		{"255.255.255.255:80", true}, {"198.18.0.1:80", true}, {"240.0.0.1:80", true},
 		{"93.184.215.14:443", false}, {"1.1.1.1:443", false}, {"100.128.0.1:443", false}, {"[2606:4700::1111]:443", false},
 		{"[::ffff:93.184.215.14]:443", false}, {"[64:ff9b::5db8:d70e]:443", false}, {"[64:ff9b:2::1]:443", false},
