@@ -669,6 +669,28 @@ func TestWebhookSwitchingProtocolsIsBounded(t *testing.T) {
 	}
 }
 
+// An answer's headers are read up to 64 KiB, as its body is: the client's
+// default let a receiver send 10 MB of them to every attempt, and a
+// tenant's few receivers doing so took the server from 70 to 220 MB.
+// Such an answer fails the attempt.
+func TestWebhookHugeAnswerHeadersFailTheAttempt(t *testing.T) {
+	e, clock := webhookEnv(t, true)
+	rc := newReceiver(t)
+	rc.setAnswer(func(n int, w http.ResponseWriter) {
+		for i := range 1000 {
+			w.Header().Set(fmt.Sprintf("X-Filler-%d", i), strings.Repeat("y", 100))
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	dispatch(t, e, clock, nil)
+	id := e.registerWebhook(e.tenantA, rc.srv.URL, []string{"*"}).str("webhookId")
+	e.contract(e.tenantA, nil)
+	d := e.awaitDelivery(e.tenantA, id, 0, "pending", 1)
+	if a := attempt(d, 0); a["outcome"] != "retrying" || a["statusCode"] != nil || !strings.Contains(fmt.Sprint(a["error"]), "header") {
+		t.Fatalf("attempt %v", a)
+	}
+}
+
 func TestWebhookRefusesPrivateAddressesAtConnect(t *testing.T) {
 	// Registration lets the loopback endpoint in; the sender does not.
 	e, clock := webhookEnv(t, true)

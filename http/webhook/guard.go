@@ -34,7 +34,8 @@ func guardControl(network, address string, _ syscall.RawConn) error {
 
 // NewClient is the HTTP client deliveries are sent with: no proxy (a
 // proxy would connect on Baton's behalf where the guard cannot see), no
-// redirects followed (a 3xx is a failed attempt), and unless
+// redirects followed (a 3xx is a failed attempt), answers' headers read
+// up to 64 KiB, and unless
 // allowPrivate, connections to internal addresses refused at connect
 // time.
 func NewClient(allowPrivate bool) *http.Client {
@@ -51,6 +52,10 @@ func NewClient(allowPrivate bool) *http.Client {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: 0, // the attempt's own timeout bounds it
+		// An answer's headers are read up to 64 KiB, as its body is: the
+		// default, 10 MB, let each receiver make each attempt hold tens
+		// of megabytes.
+		MaxResponseHeaderBytes: 64 << 10,
 	}
 	return &http.Client{
 		Transport:     tr,
