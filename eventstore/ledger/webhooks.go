@@ -499,6 +499,13 @@ func (s *Webhooks) Record(ctx context.Context, c AttemptClaim, rec domain.Webhoo
 
 // Redeliver starts a new round of attempts of delivery deliveryID of
 // endpoint webhookID, due at once, with the whole retry schedule again.
+// MaxDeliveryAttempts bounds the attempts one delivery keeps: each attempt
+// is two events of its stream, which every claim reads and every read
+// model rewrites whole, so redeliveries without end (each round done in
+// milliseconds by a receiver that answers at once) made every later event
+// of it dearer, on the read models every tenant waits on.
+const MaxDeliveryAttempts = 500
+
 func (s *Webhooks) Redeliver(ctx context.Context, call Call, webhookID, deliveryID string) (*domain.WebhookDelivery, error) {
 	const op = "webhooks.redeliver"
 	w, err := s.Get(ctx, call.Principal, webhookID)
@@ -527,6 +534,10 @@ func (s *Webhooks) Redeliver(ctx context.Context, call Call, webhookID, delivery
 		}
 		if d.Status == domain.DeliverySending && !d.Due(s.clock()) {
 			return nil, domain.E(op, domain.KindConflict, "delivery_in_progress", "an attempt of delivery %s is being made; redeliver once it has an outcome", deliveryID)
+		}
+		if len(d.Attempts) >= MaxDeliveryAttempts {
+			return nil, domain.E(op, domain.KindConflict, "delivery_attempts_exhausted",
+				"delivery %s has had %d attempts, the most one delivery keeps; its event is in the handoff's ledger (GET /v1/executions/%s/ledger) and on the event stream", deliveryID, len(d.Attempts), d.HandoffID)
 		}
 		ev, err := event(domain.EventWebhookRedeliveryRequested, domain.WebhookRedeliveryRequested{DeliveryID: deliveryID, WebhookID: webhookID, RequestedBy: call.Principal.Actor(), At: s.clock()},
 			eventstore.Metadata{Tenant: d.Tenant, Actor: call.Principal.Actor(), RequestID: call.RequestID})

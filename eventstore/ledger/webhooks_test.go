@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -180,5 +181,54 @@ func TestWebhooksStreamReadOnce(t *testing.T) {
 	}
 	if w, err := s.Endpoint(ctx, kept.WebhookID); err != nil || (w != nil && w.Status == domain.WebhookStatusActive) {
 		t.Fatalf("endpoint after a deletion through another process: %+v %v", w, err)
+	}
+}
+
+// One delivery keeps at most MaxDeliveryAttempts attempts: a redelivery
+// past them is refused, 409 delivery_attempts_exhausted, and appends
+// nothing. Without a bound, redeliveries in a loop grew one delivery by
+// thousands of attempts, each event of it dearer than the last.
+func TestRedeliveriesOfOneDeliveryAreBounded(t *testing.T) {
+	store := openStore(t)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	s := ledger.NewWebhooks(store, ledger.WebhookOptions{Now: func() time.Time { return now }, AllowPrivate: true})
+	ctx := t.Context()
+	w, err := s.Register(ctx, tenantA, domain.WebhookRegistration{URL: "https://hooks.example.com/x", EventTypes: []string{"*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := domain.WebhookDeliveryID(w.WebhookID, "event-1")
+	if _, err := s.Schedule(ctx, domain.WebhookDeliveryScheduled{DeliveryID: id, WebhookID: w.WebhookID, Tenant: tenantA.Principal.Tenant,
+		EventID: "event-1", EventType: "ContractCreated", HandoffID: "h", Seq: 1, DueAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	attempt := func() {
+		t.Helper()
+		c, ok, err := s.Claim(ctx, id, "me", time.Minute)
+		if err != nil || !ok {
+			t.Fatalf("claim: %v %v", ok, err)
+		}
+		if err := s.Record(ctx, c, domain.WebhookAttemptRecorded{DeliveryID: id, Attempt: c.Attempt, Outcome: domain.WebhookSucceeded, StatusCode: 200, At: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	attempt()
+	for range ledger.MaxDeliveryAttempts - 1 {
+		if _, err := s.Redeliver(ctx, tenantA, w.WebhookID, id); err != nil {
+			t.Fatal(err)
+		}
+		attempt()
+	}
+	_, last, err := s.Delivery(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Redeliver(ctx, tenantA, w.WebhookID, id)
+	var de *domain.Error
+	if !errors.As(err, &de) || de.Kind != domain.KindConflict || de.Code != "delivery_attempts_exhausted" {
+		t.Fatalf("redelivery past %d attempts: %v", ledger.MaxDeliveryAttempts, err)
+	}
+	if _, after, _ := s.Delivery(ctx, id); after != last {
+		t.Fatalf("the refused redelivery appended: revision %d, then %d", last, after)
 	}
 }
