@@ -264,7 +264,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	}
 	defer stopProfile()
 	if *memprofile != "" {
-		defer writeHeapProfile(*memprofile, stderr)
+		// Made now: a file that cannot be written was found out at the
+		// stop, with the profile of the whole run.
+		f, err := os.Create(*memprofile)
+		if err != nil {
+			return fmt.Errorf("--memprofile: %w", err)
+		}
+		defer writeHeapProfile(f, stderr)
 	}
 	// The log's lines leave in batches (logwriter.go); what is gathered
 	// goes out before serve returns.
@@ -810,14 +816,11 @@ func currentGCPercent() int {
 }
 
 // writeHeapProfile writes the heap profile (allocations since start) to
-// path; a failure is only reported, as the server has already stopped.
-func writeHeapProfile(path string, stderr io.Writer) {
+// f and closes it; a failure is only reported, as the server has already
+// stopped.
+func writeHeapProfile(f *os.File, stderr io.Writer) {
 	runtime.GC() // the profile counts what the last collection saw
-	f, err := os.Create(path)
-	if err == nil {
-		err = errors.Join(pprof.Lookup("allocs").WriteTo(f, 0), f.Close())
-	}
-	if err != nil {
+	if err := errors.Join(pprof.Lookup("allocs").WriteTo(f, 0), f.Close()); err != nil {
 		fmt.Fprintf(stderr, "memprofile: %v\n", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // syncBuffer is a goroutine-safe strings.Builder.
@@ -223,6 +224,22 @@ func TestKeysCreateRefusesABadTenantFirst(t *testing.T) {
 	}
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {
 		t.Fatalf("a store was made at %s: %v", missing, err)
+	}
+}
+
+// A --memprofile file that cannot be written stops the start: it was
+// found out at the stop, when the profile of the whole run was lost
+// ("memprofile: open ...: no such file or directory", exit 0).
+func TestServeRefusesAnUnwritableMemprofile(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out syncBuffer
+	err := run(ctx, []string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--memprofile", filepath.Join(t.TempDir(), "no", "such", "mem.prof")}, &out, &out)
+	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "--memprofile") {
+		t.Fatalf("err = %v (context %v); want the start refused naming --memprofile\n%s", err, ctx.Err(), out.String())
+	}
+	if strings.Contains(out.String(), "baton serving") {
+		t.Fatalf("it served:\n%s", out.String())
 	}
 }
 
