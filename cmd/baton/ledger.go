@@ -65,6 +65,9 @@ func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	case *bundle == "" && len(offline) > 0:
 		return fmt.Errorf("%s goes with --bundle (an audit bundle checked offline)", offline[0])
 	}
+	if *quorum < 0 || *quorum > len(witnesses) { // as log verify has it
+		return fmt.Errorf("--witness-quorum %d: from 0 to the %d --witness keys given", *quorum, len(witnesses))
+	}
 	if *base != "" {
 		if err := checkBaseURL("--url", *base); err != nil {
 			return err

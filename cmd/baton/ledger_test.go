@@ -519,6 +519,18 @@ func TestLedgerVerifyRefusesFlagsOfTheOtherForm(t *testing.T) {
 	}
 }
 
+// A witness quorum below 0 is refused, as log verify refuses it: ledger
+// verify --bundle took --witness-quorum -1 for none and said ok.
+func TestLedgerVerifyRefusesANegativeQuorum(t *testing.T) {
+	b := filepath.Join(t.TempDir(), "trail.bundle")
+	os.WriteFile(b, []byte("{}"), 0o600)
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"ledger", "verify", "--bundle", b, "--log-key", "baton.test/log+00000000+AQ", "--witness-quorum", "-1"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "--witness-quorum -1") {
+		t.Fatalf("err = %v\n%s", err, out.String())
+	}
+}
+
 // A stream-idle under a second is refused before anything opens.
 func TestServeRefusesTinyStreamIdle(t *testing.T) {
 	var out bytes.Buffer
