@@ -531,6 +531,15 @@ func TestLedgerVerifyRefusesANegativeQuorum(t *testing.T) {
 	}
 }
 
+// A negative --wait is refused: it was taken as no wait, without a word.
+func TestLedgerExportRefusesANegativeWait(t *testing.T) {
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"ledger", "export", "--url", "http://127.0.0.1:1", "--key", "k", "--wait", "-5s", "h1"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "--wait") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 // A stream-idle under a second is refused before anything opens.
 func TestServeRefusesTinyStreamIdle(t *testing.T) {
 	var out bytes.Buffer
