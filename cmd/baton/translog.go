@@ -366,6 +366,11 @@ func logKeygen(args []string, stdout io.Writer) error {
 	if strings.ContainsAny(*origin, "+ \t\n") || *origin == "" {
 		return fmt.Errorf("--origin %q: a name without spaces or +", *origin)
 	}
+	// The key's name is the log's origin: one serve refuses made a key,
+	// never overwritten, for a log that could not start.
+	if err := translog.CheckOrigin(*origin); err != nil {
+		return fmt.Errorf("--origin: %w", err)
+	}
 	skey, vkey, err := translog.GenerateKey(*origin, nil)
 	if err != nil {
 		return err

@@ -716,6 +716,24 @@ func TestLogKeyThatIsNoVerifierKey(t *testing.T) {
 	}
 }
 
+// log keygen refuses an origin the server refuses at its start (a control
+// character, one too long for a checkpoint): it wrote the key, which is
+// never overwritten, and printed its verifier key to publish, for a log
+// that could not start.
+func TestLogKeygenRefusesAnOriginServeRefuses(t *testing.T) {
+	for _, origin := range []string{"bad\x07origin", strings.Repeat("a", 5000), "bad\xffutf8"} {
+		out := filepath.Join(t.TempDir(), "log.key")
+		var buf bytes.Buffer
+		err := run(context.Background(), []string{"log", "keygen", "--origin", origin, "--out", out}, &buf, &buf)
+		if err == nil || !strings.Contains(err.Error(), "--origin") {
+			t.Errorf("origin %.20q: %v, want --origin refused", origin, err)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("origin %.20q: the key was written", origin)
+		}
+	}
+}
+
 // A witness key given twice is one witness (a verifier counting it twice
 // found the checkpoint's signatures "ambiguous").
 func TestWitnessGivenTwiceIsOne(t *testing.T) {

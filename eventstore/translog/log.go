@@ -219,21 +219,30 @@ func Open(path string, store eventstore.Store, opts Options) (*Log, error) {
 	if l.origin == "" {
 		l.origin, l.anyOrigin = "baton", true
 	}
-	if strings.ContainsAny(l.origin, "\n") || strings.TrimSpace(l.origin) != l.origin {
-		return nil, fmt.Errorf("transparency log: origin %q: one line without surrounding spaces", l.origin)
+	if err := CheckOrigin(l.origin); err != nil {
+		return nil, fmt.Errorf("transparency log: %w", err)
+	}
+	return l.openFile(path, opts.ReadOnly)
+}
+
+// CheckOrigin refuses an origin no checkpoint can carry; baton log keygen
+// checks a key's name with it, as the key's name is the origin by default.
+func CheckOrigin(origin string) error {
+	if strings.ContainsAny(origin, "\n") || strings.TrimSpace(origin) != origin {
+		return fmt.Errorf("origin %q: one line without surrounding spaces", origin)
 	}
 	// A signed note is UTF-8 without control characters: note.Sign does not
 	// check, note.Open does, and a checkpoint that does not open is a fork
 	// of this log whose size is never claimed (signed again at once).
-	if !utf8.ValidString(l.origin) || strings.ContainsFunc(l.origin, func(r rune) bool { return r < 0x20 }) {
-		return nil, fmt.Errorf("transparency log: origin %q: a signed note's text is UTF-8 without control characters", l.origin)
+	if !utf8.ValidString(origin) || strings.ContainsFunc(origin, func(r rune) bool { return r < 0x20 }) {
+		return fmt.Errorf("origin %q: a signed note's text is UTF-8 without control characters", origin)
 	}
 	// Every checkpoint must read back (ParseCheckpoint): one that does not
 	// is a fork of this log, and its size is never claimed.
-	if n := len(Checkpoint{Origin: l.origin, Size: 1<<63 - 1}.Text()); n > maxCheckpointText {
-		return nil, fmt.Errorf("transparency log: origin of %d bytes: a checkpoint would be longer than %d bytes", len(l.origin), maxCheckpointText)
+	if n := len(Checkpoint{Origin: origin, Size: 1<<63 - 1}.Text()); n > maxCheckpointText {
+		return fmt.Errorf("origin of %d bytes: a checkpoint would be longer than %d bytes", len(origin), maxCheckpointText)
 	}
-	return l.openFile(path, opts.ReadOnly)
+	return nil
 }
 
 // ErrDamaged is a log file bbolt cannot read (a damaged page): derived
