@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,6 +139,37 @@ func TestExecutorHelpAndBadFlag(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "Usage:") || strings.Contains(out.String(), "-bogus") {
 		t.Fatalf("--bogus wrote %q; want the usage, the error left to main", out.String())
+	}
+}
+
+// A key read with its line's end (an environment file written on Windows,
+// $(cat key) of a file with CRLF) is sent without it: no request could
+// carry it, and the executor retried for ever, "invalid header field
+// value", as if Baton were down.
+func TestExecutorTrimsItsKey(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case got <- r.Header.Get("x-api-key"):
+		default:
+		}
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusUnauthorized)
+		w.Write([]byte(`{"code":"invalid_api_key","status":401}`))
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "executor.json")
+	os.WriteFile(cfg, []byte(`{"executor":"ops-bot","protocols":{"p.v1":{"command":["true"]}}}`), 0o644)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	err := run(ctx, []string{"--key", "btn_sk_k\r\n", "--url", srv.URL, "--config", cfg, "--state", filepath.Join(dir, "state.json")}, &out)
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("run: %v (context %v), want the refused key; log:\n%s", err, ctx.Err(), out.String())
+	}
+	if k := <-got; k != "btn_sk_k" {
+		t.Fatalf("sent key %q", k)
 	}
 }
 

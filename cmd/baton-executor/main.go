@@ -87,8 +87,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if maxRunsSet && *maxRuns < 1 {
 		return fmt.Errorf("--max-runs %d: at least one command must be able to run", *maxRuns)
 	}
+	// A key read with its line's end (CRLF) goes in no header: every
+	// request failed, and was retried for ever as if Baton were down.
+	*key = strings.TrimSpace(*key)
 	if *key == "" {
 		return errors.New("no key: pass --key or set BATON_API_KEY")
+	}
+	if strings.ContainsFunc(*key, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return errors.New("--key (or BATON_API_KEY) holds a space or a control character: no key does")
 	}
 	baseURL, err := checkURL(*base)
 	if err != nil {
