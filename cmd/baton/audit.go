@@ -56,6 +56,7 @@ func ledgerExport(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 	id := fs.Arg(0)
+	*key = strings.TrimSpace(*key) // a key read with its line's end goes in no header
 	b := translog.Bundle{Format: translog.BundleFormat, HandoffID: id}
 	if *base != "" {
 		client := keyClient()
@@ -336,7 +337,7 @@ func logVerify(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "BROKEN: today's checkpoint is of log %q, the one kept of %q\n", cur.Origin, old.Origin)
 		return errLogBroken
 	}
-	tr := &httpTiles{ctx: ctx, client: client, base: *base, key: *key}
+	tr := &httpTiles{ctx: ctx, client: client, base: *base, key: strings.TrimSpace(*key)}
 	if cur.Size < old.Size {
 		return olderCheckpoint(stdout, old, cur, tr)
 	}

@@ -92,7 +92,8 @@ func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 	if *base != "" {
-		return verifyOverHTTP(ctx, *base, *key, ids, receipts, stdout)
+		// A key read with its line's end (CRLF) goes in no header.
+		return verifyOverHTTP(ctx, *base, strings.TrimSpace(*key), ids, receipts, stdout)
 	}
 	store, err := storeOpts.openExisting(ctx, *data, zerolog.Nop())
 	if errors.Is(err, eventstore.ErrLocked) {

@@ -540,6 +540,33 @@ func TestLedgerExportRefusesANegativeWait(t *testing.T) {
 	}
 }
 
+// A key read with its line's end (CRLF) is sent without it: the commands
+// failed with "net/http: invalid header field value for \"X-Api-Key\"".
+func TestCommandsOverHTTPTrimTheKey(t *testing.T) {
+	var got sync.Map
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Header.Get("x-api-key"), true)
+		w.WriteHeader(http.StatusUnauthorized)
+		w.Write([]byte(`{"code":"invalid_api_key"}`))
+	}))
+	defer srv.Close()
+	cp := filepath.Join(t.TempDir(), "kept.checkpoint")
+	os.WriteFile(cp, []byte("x\n"), 0o600)
+	for _, args := range [][]string{
+		{"ledger", "verify", "--url", srv.URL, "--key", "btn_sk_k\r\n", "h1"},
+		{"ledger", "export", "--url", srv.URL, "--key", "btn_sk_k\r\n", "h1"},
+	} {
+		var out bytes.Buffer
+		err := run(context.Background(), args, &out, &out)
+		if err == nil || !strings.Contains(err.Error(), "401") {
+			t.Errorf("%v: %v; want the server's 401", args, err)
+		}
+	}
+	if _, ok := got.Load("btn_sk_k"); !ok {
+		t.Fatal("the key was not sent trimmed")
+	}
+}
+
 // A stream-idle under a second is refused before anything opens.
 func TestServeRefusesTinyStreamIdle(t *testing.T) {
 	var out bytes.Buffer
