@@ -48,7 +48,9 @@ waits, unclaimed, for one to end.
 `
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP too (the terminal it ran in closed), as baton serve has it:
+	// it killed the process at once, and its commands' children ran on.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) { // asked for: on stdout, exit 0

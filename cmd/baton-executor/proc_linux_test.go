@@ -196,3 +196,40 @@ func TestExecutorKillsALeftoverByItsRunID(t *testing.T) {
 		t.Fatal("the previous start's command still runs")
 	}
 }
+
+// A hang-up (the terminal it ran in closed) stops the executor as SIGINT
+// and SIGTERM do: its commands stopped with everything they started, its
+// log saying so, exit status 0. It died at once, the commands' children
+// left running until the next start.
+func TestExecutorStopsGracefullyOnAHangUp(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"code":"store_unavailable"}`, http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	bin, err := buildExecutorOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "executor.json")
+	os.WriteFile(cfg, []byte(`{"executor":"ops-bot","protocols":{"ops_bot.v1":{"command":["true"]}}}`), 0o644)
+	var log bytes.Buffer
+	cmd := exec.Command(bin, "--key", "k", "--url", srv.URL, "--config", cfg, "--state", filepath.Join(dir, "state.json"))
+	cmd.Stderr = &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGHUP)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(log.String(), "baton-executor stopped") {
+			t.Fatalf("after SIGHUP: %v; log:\n%s", err, log.String())
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("still running 10 s after SIGHUP; log:\n%s", log.String())
+	}
+}
