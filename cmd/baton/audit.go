@@ -214,6 +214,9 @@ func verifyBundle(path, oldPath, vkey string, witnesses []string, quorum int, st
 		}
 		defer f.Close()
 		b, err := translog.ReadBundle(f)
+		if errors.Is(err, io.EOF) {
+			return b, fmt.Errorf("%s is empty (a ledger export that failed leaves its file so: export it again)", p)
+		}
 		if err != nil {
 			return b, fmt.Errorf("%s: %w", p, err)
 		}

@@ -734,6 +734,22 @@ func TestLogKeygenRefusesAnOriginServeRefuses(t *testing.T) {
 	}
 }
 
+// An empty bundle (what '> trail.bundle' leaves of an export that failed)
+// is said to be empty, not "bundle: EOF".
+func TestLedgerVerifySaysABundleIsEmpty(t *testing.T) {
+	_, vkey, err := translog.GenerateKey("baton.test/log", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := filepath.Join(t.TempDir(), "trail.bundle")
+	os.WriteFile(b, nil, 0o600)
+	var out bytes.Buffer
+	err = run(context.Background(), []string{"ledger", "verify", "--bundle", b, "--log-key", vkey}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "is empty") || !strings.Contains(err.Error(), "ledger export") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 // A witness key given twice is one witness (a verifier counting it twice
 // found the checkpoint's signatures "ambiguous").
 func TestWitnessGivenTwiceIsOne(t *testing.T) {
