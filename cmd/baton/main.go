@@ -217,6 +217,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	if err := env.parse(fs, args); err != nil {
 		return err
 	}
+	if *addr == "" {
+		// net.Listen takes "" for every interface at a port of the
+		// system's choosing, where the default is the loopback's.
+		return fmt.Errorf("--addr is empty; give HOST:PORT, such as %s (or :8080 for every interface)", defaultAddr)
+	}
 	if *heapFloorMB < 0 || *heapFloorMB > MaxHeapFloorMB {
 		return fmt.Errorf("--gc-heap-floor-mb is %d; it must be from 0 to %d", *heapFloorMB, MaxHeapFloorMB)
 	}

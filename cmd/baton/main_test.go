@@ -243,6 +243,19 @@ func TestServeRefusesAnUnwritableMemprofile(t *testing.T) {
 	}
 }
 
+// An empty --addr (a script's unset variable: --addr "$ADDR") is refused:
+// it listened on every interface, at a port the system chose, where the
+// default is the loopback's 8080.
+func TestServeRefusesAnEmptyAddr(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out syncBuffer
+	err := run(ctx, []string{"serve", "--data", t.TempDir(), "--addr", ""}, &out, &out)
+	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "--addr") {
+		t.Fatalf("err = %v (context %v); want the empty --addr refused\n%s", err, ctx.Err(), out.String())
+	}
+}
+
 // Body limits and the console's URL are refused when they cannot be used,
 // as their variables are (0 was taken as the default without a word).
 func TestServeRefusesBadLimits(t *testing.T) {
