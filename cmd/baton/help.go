@@ -38,6 +38,11 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 			return &flagError{fs: fs, err: fmt.Errorf("flag %s comes after the arguments, where it is not read as a flag: put the flags first", a)}
 		}
 	}
+	// A script's unset variable (--data "$DIR"): told by name, where the
+	// store said "mkdir : no such file or directory".
+	if f := fs.Lookup("data"); f != nil && f.Value.String() == "" {
+		return &flagError{fs: fs, err: errors.New("--data is empty; give the data directory (default ./data, or BATON_DATA_DIR)")}
+	}
 	return nil
 }
 

@@ -256,6 +256,25 @@ func TestServeRefusesAnEmptyAddr(t *testing.T) {
 	}
 }
 
+// An empty --data (a script's unset variable) is refused by name, by
+// every command that takes it: serve said "mkdir : no such file or
+// directory", store check "no store in  (no events.db there)".
+func TestAnEmptyDataIsRefused(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, args := range [][]string{
+		{"serve", "--data", "", "--addr", "127.0.0.1:0"},
+		{"store", "check", "--data", ""},
+		{"keys", "create", "--data", "", "--tenant", "acme"},
+		{"ledger", "verify", "--data", ""},
+	} {
+		var out bytes.Buffer
+		err := run(context.Background(), args, &out, &out)
+		if err == nil || !strings.Contains(err.Error(), "--data is empty") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
+
 // Body limits and the console's URL are refused when they cannot be used,
 // as their variables are (0 was taken as the default without a word).
 func TestServeRefusesBadLimits(t *testing.T) {
