@@ -173,6 +173,26 @@ func TestExecutorTrimsItsKey(t *testing.T) {
 	}
 }
 
+// An empty --state (a script's unset variable) is refused by name, with
+// nothing written: it left ".lock" and a ".state-N" temporary file behind
+// and said "state file : rename ./.state-N : no such file or directory".
+func TestExecutorRefusesAnEmptyState(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "executor.json")
+	os.WriteFile(cfg, []byte(`{"executor":"ops-bot","protocols":{"p.v1":{"command":["true"]}}}`), 0o644)
+	t.Chdir(dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out bytes.Buffer
+	err := run(ctx, []string{"--key", "k", "--url", "http://127.0.0.1:1", "--config", cfg, "--state", ""}, &out)
+	if err == nil || !strings.Contains(err.Error(), "--state is empty") {
+		t.Fatalf("run: %v", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("left %v", ents)
+	}
+}
+
 // A stop by a signal is said in the log even when no run was under way:
 // it said nothing, and its log read as if it had died.
 func TestExecutorSaysItStopped(t *testing.T) {

@@ -105,6 +105,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if *configPath == "" {
 		return errors.New("no configuration: pass --config executor.json")
 	}
+	if *statePath == "" { // the temporary file and the lock went to ./.state-N and ./.lock
+		return errors.New("--state is empty; give the state file (default ./baton-executor-state.json)")
+	}
 	cfg, err := readConfig(*configPath)
 	if err != nil {
 		return err
