@@ -363,6 +363,9 @@ func logKeygen(args []string, stdout io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if *out == "" {
+		return fmt.Errorf("--out is empty; give the file to write the signing key to (default %s)", filepath.Join(dataDirDefault(), KeyFileName))
+	}
 	if strings.ContainsAny(*origin, "+ \t\n") || *origin == "" {
 		return fmt.Errorf("--origin %q: a name without spaces or +", *origin)
 	}

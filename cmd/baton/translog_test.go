@@ -750,6 +750,16 @@ func TestLedgerVerifySaysABundleIsEmpty(t *testing.T) {
 	}
 }
 
+// An empty --out is refused by name: it said "--out: open : no such file
+// or directory (a key is never overwritten)".
+func TestLogKeygenRefusesAnEmptyOut(t *testing.T) {
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"log", "keygen", "--origin", "baton.test/log", "--out", ""}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "--out is empty") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 // A witness key given twice is one witness (a verifier counting it twice
 // found the checkpoint's signatures "ambiguous").
 func TestWitnessGivenTwiceIsOne(t *testing.T) {
