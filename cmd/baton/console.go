@@ -77,7 +77,9 @@ func consoleLink(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, batonhttp.ConsoleLinkURL(*base, link.Token))
+	// As the server takes its --console-url: a trailing slash made
+	// //console/signin, which the console answers 404.
+	fmt.Fprintln(stdout, batonhttp.ConsoleLinkURL(strings.TrimRight(*base, "/"), link.Token))
 	fmt.Fprintf(os.Stderr, "one-time link %s signs %s in to tenant %q's console as %s until %s.\n", link.LinkID, link.Name, link.Tenant, link.Role, link.ExpiresAt.Format(time.RFC3339))
 	return nil
 }

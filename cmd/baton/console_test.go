@@ -159,6 +159,24 @@ func TestWritingCommandsRefuseAStoreMigratedFrom(t *testing.T) {
 	}
 }
 
+// A --url with a trailing slash (a URL copied from the browser) makes the
+// link the server makes from the same --console-url: it was
+// http://host//console/signin?..., which the console answers 404.
+func TestConsoleLinkURLWithATrailingSlash(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"keys", "create", "--data", dir, "--tenant", "acme"}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"console", "link", "--data", dir, "--tenant", "acme", "--name", "x", "--role", "auditor", "--url", "http://127.0.0.1:9999/"}, &out, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "http://127.0.0.1:9999/console/signin?token=") {
+		t.Fatalf("printed %q", out.String())
+	}
+}
+
 // With the store held by a running server, the commands that write to it
 // say how to do the same through that server, and those that read it how
 // to read it through the server (ledger verify, ledger export: the
