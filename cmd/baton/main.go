@@ -21,6 +21,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -837,6 +838,9 @@ func writeHeapProfile(f *os.File, stderr io.Writer) {
 func checkBaseURL(setting, v string) error {
 	if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%s is %q; it must be an http or https base URL, scheme://host[:port]", setting, v)
+	} else if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.HasSuffix(v, "#") {
+		// Paths go after the base: they would go into its query.
+		return fmt.Errorf("%s is %q; it must be a base URL with no query or fragment, scheme://host[:port][/path]", setting, v)
 	}
 	return nil
 }

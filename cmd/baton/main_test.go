@@ -275,6 +275,25 @@ func TestAnEmptyDataIsRefused(t *testing.T) {
 	}
 }
 
+// A base URL with a query or a fragment is refused: the paths are put
+// after it, so the links (https://host/?a=1/console/signin?token=...) and
+// the commands' requests went into the query, to the wrong page.
+func TestBaseURLWithAQueryIsRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--console-url", "https://baton.example.com/?a=1"},
+		{"console", "link", "--data", t.TempDir(), "--tenant", "acme", "--name", "x", "--role", "auditor", "--url", "http://127.0.0.1:8080/#top"},
+		{"ledger", "verify", "--url", "http://127.0.0.1:1?x=1", "--key", "k"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // were serve to start
+		var out syncBuffer
+		err := run(ctx, args, &out, &out)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "no query or fragment") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
+
 // Body limits and the console's URL are refused when they cannot be used,
 // as their variables are (0 was taken as the default without a word).
 func TestServeRefusesBadLimits(t *testing.T) {
