@@ -79,6 +79,10 @@ type Store struct {
 	client  *esdb.Client
 	renewed chan struct{} // closed (and replaced) when client is replaced
 	closed  bool
+	// given up: for each client, its calls given up (detached) that still
+	// wait inside it. Close leaves a client with such calls open: closing
+	// it under them races their sends on its queue.
+	givenUp map[*esdb.Client]int
 }
 
 var _ eventstore.Store = (*Store)(nil)
@@ -124,7 +128,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 // ping connects (the client connects lazily) and reads the newest event of
 // $all, which any user may read.
 func (s *Store) ping(ctx context.Context) error {
-	return s.call(ctx, func(ctx context.Context, c *esdb.Client) error {
+	return s.call(ctx, func(ctx context.Context, c *esdb.Client, _ func(func())) error {
 		rs, err := c.ReadAll(ctx, esdb.ReadAllOptions{Direction: esdb.Backwards, From: esdb.End{}}, 1)
 		if err != nil {
 			return err
@@ -161,6 +165,14 @@ func (s *Store) Close() error {
 		// process must still be able to stop. The client stays open, as
 		// closing it under that call would panic.
 		return fmt.Errorf("kurrent: closed with calls still waiting inside the client after %v", closeWait)
+	}
+	s.mu.RLock()
+	stuck := s.givenUp[s.client]
+	s.mu.RUnlock()
+	if stuck > 0 {
+		// Calls given up wait inside it for ever (a client that gave up
+		// reads its queue no more): it stays open, as after closeWait.
+		return nil
 	}
 	// Only now: the client panics on calls that race with its Close.
 	return s.client.Close()
@@ -261,8 +273,19 @@ func (s *Store) detached(c *esdb.Client, stop <-chan struct{}, op func() error, 
 	case <-stop:
 		err = context.Canceled
 	}
+	s.mu.Lock()
+	if s.givenUp == nil {
+		s.givenUp = map[*esdb.Client]int{}
+	}
+	s.givenUp[c]++
+	s.mu.Unlock()
 	go func() {
 		<-done
+		s.mu.Lock()
+		if s.givenUp[c]--; s.givenUp[c] == 0 {
+			delete(s.givenUp, c)
+		}
+		s.mu.Unlock()
 		if gone != nil {
 			gone()
 		}
@@ -278,8 +301,10 @@ const notLeaderRetries = 3
 // current one has given up (nothing was sent then), and again (up to
 // notLeaderRetries times) when the node answered that it is not the leader:
 // it did nothing, and the client is already reconnecting to the leader it
-// named.
-func (s *Store) call(ctx context.Context, fn func(ctx context.Context, c *esdb.Client) error) error {
+// named. fn hands its results to keep, which takes them only from a run
+// call has not given up: a run given up goes on inside its client and may
+// end at any time, after a later run or after call returned.
+func (s *Store) call(ctx context.Context, fn func(ctx context.Context, c *esdb.Client, keep func(func())) error) error {
 	cctx, c, end, err := s.begin(ctx)
 	if err != nil {
 		return err
@@ -290,7 +315,20 @@ func (s *Store) call(ctx context.Context, fn func(ctx context.Context, c *esdb.C
 	// context ends; the next call then finds the client given up and
 	// replaces it.
 	on := func(c *esdb.Client) error {
-		return s.detached(c, cctx.Done(), func() error { return fn(cctx, c) }, nil)
+		var mu sync.Mutex
+		over := false
+		keep := func(set func()) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !over {
+				set()
+			}
+		}
+		err := s.detached(c, cctx.Done(), func() error { return fn(cctx, c, keep) }, nil)
+		mu.Lock()
+		over = true // done or given up: nothing of this run is taken later
+		mu.Unlock()
+		return err
 	}
 	err = on(c)
 	if hasCode(err, esdb.ErrorCodeConnectionClosed) || errors.Is(err, errClientGone) {
@@ -301,7 +339,7 @@ func (s *Store) call(ctx context.Context, fn func(ctx context.Context, c *esdb.C
 	}
 	for i := 0; i < notLeaderRetries && hasCode(err, esdb.ErrorCodeNotLeader) && cctx.Err() == nil; i++ {
 		s.cfg.Log.Info().Msg("kurrent: the node is not the leader; sending the call again to the leader it named")
-		err = fn(cctx, c)
+		err = fn(cctx, c, func(set func()) { set() })
 	}
 	if err != nil {
 		switch {
@@ -353,13 +391,13 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	}
 
 	name := s.cfg.StreamPrefix + stream
-	var res eventstore.AppendResult
-	err = s.call(ctx, func(ctx context.Context, c *esdb.Client) error {
+	var result eventstore.AppendResult
+	err = s.call(ctx, func(ctx context.Context, c *esdb.Client, keep func(func())) error {
 		wr, err := c.AppendToStream(ctx, name, esdb.AppendToStreamOptions{ExpectedRevision: exp}, evs...)
 		if err != nil {
 			return err
 		}
-		res = eventstore.AppendResult{
+		res := eventstore.AppendResult{
 			NextRevision: wr.NextExpectedVersion,
 			Position:     eventstore.Position{Commit: wr.CommitPosition, Prepare: wr.PreparePosition},
 		}
@@ -372,10 +410,11 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 				res.Position = page[0].Position
 			}
 		}
+		keep(func() { result = res })
 		return nil
 	})
 	if err == nil {
-		return res, nil
+		return result, nil
 	}
 	var esErr *esdb.Error
 	if errors.As(err, &esErr) && esErr.Code() == esdb.ErrorCodeWrongExpectedVersion {
@@ -412,7 +451,7 @@ func (s *Store) conflict(ctx context.Context, stream, name string, expected even
 	}
 	// Not the client's usual text: ask the stream (the answer may be newer
 	// than the conflict, but it is still a revision the stream had).
-	_ = s.call(ctx, func(ctx context.Context, c *esdb.Client) error {
+	_ = s.call(ctx, func(ctx context.Context, c *esdb.Client, keep func(func())) error {
 		rs, err := c.ReadStream(ctx, name, esdb.ReadStreamOptions{Direction: esdb.Backwards, From: esdb.End{}}, 1)
 		if err != nil {
 			return err
@@ -422,7 +461,7 @@ func (s *Store) conflict(ctx context.Context, stream, name string, expected even
 		if err != nil {
 			return err
 		}
-		wrong.Actual, wrong.Exists = ev.OriginalEvent().EventNumber, true
+		keep(func() { wrong.Actual, wrong.Exists = ev.OriginalEvent().EventNumber, true })
 		return nil
 	})
 	return wrong
@@ -437,8 +476,9 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limi
 		limit = DefaultPageSize
 	}
 	var out []eventstore.RecordedEvent
-	err := s.call(ctx, func(ctx context.Context, c *esdb.Client) (err error) {
-		out, err = s.readStream(ctx, c, s.cfg.StreamPrefix+stream, from, limit)
+	err := s.call(ctx, func(ctx context.Context, c *esdb.Client, keep func(func())) error {
+		got, err := s.readStream(ctx, c, s.cfg.StreamPrefix+stream, from, limit)
+		keep(func() { out = got })
 		return err
 	})
 	return out, readError(ctx, fmt.Sprintf("read %q", stream), err)
@@ -508,18 +548,19 @@ func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, limit in
 		limit = DefaultPageSize
 	}
 	var out []eventstore.RecordedEvent
-	err := s.call(ctx, func(ctx context.Context, c *esdb.Client) error {
-		out = make([]eventstore.RecordedEvent, 0, min(limit, 1024))
+	err := s.call(ctx, func(ctx context.Context, c *esdb.Client, keep func(func())) error {
+		got := make([]eventstore.RecordedEvent, 0, min(limit, 1024))
+		defer keep(func() { out = got })
 		seen := after // everything up to here is behind us
-		for len(out) < limit {
+		for len(got) < limit {
 			// A forward read of $all includes the event at its starting
 			// position, hence one more than still wanted.
-			want := uint64(limit-len(out)) + 1
+			want := uint64(limit-len(got)) + 1
 			rs, err := c.ReadAll(ctx, esdb.ReadAllOptions{Direction: esdb.Forwards, From: allPosition(seen)}, want)
 			if err != nil {
 				return err
 			}
-			read, err := s.collect(rs, &seen, &out, limit)
+			read, err := s.collect(rs, &seen, &got, limit)
 			rs.Close()
 			if err != nil {
 				return err
@@ -568,7 +609,7 @@ func (s *Store) Head(ctx context.Context) (eventstore.Position, error) {
 	if s.cfg.StreamPrefix != "" {
 		page = headPagePrefix
 	}
-	err := s.call(ctx, func(ctx context.Context, c *esdb.Client) error {
+	err := s.call(ctx, func(ctx context.Context, c *esdb.Client, keep func(func())) error {
 		var from esdb.AllPosition = esdb.End{}
 		var before *eventstore.Position
 		for {
@@ -595,7 +636,8 @@ func (s *Store) Head(ctx context.Context) (eventstore.Position, error) {
 				}
 				before = &pos
 				if s.own(r) {
-					head, found = pos, true
+					keep(func() { head = pos })
+					found = true
 					break
 				}
 			}
