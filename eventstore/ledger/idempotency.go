@@ -152,29 +152,23 @@ func (s *Idempotency) Begin(ctx context.Context, call Call, endpoint, key string
 		c.release()
 		return nil, nil, err
 	}
-	for try := 0; ; try++ {
-		if try == 5 {
-			return nil, nil, keyInFlight()
-		}
-		evs, err := eventstore.ReadWholeStream(ctx, s.store, stream)
-		if err != nil {
-			return nil, nil, err
-		}
-		exp, kept, err := s.lookup(evs, hashes)
+	for range 5 {
+		c, kept, err := s.Check(ctx, call, endpoint, key, body)
 		if err != nil || kept != nil {
 			return nil, kept, err
 		}
-		data, _ := json.Marshal(idemStarted{Endpoint: endpoint, BodyHash: hashes.Raw, BodyJSONHash: hashes.JSON, RequestID: call.RequestID, StartedAt: s.stamp()})
-		res, err := s.store.Append(ctx, stream, exp, eventstore.NewEvent(evIdemStarted, data, c.meta))
+		c.mu.Lock()
+		err = c.take(ctx)
+		c.mu.Unlock()
 		if errors.Is(err, eventstore.ErrConflict) {
 			continue // someone else started or finished: look again
 		}
 		if err != nil {
 			return nil, nil, err
 		}
-		c.expected = eventstore.Revision(res.NextRevision)
 		return c, nil, nil
 	}
+	return nil, nil, keyInFlight()
 }
 
 // Check is Begin whose claim, on a shared store, is not appended yet: the
@@ -211,11 +205,17 @@ func (c *Claim) Take(ctx context.Context) error {
 	if !c.pending || c.done {
 		return nil
 	}
-	res, err := c.s.store.Append(ctx, c.stream, c.expected, eventstore.NewEvent(evIdemStarted, c.started, c.meta))
+	err := c.take(ctx)
 	if errors.Is(err, eventstore.ErrConflict) {
 		c.done = true
 		return keyInFlight()
 	}
+	return err
+}
+
+// take appends the pending claim's Started event; c.mu is held.
+func (c *Claim) take(ctx context.Context) error {
+	res, err := c.s.store.Append(ctx, c.stream, c.expected, eventstore.NewEvent(evIdemStarted, c.started, c.meta))
 	if err != nil {
 		return err
 	}
