@@ -468,3 +468,49 @@ func TestDamagedReadModelsKeptAside(t *testing.T) {
 		}
 	}
 }
+
+// A migrated directory served without --store (the default, the embedded
+// store) is refused: it served events.db, the backup the migration left,
+// moved the read models aside and took writes no replica saw. --store
+// bolt, given on purpose, goes back to the embedded store.
+func TestServeRefusesAMigratedDirectoryByDefault(t *testing.T) {
+	t.Setenv("BATON_STORE", "")
+	dir := t.TempDir()
+	fillStore(t, dir)
+	if err := os.WriteFile(filepath.Join(dir, readModelMarker), storeMark(storeKurrent, "migrated"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(filepath.Join(dir, bolt.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	refused, stop := context.WithTimeout(context.Background(), 30*time.Second) // a start that serves is stopped
+	defer stop()
+	err = run(refused, []string{"serve", "--data", dir, "--addr", "127.0.0.1:0"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "follow KurrentDB") || !strings.Contains(err.Error(), "--store bolt") {
+		t.Fatalf("serve on a migrated directory = %v\n%s", err, out.String())
+	}
+	after, _ := os.ReadFile(filepath.Join(dir, bolt.FileName))
+	if !bytes.Equal(before, after) {
+		t.Fatal("the refused start wrote to the backup store")
+	}
+	if matches, _ := filepath.Glob(filepath.Join(dir, "readmodel.db.*")); len(matches) > 0 {
+		t.Fatalf("the refused start moved the read models aside: %v", matches)
+	}
+	// Given on purpose, the embedded store serves.
+	ctx, cancel := context.WithCancel(context.Background())
+	var out2 syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--store", "bolt", "--data", dir, "--addr", "127.0.0.1:0"}, &out2, &out2)
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(out2.String(), "baton serving") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil || !strings.Contains(out2.String(), "baton serving") {
+		t.Fatalf("--store bolt: %v\n%s", err, out2.String())
+	}
+}
