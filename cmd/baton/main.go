@@ -290,11 +290,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	// left, and take writes there that no replica sees.
 	storeSet := os.Getenv("BATON_STORE") != ""
 	fs.Visit(func(f *flag.Flag) { storeSet = storeSet || f.Name == "store" })
-	if b, err := os.ReadFile(filepath.Join(*data, readModelMarker)); err == nil && !storeSet {
-		if kind, _ := parseStoreMark(b); kind == storeKurrent {
-			return fmt.Errorf("the read models in %s follow KurrentDB (%s): the directory was migrated, and its %s is the store migrated from, which no server has read since. Serve it with --store kurrent --kurrentdb-url URL (or BATON_STORE, BATON_KURRENTDB_URL); to go back to the embedded store on purpose (the events written to KurrentDB since the migration are not in it), start with --store bolt",
-				*data, readModelMarker, bolt.FileName)
-		}
+	if !storeSet && migrated(*data) {
+		return fmt.Errorf("the read models in %s follow KurrentDB (%s): the directory was migrated, and its %s is the store migrated from, which no server has read since. Serve it with --store kurrent --kurrentdb-url URL (or BATON_STORE, BATON_KURRENTDB_URL); to go back to the embedded store on purpose (the events written to KurrentDB since the migration are not in it), start with --store bolt",
+			*data, readModelMarker, bolt.FileName)
 	}
 	// With KurrentDB the events live there and --data holds only this
 	// process's read models, so several replicas can share one store.

@@ -116,17 +116,21 @@ func (f storeFlags) describe(data string) string {
 // backup, unlocked while a replica serves the directory, and a key made in
 // it was printed and refused by every server.
 func (f storeFlags) notMigratedFrom(data string) error {
-	if *f.kind != storeBolt {
-		return nil
-	}
-	b, err := os.ReadFile(filepath.Join(data, readModelMarker))
-	if err != nil {
-		return nil
-	}
-	if kind, _ := parseStoreMark(b); kind == storeKurrent {
+	if *f.kind == storeBolt && migrated(data) {
 		return fmt.Errorf("the read models in %s follow KurrentDB (%s): its %s is the store migrated from, which no server reads; give --store kurrent --kurrentdb-url URL (or BATON_STORE, BATON_KURRENTDB_URL), or, back on the embedded store, start baton serve on it first", data, readModelMarker, bolt.FileName)
 	}
 	return nil
+}
+
+// migrated reports whether the read models in data follow KurrentDB: the
+// directory was migrated, and its events.db is the store migrated from.
+func migrated(data string) bool {
+	b, err := os.ReadFile(filepath.Join(data, readModelMarker))
+	if err != nil {
+		return false
+	}
+	kind, _ := parseStoreMark(b)
+	return kind == storeKurrent
 }
 
 // readModelMarker records, next to readmodel.db, which kind of store the read
