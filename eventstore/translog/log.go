@@ -137,6 +137,7 @@ type Log struct {
 	onFull    func(error)
 	signedAt  string                // Options.SignedFile
 	signedMu  sync.Mutex            // one writer of signedAt at a time
+	signed    signedRecords         // signedAt's records, read at the first signature
 	full      atomic.Pointer[error] // why the last commit failed for want of space; nil once one succeeds
 	// failUpdate, set by tests, fails apply's commits while it returns
 	// an error.

@@ -45,12 +45,17 @@ func (l *Log) recordSigned(signed []byte) error {
 	}
 	l.signedMu.Lock()
 	defer l.signedMu.Unlock()
-	recs, err := readSigned(l.signedAt)
-	if err != nil {
-		return err
+	if l.signed == nil {
+		// Read once: only this process writes the file (its log's file
+		// is locked), so the records it holds are the ones written here.
+		recs, err := readSigned(l.signedAt)
+		if err != nil {
+			return err
+		}
+		l.signed = recs
 	}
-	recs[l.vkey] = string(signed)
-	b, _ := json.MarshalIndent(recs, "", "  ")
+	l.signed[l.vkey] = string(signed)
+	b, _ := json.MarshalIndent(l.signed, "", "  ")
 	tmp := l.signedAt + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
