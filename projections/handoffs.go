@@ -397,14 +397,14 @@ func (r *Runner) ListContracts(tenant string, f ContractFilter) ([]json.RawMessa
 			// arbitrary place and answer a wrong page, or an empty last one.
 			return ErrBadCursor
 		}
-		w := newIDWalk(tx, tenant, f)
+		w, rest := newIDWalk(tx, tenant, f)
 		size := 0
 		for id := w.seek([]byte(f.After)); id != nil; id = w.next() {
 			v := contracts.Get(id)
 			if v == nil {
 				continue
 			}
-			if !f.matches(v) {
+			if !rest.matches(v) {
 				continue
 			}
 			if len(out) == f.Limit || f.MaxBytes > 0 && size >= f.MaxBytes {
@@ -472,14 +472,14 @@ func (r *Runner) ScanContracts(tenant string, f ContractFilter, fn func(view []b
 		done := false
 		err := r.View(func(tx *bbolt.Tx) error {
 			contracts := tx.Bucket(bucketContracts)
-			w := newIDWalk(tx, tenant, f)
+			w, rest := newIDWalk(tx, tenant, f)
 			n := 0
 			id := w.seek(last)
 			for ; id != nil && n < scanChunk; id = w.next() {
 				n++
 				last = append(last[:0], id...)
 				v := contracts.Get(id)
-				if v == nil || !f.matches(v) {
+				if v == nil || !rest.matches(v) {
 					continue
 				}
 				if !fn(v) {
@@ -505,17 +505,19 @@ type idWalk struct {
 	keys     [][]byte // each cursor's current key; nil when it is done
 }
 
-func newIDWalk(tx *bbolt.Tx, tenant string, f ContractFilter) *idWalk {
+// newIDWalk also returns the part of f the walk does not decide: a walk of
+// the state index has the states asked for, read in the same transaction
+// as the views, so their states are not read again.
+func newIDWalk(tx *bbolt.Tx, tenant string, f ContractFilter) (*idWalk, ContractFilter) {
 	w := &idWalk{}
 	states := f.States
 	if f.State != "" {
 		states = []string{f.State}
 		if len(f.States) > 0 && !slices.Contains(f.States, f.State) {
-			states = nil // both given and apart: nothing matches
-			return w
+			return w, f // both given and apart: nothing matches
 		}
 	}
-	if states == nil {
+	if len(states) == 0 {
 		w.prefixes = [][]byte{append([]byte(tenant), 0)}
 		w.cursors = []*bbolt.Cursor{tx.Bucket(bucketByTenant).Cursor()}
 	} else {
@@ -523,9 +525,10 @@ func newIDWalk(tx *bbolt.Tx, tenant string, f ContractFilter) *idWalk {
 			w.prefixes = append(w.prefixes, stateKey(tenant, st, ""))
 			w.cursors = append(w.cursors, tx.Bucket(bucketByState).Cursor())
 		}
+		f.State, f.States = "", nil
 	}
 	w.keys = make([][]byte, len(w.cursors))
-	return w
+	return w, f
 }
 
 // seek places the walk on the first id after after (from the start when
