@@ -39,8 +39,36 @@ type server struct {
 	key   string // the executor's own key
 }
 
+// builtDirs holds the directories of the binaries the tests build once;
+// TestMain removes them, since no test's cleanup outlives the package's run.
+var builtDirs struct {
+	sync.Mutex
+	list []string
+}
+
+func buildDir(prefix string) (string, error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", err
+	}
+	builtDirs.Lock()
+	builtDirs.list = append(builtDirs.list, dir)
+	builtDirs.Unlock()
+	return dir, nil
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	builtDirs.Lock()
+	for _, d := range builtDirs.list {
+		os.RemoveAll(d)
+	}
+	builtDirs.Unlock()
+	os.Exit(code)
+}
+
 var buildOnce = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "baton-executor-test")
+	dir, err := buildDir("baton-executor-test")
 	if err != nil {
 		return "", err
 	}

@@ -21,7 +21,7 @@ import (
 )
 
 var buildExecutorOnce = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "baton-executor-bin")
+	dir, err := buildDir("baton-executor-bin")
 	if err != nil {
 		return "", err
 	}
