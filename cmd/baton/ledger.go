@@ -95,6 +95,9 @@ func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 		// A key read with its line's end (CRLF) goes in no header.
 		return verifyOverHTTP(ctx, *base, strings.TrimSpace(*key), ids, receipts, stdout)
 	}
+	if err := storeOpts.notBackupByDefault(fs, *data); err != nil {
+		return err
+	}
 	store, err := storeOpts.openExisting(ctx, *data, zerolog.Nop())
 	if errors.Is(err, eventstore.ErrLocked) {
 		return fmt.Errorf("%w; while it serves, verify through it: --url http://HOST:PORT --key KEY", err)

@@ -87,7 +87,8 @@ Usage:
                                                make the transparency log's signing key; print its verifier key
   baton log verify --log-key KEY --old CHECKPOINT [--url URL] [--mirror DIR]
                                                check that today's log extends a checkpoint kept earlier
-  baton store check [--data ./data]            verify the data file, page by page
+  baton store check [--data ./data] [--store bolt]
+                                               verify the data file, page by page
   baton migrate --from bolt --data DIR --to kurrent --kurrentdb-url URL
                                                copy every event to KurrentDB (server stopped), then verify
   baton version                                print the version
@@ -288,9 +289,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	// A migrated directory served on the embedded store by default (its
 	// --store forgotten) would serve events.db, the backup the migration
 	// left, and take writes there that no replica sees.
-	storeSet := os.Getenv("BATON_STORE") != ""
-	fs.Visit(func(f *flag.Flag) { storeSet = storeSet || f.Name == "store" })
-	if !storeSet && migrated(*data) {
+	if !storeOpts.chosen(fs) && migrated(*data) {
 		return fmt.Errorf("the read models in %s follow KurrentDB (%s): the directory was migrated, and its %s is the store migrated from, which no server has read since. Serve it with --store kurrent --kurrentdb-url URL (or BATON_STORE, BATON_KURRENTDB_URL); to go back to the embedded store on purpose (the events written to KurrentDB since the migration are not in it), start with --store bolt",
 			*data, readModelMarker, bolt.FileName)
 	}
@@ -574,8 +573,19 @@ func timerLoop(h *ledger.Handoffs, proj *projections.Runner, log zerolog.Logger)
 func storeCheck(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("store check", flag.ContinueOnError)
 	data := fs.String("data", dataDirDefault(), "data directory")
+	kind := fs.String("store", envOr("BATON_STORE", storeBolt), "bolt: the check reads the embedded store's file only; on a migrated directory, --store bolt checks the backup the migration left on purpose")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	switch {
+	case *kind == storeKurrent:
+		return errors.New("--store kurrent: store check reads the embedded store's file only; check the hash chains in KurrentDB with baton ledger verify --store kurrent --kurrentdb-url URL")
+	case *kind != storeBolt:
+		return fmt.Errorf("--store %q: store check reads the embedded store (bolt) only", *kind)
+	case !(storeFlags{kind: kind}).chosen(fs) && migrated(*data):
+		// It checked the backup and said "ok" of it, as of the ledger.
+		return fmt.Errorf("the read models in %s follow KurrentDB (%s): the directory was migrated, and its %s is the store migrated from, a backup no server has read since. store check reads the embedded store's file only: check the hash chains in KurrentDB with baton ledger verify --store kurrent --kurrentdb-url URL; to check the backup on purpose, give --store bolt",
+			*data, readModelMarker, bolt.FileName)
 	}
 	if err := boltExists(*data); err != nil {
 		return err

@@ -514,3 +514,41 @@ func TestServeRefusesAMigratedDirectoryByDefault(t *testing.T) {
 		t.Fatalf("--store bolt: %v\n%s", err, out2.String())
 	}
 }
+
+// The commands that read the store (ledger verify, ledger export, store
+// check) refuse a migrated directory when no store is chosen: they read
+// events.db, the backup the migration left, and reported "ok" of it as
+// of the ledger. --store bolt reads the backup on purpose.
+func TestReadingCommandsRefuseAMigratedDirectoryByDefault(t *testing.T) {
+	t.Setenv("BATON_STORE", "")
+	dir := t.TempDir()
+	ids := fillStore(t, dir)
+	if err := os.WriteFile(filepath.Join(dir, readModelMarker), storeMark(storeKurrent, "migrated"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"ledger", "verify", "--data", dir},
+		{"ledger", "export", "--data", dir, ids[0]},
+		{"store", "check", "--data", dir},
+	} {
+		var out bytes.Buffer
+		err := run(context.Background(), args, &out, &out)
+		if err == nil || !strings.Contains(err.Error(), "follow KurrentDB") || !strings.Contains(err.Error(), "--store bolt") || out.Len() > 0 {
+			t.Errorf("%v on a migrated directory = %v\n%s", args, err, out.String())
+		}
+	}
+	// Chosen on purpose, the backup is read.
+	for _, args := range [][]string{
+		{"ledger", "verify", "--store", "bolt", "--data", dir},
+		{"store", "check", "--store", "bolt", "--data", dir},
+	} {
+		var out bytes.Buffer
+		if err := run(context.Background(), args, &out, &out); err != nil || !strings.Contains(out.String(), "ok") {
+			t.Errorf("%v = %v\n%s", args, err, out.String())
+		}
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"store", "check", "--store", "kurrent", "--data", dir}, &out, &out); err == nil || !strings.Contains(err.Error(), "ledger verify --store kurrent") {
+		t.Errorf("store check --store kurrent = %v", err)
+	}
+}

@@ -122,6 +122,32 @@ func (f storeFlags) notMigratedFrom(data string) error {
 	return nil
 }
 
+// chosen reports whether the store was chosen for this run (--store
+// given, or BATON_STORE set) rather than left to the default, the
+// embedded store.
+func (f storeFlags) chosen(fs *flag.FlagSet) bool {
+	set := os.Getenv("BATON_STORE") != ""
+	fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == "store" })
+	return set
+}
+
+// notBackupByDefault refuses to a command that reads the store (ledger
+// verify, ledger export) the embedded store in data when the directory was
+// migrated and no store was chosen: it read events.db, the backup the
+// migration left, and reported on it as on the ledger. --store bolt reads
+// the backup on purpose.
+func (f storeFlags) notBackupByDefault(fs *flag.FlagSet, data string) error {
+	if !f.chosen(fs) && migrated(data) {
+		return backupError(data)
+	}
+	return nil
+}
+
+func backupError(data string) error {
+	return fmt.Errorf("the read models in %s follow KurrentDB (%s): the directory was migrated, and its %s is the store migrated from, a backup no server has read since. Read the store with --store kurrent --kurrentdb-url URL (or BATON_STORE, BATON_KURRENTDB_URL); to read the backup on purpose (the events written to KurrentDB since the migration are not in it), give --store bolt",
+		data, readModelMarker, bolt.FileName)
+}
+
 // migrated reports whether the read models in data follow KurrentDB: the
 // directory was migrated, and its events.db is the store migrated from.
 func migrated(data string) bool {
