@@ -61,7 +61,7 @@ func ledgerExport(ctx context.Context, args []string, stdout io.Writer) error {
 	if *base != "" {
 		client := keyClient()
 		deadline := time.Now().Add(*wait)
-		for {
+		for first := true; ; {
 			var l struct {
 				Events []domain.Recorded `json:"events"`
 			}
@@ -77,6 +77,14 @@ func ledgerExport(ctx context.Context, args []string, stdout io.Writer) error {
 			b.Events, b.Receipts = l.Events, receiptsOf(rs.Receipts, len(l.Events))
 			if allProved(b) || time.Now().After(deadline) {
 				break
+			}
+			if first {
+				// A server that signs nothing would be waited on the whole
+				// --wait, for a bundle with no proof that no key verifies.
+				if err := noLogKey(ctx, client, *base, id); err != nil {
+					return err
+				}
+				first = false
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
@@ -123,6 +131,22 @@ func ledgerExport(ctx context.Context, args []string, stdout io.Writer) error {
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", " ")
 	return enc.Encode(b)
+}
+
+// noLogKey says so when the server at base has no transparency log
+// key and no checkpoint was ever signed (GET /v1/log/key and GET
+// /v1/log/checkpoint both 404, no_log_key and no_checkpoint): no proof
+// will come. A replica without the key whose peers sign serves their
+// checkpoints, and is waited on.
+func noLogKey(ctx context.Context, client *http.Client, base, id string) error {
+	var ae *answerError
+	if _, err := get(ctx, client, base, "/v1/log/checkpoint", ""); !errors.As(err, &ae) || ae.code != "no_checkpoint" {
+		return nil
+	}
+	if _, err := get(ctx, client, base, "/v1/log/key", ""); !errors.As(err, &ae) || ae.code != "no_log_key" {
+		return nil
+	}
+	return fmt.Errorf("the server at %s keeps no signed transparency log (GET /v1/log/key: no_log_key; GET /v1/log/checkpoint: no_checkpoint): no event of %s is in a signed checkpoint, and a bundle would hold no proof. Its operator makes a key with baton log keygen and restarts it (docs/audit.md); meanwhile baton ledger verify --url %s checks the hash chain", base, id, base)
 }
 
 // receiptsOf keeps the receipts of the first n events: the log and the

@@ -1419,3 +1419,49 @@ func TestServeRefusesANewKeyOfTheOldOriginAfterARestore(t *testing.T) {
 	}
 	tl.Close()
 }
+
+// A server without a log key, where nothing was ever signed, is told at
+// once: export waited the whole --wait, then wrote a bundle with no proof
+// that no key verifies.
+func TestLedgerExportFromAServerWithoutALogKey(t *testing.T) {
+	dir := t.TempDir()
+	ids := fillStore(t, dir)
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	proj, err := projections.Open(filepath.Join(dir, "readmodel.db"), store, projections.NewHandoffs(), projections.Keys{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proj.Close()
+	tl, err := translog.Open(filepath.Join(dir, translog.FileName), store, translog.Options{Interval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 2)
+	go func() { proj.Run(ctx); done <- struct{}{} }()
+	go func() { tl.Run(ctx); done <- struct{}{} }()
+	defer func() { cancel(); <-done; <-done }()
+	srv := httptest.NewServer(batonhttp.NewServer(batonhttp.Config{Store: store, Projections: proj, Log: zerolog.Nop(), TransparencyLog: tl}).Handler())
+	defer srv.Close()
+	k, err := ledger.NewKeys(store).Create(context.Background(), "test", "", "t", true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	start := time.Now()
+	err = run(context.Background(), []string{"ledger", "export", "--url", srv.URL, "--key", k.Key, "--wait", "30s", ids[0]}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "no_log_key") || !strings.Contains(err.Error(), "baton log keygen") {
+		t.Fatalf("export from a server without a log key = %v\n%s", err, errOut.String())
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("it took %v to say so", d)
+	}
+	if out.Len() > 0 {
+		t.Fatalf("a bundle was written: %s", out.String())
+	}
+}
