@@ -83,7 +83,7 @@ Usage:
                                                write the handoff's audit bundle (events, receipts, checkpoint) to stdout
   baton ledger verify --bundle FILE --log-key KEY [--old FILE]
                                                check an audit bundle offline: chain, receipts, signed checkpoint
-  baton log keygen [--origin NAME] [--out DATA/log.key]
+  baton log keygen [--origin NAME] [--data ./data | --out FILE]
                                                make the transparency log's signing key; print its verifier key
   baton log verify --log-key KEY --old CHECKPOINT [--url URL] [--mirror DIR]
                                                check that today's log extends a checkpoint kept earlier
@@ -162,7 +162,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		case len(args) >= 2 && args[1] == "verify":
 			return logVerify(ctx, args[2:], stdout)
 		}
-		return missingSubcommand(args, []string{"keygen", "verify"}, "usage: baton log keygen [--origin NAME] [--out FILE] | baton log verify --log-key KEY --old CHECKPOINT", stdout)
+		return missingSubcommand(args, []string{"keygen", "verify"}, "usage: baton log keygen [--origin NAME] [--data DIR | --out FILE] | baton log verify --log-key KEY --old CHECKPOINT", stdout)
 	case "store":
 		if len(args) < 2 || args[1] != "check" {
 			return missingSubcommand(args, []string{"check"}, "usage: baton store check [--data DIR]", stdout)

@@ -359,12 +359,25 @@ func logKeygen(args []string, stdout io.Writer) error {
 		host = "localhost"
 	}
 	origin := fs.String("origin", "baton."+host, "the log's name: the key's name and the checkpoints' origin line (e.g. the server's host and path, baton.example.com/log)")
-	out := fs.String("out", filepath.Join(dataDirDefault(), KeyFileName), "where to write the signing key (mode 0600; an existing file is left alone)")
+	// --data as every other command takes it: the key goes where serve
+	// --data DIR looks for it, DIR/log.key.
+	data := fs.String("data", dataDirDefault(), "data directory: the key is written to DATA/"+KeyFileName+", where baton serve --data DATA finds it")
+	out := fs.String("out", "", "where to write the signing key instead of DATA/"+KeyFileName+" (serve it with --log-key-file FILE); mode 0600, an existing file is left alone")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *out == "" {
-		return fmt.Errorf("--out is empty; give the file to write the signing key to (default %s)", filepath.Join(dataDirDefault(), KeyFileName))
+	outGiven, dataGiven := false, false
+	fs.Visit(func(f *flag.Flag) {
+		outGiven = outGiven || f.Name == "out"
+		dataGiven = dataGiven || f.Name == "data"
+	})
+	switch {
+	case outGiven && dataGiven:
+		return fmt.Errorf("--out and --data: give --data DIR (the key goes to DIR/%s, which serve reads) or --out FILE (then serve with --log-key-file FILE), not both", KeyFileName)
+	case outGiven && *out == "":
+		return fmt.Errorf("--out is empty; give the file to write the signing key to (default %s)", filepath.Join(*data, KeyFileName))
+	case !outGiven:
+		*out = filepath.Join(*data, KeyFileName)
 	}
 	if strings.ContainsAny(*origin, "+ \t\n") || *origin == "" {
 		return fmt.Errorf("--origin %q: a name without spaces or +", *origin)
@@ -393,7 +406,11 @@ func logKeygen(args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(stdout, vkey)
-	fmt.Fprintf(os.Stderr, "wrote the signing key to %s; the line above is its verifier key: publish it (GET /v1/log/key serves it too)\n", *out)
+	use := fmt.Sprintf("baton serve --data %s signs with it from its next start", *data)
+	if outGiven {
+		use = fmt.Sprintf("serve with --log-key-file %s to sign with it", *out)
+	}
+	fmt.Fprintf(os.Stderr, "wrote the signing key to %s (%s); the line above is its verifier key: publish it (GET /v1/log/key serves it too)\n", *out, use)
 	return nil
 }
 

@@ -1465,3 +1465,24 @@ func TestLedgerExportFromAServerWithoutALogKey(t *testing.T) {
 		t.Fatalf("a bundle was written: %s", out.String())
 	}
 }
+
+// log keygen takes --data as the other commands do: the key goes to
+// DATA/log.key, where serve --data DATA finds it (it took --out alone,
+// and --data was refused as an unknown flag).
+func TestLogKeygenTakesData(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"log", "keygen", "--origin", "baton.test/log", "--data", dir}, &out, &out); err != nil {
+		t.Fatalf("log keygen --data: %v\n%s", err, out.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, KeyFileName)); err != nil {
+		t.Fatalf("no key in the data directory: %v", err)
+	}
+	if !strings.HasPrefix(out.String(), "baton.test/log+") {
+		t.Fatalf("printed %q, not the verifier key", out.String())
+	}
+	err := run(context.Background(), []string{"log", "keygen", "--data", dir, "--out", filepath.Join(dir, "other.key")}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Fatalf("--data with --out = %v", err)
+	}
+}
