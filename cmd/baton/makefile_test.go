@@ -125,3 +125,31 @@ func TestMakeCleanKeepsTheData(t *testing.T) {
 		t.Fatalf("make clean would remove the data directory:\n%s", out)
 	}
 }
+
+// TestMakeConsoleLinkOnAWildcardAddress: a listen address of every
+// interface (BATON_ADDR=":8080", which make run serves on) is asked on
+// the loopback: curl refused http://:8080/ as a bad URL.
+func TestMakeConsoleLinkOnAWildcardAddress(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on this machine")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, `{"url":"http://127.0.0.1/console/signin?token=t"}`)
+	}))
+	defer srv.Close()
+	_, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
+	for _, env := range []string{"BATON_ADDR=:" + port, "BATON_ADDR=0.0.0.0:" + port, "BATON_ADDR=[::]:" + port} {
+		cmd := exec.Command("make", "-s", "-C", "../..", "console-link")
+		cmd.Env = []string{"BATON_API_KEY=btn_sk_test", env}
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "ADDR=") && !strings.HasPrefix(kv, "BATON_") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "http://127.0.0.1/console/signin?token=t" {
+			t.Errorf("%s make console-link: %v\n%s", env, err, out)
+		}
+	}
+}
