@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -69,13 +71,27 @@ type State struct {
 		Runs        map[string]*Run `json:"runs"`
 	}
 	logged map[string]string // the run id of each handoff's run in the reported file
+	order  map[string]int64  // the place of each handoff's last line in the reported file
+	lines  int64             // lines appended to the reported file
 }
+
+// keepReported is how many reported runs, the latest, the reported file
+// keeps (and the executor holds in memory). Past twice as many, the older
+// ones go to <path>.reported.archive, which the executor never reads:
+// kept whole, every run ever reported was read and held at every start.
+// A handoff that is done is not acted on again whether or not its run is
+// remembered (its contract is no longer approval_decided); the receipts
+// stay in the archive, as evidence.
+var keepReported = 10_000
 
 // reportedPath is where the reported runs are kept.
 func (s *State) reportedPath() string { return s.path + ".reported" }
 
+// archivePath is where the reported runs past keepReported go.
+func (s *State) archivePath() string { return s.reportedPath() + ".archive" }
+
 func openState(path string) (*State, error) {
-	s := &State{path: path, logged: map[string]string{}}
+	s := &State{path: path, logged: map[string]string{}, order: map[string]int64{}}
 	s.data.Runs = map[string]*Run{}
 	reported, err := s.readReported()
 	if err != nil {
@@ -123,7 +139,68 @@ func openState(path string) (*State, error) {
 			return nil, fmt.Errorf("state file %s: %w", path, err)
 		}
 	}
+	if err := s.compactReported(); err != nil {
+		return nil, fmt.Errorf("state file %s: %w", s.reportedPath(), err)
+	}
 	return s, nil
+}
+
+// compactReported moves the reported runs older than the keepReported
+// latest to the archive, once there are twice as many, and rewrites the
+// reported file with the rest, one line per handoff. The archive is
+// appended and synced first: a crash before the reported file is replaced
+// leaves those runs in both, and the next compaction archives them again.
+func (s *State) compactReported() error {
+	if len(s.logged) <= 2*keepReported {
+		return nil
+	}
+	b, err := os.ReadFile(s.reportedPath())
+	if err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(s.order))
+	for id := range s.order {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(s.order[a], s.order[b]) })
+	old := map[string]bool{}
+	for _, id := range ids[:len(ids)-keepReported] {
+		old[id] = true
+	}
+	var keep, archive bytes.Buffer
+	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
+		var r Run
+		if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &r) != nil {
+			continue
+		}
+		if !old[r.HandoffID] && s.logged[r.HandoffID] == r.ExecutorRunID {
+			keep.Write(line)
+		} else {
+			archive.Write(line) // an older run, or an earlier run of a handoff taken again
+		}
+	}
+	f, err := os.OpenFile(s.archivePath(), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(archive.Bytes()); err != nil {
+		f.Close()
+		return err
+	}
+	if err := errors.Join(f.Sync(), f.Close()); err != nil {
+		return err
+	}
+	if err := replaceFile(s.reportedPath(), keep.Bytes()); err != nil {
+		return err
+	}
+	for id := range old {
+		if r := s.data.Runs[id]; r != nil && r.Phase == phaseReported && r.ExecutorRunID == s.logged[id] {
+			delete(s.data.Runs, id) // a later run of the handoff, under way, stays
+		}
+		delete(s.logged, id)
+		delete(s.order, id)
+	}
+	return nil
 }
 
 // readReported reads the reported file. A last line without its end is
@@ -154,6 +231,8 @@ func (s *State) readReported() (map[string]*Run, error) {
 		}
 		out[r.HandoffID] = &r
 		s.logged[r.HandoffID] = r.ExecutorRunID
+		s.lines++
+		s.order[r.HandoffID] = s.lines
 	}
 	return out, nil
 }
@@ -189,6 +268,8 @@ func (s *State) appendReported(runs ...Run) error {
 	}
 	for _, r := range runs {
 		s.logged[r.HandoffID] = r.ExecutorRunID
+		s.lines++
+		s.order[r.HandoffID] = s.lines
 	}
 	return nil
 }
@@ -209,7 +290,12 @@ func (s *State) save() error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(s.path), ".state-*")
+	return replaceFile(s.path, b)
+}
+
+// replaceFile replaces the file at path with b atomically, synced.
+func replaceFile(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".state-*")
 	if err != nil {
 		return err
 	}
@@ -227,14 +313,14 @@ func (s *State) save() error {
 		os.Remove(tmp.Name())
 		return err
 	}
-	if err := os.Rename(tmp.Name(), s.path); err != nil {
+	if err := os.Rename(tmp.Name(), path); err != nil {
 		return err
 	}
 	// The rename lasts through a power cut only once the directory is on
 	// disk: the state before it could come back, a run whose first
 	// callback Baton recorded unknown to it. Best effort: the file is
 	// replaced already, and some systems cannot sync a directory.
-	syncDir(filepath.Dir(s.path))
+	syncDir(filepath.Dir(path))
 	return nil
 }
 
@@ -278,6 +364,11 @@ func (s *State) Put(r Run) error {
 			delete(s.data.Runs, r.HandoffID)
 		}
 		return err
+	}
+	if r.Phase == phaseReported {
+		// The run is reported and saved: a compaction that fails leaves
+		// both files as they were, to be compacted at a later report.
+		s.compactReported()
 	}
 	return nil
 }

@@ -167,3 +167,62 @@ func TestStateMovesReportedRunsOut(t *testing.T) {
 		t.Fatalf("reported file: %d lines", bytes.Count(b, []byte("\n")))
 	}
 }
+
+// The reported file keeps the latest keepReported runs: past twice as
+// many, the older ones go to the archive, which is never read. Kept
+// whole, every run ever reported was read and held in memory at every
+// start, and the file grew without end.
+func TestStateBoundsTheReportedRuns(t *testing.T) {
+	defer func(n int) { keepReported = n }(keepReported)
+	keepReported = 10
+	path := filepath.Join(t.TempDir(), "state.json")
+	s, err := openState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := func(s *State, id, run string) {
+		t.Helper()
+		if err := s.Put(Run{HandoffID: id, ExecutorRunID: run, Phase: phaseReported, Receipts: []string{"result 2 " + run}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// h000 is reported, taken again after a release, and reported again.
+	report(s, "h000", "run-first")
+	for i := range 100 {
+		id := fmt.Sprintf("h%03d", i)
+		report(s, id, "run-"+id)
+		if n := len(s.logged); n > 2*keepReported {
+			t.Fatalf("after %d runs, %d held in memory", i+1, n)
+		}
+	}
+	// An unfinished run of an old handoff is not the archive's.
+	s.Put(Run{HandoffID: "h001", ExecutorRunID: "run-again", Phase: phaseRunning})
+	for i := 100; i < 125; i++ {
+		id := fmt.Sprintf("h%03d", i)
+		report(s, id, "run-"+id)
+	}
+	lines := func(p string) []string {
+		b, _ := os.ReadFile(p)
+		return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	}
+	kept, archived := lines(path+".reported"), lines(path+".reported.archive")
+	if len(kept) > 2*keepReported || len(kept) < keepReported {
+		t.Fatalf("the reported file holds %d runs", len(kept))
+	}
+	if len(kept)+len(archived) != 126 {
+		t.Fatalf("%d runs kept and %d archived of 126 reported: a receipt was lost", len(kept), len(archived))
+	}
+	s, err = openState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := s.Run("h124"); !ok || r.Phase != phaseReported || len(r.Receipts) != 1 {
+		t.Fatalf("the latest run after a restart: %+v", r)
+	}
+	if _, ok := s.Run("h050"); ok {
+		t.Fatal("an archived run is still held")
+	}
+	if r, _ := s.Run("h001"); r.ExecutorRunID != "run-again" || r.Phase != phaseRunning {
+		t.Fatalf("the run under way of an archived handoff: %+v", r)
+	}
+}
