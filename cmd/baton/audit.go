@@ -120,6 +120,11 @@ func ledgerExport(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		b.Receipts = receiptsOf(b.Receipts, len(b.Events))
+		if signed, _ := tl.Checkpoint(); signed == nil && len(b.Events) > 0 {
+			// As from a server without a key: "export again later" would
+			// never come true, and the bundle holds no proof.
+			return fmt.Errorf("no checkpoint of the transparency log in %s (%s) was ever signed, so no event of %s is in one, and a bundle would hold no proof. A server signs only with a log key: make one with baton log keygen --data %s, if it has none, and start the server (docs/audit.md); meanwhile baton ledger verify --data %s %s checks the hash chain", *data, translog.FileName, id, *data, *data, id)
+		}
 	}
 	if len(b.Events) == 0 {
 		return fmt.Errorf("handoff %s: not found", id)

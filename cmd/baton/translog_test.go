@@ -1486,3 +1486,31 @@ func TestLogKeygenTakesData(t *testing.T) {
 		t.Fatalf("--data with --out = %v", err)
 	}
 }
+
+// Likewise from a data directory whose log no key ever signed: it said
+// "export again later" of a bundle no later export would complete.
+func TestLedgerExportFromADataDirectoryWithoutASignedCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	ids := fillStore(t, dir)
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := translog.Open(filepath.Join(dir, translog.FileName), store, translog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tl.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tl.Close()
+	store.Close()
+	var out, errOut bytes.Buffer
+	err = run(context.Background(), []string{"ledger", "export", "--data", dir, ids[0]}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "was ever signed") || !strings.Contains(err.Error(), "baton log keygen --data "+dir) {
+		t.Fatalf("export from a log nothing signed = %v\n%s", err, errOut.String())
+	}
+	if out.Len() > 0 {
+		t.Fatalf("a bundle was written: %s", out.String())
+	}
+}
