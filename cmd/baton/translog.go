@@ -395,8 +395,13 @@ func logKeygen(args []string, stdout io.Writer) error {
 		return err
 	}
 	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		// Named as it was reached: "--out:" was said of a key written to
+		// --data's default, with no word of what to do.
+		return fmt.Errorf("%s exists, and a key is never overwritten: a server with it signs already (GET /v1/log/key names it). A new key is a new log identity for auditors: keep this one, or write the new key elsewhere (--out FILE, with a new --origin) and serve with --log-key-file FILE (docs/operations.md, Backups)", *out)
+	}
 	if err != nil {
-		return fmt.Errorf("--out: %w (a key is never overwritten)", err)
+		return fmt.Errorf("writing the key to %s: %w", *out, err)
 	}
 	if _, err := fmt.Fprintln(f, skey); err != nil {
 		f.Close()

@@ -1487,6 +1487,25 @@ func TestLogKeygenTakesData(t *testing.T) {
 	}
 }
 
+// A second keygen on the same data directory says which file exists and
+// what to do: it said "--out: open data/log.key: file exists" to a user
+// who gave no --out.
+func TestLogKeygenSaysTheKeyExists(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"log", "keygen", "--origin", "baton.test/log", "--data", dir}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, KeyFileName))
+	err := run(context.Background(), []string{"log", "keygen", "--origin", "baton.test/log", "--data", dir}, &out, &out)
+	if err == nil || strings.Contains(err.Error(), "--out:") || !strings.Contains(err.Error(), filepath.Join(dir, KeyFileName)+" exists") || !strings.Contains(err.Error(), "--log-key-file") {
+		t.Fatalf("a second keygen = %v", err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, KeyFileName)); !bytes.Equal(before, after) {
+		t.Fatal("the key was overwritten")
+	}
+}
+
 // Likewise from a data directory whose log no key ever signed: it said
 // "export again later" of a bundle no later export would complete.
 func TestLedgerExportFromADataDirectoryWithoutASignedCheckpoint(t *testing.T) {
