@@ -255,3 +255,29 @@ func TestConfigRefusesAnArtifactTypeNoProofCarries(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A configuration it cannot read, and a state file that is a directory or
+// lies in one that does not exist, are named by their flags: it said
+// "open executor.json: no such file or directory", "read DIR: is a
+// directory" and "open FILE.lock: no such file or directory".
+func TestExecutorNamesTheFileItCannotUse(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "executor.json")
+	os.WriteFile(cfg, []byte(`{"executor":"ops-bot","protocols":{"p.v1":{"command":["true"]}}}`), 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--config", filepath.Join(dir, "missing.json"), "--state", filepath.Join(dir, "s.json")}, "--config " + filepath.Join(dir, "missing.json")},
+		{[]string{"--config", cfg, "--state", dir}, "--state " + dir + " is a directory"},
+		{[]string{"--config", cfg, "--state", filepath.Join(dir, "no", "s.json")}, "directory " + filepath.Join(dir, "no") + " does not exist"},
+	} {
+		var out bytes.Buffer
+		err := run(ctx, append([]string{"--key", "k", "--url", "http://127.0.0.1:1"}, tt.args...), &out)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: %v, want %q", tt.args, err, tt.want)
+		}
+	}
+}

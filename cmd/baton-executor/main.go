@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -108,6 +109,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if *statePath == "" { // the temporary file and the lock went to ./.state-N and ./.lock
 		return errors.New("--state is empty; give the state file (default ./baton-executor-state.json)")
 	}
+	// Told by the flag: a directory was "read DIR: is a directory", and a
+	// missing one "open FILE.lock: no such file or directory".
+	if fi, err := os.Stat(*statePath); err == nil && fi.IsDir() {
+		return fmt.Errorf("--state %s is a directory; give the state file, such as %s", *statePath, filepath.Join(*statePath, "baton-executor-state.json"))
+	}
+	if dir := filepath.Dir(*statePath); !isDir(dir) {
+		return fmt.Errorf("--state %s: the state file's directory %s does not exist; create it, or give a state file elsewhere", *statePath, dir)
+	}
 	cfg, err := readConfig(*configPath)
 	if err != nil {
 		return err
@@ -139,7 +148,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 func readConfig(path string) (Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return Config{}, err
+		// Named by its flag: "open executor.json: no such file or
+		// directory" said neither which file it was nor what goes in it.
+		return Config{}, fmt.Errorf("--config %s: %w (the configuration names the targetExecutor and the command of each executorProtocol: docs/executor.md)", path, err)
 	}
 	var c Config
 	// A misspelt field ("protocol") is an error: ignored, it left an
@@ -288,4 +299,9 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
