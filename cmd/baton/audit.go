@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -212,7 +213,7 @@ func get(ctx context.Context, client *http.Client, base, path, key string) ([]by
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, unreachable(err, base)
 	}
 	defer resp.Body.Close()
 	// As large as a bundle may be: a ledger of many large proofs is read
@@ -228,6 +229,16 @@ func get(ctx context.Context, client *http.Client, base, path, key string) ([]by
 		return nil, newAnswerError(path, resp.StatusCode, resp.Status, body)
 	}
 	return body, nil
+}
+
+// unreachable adds to a request's error, when nothing listens at base
+// (connection refused), what the user checks: Go's "dial tcp ...:
+// connect: connection refused" said neither.
+func unreachable(err error, base string) error {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("%w: nothing listens at %s; is baton serve running there? (check --url: make run serves http://%s unless given ADDR=)", err, base, defaultAddr)
+	}
+	return err
 }
 
 // verifyBundle is `baton ledger verify --bundle`: offline, no server, no

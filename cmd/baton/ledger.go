@@ -210,7 +210,7 @@ func verifyOverHTTP(ctx context.Context, base, key string, ids []string, receipt
 		req.Header.Set("x-api-key", key)
 		resp, err := client.Do(req)
 		if err != nil {
-			return err
+			return unreachable(err, base)
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)

@@ -856,3 +856,24 @@ func TestServeRefusesADamagedStore(t *testing.T) {
 		t.Fatalf("store check of a damaged store = %v", err)
 	}
 }
+
+// A --url where nothing listens says so and what to check: it said only
+// "dial tcp ...: connect: connection refused".
+func TestURLWhereNothingListens(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := "http://" + ln.Addr().String()
+	ln.Close()
+	for _, args := range [][]string{
+		{"ledger", "verify", "--url", u, "--key", "k"},
+		{"ledger", "export", "--url", u, "--key", "k", "h1"},
+	} {
+		var out bytes.Buffer
+		err := run(context.Background(), args, &out, &out)
+		if err == nil || !strings.Contains(err.Error(), "nothing listens at "+u) || !strings.Contains(err.Error(), "baton serve") {
+			t.Errorf("%v = %v", args, err)
+		}
+	}
+}
