@@ -72,7 +72,12 @@ func ledgerExport(ctx context.Context, args []string, stdout io.Writer) error {
 			var rs struct {
 				Receipts []translog.Receipt `json:"receipts"`
 			}
-			if err := getJSON(ctx, client, *base, "/v1/executions/"+url.PathEscape(id)+"/receipts", *key, &rs); err != nil {
+			err := getJSON(ctx, client, *base, "/v1/executions/"+url.PathEscape(id)+"/receipts", *key, &rs)
+			if ae := (*answerError)(nil); errors.As(err, &ae) && ae.status == http.StatusNotFound && ae.code == "not_found" {
+				// No such route: the ledger read, the log is off.
+				return fmt.Errorf("the server at %s keeps no transparency log (started with --log=false or BATON_LOG=false: it serves no receipts and no /v1/log/ routes), so there is no bundle to export; baton ledger verify --url %s checks the hash chain", *base, *base)
+			}
+			if err != nil {
 				return err
 			}
 			b.Events, b.Receipts = l.Events, receiptsOf(rs.Receipts, len(l.Events))
@@ -110,7 +115,7 @@ func ledgerExport(ctx context.Context, args []string, stdout io.Writer) error {
 		// would not read it again.
 		path := filepath.Join(*data, translog.FileName)
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%s holds no transparency log (%s): baton serve builds it; export with --url once it runs", *data, translog.FileName)
+			return fmt.Errorf("%s holds no transparency log (%s): baton serve builds it, unless started with --log=false (BATON_LOG=false); export with --url once it runs with the log", *data, translog.FileName)
 		}
 		tl, err := translog.Open(path, store, translog.Options{ReadOnly: true})
 		if err != nil {

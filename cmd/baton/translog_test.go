@@ -1533,3 +1533,35 @@ func TestLedgerExportFromADataDirectoryWithoutASignedCheckpoint(t *testing.T) {
 		t.Fatalf("a bundle was written: %s", out.String())
 	}
 }
+
+// A server that keeps no log (--log=false) is named as such: export
+// quoted a 404 "No route for GET .../receipts" and left the user to guess.
+func TestLedgerExportFromAServerWithoutTheLog(t *testing.T) {
+	dir := t.TempDir()
+	ids := fillStore(t, dir)
+	store, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	proj, err := projections.Open(filepath.Join(dir, "readmodel.db"), store, projections.NewHandoffs(), projections.Keys{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proj.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { proj.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	srv := httptest.NewServer(batonhttp.NewServer(batonhttp.Config{Store: store, Projections: proj, Log: zerolog.Nop()}).Handler())
+	defer srv.Close()
+	k, err := ledger.NewKeys(store).Create(context.Background(), "test", "", "t", true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	err = run(context.Background(), []string{"ledger", "export", "--url", srv.URL, "--key", k.Key, ids[0]}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "keeps no transparency log") || !strings.Contains(err.Error(), "--log=false") || out.Len() > 0 {
+		t.Fatalf("export from a server without the log = %v\n%s", err, out.String())
+	}
+}
