@@ -53,6 +53,11 @@ func migrateStore(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := boltExists(*data); err != nil {
 		return fmt.Errorf("migrate: source: %w", err)
 	}
+	// Run again after replicas served KurrentDB, it copied nothing and
+	// failed its comparison: "the target does not match the source".
+	if migrated(*data) {
+		return fmt.Errorf("migrate: %s was migrated already: its read models follow KurrentDB (%s), where replicas have written since, and its %s is the backup the migration left; there is nothing to copy. Serve with --store kurrent --kurrentdb-url URL", *data, readModelMarker, bolt.FileName)
+	}
 	src, err := bolt.Open(*data, bolt.Options{})
 	if err != nil {
 		return fmt.Errorf("migrate: source: %w", err)

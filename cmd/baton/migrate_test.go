@@ -552,3 +552,19 @@ func TestReadingCommandsRefuseAMigratedDirectoryByDefault(t *testing.T) {
 		t.Errorf("store check --store kurrent = %v", err)
 	}
 }
+
+// baton migrate on a directory that was migrated, and served on KurrentDB
+// since, says so: it copied nothing and failed its comparison, "the target
+// does not match the source", for events the replicas wrote.
+func TestMigrateRefusesAMigratedDirectory(t *testing.T) {
+	dir := t.TempDir()
+	fillStore(t, dir)
+	if err := os.WriteFile(filepath.Join(dir, readModelMarker), storeMark(storeKurrent, "migrated"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"migrate", "--data", dir, "--kurrentdb-url", "esdb://127.0.0.1:1?tls=false"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "migrated already") || !strings.Contains(err.Error(), "--store kurrent") {
+		t.Fatalf("migrate of a migrated directory = %v\n%s", err, out.String())
+	}
+}
