@@ -19,8 +19,14 @@ RACE      ?= $(shell command -v gcc >/dev/null 2>&1 && echo -race)
 # SIGTERM (a supervisor's, timeout's, kill's) on to it, and it stops
 # gracefully. Under go run it went to go run alone, which died and left the
 # server running, holding the port and the data directory.
+# DATA, ADDR and PROVIDERS reach the server through its environment, never
+# the recipe's text: a data directory with a space in its path ("Application
+# Support") was split into two arguments, and serve refused the second.
+run: export RUN_DATA = $(DATA)
+run: export RUN_ADDR = $(ADDR)
+run: export RUN_PROVIDERS = $(PROVIDERS)
 run:
-	$(GO) build -ldflags "$(LDFLAGS)" -o baton ./cmd/baton && exec ./baton serve --data $(DATA) --addr $(ADDR) $(if $(PROVIDERS),--providers $(PROVIDERS))
+	$(GO) build -ldflags "$(LDFLAGS)" -o baton ./cmd/baton && exec ./baton serve --data "$$RUN_DATA" --addr "$$RUN_ADDR" $(if $(PROVIDERS),--providers "$$RUN_PROVIDERS")
 
 # A one-time console sign-in link from the running server (make run in
 # another shell), with the admin key in BATON_API_KEY:

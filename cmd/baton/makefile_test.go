@@ -153,3 +153,42 @@ func TestMakeConsoleLinkOnAWildcardAddress(t *testing.T) {
 		}
 	}
 }
+
+// TestMakeRunTakesADataDirectoryWithASpace: make run DATA="... Support"
+// serves that directory: the path was split into two arguments in the
+// recipe, and serve refused the second ("unexpected argument").
+func TestMakeRunTakesADataDirectoryWithASpace(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on this machine")
+	}
+	data := filepath.Join(t.TempDir(), "Application Support", "baton")
+	out, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	output := func() string { b, _ := os.ReadFile(out.Name()); return string(b) }
+	cmd := exec.Command("make", "-s", "-C", "../..", "run", "DATA="+data, "ADDR=127.0.0.1:0")
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	for deadline := time.Now().Add(2 * time.Minute); !strings.Contains(output(), "baton serving"); time.Sleep(50 * time.Millisecond) {
+		select {
+		case <-exited:
+			t.Fatalf("make run DATA=%q stopped: %s", data, output())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("make run did not start serving: %s", output())
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	<-exited
+	if _, err := os.Stat(filepath.Join(data, bolt.FileName)); err != nil {
+		t.Fatalf("no store in %s: %v\n%s", data, err, output())
+	}
+}
