@@ -359,7 +359,10 @@ func logVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	oldSigned, err := os.ReadFile(*oldPath)
 	if err != nil {
-		return err
+		return fmt.Errorf("--old: %w", err)
+	}
+	if len(bytes.TrimSpace(oldSigned)) == 0 {
+		return fmt.Errorf("--old %s is empty (a curl of GET /v1/log/checkpoint that failed leaves its file so): it holds no checkpoint to check today's log against", *oldPath)
 	}
 	old, err := translog.OpenCheckpoint(oldSigned, v)
 	if err != nil {

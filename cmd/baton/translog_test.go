@@ -1565,3 +1565,25 @@ func TestLedgerExportFromAServerWithoutTheLog(t *testing.T) {
 		t.Fatalf("export from a server without the log = %v\n%s", err, out.String())
 	}
 }
+
+// log verify --old with a file that holds no signed checkpoint (empty: a
+// curl that failed; or a bundle, an error page) says so: it said "the
+// checkpoint's signature does not verify with the log key", as of a
+// forgery.
+func TestLogVerifySaysTheOldCheckpointIsNone(t *testing.T) {
+	_, vkey, err := translog.GenerateKey("baton.test/log", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	empty, page := filepath.Join(dir, "empty"), filepath.Join(dir, "page")
+	os.WriteFile(empty, nil, 0o600)
+	os.WriteFile(page, []byte(`{"code":"no_checkpoint"}`), 0o600)
+	for _, tt := range []struct{ file, want string }{{empty, "is empty"}, {page, "not a signed checkpoint"}} {
+		var out bytes.Buffer
+		err := run(context.Background(), []string{"log", "verify", "--log-key", vkey, "--old", tt.file, "--url", "http://127.0.0.1:1"}, &out, &out)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "signature does not verify") {
+			t.Errorf("--old %s: %v, want %q", tt.file, err, tt.want)
+		}
+	}
+}

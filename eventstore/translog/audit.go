@@ -244,7 +244,14 @@ func proveEvent(id string, ev domain.Recorded, r Receipt, v checkpointPolicy) (C
 // OpenCheckpoint verifies a signed checkpoint with v and parses it.
 func OpenCheckpoint(signed []byte, v note.Verifier) (Checkpoint, error) {
 	n, err := note.Open(signed, note.VerifierList(v))
-	if err != nil {
+	var unverified *note.UnverifiedNoteError
+	var invalid *note.InvalidSignatureError
+	switch {
+	case err != nil && !errors.As(err, &unverified) && !errors.As(err, &invalid):
+		// Not a signed note at all (an error page, a bundle, a file cut
+		// short): told as a forged signature, it read as an attack.
+		return Checkpoint{}, fmt.Errorf("not a signed checkpoint (its text, a blank line, then signature lines, as GET /v1/log/checkpoint serves it): %v", err)
+	case err != nil:
 		return Checkpoint{}, fmt.Errorf("the checkpoint's signature does not verify with the log key: %v", err)
 	}
 	return ParseCheckpoint(n.Text)
