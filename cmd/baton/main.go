@@ -290,6 +290,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	// --store forgotten) would serve events.db, the backup the migration
 	// left, and take writes there that no replica sees.
 	if !storeOpts.chosen(fs) && migrated(*data) {
+		if replicaDir(*data) {
+			return replicaError(*data, "Serve it with --store kurrent --kurrentdb-url URL (or BATON_STORE, BATON_KURRENTDB_URL); an embedded store goes in a --data of its own")
+		}
 		return fmt.Errorf("the read models in %s follow KurrentDB (%s): the directory was migrated, and its %s is the store migrated from, which no server has read since. Serve it with --store kurrent --kurrentdb-url URL (or BATON_STORE, BATON_KURRENTDB_URL); to go back to the embedded store on purpose (the events written to KurrentDB since the migration are not in it), start with --store bolt",
 			*data, readModelMarker, bolt.FileName)
 	}
@@ -582,6 +585,8 @@ func storeCheck(ctx context.Context, args []string, stdout io.Writer) error {
 		return errors.New("--store kurrent: store check reads the embedded store's file only; check the hash chains in KurrentDB with baton ledger verify --store kurrent --kurrentdb-url URL")
 	case *kind != storeBolt:
 		return fmt.Errorf("--store %q: store check reads the embedded store (bolt) only", *kind)
+	case !(storeFlags{kind: kind}).chosen(fs) && migrated(*data) && replicaDir(*data):
+		return replicaError(*data, "store check reads the embedded store's file only: check the hash chains in KurrentDB with baton ledger verify --store kurrent --kurrentdb-url URL")
 	case !(storeFlags{kind: kind}).chosen(fs) && migrated(*data):
 		// It checked the backup and said "ok" of it, as of the ledger.
 		return fmt.Errorf("the read models in %s follow KurrentDB (%s): the directory was migrated, and its %s is the store migrated from, a backup no server has read since. store check reads the embedded store's file only: check the hash chains in KurrentDB with baton ledger verify --store kurrent --kurrentdb-url URL; to check the backup on purpose, give --store bolt",

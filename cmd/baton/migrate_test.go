@@ -568,3 +568,31 @@ func TestMigrateRefusesAMigratedDirectory(t *testing.T) {
 		t.Fatalf("migrate of a migrated directory = %v\n%s", err, out.String())
 	}
 }
+
+// A replica's own directory on KurrentDB (read models that follow it, no
+// events.db) is not called migrated: the commands run there without
+// --store said its events.db was the backup a migration left, and to give
+// --store bolt to read it, where there is none.
+func TestAReplicaDirectoryIsNotCalledMigrated(t *testing.T) {
+	t.Setenv("BATON_STORE", "")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, readModelMarker), storeMark(storeKurrent, "replica"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"ledger", "verify", "--data", dir},
+		{"store", "check", "--data", dir},
+		{"keys", "create", "--tenant", "acme", "--data", dir},
+		{"console", "link", "--tenant", "acme", "--name", "a", "--role", "approver", "--data", dir},
+		{"serve", "--data", dir, "--addr", "127.0.0.1:0"},
+	} {
+		var out bytes.Buffer
+		err := run(context.Background(), args, &out, &out)
+		if err == nil || !strings.Contains(err.Error(), "a replica on KurrentDB") || strings.Contains(err.Error(), "migrated") || strings.Contains(err.Error(), "--store bolt") {
+			t.Errorf("%v = %v", args, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, bolt.FileName)); err == nil {
+		t.Fatal("a command made an embedded store in the replica's directory")
+	}
+}

@@ -117,6 +117,9 @@ func (f storeFlags) describe(data string) string {
 // it was printed and refused by every server.
 func (f storeFlags) notMigratedFrom(data string) error {
 	if *f.kind == storeBolt && migrated(data) {
+		if replicaDir(data) {
+			return replicaError(data, "Give --store kurrent --kurrentdb-url URL (or BATON_STORE, BATON_KURRENTDB_URL)")
+		}
 		return fmt.Errorf("the read models in %s follow KurrentDB (%s): its %s is the store migrated from, which no server reads; give --store kurrent --kurrentdb-url URL (or BATON_STORE, BATON_KURRENTDB_URL), or, back on the embedded store, start baton serve on it first", data, readModelMarker, bolt.FileName)
 	}
 	return nil
@@ -144,8 +147,26 @@ func (f storeFlags) notBackupByDefault(fs *flag.FlagSet, data string) error {
 }
 
 func backupError(data string) error {
+	if replicaDir(data) {
+		return replicaError(data, "Read the store with --store kurrent --kurrentdb-url URL (or BATON_STORE, BATON_KURRENTDB_URL)")
+	}
 	return fmt.Errorf("the read models in %s follow KurrentDB (%s): the directory was migrated, and its %s is the store migrated from, a backup no server has read since. Read the store with --store kurrent --kurrentdb-url URL (or BATON_STORE, BATON_KURRENTDB_URL); to read the backup on purpose (the events written to KurrentDB since the migration are not in it), give --store bolt",
 		data, readModelMarker, bolt.FileName)
+}
+
+// replicaDir reports whether data holds no embedded store: with read
+// models that follow KurrentDB, the directory of a replica started on
+// KurrentDB, never migrated, which the messages of a migrated one (its
+// events.db a backup, --store bolt to read it) would send astray.
+func replicaDir(data string) bool {
+	_, err := os.Stat(filepath.Join(data, bolt.FileName))
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// replicaError refuses a replica's directory on KurrentDB to a command
+// run without --store kurrent; then says what to do.
+func replicaError(data, then string) error {
+	return fmt.Errorf("the read models in %s follow KurrentDB (%s), and it holds no embedded store (no %s): it is the data directory of a replica on KurrentDB. %s", data, readModelMarker, bolt.FileName, then)
 }
 
 // migrated reports whether the read models in data follow KurrentDB: the
