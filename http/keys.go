@@ -2,9 +2,11 @@ package http
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 
 	"github.com/gorilla/mux"
+	"github.com/tidwall/gjson"
 
 	"github.com/batonhq/baton/domain"
 )
@@ -17,7 +19,26 @@ type createKeyRequest struct {
 
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 	var req createKeyRequest
-	if _, ok := s.readJSON(w, r, &req); !ok {
+	body, ok := s.readJSON(w, r, &req)
+	if !ok {
+		return
+	}
+	// A key is its tenant's, admin or not, and nothing narrower: a field
+	// asking for less (scopes, permissions, an expiry) would be ignored,
+	// and its caller handed a key of the tenant's whole access that it
+	// takes for a restricted one. Every other name is refused, so is a
+	// misspelt one.
+	var unknown *string // a name may be "", which is unknown too
+	gjson.ParseBytes(body).ForEach(func(k, _ gjson.Result) bool {
+		if k.Str != "tenant" && k.Str != "admin" && k.Str != "label" {
+			unknown = &k.Str
+			return false
+		}
+		return true
+	})
+	if unknown != nil {
+		s.writeError(w, r, domain.Invalid("keys.create", domain.FieldError{Pointer: "/" + domain.PointerToken(*unknown), Code: "unknown_field",
+			Message: fmt.Sprintf("unknown field %q: a key request has tenant, admin and label; a key has its tenant's whole access (all of it with admin), with no scopes, permissions or expiry, so nothing was made", *unknown)}))
 		return
 	}
 	k, err := s.ledger.Keys.Create(r.Context(), principalOf(r.Context()).Actor(), RequestID(r.Context()), req.Tenant, req.Admin, req.Label)

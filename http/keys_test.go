@@ -188,3 +188,27 @@ func TestListKeysIncludesAKeyJustCreated(t *testing.T) {
 		t.Fatalf("the list: %s", raw)
 	}
 }
+
+// A key request is tenant, admin and label: a field asking for a narrower
+// key (scopes, an expiry) is refused and no key is made, since Baton keys
+// have no such limits and the caller would hold a key of the tenant's
+// whole access, believing it restricted. So is a misspelt field.
+func TestCreateKeyRefusesUnknownFields(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct{ body, pointer string }{
+		{`{"tenant":"c","scopes":["read"]}`, "/scopes"},
+		{`{"tenant":"c","expiresAt":"2027-01-01T00:00:00Z"}`, "/expiresAt"},
+		{`{"tenant":"c","Admin":true}`, "/Admin"},
+		{`{"tenant":"c","admin":false,"permissions":null}`, "/permissions"},
+	} {
+		before := e.keyEvents()
+		r := e.do("POST", "/v1/admin/keys", e.admin, c.body)
+		if r.status != 422 || !strings.Contains(string(r.raw), `"pointer":"`+c.pointer+`","code":"unknown_field"`) || r.str("key") != "" {
+			t.Fatalf("%s: %d %s", c.body, r.status, r.raw)
+		}
+		if n := e.keyEvents() - before; n != 0 {
+			t.Fatalf("%s: %d key events appended", c.body, n)
+		}
+	}
+	e.must(e.do("POST", "/v1/admin/keys", e.admin, `{"tenant":"c","admin":null,"label":null}`), 201)
+}
