@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
 )
 
 type createKeyRequest struct {
@@ -43,11 +45,33 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 	}
 	k, err := s.ledger.Keys.Create(r.Context(), principalOf(r.Context()).Actor(), RequestID(r.Context()), req.Tenant, req.Admin, req.Label)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, keyStoreError(err, req.Tenant))
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusCreated, k)
+}
+
+// keyStoreError is err with advice true of this route. The store's errors
+// tell a client to retry with the same Idempotency-Key, which key creation
+// does not take (its replay would keep the key's secret, and the store
+// keeps only its hash): a retry makes another key.
+func keyStoreError(err error, tenant string) error {
+	var e *domain.Error
+	switch {
+	case errors.Is(err, eventstore.ErrUnavailable):
+		e = domain.E("keys.create", domain.KindUnavailable, "store_unavailable",
+			"The event store did not answer; the key may or may not have been made, and its secret was not shown. GET /v1/admin/keys?tenant=%s lists the tenant's keys: revoke one this request made (its label and createdAt tell it), then create the key again. A retry makes another key: this route takes no Idempotency-Key.", tenant)
+		e.RetryAfter = 1
+	case errors.Is(err, eventstore.ErrFull):
+		e = domain.E("keys.create", domain.KindUnavailable, "store_unavailable", "The ledger store's disk is full; no key was made. Retry once space is freed.")
+		e.RetryAfter = 5
+	case errors.Is(err, eventstore.ErrFailed), errors.Is(err, eventstore.ErrClosed):
+		e = domain.E("keys.create", domain.KindUnavailable, "store_unavailable", "The ledger store cannot take this request now; no key was made. Retry later.")
+	default:
+		return err
+	}
+	return e
 }
 
 // revokeKey ends a key: DELETE /v1/admin/keys/{keyId}. It answers the

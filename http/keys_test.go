@@ -2,6 +2,7 @@ package http_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
 )
 
 // microTime matches the API's timestamps: RFC 3339, UTC, at most
@@ -211,4 +213,29 @@ func TestCreateKeyRefusesUnknownFields(t *testing.T) {
 		}
 	}
 	e.must(e.do("POST", "/v1/admin/keys", e.admin, `{"tenant":"c","admin":null,"label":null}`), 201)
+}
+
+// downKeysStore answers every append to the keys stream as a store that
+// went away mid-write does: whether the key was made is not known.
+type downKeysStore struct{ eventstore.Store }
+
+func (s downKeysStore) Append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if stream == domain.KeysStream {
+		return eventstore.AppendResult{}, fmt.Errorf("kurrent: append: %w: connection refused", eventstore.ErrUnavailable)
+	}
+	return s.Store.Append(ctx, stream, exp, evs...)
+}
+
+// A key create the store did not answer is a 503 whose advice holds for
+// this route, which takes no Idempotency-Key (its replay would keep the
+// key's secret): list the tenant's keys, not "retry with the same
+// Idempotency-Key", which would make a second key.
+func TestCreateKeyStoreUnavailableAdvice(t *testing.T) {
+	e := newEnvStore(t, nil, func(s eventstore.Store) eventstore.Store { return downKeysStore{s} })
+	r := e.do("POST", "/v1/admin/keys", e.admin, map[string]any{"tenant": "c", "label": "ci"}, "Idempotency-Key", "k-1")
+	msg := r.str("detail")
+	if r.status != 503 || r.str("code") != "store_unavailable" || r.header.Get("Retry-After") == "" ||
+		strings.Contains(msg, "Idempotency-Key:") || strings.Contains(msg, "same Idempotency-Key") || !strings.Contains(msg, "GET /v1/admin/keys?tenant=c") {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
 }
