@@ -150,6 +150,7 @@ func (c *Catalog) applySync(s ModelsSynced) {
 			c.models[id] = &Model{ID: id, Object: "model", OwnedBy: s.Provider, Provider: s.Provider, Kind: p.Kind(), Model: name,
 				Modes: []string{}, Configured: p.Configured(), Discovered: true,
 				Description: "listed by the provider; capabilities unknown, no price in Baton's table"}
+			c.snapshotLocked(c.models[id])
 			c.healthLocked(c.models[id]) // probed before the list came
 		}
 	}
@@ -194,9 +195,37 @@ func (c *Catalog) applyHealth(h HealthChecked) {
 		}
 		m = &Model{ID: h.ID, Object: "model", OwnedBy: prov, Provider: prov, Kind: p.Kind(), Model: name, Modes: []string{},
 			Configured: p.Configured(), Available: p.Configured(), Discovered: true}
+		c.snapshotLocked(m)
 		c.models[h.ID] = m
 	}
 	c.healthLocked(m)
+}
+
+// snapshotLocked gives m, a model a sync or a probe found, the price and
+// capabilities of the alias the catalog declares that it is a dated
+// snapshot of (claude-sonnet-4-5-20250929 of claude-sonnet-4-5): an
+// Anthropic alias points at its dated snapshot, and the snapshots of one
+// model share its price. Of the anthropic kind only: OpenAI priced dated
+// snapshots apart from their alias (gpt-4o-2024-05-13 above gpt-4o). No
+// modes: the alias is what the modes route to. Prices stay configuration:
+// each replica takes its own catalog's alias price.
+func (c *Catalog) snapshotLocked(m *Model) {
+	if m.Kind != "anthropic" {
+		return
+	}
+	var alias *Model
+	for _, a := range c.models {
+		if a.Provider == m.Provider && !a.Discovered && aliasListed(a.Model, []string{m.Model}) && (alias == nil || a.ID < alias.ID) {
+			alias = a // of two aliases (claude-sonnet-4-0, -latest), the same one on every replica
+		}
+	}
+	if alias == nil {
+		return
+	}
+	m.Pricing, m.HasPricing = alias.Pricing, alias.HasPricing
+	m.ContextTokens, m.MaxOutputTokens = alias.ContextTokens, alias.MaxOutputTokens
+	m.SupportsJSON, m.SupportsTools = alias.SupportsJSON, alias.SupportsTools
+	m.Description = "a dated snapshot of " + alias.ID + ", which points at it: priced and described as it"
 }
 
 // healthLocked sets m's health to its newest probe, if it was probed.

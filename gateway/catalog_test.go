@@ -198,3 +198,33 @@ func TestProbesAppliedInAnyOrderAgree(t *testing.T) {
 		}
 	}
 }
+
+// A dated Anthropic id a sync finds (claude-haiku-4-5-20251001) is the
+// snapshot its alias points at: priced and described as the alias the
+// catalog declares, so a tenant under a budget may call it. A dated id of
+// no declared alias stays unpriced, and so does the snapshot of an alias
+// the providers file left unpriced.
+func TestSyncPricesDatedSnapshotsAsTheirAlias(t *testing.T) {
+	c, err := NewCatalog(Config{Getenv: anthropicKeyOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	c.applySync(ModelsSynced{Provider: "anthropic", OK: true, SyncedAt: at,
+		Models: []string{"claude-haiku-4-5-20251001", "claude-brand-new-20260101", "claude-sonnet-5-5"}})
+	alias, _ := c.Get("anthropic:claude-haiku-4-5")
+	dated, ok := c.Get("anthropic:claude-haiku-4-5-20251001")
+	if !ok || !dated.HasPricing || dated.Pricing == nil || *dated.Pricing != *alias.Pricing ||
+		dated.ContextTokens != alias.ContextTokens || dated.MaxOutputTokens != alias.MaxOutputTokens || !dated.SupportsTools || len(dated.Modes) != 0 {
+		t.Fatalf("dated snapshot: %+v\nalias: %+v", dated, alias)
+	}
+	if m, _ := c.Get("anthropic:claude-brand-new-20260101"); m.HasPricing {
+		t.Fatalf("a dated id of no declared alias is priced: %+v", m)
+	}
+	// A probe that finds a dated id first gives it the same price.
+	c.applyHealth(HealthChecked{ID: "anthropic:claude-opus-5-5-20261101", OK: true, TestedAt: at})
+	opus, _ := c.Get("anthropic:claude-opus-5-5")
+	if m, _ := c.Get("anthropic:claude-opus-5-5-20261101"); !m.HasPricing || *m.Pricing != *opus.Pricing {
+		t.Fatalf("probed dated snapshot: %+v", m)
+	}
+}
