@@ -297,7 +297,7 @@ type Catalog struct {
 	syncs      map[string]ModelsSynced
 	lists      map[string]ModelsSynced  // each provider's newest successful sync: what it lists
 	probes     map[string]HealthChecked // each probed id's newest probe
-	probedOK   map[string]bool          // ids a probe found served
+	probedOK   map[string]time.Time     // ids a probe found served: when it last did
 }
 
 // Config is where providers come from.
@@ -318,7 +318,7 @@ func NewCatalog(cfg Config) (*Catalog, error) {
 		cfg.Getenv = os.Getenv
 	}
 	c := &Catalog{providers: map[string]Provider{}, models: map[string]*Model{}, modeChains: map[string][]string{}, syncs: map[string]ModelsSynced{}, lists: map[string]ModelsSynced{},
-		probes: map[string]HealthChecked{}, probedOK: map[string]bool{}}
+		probes: map[string]HealthChecked{}, probedOK: map[string]time.Time{}}
 	if _, ok := lookupKind("local"); !ok {
 		return nil, errors.New(`gateway: provider kind "local" is not registered (import github.com/batonhq/baton/gateway/kinds)`)
 	}

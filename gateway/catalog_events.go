@@ -123,7 +123,7 @@ func aliasListed(name string, listed []string) bool {
 // pricing object included) when the catalog is built, and an event carries
 // none, so an override stays in force across syncs, and a replica that
 // reads the event ends with the prices of the replica that synced. A model
-// the sync discovers is unpriced.
+// the sync discovers is unpriced (but a dated snapshot: snapshotLocked).
 func (c *Catalog) applySync(s ModelsSynced) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -133,59 +133,90 @@ func (c *Catalog) applySync(s ModelsSynced) {
 	}
 	// Every replica, and a restart, applies the same events in whatever
 	// order they reach it (syncs race): what results must not depend on
-	// it. The models any successful sync listed are all added; which are
-	// listed now is the newest successful sync's word.
+	// it. Which models are listed is the newest successful sync's word.
 	if prev, ok := c.syncs[s.Provider]; !ok || !prev.SyncedAt.After(s.SyncedAt) {
 		c.syncs[s.Provider] = s
 	}
 	if !s.OK {
 		return // a failed sync says nothing about the models
 	}
+	if prev, ok := c.lists[s.Provider]; ok && prev.SyncedAt.After(s.SyncedAt) {
+		return // an older list: the newest one's word stands
+	}
+	c.lists[s.Provider] = s
+	listed := make(map[string]bool, len(s.Models))
 	for _, name := range s.Models {
 		if strings.TrimSpace(name) == "" {
 			continue // no model: "<provider>:" resolves to nothing
 		}
-		id := s.Provider + ":" + name
-		if c.models[id] == nil {
-			c.models[id] = &Model{ID: id, Object: "model", OwnedBy: s.Provider, Provider: s.Provider, Kind: p.Kind(), Model: name,
-				Modes: []string{}, Configured: p.Configured(), Discovered: true,
-				Description: "listed by the provider; capabilities unknown, no price in Baton's table"}
-			c.snapshotLocked(c.models[id])
-			c.healthLocked(c.models[id]) // probed before the list came
+		listed[name] = true
+		if id := s.Provider + ":" + name; c.models[id] == nil {
+			c.discoverLocked(p, id, name)
 		}
 	}
-	if prev, ok := c.lists[s.Provider]; ok && prev.SyncedAt.After(s.SyncedAt) {
-		s = prev
-	} else {
-		c.lists[s.Provider] = s
-	}
-	listed := make(map[string]bool, len(s.Models))
-	for _, name := range s.Models {
-		listed[name] = true
-	}
-	for _, m := range c.models {
+	for id, m := range c.models {
 		if m.Provider != s.Provider {
 			continue
 		}
 		in := listed[m.Model] || aliasListed(m.Model, s.Models)
 		m.Listed = &in
-		m.Available = m.Configured && in
+		switch {
+		case !m.Discovered:
+			// Declared (built in, or the providers file's): kept, and out
+			// of the modes while its provider does not list it.
+			m.Available = m.Configured && in
+		case !in && !c.foundSinceLocked(id):
+			// Known only from a sync or a probe, and the provider's newest
+			// list no longer names it: no longer offered (a probe that
+			// finds it served brings it back).
+			delete(c.models, id)
+		}
 	}
+}
+
+// foundSinceLocked reports whether a probe found model id served after its
+// provider's newest successful list (or with no list yet): its word on the
+// model is then the newer.
+func (c *Catalog) foundSinceLocked(id string) bool {
+	at, ok := c.probedOK[id]
+	if !ok {
+		return false
+	}
+	prov, _, _ := strings.Cut(id, ":")
+	l, listed := c.lists[prov]
+	return !listed || at.After(l.SyncedAt)
+}
+
+// discoverLocked adds a model known only from a sync or a probe.
+func (c *Catalog) discoverLocked(p Provider, id, name string) *Model {
+	m := &Model{ID: id, Object: "model", OwnedBy: p.Name(), Provider: p.Name(), Kind: p.Kind(), Model: name,
+		Modes: []string{}, Configured: p.Configured(), Available: p.Configured(), Discovered: true,
+		Description: "listed by the provider; capabilities unknown, no price in Baton's table"}
+	if l, ok := c.lists[p.Name()]; ok {
+		in := slices.Contains(l.Models, name)
+		m.Listed = &in
+	}
+	c.snapshotLocked(m)
+	c.healthLocked(m) // probed before the list came
+	c.models[id] = m
+	return m
 }
 
 func (c *Catalog) applyHealth(h HealthChecked) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	// In any order the events come: a model is added once any probe found
-	// it served (a failed probe of a typo adds nothing), and its health is
-	// its newest probe's.
+	// In any order the events come: a model is added once a probe found it
+	// served after its provider's newest list (a failed probe of a typo
+	// adds nothing), and its health is its newest probe's.
 	if prev, ok := c.probes[h.ID]; !ok || h.TestedAt.After(prev.TestedAt) {
 		c.probes[h.ID] = h
 	}
-	c.probedOK[h.ID] = c.probedOK[h.ID] || h.OK
+	if at, ok := c.probedOK[h.ID]; h.OK && (!ok || h.TestedAt.After(at)) {
+		c.probedOK[h.ID] = h.TestedAt
+	}
 	m := c.models[h.ID]
 	if m == nil {
-		if !c.probedOK[h.ID] {
+		if !c.foundSinceLocked(h.ID) {
 			return
 		}
 		prov, name, _ := strings.Cut(h.ID, ":")
@@ -193,10 +224,7 @@ func (c *Catalog) applyHealth(h HealthChecked) {
 		if p == nil || name == "" {
 			return
 		}
-		m = &Model{ID: h.ID, Object: "model", OwnedBy: prov, Provider: prov, Kind: p.Kind(), Model: name, Modes: []string{},
-			Configured: p.Configured(), Available: p.Configured(), Discovered: true}
-		c.snapshotLocked(m)
-		c.models[h.ID] = m
+		m = c.discoverLocked(p, h.ID, name)
 	}
 	c.healthLocked(m)
 }

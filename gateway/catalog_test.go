@@ -116,7 +116,7 @@ func TestUnregisteredKind(t *testing.T) {
 
 // Syncs race (several replicas, or admins): each replica, and a restart,
 // applies their events in its own order, and every order gives the same
-// catalog: the models of every successful list, listed as the newest says
+// catalog: the models of the newest successful list, listed as it says
 // (an older list applied after a newer one added nothing, so replicas
 // diverged). A failed sync in between changes no model.
 func TestSyncsAppliedInAnyOrderAgree(t *testing.T) {
@@ -144,7 +144,7 @@ func TestSyncsAppliedInAnyOrderAgree(t *testing.T) {
 		return b.String()
 	}
 	want := state([]int{0, 1, 2, 3})
-	if !strings.Contains(want, "anthropic:x-2 available=false listed=false") || !strings.Contains(want, "anthropic:x-3 available=true listed=true") {
+	if strings.Contains(want, "anthropic:x-2") || !strings.Contains(want, "anthropic:x-3 available=true listed=true") {
 		t.Fatalf("in order: %s", want)
 	}
 	for _, order := range [][]int{{3, 2, 1, 0}, {1, 3, 0, 2}, {2, 0, 3, 1}} {
@@ -222,9 +222,55 @@ func TestSyncPricesDatedSnapshotsAsTheirAlias(t *testing.T) {
 		t.Fatalf("a dated id of no declared alias is priced: %+v", m)
 	}
 	// A probe that finds a dated id first gives it the same price.
-	c.applyHealth(HealthChecked{ID: "anthropic:claude-opus-5-5-20261101", OK: true, TestedAt: at})
+	c.applyHealth(HealthChecked{ID: "anthropic:claude-opus-5-5-20261101", OK: true, TestedAt: at.Add(time.Second)})
 	opus, _ := c.Get("anthropic:claude-opus-5-5")
 	if m, _ := c.Get("anthropic:claude-opus-5-5-20261101"); !m.HasPricing || *m.Pricing != *opus.Pricing {
 		t.Fatalf("probed dated snapshot: %+v", m)
+	}
+}
+
+// A model known only from a sync leaves the catalog once the provider's
+// newest list does not name it (it stayed in GET /v1/models for good,
+// and its bare name went on resolving to it); a declared model stays,
+// listed false. A probe that found the model served after that list
+// brings it back; one before it does not. Every order of the events gives
+// the same catalog.
+func TestSyncDropsDiscoveredModelsNoLongerListed(t *testing.T) {
+	at := func(s int) time.Time { return time.Date(2026, 11, 28, 0, 0, s, 0, time.UTC) }
+	syncs := []ModelsSynced{
+		{Provider: "anthropic", OK: true, Models: []string{"claude-sonnet-5-5", "claude-opus-5-5", "x-1", "x-2"}, SyncedAt: at(1)},
+		{Provider: "anthropic", OK: true, Models: []string{"claude-sonnet-5-5"}, SyncedAt: at(3)},
+	}
+	probes := []HealthChecked{
+		{ID: "anthropic:x-1", OK: true, TestedAt: at(2)}, // before the newest list: gone with it
+		{ID: "anthropic:x-2", OK: true, TestedAt: at(4)}, // after: served still
+	}
+	state := func(order []int) string {
+		c, err := NewCatalog(Config{Getenv: anthropicKeyOnly})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range order {
+			if i < len(syncs) {
+				c.applySync(syncs[i])
+			} else {
+				c.applyHealth(probes[i-len(syncs)])
+			}
+		}
+		var b strings.Builder
+		for _, id := range []string{"anthropic:x-1", "anthropic:x-2", "anthropic:claude-opus-5-5"} {
+			m, ok := c.Get(id)
+			fmt.Fprintf(&b, "%s: %v available=%v listed=%v; ", id, ok, m.Available, m.Listed != nil && *m.Listed)
+		}
+		if _, _, err := c.Resolve("x-1"); err == nil {
+			b.WriteString("bare x-1 resolves; ")
+		}
+		return b.String()
+	}
+	want := "anthropic:x-1: false available=false listed=false; anthropic:x-2: true available=true listed=false; anthropic:claude-opus-5-5: true available=false listed=false; "
+	for _, order := range [][]int{{0, 1, 2, 3}, {0, 2, 1, 3}, {3, 2, 1, 0}, {1, 0, 3, 2}, {2, 3, 0, 1}} {
+		if got := state(order); got != want {
+			t.Errorf("order %v:\n%s\nwant\n%s", order, got, want)
+		}
 	}
 }
