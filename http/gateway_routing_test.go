@@ -865,3 +865,34 @@ func TestUnlimitedCallsLetGoOfTheirWorstCase(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A batch with configuredOnly false probes only what this replica can
+// call: a model whose provider has no key here is reported, but is not
+// unhealthy (a probe says nothing about it, and records nothing) and takes
+// no place of the limit (never probed, it would sort first every time and
+// crowd out the models that can be probed).
+func TestHealthBatchDoesNotCountUnconfiguredAsUnhealthy(t *testing.T) {
+	f := newFakeUpstreams(t)
+	e := newEnvWith(t, catalogWith(t, map[string]string{"ANTHROPIC_BASE_URL": f.anthropic.URL, "ANTHROPIC_API_KEY": "ak-upstream-test"}))
+	unconfigured := 0
+	for _, m := range e.catalog.List() {
+		if !m.Configured {
+			unconfigured++
+		}
+	}
+	all := len(e.catalog.List())
+	b := e.must(e.do("POST", "/v1/models/health/batch", e.admin, map[string]any{"configuredOnly": false, "limit": 200}), 200)
+	if b.str("checked") != strconv.Itoa(all-unconfigured) || b.str("unhealthy") != "0" || b.str("notConfigured") != strconv.Itoa(unconfigured) {
+		t.Fatalf("%d models not configured; batch: %s", unconfigured, b.raw)
+	}
+	// Every configured model has been probed now; the unconfigured ones
+	// never are, and do not take the two places.
+	b = e.must(e.do("POST", "/v1/models/health/batch", e.admin, map[string]any{"configuredOnly": false, "limit": 2}), 200)
+	if b.str("checked") != "2" || b.str("healthy") != "2" || b.str("unhealthy") != "0" {
+		t.Fatalf("limit 2: %s", b.raw)
+	}
+	b = e.must(e.do("POST", "/v1/models/health/batch", e.admin, map[string]any{"configuredOnly": true}), 200)
+	if b.str("unhealthy") != "0" || b.str("notConfigured") != "0" || strings.Contains(string(b.raw), "openai:") {
+		t.Fatalf("configured only: %s", b.raw)
+	}
+}

@@ -167,10 +167,18 @@ func (s *Server) healthBatch(w http.ResponseWriter, r *http.Request) {
 		}
 		return a.Before(*b)
 	})
-	skipped := 0
+	skipped, notConfigured := 0, 0
 	for _, m := range models {
-		if configuredOnly && !m.Configured {
+		switch {
+		case configuredOnly && !m.Configured:
 			skipped++
+			continue
+		case !m.Configured:
+			// A probe here would say nothing of the model and record
+			// nothing (another replica may hold the key): it is not
+			// unhealthy, and, never probed, it would sort first every time
+			// and take the places of the models that can be probed.
+			notConfigured++
 			continue
 		}
 		if len(ids) == limit {
@@ -213,7 +221,7 @@ func (s *Server) healthBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"object": "list", "data": out, "checked": len(out), "healthy": healthy, "unhealthy": unhealthy,
-		"skipped": skipped, "configuredOnly": configuredOnly, "limit": limit, "concurrency": batchConcurrency,
+		"skipped": skipped, "notConfigured": notConfigured, "configuredOnly": configuredOnly, "limit": limit, "concurrency": batchConcurrency,
 	})
 }
 
