@@ -73,7 +73,10 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, openai.ModelList[[]gateway.Model]{Object: "list", Data: models})
 		return
 	}
-	page, more, err := anthropicPage(models, r.URL.Query())
+	page, more, err := anthropicPage(models, r.URL.Query(), func(id string) bool {
+		prov, name, ok := strings.Cut(id, ":")
+		return ok && name != "" && s.catalog.Provider(prov) != nil
+	})
 	if err != nil {
 		s.writeErrorAs(w, r, anthropicErrors, err)
 		return
@@ -92,8 +95,10 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 // anthropicPage is the page of the Models API's list that q asks for:
 // limit (1 to 1,000, default 20) models after after_id, or before
 // before_id, in the catalog's order; more says whether others lie beyond
-// it in that direction.
-func anthropicPage(models []gateway.Model, q url.Values) (page []gateway.Model, more bool, err error) {
+// it in that direction. A cursor of a model no longer in the catalog (a
+// sync dropped it between two pages) keeps its place in the id order, when
+// wellFormed says the id could be a model's.
+func anthropicPage(models []gateway.Model, q url.Values, wellFormed func(id string) bool) (page []gateway.Model, more bool, err error) {
 	limit := 20
 	if q.Has("limit") { // an empty limit= is a wrong limit, as the document and the other listings have it
 		n, err := strconv.Atoi(q.Get("limit"))
@@ -106,27 +111,32 @@ func anthropicPage(models []gateway.Model, q url.Values) (page []gateway.Model, 
 	if after != "" && before != "" {
 		return nil, false, badRequest("before_id", "before_id and after_id cannot both be given")
 	}
-	at := func(param, id string) (int, error) {
-		i := slices.IndexFunc(models, func(m gateway.Model) bool { return m.ID == id })
-		if i < 0 {
-			return 0, badRequest(param, "%s: no model with id %q", param, id)
+	// at is where id is, or would be, in the list (sorted by id), and
+	// whether it is there.
+	at := func(param, id string) (int, bool, error) {
+		i, found := slices.BinarySearchFunc(models, id, func(m gateway.Model, id string) int { return strings.Compare(m.ID, id) })
+		if !found && !wellFormed(id) {
+			return 0, false, badRequest(param, "%s: no model with id %q", param, id)
 		}
-		return i, nil
+		return i, found, nil
 	}
 	switch {
 	case before != "":
-		end, err := at("before_id", before)
+		end, _, err := at("before_id", before)
 		if err != nil {
 			return nil, false, err
 		}
 		start := max(end-limit, 0)
 		return models[start:end], start > 0, nil
 	case after != "":
-		i, err := at("after_id", after)
+		i, found, err := at("after_id", after)
 		if err != nil {
 			return nil, false, err
 		}
-		models = models[i+1:]
+		if found {
+			i++
+		}
+		models = models[i:]
 	}
 	n := min(limit, len(models))
 	return models[:n], n < len(models), nil
