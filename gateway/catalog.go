@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 	"unicode"
+
+	"github.com/batonhq/baton/domain"
 )
 
 // Price is USD per million tokens.
@@ -684,12 +686,23 @@ func (c *Catalog) Resolve(id string) (Provider, *Model, error) {
 	if provName == "local" {
 		return nil, nil, fmt.Errorf("%w: the local provider serves only %s", ErrUnknownModel, "local:"+LocalModel)
 	}
-	if strings.ContainsFunc(name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) || strings.HasPrefix(name, ":") {
+	if !modelName(name) {
 		// No provider names a model so: a typo ("oa:ok ", "oa::ok") would
 		// go upstream unpriced as a model the catalog does not list.
-		return nil, nil, fmt.Errorf("%w: %q is not listed, and a model's name holds no white space or control characters and does not start with a colon", ErrUnknownModel, id)
+		return nil, nil, fmt.Errorf("%w: %q is not listed, and a model's name holds no white space, control characters or bidi overrides and does not start with a colon", ErrUnknownModel, id)
 	}
 	return p, &Model{ID: id, Object: "model", Provider: provName, Kind: p.Kind(), Model: name, Modes: []string{}, Configured: p.Configured(), Available: p.Configured()}, nil
+}
+
+// modelName reports whether name may be a model's: no provider names one
+// with white space, a control character or a bidi override (which would
+// show one name and be another), or starting with a colon.
+func modelName(name string) bool {
+	if name == "" || strings.HasPrefix(name, ":") {
+		return false
+	}
+	_, notPlain := domain.NotPlain(name)
+	return !notPlain && !strings.ContainsFunc(name, unicode.IsSpace)
 }
 
 // Get returns a model of the catalog by id (only listed models: unlike

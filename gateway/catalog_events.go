@@ -146,8 +146,8 @@ func (c *Catalog) applySync(s ModelsSynced) {
 	c.lists[s.Provider] = s
 	listed := make(map[string]bool, len(s.Models))
 	for _, name := range s.Models {
-		if strings.TrimSpace(name) == "" {
-			continue // no model: "<provider>:" resolves to nothing
+		if !modelName(name) {
+			continue // no model (a list recorded before distinctNames refused it)
 		}
 		listed[name] = true
 		if id := s.Provider + ":" + name; c.models[id] == nil {
@@ -221,7 +221,7 @@ func (c *Catalog) applyHealth(h HealthChecked) {
 		}
 		prov, name, _ := strings.Cut(h.ID, ":")
 		p := c.providers[prov]
-		if p == nil || name == "" {
+		if p == nil || !modelName(name) {
 			return
 		}
 		m = c.discoverLocked(p, h.ID, name)
@@ -382,13 +382,15 @@ func (c *Catalog) Sync(ctx context.Context, store eventstore.Store, md eventstor
 	return out, errors.Join(errs...)
 }
 
-// distinctNames is a provider's list without blank names and repeats, in
-// its order: a list that names a model twice lists it once.
+// distinctNames is a provider's list without repeats, in its order (a list
+// that names a model twice lists it once), and without names no model has
+// (modelName: blank, white space, a control character): added to the
+// catalog, "x\ny" or a bidi override would read as another model's name.
 func distinctNames(names []string) []string {
 	seen := make(map[string]bool, len(names))
 	out := names[:0:0]
 	for _, n := range names {
-		if strings.TrimSpace(n) != "" && !seen[n] {
+		if modelName(n) && !seen[n] {
 			seen[n] = true
 			out = append(out, n)
 		}

@@ -274,3 +274,28 @@ func TestSyncDropsDiscoveredModelsNoLongerListed(t *testing.T) {
 		}
 	}
 }
+
+// A provider's list naming a model with white space, a control character
+// or a bidi override adds no model: no provider names one so, a call
+// naming it is refused (Resolve), and in the catalog it would show one
+// name and be another. An event recorded before carries them still, and
+// adds none either.
+func TestSyncSkipsNamesNoModelHas(t *testing.T) {
+	bad := []string{"x\ny", " padded ", "evil\u202egnp", "nul\x00", ":colon", "tab\there"}
+	if got := distinctNames(append([]string{"ok-1"}, bad...)); strings.Join(got, ",") != "ok-1" {
+		t.Errorf("distinctNames: %q", got)
+	}
+	c, err := NewCatalog(Config{Getenv: anthropicKeyOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.applySync(ModelsSynced{Provider: "anthropic", OK: true, Models: append([]string{"claude-sonnet-5-5", "a:b"}, bad...), SyncedAt: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)})
+	for _, m := range c.List() {
+		if m.Provider == "anthropic" && m.Discovered && m.Model != "a:b" {
+			t.Errorf("added %q", m.ID)
+		}
+	}
+	if _, ok := c.Get("anthropic:a:b"); !ok {
+		t.Error("a name holding a colon (openrouter's llama-3:free) was not added")
+	}
+}
