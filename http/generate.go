@@ -433,10 +433,12 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		}
 		c.Req = req
 		resp, err := s.caller.Complete(r.Context(), c, chain)
-		if be := (*gateway.BudgetError)(nil); attempt > 1 && errors.As(err, &be) {
-			// Paid attempts came first: the answer is final, as when the
-			// ceiling stops a retry, so that a retry under the same key
-			// does not pay for them again only to meet the budget.
+		if be := (*gateway.BudgetError)(nil); (attempt > 1 || len(c.Failed) > 0) && errors.As(err, &be) {
+			// Paid attempts came first (or, on the first, a model of its
+			// chain billed for failing before the budget refused the
+			// fallback): the answer is final, as when the ceiling stops a
+			// retry, so that a retry under the same key does not pay for
+			// them again only to meet the budget.
 			trace.StoppedBy = "budget"
 			paidFailure(attempt, err)
 			break

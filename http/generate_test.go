@@ -1189,3 +1189,48 @@ func TestGenerateOutputNumbersInRange(t *testing.T) {
 		t.Fatalf("%v: %s", err, r.raw)
 	}
 }
+
+// The budget refusing the fallback of the first attempt, after the
+// chain's first model was billed for failing, ends the generation as a
+// refused retry does: a final 422 kept under the key. It was the budget's
+// 429, which is not kept, so each retry with the key paid the failed
+// model's input again only to be refused the fallback once more.
+func TestGenerateBudgetStopOnFirstAttemptIsKept(t *testing.T) {
+	var cheapCalls atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(b), `"model":"m"`) {
+			cheapCalls.Add(1)
+		}
+		fmt.Fprint(w, `{"id":"x","object":"chat.completion","choices":[]}`) // served, and no answer
+	}))
+	t.Cleanup(up.Close)
+	file := map[string]any{"providers": []any{
+		map[string]any{"name": "cheap", "kind": "openai-compatible", "baseUrl": up.URL + "/v1", "models": []any{map[string]any{
+			"name": "m", "contextTokens": 32000, "fallbacks": []string{"dear:d"},
+			"pricing": map[string]any{"inputPerMTok": 1, "outputPerMTok": 2, "source": "test"}}}},
+		map[string]any{"name": "dear", "kind": "openai-compatible", "baseUrl": up.URL + "/v1", "models": []any{map[string]any{
+			"name": "d", "contextTokens": 32000, "pricing": map[string]any{"inputPerMTok": 1000, "outputPerMTok": 2000, "source": "test"}}}},
+	}}
+	path := filepath.Join(t.TempDir(), "providers.json")
+	b, _ := json.Marshal(file)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(string) string { return "" }, ProvidersFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, cat)
+	// Room for the cheap model's attempts, never for the dear one.
+	e.must(e.do("PUT", "/v1/admin/budgets/a", e.admin, map[string]any{"dailyUsd": 3 * summarizeWorst(e, "cheap:m"), "monthlyUsd": nil}), 200)
+	body := genBody(map[string]any{"options": map[string]any{"maxAttempts": 3, "llm": map[string]any{"model": "cheap:m"}}})
+	r := e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "budget-first")
+	if r.status != 422 || r.str("code") != "output_invalid" || r.str("attempts") != "1" || !strings.Contains(string(r.raw), `"stoppedBy":"budget"`) || cheapCalls.Load() != 1 {
+		t.Fatalf("%d %s (cheap model called %d times)", r.status, r.raw, cheapCalls.Load())
+	}
+	again := e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "budget-first")
+	if again.status != 422 || again.header.Get("Idempotent-Replayed") != "true" || string(again.raw) != string(r.raw) || cheapCalls.Load() != 1 {
+		t.Fatalf("retry: %d %s (cheap model called %d times)", again.status, again.raw, cheapCalls.Load())
+	}
+}
