@@ -260,13 +260,24 @@ func joinNote(a, b string) string {
 // target executor, risk level, approval mode, proof types) and refuses a
 // contract that would loosen the plan's policy: its approval and proof
 // follow from its risk, and a lower risk, auto approval or less proof would
-// step around them. A contract may tighten them.
+// step around them. A contract may tighten them. It may not name another
+// objective or executor than the plan's: the plan's policy was judged for
+// that action by that executor, and a contract naming the plan for another
+// (a low-risk plan's auto approval for any action) would take it as its
+// ground.
 func (c *CreateContract) FromPlan(plan *Plan) error {
+	var fields []FieldError
 	if c.Objective == "" {
 		c.Objective = plan.Objective
+	} else if c.Objective != plan.Objective {
+		fields = append(fields, FieldError{Pointer: "/objective", Code: "differs_from_plan",
+			Message: "differs from the plan's objective; leave it out to take the plan's, or plan the other objective"})
 	}
 	if c.TargetExecutor == "" {
 		c.TargetExecutor = plan.TargetExecutor
+	} else if c.TargetExecutor != plan.TargetExecutor {
+		fields = append(fields, FieldError{Pointer: "/targetExecutor", Code: "differs_from_plan",
+			Message: fmt.Sprintf("the plan's executor is %q; leave it out to take the plan's, or plan for the other executor", plan.TargetExecutor)})
 	}
 	if c.RiskLevel == "" {
 		c.RiskLevel = plan.RiskLevel
@@ -277,7 +288,6 @@ func (c *CreateContract) FromPlan(plan *Plan) error {
 	if c.ProofRequired == nil {
 		c.ProofRequired = append([]string{}, plan.ProofPolicy.ArtifactTypes...)
 	}
-	var fields []FieldError
 	if i := slices.Index(RiskLevels, c.RiskLevel); i >= 0 && i < slices.Index(RiskLevels, plan.RiskLevel) {
 		fields = append(fields, FieldError{Pointer: "/riskLevel", Code: "below_plan",
 			Message: fmt.Sprintf("the plan's risk level is %s; a contract from it cannot be lower", plan.RiskLevel)})

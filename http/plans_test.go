@@ -84,6 +84,28 @@ func TestAgentPlansToContracts(t *testing.T) {
 			t.Fatalf("%v: %d %s", c.extra, r.status, r.raw)
 		}
 	}
+	// Nor do another objective or executor than the plan's: the plan's
+	// risk, approval and proof were judged for its own, and the contract
+	// would name the plan as its ground.
+	for _, c := range []struct {
+		extra   map[string]any
+		pointer string
+	}{
+		{map[string]any{"objective": "Delete the production database"}, "/objective"},
+		{map[string]any{"targetExecutor": "db-bot"}, "/targetExecutor"},
+	} {
+		body := map[string]any{"planId": plan.PlanID, "executorProtocol": "ops_bot.v1"}
+		for k, v := range c.extra {
+			body[k] = v
+		}
+		for _, path := range []string{"/v1/handoff/contracts", "/v1/handoff/preview"} {
+			if r := e.do("POST", path, e.tenantA, body); r.status != 422 || !strings.Contains(string(r.raw), `"pointer":"`+c.pointer+`","code":"differs_from_plan"`) {
+				t.Fatalf("%s %v: %d %s", path, c.extra, r.status, r.raw)
+			}
+		}
+	}
+	// The plan's own values, given again, are the plan's.
+	e.must(e.do("POST", "/v1/handoff/preview", e.tenantA, map[string]any{"planId": plan.PlanID, "objective": plan.Objective, "targetExecutor": "ops-bot"}), 200)
 	// Tightening is fine: a critical risk on a high plan.
 	e.must(e.do("POST", "/v1/handoff/preview", e.tenantA, map[string]any{"planId": plan.PlanID, "riskLevel": "critical"}), 200)
 	// Bad plan requests are refused before any generation.
