@@ -3,7 +3,9 @@ package gateway
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"strconv"
+	"strings"
 )
 
 // LooseString and LooseInt are fields of the providers' wire types that
@@ -73,4 +75,37 @@ func Deref[T any](p *T) T {
 func JSONOf(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// MaxNumberFixes bounds the decodes of one body that WholeNumber mends.
+const MaxNumberFixes = 16
+
+// WholeNumber mends the integer a type error is about when it was written
+// as a whole number in another form (1e3, 1000.0: what a Python client's
+// float gives): the providers take it, and so does the passthrough's
+// skim, so a translated call does too, on every front. It returns doc
+// with the number written as an integer (a copy), or false.
+func WholeNumber(doc []byte, te *json.UnmarshalTypeError) ([]byte, bool) {
+	text, isNum := strings.CutPrefix(te.Value, "number ")
+	end := int(te.Offset)
+	if !isNum || !strings.ContainsAny(text, ".eE") || end < len(text) || end > len(doc) || string(doc[end-len(text):end]) != text {
+		return nil, false
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return nil, false
+	}
+	switch te.Type.Kind() {
+	case reflect.Int, reflect.Int64, reflect.Int32:
+	case reflect.Uint, reflect.Uint64, reflect.Uint32:
+		if f < 0 {
+			return nil, false
+		}
+	default:
+		return nil, false
+	}
+	out := make([]byte, 0, len(doc))
+	out = append(out, doc[:end-len(text)]...)
+	out = strconv.AppendInt(out, int64(f), 10)
+	return append(out, doc[end:]...), true
 }

@@ -142,6 +142,25 @@ func TestWholeNumberForAnInteger(t *testing.T) {
 	if sent := <-u.lastOpenAI; gjson.GetBytes(sent, "max_completion_tokens").Raw != "1000" && gjson.GetBytes(sent, "max_tokens").Raw != "1000" {
 		t.Fatalf("1000.0: OpenAI got %s", sent)
 	}
+	// The Responses API translated too: it was a 400 ("the number 1000.0
+	// where a whole number is expected") where passed through it ran.
+	r = e.do("POST", "/v1/responses", e.tenantA, `{"model":"anthropic:claude-haiku-4-5","max_output_tokens":1000.0,"input":"hi"}`)
+	if r.status != 200 {
+		t.Fatalf("responses 1000.0: %d %s", r.status, r.raw)
+	}
+	if sent := <-u.lastAnthropic; gjson.GetBytes(sent, "max_tokens").Raw != "1000" {
+		t.Fatalf("responses 1000.0: Anthropic got %s", sent)
+	}
+	// A fraction is refused on each front, as the providers refuse it.
+	for _, c := range []struct{ path, body, param string }{
+		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}],"max_tokens":100.5}`, "max_tokens"},
+		{"/v1/messages", `{"model":"openai:gpt-4o-mini","max_tokens":100.5,"messages":[{"role":"user","content":"hi"}]}`, ""},
+		{"/v1/responses", `{"model":"anthropic:claude-haiku-4-5","max_output_tokens":100.5,"input":"hi"}`, "max_output_tokens"},
+	} {
+		if r := e.do("POST", c.path, e.tenantA, c.body); r.status != 400 || r.str("error.type") != "invalid_request_error" || r.str("error.param") != c.param {
+			t.Errorf("%s 100.5: %d %s", c.path, r.status, r.raw)
+		}
+	}
 }
 
 // An upstream answer of the wrong shape is a 502 that says what was wrong

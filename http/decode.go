@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"net/http"
 	"reflect"
@@ -180,7 +179,7 @@ func decode(body []byte, dst any, unique bool) error {
 		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			if fixed, ok := wholeNumber(trimmed, te); ok && fixes < maxNumberFixes {
+			if fixed, ok := gateway.WholeNumber(trimmed, te); ok && fixes < gateway.MaxNumberFixes {
 				trimmed = fixed
 				reflect.ValueOf(dst).Elem().SetZero()
 				continue
@@ -307,39 +306,6 @@ func pointerOf(stack []nameLevel, name string) string {
 	b.WriteByte('/')
 	b.WriteString(domain.PointerToken(name))
 	return b.String()
-}
-
-// maxNumberFixes bounds the decodes of one body that wholeNumber mends.
-const maxNumberFixes = 16
-
-// wholeNumber mends the integer a type error is about when it was written
-// as a whole number in another form (1e3, 1000.0: what a Python client's
-// float gives): the providers take it, and so does the passthrough's
-// skim, so a translated call does too. It returns doc with the number
-// written as an integer (a copy), or false.
-func wholeNumber(doc []byte, te *json.UnmarshalTypeError) ([]byte, bool) {
-	text, isNum := strings.CutPrefix(te.Value, "number ")
-	end := int(te.Offset)
-	if !isNum || !strings.ContainsAny(text, ".eE") || end < len(text) || end > len(doc) || string(doc[end-len(text):end]) != text {
-		return nil, false
-	}
-	f, err := strconv.ParseFloat(text, 64)
-	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-		return nil, false
-	}
-	switch te.Type.Kind() {
-	case reflect.Int, reflect.Int64, reflect.Int32:
-	case reflect.Uint, reflect.Uint64, reflect.Uint32:
-		if f < 0 {
-			return nil, false
-		}
-	default:
-		return nil, false
-	}
-	out := make([]byte, 0, len(doc))
-	out = append(out, doc[:end-len(text)]...)
-	out = strconv.AppendInt(out, int64(f), 10)
-	return append(out, doc[end:]...), true
 }
 
 // fieldPointer is the JSON pointer of an UnmarshalTypeError in doc, the

@@ -222,9 +222,20 @@ func DecodeResponsesRequest(body []byte) (*ResponsesCall, error) {
 	}
 	c := &ResponsesCall{}
 	q := &c.Wire
-	if err := json.Unmarshal(trimmed, q); err != nil {
+	// A whole number written otherwise (1000.0, 1e3) is taken for an
+	// integer field, as passed through and on the other fronts.
+	for fixes := 0; ; fixes++ {
+		err := json.Unmarshal(trimmed, q)
+		if err == nil {
+			break
+		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
+			if fixed, ok := gateway.WholeNumber(trimmed, te); ok && fixes < gateway.MaxNumberFixes {
+				trimmed = fixed
+				*q = ResponsesRequest{}
+				continue
+			}
 			return nil, invalid(strings.ReplaceAll(te.Field, ".", "/"), "%s", gateway.JSONMistake(te))
 		}
 		return nil, invalid("", "%s", err.Error())
