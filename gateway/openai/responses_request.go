@@ -33,6 +33,7 @@ type ResponsesRequest struct {
 	Metadata           map[string]string   `json:"metadata"`
 	Store              *bool               `json:"store"`
 	Stream             bool                `json:"stream"`
+	StreamOptions      json.RawMessage     `json:"stream_options"`
 	PreviousResponseID *string             `json:"previous_response_id"`
 	User               string              `json:"user"`
 	SafetyIdentifier   string              `json:"safety_identifier"`
@@ -360,6 +361,11 @@ func withoutFoldedKeys(body []byte) ([]byte, error) {
 // no translated provider has it, and answering without it would be wrong.
 func (q *ResponsesRequest) refuseUncarried() error {
 	switch {
+	case !gateway.Absent(q.StreamOptions) && !gateway.IsObject(q.StreamOptions):
+		return refused("stream_options", "stream_options must be an object")
+	case !gateway.Absent(q.StreamOptions) && !q.Stream:
+		// As OpenAI refuses it: the options are a stream's.
+		return refused("stream_options", "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
 	case q.Background != nil && *q.Background:
 		return refused("background", "background responses are not supported through this gateway; send the request without background and wait for its answer (or stream it)")
 	case !gateway.Absent(q.Conversation):

@@ -163,6 +163,9 @@ func TestDecodeResponsesRequestRefusals(t *testing.T) {
 		{`{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"bad name","schema":{}}}}`, "text/format/name"},
 		{`{"model":"m","input":"x","max_output_tokens":0}`, "max_output_tokens"},
 		{`{"model":"m","input":"x","metadata":{"k":1}}`, "metadata"},
+		{`{"model":"m","input":"x","stream_options":{"include_obfuscation":false}}`, "stream_options"},
+		{`{"model":"m","input":"x","stream":false,"stream_options":{}}`, "stream_options"},
+		{`{"model":"m","input":"x","stream":true,"stream_options":5}`, "stream_options"},
 	} {
 		_, err := DecodeResponsesRequest([]byte(tc.body))
 		if err == nil || param(err) != tc.param || domain.KindOf(err) != domain.KindInvalid {
@@ -195,6 +198,12 @@ func TestDecodeResponsesRequestRefusals(t *testing.T) {
 	// appear in an answer.
 	if _, err := DecodeResponsesRequest([]byte(`{"model":"m","input":"x","include":["reasoning.encrypted_content"],"truncation":"disabled","service_tier":"auto","store":false}`)); err != nil {
 		t.Fatal(err)
+	}
+	// Stream options with a stream, or null, are taken, as OpenAI takes them.
+	for _, body := range []string{`{"model":"m","input":"x","stream":true,"stream_options":{"include_obfuscation":false}}`, `{"model":"m","input":"x","stream_options":null}`} {
+		if _, err := DecodeResponsesRequest([]byte(body)); err != nil {
+			t.Errorf("%s: %v", body, err)
+		}
 	}
 }
 
