@@ -47,6 +47,16 @@ func TestErrorParamInTheFrontsForm(t *testing.T) {
 	}
 }
 
+// A name given twice in a Responses input item, passed through, is named
+// as OpenAI names a field of an item: input[0].role, not input.0.role.
+func TestDuplicateInputFieldParamInOpenAIForm(t *testing.T) {
+	e, _ := newGatewayEnv(t)
+	r := e.do("POST", "/v1/responses", e.tenantA, `{"model":"openai:gpt-4o-mini","input":[{"role":"user","role":"user","content":"x"}]}`)
+	if r.status != 400 || r.str("error.code") != "duplicate_field" || r.str("error.param") != "input[0].role" || !strings.Contains(r.str("error.message"), `"input[0].role"`) {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+}
+
 // oaPath is a JSON pointer to a field (messages/0/content) in OpenAI's
 // form (messages[0].content); anPath in Anthropic's (messages.0.content).
 func oaPath(p string) string {

@@ -384,7 +384,7 @@ func skimResponses(body []byte) (skimmed, error) {
 	var dup error
 	n := 0
 	g.Get("input").ForEach(func(_, it gjson.Result) bool {
-		dup = uniqueIn(it, fmt.Sprintf("input.%d", n))
+		dup = uniqueIn(it, fmt.Sprintf("input[%d]", n)) // OpenAI's form of the field (error.param)
 		n++
 		return dup == nil
 	})
