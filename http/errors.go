@@ -121,7 +121,8 @@ func describe(r *http.Request, err error) described {
 	case errors.Is(err, gateway.ErrNoRoute):
 		e := domain.E("gateway", domain.KindUnavailable, "no_route", "%s", err.Error())
 		e.NoRetry = true // no retry finds a route until the operator adds one
-		return described{Error: e, param: "model", log: true}
+		// What the client asked for: logged for the operator, at warn.
+		return described{Error: e, param: "model", log: true, warn: true}
 	case errors.As(err, &de):
 		d := described{Error: de, log: statusOf(de.Kind) >= 500}
 		// A provider asked for that has no key here: the client's choice
@@ -167,7 +168,10 @@ func describe(r *http.Request, err error) described {
 		// A provider's refusal is not kept under an Idempotency-Key: on
 		// generate Baton wrote the request it refused, and once the
 		// operator mends the route the same request must run.
-		return described{Error: e, log: true, unkept: e.Code == "upstream_rejected_request" || e.Code == "upstream_request_too_large"}
+		refused := e.Code == "upstream_rejected_request" || e.Code == "upstream_request_too_large"
+		// A refusal of the request is the caller's to fix, no failure of
+		// Baton or the provider: logged at warn, not error.
+		return described{Error: e, log: true, warn: refused, unkept: refused}
 	case errors.Is(err, gateway.ErrHoldUnavailable) && errors.Is(err, eventstore.ErrUnavailable):
 		// A model call, not a write of the ledger: it takes no
 		// Idempotency-Key, and nothing of it was done.
