@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
@@ -115,6 +116,63 @@ func TestCreateWhoseAnswerWasLostMakesOne(t *testing.T) {
 			if n := strings.Count(string(list.raw), `"`+c.id+`"`); n != 1 {
 				t.Fatalf("%d made, want 1: %s", n, list.raw)
 			}
+		})
+	}
+}
+
+// unkeptAnswerStore fails every append of a kept answer, as a process
+// that died between a create's event and its answer left it; exclusive
+// says whether it stands for the embedded store (the claim in memory) or
+// a shared one.
+type unkeptAnswerStore struct {
+	eventstore.Store
+	exclusive bool
+	failed    atomic.Int32
+}
+
+func (s *unkeptAnswerStore) Exclusive() bool { return s.exclusive }
+
+func (s *unkeptAnswerStore) Append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if len(evs) == 1 && evs[0].Type == "IdempotencyCompleted" && s.failed.Add(1) == 1 {
+		return eventstore.AppendResult{}, eventstore.ErrUnavailable
+	}
+	return s.Store.Append(ctx, stream, exp, evs...)
+}
+
+// A keyed create whose handoff was written but whose answer was not kept
+// (the process died between the two appends) is answered, on the retry,
+// with the handoff it made: the key's claim names the handoff before it is
+// written. The retry made a second handoff.
+func TestCreateWhoseAnswerWasNotKeptMakesOne(t *testing.T) {
+	for _, exclusive := range []bool{true, false} {
+		t.Run(map[bool]string{true: "embedded", false: "shared"}[exclusive], func(t *testing.T) {
+			us := &unkeptAnswerStore{exclusive: exclusive}
+			e := newEnvStore(t, nil, func(s eventstore.Store) eventstore.Store { us.Store = s; return us })
+			body := map[string]any{"objective": "x", "targetExecutor": "ops-bot", "executorProtocol": "ops_bot.v1", "riskLevel": "low"}
+			first := e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA, body, "Idempotency-Key", "create-1"), 201)
+			if !exclusive {
+				// On a shared store the claim is another replica's until
+				// its lease runs out; a replica that died renews it no more.
+				e.front.SetIdempotencyLease(time.Millisecond)
+				time.Sleep(5 * time.Millisecond)
+			}
+			retry := e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA, body, "Idempotency-Key", "create-1"), 201)
+			if retry.str("handoffId") != first.str("handoffId") || retry.header.Get("Idempotent-Replayed") != "true" ||
+				retry.header.Get("Location") != first.header.Get("Location") {
+				t.Fatalf("first %s; retry %v %s", first.raw, retry.header, retry.raw)
+			}
+			list := e.must(e.do("GET", "/v1/handoff/contracts", e.tenantA, nil), 200)
+			if n := strings.Count(string(list.raw), `"handoffId"`); n != 1 {
+				t.Fatalf("%d made, want 1: %s", n, list.raw)
+			}
+			// The retry's answer is kept: the next one is its replay.
+			again := e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA, body, "Idempotency-Key", "create-1"), 201)
+			if again.str("handoffId") != first.str("handoffId") {
+				t.Fatalf("third: %s", again.raw)
+			}
+			// Another body under the key is still refused.
+			body["riskLevel"] = "high"
+			e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA, body, "Idempotency-Key", "create-1"), 422)
 		})
 	}
 }

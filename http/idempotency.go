@@ -96,7 +96,7 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 			})
 		}
 		if st := stateOf(ctx); st != nil {
-			st.take = claim.Take
+			st.claim = claim
 		}
 		rec := &recorder{header: http.Header{}}
 		r2 := r.WithContext(rctx)
@@ -118,6 +118,9 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 			// retry gets it too.
 			answer := ledger.Answer{Status: rec.status, ContentType: rec.header.Get("Content-Type"), Body: rec.body.String(),
 				Location: rec.header.Get("Location"), RetryAfter: rec.header.Get("Retry-After"), RequestID: RequestID(ctx)}
+			if first := rec.header.Get("Original-Request-Id"); first != "" {
+				answer.RequestID = first // the answer of an earlier request of the key, found made
+			}
 			kctx, kcancel := keyContext(rctx)
 			defer kcancel()
 			err := claim.Complete(kctx, answer)
@@ -151,8 +154,8 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 // claim it through callOf. False: another request took the key, and the
 // answer is written.
 func (s *Server) takeKey(w http.ResponseWriter, r *http.Request) bool {
-	if st := stateOf(r.Context()); st != nil && st.take != nil {
-		if err := st.take(r.Context()); err != nil {
+	if st := stateOf(r.Context()); st != nil && st.claim != nil {
+		if err := st.claim.Take(r.Context()); err != nil {
 			s.writeError(w, r, err)
 			return false
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore/ledger"
 	"github.com/batonhq/baton/http/metrics"
 )
 
@@ -29,9 +30,10 @@ type requestState struct {
 	// refusal before it is not kept under an Idempotency-Key, as Stripe
 	// keeps no result for parameters that failed validation.
 	ran bool
-	// take claims the request's Idempotency-Key, when it has one not yet
-	// claimed (a shared store claims it at the first write).
-	take func(context.Context) error
+	// claim is the request's Idempotency-Key, when it has one: taken at
+	// its first write (a shared store claims it there; a create records
+	// what it makes).
+	claim *ledger.Claim
 	// release gives back what the request held for its whole life (its
 	// share of the model-call bodies' bound), once its handler returned.
 	release func()

@@ -53,15 +53,22 @@ type Call struct {
 	// BeforeWrite, when set, runs once a command is known to write, just
 	// before its first append (it may run again on a retry of that
 	// append): a request's Idempotency-Key is claimed there on a shared
-	// store, so that a request refused before it appends nothing.
-	BeforeWrite func(context.Context) error
+	// store, so that a request refused before it appends nothing. target
+	// is the id a create makes, recorded with the key (Claim.TakeFor), or
+	// "".
+	BeforeWrite func(ctx context.Context, target string) error
+	// Resume, when set, is the id a keyed create makes: the one an earlier
+	// request of its key recorded and kept no answer for (Claim.Resume). A
+	// handoff of that id already written is that request's, and is the
+	// answer (replayed), not a second one.
+	Resume string
 }
 
-func (c Call) beforeWrite(ctx context.Context) error {
+func (c Call) beforeWrite(ctx context.Context, target string) error {
 	if c.BeforeWrite == nil {
 		return nil
 	}
-	return c.BeforeWrite(ctx)
+	return c.BeforeWrite(ctx, target)
 }
 
 // Outcome is a command's answer: the handoff as of the command's last
@@ -208,7 +215,10 @@ func (s *Handoffs) Create(ctx context.Context, call Call, c domain.CreateContrac
 	if err := s.FromPlan(ctx, call.Principal, &c); err != nil {
 		return Outcome{}, err
 	}
-	c.HandoffID = uuid.Must(uuid.NewV7()).String()
+	c.HandoffID = call.Resume
+	if c.HandoffID == "" {
+		c.HandoffID = uuid.Must(uuid.NewV7()).String()
+	}
 	c.Tenant = call.Principal.Tenant
 	evs, err := domain.DecideCreate(c)
 	if err != nil {
@@ -233,15 +243,40 @@ func (s *Handoffs) Create(ctx context.Context, call Call, c domain.CreateContrac
 		}
 		data = append(data, more...)
 	}
-	if err := call.beforeWrite(ctx); err != nil {
+	if err := call.beforeWrite(ctx, c.HandoffID); err != nil {
 		return Outcome{}, err
 	}
 	res, err := appendSettled(ctx, s.store, domain.StreamID(c.HandoffID), eventstore.NoStream(), data...)
+	if errors.Is(err, eventstore.ErrConflict) && call.Resume != "" {
+		return s.created(ctx, c.HandoffID)
+	}
 	if err != nil {
 		return Outcome{}, err
 	}
 	h, err := foldData(data)
 	return Outcome{Handoff: h, Position: res.Position}, err
+}
+
+// created is handoff id as its create left it, the answer to a keyed
+// create whose first request wrote it and kept no answer: the stream's
+// first events of that request (the contract, and an automatic approval).
+func (s *Handoffs) created(ctx context.Context, id string) (Outcome, error) {
+	evs, err := s.store.ReadStream(ctx, domain.StreamID(id), 0, 2)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if len(evs) == 0 {
+		return Outcome{}, fmt.Errorf("handoff %s: no events after its create conflicted", id)
+	}
+	recs := make([]domain.Recorded, 0, len(evs))
+	for _, ev := range evs {
+		if ev.Metadata.RequestID != evs[0].Metadata.RequestID {
+			break
+		}
+		recs = append(recs, records.Recorded(ev))
+	}
+	h, err := domain.Fold(recs)
+	return Outcome{Handoff: h, Replayed: true, Position: evs[len(recs)-1].Position}, err
 }
 
 // FromPlan fills a contract's missing fields from the plan it names, if

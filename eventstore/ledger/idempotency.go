@@ -71,6 +71,11 @@ type idemStarted struct {
 	BodyJSONHash string    `json:"bodyJsonHash,omitempty"` // of its canonical JSON, when it has one
 	RequestID    string    `json:"requestId"`
 	StartedAt    time.Time `json:"startedAt"`
+	// Target is the id of what the request creates (a handoff), recorded
+	// before it is written: if its answer is never kept (the process died
+	// between the two appends), a retry makes the same one, or finds it
+	// made, rather than a second.
+	Target string `json:"target,omitempty"`
 }
 
 type idemCompleted struct {
@@ -96,7 +101,13 @@ type Claim struct {
 	// pending: a claim on a shared store not appended yet (Check): Take
 	// appends its Started event, before the request's first write.
 	pending bool
-	started []byte // the Started event's data, for Take
+	started idemStarted // the Started event's data, for Take
+	// recorded: a claim held in memory whose Started event was appended
+	// too (TakeFor named a target), so Release appends its release.
+	recorded bool
+	// resume is the Started event of an earlier request of the key that
+	// named its target and kept no answer: this request makes that target.
+	resume *idemStarted
 	// mu guards expected and done: Hold renews the claim while the
 	// request's own goroutine completes or releases it.
 	mu       sync.Mutex
@@ -139,10 +150,11 @@ func (s *Idempotency) Begin(ctx context.Context, call Call, endpoint, key string
 			return nil, nil, keyInFlight()
 		}
 		c.memory = true
+		c.started = idemStarted{Endpoint: endpoint, BodyHash: hashes.Raw, BodyJSONHash: hashes.JSON, RequestID: call.RequestID}
 		evs, err := eventstore.ReadWholeStream(ctx, s.store, stream)
 		if err == nil {
 			var kept *Answer
-			c.expected, kept, err = s.lookup(evs, hashes)
+			c.expected, kept, c.resume, err = s.lookup(evs, hashes, true)
 			if err == nil && kept == nil {
 				return c, nil, nil
 			}
@@ -187,13 +199,54 @@ func (s *Idempotency) Check(ctx context.Context, call Call, endpoint, key string
 	if err != nil {
 		return nil, nil, err
 	}
-	exp, kept, err := s.lookup(evs, hashes)
+	exp, kept, resume, err := s.lookup(evs, hashes, false)
 	if err != nil || kept != nil {
 		return nil, kept, err
 	}
-	data, _ := json.Marshal(idemStarted{Endpoint: endpoint, BodyHash: hashes.Raw, BodyJSONHash: hashes.JSON, RequestID: call.RequestID, StartedAt: s.stamp()})
-	return &Claim{s: s, stream: stream, hashes: hashes, expected: exp, pending: true, started: data,
+	started := idemStarted{Endpoint: endpoint, BodyHash: hashes.Raw, BodyJSONHash: hashes.JSON, RequestID: call.RequestID}
+	return &Claim{s: s, stream: stream, hashes: hashes, expected: exp, pending: true, started: started, resume: resume,
 		meta: eventstore.Metadata{Tenant: call.Principal.Tenant, Actor: call.Principal.Actor(), RequestID: call.RequestID}}, nil, nil
+}
+
+// Resume is the id this request is to create and the id of the request
+// that first meant to, when an earlier request of the key recorded its
+// target (TakeFor) and kept no answer: it died between its create and its
+// answer, or before its create. "" when the request makes a new one.
+func (c *Claim) Resume() (target, requestID string) {
+	if c == nil || c.resume == nil {
+		return "", ""
+	}
+	return c.resume.Target, c.resume.RequestID
+}
+
+// TakeFor is Take for a request that creates target (the id of a new
+// handoff): the claim's Started event names it, and is appended before
+// the create on every store, also where the claim is otherwise held in
+// memory, so that what the key made is known if its answer never is.
+func (c *Claim) TakeFor(ctx context.Context, target string) error {
+	if target == "" {
+		return c.Take(ctx)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done || !c.pending && !c.memory || c.recorded {
+		return nil
+	}
+	c.started.Target = target
+	if !c.memory {
+		err := c.take(ctx)
+		if errors.Is(err, eventstore.ErrConflict) {
+			c.done = true
+			return keyInFlight()
+		}
+		return err
+	}
+	// Held in memory: no other request of this process writes the key.
+	if err := c.take(ctx); err != nil {
+		return err
+	}
+	c.recorded = true
+	return nil
 }
 
 // Take appends a pending claim (Check); a claim held already is kept. A
@@ -215,7 +268,10 @@ func (c *Claim) Take(ctx context.Context) error {
 
 // take appends the pending claim's Started event; c.mu is held.
 func (c *Claim) take(ctx context.Context) error {
-	res, err := c.s.store.Append(ctx, c.stream, c.expected, eventstore.NewEvent(evIdemStarted, c.started, c.meta))
+	st := c.started
+	st.StartedAt = c.s.stamp()
+	data, _ := json.Marshal(st)
+	res, err := c.s.store.Append(ctx, c.stream, c.expected, eventstore.NewEvent(evIdemStarted, data, c.meta))
 	if err != nil {
 		return err
 	}
@@ -333,7 +389,7 @@ func (c *Claim) Release(ctx context.Context) error {
 		return nil
 	}
 	defer c.release()
-	if c.memory || c.pending {
+	if c.memory && !c.recorded || c.pending {
 		return nil
 	}
 	_, err := c.s.store.Append(ctx, c.stream, c.expected, eventstore.NewEvent(evIdemReleased, []byte(`{}`), c.meta))
@@ -342,10 +398,14 @@ func (c *Claim) Release(ctx context.Context) error {
 
 // lookup reads a key's stream: a live entry is answered (the kept answer,
 // or an error for another body or a request still running); else expected
-// is where a new entry goes (no stream, or after an expired one).
-func (s *Idempotency) lookup(evs []eventstore.RecordedEvent, hashes Hashes) (eventstore.ExpectedRevision, *Answer, error) {
+// is where a new entry goes (no stream, or after an expired one), and
+// resume the Started event of a request that named its target and kept no
+// answer. On a store only this process writes (exclusive), a request
+// still running holds the key in memory, so a Started event with no
+// answer is a request that ended without one.
+func (s *Idempotency) lookup(evs []eventstore.RecordedEvent, hashes Hashes, exclusive bool) (eventstore.ExpectedRevision, *Answer, *idemStarted, error) {
 	if len(evs) == 0 {
-		return eventstore.NoStream(), nil, nil
+		return eventstore.NoStream(), nil, nil, nil
 	}
 	started, completed, at := idemState(evs)
 	fresh := false
@@ -353,10 +413,19 @@ func (s *Idempotency) lookup(evs []eventstore.RecordedEvent, hashes Hashes) (eve
 	case completed != nil:
 		fresh = s.now().Sub(completed.CompletedAt) < s.retention
 	case started != nil:
-		fresh = s.now().Sub(at) < s.Lease
+		fresh = !exclusive && s.now().Sub(at) < s.Lease
 	}
 	if !fresh {
-		return eventstore.Revision(evs[len(evs)-1].Revision), nil, nil // expired: take the key over
+		var resume *idemStarted
+		if completed == nil && started != nil && started.Target != "" && s.now().Sub(started.StartedAt) < s.retention {
+			// It may have made its target: the key is that request's,
+			// and its retry makes the same target or finds it made.
+			if !hashes.match(started.BodyHash, started.BodyJSONHash) {
+				return eventstore.ExpectedRevision{}, nil, nil, keyReused()
+			}
+			resume = started
+		}
+		return eventstore.Revision(evs[len(evs)-1].Revision), nil, resume, nil // expired: take the key over
 	}
 	raw, canon := "", ""
 	if started != nil {
@@ -365,12 +434,12 @@ func (s *Idempotency) lookup(evs []eventstore.RecordedEvent, hashes Hashes) (eve
 		raw, canon = completed.BodyHash, completed.BodyJSONHash
 	}
 	if raw != "" && !hashes.match(raw, canon) {
-		return eventstore.ExpectedRevision{}, nil, keyReused()
+		return eventstore.ExpectedRevision{}, nil, nil, keyReused()
 	}
 	if completed == nil {
-		return eventstore.ExpectedRevision{}, nil, keyInFlight()
+		return eventstore.ExpectedRevision{}, nil, nil, keyInFlight()
 	}
-	return eventstore.ExpectedRevision{}, &completed.Answer, nil
+	return eventstore.ExpectedRevision{}, &completed.Answer, nil, nil
 }
 
 // idemState reads a key's stream: the last Started, the Completed that

@@ -73,15 +73,15 @@ func TestIdemLookupKeepsByteHashedAnswers(t *testing.T) {
 	done, _ := json.Marshal(idemCompleted{Answer: Answer{Status: 200, ContentType: "application/json", Body: `{"ok":true}`, RequestID: "r1"}, BodyHash: h.Raw, CompletedAt: time.Now().UTC()})
 	evs := []eventstore.RecordedEvent{{StreamID: "idem-t-x", EventData: eventstore.EventData{Type: evIdemCompleted, Data: done}}}
 	s := NewIdempotency(nil, time.Hour)
-	if _, kept, err := s.lookup(evs, h); err != nil || kept == nil || kept.Status != 200 {
+	if _, kept, _, err := s.lookup(evs, h, false); err != nil || kept == nil || kept.Status != 200 {
 		t.Fatalf("byte-identical retry of an old answer: %+v, %v", kept, err)
 	}
 	// The same JSON written another way does not match an answer that has
 	// no JSON hash (it was kept by a version that compared bytes).
-	if _, _, err := s.lookup(evs, BodyHashes("generate", []byte(`{"input":{"text":"x"},"type":"summarize"}`))); domain.KindOf(err) != domain.KindInvalid {
+	if _, _, _, err := s.lookup(evs, BodyHashes("generate", []byte(`{"input":{"text":"x"},"type":"summarize"}`)), false); domain.KindOf(err) != domain.KindInvalid {
 		t.Fatalf("reordered body against a byte-hashed answer: %v", err)
 	}
-	if _, _, err := s.lookup(evs, BodyHashes("generate", []byte(`{"type":"summarize","input":{"text":"y"}}`))); domain.KindOf(err) != domain.KindInvalid {
+	if _, _, _, err := s.lookup(evs, BodyHashes("generate", []byte(`{"type":"summarize","input":{"text":"y"}}`)), false); domain.KindOf(err) != domain.KindInvalid {
 		t.Fatalf("another body against an old answer: %v", err)
 	}
 }

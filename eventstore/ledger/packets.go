@@ -61,7 +61,7 @@ func (s *Packets) Create(ctx context.Context, call Call, req contextpack.Request
 		return nil, domain.E(op, domain.KindTooLarge, "packet_too_large",
 			"The packet would be %d bytes, more than a stored event may hold (%d); send less text. Nothing was recorded.", len(data), eventstore.MaxEventSize)
 	}
-	if err := call.beforeWrite(ctx); err != nil {
+	if err := call.beforeWrite(ctx, ""); err != nil {
 		return nil, err
 	}
 	if _, err := appendSettled(ctx, s.store, contextpack.StreamID(packet.PacketID), eventstore.NoStream(), eventstore.NewEvent(contextpack.EventCreated, data,

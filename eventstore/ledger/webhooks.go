@@ -237,7 +237,7 @@ func (s *Webhooks) Register(ctx context.Context, call Call, reg domain.WebhookRe
 			return NewWebhook{}, domain.E("webhooks.register", domain.KindConflict, "too_many_webhooks",
 				"tenant %s has %d active webhook endpoints, the most a tenant may have; delete one first (an endpoint receives every event it subscribes to, so each one is another delivery of each event)", e.Tenant, n)
 		}
-		if err := call.beforeWrite(ctx); err != nil {
+		if err := call.beforeWrite(ctx, ""); err != nil {
 			return NewWebhook{}, err
 		}
 		_, err = appendSettled(ctx, s.store, domain.WebhooksStream, set.expected(), ev)
@@ -377,7 +377,7 @@ func (s *Webhooks) Rotate(ctx context.Context, call Call, id string) (Rotation, 
 	}
 	var rot Rotation
 	_, err = s.change(ctx, "webhooks.rotate", call.Principal, id, func(w *domain.Webhook) (any, string, eventstore.Metadata, error) {
-		if err := call.beforeWrite(ctx); err != nil {
+		if err := call.beforeWrite(ctx, ""); err != nil {
 			return nil, "", eventstore.Metadata{}, err
 		}
 		now := s.clock()
