@@ -348,14 +348,16 @@ func (s *Handoffs) Handle(ctx context.Context, call Call, id string, cmd domain.
 		if err := domain.ValidateCommand(cmd); err != nil {
 			return Outcome{}, err
 		}
-		if err := cur.h.Overdue(op, now); err != nil {
-			return Outcome{}, err
-		}
 		evs, err := cur.h.DecideAs(cmd, call.Principal.Actor())
 		if err != nil {
 			// Refused on the handoff as it is (decided by another, closed,
 			// expired): that says more than "it changed, decide again",
-			// which a decision that can no longer be made cannot do.
+			// which a decision that can no longer be made cannot do, and
+			// more than a deadline: it holds whatever the clock says (an
+			// approval of a decided handoff is not about its lease).
+			return Outcome{}, err
+		}
+		if err := cur.h.Overdue(op, now); err != nil {
 			return Outcome{}, err
 		}
 		// Heartbeats since the page was drawn show the person nothing new:

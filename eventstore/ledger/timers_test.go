@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -434,5 +435,65 @@ func TestInvalidCallbackAfterADeadlineIsInvalid(t *testing.T) {
 	}
 	if _, err := rep.h.Handle(ctx, tenantA, id, domain.HeartbeatCommand{ExecutorRunID: "run-1"}); err == nil || !strings.Contains(err.Error(), "lease") {
 		t.Fatalf("a valid heartbeat after the lease ran out: %v, want lease_expired", err)
+	}
+}
+
+// A command the handoff as it is refuses (an approval of a decided one, a
+// result already received, a closed ledger) gets that refusal after a
+// deadline too: it holds whatever the clock says, where the deadline's 409
+// sent an operator looking at a lease for an approval that was decided
+// long ago. A command the handoff would take is still refused by the
+// deadline.
+func TestStateRefusalBeforeDeadline(t *testing.T) {
+	store := openStore(t)
+	clock := newFakeClock(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC))
+	rep := newReplica(t, store, clock, "r1")
+	ctx := context.Background()
+	code := func(err error) string {
+		if de := (*domain.Error)(nil); errors.As(err, &de) {
+			return de.Code
+		}
+		return fmt.Sprint(err)
+	}
+	c := contract()
+	c.ProofRequired = nil
+	c.Timing = domain.Timing{HeartbeatSeconds: 5, ResultTimeoutSeconds: 60}
+	out, err := rep.h.Create(ctx, tenantA, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := out.Handoff.ID
+	if _, err := rep.h.Handle(ctx, tenantA, id, approve("ann", "k1")); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(6 * time.Second) // the lease ran out; no timer recorded it
+	before := countTypes(t, store, id)
+	if _, err := rep.h.Handle(ctx, tenantA, id, approve("bob", "k2")); code(err) != "approval_already_decided" {
+		t.Fatalf("an approval of a decided handoff after its lease ran out: %v, want approval_already_decided", err)
+	}
+	reject := domain.ApprovalCommand{Status: domain.ApprovalRejected, ApprovedBy: "bob", Reason: "late", Request: domain.RequestRef{Kind: domain.KindApproval, IdempotencyKey: "k3"}}
+	if _, err := rep.h.Handle(ctx, tenantA, id, reject); code(err) != "approval_already_decided" {
+		t.Fatalf("a rejection of a decided handoff after its lease ran out: %v, want approval_already_decided", err)
+	}
+	if _, err := rep.h.Handle(ctx, tenantA, id, domain.HeartbeatCommand{ExecutorRunID: "run-1"}); code(err) != "lease_expired" {
+		t.Fatalf("a heartbeat after the lease ran out: %v, want lease_expired", err)
+	}
+	if got := countTypes(t, store, id); fmt.Sprint(got) != fmt.Sprint(before) {
+		t.Fatalf("refusals appended: %v, was %v", got, before)
+	}
+
+	// A pending approval whose deadline passed: a proof is refused for the
+	// pending approval, an approval for the deadline.
+	c.Timing = domain.Timing{ApprovalTimeoutSeconds: 5}
+	out, err = rep.h.Create(ctx, tenantA, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(6 * time.Second)
+	if _, err := rep.h.Handle(ctx, tenantA, out.Handoff.ID, runningProof(1)); code(err) != "approval_pending" {
+		t.Fatalf("a proof before approval, after the approval deadline: %v, want approval_pending", err)
+	}
+	if _, err := rep.h.Handle(ctx, tenantA, out.Handoff.ID, approve("ann", "k4")); code(err) != "approval_expired" {
+		t.Fatalf("an approval after its deadline: %v, want approval_expired", err)
 	}
 }
