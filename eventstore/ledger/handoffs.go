@@ -130,16 +130,26 @@ func (s *Handoffs) load(ctx context.Context, op, id string, p domain.Principal) 
 }
 
 // asOf is handoff id as of its event seq, and that event's position: the
-// answer to a command replayed after later ones.
+// answer to a command replayed after later ones. Only the events up to seq
+// are read: a retried approval is not made to read the thousands of
+// heartbeats after it.
 func (s *Handoffs) asOf(ctx context.Context, id string, seq uint64) (*domain.Handoff, eventstore.Position, error) {
-	evs, err := eventstore.ReadWholeStream(ctx, s.store, domain.StreamID(id))
-	if err != nil {
-		return nil, eventstore.Position{}, err
+	const page = 1000
+	evs := make([]eventstore.RecordedEvent, 0, min(seq, page))
+	for from := uint64(0); uint64(len(evs)) < seq; {
+		got, err := s.store.ReadStream(ctx, domain.StreamID(id), from, int(min(seq-uint64(len(evs)), page)))
+		if err != nil {
+			return nil, eventstore.Position{}, err
+		}
+		if len(got) == 0 {
+			break
+		}
+		evs = append(evs, got...)
+		from = got[len(got)-1].Revision + 1
 	}
 	if uint64(len(evs)) < seq {
 		return nil, eventstore.Position{}, fmt.Errorf("handoff %s: %d events read of the %d it had", id, len(evs), seq)
 	}
-	evs = evs[:seq]
 	recs := make([]domain.Recorded, len(evs))
 	for i, ev := range evs {
 		recs[i] = records.Recorded(ev)
