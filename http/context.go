@@ -130,10 +130,13 @@ func (s *Server) contextPreview(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	packet, err := s.ledger.Packets.Create(r.Context(), callOf(r), req)
+	packet, replayed, err := s.ledger.Packets.Create(r.Context(), callOf(r), req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	if replayed {
+		markResumed(w, r)
 	}
 	w.Header().Set("Location", "/v1/context/packets/"+packet.PacketID)
 	writeJSON(w, http.StatusCreated, packet)

@@ -142,37 +142,63 @@ func (s *unkeptAnswerStore) Append(ctx context.Context, stream string, exp event
 // A keyed create whose handoff was written but whose answer was not kept
 // (the process died between the two appends) is answered, on the retry,
 // with the handoff it made: the key's claim names the handoff before it is
-// written. The retry made a second handoff.
+// written. The retry made a second handoff. Context packets and webhook
+// endpoints likewise.
 func TestCreateWhoseAnswerWasNotKeptMakesOne(t *testing.T) {
-	for _, exclusive := range []bool{true, false} {
-		t.Run(map[bool]string{true: "embedded", false: "shared"}[exclusive], func(t *testing.T) {
-			us := &unkeptAnswerStore{exclusive: exclusive}
-			e := newEnvStore(t, nil, func(s eventstore.Store) eventstore.Store { us.Store = s; return us })
-			body := map[string]any{"objective": "x", "targetExecutor": "ops-bot", "executorProtocol": "ops_bot.v1", "riskLevel": "low"}
-			first := e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA, body, "Idempotency-Key", "create-1"), 201)
-			if !exclusive {
-				// On a shared store the claim is another replica's until
-				// its lease runs out; a replica that died renews it no more.
-				e.front.SetIdempotencyLease(time.Millisecond)
-				time.Sleep(5 * time.Millisecond)
-			}
-			retry := e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA, body, "Idempotency-Key", "create-1"), 201)
-			if retry.str("handoffId") != first.str("handoffId") || retry.header.Get("Idempotent-Replayed") != "true" ||
-				retry.header.Get("Location") != first.header.Get("Location") {
-				t.Fatalf("first %s; retry %v %s", first.raw, retry.header, retry.raw)
-			}
-			list := e.must(e.do("GET", "/v1/handoff/contracts", e.tenantA, nil), 200)
-			if n := strings.Count(string(list.raw), `"handoffId"`); n != 1 {
-				t.Fatalf("%d made, want 1: %s", n, list.raw)
-			}
-			// The retry's answer is kept: the next one is its replay.
-			again := e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA, body, "Idempotency-Key", "create-1"), 201)
-			if again.str("handoffId") != first.str("handoffId") {
-				t.Fatalf("third: %s", again.raw)
-			}
-			// Another body under the key is still refused.
-			body["riskLevel"] = "high"
-			e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA, body, "Idempotency-Key", "create-1"), 422)
-		})
+	for _, c := range []struct {
+		path, id, list string
+		body, other    func() any
+	}{
+		{"/v1/handoff/contracts", "handoffId", "/v1/handoff/contracts",
+			func() any {
+				return map[string]any{"objective": "x", "targetExecutor": "ops-bot", "executorProtocol": "ops_bot.v1", "riskLevel": "low"}
+			},
+			func() any {
+				return map[string]any{"objective": "x", "targetExecutor": "ops-bot", "executorProtocol": "ops_bot.v1", "riskLevel": "high"}
+			}},
+		{"/v1/webhooks", "webhookId", "/v1/webhooks",
+			func() any {
+				return map[string]any{"url": "https://hooks.example.com/baton", "eventTypes": []string{"*"}}
+			},
+			func() any {
+				return map[string]any{"url": "https://hooks.example.com/other", "eventTypes": []string{"*"}}
+			}},
+		{"/v1/context/preview", "packetId", "",
+			func() any { return previewBody() },
+			func() any { b := previewBody(); b["threadId"] = "thr_43"; return b }},
+	} {
+		for _, exclusive := range []bool{true, false} {
+			t.Run(c.path+map[bool]string{true: "/embedded", false: "/shared"}[exclusive], func(t *testing.T) {
+				us := &unkeptAnswerStore{exclusive: exclusive}
+				e := newEnvStore(t, nil, func(s eventstore.Store) eventstore.Store { us.Store = s; return us })
+				first := e.must(e.do("POST", c.path, e.tenantA, c.body(), "Idempotency-Key", "create-1"), 201)
+				if !exclusive {
+					// On a shared store the claim is another replica's until
+					// its lease runs out; a replica that died renews it no more.
+					e.front.SetIdempotencyLease(time.Millisecond)
+					time.Sleep(5 * time.Millisecond)
+				}
+				retry := e.must(e.do("POST", c.path, e.tenantA, c.body(), "Idempotency-Key", "create-1"), 201)
+				if retry.str(c.id) != first.str(c.id) || retry.header.Get("Idempotent-Replayed") != "true" ||
+					retry.header.Get("Original-Request-Id") != first.header.Get("X-Request-Id") || retry.header.Get("Location") != first.header.Get("Location") {
+					t.Fatalf("first %v %s; retry %v %s", first.header, first.raw, retry.header, retry.raw)
+				}
+				if c.list != "" {
+					list := e.must(e.do("GET", c.list, e.tenantA, nil), 200)
+					if n := strings.Count(string(list.raw), `"`+c.id+`"`); n != 1 {
+						t.Fatalf("%d made, want 1: %s", n, list.raw)
+					}
+				}
+				// The retry's answer is kept: the next one is its replay.
+				again := e.must(e.do("POST", c.path, e.tenantA, c.body(), "Idempotency-Key", "create-1"), 201)
+				if again.str(c.id) != first.str(c.id) || again.header.Get("Original-Request-Id") != first.header.Get("X-Request-Id") {
+					t.Fatalf("third: %v %s", again.header, again.raw)
+				}
+				// Another body under the key is still refused.
+				if r := e.must(e.do("POST", c.path, e.tenantA, c.other(), "Idempotency-Key", "create-1"), 422); r.str("code") != "idempotency_key_reused" {
+					t.Fatalf("another body: %s", r.raw)
+				}
+			})
+		}
 	}
 }

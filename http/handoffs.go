@@ -88,14 +88,7 @@ func (s *Server) createContract(w http.ResponseWriter, r *http.Request) {
 	h, pos := out.Handoff, out.Position
 	setPosition(w, pos)
 	if out.Replayed {
-		// The handoff an earlier request of the key made, whose answer
-		// was never kept: this is that answer.
-		w.Header().Set("Idempotent-Replayed", "true")
-		if st := stateOf(r.Context()); st != nil {
-			if _, first := st.claim.Resume(); first != "" {
-				w.Header().Set("Original-Request-Id", first)
-			}
-		}
+		markResumed(w, r)
 	}
 	w.Header().Set("Location", "/v1/handoff/contracts/"+h.ID)
 	writeJSON(w, http.StatusCreated, h.View())

@@ -191,6 +191,18 @@ func (s *Server) releaseIdem(ctx context.Context, claim *ledger.Claim) {
 	}
 }
 
+// markResumed marks the answer of a keyed create that found what it creates
+// made by an earlier request of its key, which kept no answer (it died
+// between the two appends): this is that request's answer, a replay.
+func markResumed(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Idempotent-Replayed", "true")
+	if st := stateOf(r.Context()); st != nil {
+		if _, first := st.claim.Resume(); first != "" {
+			w.Header().Set("Original-Request-Id", first)
+		}
+	}
+}
+
 // replayIdem writes a kept answer again, marked as a replay.
 // answerNotKept is what a retry gets in place of an answer too large to keep: a
 // 409 saying the request ran, and what it answered.

@@ -44,6 +44,9 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if hook.Replayed {
+		markResumed(w, r)
+	}
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Location", "/v1/webhooks/"+hook.WebhookID)
 	writeJSON(w, http.StatusCreated, hook)

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -31,13 +32,15 @@ func NewPackets(store eventstore.Store, redactor contextpack.Redactor, now func(
 }
 
 // Create builds a packet from req for call's principal and stores it.
-func (s *Packets) Create(ctx context.Context, call Call, req contextpack.Request) (*contextpack.Packet, error) {
+// replayed: the packet is the one an earlier request of call's key stored
+// and kept no answer for (Call.Resume), not a new one.
+func (s *Packets) Create(ctx context.Context, call Call, req contextpack.Request) (packet *contextpack.Packet, replayed bool, err error) {
 	const op = "context.preview"
 	if err := req.Validate(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if s.redactor == nil {
-		return nil, domain.E(op, domain.KindUnavailable, "secret_scanner_unavailable", "This server has no secret scanner, so it cannot build context packets; nothing was recorded.")
+		return nil, false, domain.E(op, domain.KindUnavailable, "secret_scanner_unavailable", "This server has no secret scanner, so it cannot build context packets; nothing was recorded.")
 	}
 	encoding := req.Encoding
 	if encoding == "" {
@@ -45,30 +48,43 @@ func (s *Packets) Create(ctx context.Context, call Call, req contextpack.Request
 	}
 	tok, err := contextpack.NewTokenizer(encoding)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	req.PacketID = uuid.Must(uuid.NewV7()).String()
+	req.PacketID = call.Resume
+	if req.PacketID == "" {
+		req.PacketID = uuid.Must(uuid.NewV7()).String()
+	}
 	req.CreatedAt = s.now().UTC().Truncate(time.Microsecond)
-	packet, err := contextpack.Build(req, tok, s.redactor)
+	packet, err = contextpack.Build(req, tok, s.redactor)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	data, err := eventJSON(packet)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if len(data) > maxEventData {
-		return nil, domain.E(op, domain.KindTooLarge, "packet_too_large",
+		return nil, false, domain.E(op, domain.KindTooLarge, "packet_too_large",
 			"The packet would be %d bytes, more than a stored event may hold (%d); send less text. Nothing was recorded.", len(data), eventstore.MaxEventSize)
 	}
-	if err := call.beforeWrite(ctx, ""); err != nil {
-		return nil, err
+	if err := call.beforeWrite(ctx, packet.PacketID); err != nil {
+		return nil, false, err
 	}
-	if _, err := appendSettled(ctx, s.store, contextpack.StreamID(packet.PacketID), eventstore.NoStream(), eventstore.NewEvent(contextpack.EventCreated, data,
-		eventstore.Metadata{Tenant: call.Principal.Tenant, Actor: call.Principal.Actor(), RequestID: call.RequestID, CausationID: call.RequestID, RecordedAt: packet.CreatedAt})); err != nil {
-		return nil, err
+	_, err = appendSettled(ctx, s.store, contextpack.StreamID(packet.PacketID), eventstore.NoStream(), eventstore.NewEvent(contextpack.EventCreated, data,
+		eventstore.Metadata{Tenant: call.Principal.Tenant, Actor: call.Principal.Actor(), RequestID: call.RequestID, CausationID: call.RequestID, RecordedAt: packet.CreatedAt}))
+	if errors.Is(err, eventstore.ErrConflict) && call.Resume != "" {
+		// Stored by the request of the key that kept no answer: that
+		// packet is the answer.
+		made, owner, err := s.read(ctx, packet.PacketID)
+		if err == nil && owner != call.Principal.Tenant {
+			err = fmt.Errorf("context packet %s: stored for tenant %q, resumed for %q", packet.PacketID, owner, call.Principal.Tenant)
+		}
+		return made, err == nil, err
 	}
-	return packet, nil
+	if err != nil {
+		return nil, false, err
+	}
+	return packet, false, nil
 }
 
 // Get reads a packet p may see; any other id is not found.

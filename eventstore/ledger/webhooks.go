@@ -194,6 +194,9 @@ func event(typ string, v any, meta eventstore.Metadata) (eventstore.EventData, e
 type NewWebhook struct {
 	*domain.Webhook
 	Secret string `json:"secret"`
+	// Replayed: the endpoint an earlier request of the call's key
+	// registered and kept no answer for (Call.Resume), not a new one.
+	Replayed bool `json:"-"`
 }
 
 // Register records an endpoint for call's tenant with a fresh secret.
@@ -201,9 +204,11 @@ func (s *Webhooks) Register(ctx context.Context, call Call, reg domain.WebhookRe
 	if err := reg.Validate(s.allowPrivate); err != nil {
 		return NewWebhook{}, err
 	}
-	id, err := domain.NewWebhookID()
-	if err != nil {
-		return NewWebhook{}, err
+	id, err := call.Resume, error(nil)
+	if id == "" {
+		if id, err = domain.NewWebhookID(); err != nil {
+			return NewWebhook{}, err
+		}
 	}
 	secret, err := domain.NewWebhookSecret()
 	if err != nil {
@@ -227,6 +232,10 @@ func (s *Webhooks) Register(ctx context.Context, call Call, reg domain.WebhookRe
 		if err != nil {
 			return NewWebhook{}, err
 		}
+		if w := set.hooks[id]; w != nil && call.Resume != "" && w.Tenant == e.Tenant {
+			// Registered by the request of the key that kept no answer.
+			return NewWebhook{Webhook: w, Secret: w.Secret, Replayed: true}, nil
+		}
 		n := 0
 		for _, w := range set.hooks {
 			if w.Tenant == e.Tenant && w.Status == domain.WebhookStatusActive {
@@ -237,7 +246,7 @@ func (s *Webhooks) Register(ctx context.Context, call Call, reg domain.WebhookRe
 			return NewWebhook{}, domain.E("webhooks.register", domain.KindConflict, "too_many_webhooks",
 				"tenant %s has %d active webhook endpoints, the most a tenant may have; delete one first (an endpoint receives every event it subscribes to, so each one is another delivery of each event)", e.Tenant, n)
 		}
-		if err := call.beforeWrite(ctx, ""); err != nil {
+		if err := call.beforeWrite(ctx, id); err != nil {
 			return NewWebhook{}, err
 		}
 		_, err = appendSettled(ctx, s.store, domain.WebhooksStream, set.expected(), ev)
