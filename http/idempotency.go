@@ -104,7 +104,7 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 		func() {
 			defer func() {
 				if v := recover(); v != nil {
-					s.releaseIdem(rctx, claim)
+					s.releaseIdem(rctx, claim, true)
 					panic(v)
 				}
 			}()
@@ -128,7 +128,7 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 				// Too large for an event: a retry is told so rather than
 				// run (and billed) again.
 				if err = claim.Complete(kctx, answerNotKept(r, answer)); errors.Is(err, eventstore.ErrInvalidEvent) {
-					s.releaseIdem(rctx, claim) // still refused: the key must not stay claimed
+					s.releaseIdem(rctx, claim, true) // still refused: the key must not stay claimed
 				}
 			}
 			if err != nil {
@@ -136,7 +136,9 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 				s.log.Error().Str("requestId", RequestID(ctx)).Err(err).Msg("idempotent answer not stored")
 			}
 		} else {
-			s.releaseIdem(rctx, claim) // a retry runs again
+			// A retry runs again; after a 5xx what the request made may
+			// have been written, and the retry finds it (Abandon).
+			s.releaseIdem(rctx, claim, rec.status >= 500)
 		}
 		for k, vs := range rec.header {
 			for _, v := range vs {
@@ -183,10 +185,14 @@ func keyContext(rctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(rctx), storeTimeout)
 }
 
-func (s *Server) releaseIdem(ctx context.Context, claim *ledger.Claim) {
+func (s *Server) releaseIdem(ctx context.Context, claim *ledger.Claim, failed bool) {
 	ctx, cancel := keyContext(ctx)
 	defer cancel()
-	if err := claim.Release(ctx); err != nil {
+	free := claim.Release
+	if failed {
+		free = claim.Abandon
+	}
+	if err := free(ctx); err != nil {
 		s.log.Error().Str("requestId", RequestID(ctx)).Err(err).Msg("idempotency key not released; it frees itself after the lease")
 	}
 }

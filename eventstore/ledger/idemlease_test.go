@@ -61,3 +61,57 @@ func isCode(err error, code string) bool {
 	var de *domain.Error
 	return errors.As(err, &de) && de.Code == code
 }
+
+// A create whose claim recorded its target and whose request then failed
+// (a store away mid-write for longer than the create waits: its 503 frees
+// the key) may have been written all the same: the retry makes that
+// target, or finds it made, rather than a second one. The key was freed
+// of it, and the retry made a second handoff. A refusal frees it.
+func TestReleasedClaimKeepsItsTarget(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		store eventstore.Store
+	}{{"embedded", openStore(t)}, {"shared", shared{openStore(t)}}} {
+		t.Run(c.name, func(t *testing.T) {
+			idem := ledger.NewIdempotency(c.store, 0)
+			ctx := t.Context()
+			call := ledger.Call{Principal: domain.Principal{KeyID: "key_t", Tenant: "a"}, RequestID: "req-1"}
+			first, _, err := idem.Check(ctx, call, "contracts", "k1", []byte(`{"a":1}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := first.TakeFor(ctx, "h-1"); err != nil {
+				t.Fatal(err)
+			}
+			if err := first.Abandon(ctx); err != nil {
+				t.Fatal(err)
+			}
+			call.RequestID = "req-2"
+			retry, kept, err := idem.Check(ctx, call, "contracts", "k1", []byte(`{"a":1}`))
+			if err != nil || kept != nil {
+				t.Fatalf("retry: %v, %+v", err, kept)
+			}
+			if target, by := retry.Resume(); target != "h-1" || by != "req-1" {
+				t.Fatalf("retry resumes %q of %q, want h-1 of req-1", target, by)
+			}
+			if _, _, err := idem.Check(ctx, call, "contracts", "k1", []byte(`{"a":2}`)); !isCode(err, "idempotency_key_reused") {
+				t.Fatalf("another body: %v", err)
+			}
+			// A request refused (nothing made) frees the key of its target:
+			// a corrected body runs under it.
+			if err := retry.TakeFor(ctx, "h-1"); err != nil {
+				t.Fatal(err)
+			}
+			if err := retry.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			next, _, err := idem.Check(ctx, call, "contracts", "k1", []byte(`{"a":2}`))
+			if err != nil {
+				t.Fatalf("a corrected body after a refusal: %v", err)
+			}
+			if target, _ := next.Resume(); target != "" {
+				t.Fatalf("a refused request's target %q is resumed", target)
+			}
+		})
+	}
+}

@@ -380,9 +380,18 @@ func (c *Claim) Complete(ctx context.Context, a Answer) error {
 }
 
 // Release frees the key without keeping an answer, so that a retry runs
-// again. A failed write is returned; the key then frees itself after the
-// lease.
-func (c *Claim) Release(ctx context.Context) error {
+// again: the request was refused, and made nothing. A failed write is
+// returned; the key then frees itself after the lease.
+func (c *Claim) Release(ctx context.Context) error { return c.free(ctx, false) }
+
+// Abandon is Release for a request that failed (a 5xx, a panic) and may
+// have made its target all the same (a store that went away mid-write for
+// longer than the create waits): a claim that recorded its target
+// (TakeFor) keeps it, and the retry makes that target or finds it made,
+// not a second one.
+func (c *Claim) Abandon(ctx context.Context) error { return c.free(ctx, true) }
+
+func (c *Claim) free(ctx context.Context, keepTarget bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.done {
@@ -392,8 +401,23 @@ func (c *Claim) Release(ctx context.Context) error {
 	if c.memory && !c.recorded || c.pending {
 		return nil
 	}
-	_, err := c.s.store.Append(ctx, c.stream, c.expected, eventstore.NewEvent(evIdemReleased, []byte(`{}`), c.meta))
+	var rel idemReleased
+	if keepTarget {
+		if c.memory {
+			return nil // the Started event stands, and no request holds it
+		}
+		rel.Target = c.started.Target
+	}
+	data, _ := json.Marshal(rel)
+	_, err := c.s.store.Append(ctx, c.stream, c.expected, eventstore.NewEvent(evIdemReleased, data, c.meta))
 	return err
+}
+
+// idemReleased: the request holding the key ended without an answer. With
+// Target (the Started event's), the key stays that request's, for a retry
+// to make the target or find it made.
+type idemReleased struct {
+	Target string `json:"target,omitempty"`
 }
 
 // lookup reads a key's stream: a live entry is answered (the kept answer,
@@ -464,6 +488,11 @@ func idemState(evs []eventstore.RecordedEvent) (*idemStarted, *idemCompleted, ti
 				done = &x
 			}
 		case evIdemReleased:
+			var x idemReleased
+			if json.Unmarshal(ev.Data, &x) == nil && x.Target != "" && st != nil && done == nil && st.Target == x.Target {
+				at = time.Time{} // no request holds it, and its target stands
+				continue
+			}
 			st, done = nil, nil // the key is free again
 		case evIdemRenewed:
 			// The request still runs: its lease counts from here.
