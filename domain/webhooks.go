@@ -19,7 +19,7 @@ import (
 )
 
 // WebhooksStream holds every webhook endpoint's registration, secret
-// rotation, disabling and deletion, of every tenant. It only grows: the
+// rotation, update, disabling and deletion, of every tenant. It only grows: the
 // command side folds it once per process, then reads what was appended.
 const WebhooksStream = "webhooks"
 
@@ -32,6 +32,7 @@ const (
 	EventWebhookRegistered    = "WebhookRegistered"
 	EventWebhookSecretRotated = "WebhookSecretRotated"
 	EventWebhookDisabled      = "WebhookDisabled"
+	EventWebhookUpdated       = "WebhookUpdated"
 	EventWebhookDeleted       = "WebhookDeleted"
 
 	EventWebhookDeliveryScheduled   = "WebhookDeliveryScheduled"
@@ -50,7 +51,7 @@ const WebhookAllEvents = "*"
 // Webhook endpoint statuses.
 const (
 	WebhookStatusActive   = "active"
-	WebhookStatusDisabled = "disabled" // the receiver answered 410 Gone
+	WebhookStatusDisabled = "disabled" // the receiver answered 410 Gone, or its owner disabled it
 	WebhookStatusDeleted  = "deleted"
 )
 
@@ -99,6 +100,23 @@ type WebhookDisabled struct {
 	DisabledAt time.Time `json:"disabledAt"`
 }
 
+// WebhookUpdated records an owner's change of an endpoint: the fields
+// present are the new values (TargetExecutors present and empty: every
+// handoff); Disabled, when present, stops (true) or resumes (false) its
+// deliveries.
+type WebhookUpdated struct {
+	WebhookID       string    `json:"webhookId"`
+	URL             string    `json:"url,omitempty"`
+	EventTypes      []string  `json:"eventTypes,omitempty"`
+	TargetExecutors *[]string `json:"targetExecutors,omitempty"`
+	Disabled        *bool     `json:"disabled,omitempty"`
+	UpdatedAt       time.Time `json:"updatedAt"`
+}
+
+// WebhookDisabledByOwner is the disabledReason of an endpoint its owner
+// disabled (WebhookUpdated).
+const WebhookDisabledByOwner = "disabled by its owner"
+
 // WebhookDeleted removes an endpoint.
 type WebhookDeleted struct {
 	WebhookID string    `json:"webhookId"`
@@ -116,6 +134,7 @@ type Webhook struct {
 	Status            string     `json:"status"`
 	DisabledReason    string     `json:"disabledReason,omitempty"`
 	CreatedAt         time.Time  `json:"createdAt"`
+	UpdatedAt         *time.Time `json:"updatedAt,omitempty"`
 	SecretRotatedAt   *time.Time `json:"secretRotatedAt,omitempty"`
 	PreviousExpiresAt *time.Time `json:"previousSecretExpiresAt,omitempty"`
 
@@ -177,6 +196,36 @@ func ApplyWebhookEvent(hooks map[string]*Webhook, typ string, data []byte) error
 		if w := hooks[e.WebhookID]; w != nil && w.Status == WebhookStatusActive {
 			w.Status, w.DisabledReason = WebhookStatusDisabled, e.Reason
 		}
+	case EventWebhookUpdated:
+		var e WebhookUpdated
+		if err := json.Unmarshal(data, &e); err != nil {
+			return err
+		}
+		w := hooks[e.WebhookID]
+		if w == nil || w.Status == WebhookStatusDeleted {
+			return nil
+		}
+		if e.URL != "" {
+			w.URL = e.URL
+		}
+		if e.EventTypes != nil {
+			w.EventTypes = e.EventTypes
+		}
+		if e.TargetExecutors != nil {
+			w.TargetExecutors = *e.TargetExecutors
+			if w.TargetExecutors == nil {
+				w.TargetExecutors = []string{}
+			}
+		}
+		switch {
+		case e.Disabled == nil:
+		case *e.Disabled && w.Status == WebhookStatusActive:
+			w.Status, w.DisabledReason = WebhookStatusDisabled, WebhookDisabledByOwner
+		case !*e.Disabled && w.Status == WebhookStatusDisabled:
+			w.Status, w.DisabledReason = WebhookStatusActive, ""
+		}
+		at := e.UpdatedAt
+		w.UpdatedAt = &at
 	case EventWebhookDeleted:
 		var e WebhookDeleted
 		if err := json.Unmarshal(data, &e); err != nil {
@@ -226,37 +275,11 @@ type WebhookRegistration struct {
 // allowPrivate: the sender would refuse to connect to it anyway.
 func (r *WebhookRegistration) Validate(allowPrivate bool) error {
 	var bad []FieldError
-	add := func(ptr, code, msg string) { bad = append(bad, FieldError{Pointer: ptr, Code: code, Message: msg}) }
 	if f := checkWebhookURL(r.URL, allowPrivate); f != nil {
 		bad = append(bad, *f)
 	}
-	switch {
-	case r.EventTypes == nil:
-		add("/eventTypes", "required", `is required: a list of event type names (such as "ContractCreated"), or ["*"] for all`)
-	case len(r.EventTypes) == 0:
-		add("/eventTypes", "empty", `must name at least one event type, or "*" for all`)
-	case len(r.EventTypes) > maxWebhookListItems:
-		add("/eventTypes", "too_many", fmt.Sprintf("names more than %d event types", maxWebhookListItems))
-	default:
-		for i, t := range r.EventTypes {
-			if t != WebhookAllEvents && !eventTypeRE.MatchString(t) {
-				add(fmt.Sprintf("/eventTypes/%d", i), "invalid_format", `must be an event type name (PascalCase letters and digits, up to 64, such as "ContractCreated") or "*"`)
-			}
-		}
-	}
-	if len(r.TargetExecutors) > maxWebhookListItems {
-		add("/targetExecutors", "too_many", fmt.Sprintf("names more than %d executors", maxWebhookListItems))
-	} else {
-		for i, e := range r.TargetExecutors {
-			// Characters, as a contract's targetExecutor is measured.
-			// The characters a contract's targetExecutor refuses (NotPlain),
-			// which the endpoint's record would keep and show as well.
-			_, notPlain := NotPlain(e)
-			if Blank(e) || utf8.RuneCountInString(e) > maxWebhookExecutor || notPlain {
-				add(fmt.Sprintf("/targetExecutors/%d", i), "invalid_format", fmt.Sprintf("must be an executor name: 1 to %d characters, no control characters or bidirectional overrides", maxWebhookExecutor))
-			}
-		}
-	}
+	bad = append(bad, checkEventTypes(r.EventTypes)...)
+	bad = append(bad, checkTargetExecutors(r.TargetExecutors)...)
 	if len(bad) > 0 {
 		return Invalid("webhooks.register", bad...)
 	}
@@ -266,6 +289,85 @@ func (r *WebhookRegistration) Validate(allowPrivate bool) error {
 		r.TargetExecutors = []string{}
 	}
 	return nil
+}
+
+// WebhookUpdate is what a caller asks to change of an endpoint: nil is
+// left as it is.
+type WebhookUpdate struct {
+	URL             *string
+	EventTypes      *[]string
+	TargetExecutors *[]string // empty: every handoff
+	Disabled        *bool
+}
+
+// Validate checks the fields an update names, by the rules of a
+// registration, and normalises its lists as a registration's.
+func (u *WebhookUpdate) Validate(allowPrivate bool) error {
+	var bad []FieldError
+	if u.URL != nil {
+		if f := checkWebhookURL(*u.URL, allowPrivate); f != nil {
+			bad = append(bad, *f)
+		}
+	}
+	if u.EventTypes != nil {
+		bad = append(bad, checkEventTypes(*u.EventTypes)...)
+	}
+	if u.TargetExecutors != nil {
+		bad = append(bad, checkTargetExecutors(*u.TargetExecutors)...)
+	}
+	if len(bad) > 0 {
+		return Invalid("webhooks.update", bad...)
+	}
+	if u.EventTypes != nil {
+		ts := dedupe(*u.EventTypes)
+		u.EventTypes = &ts
+	}
+	if u.TargetExecutors != nil {
+		ts := dedupe(*u.TargetExecutors)
+		if ts == nil {
+			ts = []string{}
+		}
+		u.TargetExecutors = &ts
+	}
+	return nil
+}
+
+func checkEventTypes(types []string) []FieldError {
+	var bad []FieldError
+	add := func(ptr, code, msg string) { bad = append(bad, FieldError{Pointer: ptr, Code: code, Message: msg}) }
+	switch {
+	case types == nil:
+		add("/eventTypes", "required", `is required: a list of event type names (such as "ContractCreated"), or ["*"] for all`)
+	case len(types) == 0:
+		add("/eventTypes", "empty", `must name at least one event type, or "*" for all`)
+	case len(types) > maxWebhookListItems:
+		add("/eventTypes", "too_many", fmt.Sprintf("names more than %d event types", maxWebhookListItems))
+	default:
+		for i, t := range types {
+			if t != WebhookAllEvents && !eventTypeRE.MatchString(t) {
+				add(fmt.Sprintf("/eventTypes/%d", i), "invalid_format", `must be an event type name (PascalCase letters and digits, up to 64, such as "ContractCreated") or "*"`)
+			}
+		}
+	}
+	return bad
+}
+
+func checkTargetExecutors(targets []string) []FieldError {
+	if len(targets) > maxWebhookListItems {
+		return []FieldError{{Pointer: "/targetExecutors", Code: "too_many", Message: fmt.Sprintf("names more than %d executors", maxWebhookListItems)}}
+	}
+	var bad []FieldError
+	for i, e := range targets {
+		// Characters, as a contract's targetExecutor is measured.
+		// The characters a contract's targetExecutor refuses (NotPlain),
+		// which the endpoint's record would keep and show as well.
+		_, notPlain := NotPlain(e)
+		if Blank(e) || utf8.RuneCountInString(e) > maxWebhookExecutor || notPlain {
+			bad = append(bad, FieldError{Pointer: fmt.Sprintf("/targetExecutors/%d", i), Code: "invalid_format",
+				Message: fmt.Sprintf("must be an executor name: 1 to %d characters, no control characters or bidirectional overrides", maxWebhookExecutor)})
+		}
+	}
+	return bad
 }
 
 func dedupe(xs []string) []string {

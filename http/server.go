@@ -296,6 +296,7 @@ func NewServer(cfg Config) *Server {
 	rt.HandleFunc("/v1/webhooks", s.withKey(anyKey, noStore(s.withIdempotency("webhooks", s.createWebhook)))).Methods(http.MethodPost)
 	rt.HandleFunc("/v1/webhooks", s.withKey(anyKey, s.listWebhooks)).Methods(http.MethodGet)
 	rt.HandleFunc("/v1/webhooks/{webhookId}", s.withKey(anyKey, s.getWebhook)).Methods(http.MethodGet)
+	rt.HandleFunc("/v1/webhooks/{webhookId}", s.withKey(anyKey, s.updateWebhook)).Methods(http.MethodPatch)
 	rt.HandleFunc("/v1/webhooks/{webhookId}", s.withKey(anyKey, s.deleteWebhook)).Methods(http.MethodDelete)
 	rt.HandleFunc("/v1/webhooks/{webhookId}/rotate", s.withKey(anyKey, noStore(s.rotateOnce))).Methods(http.MethodPost)
 	rt.HandleFunc("/v1/webhooks/{webhookId}/deliveries", s.withKey(anyKey, s.listWebhookDeliveries)).Methods(http.MethodGet)

@@ -1195,3 +1195,141 @@ func TestDrainingDispatcherStartsNoAttempt(t *testing.T) {
 	e.awaitDelivery(e.tenantA, w.str("webhookId"), 1, "pending", 0)
 	rc.quiet(t, 1)
 }
+
+// PATCH /v1/webhooks/{id} changes the fields named and leaves the others;
+// each change is one WebhookUpdated event, one that changes nothing is
+// none, and a refused one is none.
+func TestWebhookUpdate(t *testing.T) {
+	e, clock := webhookEnv(t, false)
+	id := e.registerWebhook(e.tenantA, "https://hooks.example.com/a", []string{"ContractCreated"}, "ops-bot").str("webhookId")
+	path := "/v1/webhooks/" + id
+	clock.Advance(time.Minute)
+	r := e.must(e.do("PATCH", path, e.tenantA, `{"url":"https://hooks.example.com/b","eventTypes":["ApprovalDecided","ApprovalDecided","*"]}`), 200)
+	if r.str("url") != "https://hooks.example.com/b" || r.str("eventTypes") != `["ApprovalDecided","*"]` || r.str("targetExecutors") != `["ops-bot"]` ||
+		r.str("status") != "active" || r.str("updatedAt") != clock.Now().Format(time.RFC3339) || strings.Contains(string(r.raw), "secret\"") {
+		t.Fatalf("update: %s", r.raw)
+	}
+	if g := e.must(e.do("GET", path, e.tenantA, nil), 200); g.str("url") != "https://hooks.example.com/b" {
+		t.Fatalf("get after the update: %s", g.raw)
+	}
+	// null targetExecutors is every handoff, as at registration.
+	if r := e.must(e.do("PATCH", path, e.tenantA, `{"targetExecutors":null}`), 200); r.str("targetExecutors") != `[]` {
+		t.Fatalf("targetExecutors null: %s", r.raw)
+	}
+	n := e.countType("WebhookUpdated")
+	if n != 2 {
+		t.Fatalf("%d WebhookUpdated events, want 2", n)
+	}
+	// The same values again, or nothing, change nothing and record nothing.
+	e.must(e.do("PATCH", path, e.tenantA, `{"url":"https://hooks.example.com/b","targetExecutors":[]}`), 200)
+	e.must(e.do("PATCH", path, e.tenantA, `{}`), 200)
+	for _, c := range []struct{ body, pointer, code string }{
+		{`{"disable":true}`, "/disable", "unknown_field"},
+		{`{"URL":"https://hooks.example.com/c"}`, "/URL", "unknown_field"},
+		{`{"url":null}`, "/url", "invalid_type"},
+		{`{"eventTypes":null}`, "/eventTypes", "invalid_type"},
+		{`{"disabled":null}`, "/disabled", "invalid_type"},
+		{`{"disabled":"true"}`, "/disabled", "invalid_type"},
+		{`{"url":"https://127.0.0.1/x"}`, "/url", "private_address"},
+		{`{"url":"hooks.example.com"}`, "/url", "invalid_url"},
+		{`{"eventTypes":[]}`, "/eventTypes", "empty"},
+		{`{"eventTypes":["contract-created"]}`, "/eventTypes/0", "invalid_format"},
+		{`{"targetExecutors":[""]}`, "/targetExecutors/0", "invalid_format"},
+		{`{"disabled":true,"url":"ftp://x.example.com"}`, "/url", "invalid_scheme"},
+	} {
+		r := e.do("PATCH", path, e.tenantA, c.body)
+		if r.status != 422 || !strings.Contains(string(r.raw), `"pointer":"`+c.pointer+`","code":"`+c.code+`"`) {
+			t.Fatalf("%s: %d %s", c.body, r.status, r.raw)
+		}
+	}
+	for _, c := range []struct {
+		body   string
+		status int
+	}{{``, 400}, {`{"url":`, 400}, {`[]`, 422}, {`{"disabled":true,"disabled":false}`, 400}} {
+		if r := e.do("PATCH", path, e.tenantA, c.body); r.status != c.status {
+			t.Fatalf("%q: %d %s", c.body, r.status, r.raw)
+		}
+	}
+	e.must(e.do("PATCH", path, e.tenantB, `{"disabled":true}`), 404)
+	e.must(e.do("PATCH", "/v1/webhooks/wh_nothex", e.tenantA, `{"disabled":true}`), 404)
+	if got := e.countType("WebhookUpdated"); got != n {
+		t.Fatalf("%d WebhookUpdated events after updates that changed nothing or were refused, want %d", got, n)
+	}
+	e.must(e.do("DELETE", path, e.tenantA, nil), 204)
+	e.must(e.do("PATCH", path, e.tenantA, `{"disabled":false}`), 404)
+}
+
+// A disabled endpoint gets nothing: no delivery of the events recorded
+// while it is, and a retry that comes due while it is is canceled, as
+// Stripe does; enabled again before a retry comes due, the retry is
+// made, and the events recorded after are delivered.
+func TestWebhookDisabledAndEnabled(t *testing.T) {
+	e, clock := webhookEnv(t, true)
+	rc := newReceiver(t)
+	fail := atomic.Bool{}
+	rc.setAnswer(func(n int, w http.ResponseWriter) {
+		if fail.Load() {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	dispatch(t, e, clock, nil)
+	id := e.registerWebhook(e.tenantA, rc.srv.URL, []string{"ContractCreated"}).str("webhookId")
+	path := "/v1/webhooks/" + id
+	fail.Store(true)
+	e.contract(e.tenantA, nil)
+	rc.await(t, 1)
+	e.awaitDelivery(e.tenantA, id, 0, "pending", 1) // its retry is due in a minute
+	r := e.must(e.do("PATCH", path, e.tenantA, `{"disabled":true}`), 200)
+	if r.str("status") != "disabled" || r.str("disabledReason") != "disabled by its owner" {
+		t.Fatalf("disable: %s", r.raw)
+	}
+	e.contract(e.tenantA, nil) // recorded while disabled: never delivered
+	clock.Advance(time.Minute)
+	d := e.awaitDelivery(e.tenantA, id, 0, "failed", 2)
+	if a := attempt(d, 1); a["outcome"] != "canceled" {
+		t.Fatalf("a retry due while disabled: %v", a)
+	}
+	rc.quiet(t, 1)
+	if r := e.do("POST", path+"/deliveries/"+d["deliveryId"].(string)+"/redeliver", e.tenantA, nil); r.status != 409 || r.str("code") != "webhook_not_active" {
+		t.Fatalf("redeliver while disabled: %d %s", r.status, r.raw)
+	}
+	// Enabled: a redelivery is taken, and new events are delivered.
+	if r := e.must(e.do("PATCH", path, e.tenantA, `{"disabled":false}`), 200); r.str("status") != "active" || r.str("disabledReason") != "" {
+		t.Fatalf("enable: %s", r.raw)
+	}
+	fail.Store(false)
+	e.must(e.do("POST", path+"/deliveries/"+d["deliveryId"].(string)+"/redeliver", e.tenantA, nil), 202)
+	e.awaitDelivery(e.tenantA, id, 0, "succeeded", 3)
+	h := e.contract(e.tenantA, nil)
+	e.awaitDelivery(e.tenantA, id, 1, "succeeded", 1)
+	if ds := e.deliveries(e.tenantA, id); len(ds) != 2 || ds[1]["handoffId"] != h {
+		t.Fatalf("deliveries %v: want the first event's and the one after the endpoint was enabled", ds)
+	}
+	// A retry pending across a disable and an enable before it is due is
+	// made.
+	fail.Store(true)
+	e.contract(e.tenantA, nil)
+	e.awaitDelivery(e.tenantA, id, 2, "pending", 1)
+	e.must(e.do("PATCH", path, e.tenantA, `{"disabled":true}`), 200)
+	e.must(e.do("PATCH", path, e.tenantA, `{"disabled":false}`), 200)
+	fail.Store(false)
+	clock.Advance(time.Minute)
+	e.awaitDelivery(e.tenantA, id, 2, "succeeded", 2)
+	// An endpoint disabled by a 410 is enabled the same way.
+	rc.setAnswer(func(n int, w http.ResponseWriter) { w.WriteHeader(http.StatusGone) })
+	e.contract(e.tenantA, nil)
+	e.awaitDelivery(e.tenantA, id, 3, "failed", 1)
+	deadline := time.Now().Add(10 * time.Second)
+	for e.must(e.do("GET", path, e.tenantA, nil), 200).str("status") != "disabled" {
+		if time.Now().After(deadline) {
+			t.Fatal("a 410 did not disable the endpoint")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	rc.setAnswer(nil)
+	e.must(e.do("PATCH", path, e.tenantA, `{"disabled":false}`), 200)
+	e.contract(e.tenantA, nil)
+	e.awaitDelivery(e.tenantA, id, 4, "succeeded", 1)
+}

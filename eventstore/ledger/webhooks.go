@@ -236,15 +236,8 @@ func (s *Webhooks) Register(ctx context.Context, call Call, reg domain.WebhookRe
 			// Registered by the request of the key that kept no answer.
 			return NewWebhook{Webhook: w, Secret: w.Secret, Replayed: true}, nil
 		}
-		n := 0
-		for _, w := range set.hooks {
-			if w.Tenant == e.Tenant && w.Status == domain.WebhookStatusActive {
-				n++
-			}
-		}
-		if n >= MaxWebhooksPerTenant {
-			return NewWebhook{}, domain.E("webhooks.register", domain.KindConflict, "too_many_webhooks",
-				"tenant %s has %d active webhook endpoints, the most a tenant may have; delete one first (an endpoint receives every event it subscribes to, so each one is another delivery of each event)", e.Tenant, n)
+		if err := set.room("webhooks.register", e.Tenant); err != nil {
+			return NewWebhook{}, err
 		}
 		if err := call.beforeWrite(ctx, id); err != nil {
 			return NewWebhook{}, err
@@ -266,6 +259,22 @@ func (s *Webhooks) Register(ctx context.Context, call Call, reg domain.WebhookRe
 		return NewWebhook{}, err
 	}
 	return NewWebhook{Webhook: hooks[id], Secret: secret}, nil
+}
+
+// room refuses one more active endpoint of tenant when it has the most
+// it may have.
+func (set *webhookSet) room(op, tenant string) error {
+	n := 0
+	for _, w := range set.hooks {
+		if w.Tenant == tenant && w.Status == domain.WebhookStatusActive {
+			n++
+		}
+	}
+	if n >= MaxWebhooksPerTenant {
+		return domain.E(op, domain.KindConflict, "too_many_webhooks",
+			"tenant %s has %d active webhook endpoints, the most a tenant may have; delete one first (an endpoint receives every event it subscribes to, so each one is another delivery of each event)", tenant, n)
+	}
+	return nil
 }
 
 // List is the endpoints p may see (not deleted), oldest first.
@@ -315,7 +324,7 @@ func copyHook(w *domain.Webhook) *domain.Webhook {
 
 // change appends the event build makes for endpoint id (which p must see),
 // retrying when the stream moved meanwhile.
-func (s *Webhooks) change(ctx context.Context, op string, p domain.Principal, id string, build func(w *domain.Webhook) (any, string, eventstore.Metadata, error)) (*domain.Webhook, error) {
+func (s *Webhooks) change(ctx context.Context, op string, p domain.Principal, id string, build func(set *webhookSet, w *domain.Webhook) (any, string, eventstore.Metadata, error)) (*domain.Webhook, error) {
 	if !domain.ValidWebhookID(id) {
 		return nil, webhookNotFound(op, id)
 	}
@@ -333,7 +342,7 @@ func (s *Webhooks) change(ctx context.Context, op string, p domain.Principal, id
 		if err != nil {
 			return nil, err
 		}
-		v, typ, meta, err := build(w)
+		v, typ, meta, err := build(set, w)
 		if err != nil || v == nil {
 			return w, err
 		}
@@ -361,11 +370,52 @@ func (s *Webhooks) change(ctx context.Context, op string, p domain.Principal, id
 
 // Delete removes endpoint id: nothing more is delivered to it.
 func (s *Webhooks) Delete(ctx context.Context, call Call, id string) error {
-	_, err := s.change(ctx, "webhooks.delete", call.Principal, id, func(w *domain.Webhook) (any, string, eventstore.Metadata, error) {
+	_, err := s.change(ctx, "webhooks.delete", call.Principal, id, func(_ *webhookSet, w *domain.Webhook) (any, string, eventstore.Metadata, error) {
 		return domain.WebhookDeleted{WebhookID: id, DeletedAt: s.clock()}, domain.EventWebhookDeleted,
 			eventstore.Metadata{Actor: call.Principal.Actor(), RequestID: call.RequestID}, nil
 	})
 	return err
+}
+
+// Update changes endpoint id as u asks: its URL, event types, target
+// executors, and whether it is disabled. An update that changes nothing
+// records nothing and answers the endpoint as it is. Enabling an endpoint
+// counts it toward its tenant's bound again.
+func (s *Webhooks) Update(ctx context.Context, call Call, id string, u domain.WebhookUpdate) (*domain.Webhook, error) {
+	const op = "webhooks.update"
+	if err := u.Validate(s.allowPrivate); err != nil {
+		return nil, err
+	}
+	w, err := s.change(ctx, op, call.Principal, id, func(set *webhookSet, w *domain.Webhook) (any, string, eventstore.Metadata, error) {
+		e := domain.WebhookUpdated{WebhookID: id}
+		changed := false
+		if u.URL != nil && *u.URL != w.URL {
+			e.URL, changed = *u.URL, true
+		}
+		if u.EventTypes != nil && !slices.Equal(*u.EventTypes, w.EventTypes) {
+			e.EventTypes, changed = *u.EventTypes, true
+		}
+		if u.TargetExecutors != nil && !slices.Equal(*u.TargetExecutors, w.TargetExecutors) {
+			e.TargetExecutors, changed = u.TargetExecutors, true
+		}
+		if u.Disabled != nil && *u.Disabled != (w.Status == domain.WebhookStatusDisabled) {
+			if !*u.Disabled {
+				if err := set.room(op, w.Tenant); err != nil {
+					return nil, "", eventstore.Metadata{}, err
+				}
+			}
+			e.Disabled, changed = u.Disabled, true
+		}
+		if !changed {
+			return nil, "", eventstore.Metadata{}, nil
+		}
+		if err := call.beforeWrite(ctx, ""); err != nil {
+			return nil, "", eventstore.Metadata{}, err
+		}
+		e.UpdatedAt = s.clock()
+		return e, domain.EventWebhookUpdated, eventstore.Metadata{Actor: call.Principal.Actor(), RequestID: call.RequestID, RecordedAt: e.UpdatedAt}, nil
+	})
+	return copyHook(w), err
 }
 
 // Rotation is a new secret, shown once, and when the old one stops
@@ -385,7 +435,7 @@ func (s *Webhooks) Rotate(ctx context.Context, call Call, id string) (Rotation, 
 		return Rotation{}, err
 	}
 	var rot Rotation
-	_, err = s.change(ctx, "webhooks.rotate", call.Principal, id, func(w *domain.Webhook) (any, string, eventstore.Metadata, error) {
+	_, err = s.change(ctx, "webhooks.rotate", call.Principal, id, func(_ *webhookSet, w *domain.Webhook) (any, string, eventstore.Metadata, error) {
 		if err := call.beforeWrite(ctx, ""); err != nil {
 			return nil, "", eventstore.Metadata{}, err
 		}
@@ -401,7 +451,7 @@ func (s *Webhooks) Rotate(ctx context.Context, call Call, id string) (Rotation, 
 // Gone during delivery deliveryID). Disabling an endpoint that is not
 // active records nothing.
 func (s *Webhooks) Disable(ctx context.Context, id, reason string, status int, deliveryID string) error {
-	_, err := s.change(ctx, "webhooks.disable", domain.Principal{Admin: true}, id, func(w *domain.Webhook) (any, string, eventstore.Metadata, error) {
+	_, err := s.change(ctx, "webhooks.disable", domain.Principal{Admin: true}, id, func(_ *webhookSet, w *domain.Webhook) (any, string, eventstore.Metadata, error) {
 		if w.Status != domain.WebhookStatusActive {
 			return nil, "", eventstore.Metadata{}, nil
 		}
@@ -526,7 +576,7 @@ func (s *Webhooks) Redeliver(ctx context.Context, call Call, webhookID, delivery
 		return nil, notFound
 	}
 	if w.Status != domain.WebhookStatusActive {
-		return nil, domain.E(op, domain.KindConflict, "webhook_not_active", "webhook %s is %s (%s); register the endpoint again to receive deliveries", webhookID, w.Status, w.DisabledReason)
+		return nil, domain.E(op, domain.KindConflict, "webhook_not_active", "webhook %s is %s (%s); enable it (PATCH /v1/webhooks/%s with {\"disabled\": false}) to receive deliveries", webhookID, w.Status, w.DisabledReason, webhookID)
 	}
 	done, err := s.turns.take(ctx, domain.WebhookDeliveryStream(deliveryID))
 	if err != nil {

@@ -2,7 +2,9 @@ package ledger_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -230,5 +232,132 @@ func TestRedeliveriesOfOneDeliveryAreBounded(t *testing.T) {
 	}
 	if _, after, _ := s.Delivery(ctx, id); after != last {
 		t.Fatalf("the refused redelivery appended: revision %d, then %d", last, after)
+	}
+}
+
+// webhookEvents is the webhooks stream's events about endpoint id, by type
+// in order.
+func webhookEvents(t *testing.T, store eventstore.Store, id string) []string {
+	t.Helper()
+	evs, err := eventstore.ReadWholeStream(context.Background(), store, domain.WebhooksStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range evs {
+		var e struct {
+			WebhookID string `json:"webhookId"`
+		}
+		if json.Unmarshal(ev.Data, &e) == nil && e.WebhookID == id {
+			out = append(out, ev.Type)
+		}
+	}
+	return out
+}
+
+// Updates racing deletions and each other through two processes on one
+// store (replicas, which do not take turns) each have one outcome, which
+// is what the stream records: an update that answers 200 is recorded once,
+// before the deletion; one that answers 404 recorded nothing; of two
+// enables racing for the tenant's last place, one lands.
+func TestWebhookUpdatesRaceAcrossReplicas(t *testing.T) {
+	store := openStore(t)
+	s1 := ledger.NewWebhooks(store, ledger.WebhookOptions{})
+	s2 := ledger.NewWebhooks(store, ledger.WebhookOptions{})
+	ctx := t.Context()
+	reg := func() string {
+		t.Helper()
+		w, err := s1.Register(ctx, tenantA, domain.WebhookRegistration{URL: "https://hooks.example.com/x", EventTypes: []string{"*"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w.WebhookID
+	}
+	yes, no := true, false
+	for range 20 {
+		id := reg()
+		var wg sync.WaitGroup
+		var uerr, derr error
+		wg.Add(2)
+		go func() { defer wg.Done(); _, uerr = s1.Update(ctx, tenantA, id, domain.WebhookUpdate{Disabled: &yes}) }()
+		go func() { defer wg.Done(); derr = s2.Delete(ctx, tenantA, id) }()
+		wg.Wait()
+		got := webhookEvents(t, store, id)
+		switch {
+		case derr != nil:
+			t.Fatalf("delete: %v", derr)
+		case uerr == nil && !slices.Equal(got, []string{domain.EventWebhookRegistered, domain.EventWebhookUpdated, domain.EventWebhookDeleted}):
+			t.Fatalf("the update answered ok; the stream has %v", got)
+		case uerr != nil && (domain.KindOf(uerr) != domain.KindNotFound || !slices.Equal(got, []string{domain.EventWebhookRegistered, domain.EventWebhookDeleted})):
+			t.Fatalf("the update answered %v; the stream has %v", uerr, got)
+		}
+	}
+	// Two updates at once: both land, one after the other, and each
+	// answers the endpoint as its own event left it.
+	id := reg()
+	urls := []string{"https://hooks.example.com/one", "https://hooks.example.com/two"}
+	answers := make([]*domain.Webhook, 2)
+	var wg sync.WaitGroup
+	for i, s := range []*ledger.Webhooks{s1, s2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w, err := s.Update(ctx, tenantA, id, domain.WebhookUpdate{URL: &urls[i]})
+			if err != nil {
+				t.Error(err)
+			}
+			answers[i] = w
+		}()
+	}
+	wg.Wait()
+	if got := webhookEvents(t, store, id); len(got) != 3 {
+		t.Fatalf("two updates: %v", got)
+	}
+	for i, w := range answers {
+		if w == nil || w.URL != urls[i] {
+			t.Fatalf("update %d answered %+v", i, w)
+		}
+	}
+	w1, _ := s1.Get(ctx, tenantA.Principal, id)
+	w2, _ := s2.Get(ctx, tenantA.Principal, id)
+	if w1.URL != w2.URL {
+		t.Fatalf("the replicas disagree: %q and %q", w1.URL, w2.URL)
+	}
+	// The tenant's last active place: of two enables at once, one lands.
+	var off []string
+	for i := 1; i < ledger.MaxWebhooksPerTenant; i++ {
+		id := reg()
+		if i <= 2 {
+			if _, err := s1.Update(ctx, tenantA, id, domain.WebhookUpdate{Disabled: &yes}); err != nil {
+				t.Fatal(err)
+			}
+			off = append(off, id)
+		}
+	}
+	reg() // 49 active, 2 disabled
+	errs := make([]error, 2)
+	for i, s := range []*ledger.Webhooks{s1, s2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = s.Update(ctx, tenantA, off[i], domain.WebhookUpdate{Disabled: &no})
+		}()
+	}
+	wg.Wait()
+	var de *domain.Error
+	if (errs[0] == nil) == (errs[1] == nil) || !errors.As(errors.Join(errs...), &de) || de.Code != "too_many_webhooks" {
+		t.Fatalf("two enables for one place: %v", errs)
+	}
+	// A refused update appends nothing.
+	before := len(webhookEvents(t, store, off[0])) + len(webhookEvents(t, store, off[1]))
+	bad := "ftp://hooks.example.com/"
+	if _, err := s1.Update(ctx, tenantA, off[0], domain.WebhookUpdate{URL: &bad}); domain.KindOf(err) != domain.KindInvalid {
+		t.Fatalf("a bad URL: %v", err)
+	}
+	if _, err := s1.Update(ctx, tenantB, off[0], domain.WebhookUpdate{Disabled: &no}); domain.KindOf(err) != domain.KindNotFound {
+		t.Fatalf("another tenant's: %v", err)
+	}
+	if after := len(webhookEvents(t, store, off[0])) + len(webhookEvents(t, store, off[1])); after != before {
+		t.Fatalf("refused updates appended %d events", after-before)
 	}
 }

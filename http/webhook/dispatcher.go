@@ -308,17 +308,22 @@ func (d *Dispatcher) apply(ctx context.Context, ev eventstore.RecordedEvent) {
 		if err := domain.ApplyWebhookEvent(d.hooks, ev.Type, ev.Data); err != nil {
 			d.cfg.Log.Error().Err(err).Uint64("revision", ev.Revision).Msg("webhooks: endpoint event skipped")
 		}
-		if ev.Type == domain.EventWebhookDeleted || ev.Type == domain.EventWebhookDisabled {
-			// Forgotten: no event is delivered to it again (a disabled
-			// endpoint is never enabled again), and kept, every handoff
-			// event was matched against it.
-			var e struct {
-				WebhookID string `json:"webhookId"`
-			}
-			if json.Unmarshal(ev.Data, &e) == nil {
-				delete(d.hooks, e.WebhookID)
-				delete(d.failing, e.WebhookID)
-			}
+		var e struct {
+			WebhookID string `json:"webhookId"`
+		}
+		if ev.Type == domain.EventWebhookRegistered || json.Unmarshal(ev.Data, &e) != nil {
+			break
+		}
+		if ev.Type == domain.EventWebhookDeleted {
+			// Forgotten: no event is delivered to it again, and kept,
+			// every handoff event was matched against it. A disabled
+			// endpoint is kept: its owner may enable it again.
+			delete(d.hooks, e.WebhookID)
+		}
+		if ev.Type != domain.EventWebhookSecretRotated {
+			// Deleted, disabled, enabled or sent elsewhere: how its last
+			// attempt went says nothing of the next.
+			delete(d.failing, e.WebhookID)
 		}
 	case strings.HasPrefix(ev.StreamID, deliveryPrefix):
 		d.applyDelivery(strings.TrimPrefix(ev.StreamID, deliveryPrefix), ev)

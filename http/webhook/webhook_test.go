@@ -200,14 +200,22 @@ func TestDeletedEndpointsAreForgotten(t *testing.T) {
 		id := fmt.Sprintf("wh_%016x", i)
 		apply(domain.EventWebhookRegistered, domain.WebhookRegistered{WebhookID: id, Tenant: "a", URL: "https://hooks.example.com/", EventTypes: []string{"*"}, Secret: "whsec_AAAA"})
 		d.failing[id] = true
-		if i%2 == 0 {
-			apply(domain.EventWebhookDeleted, domain.WebhookDeleted{WebhookID: id})
-		} else { // its receiver answered 410
-			apply(domain.EventWebhookDisabled, domain.WebhookDisabled{WebhookID: id, Reason: "gone", StatusCode: 410})
-		}
+		apply(domain.EventWebhookDeleted, domain.WebhookDeleted{WebhookID: id})
 	}
 	apply(domain.EventWebhookRegistered, domain.WebhookRegistered{WebhookID: "wh_kept", Tenant: "a", URL: "https://hooks.example.com/", EventTypes: []string{"*"}, Secret: "whsec_AAAA"})
 	if len(d.hooks) != 1 || d.hooks["wh_kept"] == nil || len(d.failing) != 0 {
-		t.Fatalf("after 100 endpoints registered and deleted or disabled: %d endpoints, %d marked failing; want the one kept, none failing", len(d.hooks), len(d.failing))
+		t.Fatalf("after 100 endpoints registered and deleted: %d endpoints, %d marked failing; want the one kept, none failing", len(d.hooks), len(d.failing))
+	}
+	// A disabled endpoint is kept, as disabled: its owner may enable it
+	// again, and the dispatcher then delivers to it.
+	d.failing["wh_kept"] = true
+	apply(domain.EventWebhookDisabled, domain.WebhookDisabled{WebhookID: "wh_kept", Reason: "gone", StatusCode: 410})
+	if w := d.hooks["wh_kept"]; w == nil || w.Status != domain.WebhookStatusDisabled || len(d.failing) != 0 {
+		t.Fatalf("after a 410: %+v, %d marked failing", w, len(d.failing))
+	}
+	no := false
+	apply(domain.EventWebhookUpdated, domain.WebhookUpdated{WebhookID: "wh_kept", Disabled: &no})
+	if w := d.hooks["wh_kept"]; w == nil || w.Status != domain.WebhookStatusActive || w.DisabledReason != "" {
+		t.Fatalf("after it was enabled: %+v", w)
 	}
 }
