@@ -27,7 +27,7 @@ func TestUnknownQueryParameterRefused(t *testing.T) {
 		{"GET", "/v1/handoff/contracts/h1?x=1", e.tenantA, "x"},
 		{"GET", "/v1/executions/h1/ledger?since=3", e.tenantA, "since"},
 		{"GET", "/v1/events?handoff=h1", e.tenantA, "handoff"},
-		{"GET", "/v1/webhooks?limit=5", e.tenantA, "limit"},
+		{"GET", "/v1/webhooks?page=2", e.tenantA, "page"},
 		{"GET", "/v1/webhooks/wh_1/deliveries?page=2", e.tenantA, "page"},
 		{"GET", "/v1/capabilities?verbose", e.tenantA, "verbose"},
 		{"DELETE", "/v1/admin/keys/" + k.str("keyId") + "?dryRun=1", e.admin, "dryRun"},

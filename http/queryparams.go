@@ -22,6 +22,7 @@ var queryParams = map[string][]string{
 	"GET /v1/executions/{handoffId}/ledger":   {"after", "wait"},
 	"GET /v1/events":                          {"handoffId", "targetExecutor", "type", "after"},
 	"GET /v1/admin/keys":                      {"tenant"},
+	"GET /v1/webhooks":                        {"limit", "cursor"},
 	"GET /v1/webhooks/{webhookId}/deliveries": {"limit", "cursor"},
 }
 

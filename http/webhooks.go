@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/gorilla/mux"
 	"github.com/tidwall/gjson"
 
 	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore/ledger"
 	"github.com/batonhq/baton/projections"
 )
 
@@ -63,13 +65,50 @@ func noStore(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// listWebhooks pages through the caller's endpoints, oldest first, as
+// the contracts are paged: limit, and cursor the last webhookId of the
+// page before ("" from the first).
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) {
-	hooks, err := s.ledger.Webhooks.List(r.Context(), principalOf(r.Context()))
+	const op = "webhooks.list"
+	// A tenant's endpoints (at most 50) in one page unless it asks for
+	// less: the listing was one page of them all before it was paged.
+	limit, err := pageLimit(op, r.URL.Query(), ledger.MaxWebhooksPerTenant)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": hooks, "hasMore": false})
+	hooks, next, err := s.ledger.Webhooks.List(r.Context(), principalOf(r.Context()), r.URL.Query().Get("cursor"), limit)
+	if errors.Is(err, ledger.ErrUnknownCursor) {
+		err = domain.Invalid(op, domain.FieldError{Pointer: "query:cursor", Code: "unknown_cursor", Message: "is not a webhook of this tenant; pass the nextCursor of the previous page"})
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resp := map[string]any{"object": "list", "data": hooks, "hasMore": next != ""}
+	if next != "" {
+		resp["nextCursor"] = next
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// pageLimit reads a listing's limit (1 to 100, def when absent), refusing
+// a limit or cursor given more than once.
+func pageLimit(op string, q url.Values, def int) (int, error) {
+	for _, name := range []string{"limit", "cursor"} {
+		if len(q[name]) > 1 { // read as its first value otherwise
+			return 0, domain.Invalid(op, domain.FieldError{Pointer: "query:" + name, Code: "repeated", Message: "is given more than once"})
+		}
+	}
+	if !q.Has("limit") {
+		return def, nil
+	}
+	// Present and empty is refused too, as the document says.
+	n, err := strconv.Atoi(q.Get("limit"))
+	if err != nil || n < 1 || n > 100 {
+		return 0, domain.Invalid(op, domain.FieldError{Pointer: "query:limit", Code: "out_of_range", Message: "must be an integer from 1 to 100"})
+	}
+	return n, nil
 }
 
 func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) {
@@ -181,20 +220,10 @@ func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	for _, name := range []string{"limit", "cursor"} {
-		if len(q[name]) > 1 { // read as its first value otherwise
-			s.writeError(w, r, domain.Invalid(op, domain.FieldError{Pointer: "query:" + name, Code: "repeated", Message: "is given more than once"}))
-			return
-		}
-	}
-	limit := 20
-	if q.Has("limit") { // present and empty is refused too, as the document says
-		n, err := strconv.Atoi(q.Get("limit"))
-		if err != nil || n < 1 || n > 100 {
-			s.writeError(w, r, domain.Invalid(op, domain.FieldError{Pointer: "query:limit", Code: "out_of_range", Message: "must be an integer from 1 to 100"}))
-			return
-		}
-		limit = n
+	limit, err := pageLimit(op, q, 20)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	if err := s.waitReadable(w, r); err != nil {
 		s.writeError(w, r, err)

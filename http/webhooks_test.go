@@ -1033,6 +1033,11 @@ func TestWebhookEndpointsPerTenantAreBounded(t *testing.T) {
 	if n := len(e.must(e.do("GET", "/v1/webhooks", e.tenantA, nil), 200).body["data"].([]any)); n != ledger.MaxWebhooksPerTenant {
 		t.Fatalf("%d endpoints listed after a refused registration", n)
 	}
+	// A disabled endpoint counts: it may be enabled again at any time.
+	e.must(e.do("PATCH", "/v1/webhooks/"+first, e.tenantA, `{"disabled":true}`), 200)
+	if r := e.must(e.do("POST", "/v1/webhooks", e.tenantA, `{"url":"https://hooks.example.com/more","eventTypes":["*"]}`), 409); r.str("code") != "too_many_webhooks" {
+		t.Fatalf("with one endpoint disabled: %s", r.raw)
+	}
 	// Another tenant's bound is its own, and a deleted endpoint frees a place.
 	e.registerWebhook(e.tenantB, "https://hooks.example.com/b", []string{"*"})
 	e.must(e.do("DELETE", "/v1/webhooks/"+first, e.tenantA, nil), 204)
@@ -1332,4 +1337,64 @@ func TestWebhookDisabledAndEnabled(t *testing.T) {
 	e.must(e.do("PATCH", path, e.tenantA, `{"disabled":false}`), 200)
 	e.contract(e.tenantA, nil)
 	e.awaitDelivery(e.tenantA, id, 4, "succeeded", 1)
+}
+
+// GET /v1/webhooks pages as the contracts do: limit, and cursor the last
+// webhookId of the page before; a cursor deleted since still names its
+// place, so a script deleting what it lists walks every endpoint.
+func TestWebhooksListPaged(t *testing.T) {
+	e, _ := webhookEnv(t, false)
+	var ids []string
+	for i := range 5 {
+		ids = append(ids, e.registerWebhook(e.tenantA, fmt.Sprintf("https://hooks.example.com/%d", i), []string{"*"}).str("webhookId"))
+	}
+	other := e.registerWebhook(e.tenantB, "https://hooks.example.com/b", []string{"*"}).str("webhookId")
+	page := func(key, q string) (got []string, next string) {
+		t.Helper()
+		r := e.must(e.do("GET", "/v1/webhooks"+q, key, nil), 200)
+		for _, w := range r.body["data"].([]any) {
+			got = append(got, w.(map[string]any)["webhookId"].(string))
+		}
+		if (r.body["hasMore"] == true) != (r.str("nextCursor") != "") {
+			t.Fatalf("hasMore and nextCursor disagree: %s", r.raw)
+		}
+		return got, r.str("nextCursor")
+	}
+	// A tenant's endpoints (at most 50) are one page unless it asks for
+	// less; an empty cursor is the first page.
+	if got, next := page(e.tenantA, "?cursor="); !slices.Equal(got, ids) || next != "" {
+		t.Fatalf("one page: %v %q", got, next)
+	}
+	got, next := page(e.tenantA, "?limit=2")
+	if !slices.Equal(got, ids[:2]) || next != ids[1] {
+		t.Fatalf("first page: %v %q", got, next)
+	}
+	// Both endpoints of the page deleted, the walk goes on after them.
+	e.must(e.do("DELETE", "/v1/webhooks/"+ids[0], e.tenantA, nil), 204)
+	e.must(e.do("DELETE", "/v1/webhooks/"+ids[1], e.tenantA, nil), 204)
+	if got, next = page(e.tenantA, "?limit=2&cursor="+next); !slices.Equal(got, ids[2:4]) || next != ids[3] {
+		t.Fatalf("second page: %v %q", got, next)
+	}
+	if got, next = page(e.tenantA, "?limit=2&cursor="+next); !slices.Equal(got, ids[4:]) || next != "" {
+		t.Fatalf("last page: %v %q", got, next)
+	}
+	// An admin key pages through every tenant's.
+	if got, _ := page(e.admin, "?cursor="+ids[4]); !slices.Equal(got, []string{other}) {
+		t.Fatalf("admin after the last of a: %v", got)
+	}
+	for _, c := range []struct{ q, pointer, code string }{
+		{"?cursor=" + other, "query:cursor", "unknown_cursor"}, // another tenant's
+		{"?cursor=wh_0123456789abcdef", "query:cursor", "unknown_cursor"},
+		{"?limit=0", "query:limit", "out_of_range"},
+		{"?limit=101", "query:limit", "out_of_range"},
+		{"?limit=", "query:limit", "out_of_range"},
+		{"?limit=1&limit=2", "query:limit", "repeated"},
+		{"?cursor=" + ids[2] + "&cursor=" + ids[3], "query:cursor", "repeated"},
+		{"?limits=2", "query:limits", ""},
+	} {
+		r := e.do("GET", "/v1/webhooks"+c.q, e.tenantA, nil)
+		if r.status != 422 || !strings.Contains(string(r.raw), `"pointer":"`+c.pointer+`","code":"`+c.code) {
+			t.Fatalf("%s: %d %s", c.q, r.status, r.raw)
+		}
+	}
 }

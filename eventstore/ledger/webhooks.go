@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -13,9 +14,11 @@ import (
 	"github.com/batonhq/baton/eventstore"
 )
 
-// MaxWebhooksPerTenant bounds a tenant's active endpoints: each one is a
-// delivery of every event it wants, so without a bound one callback could
-// be sent out any number of times.
+// MaxWebhooksPerTenant bounds a tenant's endpoints, disabled ones
+// included: each active one is a delivery of every event it wants, so
+// without a bound one callback could be sent out any number of times, and
+// each disabled one may be enabled again (and is kept, by every
+// dispatcher, until it is deleted).
 const MaxWebhooksPerTenant = 50
 
 // DefaultWebhookSecretGrace is how long a rotated-out signing secret keeps
@@ -89,6 +92,18 @@ type webhookSet struct {
 	order  []string
 	last   uint64
 	exists bool
+	// registered is where every endpoint ever registered, deleted ones
+	// too, was registered: a listing's cursor may name one deleted since
+	// its page was read (a script deleting what it lists). Not cloned:
+	// read under the fold's lock.
+	registered map[string]registration
+}
+
+// registration is the revision of an endpoint's registration, its place
+// in the listing's order, and its tenant.
+type registration struct {
+	revision uint64
+	tenant   string
 }
 
 func (s *Webhooks) load(ctx context.Context) (*webhookSet, error) {
@@ -130,6 +145,10 @@ func (s *Webhooks) fold(ctx context.Context, take func(*webhookSet)) error {
 			var e domain.WebhookRegistered
 			json.Unmarshal(ev.Data, &e)
 			set.order = append(set.order, e.WebhookID)
+			if set.registered == nil {
+				set.registered = map[string]registration{}
+			}
+			set.registered[e.WebhookID] = registration{revision: ev.Revision, tenant: e.Tenant}
 		case ev.Type == domain.EventWebhookDeleted:
 			// Forgotten: a deleted endpoint is answered as one never
 			// registered, and kept it would be copied at every load.
@@ -261,35 +280,59 @@ func (s *Webhooks) Register(ctx context.Context, call Call, reg domain.WebhookRe
 	return NewWebhook{Webhook: hooks[id], Secret: secret}, nil
 }
 
-// room refuses one more active endpoint of tenant when it has the most
-// it may have.
+// room refuses one more endpoint of tenant when it has the most it may
+// have, disabled ones counted.
 func (set *webhookSet) room(op, tenant string) error {
 	n := 0
 	for _, w := range set.hooks {
-		if w.Tenant == tenant && w.Status == domain.WebhookStatusActive {
+		if w.Tenant == tenant && w.Status != domain.WebhookStatusDeleted {
 			n++
 		}
 	}
 	if n >= MaxWebhooksPerTenant {
 		return domain.E(op, domain.KindConflict, "too_many_webhooks",
-			"tenant %s has %d active webhook endpoints, the most a tenant may have; delete one first (an endpoint receives every event it subscribes to, so each one is another delivery of each event)", tenant, n)
+			"tenant %s has %d webhook endpoints (disabled ones count), the most a tenant may have; delete one first (an endpoint receives every event it subscribes to, so each one is another delivery of each event)", tenant, n)
 	}
 	return nil
 }
 
-// List is the endpoints p may see (not deleted), oldest first.
-func (s *Webhooks) List(ctx context.Context, p domain.Principal) ([]*domain.Webhook, error) {
-	set, err := s.load(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := []*domain.Webhook{}
-	for _, id := range set.order {
-		if w, err := set.visible("webhooks.list", p, id); err == nil {
-			out = append(out, w)
+// ErrUnknownCursor is a listing cursor that names no endpoint the caller
+// may see.
+var ErrUnknownCursor = errors.New("webhooks: unknown cursor")
+
+// List is a page of the endpoints p may see (not deleted), oldest first:
+// up to limit of them, after the endpoint after ("" from the first; one
+// deleted since names its place still); next is the cursor of the
+// following page ("" at the end).
+func (s *Webhooks) List(ctx context.Context, p domain.Principal, after string, limit int) (out []*domain.Webhook, next string, err error) {
+	out = []*domain.Webhook{}
+	var cerr error
+	err = s.fold(ctx, func(set *webhookSet) {
+		start := 0
+		if after != "" {
+			r, ok := set.registered[after]
+			if !ok || !p.CanSee(r.tenant) {
+				cerr = ErrUnknownCursor
+				return
+			}
+			start = sort.Search(len(set.order), func(i int) bool { return set.registered[set.order[i]].revision > r.revision })
 		}
+		for _, id := range set.order[start:] {
+			w, err := set.visible("webhooks.list", p, id)
+			if err != nil {
+				continue
+			}
+			if len(out) == limit {
+				next = out[len(out)-1].WebhookID
+				return
+			}
+			out = append(out, copyHook(w))
+		}
+	})
+	if err == nil {
+		err = cerr
 	}
-	return out, nil
+	return out, next, err
 }
 
 // Get is endpoint id if p may see it.
@@ -324,7 +367,7 @@ func copyHook(w *domain.Webhook) *domain.Webhook {
 
 // change appends the event build makes for endpoint id (which p must see),
 // retrying when the stream moved meanwhile.
-func (s *Webhooks) change(ctx context.Context, op string, p domain.Principal, id string, build func(set *webhookSet, w *domain.Webhook) (any, string, eventstore.Metadata, error)) (*domain.Webhook, error) {
+func (s *Webhooks) change(ctx context.Context, op string, p domain.Principal, id string, build func(w *domain.Webhook) (any, string, eventstore.Metadata, error)) (*domain.Webhook, error) {
 	if !domain.ValidWebhookID(id) {
 		return nil, webhookNotFound(op, id)
 	}
@@ -342,7 +385,7 @@ func (s *Webhooks) change(ctx context.Context, op string, p domain.Principal, id
 		if err != nil {
 			return nil, err
 		}
-		v, typ, meta, err := build(set, w)
+		v, typ, meta, err := build(w)
 		if err != nil || v == nil {
 			return w, err
 		}
@@ -370,7 +413,7 @@ func (s *Webhooks) change(ctx context.Context, op string, p domain.Principal, id
 
 // Delete removes endpoint id: nothing more is delivered to it.
 func (s *Webhooks) Delete(ctx context.Context, call Call, id string) error {
-	_, err := s.change(ctx, "webhooks.delete", call.Principal, id, func(_ *webhookSet, w *domain.Webhook) (any, string, eventstore.Metadata, error) {
+	_, err := s.change(ctx, "webhooks.delete", call.Principal, id, func(w *domain.Webhook) (any, string, eventstore.Metadata, error) {
 		return domain.WebhookDeleted{WebhookID: id, DeletedAt: s.clock()}, domain.EventWebhookDeleted,
 			eventstore.Metadata{Actor: call.Principal.Actor(), RequestID: call.RequestID}, nil
 	})
@@ -379,14 +422,13 @@ func (s *Webhooks) Delete(ctx context.Context, call Call, id string) error {
 
 // Update changes endpoint id as u asks: its URL, event types, target
 // executors, and whether it is disabled. An update that changes nothing
-// records nothing and answers the endpoint as it is. Enabling an endpoint
-// counts it toward its tenant's bound again.
+// records nothing and answers the endpoint as it is.
 func (s *Webhooks) Update(ctx context.Context, call Call, id string, u domain.WebhookUpdate) (*domain.Webhook, error) {
 	const op = "webhooks.update"
 	if err := u.Validate(s.allowPrivate); err != nil {
 		return nil, err
 	}
-	w, err := s.change(ctx, op, call.Principal, id, func(set *webhookSet, w *domain.Webhook) (any, string, eventstore.Metadata, error) {
+	w, err := s.change(ctx, op, call.Principal, id, func(w *domain.Webhook) (any, string, eventstore.Metadata, error) {
 		e := domain.WebhookUpdated{WebhookID: id}
 		changed := false
 		if u.URL != nil && *u.URL != w.URL {
@@ -399,11 +441,6 @@ func (s *Webhooks) Update(ctx context.Context, call Call, id string, u domain.We
 			e.TargetExecutors, changed = u.TargetExecutors, true
 		}
 		if u.Disabled != nil && *u.Disabled != (w.Status == domain.WebhookStatusDisabled) {
-			if !*u.Disabled {
-				if err := set.room(op, w.Tenant); err != nil {
-					return nil, "", eventstore.Metadata{}, err
-				}
-			}
 			e.Disabled, changed = u.Disabled, true
 		}
 		if !changed {
@@ -435,7 +472,7 @@ func (s *Webhooks) Rotate(ctx context.Context, call Call, id string) (Rotation, 
 		return Rotation{}, err
 	}
 	var rot Rotation
-	_, err = s.change(ctx, "webhooks.rotate", call.Principal, id, func(_ *webhookSet, w *domain.Webhook) (any, string, eventstore.Metadata, error) {
+	_, err = s.change(ctx, "webhooks.rotate", call.Principal, id, func(w *domain.Webhook) (any, string, eventstore.Metadata, error) {
 		if err := call.beforeWrite(ctx, ""); err != nil {
 			return nil, "", eventstore.Metadata{}, err
 		}
@@ -451,7 +488,7 @@ func (s *Webhooks) Rotate(ctx context.Context, call Call, id string) (Rotation, 
 // Gone during delivery deliveryID). Disabling an endpoint that is not
 // active records nothing.
 func (s *Webhooks) Disable(ctx context.Context, id, reason string, status int, deliveryID string) error {
-	_, err := s.change(ctx, "webhooks.disable", domain.Principal{Admin: true}, id, func(_ *webhookSet, w *domain.Webhook) (any, string, eventstore.Metadata, error) {
+	_, err := s.change(ctx, "webhooks.disable", domain.Principal{Admin: true}, id, func(w *domain.Webhook) (any, string, eventstore.Metadata, error) {
 		if w.Status != domain.WebhookStatusActive {
 			return nil, "", eventstore.Metadata{}, nil
 		}
