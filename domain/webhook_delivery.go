@@ -1,12 +1,14 @@
 package domain
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
 	"time"
+	"unicode/utf8"
 )
 
 // WebhookDeliveryID is the delivery of one event to one endpoint: the
@@ -58,7 +60,8 @@ const (
 	WebhookCanceled  = "canceled"  // not sent: the endpoint is disabled or deleted
 )
 
-// WebhookAttemptRecorded is an attempt's outcome.
+// WebhookAttemptRecorded is an attempt's outcome. ResponseBody is the
+// start of the receiver's answer (WebhookAnswer).
 type WebhookAttemptRecorded struct {
 	DeliveryID    string     `json:"deliveryId"`
 	Attempt       int        `json:"attempt"`
@@ -68,6 +71,46 @@ type WebhookAttemptRecorded struct {
 	DurationMs    int64      `json:"durationMs"`
 	At            time.Time  `json:"at"`
 	NextAttemptAt *time.Time `json:"nextAttemptAt,omitempty"`
+	WebhookAnswer
+}
+
+// MaxWebhookAnswer is how much of a receiver's answer body an attempt
+// records: enough to read its error, and bounded, so that a receiver
+// cannot fill the store (each attempt is kept, and every read model
+// rewrites its delivery whole at each event).
+const MaxWebhookAnswer = 1024
+
+// WebhookAnswer is what an attempt keeps of the receiver's answer body:
+// its first MaxWebhookAnswer bytes as text (cut at a character's end),
+// whether more followed, or only that it was not text (not UTF-8, or
+// with control characters other than tab, CR and LF).
+type WebhookAnswer struct {
+	ResponseBody          string `json:"responseBody,omitempty"`
+	ResponseBodyTruncated bool   `json:"responseBodyTruncated,omitempty"`
+	ResponseBodyBinary    bool   `json:"responseBodyBinary,omitempty"`
+}
+
+// NewWebhookAnswer is what an attempt keeps of an answer body that
+// starts with b, more saying whether more bytes followed b.
+func NewWebhookAnswer(b []byte, more bool) WebhookAnswer {
+	if len(b) > MaxWebhookAnswer {
+		b, more = b[:MaxWebhookAnswer], true
+	}
+	if more {
+		// The cut may split a character: its first bytes are dropped.
+		for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+			if utf8.RuneStart(b[i]) {
+				if !utf8.FullRune(b[i:]) {
+					b = b[:i]
+				}
+				break
+			}
+		}
+	}
+	if !utf8.Valid(b) || bytes.ContainsFunc(b, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0x7f }) {
+		return WebhookAnswer{ResponseBodyBinary: true, ResponseBodyTruncated: more}
+	}
+	return WebhookAnswer{ResponseBody: string(b), ResponseBodyTruncated: more}
 }
 
 // WebhookRedeliveryRequested starts a new round of attempts, due at At.
@@ -96,6 +139,7 @@ type WebhookAttempt struct {
 	DurationMs    int64      `json:"durationMs"`
 	At            *time.Time `json:"at,omitempty"`
 	NextAttemptAt *time.Time `json:"nextAttemptAt,omitempty"`
+	WebhookAnswer
 }
 
 // WebhookDelivery is a delivery folded from its stream.
@@ -174,6 +218,7 @@ func (d *WebhookDelivery) Apply(typ string, data []byte) error {
 		at := e.At
 		a := &d.Attempts[i]
 		a.Outcome, a.StatusCode, a.Error, a.DurationMs, a.At, a.NextAttemptAt = e.Outcome, e.StatusCode, e.Error, e.DurationMs, &at, e.NextAttemptAt
+		a.WebhookAnswer = e.WebhookAnswer
 		if i != len(d.Attempts)-1 || d.Status != DeliverySending {
 			return nil // a late outcome: a later claim (or a redelivery) decides the state
 		}

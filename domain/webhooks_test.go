@@ -2,6 +2,7 @@ package domain
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
@@ -96,5 +97,30 @@ func TestNewWebhookSecret(t *testing.T) {
 	id, _ := NewWebhookID()
 	if !ValidWebhookID(id) || !ValidWebhookDeliveryID(WebhookDeliveryID(id, "e")) || WebhookDeliveryID(id, "e") != WebhookDeliveryID(id, "e") || WebhookDeliveryID(id, "e") == WebhookDeliveryID(id, "f") {
 		t.Fatal("ids")
+	}
+}
+
+// An attempt keeps the first MaxWebhookAnswer bytes of an answer as text,
+// cut at a character's end, or only that it was not text.
+func TestNewWebhookAnswer(t *testing.T) {
+	long := strings.Repeat("a", MaxWebhookAnswer-1) + "é" + "rest" // é straddles the cut
+	for _, c := range []struct {
+		in   string
+		more bool
+		want WebhookAnswer
+	}{
+		{"", false, WebhookAnswer{}},
+		{`{"error":"bad signature"}`, false, WebhookAnswer{ResponseBody: `{"error":"bad signature"}`}},
+		{"line 1\r\n\tline 2", false, WebhookAnswer{ResponseBody: "line 1\r\n\tline 2"}},
+		{long, false, WebhookAnswer{ResponseBody: strings.Repeat("a", MaxWebhookAnswer-1), ResponseBodyTruncated: true}},
+		{strings.Repeat("é", MaxWebhookAnswer/2), true, WebhookAnswer{ResponseBody: strings.Repeat("é", MaxWebhookAnswer/2), ResponseBodyTruncated: true}},
+		{"\x89PNG\r\n\x1a\n", false, WebhookAnswer{ResponseBodyBinary: true}},
+		{"ok\x00", false, WebhookAnswer{ResponseBodyBinary: true}},
+		{"caf\xe9", false, WebhookAnswer{ResponseBodyBinary: true}},
+		{"bell\x07" + strings.Repeat("x", 2000), false, WebhookAnswer{ResponseBodyBinary: true, ResponseBodyTruncated: true}},
+	} {
+		if got := NewWebhookAnswer([]byte(c.in), c.more); got != c.want {
+			t.Errorf("%.40q: %+v, want %+v", c.in, got, c.want)
+		}
 	}
 }

@@ -1398,3 +1398,54 @@ func TestWebhooksListPaged(t *testing.T) {
 		}
 	}
 }
+
+// An attempt records the start of the receiver's answer body, as Stripe
+// shows it: up to 1 KiB of text, cut at a character's end and marked
+// truncated when more followed, only a mark when it was not text, and
+// without a credential the answer showed.
+func TestWebhookAttemptRecordsTheAnswer(t *testing.T) {
+	e, clock := webhookEnv(t, true)
+	rc := newReceiver(t)
+	long := strings.Repeat("x", 1023) + "é" + strings.Repeat("y", 100<<10)
+	answers := []string{
+		`{"error":"signature mismatch"}`,
+		long,
+		"\x89PNG\r\n\x1a\n\x00\x00",
+		"upstream said: key=btn_sk_0123456789abcdefghijABCDEFGHIJ0123456789",
+		"",
+	}
+	rc.setAnswer(func(n int, w http.ResponseWriter) {
+		w.WriteHeader(http.StatusBadRequest)
+		if n <= len(answers) {
+			io.WriteString(w, answers[n-1])
+		}
+	})
+	dispatch(t, e, clock, func(c *webhook.Config) { c.Schedule = []time.Duration{} }) // one attempt each
+	id := e.registerWebhook(e.tenantA, rc.srv.URL, []string{"ContractCreated"}).str("webhookId")
+	for i := range answers {
+		e.contract(e.tenantA, nil)
+		rc.await(t, i+1)
+		e.awaitDelivery(e.tenantA, id, i, "failed", 1)
+	}
+	ds := e.deliveries(e.tenantA, id)
+	got := func(i int) (string, any, any) {
+		a := attempt(ds[i], 0)
+		body, _ := a["responseBody"].(string)
+		return body, a["responseBodyTruncated"], a["responseBodyBinary"]
+	}
+	if b, tr, bin := got(0); b != answers[0] || tr != nil || bin != nil {
+		t.Fatalf("a short answer: %q %v %v", b, tr, bin)
+	}
+	if b, tr, bin := got(1); b != strings.Repeat("x", 1023) || tr != true || bin != nil {
+		t.Fatalf("a long answer: %d bytes %v %v", len(b), tr, bin)
+	}
+	if b, tr, bin := got(2); b != "" || tr != nil || bin != true {
+		t.Fatalf("a binary answer: %q %v %v", b, tr, bin)
+	}
+	if b, _, _ := got(3); strings.Contains(b, "btn_sk_") || !strings.Contains(b, "[REDACTED:") {
+		t.Fatalf("an answer with a token: %q", b)
+	}
+	if a := attempt(ds[4], 0); a["responseBody"] != nil || a["responseBodyTruncated"] != nil || a["responseBodyBinary"] != nil {
+		t.Fatalf("no answer body: %v", a)
+	}
+}

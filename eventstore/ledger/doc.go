@@ -28,7 +28,7 @@ type Services struct {
 // Options tune New; the zero value is the defaults.
 type Options struct {
 	Now                  func() time.Time     // the ledger's clock; time.Now when nil
-	Redactor             contextpack.Redactor // for context packets; none are built without it
+	Redactor             contextpack.Redactor // for context packets (none are built without it) and webhook answers
 	IdempotencyRetention time.Duration        // DefaultIdempotencyRetention when 0
 	// WebhookAllowPrivate lets webhook endpoints name private, loopback
 	// and other internal addresses.
@@ -43,7 +43,7 @@ func New(store eventstore.Store, o Options) *Services {
 		Plans:       NewPlans(store),
 		Packets:     NewPackets(store, o.Redactor, o.Now),
 		Idempotency: NewIdempotency(store, o.IdempotencyRetention),
-		Webhooks:    NewWebhooks(store, WebhookOptions{Now: o.Now, AllowPrivate: o.WebhookAllowPrivate}),
+		Webhooks:    NewWebhooks(store, WebhookOptions{Now: o.Now, AllowPrivate: o.WebhookAllowPrivate, Redactor: o.Redactor}),
 		Console:     NewConsole(store, o.Now),
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/domain/contextpack"
 	"github.com/batonhq/baton/eventstore"
 )
 
@@ -38,6 +39,7 @@ type Webhooks struct {
 	now          func() time.Time
 	allowPrivate bool
 	grace        time.Duration
+	redactor     contextpack.Redactor
 	// turns makes this process's writes of one stream (the webhooks
 	// stream, a delivery's) take turns: racing each other at its revision,
 	// a burst of them (200 rotations, or 200 redeliveries, at once) ran
@@ -67,6 +69,9 @@ type WebhookOptions struct {
 	// internal addresses (the operator's --webhook-allow-private).
 	AllowPrivate bool
 	SecretGrace  time.Duration // DefaultWebhookSecretGrace when 0
+	// Redactor takes the secrets out of a receiver's answer before an
+	// attempt records it (its events are kept for ever); none when nil.
+	Redactor contextpack.Redactor
 }
 
 // NewWebhooks is the webhook service on store.
@@ -77,7 +82,7 @@ func NewWebhooks(store eventstore.Store, o WebhookOptions) *Webhooks {
 	if o.SecretGrace <= 0 {
 		o.SecretGrace = DefaultWebhookSecretGrace
 	}
-	return &Webhooks{store: store, now: o.Now, allowPrivate: o.AllowPrivate, grace: o.SecretGrace}
+	return &Webhooks{store: store, now: o.Now, allowPrivate: o.AllowPrivate, grace: o.SecretGrace, redactor: o.Redactor}
 }
 
 // AllowPrivate reports whether endpoints may name internal addresses.
@@ -574,6 +579,10 @@ func (s *Webhooks) Claim(ctx context.Context, id, claimant string, lease time.Du
 // too, as what happened; the later claim decides the delivery's state.
 func (s *Webhooks) Record(ctx context.Context, c AttemptClaim, rec domain.WebhookAttemptRecorded) error {
 	rec.DeliveryID, rec.Attempt = c.Delivery.DeliveryID, c.Attempt
+	if rec.ResponseBody != "" && s.redactor != nil {
+		// A receiver's error page may show a credential of its own.
+		rec.ResponseBody, _ = s.redactor.Redact(rec.ResponseBody)
+	}
 	ev, err := event(domain.EventWebhookAttemptRecorded, rec, eventstore.Metadata{Tenant: c.Delivery.Tenant, Actor: WebhookActor})
 	if err != nil {
 		return err

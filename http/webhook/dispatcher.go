@@ -645,12 +645,12 @@ func (d *Dispatcher) attempt(ctx context.Context, id string) {
 		rec.Outcome, rec.Error = domain.WebhookFailed, berr.Error()
 	} else {
 		start := time.Now()
-		status, retryAfter, hasRetryAfter, serr := d.send(ctx, hook, del, body)
+		status, retryAfter, hasRetryAfter, answer, serr := d.send(ctx, hook, del, body)
 		if ctx.Err() != nil {
 			return // stopping: the lease runs out and the attempt is made again
 		}
 		rec.DurationMs = time.Since(start).Milliseconds()
-		rec.StatusCode = status
+		rec.StatusCode, rec.WebhookAnswer = status, answer
 		switch {
 		case serr == nil && status >= 200 && status < 300:
 			rec.Outcome = domain.WebhookSucceeded
@@ -783,19 +783,20 @@ func Sign(secrets []string, id string, ts int64, body []byte) (string, error) {
 }
 
 // send makes one attempt: POST the delivery's body to the endpoint,
-// signed with every secret that signs now.
-func (d *Dispatcher) send(ctx context.Context, hook *domain.Webhook, del *domain.WebhookDelivery, body []byte) (status int, retryAfter time.Duration, hasRetryAfter bool, err error) {
+// signed with every secret that signs now. answer is what the attempt
+// keeps of the receiver's answer body.
+func (d *Dispatcher) send(ctx context.Context, hook *domain.Webhook, del *domain.WebhookDelivery, body []byte) (status int, retryAfter time.Duration, hasRetryAfter bool, answer domain.WebhookAnswer, err error) {
 	now := d.cfg.Now()
 	ts := now.Unix()
 	sig, err := Sign(hook.Secrets(now), del.DeliveryID, ts, body)
 	if err != nil {
-		return 0, 0, false, err
+		return 0, 0, false, answer, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, hook.URL, bytes.NewReader(body))
 	if err != nil {
-		return 0, 0, false, err
+		return 0, 0, false, answer, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "Baton-Webhooks/1")
@@ -805,9 +806,9 @@ func (d *Dispatcher) send(ctx context.Context, hook *domain.Webhook, del *domain
 	resp, err := d.cfg.Client.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-			return 0, 0, false, fmt.Errorf("no answer within %v", d.cfg.Timeout)
+			return 0, 0, false, answer, fmt.Errorf("no answer within %v", d.cfg.Timeout)
 		}
-		return 0, 0, false, err
+		return 0, 0, false, answer, err
 	}
 	defer resp.Body.Close()
 	// The attempt's time bounds reading the answer too: a 101 Switching
@@ -815,9 +816,16 @@ func (d *Dispatcher) send(ctx context.Context, hook *domain.Webhook, del *domain
 	// request's context no longer watches, and a receiver holding it open
 	// held the attempt for good.
 	defer context.AfterFunc(ctx, func() { resp.Body.Close() })()
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	// The start of the answer is kept; the rest, up to 64 KiB, is read so
+	// that the connection can be used again.
+	start := make([]byte, domain.MaxWebhookAnswer+1)
+	n, _ := io.ReadFull(resp.Body, start)
+	if n > 0 {
+		answer = domain.NewWebhookAnswer(start[:n], false)
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10-int64(n)))
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		retryAfter, hasRetryAfter = domain.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
 	}
-	return resp.StatusCode, retryAfter, hasRetryAfter, nil
+	return resp.StatusCode, retryAfter, hasRetryAfter, answer, nil
 }
