@@ -51,7 +51,7 @@ const WebhookAllEvents = "*"
 // Webhook endpoint statuses.
 const (
 	WebhookStatusActive   = "active"
-	WebhookStatusDisabled = "disabled" // the receiver answered 410 Gone, or its owner disabled it
+	WebhookStatusDisabled = "disabled" // the receiver answered 410 Gone, kept failing, or its owner disabled it
 	WebhookStatusDeleted  = "deleted"
 )
 
@@ -90,8 +90,8 @@ type WebhookSecretRotated struct {
 	RotatedAt         time.Time `json:"rotatedAt"`
 }
 
-// WebhookDisabled stops deliveries to an endpoint (its receiver answered
-// 410 Gone).
+// WebhookDisabled stops deliveries to an endpoint: its receiver answered
+// 410 Gone, or none of its attempts succeeded for days (Reason says which).
 type WebhookDisabled struct {
 	WebhookID  string    `json:"webhookId"`
 	Reason     string    `json:"reason"`

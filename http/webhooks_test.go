@@ -1449,3 +1449,64 @@ func TestWebhookAttemptRecordsTheAnswer(t *testing.T) {
 		t.Fatalf("no answer body: %v", a)
 	}
 }
+
+// An endpoint none of whose attempts succeeded for DisableAfter is
+// disabled by the attempt that fails after it, once, whatever the number
+// of replicas: recorded as a WebhookDisabled event saying why. A success
+// starts the count again, and so does enabling it.
+func TestWebhookFailingTooLongIsDisabled(t *testing.T) {
+	e, clock := webhookEnv(t, true)
+	rc := newReceiver(t)
+	var fail atomic.Bool
+	rc.setAnswer(func(n int, w http.ResponseWriter) {
+		if fail.Load() {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	for i := range 2 {
+		dispatch(t, e, clock, func(c *webhook.Config) {
+			c.Claimant = fmt.Sprintf("replica-%d", i)
+			c.DisableAfter = time.Hour
+		})
+	}
+	id := e.registerWebhook(e.tenantA, rc.srv.URL, []string{"ContractCreated"}).str("webhookId")
+	status := func() response { return e.must(e.do("GET", "/v1/webhooks/"+id, e.tenantA, nil), 200) }
+	fail.Store(true)
+	e.contract(e.tenantA, nil)
+	e.awaitDelivery(e.tenantA, id, 0, "pending", 1) // failing since now
+	fail.Store(false)
+	e.contract(e.tenantA, nil)
+	e.awaitDelivery(e.tenantA, id, 1, "succeeded", 1) // and not any more
+	rc.quiet(t, 2)                                    // the dispatchers' feeds have the success too
+	fail.Store(true)
+	clock.Advance(time.Hour)
+	e.awaitDelivery(e.tenantA, id, 0, "pending", 2) // failing since now
+	if s := status(); s.str("status") != "active" {
+		t.Fatalf("failing for less than an hour since the last success: %s", s.raw)
+	}
+	clock.Advance(time.Hour + 2*time.Minute)
+	e.awaitDelivery(e.tenantA, id, 0, "failed", 3)
+	deadline := time.Now().Add(10 * time.Second)
+	for status().str("status") != "disabled" {
+		if time.Now().After(deadline) {
+			t.Fatalf("failing for an hour: %s", status().raw)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if r := status().str("disabledReason"); !strings.Contains(r, "no attempt succeeded for 1h0m0s") {
+		t.Fatalf("reason %q", r)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := e.countType("WebhookDisabled"); n != 1 {
+		t.Fatalf("%d WebhookDisabled events, want 1", n)
+	}
+	// Enabled, it is given the hour again.
+	e.must(e.do("PATCH", "/v1/webhooks/"+id, e.tenantA, `{"disabled":false}`), 200)
+	e.contract(e.tenantA, nil)
+	e.awaitDelivery(e.tenantA, id, 2, "pending", 1)
+	if s := status(); s.str("status") != "active" {
+		t.Fatalf("a failure after it was enabled: %s", s.raw)
+	}
+}

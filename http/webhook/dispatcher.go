@@ -48,6 +48,9 @@ const (
 	DefaultMaxRetryAfter = time.Hour
 	DefaultPoll          = time.Second
 	DefaultWorkers       = 8
+	// DefaultDisableAfter is how long an endpoint's attempts may all fail
+	// before it is disabled (Svix's 5 days, with the same schedule).
+	DefaultDisableAfter = 5 * 24 * time.Hour
 )
 
 // Config is what the dispatcher needs.
@@ -78,6 +81,10 @@ type Config struct {
 	// endpoints half of PerTenant (at least 1) together.
 	PerEndpoint int
 	PerTenant   int
+	// DisableAfter disables an endpoint none of whose attempts succeeded
+	// for that long, counted from the first failure after its last
+	// success (DefaultDisableAfter when 0; never when negative).
+	DisableAfter time.Duration
 	// Claimant names this process in its claims (host/pid/random when "").
 	Claimant string
 	// Client sends the requests; NewClient(AllowPrivate) when nil.
@@ -120,6 +127,12 @@ type Dispatcher struct {
 	// backlog to receivers that hang does not hold the tenant's healthy
 	// endpoints behind it, a timeout at a time.
 	failing map[string]bool
+	// failingSince is, for each endpoint whose last recorded attempt
+	// failed, the time of the first failure after its last success: from
+	// the recorded outcomes of every replica, so every replica, and a
+	// restart, has the same. An attempt that fails DisableAfter after it
+	// disables the endpoint.
+	failingSince map[string]time.Time
 }
 
 // Drain makes the dispatcher start no more attempts, for a server that is
@@ -211,6 +224,9 @@ func New(cfg Config) *Dispatcher {
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
 	}
+	if cfg.DisableAfter == 0 {
+		cfg.DisableAfter = DefaultDisableAfter
+	}
 	if cfg.PerEndpoint <= 0 {
 		cfg.PerEndpoint = max(1, cfg.Workers/4)
 	}
@@ -227,7 +243,7 @@ func New(cfg Config) *Dispatcher {
 		cfg.Client = NewClient(cfg.AllowPrivate)
 	}
 	return &Dispatcher{cfg: cfg, hooks: map[string]*domain.Webhook{}, targets: map[string]string{},
-		pending: map[string]*due{}, inflight: map[string]*due{}, failing: map[string]bool{}, wake: make(chan struct{}, 1)}
+		pending: map[string]*due{}, inflight: map[string]*due{}, failing: map[string]bool{}, failingSince: map[string]time.Time{}, wake: make(chan struct{}, 1)}
 }
 
 const handoffPrefix = "handoff-"
@@ -324,6 +340,7 @@ func (d *Dispatcher) apply(ctx context.Context, ev eventstore.RecordedEvent) {
 			// Deleted, disabled, enabled or sent elsewhere: how its last
 			// attempt went says nothing of the next.
 			delete(d.failing, e.WebhookID)
+			delete(d.failingSince, e.WebhookID)
 		}
 	case strings.HasPrefix(ev.StreamID, deliveryPrefix):
 		d.applyDelivery(strings.TrimPrefix(ev.StreamID, deliveryPrefix), ev)
@@ -355,7 +372,18 @@ func (d *Dispatcher) applyDelivery(id string, ev eventstore.RecordedEvent) {
 	case domain.EventWebhookAttemptRecorded:
 		var e domain.WebhookAttemptRecorded
 		p := d.pending[id]
-		if p == nil || json.Unmarshal(ev.Data, &e) != nil || e.Attempt != p.lastAttempt {
+		if p == nil || json.Unmarshal(ev.Data, &e) != nil {
+			return
+		}
+		switch e.Outcome {
+		case domain.WebhookSucceeded:
+			delete(d.failingSince, p.webhook)
+		case domain.WebhookRetrying, domain.WebhookFailed:
+			if _, ok := d.failingSince[p.webhook]; !ok && d.hooks[p.webhook] != nil {
+				d.failingSince[p.webhook] = e.At
+			}
+		}
+		if e.Attempt != p.lastAttempt {
 			return
 		}
 		if e.Outcome == domain.WebhookRetrying && e.NextAttemptAt != nil {
@@ -694,9 +722,38 @@ func (d *Dispatcher) attempt(ctx context.Context, id string) {
 			log.Error().Err(err).Str("webhookId", hook.WebhookID).Msg("webhooks: disabling an endpoint that answered 410 failed")
 		}
 	}
+	if since, ok := d.failedFor(hook, rec); ok {
+		reason := fmt.Sprintf("no attempt succeeded for %s: failing since %s", days(d.cfg.DisableAfter), since.Format(time.RFC3339))
+		if err := d.cfg.Webhooks.Disable(ctx, hook.WebhookID, reason, 0, id); err != nil {
+			log.Error().Err(err).Str("webhookId", hook.WebhookID).Msg("webhooks: disabling an endpoint that kept failing failed")
+		} else {
+			log.Warn().Str("webhookId", hook.WebhookID).Str("tenant", hook.Tenant).Time("failingSince", since).Msg("webhooks: an endpoint whose attempts all failed for too long is disabled")
+		}
+	}
 	if d.cfg.OnAttempt != nil {
 		d.cfg.OnAttempt(rec.Outcome)
 	}
+}
+
+// failedFor reports whether the attempt rec, a failure, ends the time an
+// endpoint may fail: no attempt of it succeeded since the first failure
+// after its last success, DisableAfter before rec.
+func (d *Dispatcher) failedFor(hook *domain.Webhook, rec domain.WebhookAttemptRecorded) (since time.Time, ok bool) {
+	if hook == nil || d.cfg.DisableAfter < 0 || (rec.Outcome != domain.WebhookRetrying && rec.Outcome != domain.WebhookFailed) {
+		return time.Time{}, false
+	}
+	d.mu.Lock()
+	since, ok = d.failingSince[hook.WebhookID]
+	d.mu.Unlock()
+	return since, ok && rec.At.Sub(since) >= d.cfg.DisableAfter
+}
+
+// days is d in days when it is whole days (as it is but in tests).
+func days(d time.Duration) string {
+	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%d days", d/(24*time.Hour))
+	}
+	return d.String()
 }
 
 // holdBack puts off delivery id's next claim after the store refused one
