@@ -1510,3 +1510,30 @@ func TestWebhookFailingTooLongIsDisabled(t *testing.T) {
 		t.Fatalf("a failure after it was enabled: %s", s.raw)
 	}
 }
+
+// A 410 from the URL an endpoint had when the attempt was sent does not
+// disable it once its owner gave it another URL meanwhile (the old
+// server's retirement is why the URL changed).
+func TestWebhookGoneFromAnOldURLDoesNotDisable(t *testing.T) {
+	e, clock := webhookEnv(t, true)
+	old, next := newReceiver(t), newReceiver(t)
+	sent, answer := make(chan struct{}), make(chan struct{})
+	old.setAnswer(func(n int, w http.ResponseWriter) {
+		close(sent)
+		<-answer
+		w.WriteHeader(http.StatusGone)
+	})
+	dispatch(t, e, clock, nil)
+	id := e.registerWebhook(e.tenantA, old.srv.URL, []string{"ContractCreated"}).str("webhookId")
+	e.contract(e.tenantA, nil)
+	<-sent
+	e.must(e.do("PATCH", "/v1/webhooks/"+id, e.tenantA, map[string]any{"url": next.srv.URL}), 200)
+	close(answer)
+	e.awaitDelivery(e.tenantA, id, 0, "failed", 1)
+	time.Sleep(100 * time.Millisecond)
+	if w := e.must(e.do("GET", "/v1/webhooks/"+id, e.tenantA, nil), 200); w.str("status") != "active" || e.countType("WebhookDisabled") != 0 {
+		t.Fatalf("a 410 from the URL before the update: %s", w.raw)
+	}
+	e.contract(e.tenantA, nil)
+	next.await(t, 1)
+}

@@ -489,12 +489,13 @@ func (s *Webhooks) Rotate(ctx context.Context, call Call, id string) (Rotation, 
 	return rot, err
 }
 
-// Disable stops deliveries to endpoint id (its receiver answered 410
-// Gone during delivery deliveryID). Disabling an endpoint that is not
-// active records nothing.
-func (s *Webhooks) Disable(ctx context.Context, id, reason string, status int, deliveryID string) error {
+// Disable stops deliveries to endpoint id, whose attempt to url (during
+// delivery deliveryID) showed it gone or failing for too long. Disabling
+// an endpoint that is not active, or whose URL is no longer url (its
+// owner moved it meanwhile, maybe because of that), records nothing.
+func (s *Webhooks) Disable(ctx context.Context, id, url, reason string, status int, deliveryID string) error {
 	_, err := s.change(ctx, "webhooks.disable", domain.Principal{Admin: true}, id, func(w *domain.Webhook) (any, string, eventstore.Metadata, error) {
-		if w.Status != domain.WebhookStatusActive {
+		if w.Status != domain.WebhookStatusActive || w.URL != url {
 			return nil, "", eventstore.Metadata{}, nil
 		}
 		return domain.WebhookDisabled{WebhookID: id, Reason: reason, StatusCode: status, DeliveryID: deliveryID, DisabledAt: s.clock()},

@@ -718,13 +718,13 @@ func (d *Dispatcher) attempt(ctx context.Context, id string) {
 		return
 	}
 	if rec.Outcome == domain.WebhookGone {
-		if err := d.cfg.Webhooks.Disable(ctx, hook.WebhookID, "the receiver answered 410 Gone", http.StatusGone, id); err != nil {
+		if err := d.cfg.Webhooks.Disable(ctx, hook.WebhookID, hook.URL, "the receiver answered 410 Gone", http.StatusGone, id); err != nil {
 			log.Error().Err(err).Str("webhookId", hook.WebhookID).Msg("webhooks: disabling an endpoint that answered 410 failed")
 		}
 	}
 	if since, ok := d.failedFor(hook, rec); ok {
 		reason := fmt.Sprintf("no attempt succeeded for %s: failing since %s", days(d.cfg.DisableAfter), since.Format(time.RFC3339))
-		if err := d.cfg.Webhooks.Disable(ctx, hook.WebhookID, reason, 0, id); err != nil {
+		if err := d.cfg.Webhooks.Disable(ctx, hook.WebhookID, hook.URL, reason, 0, id); err != nil {
 			log.Error().Err(err).Str("webhookId", hook.WebhookID).Msg("webhooks: disabling an endpoint that kept failing failed")
 		} else {
 			log.Warn().Str("webhookId", hook.WebhookID).Str("tenant", hook.Tenant).Time("failingSince", since).Msg("webhooks: an endpoint whose attempts all failed for too long is disabled")
