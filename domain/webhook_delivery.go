@@ -81,9 +81,10 @@ type WebhookAttemptRecorded struct {
 const MaxWebhookAnswer = 1024
 
 // WebhookAnswer is what an attempt keeps of the receiver's answer body:
-// its first MaxWebhookAnswer bytes as text (cut at a character's end),
-// whether more followed, or only that it was not text (not UTF-8, or
-// with control characters other than tab, CR and LF).
+// as much of its start as takes at most MaxWebhookAnswer bytes in JSON
+// (cut at a character's end), whether more followed, or only that it was
+// not text (not UTF-8, or with control characters other than tab, CR and
+// LF).
 type WebhookAnswer struct {
 	ResponseBody          string `json:"responseBody,omitempty"`
 	ResponseBodyTruncated bool   `json:"responseBodyTruncated,omitempty"`
@@ -110,7 +111,29 @@ func NewWebhookAnswer(b []byte, more bool) WebhookAnswer {
 	if !utf8.Valid(b) || bytes.ContainsFunc(b, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0x7f }) {
 		return WebhookAnswer{ResponseBodyBinary: true, ResponseBodyTruncated: more}
 	}
+	// The bound holds for the text as stored, in JSON, where a character
+	// JSON escapes takes more than its bytes (< is \u003c): 1024 of them
+	// took 6 KiB in each attempt's event and in the delivery's listing,
+	// rewritten whole at every event of it.
+	cost := 0
+	for i, r := range string(b) {
+		if cost += jsonCost(r); cost > MaxWebhookAnswer {
+			b, more = b[:i], true
+			break
+		}
+	}
 	return WebhookAnswer{ResponseBody: string(b), ResponseBodyTruncated: more}
+}
+
+// jsonCost is how many bytes encoding/json writes for r in a string.
+func jsonCost(r rune) int {
+	switch r {
+	case '<', '>', '&', '\u2028', '\u2029':
+		return 6
+	case '"', '\\', '\n', '\r', '\t':
+		return 2
+	}
+	return utf8.RuneLen(r)
 }
 
 // WebhookRedeliveryRequested starts a new round of attempts, due at At.

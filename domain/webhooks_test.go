@@ -123,4 +123,13 @@ func TestNewWebhookAnswer(t *testing.T) {
 			t.Errorf("%.40q: %+v, want %+v", c.in, got, c.want)
 		}
 	}
+	// The bound is the text's size in JSON: characters it escapes count
+	// as what they take there.
+	for _, in := range []string{strings.Repeat("<", 1024), strings.Repeat(`a"`, 512), "<html>" + strings.Repeat("\u2028&x", 200), strings.Repeat("é\n", 400)} {
+		got := NewWebhookAnswer([]byte(in), false)
+		enc, _ := json.Marshal(got.ResponseBody)
+		if len(enc)-2 > MaxWebhookAnswer || len(enc)-2 < MaxWebhookAnswer-6 || !got.ResponseBodyTruncated || !strings.HasPrefix(in, got.ResponseBody) {
+			t.Errorf("%.20q: %d bytes in JSON, truncated %v", in, len(enc)-2, got.ResponseBodyTruncated)
+		}
+	}
 }
