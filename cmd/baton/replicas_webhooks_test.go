@@ -17,7 +17,8 @@ import (
 // loopback receiver in the test: every handoff event is delivered once,
 // not once per replica, signed so that the Standard Webhooks reference
 // library accepts it; an event whose first attempt failed is retried once
-// by one replica.
+// by one replica. An endpoint disabled through one replica gets nothing
+// from any, and enabled through another, each event once.
 func TestReplicasDeliverWebhooksOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four processes")
@@ -129,6 +130,55 @@ func TestReplicasDeliverWebhooksOnce(t *testing.T) {
 		if l.status != 200 || ok != events {
 			t.Fatalf("replica %d lists %d succeeded deliveries of %d: %s", i+1, ok, len(data), l.raw)
 		}
+	}
+
+	// Disabled through one replica, every replica sees it and none
+	// delivers; enabled through another, one delivery follows, once.
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(hits)
+	}
+	contract := func(i int) {
+		t.Helper()
+		r := api.do("POST", base[i%3]+"/v1/handoff/contracts", map[string]any{
+			"objective": fmt.Sprintf("Renew certificate %d", i), "targetExecutor": "ops-bot", "executorProtocol": "ops_bot.v1",
+			"riskLevel": "medium", "approvalMode": "manual",
+		})
+		if r.status != 201 {
+			t.Fatalf("create: %d %s", r.status, r.raw)
+		}
+	}
+	before := count()
+	if r := api.do("PATCH", base[0]+"/v1/webhooks/"+webhookID, map[string]any{"disabled": true}); r.status != 200 || r.body["status"] != "disabled" {
+		t.Fatalf("disable: %d %s", r.status, r.raw)
+	}
+	for i, b := range base {
+		if r := api.do("GET", b+"/v1/webhooks/"+webhookID, nil); r.body["status"] != "disabled" {
+			t.Fatalf("replica %d after the disable: %s", i+1, r.raw)
+		}
+	}
+	for i := range 3 {
+		contract(i)
+	}
+	time.Sleep(2 * time.Second) // each replica has had its polls
+	if n := count(); n != before {
+		t.Fatalf("%d deliveries to a disabled endpoint", n-before)
+	}
+	if r := api.do("PATCH", base[1]+"/v1/webhooks/"+webhookID, map[string]any{"disabled": false}); r.status != 200 || r.body["status"] != "active" {
+		t.Fatalf("enable: %d %s", r.status, r.raw)
+	}
+	contract(2)
+	deadline = time.Now().Add(20 * time.Second)
+	for count() < before+1 {
+		if time.Now().After(deadline) {
+			t.Fatal("no delivery after the endpoint was enabled")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second)
+	if n := count(); n != before+1 {
+		t.Fatalf("%d deliveries of one event after the endpoint was enabled, want 1", n-before)
 	}
 
 	client.CloseIdleConnections()
