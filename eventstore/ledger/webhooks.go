@@ -492,19 +492,21 @@ func (s *Webhooks) Rotate(ctx context.Context, call Call, id string) (Rotation, 
 // Disable stops deliveries to endpoint id, whose attempt to url (during
 // delivery deliveryID) showed it gone or failing for too long. Disabling
 // an endpoint that is not active, or whose URL is no longer url (its
-// owner moved it meanwhile, maybe because of that), records nothing.
-func (s *Webhooks) Disable(ctx context.Context, id, url, reason string, status int, deliveryID string) error {
-	_, err := s.change(ctx, "webhooks.disable", domain.Principal{Admin: true}, id, func(w *domain.Webhook) (any, string, eventstore.Metadata, error) {
+// owner moved it meanwhile, maybe because of that), records nothing:
+// disabled says whether this call recorded it.
+func (s *Webhooks) Disable(ctx context.Context, id, url, reason string, status int, deliveryID string) (disabled bool, err error) {
+	_, err = s.change(ctx, "webhooks.disable", domain.Principal{Admin: true}, id, func(w *domain.Webhook) (any, string, eventstore.Metadata, error) {
 		if w.Status != domain.WebhookStatusActive || w.URL != url {
 			return nil, "", eventstore.Metadata{}, nil
 		}
+		disabled = true
 		return domain.WebhookDisabled{WebhookID: id, Reason: reason, StatusCode: status, DeliveryID: deliveryID, DisabledAt: s.clock()},
 			domain.EventWebhookDisabled, eventstore.Metadata{Actor: WebhookActor}, nil
 	})
 	if domain.KindOf(err) == domain.KindNotFound {
-		return nil // deleted meanwhile
+		return false, nil // deleted meanwhile
 	}
-	return err
+	return disabled && err == nil, err
 }
 
 // Schedule opens a delivery. Of several replicas scheduling the same

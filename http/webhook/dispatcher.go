@@ -661,6 +661,7 @@ func (d *Dispatcher) attempt(ctx context.Context, id string) {
 		return // the lease runs out; the attempt is made again
 	}
 	rec := domain.WebhookAttemptRecorded{}
+	sent := false // the attempt reached for the receiver (and not only its event)
 	if hook == nil || hook.Status != domain.WebhookStatusActive {
 		rec.Outcome, rec.Error = domain.WebhookCanceled, "not sent: the webhook is disabled or deleted"
 	} else if body, gone, berr := d.body(ctx, del); berr != nil {
@@ -673,6 +674,7 @@ func (d *Dispatcher) attempt(ctx context.Context, id string) {
 		rec.Outcome, rec.Error = domain.WebhookFailed, berr.Error()
 	} else {
 		start := time.Now()
+		sent = true
 		status, retryAfter, hasRetryAfter, answer, serr := d.send(ctx, hook, del, body)
 		if ctx.Err() != nil {
 			return // stopping: the lease runs out and the attempt is made again
@@ -718,15 +720,15 @@ func (d *Dispatcher) attempt(ctx context.Context, id string) {
 		return
 	}
 	if rec.Outcome == domain.WebhookGone {
-		if err := d.cfg.Webhooks.Disable(ctx, hook.WebhookID, hook.URL, "the receiver answered 410 Gone", http.StatusGone, id); err != nil {
+		if _, err := d.cfg.Webhooks.Disable(ctx, hook.WebhookID, hook.URL, "the receiver answered 410 Gone", http.StatusGone, id); err != nil {
 			log.Error().Err(err).Str("webhookId", hook.WebhookID).Msg("webhooks: disabling an endpoint that answered 410 failed")
 		}
 	}
-	if since, ok := d.failedFor(hook, rec); ok {
+	if since, ok := d.failedFor(hook, rec, sent); ok {
 		reason := fmt.Sprintf("no attempt succeeded for %s: failing since %s", days(d.cfg.DisableAfter), since.Format(time.RFC3339))
-		if err := d.cfg.Webhooks.Disable(ctx, hook.WebhookID, hook.URL, reason, 0, id); err != nil {
+		if disabled, err := d.cfg.Webhooks.Disable(ctx, hook.WebhookID, hook.URL, reason, 0, id); err != nil {
 			log.Error().Err(err).Str("webhookId", hook.WebhookID).Msg("webhooks: disabling an endpoint that kept failing failed")
-		} else {
+		} else if disabled {
 			log.Warn().Str("webhookId", hook.WebhookID).Str("tenant", hook.Tenant).Time("failingSince", since).Msg("webhooks: an endpoint whose attempts all failed for too long is disabled")
 		}
 	}
@@ -735,11 +737,12 @@ func (d *Dispatcher) attempt(ctx context.Context, id string) {
 	}
 }
 
-// failedFor reports whether the attempt rec, a failure, ends the time an
-// endpoint may fail: no attempt of it succeeded since the first failure
-// after its last success, DisableAfter before rec.
-func (d *Dispatcher) failedFor(hook *domain.Webhook, rec domain.WebhookAttemptRecorded) (since time.Time, ok bool) {
-	if hook == nil || d.cfg.DisableAfter < 0 || (rec.Outcome != domain.WebhookRetrying && rec.Outcome != domain.WebhookFailed) {
+// failedFor reports whether the attempt rec, a failure of a request sent
+// (not of the event's read), ends the time an endpoint may fail: no
+// attempt of it succeeded since the first failure after its last
+// success, DisableAfter before rec.
+func (d *Dispatcher) failedFor(hook *domain.Webhook, rec domain.WebhookAttemptRecorded, sent bool) (since time.Time, ok bool) {
+	if !sent || hook == nil || d.cfg.DisableAfter < 0 || (rec.Outcome != domain.WebhookRetrying && rec.Outcome != domain.WebhookFailed) {
 		return time.Time{}, false
 	}
 	d.mu.Lock()
