@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -132,6 +133,26 @@ func (h *Handoff) Timers() []Timer {
 }
 
 func seconds(n int) time.Duration { return time.Duration(n) * time.Second }
+
+// Lifts reports whether recording the deadline h has passed at now would
+// lift refusal err: a run's lease that ran out under onExecutorTimeout
+// release frees the handoff for another run, so another run's callback,
+// refused while the run holding the handoff has it, is refused for that
+// deadline instead (Overdue), as it is once the release is recorded.
+func (h *Handoff) Lifts(err error, now time.Time) bool {
+	var de *Error
+	if !errors.As(err, &de) || de.Code != "executor_run_mismatch" || h.Timing.OnExecutorTimeout != OnTimeoutRelease {
+		return false
+	}
+	var ts []Timer
+	for _, t := range h.Timers() {
+		if t.Kind != TimerEscalation {
+			ts = append(ts, t)
+		}
+	}
+	t, ok := h.due(ts, now)
+	return ok && t.Kind == TimerHeartbeat
+}
 
 // Overdue refuses a command arriving after a deadline h has passed: the
 // timer's event is what happens next, whichever replica records it, so a

@@ -365,6 +365,11 @@ func (s *Handoffs) Handle(ctx context.Context, call Call, id string, cmd domain.
 			// which a decision that can no longer be made cannot do, and
 			// more than a deadline: it holds whatever the clock says (an
 			// approval of a decided handoff is not about its lease).
+			// Unless the deadline's own event lifts it (a release frees
+			// the handoff for the run refused): then the deadline decides.
+			if cur.h.Lifts(err, now) {
+				return Outcome{}, cur.h.Overdue(op, now)
+			}
 			return Outcome{}, err
 		}
 		if err := cur.h.Overdue(op, now); err != nil {

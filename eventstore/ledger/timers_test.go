@@ -497,3 +497,36 @@ func TestStateRefusalBeforeDeadline(t *testing.T) {
 		t.Fatalf("an approval after its deadline: %v, want approval_expired", err)
 	}
 }
+
+// Another run's callback after the lease of the run holding the handoff
+// ran out under onExecutorTimeout release is refused for the lease, not
+// as another run's: the release, once recorded, lets that run in.
+func TestAnotherRunAfterALeaseToBeReleased(t *testing.T) {
+	store := openStore(t)
+	clock := newFakeClock(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC))
+	rep := newReplica(t, store, clock, "r1")
+	ctx := context.Background()
+	c := contract()
+	c.Timing = domain.Timing{HeartbeatSeconds: 5, OnExecutorTimeout: domain.OnTimeoutRelease}
+	out, err := rep.h.Create(ctx, tenantA, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := out.Handoff.ID
+	if _, err := rep.h.Handle(ctx, tenantA, id, approve("ann", "k1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rep.h.Handle(ctx, tenantA, id, domain.HeartbeatCommand{ExecutorRunID: "run-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rep.h.Handle(ctx, tenantA, id, domain.HeartbeatCommand{ExecutorRunID: "run-2"}); !isCode(err, "executor_run_mismatch") {
+		t.Fatalf("another run within the lease: %v, want executor_run_mismatch", err)
+	}
+	clock.Advance(6 * time.Second)
+	if _, err := rep.h.Handle(ctx, tenantA, id, domain.HeartbeatCommand{ExecutorRunID: "run-2"}); !isCode(err, "lease_expired") {
+		t.Fatalf("another run after the lease ran out: %v, want lease_expired", err)
+	}
+	if _, err := rep.h.Handle(ctx, tenantA, id, approve("bob", "k2")); !isCode(err, "approval_already_decided") {
+		t.Fatalf("an approval after the lease ran out: %v, want approval_already_decided", err)
+	}
+}
