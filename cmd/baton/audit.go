@@ -81,16 +81,20 @@ func ledgerExport(ctx context.Context, args []string, stdout io.Writer) error {
 				return err
 			}
 			b.Events, b.Receipts = l.Events, receiptsOf(rs.Receipts, len(l.Events))
-			if allProved(b) || time.Now().After(deadline) {
+			if allProved(b) {
 				break
 			}
 			if first {
 				// A server that signs nothing would be waited on the whole
-				// --wait, for a bundle with no proof that no key verifies.
+				// --wait, for a bundle with no proof that no key verifies
+				// (with --wait 0, written at once).
 				if err := noLogKey(ctx, client, *base, id); err != nil {
 					return err
 				}
 				first = false
+			}
+			if time.Now().After(deadline) {
+				break
 			}
 			time.Sleep(200 * time.Millisecond)
 		}

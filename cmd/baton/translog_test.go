@@ -1464,6 +1464,11 @@ func TestLedgerExportFromAServerWithoutALogKey(t *testing.T) {
 	if out.Len() > 0 {
 		t.Fatalf("a bundle was written: %s", out.String())
 	}
+	// With no wait, too: the bundle was written at once.
+	err = run(context.Background(), []string{"ledger", "export", "--url", srv.URL, "--key", k.Key, "--wait", "0s", ids[0]}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "no_log_key") || out.Len() > 0 {
+		t.Fatalf("export --wait 0s from a server without a log key = %v\n%s", err, out.String())
+	}
 }
 
 // log keygen takes --data as the other commands do: the key goes to
