@@ -267,7 +267,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	}
 	stopProfile, err := profile.StartCPU(*cpuprofile)
 	if err != nil {
-		return err
+		return fmt.Errorf("--cpuprofile: %w", err) // as --memprofile says it
 	}
 	defer stopProfile()
 	if *memprofile != "" {

@@ -243,6 +243,18 @@ func TestServeRefusesAnUnwritableMemprofile(t *testing.T) {
 	}
 }
 
+// So does a --cpuprofile file, naming its flag as --memprofile does: it
+// said only "open FILE: no such file or directory".
+func TestServeRefusesAnUnwritableCPUProfileByName(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out syncBuffer
+	err := run(ctx, []string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--cpuprofile", filepath.Join(t.TempDir(), "no", "such", "cpu.prof")}, &out, &out)
+	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "--cpuprofile") {
+		t.Fatalf("err = %v (context %v); want the start refused naming --cpuprofile\n%s", err, ctx.Err(), out.String())
+	}
+}
+
 // An empty --addr (a script's unset variable: --addr "$ADDR") is refused:
 // it listened on every interface, at a port the system chose, where the
 // default is the loopback's 8080.
