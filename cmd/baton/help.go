@@ -100,6 +100,11 @@ func missingSubcommand(args []string, subs []string, msg string, stdout io.Write
 		fmt.Fprintf(stdout, "Usage:\n%s\n%s %s.\n", commandUsage(args[0]), strings.Join(helps, " and "), lists)
 		return nil
 	}
+	if len(args) >= 2 {
+		// Named: "baton keys list" answered with the usage of keys create
+		// alone, as if list had been read as something else.
+		return fmt.Errorf("baton %s has no subcommand %q (it has %s); %s", args[0], args[1], strings.Join(subs, ", "), msg)
+	}
 	return errors.New(msg)
 }
 

@@ -152,7 +152,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return ledgerExport(ctx, args[2:], stdout)
 		}
 		if len(args) < 2 || args[1] != "verify" {
-			return missingSubcommand(args, []string{"verify", "export"}, "usage: baton ledger verify [--data DIR | --url URL --key KEY] [HANDOFF_ID[@SEQ:HASH]...] | baton ledger export [--url URL --key KEY | --data DIR] HANDOFF_ID", stdout)
+			return missingSubcommand(args, []string{"verify", "export"}, "usage: baton ledger verify [--data DIR | --url URL --key KEY] [HANDOFF_ID[@SEQ:HASH]...] | baton ledger verify --bundle FILE --log-key KEY | baton ledger export [--url URL --key KEY | --data DIR] HANDOFF_ID", stdout)
 		}
 		return ledgerVerify(ctx, args[2:], stdout)
 	case "log":
@@ -165,7 +165,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return missingSubcommand(args, []string{"keygen", "verify"}, "usage: baton log keygen [--origin NAME] [--data DIR | --out FILE] | baton log verify --log-key KEY --old CHECKPOINT", stdout)
 	case "store":
 		if len(args) < 2 || args[1] != "check" {
-			return missingSubcommand(args, []string{"check"}, "usage: baton store check [--data DIR]", stdout)
+			return missingSubcommand(args, []string{"check"}, "usage: baton store check [--data DIR] [--store bolt]", stdout)
 		}
 		return storeCheck(ctx, args[2:], stdout)
 	case "migrate":

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -431,6 +432,17 @@ func TestIdempotencyRetentionHelpNamesItsEndpoints(t *testing.T) {
 	for _, want := range []string{"generate", "agent plans", "contract", "webhook"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("--idempotency-retention's help does not name %s: %s", want, help)
+		}
+	}
+}
+
+// A subcommand a group does not have is named, with those it has: `baton
+// keys list` answered with the usage of keys create alone.
+func TestUnknownSubcommandIsNamed(t *testing.T) {
+	for _, args := range [][]string{{"keys", "list"}, {"ledger", "check"}, {"log", "show"}, {"store", "verify"}, {"console", "open"}} {
+		err := run(context.Background(), args, &bytes.Buffer{}, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("no subcommand %q", args[1])) || !strings.Contains(err.Error(), "usage: baton "+args[0]) {
+			t.Errorf("baton %s: %v", strings.Join(args, " "), err)
 		}
 	}
 }
