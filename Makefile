@@ -53,7 +53,8 @@ console-link:
 	  '[::]:'*) addr=127.0.0.1:$${addr#'[::]:'} ;; \
 	esac; \
 	out=$$(curl -sS -X POST "http://$$addr/v1/admin/console-links" -H "Authorization: Bearer $$BATON_API_KEY" \
-	  -d "{\"tenant\":$$(str "$$CONSOLE_LINK_TENANT"),\"name\":$$(str "$$CONSOLE_LINK_NAME"),\"role\":$$(str "$$CONSOLE_LINK_ROLE")}") || exit 1; \
+	  -d "{\"tenant\":$$(str "$$CONSOLE_LINK_TENANT"),\"name\":$$(str "$$CONSOLE_LINK_NAME"),\"role\":$$(str "$$CONSOLE_LINK_ROLE")}") || \
+	  { echo "no answer from http://$$addr: is make run going (in another shell)? On another address, give make console-link the ADDR= make run was given" >&2; exit 1; }; \
 	url=$$(printf '%s' "$$out" | sed -n 's/.*"url":"\([^"]*\)".*/\1/p'); \
 	if [ -n "$$url" ]; then echo "$$url"; else echo "$$out" >&2; exit 1; fi
 

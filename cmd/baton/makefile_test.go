@@ -192,3 +192,21 @@ func TestMakeRunTakesADataDirectoryWithASpace(t *testing.T) {
 		t.Fatalf("no store in %s: %v\n%s", data, err, output())
 	}
 }
+
+// TestMakeConsoleLinkWithNoServer: with no server at ADDR, make
+// console-link says what to check: it said only curl's "Failed to
+// connect".
+func TestMakeConsoleLinkWithNoServer(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on this machine")
+	}
+	srv := httptest.NewServer(http.NotFoundHandler())
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	srv.Close() // nothing listens there now
+	cmd := exec.Command("make", "-s", "-C", "../..", "console-link", "ADDR="+addr)
+	cmd.Env = append(cmd.Environ(), "BATON_API_KEY=btn_sk_test")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "is make run going") || !strings.Contains(string(out), "ADDR=") {
+		t.Fatalf("make console-link with no server: %v\n%s", err, out)
+	}
+}
