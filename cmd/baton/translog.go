@@ -56,7 +56,12 @@ func (f logFlags) signingKey(data string) (string, string, error) {
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", "", fmt.Errorf("--log-key-file: %w", err)
+		return "", "", fmt.Errorf("the signing key %s: %w", path, err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		// Read as no key, it served a log that signed nothing, said only
+		// as "signing":false, to an operator who had given one.
+		return "", "", fmt.Errorf("the signing key %s is empty: give the file baton log keygen wrote, or remove it to serve the log unsigned", path)
 	}
 	return strings.TrimSpace(string(b)), path, nil
 }

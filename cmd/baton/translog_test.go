@@ -1592,3 +1592,28 @@ func TestLogVerifySaysTheOldCheckpointIsNone(t *testing.T) {
 		}
 	}
 }
+
+// An empty signing key file (DATA/log.key, or --log-key-file) stops the
+// start: read as no key, it served a log that signed nothing, said only
+// as "signing":false.
+func TestServeRefusesAnEmptyLogKey(t *testing.T) {
+	for _, named := range []bool{false, true} {
+		dir := t.TempDir()
+		keyFile := filepath.Join(dir, KeyFileName)
+		if err := os.WriteFile(keyFile, []byte("\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"serve", "--data", dir, "--addr", "127.0.0.1:0"}
+		if named {
+			args = append(args, "--log-key-file", keyFile)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		var out syncBuffer
+		err := run(ctx, args, &out, &out)
+		served := ctx.Err() != nil // stopped by the timeout, not refused
+		cancel()
+		if err == nil || served || !strings.Contains(err.Error(), keyFile+" is empty") {
+			t.Fatalf("serve with an empty key file (named %v) = %v\n%s", named, err, out.String())
+		}
+	}
+}
