@@ -48,6 +48,9 @@ func ledgerExport(ctx context.Context, args []string, stdout io.Writer) error {
 	if fs.NArg() != 1 || !printableID(fs.Arg(0)) {
 		return errors.New("usage: baton ledger export [--url URL --key KEY | --data DIR] HANDOFF_ID")
 	}
+	if err := serverOrStore(fs, "ledger export"); err != nil {
+		return err
+	}
 	if *wait < 0 {
 		return fmt.Errorf("--wait %v: a duration of 0 (no wait) or more", *wait)
 	}

@@ -65,6 +65,11 @@ func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	case *bundle == "" && len(offline) > 0:
 		return fmt.Errorf("%s goes with --bundle (an audit bundle checked offline)", offline[0])
 	}
+	if *bundle == "" {
+		if err := serverOrStore(fs, "ledger verify"); err != nil {
+			return err
+		}
+	}
 	if *quorum < 0 || *quorum > len(witnesses) { // as log verify has it
 		return fmt.Errorf("--witness-quorum %d: from 0 to the %d --witness keys given", *quorum, len(witnesses))
 	}
@@ -107,6 +112,29 @@ func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer store.Close()
 	return verifyStore(ctx, store, ids, receipts, stdout)
+}
+
+// serverOrStore refuses the flags of a store beside --url, and --key
+// without it: the form not taken was ignored without a word, and "ok" said
+// of the server to a user who had named a data directory, or of the data
+// directory to one who had given a server's key.
+func serverOrStore(fs *flag.FlagSet, cmd string) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if given["url"] {
+		for _, f := range []string{"data", "store", "kurrentdb-url", "kurrentdb-max-append-size"} {
+			if given[f] {
+				return fmt.Errorf("--%s: %s --url reads the server, not a store or data directory: give --url or --%s, not both", f, cmd, f)
+			}
+		}
+		return nil
+	}
+	for _, f := range []string{"key", "wait"} {
+		if given[f] {
+			return fmt.Errorf("--%s goes with --url (a server's API); %s without --url reads the store in --data", f, cmd)
+		}
+	}
+	return nil
 }
 
 // parseLedgerArg reads a ledger to verify: a handoff id, optionally with

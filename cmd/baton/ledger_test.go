@@ -877,3 +877,26 @@ func TestURLWhereNothingListens(t *testing.T) {
 		}
 	}
 }
+
+// --url and a store's flags do not mix, nor --key (or --wait) without
+// --url: the form not taken was ignored without a word, and "ok" said of
+// the server to a user who had named a data directory.
+func TestServerAndStoreFlagsDoNotMix(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ledger", "verify", "--url", "http://127.0.0.1:1", "--data", dir}, "--data: ledger verify --url reads the server"},
+		{[]string{"ledger", "verify", "--url", "http://127.0.0.1:1", "--store", "kurrent"}, "--store: ledger verify --url reads the server"},
+		{[]string{"ledger", "export", "--url", "http://127.0.0.1:1", "--data", dir, "h1"}, "--data: ledger export --url reads the server"},
+		{[]string{"ledger", "verify", "--data", dir, "--key", "k"}, "--key goes with --url"},
+		{[]string{"ledger", "export", "--data", dir, "--wait", "1s", "h1"}, "--wait goes with --url"},
+	} {
+		var out bytes.Buffer
+		err := run(context.Background(), tt.args, &out, &out)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v = %v, want %q", tt.args, err, tt.want)
+		}
+	}
+}
