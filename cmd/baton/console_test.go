@@ -198,6 +198,7 @@ func TestCommandsOnAHeldStoreSayWhatToDo(t *testing.T) {
 		{[]string{"ledger", "verify", "--data", dir}, "--url"},
 		{[]string{"ledger", "export", "--data", dir, "0190a1b2-0000-7000-8000-000000000000"}, "--url"},
 		{[]string{"store", "check", "--data", dir}, "stop"},
+		{[]string{"migrate", "--data", dir, "--kurrentdb-url", "esdb://127.0.0.1:1?tls=false"}, "stop the server"},
 	} {
 		var out bytes.Buffer
 		err := run(context.Background(), tc.args, &out, &out)

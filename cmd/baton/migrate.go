@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
 	"github.com/batonhq/baton/eventstore/kurrent"
 	"github.com/batonhq/baton/eventstore/migrate"
@@ -59,6 +60,10 @@ func migrateStore(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("migrate: %s was migrated already: its read models follow KurrentDB (%s), where replicas have written since, and its %s is the backup the migration left; there is nothing to copy. Serve with --store kurrent --kurrentdb-url URL", *data, readModelMarker, bolt.FileName)
 	}
 	src, err := bolt.Open(*data, bolt.Options{})
+	if errors.Is(err, eventstore.ErrLocked) {
+		// The copy must be of a store no one writes to any more.
+		return fmt.Errorf("migrate: source: %w; the migration copies a stopped store: stop the server first (docs/operations.md, Migrating from the embedded store)", err)
+	}
 	if err != nil {
 		return fmt.Errorf("migrate: source: %w", err)
 	}
