@@ -168,6 +168,11 @@ func TestExecutorTrimsItsKey(t *testing.T) {
 	if err == nil || ctx.Err() != nil {
 		t.Fatalf("run: %v (context %v), want the refused key; log:\n%s", err, ctx.Err(), out.String())
 	}
+	// Said with what to do: "Baton refused the key" named neither the
+	// flag nor where a key comes from.
+	if !strings.Contains(err.Error(), "--key or BATON_API_KEY") || !strings.Contains(err.Error(), "baton keys create") {
+		t.Fatalf("run: %v, want the flag and the way to a key named", err)
+	}
 	if k := <-got; k != "btn_sk_k" {
 		t.Fatalf("sent key %q", k)
 	}

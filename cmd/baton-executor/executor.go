@@ -154,7 +154,7 @@ func (e *Executor) Run(ctx context.Context) error {
 }
 
 // errKeyRefused is Baton's 401: the key is wrong or was revoked.
-var errKeyRefused = errors.New("Baton refused the key")
+var errKeyRefused = errors.New("Baton refused the key (--key or BATON_API_KEY): give one this Baton made, of the tenant whose handoffs to take (POST /v1/admin/keys, or baton keys create)")
 
 // errNoEventStream is a 404 to GET /v1/events, which every Baton serves:
 // --url names another server, or a path before Baton's own.
