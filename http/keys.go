@@ -43,6 +43,15 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 			Message: fmt.Sprintf("unknown field %q: a key request has tenant, admin and label; a key has its tenant's whole access (all of it with admin), with no scopes, permissions or expiry, so nothing was made", *unknown)}))
 		return
 	}
+	// A label is kept in the key's event for good and shown in every
+	// listing, which never shows a key: a credential pasted there would be.
+	if rule, found := s.scanLabel(req.Label); found {
+		e := domain.E("keys.create", domain.KindInvalid, "secret_detected",
+			"the label looks like it holds a secret (%s); a label names the key's holder or use. No key was made.", rule)
+		e.Findings = []domain.SecretFinding{{RuleID: rule, Pointer: "/label"}}
+		s.writeError(w, r, e)
+		return
+	}
 	k, err := s.ledger.Keys.Create(r.Context(), principalOf(r.Context()).Actor(), RequestID(r.Context()), req.Tenant, req.Admin, req.Label)
 	if err != nil {
 		s.writeError(w, r, keyStoreError(err, req.Tenant))
@@ -50,6 +59,14 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusCreated, k)
+}
+
+// scanLabel is the secret scanner's rule that takes label for a credential.
+func (s *Server) scanLabel(label string) (rule string, found bool) {
+	if s.scanner == nil || label == "" {
+		return "", false
+	}
+	return s.scanner.ScanText(label)
 }
 
 // keyStoreError is err with advice true of this route. The store's errors

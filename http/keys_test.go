@@ -239,3 +239,20 @@ func TestCreateKeyStoreUnavailableAdvice(t *testing.T) {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}
 }
+
+// A label that holds a credential (a key pasted in the wrong field) is
+// refused, 422 secret_detected on /label, never quoted, and no key made:
+// the label would be kept in the key's event for good and shown in every
+// listing of the keys, which promise never to show a key.
+func TestCreateKeyRefusesASecretLabel(t *testing.T) {
+	e := newEnv(t)
+	before := e.keyEvents()
+	r := e.do("POST", "/v1/admin/keys", e.admin, map[string]any{"tenant": "c", "label": "ci " + ctxFakeBtn})
+	if r.status != 422 || r.str("code") != "secret_detected" || !strings.Contains(string(r.raw), `"pointer":"/label"`) || strings.Contains(string(r.raw), ctxFakeBtn) {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	if n := e.keyEvents() - before; n != 0 {
+		t.Fatalf("%d key events appended", n)
+	}
+	e.must(e.do("POST", "/v1/admin/keys", e.admin, map[string]any{"tenant": "c", "label": "ci for btn_sk keys"}), 201)
+}
