@@ -896,3 +896,23 @@ func TestHealthBatchDoesNotCountUnconfiguredAsUnhealthy(t *testing.T) {
 		t.Fatalf("configured only: %s", b.raw)
 	}
 }
+
+// Infrastructure's health coverage is of the models this replica can call:
+// once a batch has probed every one of them it is 1, where it stayed at
+// their share of the whole catalog (the models of providers without a key
+// here, which no batch can probe, counted as not covered).
+func TestInfrastructureHealthCoverageOfCallableModels(t *testing.T) {
+	f := newFakeUpstreams(t)
+	e := newEnvWith(t, catalogWith(t, map[string]string{"ANTHROPIC_BASE_URL": f.anthropic.URL, "ANTHROPIC_API_KEY": "ak-upstream-test"}))
+	configured := 0
+	for _, m := range e.catalog.List() {
+		if m.Configured {
+			configured++
+		}
+	}
+	e.must(e.do("POST", "/v1/models/health/batch", e.admin, map[string]any{"limit": 200}), 200)
+	inf := e.must(e.do("GET", "/v1/models/infrastructure", e.admin, nil), 200)
+	if inf.str("health.coverage") != "1" || inf.str("health.tested") != strconv.Itoa(configured) || inf.str("health.unhealthy") != "0" {
+		t.Fatalf("%d configured models; infrastructure: %s", configured, inf.raw)
+	}
+}

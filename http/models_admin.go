@@ -312,21 +312,24 @@ func (s *Server) infrastructure(w http.ResponseWriter, r *http.Request) {
 		} else {
 			unpriced = append(unpriced, m.ID)
 		}
+		if !m.Configured {
+			// Never probed here (a probe would say nothing of it): health
+			// is of the models this replica can call.
+			continue
+		}
+		configured++
 		if m.Health.TestedAt != nil {
 			tested++
 			if m.Health.OK {
 				healthy++
 			}
 		}
-		if m.Configured {
-			configured++
-		}
 	}
-	ratio := func(n int) float64 {
-		if len(models) == 0 {
+	ratio := func(n, of int) float64 {
+		if of == 0 {
 			return 0
 		}
-		return math.Round(float64(n)/float64(len(models))*1000) / 1000
+		return math.Round(float64(n)/float64(of)*1000) / 1000
 	}
 	recommended := map[string]any{}
 	for _, mode := range gateway.Modes {
@@ -345,9 +348,9 @@ func (s *Server) infrastructure(w http.ResponseWriter, r *http.Request) {
 		"object":    "infrastructure",
 		"providers": provs,
 		"models":    map[string]any{"total": len(models), "configured": configured},
-		"pricing":   map[string]any{"priced": priced, "unpriced": unpriced, "coverage": ratio(priced)},
-		"health": map[string]any{"tested": tested, "healthy": healthy, "unhealthy": tested - healthy, "coverage": ratio(tested),
-			"note": "coverage is the share of catalog models with at least one probe; POST /v1/models/health/batch probes more"},
+		"pricing":   map[string]any{"priced": priced, "unpriced": unpriced, "coverage": ratio(priced, len(models))},
+		"health": map[string]any{"tested": tested, "healthy": healthy, "unhealthy": tested - healthy, "coverage": ratio(tested, configured),
+			"note": "of the models whose provider is configured on this replica: coverage is the share with at least one probe; POST /v1/models/health/batch probes more"},
 		"recommendedRoutes": recommended,
 	})
 }
