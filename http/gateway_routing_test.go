@@ -916,3 +916,36 @@ func TestInfrastructureHealthCoverageOfCallableModels(t *testing.T) {
 		t.Fatalf("%d configured models; infrastructure: %s", configured, inf.raw)
 	}
 }
+
+// catalogAwayStore takes no appends to the catalog stream, as KurrentDB
+// while it is away.
+type catalogAwayStore struct{ eventstore.Store }
+
+func (s catalogAwayStore) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if stream == gateway.CatalogStream {
+		return eventstore.AppendResult{}, fmt.Errorf("kurrent: append to %q: %w: connection refused", stream, eventstore.ErrUnavailable)
+	}
+	return s.Store.Append(ctx, stream, expected, evs...)
+}
+
+// A sync or a probe whose event the store does not take is a 503 whose
+// advice holds for these routes: they take no Idempotency-Key, and a retry
+// records the provider's word anew, which is harmless. It was the
+// ledger's, telling the admin to retry with the same Idempotency-Key, "a
+// recorded write is answered, not written twice".
+func TestModelAdminStoreAwayAdvice(t *testing.T) {
+	f := newFakeUpstreams(t)
+	e := newEnvStore(t, gatewayCatalog(t, f), func(s eventstore.Store) eventstore.Store { return catalogAwayStore{s} })
+	for _, c := range []struct{ path, body string }{
+		{"/v1/models/sync", `{"provider":"openai"}`},
+		{"/v1/models/health", `{"model":"openai:gpt-4o-mini"}`},
+		{"/v1/models/health/batch", `{"limit":1}`},
+	} {
+		r := e.do("POST", c.path, e.admin, c.body)
+		msg := r.str("error.message")
+		if r.status != 503 || r.str("error.code") != "store_unavailable" || r.header.Get("Retry-After") == "" ||
+			strings.Contains(msg, "Idempotency-Key") || !strings.Contains(msg, "Retry in a moment") {
+			t.Fatalf("%s: %d %s", c.path, r.status, r.raw)
+		}
+	}
+}

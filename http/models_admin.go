@@ -65,7 +65,7 @@ func (s *Server) syncModels(w http.ResponseWriter, r *http.Request) {
 	}
 	results, err := s.catalog.Sync(r.Context(), s.store, s.eventMeta(r), only...)
 	if err != nil {
-		s.writeErrorAs(w, r, openaiErrors, err)
+		s.writeErrorAs(w, r, openaiErrors, catalogStoreError(err))
 		return
 	}
 	synced, failed := 0, 0
@@ -82,6 +82,29 @@ func (s *Server) syncModels(w http.ResponseWriter, r *http.Request) {
 		"object": "catalog.sync", "syncedAt": time.Now().UTC(), "providers": results,
 		"synced": synced, "failed": failed, "models": len(s.catalog.List()),
 	})
+}
+
+// catalogStoreError is err with advice true of the routes that record the
+// catalog's events (sync, probes). The store's errors tell a client to
+// retry with the same Idempotency-Key, which these routes do not take; a
+// retry is safe without one, as a sync or a probe recorded twice says what
+// one does.
+func catalogStoreError(err error) error {
+	var e *domain.Error
+	switch {
+	case errors.Is(err, eventstore.ErrUnavailable):
+		e = domain.E("store", domain.KindUnavailable, "store_unavailable",
+			"The event store did not answer; the catalog's event (a sync's list, a probe's result) may or may not have been recorded. Retry in a moment: recorded twice, it says what it says once.")
+		e.RetryAfter = 1
+	case errors.Is(err, eventstore.ErrFull):
+		e = domain.E("store", domain.KindUnavailable, "store_unavailable", "The ledger store's disk is full; nothing was recorded. Retry once space is freed.")
+		e.RetryAfter = 5
+	case errors.Is(err, eventstore.ErrFailed), errors.Is(err, eventstore.ErrClosed):
+		e = domain.E("store", domain.KindUnavailable, "store_unavailable", "The ledger store cannot take this request now; nothing was recorded. Retry later.")
+	default:
+		return err
+	}
+	return e
 }
 
 // healthResult is one probe as the admin endpoints report it.
@@ -130,7 +153,7 @@ func (s *Server) healthModel(w http.ResponseWriter, r *http.Request) {
 	}
 	h, err := s.catalog.Probe(r.Context(), s.store, id, s.eventMeta(r))
 	if err != nil {
-		s.writeErrorAs(w, r, openaiErrors, err)
+		s.writeErrorAs(w, r, openaiErrors, catalogStoreError(err))
 		return
 	}
 	writeJSON(w, http.StatusOK, toHealthResult(h))
@@ -210,7 +233,7 @@ func (s *Server) healthBatch(w http.ResponseWriter, r *http.Request) {
 	healthy, unhealthy := 0, 0
 	for i, err := range errs {
 		if err != nil {
-			s.writeErrorAs(w, r, openaiErrors, err)
+			s.writeErrorAs(w, r, openaiErrors, catalogStoreError(err))
 			return
 		}
 		if out[i].OK {
