@@ -100,6 +100,14 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
 	const op = "keys.revoke"
 	id := mux.Vars(r)["keyId"]
 	rev, err := s.ledger.Keys.Revoke(r.Context(), callOf(r), id)
+	if errors.Is(err, eventstore.ErrUnavailable) {
+		// The store's own advice names an Idempotency-Key, which this
+		// route does not take; it needs none.
+		e := domain.E(op, domain.KindUnavailable, "store_unavailable",
+			"The event store did not answer; the revocation of key %q may or may not have been recorded. Retry in a moment: revoking again answers the same, and records nothing more.", id)
+		e.RetryAfter = 1
+		err = e
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -15,6 +15,7 @@ import (
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/eventstore/ledger"
 )
 
 // microTime matches the API's timestamps: RFC 3339, UTC, at most
@@ -255,4 +256,21 @@ func TestCreateKeyRefusesASecretLabel(t *testing.T) {
 		t.Fatalf("%d key events appended", n)
 	}
 	e.must(e.do("POST", "/v1/admin/keys", e.admin, map[string]any{"tenant": "c", "label": "ci for btn_sk keys"}), 201)
+}
+
+// A revocation the store did not answer is a 503 saying to retry, which
+// is safe (revoking again answers the same), not to retry "with the same
+// Idempotency-Key", which this route does not take.
+func TestRevokeKeyStoreUnavailableAdvice(t *testing.T) {
+	e := newEnvStore(t, nil, func(s eventstore.Store) eventstore.Store { return downKeysStore{s} })
+	k, err := ledger.NewKeys(e.store).Create(context.Background(), "test", "", "c", false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.do("DELETE", "/v1/admin/keys/"+k.KeyID, e.admin, nil)
+	msg := r.str("detail")
+	if r.status != 503 || r.str("code") != "store_unavailable" || r.header.Get("Retry-After") == "" ||
+		strings.Contains(msg, "Idempotency-Key") || !strings.Contains(msg, "revoking again") {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
 }
