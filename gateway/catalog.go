@@ -691,7 +691,9 @@ func (c *Catalog) Resolve(id string) (Provider, *Model, error) {
 		// go upstream unpriced as a model the catalog does not list.
 		return nil, nil, fmt.Errorf("%w: %q is not listed, and a model's name holds no white space, control characters or bidi overrides and does not start with a colon", ErrUnknownModel, id)
 	}
-	return p, &Model{ID: id, Object: "model", Provider: provName, Kind: p.Kind(), Model: name, Modes: []string{}, Configured: p.Configured(), Available: p.Configured()}, nil
+	m := &Model{ID: id, Object: "model", Provider: provName, Kind: p.Kind(), Model: name, Modes: []string{}, Configured: p.Configured(), Available: p.Configured()}
+	c.snapshotLocked(m) // a dated id is priced as its alias, synced or not
+	return p, m, nil
 }
 
 // modelName reports whether name may be a model's: no provider names one

@@ -299,3 +299,33 @@ func TestSyncSkipsNamesNoModelHas(t *testing.T) {
 		t.Error("a name holding a colon (openrouter's llama-3:free) was not added")
 	}
 }
+
+// A call naming a dated Anthropic id before any sync listed it (Claude
+// Code names them) is priced as the alias the catalog declares, as it is
+// once a sync has: its price was missing until an admin ran a sync, so a
+// tenant under a budget was refused it on a fresh server.
+func TestResolvePricesAnUnsyncedDatedSnapshot(t *testing.T) {
+	c, err := NewCatalog(Config{Getenv: func(k string) string {
+		if k == "ANTHROPIC_API_KEY" || k == "OPENAI_API_KEY" {
+			return "k"
+		}
+		return ""
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alias, _ := c.Get("anthropic:claude-haiku-4-5")
+	_, m, err := c.Resolve("anthropic:claude-haiku-4-5-20251001")
+	if err != nil || !m.HasPricing || *m.Pricing != *alias.Pricing || m.MaxOutputTokens != alias.MaxOutputTokens {
+		t.Fatalf("dated snapshot: %+v %v", m, err)
+	}
+	if _, m, _ := c.Resolve("anthropic:claude-nothing-20251001"); m.HasPricing {
+		t.Fatalf("a dated id of no alias priced: %+v", m)
+	}
+	if _, m, _ := c.Resolve("openai:gpt-4o-2024-05-13"); m.HasPricing {
+		t.Fatalf("an OpenAI snapshot priced as its alias: %+v", m)
+	}
+	if _, ok := c.Get("anthropic:claude-haiku-4-5-20251001"); ok {
+		t.Fatal("resolving a name added it to the catalog")
+	}
+}
