@@ -329,6 +329,14 @@ func keysCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	if !domain.ValidTenant(*tenant) {
 		return fmt.Errorf("--tenant %q: tenant names are 1-63 lowercase letters, digits, '_' or '-', starting with a letter or digit", *tenant)
 	}
+	// As POST /v1/admin/keys: a label is kept in the key's event for good
+	// and shown in every listing, which never shows a key.
+	if *label != "" {
+		scan, _ := newScanner()
+		if rule, found := scan.ScanText(*label); found {
+			return fmt.Errorf("--label looks like it holds a secret (%s); a label names the key's holder or use, and is kept for good", rule)
+		}
+	}
 	if err := storeOpts.notMigratedFrom(*data); err != nil {
 		return err
 	}

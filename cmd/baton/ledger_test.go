@@ -900,3 +900,19 @@ func TestServerAndStoreFlagsDoNotMix(t *testing.T) {
 		}
 	}
 }
+
+// keys create refuses a label that holds a credential, as POST
+// /v1/admin/keys does, before the store is opened: the label would be kept
+// in the key's event for good and shown in every listing of the keys.
+func TestKeysCreateRefusesASecretLabel(t *testing.T) {
+	dir := t.TempDir()
+	secret := "btn" + "_sk_" + "Q7vR2mX9kL4pT8wZ3nB6cY1dF5gH0jK2sA9eU4iO"
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"keys", "create", "--tenant", "acme", "--data", dir, "--label", "ci " + secret}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "--label") || strings.Contains(err.Error()+out.String(), secret) {
+		t.Fatalf("%v; %s", err, out.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "events.db")); err == nil {
+		t.Fatal("the store was opened")
+	}
+}
