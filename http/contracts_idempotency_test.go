@@ -2,6 +2,7 @@ package http_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -199,6 +200,58 @@ func TestCreateWhoseAnswerWasNotKeptMakesOne(t *testing.T) {
 					t.Fatalf("another body: %s", r.raw)
 				}
 			})
+		}
+	}
+}
+
+// smallAppendStore refuses an append of more than max bytes of event data,
+// as KurrentDB does past its --max-append-size.
+type smallAppendStore struct {
+	eventstore.Store
+	max int
+}
+
+func (s smallAppendStore) Append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	n := 0
+	for _, ev := range evs {
+		n += len(ev.Data)
+	}
+	if n > s.max {
+		return eventstore.AppendResult{}, fmt.Errorf("%w: append of %d bytes, the server takes at most %d", eventstore.ErrTooLarge, n, s.max)
+	}
+	return s.Store.Append(ctx, stream, exp, evs...)
+}
+
+// A create whose event comes to more than the store takes in one append
+// (KurrentDB's --max-append-size: a context packet near the body limit
+// passes the 1 MiB default) is 413 event_too_large, as a callback's is,
+// and records nothing. It was a 500 internal_error, which clients retry.
+func TestCreateOverTheAppendSizeIs413(t *testing.T) {
+	e := newEnvStore(t, nil, func(s eventstore.Store) eventstore.Store { return smallAppendStore{Store: s, max: 4 << 10} })
+	long := strings.Repeat("certificate ", 400)
+	packet := previewBody()
+	packet["retrievalContext"] = []map[string]any{{"title": "Runbook", "text": long}}
+	for _, c := range []struct {
+		path string
+		body any
+	}{
+		{"/v1/handoff/contracts", map[string]any{"objective": long[:4000], "targetExecutor": "ops-bot", "executorProtocol": "ops_bot.v1", "riskLevel": "low"}},
+		{"/v1/context/preview", packet},
+	} {
+		for _, key := range []string{"", "big-1"} {
+			before := e.head()
+			var r response
+			if key == "" {
+				r = e.do("POST", c.path, e.tenantA, c.body)
+			} else {
+				r = e.do("POST", c.path, e.tenantA, c.body, "Idempotency-Key", key)
+			}
+			if r.status != 413 || r.str("code") != "event_too_large" {
+				t.Fatalf("%s (key %q): %d %s, want 413 event_too_large", c.path, key, r.status, r.raw)
+			}
+			if key == "" && e.head() != before {
+				t.Fatalf("%s: a refused create appended", c.path)
+			}
 		}
 	}
 }

@@ -187,6 +187,12 @@ func describe(r *http.Request, err error) described {
 		e := domain.E("store", domain.KindUnavailable, "store_unavailable", "The ledger store's disk is full; nothing was recorded. Retry with the same Idempotency-Key: writes resume once space is freed.")
 		e.RetryAfter = 5
 		return described{Error: e, log: true}
+	case errors.Is(err, eventstore.ErrTooLarge):
+		// The request's, not the server's: over what the store takes in
+		// one append (KurrentDB's --max-append-size), which a create near
+		// the body limit (a context packet) can be; a 500 was retried.
+		return described{Error: domain.E("store", domain.KindTooLarge, "event_too_large",
+			"The events this request would record come to more than the event store takes in one append (KurrentDB's --max-append-size); nothing was recorded: send less (a large text as a link to where it is kept).")}
 	case errors.Is(err, eventstore.ErrFailed), errors.Is(err, eventstore.ErrClosed), errors.Is(err, projections.ErrBehind):
 		return described{Error: domain.E("store", domain.KindUnavailable, "store_unavailable", "The ledger store cannot take this request now; nothing was recorded. Retry with the same Idempotency-Key."), log: true}
 	case errors.Is(err, context.Canceled), r.Context().Err() != nil && errors.Is(err, r.Context().Err()):
