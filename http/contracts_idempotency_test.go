@@ -11,6 +11,7 @@ import (
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/gateway"
 )
 
 // TestCreateContractIdempotencyKey: a contract create retried with its
@@ -253,5 +254,53 @@ func TestCreateOverTheAppendSizeIs413(t *testing.T) {
 				t.Fatalf("%s: a refused create appended", c.path)
 			}
 		}
+	}
+}
+
+// An agent plan likewise: its key records the plan's id at the model call,
+// and a retry after a plan stored with no answer kept is answered that
+// plan, without a second model call (paid again) or a second plan.
+func TestPlanWhoseAnswerWasNotKeptMakesOne(t *testing.T) {
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, exclusive := range []bool{true, false} {
+		us := &unkeptAnswerStore{exclusive: exclusive}
+		e := newEnvStore(t, cat, func(s eventstore.Store) eventstore.Store { us.Store = s; return us })
+		planOnce(t, e, !exclusive)
+	}
+}
+
+func planOnce(t *testing.T, e *env, shared bool) {
+	body := map[string]any{"objective": "rotate the certificate", "targetExecutor": "ops-bot", "riskLevel": "low"}
+	first := e.must(e.do("POST", "/v1/agent-plans", e.tenantA, body, "Idempotency-Key", "plan-1"), 201)
+	if shared {
+		e.front.SetIdempotencyLease(time.Millisecond) // the replica that ran it died
+		time.Sleep(5 * time.Millisecond)
+	}
+	retry := e.must(e.do("POST", "/v1/agent-plans", e.tenantA, body, "Idempotency-Key", "plan-1"), 201)
+	if retry.str("planId") != first.str("planId") || retry.header.Get("Idempotent-Replayed") != "true" || retry.header.Get("Location") != first.header.Get("Location") {
+		t.Fatalf("first %s; retry %v %s", first.raw, retry.header, retry.raw)
+	}
+	plans, gens := 0, 0
+	for evs, err := range eventstore.FeedPages(t.Context(), e.store, 1000) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			switch {
+			case ev.Type == domain.EventPlanCreated:
+				plans++
+			case strings.HasPrefix(ev.StreamID, "generation-"):
+				gens++
+			}
+		}
+	}
+	if plans != 1 {
+		t.Fatalf("%d plans stored, want 1 (%d generation events)", plans, gens)
+	}
+	if again := e.must(e.do("POST", "/v1/agent-plans", e.tenantA, body, "Idempotency-Key", "plan-1"), 201); again.str("planId") != first.str("planId") {
+		t.Fatalf("third: %s", again.raw)
 	}
 }

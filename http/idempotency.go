@@ -157,7 +157,7 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 // answer is written.
 func (s *Server) takeKey(w http.ResponseWriter, r *http.Request) bool {
 	if st := stateOf(r.Context()); st != nil && st.claim != nil {
-		if err := st.claim.Take(r.Context()); err != nil {
+		if err := st.claim.TakeFor(r.Context(), st.target); err != nil {
 			s.writeError(w, r, err)
 			return false
 		}

@@ -34,6 +34,9 @@ type requestState struct {
 	// its first write (a shared store claims it there; a create records
 	// what it makes).
 	claim *ledger.Claim
+	// target is the id a keyed create whose first write is a model call
+	// makes (an agent plan), recorded with the key at that call.
+	target string
 	// release gives back what the request held for its whole life (its
 	// share of the model-call bodies' bound), once its handler returned.
 	release func()

@@ -75,6 +75,27 @@ func (s *Server) createPlan(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, domain.Invalid("agent_plans", fields...))
 		return
 	}
+	id := uuid.Must(uuid.NewV7()).String()
+	if st := stateOf(r.Context()); st != nil && st.claim != nil {
+		if target, _ := st.claim.Resume(); target != "" {
+			// An earlier request of the key recorded this plan and kept
+			// no answer: the plan it stored is the answer, not a second
+			// model call (paid again) and a second plan.
+			id = target
+			plan, err := s.ledger.Plans.Get(r.Context(), principalOf(r.Context()), id)
+			if err == nil {
+				markResumed(w, r)
+				w.Header().Set("Location", "/v1/agent-plans/"+id)
+				writeJSON(w, http.StatusCreated, plan)
+				return
+			}
+			if domain.KindOf(err) != domain.KindNotFound {
+				s.writeError(w, r, err)
+				return
+			}
+		}
+		st.target = id // recorded with the key at the model call
+	}
 	// Options are decoded with the body, by its rules (a name differing
 	// only by case was refused above, as on generate).
 	g := generateRequest{Type: "agent_plan", Input: input, ContextPacketID: q.ContextPacketID, Options: q.Options}
@@ -83,7 +104,6 @@ func (s *Server) createPlan(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer gen.record()
-	id := uuid.Must(uuid.NewV7()).String()
 	plan, err := domain.BuildPlan(id, q.Objective, q.Constraints, q.TargetExecutor, q.RiskLevel, gen.output)
 	if err != nil {
 		s.writeError(w, r, err)
