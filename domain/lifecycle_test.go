@@ -597,3 +597,30 @@ func TestClosedLedgerNeverReopens(t *testing.T) {
 		}
 	}
 }
+
+// A review that is not final after the result leaves the handoff in
+// proof_reviewed with its result in, a row the table does not show: proof
+// and result are refused as already received, and only a final review
+// closes the ledger (docs/protocol.md, Variations).
+func TestNeedsReviewAfterTheResult(t *testing.T) {
+	for _, final := range []string{domain.VerdictVerified, domain.VerdictRejected} {
+		l := open(t, contract("log"))
+		l.do(approve(), proof("run-1", "log"), result("run-1", domain.RunSucceeded), review(domain.VerdictNeedsReview))
+		if l.h.State != domain.StateProofReviewed || l.h.Result == nil {
+			t.Fatalf("after needs_review following the result: %s", l.h.State)
+		}
+		evs, err := l.decide(proof("run-1", "log"))
+		refusal(t, evs, err, domain.KindConflict, "result_already_received")
+		evs, err = l.decide(result("run-1", domain.RunSucceeded))
+		refusal(t, evs, err, domain.KindConflict, "result_already_received")
+		evs, err = l.decide(approve())
+		refusal(t, evs, err, domain.KindConflict, "approval_already_decided")
+		l.do(review(domain.VerdictNeedsReview))
+		r := review(final)
+		r.Request.BodySHA256 += "-final"
+		l.do(r)
+		if l.h.State != domain.StateLedgerClosed {
+			t.Fatalf("a %s review after needs_review and the result: %s", final, l.h.State)
+		}
+	}
+}
