@@ -88,6 +88,9 @@ type WebhookSecretRotated struct {
 	Secret            string    `json:"secret"`
 	PreviousExpiresAt time.Time `json:"previousExpiresAt"`
 	RotatedAt         time.Time `json:"rotatedAt"`
+	// RotationID names a rotation made under an Idempotency-Key, so that
+	// its retry finds it made rather than rotating again.
+	RotationID string `json:"rotationId,omitempty"`
 }
 
 // WebhookDisabled stops deliveries to an endpoint: its receiver answered
@@ -140,6 +143,7 @@ type Webhook struct {
 
 	Secret         string `json:"-"`
 	PreviousSecret string `json:"-"`
+	RotationID     string `json:"-"` // of the last rotation (WebhookSecretRotated)
 }
 
 // Secrets are the secrets that sign a message sent at now: the current
@@ -184,7 +188,7 @@ func ApplyWebhookEvent(hooks map[string]*Webhook, typ string, data []byte) error
 			return err
 		}
 		if w := hooks[e.WebhookID]; w != nil {
-			w.PreviousSecret, w.Secret = w.Secret, e.Secret
+			w.PreviousSecret, w.Secret, w.RotationID = w.Secret, e.Secret, e.RotationID
 			exp, at := e.PreviousExpiresAt, e.RotatedAt
 			w.PreviousExpiresAt, w.SecretRotatedAt = &exp, &at
 		}

@@ -304,3 +304,39 @@ func planOnce(t *testing.T, e *env, shared bool) {
 		t.Fatalf("third: %s", again.raw)
 	}
 }
+
+// A keyed rotation whose answer was not kept likewise: its retry is
+// answered the secret it made, and does not rotate again (which would end
+// the secret the receiver still holds at once, and hand out a third).
+func TestRotationWhoseAnswerWasNotKeptRotatesOnce(t *testing.T) {
+	for _, exclusive := range []bool{true, false} {
+		us := &unkeptAnswerStore{exclusive: exclusive}
+		e := newEnvStore(t, nil, func(s eventstore.Store) eventstore.Store { us.Store = s; return us })
+		hook := e.must(e.do("POST", "/v1/webhooks", e.tenantA, map[string]any{"url": "https://hooks.example.com/baton", "eventTypes": []string{"*"}}), 201)
+		path := "/v1/webhooks/" + hook.str("webhookId") + "/rotate"
+		first := e.must(e.do("POST", path, e.tenantA, nil, "Idempotency-Key", "rot-1"), 200)
+		if !exclusive {
+			e.front.SetIdempotencyLease(time.Millisecond) // the replica that ran it died
+			time.Sleep(5 * time.Millisecond)
+		}
+		retry := e.must(e.do("POST", path, e.tenantA, nil, "Idempotency-Key", "rot-1"), 200)
+		if retry.str("secret") != first.str("secret") || retry.str("previousSecretExpiresAt") != first.str("previousSecretExpiresAt") ||
+			retry.header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("first %s; retry %v %s", first.raw, retry.header, retry.raw)
+		}
+		rotations := 0
+		for evs, err := range eventstore.FeedPages(t.Context(), e.store, 1000) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range evs {
+				if ev.Type == domain.EventWebhookSecretRotated {
+					rotations++
+				}
+			}
+		}
+		if rotations != 1 {
+			t.Fatalf("%d rotations recorded, want 1", rotations)
+		}
+	}
+}

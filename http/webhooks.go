@@ -206,6 +206,9 @@ func (s *Server) rotateWebhook(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if rot.Replayed {
+		markResumed(w, r)
+	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, rot)
 }

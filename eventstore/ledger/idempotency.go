@@ -71,8 +71,9 @@ type idemStarted struct {
 	BodyJSONHash string    `json:"bodyJsonHash,omitempty"` // of its canonical JSON, when it has one
 	RequestID    string    `json:"requestId"`
 	StartedAt    time.Time `json:"startedAt"`
-	// Target is the id of what the request creates (a handoff), recorded
-	// before it is written: if its answer is never kept (the process died
+	// Target is the id of what the request creates (a handoff, a context
+	// packet, a plan, a webhook endpoint or rotation), recorded before it
+	// is written: if its answer is never kept (the process died
 	// between the two appends), a retry makes the same one, or finds it
 	// made, rather than a second.
 	Target string `json:"target,omitempty"`
@@ -220,7 +221,7 @@ func (c *Claim) Resume() (target, requestID string) {
 }
 
 // TakeFor is Take for a request that creates target (the id of a new
-// handoff): the claim's Started event names it, and is appended before
+// handoff, say): the claim's Started event names it, and is appended before
 // the create on every store, also where the claim is otherwise held in
 // memory, so that what the key made is known if its answer never is.
 func (c *Claim) TakeFor(ctx context.Context, target string) error {

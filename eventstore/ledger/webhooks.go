@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/domain/contextpack"
 	"github.com/batonhq/baton/eventstore"
@@ -466,6 +468,9 @@ type Rotation struct {
 	WebhookID         string    `json:"webhookId"`
 	Secret            string    `json:"secret"`
 	PreviousExpiresAt time.Time `json:"previousSecretExpiresAt"`
+	// Replayed: the rotation an earlier request of the call's key made and
+	// kept no answer for (Call.Resume), not a new one.
+	Replayed bool `json:"-"`
 }
 
 // Rotate gives endpoint id a new secret; the current one keeps signing
@@ -476,14 +481,24 @@ func (s *Webhooks) Rotate(ctx context.Context, call Call, id string) (Rotation, 
 	if err != nil {
 		return Rotation{}, err
 	}
+	rotation := call.Resume
+	if rotation == "" {
+		rotation = uuid.Must(uuid.NewV7()).String()
+	}
 	var rot Rotation
 	_, err = s.change(ctx, "webhooks.rotate", call.Principal, id, func(w *domain.Webhook) (any, string, eventstore.Metadata, error) {
-		if err := call.beforeWrite(ctx, ""); err != nil {
+		if call.Resume != "" && w.RotationID == call.Resume && w.PreviousExpiresAt != nil {
+			// Made by the request of the key that kept no answer: rotated
+			// again, the secret its receiver holds would stop at once.
+			rot = Rotation{WebhookID: id, Secret: w.Secret, PreviousExpiresAt: *w.PreviousExpiresAt, Replayed: true}
+			return nil, "", eventstore.Metadata{}, nil
+		}
+		if err := call.beforeWrite(ctx, rotation); err != nil {
 			return nil, "", eventstore.Metadata{}, err
 		}
 		now := s.clock()
 		rot = Rotation{WebhookID: id, Secret: secret, PreviousExpiresAt: now.Add(s.grace)}
-		return domain.WebhookSecretRotated{WebhookID: id, Secret: secret, PreviousExpiresAt: rot.PreviousExpiresAt, RotatedAt: now}, domain.EventWebhookSecretRotated,
+		return domain.WebhookSecretRotated{WebhookID: id, Secret: secret, PreviousExpiresAt: rot.PreviousExpiresAt, RotatedAt: now, RotationID: rotation}, domain.EventWebhookSecretRotated,
 			eventstore.Metadata{Actor: call.Principal.Actor(), RequestID: call.RequestID}, nil
 	})
 	return rot, err
