@@ -80,6 +80,10 @@ type WebhookAttemptRecorded struct {
 // rewrites its delivery whole at each event).
 const MaxWebhookAnswer = 1024
 
+// KeptWebhookAnswers is how many of a delivery's latest attempts show
+// their answer body in its listing.
+const KeptWebhookAnswers = 10
+
 // WebhookAnswer is what an attempt keeps of the receiver's answer body:
 // as much of its start as takes at most MaxWebhookAnswer bytes in JSON
 // (cut at a character's end), whether more followed, or only that it was
@@ -242,6 +246,12 @@ func (d *WebhookDelivery) Apply(typ string, data []byte) error {
 		a := &d.Attempts[i]
 		a.Outcome, a.StatusCode, a.Error, a.DurationMs, a.At, a.NextAttemptAt = e.Outcome, e.StatusCode, e.Error, e.DurationMs, &at, e.NextAttemptAt
 		a.WebhookAnswer = e.WebhookAnswer
+		// Older attempts' answers leave the fold (their events keep them):
+		// a delivery redelivered to its 500 attempts would otherwise carry
+		// half a megabyte of answers, rewritten whole at each event.
+		for j := range max(len(d.Attempts)-KeptWebhookAnswers, 0) {
+			d.Attempts[j].WebhookAnswer = WebhookAnswer{}
+		}
 		if i != len(d.Attempts)-1 || d.Status != DeliverySending {
 			return nil // a late outcome: a later claim (or a redelivery) decides the state
 		}

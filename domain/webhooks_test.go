@@ -133,3 +133,34 @@ func TestNewWebhookAnswer(t *testing.T) {
 		}
 	}
 }
+
+// A delivery's fold keeps the answers of its latest KeptWebhookAnswers
+// attempts only: redelivered to its 500 attempts it carried 500 answers,
+// rewritten whole at each of its events.
+func TestDeliveryKeepsTheLatestAnswers(t *testing.T) {
+	var d WebhookDelivery
+	apply := func(typ string, e any) {
+		t.Helper()
+		b, _ := json.Marshal(e)
+		if err := d.Apply(typ, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	apply(EventWebhookDeliveryScheduled, WebhookDeliveryScheduled{DeliveryID: "d1", WebhookID: "w1", DueAt: now})
+	body := strings.Repeat("x", MaxWebhookAnswer)
+	for n := 1; n <= 30; n++ {
+		apply(EventWebhookAttemptClaimed, WebhookAttemptClaimed{DeliveryID: "d1", Attempt: n, ClaimedAt: now, LeaseUntil: now.Add(time.Minute)})
+		next := now.Add(time.Minute)
+		apply(EventWebhookAttemptRecorded, WebhookAttemptRecorded{DeliveryID: "d1", Attempt: n, Outcome: WebhookRetrying, StatusCode: 500, At: now, NextAttemptAt: &next,
+			WebhookAnswer: WebhookAnswer{ResponseBody: body}})
+	}
+	for i, a := range d.Attempts {
+		if kept := a.ResponseBody != ""; kept != (i >= len(d.Attempts)-KeptWebhookAnswers) {
+			t.Errorf("attempt %d of %d keeps its answer: %v", a.Attempt, len(d.Attempts), kept)
+		}
+	}
+	if b, _ := json.Marshal(d); len(b) > KeptWebhookAnswers*MaxWebhookAnswer+300*len(d.Attempts) {
+		t.Errorf("the delivery takes %d bytes", len(b))
+	}
+}
