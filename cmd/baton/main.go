@@ -170,7 +170,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return storeCheck(ctx, args[2:], stdout)
 	case "migrate":
 		return migrateStore(ctx, args[1:], stdout)
-	case "version":
+	case "version", "--version", "-version":
 		if err := parseFlags(flag.NewFlagSet("version", flag.ContinueOnError), args[1:]); err != nil {
 			return err
 		}

@@ -446,3 +446,14 @@ func TestUnknownSubcommandIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// --version prints the version, as `baton version` does: it was an unknown
+// command.
+func TestVersionFlag(t *testing.T) {
+	for _, a := range []string{"version", "--version", "-version"} {
+		var stdout, stderr bytes.Buffer
+		if err := run(context.Background(), []string{a}, &stdout, &stderr); err != nil || stdout.String() != "baton "+version+"\n" {
+			t.Errorf("baton %s = %v, %q (stderr %q)", a, err, stdout.String(), stderr.String())
+		}
+	}
+}
