@@ -1758,3 +1758,25 @@ func TestConsoleFormTooSlowInAPersonsWords(t *testing.T) {
 		t.Fatalf("the page says the API's words, or an event was recorded (%d, was %d): %s", e.events(id), n, page)
 	}
 }
+
+// A console link request with a field the route does not know is refused
+// and no link made: {"expiresIn":60} gave a link of the default 15 minutes
+// to a caller who asked for one minute.
+func TestConsoleLinkRefusesUnknownFields(t *testing.T) {
+	e := newEnv(t)
+	e.must(e.do("POST", "/v1/admin/keys", e.admin, map[string]any{"tenant": "a"}), 201)
+	for _, c := range []struct{ body, pointer string }{
+		{`{"tenant":"a","name":"bob","role":"auditor","expiresIn":60}`, "/expiresIn"},
+		{`{"tenant":"a","name":"bob","role":"auditor","TTLSeconds":60}`, "/TTLSeconds"},
+	} {
+		before := e.countType(domain.EventConsoleLinkIssued)
+		r := e.do("POST", "/v1/admin/console-links", e.admin, c.body)
+		if r.status != 422 || !strings.Contains(string(r.raw), `"pointer":"`+c.pointer+`","code":"unknown_field"`) || r.str("url") != "" {
+			t.Fatalf("%s: %d %s", c.body, r.status, r.raw)
+		}
+		if n := e.countType(domain.EventConsoleLinkIssued) - before; n != 0 {
+			t.Fatalf("%s: %d links issued", c.body, n)
+		}
+	}
+	e.must(e.do("POST", "/v1/admin/console-links", e.admin, `{"tenant":"a","name":"bob","role":"auditor","ttlSeconds":60}`), 201)
+}

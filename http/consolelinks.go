@@ -28,7 +28,16 @@ func ConsoleLinkURL(base, token string) string {
 // POST /v1/admin/console-links.
 func (s *Server) createConsoleLink(w http.ResponseWriter, r *http.Request) {
 	var req consoleLinkRequest
-	if _, ok := s.readJSON(w, r, &req); !ok {
+	body, ok := s.readJSON(w, r, &req)
+	if !ok {
+		return
+	}
+	// A link signs a person in: a field it would ignore (an expiresIn
+	// meant as its lifetime) would hand out a link other than the one
+	// asked for.
+	if unknown := unknownName(body, "tenant", "name", "role", "ttlSeconds"); unknown != nil {
+		s.writeError(w, r, domain.Invalid("console.link", domain.FieldError{Pointer: "/" + domain.PointerToken(*unknown), Code: "unknown_field",
+			Message: fmt.Sprintf("unknown field %q: a console link request has tenant, name, role and ttlSeconds; no link was made", *unknown)}))
 		return
 	}
 	ttl := domain.DefaultConsoleLinkTTL

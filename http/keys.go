@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/gorilla/mux"
 	"github.com/tidwall/gjson"
@@ -19,6 +20,20 @@ type createKeyRequest struct {
 	Label  string `json:"label"`
 }
 
+// unknownName is the first top-level name of a JSON object body that is
+// not one of known, or nil.
+func unknownName(body []byte, known ...string) *string {
+	var unknown *string // a name may be "", which is unknown too
+	gjson.ParseBytes(body).ForEach(func(k, _ gjson.Result) bool {
+		if !slices.Contains(known, k.Str) {
+			unknown = &k.Str
+			return false
+		}
+		return true
+	})
+	return unknown
+}
+
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 	var req createKeyRequest
 	body, ok := s.readJSON(w, r, &req)
@@ -30,15 +45,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 	// and its caller handed a key of the tenant's whole access that it
 	// takes for a restricted one. Every other name is refused, so is a
 	// misspelt one.
-	var unknown *string // a name may be "", which is unknown too
-	gjson.ParseBytes(body).ForEach(func(k, _ gjson.Result) bool {
-		if k.Str != "tenant" && k.Str != "admin" && k.Str != "label" {
-			unknown = &k.Str
-			return false
-		}
-		return true
-	})
-	if unknown != nil {
+	if unknown := unknownName(body, "tenant", "admin", "label"); unknown != nil {
 		s.writeError(w, r, domain.Invalid("keys.create", domain.FieldError{Pointer: "/" + domain.PointerToken(*unknown), Code: "unknown_field",
 			Message: fmt.Sprintf("unknown field %q: a key request has tenant, admin and label; a key has its tenant's whole access (all of it with admin), with no scopes, permissions or expiry, so nothing was made", *unknown)}))
 		return
