@@ -2,6 +2,7 @@ package http_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -1779,4 +1780,37 @@ func TestConsoleLinkRefusesUnknownFields(t *testing.T) {
 		}
 	}
 	e.must(e.do("POST", "/v1/admin/console-links", e.admin, `{"tenant":"a","name":"bob","role":"auditor","ttlSeconds":60}`), 201)
+}
+
+// awayStore takes no appends to the streams whose names start with
+// prefix, as KurrentDB while it is away.
+type awayStore struct {
+	eventstore.Store
+	prefix string
+}
+
+func (s awayStore) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if strings.HasPrefix(stream, s.prefix) {
+		return eventstore.AppendResult{}, fmt.Errorf("kurrent: append to %q: %w: connection refused", stream, eventstore.ErrUnavailable)
+	}
+	return s.Store.Append(ctx, stream, expected, evs...)
+}
+
+// A console link or a budget whose event the store does not take is a 503
+// whose advice holds for those routes, which take no Idempotency-Key: it
+// was the ledger's "retry with the same Idempotency-Key".
+func TestKeylessRoutesStoreAwayAdvice(t *testing.T) {
+	for _, c := range []struct{ prefix, method, path, body, want string }{
+		{"console-link-", "POST", "/v1/admin/console-links", `{"tenant":"a","name":"bob","role":"auditor"}`, "nobody can use it"},
+		{"budget-", "PUT", "/v1/admin/budgets/a", `{"dailyUsd":5}`, "Retry the PUT"},
+	} {
+		e := newEnvStore(t, gatewayCatalog(t, newFakeUpstreams(t)), func(s eventstore.Store) eventstore.Store { return awayStore{s, c.prefix} })
+		e.must(e.do("POST", "/v1/admin/keys", e.admin, map[string]any{"tenant": "a"}), 201)
+		r := e.do(c.method, c.path, e.admin, c.body)
+		msg := string(r.raw)
+		if r.status != 503 || !strings.Contains(msg, "store_unavailable") || r.header.Get("Retry-After") == "" ||
+			strings.Contains(msg, "Idempotency-Key:") || strings.Contains(msg, "same Idempotency-Key") || !strings.Contains(msg, c.want) {
+			t.Errorf("%s %s: %d %s", c.method, c.path, r.status, r.raw)
+		}
+	}
 }

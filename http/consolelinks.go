@@ -58,7 +58,7 @@ func (s *Server) createConsoleLink(w http.ResponseWriter, r *http.Request) {
 	}
 	link, err := s.ledger.Console.IssueLink(r.Context(), principalOf(r.Context()).Actor(), RequestID(r.Context()), req.Tenant, req.Name, req.Role, ttl)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, keylessStoreError(err, "the link may or may not have been made; it was not shown, so nobody can use it. Retry: a new link is made (this route takes no Idempotency-Key)."))
 		return
 	}
 	base := s.consoleURL

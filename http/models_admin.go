@@ -85,16 +85,21 @@ func (s *Server) syncModels(w http.ResponseWriter, r *http.Request) {
 }
 
 // catalogStoreError is err with advice true of the routes that record the
-// catalog's events (sync, probes). The store's errors tell a client to
-// retry with the same Idempotency-Key, which these routes do not take; a
-// retry is safe without one, as a sync or a probe recorded twice says what
-// one does.
+// catalog's events (sync, probes): a retry is safe without a key, as a
+// sync or a probe recorded twice says what one does.
 func catalogStoreError(err error) error {
+	return keylessStoreError(err, "the catalog's event (a sync's list, a probe's result) may or may not have been recorded. Retry in a moment: recorded twice, it says what it says once.")
+}
+
+// keylessStoreError is err, a store's failure, with advice true of a route
+// that takes no Idempotency-Key: the store's own errors tell a client to
+// retry with the same key. unanswered says what a write the store did not
+// answer may have left, and what to do.
+func keylessStoreError(err error, unanswered string) error {
 	var e *domain.Error
 	switch {
 	case errors.Is(err, eventstore.ErrUnavailable):
-		e = domain.E("store", domain.KindUnavailable, "store_unavailable",
-			"The event store did not answer; the catalog's event (a sync's list, a probe's result) may or may not have been recorded. Retry in a moment: recorded twice, it says what it says once.")
+		e = domain.E("store", domain.KindUnavailable, "store_unavailable", "The event store did not answer; %s", unanswered)
 		e.RetryAfter = 1
 	case errors.Is(err, eventstore.ErrFull):
 		e = domain.E("store", domain.KindUnavailable, "store_unavailable", "The ledger store's disk is full; nothing was recorded. Retry once space is freed.")
@@ -433,7 +438,7 @@ func (s *Server) getBudget(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	st, err := s.budgets.Current(ctx, tenant)
 	if err != nil {
-		s.writeError(w, r, fmt.Errorf("budget: %w", storeUnanswered(r, err)))
+		s.writeError(w, r, keylessStoreError(fmt.Errorf("budget: %w", storeUnanswered(r, err)), "the limits may or may not have been recorded. Retry the PUT: it sets the same limits again, and takes no Idempotency-Key."))
 		return
 	}
 	writeJSON(w, http.StatusOK, st)
@@ -474,7 +479,7 @@ func (s *Server) putBudget(w http.ResponseWriter, r *http.Request) {
 	if err := s.budgets.SetBudget(ctx, s.store, gateway.BudgetSet{Tenant: tenant, Limits: q}, s.eventMeta(r)); err != nil {
 		// Whether the limits were recorded is then unknown, as for any
 		// write the store does not answer (a PUT is safe to retry).
-		s.writeError(w, r, fmt.Errorf("budget: %w", storeUnanswered(r, err)))
+		s.writeError(w, r, keylessStoreError(fmt.Errorf("budget: %w", storeUnanswered(r, err)), "the limits may or may not have been recorded. Retry the PUT: it sets the same limits again, and takes no Idempotency-Key."))
 		return
 	}
 	writeJSON(w, http.StatusOK, s.budgets.Status(tenant))
