@@ -1,6 +1,11 @@
 package http_test
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/batonhq/baton/domain"
+)
 
 // TestRequiredApprovalsOverHTTP: with requiredApprovals 2, the creator's
 // key is refused, one approval leaves the contract pending, and a second
@@ -78,4 +83,26 @@ func TestRequiredApprovalsOverHTTP(t *testing.T) {
 			t.Fatalf("%v: %d %s", bad, r.status, r.raw)
 		}
 	}
+}
+
+// A contract request with a field it does not have is refused and nothing
+// made: a policy field misplaced ({"timing":{...}}) or misspelt was
+// ignored, and the handoff had none of the deadline its creator asked for.
+func TestContractCreateRefusesUnknownFields(t *testing.T) {
+	e := newEnv(t)
+	base := `"objective":"Rotate the staging TLS certificate","targetExecutor":"ops-bot","executorProtocol":"ops_bot.v1","riskLevel":"medium"`
+	for _, c := range []struct{ body, pointer string }{
+		{`{` + base + `,"timing":{"approvalTimeoutSeconds":60}}`, "/timing"},
+		{`{` + base + `,"approvalTimeoutSecs":60}`, "/approvalTimeoutSecs"},
+		{`{` + base + `,"RequiredApprovals":2}`, "/RequiredApprovals"},
+	} {
+		r := e.do("POST", "/v1/handoff/contracts", e.tenantA, c.body)
+		if r.status != 422 || !strings.Contains(string(r.raw), `"pointer":"`+c.pointer+`","code":"unknown_field"`) {
+			t.Fatalf("%s: %d %s", c.body, r.status, r.raw)
+		}
+	}
+	if n := e.countType(domain.EventContractCreated); n != 0 {
+		t.Fatalf("%d contracts created", n)
+	}
+	e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA, `{`+base+`,"approvalTimeoutSeconds":60,"requiredApprovals":1}`), 201)
 }

@@ -57,10 +57,17 @@ var (
 	llmNames      = jsonNames[llmOptions]()
 )
 
-// jsonNames are the JSON names of T's fields.
-func jsonNames[T any]() []string {
+// jsonNames are the JSON names of T's fields, those of the structs it
+// embeds among them.
+func jsonNames[T any]() []string { return jsonFieldNames(reflect.TypeFor[T]()) }
+
+func jsonFieldNames(t reflect.Type) []string {
 	var names []string
-	for f := range reflect.TypeFor[T]().Fields() {
+	for f := range t.Fields() {
+		if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Tag.Get("json") == "" {
+			names = append(names, jsonFieldNames(f.Type)...)
+			continue
+		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		names = append(names, name)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -32,6 +33,9 @@ type createContractRequest struct {
 	domain.Timing
 	domain.ApprovalRules
 }
+
+// contractFields are the names a contract request may hold.
+var contractFields = jsonNames[createContractRequest]()
 
 type heartbeatRequest struct {
 	ExecutorType  string `json:"executorType"`
@@ -73,6 +77,14 @@ func (s *Server) createContract(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.scan(body); err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	// A misspelt or misplaced policy field ({"timing":{...}} for the
+	// top-level approvalTimeoutSeconds) would make a handoff without the
+	// deadline or quorum its creator asked for: refused, nothing made.
+	if unknown := unknownName(body, contractFields...); unknown != nil {
+		s.writeError(w, r, domain.Invalid("contracts.create", domain.FieldError{Pointer: "/" + domain.PointerToken(*unknown), Code: "unknown_field",
+			Message: fmt.Sprintf("unknown field %q: a contract request has %s; no handoff was made", *unknown, strings.Join(contractFields, ", "))}))
 		return
 	}
 	c := domain.CreateContract{
