@@ -95,6 +95,7 @@ func idemStream(tenant, key string) string {
 // Claim is a key held by the request that runs; Complete or Release ends it.
 type Claim struct {
 	s      *Idempotency
+	lease  time.Duration // s.Lease when the request began: Hold reads it on its own goroutine
 	stream string
 	meta   eventstore.Metadata
 	hashes Hashes
@@ -136,7 +137,7 @@ func keyInFlight() error {
 func (s *Idempotency) Begin(ctx context.Context, call Call, endpoint, key string, body []byte) (*Claim, *Answer, error) {
 	hashes := BodyHashes(endpoint, body)
 	stream := idemStream(call.Principal.Tenant, key)
-	c := &Claim{s: s, stream: stream, hashes: hashes,
+	c := &Claim{s: s, stream: stream, hashes: hashes, lease: s.Lease,
 		meta: eventstore.Metadata{Tenant: call.Principal.Tenant, Actor: call.Principal.Actor(), RequestID: call.RequestID}}
 	// On a store only this process writes (the embedded one), every
 	// request for the key comes here, so the claim is held in memory; on a
@@ -205,7 +206,7 @@ func (s *Idempotency) Check(ctx context.Context, call Call, endpoint, key string
 		return nil, kept, err
 	}
 	started := idemStarted{Endpoint: endpoint, BodyHash: hashes.Raw, BodyJSONHash: hashes.JSON, RequestID: call.RequestID}
-	return &Claim{s: s, stream: stream, hashes: hashes, expected: exp, pending: true, started: started, resume: resume,
+	return &Claim{s: s, stream: stream, hashes: hashes, lease: s.Lease, expected: exp, pending: true, started: started, resume: resume,
 		meta: eventstore.Metadata{Tenant: call.Principal.Tenant, Actor: call.Principal.Actor(), RequestID: call.RequestID}}, nil, nil
 }
 
@@ -301,7 +302,7 @@ func (c *Claim) Hold(ctx context.Context, lost func(error)) {
 	if c.memory {
 		return
 	}
-	every := max(c.s.Lease/3, time.Millisecond)
+	every := max(c.lease/3, time.Millisecond)
 	last := c.s.now()
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -319,7 +320,7 @@ func (c *Claim) Hold(ctx context.Context, lost func(error)) {
 		case errors.Is(err, eventstore.ErrConflict):
 			lost(ErrLeaseLost) // another request wrote to the key: it took it over
 			return
-		case c.s.now().Sub(last) >= c.s.Lease:
+		case c.s.now().Sub(last) >= c.lease:
 			lost(fmt.Errorf("%w: %v", ErrLeaseLost, err))
 			return
 		}
