@@ -43,7 +43,8 @@ console-link: export CONSOLE_LINK_ROLE = $(ROLE)
 console-link: export CONSOLE_LINK_ADDR = $(ADDR)
 # A listen address of every interface (":8080", as BATON_ADDR may be for
 # make run, "0.0.0.0:8080", "[::]:8080") is no URL's host: curl refused
-# http://:8080/. It is asked on the loopback, which it serves too.
+# http://:8080/. It is asked on the loopback, which it serves too. A URL
+# (ADDR=http://host:8080, pasted from a browser) is taken as it is.
 console-link:
 	@[ -n "$$BATON_API_KEY" ] || { echo "set BATON_API_KEY to an admin key (make run prints one on its first start)"; exit 1; }
 	@str() { printf '"%s"' "$$(printf '%s' "$$1" | sed 's/\\/\\\\/g; s/"/\\"/g')"; }; \
@@ -52,9 +53,10 @@ console-link:
 	  0.0.0.0:*) addr=127.0.0.1:$${addr#0.0.0.0:} ;; \
 	  '[::]:'*) addr=127.0.0.1:$${addr#'[::]:'} ;; \
 	esac; \
-	out=$$(curl -sS -X POST "http://$$addr/v1/admin/console-links" -H "Authorization: Bearer $$BATON_API_KEY" \
+	case "$$addr" in http://*|https://*) base=$${addr%/} ;; *) base=http://$$addr ;; esac; \
+	out=$$(curl -sS -X POST "$$base/v1/admin/console-links" -H "Authorization: Bearer $$BATON_API_KEY" \
 	  -d "{\"tenant\":$$(str "$$CONSOLE_LINK_TENANT"),\"name\":$$(str "$$CONSOLE_LINK_NAME"),\"role\":$$(str "$$CONSOLE_LINK_ROLE")}") || \
-	  { echo "no answer from http://$$addr: is make run going (in another shell)? On another address, give make console-link the ADDR= make run was given" >&2; exit 1; }; \
+	  { echo "no answer from $$base: is make run going (in another shell)? On another address, give make console-link the ADDR= make run was given" >&2; exit 1; }; \
 	url=$$(printf '%s' "$$out" | sed -n 's/.*"url":"\([^"]*\)".*/\1/p'); \
 	if [ -n "$$url" ]; then echo "$$url"; else echo "$$out" >&2; exit 1; fi
 

@@ -139,7 +139,9 @@ func TestMakeConsoleLinkOnAWildcardAddress(t *testing.T) {
 	}))
 	defer srv.Close()
 	_, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
-	for _, env := range []string{"BATON_ADDR=:" + port, "BATON_ADDR=0.0.0.0:" + port, "BATON_ADDR=[::]:" + port} {
+	// A URL, pasted from a browser, was made http://http://...
+	for _, env := range []string{"BATON_ADDR=:" + port, "BATON_ADDR=0.0.0.0:" + port, "BATON_ADDR=[::]:" + port,
+		"BATON_ADDR=http://127.0.0.1:" + port, "BATON_ADDR=http://127.0.0.1:" + port + "/"} {
 		cmd := exec.Command("make", "-s", "-C", "../..", "console-link")
 		cmd.Env = []string{"BATON_API_KEY=btn_sk_test", env}
 		for _, kv := range os.Environ() {
