@@ -81,21 +81,7 @@ func (s *Server) scanLabel(label string) (rule string, found bool) {
 // does not take (its replay would keep the key's secret, and the store
 // keeps only its hash): a retry makes another key.
 func keyStoreError(err error, tenant string) error {
-	var e *domain.Error
-	switch {
-	case errors.Is(err, eventstore.ErrUnavailable):
-		e = domain.E("keys.create", domain.KindUnavailable, "store_unavailable",
-			"The event store did not answer; the key may or may not have been made, and its secret was not shown. GET /v1/admin/keys?tenant=%s lists the tenant's keys: revoke one this request made (its label and createdAt tell it), then create the key again. A retry makes another key: this route takes no Idempotency-Key.", tenant)
-		e.RetryAfter = 1
-	case errors.Is(err, eventstore.ErrFull):
-		e = domain.E("keys.create", domain.KindUnavailable, "store_unavailable", "The ledger store's disk is full; no key was made. Retry once space is freed.")
-		e.RetryAfter = 5
-	case errors.Is(err, eventstore.ErrFailed), errors.Is(err, eventstore.ErrClosed):
-		e = domain.E("keys.create", domain.KindUnavailable, "store_unavailable", "The ledger store cannot take this request now; no key was made. Retry later.")
-	default:
-		return err
-	}
-	return e
+	return keylessStoreError(err, fmt.Sprintf("the key may or may not have been made, and its secret was not shown. GET /v1/admin/keys?tenant=%s lists the tenant's keys: revoke one this request made (its label and createdAt tell it), then create the key again. A retry makes another key: this route takes no Idempotency-Key.", tenant))
 }
 
 // revokeKey ends a key: DELETE /v1/admin/keys/{keyId}. It answers the
