@@ -450,6 +450,14 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 			paidFailure(attempt, err)
 			break
 		}
+		if err != nil && ceilingStopped && (attempt > 1 || len(c.Failed) > 0) {
+			// Likewise when the ceiling stopped the fallback: the
+			// failure of the model before it would be no less paid for
+			// again by a retry under the key.
+			trace.StoppedBy = "cost_ceiling"
+			paidFailure(attempt, err)
+			break
+		}
 		if err != nil {
 			recordAll()
 			trace.ModelsTried = c.Tried

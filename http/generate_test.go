@@ -854,6 +854,26 @@ func TestGenerateCeilingStopsAFallbackWithinAnAttempt(t *testing.T) {
 	}
 }
 
+// The ceiling stopping the first attempt's fallback, after the chain's
+// first model was billed for failing, ends the generation as the budget
+// stopping it does: a final 422 kept under the key. It was the failed
+// model's 502, which is not kept, so each retry with the key paid that
+// model's input again only to be stopped once more.
+func TestGenerateCeilingStopOnFirstAttemptIsKept(t *testing.T) {
+	e, good, text := billedFailureEnv(t, 1000)
+	body, ceiling := ceilingOverWorst(t, e, text, 3, 1.2)
+	r := e.do("POST", "/v1/generate", e.tenantA, body(ceiling), "Idempotency-Key", "ceiling-first")
+	if r.status != 422 || r.str("code") != "output_invalid" || r.str("attempts") != "1" || !strings.Contains(string(r.raw), `"stoppedBy":"cost_ceiling"`) || good.calls.Load() != 0 {
+		t.Fatalf("%d %s (fallback called %d times)", r.status, r.raw, good.calls.Load())
+	}
+	e.usageEvents("a", 1)
+	again := e.do("POST", "/v1/generate", e.tenantA, body(ceiling), "Idempotency-Key", "ceiling-first")
+	if again.status != 422 || again.header.Get("Idempotent-Replayed") != "true" || string(again.raw) != string(r.raw) {
+		t.Fatalf("retry: %d %s", again.status, again.raw)
+	}
+	e.usageEvents("a", 1) // the failed model was not paid again
+}
+
 // A model of the chain that took the prompt and answered what does not
 // read as an answer is billed its input (gateway.Caller.Complete), and a
 // generation counts that bill: in its usage, which says what was billed,
