@@ -123,7 +123,7 @@ type KeyRedactor interface {
 func redact(p Provider, err error) error {
 	if ue, ok := errors.AsType[*UpstreamError](err); ok {
 		if r, ok := p.(KeyRedactor); ok {
-			ue.Message = r.RedactKey(ue.Message)
+			ue.Message, ue.Param, ue.Code = r.RedactKey(ue.Message), r.RedactKey(ue.Param), r.RedactKey(ue.Code)
 		}
 	}
 	return err

@@ -408,10 +408,17 @@ type Provider interface {
 // UpstreamError is a provider's refusal or failure, with what the fronts
 // need to map it.
 type UpstreamError struct {
-	Provider   string
-	Status     int    // the upstream status, 0 for transport errors
-	Type       string // the upstream error type, if any
-	Message    string
+	Provider string
+	Status   int    // the upstream status, 0 for transport errors
+	Type     string // the upstream error type, if any
+	Message  string
+	// Param and Code are OpenAI's error.param and error.code, when the
+	// upstream gave them as strings (the field at fault, model_not_found).
+	Param, Code string
+	// AsSent: the request the upstream refused was the client's body as
+	// it was sent (passthrough), so Param names a field of the client's
+	// own request, not of one Baton translated it into.
+	AsSent     bool
 	RetryAfter string
 	Timeout    bool
 	// Bad: Baton's 502 for an answer that is not one (malformed, cut, an

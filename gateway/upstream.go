@@ -278,11 +278,21 @@ func readUpstreamError(provider string, resp *http.Response, sent http.Header) e
 		Error struct {
 			Message string `json:"message"`
 			Type    string `json:"type"`
+			Param   any    `json:"param"`
+			Code    any    `json:"code"`
 		} `json:"error"`
 	}
 	msg := strings.TrimSpace(string(b))
 	if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
 		msg = e.Error.Message
+	}
+	param, _ := e.Error.Param.(string)
+	code, _ := e.Error.Code.(string)
+	if len(param) > 256 || !utf8.ValidString(param) {
+		param = "" // no field is named so; half a name would name another
+	}
+	if len(code) > 256 || !utf8.ValidString(code) {
+		code = ""
 	}
 	msg = redactKeys(msg, sent) // before the cut, which could leave a key's start
 	if len(msg) > 500 {
@@ -294,7 +304,8 @@ func readUpstreamError(provider string, resp *http.Response, sent http.Header) e
 		}
 		msg = msg[:cut]
 	}
-	return &UpstreamError{Provider: provider, Status: resp.StatusCode, Type: e.Error.Type, Message: msg, RetryAfter: retryAfter(resp.Header)}
+	return &UpstreamError{Provider: provider, Status: resp.StatusCode, Type: e.Error.Type, Message: msg, RetryAfter: retryAfter(resp.Header),
+		Param: redactKeys(param, sent), Code: redactKeys(code, sent)}
 }
 
 // retryAfter is an answer's Retry-After, or its wait in milliseconds
@@ -409,6 +420,9 @@ func PostNative(ctx context.Context, provider, path, query string, body []byte, 
 	}
 	resp, err := do(ctx, path, body)
 	if err != nil {
+		if ue, ok := errors.AsType[*UpstreamError](err); ok {
+			ue.AsSent = true // its param names a field of the client's body
+		}
 		return nil, nil, err
 	}
 	if stream {

@@ -82,6 +82,10 @@ type described struct {
 	// request, so an Idempotency-Key does not keep it (a raised limit
 	// lets the same request through).
 	unkept bool
+	// refusal is a provider's refusal of a model call (its 400, 404, 409,
+	// 413 or 422), which the model fronts answer with its status, code
+	// and param, as a client of the provider's own SDK would see it.
+	refusal *gateway.UpstreamError
 }
 
 // ErrShuttingDown is the cause of the requests a stop ends after its
@@ -171,7 +175,14 @@ func describe(r *http.Request, err error) described {
 		refused := e.Code == "upstream_rejected_request" || e.Code == "upstream_request_too_large"
 		// A refusal of the request is the caller's to fix, no failure of
 		// Baton or the provider: logged at warn, not error.
-		return described{Error: e, log: true, warn: refused, unkept: refused}
+		d := described{Error: e, log: true, warn: refused, unkept: refused}
+		if modelCall(r) && !ue.Timeout {
+			switch ue.Status {
+			case http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
+				d.refusal = ue
+			}
+		}
+		return d
 	case errors.Is(err, gateway.ErrHoldUnavailable) && errors.Is(err, eventstore.ErrUnavailable):
 		// A model call, not a write of the ledger: it takes no
 		// Idempotency-Key, and nothing of it was done.
@@ -209,8 +220,33 @@ func (d described) level() zerolog.Level {
 	return zerolog.ErrorLevel
 }
 
+// modelCall reports whether r is a model call of a gateway front.
+func modelCall(r *http.Request) bool {
+	if r == nil {
+		return false
+	}
+	switch r.URL.Path {
+	case "/v1/chat/completions", "/v1/responses", "/v1/messages", "/v1/messages/count_tokens":
+		return true
+	}
+	return false
+}
+
 // types are d's OpenAI and Anthropic error types.
 func (d described) types() (openai, anthropic string) {
+	if d.refusal != nil {
+		// As the provider's status names it (Anthropic's SDK and Claude
+		// Code read the type; OpenAI's refusals are all of this type).
+		switch d.refusal.Status {
+		case http.StatusNotFound:
+			return "invalid_request_error", "not_found_error"
+		case http.StatusConflict:
+			return "invalid_request_error", "conflict_error"
+		case http.StatusRequestEntityTooLarge:
+			return "invalid_request_error", "request_too_large"
+		}
+		return "invalid_request_error", "invalid_request_error"
+	}
 	if t, ok := codeTypes[d.Code]; ok {
 		return t.openai, t.anthropic
 	}
@@ -234,6 +270,11 @@ func (d described) wireStatus() int {
 // and may switch to its fallback model); an overload of Baton's own bound
 // is told the same way. no_route keeps its 503: no retry mends it.
 func (d described) statusIn(f errFormat) int {
+	if d.refusal != nil && f != problemErrors {
+		// The provider's own status: the SDKs raise a class for each
+		// (NotFoundError, UnprocessableEntityError, ...).
+		return d.refusal.Status
+	}
 	if f == anthropicErrors && (d.Code == "upstream_overloaded" || d.Code == "overloaded") {
 		return 529
 	}

@@ -23,7 +23,7 @@ import (
 )
 
 // fakeUpstreams are loopback servers that speak the OpenAI and Anthropic
-// wire formats. The model name picks the behaviour: ok, fail-429, fail-500,
+// wire formats. The model name picks the behaviour: ok, fail-429, fail-500, refuse-<status>,
 // cut (a stream that stops mid-way), hang (a stream that waits for the
 // client to go away).
 type fakeUpstreams struct {
@@ -76,6 +76,36 @@ func (f *fakeUpstreams) fail(w http.ResponseWriter, model string) bool {
 	return false
 }
 
+// refuse answers the refusals the models refuse-400, refuse-404,
+// refuse-409, refuse-413 and refuse-422 name, in OpenAI's shape (the
+// field at fault in param, a code) or Anthropic's (no param: the message
+// led by the field).
+func (f *fakeUpstreams) refuse(w http.ResponseWriter, model string, anthropicShape bool) bool {
+	refusals := map[string][3]string{ // status: param, code, Anthropic type
+		"refuse-400": {"messages[0].content", "invalid_value", "invalid_request_error"},
+		"refuse-404": {"", "model_not_found", "not_found_error"},
+		"refuse-409": {"", "conflict", "invalid_request_error"},
+		"refuse-413": {"", "request_too_large", "request_too_large"},
+		"refuse-422": {"temperature", "unprocessable", "invalid_request_error"},
+	}
+	r, ok := refusals[model]
+	if !ok {
+		return false
+	}
+	status, _ := strconv.Atoi(strings.TrimPrefix(model, "refuse-"))
+	w.WriteHeader(status)
+	if anthropicShape {
+		fmt.Fprintf(w, `{"type":"error","error":{"type":%q,"message":"messages.0.content: refused"},"request_id":"req_up"}`, r[2])
+		return true
+	}
+	param := "null"
+	if r[0] != "" {
+		param = strconv.Quote(r[0])
+	}
+	fmt.Fprintf(w, `{"error":{"message":"refused","type":"invalid_request_error","param":%s,"code":%q}}`, param, r[1])
+	return true
+}
+
 func (f *fakeUpstreams) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 	f.calls.Add(1)
 	if r.Header.Get("Authorization") != "Bearer sk-upstream-test" {
@@ -112,7 +142,7 @@ func (f *fakeUpstreams) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.caps = append(f.caps, strings.Join(caps, " "))
 	f.mu.Unlock()
-	if f.fail(w, req.Model) {
+	if f.fail(w, req.Model) || f.refuse(w, req.Model, false) {
 		return
 	}
 	// The answer names the roles it received, so tests see the translation.
@@ -215,7 +245,7 @@ func (f *fakeUpstreams) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 	f.anthropicBodies = append(f.anthropicBodies, body)
 	f.mu.Unlock()
 	json.Unmarshal(body, &req)
-	if f.fail(w, req.Model) {
+	if f.fail(w, req.Model) || f.refuse(w, req.Model, true) {
 		return
 	}
 	// The system prompt is a string or text blocks, as the API takes it.

@@ -68,6 +68,20 @@ func tellMessages(sse *sseWriter, r *http.Request, err error) {
 // wireErrorBody is d in a gateway front's error shape.
 func wireErrorBody(r *http.Request, f errFormat, d described) any {
 	oa, an := d.types()
+	if f == openaiErrors && d.refusal != nil {
+		// The provider's code and param, as its SDK reads them; the param
+		// only when the provider had the client's body as sent (a
+		// translated request's fields are not the client's). Baton's
+		// code is beside, in svc.
+		var code, param any = d.Code, nil
+		if d.refusal.Code != "" {
+			code = d.refusal.Code
+		}
+		if d.refusal.AsSent && d.refusal.Param != "" {
+			param = d.refusal.Param
+		}
+		return refusalBody{Error: refusalError{APIError: openai.APIError{Message: d.Message, Type: oa, Param: param, Code: code}, Svc: refusalSvc{Code: d.Code}}}
+	}
 	if f == openaiErrors {
 		var param any
 		if d.param != "" {
@@ -80,6 +94,21 @@ func wireErrorBody(r *http.Request, f errFormat, d described) any {
 		msg = ledByField(d.param, msg)
 	}
 	return anthropic.ErrorBody{Type: "error", Error: anthropic.EventError{Type: an, Message: msg}, RequestID: RequestID(r.Context())}
+}
+
+// refusalBody is a provider's refusal in OpenAI's error shape, with
+// Baton's own code beside the provider's.
+type refusalBody struct {
+	Error refusalError `json:"error"`
+}
+
+type refusalError struct {
+	openai.APIError
+	Svc refusalSvc `json:"svc"`
+}
+
+type refusalSvc struct {
+	Code string `json:"code"` // upstream_rejected_request, upstream_request_too_large, upstream_error
 }
 
 // ledByField is a refusal's message as Anthropic's are, led by the field it
