@@ -923,3 +923,21 @@ func TestTranslateToolChangeByValueKeepsToolsEntry(t *testing.T) {
 		}
 	}
 }
+
+// A chat request with both token caps is refused when translated, as
+// OpenAI refuses it (400 naming max_tokens): the newer field silently
+// won, so a client that sent both learned nothing of which cap held,
+// where the same request to an OpenAI model was refused.
+func TestTranslateBothTokenCapsRefused(t *testing.T) {
+	e, _ := newToolEnv(t)
+	r := e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5",
+		"max_tokens": 10, "max_completion_tokens": 20, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	if r.status != 400 || r.str("error.param") != "max_tokens" || !strings.Contains(r.str("error.message"), "max_completion_tokens") {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	// Either alone is taken.
+	for _, cap := range []string{"max_tokens", "max_completion_tokens"} {
+		e.must(e.do("POST", "/v1/chat/completions", e.tenantA, map[string]any{"model": "anthropic:claude-haiku-4-5",
+			cap: 10, "messages": []any{map[string]any{"role": "user", "content": "hi"}}}), 200)
+	}
+}

@@ -217,6 +217,10 @@ func (q *ChatRequest) ToGateway() (gateway.Request, error) {
 	if len(q.Messages) == 0 {
 		return out, gateway.BadRequest("messages", "messages must hold at least one message")
 	}
+	if q.MaxCompletionTokens != nil && q.MaxTokens != nil {
+		// As OpenAI refuses it: which cap holds is not for Baton to guess.
+		return out, gateway.BadRequest("max_tokens", "Setting 'max_tokens' and 'max_completion_tokens' at the same time is not supported.")
+	}
 	capField := ""
 	switch {
 	case q.MaxCompletionTokens != nil:
@@ -228,7 +232,7 @@ func (q *ChatRequest) ToGateway() (gateway.Request, error) {
 		out.CapParam = capField
 	}
 	if capField != "" && out.MaxTokens < 1 {
-		// Named as the client sent it: the newer field wins when both are.
+		// Named as the client sent it.
 		return out, gateway.BadRequest(capField, "%s must be at least 1", capField)
 	}
 	out.Temperature, out.TopP, out.TopK, out.User = q.Temperature, q.TopP, q.TopK, q.User
