@@ -294,6 +294,13 @@ func readUpstreamError(provider string, resp *http.Response, sent http.Header) e
 	if len(code) > 256 || !utf8.ValidString(code) {
 		code = ""
 	}
+	if msg == "" {
+		// No body: the status's name at least, not an empty message.
+		msg = "no error message"
+		if st := http.StatusText(resp.StatusCode); st != "" {
+			msg = st + " (no error message)"
+		}
+	}
 	msg = redactKeys(msg, sent) // before the cut, which could leave a key's start
 	if len(msg) > 500 {
 		// Cut at the start of a character, not inside one: the message

@@ -47,3 +47,29 @@ func TestUpstreamErrorHidesTheProviderKey(t *testing.T) {
 		}
 	}
 }
+
+// An error answer with no body, or only white space, says the status's
+// name: its message was empty, and
+// the client read "provider p answered 500: " and nothing after.
+func TestUpstreamErrorWithoutABodySaysItsStatus(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/529":
+			w.WriteHeader(529)
+		case "/blank":
+			w.WriteHeader(http.StatusInternalServerError)
+			w.Write([]byte(" \n"))
+		default:
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+	}))
+	defer srv.Close()
+	for path, want := range map[string]string{"/500": "provider p answered 500: Internal Server Error (no error message)",
+		"/blank": "provider p answered 500: Internal Server Error (no error message)", "/529": "provider p answered 529: no error message"} {
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL+path, strings.NewReader("{}"))
+		_, err := Send(srv.Client(), "p", req)
+		if ue, ok := err.(*UpstreamError); !ok || ue.Public() != want {
+			t.Errorf("%s: %v, want %q", path, err, want)
+		}
+	}
+}
