@@ -237,6 +237,12 @@ func transportError(provider string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 		return &UpstreamError{Provider: provider, Message: "timed out", Timeout: true}
 	}
+	var oe *net.OpError
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &oe) && (oe.Op == "read" || oe.Op == "write") {
+		// Reached, and it dropped the connection (reset, or closed)
+		// before its answer: no network fault to look for.
+		return &UpstreamError{Provider: provider, Message: "the connection broke before the answer", cause: err}
+	}
 	return &UpstreamError{Provider: provider, Message: "could not reach the provider", cause: err}
 }
 

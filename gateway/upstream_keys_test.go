@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -70,6 +72,34 @@ func TestUpstreamErrorWithoutABodySaysItsStatus(t *testing.T) {
 		_, err := Send(srv.Client(), "p", req)
 		if ue, ok := err.(*UpstreamError); !ok || ue.Public() != want {
 			t.Errorf("%s: %v, want %q", path, err, want)
+		}
+	}
+}
+
+// An upstream that takes the request and drops the connection (reset, or
+// closed) before answering was reached: the message says the connection
+// broke, not that the provider could not be reached, which sent the
+// operator to look for a network fault. A port nothing listens on still
+// could not be reached.
+func TestUpstreamDroppingTheConnectionWasReached(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		if r.URL.Path == "/reset" {
+			conn.(*net.TCPConn).SetLinger(0)
+		}
+		conn.Close()
+	}))
+	defer srv.Close()
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close()
+	for url, want := range map[string]string{srv.URL + "/reset": "provider p: the connection broke before the answer",
+		srv.URL + "/close": "provider p: the connection broke before the answer", closedURL: "provider p: could not reach the provider"} {
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, url, strings.NewReader("{}"))
+		_, err := Send(&http.Client{}, "p", req)
+		if ue, ok := err.(*UpstreamError); !ok || ue.Public() != want {
+			t.Errorf("%s: %v, want %q", url, err, want)
 		}
 	}
 }
