@@ -418,7 +418,10 @@ type UpstreamError struct {
 	// AsSent: the request the upstream refused was the client's body as
 	// it was sent (passthrough), so Param names a field of the client's
 	// own request, not of one Baton translated it into.
-	AsSent     bool
+	AsSent bool
+	// OfAPI: the answer's body was an error of the provider's API (JSON
+	// with error.message), not a page of some server at its address.
+	OfAPI      bool
 	RetryAfter string
 	Timeout    bool
 	// Bad: Baton's 502 for an answer that is not one (malformed, cut, an

@@ -289,7 +289,8 @@ func readUpstreamError(provider string, resp *http.Response, sent http.Header) e
 		} `json:"error"`
 	}
 	msg := strings.TrimSpace(string(b))
-	if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
+	ofAPI := json.Unmarshal(b, &e) == nil && e.Error.Message != ""
+	if ofAPI {
 		msg = e.Error.Message
 	}
 	param, _ := e.Error.Param.(string)
@@ -317,7 +318,7 @@ func readUpstreamError(provider string, resp *http.Response, sent http.Header) e
 		}
 		msg = msg[:cut]
 	}
-	return &UpstreamError{Provider: provider, Status: resp.StatusCode, Type: e.Error.Type, Message: msg, RetryAfter: retryAfter(resp.Header),
+	return &UpstreamError{Provider: provider, Status: resp.StatusCode, Type: e.Error.Type, Message: msg, RetryAfter: retryAfter(resp.Header), OfAPI: ofAPI,
 		Param: redactKeys(param, sent), Code: redactKeys(code, sent)}
 }
 

@@ -148,6 +148,11 @@ func describe(r *http.Request, err error) described {
 			e.Kind, e.Code = domain.KindRateLimited, "upstream_rate_limited"
 		case ue.Status == 529 || ue.Status == http.StatusServiceUnavailable:
 			e.Kind, e.Code = domain.KindUnavailable, "upstream_overloaded"
+		case ue.Status == http.StatusNotFound && !ue.OfAPI:
+			// No error of the provider's API: its baseUrl names some other
+			// server, or a path it does not serve. The operator's to mend,
+			// not a model the client should take for unknown.
+			e.Message += " (not an error of the provider's API: check the provider's baseUrl)"
 		case ue.Status == http.StatusBadRequest || ue.Status == http.StatusUnprocessableEntity || ue.Status == http.StatusNotFound:
 			// The upstream refused the request itself: the caller's to fix.
 			e.Kind, e.Code = domain.KindBadRequest, "upstream_rejected_request"
@@ -176,7 +181,7 @@ func describe(r *http.Request, err error) described {
 		// A refusal of the request is the caller's to fix, no failure of
 		// Baton or the provider: logged at warn, not error.
 		d := described{Error: e, log: true, warn: refused, unkept: refused}
-		if modelCall(r) && !ue.Timeout {
+		if modelCall(r) && !ue.Timeout && (ue.OfAPI || ue.Status != http.StatusNotFound) {
 			switch ue.Status {
 			case http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
 				d.refusal = ue

@@ -68,6 +68,11 @@ func (f *fakeUpstreams) fail(w http.ResponseWriter, model string) bool {
 		w.WriteHeader(429)
 		io.WriteString(w, `{"error":{"message":"slow down","type":"rate_limit_error"}}`)
 		return true
+	case "fail-404-html": // a server at the provider's address that is not its API
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(404)
+		io.WriteString(w, "<html><body>404 page not found</body></html>")
+		return true
 	case "fail-500", "fail-500-typo":
 		w.WriteHeader(500)
 		io.WriteString(w, `{"error":{"message":"boom","type":"server_error"}}`)
@@ -491,6 +496,10 @@ func TestGatewayErrors(t *testing.T) {
 		{"openai 500 is a bad gateway", chat("openai:fail-500"), 502, "api_error", ""},
 		{"anthropic 429 on messages", msg("anthropic:fail-429"), 429, "rate_limit_error", "7"},
 		{"anthropic 500 on messages", msg("anthropic:fail-500"), 502, "api_error", ""},
+		// A 404 page of no provider's API (a wrong baseUrl) is no unknown
+		// model of the client's: a bad gateway.
+		{"openai 404 page is a bad gateway", chat("openai:fail-404-html"), 502, "api_error", ""},
+		{"anthropic 404 page on messages", msg("anthropic:fail-404-html"), 502, "api_error", ""},
 		{"unknown model", chat("nobody:x"), 404, "invalid_request_error", ""},
 		{"unknown model on messages", msg("nobody:x"), 404, "not_found_error", ""},
 		{"missing max_tokens on messages", e.do("POST", "/v1/messages", e.tenantA, map[string]any{"model": "local:echo", "messages": []any{map[string]any{"role": "user", "content": "x"}}}), 400, "invalid_request_error", ""},
@@ -514,6 +523,9 @@ func TestGatewayErrors(t *testing.T) {
 			}
 			if strings.Contains(tc.name, "messages") != anthropicShape {
 				t.Fatalf("wrong error shape: %s", tc.r.raw)
+			}
+			if strings.Contains(tc.name, "404 page") && !strings.Contains(tc.r.str("error.message"), "check the provider's baseUrl") {
+				t.Fatalf("no word of the baseUrl: %s", tc.r.raw)
 			}
 		})
 	}
