@@ -126,6 +126,22 @@ func AnswerError(provider, what string, err error, detail bool) error {
 	return MalformedAnswer(provider, msg)
 }
 
+// NotAnAnswer is the error for a whole success answer raw that does not
+// read as one (msg says how). An error object of the provider's API in it
+// ({"error":{"message":…}}, as some OpenAI-compatible routers answer an
+// upstream's failure with a 200) is that error, with its message and not
+// billed, since no model answered; anything else is MalformedAnswer.
+func NotAnAnswer(provider string, raw []byte, msg string) *UpstreamError {
+	if m := gjson.GetBytes(raw, "error.message"); m.Type == gjson.String && m.Str != "" {
+		text := m.Str
+		if len(text) > 500 {
+			text = strings.ToValidUTF8(text[:500], "")
+		}
+		return BadAnswer(provider, "its answer (a success) held an error: "+text)
+	}
+	return MalformedAnswer(provider, msg)
+}
+
 // MalformedAnswer is BadAnswer for a whole answer that arrived and does
 // not read as one: the upstream served it (UpstreamError.Served).
 func MalformedAnswer(provider, msg string) *UpstreamError {

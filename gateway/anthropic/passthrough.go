@@ -35,7 +35,7 @@ func (p *Provider) Forward(ctx context.Context, n *gateway.Native, model string,
 		return nil, &anRawStream{name: p.name, body: open, sse: sse.NewReader(open)}, nil
 	}
 	if !gateway.ValidJSON(raw) || gjson.GetBytes(raw, "type").Str != "message" {
-		return nil, nil, gateway.MalformedAnswer(p.name, "malformed response: not a message")
+		return nil, nil, gateway.NotAnAnswer(p.name, raw, "malformed response: not a message")
 	}
 	g := gjson.ParseBytes(raw)
 	sr := g.Get("stop_reason").Str

@@ -95,7 +95,7 @@ func readChatAnswer(provider string, raw []byte) (*gateway.Response, error) {
 		return true
 	})
 	if !choices.IsArray() {
-		return nil, gateway.MalformedAnswer(provider, "malformed response: no choices")
+		return nil, gateway.NotAnAnswer(provider, raw, "malformed response: no choices")
 	}
 	fr := finish.Str
 	// Strings are cloned: the answer's bytes go on to the client while

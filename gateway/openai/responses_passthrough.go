@@ -32,7 +32,7 @@ func (p *Provider) forwardResponses(ctx context.Context, n *gateway.Native, mode
 		return nil, &respRawStream{name: p.name, body: open, sse: sse.NewReader(open)}, nil
 	}
 	if !gateway.ValidJSON(raw) || gjson.GetBytes(raw, "object").Str != "response" {
-		return nil, nil, gateway.MalformedAnswer(p.name, "malformed response: not a response")
+		return nil, nil, gateway.NotAnAnswer(p.name, raw, "malformed response: not a response")
 	}
 	g := gjson.ParseBytes(raw)
 	if g.Get("status").Str == "failed" {
