@@ -65,7 +65,10 @@ func TestErrorMapping(t *testing.T) {
 		{"upstream 529", &gateway.UpstreamError{Provider: "p", Status: 529}, 503, 503, "upstream_overloaded", "api_error", "overloaded_error", "", 0},
 		{"upstream 503", &gateway.UpstreamError{Provider: "p", Status: 503}, 503, 503, "upstream_overloaded", "api_error", "overloaded_error", "", 0},
 		{"upstream 400", &gateway.UpstreamError{Provider: "p", Status: 400}, 400, 400, "upstream_rejected_request", "invalid_request_error", "invalid_request_error", "", 0},
-		{"upstream 404", &gateway.UpstreamError{Provider: "p", Status: 404}, 400, 400, "upstream_rejected_request", "invalid_request_error", "invalid_request_error", "", 0},
+		{"upstream 404", &gateway.UpstreamError{Provider: "p", Status: 404, OfAPI: true}, 400, 400, "upstream_rejected_request", "invalid_request_error", "invalid_request_error", "", 0},
+		// A 404 page of no provider's API: its baseUrl is wrong, the
+		// operator's to mend.
+		{"upstream 404 page", &gateway.UpstreamError{Provider: "p", Status: 404}, 502, 502, "upstream_error", "api_error", "api_error", "", 0},
 		// A body too large for the provider (Anthropic's request_too_large)
 		// is the caller's to shorten: no 5xx the SDKs retry, no wait.
 		{"upstream 413", &gateway.UpstreamError{Provider: "p", Status: 413, RetryAfter: "5"}, 413, 413, "upstream_request_too_large", "invalid_request_error", "request_too_large", "", 0},
