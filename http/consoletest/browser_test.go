@@ -548,6 +548,28 @@ func TestConsoleTabsShareOneStream(t *testing.T) {
 	waitFor(t, bo, "the review, live", `document.getElementById("state").textContent === "proof_reviewed"`)
 }
 
+// A page open while another tab of the browser signs in as someone else
+// does not take that person's page in by a live update: its header named
+// the first person, and its forms recorded as the second.
+func TestConsoleLiveUpdateAfterAnotherSignIn(t *testing.T) {
+	b := newBrowser(t)
+	s := newServer(t)
+	id := s.contract(s.ka, nil)
+	ann := b.person()
+	signIn(t, ann, s.link("a", "ann@example.com", "approver", 0))
+	run(t, ann, "open the handoff", chromedp.Navigate(s.url+"/console/handoffs/"+id), chromedp.WaitVisible("#approve"))
+	waitFor(t, ann, "its live updates", `document.body.dataset.live === "open"`)
+	session := eval[string](t, ann, `document.getElementById("live").dataset.session`)
+	tab, cancel := chromedp.NewContext(ann) // a tab of the same browser context
+	t.Cleanup(cancel)
+	signIn(t, tab, s.link("a", "bo@example.com", "verifier", 0))
+	s.api("POST", "/v1/executions/"+id+"/approval", s.ka, map[string]any{"status": "APPROVED", "approvedBy": "carol"}, 200)
+	waitFor(t, ann, "the page to say it no longer updates", `/signed in again.*bo@example\.com/.test((document.getElementById("live-off") || {}).textContent || "")`)
+	if got := eval[string](t, ann, `document.getElementById("live").dataset.session + " " + document.querySelector(".who span").textContent`); got != session+" ann@example.com · approver · tenant a" {
+		t.Fatalf("the page is now %q", got)
+	}
+}
+
 // A live update keeps the reader's place: focus on an inbox link stays on
 // it (it went to the page's body, so the next Tab started over), an opened
 // event of the timeline stays open; and a decision form is sent once.

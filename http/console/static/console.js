@@ -228,6 +228,14 @@
         return;
       }
       if (!res.ok) throw new Error("the page could not be read (" + res.status + ")");
+      // Another sign-in in this browser (another tab) changed the cookie:
+      // the page fetched is that session's, whose forms record as its
+      // person, under this page's header naming the one signed in before.
+      var mine = document.getElementById("live"), theirs = doc.getElementById("live");
+      if (mine && theirs && mine.dataset.session !== theirs.dataset.session) {
+        stopped(signedInAgain(doc));
+        return;
+      }
       failures = 0;
       var focused = where(document.activeElement), opened = openEvents(), folds = openFolds();
       if (busy()) {
@@ -280,13 +288,23 @@
     return el && el.dataset.why ? el.dataset.why : "your session has ended";
   }
 
+  // signedInAgain says that the cookie is now another session's, naming
+  // its person as the page fetched with it does (as text, never markup).
+  function signedInAgain(doc) {
+    var el = doc.querySelector(".who span");
+    return "this browser has signed in again since this page was drawn" + (el ? ", as " + el.textContent.trim() : "");
+  }
+
   // whyClosed asks the server why a stream it ended will not come back:
   // a session that ended says how; "" when the page still reads.
   async function whyClosed() {
     try {
       var res = await fetch(pageURL(), { credentials: "same-origin", cache: "no-store" });
-      if (res.status !== 401) return "";
-      return endedWhy(new DOMParser().parseFromString(await res.text(), "text/html"));
+      var doc = new DOMParser().parseFromString(await res.text(), "text/html");
+      if (res.status === 401) return endedWhy(doc);
+      var mine = document.getElementById("live"), theirs = doc.getElementById("live");
+      if (res.ok && mine && theirs && mine.dataset.session !== theirs.dataset.session) return signedInAgain(doc);
+      return "";
     } catch (e) { return ""; }
   }
 
