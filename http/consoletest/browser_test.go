@@ -32,6 +32,8 @@ import (
 	"github.com/batonhq/baton/domain/secrets"
 	"github.com/batonhq/baton/eventstore/bolt"
 	"github.com/batonhq/baton/eventstore/ledger"
+	"github.com/batonhq/baton/gateway"
+	_ "github.com/batonhq/baton/gateway/kinds" // the offline model
 	batonhttp "github.com/batonhq/baton/http"
 	"github.com/batonhq/baton/projections"
 )
@@ -66,7 +68,12 @@ func newServer(t *testing.T) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	front := batonhttp.NewServer(batonhttp.Config{Store: store, Projections: proj, Scanner: scanner, Log: zerolog.Nop(), Version: "test",
+	// The offline model, for plans (a handoff's page shows its steps).
+	catalog, err := gateway.NewCatalog(gateway.Config{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := batonhttp.NewServer(batonhttp.Config{Store: store, Projections: proj, Scanner: scanner, Catalog: catalog, Log: zerolog.Nop(), Version: "test",
 		EventsPing: time.Second})
 	srv := httptest.NewServer(front.Handler())
 	t.Cleanup(func() {
@@ -567,6 +574,35 @@ func TestConsoleLiveUpdateAfterAnotherSignIn(t *testing.T) {
 	waitFor(t, ann, "the page to say it no longer updates", `/signed in again.*bo@example\.com/.test((document.getElementById("live-off") || {}).textContent || "")`)
 	if got := eval[string](t, ann, `document.getElementById("live").dataset.session + " " + document.querySelector(".who span").textContent`); got != session+" ann@example.com · approver · tenant a" {
 		t.Fatalf("the page is now %q", got)
+	}
+}
+
+// Text of one long word (a hash, a path) in any field an executor, a
+// plan or a person wrote wraps on a phone: a plan's steps and its context
+// packet's titles ran off the side of the page, which scrolled sideways.
+func TestConsoleLongWordsFitAPhone(t *testing.T) {
+	b := newBrowser(t)
+	s := newServer(t)
+	long := strings.Repeat("x", 180)
+	packet := s.api("POST", "/v1/context/preview", s.ka, map[string]any{"threadId": "thr_" + long,
+		"retrievalContext": []any{map[string]any{"title": "T" + long, "text": "body " + long}}}, 201)["packetId"].(string)
+	plan := s.api("POST", "/v1/agent-plans", s.ka, map[string]any{"objective": "Deploy " + long, "targetExecutor": "ops-bot",
+		"riskLevel": "high", "contextPacketId": packet}, 201)["planId"].(string)
+	id := s.api("POST", "/v1/handoff/contracts", s.ka, map[string]any{"planId": plan, "executorProtocol": "ops_bot.v1"}, 201)["handoffId"].(string)
+	s.api("POST", "/v1/executions/"+id+"/approval", s.ka, map[string]any{"status": "APPROVED", "approvedBy": "a" + long, "reason": "R" + long}, 200)
+	s.api("POST", "/v1/executions/"+id+"/proof", s.ka, map[string]any{"executorRunId": "run-1", "status": "RUNNING",
+		"proof": map[string]any{"summary": "S" + long, "artifacts": []any{map[string]any{"type": "log", "text": "L" + long}}}}, 200)
+	vera := b.person()
+	signIn(t, vera, s.link("a", "vera@example.com", "verifier", 0))
+	run(t, vera, "open the handoff on a phone", chromedp.EmulateViewport(375, 800, chromedp.EmulateMobile),
+		chromedp.Navigate(s.url+"/console/handoffs/"+id), chromedp.WaitVisible("#review-form"))
+	run(t, vera, "open the packet's items", chromedp.Click("section[aria-labelledby=s-packet] details > summary"))
+	if got := eval[string](t, vera, `(function () {
+		var w = document.documentElement.clientWidth, out = [];
+		document.querySelectorAll("main *").forEach(function (e) { if (e.getBoundingClientRect().right > w + 1) out.push(e.tagName + " " + e.textContent.slice(0, 40)); });
+		return document.documentElement.scrollWidth > w ? out.slice(0, 5).join(" | ") : "";
+	})()`); got != "" {
+		t.Fatalf("the page is wider than the phone: %s", got)
 	}
 }
 
