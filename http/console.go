@@ -924,12 +924,15 @@ func (s *Server) showHandoff(w http.ResponseWriter, r *http.Request, status int,
 		seq, _ := strconv.ParseUint(q.Get("seq"), 10, 64)
 		for i, e := range pg.Entries {
 			if e.Seq == seq && e.Hash == q.Get("hash") && domain.SameActor(e.Actor, me) {
-				what := recordedAs(e)
+				what, at, closed := recordedAs(e), e, ""
 				if e.Type == domain.EventLedgerClosed && i > 0 && domain.SameActor(pg.Entries[i-1].Actor, me) {
-					what = recordedAs(pg.Entries[i-1]) // the decision that closed it
+					// The decision that closed it is the event before: named
+					// as itself ("rejected, as event 3" named the close).
+					at = pg.Entries[i-1]
+					what, closed = recordedAs(at), "; it closed the ledger, as event "+strconv.FormatUint(e.Seq, 10)
 				}
 				if what != "" {
-					notice = "Recorded: " + what + ", as event " + strconv.FormatUint(e.Seq, 10) + " of the ledger, hash " + e.Hash + "."
+					notice = "Recorded: " + what + ", as event " + strconv.FormatUint(at.Seq, 10) + " of the ledger, hash " + at.Hash + closed + "."
 				}
 			}
 		}

@@ -633,7 +633,9 @@ func TestConsoleRecordedNoticeFromTheEvent(t *testing.T) {
 	id := e.contract(e.tenantA, nil)
 	a := e.signIn("a", "alice", "approver")
 	status, page := a.act(id, url.Values{"action": {"reject"}, "reason": {"not now"}, "nonce": {"n-1"}})
-	if status != http.StatusSeeOther || !strings.Contains(page, "Recorded: rejected, as event 3 of the ledger") {
+	// The rejection is event 2, which the ledger's close (3) follows.
+	decided := e.ledger(id, e.tenantA).body["events"].([]any)[1].(map[string]any)["hash"].(string)
+	if status != http.StatusSeeOther || !strings.Contains(page, "Recorded: rejected, as event 2 of the ledger, hash "+decided+"; it closed the ledger, as event 3.") {
 		t.Fatalf("after a rejection: %d %s", status, page)
 	}
 	head := e.ledger(id, e.tenantA).str("head.hash")
