@@ -550,6 +550,31 @@ func TestFaviconIsNoContent(t *testing.T) {
 	}
 }
 
+// A refused link says what to do: a link cut on its way (a mail client
+// wrapping it) was told only "this sign-in link is not valid".
+func TestConsoleRefusedLinkSaysWhatToDo(t *testing.T) {
+	e := newEnv(t)
+	u, _ := url.Parse(e.consoleLink("a", "alice", "approver", 0))
+	token := u.Query().Get("token")
+	anon := &consoleUser{e: e}
+	for _, c := range []struct{ token, want string }{
+		{token[:len(token)-3], "Open it again, whole, from the message it came in; if it is refused again, ask an admin for a new one."},
+		{token + ".", "Open it again, whole"},
+		{"", "Open it again, whole"},
+	} {
+		if status, page, _ := anon.post("/console/signin", url.Values{"token": {c.token}}); status != http.StatusUnauthorized || !strings.Contains(page, c.want) {
+			t.Fatalf("token %q: %d %s", c.token, status, page)
+		}
+	}
+	if resp := e.redeem(u.String()); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the whole link, after the cut ones: %d", resp.StatusCode)
+	}
+	if status, page, _ := anon.post("/console/signin", url.Values{"token": {token}}); status != http.StatusUnauthorized ||
+		!strings.Contains(page, "already used or revoked, so it cannot sign you in: a link works once.") || !strings.Contains(page, "ask an admin for a new one") {
+		t.Fatalf("a used link: %d %s", status, page)
+	}
+}
+
 // A sign-in form over its limit is told it is too large, not that its link
 // is not valid, and the link is not used up.
 func TestConsoleSigninFormTooLarge(t *testing.T) {

@@ -84,6 +84,16 @@ func (c *Console) IssueLink(ctx context.Context, actor, requestID, tenant, name,
 	return ConsoleLink{LinkID: id, Token: id + "." + secret, Tenant: tenant, Name: name, Role: role, ExpiresAt: exp}, nil
 }
 
+// A refused link's words are the sign-in page's: what happened and what
+// to do ("this sign-in link is not valid" left a person whose mail client
+// had cut the link with nothing to try).
+const (
+	linkNotValid = "This sign-in link is not valid: it may have been cut or changed on its way to you (split over two lines, or with a character added at its end). " +
+		"Open it again, whole, from the message it came in; if it is refused again, ask an admin for a new one."
+	linkUsed = "This sign-in link was already used or revoked, so it cannot sign you in: a link works once. " +
+		"If you signed in with it in another browser, use that one; else ask an admin for a new one."
+)
+
 func linkRefused(format string, args ...any) error {
 	return domain.E("console.signin", domain.KindUnauthorized, "link_refused", format, args...)
 }
@@ -95,28 +105,28 @@ func linkRefused(format string, args ...any) error {
 func (c *Console) Redeem(ctx context.Context, requestID, token string) (ConsoleSession, error) {
 	id, secret, ok := domain.SplitConsoleToken(token)
 	if !ok {
-		return ConsoleSession{}, linkRefused("this sign-in link is not valid")
+		return ConsoleSession{}, linkRefused(linkNotValid)
 	}
 	evs, err := eventstore.ReadWholeStream(ctx, c.store, domain.ConsoleLinkStream(id))
 	if err != nil {
 		return ConsoleSession{}, err
 	}
 	if len(evs) == 0 || evs[0].Type != domain.EventConsoleLinkIssued {
-		return ConsoleSession{}, linkRefused("this sign-in link is not valid")
+		return ConsoleSession{}, linkRefused(linkNotValid)
 	}
 	var link domain.ConsoleLinkIssued
 	if err := json.Unmarshal(evs[0].Data, &link); err != nil {
 		return ConsoleSession{}, err
 	}
 	if !domain.ConsoleSecretMatches(secret, link.SecretHash) {
-		return ConsoleSession{}, linkRefused("this sign-in link is not valid")
+		return ConsoleSession{}, linkRefused(linkNotValid)
 	}
 	if len(evs) > 1 {
-		return ConsoleSession{}, linkRefused("this sign-in link was already used or revoked; ask for a new one")
+		return ConsoleSession{}, linkRefused(linkUsed)
 	}
 	now := c.now()
 	if !now.Before(link.ExpiresAt) {
-		return ConsoleSession{}, linkRefused("this sign-in link expired at %s; ask for a new one", link.ExpiresAt.Format(time.RFC3339))
+		return ConsoleSession{}, linkRefused("This sign-in link expired at %s, so it cannot sign you in; ask an admin for a new one.", link.ExpiresAt.Format(time.RFC3339))
 	}
 	sid, ssecret, err := domain.NewConsoleToken()
 	if err != nil {
@@ -147,7 +157,7 @@ func (c *Console) Redeem(ctx context.Context, requestID, token string) (ConsoleS
 		// unused.
 		c.EndSession(ctx, Call{Principal: domain.Principal{Tenant: link.Tenant, Person: link.Name}, RequestID: requestID}, sid, "link already used or revoked")
 		if errors.Is(err, eventstore.ErrConflict) {
-			return ConsoleSession{}, linkRefused("this sign-in link was already used or revoked; ask for a new one")
+			return ConsoleSession{}, linkRefused(linkUsed)
 		}
 		return ConsoleSession{}, err
 	}
