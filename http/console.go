@@ -323,10 +323,19 @@ func (s *Server) consoleSignin(w http.ResponseWriter, r *http.Request) {
 			s.log.Warn().Err(err).Msg("console: the replaced session was not ended")
 		}
 	}
-	http.SetCookie(w, &http.Cookie{Name: consoleCookie, Value: sess.Token, Path: "/console/", Expires: sess.ExpiresAt,
+	// The cookie outlives its session: a browser drops a cookie past its
+	// Expires, and a request after the session expired, sent without it,
+	// was told nothing of the session ("open the link again"), never "Your
+	// session expired at …". Past its session it opens nothing.
+	http.SetCookie(w, &http.Cookie{Name: consoleCookie, Value: sess.Token, Path: "/console/", Expires: sess.ExpiresAt.Add(consoleCookieAfterSession),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secureCookie(r)})
 	http.Redirect(w, r, "/console/", http.StatusSeeOther)
 }
+
+// consoleCookieAfterSession is how long the session cookie is kept past
+// its session's end, to tell the person why the console no longer knows
+// them (a person back after a weekend included).
+const consoleCookieAfterSession = 7 * 24 * time.Hour
 
 // reloadAsThisSite answers a page opened from a link on another site (a
 // view shared in a ticket, a sign-in link in a mail), which a browser

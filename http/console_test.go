@@ -550,6 +550,24 @@ func TestFaviconIsNoContent(t *testing.T) {
 	}
 }
 
+// The session cookie outlives its session, so that a browser still sends
+// it once the session expired and is told so: kept to the session's own
+// expiry, the browser dropped it, and the page after 12 hours said nothing
+// of a session ("open the link again"), never "Your session expired".
+func TestConsoleCookieOutlivesItsSession(t *testing.T) {
+	e := newEnv(t)
+	resp := e.redeem(e.consoleLink("a", "alice", "approver", 0))
+	for _, c := range resp.Cookies() {
+		if c.Name == "baton_console" {
+			if min := time.Now().Add(domain.ConsoleSessionTTL + 24*time.Hour); c.Expires.Before(min) {
+				t.Fatalf("the cookie expires at %v, with its session (%v from now)", c.Expires, domain.ConsoleSessionTTL)
+			}
+			return
+		}
+	}
+	t.Fatal("no session cookie")
+}
+
 // A refused link says what to do: a link cut on its way (a mail client
 // wrapping it) was told only "this sign-in link is not valid".
 func TestConsoleRefusedLinkSaysWhatToDo(t *testing.T) {
