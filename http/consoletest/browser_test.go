@@ -652,6 +652,12 @@ func TestConsoleLiveUpdateKeepsThePlace(t *testing.T) {
 	if sent != 1 {
 		t.Fatalf("%v submissions went out of one form", sent)
 	}
+	// And the buttons show it: disabled, they looked as pressable as
+	// before, and a second press seemed to do nothing.
+	waitFor(t, alice, "the buttons to look disabled", `(function () {
+		var b = document.getElementById("reject");
+		return b.disabled && getComputedStyle(b).opacity < 0.8 && getComputedStyle(b).cursor === "progress";
+	})()`)
 }
 
 // A page whose session an admin revoked says so when it stops updating,
