@@ -946,6 +946,18 @@ func (s *Server) showHandoff(w http.ResponseWriter, r *http.Request, status int,
 			}
 		}
 	}
+	// A decision or review an API key recorded carries a name the key
+	// states (approvedBy, reviewer): shown alone, "APPROVED by alice" read
+	// as alice's own decision, signed in, while the key's client wrote it.
+	decidedVia, reviewedVia := "", ""
+	for _, e := range pg.Entries {
+		switch {
+		case e.Type == domain.EventApprovalDecided:
+			decidedVia = keyOf(e.Actor)
+		case e.Type == domain.EventProofReviewed && v.Review != nil && e.Seq == v.Review.Seq:
+			reviewedVia = keyOf(e.Actor)
+		}
+	}
 	canDecide := v.State == domain.StateContractCreated && v.ApprovalPolicy.Status == domain.ApprovalPending
 	canReview := len(v.Proofs) > 0 && v.State != domain.StateLedgerClosed
 	// An approver whose approval stands, under a policy of several, has
@@ -962,8 +974,18 @@ func (s *Server) showHandoff(w http.ResponseWriter, r *http.Request, status int,
 		"ReviewBarred":    reviewBarred,
 		"ApprovedAlready": canDecide && sess.CanApprove() && approvedAlready,
 		"Nonce":           newNonce(), "Verdicts": domain.ReviewVerdicts, "Closed": v.State == domain.StateLedgerClosed,
-		"Form": form,
+		"Form": form, "DecidedVia": decidedVia, "ReviewedVia": reviewedVia,
 	})
+}
+
+// keyOf is the key id of an API key's actor ("key:<id>"); "" for a person
+// or Baton itself.
+func keyOf(actor string) string {
+	id, ok := strings.CutPrefix(actor, "key:")
+	if !ok {
+		return ""
+	}
+	return id
 }
 
 // recordedAs says what a person's action recorded as event e: "" for an

@@ -568,6 +568,37 @@ func TestConsoleCookieOutlivesItsSession(t *testing.T) {
 	t.Fatal("no session cookie")
 }
 
+// A decision or review an API key recorded is shown with the key whose
+// client named the person: "APPROVED by cfo@example.com" alone read as the
+// CFO's own decision, signed in, while any key of the tenant may state
+// that name. A person's own decision in the console needs no such note.
+func TestConsoleNamesAKeysStatedApprover(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	e.must(e.post(id, "approval", e.tenantA, map[string]any{"status": "APPROVED", "approvedBy": "cfo@example.com"}), 200)
+	e.must(e.post(id, "proof", e.tenantA, proofBody("run-1")), 200)
+	e.must(e.post(id, "review", e.admin, map[string]any{"verdict": "verified", "reviewer": "auditor@example.com"}), 200)
+	keys := map[string]string{}
+	for _, ev := range e.ledger(id, e.tenantA).body["events"].([]any) {
+		ev := ev.(map[string]any)
+		keys[ev["type"].(string)] = strings.TrimPrefix(ev["actor"].(string), "key:")
+	}
+	_, page, _ := e.signIn("a", "aud", "auditor").get("/console/handoffs/" + id)
+	for _, want := range []string{
+		`APPROVED by <bdi>cfo@example.com</bdi> (the name given by API key <code>` + keys["ApprovalDecided"] + `</code>)`,
+		`by <bdi>auditor@example.com</bdi> (the name given by API key <code>` + keys["ProofReviewed"] + `</code>) at `,
+	} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("the page lacks %q: %s", want, page)
+		}
+	}
+	other := e.contract(e.tenantA, nil)
+	if status, page := e.signIn("a", "alice", "approver").act(other, url.Values{"action": {"approve"}}); status != http.StatusSeeOther ||
+		!strings.Contains(page, `APPROVED by <bdi>alice</bdi></dd>`) {
+		t.Fatalf("a person's own approval: %d %s", status, page)
+	}
+}
+
 // A refused link says what to do: a link cut on its way (a mail client
 // wrapping it) was told only "this sign-in link is not valid".
 func TestConsoleRefusedLinkSaysWhatToDo(t *testing.T) {
