@@ -968,7 +968,7 @@ func (s *Server) showHandoff(w http.ResponseWriter, r *http.Request, status int,
 	// offered a form the ledger would refuse.
 	reviewBarred := canReview && sess.CanReview() && v.ApprovalPolicy.SeparationOfDuties && approvedAlready
 	s.renderConsole(w, r, status, "handoff", map[string]any{
-		"Title": "Handoff " + v.HandoffID, "H": v, "Timeline": rows, "Earlier": earlier, "Chain": pg.Chain, "Plan": pg.Plan, "Packet": pg.Packet,
+		"Title": titleOf(v.Objective) + " · handoff " + shortHash(v.HandoffID), "H": v, "Timeline": rows, "Earlier": earlier, "Chain": pg.Chain, "Plan": pg.Plan, "Packet": pg.Packet,
 		"GenesisHash": domain.GenesisHash(v.HandoffID), "Problem": problem, "Notice": notice, "After": after,
 		"ShowApprove": canDecide && sess.CanApprove() && !approvedAlready, "ShowReview": canReview && sess.CanReview() && !reviewBarred,
 		"ReviewBarred":    reviewBarred,
@@ -976,6 +976,22 @@ func (s *Server) showHandoff(w http.ResponseWriter, r *http.Request, status int,
 		"Nonce":           newNonce(), "Verdicts": domain.ReviewVerdicts, "Closed": v.State == domain.StateLedgerClosed,
 		"Form": form, "DecidedVia": decidedVia, "ReviewedVia": reviewedVia,
 	})
+}
+
+// titleOf is a handoff's objective as its page's title, cut to what a
+// tab shows: every handoff page was titled "Handoff <id>", and a person's
+// tabs, or a screen reader's list of windows, could not tell one from
+// another.
+func titleOf(objective string) string {
+	t := strings.Join(strings.Fields(shownText(objective)), " ")
+	if n := 0; utf8.RuneCountInString(t) > 60 {
+		for i := range t {
+			if n++; n > 59 {
+				return t[:i] + "…"
+			}
+		}
+	}
+	return t
 }
 
 // keyOf is the key id of an API key's actor ("key:<id>"); "" for a person

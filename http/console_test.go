@@ -599,6 +599,24 @@ func TestConsoleNamesAKeysStatedApprover(t *testing.T) {
 	}
 }
 
+// A handoff's page is titled by its objective, so that a person's tabs
+// (and a screen reader's list of windows) tell one handoff from another:
+// each was "Handoff <id>".
+func TestConsoleHandoffPageTitle(t *testing.T) {
+	e := newEnv(t)
+	short := e.contract(e.tenantA, map[string]any{"objective": "Rotate the <staging>\nTLS certificate"})
+	long := e.contract(e.tenantA, map[string]any{"objective": strings.Repeat("é", 70)})
+	a := e.signIn("a", "alice", "approver")
+	for _, c := range []struct{ id, want string }{
+		{short, "<title>Rotate the &lt;staging&gt; TLS certificate · handoff " + short[:12] + "… · Baton console</title>"},
+		{long, "<title>" + strings.Repeat("é", 59) + "… · handoff " + long[:12] + "… · Baton console</title>"},
+	} {
+		if _, page, _ := a.get("/console/handoffs/" + c.id); !strings.Contains(page, c.want) {
+			t.Fatalf("want %s in %s", c.want, page)
+		}
+	}
+}
+
 // A refused link says what to do: a link cut on its way (a mail client
 // wrapping it) was told only "this sign-in link is not valid".
 func TestConsoleRefusedLinkSaysWhatToDo(t *testing.T) {
