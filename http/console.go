@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"maps"
 	"net/http"
@@ -169,6 +170,13 @@ func (s *Server) withSession(h http.HandlerFunc) http.HandlerFunc {
 				return
 			}
 			if c == nil && s.reloadAsThisSite(w, r, http.StatusUnauthorized) {
+				return
+			}
+			if r.URL.Path == "/console/events" || strings.HasSuffix(r.URL.Path, "/trail.json") {
+				// Read by a script or saved as a file: no page to show.
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+				w.WriteHeader(http.StatusUnauthorized)
+				io.WriteString(w, "Not signed in to the console: open a console sign-in link, then this again.\n")
 				return
 			}
 			// A decision sent is told it was not recorded, not only that

@@ -1908,3 +1908,22 @@ func TestKeylessRoutesStoreAwayAdvice(t *testing.T) {
 		}
 	}
 }
+
+// Without a session, the event stream and the trail's download answer a
+// plain 401, as a script or a saved file wants, not the sign-in page.
+func TestConsoleDataRoutesWithoutASession(t *testing.T) {
+	e := newEnv(t)
+	for _, path := range []string{"/console/events", "/console/handoffs/01a22606-e90c-7181-8b08-5f88c1057f83/trail.json"} {
+		req, _ := http.NewRequest("GET", e.srv.URL+path, nil)
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") || strings.Contains(string(b), "<html") {
+			t.Errorf("%s: %d %s %.80q", path, resp.StatusCode, resp.Header.Get("Content-Type"), b)
+		}
+	}
+}
