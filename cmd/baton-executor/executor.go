@@ -490,6 +490,7 @@ func (e *Executor) carry(ctx context.Context, id string, known *contract) {
 		known = &c
 	}
 	c := *known
+	ctx = withLease(ctx, c)
 	if run.Phase == phaseRunning {
 		// The first heartbeat starts the run (ExecutorStarted) before the
 		// command acts: a handoff another run took is refused here.
@@ -774,7 +775,15 @@ func (e *Executor) call(ctx context.Context, method, path, idemKey string, body 
 			return 0, nil, err
 		}
 	}
-	wait := e.Backoff
+	// A callback of a leased run is retried often enough to renew the
+	// lease soon after Baton answers again: doubled up to a minute, a
+	// retry came after the lease had run out, and Baton, back within it,
+	// closed or released the run all the same.
+	limit := time.Minute
+	if l, ok := ctx.Value(leaseKey{}).(time.Duration); ok {
+		limit = max(l/10, 100*time.Millisecond)
+	}
+	wait := min(e.Backoff, limit)
 	for {
 		req, err := http.NewRequestWithContext(ctx, method, e.Base+path, bytes.NewReader(b))
 		if err != nil {
@@ -824,8 +833,19 @@ func (e *Executor) call(ctx context.Context, method, path, idemKey string, body 
 		if !sleep(ctx, wait) {
 			return 0, nil, ctx.Err()
 		}
-		wait = min(wait*2, time.Minute)
+		wait = min(wait*2, limit)
 	}
+}
+
+// leaseKey holds, in a run's context, the lease (heartbeatSeconds) its
+// callbacks keep.
+type leaseKey struct{}
+
+func withLease(ctx context.Context, c contract) context.Context {
+	if c.Deadlines == nil || c.Deadlines.HeartbeatSeconds <= 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, leaseKey{}, time.Duration(c.Deadlines.HeartbeatSeconds)*time.Second)
 }
 
 // idleReader pushes its timer back on every read that brings bytes; the

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -326,5 +327,51 @@ func TestExecutorKeyRefusedMidEventKeepsItsPosition(t *testing.T) {
 	}
 	if got := st.LastEventID(); got != "6-0" {
 		t.Fatalf("position %q: want 6-0, the event not handled", got)
+	}
+}
+
+// A run's callbacks, retried through an outage shorter than its lease,
+// renew the lease before it runs out: the retries doubled to a minute,
+// the renewal came after the lease had ended, and Baton, back in time,
+// closed the run all the same.
+func TestExecutorRenewsTheLeaseThroughAnOutage(t *testing.T) {
+	start := time.Now()
+	var mu sync.Mutex
+	var renewed []time.Duration // when each lease-renewing callback was taken
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		at := time.Since(start)
+		if at > time.Second && at < 5*time.Second { // Baton restarting
+			http.Error(w, "{}", http.StatusServiceUnavailable)
+			return
+		}
+		mu.Lock()
+		renewed = append(renewed, at)
+		mu.Unlock()
+		w.Write([]byte(`{"state":"executor_started"}`))
+	}))
+	defer srv.Close()
+	st := mustState(t)
+	run := Run{HandoffID: "h", ExecutorRunID: "run-1", Protocol: "ops_bot.v1", Phase: phaseRunning}
+	if err := st.Put(run); err != nil {
+		t.Fatal(err)
+	}
+	e := &Executor{Base: srv.URL, Key: "k", State: st, Log: zerolog.Nop(), Client: srv.Client(), Backoff: 300 * time.Millisecond, CallTimeout: 2 * time.Second,
+		Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": {Command: []string{"sleep", "7"}}}}}
+	e.running, e.stops = map[string]bool{}, map[string]context.CancelCauseFunc{}
+	c := contract{HandoffID: "h", ExecutorProtocol: "ops_bot.v1", raw: []byte(`{}`)}
+	c.Deadlines = &struct {
+		HeartbeatSeconds int `json:"heartbeatSeconds"`
+	}{HeartbeatSeconds: 6}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	e.carry(ctx, "h", &c)
+	mu.Lock()
+	defer mu.Unlock()
+	last := time.Duration(0)
+	for _, at := range renewed {
+		if at-last >= 6*time.Second {
+			t.Fatalf("lease renewed at %v, then not until %v: the 6s lease ran out though Baton answered again at 5s (renewals %v)", last, at, renewed)
+		}
+		last = at
 	}
 }
