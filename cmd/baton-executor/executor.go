@@ -779,9 +779,14 @@ func (e *Executor) call(ctx context.Context, method, path, idemKey string, body 
 	// lease soon after Baton answers again: doubled up to a minute, a
 	// retry came after the lease had run out, and Baton, back within it,
 	// closed or released the run all the same.
-	limit := time.Minute
+	limit, attempt := time.Minute, e.CallTimeout
 	if l, ok := ctx.Value(leaseKey{}).(time.Duration); ok {
 		limit = max(l/10, 100*time.Millisecond)
+		// A request lost on the way (a network that dropped it) is
+		// given up in time for its retry to renew the lease: waited on
+		// for the whole CallTimeout, a blip of a second or two cost a
+		// lease shorter than it.
+		attempt = min(attempt, max(l/3, time.Second))
 	}
 	wait := min(e.Backoff, limit)
 	for {
@@ -803,7 +808,7 @@ func (e *Executor) call(ctx context.Context, method, path, idemKey string, body 
 		}
 		// One attempt has its own deadline: a server that never answers
 		// held the run (and its heartbeats) for ever.
-		actx, cancel := context.WithTimeout(ctx, e.CallTimeout)
+		actx, cancel := context.WithTimeout(ctx, attempt)
 		resp, err := e.Client.Do(req.WithContext(actx))
 		if err == nil {
 			raw, rerr := io.ReadAll(io.LimitReader(resp.Body, 8<<20))

@@ -375,3 +375,52 @@ func TestExecutorRenewsTheLeaseThroughAnOutage(t *testing.T) {
 		last = at
 	}
 }
+
+// A heartbeat lost on the way (a network that dropped it, then came back)
+// is given up and sent again before the lease runs out: it was waited on
+// for the whole CallTimeout, and a blip of a second cost a shorter lease.
+func TestExecutorResendsALostHeartbeatWithinTheLease(t *testing.T) {
+	start := time.Now()
+	var mu sync.Mutex
+	var renewed []time.Duration
+	var beats atomic.Int32
+	lost := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/heartbeat") && beats.Add(1) == 2 {
+			select { // lost: no answer ever comes
+			case <-lost:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		mu.Lock()
+		renewed = append(renewed, time.Since(start))
+		mu.Unlock()
+		w.Write([]byte(`{"state":"executor_started"}`))
+	}))
+	defer srv.Close()
+	defer close(lost) // before the server closes: it waits for its handlers
+	st := mustState(t)
+	if err := st.Put(Run{HandoffID: "h", ExecutorRunID: "run-1", Protocol: "ops_bot.v1", Phase: phaseRunning}); err != nil {
+		t.Fatal(err)
+	}
+	e := &Executor{Base: srv.URL, Key: "k", State: st, Log: zerolog.Nop(), Client: srv.Client(), Backoff: 300 * time.Millisecond, CallTimeout: 30 * time.Second,
+		Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": {Command: []string{"sleep", "8"}}}}}
+	e.running, e.stops = map[string]bool{}, map[string]context.CancelCauseFunc{}
+	c := contract{HandoffID: "h", ExecutorProtocol: "ops_bot.v1", raw: []byte(`{}`)}
+	c.Deadlines = &struct {
+		HeartbeatSeconds int `json:"heartbeatSeconds"`
+	}{HeartbeatSeconds: 6}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	e.carry(ctx, "h", &c)
+	mu.Lock()
+	defer mu.Unlock()
+	last := time.Duration(0)
+	for _, at := range renewed {
+		if at-last >= 6*time.Second {
+			t.Fatalf("lease renewed at %v, then not until %v: the 6s lease ran out while a lost heartbeat was waited on (renewals %v)", last, at, renewed)
+		}
+		last = at
+	}
+}
