@@ -53,8 +53,12 @@ type ProcGroup struct {
 
 // released reports whether the run was given up because Baton released
 // it (it missed its lease): the handoff may then be taken by a new run.
+// A callback refused lease_expired was refused before the release was
+// recorded (Baton back from an outage, its timer not yet run): the
+// release that follows frees the handoff all the same, and taken for a
+// run given up for good, it was never taken again.
 func (r Run) released() bool {
-	return r.Phase == phaseReported && strings.Contains(r.Note, "executor_run_released")
+	return r.Phase == phaseReported && (strings.Contains(r.Note, "executor_run_released") || strings.Contains(r.Note, "lease_expired"))
 }
 
 // State is the executor's memory: its runs and where its event stream

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -422,5 +423,61 @@ func TestExecutorResendsALostHeartbeatWithinTheLease(t *testing.T) {
 			t.Fatalf("lease renewed at %v, then not until %v: the 6s lease ran out while a lost heartbeat was waited on (renewals %v)", last, at, renewed)
 		}
 		last = at
+	}
+}
+
+// A run refused lease_expired (its lease ran out, and Baton has not yet
+// recorded the release) is one the release frees: it was taken for a run
+// given up for good, and the handoff, approval_decided again once the
+// release was recorded, was never taken again.
+func TestExecutorTakesAgainARunRefusedLeaseExpired(t *testing.T) {
+	var released atomic.Bool
+	var mu sync.Mutex
+	var beats []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == "GET":
+			state := "executor_started"
+			if released.Load() {
+				state = "approval_decided"
+			}
+			w.Write([]byte(`{"handoffId":"h","protocolVersion":"svc.agent_os.v1","schemaVersion":"svc.handoff.v1","targetExecutor":"ops-bot",
+				"executorProtocol":"ops_bot.v1","state":"` + state + `","approvalPolicy":{"status":"APPROVED"},"deadlines":{"heartbeatSeconds":30}}`))
+		case strings.HasSuffix(r.URL.Path, "/heartbeat"):
+			var b struct {
+				ExecutorRunID string `json:"executorRunId"`
+			}
+			json.NewDecoder(r.Body).Decode(&b)
+			mu.Lock()
+			beats = append(beats, b.ExecutorRunID)
+			mu.Unlock()
+			if b.ExecutorRunID == "run-1" {
+				// The lease ran out; the timer records the release just after.
+				defer released.Store(true)
+				w.WriteHeader(409)
+				w.Write([]byte(`{"type":"urn:baton:problem:lease_expired","status":409,"code":"lease_expired"}`))
+				return
+			}
+			w.Write([]byte(`{"state":"executor_started"}`))
+		default:
+			w.Write([]byte(`{"state":"result_received"}`))
+		}
+	}))
+	defer srv.Close()
+	st := mustState(t)
+	if err := st.Put(Run{HandoffID: "h", ExecutorRunID: "run-1", Protocol: "ops_bot.v1", Phase: phaseRunning}); err != nil {
+		t.Fatal(err)
+	}
+	e := &Executor{Base: srv.URL, Key: "k", State: st, Log: zerolog.Nop(), Client: srv.Client(), Backoff: 10 * time.Millisecond, CallTimeout: 5 * time.Second,
+		Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": {Command: []string{"true"}}}}}
+	e.running, e.stops, e.slots = map[string]bool{}, map[string]context.CancelCauseFunc{}, 1
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	e.start(ctx, "h", nil) // resumed after a restart
+	e.wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if r, _ := st.Run("h"); len(beats) != 2 || r.ExecutorRunID == "run-1" || r.Phase != phaseReported {
+		t.Fatalf("heartbeats of runs %v; the handoff's run now %+v: want a new run to take the released handoff", beats, r)
 	}
 }
