@@ -74,6 +74,12 @@ type Executor struct {
 	// is dropped and resumed (60s when zero; Baton writes a comment every
 	// 15s): a cut network sends no end, only silence.
 	StreamIdle time.Duration
+	// StreamRetryMax bounds the wait between two attempts to resume the
+	// event stream (5s when zero): doubled up to a minute, an executor
+	// saw nothing for up to a minute after Baton was back, and a handoff
+	// approved then, its lease counted from the approval, timed out
+	// before the executor knew of it.
+	StreamRetryMax time.Duration
 
 	mu      sync.Mutex
 	running map[string]bool                    // runs carried or waiting for a slot, by handoff
@@ -103,6 +109,9 @@ func (e *Executor) Run(ctx context.Context) error {
 	}
 	if e.StreamIdle <= 0 {
 		e.StreamIdle = time.Minute
+	}
+	if e.StreamRetryMax <= 0 {
+		e.StreamRetryMax = 5 * time.Second
 	}
 	e.running, e.stops = map[string]bool{}, map[string]context.CancelCauseFunc{}
 	e.slots, e.waiting = e.maxRuns(), nil
@@ -148,7 +157,7 @@ func (e *Executor) Run(ctx context.Context) error {
 		if !sleep(ctx, wait) {
 			break
 		}
-		wait = min(wait*2, time.Minute)
+		wait = min(wait*2, max(e.StreamRetryMax, e.Backoff))
 	}
 	return nil
 }

@@ -481,3 +481,36 @@ func TestExecutorTakesAgainARunRefusedLeaseExpired(t *testing.T) {
 		t.Fatalf("heartbeats of runs %v; the handoff's run now %+v: want a new run to take the released handoff", beats, r)
 	}
 }
+
+// Through an outage, the event stream is tried again at least every
+// StreamRetryMax: the wait doubled to a minute, and a handoff approved as
+// Baton came back, its lease counted from the approval, timed out before
+// the executor resumed the stream.
+func TestExecutorResumesTheStreamSoonAfterAnOutage(t *testing.T) {
+	var mu sync.Mutex
+	var at []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		at = append(at, time.Now())
+		mu.Unlock()
+		http.Error(w, "{}", http.StatusServiceUnavailable) // Baton away
+	}))
+	defer srv.Close()
+	st := mustState(t)
+	st.SetLastEventID("1-0")
+	e := &Executor{Base: srv.URL, Key: "k", Config: Config{Executor: "ops-bot"}, State: st, Log: zerolog.Nop(),
+		Backoff: 10 * time.Millisecond, StreamRetryMax: 50 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	defer cancel()
+	e.Run(ctx)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(at) < 6 {
+		t.Fatalf("%d attempts in 700ms", len(at))
+	}
+	for i := 1; i < len(at); i++ {
+		if d := at[i].Sub(at[i-1]); d > 300*time.Millisecond {
+			t.Fatalf("attempt %d came %v after the one before: want at most about StreamRetryMax (50ms)", i+1, d)
+		}
+	}
+}
