@@ -924,3 +924,55 @@ func TestExecutorStartsOverFromAnUnknownPosition(t *testing.T) {
 		t.Fatalf("result %v", r)
 	}
 }
+
+// beforeFirstHeartbeat runs its hook once, before the first heartbeat
+// goes: another executor claims the handoff first.
+type beforeFirstHeartbeat struct {
+	once sync.Once
+	hook func()
+}
+
+func (b *beforeFirstHeartbeat) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, "/heartbeat") {
+		b.once.Do(b.hook)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// Two executors of one name take the same handoffs; the one that lost the
+// claim takes the handoff when the winner's run is released (it died): the
+// run it had given up (executor_run_mismatch) kept it from taking it ever
+// again, and the handoff waited for the dead executor.
+func TestExecutorTakesOverFromAnotherThatDied(t *testing.T) {
+	s := startServer(t)
+	dir := t.TempDir()
+	id := s.create(map[string]any{"heartbeatSeconds": 2, "onExecutorTimeout": "release"})
+	state, err := openState(filepath.Join(dir, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The other executor claims the handoff first, then dies: no more
+	// heartbeats, and its lease runs out.
+	claim := &beforeFirstHeartbeat{hook: func() {
+		s.do("POST", "/v1/executions/"+id+"/heartbeat", s.key, map[string]any{"executorRunId": "run-other", "executorType": "ops-bot"}, 200)
+	}}
+	e := &Executor{Base: s.base, Key: s.key, State: state, Log: zerolog.New(zerolog.NewTestWriter(t)),
+		Backoff: 50 * time.Millisecond, Client: &http.Client{Transport: claim},
+		Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": shell("echo took over")}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	s.approve(id)
+	deadline := time.Now().Add(30 * time.Second)
+	for !slices.Contains(types(s.trail(id, "")), "ExecutorTimedOut") {
+		if time.Now().After(deadline) {
+			t.Fatal("no release")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	evs := s.closeWithReview(id)
+	if last := evs[len(evs)-1]["data"].(map[string]any); last["finalStatus"] != "SUCCEEDED" {
+		t.Fatalf("closed %v: %v", last, types(evs))
+	}
+}

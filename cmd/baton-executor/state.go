@@ -56,9 +56,13 @@ type ProcGroup struct {
 // A callback refused lease_expired was refused before the release was
 // recorded (Baton back from an outage, its timer not yet run): the
 // release that follows frees the handoff all the same, and taken for a
-// run given up for good, it was never taken again.
+// run given up for good, it was never taken again. So is a run given up
+// because another run had claimed the handoff (another executor of the
+// same name): when that one is released (its executor died), this
+// executor may take the handoff; it waited for the dead one instead.
 func (r Run) released() bool {
-	return r.Phase == phaseReported && (strings.Contains(r.Note, "executor_run_released") || strings.Contains(r.Note, "lease_expired"))
+	return r.Phase == phaseReported && (strings.Contains(r.Note, "executor_run_released") ||
+		strings.Contains(r.Note, "lease_expired") || strings.Contains(r.Note, "executor_run_mismatch"))
 }
 
 // State is the executor's memory: its runs and where its event stream
