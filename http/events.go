@@ -33,9 +33,6 @@ const (
 	LastEventIDHeader = "Last-Event-ID"
 	// maxFilterValues bounds the values of one filter of the stream.
 	maxFilterValues = 100
-	// eventsWriteStall ends a stream whose client has taken nothing of what
-	// was written for this long: its slot and connection go to others.
-	eventsWriteStall = time.Minute
 	// eventsRetryAfter is the Retry-After of a stream refused for the
 	// tenant's bound: streams end when their clients leave, at no set time.
 	eventsRetryAfter = 5
@@ -43,6 +40,10 @@ const (
 	// executor the streams keep in memory.
 	contractCacheSize = 1 << 16
 )
+
+// eventsWriteStall ends a stream whose client has taken nothing of what
+// was written for this long: its slot and connection go to others.
+var eventsWriteStall = time.Minute
 
 // eventTypeRE is the form of an event type in the type filter: a
 // PascalCase name, as domain's event types are. The filter is checked
@@ -413,6 +414,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	// how far the stream has read (an id alone), so that its reconnect
 	// does not read them all again.
 	read, told := from, from
+	var stall stallWatch
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -421,6 +423,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		select {
 		case ev = <-evs:
 		case <-ping.C:
+			// A client that stopped reading blocks no write of a quiet
+			// stream: the socket's buffers take its pings for days.
+			if stall.stalled(r.Context(), time.Now(), eventsWriteStall) {
+				return
+			}
 			rc.SetWriteDeadline(time.Now().Add(eventsWriteStall))
 			if read != told {
 				if sse.lastID(FormatPosition(read)) != nil {

@@ -79,3 +79,12 @@ func SetInboxPageSize(n int) (restore func()) {
 // SetIdempotencyLease sets how long a request under an Idempotency-Key
 // holds its key by a lease on a shared store.
 func (s *Server) SetIdempotencyLease(d time.Duration) { s.ledger.Idempotency.Lease = d }
+
+// SetEventsWriteStall sets how long an event stream waits for a client that
+// takes nothing, for one test (not a parallel one); restore as
+// SetPingEvery's.
+func SetEventsWriteStall(d time.Duration) (restore func()) {
+	old := eventsWriteStall
+	eventsWriteStall = d
+	return func() { eventsWriteStall = old }
+}

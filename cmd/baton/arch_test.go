@@ -66,7 +66,7 @@ var rules = map[string]rule{
 	// answer types, stream grammar), never gateway/kinds: the binaries
 	// choose which kinds are linked.
 	"http": {ours: []string{"eventstore", "eventstore/ledger", "eventstore/records", "eventstore/translog", "domain", "domain/contextpack", "projections", "gateway", "gateway/openai", "gateway/anthropic", "gateway/tasks", "docs"},
-		thirdParty: []string{"github.com/google/uuid", "github.com/gorilla/mux", "github.com/rs/zerolog", "github.com/tidwall/gjson", "github.com/tidwall/sjson", "go.yaml.in/yaml/v4"},
+		thirdParty: []string{"github.com/google/uuid", "github.com/gorilla/mux", "github.com/rs/zerolog", "github.com/tidwall/gjson", "github.com/tidwall/sjson", "go.yaml.in/yaml/v4", "golang.org/x/sys"},
 		noAppend:   true},
 	// The Prometheus registry: the front's request metrics and the
 	// counters other parts call. It reads the store and the read models,

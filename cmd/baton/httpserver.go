@@ -3,6 +3,8 @@ package main
 import (
 	"net/http"
 	"time"
+
+	batonhttp "github.com/batonhq/baton/http"
 )
 
 // Connection timeouts of `baton serve` (docs/operations.md, Limits). The
@@ -27,5 +29,7 @@ func newHTTPServer(h http.Handler) *http.Server {
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
+		// An event stream reads its socket's progress from its context.
+		ConnContext: batonhttp.ConnContext,
 	}
 }

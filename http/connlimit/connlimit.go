@@ -130,6 +130,10 @@ func (c *conn) CloseWrite() error {
 	return nil
 }
 
+// NetConn is the connection it wraps: what the front asks of the socket
+// (how much of an event stream its client has taken) is the socket's.
+func (c *conn) NetConn() net.Conn { return c.Conn }
+
 func (c *conn) Close() error {
 	c.once.Do(func() { c.l.release(c.client) })
 	return c.Conn.Close()
