@@ -3,14 +3,17 @@ package http
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gorilla/mux"
 
 	"github.com/batonhq/baton/domain"
+	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/translog"
 )
 
@@ -187,6 +190,28 @@ func acceptsGzip(values []string) bool {
 	return star == 1
 }
 
+// waitLog waits, at most readWait, until the log has read the feed to
+// target. A log further behind (rebuilding, halted) answers what it has.
+func (s *Server) waitLog(ctx context.Context, target eventstore.Position) {
+	if !s.tlog.Position().Less(target) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, readWait)
+	defer cancel()
+	// Changed tells growth only; events the log skips move its position
+	// alone.
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for s.tlog.Position().Less(target) {
+		select {
+		case <-s.tlog.Changed():
+		case <-tick.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // receiptsAnswer is GET /v1/executions/{handoffId}/receipts.
 type receiptsAnswer struct {
 	HandoffID string             `json:"handoffId"`
@@ -200,6 +225,11 @@ func (s *Server) getReceipts(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	// As every read, the events the store had committed when it started
+	// (the read models have them now): the log follows the feed apart
+	// from the read models, and a receipt asked for right after its
+	// write, or through another replica, was left out.
+	s.waitLog(r.Context(), s.proj.Checkpoint())
 	rs, size, err := s.tlog.ReceiptsAndSize(id)
 	if err != nil {
 		s.writeError(w, r, err)
