@@ -361,7 +361,13 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		s.refuseRevoked(w, r)
 		return
 	}
-	setPosition(w, from)
+	if q.resume && from == eventstore.Start {
+		// Resumed from the store's start: the header names it, as the
+		// first id does (setPosition leaves a start it was not told out).
+		w.Header().Set(PositionHeader, FormatPosition(from))
+	} else {
+		setPosition(w, from)
+	}
 	sse, err := startSSE(w)
 	if err != nil {
 		sub.Close()

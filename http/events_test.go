@@ -426,6 +426,26 @@ func TestEventsResumeBeforeAnyEvent(t *testing.T) {
 	}
 }
 
+// TestEventsFromTheStartNamesIt: a stream resumed from 0/0 on a store
+// with events names where it started in Baton-Position, as any resumed
+// stream does.
+func TestEventsFromTheStartNamesIt(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	for _, h := range [][]string{{}, {"Last-Event-ID", "0/0"}} {
+		query := "after=0/0"
+		if len(h) > 0 {
+			query = ""
+		}
+		s := mustOpen(t, e.srv.URL, e.tenantA, query, h...)
+		if got := s.header.Get("Baton-Position"); got != "0/0" {
+			t.Errorf("%v %q: Baton-Position %q, want 0/0", h, query, got)
+		}
+		s.expect(t, id+"#1 ContractCreated")
+		s.close()
+	}
+}
+
 // An id past the store's newest event (another store's, or one restored
 // from an older backup) is refused at once, not waited on in silence.
 func TestEventsResumePastTheHead(t *testing.T) {
