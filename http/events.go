@@ -306,7 +306,17 @@ func (s *Server) acquireStreamOf(tenant string, limit int, why string) (release 
 }
 
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
-	q, err := parseEventsQuery(r.URL.Query(), r.Header.Get(LastEventIDHeader), len(r.Header.Values(LastEventIDHeader)) > 0)
+	ids := r.Header.Values(LastEventIDHeader)
+	for _, v := range ids {
+		if v != ids[0] {
+			// Two places to resume from: the first was taken, and the
+			// stream resumed wherever it happened to name.
+			s.writeError(w, r, domain.Invalid("events.stream", domain.FieldError{Pointer: "header:" + LastEventIDHeader, Code: "repeated",
+				Message: "is given more than once, with different ids; send the last event id the client has, once"}))
+			return
+		}
+	}
+	q, err := parseEventsQuery(r.URL.Query(), r.Header.Get(LastEventIDHeader), len(ids) > 0)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

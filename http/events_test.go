@@ -92,7 +92,7 @@ func openEvents(t *testing.T, base, key, query string, headers ...string) (*even
 	}
 	req.Header.Set("x-api-key", key)
 	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
+		req.Header.Add(headers[i], headers[i+1]) // a name given twice is sent twice
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -505,6 +505,8 @@ func TestEventsBadQuery(t *testing.T) {
 	}{
 		{"", []string{"Last-Event-ID", "12"}, "header:Last-Event-ID"},
 		{"", []string{"Last-Event-ID", "1/x"}, "header:Last-Event-ID"},
+		// Two ids: the first was taken, whichever the client meant.
+		{"", []string{"Last-Event-ID", "1/1", "Last-Event-ID", "2/2"}, "header:Last-Event-ID"},
 		{"after=-1/2", nil, "query:after"},
 		{"after=1/2&after=3/4", nil, "query:after"},
 		// An empty after (a script's unset position) started at the head,
