@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // JournalFileName is the journal inside the data directory, beside FileName.
@@ -138,15 +137,6 @@ func (j *journal) write(frames []byte) error {
 	}
 	j.off += int64(len(frames))
 	return nil
-}
-
-func fdatasync(f *os.File) error {
-	for {
-		err := syscall.Fdatasync(int(f.Fd()))
-		if !errors.Is(err, syscall.EINTR) {
-			return err
-		}
-	}
 }
 
 func (j *journal) close() error {
