@@ -80,8 +80,8 @@ test: vet fmt-check
 # once broke them there unseen.
 vet:
 	$(GO) vet ./...
-	GOOS=darwin $(GO) build -o /dev/null ./cmd/baton
-	GOOS=darwin $(GO) build -o /dev/null ./cmd/baton-executor
+	CGO_ENABLED=0 GOOS=darwin $(GO) build -o /dev/null ./cmd/baton
+	CGO_ENABLED=0 GOOS=darwin $(GO) build -o /dev/null ./cmd/baton-executor
 
 fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
