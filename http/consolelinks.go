@@ -35,9 +35,9 @@ func (s *Server) createConsoleLink(w http.ResponseWriter, r *http.Request) {
 	// A link signs a person in: a field it would ignore (an expiresIn
 	// meant as its lifetime) would hand out a link other than the one
 	// asked for.
-	if unknown := unknownName(body, "tenant", "name", "role", "ttlSeconds"); unknown != nil {
-		s.writeError(w, r, domain.Invalid("console.link", domain.FieldError{Pointer: "/" + domain.PointerToken(*unknown), Code: "unknown_field",
-			Message: fmt.Sprintf("unknown field %q: a console link request has tenant, name, role and ttlSeconds; no link was made", *unknown)}))
+	if err := refuseUnknown("console.link", body, []string{"tenant", "name", "role", "ttlSeconds"},
+		"a console link request has tenant, name, role and ttlSeconds; no link was made"); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	ttl := domain.DefaultConsoleLinkTTL

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -35,7 +34,10 @@ type createContractRequest struct {
 }
 
 // contractFields are the names a contract request may hold.
-var contractFields = jsonNames[createContractRequest]()
+var (
+	contractFields    = jsonNames[createContractRequest]()
+	contractFieldsWhy = "a contract request has " + strings.Join(contractFields, ", ") + "; no handoff was made"
+)
 
 type heartbeatRequest struct {
 	ExecutorType  string `json:"executorType"`
@@ -82,9 +84,8 @@ func (s *Server) createContract(w http.ResponseWriter, r *http.Request) {
 	// A misspelt or misplaced policy field ({"timing":{...}} for the
 	// top-level approvalTimeoutSeconds) would make a handoff without the
 	// deadline or quorum its creator asked for: refused, nothing made.
-	if unknown := unknownName(body, contractFields...); unknown != nil {
-		s.writeError(w, r, domain.Invalid("contracts.create", domain.FieldError{Pointer: "/" + domain.PointerToken(*unknown), Code: "unknown_field",
-			Message: fmt.Sprintf("unknown field %q: a contract request has %s; no handoff was made", *unknown, strings.Join(contractFields, ", "))}))
+	if err := refuseUnknown("contracts.create", body, contractFields, contractFieldsWhy); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	c := domain.CreateContract{

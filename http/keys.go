@@ -20,9 +20,10 @@ type createKeyRequest struct {
 	Label  string `json:"label"`
 }
 
-// unknownName is the first top-level name of a JSON object body that is
-// not one of known, or nil.
-func unknownName(body []byte, known ...string) *string {
+// refuseUnknown is the 422 for the first top-level name of a JSON object
+// body that is not one of known (why says what the request has, and that
+// nothing was made), or nil.
+func refuseUnknown(op string, body []byte, known []string, why string) error {
 	var unknown *string // a name may be "", which is unknown too
 	gjson.ParseBytes(body).ForEach(func(k, _ gjson.Result) bool {
 		if !slices.Contains(known, k.Str) {
@@ -31,7 +32,11 @@ func unknownName(body []byte, known ...string) *string {
 		}
 		return true
 	})
-	return unknown
+	if unknown == nil {
+		return nil
+	}
+	return domain.Invalid(op, domain.FieldError{Pointer: "/" + domain.PointerToken(*unknown), Code: "unknown_field",
+		Message: fmt.Sprintf("unknown field %q: %s", *unknown, why)})
 }
 
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
@@ -45,9 +50,9 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 	// and its caller handed a key of the tenant's whole access that it
 	// takes for a restricted one. Every other name is refused, so is a
 	// misspelt one.
-	if unknown := unknownName(body, "tenant", "admin", "label"); unknown != nil {
-		s.writeError(w, r, domain.Invalid("keys.create", domain.FieldError{Pointer: "/" + domain.PointerToken(*unknown), Code: "unknown_field",
-			Message: fmt.Sprintf("unknown field %q: a key request has tenant, admin and label; a key has its tenant's whole access (all of it with admin), with no scopes, permissions or expiry, so nothing was made", *unknown)}))
+	if err := refuseUnknown("keys.create", body, []string{"tenant", "admin", "label"},
+		"a key request has tenant, admin and label; a key has its tenant's whole access (all of it with admin), with no scopes, permissions or expiry, so nothing was made"); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	// A label is kept in the key's event for good and shown in every
