@@ -5,9 +5,12 @@
 package gitleaks
 
 import (
+	"reflect"
+	"strings"
 	"sync"
 
 	"github.com/rs/zerolog"
+	"github.com/spf13/viper"
 	"github.com/zricethezav/gitleaks/v8/config"
 	"github.com/zricethezav/gitleaks/v8/detect"
 	"github.com/zricethezav/gitleaks/v8/logging"
@@ -27,26 +30,67 @@ type Detector struct{ d *detect.Detector }
 
 var (
 	loadOnce sync.Once
-	loadCfg  config.Config
+	loadBase *detect.Detector
 	loadErr  error
 )
 
-// defaultConfig loads gitleaks' embedded default rules once per process.
-func defaultConfig() (config.Config, error) {
+// baseDetector loads gitleaks' embedded default rules once per process
+// into a detector that New copies. It parses them as detect.NewDetectorDefaultConfig does, but on a viper
+// instance of its own (the global one would keep the parsed tree alive)
+// and without building a detector only to drop it.
+func baseDetector() (*detect.Detector, error) {
 	loadOnce.Do(func() {
 		// gitleaks logs matches, secrets included, at debug and trace
 		// level through this global; Baton never logs a secret.
 		logging.Logger = zerolog.Nop()
-		// NewDetectorDefaultConfig parses the embedded gitleaks.toml through
-		// viper's global instance: do it once, and keep only the rules.
-		d, err := detect.NewDetectorDefaultConfig()
+		v := viper.New()
+		v.SetConfigType("toml")
+		if err := v.ReadConfig(strings.NewReader(config.DefaultConfig)); err != nil {
+			loadErr = err
+			return
+		}
+		var vc config.ViperConfig
+		if err := v.Unmarshal(&vc); err != nil {
+			loadErr = err
+			return
+		}
+		cfg, err := vc.Translate()
 		if err != nil {
 			loadErr = err
 			return
 		}
-		loadCfg = d.Config
+		for id, r := range cfg.Rules {
+			r.Allowlists = slim(r.Allowlists)
+			cfg.Rules[id] = r
+		}
+		cfg.Allowlists = slim(cfg.Allowlists)
+		loadBase = detect.NewDetector(cfg)
 	})
-	return loadCfg, loadErr
+	return loadBase, loadErr
+}
+
+// slim copies validated allowlists without the indexes Validate built. The
+// stop-word index is a byte-wise Aho-Corasick trie of 2 KiB a state, about
+// 12 MB for generic-api-key's stop words alone; without it gitleaks checks
+// the (already lower-cased, de-duplicated) words one by one, the same
+// answer, and only for a match a rule's pattern has found.
+func slim(as []*config.Allowlist) []*config.Allowlist {
+	out := make([]*config.Allowlist, len(as))
+	for i, a := range as {
+		if a == nil {
+			continue
+		}
+		out[i] = &config.Allowlist{
+			Description:    a.Description,
+			MatchCondition: a.MatchCondition,
+			Commits:        a.Commits,
+			Paths:          a.Paths,
+			RegexTarget:    a.RegexTarget,
+			Regexes:        a.Regexes,
+			StopWords:      a.StopWords,
+		}
+	}
+	return out
 }
 
 // New is a detector with gitleaks' default rules that decodes encoded text
@@ -54,11 +98,16 @@ func defaultConfig() (config.Config, error) {
 // "gitleaks:allow" markers are ignored: a sender must not be able to
 // switch the scan off.
 func New(decodeDepth int) (*Detector, error) {
-	cfg, err := defaultConfig()
+	base, err := baseDetector()
 	if err != nil {
 		return nil, err
 	}
-	d := detect.NewDetector(cfg)
+	// A shallow copy shares the base's rules and keyword trie (2.6 MB, a
+	// detector's largest part) rather than building its own. Sharing is
+	// safe because a detector is safe for concurrent use: what two copies
+	// share, one detector shares between its callers.
+	d := new(detect.Detector)
+	reflect.ValueOf(d).Elem().Set(reflect.ValueOf(base).Elem())
 	d.IgnoreGitleaksAllow = true
 	d.MaxDecodeDepth = decodeDepth
 	return &Detector{d: d}, nil
