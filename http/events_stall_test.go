@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -43,9 +42,7 @@ func TestEventsClientStoppedReading(t *testing.T) {
 
 	// A client with a small receive buffer that sends its request and
 	// reads nothing.
-	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
-		return c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-	}}
+	d := net.Dialer{Control: smallReceiveBuffer}
 	conn, err := d.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)

@@ -56,9 +56,7 @@ func TestLargeLedgerAnswerEndsWhenClientStopsReading(t *testing.T) {
 	}
 	for _, path := range []string{"/v1/executions/" + id + "/ledger", "/v1/handoff/contracts/" + id} {
 		t.Run(path, func(t *testing.T) {
-			d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
-				return c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-			}}
+			d := net.Dialer{Control: smallReceiveBuffer}
 			conn, err := d.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
 			if err != nil {
 				t.Fatal(err)
@@ -95,9 +93,7 @@ func TestLargeIdempotentGenerationEndsWhenClientStopsReading(t *testing.T) {
 	big := `{"summary": "` + strings.Repeat("word ", 11<<20/5) + `", "keyPoints": ["a"]}`
 	e := scriptedEnv(t, newScripted(t, big))
 	body, _ := json.Marshal(genBody(map[string]any{"options": map[string]any{"maxAttempts": 1, "llm": map[string]any{"model": "openai:gpt-4o-mini"}}}))
-	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
-		return c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-	}}
+	d := net.Dialer{Control: smallReceiveBuffer}
 	conn, err := d.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)

@@ -269,7 +269,7 @@ func TestSignalsStopGracefullyAndASecondEndsTheGrace(t *testing.T) {
 		status <- resp.StatusCode
 	}()
 	<-arrived
-	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	signalSelf(t, syscall.SIGHUP)
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), "shutting down"); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("SIGHUP did not stop serve:\n%s", out.String())
@@ -280,7 +280,7 @@ func TestSignalsStopGracefullyAndASecondEndsTheGrace(t *testing.T) {
 		t.Fatalf("the call was answered %d before the grace ended", s)
 	case <-time.After(200 * time.Millisecond):
 	}
-	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	signalSelf(t, syscall.SIGTERM)
 	select {
 	case s := <-status:
 		if s != http.StatusServiceUnavailable {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -79,13 +78,4 @@ func BenchmarkUsagePipeline(b *testing.B) {
 	for range 3 {
 		<-done
 	}
-}
-
-// cpuTime is the process's user and system CPU time so far, in ns.
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/batonhq/baton/eventstore"
@@ -254,7 +253,7 @@ func TestDataDirectoryWithoutPermission(t *testing.T) {
 		os.Chmod(parent, 0o755)
 		cmd := exec.Command(bin, "-test.run=^$")
 		cmd.Env = append(os.Environ(), childEnv+"=open", childDirEnv+"="+dir)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		asNobody(t, cmd)
 		out, err := cmd.CombinedOutput()
 		if err != nil && len(out) == 0 {
 			t.Skipf("cannot run a child as nobody here: %v", err)
@@ -282,6 +281,7 @@ func copyExecutable(t *testing.T, from, to string) {
 // with ENOSPC). The append that hits it fails clearly, the store refuses
 // further writes, and on reopen every acknowledged event is there.
 func TestFullDiskRefusesAndKeepsAcknowledged(t *testing.T) {
+	skipUnlessUnix(t)
 	dir := t.TempDir()
 	// The file grows ahead in 16 MiB steps: 20 MiB lets the first step
 	// through and stops the second.

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/batonhq/baton/eventstore"
@@ -113,8 +111,7 @@ func childWriter(dir, tag string) error {
 func childLimitedWriter(dir string) error {
 	var limit uint64
 	fmt.Sscan(os.Getenv(childFSize), &limit)
-	signal.Ignore(syscall.SIGXFSZ) // get EFBIG from write(2) instead of a signal
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: limit, Max: limit}); err != nil {
+	if err := limitFileSize(limit); err != nil {
 		return fmt.Errorf("setrlimit: %w", err)
 	}
 	s, err := bolt.Open(dir, bolt.Options{})

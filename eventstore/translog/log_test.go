@@ -508,7 +508,7 @@ func TestUnreadableFileIsNotDamaged(t *testing.T) {
 	cmd := exec.Command(bin, "-test.run=^TestUnreadableFileIsNotDamaged$", "-test.count=1")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "BATON_TEST_UNREADABLE_LOG="+path)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	asNobody(t, cmd)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		if errors.Is(err, os.ErrPermission) || strings.Contains(string(out), "permission denied") && !strings.Contains(string(out), "Open of an unreadable file") {
