@@ -417,10 +417,18 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	rc := http.NewResponseController(w)
+	stalled := false
 	defer func() {
 		cancel()
 		sub.Close()
 		wg.Wait()
+		if stalled {
+			// The response's end then fails to write and the connection
+			// closes: kept alive, it would sit with its unread bytes until
+			// the idle timeout.
+			rc.SetWriteDeadline(time.Now())
+			return
+		}
 		rc.SetWriteDeadline(time.Time{})
 	}()
 	ping := time.NewTicker(s.eventsPing)
@@ -442,6 +450,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 			// A client that stopped reading blocks no write of a quiet
 			// stream: the socket's buffers take its pings for days.
 			if stall.stalled(r.Context(), time.Now(), eventsWriteStall) {
+				stalled = true
 				return
 			}
 			rc.SetWriteDeadline(time.Now().Add(eventsWriteStall))

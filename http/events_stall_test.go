@@ -2,6 +2,7 @@ package http_test
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http/httptest"
 	"runtime"
@@ -68,8 +69,14 @@ func TestEventsClientStoppedReading(t *testing.T) {
 		body["proof"].(map[string]any)["artifacts"] = []any{map[string]any{"type": "log", "text": strings.Repeat("certbot renew: ok\n", 2000)}}
 		e.must(e.post(id, "proof", e.tenantA, body), 200)
 	}
-	// It ends within the bound and a ping or two; the reader's goes on.
+	// It ends within the bound and a ping or two, and its connection
+	// closes: what it had not read ends in EOF, not a kept-alive socket.
 	waitStreams(1)
+	conn.SetReadDeadline(time.Now().Add(guard))
+	if n, err := io.Copy(io.Discard, conn); err != nil {
+		t.Fatalf("the stalled client read %d bytes, then %v; want the connection closed", n, err)
+	}
+	// The reader's goes on.
 	time.Sleep(400 * time.Millisecond)
 	for range 6 { // the contract, its approval, the start and three proofs
 		reader.next(t)
