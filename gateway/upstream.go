@@ -70,14 +70,45 @@ func DecodeWhole(r io.Reader, v any) error {
 	// Read, then decode: json.Unmarshal refuses anything after the
 	// document and allocates only what v keeps, where a json.Decoder grew
 	// a buffer by refills, then read on to look for more.
-	b, err := io.ReadAll(r)
+	b, err := readWhole(r)
 	if err != nil {
-		return &bodyReadError{err}
-	}
-	if over(r, len(b)) {
-		return &AnswerTooLarge{Limit: int64(len(b))}
+		return err
 	}
 	return json.Unmarshal(b, v)
+}
+
+// readWhole reads a whole answer body: a failed read as a *bodyReadError,
+// one longer than r's limit as *AnswerTooLarge.
+func readWhole(r io.Reader) ([]byte, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, &bodyReadError{err}
+	}
+	if over(r, len(b)) {
+		return nil, &AnswerTooLarge{Limit: int64(len(b))}
+	}
+	return b, nil
+}
+
+// DecodeAnswer decodes a translated call's whole success answer into v, a
+// failure told as AnswerError tells it ("malformed response", with the
+// decoder's words), but for a body holding an error of the provider's API
+// instead of an answer, which is that error (NotAnAnswer), as on a
+// passed-through call. It returns the body, for the caller's NotAnAnswer
+// when v decodes but is not an answer.
+func DecodeAnswer(provider string, r io.Reader, v any) ([]byte, error) {
+	b, err := readWhole(r)
+	if err != nil {
+		return nil, AnswerError(provider, "malformed response", err, true)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		msg := "malformed response: " + JSONMistake(err)
+		if !ValidJSON(b) {
+			return nil, MalformedAnswer(provider, msg)
+		}
+		return nil, NotAnAnswer(provider, b, msg)
+	}
+	return b, nil
 }
 
 // over reports whether r, a limited reader read to its limit (n bytes),

@@ -243,3 +243,37 @@ func TestErrorInASuccessAnswerIsNotBilled(t *testing.T) {
 		t.Fatalf("an error in a success answer recorded %s %+v at %v; want nothing billed", u.Outcome, u.Usage, u.CostUSD)
 	}
 }
+
+// The same answer to a translated call, on each front, is the same error:
+// the adapters read it as a malformed answer ("no choices", "not a
+// message"), lost the provider's message, and billed its input.
+func TestErrorInASuccessAnswerIsNotBilledTranslated(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"error":{"message":"Provider returned error: upstream overloaded","code":502}}`)
+	}))
+	t.Cleanup(up.Close)
+	e := newEnvWith(t, catalogWith(t, map[string]string{"ANTHROPIC_BASE_URL": up.URL, "ANTHROPIC_API_KEY": "ak-upstream-test",
+		"OPENAI_BASE_URL": up.URL + "/v1", "OPENAI_API_KEY": "sk-upstream-test"}))
+	calls := []struct{ path, body, field, want string }{
+		{"/v1/chat/completions", `{"model":"anthropic:claude-haiku-4-5","max_tokens":10,"messages":[{"role":"user","content":"say hi to everyone in the room"}]}`, "error.code", "upstream_error"},
+		{"/v1/messages", `{"model":"openai:gpt-4o-mini","max_tokens":10,"messages":[{"role":"user","content":"say hi to everyone in the room"}]}`, "error.type", "api_error"},
+		{"/v1/responses", `{"model":"anthropic:claude-haiku-4-5","max_output_tokens":16,"input":"say hi to everyone in the room"}`, "error.code", "upstream_error"},
+	}
+	for _, c := range calls {
+		r := e.do("POST", c.path, e.tenantA, c.body)
+		if r.status != 502 || r.str(c.field) != c.want || !strings.Contains(r.str("error.message"), "upstream overloaded") {
+			t.Errorf("%s: %d %s", c.path, r.status, r.raw)
+		}
+	}
+	for i, ev := range e.usageEvents("a", len(calls)) {
+		var u gateway.UsageRecord
+		if err := json.Unmarshal(ev.Data, &u); err != nil {
+			t.Fatal(err)
+		}
+		if u.Outcome != "upstream_error" || u.Usage.InputTokens != 0 || (u.CostUSD != nil && *u.CostUSD != 0) {
+			t.Errorf("event %d (%s): an error in a success answer recorded %s %+v at %v; want nothing billed", i, u.Front, u.Outcome, u.Usage, u.CostUSD)
+		}
+	}
+}

@@ -385,11 +385,12 @@ func (p *Provider) Complete(ctx context.Context, req gateway.Request) (*gateway.
 	}
 	defer resp.Body.Close()
 	var r Message
-	if err := gateway.DecodeWhole(io.LimitReader(resp.Body, 64<<20), &r); err != nil {
-		return nil, gateway.AnswerError(p.name, "malformed response", err, true)
+	raw, err := gateway.DecodeAnswer(p.name, io.LimitReader(resp.Body, 64<<20), &r)
+	if err != nil {
+		return nil, err
 	}
 	if r.Type != "message" {
-		return nil, gateway.MalformedAnswer(p.name, fmt.Sprintf("malformed response: type %q where a message was expected", r.Type))
+		return nil, gateway.NotAnAnswer(p.name, raw, fmt.Sprintf("malformed response: type %q where a message was expected", r.Type))
 	}
 	var stop string
 	if r.StopReason != nil {

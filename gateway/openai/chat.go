@@ -403,18 +403,19 @@ func (p *Provider) Complete(ctx context.Context, req gateway.Request) (*gateway.
 	defer resp.Body.Close()
 	names := toolNames(req)
 	var r ChatCompletion
-	if err := gateway.DecodeWhole(io.LimitReader(resp.Body, 64<<20), &r); err != nil {
-		return nil, gateway.AnswerError(p.name, "malformed response", err, true)
+	raw, err := gateway.DecodeAnswer(p.name, io.LimitReader(resp.Body, 64<<20), &r)
+	if err != nil {
+		return nil, err
 	}
 	if len(r.Choices) == 0 {
-		return nil, gateway.MalformedAnswer(p.name, "response has no choices")
+		return nil, gateway.NotAnAnswer(p.name, raw, "response has no choices")
 	}
 	c := r.Choices[0]
 	if c.FinishReason == "" && (c.Message.Content == nil || *c.Message.Content == "") && c.Message.Refusal == nil && len(c.Message.ToolCalls) == 0 &&
 		thinkingText(c.Message.ReasoningContent, c.Message.Reasoning) == "" {
 		// Not an answer, not even an empty one: nothing said and no reason
 		// for it to end (an answer that says nothing ends with "stop").
-		return nil, gateway.MalformedAnswer(p.name, "malformed response: the choice says nothing and has no finish_reason")
+		return nil, gateway.NotAnAnswer(p.name, raw, "malformed response: the choice says nothing and has no finish_reason")
 	}
 	out := &gateway.Response{ID: r.ID, Model: r.Model, NativeStop: c.FinishReason, StopReason: ChatStop(c.FinishReason)}
 	if t := thinkingText(c.Message.ReasoningContent, c.Message.Reasoning); t != "" {
