@@ -461,6 +461,9 @@ func (s *anStream) Next() (gateway.Delta, error) {
 		if err := json.Unmarshal(ev.Data, &e); err != nil {
 			return gateway.Delta{}, gateway.BadAnswer(s.name, "malformed stream event")
 		}
+		if errorEvent(e.Type, ev.Event, e.Error != nil) {
+			e.Type = "error"
+		}
 		switch e.Type {
 		case "message_start":
 			if e.Message == nil || e.Message.Usage == nil {

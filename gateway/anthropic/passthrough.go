@@ -150,6 +150,9 @@ func (s *anRawStream) Next() (gateway.Delta, error) {
 	g := gjson.ParseBytes(ev.Data)
 	d := gateway.Delta{Raw: ev.Data, Event: ev.Event}
 	typ := g.Get("type").Str
+	if errorEvent(typ, ev.Event, g.Get("error").IsObject()) {
+		typ = "error"
+	}
 	if d.Event == "" {
 		d.Event = typ
 	}
@@ -213,6 +216,16 @@ func (s *anRawStream) Next() (gateway.Delta, error) {
 }
 
 func (s *anRawStream) Close() error { return s.body.Close() }
+
+// errorEvent reports whether a stream's event of type typ (its data's),
+// named name, holding an error object or not, is the upstream's error:
+// one of type error, or one without a type that is named error or holds
+// an error (as some Anthropic-shaped routers send a failure, or an
+// OpenAI-shaped {"error":{...}}), which was passed on as an event the
+// SDKs ignore, or ignored, and the stream said to have ended short.
+func errorEvent(typ, name string, hasError bool) bool {
+	return typ == "error" || typ == "" && (name == "error" || hasError)
+}
 
 // Buffered implements gateway.Buffered: each upstream event is one delta.
 func (s *anRawStream) Buffered() bool { return s.done || s.sse.Buffered() }

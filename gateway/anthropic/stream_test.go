@@ -427,3 +427,25 @@ func TestAnthropicStreamEndsWithoutMessageStop(t *testing.T) {
 		t.Fatal("a cut stream ended without an error")
 	}
 }
+
+// An upstream's error without the type Anthropic gives it (an event named
+// error, or an OpenAI-shaped {"error":{...}}) is the upstream's error,
+// passed through as translated: it was ignored, or passed on as an event
+// the SDKs ignore, and the stream said to have ended without message_stop.
+func TestStreamErrorWithoutItsType(t *testing.T) {
+	for _, body := range []string{
+		"event: error\ndata: {\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded, upstream\"}}\n\n",
+		"data: {\"error\":{\"message\":\"Overloaded, upstream\",\"code\":502}}\n\n",
+	} {
+		for name, s := range map[string]gateway.Stream{
+			"passed through": &anRawStream{name: "anthropic", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(body))},
+			"translated":     &anStream{name: "anthropic", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(body))},
+		} {
+			ds, err := upstreamtest.Drain(t, s)
+			var ue *gateway.UpstreamError
+			if !errors.As(err, &ue) || !strings.Contains(ue.Public(), "Overloaded, upstream") || len(ds) != 0 {
+				t.Errorf("%s, %q: %v after %d deltas", name, body, err, len(ds))
+			}
+		}
+	}
+}
