@@ -277,3 +277,28 @@ func TestErrorInASuccessAnswerIsNotBilledTranslated(t *testing.T) {
 		}
 	}
 }
+
+// A passed-through answer whose choices array is empty beside the
+// provider's error is that error too: it was answered 200, an empty
+// completion, and billed its input.
+func TestErrorBesideNoChoicesIsNotBilled(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"gen-1","object":"chat.completion","choices":[],"error":{"message":"Provider returned error: upstream overloaded","code":502}}`)
+	}))
+	t.Cleanup(up.Close)
+	e := newEnvWith(t, catalogWith(t, map[string]string{"OPENAI_BASE_URL": up.URL + "/v1", "OPENAI_API_KEY": "sk-upstream-test"}))
+	body := `{"model":"openai:gpt-4o-mini","max_tokens":10,"messages":[{"role":"user","content":"say hi to everyone in the room"}]}`
+	r := e.do("POST", "/v1/chat/completions", e.tenantA, body)
+	if r.status != 502 || r.str("error.code") != "upstream_error" || !strings.Contains(r.str("error.message"), "upstream overloaded") {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	var u gateway.UsageRecord
+	if err := json.Unmarshal(e.usageEvents("a", 1)[0].Data, &u); err != nil {
+		t.Fatal(err)
+	}
+	if u.Outcome != "upstream_error" || u.Usage.InputTokens != 0 || (u.CostUSD != nil && *u.CostUSD != 0) {
+		t.Fatalf("an error beside no choices recorded %s %+v at %v; want nothing billed", u.Outcome, u.Usage, u.CostUSD)
+	}
+}

@@ -72,6 +72,7 @@ func readChatAnswer(provider string, raw []byte) (*gateway.Response, error) {
 		return nil, gateway.MalformedAnswer(provider, "malformed response: no choices")
 	}
 	var id, mod, choices, finish, usage, tier gjson.Result
+	var choice bool // a choice in a choices array, as the path choices.0 finds one
 	gjson.Parse(view(raw)).ForEach(func(k, v gjson.Result) bool {
 		switch {
 		case k.Str == "id" && !id.Exists():
@@ -89,6 +90,7 @@ func readChatAnswer(provider string, raw []byte) (*gateway.Response, error) {
 				// repeated key's later array when the first has none.
 				finish = v.Get("0.finish_reason")
 			}
+			choice = choice || v.Get("0").Exists()
 		case k.Str == "usage" && !usage.Exists():
 			usage = v
 		}
@@ -96,6 +98,11 @@ func readChatAnswer(provider string, raw []byte) (*gateway.Response, error) {
 	})
 	if !choices.IsArray() {
 		return nil, gateway.NotAnAnswer(provider, raw, "malformed response: no choices")
+	}
+	if !choice && gjson.GetBytes(raw, "error.message").Str != "" {
+		// An empty choices array beside an error of the provider's API
+		// (a router's failure): that error, as a translated call reads it.
+		return nil, gateway.NotAnAnswer(provider, raw, "")
 	}
 	fr := finish.Str
 	// Strings are cloned: the answer's bytes go on to the client while

@@ -191,6 +191,9 @@ func referenceAnswer(raw []byte) (*gateway.Response, bool) {
 		return nil, false
 	}
 	g := gjson.ParseBytes(raw)
+	if !g.Get("choices.0").Exists() && g.Get("error.message").Str != "" {
+		return nil, false // no choice, and the provider's error
+	}
 	fr := g.Get("choices.0.finish_reason").Str
 	out := &gateway.Response{Raw: raw, ID: g.Get("id").Str, Model: g.Get("model").Str, StopReason: ChatStop(fr), NativeStop: fr}
 	if u := g.Get("usage"); u.IsObject() {
@@ -216,6 +219,8 @@ func FuzzChatAnswer(f *testing.F) {
 	f.Add([]byte(`[1,2]`))
 	f.Add([]byte(`{"choices":[],"service_tier":"fast","usage":{"prompt_tokens":2},"service_tier":"default"}`))
 	f.Add([]byte(`{"choices":[],"service_tier":null}`))
+	f.Add([]byte(`{"choices":[],"error":{"message":"Provider returned error","code":500}}`))
+	f.Add([]byte(`{"choices":[],"choices":[{"finish_reason":"stop"}],"error":{"message":"m"}}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		want, ok := referenceAnswer(raw)
 		got, err := readChatAnswer("p", raw)
