@@ -339,6 +339,8 @@ func readUpstreamError(provider string, resp *http.Response, sent http.Header) e
 	ofAPI := json.Unmarshal(b, &e) == nil && e.Error.Message != ""
 	if ofAPI {
 		msg = e.Error.Message
+	} else if s := gjson.GetBytes(b, "error"); s.Type == gjson.String && strings.TrimSpace(s.Str) != "" && gjson.ValidBytes(b) {
+		msg = s.Str // an error given as a string (Hugging Face's TGI), not the whole body
 	}
 	param, _ := e.Error.Param.(string)
 	code, _ := e.Error.Code.(string)

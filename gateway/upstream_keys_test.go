@@ -103,3 +103,19 @@ func TestUpstreamDroppingTheConnectionWasReached(t *testing.T) {
 		}
 	}
 }
+
+// An error answer whose error is a string (Hugging Face's TGI:
+// {"error":"...","error_type":"..."}) says that string, not the whole
+// body as JSON.
+func TestUpstreamErrorAsAString(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		w.Write([]byte(`{"error":"Input validation error: inputs tokens + max_new_tokens must be <= 4096","error_type":"validation"}`))
+	}))
+	defer srv.Close()
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL, strings.NewReader("{}"))
+	_, err := Send(srv.Client(), "p", req)
+	if ue, ok := err.(*UpstreamError); !ok || ue.Public() != "provider p answered 422: Input validation error: inputs tokens + max_new_tokens must be <= 4096" {
+		t.Errorf("%v", err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/tidwall/gjson"
 
 	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/internal/sse"
@@ -534,6 +535,9 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 		}
 		var c ChatChunk
 		if err := json.Unmarshal(ev.Data, &c); err != nil {
+			if f := gjson.GetBytes(ev.Data, "error"); f.Type == gjson.String && f.Str != "" {
+				return gateway.Delta{}, streamFailure(s.name, f, ev.Data) // an error given as a string
+			}
 			return gateway.Delta{}, gateway.BadAnswer(s.name, "malformed stream chunk")
 		}
 		if c.Error != nil {

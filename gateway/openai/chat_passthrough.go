@@ -202,7 +202,7 @@ func (s *oaRawStream) Next() (gateway.Delta, error) {
 		return !failure.Exists()
 	})
 	if failure.Exists() {
-		return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Bad: true, Type: failure.Get("type").Str, Message: cmp.Or(failure.Get("message").Str, "error event")}
+		return gateway.Delta{}, streamFailure(s.name, failure, ev.Data)
 	}
 	d := gateway.Delta{Raw: ev.Data, ServiceTier: gateway.TierName(tier.Str)}
 	var delta, finish gjson.Result
@@ -262,6 +262,18 @@ func (s *oaRawStream) Next() (gateway.Delta, error) {
 }
 
 func (s *oaRawStream) Close() error { return s.body.Close() }
+
+// streamFailure is the upstream's error failure, a chunk's error: an
+// error object (OpenAI's, a compatible server's), or a string beside the
+// chunk's error_type, as Hugging Face's TGI sends it, whose text was
+// lost ("error event", "malformed stream chunk").
+func streamFailure(provider string, failure gjson.Result, chunk []byte) *gateway.UpstreamError {
+	typ, msg := failure.Get("type").Str, failure.Get("message").Str
+	if failure.Type == gjson.String {
+		typ, msg = gjson.GetBytes(chunk, "error_type").Str, failure.Str
+	}
+	return &gateway.UpstreamError{Provider: provider, Status: http.StatusBadGateway, Bad: true, Type: typ, Message: cmp.Or(msg, "error event")}
+}
 
 // Buffered implements gateway.Buffered: each upstream event is one delta.
 func (s *oaRawStream) Buffered() bool { return s.done || s.sse.Buffered() }

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"reflect"
 	"strings"
@@ -315,5 +316,24 @@ func TestOpenAIStreamAnotherCallAfterOneWithoutID(t *testing.T) {
 	}
 	if strings.Join(names, ",") != "f,g" || args[0] != `{"a":1}` || args[1] != "{}" {
 		t.Fatalf("calls %v, arguments %v", names, args)
+	}
+}
+
+// An error a compatible server sends in its stream as a string (Hugging
+// Face's TGI: {"error":"...","error_type":"..."}) is the upstream's error
+// with its text, translated as passed through: it was "malformed stream
+// chunk" translated and "error event" passed through.
+func TestStreamErrorAsAString(t *testing.T) {
+	chunk := `{"error":"Input validation error: inputs tokens + max_new_tokens must be <= 4096","error_type":"validation"}`
+	body := "data: " + chunk + "\n\n"
+	for name, st := range map[string]gateway.Stream{
+		"translated":     oaStreamOf(chunk),
+		"passed through": &oaRawStream{name: "f", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(body))},
+	} {
+		ds, err := upstreamtest.Drain(t, st)
+		var ue *gateway.UpstreamError
+		if !errors.As(err, &ue) || ue.Status != 502 || ue.Type != "validation" || !strings.Contains(ue.Public(), "must be <= 4096") || len(ds) != 0 {
+			t.Errorf("%s: %v after %d deltas", name, err, len(ds))
+		}
 	}
 }
