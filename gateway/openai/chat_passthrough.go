@@ -196,12 +196,12 @@ func (s *oaRawStream) Next() (gateway.Delta, error) {
 			usage = v
 		case k.Str == "service_tier" && !tier.Exists():
 			tier = v
-		case k.Str == "error":
+		case k.Str == "error" && !failure.Exists():
 			failure = v
 		}
-		return !failure.Exists()
+		return !failed(failure)
 	})
-	if failure.Exists() {
+	if failed(failure) {
 		return gateway.Delta{}, streamFailure(s.name, failure, ev.Data)
 	}
 	d := gateway.Delta{Raw: ev.Data, ServiceTier: gateway.TierName(tier.Str)}
@@ -262,6 +262,11 @@ func (s *oaRawStream) Next() (gateway.Delta, error) {
 }
 
 func (s *oaRawStream) Close() error { return s.body.Close() }
+
+// failed reports whether a chunk's error field (the first) is one: a
+// null error is none, as the translating parser reads it; it failed a
+// stream whose every chunk said "error":null.
+func failed(failure gjson.Result) bool { return failure.Exists() && failure.Type != gjson.Null }
 
 // streamFailure is the upstream's error failure, a chunk's error: an
 // error object (OpenAI's, a compatible server's), or a string beside the

@@ -126,7 +126,7 @@ func FuzzSSEStreams(f *testing.F) {
 // to the same answers.
 func referenceChunk(data []byte) (gateway.Delta, bool) {
 	g := gjson.ParseBytes(data)
-	if g.Get("error").Exists() {
+	if e := g.Get("error"); e.Exists() && e.Type != gjson.Null {
 		return gateway.Delta{}, true
 	}
 	d := gateway.Delta{ServiceTier: g.Get("service_tier").Str}
@@ -160,6 +160,7 @@ func FuzzRawChunk(f *testing.F) {
 	f.Add([]byte(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"c","function":{"name":"f","arguments":"{"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}`))
 	f.Add([]byte(`{"choices":[{"delta":{"content":"a"}},{"delta":{"content":"b"}}],"choices":[{"delta":{"content":"c"}}]}`))
 	f.Add([]byte(`{"usage":{"prompt_tokens":1},"error":{"type":"x","message":"y"}}`))
+	f.Add([]byte(`{"error":null,"choices":[{"index":0,"delta":{"content":"hi"}}],"error":{"message":"y"}}`))
 	f.Add([]byte(`{"choices":[{"delta":{"cont\u0065nt":"esc"},"finish_reason":"stop"}]}`))
 	f.Add([]byte(`{"service_tier":"priority","choices":[],"usage":{"prompt_tokens":4},"service_tier":"default"}`))
 	f.Add([]byte(`{"choices":[{"delta":{"content":"x"}}],"service_tier":7}`))
@@ -334,6 +335,35 @@ func TestStreamErrorAsAString(t *testing.T) {
 		var ue *gateway.UpstreamError
 		if !errors.As(err, &ue) || ue.Status != 502 || ue.Type != "validation" || !strings.Contains(ue.Public(), "must be <= 4096") || len(ds) != 0 {
 			t.Errorf("%s: %v after %d deltas", name, err, len(ds))
+		}
+	}
+}
+
+// A chunk whose error is null holds none: a passed-through stream whose
+// every chunk said "error":null failed at its first ("error event"), where
+// the translating parser read it whole.
+func TestStreamNullErrorIsNone(t *testing.T) {
+	chunks := []string{
+		`{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hello"},"finish_reason":null}],"error":null}`,
+		`{"choices":[{"index":0,"delta":{"content":" world"},"finish_reason":"stop"}],"error":null}`,
+		`{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":2},"error":null}`,
+		`[DONE]`,
+	}
+	var b strings.Builder
+	for _, c := range chunks {
+		b.WriteString("data: " + c + "\n\n")
+	}
+	for name, st := range map[string]gateway.Stream{
+		"translated":     oaStreamOf(chunks...),
+		"passed through": &oaRawStream{name: "f", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader(b.String()))},
+	} {
+		ds, err := upstreamtest.Drain(t, st)
+		text := ""
+		for _, d := range ds {
+			text += d.Text
+		}
+		if err != nil || text != "Hello world" {
+			t.Errorf("%s: %q, %v", name, text, err)
 		}
 	}
 }
