@@ -949,3 +949,34 @@ func TestModelAdminStoreAwayAdvice(t *testing.T) {
 		}
 	}
 }
+
+// The admin model routes refuse a field they do not read, as key creation
+// and console links do: ignored, {"provider":"openai"} on a batch (whose
+// field is configuredOnly) probed every provider's models, and a preview's
+// misspelt need ranked models without it. Each is a 400 in OpenAI's shape
+// naming the field, and nothing is probed, synced or recorded.
+func TestModelAdminRoutesRefuseUnknownFields(t *testing.T) {
+	e, _, _ := newRoutingEnv(t)
+	before, err := e.store.Head(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, body, param string }{
+		{"/v1/models/sync", `{"providr":"openai"}`, "providr"},
+		{"/v1/models/sync", `{"provider":"openai","Provider":"flaky"}`, "Provider"},
+		{"/v1/models/health", `{"model":"openai:gpt-4o-mini","timeoutMs":1}`, "timeoutMs"},
+		{"/v1/models/health/batch", `{"provider":"openai"}`, "provider"},
+		{"/v1/models/health/batch", `{"limit":1,"":true}`, ""},
+		{"/v1/models/route/preview", `{"mode":"cheap","need":{"tools":true}}`, "need"},
+		{"/v1/models/route/preview", `{"needs":{"tool":true}}`, "needs.tool"},
+	} {
+		r := e.do("POST", c.path, e.admin, c.body)
+		if r.status != 400 || r.str("error.type") != "invalid_request_error" || r.str("error.param") != c.param || r.str("error.code") != "unknown_field" ||
+			!strings.Contains(r.str("error.message"), "unknown field") {
+			t.Errorf("%s %s: %d %s; want 400 naming %q", c.path, c.body, r.status, r.raw, c.param)
+		}
+	}
+	if after, _ := e.store.Head(context.Background()); after != before {
+		t.Fatal("a refused admin request appended an event")
+	}
+}

@@ -24,8 +24,14 @@ type createKeyRequest struct {
 // body that is not one of known (why says what the request has, and that
 // nothing was made), or nil.
 func refuseUnknown(op string, body []byte, known []string, why string) error {
+	return refuseUnknownAt(op, "", body, known, why)
+}
+
+// refuseUnknownAt is refuseUnknown for the object obj found at the JSON
+// pointer at ("" for the body itself).
+func refuseUnknownAt(op, at string, obj []byte, known []string, why string) error {
 	var unknown *string // a name may be "", which is unknown too
-	gjson.ParseBytes(body).ForEach(func(k, _ gjson.Result) bool {
+	gjson.ParseBytes(obj).ForEach(func(k, _ gjson.Result) bool {
 		if !slices.Contains(known, k.Str) {
 			unknown = &k.Str
 			return false
@@ -35,7 +41,7 @@ func refuseUnknown(op string, body []byte, known []string, why string) error {
 	if unknown == nil {
 		return nil
 	}
-	return domain.Invalid(op, domain.FieldError{Pointer: "/" + domain.PointerToken(*unknown), Code: "unknown_field",
+	return domain.Invalid(op, domain.FieldError{Pointer: at + "/" + domain.PointerToken(*unknown), Code: "unknown_field",
 		Message: fmt.Sprintf("unknown field %q: %s", *unknown, why)})
 }
 

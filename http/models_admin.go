@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -35,23 +36,41 @@ func (s *Server) eventMeta(r *http.Request) eventstore.Metadata {
 	return eventstore.Metadata{Tenant: p.Tenant, Actor: p.Actor(), RequestID: RequestID(r.Context())}
 }
 
-// decodeOptional decodes a body that may be empty (all fields optional).
-func decodeOptional(w http.ResponseWriter, r *http.Request, limit int64, dst any) error {
+// decodeAdmin decodes an admin model route's body into dst, a pointer to
+// a struct, an empty one being no fields when optional, and refuses a
+// name the struct does not have (why says what the route reads): ignored,
+// a misspelt or misplaced field would be done without, and a batch's
+// {"provider":"oa"} probed every provider's models.
+func decodeAdmin(w http.ResponseWriter, r *http.Request, limit int64, dst any, optional bool, op, why string) ([]byte, error) {
 	body, err := readBody(w, r, limit)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return nil
+	if optional && len(bytes.TrimSpace(body)) == 0 {
+		return body, nil
 	}
-	return decodeBody(body, dst)
+	if err := decodeBody(body, dst); err != nil {
+		return nil, err
+	}
+	return body, unknownAsCode(refuseUnknown(op, body, jsonFieldNames(reflect.TypeOf(dst).Elem()), why))
+}
+
+// unknownAsCode is err, an unknown field's refusal, with unknown_field as
+// its code: OpenAI's error shape has one code and no field errors, and
+// validation_failed there said less than duplicate_field does.
+func unknownAsCode(err error) error {
+	var e *domain.Error
+	if errors.As(err, &e) {
+		e.Code = "unknown_field"
+	}
+	return err
 }
 
 func (s *Server) syncModels(w http.ResponseWriter, r *http.Request) {
 	q := struct {
 		Provider *string `json:"provider"`
 	}{}
-	if err := decodeOptional(w, r, s.maxBody, &q); err != nil {
+	if _, err := decodeAdmin(w, r, s.maxBody, &q, true, "models.sync", "a sync's body has provider, or is empty for every provider; nothing was synced"); err != nil {
 		s.writeErrorAs(w, r, openaiErrors, err)
 		return
 	}
@@ -133,11 +152,7 @@ func (s *Server) healthModel(w http.ResponseWriter, r *http.Request) {
 		Provider string `json:"provider"`
 		Model    string `json:"model"`
 	}
-	body, err := readBody(w, r, s.maxBody)
-	if err == nil {
-		err = decodeBody(body, &q)
-	}
-	if err != nil {
+	if _, err := decodeAdmin(w, r, s.maxBody, &q, false, "models.health", "a probe's body has model and provider; nothing was probed"); err != nil {
 		s.writeErrorAs(w, r, openaiErrors, err)
 		return
 	}
@@ -169,7 +184,7 @@ func (s *Server) healthBatch(w http.ResponseWriter, r *http.Request) {
 		ConfiguredOnly *bool `json:"configuredOnly"`
 		Limit          *int  `json:"limit"`
 	}{}
-	if err := decodeOptional(w, r, s.maxBody, &q); err != nil {
+	if _, err := decodeAdmin(w, r, s.maxBody, &q, true, "models.health.batch", "a batch's body has configuredOnly and limit, and probes the least recently probed models of every provider; nothing was probed"); err != nil {
 		s.writeErrorAs(w, r, openaiErrors, err)
 		return
 	}
@@ -260,7 +275,14 @@ func (s *Server) routePreview(w http.ResponseWriter, r *http.Request) {
 		Limit    *int          `json:"limit"`
 		Needs    gateway.Needs `json:"needs"`
 	}{}
-	if err := decodeOptional(w, r, s.maxBody, &q); err != nil {
+	body, err := decodeAdmin(w, r, s.maxBody, &q, true, "models.route.preview", "a preview's body has mode, strategy, limit and needs")
+	if err == nil {
+		// A need misspelt would rank models that lack it.
+		if n := gjson.GetBytes(body, "needs"); n.IsObject() {
+			err = unknownAsCode(refuseUnknownAt("models.route.preview", "/needs", []byte(n.Raw), jsonNames[gateway.Needs](), "needs has json, tools and contextTokens"))
+		}
+	}
+	if err != nil {
 		s.writeErrorAs(w, r, openaiErrors, err)
 		return
 	}
