@@ -22,10 +22,19 @@ type webhookRequest struct {
 	TargetExecutors []string `json:"targetExecutors"`
 }
 
+// webhookFields are the names a registration may hold.
+var webhookFields = jsonNames[webhookRequest]()
+
 // decodeWebhookRequest reads and checks a registration body.
 func decodeWebhookRequest(body []byte, allowPrivate bool) (domain.WebhookRegistration, error) {
 	var q webhookRequest
 	if err := decodeBody(body, &q); err != nil {
+		return domain.WebhookRegistration{}, err
+	}
+	// A filter misspelt ("targetExecutor") would register an endpoint
+	// sent every handoff's events, other executors' among them.
+	if err := refuseUnknown("webhooks.register", body, webhookFields,
+		"a registration has url, eventTypes and targetExecutors; no endpoint was registered"); err != nil {
 		return domain.WebhookRegistration{}, err
 	}
 	reg := domain.WebhookRegistration{URL: q.URL, EventTypes: q.EventTypes, TargetExecutors: q.TargetExecutors}

@@ -1537,3 +1537,24 @@ func TestWebhookGoneFromAnOldURLDoesNotDisable(t *testing.T) {
 	e.contract(e.tenantA, nil)
 	next.await(t, 1)
 }
+
+// A registration refuses a field it does not read, as an update does:
+// ignored, a misspelt "targetExecutor" registered an endpoint for every
+// handoff's events, other executors' included, and a misspelt filter of
+// any kind would widen what the endpoint is sent.
+func TestWebhookRegistrationRefusesUnknownFields(t *testing.T) {
+	e, _ := webhookEnv(t, false)
+	for _, c := range []struct{ body, pointer string }{
+		{`{"url":"https://hooks.example.com/","eventTypes":["*"],"targetExecutor":["ops-bot"]}`, "/targetExecutor"},
+		{`{"url":"https://hooks.example.com/","eventTypes":["*"],"TargetExecutors":["ops-bot"]}`, "/TargetExecutors"},
+		{`{"url":"https://hooks.example.com/","eventTypes":["*"],"disabled":true}`, "/disabled"},
+	} {
+		r := e.do("POST", "/v1/webhooks", e.tenantA, c.body)
+		if r.status != 422 || !strings.Contains(string(r.raw), `"pointer":"`+c.pointer+`","code":"unknown_field"`) {
+			t.Fatalf("%s: %d %s", c.body, r.status, r.raw)
+		}
+	}
+	if n := e.countType("WebhookRegistered"); n != 0 {
+		t.Fatalf("%d WebhookRegistered events after refused registrations", n)
+	}
+}
