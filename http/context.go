@@ -9,8 +9,10 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/gorilla/mux"
+	"github.com/tidwall/gjson"
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/domain/contextpack"
@@ -78,6 +80,40 @@ func (q *contextPreviewRequest) toDomain() (contextpack.Request, error) {
 	return req, nil
 }
 
+// contextFields and contextOptions are the names a packet request and
+// its options may hold; a document holds title and text.
+var (
+	contextFields  = jsonNames[contextPreviewRequest]()
+	contextOptions = []string{"tokenBudget", "encoding"}
+)
+
+// unknownContextField refuses a name a packet request does not read, at
+// its top, in options or in a document: ignored, a misplaced tokenBudget
+// stored a packet of the default 4000 tokens where 50 were asked, and a
+// document's misnamed text left it out.
+func unknownContextField(body []byte) error {
+	const op, nothing = "context.preview", "; no packet was stored"
+	doc := gjson.ParseBytes(body)
+	if err := refuseUnknownAt(op, "", body, contextFields, "a packet request has "+strings.Join(contextFields, ", ")+nothing); err != nil {
+		return err
+	}
+	if o := doc.Get("options"); o.IsObject() {
+		if err := refuseUnknownAt(op, "/options", []byte(o.Raw), contextOptions, "options has tokenBudget and encoding"+nothing); err != nil {
+			return err
+		}
+	}
+	var err error
+	i := 0
+	doc.Get(contextpack.SectionRetrieval).ForEach(func(_, d gjson.Result) bool {
+		if d.IsObject() {
+			err = refuseUnknownAt(op, fmt.Sprintf("/%s/%d", contextpack.SectionRetrieval, i), []byte(d.Raw), []string{"title", "text"}, "a document has title and text"+nothing)
+		}
+		i++
+		return err == nil
+	})
+	return err
+}
+
 // unmarshalString decodes a JSON string, and nothing else (not null).
 func unmarshalString(raw json.RawMessage, dst *string) error {
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '"' {
@@ -122,10 +158,15 @@ func tokenBudget(raw json.RawMessage) (int, *domain.FieldError) {
 // contextPreview builds, stores and answers a context packet.
 func (s *Server) contextPreview(w http.ResponseWriter, r *http.Request) {
 	var q contextPreviewRequest
-	if _, ok := s.readJSON(w, r, &q); !ok {
+	body, ok := s.readJSON(w, r, &q)
+	if !ok {
 		return
 	}
-	req, err := q.toDomain()
+	err := unknownContextField(body)
+	var req contextpack.Request
+	if err == nil {
+		req, err = q.toDomain()
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

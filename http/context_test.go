@@ -189,6 +189,12 @@ func TestContextPreviewRefusals(t *testing.T) {
 		{"hint null", `{"memoryHints":[null]}`, 422, "validation_failed", "/memoryHints/0"},
 		{"document not an object", `{"retrievalContext":["text"]}`, 422, "validation_failed", "/retrievalContext/0"},
 		{"document text not a string", `{"retrievalContext":[{"text":"a"},{"title":"t","text":5}]}`, 422, "validation_failed", "/retrievalContext/1/text"},
+		// A name it does not read, which was ignored: a budget misplaced
+		// at the top stored a packet of the default 4000 tokens, a
+		// document's misnamed text left it out.
+		{"budget at the top", `{"tokenBudget":50,"memoryHints":["a"]}`, 422, "validation_failed", "/tokenBudget"},
+		{"unknown option", `{"options":{"tokenBudget":50,"maxTokens":10}}`, 422, "validation_failed", "/options/maxTokens"},
+		{"unknown document field", `{"retrievalContext":[{"text":"a"},{"title":"t","content":"b"}]}`, 422, "validation_failed", "/retrievalContext/1/content"},
 		{"thread id too long", map[string]any{"threadId": strings.Repeat("t", 257)}, 422, "validation_failed", "/threadId"},
 		{"customer id with a control character", map[string]any{"customerId": "cus\u00007"}, 422, "validation_failed", "/customerId"},
 		{"too many hints", map[string]any{"memoryHints": make([]string, 1001)}, 422, "validation_failed", "/memoryHints"},
@@ -267,12 +273,11 @@ func TestContextPreviewBudgetAndTokenCounts(t *testing.T) {
 	}
 }
 
-func TestContextPreviewHashAndUnknownFields(t *testing.T) {
+func TestContextPreviewHash(t *testing.T) {
 	e := newEnv(t)
 	body := previewBody()
 	a := e.must(e.preview(e.tenantA, body), 201)
-	body["somethingNew"] = map[string]any{"x": 1}
-	body["options"] = map[string]any{"tokenBudget": 4000, "future": true}
+	body["options"] = map[string]any{"tokenBudget": 4000}
 	b := e.must(e.preview(e.tenantA, body), 201)
 	if a.str("contentHash") != b.str("contentHash") || a.str("packetId") == b.str("packetId") {
 		t.Fatalf("same content: hashes %s %s, ids %s %s", a.str("contentHash"), b.str("contentHash"), a.str("packetId"), b.str("packetId"))
