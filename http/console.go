@@ -566,10 +566,31 @@ func parseInboxKey(c string) (inboxKey, bool) {
 		return inboxKey{ID: c}, c != ""
 	}
 	n, err := strconv.ParseInt(due, 10, 64)
-	if err != nil || n == 0 || id == "" {
+	if err != nil || n <= 0 || id == "" {
 		return inboxKey{}, false
 	}
 	return inboxKey{Due: time.Unix(0, n).UTC(), ID: id}, true
+}
+
+// deadlineOf says whether due is a deadline an approval cursor naming the
+// contract (raw, its view) may have: its approval's expiry or its
+// escalation, escalated since or not; or none (zero) when it had neither
+// while it waited, an escalation that has since happened aside. Only the
+// approvals' order has deadlines, and a cursor's is the one its handoff
+// had: another (a negative one, a day or a year away, none for one that
+// expires) placed the page where no page of the inbox starts, and was
+// shown as one.
+func deadlineOf(raw []byte, due time.Time) bool {
+	var v domain.ContractView
+	if json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	expires := v.Deadlines != nil && v.Deadlines.ApprovalExpiresAt != nil
+	e := v.ApprovalPolicy.EscalateAfterSeconds
+	if due.IsZero() {
+		return !expires && (e <= 0 || v.ApprovalPolicy.EscalatedAt != nil)
+	}
+	return expires && v.Deadlines.ApprovalExpiresAt.Equal(due) || e > 0 && v.CreatedAt.Add(time.Duration(e)*time.Second).Equal(due)
 }
 
 // inboxQueue is one queue's page: the items after the page's cursor, in
@@ -717,12 +738,12 @@ func (s *Server) consoleInbox(w http.ResponseWriter, r *http.Request) {
 		}
 		key, ok := parseInboxKey(c[0])
 		if ok {
-			_, tenant, found, err := s.proj.Contract(key.ID)
+			raw, tenant, found, err := s.proj.Contract(key.ID)
 			if err != nil {
 				s.consoleError(w, r, err)
 				return
 			}
-			ok = found && tenant == p.Tenant
+			ok = found && tenant == p.Tenant && (k == "approvals" && deadlineOf(raw, key.Due) || k != "approvals" && key.Due.IsZero())
 		}
 		if !ok {
 			unknown = append(unknown, "This page of the inbox is not one it made (the link was cut or changed): start again from its first page.")

@@ -1140,6 +1140,25 @@ func TestConsoleInboxPages(t *testing.T) {
 			t.Fatalf("cursor %q: %d %s", c, status, page)
 		}
 	}
+	// A deadline the cursor's handoff does not have (negative, another
+	// time), or one on a queue whose order has none, was taken, and some
+	// page shown as the one asked for.
+	expires, err := time.Parse(time.RFC3339Nano, e.must(e.do("GET", "/v1/handoff/contracts/"+due, e.tenantA, nil), 200).str("deadlines.approvalExpiresAt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := expires.UnixNano()
+	cur := fmt.Sprintf("%d~%s", n, due) // the cursor of a page ending on it
+	for _, c := range []string{"approvals=-5~" + due, "approvals=-" + cur, fmt.Sprintf("approvals=%d~%s", n+1, due),
+		"approvals=1~" + approvals[1], "reviews=" + cur, "page=" + cur, "reviews=5~" + reviews[0], "approvals=" + due} {
+		status, page, _ := u.get("/console/?" + c)
+		if status != http.StatusBadRequest || !strings.Contains(page, "This page of the inbox is not one it made") || strings.Contains(page, `data-handoff=`) {
+			t.Fatalf("cursor %q: %d %s", c, status, page)
+		}
+	}
+	if status, page, _ := u.get("/console/?approvals=" + url.QueryEscape(cur)); status != http.StatusOK || !strings.Contains(page, "Showing 2–3 of 7") {
+		t.Fatalf("the inbox's own cursor %q: %d %s", cur, status, page)
+	}
 }
 
 // An artifact's link says where it goes: a right-to-left override or a
