@@ -602,6 +602,7 @@ type inboxQueue struct {
 	From  int    // the position of the first item shown (1 for the first)
 	Next  string // the cursor of the next page; "" on the last
 	Paged bool   // not the first page
+	Held  int    // waiting, but on someone else than the person signed in: not listed
 	keys  []inboxKey
 	worst *inboxKey // once a page and one are kept: the last of them
 }
@@ -779,6 +780,23 @@ func (s *Server) consoleInbox(w http.ResponseWriter, r *http.Request) {
 	// each contract offered to the queue it belongs to (four passes, one a
 	// state, walked the whole index four times).
 	queueParam := map[string]string{"approval": "approvals", "review": "reviews"}
+	// A queue of the person's own role lists what they can act on: listed,
+	// a handoff whose decision another approver gives next (theirs
+	// stands), or whose proof separation of duties gives another verifier
+	// (they approved it), invited a click on a page that takes nothing of
+	// them. Counted apart; a view of its state still lists it.
+	sess := sessionOf(r.Context())
+	me := domain.Principal{Person: sess.Name}.Actor()
+	heldFor := func(it inboxItem) bool {
+		approved := slices.ContainsFunc(it.ApprovalPolicy.Approvals, func(a domain.ApprovalRecord) bool { return domain.SameActor(a.Approver, me) })
+		switch it.Queue {
+		case "approval":
+			return sess.CanApprove() && approved
+		case "review":
+			return sess.CanReview() && approved && it.ApprovalPolicy.SeparationOfDuties
+		}
+		return false
+	}
 	read := func(pf projections.ContractFilter, queues ...*inboxQueue) error {
 		for _, qu := range queues {
 			qu.Paged = cursors[qu.Param] != nil
@@ -800,7 +818,9 @@ func (s *Server) consoleInbox(w http.ResponseWriter, r *http.Request) {
 			}
 			it := itemOf(v)
 			for _, qu := range queues {
-				if qu.Param == queueParam[it.Queue] {
+				if qu.Param == queueParam[it.Queue] && heldFor(it) {
+					qu.Held++
+				} else if qu.Param == queueParam[it.Queue] {
 					qu.offer(cursors[qu.Param], inboxKey{Due: it.due(), ID: v.HandoffID}, func() (inboxItem, bool) { return it, true })
 				}
 			}

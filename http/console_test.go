@@ -1946,3 +1946,61 @@ func TestConsoleDataRoutesWithoutASession(t *testing.T) {
 		}
 	}
 }
+
+// A queue of the person's role lists what they can act on: a handoff an
+// approver approved, waiting for another approver, and one whose proof
+// separation of duties keeps from a verifier who approved it, were
+// listed, and their pages took nothing of them. They are counted apart,
+// and a view of every handoff still lists them.
+func TestConsoleInboxListsWhatThePersonCanActOn(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, map[string]any{"objective": "Two approvers, apart", "requiredApprovals": 2, "separationOfDuties": true})
+	plain := e.contract(e.tenantA, map[string]any{"objective": "One approver"})
+	listed := func(page, heading, id string) bool {
+		i := strings.Index(page, `id="`+heading+`"`)
+		if i < 0 {
+			t.Fatalf("no %s: %s", heading, page)
+		}
+		rest := page[i:]
+		if j := strings.Index(rest, "</section>"); j >= 0 {
+			rest = rest[:j]
+		}
+		return strings.Contains(rest, `data-handoff="`+id+`"`)
+	}
+	alice := e.signIn("a", "alice", "approver")
+	if status, _ := alice.act(id, url.Values{"action": {"approve"}}); status != http.StatusSeeOther {
+		t.Fatalf("approve: %d", status)
+	}
+	_, page, _ := alice.get("/console/")
+	if listed(page, "q-approval", id) || !listed(page, "q-approval", plain) ||
+		!strings.Contains(page, `id="held-approvals">Not listed: 1 handoff you approved, which waits for another approver`) ||
+		!strings.Contains(page, `Pending approval <span class="count">1</span>`) {
+		t.Fatalf("the inbox of an approver whose approval stands: %s", page)
+	}
+	if _, page, _ := alice.get("/console/?state=contract_created"); !strings.Contains(page, `data-handoff="`+id+`"`) {
+		t.Fatal("the view of its state does not list it")
+	}
+	carol := e.signIn("a", "carol", "approver")
+	if _, page, _ := carol.get("/console/"); !listed(page, "q-approval", id) || strings.Contains(page, `id="held-approvals"`) {
+		t.Fatalf("the inbox of an approver who has not approved: %s", page)
+	}
+	if status, _ := carol.act(id, url.Values{"action": {"approve"}}); status != http.StatusSeeOther {
+		t.Fatalf("approve: %d", status)
+	}
+	if status, _ := alice.act(plain, url.Values{"action": {"approve"}}); status != http.StatusSeeOther {
+		t.Fatalf("approve: %d", status)
+	}
+	e.must(e.post(id, "proof", e.tenantA2, proofBody("run-1")), 200)
+	e.must(e.post(plain, "proof", e.tenantA2, proofBody("run-1")), 200)
+	// Alice as verifier: barred from the one under separation of duties,
+	// not from the other.
+	_, page, _ = e.signIn("a", "alice", "verifier").get("/console/")
+	if listed(page, "q-review", id) || !listed(page, "q-review", plain) || !strings.Contains(page, `id="held-reviews"`) {
+		t.Fatalf("the inbox of a verifier who approved under separation of duties: %s", page)
+	}
+	for _, u := range []*consoleUser{e.signIn("a", "bob", "verifier"), e.signIn("a", "audrey", "auditor")} {
+		if _, page, _ := u.get("/console/"); !listed(page, "q-review", id) || !listed(page, "q-review", plain) || strings.Contains(page, `id="held-`) {
+			t.Fatalf("the inbox of another verifier or an auditor: %s", page)
+		}
+	}
+}
