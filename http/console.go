@@ -961,6 +961,19 @@ func (s *Server) showHandoff(w http.ResponseWriter, r *http.Request, status int,
 		s.consoleError(w, r, err)
 		return
 	}
+	if id := r.URL.Query().Get("refused"); problem != nil && id != "" {
+		// Shown again once the handoff moved on (Back from the page of a
+		// decision made since, a reload after another person's), "Not
+		// recorded" read as said of the latest form, above the decision
+		// it had recorded: said as an earlier answer.
+		if at, ok := s.flashes.shownAt(id, pg.View.LedgerHead.Seq); ok && pg.View.LedgerHead.Seq > at {
+			p := *problem
+			p.Title = "Not recorded, an earlier answer"
+			p.Detail = "This answered a form sent before the handoff changed; the page below is the handoff as it is now, at event " +
+				strconv.FormatUint(pg.View.LedgerHead.Seq, 10) + ". " + p.Detail
+			problem = &p
+		}
+	}
 	rows := make([]timelineRow, len(pg.Entries))
 	for i, e := range pg.Entries {
 		raw, _ := e.Data.(json.RawMessage)

@@ -2004,3 +2004,33 @@ func TestConsoleInboxListsWhatThePersonCanActOn(t *testing.T) {
 		}
 	}
 }
+
+// A refused form's page opened again after the handoff moved on (Back
+// from the page of a decision made since, or a reload after another
+// person's) said "Not recorded." as if of the latest form, above a page
+// showing the decision recorded since: the person read their approval as
+// refused. It says the refusal is an earlier answer, and that the page
+// is the handoff as it is now.
+func TestConsoleRefusalShownAgainAfterTheHandoffMovedOn(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	alice := e.signIn("a", "alice", "approver")
+	status, _, h := alice.post("/console/handoffs/"+id+"/actions", url.Values{"csrf": {alice.csrf()}, "action": {"reject"}, "nonce": {"n-1"}})
+	where := h.Get("Location")
+	if status != http.StatusSeeOther || !strings.Contains(where, "?refused=") {
+		t.Fatalf("a rejection without a reason answered %d, Location %q", status, where)
+	}
+	for range 2 { // the page, then a reload of it: the refusal as it was
+		if _, page, _ := alice.get(where); !strings.Contains(page, "<strong>Not recorded.</strong> A rejection needs a reason") {
+			t.Fatalf("the refused page: %s", page)
+		}
+	}
+	if status, page := alice.act(id, url.Values{"action": {"approve"}, "nonce": {"n-2"}}); status != http.StatusSeeOther || !strings.Contains(page, "Recorded: approved") {
+		t.Fatalf("approve: %d %s", status, page)
+	}
+	_, page, _ := alice.get(where) // Back
+	if code, words := refusal(t, page); code != "validation_failed" || !strings.Contains(page, "<strong>Not recorded, an earlier answer.</strong>") ||
+		!strings.Contains(words, "before the handoff changed") || !strings.Contains(words, "A rejection needs a reason") {
+		t.Fatalf("the refused page after the approval: %q %q %s", code, words, page)
+	}
+}

@@ -24,6 +24,7 @@ type consoleFlash struct {
 	form                 map[string]string
 	at                   time.Time
 	size                 int
+	head                 uint64 // the handoff's head when the refusal was first shown
 }
 
 type consoleFlashes struct {
@@ -70,4 +71,19 @@ func (f *consoleFlashes) get(now time.Time, id, session, handoff string) (Proble
 		return Problem{}, nil, false
 	}
 	return fl.problem, fl.form, true
+}
+
+// shownAt is the handoff's head when the refusal id holds was first shown,
+// head if this is that first time; ok is false when id holds none.
+func (f *consoleFlashes) shownAt(id string, head uint64) (uint64, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fl, ok := f.byID[id]
+	if !ok {
+		return 0, false
+	}
+	if fl.head == 0 {
+		fl.head = head
+	}
+	return fl.head, true
 }
