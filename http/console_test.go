@@ -2034,3 +2034,27 @@ func TestConsoleRefusalShownAgainAfterTheHandoffMovedOn(t *testing.T) {
 		t.Fatalf("the refused page after the approval: %q %q %s", code, words, page)
 	}
 }
+
+// A form sent again with another button or other words (a page without
+// its script sends a second click) is refused as a key reused, and the
+// first send was recorded: the person was told "nothing new was recorded.
+// Use the form below, drawn anew." above a page with no form, their
+// approval standing, and read the rejection they meant as lost. They are
+// told that the first send was recorded and this one was not.
+func TestConsoleFormSentAgainOtherwise(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	alice := e.signIn("a", "alice", "approver")
+	if status, page := alice.act(id, url.Values{"action": {"approve"}, "nonce": {"n-1"}, "head": {"1"}}); status != http.StatusSeeOther || !strings.Contains(page, "Recorded: approved") {
+		t.Fatalf("approve: %d %s", status, page)
+	}
+	status, page := alice.act(id, url.Values{"action": {"reject"}, "reason": {"changed my mind"}, "nonce": {"n-1"}, "head": {"1"}})
+	code, words := refusal(t, page)
+	if status != http.StatusSeeOther || code != "idempotency_key_reused" || strings.Contains(words, "form below") ||
+		!strings.Contains(words, "The first send of this form was recorded") || !strings.Contains(words, "was not: a form is recorded once") {
+		t.Fatalf("the form sent again as a rejection: %d %q %q", status, code, words)
+	}
+	if n := e.events(id); n != 2 {
+		t.Fatalf("%d events", n)
+	}
+}

@@ -43,7 +43,9 @@ func forPerson(p *Problem, action string) {
 	case "no_proof", "transition_not_allowed":
 		p.Detail = "This handoff is not at a step that takes this decision now (the page below shows where it is), so nothing was recorded."
 	case "idempotency_key_reused":
-		p.Detail = "This form was sent before with other words, and a form is recorded once, so nothing new was recorded. Use the form below, drawn anew."
+		// Only a recorded send keeps the form's key: the page below shows
+		// it, and may offer no form (an approval that stands).
+		p.Detail = "The first send of this form was recorded (the page below shows it); this one, with another button or other words, was not: a form is recorded once."
 	case "idempotency_in_flight":
 		p.Detail = "Your first send of this form is still being recorded. Wait a moment, then reload the page to see it."
 	case "validation_failed":
