@@ -1029,10 +1029,26 @@ func (s *Server) showHandoff(w http.ResponseWriter, r *http.Request, status int,
 	// Separation of duties refuses an approver's review: told why, not
 	// offered a form the ledger would refuse.
 	reviewBarred := canReview && sess.CanReview() && v.ApprovalPolicy.SeparationOfDuties && approvedAlready
+	// The words of a refused form that no form on the page takes back
+	// (another approver decided first, the ledger closed) are shown as
+	// text: a rejection's reason, a warning, was lost with the form.
+	showApprove, showReview := canDecide && sess.CanApprove() && !approvedAlready, canReview && sess.CanReview() && !reviewBarred
+	unsent := ""
+	switch {
+	case form["action"] == "approve" || form["action"] == "reject":
+		if !showApprove {
+			unsent = form["reason"]
+		}
+	case form["action"] == "review":
+		if !showReview {
+			unsent = form["notes"]
+		}
+	}
 	s.renderConsole(w, r, status, "handoff", map[string]any{
-		"Title": titleOf(v.Objective) + " · handoff " + shortHash(v.HandoffID), "H": v, "Timeline": rows, "Earlier": earlier, "Chain": pg.Chain, "Plan": pg.Plan, "Packet": pg.Packet,
+		"Unsent": unsent,
+		"Title":  titleOf(v.Objective) + " · handoff " + shortHash(v.HandoffID), "H": v, "Timeline": rows, "Earlier": earlier, "Chain": pg.Chain, "Plan": pg.Plan, "Packet": pg.Packet,
 		"GenesisHash": domain.GenesisHash(v.HandoffID), "Problem": problem, "Notice": notice, "After": after,
-		"ShowApprove": canDecide && sess.CanApprove() && !approvedAlready, "ShowReview": canReview && sess.CanReview() && !reviewBarred,
+		"ShowApprove": showApprove, "ShowReview": showReview,
 		"ReviewBarred":    reviewBarred,
 		"ApprovedAlready": canDecide && sess.CanApprove() && approvedAlready,
 		"Nonce":           newNonce(), "Verdicts": domain.ReviewVerdicts, "Closed": v.State == domain.StateLedgerClosed,

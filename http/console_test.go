@@ -2058,3 +2058,31 @@ func TestConsoleFormSentAgainOtherwise(t *testing.T) {
 		t.Fatalf("%d events", n)
 	}
 }
+
+// The words of a refused form that no form on the page takes back are
+// shown as text: a rejection's reason written on a page drawn before
+// another approver decided was lost, with nothing on the page but "Yours
+// was not recorded". A secret is never shown back.
+func TestConsoleRefusedWordsWithoutAFormAreShown(t *testing.T) {
+	e := newEnv(t)
+	id := e.contract(e.tenantA, nil)
+	alice := e.signIn("a", "alice", "approver")
+	e.must(e.post(id, "approval", e.tenantA2, approveBody()), 200)
+	status, page := alice.act(id, url.Values{"action": {"reject"}, "reason": {"Stop: the <b>prod</b> database is mid-migration"}, "nonce": {"n-1"}, "head": {"1"}})
+	if code, _ := refusal(t, page); status != http.StatusSeeOther || code != "approval_already_decided" ||
+		!strings.Contains(page, `id="unsent"`) || !strings.Contains(page, "Stop: the &lt;b&gt;prod&lt;/b&gt; database is mid-migration</pre>") {
+		t.Fatalf("the refused rejection's page: %d %s", status, page)
+	}
+	// Taken back by the form when there is one: not shown twice.
+	other := e.contract(e.tenantA, nil)
+	_, page = alice.act(other, url.Values{"action": {"reject"}, "reason": {strings.Repeat("x", 4001)}, "nonce": {"n-2"}})
+	if code, _ := refusal(t, page); code != "validation_failed" || strings.Contains(page, `id="unsent"`) || !strings.Contains(page, `id="approve"`) {
+		t.Fatalf("the refused form's page: %s", page)
+	}
+	id3 := e.contract(e.tenantA, nil)
+	e.must(e.post(id3, "approval", e.tenantA2, approveBody()), 200)
+	_, page = alice.act(id3, url.Values{"action": {"reject"}, "reason": {"key " + ctxFakeBtn}, "nonce": {"n-3"}, "head": {"1"}})
+	if strings.Contains(page, ctxFakeBtn) || strings.Contains(page, `id="unsent"`) {
+		t.Fatalf("a secret shown back: %s", page)
+	}
+}

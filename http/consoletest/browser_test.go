@@ -823,6 +823,10 @@ func TestConsoleLiveUpdateKeepsTheAnswer(t *testing.T) {
 	if n := eval[int](t, bo, `document.querySelectorAll("#problem").length + document.querySelectorAll("#notice").length`); n != 1 {
 		t.Errorf("%d notices and refusals on the refused page", n)
 	}
+	// The reason he wrote, which no form takes now, stays with the refusal.
+	if got := eval[string](t, bo, `(document.querySelector("#unsent pre") || {}).textContent || "gone"`); got != "fine by me" {
+		t.Errorf("the words not recorded after a live update: %s", got)
+	}
 }
 
 // A link to a page of the console followed from another site (a shared

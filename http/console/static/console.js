@@ -247,7 +247,7 @@
         // not) came with the address this page was drawn at, not with the
         // page fetched again: it stays, or it vanished at the next event
         // (an executor acting at once), unread.
-        var answers = ["notice", "problem"].map(function (id) { return document.getElementById(id); }).filter(Boolean);
+        var answers = ["notice", "problem", "unsent"].map(function (id) { return document.getElementById(id); }).filter(Boolean);
         if (main && curMain) {
           curMain.replaceWith(document.importNode(main, true));
           var at = document.getElementById("live-status");
