@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -210,6 +211,21 @@ func (s *Server) rotateOnce(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) rotateWebhook(w http.ResponseWriter, r *http.Request) {
+	// A rotation takes no fields: one asking for a shorter overlap
+	// ({"expiresInSeconds":0}, after a secret leaked) would be ignored,
+	// and the old secret sign on for 24 hours.
+	body, err := readBody(w, r, 64<<10)
+	if err == nil && len(bytes.TrimSpace(body)) > 0 {
+		var none struct{}
+		if err = decodeBody(body, &none); err == nil {
+			err = refuseUnknown("webhooks.rotate", body, nil,
+				"a rotation takes no fields (the previous secret signs beside the new one for 24 hours; rotating again ends it at once); nothing was rotated")
+		}
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	rot, err := s.ledger.Webhooks.Rotate(r.Context(), callOf(r), mux.Vars(r)["webhookId"])
 	if err != nil {
 		s.writeError(w, r, err)

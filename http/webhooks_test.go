@@ -1558,3 +1558,24 @@ func TestWebhookRegistrationRefusesUnknownFields(t *testing.T) {
 		t.Fatalf("%d WebhookRegistered events after refused registrations", n)
 	}
 }
+
+// A rotation takes no fields: one asking for a shorter overlap, as after
+// a secret leaked ({"expiresInSeconds":0}), was ignored, and the old
+// secret signed on for 24 hours. It is refused and nothing rotated; an
+// empty body or {} rotates.
+func TestWebhookRotationRefusesFields(t *testing.T) {
+	e, _ := webhookEnv(t, false)
+	id := e.registerWebhook(e.tenantA, "https://hooks.example.com/baton", []string{"*"}).str("webhookId")
+	for _, body := range []string{`{"expiresInSeconds":0}`, `{"previousSecretExpiresAt":"2026-01-01T00:00:00Z"}`} {
+		r := e.do("POST", "/v1/webhooks/"+id+"/rotate", e.tenantA, body)
+		if r.status != 422 || !strings.Contains(string(r.raw), `"code":"unknown_field"`) {
+			t.Fatalf("%s: %d %s", body, r.status, r.raw)
+		}
+	}
+	if n := e.countType("WebhookSecretRotated"); n != 0 {
+		t.Fatalf("%d rotations after refused ones", n)
+	}
+	e.must(e.do("POST", "/v1/webhooks/"+id+"/rotate", e.tenantA, `{}`), 200)
+	e.must(e.do("POST", "/v1/webhooks/"+id+"/rotate", e.tenantA, nil), 200)
+	e.must(e.do("POST", "/v1/webhooks/"+id+"/rotate", e.tenantA, `{"a":`), 400)
+}
