@@ -2003,6 +2003,27 @@ func TestConsoleInboxListsWhatThePersonCanActOn(t *testing.T) {
 			t.Fatalf("the inbox of another verifier or an auditor: %s", page)
 		}
 	}
+	// The other role's queue says whose it is.
+	for _, c := range []struct {
+		role      string
+		has, lack []string
+	}{
+		{"approver", []string{`id="for-verifiers">For verifiers to review: as approver`}, []string{`id="for-approvers"`}},
+		{"verifier", []string{`id="for-approvers">For approvers to decide: as verifier`}, []string{`id="for-verifiers"`}},
+		{"auditor", []string{`id="for-approvers"`, `id="for-verifiers"`}, nil},
+	} {
+		_, page, _ := e.signIn("a", "zed", c.role).get("/console/")
+		for _, want := range c.has {
+			if !strings.Contains(page, want) {
+				t.Errorf("the %s's inbox lacks %s", c.role, want)
+			}
+		}
+		for _, not := range c.lack {
+			if strings.Contains(page, not) {
+				t.Errorf("the %s's inbox has %s", c.role, not)
+			}
+		}
+	}
 }
 
 // A refused form's page opened again after the handoff moved on (Back
