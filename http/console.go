@@ -1221,6 +1221,15 @@ func (s *Server) consoleAction(w http.ResponseWriter, r *http.Request) {
 		s.consoleError(w, r, domain.E("console.action", domain.KindBadRequest, "unknown_action", "no such action"))
 		return
 	}
+	// The head the page was drawn at: a decision on what the person saw,
+	// not on proof that came while they read (handoff_changed). A form
+	// without one (a page of an older console, or one made by hand) was
+	// taken with the check skipped, and recorded on whatever had come.
+	drawnAt, herr := strconv.ParseUint(form.Get("head"), 10, 64)
+	if herr != nil || drawnAt == 0 {
+		s.consoleError(w, r, domain.E("console.action", domain.KindBadRequest, "no_head", "the form does not say which event of the ledger its page was drawn at"))
+		return
+	}
 	body, _ := json.Marshal(fields)
 	ref.BodySHA256 = bodyHash(body)
 	switch c := cmd.(type) {
@@ -1235,9 +1244,7 @@ func (s *Server) consoleAction(w http.ResponseWriter, r *http.Request) {
 	var out ledger.Outcome
 	if err == nil {
 		call := callOf(r)
-		// The head the page was drawn at: a decision on what the person
-		// saw, not on proof that came while they read (handoff_changed).
-		call.DrawnAt, _ = strconv.ParseUint(form.Get("head"), 10, 64)
+		call.DrawnAt = drawnAt
 		out, err = s.ledger.Handoffs.Handle(r.Context(), call, id, cmd)
 	}
 	if err != nil {

@@ -121,6 +121,14 @@ func (u *consoleUser) act(id string, form url.Values) (int, string) {
 	if form.Get("csrf") == "" {
 		form.Set("csrf", u.csrf())
 	}
+	if !form.Has("head") { // as the page drawn now gives it
+		_, page, _ := u.get("/console/handoffs/" + id)
+		if m := headRE.FindStringSubmatch(page); m != nil {
+			form.Set("head", m[1])
+		} else {
+			form.Set("head", "1")
+		}
+	}
 	status, body, h := u.post("/console/handoffs/"+id+"/actions", form)
 	if status == http.StatusSeeOther {
 		_, body, _ = u.get(h.Get("Location"))
@@ -946,7 +954,7 @@ func TestConsoleRefusalIsPostRedirectGet(t *testing.T) {
 	id := e.contract(e.tenantA, nil)
 	alice := e.signIn("a", "alice", "approver")
 	words := "keep my words " + strings.Repeat("x", 4000)
-	status, _, h := alice.post("/console/handoffs/"+id+"/actions", url.Values{"csrf": {alice.csrf()}, "action": {"approve"}, "reason": {words}, "nonce": {"n-1"}})
+	status, _, h := alice.post("/console/handoffs/"+id+"/actions", url.Values{"csrf": {alice.csrf()}, "action": {"approve"}, "reason": {words}, "nonce": {"n-1"}, "head": {"1"}})
 	where := h.Get("Location")
 	if status != http.StatusSeeOther || !strings.HasPrefix(where, "/console/handoffs/"+id+"?refused=") || strings.Contains(where, "keep") {
 		t.Fatalf("a refused form answered %d, Location %q", status, where)
@@ -1759,6 +1767,12 @@ func TestConsoleBadFormInAPersonsWords(t *testing.T) {
 			[]string{"Your decision was not recorded: what was sent could not be read as one of the console&#39;s forms", "Open the handoff again"}},
 		{"a field given twice", "/console/handoffs/" + id + "/actions", "csrf=" + csrf + "&action=approve&action=reject", "repeated_field",
 			[]string{"Your decision was not recorded: this form gave one of its fields more than once", "Open the handoff again"}},
+		// A form that does not say the head its page was drawn at was
+		// taken with the check skipped, and recorded on whatever had come.
+		{"a decision without its page's head", "/console/handoffs/" + id + "/actions", "csrf=" + csrf + "&action=approve", "no_head",
+			[]string{"Your decision was not recorded: this form does not say what its page showed when it was drawn", "Open the handoff again"}},
+		{"a decision with a head not a number", "/console/handoffs/" + id + "/actions", "csrf=" + csrf + "&action=approve&head=latest", "no_head",
+			[]string{"Your decision was not recorded: this form does not say what its page showed", "Open the handoff again"}},
 		{"an unreadable sign-in", "/console/signin", "token=%zz", "bad_form",
 			[]string{"Signing in did not happen", "Nothing was recorded. Open your sign-in link again"}},
 	} {
@@ -1802,7 +1816,7 @@ func TestConsoleNotFoundInAPersonsWords(t *testing.T) {
 	status, page, _ := u.get("/console/handoffs/" + other)
 	check("another tenant's handoff", status, page, "<h1>No such handoff</h1>", "it may belong to another tenant (you are signed in to tenant a)",
 		"Nothing was changed.", `data-code="handoff_not_found"`)
-	status, page, _ = u.post("/console/handoffs/"+other+"/actions", url.Values{"csrf": {u.csrf()}, "action": {"approve"}})
+	status, page, _ = u.post("/console/handoffs/"+other+"/actions", url.Values{"csrf": {u.csrf()}, "action": {"approve"}, "head": {"1"}})
 	check("a decision on it", status, page, "<h1>No such handoff</h1>", "Nothing was recorded.")
 	if e.events(other) != n {
 		t.Fatal("an event was recorded")
@@ -2036,7 +2050,7 @@ func TestConsoleRefusalShownAgainAfterTheHandoffMovedOn(t *testing.T) {
 	e := newEnv(t)
 	id := e.contract(e.tenantA, nil)
 	alice := e.signIn("a", "alice", "approver")
-	status, _, h := alice.post("/console/handoffs/"+id+"/actions", url.Values{"csrf": {alice.csrf()}, "action": {"reject"}, "nonce": {"n-1"}})
+	status, _, h := alice.post("/console/handoffs/"+id+"/actions", url.Values{"csrf": {alice.csrf()}, "action": {"reject"}, "nonce": {"n-1"}, "head": {"1"}})
 	where := h.Get("Location")
 	if status != http.StatusSeeOther || !strings.Contains(where, "?refused=") {
 		t.Fatalf("a rejection without a reason answered %d, Location %q", status, where)

@@ -182,6 +182,7 @@ func badFormForPerson(p *Problem, r *http.Request) againLink {
 		"bad_form":       "what was sent could not be read as one of the console's forms",
 		"unknown_action": "this form asked for an action the console does not have",
 		"repeated_field": "this form gave one of its fields more than once, so what it asked for is not clear",
+		"no_head":        "this form does not say what its page showed when it was drawn, so it could decide on what you have not seen",
 	}[p.Code]
 	if what == "" {
 		return againLink{"/console/", "Back to the inbox"}
