@@ -144,8 +144,22 @@ func (s *Server) withKeyAs(a access, f errFormat, h http.HandlerFunc) http.Handl
 		if rec, ok := w.(*statusRecorder); ok {
 			rec.tenant = p.Tenant
 		}
-		if f == problemErrors {
+		// Baton's own routes take only their parameters; so do the admin
+		// model routes, which no provider's SDK calls: ignored, a sync's
+		// or a batch's ?provider=oa synced or probed every provider.
+		if f == problemErrors || a == adminOnly {
 			if err := knownQuery(r); err != nil {
+				var e *domain.Error
+				if f != problemErrors && errors.As(err, &e) && len(e.Fields) > 0 {
+					// OpenAI's shape has one code and one message, no
+					// field errors: "see fields" would point at nothing.
+					e.Code = e.Fields[0].Code
+					msgs := make([]string, len(e.Fields))
+					for i, fe := range e.Fields {
+						msgs[i] = fe.Pointer + ": " + fe.Message
+					}
+					e.Message = strings.Join(msgs, "; ")
+				}
 				s.writeErrorAs(w, r, f, err)
 				return
 			}

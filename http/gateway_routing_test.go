@@ -980,3 +980,42 @@ func TestModelAdminRoutesRefuseUnknownFields(t *testing.T) {
 		t.Fatal("a refused admin request appended an event")
 	}
 }
+
+// The admin model routes take no query parameters, as Baton's other own
+// routes take only theirs: ignored, ?provider=openai on a sync or a
+// batch (whose choices are in the body) synced or probed every provider,
+// and a batch's ?limit=1 probed twenty. Each is a 400 in OpenAI's shape
+// naming the parameter, before anything is done. The model fronts' own
+// routes still ignore what they do not know, as the providers do.
+func TestModelAdminRoutesRefuseQueryParameters(t *testing.T) {
+	e, _, _ := newRoutingEnv(t)
+	before, err := e.store.Head(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ method, path, body, param, code string }{
+		{"POST", "/v1/models/sync?provider=openai", "", "query:provider", "unknown_parameter"},
+		{"POST", "/v1/models/health/batch?limit=1", `{}`, "query:limit", "unknown_parameter"},
+		{"POST", "/v1/models/health?model=openai:gpt-4o-mini", `{"model":"openai:gpt-4o-mini"}`, "query:model", "unknown_parameter"},
+		{"POST", "/v1/models/route/preview?mode=cheap", "", "query:mode", "unknown_parameter"},
+		{"GET", "/v1/models/infrastructure?provider=openai", "", "query:provider", "unknown_parameter"},
+		{"POST", "/v1/models/sync?provider=openai;x=1", "", "query:provider", "malformed"},
+	} {
+		r := e.do(c.method, c.path, e.admin, c.body)
+		if r.status != 400 || r.str("error.type") != "invalid_request_error" || r.str("error.param") != c.param || r.str("error.code") != c.code {
+			t.Errorf("%s %s: %d %s; want 400 %s naming %q", c.method, c.path, r.status, r.raw, c.code, c.param)
+		}
+	}
+	// Each named in the message, which has no field errors to point to.
+	if r := e.do("POST", "/v1/models/health/batch?provider=openai&limit=1", e.admin, ""); r.status != 400 ||
+		!strings.Contains(r.str("error.message"), "query:limit: is not a parameter") || !strings.Contains(r.str("error.message"), "query:provider: is not a parameter") {
+		t.Errorf("two parameters: %d %s", r.status, r.raw)
+	}
+	if after, _ := e.store.Head(context.Background()); after != before {
+		t.Fatal("a refused admin request appended an event")
+	}
+	// A model front's route ignores it (Claude Code sends ?beta=true).
+	if r := e.do("GET", "/v1/models?beta=true", e.admin, nil); r.status != 200 {
+		t.Fatalf("GET /v1/models?beta=true: %d %s", r.status, r.raw)
+	}
+}
