@@ -22,10 +22,12 @@ func TestConfigRefusesWhatRunsNothing(t *testing.T) {
 	for body, want := range map[string]string{
 		`{"executor":"ops-bot","protocol":{"p.v1":{"command":["true"]}}}`: `unknown field "protocol"`,
 		`{"executor":"ops-bot"}`: `"protocols"`,
-		`{"executor":"ops-bot","protocols":{"p.v1":{"command":["no-such-program-here","renew"]}}}`: `"no-such-program-here" cannot be run`,
-		`{"executor":"ops-bot","protocols":{"p.v1":{"command":[""]}}}`:                             `program "" cannot be run`,
-		`{"executor":"ops-bot","maxRuns":0,"protocols":{"p.v1":{"command":["true"]}}}`:             `"maxRuns" 0`,
-		`{"executor":"ops-bot","protocols":{"p.v1":{"command":["true"],"artifact":"log"}}}`:        `unknown field "artifact"`,
+		`{"executor":"ops-bot","protocols":{"p.v1":{"command":["no-such-program-here","renew"]}}}`:     `"no-such-program-here" cannot be run`,
+		`{"executor":"ops-bot","protocols":{"p.v1":{"command":[""]}}}`:                                 `program "" cannot be run`,
+		`{"executor":"ops-bot","maxRuns":0,"protocols":{"p.v1":{"command":["true"]}}}`:                 `"maxRuns" 0`,
+		`{"executor":"ops-bot","protocols":{"p.v1":{"command":["true"],"artifact":"log"}}}`:            `unknown field "artifact"`,
+		`{"executor":"ops-bot","timeoutSeconds":-1,"protocols":{"p.v1":{"command":["true"]}}}`:         `"timeoutSeconds" -1`,
+		`{"executor":"ops-bot","timeoutSeconds":9223372037,"protocols":{"p.v1":{"command":["true"]}}}`: `"timeoutSeconds" 9223372037`,
 	} {
 		path := filepath.Join(t.TempDir(), "executor.json")
 		os.WriteFile(path, []byte(body), 0o644)
@@ -122,6 +124,20 @@ func TestExecutorRefusesAStrayArgument(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "baton-executor-state.json")); err == nil {
 		t.Fatal("the default state file was written")
+	}
+}
+
+// A command's time limit below 0 is refused at the start.
+func TestExecutorRefusesANegativeTimeout(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "executor.json")
+	os.WriteFile(cfg, []byte(`{"executor":"ops-bot","protocols":{"p.v1":{"command":["true"]}}}`), 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out bytes.Buffer
+	err := run(ctx, []string{"--key", "k", "--config", cfg, "--timeout-seconds", "-5", "--state", filepath.Join(dir, "state.json")}, &out)
+	if err == nil || !strings.Contains(err.Error(), "--timeout-seconds -5") {
+		t.Fatalf("run: %v, want an error about --timeout-seconds", err)
 	}
 }
 

@@ -42,6 +42,22 @@ type Config struct {
 	// MaxRuns bounds the commands running at once (defaultMaxRuns when
 	// nil); a handoff approved beyond it waits, unclaimed, for a slot.
 	MaxRuns *int `json:"maxRuns,omitempty"`
+	// TimeoutSeconds bounds how long one command runs (defaultTimeout
+	// when nil, none when 0): a command that hung ran for ever, holding
+	// its slot, when no deadline of its contract closed the handoff.
+	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
+}
+
+// defaultTimeout is generous: a command that runs longer than this has
+// hung far more often than it still works, and one that needs longer is
+// given it in the configuration.
+const defaultTimeout = 6 * time.Hour
+
+func (e *Executor) timeout() time.Duration {
+	if e.Config.TimeoutSeconds != nil {
+		return time.Duration(*e.Config.TimeoutSeconds) * time.Second
+	}
+	return defaultTimeout
 }
 
 // defaultMaxRuns: a few commands per core. A catch-up of a hundred
@@ -80,6 +96,10 @@ type Executor struct {
 	// approved then, its lease counted from the approval, timed out
 	// before the executor knew of it.
 	StreamRetryMax time.Duration
+	// StopGrace is how long a command stopped at its time limit has,
+	// after SIGTERM, before what is left of its process group is killed
+	// (10s when zero).
+	StopGrace time.Duration
 
 	mu      sync.Mutex
 	running map[string]bool                    // runs carried or waiting for a slot, by handoff
@@ -112,6 +132,9 @@ func (e *Executor) Run(ctx context.Context) error {
 	}
 	if e.StreamRetryMax <= 0 {
 		e.StreamRetryMax = 5 * time.Second
+	}
+	if e.StopGrace <= 0 {
+		e.StopGrace = 10 * time.Second
 	}
 	e.running, e.stops = map[string]bool{}, map[string]context.CancelCauseFunc{}
 	e.slots, e.waiting = e.maxRuns(), nil
@@ -579,8 +602,24 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 			log.Error().Err(err).Msg("cannot write the state file")
 		}
 	}
+	// At its time limit the command's whole group is asked to stop
+	// (SIGTERM), then killed after a grace.
+	var limit *time.Timer
+	var stopped chan struct{}
+	if d := e.timeout(); d > 0 {
+		stopped = make(chan struct{})
+		limit = time.AfterFunc(d, func() {
+			defer close(stopped)
+			log.Warn().Str("timeout", d.String()).Str("grace", e.StopGrace.String()).Msg("the command ran past its time limit; stopping it")
+			stopGroup(cmd.Process, e.StopGrace)
+		})
+	}
 	stopBeats := e.heartbeats(ctx, c, run, log, release)
 	err := cmd.Wait()
+	timedOut := limit != nil && !limit.Stop()
+	if timedOut {
+		<-stopped // what the command started is gone too
+	}
 	stopBeats()
 	if ctx.Err() != nil {
 		log.Info().Msg("stopped mid-run; the next start runs it again under the same executorRunId")
@@ -606,6 +645,15 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 		run.Output += "\n(a process the command left running still held its output; the rest of it was not read)"
 	} else if err != nil {
 		run.ExitCode, run.Output = -1, run.Output+"\n"+err.Error()
+	}
+	if timedOut {
+		// FAILED, whatever status it ended with as it was stopped (0, say):
+		// it did not finish its work in time.
+		how := run.Ended
+		if how == "" {
+			how = "exit status " + strconv.Itoa(run.ExitCode)
+		}
+		run.Ended = fmt.Sprintf("timed out after %s; stopped (%s)", e.timeout(), how)
 	}
 	if err := e.State.Put(run); err != nil {
 		log.Error().Err(err).Msg("cannot write the state file")
@@ -655,7 +703,7 @@ func (e *Executor) report(ctx context.Context, run Run, log zerolog.Logger) {
 		typ = "log"
 	}
 	status := domain.RunSucceeded
-	if run.ExitCode != 0 {
+	if run.ExitCode != 0 || run.Ended != "" {
 		status = domain.RunFailed
 	}
 	summary := "exit status " + strconv.Itoa(run.ExitCode)

@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"os"
 	"os/exec"
@@ -34,7 +35,7 @@ import (
 const usage = `baton-executor: Baton's reference executor.
 
 Usage:
-  baton-executor --config executor.json [--url http://127.0.0.1:8080] [--key btn_sk_...] [--state ./baton-executor-state.json] [--max-runs N]
+  baton-executor --config executor.json [--url http://127.0.0.1:8080] [--key btn_sk_...] [--state ./baton-executor-state.json] [--max-runs N] [--timeout-seconds N]
 
 The key may come from BATON_API_KEY and the URL from BATON_URL. The configuration
 names the targetExecutor this executor takes handoffs for, and the command each
@@ -46,6 +47,10 @@ executorProtocol runs:
 At most maxRuns commands run at once (--max-runs, or "maxRuns" in the
 configuration; four per core by default): a handoff approved beyond them
 waits, unclaimed, for one to end.
+
+A command runs for at most timeoutSeconds (--timeout-seconds, or "timeoutSeconds"
+in the configuration; six hours by default, 0 for no limit): then its process
+group gets SIGTERM, and SIGKILL ten seconds later, and its run is reported FAILED.
 `
 
 func main() {
@@ -74,6 +79,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	configPath := fs.String("config", "", "the configuration file (JSON)")
 	statePath := fs.String("state", "baton-executor-state.json", "where the executor remembers its runs across restarts")
 	maxRuns := fs.Int("max-runs", 0, "how many commands run at once (the configuration's maxRuns, or four per core)")
+	timeout := fs.Int("timeout-seconds", 0, "how long one command may run, 0 for no limit (the configuration's timeoutSeconds, or six hours)")
 	if err := fs.Parse(args); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stderr, usage)
@@ -85,10 +91,18 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q: baton-executor takes flags only (put each value after its flag, as --config executor.json)", fs.Arg(0))
 	}
-	maxRunsSet := false
-	fs.Visit(func(f *flag.Flag) { maxRunsSet = maxRunsSet || f.Name == "max-runs" })
+	maxRunsSet, timeoutSet := false, false
+	fs.Visit(func(f *flag.Flag) {
+		maxRunsSet = maxRunsSet || f.Name == "max-runs"
+		timeoutSet = timeoutSet || f.Name == "timeout-seconds"
+	})
 	if maxRunsSet && *maxRuns < 1 {
 		return fmt.Errorf("--max-runs %d: at least one command must be able to run", *maxRuns)
+	}
+	if timeoutSet {
+		if msg := badTimeout(*timeout); msg != "" {
+			return fmt.Errorf("--timeout-seconds %d: %s", *timeout, msg)
+		}
 	}
 	// A key read with its line's end (CRLF) goes in no header: every
 	// request failed, and was retried for ever as if Baton were down.
@@ -124,6 +138,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if maxRunsSet {
 		cfg.MaxRuns = maxRuns
 	}
+	if timeoutSet {
+		cfg.TimeoutSeconds = timeout
+	}
 	release, err := lockState(*statePath)
 	if err != nil {
 		return err
@@ -135,7 +152,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}).With().Timestamp().Logger()
 	e := &Executor{Base: baseURL, Key: *key, Config: cfg, State: state, Log: log}
-	log.Info().Str("url", baseURL).Str("executor", cfg.Executor).Int("protocols", len(cfg.Protocols)).Int("maxRuns", e.maxRuns()).Msg("baton-executor started")
+	log.Info().Str("url", baseURL).Str("executor", cfg.Executor).Int("protocols", len(cfg.Protocols)).Int("maxRuns", e.maxRuns()).Str("timeout", e.timeout().String()).Msg("baton-executor started")
 	err = e.Run(ctx)
 	if err == nil && ctx.Err() != nil {
 		// Said whether or not a run was under way: an operator reading the
@@ -181,6 +198,11 @@ func readConfig(path string) (Config, error) {
 	if c.MaxRuns != nil && *c.MaxRuns < 1 {
 		return Config{}, fmt.Errorf("%s: \"maxRuns\" %d: at least one command must be able to run", path, *c.MaxRuns)
 	}
+	if c.TimeoutSeconds != nil {
+		if msg := badTimeout(*c.TimeoutSeconds); msg != "" {
+			return Config{}, fmt.Errorf("%s: \"timeoutSeconds\" %d: %s", path, *c.TimeoutSeconds, msg)
+		}
+	}
 	for name, p := range c.Protocols {
 		if len(p.Command) == 0 {
 			return Config{}, fmt.Errorf("%s: protocol %q has no command", path, name)
@@ -222,6 +244,18 @@ func readConfig(path string) (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// badTimeout says what is wrong with a command's time limit in seconds ("" when
+// nothing is).
+func badTimeout(n int) string {
+	switch {
+	case n < 0:
+		return "0 (no limit) or more seconds"
+	case int64(n) > int64(math.MaxInt64/time.Second):
+		return "more seconds than a time limit can hold"
+	}
+	return ""
 }
 
 // givenTwice reads one JSON value and returns the first name given twice in

@@ -29,7 +29,7 @@ type Run struct {
 	Protocol      string   `json:"executorProtocol"`
 	Phase         string   `json:"phase"`
 	ExitCode      int      `json:"exitCode"`
-	Ended         string   `json:"ended,omitempty"` // how a command killed by a signal ended ("signal: killed")
+	Ended         string   `json:"ended,omitempty"` // how a command that failed without an exit status of its own ended ("signal: killed"), or that it timed out
 	Output        string   `json:"output,omitempty"`
 	Receipts      []string `json:"receipts,omitempty"` // "<callback> <seq> <hash>" of each answer
 	Note          string   `json:"note,omitempty"`

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -512,5 +516,52 @@ func TestExecutorResumesTheStreamSoonAfterAnOutage(t *testing.T) {
 		if d := at[i].Sub(at[i-1]); d > 300*time.Millisecond {
 			t.Fatalf("attempt %d came %v after the one before: want at most about StreamRetryMax (50ms)", i+1, d)
 		}
+	}
+}
+
+// A command that hangs is stopped at its time limit, with everything it
+// started (a child that ignores SIGTERM is killed after the grace), and its
+// run reported FAILED once, saying so: with no deadline on its contract it
+// ran for ever, holding its slot.
+func TestExecutorStopsACommandAtItsTimeLimit(t *testing.T) {
+	s := startServer(t)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	state, err := openState(filepath.Join(dir, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := 2
+	e := &Executor{Base: s.base, Key: s.key, State: state, Log: zerolog.New(zerolog.NewTestWriter(t)), Backoff: 50 * time.Millisecond, StopGrace: time.Second,
+		Config: Config{Executor: "ops-bot", TimeoutSeconds: &two, Protocols: map[string]Protocol{"ops_bot.v1": shell(
+			`(trap '' TERM; exec sleep 1000) & echo $! > ` + pidFile + `; trap 'echo stopping; exit 0' TERM; echo started; sleep 1000 & wait`)}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	id := s.create(map[string]any{"heartbeatSeconds": 3})
+	s.approve(id)
+	d := s.result(id)
+	if d["status"] != "FAILED" || !strings.HasPrefix(d["result"].(map[string]any)["summary"].(string), "timed out after 2s") {
+		t.Fatalf("result %v", d)
+	}
+	b, _ := os.ReadFile(pidFile)
+	var pid int
+	fmt.Sscan(string(b), &pid)
+	if pid <= 1 {
+		t.Fatalf("no child pid: %q", b)
+	}
+	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !strings.Contains(string(st), ") Z ") {
+		exec.Command("kill", "-9", fmt.Sprint(pid)).Run()
+		t.Fatalf("the command's child %d, which ignores SIGTERM, still runs", pid)
+	}
+	n := 0
+	for _, ev := range s.trail(id, "ledger_closed") {
+		if ev["type"] == "ResultReceived" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d results", n)
 	}
 }
