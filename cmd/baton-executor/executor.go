@@ -879,7 +879,9 @@ func (e *Executor) call(ctx context.Context, method, path, idemKey string, body 
 				return resp.StatusCode, raw, nil
 			}
 			if s, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil && s > 0 {
-				wait = max(wait, time.Duration(min(s, 60))*time.Second)
+				// Within the limit too: a proxy's 503 asking for a minute
+				// held a leased run's heartbeat past its lease.
+				wait = max(wait, min(time.Duration(min(s, 60))*time.Second, limit))
 			}
 			if rerr != nil {
 				err = rerr

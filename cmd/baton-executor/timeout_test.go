@@ -5,11 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -563,5 +567,81 @@ func TestExecutorStopsACommandAtItsTimeLimit(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("%d results", n)
+	}
+}
+
+// A run's callbacks are retried within its lease: a 503 with a Retry-After
+// of a minute (a proxy's, say), or a heartbeat that gets no answer, held
+// the next attempt past a lease of three seconds, and Baton timed the run
+// out under a command that was working.
+func TestExecutorRetriesWithinTheLease(t *testing.T) {
+	s := startServer(t)
+	target, _ := url.Parse(s.base)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	const (
+		pass = iota
+		busyBeats
+		hangBeats
+		busyProof
+	)
+	var mode atomic.Int32
+	proofRefused := make(chan struct{}, 1)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m := mode.Load()
+		beat, proof := strings.HasSuffix(r.URL.Path, "/heartbeat"), strings.HasSuffix(r.URL.Path, "/proof")
+		switch {
+		case m == busyBeats && beat, m == busyProof && proof:
+			if proof {
+				select {
+				case proofRefused <- struct{}{}:
+				default:
+				}
+			}
+			w.Header().Set("Retry-After", "60")
+			http.Error(w, `{"code":"maintenance"}`, http.StatusServiceUnavailable)
+		case m == hangBeats && beat:
+			io.Copy(io.Discard, r.Body) // then a client that gives up is seen
+			<-r.Context().Done()
+		default:
+			proxy.ServeHTTP(w, r)
+		}
+	}))
+	defer func() { front.CloseClientConnections(); front.Close() }()
+	dir := t.TempDir()
+	state, err := openState(filepath.Join(dir, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Executor{Base: front.URL, Key: s.key, State: state, Log: zerolog.New(zerolog.NewTestWriter(t)), Backoff: 50 * time.Millisecond,
+		Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": shell(`sleep 8; echo done`)}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	id := s.create(map[string]any{"heartbeatSeconds": 3})
+	s.approve(id)
+	for deadline := time.Now().Add(30 * time.Second); !slices.Contains(types(s.trail(id, "")), "ExecutorHeartbeat"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no heartbeat")
+		}
+	}
+	for _, phase := range []struct {
+		mode int32
+		d    time.Duration
+	}{{busyBeats, 1200 * time.Millisecond}, {pass, 1500 * time.Millisecond}, {hangBeats, 1200 * time.Millisecond}, {pass, 1500 * time.Millisecond}} {
+		mode.Store(phase.mode)
+		time.Sleep(phase.d)
+	}
+	mode.Store(busyProof)
+	select {
+	case <-proofRefused:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no proof")
+	}
+	time.Sleep(time.Second)
+	mode.Store(pass)
+	evs := s.closeWithReview(id)
+	if last := evs[len(evs)-1]["data"].(map[string]any); last["finalStatus"] != "SUCCEEDED" || slices.Contains(types(evs), "ExecutorTimedOut") {
+		t.Fatalf("closed %v: %v", last, types(evs))
 	}
 }
