@@ -684,7 +684,11 @@ func (e *Executor) heartbeats(ctx context.Context, c contract, run Run, log zero
 			status, raw, err := e.call(ctx, "POST", "/v1/executions/"+run.HandoffID+"/heartbeat", "", map[string]any{"executorRunId": run.ExecutorRunID})
 			if err == nil && status != 200 {
 				log.Warn().Int("status", status).RawJSON("problem", raw).Msg("heartbeat refused")
-				if code := problemCode(raw); code == "executor_run_released" || code == "ledger_closed" {
+				// A deadline passed (lease_expired, result_timed_out: what
+				// the timer will record next) stops it as the release or
+				// close does: it ran on for a beat, the lapse not yet
+				// recorded, until the next heartbeat was refused.
+				if code := problemCode(raw); code == "executor_run_released" || code == "ledger_closed" || code == "lease_expired" || code == "result_timed_out" {
 					release(fmt.Errorf("heartbeat refused: %d %s", status, raw))
 					return
 				}

@@ -645,3 +645,61 @@ func TestExecutorRetriesWithinTheLease(t *testing.T) {
 		t.Fatalf("closed %v: %v", last, types(evs))
 	}
 }
+
+// A heartbeat refused because the lease ran out (lease_expired: the lapse
+// passed and no timer has recorded it yet, as a replica whose timers lag
+// answers) stops the command at once, and under onExecutorTimeout release
+// the handoff is taken again by a new run once the release is recorded:
+// the command ran on until the next beat, which a replica that had caught
+// up could even accept.
+func TestExecutorStopsARunWhoseLeaseRanOut(t *testing.T) {
+	s := startServer(t)
+	target, _ := url.Parse(s.base)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var expired atomic.Bool
+	var refused atomic.Int32
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if expired.Load() && strings.HasSuffix(r.URL.Path, "/heartbeat") {
+			io.Copy(io.Discard, r.Body)
+			refused.Add(1)
+			expired.Store(false) // one refusal: the next replica asked has caught up
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusConflict)
+			w.Write([]byte(`{"type":"urn:baton:problem:lease_expired","title":"Conflict","status":409,"code":"lease_expired","detail":"the executor's lease ran out (heartbeatSeconds 2); nothing was recorded"}`))
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer func() { front.CloseClientConnections(); front.Close() }()
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "first")
+	state, err := openState(filepath.Join(dir, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Executor{Base: front.URL, Key: s.key, State: state, Log: zerolog.New(zerolog.NewTestWriter(t)), Backoff: 50 * time.Millisecond,
+		Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": shell(`if [ -f ` + marker + ` ]; then echo renewed; else touch ` + marker + `; sleep 100; fi`)}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	id := s.create(map[string]any{"heartbeatSeconds": 2, "onExecutorTimeout": "release"})
+	s.approve(id)
+	for deadline := time.Now().Add(30 * time.Second); !slices.Contains(types(s.trail(id, "")), "ExecutorHeartbeat"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no heartbeat")
+		}
+	}
+	first, _ := e.State.Run(id)
+	expired.Store(true)
+	evs := s.closeWithReview(id) // within a minute: long before the first command's end
+	if last := evs[len(evs)-1]["data"].(map[string]any); last["finalStatus"] != "SUCCEEDED" || refused.Load() != 1 {
+		t.Fatalf("closed %v after %d refusals: %v", last, refused.Load(), types(evs))
+	}
+	for _, ev := range evs {
+		d := ev["data"].(map[string]any)
+		if ev["type"] == "ResultReceived" && d["executorRunId"] == first.ExecutorRunID {
+			t.Fatalf("the first run, whose lease ran out, reported: %v", d)
+		}
+	}
+}
