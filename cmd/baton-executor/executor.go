@@ -583,8 +583,18 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "BATON_API_KEY=") })
 	cmd.Env = append(env, "BATON_HANDOFF_ID="+run.HandoffID, "BATON_EXECUTOR_RUN_ID="+run.ExecutorRunID,
 		"BATON_OBJECTIVE="+objective, "BATON_EXECUTOR_PROTOCOL="+c.ExecutorProtocol)
+	// The output comes through a pipe of the executor's own, read until
+	// its last writer closes it: os/exec closed its pipe five seconds
+	// after the command exited, and a process the command left running (a
+	// service started in the background) was killed by SIGPIPE at its
+	// next write.
 	out := &tail{max: maxOutput}
-	cmd.Stdout, cmd.Stderr = out, out
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		run.Phase, run.ExitCode, run.Output = phaseFinished, -1, "could not start the command: "+err.Error()
+		return run, e.State.Put(run) == nil
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.WaitDelay = 5 * time.Second
 	ownGroup(cmd)
 	log.Info().Strs("command", p.Command).Msg("running")
@@ -593,10 +603,19 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 	// command has been waited for.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	pw.Close() // the command has its own copy
+	if err != nil {
+		pr.Close()
 		run.Phase, run.ExitCode, run.Output = phaseFinished, -1, "could not start the command: "+err.Error()
 		return run, e.State.Put(run) == nil
 	}
+	drained := make(chan struct{})
+	go func() {
+		io.Copy(out, pr)
+		pr.Close()
+		close(drained)
+	}()
 	if run.Group = groupOf(cmd.Process.Pid); run.Group != nil {
 		if err := e.State.Put(run); err != nil {
 			log.Error().Err(err).Msg("cannot write the state file")
@@ -615,10 +634,20 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 		})
 	}
 	stopBeats := e.heartbeats(ctx, c, run, log, release)
-	err := cmd.Wait()
+	err = cmd.Wait()
 	timedOut := limit != nil && !limit.Stop()
 	if timedOut {
 		<-stopped // what the command started is gone too
+	}
+	// What the command left running may hold its output: it is not waited
+	// for past five seconds, and what it writes later is read and dropped.
+	held := false
+	select {
+	case <-drained:
+	case <-ctx.Done():
+	case <-cmdCtx.Done():
+	case <-time.After(5 * time.Second):
+		held = true
 	}
 	stopBeats()
 	if ctx.Err() != nil {
@@ -638,13 +667,15 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 			// -1" said nothing of it.
 			run.Ended = exit.String()
 		}
-	} else if errors.Is(err, exec.ErrWaitDelay) {
-		// It exited 0, and what it left running (started in the
-		// background) still held its output: it succeeded, and was
-		// reported FAILED, exit status -1.
-		run.Output += "\n(a process the command left running still held its output; the rest of it was not read)"
-	} else if err != nil {
+	} else if err != nil && !errors.Is(err, exec.ErrWaitDelay) {
+		// ErrWaitDelay: it exited 0, and what it left running still held
+		// its input (a large contract, unread): it succeeded.
 		run.ExitCode, run.Output = -1, run.Output+"\n"+err.Error()
+	}
+	if held {
+		// It exited, and what it left running (started in the background)
+		// still holds its output: the exit status is the command's.
+		run.Output += "\n(a process the command left running still holds its output; what it writes from now on is not kept)"
 	}
 	if timedOut {
 		// FAILED, whatever status it ended with as it was stopped (0, say):

@@ -737,6 +737,30 @@ func TestExecutorReportsACommandThatLeftAProcessBehind(t *testing.T) {
 	}
 }
 
+// A process the command left running that goes on writing to its output
+// (a service started in the background, logging) runs on after the report:
+// its output was closed five seconds after the command exited, and it was
+// killed by SIGPIPE at its next write.
+func TestExecutorLeavesABackgroundProcessRunning(t *testing.T) {
+	s := startServer(t)
+	dir := t.TempDir()
+	finished := filepath.Join(dir, "finished")
+	s.executor(dir, map[string]Protocol{"ops_bot.v1": shell(`(i=0; while [ $i -lt 8 ]; do echo tick $i; i=$((i+1)); sleep 1; done; touch ` + finished + `) & echo started`)})
+	id := s.create(nil)
+	s.approve(id)
+	if d := s.result(id); d["status"] != "SUCCEEDED" || d["result"].(map[string]any)["summary"] != "exit status 0" {
+		t.Fatalf("result %v", d)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := os.Stat(finished); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the process the command left running did not finish: it was killed once its output was closed")
+		}
+	}
+}
+
 // An objective holding a NUL, which Baton takes, reaches the command: no
 // environment variable can hold a NUL, and the command did not start at
 // all ("environment variable contains NUL"), its run reported FAILED.
