@@ -703,3 +703,52 @@ func TestExecutorStopsARunWhoseLeaseRanOut(t *testing.T) {
 		}
 	}
 }
+
+// The claim (the first heartbeat) is retried within the lease too: under
+// onExecutorTimeout close the lease runs from the approval, and a 503
+// with a Retry-After of a minute held the claim past it, the handoff
+// closed TIMED_OUT before its command ran.
+func TestExecutorClaimsWithinTheLease(t *testing.T) {
+	s := startServer(t)
+	target, _ := url.Parse(s.base)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var busy atomic.Bool
+	busy.Store(true)
+	refused := make(chan struct{}, 1)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if busy.Load() && strings.HasSuffix(r.URL.Path, "/heartbeat") {
+			io.Copy(io.Discard, r.Body)
+			select {
+			case refused <- struct{}{}:
+			default:
+			}
+			w.Header().Set("Retry-After", "60")
+			http.Error(w, `{"code":"maintenance"}`, http.StatusServiceUnavailable)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer func() { front.CloseClientConnections(); front.Close() }()
+	state, err := openState(filepath.Join(t.TempDir(), "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Executor{Base: front.URL, Key: s.key, State: state, Log: zerolog.New(zerolog.NewTestWriter(t)), Backoff: 50 * time.Millisecond,
+		Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": shell(`echo done`)}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	id := s.create(map[string]any{"heartbeatSeconds": 3})
+	s.approve(id)
+	select {
+	case <-refused:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no claim")
+	}
+	time.Sleep(1200 * time.Millisecond)
+	busy.Store(false)
+	if d := s.result(id); d["status"] != "SUCCEEDED" {
+		t.Fatalf("result %v: %v", d, types(s.trail(id, "")))
+	}
+}
