@@ -752,3 +752,42 @@ func TestExecutorClaimsWithinTheLease(t *testing.T) {
 		t.Fatalf("result %v: %v", d, types(s.trail(id, "")))
 	}
 }
+
+// A proof refused because the lease ran out (lease_expired: the lapse not
+// yet recorded) under onExecutorTimeout release leaves the handoff to a
+// new run once the release is recorded: the run was given up for good,
+// and the released handoff waited for ever.
+func TestExecutorTakesAgainAHandoffWhoseProofCameTooLate(t *testing.T) {
+	s := startServer(t)
+	target, _ := url.Parse(s.base)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var once atomic.Bool
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/proof") && once.CompareAndSwap(false, true) {
+			io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusConflict)
+			w.Write([]byte(`{"type":"urn:baton:problem:lease_expired","title":"Conflict","status":409,"code":"lease_expired","detail":"the executor's lease ran out (heartbeatSeconds 2); nothing was recorded"}`))
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer func() { front.CloseClientConnections(); front.Close() }()
+	dir := t.TempDir()
+	state, err := openState(filepath.Join(dir, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Executor{Base: front.URL, Key: s.key, State: state, Log: zerolog.New(zerolog.NewTestWriter(t)), Backoff: 50 * time.Millisecond,
+		Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": shell(`echo renewed`)}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	id := s.create(map[string]any{"heartbeatSeconds": 2, "onExecutorTimeout": "release"})
+	s.approve(id)
+	evs := s.closeWithReview(id)
+	if last := evs[len(evs)-1]["data"].(map[string]any); last["finalStatus"] != "SUCCEEDED" || !slices.Contains(types(evs), "ExecutorTimedOut") {
+		t.Fatalf("closed %v: %v", last, types(evs))
+	}
+}
