@@ -106,3 +106,34 @@ func TestContractCreateRefusesUnknownFields(t *testing.T) {
 	}
 	e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA, `{`+base+`,"approvalTimeoutSeconds":60,"requiredApprovals":1}`), 201)
 }
+
+// A preview request with a field it does not read is refused; a create's
+// approvalMode is taken: "approvalMode":"auto", ignored, previewed a manual
+// approval, and the preview's own approvalRequired was refused by the
+// create its nextStep sends the same fields to.
+func TestHandoffPreviewTakesWhatACreateTakes(t *testing.T) {
+	e := newEnv(t)
+	base := `"objective":"Rotate the staging TLS certificate","targetExecutor":"ops-bot"`
+	for _, c := range []struct{ body, pointer, code string }{
+		{`{` + base + `,"approvalTimeoutSeconds":60}`, "/approvalTimeoutSeconds", "unknown_field"},
+		{`{` + base + `,"approvalMode":"auto","approvalRequired":true}`, "/approvalMode", "conflict"},
+	} {
+		r := e.do("POST", "/v1/handoff/preview", e.tenantA, c.body)
+		if r.status != 422 || !strings.Contains(string(r.raw), `"pointer":"`+c.pointer+`","code":"`+c.code+`"`) {
+			t.Fatalf("%s: %d %s", c.body, r.status, r.raw)
+		}
+	}
+	for body, want := range map[string]string{
+		`{` + base + `,"approvalMode":"auto"}`:    "auto",
+		`{` + base + `,"approvalRequired":false}`: "auto",
+		`{` + base + `,"approvalRequired":true}`:  "manual",
+		`{` + base + `,"approvalMode":"manual"}`:  "manual",
+		`{` + base + `}`:                          "manual",
+	} {
+		r := e.must(e.do("POST", "/v1/handoff/preview", e.tenantA, body), 200)
+		if got := r.str("approvalPolicy.mode"); got != want {
+			t.Fatalf("%s: approvalPolicy.mode %q, want %q", body, got, want)
+		}
+	}
+	e.must(e.do("POST", "/v1/handoff/contracts", e.tenantA, `{`+base+`,"executorProtocol":"ops_bot.v1","riskLevel":"medium","approvalMode":"auto"}`), 201)
+}

@@ -1,7 +1,9 @@
 package http
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/batonhq/baton/domain"
 )
@@ -104,25 +106,46 @@ type previewRequest struct {
 	ApprovalRequired *bool    `json:"approvalRequired"`
 	ProofRequired    []string `json:"proofRequired"`
 	PlanID           string   `json:"planId"`
+	// ApprovalMode is a contract's name for approvalRequired: the body of
+	// a create previews as it is.
+	ApprovalMode string `json:"approvalMode"`
 }
+
+// previewFields are the names a preview request may hold.
+var previewFields = jsonNames[previewRequest]()
 
 // handoffPreview answers what an executor would receive, storing nothing.
 func (s *Server) handoffPreview(w http.ResponseWriter, r *http.Request) {
 	var req previewRequest
-	if _, ok := s.readJSON(w, r, &req); !ok {
+	body, ok := s.readJSON(w, r, &req)
+	if !ok {
 		return
 	}
-	mode := domain.ApprovalModeManual
-	if req.ApprovalRequired != nil && !*req.ApprovalRequired {
-		mode = domain.ApprovalModeAuto
+	// A field it does not read would make a preview of another handoff
+	// than the one asked for: a create's approvalMode "auto", ignored,
+	// previewed a manual approval.
+	if err := refuseUnknown("handoff.preview", body, previewFields,
+		"a preview request has "+strings.Join(previewFields, ", ")+"; deadlines and approval rules are a contract's alone (POST /v1/handoff/contracts)"); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	mode := req.ApprovalMode // "": the plan's, if any, else manual
+	if req.ApprovalRequired != nil {
+		asked := domain.ApprovalModeManual
+		if !*req.ApprovalRequired {
+			asked = domain.ApprovalModeAuto
+		}
+		if mode != "" && mode != asked {
+			s.writeError(w, r, domain.Invalid("handoff.preview", domain.FieldError{Pointer: "/approvalMode", Code: "conflict",
+				Message: fmt.Sprintf("approvalMode %q and approvalRequired %v ask for different approvals; give one", mode, *req.ApprovalRequired)}))
+			return
+		}
+		mode = asked
 	}
 	c := domain.CreateContract{
 		HandoffID: "preview", Objective: req.Objective, TargetExecutor: req.TargetExecutor,
 		ExecutorProtocol: req.ExecutorProtocol, RiskLevel: req.RiskLevel, ApprovalMode: mode,
 		ProofRequired: req.ProofRequired, PlanID: req.PlanID,
-	}
-	if req.ApprovalRequired == nil {
-		c.ApprovalMode = "" // the plan's, if any, else manual
 	}
 	if err := s.ledger.Handoffs.FromPlan(r.Context(), principalOf(r.Context()), &c); err != nil {
 		s.writeError(w, r, err)
@@ -144,7 +167,7 @@ func (s *Server) handoffPreview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	created := evs[0].Data.(domain.ContractCreated)
-	approval := domain.ApprovalPolicy{Mode: mode, Status: domain.ApprovalPending}
+	approval := domain.ApprovalPolicy{Mode: created.ApprovalMode, Status: domain.ApprovalPending}
 	if len(evs) > 1 {
 		d := evs[1].Data.(domain.ApprovalDecided)
 		approval.Status, approval.DecidedBy, approval.Reason = d.Status, d.DecidedBy, d.Reason
@@ -169,6 +192,6 @@ func (s *Server) handoffPreview(w http.ResponseWriter, r *http.Request) {
 		"requiredFields":         []string{"handoffId", "executorRunId", "protocolVersion", "schemaVersion"},
 		"certificationChecklist": certificationChecklist,
 		"executionBoundary":      domain.Boundary,
-		"nextStep":               "POST /v1/handoff/contracts with the same fields stores the contract and returns its handoffId and callbacks.",
+		"nextStep":               "POST /v1/handoff/contracts with the same fields (approvalMode in place of approvalRequired) stores the contract and returns its handoffId and callbacks.",
 	})
 }
