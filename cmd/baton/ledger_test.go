@@ -216,6 +216,86 @@ func TestServeOnABusyPortMakesNoKey(t *testing.T) {
 	}
 }
 
+// dirState describes the files of dir (their names, sizes, times and
+// contents), "absent" when there is no dir: what a start that failed must
+// leave as it found.
+func dirState(t *testing.T, dir string) string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return "absent"
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s %d %s %x\n", e.Name(), info.Size(), info.ModTime().Format(time.RFC3339Nano), crc32.ChecksumIEEE(body))
+	}
+	return b.String()
+}
+
+// A start that fails on its address creates nothing in the data
+// directory and changes nothing in one that exists: the store, the read
+// models and the log were opened (and created) before the address was
+// taken, and a newcomer's retry on another port found a store made by the
+// start that failed.
+func TestServeOnABusyPortLeavesTheDataAlone(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	fresh := filepath.Join(t.TempDir(), "data")
+	prof := filepath.Join(t.TempDir(), "mem.prof")
+	var out bytes.Buffer
+	err = run(context.Background(), []string{"serve", "--data", fresh, "--addr", ln.Addr().String(), "--memprofile", prof}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("err = %v; output %s", err, out.String())
+	}
+	if got := dirState(t, fresh); got != "absent" {
+		t.Fatalf("a start that failed on its address left in its data directory:\n%s", got)
+	}
+	if _, err := os.Stat(prof); !os.IsNotExist(err) {
+		t.Fatalf("a start that failed on its address left its profile: %v", err)
+	}
+
+	// A directory an ordinary start and stop left, with a log key.
+	dir := t.TempDir()
+	if err := run(context.Background(), []string{"log", "keygen", "--out", filepath.Join(dir, KeyFileName)}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var out2 syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"serve", "--data", dir, "--addr", "127.0.0.1:0"}, &out2, &out2) }()
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(out2.String(), "baton serving") && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("first start: %v\n%s", err, out2.String())
+	}
+	before := dirState(t, dir)
+	time.Sleep(20 * time.Millisecond) // a file written again would have another time
+	out.Reset()
+	err = run(context.Background(), []string{"serve", "--data", dir, "--addr", ln.Addr().String()}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("err = %v; output %s", err, out.String())
+	}
+	if after := dirState(t, dir); after != before {
+		t.Fatalf("a start that failed on its address changed the data directory:\nbefore:\n%safter:\n%s", before, after)
+	}
+}
+
 // A store whose keys are all a tenant's (the first made without --admin)
 // gets no bootstrap key, and nothing could make an admin key while it
 // served: the start says so, and how to make one. A store with an admin

@@ -265,6 +265,31 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 		// A client may retry a day later and must still get its answer.
 		return fmt.Errorf("--idempotency-retention (BATON_IDEMPOTENCY_RETENTION) is %v; it must be at least %v", *idemRetention, ledger.DefaultIdempotencyRetention)
 	}
+	// A migrated directory served on the embedded store by default (its
+	// --store forgotten) would serve events.db, the backup the migration
+	// left, and take writes there that no replica sees.
+	if !storeOpts.chosen(fs) && migrated(*data) {
+		if replicaDir(*data) {
+			return replicaError(*data, "Serve it with --store kurrent --kurrentdb-url URL (or BATON_STORE, BATON_KURRENTDB_URL); an embedded store goes in a --data of its own")
+		}
+		return fmt.Errorf("the read models in %s follow KurrentDB (%s): the directory was migrated, and its %s is the store migrated from, which no server has read since. Serve it with --store kurrent --kurrentdb-url URL (or BATON_STORE, BATON_KURRENTDB_URL); to go back to the embedded store on purpose (the events written to KurrentDB since the migration are not in it), start with --store bolt",
+			*data, readModelMarker, bolt.FileName)
+	}
+	if err := storeOpts.check(); err != nil {
+		return err
+	}
+	// Take the address before anything is created: a port in use fails
+	// the start before the first key is made and printed (a newcomer who
+	// only reads the error would never see that key), and before the data
+	// directory, its store and its log are created or opened.
+	ln, err := net.Listen("tcp", *addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%w (another process listens there, perhaps another baton: stop it, or serve on another address with --addr HOST:PORT, BATON_ADDR, or make run ADDR=HOST:PORT)", err)
+	}
+	if err != nil {
+		return err
+	}
+	defer ln.Close() // on the way out before serving; Serve closes it too
 	stopProfile, err := profile.StartCPU(*cpuprofile)
 	if err != nil {
 		return fmt.Errorf("--cpuprofile: %w", err) // as --memprofile says it
@@ -286,16 +311,6 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	stderr = lw
 	log := zerolog.New(lw).With().Timestamp().Logger()
 
-	// A migrated directory served on the embedded store by default (its
-	// --store forgotten) would serve events.db, the backup the migration
-	// left, and take writes there that no replica sees.
-	if !storeOpts.chosen(fs) && migrated(*data) {
-		if replicaDir(*data) {
-			return replicaError(*data, "Serve it with --store kurrent --kurrentdb-url URL (or BATON_STORE, BATON_KURRENTDB_URL); an embedded store goes in a --data of its own")
-		}
-		return fmt.Errorf("the read models in %s follow KurrentDB (%s): the directory was migrated, and its %s is the store migrated from, which no server has read since. Serve it with --store kurrent --kurrentdb-url URL (or BATON_STORE, BATON_KURRENTDB_URL); to go back to the embedded store on purpose (the events written to KurrentDB since the migration are not in it), start with --store bolt",
-			*data, readModelMarker, bolt.FileName)
-	}
 	// With KurrentDB the events live there and --data holds only this
 	// process's read models, so several replicas can share one store.
 	store, err := storeOpts.open(ctx, *data, log)
@@ -346,17 +361,6 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	if tl != nil {
 		defer tl.Close()
 	}
-	// Take the address before anything is created, so that a port in use
-	// fails the start before the first key is made and printed (a newcomer
-	// who only reads the error would otherwise never see that key).
-	ln, err := net.Listen("tcp", *addr)
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return fmt.Errorf("%w (another process listens there, perhaps another baton: stop it, or serve on another address with --addr HOST:PORT, BATON_ADDR, or make run ADDR=HOST:PORT)", err)
-	}
-	if err != nil {
-		return err
-	}
-	defer ln.Close() // on the way out before serving; Serve closes it too
 	if *connsPerClient > 0 {
 		capped := connlimit.New(ln, int(*connsPerClient)).(*connlimit.Listener)
 		var saidMu sync.Mutex
