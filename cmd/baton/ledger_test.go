@@ -296,6 +296,32 @@ func TestServeOnABusyPortLeavesTheDataAlone(t *testing.T) {
 	}
 }
 
+// A start stopped by a setting that is only read once the store is open
+// (the log's interval, key file, origin and witnesses, the providers
+// file) creates nothing in a new data directory: it made the store, the
+// read models and their markers first.
+func TestServeStoppedByASettingCreatesNothing(t *testing.T) {
+	providers := filepath.Join(t.TempDir(), "providers.json")
+	os.WriteFile(providers, []byte(`{"providers":[{"name":"p","kind":"nope","baseUrl":"http://x"}]}`), 0o600)
+	for _, c := range []struct{ flags []string }{
+		{[]string{"--log-interval", "5ms"}},
+		{[]string{"--log-key-file", filepath.Join(t.TempDir(), "none.key")}},
+		{[]string{"--log-origin", " spaced"}},
+		{[]string{"--log-witnesses", "garbage"}},
+		{[]string{"--providers", providers}},
+	} {
+		data := filepath.Join(t.TempDir(), "data")
+		var out bytes.Buffer
+		err := run(context.Background(), append([]string{"serve", "--data", data, "--addr", "127.0.0.1:0"}, c.flags...), &out, &out)
+		if err == nil {
+			t.Fatalf("%v: it started", c.flags)
+		}
+		if got := dirState(t, data); got != "absent" {
+			t.Errorf("%v: %v; the start left in its data directory:\n%s", c.flags, err, got)
+		}
+	}
+}
+
 // A store whose keys are all a tenant's (the first made without --admin)
 // gets no bootstrap key, and nothing could make an admin key while it
 // served: the start says so, and how to make one. A store with an admin

@@ -278,6 +278,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	if err := storeOpts.check(); err != nil {
 		return err
 	}
+	if err := logOpts.check(*data); err != nil {
+		return err
+	}
+	named := os.Getenv("BATON_PROVIDERS_FILE") != ""
+	fs.Visit(func(f *flag.Flag) { named = named || f.Name == "providers" })
+	catalog, err := gateway.NewCatalog(gateway.Config{ProvidersFile: *providers, ProvidersRequired: named})
+	if err != nil {
+		return err
+	}
 	// Take the address before anything is created: a port in use fails
 	// the start before the first key is made and printed (a newcomer who
 	// only reads the error would never see that key), and before the data
@@ -377,12 +386,6 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 		ln = capped
 	}
 	scanner, err := newScanner()
-	if err != nil {
-		return err
-	}
-	named := os.Getenv("BATON_PROVIDERS_FILE") != ""
-	fs.Visit(func(f *flag.Flag) { named = named || f.Name == "providers" })
-	catalog, err := gateway.NewCatalog(gateway.Config{ProvidersFile: *providers, ProvidersRequired: named})
 	if err != nil {
 		return err
 	}

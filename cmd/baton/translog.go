@@ -66,6 +66,23 @@ func (f logFlags) signingKey(data string) (string, string, error) {
 	return strings.TrimSpace(string(b)), path, nil
 }
 
+// check refuses the settings open would refuse, and opens nothing:
+// serve checks them before it creates the data directory's files, which
+// a start stopped by one of them left behind.
+func (f logFlags) check(data string) error {
+	if !*f.on {
+		return nil
+	}
+	if *f.interval < 10*time.Millisecond || *f.interval > time.Second {
+		return fmt.Errorf("transparency log: --log-interval (BATON_LOG_INTERVAL) is %v; it must be from 10ms to 1s", *f.interval)
+	}
+	skey, _, err := f.signingKey(data)
+	if err != nil {
+		return fmt.Errorf("transparency log: %w", err)
+	}
+	return translog.CheckOptions(translog.Options{Origin: *f.origin, SignerKey: skey, Witnesses: splitList(*f.witnesses)})
+}
+
 // logMarker names the kind of store translog.db was built from.
 const logMarker = "translog.store"
 
@@ -78,8 +95,8 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 	}
 	// Its own failures say "transparency log:" as the package's do.
 	fail := func(err error) (*translog.Log, error) { return nil, fmt.Errorf("transparency log: %w", err) }
-	if *f.interval < 10*time.Millisecond || *f.interval > time.Second {
-		return fail(fmt.Errorf("--log-interval (BATON_LOG_INTERVAL) is %v; it must be from 10ms to 1s", *f.interval))
+	if err := f.check(data); err != nil {
+		return nil, err
 	}
 	skey, keyPath, err := f.signingKey(data)
 	if err != nil {

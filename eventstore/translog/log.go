@@ -178,6 +178,23 @@ type ownForkRecord struct {
 // Open opens (or creates) the log file at path; Run or CatchUp fill it
 // from store's feed.
 func Open(path string, store eventstore.Store, opts Options) (*Log, error) {
+	l, err := newLog(store, opts)
+	if err != nil {
+		return nil, err
+	}
+	return l.openFile(path, opts.ReadOnly)
+}
+
+// CheckOptions refuses the options Open refuses (the keys, the
+// witnesses, the origin) without opening a file: a command checks its
+// settings before it creates anything.
+func CheckOptions(opts Options) error {
+	_, err := newLog(nil, opts)
+	return err
+}
+
+// newLog is the log opts describe, its file not yet open.
+func newLog(store eventstore.Store, opts Options) (*Log, error) {
 	l := &Log{store: store, interval: opts.Interval, onFork: opts.OnFork, onHalt: opts.OnHalt, onSignErr: opts.OnSignError, onCP: opts.OnCheckpoint, onFull: opts.OnFull, signedAt: opts.SignedFile, changed: make(chan struct{})}
 	if l.interval <= 0 {
 		l.interval = DefaultInterval
@@ -223,7 +240,7 @@ func Open(path string, store eventstore.Store, opts Options) (*Log, error) {
 	if err := CheckOrigin(l.origin); err != nil {
 		return nil, fmt.Errorf("transparency log: %w", err)
 	}
-	return l.openFile(path, opts.ReadOnly)
+	return l, nil
 }
 
 // CheckOrigin refuses an origin no checkpoint can carry; baton log keygen
