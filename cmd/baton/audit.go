@@ -255,11 +255,12 @@ func unreachable(err error, base string) error {
 
 // verifyBundle is `baton ledger verify --bundle`: offline, no server, no
 // data files.
-func verifyBundle(path, oldPath, vkey string, witnesses []string, quorum int, stdout io.Writer) error {
+// keySetting names where vkey came from (--log-key or BATON_LOG_KEY).
+func verifyBundle(path, oldPath, keySetting, vkey string, witnesses []string, quorum int, stdout io.Writer) error {
 	if vkey == "" {
 		return errors.New("--bundle needs --log-key (the verifier key the operator published, name+hash+key)")
 	}
-	if _, err := checkLogKey(vkey); err != nil {
+	if _, err := checkLogKey(keySetting, vkey); err != nil {
 		return err
 	}
 	read := func(p string) (translog.Bundle, error) {
@@ -314,23 +315,24 @@ func verifyBundle(path, oldPath, vkey string, witnesses []string, quorum int, st
 	return nil
 }
 
-// checkLogKey reads --log-key, a verifier key (name+hash+key). What is
+// checkLogKey reads --log-key, a verifier key (name+hash+key), given as
+// setting (the flag or BATON_LOG_KEY). What is
 // not one is told for what it is, as the note library calls every such
 // value a "malformed verifier id": the signing key (a secret, never
 // echoed), or an error answer of GET /v1/log/key passed on by $(curl ...).
-func checkLogKey(vkey string) (note.Verifier, error) {
+func checkLogKey(setting, vkey string) (note.Verifier, error) {
 	v, err := note.NewVerifier(vkey)
 	switch {
 	case err == nil:
 		return v, nil
 	case strings.HasPrefix(vkey, "PRIVATE+KEY+"):
-		return nil, errors.New("--log-key: that is the log's signing key, a secret for the server alone: give its verifier key (name+hash+key), which baton log keygen printed and GET /v1/log/key serves")
+		return nil, errors.New(setting + ": that is the log's signing key, a secret for the server alone: give its verifier key (name+hash+key), which baton log keygen printed and GET /v1/log/key serves")
 	case strings.HasPrefix(vkey, "{"):
 		var p struct{ Code, Detail string }
 		json.Unmarshal([]byte(vkey), &p)
-		return nil, fmt.Errorf("--log-key: not a key but an error answer (%s: %q): GET /v1/log/key serves the verifier key once the server has a signing key (baton log keygen, then a restart)", p.Code, p.Detail)
+		return nil, fmt.Errorf("%s: not a key but an error answer (%s: %q): GET /v1/log/key serves the verifier key once the server has a signing key (baton log keygen, then a restart)", setting, p.Code, p.Detail)
 	}
-	return nil, fmt.Errorf("--log-key: %w (want the log's verifier key, name+hash+key)", err)
+	return nil, fmt.Errorf("%s: %w (want the log's verifier key, name+hash+key)", setting, err)
 }
 
 // logVerify is `baton log verify`: today's log, read as tiles from a
@@ -360,7 +362,7 @@ func logVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if *vkey == "" || *oldPath == "" {
 		return errors.New("usage: baton log verify --log-key KEY --old CHECKPOINT [--url URL] [--key KEY] [--mirror DIR]")
 	}
-	v, err := checkLogKey(strings.TrimSpace(*vkey))
+	v, err := checkLogKey(setting(fs, "log-key", "BATON_LOG_KEY"), strings.TrimSpace(*vkey))
 	if err != nil {
 		return err
 	}

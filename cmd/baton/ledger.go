@@ -79,7 +79,7 @@ func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 	if *bundle != "" {
-		return verifyBundle(*bundle, *oldBundle, strings.TrimSpace(*logKey), witnesses, *quorum, stdout)
+		return verifyBundle(*bundle, *oldBundle, setting(fs, "log-key", "BATON_LOG_KEY"), strings.TrimSpace(*logKey), witnesses, *quorum, stdout)
 	}
 	// Each handoff is verified once, against every receipt given for it.
 	var ids []string

@@ -225,7 +225,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 		return fmt.Errorf("--addr is empty; give HOST:PORT, such as %s (or :8080 for every interface)", defaultAddr)
 	}
 	if *heapFloorMB < 0 || *heapFloorMB > MaxHeapFloorMB {
-		return fmt.Errorf("--gc-heap-floor-mb is %d; it must be from 0 to %d", *heapFloorMB, MaxHeapFloorMB)
+		return fmt.Errorf("%s is %d; it must be from 0 to %d", setting(fs, "gc-heap-floor-mb", "BATON_GC_HEAP_FLOOR_MB"), *heapFloorMB, MaxHeapFloorMB)
 	}
 	for _, l := range []struct {
 		flag, env string
@@ -296,7 +296,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 		return fmt.Errorf("%w (another process listens there, perhaps another baton: stop it, or serve on another address with --addr HOST:PORT, BATON_ADDR, or make run ADDR=HOST:PORT)", err)
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", settingIs(fs, "addr", "BATON_ADDR", *addr), err)
 	}
 	defer ln.Close() // on the way out before serving; Serve closes it too
 	stopProfile, err := profile.StartCPU(*cpuprofile)
@@ -589,9 +589,9 @@ func storeCheck(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	switch {
 	case *kind == storeKurrent:
-		return errors.New("--store kurrent: store check reads the embedded store's file only; check the hash chains in KurrentDB with baton ledger verify --store kurrent --kurrentdb-url URL")
+		return fmt.Errorf("%s: store check reads the embedded store's file only; check the hash chains in KurrentDB with baton ledger verify --store kurrent --kurrentdb-url URL", settingIs(fs, "store", "BATON_STORE", *kind))
 	case *kind != storeBolt:
-		return fmt.Errorf("--store %q: store check reads the embedded store (bolt) only", *kind)
+		return fmt.Errorf("%s: store check reads the embedded store (bolt) only", settingIs(fs, "store", "BATON_STORE", *kind))
 	case !(storeFlags{kind: kind}).chosen(fs) && migrated(*data) && replicaDir(*data):
 		return replicaError(*data, "store check reads the embedded store's file only: check the hash chains in KurrentDB with baton ledger verify --store kurrent --kurrentdb-url URL")
 	case !(storeFlags{kind: kind}).chosen(fs) && migrated(*data):
@@ -714,6 +714,29 @@ const (
 	usageBatched = "batched"
 	usagePerCall = "per-call"
 )
+
+// setting names a setting as its operator gave it: --name when the
+// command line has it (it wins) or nothing set it, else the variable its
+// default was read from. An error about the value names what was set.
+func setting(fs *flag.FlagSet, name, variable string) string {
+	given := false
+	if fs != nil {
+		fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	}
+	if !given && os.Getenv(variable) != "" {
+		return variable
+	}
+	return "--" + name
+}
+
+// settingIs is a setting and its value as its operator gave them:
+// `--store "postgres"` or `BATON_STORE="postgres"`.
+func settingIs(fs *flag.FlagSet, name, variable, value string) string {
+	if s := setting(fs, name, variable); s == variable {
+		return fmt.Sprintf("%s=%q", variable, value)
+	}
+	return fmt.Sprintf("--%s %q", name, value)
+}
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {

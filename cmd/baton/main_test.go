@@ -457,3 +457,43 @@ func TestVersionFlag(t *testing.T) {
 		}
 	}
 }
+
+// A setting refused names what the operator set: the variable when it came
+// from the environment (BATON_STORE=postgres was told as `--store
+// "postgres"`, a flag nobody gave), the flag when it was given, which
+// wins over the variable.
+func TestRefusedSettingsNameTheVariableTheyCameFrom(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, c := range []struct {
+		env       []string // name, value
+		args      []string
+		want, not string
+	}{
+		{[]string{"BATON_STORE", "postgres"}, []string{"serve", "--addr", "127.0.0.1:0"}, `BATON_STORE="postgres"`, "--store"},
+		{[]string{"BATON_STORE", "postgres"}, []string{"serve", "--addr", "127.0.0.1:0", "--store", "mysql"}, `--store "mysql"`, "BATON_STORE="},
+		{[]string{"BATON_STORE", "kurrent"}, []string{"keys", "create", "--tenant", "acme"}, "BATON_STORE=kurrent needs", "--store kurrent"},
+		{[]string{"BATON_STORE", "kurrent"}, []string{"ledger", "verify"}, "BATON_STORE=kurrent needs", "--store kurrent"},
+		{[]string{"BATON_STORE", "kurrent"}, []string{"store", "check"}, `BATON_STORE="kurrent"`, `--store "kurrent"`},
+		{[]string{"BATON_STORE", "postgres"}, []string{"store", "check"}, `BATON_STORE="postgres"`, "--store"},
+		{[]string{"BATON_KURRENTDB_URL", "db.example.com:2113"}, []string{"ledger", "verify", "--store", "kurrent"}, "BATON_KURRENTDB_URL", ""},
+		{[]string{"BATON_ADDR", "nonsense"}, []string{"serve"}, "BATON_ADDR", ""},
+		{[]string{"BATON_ADDR", "nonsense"}, []string{"serve", "--addr", "bad"}, "--addr", "BATON_ADDR"},
+		{[]string{"BATON_GC_HEAP_FLOOR_MB", "99999999"}, []string{"serve", "--addr", "127.0.0.1:0"}, "BATON_GC_HEAP_FLOOR_MB", ""},
+		{[]string{"BATON_LOG_KEY_FILE", "/nonexistent/log.key"}, []string{"serve", "--addr", "127.0.0.1:0"}, "BATON_LOG_KEY_FILE", "--log-key-file"},
+		{[]string{"BATON_LOG_ORIGIN", " spaced"}, []string{"serve", "--addr", "127.0.0.1:0"}, "BATON_LOG_ORIGIN", ""},
+		{[]string{"BATON_LOG_WITNESSES", "garbage"}, []string{"serve", "--addr", "127.0.0.1:0"}, "BATON_LOG_WITNESSES", ""},
+		{[]string{"BATON_LOG_KEY", "garbage"}, []string{"log", "verify", "--old", "x"}, "BATON_LOG_KEY", "--log-key"},
+		{[]string{"BATON_LOG_KEY", "garbage"}, []string{"ledger", "verify", "--bundle", "x"}, "BATON_LOG_KEY", "--log-key"},
+	} {
+		t.Run(strings.Join(c.env, "=")+" "+strings.Join(c.args, " "), func(t *testing.T) {
+			t.Setenv(c.env[0], c.env[1])
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // were serve to start
+			defer cancel()
+			var out syncBuffer
+			err := run(ctx, c.args, &out, &out)
+			if err == nil || !strings.Contains(err.Error(), c.want) || c.not != "" && strings.Contains(err.Error(), c.not) {
+				t.Fatalf("err = %v; want %q named (not %q)", err, c.want, c.not)
+			}
+		})
+	}
+}

@@ -28,6 +28,7 @@ const (
 
 // storeFlags are the flags that choose and reach the event store.
 type storeFlags struct {
+	fs        *flag.FlagSet // to tell a flag given from a variable set
 	kind      *string
 	url       *string
 	maxAppend *int
@@ -38,6 +39,7 @@ type storeFlags struct {
 // env) on fs.
 func addStoreFlags(fs *flag.FlagSet, env *envVars) storeFlags {
 	return storeFlags{
+		fs:   fs,
 		kind: fs.String("store", envOr("BATON_STORE", storeBolt), "event store: bolt (embedded, in --data) or kurrent (KurrentDB at --kurrentdb-url)"),
 		url:  fs.String("kurrentdb-url", os.Getenv("BATON_KURRENTDB_URL"), "KurrentDB connection string for --store kurrent, e.g. esdb://host:2113 or esdb+discover://h1:2113,h2:2113,h3:2113 (or BATON_KURRENTDB_URL)"),
 		maxAppend: fs.Int("kurrentdb-max-append-size", int(env.integerFrom("kurrentdb-max-append-size", "BATON_KURRENTDB_MAX_APPEND_SIZE", kurrent.DefaultMaxAppendSize, 0)),
@@ -54,11 +56,15 @@ func (f storeFlags) check() error {
 		return nil
 	case storeKurrent:
 		if *f.url == "" {
-			return errors.New("--store kurrent needs --kurrentdb-url (or BATON_KURRENTDB_URL), e.g. esdb://127.0.0.1:2113?tls=false")
+			kind := "--store kurrent"
+			if setting(f.fs, "store", "BATON_STORE") == "BATON_STORE" {
+				kind = "BATON_STORE=kurrent"
+			}
+			return fmt.Errorf("%s needs --kurrentdb-url (or BATON_KURRENTDB_URL), e.g. esdb://127.0.0.1:2113?tls=false", kind)
 		}
 		return nil
 	}
-	return fmt.Errorf("--store %q: want bolt or kurrent", *f.kind)
+	return fmt.Errorf("%s: want bolt or kurrent", settingIs(f.fs, "store", "BATON_STORE", *f.kind))
 }
 
 // open opens the chosen store. The embedded one lives in data; KurrentDB is
@@ -70,7 +76,11 @@ func (f storeFlags) open(ctx context.Context, data string, log zerolog.Logger) (
 	if *f.kind == storeBolt {
 		return bolt.Open(data, bolt.Options{})
 	}
-	return openKurrent(ctx, *f.url, *f.maxAppend, log)
+	s, err := openKurrent(ctx, *f.url, *f.maxAppend, log)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", setting(f.fs, "kurrentdb-url", "BATON_KURRENTDB_URL"), err)
+	}
+	return s, nil
 }
 
 // openExisting is open for a command that reads a store a

@@ -27,6 +27,7 @@ const KeyFileName = "log.key"
 
 // logFlags are serve's transparency log flags.
 type logFlags struct {
+	fs        *flag.FlagSet // to tell a flag given from a variable set
 	witnesses *string
 	on        *bool
 	keyFile   *string
@@ -36,6 +37,7 @@ type logFlags struct {
 
 func addLogFlags(fs *flag.FlagSet, env *envVars) logFlags {
 	return logFlags{
+		fs:        fs,
 		on:        fs.Bool("log", env.boolean("log", "BATON_LOG", true), "keep the transparency log (docs/audit.md): its file in --data, its routes under /v1/log/ and the receipts"),
 		keyFile:   fs.String("log-key-file", os.Getenv("BATON_LOG_KEY_FILE"), "the log's signing key (baton log keygen); default DATA/log.key when that file exists. Without a key the log is built and served but this replica signs no checkpoint"),
 		origin:    fs.String("log-origin", os.Getenv("BATON_LOG_ORIGIN"), "the checkpoints' origin line (default: the signing key's name, \"baton\" without a key)"),
@@ -56,6 +58,10 @@ func (f logFlags) signingKey(data string) (string, string, error) {
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
+		if *f.keyFile != "" {
+			// Named by the setting that gave it, flag or variable.
+			return "", "", fmt.Errorf("the signing key %s (%s): %w", path, setting(f.fs, "log-key-file", "BATON_LOG_KEY_FILE"), err)
+		}
 		return "", "", fmt.Errorf("the signing key %s: %w", path, err)
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
@@ -76,11 +82,26 @@ func (f logFlags) check(data string) error {
 	if *f.interval < 10*time.Millisecond || *f.interval > time.Second {
 		return fmt.Errorf("transparency log: --log-interval (BATON_LOG_INTERVAL) is %v; it must be from 10ms to 1s", *f.interval)
 	}
-	skey, _, err := f.signingKey(data)
+	skey, keyPath, err := f.signingKey(data)
 	if err != nil {
 		return fmt.Errorf("transparency log: %w", err)
 	}
-	return translog.CheckOptions(translog.Options{Origin: *f.origin, SignerKey: skey, Witnesses: splitList(*f.witnesses)})
+	if *f.origin != "" {
+		if err := translog.CheckOrigin(*f.origin); err != nil {
+			return fmt.Errorf("transparency log: %s: %w", setting(f.fs, "log-origin", "BATON_LOG_ORIGIN"), err)
+		}
+	}
+	if _, err := translog.NewWitnessVerifiers(splitList(*f.witnesses)); err != nil {
+		return fmt.Errorf("transparency log: %s: %w", setting(f.fs, "log-witnesses", "BATON_LOG_WITNESSES"), err)
+	}
+	if err := translog.CheckOptions(translog.Options{Origin: *f.origin, SignerKey: skey}); err != nil {
+		from := keyPath
+		if *f.keyFile != "" {
+			from = setting(f.fs, "log-key-file", "BATON_LOG_KEY_FILE") + " " + keyPath
+		}
+		return fmt.Errorf("%w (the key read from %s)", err, from)
+	}
+	return nil
 }
 
 // logMarker names the kind of store translog.db was built from.
