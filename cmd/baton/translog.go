@@ -77,6 +77,26 @@ func (f logFlags) signingKey(data string) (string, string, error) {
 // a start stopped by one of them left behind.
 func (f logFlags) check(data string) error {
 	if !*f.on {
+		// A setting only the log reads, given with the log off, was
+		// ignored without a word: a key file then signed nothing.
+		given := map[string]bool{}
+		if f.fs != nil {
+			f.fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+		}
+		for _, s := range []struct{ name, variable, value string }{
+			{"log-key-file", "BATON_LOG_KEY_FILE", *f.keyFile},
+			{"log-origin", "BATON_LOG_ORIGIN", *f.origin},
+			{"log-witnesses", "BATON_LOG_WITNESSES", *f.witnesses},
+			{"log-interval", "BATON_LOG_INTERVAL", os.Getenv("BATON_LOG_INTERVAL")},
+		} {
+			if s.value != "" || given[s.name] {
+				off := "--log=false"
+				if setting(f.fs, "log", "BATON_LOG") == "BATON_LOG" {
+					off = "BATON_LOG=" + os.Getenv("BATON_LOG")
+				}
+				return fmt.Errorf("transparency log: %s turns the log off, and %s is for the log: give one of them, not both", off, setting(f.fs, s.name, s.variable))
+			}
+		}
 		return nil
 	}
 	if *f.interval < 10*time.Millisecond || *f.interval > time.Second {

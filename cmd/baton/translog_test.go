@@ -387,7 +387,7 @@ func TestServeKeepsTheLog(t *testing.T) {
 		var out syncBuffer
 		done := make(chan error, 1)
 		go func() {
-			done <- run(ctx, append([]string{"serve", "--data", dir, "--addr", "127.0.0.1:0", "--log-interval", "20ms"}, extra...), &out, &out)
+			done <- run(ctx, append([]string{"serve", "--data", dir, "--addr", "127.0.0.1:0"}, extra...), &out, &out)
 		}()
 		deadline := time.Now().Add(20 * time.Second)
 		for !strings.Contains(out.String(), "baton serving") && time.Now().Before(deadline) {
@@ -410,7 +410,7 @@ func TestServeKeepsTheLog(t *testing.T) {
 			}
 		}
 	}
-	url, key, stop := start()
+	url, key, stop := start("--log-interval", "20ms")
 	got, err := get(context.Background(), http.DefaultClient, url, "/v1/log/key", "")
 	if err != nil || strings.TrimSpace(string(got)) != vkey {
 		t.Fatalf("key %q %v", got, err)
@@ -1615,5 +1615,42 @@ func TestServeRefusesAnEmptyLogKey(t *testing.T) {
 		if err == nil || served || !strings.Contains(err.Error(), keyFile+" is empty") {
 			t.Fatalf("serve with an empty key file (named %v) = %v\n%s", named, err, out.String())
 		}
+	}
+}
+
+// A log turned off with a setting that only the log reads is refused,
+// naming both as they were given: --log=false --log-key-file F started
+// without a word, and the operator believed checkpoints were signed.
+func TestServeRefusesLogSettingsWithTheLogOff(t *testing.T) {
+	key := filepath.Join(t.TempDir(), "log.key")
+	runOK(t, "log", "keygen", "--out", key)
+	for _, c := range []struct {
+		env       []string
+		flags     []string
+		want, off string
+	}{
+		{nil, []string{"--log=false", "--log-key-file", key}, "--log-key-file", "--log=false"},
+		{nil, []string{"--log=false", "--log-origin", "baton.test/x"}, "--log-origin", "--log=false"},
+		{nil, []string{"--log=false", "--log-witnesses", "w+01234567+AQ"}, "--log-witnesses", "--log=false"},
+		{nil, []string{"--log=false", "--log-interval", "20ms"}, "--log-interval", "--log=false"},
+		{[]string{"BATON_LOG_KEY_FILE", key}, []string{"--log=false"}, "BATON_LOG_KEY_FILE", "--log=false"},
+		{[]string{"BATON_LOG", "false"}, []string{"--log-key-file", key}, "--log-key-file", "BATON_LOG=false"},
+	} {
+		t.Run(strings.Join(c.flags, " "), func(t *testing.T) {
+			if c.env != nil {
+				t.Setenv(c.env[0], c.env[1])
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // were it to start
+			defer cancel()
+			data := filepath.Join(t.TempDir(), "data")
+			var out syncBuffer
+			err := run(ctx, append([]string{"serve", "--data", data, "--addr", "127.0.0.1:0"}, c.flags...), &out, &out)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.off) {
+				t.Fatalf("err = %v; want %s and %s named\n%s", err, c.want, c.off, out.String())
+			}
+			if got := dirState(t, data); got != "absent" {
+				t.Fatalf("the refused start left:\n%s", got)
+			}
+		})
 	}
 }
