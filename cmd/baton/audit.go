@@ -379,6 +379,10 @@ func logVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	client := keyClient()
 	newSigned, err := get(ctx, client, *base, "/v1/log/checkpoint", "")
+	if ae, ok := errors.AsType[*answerError](err); ok && ae.code == "no_checkpoint" {
+		return &notCheckedError{fmt.Sprintf("%s has no signed checkpoint yet (no replica holding the log's signing key has signed one), so nothing was checked. The checkpoint kept (%s, %d entries) was signed with this key: if this server showed it before, its signed log is no longer there (a data directory restored from before its first checkpoint, or started anew) or no replica serving it holds the key; ask again once a checkpoint is signed",
+			*base, old.Origin, old.Size)}
+	}
 	if err != nil {
 		return err
 	}
@@ -448,6 +452,13 @@ func logVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	return nil
 }
+
+// notCheckedError is log verify finding no checkpoint to check the one
+// kept against: exit 2, apart from a log proved broken or a failure (1).
+type notCheckedError struct{ msg string }
+
+func (e *notCheckedError) Error() string { return e.msg }
+func (e *notCheckedError) ExitCode() int { return 2 }
 
 // olderCheckpoint is log verify when the server's checkpoint is older
 // than the one kept. Replicas follow the store apart, so one may serve a

@@ -109,7 +109,14 @@ func main() {
 		if !errors.Is(err, errChainBroken) && !errors.Is(err, errLogBroken) {
 			fmt.Fprintln(os.Stderr, "baton:", err)
 		}
-		os.Exit(1)
+		code := 1
+		if ec, ok := errors.AsType[interface {
+			error
+			ExitCode() int
+		}](err); ok {
+			code = ec.ExitCode()
+		}
+		os.Exit(code)
 	}
 }
 

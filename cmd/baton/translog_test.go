@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -1652,5 +1653,43 @@ func TestServeRefusesLogSettingsWithTheLogOff(t *testing.T) {
 				t.Fatalf("the refused start left:\n%s", got)
 			}
 		})
+	}
+}
+
+// A server with no signed checkpoint yet is said to have none, exit 2
+// (nothing was checked; a log proved broken is 1): it was a raw 404 and
+// its JSON quoted, exit 1 as for a broken log.
+func TestLogVerifyAgainstAServerWithNoCheckpoint(t *testing.T) {
+	skey, vkey, err := translog.GenerateKey("baton.test/log", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := note.NewSigner(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err := note.Sign(&note.Note{Text: translog.Checkpoint{Origin: "baton.test/log", Size: 3}.Text()}, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := filepath.Join(t.TempDir(), "kept.checkpoint")
+	os.WriteFile(kept, signed, 0o600)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, `{"type":"urn:baton:problem:no_checkpoint","title":"Not Found","status":404,"code":"no_checkpoint","detail":"The transparency log has no signed checkpoint yet: no replica holding the signing key has signed one.","instance":"/v1/log/checkpoint"}`)
+	}))
+	defer srv.Close()
+	var out bytes.Buffer
+	err = run(context.Background(), []string{"log", "verify", "--url", srv.URL, "--log-key", vkey, "--old", kept}, &out, &out)
+	var ec interface{ ExitCode() int }
+	if err == nil || !errors.As(err, &ec) || ec.ExitCode() != 2 {
+		t.Fatalf("err = %v; want an error of exit code 2\n%s", err, out.String())
+	}
+	if msg := err.Error(); !strings.Contains(msg, "no signed checkpoint yet") || strings.Contains(msg, "{") || strings.Contains(msg, "404") {
+		t.Fatalf("err = %v; want it said plainly, without the answer's JSON", err)
+	}
+	if errors.Is(err, errLogBroken) || strings.Contains(out.String(), "BROKEN") {
+		t.Fatalf("a log with no checkpoint was called broken: %v\n%s", err, out.String())
 	}
 }
