@@ -373,6 +373,9 @@ func logVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(bytes.TrimSpace(oldSigned)) == 0 {
 		return fmt.Errorf("--old %s is empty (a curl of GET /v1/log/checkpoint that failed leaves its file so): it holds no checkpoint to check today's log against", *oldPath)
 	}
+	if err := keptIsNoCheckpoint(*oldPath, oldSigned); err != nil {
+		return err
+	}
 	old, err := translog.OpenCheckpoint(oldSigned, v)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *oldPath, err)
@@ -449,6 +452,19 @@ func logVerify(ctx context.Context, args []string, stdout io.Writer) error {
 		for _, s := range kept.skipped {
 			fmt.Fprintf(stdout, "NOT KEPT: %s\n", s)
 		}
+	}
+	return nil
+}
+
+// keptIsNoCheckpoint says what a kept checkpoint's file holds when it is
+// the error answer a server with none yet gave to the curl that saved it
+// (an empty file is told before): it was told as a text that is no signed
+// checkpoint, its code and detail unsaid.
+func keptIsNoCheckpoint(path string, b []byte) error {
+	b = bytes.TrimSpace(b)
+	var p struct{ Code, Detail string }
+	if len(b) > 0 && b[0] == '{' && json.Unmarshal(b, &p) == nil && p.Code != "" {
+		return fmt.Errorf("%s is not a signed checkpoint but an error answer (%s: %q), saved from a server that had none to give: keep a checkpoint once GET /v1/log/checkpoint serves one", path, p.Code, p.Detail)
 	}
 	return nil
 }

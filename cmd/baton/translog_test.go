@@ -1693,3 +1693,29 @@ func TestLogVerifyAgainstAServerWithNoCheckpoint(t *testing.T) {
 		t.Fatalf("a log with no checkpoint was called broken: %v\n%s", err, out.String())
 	}
 }
+
+// A kept checkpoint file that holds no checkpoint says what it holds: the
+// error answer `curl .../v1/log/checkpoint > kept.checkpoint` saved from a
+// server with none yet, or nothing (a fetch that failed). Both were "the
+// checkpoint's signature does not verify with the log key", which reads
+// as a forgery.
+func TestLogVerifySaysWhatAKeptFileHolds(t *testing.T) {
+	_, vkey, err := translog.GenerateKey("baton.test/log", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for content, want := range map[string]string{
+		`{"type":"urn:baton:problem:no_checkpoint","title":"Not Found","status":404,"code":"no_checkpoint","detail":"The transparency log has no signed checkpoint yet."}` + "\n": "an error answer (no_checkpoint",
+		"":     "is empty",
+		"\n\n": "is empty",
+	} {
+		kept := filepath.Join(dir, "kept.checkpoint")
+		os.WriteFile(kept, []byte(content), 0o600)
+		var out bytes.Buffer
+		err := run(context.Background(), []string{"log", "verify", "--url", "http://127.0.0.1:1", "--log-key", vkey, "--old", kept}, &out, &out)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "signature") {
+			t.Errorf("kept %.30q: %v; want %q", content, err, want)
+		}
+	}
+}
