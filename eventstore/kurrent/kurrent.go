@@ -109,7 +109,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	conf, err := esdb.ParseConnectionString(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("kurrent: connection string %s: %w", redact(cfg.URL), redactErr(err))
+		return nil, fmt.Errorf("kurrent: connection string %s: %s", redact(cfg.URL), hideCredentials(redactErr(err).Error(), cfg.URL))
 	}
 	conf.Logger = clientLogger(cfg.Log)
 	client, err := esdb.NewClient(conf)
@@ -690,7 +690,34 @@ func redact(s string) string {
 	if u, err := url.Parse(s); err == nil && u.User != nil {
 		return u.Redacted()
 	}
-	return userinfo.ReplaceAllString(s, "://xxxxx@")
+	return hideCredentials(userinfo.ReplaceAllString(s, "://xxxxx@"), s)
+}
+
+// hideCredentials hides in text what may be the credentials of the
+// connection string raw when it is mistyped around its scheme ("u:pw@h",
+// "esdb:/u:pw@h"), which neither url.Parse nor userinfo finds: what comes
+// before the last '@' of its host part, and the password after its last
+// ':'. The client's errors quote such strings, or their path.
+func hideCredentials(text, raw string) string {
+	if i := strings.IndexByte(raw, '?'); i >= 0 {
+		raw = raw[:i]
+	}
+	at := strings.LastIndexByte(raw, '@')
+	if at < 0 {
+		return text
+	}
+	cred := strings.TrimLeft(raw[:at], "/")
+	if i := strings.Index(cred, "//"); i >= 0 {
+		cred = cred[i+2:]
+	}
+	if cred == "" {
+		return text
+	}
+	text = strings.ReplaceAll(text, cred, "xxxxx")
+	if i := strings.LastIndexByte(cred, ':'); i >= 0 && i+1 < len(cred) {
+		text = strings.ReplaceAll(text, cred[i+1:], "xxxxx")
+	}
+	return text
 }
 
 // redactErr keeps a password that url.Parse quoted out of an error.

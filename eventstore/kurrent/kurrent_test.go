@@ -834,3 +834,25 @@ func TestSubscriptionsOutliveAClientThatGaveUp(t *testing.T) {
 		t.Fatal("Close did not return")
 	}
 }
+
+// A connection string mistyped around its scheme still has its password
+// hidden: without "://" it was shown whole, in the error that named it
+// ("kurrent: connection string u:secret@h:2113: an invalid scheme ...").
+func TestRedactHidesThePasswordOfAMalformedString(t *testing.T) {
+	for _, s := range []string{
+		"u:secret@h:2113",
+		"esdb:/u:secret@h:2113",
+		"esdb//u:secret@h:2113",
+		"esdb:u:secret@h:2113?tls=false",
+		"esdb://u:secret@h1:2113,h2:2113?tls=false",
+		"esdb://u:sec@ret@h:2113",
+	} {
+		if got := kurrent.Redact(s); strings.Contains(got, "secret") || strings.Contains(got, "ret@") {
+			t.Errorf("Redact(%q) = %q", s, got)
+		}
+		_, err := kurrent.Open(context.Background(), kurrent.Config{URL: s + "&maxDiscoverAttempts=1"})
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("Open(%q): the error shows the password: %v", s, err)
+		}
+	}
+}
