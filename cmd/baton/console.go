@@ -30,7 +30,7 @@ func consoleLink(ctx context.Context, args []string, stdout io.Writer) error {
 	name := fs.String("name", "", "the person: a name or e-mail address, recorded as actor person:<name> (required)")
 	role := fs.String("role", "", "approver (approves or rejects), verifier (reviews proof) or auditor (reads) (required)")
 	ttl := fs.Duration("ttl", domain.DefaultConsoleLinkTTL, "how long the link works (at most 168h)")
-	base := fs.String("url", envOr("BATON_CONSOLE_URL", "http://"+loopbackFor(envOr("BATON_ADDR", defaultAddr))), "the console's base URL, as the person's browser reaches baton serve")
+	base := fs.String("url", envOr("BATON_CONSOLE_URL", "http://"+loopbackFor(envOr("BATON_ADDR", defaultAddr))), "the console's base URL, as the person's browser reaches baton serve (or BATON_CONSOLE_URL; else http:// and BATON_ADDR)")
 	if err := env.parse(fs, args); err != nil {
 		return err
 	}

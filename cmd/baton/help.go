@@ -27,6 +27,10 @@ func (e *flagError) Unwrap() error { return e.err }
 // any, and one that does refuses a flag after them.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	fs.SetOutput(io.Discard)
+	// Every --data takes its default from BATON_DATA_DIR (dataDirDefault).
+	if f := fs.Lookup("data"); f != nil && !strings.Contains(f.Usage, "BATON_DATA_DIR") {
+		f.Usage += " (or BATON_DATA_DIR)"
+	}
 	if err := fs.Parse(args); err != nil {
 		return &flagError{fs: fs, err: err}
 	}

@@ -201,11 +201,11 @@ func dataDirDefault() string {
 func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var env envVars
-	addr := fs.String("addr", envOr("BATON_ADDR", defaultAddr), "listen address")
+	addr := fs.String("addr", env.str("addr", "BATON_ADDR", defaultAddr), "listen address")
 	data := fs.String("data", dataDirDefault(), "data directory: the embedded store and this process's read models")
 	defer func() { err = damagedStoreHelp(err, *data, true) }()
 	storeOpts := addStoreFlags(fs, &env)
-	providers := fs.String("providers", envOr("BATON_PROVIDERS_FILE", "providers.json"), "providers file (JSON); skipped when absent")
+	providers := fs.String("providers", env.str("providers", "BATON_PROVIDERS_FILE", "providers.json"), "providers file (JSON); skipped when absent")
 	maxBody := fs.Int64("max-body", env.integer("max-body", "BATON_MAX_BODY_BYTES", batonhttp.DefaultMaxBody), "request body limit in bytes (the ledger, generate, admin)")
 	maxModelBody := fs.Int64("max-model-body", env.integer("max-model-body", "BATON_MAX_MODEL_BODY_BYTES", batonhttp.DefaultMaxModelBody), "body limit in bytes of the model calls (/v1/chat/completions, /v1/messages, /v1/messages/count_tokens, /v1/responses)")
 	modelBodies := fs.Int64("model-bodies", env.integer("model-bodies", "BATON_MODEL_BODIES_BYTES", batonhttp.DefaultModelBodies), "the most bytes of model-call bodies held at once; a call whose body does not fit is 503 with Retry-After (a translated call peaks at about 4 times its body)")
@@ -213,9 +213,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	streamIdle := fs.Duration("stream-idle", env.duration("stream-idle", "BATON_STREAM_IDLE", batonhttp.DefaultStreamIdle), "give up a streamed model call whose upstream sends nothing for this long")
 	idemRetention := fs.Duration("idempotency-retention", env.duration("idempotency-retention", "BATON_IDEMPOTENCY_RETENTION", ledger.DefaultIdempotencyRetention), "how long an Idempotency-Key and its answer are kept on generate, agent plans, contract creation, context packets and webhook registration and rotation (at least 24h; a callback's key is kept with its ledger for good)")
 	usageLinger := fs.Duration("usage-linger", env.duration("usage-linger", "BATON_USAGE_LINGER", gateway.DefaultUsageLinger), "how long the usage writer gathers calls' usage events into one commit (a crash loses at most this window's records)")
-	usageEvents := fs.String("usage-events", envOr("BATON_USAGE_EVENTS", usageBatched), "how usage is written: batched (a writer window's records of a tenant in one event) or per-call (one event a call, which versions before 2026-11-28 read: while replicas that share a store are upgraded)")
+	usageEvents := fs.String("usage-events", env.str("usage-events", "BATON_USAGE_EVENTS", usageBatched), "how usage is written: batched (a writer window's records of a tenant in one event) or per-call (one event a call, which versions before 2026-11-28 read: while replicas that share a store are upgraded)")
 	cpuprofile := fs.String("cpuprofile", "", "diagnostics: write a CPU profile of this process to the file until it stops")
-	consoleURL := fs.String("console-url", os.Getenv("BATON_CONSOLE_URL"), "the console's public base URL (scheme://host[:port]) that sign-in links from POST /v1/admin/console-links start with; default: the admin request's own host")
+	consoleURL := fs.String("console-url", env.str("console-url", "BATON_CONSOLE_URL", ""), "the console's public base URL (scheme://host[:port]) that sign-in links from POST /v1/admin/console-links start with; default: the admin request's own host")
 	eventStreams := fs.Int64("event-streams", env.integer("event-streams", "BATON_EVENT_STREAMS", batonhttp.DefaultEventStreams), "how many GET /v1/events streams one tenant may hold open on this server at once")
 	heapFloorMB := fs.Int64("gc-heap-floor-mb", env.integerFrom("gc-heap-floor-mb", "BATON_GC_HEAP_FLOOR_MB", DefaultHeapFloorMB, 0), "the smallest heap goal of the collector in MiB: no collection until the heap nears it (0: Go's GOGC alone)")
 	connsPerClient := fs.Int64("max-connections-per-client", env.integerFrom("max-connections-per-client", "BATON_MAX_CONNECTIONS_PER_CLIENT", DefaultConnsPerClient, 0), "the most connections one client (an IPv4 address, an IPv6 /64) holds open at once; past it a connection is answered 429 and closed (0: no cap, e.g. behind a proxy that is every client)")
@@ -590,7 +590,7 @@ func timerLoop(h *ledger.Handoffs, proj *projections.Runner, log zerolog.Logger)
 func storeCheck(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("store check", flag.ContinueOnError)
 	data := fs.String("data", dataDirDefault(), "data directory")
-	kind := fs.String("store", envOr("BATON_STORE", storeBolt), "bolt: the check reads the embedded store's file only; on a migrated directory, --store bolt checks the backup the migration left on purpose")
+	kind := fs.String("store", envOr("BATON_STORE", storeBolt), "bolt: the check reads the embedded store's file only; on a migrated directory, --store bolt checks the backup the migration left on purpose (or BATON_STORE)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -755,7 +755,25 @@ func envOr(key, def string) string {
 // envVars gives flags their defaults from BATON_ variables and keeps the
 // values it could not use: the command refuses them (err) rather than run
 // on a default its operator did not choose, unless the flag was given.
-type envVars struct{ bad map[string]error } // by flag name
+// parse names each variable in its flag's help.
+type envVars struct {
+	bad  map[string]error  // by flag name
+	vars map[string]string // the variable each flag's default is read from
+}
+
+// from records that flagName's default is read from variable.
+func (e *envVars) from(flagName, variable string) {
+	if e.vars == nil {
+		e.vars = map[string]string{}
+	}
+	e.vars[flagName] = variable
+}
+
+// str reads a string for flagName: the variable when set, else def.
+func (e *envVars) str(flagName, variable, def string) string {
+	e.from(flagName, variable)
+	return envOr(variable, def)
+}
 
 func (e *envVars) refuse(flagName string, err error) {
 	if e.bad == nil {
@@ -766,6 +784,7 @@ func (e *envVars) refuse(flagName string, err error) {
 
 // duration reads a positive duration (e.g. "50ms", "36h") for flagName.
 func (e *envVars) duration(flagName, variable string, def time.Duration) time.Duration {
+	e.from(flagName, variable)
 	v := os.Getenv(variable)
 	if v == "" {
 		return def
@@ -780,6 +799,7 @@ func (e *envVars) duration(flagName, variable string, def time.Duration) time.Du
 
 // boolean reads true or false (1, t, TRUE, 0, f, False...) for flagName.
 func (e *envVars) boolean(flagName, variable string, def bool) bool {
+	e.from(flagName, variable)
 	v := os.Getenv(variable)
 	if v == "" {
 		return def
@@ -799,6 +819,7 @@ func (e *envVars) integer(flagName, variable string, def int64) int64 {
 
 // integerFrom is integer for numbers from least up.
 func (e *envVars) integerFrom(flagName, variable string, def, least int64) int64 {
+	e.from(flagName, variable)
 	v := os.Getenv(variable)
 	if v == "" {
 		return def
@@ -818,6 +839,11 @@ func (e *envVars) integerFrom(flagName, variable string, def, least int64) int64
 // parse parses args into fs, then refuses the variables that could not
 // be used (err).
 func (e *envVars) parse(fs *flag.FlagSet, args []string) error {
+	for name, v := range e.vars {
+		if f := fs.Lookup(name); f != nil && !strings.Contains(f.Usage, v) {
+			f.Usage += " (or " + v + ")"
+		}
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

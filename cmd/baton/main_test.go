@@ -497,3 +497,38 @@ func TestRefusedSettingsNameTheVariableTheyCameFrom(t *testing.T) {
 		})
 	}
 }
+
+// Every flag whose default a variable gives names that variable in its
+// help, as operations.md's table pairs them: serve's --help named two of
+// its twenty-odd variables, and no command's --data named BATON_DATA_DIR,
+// nor --store BATON_STORE.
+func TestHelpNamesEveryVariableTheTableGives(t *testing.T) {
+	t.Setenv("BATON_DATA_DIR", "/nonexistent/baton-help-test")
+	ops, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, _ := strings.Cut(string(ops), "## Limits and settings")
+	table, _, _ = strings.Cut(table, "\n### ")
+	pairs := regexp.MustCompile("`--([a-z-]+)`, `(BATON_[A-Z_]+)`").FindAllStringSubmatch(table, -1)
+	if len(pairs) < 20 {
+		t.Fatalf("only %d flag and variable pairs in the table", len(pairs))
+	}
+	for _, cmd := range [][]string{{"serve"}, {"keys", "create"}, {"console", "link"}, {"ledger", "verify"}, {"ledger", "export"},
+		{"store", "check"}, {"migrate"}} {
+		var stdout bytes.Buffer
+		if err := run(context.Background(), append(append([]string{}, cmd...), "--help"), &stdout, &bytes.Buffer{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pairs {
+			_, help, found := strings.Cut(stdout.String(), "\n  -"+p[1]+" ")
+			if !found {
+				continue // a flag of another command
+			}
+			help, _, _ = strings.Cut(help, "\n  -")
+			if !strings.Contains(help, p[2]) {
+				t.Errorf("baton %s --help: -%s does not name %s: %q", strings.Join(cmd, " "), p[1], p[2], help)
+			}
+		}
+	}
+}

@@ -40,7 +40,7 @@ type storeFlags struct {
 func addStoreFlags(fs *flag.FlagSet, env *envVars) storeFlags {
 	return storeFlags{
 		fs:   fs,
-		kind: fs.String("store", envOr("BATON_STORE", storeBolt), "event store: bolt (embedded, in --data) or kurrent (KurrentDB at --kurrentdb-url)"),
+		kind: fs.String("store", env.str("store", "BATON_STORE", storeBolt), "event store: bolt (embedded, in --data) or kurrent (KurrentDB at --kurrentdb-url)"),
 		url:  fs.String("kurrentdb-url", os.Getenv("BATON_KURRENTDB_URL"), "KurrentDB connection string for --store kurrent, e.g. esdb://host:2113 or esdb+discover://h1:2113,h2:2113,h3:2113 (or BATON_KURRENTDB_URL)"),
 		maxAppend: fs.Int("kurrentdb-max-append-size", int(env.integerFrom("kurrentdb-max-append-size", "BATON_KURRENTDB_MAX_APPEND_SIZE", kurrent.DefaultMaxAppendSize, 0)),
 			"the KurrentDB server's --max-append-size in bytes; set both together (or BATON_KURRENTDB_MAX_APPEND_SIZE)"),

@@ -39,9 +39,9 @@ func addLogFlags(fs *flag.FlagSet, env *envVars) logFlags {
 	return logFlags{
 		fs:        fs,
 		on:        fs.Bool("log", env.boolean("log", "BATON_LOG", true), "keep the transparency log (docs/audit.md): its file in --data, its routes under /v1/log/ and the receipts"),
-		keyFile:   fs.String("log-key-file", os.Getenv("BATON_LOG_KEY_FILE"), "the log's signing key (baton log keygen); default DATA/log.key when that file exists. Without a key the log is built and served but this replica signs no checkpoint"),
-		origin:    fs.String("log-origin", os.Getenv("BATON_LOG_ORIGIN"), "the checkpoints' origin line (default: the signing key's name, \"baton\" without a key)"),
-		witnesses: fs.String("log-witnesses", os.Getenv("BATON_LOG_WITNESSES"), "comma-separated verifier keys of the witnesses whose cosignatures (C2SP tlog-cosignature, POST /v1/log/cosignature) the log takes and serves"),
+		keyFile:   fs.String("log-key-file", env.str("log-key-file", "BATON_LOG_KEY_FILE", ""), "the log's signing key (baton log keygen); default DATA/log.key when that file exists. Without a key the log is built and served but this replica signs no checkpoint"),
+		origin:    fs.String("log-origin", env.str("log-origin", "BATON_LOG_ORIGIN", ""), "the checkpoints' origin line (default: the signing key's name, \"baton\" without a key)"),
+		witnesses: fs.String("log-witnesses", env.str("log-witnesses", "BATON_LOG_WITNESSES", ""), "comma-separated verifier keys of the witnesses whose cosignatures (C2SP tlog-cosignature, POST /v1/log/cosignature) the log takes and serves"),
 		interval:  fs.Duration("log-interval", env.duration("log-interval", "BATON_LOG_INTERVAL", translog.DefaultInterval), "the least time between two signed checkpoints while events arrive (at most 1s)"),
 	}
 }
