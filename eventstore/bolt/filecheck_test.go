@@ -3,9 +3,12 @@ package bolt
 import (
 	"encoding/binary"
 	"hash/fnv"
+	"io/fs"
 	"math/big"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -62,4 +65,15 @@ func FuzzCheckFile(f *testing.F) {
 			t.Fatalf("passed a %d-byte file whose last commit uses %v bytes", len(data), need)
 		}
 	})
+}
+
+// A data file on a read-only file system (a backup's snapshot mounted to
+// be checked) is said to be so, and what to do: it was "eventstore: open
+// F: open F: read-only file system", the path twice and no way on.
+func TestOpenErrorOfAReadOnlyFileSystem(t *testing.T) {
+	path := filepath.Join("backup", FileName)
+	msg := openError(path, &fs.PathError{Op: "open", Path: path, Err: syscall.EROFS}).Error()
+	if !strings.Contains(msg, "read-only") || !strings.Contains(msg, "writable") || strings.Count(msg, path) != 1 {
+		t.Fatalf("open said %q", msg)
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -198,6 +199,10 @@ func openError(path string, err error) error {
 		return fmt.Errorf("%w: %s: %v", eventstore.ErrCorrupt, path, err)
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("eventstore: cannot open %s: permission denied (the data directory must be readable and writable by this user)", path)
+	case errors.Is(err, syscall.EROFS):
+		// A backup's snapshot mounted to be checked: every command opens
+		// the file to write, as the journal goes into it first.
+		return fmt.Errorf("eventstore: cannot open %s: the file system is read-only (the data directory must be writable, for the commands that only read it too: the journal is moved into the file when it opens; copy a backup somewhere writable to check it)", path)
 	}
 	return fmt.Errorf("eventstore: open %s: %w", path, err)
 }
