@@ -1022,3 +1022,17 @@ func TestKeysCreateRefusesASecretLabel(t *testing.T) {
 		t.Fatal("the store was opened")
 	}
 }
+
+// A --data that is a file is told as the data directory's fault, with no
+// key file given: the log's settings, checked before the store opens,
+// read DATA/log.key and said "--log-key-file: open DATA/log.key: not a
+// directory".
+func TestServeOnADataThatIsAFile(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	os.WriteFile(data, []byte("x"), 0o600)
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"serve", "--data", data, "--addr", "127.0.0.1:0"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "not a directory") || strings.Contains(err.Error(), "log-key-file") {
+		t.Fatalf("err = %v", err)
+	}
+}

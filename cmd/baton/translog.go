@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -52,7 +53,9 @@ func (f logFlags) signingKey(data string) (string, string, error) {
 	path := *f.keyFile
 	if path == "" {
 		path = filepath.Join(data, KeyFileName)
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		// A data directory that cannot hold the key (not one, or not
+		// there) is the store's to name: serve reads the key first.
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			return "", "", nil
 		}
 	}
