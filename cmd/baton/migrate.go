@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/batonhq/baton/eventstore/bolt"
 	"github.com/batonhq/baton/eventstore/kurrent"
 	"github.com/batonhq/baton/eventstore/migrate"
+	"github.com/batonhq/baton/projections"
 )
 
 // migrateStore is `baton migrate`: it copies the embedded store into KurrentDB
@@ -55,8 +57,10 @@ func migrateStore(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("migrate: source: %w", err)
 	}
 	// Run again after replicas served KurrentDB, it copied nothing and
-	// failed its comparison: "the target does not match the source".
-	if migrated(*data) {
+	// failed its comparison: "the target does not match the source". A
+	// directory this command marked, that no replica has served yet (its
+	// read models still set aside), may be compared again.
+	if migrated(*data) && !markedUnserved(*data) {
 		return fmt.Errorf("migrate: %s was migrated already: its read models follow KurrentDB (%s), where replicas have written since, and its %s is the backup the migration left; there is nothing to copy. Serve with --store kurrent --kurrentdb-url URL", *data, readModelMarker, bolt.FileName)
 	}
 	src, err := bolt.Open(*data, bolt.Options{})
@@ -121,5 +125,50 @@ func migrateStore(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "migrate: compared %d events: the target holds each once, in the same order, with the same id, stream, revision, type, data and metadata\n", n)
 	fmt.Fprintln(stdout, "migrate: verifying the hash chains in the target (baton ledger verify):")
-	return verifyStore(ctx, dst, nil, nil, stdout)
+	if err := verifyStore(ctx, dst, nil, nil, stdout); err != nil {
+		return err
+	}
+	if err := markMigrated(ctx, *data, src); err != nil {
+		return fmt.Errorf("migrate: the copy is complete, but %s could not be marked as migrated: %w", *data, err)
+	}
+	fmt.Fprintf(stdout, "migrate: %s now follows KurrentDB (%s): start it with --store kurrent; without it (or with keys create, console link) it is refused, its %s kept as a backup\n", *data, readModelMarker, bolt.FileName)
+	return nil
+}
+
+// markedUnserved says whether a migrated directory is as markMigrated
+// left it: no read models of its own, which a replica's first start on
+// KurrentDB builds.
+func markedUnserved(data string) bool {
+	_, err := os.Stat(filepath.Join(data, "readmodel.db"))
+	return errors.Is(err, os.ErrNotExist)
+}
+
+// markMigrated marks the data directory of a finished migration as its
+// first start on KurrentDB would: its read models, built from the
+// embedded store, set aside, and the marker naming KurrentDB. Until that
+// start, a start without --store (make run) served the events.db left
+// behind, and keys create made keys there, which no replica saw. A
+// directory already marked (a run again, a replica serving it) is left
+// alone.
+func markMigrated(ctx context.Context, data string, src eventstore.Store) error {
+	if migrated(data) {
+		return nil
+	}
+	path := filepath.Join(data, "readmodel.db")
+	if _, err := os.Stat(path); err == nil {
+		was := storeBolt // read models from before the marker were the embedded store's
+		if b, err := os.ReadFile(filepath.Join(data, readModelMarker)); err == nil {
+			if k, _ := parseStoreMark(b); k != "" {
+				was = k
+			}
+		}
+		if err := os.Rename(path, projections.AsideName(path, was)); err != nil {
+			return err
+		}
+	}
+	id, err := storeIdentity(ctx, src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(data, readModelMarker), storeMark(storeKurrent, id), 0o600)
 }

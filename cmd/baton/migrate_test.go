@@ -596,3 +596,56 @@ func TestAReplicaDirectoryIsNotCalledMigrated(t *testing.T) {
 		t.Fatal("a command made an embedded store in the replica's directory")
 	}
 }
+
+// A directory migrated to the end is refused to a start and to keys
+// create without --store kurrent at once, not only once a replica has
+// served it from KurrentDB: right after the migration, `make run` served
+// the events.db left behind, and keys create made a key there, which no
+// replica would see.
+func TestMigratedDirectoryIsRefusedWithoutTheStore(t *testing.T) {
+	t.Setenv("BATON_STORE", "")
+	dir := t.TempDir()
+	fillStore(t, dir)
+	double, err := kurrenttest.Start(kurrenttest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(double.Stop)
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"migrate", "--data", dir, "--kurrentdb-url", double.URL(), "--limit", "1"}, &out, &out); err != nil {
+		t.Fatalf("migrate --limit 1: %v\n%s", err, out.String())
+	}
+	if migrated(dir) {
+		t.Fatal("a migration stopped by --limit marked the directory migrated")
+	}
+	if err := run(context.Background(), []string{"migrate", "--data", dir, "--kurrentdb-url", double.URL()}, &out, &out); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out.String())
+	}
+	refused, stop := context.WithTimeout(context.Background(), 30*time.Second) // a start that serves is stopped
+	defer stop()
+	err = run(refused, []string{"serve", "--data", dir, "--addr", "127.0.0.1:0"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "follow KurrentDB") {
+		t.Fatalf("serve right after the migration = %v\n%s", err, out.String())
+	}
+	if err := run(context.Background(), []string{"keys", "create", "--data", dir, "--tenant", "acme"}, &out, &out); err == nil || !strings.Contains(err.Error(), "follow KurrentDB") {
+		t.Fatalf("keys create right after the migration = %v", err)
+	}
+	// The read models built from the embedded store were set aside, as
+	// the first start on KurrentDB would have, which then builds its own.
+	if _, err := os.Stat(filepath.Join(dir, "readmodel.db.bolt")); err != nil {
+		t.Fatalf("the read models were not set aside: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var out2 syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--store", "kurrent", "--kurrentdb-url", double.URL(), "--data", dir, "--addr", "127.0.0.1:0"}, &out2, &out2)
+	}()
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(out2.String(), "baton serving") && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil || !strings.Contains(out2.String(), "baton serving") {
+		t.Fatalf("--store kurrent: %v\n%s", err, out2.String())
+	}
+}
