@@ -606,7 +606,7 @@ func storeCheck(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("the read models in %s follow KurrentDB (%s): the directory was migrated, and its %s is the store migrated from, a backup no server has read since. store check reads the embedded store's file only: check the hash chains in KurrentDB with baton ledger verify --store kurrent --kurrentdb-url URL; to check the backup on purpose, give --store bolt",
 			*data, readModelMarker, bolt.FileName)
 	}
-	if err := boltExists(*data); err != nil {
+	if err := boltExists(*data, setting(fs, "data", "BATON_DATA_DIR")); err != nil {
 		return err
 	}
 	store, err := bolt.Open(*data, bolt.Options{})

@@ -484,6 +484,10 @@ func TestRefusedSettingsNameTheVariableTheyCameFrom(t *testing.T) {
 		{[]string{"BATON_LOG_WITNESSES", "garbage"}, []string{"serve", "--addr", "127.0.0.1:0"}, "BATON_LOG_WITNESSES", ""},
 		{[]string{"BATON_LOG_KEY", "garbage"}, []string{"log", "verify", "--old", "x"}, "BATON_LOG_KEY", "--log-key"},
 		{[]string{"BATON_LOG_KEY", "garbage"}, []string{"ledger", "verify", "--bundle", "x"}, "BATON_LOG_KEY", "--log-key"},
+		{[]string{"BATON_DATA_DIR", "/nonexistent/baton-data"}, []string{"store", "check"}, "check BATON_DATA_DIR", "--data"},
+		{[]string{"BATON_DATA_DIR", "/nonexistent/baton-data"}, []string{"ledger", "verify"}, "check BATON_DATA_DIR", "--data"},
+		{[]string{"BATON_DATA_DIR", "/nonexistent/baton-data"}, []string{"migrate", "--kurrentdb-url", "esdb://127.0.0.1:1"}, "check BATON_DATA_DIR", "--data"},
+		{[]string{"BATON_DATA_DIR", "/nonexistent/baton-data"}, []string{"store", "check", "--data", "/nonexistent/x"}, "check --data", "BATON_DATA_DIR"},
 	} {
 		t.Run(strings.Join(c.env, "=")+" "+strings.Join(c.args, " "), func(t *testing.T) {
 			t.Setenv(c.env[0], c.env[1])

@@ -53,7 +53,7 @@ func migrateStore(ctx context.Context, args []string, stdout io.Writer) error {
 
 	// A --data with no store would be made into an empty one, and "0
 	// events" migrated.
-	if err := boltExists(*data); err != nil {
+	if err := boltExists(*data, setting(fs, "data", "BATON_DATA_DIR")); err != nil {
 		return fmt.Errorf("migrate: source: %w", err)
 	}
 	// Run again after replicas served KurrentDB, it copied nothing and

@@ -88,17 +88,18 @@ func (f storeFlags) open(ctx context.Context, data string, log zerolog.Logger) (
 // empty one (a mistyped --data was created and reported intact).
 func (f storeFlags) openExisting(ctx context.Context, data string, log zerolog.Logger) (eventstore.Store, error) {
 	if *f.kind == storeBolt {
-		if err := boltExists(data); err != nil {
+		if err := boltExists(data, setting(f.fs, "data", "BATON_DATA_DIR")); err != nil {
 			return nil, err
 		}
 	}
 	return f.open(ctx, data, log)
 }
 
-// boltExists says whether data holds an embedded store.
-func boltExists(data string) error {
+// boltExists says whether data, given as setting (--data or
+// BATON_DATA_DIR), holds an embedded store.
+func boltExists(data, setting string) error {
 	if _, err := os.Stat(filepath.Join(data, bolt.FileName)); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("no store in %s (no %s there): check --data", data, bolt.FileName)
+		return fmt.Errorf("no store in %s (no %s there): check %s", data, bolt.FileName, setting)
 	}
 	return nil
 }
