@@ -55,6 +55,9 @@ func consoleLink(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		return errors.New(strings.Join(bad, "; "))
 	}
+	if err := storeOpts.dataNotRead(); err != nil {
+		return err
+	}
 	if err := storeOpts.notMigratedFrom(*data); err != nil {
 		return err
 	}

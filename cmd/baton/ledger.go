@@ -70,6 +70,11 @@ func ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 	}
+	if *base == "" {
+		if err := storeOpts.dataNotRead(); err != nil {
+			return err
+		}
+	}
 	if *quorum < 0 || *quorum > len(witnesses) { // as log verify has it
 		return fmt.Errorf("--witness-quorum %d: from 0 to the %d --witness keys given", *quorum, len(witnesses))
 	}
@@ -336,6 +341,9 @@ func keysCreate(ctx context.Context, args []string, stdout io.Writer) error {
 		if rule, found := scan.ScanText(*label); found {
 			return fmt.Errorf("--label looks like it holds a secret (%s); a label names the key's holder or use, and is kept for good", rule)
 		}
+	}
+	if err := storeOpts.dataNotRead(); err != nil {
+		return err
 	}
 	if err := storeOpts.notMigratedFrom(*data); err != nil {
 		return err

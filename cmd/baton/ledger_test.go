@@ -1036,3 +1036,40 @@ func TestServeOnADataThatIsAFile(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A --data given to a command that does not read it (the store is
+// KurrentDB, from --store or BATON_STORE; ledger verify reads a server)
+// is refused: with BATON_STORE=kurrent exported, `ledger verify --data
+// DIR` verified KurrentDB and said ok of it, and `keys create --data DIR`
+// made the key there, DIR never read.
+func TestDataNotReadIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		env  string
+		args []string
+		want string
+	}{
+		{"kurrent", []string{"ledger", "verify", "--data", dir}, "BATON_STORE=kurrent"},
+		{"kurrent", []string{"keys", "create", "--tenant", "acme", "--data", dir}, "BATON_STORE=kurrent"},
+		{"kurrent", []string{"console", "link", "--tenant", "acme", "--name", "a", "--role", "auditor", "--data", dir}, "BATON_STORE=kurrent"},
+		{"", []string{"ledger", "verify", "--store", "kurrent", "--data", dir}, "--store kurrent"},
+		{"", []string{"ledger", "verify", "--url", "http://127.0.0.1:1", "--key", "k", "--data", dir}, "--url"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			t.Setenv("BATON_STORE", c.env)
+			t.Setenv("BATON_KURRENTDB_URL", "esdb://127.0.0.1:1?tls=false")
+			var out bytes.Buffer
+			err := run(context.Background(), c.args, &out, &out)
+			if err == nil || !strings.Contains(err.Error(), "--data") || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v; want --data refused, naming %s\n%s", err, c.want, out.String())
+			}
+		})
+	}
+	// With the embedded store chosen on the command line, the flag wins
+	// over the variable, and --data is read.
+	t.Setenv("BATON_STORE", "kurrent")
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"keys", "create", "--store", "bolt", "--tenant", "acme", "--data", dir}, &out, &out); err != nil {
+		t.Fatalf("--store bolt --data: %v", err)
+	}
+}

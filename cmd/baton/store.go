@@ -56,11 +56,7 @@ func (f storeFlags) check() error {
 		return nil
 	case storeKurrent:
 		if *f.url == "" {
-			kind := "--store kurrent"
-			if setting(f.fs, "store", "BATON_STORE") == "BATON_STORE" {
-				kind = "BATON_STORE=kurrent"
-			}
-			return fmt.Errorf("%s needs --kurrentdb-url (or BATON_KURRENTDB_URL), e.g. esdb://127.0.0.1:2113?tls=false", kind)
+			return fmt.Errorf("%s needs --kurrentdb-url (or BATON_KURRENTDB_URL), e.g. esdb://127.0.0.1:2113?tls=false", f.chosenAs())
 		}
 		return nil
 	}
@@ -119,6 +115,30 @@ func (f storeFlags) describe(data string) string {
 		return "KurrentDB " + kurrent.Redact(*f.url)
 	}
 	return filepath.Join(data, bolt.FileName)
+}
+
+// dataNotRead refuses a --data given on the command line to a command
+// that reads the store alone, when the store is KurrentDB: with
+// BATON_STORE=kurrent exported, `ledger verify --data DIR` verified
+// KurrentDB and said ok of it, DIR never read.
+func (f storeFlags) dataNotRead() error {
+	given := false
+	if f.fs != nil {
+		f.fs.Visit(func(fl *flag.Flag) { given = given || fl.Name == "data" })
+	}
+	if !given || *f.kind != storeKurrent {
+		return nil
+	}
+	return fmt.Errorf("%s chooses KurrentDB, where --data is not read: give --store bolt to use the embedded store in %s, or leave --data out", f.chosenAs(), f.fs.Lookup("data").Value)
+}
+
+// chosenAs is the store's kind as its operator chose it: "--store kurrent"
+// or "BATON_STORE=kurrent".
+func (f storeFlags) chosenAs() string {
+	if setting(f.fs, "store", "BATON_STORE") == "BATON_STORE" {
+		return "BATON_STORE=" + *f.kind
+	}
+	return "--store " + *f.kind
 }
 
 // notMigratedFrom refuses the embedded store in data to a command that
