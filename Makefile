@@ -15,6 +15,12 @@ RACE      ?= $(shell command -v gcc >/dev/null 2>&1 && echo -race)
 
 .PHONY: run build test vet fmt-check lint bench fuzz clean console-link
 
+# DATA, ADDR and PROVIDERS become flags only when given to make: the
+# variables (BATON_DATA_DIR, BATON_ADDR, BATON_PROVIDERS_FILE) reach baton
+# as they are, with the same defaults, and a value it refuses is named by
+# the variable that was set.
+given = $(filter-out file default undefined,$(origin $(1)))
+
 # The server is built, then exec'd as make's own child: make passes a
 # SIGTERM (a supervisor's, timeout's, kill's) on to it, and it stops
 # gracefully. Under go run it went to go run alone, which died and left the
@@ -26,7 +32,7 @@ run: export RUN_DATA = $(DATA)
 run: export RUN_ADDR = $(ADDR)
 run: export RUN_PROVIDERS = $(PROVIDERS)
 run:
-	$(GO) build -ldflags "$(LDFLAGS)" -o baton ./cmd/baton && exec ./baton serve --data "$$RUN_DATA" --addr "$$RUN_ADDR" $(if $(PROVIDERS),--providers "$$RUN_PROVIDERS")
+	$(GO) build -ldflags "$(LDFLAGS)" -o baton ./cmd/baton && exec ./baton serve$(if $(call given,DATA), --data "$$RUN_DATA")$(if $(call given,ADDR), --addr "$$RUN_ADDR")$(if $(and $(call given,PROVIDERS),$(PROVIDERS)), --providers "$$RUN_PROVIDERS")
 
 # A one-time console sign-in link from the running server (make run in
 # another shell), with the admin key in BATON_API_KEY:

@@ -212,3 +212,30 @@ func TestMakeConsoleLinkWithNoServer(t *testing.T) {
 		t.Fatalf("make console-link with no server: %v\n%s", err, out)
 	}
 }
+
+// make run passes --addr, --data and --providers only when they are given
+// to make: the variables (BATON_ADDR...) reach baton as they are, and a
+// value it refuses is named by the variable the operator set. Passed as
+// flags, BATON_ADDR=nonsense was told as `--addr "nonsense"`. A dry run.
+func TestMakeRunLeavesTheVariablesToBaton(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on this machine")
+	}
+	dry := func(env []string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("make", append([]string{"-n", "-C", "../..", "run"}, args...)...)
+		cmd.Env = append(cmd.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("make -n run: %v\n%s", err, out)
+		}
+		_, serve, _ := strings.Cut(string(out), "./baton serve")
+		return serve
+	}
+	if got := dry([]string{"BATON_ADDR=127.0.0.1:9999", "BATON_DATA_DIR=/srv/baton", "BATON_PROVIDERS_FILE=/etc/p.json"}); strings.Contains(got, "--") {
+		t.Fatalf("with the variables set, make run passes flags: %q", got)
+	}
+	if got := dry([]string{"BATON_ADDR=127.0.0.1:9999"}, "ADDR=127.0.0.1:9090", "DATA=/tmp/d", "PROVIDERS=p.json"); !strings.Contains(got, `--addr "$RUN_ADDR"`) || !strings.Contains(got, `--data "$RUN_DATA"`) || !strings.Contains(got, `--providers "$RUN_PROVIDERS"`) {
+		t.Fatalf("given to make, they are not passed: %q", got)
+	}
+}
