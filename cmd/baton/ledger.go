@@ -334,6 +334,9 @@ func keysCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	if !domain.ValidTenant(*tenant) {
 		return fmt.Errorf("--tenant %q: tenant names are 1-63 lowercase letters, digits, '_' or '-', starting with a letter or digit", *tenant)
 	}
+	if fe := ledger.CheckKeyLabel(*label); fe != nil {
+		return fmt.Errorf("--label %s", fe.Message)
+	}
 	// As POST /v1/admin/keys: a label is kept in the key's event for good
 	// and shown in every listing, which never shows a key.
 	if *label != "" {

@@ -536,3 +536,20 @@ func TestHelpNamesEveryVariableTheTableGives(t *testing.T) {
 		}
 	}
 }
+
+// A --label keys create refuses is refused by its flag, before the store
+// is opened: it was "keys.create: /label: ...", the service's words, and
+// a new --data had its store made first.
+func TestKeysCreateRefusesABadLabelFirst(t *testing.T) {
+	for _, label := range []string{"a\x07b", strings.Repeat("x", 201)} {
+		missing := filepath.Join(t.TempDir(), "data")
+		var out bytes.Buffer
+		err := run(context.Background(), []string{"keys", "create", "--data", missing, "--tenant", "acme", "--label", label}, &out, &out)
+		if err == nil || !strings.HasPrefix(err.Error(), "--label") || strings.Contains(err.Error(), "keys.create") {
+			t.Fatalf("label %.20q: err = %v", label, err)
+		}
+		if _, err := os.Stat(missing); !os.IsNotExist(err) {
+			t.Fatalf("label %.20q: a store was made at %s: %v", label, missing, err)
+		}
+	}
+}

@@ -32,16 +32,25 @@ type NewKey struct {
 // bytes as the store does).
 const maxKeyLabel = 200
 
-// Create records a new key of tenant, acting as actor.
-func (s *Keys) Create(ctx context.Context, actor, requestID, tenant string, admin bool, label string) (NewKey, error) {
+// CheckKeyLabel is what Create says of a key's label it refuses (nil
+// when it takes it): the command line checks it before it opens a store.
+func CheckKeyLabel(label string) *domain.FieldError {
 	if len(label) > maxKeyLabel {
 		// Counted in bytes: "200 characters" refused 101 accented ones.
-		return NewKey{}, domain.Invalid("keys.create", domain.FieldError{Pointer: "/label", Code: "too_long", Message: fmt.Sprintf("is %d bytes of UTF-8, longer than %d", len(label), maxKeyLabel)})
+		return &domain.FieldError{Pointer: "/label", Code: "too_long", Message: fmt.Sprintf("is %d bytes of UTF-8, longer than %d", len(label), maxKeyLabel)}
 	}
 	// A label is shown in listings and the serve banner's terminal: an
 	// escape or a bidi override there means something else than written.
 	if r, ok := domain.NotPlain(label); ok {
-		return NewKey{}, domain.Invalid("keys.create", domain.FieldError{Pointer: "/label", Code: "control_character", Message: fmt.Sprintf("holds the control character %U; a label is plain text", r)})
+		return &domain.FieldError{Pointer: "/label", Code: "control_character", Message: fmt.Sprintf("holds the control character %U; a label is plain text", r)}
+	}
+	return nil
+}
+
+// Create records a new key of tenant, acting as actor.
+func (s *Keys) Create(ctx context.Context, actor, requestID, tenant string, admin bool, label string) (NewKey, error) {
+	if fe := CheckKeyLabel(label); fe != nil {
+		return NewKey{}, domain.Invalid("keys.create", *fe)
 	}
 	k, e, err := mint(tenant, admin, label, eventstore.Metadata{Tenant: tenant, Actor: actor, RequestID: requestID})
 	if err != nil {
