@@ -1073,3 +1073,37 @@ func TestDataNotReadIsRefused(t *testing.T) {
 		t.Fatalf("--store bolt --data: %v", err)
 	}
 }
+
+// While the start-up runs (here, a KurrentDB that never answers), the
+// address refuses connections, so that a load balancer sends them to
+// another replica: they are not accepted and left unanswered.
+func TestServeRefusesConnectionsWhileStarting(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := free.Addr().String()
+	free.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--data", t.TempDir(), "--addr", addr, "--store", "kurrent",
+			"--kurrentdb-url", "esdb://" + silent.Addr().String() + "?tls=false"}, &out, &out)
+	}()
+	time.Sleep(time.Second)
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err == nil {
+		conn.Close()
+	}
+	cancel()
+	<-done
+	if err == nil {
+		t.Fatalf("a connection was accepted while the server was starting\n%s", out.String())
+	}
+}

@@ -294,18 +294,27 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	// Take the address before anything is created: a port in use fails
-	// the start before the first key is made and printed (a newcomer who
-	// only reads the error would never see that key), and before the data
-	// directory, its store and its log are created or opened.
-	ln, err := net.Listen("tcp", *addr)
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return fmt.Errorf("%w (another process listens there, perhaps another baton: stop it, or serve on another address with --addr HOST:PORT, BATON_ADDR, or make run ADDR=HOST:PORT)", err)
+	// Try the address before anything is created: a port in use fails
+	// the start before the data directory, its store and its log are
+	// created or opened (and before the first key is made and printed).
+	// It is taken for good once the start-up is done: held through it, it
+	// would accept connections nothing answers until then, which a load
+	// balancer sends there rather than to another replica.
+	listen := func() (net.Listener, error) {
+		ln, err := net.Listen("tcp", *addr)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("%w (another process listens there, perhaps another baton: stop it, or serve on another address with --addr HOST:PORT, BATON_ADDR, or make run ADDR=HOST:PORT)", err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", settingIs(fs, "addr", "BATON_ADDR", *addr), err)
+		}
+		return ln, nil
 	}
+	probe, err := listen()
 	if err != nil {
-		return fmt.Errorf("%s: %w", settingIs(fs, "addr", "BATON_ADDR", *addr), err)
+		return err
 	}
-	defer ln.Close() // on the way out before serving; Serve closes it too
+	probe.Close()
 	stopProfile, err := profile.StartCPU(*cpuprofile)
 	if err != nil {
 		return fmt.Errorf("--cpuprofile: %w", err) // as --memprofile says it
@@ -377,6 +386,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	if tl != nil {
 		defer tl.Close()
 	}
+	ln, err := listen()
+	if err != nil {
+		return err
+	}
+	defer ln.Close() // on the way out before serving; Serve closes it too
 	if *connsPerClient > 0 {
 		capped := connlimit.New(ln, int(*connsPerClient)).(*connlimit.Listener)
 		var saidMu sync.Mutex
