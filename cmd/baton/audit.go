@@ -386,6 +386,12 @@ func logVerify(ctx context.Context, args []string, stdout io.Writer) error {
 		return &notCheckedError{fmt.Sprintf("%s has no signed checkpoint yet (no replica holding the log's signing key has signed one), so nothing was checked. The checkpoint kept (%s, %d entries) was signed with this key: if this server showed it before, its signed log is no longer there (a data directory restored from before its first checkpoint, or started anew) or no replica serving it holds the key; ask again once a checkpoint is signed",
 			*base, old.Origin, old.Size)}
 	}
+	if ae, ok := errors.AsType[*answerError](err); ok && ae.code == "log_forked" {
+		// The server's own finding that its store's events changed after
+		// they were signed: a fork, not a failure to ask again about.
+		fmt.Fprintf(stdout, "BROKEN: the server serves no checkpoint, as its log forked: %s\n", ae.detail)
+		return errLogBroken
+	}
 	if err != nil {
 		return err
 	}

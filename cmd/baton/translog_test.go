@@ -1719,3 +1719,35 @@ func TestLogVerifySaysWhatAKeptFileHolds(t *testing.T) {
 		}
 	}
 }
+
+// A server that says its signed checkpoints contradict its log (500
+// log_forked) is reported as the fork it is, BROKEN and exit 1: it was
+// the raw 500 and its JSON, which reads as a server failing, to be asked
+// again.
+func TestLogVerifyReportsAServerThatSaysItForked(t *testing.T) {
+	skey, vkey, err := translog.GenerateKey("baton.test/log", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := note.NewSigner(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err := note.Sign(&note.Note{Text: translog.Checkpoint{Origin: "baton.test/log", Size: 3}.Text()}, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := filepath.Join(t.TempDir(), "kept.checkpoint")
+	os.WriteFile(kept, signed, 0o600)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, `{"type":"urn:baton:problem:log_forked","title":"Internal Server Error","status":500,"code":"log_forked","detail":"The transparency log has 2 signed checkpoints that do not match the log this server built from its store (the last: baton.test/log 3 abc). The store's events changed after they were signed.","instance":"/v1/log/checkpoint"}`)
+	}))
+	defer srv.Close()
+	var out bytes.Buffer
+	err = run(context.Background(), []string{"log", "verify", "--url", srv.URL, "--log-key", vkey, "--old", kept}, &out, &out)
+	if !errors.Is(err, errLogBroken) || !strings.Contains(out.String(), "BROKEN") || !strings.Contains(out.String(), "do not match the log") || strings.Contains(out.String(), "{") {
+		t.Fatalf("err = %v\n%s", err, out.String())
+	}
+}
