@@ -377,8 +377,8 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 	}
 	// billFailed counts what the models of the chain that failed with the
 	// prompt were billed (gateway.Call.Failed), into sum.
-	billFailed := func(c *gateway.Call, sum *gatewayUsageSummary) {
-		for _, f := range c.Failed {
+	billFailed := func(failed []gateway.Bill, sum *gatewayUsageSummary) {
+		for _, f := range failed {
 			u := bill(f.Usage, f.Cost)
 			sum.InputTokens += u.InputTokens
 			sum.OutputTokens += u.OutputTokens
@@ -401,7 +401,7 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		zero := 0.0
 		at := attemptTrace{Attempt: attempt, Model: c.Tried[len(c.Tried)-1], Usage: gatewayUsageSummary{CostUSD: &zero},
 			Errors: []tasks.Violation{{Message: publicMessage(err)}}}
-		billFailed(c, &at.Usage)
+		billFailed(c.Failed, &at.Usage)
 		trace.Attempts = append(trace.Attempts, at)
 	}
 	var records []func()
@@ -430,7 +430,22 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 			return true
 		}
 	}
+	// The attempts an earlier request with this Idempotency-Key paid for
+	// and never answered (its process died): taken as they were, not paid
+	// for again.
+	st := stateOf(r.Context())
+	var resumed []paidAttempt
+	if st != nil {
+		for _, raw := range st.claim.Outputs() {
+			var p paidAttempt
+			if json.Unmarshal(raw, &p) != nil || p.Model == "" {
+				break
+			}
+			resumed = append(resumed, p)
+		}
+	}
 	var out json.RawMessage
+	var answeredBy, answeredVia string // the model and provider of the last answer
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		if ceiling != nil && attempt > 1 {
 			if worst, _ := s.worstOver(chain, req); worst == nil || spent+*worst > *ceiling {
@@ -438,52 +453,68 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 				break
 			}
 		}
-		c.Req = req
-		resp, err := s.caller.Complete(r.Context(), c, chain)
-		if be := (*gateway.BudgetError)(nil); (attempt > 1 || len(c.Failed) > 0) && errors.As(err, &be) {
-			// Paid attempts came first (or, on the first, a model of its
-			// chain billed for failing before the budget refused the
-			// fallback): the answer is final, as when the ceiling stops a
-			// retry, so that a retry under the same key does not pay for
-			// them again only to meet the budget.
-			trace.StoppedBy = "budget"
-			paidFailure(attempt, err)
-			break
-		}
-		if err != nil && ceilingStopped && (attempt > 1 || len(c.Failed) > 0) {
-			// Likewise when the ceiling stopped the fallback: the
-			// failure of the model before it would be no less paid for
-			// again by a retry under the key.
-			trace.StoppedBy = "cost_ceiling"
-			paidFailure(attempt, err)
-			break
-		}
-		if err != nil {
-			recordAll()
-			trace.ModelsTried = c.Tried
-			if ceilingStopped {
+		var paid paidAttempt
+		if attempt <= len(resumed) {
+			paid = resumed[attempt-1]
+		} else {
+			c.Req = req
+			resp, err := s.caller.Complete(r.Context(), c, chain)
+			if be := (*gateway.BudgetError)(nil); (attempt > 1 || len(c.Failed) > 0) && errors.As(err, &be) {
+				// Paid attempts came first (or, on the first, a model of its
+				// chain billed for failing before the budget refused the
+				// fallback): the answer is final, as when the ceiling stops a
+				// retry, so that a retry under the same key does not pay for
+				// them again only to meet the budget.
+				trace.StoppedBy = "budget"
+				paidFailure(attempt, err)
+				break
+			}
+			if err != nil && ceilingStopped && (attempt > 1 || len(c.Failed) > 0) {
+				// Likewise when the ceiling stopped the fallback: the
+				// failure of the model before it would be no less paid for
+				// again by a retry under the key.
 				trace.StoppedBy = "cost_ceiling"
+				paidFailure(attempt, err)
+				break
 			}
-			paidFailure(attempt, err)
-			var spentSoFar *gatewayUsageSummary
-			if attempt > 1 || len(c.Failed) > 0 { // attempts were paid for: say so
-				u := gatewayUsageSummary{InputTokens: total.InputTokens, OutputTokens: total.OutputTokens, Estimated: total.Estimated}
-				if costKnown {
-					u.CostUSD = &spent
+			if err != nil {
+				recordAll()
+				trace.ModelsTried = c.Tried
+				if ceilingStopped {
+					trace.StoppedBy = "cost_ceiling"
 				}
-				spentSoFar = &u
+				paidFailure(attempt, err)
+				var spentSoFar *gatewayUsageSummary
+				if attempt > 1 || len(c.Failed) > 0 { // attempts were paid for: say so
+					u := gatewayUsageSummary{InputTokens: total.InputTokens, OutputTokens: total.OutputTokens, Estimated: total.Estimated}
+					if costKnown {
+						u.CostUSD = &spent
+					}
+					spentSoFar = &u
+				}
+				s.writeGatewayProblem(w, r, err, &trace, c.ID, spentSoFar)
+				return nil, false
 			}
-			s.writeGatewayProblem(w, r, err, &trace, c.ID, spentSoFar)
-			return nil, false
+			records = append(records, resp.Record)
+			paid = paidAttempt{Text: resp.StructuredText(output), Billed: resp.Billed, Cost: resp.Cost,
+				Model: c.Model.ID, Provider: c.Provider.Name(), Fallback: c.Fallback, Failed: slices.Clone(c.Failed)}
+			if st != nil && st.claim != nil {
+				// Kept before anything else: a crash from here on is
+				// resumed from it by the retry, not paid for again.
+				b, _ := json.Marshal(paid)
+				if err := st.claim.Keep(r.Context(), attempt, b); err != nil {
+					s.log.Error().Str("requestId", RequestID(r.Context())).Err(err).Msg("a paid attempt's output not kept under its Idempotency-Key")
+				}
+			}
 		}
-		trace.SelectedProvider, trace.SelectedModel = c.Provider.Name(), c.Model.ID
-		trace.FallbackUsed = trace.FallbackUsed || c.Fallback
-		records = append(records, resp.Record)
+		answeredBy, answeredVia = paid.Model, paid.Provider
+		trace.SelectedProvider, trace.SelectedModel = paid.Provider, paid.Model
+		trace.FallbackUsed = trace.FallbackUsed || paid.Fallback
 		// What was billed, which the answer says: the answer, and the
 		// models before it that failed with the prompt.
-		at := attemptTrace{Attempt: attempt, Model: c.Model.ID, Errors: []tasks.Violation{}, Usage: bill(resp.Billed, resp.Cost)}
-		billFailed(c, &at.Usage)
-		text := resp.StructuredText(output)
+		at := attemptTrace{Attempt: attempt, Model: paid.Model, Errors: []tasks.Violation{}, Usage: bill(paid.Billed, paid.Cost)}
+		billFailed(paid.Failed, &at.Usage)
+		text := paid.Text
 		obj, perr := tasks.ParseLenient(text)
 		if perr == nil {
 			perr = isText(obj)
@@ -543,8 +574,21 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		recordAll()
 		return nil, false
 	}
-	return &generation{id: c.ID, taskType: t.Name, model: c.Model.ID, provider: c.Provider.Name(), templateVersion: version,
+	return &generation{id: c.ID, taskType: t.Name, model: answeredBy, provider: answeredVia, templateVersion: version,
 		output: out, usage: usage, trace: trace, records: records}, true
+}
+
+// paidAttempt is an attempt's answer as a generation reads it, and what it
+// was billed: kept under the request's Idempotency-Key as soon as it
+// comes, so that a retry after a crash takes it rather than pay again.
+type paidAttempt struct {
+	Text     string         `json:"text"`
+	Billed   gateway.Usage  `json:"billed"`
+	Cost     *float64       `json:"costUsd"`
+	Model    string         `json:"model"`
+	Provider string         `json:"provider"`
+	Fallback bool           `json:"fallback,omitempty"`
+	Failed   []gateway.Bill `json:"failed,omitempty"` // models of the chain billed for failing first
 }
 
 // isText refuses an output that is JSON by its grammar but holds no text:

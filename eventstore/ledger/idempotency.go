@@ -22,7 +22,9 @@ import (
 // Stripe's way; docs/api.md describes the rules and docs/idempotency.md the
 // design. One stream per tenant and key: IdempotencyStarted claims the key
 // (of racing requests exactly one appends it), IdempotencyCompleted holds
-// the answer, IdempotencyReleased frees the key for a retry.
+// the answer, IdempotencyReleased frees the key for a retry, and
+// IdempotencyOutput keeps what a request paid for before its answer (a
+// model's output), for a retry that resumes it after a crash.
 type Idempotency struct {
 	store     eventstore.Store
 	retention time.Duration
@@ -44,6 +46,7 @@ const (
 	evIdemCompleted = "IdempotencyCompleted"
 	evIdemReleased  = "IdempotencyReleased"
 	evIdemRenewed   = "IdempotencyRenewed"
+	evIdemOutput    = "IdempotencyOutput"
 )
 
 // NewIdempotency is the idempotency record service on store, keeping
@@ -79,6 +82,16 @@ type idemStarted struct {
 	Target string `json:"target,omitempty"`
 }
 
+// idemOutput is one step of a request's paid work (a generation's
+// attempt: the model's answer), kept before the request answers.
+type idemOutput struct {
+	Step         int             `json:"step"` // from 1
+	BodyHash     string          `json:"bodyHash"`
+	BodyJSONHash string          `json:"bodyJsonHash,omitempty"`
+	Output       json.RawMessage `json:"output"`
+	RecordedAt   time.Time       `json:"recordedAt"`
+}
+
 type idemCompleted struct {
 	Answer
 	// Set when no Started event holds them (the claim was in memory).
@@ -110,6 +123,10 @@ type Claim struct {
 	// resume is the Started event of an earlier request of the key that
 	// named its target and kept no answer: this request makes that target.
 	resume *idemStarted
+	// outputs: those an earlier request with this key and body kept
+	// (Keep) and never answered, its process gone: the steps this request
+	// need not pay for again.
+	outputs []json.RawMessage
 	// mu guards expected and done: Hold renews the claim while the
 	// request's own goroutine completes or releases it.
 	mu       sync.Mutex
@@ -156,7 +173,7 @@ func (s *Idempotency) Begin(ctx context.Context, call Call, endpoint, key string
 		evs, err := eventstore.ReadWholeStream(ctx, s.store, stream)
 		if err == nil {
 			var kept *Answer
-			c.expected, kept, c.resume, err = s.lookup(evs, hashes, true)
+			c.expected, kept, c.resume, c.outputs, err = s.lookup(evs, hashes, true)
 			if err == nil && kept == nil {
 				return c, nil, nil
 			}
@@ -201,12 +218,12 @@ func (s *Idempotency) Check(ctx context.Context, call Call, endpoint, key string
 	if err != nil {
 		return nil, nil, err
 	}
-	exp, kept, resume, err := s.lookup(evs, hashes, false)
+	exp, kept, resume, outputs, err := s.lookup(evs, hashes, false)
 	if err != nil || kept != nil {
 		return nil, kept, err
 	}
 	started := idemStarted{Endpoint: endpoint, BodyHash: hashes.Raw, BodyJSONHash: hashes.JSON, RequestID: call.RequestID}
-	return &Claim{s: s, stream: stream, hashes: hashes, lease: s.Lease, expected: exp, pending: true, started: started, resume: resume,
+	return &Claim{s: s, stream: stream, hashes: hashes, lease: s.Lease, expected: exp, pending: true, started: started, resume: resume, outputs: outputs,
 		meta: eventstore.Metadata{Tenant: call.Principal.Tenant, Actor: call.Principal.Actor(), RequestID: call.RequestID}}, nil, nil
 }
 
@@ -351,6 +368,40 @@ type idemRenewed struct {
 	RenewedAt time.Time `json:"renewedAt"`
 }
 
+// Outputs are those of steps 1 to n an earlier request with this key and
+// body kept (Keep) and never answered: its process died between paying
+// for them and keeping its answer. The request uses them in place of
+// doing those steps again.
+func (c *Claim) Outputs() []json.RawMessage {
+	if c == nil {
+		return nil
+	}
+	return c.outputs
+}
+
+// Keep records the output of the request's step (from 1), paid for and
+// not yet answered, in the key's stream, so that a retry after a crash
+// resumes from it (Outputs) instead of paying for it again. On a shared
+// store it renews the claim too. A failed write is returned; the request
+// goes on, its output unprotected.
+func (c *Claim) Keep(ctx context.Context, step int, output json.RawMessage) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done || c.pending {
+		return errClaimDone
+	}
+	data, err := json.Marshal(idemOutput{Step: step, BodyHash: c.hashes.Raw, BodyJSONHash: c.hashes.JSON, Output: output, RecordedAt: c.s.stamp()})
+	if err != nil {
+		return err
+	}
+	res, err := c.s.store.Append(ctx, c.stream, c.expected, eventstore.NewEvent(evIdemOutput, data, c.meta))
+	if err != nil {
+		return err
+	}
+	c.expected = eventstore.Revision(res.NextRevision)
+	return nil
+}
+
 func (c *Claim) release() {
 	if c.memory && !c.done {
 		c.s.inFlight.Delete(c.stream)
@@ -426,14 +477,15 @@ type idemReleased struct {
 // or an error for another body or a request still running); else expected
 // is where a new entry goes (no stream, or after an expired one), and
 // resume the Started event of a request that named its target and kept no
-// answer. On a store only this process writes (exclusive), a request
+// answer, and outputs those kept for this body by a request that never
+// answered (Keep). On a store only this process writes (exclusive), a request
 // still running holds the key in memory, so a Started event with no
 // answer is a request that ended without one.
-func (s *Idempotency) lookup(evs []eventstore.RecordedEvent, hashes Hashes, exclusive bool) (eventstore.ExpectedRevision, *Answer, *idemStarted, error) {
+func (s *Idempotency) lookup(evs []eventstore.RecordedEvent, hashes Hashes, exclusive bool) (eventstore.ExpectedRevision, *Answer, *idemStarted, []json.RawMessage, error) {
 	if len(evs) == 0 {
-		return eventstore.NoStream(), nil, nil, nil
+		return eventstore.NoStream(), nil, nil, nil, nil
 	}
-	started, completed, at := idemState(evs)
+	started, completed, at, kept := idemState(evs)
 	fresh := false
 	switch {
 	case completed != nil:
@@ -447,11 +499,20 @@ func (s *Idempotency) lookup(evs []eventstore.RecordedEvent, hashes Hashes, excl
 			// It may have made its target: the key is that request's,
 			// and its retry makes the same target or finds it made.
 			if !hashes.match(started.BodyHash, started.BodyJSONHash) {
-				return eventstore.ExpectedRevision{}, nil, nil, keyReused()
+				return eventstore.ExpectedRevision{}, nil, nil, nil, keyReused()
 			}
 			resume = started
 		}
-		return eventstore.Revision(evs[len(evs)-1].Revision), nil, resume, nil // expired: take the key over
+		// Expired, or never held here (its process died): take the key
+		// over, from what it paid for with this body.
+		var outputs []json.RawMessage
+		for _, o := range kept {
+			if o.Step != len(outputs)+1 || !hashes.match(o.BodyHash, o.BodyJSONHash) || s.now().Sub(o.RecordedAt) >= s.retention {
+				break
+			}
+			outputs = append(outputs, o.Output)
+		}
+		return eventstore.Revision(evs[len(evs)-1].Revision), nil, resume, outputs, nil
 	}
 	raw, canon := "", ""
 	if started != nil {
@@ -460,20 +521,22 @@ func (s *Idempotency) lookup(evs []eventstore.RecordedEvent, hashes Hashes, excl
 		raw, canon = completed.BodyHash, completed.BodyJSONHash
 	}
 	if raw != "" && !hashes.match(raw, canon) {
-		return eventstore.ExpectedRevision{}, nil, nil, keyReused()
+		return eventstore.ExpectedRevision{}, nil, nil, nil, keyReused()
 	}
 	if completed == nil {
-		return eventstore.ExpectedRevision{}, nil, nil, keyInFlight()
+		return eventstore.ExpectedRevision{}, nil, nil, nil, keyInFlight()
 	}
-	return eventstore.ExpectedRevision{}, &completed.Answer, nil, nil
+	return eventstore.ExpectedRevision{}, &completed.Answer, nil, nil, nil
 }
 
 // idemState reads a key's stream: the last Started, the Completed that
-// follows it (if any), and when the last Started began.
-func idemState(evs []eventstore.RecordedEvent) (*idemStarted, *idemCompleted, time.Time) {
+// follows it (if any), when the last Started began (or was last renewed),
+// and the outputs kept since the last Completed, by step.
+func idemState(evs []eventstore.RecordedEvent) (*idemStarted, *idemCompleted, time.Time, []idemOutput) {
 	var st *idemStarted
 	var done *idemCompleted
 	var at time.Time
+	var outputs []idemOutput
 	for _, ev := range evs {
 		switch ev.Type {
 		case evIdemStarted:
@@ -487,7 +550,7 @@ func idemState(evs []eventstore.RecordedEvent) (*idemStarted, *idemCompleted, ti
 			// against) is not one: the key is not taken by it.
 			var x idemCompleted
 			if json.Unmarshal(ev.Data, &x) == nil && x.Status >= 100 && x.Status <= 599 && (st != nil && st.BodyHash != "" || x.BodyHash != "") {
-				done = &x
+				done, outputs = &x, nil
 			}
 		case evIdemReleased:
 			var x idemReleased
@@ -496,6 +559,24 @@ func idemState(evs []eventstore.RecordedEvent) (*idemStarted, *idemCompleted, ti
 				continue
 			}
 			st, done = nil, nil // the key is free again
+		case evIdemOutput:
+			// Kept by a request that held the key; a later request
+			// with the same body resumes from it (a step kept again
+			// replaces the one before).
+			var x idemOutput
+			if json.Unmarshal(ev.Data, &x) != nil || x.BodyHash == "" {
+				continue
+			}
+			if len(outputs) > 0 && !(Hashes{outputs[0].BodyHash, outputs[0].BodyJSONHash}).match(x.BodyHash, x.BodyJSONHash) {
+				outputs = nil // a request with another body took the key
+			}
+			if x.Step < 1 || x.Step > len(outputs)+1 {
+				continue
+			}
+			outputs = append(outputs[:x.Step-1:x.Step-1], x)
+			if st != nil && done == nil && x.RecordedAt.After(at) {
+				at = x.RecordedAt // it renews the claim, as IdempotencyRenewed does
+			}
 		case evIdemRenewed:
 			// The request still runs: its lease counts from here.
 			var x idemRenewed
@@ -504,7 +585,7 @@ func idemState(evs []eventstore.RecordedEvent) (*idemStarted, *idemCompleted, ti
 			}
 		}
 	}
-	return st, done, at
+	return st, done, at, outputs
 }
 
 // exclusive reports whether only this process writes the store.

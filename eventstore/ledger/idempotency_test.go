@@ -21,7 +21,7 @@ func FuzzIdemState(f *testing.F) {
 	started, _ := json.Marshal(idemStarted{Endpoint: "generate", BodyHash: "h1", RequestID: "r1", StartedAt: time.Unix(1_800_000_000, 0).UTC()})
 	done, _ := json.Marshal(idemCompleted{Answer: Answer{Status: 200, ContentType: "application/json", Body: `{"ok":true}`, RequestID: "r1"}, BodyHash: "h1", CompletedAt: time.Unix(1_800_000_001, 0).UTC()})
 	for _, s := range []struct {
-		types string // one letter an event: s(tarted), c(ompleted), r(eleased), n (renewed), x (other)
+		types string // one letter an event: s(tarted), c(ompleted), r(eleased), n (renewed), o(utput), x (other)
 		a, b  []byte
 	}{
 		{"sc", started, done},
@@ -32,10 +32,12 @@ func FuzzIdemState(f *testing.F) {
 		{"c", []byte(`{"status":1000,"bodyHash":"h"}`), nil},
 		{"sc", []byte(`{"bodyHash":""}`), []byte(`{"status":200}`)},
 		{"xs", []byte(`null`), []byte(`[`)},
+		{"sooo", []byte(`{"step":1,"bodyHash":"h1"}`), []byte(`{"step":2,"bodyHash":"h2"}`)},
+		{"oooo", []byte(`{"step":1,"bodyHash":"h1"}`), []byte(`{"step":1,"bodyHash":"h1"}`)},
 	} {
 		f.Add(s.types, s.a, s.b)
 	}
-	typeOf := map[rune]string{'s': evIdemStarted, 'c': evIdemCompleted, 'r': evIdemReleased, 'n': evIdemRenewed, 'x': "Other"}
+	typeOf := map[rune]string{'s': evIdemStarted, 'c': evIdemCompleted, 'r': evIdemReleased, 'n': evIdemRenewed, 'o': evIdemOutput, 'x': "Other"}
 	f.Fuzz(func(t *testing.T, types string, a, b []byte) {
 		var evs []eventstore.RecordedEvent
 		for i, c := range []rune(types) {
@@ -48,7 +50,12 @@ func FuzzIdemState(f *testing.F) {
 			}
 			evs = append(evs, eventstore.RecordedEvent{StreamID: "idem-t-x", Revision: uint64(i), EventData: eventstore.EventData{Type: typeOf[c], Data: data}})
 		}
-		st, completed, _ := idemState(evs)
+		st, completed, _, outputs := idemState(evs)
+		for i, o := range outputs {
+			if o.Step != i+1 || o.BodyHash == "" {
+				t.Fatalf("output %d of %+v", i, outputs)
+			}
+		}
 		if completed == nil {
 			return
 		}
@@ -73,15 +80,15 @@ func TestIdemLookupKeepsByteHashedAnswers(t *testing.T) {
 	done, _ := json.Marshal(idemCompleted{Answer: Answer{Status: 200, ContentType: "application/json", Body: `{"ok":true}`, RequestID: "r1"}, BodyHash: h.Raw, CompletedAt: time.Now().UTC()})
 	evs := []eventstore.RecordedEvent{{StreamID: "idem-t-x", EventData: eventstore.EventData{Type: evIdemCompleted, Data: done}}}
 	s := NewIdempotency(nil, time.Hour)
-	if _, kept, _, err := s.lookup(evs, h, false); err != nil || kept == nil || kept.Status != 200 {
+	if _, kept, _, _, err := s.lookup(evs, h, false); err != nil || kept == nil || kept.Status != 200 {
 		t.Fatalf("byte-identical retry of an old answer: %+v, %v", kept, err)
 	}
 	// The same JSON written another way does not match an answer that has
 	// no JSON hash (it was kept by a version that compared bytes).
-	if _, _, _, err := s.lookup(evs, BodyHashes("generate", []byte(`{"input":{"text":"x"},"type":"summarize"}`)), false); domain.KindOf(err) != domain.KindInvalid {
+	if _, _, _, _, err := s.lookup(evs, BodyHashes("generate", []byte(`{"input":{"text":"x"},"type":"summarize"}`)), false); domain.KindOf(err) != domain.KindInvalid {
 		t.Fatalf("reordered body against a byte-hashed answer: %v", err)
 	}
-	if _, _, _, err := s.lookup(evs, BodyHashes("generate", []byte(`{"type":"summarize","input":{"text":"y"}}`)), false); domain.KindOf(err) != domain.KindInvalid {
+	if _, _, _, _, err := s.lookup(evs, BodyHashes("generate", []byte(`{"type":"summarize","input":{"text":"y"}}`)), false); domain.KindOf(err) != domain.KindInvalid {
 		t.Fatalf("another body against an old answer: %v", err)
 	}
 }
