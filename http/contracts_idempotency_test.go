@@ -173,13 +173,18 @@ func TestCreateWhoseAnswerWasNotKeptMakesOne(t *testing.T) {
 			t.Run(c.path+map[bool]string{true: "/embedded", false: "/shared"}[exclusive], func(t *testing.T) {
 				us := &unkeptAnswerStore{exclusive: exclusive}
 				e := newEnvStore(t, nil, func(s eventstore.Store) eventstore.Store { us.Store = s; return us })
+				if exclusive {
+					// Its claim in memory died with it: the answer's
+					// write is tried again for a lease at most.
+					e.front.SetIdempotencyLease(time.Millisecond)
+				}
 				first := e.must(e.do("POST", c.path, e.tenantA, c.body(), "Idempotency-Key", "create-1"), 201)
 				if !exclusive {
 					// On a shared store the claim is another replica's until
 					// its lease runs out; a replica that died renews it no more.
 					e.front.SetIdempotencyLease(time.Millisecond)
-					time.Sleep(5 * time.Millisecond)
 				}
+				time.Sleep(5 * time.Millisecond)
 				retry := e.must(e.do("POST", c.path, e.tenantA, c.body(), "Idempotency-Key", "create-1"), 201)
 				if retry.str(c.id) != first.str(c.id) || retry.header.Get("Idempotent-Replayed") != "true" ||
 					retry.header.Get("Original-Request-Id") != first.header.Get("X-Request-Id") || retry.header.Get("Location") != first.header.Get("Location") {
@@ -268,6 +273,9 @@ func TestPlanWhoseAnswerWasNotKeptMakesOne(t *testing.T) {
 	for _, exclusive := range []bool{true, false} {
 		us := &unkeptAnswerStore{exclusive: exclusive}
 		e := newEnvStore(t, cat, func(s eventstore.Store) eventstore.Store { us.Store = s; return us })
+		if exclusive {
+			e.front.SetIdempotencyLease(time.Millisecond) // its claim in memory died with it
+		}
 		planOnce(t, e, !exclusive)
 	}
 }
@@ -277,8 +285,8 @@ func planOnce(t *testing.T, e *env, shared bool) {
 	first := e.must(e.do("POST", "/v1/agent-plans", e.tenantA, body, "Idempotency-Key", "plan-1"), 201)
 	if shared {
 		e.front.SetIdempotencyLease(time.Millisecond) // the replica that ran it died
-		time.Sleep(5 * time.Millisecond)
 	}
+	time.Sleep(5 * time.Millisecond)
 	retry := e.must(e.do("POST", "/v1/agent-plans", e.tenantA, body, "Idempotency-Key", "plan-1"), 201)
 	if retry.str("planId") != first.str("planId") || retry.header.Get("Idempotent-Replayed") != "true" || retry.header.Get("Location") != first.header.Get("Location") {
 		t.Fatalf("first %s; retry %v %s", first.raw, retry.header, retry.raw)
@@ -314,11 +322,14 @@ func TestRotationWhoseAnswerWasNotKeptRotatesOnce(t *testing.T) {
 		e := newEnvStore(t, nil, func(s eventstore.Store) eventstore.Store { us.Store = s; return us })
 		hook := e.must(e.do("POST", "/v1/webhooks", e.tenantA, map[string]any{"url": "https://hooks.example.com/baton", "eventTypes": []string{"*"}}), 201)
 		path := "/v1/webhooks/" + hook.str("webhookId") + "/rotate"
+		if exclusive {
+			e.front.SetIdempotencyLease(time.Millisecond) // its claim in memory died with it
+		}
 		first := e.must(e.do("POST", path, e.tenantA, nil, "Idempotency-Key", "rot-1"), 200)
 		if !exclusive {
 			e.front.SetIdempotencyLease(time.Millisecond) // the replica that ran it died
-			time.Sleep(5 * time.Millisecond)
 		}
+		time.Sleep(5 * time.Millisecond)
 		retry := e.must(e.do("POST", path, e.tenantA, nil, "Idempotency-Key", "rot-1"), 200)
 		if retry.str("secret") != first.str("secret") || retry.str("previousSecretExpiresAt") != first.str("previousSecretExpiresAt") ||
 			retry.header.Get("Idempotent-Replayed") != "true" {

@@ -132,8 +132,9 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 				}
 			}
 			if err != nil {
-				// The answer still goes out; a retry runs again.
-				s.log.Error().Str("requestId", RequestID(ctx)).Err(err).Msg("idempotent answer not stored")
+				// The answer still goes out; the key stays held while
+				// its write is tried again (ledger.Claim.Complete).
+				s.log.Error().Str("requestId", RequestID(ctx)).Err(err).Msg("idempotent answer not stored yet; trying again")
 			}
 		} else {
 			// A retry runs again; after a 5xx what the request made may

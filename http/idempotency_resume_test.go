@@ -3,6 +3,7 @@ package http_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,18 +13,21 @@ import (
 )
 
 // dyingStore stands for a process that dies after the model answered and
-// before its answer was kept: while dead, the kept answer's append fails.
+// before its answer was kept: a kept answer first written while dead is
+// never written.
 type dyingStore struct {
 	eventstore.Store
 	exclusive bool
 	dead      atomic.Bool
+	lost      sync.Map // event id -> true: the writes of the dead process
 }
 
 func (d *dyingStore) Exclusive() bool { return d.exclusive }
 
 func (d *dyingStore) Append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
 	for _, ev := range evs {
-		if d.dead.Load() && ev.Type == "IdempotencyCompleted" {
+		if _, lost := d.lost.Load(ev.ID); lost || d.dead.Load() && ev.Type == "IdempotencyCompleted" {
+			d.lost.Store(ev.ID, true)
 			return eventstore.AppendResult{}, errors.New("the process died")
 		}
 	}
@@ -55,13 +59,13 @@ func TestGenerateResumedAfterACrashIsNotPaidTwice(t *testing.T) {
 		if u.calls.Load() != 2 || first.str("attempts") != "2" {
 			t.Fatalf("shared %v: first: %s (calls %d)", shared, first.raw, u.calls.Load())
 		}
-		if shared {
-			// The dead process's claim holds the key for its lease.
-			if r := e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "crash-1"); r.status != 409 {
-				t.Fatalf("a retry within the dead claim's lease: %d %s", r.status, r.raw)
-			}
-			time.Sleep(300 * time.Millisecond)
+		// The dead process's claim holds the key for its lease (here, in
+		// this process's memory on the embedded store too, as its answer's
+		// write is tried again).
+		if r := e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "crash-1"); r.status != 409 {
+			t.Fatalf("shared %v: a retry within the dead claim's lease: %d %s", shared, r.status, r.raw)
 		}
+		time.Sleep(300 * time.Millisecond)
 		retry := e.must(e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "crash-1"), 200)
 		if u.calls.Load() != 2 {
 			t.Fatalf("shared %v: the retry after the crash called the model again (%d calls): %s", shared, u.calls.Load(), retry.raw)
@@ -79,13 +83,79 @@ func TestGenerateResumedAfterACrashIsNotPaidTwice(t *testing.T) {
 		store.dead.Store(true)
 		e.must(e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "crash-2"), 200)
 		store.dead.Store(false)
-		if shared {
-			time.Sleep(300 * time.Millisecond)
-		}
+		time.Sleep(300 * time.Millisecond)
 		other := genBody(map[string]any{"input": map[string]any{"text": "Another text."}})
 		e.must(e.do("POST", "/v1/generate", e.tenantA, other, "Idempotency-Key", "crash-2"), 200)
 		if u.calls.Load() != 4 {
 			t.Fatalf("shared %v: another body under a crashed key: %d calls, want 4", shared, u.calls.Load())
+		}
+	}
+}
+
+// flakyStore fails the first write of a kept answer once, as a store that
+// lost its connection for a moment.
+type flakyStore struct {
+	eventstore.Store
+	exclusive bool
+	failed    atomic.Bool
+}
+
+func (f *flakyStore) Exclusive() bool { return f.exclusive }
+
+func (f *flakyStore) Append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if len(evs) > 0 && evs[0].Type == "IdempotencyCompleted" && f.failed.CompareAndSwap(false, true) {
+		return eventstore.AppendResult{}, eventstore.ErrUnavailable
+	}
+	return f.Store.Append(ctx, stream, exp, evs...)
+}
+
+// A live process whose answer's write alone failed writes it again: a
+// retry meanwhile is told the request is in flight, and then gets the
+// answer replayed; the work is not done twice. On a shared store the key
+// stayed in flight for the whole lease (ten minutes of 409s); on the
+// embedded store it was freed, and the retry made a second handoff.
+func TestKeptAnswerWriteFailureIsWrittenAgain(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		u := newScripted(t, validSummary)
+		vars := map[string]string{"OPENAI_BASE_URL": u.srv.URL + "/v1", "OPENAI_API_KEY": "k"}
+		cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var store *flakyStore
+		e := newEnvStore(t, cat, func(s eventstore.Store) eventstore.Store {
+			store = &flakyStore{Store: s, exclusive: !shared}
+			return store
+		})
+		contract := map[string]any{"objective": "Rotate the staging TLS certificate", "targetExecutor": "ops-bot",
+			"executorProtocol": "ops_bot.v1", "riskLevel": "medium", "approvalMode": "manual", "proofRequired": []string{"log"}}
+		for _, c := range []struct {
+			path   string
+			body   any
+			status int
+		}{{"/v1/handoff/contracts", contract, 201}, {"/v1/generate", genBody(nil), 200}} {
+			store.failed.Store(false)
+			first := e.must(e.do("POST", c.path, e.tenantA, c.body, "Idempotency-Key", "flaky-write"+c.path), c.status)
+			if !store.failed.Load() {
+				t.Fatal("the answer's write did not fail")
+			}
+			var retry response
+			for deadline := time.Now().Add(5 * time.Second); ; {
+				retry = e.do("POST", c.path, e.tenantA, c.body, "Idempotency-Key", "flaky-write"+c.path)
+				if retry.status != 409 || time.Now().After(deadline) {
+					break
+				}
+				if retry.str("code") != "idempotency_in_flight" || retry.header.Get("Retry-After") != "1" {
+					t.Fatalf("shared %v %s: %d %s", shared, c.path, retry.status, retry.raw)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if retry.status != c.status || retry.header.Get("Idempotent-Replayed") != "true" || string(retry.raw) != string(first.raw) {
+				t.Fatalf("shared %v %s: the retry after the answer's write failed: %d %s (replayed %q)", shared, c.path, retry.status, retry.raw, retry.header.Get("Idempotent-Replayed"))
+			}
+		}
+		if n := e.countType("ContractCreated"); n != 1 || u.calls.Load() != 1 {
+			t.Fatalf("shared %v: %d handoffs, %d model calls", shared, n, u.calls.Load())
 		}
 	}
 }

@@ -410,10 +410,15 @@ func (c *Claim) release() {
 }
 
 // Complete keeps a final answer for the key's retries and frees the claim.
-// A failed write is returned; the answer may still be sent (a retry then
-// runs again, after the lease on a shared store). An answer the store
-// refuses (eventstore.ErrInvalidEvent: too large) leaves the claim held,
-// so that the caller can keep another answer in its place.
+// An answer the store refuses (eventstore.ErrInvalidEvent: too large)
+// leaves the claim held, so that the caller can keep another answer in its
+// place. Any other failed write is returned, and the same event (the same
+// id: a write that did commit is answered as it was) is appended again in
+// the background until it is written, another request has taken the key,
+// or a lease has passed; the claim is held meanwhile, so a retry is told
+// the request is in flight (409) rather than run it a second time. It was
+// freed at once on the embedded store (the retry ran again: a second paid
+// generation), and left to its lease on a shared one (ten minutes of 409s).
 func (c *Claim) Complete(ctx context.Context, a Answer) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -425,11 +430,56 @@ func (c *Claim) Complete(ctx context.Context, a Answer) error {
 		c.release()
 		return err
 	}
-	_, err = c.s.store.Append(ctx, c.stream, c.expected, eventstore.NewEvent(evIdemCompleted, data, c.meta))
-	if !errors.Is(err, eventstore.ErrInvalidEvent) {
+	ev := eventstore.NewEvent(evIdemCompleted, data, c.meta)
+	_, err = c.s.store.Append(ctx, c.stream, c.expected, ev)
+	switch {
+	case err == nil || errors.Is(err, eventstore.ErrConflict): // a conflict: the key is another request's now
 		c.release()
+	case errors.Is(err, eventstore.ErrInvalidEvent):
+	default:
+		c.done = true // nothing else is written for it; the key stays held
+		go c.completeLater(ctx, ev)
 	}
 	return err
+}
+
+// completeWaits are the pauses before appending again an answer whose
+// write failed; the last is repeated.
+var completeWaits = []time.Duration{100 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second, 5 * time.Second}
+
+// retryable reports whether a failed write of the claim may succeed if
+// made again: not when it was written, the key was taken over (a
+// conflict), the store refuses the event, or the store was closed (the
+// process stops).
+func retryable(err error) bool {
+	return err != nil && !errors.Is(err, eventstore.ErrConflict) && !errors.Is(err, eventstore.ErrInvalidEvent) && !errors.Is(err, eventstore.ErrClosed)
+}
+
+// completeLater appends ev, a Completed event whose first write failed,
+// until it is written, the key was taken over (a conflict), or a lease has
+// passed (a shared store's claim may be taken over then anyway); then it
+// frees the claim held in memory.
+func (c *Claim) completeLater(ctx context.Context, ev eventstore.EventData) {
+	if c.memory {
+		defer c.s.inFlight.Delete(c.stream)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.lease)
+	defer cancel()
+	for i := 0; ; i++ {
+		t := time.NewTimer(completeWaits[min(i, len(completeWaits)-1)])
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		exp := c.expected
+		c.mu.Unlock()
+		if _, err := c.s.store.Append(ctx, c.stream, exp, ev); !retryable(err) {
+			return
+		}
+	}
 }
 
 // Release frees the key without keeping an answer, so that a retry runs
