@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -113,5 +114,128 @@ func TestReleasedClaimKeepsItsTarget(t *testing.T) {
 				t.Fatalf("a refused request's target %q is resumed", target)
 			}
 		})
+	}
+}
+
+// lostReplies commits an append of the named type and answers it as a
+// store that went away mid-write does: unavailable, outcome unknown.
+type lostReplies struct {
+	eventstore.Store
+	lose sync.Map // event type -> true: its next append's answer is lost
+}
+
+func (l *lostReplies) Append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	res, err := l.Store.Append(ctx, stream, exp, evs...)
+	if _, lose := l.lose.LoadAndDelete(evs[0].Type); lose && err == nil {
+		return eventstore.AppendResult{}, eventstore.ErrUnavailable
+	}
+	return res, err
+}
+
+// A claim's own write whose answer was lost (it committed) is not taken
+// for another request's when the claim writes next: its output kept, its
+// renewal or its claim. The answer's write conflicted with the output and
+// gave up, leaving the key in flight for the lease; a renewal after a lost
+// renewal ended the request as if its key were taken over.
+func TestIdempotencyClaimAfterItsOwnLostReply(t *testing.T) {
+	store := &lostReplies{Store: openStore(t)}
+	idem := ledger.NewIdempotency(shared{store}, 0)
+	ctx := t.Context()
+	body := []byte(`{"a":1}`)
+	begin := func(key, req string) *ledger.Claim {
+		t.Helper()
+		call := ledger.Call{Principal: domain.Principal{KeyID: "key_t", Tenant: "a"}, RequestID: req}
+		c, _, err := idem.Check(ctx, call, "generate", key, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c := begin("k1", "r1")
+	if err := c.Take(ctx); err != nil {
+		t.Fatal(err)
+	}
+	store.lose.Store("IdempotencyOutput", true)
+	if err := c.Keep(ctx, 1, []byte(`{"text":"x"}`)); !errors.Is(err, eventstore.ErrUnavailable) {
+		t.Fatalf("keep: %v", err)
+	}
+	if err := c.Complete(ctx, ledger.Answer{Status: 200, ContentType: "application/json", Body: `{}`, RequestID: "r1"}); err != nil {
+		t.Fatalf("the answer after an output whose write's answer was lost: %v", err)
+	}
+	call := ledger.Call{Principal: domain.Principal{KeyID: "key_t", Tenant: "a"}, RequestID: "r2"}
+	if _, kept, err := idem.Check(ctx, call, "generate", "k1", body); err != nil || kept == nil {
+		t.Fatalf("the retry: %+v %v, want the kept answer", kept, err)
+	}
+
+	idem.Lease = 150 * time.Millisecond
+	c = begin("k2", "r3")
+	if err := c.Take(ctx); err != nil {
+		t.Fatal(err)
+	}
+	store.lose.Store("IdempotencyRenewed", true)
+	hctx, stop := context.WithCancel(ctx)
+	lost := make(chan error, 1)
+	go c.Hold(hctx, func(err error) { lost <- err })
+	time.Sleep(4 * idem.Lease)
+	stop()
+	select {
+	case err := <-lost:
+		t.Fatalf("a claim whose renewal's answer was lost was taken for lost: %v", err)
+	default:
+	}
+
+	// Two requests with one key and one request id (a client's own, kept
+	// across its retries) are not each other's: one holds the key.
+	c1, c2 := begin("k4", "same"), begin("k4", "same")
+	if err := c1.Take(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.Take(ctx); !isCode(err, "idempotency_in_flight") {
+		t.Fatalf("a second request with the same request id took a held key: %v", err)
+	}
+
+	// A claim whose own append's answer was lost is freed by Release.
+	c = begin("k3", "r4")
+	store.lose.Store("IdempotencyStarted", true)
+	if err := c.Take(ctx); !errors.Is(err, eventstore.ErrUnavailable) {
+		t.Fatalf("take: %v", err)
+	}
+	if err := c.Release(ctx); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if _, _, err := idem.Check(ctx, call, "generate", "k3", body); err != nil {
+		t.Fatalf("a retry after the release: %v", err)
+	}
+}
+
+// exclusiveLost is lostReplies on a store only this process writes: a
+// claim is held in memory, and a create's Started event is appended too.
+type exclusiveLost struct{ *lostReplies }
+
+func (exclusiveLost) Exclusive() bool { return true }
+
+// On the embedded store, a create's Started event (naming its target)
+// whose answer was lost is freed by the Release a refusal makes: a
+// corrected body runs under the key. The Started counted as not written,
+// the release appended nothing, and the corrected body was 422
+// idempotency_key_reused against a target never made.
+func TestIdempotencyRecordedTargetAfterItsLostReply(t *testing.T) {
+	store := &lostReplies{Store: openStore(t)}
+	idem := ledger.NewIdempotency(exclusiveLost{store}, 0)
+	ctx := t.Context()
+	call := ledger.Call{Principal: domain.Principal{KeyID: "key_t", Tenant: "a"}, RequestID: "r1"}
+	c, _, err := idem.Check(ctx, call, "contracts", "k1", []byte(`{"a":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.lose.Store("IdempotencyStarted", true)
+	if err := c.TakeFor(ctx, "h-1"); !errors.Is(err, eventstore.ErrUnavailable) {
+		t.Fatalf("take: %v", err)
+	}
+	if err := c.Release(ctx); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if _, _, err := idem.Check(ctx, call, "contracts", "k1", []byte(`{"a":2}`)); err != nil {
+		t.Fatalf("a corrected body after the refusal: %v", err)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
+
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
 )
@@ -132,6 +134,7 @@ type Claim struct {
 	mu       sync.Mutex
 	expected eventstore.ExpectedRevision
 	done     bool
+	sent     map[uuid.UUID]bool // the ids of the events the claim appended, or tried to
 }
 
 // ErrKeyReused and the in-flight error are the answers for a key another
@@ -261,11 +264,11 @@ func (c *Claim) TakeFor(ctx context.Context, target string) error {
 		return err
 	}
 	// Held in memory: no other request of this process writes the key.
-	if err := c.take(ctx); err != nil {
-		return err
+	err := c.take(ctx)
+	if err == nil || eventstore.MayHaveCommitted(err) {
+		c.recorded = true // perhaps written: a Release must free it
 	}
-	c.recorded = true
-	return nil
+	return err
 }
 
 // Take appends a pending claim (Check); a claim held already is kept. A
@@ -290,12 +293,71 @@ func (c *Claim) take(ctx context.Context) error {
 	st := c.started
 	st.StartedAt = c.s.stamp()
 	data, _ := json.Marshal(st)
-	res, err := c.s.store.Append(ctx, c.stream, c.expected, eventstore.NewEvent(evIdemStarted, data, c.meta))
+	err := c.append(ctx, eventstore.NewEvent(evIdemStarted, data, c.meta))
+	if err == nil || eventstore.MayHaveCommitted(err) {
+		// Held, or perhaps held: a Release must free it.
+		c.pending = false
+	}
+	return err
+}
+
+// append writes ev at the claim's revision and moves the claim on; c.mu is
+// held. A conflict may come from the claim's own earlier write whose
+// answer was lost (the store went away mid-write): when every event after
+// the claim's revision is this request's, the claim goes on from the last
+// of them (ev among them: it was written). Else a claim renewed, or its
+// answer kept, after such a write was taken for one another request had
+// taken over: the request was ended (409 idempotency_lease_lost), or its
+// answer never kept and the key held for the rest of its lease.
+func (c *Claim) append(ctx context.Context, ev eventstore.EventData) error {
+	if c.sent == nil {
+		c.sent = map[uuid.UUID]bool{}
+	}
+	c.sent[ev.ID] = true
+	res, err := c.s.store.Append(ctx, c.stream, c.expected, ev)
+	if errors.Is(err, eventstore.ErrConflict) {
+		var written bool
+		switch written, err = c.resync(ctx, ev); {
+		case written:
+			return nil
+		case err == nil:
+			res, err = c.s.store.Append(ctx, c.stream, c.expected, ev)
+		}
+	}
 	if err != nil {
 		return err
 	}
-	c.pending, c.expected = false, eventstore.Revision(res.NextRevision)
+	c.expected = eventstore.Revision(res.NextRevision)
 	return nil
+}
+
+// resync reads the events after the claim's revision: if they are all the
+// claim's own (by their ids: a request id is the client's to choose, and
+// two retries may share one), the claim's revision becomes the last of
+// them (written: ev is one), else the conflict stands.
+func (c *Claim) resync(ctx context.Context, ev eventstore.EventData) (written bool, err error) {
+	conflict := fmt.Errorf("%w: the key's stream moved", eventstore.ErrConflict)
+	from := uint64(0)
+	if rev, ok := c.expected.Value(); ok {
+		from = rev + 1
+	} else if !c.expected.IsNoStream() {
+		return false, conflict
+	}
+	evs, err := eventstore.ReadStreamFrom(ctx, c.s.store, c.stream, from)
+	if err != nil {
+		return false, err
+	}
+	if len(evs) == 0 {
+		return false, conflict
+	}
+	for _, e := range evs {
+		if !c.sent[e.ID] {
+			return false, conflict
+		}
+		written = written || e.ID == ev.ID
+	}
+	c.expected = eventstore.Revision(evs[len(evs)-1].Revision)
+	return written, nil
 }
 
 func (s *Idempotency) stamp() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
@@ -356,12 +418,7 @@ func (c *Claim) renew(ctx context.Context) error {
 		return nil // nothing held yet
 	}
 	data, _ := json.Marshal(idemRenewed{RenewedAt: c.s.stamp()})
-	res, err := c.s.store.Append(ctx, c.stream, c.expected, eventstore.NewEvent(evIdemRenewed, data, c.meta))
-	if err != nil {
-		return err
-	}
-	c.expected = eventstore.Revision(res.NextRevision)
-	return nil
+	return c.append(ctx, eventstore.NewEvent(evIdemRenewed, data, c.meta))
 }
 
 type idemRenewed struct {
@@ -394,12 +451,7 @@ func (c *Claim) Keep(ctx context.Context, step int, output json.RawMessage) erro
 	if err != nil {
 		return err
 	}
-	res, err := c.s.store.Append(ctx, c.stream, c.expected, eventstore.NewEvent(evIdemOutput, data, c.meta))
-	if err != nil {
-		return err
-	}
-	c.expected = eventstore.Revision(res.NextRevision)
-	return nil
+	return c.append(ctx, eventstore.NewEvent(evIdemOutput, data, c.meta))
 }
 
 func (c *Claim) release() {
@@ -431,7 +483,7 @@ func (c *Claim) Complete(ctx context.Context, a Answer) error {
 		return err
 	}
 	ev := eventstore.NewEvent(evIdemCompleted, data, c.meta)
-	_, err = c.s.store.Append(ctx, c.stream, c.expected, ev)
+	err = c.append(ctx, ev)
 	switch {
 	case err == nil || errors.Is(err, eventstore.ErrConflict): // a conflict: the key is another request's now
 		c.release()
@@ -474,9 +526,9 @@ func (c *Claim) completeLater(ctx context.Context, ev eventstore.EventData) {
 		case <-t.C:
 		}
 		c.mu.Lock()
-		exp := c.expected
+		err := c.append(ctx, ev)
 		c.mu.Unlock()
-		if _, err := c.s.store.Append(ctx, c.stream, exp, ev); !retryable(err) {
+		if !retryable(err) {
 			return
 		}
 	}
@@ -512,8 +564,7 @@ func (c *Claim) free(ctx context.Context, keepTarget bool) error {
 		rel.Target = c.started.Target
 	}
 	data, _ := json.Marshal(rel)
-	_, err := c.s.store.Append(ctx, c.stream, c.expected, eventstore.NewEvent(evIdemReleased, data, c.meta))
-	return err
+	return c.append(ctx, eventstore.NewEvent(evIdemReleased, data, c.meta))
 }
 
 // idemReleased: the request holding the key ended without an answer. With
