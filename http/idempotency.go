@@ -194,7 +194,7 @@ func (s *Server) releaseIdem(ctx context.Context, claim *ledger.Claim, failed bo
 		free = claim.Abandon
 	}
 	if err := free(ctx); err != nil {
-		s.log.Error().Str("requestId", RequestID(ctx)).Err(err).Msg("idempotency key not released; it frees itself after the lease")
+		s.log.Error().Str("requestId", RequestID(ctx)).Err(err).Msg("idempotency key not released yet; trying again")
 	}
 }
 

@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -92,18 +93,20 @@ func TestGenerateResumedAfterACrashIsNotPaidTwice(t *testing.T) {
 	}
 }
 
-// flakyStore fails the first write of a kept answer once, as a store that
-// lost its connection for a moment.
+// flakyStore fails the first write of a kept answer (or of the event of
+// type typ) once, as a store that lost its connection for a moment.
 type flakyStore struct {
 	eventstore.Store
 	exclusive bool
+	typ       string
 	failed    atomic.Bool
 }
 
 func (f *flakyStore) Exclusive() bool { return f.exclusive }
 
 func (f *flakyStore) Append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
-	if len(evs) > 0 && evs[0].Type == "IdempotencyCompleted" && f.failed.CompareAndSwap(false, true) {
+	typ := cmp.Or(f.typ, "IdempotencyCompleted")
+	if len(evs) > 0 && evs[0].Type == typ && f.failed.CompareAndSwap(false, true) {
 		return eventstore.AppendResult{}, eventstore.ErrUnavailable
 	}
 	return f.Store.Append(ctx, stream, exp, evs...)
@@ -157,5 +160,37 @@ func TestKeptAnswerWriteFailureIsWrittenAgain(t *testing.T) {
 		if n := e.countType("ContractCreated"); n != 1 || u.calls.Load() != 1 {
 			t.Fatalf("shared %v: %d handoffs, %d model calls", shared, n, u.calls.Load())
 		}
+	}
+}
+
+// On a shared store, a key whose release alone failed (a 5xx answer) is
+// released again: the retry the 503 asks for runs at once. It was a 409
+// idempotency_in_flight for the rest of the key's lease, ten minutes.
+func TestReleaseWriteFailureIsWrittenAgain(t *testing.T) {
+	u := newScripted(t, "STATUS 503", validSummary)
+	vars := map[string]string{"OPENAI_BASE_URL": u.srv.URL + "/v1", "OPENAI_API_KEY": "k"}
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var store *flakyStore
+	e := newEnvStore(t, cat, func(s eventstore.Store) eventstore.Store {
+		store = &flakyStore{Store: s, typ: "IdempotencyReleased"}
+		return store
+	})
+	body := genBody(nil)
+	if first := e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "flaky-release"); first.status < 500 || !store.failed.Load() {
+		t.Fatalf("first: %d %s (release failed %v)", first.status, first.raw, store.failed.Load())
+	}
+	var retry response
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		retry = e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "flaky-release")
+		if retry.status != 409 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if retry.status != 200 || u.calls.Load() != 2 {
+		t.Fatalf("the retry after the release's write failed: %d %s (%d calls)", retry.status, retry.raw, u.calls.Load())
 	}
 }

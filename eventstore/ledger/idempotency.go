@@ -490,7 +490,7 @@ func (c *Claim) Complete(ctx context.Context, a Answer) error {
 	case errors.Is(err, eventstore.ErrInvalidEvent):
 	default:
 		c.done = true // nothing else is written for it; the key stays held
-		go c.completeLater(ctx, ev)
+		go c.writeLater(ctx, ev)
 	}
 	return err
 }
@@ -507,11 +507,11 @@ func retryable(err error) bool {
 	return err != nil && !errors.Is(err, eventstore.ErrConflict) && !errors.Is(err, eventstore.ErrInvalidEvent) && !errors.Is(err, eventstore.ErrClosed)
 }
 
-// completeLater appends ev, a Completed event whose first write failed,
-// until it is written, the key was taken over (a conflict), or a lease has
-// passed (a shared store's claim may be taken over then anyway); then it
-// frees the claim held in memory.
-func (c *Claim) completeLater(ctx context.Context, ev eventstore.EventData) {
+// writeLater appends ev, the claim's Completed or Released event whose
+// first write failed, until it is written, the key was taken over (a
+// conflict), or a lease has passed (a shared store's claim may be taken
+// over then anyway); then it frees the claim held in memory.
+func (c *Claim) writeLater(ctx context.Context, ev eventstore.EventData) {
 	if c.memory {
 		defer c.s.inFlight.Delete(c.stream)
 	}
@@ -536,7 +536,9 @@ func (c *Claim) completeLater(ctx context.Context, ev eventstore.EventData) {
 
 // Release frees the key without keeping an answer, so that a retry runs
 // again: the request was refused, and made nothing. A failed write is
-// returned; the key then frees itself after the lease.
+// returned, and written again in the background as Complete's is: the key
+// was left taken for the rest of its lease, ten minutes of 409s for the
+// retry a 503 asks for.
 func (c *Claim) Release(ctx context.Context) error { return c.free(ctx, false) }
 
 // Abandon is Release for a request that failed (a 5xx, a panic) and may
@@ -552,19 +554,26 @@ func (c *Claim) free(ctx context.Context, keepTarget bool) error {
 	if c.done {
 		return nil
 	}
-	defer c.release()
-	if c.memory && !c.recorded || c.pending {
+	if c.memory && !c.recorded || c.pending || keepTarget && c.memory {
+		// Nothing to write (with a target kept in memory, the Started
+		// event stands, and no request holds it).
+		c.release()
 		return nil
 	}
 	var rel idemReleased
 	if keepTarget {
-		if c.memory {
-			return nil // the Started event stands, and no request holds it
-		}
 		rel.Target = c.started.Target
 	}
 	data, _ := json.Marshal(rel)
-	return c.append(ctx, eventstore.NewEvent(evIdemReleased, data, c.meta))
+	ev := eventstore.NewEvent(evIdemReleased, data, c.meta)
+	err := c.append(ctx, ev)
+	if !retryable(err) {
+		c.release()
+		return err
+	}
+	c.done = true
+	go c.writeLater(ctx, ev)
+	return err
 }
 
 // idemReleased: the request holding the key ended without an answer. With
