@@ -36,8 +36,9 @@ var rules = map[string]rule{
 	"domain":             {thirdParty: []string{"github.com/looplab/fsm", "golang.org/x/net/idna"}},
 	"domain/contextpack": {ours: []string{"domain", "domain/secrets"}, thirdParty: []string{"github.com/pkoukk/tiktoken-go", "github.com/pkoukk/tiktoken-go-loader", "golang.org/x/text"}},
 	"domain/secrets":     {ours: []string{"domain"}, thirdParty: []string{"golang.org/x/text", "github.com/mtibben/confusables"}},
-	// The gitleaks binding: the only domain folder that links gitleaks.
-	"domain/secrets/gitleaks": {ours: []string{"domain", "domain/secrets"}, thirdParty: []string{"github.com/zricethezav/gitleaks/v8", "github.com/rs/zerolog", "golang.org/x/text"}},
+	// The gitleaks binding: the only domain folder that links gitleaks,
+	// and viper, with which it parses gitleaks' rules as gitleaks does.
+	"domain/secrets/gitleaks": {ours: []string{"domain", "domain/secrets"}, thirdParty: []string{"github.com/zricethezav/gitleaks/v8", "github.com/spf13/viper", "github.com/rs/zerolog", "golang.org/x/text"}},
 
 	"eventstore":                     {thirdParty: []string{"github.com/google/uuid"}},
 	"eventstore/bolt":                {ours: []string{"eventstore"}, thirdParty: []string{"github.com/google/uuid", "go.etcd.io/bbolt"}},
