@@ -1208,7 +1208,9 @@ func TestConsoleInboxPagesInTheBrowser(t *testing.T) {
 	b.accessible(t, alice, "inbox's second page")
 	// A handoff created now comes onto this page, the last, live.
 	waitFor(t, alice, "the inbox's live stream", `document.body.dataset.live === "open"`)
-	run(t, alice, "focus the first page's link", chromedp.Focus(`#approvals-first`))
+	// Focused by script, retried: the stream's catch-up may redraw the
+	// list between chromedp's look-up of the node and its focus.
+	waitFor(t, alice, "focus on the first page's link", `(() => { const a = document.getElementById("approvals-first"); if (a) a.focus(); return document.activeElement.id === "approvals-first"; })()`)
 	fresh := s.contract(s.ka, map[string]any{"objective": "Rotate one more", "riskLevel": "high"})
 	waitFor(t, alice, "the new handoff, live", fmt.Sprintf(`!!document.querySelector('#live li[data-handoff=%q]') && document.querySelector("#pages-approvals [role=note]").textContent.includes("101–103 of 103")`, fresh))
 	if id := eval[string](t, alice, `document.activeElement.id`); id != "approvals-first" {
