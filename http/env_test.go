@@ -73,6 +73,10 @@ var (
 // it restore it.
 var envLedgerOptions *ledger.Options
 
+// envScanner, when set, is the front's scanner for the envs a test
+// builds; tests that set it restore it.
+var envScanner batonhttp.SecretScanner
+
 // envLogKey, when set, gives the envs a test builds a transparency log
 // signing with this key every 20 ms; tests that set it restore it.
 var envLogKey string
@@ -114,6 +118,9 @@ func newEnvStore(t testing.TB, catalog *gateway.Catalog, wrap func(eventstore.St
 	scanner, err := newTestScanner()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if envScanner != nil {
+		scanner = envScanner
 	}
 	budgets := gateway.NewBudgets(nil)
 	followDone := make(chan struct{})

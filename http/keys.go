@@ -84,6 +84,13 @@ func (s *Server) scanLabel(label string) (rule string, found bool) {
 	if s.scanner == nil || label == "" {
 		return "", false
 	}
+	// Keys are made rarely: a scanner that can check without keeping its
+	// rules lets a server that only proxies model calls stay small.
+	if r, ok := s.scanner.(interface {
+		ScanTextRare(string) (string, bool)
+	}); ok {
+		return r.ScanTextRare(label)
+	}
 	return s.scanner.ScanText(label)
 }
 

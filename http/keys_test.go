@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/ledger"
+	batonhttp "github.com/batonhq/baton/http"
 )
 
 // microTime matches the API's timestamps: RFC 3339, UTC, at most
@@ -256,6 +258,39 @@ func TestCreateKeyRefusesASecretLabel(t *testing.T) {
 		t.Fatalf("%d key events appended", n)
 	}
 	e.must(e.do("POST", "/v1/admin/keys", e.admin, map[string]any{"tenant": "c", "label": "ci for btn_sk keys"}), 201)
+}
+
+// rareScanner counts the checks made with ScanTextRare.
+type rareScanner struct {
+	batonhttp.SecretScanner
+	rare atomic.Int32
+}
+
+func (s *rareScanner) ScanTextRare(v string) (string, bool) {
+	s.rare.Add(1)
+	return s.ScanText(v)
+}
+
+// A key's label is checked with a scanner's rare check where it has one,
+// which keeps no rules for a server that only proxies model calls
+// (domain/secrets, TestScanTextRareKeepsNoRules).
+func TestCreateKeyChecksItsLabelAsARareCheck(t *testing.T) {
+	base, err := newTestScanner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := &rareScanner{SecretScanner: base}
+	envScanner = rs
+	defer func() { envScanner = nil }()
+	e := newEnv(t)
+	r := e.do("POST", "/v1/admin/keys", e.admin, map[string]any{"tenant": "c", "label": "ci " + ctxFakeBtn})
+	if r.status != 422 || r.str("code") != "secret_detected" {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	e.must(e.do("POST", "/v1/admin/keys", e.admin, map[string]any{"tenant": "c", "label": "nightly"}), 201)
+	if n := rs.rare.Load(); n != 2 {
+		t.Fatalf("%d rare checks, want 2", n)
+	}
 }
 
 // A revocation the store did not answer is a 503 saying to retry, which

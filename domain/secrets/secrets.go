@@ -82,6 +82,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/batonhq/baton/domain"
 	"github.com/batonhq/baton/domain/secrets/gitleaks"
@@ -122,6 +123,15 @@ func New() (*Scanner, error) {
 		return nil, fmt.Errorf("secrets: gitleaks default rules: %w", err)
 	}
 	return &Scanner{decoding: d, plain: p}, nil
+}
+
+// newOwn is New on rules of its own (gitleaks.NewOwn), dropped with it.
+func newOwn() (*Scanner, error) {
+	ds, err := gitleaks.NewOwn(DecodeDepth, 0)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: gitleaks default rules: %w", err)
+	}
+	return &Scanner{decoding: ds[0], plain: ds[1]}, nil
 }
 
 // mayBeEncoded reports whether gitleaks' decoder could find an encoded
@@ -503,9 +513,15 @@ func (w *walker) walk(ptr, shape string, depth int) error {
 // model calls never scans. The first scan pays the build (about 40 ms);
 // later ones share it. Safe for concurrent use.
 type Lazy struct {
-	once sync.Once
-	s    *Scanner
-	err  error
+	once  sync.Once
+	s     *Scanner
+	err   error
+	built atomic.Bool
+
+	// A scanner lent to rare checks while none is kept (ScanTextRare).
+	mu    sync.Mutex
+	lent  *Scanner
+	loans int
 }
 
 // NewLazy returns a scanner that builds itself on first use.
@@ -515,6 +531,7 @@ func NewLazy() *Lazy { return &Lazy{} }
 func (l *Lazy) Get() (*Scanner, error) {
 	l.once.Do(func() {
 		l.s, l.err = New()
+		l.built.Store(true)
 		// Parsing the rules leaves about 25 MB of garbage, several times
 		// what the scanner keeps, and Baton's heap floor defers collecting
 		// it; building is once a process, so hand it back now, off the
@@ -522,6 +539,47 @@ func (l *Lazy) Get() (*Scanner, error) {
 		go debug.FreeOSMemory()
 	})
 	return l.s, l.err
+}
+
+// ScanTextRare is ScanText for a check too rare to keep the scanner for
+// (a key's label): with no scanner built, and no rules loaded in the
+// process, it builds one for this check and those that overlap it, and
+// drops it, with the memory it took, when they end. A server that only
+// proxies model calls then keeps no scanner for the keys it makes; the
+// check costs the build (about 40 ms) each time.
+func (l *Lazy) ScanTextRare(v string) (ruleID string, found bool) {
+	if isUUID(v) || l.built.Load() || gitleaks.Loaded() {
+		return l.ScanText(v)
+	}
+	s, err := l.borrow()
+	if err != nil {
+		return "scanner_unavailable", true
+	}
+	defer l.giveBack()
+	return s.ScanText(v)
+}
+
+func (l *Lazy) borrow() (*Scanner, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lent == nil {
+		s, err := newOwn()
+		if err != nil {
+			return nil, err
+		}
+		l.lent = s
+	}
+	l.loans++
+	return l.lent, nil
+}
+
+func (l *Lazy) giveBack() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.loans--; l.loans == 0 {
+		l.lent = nil
+		go debug.FreeOSMemory() // the rules and the build's garbage
+	}
 }
 
 // Scan is Scanner.Scan.

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/viper"
@@ -32,41 +33,52 @@ var (
 	loadOnce sync.Once
 	loadBase *detect.Detector
 	loadErr  error
+	loaded   atomic.Bool
+
+	quietOnce sync.Once
 )
 
 // baseDetector loads gitleaks' embedded default rules once per process
-// into a detector that New copies. It parses them as detect.NewDetectorDefaultConfig does, but on a viper
-// instance of its own (the global one would keep the parsed tree alive)
-// and without building a detector only to drop it.
+// into a detector that New copies.
 func baseDetector() (*detect.Detector, error) {
 	loadOnce.Do(func() {
-		// gitleaks logs matches, secrets included, at debug and trace
-		// level through this global; Baton never logs a secret.
-		logging.Logger = zerolog.Nop()
-		v := viper.New()
-		v.SetConfigType("toml")
-		if err := v.ReadConfig(strings.NewReader(config.DefaultConfig)); err != nil {
-			loadErr = err
-			return
-		}
-		var vc config.ViperConfig
-		if err := v.Unmarshal(&vc); err != nil {
-			loadErr = err
-			return
-		}
-		cfg, err := vc.Translate()
-		if err != nil {
-			loadErr = err
-			return
-		}
-		for id, r := range cfg.Rules {
-			r.Allowlists = slim(r.Allowlists)
-			cfg.Rules[id] = r
-		}
-		cfg.Allowlists = slim(cfg.Allowlists)
-		loadBase = detect.NewDetector(cfg)
+		loadBase, loadErr = parseBase()
+		loaded.Store(loadErr == nil)
 	})
 	return loadBase, loadErr
+}
+
+// Loaded reports whether the process-wide rules New shares are loaded:
+// then New costs a few allocations, not a parse.
+func Loaded() bool { return loaded.Load() }
+
+// parseBase parses the embedded default rules as
+// detect.NewDetectorDefaultConfig does, but on a viper instance of its own
+// (the global one would keep the parsed tree alive) and without building a
+// detector only to drop it.
+func parseBase() (*detect.Detector, error) {
+	// gitleaks logs matches, secrets included, at debug and trace level
+	// through this global; Baton never logs a secret.
+	quietOnce.Do(func() { logging.Logger = zerolog.Nop() })
+	v := viper.New()
+	v.SetConfigType("toml")
+	if err := v.ReadConfig(strings.NewReader(config.DefaultConfig)); err != nil {
+		return nil, err
+	}
+	var vc config.ViperConfig
+	if err := v.Unmarshal(&vc); err != nil {
+		return nil, err
+	}
+	cfg, err := vc.Translate()
+	if err != nil {
+		return nil, err
+	}
+	for id, r := range cfg.Rules {
+		r.Allowlists = slim(r.Allowlists)
+		cfg.Rules[id] = r
+	}
+	cfg.Allowlists = slim(cfg.Allowlists)
+	return detect.NewDetector(cfg), nil
 }
 
 // slim copies validated allowlists without the indexes Validate built. The
@@ -96,21 +108,41 @@ func slim(as []*config.Allowlist) []*config.Allowlist {
 // New is a detector with gitleaks' default rules that decodes encoded text
 // (percent, \u escapes, hex, base64) decodeDepth levels deep (0: none).
 // "gitleaks:allow" markers are ignored: a sender must not be able to
-// switch the scan off.
+// switch the scan off. Its rules are the process-wide ones, loaded once
+// and kept.
 func New(decodeDepth int) (*Detector, error) {
 	base, err := baseDetector()
 	if err != nil {
 		return nil, err
 	}
-	// A shallow copy shares the base's rules and keyword trie (2.6 MB, a
-	// detector's largest part) rather than building its own. Sharing is
-	// safe because a detector is safe for concurrent use: what two copies
-	// share, one detector shares between its callers.
+	return copyOf(base, decodeDepth), nil
+}
+
+// NewOwn is New for each of decodeDepths, on rules parsed for them alone
+// and shared among them, not the process-wide ones: when the last of them
+// is dropped, so are the rules (about 5 MB).
+func NewOwn(decodeDepths ...int) ([]*Detector, error) {
+	base, err := parseBase()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Detector, len(decodeDepths))
+	for i, depth := range decodeDepths {
+		out[i] = copyOf(base, depth)
+	}
+	return out, nil
+}
+
+// copyOf is a shallow copy of base: it shares base's rules and keyword
+// trie (2.6 MB, a detector's largest part) rather than building its own.
+// Sharing is safe because a detector is safe for concurrent use: what two
+// copies share, one detector shares between its callers.
+func copyOf(base *detect.Detector, decodeDepth int) *Detector {
 	d := new(detect.Detector)
 	reflect.ValueOf(d).Elem().Set(reflect.ValueOf(base).Elem())
 	d.IgnoreGitleaksAllow = true
 	d.MaxDecodeDepth = decodeDepth
-	return &Detector{d: d}, nil
+	return &Detector{d: d}
 }
 
 // Detect finds every match of the rules in value.
