@@ -2,7 +2,6 @@ package eventstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -176,7 +175,7 @@ func ValidateAppend(stream string, expected ExpectedRevision, events []EventData
 		if len(ev.Data) > MaxEventSize {
 			return fmt.Errorf("%w: event %d data is %d bytes, at most %d", ErrTooLarge, i, len(ev.Data), MaxEventSize)
 		}
-		if len(ev.Data) > 0 && !json.Valid(ev.Data) {
+		if len(ev.Data) > 0 && !validJSON(ev.Data) {
 			return fmt.Errorf("%w: event %d data is not valid JSON", ErrInvalidEvent, i)
 		}
 	}
