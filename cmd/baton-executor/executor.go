@@ -96,9 +96,9 @@ type Executor struct {
 	// approved then, its lease counted from the approval, timed out
 	// before the executor knew of it.
 	StreamRetryMax time.Duration
-	// StopGrace is how long a command stopped at its time limit has,
-	// after SIGTERM, before what is left of its process group is killed
-	// (10s when zero).
+	// StopGrace is how long a command stopped at its time limit, or by
+	// Baton, has after SIGTERM before what is left of its process group
+	// is killed (10s when zero).
 	StopGrace time.Duration
 
 	mu      sync.Mutex
@@ -573,7 +573,9 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 		delete(e.stops, run.HandoffID)
 		e.mu.Unlock()
 	}()
-	cmd := exec.CommandContext(cmdCtx, p.Command[0], p.Command[1:]...)
+	// The executor stopping kills the command at once (ownGroup); a stop
+	// from Baton goes through stopGroup below.
+	cmd := exec.CommandContext(ctx, p.Command[0], p.Command[1:]...)
 	cmd.Stdin = bytes.NewReader(c.raw)
 	// No environment variable holds a NUL, which an objective may: the
 	// command did not start at all. The contract on its input has it whole.
@@ -633,8 +635,26 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 			stopGroup(cmd.Process, e.StopGrace)
 		})
 	}
+	// A command Baton stops (the handoff closed, the run released, its
+	// lease lost) is asked to stop as at its time limit: SIGTERM, then
+	// SIGKILL after the grace. It was killed outright, with no chance to
+	// clean up.
+	exited, halted := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(halted)
+		select {
+		case <-exited:
+		case <-cmdCtx.Done():
+			if ctx.Err() == nil {
+				log.Warn().Str("grace", e.StopGrace.String()).Str("why", context.Cause(cmdCtx).Error()).Msg("stopping the command")
+				stopGroup(cmd.Process, e.StopGrace)
+			}
+		}
+	}()
 	stopBeats := e.heartbeats(ctx, c, run, log, release)
 	err = cmd.Wait()
+	close(exited)
+	<-halted // what the command started is gone too
 	timedOut := limit != nil && !limit.Stop()
 	if timedOut {
 		<-stopped // what the command started is gone too

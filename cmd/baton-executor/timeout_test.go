@@ -570,6 +570,53 @@ func TestExecutorStopsACommandAtItsTimeLimit(t *testing.T) {
 	}
 }
 
+// A command Baton stops (its handoff closed under it) gets SIGTERM, so that
+// it may clean up, and what of it ignores SIGTERM is killed after the
+// grace, as at its time limit: it was killed outright, at once.
+func TestExecutorStopsAClosedRunsCommandWithAGrace(t *testing.T) {
+	s := startServer(t)
+	dir := t.TempDir()
+	pidFile, cleaned := filepath.Join(dir, "child.pid"), filepath.Join(dir, "cleaned")
+	state, err := openState(filepath.Join(dir, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Executor{Base: s.base, Key: s.key, State: state, Log: zerolog.New(zerolog.NewTestWriter(t)), Backoff: 50 * time.Millisecond, StopGrace: time.Second,
+		Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": shell(
+			`(trap '' TERM; exec sleep 1000) & echo $! > ` + pidFile + `; trap 'echo cleaned > ` + cleaned + `; exit 3' TERM; sleep 1000 & wait`)}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	id := s.create(map[string]any{"heartbeatSeconds": 3, "resultTimeoutSeconds": 2})
+	s.approve(id)
+	s.trail(id, "ledger_closed")
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if r, ok := e.State.Run(id); ok && r.Phase == phaseReported {
+			if !strings.Contains(r.Note, "ledger_closed") {
+				t.Fatalf("run given up with %q", r.Note)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command still runs on a closed handoff")
+		}
+	}
+	if _, err := os.Stat(cleaned); err != nil {
+		t.Errorf("the command was not given SIGTERM to clean up: %v", err)
+	}
+	b, _ := os.ReadFile(pidFile)
+	var pid int
+	fmt.Sscan(string(b), &pid)
+	if pid <= 1 {
+		t.Fatalf("no child pid: %q", b)
+	}
+	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !strings.Contains(string(st), ") Z ") {
+		exec.Command("kill", "-9", fmt.Sprint(pid)).Run()
+		t.Fatalf("the command's child %d, which ignores SIGTERM, still runs", pid)
+	}
+}
+
 // A run's callbacks are retried within its lease: a 503 with a Retry-After
 // of a minute (a proxy's, say), or a heartbeat that gets no answer, held
 // the next attempt past a lease of three seconds, and Baton timed the run
