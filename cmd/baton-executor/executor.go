@@ -553,7 +553,8 @@ func (e *Executor) abandon(run Run, note string) {
 
 // execute runs the command, heartbeating while it runs. It returns false
 // when ctx ended first: the run stays "running", and the next start runs
-// the command again under the same run id.
+// the command again under the same run id; or "finished", when the
+// command had ended on its own, and the next start reports it.
 func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog.Logger) (Run, bool) {
 	p := e.Config.Protocols[run.Protocol]
 	if len(p.Command) == 0 {
@@ -599,6 +600,27 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.WaitDelay = 5 * time.Second
 	ownGroup(cmd)
+	// What stopped the command is decided once: the first stop (its time
+	// limit, Baton, the executor stopping) that comes before it is seen
+	// to exit. A stop that comes after leaves its outcome as it is: one
+	// that came as what it left running still held its output left the
+	// run "running", to be run again, or gave it up unreported.
+	var stop struct {
+		sync.Mutex
+		exited bool
+		by     string
+	}
+	stopping := func(by string) bool {
+		stop.Lock()
+		defer stop.Unlock()
+		if stop.exited || stop.by != "" {
+			return false
+		}
+		stop.by = by
+		return true
+	}
+	kill := cmd.Cancel // the executor stopping: at once, whatever came first
+	cmd.Cancel = func() error { stopping(stoppedByExecutor); return kill() }
 	log.Info().Strs("command", p.Command).Msg("running")
 	// Linux sends the parent-death signal when the thread that started
 	// the command ends, not the executor: this one is kept until the
@@ -631,6 +653,9 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 		stopped = make(chan struct{})
 		limit = time.AfterFunc(d, func() {
 			defer close(stopped)
+			if !stopping(stoppedByLimit) {
+				return
+			}
 			log.Warn().Str("timeout", d.String()).Str("grace", e.StopGrace.String()).Msg("the command ran past its time limit; stopping it")
 			stopGroup(cmd.Process, e.StopGrace)
 		})
@@ -645,7 +670,7 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 		select {
 		case <-exited:
 		case <-cmdCtx.Done():
-			if ctx.Err() == nil {
+			if ctx.Err() == nil && stopping(stoppedByBaton) {
 				log.Warn().Str("grace", e.StopGrace.String()).Str("why", context.Cause(cmdCtx).Error()).Msg("stopping the command")
 				stopGroup(cmd.Process, e.StopGrace)
 			}
@@ -653,29 +678,37 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 	}()
 	stopBeats := e.heartbeats(ctx, c, run, log, release)
 	err = cmd.Wait()
+	stop.Lock()
+	stop.exited = true
+	by := stop.by
+	stop.Unlock()
 	close(exited)
 	<-halted // what the command started is gone too
-	timedOut := limit != nil && !limit.Stop()
-	if timedOut {
-		<-stopped // what the command started is gone too
+	if limit != nil && !limit.Stop() {
+		<-stopped // likewise
 	}
+	timedOut := by == stoppedByLimit
 	// What the command left running may hold its output: it is not waited
 	// for past five seconds, and what it writes later is read and dropped.
-	held := false
 	select {
 	case <-drained:
 	case <-ctx.Done():
 	case <-cmdCtx.Done():
 	case <-time.After(5 * time.Second):
-		held = true
+	}
+	held := false
+	select {
+	case <-drained:
+	default:
+		held = true // the wait cut short by a stop too
 	}
 	stopBeats()
-	if ctx.Err() != nil {
+	switch by {
+	case stoppedByExecutor:
 		log.Info().Msg("stopped mid-run; the next start runs it again under the same executorRunId")
 		return run, false
-	}
-	if cause := context.Cause(cmdCtx); cause != nil && cmdCtx.Err() != nil {
-		e.abandon(run, "command stopped: "+cause.Error())
+	case stoppedByBaton:
+		e.abandon(run, "command stopped: "+context.Cause(cmdCtx).Error())
 		return run, false
 	}
 	run.Phase, run.ExitCode, run.Output, run.Group = phaseFinished, 0, out.String(), nil
@@ -710,8 +743,19 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 		log.Error().Err(err).Msg("cannot write the state file")
 		return run, false
 	}
+	if ctx.Err() != nil {
+		log.Info().Msg("stopped as the command ended; the next start reports its outcome")
+		return run, false
+	}
 	return run, true
 }
+
+// What stopped a command before it exited.
+const (
+	stoppedByLimit    = "its time limit"
+	stoppedByBaton    = "Baton"
+	stoppedByExecutor = "the executor stopping"
+)
 
 // heartbeats renews the lease while the command runs, at a third of the
 // contract's heartbeatSeconds; none without one.

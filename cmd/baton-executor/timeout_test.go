@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -836,5 +837,66 @@ func TestExecutorTakesAgainAHandoffWhoseProofCameTooLate(t *testing.T) {
 	evs := s.closeWithReview(id)
 	if last := evs[len(evs)-1]["data"].(map[string]any); last["finalStatus"] != "SUCCEEDED" || !slices.Contains(types(evs), "ExecutorTimedOut") {
 		t.Fatalf("closed %v: %v", last, types(evs))
+	}
+}
+
+// A stop that comes after the command has exited, while what it left in
+// the background still holds its output, leaves its outcome as it is: the
+// executor stopping left the run "running", and the next start ran the
+// command again; a stop from Baton gave the run up unreported.
+func TestExecutorKeepsTheOutcomeOfACommandThatEndedBeforeItsStop(t *testing.T) {
+	for _, stop := range []string{"executor", "baton"} {
+		t.Run(stop, func(t *testing.T) {
+			var results atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasSuffix(r.URL.Path, "/result") {
+					results.Add(1)
+				}
+				w.Write([]byte(`{"state":"result_received","ledgerHead":{"seq":1,"hash":"h"}}`))
+			}))
+			defer srv.Close()
+			dir := t.TempDir()
+			ended := filepath.Join(dir, "ended")
+			st := mustState(t)
+			if err := st.Put(Run{HandoffID: "h", ExecutorRunID: "run-1", Protocol: "ops_bot.v1", Phase: phaseRunning}); err != nil {
+				t.Fatal(err)
+			}
+			e := &Executor{Base: srv.URL, Key: "k", State: st, Log: zerolog.New(zerolog.NewTestWriter(t)), Client: srv.Client(),
+				Backoff: 10 * time.Millisecond, CallTimeout: 5 * time.Second, StopGrace: time.Second,
+				Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": shell(`echo done; sleep 3 & touch ` + ended)}}}
+			e.running, e.stops = map[string]bool{}, map[string]context.CancelCauseFunc{}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			done := make(chan struct{})
+			go func() {
+				e.carry(ctx, "h", &contract{HandoffID: "h", ExecutorProtocol: "ops_bot.v1", raw: []byte(`{}`)})
+				close(done)
+			}()
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if _, err := os.Stat(ended); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the command never ran")
+				}
+			}
+			time.Sleep(300 * time.Millisecond) // exited, its output held by the sleep
+			switch stop {
+			case "executor":
+				cancel()
+			case "baton":
+				e.mu.Lock()
+				e.stops["h"](errors.New("the handoff closed (ledger_closed: executor_timed_out)"))
+				e.mu.Unlock()
+			}
+			<-done
+			r, _ := st.Run("h")
+			switch {
+			case stop == "executor" && (r.Phase != phaseFinished || r.ExitCode != 0 || r.Ended != ""):
+				t.Fatalf("run %+v: want it finished, exit status 0, to be reported at the next start", r)
+			case stop == "baton" && (r.Phase != phaseReported || r.Note != "" || r.Ended != "" || results.Load() != 1):
+				t.Fatalf("run %+v after %d results: want it reported once, exit status 0", r, results.Load())
+			}
+		})
 	}
 }
