@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -101,6 +102,11 @@ type Executor struct {
 	// is killed (10s when zero).
 	StopGrace time.Duration
 
+	// keyRefused: Baton's last answer was 401. A refusal is logged when
+	// it starts and again when Baton takes the key: logged at every
+	// heartbeat, a revoked key filled the log for as long as a command ran.
+	keyRefused atomic.Bool
+
 	mu      sync.Mutex
 	running map[string]bool                    // runs carried or waiting for a slot, by handoff
 	stops   map[string]context.CancelCauseFunc // each running command's, by handoff
@@ -174,6 +180,14 @@ func (e *Executor) Run(ctx context.Context) error {
 			break
 		}
 		if errors.Is(err, errKeyRefused) || errors.Is(err, errNoEventStream) {
+			// Said now: the runs under way are waited for, and the log
+			// was silent meanwhile, for as long as a command ran.
+			e.mu.Lock()
+			n := len(e.running)
+			e.mu.Unlock()
+			if n > 0 {
+				e.Log.Error().Err(err).Int("runs", n).Msg("stopping once the runs under way have stopped")
+			}
 			return err // no retry makes a refused key valid, or the URL Baton's
 		}
 		e.Log.Warn().Err(err).Dur("retryIn", wait).Msg("event stream interrupted")
@@ -971,8 +985,13 @@ func (e *Executor) call(ctx context.Context, method, path, idemKey string, body 
 			resp.Body.Close()
 			cancel()
 			if rerr == nil && resp.StatusCode == http.StatusUnauthorized {
-				e.Log.Error().Str("request", method+" "+path).Msg("Baton refused the key; what it was for goes on at a start with a good key")
+				if e.keyRefused.CompareAndSwap(false, true) {
+					e.Log.Error().Str("request", method+" "+path).Msg("Baton refused the key; what it was for goes on at a start with a good key")
+				}
 				return 0, nil, fmt.Errorf("%w: %s %s: %d %s", errKeyRefused, method, path, resp.StatusCode, raw)
+			}
+			if rerr == nil && resp.StatusCode < 500 && resp.StatusCode != 429 && e.keyRefused.CompareAndSwap(true, false) {
+				e.Log.Info().Str("request", method+" "+path).Msg("Baton takes the key again")
 			}
 			if rerr == nil && resp.StatusCode != 429 && resp.StatusCode < 500 {
 				return resp.StatusCode, raw, nil

@@ -900,3 +900,56 @@ func TestExecutorKeepsTheOutcomeOfACommandThatEndedBeforeItsStop(t *testing.T) {
 		})
 	}
 }
+
+// A key Baton refuses is logged once, not at every heartbeat, and Baton
+// taking it again is logged once too: a revoked key filled the log with
+// an error a beat for as long as the command ran.
+func TestExecutorLogsARefusedKeyOnce(t *testing.T) {
+	var beats atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/heartbeat") {
+			if n := beats.Add(1); n >= 2 && n <= 5 { // the claim passes, then the key is refused for a while
+				w.Header().Set("Content-Type", "application/problem+json")
+				w.WriteHeader(http.StatusUnauthorized)
+				w.Write([]byte(`{"code":"invalid_api_key","status":401}`))
+				return
+			}
+		}
+		w.Write([]byte(`{"state":"result_received","ledgerHead":{"seq":1,"hash":"h"}}`))
+	}))
+	defer srv.Close()
+	st := mustState(t)
+	if err := st.Put(Run{HandoffID: "h", ExecutorRunID: "run-1", Protocol: "ops_bot.v1", Phase: phaseRunning}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	e := &Executor{Base: srv.URL, Key: "k", State: st, Log: zerolog.New(zerolog.SyncWriter(lockedWriter{&mu, &buf})), Client: srv.Client(),
+		Backoff: 10 * time.Millisecond, CallTimeout: 5 * time.Second,
+		Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": shell(`sleep 3`)}}}
+	e.running, e.stops = map[string]bool{}, map[string]context.CancelCauseFunc{}
+	c := contract{HandoffID: "h", ExecutorProtocol: "ops_bot.v1", raw: []byte(`{}`)}
+	c.Deadlines = &struct {
+		HeartbeatSeconds int `json:"heartbeatSeconds"`
+	}{HeartbeatSeconds: 1}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	e.carry(ctx, "h", &c)
+	mu.Lock()
+	defer mu.Unlock()
+	log := buf.String()
+	if n := strings.Count(log, "refused the key"); beats.Load() < 7 || n != 1 || strings.Count(log, "takes the key again") != 1 {
+		t.Fatalf("%d heartbeats, the refusal logged %d times: want once, and once that Baton takes the key again:\n%s", beats.Load(), n, log)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
