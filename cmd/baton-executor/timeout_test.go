@@ -24,6 +24,93 @@ import (
 	"github.com/rs/zerolog"
 )
 
+// background runs e until the returned stop is called, which ends it and
+// waits for Run to return; stop may be called again.
+func background(e *Executor) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	var once sync.Once
+	return func() { once.Do(func() { cancel(); <-done }) }
+}
+
+// streamExecutor is an executor of ops-bot for a fake Baton, srv, whose
+// event stream it follows from position last ("" for a first start).
+func streamExecutor(t *testing.T, srv *httptest.Server, last string) *Executor {
+	st := mustState(t)
+	if last != "" {
+		st.SetLastEventID(last)
+	}
+	return &Executor{Base: srv.URL, Key: "k", Config: Config{Executor: "ops-bot"}, State: st, Log: zerolog.Nop(),
+		Backoff: 10 * time.Millisecond}
+}
+
+// resumedRun is an executor of ops-bot for a fake Baton, srv, whose state
+// holds run-1 of handoff h as a previous start left it (running), with
+// command as the protocol's.
+func resumedRun(t *testing.T, srv *httptest.Server, command Protocol) *Executor {
+	t.Helper()
+	st := mustState(t)
+	if err := st.Put(Run{HandoffID: "h", ExecutorRunID: "run-1", Protocol: "ops_bot.v1", Phase: phaseRunning}); err != nil {
+		t.Fatal(err)
+	}
+	e := &Executor{Base: srv.URL, Key: "k", State: st, Log: zerolog.Nop(), Client: srv.Client(), Backoff: 10 * time.Millisecond, CallTimeout: 5 * time.Second,
+		Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": command}}}
+	e.running, e.stops, e.slots = map[string]bool{}, map[string]context.CancelCauseFunc{}, 1
+	return e
+}
+
+// contractH is handoff h's contract, with a lease of heartbeatSeconds
+// (none when 0).
+func contractH(heartbeatSeconds int) *contract {
+	c := &contract{HandoffID: "h", ExecutorProtocol: "ops_bot.v1", raw: []byte(`{}`)}
+	if heartbeatSeconds > 0 {
+		c.Deadlines = &struct {
+			HeartbeatSeconds int `json:"heartbeatSeconds"`
+		}{HeartbeatSeconds: heartbeatSeconds}
+	}
+	return c
+}
+
+// batonExecutor is an executor of ops-bot for a real Baton at base (itself,
+// or a front), logging to the test, with command as the protocol's.
+func batonExecutor(t *testing.T, base, key string, command Protocol) *Executor {
+	t.Helper()
+	state, err := openState(filepath.Join(t.TempDir(), "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Executor{Base: base, Key: key, State: state, Log: zerolog.New(zerolog.NewTestWriter(t)), Backoff: 50 * time.Millisecond,
+		Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": command}}}
+}
+
+// behindFront starts baton serve behind a front of the test's own: handle
+// answers a request itself (true), or leaves it to Baton (false). The
+// front closes as the test ends, before Baton.
+func behindFront(t *testing.T, handle func(w http.ResponseWriter, r *http.Request) bool) (*server, *httptest.Server) {
+	t.Helper()
+	s := startServer(t)
+	target, _ := url.Parse(s.base)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !handle(w, r) {
+			proxy.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(func() { front.CloseClientConnections(); front.Close() })
+	return s, front
+}
+
+// waitFor waits until handoff id's ledger holds an event of type typ.
+func (s *server) waitFor(id, typ string) {
+	s.t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !slices.Contains(types(s.trail(id, "")), typ); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("no %s", typ)
+		}
+	}
+}
+
 // A server that takes a request and never answers is asked again: the
 // executor waited on it for ever, its run and heartbeats stuck.
 func TestExecutorCallDoesNotWaitForEver(t *testing.T) {
@@ -66,14 +153,9 @@ func TestExecutorResumesASilentStream(t *testing.T) {
 		<-r.Context().Done() // silence
 	}))
 	defer srv.Close()
-	st := mustState(t)
-	st.SetLastEventID("1-0") // no listing: the stream alone
-	e := &Executor{Base: srv.URL, Key: "k", Config: Config{Executor: "ops-bot"}, State: st, Log: zerolog.Nop(),
-		Backoff: 10 * time.Millisecond, StreamIdle: 300 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { e.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	e := streamExecutor(t, srv, "1-0") // no listing: the stream alone
+	e.StreamIdle = 300 * time.Millisecond
+	defer background(e)()
 	select {
 	case <-again:
 	case <-time.After(10 * time.Second):
@@ -107,12 +189,8 @@ func TestExecutorListsAgainAfterAnInterruptedCatchUp(t *testing.T) {
 		<-r.Context().Done()
 	}))
 	defer srv.Close()
-	e := &Executor{Base: srv.URL, Key: "k", Config: Config{Executor: "ops-bot"}, State: mustState(t), Log: zerolog.Nop(),
-		Backoff: 10 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { e.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	e := streamExecutor(t, srv, "")
+	defer background(e)()
 	select {
 	case <-again:
 	case <-time.After(30 * time.Second):
@@ -129,8 +207,8 @@ func TestExecutorStopsOnARefusedKey(t *testing.T) {
 		w.Write([]byte(`{"code":"invalid_api_key","status":401}`))
 	}))
 	defer srv.Close()
-	e := &Executor{Base: srv.URL, Key: "wrong", Config: Config{Executor: "ops-bot"}, State: mustState(t), Log: zerolog.Nop(),
-		Backoff: 10 * time.Millisecond}
+	e := streamExecutor(t, srv, "")
+	e.Key = "wrong"
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	if err := e.Run(ctx); err == nil || ctx.Err() != nil {
@@ -149,8 +227,7 @@ func TestExecutorStopsWhereNoBatonAnswers(t *testing.T) {
 		w.Write([]byte("<html><body><h1>Error response</h1></body></html>"))
 	}))
 	defer srv.Close()
-	e := &Executor{Base: srv.URL, Key: "k", Config: Config{Executor: "ops-bot"}, State: mustState(t), Log: zerolog.Nop(),
-		Backoff: 10 * time.Millisecond}
+	e := streamExecutor(t, srv, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	if err := e.Run(ctx); err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "--url") {
@@ -180,14 +257,8 @@ func TestExecutorBackoffStartsOverAfterAStream(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	st := mustState(t)
-	st.SetLastEventID("1-0")
-	e := &Executor{Base: srv.URL, Key: "k", Config: Config{Executor: "ops-bot"}, State: st, Log: zerolog.Nop(),
-		Backoff: 10 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { e.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	e := streamExecutor(t, srv, "1-0")
+	defer background(e)()
 	select {
 	case d := <-gap:
 		if d > 200*time.Millisecond {
@@ -245,21 +316,15 @@ func TestExecutorStoppedMidEventKeepsItsPosition(t *testing.T) {
 		<-r.Context().Done()
 	}))
 	defer srv.Close()
-	st := mustState(t)
-	st.SetLastEventID("6-0") // no listing: the stream alone
-	e := &Executor{Base: srv.URL, Key: "k", Config: Config{Executor: "ops-bot"}, State: st, Log: zerolog.Nop(),
-		Backoff: 10 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { e.Run(ctx); close(done) }()
+	e := streamExecutor(t, srv, "6-0") // no listing: the stream alone
+	stop := background(e)
 	select {
 	case <-asked:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the executor never read the handoff")
 	}
-	cancel()
-	<-done
-	if got := st.LastEventID(); got != "6-0" {
+	stop()
+	if got := e.State.LastEventID(); got != "6-0" {
 		t.Fatalf("position %q after a stop mid-event: want 6-0, the event not handled", got)
 	}
 }
@@ -290,20 +355,15 @@ func TestExecutorStoppedMidListingListsAgain(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	st := mustState(t)
-	e := &Executor{Base: srv.URL, Key: "k", Config: Config{Executor: "ops-bot"}, State: st, Log: zerolog.Nop(),
-		Backoff: 10 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { e.Run(ctx); close(done) }()
+	e := streamExecutor(t, srv, "")
+	stop := background(e)
 	select {
 	case <-asked:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the executor never read the listed handoff")
 	}
-	cancel()
-	<-done
-	if got := st.LastEventID(); got != "" {
+	stop()
+	if got := e.State.LastEventID(); got != "" {
 		t.Fatalf("position %q kept after a listing cut short", got)
 	}
 }
@@ -326,16 +386,13 @@ func TestExecutorKeyRefusedMidEventKeepsItsPosition(t *testing.T) {
 		<-r.Context().Done()
 	}))
 	defer srv.Close()
-	st := mustState(t)
-	st.SetLastEventID("6-0")
-	e := &Executor{Base: srv.URL, Key: "k", Config: Config{Executor: "ops-bot"}, State: st, Log: zerolog.Nop(),
-		Backoff: 10 * time.Millisecond}
+	e := streamExecutor(t, srv, "6-0")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := e.Run(ctx); err == nil || ctx.Err() != nil {
 		t.Fatalf("Run: %v (context: %v), want the refused key as an error", err, ctx.Err())
 	}
-	if got := st.LastEventID(); got != "6-0" {
+	if got := e.State.LastEventID(); got != "6-0" {
 		t.Fatalf("position %q: want 6-0, the event not handled", got)
 	}
 }
@@ -360,21 +417,11 @@ func TestExecutorRenewsTheLeaseThroughAnOutage(t *testing.T) {
 		w.Write([]byte(`{"state":"executor_started"}`))
 	}))
 	defer srv.Close()
-	st := mustState(t)
-	run := Run{HandoffID: "h", ExecutorRunID: "run-1", Protocol: "ops_bot.v1", Phase: phaseRunning}
-	if err := st.Put(run); err != nil {
-		t.Fatal(err)
-	}
-	e := &Executor{Base: srv.URL, Key: "k", State: st, Log: zerolog.Nop(), Client: srv.Client(), Backoff: 300 * time.Millisecond, CallTimeout: 2 * time.Second,
-		Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": {Command: []string{"sleep", "7"}}}}}
-	e.running, e.stops = map[string]bool{}, map[string]context.CancelCauseFunc{}
-	c := contract{HandoffID: "h", ExecutorProtocol: "ops_bot.v1", raw: []byte(`{}`)}
-	c.Deadlines = &struct {
-		HeartbeatSeconds int `json:"heartbeatSeconds"`
-	}{HeartbeatSeconds: 6}
+	e := resumedRun(t, srv, Protocol{Command: []string{"sleep", "7"}})
+	e.Backoff, e.CallTimeout = 300*time.Millisecond, 2*time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	e.carry(ctx, "h", &c)
+	e.carry(ctx, "h", contractH(6))
 	mu.Lock()
 	defer mu.Unlock()
 	last := time.Duration(0)
@@ -410,20 +457,11 @@ func TestExecutorResendsALostHeartbeatWithinTheLease(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(lost) // before the server closes: it waits for its handlers
-	st := mustState(t)
-	if err := st.Put(Run{HandoffID: "h", ExecutorRunID: "run-1", Protocol: "ops_bot.v1", Phase: phaseRunning}); err != nil {
-		t.Fatal(err)
-	}
-	e := &Executor{Base: srv.URL, Key: "k", State: st, Log: zerolog.Nop(), Client: srv.Client(), Backoff: 300 * time.Millisecond, CallTimeout: 30 * time.Second,
-		Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": {Command: []string{"sleep", "8"}}}}}
-	e.running, e.stops = map[string]bool{}, map[string]context.CancelCauseFunc{}
-	c := contract{HandoffID: "h", ExecutorProtocol: "ops_bot.v1", raw: []byte(`{}`)}
-	c.Deadlines = &struct {
-		HeartbeatSeconds int `json:"heartbeatSeconds"`
-	}{HeartbeatSeconds: 6}
+	e := resumedRun(t, srv, Protocol{Command: []string{"sleep", "8"}})
+	e.Backoff, e.CallTimeout = 300*time.Millisecond, 30*time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	e.carry(ctx, "h", &c)
+	e.carry(ctx, "h", contractH(6))
 	mu.Lock()
 	defer mu.Unlock()
 	last := time.Duration(0)
@@ -473,20 +511,14 @@ func TestExecutorTakesAgainARunRefusedLeaseExpired(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	st := mustState(t)
-	if err := st.Put(Run{HandoffID: "h", ExecutorRunID: "run-1", Protocol: "ops_bot.v1", Phase: phaseRunning}); err != nil {
-		t.Fatal(err)
-	}
-	e := &Executor{Base: srv.URL, Key: "k", State: st, Log: zerolog.Nop(), Client: srv.Client(), Backoff: 10 * time.Millisecond, CallTimeout: 5 * time.Second,
-		Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": {Command: []string{"true"}}}}}
-	e.running, e.stops, e.slots = map[string]bool{}, map[string]context.CancelCauseFunc{}, 1
+	e := resumedRun(t, srv, Protocol{Command: []string{"true"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	e.start(ctx, "h", nil) // resumed after a restart
 	e.wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
-	if r, _ := st.Run("h"); len(beats) != 2 || r.ExecutorRunID == "run-1" || r.Phase != phaseReported {
+	if r, _ := e.State.Run("h"); len(beats) != 2 || r.ExecutorRunID == "run-1" || r.Phase != phaseReported {
 		t.Fatalf("heartbeats of runs %v; the handoff's run now %+v: want a new run to take the released handoff", beats, r)
 	}
 }
@@ -505,10 +537,8 @@ func TestExecutorResumesTheStreamSoonAfterAnOutage(t *testing.T) {
 		http.Error(w, "{}", http.StatusServiceUnavailable) // Baton away
 	}))
 	defer srv.Close()
-	st := mustState(t)
-	st.SetLastEventID("1-0")
-	e := &Executor{Base: srv.URL, Key: "k", Config: Config{Executor: "ops-bot"}, State: st, Log: zerolog.Nop(),
-		Backoff: 10 * time.Millisecond, StreamRetryMax: 50 * time.Millisecond}
+	e := streamExecutor(t, srv, "1-0")
+	e.StreamRetryMax = 50 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
 	defer cancel()
 	e.Run(ctx)
@@ -532,18 +562,11 @@ func TestExecutorStopsACommandAtItsTimeLimit(t *testing.T) {
 	s := startServer(t)
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "child.pid")
-	state, err := openState(filepath.Join(dir, "state.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	two := 2
-	e := &Executor{Base: s.base, Key: s.key, State: state, Log: zerolog.New(zerolog.NewTestWriter(t)), Backoff: 50 * time.Millisecond, StopGrace: time.Second,
-		Config: Config{Executor: "ops-bot", TimeoutSeconds: &two, Protocols: map[string]Protocol{"ops_bot.v1": shell(
-			`(trap '' TERM; exec sleep 1000) & echo $! > ` + pidFile + `; trap 'echo stopping; exit 0' TERM; echo started; sleep 1000 & wait`)}}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { e.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	e := batonExecutor(t, s.base, s.key, shell(
+		`(trap '' TERM; exec sleep 1000) & echo $! > `+pidFile+`; trap 'echo stopping; exit 0' TERM; echo started; sleep 1000 & wait`))
+	e.StopGrace, e.Config.TimeoutSeconds = time.Second, &two
+	defer background(e)()
 	id := s.create(map[string]any{"heartbeatSeconds": 3})
 	s.approve(id)
 	d := s.result(id)
@@ -578,17 +601,10 @@ func TestExecutorStopsAClosedRunsCommandWithAGrace(t *testing.T) {
 	s := startServer(t)
 	dir := t.TempDir()
 	pidFile, cleaned := filepath.Join(dir, "child.pid"), filepath.Join(dir, "cleaned")
-	state, err := openState(filepath.Join(dir, "state.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &Executor{Base: s.base, Key: s.key, State: state, Log: zerolog.New(zerolog.NewTestWriter(t)), Backoff: 50 * time.Millisecond, StopGrace: time.Second,
-		Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": shell(
-			`(trap '' TERM; exec sleep 1000) & echo $! > ` + pidFile + `; trap 'echo cleaned > ` + cleaned + `; exit 3' TERM; sleep 1000 & wait`)}}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { e.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	e := batonExecutor(t, s.base, s.key, shell(
+		`(trap '' TERM; exec sleep 1000) & echo $! > `+pidFile+`; trap 'echo cleaned > `+cleaned+`; exit 3' TERM; sleep 1000 & wait`))
+	e.StopGrace = time.Second
+	defer background(e)()
 	id := s.create(map[string]any{"heartbeatSeconds": 3, "resultTimeoutSeconds": 2})
 	s.approve(id)
 	s.trail(id, "ledger_closed")
@@ -623,9 +639,6 @@ func TestExecutorStopsAClosedRunsCommandWithAGrace(t *testing.T) {
 // the next attempt past a lease of three seconds, and Baton timed the run
 // out under a command that was working.
 func TestExecutorRetriesWithinTheLease(t *testing.T) {
-	s := startServer(t)
-	target, _ := url.Parse(s.base)
-	proxy := httputil.NewSingleHostReverseProxy(target)
 	const (
 		pass = iota
 		busyBeats
@@ -634,7 +647,7 @@ func TestExecutorRetriesWithinTheLease(t *testing.T) {
 	)
 	var mode atomic.Int32
 	proofRefused := make(chan struct{}, 1)
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s, front := behindFront(t, func(w http.ResponseWriter, r *http.Request) bool {
 		m := mode.Load()
 		beat, proof := strings.HasSuffix(r.URL.Path, "/heartbeat"), strings.HasSuffix(r.URL.Path, "/proof")
 		switch {
@@ -651,28 +664,15 @@ func TestExecutorRetriesWithinTheLease(t *testing.T) {
 			io.Copy(io.Discard, r.Body) // then a client that gives up is seen
 			<-r.Context().Done()
 		default:
-			proxy.ServeHTTP(w, r)
+			return false
 		}
-	}))
-	defer func() { front.CloseClientConnections(); front.Close() }()
-	dir := t.TempDir()
-	state, err := openState(filepath.Join(dir, "state.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &Executor{Base: front.URL, Key: s.key, State: state, Log: zerolog.New(zerolog.NewTestWriter(t)), Backoff: 50 * time.Millisecond,
-		Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": shell(`sleep 8; echo done`)}}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { e.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+		return true
+	})
+	e := batonExecutor(t, front.URL, s.key, shell(`sleep 8; echo done`))
+	defer background(e)()
 	id := s.create(map[string]any{"heartbeatSeconds": 3})
 	s.approve(id)
-	for deadline := time.Now().Add(30 * time.Second); !slices.Contains(types(s.trail(id, "")), "ExecutorHeartbeat"); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no heartbeat")
-		}
-	}
+	s.waitFor(id, "ExecutorHeartbeat")
 	for _, phase := range []struct {
 		mode int32
 		d    time.Duration
@@ -701,12 +701,9 @@ func TestExecutorRetriesWithinTheLease(t *testing.T) {
 // the command ran on until the next beat, which a replica that had caught
 // up could even accept.
 func TestExecutorStopsARunWhoseLeaseRanOut(t *testing.T) {
-	s := startServer(t)
-	target, _ := url.Parse(s.base)
-	proxy := httputil.NewSingleHostReverseProxy(target)
 	var expired atomic.Bool
 	var refused atomic.Int32
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s, front := behindFront(t, func(w http.ResponseWriter, r *http.Request) bool {
 		if expired.Load() && strings.HasSuffix(r.URL.Path, "/heartbeat") {
 			io.Copy(io.Discard, r.Body)
 			refused.Add(1)
@@ -714,30 +711,16 @@ func TestExecutorStopsARunWhoseLeaseRanOut(t *testing.T) {
 			w.Header().Set("Content-Type", "application/problem+json")
 			w.WriteHeader(http.StatusConflict)
 			w.Write([]byte(`{"type":"urn:baton:problem:lease_expired","title":"Conflict","status":409,"code":"lease_expired","detail":"the executor's lease ran out (heartbeatSeconds 2); nothing was recorded"}`))
-			return
+			return true
 		}
-		proxy.ServeHTTP(w, r)
-	}))
-	defer func() { front.CloseClientConnections(); front.Close() }()
-	dir := t.TempDir()
-	marker := filepath.Join(dir, "first")
-	state, err := openState(filepath.Join(dir, "state.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &Executor{Base: front.URL, Key: s.key, State: state, Log: zerolog.New(zerolog.NewTestWriter(t)), Backoff: 50 * time.Millisecond,
-		Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": shell(`if [ -f ` + marker + ` ]; then echo renewed; else touch ` + marker + `; sleep 100; fi`)}}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { e.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+		return false
+	})
+	marker := filepath.Join(t.TempDir(), "first")
+	e := batonExecutor(t, front.URL, s.key, shell(`if [ -f `+marker+` ]; then echo renewed; else touch `+marker+`; sleep 100; fi`))
+	defer background(e)()
 	id := s.create(map[string]any{"heartbeatSeconds": 2, "onExecutorTimeout": "release"})
 	s.approve(id)
-	for deadline := time.Now().Add(30 * time.Second); !slices.Contains(types(s.trail(id, "")), "ExecutorHeartbeat"); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no heartbeat")
-		}
-	}
+	s.waitFor(id, "ExecutorHeartbeat")
 	first, _ := e.State.Run(id)
 	expired.Store(true)
 	evs := s.closeWithReview(id) // within a minute: long before the first command's end
@@ -757,13 +740,10 @@ func TestExecutorStopsARunWhoseLeaseRanOut(t *testing.T) {
 // with a Retry-After of a minute held the claim past it, the handoff
 // closed TIMED_OUT before its command ran.
 func TestExecutorClaimsWithinTheLease(t *testing.T) {
-	s := startServer(t)
-	target, _ := url.Parse(s.base)
-	proxy := httputil.NewSingleHostReverseProxy(target)
 	var busy atomic.Bool
 	busy.Store(true)
 	refused := make(chan struct{}, 1)
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s, front := behindFront(t, func(w http.ResponseWriter, r *http.Request) bool {
 		if busy.Load() && strings.HasSuffix(r.URL.Path, "/heartbeat") {
 			io.Copy(io.Discard, r.Body)
 			select {
@@ -772,21 +752,12 @@ func TestExecutorClaimsWithinTheLease(t *testing.T) {
 			}
 			w.Header().Set("Retry-After", "60")
 			http.Error(w, `{"code":"maintenance"}`, http.StatusServiceUnavailable)
-			return
+			return true
 		}
-		proxy.ServeHTTP(w, r)
-	}))
-	defer func() { front.CloseClientConnections(); front.Close() }()
-	state, err := openState(filepath.Join(t.TempDir(), "state.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &Executor{Base: front.URL, Key: s.key, State: state, Log: zerolog.New(zerolog.NewTestWriter(t)), Backoff: 50 * time.Millisecond,
-		Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": shell(`echo done`)}}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { e.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+		return false
+	})
+	e := batonExecutor(t, front.URL, s.key, shell(`echo done`))
+	defer background(e)()
 	id := s.create(map[string]any{"heartbeatSeconds": 3})
 	s.approve(id)
 	select {
@@ -806,32 +777,19 @@ func TestExecutorClaimsWithinTheLease(t *testing.T) {
 // new run once the release is recorded: the run was given up for good,
 // and the released handoff waited for ever.
 func TestExecutorTakesAgainAHandoffWhoseProofCameTooLate(t *testing.T) {
-	s := startServer(t)
-	target, _ := url.Parse(s.base)
-	proxy := httputil.NewSingleHostReverseProxy(target)
 	var once atomic.Bool
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s, front := behindFront(t, func(w http.ResponseWriter, r *http.Request) bool {
 		if strings.HasSuffix(r.URL.Path, "/proof") && once.CompareAndSwap(false, true) {
 			io.Copy(io.Discard, r.Body)
 			w.Header().Set("Content-Type", "application/problem+json")
 			w.WriteHeader(http.StatusConflict)
 			w.Write([]byte(`{"type":"urn:baton:problem:lease_expired","title":"Conflict","status":409,"code":"lease_expired","detail":"the executor's lease ran out (heartbeatSeconds 2); nothing was recorded"}`))
-			return
+			return true
 		}
-		proxy.ServeHTTP(w, r)
-	}))
-	defer func() { front.CloseClientConnections(); front.Close() }()
-	dir := t.TempDir()
-	state, err := openState(filepath.Join(dir, "state.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &Executor{Base: front.URL, Key: s.key, State: state, Log: zerolog.New(zerolog.NewTestWriter(t)), Backoff: 50 * time.Millisecond,
-		Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": shell(`echo renewed`)}}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { e.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+		return false
+	})
+	e := batonExecutor(t, front.URL, s.key, shell(`echo renewed`))
+	defer background(e)()
 	id := s.create(map[string]any{"heartbeatSeconds": 2, "onExecutorTimeout": "release"})
 	s.approve(id)
 	evs := s.closeWithReview(id)
@@ -857,19 +815,13 @@ func TestExecutorKeepsTheOutcomeOfACommandThatEndedBeforeItsStop(t *testing.T) {
 			defer srv.Close()
 			dir := t.TempDir()
 			ended := filepath.Join(dir, "ended")
-			st := mustState(t)
-			if err := st.Put(Run{HandoffID: "h", ExecutorRunID: "run-1", Protocol: "ops_bot.v1", Phase: phaseRunning}); err != nil {
-				t.Fatal(err)
-			}
-			e := &Executor{Base: srv.URL, Key: "k", State: st, Log: zerolog.New(zerolog.NewTestWriter(t)), Client: srv.Client(),
-				Backoff: 10 * time.Millisecond, CallTimeout: 5 * time.Second, StopGrace: time.Second,
-				Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": shell(`echo done; sleep 3 & touch ` + ended)}}}
-			e.running, e.stops = map[string]bool{}, map[string]context.CancelCauseFunc{}
+			e := resumedRun(t, srv, shell(`echo done; sleep 3 & touch `+ended))
+			e.Log, e.StopGrace = zerolog.New(zerolog.NewTestWriter(t)), time.Second
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			done := make(chan struct{})
 			go func() {
-				e.carry(ctx, "h", &contract{HandoffID: "h", ExecutorProtocol: "ops_bot.v1", raw: []byte(`{}`)})
+				e.carry(ctx, "h", contractH(0))
 				close(done)
 			}()
 			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
@@ -890,7 +842,7 @@ func TestExecutorKeepsTheOutcomeOfACommandThatEndedBeforeItsStop(t *testing.T) {
 				e.mu.Unlock()
 			}
 			<-done
-			r, _ := st.Run("h")
+			r, _ := e.State.Run("h")
 			switch {
 			case stop == "executor" && (r.Phase != phaseFinished || r.ExitCode != 0 || r.Ended != ""):
 				t.Fatalf("run %+v: want it finished, exit status 0, to be reported at the next start", r)
@@ -918,23 +870,13 @@ func TestExecutorLogsARefusedKeyOnce(t *testing.T) {
 		w.Write([]byte(`{"state":"result_received","ledgerHead":{"seq":1,"hash":"h"}}`))
 	}))
 	defer srv.Close()
-	st := mustState(t)
-	if err := st.Put(Run{HandoffID: "h", ExecutorRunID: "run-1", Protocol: "ops_bot.v1", Phase: phaseRunning}); err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	var buf bytes.Buffer
-	e := &Executor{Base: srv.URL, Key: "k", State: st, Log: zerolog.New(zerolog.SyncWriter(lockedWriter{&mu, &buf})), Client: srv.Client(),
-		Backoff: 10 * time.Millisecond, CallTimeout: 5 * time.Second,
-		Config: Config{Executor: "ops-bot", Protocols: map[string]Protocol{"ops_bot.v1": shell(`sleep 3`)}}}
-	e.running, e.stops = map[string]bool{}, map[string]context.CancelCauseFunc{}
-	c := contract{HandoffID: "h", ExecutorProtocol: "ops_bot.v1", raw: []byte(`{}`)}
-	c.Deadlines = &struct {
-		HeartbeatSeconds int `json:"heartbeatSeconds"`
-	}{HeartbeatSeconds: 1}
+	e := resumedRun(t, srv, shell(`sleep 3`))
+	e.Log = zerolog.New(zerolog.SyncWriter(lockedWriter{&mu, &buf}))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	e.carry(ctx, "h", &c)
+	e.carry(ctx, "h", contractH(1))
 	mu.Lock()
 	defer mu.Unlock()
 	log := buf.String()
