@@ -190,14 +190,32 @@ func (e *Executor) Run(ctx context.Context) error {
 			}
 			return err // no retry makes a refused key valid, or the URL Baton's
 		}
-		e.Log.Warn().Err(err).Dur("retryIn", wait).Msg("event stream interrupted")
-		if !sleep(ctx, wait) {
+		longest := max(e.StreamRetryMax, e.Backoff)
+		d := wait
+		if refused := (*streamRefused)(nil); errors.As(err, &refused) && refused.after > d {
+			// What Baton asks for (a tenant's streams all taken: 429
+			// too_many_streams, Retry-After 5), within the longest wait:
+			// asked sooner, it refused again, with a warning each time.
+			d = min(refused.after, longest)
+		}
+		e.Log.Warn().Err(err).Dur("retryIn", d).Msg("event stream interrupted")
+		if !sleep(ctx, d) {
 			break
 		}
-		wait = min(wait*2, max(e.StreamRetryMax, e.Backoff))
+		wait = min(max(wait*2, d), longest)
 	}
 	return nil
 }
+
+// streamRefused is Baton's answer to GET /v1/events other than 200, with
+// the wait its Retry-After asks for (0 without one).
+type streamRefused struct {
+	status int
+	body   []byte
+	after  time.Duration
+}
+
+func (e *streamRefused) Error() string { return fmt.Sprintf("GET /v1/events: %d %s", e.status, e.body) }
 
 // errKeyRefused is Baton's 401: the key is wrong or was revoked.
 var errKeyRefused = errors.New("Baton refused the key (--key or BATON_API_KEY): give one this Baton made, of the tenant whose handoffs to take (POST /v1/admin/keys, or baton keys create)")
@@ -283,7 +301,11 @@ func (e *Executor) follow(ctx context.Context, connected *bool) error {
 				return err
 			}
 		}
-		return fmt.Errorf("GET /v1/events: %d %s", resp.StatusCode, b)
+		refused := &streamRefused{status: resp.StatusCode, body: b}
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+			refused.after = time.Duration(min(s, 60)) * time.Second
+		}
+		return refused
 	}
 	if last == "" {
 		// The stream starts at the store's head: what was approved before

@@ -895,3 +895,37 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// A stream refused with a Retry-After (429 too_many_streams, which asks for
+// 5 seconds; a 503) is asked again no sooner than that, within
+// StreamRetryMax: it was asked again after the first wait, a second, then
+// two, then four, each a refusal and a warning.
+func TestExecutorWaitsTheStreamsRetryAfter(t *testing.T) {
+	var mu sync.Mutex
+	var at []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		at = append(at, time.Now())
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+		w.Write([]byte(`{"code":"too_many_streams","status":429}`))
+	}))
+	defer srv.Close()
+	e := streamExecutor(t, srv, "1-0")
+	e.StreamRetryMax = 5 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+	defer cancel()
+	e.Run(ctx)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(at) < 2 || len(at) > 3 {
+		t.Fatalf("%d attempts in 2.5s, each answered Retry-After: 1", len(at))
+	}
+	for i := 1; i < len(at); i++ {
+		if d := at[i].Sub(at[i-1]); d < 900*time.Millisecond {
+			t.Fatalf("attempt %d came %v after the one before: want the Retry-After's second", i+1, d)
+		}
+	}
+}
