@@ -953,8 +953,8 @@ func problemCode(raw []byte) string {
 	return p.Code
 }
 
-// call makes one request, retrying what a retry may fix (no answer, 429,
-// 5xx) with the same body and idempotency key until ctx ends. It returns
+// call makes one request, retrying what a retry may fix (no answer, 408,
+// 429, 5xx) with the same body and idempotency key until ctx ends. It returns
 // the final status and body; err only when ctx ended, or errKeyRefused
 // when Baton refused the key: that is no answer to the request, and the
 // run it was for stays where it is, to go on at a start with a good key
@@ -1012,10 +1012,14 @@ func (e *Executor) call(ctx context.Context, method, path, idemKey string, body 
 				}
 				return 0, nil, fmt.Errorf("%w: %s %s: %d %s", errKeyRefused, method, path, resp.StatusCode, raw)
 			}
-			if rerr == nil && resp.StatusCode < 500 && resp.StatusCode != 429 && e.keyRefused.CompareAndSwap(true, false) {
-				e.Log.Info().Str("request", method+" "+path).Msg("Baton takes the key again")
-			}
-			if rerr == nil && resp.StatusCode != 429 && resp.StatusCode < 500 {
+			// 408: the body did not reach Baton in time (a stalled network),
+			// and nothing was done; taken for a refusal, it gave up a claim
+			// or a proof.
+			retry := resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500
+			if rerr == nil && !retry {
+				if e.keyRefused.CompareAndSwap(true, false) {
+					e.Log.Info().Str("request", method+" "+path).Msg("Baton takes the key again")
+				}
 				return resp.StatusCode, raw, nil
 			}
 			if s, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil && s > 0 {

@@ -929,3 +929,32 @@ func TestExecutorWaitsTheStreamsRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// A callback Baton answers 408 body_timeout (its body did not arrive within
+// 30 seconds: a stalled network; nothing was done) is sent again, as a 5xx
+// is: it was taken for a refusal, and a claim so answered gave the handoff
+// up for good, a proof so answered gave the run up with its outcome never
+// reported.
+func TestExecutorRetriesABodyTimeout(t *testing.T) {
+	var claims, proofs atomic.Int32
+	s, front := behindFront(t, func(w http.ResponseWriter, r *http.Request) bool {
+		claim := strings.HasSuffix(r.URL.Path, "/heartbeat") && claims.Add(1) == 1
+		proof := strings.HasSuffix(r.URL.Path, "/proof") && proofs.Add(1) == 1
+		if !claim && !proof {
+			return false
+		}
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.Header().Set("Connection", "close")
+		w.WriteHeader(http.StatusRequestTimeout)
+		w.Write([]byte(`{"type":"urn:baton:problem:body_timeout","title":"Request Timeout","status":408,"code":"body_timeout","detail":"the request body did not arrive within 30s of its headers (the server's limit); nothing was done: send it again"}`))
+		return true
+	})
+	e := batonExecutor(t, front.URL, s.key, shell(`echo renewed`))
+	defer background(e)()
+	id := s.create(map[string]any{"heartbeatSeconds": 5})
+	s.approve(id)
+	if d := s.result(id); d["status"] != "SUCCEEDED" || proofs.Load() < 2 || claims.Load() < 2 {
+		t.Fatalf("result %v after %d claims and %d proofs", d, claims.Load(), proofs.Load())
+	}
+}
