@@ -19,6 +19,17 @@ type flagError struct {
 func (e *flagError) Error() string { return e.err.Error() }
 func (e *flagError) Unwrap() error { return e.err }
 
+// ExitCode is 2, a usage error's status (as Go's flag package and POSIX
+// tools exit): a script tells a command it called wrongly from one that
+// ran and failed (1).
+func (e *flagError) ExitCode() int { return 2 }
+
+// usageError is a command line naming no command, or one or a subcommand
+// that does not exist: exit 2, as a bad flag.
+type usageError struct{ error }
+
+func (usageError) ExitCode() int { return 2 }
+
 // parseFlags parses a command's flags. The flag package prints nothing:
 // run prints the usage and main the error, once each.
 // The flag package stops at the first argument that is not a flag, so a
@@ -107,9 +118,9 @@ func missingSubcommand(args []string, subs []string, msg string, stdout io.Write
 	if len(args) >= 2 {
 		// Named: "baton keys list" answered with the usage of keys create
 		// alone, as if list had been read as something else.
-		return fmt.Errorf("baton %s has no subcommand %q (it has %s); %s", args[0], args[1], strings.Join(subs, ", "), msg)
+		return usageError{fmt.Errorf("baton %s has no subcommand %q (it has %s); %s", args[0], args[1], strings.Join(subs, ", "), msg)}
 	}
-	return errors.New(msg)
+	return usageError{errors.New(msg)}
 }
 
 func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }

@@ -139,7 +139,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return errors.New("no command given")
+		return usageError{errors.New("no command given")}
 	}
 	switch args[0] {
 	case "serve":
@@ -188,7 +188,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	}
 	fmt.Fprint(stderr, usage)
-	return fmt.Errorf("unknown command %q", args[0])
+	return usageError{fmt.Errorf("unknown command %q", args[0])}
 }
 
 func dataDirDefault() string {

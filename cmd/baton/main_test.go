@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -550,6 +551,44 @@ func TestKeysCreateRefusesABadLabelFirst(t *testing.T) {
 		}
 		if _, err := os.Stat(missing); !os.IsNotExist(err) {
 			t.Fatalf("label %.20q: a store was made at %s: %v", label, missing, err)
+		}
+	}
+}
+
+// A command line that cannot be read (an unknown command, subcommand or
+// flag, a flag's value not of its type, a stray word) exits 2, as Go's
+// flag package and POSIX tools do; a command that ran and failed, 1.
+func TestUsageErrorsExit2(t *testing.T) {
+	exit := func(err error) int {
+		if err == nil {
+			return 0
+		}
+		var ec interface{ ExitCode() int }
+		if errors.As(err, &ec) {
+			return ec.ExitCode()
+		}
+		return 1
+	}
+	missing := filepath.Join(t.TempDir(), "none")
+	for _, tt := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{}, 2},
+		{[]string{"bogus"}, 2},
+		{[]string{"keys", "list"}, 2},
+		{[]string{"keys"}, 2},
+		{[]string{"serve", "--bogus"}, 2},
+		{[]string{"serve", "--max-body", "x"}, 2},
+		{[]string{"store", "check", "extra"}, 2},
+		{[]string{"version", "--bogus"}, 2},
+		{[]string{"ledger", "verify", "--data", missing, "--wat"}, 2},
+		{[]string{"store", "check", "--data", missing}, 1},
+		{[]string{"store", "check", "--help"}, 0},
+	} {
+		var stdout, stderr bytes.Buffer
+		if got := exit(run(context.Background(), tt.args, &stdout, &stderr)); got != tt.want {
+			t.Errorf("baton %v: exit %d, want %d", tt.args, got, tt.want)
 		}
 	}
 }
