@@ -430,7 +430,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	}
 	// After every setting was checked: a start that stops on a bad one
 	// must not have created (and printed, once) the first key.
-	if err := bootstrapKey(ctx, ledger.NewKeys(store), proj, ln.Addr().String(), stderr); err != nil {
+	if err := bootstrapKey(ctx, ledger.NewKeys(store), proj, ln.Addr().String(), stderr); errors.Is(err, errStartStopped) {
+		log.Info().Msg("shutting down: stopped while the first key was made, which is printed above")
+		return nil
+	} else if err != nil {
 		return err
 	}
 	warnNoAdminKey(proj, *storeOpts.kind, log)
@@ -697,21 +700,50 @@ func loopbackFor(addr string) string {
 // machine hands the newcomer a working key. The key is appended only if the
 // keys stream does not exist yet: of several replicas starting together on
 // an empty store, exactly one creates (and prints) it.
+//
+// A stop (SIGINT, SIGTERM, SIGHUP) that comes while the key is made waits
+// until it is printed, and then ends the start-up (errStartStopped): taken
+// at once, it left a key made and never shown, and a store with a key gets
+// no other. The key is printed before the read models catch up with it, so
+// that their failure does not lose it either.
 func bootstrapKey(ctx context.Context, keys *ledger.Keys, proj *projections.Runner, addr string, stderr io.Writer) error {
 	n, err := proj.KeyCount()
 	if err != nil || n > 0 {
 		return err
 	}
+	held := make(chan os.Signal, 1)
+	signal.Notify(held, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(held)
 	k, created, err := keys.Bootstrap(ctx)
 	if err != nil {
 		return err
 	}
-	if err := proj.CatchUp(ctx); err != nil || !created {
-		return err
+	if created {
+		printFirstKey(k, addr, stderr)
+		if f, ok := stderr.(interface{ Flush() }); ok {
+			f.Flush() // gathered by the log writer, it would go with the process
+		}
 	}
+	// Once Stop returns, a signal that came before it is in held (it is
+	// handed on after the handler ran), and any later one takes its
+	// default course.
+	signal.Stop(held)
+	select {
+	case sig := <-held:
+		return fmt.Errorf("%w (%v)", errStartStopped, sig)
+	default:
+	}
+	return proj.CatchUp(ctx)
+}
+
+// errStartStopped is a stop signal that came during the start-up and was
+// held until the first key was printed.
+var errStartStopped = errors.New("stopped during the start-up")
+
+// printFirstKey prints the first admin key, once.
+func printFirstKey(k ledger.NewKey, addr string, stderr io.Writer) {
 	link := consoleHint(addr)
 	fmt.Fprintf(stderr, "\n  No API keys existed, so Baton created an admin key for tenant %q.\n  It is shown only this once (Baton stores its hash); its id is %s:\n\n    export BATON_API_KEY=%s\n\n  Create more with POST /v1/admin/keys, or `baton keys create --tenant NAME` while stopped;\n  GET /v1/admin/keys lists their ids, which DELETE /v1/admin/keys/{keyId} revokes.\n  Open the console (/console/) with a one-time link: %s\n  (POST /v1/admin/console-links with this key; docs/console.md).\n\n", k.Tenant, k.KeyID, k.Key, link)
-	return nil
 }
 
 // warnNoAdminKey says so when keys exist but none is an admin key that
