@@ -1107,3 +1107,37 @@ func TestServeRefusesConnectionsWhileStarting(t *testing.T) {
 		t.Fatalf("a connection was accepted while the server was starting\n%s", out.String())
 	}
 }
+
+// store check reads a backup it may not write (files and directory
+// read-only, as a snapshot mounted read-only is) and leaves every file as
+// it was: it opened the store to write, moving the journal into the file,
+// so a read-only backup could not be checked ("permission denied", "the
+// file system is read-only"), and a writable one was changed by its check.
+func TestStoreCheckWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"keys", "create", "--tenant", "acme", "--data", dir}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{bolt.FileName, bolt.JournalFileName}
+	before := map[string][]byte{}
+	for _, name := range names {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[name] = b
+		os.Chmod(filepath.Join(dir, name), 0o444)
+	}
+	os.Chmod(dir, 0o555)
+	defer os.Chmod(dir, 0o700)
+	out.Reset()
+	if err := run(context.Background(), []string{"store", "check", "--data", dir}, &out, &out); err != nil || !strings.Contains(out.String(), ": ok, 1 events in 1 streams") {
+		t.Fatalf("store check of a read-only backup: %v\n%s", err, out.String())
+	}
+	for _, name := range names {
+		if now, _ := os.ReadFile(filepath.Join(dir, name)); !bytes.Equal(now, before[name]) {
+			t.Errorf("store check changed %s", name)
+		}
+	}
+}

@@ -626,19 +626,20 @@ func storeCheck(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := boltExists(*data, setting(fs, "data", "BATON_DATA_DIR")); err != nil {
 		return err
 	}
-	store, err := bolt.Open(*data, bolt.Options{})
+	// Read-only: a backup on a read-only file system, or in files this
+	// user may only read, is checked too, and left as it was.
+	rep, err := bolt.CheckDir(ctx, *data, bolt.Options{})
 	if errors.Is(err, eventstore.ErrLocked) {
 		return fmt.Errorf("%w; the check reads the whole file, and runs while no baton serves it: stop the server first", err)
 	}
 	if err != nil {
 		return damagedStoreHelp(err, *data, false)
 	}
-	defer store.Close()
-	rep, err := store.Check(ctx)
-	if err != nil {
-		return damagedStoreHelp(err, *data, false)
+	journaled := ""
+	if rep.Journaled > 0 {
+		journaled = fmt.Sprintf(", and %d more in %s, which the next start moves into the file", rep.Journaled, bolt.JournalFileName)
 	}
-	fmt.Fprintf(stdout, "%s: ok, %d events in %d streams, %d bytes in use\n", store.Path(), rep.Events, rep.Streams, rep.Bytes)
+	fmt.Fprintf(stdout, "%s: ok, %d events in %d streams, %d bytes in use%s\n", filepath.Join(*data, bolt.FileName), rep.Events, rep.Streams, rep.Bytes, journaled)
 	// The transparency log's copy, when there is one: a start rebuilds a
 	// missing one, never one whose hashes were changed on disk.
 	logPath := filepath.Join(*data, translog.FileName)

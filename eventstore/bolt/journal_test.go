@@ -710,3 +710,58 @@ func TestDiskFullPassesWithoutAReopen(t *testing.T) {
 	}
 	t.Logf("summary: %d acknowledged while the disk was full, %d refused, then 100 more once it was freed", len(acked)-100, len(refused))
 }
+
+// CheckDir reads a store it may not write, and writes nothing: the
+// journal's events the file lacks are checked and counted, not moved in,
+// and a journal whose run skips a position is damaged.
+func TestCheckDirReadsTheJournalWithoutMovingIt(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := 0; k < 3; k++ {
+		exp := eventstore.NoStream()
+		if k > 0 {
+			exp = eventstore.Revision(uint64(k - 1))
+		}
+		if _, err := s.Append(context.Background(), "s", exp, eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: "Tick"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	jpath := filepath.Join(dir, JournalFileName)
+	journal, err := os.ReadFile(jpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two events acknowledged in the journal and not yet in the file, as
+	// after a crash or in a snapshot of a running server.
+	copy(journal, frames(record(t, "t", 0, 4), record(t, "t", 1, 5)))
+	os.WriteFile(jpath, journal, 0o600)
+	before := map[string][]byte{}
+	for _, name := range []string{FileName, JournalFileName} {
+		before[name], _ = os.ReadFile(filepath.Join(dir, name))
+		os.Chmod(filepath.Join(dir, name), 0o444)
+	}
+	os.Chmod(dir, 0o555)
+	defer os.Chmod(dir, 0o700)
+	rep, err := CheckDir(context.Background(), dir, Options{})
+	if err != nil || rep.Events != 3 || rep.Streams != 1 || rep.Journaled != 2 {
+		t.Fatalf("CheckDir = %+v, %v", rep, err)
+	}
+	for name, b := range before {
+		if now, _ := os.ReadFile(filepath.Join(dir, name)); !bytes.Equal(now, b) {
+			t.Errorf("the check changed %s", name)
+		}
+	}
+	os.Chmod(dir, 0o700)
+	os.Chmod(jpath, 0o600)
+	copy(journal, frames(record(t, "t", 0, 5))) // position 4 missing
+	os.WriteFile(jpath, journal, 0o600)
+	if _, err := CheckDir(context.Background(), dir, Options{}); !errors.Is(err, eventstore.ErrCorrupt) {
+		t.Fatalf("a journal that skips a position: %v", err)
+	}
+}

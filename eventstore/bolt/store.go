@@ -200,9 +200,9 @@ func openError(path string, err error) error {
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("eventstore: cannot open %s: permission denied (the data directory must be readable and writable by this user)", path)
 	case errors.Is(err, syscall.EROFS):
-		// A backup's snapshot mounted to be checked: every command opens
-		// the file to write, as the journal goes into it first.
-		return fmt.Errorf("eventstore: cannot open %s: the file system is read-only (the data directory must be writable, for the commands that only read it too: the journal is moved into the file when it opens; copy a backup somewhere writable to check it)", path)
+		// A backup's snapshot mounted to be read: Open writes, as the
+		// journal goes into the file first; CheckDir opens it read-only.
+		return fmt.Errorf("eventstore: cannot open %s: the file system is read-only (the data directory must be writable, for the commands that only read it too: the journal is moved into the file when it opens; baton store check checks it where it is; copy a backup somewhere writable for the others)", path)
 	}
 	return fmt.Errorf("eventstore: open %s: %w", path, err)
 }
@@ -248,6 +248,12 @@ func (s *Store) init() error {
 	if err := s.readEveryPage(); err != nil {
 		return err
 	}
+	return s.readHead()
+}
+
+// readHead sets head and indexed to the file's newest event, checking that
+// it is readable and where it claims to be.
+func (s *Store) readHead() error {
 	return s.db.View(func(tx *bbolt.Tx) error {
 		k, v := tx.Bucket(bucketEvents).Cursor().Last()
 		if k == nil {
