@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
+	bbolt "go.etcd.io/bbolt"
+
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
 	"github.com/batonhq/baton/eventstore/storetest"
@@ -392,4 +395,62 @@ func TestDamagedPageInUseRefusedAtOpen(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d pages refused at open", refused, used/page-2)
+}
+
+// A start on a full disk that fails while it creates the store leaves the
+// data file empty, or bbolt's first pages cut short, and no journal (made
+// after the file). No event was ever in it: the next open makes the store
+// again. It refused it as damaged ("is empty (a crash before the first
+// commit, or a truncated copy)"), with the advice to restore a backup of
+// a store that had never held anything, and baton serve never started
+// again on that data directory. A file cut short after a commit, or one
+// beside a journal, is still refused.
+func TestAFileAFailedCreationLeftIsMadeAgain(t *testing.T) {
+	fresh := t.TempDir() // bbolt's first pages, as a new store's creation writes them
+	db, err := bbolt.Open(filepath.Join(fresh, bolt.FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	first, err := os.ReadFile(filepath.Join(fresh, bolt.FileName))
+	if err != nil || len(first) < 4*os.Getpagesize() {
+		t.Fatalf("a new bbolt file: %d bytes, %v", len(first), err)
+	}
+	for _, keep := range []int{0, 2 * os.Getpagesize()} {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, bolt.FileName), first[:keep], 0o600)
+		s, err := bolt.Open(dir, bolt.Options{})
+		if err != nil {
+			t.Fatalf("%d bytes left by a failed creation: %v", keep, err)
+		}
+		if _, err := s.Append(context.Background(), "s", eventstore.NoStream(), eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: "Tick"}); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		s, err = bolt.Open(dir, bolt.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if evs, err := readEverything(s); err != nil || len(evs) != 1 {
+			t.Fatalf("after the store was made again: %d events, %v", len(evs), err)
+		}
+		s.Close()
+	}
+	// Beside a journal: a store that took events, cut short.
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, bolt.FileName), nil, 0o600)
+	os.WriteFile(filepath.Join(dir, bolt.JournalFileName), make([]byte, 1<<20), 0o600)
+	if _, err := bolt.Open(dir, bolt.Options{}); !errors.Is(err, eventstore.ErrCorrupt) {
+		t.Fatalf("an empty file beside a journal: %v", err)
+	}
+	// Cut short after commits (its meta pages name a later transaction).
+	dir = t.TempDir()
+	fill(t, dir, 10)
+	os.Remove(filepath.Join(dir, bolt.JournalFileName))
+	if err := os.Truncate(filepath.Join(dir, bolt.FileName), int64(2*os.Getpagesize())); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bolt.Open(dir, bolt.Options{}); !errors.Is(err, eventstore.ErrCorrupt) {
+		t.Fatalf("a committed file cut short: %v", err)
+	}
 }

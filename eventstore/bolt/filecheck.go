@@ -55,7 +55,7 @@ func checkFile(path string) error {
 		return fmt.Errorf("eventstore: data file %s is not a regular file", path)
 	}
 	if st.Size() == 0 {
-		return fmt.Errorf("%w: %s is empty (a crash before the first commit, or a truncated copy); move it away to start a new store", eventstore.ErrCorrupt, path)
+		return unbornError{fmt.Errorf("%w: %s is empty (a crash before the first commit, or a truncated copy); move it away to start a new store", eventstore.ErrCorrupt, path)}
 	}
 	meta, ok := newestMeta(f)
 	if !ok {
@@ -64,10 +64,24 @@ func checkFile(path string) error {
 	// pgid pages of pageSize bytes, compared without multiplying: a
 	// damaged pgid could overflow the product and pass.
 	if pages := uint64(st.Size()) / uint64(meta.pageSize); meta.pgid > pages {
-		return fmt.Errorf("%w: %s is truncated: %d bytes, but its last commit uses %d pages of %d", eventstore.ErrCorrupt, path, st.Size(), meta.pgid, meta.pageSize)
+		err := fmt.Errorf("%w: %s is truncated: %d bytes, but its last commit uses %d pages of %d", eventstore.ErrCorrupt, path, st.Size(), meta.pgid, meta.pageSize)
+		if meta.txid <= 1 {
+			// bbolt writes a new file's first pages with transactions 0
+			// and 1; Open commits from 2 on.
+			return unbornError{err}
+		}
+		return err
 	}
 	return nil
 }
+
+// unbornError is checkFile's error about a data file that was never
+// committed to: empty, or bbolt's first pages cut short, what the creation
+// of a store leaves when it fails (a full disk). It holds no event.
+type unbornError struct{ err error }
+
+func (e unbornError) Error() string { return e.err.Error() }
+func (e unbornError) Unwrap() error { return e.err }
 
 // newestMeta reads both meta pages and returns the valid one with the higher
 // transaction id, as bbolt itself chooses.

@@ -127,7 +127,11 @@ func Open(dir string, opts Options) (s *Store, err error) {
 		return nil, fmt.Errorf("eventstore: data directory %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, FileName)
-	if err := checkFile(path); err != nil {
+	if err := checkFile(path); errors.As(err, new(unbornError)) && repairUnborn(path, filepath.Join(dir, JournalFileName)) {
+		// A start on a full disk that failed while it created the store:
+		// no event was ever in it, so it is made again (bbolt makes an
+		// empty file a new store) rather than refused as damaged.
+	} else if err != nil {
 		return nil, err
 	}
 
@@ -188,6 +192,28 @@ func Open(dir string, opts Options) (s *Store, err error) {
 	go s.completer()
 	go s.indexer()
 	return s, nil
+}
+
+// repairUnborn empties the data file at path when it is what a failed
+// creation left (an unbornError) and no journal is beside it (the journal
+// is created after the file, so a store that ever took an event has one),
+// and says whether it did. It holds the file's lock meanwhile, as bbolt
+// does, so that a process opening the store at the same time is not undone.
+func repairUnborn(path, journal string) bool {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	unlock, ok := lockFile(f)
+	if !ok {
+		return false
+	}
+	defer unlock()
+	if _, err := os.Lstat(journal); !errors.Is(err, fs.ErrNotExist) || !errors.As(checkFile(path), new(unbornError)) {
+		return false
+	}
+	return f.Truncate(0) == nil && f.Sync() == nil
 }
 
 func openError(path string, err error) error {
