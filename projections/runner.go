@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -74,7 +75,10 @@ type Runner struct {
 // disposable: deleting it and starting again rebuilds it from position zero.
 func Open(path string, store eventstore.Store, projectors ...Projector) (r *Runner, err error) {
 	// bbolt panics on a damaged page; a damaged file of derived data is
-	// an error here, which OpenOrRebuild answers by rebuilding it.
+	// an error here, which OpenOrRebuild answers by rebuilding it. A page
+	// past the end of a file cut short (a start on a full disk) is a
+	// fault, which kills the process unless it panics instead.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	var db *bbolt.DB
 	defer func() {
 		if v := recover(); v != nil {

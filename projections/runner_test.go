@@ -286,6 +286,31 @@ func TestDamagedFileIsRebuilt(t *testing.T) {
 	}
 }
 
+// A read-model file cut short inside bbolt's pages (a first start on a
+// full disk stops while bbolt writes the new file's first pages) is moved
+// aside and rebuilt: reading the page past its end killed the process
+// with SIGBUS at that start and at every later one, space freed or not.
+func TestFileCutShortIsRebuilt(t *testing.T) {
+	dir, store := tempStore(t)
+	path := filepath.Join(dir, "readmodel.db")
+	db, err := bbolt.Open(path, 0o600, nil) // a new file's first pages
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if err := os.Truncate(path, 3*int64(os.Getpagesize())); err != nil { // its root page cut off
+		t.Fatal(err)
+	}
+	r, to, err := OpenOrRebuild(path, store, NewHandoffs(), Keys{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if to != path+".broken" {
+		t.Fatalf("moved aside to %q", to)
+	}
+}
+
 // Each damaged file moved aside is kept (the first is the evidence of
 // the first fault), up to KeepAside of them: a second move replaced the
 // first, and a damage recurring at every start must not fill the disk.
