@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -20,6 +21,7 @@ var ErrCorruptLog = errors.New("translog: the log file does not match its entrie
 // not match the signed root, which auditors catch and the server itself
 // does not. It returns the log's size.
 func CheckFile(path string) (_ int64, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // a page past the end of a file cut short
 	defer func() {
 		if v := recover(); v != nil { // bbolt's answer to a damaged page
 			err = fmt.Errorf("%w: %s is damaged: %v", ErrCorruptLog, path, v)

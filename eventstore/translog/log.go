@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -276,6 +277,9 @@ var ErrAnotherLog = errors.New("the checkpoints the file took are another log's"
 // openFile opens the log's file; bbolt's panic on a damaged page is
 // ErrDamaged.
 func (l *Log) openFile(path string, readOnly bool) (_ *Log, err error) {
+	// A page past the end of a file cut short (a start on a full disk) is
+	// a fault, which kills the process unless it panics instead.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	var db *bbolt.DB
 	defer func() {
 		if v := recover(); v != nil {
@@ -430,6 +434,7 @@ func (l *Log) Unheld(path string) (_ *Fork, err error) {
 	}
 	// Read-only, bbolt reads only the pages asked for, on this goroutine
 	// (no freelist): a few pages of a file of any size, at every start.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // a file cut short
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("%w: %s: %v", ErrDamaged, path, v)
@@ -1085,6 +1090,7 @@ func readEveryPage(path string) (err error) {
 	if _, serr := os.Stat(path); errors.Is(serr, os.ErrNotExist) {
 		return nil
 	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // a file cut short
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: 500 * time.Millisecond})
 	if err != nil {
 		return err

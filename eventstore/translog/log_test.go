@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	bbolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
@@ -428,6 +429,29 @@ func TestDamagedFileIsAnError(t *testing.T) {
 	}
 	l.Close()
 	damage(t, path)
+	if _, err := translog.Open(path, s, translog.Options{}); !errors.Is(err, translog.ErrDamaged) {
+		t.Fatalf("Open = %v, want ErrDamaged", err)
+	}
+	if _, err := translog.CheckFile(path); !errors.Is(err, translog.ErrCorruptLog) {
+		t.Fatalf("CheckFile = %v, want ErrCorruptLog", err)
+	}
+}
+
+// A log file cut short inside bbolt's pages (a first start on a full disk
+// stops while bbolt writes the new file's first pages) is damaged, an
+// error naming it: reading the page past its end killed the process with
+// SIGBUS, at every start and in store check.
+func TestFileCutShortIsAnError(t *testing.T) {
+	s := openStore(t)
+	path := filepath.Join(t.TempDir(), translog.FileName)
+	db, err := bbolt.Open(path, 0o600, nil) // a new file's first pages
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if err := os.Truncate(path, 3*int64(os.Getpagesize())); err != nil { // its root page cut off
+		t.Fatal(err)
+	}
 	if _, err := translog.Open(path, s, translog.Options{}); !errors.Is(err, translog.ErrDamaged) {
 		t.Fatalf("Open = %v, want ErrDamaged", err)
 	}
