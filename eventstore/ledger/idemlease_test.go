@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -237,5 +238,61 @@ func TestIdempotencyRecordedTargetAfterItsLostReply(t *testing.T) {
 	}
 	if _, _, err := idem.Check(ctx, call, "contracts", "k1", []byte(`{"a":2}`)); err != nil {
 		t.Fatalf("a corrected body after the refusal: %v", err)
+	}
+}
+
+// closedStore answers every append of the named type as a store closed
+// under it (the process stopping), and counts those appends.
+type closedStore struct {
+	eventstore.Store
+	typ       string
+	exclusive bool
+	tries     atomic.Int32
+}
+
+func (c *closedStore) Exclusive() bool { return c.exclusive }
+
+func (c *closedStore) Append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if evs[0].Type == c.typ {
+		c.tries.Add(1)
+		return eventstore.AppendResult{}, eventstore.ErrClosed
+	}
+	return c.Store.Append(ctx, stream, exp, evs...)
+}
+
+// A closed store is not written again, by an answer's write as by a
+// release's: nothing could get through it. The answer's write was tried
+// again in the background (and its key held meanwhile) while a release's
+// was not.
+func TestIdempotencyClosedStoreIsNotWrittenAgain(t *testing.T) {
+	for _, exclusive := range []bool{true, false} {
+		for _, typ := range []string{"IdempotencyCompleted", "IdempotencyReleased"} {
+			store := &closedStore{Store: openStore(t), typ: typ, exclusive: exclusive}
+			idem := ledger.NewIdempotency(store, 0)
+			ctx := t.Context()
+			call := ledger.Call{Principal: domain.Principal{KeyID: "key_t", Tenant: "a"}, RequestID: "r1"}
+			c, _, err := idem.Check(ctx, call, "contracts", "k1", []byte(`{"a":1}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.TakeFor(ctx, "h-1"); err != nil { // a write of the claim, on either store
+				t.Fatal(err)
+			}
+			if typ == "IdempotencyCompleted" {
+				err = c.Complete(ctx, ledger.Answer{Status: 201, ContentType: "application/json", Body: `{}`, RequestID: "r1"})
+			} else {
+				err = c.Release(ctx)
+			}
+			if !errors.Is(err, eventstore.ErrClosed) {
+				t.Fatalf("exclusive %v, %s: %v", exclusive, typ, err)
+			}
+			if _, _, err := idem.Check(ctx, call, "contracts", "k1", []byte(`{"a":1}`)); exclusive && err != nil {
+				t.Fatalf("%s failed on a closed store, and the key is still held: %v", typ, err)
+			}
+			time.Sleep(300 * time.Millisecond)
+			if n := store.tries.Load(); n != 1 {
+				t.Fatalf("exclusive %v: %s was tried %d times on a closed store, want 1", exclusive, typ, n)
+			}
+		}
 	}
 }

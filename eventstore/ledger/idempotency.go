@@ -468,7 +468,8 @@ func (c *Claim) release() {
 // id: a write that did commit is answered as it was) is appended again in
 // the background until it is written, another request has taken the key,
 // or a lease has passed; the claim is held meanwhile, so a retry is told
-// the request is in flight (409) rather than run it a second time. It was
+// the request is in flight (409) rather than run it a second time. A
+// closed store (the process stops) is not written again, as by free. It was
 // freed at once on the embedded store (the retry ran again: a second paid
 // generation), and left to its lease on a shared one (ten minutes of 409s).
 func (c *Claim) Complete(ctx context.Context, a Answer) error {
@@ -485,9 +486,9 @@ func (c *Claim) Complete(ctx context.Context, a Answer) error {
 	ev := eventstore.NewEvent(evIdemCompleted, data, c.meta)
 	err = c.append(ctx, ev)
 	switch {
-	case err == nil || errors.Is(err, eventstore.ErrConflict): // a conflict: the key is another request's now
-		c.release()
 	case errors.Is(err, eventstore.ErrInvalidEvent):
+	case !retryable(err): // written, the key another request's now, or the store closed
+		c.release()
 	default:
 		c.done = true // nothing else is written for it; the key stays held
 		go c.writeLater(ctx, ev)
