@@ -201,9 +201,9 @@ func (u *unknownKeys) add(hash string) {
 // callOf is who a command runs for: the request's principal and id.
 func callOf(r *http.Request) ledger.Call {
 	c := ledger.Call{Principal: principalOf(r.Context()), RequestID: RequestID(r.Context())}
-	if st := stateOf(r.Context()); st != nil && st.claim != nil {
-		c.BeforeWrite = st.claim.TakeFor
-		c.Resume, _ = st.claim.Resume()
+	if claim := claimOf(r.Context()); claim != nil {
+		c.BeforeWrite = claim.TakeFor
+		c.Resume, _ = claim.Resume()
 	}
 	return c
 }

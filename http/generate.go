@@ -433,10 +433,10 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 	// The attempts an earlier request with this Idempotency-Key paid for
 	// and never answered (its process died): taken as they were, not paid
 	// for again.
-	st := stateOf(r.Context())
+	claim := claimOf(r.Context())
 	var resumed []paidAttempt
-	if st != nil {
-		for _, raw := range st.claim.Outputs() {
+	if claim != nil {
+		for _, raw := range claim.Outputs() {
 			var p paidAttempt
 			if json.Unmarshal(raw, &p) != nil || p.Model == "" {
 				break
@@ -498,11 +498,11 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 			records = append(records, resp.Record)
 			paid = paidAttempt{Text: resp.StructuredText(output), Billed: resp.Billed, Cost: resp.Cost,
 				Model: c.Model.ID, Provider: c.Provider.Name(), Fallback: c.Fallback, Failed: slices.Clone(c.Failed)}
-			if st != nil && st.claim != nil {
+			if claim != nil {
 				// Kept before anything else: a crash from here on is
 				// resumed from it by the retry, not paid for again.
 				b, _ := json.Marshal(paid)
-				if err := st.claim.Keep(r.Context(), attempt, b); err != nil {
+				if err := claim.Keep(r.Context(), attempt, b); err != nil {
 					s.log.Error().Str("requestId", RequestID(r.Context())).Err(err).Msg("a paid attempt's output not kept under its Idempotency-Key")
 				}
 			}

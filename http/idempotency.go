@@ -157,13 +157,22 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 // claim it through callOf. False: another request took the key, and the
 // answer is written.
 func (s *Server) takeKey(w http.ResponseWriter, r *http.Request) bool {
-	if st := stateOf(r.Context()); st != nil && st.claim != nil {
-		if err := st.claim.TakeFor(r.Context(), st.target); err != nil {
+	if claim := claimOf(r.Context()); claim != nil {
+		if err := claim.TakeFor(r.Context(), stateOf(r.Context()).target); err != nil {
 			s.writeError(w, r, err)
 			return false
 		}
 	}
 	return true
+}
+
+// claimOf is the claim of the request's Idempotency-Key, nil when it was
+// sent without one: the one test of whether a request holds a key.
+func claimOf(ctx context.Context) *ledger.Claim {
+	if st := stateOf(ctx); st != nil {
+		return st.claim
+	}
+	return nil
 }
 
 // stopKey holds, in a request's context, the context a stop cancels.
@@ -203,8 +212,8 @@ func (s *Server) releaseIdem(ctx context.Context, claim *ledger.Claim, failed bo
 // between the two appends): this is that request's answer, a replay.
 func markResumed(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Idempotent-Replayed", "true")
-	if st := stateOf(r.Context()); st != nil {
-		if _, first := st.claim.Resume(); first != "" {
+	if claim := claimOf(r.Context()); claim != nil {
+		if _, first := claim.Resume(); first != "" {
 			w.Header().Set("Original-Request-Id", first)
 		}
 	}

@@ -91,3 +91,31 @@ func TestSharedStoreKeyedRefusalsAppendNothing(t *testing.T) {
 		t.Fatalf("generate retry: %d %s", r.status, r.raw)
 	}
 }
+
+// A request sent without an Idempotency-Key holds no claim, though it has
+// its request state: a generation and an agent plan re-asked after an
+// invalid answer pay for each attempt, resume none, keep no output and
+// record no target, on either kind of store.
+func TestUnkeyedGenerationHoldsNoClaim(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		good := `{"summary":"s","steps":[{"title":"Rotate","description":"d","kind":"external_action","requiresApproval":false,"proof":[]}]}`
+		u := newScripted(t, `{"summary": 5}`, validSummary, `{"summary": 5}`, good)
+		e := scriptedEnvOn(t, u, shared)
+		if r := e.must(e.do("POST", "/v1/generate", e.tenantA, genBody(nil)), 200); r.str("attempts") != "2" {
+			t.Fatalf("shared %v: %s", shared, r.raw)
+		}
+		plan := map[string]any{"objective": "rotate the cert", "targetExecutor": "ops-bot", "riskLevel": "low",
+			"options": map[string]any{"llm": map[string]any{"model": "openai:gpt-4o-mini"}}}
+		if r := e.must(e.do("POST", "/v1/agent-plans", e.tenantA, plan), 201); r.str("generation.attempts") != "2" {
+			t.Fatalf("shared %v: plan: %s", shared, r.raw)
+		}
+		if u.calls.Load() != 4 {
+			t.Fatalf("shared %v: %d model calls, want 4", shared, u.calls.Load())
+		}
+		for _, typ := range []string{"IdempotencyStarted", "IdempotencyOutput", "IdempotencyCompleted", "IdempotencyReleased"} {
+			if n := e.countType(typ); n != 0 {
+				t.Fatalf("shared %v: %d %s without a key", shared, n, typ)
+			}
+		}
+	}
+}

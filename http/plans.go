@@ -76,8 +76,8 @@ func (s *Server) createPlan(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := uuid.Must(uuid.NewV7()).String()
-	if st := stateOf(r.Context()); st != nil && st.claim != nil {
-		if target, _ := st.claim.Resume(); target != "" {
+	if claim := claimOf(r.Context()); claim != nil {
+		if target, _ := claim.Resume(); target != "" {
 			// An earlier request of the key recorded this plan and kept
 			// no answer: the plan it stored is the answer, not a second
 			// model call (paid again) and a second plan.
@@ -94,7 +94,7 @@ func (s *Server) createPlan(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		st.target = id // recorded with the key at the model call
+		stateOf(r.Context()).target = id // recorded with the key at the model call
 	}
 	// Options are decoded with the body, by its rules (a name differing
 	// only by case was refused above, as on generate).
