@@ -565,6 +565,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	if err == nil && !dispatcher.Settle(shutdownCtx) {
 		log.Warn().Dur("grace", shutdownGrace).Msg("shutting down: webhook attempts still running after the grace are ended; they are made again once their claims run out (30 s)")
 	}
+	// A keyed answer (or release) whose write failed is written again in
+	// the background: the store must not close under it while the grace
+	// lasts.
+	if err == nil && !services.Idempotency.Settle(shutdownCtx) {
+		log.Warn().Dur("grace", shutdownGrace).Msg("shutting down: answers of keyed requests whose write failed are still not written after the grace; their keys stay in flight until their leases run out (10 minutes)")
+	}
 	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		return errors.Join(fault, err)
 	}

@@ -308,14 +308,23 @@ type slowServe struct {
 // startSlowServe starts one, args after serve's own.
 func startSlowServe(t *testing.T, ctx context.Context, args ...string) *slowServe {
 	t.Helper()
-	s := &slowServe{out: &syncBuffer{}, done: make(chan error, 1), arrived: make(chan struct{}, 4)}
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		s.arrived <- struct{}{}
+	return startServeWith(t, ctx, func(s *slowServe, w http.ResponseWriter, r *http.Request) {
 		select { // a model that takes its time
 		case <-r.Context().Done():
 		case <-time.After(60 * time.Second):
 		}
+	}, args...)
+}
+
+// startServeWith is startSlowServe whose model answers as answer does,
+// once its call has been counted in arrived.
+func startServeWith(t *testing.T, ctx context.Context, answer func(*slowServe, http.ResponseWriter, *http.Request), args ...string) *slowServe {
+	t.Helper()
+	s := &slowServe{out: &syncBuffer{}, done: make(chan error, 1), arrived: make(chan struct{}, 4)}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		s.arrived <- struct{}{}
+		answer(s, w, r)
 	}))
 	t.Cleanup(up.Close)
 	dir := t.TempDir()
@@ -413,5 +422,67 @@ func TestStopLetsAWebhookAttemptInFlightFinish(t *testing.T) {
 	}
 	if !recorded {
 		t.Fatal("the attempt's outcome was not recorded")
+	}
+}
+
+// A keyed answer whose write failed (the store away for a moment) is
+// written again within the stop's grace, before the store closes: the
+// retry on another replica gets it replayed. The stop closed the store
+// under the write, and the key stayed in flight for its lease (10 minutes
+// of 409s for a request that had answered).
+func TestStopLetsAKeyedAnswerBeWrittenAgain(t *testing.T) {
+	defer func(g time.Duration) { shutdownGrace = g }(shutdownGrace)
+	shutdownGrace = 10 * time.Second
+	double, err := kurrenttest.Start(kurrenttest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(double.Stop)
+	gate := make(chan struct{})
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	srv := startServeWith(t, ctx, func(_ *slowServe, w http.ResponseWriter, r *http.Request) {
+		<-gate
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"{\"summary\":\"s\",\"keyPoints\":[\"k\"]}"},"finish_reason":"stop"}],"usage":{"prompt_tokens":20,"completion_tokens":5,"total_tokens":25}}`)
+	}, "--store", "kurrent", "--kurrentdb-url", double.URL())
+	answered := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", "http://"+srv.addr+"/v1/generate", strings.NewReader(
+			`{"type":"summarize","input":{"text":"hi"},"options":{"maxAttempts":1,"llm":{"model":"slowp:slow"}}}`))
+		req.Header.Set("Authorization", "Bearer "+srv.key)
+		req.Header.Set("Idempotency-Key", "stop-3")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- 0
+			return
+		}
+		resp.Body.Close()
+		answered <- resp.StatusCode
+	}()
+	<-srv.arrived
+	double.AnswerNotLeader(1 << 20) // the store away: the answer's write fails
+	close(gate)
+	if st := <-answered; st != 200 {
+		t.Fatalf("the keyed generation: %d\n%s", st, srv.out.String())
+	}
+	stop()
+	time.Sleep(time.Second)
+	double.AnswerNotLeader(0) // back within the grace
+	if err := <-srv.done; err != nil {
+		t.Fatalf("serve: %v\n%s", err, srv.out.String())
+	}
+	evs, err := openTarget(t, double.URL()).ReadAll(context.Background(), eventstore.Start, 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idem []string
+	for _, ev := range evs {
+		if strings.HasPrefix(ev.Type, "Idempotency") {
+			idem = append(idem, ev.Type)
+		}
+	}
+	if len(idem) == 0 || idem[len(idem)-1] != "IdempotencyCompleted" {
+		t.Fatalf("the key's events: %v\n%s", idem, srv.out.String())
 	}
 }

@@ -296,3 +296,75 @@ func TestIdempotencyClosedStoreIsNotWrittenAgain(t *testing.T) {
 		}
 	}
 }
+
+// failFirst fails the first append of the named type, as a store that
+// lost its connection for a moment; while down, it fails every one.
+type failFirst struct {
+	eventstore.Store
+	typ    string
+	failed atomic.Bool
+	down   atomic.Bool
+}
+
+func (f *failFirst) Append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if evs[0].Type == f.typ && (f.down.Load() || f.failed.CompareAndSwap(false, true)) {
+		return eventstore.AppendResult{}, eventstore.ErrUnavailable
+	}
+	return f.Store.Append(ctx, stream, exp, evs...)
+}
+
+// Settle waits for an answer whose first write failed to be written
+// again, so that a stop can let it through before it closes the store;
+// it gives up when its context ends first.
+func TestIdempotencySettleWaitsForAnswersWrittenAgain(t *testing.T) {
+	for _, exclusive := range []bool{true, false} {
+		store := &failFirst{Store: openStore(t), typ: "IdempotencyCompleted"}
+		var st eventstore.Store = shared{store}
+		if exclusive {
+			st = exclusiveOf{store}
+		}
+		idem := ledger.NewIdempotency(st, 0)
+		ctx := t.Context()
+		call := ledger.Call{Principal: domain.Principal{KeyID: "key_t", Tenant: "a"}, RequestID: "r1"}
+		body := []byte(`{"a":1}`)
+		c, _, err := idem.Begin(ctx, call, "generate", "k1", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Complete(ctx, ledger.Answer{Status: 200, ContentType: "application/json", Body: `{}`, RequestID: "r1"}); !errors.Is(err, eventstore.ErrUnavailable) {
+			t.Fatalf("exclusive %v: %v", exclusive, err)
+		}
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if !idem.Settle(sctx) {
+			t.Fatalf("exclusive %v: the answer was not written again within 5 s", exclusive)
+		}
+		cancel()
+		if _, kept, err := idem.Check(ctx, call, "generate", "k1", body); err != nil || kept == nil {
+			t.Fatalf("exclusive %v: after Settle: %+v %v, want the kept answer", exclusive, kept, err)
+		}
+
+		store.down.Store(true)
+		c, _, err = idem.Begin(ctx, call, "generate", "k2", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Complete(ctx, ledger.Answer{Status: 200, ContentType: "application/json", Body: `{}`, RequestID: "r1"})
+		sctx, cancel = context.WithTimeout(ctx, 300*time.Millisecond)
+		if idem.Settle(sctx) {
+			t.Fatalf("exclusive %v: settled while the store was down", exclusive)
+		}
+		cancel()
+		store.down.Store(false)
+		sctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		if !idem.Settle(sctx) {
+			t.Fatalf("exclusive %v: not settled once the store was back", exclusive)
+		}
+		cancel()
+	}
+}
+
+// exclusiveOf is a store only this process writes: claims are held in
+// memory.
+type exclusiveOf struct{ eventstore.Store }
+
+func (exclusiveOf) Exclusive() bool { return true }

@@ -35,6 +35,10 @@ type Idempotency struct {
 	Lease    time.Duration
 	inFlight sync.Map // stream -> Hashes, while its request runs (exclusive stores)
 	now      func() time.Time
+	// The background writes (writeLater) still running, for Settle.
+	laterMu sync.Mutex
+	later   int
+	idle    chan struct{} // closed when later falls to 0 (Settle waits on it)
 }
 
 // DefaultIdempotencyRetention is how long a key and its answer are kept.
@@ -491,7 +495,7 @@ func (c *Claim) Complete(ctx context.Context, a Answer) error {
 		c.release()
 	default:
 		c.done = true // nothing else is written for it; the key stays held
-		go c.writeLater(ctx, ev)
+		c.s.goLater(func() { c.writeLater(ctx, ev) })
 	}
 	return err
 }
@@ -506,6 +510,48 @@ var completeWaits = []time.Duration{100 * time.Millisecond, 500 * time.Milliseco
 // process stops).
 func retryable(err error) bool {
 	return err != nil && !errors.Is(err, eventstore.ErrConflict) && !errors.Is(err, eventstore.ErrInvalidEvent) && !errors.Is(err, eventstore.ErrClosed)
+}
+
+// goLater runs write, a background write of a claim, counted for Settle.
+func (s *Idempotency) goLater(write func()) {
+	s.laterMu.Lock()
+	s.later++
+	s.laterMu.Unlock()
+	go func() {
+		defer func() {
+			s.laterMu.Lock()
+			defer s.laterMu.Unlock()
+			if s.later--; s.later == 0 && s.idle != nil {
+				close(s.idle)
+				s.idle = nil
+			}
+		}()
+		write()
+	}()
+}
+
+// Settle waits until the answers and releases whose first write failed
+// are written again (or given up: the key taken over, a lease passed), or
+// ctx ends first (false). A stop calls it within its grace, before it
+// closes the store: closed under them, they were never written, and a
+// key whose answer the request had sent stayed in flight for its lease.
+func (s *Idempotency) Settle(ctx context.Context) bool {
+	s.laterMu.Lock()
+	if s.later == 0 {
+		s.laterMu.Unlock()
+		return true
+	}
+	if s.idle == nil {
+		s.idle = make(chan struct{})
+	}
+	idle := s.idle
+	s.laterMu.Unlock()
+	select {
+	case <-idle:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // writeLater appends ev, the claim's Completed or Released event whose
@@ -573,7 +619,7 @@ func (c *Claim) free(ctx context.Context, keepTarget bool) error {
 		return err
 	}
 	c.done = true
-	go c.writeLater(ctx, ev)
+	c.s.goLater(func() { c.writeLater(ctx, ev) })
 	return err
 }
 
