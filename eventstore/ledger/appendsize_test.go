@@ -56,3 +56,59 @@ func TestProofOverKurrentAppendSize(t *testing.T) {
 		t.Fatalf("the refused proof left %d events, want %d", n, before)
 	}
 }
+
+// On a shared store, two requests with one key both pass the lookup
+// (Check) before either claims it; the one that loses the claim with
+// another body is told the key is reused (422), as it would be a moment
+// later or once the first had answered, and one with the same body that
+// it is in flight (409). Both losers were 409 idempotency_in_flight, and
+// the client with the other body retried for ever, or until the first
+// finished, to be told 422 then.
+func TestIdempotencyRacingOtherBodyIsKeyReused(t *testing.T) {
+	srv, err := kurrenttest.Start(kurrenttest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st, err := kurrent.Open(ctx, kurrent.Config{URL: srv.URL(), Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	idem := ledger.NewIdempotency(st, 0)
+	for i, c := range []struct {
+		body, code string
+		target     string
+	}{
+		{`{"a":2}`, "idempotency_key_reused", ""},
+		{`{"a": 1}`, "idempotency_in_flight", ""}, // the same JSON
+		{`{"a":2}`, "idempotency_key_reused", "h-2"},
+		{`{"a":1}`, "idempotency_in_flight", "h-2"},
+	} {
+		key := "race-" + string(rune('a'+i))
+		first, _, err := idem.Check(ctx, tenantA, "contracts", key, []byte(`{"a":1}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		second, _, err := idem.Check(ctx, otherRequest(), "contracts", key, []byte(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := first.TakeFor(ctx, c.target); err != nil {
+			t.Fatal(err)
+		}
+		var de *domain.Error
+		if err := second.TakeFor(ctx, c.target); !errors.As(err, &de) || de.Code != c.code {
+			t.Fatalf("%s racing a claim of %s (target %q): %v, want %s", c.body, `{"a":1}`, c.target, err, c.code)
+		}
+	}
+}
+
+// otherRequest is tenant a's call from another request.
+func otherRequest() ledger.Call {
+	c := tenantA
+	c.RequestID = "req-a2"
+	return c
+}

@@ -263,7 +263,7 @@ func (c *Claim) TakeFor(ctx context.Context, target string) error {
 		err := c.take(ctx)
 		if errors.Is(err, eventstore.ErrConflict) {
 			c.done = true
-			return keyInFlight()
+			return c.taken(ctx)
 		}
 		return err
 	}
@@ -287,9 +287,30 @@ func (c *Claim) Take(ctx context.Context) error {
 	err := c.take(ctx)
 	if errors.Is(err, eventstore.ErrConflict) {
 		c.done = true
-		return keyInFlight()
+		return c.taken(ctx)
 	}
 	return err
+}
+
+// taken is the answer for a pending claim another request took first:
+// as the lookup answers once it is taken, another body is the key reused
+// (422), the same body the key in flight (409). Both passed Check before
+// either took the key, and a request with another body was told to retry
+// what could never run.
+func (c *Claim) taken(ctx context.Context) error {
+	evs, err := eventstore.ReadWholeStream(ctx, c.s.store, c.stream)
+	if err != nil {
+		return keyInFlight()
+	}
+	if _, _, _, _, err := c.s.lookup(evs, c.hashes, false); isKeyReused(err) {
+		return err
+	}
+	return keyInFlight()
+}
+
+func isKeyReused(err error) bool {
+	var de *domain.Error
+	return errors.As(err, &de) && de.Code == "idempotency_key_reused"
 }
 
 // take appends the pending claim's Started event; c.mu is held.
