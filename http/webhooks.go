@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/gorilla/mux"
 	"github.com/tidwall/gjson"
@@ -23,8 +24,12 @@ type webhookRequest struct {
 	TargetExecutors []string `json:"targetExecutors"`
 }
 
-// webhookFields are the names a registration may hold.
-var webhookFields = jsonNames[webhookRequest]()
+// webhookFields are the names a registration may hold, and the refusal
+// of another names them from the type, so that the two cannot drift.
+var (
+	webhookFields    = jsonNames[webhookRequest]()
+	webhookFieldsWhy = "a registration has " + strings.Join(webhookFields, ", ") + "; no endpoint was registered"
+)
 
 // decodeWebhookRequest reads and checks a registration body.
 func decodeWebhookRequest(body []byte, allowPrivate bool) (domain.WebhookRegistration, error) {
@@ -34,8 +39,7 @@ func decodeWebhookRequest(body []byte, allowPrivate bool) (domain.WebhookRegistr
 	}
 	// A filter misspelt ("targetExecutor") would register an endpoint
 	// sent every handoff's events, other executors' among them.
-	if err := refuseUnknown("webhooks.register", body, webhookFields,
-		"a registration has url, eventTypes and targetExecutors; no endpoint was registered"); err != nil {
+	if err := refuseUnknown("webhooks.register", body, webhookFields, webhookFieldsWhy); err != nil {
 		return domain.WebhookRegistration{}, err
 	}
 	reg := domain.WebhookRegistration{URL: q.URL, EventTypes: q.EventTypes, TargetExecutors: q.TargetExecutors}
