@@ -299,14 +299,21 @@ func TestGenerateIdempotencyKeySharedStore(t *testing.T) {
 // scriptedEnvOn is scriptedEnv on the embedded store, or (shared) on one
 // that behaves as several replicas' shared store.
 func scriptedEnvOn(t *testing.T, u *scriptedUpstream, shared bool) *env {
+	wrap := func(s eventstore.Store) eventstore.Store { return s }
+	if shared {
+		wrap = func(s eventstore.Store) eventstore.Store { return sharedStore{s} }
+	}
+	return scriptedEnvStore(t, u, wrap)
+}
+
+// scriptedEnvStore is scriptedEnv with the front's store wrapped
+// (newEnvStore).
+func scriptedEnvStore(t *testing.T, u *scriptedUpstream, wrap func(eventstore.Store) eventstore.Store) *env {
+	t.Helper()
 	vars := map[string]string{"OPENAI_BASE_URL": u.srv.URL + "/v1", "OPENAI_API_KEY": "k"}
 	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
 	if err != nil {
 		t.Fatal(err)
-	}
-	wrap := func(s eventstore.Store) eventstore.Store { return s }
-	if shared {
-		wrap = func(s eventstore.Store) eventstore.Store { return sharedStore{s} }
 	}
 	return newEnvStore(t, cat, wrap)
 }

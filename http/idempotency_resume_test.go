@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/eventstore"
-	"github.com/batonhq/baton/gateway"
 )
 
 // dyingStore stands for a process that dies after the model answered and
@@ -42,16 +41,7 @@ func (d *dyingStore) Append(ctx context.Context, stream string, exp eventstore.E
 func TestGenerateResumedAfterACrashIsNotPaidTwice(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		u := newScripted(t, `{"summary": 5}`, validSummary, validSummary, validSummary)
-		vars := map[string]string{"OPENAI_BASE_URL": u.srv.URL + "/v1", "OPENAI_API_KEY": "k"}
-		cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var store *dyingStore
-		e := newEnvStore(t, cat, func(s eventstore.Store) eventstore.Store {
-			store = &dyingStore{Store: s, exclusive: !shared}
-			return store
-		})
+		e, store := faultyEnv(t, u, func(s eventstore.Store) *dyingStore { return &dyingStore{Store: s, exclusive: !shared} })
 		e.front.SetIdempotencyLease(200 * time.Millisecond)
 		body := genBody(nil)
 		store.dead.Store(true)
@@ -120,16 +110,7 @@ func (f *flakyStore) Append(ctx context.Context, stream string, exp eventstore.E
 func TestKeptAnswerWriteFailureIsWrittenAgain(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		u := newScripted(t, validSummary)
-		vars := map[string]string{"OPENAI_BASE_URL": u.srv.URL + "/v1", "OPENAI_API_KEY": "k"}
-		cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var store *flakyStore
-		e := newEnvStore(t, cat, func(s eventstore.Store) eventstore.Store {
-			store = &flakyStore{Store: s, exclusive: !shared}
-			return store
-		})
+		e, store := faultyEnv(t, u, func(s eventstore.Store) *flakyStore { return &flakyStore{Store: s, exclusive: !shared} })
 		contract := map[string]any{"objective": "Rotate the staging TLS certificate", "targetExecutor": "ops-bot",
 			"executorProtocol": "ops_bot.v1", "riskLevel": "medium", "approvalMode": "manual", "proofRequired": []string{"log"}}
 		for _, c := range []struct {
@@ -168,16 +149,7 @@ func TestKeptAnswerWriteFailureIsWrittenAgain(t *testing.T) {
 // idempotency_in_flight for the rest of the key's lease, ten minutes.
 func TestReleaseWriteFailureIsWrittenAgain(t *testing.T) {
 	u := newScripted(t, "STATUS 503", validSummary)
-	vars := map[string]string{"OPENAI_BASE_URL": u.srv.URL + "/v1", "OPENAI_API_KEY": "k"}
-	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var store *flakyStore
-	e := newEnvStore(t, cat, func(s eventstore.Store) eventstore.Store {
-		store = &flakyStore{Store: s, typ: "IdempotencyReleased"}
-		return store
-	})
+	e, store := faultyEnv(t, u, func(s eventstore.Store) *flakyStore { return &flakyStore{Store: s, typ: "IdempotencyReleased"} })
 	body := genBody(nil)
 	if first := e.do("POST", "/v1/generate", e.tenantA, body, "Idempotency-Key", "flaky-release"); first.status < 500 || !store.failed.Load() {
 		t.Fatalf("first: %d %s (release failed %v)", first.status, first.raw, store.failed.Load())
@@ -193,4 +165,16 @@ func TestReleaseWriteFailureIsWrittenAgain(t *testing.T) {
 	if retry.status != 200 || u.calls.Load() != 2 {
 		t.Fatalf("the retry after the release's write failed: %d %s (%d calls)", retry.status, retry.raw, u.calls.Load())
 	}
+}
+
+// faultyEnv is a scripted env whose front's store is wrap's (fault
+// injection; the read models follow the store itself), and that store.
+func faultyEnv[S eventstore.Store](t *testing.T, u *scriptedUpstream, wrap func(eventstore.Store) S) (*env, S) {
+	t.Helper()
+	var store S
+	e := scriptedEnvStore(t, u, func(s eventstore.Store) eventstore.Store {
+		store = wrap(s)
+		return store
+	})
+	return e, store
 }

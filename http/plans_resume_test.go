@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/eventstore"
-	"github.com/batonhq/baton/gateway"
 )
 
 // planStoreDies fails the append of a plan while dead, as a process that
@@ -34,16 +33,7 @@ func TestAgentPlanResumedBeforeItsStoreIsNotPaidTwice(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		good := `{"summary":"s","steps":[{"title":"Rotate","description":"d","kind":"external_action","requiresApproval":false,"proof":[]}]}`
 		u := newScripted(t, good)
-		vars := map[string]string{"OPENAI_BASE_URL": u.srv.URL + "/v1", "OPENAI_API_KEY": "k"}
-		cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(k string) string { return vars[k] }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var store *planStoreDies
-		e := newEnvStore(t, cat, func(s eventstore.Store) eventstore.Store {
-			store = &planStoreDies{Store: s, exclusive: !shared}
-			return store
-		})
+		e, store := faultyEnv(t, u, func(s eventstore.Store) *planStoreDies { return &planStoreDies{Store: s, exclusive: !shared} })
 		body := map[string]any{"objective": "rotate the cert", "targetExecutor": "ops-bot", "riskLevel": "low",
 			"options": map[string]any{"llm": map[string]any{"model": "openai:gpt-4o-mini"}}}
 		store.dead.Store(true)
