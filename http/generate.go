@@ -237,7 +237,6 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	defer g.record()
 	writeAnswer(w, map[string]any{
 		"id": g.id, "object": "generation", "created": time.Now().Unix(), "type": g.taskType, "templateVersion": g.templateVersion,
 		"output": g.output, "model": g.model, "provider": g.provider, "attempts": len(g.trace.Attempts), "usage": g.usage,
@@ -252,18 +251,10 @@ type generation struct {
 	output                        json.RawMessage
 	usage                         gatewayUsageSummary
 	trace                         generateTrace
-	records                       []func() // usage events to record once the answer is out
-}
-
-func (g *generation) record() {
-	for _, rec := range g.records {
-		rec()
-	}
 }
 
 // runGeneration validates, routes and runs a generation with its retries.
-// On failure it has written the answer and returns false. The caller must
-// call the returned generation's records after answering.
+// On failure it has written the answer and returns false.
 // outputRule is what a task type's output must be beyond its schema,
 // because it depends on the input: schema edits the schema the model is
 // given (nil: as it is), check finds what is wrong with an output (nil:
@@ -404,12 +395,6 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		billFailed(c.Failed, &at.Usage)
 		trace.Attempts = append(trace.Attempts, at)
 	}
-	var records []func()
-	recordAll := func() {
-		for _, rec := range records {
-			rec()
-		}
-	}
 	// Within an attempt, a fallback after a model that was billed for
 	// failing must fit the ceiling too.
 	ceilingStopped := false
@@ -478,7 +463,6 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 				break
 			}
 			if err != nil {
-				recordAll()
 				trace.ModelsTried = c.Tried
 				if ceilingStopped {
 					trace.StoppedBy = "cost_ceiling"
@@ -495,7 +479,12 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 				s.writeGatewayProblem(w, r, err, &trace, c.ID, spentSoFar)
 				return nil, false
 			}
-			records = append(records, resp.Record)
+			// Its usage is recorded now, not once the generation answers:
+			// a process that dies in a later attempt lost every attempt's
+			// record (the usage writer's window is all a crash may lose),
+			// and a retry that resumes this attempt does not pay for it, nor
+			// record it, again.
+			resp.Record()
 			paid = paidAttempt{Text: resp.StructuredText(output), Billed: resp.Billed, Cost: resp.Cost,
 				Model: c.Model.ID, Provider: c.Provider.Name(), Fallback: c.Fallback, Failed: slices.Clone(c.Failed)}
 			if claim != nil {
@@ -571,11 +560,10 @@ func (s *Server) runGeneration(w http.ResponseWriter, r *http.Request, q *genera
 		p := s.problemFor(w, r, e)
 		writeProblemExt(w, p, map[string]any{"attempts": len(trace.Attempts), "usage": usage,
 			"svc": map[string]any{"requestId": c.ID, "trace": trace}})
-		recordAll()
 		return nil, false
 	}
 	return &generation{id: c.ID, taskType: t.Name, model: answeredBy, provider: answeredVia, templateVersion: version,
-		output: out, usage: usage, trace: trace, records: records}, true
+		output: out, usage: usage, trace: trace}, true
 }
 
 // paidAttempt is an attempt's answer as a generation reads it, and what it

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/eventstore"
+	"github.com/batonhq/baton/gateway"
 )
 
 // dyingStore stands for a process that dies after the model answered and
@@ -177,4 +178,47 @@ func faultyEnv[S eventstore.Store](t *testing.T, u *scriptedUpstream, wrap func(
 		return store
 	})
 	return e, store
+}
+
+// A paid attempt's usage is recorded as soon as the attempt is billed,
+// not when the whole generation answers: a process that dies in a later
+// attempt has recorded it (within the usage writer's window), and the
+// retry under the key, which takes that attempt without paying again,
+// need not. It was held until the answer: a crash mid-generation lost
+// every attempt's usage, and the retry recorded only its own calls, so
+// the tenant's usage and budget never counted what the resumed attempts
+// were billed.
+func TestGeneratePaidAttemptUsageRecordedAtOnce(t *testing.T) {
+	u := newScripted(t, `{"summary": 5}`, validSummary)
+	u.gate = make(chan struct{}, 2)
+	u.gate <- struct{}{} // the first attempt answers; the second waits
+	e := scriptedEnvOn(t, u, false)
+	done := make(chan response, 1)
+	go func() {
+		done <- e.do("POST", "/v1/generate", e.tenantA, genBody(nil), "Idempotency-Key", "usage-at-once")
+	}()
+	<-u.arrivals
+	<-u.arrivals // the second attempt is with the model
+	recorded := false
+	for deadline := time.Now().Add(3 * time.Second); !recorded && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		recorded = e.countType("UsageBatchRecorded")+e.countType("UsageRecorded") > 0
+	}
+	u.gate <- struct{}{}
+	r := e.must(<-done, 200)
+	if !recorded {
+		t.Fatalf("the first attempt's usage was not recorded while the second ran: %s", r.raw)
+	}
+	e.front.Close() // the usage writer appends what it holds
+	n := 0
+	evs, err := e.store.ReadAll(context.Background(), eventstore.Position{}, 100_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		recs, _ := gateway.UsageRecords(ev)
+		n += len(recs)
+	}
+	if n != 2 {
+		t.Fatalf("%d usage records for two paid attempts", n)
+	}
 }

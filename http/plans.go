@@ -103,7 +103,6 @@ func (s *Server) createPlan(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	defer gen.record()
 	plan, err := domain.BuildPlan(id, q.Objective, q.Constraints, q.TargetExecutor, q.RiskLevel, gen.output)
 	if err != nil {
 		s.writeError(w, r, err)
