@@ -414,7 +414,7 @@ func checkWebhookURL(raw string, allowPrivate bool) *FieldError {
 		// name through IDNA first (full-width letters, the ideographic
 		// full stop), so ｌｏｃａｌｈｏｓｔ is localhost.
 		ascii, err := idna.Lookup.ToASCII(host)
-		if err != nil {
+		if err != nil || !dnsName(ascii) {
 			return bad("invalid_url", "names a host that is not a valid domain name or address")
 		}
 		host = ascii
@@ -442,6 +442,23 @@ func checkWebhookURL(raw string, allowPrivate bool) *FieldError {
 		return bad("private_address", "is a private, loopback, link-local or otherwise internal address; deliveries go only to public addresses unless the operator allows private ones")
 	}
 	return nil
+}
+
+// dnsName reports whether host, mapped by IDNA, is a name a resolver can
+// look up: labels of 1 to 63 bytes (a trailing root dot aside), 253 bytes
+// in all. The mapping lets through an empty label (a..b) and maps xn--
+// to no name at all: registered, every delivery to them failed.
+func dnsName(host string) bool {
+	host = strings.TrimSuffix(host, ".")
+	if host == "" || len(host) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(host, ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+	}
+	return true
 }
 
 var (

@@ -2,6 +2,7 @@ package domain
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -162,5 +163,33 @@ func TestDeliveryKeepsTheLatestAnswers(t *testing.T) {
 	}
 	if b, _ := json.Marshal(d); len(b) > KeptWebhookAnswers*MaxWebhookAnswer+300*len(d.Attempts) {
 		t.Errorf("the delivery takes %d bytes", len(b))
+	}
+}
+
+// A webhook URL's host must be a name a resolver can look up: an empty
+// label (a..b, .a) or a Punycode prefix with nothing after it (xn--,
+// which maps to no name at all) is refused, as a label over 63 bytes is.
+// They were registered (201), and every delivery to them failed.
+func TestWebhookURLHostIsALookupName(t *testing.T) {
+	long := strings.Repeat("a", 64)
+	for _, c := range []struct {
+		url string
+		ok  bool
+	}{
+		{"https://xn--/", false},
+		{"https://xn--:8443/x", false},
+		{"https://a..b/", false},
+		{"https://.example.com/", false},
+		{"https://" + long + ".example.com/", false},
+		{"https://example.com./", true},
+		{"https://münchen.example/", true},
+		{"https://hooks.example.com:8443/baton", true},
+	} {
+		reg := WebhookRegistration{URL: c.url, EventTypes: []string{"*"}}
+		err := reg.Validate(false)
+		var de *Error
+		if c.ok != (err == nil) || !c.ok && (!errors.As(err, &de) || len(de.Fields) != 1 || de.Fields[0].Code != "invalid_url") {
+			t.Errorf("%s: %v", c.url, err)
+		}
 	}
 }
