@@ -380,6 +380,11 @@ func TestLedgerWaitBadParameters(t *testing.T) {
 func TestLedgerWaitWokenByItsHandoffOnly(t *testing.T) {
 	e := newEnv(t)
 	id := e.contract(e.tenantA, nil)
+	// The keys stream wakes a wait too (a revoked key): the env's keys,
+	// made on the store, must be in the read models before it waits.
+	if err := e.proj.WaitForHead(context.Background(), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	var reads, waits atomic.Int32
 	defer batonhttp.SetLedgerReadHook(func() { reads.Add(1) })()
 	waiting := make(chan struct{}, 100)
