@@ -446,6 +446,13 @@ func (e *Executor) why(c contract) string {
 }
 
 func (e *Executor) readContract(ctx context.Context, id string) (contract, error) {
+	// Retried at most StreamRetryMax apart, as the stream is: the lease of
+	// a handoff just approved may run from the approval (onExecutorTimeout
+	// close), and its claim waits on this read; a proxy's 503 asking for
+	// a minute held the claim past a short lease.
+	if e.StreamRetryMax > 0 {
+		ctx = context.WithValue(ctx, retryMaxKey{}, e.StreamRetryMax)
+	}
 	status, raw, err := e.call(ctx, "GET", "/v1/handoff/contracts/"+url.PathEscape(id), "", nil)
 	if err != nil {
 		return contract{}, err
@@ -980,6 +987,9 @@ func (e *Executor) call(ctx context.Context, method, path, idemKey string, body 
 		// lease shorter than it.
 		attempt = min(attempt, max(l/3, time.Second))
 	}
+	if m, ok := ctx.Value(retryMaxKey{}).(time.Duration); ok {
+		limit = min(limit, m)
+	}
 	wait := min(e.Backoff, limit)
 	for {
 		req, err := http.NewRequestWithContext(ctx, method, e.Base+path, bytes.NewReader(b))
@@ -1048,6 +1058,10 @@ func (e *Executor) call(ctx context.Context, method, path, idemKey string, body 
 // leaseKey holds, in a run's context, the lease (heartbeatSeconds) its
 // callbacks keep.
 type leaseKey struct{}
+
+// retryMaxKey holds, in a request's context, the longest wait between two
+// of its attempts.
+type retryMaxKey struct{}
 
 func withLease(ctx context.Context, c contract) context.Context {
 	if c.Deadlines == nil || c.Deadlines.HeartbeatSeconds <= 0 {

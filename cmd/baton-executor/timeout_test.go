@@ -958,3 +958,53 @@ func TestExecutorRetriesABodyTimeout(t *testing.T) {
 		t.Fatalf("result %v after %d claims and %d proofs", d, claims.Load(), proofs.Load())
 	}
 }
+
+// The read of a handoff's contract, which its claim waits on, is retried
+// within StreamRetryMax too, a Retry-After included: under
+// onExecutorTimeout close the lease runs from the approval, and a proxy's
+// 503 asking for a minute held the claim a minute after it.
+func TestExecutorReadsTheContractSoonAgain(t *testing.T) {
+	var reads atomic.Int32
+	claimed := make(chan time.Time, 1)
+	var first atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/v1/handoff/contracts/"):
+			if reads.Add(1) == 1 {
+				first.Store(time.Now().UnixNano())
+				w.Header().Set("Retry-After", "60")
+				http.Error(w, `{"code":"maintenance"}`, http.StatusServiceUnavailable)
+				return
+			}
+			w.Write([]byte(`{"handoffId":"h1","protocolVersion":"svc.agent_os.v1","schemaVersion":"svc.handoff.v1","targetExecutor":"ops-bot",
+				"executorProtocol":"ops_bot.v1","state":"approval_decided","approvalPolicy":{"status":"APPROVED"},"deadlines":{"heartbeatSeconds":10}}`))
+		case strings.HasSuffix(r.URL.Path, "/heartbeat"):
+			select {
+			case claimed <- time.Now():
+			default:
+			}
+			w.Write([]byte(`{"state":"executor_started"}`))
+		case r.URL.Path == "/v1/events":
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(200)
+			w.Write([]byte("id: 7-0\nevent: ApprovalDecided\ndata: {\"handoffId\":\"h1\",\"type\":\"ApprovalDecided\"}\n\n"))
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		default:
+			w.Write([]byte(`{"state":"result_received"}`))
+		}
+	}))
+	defer srv.Close()
+	e := streamExecutor(t, srv, "6-0")
+	e.StreamRetryMax = time.Second
+	e.Config.Protocols = map[string]Protocol{"ops_bot.v1": shell(`echo done`)}
+	defer background(e)()
+	select {
+	case at := <-claimed:
+		if d := at.Sub(time.Unix(0, first.Load())); d > 3*time.Second {
+			t.Fatalf("claimed %v after the first read was refused: want within about StreamRetryMax (1s)", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no claim 10s after the approval (%d reads of the contract)", reads.Load())
+	}
+}
