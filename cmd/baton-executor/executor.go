@@ -373,6 +373,12 @@ func (e *Executor) follow(ctx context.Context, connected *bool) error {
 
 // catchUp takes the approved handoffs no run has started yet.
 func (e *Executor) catchUp(ctx context.Context) error {
+	// Retried as a contract read is (readContract): the claims of what it
+	// lists wait on it.
+	lctx := ctx
+	if e.StreamRetryMax > 0 {
+		lctx = context.WithValue(ctx, retryMaxKey{}, e.StreamRetryMax)
+	}
 	cursor := ""
 	for {
 		q := url.Values{"targetExecutor": {e.Config.Executor}, "approvalStatus": {domain.ApprovalApproved},
@@ -386,7 +392,7 @@ func (e *Executor) catchUp(ctx context.Context) error {
 			} `json:"data"`
 			NextCursor string `json:"nextCursor"`
 		}
-		status, raw, err := e.call(ctx, "GET", "/v1/handoff/contracts?"+q.Encode(), "", nil)
+		status, raw, err := e.call(lctx, "GET", "/v1/handoff/contracts?"+q.Encode(), "", nil)
 		if err != nil {
 			return err
 		}

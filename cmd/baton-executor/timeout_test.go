@@ -1008,3 +1008,48 @@ func TestExecutorReadsTheContractSoonAgain(t *testing.T) {
 		t.Fatalf("no claim 10s after the approval (%d reads of the contract)", reads.Load())
 	}
 }
+
+// So is the first start's listing of the handoffs approved before it: a
+// 503 asking for a minute held every claim of them a minute.
+func TestExecutorListsSoonAgain(t *testing.T) {
+	var lists atomic.Int32
+	claimed := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/v1/handoff/contracts":
+			if lists.Add(1) == 1 {
+				w.Header().Set("Retry-After", "60")
+				http.Error(w, `{"code":"maintenance"}`, http.StatusServiceUnavailable)
+				return
+			}
+			w.Write([]byte(`{"data":[{"handoffId":"h1"}]}`))
+		case strings.HasPrefix(r.URL.Path, "/v1/handoff/contracts/"):
+			w.Write([]byte(`{"handoffId":"h1","protocolVersion":"svc.agent_os.v1","schemaVersion":"svc.handoff.v1","targetExecutor":"ops-bot",
+				"executorProtocol":"ops_bot.v1","state":"approval_decided","approvalPolicy":{"status":"APPROVED"},"deadlines":{"heartbeatSeconds":10}}`))
+		case strings.HasSuffix(r.URL.Path, "/heartbeat"):
+			select {
+			case claimed <- struct{}{}:
+			default:
+			}
+			w.Write([]byte(`{"state":"executor_started"}`))
+		case r.URL.Path == "/v1/events":
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Baton-Position", "5-0")
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		default:
+			w.Write([]byte(`{"state":"result_received"}`))
+		}
+	}))
+	defer srv.Close()
+	e := streamExecutor(t, srv, "")
+	e.StreamRetryMax = time.Second
+	e.Config.Protocols = map[string]Protocol{"ops_bot.v1": shell(`echo done`)}
+	defer background(e)()
+	select {
+	case <-claimed:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no claim 5s after a refused listing (%d listings)", lists.Load())
+	}
+}
