@@ -1143,6 +1143,7 @@ func gatewayReport(r gatewayResult) string {
 		}
 		fmt.Fprintf(&b, "\n\n")
 	}
+	writeGatewayRuns(&b, r)
 	fmt.Fprintf(&b, "The tail at 16 paced callers, later on 2026-11-25: over fourteen runs of the whole benchmark that day Baton's p99 added there was +0.44 to +1.17 ms (over 1 ms in two), the bare proxy's +0.28 to +1.02 ms. "+
 		"With the collector traced (`GODEBUG=gctrace=1`), Baton collected about three times a second while it served that row (a live heap of about 3 MB, about 25 KB allocated per call, `GOGC=200`), and the first stop of the world took 0.3 to 0.97 ms in half of the collections: on two busy cores the runtime waits for every thread, and one may be off its core. "+
 		"With the collector off in all three processes the through-Baton tail flattened (p99.9 added +484 µs against +1.18 ms). "+
@@ -1226,4 +1227,79 @@ func writeJSONFile(path string, v any) error {
 		return err
 	}
 	return os.WriteFile(path, b, 0o600)
+}
+
+// gwRun is one earlier full run's figures on the goals of the gateway's
+// issue, as the history paragraphs below tell them.
+type gwRun struct {
+	when, commit        string
+	cpuPlain, cpuStream float64 // Baton's CPU per call over the bare proxy's, 16 saturated callers
+	firstByte1, first16 int     // µs the first byte's added p50 exceeds the bare proxy's, 1 and 16 paced streams; -1 unknown
+	p99Baton, p99Bare   string  // p99 added at 16 paced non-streaming callers
+}
+
+// gwRuns are the full runs on the machine of the runs since 2026-11-27
+// 13:51 (an AMD EPYC, 2 cores), before this one.
+var gwRuns = []gwRun{
+	{"2026-11-27 13:51", "06d8630", 1.38, 1.56, 201, 247, "+2.61ms", "+1.29ms"},
+	{"2026-11-27 17:02", "145f0df", 1.24, 1.56, -1, -1, "+2.94ms", "+2.14ms"},
+	{"2026-11-27 18:33", "b96ff4c", 1.29, 1.48, 186, 270, "+1.62ms", "+1.54ms"},
+	{"2026-11-27 21:02", "20c7851", 1.19, 1.62, 340, 201, "+3.52ms", "+2.23ms"},
+	{"2026-11-27 21:22", "13acd94", 1.35, 1.47, 290, 210, "+2.3ms", "+2.49ms"},
+	{"2026-11-27 22:03", "5b13d50", 1.31, 1.48, 235, 220, "+1.72ms", "+2.14ms"},
+	{"2026-11-27 23:36", "c11bca8", 1.38, 1.38, 380, 239, "+2.8ms", "+1.76ms"},
+	{"2026-11-28 02:27", "127da84", 1.39, 1.54, 289, 307, "+1.64ms", "+919µs"},
+	{"2026-11-28 04:13", "bb6e6c3", 1.32, 1.31, 231, 194, "+2.4ms", "+2.55ms"},
+	{"2026-11-28 04:46", "6503eae", 1.32, 1.37, 256, 202, "+2.76ms", "+2.23ms"},
+	{"2026-11-28 05:29", "820a6b8", 1.32, 1.46, 294, 185, "+2.09ms", "+1.45ms"},
+	{"2026-11-28 07:23", "a0ed12e", 1.17, 1.48, 266, 232, "+2.02ms", "+1.49ms"},
+	{"2026-11-28 09:57", "b2ab138", 1.30, 1.55, 265, 355, "+2.09ms", "+1.37ms"},
+	{"2026-11-28 12:42", "fd21a8d", 1.25, 1.53, 182, 256, "+1.67ms", "+1.66ms"},
+	{"2026-11-28 15:25", "f401249", 1.50, 1.55, 139, 151, "+896µs", "+740µs"},
+	{"2026-11-28 16:10", "7d41683", 1.53, 1.55, 136, 202, "+1.26ms", "+1.03ms"},
+	{"2026-11-28 18:21", "5fc9bbc", 1.53, 1.59, 158, 162, "+1.19ms", "+470µs"},
+	{"2026-11-28 20:45", "3849d7c", 1.48, 1.48, 229, 205, "+1.03ms", "+770µs"},
+	{"2026-11-28 23:10", "b4636e8", 1.44, 1.55, 202, 162, "+1.34ms", "+960µs"},
+	{"2026-11-29 01:23", "ea9bbdc", 1.53, 1.54, 176, 201, "+1.01ms", "+672µs"},
+	{"2026-11-29 04:22", "3004e24", 1.58, 1.48, 76, 210, "+752µs", "+574µs"},
+	{"2026-11-29 07:45", "fca3cb4", 1.56, 1.55, 206, 166, "+2ms", "+1.14ms"},
+	{"2026-11-29 10:32", "efab820", 1.55, 1.46, 187, 200, "+1.01ms", "+1.21ms"},
+}
+
+// writeGatewayRuns writes the goals' measures run by run, this run last.
+func writeGatewayRuns(b *strings.Builder, r gatewayResult) {
+	fmt.Fprintf(b, "The goals' measures run by run, on the machine of the runs since 2026-11-27 13:51 (an AMD EPYC, 2 cores); the history paragraphs below say what changed between them. The goals: CPU per call at most 1.2 times the bare proxy's at saturation, the streaming first byte's added p50 within 50 µs of the bare proxy's. Across runs of the same code these figures move by about 0.1 (CPU) and 100 µs (first byte): compare a run with its neighbours, not with one.\n\n")
+	fmt.Fprintf(b, "| run (UTC) | commit | CPU per call over the bare proxy's, 16 saturated callers: plain / stream | first byte's added p50 beyond the bare proxy's, 1 / 16 paced streams | p99 added at 16 paced plain callers: Baton / bare proxy |\n|---|---|---:|---:|---:|\n")
+	fb := func(v int) string {
+		if v < 0 {
+			return "n/a"
+		}
+		return fmt.Sprintf("%d µs", v)
+	}
+	for _, g := range gwRuns {
+		fmt.Fprintf(b, "| %s | %s | %.2f / %.2f | %s / %s | %s / %s |\n", g.when, g.commit, g.cpuPlain, g.cpuStream, fb(g.firstByte1), fb(g.first16), g.p99Baton, g.p99Bare)
+	}
+	ratio := func(c gwCell, ok bool) string {
+		b, p := cpuPerCall(c.CPUThrough, c.Through), cpuPerCall(c.CPUProxy, c.Proxy)
+		if !ok || b == 0 || p == 0 {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.2f", float64(b)/float64(p))
+	}
+	beyond := func(c gwCell, ok bool) string {
+		if !ok {
+			return "n/a"
+		}
+		return fmt.Sprintf("%d µs", (c.added50() - c.proxyAdded50()).Microseconds())
+	}
+	cp, okp := r.cell(0, false, 16)
+	cs, oks := r.cell(0, true, 16)
+	s1, ok1 := r.cell(r.ModelTime, true, 1)
+	s16, ok16 := r.cell(r.ModelTime, true, 16)
+	p16, okp16 := r.cell(r.ModelTime, false, 16)
+	p99 := "n/a / n/a"
+	if okp16 && r.ModelTime > 0 {
+		p99 = signed(p16.added99()) + " / " + signed(p16.proxyAdded99())
+	}
+	fmt.Fprintf(b, "| %s (this run) | | %s / %s | %s / %s | %s |\n\n", r.StartedAt.UTC().Format("2006-01-02 15:04"), ratio(cp, okp), ratio(cs, oks), beyond(s1, ok1 && r.ModelTime > 0), beyond(s16, ok16 && r.ModelTime > 0), p99)
 }
