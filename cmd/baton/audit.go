@@ -46,7 +46,7 @@ func ledgerExport(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if fs.NArg() != 1 || !printableID(fs.Arg(0)) {
-		return errors.New("usage: baton ledger export [--url URL --key KEY | --data DIR] HANDOFF_ID")
+		return usageError{errors.New("usage: baton ledger export [--url URL --key KEY | --data DIR] HANDOFF_ID")}
 	}
 	if err := serverOrStore(fs, "ledger export"); err != nil {
 		return err
@@ -258,7 +258,7 @@ func unreachable(err error, base string) error {
 // keySetting names where vkey came from (--log-key or BATON_LOG_KEY).
 func verifyBundle(path, oldPath, keySetting, vkey string, witnesses []string, quorum int, stdout io.Writer) error {
 	if vkey == "" {
-		return errors.New("--bundle needs --log-key (the verifier key the operator published, name+hash+key)")
+		return usageError{errors.New("--bundle needs --log-key (the verifier key the operator published, name+hash+key)")}
 	}
 	if _, err := checkLogKey(keySetting, vkey); err != nil {
 		return err
@@ -360,7 +360,7 @@ func logVerify(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if *vkey == "" || *oldPath == "" {
-		return errors.New("usage: baton log verify --log-key KEY --old CHECKPOINT [--url URL] [--key KEY] [--mirror DIR]")
+		return usageError{errors.New("usage: baton log verify --log-key KEY --old CHECKPOINT [--url URL] [--key KEY] [--mirror DIR]")}
 	}
 	v, err := checkLogKey(setting(fs, "log-key", "BATON_LOG_KEY"), strings.TrimSpace(*vkey))
 	if err != nil {

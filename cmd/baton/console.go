@@ -35,7 +35,7 @@ func consoleLink(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if *tenant == "" || *name == "" || *role == "" {
-		return errors.New("--tenant, --name and --role are required")
+		return usageError{errors.New("--tenant, --name and --role are required")}
 	}
 	if err := checkBaseURL("--url (BATON_CONSOLE_URL)", *base); err != nil {
 		return err

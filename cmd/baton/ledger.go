@@ -129,14 +129,14 @@ func serverOrStore(fs *flag.FlagSet, cmd string) error {
 	if given["url"] {
 		for _, f := range []string{"data", "store", "kurrentdb-url", "kurrentdb-max-append-size"} {
 			if given[f] {
-				return fmt.Errorf("--%s: %s --url reads the server, not a store or data directory: give --url or --%s, not both", f, cmd, f)
+				return usageError{fmt.Errorf("--%s: %s --url reads the server, not a store or data directory: give --url or --%s, not both", f, cmd, f)}
 			}
 		}
 		return nil
 	}
 	for _, f := range []string{"key", "wait"} {
 		if given[f] {
-			return fmt.Errorf("--%s goes with --url (a server's API); %s without --url reads the store in --data", f, cmd)
+			return usageError{fmt.Errorf("--%s goes with --url (a server's API); %s without --url reads the store in --data", f, cmd)}
 		}
 	}
 	return nil
@@ -328,7 +328,7 @@ func keysCreate(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if *tenant == "" {
-		return errors.New("--tenant is required")
+		return usageError{errors.New("--tenant is required")}
 	}
 	// Before the store is opened, which makes one at a new --data.
 	if !domain.ValidTenant(*tenant) {

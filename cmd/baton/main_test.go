@@ -556,8 +556,9 @@ func TestKeysCreateRefusesABadLabelFirst(t *testing.T) {
 }
 
 // A command line that cannot be read (an unknown command, subcommand or
-// flag, a flag's value not of its type, a stray word) exits 2, as Go's
-// flag package and POSIX tools do; a command that ran and failed, 1.
+// flag, a flag's value not of its type, a stray word, a required flag or
+// argument missing, flags that exclude each other) exits 2, as Go's flag
+// package and POSIX tools do; a command that ran and failed, 1.
 func TestUsageErrorsExit2(t *testing.T) {
 	exit := func(err error) int {
 		if err == nil {
@@ -583,7 +584,16 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"store", "check", "extra"}, 2},
 		{[]string{"version", "--bogus"}, 2},
 		{[]string{"ledger", "verify", "--data", missing, "--wat"}, 2},
+		{[]string{"keys", "create", "--data", missing}, 2},
+		{[]string{"console", "link", "--tenant", "default", "--data", missing}, 2},
+		{[]string{"ledger", "export", "--data", missing}, 2},
+		{[]string{"ledger", "verify", "--url", "http://127.0.0.1:1", "--data", missing}, 2},
+		{[]string{"ledger", "verify", "--bundle", filepath.Join(missing, "b")}, 2},
+		{[]string{"log", "verify", "--old", filepath.Join(missing, "c")}, 2},
+		{[]string{"log", "keygen", "--out", filepath.Join(missing, "k"), "--data", missing}, 2},
+		{[]string{"migrate", "--data", missing}, 2},
 		{[]string{"store", "check", "--data", missing}, 1},
+		{[]string{"keys", "create", "--tenant", "Not A Tenant", "--data", missing}, 1},
 		{[]string{"store", "check", "--help"}, 0},
 	} {
 		var stdout, stderr bytes.Buffer

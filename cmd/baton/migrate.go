@@ -40,7 +40,7 @@ func migrateStore(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("migrate: only --from bolt --to kurrent is supported (got --from %q --to %q)", *from, *to)
 	}
 	if *url == "" {
-		return errors.New("migrate: --kurrentdb-url (or BATON_KURRENTDB_URL) is required")
+		return usageError{errors.New("migrate: --kurrentdb-url (or BATON_KURRENTDB_URL) is required")}
 	}
 	if *limit < 0 {
 		return errors.New("migrate: --limit must not be negative")

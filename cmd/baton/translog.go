@@ -439,7 +439,7 @@ func logKeygen(args []string, stdout io.Writer) error {
 	})
 	switch {
 	case outGiven && dataGiven:
-		return fmt.Errorf("--out and --data: give --data DIR (the key goes to DIR/%s, which serve reads) or --out FILE (then serve with --log-key-file FILE), not both", KeyFileName)
+		return usageError{fmt.Errorf("--out and --data: give --data DIR (the key goes to DIR/%s, which serve reads) or --out FILE (then serve with --log-key-file FILE), not both", KeyFileName)}
 	case outGiven && *out == "":
 		return fmt.Errorf("--out is empty; give the file to write the signing key to (default %s)", filepath.Join(*data, KeyFileName))
 	case !outGiven:
