@@ -469,12 +469,16 @@ func logKeygen(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("writing the key to %s: %w", *out, err)
 	}
-	if _, err := fmt.Fprintln(f, skey); err != nil {
-		f.Close()
-		return err
+	_, werr := fmt.Fprintln(f, skey)
+	if werr == nil {
+		werr = f.Sync() // the verifier key is published: its key must outlast a crash
 	}
-	if err := f.Close(); err != nil {
-		return err
+	if err := errors.Join(werr, f.Close()); err != nil {
+		// Made here (O_EXCL): a key cut short (a full disk) is no key, and
+		// left behind it was refused by serve and taken by a new keygen
+		// for a key in use.
+		os.Remove(*out)
+		return fmt.Errorf("writing the key to %s: %w (nothing was kept)", *out, err)
 	}
 	fmt.Fprintln(stdout, vkey)
 	use := fmt.Sprintf("baton serve --data %s signs with it from its next start", *data)
