@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -74,5 +76,51 @@ func firstKeySignalled(t *testing.T, dir string) {
 	fmt.Printf("start-up stopped: %v\n", err)
 	if err == nil {
 		t.Fatal("the start-up went on after the signal")
+	}
+}
+
+// lostAnswer is a store whose append to the keys stream is recorded but
+// answered ErrUnavailable, as a KurrentDB connection that drops after the
+// append went out.
+type lostAnswer struct{ eventstore.Store }
+
+func (s lostAnswer) Append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	r, err := s.Store.Append(ctx, stream, exp, evs...)
+	if stream == domain.KeysStream && err == nil {
+		return eventstore.AppendResult{}, fmt.Errorf("connection dropped: %w", eventstore.ErrUnavailable)
+	}
+	return r, err
+}
+
+// A first key whose append the store may have recorded without saying so
+// is printed with the failure: the start failed, the key was recorded
+// unseen, and no later start made another (the store had a key).
+func TestAFirstKeyTheStoreMayHaveRecordedIsPrinted(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := bolt.Open(dir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	proj, err := openReadModels(ctx, dir, storeBolt, st, zerolog.Nop(), projections.Keys{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proj.Close()
+	var out strings.Builder
+	err = bootstrapKey(ctx, ledger.NewKeys(lostAnswer{st}), proj, "127.0.0.1:8080", &out)
+	if !errors.Is(err, eventstore.ErrUnavailable) {
+		t.Fatalf("bootstrapKey = %v", err)
+	}
+	m := regexp.MustCompile(`export BATON_API_KEY=(btn_sk_\S+)`).FindStringSubmatch(out.String())
+	if m == nil || !strings.Contains(out.String(), "did not answer whether it recorded it") {
+		t.Fatalf("the key was not printed:\n%s", out.String())
+	}
+	if err := proj.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := proj.KeyByHash(domain.HashKey(m[1])); err != nil || !rec.Admin {
+		t.Fatalf("the key printed is not the one recorded: %+v %v", rec, err)
 	}
 }

@@ -722,6 +722,15 @@ func bootstrapKey(ctx context.Context, keys *ledger.Keys, proj *projections.Runn
 	signal.Notify(held, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(held)
 	k, created, err := keys.Bootstrap(ctx)
+	if err != nil && k.Key != "" {
+		// The store did not say whether it recorded the key: shown, it is
+		// the operator's if it was; if not, the next start makes another.
+		fmt.Fprintf(stderr, "\n  No API keys existed, so Baton tried to create an admin key for tenant %q, and the store\n  did not answer whether it recorded it (%v).\n  If it did, this is the key, shown only this once (its id is %s):\n\n    export BATON_API_KEY=%s\n\n  If it did not, the next start creates and prints another.\n\n", k.Tenant, err, k.KeyID, k.Key)
+		if f, ok := stderr.(interface{ Flush() }); ok {
+			f.Flush()
+		}
+		return err
+	}
 	if err != nil {
 		return err
 	}

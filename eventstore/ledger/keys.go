@@ -95,7 +95,11 @@ const BootstrapTenant = "default"
 
 // Bootstrap creates the first admin key when the keys stream does not exist
 // yet: of several replicas starting together on an empty store, exactly
-// one creates it (created is false for the others).
+// one creates it (created is false for the others). On an error after
+// which the append may have been recorded (eventstore.MayHaveCommitted),
+// key is the key it tried to record, for the caller to show: recorded
+// unseen, it would be an admin key nobody has, and no later start makes
+// another.
 func (s *Keys) Bootstrap(ctx context.Context) (key NewKey, created bool, err error) {
 	k, e, err := mint(BootstrapTenant, true, "bootstrap", eventstore.Metadata{Tenant: BootstrapTenant, Actor: "baton:first-start"})
 	if err != nil {
@@ -104,6 +108,9 @@ func (s *Keys) Bootstrap(ctx context.Context) (key NewKey, created bool, err err
 	_, err = s.store.Append(ctx, domain.KeysStream, eventstore.NoStream(), e)
 	if errors.Is(err, eventstore.ErrConflict) {
 		return NewKey{}, false, nil // another replica, or `keys create`, was first
+	}
+	if err != nil && eventstore.MayHaveCommitted(err) {
+		return k, false, err
 	}
 	if err != nil {
 		return NewKey{}, false, err
