@@ -367,7 +367,10 @@ func keysCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	if k.Admin {
 		kind = "admin"
 	}
-	fmt.Fprintln(stdout, k.Key)
+	if _, err := fmt.Fprintln(stdout, k.Key); err != nil {
+		// Said "created ... shown once" and exited 0, the key nowhere.
+		return fmt.Errorf("%s key %s for tenant %q was created, but writing it out failed (%w): nobody has it; revoke it (DELETE /v1/admin/keys/%s, while a server runs) and create another", kind, k.KeyID, k.Tenant, err, k.KeyID)
+	}
 	fmt.Fprintf(os.Stderr, "created %s key %s for tenant %q (%s). It is shown once; Baton stores only its hash.\n", kind, k.KeyID, k.Tenant, k.Display)
 	return nil
 }

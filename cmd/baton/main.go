@@ -105,19 +105,46 @@ func main() {
 	// (four ids a model call). Here, before any goroutine: it is not safe
 	// beside a running generator.
 	uuid.EnableRandPool()
-	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, errChainBroken) && !errors.Is(err, errLogBroken) {
-			fmt.Fprintln(os.Stderr, "baton:", err)
-		}
-		code := 1
-		if ec, ok := errors.AsType[interface {
-			error
-			ExitCode() int
-		}](err); ok {
-			code = ec.ExitCode()
-		}
-		os.Exit(code)
+	os.Exit(runMain(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// runMain runs the command args names and returns the process's exit
+// status, having printed its error. Output that could not be written (a
+// full disk under `> file`) fails the command: it exited 0 with a report,
+// a bundle or a key that went nowhere.
+func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	out := &checkedWriter{w: stdout}
+	err := run(ctx, args, out, stderr)
+	if err == nil && out.err != nil {
+		err = fmt.Errorf("writing the output: %w", out.err)
 	}
+	if err == nil {
+		return 0
+	}
+	if !errors.Is(err, errChainBroken) && !errors.Is(err, errLogBroken) {
+		fmt.Fprintln(stderr, "baton:", err)
+	}
+	if ec, ok := errors.AsType[interface {
+		error
+		ExitCode() int
+	}](err); ok {
+		return ec.ExitCode()
+	}
+	return 1
+}
+
+// checkedWriter keeps the first error of its writes.
+type checkedWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *checkedWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return n, err
 }
 
 // run runs the command args[0] names. `baton COMMAND -h` (or --help) prints

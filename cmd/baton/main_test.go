@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -600,5 +601,29 @@ func TestUsageErrorsExit2(t *testing.T) {
 		if got := exit(run(context.Background(), tt.args, &stdout, &stderr)); got != tt.want {
 			t.Errorf("baton %v: exit %d, want %d", tt.args, got, tt.want)
 		}
+	}
+}
+
+// failingWriter fails every write, as stdout redirected to a full disk.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// A command whose output cannot be written fails, exit 1: it exited 0,
+// and keys create said "created ... It is shown once" of a key that went
+// nowhere; it now names the key to revoke.
+func TestOutputThatCannotBeWrittenFails(t *testing.T) {
+	dir := t.TempDir()
+	var stderr bytes.Buffer
+	if code := runMain(context.Background(), []string{"version"}, failingWriter{}, &stderr); code != 1 || !strings.Contains(stderr.String(), "writing the output") {
+		t.Fatalf("version: exit %d, %s", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := runMain(context.Background(), []string{"keys", "create", "--tenant", "acme", "--data", dir}, failingWriter{}, &stderr); code != 1 || !regexp.MustCompile(`key key_\w+ for tenant "acme" was created, but writing it out failed .*revoke it`).MatchString(stderr.String()) {
+		t.Fatalf("keys create: exit %d, %s", code, stderr.String())
+	}
+	var stdout bytes.Buffer
+	if code := runMain(context.Background(), []string{"version"}, &stdout, &stderr); code != 0 || !strings.HasPrefix(stdout.String(), "baton ") {
+		t.Fatalf("version: exit %d, %q", code, stdout.String())
 	}
 }
