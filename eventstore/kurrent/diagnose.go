@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,12 +28,25 @@ type diagnosedError struct {
 func (e *diagnosedError) Error() string { return e.msg }
 func (e *diagnosedError) Unwrap() error { return e.err }
 
+// mismatch is what the client says when what answers is not a KurrentDB
+// node of the TLS setting given, or nothing answers: the failures diagnose
+// looks into. Others (a certificate, a password) say enough themselves.
+var mismatch = []string{
+	"connection refused",
+	"first record does not look like a TLS handshake", // TLS on, a plain server
+	"error reading server preface",                    // tls=false, an HTTP/1 or TLS server
+	"http2: frame too large",
+}
+
 // diagnose says what answers at the endpoints of conf when the first
-// connection failed: the client says only that discovery gave up, in
-// gRPC's words ("tls: first record does not look like a TLS handshake",
-// "http2: frame too large"), which name neither the address nor what is
-// there. It returns "" when it finds nothing to say.
-func diagnose(ctx context.Context, conf esdb.Configuration) string {
+// connection failed with err: the client says only that discovery gave
+// up, in gRPC's words ("tls: first record does not look like a TLS
+// handshake", "http2: frame too large"), which name neither the address
+// nor what is there. It returns "" when it finds nothing to say.
+func diagnose(ctx context.Context, conf esdb.Configuration, err error) string {
+	if !slices.ContainsFunc(mismatch, func(m string) bool { return strings.Contains(err.Error(), m) }) {
+		return ""
+	}
 	var addrs []string
 	switch {
 	case conf.DnsDiscover:

@@ -28,6 +28,7 @@ func TestOpenSaysWhatAnswersWhereKurrentDBWasExpected(t *testing.T) {
 	defer web.Close()
 	webTLS := httptest.NewUnstartedServer(http.NotFoundHandler())
 	webTLS.Config.ErrorLog = log.New(io.Discard, "", 0) // the client's plain requests
+	webTLS.EnableHTTP2 = true                           // offers h2, as a node does
 	webTLS.StartTLS()
 	defer webTLS.Close()
 	double := startDouble(t, kurrenttest.Options{})
@@ -47,6 +48,10 @@ func TestOpenSaysWhatAnswersWhereKurrentDBWasExpected(t *testing.T) {
 		{"esdb://" + host(webTLS.URL) + "?tls=false", []string{"speaks TLS answers at " + host(webTLS.URL), "drop tls=false"}},
 		{"esdb://" + none + "?tls=false", []string{"nothing listens at " + none}},
 		{"esdb://" + double.Addr(), []string{"HTTP/2 without TLS", "add tls=false"}},
+		// A TLS server whose certificate is not trusted: the client's
+		// words say it, and no probe (whose plain request a TLS server
+		// may answer in plain HTTP) speaks over them.
+		{"esdb://" + host(webTLS.URL), []string{"certificate"}},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		s, err := kurrent.Open(ctx, kurrent.Config{URL: tt.url})
@@ -56,7 +61,7 @@ func TestOpenSaysWhatAnswersWhereKurrentDBWasExpected(t *testing.T) {
 			t.Fatalf("%s: opened", tt.url)
 		}
 		msg := err.Error()
-		if !strings.Contains(msg, "connect to "+tt.url+": ") || strings.Contains(msg, "rpc error") {
+		if !strings.Contains(msg, "connect to "+tt.url+": ") || strings.Contains(msg, "rpc error") != (tt.want[0] == "certificate") {
 			t.Errorf("%s: %v", tt.url, err)
 		}
 		for _, w := range tt.want {

@@ -120,7 +120,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.base, s.cancel = context.WithCancel(context.Background())
 	if err := s.ping(ctx); err != nil {
 		s.Close()
-		if what := diagnose(context.WithoutCancel(ctx), *conf); what != "" {
+		if what := diagnose(context.WithoutCancel(ctx), *conf, err); what != "" {
 			return nil, &diagnosedError{msg: fmt.Sprintf("kurrent: connect to %s: %s", redact(cfg.URL), what), err: err}
 		}
 		return nil, fmt.Errorf("kurrent: connect to %s: %w", redact(cfg.URL), err)
