@@ -419,6 +419,9 @@ func TestAFileAFailedCreationLeftIsMadeAgain(t *testing.T) {
 	for _, keep := range []int{0, 2 * os.Getpagesize()} {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, bolt.FileName), first[:keep], 0o600)
+		if rep, err := bolt.CheckDir(context.Background(), dir, bolt.Options{}); err != nil || rep.Events != 0 {
+			t.Fatalf("check of %d bytes left by a failed creation: %+v, %v", keep, rep, err)
+		}
 		s, err := bolt.Open(dir, bolt.Options{})
 		if err != nil {
 			t.Fatalf("%d bytes left by a failed creation: %v", keep, err)

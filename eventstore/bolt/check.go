@@ -43,7 +43,9 @@ func CheckDir(ctx context.Context, dir string, opts Options) (rep CheckReport, e
 		opts.LockTimeout = 500 * time.Millisecond
 	}
 	path := filepath.Join(dir, FileName)
-	if err := checkFile(path); err != nil {
+	if err := checkFile(path); errors.As(err, new(unbornError)) && !exists(filepath.Join(dir, JournalFileName)) {
+		return rep, nil // a creation that failed: no event, and Open makes the store again
+	} else if err != nil {
 		return rep, err
 	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))

@@ -210,10 +210,16 @@ func repairUnborn(path, journal string) bool {
 		return false
 	}
 	defer unlock()
-	if _, err := os.Lstat(journal); !errors.Is(err, fs.ErrNotExist) || !errors.As(checkFile(path), new(unbornError)) {
+	if exists(journal) || !errors.As(checkFile(path), new(unbornError)) {
 		return false
 	}
 	return f.Truncate(0) == nil && f.Sync() == nil
+}
+
+// exists reports whether something is at path (or Lstat cannot tell).
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return !errors.Is(err, fs.ErrNotExist)
 }
 
 func openError(path string, err error) error {
