@@ -105,7 +105,7 @@ func ledgerExport(ctx context.Context, args []string, stdout io.Writer) error {
 		if err := storeOpts.notBackupByDefault(fs, *data); err != nil {
 			return err
 		}
-		store, err := storeOpts.openExisting(ctx, *data, zerolog.Nop())
+		store, err := storeOpts.openToRead(ctx, *data, zerolog.Nop())
 		if errors.Is(err, eventstore.ErrLocked) {
 			return fmt.Errorf("%w; while it serves, export through it: --url http://HOST:PORT --key KEY", err)
 		}

@@ -1141,3 +1141,32 @@ func TestStoreCheckWritesNothing(t *testing.T) {
 		}
 	}
 }
+
+// ledger verify --data reads a backup it may not write, and leaves it as
+// it was: it opened the store to write, as serve does, so a read-only
+// backup was refused and a writable one changed (its journal moved into
+// events.db and zeroed) by a command that only reads.
+func TestLedgerVerifyDataWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"keys", "create", "--tenant", "acme", "--data", dir}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{bolt.FileName, bolt.JournalFileName}
+	before := map[string][]byte{}
+	for _, name := range names {
+		before[name], _ = os.ReadFile(filepath.Join(dir, name))
+		os.Chmod(filepath.Join(dir, name), 0o444)
+	}
+	os.Chmod(dir, 0o555)
+	defer os.Chmod(dir, 0o700)
+	out.Reset()
+	if err := run(context.Background(), []string{"ledger", "verify", "--data", dir}, &out, &out); err != nil || !strings.Contains(out.String(), "0 handoffs, 0 events, 0 broken") {
+		t.Fatalf("ledger verify of a read-only backup: %v\n%s", err, out.String())
+	}
+	for _, name := range names {
+		if now, _ := os.ReadFile(filepath.Join(dir, name)); !bytes.Equal(now, before[name]) {
+			t.Errorf("ledger verify changed %s", name)
+		}
+	}
+}

@@ -91,6 +91,24 @@ func (f storeFlags) openExisting(ctx context.Context, data string, log zerolog.L
 	return f.open(ctx, data, log)
 }
 
+// openToRead is openExisting for a command that only reads the store
+// (ledger verify, ledger export): the embedded store is opened read-only
+// and left as it was, its journal not moved into the file, so that a
+// backup on a read-only file system, or in files this user may only read,
+// can be read too.
+func (f storeFlags) openToRead(ctx context.Context, data string, log zerolog.Logger) (eventstore.Store, error) {
+	if *f.kind != storeBolt {
+		return f.openExisting(ctx, data, log)
+	}
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	if err := boltExists(data, setting(f.fs, "data", "BATON_DATA_DIR")); err != nil {
+		return nil, err
+	}
+	return bolt.OpenReadOnly(data, bolt.Options{})
+}
+
 // boltExists says whether data, given as setting (--data or
 // BATON_DATA_DIR), holds an embedded store.
 func boltExists(data, setting string) error {

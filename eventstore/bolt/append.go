@@ -40,6 +40,9 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	if err := ctx.Err(); err != nil {
 		return eventstore.AppendResult{}, err
 	}
+	if s.readOnly {
+		return eventstore.AppendResult{}, ErrReadOnly
+	}
 	if p := s.failed.Load(); p != nil {
 		return eventstore.AppendResult{}, fmt.Errorf("%w: %v", eventstore.ErrFailed, *p)
 	}

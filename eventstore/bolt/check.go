@@ -32,32 +32,76 @@ type CheckReport struct {
 }
 
 // CheckDir runs Check on the store in dir without writing to it: the file
-// is opened read-only, so that a backup on a read-only file system, or in
-// files this user may only read, can be checked, and so that a check
-// leaves the files it checks as they were (Open moves the journal into
-// the file and zeroes it). The journal is read, not moved: its events the
-// file lacks must be a run of sound frames that continues the file's
+// is opened read-only (OpenReadOnly), so that a backup on a read-only file
+// system, or in files this user may only read, can be checked, and so that
+// a check leaves the files it checks as they were (Open moves the journal
+// into the file and zeroes it). The journal is read, not moved: its events
+// the file lacks must be a run of sound frames that continues the file's
 // positions, and are counted in Journaled.
 func CheckDir(ctx context.Context, dir string, opts Options) (rep CheckReport, err error) {
+	s, empty, err := openReadOnly(dir, opts)
+	if err != nil || s == nil {
+		return rep, err // nil, nil: a creation that failed, no event
+	}
+	defer s.Close()
+	if !empty {
+		if rep, err = s.Check(ctx); err != nil {
+			return rep, err
+		}
+	}
+	rep.Journaled = uint64(s.pend.count())
+	return rep, nil
+}
+
+// ErrReadOnly is an append to a store opened with OpenReadOnly.
+var ErrReadOnly = errors.New("eventstore: the store was opened read-only")
+
+// OpenReadOnly opens the store in dir to read it, writing nothing to it:
+// the file is opened read-only, with a shared lock (a server that holds it
+// makes this ErrLocked), and the journal's events the file lacks are read
+// and served from memory, as the writer's pending events are, not moved
+// into the file. Appends fail with ErrReadOnly.
+func OpenReadOnly(dir string, opts Options) (*Store, error) {
+	s, empty, err := openReadOnly(dir, opts)
+	if err == nil && (s == nil || empty) {
+		if s != nil {
+			s.Close()
+		}
+		return nil, fmt.Errorf("eventstore: %s holds no store yet: its creation did not finish (baton serve or keys create makes it)", filepath.Join(dir, FileName))
+	}
+	return s, err
+}
+
+// openReadOnly is OpenReadOnly; empty: the file has no buckets yet (bbolt
+// made it, Open never committed to it); a nil store and no error: a file
+// a failed creation left (checkFile's unbornError), no journal beside it.
+func openReadOnly(dir string, opts Options) (s *Store, empty bool, err error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = 500 * time.Millisecond
 	}
 	path := filepath.Join(dir, FileName)
 	if err := checkFile(path); errors.As(err, new(unbornError)) && !exists(filepath.Join(dir, JournalFileName)) {
-		return rep, nil // a creation that failed: no event, and Open makes the store again
+		return nil, false, nil
 	} else if err != nil {
-		return rep, err
+		return nil, false, err
 	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer recoverCorrupt(&err, path)
-	// A shared lock: a server that holds the file makes this ErrLocked.
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: opts.LockTimeout})
+	var db *bbolt.DB
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %s: %v", eventstore.ErrCorrupt, path, r)
+		}
+		if err != nil && db != nil {
+			db.Close()
+			s = nil
+		}
+	}()
+	db, err = bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: opts.LockTimeout})
 	if err != nil {
-		return rep, openError(path, err)
+		return nil, false, openError(path, err)
 	}
-	defer db.Close()
-	s := &Store{db: db, path: path, opts: opts}
-	empty := false
+	s = &Store{db: db, path: path, opts: opts, readOnly: true, pend: newPending(),
+		notify: make(chan struct{}), stop: make(chan struct{}), progress: make(chan struct{})}
 	err = db.View(func(tx *bbolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
@@ -78,32 +122,35 @@ func CheckDir(ctx context.Context, dir string, opts Options) (rep CheckReport, e
 		return nil
 	})
 	if err != nil {
-		return rep, err
+		return nil, false, err
 	}
 	if !empty {
 		if err := s.readEveryPage(); err != nil {
-			return rep, err
+			return nil, false, err
 		}
 		if err := s.readHead(); err != nil {
-			return rep, err
+			return nil, false, err
 		}
 	}
 	jpath := filepath.Join(dir, JournalFileName)
 	data, err := os.ReadFile(jpath)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return rep, fmt.Errorf("eventstore: journal %s: %w", jpath, err)
+		return nil, false, fmt.Errorf("eventstore: journal %s: %w", jpath, err)
 	}
 	evs, err := journalEvents(data, s.indexed.Load())
 	if err != nil {
-		return rep, fmt.Errorf("%w: %s: %v", eventstore.ErrCorrupt, jpath, err)
+		return nil, false, fmt.Errorf("%w: %s: %v", eventstore.ErrCorrupt, jpath, err)
 	}
-	if !empty {
-		if rep, err = s.Check(ctx); err != nil {
-			return rep, err
-		}
+	if len(evs) > 0 && empty {
+		return nil, false, fmt.Errorf("%w: %s: the journal holds events, the file no store", eventstore.ErrCorrupt, path)
 	}
-	rep.Journaled = uint64(len(evs))
-	return rep, nil
+	for _, e := range evs {
+		s.pend.add(e)
+	}
+	if len(evs) > 0 {
+		s.head.Store(evs[len(evs)-1].pos)
+	}
+	return s, empty, nil
 }
 
 // Check reads the whole file in one read transaction and verifies bbolt's
@@ -112,9 +159,11 @@ func CheckDir(ctx context.Context, dir string, opts Options) (rep CheckReport, e
 // agreeing with the records. It is what `baton store check` runs.
 func (s *Store) Check(ctx context.Context) (rep CheckReport, err error) {
 	// Everything acknowledged is checked: the journaled events go into the
-	// file first.
-	if err := s.waitIndexed(ctx, s.head.Load()); err != nil {
-		return rep, err
+	// file first (read-only, they stay in the journal; CheckDir counts them).
+	if !s.readOnly {
+		if err := s.waitIndexed(ctx, s.head.Load()); err != nil {
+			return rep, err
+		}
 	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer recoverCorrupt(&err, s.path)

@@ -765,3 +765,54 @@ func TestCheckDirReadsTheJournalWithoutMovingIt(t *testing.T) {
 		t.Fatalf("a journal that skips a position: %v", err)
 	}
 }
+
+// OpenReadOnly reads a store it may not write, journal included, and
+// writes nothing: reads see the journal's events the file lacks, as after
+// Open, and appends fail.
+func TestOpenReadOnlyReadsTheJournalAndWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(context.Background(), "s", eventstore.NoStream(), eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: "Tick"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	jpath := filepath.Join(dir, JournalFileName)
+	journal, _ := os.ReadFile(jpath)
+	copy(journal, frames(record(t, "t", 0, 2), record(t, "t", 1, 3)))
+	os.WriteFile(jpath, journal, 0o600)
+	before := map[string][]byte{}
+	for _, name := range []string{FileName, JournalFileName} {
+		before[name], _ = os.ReadFile(filepath.Join(dir, name))
+		os.Chmod(filepath.Join(dir, name), 0o444)
+	}
+	os.Chmod(dir, 0o555)
+	defer os.Chmod(dir, 0o700)
+	ro, err := OpenReadOnly(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := ro.ReadAll(context.Background(), eventstore.Start, 10)
+	if err != nil || len(all) != 3 {
+		t.Fatalf("ReadAll = %d events, %v", len(all), err)
+	}
+	if evs, err := ro.ReadStream(context.Background(), "t", 0, 10); err != nil || len(evs) != 2 || evs[1].Revision != 1 {
+		t.Fatalf("ReadStream of the journal's stream = %v, %v", evs, err)
+	}
+	if h, _ := ro.Head(context.Background()); h.Commit != 3 {
+		t.Fatalf("head %d", h.Commit)
+	}
+	if _, err := ro.Append(context.Background(), "u", eventstore.NoStream(), eventstore.EventData{ID: uuid.Must(uuid.NewV7()), Type: "Tick"}); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("append: %v", err)
+	}
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range before {
+		if now, _ := os.ReadFile(filepath.Join(dir, name)); !bytes.Equal(now, b) {
+			t.Errorf("reading changed %s", name)
+		}
+	}
+}

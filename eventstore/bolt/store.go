@@ -63,9 +63,10 @@ type Options struct {
 
 // Store is the bbolt-backed eventstore.Store.
 type Store struct {
-	db   *bbolt.DB
-	path string
-	opts Options
+	db       *bbolt.DB
+	path     string
+	opts     Options
+	readOnly bool // OpenReadOnly: no writer, syncer, completer or indexer
 
 	mu     sync.RWMutex // guards closed against concurrent Append/Close
 	closed bool
@@ -233,8 +234,8 @@ func openError(path string, err error) error {
 		return fmt.Errorf("eventstore: cannot open %s: permission denied (the data directory must be readable and writable by this user)", path)
 	case errors.Is(err, syscall.EROFS):
 		// A backup's snapshot mounted to be read: Open writes, as the
-		// journal goes into the file first; CheckDir opens it read-only.
-		return fmt.Errorf("eventstore: cannot open %s: the file system is read-only (the data directory must be writable, for the commands that only read it too: the journal is moved into the file when it opens; baton store check checks it where it is; copy a backup somewhere writable for the others)", path)
+		// journal goes into the file first; OpenReadOnly does not.
+		return fmt.Errorf("eventstore: cannot open %s: the file system is read-only (this command writes to the store, which must be writable for it; baton store check, ledger verify --data and ledger export --data read it where it is)", path)
 	}
 	return fmt.Errorf("eventstore: open %s: %w", path, err)
 }
@@ -414,6 +415,11 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	if s.readOnly {
+		s.mu.Unlock()
+		close(s.stop)
+		return s.db.Close()
+	}
 	close(s.reqs)
 	s.mu.Unlock()
 	<-s.done
