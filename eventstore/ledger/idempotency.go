@@ -148,11 +148,35 @@ func keyReused() error {
 		"This Idempotency-Key was used with a different request (another body, or another endpoint); use a new key for a new request.")
 }
 
-func keyInFlight() error {
+func keyInFlight() error { return keyInFlightFor(1) }
+
+// keyInFlightFor is the in-flight error with Retry-After wait seconds.
+func keyInFlightFor(wait int) error {
 	e := domain.E("idempotency", domain.KindConflict, "idempotency_in_flight",
 		"A request with this Idempotency-Key is still being processed; retry after it finishes to get its answer.")
-	e.RetryAfter = 1
+	e.RetryAfter = wait
 	return e
+}
+
+// maxInFlightWait bounds the Retry-After of a key in flight: a client
+// still looks again within a minute, and the OpenAI and Anthropic SDKs
+// ignore a longer one.
+const maxInFlightWait = 60
+
+// inFlightWait is the Retry-After, in seconds, for a key whose claim was
+// started or last renewed at at: 1, unless the claim has missed its
+// renewal (they come every third of the lease; a twentieth more allows
+// for a slow append or another replica's clock). Its process has most
+// likely died, and the key is free only once the lease runs out: the time
+// left on it, within maxInFlightWait. Told 1 s, a retry came back about
+// 600 times over a dead claim's lease.
+func (s *Idempotency) inFlightWait(at time.Time) int {
+	since := s.now().Sub(at)
+	if since <= s.Lease/3+s.Lease/20 {
+		return 1
+	}
+	left := (s.Lease - since + time.Second - 1) / time.Second
+	return int(min(max(left, 1), maxInFlightWait))
 }
 
 // Begin claims key for a request of endpoint with body. When the key holds
@@ -702,7 +726,7 @@ func (s *Idempotency) lookup(evs []eventstore.RecordedEvent, hashes Hashes, excl
 		return eventstore.ExpectedRevision{}, nil, nil, nil, keyReused()
 	}
 	if completed == nil {
-		return eventstore.ExpectedRevision{}, nil, nil, nil, keyInFlight()
+		return eventstore.ExpectedRevision{}, nil, nil, nil, keyInFlightFor(s.inFlightWait(at))
 	}
 	return eventstore.ExpectedRevision{}, &completed.Answer, nil, nil, nil
 }

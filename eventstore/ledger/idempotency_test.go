@@ -3,6 +3,8 @@ package ledger
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -216,4 +218,49 @@ func FuzzIdemCanonical(f *testing.F) {
 			t.Fatalf("%q: got %q %v, the oracle %q %v", body, got, ok, want, wantOK)
 		}
 	})
+}
+
+// A key in flight on a shared store is retried after a second while its
+// claim is renewed on time; once the claim has missed its renewal (its
+// process died), after the time left on its lease, at most a minute: a
+// dead claim was retried every second for its whole lease.
+func TestIdemInFlightRetryAfterFollowsTheLease(t *testing.T) {
+	h := BodyHashes("generate", []byte(`{"a":1}`))
+	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	started, _ := json.Marshal(idemStarted{Endpoint: "generate", BodyHash: h.Raw, BodyJSONHash: h.JSON, RequestID: "r1", StartedAt: start})
+	evs := []eventstore.RecordedEvent{{StreamID: "idem-t-x", EventData: eventstore.EventData{Type: evIdemStarted, Data: started}}}
+	s := NewIdempotency(nil, time.Hour)
+	for _, c := range []struct {
+		after time.Duration
+		want  int
+	}{
+		{time.Second, 1},
+		{3 * time.Minute, 1},                 // its renewal is due at 200 s
+		{3*time.Minute + 50*time.Second, 1},  // and may be a little late
+		{4 * time.Minute, 60},                // missed: 6 minutes left, at most a minute
+		{9*time.Minute + 30*time.Second, 30}, // 30 s left
+		{10*time.Minute - 200*time.Millisecond, 1},
+	} {
+		s.now = func() time.Time { return start.Add(c.after) }
+		_, _, _, _, err := s.lookup(evs, h, false)
+		var de *domain.Error
+		if !errors.As(err, &de) || de.Code != "idempotency_in_flight" || de.RetryAfter != c.want {
+			t.Fatalf("%v into the lease: %v, want idempotency_in_flight after %d s", c.after, retryAfterOf(err), c.want)
+		}
+	}
+	// A renewal counts from its own time.
+	renewed, _ := json.Marshal(idemRenewed{RenewedAt: start.Add(3 * time.Minute)})
+	evs = append(evs, eventstore.RecordedEvent{StreamID: "idem-t-x", Revision: 1, EventData: eventstore.EventData{Type: evIdemRenewed, Data: renewed}})
+	s.now = func() time.Time { return start.Add(5 * time.Minute) }
+	if _, _, _, _, err := s.lookup(evs, h, false); retryAfterOf(err) != "idempotency_in_flight after 1 s" {
+		t.Fatalf("2 minutes after a renewal: %v", retryAfterOf(err))
+	}
+}
+
+func retryAfterOf(err error) string {
+	var de *domain.Error
+	if !errors.As(err, &de) {
+		return fmt.Sprint(err)
+	}
+	return fmt.Sprintf("%s after %d s", de.Code, de.RetryAfter)
 }
