@@ -133,8 +133,13 @@ func (s *Server) withIdempotency(endpoint string, h http.HandlerFunc) http.Handl
 			}
 			if err != nil {
 				// The answer still goes out; the key stays held while
-				// its write is tried again (ledger.Claim.Complete).
-				s.log.Error().Str("requestId", RequestID(ctx)).Err(err).Msg("idempotent answer not stored yet; trying again")
+				// its write is tried again (ledger.Claim.Complete), if
+				// it is.
+				msg := "idempotent answer not stored yet; trying again"
+				if !ledger.WrittenLater(err) {
+					msg = "idempotent answer not stored; not tried again"
+				}
+				s.log.Error().Str("requestId", RequestID(ctx)).Err(err).Msg(msg)
 			}
 		} else {
 			// A retry runs again; after a 5xx what the request made may
@@ -203,7 +208,11 @@ func (s *Server) releaseIdem(ctx context.Context, claim *ledger.Claim, failed bo
 		free = claim.Abandon
 	}
 	if err := free(ctx); err != nil {
-		s.log.Error().Str("requestId", RequestID(ctx)).Err(err).Msg("idempotency key not released yet; trying again")
+		msg := "idempotency key not released yet; trying again"
+		if !ledger.WrittenLater(err) {
+			msg = "idempotency key not released; not tried again"
+		}
+		s.log.Error().Str("requestId", RequestID(ctx)).Err(err).Msg(msg)
 	}
 }
 

@@ -557,6 +557,11 @@ func retryable(err error) bool {
 	return err != nil && !errors.Is(err, eventstore.ErrConflict) && !errors.Is(err, eventstore.ErrInvalidEvent) && !errors.Is(err, eventstore.ErrClosed)
 }
 
+// WrittenLater reports whether a failed Complete, Release or Abandon is
+// written again in the background: not after a conflict (another request
+// took the key over), an event the store refuses, or a closed store.
+func WrittenLater(err error) bool { return retryable(err) }
+
 // goLater runs write, a background write of a claim, counted for Settle.
 func (s *Idempotency) goLater(write func()) {
 	s.laterMu.Lock()
