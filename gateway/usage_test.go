@@ -16,6 +16,8 @@ import (
 
 	"github.com/batonhq/baton/eventstore"
 	"github.com/batonhq/baton/eventstore/bolt"
+	"github.com/batonhq/baton/eventstore/kurrent"
+	"github.com/batonhq/baton/eventstore/kurrent/kurrenttest"
 )
 
 // The writer appends every record, batching per tenant, drains on Close,
@@ -419,5 +421,92 @@ func TestUsageWriterAfterCloseReportsRefusalsAtOnce(t *testing.T) {
 	wg.Wait()
 	if lost.Load() != 8 {
 		t.Fatalf("%d of 8 reported", lost.Load())
+	}
+}
+
+// lostAckStore commits an append to a usage stream and then answers the
+// first few as a store that went away mid-write does.
+type lostAckStore struct {
+	eventstore.Store
+	lose atomic.Int64
+}
+
+func (s *lostAckStore) Append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs ...eventstore.EventData) (eventstore.AppendResult, error) {
+	res, err := s.Store.Append(ctx, stream, exp, evs...)
+	if err == nil && strings.HasPrefix(stream, "usage-") && s.lose.Add(-1) >= 0 {
+		return eventstore.AppendResult{}, fmt.Errorf("lost answer: %w", eventstore.ErrUnavailable)
+	}
+	return res, err
+}
+
+// A usage append whose answer was lost, though it committed, is held and
+// appended again with the same event ids, which the store answers from
+// the commit: each record is in the stream once, and counted once by the
+// replica that settled it and by one that follows the feed, on the
+// embedded store and on KurrentDB's test double.
+func TestUsageWriterLostAnswerCountsOnce(t *testing.T) {
+	for _, kind := range []string{"bolt", "kurrent"} {
+		t.Run(kind, func(t *testing.T) {
+			var inner eventstore.Store
+			if kind == "bolt" {
+				s, err := bolt.Open(t.TempDir(), bolt.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				inner = s
+			} else {
+				srv, err := kurrenttest.Start(kurrenttest.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(srv.Stop)
+				s, err := kurrent.Open(t.Context(), kurrent.Config{URL: srv.URL()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				inner = s
+			}
+			defer inner.Close()
+			store := &lostAckStore{Store: inner}
+			store.lose.Store(3)
+			settling := NewBudgets(nil)
+			w := NewUsageWriter(store, func(id uuid.UUID, _ UsageRecord, err error) { t.Errorf("%s lost: %v", id, err) })
+			w.Linger = time.Millisecond
+			w.RetryEvery = 5 * time.Millisecond
+			const calls = 6
+			for i := range calls {
+				hold, err := settling.Reserve(t.Context(), "t", "m", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cost, id, at := 1.0, hold.UsageID(), settling.Now()
+				hold.Settle(&cost, id, at)
+				w.Record(id, UsageRecord{Tenant: "t", CostUSD: &cost, RequestID: fmt.Sprint(i), Outcome: "ok", At: at})
+				time.Sleep(2 * time.Millisecond) // one window each, so that several are lost
+			}
+			// Every lost answer taken, and then an append that was answered
+			// (the writer's queue drains in order).
+			deadline := time.Now().Add(10 * time.Second)
+			for store.lose.Load() >= -1 {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d answers still to lose", store.lose.Load()+1)
+				}
+				cost := 0.0
+				w.Record(uuid.Nil, UsageRecord{Tenant: "u", CostUSD: &cost, Outcome: "ok"})
+				time.Sleep(5 * time.Millisecond)
+			}
+			w.Close()
+			evs, err := ReadUsage(t.Context(), inner, "t", 100)
+			if err != nil || len(evs) != calls {
+				t.Fatalf("%d records in the stream (%v), want %d", len(evs), err, calls)
+			}
+			(&Follower{Store: inner, Appliers: []Applier{settling}}).CatchUp(t.Context())
+			other := newReplica(t, inner, nil)
+			for name, b := range map[string]*Budgets{"settling": settling, "following": other.Budgets} {
+				if got := b.Status("t").DaySpent; got != calls {
+					t.Fatalf("the %s replica counts %v spent, want %d", name, got, calls)
+				}
+			}
+		})
 	}
 }
