@@ -414,6 +414,14 @@ type Budgets struct {
 	// calls already running.
 	unheld map[string]float64
 	now    func() time.Time
+	// seen: the ids of the usage events applied lately, oldest first in
+	// seenRing. A store that keeps an event's id for a retried append only
+	// while it remembers it (KurrentDB's cache of recent ids, which a
+	// restart clears) can store one append twice under one id: counted
+	// once here.
+	seen     map[uuid.UUID]struct{}
+	seenRing []uuid.UUID
+	seenNext int
 
 	store   eventstore.Store // nil: holds stay in this process
 	onError func(error)
@@ -487,7 +495,29 @@ func NewBudgets(now func() time.Time) *Budgets {
 		now = time.Now
 	}
 	return &Budgets{limits: map[string]Limits{}, spent: map[string]*spend{}, holds: map[string]*holdBook{},
-		awaiting: map[uuid.UUID]holdRef{}, settled: map[uuid.UUID]bool{}, unheld: map[string]float64{}, now: now, holdTTL: DefaultHoldTTL}
+		awaiting: map[uuid.UUID]holdRef{}, settled: map[uuid.UUID]bool{}, unheld: map[string]float64{}, now: now, holdTTL: DefaultHoldTTL,
+		seen: map[uuid.UUID]struct{}{}, seenRing: make([]uuid.UUID, 0, seenUsageEvents)}
+}
+
+// seenUsageEvents is how many usage events' ids a replica remembers: at
+// one event a tenant a usage window, days of a busy gateway's retries.
+const seenUsageEvents = 4096
+
+// firstSight records a usage event's id and says whether it was not seen
+// lately. Under b.mu.
+func (b *Budgets) firstSight(id uuid.UUID) bool {
+	if _, ok := b.seen[id]; ok {
+		return false
+	}
+	if len(b.seenRing) < seenUsageEvents {
+		b.seenRing = append(b.seenRing, id)
+	} else {
+		delete(b.seen, b.seenRing[b.seenNext])
+		b.seenRing[b.seenNext] = id
+		b.seenNext = (b.seenNext + 1) % seenUsageEvents
+	}
+	b.seen[id] = struct{}{}
+	return true
 }
 
 func periods(t time.Time) (day, month string) {
@@ -576,6 +606,10 @@ func (b *Budgets) applyUsage(ev eventstore.RecordedEvent) error {
 	// are not decoded, only forgotten (one lock for the whole event).
 	others := all[:0]
 	b.mu.Lock()
+	if !b.firstSight(ev.ID) {
+		b.mu.Unlock()
+		return nil
+	}
 	for _, e := range all {
 		if b.settled[e.ID] {
 			delete(b.settled, e.ID)

@@ -510,3 +510,51 @@ func TestUsageWriterLostAnswerCountsOnce(t *testing.T) {
 		})
 	}
 }
+
+// A usage event delivered twice under one id (a store that wrote a
+// retried append again once it forgot the id: KurrentDB's cache of recent
+// ids does not outlive a restart) is counted once by a following replica,
+// and an event seen longer ago than the ids it remembers counts again.
+func TestFollowerCountsAUsageEventOnce(t *testing.T) {
+	store, err := bolt.Open(t.TempDir(), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	w := NewUsageWriter(store, func(id uuid.UUID, _ UsageRecord, err error) { t.Errorf("%s lost: %v", id, err) })
+	for i := range 3 {
+		cost := 1.0
+		w.Record(uuid.New(), UsageRecord{Tenant: "t", CostUSD: &cost, RequestID: fmt.Sprint(i), Outcome: "ok", At: time.Now()})
+	}
+	w.Close()
+	evs, err := eventstore.ReadWholeStream(t.Context(), store, UsageStream("t"))
+	if err != nil || len(evs) == 0 {
+		t.Fatalf("%d usage events: %v", len(evs), err)
+	}
+	b := NewBudgets(nil)
+	for range 2 {
+		for _, ev := range evs {
+			if err := b.Apply(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got := b.Status("t").DaySpent; got != 3 {
+		t.Fatalf("%v spent after each event came twice, want 3", got)
+	}
+	// Forgotten after seenUsageEvents others.
+	for range seenUsageEvents {
+		b.mu.Lock()
+		b.firstSight(uuid.New())
+		b.mu.Unlock()
+	}
+	if len(b.seen) != seenUsageEvents {
+		t.Fatalf("%d ids remembered, want %d", len(b.seen), seenUsageEvents)
+	}
+	for _, ev := range evs {
+		b.Apply(ev)
+	}
+	if got := b.Status("t").DaySpent; got != 6 {
+		t.Fatalf("%v spent once the ids were forgotten, want 6", got)
+	}
+}
