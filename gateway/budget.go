@@ -396,6 +396,11 @@ type spend struct {
 // keptPeriods is how many days (and months) of sums a tenant's book keeps.
 const keptPeriods = 3
 
+// maxUsageAhead is how far past this replica's clock a usage record may be
+// dated and still count in its own day: within it, yesterday, today and
+// tomorrow are the book's three days.
+const maxUsageAhead = 24 * time.Hour
+
 // Budgets enforces per-tenant limits. Spending comes from usage events
 // (Apply), so every replica that follows the store agrees on it. Holds for
 // calls in flight are this process's own unless UseStore shares them
@@ -644,6 +649,12 @@ func (b *Budgets) applyRecord(ev eventstore.RecordedEvent, id uuid.UUID, u Usage
 	}
 	if at.IsZero() { // neither (metadata unreadable, written around Baton): count it now, not never
 		at = b.Now()
+	}
+	if now := b.Now(); at.After(now.Add(maxUsageAhead)) {
+		// A replica whose clock runs days ahead: dated as it says, its
+		// records would start later days' sums, and the book keeps only
+		// the latest few, so today's spending would drop out of it.
+		at = now
 	}
 	if u.AutoTier && u.Usage.ServiceTier != "" {
 		b.sawAutoTier(u.Provider, fastTier(u.Usage.ServiceTier), at)

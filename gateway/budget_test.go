@@ -465,3 +465,28 @@ func TestWorstCaseHoldsNoMoreThanTheModelWrites(t *testing.T) {
 		}
 	}
 }
+
+// Records dated days ahead (another replica's clock runs fast) count in
+// this replica's today: they do not start later days' sums that would push
+// today's spending out of the book, which keeps three days.
+func TestUsageFromAClockDaysAheadKeepsToday(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	b := NewBudgets(func() time.Time { return now })
+	b.Apply(limitsEvent(t, "t", usd(10), nil))
+	var items []usageItem
+	for i, at := range []time.Time{now, now.Add(72 * time.Hour), now.Add(96 * time.Hour), now.Add(120 * time.Hour), now.Add(20 * time.Hour)} {
+		items = append(items, usageItem{uuid.Must(uuid.NewV7()), UsageRecord{Tenant: "t", CostUSD: usd(float64(i + 1)), At: at, Outcome: "ok"}})
+	}
+	w := NewUsageWriter(nil, func(_ uuid.UUID, _ UsageRecord, err error) { t.Fatal(err) })
+	evs, _ := w.batchEvents("t", items)
+	for _, ev := range evs {
+		if err := b.Apply(eventstore.RecordedEvent{StreamID: UsageStream("t"), EventData: ev}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Today: the record of now and the three dated 3 to 5 days ahead;
+	// tomorrow's (20 h ahead) stays tomorrow's.
+	if s := b.Status("t"); s.DaySpent != 1+2+3+4 {
+		t.Fatalf("today's spending %v, want 10", s.DaySpent)
+	}
+}
