@@ -170,5 +170,5 @@ func markMigrated(ctx context.Context, data string, src eventstore.Store) error 
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(data, readModelMarker), storeMark(storeKurrent, id), 0o600)
+	return writeMarker(filepath.Join(data, readModelMarker), storeMark(storeKurrent, id))
 }

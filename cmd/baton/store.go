@@ -292,7 +292,7 @@ func openReadModels(ctx context.Context, data, kind string, store eventstore.Sto
 			return nil, err
 		}
 	}
-	if err := os.WriteFile(marker, storeMark(kind, id), 0o600); err != nil {
+	if err := writeMarker(marker, storeMark(kind, id)); err != nil {
 		proj.Close()
 		return nil, err
 	}
@@ -314,7 +314,7 @@ func markStore(ctx context.Context, data, kind string, store eventstore.Store, w
 		path := filepath.Join(data, m)
 		if prev, err := os.ReadFile(path); err == nil {
 			if was, wasID := parseStoreMark(prev); was == kind && wasID == "" {
-				if err := os.WriteFile(path, storeMark(kind, id), 0o600); err != nil {
+				if err := writeMarker(path, storeMark(kind, id)); err != nil {
 					return err
 				}
 			}
@@ -377,4 +377,37 @@ func parseStoreMark(b []byte) (kind, id string) {
 		id = f[1]
 	}
 	return kind, id
+}
+
+// writeMarker replaces the marker file at path with b whole or not at all:
+// written beside it, synced, then renamed over it. Written in place, a
+// full disk or a kill between the truncation and the write left it empty,
+// and a migrated directory with an empty marker no longer read as
+// migrated (a start without --store served the events.db it left behind).
+func writeMarker(path string, b []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		var d *os.File
+		if d, err = os.Open(filepath.Dir(path)); err == nil {
+			err = errors.Join(d.Sync(), d.Close())
+		}
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }

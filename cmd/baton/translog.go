@@ -231,7 +231,7 @@ func (f logFlags) open(ctx context.Context, data, kind string, store eventstore.
 			return nil, err
 		}
 	}
-	if err := os.WriteFile(filepath.Join(data, logMarker), storeMark(kind, id), 0o600); err != nil {
+	if err := writeMarker(filepath.Join(data, logMarker), storeMark(kind, id)); err != nil {
 		tl.Close()
 		return fail(err)
 	}
