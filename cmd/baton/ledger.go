@@ -185,7 +185,7 @@ func newAnswerError(path string, status int, statusText string, body []byte) *an
 		Detail string `json:"detail"`
 	}
 	json.Unmarshal(body, &p)
-	msg := fmt.Sprintf("GET %s: %s: %q", path, statusText, strings.TrimSpace(string(body)))
+	msg := fmt.Sprintf("GET %s: %s: %q", path, statusText, quotedBody(body))
 	switch {
 	case status == http.StatusUnauthorized && p.Code == "missing_api_key":
 		msg += "; give an API key with --key KEY (or BATON_API_KEY)"
@@ -193,6 +193,20 @@ func newAnswerError(path string, status int, statusText string, body []byte) *an
 		msg += "; the server does not take the key given (--key, or BATON_API_KEY): give one it made"
 	}
 	return &answerError{status: status, code: p.Code, detail: p.Detail, msg: msg}
+}
+
+// maxQuotedBody is how much of an answer's body an error quotes: a
+// proxy's error page in front of the server is kilobytes of HTML.
+const maxQuotedBody = 300
+
+// quotedBody is the body an error quotes, cut at maxQuotedBody bytes with
+// how long it was.
+func quotedBody(body []byte) string {
+	b := strings.TrimSpace(string(body))
+	if len(b) <= maxQuotedBody {
+		return b
+	}
+	return fmt.Sprintf("%s… (%d bytes in all)", strings.ToValidUTF8(b[:maxQuotedBody], ""), len(b))
 }
 
 // verifyStore verifies the ledgers of the handoffs ids (every handoff in

@@ -1170,3 +1170,25 @@ func TestLedgerVerifyDataWritesNothing(t *testing.T) {
 		}
 	}
 }
+
+// A failure answered with a long body (a proxy's HTML error page in front
+// of the server) is quoted cut short, with its length: the whole page was
+// quoted in the error.
+func TestLedgerVerifyOverHTTPQuotesALongBodyShort(t *testing.T) {
+	page := "<html><body>" + strings.Repeat("<p>Bad Gateway: the upstream did not answer.</p>", 200) + "</body></html>"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusBadGateway)
+		w.Write([]byte(page))
+	}))
+	defer srv.Close()
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"ledger", "verify", "--url", srv.URL, "--key", "btn_sk_x", "h_x"}, &out, &out)
+	if err == nil {
+		t.Fatalf("verify against a 502 page: no error; said:\n%s", out.String())
+	}
+	msg := err.Error()
+	if len(msg) > 600 || !strings.Contains(msg, fmt.Sprintf("(%d bytes in all)", len(page))) || !strings.Contains(msg, "502 Bad Gateway") {
+		t.Fatalf("error of %d bytes: %s", len(msg), msg)
+	}
+}
