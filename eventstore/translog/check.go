@@ -24,7 +24,7 @@ func CheckFile(path string) (_ int64, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // a page past the end of a file cut short
 	defer func() {
 		if v := recover(); v != nil { // bbolt's answer to a damaged page
-			err = fmt.Errorf("%w: %s is damaged: %v", ErrCorruptLog, path, v)
+			err = fmt.Errorf("%w: %s is damaged: %s", ErrCorruptLog, path, panicText(v))
 		}
 	}()
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: 500 * time.Millisecond})

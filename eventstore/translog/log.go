@@ -286,7 +286,7 @@ func (l *Log) openFile(path string, readOnly bool) (_ *Log, err error) {
 			if db != nil {
 				db.Close()
 			}
-			err = fmt.Errorf("%w: %s: %v", ErrDamaged, path, v)
+			err = fmt.Errorf("%w: %s: %s", ErrDamaged, path, panicText(v))
 		}
 	}()
 	// bbolt rebuilds the freelist (below) on a goroutine of its own, where
@@ -437,7 +437,7 @@ func (l *Log) Unheld(path string) (_ *Fork, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // a file cut short
 	defer func() {
 		if v := recover(); v != nil {
-			err = fmt.Errorf("%w: %s: %v", ErrDamaged, path, v)
+			err = fmt.Errorf("%w: %s: %s", ErrDamaged, path, panicText(v))
 		}
 	}()
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: 500 * time.Millisecond})
@@ -1098,7 +1098,7 @@ func readEveryPage(path string) (err error) {
 	defer db.Close()
 	defer func() {
 		if v := recover(); v != nil {
-			err = fmt.Errorf("%v", v)
+			err = errors.New(panicText(v))
 		}
 	}()
 	var walk func(b *bbolt.Bucket) error
@@ -1113,4 +1113,14 @@ func readEveryPage(path string) (err error) {
 	return db.View(func(tx *bbolt.Tx) error {
 		return tx.ForEach(func(_ []byte, b *bbolt.Bucket) error { return walk(b) })
 	})
+}
+
+// panicText says what a panic recovered while reading the file means: a
+// memory fault (SetPanicOnFault) is a page read past the file's end, which
+// the runtime words as a nil pointer dereference.
+func panicText(v any) string {
+	if _, ok := v.(interface{ Addr() uintptr }); ok {
+		return "a page read past the end of the file (cut short, or its pages damaged)"
+	}
+	return fmt.Sprint(v)
 }

@@ -452,10 +452,14 @@ func TestFileCutShortIsAnError(t *testing.T) {
 	if err := os.Truncate(path, 3*int64(os.Getpagesize())); err != nil { // its root page cut off
 		t.Fatal(err)
 	}
-	if _, err := translog.Open(path, s, translog.Options{}); !errors.Is(err, translog.ErrDamaged) {
+	// Told as a file cut short, not in the runtime's words for a fault.
+	told := func(err error) bool {
+		return strings.Contains(err.Error(), "past the end of the file") && !strings.Contains(err.Error(), "nil pointer")
+	}
+	if _, err := translog.Open(path, s, translog.Options{}); !errors.Is(err, translog.ErrDamaged) || !told(err) {
 		t.Fatalf("Open = %v, want ErrDamaged", err)
 	}
-	if _, err := translog.CheckFile(path); !errors.Is(err, translog.ErrCorruptLog) {
+	if _, err := translog.CheckFile(path); !errors.Is(err, translog.ErrCorruptLog) || !told(err) {
 		t.Fatalf("CheckFile = %v, want ErrCorruptLog", err)
 	}
 }
