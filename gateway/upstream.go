@@ -1,12 +1,14 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -163,15 +165,87 @@ func AnswerError(provider, what string, err error, detail bool) error {
 // upstream's failure with a 200) is that error, with its message and not
 // billed, since no model answered; anything else is MalformedAnswer.
 func NotAnAnswer(provider string, raw []byte, msg string) *UpstreamError {
-	if m := gjson.GetBytes(raw, "error.message"); m.Type == gjson.String && m.Str != "" {
-		text := m.Str
-		if len(text) > 500 {
-			text = strings.ToValidUTF8(text[:500], "")
-		}
-		return BadAnswer(provider, "its answer (a success) held an error: "+text)
+	if ue := heldError(provider, raw); ue != nil {
+		return ue
 	}
 	return MalformedAnswer(provider, msg)
 }
+
+// heldError is the error of the provider's API a success answer raw holds
+// instead of an answer ({"error":{"message":…}}), or nil.
+func heldError(provider string, raw []byte) *UpstreamError {
+	m := gjson.GetBytes(raw, "error.message")
+	if m.Type != gjson.String || m.Str == "" {
+		return nil
+	}
+	text := m.Str
+	if len(text) > 500 {
+		text = strings.ToValidUTF8(text[:500], "")
+	}
+	return BadAnswer(provider, "its answer (a success) held an error: "+text)
+}
+
+// StreamBody is a streamed call's answer body, to be read as an event
+// stream. An upstream that answers with a JSON document instead (an
+// error object, as routers answer a failure with a 200, or a whole
+// answer, from a server that does not stream) has no event in it: read as
+// events, it said only that the stream ended early. Such a body's first
+// read is its failure instead: the error it holds, with the provider's
+// message, else a 502 saying what came. It is read when the stream is, so
+// the stream's idle limit bounds it.
+func StreamBody(provider string, resp *http.Response) io.ReadCloser {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+		return resp.Body
+	}
+	return &jsonBody{provider: provider, body: resp.Body}
+}
+
+// jsonBody is a JSON answer to a streamed call (StreamBody). A body that
+// does not start as a JSON document does (an event stream a server
+// labels application/json) is read as it is.
+type jsonBody struct {
+	provider string
+	body     io.ReadCloser
+	stream   io.Reader // the body, an event stream after all
+	err      error
+}
+
+func (j *jsonBody) Read(p []byte) (int, error) {
+	if j.stream != nil {
+		return j.stream.Read(p)
+	}
+	if j.err == nil {
+		br := bufio.NewReader(j.body)
+		c, err := br.ReadByte()
+		for err == nil && (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
+			c, err = br.ReadByte()
+		}
+		if err == nil && c != '{' && c != '[' {
+			br.UnreadByte()
+			j.stream = br
+			return br.Read(p)
+		}
+		var b []byte
+		if err == nil {
+			br.UnreadByte()
+			b, err = io.ReadAll(io.LimitReader(br, 1<<20))
+		}
+		switch {
+		case err != nil && !errors.Is(err, io.EOF):
+			j.err = err // a broken read, told as the stream's
+		case heldError(j.provider, b) != nil:
+			j.err = heldError(j.provider, b)
+		case len(b) == 0:
+			j.err = io.EOF // nothing: told as an empty stream is
+		default:
+			j.err = MalformedAnswer(j.provider, "answered the streamed call with a JSON document, not an event stream (a server that does not stream this model?)")
+		}
+	}
+	return 0, j.err
+}
+
+func (j *jsonBody) Close() error { return j.body.Close() }
 
 // MalformedAnswer is BadAnswer for a whole answer that arrived and does
 // not read as one: the upstream served it (UpstreamError.Served).
@@ -296,6 +370,9 @@ func transportError(provider string, err error) error {
 // StreamError is a read failure of a stream that had opened: the
 // connection broke or timed out mid-stream.
 func StreamError(provider string, err error) error {
+	if ue, ok := errors.AsType[*UpstreamError](err); ok {
+		return ue // told already (StreamBody)
+	}
 	if le, ok := errors.AsType[interface {
 		error
 		ReadLimit() string
@@ -489,7 +566,7 @@ func PostNative(ctx context.Context, provider, path, query string, body []byte, 
 		return nil, nil, err
 	}
 	if stream {
-		return nil, resp.Body, nil
+		return nil, StreamBody(provider, resp), nil
 	}
 	defer resp.Body.Close()
 	lr := io.LimitReader(resp.Body, MaxAnswer)

@@ -51,3 +51,59 @@ func TestPassthroughStreamFailingFirstHasAStatus(t *testing.T) {
 		}
 	}
 }
+
+// A streamed call whose upstream answers 200 with a JSON document instead
+// of an event stream (an error object, as routers answer a failure; a
+// whole answer, from a server that does not stream) tells what came: the
+// provider's message, not that the stream ended early. Passed through and
+// translated alike, on every front.
+func TestStreamAnsweredWithJSONTellsWhatCame(t *testing.T) {
+	whole := false
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		switch {
+		case whole:
+			io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`)
+		case strings.HasPrefix(r.URL.Path, "/v1/messages"):
+			io.WriteString(w, `{"type":"error","error":{"type":"api_error","message":"the router lost its upstream"}}`)
+		default:
+			io.WriteString(w, `{"error":{"message":"the router lost its upstream","type":"server_error","param":null,"code":null}}`)
+		}
+	}))
+	t.Cleanup(up.Close)
+	e := newEnvWith(t, catalogWith(t, map[string]string{"OPENAI_BASE_URL": up.URL + "/v1", "OPENAI_API_KEY": "k",
+		"ANTHROPIC_BASE_URL": up.URL, "ANTHROPIC_API_KEY": "k"}))
+	for _, c := range []struct {
+		path, model string
+		whole       bool
+		want        string
+	}{
+		{"/v1/chat/completions", "openai:gpt-4o-mini", false, "the router lost its upstream"},
+		{"/v1/chat/completions", "anthropic:claude-haiku-4-5", false, "the router lost its upstream"},
+		{"/v1/messages", "anthropic:claude-haiku-4-5", false, "the router lost its upstream"},
+		{"/v1/messages", "openai:gpt-4o-mini", false, "the router lost its upstream"},
+		{"/v1/responses", "openai:gpt-4o-mini", false, "the router lost its upstream"},
+		{"/v1/chat/completions", "openai:gpt-4o-mini", true, "not an event stream"},
+		{"/v1/messages", "openai:gpt-4o-mini", true, "not an event stream"},
+	} {
+		whole = c.whole
+		body := `{"model":"` + c.model + `","max_tokens":20,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+		if c.path == "/v1/responses" {
+			body = `{"model":"` + c.model + `","stream":true,"input":"hi"}`
+		}
+		req, _ := http.NewRequest("POST", e.srv.URL+c.path, strings.NewReader(body))
+		req.Header.Set("x-api-key", e.tenantA)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var got struct{ Error struct{ Message string } }
+		json.Unmarshal(raw, &got)
+		if resp.StatusCode != 502 || !strings.Contains(got.Error.Message, c.want) {
+			t.Errorf("%s %s whole=%v: %d %s; want 502 saying %q", c.path, c.model, c.whole, resp.StatusCode, raw, c.want)
+		}
+	}
+}

@@ -418,7 +418,8 @@ func (p *Provider) Stream(ctx context.Context, req gateway.Request) (gateway.Str
 	if err != nil {
 		return nil, err
 	}
-	return &anStream{name: p.name, body: resp.Body, sse: sse.NewReader(resp.Body)}, nil
+	sb := gateway.StreamBody(p.name, resp)
+	return &anStream{name: p.name, body: sb, sse: sse.NewReader(sb)}, nil
 }
 
 type anStream struct {

@@ -462,7 +462,8 @@ func (p *Provider) Stream(ctx context.Context, req gateway.Request) (gateway.Str
 	if err != nil {
 		return nil, err
 	}
-	return &oaStream{name: p.name, body: resp.Body, sse: sse.NewReader(resp.Body), names: toolNames(req)}, nil
+	sb := gateway.StreamBody(p.name, resp)
+	return &oaStream{name: p.name, body: sb, sse: sse.NewReader(sb), names: toolNames(req)}, nil
 }
 
 type oaStream struct {

@@ -49,7 +49,13 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	u.served = append(u.served, body) // before answering: the client may ask again at once
 	u.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
+	// An event stream's body says so, as a provider's does: a streamed
+	// call's JSON answer is read as a document, not as events.
+	ct := "application/json"
+	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] != '{' && t[0] != '[' {
+		ct = "text/event-stream"
+	}
+	w.Header().Set("Content-Type", ct)
 	w.WriteHeader(status)
 	w.Write(body)
 }
