@@ -477,8 +477,12 @@ type oaStream struct {
 	pending []gateway.Delta
 	calls   map[int]oaCall // the upstream's tool call index -> the call it now carries
 	ncalls  int
-	tier    string            // the tier the chunks say the call is served at, the last said
-	names   map[string]string // shortened tool names -> the client's (toolNames)
+	// held are the calls not named yet, by index: their id and
+	// arguments so far, handed out once a chunk names the call.
+	held  map[int]*oaCall
+	nheld []int             // held's indices, in the order they came
+	tier  string            // the tier the chunks say the call is served at, the last said
+	names map[string]string // shortened tool names -> the client's (toolNames)
 }
 
 // oaCall is a streamed tool call: its ordinal among the answer's calls
@@ -488,6 +492,7 @@ type oaCall struct {
 	id      string
 	made    bool // id is Baton's: the call came without one
 	name    string
+	args    string // held: the arguments so far
 }
 
 // newCallID makes a tool call id for a call that came without one.
@@ -522,8 +527,8 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 				// servers, which may send no usage either): the answer is
 				// whole, as the passthrough takes it; without usage the
 				// caller counts it.
-				s.done = true
-				return s.final(), nil
+				s.end()
+				continue
 			}
 			return gateway.Delta{}, gateway.BadAnswer(s.name, "stream ended without [DONE]")
 		}
@@ -531,8 +536,8 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 			return gateway.Delta{}, gateway.StreamError(s.name, err)
 		}
 		if string(ev.Data) == "[DONE]" {
-			s.done = true
-			return s.final(), nil
+			s.end()
+			continue
 		}
 		var c ChatChunk
 		if err := json.Unmarshal(ev.Data, &c); err != nil {
@@ -570,27 +575,39 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 				// A call that came without an id and is given one later is
 				// still that call: the client has Baton's id for it by then
 				// (a tool result names the id the client was given).
-				id := gateway.Deref(tc.ID)
+				id, name, args := gateway.Deref(tc.ID), gateway.Deref(tc.Function.Name), tc.Function.Arguments
 				cur, ok := s.calls[tc.Index]
-				if ok && (id == "" || id == cur.id || cur.made && (tc.Function.Name == nil || *tc.Function.Name == "" || *tc.Function.Name == cur.name)) {
+				if h, held := s.held[tc.Index]; held {
+					// A call held for its name: this chunk is more of it.
+					id, args = cmp.Or(id, h.id), h.args+args
+					if name == "" {
+						h.id, h.args = id, args
+						continue
+					}
+					delete(s.held, tc.Index)
+				} else if ok && (id == "" || id == cur.id || cur.made && (name == "" || name == cur.name)) {
 					if cur.made && id != "" {
 						cur.made = false // the first id it is given is its own; another is a new call
 						cur.id = id
 						s.calls[tc.Index] = cur
 					}
-					s.pending = append(s.pending, gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: cur.ordinal, Arguments: tc.Function.Arguments}, ServiceTier: s.tier})
+					s.pending = append(s.pending, gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: cur.ordinal, Arguments: args}, ServiceTier: s.tier})
+					continue
+				} else if name == "" {
+					// A call's arguments (or id) may come before its name
+					// (some compatible servers send them so): the call is
+					// held until a chunk of its index names it, since a
+					// client's call begins with its name, and the chunks
+					// of one index are one call.
+					if s.held == nil {
+						s.held = map[int]*oaCall{}
+					}
+					delete(s.calls, tc.Index)
+					s.held[tc.Index] = &oaCall{id: id, args: args}
+					s.nheld = append(s.nheld, tc.Index)
 					continue
 				}
-				if s.calls == nil {
-					s.calls = map[int]oaCall{}
-				}
-				cur = oaCall{ordinal: s.ncalls, id: id, name: gateway.Deref(tc.Function.Name)}
-				if cur.id == "" {
-					cur.id, cur.made = newCallID(), true
-				}
-				s.ncalls++
-				s.calls[tc.Index] = cur
-				s.pending = append(s.pending, gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: cur.ordinal, ID: cur.id, Name: nameBack(s.names, gateway.Deref(tc.Function.Name)), Arguments: tc.Function.Arguments}, ServiceTier: s.tier})
+				s.call(tc.Index, id, name, args)
 			}
 			if ch.FinishReason != nil && *ch.FinishReason != "" {
 				s.native = *ch.FinishReason
@@ -601,6 +618,34 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 			s.pending = append([]gateway.Delta{d}, s.pending...)
 		}
 	}
+}
+
+// call hands out a new call of the upstream's index i.
+func (s *oaStream) call(i int, id, name, args string) {
+	if s.calls == nil {
+		s.calls = map[int]oaCall{}
+	}
+	cur := oaCall{ordinal: s.ncalls, id: id, name: name}
+	if cur.id == "" {
+		cur.id, cur.made = newCallID(), true
+	}
+	s.ncalls++
+	s.calls[i] = cur
+	s.pending = append(s.pending, gateway.Delta{ToolCall: &gateway.ToolCallDelta{Index: cur.ordinal, ID: cur.id, Name: nameBack(s.names, name), Arguments: args}, ServiceTier: s.tier})
+}
+
+// end ends the stream: the calls still held for a name no chunk gave
+// are handed out as they are (their arguments are the model's output),
+// then the last delta.
+func (s *oaStream) end() {
+	s.done = true
+	for _, i := range s.nheld {
+		if h, ok := s.held[i]; ok {
+			delete(s.held, i)
+			s.call(i, h.id, "", h.args)
+		}
+	}
+	s.pending = append(s.pending, s.final())
 }
 
 func (s *oaStream) Close() error { return s.body.Close() }

@@ -320,6 +320,43 @@ func TestOpenAIStreamAnotherCallAfterOneWithoutID(t *testing.T) {
 	}
 }
 
+// A call whose arguments come before the chunk that names it (and gives
+// its id), as some compatible servers send them, is one call: the chunks
+// of one index belong together, and the call begins, named, with all its
+// arguments. One never named is still handed out at the end.
+func TestOpenAIStreamToolCallArgumentsBeforeItsName(t *testing.T) {
+	ds, err := upstreamtest.Drain(t, oaStreamOf(
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_abc","type":"function","function":{"name":"get_weather","arguments":""}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{}"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+		`[DONE]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var starts []gateway.ToolCallDelta
+	args := map[int]string{}
+	for _, d := range ds {
+		if tc := d.ToolCall; tc != nil {
+			if tc.ID != "" {
+				starts = append(starts, *tc)
+			}
+			args[tc.Index] += tc.Arguments
+		}
+	}
+	if len(starts) != 2 || starts[0].ID != "call_abc" || starts[0].Name != "get_weather" || starts[0].Index != 0 ||
+		!strings.HasPrefix(starts[1].ID, "call_") || starts[1].Index != 1 {
+		t.Fatalf("calls %+v, want get_weather (call_abc), then the unnamed one", starts)
+	}
+	if args[0] != `{"city":"Paris"}` || args[1] != "{}" {
+		t.Fatalf("arguments %v", args)
+	}
+	if last := ds[len(ds)-1]; last.StopReason != gateway.StopToolUse {
+		t.Fatalf("the last delta is %+v, want the end", last)
+	}
+}
+
 // An error a compatible server sends in its stream as a string (Hugging
 // Face's TGI: {"error":"...","error_type":"..."}) is the upstream's error
 // with its text, translated as passed through: it was "malformed stream
