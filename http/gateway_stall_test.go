@@ -712,7 +712,8 @@ func TestLastModelFailingBeforeContentIsAnUpstreamError(t *testing.T) {
 	// Passed through, the client gets the provider's own stream, error and
 	// all (200), once any of it has been written; before, as translated, an
 	// error status in its own format, which its SDK retries (503 for
-	// Anthropic's overload, 502 for a broken stream).
+	// Anthropic's overload, 502 for a broken stream). message_start's
+	// output count is a placeholder: no output is billed.
 	cases := []struct {
 		name, scenario, path, model string
 		in, out, status             int
@@ -721,9 +722,9 @@ func TestLastModelFailingBeforeContentIsAnUpstreamError(t *testing.T) {
 		{"chat passed through, empty body", "empty", "/v1/chat/completions", "openai:gpt-4o-mini", 0, 0, 502},
 		{"messages translated, error first", "error", "/v1/messages", "openai:gpt-4o-mini", 0, 0, 502},
 		{"responses passed through, empty body", "empty", "/v1/responses", "openai:gpt-4o-mini", 0, 0, 502},
-		{"messages passed through, error after message_start", "", "/v1/messages", "anthropic:claude-haiku-4-5", 5, 1, 200},
-		{"chat translated, error after message_start", "", "/v1/chat/completions", "anthropic:claude-haiku-4-5", 5, 1, 503},
-		{"responses translated, error after message_start", "", "/v1/responses", "anthropic:claude-haiku-4-5", 5, 1, 503},
+		{"messages passed through, error after message_start", "", "/v1/messages", "anthropic:claude-haiku-4-5", 5, 0, 200},
+		{"chat translated, error after message_start", "", "/v1/chat/completions", "anthropic:claude-haiku-4-5", 5, 0, 503},
+		{"responses translated, error after message_start", "", "/v1/responses", "anthropic:claude-haiku-4-5", 5, 0, 503},
 	}
 	for i, tc := range cases {
 		scenario.Store(tc.scenario)

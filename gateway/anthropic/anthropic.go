@@ -472,6 +472,9 @@ func (s *anStream) Next() (gateway.Delta, error) {
 			}
 			s.usage = e.Message.Usage.usage()
 			u := s.usage // the input side is known now: tell the caller early
+			// Its output count (1, or so) is a placeholder: the model has
+			// written nothing yet, and a stream cut here produced nothing.
+			u.OutputTokens = 0
 			return gateway.Delta{Usage: &u}, nil
 		case "content_block_start":
 			if b := e.ContentBlock; b != nil && b.Type == "redacted_thinking" && b.Data != "" {

@@ -161,6 +161,7 @@ func (s *anRawStream) Next() (gateway.Delta, error) {
 		if u := g.Get("message.usage"); u.IsObject() {
 			s.usage = usageOf(u)
 			early := s.usage
+			early.OutputTokens = 0 // a placeholder (1, or so): nothing is written yet
 			d.Usage = &early
 			d.ServiceTier = s.usage.ServiceTier // billed so even if the stream breaks
 		}

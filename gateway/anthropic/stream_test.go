@@ -213,6 +213,21 @@ func TestFrontEventsReadBack(t *testing.T) {
 	}
 }
 
+// The output count of message_start (1, before the model wrote anything)
+// is a placeholder: its early usage tells the input side alone, so that a
+// stream cut right after it is not billed an output token it never had,
+// translated and passed through.
+func TestAnthropicStreamStartHasNoOutput(t *testing.T) {
+	start := `{"type":"message_start","message":{"usage":{"input_tokens":25,"output_tokens":1}}}`
+	raw := &anRawStream{name: "t", body: io.NopCloser(nil), sse: sse.NewReader(strings.NewReader("data: " + start + "\n\n"))}
+	for name, st := range map[string]gateway.Stream{"adapter": anStreamOf(start), "passthrough": raw} {
+		d, err := st.Next()
+		if err != nil || d.Usage == nil || d.Usage.InputTokens != 25 || d.Usage.OutputTokens != 0 {
+			t.Errorf("%s: %+v %v, want 25 input tokens and no output", name, d.Usage, err)
+		}
+	}
+}
+
 // A stream's 1-hour cache writes are read from message_start and
 // message_delta, by the adapter and the passthrough alike, and kept a
 // part of the writes.
