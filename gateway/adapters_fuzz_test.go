@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/anthropic"
 	"github.com/batonhq/baton/gateway/internal/upstreamtest"
@@ -154,6 +156,11 @@ func FuzzUpstreamAnswers(f *testing.F) {
 			want := code
 			if code < 300 {
 				want = http.StatusBadGateway // a 2xx that is not an answer
+				if ue.OfAPI {
+					// An error object of the provider's API in it: the
+					// status its type or code stands for.
+					want = gateway.ErrorStatus(gjson.GetBytes(last, "error.type").Str, gjson.GetBytes(last, "error.code"))
+				}
 			}
 			if ue.Status != want {
 				t.Fatalf("%s: status %d, want %d (upstream said %d): %v", what, ue.Status, want, code, err)
@@ -331,7 +338,8 @@ func FuzzForwardedAnswers(f *testing.F) {
 				// An error event names its own kind of failure.
 				t.Fatalf("%s: status %d for a %d stream: %v", what, ue.Status, code, err)
 			case code < 300 && !stream && ue.Status != http.StatusBadGateway &&
-				(n.Format != gateway.FormatResponses || !slices.Contains([]int{400, 429, 503}, ue.Status)):
+				(n.Format != gateway.FormatResponses || !slices.Contains([]int{400, 429, 503}, ue.Status)) &&
+				!(ue.OfAPI && slices.Contains([]int{400, 404, 413, 422, 429, 529}, ue.Status)): // an error object's own status (ErrorStatus)
 				t.Fatalf("%s: status %d for a %d answer: %v", what, ue.Status, code, err)
 			}
 			return

@@ -172,9 +172,12 @@ func NotAnAnswer(provider string, raw []byte, msg string) *UpstreamError {
 }
 
 // heldError is the error of the provider's API a success answer raw holds
-// instead of an answer ({"error":{"message":…}}), or nil.
+// instead of an answer ({"error":{"message":…}}), or nil. Its status is
+// the one its type or code stands for (ErrorStatus), so that a rate limit
+// or an overload a router answers with a 200 is told as one.
 func heldError(provider string, raw []byte) *UpstreamError {
-	m := gjson.GetBytes(raw, "error.message")
+	e := gjson.GetBytes(raw, "error")
+	m := e.Get("message")
 	if m.Type != gjson.String || m.Str == "" {
 		return nil
 	}
@@ -182,7 +185,51 @@ func heldError(provider string, raw []byte) *UpstreamError {
 	if len(text) > 500 {
 		text = strings.ToValidUTF8(text[:500], "")
 	}
-	return BadAnswer(provider, "its answer (a success) held an error: "+text)
+	ue := BadAnswer(provider, "its answer (a success) held an error: "+text)
+	ue.OfAPI, ue.Type = true, e.Get("type").Str
+	ue.Status = ErrorStatus(ue.Type, e.Get("code"))
+	if c := e.Get("code"); c.Type == gjson.String && len(c.Str) <= 256 {
+		ue.Code = strings.ToValidUTF8(c.Str, "")
+	}
+	if p := e.Get("param"); p.Type == gjson.String && len(p.Str) <= 256 {
+		ue.Param = strings.ToValidUTF8(p.Str, "")
+	}
+	return ue
+}
+
+// ErrorStatus is the status an error of a provider's API that came with a
+// success (a whole answer holding one, an error event or chunk in a
+// stream) stands for, where its type (OpenAI's or Anthropic's names) or
+// its code (a status, as OpenRouter and vLLM give it) says whose fault it
+// is: a rate limit 429, an overload 529 (told on the OpenAI-shaped fronts
+// as 503), a refused request 400 (404, 413, 422 as named); else 502, the
+// upstream's failure.
+func ErrorStatus(typ string, code gjson.Result) int {
+	switch typ {
+	case "rate_limit_error", "rate_limit_exceeded", "insufficient_quota", "requests", "tokens":
+		return http.StatusTooManyRequests
+	case "overloaded_error", "overloaded":
+		return 529
+	case "invalid_request_error", "BadRequestError":
+		return http.StatusBadRequest
+	case "not_found_error", "NotFoundError":
+		return http.StatusNotFound
+	case "request_too_large":
+		return http.StatusRequestEntityTooLarge
+	}
+	switch code.Str {
+	case "rate_limit_exceeded", "insufficient_quota":
+		return http.StatusTooManyRequests
+	}
+	if n := code.Int(); code.Type == gjson.Number || code.Type == gjson.String && strconv.Itoa(int(n)) == code.Str {
+		switch n {
+		case 400, 404, 413, 422, 429, 529:
+			return int(n)
+		case 503:
+			return 529 // an overload, as a 503 of the provider's own is told
+		}
+	}
+	return http.StatusBadGateway
 }
 
 // StreamBody is a streamed call's answer body, to be read as an event

@@ -2,6 +2,7 @@ package http_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -104,6 +105,51 @@ func TestStreamAnsweredWithJSONTellsWhatCame(t *testing.T) {
 		json.Unmarshal(raw, &got)
 		if resp.StatusCode != 502 || !strings.Contains(got.Error.Message, c.want) {
 			t.Errorf("%s %s whole=%v: %d %s; want 502 saying %q", c.path, c.model, c.whole, resp.StatusCode, raw, c.want)
+		}
+	}
+}
+
+// An error object a provider answers with a 200 (whole, or in place of a
+// stream) is told with the status its type or code stands for, as each
+// front's wire has it: a rate limit 429, an overload 529 on /v1/messages
+// and 503 on OpenAI's fronts, a refused request 400; 502 when it says
+// nothing Baton knows.
+func TestErrorObjectIn200HasItsStatus(t *testing.T) {
+	var errBody string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, errBody)
+	}))
+	t.Cleanup(up.Close)
+	e := newEnvWith(t, catalogWith(t, map[string]string{"OPENAI_BASE_URL": up.URL + "/v1", "OPENAI_API_KEY": "k",
+		"ANTHROPIC_BASE_URL": up.URL, "ANTHROPIC_API_KEY": "k"}))
+	for _, c := range []struct {
+		path, model, body string
+		status            int
+	}{
+		{"/v1/chat/completions", "openai:gpt-4o-mini", `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`, 429},
+		{"/v1/messages", "openai:gpt-4o-mini", `{"error":{"message":"slow down","code":429}}`, 429}, // OpenRouter's
+		{"/v1/messages", "anthropic:claude-haiku-4-5", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, 529},
+		{"/v1/chat/completions", "anthropic:claude-haiku-4-5", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, 503},
+		{"/v1/chat/completions", "openai:gpt-4o-mini", `{"error":{"message":"bad messages","type":"invalid_request_error","param":"messages","code":null}}`, 400},
+		{"/v1/messages", "anthropic:claude-haiku-4-5", `{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}`, 400},
+		{"/v1/chat/completions", "openai:gpt-4o-mini", `{"error":{"message":"something broke","type":"server_error"}}`, 502},
+	} {
+		errBody = c.body
+		for _, stream := range []bool{false, true} {
+			body := fmt.Sprintf(`{"model":%q,"max_tokens":20,"stream":%v,"messages":[{"role":"user","content":"hi"}]}`, c.model, stream)
+			req, _ := http.NewRequest("POST", e.srv.URL+c.path, strings.NewReader(body))
+			req.Header.Set("x-api-key", e.tenantA)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != c.status {
+				t.Errorf("%s %s stream=%v, %s: %d %s; want %d", c.path, c.model, stream, c.body, resp.StatusCode, raw, c.status)
+			}
 		}
 	}
 }

@@ -547,7 +547,8 @@ func (s *oaStream) Next() (gateway.Delta, error) {
 			return gateway.Delta{}, gateway.BadAnswer(s.name, "malformed stream chunk")
 		}
 		if c.Error != nil {
-			return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: http.StatusBadGateway, Bad: true, Type: c.Error.Type, Message: c.Error.Message}
+			st := gateway.ErrorStatus(c.Error.Type, gjson.GetBytes(ev.Data, "error.code"))
+			return gateway.Delta{}, &gateway.UpstreamError{Provider: s.name, Status: st, Bad: true, Type: c.Error.Type, Message: c.Error.Message}
 		}
 		// Every delta carries the tier (tool calls and the end too): a
 		// stream that breaks after tool calls alone is billed from them.

@@ -277,7 +277,7 @@ func streamFailure(provider string, failure gjson.Result, chunk []byte) *gateway
 	if failure.Type == gjson.String {
 		typ, msg = gjson.GetBytes(chunk, "error_type").Str, failure.Str
 	}
-	return &gateway.UpstreamError{Provider: provider, Status: http.StatusBadGateway, Bad: true, Type: typ, Message: cmp.Or(msg, "error event")}
+	return &gateway.UpstreamError{Provider: provider, Status: gateway.ErrorStatus(typ, failure.Get("code")), Bad: true, Type: typ, Message: cmp.Or(msg, "error event")}
 }
 
 // Buffered implements gateway.Buffered: each upstream event is one delta.
