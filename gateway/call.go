@@ -862,10 +862,23 @@ func (k *Caller) Open(ctx context.Context, c *Call, chain []Target) (*Upstream, 
 		sctx, scancel := context.WithCancel(pctx)
 		var st Stream
 		var err error
+		// The wait for the upstream's headers is a silence as the wait
+		// for its next event is: bounded by StreamIdle, not by the
+		// transport's header timeout (a whole call's ten minutes).
+		idle := cmp.Or(k.StreamIdle, DefaultStreamIdle)
+		var stalled atomic.Bool
+		timer := time.AfterFunc(idle, func() { stalled.Store(true); scancel() })
 		if c.Passthrough {
 			_, st, err = t.Provider.(Forwarder).Forward(sctx, c.Native, t.Model.Model, true)
 		} else {
 			st, err = t.Provider.Stream(sctx, c.Req)
+		}
+		timer.Stop()
+		if stalled.Load() && ctx.Err() == nil {
+			if err == nil {
+				st.Close()
+			}
+			err = &UpstreamError{Provider: t.Provider.Name(), Timeout: true, Message: fmt.Sprintf("sent nothing for %v", idle)}
 		}
 		if err != nil {
 			scancel()

@@ -259,6 +259,52 @@ func TestStalledUpstreamFallsBackBeforeTheFirstByte(t *testing.T) {
 	}
 }
 
+// An upstream that takes the request and never answers its headers is a
+// silence as one that stops mid-stream is: given up after StreamIdle (not
+// the transport's ten minutes), and the next model of the chain answers;
+// with none after it, the client gets a 504 in its own shape.
+func TestUpstreamSilentBeforeItsHeadersFallsBack(t *testing.T) {
+	envStreamIdle = 300 * time.Millisecond
+	t.Cleanup(func() { envStreamIdle = 0 })
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		select { // no headers
+		case <-r.Context().Done():
+		case <-time.After(20 * time.Second):
+		}
+	}))
+	good := httptest.NewServer(http.HandlerFunc(answersHiThere))
+	t.Cleanup(func() { silent.CloseClientConnections(); silent.Close(); good.Close() })
+	e := newEnvWith(t, fallbackCatalog(t, silent.URL, good.URL))
+	start := time.Now()
+	_, evs := e.stream("/v1/messages", e.tenantA, map[string]any{"model": "stalls:m", "max_tokens": 20, "stream": true,
+		"messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	if len(evs) == 0 || !strings.Contains(evs[0][1], `"fallbackUsed":true`) || !strings.Contains(evs[0][1], `"model":"answers:m"`) ||
+		evs[len(evs)-1][0] != "message_stop" {
+		t.Fatalf("events after %v: %v", time.Since(start), evs)
+	}
+	if got := strings.Join(usageOutcomes(t, e.usageEvents("a", 2)), "; "); got != "stalls:m upstream_error; answers:m ok" {
+		t.Fatalf("usage: %s", got)
+	}
+	// The chain's last model, passed through (answered as soon as its
+	// upstream is) and translated alike.
+	for _, path := range []string{"/v1/messages", "/v1/chat/completions"} {
+		start = time.Now()
+		body := `{"model":"stalls:m2","max_tokens":20,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+		req, _ := http.NewRequest("POST", e.srv.URL+path, strings.NewReader(body))
+		req.Header.Set("x-api-key", e.tenantA)
+		resp, err := (&http.Client{Timeout: 15 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v after %v", path, err, time.Since(start))
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusGatewayTimeout || !strings.Contains(string(raw), "sent nothing for") {
+			t.Errorf("%s: %d %s, want 504 saying the upstream sent nothing", path, resp.StatusCode, raw)
+		}
+	}
+}
+
 // A streamed message whose upstream pauses mid-stream keeps sending ping
 // while it waits, not only the one right after message_start: with the
 // interval shortened and the upstream pausing many intervals before each
@@ -361,7 +407,8 @@ func fallbackCatalog(t *testing.T, stalls, answers string) *gateway.Catalog {
 	price := map[string]any{"inputPerMTok": 1, "outputPerMTok": 2, "source": "test"}
 	file := map[string]any{"providers": []any{
 		map[string]any{"name": "stalls", "kind": "openai-compatible", "baseUrl": stalls + "/v1",
-			"models": []any{map[string]any{"name": "m", "pricing": price, "fallbacks": []string{"answers:m"}}}},
+			"models": []any{map[string]any{"name": "m", "pricing": price, "fallbacks": []string{"answers:m"}},
+				map[string]any{"name": "m2", "pricing": price}}},
 		map[string]any{"name": "answers", "kind": "openai-compatible", "baseUrl": answers + "/v1",
 			"models": []any{map[string]any{"name": "m", "pricing": price}}},
 	}}
