@@ -129,6 +129,17 @@ func redact(p Provider, err error) error {
 	return err
 }
 
+// asSent marks err, an upstream's error about the attempt's body, as about
+// the client's body as it was sent when the attempt passed it through
+// (UpstreamError.AsSent): the field its param names (an error object in a
+// success answer or a stream, as in a failure status) is the client's.
+func asSent(c *Call, err error) error {
+	if ue, ok := errors.AsType[*UpstreamError](err); ok && c.Passthrough {
+		ue.AsSent = true
+	}
+	return err
+}
+
 // TokenCounter is a provider that counts a Messages request's input tokens
 // upstream (POST /v1/messages/count_tokens): n as the client sent it, its
 // protocol headers and query included, with model as its model.
@@ -594,7 +605,7 @@ func (k *Caller) Complete(ctx context.Context, c *Call, chain []Target) (*Answer
 		if took != (Usage{}) {
 			c.Failed = append(c.Failed, Bill{Usage: billed, Cost: cost})
 		}
-		last = redact(t.Provider, err)
+		last = redact(t.Provider, asSent(c, err))
 		if !retryable(ctx, err) {
 			break
 		}
@@ -919,7 +930,7 @@ func (k *Caller) Open(ctx context.Context, c *Call, chain []Target) (*Upstream, 
 		if err == nil {
 			return u, nil
 		}
-		last = redact(t.Provider, err)
+		last = redact(t.Provider, asSent(c, err))
 		if ctx.Err() != nil {
 			return nil, err
 		}
@@ -1021,7 +1032,7 @@ func (u *Upstream) Told() Usage {
 func (u *Upstream) Next(tick <-chan time.Time, flush func()) (p Pumped, ticked bool, gone bool) {
 	p, ticked, gone = u.next(tick, flush)
 	if p.Err != nil {
-		redact(u.c.Provider, p.Err)
+		redact(u.c.Provider, asSent(u.c, p.Err))
 	}
 	if gone {
 		// Ended for a cause other than the client's leaving (the server's

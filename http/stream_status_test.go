@@ -153,3 +153,46 @@ func TestErrorObjectIn200HasItsStatus(t *testing.T) {
 		}
 	}
 }
+
+// A refusal held in a 200 (whole, or in place of a stream) names the
+// client's field in param when the body went upstream as the client sent
+// it, as a refusal status does; translated, the provider's field names
+// are not the client's, and param stays null.
+func TestErrorObjectIn200KeepsItsParamPassedThrough(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasPrefix(r.URL.Path, "/v1/messages") {
+			io.WriteString(w, `{"type":"error","error":{"type":"invalid_request_error","message":"messages.0.content: bad"}}`)
+			return
+		}
+		io.WriteString(w, `{"error":{"message":"bad content","type":"invalid_request_error","param":"messages[0].content","code":"bad_content"}}`)
+	}))
+	t.Cleanup(up.Close)
+	e := newEnvWith(t, catalogWith(t, map[string]string{"OPENAI_BASE_URL": up.URL + "/v1", "OPENAI_API_KEY": "k",
+		"ANTHROPIC_BASE_URL": up.URL, "ANTHROPIC_API_KEY": "k"}))
+	for _, c := range []struct {
+		model string
+		param any
+	}{
+		{"openai:gpt-4o-mini", "messages[0].content"},
+		{"anthropic:claude-haiku-4-5", nil},
+	} {
+		for _, stream := range []bool{false, true} {
+			body := fmt.Sprintf(`{"model":%q,"max_tokens":20,"stream":%v,"messages":[{"role":"user","content":"hi"}]}`, c.model, stream)
+			req, _ := http.NewRequest("POST", e.srv.URL+"/v1/chat/completions", strings.NewReader(body))
+			req.Header.Set("x-api-key", e.tenantA)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var got struct{ Error struct{ Param any } }
+			json.Unmarshal(raw, &got)
+			if resp.StatusCode != 400 || got.Error.Param != c.param {
+				t.Errorf("%s stream=%v: %d %s; want 400 with param %v", c.model, stream, resp.StatusCode, raw, c.param)
+			}
+		}
+	}
+}
