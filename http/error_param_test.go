@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/batonhq/baton/gateway"
 )
 
 // A refused field is named in each front's own form: OpenAI's error.param
@@ -43,6 +45,26 @@ func TestErrorParamInTheFrontsForm(t *testing.T) {
 		r := e.do("POST", "/v1/messages", e.tenantA, c.body, "anthropic-version", "2023-06-01")
 		if r.status != 400 || r.str("error.type") != "invalid_request_error" || r.str("error.message") != c.msg {
 			t.Errorf("messages %v: %d %s", c.body, r.status, r.raw)
+		}
+	}
+}
+
+// A model whose provider has no key here is the request's model at fault,
+// named in param as a model no provider serves (model_not_found) or a mode
+// no model serves (no_route) are: the client's to change.
+func TestProviderNotConfiguredNamesTheModel(t *testing.T) {
+	cat, err := gateway.NewCatalog(gateway.Config{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, cat)
+	for path, body := range map[string]map[string]any{
+		"/v1/chat/completions": {"model": "anthropic:claude-haiku-4-5", "messages": []any{map[string]any{"role": "user", "content": "hi"}}},
+		"/v1/responses":        {"model": "openai:gpt-4o-mini", "input": "hi"},
+	} {
+		r := e.do("POST", path, e.tenantA, body)
+		if r.status != 503 || r.str("error.code") != "provider_not_configured" || r.str("error.param") != "model" {
+			t.Errorf("%s: %d %s", path, r.status, r.raw)
 		}
 	}
 }

@@ -134,6 +134,8 @@ func describe(r *http.Request, err error) described {
 		d.warn = de.Code == "provider_not_configured"
 		if len(de.Fields) > 0 {
 			d.param = de.Fields[0].Pointer
+		} else if d.warn {
+			d.param = "model" // the model named, as no_route and model_not_found name it
 		}
 		return d
 	case errors.Is(err, gateway.ErrUnknownModel):
