@@ -803,7 +803,7 @@ func (u *Upstream) Fail(err error) (bill Usage, cost *float64, tell bool) {
 		// Nothing of the answer was handed out (a passed-through stream
 		// of the chain's last model is answered before its first
 		// content): the upstream failed before the answer began.
-		bill, cost = u.failedEarly()
+		bill, cost = u.failedEarly(err)
 		return bill, cost, true
 	}
 	bill, cost = u.End("partial")
@@ -987,7 +987,7 @@ func (u *Upstream) awaitDirect() error {
 func (u *Upstream) keep(p Pumped) (commits bool, err error) {
 	if p.Err != nil {
 		u.Close()
-		u.failedEarly()
+		u.failedEarly(p.Err)
 		return false, p.Err
 	}
 	u.pending = append(u.pending, p)
@@ -997,9 +997,15 @@ func (u *Upstream) keep(p Pumped) (commits bool, err error) {
 // failedEarly settles an attempt that failed before its answer began:
 // upstream_error, billed on the input the upstream told (a model that
 // fails before its first content costs what it reported, if anything).
-func (u *Upstream) failedEarly() (Usage, *float64) {
+// An upstream that served a whole answer in place of the stream (err is
+// Served) is billed at least its input, as a whole call's answer that
+// does not read as one is: the provider did the work.
+func (u *Upstream) failedEarly(err error) (Usage, *float64) {
 	u.settled = true
 	bill := u.Told()
+	if ue, ok := errors.AsType[*UpstreamError](err); ok && ue.Served && bill.InputTokens+bill.CacheReadTokens+bill.CacheWriteTokens == 0 {
+		bill.InputTokens, bill.Estimated = EstimateUsage(u.c.Req, "", countOr4).InputTokens, true
+	}
 	return bill, u.k.record(u.c, bill, "upstream_error")
 }
 

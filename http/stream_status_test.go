@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/batonhq/baton/gateway"
 )
 
 // A passed-through stream whose upstream fails before any event was
@@ -193,6 +195,49 @@ func TestErrorObjectIn200KeepsItsParamPassedThrough(t *testing.T) {
 			if resp.StatusCode != 400 || got.Error.Param != c.param {
 				t.Errorf("%s stream=%v: %d %s; want 400 with param %v", c.model, stream, resp.StatusCode, raw, c.param)
 			}
+		}
+	}
+}
+
+// A whole answer served in place of a stream did the provider's work: the
+// attempt is billed its input, estimated, as a whole call's answer that
+// does not read as one is, not recorded free. An error object in its
+// place is not billed (no model answered).
+func TestStreamAnsweredWholeBillsItsInput(t *testing.T) {
+	whole := true
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		if whole {
+			io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":1}}`)
+			return
+		}
+		io.WriteString(w, `{"error":{"message":"busy","type":"server_error"}}`)
+	}))
+	t.Cleanup(up.Close)
+	e := newEnvWith(t, catalogWith(t, map[string]string{"OPENAI_BASE_URL": up.URL + "/v1", "OPENAI_API_KEY": "k"}))
+	n := 0
+	for _, c := range []struct {
+		path  string
+		whole bool
+	}{{"/v1/chat/completions", true}, {"/v1/messages", true}, {"/v1/chat/completions", false}} {
+		whole = c.whole
+		body := `{"model":"openai:gpt-4o-mini","max_tokens":20,"stream":true,"messages":[{"role":"user","content":"a prompt of some words"}]}`
+		req, _ := http.NewRequest("POST", e.srv.URL+c.path, strings.NewReader(body))
+		req.Header.Set("x-api-key", e.tenantA)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		n++
+		var u gateway.UsageRecord
+		if err := json.Unmarshal(e.usageEvents("a", n)[n-1].Data, &u); err != nil {
+			t.Fatal(err)
+		}
+		if billed := u.Usage.InputTokens > 0 && u.Usage.Estimated; u.Outcome != "upstream_error" || billed != c.whole || u.Usage.OutputTokens != 0 {
+			t.Errorf("%s whole=%v: recorded %s %+v", c.path, c.whole, u.Outcome, u.Usage)
 		}
 	}
 }
