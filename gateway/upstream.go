@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -106,7 +107,7 @@ func DecodeAnswer(provider string, r io.Reader, v any) ([]byte, error) {
 	if err := json.Unmarshal(b, v); err != nil {
 		msg := "malformed response: " + JSONMistake(err)
 		if !ValidJSON(b) {
-			return nil, MalformedAnswer(provider, msg)
+			return nil, Unreadable(provider, b, msg)
 		}
 		return nil, NotAnAnswer(provider, b, msg)
 	}
@@ -167,6 +168,22 @@ func AnswerError(provider, what string, err error, detail bool) error {
 func NotAnAnswer(provider string, raw []byte, msg string) *UpstreamError {
 	if ue := heldError(provider, raw); ue != nil {
 		return ue
+	}
+	return Unreadable(provider, raw, msg)
+}
+
+// Unreadable is MalformedAnswer for a whole answer raw that does not read
+// as one (msg says how); an event stream, from a server that streams
+// whatever the request says, is told as one: the decoder's words
+// (invalid character 'd') or the missing field's would send the operator
+// looking at the wrong thing.
+func Unreadable(provider string, raw []byte, msg string) *UpstreamError {
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	for _, field := range []string{"data:", "event:", ":"} {
+		if bytes.HasPrefix(t, []byte(field)) {
+			msg = "answered with an event stream where a whole answer was asked for (a server that streams whatever it is asked?)"
+			break
+		}
 	}
 	return MalformedAnswer(provider, msg)
 }

@@ -241,3 +241,45 @@ func TestStreamAnsweredWholeBillsItsInput(t *testing.T) {
 		}
 	}
 }
+
+// A whole call answered with an event stream (a server that streams
+// whatever the request says) is told as such, passed through and
+// translated: not the decoder's "invalid character 'd'", nor "no
+// choices".
+func TestWholeCallAnsweredWithAStreamSaysSo(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		if strings.HasPrefix(r.URL.Path, "/v1/messages") {
+			sse(w, "message_start", `{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"usage":{"input_tokens":1,"output_tokens":1}}}`)
+			return
+		}
+		sse(w, "", `{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"}}]}`)
+	}))
+	t.Cleanup(up.Close)
+	e := newEnvWith(t, catalogWith(t, map[string]string{"OPENAI_BASE_URL": up.URL + "/v1", "OPENAI_API_KEY": "k",
+		"ANTHROPIC_BASE_URL": up.URL, "ANTHROPIC_API_KEY": "k"}))
+	for _, c := range []struct{ path, model string }{
+		{"/v1/chat/completions", "openai:gpt-4o-mini"},
+		{"/v1/chat/completions", "anthropic:claude-haiku-4-5"},
+		{"/v1/messages", "anthropic:claude-haiku-4-5"},
+		{"/v1/messages", "openai:gpt-4o-mini"},
+		{"/v1/responses", "openai:gpt-4o-mini"},
+	} {
+		body := `{"model":"` + c.model + `","max_tokens":20,"messages":[{"role":"user","content":"hi"}]}`
+		if c.path == "/v1/responses" {
+			body = `{"model":"` + c.model + `","input":"hi"}`
+		}
+		req, _ := http.NewRequest("POST", e.srv.URL+c.path, strings.NewReader(body))
+		req.Header.Set("x-api-key", e.tenantA)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 502 || !strings.Contains(string(raw), "answered with an event stream") {
+			t.Errorf("%s %s: %d %s; want 502 saying it answered with an event stream", c.path, c.model, resp.StatusCode, raw)
+		}
+	}
+}

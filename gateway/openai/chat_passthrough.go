@@ -69,7 +69,7 @@ func (p *Provider) Forward(ctx context.Context, n *gateway.Native, model string,
 // to the Get-per-field reading).
 func readChatAnswer(provider string, raw []byte) (*gateway.Response, error) {
 	if !gateway.ValidJSON(raw) {
-		return nil, gateway.MalformedAnswer(provider, "malformed response: no choices")
+		return nil, gateway.Unreadable(provider, raw, "malformed response: no choices")
 	}
 	var id, mod, choices, finish, usage, tier gjson.Result
 	var choice bool // a choice in a choices array, as the path choices.0 finds one
