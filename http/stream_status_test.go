@@ -283,3 +283,28 @@ func TestWholeCallAnsweredWithAStreamSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// An error that ends a chat stream already begun names what the same
+// error names as an error answer: a passed-through provider's refusal
+// its own code and the client's field in param (they were Baton's code
+// and null).
+func TestChatStreamErrorChunkKeepsParamAndCode(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		sse(w, "", `{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"}}]}`)
+		sse(w, "", `{"error":{"message":"messages[0].content is too long","type":"invalid_request_error","param":"messages[0].content","code":"string_above_max_length"}}`)
+	}))
+	t.Cleanup(up.Close)
+	e := newEnvWith(t, catalogWith(t, map[string]string{"OPENAI_BASE_URL": up.URL + "/v1", "OPENAI_API_KEY": "k"}))
+	resp, evs := e.stream("/v1/chat/completions", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "stream": true,
+		"messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	if resp.StatusCode != 200 || len(evs) == 0 {
+		t.Fatalf("%d %v", resp.StatusCode, evs)
+	}
+	var last struct{ Error struct{ Param, Code any } }
+	json.Unmarshal([]byte(evs[len(evs)-1][1]), &last)
+	if last.Error.Param != "messages[0].content" || last.Error.Code != "string_above_max_length" {
+		t.Fatalf("the stream ends with %s, want the provider's param and code", evs[len(evs)-1][1])
+	}
+}

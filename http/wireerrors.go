@@ -53,7 +53,29 @@ func (s *Server) writeErrorAs(w http.ResponseWriter, r *http.Request, f errForma
 func tellChat(sse *sseWriter, r *http.Request, err error) {
 	d := describe(r, err)
 	oa, _ := d.types()
-	sse.data(&openai.ChatChunk{Error: &openai.APIError{Message: d.Message, Type: oa, Code: d.Code}})
+	param, code := d.openaiParamCode()
+	sse.data(&openai.ChatChunk{Error: &openai.APIError{Message: d.Message, Type: oa, Param: param, Code: code}})
+}
+
+// openaiParamCode are d's param and code in OpenAI's shape: a provider's
+// refusal's own code, and its param when the provider had the client's
+// body as sent (a translated request's fields are not the client's);
+// else Baton's code and the field it names.
+func (d described) openaiParamCode() (param, code any) {
+	if d.refusal != nil {
+		code = d.Code
+		if d.refusal.Code != "" {
+			code = d.refusal.Code
+		}
+		if d.refusal.AsSent && d.refusal.Param != "" {
+			param = d.refusal.Param
+		}
+		return param, code
+	}
+	if d.param != "" {
+		param = fieldPath(d.param, true)
+	}
+	return param, d.Code
 }
 
 // tellMessages tells err in a messages stream already begun: Anthropic's
@@ -69,25 +91,14 @@ func tellMessages(sse *sseWriter, r *http.Request, err error) {
 func wireErrorBody(r *http.Request, f errFormat, d described) any {
 	oa, an := d.types()
 	if f == openaiErrors && d.refusal != nil {
-		// The provider's code and param, as its SDK reads them; the param
-		// only when the provider had the client's body as sent (a
-		// translated request's fields are not the client's). Baton's
+		// The provider's code and param, as its SDK reads them. Baton's
 		// code is beside, in svc.
-		var code, param any = d.Code, nil
-		if d.refusal.Code != "" {
-			code = d.refusal.Code
-		}
-		if d.refusal.AsSent && d.refusal.Param != "" {
-			param = d.refusal.Param
-		}
+		param, code := d.openaiParamCode()
 		return refusalBody{Error: refusalError{APIError: openai.APIError{Message: d.Message, Type: oa, Param: param, Code: code}, Svc: refusalSvc{Code: d.Code}}}
 	}
 	if f == openaiErrors {
-		var param any
-		if d.param != "" {
-			param = fieldPath(d.param, true)
-		}
-		return openai.ErrorBody{Error: openai.APIError{Message: relead(d.param, fieldPath(d.param, true), d.Message), Type: oa, Param: param, Code: d.Code}}
+		param, code := d.openaiParamCode()
+		return openai.ErrorBody{Error: openai.APIError{Message: relead(d.param, fieldPath(d.param, true), d.Message), Type: oa, Param: param, Code: code}}
 	}
 	msg := d.Message
 	if d.Kind == domain.KindInvalid || d.Kind == domain.KindBadRequest {

@@ -277,7 +277,15 @@ func streamFailure(provider string, failure gjson.Result, chunk []byte) *gateway
 	if failure.Type == gjson.String {
 		typ, msg = gjson.GetBytes(chunk, "error_type").Str, failure.Str
 	}
-	return &gateway.UpstreamError{Provider: provider, Status: gateway.ErrorStatus(typ, failure.Get("code")), Bad: true, Type: typ, Message: cmp.Or(msg, "error event")}
+	ue := &gateway.UpstreamError{Provider: provider, Status: gateway.ErrorStatus(typ, failure.Get("code")), Bad: true, Type: typ, Message: cmp.Or(msg, "error event")}
+	// The field and code it names, as an error status's are kept.
+	if p := failure.Get("param"); p.Type == gjson.String && len(p.Str) <= 256 {
+		ue.Param = strings.ToValidUTF8(p.Str, "")
+	}
+	if c := failure.Get("code"); c.Type == gjson.String && len(c.Str) <= 256 {
+		ue.Code = strings.ToValidUTF8(c.Str, "")
+	}
+	return ue
 }
 
 // Buffered implements gateway.Buffered: each upstream event is one delta.
