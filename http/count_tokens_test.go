@@ -100,6 +100,28 @@ func TestCountTokensPassthrough(t *testing.T) {
 	}
 }
 
+// A count answered 200 with an error of the API in its place (a router's
+// failure) is that error, with the status its type stands for: an
+// overload 529, a rate limit 429, not a 502 "no input_tokens count".
+func TestCountTokensErrorObjectIn200(t *testing.T) {
+	var answer string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, answer)
+	}))
+	t.Cleanup(up.Close)
+	e := newEnvWith(t, catalogWith(t, map[string]string{"ANTHROPIC_BASE_URL": up.URL, "ANTHROPIC_API_KEY": "k"}))
+	for typ, status := range map[string]int{"overloaded_error": 529, "rate_limit_error": 429, "api_error": 502} {
+		answer = `{"type":"error","error":{"type":"` + typ + `","message":"upstream says ` + typ + `"}}`
+		r := e.do("POST", "/v1/messages/count_tokens", e.tenantA, `{"model":"anthropic:claude-haiku-4-5","messages":[{"role":"user","content":"hi"}]}`,
+			"anthropic-version", "2023-06-01")
+		if r.status != status || !strings.Contains(r.str("error.message"), "upstream says "+typ) {
+			t.Errorf("%s: %d %s; want %d with its message", typ, r.status, r.raw, status)
+		}
+	}
+}
+
 // A field of the wrong type is named as the client wrote it, not by the Go
 // structs it was promoted from.
 func TestWrongTypeNamesTheField(t *testing.T) {

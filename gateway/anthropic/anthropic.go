@@ -683,11 +683,14 @@ func (p *Provider) CountTokens(ctx context.Context, n *gateway.Native, model str
 	}
 	defer resp.Body.Close()
 	var r CountAnswer
-	if err := gateway.DecodeWhole(io.LimitReader(resp.Body, 1<<20), &r); err != nil {
-		return 0, gateway.AnswerError(p.name, "malformed response", err, true)
+	raw, err := gateway.DecodeAnswer(p.name, io.LimitReader(resp.Body, 1<<20), &r)
+	if err != nil {
+		return 0, err
 	}
 	if r.InputTokens == nil || *r.InputTokens < 0 {
-		return 0, gateway.BadAnswer(p.name, "malformed response: no input_tokens count")
+		// An error of the API in its place (a router's failure) is that
+		// error, with the status its type stands for.
+		return 0, gateway.NotAnAnswer(p.name, raw, "malformed response: no input_tokens count")
 	}
 	return *r.InputTokens, nil
 }

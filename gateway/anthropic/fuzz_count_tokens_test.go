@@ -8,13 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/batonhq/baton/gateway"
 	"github.com/batonhq/baton/gateway/internal/upstreamtest"
 )
 
 // FuzzAnthropicCountTokens: whatever the upstream answers to a count, the
 // adapter returns a count of zero or more, or an *UpstreamError with the
-// upstream's status (502 for a 2xx that is not a count).
+// upstream's status (502 for a 2xx that is not a count, but for an error
+// of the API in it: the status its type stands for).
 func FuzzAnthropicCountTokens(f *testing.F) {
 	for _, s := range []struct {
 		status uint16
@@ -23,6 +26,7 @@ func FuzzAnthropicCountTokens(f *testing.F) {
 		{200, `{"input_tokens":42}`}, {200, `{"input_tokens":-1}`}, {200, `{}`}, {200, `[]`}, {200, ``},
 		{200, `{"input_tokens":1e3}`}, {200, `{"input_tokens":"7"}`}, {200, `{"input_tokens":42}{"x":1}`},
 		{400, `{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}`}, {529, `overloaded`}, {301, ``},
+		{200, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
 	} {
 		f.Add(s.status, []byte(s.body))
 	}
@@ -57,6 +61,11 @@ func FuzzAnthropicCountTokens(f *testing.F) {
 		want := code
 		if code < 300 {
 			want = http.StatusBadGateway
+			if ue.OfAPI {
+				// An error of the API in its place: the status its type
+				// or code stands for.
+				want = gateway.ErrorStatus(gjson.GetBytes(answer, "error.type").Str, gjson.GetBytes(answer, "error.code"))
+			}
 		}
 		if ue.Status != want {
 			t.Fatalf("status %d, want %d: %v", ue.Status, want, err)
