@@ -775,9 +775,12 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 			return // what is left leaves with the body's end, in one write
 		}
 		if p.Err != nil {
+			// The status is claimed before the attempt is billed: billing
+			// may count a long prompt, which outlasts the headers' hold.
+			claimed := sse.claimStatus()
 			if _, _, tell := up.Fail(p.Err); tell || stopping(r) {
 				switch {
-				case sse.claimStatus():
+				case claimed:
 					// Nothing has left: an ordinary error answer, its
 					// status the failure's, as a whole call's would be.
 					s.writeErrorAs(w, r, wire.f, p.Err)

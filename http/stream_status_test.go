@@ -308,3 +308,31 @@ func TestChatStreamErrorChunkKeepsParamAndCode(t *testing.T) {
 		t.Fatalf("the stream ends with %s, want the provider's param and code", evs[len(evs)-1][1])
 	}
 }
+
+// A passed-through stream that fails before anything was written is an
+// error status however long billing the attempt takes: a whole answer in
+// place of the stream is billed Baton's count of a long prompt, which
+// outlasts the headers' hold, and the status must be claimed first (it
+// was a 200 with an error chunk).
+func TestPassthroughStreamFailingFirstKeepsItsStatusWhileBilled(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`)
+	}))
+	t.Cleanup(up.Close)
+	e := newEnvWith(t, catalogWith(t, map[string]string{"OPENAI_BASE_URL": up.URL + "/v1", "OPENAI_API_KEY": "k"}))
+	prompt := strings.Repeat("the quick brown fox jumps over the lazy dog, ", 40000) // about 1.8 MB: a long count
+	body, _ := json.Marshal(map[string]any{"model": "openai:gpt-4o-mini", "stream": true, "messages": []any{map[string]any{"role": "user", "content": prompt}}})
+	req, _ := http.NewRequest("POST", e.srv.URL+"/v1/chat/completions", strings.NewReader(string(body)))
+	req.Header.Set("x-api-key", e.tenantA)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 502 || !strings.Contains(string(raw), "not an event stream") {
+		t.Fatalf("%d %s; want 502 saying it is not an event stream", resp.StatusCode, raw)
+	}
+}
