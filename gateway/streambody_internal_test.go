@@ -34,4 +34,10 @@ func TestStreamBodyOfAJSONAnswer(t *testing.T) {
 	if got, err := read("application/json", ""); got != "" || err != nil {
 		t.Errorf("an empty body: %q %v, want an empty stream", got, err)
 	}
+	// A web page is told as one (it read as a stream cut short), and not
+	// billed: no model served it.
+	_, err = read("text/html; charset=utf-8", "<!doctype html><title>Welcome</title>")
+	if ue, ok := errors.AsType[*UpstreamError](err); !ok || !strings.Contains(ue.Message, "an HTML page, not an event stream") || ue.Served {
+		t.Errorf("a web page: %v", err)
+	}
 }

@@ -259,11 +259,26 @@ func ErrorStatus(typ string, code gjson.Result) int {
 // the stream's idle limit bounds it.
 func StreamBody(provider string, resp *http.Response) io.ReadCloser {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt == "text/html" {
+		// A web page (a base URL that leads to a site, or a proxy's page)
+		// would read as a stream that ended before its answer did. No
+		// model served it: not billed.
+		return &failedBody{resp.Body, BadAnswer(provider, "answered the streamed call with an HTML page, not an event stream (is its base URL the provider's API?)")}
+	}
 	if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
 		return resp.Body
 	}
 	return &jsonBody{provider: provider, body: resp.Body}
 }
+
+// failedBody is a body told as err at its first read.
+type failedBody struct {
+	body io.ReadCloser
+	err  error
+}
+
+func (f *failedBody) Read([]byte) (int, error) { return 0, f.err }
+func (f *failedBody) Close() error             { return f.body.Close() }
 
 // jsonBody is a JSON answer to a streamed call (StreamBody). A body that
 // does not start as a JSON document does (an event stream a server

@@ -336,3 +336,42 @@ func TestPassthroughStreamFailingFirstKeepsItsStatusWhileBilled(t *testing.T) {
 		t.Fatalf("%d %s; want 502 saying it is not an event stream", resp.StatusCode, raw)
 	}
 }
+
+// A streamed call answered with a web page (a base URL that leads to a
+// site) says so on every front, passed through or translated: it was told
+// as a stream that ended before its answer did.
+func TestStreamAnsweredWithAPageSaysSo(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, "<!doctype html><html><head><title>Welcome to nginx!</title></head><body>It works.</body></html>")
+	}))
+	t.Cleanup(up.Close)
+	e := newEnvWith(t, catalogWith(t, map[string]string{"OPENAI_BASE_URL": up.URL + "/v1", "OPENAI_API_KEY": "k",
+		"ANTHROPIC_BASE_URL": up.URL, "ANTHROPIC_API_KEY": "k"}))
+	for _, c := range []struct{ path, model string }{
+		{"/v1/chat/completions", "openai:gpt-4o-mini"},
+		{"/v1/chat/completions", "anthropic:claude-haiku-4-5"},
+		{"/v1/messages", "anthropic:claude-haiku-4-5"},
+		{"/v1/messages", "openai:gpt-4o-mini"},
+		{"/v1/responses", "openai:gpt-4o-mini"},
+	} {
+		body := `{"model":"` + c.model + `","max_tokens":20,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+		if c.path == "/v1/responses" {
+			body = `{"model":"` + c.model + `","stream":true,"input":"hi"}`
+		}
+		req, _ := http.NewRequest("POST", e.srv.URL+c.path, strings.NewReader(body))
+		req.Header.Set("x-api-key", e.tenantA)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var got struct{ Error struct{ Message string } }
+		json.Unmarshal(raw, &got)
+		if resp.StatusCode != 502 || !strings.Contains(got.Error.Message, "an HTML page, not an event stream") {
+			t.Errorf("%s %s: %d %s", c.path, c.model, resp.StatusCode, raw)
+		}
+	}
+}
