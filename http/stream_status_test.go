@@ -91,24 +91,32 @@ func TestStreamAnsweredWithJSONTellsWhatCame(t *testing.T) {
 		{"/v1/messages", "openai:gpt-4o-mini", true, "not an event stream"},
 	} {
 		whole = c.whole
-		body := `{"model":"` + c.model + `","max_tokens":20,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
-		if c.path == "/v1/responses" {
-			body = `{"model":"` + c.model + `","stream":true,"input":"hi"}`
-		}
-		req, _ := http.NewRequest("POST", e.srv.URL+c.path, strings.NewReader(body))
-		req.Header.Set("x-api-key", e.tenantA)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		var got struct{ Error struct{ Message string } }
-		json.Unmarshal(raw, &got)
-		if resp.StatusCode != 502 || !strings.Contains(got.Error.Message, c.want) {
-			t.Errorf("%s %s whole=%v: %d %s; want 502 saying %q", c.path, c.model, c.whole, resp.StatusCode, raw, c.want)
+		status, msg, raw := postStreamed(t, e, c.path, c.model)
+		if status != 502 || !strings.Contains(msg, c.want) {
+			t.Errorf("%s %s whole=%v: %d %s; want 502 saying %q", c.path, c.model, c.whole, status, raw, c.want)
 		}
 	}
+}
+
+// postStreamed makes a streamed call of model on the front at path and
+// answers its status, error message and body.
+func postStreamed(t *testing.T, e *env, path, model string) (int, string, []byte) {
+	t.Helper()
+	body := `{"model":"` + model + `","max_tokens":20,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	if path == "/v1/responses" {
+		body = `{"model":"` + model + `","stream":true,"input":"hi"}`
+	}
+	req, _ := http.NewRequest("POST", e.srv.URL+path, strings.NewReader(body))
+	req.Header.Set("x-api-key", e.tenantA)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var got struct{ Error struct{ Message string } }
+	json.Unmarshal(raw, &got)
+	return resp.StatusCode, got.Error.Message, raw
 }
 
 // An error object a provider answers with a 200 (whole, or in place of a
@@ -356,22 +364,8 @@ func TestStreamAnsweredWithAPageSaysSo(t *testing.T) {
 		{"/v1/messages", "openai:gpt-4o-mini"},
 		{"/v1/responses", "openai:gpt-4o-mini"},
 	} {
-		body := `{"model":"` + c.model + `","max_tokens":20,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
-		if c.path == "/v1/responses" {
-			body = `{"model":"` + c.model + `","stream":true,"input":"hi"}`
-		}
-		req, _ := http.NewRequest("POST", e.srv.URL+c.path, strings.NewReader(body))
-		req.Header.Set("x-api-key", e.tenantA)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		var got struct{ Error struct{ Message string } }
-		json.Unmarshal(raw, &got)
-		if resp.StatusCode != 502 || !strings.Contains(got.Error.Message, "an HTML page, not an event stream") {
-			t.Errorf("%s %s: %d %s", c.path, c.model, resp.StatusCode, raw)
+		if status, msg, raw := postStreamed(t, e, c.path, c.model); status != 502 || !strings.Contains(msg, "an HTML page, not an event stream") {
+			t.Errorf("%s %s: %d %s", c.path, c.model, status, raw)
 		}
 	}
 }
