@@ -97,8 +97,8 @@ type Executor struct {
 	// approved then, its lease counted from the approval, timed out
 	// before the executor knew of it.
 	StreamRetryMax time.Duration
-	// StopGrace is how long a command stopped at its time limit, or by
-	// Baton, has after SIGTERM before what is left of its process group
+	// StopGrace is how long a command stopped at its time limit, by
+	// Baton, or by the executor stopping, has after SIGTERM before what is left of its process group
 	// is killed (10s when zero).
 	StopGrace time.Duration
 
@@ -623,9 +623,9 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 		delete(e.stops, run.HandoffID)
 		e.mu.Unlock()
 	}()
-	// The executor stopping kills the command at once (ownGroup); a stop
-	// from Baton goes through stopGroup below.
-	cmd := exec.CommandContext(ctx, p.Command[0], p.Command[1:]...)
+	// Every stop (the executor stopping, Baton, the time limit) goes
+	// through stopGroup below, with its grace.
+	cmd := exec.Command(p.Command[0], p.Command[1:]...)
 	cmd.Stdin = bytes.NewReader(c.raw)
 	// No environment variable holds a NUL, which an objective may: the
 	// command did not start at all. The contract on its input has it whole.
@@ -635,6 +635,9 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "BATON_API_KEY=") })
 	cmd.Env = append(env, "BATON_HANDOFF_ID="+run.HandoffID, "BATON_EXECUTOR_RUN_ID="+run.ExecutorRunID,
 		"BATON_OBJECTIVE="+objective, "BATON_EXECUTOR_PROTOCOL="+c.ExecutorProtocol)
+	if ctx.Err() != nil {
+		return run, false // stopped before the command started
+	}
 	// The output comes through a pipe of the executor's own, read until
 	// its last writer closes it: os/exec closed its pipe five seconds
 	// after the command exited, and a process the command left running (a
@@ -668,8 +671,6 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 		stop.by = by
 		return true
 	}
-	kill := cmd.Cancel // the executor stopping: at once, whatever came first
-	cmd.Cancel = func() error { stopping(stoppedByExecutor); return kill() }
 	log.Info().Strs("command", p.Command).Msg("running")
 	// Linux sends the parent-death signal when the thread that started
 	// the command ends, not the executor: this one is kept until the
@@ -710,17 +711,21 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 		})
 	}
 	// A command Baton stops (the handoff closed, the run released, its
-	// lease lost) is asked to stop as at its time limit: SIGTERM, then
-	// SIGKILL after the grace. It was killed outright, with no chance to
-	// clean up.
+	// lease lost), or the executor stopping (SIGTERM from systemd, say),
+	// is asked to stop as at its time limit: SIGTERM, then SIGKILL after
+	// the grace. It was killed outright, with no chance to clean up.
 	exited, halted := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(halted)
 		select {
 		case <-exited:
 		case <-cmdCtx.Done():
-			if ctx.Err() == nil && stopping(stoppedByBaton) {
-				log.Warn().Str("grace", e.StopGrace.String()).Str("why", context.Cause(cmdCtx).Error()).Msg("stopping the command")
+			by, why := stoppedByBaton, context.Cause(cmdCtx).Error()
+			if ctx.Err() != nil {
+				by, why = stoppedByExecutor, "the executor stops"
+			}
+			if stopping(by) {
+				log.Warn().Str("grace", e.StopGrace.String()).Str("why", why).Msg("stopping the command")
 				stopGroup(cmd.Process, e.StopGrace)
 			}
 		}

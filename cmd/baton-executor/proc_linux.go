@@ -13,8 +13,8 @@ import (
 	"time"
 )
 
-// ownGroup puts the command in a process group of its own, and stopping it
-// kills the whole group: killing the shell alone left what it had started
+// ownGroup puts the command in a process group of its own, which stopGroup
+// stops whole: killing the shell alone left what it had started
 // (a `sh -c "a && b"`'s a) running, and the next start ran it again beside it.
 // The command is also killed when the executor dies (SIGKILL, the OOM
 // killer): it ran on, and the next start ran it again beside it. What it
@@ -22,7 +22,6 @@ import (
 // start kill it (killLeftover).
 func ownGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 }
 
 // groupOf identifies the process group a just started command leads: its

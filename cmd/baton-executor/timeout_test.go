@@ -634,6 +634,63 @@ func TestExecutorStopsAClosedRunsCommandWithAGrace(t *testing.T) {
 	}
 }
 
+// The executor stopping (SIGTERM, as systemd stops it) stops a command as
+// Baton or its time limit does: SIGTERM to its process group, so that it
+// may clean up, and SIGKILL after the grace for what is left. It was
+// killed outright, its cleanup never run; the run stays "running", to be
+// run again at the next start.
+func TestExecutorStopsItsCommandsWithAGraceAsItStops(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"state":"executor_started","ledgerHead":{"seq":1,"hash":"h"}}`))
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	pidFile, started, cleaned := filepath.Join(dir, "child.pid"), filepath.Join(dir, "started"), filepath.Join(dir, "cleaned")
+	e := resumedRun(t, srv, shell(`(trap '' TERM; exec sleep 1000) & echo $! > `+pidFile+
+		`; trap 'echo cleaned > `+cleaned+`; exit 3' TERM; touch `+started+`; sleep 1000 & wait`))
+	e.Log, e.StopGrace = zerolog.New(zerolog.NewTestWriter(t)), time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		e.carry(ctx, "h", contractH(0))
+		close(done)
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command never ran")
+		}
+	}
+	cancel()
+	<-done
+	if _, err := os.Stat(cleaned); err != nil {
+		t.Errorf("the command was not given SIGTERM to clean up as the executor stopped: %v", err)
+	}
+	b, _ := os.ReadFile(pidFile)
+	var pid int
+	fmt.Sscan(string(b), &pid)
+	if pid <= 1 {
+		t.Fatalf("no child pid: %q", b)
+	}
+	// SIGKILLed as the grace ended: gone, or a zombie, once the signal
+	// is taken.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil || strings.Contains(string(st), ") Z ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			exec.Command("kill", "-9", fmt.Sprint(pid)).Run()
+			t.Fatalf("the command's child %d, which ignores SIGTERM, still runs", pid)
+		}
+	}
+	if r, _ := e.State.Run("h"); r.Phase != phaseRunning {
+		t.Fatalf("run %+v: want it running, to be run again at the next start", r)
+	}
+}
+
 // A run's callbacks are retried within its lease: a 503 with a Retry-After
 // of a minute (a proxy's, say), or a heartbeat that gets no answer, held
 // the next attempt past a lease of three seconds, and Baton timed the run
