@@ -112,7 +112,11 @@ type Executor struct {
 	stops   map[string]context.CancelCauseFunc // each running command's, by handoff
 	slots   int                                // commands that may still start
 	waiting []string                           // handoffs waiting for a slot, first come first
-	wg      sync.WaitGroup
+	// considering: a consider of the handoff under way, closed when it
+	// ends. Two at once (a released run's end and the release's event)
+	// each wrote a run id to the state file, the claimed one overwritten.
+	considering map[string]chan struct{}
+	wg          sync.WaitGroup
 }
 
 // maxOutput bounds the output kept of a command: the tail, which holds the
@@ -475,6 +479,31 @@ func (e *Executor) readContract(ctx context.Context, id string) (contract, error
 // It returns an error only when it could not tell (Baton refused the key,
 // or ctx ended): the event that named the handoff is to be read again.
 func (e *Executor) consider(ctx context.Context, id string) error {
+	for {
+		e.mu.Lock()
+		busy, ok := e.considering[id]
+		if !ok {
+			if e.considering == nil {
+				e.considering = map[string]chan struct{}{}
+			}
+			e.considering[id] = make(chan struct{})
+		}
+		e.mu.Unlock()
+		if !ok {
+			break
+		}
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	defer func() {
+		e.mu.Lock()
+		close(e.considering[id])
+		delete(e.considering, id)
+		e.mu.Unlock()
+	}()
 	if r, ok := e.State.Run(id); ok && !r.released() {
 		return nil // taken before: its run goes on or is done
 	}

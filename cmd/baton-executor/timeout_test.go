@@ -1110,3 +1110,66 @@ func TestExecutorListsSoonAgain(t *testing.T) {
 		t.Fatalf("no claim 5s after a refused listing (%d listings)", lists.Load())
 	}
 }
+
+// Two considers of one released handoff (the one after its run ended, and
+// the one for the release's event on the stream) are one after the other:
+// the second read the contract before the first run's claim, and wrote a
+// run id of its own to the state file over the claimed one, so a restart
+// then resumed a run Baton refused (executor_run_mismatch), and the
+// claimed one was carried by no one.
+func TestExecutorConsidersAHandoffOnceAtATime(t *testing.T) {
+	var reads atomic.Int32
+	claimed := make(chan string, 1)
+	var claimedID atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == "GET":
+			if reads.Add(1) == 2 {
+				// Answered as Baton did just before the first run's claim,
+				// delivered after it.
+				claimedID.Store(<-claimed)
+			}
+			w.Write([]byte(`{"handoffId":"h","protocolVersion":"svc.agent_os.v1","schemaVersion":"svc.handoff.v1","targetExecutor":"ops-bot",
+				"executorProtocol":"ops_bot.v1","state":"approval_decided","approvalPolicy":{"status":"APPROVED"}}`))
+		case strings.HasSuffix(r.URL.Path, "/heartbeat"):
+			var b struct {
+				ExecutorRunID string `json:"executorRunId"`
+			}
+			json.NewDecoder(r.Body).Decode(&b)
+			select {
+			case claimed <- b.ExecutorRunID:
+			default:
+			}
+			w.Write([]byte(`{"state":"executor_started"}`))
+		default:
+			w.Write([]byte(`{"state":"result_received"}`))
+		}
+	}))
+	defer srv.Close()
+	e := resumedRun(t, srv, shell(`sleep 1000`))
+	e.StopGrace = time.Second
+	if err := e.State.Put(Run{HandoffID: "h", ExecutorRunID: "run-1", Protocol: "ops_bot.v1", Phase: phaseReported,
+		Note: `heartbeat refused: 409 {"code":"executor_run_released"}`}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var considers sync.WaitGroup
+	for range 2 {
+		considers.Add(1)
+		go func() { defer considers.Done(); e.consider(ctx, "h") }()
+	}
+	considers.Wait()
+	r, _ := e.State.Run("h")
+	want, _ := claimedID.Load().(string)
+	if want == "" { // the second consider read nothing
+		select {
+		case want = <-claimed:
+		case <-time.After(10 * time.Second):
+		}
+	}
+	cancel()
+	e.wg.Wait()
+	if want == "" || r.ExecutorRunID != want {
+		t.Fatalf("run %s claimed the handoff; the state file has %+v", want, r)
+	}
+}
