@@ -116,7 +116,11 @@ type Executor struct {
 	// ends. Two at once (a released run's end and the release's event)
 	// each wrote a run id to the state file, the claimed one overwritten.
 	considering map[string]chan struct{}
-	wg          sync.WaitGroup
+	// closed: the handoffs whose LedgerClosed came while their run was
+	// claimed, before its command had a stop to call: missed, a run
+	// without a lease ran its command to the end on a closed handoff.
+	closed map[string]error
+	wg     sync.WaitGroup
 }
 
 // maxOutput bounds the output kept of a command: the tail, which holds the
@@ -345,8 +349,15 @@ func (e *Executor) follow(ctx context.Context, connected *bool) error {
 		if json.Unmarshal([]byte(ev.Data), &d) == nil && d.HandoffID != "" {
 			if d.Type == domain.EventLedgerClosed {
 				e.mu.Lock()
+				cause := fmt.Errorf("the handoff closed (ledger_closed: %s)", d.Data.Reason)
 				if stop := e.stops[d.HandoffID]; stop != nil {
-					stop(fmt.Errorf("the handoff closed (ledger_closed: %s)", d.Data.Reason))
+					stop(cause)
+				} else if e.running[d.HandoffID] && !slices.Contains(e.waiting, d.HandoffID) {
+					// Being claimed: its command is not to start.
+					if e.closed == nil {
+						e.closed = map[string]error{}
+					}
+					e.closed[d.HandoffID] = cause
 				}
 				if i := slices.Index(e.waiting, d.HandoffID); i >= 0 {
 					// Closed before its turn came: nothing to run.
@@ -563,6 +574,7 @@ func (e *Executor) launch(ctx context.Context, id string, c *contract, slot bool
 		e.carry(ctx, id, c)
 		e.mu.Lock()
 		delete(e.running, id)
+		delete(e.closed, id)
 		if slot {
 			if len(e.waiting) > 0 && ctx.Err() == nil {
 				next := e.waiting[0]
@@ -646,6 +658,9 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 	defer release(nil)
 	e.mu.Lock()
 	e.stops[run.HandoffID] = release
+	if cause := e.closed[run.HandoffID]; cause != nil {
+		release(cause) // closed as it was claimed
+	}
 	e.mu.Unlock()
 	defer func() {
 		e.mu.Lock()
@@ -666,6 +681,10 @@ func (e *Executor) execute(ctx context.Context, c contract, run Run, log zerolog
 		"BATON_OBJECTIVE="+objective, "BATON_EXECUTOR_PROTOCOL="+c.ExecutorProtocol)
 	if ctx.Err() != nil {
 		return run, false // stopped before the command started
+	}
+	if cmdCtx.Err() != nil {
+		e.abandon(run, "command not started: "+context.Cause(cmdCtx).Error())
+		return run, false
 	}
 	// The output comes through a pipe of the executor's own, read until
 	// its last writer closes it: os/exec closed its pipe five seconds

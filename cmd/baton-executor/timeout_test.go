@@ -1173,3 +1173,63 @@ func TestExecutorConsidersAHandoffOnceAtATime(t *testing.T) {
 		t.Fatalf("run %s claimed the handoff; the state file has %+v", want, r)
 	}
 }
+
+// A LedgerClosed that comes as the run is claimed, before its command
+// starts, stops it all the same: it found no command to stop, and a run
+// without a lease (no heartbeat to be refused) ran its command to the end
+// on a closed handoff.
+func TestExecutorStopsARunWhoseHandoffClosedAsItWasClaimed(t *testing.T) {
+	dir := t.TempDir()
+	started := filepath.Join(dir, "started")
+	var ep atomic.Pointer[Executor]
+	closeEv := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/v1/events":
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(200)
+			w.Write([]byte("id: 2-0\ndata: {\"handoffId\":\"h\",\"type\":\"ApprovalDecided\"}\n\n"))
+			w.(http.Flusher).Flush()
+			select {
+			case <-closeEv:
+				w.Write([]byte("id: 3-0\ndata: {\"handoffId\":\"h\",\"type\":\"LedgerClosed\",\"data\":{\"reason\":\"result_timed_out\"}}\n\n"))
+				w.(http.Flusher).Flush()
+			case <-r.Context().Done():
+			}
+			<-r.Context().Done()
+		case r.Method == "GET":
+			w.Write([]byte(`{"handoffId":"h","protocolVersion":"svc.agent_os.v1","schemaVersion":"svc.handoff.v1","targetExecutor":"ops-bot",
+				"executorProtocol":"ops_bot.v1","state":"approval_decided","approvalPolicy":{"status":"APPROVED"}}`))
+		case strings.HasSuffix(r.URL.Path, "/heartbeat"):
+			// The handoff closes as the claim is answered: the event is
+			// handled before the answer reaches the run.
+			close(closeEv)
+			for deadline := time.Now().Add(10 * time.Second); ep.Load().State.LastEventID() != "3-0" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			}
+			w.Write([]byte(`{"state":"executor_started"}`))
+		default:
+			w.WriteHeader(409)
+			w.Write([]byte(`{"code":"ledger_closed","status":409}`))
+		}
+	}))
+	defer srv.Close()
+	e := streamExecutor(t, srv, "1-0")
+	ep.Store(e)
+	e.Config.Protocols = map[string]Protocol{"ops_bot.v1": shell(`touch ` + started + `; sleep 1000`)}
+	e.StopGrace = time.Second
+	defer background(e)()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if r, ok := e.State.Run("h"); ok && r.Phase == phaseReported {
+			if !strings.Contains(r.Note, "ledger_closed") {
+				t.Fatalf("run given up with %q", r.Note)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command still runs on a closed handoff")
+		}
+	}
+	if _, err := os.Stat(started); err == nil {
+		t.Error("the command started on a handoff already closed")
+	}
+}
