@@ -120,7 +120,10 @@ type Executor struct {
 	// claimed, before its command had a stop to call: missed, a run
 	// without a lease ran its command to the end on a closed handoff.
 	closed map[string]error
-	wg     sync.WaitGroup
+	// held: the runs not resumed at the start, what a previous start's
+	// command left running not killed: not to run again beside it.
+	held map[string]bool
+	wg   sync.WaitGroup
 }
 
 // maxOutput bounds the output kept of a command: the tail, which holds the
@@ -150,7 +153,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	if e.StopGrace <= 0 {
 		e.StopGrace = 10 * time.Second
 	}
-	e.running, e.stops = map[string]bool{}, map[string]context.CancelCauseFunc{}
+	e.running, e.stops, e.held = map[string]bool{}, map[string]context.CancelCauseFunc{}, map[string]bool{}
 	e.slots, e.waiting = e.maxRuns(), nil
 	defer e.wg.Wait()
 	// Oldest first (a run id is a UUIDv7, in the order runs were taken):
@@ -165,6 +168,7 @@ func (e *Executor) Run(ctx context.Context) error {
 			n, err := killLeftover(r.Group, r.ExecutorRunID)
 			if err != nil {
 				e.Log.Error().Err(err).Str("handoffId", r.HandoffID).Str("executorRunId", r.ExecutorRunID).Msg("a previous start's command may still run; not running it again beside it")
+				e.held[r.HandoffID] = true
 				continue
 			}
 			if n > 0 {
@@ -516,7 +520,17 @@ func (e *Executor) consider(ctx context.Context, id string) error {
 		e.mu.Unlock()
 	}()
 	if r, ok := e.State.Run(id); ok && !r.released() {
-		return nil // taken before: its run goes on or is done
+		// Taken before: its run goes on or is done; or, resumed at the
+		// start, it could not go on (its contract unreadable: a proxy's
+		// 403, say), and goes on now. Skipped, it waited for the next
+		// start, and a handoff Baton released meanwhile was taken by no one.
+		e.mu.Lock()
+		held := e.held[id]
+		e.mu.Unlock()
+		if r.Phase != phaseReported && !held {
+			e.start(ctx, id, nil) // nothing when it is under way
+		}
+		return nil
 	}
 	c, err := e.readContract(ctx, id)
 	if err != nil {
@@ -606,7 +620,7 @@ func (e *Executor) carry(ctx context.Context, id string, known *contract) {
 	if known == nil { // a run resumed after a restart
 		c, err := e.readContract(ctx, id)
 		if err != nil {
-			log.Error().Err(err).Msg("cannot read the contract")
+			log.Error().Err(err).Msg("cannot read the contract; the run goes on at the next event for its handoff, or the next start")
 			return
 		}
 		known = &c

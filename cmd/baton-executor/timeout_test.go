@@ -1233,3 +1233,52 @@ func TestExecutorStopsARunWhoseHandoffClosedAsItWasClaimed(t *testing.T) {
 		t.Error("the command started on a handoff already closed")
 	}
 }
+
+// A run resumed at a start whose contract could not be read (a proxy's
+// 403) goes on at the next event for its handoff (its release, say): it
+// stayed "running" in the state file, and every event for it was skipped
+// as taken until the next start; released by Baton, the handoff waited,
+// taken by no one.
+func TestExecutorResumesARunWhoseContractItCouldNotRead(t *testing.T) {
+	var reads atomic.Int32
+	var mu sync.Mutex
+	var beats []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == "GET":
+			if reads.Add(1) == 1 {
+				w.WriteHeader(403)
+				w.Write([]byte(`<html>Forbidden</html>`))
+				return
+			}
+			w.Write([]byte(`{"handoffId":"h","protocolVersion":"svc.agent_os.v1","schemaVersion":"svc.handoff.v1","targetExecutor":"ops-bot",
+				"executorProtocol":"ops_bot.v1","state":"executor_started","approvalPolicy":{"status":"APPROVED"}}`))
+		case strings.HasSuffix(r.URL.Path, "/heartbeat"):
+			var b struct {
+				ExecutorRunID string `json:"executorRunId"`
+			}
+			json.NewDecoder(r.Body).Decode(&b)
+			mu.Lock()
+			beats = append(beats, b.ExecutorRunID)
+			mu.Unlock()
+			w.Write([]byte(`{"state":"executor_started"}`))
+		default:
+			w.Write([]byte(`{"state":"result_received","ledgerHead":{"seq":1,"hash":"h"}}`))
+		}
+	}))
+	defer srv.Close()
+	e := resumedRun(t, srv, Protocol{Command: []string{"true"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	e.start(ctx, "h", nil) // resumed after a restart: its contract refused
+	e.wg.Wait()
+	if err := e.consider(ctx, "h"); err != nil { // an event for the handoff
+		t.Fatal(err)
+	}
+	e.wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if r, _ := e.State.Run("h"); !slices.Equal(beats, []string{"run-1"}) || r.Phase != phaseReported {
+		t.Fatalf("heartbeats of runs %v; the run now %+v: want run-1 to go on and be reported", beats, r)
+	}
+}
