@@ -446,10 +446,14 @@ type contract struct {
 	ApprovalPolicy   struct {
 		Status string `json:"status"`
 	} `json:"approvalPolicy"`
-	Deadlines *struct {
-		HeartbeatSeconds int `json:"heartbeatSeconds"`
-	} `json:"deadlines"`
-	raw []byte
+	Deadlines *deadlines `json:"deadlines"`
+	raw       []byte
+}
+
+// deadlines is what the executor reads of a contract's deadlines.
+type deadlines struct {
+	HeartbeatSeconds int        `json:"heartbeatSeconds"`
+	ResultDueAt      *time.Time `json:"resultDueAt"`
 }
 
 // why says why the executor will not act on c ("" when it will).
@@ -627,6 +631,9 @@ func (e *Executor) carry(ctx context.Context, id string, known *contract) {
 	}
 	c := *known
 	ctx = withLease(ctx, c)
+	if c.Deadlines != nil && c.Deadlines.ResultDueAt != nil {
+		ctx = context.WithValue(ctx, dueKey{}, *c.Deadlines.ResultDueAt)
+	}
 	if run.Phase == phaseRunning {
 		// The first heartbeat starts the run (ExecutorStarted) before the
 		// command acts: a handoff another run took is refused here.
@@ -1120,8 +1127,12 @@ func (e *Executor) call(ctx context.Context, method, path, idemKey string, body 
 		if ctx.Err() != nil {
 			return 0, nil, ctx.Err()
 		}
-		e.Log.Warn().Err(err).Dur("retryIn", wait).Msg("retrying")
-		if !sleep(ctx, wait) {
+		d := wait
+		if due, ok := ctx.Value(dueKey{}).(time.Time); ok {
+			d = beforeDue(d, time.Until(due))
+		}
+		e.Log.Warn().Err(err).Dur("retryIn", d).Msg("retrying")
+		if !sleep(ctx, d) {
 			return 0, nil, ctx.Err()
 		}
 		wait = min(wait*2, limit)
@@ -1135,6 +1146,21 @@ type leaseKey struct{}
 // retryMaxKey holds, in a request's context, the longest wait between two
 // of its attempts.
 type retryMaxKey struct{}
+
+// dueKey holds, in a run's context, its contract's resultDueAt.
+type dueKey struct{}
+
+// beforeDue bounds a retry's wait d, with left to go before the result is
+// due, to half of left (a tenth of a second at least): waits doubled to a
+// minute took a proof or result past resultDueAt, and Baton, back before
+// it, timed the run out. Halved so, a Baton back before the deadline is
+// reached before it. Once it has passed, the wait is d.
+func beforeDue(d, left time.Duration) time.Duration {
+	if left <= 0 {
+		return d
+	}
+	return min(d, max(left/2, 100*time.Millisecond))
+}
 
 func withLease(ctx context.Context, c contract) context.Context {
 	if c.Deadlines == nil || c.Deadlines.HeartbeatSeconds <= 0 {

@@ -65,9 +65,7 @@ func resumedRun(t *testing.T, srv *httptest.Server, command Protocol) *Executor 
 func contractH(heartbeatSeconds int) *contract {
 	c := &contract{HandoffID: "h", ExecutorProtocol: "ops_bot.v1", raw: []byte(`{}`)}
 	if heartbeatSeconds > 0 {
-		c.Deadlines = &struct {
-			HeartbeatSeconds int `json:"heartbeatSeconds"`
-		}{HeartbeatSeconds: heartbeatSeconds}
+		c.Deadlines = &deadlines{HeartbeatSeconds: heartbeatSeconds}
 	}
 	return c
 }
@@ -1280,5 +1278,53 @@ func TestExecutorResumesARunWhoseContractItCouldNotRead(t *testing.T) {
 	defer mu.Unlock()
 	if r, _ := e.State.Run("h"); !slices.Equal(beats, []string{"run-1"}) || r.Phase != phaseReported {
 		t.Fatalf("heartbeats of runs %v; the run now %+v: want run-1 to go on and be reported", beats, r)
+	}
+}
+
+// A proof or result retried through an outage is tried again before the
+// contract's resultDueAt: the wait doubled up to a minute, and Baton, back
+// before the deadline, timed the run out before the retry came.
+func TestExecutorRetriesBeforeTheResultIsDue(t *testing.T) {
+	for _, c := range []struct{ d, left, want time.Duration }{
+		{time.Minute, 10 * time.Second, 5 * time.Second},
+		{time.Second, 10 * time.Second, time.Second},
+		{time.Minute, 50 * time.Millisecond, 100 * time.Millisecond},
+		{time.Minute, 0, time.Minute}, // past it: Baton refuses, whenever asked
+		{time.Minute, -time.Second, time.Minute},
+	} {
+		if got := beforeDue(c.d, c.left); got != c.want {
+			t.Errorf("beforeDue(%s, %s) = %s, want %s", c.d, c.left, got, c.want)
+		}
+	}
+	var proofs atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/proof") && proofs.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable) // Baton away, back at once
+			return
+		}
+		w.Write([]byte(`{"state":"result_received","ledgerHead":{"seq":1,"hash":"h"}}`))
+	}))
+	defer srv.Close()
+	e := resumedRun(t, srv, Protocol{Command: []string{"true"}})
+	e.Backoff = time.Hour
+	due := time.Now().Add(3 * time.Second)
+	c := contractH(0)
+	c.Deadlines = &deadlines{ResultDueAt: &due}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		e.carry(ctx, "h", c)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cancel()
+		<-done
+		t.Fatalf("the proof was not tried again before the result was due: %d attempts", proofs.Load())
+	}
+	cancel()
+	if r, _ := e.State.Run("h"); r.Phase != phaseReported {
+		t.Fatalf("run %+v: want it reported", r)
 	}
 }
