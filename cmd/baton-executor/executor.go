@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -203,7 +204,7 @@ func (e *Executor) Run(ctx context.Context) error {
 			return err // no retry makes a refused key valid, or the URL Baton's
 		}
 		longest := max(e.StreamRetryMax, e.Backoff)
-		d := wait
+		d := jitter(wait)
 		if refused := (*streamRefused)(nil); errors.As(err, &refused) && refused.after > d {
 			// What Baton asks for (a tenant's streams all taken: 429
 			// too_many_streams, Retry-After 5), within the longest wait:
@@ -248,6 +249,16 @@ func keepKeyHome(req *http.Request, via []*http.Request) error {
 		req.Header.Del("X-Api-Key")
 	}
 	return nil
+}
+
+// jitter draws a wait between half of d and d: executors that lost Baton
+// at once (a restart) asked it again in lockstep, each at the same moment
+// after it was back. Drawn at most d, a wait keeps every bound on it.
+func jitter(d time.Duration) time.Duration {
+	if d < 2 {
+		return d
+	}
+	return d/2 + rand.N(d-d/2+1)
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {
@@ -1072,6 +1083,7 @@ func (e *Executor) call(ctx context.Context, method, path, idemKey string, body 
 	}
 	wait := min(e.Backoff, limit)
 	for {
+		var asked time.Duration // the answer's Retry-After, within the limit
 		req, err := http.NewRequestWithContext(ctx, method, e.Base+path, bytes.NewReader(b))
 		if err != nil {
 			return 0, nil, err
@@ -1115,7 +1127,8 @@ func (e *Executor) call(ctx context.Context, method, path, idemKey string, body 
 			if s, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil && s > 0 {
 				// Within the limit too: a proxy's 503 asking for a minute
 				// held a leased run's heartbeat past its lease.
-				wait = max(wait, min(time.Duration(min(s, 60))*time.Second, limit))
+				asked = min(time.Duration(min(s, 60))*time.Second, limit)
+				wait = max(wait, asked)
 			}
 			if rerr != nil {
 				err = rerr
@@ -1127,7 +1140,7 @@ func (e *Executor) call(ctx context.Context, method, path, idemKey string, body 
 		if ctx.Err() != nil {
 			return 0, nil, ctx.Err()
 		}
-		d := wait
+		d := max(jitter(wait), asked) // not sooner than Baton asked
 		if due, ok := ctx.Value(dueKey{}).(time.Time); ok {
 			d = beforeDue(d, time.Until(due))
 		}

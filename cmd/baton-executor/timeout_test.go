@@ -1328,3 +1328,88 @@ func TestExecutorRetriesBeforeTheResultIsDue(t *testing.T) {
 		t.Fatalf("run %+v: want it reported", r)
 	}
 }
+
+// Every wait before a retry (a callback, the event stream) is drawn
+// between half of it and it whole: executors that lost Baton at once
+// asked it again in lockstep, each at the same moment after it was back.
+func TestExecutorRetriesWithJitter(t *testing.T) {
+	for _, d := range []time.Duration{0, 1, 3, time.Second, time.Minute} {
+		lo, hi := d, time.Duration(0)
+		for range 1000 {
+			j := jitter(d)
+			if j < d/2 || j > d {
+				t.Fatalf("jitter(%s) = %s: want %s to %s", d, j, d/2, d)
+			}
+			lo, hi = min(lo, j), max(hi, j)
+		}
+		if d >= time.Second && (lo > d*6/10 || hi < d*9/10) {
+			t.Fatalf("jitter(%s) drew %s to %s: want them spread from %s to %s", d, lo, hi, d/2, d)
+		}
+	}
+	// The waits the log names, each within its bounds, not all the
+	// nominal ones.
+	waits := func(log string, msg string) []float64 {
+		var out []float64
+		for _, line := range strings.Split(log, "\n") {
+			var l struct {
+				Message string  `json:"message"`
+				RetryIn float64 `json:"retryIn"`
+			}
+			if json.Unmarshal([]byte(line), &l) == nil && l.Message == msg {
+				out = append(out, l.RetryIn)
+			}
+		}
+		return out
+	}
+	check := func(got []float64, first, longest float64) {
+		t.Helper()
+		if len(got) < 6 {
+			t.Fatalf("%d waits: %v", len(got), got)
+		}
+		nominal, same := first, 0
+		for _, g := range got[:6] {
+			if g < nominal/2 || g > nominal {
+				t.Fatalf("waits %v: %v is not within %v to %v", got, g, nominal/2, nominal)
+			}
+			if g == nominal {
+				same++
+			}
+			nominal = min(nominal*2, longest)
+		}
+		if same == 6 {
+			t.Fatalf("waits %v: every one the nominal one", got)
+		}
+	}
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) <= 6 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+	var log syncBuffer
+	e := streamExecutor(t, srv, "")
+	e.Log, e.Backoff, e.CallTimeout, e.Client = zerolog.New(&log), 4*time.Millisecond, 5*time.Second, srv.Client()
+	if st, _, err := e.call(context.Background(), "GET", "/v1/handoff/contracts/h", "", nil); err != nil || st != 200 {
+		t.Fatalf("call: %d %v", st, err)
+	}
+	check(waits(log.String(), "retrying"), 4, 60_000)
+
+	stream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer stream.Close()
+	var slog syncBuffer
+	e = streamExecutor(t, stream, "1-0")
+	e.Log, e.Backoff, e.StreamRetryMax = zerolog.New(&slog), 4*time.Millisecond, 64*time.Millisecond
+	stop := background(e)
+	for deadline := time.Now().Add(10 * time.Second); len(waits(slog.String(), "event stream interrupted")) < 6; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stream was not tried again")
+		}
+	}
+	stop()
+	check(waits(slog.String(), "event stream interrupted"), 4, 64)
+}
