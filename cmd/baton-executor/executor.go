@@ -1101,8 +1101,17 @@ func (e *Executor) call(ctx context.Context, method, path, idemKey string, body 
 			req.Header.Set("Prefer", "return=minimal")
 		}
 		// One attempt has its own deadline: a server that never answers
-		// held the run (and its heartbeats) for ever.
-		actx, cancel := context.WithTimeout(ctx, attempt)
+		// held the run (and its heartbeats) for ever. Before the result is
+		// due, at most half the time left (a second at least): a request
+		// lost on the way, waited on for the whole CallTimeout, was
+		// retried after resultDueAt.
+		at := attempt
+		if due, ok := ctx.Value(dueKey{}).(time.Time); ok {
+			if left := time.Until(due); left > 0 {
+				at = min(at, max(left/2, time.Second))
+			}
+		}
+		actx, cancel := context.WithTimeout(ctx, at)
 		resp, err := e.Client.Do(req.WithContext(actx))
 		if err == nil {
 			raw, rerr := io.ReadAll(io.LimitReader(resp.Body, 8<<20))

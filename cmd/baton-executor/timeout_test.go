@@ -1413,3 +1413,45 @@ func TestExecutorRetriesWithJitter(t *testing.T) {
 	stop()
 	check(waits(slog.String(), "event stream interrupted"), 4, 64)
 }
+
+// A proof sent as the result's deadline nears, and lost on the way (no
+// answer), is given up in time for its retry to come before resultDueAt:
+// it was waited on for the whole CallTimeout, past the deadline.
+func TestExecutorGivesUpALostCallBeforeTheResultIsDue(t *testing.T) {
+	var proofs atomic.Int32
+	quit := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/proof") && proofs.Add(1) == 1 {
+			select { // lost: never answered
+			case <-r.Context().Done():
+			case <-quit:
+			}
+			return
+		}
+		w.Write([]byte(`{"state":"result_received","ledgerHead":{"seq":1,"hash":"h"}}`))
+	}))
+	defer srv.Close()
+	defer close(quit)
+	e := resumedRun(t, srv, Protocol{Command: []string{"true"}})
+	e.CallTimeout = time.Hour
+	due := time.Now().Add(3 * time.Second)
+	c := contractH(0)
+	c.Deadlines = &deadlines{ResultDueAt: &due}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		e.carry(ctx, "h", c)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cancel()
+		<-done
+		t.Fatalf("the lost proof was waited on past the result's deadline: %d attempts", proofs.Load())
+	}
+	cancel()
+	if r, _ := e.State.Run("h"); r.Phase != phaseReported || proofs.Load() != 2 {
+		t.Fatalf("run %+v after %d proofs: want it reported at the second", r, proofs.Load())
+	}
+}
