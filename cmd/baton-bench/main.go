@@ -175,8 +175,12 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return nil, err
 			}
-			fmt.Fprintf(stdout, "lifecycles, %2d executors%s: %6.0f lifecycles/s, %6.0f callbacks/s, p50 %v p99 %v per call, %d webhook deliveries during the run, all in %v after\n",
-				run.x, map[bool]string{true: " (timers, webhook)"}[run.active], float64(r.Lifecycles)/r.Elapsed.Seconds(), float64(r.Callbacks)/r.Elapsed.Seconds(), r.All50, r.All99, r.Delivered, r.Drain)
+			drained := fmt.Sprintf("all in %v after", r.Drain)
+			if r.Drain < 0 {
+				drained = "not all within a minute after"
+			}
+			fmt.Fprintf(stdout, "lifecycles, %2d executors%s: %6.0f lifecycles/s, %6.0f callbacks/s, p50 %v p99 %v per call, %d webhook deliveries during the run, %s\n",
+				run.x, map[bool]string{true: " (timers, webhook)"}[run.active], float64(r.Lifecycles)/r.Elapsed.Seconds(), float64(r.Callbacks)/r.Elapsed.Seconds(), r.All50, r.All99, r.Delivered, drained)
 			out = append(out, r)
 		}
 		return out, nil
