@@ -400,14 +400,16 @@ func writeMarker(path string, b []byte) error {
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}
-	if err == nil {
-		var d *os.File
-		if d, err = os.Open(filepath.Dir(path)); err == nil {
-			err = errors.Join(d.Sync(), d.Close())
-		}
-	}
 	if err != nil {
 		os.Remove(tmp)
+		return err
 	}
-	return err
+	// The rename lasts through a power cut once the directory is on disk.
+	// Best effort: the marker is replaced already, and some systems
+	// cannot sync a directory.
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
 }
