@@ -786,7 +786,7 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *gateway.Call, u
 					s.writeErrorAs(w, r, wire.f, p.Err)
 				case wire.responses:
 					d := describe(r, p.Err)
-					failResponse(sse, seq, created, d.Code, d.Message)
+					failResponse(sse, seq, created, d.Code, d.Message, d.openaiParam())
 				case named:
 					tellMessages(sse, r, p.Err)
 				default:
@@ -890,8 +890,8 @@ func withEstimate(raw []byte, wire pipeWire, u gateway.Usage, cost *float64) []b
 // began, as the translated stream does: an error event, then
 // response.failed with the response the stream created, numbered after
 // the upstream's last event.
-func failResponse(sse *sseWriter, seq int64, created []byte, code, message string) {
-	if sse.event("error", openai.ResponsesErrorEvent(seq+1, code, message)) != nil || created == nil {
+func failResponse(sse *sseWriter, seq int64, created []byte, code, message, param string) {
+	if sse.event("error", openai.ResponsesErrorEvent(seq+1, code, message, param)) != nil || created == nil {
 		return
 	}
 	resp, err := sjson.SetBytes(created, "status", "failed")

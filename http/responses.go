@@ -330,7 +330,7 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, c *gatew
 		if p.Err != nil {
 			if u, cost, tell := up.Fail(p.Err); tell || stopping(r) {
 				d := describe(r, p.Err)
-				failed := rs.Fail(d.Code, d.Message, openai.NewResponsesUsage(u, cost))
+				failed := rs.Fail(d.Code, d.Message, d.openaiParam(), openai.NewResponsesUsage(u, cost))
 				s.storeResponse(r, call, failed) // OpenAI keeps a failed response too
 				rs.Failed()
 			}

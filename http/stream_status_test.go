@@ -369,3 +369,34 @@ func TestStreamAnsweredWithAPageSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// A Responses stream that fails after it began ends with an error event
+// that keeps the field the provider's error names, passed through as the
+// chat stream's error chunk does: its param was always null.
+func TestResponsesStreamErrorEventKeepsParam(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		sse(w, "response.created", `{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","object":"response","status":"in_progress","model":"gpt-4o-mini","output":[]}}`)
+		sse(w, "response.output_text.delta", `{"type":"response.output_text.delta","sequence_number":1,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hel"}`)
+		sse(w, "error", `{"type":"error","sequence_number":2,"code":"invalid_request_error","message":"input[0].content is too long","param":"input[0].content"}`)
+	}))
+	t.Cleanup(up.Close)
+	e := newEnvWith(t, catalogWith(t, map[string]string{"OPENAI_BASE_URL": up.URL + "/v1", "OPENAI_API_KEY": "k"}))
+	resp, evs := e.stream("/v1/responses", e.tenantA, map[string]any{"model": "openai:gpt-4o-mini", "stream": true, "input": "hi"})
+	if resp.StatusCode != 200 || len(evs) == 0 {
+		t.Fatalf("%d %v", resp.StatusCode, evs)
+	}
+	for _, ev := range evs {
+		if ev[0] != "error" {
+			continue
+		}
+		var got struct{ Param any }
+		json.Unmarshal([]byte(ev[1]), &got)
+		if got.Param != "input[0].content" {
+			t.Fatalf("the error event %s, want the provider's param", ev[1])
+		}
+		return
+	}
+	t.Fatalf("no error event in %v", evs)
+}

@@ -78,6 +78,13 @@ func (d described) openaiParamCode() (param, code any) {
 	return param, d.Code
 }
 
+// openaiParam is d's param in OpenAI's shape, "" for none.
+func (d described) openaiParam() string {
+	p, _ := d.openaiParamCode()
+	s, _ := p.(string)
+	return s
+}
+
 // tellMessages tells err in a messages stream already begun: Anthropic's
 // error event.
 func tellMessages(sse *sseWriter, r *http.Request, err error) {

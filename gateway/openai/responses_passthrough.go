@@ -149,7 +149,12 @@ func responsesFailure(provider string, e gjson.Result) error {
 	case strings.Contains(code, "invalid") || strings.Contains(code, "context_length"):
 		status = http.StatusBadRequest
 	}
-	return &gateway.UpstreamError{Provider: provider, Status: status, Bad: true, Type: code, Message: cmp.Or(e.Get("message").Str, "response failed")}
+	ue := &gateway.UpstreamError{Provider: provider, Status: status, Bad: true, Type: code, Message: cmp.Or(e.Get("message").Str, "response failed")}
+	// The field it names, as an error status's param is kept.
+	if p := e.Get("param"); p.Type == gjson.String && len(p.Str) <= 256 {
+		ue.Param = strings.ToValidUTF8(p.Str, "")
+	}
+	return ue
 }
 
 // respRawStream is a Responses event stream passed through: each event is

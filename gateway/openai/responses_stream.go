@@ -29,13 +29,14 @@ type ResponsesStream struct {
 	out  *gateway.OutputSchema
 	seq  int
 
-	output  []any // the items so far, in output order
-	reason  *streamReasoning
-	msg     *streamMessage
-	calls   []*streamCall // the open function calls
-	byIndex map[int]*streamCall
-	answer  map[int]bool   // upstream tool calls that carry the structured answer
-	failure ResponsesError // the error event's code and message, once Fail ended it
+	output    []any // the items so far, in output order
+	reason    *streamReasoning
+	msg       *streamMessage
+	calls     []*streamCall // the open function calls
+	byIndex   map[int]*streamCall
+	answer    map[int]bool   // upstream tool calls that carry the structured answer
+	failure   ResponsesError // the error event's code and message, once Fail ended it
+	failParam string         // and the field it names, if any
 }
 
 // streamMessage is the message item being streamed.
@@ -452,7 +453,7 @@ func NewResponsesError(code, message string) *ResponsesError {
 // error (code and message as the front's errors give them), what was sent
 // so far, unfinished items marked incomplete. Failed sends it, once the
 // caller has stored it, as OpenAI keeps a failed response.
-func (s *ResponsesStream) Fail(code, message string, usage *ResponsesUsage) *ResponsesObject {
+func (s *ResponsesStream) Fail(code, message, param string, usage *ResponsesUsage) *ResponsesObject {
 	if r := s.reason; r != nil {
 		s.output[r.at] = newReasoning(r.id, r.text.String(), r.sig)
 	}
@@ -468,7 +469,7 @@ func (s *ResponsesStream) Fail(code, message string, usage *ResponsesUsage) *Res
 		s.output[c.at] = s.obj.functionCall(c.id, c.callID, c.name, c.args.String(), ResponsesIncomplete)
 	}
 	s.obj.Status, s.obj.Error, s.obj.Usage = ResponsesFailed, NewResponsesError(code, message), usage
-	s.failure = ResponsesError{Code: code, Message: message}
+	s.failure, s.failParam = ResponsesError{Code: code, Message: message}, param
 	if s.output != nil {
 		s.obj.Output = s.output
 	}
@@ -479,7 +480,7 @@ func (s *ResponsesStream) Fail(code, message string, usage *ResponsesUsage) *Res
 // ended.
 func (s *ResponsesStream) Failed() error {
 	// The events are whole, numbered: sent as they are.
-	if err := s.emit("error", ResponsesErrorEvent(s.next(), s.failure.Code, s.failure.Message)); err != nil {
+	if err := s.emit("error", ResponsesErrorEvent(s.next(), s.failure.Code, s.failure.Message, s.failParam)); err != nil {
 		return err
 	}
 	return s.emit("response.failed", ResponsesFailedEvent(s.next(), s.obj))
@@ -489,8 +490,12 @@ func (s *ResponsesStream) Failed() error {
 // stream breaking after it began sends first; response.failed follows
 // (ResponsesFailedEvent). The translated stream and a passed-through one
 // both end so.
-func ResponsesErrorEvent(seq int64, code, message string) map[string]any {
-	return map[string]any{"type": "error", "sequence_number": seq, "code": code, "message": message, "param": nil}
+func ResponsesErrorEvent(seq int64, code, message, param string) map[string]any {
+	ev := map[string]any{"type": "error", "sequence_number": seq, "code": code, "message": message, "param": nil}
+	if param != "" {
+		ev["param"] = param // the field a refusal names, as an error answer's param
+	}
+	return ev
 }
 
 // ResponsesFailedEvent is response.failed, numbered seq, with the failed

@@ -351,7 +351,7 @@ func TestResponsesStreamFail(t *testing.T) {
 	s, c := newTestStream(t, `{"model":"p:m","input":"x"}`)
 	s.Start()
 	s.Delta(gateway.Delta{Text: "partial"})
-	if obj := s.Fail("upstream_rate_limited", "slow down", nil); obj.Status != ResponsesFailed || !obj.Store {
+	if obj := s.Fail("upstream_rate_limited", "slow down", "", nil); obj.Status != ResponsesFailed || !obj.Store {
 		t.Fatalf("failed %+v", obj)
 	}
 	if err := s.Failed(); err != nil {
