@@ -837,13 +837,18 @@ func newDirect(cancel context.CancelFunc, st Stream, idle time.Duration, provide
 // read reads the next delta on the caller's goroutine, the idle limit
 // counting only while it waits for the upstream.
 func (u *Upstream) read() Pumped {
-	u.idle.Reset(u.idleFor)
-	d, err := u.st.Next()
-	u.idle.Stop()
-	if u.stalled.Load() {
-		d, err = Delta{}, &UpstreamError{Provider: u.provider, Timeout: true, Message: fmt.Sprintf("sent nothing for %v", u.idleFor)}
+	for {
+		u.idle.Reset(u.idleFor)
+		d, err := u.st.Next()
+		u.idle.Stop()
+		if u.stalled.Load() {
+			d, err = Delta{}, &UpstreamError{Provider: u.provider, Timeout: true, Message: fmt.Sprintf("sent nothing for %v", u.idleFor)}
+		}
+		if err == nil && d.KeepAlive {
+			continue // alive: the limit starts again
+		}
+		return Pumped{d, err}
 	}
-	return Pumped{d, err}
 }
 
 // Commits reports whether a delta carries something the client must see
@@ -1106,6 +1111,9 @@ func pump(ctx context.Context, cancel context.CancelFunc, st Stream, idle time.D
 					Message: fmt.Sprintf("sent nothing for %v", idle)}
 			}
 			timer.Reset(idle)
+			if err == nil && d.KeepAlive {
+				continue // alive: the limit starts again
+			}
 			select {
 			case ch <- Pumped{d, err}:
 			case <-ctx.Done():

@@ -378,6 +378,10 @@ type Delta struct {
 	// (Anthropic's content_block_stop), 0 for none: a front may close it
 	// before the answer ends.
 	EndedCall int `json:",omitempty"`
+	// KeepAlive: the upstream said it is there and nothing more (Anthropic's
+	// ping while the model thinks): the idle limit starts again, and the
+	// delta goes no further than the stream's reader.
+	KeepAlive bool `json:"-"`
 }
 
 // Stream yields deltas; Next returns io.EOF after the last one.

@@ -851,3 +851,35 @@ func TestWholeAnswerEndsWhenClientStopsReading(t *testing.T) {
 		t.Fatalf("the whole answer (%d bytes) waited for a client that stopped reading", n)
 	}
 }
+
+// An Anthropic upstream that pings while its model thinks (thinking not
+// shown) is there: a translated stream is not given up for silence while
+// the pings come, as a passed-through one, which forwards each ping, is
+// not. The translated stream took only content as a sign of life, and a
+// model thinking past StreamIdle was cut.
+func TestPingingUpstreamIsNotSilent(t *testing.T) {
+	envStreamIdle = 400 * time.Millisecond
+	t.Cleanup(func() { envStreamIdle = 0 })
+	an := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		sse(w, "message_start", `{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"usage":{"input_tokens":10,"output_tokens":1}}}`)
+		for range 12 { // 1.2 s of pings, three times the idle limit
+			time.Sleep(100 * time.Millisecond)
+			sse(w, "ping", `{"type":"ping"}`)
+		}
+		sse(w, "content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+		sse(w, "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"thought it over"}}`)
+		sse(w, "content_block_stop", `{"type":"content_block_stop","index":0}`)
+		sse(w, "message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":4}}`)
+		sse(w, "message_stop", `{"type":"message_stop"}`)
+	}))
+	t.Cleanup(an.Close)
+	e := newEnvWith(t, catalogWith(t, map[string]string{"ANTHROPIC_BASE_URL": an.URL, "ANTHROPIC_API_KEY": "k"}))
+	for _, path := range []string{"/v1/chat/completions", "/v1/messages"} {
+		status, msg, raw := postStreamed(t, e, path, "anthropic:claude-haiku-4-5")
+		if status != 200 || msg != "" || !strings.Contains(string(raw), "thought it over") {
+			t.Errorf("%s: %d %s", path, status, raw)
+		}
+	}
+}

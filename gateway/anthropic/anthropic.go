@@ -570,6 +570,10 @@ func (s *anStream) Next() (gateway.Delta, error) {
 			}
 		case "message_stop":
 			return s.end(), nil
+		case "ping":
+			// Sent while the model is silent (thinking not shown): the
+			// upstream is there, as a passed-through stream's ping says.
+			return gateway.Delta{KeepAlive: true}, nil
 		case "error":
 			ue := gateway.BadAnswer(s.name, "upstream stream error")
 			if e.Error != nil {
