@@ -205,13 +205,18 @@ func heldError(provider string, raw []byte) *UpstreamError {
 	ue := BadAnswer(provider, "its answer (a success) held an error: "+text)
 	ue.OfAPI, ue.Type = true, e.Get("type").Str
 	ue.Status = ErrorStatus(ue.Type, e.Get("code"))
-	if c := e.Get("code"); c.Type == gjson.String && len(c.Str) <= 256 {
-		ue.Code = strings.ToValidUTF8(c.Str, "")
-	}
-	if p := e.Get("param"); p.Type == gjson.String && len(p.Str) <= 256 {
-		ue.Param = strings.ToValidUTF8(p.Str, "")
-	}
+	ue.Code, ue.Param = ErrorField(e.Get("code")), ErrorField(e.Get("param"))
 	return ue
+}
+
+// ErrorField is an error object's code or param as Baton tells it on: a
+// string of at most 256 bytes, made valid UTF-8; "" for anything else (no
+// field is named so, and half a name would name another).
+func ErrorField(v gjson.Result) string {
+	if v.Type != gjson.String || len(v.Str) > 256 {
+		return ""
+	}
+	return strings.ToValidUTF8(v.Str, "")
 }
 
 // ErrorStatus is the status an error of a provider's API that came with a
@@ -310,11 +315,12 @@ func (j *jsonBody) Read(p []byte) (int, error) {
 			br.UnreadByte()
 			b, err = io.ReadAll(io.LimitReader(br, 1<<20))
 		}
+		held := heldError(j.provider, b)
 		switch {
 		case err != nil && !errors.Is(err, io.EOF):
 			j.err = err // a broken read, told as the stream's
-		case heldError(j.provider, b) != nil:
-			j.err = heldError(j.provider, b)
+		case held != nil:
+			j.err = held
 		case len(b) == 0:
 			j.err = io.EOF // nothing: told as an empty stream is
 		default:

@@ -279,12 +279,7 @@ func streamFailure(provider string, failure gjson.Result, chunk []byte) *gateway
 	}
 	ue := &gateway.UpstreamError{Provider: provider, Status: gateway.ErrorStatus(typ, failure.Get("code")), Bad: true, Type: typ, Message: cmp.Or(msg, "error event")}
 	// The field and code it names, as an error status's are kept.
-	if p := failure.Get("param"); p.Type == gjson.String && len(p.Str) <= 256 {
-		ue.Param = strings.ToValidUTF8(p.Str, "")
-	}
-	if c := failure.Get("code"); c.Type == gjson.String && len(c.Str) <= 256 {
-		ue.Code = strings.ToValidUTF8(c.Str, "")
-	}
+	ue.Param, ue.Code = gateway.ErrorField(failure.Get("param")), gateway.ErrorField(failure.Get("code"))
 	return ue
 }
 

@@ -150,10 +150,7 @@ func responsesFailure(provider string, e gjson.Result) error {
 		status = http.StatusBadRequest
 	}
 	ue := &gateway.UpstreamError{Provider: provider, Status: status, Bad: true, Type: code, Message: cmp.Or(e.Get("message").Str, "response failed")}
-	// The field it names, as an error status's param is kept.
-	if p := e.Get("param"); p.Type == gjson.String && len(p.Str) <= 256 {
-		ue.Param = strings.ToValidUTF8(p.Str, "")
-	}
+	ue.Param = gateway.ErrorField(e.Get("param")) // the field it names, as an error status's param is kept
 	return ue
 }
 
