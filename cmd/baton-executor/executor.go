@@ -324,11 +324,7 @@ func (e *Executor) follow(ctx context.Context, connected *bool) error {
 				return err
 			}
 		}
-		refused := &streamRefused{status: resp.StatusCode, body: b}
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-			refused.after = time.Duration(min(s, 60)) * time.Second
-		}
-		return refused
+		return &streamRefused{status: resp.StatusCode, body: b, after: retryAfter(resp)}
 	}
 	if last == "" {
 		// The stream starts at the store's head: what was approved before
@@ -405,10 +401,7 @@ func (e *Executor) follow(ctx context.Context, connected *bool) error {
 func (e *Executor) catchUp(ctx context.Context) error {
 	// Retried as a contract read is (readContract): the claims of what it
 	// lists wait on it.
-	lctx := ctx
-	if e.StreamRetryMax > 0 {
-		lctx = context.WithValue(ctx, retryMaxKey{}, e.StreamRetryMax)
-	}
+	lctx := e.retriedSoon(ctx)
 	cursor := ""
 	for {
 		q := url.Values{"targetExecutor": {e.Config.Executor}, "approvalStatus": {domain.ApprovalApproved},
@@ -490,10 +483,7 @@ func (e *Executor) readContract(ctx context.Context, id string) (contract, error
 	// a handoff just approved may run from the approval (onExecutorTimeout
 	// close), and its claim waits on this read; a proxy's 503 asking for
 	// a minute held the claim past a short lease.
-	if e.StreamRetryMax > 0 {
-		ctx = context.WithValue(ctx, retryMaxKey{}, e.StreamRetryMax)
-	}
-	status, raw, err := e.call(ctx, "GET", "/v1/handoff/contracts/"+url.PathEscape(id), "", nil)
+	status, raw, err := e.call(e.retriedSoon(ctx), "GET", "/v1/handoff/contracts/"+url.PathEscape(id), "", nil)
 	if err != nil {
 		return contract{}, err
 	}
@@ -1133,10 +1123,10 @@ func (e *Executor) call(ctx context.Context, method, path, idemKey string, body 
 				}
 				return resp.StatusCode, raw, nil
 			}
-			if s, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil && s > 0 {
+			if ra := retryAfter(resp); ra > 0 {
 				// Within the limit too: a proxy's 503 asking for a minute
 				// held a leased run's heartbeat past its lease.
-				asked = min(time.Duration(min(s, 60))*time.Second, limit)
+				asked = min(ra, limit)
 				wait = max(wait, asked)
 			}
 			if rerr != nil {
@@ -1168,6 +1158,24 @@ type leaseKey struct{}
 // retryMaxKey holds, in a request's context, the longest wait between two
 // of its attempts.
 type retryMaxKey struct{}
+
+// retriedSoon is ctx for a read retried at most StreamRetryMax apart, as
+// the stream is.
+func (e *Executor) retriedSoon(ctx context.Context) context.Context {
+	if e.StreamRetryMax <= 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, retryMaxKey{}, e.StreamRetryMax)
+}
+
+// retryAfter is the wait a Retry-After of whole seconds asks for, at most
+// a minute; 0 without one.
+func retryAfter(resp *http.Response) time.Duration {
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+		return time.Duration(min(s, 60)) * time.Second
+	}
+	return 0
+}
 
 // dueKey holds, in a run's context, its contract's resultDueAt.
 type dueKey struct{}
